@@ -1,0 +1,146 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion of the configuration files.
+var GroupVersion = schema.GroupVersion{Group: "config.strata.dev", Version: "v1beta1"}
+
+// Kinds of the configuration files.
+const (
+	AgentConfigurationKind = "AgentConfiguration"
+	HubConfigurationKind   = "HubConfiguration"
+)
+
+// Algorithm is a placement algorithm of the TAS engine.
+type Algorithm string
+
+const (
+	// BestFit fills the domains with the most free capacity first and picks
+	// the last domain so that the least capacity is left over.
+	BestFit Algorithm = "BestFit"
+	// LeastFreeCapacity fills the domains with the least free capacity first,
+	// which keeps large domains free.
+	LeastFreeCapacity Algorithm = "LeastFreeCapacity"
+)
+
+// AgentConfiguration configures strata-agent.
+//
+// +kubebuilder:object:root=true
+type AgentConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// topologyAwareScheduling chooses the placement algorithms.
+	// +optional
+	TopologyAwareScheduling TopologyAwareScheduling `json:"topologyAwareScheduling,omitempty"`
+
+	// nodeFailure configures how failed nodes under admitted workloads are
+	// detected and replaced (hot swap).
+	// +optional
+	NodeFailure NodeFailure `json:"nodeFailure,omitempty"`
+
+	// summary configures the CapacitySummary objects the agent publishes.
+	// +optional
+	Summary Summary `json:"summary,omitempty"`
+
+	// queueing configures admission from the ClusterQueues.
+	// +optional
+	Queueing Queueing `json:"queueing,omitempty"`
+}
+
+// TopologyAwareScheduling chooses the engine's algorithm per request kind.
+type TopologyAwareScheduling struct {
+	// requiredAlgorithm for podset-required-topology (default BestFit).
+	// +optional
+	RequiredAlgorithm Algorithm `json:"requiredAlgorithm,omitempty"`
+	// preferredAlgorithm for podset-preferred-topology (default BestFit).
+	// +optional
+	PreferredAlgorithm Algorithm `json:"preferredAlgorithm,omitempty"`
+	// unconstrainedAlgorithm for unconstrained and implicit requests
+	// (default LeastFreeCapacity).
+	// +optional
+	UnconstrainedAlgorithm Algorithm `json:"unconstrainedAlgorithm,omitempty"`
+	// balancedPlacement places preferred requests evenly over the fewest
+	// domains instead of packing them greedily (KEP-2724 "Balanced
+	// placement"). Default false.
+	// +optional
+	BalancedPlacement bool `json:"balancedPlacement,omitempty"`
+}
+
+// NodeFailure configures failed-node replacement.
+type NodeFailure struct {
+	// notReadyDelay is how long a node must be NotReady before it counts as
+	// failed (default 30s).
+	// +optional
+	NotReadyDelay *metav1.Duration `json:"notReadyDelay,omitempty"`
+	// replaceOnPodTermination treats a NotReady node as failed at once when
+	// all of the workload's pods on it are terminated or terminating
+	// (default true).
+	// +optional
+	ReplaceOnPodTermination *bool `json:"replaceOnPodTermination,omitempty"`
+	// replaceOnTaints treats untolerated NoExecute / NoSchedule taints as
+	// node failures (default true).
+	// +optional
+	ReplaceOnTaints *bool `json:"replaceOnTaints,omitempty"`
+	// failFast evicts and requeues a workload when the first replacement
+	// search fails (default true).
+	// +optional
+	FailFast *bool `json:"failFast,omitempty"`
+	// recoveryTimeout bounds retries when failFast is off (default 10m).
+	// +optional
+	RecoveryTimeout *metav1.Duration `json:"recoveryTimeout,omitempty"`
+}
+
+// Summary configures capacity summaries.
+type Summary struct {
+	// maxBytes is the size budget of one CapacitySummary; buckets are merged
+	// (rounding free capacity down) to stay within it (default 512Ki).
+	// +optional
+	MaxBytes *int32 `json:"maxBytes,omitempty"`
+	// minInterval is the least time between two writes of one summary
+	// (default 250ms).
+	// +optional
+	MinInterval *metav1.Duration `json:"minInterval,omitempty"`
+}
+
+// Queueing configures admission.
+type Queueing struct {
+	// ungateBatchPeriod batches pod events before ungating (default 1s).
+	// +optional
+	UngateBatchPeriod *metav1.Duration `json:"ungateBatchPeriod,omitempty"`
+}
+
+// HubConfiguration configures strata-hub.
+//
+// +kubebuilder:object:root=true
+type HubConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// topologyAwareScheduling chooses the algorithms the hub plans with; keep
+	// it equal to the agents' so hub and agent agree.
+	// +optional
+	TopologyAwareScheduling TopologyAwareScheduling `json:"topologyAwareScheduling,omitempty"`
+
+	// dispatch configures how workloads are sent to worker clusters.
+	// +optional
+	Dispatch Dispatch `json:"dispatch,omitempty"`
+}
+
+// Dispatch configures dispatching.
+type Dispatch struct {
+	// admissionTimeout is how long a worker may take to admit a dispatched
+	// workload before the hub removes the copy and places it elsewhere
+	// (default 5m).
+	// +optional
+	AdmissionTimeout *metav1.Duration `json:"admissionTimeout,omitempty"`
+	// summaryStaleAfter is the age after which a worker's summary is stale and
+	// the worker receives no new workloads (default 2m).
+	// +optional
+	SummaryStaleAfter *metav1.Duration `json:"summaryStaleAfter,omitempty"`
+	// workerNamespace is where agents publish their summaries and where the
+	// hub's credentials point (default strata-system).
+	// +optional
+	WorkerNamespace string `json:"workerNamespace,omitempty"`
+}

@@ -1,0 +1,58 @@
+package v1beta1
+
+// Labels and annotations users put on Jobs. On a Job labelled with
+// QueueNameLabel, every pod-set annotation below is also accepted with the
+// KueuePrefix instead of Prefix (same name after the prefix, same meaning), so a
+// Kueue TAS manifest works after changing one label.
+const (
+	// Prefix is the prefix of every label, annotation, gate and finalizer Strata owns.
+	Prefix = "strata.dev/"
+	// KueuePrefix is the prefix of the KEP-2724 pod-set annotations Strata also accepts.
+	KueuePrefix = "kueue.x-k8s.io/"
+
+	// QueueNameLabel on a Job names the ClusterQueue that admits it; only Jobs
+	// with this label are managed by Strata.
+	QueueNameLabel = Prefix + "queue-name"
+
+	// PodSetRequiredTopologyAnnotation asks for all pods of the pod set in one
+	// domain of the named level (a node label key of the Topology).
+	PodSetRequiredTopologyAnnotation = Prefix + "podset-required-topology"
+	// PodSetPreferredTopologyAnnotation asks for all pods in one domain of the
+	// named level if possible, climbing levels until the pod set fits.
+	PodSetPreferredTopologyAnnotation = Prefix + "podset-preferred-topology"
+	// PodSetUnconstrainedTopologyAnnotation ("true") admits the pod set wherever
+	// free capacity exists, without compactness constraints.
+	PodSetUnconstrainedTopologyAnnotation = Prefix + "podset-unconstrained-topology"
+	// PodSetSliceRequiredTopologyAnnotation asks for every slice of
+	// PodSetSliceSizeAnnotation pods in one domain of the named level.
+	PodSetSliceRequiredTopologyAnnotation = Prefix + "podset-slice-required-topology"
+	// PodSetSliceSizeAnnotation is the number of pods in one slice.
+	PodSetSliceSizeAnnotation = Prefix + "podset-slice-size"
+	// PodSetSliceRequiredTopologyConstraintsAnnotation holds up to three slice
+	// layers as JSON, coarsest first: [{"topology": "<label>", "size": "<n>"}, ...].
+	PodSetSliceRequiredTopologyConstraintsAnnotation = Prefix + "podset-slice-required-topology-constraints"
+	// PodSetGroupNameAnnotation puts pod sets (e.g. leader and workers) into one
+	// group that gets one flavor and one common domain.
+	PodSetGroupNameAnnotation = Prefix + "podset-group-name"
+)
+
+// Labels, annotations and gates Strata writes.
+const (
+	// TopologySchedulingGate holds a pod until the node selector of its
+	// assigned topology domain has been injected.
+	TopologySchedulingGate = Prefix + "topology"
+	// WorkloadAnnotation on a pod template names the admitted Workload.
+	WorkloadAnnotation = Prefix + "workload"
+	// PodSetLabel on a pod template names the Workload pod set it belongs to.
+	PodSetLabel = Prefix + "podset"
+	// TASLabel marks pod templates (and so pods) admitted with topology-aware scheduling.
+	TASLabel = Prefix + "tas"
+	// ManagedByController is the Job spec.managedBy value on hub Jobs, so the
+	// hub cluster's Job controller leaves them alone.
+	ManagedByController = Prefix + "hub"
+
+	// HostnameLabel is the well-known node label for the host level.
+	HostnameLabel = "kubernetes.io/hostname"
+	// JobCompletionIndexLabel is the pod index label of indexed batch/v1 Jobs.
+	JobCompletionIndexLabel = "batch.kubernetes.io/job-completion-index"
+)

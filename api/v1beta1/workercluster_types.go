@@ -1,0 +1,143 @@
+package v1beta1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// WorkerClusterSpec says how the hub reaches a worker cluster: exactly one of
+// a kubeconfig Secret, a ClusterProfile or an Open Cluster Management
+// ManagedCluster.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.kubeConfigSecretRef) ? 1 : 0) + (has(self.clusterProfileRef) ? 1 : 0) + (has(self.managedClusterName) ? 1 : 0) == 1",message="exactly one of kubeConfigSecretRef, clusterProfileRef and managedClusterName must be set"
+type WorkerClusterSpec struct {
+	// kubeConfigSecretRef is a Secret holding a kubeconfig for the worker.
+	//
+	// +optional
+	KubeConfigSecretRef *SecretKeyReference `json:"kubeConfigSecretRef,omitempty"`
+
+	// clusterProfileRef is a sigs.k8s.io/cluster-inventory-api ClusterProfile
+	// whose access providers give the credentials.
+	//
+	// +optional
+	ClusterProfileRef *ObjectReference `json:"clusterProfileRef,omitempty"`
+
+	// managedClusterName is an Open Cluster Management ManagedCluster.
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ManagedClusterName *string `json:"managedClusterName,omitempty"`
+}
+
+// SecretKeyReference names a key of a Secret.
+type SecretKeyReference struct {
+	// namespace of the Secret.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// name of the Secret.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key in the Secret's data; defaults to "kubeconfig".
+	//
+	// +optional
+	// +kubebuilder:default=kubeconfig
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+}
+
+// ObjectReference names a namespaced object.
+type ObjectReference struct {
+	// namespace of the object.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// name of the object.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// WorkerClusterStatus reports the connection to the worker.
+type WorkerClusterStatus struct {
+	// conditions: Connected says whether the hub can reach the worker with
+	// the permissions it needs, with a reason when it cannot.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// summaries are the capacity summaries last read from the worker.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=flavor
+	// +kubebuilder:validation:MaxItems=64
+	Summaries []WorkerSummaryStatus `json:"summaries,omitempty"`
+}
+
+// WorkerSummaryStatus is the hub's view of one of a worker's summaries.
+type WorkerSummaryStatus struct {
+	// flavor summarized.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Flavor string `json:"flavor"`
+
+	// summaryGeneration last read.
+	//
+	// +optional
+	SummaryGeneration int64 `json:"summaryGeneration,omitempty"`
+
+	// observedTime of that summary.
+	//
+	// +optional
+	ObservedTime *metav1.Time `json:"observedTime,omitempty"`
+}
+
+// WorkerCluster condition types.
+const (
+	// WorkerClusterConnected is True when the hub reaches the worker with the
+	// permissions it needs.
+	WorkerClusterConnected = "Connected"
+)
+
+// WorkerCluster is a worker cluster the hub may dispatch workloads to
+// (hub only).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=wc
+// +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WorkerCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec WorkerClusterSpec `json:"spec"`
+	// +optional
+	Status WorkerClusterStatus `json:"status,omitempty"`
+}
+
+// WorkerClusterList is a list of WorkerCluster.
+//
+// +kubebuilder:object:root=true
+type WorkerClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WorkerCluster `json:"items"`
+}

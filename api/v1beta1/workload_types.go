@@ -1,0 +1,391 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// WorkloadSpec is what a Job asks for: its pod sets, its queue and priority.
+// Strata writes it from the Job; users do not edit it.
+type WorkloadSpec struct {
+	// podSets are the groups of identical pods of the workload.
+	//
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	PodSets []PodSet `json:"podSets"`
+
+	// queueName is the ClusterQueue the workload is submitted to.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	QueueName string `json:"queueName"`
+
+	// priorityClassName is the PriorityClass the priority was taken from.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// priority orders workloads within a queue: higher first, then older first.
+	//
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
+}
+
+// PodSet is a group of identical pods.
+type PodSet struct {
+	// name of the pod set, unique within the workload ("main" for a Job).
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// count is the number of pods.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+
+	// template is the pod template of the pod set, copied from the Job (which
+	// the API server has already validated). It is stored without a schema:
+	// that keeps the CRD small enough for a client-side kubectl apply.
+	//
+	// +required
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// topologyRequest is the topology the pods ask for (from the pod-set
+	// annotations). Unset on a topology-aware flavor means unconstrained
+	// placement at the lowest level.
+	//
+	// +optional
+	TopologyRequest *PodSetTopologyRequest `json:"topologyRequest,omitempty"`
+}
+
+// PodSetTopologyRequest is the topology request of a pod set, parsed from the
+// podset-* annotations of its pod template.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.required) ? 1 : 0) + (has(self.preferred) ? 1 : 0) + ((has(self.unconstrained) && self.unconstrained) ? 1 : 0) <= 1",message="required, preferred and unconstrained are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="has(self.podSetSliceRequiredTopology) == has(self.podSetSliceSize)",message="podSetSliceRequiredTopology and podSetSliceSize must be set together"
+// +kubebuilder:validation:XValidation:rule="!has(self.podSetSliceRequiredTopologyConstraints) || !has(self.podSetSliceRequiredTopology)",message="podSetSliceRequiredTopologyConstraints cannot be combined with podSetSliceRequiredTopology and podSetSliceSize"
+type PodSetTopologyRequest struct {
+	// required is the level (node label key) whose one domain must hold all pods.
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Required *string `json:"required,omitempty"`
+
+	// preferred is the level whose one domain should hold all pods; higher
+	// levels are tried when it does not fit, and at the top the pods spread.
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Preferred *string `json:"preferred,omitempty"`
+
+	// unconstrained places pods wherever free capacity exists.
+	//
+	// +optional
+	Unconstrained *bool `json:"unconstrained,omitempty"`
+
+	// podIndexLabel is the pod label holding a pod's index within the pod set
+	// (batch.kubernetes.io/job-completion-index for indexed Jobs); ranks then
+	// follow the assignment's domain order.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=316
+	PodIndexLabel *string `json:"podIndexLabel,omitempty"`
+
+	// subGroupIndexLabel is the pod label holding the index of a replicated
+	// sub-group (e.g. jobset.sigs.k8s.io/job-index).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=316
+	SubGroupIndexLabel *string `json:"subGroupIndexLabel,omitempty"`
+
+	// subGroupCount is the number of replicated sub-groups in the pod set.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	SubGroupCount *int32 `json:"subGroupCount,omitempty"`
+
+	// podSetGroupName groups pod sets (e.g. leader and workers) that get one
+	// flavor and one common domain.
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	PodSetGroupName *string `json:"podSetGroupName,omitempty"`
+
+	// podSetSliceRequiredTopology is the level whose one domain must hold each
+	// slice of podSetSliceSize pods.
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	PodSetSliceRequiredTopology *string `json:"podSetSliceRequiredTopology,omitempty"`
+
+	// podSetSliceSize is the number of pods in one slice; it divides count.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	PodSetSliceSize *int32 `json:"podSetSliceSize,omitempty"`
+
+	// podSetSliceRequiredTopologyConstraints are up to three slice layers,
+	// coarsest first; each layer's size is a multiple of the next one's.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(o, o.topology == c.topology))",message="each topology level may appear in only one layer"
+	// +kubebuilder:validation:XValidation:rule="size(self) < 2 || self[0].size % self[1].size == 0",message="the size of layer 0 must be a multiple of the size of layer 1"
+	// +kubebuilder:validation:XValidation:rule="size(self) < 3 || self[1].size % self[2].size == 0",message="the size of layer 1 must be a multiple of the size of layer 2"
+	PodSetSliceRequiredTopologyConstraints []PodSetSliceTopologyConstraint `json:"podSetSliceRequiredTopologyConstraints,omitempty"`
+}
+
+// PodSetSliceTopologyConstraint is one layer of a multi-layer slice request.
+type PodSetSliceTopologyConstraint struct {
+	// topology is the level (node label key) of this layer.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Topology string `json:"topology"`
+
+	// size is the number of pods in each group of this layer.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Size int32 `json:"size"`
+}
+
+// WorkloadStatus is where the workload stands.
+type WorkloadStatus struct {
+	// conditions: Admitted, Finished, Evicted and Invalid, each with a reason
+	// a person can act on.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// admission is set when the workload is admitted: the flavor, counts and
+	// topology assignment of each pod set.
+	//
+	// +optional
+	Admission *Admission `json:"admission,omitempty"`
+
+	// unhealthyNodes are failed nodes that run pods of this workload, for
+	// which the agent is searching replacements.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	UnhealthyNodes []UnhealthyNode `json:"unhealthyNodes,omitempty"`
+
+	// placement records the hub's choice of worker cluster (hub only).
+	//
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+}
+
+// Admission is how a workload was admitted.
+type Admission struct {
+	// clusterQueue that admitted the workload.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClusterQueue string `json:"clusterQueue"`
+
+	// podSetAssignments has one entry per pod set.
+	//
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	PodSetAssignments []PodSetAssignment `json:"podSetAssignments"`
+}
+
+// PodSetAssignment is the admission of one pod set.
+type PodSetAssignment struct {
+	// name of the pod set.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// flavor is the ResourceFlavor the pod set was admitted on.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Flavor string `json:"flavor"`
+
+	// count is the number of admitted pods.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+
+	// resourceUsage is the total requests of the admitted pods.
+	//
+	// +optional
+	ResourceUsage corev1.ResourceList `json:"resourceUsage,omitempty"`
+
+	// topologyAssignment places the pods in topology domains (topology-aware
+	// flavors only).
+	//
+	// +optional
+	TopologyAssignment *TopologyAssignment `json:"topologyAssignment,omitempty"`
+}
+
+// UnhealthyNode is a failed node running pods of the workload.
+type UnhealthyNode struct {
+	// name of the node.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// PlacementResult is the outcome of one dispatch of a workload to a cluster.
+//
+// +kubebuilder:validation:Enum=Dispatched;Admitted;Rejected;TimedOut;Unreachable;Evicted
+type PlacementResult string
+
+// Placement results.
+const (
+	PlacementDispatched  PlacementResult = "Dispatched"
+	PlacementAdmitted    PlacementResult = "Admitted"
+	PlacementRejected    PlacementResult = "Rejected"
+	PlacementTimedOut    PlacementResult = "TimedOut"
+	PlacementUnreachable PlacementResult = "Unreachable"
+	PlacementEvicted     PlacementResult = "Evicted"
+)
+
+// Placement is the hub's record of where a workload was sent.
+type Placement struct {
+	// cluster is the WorkerCluster holding the live copy; empty while the
+	// workload waits on the hub.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster,omitempty"`
+
+	// flavor the hub planned on in that cluster.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Flavor string `json:"flavor,omitempty"`
+
+	// dispatchGeneration increases with every dispatch; copies of older
+	// generations are stale and are removed before a new dispatch starts.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DispatchGeneration int64 `json:"dispatchGeneration,omitempty"`
+
+	// attempts are the most recent dispatches, oldest first.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Attempts []PlacementAttempt `json:"attempts,omitempty"`
+}
+
+// PlacementAttempt is one dispatch and its outcome.
+type PlacementAttempt struct {
+	// cluster the workload was sent to.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+
+	// flavor planned on.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Flavor string `json:"flavor,omitempty"`
+
+	// dispatchGeneration of this attempt.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	DispatchGeneration int64 `json:"dispatchGeneration"`
+
+	// result of the attempt.
+	//
+	// +required
+	Result PlacementResult `json:"result"`
+
+	// time of the last change of result.
+	//
+	// +required
+	Time metav1.Time `json:"time"`
+
+	// message explains the result.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// Workload condition types.
+const (
+	// WorkloadAdmitted is True once the workload has an admission.
+	WorkloadAdmitted = "Admitted"
+	// WorkloadFinished is True once the Job succeeded or failed.
+	WorkloadFinished = "Finished"
+	// WorkloadEvicted is True when an admitted workload was sent back to the queue.
+	WorkloadEvicted = "Evicted"
+	// WorkloadInvalid is True when the Job cannot be admitted as written
+	// (bad annotations, unknown queue, namespace not allowed).
+	WorkloadInvalid = "Invalid"
+)
+
+// Workload is Strata's record of a Job: what it asks for and how it was
+// admitted.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wl
+// +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queueName`
+// +kubebuilder:printcolumn:name="Admitted",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].status`
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.placement.cluster`
+// +kubebuilder:printcolumn:name="Flavor",type=string,JSONPath=`.status.admission.podSetAssignments[0].flavor`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Workload struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec WorkloadSpec `json:"spec"`
+	// +optional
+	Status WorkloadStatus `json:"status,omitempty"`
+}
+
+// WorkloadList is a list of Workload.
+//
+// +kubebuilder:object:root=true
+type WorkloadList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Workload `json:"items"`
+}

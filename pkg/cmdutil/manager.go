@@ -1,0 +1,88 @@
+// Package cmdutil holds what the strata-agent and strata-hub commands share:
+// process flags, logging and the controller manager they run.
+package cmdutil
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Options are the process basics every daemon takes as flags; behaviour
+// lives in the configuration file.
+type Options struct {
+	ConfigFile              string
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	Zap                     zap.Options
+}
+
+// AddFlags registers the options on cmd, plus controller-runtime's
+// --kubeconfig flag.
+func (o *Options) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&o.ConfigFile, "config", "", "path of the configuration file; defaults apply when unset")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that only one replica acts at a time")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease; defaults to the pod's namespace")
+	gfs := flag.NewFlagSet("", flag.ContinueOnError)
+	o.Zap.BindFlags(gfs)
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
+		gfs.Var(f.Value, f.Name, f.Usage)
+	}
+	fs.AddGoFlagSet(gfs)
+}
+
+// NewManager creates the controller manager for a daemon named name, with
+// health checks, metrics and (optionally) leader election.
+func (o *Options) NewManager(name string, scheme *runtime.Scheme) (ctrl.Manager, error) {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to connect to: %w (pass --kubeconfig, set KUBECONFIG, or run in a pod)", err)
+	}
+	restConfig.UserAgent = name
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        name + ".strata.dev",
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := errors.Join(
+		mgr.AddHealthzCheck("ping", healthz.Ping),
+		mgr.AddReadyzCheck("ping", healthz.Ping),
+	); err != nil {
+		return nil, fmt.Errorf("adding health checks: %w", err)
+	}
+	return mgr, nil
+}
+
+// Execute runs cmd and returns the process exit code: 0 on success, 1 on an
+// error (printed once, without the usage text unless a flag was wrong).
+func Execute(cmd *cobra.Command) int {
+	cmd.SilenceErrors = true
+	cmd.SilenceUsage = true
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nRun '%s --help' for usage", err, c.CommandPath())
+	})
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,200 @@
+// Package config loads, defaults and validates the configuration files of
+// strata-agent and strata-hub.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+)
+
+// Defaults, following KEP-2724's recommended behaviour.
+const (
+	DefaultNotReadyDelay      = 30 * time.Second
+	DefaultRecoveryTimeout    = 10 * time.Minute
+	DefaultSummaryMaxBytes    = 512 * 1024
+	DefaultSummaryMinInterval = 250 * time.Millisecond
+	DefaultUngateBatchPeriod  = time.Second
+	DefaultAdmissionTimeout   = 5 * time.Minute
+	DefaultSummaryStaleAfter  = 2 * time.Minute
+	DefaultWorkerNamespace    = "strata-system"
+)
+
+// LoadAgent reads an AgentConfiguration from path, or returns the defaults
+// when path is empty. Unknown fields, a wrong apiVersion/kind and invalid
+// values are errors that name the file and the field.
+func LoadAgent(path string) (*configv1beta1.AgentConfiguration, error) {
+	cfg := &configv1beta1.AgentConfiguration{}
+	if err := load(path, configv1beta1.AgentConfigurationKind, cfg); err != nil {
+		return nil, err
+	}
+	SetAgentDefaults(cfg)
+	if errs := ValidateAgent(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid configuration %s: %w", path, errs.ToAggregate())
+	}
+	return cfg, nil
+}
+
+// LoadHub reads a HubConfiguration from path, or returns the defaults when
+// path is empty.
+func LoadHub(path string) (*configv1beta1.HubConfiguration, error) {
+	cfg := &configv1beta1.HubConfiguration{}
+	if err := load(path, configv1beta1.HubConfigurationKind, cfg); err != nil {
+		return nil, err
+	}
+	SetHubDefaults(cfg)
+	if errs := ValidateHub(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid configuration %s: %w", path, errs.ToAggregate())
+	}
+	return cfg, nil
+}
+
+func load(path, kind string, into any) error {
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading configuration: %w", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fmt.Errorf("configuration %s is empty: want apiVersion %s, kind %s", path, configv1beta1.GroupVersion, kind)
+	}
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &tm); err != nil {
+		return fmt.Errorf("parsing configuration %s: %w", path, err)
+	}
+	if tm.APIVersion != configv1beta1.GroupVersion.String() || tm.Kind != kind {
+		return fmt.Errorf("configuration %s has apiVersion %q, kind %q: want apiVersion %q, kind %q",
+			path, tm.APIVersion, tm.Kind, configv1beta1.GroupVersion.String(), kind)
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fmt.Errorf("parsing configuration %s: %w", path, err)
+	}
+	strictErrs, err := sigsjson.UnmarshalStrict(js, into)
+	if err != nil {
+		return fmt.Errorf("parsing configuration %s: %w", path, err)
+	}
+	if len(strictErrs) > 0 {
+		return fmt.Errorf("configuration %s: %w", path, errors.Join(strictErrs...))
+	}
+	return nil
+}
+
+// SetAgentDefaults fills every unset field of cfg.
+func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
+	cfg.APIVersion = configv1beta1.GroupVersion.String()
+	cfg.Kind = configv1beta1.AgentConfigurationKind
+	setTASDefaults(&cfg.TopologyAwareScheduling)
+	nf := &cfg.NodeFailure
+	setDuration(&nf.NotReadyDelay, DefaultNotReadyDelay)
+	setDuration(&nf.RecoveryTimeout, DefaultRecoveryTimeout)
+	setBool(&nf.ReplaceOnPodTermination, true)
+	setBool(&nf.ReplaceOnTaints, true)
+	setBool(&nf.FailFast, true)
+	if cfg.Summary.MaxBytes == nil {
+		cfg.Summary.MaxBytes = ptr.To[int32](DefaultSummaryMaxBytes)
+	}
+	setDuration(&cfg.Summary.MinInterval, DefaultSummaryMinInterval)
+	setDuration(&cfg.Queueing.UngateBatchPeriod, DefaultUngateBatchPeriod)
+}
+
+// SetHubDefaults fills every unset field of cfg.
+func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
+	cfg.APIVersion = configv1beta1.GroupVersion.String()
+	cfg.Kind = configv1beta1.HubConfigurationKind
+	setTASDefaults(&cfg.TopologyAwareScheduling)
+	setDuration(&cfg.Dispatch.AdmissionTimeout, DefaultAdmissionTimeout)
+	setDuration(&cfg.Dispatch.SummaryStaleAfter, DefaultSummaryStaleAfter)
+	if cfg.Dispatch.WorkerNamespace == "" {
+		cfg.Dispatch.WorkerNamespace = DefaultWorkerNamespace
+	}
+}
+
+func setTASDefaults(t *configv1beta1.TopologyAwareScheduling) {
+	if t.RequiredAlgorithm == "" {
+		t.RequiredAlgorithm = configv1beta1.BestFit
+	}
+	if t.PreferredAlgorithm == "" {
+		t.PreferredAlgorithm = configv1beta1.BestFit
+	}
+	if t.UnconstrainedAlgorithm == "" {
+		t.UnconstrainedAlgorithm = configv1beta1.LeastFreeCapacity
+	}
+}
+
+func setDuration(d **metav1.Duration, def time.Duration) {
+	if *d == nil {
+		*d = &metav1.Duration{Duration: def}
+	}
+}
+
+func setBool(b **bool, def bool) {
+	if *b == nil {
+		*b = ptr.To(def)
+	}
+}
+
+// ValidateAgent checks a defaulted AgentConfiguration.
+func ValidateAgent(cfg *configv1beta1.AgentConfiguration) field.ErrorList {
+	errs := validateTAS(&cfg.TopologyAwareScheduling, field.NewPath("topologyAwareScheduling"))
+	nf := field.NewPath("nodeFailure")
+	errs = append(errs, positive(cfg.NodeFailure.NotReadyDelay, nf.Child("notReadyDelay"), true)...)
+	errs = append(errs, positive(cfg.NodeFailure.RecoveryTimeout, nf.Child("recoveryTimeout"), false)...)
+	sp := field.NewPath("summary")
+	if b := *cfg.Summary.MaxBytes; b < 4096 {
+		errs = append(errs, field.Invalid(sp.Child("maxBytes"), b, "must be at least 4096 bytes"))
+	} else if b > 1536*1024 {
+		errs = append(errs, field.Invalid(sp.Child("maxBytes"), b, "must be at most 1572864 bytes (etcd's object size limit)"))
+	}
+	errs = append(errs, positive(cfg.Summary.MinInterval, sp.Child("minInterval"), true)...)
+	errs = append(errs, positive(cfg.Queueing.UngateBatchPeriod, field.NewPath("queueing", "ungateBatchPeriod"), true)...)
+	return errs
+}
+
+// ValidateHub checks a defaulted HubConfiguration.
+func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
+	errs := validateTAS(&cfg.TopologyAwareScheduling, field.NewPath("topologyAwareScheduling"))
+	dp := field.NewPath("dispatch")
+	errs = append(errs, positive(cfg.Dispatch.AdmissionTimeout, dp.Child("admissionTimeout"), false)...)
+	errs = append(errs, positive(cfg.Dispatch.SummaryStaleAfter, dp.Child("summaryStaleAfter"), false)...)
+	return errs
+}
+
+var algorithms = []string{string(configv1beta1.BestFit), string(configv1beta1.LeastFreeCapacity)}
+
+func validateTAS(t *configv1beta1.TopologyAwareScheduling, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct {
+		name string
+		a    configv1beta1.Algorithm
+	}{
+		{"requiredAlgorithm", t.RequiredAlgorithm},
+		{"preferredAlgorithm", t.PreferredAlgorithm},
+		{"unconstrainedAlgorithm", t.UnconstrainedAlgorithm},
+	} {
+		if f.a != configv1beta1.BestFit && f.a != configv1beta1.LeastFreeCapacity {
+			errs = append(errs, field.NotSupported(p.Child(f.name), f.a, algorithms))
+		}
+	}
+	return errs
+}
+
+func positive(d *metav1.Duration, p *field.Path, allowZero bool) field.ErrorList {
+	switch {
+	case d.Duration < 0, d.Duration == 0 && !allowZero:
+		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must be a positive duration")}
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+)
+
+func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+func defaultAgent() *configv1beta1.AgentConfiguration {
+	return &configv1beta1.AgentConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: "config.strata.dev/v1beta1", Kind: "AgentConfiguration"},
+		TopologyAwareScheduling: configv1beta1.TopologyAwareScheduling{
+			RequiredAlgorithm:      configv1beta1.BestFit,
+			PreferredAlgorithm:     configv1beta1.BestFit,
+			UnconstrainedAlgorithm: configv1beta1.LeastFreeCapacity,
+		},
+		NodeFailure: configv1beta1.NodeFailure{
+			NotReadyDelay:           duration(30 * time.Second),
+			ReplaceOnPodTermination: ptr.To(true),
+			ReplaceOnTaints:         ptr.To(true),
+			FailFast:                ptr.To(true),
+			RecoveryTimeout:         duration(10 * time.Minute),
+		},
+		Summary: configv1beta1.Summary{
+			MaxBytes:    ptr.To[int32](512 * 1024),
+			MinInterval: duration(250 * time.Millisecond),
+		},
+		Queueing: configv1beta1.Queueing{UngateBatchPeriod: duration(time.Second)},
+	}
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadAgent(t *testing.T) {
+	const header = "apiVersion: config.strata.dev/v1beta1\nkind: AgentConfiguration\n"
+	cases := map[string]struct {
+		content string // "" with noFile: no file at all
+		noFile  bool
+		want    func() *configv1beta1.AgentConfiguration
+		wantErr string
+	}{
+		"no file gives the defaults": {
+			noFile: true,
+			want:   defaultAgent,
+		},
+		"an empty configuration keeps the defaults": {
+			content: header,
+			want:    defaultAgent,
+		},
+		"set values win over defaults": {
+			content: header + `topologyAwareScheduling:
+  unconstrainedAlgorithm: BestFit
+  balancedPlacement: true
+nodeFailure:
+  notReadyDelay: 1m
+  failFast: false
+summary:
+  maxBytes: 65536
+`,
+			want: func() *configv1beta1.AgentConfiguration {
+				c := defaultAgent()
+				c.TopologyAwareScheduling.UnconstrainedAlgorithm = configv1beta1.BestFit
+				c.TopologyAwareScheduling.BalancedPlacement = true
+				c.NodeFailure.NotReadyDelay = duration(time.Minute)
+				c.NodeFailure.FailFast = ptr.To(false)
+				c.Summary.MaxBytes = ptr.To[int32](65536)
+				return c
+			},
+		},
+		"an empty file": {
+			content: "\n",
+			wantErr: "is empty: want apiVersion config.strata.dev/v1beta1, kind AgentConfiguration",
+		},
+		"the wrong kind": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\n",
+			wantErr: `has apiVersion "config.strata.dev/v1beta1", kind "HubConfiguration": want apiVersion "config.strata.dev/v1beta1", kind "AgentConfiguration"`,
+		},
+		"an unknown field": {
+			content: header + "topologyAwareScheduling:\n  requiredAlgoritm: BestFit\n",
+			wantErr: `unknown field "topologyAwareScheduling.requiredAlgoritm"`,
+		},
+		"malformed YAML": {
+			content: header + "summary: [\n",
+			wantErr: "parsing configuration",
+		},
+		"an unknown algorithm": {
+			content: header + "topologyAwareScheduling:\n  preferredAlgorithm: MostFreeCapacity\n",
+			wantErr: `topologyAwareScheduling.preferredAlgorithm: Unsupported value: "MostFreeCapacity": supported values: "BestFit", "LeastFreeCapacity"`,
+		},
+		"a negative delay": {
+			content: header + "nodeFailure:\n  notReadyDelay: -1s\n",
+			wantErr: "nodeFailure.notReadyDelay: Invalid value: \"-1s\": must be a positive duration",
+		},
+		"a summary budget above etcd's limit": {
+			content: header + "summary:\n  maxBytes: 2000000\n",
+			wantErr: "summary.maxBytes: Invalid value: 2000000: must be at most 1572864 bytes",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := ""
+			if !tc.noFile {
+				path = writeFile(t, tc.content)
+			}
+			got, err := LoadAgent(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("LoadAgent() error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadAgent() unexpected error: %v", err)
+			}
+			if diff := cmp.Diff(tc.want(), got); diff != "" {
+				t.Errorf("LoadAgent() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadAgentMissingFile(t *testing.T) {
+	_, err := LoadAgent(filepath.Join(t.TempDir(), "absent.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "reading configuration") || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("LoadAgent(missing) error = %v, want a read error naming the file", err)
+	}
+}
+
+func TestLoadHub(t *testing.T) {
+	cases := map[string]struct {
+		content string
+		want    func(*configv1beta1.HubConfiguration)
+		wantErr string
+	}{
+		"defaults": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\n",
+			want:    func(*configv1beta1.HubConfiguration) {},
+		},
+		"a custom timeout": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\ndispatch:\n  admissionTimeout: 90s\n",
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.Dispatch.AdmissionTimeout = duration(90 * time.Second)
+			},
+		},
+		"a zero timeout": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\ndispatch:\n  admissionTimeout: 0s\n",
+			wantErr: "dispatch.admissionTimeout: Invalid value: \"0s\": must be a positive duration",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := LoadHub(writeFile(t, tc.content))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("LoadHub() error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadHub() unexpected error: %v", err)
+			}
+			want := &configv1beta1.HubConfiguration{
+				TypeMeta: metav1.TypeMeta{APIVersion: "config.strata.dev/v1beta1", Kind: "HubConfiguration"},
+				TopologyAwareScheduling: configv1beta1.TopologyAwareScheduling{
+					RequiredAlgorithm:      configv1beta1.BestFit,
+					PreferredAlgorithm:     configv1beta1.BestFit,
+					UnconstrainedAlgorithm: configv1beta1.LeastFreeCapacity,
+				},
+				Dispatch: configv1beta1.Dispatch{
+					AdmissionTimeout:  duration(5 * time.Minute),
+					SummaryStaleAfter: duration(2 * time.Minute),
+					WorkerNamespace:   "strata-system",
+				},
+			}
+			tc.want(want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("LoadHub() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

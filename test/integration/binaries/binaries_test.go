@@ -1,0 +1,137 @@
+package binaries
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+)
+
+// run runs a binary to completion with a clean environment (no KUBECONFIG)
+// and returns its exit code and combined output.
+func run(name string, args ...string) (int, string) {
+	cmd := exec.Command(filepath.Join(binDir, name), args...)
+	cmd.Env = []string{"HOME=" + GinkgoT().TempDir(), "PATH=" + os.Getenv("PATH")}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return exitErr.ExitCode(), out.String()
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return 0, out.String()
+}
+
+func configFile(content string) string {
+	p := filepath.Join(GinkgoT().TempDir(), "config.yaml")
+	Expect(os.WriteFile(p, []byte(content), 0o600)).To(Succeed())
+	return p
+}
+
+func freeAddress() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+var daemons = []struct{ name, kind string }{
+	{"strata-agent", "AgentConfiguration"},
+	{"strata-hub", "HubConfiguration"},
+}
+
+var _ = Describe("strata-agent and strata-hub", Label("binaries"), func() {
+	for _, d := range daemons {
+		It(d.name+" prints its usage with --help", func() {
+			code, out := run(d.name, "--help")
+			Expect(code).To(Equal(0), out)
+			Expect(out).To(ContainSubstring("Usage:"))
+			Expect(out).To(ContainSubstring("--config string"))
+			Expect(out).To(ContainSubstring("--kubeconfig"))
+			Expect(out).To(ContainSubstring("--leader-elect"))
+		})
+
+		It(d.name+" rejects an unknown flag", func() {
+			code, out := run(d.name, "--no-such-flag")
+			Expect(code).To(Equal(1), out)
+			Expect(out).To(ContainSubstring("Error: unknown flag: --no-such-flag"))
+			Expect(out).To(ContainSubstring("Run '" + d.name + " --help' for usage"))
+		})
+
+		It(d.name+" fails clearly on a missing configuration file", func() {
+			code, out := run(d.name, "--config", "/nonexistent/config.yaml")
+			Expect(code).To(Equal(1), out)
+			Expect(out).To(ContainSubstring("Error: reading configuration: open /nonexistent/config.yaml: no such file or directory"))
+		})
+
+		It(d.name+" fails clearly on an invalid configuration file", func() {
+			path := configFile("apiVersion: config.strata.dev/v1beta1\nkind: " + d.kind + "\ntopologyAwareScheduling:\n  requiredAlgorithm: Random\n")
+			code, out := run(d.name, "--config", path)
+			Expect(code).To(Equal(1), out)
+			Expect(out).To(ContainSubstring(`topologyAwareScheduling.requiredAlgorithm: Unsupported value: "Random"`))
+		})
+
+		It(d.name+" fails clearly with no cluster to connect to", func() {
+			code, out := run(d.name)
+			Expect(code).To(Equal(1), out)
+			Expect(out).To(ContainSubstring("no cluster to connect to"))
+			Expect(out).To(ContainSubstring("pass --kubeconfig"))
+		})
+
+		It(d.name+" starts against a real API server, reports ready and stops on SIGTERM", func() {
+			health := freeAddress()
+			cmd := exec.Command(filepath.Join(binDir, d.name),
+				"--kubeconfig", clusters.Get("hub").KubeconfigPath,
+				"--config", configFile("apiVersion: config.strata.dev/v1beta1\nkind: "+d.kind+"\n"),
+				"--metrics-bind-address", freeAddress(),
+				"--health-probe-bind-address", health,
+			)
+			session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { session.Kill() })
+			Eventually(func(g Gomega) {
+				resp, err := http.Get(fmt.Sprintf("http://%s/readyz", health))
+				g.Expect(err).NotTo(HaveOccurred())
+				defer func() { _ = resp.Body.Close() }()
+				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+			Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+			Eventually(session, 30*time.Second).Should(gexec.Exit(0))
+		})
+	}
+})
+
+var _ = Describe("kubectl-strata", Label("binaries"), func() {
+	It("prints its usage with --help", func() {
+		code, out := run("kubectl-strata", "--help")
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(ContainSubstring("Usage:"))
+		Expect(out).To(ContainSubstring("kubectl strata [command]"))
+	})
+
+	It("prints its version", func() {
+		code, out := run("kubectl-strata", "version")
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(MatchRegexp(`^kubectl-strata \S+ \(go`))
+	})
+
+	It("rejects an unknown flag and an unknown command", func() {
+		code, out := run("kubectl-strata", "--no-such-flag")
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring("unknown flag: --no-such-flag"))
+		code, out = run("kubectl-strata", "no-such-command")
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring(`unknown command "no-such-command"`))
+	})
+})

@@ -1,0 +1,174 @@
+// Package framework starts real kube-apiserver + etcd pairs (controller-runtime
+// envtest on the binaries hack/k8s-binaries.sh builds) for integration suites:
+// one hub and any number of workers in one process, with Strata's CRDs
+// installed and a kubeconfig for each.
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"strata.dev/strata/pkg/scheme"
+)
+
+// Role says which CRDs a cluster gets: the hub chart's or the agent chart's.
+type Role string
+
+// Roles of test clusters.
+const (
+	Hub    Role = "hub"
+	Worker Role = "worker"
+)
+
+// ClusterSpec describes one API server to start.
+type ClusterSpec struct {
+	Name string
+	Role Role
+}
+
+// Cluster is one running API server.
+type Cluster struct {
+	Name string
+	Role Role
+	// Config is an admin (system:masters) REST config.
+	Config *rest.Config
+	// Client is a controller-runtime client with Strata's scheme.
+	Client client.Client
+	// Kubeconfig is an admin kubeconfig for the server.
+	Kubeconfig []byte
+	// KubeconfigPath is Kubeconfig written to a file (for kubectl).
+	KubeconfigPath string
+
+	env *envtest.Environment
+}
+
+// Clusters is a set of running API servers.
+type Clusters struct {
+	Items  []*Cluster
+	tmpDir string
+}
+
+// RepoRoot is the root of the Strata repository.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// BinDir is where kube-apiserver, etcd and kubectl are: $STRATA_K8S_BIN, or
+// bin/k8s of the repository (filled by `make k8s-binaries`).
+func BinDir() (string, error) {
+	dir := os.Getenv("STRATA_K8S_BIN")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "bin", "k8s")
+	}
+	for _, b := range []string{"kube-apiserver", "etcd", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", fmt.Errorf("%s not found in %s: run 'make k8s-binaries' (or set STRATA_K8S_BIN)", b, dir)
+		}
+	}
+	return dir, nil
+}
+
+// CRDDir is the directory of the CRDs a cluster of role r gets.
+func CRDDir(r Role) string {
+	chart := "strata-agent"
+	if r == Hub {
+		chart = "strata-hub"
+	}
+	return filepath.Join(RepoRoot(), "charts", chart, "crds")
+}
+
+// Start starts one API server per spec, in parallel, and installs the CRDs
+// of each one's role. On error, whatever started is stopped again.
+func Start(specs ...ClusterSpec) (*Clusters, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "strata-integration-")
+	if err != nil {
+		return nil, err
+	}
+	cs := &Clusters{Items: make([]*Cluster, len(specs)), tmpDir: tmp}
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		wg.Go(func() {
+			cs.Items[i], errs[i] = startOne(spec, bin, tmp)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, errors.Join(err, cs.Stop())
+	}
+	return cs, nil
+}
+
+func startOne(spec ClusterSpec, bin, tmp string) (*Cluster, error) {
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    bin,
+		CRDDirectoryPaths:        []string{CRDDir(spec.Role)},
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 60 * time.Second,
+		ControlPlaneStopTimeout:  60 * time.Second,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting API server %s: %w", spec.Name, err)
+	}
+	c := &Cluster{Name: spec.Name, Role: spec.Role, Config: cfg, env: env}
+	fail := func(err error) (*Cluster, error) {
+		return nil, errors.Join(err, env.Stop())
+	}
+	user, err := env.AddUser(envtest.User{Name: "strata-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fail(fmt.Errorf("adding admin user to %s: %w", spec.Name, err))
+	}
+	if c.Kubeconfig, err = user.KubeConfig(); err != nil {
+		return fail(fmt.Errorf("kubeconfig of %s: %w", spec.Name, err))
+	}
+	c.KubeconfigPath = filepath.Join(tmp, spec.Name+".kubeconfig")
+	if err := os.WriteFile(c.KubeconfigPath, c.Kubeconfig, 0o600); err != nil {
+		return fail(err)
+	}
+	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+		return fail(fmt.Errorf("client for %s: %w", spec.Name, err))
+	}
+	return c, nil
+}
+
+// Get returns the cluster named name, or nil.
+func (cs *Clusters) Get(name string) *Cluster {
+	for _, c := range cs.Items {
+		if c != nil && c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Stop stops every API server and removes the temporary files.
+func (cs *Clusters) Stop() error {
+	if cs == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range cs.Items {
+		if c != nil {
+			if err := c.env.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stopping %s: %w", c.Name, err))
+			}
+		}
+	}
+	errs = append(errs, os.RemoveAll(cs.tmpDir))
+	return errors.Join(errs...)
+}

@@ -15,7 +15,7 @@ LDFLAGS := -X strata.dev/strata/pkg/version.Version=$(VERSION)
 
 # Label filters for the ginkgo suites, e.g. make test-integration GINKGO_LABELS=smoke
 GINKGO_LABELS ?=
-GINKGO_ARGS := $(if $(GINKGO_LABELS),-ginkgo.label-filter='$(GINKGO_LABELS)')
+GINKGO_ARGS := $(if $(GINKGO_LABELS),-ginkgo.label-filter='$(GINKGO_LABELS)') $(if $(CI),-ginkgo.no-color)
 
 HUB_CRDS := $(ROOT)/charts/strata-hub/crds
 AGENT_CRDS := $(ROOT)/charts/strata-agent/crds

@@ -1,0 +1,223 @@
+package tas
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+)
+
+const (
+	block = "cloud.provider.com/topology-block"
+	rack  = "cloud.provider.com/topology-rack"
+	host  = "kubernetes.io/hostname"
+)
+
+// node is a test node: name, block, rack, cpu allocatable (pods: 110).
+type node struct {
+	name, block, rack string
+	cpu               string
+}
+
+func (n node) engineNode() Node {
+	labels := map[string]string{host: n.name, "pool": "tas"}
+	if n.block != "" {
+		labels[block] = n.block
+	}
+	if n.rack != "" {
+		labels[rack] = n.rack
+	}
+	return Node{
+		Name:   n.name,
+		Labels: labels,
+		Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU:  resource.MustParse(n.cpu),
+			corev1.ResourcePods: resource.MustParse("110"),
+		},
+		Ready: true,
+	}
+}
+
+func snapshotOf(levels []string, nodes ...node) *Snapshot {
+	s := NewSnapshot(levels, map[string]string{"pool": "tas"})
+	for _, n := range nodes {
+		s.SetNode(n.engineNode())
+	}
+	return s
+}
+
+func cpu(q string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+}
+
+func hosts(pairs ...any) []DomainAssignment {
+	var out []DomainAssignment
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, DomainAssignment{Values: []string{pairs[i].(string)}, Count: int32(pairs[i+1].(int))})
+	}
+	return out
+}
+
+func opts(required, preferred, unconstrained configv1beta1.Algorithm) Options {
+	return Options{Required: required, Preferred: preferred, Unconstrained: unconstrained}
+}
+
+var (
+	bestFit = DefaultOptions()
+	lfc     = opts(configv1beta1.LeastFreeCapacity, configv1beta1.LeastFreeCapacity, configv1beta1.LeastFreeCapacity)
+)
+
+func TestFindAssignment(t *testing.T) {
+	twoLevel := []string{rack, host}
+	threeLevel := []string{block, rack, host}
+	// KEP-2724 "Computing the assignment": one rack whose nodes hold 3, 3, 2, 1 pods.
+	kepRack := []node{{"n1", "", "r1", "3"}, {"n2", "", "r1", "3"}, {"n3", "", "r1", "2"}, {"n4", "", "r1", "1"}}
+	// KEP-2724 "Two-level": nodes that hold 6, 5, 4, 3, 2 pods.
+	kepSlices := []node{{"a", "", "r1", "6"}, {"b", "", "r1", "5"}, {"c", "", "r1", "4"}, {"d", "", "r1", "3"}, {"e", "", "r1", "2"}}
+	// KEP-2724 "Multi-level": blocks of 2 racks of 4 hosts of 8 pods.
+	var kepMulti []node
+	for b := 1; b <= 2; b++ {
+		for r := 1; r <= 2; r++ {
+			for h := 1; h <= 4; h++ {
+				kepMulti = append(kepMulti, node{fmt.Sprintf("b%d-r%d-h%d", b, r, h), fmt.Sprintf("b%d", b), fmt.Sprintf("r%d", r), "8"})
+			}
+		}
+	}
+	cases := map[string]struct {
+		levels  []string
+		nodes   []node
+		req     Request
+		opts    Options
+		want    *Assignment
+		wantErr string
+	}{
+		"KEP 3,3,2,1 rack: BestFit fills the two largest and picks the tightest last node": {
+			levels: twoLevel, nodes: kepRack, opts: bestFit,
+			req:  Request{Count: 7, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("n1", 3, "n2", 3, "n4", 1)},
+		},
+		"KEP 3,3,2,1 rack: LeastFreeCapacity fills from the smallest": {
+			levels: twoLevel, nodes: kepRack, opts: lfc,
+			req:  Request{Count: 7, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("n1", 3, "n2", 1, "n3", 2, "n4", 1)},
+		},
+		"KEP two-level table: BestFit, 12 pods in host slices of 2": {
+			levels: twoLevel, nodes: kepSlices, opts: bestFit,
+			req:  Request{Count: 12, PodRequests: cpu("1"), Mode: Required, Level: rack, Layers: []Layer{{host, 2}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("a", 6, "c", 4, "e", 2)},
+		},
+		"KEP two-level table: LeastFreeCapacity, 10 pods in host slices of 2": {
+			levels: twoLevel, nodes: kepSlices, opts: lfc,
+			req:  Request{Count: 10, PodRequests: cpu("1"), Mode: Required, Level: rack, Layers: []Layer{{host, 2}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b", 2, "c", 4, "d", 2, "e", 2)},
+		},
+		"KEP multi-level: 64 pods, 32 per block, 16 per rack": {
+			levels: threeLevel, nodes: kepMulti, opts: bestFit,
+			req: Request{Count: 64, PodRequests: cpu("1"), Mode: Required, Level: block,
+				Layers: []Layer{{block, 32}, {rack, 16}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts(
+				"b1-r1-h1", 8, "b1-r1-h2", 8, "b1-r1-h3", 8, "b1-r1-h4", 8,
+				"b1-r2-h1", 8, "b1-r2-h2", 8, "b1-r2-h3", 8, "b1-r2-h4", 8)},
+		},
+		"required rack that no rack holds names the best rack and the resource": {
+			levels: threeLevel, opts: bestFit,
+			nodes:   []node{{"x1", "b1", "r1", "3"}, {"x2", "b1", "r1", "3"}, {"x3", "b1", "r2", "2"}},
+			req:     Request{Count: 8, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			wantErr: "rack required: the best rack fits 6 of 8 pods; limited by cpu (2 nodes)",
+		},
+		"racks with the same name in different blocks are different racks": {
+			levels: threeLevel, opts: bestFit,
+			nodes:   []node{{"x1", "b1", "r1", "2"}, {"x2", "b2", "r1", "2"}},
+			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			wantErr: "rack required: the best rack fits 2 of 4 pods",
+		},
+		"preferred rack climbs to the block": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"x1", "b1", "r1", "2"}, {"x2", "b1", "r2", "2"}, {"x3", "b2", "r1", "3"}},
+			req:   Request{Count: 4, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("x1", 2, "x2", 2)},
+		},
+		"preferred rack spreads over blocks when no block holds it": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"x1", "b1", "r1", "2"}, {"x2", "b2", "r1", "3"}},
+			req:   Request{Count: 5, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("x1", 2, "x2", 3)},
+		},
+		"preferred that fits nowhere": {
+			levels: threeLevel, opts: bestFit,
+			nodes:   []node{{"x1", "b1", "r1", "2"}, {"x2", "b2", "r1", "3"}},
+			req:     Request{Count: 6, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
+			wantErr: "rack preferred: no single rack holds 6 pods and the whole flavor fits only 5; limited by cpu (2 nodes)",
+		},
+		"unconstrained with LeastFreeCapacity fills the fullest nodes first": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"x1", "b1", "r1", "4"}, {"x2", "b1", "r2", "1"}, {"x3", "b2", "r1", "2"}},
+			req:   Request{Count: 3, PodRequests: cpu("1"), Mode: Unconstrained},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("x2", 1, "x3", 2)},
+		},
+		"unconstrained that does not fit": {
+			levels: twoLevel, opts: bestFit, nodes: kepRack,
+			req:     Request{Count: 10, PodRequests: cpu("1"), Mode: Unconstrained},
+			wantErr: "the flavor fits only 9 of 10 pods; limited by cpu (4 nodes)",
+		},
+		"rank order follows the tree, numbers sorted as numbers": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"h10", "b1", "r10", "1"}, {"h9", "b1", "r9", "1"}, {"h2", "b1", "r2", "1"}},
+			req:   Request{Count: 3, PodRequests: cpu("1"), Mode: Required, Level: block},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("h2", 1, "h9", 1, "h10", 1)},
+		},
+		"rack as the lowest level still fits pods node by node": {
+			levels: []string{block, rack}, opts: bestFit,
+			nodes:   []node{{"x1", "b1", "r1", "3"}, {"x2", "b1", "r1", "3"}},
+			req:     Request{Count: 1, PodRequests: cpu("4"), Mode: Required, Level: rack},
+			wantErr: "rack required: the best rack fits 0 of 1 pods; limited by cpu (2 nodes)",
+		},
+		"rack as the lowest level: assignment per rack with all levels": {
+			levels: []string{block, rack}, opts: bestFit,
+			nodes: []node{{"x1", "b1", "r1", "3"}, {"x2", "b1", "r1", "3"}, {"x3", "b1", "r2", "8"}},
+			req:   Request{Count: 2, PodRequests: cpu("2"), Mode: Required, Level: rack},
+			want: &Assignment{Levels: []string{block, rack}, Domains: []DomainAssignment{
+				{Values: []string{"b1", "r1"}, Count: 2}}},
+		},
+		"a level that is not in the topology": {
+			levels: twoLevel, opts: bestFit, nodes: kepRack,
+			req:     Request{Count: 1, PodRequests: cpu("1"), Mode: Required, Level: block},
+			wantErr: `level "cloud.provider.com/topology-block" is not a level of the topology`,
+		},
+		"a slice above the required level": {
+			levels: threeLevel, opts: bestFit, nodes: kepMulti,
+			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack, Layers: []Layer{{block, 2}}},
+			wantErr: `slice layer 0: level "cloud.provider.com/topology-block" is above the required level`,
+		},
+		"slices that do not fit whole": {
+			levels: twoLevel, opts: bestFit, nodes: []node{{"a", "", "r1", "3"}, {"b", "", "r1", "3"}},
+			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack, Layers: []Layer{{host, 4}}},
+			wantErr: "rack required: the best rack fits 0 of 4 pods in slices of 4 per host (it has room for 6 pods, but not in whole slices)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := snapshotOf(tc.levels, tc.nodes...)
+			got, err := s.FindAssignment(tc.req, tc.opts)
+			if tc.wantErr != "" {
+				if err == nil {
+					t.Fatalf("FindAssignment() = %+v, want error %q", got, tc.wantErr)
+				}
+				if diff := cmp.Diff(tc.wantErr, err.Error()[:min(len(err.Error()), len(tc.wantErr))]); diff != "" {
+					t.Fatalf("FindAssignment() error (-want,+got prefix):\n%s\nfull: %v", diff, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("FindAssignment() unexpected error: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("FindAssignment() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,358 @@
+package tas
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// Snapshot is the topology tree of one flavor with the free capacity of its
+// nodes. The agent builds it from Nodes (NewSnapshot, SetNode, AddUsage); the
+// hub builds it from a capacity summary (NewSummarySnapshot, AddBins).
+type Snapshot struct {
+	levels []string
+	// depth is the number of topology levels held as domains. It is
+	// len(levels), except in summarized snapshots whose lowest level is the
+	// host: there the hosts are the anonymous bins of the leaf domains.
+	depth int
+	// binsAreHosts says the bins of a leaf domain are the domains of the
+	// (summarized) host level, so slice layers at the host level apply to
+	// each bin.
+	binsAreHosts bool
+	// hostIsLowest: assignments name hosts only, and node taints, selectors
+	// and affinity are honoured.
+	hostIsLowest bool
+	nodeLabels   map[string]string
+
+	res     *resourceIndex
+	root    *domain
+	byLevel [][]*domain
+	leaves  []*domain
+	domains map[string]*domain
+	nodes   map[string]*bin
+
+	scratch []*domain
+}
+
+// domain is a topology domain: a node of the tree.
+type domain struct {
+	level    int
+	values   []string
+	key      string
+	parent   *domain
+	children []*domain // natural order of values
+	bins     []*bin    // leaves only
+	levelPos int       // position in byLevel[level]
+	leafPos  int       // position in leaves
+
+	// per-request state, set by plan.computeCaps
+	podCap   int64 // pods that fit, node by node
+	unitCap  int64 // groups of unit(level) pods that fit
+	assigned int64 // pods assigned
+}
+
+// bin is one node (count 1) or, in a summary, a bucket of nodes with the
+// same free capacity.
+type bin struct {
+	name   string
+	leaf   *domain
+	pos    int // position in leaf.bins
+	count  int64
+	alloc  Vector
+	used   Vector
+	free   Vector
+	usable bool
+	node   *corev1.Node // labels only, for node affinity matching
+	taints []corev1.Taint
+}
+
+// Node is what the engine needs to know of a Kubernetes Node.
+type Node struct {
+	Name          string
+	Labels        map[string]string
+	Allocatable   corev1.ResourceList
+	Ready         bool
+	Unschedulable bool
+	Taints        []corev1.Taint
+}
+
+// NewSnapshot returns an empty snapshot of a flavor whose nodes carry
+// flavorNodeLabels and whose Topology has the given levels (highest first).
+func NewSnapshot(levels []string, flavorNodeLabels map[string]string) *Snapshot {
+	s := newSnapshot(levels, len(levels))
+	s.nodeLabels = flavorNodeLabels
+	s.hostIsLowest = len(levels) > 0 && levels[len(levels)-1] == strata.HostnameLabel
+	return s
+}
+
+// NewSummarySnapshot returns an empty snapshot for capacity bins reported by
+// a summary (see AddBins). When the lowest level is the host, domains stop
+// one level above it and every bin stands for hosts.
+func NewSummarySnapshot(levels []string) *Snapshot {
+	depth := len(levels)
+	hosts := depth > 0 && levels[depth-1] == strata.HostnameLabel
+	if hosts {
+		depth--
+	}
+	s := newSnapshot(levels, depth)
+	s.binsAreHosts = hosts
+	return s
+}
+
+func newSnapshot(levels []string, depth int) *Snapshot {
+	s := &Snapshot{
+		levels:  append([]string(nil), levels...),
+		depth:   depth,
+		res:     newResourceIndex(),
+		root:    &domain{level: -1},
+		byLevel: make([][]*domain, depth),
+		domains: map[string]*domain{},
+		nodes:   map[string]*bin{},
+	}
+	return s
+}
+
+// Levels returns the topology levels, highest first.
+func (s *Snapshot) Levels() []string { return s.levels }
+
+// Resources returns the names of the resources seen so far, in Vector order.
+func (s *Snapshot) Resources() []corev1.ResourceName { return s.res.names }
+
+// NodeCount is the number of nodes in the tree (bins counted with their size).
+func (s *Snapshot) NodeCount() int64 {
+	var n int64
+	for _, l := range s.leaves {
+		for _, b := range l.bins {
+			n += b.count
+		}
+	}
+	return n
+}
+
+// SetNode adds or updates a node. It returns false when the node does not
+// belong in the tree: it lacks a label of a level or does not match the
+// flavor's node labels (it is then removed if it was there).
+func (s *Snapshot) SetNode(n Node) bool {
+	b := s.nodes[n.Name]
+	values, ok := s.nodeValues(n)
+	if !ok {
+		if b != nil {
+			s.detach(b)
+			if isZero(b.used) {
+				delete(s.nodes, n.Name)
+			}
+		}
+		return false
+	}
+	if b == nil {
+		b = &bin{name: n.Name, count: 1}
+		s.nodes[n.Name] = b
+	}
+	b.alloc = s.res.vector(n.Allocatable)
+	b.usable = n.Ready && !n.Unschedulable
+	b.node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}
+	b.taints = n.Taints
+	b.recompute()
+	leaf := s.leafFor(values)
+	if b.leaf != leaf {
+		s.detach(b)
+		b.leaf, b.pos = leaf, len(leaf.bins)
+		leaf.bins = append(leaf.bins, b)
+	}
+	return true
+}
+
+// RemoveNode removes a node and its usage.
+func (s *Snapshot) RemoveNode(name string) {
+	if b := s.nodes[name]; b != nil {
+		s.detach(b)
+		delete(s.nodes, name)
+	}
+}
+
+// AddUsage adds (sign 1) or removes (sign -1) the requests of pods bound to
+// a node: non-Strata pods, or pods of admitted workloads. Usage of a node not
+// (yet) known is kept and applies once the node is set.
+func (s *Snapshot) AddUsage(nodeName string, usage corev1.ResourceList, sign int64) {
+	b := s.nodes[nodeName]
+	if b == nil {
+		b = &bin{name: nodeName, count: 1}
+		s.nodes[nodeName] = b
+	}
+	v := s.res.vector(usage)
+	if len(b.used) < len(v) {
+		b.used = append(b.used, make(Vector, len(v)-len(b.used))...)
+	}
+	for i, x := range v {
+		b.used[i] += sign * x
+	}
+	b.recompute()
+	if b.leaf == nil && isZero(b.used) {
+		delete(s.nodes, nodeName)
+	}
+}
+
+// AddBins adds count bins (nodes) of a summarized snapshot with the given
+// free capacity, in the leaf domain named by values (one per domain level).
+func (s *Snapshot) AddBins(values []string, free corev1.ResourceList, count int64) error {
+	if len(values) != s.depth {
+		return fmt.Errorf("domain %v has %d values, want %d (one per level %v)", values, len(values), s.depth, s.levels[:s.depth])
+	}
+	if count <= 0 {
+		return fmt.Errorf("domain %v: bin count %d must be positive", values, count)
+	}
+	leaf := s.leafFor(values)
+	b := &bin{count: count, alloc: s.res.vector(free), usable: true, leaf: leaf, pos: len(leaf.bins)}
+	b.recompute()
+	leaf.bins = append(leaf.bins, b)
+	return nil
+}
+
+func (b *bin) recompute() {
+	n := max(len(b.alloc), len(b.used))
+	if cap(b.free) < n {
+		b.free = make(Vector, n)
+	}
+	b.free = b.free[:n]
+	for i := range b.free {
+		b.free[i] = b.alloc.at(i) - b.used.at(i)
+	}
+}
+
+func isZero(v Vector) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeValues returns the node's label value at every domain level.
+func (s *Snapshot) nodeValues(n Node) ([]string, bool) {
+	for k, v := range s.nodeLabels {
+		if n.Labels[k] != v {
+			return nil, false
+		}
+	}
+	values := make([]string, s.depth)
+	for i := range s.depth {
+		v, ok := n.Labels[s.levels[i]]
+		if !ok || v == "" {
+			return nil, false
+		}
+		values[i] = v
+	}
+	return values, true
+}
+
+// leafFor returns the leaf domain for values, creating the path as needed.
+func (s *Snapshot) leafFor(values []string) *domain {
+	parent := s.root
+	for lvl := range values {
+		key := domainKey(values[:lvl+1])
+		d := s.domains[key]
+		if d == nil {
+			d = &domain{level: lvl, values: append([]string(nil), values[:lvl+1]...), key: key, parent: parent}
+			s.domains[key] = d
+			d.levelPos = len(s.byLevel[lvl])
+			s.byLevel[lvl] = append(s.byLevel[lvl], d)
+			parent.insertChild(d)
+			if lvl == len(values)-1 {
+				d.leafPos = len(s.leaves)
+				s.leaves = append(s.leaves, d)
+			}
+		}
+		parent = d
+	}
+	return parent
+}
+
+func domainKey(values []string) string { return strings.Join(values, "\x00") }
+
+func (d *domain) insertChild(c *domain) {
+	name := c.values[len(c.values)-1]
+	i := len(d.children)
+	for i > 0 && naturalLess(name, d.children[i-1].values[len(c.values)-1]) {
+		i--
+	}
+	d.children = append(d.children, nil)
+	copy(d.children[i+1:], d.children[i:])
+	d.children[i] = c
+}
+
+// detach removes a bin from its leaf, pruning domains left empty.
+func (s *Snapshot) detach(b *bin) {
+	leaf := b.leaf
+	if leaf == nil {
+		return
+	}
+	last := len(leaf.bins) - 1
+	leaf.bins[b.pos] = leaf.bins[last]
+	leaf.bins[b.pos].pos = b.pos
+	leaf.bins = leaf.bins[:last]
+	b.leaf = nil
+	if len(leaf.bins) > 0 {
+		return
+	}
+	lastLeaf := len(s.leaves) - 1
+	s.leaves[leaf.leafPos] = s.leaves[lastLeaf]
+	s.leaves[leaf.leafPos].leafPos = leaf.leafPos
+	s.leaves = s.leaves[:lastLeaf]
+	for d := leaf; d != s.root && len(d.children) == 0 && len(d.bins) == 0; d = d.parent {
+		delete(s.domains, d.key)
+		lvl := s.byLevel[d.level]
+		lvl[d.levelPos] = lvl[len(lvl)-1]
+		lvl[d.levelPos].levelPos = d.levelPos
+		s.byLevel[d.level] = lvl[:len(lvl)-1]
+		p := d.parent
+		for i, c := range p.children {
+			if c == d {
+				p.children = append(p.children[:i], p.children[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// naturalLess orders strings with embedded numbers numerically, so that
+// rack-2 comes before rack-10.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		if isDigit(a[0]) && isDigit(b[0]) {
+			na, ra := splitDigits(a)
+			nb, rb := splitDigits(b)
+			ta, tb := strings.TrimLeft(na, "0"), strings.TrimLeft(nb, "0")
+			if len(ta) != len(tb) {
+				return len(ta) < len(tb)
+			}
+			if ta != tb {
+				return ta < tb
+			}
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			a, b = ra, rb
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func splitDigits(s string) (string, string) {
+	i := 0
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return s[:i], s[i:]
+}

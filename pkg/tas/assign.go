@@ -168,49 +168,52 @@ func (p *plan) setUnits(layers []layerIndex) {
 	}
 }
 
-// computeCaps fills podCap, unitCap and clears assigned on every domain.
+// computeCaps fills podCap and unitCap of every domain and clears assigned:
+// one pass over the dense bin rows, then one over the domains per level.
 func (p *plan) computeCaps() {
 	s := p.s
 	p.excluded = 0
+	clear(s.podCap)
+	clear(s.unitCap)
+	clear(s.assigned)
+	podCap, unitCap := s.podCap, s.unitCap
+	stride, binUnit := s.stride, p.binUnit
+	for slot, leaf := range s.binLeaf {
+		if leaf < 0 || !s.binUsable[slot] {
+			continue
+		}
+		if p.filter && !p.admits(s.binByID[slot]) {
+			p.excluded += s.binCount[slot]
+			continue
+		}
+		f := p.dem.fit(s.binFree[slot*stride : (slot+1)*stride])
+		if f == 0 {
+			continue
+		}
+		c := s.binCount[slot]
+		podCap[leaf] += f * c
+		unitCap[leaf] += f / binUnit * c // groups of binUnit
+	}
+	if s.depth == 0 {
+		return
+	}
 	last := s.depth - 1
-	for _, leaf := range s.leaves {
-		var podCap, groups int64
-		for _, b := range leaf.bins {
-			if !b.usable {
-				continue
-			}
-			if p.filter && !p.admits(b) {
-				p.excluded += b.count
-				continue
-			}
-			f := p.dem.fit(b.free)
-			if f == 0 {
-				continue
-			}
-			podCap += f * b.count
-			groups += f / p.binUnit * b.count
-		}
-		leaf.podCap, leaf.assigned = podCap, 0
-		leaf.unitCap = groups * p.binUnit / p.units[last]
+	for _, id := range s.levelIDs[last] {
+		unitCap[id] = unitCap[id] * binUnit / p.units[last]
 	}
-	for lvl := last - 1; lvl >= 0; lvl-- {
-		for _, d := range s.byLevel[lvl] {
-			p.sumChildren(d, p.units[lvl+1], p.units[lvl])
+	for lvl := last; lvl >= 0; lvl-- {
+		for _, id := range s.levelIDs[lvl] {
+			parent := s.parentID[id]
+			podCap[parent] += podCap[id]
+			unitCap[parent] += unitCap[id]
+		}
+		// Parents summed groups of their children's unit; convert to theirs.
+		if lvl > 0 && p.units[lvl] != p.units[lvl-1] {
+			for _, id := range s.levelIDs[lvl-1] {
+				unitCap[id] = unitCap[id] * p.units[lvl] / p.units[lvl-1]
+			}
 		}
 	}
-	if s.depth > 0 {
-		p.sumChildren(s.root, p.units[0], p.units[0])
-	}
-}
-
-func (p *plan) sumChildren(d *domain, childUnit, unit int64) {
-	var podCap, units int64
-	for _, c := range d.children {
-		podCap += c.podCap
-		units += c.unitCap
-	}
-	d.podCap, d.assigned = podCap, 0
-	d.unitCap = units * childUnit / unit
 }
 
 // admits applies the node selector, required affinity and taints.
@@ -229,14 +232,7 @@ func (p *plan) admits(b *bin) bool {
 	return !untolerated
 }
 
-func (s *Snapshot) anyTaints() bool {
-	for _, b := range s.nodes {
-		if len(b.taints) > 0 {
-			return true
-		}
-	}
-	return false
-}
+func (s *Snapshot) anyTaints() bool { return s.tainted > 0 }
 
 func affinityOf(ns *corev1.NodeSelector) *corev1.Affinity {
 	if ns == nil {
@@ -247,8 +243,8 @@ func affinityOf(ns *corev1.NodeSelector) *corev1.Affinity {
 
 func (p *plan) fitsOne(lvl int, count int64) bool {
 	need := count / p.units[lvl]
-	for _, d := range p.s.byLevel[lvl] {
-		if d.unitCap >= need {
+	for _, id := range p.s.levelIDs[lvl] {
+		if p.s.unitCap[id] >= need {
 			return true
 		}
 	}
@@ -258,89 +254,75 @@ func (p *plan) fitsOne(lvl int, count int64) bool {
 // oneDomain puts all pods in the tightest domain of level lvl that holds
 // them and distributes them below it. label names the level in errors.
 func (p *plan) oneDomain(lvl int, label string, count int64) ([]*domain, error) {
+	s := p.s
 	need := count / p.units[lvl]
 	var best, biggest *domain
-	for _, d := range p.s.byLevel[lvl] {
-		if biggest == nil || d.unitCap > biggest.unitCap || d.unitCap == biggest.unitCap && d.podCap > biggest.podCap {
+	for _, d := range s.byLevel[lvl] {
+		u, pc := s.unitCap[d.id], s.podCap[d.id]
+		if biggest == nil || u > s.unitCap[biggest.id] || u == s.unitCap[biggest.id] && pc > s.podCap[biggest.id] {
 			biggest = d
 		}
-		if d.unitCap < need {
+		if u < need {
 			continue
 		}
-		if best == nil || tighter(d, best) {
+		if best == nil || p.tighter(d, best) {
 			best = d
 		}
 	}
 	if best == nil {
 		return nil, p.noDomainError(lvl, label, biggest, count)
 	}
-	best.assigned = count
+	s.assigned[best.id] = count
 	return p.descend([]*domain{best}), nil
 }
 
 // tighter orders fitting domains: fewest groups, then fewest pods, then by name.
-func tighter(a, b *domain) bool {
-	if a.unitCap != b.unitCap {
-		return a.unitCap < b.unitCap
+func (p *plan) tighter(a, b *domain) bool {
+	s := p.s
+	if s.unitCap[a.id] != s.unitCap[b.id] {
+		return s.unitCap[a.id] < s.unitCap[b.id]
 	}
-	if a.podCap != b.podCap {
-		return a.podCap < b.podCap
+	if s.podCap[a.id] != s.podCap[b.id] {
+		return s.podCap[a.id] < s.podCap[b.id]
 	}
-	return pathLess(a, b)
-}
-
-func pathLess(a, b *domain) bool {
-	for i := range a.values {
-		if a.values[i] != b.values[i] {
-			return naturalLess(a.values[i], b.values[i])
-		}
-	}
-	return false
+	s.ensureOrder()
+	return s.order[a.id] < s.order[b.id]
 }
 
 // spread distributes the pods over the top-level domains and below.
 func (p *plan) spread(count int64) (*Assignment, error) {
-	root := p.s.root
+	s := p.s
 	need := count / p.units[0]
-	if p.s.depth == 0 || root.unitCap < need {
-		return nil, p.flavorError(count)
-	}
-	if !p.pick(root.children, need, p.units[0]) {
+	if s.depth == 0 || s.unitCap[0] < need || !p.pick(s.root.children, need, p.units[0]) {
 		return nil, p.flavorError(count)
 	}
 	var top []*domain
-	for _, c := range root.children {
-		if c.assigned > 0 {
+	for _, c := range s.root.children {
+		if s.assigned[c.id] > 0 {
 			top = append(top, c)
 		}
 	}
 	return p.result(p.descend(top)), nil
 }
 
-// unconstrained picks leaf domains across the whole tree.
+// unconstrained picks leaf domains across the whole tree, in natural order
+// among equals so that the chosen hosts are neighbours.
 func (p *plan) unconstrained(count int64) (*Assignment, error) {
-	last := p.s.depth - 1
-	if p.s.depth == 0 || p.s.root.unitCap*p.units[0] < count {
+	s := p.s
+	if s.depth == 0 || s.unitCap[0]*p.units[0] < count {
 		return nil, p.flavorError(count)
 	}
-	leaves := p.collectLeaves(p.s.root, p.scratch()[:0])
-	if !p.pick(leaves, count/p.units[last], p.units[last]) {
+	leaves := s.orderedLeaves()
+	if !p.pick(leaves, count/p.units[s.depth-1], p.units[s.depth-1]) {
 		return nil, p.flavorError(count)
 	}
-	out := leaves[:0]
-	for _, l := range p.collectLeaves(p.s.root, nil) {
-		if l.assigned > 0 {
+	var out []*domain
+	for _, l := range leaves {
+		if s.assigned[l.id] > 0 {
 			out = append(out, l)
 		}
 	}
 	return p.result(out), nil
-}
-
-func (p *plan) scratch() []*domain {
-	if cap(p.s.scratch) < len(p.s.leaves) {
-		p.s.scratch = make([]*domain, 0, len(p.s.leaves))
-	}
-	return p.s.scratch
 }
 
 // collectLeaves appends the leaves under d in natural order.
@@ -360,15 +342,16 @@ func (p *plan) collectLeaves(d *domain, out []*domain) []*domain {
 // descend distributes each selected domain's pods among its children, level
 // by level, and returns the leaves with pods in rank order.
 func (p *plan) descend(frontier []*domain) []*domain {
-	for len(frontier) > 0 && frontier[0].level < p.s.depth-1 {
+	s := p.s
+	for len(frontier) > 0 && frontier[0].level < s.depth-1 {
 		var next []*domain
 		for _, d := range frontier {
 			u := p.units[d.level+1]
-			if !p.pick(d.children, d.assigned/u, u) {
-				panic(fmt.Sprintf("tas: domain %v holds %d pods but its children do not", d.values, d.assigned))
+			if !p.pick(d.children, s.assigned[d.id]/u, u) {
+				panic(fmt.Sprintf("tas: domain %v holds %d pods but its children do not", d.values, s.assigned[d.id]))
 			}
 			for _, c := range d.children {
-				if c.assigned > 0 {
+				if s.assigned[c.id] > 0 {
 					next = append(next, c)
 				}
 			}
@@ -378,61 +361,111 @@ func (p *plan) descend(frontier []*domain) []*domain {
 	return frontier
 }
 
-// pick assigns n groups of u pods among cands with the plan's algorithm.
-// cands must be in natural order; their order is not changed.
+// pick assigns n groups of u pods among cands (in natural order) with the
+// plan's algorithm: LeastFreeCapacity fills the smallest domains first;
+// BestFit fills the largest first but takes the tightest domain that holds
+// what is left as the last one. Ties keep natural order.
 func (p *plan) pick(cands []*domain, n, u int64) bool {
 	if n == 0 {
 		return true
 	}
-	ordered := append(p.orderBuf(len(cands)), cands...)
-	if p.alg == configv1beta1.LeastFreeCapacity {
-		slices.SortStableFunc(ordered, func(a, b *domain) int {
-			return cmp.Or(cmp.Compare(a.unitCap, b.unitCap), cmp.Compare(a.podCap, b.podCap))
-		})
+	s := p.s
+	lfc := p.alg == configv1beta1.LeastFreeCapacity
+	ordered := p.order(cands, !lfc)
+	if lfc {
 		for _, d := range ordered {
 			if n == 0 {
 				break
 			}
-			take := min(d.unitCap, n)
-			d.assigned += take * u
+			take := min(s.unitCap[d.id], n)
+			s.assigned[d.id] += take * u
 			n -= take
 		}
 		return n == 0
 	}
-	// BestFit: most groups first, but the last domain is the tightest one
-	// that holds what is left.
-	slices.SortStableFunc(ordered, func(a, b *domain) int {
-		return cmp.Or(cmp.Compare(b.unitCap, a.unitCap), cmp.Compare(a.podCap, b.podCap))
-	})
 	for i, d := range ordered {
-		if d.unitCap == 0 {
+		c := s.unitCap[d.id]
+		if c == 0 {
 			break
 		}
-		if d.unitCap >= n {
+		if c >= n {
 			best := d
 			for _, e := range ordered[i+1:] {
-				if e.unitCap < n {
+				ec := s.unitCap[e.id]
+				if ec < n {
 					break
 				}
-				if e.unitCap < best.unitCap || e.unitCap == best.unitCap && e.podCap < best.podCap {
+				if ec < s.unitCap[best.id] || ec == s.unitCap[best.id] && s.podCap[e.id] < s.podCap[best.id] {
 					best = e
 				}
 			}
-			best.assigned += n * u
+			s.assigned[best.id] += n * u
 			return true
 		}
-		d.assigned += d.unitCap * u
-		n -= d.unitCap
+		s.assigned[d.id] += c * u
+		n -= c
 	}
 	return false
 }
 
-func (p *plan) orderBuf(n int) []*domain {
-	if n > 64 {
-		return make([]*domain, 0, n)
+// order sorts cands by unitCap (descending if desc), then podCap ascending,
+// stable, into a reused buffer. Large lists use a counting sort.
+func (p *plan) order(cands []*domain, desc bool) []*domain {
+	s := p.s
+	p.s.scratch = append(p.s.scratch[:0], cands...)
+	out := p.s.scratch
+	cmpDomains := func(a, b *domain) int {
+		c := cmp.Compare(s.unitCap[a.id], s.unitCap[b.id])
+		if desc {
+			c = -c
+		}
+		return cmp.Or(c, cmp.Compare(s.podCap[a.id], s.podCap[b.id]))
 	}
-	var buf [64]*domain
-	return buf[:0]
+	if len(cands) <= 256 {
+		slices.SortStableFunc(out, cmpDomains)
+		return out
+	}
+	maxCap := int64(0)
+	for _, d := range cands {
+		maxCap = max(maxCap, s.unitCap[d.id])
+	}
+	if maxCap > int64(4*len(cands)) {
+		slices.SortStableFunc(out, cmpDomains)
+		return out
+	}
+	// Counting sort by unitCap, then a stable podCap sort of each run of
+	// equal unitCap that is not already ordered.
+	counts := make([]int, maxCap+1)
+	for _, d := range cands {
+		counts[s.unitCap[d.id]]++
+	}
+	start := make([]int, maxCap+1)
+	next := 0
+	for i := range maxCap + 1 {
+		c := i
+		if desc {
+			c = maxCap - i
+		}
+		start[c] = next
+		next += counts[c]
+	}
+	for _, d := range cands {
+		c := s.unitCap[d.id]
+		out[start[c]] = d
+		start[c]++
+	}
+	for lo := 0; lo < len(out); {
+		hi := lo + 1
+		for hi < len(out) && s.unitCap[out[hi].id] == s.unitCap[out[lo].id] {
+			hi++
+		}
+		run := out[lo:hi]
+		if !slices.IsSortedFunc(run, cmpDomains) {
+			slices.SortStableFunc(run, cmpDomains)
+		}
+		lo = hi
+	}
+	return out
 }
 
 func (p *plan) result(leaves []*domain) *Assignment {
@@ -447,7 +480,7 @@ func (p *plan) result(leaves []*domain) *Assignment {
 		if s.hostIsLowest {
 			values = values[len(values)-1:]
 		}
-		a.Domains = append(a.Domains, DomainAssignment{Values: values, Count: int32(l.assigned)})
+		a.Domains = append(a.Domains, DomainAssignment{Values: values, Count: int32(s.assigned[l.id])})
 	}
 	return a
 }
@@ -459,10 +492,10 @@ func (p *plan) noDomainError(lvl int, label string, biggest *domain, count int64
 		return &FitError{Reason: fmt.Sprintf("%s %s: the flavor has no nodes with the topology's labels", name, p.req.Mode)}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s: the best %s fits %d of %d pods", name, p.req.Mode, name, biggest.unitCap*p.units[lvl], count)
-	if len(p.req.Layers) > 0 && biggest.podCap >= count {
+	fmt.Fprintf(&b, "%s %s: the best %s fits %d of %d pods", name, p.req.Mode, name, p.s.unitCap[biggest.id]*p.units[lvl], count)
+	if len(p.req.Layers) > 0 && p.s.podCap[biggest.id] >= count {
 		fmt.Fprintf(&b, " in slices of %d per %s (it has room for %d pods, but not in whole slices)",
-			p.req.Layers[len(p.req.Layers)-1].Size, LevelName(p.req.Layers[len(p.req.Layers)-1].Level), biggest.podCap)
+			p.req.Layers[len(p.req.Layers)-1].Size, LevelName(p.req.Layers[len(p.req.Layers)-1].Level), p.s.podCap[biggest.id])
 	}
 	p.explain(&b, biggest)
 	return &FitError{Reason: b.String()}
@@ -473,7 +506,7 @@ func (p *plan) flavorError(count int64) error {
 	var b strings.Builder
 	fits := int64(0)
 	if p.s.depth > 0 {
-		fits = p.s.root.unitCap * p.units[0]
+		fits = p.s.unitCap[0] * p.units[0]
 	}
 	if p.req.Mode == Preferred {
 		fmt.Fprintf(&b, "%s preferred: no single %s holds %s and the whole flavor fits only %d", LevelName(p.req.Level), LevelName(p.req.Level), pods(count), fits)
@@ -505,7 +538,7 @@ func (p *plan) bottlenecks(d *domain) string {
 			if !bn.usable || p.filter && !p.admits(bn) {
 				continue
 			}
-			if idx := p.dem.limiting(bn.free); idx >= 0 {
+			if idx := p.dem.limiting(p.s.binFree[int(bn.slot)*p.s.stride : int(bn.slot+1)*p.s.stride]); idx >= 0 {
 				nodes[idx] += bn.count
 			}
 		}

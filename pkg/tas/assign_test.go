@@ -1,7 +1,9 @@
 package tas
 
 import (
+	stdcmp "cmp"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -219,5 +221,35 @@ func TestFindAssignment(t *testing.T) {
 				t.Errorf("FindAssignment() (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestOrderLargeLists checks the counting sort used for long candidate
+// lists against a plain stable sort.
+func TestOrderLargeLists(t *testing.T) {
+	s := NewSnapshot([]string{host}, nil)
+	var cands []*domain
+	for i := range 1000 {
+		d := s.leafFor([]string{fmt.Sprintf("h%04d", i)})
+		s.unitCap[d.id] = int64((i * 7919) % 13)
+		s.podCap[d.id] = int64((i * 104729) % 5)
+		cands = append(cands, d)
+	}
+	p := &plan{s: s}
+	for _, desc := range []bool{false, true} {
+		want := append([]*domain(nil), cands...)
+		slices.SortStableFunc(want, func(a, b *domain) int {
+			c := stdcmp.Compare(s.unitCap[a.id], s.unitCap[b.id])
+			if desc {
+				c = -c
+			}
+			return stdcmp.Or(c, stdcmp.Compare(s.podCap[a.id], s.podCap[b.id]))
+		})
+		got := p.order(cands, desc)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("order(desc=%v)[%d] = %v, want %v", desc, i, got[i].values, want[i].values)
+			}
+		}
 	}
 }

@@ -35,36 +35,58 @@ type Snapshot struct {
 	domains map[string]*domain
 	nodes   map[string]*bin
 
+	// Dense state for the per-request passes, kept apart from the pointer
+	// tree so that a placement streams through contiguous memory.
+	// Per domain (by domain.id; 0 is the root):
+	parentID []int32
+	levelIDs [][]int32 // ids per level, same order as byLevel
+	podCap   []int64   // pods that fit, node by node
+	unitCap  []int64   // groups of unit(level) pods that fit
+	assigned []int64   // pods assigned
+	freeIDs  []int32
+	// Per bin (by bin.slot):
+	stride    int     // resources per row of binFree
+	binFree   []int64 // free capacity rows
+	binCount  []int64
+	binLeaf   []int32 // leaf domain id, -1 when the bin is not in the tree
+	binUsable []bool
+	binByID   []*bin
+	freeSlots []int32
+
+	// leafOrder caches the leaves in natural (rank) order and order the
+	// natural pre-order position of every domain; nil when the tree's shape
+	// changed since.
+	leafOrder []*domain
+	order     []int32
+	// tainted counts nodes with taints, so that placements skip taint
+	// checks when there are none.
+	tainted int
 	scratch []*domain
 }
 
 // domain is a topology domain: a node of the tree.
 type domain struct {
+	id       int32
 	level    int
 	values   []string
 	key      string
 	parent   *domain
 	children []*domain // natural order of values
 	bins     []*bin    // leaves only
-	levelPos int       // position in byLevel[level]
+	levelPos int       // position in byLevel[level] and levelIDs[level]
 	leafPos  int       // position in leaves
-
-	// per-request state, set by plan.computeCaps
-	podCap   int64 // pods that fit, node by node
-	unitCap  int64 // groups of unit(level) pods that fit
-	assigned int64 // pods assigned
 }
 
 // bin is one node (count 1) or, in a summary, a bucket of nodes with the
 // same free capacity.
 type bin struct {
 	name   string
+	slot   int32 // row in the snapshot's dense bin arrays
 	leaf   *domain
 	pos    int // position in leaf.bins
 	count  int64
 	alloc  Vector
 	used   Vector
-	free   Vector
 	usable bool
 	node   *corev1.Node // labels only, for node affinity matching
 	taints []corev1.Taint
@@ -105,14 +127,20 @@ func NewSummarySnapshot(levels []string) *Snapshot {
 
 func newSnapshot(levels []string, depth int) *Snapshot {
 	s := &Snapshot{
-		levels:  append([]string(nil), levels...),
-		depth:   depth,
-		res:     newResourceIndex(),
-		root:    &domain{level: -1},
-		byLevel: make([][]*domain, depth),
-		domains: map[string]*domain{},
-		nodes:   map[string]*bin{},
+		levels:   append([]string(nil), levels...),
+		depth:    depth,
+		res:      newResourceIndex(),
+		root:     &domain{level: -1},
+		byLevel:  make([][]*domain, depth),
+		levelIDs: make([][]int32, depth),
+		domains:  map[string]*domain{},
+		nodes:    map[string]*bin{},
+		parentID: []int32{-1},
+		podCap:   []int64{0},
+		unitCap:  []int64{0},
+		assigned: []int64{0},
 	}
+	s.stride = len(s.res.names)
 	return s
 }
 
@@ -143,26 +171,26 @@ func (s *Snapshot) SetNode(n Node) bool {
 		if b != nil {
 			s.detach(b)
 			if isZero(b.used) {
+				s.freeBin(b)
 				delete(s.nodes, n.Name)
 			}
 		}
 		return false
 	}
 	if b == nil {
-		b = &bin{name: n.Name, count: 1}
+		b = s.newBin(n.Name, 1)
 		s.nodes[n.Name] = b
 	}
 	b.alloc = s.res.vector(n.Allocatable)
 	b.usable = n.Ready && !n.Unschedulable
 	b.node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}
-	b.taints = n.Taints
-	b.recompute()
+	s.setTaints(b, n.Taints)
 	leaf := s.leafFor(values)
 	if b.leaf != leaf {
 		s.detach(b)
-		b.leaf, b.pos = leaf, len(leaf.bins)
-		leaf.bins = append(leaf.bins, b)
+		s.attach(b, leaf)
 	}
+	s.recompute(b)
 	return true
 }
 
@@ -170,6 +198,7 @@ func (s *Snapshot) SetNode(n Node) bool {
 func (s *Snapshot) RemoveNode(name string) {
 	if b := s.nodes[name]; b != nil {
 		s.detach(b)
+		s.freeBin(b)
 		delete(s.nodes, name)
 	}
 }
@@ -180,18 +209,19 @@ func (s *Snapshot) RemoveNode(name string) {
 func (s *Snapshot) AddUsage(nodeName string, usage corev1.ResourceList, sign int64) {
 	b := s.nodes[nodeName]
 	if b == nil {
-		b = &bin{name: nodeName, count: 1}
+		b = s.newBin(nodeName, 1)
 		s.nodes[nodeName] = b
 	}
-	v := s.res.vector(usage)
-	if len(b.used) < len(v) {
-		b.used = append(b.used, make(Vector, len(v)-len(b.used))...)
+	for name, q := range usage {
+		i := s.res.get(name)
+		if len(b.used) <= i {
+			b.used = append(b.used, make(Vector, i+1-len(b.used))...)
+		}
+		b.used[i] += sign * q.MilliValue()
 	}
-	for i, x := range v {
-		b.used[i] += sign * x
-	}
-	b.recompute()
+	s.recompute(b)
 	if b.leaf == nil && isZero(b.used) {
+		s.freeBin(b)
 		delete(s.nodes, nodeName)
 	}
 }
@@ -205,21 +235,77 @@ func (s *Snapshot) AddBins(values []string, free corev1.ResourceList, count int6
 	if count <= 0 {
 		return fmt.Errorf("domain %v: bin count %d must be positive", values, count)
 	}
-	leaf := s.leafFor(values)
-	b := &bin{count: count, alloc: s.res.vector(free), usable: true, leaf: leaf, pos: len(leaf.bins)}
-	b.recompute()
-	leaf.bins = append(leaf.bins, b)
+	b := s.newBin("", count)
+	b.alloc = s.res.vector(free)
+	b.usable = true
+	s.attach(b, s.leafFor(values))
+	s.recompute(b)
 	return nil
 }
 
-func (b *bin) recompute() {
-	n := max(len(b.alloc), len(b.used))
-	if cap(b.free) < n {
-		b.free = make(Vector, n)
+// newBin allocates a bin and its dense row.
+func (s *Snapshot) newBin(name string, count int64) *bin {
+	b := &bin{name: name, count: count}
+	if n := len(s.freeSlots); n > 0 {
+		b.slot = s.freeSlots[n-1]
+		s.freeSlots = s.freeSlots[:n-1]
+	} else {
+		b.slot = int32(len(s.binByID))
+		s.binByID = append(s.binByID, nil)
+		s.binCount = append(s.binCount, 0)
+		s.binLeaf = append(s.binLeaf, -1)
+		s.binUsable = append(s.binUsable, false)
+		s.binFree = append(s.binFree, make([]int64, s.stride)...)
 	}
-	b.free = b.free[:n]
-	for i := range b.free {
-		b.free[i] = b.alloc.at(i) - b.used.at(i)
+	s.binByID[b.slot] = b
+	s.binCount[b.slot] = count
+	s.binLeaf[b.slot] = -1
+	return b
+}
+
+func (s *Snapshot) setTaints(b *bin, taints []corev1.Taint) {
+	if len(b.taints) > 0 {
+		s.tainted--
+	}
+	b.taints = taints
+	if len(b.taints) > 0 {
+		s.tainted++
+	}
+}
+
+func (s *Snapshot) freeBin(b *bin) {
+	s.setTaints(b, nil)
+	s.binByID[b.slot] = nil
+	s.binLeaf[b.slot] = -1
+	s.binUsable[b.slot] = false
+	s.freeSlots = append(s.freeSlots, b.slot)
+}
+
+func (s *Snapshot) attach(b *bin, leaf *domain) {
+	b.leaf, b.pos = leaf, len(leaf.bins)
+	leaf.bins = append(leaf.bins, b)
+	s.binLeaf[b.slot] = leaf.id
+}
+
+// recompute writes the bin's free capacity, alloc - used, to its dense row.
+func (s *Snapshot) recompute(b *bin) {
+	if len(s.res.names) != s.stride {
+		s.restride()
+	}
+	row := s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride]
+	for i := range row {
+		row[i] = b.alloc.at(i) - b.used.at(i)
+	}
+	s.binUsable[b.slot] = b.usable
+}
+
+// restride widens the bin rows after a new resource name appeared.
+func (s *Snapshot) restride() {
+	old, oldStride := s.binFree, s.stride
+	s.stride = len(s.res.names)
+	s.binFree = make([]int64, len(s.binByID)*s.stride)
+	for slot := range s.binByID {
+		copy(s.binFree[slot*s.stride:], old[slot*oldStride:(slot+1)*oldStride])
 	}
 }
 
@@ -257,11 +343,13 @@ func (s *Snapshot) leafFor(values []string) *domain {
 		key := domainKey(values[:lvl+1])
 		d := s.domains[key]
 		if d == nil {
-			d = &domain{level: lvl, values: append([]string(nil), values[:lvl+1]...), key: key, parent: parent}
+			d = &domain{id: s.newDomainID(parent.id), level: lvl, values: append([]string(nil), values[:lvl+1]...), key: key, parent: parent}
 			s.domains[key] = d
 			d.levelPos = len(s.byLevel[lvl])
 			s.byLevel[lvl] = append(s.byLevel[lvl], d)
+			s.levelIDs[lvl] = append(s.levelIDs[lvl], d.id)
 			parent.insertChild(d)
+			s.leafOrder = nil
 			if lvl == len(values)-1 {
 				d.leafPos = len(s.leaves)
 				s.leaves = append(s.leaves, d)
@@ -270,6 +358,20 @@ func (s *Snapshot) leafFor(values []string) *domain {
 		parent = d
 	}
 	return parent
+}
+
+func (s *Snapshot) newDomainID(parent int32) int32 {
+	if n := len(s.freeIDs); n > 0 {
+		id := s.freeIDs[n-1]
+		s.freeIDs = s.freeIDs[:n-1]
+		s.parentID[id] = parent
+		return id
+	}
+	s.parentID = append(s.parentID, parent)
+	s.podCap = append(s.podCap, 0)
+	s.unitCap = append(s.unitCap, 0)
+	s.assigned = append(s.assigned, 0)
+	return int32(len(s.parentID) - 1)
 }
 
 func domainKey(values []string) string { return strings.Join(values, "\x00") }
@@ -296,6 +398,7 @@ func (s *Snapshot) detach(b *bin) {
 	leaf.bins[b.pos].pos = b.pos
 	leaf.bins = leaf.bins[:last]
 	b.leaf = nil
+	s.binLeaf[b.slot] = -1
 	if len(leaf.bins) > 0 {
 		return
 	}
@@ -303,12 +406,16 @@ func (s *Snapshot) detach(b *bin) {
 	s.leaves[leaf.leafPos] = s.leaves[lastLeaf]
 	s.leaves[leaf.leafPos].leafPos = leaf.leafPos
 	s.leaves = s.leaves[:lastLeaf]
+	s.leafOrder = nil
 	for d := leaf; d != s.root && len(d.children) == 0 && len(d.bins) == 0; d = d.parent {
 		delete(s.domains, d.key)
-		lvl := s.byLevel[d.level]
+		lvl, ids := s.byLevel[d.level], s.levelIDs[d.level]
 		lvl[d.levelPos] = lvl[len(lvl)-1]
+		ids[d.levelPos] = ids[len(ids)-1]
 		lvl[d.levelPos].levelPos = d.levelPos
 		s.byLevel[d.level] = lvl[:len(lvl)-1]
+		s.levelIDs[d.level] = ids[:len(ids)-1]
+		s.freeIDs = append(s.freeIDs, d.id)
 		p := d.parent
 		for i, c := range p.children {
 			if c == d {
@@ -317,6 +424,38 @@ func (s *Snapshot) detach(b *bin) {
 			}
 		}
 	}
+}
+
+// orderedLeaves returns the leaves in natural order, cached until the
+// tree's shape changes.
+func (s *Snapshot) orderedLeaves() []*domain {
+	s.ensureOrder()
+	return s.leafOrder
+}
+
+// ensureOrder numbers the domains in natural pre-order: for two domains of
+// one level, the smaller number has the smaller path.
+func (s *Snapshot) ensureOrder() {
+	if s.leafOrder != nil {
+		return
+	}
+	s.leafOrder = make([]*domain, 0, len(s.leaves))
+	if len(s.order) < len(s.parentID) {
+		s.order = make([]int32, len(s.parentID))
+	}
+	next := int32(0)
+	var walk func(d *domain)
+	walk = func(d *domain) {
+		s.order[d.id] = next
+		next++
+		if len(d.children) == 0 && d != s.root {
+			s.leafOrder = append(s.leafOrder, d)
+		}
+		for _, c := range d.children {
+			walk(c)
+		}
+	}
+	walk(s.root)
 }
 
 // naturalLess orders strings with embedded numbers numerically, so that

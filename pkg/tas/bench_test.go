@@ -1,0 +1,77 @@
+package tas
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// benchSnapshot is an empty cluster of n nodes: 16 nodes per rack, 16 racks
+// per block, every node 8 CPU and 110 pods allocatable.
+func benchSnapshot(n int) *Snapshot {
+	s := NewSnapshot([]string{block, rack, host}, nil)
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}
+	for i := range n {
+		name := fmt.Sprintf("node-%05d", i)
+		s.SetNode(Node{
+			Name: name,
+			Labels: map[string]string{
+				block: fmt.Sprintf("block-%d", i/256),
+				rack:  fmt.Sprintf("rack-%d", i/16%16),
+				host:  name,
+			},
+			Allocatable: alloc,
+			Ready:       true,
+		})
+	}
+	return s
+}
+
+var benchSizes = []int{4096, 16384, 65536}
+
+func BenchmarkFindAssignment(b *testing.B) {
+	shapes := []struct {
+		name string
+		req  Request
+	}{
+		{"rack-preferred-64x4cpu", Request{Count: 64, PodRequests: cpu("4"), Mode: Preferred, Level: rack}},
+		{"block-required-512x4cpu", Request{Count: 512, PodRequests: cpu("4"), Mode: Required, Level: block}},
+		{"rack-required-32x4cpu", Request{Count: 32, PodRequests: cpu("4"), Mode: Required, Level: rack}},
+		{"unconstrained-100x4cpu", Request{Count: 100, PodRequests: cpu("4"), Mode: Unconstrained}},
+	}
+	for _, n := range benchSizes {
+		s := benchSnapshot(n)
+		for _, shape := range shapes {
+			b.Run(fmt.Sprintf("nodes=%d/%s", n, shape.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					a, err := s.FindAssignment(shape.req, DefaultOptions())
+					if err != nil || a.PodCount() != shape.req.Count {
+						b.Fatalf("FindAssignment() = %v, %v", a, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkUpdateNode is the cost of bringing the snapshot up to date after
+// the usage of one node changes (a pod bound or finished).
+func BenchmarkUpdateNode(b *testing.B) {
+	usage := cpu("1")
+	for _, n := range benchSizes {
+		s := benchSnapshot(n)
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				name := fmt.Sprintf("node-%05d", i%n)
+				s.AddUsage(name, usage, 1)
+				s.AddUsage(name, usage, -1)
+				i++
+			}
+		})
+	}
+}

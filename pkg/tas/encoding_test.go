@@ -45,14 +45,14 @@ func hostAssignment(names []string, count func(i int) int32) *Assignment {
 func TestEncodeRoundTrip(t *testing.T) {
 	one := func(int) int32 { return 1 }
 	cases := map[string]*Assignment{
-		"empty": {Levels: []string{host}},
+		"empty":      {Levels: []string{host}},
 		"one domain": hostAssignment([]string{"node-1"}, one),
 		"KEP node pools": hostAssignment([]string{
 			"pool-1-node-1", "pool-1-node-2", "pool-1-node-3", "pool-1-node-4", "pool-1-node-5",
 			"pool-2-node-1", "pool-2-node-2", "pool-2-node-3", "pool-2-node-4", "pool-2-node-5", "pool-2-node-6", "pool-2-node-7",
 		}, one),
 		"prefix and suffix that would overlap": hostAssignment([]string{"a", "ab", "aab", "b"}, func(i int) int32 { return int32(i + 1) }),
-		"same value twice": hostAssignment([]string{"x", "x"}, one),
+		"same value twice":                     hostAssignment([]string{"x", "x"}, one),
 		"three levels, shared block": {Levels: []string{block, rack, host}, Domains: []DomainAssignment{
 			{Values: []string{"b1", "r1", "h1.example.com"}, Count: 3},
 			{Values: []string{"b1", "r2", "h2.example.com"}, Count: 3},

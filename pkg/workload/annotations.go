@@ -1,0 +1,213 @@
+// Package workload turns Jobs into Workloads: it reads and validates the
+// pod-set topology annotations of KEP-2724 (with the strata.dev/ or the
+// kueue.x-k8s.io/ prefix) and builds the engine's requests.
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// Annotation names after the prefix.
+const (
+	requiredName      = "podset-required-topology"
+	preferredName     = "podset-preferred-topology"
+	unconstrainedName = "podset-unconstrained-topology"
+	sliceTopologyName = "podset-slice-required-topology"
+	sliceSizeName     = "podset-slice-size"
+	constraintsName   = "podset-slice-required-topology-constraints"
+	groupName         = "podset-group-name"
+)
+
+var annotationNames = []string{requiredName, preferredName, unconstrainedName, sliceTopologyName, sliceSizeName, constraintsName, groupName}
+
+// annotations reads the pod-set annotations under either prefix.
+type annotations struct {
+	values map[string]string // name after the prefix -> value
+	keys   map[string]string // name after the prefix -> the key the user wrote
+	path   *field.Path       // path of the annotations map
+}
+
+func readAnnotations(m map[string]string, path *field.Path) (annotations, field.ErrorList) {
+	a := annotations{values: map[string]string{}, keys: map[string]string{}, path: path}
+	var errs field.ErrorList
+	for _, name := range annotationNames {
+		sv, sok := m[strata.Prefix+name]
+		kv, kok := m[strata.KueuePrefix+name]
+		switch {
+		case sok && kok && sv != kv:
+			errs = append(errs, field.Invalid(path.Key(strata.KueuePrefix+name), kv,
+				fmt.Sprintf("conflicts with %s=%q; set only one of them", strata.Prefix+name, sv)))
+		case sok:
+			a.values[name], a.keys[name] = sv, strata.Prefix+name
+		case kok:
+			a.values[name], a.keys[name] = kv, strata.KueuePrefix+name
+		}
+	}
+	return a, errs
+}
+
+func (a annotations) get(name string) (string, bool) {
+	v, ok := a.values[name]
+	return v, ok
+}
+
+func (a annotations) field(name string) *field.Path { return a.path.Key(a.keys[name]) }
+
+// ParseTopologyRequest reads the topology request of one pod template from
+// its annotations, checking every rule that does not need the Topology.
+// count is the pod set's size; defaultSliceSize, if not 0, is the slice size
+// used when a slice level is given without one. path is the path of the
+// annotations map, for error messages. It returns nil when the template has
+// no topology annotation.
+func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, path *field.Path) (*strata.PodSetTopologyRequest, field.ErrorList) {
+	a, errs := readAnnotations(m, path)
+	if len(a.values) == 0 {
+		return nil, errs
+	}
+	req := &strata.PodSetTopologyRequest{}
+	var modes []string
+	if v, ok := a.get(requiredName); ok {
+		if err := validLevel(v, a.field(requiredName)); err != nil {
+			errs = append(errs, err)
+		}
+		req.Required = ptr.To(v)
+		modes = append(modes, a.keys[requiredName])
+	}
+	if v, ok := a.get(preferredName); ok {
+		if err := validLevel(v, a.field(preferredName)); err != nil {
+			errs = append(errs, err)
+		}
+		req.Preferred = ptr.To(v)
+		modes = append(modes, a.keys[preferredName])
+	}
+	if v, ok := a.get(unconstrainedName); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, field.Invalid(a.field(unconstrainedName), v, `must be "true" or "false"`))
+		} else if b {
+			req.Unconstrained = ptr.To(true)
+			modes = append(modes, a.keys[unconstrainedName])
+		}
+	}
+	if len(modes) > 1 {
+		errs = append(errs, field.Invalid(path, strings.Join(modes, ", "),
+			"only one of podset-required-topology, podset-preferred-topology and podset-unconstrained-topology may be set"))
+	}
+
+	sliceLevel, hasSliceLevel := a.get(sliceTopologyName)
+	sliceSize, hasSliceSize := a.get(sliceSizeName)
+	constraints, hasConstraints := a.get(constraintsName)
+	if hasConstraints && (hasSliceLevel || hasSliceSize) {
+		errs = append(errs, field.Invalid(a.field(constraintsName), constraints,
+			"cannot be combined with podset-slice-required-topology or podset-slice-size; put every layer in the constraints"))
+	}
+	if hasSliceLevel {
+		if err := validLevel(sliceLevel, a.field(sliceTopologyName)); err != nil {
+			errs = append(errs, err)
+		}
+		if req.Required == nil && req.Preferred == nil {
+			errs = append(errs, field.Required(path.Key(strata.Prefix+requiredName),
+				"podset-slice-required-topology needs podset-required-topology or podset-preferred-topology"))
+		}
+		req.PodSetSliceRequiredTopology = ptr.To(sliceLevel)
+		size := defaultSliceSize
+		if hasSliceSize {
+			n, err := strconv.ParseInt(sliceSize, 10, 32)
+			if err != nil || n < 1 {
+				errs = append(errs, field.Invalid(a.field(sliceSizeName), sliceSize, "must be a whole number of pods, at least 1"))
+			}
+			size = int32(n)
+		}
+		switch {
+		case size == 0 && !hasSliceSize:
+			errs = append(errs, field.Required(path.Key(strata.Prefix+sliceSizeName),
+				"podset-slice-size is required with podset-slice-required-topology"))
+		case size >= 1 && count%size != 0:
+			errs = append(errs, field.Invalid(a.field(sliceSizeName), sliceSize,
+				fmt.Sprintf("must evenly divide the pod count %d", count)))
+		}
+		if size >= 1 {
+			req.PodSetSliceSize = ptr.To(size)
+		}
+	} else if hasSliceSize {
+		errs = append(errs, field.Invalid(a.field(sliceSizeName), sliceSize,
+			"needs podset-slice-required-topology to say which level each slice must fit in"))
+	}
+	if hasConstraints {
+		layers, lerrs := parseConstraints(constraints, count, a.field(constraintsName))
+		errs = append(errs, lerrs...)
+		req.PodSetSliceRequiredTopologyConstraints = layers
+	}
+	if v, ok := a.get(groupName); ok {
+		if v == "" || len(v) > 63 {
+			errs = append(errs, field.Invalid(a.field(groupName), v, "must be 1 to 63 characters"))
+		}
+		req.PodSetGroupName = ptr.To(v)
+	}
+	return req, errs
+}
+
+// parseConstraints reads the multi-layer JSON:
+// [{"topology": "<level>", "size": "<n>"}, ...], coarsest first.
+func parseConstraints(v string, count int32, path *field.Path) ([]strata.PodSetSliceTopologyConstraint, field.ErrorList) {
+	var raw []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &raw); err != nil {
+		return nil, field.ErrorList{field.Invalid(path, v,
+			`must be a JSON list like [{"topology": "<node label>", "size": "<pods>"}]: `+err.Error())}
+	}
+	var errs field.ErrorList
+	if len(raw) == 0 || len(raw) > 3 {
+		errs = append(errs, field.Invalid(path, v, "must have 1 to 3 layers"))
+	}
+	out := make([]strata.PodSetSliceTopologyConstraint, 0, len(raw))
+	for i, entry := range raw {
+		var level, sizeText string
+		if err := json.Unmarshal(entry["topology"], &level); err != nil || level == "" {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: \"topology\" must be a node label key", i)))
+			continue
+		}
+		if err := validLevel(level, path); err != nil {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: %s", i, err.Detail)))
+		}
+		var size int64
+		if err := json.Unmarshal(entry["size"], &sizeText); err == nil {
+			size, err = strconv.ParseInt(sizeText, 10, 32)
+			if err != nil {
+				size = 0
+			}
+		} else if err := json.Unmarshal(entry["size"], &size); err != nil {
+			size = 0
+		}
+		if size < 1 {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: \"size\" must be a whole number of pods, at least 1", i)))
+			continue
+		}
+		if count%int32(size) != 0 {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: size %d must evenly divide the pod count %d", i, size, count)))
+		}
+		if n := len(out); n > 0 && out[n-1].Size%int32(size) != 0 {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: size %d must evenly divide the size %d of layer %d above it", i, size, out[n-1].Size, n-1)))
+		}
+		out = append(out, strata.PodSetSliceTopologyConstraint{Topology: level, Size: int32(size)})
+	}
+	return out, errs
+}
+
+// validLevel checks that v looks like a node label key.
+func validLevel(v string, path *field.Path) *field.Error {
+	if v == "" {
+		return field.Invalid(path, v, "must name a topology level (a node label key)")
+	}
+	if strings.Count(v, "/") > 1 || strings.ContainsAny(v, " \t\n") {
+		return field.Invalid(path, v, "must be a node label key such as cloud.provider.com/topology-rack")
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package workload
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+// MainPodSet is the name of a Job's only pod set.
+const MainPodSet = "main"
+
+// FromJob builds the Workload of a batch/v1 Job labelled with the queue
+// name. Annotation errors are returned with paths into the Job; the
+// Workload is still returned (without the invalid parts) so that callers
+// can record the errors on it.
+func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
+	var errs field.ErrorList
+	queue := job.Labels[strata.QueueNameLabel]
+	if queue == "" {
+		errs = append(errs, field.Required(field.NewPath("metadata", "labels").Key(strata.QueueNameLabel),
+			"names the ClusterQueue of the Job"))
+	}
+	count := JobPodCount(job)
+	tmplPath := field.NewPath("spec", "template", "metadata", "annotations")
+	ps := strata.PodSet{Name: MainPodSet, Count: count, Template: *job.Spec.Template.DeepCopy()}
+	req, reqErrs := ParseTopologyRequest(job.Spec.Template.Annotations, count, 0, tmplPath)
+	errs = append(errs, reqErrs...)
+	if req != nil && ptr.Deref(job.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion {
+		req.PodIndexLabel = ptr.To(strata.JobCompletionIndexLabel)
+	}
+	ps.TopologyRequest = req
+	wl := &strata.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "job-" + job.Name,
+			Namespace: job.Namespace,
+		},
+		Spec: strata.WorkloadSpec{
+			QueueName:         queue,
+			PriorityClassName: job.Spec.Template.Spec.PriorityClassName,
+			PodSets:           []strata.PodSet{ps},
+		},
+	}
+	return wl, errs
+}
+
+// JobPodCount is the number of pods a Job runs at once: its parallelism,
+// capped by its completions.
+func JobPodCount(job *batchv1.Job) int32 {
+	n := ptr.Deref(job.Spec.Parallelism, 1)
+	if c := job.Spec.Completions; c != nil && *c < n {
+		n = *c
+	}
+	return n
+}
+
+// ValidatePodSets checks the rules that span pod sets: when one pod set
+// asks for a required or preferred level, all must; pod sets of one group
+// must ask for the same level.
+func ValidatePodSets(podSets []strata.PodSet, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	var with, without []string
+	groups := map[string][]int{}
+	for i, ps := range podSets {
+		r := ps.TopologyRequest
+		if r != nil && (r.Required != nil || r.Preferred != nil) {
+			with = append(with, ps.Name)
+		} else {
+			without = append(without, ps.Name)
+		}
+		if r != nil && r.PodSetGroupName != nil {
+			groups[*r.PodSetGroupName] = append(groups[*r.PodSetGroupName], i)
+		}
+	}
+	if len(with) > 0 && len(without) > 0 {
+		errs = append(errs, field.Invalid(path, strings.Join(without, ", "), fmt.Sprintf(
+			"pod sets %s have no podset-required-topology or podset-preferred-topology while %s do; set one on every pod set",
+			strings.Join(without, ", "), strings.Join(with, ", "))))
+	}
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	slices.Sort(names)
+	for _, g := range names {
+		members := groups[g]
+		first := podSets[members[0]].TopologyRequest
+		for _, i := range members[1:] {
+			r := podSets[i].TopologyRequest
+			if !ptr.Equal(r.Required, first.Required) || !ptr.Equal(r.Preferred, first.Preferred) {
+				errs = append(errs, field.Invalid(path.Index(i), podSets[i].Name, fmt.Sprintf(
+					"pod set group %q: every member must set the same podset-required-topology or podset-preferred-topology as pod set %q",
+					g, podSets[members[0]].Name)))
+			}
+		}
+		if first.Required == nil && first.Preferred == nil {
+			errs = append(errs, field.Required(path.Index(members[0]), fmt.Sprintf(
+				"pod set group %q needs podset-required-topology or podset-preferred-topology", g)))
+		}
+	}
+	return errs
+}
+
+// ValidateAgainstTopology checks the levels a request names against the
+// levels of the flavor's Topology (highest first).
+func ValidateAgainstTopology(r *strata.PodSetTopologyRequest, topology string, levels []string) error {
+	if r == nil {
+		return nil
+	}
+	index := func(annotation, level string) (int, error) {
+		if i := slices.Index(levels, level); i >= 0 {
+			return i, nil
+		}
+		return -1, fmt.Errorf("%s: %q is not a level of Topology %q (levels: %s)", annotation, level, topology, strings.Join(levels, ", "))
+	}
+	main := 0
+	for _, m := range []struct {
+		annotation string
+		level      *string
+	}{{requiredName, r.Required}, {preferredName, r.Preferred}} {
+		if m.level != nil {
+			i, err := index(m.annotation, *m.level)
+			if err != nil {
+				return err
+			}
+			main = i
+		}
+	}
+	if r.PodSetSliceRequiredTopology != nil {
+		i, err := index(sliceTopologyName, *r.PodSetSliceRequiredTopology)
+		if err != nil {
+			return err
+		}
+		if i < main {
+			return fmt.Errorf("%s: %q is above the pod set's level %q; a slice must fit in a domain at or below it",
+				sliceTopologyName, *r.PodSetSliceRequiredTopology, levels[main])
+		}
+	}
+	if n := len(r.PodSetSliceRequiredTopologyConstraints); n > len(levels) {
+		return fmt.Errorf("%s: %d layers for a topology of %d levels", constraintsName, n, len(levels))
+	}
+	prev := main - 1
+	for k, c := range r.PodSetSliceRequiredTopologyConstraints {
+		i, err := index(constraintsName, c.Topology)
+		if err != nil {
+			return err
+		}
+		if i <= prev {
+			if k == 0 {
+				return fmt.Errorf("%s: layer 0 level %q is above the pod set's level %q", constraintsName, c.Topology, levels[main])
+			}
+			return fmt.Errorf("%s: layers must go from the coarsest level to the finest; layer %d (%q) is not below layer %d", constraintsName, k, c.Topology, k-1)
+		}
+		prev = i
+	}
+	return nil
+}
+
+// Request builds the engine request of a pod set. A pod set without a
+// topology request is unconstrained (KEP-2724's implicit default).
+func Request(ps *strata.PodSet) tas.Request {
+	pod := &corev1.Pod{Spec: ps.Template.Spec}
+	req := tas.Request{
+		Count:        ps.Count,
+		PodRequests:  resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}),
+		Mode:         tas.Unconstrained,
+		NodeSelector: ps.Template.Spec.NodeSelector,
+		Tolerations:  ps.Template.Spec.Tolerations,
+	}
+	if a := ps.Template.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		req.NodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	r := ps.TopologyRequest
+	if r == nil {
+		return req
+	}
+	switch {
+	case r.Required != nil:
+		req.Mode, req.Level = tas.Required, *r.Required
+	case r.Preferred != nil:
+		req.Mode, req.Level = tas.Preferred, *r.Preferred
+	}
+	if r.PodSetSliceRequiredTopology != nil && r.PodSetSliceSize != nil {
+		req.Layers = []tas.Layer{{Level: *r.PodSetSliceRequiredTopology, Size: *r.PodSetSliceSize}}
+	}
+	for _, c := range r.PodSetSliceRequiredTopologyConstraints {
+		req.Layers = append(req.Layers, tas.Layer{Level: c.Topology, Size: c.Size})
+	}
+	return req
+}

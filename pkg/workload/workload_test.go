@@ -1,0 +1,95 @@
+package workload
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+func job(parallelism, completions int32, annotations map[string]string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", Labels: map[string]string{strata.QueueNameLabel: "training"}},
+		Spec: batchv1.JobSpec{
+			Parallelism:    ptr.To(parallelism),
+			Completions:    ptr.To(completions),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"gpu": "h100"},
+					Tolerations:  []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
+					InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}},
+					Containers: []corev1.Container{
+						{Name: "a", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}},
+						{Name: "b", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), "nvidia.com/gpu": resource.MustParse("1")}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+func TestFromJobAndRequest(t *testing.T) {
+	j := job(8, 16, map[string]string{"kueue.x-k8s.io/podset-required-topology": rack})
+	wl, errs := FromJob(j)
+	if len(errs) != 0 {
+		t.Fatalf("FromJob() errors: %v", errs)
+	}
+	if wl.Spec.QueueName != "training" || wl.Name != "job-train" || wl.Namespace != "ml" {
+		t.Errorf("workload = %s/%s queue %q", wl.Namespace, wl.Name, wl.Spec.QueueName)
+	}
+	ps := wl.Spec.PodSets[0]
+	if diff := cmp.Diff(&strata.PodSetTopologyRequest{Required: ptr.To(rack), PodIndexLabel: ptr.To(strata.JobCompletionIndexLabel)}, ps.TopologyRequest); diff != "" {
+		t.Errorf("topology request (-want,+got):\n%s", diff)
+	}
+	got := Request(&ps)
+	want := tas.Request{
+		Count: 8,
+		// max(init 6, 2+3) cpu, plus the GPU.
+		PodRequests:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6"), "nvidia.com/gpu": resource.MustParse("1")},
+		Mode:         tas.Required,
+		Level:        rack,
+		NodeSelector: map[string]string{"gpu": "h100"},
+		Tolerations:  []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("Request() (-want,+got):\n%s", diff)
+	}
+}
+
+func TestFromJobErrors(t *testing.T) {
+	j := job(3, 3, map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-slice-required-topology": host, "strata.dev/podset-slice-size": "2"})
+	delete(j.Labels, strata.QueueNameLabel)
+	_, errs := FromJob(j)
+	want := []string{
+		"metadata.labels[strata.dev/queue-name]: Required value: names the ClusterQueue of the Job",
+		`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "2": must evenly divide the pod count 3`,
+	}
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want,+got):\n%s", diff)
+	}
+}
+
+func TestPodCountAndImplicitDefault(t *testing.T) {
+	j := job(8, 4, nil)
+	if n := JobPodCount(j); n != 4 {
+		t.Errorf("JobPodCount() = %d, want 4 (completions cap parallelism)", n)
+	}
+	wl, _ := FromJob(j)
+	if r := Request(&wl.Spec.PodSets[0]); r.Mode != tas.Unconstrained || r.Count != 4 {
+		t.Errorf("Request() without annotations = %v count %d, want unconstrained 4", r.Mode, r.Count)
+	}
+}

@@ -26,6 +26,7 @@ func NewCommand() *cobra.Command {
 			return cmd.Help()
 		},
 	}
+	cmd.AddCommand(newSimulateCommand())
 	cmd.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version",

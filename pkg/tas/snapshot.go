@@ -34,6 +34,8 @@ type Snapshot struct {
 	leaves  []*domain
 	domains map[string]*domain
 	nodes   map[string]*bin
+	// hostLeaves finds host domains by hostname when the host is lowest.
+	hostLeaves map[string]*domain
 
 	// Dense state for the per-request passes, kept apart from the pointer
 	// tree so that a placement streams through contiguous memory.
@@ -127,18 +129,19 @@ func NewSummarySnapshot(levels []string) *Snapshot {
 
 func newSnapshot(levels []string, depth int) *Snapshot {
 	s := &Snapshot{
-		levels:   append([]string(nil), levels...),
-		depth:    depth,
-		res:      newResourceIndex(),
-		root:     &domain{level: -1},
-		byLevel:  make([][]*domain, depth),
-		levelIDs: make([][]int32, depth),
-		domains:  map[string]*domain{},
-		nodes:    map[string]*bin{},
-		parentID: []int32{-1},
-		podCap:   []int64{0},
-		unitCap:  []int64{0},
-		assigned: []int64{0},
+		levels:     append([]string(nil), levels...),
+		depth:      depth,
+		res:        newResourceIndex(),
+		root:       &domain{level: -1},
+		byLevel:    make([][]*domain, depth),
+		levelIDs:   make([][]int32, depth),
+		domains:    map[string]*domain{},
+		nodes:      map[string]*bin{},
+		hostLeaves: map[string]*domain{},
+		parentID:   []int32{-1},
+		podCap:     []int64{0},
+		unitCap:    []int64{0},
+		assigned:   []int64{0},
 	}
 	s.stride = len(s.res.names)
 	return s
@@ -353,6 +356,9 @@ func (s *Snapshot) leafFor(values []string) *domain {
 			if lvl == len(values)-1 {
 				d.leafPos = len(s.leaves)
 				s.leaves = append(s.leaves, d)
+				if s.hostIsLowest {
+					s.hostLeaves[values[lvl]] = d
+				}
 			}
 		}
 		parent = d
@@ -407,6 +413,9 @@ func (s *Snapshot) detach(b *bin) {
 	s.leaves[leaf.leafPos].leafPos = leaf.leafPos
 	s.leaves = s.leaves[:lastLeaf]
 	s.leafOrder = nil
+	if s.hostLeaves[leaf.values[len(leaf.values)-1]] == leaf {
+		delete(s.hostLeaves, leaf.values[len(leaf.values)-1])
+	}
 	for d := leaf; d != s.root && len(d.children) == 0 && len(d.bins) == 0; d = d.parent {
 		delete(s.domains, d.key)
 		lvl, ids := s.byLevel[d.level], s.levelIDs[d.level]

@@ -2,6 +2,7 @@ package binaries
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
+
+	"strata.dev/strata/test/integration/framework"
 )
 
 // run runs a binary to completion with a clean environment (no KUBECONFIG)
@@ -133,5 +136,43 @@ var _ = Describe("kubectl-strata", Label("binaries"), func() {
 		code, out = run("kubectl-strata", "no-such-command")
 		Expect(code).To(Equal(1), out)
 		Expect(out).To(ContainSubstring(`unknown command "no-such-command"`))
+	})
+})
+
+var _ = Describe("kubectl-strata simulate", Label("binaries", "simulate"), func() {
+	examples := filepath.Join(framework.RepoRoot(), "docs", "examples", "simulate")
+
+	It("places the example jobs and prints a JSON array", func() {
+		code, out := run("kubectl-strata", "simulate", "-f", examples, "-o", "json")
+		Expect(code).To(Equal(0), out)
+		var results []map[string]any
+		Expect(json.Unmarshal([]byte(out), &results)).To(Succeed(), out)
+		Expect(results).To(HaveLen(4))
+		Expect(results[0]).To(HaveKeyWithValue("admitted", true))
+		Expect(results[3]).To(HaveKeyWithValue("admitted", false))
+		Expect(results[3]["reason"]).To(ContainSubstring("rack required: the best rack fits 8 of 10 pods"))
+	})
+
+	It("prints a table for people", func() {
+		code, out := run("kubectl-strata", "simulate", "-f", filepath.Join(examples, "cluster.yaml"), "-f", filepath.Join(examples, "jobs.yaml"))
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(HavePrefix("NAMESPACE  NAME"))
+		Expect(out).To(ContainSubstring("b1-r1-h1=2"))
+	})
+
+	It("fails with the file and document on bad input", func() {
+		bad := configFile("apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n")
+		code, out := run("kubectl-strata", "simulate", "-f", examples, "-f", bad)
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring(bad + ": document 1: Service is not read by simulate"))
+	})
+
+	It("fails without input or with an unknown format", func() {
+		code, out := run("kubectl-strata", "simulate")
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring("no input: pass the cluster and the workloads with -f FILE_OR_DIR"))
+		code, out = run("kubectl-strata", "simulate", "-f", examples, "-o", "xml")
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring(`unknown output format "xml"`))
 	})
 })

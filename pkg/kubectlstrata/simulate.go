@@ -1,0 +1,71 @@
+package kubectlstrata
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/simulate"
+	"strata.dev/strata/pkg/tas"
+)
+
+func newSimulateCommand() *cobra.Command {
+	var (
+		files      []string
+		configFile string
+		output     string
+	)
+	cmd := &cobra.Command{
+		Use:   "simulate -f FILE_OR_DIR [-f ...] [--config AGENT_CONFIG] [-o table|json|yaml]",
+		Short: "Place workloads on a cluster described by files, offline",
+		Long: `simulate answers "where would this job land on this cluster?" with the
+engine strata-agent runs. It reads multi-document YAML or JSON: Nodes (as
+'kubectl get nodes -o yaml' prints them), Pods bound to nodes (their requests
+count as used), Topology, ResourceFlavor, optional ClusterQueue (flavor
+order), and the workloads: batch/v1 Jobs with the pod-set annotations, or
+Workloads. Workloads are placed in file order, each taking capacity from the
+next.`,
+		Example: `  kubectl strata simulate -f cluster.yaml -f jobs/
+  kubectl get nodes -o yaml > nodes.yaml && kubectl strata simulate -f nodes.yaml -f tas.yaml -f job.yaml -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(files) == 0 {
+				return fmt.Errorf("no input: pass the cluster and the workloads with -f FILE_OR_DIR")
+			}
+			if !validFormat(output) {
+				return fmt.Errorf("unknown output format %q (want one of %s)", output, strings.Join(simulate.Formats, ", "))
+			}
+			cfg, err := config.LoadAgent(configFile)
+			if err != nil {
+				return err
+			}
+			in, err := simulate.Load(files...)
+			if err != nil {
+				return err
+			}
+			if len(in.Workloads) == 0 {
+				return fmt.Errorf("the input has no Job or Workload to place")
+			}
+			results, err := simulate.Run(in, tas.OptionsFrom(cfg.TopologyAwareScheduling))
+			if err != nil {
+				return err
+			}
+			return simulate.Write(cmd.OutOrStdout(), results, output)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file or directory of YAML/JSON to read (repeatable)")
+	cmd.Flags().StringVar(&configFile, "config", "", "strata-agent configuration file (algorithms); defaults apply when unset")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	return cmd
+}
+
+func validFormat(f string) bool {
+	for _, x := range simulate.Formats {
+		if f == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,191 @@
+// Package simulate places workloads on a cluster described by files, with
+// the same engine the agent runs: the offline face of Strata
+// ("kubectl strata simulate").
+package simulate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/scheme"
+)
+
+// Input is a cluster and the workloads to place on it, in file order.
+type Input struct {
+	Nodes         []corev1.Node
+	Pods          []corev1.Pod
+	Topologies    map[string]*strata.Topology
+	Flavors       []*strata.ResourceFlavor
+	ClusterQueues map[string]*strata.ClusterQueue
+	Workloads     []Item
+}
+
+// Item is one workload to place: a Job or a Workload, and where it came from.
+type Item struct {
+	Job      *batchv1.Job
+	Workload *strata.Workload
+	Source   string // "file.yaml: Job ml/train"
+}
+
+var decoder = serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
+
+// Load reads the files, and the .yaml/.yml/.json files of the directories,
+// in order.
+func Load(paths ...string) (*Input, error) {
+	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}}
+	for _, p := range paths {
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if err := in.loadFile(f); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return in, nil
+}
+
+func expand(p string) ([]string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{p}, nil
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files", p)
+	}
+	return files, nil
+}
+
+func (in *Input) loadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for doc := 1; ; doc++ {
+		var raw runtime.RawExtension
+		if err := d.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("%s: document %d: %w", path, doc, err)
+		}
+		if len(bytes.TrimSpace(raw.Raw)) == 0 || string(bytes.TrimSpace(raw.Raw)) == "null" {
+			continue
+		}
+		if err := in.add(raw.Raw, fmt.Sprintf("%s: document %d", path, doc)); err != nil {
+			return err
+		}
+	}
+}
+
+// Kinds simulate reads.
+var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "Job", "Workload", "and lists of them"}
+
+func (in *Input) add(raw []byte, where string) error {
+	obj, gvk, err := decoder.Decode(raw, nil, nil)
+	if err != nil {
+		if runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) {
+			return fmt.Errorf("%s: %w; simulate reads %s", where, err, strings.Join(kinds, ", "))
+		}
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	name := func(o metav1.Object) string {
+		if o.GetNamespace() != "" {
+			return o.GetNamespace() + "/" + o.GetName()
+		}
+		return o.GetName()
+	}
+	switch o := obj.(type) {
+	case *corev1.Node:
+		in.Nodes = append(in.Nodes, *o)
+	case *corev1.NodeList:
+		in.Nodes = append(in.Nodes, o.Items...)
+	case *corev1.Pod:
+		in.Pods = append(in.Pods, *o)
+	case *corev1.PodList:
+		in.Pods = append(in.Pods, o.Items...)
+	case *corev1.List:
+		for i, item := range o.Items {
+			if err := in.add(item.Raw, fmt.Sprintf("%s: item %d", where, i)); err != nil {
+				return err
+			}
+		}
+	case *strata.Topology:
+		in.Topologies[o.Name] = o
+	case *strata.ResourceFlavor:
+		in.Flavors = append(in.Flavors, o)
+	case *strata.ClusterQueue:
+		in.ClusterQueues[o.Name] = o
+	case *batchv1.Job:
+		in.Workloads = append(in.Workloads, Item{Job: o, Source: fmt.Sprintf("%s (Job %s)", where, name(o))})
+	case *batchv1.JobList:
+		for i := range o.Items {
+			j := &o.Items[i]
+			in.Workloads = append(in.Workloads, Item{Job: j, Source: fmt.Sprintf("%s (Job %s)", where, name(j))})
+		}
+	case *strata.Workload:
+		in.Workloads = append(in.Workloads, Item{Workload: o, Source: fmt.Sprintf("%s (Workload %s)", where, name(o))})
+	default:
+		return fmt.Errorf("%s: %s is not read by simulate; it reads %s", where, gvk.Kind, strings.Join(kinds, ", "))
+	}
+	return nil
+}
+
+// flavorOrder returns the flavors to try for a queue: the ClusterQueue's
+// order when the queue is given, else the flavors in file order.
+func (in *Input) flavorOrder(queue string) ([]*strata.ResourceFlavor, error) {
+	cq, ok := in.ClusterQueues[queue]
+	if !ok {
+		if len(in.ClusterQueues) > 0 {
+			names := make([]string, 0, len(in.ClusterQueues))
+			for n := range in.ClusterQueues {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			return nil, fmt.Errorf("ClusterQueue %q is not in the input (have: %s)", queue, strings.Join(names, ", "))
+		}
+		return in.Flavors, nil
+	}
+	var out []*strata.ResourceFlavor
+	for _, fq := range cq.Spec.Flavors {
+		i := slices.IndexFunc(in.Flavors, func(f *strata.ResourceFlavor) bool { return f.Name == fq.Name })
+		if i < 0 {
+			return nil, fmt.Errorf("ClusterQueue %q lists flavor %q, which is not in the input", queue, fq.Name)
+		}
+		out = append(out, in.Flavors[i])
+	}
+	return out, nil
+}

@@ -1,0 +1,64 @@
+package simulate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Formats of Write.
+var Formats = []string{"table", "json", "yaml"}
+
+// Write prints results as a table, a JSON array or YAML.
+func Write(w io.Writer, results []Result, format string) error {
+	if results == nil {
+		results = []Result{}
+	}
+	switch format {
+	case "json":
+		data, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	case "yaml":
+		data, err := yaml.Marshal(results)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	case "table", "":
+		return writeTable(w, results)
+	}
+	return fmt.Errorf("unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
+}
+
+func writeTable(w io.Writer, results []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tADMITTED\tFLAVOR\tPODSET\tPODS\tPLACEMENT")
+	for _, r := range results {
+		if !r.Admitted {
+			fmt.Fprintf(tw, "%s\t%s\tfalse\t-\t-\t-\t%s\n", r.Namespace, r.Name, r.Reason)
+			continue
+		}
+		for _, ps := range r.PodSets {
+			fmt.Fprintf(tw, "%s\t%s\ttrue\t%s\t%s\t%d\t%s\n", r.Namespace, r.Name, ps.Flavor, ps.Name, ps.Count, placement(ps))
+		}
+	}
+	return tw.Flush()
+}
+
+// placement is "host-1=4, host-2=4" (values of one domain joined by '/').
+func placement(ps PodSetResult) string {
+	parts := make([]string, 0, len(ps.Domains))
+	for _, d := range ps.Domains {
+		parts = append(parts, fmt.Sprintf("%s=%d", strings.Join(d.Values, "/"), d.Count))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,206 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Result is the outcome for one workload.
+type Result struct {
+	Name      string         `json:"name"`
+	Namespace string         `json:"namespace"`
+	Admitted  bool           `json:"admitted"`
+	Reason    string         `json:"reason"`
+	PodSets   []PodSetResult `json:"podSets"`
+	source    string
+}
+
+// PodSetResult is where one pod set's pods go.
+type PodSetResult struct {
+	Name    string   `json:"name"`
+	Flavor  string   `json:"flavor"`
+	Count   int32    `json:"count"`
+	Levels  []string `json:"levels"`
+	Domains []Domain `json:"domains"`
+}
+
+// Domain is one domain of the lowest assigned level and its pod count.
+type Domain struct {
+	Values []string `json:"values"`
+	Count  int32    `json:"count"`
+}
+
+type flavorState struct {
+	flavor   *strata.ResourceFlavor
+	topology *strata.Topology
+	snapshot *tas.Snapshot
+}
+
+// Run places the workloads in order, each taking capacity from the next.
+// Errors are about the cluster description; a workload that cannot be
+// placed gets a Result with admitted false and the reason.
+func Run(in *Input, opts tas.Options) ([]Result, error) {
+	flavors := map[string]*flavorState{}
+	for _, f := range in.Flavors {
+		if f.Spec.TopologyName == nil {
+			continue
+		}
+		t, ok := in.Topologies[*f.Spec.TopologyName]
+		if !ok {
+			return nil, fmt.Errorf("ResourceFlavor %q uses Topology %q, which is not in the input", f.Name, *f.Spec.TopologyName)
+		}
+		levels := make([]string, len(t.Spec.Levels))
+		for i, l := range t.Spec.Levels {
+			levels[i] = l.NodeLabel
+		}
+		st := &flavorState{flavor: f, topology: t, snapshot: tas.NewSnapshot(levels, f.Spec.NodeLabels)}
+		for i := range in.Nodes {
+			st.snapshot.SetNode(engineNode(&in.Nodes[i]))
+		}
+		for i := range in.Pods {
+			p := &in.Pods[i]
+			if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			st.snapshot.AddUsage(p.Spec.NodeName, withPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), 1)
+		}
+		flavors[f.Name] = st
+	}
+	if len(flavors) == 0 {
+		return nil, fmt.Errorf("the input has no ResourceFlavor with a topologyName (and its Topology)")
+	}
+	results := make([]Result, 0, len(in.Workloads))
+	for _, item := range in.Workloads {
+		results = append(results, place(in, flavors, item, opts))
+	}
+	return results, nil
+}
+
+func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Options) Result {
+	wl, errs := item.Workload, field.ErrorList(nil)
+	if item.Job != nil {
+		wl, errs = workload.FromJob(item.Job)
+		if len(in.ClusterQueues) == 0 {
+			// Without ClusterQueues in the input, a queue label is optional.
+			errs = errs.Filter(func(e error) bool {
+				var fe *field.Error
+				return errors.As(e, &fe) && fe.Type == field.ErrorTypeRequired && strings.HasPrefix(fe.Field, "metadata.labels")
+			})
+		}
+		wl.Name = item.Job.Name
+	}
+	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}
+	errs = append(errs, workload.ValidatePodSets(wl.Spec.PodSets, field.NewPath("spec", "podSets"))...)
+	if len(errs) > 0 {
+		res.Reason = "invalid: " + errs.ToAggregate().Error()
+		return res
+	}
+	order, err := in.flavorOrder(wl.Spec.QueueName)
+	if err != nil {
+		res.Reason = err.Error()
+		return res
+	}
+	var reasons []string
+	for _, f := range order {
+		st := flavors[f.Name]
+		if st == nil {
+			reasons = append(reasons, fmt.Sprintf("flavor %s: not topology-aware", f.Name))
+			continue
+		}
+		podSets, err := st.placeAll(wl, opts)
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("flavor %s: %v", f.Name, err))
+			continue
+		}
+		res.Admitted, res.PodSets = true, podSets
+		return res
+	}
+	if len(reasons) == 0 {
+		reasons = append(reasons, "no flavor to try")
+	}
+	res.Reason = strings.Join(reasons, "; ")
+	return res
+}
+
+// placeAll places every pod set on the flavor, or none.
+func (st *flavorState) placeAll(wl *strata.Workload, opts tas.Options) ([]PodSetResult, error) {
+	var (
+		out   []PodSetResult
+		taken []tas.Usage
+	)
+	undo := func() {
+		for _, u := range taken {
+			st.snapshot.Release(u)
+		}
+	}
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		if err := workload.ValidateAgainstTopology(ps.TopologyRequest, st.topology.Name, st.snapshot.Levels()); err != nil {
+			undo()
+			return nil, fmt.Errorf("pod set %s: %w", ps.Name, err)
+		}
+		req := workload.Request(ps)
+		req.Tolerations = append(req.Tolerations, st.flavor.Spec.Tolerations...)
+		a, err := st.snapshot.FindAssignment(req, opts)
+		if err != nil {
+			undo()
+			if len(wl.Spec.PodSets) > 1 {
+				return nil, fmt.Errorf("pod set %s: %w", ps.Name, err)
+			}
+			return nil, err
+		}
+		u, err := st.snapshot.Commit(a, req.PodRequests)
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		taken = append(taken, u)
+		r := PodSetResult{Name: ps.Name, Flavor: st.flavor.Name, Count: ps.Count, Levels: a.Levels}
+		for _, d := range a.Domains {
+			r.Domains = append(r.Domains, Domain{Values: d.Values, Count: d.Count})
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// engineNode converts a Node. A node without any Ready condition (as in a
+// hand-written file) counts as Ready; one whose Ready condition is False or
+// Unknown does not.
+func engineNode(n *corev1.Node) tas.Node {
+	ready := true
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return tas.Node{
+		Name:          n.Name,
+		Labels:        n.Labels,
+		Allocatable:   n.Status.Allocatable,
+		Ready:         ready,
+		Unschedulable: n.Spec.Unschedulable,
+		Taints:        n.Spec.Taints,
+	}
+}
+
+func withPod(rl corev1.ResourceList) corev1.ResourceList {
+	out := rl.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	if _, ok := out[corev1.ResourcePods]; !ok {
+		out[corev1.ResourcePods] = resource.MustParse("1")
+	}
+	return out
+}

@@ -1,0 +1,224 @@
+package simulate
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"strata.dev/strata/pkg/tas"
+)
+
+const examples = "../../docs/examples/simulate"
+
+func hostsOf(r Result) map[string]int32 {
+	out := map[string]int32{}
+	for _, ps := range r.PodSets {
+		for _, d := range ps.Domains {
+			out[d.Values[len(d.Values)-1]] += d.Count
+		}
+	}
+	return out
+}
+
+func TestExamples(t *testing.T) {
+	in, err := Load(examples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for _, r := range results {
+		if r.Admitted {
+			got[r.Name] = hostsOf(r)
+		} else {
+			got[r.Name] = r.Reason
+		}
+	}
+	want := map[string]any{
+		// Every rack has 32 GPUs; b1/rack-1 comes first among equals.
+		"rack-pretrain": map[string]int32{"b1-r1-h1": 2, "b1-r1-h2": 2, "b1-r1-h3": 2, "b1-r1-h4": 2},
+		// 48 GPUs: no rack, so the tightest block: block-2 (block-1 is half used).
+		"block-finetune": map[string]int32{"b2-r1-h1": 2, "b2-r1-h2": 2, "b2-r1-h3": 2, "b2-r1-h4": 2, "b2-r2-h1": 2, "b2-r2-h2": 2},
+		// Slices of 4 pods x 2 GPUs fill whole hosts; block-2 has the two left.
+		"sliced":             map[string]int32{"b2-r2-h3": 4, "b2-r2-h4": 4},
+		"too-big-for-a-rack": "flavor tas-gpu: rack required: the best rack fits 8 of 10 pods; limited by nvidia.com/gpu (4 nodes)",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
+	}
+}
+
+func TestJSONShape(t *testing.T) {
+	in, err := Load(filepath.Join(examples, "cluster.yaml"), filepath.Join(examples, "jobs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, results[:1], "json"); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{{
+		"name": "rack-pretrain", "namespace": "ml", "admitted": true, "reason": "",
+		"podSets": []any{map[string]any{
+			"name": "main", "flavor": "tas-gpu", "count": float64(8),
+			"levels": []any{"kubernetes.io/hostname"},
+			"domains": []any{
+				map[string]any{"values": []any{"b1-r1-h1"}, "count": float64(2)},
+				map[string]any{"values": []any{"b1-r1-h2"}, "count": float64(2)},
+				map[string]any{"values": []any{"b1-r1-h3"}, "count": float64(2)},
+				map[string]any{"values": []any{"b1-r1-h4"}, "count": float64(2)},
+			},
+		}},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JSON (-want,+got):\n%s", diff)
+	}
+}
+
+func write(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBadInput(t *testing.T) {
+	cluster := filepath.Join(examples, "cluster.yaml")
+	cases := map[string]struct {
+		files   func(t *testing.T) []string
+		wantErr string // from Load or Run
+		reason  string // of the only workload
+	}{
+		"an unknown kind": {
+			files: func(t *testing.T) []string {
+				return []string{cluster, write(t, "svc.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n")}
+			},
+			wantErr: "svc.yaml: document 1: Service is not read by simulate",
+		},
+		"an unregistered kind": {
+			files: func(t *testing.T) []string {
+				return []string{cluster, write(t, "x.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: x\n")}
+			},
+			wantErr: "x.yaml: document 1: no kind \"Widget\" is registered",
+		},
+		"malformed YAML": {
+			files: func(t *testing.T) []string {
+				return []string{cluster, write(t, "bad.yaml", "apiVersion: batch/v1\nkind: Job\nmetadata: [\n")}
+			},
+			wantErr: "bad.yaml: document 1:",
+		},
+		"a flavor whose topology is missing": {
+			files: func(t *testing.T) []string {
+				return []string{write(t, "f.yaml", "apiVersion: strata.dev/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: f\nspec:\n  nodeLabels: {a: b}\n  topologyName: nope\n")}
+			},
+			wantErr: `ResourceFlavor "f" uses Topology "nope", which is not in the input`,
+		},
+		"an invalid annotation": {
+			files: func(t *testing.T) []string {
+				return []string{cluster, write(t, "job.yaml", `apiVersion: batch/v1
+kind: Job
+metadata: {name: odd, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  parallelism: 3
+  template:
+    metadata:
+      annotations:
+        strata.dev/podset-required-topology: cloud.provider.com/topology-block
+        strata.dev/podset-slice-required-topology: kubernetes.io/hostname
+        strata.dev/podset-slice-size: "2"
+    spec:
+      containers: [{name: c, image: busybox}]
+`)}
+			},
+			reason: `invalid: spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "2": must evenly divide the pod count 3`,
+		},
+		"a level the topology does not have": {
+			files: func(t *testing.T) []string {
+				return []string{cluster, write(t, "job.yaml", `apiVersion: batch/v1
+kind: Job
+metadata: {name: zone, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  template:
+    metadata:
+      annotations:
+        strata.dev/podset-required-topology: topology.kubernetes.io/zone
+    spec:
+      containers: [{name: c, image: busybox}]
+`)}
+			},
+			reason: `flavor tas-gpu: pod set main: podset-required-topology: "topology.kubernetes.io/zone" is not a level of Topology "default"`,
+		},
+		"an unknown queue": {
+			files: func(t *testing.T) []string {
+				return []string{cluster, write(t, "job.yaml", `apiVersion: batch/v1
+kind: Job
+metadata: {name: lost, namespace: ml, labels: {strata.dev/queue-name: nope}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox}]
+`)}
+			},
+			reason: `ClusterQueue "nope" is not in the input (have: training)`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in, err := Load(tc.files(t)...)
+			var results []Result
+			if err == nil {
+				results, err = Run(in, tas.DefaultOptions())
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) != 1 || results[0].Admitted || !strings.HasPrefix(results[0].Reason, tc.reason) {
+				t.Fatalf("results = %+v, want one not admitted with reason %q", results, tc.reason)
+			}
+		})
+	}
+}
+
+func TestTable(t *testing.T) {
+	var buf bytes.Buffer
+	err := Write(&buf, []Result{
+		{Name: "a", Namespace: "ns", Admitted: true, PodSets: []PodSetResult{{Name: "main", Flavor: "f", Count: 3,
+			Domains: []Domain{{Values: []string{"b1", "r1"}, Count: 2}, {Values: []string{"b1", "r2"}, Count: 1}}}}},
+		{Name: "b", Namespace: "ns", Reason: "no room"},
+	}, "table")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `NAMESPACE  NAME  ADMITTED  FLAVOR  PODSET  PODS  PLACEMENT
+ns         a     true      f       main    3     b1/r1=2, b1/r2=1
+ns         b     false     -       -       -     no room
+`
+	if diff := cmp.Diff(want, buf.String(), cmpopts.AcyclicTransformer("lines", func(s string) []string { return strings.Split(s, "\n") })); diff != "" {
+		t.Errorf("table (-want,+got):\n%s", diff)
+	}
+}

@@ -1,0 +1,107 @@
+package tas
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Usage is what a committed assignment takes from each node, so that it can
+// be released again.
+type Usage map[string]corev1.ResourceList
+
+// Commit takes the capacity of an assignment found by FindAssignment. When
+// the lowest level is the host, each host gets its pods; otherwise the pods
+// of each domain are packed onto its nodes, largest free node first, exactly
+// as FindAssignment counted them. It returns the usage per node.
+func (s *Snapshot) Commit(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
+	dem := s.res.newDemand(podRequests)
+	perPod := withPod(podRequests)
+	usage := Usage{}
+	for _, d := range a.Domains {
+		if err := s.commitDomain(d, dem, perPod, usage); err != nil {
+			s.Release(usage)
+			return nil, err
+		}
+	}
+	return usage, nil
+}
+
+// leafOf finds the leaf domain an assignment entry names.
+func (s *Snapshot) leafOf(d DomainAssignment) *domain {
+	if s.hostIsLowest && len(d.Values) == 1 {
+		return s.hostLeaves[d.Values[0]]
+	}
+	if leaf := s.domains[domainKey(d.Values)]; leaf != nil && leaf.level == s.depth-1 {
+		return leaf
+	}
+	return nil
+}
+
+func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage) error {
+	if s.binsAreHosts {
+		return fmt.Errorf("a summarized snapshot has no nodes to commit to")
+	}
+	leaf := s.leafOf(d)
+	if leaf == nil {
+		return fmt.Errorf("domain %v is not a leaf of the topology", d.Values)
+	}
+	left := int64(d.Count)
+	for left > 0 {
+		var best *bin
+		bestFit := int64(0)
+		for _, b := range leaf.bins {
+			if !b.usable {
+				continue
+			}
+			if f := dem.fit(s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride]); f > bestFit {
+				best, bestFit = b, f
+			}
+		}
+		if best == nil {
+			return fmt.Errorf("domain %v has no room left for %d pods", d.Values, left)
+		}
+		take := min(bestFit, left)
+		addUsage(s, usage, best.name, perPod, take)
+		left -= take
+	}
+	return nil
+}
+
+func addUsage(s *Snapshot, usage Usage, node string, perPod corev1.ResourceList, n int64) {
+	total := corev1.ResourceList{}
+	for name, q := range perPod {
+		total[name] = *resource.NewMilliQuantity(q.MilliValue()*n, q.Format)
+	}
+	s.AddUsage(node, total, 1)
+	acc := usage[node]
+	if acc == nil {
+		acc = corev1.ResourceList{}
+		usage[node] = acc
+	}
+	for name, q := range total {
+		sum := acc[name]
+		sum.Add(q)
+		acc[name] = sum
+	}
+}
+
+// Release gives back usage taken by Commit.
+func (s *Snapshot) Release(u Usage) {
+	for node, rl := range u {
+		s.AddUsage(node, rl, -1)
+	}
+}
+
+// withPod adds one pod of the pods resource to a pod's requests.
+func withPod(rl corev1.ResourceList) corev1.ResourceList {
+	out := rl.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	if _, ok := out[corev1.ResourcePods]; !ok {
+		out[corev1.ResourcePods] = resource.MustParse("1")
+	}
+	return out
+}

@@ -55,10 +55,7 @@ func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error
 	}
 	p.filter = s.hostIsLowest && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints())
 	if p.filter {
-		p.affinity = nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: corev1.PodSpec{
-			NodeSelector: req.NodeSelector,
-			Affinity:     affinityOf(req.NodeAffinity),
-		}})
+		p.affinity = requiredAffinity(req)
 	}
 	count := int64(req.Count)
 
@@ -234,11 +231,12 @@ func (p *plan) admits(b *bin) bool {
 
 func (s *Snapshot) anyTaints() bool { return s.tainted > 0 }
 
-func affinityOf(ns *corev1.NodeSelector) *corev1.Affinity {
-	if ns == nil {
-		return nil
+func requiredAffinity(req Request) nodeaffinity.RequiredNodeAffinity {
+	var affinity *corev1.Affinity
+	if req.NodeAffinity != nil {
+		affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: req.NodeAffinity}}
 	}
-	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: ns}}
+	return nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: corev1.PodSpec{NodeSelector: req.NodeSelector, Affinity: affinity}})
 }
 
 func (p *plan) fitsOne(lvl int, count int64) bool {

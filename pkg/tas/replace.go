@@ -1,0 +1,147 @@
+package tas
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// FindReplacement finds a new node for the pods that an assignment put on a
+// failed node, leaving every other pod where it is (KEP-2724 "Node
+// failures"). It needs a topology whose lowest level is the host. The
+// replacement lies inside the domain the request constrains the pods to:
+// the required domain, the domain of the finest slice layer holding the
+// failed node's pods, or, for preferred requests, the preferred domain if it
+// has room and the smallest domain above it that has. It is a node with
+// room for all of the failed node's pods, not failed and not already used by
+// the assignment; among those, the tightest. The result keeps the rank order:
+// the new node takes the failed node's place.
+func (s *Snapshot) FindReplacement(req Request, current *Assignment, failed string) (*Assignment, error) {
+	if !s.hostIsLowest || s.binsAreHosts {
+		return nil, fmt.Errorf("node replacement needs a topology whose lowest level is %s", s.levels[len(s.levels)-1])
+	}
+	pos := slices.IndexFunc(current.Domains, func(d DomainAssignment) bool { return d.Values[0] == failed })
+	if pos < 0 {
+		return nil, fmt.Errorf("node %q has no pods of this assignment", failed)
+	}
+	count := int64(current.Domains[pos].Count)
+	used := map[string]bool{}
+	for _, d := range current.Domains {
+		used[d.Values[0]] = true
+	}
+	p := &plan{s: s, req: req, dem: s.res.newDemand(req.PodRequests)}
+	p.filter = len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints()
+	if p.filter {
+		p.affinity = requiredAffinity(req)
+	}
+
+	scopes, err := s.replacementScopes(req, current, pos)
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for _, scope := range scopes {
+		best, bestFit, biggest := (*bin)(nil), int64(0), int64(0)
+		for _, leaf := range p.collectLeaves(scope.domain, nil) {
+			for _, b := range leaf.bins {
+				if used[leaf.values[len(leaf.values)-1]] || !b.usable || p.filter && !p.admits(b) {
+					continue
+				}
+				f := p.dem.fit(s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride])
+				biggest = max(biggest, f)
+				if f >= count && (best == nil || f < bestFit || f == bestFit && naturalLess(b.name, best.name)) {
+					best, bestFit = b, f
+				}
+			}
+		}
+		if best != nil {
+			out := &Assignment{Levels: current.Levels, Domains: slices.Clone(current.Domains)}
+			out.Domains[pos] = DomainAssignment{Values: []string{best.leaf.values[len(best.leaf.values)-1]}, Count: int32(count)}
+			return out, nil
+		}
+		lastErr = &FitError{Reason: fmt.Sprintf("no replacement for node %s %s: the best free node there fits %d of its %s",
+			failed, scope.where, biggest, pods(count))}
+	}
+	return nil, lastErr
+}
+
+type scope struct {
+	domain *domain
+	where  string // "in rack rack-1", "in the flavor"
+}
+
+// replacementScopes lists the domains to search, narrowest first.
+func (s *Snapshot) replacementScopes(req Request, current *Assignment, pos int) ([]scope, error) {
+	// The finest level whose domain the failed node's pods must stay in.
+	level, mode := -1, req.Mode
+	if mode != Unconstrained {
+		var err error
+		if level, err = s.levelIndex(req.Level); err != nil {
+			return nil, err
+		}
+	}
+	// Pods of the failed node that share a slice with pods elsewhere pin the
+	// replacement to that slice's domain.
+	sliceHosts := []int{}
+	first := current.FirstRank()
+	lo, hi := first[pos], first[pos]+current.Domains[pos].Count
+	for _, l := range req.Layers {
+		idx, err := s.levelIndex(l.Level)
+		if err != nil {
+			return nil, err
+		}
+		if idx >= s.depth-1 {
+			continue // a host-level slice moves whole with the node
+		}
+		sLo, sHi := lo/l.Size*l.Size, (hi+l.Size-1)/l.Size*l.Size
+		var others []int
+		for i, d := range current.Domains {
+			if i != pos && first[i] < sHi && first[i]+d.Count > sLo {
+				others = append(others, i)
+			}
+		}
+		if len(others) > 0 && idx > level {
+			level, mode, sliceHosts = idx, Required, others
+		}
+	}
+	if level < 0 {
+		return []scope{{domain: s.root, where: "in the flavor"}}, nil
+	}
+	// Find the domain at level from a surviving node of the assignment.
+	candidates := sliceHosts
+	if len(candidates) == 0 {
+		for i := range current.Domains {
+			if i != pos {
+				candidates = append(candidates, i)
+			}
+		}
+		candidates = append(candidates, pos)
+	}
+	var anchor *domain
+	for _, i := range candidates {
+		if leaf := s.hostLeaves[current.Domains[i].Values[0]]; leaf != nil {
+			anchor = leaf
+			break
+		}
+	}
+	if anchor == nil {
+		if mode == Required {
+			return nil, &FitError{Reason: fmt.Sprintf("no replacement: none of the workload's nodes is left to tell which %s it runs in", LevelName(s.levels[level]))}
+		}
+		return []scope{{domain: s.root, where: "in the flavor"}}, nil
+	}
+	var scopes []scope
+	for d := anchor; d != s.root; d = d.parent {
+		if d.level > level {
+			continue
+		}
+		scopes = append(scopes, scope{domain: d, where: fmt.Sprintf("in %s %s", LevelName(s.levels[d.level]), strings.Join(d.values, "/"))})
+		if mode == Required {
+			break
+		}
+	}
+	if mode != Required {
+		scopes = append(scopes, scope{domain: s.root, where: "in the flavor"})
+	}
+	return scopes, nil
+}

@@ -222,3 +222,46 @@ ns         b     false     -       -       -     no room
 		t.Errorf("table (-want,+got):\n%s", diff)
 	}
 }
+
+func TestPodSetGroup(t *testing.T) {
+	wl := write(t, "lws.yaml", `apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: lws, namespace: ml}
+spec:
+  queueName: training
+  podSets:
+  - name: leader
+    count: 1
+    template:
+      spec:
+        containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+    topologyRequest: {required: cloud.provider.com/topology-rack, podSetGroupName: replica}
+  - name: workers
+    count: 3
+    template:
+      spec:
+        containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+    topologyRequest: {required: cloud.provider.com/topology-rack, podSetGroupName: replica}
+`)
+	in, err := Load(filepath.Join(examples, "cluster.yaml"), wl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results[0]
+	if !r.Admitted {
+		t.Fatalf("not admitted: %s", r.Reason)
+	}
+	racks := map[string]bool{}
+	for _, ps := range r.PodSets {
+		for _, d := range ps.Domains {
+			racks[d.Values[0][:len("b1-r1")]] = true
+		}
+	}
+	if len(racks) != 1 {
+		t.Errorf("leader and workers are in racks %v, want one", racks)
+	}
+}

@@ -29,34 +29,23 @@ type plan struct {
 	filter   bool
 	affinity nodeaffinity.RequiredNodeAffinity
 	excluded int64
+	// target is the index of the required/preferred level, -1 if none.
+	target int
+	layers []layerIndex
 }
 
 // FindAssignment places req in the snapshot without changing it. It returns
 // a *FitError when the pods do not fit, and a plain error when the request
 // is invalid for this topology.
 func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error) {
-	if req.Count < 0 {
-		return nil, fmt.Errorf("pod count %d is negative", req.Count)
-	}
-	p := &plan{s: s, req: req, alg: opts.algorithm(req.Mode), dem: s.res.newDemand(req.PodRequests)}
 	if req.Count == 0 {
-		return p.result(nil), nil
+		return (&plan{s: s}).result(nil), nil
 	}
-	target := -1
-	if req.Mode != Unconstrained {
-		var err error
-		if target, err = s.levelIndex(req.Level); err != nil {
-			return nil, err
-		}
-	}
-	layers, err := s.layerIndexes(req, target)
+	p, err := s.newPlan(req, opts)
 	if err != nil {
 		return nil, err
 	}
-	p.filter = s.hostIsLowest && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints())
-	if p.filter {
-		p.affinity = requiredAffinity(req)
-	}
+	target, layers := p.target, p.layers
 	count := int64(req.Count)
 
 	if target == s.depth {
@@ -90,6 +79,31 @@ func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error
 	default:
 		return p.unconstrained(count)
 	}
+}
+
+// newPlan checks a request against the topology and prepares its state,
+// with units set for its slice layers.
+func (s *Snapshot) newPlan(req Request, opts Options) (*plan, error) {
+	if req.Count < 0 {
+		return nil, fmt.Errorf("pod count %d is negative", req.Count)
+	}
+	p := &plan{s: s, req: req, alg: opts.algorithm(req.Mode), dem: s.res.newDemand(req.PodRequests), target: -1}
+	if req.Mode != Unconstrained {
+		var err error
+		if p.target, err = s.levelIndex(req.Level); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if p.layers, err = s.layerIndexes(req, p.target); err != nil {
+		return nil, err
+	}
+	p.filter = s.hostIsLowest && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints())
+	if p.filter {
+		p.affinity = requiredAffinity(req)
+	}
+	p.setUnits(p.layers)
+	return p, nil
 }
 
 // setUniformUnits makes every level, and every bin, hold groups of size.

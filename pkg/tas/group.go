@@ -1,0 +1,140 @@
+package tas
+
+import (
+	"fmt"
+	"slices"
+)
+
+// FindGroupAssignment places the pod sets of one pod set group (e.g. a
+// leader and its workers, KEP-2724 "Cross-PodSet Topology Aware
+// scheduling") so that they share one domain of the requested level. All
+// requests must ask for the same mode and level. The largest pod set picks
+// the candidate domains, tightest first; a candidate is taken when every
+// other pod set fits in it too, with the capacity the first ones took. The
+// snapshot is unchanged afterwards; assignments are returned in the order of
+// reqs.
+func (s *Snapshot) FindGroupAssignment(reqs []Request, opts Options) ([]*Assignment, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	for _, r := range reqs[1:] {
+		if r.Mode != reqs[0].Mode || r.Level != reqs[0].Level {
+			return nil, fmt.Errorf("the pod sets of a group must ask for the same topology level (%s %q and %s %q)",
+				reqs[0].Mode, reqs[0].Level, r.Mode, r.Level)
+		}
+	}
+	if len(reqs) == 1 || reqs[0].Mode == Unconstrained {
+		return s.placeInOrder(reqs, opts)
+	}
+	// The largest pod set chooses; the others follow.
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return int(reqs[b].Count - reqs[a].Count) })
+	main := reqs[order[0]]
+	target, err := s.levelIndex(main.Level)
+	if err != nil {
+		return nil, err
+	}
+	target = min(target, s.depth-1) // a summarized host level: its leaf above
+	lastLevel := target
+	if main.Mode == Preferred {
+		lastLevel = 0
+	}
+	for lvl := target; lvl >= lastLevel; lvl-- {
+		if out, ok, err := s.groupAt(reqs, order, lvl, opts); err != nil || ok {
+			return out, err
+		}
+	}
+	if main.Mode == Preferred {
+		// Nothing holds the group in one domain: spread, one pod set after another.
+		return s.placeInOrder(reqs, opts)
+	}
+	return nil, &FitError{Reason: fmt.Sprintf("%s required: no %s holds all %d pod sets of the group together",
+		LevelName(main.Level), LevelName(main.Level), len(reqs))}
+}
+
+// groupAt tries the candidate domains of level lvl.
+func (s *Snapshot) groupAt(reqs []Request, order []int, lvl int, opts Options) ([]*Assignment, bool, error) {
+	mainReq := reqs[order[0]]
+	p, err := s.newPlan(mainReq, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	p.computeCaps()
+	need := int64(mainReq.Count) / p.units[lvl]
+	var cands []*domain
+	for _, d := range s.byLevel[lvl] {
+		if s.unitCap[d.id] >= need {
+			cands = append(cands, d)
+		}
+	}
+	slices.SortFunc(cands, func(a, b *domain) int {
+		if p.tighter(a, b) {
+			return -1
+		}
+		if p.tighter(b, a) {
+			return 1
+		}
+		return 0
+	})
+	for _, cand := range cands {
+		out := make([]*Assignment, len(reqs))
+		var taken []Usage
+		ok := true
+		for _, i := range order {
+			q, err := s.newPlan(reqs[i], opts)
+			if err != nil {
+				s.releaseAll(taken)
+				return nil, false, err
+			}
+			q.computeCaps()
+			count := int64(reqs[i].Count)
+			if s.unitCap[cand.id] < count/q.units[lvl] {
+				ok = false
+				break
+			}
+			s.assigned[cand.id] = count
+			out[i] = q.result(q.descend([]*domain{cand}))
+			u, err := s.Commit(out[i], reqs[i].PodRequests)
+			if err != nil {
+				s.releaseAll(taken)
+				return nil, false, err
+			}
+			taken = append(taken, u)
+		}
+		s.releaseAll(taken)
+		if ok {
+			return out, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// placeInOrder places the requests one after another, each taking the
+// capacity of the ones before, and gives the capacity back at the end.
+func (s *Snapshot) placeInOrder(reqs []Request, opts Options) ([]*Assignment, error) {
+	out := make([]*Assignment, len(reqs))
+	var taken []Usage
+	defer func() { s.releaseAll(taken) }()
+	for i, r := range reqs {
+		a, err := s.FindAssignment(r, opts)
+		if err != nil {
+			return nil, err
+		}
+		u, err := s.Commit(a, r.PodRequests)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = a
+		taken = append(taken, u)
+	}
+	return out, nil
+}
+
+func (s *Snapshot) releaseAll(us []Usage) {
+	for _, u := range us {
+		s.Release(u)
+	}
+}

@@ -67,6 +67,13 @@ func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error
 		leaves, err := p.oneDomain(target, req.Level, count)
 		return p.result(leaves), err
 	case req.Mode == Preferred:
+		if opts.BalancedPlacement {
+			s.ensureOrder()
+			if leaves, ok := p.balanced(count); ok {
+				return p.result(leaves), nil
+			}
+			p.computeCaps() // balanced may have assigned before giving up
+		}
 		for lvl := target; lvl >= 0; lvl-- {
 			if p.fitsOne(lvl, count) {
 				leaves, err := p.oneDomain(lvl, s.levels[lvl], count)

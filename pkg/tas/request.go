@@ -67,6 +67,9 @@ type Options struct {
 	Required      configv1beta1.Algorithm
 	Preferred     configv1beta1.Algorithm
 	Unconstrained configv1beta1.Algorithm
+	// BalancedPlacement spreads preferred requests evenly (KEP-2724
+	// "Balanced placement") instead of packing them.
+	BalancedPlacement bool
 }
 
 // DefaultOptions are KEP-2724's recommended profile: BestFit for required
@@ -77,7 +80,8 @@ func DefaultOptions() Options {
 
 // OptionsFrom takes the algorithms of a configuration file.
 func OptionsFrom(c configv1beta1.TopologyAwareScheduling) Options {
-	return Options{Required: c.RequiredAlgorithm, Preferred: c.PreferredAlgorithm, Unconstrained: c.UnconstrainedAlgorithm}
+	return Options{Required: c.RequiredAlgorithm, Preferred: c.PreferredAlgorithm, Unconstrained: c.UnconstrainedAlgorithm,
+		BalancedPlacement: c.BalancedPlacement}
 }
 
 func (o Options) algorithm(m Mode) configv1beta1.Algorithm {

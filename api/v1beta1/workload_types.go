@@ -105,6 +105,15 @@ type PodSetTopologyRequest struct {
 	// +kubebuilder:validation:MaxLength=316
 	PodIndexLabel *string `json:"podIndexLabel,omitempty"`
 
+	// podIndexOffset is the index of the pod set's first pod when indexes
+	// continue across pod sets (an LWS or MPIJob leader has index 0, its
+	// workers start at 1): a pod's rank in the assignment is its index
+	// minus the offset.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	PodIndexOffset *int32 `json:"podIndexOffset,omitempty"`
+
 	// subGroupIndexLabel is the pod label holding the index of a replicated
 	// sub-group (e.g. jobset.sigs.k8s.io/job-index).
 	//

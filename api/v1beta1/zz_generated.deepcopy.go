@@ -467,6 +467,11 @@ func (in *PodSetTopologyRequest) DeepCopyInto(out *PodSetTopologyRequest) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.PodIndexOffset != nil {
+		in, out := &in.PodIndexOffset, &out.PodIndexOffset
+		*out = new(int32)
+		**out = **in
+	}
 	if in.SubGroupIndexLabel != nil {
 		in, out := &in.SubGroupIndexLabel, &out.SubGroupIndexLabel
 		*out = new(string)

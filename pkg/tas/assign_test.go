@@ -253,3 +253,17 @@ func TestOrderLargeLists(t *testing.T) {
 		}
 	}
 }
+
+func TestDomainOfRank(t *testing.T) {
+	a := &Assignment{Levels: []string{host}, Domains: hosts("a", 2, "b", 1, "c", 3)}
+	got := []int{}
+	for r := int32(-1); r <= 6; r++ {
+		got = append(got, a.DomainOfRank(r))
+	}
+	if diff := cmp.Diff([]int{-1, 0, 0, 1, 2, 2, 2, -1}, got); diff != "" {
+		t.Errorf("DomainOfRank(-1..6) (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int32{0, 2, 3}, a.FirstRank()); diff != "" {
+		t.Errorf("FirstRank() (-want,+got):\n%s", diff)
+	}
+}

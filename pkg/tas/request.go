@@ -135,6 +135,22 @@ func (a *Assignment) FirstRank() []int32 {
 	return ranks
 }
 
+// DomainOfRank returns the position in Domains of the domain that holds the
+// pod of the given rank (pod index minus the pod set's index offset), or -1
+// when the rank is outside the assignment.
+func (a *Assignment) DomainOfRank(rank int32) int {
+	if rank < 0 {
+		return -1
+	}
+	for i, d := range a.Domains {
+		if rank < d.Count {
+			return i
+		}
+		rank -= d.Count
+	}
+	return -1
+}
+
 // FitError says why a pod set does not fit, in words a person can act on.
 type FitError struct {
 	Reason string

@@ -41,7 +41,7 @@ func Write(w io.Writer, results []Result, format string) error {
 
 func writeTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tNAME\tADMITTED\tFLAVOR\tPODSET\tPODS\tPLACEMENT")
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tADMITTED\tFLAVOR\tPODSET\tPODS\tPLACEMENT (DOMAIN=PODS [RANKS])")
 	for _, r := range results {
 		if !r.Admitted {
 			fmt.Fprintf(tw, "%s\t%s\tfalse\t-\t-\t-\t%s\n", r.Namespace, r.Name, r.Reason)
@@ -54,11 +54,18 @@ func writeTable(w io.Writer, results []Result) error {
 	return tw.Flush()
 }
 
-// placement is "host-1=4, host-2=4" (values of one domain joined by '/').
+// placement is "host-1=4 [0-3], host-2=4 [4-7]": each domain (values
+// joined by '/'), its pods, and the ranks (pod indexes) it holds.
 func placement(ps PodSetResult) string {
 	parts := make([]string, 0, len(ps.Domains))
+	rank := int32(0)
 	for _, d := range ps.Domains {
-		parts = append(parts, fmt.Sprintf("%s=%d", strings.Join(d.Values, "/"), d.Count))
+		ranks := fmt.Sprint(rank)
+		if d.Count > 1 {
+			ranks = fmt.Sprintf("%d-%d", rank, rank+d.Count-1)
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d [%s]", strings.Join(d.Values, "/"), d.Count, ranks))
+		rank += d.Count
 	}
 	return strings.Join(parts, ", ")
 }

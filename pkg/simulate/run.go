@@ -81,12 +81,18 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	}
 	results := make([]Result, 0, len(in.Workloads))
 	for _, item := range in.Workloads {
-		results = append(results, place(in, flavors, item, opts))
+		r, err := place(in, flavors, item, opts)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
 	}
 	return results, nil
 }
 
-func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Options) Result {
+// place places one workload. Invalid annotations are an error naming the
+// file and object; not fitting is a Result with the reason.
+func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Options) (Result, error) {
 	wl, errs := item.Workload, field.ErrorList(nil)
 	if item.Job != nil {
 		wl, errs = workload.FromJob(item.Job)
@@ -102,13 +108,12 @@ func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Optio
 	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}
 	errs = append(errs, workload.ValidatePodSets(wl.Spec.PodSets, field.NewPath("spec", "podSets"))...)
 	if len(errs) > 0 {
-		res.Reason = "invalid: " + errs.ToAggregate().Error()
-		return res
+		return res, fmt.Errorf("%s: invalid: %w", item.Source, errs.ToAggregate())
 	}
 	order, err := in.flavorOrder(wl.Spec.QueueName)
 	if err != nil {
 		res.Reason = err.Error()
-		return res
+		return res, nil
 	}
 	var reasons []string
 	for _, f := range order {
@@ -123,13 +128,13 @@ func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Optio
 			continue
 		}
 		res.Admitted, res.PodSets = true, podSets
-		return res
+		return res, nil
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "no flavor to try")
 	}
 	res.Reason = strings.Join(reasons, "; ")
-	return res
+	return res, nil
 }
 
 // placeAll places every pod set on the flavor, or none. Pod sets of one

@@ -149,7 +149,7 @@ spec:
       containers: [{name: c, image: busybox}]
 `)}
 			},
-			reason: `invalid: spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "2": must evenly divide the pod count 3`,
+			wantErr: `job.yaml: document 1 (Job ml/odd): invalid: spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "2": must evenly divide the pod count 3`,
 		},
 		"a level the topology does not have": {
 			files: func(t *testing.T) []string {
@@ -214,8 +214,8 @@ func TestTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `NAMESPACE  NAME  ADMITTED  FLAVOR  PODSET  PODS  PLACEMENT
-ns         a     true      f       main    3     b1/r1=2, b1/r2=1
+	want := `NAMESPACE  NAME  ADMITTED  FLAVOR  PODSET  PODS  PLACEMENT (DOMAIN=PODS [RANKS])
+ns         a     true      f       main    3     b1/r1=2 [0-1], b1/r2=1 [2]
 ns         b     false     -       -       -     no room
 `
 	if diff := cmp.Diff(want, buf.String(), cmpopts.AcyclicTransformer("lines", func(s string) []string { return strings.Split(s, "\n") })); diff != "" {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -72,7 +71,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 			if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			st.snapshot.AddUsage(p.Spec.NodeName, withPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), 1)
+			st.snapshot.AddUsage(p.Spec.NodeName, tas.WithPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), 1)
 		}
 		flavors[f.Name] = st
 	}
@@ -222,15 +221,4 @@ func engineNode(n *corev1.Node) tas.Node {
 		Unschedulable: n.Spec.Unschedulable,
 		Taints:        n.Spec.Taints,
 	}
-}
-
-func withPod(rl corev1.ResourceList) corev1.ResourceList {
-	out := rl.DeepCopy()
-	if out == nil {
-		out = corev1.ResourceList{}
-	}
-	if _, ok := out[corev1.ResourcePods]; !ok {
-		out[corev1.ResourcePods] = resource.MustParse("1")
-	}
-	return out
 }

@@ -17,7 +17,7 @@ type Usage map[string]corev1.ResourceList
 // as FindAssignment counted them. It returns the usage per node.
 func (s *Snapshot) Commit(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
 	dem := s.res.newDemand(podRequests)
-	perPod := withPod(podRequests)
+	perPod := WithPod(podRequests)
 	usage := Usage{}
 	for _, d := range a.Domains {
 		if err := s.commitDomain(d, dem, perPod, usage); err != nil {
@@ -94,8 +94,9 @@ func (s *Snapshot) Release(u Usage) {
 	}
 }
 
-// withPod adds one pod of the pods resource to a pod's requests.
-func withPod(rl corev1.ResourceList) corev1.ResourceList {
+// WithPod returns a pod's requests plus one of the pods resource: what the
+// pod uses of a node.
+func WithPod(rl corev1.ResourceList) corev1.ResourceList {
 	out := rl.DeepCopy()
 	if out == nil {
 		out = corev1.ResourceList{}

@@ -89,10 +89,16 @@ test-e2e: k8s-binaries ## kwok e2e suite (arrives with the agent).
 bench: ## Benchmarks (go test -bench), see docs/performance.md.
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /test/)
 
+FUZZTIME ?= 60s
+.PHONY: fuzz
+fuzz: ## Fuzz the TopologyAssignment decoder for FUZZTIME (default 60s).
+	$(GO) test ./pkg/tas -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+
 .PHONY: demo
 demo: ## The main job end to end (not yet: arrives with the agent).
 	@echo "make demo: not yet — the demo (a kwok worker cluster running strata-agent) arrives with issue 4."
-	@echo "What works today: 'make test' (APIs, CRDs with CEL validation on real kube-apiservers)."
+	@echo "What works today: 'make test', and the engine on a sample cluster:"
+	@echo "  go run ./pkg/cmd/kubectl-strata simulate -f docs/examples/simulate/"
 
 ##@ Tools
 

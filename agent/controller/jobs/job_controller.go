@@ -1,0 +1,174 @@
+// Package jobs is the agent's intake: for every batch/v1 Job labelled with
+// strata.dev/queue-name it keeps a Workload, and says on it (and with an
+// event on the Job) when the Job cannot be admitted as written.
+package jobs
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Reasons of the Workload's Invalid condition (and of the Job's events).
+const (
+	ReasonValid               = "Valid"
+	ReasonInvalidJob          = "InvalidJob"
+	ReasonQueueNotFound       = "ClusterQueueNotFound"
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+)
+
+// Reconciler keeps the Workload of each queue-labelled Job.
+type Reconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+}
+
+// NewReconciler returns a Reconciler.
+func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
+	return &Reconciler{client: c, recorder: recorder}
+}
+
+// WorkloadName is the name of a Job's Workload.
+func WorkloadName(job string) string { return "job-" + job }
+
+// SetupWithManager registers the reconciler: Jobs with the queue label,
+// their Workloads, and every Job of a queue when the queue changes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("job").
+		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[strata.QueueNameLabel] != ""
+		}))).
+		Owns(&strata.Workload{}).
+		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfQueue)).
+		Complete(r)
+}
+
+func (r *Reconciler) jobsOfQueue(ctx context.Context, o client.Object) []ctrl.Request {
+	var jobs batchv1.JobList
+	if err := r.client.List(ctx, &jobs, client.MatchingLabels{strata.QueueNameLabel: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Jobs of a ClusterQueue", "clusterQueue", o.GetName())
+		return nil
+	}
+	out := make([]ctrl.Request, 0, len(jobs.Items))
+	for _, j := range jobs.Items {
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: j.Namespace, Name: j.Name}})
+	}
+	return out
+}
+
+// Reconcile creates or updates the Workload of a Job and its Invalid
+// condition.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var job batchv1.Job
+	if err := r.client.Get(ctx, req.NamespacedName, &job); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if job.Labels[strata.QueueNameLabel] == "" || !job.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	desired, errs := workload.FromJob(&job)
+	desired.Name = WorkloadName(job.Name)
+	errs = append(errs, workload.ValidatePodSets(desired.Spec.PodSets, field.NewPath("spec", "template"))...)
+	reason, message := ReasonValid, ""
+	if len(errs) > 0 {
+		reason, message = ReasonInvalidJob, errs.ToAggregate().Error()
+	} else {
+		qReason, qMessage, err := r.checkQueue(ctx, &job)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if qReason != "" {
+			reason, message = qReason, qMessage
+		}
+	}
+	return r.apply(ctx, &job, desired, reason, message)
+}
+
+// checkQueue says whether the Job's ClusterQueue exists and admits its
+// namespace; it returns an empty reason when it does.
+func (r *Reconciler) checkQueue(ctx context.Context, job *batchv1.Job) (string, string, error) {
+	name := job.Labels[strata.QueueNameLabel]
+	var cq strata.ClusterQueue
+	if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &cq); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ReasonQueueNotFound, fmt.Sprintf("ClusterQueue %q does not exist; fix the %s label or ask an admin to create the queue", name, strata.QueueNameLabel), nil
+		}
+		return "", "", err
+	}
+	var ns corev1.Namespace
+	if err := r.client.Get(ctx, types.NamespacedName{Name: job.Namespace}, &ns); err != nil {
+		return "", "", err
+	}
+	if cq.Spec.NamespaceSelector == nil {
+		return ReasonNamespaceNotAllowed, fmt.Sprintf("ClusterQueue %q admits no namespace (it has no namespaceSelector)", name), nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
+	if err != nil {
+		return ReasonNamespaceNotAllowed, fmt.Sprintf("ClusterQueue %q has an invalid namespaceSelector: %v", name, err), nil
+	}
+	if !sel.Matches(labels.Set(ns.Labels)) {
+		return ReasonNamespaceNotAllowed, fmt.Sprintf("ClusterQueue %q does not admit namespace %q (namespaceSelector %s)", name, job.Namespace, sel), nil
+	}
+	return "", "", nil
+}
+
+// apply creates the Workload or brings an unadmitted one up to date, then
+// writes its Invalid condition and, when it changed to invalid, an event.
+func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strata.Workload, reason, message string) (ctrl.Result, error) {
+	var wl strata.Workload
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), &wl)
+	switch {
+	case apierrors.IsNotFound(err):
+		wl = *desired
+		if err := controllerutil.SetControllerReference(job, &wl, r.client.Scheme()); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.client.Create(ctx, &wl); err != nil {
+			return ctrl.Result{}, err
+		}
+	case err != nil:
+		return ctrl.Result{}, err
+	case wl.Status.Admission == nil && !equality.Semantic.DeepEqual(wl.Spec, desired.Spec):
+		wl.Spec = desired.Spec
+		if err := r.client.Update(ctx, &wl); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	status := metav1.ConditionFalse
+	if reason != ReasonValid {
+		status = metav1.ConditionTrue
+	}
+	was := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)
+	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadInvalid, Status: status, Reason: reason, Message: message, ObservedGeneration: wl.Generation,
+	}) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.client.Status().Update(ctx, &wl); err != nil {
+		return ctrl.Result{}, err
+	}
+	if status == metav1.ConditionTrue && (was == nil || was.Message != message) {
+		r.recorder.Eventf(job, &wl, corev1.EventTypeWarning, reason, "Validate", "%s", message)
+	}
+	return ctrl.Result{}, nil
+}

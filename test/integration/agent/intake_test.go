@@ -1,0 +1,183 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"strata.dev/strata/agent/controller/jobs"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+)
+
+const (
+	rack    = "cloud.provider.com/topology-rack"
+	timeout = 30 * time.Second
+)
+
+var jobCounter int
+
+// newJob is an indexed Job of n pods in namespace ns, labelled for queue
+// (none when empty), with the given pod-template annotations.
+func newJob(ns, queue string, n int32, annotations map[string]string) *batchv1.Job {
+	jobCounter++
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%d", jobCounter), Namespace: ns, Labels: map[string]string{}},
+		Spec: batchv1.JobSpec{
+			Parallelism:    ptr.To(n),
+			Completions:    ptr.To(n),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("1")},
+					}}},
+				},
+			},
+		},
+	}
+	if queue != "" {
+		j.Labels[strata.QueueNameLabel] = queue
+	}
+	return j
+}
+
+func invalidCondition(g Gomega, ctx SpecContext, job *batchv1.Job) *metav1.Condition {
+	var wl strata.Workload
+	g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)
+	g.Expect(c).NotTo(BeNil())
+	return c
+}
+
+func createNamespace(ctx SpecContext, labels map[string]string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "intake-", Labels: labels}}
+	Expect(worker.Client.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+var _ = Describe("Intake", Label("agent", "intake"), func() {
+	var queue string
+
+	BeforeEach(func(ctx SpecContext) {
+		jobCounter++
+		queue = fmt.Sprintf("queue-%d", jobCounter)
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue(queue).Flavor("tas").Obj())).To(Succeed())
+	})
+
+	It("holds a queue-labelled Job suspended from creation, and leaves other Jobs alone", func(ctx SpecContext) {
+		ns := createNamespace(ctx, nil)
+		managed := newJob(ns, queue, 2, nil)
+		Expect(worker.Client.Create(ctx, managed)).To(Succeed())
+		Expect(ptr.Deref(managed.Spec.Suspend, false)).To(BeTrue(), "the admission policy did not suspend the Job")
+		other := newJob(ns, "", 2, nil)
+		Expect(worker.Client.Create(ctx, other)).To(Succeed())
+		Expect(ptr.Deref(other.Spec.Suspend, false)).To(BeFalse())
+	})
+
+	It("creates a valid Workload owned by the Job", func(ctx SpecContext) {
+		ns := createNamespace(ctx, nil)
+		job := newJob(ns, queue, 4, map[string]string{"kueue.x-k8s.io/podset-required-topology": rack})
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, job)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonValid))
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Spec.QueueName).To(Equal(queue))
+			g.Expect(wl.Spec.PodSets).To(HaveLen(1))
+			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(4)))
+			g.Expect(wl.Spec.PodSets[0].TopologyRequest.Required).To(Equal(ptr.To(rack)))
+			g.Expect(wl.Spec.PodSets[0].TopologyRequest.PodIndexLabel).To(Equal(ptr.To(strata.JobCompletionIndexLabel)))
+			g.Expect(metav1.IsControlledBy(&wl, job)).To(BeTrue())
+		}, timeout).Should(Succeed())
+	})
+
+	It("marks a Job with invalid annotations, with an event, until it is fixed", func(ctx SpecContext) {
+		ns := createNamespace(ctx, nil)
+		job := newJob(ns, queue, 3, map[string]string{
+			"strata.dev/podset-required-topology":       rack,
+			"strata.dev/podset-slice-required-topology": "kubernetes.io/hostname",
+			"strata.dev/podset-slice-size":              "2",
+		})
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, job)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonInvalidJob))
+			g.Expect(c.Message).To(ContainSubstring(`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "2": must evenly divide the pod count 3`))
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var evs eventsv1.EventList
+			g.Expect(worker.Client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, e := range evs.Items {
+				if e.Regarding.Name == job.Name && e.Type == corev1.EventTypeWarning {
+					reasons = append(reasons, e.Reason)
+				}
+			}
+			g.Expect(reasons).To(ContainElement(jobs.ReasonInvalidJob))
+		}, timeout).Should(Succeed())
+
+		By("fixing the slice size on the suspended Job")
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			j.Spec.Template.Annotations["strata.dev/podset-slice-size"] = "3"
+			g.Expect(worker.Client.Update(ctx, &j)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, job)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		}, timeout).Should(Succeed())
+	})
+
+	It("marks a Job whose queue does not exist, until the queue is created", func(ctx SpecContext) {
+		ns := createNamespace(ctx, nil)
+		job := newJob(ns, "not-yet", 1, nil)
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, job)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonQueueNotFound))
+			g.Expect(c.Message).To(ContainSubstring(`ClusterQueue "not-yet" does not exist`))
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("not-yet").Flavor("tas").Obj())).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(invalidCondition(g, ctx, job).Status).To(Equal(metav1.ConditionFalse))
+		}, timeout).Should(Succeed())
+	})
+
+	It("marks a Job in a namespace the queue does not admit", func(ctx SpecContext) {
+		cq := testutil.MakeClusterQueue(queue + "-ml").Flavor("tas").Obj()
+		cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
+		Expect(worker.Client.Create(ctx, cq)).To(Succeed())
+		ns := createNamespace(ctx, map[string]string{"team": "web"})
+		job := newJob(ns, cq.Name, 1, nil)
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, job)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonNamespaceNotAllowed))
+			g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf(`does not admit namespace %q (namespaceSelector team=ml)`, ns)))
+		}, timeout).Should(Succeed())
+	})
+})
+
+func resourceQuantity(s string) *resource.Quantity {
+	q := resource.MustParse(s)
+	return &q
+}

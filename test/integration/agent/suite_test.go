@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"strata.dev/strata/agent/controller"
+	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/scheme"
+	"strata.dev/strata/test/integration/framework"
+)
+
+var (
+	clusters *framework.Clusters
+	worker   *framework.Cluster
+)
+
+func TestAgent(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Agent Suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(GinkgoLogr)
+	var err error
+	clusters, err = framework.Start(framework.ClusterSpec{Name: "worker", Role: framework.Worker})
+	Expect(err).NotTo(HaveOccurred())
+	// Cleanups run last-in first-out: the manager stops before its API server.
+	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })
+	worker = clusters.Get("worker")
+
+	By("installing the chart's admission policy with kubectl")
+	bin, err := framework.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", worker.KubeconfigPath, "apply", "-f",
+		filepath.Join(framework.RepoRoot(), "charts", "strata-agent", "templates", "admission-policy.yaml")).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+
+	By("starting the agent's controllers")
+	cfg, err := config.LoadAgent("")
+	Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(worker.Config, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(controller.SetupControllers(mgr, cfg)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	DeferCleanup(func() {
+		cancel()
+		Expect(<-done).To(Succeed())
+	})
+})

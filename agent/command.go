@@ -33,14 +33,15 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := controller.SetupControllers(mgr, cfg); err != nil {
+			ctx := ctrl.SetupSignalHandler()
+			if err := controller.SetupControllers(ctx, mgr, cfg); err != nil {
 				return err
 			}
 			ctrl.Log.WithName("setup").Info("Starting", "version", version.Version,
 				"requiredAlgorithm", cfg.TopologyAwareScheduling.RequiredAlgorithm,
 				"preferredAlgorithm", cfg.TopologyAwareScheduling.PreferredAlgorithm,
 				"unconstrainedAlgorithm", cfg.TopologyAwareScheduling.UnconstrainedAlgorithm)
-			return mgr.Start(ctrl.SetupSignalHandler())
+			return mgr.Start(ctx)
 		},
 	}
 	opts.AddFlags(cmd)

@@ -2,13 +2,28 @@
 package controller
 
 import (
+	"context"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/agent/scheduler"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	"strata.dev/strata/pkg/tas"
 )
 
-// SetupControllers registers every controller of strata-agent with mgr.
-func SetupControllers(mgr ctrl.Manager, _ *configv1beta1.AgentConfiguration) error {
+// SetupControllers registers every controller of strata-agent with mgr:
+// the capacity cache fed by informers, the scheduler, and the Job
+// controller.
+func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration) error {
+	capacity := cache.New()
+	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling))
+	if err := capacity.SetupWithManager(ctx, mgr, sched.Wake); err != nil {
+		return err
+	}
+	if err := mgr.Add(sched); err != nil {
+		return err
+	}
 	return jobs.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("strata-agent")).SetupWithManager(mgr)
 }

@@ -41,8 +41,9 @@ const (
 	// TopologySchedulingGate holds a pod until the node selector of its
 	// assigned topology domain has been injected.
 	TopologySchedulingGate = Prefix + "topology"
-	// WorkloadAnnotation on a pod template names the admitted Workload.
-	WorkloadAnnotation = Prefix + "workload"
+	// WorkloadLabel on a pod template (and so on its pods) names the
+	// admitted Workload.
+	WorkloadLabel = Prefix + "workload"
 	// PodSetLabel on a pod template names the Workload pod set it belongs to.
 	PodSetLabel = Prefix + "podset"
 	// TASLabel marks pod templates (and so pods) admitted with topology-aware scheduling.

@@ -11,10 +11,12 @@ import (
 // be released again.
 type Usage map[string]corev1.ResourceList
 
-// Commit takes the capacity of an assignment found by FindAssignment. When
-// the lowest level is the host, each host gets its pods; otherwise the pods
-// of each domain are packed onto its nodes, largest free node first, exactly
-// as FindAssignment counted them. It returns the usage per node.
+// Commit takes the capacity of an assignment. When the lowest level is the
+// host, each host gets its pods; otherwise the pods of each domain are
+// packed onto its nodes, largest free node first, as FindAssignment counted
+// them. Pods that find no room (replaying an older admission) are recorded
+// on the domain's first node rather than dropped. It fails only for domains
+// that are not in the tree. It returns the usage per node.
 func (s *Snapshot) Commit(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
 	dem := s.res.newDemand(podRequests)
 	perPod := WithPod(podRequests)
@@ -59,10 +61,13 @@ func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.Re
 				best, bestFit = b, f
 			}
 		}
-		if best == nil {
-			return fmt.Errorf("domain %v has no room left for %d pods", d.Values, left)
-		}
 		take := min(bestFit, left)
+		if best == nil {
+			// No room left (a node went NotReady, or the usage of a workload
+			// admitted earlier is replayed): record the pods anyway, so that
+			// capacity is never overstated.
+			best, take = leaf.bins[0], left
+		}
 		addUsage(s, usage, best.name, perPod, take)
 		left -= take
 	}

@@ -6,6 +6,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,7 +103,59 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			reason, message = qReason, qMessage
 		}
 	}
-	return r.apply(ctx, &job, desired, reason, message)
+	wl, err := r.apply(ctx, &job, desired, reason, message)
+	if err != nil || wl == nil {
+		return ctrl.Result{}, err
+	}
+	if wl.Status.Admission != nil && ptr.Deref(job.Spec.Suspend, false) &&
+		!meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+		return ctrl.Result{}, r.start(ctx, &job, wl)
+	}
+	return ctrl.Result{}, nil
+}
+
+// start applies an admission to the Job's pod template — the flavor's node
+// labels and tolerations, the topology scheduling gate, the labels that tie
+// pods to the workload — and unsuspends it.
+func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
+	tmpl := &job.Spec.Template
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.Name != workload.MainPodSet {
+			continue
+		}
+		var flavor strata.ResourceFlavor
+		if err := r.client.Get(ctx, types.NamespacedName{Name: psa.Flavor}, &flavor); err != nil {
+			return fmt.Errorf("starting Job: flavor %q: %w", psa.Flavor, err)
+		}
+		if len(flavor.Spec.NodeLabels) > 0 && tmpl.Spec.NodeSelector == nil {
+			tmpl.Spec.NodeSelector = map[string]string{}
+		}
+		for k, v := range flavor.Spec.NodeLabels {
+			tmpl.Spec.NodeSelector[k] = v
+		}
+		for _, t := range flavor.Spec.Tolerations {
+			if !slices.ContainsFunc(tmpl.Spec.Tolerations, func(x corev1.Toleration) bool { return x.MatchToleration(&t) }) {
+				tmpl.Spec.Tolerations = append(tmpl.Spec.Tolerations, t)
+			}
+		}
+		if tmpl.Labels == nil {
+			tmpl.Labels = map[string]string{}
+		}
+		tmpl.Labels[strata.WorkloadLabel] = wl.Name
+		tmpl.Labels[strata.PodSetLabel] = psa.Name
+		if psa.TopologyAssignment != nil {
+			tmpl.Labels[strata.TASLabel] = "true"
+			if !slices.ContainsFunc(tmpl.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == strata.TopologySchedulingGate }) {
+				tmpl.Spec.SchedulingGates = append(tmpl.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate})
+			}
+		}
+	}
+	job.Spec.Suspend = ptr.To(false)
+	if err := r.client.Update(ctx, job); err != nil {
+		return fmt.Errorf("starting Job: %w", err)
+	}
+	r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Started", "Admit", "Admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
+	return nil
 }
 
 // checkQueue says whether the Job's ClusterQueue exists and admits its
@@ -134,24 +188,24 @@ func (r *Reconciler) checkQueue(ctx context.Context, job *batchv1.Job) (string, 
 
 // apply creates the Workload or brings an unadmitted one up to date, then
 // writes its Invalid condition and, when it changed to invalid, an event.
-func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strata.Workload, reason, message string) (ctrl.Result, error) {
+func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strata.Workload, reason, message string) (*strata.Workload, error) {
 	var wl strata.Workload
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), &wl)
 	switch {
 	case apierrors.IsNotFound(err):
 		wl = *desired
 		if err := controllerutil.SetControllerReference(job, &wl, r.client.Scheme()); err != nil {
-			return ctrl.Result{}, err
+			return nil, err
 		}
 		if err := r.client.Create(ctx, &wl); err != nil {
-			return ctrl.Result{}, err
+			return nil, err
 		}
 	case err != nil:
-		return ctrl.Result{}, err
+		return nil, err
 	case wl.Status.Admission == nil && !equality.Semantic.DeepEqual(wl.Spec, desired.Spec):
 		wl.Spec = desired.Spec
 		if err := r.client.Update(ctx, &wl); err != nil {
-			return ctrl.Result{}, err
+			return nil, err
 		}
 	}
 	status := metav1.ConditionFalse
@@ -162,13 +216,13 @@ func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strat
 	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadInvalid, Status: status, Reason: reason, Message: message, ObservedGeneration: wl.Generation,
 	}) {
-		return ctrl.Result{}, nil
+		return &wl, nil
 	}
 	if err := r.client.Status().Update(ctx, &wl); err != nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	if status == metav1.ConditionTrue && (was == nil || was.Message != message) {
 		r.recorder.Eventf(job, &wl, corev1.EventTypeWarning, reason, "Validate", "%s", message)
 	}
-	return ctrl.Result{}, nil
+	return &wl, nil
 }

@@ -52,8 +52,8 @@ var _ = BeforeSuite(func() {
 		HealthProbeBindAddress: "0",
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(controller.SetupControllers(mgr, cfg)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
+	Expect(controller.SetupControllers(ctx, mgr, cfg)).To(Succeed())
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()
 	DeferCleanup(func() {

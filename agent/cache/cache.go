@@ -1,0 +1,339 @@
+// Package cache is the agent's capacity cache: one engine snapshot per
+// topology-aware flavor, kept current from Node and Pod events and from the
+// admitted workloads' usage (also before their pods exist).
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+// Cache holds the capacity of every topology-aware flavor. All methods are
+// safe for concurrent use.
+type Cache struct {
+	mu sync.Mutex
+
+	topologies map[string]*strata.Topology
+	flavorDefs map[string]*strata.ResourceFlavor
+	flavors    map[string]*flavor
+
+	nodes map[string]*corev1.Node
+	// pods is the usage of bound pods that Strata does not account through
+	// a workload: pod UID -> (node, requests).
+	pods map[types.UID]podUsage
+	// workloads is the usage of admitted workloads, per flavor.
+	workloads map[types.NamespacedName]admitted
+
+	// changed is signalled (without blocking) whenever capacity may have
+	// grown, so that waiting workloads are retried.
+	changed chan struct{}
+}
+
+type flavor struct {
+	def      *strata.ResourceFlavor
+	topology *strata.Topology
+	snapshot *tas.Snapshot
+}
+
+type podUsage struct {
+	node  string
+	usage corev1.ResourceList
+}
+
+type admitted struct {
+	flavor string
+	usage  []tas.Usage
+}
+
+// New returns an empty cache.
+func New() *Cache {
+	return &Cache{
+		topologies: map[string]*strata.Topology{},
+		flavorDefs: map[string]*strata.ResourceFlavor{},
+		flavors:    map[string]*flavor{},
+		nodes:      map[string]*corev1.Node{},
+		pods:       map[types.UID]podUsage{},
+		workloads:  map[types.NamespacedName]admitted{},
+		changed:    make(chan struct{}, 1),
+	}
+}
+
+// Changed is signalled when capacity may have grown.
+func (c *Cache) Changed() <-chan struct{} { return c.changed }
+
+func (c *Cache) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// SetTopology adds or updates a Topology.
+func (c *Cache) SetTopology(t *strata.Topology) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.topologies[t.Name] = t
+	c.rebuildLocked()
+}
+
+// DeleteTopology removes a Topology.
+func (c *Cache) DeleteTopology(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.topologies, name)
+	c.rebuildLocked()
+}
+
+// SetFlavor adds or updates a ResourceFlavor.
+func (c *Cache) SetFlavor(f *strata.ResourceFlavor) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flavorDefs[f.Name] = f
+	c.rebuildLocked()
+}
+
+// DeleteFlavor removes a ResourceFlavor.
+func (c *Cache) DeleteFlavor(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.flavorDefs, name)
+	c.rebuildLocked()
+}
+
+// rebuildLocked recreates the snapshots after a flavor or topology change
+// (rare), replaying nodes, pods and admitted workloads.
+func (c *Cache) rebuildLocked() {
+	c.flavors = map[string]*flavor{}
+	for name, def := range c.flavorDefs {
+		if def.Spec.TopologyName == nil {
+			continue
+		}
+		t, ok := c.topologies[*def.Spec.TopologyName]
+		if !ok {
+			continue
+		}
+		levels := make([]string, len(t.Spec.Levels))
+		for i, l := range t.Spec.Levels {
+			levels[i] = l.NodeLabel
+		}
+		f := &flavor{def: def, topology: t, snapshot: tas.NewSnapshot(levels, def.Spec.NodeLabels)}
+		for _, n := range c.nodes {
+			f.snapshot.SetNode(engineNode(n))
+		}
+		for _, p := range c.pods {
+			f.snapshot.AddUsage(p.node, p.usage, 1)
+		}
+		c.flavors[name] = f
+	}
+	for key, a := range c.workloads {
+		f := c.flavors[a.flavor]
+		if f == nil {
+			continue
+		}
+		for _, u := range a.usage {
+			for node, rl := range u {
+				f.snapshot.AddUsage(node, rl, 1)
+			}
+		}
+		c.workloads[key] = a
+	}
+	c.signal()
+}
+
+// SetNode adds or updates a Node.
+func (c *Cache) SetNode(n *corev1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes[n.Name] = n
+	for _, f := range c.flavors {
+		f.snapshot.SetNode(engineNode(n))
+	}
+	c.signal()
+}
+
+// DeleteNode removes a Node.
+func (c *Cache) DeleteNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodes, name)
+	for _, f := range c.flavors {
+		f.snapshot.RemoveNode(name)
+	}
+}
+
+// SetPod records the usage of a pod: bound, not terminated, and not a pod
+// of a workload Strata admitted with topology-aware scheduling (those count
+// through their workload). Anything else removes its usage.
+func (c *Cache) SetPod(p *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, had := c.pods[p.UID]
+	counts := p.Spec.NodeName != "" && p.Labels[strata.TASLabel] == "" &&
+		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	if had && counts && old.node == p.Spec.NodeName {
+		return // requests of a bound pod do not change
+	}
+	if had {
+		c.addPodLocked(old, -1)
+		delete(c.pods, p.UID)
+		c.signal()
+	}
+	if counts {
+		u := podUsage{node: p.Spec.NodeName, usage: tas.WithPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))}
+		c.pods[p.UID] = u
+		c.addPodLocked(u, 1)
+	}
+}
+
+// DeletePod removes a pod's usage.
+func (c *Cache) DeletePod(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.pods[uid]; ok {
+		c.addPodLocked(old, -1)
+		delete(c.pods, uid)
+		c.signal()
+	}
+}
+
+func (c *Cache) addPodLocked(u podUsage, sign int64) {
+	for _, f := range c.flavors {
+		f.snapshot.AddUsage(u.node, u.usage, sign)
+	}
+}
+
+// Flavor gives fn exclusive access to a flavor's snapshot and topology.
+// It returns false when the flavor is unknown or not topology-aware.
+func (c *Cache) Flavor(name string, fn func(s *tas.Snapshot, t *strata.Topology)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.flavors[name]
+	if ok {
+		fn(f.snapshot, f.topology)
+	}
+	return ok
+}
+
+// FlavorDef returns a ResourceFlavor known to the cache.
+func (c *Cache) FlavorDef(name string) (*strata.ResourceFlavor, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.flavorDefs[name]
+	return f, ok
+}
+
+// TASFlavors lists the topology-aware flavors, sorted.
+func (c *Cache) TASFlavors() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.flavors))
+	for n := range c.flavors {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// AddWorkload records the usage of an admitted workload, replacing what was
+// recorded for it. With no admission it removes the workload's usage.
+func (c *Cache) AddWorkload(key types.NamespacedName, wl *strata.Workload) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeWorkloadLocked(key)
+	if wl == nil || wl.Status.Admission == nil {
+		return nil
+	}
+	var a admitted
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		f := c.flavors[psa.Flavor]
+		if f == nil || psa.TopologyAssignment == nil {
+			continue
+		}
+		a.flavor = psa.Flavor
+		ps := podSet(wl, psa.Name)
+		if ps == nil {
+			return fmt.Errorf("admission names pod set %q, which the workload does not have", psa.Name)
+		}
+		assignment, err := tas.Decode(psa.TopologyAssignment)
+		if err != nil {
+			return fmt.Errorf("pod set %s: %w", psa.Name, err)
+		}
+		u, err := f.snapshot.Commit(assignment, podRequests(ps))
+		if err != nil {
+			return fmt.Errorf("pod set %s: %w", psa.Name, err)
+		}
+		a.usage = append(a.usage, u)
+	}
+	if len(a.usage) > 0 {
+		c.workloads[key] = a
+	}
+	return nil
+}
+
+// RemoveWorkload gives back an admitted workload's usage.
+func (c *Cache) RemoveWorkload(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeWorkloadLocked(key)
+}
+
+func (c *Cache) removeWorkloadLocked(key types.NamespacedName) {
+	a, ok := c.workloads[key]
+	if !ok {
+		return
+	}
+	if f := c.flavors[a.flavor]; f != nil {
+		for _, u := range a.usage {
+			f.snapshot.Release(u)
+		}
+	}
+	delete(c.workloads, key)
+	c.signal()
+}
+
+// HasWorkload says whether the cache holds a workload's usage.
+func (c *Cache) HasWorkload(key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.workloads[key]
+	return ok
+}
+
+func podSet(wl *strata.Workload, name string) *strata.PodSet {
+	for i := range wl.Spec.PodSets {
+		if wl.Spec.PodSets[i].Name == name {
+			return &wl.Spec.PodSets[i]
+		}
+	}
+	return nil
+}
+
+func podRequests(ps *strata.PodSet) corev1.ResourceList {
+	return resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
+}
+
+// engineNode converts a Node for the engine.
+func engineNode(n *corev1.Node) tas.Node {
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return tas.Node{
+		Name:          n.Name,
+		Labels:        n.Labels,
+		Allocatable:   n.Status.Allocatable,
+		Ready:         ready,
+		Unschedulable: n.Spec.Unschedulable,
+		Taints:        n.Spec.Taints,
+	}
+}

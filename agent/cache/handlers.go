@@ -1,0 +1,72 @@
+package cache
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// SetupWithManager feeds the cache from the manager's informers. onWorkload,
+// if set, is called after every Workload event (to wake the scheduler).
+func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, onWorkload func()) error {
+	log := ctrl.LoggerFrom(ctx).WithName("capacity-cache")
+	handlers := []struct {
+		obj     client.Object
+		set     func(obj any)
+		deleted func(obj any)
+	}{
+		{&strata.Topology{}, func(o any) { c.SetTopology(o.(*strata.Topology)) }, func(o any) { c.DeleteTopology(o.(*strata.Topology).Name) }},
+		{&strata.ResourceFlavor{}, func(o any) { c.SetFlavor(o.(*strata.ResourceFlavor)) }, func(o any) { c.DeleteFlavor(o.(*strata.ResourceFlavor).Name) }},
+		{&corev1.Node{}, func(o any) { c.SetNode(o.(*corev1.Node)) }, func(o any) { c.DeleteNode(o.(*corev1.Node).Name) }},
+		{&corev1.Pod{}, func(o any) { c.SetPod(o.(*corev1.Pod)) }, func(o any) { c.DeletePod(o.(*corev1.Pod).UID) }},
+		{&strata.Workload{}, func(o any) {
+			wl := o.(*strata.Workload)
+			key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+			switch {
+			case meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
+				c.RemoveWorkload(key)
+			case wl.Status.Admission != nil && !c.HasWorkload(key):
+				// Admitted before this agent started (or by another replica).
+				if err := c.AddWorkload(key, wl); err != nil {
+					log.Error(err, "Accounting an admitted workload", "workload", key)
+				}
+			}
+			if onWorkload != nil {
+				onWorkload()
+			}
+		}, func(o any) {
+			wl := o.(*strata.Workload)
+			c.RemoveWorkload(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
+			if onWorkload != nil {
+				onWorkload()
+			}
+		}},
+	}
+	for _, h := range handlers {
+		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
+		if err != nil {
+			return err
+		}
+		set, deleted := h.set, h.deleted
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { set(o) },
+			UpdateFunc: func(_, o any) { set(o) },
+			DeleteFunc: func(o any) {
+				if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+					o = t.Obj
+				}
+				deleted(o)
+			},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,343 @@
+// Package scheduler admits pending workloads: per ClusterQueue in priority
+// and creation order, through the queue's flavors, with the TAS engine on
+// the capacity cache. It runs when workloads or capacity change, never on a
+// timer.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"strata.dev/strata/agent/cache"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Reasons of the Admitted condition.
+const (
+	ReasonAdmitted = "Admitted"
+	ReasonPending  = "Pending"
+)
+
+// Scheduler admits workloads. It is a manager Runnable.
+type Scheduler struct {
+	client client.Client
+	cache  *cache.Cache
+	opts   tas.Options
+	wake   chan struct{}
+}
+
+// New returns a Scheduler.
+func New(c client.Client, cc *cache.Cache, opts tas.Options) *Scheduler {
+	return &Scheduler{client: c, cache: cc, opts: opts, wake: make(chan struct{}, 1)}
+}
+
+// Wake asks for a scheduling pass.
+func (s *Scheduler) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection is true: only the leader admits.
+func (s *Scheduler) NeedLeaderElection() bool { return true }
+
+// Start runs scheduling passes until ctx ends.
+func (s *Scheduler) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("scheduler")
+	ctx = ctrl.LoggerInto(ctx, log)
+	for {
+		if err := s.Schedule(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Scheduling pass")
+			s.Wake() // try again on the next turn
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		case <-s.cache.Changed():
+		}
+	}
+}
+
+// Schedule makes one pass over every queue.
+func (s *Scheduler) Schedule(ctx context.Context) error {
+	var list strata.WorkloadList
+	if err := s.client.List(ctx, &list); err != nil {
+		return err
+	}
+	pending := map[string][]*strata.Workload{}
+	usage := map[string]map[string]corev1.ResourceList{} // queue -> flavor -> usage
+	for i := range list.Items {
+		wl := &list.Items[i]
+		if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+			continue
+		}
+		if a := wl.Status.Admission; a != nil {
+			if usage[a.ClusterQueue] == nil {
+				usage[a.ClusterQueue] = map[string]corev1.ResourceList{}
+			}
+			addUsage(usage[a.ClusterQueue], a.PodSetAssignments)
+			continue
+		}
+		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid); c == nil || c.Status != metav1.ConditionFalse {
+			continue // not validated yet, or invalid
+		}
+		pending[wl.Spec.QueueName] = append(pending[wl.Spec.QueueName], wl)
+	}
+	queues := make([]string, 0, len(pending))
+	for q := range pending {
+		queues = append(queues, q)
+	}
+	sort.Strings(queues)
+	var errs []error
+	for _, q := range queues {
+		var cq strata.ClusterQueue
+		if err := s.client.Get(ctx, types.NamespacedName{Name: q}, &cq); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		wls := pending[q]
+		sort.SliceStable(wls, func(i, j int) bool { return before(wls[i], wls[j]) })
+		if usage[q] == nil {
+			usage[q] = map[string]corev1.ResourceList{}
+		}
+		for _, wl := range wls {
+			admitted, err := s.try(ctx, &cq, usage[q], wl)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if !admitted && cq.Spec.QueueingStrategy == strata.StrictFIFO {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// before orders workloads: higher priority first, then older first.
+func before(a, b *strata.Workload) bool {
+	pa, pb := priority(a), priority(b)
+	if pa != pb {
+		return pa > pb
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+}
+
+func priority(wl *strata.Workload) int32 {
+	if wl.Spec.Priority != nil {
+		return *wl.Spec.Priority
+	}
+	return 0
+}
+
+// try admits one workload on the first flavor of the queue where it fits.
+func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, wl *strata.Workload) (bool, error) {
+	var reasons []string
+	for _, fq := range cq.Spec.Flavors {
+		admission, err := s.place(cq, fq, usage[fq.Name], wl)
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fq.Name, err))
+			continue
+		}
+		return true, s.admit(ctx, wl, admission, fq.Name, usage)
+	}
+	if len(reasons) == 0 {
+		reasons = append(reasons, "the ClusterQueue has no flavors")
+	}
+	return false, s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending, "waiting for capacity: "+strings.Join(reasons, "; "))
+}
+
+// place finds the assignment of every pod set on one flavor, within quota.
+func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) (*strata.Admission, error) {
+	if err := checkQuota(fq, used, wl); err != nil {
+		return nil, err
+	}
+	flavorDef, ok := s.cache.FlavorDef(fq.Name)
+	if !ok {
+		return nil, fmt.Errorf("ResourceFlavor %q does not exist", fq.Name)
+	}
+	var (
+		admission *strata.Admission
+		placeErr  error
+	)
+	found := s.cache.Flavor(fq.Name, func(snap *tas.Snapshot, topo *strata.Topology) {
+		admission, placeErr = placeOnFlavor(snap, topo, flavorDef, cq.Name, wl, s.opts)
+	})
+	if !found {
+		return nil, fmt.Errorf("ResourceFlavor %q is not topology-aware or its Topology does not exist", fq.Name)
+	}
+	return admission, placeErr
+}
+
+// placeOnFlavor computes the admission of every pod set on a flavor; pod
+// sets of one group share a domain. The snapshot is left unchanged.
+func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.ResourceFlavor, queue string, wl *strata.Workload, opts tas.Options) (*strata.Admission, error) {
+	admission := &strata.Admission{ClusterQueue: queue}
+	var taken []tas.Usage
+	defer func() {
+		for _, u := range taken {
+			snap.Release(u)
+		}
+	}()
+	done := map[int]bool{}
+	assignments := make([]*tas.Assignment, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		if done[i] {
+			continue
+		}
+		members := []int{i}
+		if g := groupName(&wl.Spec.PodSets[i]); g != "" {
+			for k := i + 1; k < len(wl.Spec.PodSets); k++ {
+				if groupName(&wl.Spec.PodSets[k]) == g {
+					members = append(members, k)
+				}
+			}
+		}
+		reqs := make([]tas.Request, len(members))
+		for k, m := range members {
+			ps := &wl.Spec.PodSets[m]
+			if err := workload.ValidateAgainstTopology(ps.TopologyRequest, topo.Name, snap.Levels()); err != nil {
+				return nil, fmt.Errorf("pod set %s: %w", ps.Name, err)
+			}
+			reqs[k] = workload.Request(ps)
+			reqs[k].Tolerations = append(reqs[k].Tolerations, flavorDef.Spec.Tolerations...)
+		}
+		as, err := snap.FindGroupAssignment(reqs, opts)
+		if err != nil {
+			return nil, err
+		}
+		for k, m := range members {
+			u, err := snap.Commit(as[k], reqs[k].PodRequests)
+			if err != nil {
+				return nil, err
+			}
+			taken = append(taken, u)
+			assignments[m], done[m] = as[k], true
+		}
+	}
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		admission.PodSetAssignments = append(admission.PodSetAssignments, strata.PodSetAssignment{
+			Name:               ps.Name,
+			Flavor:             flavorDef.Name,
+			Count:              ps.Count,
+			ResourceUsage:      totalRequests(ps),
+			TopologyAssignment: tas.Encode(assignments[i]),
+		})
+	}
+	return admission, nil
+}
+
+func groupName(ps *strata.PodSet) string {
+	if ps.TopologyRequest != nil && ps.TopologyRequest.PodSetGroupName != nil {
+		return *ps.TopologyRequest.PodSetGroupName
+	}
+	return ""
+}
+
+// admit records the admission on the workload and its usage in the cache.
+func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *strata.Admission, flavorName string, usage map[string]corev1.ResourceList) error {
+	wl.Status.Admission = admission
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
+		Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", admission.ClusterQueue, flavorName),
+	})
+	if err := s.client.Status().Update(ctx, wl); err != nil {
+		return fmt.Errorf("recording the admission of %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	if err := s.cache.AddWorkload(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, wl); err != nil {
+		return err
+	}
+	addUsage(usage, admission.PodSetAssignments)
+	ctrl.LoggerFrom(ctx).V(2).Info("Admitted", "workload", client.ObjectKeyFromObject(wl), "flavor", flavorName)
+	return nil
+}
+
+// setAdmitted writes the Admitted condition when it changed.
+func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status metav1.ConditionStatus, reason, message string) error {
+	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: status, Reason: reason, Message: truncate(message)}) {
+		return nil
+	}
+	return client.IgnoreNotFound(s.client.Status().Update(ctx, wl))
+}
+
+func truncate(m string) string {
+	const limit = 32 * 1024
+	if len(m) > limit {
+		return m[:limit-3] + "..."
+	}
+	return m
+}
+
+// addUsage adds the resource usage of pod set assignments to a queue's
+// usage per flavor.
+func addUsage(usage map[string]corev1.ResourceList, psas []strata.PodSetAssignment) {
+	for _, psa := range psas {
+		rl := usage[psa.Flavor]
+		if rl == nil {
+			rl = corev1.ResourceList{}
+			usage[psa.Flavor] = rl
+		}
+		for name, v := range psa.ResourceUsage {
+			sum := rl[name]
+			sum.Add(v)
+			rl[name] = sum
+		}
+	}
+}
+
+// checkQuota says whether the workload fits in the flavor's quotas.
+func checkQuota(fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) error {
+	if len(fq.Resources) == 0 {
+		return nil
+	}
+	need := corev1.ResourceList{}
+	for i := range wl.Spec.PodSets {
+		for name, v := range totalRequests(&wl.Spec.PodSets[i]) {
+			sum := need[name]
+			sum.Add(v)
+			need[name] = sum
+		}
+	}
+	for _, rq := range fq.Resources {
+		n, ok := need[rq.Name]
+		if !ok {
+			continue
+		}
+		total := used[rq.Name].DeepCopy()
+		total.Add(n)
+		if total.Cmp(rq.NominalQuota) > 0 {
+			u := used[rq.Name]
+			return fmt.Errorf("quota: %s needs %s, %s of %s is in use", rq.Name, n.String(), u.String(), rq.NominalQuota.String())
+		}
+	}
+	return nil
+}
+
+// totalRequests is a pod set's requests times its count.
+func totalRequests(ps *strata.PodSet) corev1.ResourceList {
+	per := resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
+	out := corev1.ResourceList{}
+	for name, q := range per {
+		out[name] = *resource.NewMilliQuantity(q.MilliValue()*int64(ps.Count), q.Format)
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+package agent
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"strata.dev/strata/agent/controller/jobs"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+const (
+	block = "cloud.provider.com/topology-block"
+	host  = "kubernetes.io/hostname"
+)
+
+// createNode creates a Ready node of the "admit" pool with cpu CPUs.
+func createNode(ctx SpecContext, name, blockName, rackName, cpu string) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pool": "admit", block: blockName, rack: rackName, host: name,
+	}}}
+	Expect(worker.Client.Create(ctx, n)).To(Succeed())
+	n.Status = corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
+		Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
+	}
+	Expect(worker.Client.Status().Update(ctx, n)).To(Succeed())
+	// The API server taints new nodes not-ready; the node lifecycle
+	// controller, which envtest does not run, removes the taint once Ready.
+	n.Spec.Taints = nil
+	Expect(worker.Client.Update(ctx, n)).To(Succeed())
+}
+
+// admittedHosts waits for the Job's workload to be admitted and returns the
+// pods per host of its assignment.
+func admittedHosts(ctx SpecContext, job *batchv1.Job) map[string]int32 {
+	hosts := map[string]int32{}
+	Eventually(func(g Gomega) {
+		var wl strata.Workload
+		g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+		g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+		psa := wl.Status.Admission.PodSetAssignments[0]
+		g.Expect(psa.Flavor).To(Equal("tas-admit"))
+		a, err := tas.Decode(psa.TopologyAssignment)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(a.Levels).To(Equal([]string{host}))
+		for _, d := range a.Domains {
+			hosts[d.Values[0]] = d.Count
+		}
+	}, timeout).Should(Succeed())
+	return hosts
+}
+
+var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
+	var ns string
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("admit-topology", block, rack, host).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeResourceFlavor("tas-admit").NodeLabel("pool", "admit").TopologyName("admit-topology").Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("admit-q").Flavor("tas-admit").Obj())).To(Succeed())
+		for _, n := range [][4]string{{"a1", "b1", "r1", "4"}, {"a2", "b1", "r1", "4"}, {"a3", "b1", "r2", "4"}, {"a4", "b1", "r2", "4"}} {
+			createNode(ctx, n[0], n[1], n[2], n[3])
+		}
+		ns = createNamespace(ctx, nil)
+	})
+
+	It("admits a rack-required Job into one rack and starts it gated, with the flavor's node labels", func(ctx SpecContext) {
+		job := newJob(ns, "admit-q", 6, map[string]string{"strata.dev/podset-required-topology": rack})
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		got := admittedHosts(ctx, job)
+		Expect(got).To(Equal(map[string]int32{"a1": 4, "a2": 2}))
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+			g.Expect(j.Spec.Template.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}))
+			g.Expect(j.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue("pool", "admit"))
+			g.Expect(j.Spec.Template.Labels).To(HaveKeyWithValue(strata.TASLabel, "true"))
+			g.Expect(j.Spec.Template.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, jobs.WorkloadName(job.Name)))
+		}, timeout).Should(Succeed())
+	})
+
+	It("counts the first Job's pods before they exist: the next one goes to the other rack", func(ctx SpecContext) {
+		job := newJob(ns, "admit-q", 6, map[string]string{"strata.dev/podset-required-topology": rack})
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Expect(admittedHosts(ctx, job)).To(Equal(map[string]int32{"a3": 4, "a4": 2}))
+	})
+
+	It("keeps a Job that fits in no rack waiting with the reason, and admits it when a node is added", func(ctx SpecContext) {
+		job := newJob(ns, "admit-q", 4, map[string]string{"strata.dev/podset-required-topology": rack})
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("flavor tas-admit: rack required: the best rack fits 2 of 4 pods; limited by cpu"))
+		}, timeout).Should(Succeed())
+		var j batchv1.Job
+		Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+		Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue())
+
+		By("adding a node to rack r2")
+		createNode(ctx, "a5", "b1", "r2", "4")
+		// BestFit: the largest free node first, and it holds all four.
+		Expect(admittedHosts(ctx, job)).To(Equal(map[string]int32{"a5": 4}))
+	})
+})

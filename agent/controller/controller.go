@@ -8,14 +8,15 @@ import (
 
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/scheduler"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/tas"
 )
 
 // SetupControllers registers every controller of strata-agent with mgr:
-// the capacity cache fed by informers, the scheduler, and the Job
-// controller.
+// the capacity cache fed by informers, the scheduler, the Job controller and
+// the ungater.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration) error {
 	capacity := cache.New()
 	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling))
@@ -23,6 +24,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 		return err
 	}
 	if err := mgr.Add(sched); err != nil {
+		return err
+	}
+	if err := ungater.NewReconciler(mgr.GetClient(), cfg.Queueing.UngateBatchPeriod.Duration).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return jobs.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("strata-agent")).SetupWithManager(mgr)

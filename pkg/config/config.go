@@ -24,7 +24,7 @@ const (
 	DefaultRecoveryTimeout    = 10 * time.Minute
 	DefaultSummaryMaxBytes    = 512 * 1024
 	DefaultSummaryMinInterval = 250 * time.Millisecond
-	DefaultUngateBatchPeriod  = time.Second
+	DefaultUngateBatchPeriod  = 500 * time.Millisecond
 	DefaultAdmissionTimeout   = 5 * time.Minute
 	DefaultSummaryStaleAfter  = 2 * time.Minute
 	DefaultWorkerNamespace    = "strata-system"

@@ -35,7 +35,7 @@ func defaultAgent() *configv1beta1.AgentConfiguration {
 			MaxBytes:    ptr.To[int32](512 * 1024),
 			MinInterval: duration(250 * time.Millisecond),
 		},
-		Queueing: configv1beta1.Queueing{UngateBatchPeriod: duration(time.Second)},
+		Queueing: configv1beta1.Queueing{UngateBatchPeriod: duration(500 * time.Millisecond)},
 	}
 }
 

@@ -107,7 +107,8 @@ type Summary struct {
 
 // Queueing configures admission.
 type Queueing struct {
-	// ungateBatchPeriod batches pod events before ungating (default 1s).
+	// ungateBatchPeriod batches the pod events of a workload before its pods
+	// are ungated (default 500ms; KEP-2724 uses about 1s).
 	// +optional
 	UngateBatchPeriod *metav1.Duration `json:"ungateBatchPeriod,omitempty"`
 }

@@ -1,6 +1,10 @@
 package agent
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -60,8 +64,50 @@ func admittedHosts(ctx SpecContext, job *batchv1.Job) map[string]int32 {
 	return hosts
 }
 
+// createPods creates the pods the Job controller would: from the Job's
+// (started) template, with completion indexes, in the given order.
+func createPods(ctx SpecContext, job *batchv1.Job, indexes ...int) {
+	var j batchv1.Job
+	Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+	for _, i := range indexes {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        fmt.Sprintf("%s-%d", j.Name, i),
+				Namespace:   j.Namespace,
+				Labels:      maps.Clone(j.Spec.Template.Labels),
+				Annotations: maps.Clone(j.Spec.Template.Annotations),
+			},
+			Spec: *j.Spec.Template.Spec.DeepCopy(),
+		}
+		p.Labels[strata.JobCompletionIndexLabel] = fmt.Sprint(i)
+		Expect(worker.Client.Create(ctx, p)).To(Succeed())
+	}
+}
+
+// podHosts returns, per pod name, the host its node selector names ("" while gated).
+func podHosts(g Gomega, ctx SpecContext, job *batchv1.Job) map[string]string {
+	var pods corev1.PodList
+	g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(job.Namespace),
+		client.MatchingLabels{strata.WorkloadLabel: jobs.WorkloadName(job.Name)})).To(Succeed())
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		gated := slices.ContainsFunc(p.Spec.SchedulingGates, func(sg corev1.PodSchedulingGate) bool { return sg.Name == strata.TopologySchedulingGate })
+		switch {
+		case gated:
+			out[p.Name] = ""
+		default:
+			out[p.Name] = p.Spec.NodeSelector[host]
+			g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue("pool", "admit"))
+		}
+	}
+	return out
+}
+
 var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
-	var ns string
+	var (
+		ns       string
+		firstJob *batchv1.Job
+	)
 
 	BeforeAll(func(ctx SpecContext) {
 		Expect(worker.Client.Create(ctx, testutil.MakeTopology("admit-topology", block, rack, host).Obj())).To(Succeed())
@@ -75,6 +121,7 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 
 	It("admits a rack-required Job into one rack and starts it gated, with the flavor's node labels", func(ctx SpecContext) {
 		job := newJob(ns, "admit-q", 6, map[string]string{"strata.dev/podset-required-topology": rack})
+		firstJob = job
 		Expect(worker.Client.Create(ctx, job)).To(Succeed())
 		got := admittedHosts(ctx, job)
 		Expect(got).To(Equal(map[string]int32{"a1": 4, "a2": 2}))
@@ -86,6 +133,19 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(j.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue("pool", "admit"))
 			g.Expect(j.Spec.Template.Labels).To(HaveKeyWithValue(strata.TASLabel, "true"))
 			g.Expect(j.Spec.Template.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, jobs.WorkloadName(job.Name)))
+		}, timeout).Should(Succeed())
+	})
+
+	It("ungates the pods in rank order, exactly as many per host as assigned", func(ctx SpecContext) {
+		// Created out of order, with one index the assignment does not have.
+		createPods(ctx, firstJob, 5, 3, 0, 4, 1, 2, 6)
+		n := firstJob.Name
+		Eventually(func(g Gomega) {
+			g.Expect(podHosts(g, ctx, firstJob)).To(Equal(map[string]string{
+				n + "-0": "a1", n + "-1": "a1", n + "-2": "a1", n + "-3": "a1",
+				n + "-4": "a2", n + "-5": "a2",
+				n + "-6": "", // rank 6 is outside the assignment: it stays gated
+			}))
 		}, timeout).Should(Succeed())
 	})
 

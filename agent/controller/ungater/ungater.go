@@ -1,0 +1,259 @@
+// Package ungater releases the pods of admitted topology-aware workloads:
+// each gated pod gets the node selector of its domain and loses the
+// strata.dev/topology scheduling gate, so that exactly the assigned number
+// of pods lands in each domain, in rank order when pods carry an index.
+package ungater
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+// Reconciler ungates the pods of one workload per reconcile.
+type Reconciler struct {
+	client client.Client
+	batch  time.Duration
+
+	mu sync.Mutex
+	// expected are pods ungated by this agent but not yet seen ungated in
+	// the cache: workload -> pod UID -> domain index, per pod set.
+	expected map[types.NamespacedName]map[types.UID]placed
+}
+
+type placed struct {
+	podSet string
+	domain int
+}
+
+// NewReconciler returns a Reconciler batching pod events over batch.
+func NewReconciler(c client.Client, batch time.Duration) *Reconciler {
+	return &Reconciler{client: c, batch: batch, expected: map[types.NamespacedName]map[types.UID]placed{}}
+}
+
+// SetupWithManager watches admitted Workloads and the pods that carry a
+// workload label; pod events are batched.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("ungater").
+		For(&strata.Workload{}).
+		Watches(&corev1.Pod{}, r.podHandler()).
+		Complete(r)
+}
+
+func (r *Reconciler) podHandler() handler.EventHandler {
+	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if name := o.GetLabels()[strata.WorkloadLabel]; name != "" {
+			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}, r.batch)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+	}
+}
+
+// Reconcile ungates what it can of one workload's pods.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var wl strata.Workload
+	if err := r.client.Get(ctx, req.NamespacedName, &wl); err != nil {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if wl.Status.Admission == nil {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(wl.Namespace), client.MatchingLabels{strata.WorkloadLabel: wl.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment == nil {
+			continue
+		}
+		a, err := tas.Decode(psa.TopologyAssignment)
+		if err != nil {
+			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("pod set %s: %w", psa.Name, err))
+		}
+		if err := r.ungate(ctx, req.NamespacedName, podSetOf(&wl, psa.Name), a, pods.Items); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// ungate gives the gated pods of one pod set their domains.
+func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod) error {
+	if ps == nil {
+		return nil
+	}
+	used := make([]int32, len(a.Domains))
+	var gated []*corev1.Pod
+	r.mu.Lock()
+	exp := r.expected[key]
+	for i := range all {
+		p := &all[i]
+		if p.Labels[strata.PodSetLabel] != ps.Name || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !p.DeletionTimestamp.IsZero() {
+			delete(exp, p.UID)
+			continue
+		}
+		if isGated(p) {
+			if e, ok := exp[p.UID]; ok && e.podSet == ps.Name {
+				used[e.domain]++ // ungated by us; the cache has not caught up
+				continue
+			}
+			gated = append(gated, p)
+			continue
+		}
+		delete(exp, p.UID)
+		if d := domainOf(a, p); d >= 0 {
+			used[d]++
+		}
+	}
+	r.mu.Unlock()
+
+	rankOf := rankFunc(ps)
+	// Pods with an index go to the domain of their rank; the others fill
+	// what is left, in rank order.
+	slices.SortStableFunc(gated, func(x, y *corev1.Pod) int {
+		rx, okx := rankOf(x)
+		ry, oky := rankOf(y)
+		switch {
+		case okx && oky:
+			return cmp.Compare(rx, ry)
+		case okx:
+			return -1
+		case oky:
+			return 1
+		}
+		return cmp.Compare(x.Name, y.Name)
+	})
+	for _, p := range gated {
+		d := -1
+		if rank, ok := rankOf(p); ok {
+			if d = a.DomainOfRank(rank); d >= 0 && used[d] >= a.Domains[d].Count {
+				d = -1
+			}
+		} else {
+			for i, dom := range a.Domains {
+				if used[i] < dom.Count {
+					d = i
+					break
+				}
+			}
+		}
+		if d < 0 {
+			continue // no room: a replacement pod waits until a slot frees
+		}
+		if err := r.release(ctx, p, a, d); err != nil {
+			return err
+		}
+		used[d]++
+		r.mu.Lock()
+		if r.expected[key] == nil {
+			r.expected[key] = map[types.UID]placed{}
+		}
+		r.expected[key][p.UID] = placed{podSet: ps.Name, domain: d}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// release sets the domain's node selector on the pod and removes the gate.
+func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignment, d int) error {
+	patch := client.MergeFrom(p.DeepCopy())
+	if p.Spec.NodeSelector == nil {
+		p.Spec.NodeSelector = map[string]string{}
+	}
+	for i, level := range a.Levels {
+		p.Spec.NodeSelector[level] = a.Domains[d].Values[i]
+	}
+	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		return g.Name == strata.TopologySchedulingGate
+	})
+	if err := r.client.Patch(ctx, p, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.expected, key)
+}
+
+func isGated(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		return g.Name == strata.TopologySchedulingGate
+	})
+}
+
+// domainOf finds the domain an ungated pod was sent to from its node
+// selector, or -1.
+func domainOf(a *tas.Assignment, p *corev1.Pod) int {
+	return slices.IndexFunc(a.Domains, func(d tas.DomainAssignment) bool {
+		for i, level := range a.Levels {
+			if p.Spec.NodeSelector[level] != d.Values[i] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// rankFunc returns a pod's rank: its index label minus the pod set's offset.
+func rankFunc(ps *strata.PodSet) func(*corev1.Pod) (int32, bool) {
+	r := ps.TopologyRequest
+	if r == nil || r.PodIndexLabel == nil {
+		return func(*corev1.Pod) (int32, bool) { return 0, false }
+	}
+	label, offset := *r.PodIndexLabel, int32(0)
+	if r.PodIndexOffset != nil {
+		offset = *r.PodIndexOffset
+	}
+	return func(p *corev1.Pod) (int32, bool) {
+		v, ok := p.Labels[label]
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return 0, false
+		}
+		return int32(n) - offset, true
+	}
+}
+
+func podSetOf(wl *strata.Workload, name string) *strata.PodSet {
+	for i := range wl.Spec.PodSets {
+		if wl.Spec.PodSets[i].Name == name {
+			return &wl.Spec.PodSets[i]
+		}
+	}
+	return nil
+}

@@ -5,6 +5,8 @@ package cache
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"slices"
 	"sync"
 
@@ -51,6 +53,9 @@ type podUsage struct {
 type admitted struct {
 	flavor string
 	usage  []tas.Usage
+	// version is the Workload's resourceVersion when its admission was
+	// recorded, to tell newer events from stale ones.
+	version int64
 }
 
 // New returns an empty cache.
@@ -251,7 +256,7 @@ func (c *Cache) AddWorkload(key types.NamespacedName, wl *strata.Workload) error
 	if wl == nil || wl.Status.Admission == nil {
 		return nil
 	}
-	var a admitted
+	a := admitted{version: version(wl)}
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		f := c.flavors[psa.Flavor]
 		if f == nil || psa.TopologyAssignment == nil {
@@ -276,6 +281,27 @@ func (c *Cache) AddWorkload(key types.NamespacedName, wl *strata.Workload) error
 		c.workloads[key] = a
 	}
 	return nil
+}
+
+// RemoveWorkloadIfNewer gives back a workload's usage when wl, which no
+// longer has an admission, is newer than the admitted version recorded:
+// informer events can lag the scheduler's own admission.
+func (c *Cache) RemoveWorkloadIfNewer(key types.NamespacedName, wl *strata.Workload) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.workloads[key]; ok && version(wl) > a.version {
+		c.removeWorkloadLocked(key)
+	}
+}
+
+// version parses a resourceVersion; the API server's are etcd revisions,
+// increasing with every write. Unparsable ones count as newest.
+func version(wl *strata.Workload) int64 {
+	v, err := strconv.ParseInt(wl.ResourceVersion, 10, 64)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return v
 }
 
 // RemoveWorkload gives back an admitted workload's usage.

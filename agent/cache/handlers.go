@@ -32,7 +32,9 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, onWorklo
 			switch {
 			case meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
 				c.RemoveWorkload(key)
-			case wl.Status.Admission != nil && !c.HasWorkload(key):
+			case wl.Status.Admission == nil:
+				c.RemoveWorkloadIfNewer(key, wl) // evicted or requeued
+			case !c.HasWorkload(key):
 				// Admitted before this agent started (or by another replica).
 				if err := c.AddWorkload(key, wl); err != nil {
 					log.Error(err, "Accounting an admitted workload", "workload", key)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -83,10 +84,16 @@ func (r *Reconciler) jobsOfQueue(ctx context.Context, o client.Object) []ctrl.Re
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var job batchv1.Job
 	if err := r.client.Get(ctx, req.NamespacedName, &job); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.deleteWorkload(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
 	}
 	if job.Labels[strata.QueueNameLabel] == "" || !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if done, reason := finished(&job); done {
+		return ctrl.Result{}, r.finish(ctx, &job, reason)
 	}
 	desired, errs := workload.FromJob(&job)
 	desired.Name = WorkloadName(job.Name)
@@ -107,11 +114,95 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || wl == nil {
 		return ctrl.Result{}, err
 	}
-	if wl.Status.Admission != nil && ptr.Deref(job.Spec.Suspend, false) &&
-		!meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+	switch {
+	case wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
+	case ptr.Deref(job.Spec.Suspend, false) && job.Spec.Template.Labels[strata.WorkloadLabel] == wl.Name:
+		// Started by us, suspended since: the user sent it back to the queue.
+		return ctrl.Result{}, r.requeue(ctx, &job, wl)
+	case ptr.Deref(job.Spec.Suspend, false):
 		return ctrl.Result{}, r.start(ctx, &job, wl)
 	}
 	return ctrl.Result{}, nil
+}
+
+// finished says whether the Job completed or failed, and how.
+func finished(job *batchv1.Job) (bool, string) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, "Succeeded"
+		case batchv1.JobFailed:
+			return true, "Failed"
+		}
+	}
+	return false, ""
+}
+
+// finish marks the Workload Finished; the capacity cache then releases its
+// usage.
+func (r *Reconciler) finish(ctx context.Context, job *batchv1.Job, reason string) error {
+	var wl strata.Workload
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(job.Name)}, &wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadFinished, Status: metav1.ConditionTrue, Reason: reason, Message: "the Job " + strings.ToLower(reason),
+	}) {
+		return nil
+	}
+	return r.client.Status().Update(ctx, &wl)
+}
+
+// deleteWorkload removes the Workload of a deleted Job at once (garbage
+// collection would, later), which releases its capacity.
+func (r *Reconciler) deleteWorkload(ctx context.Context, job types.NamespacedName) error {
+	var wl strata.Workload
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(job.Name)}, &wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	owner := metav1.GetControllerOf(&wl)
+	if owner == nil || owner.Kind != "Job" || owner.Name != job.Name {
+		return nil
+	}
+	return client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
+}
+
+// requeue takes back the admission of a Job the user suspended: the flavor's
+// node selector and the gate leave the template, the Workload waits again.
+func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
+	tmpl := &job.Spec.Template
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		var flavor strata.ResourceFlavor
+		if err := r.client.Get(ctx, types.NamespacedName{Name: psa.Flavor}, &flavor); err == nil {
+			for k := range flavor.Spec.NodeLabels {
+				delete(tmpl.Spec.NodeSelector, k)
+			}
+		}
+	}
+	tmpl.Spec.SchedulingGates = slices.DeleteFunc(tmpl.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		return g.Name == strata.TopologySchedulingGate
+	})
+	for _, l := range []string{strata.WorkloadLabel, strata.PodSetLabel, strata.TASLabel} {
+		delete(tmpl.Labels, l)
+	}
+	if err := r.client.Update(ctx, job); err != nil {
+		return err
+	}
+	wl.Status.Admission = nil
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Suspended", Message: "the Job was suspended; it waits in its queue again",
+	})
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "JobSuspended", Message: "the Job was suspended after it had been admitted",
+	})
+	if err := r.client.Status().Update(ctx, wl); err != nil {
+		return err
+	}
+	r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Requeued", "Evict", "The Job was suspended; it waits in ClusterQueue %s again", wl.Spec.QueueName)
+	return nil
 }
 
 // start applies an admission to the Job's pod template — the flavor's node

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,5 +176,64 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 		createNode(ctx, "a5", "b1", "r2", "4")
 		// BestFit: the largest free node first, and it holds all four.
 		Expect(admittedHosts(ctx, job)).To(Equal(map[string]int32{"a5": 4}))
+	})
+
+	It("releases a deleted Job's capacity at once, so a waiting Job is admitted", func(ctx SpecContext) {
+		waiting := newJob(ns, "admit-q", 4, map[string]string{"strata.dev/podset-required-topology": rack})
+		Expect(worker.Client.Create(ctx, waiting)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(waiting.Name)}, &wl)).To(Succeed())
+			g.Expect(meta.IsStatusConditionFalse(wl.Status.Conditions, strata.WorkloadAdmitted)).To(BeTrue())
+		}, timeout).Should(Succeed())
+
+		Expect(worker.Client.Delete(ctx, firstJob, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			err := worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(firstJob.Name)}, &wl)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the deleted Job's Workload is still there: %v", err)
+		}, timeout).Should(Succeed())
+		Expect(admittedHosts(ctx, waiting)).To(Equal(map[string]int32{"a1": 4}))
+	})
+
+	It("sends a Job the user suspends back to its queue, and starts it again when it fits", func(ctx SpecContext) {
+		job := newJob(ns, "admit-q", 2, map[string]string{"strata.dev/podset-required-topology": rack})
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		admittedHosts(ctx, job)
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+			j.Spec.Suspend = ptr.To(true)
+			g.Expect(worker.Client.Update(ctx, &j)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal("JobSuspended"))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "it fits, so it is admitted again")
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+		}, timeout).Should(Succeed())
+	})
+
+	It("rebuilds its capacity after a restart: nothing lost, nothing admitted twice", func(ctx SpecContext) {
+		stopAgent()
+		stopAgent = startAgent()
+		// rack r2 is full and r1 has one free node of 4 CPUs, in admitted
+		// workloads whose pods do not exist: a 5-pod rack Job must wait.
+		tooBig := newJob(ns, "admit-q", 5, map[string]string{"strata.dev/podset-required-topology": rack})
+		Expect(worker.Client.Create(ctx, tooBig)).To(Succeed())
+		fits := newJob(ns, "admit-q", 4, map[string]string{"strata.dev/podset-required-topology": rack})
+		Expect(worker.Client.Create(ctx, fits)).To(Succeed())
+		Expect(admittedHosts(ctx, fits)).To(Equal(map[string]int32{"a2": 4}))
+		Consistently(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(tooBig.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).To(BeNil())
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 })

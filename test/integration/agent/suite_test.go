@@ -8,7 +8,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"strata.dev/strata/agent/controller"
@@ -43,6 +45,16 @@ var _ = BeforeSuite(func() {
 		filepath.Join(framework.RepoRoot(), "charts", "strata-agent", "templates", "admission-policy.yaml")).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
 
+	stopAgent = startAgent()
+	DeferCleanup(func() { stopAgent() })
+})
+
+// stopAgent stops the running agent's manager.
+var stopAgent func()
+
+// startAgent starts the agent's controllers in a new manager (with a new,
+// empty capacity cache) and returns a function that stops it.
+func startAgent() func() {
 	By("starting the agent's controllers")
 	cfg, err := config.LoadAgent("")
 	Expect(err).NotTo(HaveOccurred())
@@ -50,14 +62,16 @@ var _ = BeforeSuite(func() {
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// A restarted agent registers its controllers again in this process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	Expect(controller.SetupControllers(ctx, mgr, cfg)).To(Succeed())
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()
-	DeferCleanup(func() {
+	return func() {
 		cancel()
 		Expect(<-done).To(Succeed())
-	})
-})
+	}
+}

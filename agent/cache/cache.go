@@ -6,8 +6,8 @@ package cache
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"slices"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"

@@ -4,6 +4,7 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -37,6 +38,8 @@ type Cache struct {
 	// changed is signalled (without blocking) whenever capacity may have
 	// grown, so that waiting workloads are retried.
 	changed chan struct{}
+	// subscribers are signalled on every change of capacity.
+	subscribers []chan struct{}
 }
 
 type flavor struct {
@@ -51,6 +54,7 @@ type podUsage struct {
 }
 
 type admitted struct {
+	wl     *strata.Workload
 	flavor string
 	usage  []tas.Usage
 	// version is the Workload's resourceVersion when its admission was
@@ -78,6 +82,26 @@ func (c *Cache) signal() {
 	select {
 	case c.changed <- struct{}{}:
 	default:
+	}
+	c.touched()
+}
+
+// Subscribe returns a channel signalled (without blocking) on every change
+// of capacity, grown or shrunk.
+func (c *Cache) Subscribe() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	c.subscribers = append(c.subscribers, ch)
+	return ch
+}
+
+func (c *Cache) touched() {
+	for _, ch := range c.subscribers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -139,16 +163,9 @@ func (c *Cache) rebuildLocked() {
 		c.flavors[name] = f
 	}
 	for key, a := range c.workloads {
-		f := c.flavors[a.flavor]
-		if f == nil {
-			continue
+		if err := c.commitLocked(key, a.wl); err != nil {
+			c.workloads[key] = admitted{wl: a.wl, version: a.version}
 		}
-		for _, u := range a.usage {
-			for node, rl := range u {
-				f.snapshot.AddUsage(node, rl, 1)
-			}
-		}
-		c.workloads[key] = a
 	}
 	c.signal()
 }
@@ -172,6 +189,7 @@ func (c *Cache) DeleteNode(name string) {
 	for _, f := range c.flavors {
 		f.snapshot.RemoveNode(name)
 	}
+	c.touched()
 }
 
 // SetPod records the usage of a pod: bound, not terminated, and not a pod
@@ -195,6 +213,7 @@ func (c *Cache) SetPod(p *corev1.Pod) {
 		u := podUsage{node: p.Spec.NodeName, usage: tas.WithPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))}
 		c.pods[p.UID] = u
 		c.addPodLocked(u, 1)
+		c.touched()
 	}
 }
 
@@ -248,7 +267,9 @@ func (c *Cache) TASFlavors() []string {
 }
 
 // AddWorkload records the usage of an admitted workload, replacing what was
-// recorded for it. With no admission it removes the workload's usage.
+// recorded for it. With no admission it removes the workload's usage. A
+// workload whose flavor is not known yet is kept and accounted as soon as
+// the flavor appears.
 func (c *Cache) AddWorkload(key types.NamespacedName, wl *strata.Workload) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -256,7 +277,31 @@ func (c *Cache) AddWorkload(key types.NamespacedName, wl *strata.Workload) error
 	if wl == nil || wl.Status.Admission == nil {
 		return nil
 	}
-	a := admitted{version: version(wl)}
+	err := c.commitLocked(key, wl)
+	c.touched()
+	return err
+}
+
+// EnsureAccounted records every admitted workload of the list that the
+// cache does not hold yet (the scheduler calls it before each pass, so that
+// no capacity is handed out twice after a restart, whatever order the
+// informers delivered their objects in).
+func (c *Cache) EnsureAccounted(wls []*strata.Workload) error {
+	var errs []error
+	for _, wl := range wls {
+		key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+		if !c.HasWorkload(key) {
+			if err := c.AddWorkload(key, wl); err != nil {
+				errs = append(errs, fmt.Errorf("workload %s: %w", key, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) error {
+	a := admitted{wl: wl, version: version(wl)}
+	defer func() { c.workloads[key] = a }()
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		f := c.flavors[psa.Flavor]
 		if f == nil || psa.TopologyAssignment == nil {
@@ -276,9 +321,6 @@ func (c *Cache) AddWorkload(key types.NamespacedName, wl *strata.Workload) error
 			return fmt.Errorf("pod set %s: %w", psa.Name, err)
 		}
 		a.usage = append(a.usage, u)
-	}
-	if len(a.usage) > 0 {
-		c.workloads[key] = a
 	}
 	return nil
 }

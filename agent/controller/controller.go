@@ -4,19 +4,21 @@ package controller
 import (
 	"context"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/jobs"
 	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/scheduler"
+	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/tas"
 )
 
 // SetupControllers registers every controller of strata-agent with mgr:
-// the capacity cache fed by informers, the scheduler, the Job controller and
-// the ungater.
+// the capacity cache fed by informers, the scheduler, the summary publisher,
+// the Job controller and the ungater.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration) error {
 	capacity := cache.New()
 	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling))
@@ -24,6 +26,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 		return err
 	}
 	if err := mgr.Add(sched); err != nil {
+		return err
+	}
+	if err := mgr.Add(summary.NewPublisher(mgr.GetClient(), capacity, cfg.Summary, clock.RealClock{})); err != nil {
 		return err
 	}
 	if err := ungater.NewReconciler(mgr.GetClient(), cfg.Queueing.UngateBatchPeriod.Duration).SetupWithManager(mgr); err != nil {

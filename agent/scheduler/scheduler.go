@@ -81,6 +81,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		return err
 	}
 	pending := map[string][]*strata.Workload{}
+	var admitted []*strata.Workload
 	usage := map[string]map[string]corev1.ResourceList{} // queue -> flavor -> usage
 	for i := range list.Items {
 		wl := &list.Items[i]
@@ -88,6 +89,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			continue
 		}
 		if a := wl.Status.Admission; a != nil {
+			admitted = append(admitted, wl)
 			if usage[a.ClusterQueue] == nil {
 				usage[a.ClusterQueue] = map[string]corev1.ResourceList{}
 			}
@@ -98,6 +100,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			continue // not validated yet, or invalid
 		}
 		pending[wl.Spec.QueueName] = append(pending[wl.Spec.QueueName], wl)
+	}
+	if err := s.cache.EnsureAccounted(admitted); err != nil {
+		return err
 	}
 	queues := make([]string, 0, len(pending))
 	for q := range pending {

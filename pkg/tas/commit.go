@@ -46,6 +46,12 @@ func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.Re
 		return fmt.Errorf("a summarized snapshot has no nodes to commit to")
 	}
 	leaf := s.leafOf(d)
+	if leaf == nil && s.hostIsLowest && len(d.Values) == 1 {
+		// A host not (yet) in the tree: record the usage on the node of that
+		// name; it applies when the node appears.
+		addUsage(s, usage, d.Values[0], perPod, int64(d.Count))
+		return nil
+	}
 	if leaf == nil {
 		return fmt.Errorf("domain %v is not a leaf of the topology", d.Values)
 	}

@@ -236,4 +236,31 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(wl.Status.Admission).To(BeNil())
 		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
+
+	It("publishes the flavor's capacity summary, with admitted workloads' usage", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			var cs strata.CapacitySummary
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: "tas-admit"}, &cs)).To(Succeed())
+			st := cs.Status
+			g.Expect(st.SummaryGeneration).To(BeNumerically(">", 0))
+			g.Expect(st.ObservedTime).NotTo(BeNil())
+			g.Expect(st.Levels).To(Equal([]string{block, rack, host}))
+			g.Expect(st.LeafLevels).To(Equal(int32(2)))
+			g.Expect(st.Nodes).To(Equal(int32(5)))
+			var values [][]string
+			freeCPU := int64(0)
+			cpuIdx := slices.Index(st.Resources, corev1.ResourceCPU)
+			g.Expect(cpuIdx).To(BeNumerically(">=", 0))
+			for _, d := range st.Domains {
+				values = append(values, d.Values)
+				for _, b := range d.Buckets {
+					freeCPU += b.Free[cpuIdx] * int64(b.Nodes)
+				}
+			}
+			g.Expect(values).To(Equal([][]string{{"b1", "r1"}, {"b1", "r2"}}))
+			// Every CPU is taken by admitted workloads whose pods do not run.
+			g.Expect(freeCPU).To(BeZero())
+			g.Expect(meta.IsStatusConditionTrue(st.Conditions, "Ready")).To(BeTrue())
+		}, timeout).Should(Succeed())
+	})
 })

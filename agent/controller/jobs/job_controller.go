@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,10 +34,11 @@ import (
 
 // Reasons of the Workload's Invalid condition (and of the Job's events).
 const (
-	ReasonValid               = "Valid"
-	ReasonInvalidJob          = "InvalidJob"
-	ReasonQueueNotFound       = "ClusterQueueNotFound"
-	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	ReasonValid                 = "Valid"
+	ReasonInvalidJob            = "InvalidJob"
+	ReasonQueueNotFound         = "ClusterQueueNotFound"
+	ReasonNamespaceNotAllowed   = "NamespaceNotAllowed"
+	ReasonPriorityClassNotFound = "PriorityClassNotFound"
 )
 
 // Reconciler keeps the Workload of each queue-labelled Job.
@@ -108,6 +110,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		if qReason != "" {
 			reason, message = qReason, qMessage
+		}
+		if name := desired.Spec.PriorityClassName; name != "" && qReason == "" {
+			var pc schedulingv1.PriorityClass
+			switch err := r.client.Get(ctx, types.NamespacedName{Name: name}, &pc); {
+			case apierrors.IsNotFound(err):
+				reason, message = ReasonPriorityClassNotFound, fmt.Sprintf("PriorityClass %q does not exist", name)
+			case err != nil:
+				return ctrl.Result{}, err
+			default:
+				desired.Spec.Priority = ptr.To(pc.Value)
+			}
 		}
 	}
 	wl, err := r.apply(ctx, &job, desired, reason, message)

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,3 +182,24 @@ func resourceQuantity(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q
 }
+
+var _ = Describe("Priority", Label("agent", "intake"), func() {
+	It("takes the priority of the Job's PriorityClass, and marks an unknown one", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "urgent"}, Value: 1000})).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("prio-q").Flavor("tas").Obj())).To(Succeed())
+		ns := createNamespace(ctx, nil)
+		urgent := newJob(ns, "prio-q", 1, nil)
+		urgent.Spec.Template.Spec.PriorityClassName = "urgent"
+		Expect(worker.Client.Create(ctx, urgent)).To(Succeed())
+		unknown := newJob(ns, "prio-q", 1, nil)
+		unknown.Spec.Template.Spec.PriorityClassName = "nope"
+		Expect(worker.Client.Create(ctx, unknown)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(urgent.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Spec.Priority).To(Equal(ptr.To[int32](1000)))
+			c := invalidCondition(g, ctx, unknown)
+			g.Expect(c.Reason).To(Equal(jobs.ReasonPriorityClassNotFound))
+		}, timeout).Should(Succeed())
+	})
+})

@@ -81,9 +81,8 @@ test-integration: k8s-binaries ## Integration suites on real kube-apiservers.
 	KUBEBUILDER_ASSETS=$(K8S_BIN) STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/integration/... -timeout 30m -count=1 -v $(GINKGO_ARGS)
 
 .PHONY: test-e2e
-test-e2e: k8s-binaries ## kwok e2e suite (arrives with the agent).
-	@if [ -d test/e2e ]; then STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/e2e/... -timeout 60m -count=1 -v $(GINKGO_ARGS); \
-	else echo "test-e2e: no e2e suite yet — it arrives with the agent (issue 4)"; fi
+test-e2e: k8s-binaries ## kwok e2e suite: real control plane, simulated nodes, the agent chart.
+	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/e2e/... -timeout 30m -count=1 -v $(GINKGO_ARGS)
 
 .PHONY: bench
 bench: ## Benchmarks (go test -bench), see docs/performance.md.
@@ -95,10 +94,12 @@ fuzz: ## Fuzz the TopologyAssignment decoder for FUZZTIME (default 60s).
 	$(GO) test ./pkg/tas -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
 
 .PHONY: demo
-demo: ## The main job end to end (not yet: arrives with the agent).
-	@echo "make demo: not yet — the demo (a kwok worker cluster running strata-agent) arrives with issue 4."
-	@echo "What works today: 'make test', and the engine on a sample cluster:"
-	@echo "  go run ./pkg/cmd/kubectl-strata simulate -f docs/examples/simulate/"
+demo: ## A kwok worker cluster running strata-agent and the sample Jobs; prints where each landed.
+	hack/demo.sh
+
+.PHONY: demo-down
+demo-down: ## Remove the demo cluster and agent.
+	hack/demo.sh down
 
 ##@ Tools
 

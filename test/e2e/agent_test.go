@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/pkg/testutil"
+)
+
+const (
+	block = "cloud.provider.com/topology-block"
+	rack  = "cloud.provider.com/topology-rack"
+	host  = strata.HostnameLabel
+	wait  = 2 * time.Minute
+)
+
+func job(name string, pods int32, cpu string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{strata.QueueNameLabel: "e2e"}},
+		Spec: batchv1.JobSpec{
+			Parallelism:    ptr.To(pods),
+			Completions:    ptr.To(pods),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kueue.x-k8s.io/podset-required-topology": rack}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+					}}},
+				},
+			},
+		},
+	}
+}
+
+var _ = Describe("strata-agent on a kwok cluster", Ordered, Label("e2e"), func() {
+	BeforeAll(func(ctx SpecContext) {
+		By("creating 4 racks of 4 fake nodes, 8 CPUs each")
+		for r := range 4 {
+			for h := range 4 {
+				name := fmt.Sprintf("e2e-r%d-h%d", r, h)
+				n := &corev1.Node{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+						"pool": "e2e", block: "b1", rack: fmt.Sprintf("rack-%d", r), host: name,
+						"type": "kwok",
+					}, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+					Status: corev1.NodeStatus{
+						Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+						Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+					},
+				}
+				Expect(kube.Create(ctx, n)).To(Succeed())
+			}
+		}
+		Expect(kube.Create(ctx, testutil.MakeTopology("e2e", block, rack, host).Obj())).To(Succeed())
+		Expect(kube.Create(ctx, testutil.MakeResourceFlavor("e2e").NodeLabel("pool", "e2e").TopologyName("e2e").Obj())).To(Succeed())
+		Expect(kube.Create(ctx, testutil.MakeClusterQueue("e2e").Flavor("e2e").Obj())).To(Succeed())
+	})
+
+	It("runs a rack-required Job with every pod on one rack, to completion", func(ctx SpecContext) {
+		j := job("one-rack", 8, "3")
+		Expect(kube.Create(ctx, j)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			complete := false
+			for _, c := range got.Status.Conditions {
+				complete = complete || c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+			}
+			g.Expect(complete).To(BeTrue(), "job status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+
+		var pods corev1.PodList
+		Expect(kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{strata.WorkloadLabel: jobs.WorkloadName(j.Name)})).To(Succeed())
+		Expect(pods.Items).To(HaveLen(8))
+		racks := map[string]bool{}
+		for _, p := range pods.Items {
+			Expect(p.Spec.NodeName).NotTo(BeEmpty())
+			var n corev1.Node
+			Expect(kube.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n)).To(Succeed())
+			racks[n.Labels[rack]] = true
+		}
+		Expect(racks).To(HaveLen(1), "pods ran on racks %v", racks)
+	})
+
+	It("keeps a Job too big for any rack waiting, with the reason", func(ctx SpecContext) {
+		j := job("too-big", 11, "3") // a rack holds 4 nodes x 2 pods
+		Expect(kube.Create(ctx, j)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: jobs.WorkloadName(j.Name)}, &wl)).To(Succeed())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("rack required: the best rack fits 8 of 11 pods"))
+		}, wait, time.Second).Should(Succeed())
+		var got batchv1.Job
+		Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+		Expect(ptr.Deref(got.Spec.Suspend, false)).To(BeTrue())
+		Expect(got.Status.Active).To(BeZero())
+	})
+})

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/agent/controller/jobs"
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/testutil"
 )
 

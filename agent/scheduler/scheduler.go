@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +23,7 @@ import (
 
 	"strata.dev/strata/agent/cache"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -104,6 +106,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	if err := s.cache.EnsureAccounted(admitted); err != nil {
 		return err
 	}
+	recordQueues(pending, admitted)
 	queues := make([]string, 0, len(pending))
 	for q := range pending {
 		queues = append(queues, q)
@@ -272,8 +275,27 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 		return err
 	}
 	addUsage(usage, admission.PodSetAssignments)
+	metrics.AdmissionLatency.WithLabelValues(admission.ClusterQueue).Observe(time.Since(wl.CreationTimestamp.Time).Seconds())
 	ctrl.LoggerFrom(ctx).V(2).Info("Admitted", "workload", client.ObjectKeyFromObject(wl), "flavor", flavorName)
 	return nil
+}
+
+// recordQueues sets the pending and admitted gauges from one pass's view.
+func recordQueues(pending map[string][]*strata.Workload, admitted []*strata.Workload) {
+	metrics.PendingWorkloads.Reset()
+	for q, wls := range pending {
+		metrics.PendingWorkloads.WithLabelValues(q).Set(float64(len(wls)))
+	}
+	metrics.AdmittedPods.Reset()
+	pods := map[string]int32{}
+	for _, wl := range admitted {
+		for _, psa := range wl.Status.Admission.PodSetAssignments {
+			pods[psa.Flavor] += psa.Count
+		}
+	}
+	for f, n := range pods {
+		metrics.AdmittedPods.WithLabelValues(f).Set(float64(n))
+	}
 }
 
 // setAdmitted writes the Admitted condition when it changed.

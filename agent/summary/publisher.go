@@ -5,9 +5,11 @@ package summary
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,6 +22,7 @@ import (
 	"strata.dev/strata/agent/cache"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -109,5 +112,36 @@ func (p *Publisher) publish(ctx context.Context, flavor string) error {
 	if err := p.client.Status().Update(ctx, &cs); err != nil {
 		return fmt.Errorf("capacity summary %s: %w", flavor, err)
 	}
+	record(flavor, &st)
 	return nil
+}
+
+// record exports a published summary: its size and time, and the free
+// capacity per top-level domain.
+func record(flavor string, st *strata.CapacitySummaryStatus) {
+	if data, err := json.Marshal(st); err == nil {
+		metrics.SummaryBytes.WithLabelValues(flavor).Set(float64(len(data)))
+	}
+	metrics.SummaryTimestamp.WithLabelValues(flavor).Set(float64(st.ObservedTime.Unix()))
+	metrics.FreeCapacity.DeletePartialMatch(prometheus.Labels{"flavor": flavor})
+	free := map[string][]float64{}
+	for _, d := range st.Domains {
+		top := "-"
+		if len(d.Values) > 0 {
+			top = d.Values[0]
+		}
+		if free[top] == nil {
+			free[top] = make([]float64, len(st.Resources))
+		}
+		for _, b := range d.Buckets {
+			for r := range st.Resources {
+				free[top][r] += float64(b.Free[r]) / 1000 * float64(b.Nodes)
+			}
+		}
+	}
+	for top, amounts := range free {
+		for r, name := range st.Resources {
+			metrics.FreeCapacity.WithLabelValues(flavor, top, string(name)).Set(amounts[r])
+		}
+	}
 }

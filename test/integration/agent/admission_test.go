@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 
 	"strata.dev/strata/agent/controller/jobs"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 )
@@ -261,6 +263,18 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			// Every CPU is taken by admitted workloads whose pods do not run.
 			g.Expect(freeCPU).To(BeZero())
 			g.Expect(meta.IsStatusConditionTrue(st.Conditions, "Ready")).To(BeTrue())
+		}, timeout).Should(Succeed())
+	})
+
+	It("exports Prometheus metrics for queues, flavors and summaries", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			// 4+4+4+2+4 pods of admitted workloads whose Jobs have not finished.
+			g.Expect(promtest.ToFloat64(metrics.AdmittedPods.WithLabelValues("tas-admit"))).To(BeNumerically(">=", 14))
+			g.Expect(promtest.ToFloat64(metrics.PendingWorkloads.WithLabelValues("admit-q"))).To(BeNumerically(">=", 1))
+			g.Expect(promtest.ToFloat64(metrics.SummaryBytes.WithLabelValues("tas-admit"))).To(BeNumerically(">", 0))
+			g.Expect(promtest.ToFloat64(metrics.FreeCapacity.WithLabelValues("tas-admit", "b1", "cpu"))).To(BeZero())
+			g.Expect(promtest.ToFloat64(metrics.FreeCapacity.WithLabelValues("tas-admit", "b1", "pods"))).To(BeNumerically(">", 0))
+			g.Expect(promtest.CollectAndCount(metrics.AdmissionLatency)).To(BeNumerically(">", 0))
 		}, timeout).Should(Succeed())
 	})
 })

@@ -1,0 +1,54 @@
+// Package metrics holds Strata's Prometheus metrics (prefix strata_),
+// registered in controller-runtime's registry and served on the binaries'
+// metrics endpoint. Label sets are bounded: queues, flavors, top-level
+// domains and resources.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// AdmissionLatency is the time from a workload's creation to its admission.
+	AdmissionLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "strata_admission_latency_seconds",
+		Help:    "Time from a workload's creation to its admission.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 18),
+	}, []string{"cluster_queue"})
+
+	// PendingWorkloads is the number of valid workloads waiting per queue.
+	PendingWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_pending_workloads",
+		Help: "Valid workloads waiting for admission, per ClusterQueue.",
+	}, []string{"cluster_queue"})
+
+	// AdmittedPods is the number of pods of admitted, unfinished workloads per flavor.
+	AdmittedPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_admitted_pods",
+		Help: "Pods of admitted, unfinished workloads, per flavor.",
+	}, []string{"flavor"})
+
+	// FreeCapacity is the free capacity per flavor, top-level domain and resource.
+	FreeCapacity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_free_capacity",
+		Help: "Free capacity of usable nodes per flavor, top-level topology domain and resource (cpu in cores, memory in bytes).",
+	}, []string{"flavor", "domain", "resource"})
+
+	// SummaryBytes is the JSON size of the last published capacity summary.
+	SummaryBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_summary_bytes",
+		Help: "JSON size of the last published CapacitySummary, per flavor.",
+	}, []string{"flavor"})
+
+	// SummaryTimestamp is when each flavor's summary was last published;
+	// its age is time() - strata_summary_published_timestamp_seconds.
+	SummaryTimestamp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_summary_published_timestamp_seconds",
+		Help: "Unix time of the last published CapacitySummary, per flavor.",
+	}, []string{"flavor"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(AdmissionLatency, PendingWorkloads, AdmittedPods, FreeCapacity, SummaryBytes, SummaryTimestamp)
+}

@@ -14,8 +14,14 @@ import (
 )
 
 // SetupWithManager feeds the cache from the manager's informers. onWorkload,
-// if set, is called after every Workload event (to wake the scheduler).
+// if set, is called after every Workload and ClusterQueue event (to wake the
+// scheduler).
 func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, onWorkload func()) error {
+	wake := func(any) {
+		if onWorkload != nil {
+			onWorkload()
+		}
+	}
 	log := ctrl.LoggerFrom(ctx).WithName("capacity-cache")
 	handlers := []struct {
 		obj     client.Object
@@ -26,6 +32,7 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, onWorklo
 		{&strata.ResourceFlavor{}, func(o any) { c.SetFlavor(o.(*strata.ResourceFlavor)) }, func(o any) { c.DeleteFlavor(o.(*strata.ResourceFlavor).Name) }},
 		{&corev1.Node{}, func(o any) { c.SetNode(o.(*corev1.Node)) }, func(o any) { c.DeleteNode(o.(*corev1.Node).Name) }},
 		{&corev1.Pod{}, func(o any) { c.SetPod(o.(*corev1.Pod)) }, func(o any) { c.DeletePod(o.(*corev1.Pod).UID) }},
+		{&strata.ClusterQueue{}, wake, wake},
 		{&strata.Workload{}, func(o any) {
 			wl := o.(*strata.Workload)
 			key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}

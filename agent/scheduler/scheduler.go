@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,6 +108,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		return err
 	}
 	recordQueues(pending, admitted)
+	if err := s.updateQueues(ctx, pending, admitted, usage); err != nil {
+		return err
+	}
 	queues := make([]string, 0, len(pending))
 	for q := range pending {
 		queues = append(queues, q)
@@ -278,6 +282,50 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 	metrics.AdmissionLatency.WithLabelValues(admission.ClusterQueue).Observe(time.Since(wl.CreationTimestamp.Time).Seconds())
 	ctrl.LoggerFrom(ctx).V(2).Info("Admitted", "workload", client.ObjectKeyFromObject(wl), "flavor", flavorName)
 	return nil
+}
+
+// updateQueues writes every ClusterQueue's status: pending and admitted
+// workloads, usage per flavor, and whether it can admit at all.
+func (s *Scheduler) updateQueues(ctx context.Context, pending map[string][]*strata.Workload, admitted []*strata.Workload, usage map[string]map[string]corev1.ResourceList) error {
+	var cqs strata.ClusterQueueList
+	if err := s.client.List(ctx, &cqs); err != nil {
+		return err
+	}
+	admittedCount := map[string]int32{}
+	for _, wl := range admitted {
+		admittedCount[wl.Status.Admission.ClusterQueue]++
+	}
+	var errs []error
+	for i := range cqs.Items {
+		cq := &cqs.Items[i]
+		st := cq.Status.DeepCopy()
+		st.PendingWorkloads = int32(len(pending[cq.Name]))
+		st.AdmittedWorkloads = admittedCount[cq.Name]
+		st.FlavorsUsage = nil
+		for _, fq := range cq.Spec.Flavors {
+			if u := usage[cq.Name][fq.Name]; len(u) > 0 {
+				st.FlavorsUsage = append(st.FlavorsUsage, strata.FlavorUsage{Name: fq.Name, Resources: u})
+			}
+		}
+		active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"}
+		var missing []string
+		for _, fq := range cq.Spec.Flavors {
+			if !s.cache.Flavor(fq.Name, func(*tas.Snapshot, *strata.Topology) {}) {
+				missing = append(missing, fq.Name)
+			}
+		}
+		if len(missing) > 0 {
+			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: "FlavorNotReady",
+				Message: fmt.Sprintf("flavors %s do not exist, are not topology-aware, or their Topology does not exist", strings.Join(missing, ", "))}
+		}
+		meta.SetStatusCondition(&st.Conditions, active)
+		if equality.Semantic.DeepEqual(*st, cq.Status) {
+			continue
+		}
+		cq.Status = *st
+		errs = append(errs, client.IgnoreNotFound(s.client.Status().Update(ctx, cq)))
+	}
+	return errors.Join(errs...)
 }
 
 // recordQueues sets the pending and admitted gauges from one pass's view.

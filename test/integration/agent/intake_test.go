@@ -203,3 +203,20 @@ var _ = Describe("Priority", Label("agent", "intake"), func() {
 		}, timeout).Should(Succeed())
 	})
 })
+
+var _ = Describe("ClusterQueue status", Label("agent"), func() {
+	It("counts pending workloads and says why the queue cannot admit", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("status-q").Flavor("no-such-flavor").Obj())).To(Succeed())
+		ns := createNamespace(ctx, nil)
+		Expect(worker.Client.Create(ctx, newJob(ns, "status-q", 1, nil))).To(Succeed())
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: "status-q"}, &cq)).To(Succeed())
+			g.Expect(cq.Status.PendingWorkloads).To(Equal(int32(1)))
+			c := meta.FindStatusCondition(cq.Status.Conditions, "Active")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("flavors no-such-flavor do not exist"))
+		}, timeout).Should(Succeed())
+	})
+})

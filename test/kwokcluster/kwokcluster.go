@@ -1,0 +1,101 @@
+// Package kwokcluster starts kwok clusters for the e2e suite and the
+// performance harness: a real kube-apiserver, kube-controller-manager,
+// kube-scheduler and etcd from `make k8s-binaries`, with kwok simulating
+// the nodes, and the strata-agent chart installed with helm.
+package kwokcluster
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"strata.dev/strata/test/integration/framework"
+)
+
+// Cluster is a running kwok cluster.
+type Cluster struct {
+	Name string
+	// Kubeconfig is an admin kubeconfig file.
+	Kubeconfig string
+	bin        string
+	workDir    string
+}
+
+// Create starts a cluster named name (deleting a leftover one first);
+// kubeconfig files go to dir.
+func Create(name, dir string) (*Cluster, error) {
+	bin, err := framework.BinDir()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range []string{"kwokctl", "kwok", "helm", "kube-controller-manager", "kube-scheduler"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			return nil, fmt.Errorf("%s is missing from %s: run 'make k8s-binaries'", b, bin)
+		}
+	}
+	c := &Cluster{Name: name, Kubeconfig: filepath.Join(dir, name+".kubeconfig"), bin: bin,
+		workDir: filepath.Join(framework.RepoRoot(), ".kwok")}
+	_, _ = c.run("kwokctl", "delete", "cluster", "--name", name) // left over from an interrupted run
+	_, err = c.run("kwokctl", "create", "cluster", "--name", name, "--runtime", "binary",
+		"--kube-apiserver-binary", filepath.Join(bin, "kube-apiserver"),
+		"--kube-controller-manager-binary", filepath.Join(bin, "kube-controller-manager"),
+		"--kube-scheduler-binary", filepath.Join(bin, "kube-scheduler"),
+		"--kwok-controller-binary", filepath.Join(bin, "kwok"),
+		"--etcd-binary", filepath.Join(bin, "etcd"),
+		"--kubeconfig", c.Kubeconfig, "--wait", "2m")
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Delete stops and removes the cluster.
+func (c *Cluster) Delete() error {
+	_, err := c.run("kwokctl", "delete", "cluster", "--name", c.Name)
+	return err
+}
+
+// Run runs one of the built binaries (kubectl, helm, ...) with KWOK_WORKDIR set.
+func (c *Cluster) run(name string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.workDir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
+
+// InstallAgentChart installs the strata-agent chart (CRDs, RBAC, admission
+// policy) without a Deployment replica, and returns a kubeconfig file that
+// authenticates as the chart's ServiceAccount.
+func (c *Cluster) InstallAgentChart(dir string) (string, error) {
+	if _, err := c.run("helm", "install", "strata-agent", filepath.Join(framework.RepoRoot(), "charts", "strata-agent"),
+		"--kubeconfig", c.Kubeconfig, "--namespace", "strata-system", "--create-namespace", "--set", "replicas=0", "--wait"); err != nil {
+		return "", err
+	}
+	out, err := c.run("kubectl", "--kubeconfig", c.Kubeconfig, "create", "token", "strata-agent",
+		"--namespace", "strata-system", "--duration", "2h")
+	if err != nil {
+		return "", err
+	}
+	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if ctx == nil {
+		return "", fmt.Errorf("%s has no current context", c.Kubeconfig)
+	}
+	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{"strata-agent": {Token: strings.TrimSpace(out)}}
+	ctx.AuthInfo = "strata-agent"
+	path := filepath.Join(dir, c.Name+"-agent.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
+}

@@ -88,6 +88,10 @@ test-e2e: k8s-binaries ## kwok e2e suite: real control plane, simulated nodes, t
 bench: ## Benchmarks (go test -bench), see docs/performance.md.
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /test/)
 
+.PHONY: bench-agent
+bench-agent: k8s-binaries ## Agent throughput and latency on a kwok cluster of 5,000 nodes (minutes).
+	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/perf/ -run '^$$' -bench BenchmarkAgent -benchtime 1x -timeout 60m -v
+
 FUZZTIME ?= 60s
 .PHONY: fuzz
 fuzz: ## Fuzz the TopologyAssignment decoder for FUZZTIME (default 60s).

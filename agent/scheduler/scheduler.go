@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,11 +42,30 @@ type Scheduler struct {
 	cache  *cache.Cache
 	opts   tas.Options
 	wake   chan struct{}
+	// queueStatusAt is when each ClusterQueue's status was last written;
+	// writes are at most one per queueStatusInterval.
+	queueStatusAt map[string]time.Time
+
+	// Admissions are written asynchronously, as kube-scheduler binds: the
+	// capacity is taken in the cache at once (assumed), the status write
+	// runs on one of writers, and a failed write gives the capacity back.
+	// inflight holds admissions the informer has not shown yet.
+	mu       sync.Mutex
+	inflight map[types.NamespacedName]bool
+	writers  chan struct{}
 }
+
+// admissionWriters is the number of concurrent admission writes.
+const admissionWriters = 16
+
+// queueStatusInterval bounds ClusterQueue status writes, which would
+// otherwise follow every admission.
+const queueStatusInterval = time.Second
 
 // New returns a Scheduler.
 func New(c client.Client, cc *cache.Cache, opts tas.Options) *Scheduler {
-	return &Scheduler{client: c, cache: cc, opts: opts, wake: make(chan struct{}, 1)}
+	return &Scheduler{client: c, cache: cc, opts: opts, wake: make(chan struct{}, 1), queueStatusAt: map[string]time.Time{},
+		inflight: map[types.NamespacedName]bool{}, writers: make(chan struct{}, admissionWriters)}
 }
 
 // Wake asks for a scheduling pass.
@@ -85,6 +105,17 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	}
 	pending := map[string][]*strata.Workload{}
 	var admitted []*strata.Workload
+	s.mu.Lock()
+	listed := make(map[types.NamespacedName]bool, len(list.Items))
+	for i := range list.Items {
+		listed[client.ObjectKeyFromObject(&list.Items[i])] = true
+	}
+	for key := range s.inflight {
+		if !listed[key] {
+			delete(s.inflight, key)
+		}
+	}
+	s.mu.Unlock()
 	usage := map[string]map[string]corev1.ResourceList{} // queue -> flavor -> usage
 	for i := range list.Items {
 		wl := &list.Items[i]
@@ -92,6 +123,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			continue
 		}
 		if a := wl.Status.Admission; a != nil {
+			s.mu.Lock()
+			delete(s.inflight, client.ObjectKeyFromObject(wl))
+			s.mu.Unlock()
 			admitted = append(admitted, wl)
 			if usage[a.ClusterQueue] == nil {
 				usage[a.ClusterQueue] = map[string]corev1.ResourceList{}
@@ -101,6 +135,12 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		}
 		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid); c == nil || c.Status != metav1.ConditionFalse {
 			continue // not validated yet, or invalid
+		}
+		s.mu.Lock()
+		writing := s.inflight[client.ObjectKeyFromObject(wl)]
+		s.mu.Unlock()
+		if writing {
+			continue // admitted; the informer has not caught up
 		}
 		pending[wl.Spec.QueueName] = append(pending[wl.Spec.QueueName], wl)
 	}
@@ -265,22 +305,40 @@ func groupName(ps *strata.PodSet) string {
 	return ""
 }
 
-// admit records the admission on the workload and its usage in the cache.
+// admit takes the workload's capacity in the cache at once and writes the
+// admission asynchronously; a failed write gives the capacity back and
+// wakes the scheduler.
 func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *strata.Admission, flavorName string, usage map[string]corev1.ResourceList) error {
 	wl.Status.Admission = admission
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
 		Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", admission.ClusterQueue, flavorName),
 	})
-	if err := s.client.Status().Update(ctx, wl); err != nil {
-		return fmt.Errorf("recording the admission of %s/%s: %w", wl.Namespace, wl.Name, err)
-	}
-	if err := s.cache.AddWorkload(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, wl); err != nil {
+	key := client.ObjectKeyFromObject(wl)
+	if err := s.cache.AddWorkload(key, wl); err != nil {
+		s.cache.RemoveWorkload(key)
 		return err
 	}
 	addUsage(usage, admission.PodSetAssignments)
-	metrics.AdmissionLatency.WithLabelValues(admission.ClusterQueue).Observe(time.Since(wl.CreationTimestamp.Time).Seconds())
-	ctrl.LoggerFrom(ctx).V(2).Info("Admitted", "workload", client.ObjectKeyFromObject(wl), "flavor", flavorName)
+	s.mu.Lock()
+	s.inflight[key] = true
+	s.mu.Unlock()
+	log := ctrl.LoggerFrom(ctx)
+	s.writers <- struct{}{}
+	go func() {
+		defer func() { <-s.writers }()
+		if err := s.client.Status().Update(ctx, wl); err != nil {
+			log.Error(err, "Recording an admission; giving its capacity back", "workload", key)
+			s.cache.RemoveWorkload(key)
+			s.mu.Lock()
+			delete(s.inflight, key)
+			s.mu.Unlock()
+			s.Wake()
+			return
+		}
+		metrics.AdmissionLatency.WithLabelValues(admission.ClusterQueue).Observe(time.Since(wl.CreationTimestamp.Time).Seconds())
+		log.V(2).Info("Admitted", "workload", key, "flavor", flavorName)
+	}()
 	return nil
 }
 
@@ -322,6 +380,11 @@ func (s *Scheduler) updateQueues(ctx context.Context, pending map[string][]*stra
 		if equality.Semantic.DeepEqual(*st, cq.Status) {
 			continue
 		}
+		if last, ok := s.queueStatusAt[cq.Name]; ok && time.Since(last) < queueStatusInterval {
+			time.AfterFunc(queueStatusInterval-time.Since(last), s.Wake) // write the final numbers later
+			continue
+		}
+		s.queueStatusAt[cq.Name] = time.Now()
 		cq.Status = *st
 		errs = append(errs, client.IgnoreNotFound(s.client.Status().Update(ctx, cq)))
 	}

@@ -23,6 +23,8 @@ type Options struct {
 	HealthProbeBindAddress  string
 	LeaderElect             bool
 	LeaderElectionNamespace string
+	KubeAPIQPS              float32
+	KubeAPIBurst            int
 	Zap                     zap.Options
 }
 
@@ -35,6 +37,8 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that only one replica acts at a time")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease; defaults to the pod's namespace")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 200, "queries per second to the API server (API Priority and Fairness protects the server)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "burst of queries to the API server")
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)
 	o.Zap.BindFlags(gfs)
 	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
@@ -52,6 +56,7 @@ func (o *Options) NewManager(name string, scheme *runtime.Scheme) (ctrl.Manager,
 		return nil, fmt.Errorf("no cluster to connect to: %w (pass --kubeconfig, set KUBECONFIG, or run in a pod)", err)
 	}
 	restConfig.UserAgent = name
+	restConfig.QPS, restConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},

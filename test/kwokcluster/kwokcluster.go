@@ -28,8 +28,9 @@ type Cluster struct {
 }
 
 // Create starts a cluster named name (deleting a leftover one first);
-// kubeconfig files go to dir.
-func Create(name, dir string) (*Cluster, error) {
+// kubeconfig files go to dir. extraArgs are kwokctl --extra-args values
+// (component=flag=value).
+func Create(name, dir string, extraArgs ...string) (*Cluster, error) {
 	bin, err := framework.BinDir()
 	if err != nil {
 		return nil, err
@@ -42,13 +43,17 @@ func Create(name, dir string) (*Cluster, error) {
 	c := &Cluster{Name: name, Kubeconfig: filepath.Join(dir, name+".kubeconfig"), bin: bin,
 		workDir: filepath.Join(framework.RepoRoot(), ".kwok")}
 	_, _ = c.run("kwokctl", "delete", "cluster", "--name", name) // left over from an interrupted run
-	_, err = c.run("kwokctl", "create", "cluster", "--name", name, "--runtime", "binary",
+	args := []string{"create", "cluster", "--name", name, "--runtime", "binary",
 		"--kube-apiserver-binary", filepath.Join(bin, "kube-apiserver"),
 		"--kube-controller-manager-binary", filepath.Join(bin, "kube-controller-manager"),
 		"--kube-scheduler-binary", filepath.Join(bin, "kube-scheduler"),
 		"--kwok-controller-binary", filepath.Join(bin, "kwok"),
 		"--etcd-binary", filepath.Join(bin, "etcd"),
-		"--kubeconfig", c.Kubeconfig, "--wait", "2m")
+		"--kubeconfig", c.Kubeconfig, "--wait", "2m"}
+	for _, a := range extraArgs {
+		args = append(args, "--extra-args", a)
+	}
+	_, err = c.run("kwokctl", args...)
 	if err != nil {
 		return nil, err
 	}

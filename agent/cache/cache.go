@@ -300,7 +300,7 @@ func (c *Cache) EnsureAccounted(wls []*strata.Workload) error {
 }
 
 func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) error {
-	a := admitted{wl: wl, version: version(wl)}
+	a := admitted{wl: wl.DeepCopy(), version: version(wl)}
 	defer func() { c.workloads[key] = a }()
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		f := c.flavors[psa.Flavor]

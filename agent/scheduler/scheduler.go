@@ -85,8 +85,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	ctx = ctrl.LoggerInto(ctx, log)
 	for {
 		if err := s.Schedule(ctx); err != nil && ctx.Err() == nil {
-			log.Error(err, "Scheduling pass")
-			s.Wake() // try again on the next turn
+			log.Error(err, "Scheduling pass; retrying in a second")
+			time.AfterFunc(time.Second, s.Wake)
 		}
 		select {
 		case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/scheduler"
 	"strata.dev/strata/agent/summary"
@@ -31,8 +32,12 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := mgr.Add(summary.NewPublisher(mgr.GetClient(), capacity, cfg.Summary, clock.RealClock{})); err != nil {
 		return err
 	}
+	recorder := mgr.GetEventRecorder("strata-agent")
+	if err := nodefailure.NewReconciler(mgr.GetClient(), capacity, cfg.NodeFailure, clock.RealClock{}, recorder).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := ungater.NewReconciler(mgr.GetClient(), cfg.Queueing.UngateBatchPeriod.Duration).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return jobs.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("strata-agent")).SetupWithManager(mgr)
+	return jobs.NewReconciler(mgr.GetClient(), recorder).SetupWithManager(mgr)
 }

@@ -52,3 +52,24 @@ var (
 func init() {
 	metrics.Registry.MustRegister(AdmissionLatency, PendingWorkloads, AdmittedPods, FreeCapacity, SummaryBytes, SummaryTimestamp)
 }
+
+var (
+	// Replacements counts failed-node replacement attempts by result
+	// (succeeded, failed).
+	Replacements = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_node_replacements_total",
+		Help: "Failed-node replacement attempts, by result (succeeded, failed).",
+	}, []string{"result"})
+
+	// ReplacementLatency is the time from a node failure being observable to
+	// the new assignment being written.
+	ReplacementLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strata_node_replacement_latency_seconds",
+		Help:    "Time from a node failure being observable to the new assignment being written.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(Replacements, ReplacementLatency)
+}

@@ -130,6 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	switch {
+	case wl.Status.Admission == nil && job.Spec.Template.Labels[strata.WorkloadLabel] == wl.Name:
+		// Evicted after it started: stop the Job until it is admitted again.
+		return ctrl.Result{}, r.stop(ctx, &job, wl)
 	case wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
 	case ptr.Deref(job.Spec.Suspend, false) && job.Spec.Template.Labels[strata.WorkloadLabel] == wl.Name:
 		// Started by us, suspended since: the user sent it back to the queue.
@@ -185,15 +188,18 @@ func (r *Reconciler) deleteWorkload(ctx context.Context, job types.NamespacedNam
 	return client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
 }
 
-// requeue takes back the admission of a Job the user suspended: the flavor's
-// node selector and the gate leave the template, the Workload waits again.
-func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
+// restoreTemplate takes what start added out of the Job's pod template:
+// the node labels of the flavors (all of them, as the admission may be gone),
+// the gate and the labels.
+func (r *Reconciler) restoreTemplate(ctx context.Context, job *batchv1.Job) {
 	tmpl := &job.Spec.Template
-	for _, psa := range wl.Status.Admission.PodSetAssignments {
-		var flavor strata.ResourceFlavor
-		if err := r.client.Get(ctx, types.NamespacedName{Name: psa.Flavor}, &flavor); err == nil {
-			for k := range flavor.Spec.NodeLabels {
-				delete(tmpl.Spec.NodeSelector, k)
+	var flavors strata.ResourceFlavorList
+	if err := r.client.List(ctx, &flavors); err == nil {
+		for _, f := range flavors.Items {
+			for k, v := range f.Spec.NodeLabels {
+				if tmpl.Spec.NodeSelector[k] == v {
+					delete(tmpl.Spec.NodeSelector, k)
+				}
 			}
 		}
 	}
@@ -203,6 +209,28 @@ func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.W
 	for _, l := range []string{strata.WorkloadLabel, strata.PodSetLabel, strata.TASLabel} {
 		delete(tmpl.Labels, l)
 	}
+}
+
+// stop suspends a Job whose Workload was evicted, then restores its
+// template: in two steps, because the template may change only once the
+// Job controller has seen the suspension (and cleared its start time).
+func (r *Reconciler) stop(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
+	if !ptr.Deref(job.Spec.Suspend, false) {
+		job.Spec.Suspend = ptr.To(true)
+		if err := r.client.Update(ctx, job); err != nil {
+			return err
+		}
+		r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Stopped", "Evict", "The Workload was evicted; the Job waits in ClusterQueue %s again", wl.Spec.QueueName)
+		return nil // the update brings the Job back for the second step
+	}
+	r.restoreTemplate(ctx, job)
+	return r.client.Update(ctx, job)
+}
+
+// requeue takes back the admission of a Job the user suspended: the flavor's
+// node selector and the gate leave the template, the Workload waits again.
+func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
+	r.restoreTemplate(ctx, job)
 	if err := r.client.Update(ctx, job); err != nil {
 		return err
 	}

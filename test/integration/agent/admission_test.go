@@ -32,8 +32,13 @@ const (
 
 // createNode creates a Ready node of the "admit" pool with cpu CPUs.
 func createNode(ctx SpecContext, name, blockName, rackName, cpu string) {
+	createPoolNode(ctx, "admit", name, blockName, rackName, cpu)
+}
+
+// createPoolNode creates a Ready, untainted node of a pool with cpu CPUs.
+func createPoolNode(ctx SpecContext, pool, name, blockName, rackName, cpu string) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"pool": "admit", block: blockName, rack: rackName, host: name,
+		"pool": pool, block: blockName, rack: rackName, host: name,
 	}}}
 	Expect(worker.Client.Create(ctx, n)).To(Succeed())
 	n.Status = corev1.NodeStatus{

@@ -1,0 +1,131 @@
+// Package nodefailure is hot swap (KEP-2724 "Node failures", "Tainted nodes
+// treatment"): it finds the failed nodes under admitted topology-aware
+// workloads whose lowest level is the host, replaces a failed node with the
+// engine's replacement search, and evicts the workload when it cannot.
+package nodefailure
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+)
+
+// Verdict says whether a node failed for a workload, why, and when to look
+// again if it may fail later.
+type Verdict struct {
+	Failed  bool
+	Reason  string
+	Recheck time.Duration
+	// Since is when the failure became observable (for the latency metric).
+	Since time.Time
+}
+
+// Detect decides whether node (nil when deleted) has failed for a workload
+// whose pods on it are pods (bound to it, or routed to it by node selector)
+// and whose pods tolerate tolerations. It follows the agent configuration's
+// nodeFailure settings.
+func Detect(node *corev1.Node, pods []*corev1.Pod, tolerations []corev1.Toleration, cfg configv1beta1.NodeFailure, now time.Time) Verdict {
+	if node == nil {
+		return Verdict{Failed: true, Reason: "the node was deleted", Since: now}
+	}
+	replaceOnTaints := cfg.ReplaceOnTaints == nil || *cfg.ReplaceOnTaints
+	var recheck time.Duration
+	if replaceOnTaints {
+		for i := range node.Spec.Taints {
+			t := &node.Spec.Taints[i]
+			if t.Effect != corev1.TaintEffectNoExecute {
+				continue
+			}
+			tol, ok := tolerating(tolerations, t)
+			if !ok {
+				return Verdict{Failed: true, Reason: fmt.Sprintf("untolerated NoExecute taint %s", t.Key), Since: addedAt(t, now)}
+			}
+			if tol.TolerationSeconds != nil && t.TimeAdded != nil {
+				left := t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds) * time.Second).Sub(now)
+				if left <= 0 {
+					return Verdict{Failed: true, Reason: fmt.Sprintf("NoExecute taint %s past its %ds toleration", t.Key, *tol.TolerationSeconds),
+						Since: t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds) * time.Second)}
+				}
+				recheck = minPositive(recheck, left)
+			}
+		}
+		noSchedule := node.Spec.Unschedulable
+		for i := range node.Spec.Taints {
+			t := &node.Spec.Taints[i]
+			if t.Effect == corev1.TaintEffectNoSchedule {
+				if _, ok := tolerating(tolerations, t); !ok {
+					noSchedule = true
+				}
+			}
+		}
+		if noSchedule && len(pods) > 0 && allPods(pods, func(p *corev1.Pod) bool { return terminatedOrTerminating(p) || p.Spec.NodeName == "" }) {
+			return Verdict{Failed: true, Reason: "unschedulable (NoSchedule taint or cordoned) with the workload's pods there failed, terminating or unscheduled", Since: now}
+		}
+	}
+	ready := readyCondition(node)
+	if ready == nil || ready.Status != corev1.ConditionTrue {
+		replaceOnTermination := cfg.ReplaceOnPodTermination == nil || *cfg.ReplaceOnPodTermination
+		if replaceOnTermination && len(pods) > 0 && allPods(pods, terminatedOrTerminating) {
+			return Verdict{Failed: true, Reason: "NotReady, and the workload's pods on it are terminated or terminating", Since: now}
+		}
+		since := now
+		if ready != nil {
+			since = ready.LastTransitionTime.Time
+		}
+		left := since.Add(cfg.NotReadyDelay.Duration).Sub(now)
+		if left <= 0 {
+			return Verdict{Failed: true, Reason: fmt.Sprintf("NotReady for more than %s", cfg.NotReadyDelay.Duration), Since: since.Add(cfg.NotReadyDelay.Duration)}
+		}
+		recheck = minPositive(recheck, left)
+	}
+	return Verdict{Recheck: recheck}
+}
+
+func addedAt(t *corev1.Taint, now time.Time) time.Time {
+	if t.TimeAdded != nil {
+		return t.TimeAdded.Time
+	}
+	return now
+}
+
+func tolerating(tolerations []corev1.Toleration, t *corev1.Taint) (*corev1.Toleration, bool) {
+	for i := range tolerations {
+		if tolerations[i].ToleratesTaint(klog.Logger{}, t, true) {
+			return &tolerations[i], true
+		}
+	}
+	return nil, false
+}
+
+func readyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func terminatedOrTerminating(p *corev1.Pod) bool {
+	return !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+}
+
+func allPods(pods []*corev1.Pod, f func(*corev1.Pod) bool) bool {
+	for _, p := range pods {
+		if !f(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || b < a {
+		return b
+	}
+	return a
+}

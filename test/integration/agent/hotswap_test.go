@@ -1,0 +1,149 @@
+package agent
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/agent/controller/nodefailure"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// assignedHosts returns the hosts of a workload's assignment, in rank order.
+func assignedHosts(g Gomega, ctx SpecContext, job *batchv1.Job) []string {
+	var wl strata.Workload
+	g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+	g.Expect(wl.Status.Admission).NotTo(BeNil())
+	a, err := tas.Decode(wl.Status.Admission.PodSetAssignments[0].TopologyAssignment)
+	g.Expect(err).NotTo(HaveOccurred())
+	var hosts []string
+	for _, d := range a.Domains {
+		hosts = append(hosts, d.Values[0])
+	}
+	return hosts
+}
+
+func swapJob(ctx SpecContext, ns string, pods int32) *batchv1.Job {
+	j := newJob(ns, "swap-q", pods, map[string]string{"strata.dev/podset-required-topology": rack})
+	Expect(worker.Client.Create(ctx, j)).To(Succeed())
+	Eventually(func(g Gomega) { assignedHosts(g, ctx, j) }, timeout).Should(Succeed())
+	return j
+}
+
+var _ = Describe("Hot swap", Ordered, Label("agent", "hotswap"), func() {
+	var ns string
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("swap-topology", block, rack, host).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeResourceFlavor("tas-swap").NodeLabel("pool", "swap").TopologyName("swap-topology").Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("swap-q").Flavor("tas-swap").Obj())).To(Succeed())
+		for _, n := range [][3]string{{"w1", "r1", "4"}, {"w2", "r1", "4"}, {"w3", "r1", "4"}, {"w4", "r2", "4"}, {"w5", "r3", "4"}, {"w6", "r3", "4"}, {"w7", "r3", "4"}, {"w8", "r3", "4"}} {
+			createPoolNode(ctx, "swap", n[0], "b1", n[1], n[2])
+		}
+		ns = createNamespace(ctx, nil)
+	})
+
+	It("replaces a deleted node with a free node of the same rack, keeping the other pods", func(ctx SpecContext) {
+		job := swapJob(ctx, ns, 8) // two of rack r1's three nodes (r1 is tighter than r3)
+		var before []string
+		Eventually(func(g Gomega) { before = assignedHosts(g, ctx, job) }, timeout).Should(Succeed())
+		Expect(before).To(HaveLen(2))
+		failed, kept := before[0], before[1]
+		Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: failed}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			after := assignedHosts(g, ctx, job)
+			g.Expect(after).To(HaveLen(2))
+			g.Expect(after[1]).To(Equal(kept), "the healthy node keeps its place and ranks")
+			g.Expect(after[0]).NotTo(Equal(failed))
+			g.Expect(after[0]).To(BeElementOf("w1", "w2", "w3"), "the replacement is in the same rack")
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.UnhealthyNodes).To(BeEmpty())
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, nodefailure.ConditionNodeReplacement)).To(BeTrue())
+		}, timeout).Should(Succeed())
+	})
+
+	It("evicts and requeues a rack-required workload whose rack has no spare node", func(ctx SpecContext) {
+		job := swapJob(ctx, ns, 4) // rack r2 is a single node
+		var hosts []string
+		Eventually(func(g Gomega) { hosts = assignedHosts(g, ctx, job) }, timeout).Should(Succeed())
+		Expect(hosts).To(Equal([]string{"w4"}))
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w4"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(nodefailure.ReasonNodeFailure))
+			g.Expect(c.Message).To(ContainSubstring("node w4 failed (the node was deleted): no replacement"))
+			g.Expect(c.Message).To(ContainSubstring("fail-fast is on"))
+		}, timeout).Should(Succeed())
+		By("requeued, it is admitted again on a rack that has room")
+		Eventually(func(g Gomega) {
+			g.Expect(assignedHosts(g, ctx, job)).To(ConsistOf(BeElementOf("w5", "w6", "w7", "w8")))
+		}, timeout).Should(Succeed())
+	})
+	It("fails a pending pod stranded on a NoSchedule-tainted node and moves the node's pods", func(ctx SpecContext) {
+		job := swapJob(ctx, ns, 8) // two of the three free nodes of rack r3
+		var hosts []string
+		Eventually(func(g Gomega) { hosts = assignedHosts(g, ctx, job) }, timeout).Should(Succeed())
+		Expect(hosts).To(HaveLen(2))
+		createPods(ctx, job, 0, 1, 2, 3, 4, 5, 6, 7)
+		Eventually(func(g Gomega) {
+			g.Expect(podHostsIn(g, ctx, job)).To(HaveLen(8))
+		}, timeout).Should(Succeed())
+
+		var n corev1.Node
+		Expect(worker.Client.Get(ctx, client.ObjectKey{Name: hosts[0]}, &n)).To(Succeed())
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "degraded", Effect: corev1.TaintEffectNoSchedule})
+		Expect(worker.Client.Update(ctx, &n)).To(Succeed())
+		Eventually(func(g Gomega) {
+			after := assignedHosts(g, ctx, job)
+			g.Expect(after[1]).To(Equal(hosts[1]))
+			g.Expect(after[0]).NotTo(Equal(hosts[0]))
+			g.Expect(after[0]).To(BeElementOf("w5", "w6", "w7", "w8"))
+			var pods corev1.PodList
+			g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{strata.WorkloadLabel: jobs.WorkloadName(job.Name)})).To(Succeed())
+			failed := 0
+			for _, p := range pods.Items {
+				if p.Spec.NodeSelector[host] != hosts[0] {
+					g.Expect(p.Status.Phase).NotTo(Equal(corev1.PodFailed), "pods of the healthy node stay")
+					continue
+				}
+				failed++
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
+				g.Expect(p.Status.Conditions).To(ContainElement(SatisfyAll(
+					HaveField("Type", corev1.PodConditionType(nodefailure.PodConditionTerminatedByStrata)),
+					HaveField("Reason", nodefailure.ReasonUnschedulableOnNode))))
+			}
+			g.Expect(failed).To(Equal(4))
+		}, timeout).Should(Succeed())
+	})
+
+})
+
+// podHostsIn returns the host each of a Job's pods was ungated to ("" while gated).
+func podHostsIn(g Gomega, ctx SpecContext, job *batchv1.Job) map[string]string {
+	var pods corev1.PodList
+	g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(job.Namespace),
+		client.MatchingLabels{strata.WorkloadLabel: jobs.WorkloadName(job.Name)})).To(Succeed())
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.Spec.NodeSelector[host]
+		g.Expect(p.Spec.SchedulingGates).To(BeEmpty())
+	}
+	return out
+}

@@ -100,6 +100,7 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 	nf := &cfg.NodeFailure
 	setDuration(&nf.NotReadyDelay, DefaultNotReadyDelay)
 	setDuration(&nf.RecoveryTimeout, DefaultRecoveryTimeout)
+	setBool(&nf.ReplaceFailedNodes, true)
 	setBool(&nf.ReplaceOnPodTermination, true)
 	setBool(&nf.ReplaceOnTaints, true)
 	setBool(&nf.FailFast, true)

@@ -25,6 +25,7 @@ func defaultAgent() *configv1beta1.AgentConfiguration {
 			UnconstrainedAlgorithm: configv1beta1.LeastFreeCapacity,
 		},
 		NodeFailure: configv1beta1.NodeFailure{
+			ReplaceFailedNodes:      ptr.To(true),
 			NotReadyDelay:           duration(30 * time.Second),
 			ReplaceOnPodTermination: ptr.To(true),
 			ReplaceOnTaints:         ptr.To(true),

@@ -71,6 +71,10 @@ type TopologyAwareScheduling struct {
 
 // NodeFailure configures failed-node replacement.
 type NodeFailure struct {
+	// replaceFailedNodes turns hot swap on (default true). When off, failed
+	// nodes are not replaced and workloads on them are not evicted by Strata.
+	// +optional
+	ReplaceFailedNodes *bool `json:"replaceFailedNodes,omitempty"`
 	// notReadyDelay is how long a node must be NotReady before it counts as
 	// failed (default 30s).
 	// +optional

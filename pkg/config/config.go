@@ -100,10 +100,10 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 	nf := &cfg.NodeFailure
 	setDuration(&nf.NotReadyDelay, DefaultNotReadyDelay)
 	setDuration(&nf.RecoveryTimeout, DefaultRecoveryTimeout)
-	setBool(&nf.ReplaceFailedNodes, true)
-	setBool(&nf.ReplaceOnPodTermination, true)
-	setBool(&nf.ReplaceOnTaints, true)
-	setBool(&nf.FailFast, true)
+	defaultTrue(&nf.ReplaceFailedNodes)
+	defaultTrue(&nf.ReplaceOnPodTermination)
+	defaultTrue(&nf.ReplaceOnTaints)
+	defaultTrue(&nf.FailFast)
 	if cfg.Summary.MaxBytes == nil {
 		cfg.Summary.MaxBytes = ptr.To[int32](DefaultSummaryMaxBytes)
 	}
@@ -141,9 +141,10 @@ func setDuration(d **metav1.Duration, def time.Duration) {
 	}
 }
 
-func setBool(b **bool, def bool) {
+// defaultTrue sets an unset switch on.
+func defaultTrue(b **bool) {
 	if *b == nil {
-		*b = ptr.To(def)
+		*b = ptr.To(true)
 	}
 }
 

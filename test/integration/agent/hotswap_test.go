@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -133,6 +135,37 @@ var _ = Describe("Hot swap", Ordered, Label("agent", "hotswap"), func() {
 		}, timeout).Should(Succeed())
 	})
 
+	It("replaces a NotReady node at once when the workload's pods there are terminated", func(ctx SpecContext) {
+		createPoolNode(ctx, "swap", "x1", "b1", "r4", "4")
+		createPoolNode(ctx, "swap", "x2", "b1", "r4", "4")
+		job := swapJob(ctx, ns, 4) // one node of rack r4
+		var hosts []string
+		Eventually(func(g Gomega) { hosts = assignedHosts(g, ctx, job) }, timeout).Should(Succeed())
+		Expect(hosts).To(HaveLen(1))
+		Expect(hosts[0]).To(BeElementOf("x1", "x2"))
+
+		By("a pod of the workload that ran on the node has failed")
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-ran", Namespace: ns, Labels: map[string]string{
+				strata.WorkloadLabel: jobs.WorkloadName(job.Name), strata.PodSetLabel: "main", strata.TASLabel: "true",
+			}},
+			Spec: corev1.PodSpec{NodeName: hosts[0], Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}
+		Expect(worker.Client.Create(ctx, p)).To(Succeed())
+		p.Status.Phase = corev1.PodFailed
+		Expect(worker.Client.Status().Update(ctx, p)).To(Succeed())
+
+		By("the node goes NotReady")
+		var n corev1.Node
+		Expect(worker.Client.Get(ctx, client.ObjectKey{Name: hosts[0]}, &n)).To(Succeed())
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()}}
+		Expect(worker.Client.Status().Update(ctx, &n)).To(Succeed())
+
+		// Well before the 30s NotReady delay.
+		Eventually(func(g Gomega) {
+			g.Expect(assignedHosts(g, ctx, job)).To(Equal([]string{map[string]string{"x1": "x2", "x2": "x1"}[hosts[0]]}))
+		}, 15*time.Second).Should(Succeed())
+	})
 })
 
 // podHostsIn returns the host each of a Job's pods was ungated to ("" while gated).

@@ -17,6 +17,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 // Cache holds the capacity of every topology-aware flavor. All methods are
@@ -155,7 +156,7 @@ func (c *Cache) rebuildLocked() {
 		}
 		f := &flavor{def: def, topology: t, snapshot: tas.NewSnapshot(levels, def.Spec.NodeLabels)}
 		for _, n := range c.nodes {
-			f.snapshot.SetNode(engineNode(n))
+			f.snapshot.SetNode(tas.NodeFromAPI(n, false))
 		}
 		for _, p := range c.pods {
 			f.snapshot.AddUsage(p.node, p.usage, 1)
@@ -176,7 +177,7 @@ func (c *Cache) SetNode(n *corev1.Node) {
 	defer c.mu.Unlock()
 	c.nodes[n.Name] = n
 	for _, f := range c.flavors {
-		f.snapshot.SetNode(engineNode(n))
+		f.snapshot.SetNode(tas.NodeFromAPI(n, false))
 	}
 	c.signal()
 }
@@ -308,7 +309,7 @@ func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) erro
 			continue
 		}
 		a.flavor = psa.Flavor
-		ps := podSet(wl, psa.Name)
+		ps := workload.PodSet(wl, psa.Name)
 		if ps == nil {
 			return fmt.Errorf("admission names pod set %q, which the workload does not have", psa.Name)
 		}
@@ -375,33 +376,6 @@ func (c *Cache) HasWorkload(key types.NamespacedName) bool {
 	return ok
 }
 
-func podSet(wl *strata.Workload, name string) *strata.PodSet {
-	for i := range wl.Spec.PodSets {
-		if wl.Spec.PodSets[i].Name == name {
-			return &wl.Spec.PodSets[i]
-		}
-	}
-	return nil
-}
-
 func podRequests(ps *strata.PodSet) corev1.ResourceList {
 	return resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
-}
-
-// engineNode converts a Node for the engine.
-func engineNode(n *corev1.Node) tas.Node {
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	return tas.Node{
-		Name:          n.Name,
-		Labels:        n.Labels,
-		Allocatable:   n.Status.Allocatable,
-		Ready:         ready,
-		Unschedulable: n.Spec.Unschedulable,
-		Taints:        n.Spec.Taints,
-	}
 }

@@ -64,7 +64,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 		}
 		st := &flavorState{flavor: f, topology: t, snapshot: tas.NewSnapshot(levels, f.Spec.NodeLabels)}
 		for i := range in.Nodes {
-			st.snapshot.SetNode(engineNode(&in.Nodes[i]))
+			st.snapshot.SetNode(tas.NodeFromAPI(&in.Nodes[i], true))
 		}
 		for i := range in.Pods {
 			p := &in.Pods[i]
@@ -201,24 +201,4 @@ func groupMembers(podSets []strata.PodSet, i int) []int {
 		}
 	}
 	return members
-}
-
-// engineNode converts a Node. A node without any Ready condition (as in a
-// hand-written file) counts as Ready; one whose Ready condition is False or
-// Unknown does not.
-func engineNode(n *corev1.Node) tas.Node {
-	ready := true
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	return tas.Node{
-		Name:          n.Name,
-		Labels:        n.Labels,
-		Allocatable:   n.Status.Allocatable,
-		Ready:         ready,
-		Unschedulable: n.Spec.Unschedulable,
-		Taints:        n.Spec.Taints,
-	}
 }

@@ -104,6 +104,25 @@ type Node struct {
 	Taints        []corev1.Taint
 }
 
+// NodeFromAPI converts a Node. A node without a Ready condition counts as
+// Ready only when assumeReady is set (hand-written simulation inputs).
+func NodeFromAPI(n *corev1.Node, assumeReady bool) Node {
+	ready := assumeReady
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return Node{
+		Name:          n.Name,
+		Labels:        n.Labels,
+		Allocatable:   n.Status.Allocatable,
+		Ready:         ready,
+		Unschedulable: n.Spec.Unschedulable,
+		Taints:        n.Spec.Taints,
+	}
+}
+
 // NewSnapshot returns an empty snapshot of a flavor whose nodes carry
 // flavorNodeLabels and whose Topology has the given levels (highest first).
 func NewSnapshot(levels []string, flavorNodeLabels map[string]string) *Snapshot {

@@ -53,6 +53,16 @@ func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
 	return wl, errs
 }
 
+// PodSet returns the workload's pod set of that name, or nil.
+func PodSet(wl *strata.Workload, name string) *strata.PodSet {
+	for i := range wl.Spec.PodSets {
+		if wl.Spec.PodSets[i].Name == name {
+			return &wl.Spec.PodSets[i]
+		}
+	}
+	return nil
+}
+
 // JobPodCount is the number of pods a Job runs at once: its parallelism,
 // capped by its completions.
 func JobPodCount(job *batchv1.Job) int32 {

@@ -165,7 +165,7 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	}
 	f := failed[0]
 	psa := &wl.Status.Admission.PodSetAssignments[f.podSet]
-	ps := podSet(wl, psa.Name)
+	ps := workload.PodSet(wl, psa.Name)
 	current, err := tas.Decode(psa.TopologyAssignment)
 	if err != nil || ps == nil {
 		return ctrl.Result{}, err
@@ -252,7 +252,7 @@ func (r *Reconciler) evict(ctx context.Context, wl *strata.Workload, message str
 
 func (r *Reconciler) tolerations(wl *strata.Workload, psa strata.PodSetAssignment) []corev1.Toleration {
 	var out []corev1.Toleration
-	if ps := podSet(wl, psa.Name); ps != nil {
+	if ps := workload.PodSet(wl, psa.Name); ps != nil {
 		out = append(out, ps.Template.Spec.Tolerations...)
 	}
 	if f, ok := r.cache.FlavorDef(psa.Flavor); ok {
@@ -274,13 +274,4 @@ func podsOn(pods []corev1.Pod, podSetName, host string) []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-func podSet(wl *strata.Workload, name string) *strata.PodSet {
-	for i := range wl.Spec.PodSets {
-		if wl.Spec.PodSets[i].Name == name {
-			return &wl.Spec.PodSets[i]
-		}
-	}
-	return nil
 }

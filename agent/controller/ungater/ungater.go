@@ -25,6 +25,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 // Reconciler ungates the pods of one workload per reconcile.
@@ -101,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("pod set %s: %w", psa.Name, err))
 		}
-		if err := r.ungate(ctx, req.NamespacedName, podSetOf(&wl, psa.Name), a, pods.Items); err != nil {
+		if err := r.ungate(ctx, req.NamespacedName, workload.PodSet(&wl, psa.Name), a, pods.Items); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -249,13 +250,4 @@ func rankFunc(ps *strata.PodSet) func(*corev1.Pod) (int32, bool) {
 		}
 		return int32(n) - offset, true
 	}
-}
-
-func podSetOf(wl *strata.Workload, name string) *strata.PodSet {
-	for i := range wl.Spec.PodSets {
-		if wl.Spec.PodSets[i].Name == name {
-			return &wl.Spec.PodSets[i]
-		}
-	}
-	return nil
 }

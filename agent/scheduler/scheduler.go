@@ -242,49 +242,14 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod
 // sets of one group share a domain. The snapshot is left unchanged.
 func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.ResourceFlavor, queue string, wl *strata.Workload, opts tas.Options) (*strata.Admission, error) {
-	admission := &strata.Admission{ClusterQueue: queue}
-	var taken []tas.Usage
-	defer func() {
-		for _, u := range taken {
-			snap.Release(u)
-		}
-	}()
-	done := map[int]bool{}
-	assignments := make([]*tas.Assignment, len(wl.Spec.PodSets))
-	for i := range wl.Spec.PodSets {
-		if done[i] {
-			continue
-		}
-		members := []int{i}
-		if g := groupName(&wl.Spec.PodSets[i]); g != "" {
-			for k := i + 1; k < len(wl.Spec.PodSets); k++ {
-				if groupName(&wl.Spec.PodSets[k]) == g {
-					members = append(members, k)
-				}
-			}
-		}
-		reqs := make([]tas.Request, len(members))
-		for k, m := range members {
-			ps := &wl.Spec.PodSets[m]
-			if err := workload.ValidateAgainstTopology(ps.TopologyRequest, topo.Name, snap.Levels()); err != nil {
-				return nil, fmt.Errorf("pod set %s: %w", ps.Name, err)
-			}
-			reqs[k] = workload.Request(ps)
-			reqs[k].Tolerations = append(reqs[k].Tolerations, flavorDef.Spec.Tolerations...)
-		}
-		as, err := snap.FindGroupAssignment(reqs, opts)
-		if err != nil {
-			return nil, err
-		}
-		for k, m := range members {
-			u, err := snap.Commit(as[k], reqs[k].PodRequests)
-			if err != nil {
-				return nil, err
-			}
-			taken = append(taken, u)
-			assignments[m], done[m] = as[k], true
-		}
+	assignments, taken, err := workload.Place(snap, topo.Name, flavorDef.Spec.Tolerations, wl, opts)
+	if err != nil {
+		return nil, err
 	}
+	for _, u := range taken {
+		snap.Release(u)
+	}
+	admission := &strata.Admission{ClusterQueue: queue}
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
 		admission.PodSetAssignments = append(admission.PodSetAssignments, strata.PodSetAssignment{
@@ -296,13 +261,6 @@ func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.
 		})
 	}
 	return admission, nil
-}
-
-func groupName(ps *strata.PodSet) string {
-	if ps.TopologyRequest != nil && ps.TopologyRequest.PodSetGroupName != nil {
-		return *ps.TopologyRequest.PodSetGroupName
-	}
-	return ""
 }
 
 // admit takes the workload's capacity in the cache at once and writes the

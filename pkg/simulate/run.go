@@ -136,69 +136,20 @@ func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Optio
 	return res, nil
 }
 
-// placeAll places every pod set on the flavor, or none. Pod sets of one
-// group (podset-group-name) are placed together in one domain.
+// placeAll places every pod set on the flavor, or none, keeping the
+// capacity for the workloads after it.
 func (st *flavorState) placeAll(wl *strata.Workload, opts tas.Options) ([]PodSetResult, error) {
-	var taken []tas.Usage
-	undo := func() {
-		for _, u := range taken {
-			st.snapshot.Release(u)
-		}
+	assignments, _, err := workload.Place(st.snapshot, st.topology.Name, st.flavor.Spec.Tolerations, wl, opts)
+	if err != nil {
+		return nil, err
 	}
-	results := make([]PodSetResult, len(wl.Spec.PodSets))
-	done := make([]bool, len(wl.Spec.PodSets))
-	for i := range wl.Spec.PodSets {
-		if done[i] {
-			continue
-		}
-		members := groupMembers(wl.Spec.PodSets, i)
-		reqs := make([]tas.Request, len(members))
-		for k, m := range members {
-			ps := &wl.Spec.PodSets[m]
-			if err := workload.ValidateAgainstTopology(ps.TopologyRequest, st.topology.Name, st.snapshot.Levels()); err != nil {
-				undo()
-				return nil, fmt.Errorf("pod set %s: %w", ps.Name, err)
-			}
-			reqs[k] = workload.Request(ps)
-			reqs[k].Tolerations = append(reqs[k].Tolerations, st.flavor.Spec.Tolerations...)
-		}
-		assignments, err := st.snapshot.FindGroupAssignment(reqs, opts)
-		if err != nil {
-			undo()
-			if len(wl.Spec.PodSets) > 1 {
-				return nil, fmt.Errorf("pod set %s: %w", wl.Spec.PodSets[i].Name, err)
-			}
-			return nil, err
-		}
-		for k, m := range members {
-			u, err := st.snapshot.Commit(assignments[k], reqs[k].PodRequests)
-			if err != nil {
-				undo()
-				return nil, err
-			}
-			taken = append(taken, u)
-			ps := &wl.Spec.PodSets[m]
-			r := PodSetResult{Name: ps.Name, Flavor: st.flavor.Name, Count: ps.Count, Levels: assignments[k].Levels}
-			for _, d := range assignments[k].Domains {
-				r.Domains = append(r.Domains, Domain{Values: d.Values, Count: d.Count})
-			}
-			results[m], done[m] = r, true
+	results := make([]PodSetResult, len(assignments))
+	for i, a := range assignments {
+		ps := &wl.Spec.PodSets[i]
+		results[i] = PodSetResult{Name: ps.Name, Flavor: st.flavor.Name, Count: ps.Count, Levels: a.Levels}
+		for _, d := range a.Domains {
+			results[i].Domains = append(results[i].Domains, Domain{Values: d.Values, Count: d.Count})
 		}
 	}
 	return results, nil
-}
-
-// groupMembers returns i and the later pod sets of its group, if it has one.
-func groupMembers(podSets []strata.PodSet, i int) []int {
-	r := podSets[i].TopologyRequest
-	if r == nil || r.PodSetGroupName == nil {
-		return []int{i}
-	}
-	members := []int{i}
-	for k := i + 1; k < len(podSets); k++ {
-		if o := podSets[k].TopologyRequest; o != nil && o.PodSetGroupName != nil && *o.PodSetGroupName == *r.PodSetGroupName {
-			members = append(members, k)
-		}
-	}
-	return members
 }

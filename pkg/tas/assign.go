@@ -58,8 +58,8 @@ func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error
 			return p.result(leaves), err
 		}
 		target = s.depth - 1
+		p.setUnits(layers)
 	}
-	p.setUnits(layers)
 	p.computeCaps()
 
 	switch {

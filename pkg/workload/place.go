@@ -1,0 +1,72 @@
+package workload
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+// Place places every pod set of wl on one flavor's snapshot — pod sets of a
+// group (podset-group-name) together in one domain — and takes their
+// capacity. It returns the assignment of each pod set (in spec order) and
+// the usage taken; Release the usage to undo. On error nothing is taken.
+func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.Toleration, wl *strata.Workload, opts tas.Options) ([]*tas.Assignment, []tas.Usage, error) {
+	podSets := wl.Spec.PodSets
+	assignments := make([]*tas.Assignment, len(podSets))
+	var taken []tas.Usage
+	fail := func(err error) ([]*tas.Assignment, []tas.Usage, error) {
+		for _, u := range taken {
+			snap.Release(u)
+		}
+		return nil, nil, err
+	}
+	for i := range podSets {
+		if assignments[i] != nil {
+			continue
+		}
+		members := groupMembers(podSets, i)
+		reqs := make([]tas.Request, len(members))
+		for k, m := range members {
+			ps := &podSets[m]
+			if err := ValidateAgainstTopology(ps.TopologyRequest, topologyName, snap.Levels()); err != nil {
+				return fail(fmt.Errorf("pod set %s: %w", ps.Name, err))
+			}
+			reqs[k] = Request(ps)
+			reqs[k].Tolerations = append(reqs[k].Tolerations, flavorTolerations...)
+		}
+		as, err := snap.FindGroupAssignment(reqs, opts)
+		if err != nil {
+			if len(podSets) > 1 {
+				err = fmt.Errorf("pod set %s: %w", podSets[i].Name, err)
+			}
+			return fail(err)
+		}
+		for k, m := range members {
+			u, err := snap.Commit(as[k], reqs[k].PodRequests)
+			if err != nil {
+				return fail(err)
+			}
+			taken = append(taken, u)
+			assignments[m] = as[k]
+		}
+	}
+	return assignments, taken, nil
+}
+
+// groupMembers returns i and the later pod sets of its group, if it has one.
+func groupMembers(podSets []strata.PodSet, i int) []int {
+	r := podSets[i].TopologyRequest
+	if r == nil || r.PodSetGroupName == nil {
+		return []int{i}
+	}
+	members := []int{i}
+	for k := i + 1; k < len(podSets); k++ {
+		if o := podSets[k].TopologyRequest; o != nil && o.PodSetGroupName != nil && *o.PodSetGroupName == *r.PodSetGroupName {
+			members = append(members, k)
+		}
+	}
+	return members
+}

@@ -6,12 +6,14 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -35,6 +37,12 @@ type Cache struct {
 	pods map[types.UID]podUsage
 	// workloads is the usage of admitted workloads, per flavor.
 	workloads map[types.NamespacedName]admitted
+	// onNode indexes the admitted workloads assigned to each node (when the
+	// lowest level of their assignment is the host).
+	onNode map[string]map[types.NamespacedName]struct{}
+	// goneNodes keeps the labels of deleted nodes that admitted workloads
+	// are still assigned to, so that hot swap knows their domains.
+	goneNodes map[string]map[string]string
 
 	// changed is signalled (without blocking) whenever capacity may have
 	// grown, so that waiting workloads are retried.
@@ -58,6 +66,8 @@ type admitted struct {
 	wl     *strata.Workload
 	flavor string
 	usage  []tas.Usage
+	// hosts are the nodes of the workload's host-level assignments.
+	hosts []string
 	// version is the Workload's resourceVersion when its admission was
 	// recorded, to tell newer events from stale ones.
 	version int64
@@ -72,6 +82,8 @@ func New() *Cache {
 		nodes:      map[string]*corev1.Node{},
 		pods:       map[types.UID]podUsage{},
 		workloads:  map[types.NamespacedName]admitted{},
+		onNode:     map[string]map[types.NamespacedName]struct{}{},
+		goneNodes:  map[string]map[string]string{},
 		changed:    make(chan struct{}, 1),
 	}
 }
@@ -175,17 +187,36 @@ func (c *Cache) rebuildLocked() {
 func (c *Cache) SetNode(n *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	old := c.nodes[n.Name]
 	c.nodes[n.Name] = n
+	delete(c.goneNodes, n.Name)
+	if old != nil && !SchedulingChanged(old, n) {
+		return // a heartbeat: nothing placement looks at changed
+	}
 	for _, f := range c.flavors {
 		f.snapshot.SetNode(tas.NodeFromAPI(n, false))
 	}
 	c.signal()
 }
 
+// SchedulingChanged says whether a node update changes anything placement
+// depends on: labels, allocatable, taints, schedulability or readiness.
+// Heartbeats do not.
+func SchedulingChanged(old, n *corev1.Node) bool {
+	return !maps.Equal(old.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, n.Status.Allocatable) ||
+		!equality.Semantic.DeepEqual(old.Spec.Taints, n.Spec.Taints) ||
+		old.Spec.Unschedulable != n.Spec.Unschedulable ||
+		tas.NodeFromAPI(old, false).Ready != tas.NodeFromAPI(n, false).Ready
+}
+
 // DeleteNode removes a Node.
 func (c *Cache) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if n := c.nodes[name]; n != nil && len(c.onNode[name]) > 0 {
+		c.goneNodes[name] = n.Labels
+	}
 	delete(c.nodes, name)
 	for _, f := range c.flavors {
 		f.snapshot.RemoveNode(name)
@@ -302,7 +333,15 @@ func (c *Cache) EnsureAccounted(wls []*strata.Workload) error {
 
 func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) error {
 	a := admitted{wl: wl.DeepCopy(), version: version(wl)}
-	defer func() { c.workloads[key] = a }()
+	defer func() {
+		c.workloads[key] = a
+		for _, h := range a.hosts {
+			if c.onNode[h] == nil {
+				c.onNode[h] = map[types.NamespacedName]struct{}{}
+			}
+			c.onNode[h][key] = struct{}{}
+		}
+	}()
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		f := c.flavors[psa.Flavor]
 		if f == nil || psa.TopologyAssignment == nil {
@@ -316,6 +355,11 @@ func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) erro
 		assignment, err := tas.Decode(psa.TopologyAssignment)
 		if err != nil {
 			return fmt.Errorf("pod set %s: %w", psa.Name, err)
+		}
+		if n := len(assignment.Levels); n > 0 && assignment.Levels[n-1] == strata.HostnameLabel {
+			for _, d := range assignment.Domains {
+				a.hosts = append(a.hosts, d.Values[n-1])
+			}
 		}
 		u, err := f.snapshot.Commit(assignment, podRequests(ps))
 		if err != nil {
@@ -364,8 +408,35 @@ func (c *Cache) removeWorkloadLocked(key types.NamespacedName) {
 			f.snapshot.Release(u)
 		}
 	}
+	for _, h := range a.hosts {
+		delete(c.onNode[h], key)
+		if len(c.onNode[h]) == 0 {
+			delete(c.onNode, h)
+			delete(c.goneNodes, h)
+		}
+	}
 	delete(c.workloads, key)
 	c.signal()
+}
+
+// WorkloadsOnNode returns the admitted workloads with pods assigned to the
+// node by a host-level topology assignment.
+func (c *Cache) WorkloadsOnNode(name string) []types.NamespacedName {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(c.onNode[name]))
+	for key := range c.onNode[name] {
+		out = append(out, key)
+	}
+	return out
+}
+
+// DeletedNodeLabels returns the labels a deleted node had, as long as
+// admitted workloads are assigned to it; nil otherwise.
+func (c *Cache) DeletedNodeLabels(name string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.goneNodes[name]
 }
 
 // HasWorkload says whether the cache holds a workload's usage.

@@ -11,6 +11,7 @@ import (
 	"strata.dev/strata/agent/controller/jobs"
 	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/ungater"
+	"strata.dev/strata/agent/index"
 	"strata.dev/strata/agent/scheduler"
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
@@ -21,6 +22,9 @@ import (
 // the capacity cache fed by informers, the scheduler, the summary publisher,
 // the Job controller and the ungater.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration) error {
+	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	capacity := cache.New()
 	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling))
 	if err := capacity.SetupWithManager(ctx, mgr, sched.Wake); err != nil {

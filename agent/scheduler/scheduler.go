@@ -99,8 +99,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 
 // Schedule makes one pass over every queue.
 func (s *Scheduler) Schedule(ctx context.Context) error {
+	// The cache's objects themselves, not copies: a pass reads every
+	// workload, and copies only the ones it writes (try, setAdmitted).
 	var list strata.WorkloadList
-	if err := s.client.List(ctx, &list); err != nil {
+	if err := s.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	pending := map[string][]*strata.Workload{}
@@ -133,8 +135,8 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			addUsage(usage[a.ClusterQueue], a.PodSetAssignments)
 			continue
 		}
-		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid); c == nil || c.Status != metav1.ConditionFalse {
-			continue // not validated yet, or invalid
+		if _, invalid := wl.Annotations[strata.InvalidAnnotation]; invalid || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) {
+			continue // the Job cannot be admitted as written
 		}
 		s.mu.Lock()
 		writing := s.inflight[client.ObjectKeyFromObject(wl)]
@@ -209,7 +211,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fq.Name, err))
 			continue
 		}
-		return true, s.admit(ctx, wl, admission, fq.Name, usage)
+		return true, s.admit(ctx, wl.DeepCopy(), admission, fq.Name, usage)
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "the ClusterQueue has no flavors")
@@ -367,8 +369,13 @@ func recordQueues(pending map[string][]*strata.Workload, admitted []*strata.Work
 	}
 }
 
-// setAdmitted writes the Admitted condition when it changed.
+// setAdmitted writes the Admitted condition when it changed; wl is the
+// cache's object and is not modified.
 func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status metav1.ConditionStatus, reason, message string) error {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == status && c.Reason == reason && c.Message == truncate(message) {
+		return nil
+	}
+	wl = wl.DeepCopy()
 	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: status, Reason: reason, Message: truncate(message)}) {
 		return nil
 	}

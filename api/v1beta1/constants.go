@@ -41,6 +41,12 @@ const (
 	// TopologySchedulingGate holds a pod until the node selector of its
 	// assigned topology domain has been injected.
 	TopologySchedulingGate = Prefix + "topology"
+	// InvalidAnnotation on a Workload holds the reason its Job cannot be
+	// admitted as written (the Invalid condition has the message). The
+	// agent writes it with the Workload's spec, so that a scheduler never
+	// sees an invalid spec without it; workloads that carry it are not
+	// admitted.
+	InvalidAnnotation = Prefix + "invalid"
 	// WorkloadLabel on a pod template (and so on its pods) names the
 	// admitted Workload.
 	WorkloadLabel = Prefix + "workload"

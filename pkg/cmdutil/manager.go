@@ -37,8 +37,8 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that only one replica acts at a time")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease; defaults to the pod's namespace")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 200, "queries per second to the API server (API Priority and Fairness protects the server)")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "burst of queries to the API server")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", -1, "client-side limit of queries per second to the API server; negative (the default) leaves it to the server's API Priority and Fairness")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 0, "burst of queries to the API server when --kube-api-qps is positive")
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)
 	o.Zap.BindFlags(gfs)
 	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {

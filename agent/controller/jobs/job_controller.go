@@ -320,9 +320,16 @@ func (r *Reconciler) checkQueue(ctx context.Context, job *batchv1.Job) (string, 
 	return "", "", nil
 }
 
-// apply creates the Workload or brings an unadmitted one up to date, then
-// writes its Invalid condition and, when it changed to invalid, an event.
+// apply creates the Workload or brings an unadmitted one up to date —
+// spec and InvalidAnnotation in one write — then writes its Invalid
+// condition and, when it changed to invalid, an event. A valid Workload
+// that was never invalid has no Invalid condition: that saves a write per
+// Job.
 func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strata.Workload, reason, message string) (*strata.Workload, error) {
+	invalid := reason != ReasonValid
+	if invalid {
+		metav1.SetMetaDataAnnotation(&desired.ObjectMeta, strata.InvalidAnnotation, reason)
+	}
 	var wl strata.Workload
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), &wl)
 	switch {
@@ -336,17 +343,25 @@ func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strat
 		}
 	case err != nil:
 		return nil, err
-	case wl.Status.Admission == nil && !equality.Semantic.DeepEqual(wl.Spec, desired.Spec):
+	case wl.Status.Admission == nil && (!equality.Semantic.DeepEqual(wl.Spec, desired.Spec) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]):
 		wl.Spec = desired.Spec
+		if invalid {
+			metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.InvalidAnnotation, reason)
+		} else {
+			delete(wl.Annotations, strata.InvalidAnnotation)
+		}
 		if err := r.client.Update(ctx, &wl); err != nil {
 			return nil, err
 		}
 	}
+	was := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)
+	if !invalid && was == nil {
+		return &wl, nil
+	}
 	status := metav1.ConditionFalse
-	if reason != ReasonValid {
+	if invalid {
 		status = metav1.ConditionTrue
 	}
-	was := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)
 	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadInvalid, Status: status, Reason: reason, Message: message, ObservedGeneration: wl.Generation,
 	}) {
@@ -355,7 +370,7 @@ func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strat
 	if err := r.client.Status().Update(ctx, &wl); err != nil {
 		return nil, err
 	}
-	if status == metav1.ConditionTrue && (was == nil || was.Message != message) {
+	if invalid && (was == nil || was.Message != message) {
 		r.recorder.Eventf(job, &wl, corev1.EventTypeWarning, reason, "Validate", "%s", message)
 	}
 	return &wl, nil

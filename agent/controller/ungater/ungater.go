@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
@@ -37,6 +38,9 @@ type Reconciler struct {
 	// expected are pods ungated by this agent but not yet seen ungated in
 	// the cache: workload -> pod UID -> domain index, per pod set.
 	expected map[types.NamespacedName]map[types.UID]placed
+	// want is the number of pods each admitted workload's topology
+	// assignments expect.
+	want map[types.NamespacedName]int32
 }
 
 type placed struct {
@@ -46,7 +50,7 @@ type placed struct {
 
 // NewReconciler returns a Reconciler batching pod events over batch.
 func NewReconciler(c client.Client, batch time.Duration) *Reconciler {
-	return &Reconciler{client: c, batch: batch, expected: map[types.NamespacedName]map[types.UID]placed{}}
+	return &Reconciler{client: c, batch: batch, expected: map[types.NamespacedName]map[types.UID]placed{}, want: map[types.NamespacedName]int32{}}
 }
 
 // SetupWithManager watches admitted Workloads and the pods that carry a
@@ -60,23 +64,71 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// podHandler batches pod events per workload over the batch period, so a
+// burst of pod creations is one reconcile; but once every pod the
+// admission expects exists and one of them is gated, there is nothing to
+// wait for and the workload is reconciled at once.
 func (r *Reconciler) podHandler() handler.EventHandler {
-	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		if name := o.GetLabels()[strata.WorkloadLabel]; name != "" {
-			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}, r.batch)
+	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		name := o.GetLabels()[strata.WorkloadLabel]
+		if name == "" {
+			return
 		}
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}
+		if r.allPresent(ctx, req.NamespacedName) {
+			q.Add(req)
+			return
+		}
+		q.AddAfter(req, r.batch)
 	}
 	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, q)
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
 		},
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.ObjectNew, q)
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// A gated pod waits for its domain; a pod that stops running
+			// frees a slot for its replacement. Other updates change nothing
+			// the ungater decides on.
+			oldPod, okOld := e.ObjectOld.(*corev1.Pod)
+			newPod, okNew := e.ObjectNew.(*corev1.Pod)
+			if okOld && okNew && !isGated(newPod) && active(newPod) == active(oldPod) {
+				return
+			}
+			enqueue(ctx, e.ObjectNew, q)
 		},
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, q)
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
 		},
 	}
+}
+
+// allPresent says whether the workload's admission is known and every pod
+// it expects exists, not finished, with at least one of them gated.
+func (r *Reconciler) allPresent(ctx context.Context, key types.NamespacedName) bool {
+	r.mu.Lock()
+	want := r.want[key]
+	r.mu.Unlock()
+	if want == 0 {
+		return false
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, append(index.PodsOf(key.Namespace, key.Name), client.UnsafeDisableDeepCopy)...); err != nil {
+		return false
+	}
+	var n int32
+	gated := false
+	for i := range pods.Items {
+		if p := &pods.Items[i]; active(p) {
+			n++
+			gated = gated || isGated(p)
+		}
+	}
+	return gated && n >= want
+}
+
+// active is false for pods that finished or are being deleted.
+func active(p *corev1.Pod) bool {
+	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp.IsZero()
 }
 
 // Reconcile ungates what it can of one workload's pods.
@@ -90,8 +142,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	var want int32
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment != nil {
+			want += psa.Count
+		}
+	}
+	r.mu.Lock()
+	r.want[req.NamespacedName] = want
+	r.mu.Unlock()
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(wl.Namespace), client.MatchingLabels{strata.WorkloadLabel: wl.Name}); err != nil {
+	if err := r.client.List(ctx, &pods, index.PodsOf(wl.Namespace, wl.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
@@ -120,7 +181,7 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 	exp := r.expected[key]
 	for i := range all {
 		p := &all[i]
-		if p.Labels[strata.PodSetLabel] != ps.Name || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !p.DeletionTimestamp.IsZero() {
+		if p.Labels[strata.PodSetLabel] != ps.Name || !active(p) {
 			delete(exp, p.UID)
 			continue
 		}
@@ -208,6 +269,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.expected, key)
+	delete(r.want, key)
 }
 
 func isGated(p *corev1.Pod) bool {

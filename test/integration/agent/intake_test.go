@@ -93,11 +93,11 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 		job := newJob(ns, queue, 4, map[string]string{"kueue.x-k8s.io/podset-required-topology": rack})
 		Expect(worker.Client.Create(ctx, job)).To(Succeed())
 		Eventually(func(g Gomega) {
-			c := invalidCondition(g, ctx, job)
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(jobs.ReasonValid))
 			var wl strata.Workload
 			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			// Valid from the start: no Invalid condition, no invalid mark.
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)).To(BeNil())
+			g.Expect(wl.Annotations).NotTo(HaveKey(strata.InvalidAnnotation))
 			g.Expect(wl.Spec.QueueName).To(Equal(queue))
 			g.Expect(wl.Spec.PodSets).To(HaveLen(1))
 			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(4)))
@@ -120,6 +120,9 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(jobs.ReasonInvalidJob))
 			g.Expect(c.Message).To(ContainSubstring(`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "2": must evenly divide the pod count 3`))
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Annotations).To(HaveKeyWithValue(strata.InvalidAnnotation, jobs.ReasonInvalidJob))
 		}, timeout).Should(Succeed())
 		Eventually(func(g Gomega) {
 			var evs eventsv1.EventList
@@ -143,6 +146,10 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 		Eventually(func(g Gomega) {
 			c := invalidCondition(g, ctx, job)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonValid))
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Annotations).NotTo(HaveKey(strata.InvalidAnnotation))
 		}, timeout).Should(Succeed())
 	})
 

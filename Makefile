@@ -92,6 +92,10 @@ bench: ## Benchmarks (go test -bench), see docs/performance.md.
 bench-agent: k8s-binaries ## Agent throughput and latency on a kwok cluster of 5,000 nodes (minutes).
 	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/perf/ -run '^$$' -bench BenchmarkAgent -benchtime 1x -timeout 60m -v
 
+.PHONY: bench-hotswap
+bench-hotswap: k8s-binaries ## Hot swap: node failure to new assignment, on a real API server (a minute).
+	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/perf/ -run '^$$' -bench BenchmarkHotSwap -benchtime 1x -timeout 30m -v
+
 FUZZTIME ?= 60s
 .PHONY: fuzz
 fuzz: ## Fuzz the TopologyAssignment decoder for FUZZTIME (default 60s).

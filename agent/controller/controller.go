@@ -18,10 +18,27 @@ import (
 	"strata.dev/strata/pkg/tas"
 )
 
+// Option changes how SetupControllers wires the agent.
+type Option func(*options)
+
+type options struct {
+	nodeFailureClock clock.WithDelayedExecution
+}
+
+// WithNodeFailureClock replaces the real clock that measures hot swap's
+// delays, backoff and recovery timeout (tests step a fake one).
+func WithNodeFailureClock(c clock.WithDelayedExecution) Option {
+	return func(o *options) { o.nodeFailureClock = c }
+}
+
 // SetupControllers registers every controller of strata-agent with mgr:
 // the capacity cache fed by informers, the scheduler, the summary publisher,
-// the Job controller and the ungater.
-func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration) error {
+// the Job controller, the ungater and hot swap.
+func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration, opts ...Option) error {
+	o := options{nodeFailureClock: clock.RealClock{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -37,7 +54,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 		return err
 	}
 	recorder := mgr.GetEventRecorder("strata-agent")
-	if err := nodefailure.NewReconciler(mgr.GetClient(), capacity, cfg.NodeFailure, clock.RealClock{}, recorder).SetupWithManager(mgr); err != nil {
+	if err := nodefailure.NewReconciler(mgr.GetClient(), capacity, cfg.NodeFailure, o.nodeFailureClock, recorder).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := ungater.NewReconciler(mgr.GetClient(), cfg.Queueing.UngateBatchPeriod.Duration).SetupWithManager(mgr); err != nil {

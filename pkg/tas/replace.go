@@ -17,6 +17,14 @@ import (
 // the assignment; among those, the tightest. The result keeps the rank order:
 // the new node takes the failed node's place.
 func (s *Snapshot) FindReplacement(req Request, current *Assignment, failed string) (*Assignment, error) {
+	return s.FindReplacementNear(req, current, failed, nil)
+}
+
+// FindReplacementNear is FindReplacement for a failed node that may be gone
+// from the snapshot: failedValues, its topology values (highest level
+// first) when known, tell which domain it was in when no other node of the
+// assignment can.
+func (s *Snapshot) FindReplacementNear(req Request, current *Assignment, failed string, failedValues []string) (*Assignment, error) {
 	if !s.hostIsLowest || s.binsAreHosts {
 		return nil, fmt.Errorf("node replacement needs a topology whose lowest level is %s", s.levels[len(s.levels)-1])
 	}
@@ -35,7 +43,7 @@ func (s *Snapshot) FindReplacement(req Request, current *Assignment, failed stri
 		p.affinity = requiredAffinity(req)
 	}
 
-	scopes, err := s.replacementScopes(req, current, pos)
+	scopes, err := s.replacementScopes(req, current, pos, failedValues)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +79,7 @@ type scope struct {
 }
 
 // replacementScopes lists the domains to search, narrowest first.
-func (s *Snapshot) replacementScopes(req Request, current *Assignment, pos int) ([]scope, error) {
+func (s *Snapshot) replacementScopes(req Request, current *Assignment, pos int, failedValues []string) ([]scope, error) {
 	// The finest level whose domain the failed node's pods must stay in.
 	level, mode := -1, req.Mode
 	if mode != Unconstrained {
@@ -124,7 +132,15 @@ func (s *Snapshot) replacementScopes(req Request, current *Assignment, pos int) 
 			break
 		}
 	}
+	// Else the failed node's own domain, if other nodes are left in it (a
+	// required domain that is gone has no replacement).
+	for lvl := min(len(failedValues), s.depth) - 1; anchor == nil && lvl >= 0 && (mode != Required || lvl >= level); lvl-- {
+		anchor = s.domains[domainKey(failedValues[:lvl+1])]
+	}
 	if anchor == nil {
+		if mode == Required && len(failedValues) > level {
+			return nil, &FitError{Reason: fmt.Sprintf("no replacement: %s %s has no node left", LevelName(s.levels[level]), strings.Join(failedValues[:level+1], "/"))}
+		}
 		if mode == Required {
 			return nil, &FitError{Reason: fmt.Sprintf("no replacement: none of the workload's nodes is left to tell which %s it runs in", LevelName(s.levels[level]))}
 		}

@@ -18,9 +18,12 @@ func TestFindReplacement(t *testing.T) {
 		req     Request
 		current *Assignment
 		failed  string
-		change  func(s *Snapshot)
-		want    *Assignment
-		wantErr string
+		// failedValues are the failed node's topology values, remembered
+		// by the caller after the node was deleted.
+		failedValues []string
+		change       func(s *Snapshot)
+		want         *Assignment
+		wantErr      string
 	}{
 		"required rack: the tightest free node of the same rack takes the failed node's place": {
 			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
@@ -75,6 +78,35 @@ func TestFindReplacement(t *testing.T) {
 			// h3 in r1 has more room, but the slice lives in r2; h5 is used.
 			wantErr: "no replacement for node h7 in rack b1/r2: the best free node there fits 0 of its 2 pods",
 		},
+		"a deleted node alone in the assignment: no node is left to tell its rack": {
+			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h1", 2)},
+			failed:  "h1",
+			change:  func(s *Snapshot) { s.RemoveNode("h1") },
+			wantErr: "no replacement: none of the workload's nodes is left to tell which rack it runs in",
+		},
+		"a deleted node alone in the assignment, its rack remembered: replaced in that rack": {
+			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h1", 2)},
+			failed:  "h1", failedValues: []string{"b1", "r1", "h1"},
+			change: func(s *Snapshot) { s.RemoveNode("h1") },
+			want:   &Assignment{Levels: []string{host}, Domains: hosts("h2", 2)},
+		},
+		"a deleted node alone in its rack, rack required: the rack is gone, no replacement": {
+			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h6", 2)},
+			failed:  "h6", failedValues: []string{"b2", "r1", "h6"},
+			change:  func(s *Snapshot) { s.RemoveNode("h6") },
+			wantErr: "no replacement: rack b2/r1 has no node left",
+		},
+		"a deleted node alone in its rack, rack preferred: replaced in the block": {
+			nodes:   append(nodes[:len(nodes):len(nodes)], node{"h7", "b2", "r2", "2"}),
+			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h6", 2)},
+			failed:  "h6", failedValues: []string{"b2", "r1", "h6"},
+			change: func(s *Snapshot) { s.RemoveNode("h6") },
+			want:   &Assignment{Levels: []string{host}, Domains: hosts("h7", 2)},
+		},
 		"a node that is not in the assignment": {
 			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
 			current: onH1H2, failed: "h9",
@@ -91,7 +123,7 @@ func TestFindReplacement(t *testing.T) {
 			if tc.change != nil {
 				tc.change(s)
 			}
-			got, err := s.FindReplacement(tc.req, tc.current, tc.failed)
+			got, err := s.FindReplacementNear(tc.req, tc.current, tc.failed, tc.failedValues)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("FindReplacement() = %v, %v; want error %q", got, err, tc.wantErr)

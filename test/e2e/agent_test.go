@@ -16,7 +16,9 @@ import (
 
 	"strata.dev/strata/agent/controller/jobs"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/test/kwokcluster"
 )
 
 const (
@@ -94,6 +96,92 @@ var _ = Describe("strata-agent on a kwok cluster", Ordered, Label("e2e"), func()
 			racks[n.Labels[rack]] = true
 		}
 		Expect(racks).To(HaveLen(1), "pods ran on racks %v", racks)
+	})
+
+	It("moves the pods of a deleted node to a spare node of the same rack, and the Job completes", func(ctx SpecContext) {
+		// Pods run for 20 s (kwok's pod-complete stage delay), long enough to
+		// lose a node under them.
+		j := job("hot-swap", 4, "3") // 2 pods per node: 2 of a rack's 4 nodes
+		j.Spec.Template.Annotations[kwokcluster.RunForAnnotation] = "20s"
+		Expect(kube.Create(ctx, j)).To(Succeed())
+		var running []corev1.Pod
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{strata.WorkloadLabel: jobs.WorkloadName(j.Name)})).To(Succeed())
+			running = nil
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning {
+					running = append(running, p)
+				}
+			}
+			var wl strata.Workload
+			_ = kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: jobs.WorkloadName(j.Name)}, &wl)
+			g.Expect(running).To(HaveLen(4), "pods: %d, workload conditions: %+v", len(pods.Items), wl.Status.Conditions)
+		}, wait, 200*time.Millisecond).Should(Succeed())
+		failed := running[0].Spec.NodeName
+		var n corev1.Node
+		Expect(kube.Get(ctx, client.ObjectKey{Name: failed}, &n)).To(Succeed())
+		rackOf := n.Labels[rack]
+		By(fmt.Sprintf("deleting node %s of %s under the running Job", failed, rackOf))
+		Expect(kube.Delete(ctx, &n)).To(Succeed())
+
+		replacement := ""
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: jobs.WorkloadName(j.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, "NodeReplacement")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			a, err := tas.Decode(wl.Status.Admission.PodSetAssignments[0].TopologyAssignment)
+			g.Expect(err).NotTo(HaveOccurred())
+			var hosts []string
+			for _, d := range a.Domains {
+				hosts = append(hosts, d.Values[0])
+			}
+			g.Expect(hosts).NotTo(ContainElement(failed))
+			for _, h := range hosts {
+				if h != running[1].Spec.NodeName && h != running[2].Spec.NodeName && h != running[3].Spec.NodeName {
+					replacement = h
+				}
+			}
+			g.Expect(replacement).NotTo(BeEmpty())
+		}, wait, 200*time.Millisecond).Should(Succeed())
+		var rn corev1.Node
+		Expect(kube.Get(ctx, client.ObjectKey{Name: replacement}, &rn)).To(Succeed())
+		Expect(rn.Labels[rack]).To(Equal(rackOf), "the replacement is in the same rack")
+
+		// kwok would go on running the pods of a node that is gone; on a real
+		// cluster they are lost, and the pod garbage collector deletes them
+		// (40 s after the node). The test does that at once.
+		By("deleting the pods of the lost node, as the pod garbage collector does")
+		for _, p := range running {
+			if p.Spec.NodeName == failed {
+				Expect(client.IgnoreNotFound(kube.Delete(ctx, &p, client.GracePeriodSeconds(0)))).To(Succeed())
+			}
+		}
+		By("the Job controller recreates them; they run on " + replacement + " and the Job completes")
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			complete := false
+			for _, c := range got.Status.Conditions {
+				complete = complete || c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+			}
+			g.Expect(complete).To(BeTrue(), "job status: %+v", got.Status)
+		}, 4*time.Minute, time.Second).Should(Succeed())
+		var pods corev1.PodList
+		Expect(kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{strata.WorkloadLabel: jobs.WorkloadName(j.Name)})).To(Succeed())
+		onReplacement := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodSucceeded {
+				Expect(p.Spec.NodeName).NotTo(Equal(failed))
+				if p.Spec.NodeName == replacement {
+					onReplacement++
+				}
+			}
+		}
+		Expect(onReplacement).To(Equal(2), "the recreated pods ran on the replacement")
 	})
 
 	It("keeps a Job too big for any rack waiting, with the reason", func(ctx SpecContext) {

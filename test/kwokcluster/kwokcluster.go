@@ -43,13 +43,17 @@ func Create(name, dir string, extraArgs ...string) (*Cluster, error) {
 	c := &Cluster{Name: name, Kubeconfig: filepath.Join(dir, name+".kubeconfig"), bin: bin,
 		workDir: filepath.Join(framework.RepoRoot(), ".kwok")}
 	_, _ = c.run("kwokctl", "delete", "cluster", "--name", name) // left over from an interrupted run
+	stages := filepath.Join(dir, name+"-stages.yaml")
+	if err := writeStages(stages); err != nil {
+		return nil, err
+	}
 	args := []string{"create", "cluster", "--name", name, "--runtime", "binary",
 		"--kube-apiserver-binary", filepath.Join(bin, "kube-apiserver"),
 		"--kube-controller-manager-binary", filepath.Join(bin, "kube-controller-manager"),
 		"--kube-scheduler-binary", filepath.Join(bin, "kube-scheduler"),
 		"--kwok-controller-binary", filepath.Join(bin, "kwok"),
 		"--etcd-binary", filepath.Join(bin, "etcd"),
-		"--kubeconfig", c.Kubeconfig, "--wait", "2m"}
+		"--kubeconfig", c.Kubeconfig, "--wait", "2m", "--config", stages}
 	for _, a := range extraArgs {
 		args = append(args, "--extra-args", a)
 	}

@@ -3,8 +3,8 @@ package nodefailure
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,10 +15,15 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"strata.dev/strata/agent/cache"
+	"strata.dev/strata/agent/index"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/metrics"
@@ -43,13 +48,54 @@ type Reconciler struct {
 	client   client.Client
 	cache    *cache.Cache
 	cfg      configv1beta1.NodeFailure
-	clock    clock.Clock
 	recorder events.EventRecorder
+
+	// clock measures the delays (NotReady, tolerations, backoff, recovery
+	// timeout) and fires the rechecks through requeue, so that tests can
+	// step time instead of waiting.
+	clock   clock.WithDelayedExecution
+	requeue chan event.GenericEvent
+
+	mu sync.Mutex
+	// searches counts the failed replacement searches in a row per
+	// workload, for the retry backoff.
+	searches map[types.NamespacedName]int
 }
 
+// Retry backoff of replacement searches with fail-fast off: doubling from
+// the first, at most the second.
+const (
+	retryInitial = time.Second
+	retryMax     = 30 * time.Second
+)
+
 // NewReconciler returns a Reconciler.
-func NewReconciler(c client.Client, cc *cache.Cache, cfg configv1beta1.NodeFailure, clk clock.Clock, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, cache: cc, cfg: cfg, clock: clk, recorder: recorder}
+func NewReconciler(c client.Client, cc *cache.Cache, cfg configv1beta1.NodeFailure, clk clock.WithDelayedExecution, recorder events.EventRecorder) *Reconciler {
+	return &Reconciler{client: c, cache: cc, cfg: cfg, clock: clk, recorder: recorder,
+		requeue: make(chan event.GenericEvent), searches: map[types.NamespacedName]int{}}
+}
+
+// after reconciles the workload again once d has passed on the clock.
+func (r *Reconciler) after(key types.NamespacedName, d time.Duration) {
+	r.clock.AfterFunc(d, func() {
+		r.requeue <- event.GenericEvent{Object: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+	})
+}
+
+// backoff is the wait before the next replacement search of a workload
+// whose search failed, counting this failure.
+func (r *Reconciler) backoff(key types.NamespacedName) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.searches[key]
+	r.searches[key] = n + 1
+	return min(retryInitial<<min(n, 10), retryMax)
+}
+
+func (r *Reconciler) searched(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.searches, key)
 }
 
 // SetupWithManager watches admitted Workloads, the Nodes they use and their pods.
@@ -57,35 +103,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodefailure").
 		For(&strata.Workload{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.workloadsOnNode)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.workloadsOnNode), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				oldNode, okOld := e.ObjectOld.(*corev1.Node)
+				newNode, okNew := e.ObjectNew.(*corev1.Node)
+				return !okOld || !okNew || cache.SchedulingChanged(oldNode, newNode)
+			},
+		})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			if name := o.GetLabels()[strata.WorkloadLabel]; name != "" && o.GetLabels()[strata.TASLabel] != "" {
 				return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 			}
 			return nil
 		})).
+		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
 // workloadsOnNode finds the admitted workloads assigned to a node.
-func (r *Reconciler) workloadsOnNode(ctx context.Context, o client.Object) []ctrl.Request {
-	var list strata.WorkloadList
-	if err := r.client.List(ctx, &list); err != nil {
-		return nil
-	}
-	var out []ctrl.Request
-	for i := range list.Items {
-		wl := &list.Items[i]
-		if wl.Status.Admission == nil {
-			continue
-		}
-		for _, psa := range wl.Status.Admission.PodSetAssignments {
-			if a, err := tas.Decode(psa.TopologyAssignment); err == nil && hostLevel(a) &&
-				slices.ContainsFunc(a.Domains, func(d tas.DomainAssignment) bool { return d.Values[0] == o.GetName() }) {
-				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
-				break
-			}
-		}
+func (r *Reconciler) workloadsOnNode(_ context.Context, o client.Object) []ctrl.Request {
+	keys := r.cache.WorkloadsOnNode(o.GetName())
+	out := make([]ctrl.Request, len(keys))
+	for i, key := range keys {
+		out[i] = ctrl.Request{NamespacedName: key}
 	}
 	return out
 }
@@ -105,14 +145,16 @@ type failure struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var wl strata.Workload
 	if err := r.client.Get(ctx, req.NamespacedName, &wl); err != nil {
+		r.searched(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) ||
 		r.cfg.ReplaceFailedNodes != nil && !*r.cfg.ReplaceFailedNodes {
+		r.searched(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(wl.Namespace), client.MatchingLabels{strata.WorkloadLabel: wl.Name}); err != nil {
+	if err := r.client.List(ctx, &pods, index.PodsOf(wl.Namespace, wl.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
 	now := r.clock.Now()
@@ -143,11 +185,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if len(failed) == 0 {
+		r.searched(req.NamespacedName)
+		if recheck > 0 {
+			r.after(req.NamespacedName, recheck)
+		}
 		if len(wl.Status.UnhealthyNodes) > 0 {
 			wl.Status.UnhealthyNodes = nil
-			return ctrl.Result{RequeueAfter: recheck}, r.client.Status().Update(ctx, &wl)
+			return ctrl.Result{}, r.client.Status().Update(ctx, &wl)
 		}
-		return ctrl.Result{RequeueAfter: recheck}, nil
+		return ctrl.Result{}, nil
 	}
 	return r.handle(ctx, &wl, failed, pods.Items, now)
 }
@@ -174,8 +220,18 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	req.Tolerations = r.tolerations(wl, *psa)
 	var replaced *tas.Assignment
 	var searchErr error
-	if !r.cache.Flavor(psa.Flavor, func(s *tas.Snapshot, _ *strata.Topology) {
-		replaced, searchErr = s.FindReplacement(req, current, f.node)
+	gone := r.cache.DeletedNodeLabels(f.node)
+	if !r.cache.Flavor(psa.Flavor, func(s *tas.Snapshot, topo *strata.Topology) {
+		var values []string // where a deleted node was
+		for _, l := range topo.Spec.Levels {
+			if v, ok := gone[l.NodeLabel]; ok {
+				values = append(values, v)
+			}
+		}
+		if len(values) != len(topo.Spec.Levels) {
+			values = nil
+		}
+		replaced, searchErr = s.FindReplacementNear(req, current, f.node, values)
 	}) {
 		searchErr = fmt.Errorf("flavor %s is not known", psa.Flavor)
 	}
@@ -185,13 +241,28 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		if r.cfg.FailFast == nil || *r.cfg.FailFast {
 			return ctrl.Result{}, r.evict(ctx, wl, msg+"; fail-fast is on, so the workload goes back to its queue")
 		}
-		c := meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement)
-		if c != nil && c.Status == metav1.ConditionFalse && now.Sub(c.LastTransitionTime.Time) > r.cfg.RecoveryTimeout.Duration {
-			return ctrl.Result{}, r.evict(ctx, wl, msg+fmt.Sprintf("; no replacement within the recovery timeout of %s", r.cfg.RecoveryTimeout.Duration))
+		key := client.ObjectKeyFromObject(wl)
+		timeout := r.cfg.RecoveryTimeout.Duration
+		searchingSince := now
+		if c := meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement); c != nil && c.Status == metav1.ConditionFalse {
+			searchingSince = c.LastTransitionTime.Time
 		}
-		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: ConditionNodeReplacement, Status: metav1.ConditionFalse, Reason: "Searching", Message: msg + "; retrying"})
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.client.Status().Update(ctx, wl)
+		left := timeout - now.Sub(searchingSince)
+		if left <= 0 {
+			return ctrl.Result{}, r.evict(ctx, wl, msg+fmt.Sprintf("; no replacement within the recovery timeout of %s", timeout))
+		}
+		wait := min(r.backoff(key), left)
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+			Type: ConditionNodeReplacement, Status: metav1.ConditionFalse, Reason: "Searching", LastTransitionTime: metav1.NewTime(searchingSince),
+			Message: msg + fmt.Sprintf("; retrying (fail-fast is off) until the recovery timeout of %s evicts it", timeout),
+		})
+		if err := r.client.Status().Update(ctx, wl); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.after(key, wait)
+		return ctrl.Result{}, nil
 	}
+	r.searched(client.ObjectKeyFromObject(wl))
 	newHost := ""
 	for i, d := range replaced.Domains {
 		if current.Domains[i].Values[0] != d.Values[0] {
@@ -201,7 +272,7 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	psa.TopologyAssignment = tas.Encode(replaced)
 	wl.Status.UnhealthyNodes = nil
 	msg := fmt.Sprintf("node %s (%s) replaced by %s", f.node, f.reason, newHost)
-	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: ConditionNodeReplacement, Status: metav1.ConditionTrue, Reason: "Replaced", Message: msg})
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: ConditionNodeReplacement, Status: metav1.ConditionTrue, Reason: "Replaced", Message: msg, LastTransitionTime: metav1.NewTime(now)})
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -246,6 +317,7 @@ func (r *Reconciler) evict(ctx context.Context, wl *strata.Workload, message str
 		return err
 	}
 	r.cache.RemoveWorkload(client.ObjectKeyFromObject(wl))
+	r.searched(client.ObjectKeyFromObject(wl))
 	r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, ReasonNodeFailure, "Evict", "%s", message)
 	return nil
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,6 +15,7 @@ import (
 
 	"strata.dev/strata/agent/controller/jobs"
 	"strata.dev/strata/agent/controller/nodefailure"
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
@@ -165,6 +167,145 @@ var _ = Describe("Hot swap", Ordered, Label("agent", "hotswap"), func() {
 		Eventually(func(g Gomega) {
 			g.Expect(assignedHosts(g, ctx, job)).To(Equal([]string{map[string]string{"x1": "x2", "x2": "x1"}[hosts[0]]}))
 		}, 15*time.Second).Should(Succeed())
+	})
+})
+
+// hotSwapPool creates a flavor, queue and nodes of their own for a spec, so
+// that placements do not depend on what earlier specs left running. nodes
+// are name, rack, CPUs.
+func hotSwapPool(ctx SpecContext, pool string, nodes ...[3]string) string {
+	Expect(worker.Client.Create(ctx, testutil.MakeResourceFlavor("tas-"+pool).NodeLabel("pool", pool).TopologyName("timing-topology").Obj())).To(Succeed())
+	Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue(pool+"-q").Flavor("tas-"+pool).Obj())).To(Succeed())
+	for _, n := range nodes {
+		createPoolNode(ctx, pool, n[0], "b1", n[1], n[2])
+	}
+	return pool + "-q"
+}
+
+// admitJob creates a rack-required Job on a queue and returns the hosts of
+// its assignment.
+func admitJob(ctx SpecContext, ns, queue string, pods int32) (*batchv1.Job, []string) {
+	j := newJob(ns, queue, pods, map[string]string{"strata.dev/podset-required-topology": rack})
+	Expect(worker.Client.Create(ctx, j)).To(Succeed())
+	var hosts []string
+	Eventually(func(g Gomega) { hosts = assignedHosts(g, ctx, j) }, timeout).Should(Succeed())
+	return j, hosts
+}
+
+// runningPodOn creates a pod of the Job's workload bound to host, Running.
+func runningPodOn(ctx SpecContext, job *batchv1.Job, host string) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-running", Namespace: job.Namespace, Labels: map[string]string{
+			strata.WorkloadLabel: jobs.WorkloadName(job.Name), strata.PodSetLabel: "main", strata.TASLabel: "true",
+		}},
+		Spec: corev1.PodSpec{NodeName: host, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	Expect(worker.Client.Create(ctx, p)).To(Succeed())
+	p.Status.Phase = corev1.PodRunning
+	Expect(worker.Client.Status().Update(ctx, p)).To(Succeed())
+}
+
+func workloadOf(g Gomega, ctx SpecContext, job *batchv1.Job) *strata.Workload {
+	var wl strata.Workload
+	g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+	return &wl
+}
+
+var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
+	var ns string
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("timing-topology", block, rack, host).Obj())).To(Succeed())
+		ns = createNamespace(ctx, nil)
+	})
+
+	It("replaces a NotReady node once the NotReady delay has passed, and not before", func(ctx SpecContext) {
+		queue := hotSwapPool(ctx, "late", [3]string{"l1", "r1", "4"}, [3]string{"l2", "r1", "4"})
+		job, hosts := admitJob(ctx, ns, queue, 4)
+		Expect(hosts).To(HaveLen(1))
+		runningPodOn(ctx, job, hosts[0]) // its pods there still run: only the delay makes it failed
+
+		nodeClock.SetTime(time.Now())
+		var n corev1.Node
+		Expect(worker.Client.Get(ctx, client.ObjectKey{Name: hosts[0]}, &n)).To(Succeed())
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse,
+			LastTransitionTime: metav1.NewTime(nodeClock.Now()), LastHeartbeatTime: metav1.NewTime(nodeClock.Now())}}
+		Expect(worker.Client.Status().Update(ctx, &n)).To(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(assignedHosts(g, ctx, job)).To(Equal(hosts))
+			g.Expect(workloadOf(g, ctx, job).Status.UnhealthyNodes).To(BeEmpty())
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("stepping past the 30s NotReady delay")
+		nodeClock.Step(31 * time.Second)
+		other := map[string]string{"l1": "l2", "l2": "l1"}[hosts[0]]
+		Eventually(func(g Gomega) {
+			g.Expect(assignedHosts(g, ctx, job)).To(Equal([]string{other}))
+			c := meta.FindStatusCondition(workloadOf(g, ctx, job).Status.Conditions, nodefailure.ConditionNodeReplacement)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Message).To(Equal(fmt.Sprintf("node %s (NotReady for more than 30s) replaced by %s", hosts[0], other)))
+		}, timeout).Should(Succeed())
+	})
+
+	Context("with fail-fast off", func() {
+		BeforeAll(func() {
+			stopAgent()
+			stopAgent = startAgent(func(cfg *configv1beta1.AgentConfiguration) {
+				cfg.NodeFailure.FailFast = ptr.To(false)
+				cfg.NodeFailure.RecoveryTimeout = &metav1.Duration{Duration: 5 * time.Minute}
+			})
+			DeferCleanup(func() {
+				stopAgent()
+				stopAgent = startAgent()
+			})
+		})
+
+		It("keeps searching with backoff and replaces the node when one frees up in the rack", func(ctx SpecContext) {
+			queue := hotSwapPool(ctx, "retry", [3]string{"t1", "r1", "4"})
+			job, hosts := admitJob(ctx, ns, queue, 4)
+			Expect(hosts).To(Equal([]string{"t1"}))
+			Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "t1"}})).To(Succeed())
+			Eventually(func(g Gomega) {
+				wl := workloadOf(g, ctx, job)
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), "fail-fast is off: the workload keeps its admission")
+				g.Expect(wl.Status.UnhealthyNodes).To(ConsistOf(HaveField("Name", "t1")))
+				c := meta.FindStatusCondition(wl.Status.Conditions, nodefailure.ConditionNodeReplacement)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(c.Reason).To(Equal("Searching"))
+				g.Expect(c.Message).To(ContainSubstring("node t1 failed (the node was deleted): no replacement: rack b1/r1 has no node left; retrying"))
+			}, timeout).Should(Succeed())
+
+			By("a node joins the rack; the next retry, a backoff step later, takes it")
+			createPoolNode(ctx, "retry", "t2", "b1", "r1", "4")
+			Eventually(func(g Gomega) {
+				nodeClock.Step(2 * time.Second)
+				g.Expect(assignedHosts(g, ctx, job)).To(Equal([]string{"t2"}))
+				g.Expect(meta.IsStatusConditionTrue(workloadOf(g, ctx, job).Status.Conditions, nodefailure.ConditionNodeReplacement)).To(BeTrue())
+			}, timeout).Should(Succeed())
+		})
+
+		It("evicts and requeues the workload when the recovery timeout passes", func(ctx SpecContext) {
+			queue := hotSwapPool(ctx, "timeout", [3]string{"u1", "r1", "4"})
+			job, hosts := admitJob(ctx, ns, queue, 4)
+			Expect(hosts).To(Equal([]string{"u1"}))
+			Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "u1"}})).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(meta.IsStatusConditionFalse(workloadOf(g, ctx, job).Status.Conditions, nodefailure.ConditionNodeReplacement)).To(BeTrue())
+			}, timeout).Should(Succeed())
+
+			By("stepping past the 5m recovery timeout")
+			nodeClock.Step(6 * time.Minute)
+			Eventually(func(g Gomega) {
+				wl := workloadOf(g, ctx, job)
+				g.Expect(wl.Status.Admission).To(BeNil())
+				c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Reason).To(Equal(nodefailure.ReasonNodeFailure))
+				g.Expect(c.Message).To(ContainSubstring("no replacement within the recovery timeout of 5m0s"))
+			}, timeout).Should(Succeed())
+		})
 	})
 })
 

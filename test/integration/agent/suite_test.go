@@ -5,15 +5,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"strata.dev/strata/agent/controller"
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
@@ -49,15 +52,25 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() { stopAgent() })
 })
 
-// stopAgent stops the running agent's manager.
-var stopAgent func()
+var (
+	// stopAgent stops the running agent's manager.
+	stopAgent func()
+	// nodeClock measures hot swap's delays and timeouts in the running
+	// agent; specs step it instead of waiting. It starts at the real time.
+	nodeClock *testingclock.FakeClock
+)
 
 // startAgent starts the agent's controllers in a new manager (with a new,
-// empty capacity cache) and returns a function that stops it.
-func startAgent() func() {
+// empty capacity cache and a new nodeClock), with the default
+// configuration changed by configure, and returns a function that stops it.
+func startAgent(configure ...func(*configv1beta1.AgentConfiguration)) func() {
 	By("starting the agent's controllers")
 	cfg, err := config.LoadAgent("")
 	Expect(err).NotTo(HaveOccurred())
+	for _, c := range configure {
+		c(cfg)
+	}
+	nodeClock = testingclock.NewFakeClock(time.Now())
 	mgr, err := ctrl.NewManager(worker.Config, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -67,7 +80,7 @@ func startAgent() func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	Expect(controller.SetupControllers(ctx, mgr, cfg)).To(Succeed())
+	Expect(controller.SetupControllers(ctx, mgr, cfg, controller.WithNodeFailureClock(nodeClock))).To(Succeed())
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()
 	return func() {

@@ -42,8 +42,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	recorder := mgr.GetEventRecorder("strata-agent")
 	capacity := cache.New()
-	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling))
+	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder)
 	if err := capacity.SetupWithManager(ctx, mgr, sched.Wake); err != nil {
 		return err
 	}
@@ -53,7 +54,6 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := mgr.Add(summary.NewPublisher(mgr.GetClient(), capacity, cfg.Summary, clock.RealClock{})); err != nil {
 		return err
 	}
-	recorder := mgr.GetEventRecorder("strata-agent")
 	if err := nodefailure.NewReconciler(mgr.GetClient(), capacity, cfg.NodeFailure, o.nodeFailureClock, recorder).SetupWithManager(mgr); err != nil {
 		return err
 	}

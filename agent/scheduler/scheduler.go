@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,10 +39,11 @@ const (
 
 // Scheduler admits workloads. It is a manager Runnable.
 type Scheduler struct {
-	client client.Client
-	cache  *cache.Cache
-	opts   tas.Options
-	wake   chan struct{}
+	client   client.Client
+	cache    *cache.Cache
+	recorder events.EventRecorder
+	opts     tas.Options
+	wake     chan struct{}
 	// queueStatusAt is when each ClusterQueue's status was last written;
 	// writes are at most one per queueStatusInterval.
 	queueStatusAt map[string]time.Time
@@ -62,9 +64,10 @@ const admissionWriters = 16
 // otherwise follow every admission.
 const queueStatusInterval = time.Second
 
-// New returns a Scheduler.
-func New(c client.Client, cc *cache.Cache, opts tas.Options) *Scheduler {
-	return &Scheduler{client: c, cache: cc, opts: opts, wake: make(chan struct{}, 1), queueStatusAt: map[string]time.Time{},
+// New returns a Scheduler; it records why workloads wait as events with
+// recorder.
+func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
+	return &Scheduler{client: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), queueStatusAt: map[string]time.Time{},
 		inflight: map[types.NamespacedName]bool{}, writers: make(chan struct{}, admissionWriters)}
 }
 
@@ -379,7 +382,13 @@ func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status
 	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: status, Reason: reason, Message: truncate(message)}) {
 		return nil
 	}
-	return client.IgnoreNotFound(s.client.Status().Update(ctx, wl))
+	if err := s.client.Status().Update(ctx, wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if status == metav1.ConditionFalse {
+		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Schedule", "%s", truncate(message))
+	}
+	return nil
 }
 
 func truncate(m string) string {

@@ -1,6 +1,7 @@
 package nodefailure
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,6 +92,120 @@ func TestDetect(t *testing.T) {
 			got.Since = time.Time{} // checked by the latency metric, not here
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Detect() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMatrix plays the user guide's hot swap matrix (all five rows): per
+// configuration, what happens to a workload whose node is NotReady, in
+// three situations, with no replacement available unless said otherwise.
+func TestMatrix(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	node := func(notReadyFor time.Duration) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-notReadyFor)),
+		}}}}
+	}
+	running := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	terminating := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: ptr.To(metav1.NewTime(now))}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	situations := []struct {
+		name        string
+		node        *corev1.Node
+		pod         *corev1.Pod
+		replacement bool
+	}{
+		{"NotReady 10s, pod terminating", node(10 * time.Second), terminating, false},
+		{"NotReady 31s, pod running", node(31 * time.Second), running, false},
+		{"NotReady 31s, pod running, a spare node", node(31 * time.Second), running, true},
+	}
+	// outcome composes the steps as Reconcile does.
+	outcome := func(cfg configv1beta1.NodeFailure, node *corev1.Node, pod *corev1.Pod, replacement bool) string {
+		if !replaceEnabled(cfg) {
+			return "nothing"
+		}
+		v := Detect(node, []*corev1.Pod{pod}, nil, cfg, now)
+		if !v.Failed {
+			return fmt.Sprintf("wait %s", v.Recheck)
+		}
+		if replacement {
+			return "replace"
+		}
+		next := afterFailedSearch(cfg, now, now, 0)
+		if next.evict {
+			return "evict"
+		}
+		return fmt.Sprintf("retry in %s", next.retryIn)
+	}
+	rows := []struct {
+		replace, onTermination, failFast bool
+		want                             []string // per situation
+	}{
+		{false, true, true, []string{"nothing", "nothing", "nothing"}},
+		{true, false, false, []string{"wait 20s", "retry in 1s", "replace"}},
+		{true, true, false, []string{"retry in 1s", "retry in 1s", "replace"}},
+		{true, false, true, []string{"wait 20s", "evict", "replace"}},
+		{true, true, true, []string{"evict", "evict", "replace"}},
+	}
+	for _, row := range rows {
+		cfg := configv1beta1.NodeFailure{
+			ReplaceFailedNodes:      ptr.To(row.replace),
+			NotReadyDelay:           &metav1.Duration{Duration: 30 * time.Second},
+			ReplaceOnPodTermination: ptr.To(row.onTermination),
+			FailFast:                ptr.To(row.failFast),
+			RecoveryTimeout:         &metav1.Duration{Duration: 10 * time.Minute},
+		}
+		t.Run(fmt.Sprintf("replace=%t,onTermination=%t,failFast=%t", row.replace, row.onTermination, row.failFast), func(t *testing.T) {
+			var got []string
+			for _, s := range situations {
+				got = append(got, outcome(cfg, s.node, s.pod, s.replacement))
+			}
+			if diff := cmp.Diff(row.want, got); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAfterFailedSearch(t *testing.T) {
+	start := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	retrying := configv1beta1.NodeFailure{FailFast: ptr.To(false), RecoveryTimeout: &metav1.Duration{Duration: 10 * time.Minute}}
+	cases := map[string]struct {
+		cfg     configv1beta1.NodeFailure
+		now     time.Time
+		attempt int
+		want    nextAfterFailure
+	}{
+		"fail-fast unset means on": {
+			cfg: configv1beta1.NodeFailure{}, now: start,
+			want: nextAfterFailure{evict: true, why: "; fail-fast is on, so the workload goes back to its queue"},
+		},
+		"first retry after a second": {
+			cfg: retrying, now: start,
+			want: nextAfterFailure{retryIn: time.Second, why: "; retrying (fail-fast is off) until the recovery timeout of 10m0s evicts it"},
+		},
+		"backoff doubles": {
+			cfg: retrying, now: start.Add(time.Minute), attempt: 3,
+			want: nextAfterFailure{retryIn: 8 * time.Second, why: "; retrying (fail-fast is off) until the recovery timeout of 10m0s evicts it"},
+		},
+		"backoff is capped at 30s": {
+			cfg: retrying, now: start.Add(time.Minute), attempt: 40,
+			want: nextAfterFailure{retryIn: 30 * time.Second, why: "; retrying (fail-fast is off) until the recovery timeout of 10m0s evicts it"},
+		},
+		"the last retry falls on the timeout": {
+			cfg: retrying, now: start.Add(10*time.Minute - 5*time.Second), attempt: 20,
+			want: nextAfterFailure{retryIn: 5 * time.Second, why: "; retrying (fail-fast is off) until the recovery timeout of 10m0s evicts it"},
+		},
+		"past the recovery timeout": {
+			cfg: retrying, now: start.Add(10 * time.Minute), attempt: 21,
+			want: nextAfterFailure{evict: true, why: "; no replacement within the recovery timeout of 10m0s"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := afterFailedSearch(tc.cfg, start, tc.now, tc.attempt)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(nextAfterFailure{})); diff != "" {
+				t.Errorf("afterFailedSearch() (-want,+got):\n%s", diff)
 			}
 		})
 	}

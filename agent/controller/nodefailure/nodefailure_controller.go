@@ -82,14 +82,48 @@ func (r *Reconciler) after(key types.NamespacedName, d time.Duration) {
 	})
 }
 
-// backoff is the wait before the next replacement search of a workload
-// whose search failed, counting this failure.
-func (r *Reconciler) backoff(key types.NamespacedName) time.Duration {
+// attempt counts a failed replacement search of a workload and returns how
+// many failed in a row before it.
+func (r *Reconciler) attempt(key types.NamespacedName) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := r.searches[key]
 	r.searches[key] = n + 1
-	return min(retryInitial<<min(n, 10), retryMax)
+	return n
+}
+
+// nextAfterFailure is what follows a failed replacement search.
+type nextAfterFailure struct {
+	evict   bool
+	retryIn time.Duration
+	why     string // appended to the search's failure message
+}
+
+// afterFailedSearch decides what follows a failed replacement search: with
+// fail-fast, eviction; else a retry after a backoff (the attempt-th
+// failure in a row, from 0), until the recovery timeout, counted from
+// searchingSince, evicts.
+func afterFailedSearch(cfg configv1beta1.NodeFailure, searchingSince, now time.Time, attempt int) nextAfterFailure {
+	if cfg.FailFast == nil || *cfg.FailFast {
+		return nextAfterFailure{evict: true, why: "; fail-fast is on, so the workload goes back to its queue"}
+	}
+	var timeout time.Duration // unset (configurations are defaulted): no retries
+	if cfg.RecoveryTimeout != nil {
+		timeout = cfg.RecoveryTimeout.Duration
+	}
+	left := timeout - now.Sub(searchingSince)
+	if left <= 0 {
+		return nextAfterFailure{evict: true, why: fmt.Sprintf("; no replacement within the recovery timeout of %s", timeout)}
+	}
+	return nextAfterFailure{
+		retryIn: min(retryInitial<<min(attempt, 10), retryMax, left),
+		why:     fmt.Sprintf("; retrying (fail-fast is off) until the recovery timeout of %s evicts it", timeout),
+	}
+}
+
+// replaceEnabled says whether hot swap replaces failed nodes at all.
+func replaceEnabled(cfg configv1beta1.NodeFailure) bool {
+	return cfg.ReplaceFailedNodes == nil || *cfg.ReplaceFailedNodes
 }
 
 func (r *Reconciler) searched(key types.NamespacedName) {
@@ -148,8 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.searched(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) ||
-		r.cfg.ReplaceFailedNodes != nil && !*r.cfg.ReplaceFailedNodes {
+	if wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) || !replaceEnabled(r.cfg) {
 		r.searched(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
@@ -238,23 +271,19 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	if searchErr != nil {
 		metrics.Replacements.WithLabelValues("failed").Inc()
 		msg := fmt.Sprintf("node %s failed (%s): %v", f.node, f.reason, searchErr)
-		if r.cfg.FailFast == nil || *r.cfg.FailFast {
-			return ctrl.Result{}, r.evict(ctx, wl, msg+"; fail-fast is on, so the workload goes back to its queue")
-		}
 		key := client.ObjectKeyFromObject(wl)
-		timeout := r.cfg.RecoveryTimeout.Duration
 		searchingSince := now
 		if c := meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement); c != nil && c.Status == metav1.ConditionFalse {
 			searchingSince = c.LastTransitionTime.Time
 		}
-		left := timeout - now.Sub(searchingSince)
-		if left <= 0 {
-			return ctrl.Result{}, r.evict(ctx, wl, msg+fmt.Sprintf("; no replacement within the recovery timeout of %s", timeout))
+		next := afterFailedSearch(r.cfg, searchingSince, now, r.attempt(key))
+		if next.evict {
+			return ctrl.Result{}, r.evict(ctx, wl, msg+next.why)
 		}
-		wait := min(r.backoff(key), left)
+		wait := next.retryIn
 		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 			Type: ConditionNodeReplacement, Status: metav1.ConditionFalse, Reason: "Searching", LastTransitionTime: metav1.NewTime(searchingSince),
-			Message: msg + fmt.Sprintf("; retrying (fail-fast is off) until the recovery timeout of %s evicts it", timeout),
+			Message: msg + next.why,
 		})
 		if err := r.client.Status().Update(ctx, wl); err != nil {
 			return ctrl.Result{}, err

@@ -11,6 +11,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -174,6 +175,15 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Message).To(ContainSubstring("flavor tas-admit: rack required: the best rack fits 2 of 4 pods; limited by cpu"))
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var evs eventsv1.EventList
+			g.Expect(worker.Client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+			g.Expect(evs.Items).To(ContainElement(SatisfyAll(
+				HaveField("Regarding.Kind", "Workload"),
+				HaveField("Regarding.Name", jobs.WorkloadName(job.Name)),
+				HaveField("Reason", "Pending"),
+				HaveField("Note", ContainSubstring("the best rack fits 2 of 4 pods")))))
 		}, timeout).Should(Succeed())
 		var j batchv1.Job
 		Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())

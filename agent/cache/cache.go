@@ -63,14 +63,19 @@ type podUsage struct {
 }
 
 type admitted struct {
-	wl     *strata.Workload
-	flavor string
-	usage  []tas.Usage
+	wl    *strata.Workload
+	usage []flavorUsage
 	// hosts are the nodes of the workload's host-level assignments.
 	hosts []string
 	// version is the Workload's resourceVersion when its admission was
 	// recorded, to tell newer events from stale ones.
 	version int64
+}
+
+// flavorUsage is the usage of one pod set on a flavor's snapshot.
+type flavorUsage struct {
+	flavor string
+	usage  tas.Usage
 }
 
 // New returns an empty cache.
@@ -175,9 +180,13 @@ func (c *Cache) rebuildLocked() {
 		}
 		c.flavors[name] = f
 	}
+	c.onNode = map[string]map[types.NamespacedName]struct{}{}
 	for key, a := range c.workloads {
-		if err := c.commitLocked(key, a.wl); err != nil {
-			c.workloads[key] = admitted{wl: a.wl, version: a.version}
+		_ = c.commitLocked(key, a.wl) // on error it is kept without usage, as when it was first added
+	}
+	for name := range c.goneNodes {
+		if len(c.onNode[name]) == 0 {
+			delete(c.goneNodes, name)
 		}
 	}
 	c.signal()
@@ -331,6 +340,9 @@ func (c *Cache) EnsureAccounted(wls []*strata.Workload) error {
 	return errors.Join(errs...)
 }
 
+// commitLocked records an admitted workload: its hosts in the node index
+// and, all or nothing, the usage of its pod sets on the snapshots of known
+// flavors. On error the workload is recorded without usage.
 func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) error {
 	a := admitted{wl: wl.DeepCopy(), version: version(wl)}
 	defer func() {
@@ -342,12 +354,16 @@ func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) erro
 			c.onNode[h][key] = struct{}{}
 		}
 	}()
+	type part struct {
+		flavor     string
+		podSet     *strata.PodSet
+		assignment *tas.Assignment
+	}
+	var parts []part
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
-		f := c.flavors[psa.Flavor]
-		if f == nil || psa.TopologyAssignment == nil {
+		if psa.TopologyAssignment == nil {
 			continue
 		}
-		a.flavor = psa.Flavor
 		ps := workload.PodSet(wl, psa.Name)
 		if ps == nil {
 			return fmt.Errorf("admission names pod set %q, which the workload does not have", psa.Name)
@@ -361,13 +377,29 @@ func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) erro
 				a.hosts = append(a.hosts, d.Values[n-1])
 			}
 		}
-		u, err := f.snapshot.Commit(assignment, podRequests(ps))
-		if err != nil {
-			return fmt.Errorf("pod set %s: %w", psa.Name, err)
+		if c.flavors[psa.Flavor] != nil {
+			parts = append(parts, part{flavor: psa.Flavor, podSet: ps, assignment: assignment})
 		}
-		a.usage = append(a.usage, u)
+	}
+	for _, p := range parts {
+		u, err := c.flavors[p.flavor].snapshot.Commit(p.assignment, podRequests(p.podSet))
+		if err != nil {
+			c.releaseLocked(a.usage)
+			a.usage = nil
+			return fmt.Errorf("pod set %s: %w", p.podSet.Name, err)
+		}
+		a.usage = append(a.usage, flavorUsage{flavor: p.flavor, usage: u})
 	}
 	return nil
+}
+
+// releaseLocked gives usage back to the flavors' snapshots.
+func (c *Cache) releaseLocked(usage []flavorUsage) {
+	for _, u := range usage {
+		if f := c.flavors[u.flavor]; f != nil {
+			f.snapshot.Release(u.usage)
+		}
+	}
 }
 
 // RemoveWorkloadIfNewer gives back a workload's usage when wl, which no
@@ -403,11 +435,7 @@ func (c *Cache) removeWorkloadLocked(key types.NamespacedName) {
 	if !ok {
 		return
 	}
-	if f := c.flavors[a.flavor]; f != nil {
-		for _, u := range a.usage {
-			f.snapshot.Release(u)
-		}
-	}
+	c.releaseLocked(a.usage)
 	for _, h := range a.hosts {
 		delete(c.onNode[h], key)
 		if len(c.onNode[h]) == 0 {

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -391,12 +393,18 @@ func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status
 	return nil
 }
 
+// truncate shortens a condition message to the API's limit of 32 KiB, on
+// a character boundary.
 func truncate(m string) string {
 	const limit = 32 * 1024
-	if len(m) > limit {
-		return m[:limit-3] + "..."
+	if len(m) <= limit {
+		return m
 	}
-	return m
+	cut := limit - 3
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "..."
 }
 
 // addUsage adds the resource usage of pod set assignments to a queue's
@@ -449,7 +457,10 @@ func totalRequests(ps *strata.PodSet) corev1.ResourceList {
 	per := resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
 	out := corev1.ResourceList{}
 	for name, q := range per {
-		out[name] = *resource.NewMilliQuantity(q.MilliValue()*int64(ps.Count), q.Format)
+		// In decimal: milli-units times a pod count can pass int64.
+		total := q.AsDec()
+		total.Mul(total, inf.NewDec(int64(ps.Count), 0))
+		out[name] = *resource.NewDecimalQuantity(*total, q.Format)
 	}
 	return out
 }

@@ -544,7 +544,7 @@ func (p *plan) explain(b *strings.Builder, d *domain) {
 		}
 	}
 	if p.excluded > 0 {
-		fmt.Fprintf(b, "; %d nodes skipped: untolerated taints or node selector/affinity", p.excluded)
+		fmt.Fprintf(b, "; %s skipped: untolerated taints or node selector/affinity", nodes(p.excluded))
 	}
 }
 

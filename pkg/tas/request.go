@@ -168,6 +168,13 @@ func LevelName(label string) string {
 	return strings.TrimPrefix(name, "topology-")
 }
 
+func nodes(n int64) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
+}
+
 func pods(n int64) string {
 	if n == 1 {
 		return "1 pod"

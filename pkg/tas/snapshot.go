@@ -216,10 +216,17 @@ func (s *Snapshot) SetNode(n Node) bool {
 	return true
 }
 
-// RemoveNode removes a node and its usage.
+// RemoveNode removes a node. Usage recorded on it stays until AddUsage
+// takes it back (its pods and workloads go later than the node), and
+// applies again if a node of that name returns.
 func (s *Snapshot) RemoveNode(name string) {
-	if b := s.nodes[name]; b != nil {
-		s.detach(b)
+	b := s.nodes[name]
+	if b == nil {
+		return
+	}
+	s.detach(b)
+	s.setTaints(b, nil)
+	if isZero(b.used) {
 		s.freeBin(b)
 		delete(s.nodes, name)
 	}

@@ -112,7 +112,7 @@ func TestCapacity(t *testing.T) {
 				s.SetNode(n)
 			},
 			req:  oneRack,
-			want: "rack required: the best rack fits 4 of 8 pods; limited by cpu (1 node); 1 nodes skipped: untolerated taints or node selector/affinity",
+			want: "rack required: the best rack fits 4 of 8 pods; limited by cpu (1 node); 1 node skipped: untolerated taints or node selector/affinity",
 		},
 		"a tolerated taint does not": {
 			change: func(s *Snapshot) {
@@ -143,7 +143,7 @@ func TestCapacity(t *testing.T) {
 				NodeAffinity: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: host, Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}},
 				}}}},
-			want: "rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node); 1 nodes skipped: untolerated taints or node selector/affinity",
+			want: "rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node); 1 node skipped: untolerated taints or node selector/affinity",
 		},
 	}
 	for name, tc := range cases {

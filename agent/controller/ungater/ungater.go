@@ -175,10 +175,38 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 	if ps == nil {
 		return nil
 	}
+	r.mu.Lock()
+	releases := plan(ps, a, all, r.expected[key])
+	r.mu.Unlock()
+	for _, rel := range releases {
+		if err := r.release(ctx, rel.pod, a, rel.domain); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		if r.expected[key] == nil {
+			r.expected[key] = map[types.UID]placed{}
+		}
+		r.expected[key][rel.pod.UID] = placed{podSet: ps.Name, domain: rel.domain}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// release is a gated pod and the domain it goes to.
+type release struct {
+	pod    *corev1.Pod
+	domain int
+}
+
+// plan chooses domains for the gated pods of one pod set. Pods already
+// ungated count in their domains, and so do the pods in exp — ungated by
+// this agent, not yet seen so in the cache (exp loses the pods that are
+// gone, finished or seen ungated). Indexed pods go to the domain of their
+// rank, the others fill what is left in rank order; no domain gets more
+// than its count, so a pod that has no slot waits.
+func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.UID]placed) []release {
 	used := make([]int32, len(a.Domains))
 	var gated []*corev1.Pod
-	r.mu.Lock()
-	exp := r.expected[key]
 	for i := range all {
 		p := &all[i]
 		if p.Labels[strata.PodSetLabel] != ps.Name || !active(p) {
@@ -198,11 +226,8 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 			used[d]++
 		}
 	}
-	r.mu.Unlock()
 
 	rankOf := rankFunc(ps)
-	// Pods with an index go to the domain of their rank; the others fill
-	// what is left, in rank order.
 	slices.SortStableFunc(gated, func(x, y *corev1.Pod) int {
 		rx, okx := rankOf(x)
 		ry, oky := rankOf(y)
@@ -216,6 +241,7 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 		}
 		return cmp.Compare(x.Name, y.Name)
 	})
+	var out []release
 	for _, p := range gated {
 		d := -1
 		if rank, ok := rankOf(p); ok {
@@ -233,18 +259,10 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 		if d < 0 {
 			continue // no room: a replacement pod waits until a slot frees
 		}
-		if err := r.release(ctx, p, a, d); err != nil {
-			return err
-		}
 		used[d]++
-		r.mu.Lock()
-		if r.expected[key] == nil {
-			r.expected[key] = map[types.UID]placed{}
-		}
-		r.expected[key][p.UID] = placed{podSet: ps.Name, domain: d}
-		r.mu.Unlock()
+		out = append(out, release{pod: p, domain: d})
 	}
-	return nil
+	return out
 }
 
 // release sets the domain's node selector on the pod and removes the gate.

@@ -1,0 +1,715 @@
+package cache
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+const (
+	rackLabel  = "cloud.provider.com/topology-rack"
+	hostLabel  = strata.HostnameLabel
+	flavorName = "tas-flavor"
+	podSetName = "main"
+)
+
+var (
+	heartbeat      = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+	laterHeartbeat = heartbeat.Add(10 * time.Second)
+	taint          = corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoSchedule}
+)
+
+// node is a Ready node of the flavor's pool in rack with 4 cpu allocatable
+// and room for 110 pods.
+func node(name, rack string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			ResourceVersion: "1",
+			Labels:          map[string]string{hostLabel: name, rackLabel: rack, "pool": "tas"},
+		},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU:  resource.MustParse("4"),
+				corev1.ResourcePods: resource.MustParse("110"),
+			},
+			Conditions: []corev1.NodeCondition{{
+				Type:              corev1.NodeReady,
+				Status:            corev1.ConditionTrue,
+				LastHeartbeatTime: metav1.NewTime(heartbeat),
+			}},
+		},
+	}
+}
+
+// changed returns a copy of n changed by fn.
+func changed(n *corev1.Node, fn func(*corev1.Node)) *corev1.Node {
+	n = n.DeepCopy()
+	fn(n)
+	return n
+}
+
+func setHeartbeat(n *corev1.Node) {
+	n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(laterHeartbeat)
+}
+
+func setNotReady(n *corev1.Node) {
+	n.Status.Conditions[0].Status = corev1.ConditionFalse
+}
+
+// newCache returns a cache with topology "default" (rack, host), the
+// topology-aware flavor of the "tas" pool and nodes, with Changed() and
+// the returned subscription drained.
+func newCache(t *testing.T, nodes ...*corev1.Node) (*Cache, <-chan struct{}) {
+	t.Helper()
+	c := New()
+	sub := c.Subscribe()
+	c.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+	c.SetFlavor(testutil.MakeResourceFlavor(flavorName).NodeLabel("pool", "tas").TopologyName("default").Obj())
+	for _, n := range nodes {
+		c.SetNode(n)
+	}
+	signalled(c.Changed())
+	signalled(sub)
+	return c, sub
+}
+
+// signalled says whether ch holds a signal, consuming it; it never blocks.
+func signalled(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// onHost is a host-level domain assignment.
+func onHost(host string, count int32) tas.DomainAssignment {
+	return tas.DomainAssignment{Values: []string{host}, Count: count}
+}
+
+// admittedWorkload is workload ns/name at resourceVersion rv, admitted on the
+// flavor with its pod set "main" of 1-cpu pods assigned to domains.
+func admittedWorkload(name, rv string, domains ...tas.DomainAssignment) *strata.Workload {
+	var count int32
+	for _, d := range domains {
+		count += d.Count
+	}
+	wl := testutil.MakeWorkload(name, "ns").
+		PodSets(testutil.MakePodSet(podSetName, count, "cpu", "1").Obj()).
+		Admission(&strata.Admission{
+			ClusterQueue: "cq",
+			PodSetAssignments: []strata.PodSetAssignment{{
+				Name:   podSetName,
+				Flavor: flavorName,
+				Count:  count,
+				TopologyAssignment: tas.Encode(&tas.Assignment{
+					Levels:  []string{hostLabel},
+					Domains: domains,
+				}),
+			}},
+		}).
+		Obj()
+	wl.ResourceVersion = rv
+	return wl
+}
+
+func key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: name}
+}
+
+// addWorkload adds an admitted workload, failing the test on error.
+func addWorkload(t *testing.T, c *Cache, wl *strata.Workload) {
+	t.Helper()
+	if err := c.AddWorkload(key(wl.Name), wl); err != nil {
+		t.Fatalf("AddWorkload(%s): %v", wl.Name, err)
+	}
+}
+
+// placement places count 1-cpu pods in one rack of the flavor and returns
+// the pods per host, or the engine's reason when they do not fit.
+func placement(t *testing.T, c *Cache, count int32) any {
+	t.Helper()
+	var got any
+	found := c.Flavor(flavorName, func(s *tas.Snapshot, _ *strata.Topology) {
+		a, err := s.FindAssignment(tas.Request{
+			Count:       count,
+			PodRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+			Mode:        tas.Required,
+			Level:       rackLabel,
+		}, tas.DefaultOptions())
+		if err != nil {
+			got = err.Error()
+			return
+		}
+		hosts := map[string]int32{}
+		for _, d := range a.Domains {
+			hosts[d.Values[len(d.Values)-1]] = d.Count
+		}
+		got = hosts
+	})
+	if !found {
+		t.Fatalf("Flavor(%q) is not known to the cache", flavorName)
+	}
+	return got
+}
+
+func TestSchedulingChanged(t *testing.T) {
+	base := node("n1", "r1")
+	cases := map[string]struct {
+		change func(*corev1.Node)
+		want   bool
+	}{
+		"no change": {
+			change: func(*corev1.Node) {},
+			want:   false,
+		},
+		"heartbeat only": {
+			change: setHeartbeat,
+			want:   false,
+		},
+		"annotations only": {
+			change: func(n *corev1.Node) { n.Annotations = map[string]string{"example.com/note": "x"} },
+			want:   false,
+		},
+		"resourceVersion only": {
+			change: func(n *corev1.Node) { n.ResourceVersion = "2" },
+			want:   false,
+		},
+		"heartbeat, annotations and resourceVersion together": {
+			change: func(n *corev1.Node) {
+				setHeartbeat(n)
+				n.Annotations = map[string]string{"example.com/note": "x"}
+				n.ResourceVersion = "2"
+			},
+			want: false,
+		},
+		"Ready message only": {
+			change: func(n *corev1.Node) { n.Status.Conditions[0].Message = "kubelet is posting ready status" },
+			want:   false,
+		},
+		"allocatable written differently but equal": {
+			change: func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("4000m") },
+			want:   false,
+		},
+		"label value changed": {
+			change: func(n *corev1.Node) { n.Labels[rackLabel] = "r2" },
+			want:   true,
+		},
+		"label added": {
+			change: func(n *corev1.Node) { n.Labels["example.com/gpu"] = "a100" },
+			want:   true,
+		},
+		"allocatable changed": {
+			change: func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("3") },
+			want:   true,
+		},
+		"taint added": {
+			change: func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{taint} },
+			want:   true,
+		},
+		"unschedulable flipped": {
+			change: func(n *corev1.Node) { n.Spec.Unschedulable = true },
+			want:   true,
+		},
+		"Ready True to False": {
+			change: setNotReady,
+			want:   true,
+		},
+		"Ready condition gone": {
+			change: func(n *corev1.Node) { n.Status.Conditions = nil },
+			want:   true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := SchedulingChanged(base, changed(base, tc.change)); got != tc.want {
+				t.Errorf("SchedulingChanged() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSetNodeSignals(t *testing.T) {
+	n1 := node("n1", "r1")
+	cases := map[string]struct {
+		set           *corev1.Node
+		wantSignal    bool
+		wantPlacement any
+	}{
+		"the same node again": {
+			set:           n1.DeepCopy(),
+			wantPlacement: map[string]int32{"n1": 4},
+		},
+		"a heartbeat": {
+			set:           changed(n1, setHeartbeat),
+			wantPlacement: map[string]int32{"n1": 4},
+		},
+		"a heartbeat with new annotations and resourceVersion": {
+			set: changed(n1, func(n *corev1.Node) {
+				setHeartbeat(n)
+				n.Annotations = map[string]string{"example.com/note": "x"}
+				n.ResourceVersion = "2"
+			}),
+			wantPlacement: map[string]int32{"n1": 4},
+		},
+		"a taint": {
+			set:           changed(n1, func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{taint} }),
+			wantSignal:    true,
+			wantPlacement: "rack required: the best rack fits 0 of 4 pods; 1 node skipped: untolerated taints or node selector/affinity",
+		},
+		"NotReady": {
+			set:           changed(n1, setNotReady),
+			wantSignal:    true,
+			wantPlacement: "rack required: the best rack fits 0 of 4 pods",
+		},
+		"more allocatable": {
+			set: changed(n1, func(n *corev1.Node) {
+				n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("8")
+			}),
+			wantSignal:    true,
+			wantPlacement: map[string]int32{"n1": 4},
+		},
+		"a new node": {
+			set:           node("n2", "r1"),
+			wantSignal:    true,
+			wantPlacement: map[string]int32{"n1": 4},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, sub := newCache(t, n1)
+			c.SetNode(tc.set)
+			if got := signalled(c.Changed()); got != tc.wantSignal {
+				t.Errorf("Changed() signalled = %v, want %v", got, tc.wantSignal)
+			}
+			if got := signalled(sub); got != tc.wantSignal {
+				t.Errorf("Subscribe() channel signalled = %v, want %v", got, tc.wantSignal)
+			}
+			if diff := cmp.Diff(tc.wantPlacement, placement(t, c, 4)); diff != "" {
+				t.Errorf("placement after SetNode() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWorkloadsOnNode(t *testing.T) {
+	cases := map[string]struct {
+		steps func(t *testing.T, c *Cache)
+		want  map[string][]types.NamespacedName // node -> workloads
+	}{
+		"no workloads": {
+			steps: func(*testing.T, *Cache) {},
+			want:  map[string][]types.NamespacedName{"n1": {}, "n2": {}, "n3": {}},
+		},
+		"one workload on two hosts": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2), onHost("n2", 1)))
+			},
+			want: map[string][]types.NamespacedName{"n1": {key("a")}, "n2": {key("a")}, "n3": {}},
+		},
+		"two workloads sharing a host": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				addWorkload(t, c, admittedWorkload("b", "11", onHost("n1", 1), onHost("n3", 1)))
+			},
+			want: map[string][]types.NamespacedName{"n1": {key("a"), key("b")}, "n2": {}, "n3": {key("b")}},
+		},
+		"removed workload": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2), onHost("n2", 1)))
+				c.RemoveWorkload(key("a"))
+			},
+			want: map[string][]types.NamespacedName{"n1": {}, "n2": {}, "n3": {}},
+		},
+		"one of two workloads removed": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				addWorkload(t, c, admittedWorkload("b", "11", onHost("n1", 1), onHost("n3", 1)))
+				c.RemoveWorkload(key("b"))
+			},
+			want: map[string][]types.NamespacedName{"n1": {key("a")}, "n2": {}, "n3": {}},
+		},
+		"re-added on other hosts": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				addWorkload(t, c, admittedWorkload("a", "12", onHost("n2", 2)))
+			},
+			want: map[string][]types.NamespacedName{"n1": {}, "n2": {key("a")}, "n3": {}},
+		},
+		"re-added without an admission": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				wl := admittedWorkload("a", "12", onHost("n1", 2))
+				wl.Status.Admission = nil
+				addWorkload(t, c, wl)
+			},
+			want: map[string][]types.NamespacedName{"n1": {}, "n2": {}, "n3": {}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"), node("n3", "r2"))
+			tc.steps(t, c)
+			got := map[string][]types.NamespacedName{}
+			for n := range tc.want {
+				got[n] = c.WorkloadsOnNode(n)
+			}
+			sortKeys := cmpopts.SortSlices(func(a, b types.NamespacedName) bool { return a.String() < b.String() })
+			if diff := cmp.Diff(tc.want, got, sortKeys); diff != "" {
+				t.Errorf("WorkloadsOnNode() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWorkloadCapacity(t *testing.T) {
+	cases := map[string]struct {
+		steps      func(t *testing.T, c *Cache)
+		count      int32
+		want       any
+		wantSignal bool
+	}{
+		"empty flavor": {
+			steps: func(*testing.T, *Cache) {},
+			count: 8,
+			want:  map[string]int32{"n1": 4, "n2": 4},
+		},
+		"an admitted workload takes its hosts' capacity": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 3)))
+			},
+			count: 8,
+			want:  "rack required: the best rack fits 5 of 8 pods; limited by cpu (2 nodes)",
+		},
+		"what is left is still free": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 3)))
+			},
+			count: 5,
+			want:  map[string]int32{"n1": 1, "n2": 4},
+		},
+		"a removed workload gives its capacity back": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 3), onHost("n2", 4)))
+				c.RemoveWorkload(key("a"))
+			},
+			count:      8,
+			want:       map[string]int32{"n1": 4, "n2": 4},
+			wantSignal: true,
+		},
+		"re-adding a workload replaces its usage": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 4)))
+				addWorkload(t, c, admittedWorkload("a", "11", onHost("n2", 1)))
+			},
+			count:      7,
+			want:       map[string]int32{"n1": 4, "n2": 3},
+			wantSignal: true,
+		},
+		"a workload without an admission takes nothing": {
+			steps: func(t *testing.T, c *Cache) {
+				wl := admittedWorkload("a", "10", onHost("n1", 4))
+				wl.Status.Admission = nil
+				addWorkload(t, c, wl)
+			},
+			count: 8,
+			want:  map[string]int32{"n1": 4, "n2": 4},
+		},
+		"a workload admitted before its flavor existed counts once it appears": {
+			steps: func(t *testing.T, c *Cache) {
+				c.DeleteFlavor(flavorName)
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n2", 4)))
+				c.SetFlavor(testutil.MakeResourceFlavor(flavorName).NodeLabel("pool", "tas").TopologyName("default").Obj())
+			},
+			count:      5,
+			want:       "rack required: the best rack fits 4 of 5 pods; limited by cpu (2 nodes)",
+			wantSignal: true,
+		},
+		"usage is kept across a rebuild": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+			},
+			count:      7,
+			want:       "rack required: the best rack fits 6 of 7 pods; limited by cpu (2 nodes)",
+			wantSignal: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"))
+			tc.steps(t, c)
+			if got := signalled(c.Changed()); got != tc.wantSignal {
+				t.Errorf("Changed() signalled = %v, want %v", got, tc.wantSignal)
+			}
+			if diff := cmp.Diff(tc.want, placement(t, c, tc.count)); diff != "" {
+				t.Errorf("placement of %d pods (-want,+got):\n%s", tc.count, diff)
+			}
+		})
+	}
+}
+
+func TestAddWorkloadErrors(t *testing.T) {
+	cases := map[string]struct {
+		wl      func() *strata.Workload
+		wantErr string
+	}{
+		"pod set not in the workload": {
+			wl: func() *strata.Workload {
+				wl := admittedWorkload("a", "10", onHost("n1", 1))
+				wl.Status.Admission.PodSetAssignments[0].Name = "other"
+				return wl
+			},
+			wantErr: `admission names pod set "other", which the workload does not have`,
+		},
+		"invalid topology assignment": {
+			wl: func() *strata.Workload {
+				wl := admittedWorkload("a", "10", onHost("n1", 1))
+				wl.Status.Admission.PodSetAssignments[0].TopologyAssignment.Levels = nil
+				return wl
+			},
+			wantErr: "pod set main: levels: at least one level is required",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"))
+			err := c.AddWorkload(key("a"), tc.wl())
+			if err == nil {
+				t.Fatalf("AddWorkload() succeeded, want error %q", tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.wantErr, err.Error()); diff != "" {
+				t.Errorf("AddWorkload() error (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(map[string]int32{"n1": 4}, placement(t, c, 4)); diff != "" {
+				t.Errorf("placement after a failed AddWorkload() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDeletedNodeLabels(t *testing.T) {
+	n1, n2 := node("n1", "r1"), node("n2", "r1")
+	cases := map[string]struct {
+		steps func(t *testing.T, c *Cache)
+		node  string
+		want  map[string]string
+	}{
+		"a node that is not deleted": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+			},
+			node: "n1",
+		},
+		"a deleted node with an admitted workload": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.DeleteNode("n1")
+			},
+			node: "n1",
+			want: n1.Labels,
+		},
+		"a deleted node whose workload was removed": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.DeleteNode("n1")
+				c.RemoveWorkload(key("a"))
+			},
+			node: "n1",
+		},
+		"a deleted node with one of two workloads removed": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				addWorkload(t, c, admittedWorkload("b", "11", onHost("n1", 1)))
+				c.DeleteNode("n1")
+				c.RemoveWorkload(key("a"))
+			},
+			node: "n1",
+			want: n1.Labels,
+		},
+		"a deleted node without workloads": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.DeleteNode("n2")
+			},
+			node: "n2",
+		},
+		"a deleted node re-added": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.DeleteNode("n1")
+				c.SetNode(n1)
+			},
+			node: "n1",
+		},
+		"an unknown node": {
+			steps: func(*testing.T, *Cache) {},
+			node:  "n9",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, n1, n2)
+			tc.steps(t, c)
+			if diff := cmp.Diff(tc.want, c.DeletedNodeLabels(tc.node)); diff != "" {
+				t.Errorf("DeletedNodeLabels(%q) (-want,+got):\n%s", tc.node, diff)
+			}
+		})
+	}
+}
+
+func TestRemoveWorkloadIfNewer(t *testing.T) {
+	cases := map[string]struct {
+		version       string
+		wantKept      bool
+		wantPlacement any
+		wantOnNode    []types.NamespacedName
+	}{
+		"an older version": {
+			version:       "9",
+			wantKept:      true,
+			wantPlacement: "rack required: the best rack fits 1 of 2 pods; limited by cpu (1 node)",
+			wantOnNode:    []types.NamespacedName{key("a")},
+		},
+		"the same version": {
+			version:       "10",
+			wantKept:      true,
+			wantPlacement: "rack required: the best rack fits 1 of 2 pods; limited by cpu (1 node)",
+			wantOnNode:    []types.NamespacedName{key("a")},
+		},
+		"a newer version": {
+			version:       "11",
+			wantPlacement: map[string]int32{"n1": 2},
+			wantOnNode:    []types.NamespacedName{},
+		},
+		"an unparsable version counts as newest": {
+			version:       "",
+			wantPlacement: map[string]int32{"n1": 2},
+			wantOnNode:    []types.NamespacedName{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"))
+			addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 3)))
+			evicted := admittedWorkload("a", tc.version)
+			evicted.Status.Admission = nil
+			c.RemoveWorkloadIfNewer(key("a"), evicted)
+			if got := c.HasWorkload(key("a")); got != tc.wantKept {
+				t.Errorf("HasWorkload() = %v, want %v", got, tc.wantKept)
+			}
+			if diff := cmp.Diff(tc.wantOnNode, c.WorkloadsOnNode("n1")); diff != "" {
+				t.Errorf("WorkloadsOnNode() (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPlacement, placement(t, c, 2)); diff != "" {
+				t.Errorf("placement (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUsageAcrossNodeDeletion: usage on a node outlives the node, so that
+// releasing it later neither underflows nor leaks into a node of the same
+// name that comes back.
+func TestUsageAcrossNodeDeletion(t *testing.T) {
+	cases := map[string]struct {
+		steps func(c *Cache)
+		// want is the placement of 5 one-cpu pods in a rack afterwards (the
+		// rack is one 4-cpu node).
+		want any
+	}{
+		"workload released after its node was deleted, node back: the node is empty": {
+			steps: func(c *Cache) {
+				addWorkload(t, c, admittedWorkload("w", "1", onHost("n1", 3)))
+				c.DeleteNode("n1")
+				c.RemoveWorkload(key("w"))
+				c.SetNode(node("n1", "r1"))
+			},
+			want: "rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node)",
+		},
+		"node back while the workload is admitted: its usage still counts": {
+			steps: func(c *Cache) {
+				addWorkload(t, c, admittedWorkload("w", "1", onHost("n1", 3)))
+				c.DeleteNode("n1")
+				c.SetNode(node("n1", "r1"))
+			},
+			want: "rack required: the best rack fits 1 of 5 pods; limited by cpu (1 node)",
+		},
+		"a bound pod deleted after its node, node back: the node is empty": {
+			steps: func(c *Cache) {
+				c.SetPod(&corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "p"},
+					Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
+					}}}},
+				})
+				c.DeleteNode("n1")
+				c.DeletePod("p")
+				c.SetNode(node("n1", "r1"))
+			},
+			want: "rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"))
+			tc.steps(c)
+			if diff := cmp.Diff(tc.want, placement(t, c, 5)); diff != "" {
+				t.Errorf("placement (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRebuild: a flavor or topology change rebuilds the snapshots; the
+// node index and the usage of workloads follow, including workloads whose
+// usage could not be committed.
+func TestRebuild(t *testing.T) {
+	t.Run("the node index forgets removed workloads after a rebuild", func(t *testing.T) {
+		c, _ := newCache(t, node("n1", "r1"))
+		addWorkload(t, c, admittedWorkload("w", "1", onHost("n1", 1)))
+		c.DeleteFlavor(flavorName)
+		c.RemoveWorkload(key("w"))
+		if got := c.WorkloadsOnNode("n1"); len(got) != 0 {
+			t.Errorf("WorkloadsOnNode(n1) = %v after the workload was removed", got)
+		}
+	})
+	t.Run("a workload whose commit failed holds no capacity, before or after a rebuild", func(t *testing.T) {
+		c, _ := newCache(t, node("n1", "r1"))
+		wl := admittedWorkload("w", "1", onHost("n1", 3))
+		wl.Status.Admission.PodSetAssignments = append(wl.Status.Admission.PodSetAssignments, strata.PodSetAssignment{
+			Name: "missing", Flavor: flavorName, Count: 1,
+			TopologyAssignment: tas.Encode(&tas.Assignment{Levels: []string{hostLabel}, Domains: []tas.DomainAssignment{onHost("n1", 1)}}),
+		})
+		if err := c.AddWorkload(key("w"), wl); err == nil {
+			t.Fatal("AddWorkload() of an admission naming a missing pod set succeeded")
+		}
+		if diff := cmp.Diff(map[string]int32{"n1": 4}, placement(t, c, 4)); diff != "" {
+			t.Errorf("placement after the failed commit (-want,+got):\n%s", diff)
+		}
+		c.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+		c.RemoveWorkload(key("w"))
+		if diff := cmp.Diff(map[string]int32{"n1": 4}, placement(t, c, 4)); diff != "" {
+			t.Errorf("placement after a rebuild and removal (-want,+got):\n%s", diff)
+		}
+	})
+	t.Run("a workload admitted before its flavor exists is indexed on its nodes", func(t *testing.T) {
+		c := New()
+		addWorkload(t, c, admittedWorkload("w", "1", onHost("n1", 1)))
+		if diff := cmp.Diff([]types.NamespacedName{key("w")}, c.WorkloadsOnNode("n1")); diff != "" {
+			t.Errorf("WorkloadsOnNode(n1) (-want,+got):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,126 @@
+package ungater
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+const hostLabel = strata.HostnameLabel
+
+// pod is a pod of pod set "main": gated unless host is set (then ungated
+// to that host); index < 0 means no completion index label.
+func pod(name string, index int, host string) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), Labels: map[string]string{strata.PodSetLabel: "main"}}}
+	if index >= 0 {
+		p.Labels[strata.JobCompletionIndexLabel] = strconv.Itoa(index)
+	}
+	if host == "" {
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: strata.TopologySchedulingGate}}
+	} else {
+		p.Spec.NodeSelector = map[string]string{hostLabel: host}
+	}
+	return p
+}
+
+func with(p corev1.Pod, change func(*corev1.Pod)) corev1.Pod {
+	change(&p)
+	return p
+}
+
+func TestPlan(t *testing.T) {
+	indexed := &strata.PodSet{Name: "main", Count: 4, TopologyRequest: &strata.PodSetTopologyRequest{PodIndexLabel: ptr.To(strata.JobCompletionIndexLabel)}}
+	unindexed := &strata.PodSet{Name: "main", Count: 4}
+	offset := &strata.PodSet{Name: "main", Count: 4, TopologyRequest: &strata.PodSetTopologyRequest{
+		PodIndexLabel: ptr.To(strata.JobCompletionIndexLabel), PodIndexOffset: ptr.To[int32](10)}}
+	// Ranks 0-1 on h1, 2-3 on h2.
+	a := &tas.Assignment{Levels: []string{hostLabel}, Domains: []tas.DomainAssignment{{Values: []string{"h1"}, Count: 2}, {Values: []string{"h2"}, Count: 2}}}
+
+	cases := map[string]struct {
+		ps      *strata.PodSet
+		pods    []corev1.Pod
+		exp     map[types.UID]placed
+		want    map[string]string // pod -> host it is released to
+		wantExp map[types.UID]placed
+	}{
+		"indexed pods go to the domain of their rank": {
+			ps:   indexed,
+			pods: []corev1.Pod{pod("p3", 3, ""), pod("p0", 0, ""), pod("p2", 2, ""), pod("p1", 1, "")},
+			want: map[string]string{"p0": "h1", "p1": "h1", "p2": "h2", "p3": "h2"},
+		},
+		"the index offset is taken off": {
+			ps:   offset,
+			pods: []corev1.Pod{pod("p10", 10, ""), pod("p13", 13, "")},
+			want: map[string]string{"p10": "h1", "p13": "h2"},
+		},
+		"pods without an index fill the domains in order": {
+			ps:   unindexed,
+			pods: []corev1.Pod{pod("b", -1, ""), pod("a", -1, ""), pod("c", -1, "")},
+			want: map[string]string{"a": "h1", "b": "h1", "c": "h2"},
+		},
+		"never more pods than a domain's count: an extra pod waits": {
+			ps:   unindexed,
+			pods: []corev1.Pod{pod("a", -1, "h1"), pod("b", -1, "h1"), pod("c", -1, "h2"), pod("d", -1, "h2"), pod("e", -1, "")},
+			want: map[string]string{},
+		},
+		"a recreated pod takes the slot its finished predecessor left": {
+			ps: indexed,
+			pods: []corev1.Pod{
+				pod("p0", 0, "h1"), with(pod("p1-old", 1, "h1"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }),
+				pod("p1", 1, ""), pod("p2", 2, "h2"), pod("p3", 3, "h2"),
+			},
+			want: map[string]string{"p1": "h1"},
+		},
+		"a pod being deleted frees its slot": {
+			ps: indexed,
+			pods: []corev1.Pod{
+				with(pod("p0-old", 0, "h1"), func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }),
+				pod("p0", 0, ""), pod("p1", 1, "h1"),
+			},
+			want: map[string]string{"p0": "h1"},
+		},
+		"pods this agent ungated count even while the cache still shows them gated": {
+			ps:      unindexed,
+			pods:    []corev1.Pod{pod("a", -1, ""), pod("b", -1, ""), pod("c", -1, ""), pod("d", -1, ""), pod("e", -1, "")},
+			exp:     map[types.UID]placed{"a": {podSet: "main", domain: 0}, "b": {podSet: "main", domain: 0}, "c": {podSet: "main", domain: 1}},
+			want:    map[string]string{"d": "h2"},
+			wantExp: map[types.UID]placed{"a": {podSet: "main", domain: 0}, "b": {podSet: "main", domain: 0}, "c": {podSet: "main", domain: 1}},
+		},
+		"expectations are dropped once the cache shows the pod ungated, or it is gone": {
+			ps:      unindexed,
+			pods:    []corev1.Pod{pod("a", -1, "h1"), with(pod("b", -1, "h1"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), pod("c", -1, "")},
+			exp:     map[types.UID]placed{"a": {podSet: "main", domain: 0}, "b": {podSet: "main", domain: 0}},
+			want:    map[string]string{"c": "h1"},
+			wantExp: map[types.UID]placed{},
+		},
+		"pods of other pod sets are not touched": {
+			ps:   unindexed,
+			pods: []corev1.Pod{with(pod("w", -1, ""), func(p *corev1.Pod) { p.Labels[strata.PodSetLabel] = "workers" })},
+			want: map[string]string{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := map[string]string{}
+			for _, rel := range plan(tc.ps, a, tc.pods, tc.exp) {
+				got[rel.pod.Name] = a.Domains[rel.domain].Values[0]
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("plan() (-want,+got):\n%s", diff)
+			}
+			if tc.wantExp != nil {
+				if diff := cmp.Diff(tc.wantExp, tc.exp, cmp.AllowUnexported(placed{})); diff != "" {
+					t.Errorf("expectations after plan() (-want,+got):\n%s", diff)
+				}
+			}
+		})
+	}
+}

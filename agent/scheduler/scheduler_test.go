@@ -1,0 +1,448 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+const (
+	rackLabel = "cloud.provider.com/topology-rack"
+	hostLabel = strata.HostnameLabel
+)
+
+var created = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+
+// rl is a ResourceList from name/quantity pairs.
+func rl(pairs ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}
+
+// queued is workload ns/name with a priority (nil: none), created at
+// created plus age seconds.
+func queued(ns, name string, priority *int32, age int) *strata.Workload {
+	wl := testutil.MakeWorkload(name, ns).Obj()
+	wl.Spec.Priority = priority
+	wl.CreationTimestamp = metav1.NewTime(created.Add(time.Duration(age) * time.Second))
+	return wl
+}
+
+func TestBefore(t *testing.T) {
+	cases := map[string]struct {
+		a, b *strata.Workload
+		want bool
+	}{
+		"higher priority first, even when younger": {
+			a:    queued("ns", "a", ptr.To[int32](10), 60),
+			b:    queued("ns", "b", ptr.To[int32](5), 0),
+			want: true,
+		},
+		"lower priority after, even when older": {
+			a:    queued("ns", "a", ptr.To[int32](5), 0),
+			b:    queued("ns", "b", ptr.To[int32](10), 60),
+			want: false,
+		},
+		"no priority counts as 0, above a negative one": {
+			a:    queued("ns", "a", nil, 60),
+			b:    queued("ns", "b", ptr.To[int32](-1), 0),
+			want: true,
+		},
+		"no priority counts as 0, below a positive one": {
+			a:    queued("ns", "a", nil, 0),
+			b:    queued("ns", "b", ptr.To[int32](1), 60),
+			want: false,
+		},
+		"same priority: older first": {
+			a:    queued("ns", "z", ptr.To[int32](3), 0),
+			b:    queued("ns", "a", ptr.To[int32](3), 1),
+			want: true,
+		},
+		"same priority: younger after": {
+			a:    queued("ns", "a", ptr.To[int32](3), 1),
+			b:    queued("ns", "z", ptr.To[int32](3), 0),
+			want: false,
+		},
+		"nil and 0 priority are equal: older first": {
+			a:    queued("ns", "z", ptr.To[int32](0), 0),
+			b:    queued("ns", "a", nil, 1),
+			want: true,
+		},
+		"same priority and time: name order": {
+			a:    queued("ns", "a", nil, 0),
+			b:    queued("ns", "b", nil, 0),
+			want: true,
+		},
+		"same priority and time: name order, reversed": {
+			a:    queued("ns", "b", nil, 0),
+			b:    queued("ns", "a", nil, 0),
+			want: false,
+		},
+		"same priority and time: namespace before name": {
+			a:    queued("ns1", "z", nil, 0),
+			b:    queued("ns2", "a", nil, 0),
+			want: true,
+		},
+		"same workload is not before itself": {
+			a:    queued("ns", "a", ptr.To[int32](3), 0),
+			b:    queued("ns", "a", ptr.To[int32](3), 0),
+			want: false,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := before(tc.a, tc.b); got != tc.want {
+				t.Errorf("before() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckQuota(t *testing.T) {
+	cases := map[string]struct {
+		fq      strata.FlavorQuotas
+		used    corev1.ResourceList
+		podSets []strata.PodSet
+		wantErr string
+	}{
+		"no quotas": {
+			fq:      strata.FlavorQuotas{Name: "f"},
+			used:    rl("cpu", "1000"),
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 100, "cpu", "8").Obj()},
+		},
+		"within quota": {
+			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
+			used:    rl("cpu", "3"),
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 3, "cpu", "2").Obj()},
+		},
+		"exactly at quota": {
+			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
+			used:    rl("cpu", "4"),
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 3, "cpu", "2").Obj()},
+		},
+		"nothing used yet": {
+			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 5, "cpu", "2").Obj()},
+		},
+		"exceeded": {
+			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
+			used:    rl("cpu", "5"),
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 3, "cpu", "2").Obj()},
+			wantErr: "quota: cpu needs 6, 5 of 10 is in use",
+		},
+		"exceeded with nothing used": {
+			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 11, "cpu", "1").Obj()},
+			wantErr: "quota: cpu needs 11, 0 of 10 is in use",
+		},
+		"pod sets are summed": {
+			fq:   testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
+			used: rl("cpu", "2"),
+			podSets: []strata.PodSet{
+				testutil.MakePodSet("leader", 1, "cpu", "1").Obj(),
+				testutil.MakePodSet("workers", 4, "cpu", "2").Obj(),
+			},
+			wantErr: "quota: cpu needs 9, 2 of 10 is in use",
+		},
+		"the first exceeded resource is reported": {
+			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "100", "memory", "4Gi").Obj().Spec.Flavors[0],
+			used:    rl("cpu", "1", "memory", "1Gi"),
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 2, "cpu", "1", "memory", "2Gi").Obj()},
+			wantErr: "quota: memory needs 4Gi, 1Gi of 4Gi is in use",
+		},
+		"resources the workload does not request are not limited": {
+			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "nvidia.com/gpu", "0").Obj().Spec.Flavors[0],
+			used:    rl("nvidia.com/gpu", "8"),
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 2, "cpu", "1").Obj()},
+		},
+		"resources without a quota are not limited": {
+			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
+			used:    rl("cpu", "1"),
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 2, "cpu", "1", "memory", "1Ti").Obj()},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := testutil.MakeWorkload("w", "ns").PodSets(tc.podSets...).Obj()
+			var gotErr string
+			if err := checkQuota(tc.fq, tc.used, wl); err != nil {
+				gotErr = err.Error()
+			}
+			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+				t.Errorf("checkQuota() error (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTotalRequests(t *testing.T) {
+	cases := map[string]struct {
+		ps   strata.PodSet
+		want corev1.ResourceList
+	}{
+		"one pod": {
+			ps:   testutil.MakePodSet("main", 1, "cpu", "500m", "memory", "1Gi").Obj(),
+			want: rl("cpu", "500m", "memory", "1Gi"),
+		},
+		"requests times count": {
+			ps:   testutil.MakePodSet("main", 4, "cpu", "500m", "memory", "1Gi", "nvidia.com/gpu", "2").Obj(),
+			want: rl("cpu", "2", "memory", "4Gi", "nvidia.com/gpu", "8"),
+		},
+		"no pods": {
+			ps:   testutil.MakePodSet("main", 0, "cpu", "1").Obj(),
+			want: rl("cpu", "0"),
+		},
+		"no requests": {
+			ps:   testutil.MakePodSet("main", 3).Obj(),
+			want: corev1.ResourceList{},
+		},
+		"containers are summed": {
+			ps: func() strata.PodSet {
+				ps := testutil.MakePodSet("main", 2, "cpu", "1").Obj()
+				ps.Template.Spec.Containers = append(ps.Template.Spec.Containers, corev1.Container{
+					Name: "sidecar", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "250m")},
+				})
+				return ps
+			}(),
+			want: rl("cpu", "2500m"),
+		},
+		"no int64 overflow at scale: 60,000 pods x 200Gi": {
+			ps:   testutil.MakePodSet("main", 60000, "memory", "200Gi").Obj(),
+			want: rl("memory", "12000000Gi"),
+		},
+		"init containers count by their maximum": {
+			ps: func() strata.PodSet {
+				ps := testutil.MakePodSet("main", 2, "cpu", "1").Obj()
+				ps.Template.Spec.InitContainers = []corev1.Container{{
+					Name: "init", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "3")},
+				}}
+				return ps
+			}(),
+			want: rl("cpu", "6"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, totalRequests(&tc.ps)); diff != "" {
+				t.Errorf("totalRequests() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAddUsage(t *testing.T) {
+	cases := map[string]struct {
+		usage map[string]corev1.ResourceList
+		psas  []strata.PodSetAssignment
+		want  map[string]corev1.ResourceList
+	}{
+		"nothing to add": {
+			usage: map[string]corev1.ResourceList{},
+			want:  map[string]corev1.ResourceList{},
+		},
+		"into an empty usage": {
+			usage: map[string]corev1.ResourceList{},
+			psas:  []strata.PodSetAssignment{{Name: "main", Flavor: "f1", ResourceUsage: rl("cpu", "4")}},
+			want:  map[string]corev1.ResourceList{"f1": rl("cpu", "4")},
+		},
+		"onto existing usage": {
+			usage: map[string]corev1.ResourceList{"f1": rl("cpu", "1", "memory", "1Gi")},
+			psas:  []strata.PodSetAssignment{{Name: "main", Flavor: "f1", ResourceUsage: rl("cpu", "500m", "nvidia.com/gpu", "2")}},
+			want:  map[string]corev1.ResourceList{"f1": rl("cpu", "1500m", "memory", "1Gi", "nvidia.com/gpu", "2")},
+		},
+		"pod sets on two flavors": {
+			usage: map[string]corev1.ResourceList{"f1": rl("cpu", "1")},
+			psas: []strata.PodSetAssignment{
+				{Name: "leader", Flavor: "f1", ResourceUsage: rl("cpu", "1")},
+				{Name: "workers", Flavor: "f2", ResourceUsage: rl("cpu", "8")},
+				{Name: "more", Flavor: "f1", ResourceUsage: rl("cpu", "2")},
+			},
+			want: map[string]corev1.ResourceList{"f1": rl("cpu", "4"), "f2": rl("cpu", "8")},
+		},
+		"an assignment without usage still names its flavor": {
+			usage: map[string]corev1.ResourceList{},
+			psas:  []strata.PodSetAssignment{{Name: "main", Flavor: "f1"}},
+			want:  map[string]corev1.ResourceList{"f1": {}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			addUsage(tc.usage, tc.psas)
+			if diff := cmp.Diff(tc.want, tc.usage); diff != "" {
+				t.Errorf("addUsage() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	const limit = 32 * 1024
+	cases := map[string]struct {
+		in   string
+		want string
+	}{
+		"empty": {
+			in:   "",
+			want: "",
+		},
+		"short": {
+			in:   "waiting for capacity",
+			want: "waiting for capacity",
+		},
+		"exactly the limit": {
+			in:   strings.Repeat("a", limit),
+			want: strings.Repeat("a", limit),
+		},
+		"one byte over the limit": {
+			in:   strings.Repeat("a", limit+1),
+			want: strings.Repeat("a", limit-3) + "...",
+		},
+		"a multi-byte character is not split": {
+			in:   strings.Repeat("a", limit-4) + "é" + strings.Repeat("a", 10),
+			want: strings.Repeat("a", limit-4) + "...",
+		},
+		"far over the limit": {
+			in:   strings.Repeat("b", 3*limit),
+			want: strings.Repeat("b", limit-3) + "...",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := truncate(tc.in)
+			if len(got) > limit {
+				t.Errorf("len(truncate()) = %d, want at most %d", len(got), limit)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("truncate() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// tasNode is a Ready API node of the "tas" pool in rack with cpu allocatable.
+func tasNode(name, rack, cpu string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: map[string]string{hostLabel: name, rackLabel: rack, "pool": "tas"},
+		},
+		Status: corev1.NodeStatus{
+			Allocatable: rl("cpu", cpu, "pods", "110"),
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+}
+
+// hostCounts decodes a topology assignment to pods per host.
+func hostCounts(t *testing.T, ta *strata.TopologyAssignment) map[string]int32 {
+	t.Helper()
+	a, err := tas.Decode(ta)
+	if err != nil {
+		t.Fatalf("Decode(): %v", err)
+	}
+	if diff := cmp.Diff([]string{hostLabel}, a.Levels); diff != "" {
+		t.Errorf("TopologyAssignment levels (-want,+got):\n%s", diff)
+	}
+	out := map[string]int32{}
+	for _, d := range a.Domains {
+		out[d.Values[len(d.Values)-1]] += d.Count
+	}
+	return out
+}
+
+func TestPlaceOnFlavor(t *testing.T) {
+	topo := testutil.MakeTopology("default", rackLabel, hostLabel).Obj()
+	flavor := testutil.MakeResourceFlavor("tas-flavor").NodeLabel("pool", "tas").TopologyName("default").Obj()
+	ignoreTA := cmpopts.IgnoreFields(strata.PodSetAssignment{}, "TopologyAssignment")
+	cases := map[string]struct {
+		podSets   []strata.PodSet
+		want      *strata.Admission
+		wantHosts []map[string]int32 // per pod set
+		wantErr   string             // contained in the error
+	}{
+		"fits in one rack": {
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 5, "cpu", "1").Required(rackLabel).Obj()},
+			want: &strata.Admission{
+				ClusterQueue: "cq",
+				PodSetAssignments: []strata.PodSetAssignment{
+					{Name: "main", Flavor: "tas-flavor", Count: 5, ResourceUsage: rl("cpu", "5")},
+				},
+			},
+			wantHosts: []map[string]int32{{"r1-n1": 4, "r1-n2": 1}},
+		},
+		"two pod sets": {
+			podSets: []strata.PodSet{
+				testutil.MakePodSet("leader", 1, "cpu", "2").Obj(),
+				testutil.MakePodSet("workers", 3, "cpu", "1").Required(rackLabel).Obj(),
+			},
+			want: &strata.Admission{
+				ClusterQueue: "cq",
+				PodSetAssignments: []strata.PodSetAssignment{
+					{Name: "leader", Flavor: "tas-flavor", Count: 1, ResourceUsage: rl("cpu", "2")},
+					{Name: "workers", Flavor: "tas-flavor", Count: 3, ResourceUsage: rl("cpu", "3")},
+				},
+			},
+			wantHosts: []map[string]int32{{"r1-n2": 1}, {"r1-n1": 3}},
+		},
+		"does not fit in one rack": {
+			podSets: []strata.PodSet{testutil.MakePodSet("main", 7, "cpu", "1").Required(rackLabel).Obj()},
+			wantErr: "rack required: the best rack fits 6 of 7 pods; limited by cpu (2 nodes)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			snap := tas.NewSnapshot([]string{rackLabel, hostLabel}, flavor.Spec.NodeLabels)
+			for _, n := range []*corev1.Node{
+				tasNode("r1-n1", "r1", "4"), tasNode("r1-n2", "r1", "2"), tasNode("r2-n1", "r2", "2"),
+			} {
+				snap.SetNode(tas.NodeFromAPI(n, false))
+			}
+			wl := testutil.MakeWorkload("w", "ns").PodSets(tc.podSets...).Obj()
+			got, err := placeOnFlavor(snap, topo, flavor, "cq", wl, tas.DefaultOptions())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("placeOnFlavor() error = %v, want one containing %q", err, tc.wantErr)
+				}
+				if got != nil {
+					t.Errorf("placeOnFlavor() admission = %v, want nil with an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("placeOnFlavor(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got, ignoreTA); diff != "" {
+				t.Errorf("placeOnFlavor() (-want,+got):\n%s", diff)
+			}
+			var gotHosts []map[string]int32
+			for _, psa := range got.PodSetAssignments {
+				gotHosts = append(gotHosts, hostCounts(t, psa.TopologyAssignment))
+			}
+			if diff := cmp.Diff(tc.wantHosts, gotHosts); diff != "" {
+				t.Errorf("placeOnFlavor() hosts per pod set (-want,+got):\n%s", diff)
+			}
+			// The snapshot is left unchanged: the same placement again.
+			again, err := placeOnFlavor(snap, topo, flavor, "cq", wl, tas.DefaultOptions())
+			if err != nil {
+				t.Fatalf("placeOnFlavor() a second time: %v", err)
+			}
+			if diff := cmp.Diff(got, again); diff != "" {
+				t.Errorf("placeOnFlavor() a second time (-first,+second):\n%s", diff)
+			}
+		})
+	}
+}

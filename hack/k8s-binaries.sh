@@ -78,7 +78,7 @@ build_kubernetes() {
     GOFLAGS=-mod=mod "${GO}" mod edit -require "k8s.io/kubernetes@${KUBERNETES_VERSION}"
     local pkgs=()
     for b in "${bins[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${b}"); done
-    GOFLAGS=-mod=mod "${GO}" get "${pkgs[@]}"
+    GOFLAGS=-mod=mod "${GO}" get "${pkgs[@]/%/@${KUBERNETES_VERSION}}"
     local minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
     local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
     local ldflags="-s -w"
@@ -157,7 +157,7 @@ build_module() {
         else if (n == 4) print f[1] "=" f[3] "@" f[4]
       }')
     GOFLAGS=-mod=mod "${GO}" mod edit -require "${module}@${version}"
-    GOFLAGS=-mod=mod "${GO}" get "$@"
+    GOFLAGS=-mod=mod "${GO}" get "${@/%/@${version}}"
     mkdir -p "${out}.tmp"
     for p in "$@"; do
       log "  go build $(basename "${p}")"

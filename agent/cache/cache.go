@@ -4,6 +4,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -43,7 +45,15 @@ type Cache struct {
 	// goneNodes keeps the labels of deleted nodes that admitted workloads
 	// are still assigned to, so that hot swap knows their domains.
 	goneNodes map[string]map[string]string
+	// uncommitted are admitted workloads recorded without usage because
+	// their domains were not known yet (a node informer behind the
+	// workload informer); a new node retries them.
+	uncommitted map[types.NamespacedName]struct{}
 
+	// synced are the informer handlers' HasSynced; syncOnce rebuilds the
+	// snapshots once they all are.
+	synced   []toolscache.InformerSynced
+	syncOnce sync.Once
 	// changed is signalled (without blocking) whenever capacity may have
 	// grown, so that waiting workloads are retried.
 	changed chan struct{}
@@ -81,15 +91,16 @@ type flavorUsage struct {
 // New returns an empty cache.
 func New() *Cache {
 	return &Cache{
-		topologies: map[string]*strata.Topology{},
-		flavorDefs: map[string]*strata.ResourceFlavor{},
-		flavors:    map[string]*flavor{},
-		nodes:      map[string]*corev1.Node{},
-		pods:       map[types.UID]podUsage{},
-		workloads:  map[types.NamespacedName]admitted{},
-		onNode:     map[string]map[types.NamespacedName]struct{}{},
-		goneNodes:  map[string]map[string]string{},
-		changed:    make(chan struct{}, 1),
+		topologies:  map[string]*strata.Topology{},
+		flavorDefs:  map[string]*strata.ResourceFlavor{},
+		flavors:     map[string]*flavor{},
+		nodes:       map[string]*corev1.Node{},
+		pods:        map[types.UID]podUsage{},
+		workloads:   map[types.NamespacedName]admitted{},
+		onNode:      map[string]map[types.NamespacedName]struct{}{},
+		goneNodes:   map[string]map[string]string{},
+		uncommitted: map[types.NamespacedName]struct{}{},
+		changed:     make(chan struct{}, 1),
 	}
 }
 
@@ -205,7 +216,44 @@ func (c *Cache) SetNode(n *corev1.Node) {
 	for _, f := range c.flavors {
 		f.snapshot.SetNode(tas.NodeFromAPI(n, false))
 	}
+	if old == nil {
+		c.retryUncommittedLocked()
+	}
 	c.signal()
+}
+
+// retryUncommittedLocked records the usage of workloads that could not be
+// accounted before (their domains did not exist yet).
+func (c *Cache) retryUncommittedLocked() {
+	for key := range c.uncommitted {
+		if a, ok := c.workloads[key]; ok {
+			c.removeWorkloadLocked(key)
+			_ = c.commitLocked(key, a.wl) // still missing: it stays in uncommitted
+		} else {
+			delete(c.uncommitted, key)
+		}
+	}
+}
+
+// WaitForSync blocks until every informer handler of SetupWithManager has
+// delivered its initial objects, then rebuilds the snapshots once from the
+// complete set — so that a workload admitted before a restart is accounted
+// on the nodes of its domains, not on whichever arrived first. It returns
+// false when ctx ends first. Callers that hand out or publish capacity wait
+// for it.
+func (c *Cache) WaitForSync(ctx context.Context) bool {
+	c.mu.Lock()
+	synced := slices.Clone(c.synced)
+	c.mu.Unlock()
+	if len(synced) > 0 && !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+		return false
+	}
+	c.syncOnce.Do(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.rebuildLocked()
+	})
+	return true
 }
 
 // SchedulingChanged says whether a node update changes anything placement
@@ -345,6 +393,7 @@ func (c *Cache) EnsureAccounted(wls []*strata.Workload) error {
 // flavors. On error the workload is recorded without usage.
 func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) error {
 	a := admitted{wl: wl.DeepCopy(), version: version(wl)}
+	delete(c.uncommitted, key)
 	defer func() {
 		c.workloads[key] = a
 		for _, h := range a.hosts {
@@ -386,6 +435,7 @@ func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) erro
 		if err != nil {
 			c.releaseLocked(a.usage)
 			a.usage = nil
+			c.uncommitted[key] = struct{}{}
 			return fmt.Errorf("pod set %s: %w", p.podSet.Name, err)
 		}
 		a.usage = append(a.usage, flavorUsage{flavor: p.flavor, usage: u})
@@ -444,6 +494,7 @@ func (c *Cache) removeWorkloadLocked(key types.NamespacedName) {
 		}
 	}
 	delete(c.workloads, key)
+	delete(c.uncommitted, key)
 	c.signal()
 }
 

@@ -64,7 +64,7 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, onWorklo
 			return err
 		}
 		set, deleted := h.set, h.deleted
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { set(o) },
 			UpdateFunc: func(_, o any) { set(o) },
 			DeleteFunc: func(o any) {
@@ -73,9 +73,13 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, onWorklo
 				}
 				deleted(o)
 			},
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
+		c.mu.Lock()
+		c.synced = append(c.synced, reg.HasSynced)
+		c.mu.Unlock()
 	}
 	return nil
 }

@@ -37,6 +37,10 @@ import (
 const (
 	ReasonAdmitted = "Admitted"
 	ReasonPending  = "Pending"
+	// ReasonInadmissible: no capacity that may free up lets the workload in
+	// as written (a level its flavors' Topologies lack, more than a whole
+	// quota); it does not block a StrictFIFO queue.
+	ReasonInadmissible = "Inadmissible"
 )
 
 // Scheduler admits workloads. It is a manager Runnable.
@@ -53,9 +57,10 @@ type Scheduler struct {
 	// Admissions are written asynchronously, as kube-scheduler binds: the
 	// capacity is taken in the cache at once (assumed), the status write
 	// runs on one of writers, and a failed write gives the capacity back.
-	// inflight holds admissions the informer has not shown yet.
+	// inflight holds admissions the informer has not shown yet; they count
+	// against their queue's quota like the ones it shows.
 	mu       sync.Mutex
-	inflight map[types.NamespacedName]bool
+	inflight map[types.NamespacedName]*strata.Admission
 	writers  chan struct{}
 }
 
@@ -70,7 +75,7 @@ const queueStatusInterval = time.Second
 // recorder.
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
 	return &Scheduler{client: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), queueStatusAt: map[string]time.Time{},
-		inflight: map[types.NamespacedName]bool{}, writers: make(chan struct{}, admissionWriters)}
+		inflight: map[types.NamespacedName]*strata.Admission{}, writers: make(chan struct{}, admissionWriters)}
 }
 
 // Wake asks for a scheduling pass.
@@ -88,6 +93,11 @@ func (s *Scheduler) NeedLeaderElection() bool { return true }
 func (s *Scheduler) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("scheduler")
 	ctx = ctrl.LoggerInto(ctx, log)
+	// No admission before the cache holds every node, pod and admitted
+	// workload: after a restart, capacity must not be handed out twice.
+	if !s.cache.WaitForSync(ctx) {
+		return nil
+	}
 	for {
 		if err := s.Schedule(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Scheduling pass; retrying in a second")
@@ -146,8 +156,13 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		s.mu.Lock()
 		writing := s.inflight[client.ObjectKeyFromObject(wl)]
 		s.mu.Unlock()
-		if writing {
-			continue // admitted; the informer has not caught up
+		if writing != nil {
+			// Admitted; the informer has not caught up.
+			if usage[writing.ClusterQueue] == nil {
+				usage[writing.ClusterQueue] = map[string]corev1.ResourceList{}
+			}
+			addUsage(usage[writing.ClusterQueue], writing.PodSetAssignments)
+			continue
 		}
 		pending[wl.Spec.QueueName] = append(pending[wl.Spec.QueueName], wl)
 	}
@@ -175,14 +190,22 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		if usage[q] == nil {
 			usage[q] = map[string]corev1.ResourceList{}
 		}
+		blocked := false
 		for _, wl := range wls {
-			admitted, err := s.try(ctx, &cq, usage[q], wl)
+			if blocked {
+				// Written once: the message does not name the head, so
+				// that a new head does not rewrite every workload behind it.
+				if err := s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending,
+					fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", q)); err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			admitted, blocks, err := s.try(ctx, &cq, usage[q], wl)
 			if err != nil {
 				errs = append(errs, err)
 			}
-			if !admitted && cq.Spec.QueueingStrategy == strata.StrictFIFO {
-				break
-			}
+			blocked = !admitted && blocks && cq.Spec.QueueingStrategy == strata.StrictFIFO
 		}
 	}
 	return errors.Join(errs...)
@@ -208,21 +231,36 @@ func priority(wl *strata.Workload) int32 {
 }
 
 // try admits one workload on the first flavor of the queue where it fits.
-func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, wl *strata.Workload) (bool, error) {
+// blocks is false when the workload can never be admitted as it is (see
+// inadmissibleError): it then does not hold up a StrictFIFO queue.
+func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, wl *strata.Workload) (admitted, blocks bool, err error) {
 	var reasons []string
+	never := true
 	for _, fq := range cq.Spec.Flavors {
 		admission, err := s.place(cq, fq, usage[fq.Name], wl)
 		if err != nil {
 			reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fq.Name, err))
+			never = never && errors.As(err, new(inadmissibleError))
 			continue
 		}
-		return true, s.admit(ctx, wl.DeepCopy(), admission, fq.Name, usage)
+		return true, true, s.admit(ctx, wl.DeepCopy(), admission, fq.Name, usage)
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "the ClusterQueue has no flavors")
 	}
-	return false, s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending, "waiting for capacity: "+strings.Join(reasons, "; "))
+	if never {
+		return false, false, s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonInadmissible,
+			"cannot be admitted by ClusterQueue "+cq.Name+" as written: "+strings.Join(reasons, "; "))
+	}
+	return false, true, s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending, "waiting for capacity: "+strings.Join(reasons, "; "))
 }
+
+// inadmissibleError is a reason no change of capacity or usage lifts: the
+// workload names a level its flavor's Topology does not have, or needs
+// more than the flavor's whole quota.
+type inadmissibleError struct{ error }
+
+func (e inadmissibleError) Unwrap() error { return e.error }
 
 // place finds the assignment of every pod set on one flavor, within quota.
 func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) (*strata.Admission, error) {
@@ -238,6 +276,13 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used 
 		placeErr  error
 	)
 	found := s.cache.Flavor(fq.Name, func(snap *tas.Snapshot, topo *strata.Topology) {
+		for i := range wl.Spec.PodSets {
+			ps := &wl.Spec.PodSets[i]
+			if err := workload.ValidateAgainstTopology(ps.TopologyRequest, topo.Name, snap.Levels()); err != nil {
+				placeErr = inadmissibleError{fmt.Errorf("pod set %s: %w", ps.Name, err)}
+				return
+			}
+		}
 		admission, placeErr = placeOnFlavor(snap, topo, flavorDef, cq.Name, wl, s.opts)
 	})
 	if !found {
@@ -286,7 +331,7 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 	}
 	addUsage(usage, admission.PodSetAssignments)
 	s.mu.Lock()
-	s.inflight[key] = true
+	s.inflight[key] = admission
 	s.mu.Unlock()
 	log := ctrl.LoggerFrom(ctx)
 	s.writers <- struct{}{}
@@ -441,6 +486,9 @@ func checkQuota(fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Wor
 		n, ok := need[rq.Name]
 		if !ok {
 			continue
+		}
+		if n.Cmp(rq.NominalQuota) > 0 {
+			return inadmissibleError{fmt.Errorf("quota: %s needs %s, more than the whole quota of %s", rq.Name, n.String(), rq.NominalQuota.String())}
 		}
 		total := used[rq.Name].DeepCopy()
 		total.Add(n)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,8 @@ func TestCheckQuota(t *testing.T) {
 		used    corev1.ResourceList
 		podSets []strata.PodSet
 		wantErr string
+		// wantNever: no usage freeing up can help (inadmissibleError).
+		wantNever bool
 	}{
 		"no quotas": {
 			fq:      strata.FlavorQuotas{Name: "f"},
@@ -144,10 +147,12 @@ func TestCheckQuota(t *testing.T) {
 			podSets: []strata.PodSet{testutil.MakePodSet("main", 3, "cpu", "2").Obj()},
 			wantErr: "quota: cpu needs 6, 5 of 10 is in use",
 		},
-		"exceeded with nothing used": {
-			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
-			podSets: []strata.PodSet{testutil.MakePodSet("main", 11, "cpu", "1").Obj()},
-			wantErr: "quota: cpu needs 11, 0 of 10 is in use",
+		"more than the whole quota": {
+			fq:        testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
+			used:      rl("cpu", "3"),
+			podSets:   []strata.PodSet{testutil.MakePodSet("main", 11, "cpu", "1").Obj()},
+			wantErr:   "quota: cpu needs 11, more than the whole quota of 10",
+			wantNever: true,
 		},
 		"pod sets are summed": {
 			fq:   testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
@@ -179,11 +184,15 @@ func TestCheckQuota(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			wl := testutil.MakeWorkload("w", "ns").PodSets(tc.podSets...).Obj()
 			var gotErr string
-			if err := checkQuota(tc.fq, tc.used, wl); err != nil {
+			err := checkQuota(tc.fq, tc.used, wl)
+			if err != nil {
 				gotErr = err.Error()
 			}
 			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
 				t.Errorf("checkQuota() error (-want,+got):\n%s", diff)
+			}
+			if never := errors.As(err, new(inadmissibleError)); never != tc.wantNever {
+				t.Errorf("checkQuota() error is inadmissible: %t, want %t", never, tc.wantNever)
 			}
 		})
 	}

@@ -7,12 +7,15 @@ package ungater
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -43,9 +46,11 @@ type Reconciler struct {
 	want map[types.NamespacedName]int32
 }
 
+// placed is where the agent sent a pod: its pod set and the values of its
+// domain (not an index: hot swap may rewrite the assignment meanwhile).
 type placed struct {
 	podSet string
-	domain int
+	domain string
 }
 
 // NewReconciler returns a Reconciler batching pod events over batch.
@@ -178,19 +183,35 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 	r.mu.Lock()
 	releases := plan(ps, a, all, r.expected[key])
 	r.mu.Unlock()
-	for _, rel := range releases {
-		if err := r.release(ctx, rel.pod, a, rel.domain); err != nil {
-			return err
-		}
-		r.mu.Lock()
-		if r.expected[key] == nil {
-			r.expected[key] = map[types.UID]placed{}
-		}
-		r.expected[key][rel.pod.UID] = placed{podSet: ps.Name, domain: rel.domain}
-		r.mu.Unlock()
+	// The pods are patched concurrently: a Job's pods are released
+	// together. Each successful patch is recorded at once, whatever happens
+	// to the others.
+	var (
+		g    errgroup.Group
+		errs = make([]error, len(releases))
+	)
+	g.SetLimit(releaseWriters)
+	for i, rel := range releases {
+		g.Go(func() error {
+			if err := r.release(ctx, rel.pod, a, rel.domain); err != nil {
+				errs[i] = fmt.Errorf("pod %s: %w", rel.pod.Name, err)
+				return nil
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.expected[key] == nil {
+				r.expected[key] = map[types.UID]placed{}
+			}
+			r.expected[key][rel.pod.UID] = placed{podSet: ps.Name, domain: domainKey(a.Domains[rel.domain].Values)}
+			return nil
+		})
 	}
-	return nil
+	_ = g.Wait()
+	return errors.Join(errs...)
 }
+
+// releaseWriters bounds the concurrent pod patches of one reconcile.
+const releaseWriters = 16
 
 // release is a gated pod and the domain it goes to.
 type release struct {
@@ -201,21 +222,31 @@ type release struct {
 // plan chooses domains for the gated pods of one pod set. Pods already
 // ungated count in their domains, and so do the pods in exp — ungated by
 // this agent, not yet seen so in the cache (exp loses the pods that are
-// gone, finished or seen ungated). Indexed pods go to the domain of their
-// rank, the others fill what is left in rank order; no domain gets more
+// gone, finished or seen ungated). Pods whose rank the assignment covers go
+// to the domain of their rank; the others (no index, or an index past the
+// assignment, as when an Indexed Job has more completions than
+// parallelism) then fill what is left in rank order. No domain gets more
 // than its count, so a pod that has no slot waits.
 func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.UID]placed) []release {
 	used := make([]int32, len(a.Domains))
+	byKey := make(map[string]int, len(a.Domains))
+	for i, d := range a.Domains {
+		byKey[domainKey(d.Values)] = i
+	}
 	var gated []*corev1.Pod
 	for i := range all {
 		p := &all[i]
 		if p.Labels[strata.PodSetLabel] != ps.Name || !active(p) {
-			delete(exp, p.UID)
+			if e, ok := exp[p.UID]; ok && e.podSet == ps.Name {
+				delete(exp, p.UID)
+			}
 			continue
 		}
 		if isGated(p) {
 			if e, ok := exp[p.UID]; ok && e.podSet == ps.Name {
-				used[e.domain]++ // ungated by us; the cache has not caught up
+				if d, ok := byKey[e.domain]; ok {
+					used[d]++ // ungated by us; the cache has not caught up
+				}
 				continue
 			}
 			gated = append(gated, p)
@@ -242,28 +273,38 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 		return cmp.Compare(x.Name, y.Name)
 	})
 	var out []release
+	var rest []*corev1.Pod
 	for _, p := range gated {
-		d := -1
-		if rank, ok := rankOf(p); ok {
-			if d = a.DomainOfRank(rank); d >= 0 && used[d] >= a.Domains[d].Count {
-				d = -1
-			}
-		} else {
-			for i, dom := range a.Domains {
-				if used[i] < dom.Count {
-					d = i
-					break
-				}
-			}
+		rank, ok := rankOf(p)
+		if !ok {
+			rest = append(rest, p)
+			continue
 		}
+		d := a.DomainOfRank(rank)
 		if d < 0 {
-			continue // no room: a replacement pod waits until a slot frees
+			rest = append(rest, p)
+			continue
+		}
+		if used[d] >= a.Domains[d].Count {
+			continue // its domain is full: a replacement pod waits until a slot frees
 		}
 		used[d]++
 		out = append(out, release{pod: p, domain: d})
 	}
+	for _, p := range rest {
+		for i, dom := range a.Domains {
+			if used[i] < dom.Count {
+				used[i]++
+				out = append(out, release{pod: p, domain: i})
+				break
+			}
+		}
+	}
 	return out
 }
+
+// domainKey identifies a domain by its values.
+func domainKey(values []string) string { return strings.Join(values, "\x00") }
 
 // release sets the domain's node selector on the pod and removes the gate.
 func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignment, d int) error {

@@ -90,16 +90,46 @@ func TestPlan(t *testing.T) {
 		"pods this agent ungated count even while the cache still shows them gated": {
 			ps:      unindexed,
 			pods:    []corev1.Pod{pod("a", -1, ""), pod("b", -1, ""), pod("c", -1, ""), pod("d", -1, ""), pod("e", -1, "")},
-			exp:     map[types.UID]placed{"a": {podSet: "main", domain: 0}, "b": {podSet: "main", domain: 0}, "c": {podSet: "main", domain: 1}},
+			exp:     map[types.UID]placed{"a": {podSet: "main", domain: "h1"}, "b": {podSet: "main", domain: "h1"}, "c": {podSet: "main", domain: "h2"}},
 			want:    map[string]string{"d": "h2"},
-			wantExp: map[types.UID]placed{"a": {podSet: "main", domain: 0}, "b": {podSet: "main", domain: 0}, "c": {podSet: "main", domain: 1}},
+			wantExp: map[types.UID]placed{"a": {podSet: "main", domain: "h1"}, "b": {podSet: "main", domain: "h1"}, "c": {podSet: "main", domain: "h2"}},
 		},
 		"expectations are dropped once the cache shows the pod ungated, or it is gone": {
 			ps:      unindexed,
 			pods:    []corev1.Pod{pod("a", -1, "h1"), with(pod("b", -1, "h1"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), pod("c", -1, "")},
-			exp:     map[types.UID]placed{"a": {podSet: "main", domain: 0}, "b": {podSet: "main", domain: 0}},
+			exp:     map[types.UID]placed{"a": {podSet: "main", domain: "h1"}, "b": {podSet: "main", domain: "h1"}},
 			want:    map[string]string{"c": "h1"},
 			wantExp: map[types.UID]placed{},
+		},
+		"indexes past the assignment fill the free slots after the covered ranks": {
+			// An Indexed Job with completions 6 and parallelism 4: ranks 4
+			// and 5 come after their predecessors finished.
+			ps: indexed,
+			pods: []corev1.Pod{
+				with(pod("p0", 0, "h1"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
+				pod("p5", 5, ""), pod("p4", 4, ""), pod("p1", 1, "h1"), pod("p2", 2, "h2"),
+				with(pod("p3", 3, "h2"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
+			},
+			want: map[string]string{"p4": "h1", "p5": "h2"},
+		},
+		"an index below the offset waits for the covered ranks": {
+			ps:   offset,
+			pods: []corev1.Pod{pod("p9", 9, ""), pod("p10", 10, ""), pod("p11", 11, ""), pod("p12", 12, "")},
+			want: map[string]string{"p10": "h1", "p11": "h1", "p12": "h2", "p9": "h2"},
+		},
+		"expectations for a domain hot swap replaced no longer count": {
+			ps:      unindexed,
+			pods:    []corev1.Pod{pod("a", -1, ""), pod("b", -1, ""), pod("c", -1, "")},
+			exp:     map[types.UID]placed{"a": {podSet: "main", domain: "h-failed"}},
+			want:    map[string]string{"b": "h1", "c": "h1"},
+			wantExp: map[types.UID]placed{"a": {podSet: "main", domain: "h-failed"}},
+		},
+		"expectations of other pod sets are kept": {
+			ps:      unindexed,
+			pods:    []corev1.Pod{with(pod("w", -1, "h1"), func(p *corev1.Pod) { p.Labels[strata.PodSetLabel] = "workers" })},
+			exp:     map[types.UID]placed{"w": {podSet: "workers", domain: "h1"}},
+			want:    map[string]string{},
+			wantExp: map[types.UID]placed{"w": {podSet: "workers", domain: "h1"}},
 		},
 		"pods of other pod sets are not touched": {
 			ps:   unindexed,

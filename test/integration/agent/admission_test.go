@@ -147,15 +147,24 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 	})
 
 	It("ungates the pods in rank order, exactly as many per host as assigned", func(ctx SpecContext) {
-		// Created out of order, with one index the assignment does not have.
+		// Created out of order, with one index past the assignment, as an
+		// Indexed Job with more completions than parallelism has.
 		createPods(ctx, firstJob, 5, 3, 0, 4, 1, 2, 6)
 		n := firstJob.Name
 		Eventually(func(g Gomega) {
 			g.Expect(podHosts(g, ctx, firstJob)).To(Equal(map[string]string{
 				n + "-0": "a1", n + "-1": "a1", n + "-2": "a1", n + "-3": "a1",
 				n + "-4": "a2", n + "-5": "a2",
-				n + "-6": "", // rank 6 is outside the assignment: it stays gated
+				n + "-6": "", // every slot is taken: rank 6 waits
 			}))
+		}, timeout).Should(Succeed())
+		By("rank 0 succeeds; rank 6 takes its slot")
+		var p0 corev1.Pod
+		Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: firstJob.Namespace, Name: n + "-0"}, &p0)).To(Succeed())
+		p0.Status.Phase = corev1.PodSucceeded
+		Expect(worker.Client.Status().Update(ctx, &p0)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(podHosts(g, ctx, firstJob)).To(HaveKeyWithValue(n+"-6", "a1"))
 		}, timeout).Should(Succeed())
 	})
 

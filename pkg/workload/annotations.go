@@ -6,9 +6,11 @@ package workload
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -66,7 +68,8 @@ func (a annotations) field(name string) *field.Path { return a.path.Key(a.keys[n
 // count is the pod set's size; defaultSliceSize, if not 0, is the slice size
 // used when a slice level is given without one. path is the path of the
 // annotations map, for error messages. It returns nil when the template has
-// no topology annotation.
+// no topology annotation. When it returns errors, the request still holds
+// what could be read, for messages only: it may break the Workload schema.
 func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, path *field.Path) (*strata.PodSetTopologyRequest, field.ErrorList) {
 	a, errs := readAnnotations(m, path)
 	if len(a.values) == 0 {
@@ -120,14 +123,15 @@ func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, pa
 		req.PodSetSliceRequiredTopology = ptr.To(sliceLevel)
 		size := defaultSliceSize
 		if hasSliceSize {
-			n, err := strconv.ParseInt(sliceSize, 10, 32)
-			if err != nil || n < 1 {
+			size = 0
+			if n, ok := parsePodCount(sliceSize); ok {
+				size = n
+			} else {
 				errs = append(errs, field.Invalid(a.field(sliceSizeName), sliceSize, "must be a whole number of pods, at least 1"))
 			}
-			size = int32(n)
 		}
 		switch {
-		case size == 0 && !hasSliceSize:
+		case size < 1 && !hasSliceSize:
 			errs = append(errs, field.Required(path.Key(strata.Prefix+sliceSizeName),
 				"podset-slice-size is required with podset-slice-required-topology"))
 		case size >= 1 && count%size != 0:
@@ -147,8 +151,8 @@ func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, pa
 		req.PodSetSliceRequiredTopologyConstraints = layers
 	}
 	if v, ok := a.get(groupName); ok {
-		if v == "" || len(v) > 63 {
-			errs = append(errs, field.Invalid(a.field(groupName), v, "must be 1 to 63 characters"))
+		if v == "" || len(v) > maxGroupNameLength {
+			errs = append(errs, field.Invalid(a.field(groupName), v, fmt.Sprintf("must be 1 to %d characters", maxGroupNameLength)))
 		}
 		req.PodSetGroupName = ptr.To(v)
 	}
@@ -164,12 +168,13 @@ func parseConstraints(v string, count int32, path *field.Path) ([]strata.PodSetS
 			`must be a JSON list like [{"topology": "<node label>", "size": "<pods>"}]: `+err.Error())}
 	}
 	var errs field.ErrorList
-	if len(raw) == 0 || len(raw) > 3 {
-		errs = append(errs, field.Invalid(path, v, "must have 1 to 3 layers"))
+	if len(raw) == 0 || len(raw) > maxLayers {
+		errs = append(errs, field.Invalid(path, v, fmt.Sprintf("must have 1 to %d layers", maxLayers)))
 	}
 	out := make([]strata.PodSetSliceTopologyConstraint, 0, len(raw))
+	seen := map[string]int{} // level -> its layer
 	for i, entry := range raw {
-		var level, sizeText string
+		var level string
 		if err := json.Unmarshal(entry["topology"], &level); err != nil || level == "" {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: \"topology\" must be a node label key", i)))
 			continue
@@ -177,37 +182,60 @@ func parseConstraints(v string, count int32, path *field.Path) ([]strata.PodSetS
 		if err := validLevel(level, path); err != nil {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: %s", i, err.Detail)))
 		}
-		var size int64
-		if err := json.Unmarshal(entry["size"], &sizeText); err == nil {
-			size, err = strconv.ParseInt(sizeText, 10, 32)
-			if err != nil {
-				size = 0
-			}
-		} else if err := json.Unmarshal(entry["size"], &size); err != nil {
-			size = 0
+		if j, dup := seen[level]; dup {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: level %q is already layer %d; each level may appear in one layer only", i, level, j)))
 		}
-		if size < 1 {
-			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: \"size\" must be a whole number of pods, at least 1", i)))
+		seen[level] = i
+		size, ok := parseLayerSize(entry["size"])
+		if !ok {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: \"size\" must be a whole number of pods, at least 1 and at most %d", i, math.MaxInt32)))
 			continue
 		}
-		if count%int32(size) != 0 {
+		if count%size != 0 {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: size %d must evenly divide the pod count %d", i, size, count)))
 		}
-		if n := len(out); n > 0 && out[n-1].Size%int32(size) != 0 {
+		if n := len(out); n > 0 && out[n-1].Size%size != 0 {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: size %d must evenly divide the size %d of layer %d above it", i, size, out[n-1].Size, n-1)))
 		}
-		out = append(out, strata.PodSetSliceTopologyConstraint{Topology: level, Size: int32(size)})
+		out = append(out, strata.PodSetSliceTopologyConstraint{Topology: level, Size: size})
 	}
 	return out, errs
 }
 
-// validLevel checks that v looks like a node label key.
-func validLevel(v string, path *field.Path) *field.Error {
-	if v == "" {
-		return field.Invalid(path, v, "must name a topology level (a node label key)")
+// parseLayerSize reads the "size" of a layer, a JSON string ("4") or
+// number (4). It reports false unless the size is a whole number from 1
+// to math.MaxInt32.
+func parseLayerSize(raw json.RawMessage) (int32, bool) {
+	var text string
+	if err := json.Unmarshal(raw, &text); err == nil {
+		return parsePodCount(text)
 	}
-	if strings.Count(v, "/") > 1 || strings.ContainsAny(v, " \t\n") {
+	var n int32 // rejects fractions and anything beyond 32 bits
+	if err := json.Unmarshal(raw, &n); err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
+}
+
+// parsePodCount reads a decimal number of pods. It reports false unless the
+// number is from 1 to math.MaxInt32.
+func parsePodCount(s string) (int32, bool) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// validLevel checks that v is a node label key the Workload API accepts.
+func validLevel(v string, path *field.Path) *field.Error {
+	switch {
+	case v == "":
+		return field.Invalid(path, v, "must name a topology level (a node label key)")
+	case len(validation.IsQualifiedName(v)) > 0:
 		return field.Invalid(path, v, "must be a node label key such as cloud.provider.com/topology-rack")
+	case len(v) > maxLevelLength:
+		return field.Invalid(path, v, fmt.Sprintf("must be at most %d characters", maxLevelLength))
 	}
 	return nil
 }

@@ -120,6 +120,24 @@ func TestParseTopologyRequest(t *testing.T) {
 			want: &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopologyConstraints: []strata.PodSetSliceTopologyConstraint{
 				{Topology: block, Size: 32}, {Topology: rack, Size: 16}}},
 		},
+		"multi-layer constraints with numeric sizes": {
+			annotations: map[string]string{
+				"strata.dev/podset-required-topology":                   block,
+				"strata.dev/podset-slice-required-topology-constraints": `[{"topology": "` + block + `", "size": 32}, {"topology": "` + rack + `", "size": 16}]`,
+			},
+			count: 64,
+			want: &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopologyConstraints: []strata.PodSetSliceTopologyConstraint{
+				{Topology: block, Size: 32}, {Topology: rack, Size: 16}}},
+		},
+		"multi-layer size beyond 32 bits": {
+			annotations: map[string]string{
+				"strata.dev/podset-required-topology":                   block,
+				"strata.dev/podset-slice-required-topology-constraints": `[{"topology": "` + block + `", "size": 4294967296}]`,
+			},
+			count:    64,
+			want:     &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopologyConstraints: []strata.PodSetSliceTopologyConstraint{}},
+			wantErrs: []string{`layer 0: "size" must be a whole number of pods, at least 1 and at most 2147483647`},
+		},
 		"multi-layer constraints with slice annotations": {
 			annotations: map[string]string{
 				"strata.dev/podset-required-topology":                   block,

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
@@ -21,8 +24,8 @@ const MainPodSet = "main"
 
 // FromJob builds the Workload of a batch/v1 Job labelled with the queue
 // name. Annotation errors are returned with paths into the Job; the
-// Workload is still returned (without the invalid parts) so that callers
-// can record the errors on it.
+// Workload is still returned, without the topology request when the
+// annotations are invalid, so that callers can record the errors on it.
 func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
 	var errs field.ErrorList
 	queue := job.Labels[strata.QueueNameLabel]
@@ -35,13 +38,16 @@ func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
 	ps := strata.PodSet{Name: MainPodSet, Count: count, Template: *job.Spec.Template.DeepCopy()}
 	req, reqErrs := ParseTopologyRequest(job.Spec.Template.Annotations, count, 0, tmplPath)
 	errs = append(errs, reqErrs...)
+	if len(reqErrs) > 0 {
+		req = nil // invalid values may break the Workload schema
+	}
 	if req != nil && ptr.Deref(job.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion {
 		req.PodIndexLabel = ptr.To(strata.JobCompletionIndexLabel)
 	}
 	ps.TopologyRequest = req
 	wl := &strata.Workload{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      "job-" + job.Name,
+			Name:      JobWorkloadName(job.Name),
 			Namespace: job.Namespace,
 		},
 		Spec: strata.WorkloadSpec{
@@ -52,6 +58,30 @@ func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
 	}
 	return wl, errs
 }
+
+// JobWorkloadName is the name of a Job's Workload: "job-" and the Job's
+// name. It is also the value of the pods' strata.dev/workload label, so
+// when that would be longer than a label value may be (63 characters), the
+// Job's name is cut and a hash of the whole name keeps the result unique.
+// The result is a valid label value and DNS-1123 subdomain for every valid
+// Job name.
+func JobWorkloadName(job string) string {
+	const prefix = "job-"
+	if len(prefix)+len(job) <= validation.LabelValueMaxLength {
+		return prefix + job
+	}
+	sum := sha256.Sum256([]byte(job))
+	hash := hex.EncodeToString(sum[:])[:jobNameHashLength]
+	keep := validation.LabelValueMaxLength - len(prefix) - 1 - len(hash)
+	// A label value and a DNS subdomain both need an alphanumeric character
+	// before the "-" that joins the hash.
+	head := strings.TrimRight(job[:keep], "-.")
+	return prefix + head + "-" + hash
+}
+
+// jobNameHashLength is the number of hex digits of the hash in a shortened
+// Workload name: 40 bits.
+const jobNameHashLength = 10
 
 // PodSet returns the workload's pod set of that name, or nil.
 func PodSet(wl *strata.Workload, name string) *strata.PodSet {

@@ -1,6 +1,9 @@
 package workload
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -92,4 +96,43 @@ func TestPodCountAndImplicitDefault(t *testing.T) {
 	if r := Request(&wl.Spec.PodSets[0]); r.Mode != tas.Unconstrained || r.Count != 4 {
 		t.Errorf("Request() without annotations = %v count %d, want unconstrained 4", r.Mode, r.Count)
 	}
+}
+
+func TestJobWorkloadName(t *testing.T) {
+	long := strings.Repeat("a", 63)
+	cases := map[string]struct {
+		job  string
+		want string
+	}{
+		"short":                   {job: "train", want: "job-train"},
+		"59 characters still fit": {job: strings.Repeat("a", 59), want: "job-" + strings.Repeat("a", 59)},
+		"60 characters are cut":   {job: long[:60], want: "job-" + long[:48] + "-" + hashOf(long[:60])},
+		"63 characters":           {job: long, want: "job-" + long[:48] + "-" + hashOf(long)},
+		"cut before a dash":       {job: strings.Repeat("b", 47) + "--" + long[:14], want: "job-" + strings.Repeat("b", 47) + "-" + hashOf(strings.Repeat("b", 47)+"--"+long[:14])},
+		"cut before a dot":        {job: strings.Repeat("b", 47) + ".c" + long[:14], want: "job-" + strings.Repeat("b", 47) + "-" + hashOf(strings.Repeat("b", 47)+".c"+long[:14])},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := JobWorkloadName(tc.job)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("JobWorkloadName(%q) (-want,+got):\n%s", tc.job, diff)
+			}
+			if msgs := validation.IsValidLabelValue(got); len(msgs) > 0 {
+				t.Errorf("%q is not a label value: %v", got, msgs)
+			}
+			if msgs := validation.IsDNS1123Subdomain(got); len(msgs) > 0 {
+				t.Errorf("%q is not a DNS subdomain: %v", got, msgs)
+			}
+		})
+	}
+	// Long names that share the kept part still get different Workloads.
+	a, b := JobWorkloadName(long[:62]+"x"), JobWorkloadName(long[:62]+"y")
+	if a == b {
+		t.Errorf("JobWorkloadName() = %q for two different Jobs", a)
+	}
+}
+
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:10]
 }

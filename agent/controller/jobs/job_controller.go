@@ -6,8 +6,8 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
+	"unicode/utf8"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/workload"
@@ -53,8 +55,15 @@ func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
 	return &Reconciler{client: c, recorder: recorder}
 }
 
-// WorkloadName is the name of a Job's Workload.
-func WorkloadName(job string) string { return "job-" + job }
+// WorkloadName is the name of a Job's Workload, which is also the value
+// of its pods' strata.dev/workload label: see workload.JobWorkloadName.
+func WorkloadName(job string) string { return workload.JobWorkloadName(job) }
+
+// Bounds of the API server on what the agent writes.
+const (
+	maxConditionMessage = 32768 // metav1.Condition.Message
+	maxEventNote        = 1024  // events.k8s.io/v1 Event.Note
+)
 
 // SetupWithManager registers the reconciler: Jobs with the queue label,
 // their Workloads, and every Job of a queue when the queue changes.
@@ -96,12 +105,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if job.Labels[strata.QueueNameLabel] == "" || !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	if err := r.deleteLegacyWorkload(ctx, &job); err != nil {
+		return ctrl.Result{}, err
+	}
 	if done, reason := finished(&job); done {
 		return ctrl.Result{}, r.finish(ctx, &job, reason)
 	}
-	desired, errs := workload.FromJob(&job)
-	desired.Name = WorkloadName(job.Name)
-	errs = append(errs, workload.ValidatePodSets(desired.Spec.PodSets, field.NewPath("spec", "template"))...)
+	desired, errs := desiredWorkload(&job)
 	reason, message := ReasonValid, ""
 	if len(errs) > 0 {
 		reason, message = ReasonInvalidJob, errs.ToAggregate().Error()
@@ -126,21 +136,107 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	wl, err := r.apply(ctx, &job, desired, reason, message)
+	if apierrors.IsInvalid(err) {
+		return ctrl.Result{}, r.rejected(ctx, &job, err)
+	}
 	if err != nil || wl == nil {
 		return ctrl.Result{}, err
 	}
-	switch {
-	case wl.Status.Admission == nil && job.Spec.Template.Labels[strata.WorkloadLabel] == wl.Name:
-		// Evicted after it started: stop the Job until it is admitted again.
+	switch nextStep(&job, wl) {
+	case stepStop:
 		return ctrl.Result{}, r.stop(ctx, &job, wl)
-	case wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
-	case ptr.Deref(job.Spec.Suspend, false) && job.Spec.Template.Labels[strata.WorkloadLabel] == wl.Name:
-		// Started by us, suspended since: the user sent it back to the queue.
+	case stepHold:
+		return ctrl.Result{}, r.hold(ctx, &job, holdNote(wl))
+	case stepRequeue:
 		return ctrl.Result{}, r.requeue(ctx, &job, wl)
-	case ptr.Deref(job.Spec.Suspend, false):
+	case stepStart:
 		return ctrl.Result{}, r.start(ctx, &job, wl)
 	}
 	return ctrl.Result{}, nil
+}
+
+// desiredWorkload builds the Workload of a Job and checks the Job. The
+// Workload of an invalid Job has no topology requests: invalid ones could
+// break the Workload schema, and the API server would then reject the
+// Workload and with it the Invalid condition that tells the user what to
+// fix. An invalid Workload is not admitted, so nothing is lost.
+func desiredWorkload(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
+	desired, errs := workload.FromJob(job)
+	errs = append(errs, workload.ValidatePodSets(desired.Spec.PodSets, field.NewPath("spec", "template"))...)
+	if len(errs) == 0 {
+		// What the checks above let through must fit the schema too; this
+		// catches a rule they missed.
+		errs = workload.ValidateSpec(&desired.Spec, field.NewPath("workload", "spec"))
+	}
+	if len(errs) > 0 {
+		workload.DropTopologyRequests(&desired.Spec)
+	}
+	return desired, errs
+}
+
+// step is what Reconcile does to a Job once its Workload is up to date.
+type step int
+
+const (
+	stepNone    step = iota
+	stepStop         // the Workload lost the admission the Job was started with
+	stepHold         // the Job runs but was not started by Strata: suspend it
+	stepRequeue      // the user suspended a started Job: take its admission back
+	stepStart        // the suspended Job is admitted: start it
+)
+
+// nextStep decides what to do with a Job that has not finished, given its
+// Workload. A Job runs only once start has applied an admission to it —
+// its template then carries the Workload's label — and only while the
+// Workload keeps that admission.
+func nextStep(job *batchv1.Job, wl *strata.Workload) step {
+	suspended := ptr.Deref(job.Spec.Suspend, false)
+	started := job.Spec.Template.Labels[strata.WorkloadLabel] == wl.Name
+	admitted := wl.Status.Admission != nil
+	switch {
+	case started && !admitted:
+		return stepStop
+	case meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
+		return stepNone
+	case !suspended && !started:
+		return stepHold
+	case !admitted:
+		return stepNone
+	case suspended && started:
+		return stepRequeue
+	case suspended:
+		return stepStart
+	}
+	return stepNone
+}
+
+// rejected reports on the Job that the API server rejected its Workload —
+// a Workload rule the agent's checks missed — and stops retrying: only a
+// change to the Job can help. A Job that runs is suspended, since it
+// cannot be admitted.
+func (r *Reconciler) rejected(ctx context.Context, job *batchv1.Job, err error) error {
+	r.recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonInvalidJob, "Validate", "%s",
+		truncate("The API server rejected the Job's Workload; change the Job: "+err.Error(), maxEventNote))
+	if !ptr.Deref(job.Spec.Suspend, false) {
+		if herr := r.hold(ctx, job, "The Job waits for admission in ClusterQueue "+job.Labels[strata.QueueNameLabel]); herr != nil {
+			return herr
+		}
+	}
+	return reconcile.TerminalError(err)
+}
+
+// truncate cuts s to at most n bytes, on a character boundary, marking the
+// cut.
+func truncate(s string, n int) string {
+	const mark = " ..."
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // finished says whether the Job completed or failed, and how.
@@ -188,27 +284,59 @@ func (r *Reconciler) deleteWorkload(ctx context.Context, job types.NamespacedNam
 	return client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
 }
 
-// restoreTemplate takes what start added out of the Job's pod template:
-// the node labels of the flavors (all of them, as the admission may be gone),
-// the gate and the labels.
-func (r *Reconciler) restoreTemplate(ctx context.Context, job *batchv1.Job) {
-	tmpl := &job.Spec.Template
+// deleteLegacyWorkload removes the Workload that agents before
+// workload.JobWorkloadName named "job-" + the Job's name when that name is
+// too long for a label value: such a Job could never start, and its
+// Workload may hold capacity.
+func (r *Reconciler) deleteLegacyWorkload(ctx context.Context, job *batchv1.Job) error {
+	legacy := "job-" + job.Name
+	if legacy == WorkloadName(job.Name) {
+		return nil
+	}
+	var wl strata.Workload
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: legacy}, &wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(&wl, job) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
+}
+
+// takeBackAdmission removes from the Job what start added: exactly what
+// its AddedByAdmissionAnnotation records. A Job started by an older agent
+// has no record; then the node selector entries equal to some flavor's node
+// labels go, as the admission may be gone.
+func (r *Reconciler) takeBackAdmission(ctx context.Context, job *batchv1.Job) {
+	added, ok, err := recordedAdded(job)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Restoring the Job's pod template without a record of what its admission added", "job", klog.KObj(job))
+	}
+	if !ok {
+		added = r.flavorNodeLabels(ctx, &job.Spec.Template)
+	}
+	restoreTemplate(&job.Spec.Template, added)
+	delete(job.Annotations, AddedByAdmissionAnnotation)
+}
+
+// flavorNodeLabels guesses what an admission added to a template when it
+// was not recorded: the node selector entries equal to a flavor's node
+// labels.
+func (r *Reconciler) flavorNodeLabels(ctx context.Context, tmpl *corev1.PodTemplateSpec) addedByAdmission {
+	var added addedByAdmission
 	var flavors strata.ResourceFlavorList
-	if err := r.client.List(ctx, &flavors); err == nil {
-		for _, f := range flavors.Items {
-			for k, v := range f.Spec.NodeLabels {
-				if tmpl.Spec.NodeSelector[k] == v {
-					delete(tmpl.Spec.NodeSelector, k)
-				}
+	if err := r.client.List(ctx, &flavors); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ResourceFlavors to restore a Job's node selector")
+		return added
+	}
+	for _, f := range flavors.Items {
+		for k, v := range f.Spec.NodeLabels {
+			if tmpl.Spec.NodeSelector[k] == v {
+				setKey(&added.NodeSelector, k, v)
 			}
 		}
 	}
-	tmpl.Spec.SchedulingGates = slices.DeleteFunc(tmpl.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
-		return g.Name == strata.TopologySchedulingGate
-	})
-	for _, l := range []string{strata.WorkloadLabel, strata.PodSetLabel, strata.TASLabel} {
-		delete(tmpl.Labels, l)
-	}
+	return added
 }
 
 // stop suspends a Job whose Workload was evicted, then restores its
@@ -223,17 +351,38 @@ func (r *Reconciler) stop(ctx context.Context, job *batchv1.Job, wl *strata.Work
 		r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Stopped", "Evict", "The Workload was evicted; the Job waits in ClusterQueue %s again", wl.Spec.QueueName)
 		return nil // the update brings the Job back for the second step
 	}
-	r.restoreTemplate(ctx, job)
+	r.takeBackAdmission(ctx, job)
 	return r.client.Update(ctx, job)
 }
 
-// requeue takes back the admission of a Job the user suspended: the flavor's
-// node selector and the gate leave the template, the Workload waits again.
-func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
-	r.restoreTemplate(ctx, job)
+// hold suspends a Job that runs although Strata did not start it — its
+// spec.suspend was removed, its queue label came after its creation, or it
+// was created before strata-agent was installed — so that it waits for
+// admission like every other Job. When the Workload is already admitted,
+// the next reconcile starts the Job with that admission.
+func (r *Reconciler) hold(ctx context.Context, job *batchv1.Job, note string) error {
+	job.Spec.Suspend = ptr.To(true)
 	if err := r.client.Update(ctx, job); err != nil {
-		return err
+		return fmt.Errorf("suspending a Job that has not been admitted: %w", err)
 	}
+	r.recorder.Eventf(job, nil, corev1.EventTypeNormal, "Suspended", "Suspend", "%s", note)
+	return nil
+}
+
+// holdNote is the event hold leaves on a Job of Workload wl.
+func holdNote(wl *strata.Workload) string {
+	if a := wl.Status.Admission; a != nil {
+		return fmt.Sprintf("The Job ran without being started by Strata; it starts again as admitted by ClusterQueue %s", a.ClusterQueue)
+	}
+	return fmt.Sprintf("The Job waits for admission in ClusterQueue %s", wl.Spec.QueueName)
+}
+
+// requeue takes back the admission of a Job the user suspended: the
+// Workload waits again, and what start added leaves the template. The
+// admission goes first, so that its capacity is free at once even if the
+// Job's update fails; the retry then finds a started Job without admission
+// and stops it, which finishes the job.
+func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
 	wl.Status.Admission = nil
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Suspended", Message: "the Job was suspended; it waits in its queue again",
@@ -245,14 +394,19 @@ func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.W
 		return err
 	}
 	r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Requeued", "Evict", "The Job was suspended; it waits in ClusterQueue %s again", wl.Spec.QueueName)
-	return nil
+	r.takeBackAdmission(ctx, job)
+	return r.client.Update(ctx, job)
 }
 
 // start applies an admission to the Job's pod template — the flavor's node
 // labels and tolerations, the topology scheduling gate, the labels that tie
-// pods to the workload — and unsuspends it.
+// pods to the workload — records what it added, and unsuspends the Job.
 func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
-	tmpl := &job.Spec.Template
+	if _, ok, _ := recordedAdded(job); ok {
+		// Left from an admission that was not fully taken back.
+		r.takeBackAdmission(ctx, job)
+	}
+	var added addedByAdmission
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.Name != workload.MainPodSet {
 			continue
@@ -261,28 +415,10 @@ func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *strata.Wor
 		if err := r.client.Get(ctx, types.NamespacedName{Name: psa.Flavor}, &flavor); err != nil {
 			return fmt.Errorf("starting Job: flavor %q: %w", psa.Flavor, err)
 		}
-		if len(flavor.Spec.NodeLabels) > 0 && tmpl.Spec.NodeSelector == nil {
-			tmpl.Spec.NodeSelector = map[string]string{}
-		}
-		for k, v := range flavor.Spec.NodeLabels {
-			tmpl.Spec.NodeSelector[k] = v
-		}
-		for _, t := range flavor.Spec.Tolerations {
-			if !slices.ContainsFunc(tmpl.Spec.Tolerations, func(x corev1.Toleration) bool { return x.MatchToleration(&t) }) {
-				tmpl.Spec.Tolerations = append(tmpl.Spec.Tolerations, t)
-			}
-		}
-		if tmpl.Labels == nil {
-			tmpl.Labels = map[string]string{}
-		}
-		tmpl.Labels[strata.WorkloadLabel] = wl.Name
-		tmpl.Labels[strata.PodSetLabel] = psa.Name
-		if psa.TopologyAssignment != nil {
-			tmpl.Labels[strata.TASLabel] = "true"
-			if !slices.ContainsFunc(tmpl.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == strata.TopologySchedulingGate }) {
-				tmpl.Spec.SchedulingGates = append(tmpl.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate})
-			}
-		}
+		added = admitTemplate(&job.Spec.Template, &flavor, wl.Name, psa.Name, psa.TopologyAssignment != nil)
+	}
+	if err := recordAdded(job, added); err != nil {
+		return err
 	}
 	job.Spec.Suspend = ptr.To(false)
 	if err := r.client.Update(ctx, job); err != nil {
@@ -327,6 +463,7 @@ func (r *Reconciler) checkQueue(ctx context.Context, job *batchv1.Job) (string, 
 // Job.
 func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strata.Workload, reason, message string) (*strata.Workload, error) {
 	invalid := reason != ReasonValid
+	message = truncate(message, maxConditionMessage)
 	if invalid {
 		metav1.SetMetaDataAnnotation(&desired.ObjectMeta, strata.InvalidAnnotation, reason)
 	}
@@ -371,7 +508,7 @@ func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strat
 		return nil, err
 	}
 	if invalid && (was == nil || was.Message != message) {
-		r.recorder.Eventf(job, &wl, corev1.EventTypeWarning, reason, "Validate", "%s", message)
+		r.recorder.Eventf(job, &wl, corev1.EventTypeWarning, reason, "Validate", "%s", truncate(message, maxEventNote))
 	}
 	return &wl, nil
 }

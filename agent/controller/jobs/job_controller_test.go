@@ -1,11 +1,21 @@
 package jobs
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/workload"
 )
 
 func TestFinished(t *testing.T) {
@@ -29,6 +39,187 @@ func TestFinished(t *testing.T) {
 			done, reason := finished(&batchv1.Job{Status: batchv1.JobStatus{Conditions: tc.conditions}})
 			if diff := cmp.Diff([]any{tc.wantDone, tc.wantReason}, []any{done, reason}); diff != "" {
 				t.Errorf("finished() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+const (
+	ns    = "ml"
+	queue = "training"
+)
+
+// makeJob is a Job of 4 pods in queue training, suspended as the admission
+// policy leaves it.
+func makeJob(name string, annotations map[string]string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(name + "-uid"), Labels: map[string]string{strata.QueueNameLabel: queue}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](4),
+			Completions: ptr.To[int32](4),
+			Suspend:     ptr.To(true),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+			},
+		},
+	}
+}
+
+func TestDesiredWorkload(t *testing.T) {
+	rack := "cloud.provider.com/topology-rack"
+	cases := map[string]struct {
+		annotations map[string]string
+		wantReq     *strata.PodSetTopologyRequest
+		wantErr     string
+	}{
+		"valid": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack},
+			wantReq:     &strata.PodSetTopologyRequest{Required: ptr.To(rack)},
+		},
+		"required and preferred": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-preferred-topology": rack},
+			wantErr:     "only one of",
+		},
+		"slice level with a bad size": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-slice-required-topology": rack, "strata.dev/podset-slice-size": "-1"},
+			wantErr:     "must be a whole number of pods",
+		},
+		"constraints and a slice level": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-slice-required-topology": rack, "strata.dev/podset-slice-size": "2",
+				"strata.dev/podset-slice-required-topology-constraints": `[{"topology": "kubernetes.io/hostname", "size": "2"}]`},
+			wantErr: "cannot be combined",
+		},
+		"four layers": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": "a",
+				"strata.dev/podset-slice-required-topology-constraints": `[{"topology":"a","size":4},{"topology":"b","size":4},{"topology":"c","size":2},{"topology":"d","size":1}]`},
+			wantErr: "must have 1 to 3 layers",
+		},
+		"duplicate layers": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": "a",
+				"strata.dev/podset-slice-required-topology-constraints": `[{"topology":"b","size":2},{"topology":"b","size":2}]`},
+			wantErr: "each level may appear in one layer only",
+		},
+		"layer size beyond 32 bits": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": "a",
+				"strata.dev/podset-slice-required-topology-constraints": `[{"topology":"b","size":4294967296}]`},
+			wantErr: "at most 2147483647",
+		},
+		"empty group name": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-group-name": ""},
+			wantErr:     "must be 1 to 63 characters",
+		},
+		"group name of 64 characters": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-group-name": strings.Repeat("g", 64)},
+			wantErr:     "must be 1 to 63 characters",
+		},
+		"group without a level": {
+			annotations: map[string]string{"strata.dev/podset-group-name": "g"},
+			wantErr:     `pod set group "g" needs podset-required-topology or podset-preferred-topology`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl, errs := desiredWorkload(makeJob("train", tc.annotations))
+			if got := errs.ToAggregate(); (got == nil) != (tc.wantErr == "") || (got != nil && !strings.Contains(got.Error(), tc.wantErr)) {
+				t.Errorf("errors = %v, want one containing %q", got, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.wantReq, wl.Spec.PodSets[0].TopologyRequest); diff != "" {
+				t.Errorf("topology request (-want,+got):\n%s", diff)
+			}
+			// The Workload of every Job, valid or not, passes the schema:
+			// the API server accepts it, and with it the Invalid condition.
+			if diff := cmp.Diff(field.ErrorList(nil), workload.ValidateSpec(&wl.Spec, field.NewPath("spec"))); diff != "" {
+				t.Errorf("ValidateSpec() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWorkloadName(t *testing.T) {
+	cases := map[string]struct {
+		job      string
+		wantName string
+	}{
+		"short name unchanged": {job: "train", wantName: "job-train"},
+		"59 characters fit":    {job: strings.Repeat("a", 59), wantName: "job-" + strings.Repeat("a", 59)},
+		"60 characters":        {job: strings.Repeat("a", 60)},
+		"63 characters":        {job: strings.Repeat("a", 62) + "z"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := WorkloadName(tc.job)
+			if tc.wantName != "" && got != tc.wantName {
+				t.Errorf("WorkloadName(%q) = %q, want %q", tc.job, got, tc.wantName)
+			}
+			if msgs := validation.IsValidLabelValue(got); len(msgs) > 0 {
+				t.Errorf("WorkloadName(%q) = %q is no label value: %v", tc.job, got, msgs)
+			}
+			if got != WorkloadName(tc.job) {
+				t.Errorf("WorkloadName(%q) is not deterministic", tc.job)
+			}
+		})
+	}
+}
+
+func TestNextStep(t *testing.T) {
+	wlName := WorkloadName("train")
+	admission := &strata.Admission{ClusterQueue: queue, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4}}}
+	cases := map[string]struct {
+		suspended bool
+		started   bool // the template carries the Workload's label
+		admission *strata.Admission
+		finished  bool
+		want      step
+	}{
+		"waiting":                              {suspended: true, want: stepNone},
+		"admitted":                             {suspended: true, admission: admission, want: stepStart},
+		"running as admitted":                  {started: true, admission: admission, want: stepNone},
+		"suspended by the user":                {suspended: true, started: true, admission: admission, want: stepRequeue},
+		"evicted while running":                {started: true, want: stepStop},
+		"evicted, suspended, template not yet": {suspended: true, started: true, want: stepStop},
+		"running without admission":            {want: stepHold},
+		"running, admitted, not started by us": {admission: admission, want: stepHold},
+		"workload finished":                    {admission: admission, finished: true, want: stepNone},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			job := makeJob("train", nil)
+			job.Spec.Suspend = ptr.To(tc.suspended)
+			if tc.started {
+				job.Spec.Template.Labels = map[string]string{strata.WorkloadLabel: wlName}
+			}
+			wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: wlName}, Status: strata.WorkloadStatus{Admission: tc.admission}}
+			if tc.finished {
+				wl.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue}}
+			}
+			if diff := cmp.Diff(tc.want, nextStep(job, wl)); diff != "" {
+				t.Errorf("nextStep() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	cases := map[string]struct {
+		s    string
+		n    int
+		want string
+	}{
+		"short":              {s: "abc", n: 10, want: "abc"},
+		"exact":              {s: "abcdefghij", n: 10, want: "abcdefghij"},
+		"cut":                {s: "abcdefghijk", n: 10, want: "abcdef ..."},
+		"cut before a rune":  {s: "abcde€fghij", n: 10, want: "abcde ..."},
+		"cut after the rune": {s: "ab€cdefghij", n: 10, want: "ab€c ..."},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := truncate(tc.s, tc.n)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("truncate() (-want,+got):\n%s", diff)
+			}
+			if len(got) > tc.n || !utf8.ValidString(got) {
+				t.Errorf("truncate() = %q: %d bytes, valid UTF-8 %v", got, len(got), utf8.ValidString(got))
 			}
 		})
 	}

@@ -1,0 +1,291 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/workload"
+)
+
+// env is a Reconciler on a fake API server that, like the real one,
+// rejects Workloads that break the CRD schema.
+type env struct {
+	t        *testing.T
+	client   client.Client
+	recorder *events.FakeRecorder
+	r        *Reconciler
+	// failJobUpdates fails that many Job updates.
+	failJobUpdates int
+	// rejectWorkloads rejects every Workload write, as for a schema rule
+	// the agent does not know.
+	rejectWorkloads bool
+}
+
+var flavor = &strata.ResourceFlavor{
+	ObjectMeta: metav1.ObjectMeta{Name: "h100"},
+	Spec: strata.ResourceFlavorSpec{
+		NodeLabels:  map[string]string{"gpu": "h100"},
+		Tolerations: []corev1.Toleration{{Key: "reserved", Operator: corev1.TolerationOpExists}},
+	},
+}
+
+func newEnv(t *testing.T, objs ...client.Object) *env {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := strata.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, recorder: events.NewFakeRecorder(100)}
+	objs = append(objs,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: queue}, Spec: strata.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}}},
+		flavor.DeepCopy(),
+	)
+	check := func(obj client.Object) error {
+		wl, ok := obj.(*strata.Workload)
+		if !ok {
+			return nil
+		}
+		errs := workload.ValidateSpec(&wl.Spec, field.NewPath("spec"))
+		if e.rejectWorkloads {
+			errs = append(errs, field.Forbidden(field.NewPath("spec"), "a rule the agent does not know"))
+		}
+		if len(errs) > 0 {
+			return apierrors.NewInvalid(schema.GroupKind{Group: "strata.dev", Kind: "Workload"}, wl.Name, errs)
+		}
+		return nil
+	}
+	e.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&strata.Workload{}, &batchv1.Job{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := check(obj); err != nil {
+					return err
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if err := check(obj); err != nil {
+					return err
+				}
+				if _, ok := obj.(*batchv1.Job); ok && e.failJobUpdates > 0 {
+					e.failJobUpdates--
+					return apierrors.NewServiceUnavailable("etcd is busy")
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		}).Build()
+	e.r = NewReconciler(e.client, e.recorder)
+	return e
+}
+
+func (e *env) reconcile(job *batchv1.Job) error {
+	e.t.Helper()
+	_, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)})
+	return err
+}
+
+func (e *env) job(name string) *batchv1.Job {
+	e.t.Helper()
+	var job batchv1.Job
+	if err := e.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &job); err != nil {
+		e.t.Fatal(err)
+	}
+	return &job
+}
+
+func (e *env) workload(name string) *strata.Workload {
+	e.t.Helper()
+	var wl strata.Workload
+	if err := e.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &wl); err != nil {
+		e.t.Fatal(err)
+	}
+	return &wl
+}
+
+func (e *env) events() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.recorder.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+// admittedWorkload is the Workload of job, admitted on flavor.
+func admittedWorkload(t *testing.T, job *batchv1.Job) *strata.Workload {
+	t.Helper()
+	wl, errs := desiredWorkload(job)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if err := controllerutil.SetControllerReference(job, wl, clientgoscheme.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	wl.Status.Admission = &strata.Admission{ClusterQueue: queue, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: flavor.Name, Count: 4}}}
+	wl.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted", LastTransitionTime: metav1.Now()}}
+	return wl
+}
+
+func TestReconcileHoldsAJobThatRunsWithoutAdmission(t *testing.T) {
+	job := makeJob("train", nil)
+	job.Spec.Suspend = nil // the user removed it, or the agent came later
+	e := newEnv(t, job)
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job("train"); !ptr.Deref(got.Spec.Suspend, false) {
+		t.Error("the Job still runs without admission")
+	}
+	e.workload(WorkloadName("train"))
+	if diff := cmp.Diff([]string{"Normal Suspended The Job waits for admission in ClusterQueue training"}, e.events()); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+	// Suspended and waiting: nothing more to do.
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string(nil), e.events()); diff != "" {
+		t.Errorf("events of the second reconcile (-want,+got):\n%s", diff)
+	}
+}
+
+func TestReconcileInvalidJob(t *testing.T) {
+	job := makeJob("train", map[string]string{
+		"strata.dev/podset-required-topology":                   "cloud.provider.com/topology-block",
+		"strata.dev/podset-preferred-topology":                  "cloud.provider.com/topology-rack",
+		"strata.dev/podset-slice-required-topology-constraints": `[{"topology": "kubernetes.io/hostname", "size": 4294967296}]`,
+		"strata.dev/podset-group-name":                          strings.Repeat("g", 64),
+	})
+	e := newEnv(t, job)
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	wl := e.workload(WorkloadName("train"))
+	if wl.Annotations[strata.InvalidAnnotation] != ReasonInvalidJob {
+		t.Errorf("annotation %s = %q, want %q", strata.InvalidAnnotation, wl.Annotations[strata.InvalidAnnotation], ReasonInvalidJob)
+	}
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonInvalidJob {
+		t.Fatalf("Invalid condition = %+v, want True with reason %s", c, ReasonInvalidJob)
+	}
+	for _, want := range []string{"only one of", "at most 2147483647", "must be 1 to 63 characters"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("Invalid condition message %q does not contain %q", c.Message, want)
+		}
+	}
+	evs := e.events()
+	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning InvalidJob ") {
+		t.Errorf("events = %q, want one Warning InvalidJob", evs)
+	}
+}
+
+func TestReconcileRejectedWorkload(t *testing.T) {
+	job := makeJob("train", nil)
+	job.Spec.Suspend = ptr.To(false)
+	e := newEnv(t, job)
+	e.rejectWorkloads = true
+	err := e.reconcile(job)
+	if !errors.Is(err, reconcile.TerminalError(nil)) {
+		t.Errorf("Reconcile() = %v, want a terminal error", err)
+	}
+	if got := e.job("train"); !ptr.Deref(got.Spec.Suspend, false) {
+		t.Error("the Job runs although it has no Workload")
+	}
+	evs := e.events()
+	if len(evs) != 2 || !strings.HasPrefix(evs[0], "Warning InvalidJob The API server rejected the Job's Workload; change the Job: ") {
+		t.Errorf("events = %q, want a Warning InvalidJob and the suspension", evs)
+	}
+}
+
+func TestReconcileRequeueReleasesCapacityFirst(t *testing.T) {
+	user := makeJob("train", nil)
+	job := user.DeepCopy()
+	added := admitTemplate(&job.Spec.Template, flavor, WorkloadName("train"), "main", false)
+	if err := recordAdded(job, added); err != nil {
+		t.Fatal(err)
+	}
+	job.Spec.Suspend = ptr.To(true) // the user suspended it
+	e := newEnv(t, job, admittedWorkload(t, job))
+	e.failJobUpdates = 1
+	if err := e.reconcile(job); err == nil {
+		t.Fatal("Reconcile() succeeded although the Job's update failed")
+	}
+	if a := e.workload(WorkloadName("train")).Status.Admission; a != nil {
+		t.Errorf("admission = %+v; want it released before the Job's update", a)
+	}
+	// The retry finishes the job.
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	got := e.job("train")
+	if _, ok := got.Annotations[AddedByAdmissionAnnotation]; ok {
+		t.Errorf("annotation %s left on the Job", AddedByAdmissionAnnotation)
+	}
+	if diff := cmp.Diff(user.Spec.Template, got.Spec.Template, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("template (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"Normal Requeued The Job was suspended; it waits in ClusterQueue training again"}, e.events()); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+	// Nothing left to do, and the Job stays suspended.
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	if !ptr.Deref(e.job("train").Spec.Suspend, false) {
+		t.Error("the Job was unsuspended")
+	}
+}
+
+func TestReconcileStartsAJobWithALongName(t *testing.T) {
+	name := strings.Repeat("a", 63)
+	job := makeJob(name, nil)
+	legacy := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-" + name, Namespace: ns}, Spec: strata.WorkloadSpec{QueueName: queue, PodSets: []strata.PodSet{{Name: "main"}}}}
+	if err := controllerutil.SetControllerReference(job, legacy, clientgoscheme.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, job, admittedWorkload(t, job), legacy)
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	got := e.job(name)
+	if ptr.Deref(got.Spec.Suspend, true) {
+		t.Error("the admitted Job was not started")
+	}
+	if diff := cmp.Diff(WorkloadName(name), got.Spec.Template.Labels[strata.WorkloadLabel]); diff != "" {
+		t.Errorf("workload label (-want,+got):\n%s", diff)
+	}
+	var old strata.Workload
+	if err := e.client.Get(context.Background(), client.ObjectKeyFromObject(legacy), &old); !apierrors.IsNotFound(err) {
+		t.Errorf("the Workload an older agent named %q: %v; want it deleted", legacy.Name, err)
+	}
+}

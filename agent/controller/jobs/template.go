@@ -1,0 +1,134 @@
+package jobs
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// AddedByAdmissionAnnotation on a Job records, as JSON, what start added
+// to its pod template for an admission, so that taking the admission back
+// removes exactly that and keeps what the user wrote.
+const AddedByAdmissionAnnotation = strata.Prefix + "added-by-admission"
+
+// addedByAdmission is what admitTemplate changed in a pod template. The
+// labels and the scheduling gate are not recorded: Strata owns their names.
+type addedByAdmission struct {
+	// NodeSelector holds the node selector entries set from the flavor's
+	// node labels.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// ReplacedNodeSelector holds the template's own values of the
+	// NodeSelector keys it already had.
+	ReplacedNodeSelector map[string]string `json:"replacedNodeSelector,omitempty"`
+	// Tolerations are the flavor's tolerations the template did not have.
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// admitTemplate applies the admission of pod set podSet on flavor to a pod
+// template: the flavor's node labels and tolerations, the labels that tie
+// pods to Workload wl, and the topology scheduling gate when the pod set
+// has a topology assignment. It returns what it changed.
+func admitTemplate(tmpl *corev1.PodTemplateSpec, flavor *strata.ResourceFlavor, wl, podSet string, topology bool) addedByAdmission {
+	var added addedByAdmission
+	for k, v := range flavor.Spec.NodeLabels {
+		old, had := tmpl.Spec.NodeSelector[k]
+		if had && old == v {
+			continue
+		}
+		if had {
+			setKey(&added.ReplacedNodeSelector, k, old)
+		}
+		setKey(&added.NodeSelector, k, v)
+		setKey(&tmpl.Spec.NodeSelector, k, v)
+	}
+	for _, t := range flavor.Spec.Tolerations {
+		if !slices.ContainsFunc(tmpl.Spec.Tolerations, func(x corev1.Toleration) bool { return x.MatchToleration(&t) }) {
+			tmpl.Spec.Tolerations = append(tmpl.Spec.Tolerations, t)
+			added.Tolerations = append(added.Tolerations, t)
+		}
+	}
+	setKey(&tmpl.Labels, strata.WorkloadLabel, wl)
+	setKey(&tmpl.Labels, strata.PodSetLabel, podSet)
+	if topology {
+		setKey(&tmpl.Labels, strata.TASLabel, "true")
+		if !slices.ContainsFunc(tmpl.Spec.SchedulingGates, isTopologyGate) {
+			tmpl.Spec.SchedulingGates = append(tmpl.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate})
+		}
+	}
+	return added
+}
+
+// restoreTemplate undoes admitTemplate: it removes what added records —
+// leaving entries the user has changed since — and Strata's labels and
+// gate.
+func restoreTemplate(tmpl *corev1.PodTemplateSpec, added addedByAdmission) {
+	for k, v := range added.NodeSelector {
+		if tmpl.Spec.NodeSelector[k] != v {
+			continue // changed since: the user's now
+		}
+		if old, ok := added.ReplacedNodeSelector[k]; ok {
+			tmpl.Spec.NodeSelector[k] = old
+		} else {
+			delete(tmpl.Spec.NodeSelector, k)
+		}
+	}
+	if len(tmpl.Spec.NodeSelector) == 0 {
+		tmpl.Spec.NodeSelector = nil
+	}
+	for _, t := range added.Tolerations {
+		if i := slices.IndexFunc(tmpl.Spec.Tolerations, func(x corev1.Toleration) bool { return equality.Semantic.DeepEqual(x, t) }); i >= 0 {
+			tmpl.Spec.Tolerations = slices.Delete(tmpl.Spec.Tolerations, i, i+1)
+		}
+	}
+	if len(tmpl.Spec.Tolerations) == 0 {
+		tmpl.Spec.Tolerations = nil
+	}
+	tmpl.Spec.SchedulingGates = slices.DeleteFunc(tmpl.Spec.SchedulingGates, isTopologyGate)
+	if len(tmpl.Spec.SchedulingGates) == 0 {
+		tmpl.Spec.SchedulingGates = nil
+	}
+	for _, l := range []string{strata.WorkloadLabel, strata.PodSetLabel, strata.TASLabel} {
+		delete(tmpl.Labels, l)
+	}
+}
+
+// recordAdded stores added in the Job's AddedByAdmissionAnnotation.
+func recordAdded(job *batchv1.Job, added addedByAdmission) error {
+	data, err := json.Marshal(added)
+	if err != nil {
+		return fmt.Errorf("recording what the admission added to the Job: %w", err)
+	}
+	setKey(&job.Annotations, AddedByAdmissionAnnotation, string(data))
+	return nil
+}
+
+// recordedAdded reads the Job's AddedByAdmissionAnnotation. It reports
+// false when the Job has none (it was started by an agent that did not
+// record it) or when it cannot be read.
+func recordedAdded(job *batchv1.Job) (addedByAdmission, bool, error) {
+	var added addedByAdmission
+	v, ok := job.Annotations[AddedByAdmissionAnnotation]
+	if !ok {
+		return added, false, nil
+	}
+	if err := json.Unmarshal([]byte(v), &added); err != nil {
+		return addedByAdmission{}, false, fmt.Errorf("annotation %s: %w", AddedByAdmissionAnnotation, err)
+	}
+	return added, true, nil
+}
+
+// setKey sets (*m)[k] = v, making the map if needed.
+func setKey(m *map[string]string, k, v string) {
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[k] = v
+}
+
+func isTopologyGate(g corev1.PodSchedulingGate) bool { return g.Name == strata.TopologySchedulingGate }

@@ -1,0 +1,149 @@
+package jobs
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+func userTemplate() corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}},
+		Spec: corev1.PodSpec{
+			// gpu equals the flavor's label: the user's, it must stay.
+			// zone differs from the flavor's: the flavor wins while admitted.
+			NodeSelector: map[string]string{"gpu": "h100", "zone": "a"},
+			Tolerations: []corev1.Toleration{
+				{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+			},
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: "user.example.com/gate"}},
+		},
+	}
+}
+
+func TestAdmitAndRestoreTemplate(t *testing.T) {
+	flavor := &strata.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: "h100"},
+		Spec: strata.ResourceFlavorSpec{
+			NodeLabels: map[string]string{"gpu": "h100", "zone": "b", "pool": "p1"},
+			Tolerations: []corev1.Toleration{
+				{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, // the user has it
+				{Key: "reserved", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+			},
+		},
+	}
+	cases := map[string]struct {
+		tmpl         func() corev1.PodTemplateSpec
+		topology     bool
+		wantAdmitted corev1.PodTemplateSpec
+		wantAdded    addedByAdmission
+	}{
+		"user template": {
+			tmpl:     userTemplate,
+			topology: true,
+			wantAdmitted: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train", strata.WorkloadLabel: "job-train", strata.PodSetLabel: "main", strata.TASLabel: "true"}},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"gpu": "h100", "zone": "b", "pool": "p1"},
+					Tolerations:  append(userTemplate().Spec.Tolerations, flavor.Spec.Tolerations[1]),
+					SchedulingGates: []corev1.PodSchedulingGate{
+						{Name: "user.example.com/gate"}, {Name: strata.TopologySchedulingGate}},
+				},
+			},
+			wantAdded: addedByAdmission{
+				NodeSelector:         map[string]string{"zone": "b", "pool": "p1"},
+				ReplacedNodeSelector: map[string]string{"zone": "a"},
+				Tolerations:          flavor.Spec.Tolerations[1:],
+			},
+		},
+		"empty template, no topology": {
+			tmpl: func() corev1.PodTemplateSpec { return corev1.PodTemplateSpec{} },
+			wantAdmitted: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.WorkloadLabel: "job-train", strata.PodSetLabel: "main"}},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"gpu": "h100", "zone": "b", "pool": "p1"},
+					Tolerations:  flavor.Spec.Tolerations,
+				},
+			},
+			wantAdded: addedByAdmission{
+				NodeSelector: map[string]string{"gpu": "h100", "zone": "b", "pool": "p1"},
+				Tolerations:  flavor.Spec.Tolerations,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			job := &batchv1.Job{Spec: batchv1.JobSpec{Template: tc.tmpl()}}
+			// Three admissions, each taken back, through the annotation as
+			// the controller does: nothing accumulates, nothing of the
+			// user's is lost.
+			for round := range 3 {
+				added := admitTemplate(&job.Spec.Template, flavor, "job-train", "main", tc.topology)
+				if diff := cmp.Diff(tc.wantAdmitted, job.Spec.Template); diff != "" {
+					t.Fatalf("round %d: admitted template (-want,+got):\n%s", round, diff)
+				}
+				if diff := cmp.Diff(tc.wantAdded, added); diff != "" {
+					t.Errorf("round %d: added (-want,+got):\n%s", round, diff)
+				}
+				if err := recordAdded(job, added); err != nil {
+					t.Fatal(err)
+				}
+				recorded, ok, err := recordedAdded(job)
+				if !ok || err != nil {
+					t.Fatalf("round %d: recordedAdded() = %v, %v", round, ok, err)
+				}
+				restoreTemplate(&job.Spec.Template, recorded)
+				want := tc.tmpl()
+				if len(want.Labels) == 0 {
+					want.Labels = map[string]string{} // made by admitTemplate
+				}
+				if diff := cmp.Diff(want, job.Spec.Template); diff != "" {
+					t.Fatalf("round %d: restored template (-want,+got):\n%s", round, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestRestoreTemplateKeepsUserChanges(t *testing.T) {
+	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: map[string]string{"zone": "c", "pool": "p1"}}}
+	// The user changed zone after the admission set it.
+	restoreTemplate(&tmpl, addedByAdmission{
+		NodeSelector:         map[string]string{"zone": "b", "pool": "p1"},
+		ReplacedNodeSelector: map[string]string{"zone": "a"},
+	})
+	if diff := cmp.Diff(map[string]string{"zone": "c"}, tmpl.Spec.NodeSelector); diff != "" {
+		t.Errorf("node selector (-want,+got):\n%s", diff)
+	}
+}
+
+func TestRecordedAdded(t *testing.T) {
+	cases := map[string]struct {
+		annotations map[string]string
+		want        addedByAdmission
+		wantOK      bool
+		wantErr     bool
+	}{
+		"none":      {},
+		"empty":     {annotations: map[string]string{AddedByAdmissionAnnotation: "{}"}, wantOK: true},
+		"malformed": {annotations: map[string]string{AddedByAdmissionAnnotation: "{"}, wantErr: true},
+		"node selector": {
+			annotations: map[string]string{AddedByAdmissionAnnotation: `{"nodeSelector":{"pool":"p1"}}`},
+			want:        addedByAdmission{NodeSelector: map[string]string{"pool": "p1"}}, wantOK: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok, err := recordedAdded(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}})
+			if diff := cmp.Diff([]any{tc.want, tc.wantOK, tc.wantErr}, []any{got, ok, err != nil}); diff != "" {
+				t.Errorf("recordedAdded() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

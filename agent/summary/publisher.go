@@ -1,6 +1,8 @@
 // Package summary publishes the agent's CapacitySummary objects: one per
 // topology-aware flavor, written promptly after capacity changes but at most
-// once per configured interval.
+// once per configured interval, re-published unchanged every heartbeat
+// interval so that the hub can tell a quiet worker from a silent one, and
+// deleted when their flavor is gone or no longer topology-aware.
 package summary
 
 import (
@@ -8,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,8 +26,29 @@ import (
 	"strata.dev/strata/agent/cache"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/tas"
+)
+
+// The Ready condition of a CapacitySummary.
+const (
+	ConditionReady = "Ready"
+	// ReasonPublished: the summary describes the flavor's current capacity.
+	ReasonPublished = "Published"
+	// ReasonTooLarge: the summary did not fit in summary.maxBytes even
+	// coarsened, so it has no domains (and offers no capacity).
+	ReasonTooLarge = "TooLarge"
+)
+
+const (
+	// statusReserve is the part of the byte budget kept for what the
+	// publisher adds to tas's summary: generation, observed time and
+	// conditions.
+	statusReserve = 1024
+	// retryBase and retryMax bound the backoff after a failed write.
+	retryBase = time.Second
+	retryMax  = 30 * time.Second
 )
 
 // Publisher writes CapacitySummary objects. It is a manager Runnable.
@@ -32,55 +57,167 @@ type Publisher struct {
 	cache  *cache.Cache
 	cfg    configv1beta1.Summary
 	clock  clock.Clock
+
+	// flavors is the write backoff of each flavor it publishes, by name;
+	// only Start's goroutine (or a test) uses it.
+	flavors map[string]*retry
+	// gc is the backoff of deleting orphaned summaries.
+	gc retry
+}
+
+// retry is the backoff state of something that failed.
+type retry struct {
+	failures int
+	at       time.Time
+}
+
+// failed records a failure at now and returns when to retry.
+func (r *retry) failed(now time.Time, minInterval, heartbeat time.Duration) time.Time {
+	r.failures++
+	r.at = now.Add(backoff(r.failures, minInterval, heartbeat))
+	return r.at
+}
+
+// backoff is the delay before retrying after the given number of
+// consecutive failures: doubling from retryBase, at most retryMax and the
+// heartbeat interval (so that a failing flavor is retried before its summary
+// would have been refreshed anyway), and never under minInterval.
+func backoff(failures int, minInterval, heartbeat time.Duration) time.Duration {
+	d := retryBase << min(max(failures-1, 0), 10)
+	d = min(d, retryMax, heartbeat)
+	return max(d, minInterval)
 }
 
 // NewPublisher returns a Publisher.
 func NewPublisher(c client.Client, cc *cache.Cache, cfg configv1beta1.Summary, clk clock.Clock) *Publisher {
-	return &Publisher{client: c, cache: cc, cfg: cfg, clock: clk}
+	return &Publisher{client: c, cache: cc, cfg: cfg, clock: clk, flavors: map[string]*retry{}}
 }
 
 // NeedLeaderElection is true: only the leader publishes.
 func (p *Publisher) NeedLeaderElection() bool { return true }
 
-// Start publishes after every change, no more often than minInterval.
+// Start publishes after every change, no more often than minInterval, and
+// again when a summary is due: for its heartbeat, or to retry a failed
+// write.
 func (p *Publisher) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("summary")
 	changes := p.cache.Subscribe()
+	// A summary from a half-filled cache would report capacity that
+	// admitted workloads hold.
+	if !p.cache.WaitForSync(ctx) {
+		return nil
+	}
 	for {
-		if err := p.PublishAll(ctx); err != nil && ctx.Err() == nil {
-			log.Error(err, "Publishing capacity summaries")
+		due, err := p.PublishAll(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Error(err, "Publishing capacity summaries", "next", due)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-p.clock.After(p.cfg.MinInterval.Duration):
 		}
+		var (
+			timer clock.Timer
+			fire  <-chan time.Time
+		)
+		if !due.IsZero() {
+			timer = p.clock.NewTimer(due.Sub(p.clock.Now()))
+			fire = timer.C()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changes:
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
 
-// PublishAll writes the summary of every topology-aware flavor.
-func (p *Publisher) PublishAll(ctx context.Context) error {
-	var errs []error
-	for _, name := range p.cache.TASFlavors() {
-		errs = append(errs, p.publish(ctx, name))
+// PublishAll writes the summary of every topology-aware flavor whose content
+// changed or whose heartbeat is due, and deletes the summaries (and metric
+// series) of flavors that are gone or no longer topology-aware. A flavor
+// whose write failed is skipped until its backoff expires. It returns when
+// it should run again (the earliest heartbeat or retry; zero when nothing
+// is due), and the errors met.
+func (p *Publisher) PublishAll(ctx context.Context) (time.Time, error) {
+	now := p.clock.Now()
+	heartbeat := p.heartbeat()
+	var (
+		errs []error
+		due  time.Time
+	)
+	names := p.cache.TASFlavors()
+	current := make(map[string]bool, len(names))
+	for _, name := range names {
+		current[name] = true
+		fs := p.flavors[name]
+		if fs == nil {
+			fs = &retry{}
+			p.flavors[name] = fs
+		}
+		if now.Before(fs.at) {
+			due = earliest(due, fs.at)
+			continue
+		}
+		observed, err := p.publish(ctx, name, now)
+		if err != nil {
+			errs = append(errs, err)
+			due = earliest(due, fs.failed(now, p.cfg.MinInterval.Duration, heartbeat))
+			continue
+		}
+		*fs = retry{}
+		if !observed.IsZero() {
+			due = earliest(due, observed.Add(heartbeat))
+		}
 	}
-	return errors.Join(errs...)
+	for name := range p.flavors {
+		if !current[name] {
+			delete(p.flavors, name)
+			forget(name)
+		}
+	}
+	if now.Before(p.gc.at) {
+		due = earliest(due, p.gc.at)
+	} else if err := p.collect(ctx, current); err != nil {
+		errs = append(errs, err)
+		due = earliest(due, p.gc.failed(now, p.cfg.MinInterval.Duration, heartbeat))
+	} else {
+		p.gc = retry{}
+	}
+	return due, errors.Join(errs...)
 }
 
-func (p *Publisher) publish(ctx context.Context, flavor string) error {
+func (p *Publisher) heartbeat() time.Duration {
+	if p.cfg.HeartbeatInterval == nil || p.cfg.HeartbeatInterval.Duration <= 0 {
+		return config.DefaultSummaryHeartbeatInterval
+	}
+	return p.cfg.HeartbeatInterval.Duration
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// publish writes one flavor's summary if it changed or its heartbeat is
+// due, and returns the observed time of the published summary (zero when
+// the flavor is no longer topology-aware).
+func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (time.Time, error) {
 	var (
-		st     strata.CapacitySummaryStatus
+		sum    strata.CapacitySummaryStatus
 		sumErr error
 	)
+	maxBytes := int(*p.cfg.MaxBytes)
 	if !p.cache.Flavor(flavor, func(s *tas.Snapshot, _ *strata.Topology) {
-		st, sumErr = s.Summarize(int(*p.cfg.MaxBytes))
+		sum, sumErr = s.Summarize(summaryBudget(maxBytes))
 	}) {
-		return nil
+		return time.Time{}, nil
 	}
 	var cs strata.CapacitySummary
 	err := p.client.Get(ctx, types.NamespacedName{Name: flavor}, &cs)
@@ -89,31 +226,152 @@ func (p *Publisher) publish(ctx context.Context, flavor string) error {
 		err = p.client.Create(ctx, &cs)
 	}
 	if err != nil {
-		return fmt.Errorf("capacity summary %s: %w", flavor, err)
+		return time.Time{}, fmt.Errorf("capacity summary %s: %w", flavor, err)
 	}
-	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Published", Message: "current capacity of the flavor's nodes"}
-	if st.Coarsened {
-		ready.Message = fmt.Sprintf("free capacity rounded down to stay within %d bytes", *p.cfg.MaxBytes)
+	want := build(&cs.Status, sum, sumErr, maxBytes, now)
+	st, write := next(&cs.Status, &want, now, p.heartbeat())
+	if !write {
+		return cs.Status.ObservedTime.Time, nil
 	}
-	if sumErr != nil {
-		ready = metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "TooLarge", Message: sumErr.Error()}
-	}
-	old := cs.Status
-	st.SummaryGeneration = old.SummaryGeneration
-	st.ObservedTime = old.ObservedTime
-	st.Conditions = old.Conditions
-	meta.SetStatusCondition(&st.Conditions, ready)
-	if equality.Semantic.DeepEqual(old, st) {
-		return nil
-	}
-	st.SummaryGeneration++
-	st.ObservedTime = &metav1.Time{Time: p.clock.Now()}
+	base := cs.DeepCopy()
 	cs.Status = st
-	if err := p.client.Status().Update(ctx, &cs); err != nil {
-		return fmt.Errorf("capacity summary %s: %w", flavor, err)
+	if err := p.client.Status().Patch(ctx, &cs, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return time.Time{}, fmt.Errorf("capacity summary %s: %w", flavor, err)
 	}
 	record(flavor, &st)
-	return nil
+	return now, nil
+}
+
+// summaryBudget is the budget given to tas's Summarize: maxBytes less what
+// the publisher adds.
+func summaryBudget(maxBytes int) int { return max(maxBytes-statusReserve, 0) }
+
+// build returns the status to publish for a flavor whose summary is sum
+// (and sumErr, from tas's Summarize within summaryBudget(maxBytes)), with
+// old's generation and observed time and an updated Ready condition. Its
+// JSON never exceeds a valid maxBytes (at least 4096): a summary that does
+// not fit even coarsened is replaced by one without domains, Ready=False
+// with reason TooLarge.
+func build(old *strata.CapacitySummaryStatus, sum strata.CapacitySummaryStatus, sumErr error, maxBytes int, now time.Time) strata.CapacitySummaryStatus {
+	st := sum
+	if sumErr == nil {
+		ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonPublished, Message: "current capacity of the flavor's nodes"}
+		if st.Coarsened {
+			ready.Message = fmt.Sprintf("free capacity rounded down to stay within %d bytes", maxBytes)
+		}
+		withMeta(&st, old, ready, now)
+		n := size(&st, now)
+		if n <= maxBytes {
+			return st
+		}
+		sumErr = fmt.Errorf("the summary of %d domains needs %d bytes, more than the budget of %d", len(st.Domains), n, maxBytes)
+	}
+	ready := metav1.Condition{
+		Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonTooLarge,
+		Message: fmt.Sprintf("no domains published, the summary does not fit in summary.maxBytes (%d bytes): %v", maxBytes, sumErr),
+	}
+	st = strata.CapacitySummaryStatus{Levels: sum.Levels, LeafLevels: sum.LeafLevels, Resources: sum.Resources, Nodes: sum.Nodes}
+	withMeta(&st, old, ready, now)
+	if size(&st, now) > maxBytes {
+		// Levels and resources named by very long label keys.
+		st.Levels, st.LeafLevels, st.Resources = nil, 0, nil
+	}
+	return st
+}
+
+// withMeta gives st old's generation and observed time, and the Ready
+// condition ready (the only condition the publisher writes), keeping old's
+// transition time unless its status changes.
+func withMeta(st, old *strata.CapacitySummaryStatus, ready metav1.Condition, now time.Time) {
+	st.SummaryGeneration = old.SummaryGeneration
+	st.ObservedTime = old.ObservedTime
+	st.Conditions = nil
+	if c := meta.FindStatusCondition(old.Conditions, ConditionReady); c != nil {
+		st.Conditions = []metav1.Condition{*c.DeepCopy()}
+	}
+	ready.LastTransitionTime = metav1.NewTime(now)
+	meta.SetStatusCondition(&st.Conditions, ready)
+}
+
+// size is the largest JSON size of st once published: with any generation
+// and an observed time.
+func size(st *strata.CapacitySummaryStatus, now time.Time) int {
+	c := *st
+	c.SummaryGeneration = math.MaxInt64
+	c.ObservedTime = &metav1.Time{Time: now}
+	data, err := json.Marshal(&c)
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(data)
+}
+
+// next decides whether to write want, a status built on old: a change is
+// published with the next generation, and an unchanged summary whose
+// observed time is heartbeat old (or unset) is re-published with only its
+// observed time moved. It returns the status to write.
+func next(old, want *strata.CapacitySummaryStatus, now time.Time, heartbeat time.Duration) (strata.CapacitySummaryStatus, bool) {
+	st := *want
+	switch {
+	case !equality.Semantic.DeepEqual(*old, st):
+		st.SummaryGeneration++
+	case old.ObservedTime == nil || !now.Before(old.ObservedTime.Add(heartbeat)):
+	default:
+		return st, false
+	}
+	st.ObservedTime = &metav1.Time{Time: now}
+	return st, true
+}
+
+// collect deletes the summaries of flavors that are not topology-aware
+// (current lists those that are), once the API objects confirm it: the
+// capacity cache may not have caught up with the informers yet.
+func (p *Publisher) collect(ctx context.Context, current map[string]bool) error {
+	var list strata.CapacitySummaryList
+	// Only names are read: no need to copy every summary from the
+	// informer's store on every round.
+	if err := p.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing capacity summaries: %w", err)
+	}
+	var errs []error
+	for i := range list.Items {
+		cs := &list.Items[i]
+		if current[cs.Name] || cs.DeletionTimestamp != nil {
+			continue
+		}
+		tasFlavor, err := p.topologyAware(ctx, cs.Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("capacity summary %s: %w", cs.Name, err))
+			continue
+		}
+		if tasFlavor {
+			continue // the cache will list it soon
+		}
+		orphan := &strata.CapacitySummary{ObjectMeta: metav1.ObjectMeta{Name: cs.Name, UID: cs.UID}}
+		if err := p.client.Delete(ctx, orphan, client.Preconditions{UID: &cs.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting capacity summary %s: %w", cs.Name, err))
+			continue
+		}
+		forget(cs.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// topologyAware says whether the named ResourceFlavor exists and names a
+// Topology that exists.
+func (p *Publisher) topologyAware(ctx context.Context, name string) (bool, error) {
+	var rf strata.ResourceFlavor
+	if err := p.client.Get(ctx, types.NamespacedName{Name: name}, &rf); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if rf.Spec.TopologyName == nil {
+		return false, nil
+	}
+	var t strata.Topology
+	if err := p.client.Get(ctx, types.NamespacedName{Name: *rf.Spec.TopologyName}, &t); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return true, nil
 }
 
 // record exports a published summary: its size and time, and the free
@@ -144,4 +402,11 @@ func record(flavor string, st *strata.CapacitySummaryStatus) {
 			metrics.FreeCapacity.WithLabelValues(flavor, top, string(name)).Set(amounts[r])
 		}
 	}
+}
+
+// forget deletes a flavor's metric series.
+func forget(flavor string) {
+	metrics.FreeCapacity.DeletePartialMatch(prometheus.Labels{"flavor": flavor})
+	metrics.SummaryBytes.DeleteLabelValues(flavor)
+	metrics.SummaryTimestamp.DeleteLabelValues(flavor)
 }

@@ -24,10 +24,13 @@ const (
 	DefaultRecoveryTimeout    = 10 * time.Minute
 	DefaultSummaryMaxBytes    = 512 * 1024
 	DefaultSummaryMinInterval = 250 * time.Millisecond
-	DefaultUngateBatchPeriod  = 500 * time.Millisecond
-	DefaultAdmissionTimeout   = 5 * time.Minute
-	DefaultSummaryStaleAfter  = 2 * time.Minute
-	DefaultWorkerNamespace    = "strata-system"
+	// DefaultSummaryHeartbeatInterval is well under DefaultSummaryStaleAfter,
+	// so that a quiet worker's summary never looks stale to the hub.
+	DefaultSummaryHeartbeatInterval = 30 * time.Second
+	DefaultUngateBatchPeriod        = 500 * time.Millisecond
+	DefaultAdmissionTimeout         = 5 * time.Minute
+	DefaultSummaryStaleAfter        = 2 * time.Minute
+	DefaultWorkerNamespace          = "strata-system"
 )
 
 // LoadAgent reads an AgentConfiguration from path, or returns the defaults
@@ -108,6 +111,7 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 		cfg.Summary.MaxBytes = ptr.To[int32](DefaultSummaryMaxBytes)
 	}
 	setDuration(&cfg.Summary.MinInterval, DefaultSummaryMinInterval)
+	setDuration(&cfg.Summary.HeartbeatInterval, DefaultSummaryHeartbeatInterval)
 	setDuration(&cfg.Queueing.UngateBatchPeriod, DefaultUngateBatchPeriod)
 }
 
@@ -161,6 +165,11 @@ func ValidateAgent(cfg *configv1beta1.AgentConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(sp.Child("maxBytes"), b, "must be at most 1572864 bytes (etcd's object size limit)"))
 	}
 	errs = append(errs, positive(cfg.Summary.MinInterval, sp.Child("minInterval"), true)...)
+	if hb := cfg.Summary.HeartbeatInterval.Duration; hb <= 0 {
+		errs = append(errs, positive(cfg.Summary.HeartbeatInterval, sp.Child("heartbeatInterval"), false)...)
+	} else if hb < cfg.Summary.MinInterval.Duration {
+		errs = append(errs, field.Invalid(sp.Child("heartbeatInterval"), hb.String(), "must be at least summary.minInterval"))
+	}
 	errs = append(errs, positive(cfg.Queueing.UngateBatchPeriod, field.NewPath("queueing", "ungateBatchPeriod"), true)...)
 	return errs
 }

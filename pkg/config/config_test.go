@@ -33,8 +33,9 @@ func defaultAgent() *configv1beta1.AgentConfiguration {
 			RecoveryTimeout:         duration(10 * time.Minute),
 		},
 		Summary: configv1beta1.Summary{
-			MaxBytes:    ptr.To[int32](512 * 1024),
-			MinInterval: duration(250 * time.Millisecond),
+			MaxBytes:          ptr.To[int32](512 * 1024),
+			MinInterval:       duration(250 * time.Millisecond),
+			HeartbeatInterval: duration(30 * time.Second),
 		},
 		Queueing: configv1beta1.Queueing{UngateBatchPeriod: duration(500 * time.Millisecond)},
 	}
@@ -74,6 +75,7 @@ nodeFailure:
   failFast: false
 summary:
   maxBytes: 65536
+  heartbeatInterval: 10s
 `,
 			want: func() *configv1beta1.AgentConfiguration {
 				c := defaultAgent()
@@ -82,6 +84,7 @@ summary:
 				c.NodeFailure.NotReadyDelay = duration(time.Minute)
 				c.NodeFailure.FailFast = ptr.To(false)
 				c.Summary.MaxBytes = ptr.To[int32](65536)
+				c.Summary.HeartbeatInterval = duration(10 * time.Second)
 				return c
 			},
 		},
@@ -112,6 +115,14 @@ summary:
 		"a summary budget above etcd's limit": {
 			content: header + "summary:\n  maxBytes: 2000000\n",
 			wantErr: "summary.maxBytes: Invalid value: 2000000: must be at most 1572864 bytes",
+		},
+		"a zero summary heartbeat": {
+			content: header + "summary:\n  heartbeatInterval: 0s\n",
+			wantErr: "summary.heartbeatInterval: Invalid value: \"0s\": must be a positive duration",
+		},
+		"a summary heartbeat shorter than minInterval": {
+			content: header + "summary:\n  minInterval: 2s\n  heartbeatInterval: 1s\n",
+			wantErr: "summary.heartbeatInterval: Invalid value: \"1s\": must be at least summary.minInterval",
 		},
 	}
 	for name, tc := range cases {

@@ -107,6 +107,14 @@ type Summary struct {
 	// (default 250ms).
 	// +optional
 	MinInterval *metav1.Duration `json:"minInterval,omitempty"`
+	// heartbeatInterval is how often an unchanged summary is re-published
+	// with a new observedTime (and the same summaryGeneration), so that the
+	// hub, which treats summaries older than its dispatch.summaryStaleAfter
+	// (default 2m) as stale, can tell a quiet worker from a silent one. Keep
+	// it well under the hub's summaryStaleAfter; it must be at least
+	// minInterval (default 30s).
+	// +optional
+	HeartbeatInterval *metav1.Duration `json:"heartbeatInterval,omitempty"`
 }
 
 // Queueing configures admission.

@@ -1,0 +1,566 @@
+package summary
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"strata.dev/strata/agent/cache"
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/testutil"
+)
+
+const (
+	block = "example.com/block"
+	rack  = "example.com/rack"
+	host  = corev1.LabelHostname
+)
+
+// t0 is on a whole second: the API keeps times to the second.
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(d time.Duration) *metav1.Time { return &metav1.Time{Time: t0.Add(d)} }
+
+func ready(status metav1.ConditionStatus, reason, message string, since time.Duration) metav1.Condition {
+	return metav1.Condition{Type: ConditionReady, Status: status, Reason: reason, Message: message, LastTransitionTime: *at(since)}
+}
+
+func jsonSize(t *testing.T, st *strata.CapacitySummaryStatus) int {
+	t.Helper()
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(data)
+}
+
+// domains returns n leaf domains of one bucket each.
+func domains(n int) []strata.SummaryDomain {
+	var ds []strata.SummaryDomain
+	for i := range n {
+		ds = append(ds, strata.SummaryDomain{
+			Values:  []string{"b1", fmt.Sprintf("rack-%04d", i)},
+			Buckets: []strata.CapacityBucket{{Free: []int64{int64(1000 * i), 110000}, Nodes: 4}},
+		})
+	}
+	return ds
+}
+
+func TestBuild(t *testing.T) {
+	const maxBytes = 4096
+	summary := func(n int) strata.CapacitySummaryStatus {
+		return strata.CapacitySummaryStatus{
+			Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "pods"},
+			Domains: domains(n), Nodes: int32(4 * n),
+		}
+	}
+	published := ready(metav1.ConditionTrue, ReasonPublished, "current capacity of the flavor's nodes", 0)
+	long := strings.Repeat("x", 1500)
+	cases := map[string]struct {
+		old         strata.CapacitySummaryStatus
+		sum         strata.CapacitySummaryStatus
+		sumErr      error
+		want        strata.CapacitySummaryStatus
+		wantMessage string // a part of the Ready message; the whole one when empty
+	}{
+		"a summary within the budget": {
+			sum: summary(3),
+			want: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.Conditions = []metav1.Condition{published}
+				return st
+			}(),
+		},
+		"a coarsened summary says so": {
+			sum: func() strata.CapacitySummaryStatus { st := summary(3); st.Coarsened = true; return st }(),
+			want: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.Coarsened = true
+				st.Conditions = []metav1.Condition{ready(metav1.ConditionTrue, ReasonPublished, "free capacity rounded down to stay within 4096 bytes", 0)}
+				return st
+			}(),
+		},
+		"an unchanged summary keeps the generation, time and transition time": {
+			old: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.SummaryGeneration, st.ObservedTime = 7, at(-10*time.Second)
+				st.Conditions = []metav1.Condition{ready(metav1.ConditionTrue, ReasonPublished, "current capacity of the flavor's nodes", -time.Hour)}
+				return st
+			}(),
+			sum: summary(3),
+			want: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.SummaryGeneration, st.ObservedTime = 7, at(-10*time.Second)
+				st.Conditions = []metav1.Condition{ready(metav1.ConditionTrue, ReasonPublished, "current capacity of the flavor's nodes", -time.Hour)}
+				return st
+			}(),
+		},
+		"too large even coarsened: no domains": {
+			old: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.SummaryGeneration, st.ObservedTime = 2, at(-time.Minute)
+				st.Conditions = []metav1.Condition{ready(metav1.ConditionTrue, ReasonPublished, "current capacity of the flavor's nodes", -time.Hour)}
+				return st
+			}(),
+			sum:    func() strata.CapacitySummaryStatus { st := summary(400); st.Coarsened = true; return st }(),
+			sumErr: errors.New("the summary of 400 domains needs 20000 bytes, more than the budget of 3072 even when coarsened"),
+			want: strata.CapacitySummaryStatus{
+				SummaryGeneration: 2, ObservedTime: at(-time.Minute),
+				Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "pods"}, Nodes: 1600,
+				Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooLarge,
+					"no domains published, the summary does not fit in summary.maxBytes (4096 bytes): the summary of 400 domains needs 20000 bytes, more than the budget of 3072 even when coarsened", 0)},
+			},
+		},
+		"within tas's budget but not with the status fields": {
+			sum: summary(60),
+			want: strata.CapacitySummaryStatus{
+				Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "pods"}, Nodes: 240,
+				Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooLarge, "", 0)},
+			},
+			wantMessage: "the summary of 60 domains needs",
+		},
+		"too large with levels too long to name": {
+			sum: strata.CapacitySummaryStatus{
+				Levels: []string{"example.com/" + long, "example.com/" + long + "2", "example.com/" + long + "3"}, LeafLevels: 3,
+				Resources: []corev1.ResourceName{"cpu"}, Domains: domains(1), Nodes: 4,
+			},
+			sumErr: errors.New("too large"),
+			want: strata.CapacitySummaryStatus{
+				Nodes:      4,
+				Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooLarge, "", 0)},
+			},
+			wantMessage: "too large",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := build(&tc.old, tc.sum, tc.sumErr, maxBytes, t0)
+			opts := cmp.Options{}
+			if tc.wantMessage != "" {
+				opts = append(opts, cmpopts.IgnoreFields(metav1.Condition{}, "Message"))
+			}
+			if diff := cmp.Diff(tc.want, got, opts); diff != "" {
+				t.Errorf("build() (-want,+got):\n%s", diff)
+			}
+			if tc.wantMessage != "" && (len(got.Conditions) != 1 || !strings.Contains(got.Conditions[0].Message, tc.wantMessage)) {
+				t.Errorf("build() conditions %+v, want a Ready message containing %q", got.Conditions, tc.wantMessage)
+			}
+			written, _ := next(&tc.old, &got, t0.Add(time.Hour), time.Minute)
+			written.SummaryGeneration = 1 << 62
+			if n := jsonSize(t, &written); n > maxBytes {
+				t.Errorf("the written status has %d bytes, more than the budget of %d", n, maxBytes)
+			}
+		})
+	}
+}
+
+func TestNext(t *testing.T) {
+	const heartbeat = 30 * time.Second
+	base := strata.CapacitySummaryStatus{
+		SummaryGeneration: 4, ObservedTime: at(0), Levels: []string{block, rack}, LeafLevels: 2,
+		Resources: []corev1.ResourceName{"cpu"}, Domains: domains(2), Nodes: 8,
+	}
+	with := func(f func(*strata.CapacitySummaryStatus)) strata.CapacitySummaryStatus {
+		st := *base.DeepCopy()
+		f(&st)
+		return st
+	}
+	changed := with(func(st *strata.CapacitySummaryStatus) { st.Nodes = 9 })
+	cases := map[string]struct {
+		old, want strata.CapacitySummaryStatus
+		now       time.Duration
+		wantWrite bool
+		wantSt    strata.CapacitySummaryStatus
+	}{
+		"a change is published with the next generation": {
+			old: base, want: changed, now: time.Second, wantWrite: true,
+			wantSt: with(func(st *strata.CapacitySummaryStatus) {
+				st.Nodes, st.SummaryGeneration, st.ObservedTime = 9, 5, at(time.Second)
+			}),
+		},
+		"an unchanged summary is not written before its heartbeat": {
+			old: base, want: base, now: heartbeat - time.Second, wantSt: base,
+		},
+		"an unchanged summary is re-published at its heartbeat, same generation": {
+			old: base, want: base, now: heartbeat, wantWrite: true,
+			wantSt: with(func(st *strata.CapacitySummaryStatus) { st.ObservedTime = at(heartbeat) }),
+		},
+		"a summary never observed is written": {
+			old:       with(func(st *strata.CapacitySummaryStatus) { st.ObservedTime = nil }),
+			want:      with(func(st *strata.CapacitySummaryStatus) { st.ObservedTime = nil }),
+			now:       time.Second,
+			wantWrite: true,
+			wantSt:    with(func(st *strata.CapacitySummaryStatus) { st.ObservedTime = at(time.Second) }),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, write := next(&tc.old, &tc.want, t0.Add(tc.now), heartbeat)
+			if write != tc.wantWrite {
+				t.Errorf("next() write = %v, want %v", write, tc.wantWrite)
+			}
+			if diff := cmp.Diff(tc.wantSt, got); diff != "" {
+				t.Errorf("next() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	cases := map[string]struct {
+		minInterval, heartbeat time.Duration
+		failures               []int
+		want                   []time.Duration
+	}{
+		"doubling up to 30s": {
+			minInterval: 250 * time.Millisecond, heartbeat: time.Minute,
+			failures: []int{1, 2, 3, 4, 5, 6, 7},
+			want:     []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second},
+		},
+		"at most the heartbeat": {
+			minInterval: 250 * time.Millisecond, heartbeat: 5 * time.Second,
+			failures: []int{1, 2, 3, 4, 5},
+			want:     []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second},
+		},
+		"at least minInterval": {
+			minInterval: 3 * time.Second, heartbeat: time.Minute,
+			failures: []int{1, 2, 3},
+			want:     []time.Duration{3 * time.Second, 3 * time.Second, 4 * time.Second},
+		},
+		"many failures do not overflow": {
+			heartbeat: time.Minute,
+			failures:  []int{64, 1000},
+			want:      []time.Duration{30 * time.Second, 30 * time.Second},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []time.Duration
+			for _, n := range tc.failures {
+				got = append(got, backoff(n, tc.minInterval, tc.heartbeat))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("backoff() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// env is a publisher on a capacity cache and a fake API server that hold
+// the same topology and flavors.
+type env struct {
+	t       *testing.T
+	cache   *cache.Cache
+	client  client.Client
+	clock   *testingclock.FakeClock
+	pub     *Publisher
+	patches int
+	// failPatches fails that many status writes.
+	failPatches int
+}
+
+func newEnv(t *testing.T, cfg configv1beta1.Summary, flavors ...string) *env {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := strata.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, cache: cache.New(), clock: testingclock.NewFakeClock(t0)}
+	topo := testutil.MakeTopology("topo", block, rack, host).Obj()
+	objs := []client.Object{topo}
+	e.cache.SetTopology(topo)
+	for _, f := range flavors {
+		rf := testutil.MakeResourceFlavor(f).TopologyName("topo").Obj()
+		objs = append(objs, rf)
+		e.cache.SetFlavor(rf)
+	}
+	e.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&strata.CapacitySummary{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				e.patches++
+				if e.failPatches > 0 {
+					e.failPatches--
+					return apierrors.NewServiceUnavailable("etcd is busy")
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	if cfg.MaxBytes == nil {
+		cfg.MaxBytes = ptr.To[int32](512 * 1024)
+	}
+	if cfg.MinInterval == nil {
+		cfg.MinInterval = &metav1.Duration{Duration: 250 * time.Millisecond}
+	}
+	if cfg.HeartbeatInterval == nil {
+		cfg.HeartbeatInterval = &metav1.Duration{Duration: 30 * time.Second}
+	}
+	e.pub = NewPublisher(e.client, e.cache, cfg, e.clock)
+	return e
+}
+
+// racks adds n racks of one 8-CPU node each.
+func (e *env) racks(first, n int) {
+	for i := first; i < first+n; i++ {
+		name := fmt.Sprintf("node-%04d", i)
+		e.cache.SetNode(&corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{block: "b1", rack: fmt.Sprintf("rack-%04d", i), host: name}},
+			Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			},
+		})
+	}
+}
+
+// publish runs PublishAll at t0+d.
+func (e *env) publish(d time.Duration) (time.Time, error) {
+	e.t.Helper()
+	e.clock.SetTime(t0.Add(d))
+	return e.pub.PublishAll(context.Background())
+}
+
+func (e *env) summary(name string) *strata.CapacitySummary {
+	e.t.Helper()
+	var cs strata.CapacitySummary
+	if err := e.client.Get(context.Background(), client.ObjectKey{Name: name}, &cs); err != nil {
+		e.t.Fatalf("getting summary %s: %v", name, err)
+	}
+	return &cs
+}
+
+// seriesOf removes and counts a flavor's metric series.
+func seriesOf(flavor string) int {
+	n := metrics.FreeCapacity.DeletePartialMatch(prometheus.Labels{"flavor": flavor})
+	if metrics.SummaryBytes.DeleteLabelValues(flavor) {
+		n++
+	}
+	if metrics.SummaryTimestamp.DeleteLabelValues(flavor) {
+		n++
+	}
+	return n
+}
+
+func TestPublishAllTooLarge(t *testing.T) {
+	const maxBytes = 4096
+	e := newEnv(t, configv1beta1.Summary{MaxBytes: ptr.To[int32](maxBytes)}, "too-large")
+	e.racks(0, 400)
+	if _, err := e.publish(0); err != nil {
+		t.Fatal(err)
+	}
+	cs := e.summary("too-large")
+	want := strata.CapacitySummaryStatus{
+		SummaryGeneration: 1, ObservedTime: at(0),
+		Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "memory", "pods"}, Nodes: 400,
+		Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooLarge, "", 0)},
+	}
+	if diff := cmp.Diff(want, cs.Status, cmpopts.IgnoreFields(metav1.Condition{}, "Message")); diff != "" {
+		t.Errorf("status (-want,+got):\n%s", diff)
+	}
+	if n := jsonSize(t, &cs.Status); n > maxBytes {
+		t.Errorf("the status has %d bytes, more than the budget of %d", n, maxBytes)
+	}
+	if n := metrics.FreeCapacity.DeletePartialMatch(prometheus.Labels{"flavor": "too-large"}); n != 0 {
+		t.Errorf("%d free capacity series for a summary without domains, want 0", n)
+	}
+	seriesOf("too-large")
+}
+
+func TestPublishAllRetriesFailedWrites(t *testing.T) {
+	e := newEnv(t, configv1beta1.Summary{}, "retried")
+	e.racks(0, 2)
+	e.failPatches = 2
+	steps := []struct {
+		at          time.Duration
+		wantErr     bool
+		wantPatches int
+		wantDue     time.Duration
+		wantGen     int64
+	}{
+		{at: 0, wantErr: true, wantPatches: 1, wantDue: time.Second},
+		{at: 500 * time.Millisecond, wantPatches: 1, wantDue: time.Second},
+		{at: time.Second, wantErr: true, wantPatches: 2, wantDue: 3 * time.Second},
+		{at: 3 * time.Second, wantPatches: 3, wantDue: 33 * time.Second, wantGen: 1},
+	}
+	for i, s := range steps {
+		due, err := e.publish(s.at)
+		if (err != nil) != s.wantErr {
+			t.Errorf("step %d: PublishAll() error = %v, want error %v", i, err, s.wantErr)
+		}
+		got := struct {
+			Patches int
+			Due     time.Time
+			Gen     int64
+		}{e.patches, due, e.summary("retried").Status.SummaryGeneration}
+		want := struct {
+			Patches int
+			Due     time.Time
+			Gen     int64
+		}{s.wantPatches, t0.Add(s.wantDue), s.wantGen}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("step %d at %v (-want,+got):\n%s", i, s.at, diff)
+		}
+	}
+	seriesOf("retried")
+}
+
+func TestPublishAllHeartbeat(t *testing.T) {
+	e := newEnv(t, configv1beta1.Summary{HeartbeatInterval: &metav1.Duration{Duration: 30 * time.Second}}, "quiet")
+	e.racks(0, 2)
+	type state struct {
+		Patches  int
+		Due      time.Time
+		Gen      int64
+		Observed time.Time
+		Nodes    int32
+	}
+	steps := []struct {
+		at     time.Duration
+		change func()
+		want   state
+	}{
+		{at: 0, want: state{Patches: 1, Due: t0.Add(30 * time.Second), Gen: 1, Observed: t0, Nodes: 2}},
+		{at: 10 * time.Second, want: state{Patches: 1, Due: t0.Add(30 * time.Second), Gen: 1, Observed: t0, Nodes: 2}},
+		{at: 30 * time.Second, want: state{Patches: 2, Due: t0.Add(60 * time.Second), Gen: 1, Observed: t0.Add(30 * time.Second), Nodes: 2}},
+		{at: 31 * time.Second, change: func() { e.racks(2, 1) },
+			want: state{Patches: 3, Due: t0.Add(61 * time.Second), Gen: 2, Observed: t0.Add(31 * time.Second), Nodes: 3}},
+		{at: 61 * time.Second, want: state{Patches: 4, Due: t0.Add(91 * time.Second), Gen: 2, Observed: t0.Add(61 * time.Second), Nodes: 3}},
+	}
+	for i, s := range steps {
+		if s.change != nil {
+			s.change()
+		}
+		due, err := e.publish(s.at)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		cs := e.summary("quiet")
+		got := state{Patches: e.patches, Due: due, Gen: cs.Status.SummaryGeneration, Nodes: cs.Status.Nodes}
+		if cs.Status.ObservedTime != nil {
+			got.Observed = cs.Status.ObservedTime.UTC()
+		}
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("step %d at %v (-want,+got):\n%s", i, s.at, diff)
+		}
+	}
+	seriesOf("quiet")
+}
+
+func TestPublishAllDeletesOrphans(t *testing.T) {
+	ctx := context.Background()
+	cases := map[string]struct {
+		// change is applied after a first PublishAll of flavors "<case>-a"
+		// and "<case>-b", both topology-aware.
+		change        func(t *testing.T, e *env, a, b string)
+		wantSummaries []string
+		wantSeries    map[string]bool
+	}{
+		"a deleted flavor": {
+			change: func(t *testing.T, e *env, a, _ string) {
+				e.cache.DeleteFlavor(a)
+				if err := e.client.Delete(ctx, &strata.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: a}}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantSummaries: []string{"b"},
+			wantSeries:    map[string]bool{"b": true},
+		},
+		"a flavor no longer topology-aware": {
+			change: func(t *testing.T, e *env, a, _ string) {
+				var rf strata.ResourceFlavor
+				if err := e.client.Get(ctx, client.ObjectKey{Name: a}, &rf); err != nil {
+					t.Fatal(err)
+				}
+				rf.Spec.TopologyName = nil
+				if err := e.client.Update(ctx, &rf); err != nil {
+					t.Fatal(err)
+				}
+				e.cache.SetFlavor(&rf)
+			},
+			wantSummaries: []string{"b"},
+			wantSeries:    map[string]bool{"b": true},
+		},
+		"a deleted topology": {
+			change: func(t *testing.T, e *env, _, _ string) {
+				e.cache.DeleteTopology("topo")
+				if err := e.client.Delete(ctx, &strata.Topology{ObjectMeta: metav1.ObjectMeta{Name: "topo"}}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantSeries: map[string]bool{},
+		},
+		"a summary left by an earlier agent for a flavor gone since": {
+			change: func(t *testing.T, e *env, a, _ string) {
+				if err := e.client.Create(ctx, testutil.MakeCapacitySummary(a+"-old").Obj()); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantSummaries: []string{"a", "b"},
+			wantSeries:    map[string]bool{"a": true, "b": true},
+		},
+		"a flavor the cache has not seen yet keeps its summary": {
+			change: func(t *testing.T, e *env, a, _ string) {
+				// As after a restart: the informers know the flavor (and
+				// its summary) before the capacity cache does.
+				e.cache.DeleteFlavor(a)
+			},
+			wantSummaries: []string{"a", "b"},
+			wantSeries:    map[string]bool{"b": true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			id := strings.ReplaceAll(name, " ", "-")
+			a, b := id+"-a", id+"-b"
+			e := newEnv(t, configv1beta1.Summary{}, a, b)
+			e.racks(0, 2)
+			if _, err := e.publish(0); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, e, a, b)
+			if _, err := e.publish(time.Second); err != nil {
+				t.Fatal(err)
+			}
+			var list strata.CapacitySummaryList
+			if err := e.client.List(ctx, &list); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, cs := range list.Items {
+				got = append(got, strings.TrimPrefix(cs.Name, id+"-"))
+			}
+			if diff := cmp.Diff(tc.wantSummaries, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("summaries (-want,+got):\n%s", diff)
+			}
+			gotSeries := map[string]bool{}
+			for _, f := range []string{"a", "b"} {
+				if seriesOf(id+"-"+f) > 0 {
+					gotSeries[f] = true
+				}
+			}
+			if diff := cmp.Diff(tc.wantSeries, gotSeries); diff != "" {
+				t.Errorf("flavors with metric series (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

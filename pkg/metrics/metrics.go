@@ -54,15 +54,22 @@ func init() {
 }
 
 var (
-	// Replacements counts failed-node replacement attempts by result
-	// (succeeded, failed).
+	// Replacements counts failed-node replacement searches by result
+	// (succeeded, failed); their sum is the attempts.
 	Replacements = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strata_node_replacements_total",
 		Help: "Failed-node replacement attempts, by result (succeeded, failed).",
 	}, []string{"result"})
 
-	// ReplacementLatency is the time from a node failure being observable to
-	// the new assignment being written.
+	// NodeFailureEvictions counts workloads evicted by hot swap, by reason
+	// (MultipleNodes, MultiplePodSets, NoReplacement).
+	NodeFailureEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_node_failure_evictions_total",
+		Help: "Workloads evicted and requeued because a failed node could not be replaced, by reason (MultipleNodes, MultiplePodSets, NoReplacement).",
+	}, []string{"reason"})
+
+	// ReplacementLatency is the time from a node failure being first
+	// observable (across retries) to the new assignment being written.
 	ReplacementLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "strata_node_replacement_latency_seconds",
 		Help:    "Time from a node failure being observable to the new assignment being written.",
@@ -71,5 +78,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(Replacements, ReplacementLatency)
+	metrics.Registry.MustRegister(Replacements, ReplacementLatency, NodeFailureEvictions)
 }

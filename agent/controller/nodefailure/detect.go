@@ -6,6 +6,7 @@ package nodefailure
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,11 @@ type Verdict struct {
 // whose pods on it are pods (bound to it, or routed to it by node selector)
 // and whose pods tolerate tolerations. It follows the agent configuration's
 // nodeFailure settings.
+//
+// The taints the node lifecycle controller puts on NotReady and unreachable
+// nodes (node.kubernetes.io/not-ready, node.kubernetes.io/unreachable) are
+// left to the readiness rules: they come with every NotReady node, and
+// counting them as taints would skip notReadyDelay.
 func Detect(node *corev1.Node, pods []*corev1.Pod, tolerations []corev1.Toleration, cfg configv1beta1.NodeFailure, now time.Time) Verdict {
 	if node == nil {
 		return Verdict{Failed: true, Reason: "the node was deleted", Since: now}
@@ -37,18 +43,18 @@ func Detect(node *corev1.Node, pods []*corev1.Pod, tolerations []corev1.Tolerati
 	if replaceOnTaints {
 		for i := range node.Spec.Taints {
 			t := &node.Spec.Taints[i]
-			if t.Effect != corev1.TaintEffectNoExecute {
+			if t.Effect != corev1.TaintEffectNoExecute || readinessTaint(t) {
 				continue
 			}
 			tol, ok := tolerating(tolerations, t)
 			if !ok {
 				return Verdict{Failed: true, Reason: fmt.Sprintf("untolerated NoExecute taint %s", t.Key), Since: addedAt(t, now)}
 			}
-			if tol.TolerationSeconds != nil && t.TimeAdded != nil {
-				left := t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds) * time.Second).Sub(now)
+			if tol.TolerationSeconds != nil {
+				deadline := addedAt(t, now).Add(time.Duration(*tol.TolerationSeconds) * time.Second)
+				left := deadline.Sub(now)
 				if left <= 0 {
-					return Verdict{Failed: true, Reason: fmt.Sprintf("NoExecute taint %s past its %ds toleration", t.Key, *tol.TolerationSeconds),
-						Since: t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds) * time.Second)}
+					return Verdict{Failed: true, Reason: fmt.Sprintf("NoExecute taint %s past its %ds toleration", t.Key, *tol.TolerationSeconds), Since: deadline}
 				}
 				recheck = minPositive(recheck, left)
 			}
@@ -56,23 +62,29 @@ func Detect(node *corev1.Node, pods []*corev1.Pod, tolerations []corev1.Tolerati
 		noSchedule := node.Spec.Unschedulable
 		for i := range node.Spec.Taints {
 			t := &node.Spec.Taints[i]
-			if t.Effect == corev1.TaintEffectNoSchedule {
+			if t.Effect == corev1.TaintEffectNoSchedule && !readinessTaint(t) {
 				if _, ok := tolerating(tolerations, t); !ok {
 					noSchedule = true
 				}
 			}
 		}
-		if noSchedule && len(pods) > 0 && allPods(pods, func(p *corev1.Pod) bool { return terminatedOrTerminating(p) || p.Spec.NodeName == "" }) {
+		// Pods that succeeded there need nothing: they are not counted.
+		unfinished := slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		if noSchedule && len(unfinished) > 0 && allPods(unfinished, func(p *corev1.Pod) bool { return failing(p) || p.Spec.NodeName == "" }) {
 			return Verdict{Failed: true, Reason: "unschedulable (NoSchedule taint or cordoned) with the workload's pods there failed, terminating or unscheduled", Since: now}
 		}
 	}
 	ready := readyCondition(node)
 	if ready == nil || ready.Status != corev1.ConditionTrue {
 		replaceOnTermination := cfg.ReplaceOnPodTermination == nil || *cfg.ReplaceOnPodTermination
-		if replaceOnTermination && len(pods) > 0 && allPods(pods, terminatedOrTerminating) {
+		// The pods scheduled there are terminated or terminating: pods that
+		// were only routed there (recreated, waiting to be bound) cannot
+		// start on a NotReady node and do not hold the replacement back.
+		if replaceOnTermination && len(pods) > 0 && allPods(pods, func(p *corev1.Pod) bool { return terminatedOrTerminating(p) || p.Spec.NodeName == "" }) &&
+			slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodSucceeded }) {
 			return Verdict{Failed: true, Reason: "NotReady, and the workload's pods on it are terminated or terminating", Since: now}
 		}
-		since := now
+		since := node.CreationTimestamp.Time // never Ready
 		if ready != nil {
 			since = ready.LastTransitionTime.Time
 		}
@@ -85,6 +97,14 @@ func Detect(node *corev1.Node, pods []*corev1.Pod, tolerations []corev1.Tolerati
 	return Verdict{Recheck: recheck}
 }
 
+// readinessTaint says whether t is one of the taints the node lifecycle
+// controller keeps in step with the Ready condition.
+func readinessTaint(t *corev1.Taint) bool {
+	return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
+}
+
+// addedAt is when a taint was added, or now if it does not say (the
+// Reconciler fills in when it first saw such a taint).
 func addedAt(t *corev1.Taint, now time.Time) time.Time {
 	if t.TimeAdded != nil {
 		return t.TimeAdded.Time
@@ -111,7 +131,12 @@ func readyCondition(n *corev1.Node) *corev1.NodeCondition {
 }
 
 func terminatedOrTerminating(p *corev1.Pod) bool {
-	return !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+	return failing(p) || p.Status.Phase == corev1.PodSucceeded
+}
+
+// failing is a pod that failed or is being deleted.
+func failing(p *corev1.Pod) bool {
+	return !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodFailed
 }
 
 func allPods(pods []*corev1.Pod, f func(*corev1.Pod) bool) bool {

@@ -7,10 +7,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	"strata.dev/strata/pkg/tas"
 )
 
 func TestDetect(t *testing.T) {
@@ -37,6 +39,14 @@ func TestDetect(t *testing.T) {
 	pending := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": "n1"}}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 	noExecute := corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.NewTime(now.Add(-10 * time.Second)))}
 	noSchedule := corev1.Taint{Key: "degraded", Effect: corev1.TaintEffectNoSchedule}
+	succeeded := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}
+	cordoned := func(n *corev1.Node) *corev1.Node { n.Spec.Unschedulable = true; return n }
+	// What the node lifecycle controller puts on a NotReady node.
+	notReadyTaints := []corev1.Taint{
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.NewTime(now.Add(-10 * time.Second)))},
+	}
+	unreachable := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.NewTime(now.Add(-10 * time.Second)))}
 
 	cases := map[string]struct {
 		node        *corev1.Node
@@ -81,6 +91,58 @@ func TestDetect(t *testing.T) {
 		"NoSchedule taint with the workload's pod still running": {
 			node: node(corev1.ConditionTrue, time.Hour, noSchedule), pods: []*corev1.Pod{running}, cfg: cfg(true),
 		},
+		"the lifecycle controller's not-ready taints wait for notReadyDelay": {
+			node: node(corev1.ConditionFalse, 10*time.Second, notReadyTaints...), pods: []*corev1.Pod{running}, cfg: cfg(true),
+			want: Verdict{Recheck: 20 * time.Second},
+		},
+		"the unreachable taint waits for notReadyDelay": {
+			node: node(corev1.ConditionUnknown, 10*time.Second, unreachable), pods: []*corev1.Pod{running}, cfg: cfg(false),
+			want: Verdict{Recheck: 20 * time.Second},
+		},
+		"NoExecute tolerated for 5s, added 10s ago": {
+			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{running}, cfg: cfg(true),
+			tolerations: []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](5)}},
+			want:        Verdict{Failed: true, Reason: "NoExecute taint maintenance past its 5s toleration"},
+		},
+		"NoExecute tolerated for good": {
+			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{running}, cfg: cfg(true),
+			tolerations: []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists}},
+		},
+		"cordoned with the workload's pod failed": {
+			node: cordoned(node(corev1.ConditionTrue, time.Hour)), pods: []*corev1.Pod{failed}, cfg: cfg(true),
+			want: Verdict{Failed: true, Reason: "unschedulable (NoSchedule taint or cordoned) with the workload's pods there failed, terminating or unscheduled"},
+		},
+		"cordoned with the workload's pod terminating": {
+			node: cordoned(node(corev1.ConditionTrue, time.Hour)), pods: []*corev1.Pod{terminating}, cfg: cfg(true),
+			want: Verdict{Failed: true, Reason: "unschedulable (NoSchedule taint or cordoned) with the workload's pods there failed, terminating or unscheduled"},
+		},
+		"cordoned with the workload's pods there finished: nothing to replace": {
+			node: cordoned(node(corev1.ConditionTrue, time.Hour)), pods: []*corev1.Pod{succeeded}, cfg: cfg(true),
+		},
+		"cordoned with one pod succeeded and one failed": {
+			node: cordoned(node(corev1.ConditionTrue, time.Hour)), pods: []*corev1.Pod{succeeded, failed}, cfg: cfg(true),
+			want: Verdict{Failed: true, Reason: "unschedulable (NoSchedule taint or cordoned) with the workload's pods there failed, terminating or unscheduled"},
+		},
+		"a tolerated NoSchedule taint": {
+			node: node(corev1.ConditionTrue, time.Hour, noSchedule), pods: []*corev1.Pod{pending}, cfg: cfg(true),
+			tolerations: []corev1.Toleration{{Key: "degraded", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		},
+		"cordoned with no pods there yet": {
+			node: cordoned(node(corev1.ConditionTrue, time.Hour)), cfg: cfg(true),
+		},
+		"NotReady: a recreated pod routed there does not hold the termination trigger back": {
+			node: node(corev1.ConditionFalse, time.Second), pods: []*corev1.Pod{failed, pending}, cfg: cfg(true),
+			want: Verdict{Failed: true, Reason: "NotReady, and the workload's pods on it are terminated or terminating"},
+		},
+		"NotReady with only succeeded pods: the delay applies": {
+			node: node(corev1.ConditionFalse, time.Second), pods: []*corev1.Pod{succeeded}, cfg: cfg(true),
+			want: Verdict{Recheck: 29 * time.Second},
+		},
+		"never Ready: the delay counts from the node's creation": {
+			node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: metav1.NewTime(now.Add(-40 * time.Second))}},
+			pods: []*corev1.Pod{running}, cfg: cfg(false),
+			want: Verdict{Failed: true, Reason: "NotReady for more than 30s"},
+		},
 		"taints ignored when replaceOnTaints is off": {
 			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{running},
 			cfg: func() configv1beta1.NodeFailure { c := cfg(true); c.ReplaceOnTaints = ptr.To(false); return c }(),
@@ -119,8 +181,11 @@ func TestMatrix(t *testing.T) {
 		{"NotReady 31s, pod running", node(31 * time.Second), running, false},
 		{"NotReady 31s, pod running, a spare node", node(31 * time.Second), running, true},
 	}
-	// outcome composes the steps as Reconcile does.
-	outcome := func(cfg configv1beta1.NodeFailure, node *corev1.Node, pod *corev1.Pod, replacement bool) string {
+	// outcome composes the steps as Reconcile does: detection, the
+	// engine's replacement search in the rack (on a real snapshot where n1
+	// and n2 fill the rack, plus a spare n3 when the situation has one),
+	// and what follows a failed search.
+	outcome := func(cfg configv1beta1.NodeFailure, node *corev1.Node, pod *corev1.Pod, spare bool) string {
 		if !replaceEnabled(cfg) {
 			return "nothing"
 		}
@@ -128,8 +193,22 @@ func TestMatrix(t *testing.T) {
 		if !v.Failed {
 			return fmt.Sprintf("wait %s", v.Recheck)
 		}
-		if replacement {
-			return "replace"
+		snap := tas.NewSnapshot([]string{"rack", corev1.LabelHostname}, nil)
+		hosts := []string{"n1", "n2"}
+		if spare {
+			hosts = append(hosts, "n3")
+		}
+		for _, h := range hosts {
+			snap.SetNode(tas.Node{Name: h, Labels: map[string]string{"rack": "r1", corev1.LabelHostname: h}, Ready: h != "n1",
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}})
+		}
+		current := &tas.Assignment{Levels: []string{corev1.LabelHostname}, Domains: []tas.DomainAssignment{{Values: []string{"n1"}, Count: 1}, {Values: []string{"n2"}, Count: 1}}}
+		req := tas.Request{Count: 2, PodRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, Mode: tas.Required, Level: "rack"}
+		if _, err := snap.Commit(current, req.PodRequests); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+		if replaced, err := snap.FindReplacementNear(req, current, "n1", nil); err == nil {
+			return "replace with " + replaced.Domains[0].Values[0]
 		}
 		next := afterFailedSearch(cfg, now, now, 0)
 		if next.evict {
@@ -142,10 +221,10 @@ func TestMatrix(t *testing.T) {
 		want                             []string // per situation
 	}{
 		{false, true, true, []string{"nothing", "nothing", "nothing"}},
-		{true, false, false, []string{"wait 20s", "retry in 1s", "replace"}},
-		{true, true, false, []string{"retry in 1s", "retry in 1s", "replace"}},
-		{true, false, true, []string{"wait 20s", "evict", "replace"}},
-		{true, true, true, []string{"evict", "evict", "replace"}},
+		{true, false, false, []string{"wait 20s", "retry in 1s", "replace with n3"}},
+		{true, true, false, []string{"retry in 1s", "retry in 1s", "replace with n3"}},
+		{true, false, true, []string{"wait 20s", "evict", "replace with n3"}},
+		{true, true, true, []string{"evict", "evict", "replace with n3"}},
 	}
 	for _, row := range rows {
 		cfg := configv1beta1.NodeFailure{

@@ -2,7 +2,9 @@ package nodefailure
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,12 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"strata.dev/strata/agent/cache"
@@ -60,6 +64,12 @@ type Reconciler struct {
 	// searches counts the failed replacement searches in a row per
 	// workload, for the retry backoff.
 	searches map[types.NamespacedName]int
+	// failures is when each failed node of a workload was first seen
+	// failed, for the latency metric.
+	failures map[types.NamespacedName]map[string]time.Time
+	// taintSeen is when a NoExecute taint without timeAdded was first
+	// seen, per node/key/effect.
+	taintSeen map[string]time.Time
 }
 
 // Retry backoff of replacement searches with fail-fast off: doubling from
@@ -72,7 +82,8 @@ const (
 // NewReconciler returns a Reconciler.
 func NewReconciler(c client.Client, cc *cache.Cache, cfg configv1beta1.NodeFailure, clk clock.WithDelayedExecution, recorder events.EventRecorder) *Reconciler {
 	return &Reconciler{client: c, cache: cc, cfg: cfg, clock: clk, recorder: recorder,
-		requeue: make(chan event.GenericEvent), searches: map[types.NamespacedName]int{}}
+		requeue: make(chan event.GenericEvent, 1024), searches: map[types.NamespacedName]int{},
+		failures: map[types.NamespacedName]map[string]time.Time{}, taintSeen: map[string]time.Time{}}
 }
 
 // after reconciles the workload again once d has passed on the clock.
@@ -126,10 +137,13 @@ func replaceEnabled(cfg configv1beta1.NodeFailure) bool {
 	return cfg.ReplaceFailedNodes == nil || *cfg.ReplaceFailedNodes
 }
 
+// searched forgets a workload's failed searches and failure times: its
+// nodes are healthy or replaced, or it is gone or evicted.
 func (r *Reconciler) searched(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.searches, key)
+	delete(r.failures, key)
 }
 
 // SetupWithManager watches admitted Workloads, the Nodes they use and their pods.
@@ -194,8 +208,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var failed []failure
 	var recheck time.Duration
 	for i, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment == nil {
+			continue
+		}
 		a, err := tas.Decode(psa.TopologyAssignment)
-		if err != nil || !hostLevel(a) {
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Cannot read the topology assignment; its nodes are not watched", "podSet", psa.Name)
+			continue
+		}
+		if !hostLevel(a) {
 			continue
 		}
 		tolerations := r.tolerations(&wl, psa)
@@ -205,49 +226,114 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			var nodePtr *corev1.Node
 			switch err := r.client.Get(ctx, types.NamespacedName{Name: host}, &node); {
 			case err == nil:
-				nodePtr = &node
+				nodePtr = r.taintTimes(&node, now)
 			case !apierrors.IsNotFound(err):
 				return ctrl.Result{}, err
 			}
 			v := Detect(nodePtr, podsOn(pods.Items, psa.Name, host), tolerations, r.cfg, now)
 			if v.Failed {
-				failed = append(failed, failure{podSet: i, node: host, reason: v.Reason, since: v.Since})
+				failed = append(failed, failure{podSet: i, node: host, reason: v.Reason, since: r.failingSince(req.NamespacedName, host, v.Since)})
 			} else if v.Recheck > 0 {
 				recheck = minPositive(recheck, v.Recheck)
 			}
 		}
 	}
-	if len(failed) == 0 {
-		r.searched(req.NamespacedName)
-		if recheck > 0 {
-			r.after(req.NamespacedName, recheck)
-		}
-		if len(wl.Status.UnhealthyNodes) > 0 {
-			wl.Status.UnhealthyNodes = nil
-			return ctrl.Result{}, r.client.Status().Update(ctx, &wl)
-		}
-		return ctrl.Result{}, nil
+	if len(failed) > 0 {
+		return r.handle(ctx, &wl, failed, pods.Items, now)
 	}
-	return r.handle(ctx, &wl, failed, pods.Items, now)
+	r.searched(req.NamespacedName)
+	if recheck > 0 {
+		r.after(req.NamespacedName, recheck)
+	}
+	changed := len(wl.Status.UnhealthyNodes) > 0
+	wl.Status.UnhealthyNodes = nil
+	if c := meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement); c != nil && c.Status == metav1.ConditionFalse {
+		// The node came back before a replacement was found; a later
+		// failure starts its recovery timeout afresh.
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: ConditionNodeReplacement, Status: metav1.ConditionTrue, Reason: "Recovered",
+			Message: "the failed node is healthy again", LastTransitionTime: metav1.NewTime(now)})
+		changed = true
+	}
+	if changed {
+		if err := r.client.Status().Update(ctx, &wl); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.failStrandedPods(ctx, &wl, pods.Items)
+}
+
+// taintTimes fills in, on a copy of the node, when taints without
+// timeAdded were first seen, so that tolerationSeconds count from then.
+func (r *Reconciler) taintTimes(node *corev1.Node, now time.Time) *corev1.Node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out *corev1.Node
+	for i, t := range node.Spec.Taints {
+		if t.TimeAdded != nil || t.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		k := node.Name + "/" + t.Key + "/" + string(t.Effect)
+		seen, ok := r.taintSeen[k]
+		if !ok {
+			seen = now
+			r.taintSeen[k] = now
+		}
+		if out == nil {
+			out = node.DeepCopy()
+		}
+		out.Spec.Taints[i].TimeAdded = ptr.To(metav1.NewTime(seen))
+	}
+	if out == nil {
+		return node
+	}
+	return out
+}
+
+// failingSince is when a node's failure under a workload was first seen,
+// so that the latency metric covers retries too.
+func (r *Reconciler) failingSince(key types.NamespacedName, node string, since time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failures[key] == nil {
+		r.failures[key] = map[string]time.Time{}
+	}
+	if first, ok := r.failures[key][node]; ok && first.Before(since) {
+		return first
+	}
+	r.failures[key][node] = since
+	return since
 }
 
 // handle replaces a single failed node, or evicts the workload.
 func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []failure, pods []corev1.Pod, now time.Time) (ctrl.Result, error) {
 	names := make([]string, len(failed))
+	nodes := map[string]bool{}
 	wl.Status.UnhealthyNodes = nil
 	for i, f := range failed {
 		names[i] = fmt.Sprintf("%s (%s)", f.node, f.reason)
-		wl.Status.UnhealthyNodes = append(wl.Status.UnhealthyNodes, strata.UnhealthyNode{Name: f.node})
+		if !nodes[f.node] {
+			wl.Status.UnhealthyNodes = append(wl.Status.UnhealthyNodes, strata.UnhealthyNode{Name: f.node})
+		}
+		nodes[f.node] = true
 	}
-	if len(failed) > 1 {
-		return ctrl.Result{}, r.evict(ctx, wl, fmt.Sprintf("%d nodes failed at once: %s; Strata replaces one node at a time", len(failed), strings.Join(names, ", ")))
+	switch {
+	case len(nodes) > 1:
+		metrics.NodeFailureEvictions.WithLabelValues("MultipleNodes").Inc()
+		return ctrl.Result{}, r.evict(ctx, wl, fmt.Sprintf("%d nodes failed at once: %s; Strata replaces one node at a time, so the workload goes back to its queue", len(nodes), strings.Join(names, ", ")))
+	case len(failed) > 1:
+		metrics.NodeFailureEvictions.WithLabelValues("MultiplePodSets").Inc()
+		return ctrl.Result{}, r.evict(ctx, wl, fmt.Sprintf("node %s failed under %d pod sets; Strata replaces a node under one pod set at a time, so the workload goes back to its queue", failed[0].node, len(failed)))
 	}
 	f := failed[0]
+	key := client.ObjectKeyFromObject(wl)
 	psa := &wl.Status.Admission.PodSetAssignments[f.podSet]
 	ps := workload.PodSet(wl, psa.Name)
+	if ps == nil {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("the admission names pod set %q, which the workload does not have", psa.Name))
+	}
 	current, err := tas.Decode(psa.TopologyAssignment)
-	if err != nil || ps == nil {
-		return ctrl.Result{}, err
+	if err != nil {
+		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	req := workload.Request(ps)
 	req.Tolerations = r.tolerations(wl, *psa)
@@ -271,16 +357,15 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	if searchErr != nil {
 		metrics.Replacements.WithLabelValues("failed").Inc()
 		msg := fmt.Sprintf("node %s failed (%s): %v", f.node, f.reason, searchErr)
-		key := client.ObjectKeyFromObject(wl)
 		searchingSince := now
 		if c := meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement); c != nil && c.Status == metav1.ConditionFalse {
 			searchingSince = c.LastTransitionTime.Time
 		}
 		next := afterFailedSearch(r.cfg, searchingSince, now, r.attempt(key))
 		if next.evict {
+			metrics.NodeFailureEvictions.WithLabelValues("NoReplacement").Inc()
 			return ctrl.Result{}, r.evict(ctx, wl, msg+next.why)
 		}
-		wait := next.retryIn
 		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 			Type: ConditionNodeReplacement, Status: metav1.ConditionFalse, Reason: "Searching", LastTransitionTime: metav1.NewTime(searchingSince),
 			Message: msg + next.why,
@@ -288,52 +373,84 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		if err := r.client.Status().Update(ctx, wl); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.after(key, wait)
+		r.after(key, next.retryIn)
 		return ctrl.Result{}, nil
 	}
-	r.searched(client.ObjectKeyFromObject(wl))
 	newHost := ""
 	for i, d := range replaced.Domains {
 		if current.Domains[i].Values[0] != d.Values[0] {
 			newHost = d.Values[0]
 		}
 	}
+	before := wl.DeepCopy()
 	psa.TopologyAssignment = tas.Encode(replaced)
 	wl.Status.UnhealthyNodes = nil
 	msg := fmt.Sprintf("node %s (%s) replaced by %s", f.node, f.reason, newHost)
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: ConditionNodeReplacement, Status: metav1.ConditionTrue, Reason: "Replaced", Message: msg, LastTransitionTime: metav1.NewTime(now)})
+	// Take the replacement's capacity before writing, as the scheduler does
+	// with admissions, so that no other workload is given the same node.
+	if err := r.cache.AddWorkload(key, wl); err != nil {
+		_ = r.cache.AddWorkload(key, before)
+		return ctrl.Result{}, err
+	}
 	if err := r.client.Status().Update(ctx, wl); err != nil {
+		_ = r.cache.AddWorkload(key, before) // give it back; the next reconcile searches again
 		return ctrl.Result{}, err
 	}
-	if err := r.cache.AddWorkload(client.ObjectKeyFromObject(wl), wl); err != nil {
-		return ctrl.Result{}, err
-	}
+	r.searched(key)
 	metrics.Replacements.WithLabelValues("succeeded").Inc()
 	metrics.ReplacementLatency.Observe(r.clock.Since(f.since).Seconds())
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, "NodeReplaced", "Replace", "%s", msg)
-	return ctrl.Result{}, r.failStrandedPods(ctx, pods, psa.Name, f.node)
+	return ctrl.Result{}, r.failStrandedPods(ctx, wl, pods)
 }
 
-// failStrandedPods marks the workload's pods that were routed to the failed
-// node but never started there as Failed, so that the Job controller
-// recreates them and the ungater sends them to the replacement.
-func (r *Reconciler) failStrandedPods(ctx context.Context, pods []corev1.Pod, podSetName, node string) error {
-	for i := range pods {
-		p := &pods[i]
-		if p.Labels[strata.PodSetLabel] != podSetName || p.Spec.NodeName != "" || p.Spec.NodeSelector[strata.HostnameLabel] != node || terminatedOrTerminating(p) {
+// failStrandedPods marks as Failed the workload's pods that were sent to a
+// node its assignment no longer has (a replaced node) and never started
+// there, so that the Job controller recreates them and the ungater sends
+// them to the replacement. It runs on every reconcile, so a pod whose
+// update failed once is failed the next time.
+func (r *Reconciler) failStrandedPods(ctx context.Context, wl *strata.Workload, pods []corev1.Pod) error {
+	hosts := map[string]map[string]bool{} // pod set -> assigned hosts
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment == nil {
 			continue
 		}
+		a, err := tas.Decode(psa.TopologyAssignment)
+		if err != nil || !hostLevel(a) {
+			continue
+		}
+		hosts[psa.Name] = map[string]bool{}
+		for _, d := range a.Domains {
+			hosts[psa.Name][d.Values[0]] = true
+		}
+	}
+	var errs []error
+	for i := range pods {
+		p := &pods[i]
+		assigned, ok := hosts[p.Labels[strata.PodSetLabel]]
+		host := p.Spec.NodeSelector[strata.HostnameLabel]
+		if !ok || p.Spec.NodeName != "" || host == "" || assigned[host] || terminatedOrTerminating(p) || gated(p) {
+			continue
+		}
+		patch := client.StrategicMergeFrom(p.DeepCopy())
 		p.Status.Phase = corev1.PodFailed
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
 			Type: PodConditionTerminatedByStrata, Status: corev1.ConditionTrue, Reason: ReasonUnschedulableOnNode,
-			Message: fmt.Sprintf("node %s failed; the pod is recreated on its replacement", node), LastTransitionTime: metav1.Now(),
+			Message: fmt.Sprintf("node %s failed; the pod is recreated on its replacement", host), LastTransitionTime: metav1.NewTime(r.clock.Now()),
 		})
-		if err := r.client.Status().Update(ctx, p); err != nil && !apierrors.IsNotFound(err) {
-			return err
+		if err := r.client.Status().Patch(ctx, p, patch); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("failing pod %s stranded on node %s: %w", p.Name, host, err))
+			}
+			continue
 		}
-		r.recorder.Eventf(p, nil, corev1.EventTypeNormal, "PodTerminated", "Terminate", "Node %s failed; the pod is recreated on its replacement", node)
+		r.recorder.Eventf(p, nil, corev1.EventTypeNormal, "PodTerminated", "Terminate", "Node %s failed; the pod is recreated on its replacement", host)
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+func gated(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == strata.TopologySchedulingGate })
 }
 
 // evict sends the workload back to its queue; the Job controller stops the Job.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -231,6 +232,13 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse,
 			LastTransitionTime: metav1.NewTime(nodeClock.Now()), LastHeartbeatTime: metav1.NewTime(nodeClock.Now())}}
 		Expect(worker.Client.Status().Update(ctx, &n)).To(Succeed())
+		By("with the taints the node lifecycle controller adds to a NotReady node, which do not cut the delay short")
+		Expect(worker.Client.Get(ctx, client.ObjectKey{Name: hosts[0]}, &n)).To(Succeed())
+		n.Spec.Taints = []corev1.Taint{
+			{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+			{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.NewTime(nodeClock.Now()))},
+		}
+		Expect(worker.Client.Update(ctx, &n)).To(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(assignedHosts(g, ctx, job)).To(Equal(hosts))
 			g.Expect(workloadOf(g, ctx, job).Status.UnhealthyNodes).To(BeEmpty())
@@ -245,6 +253,36 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Message).To(Equal(fmt.Sprintf("node %s (NotReady for more than 30s) replaced by %s", hosts[0], other)))
+		}, timeout).Should(Succeed())
+	})
+
+	It("evicts the workload, saying why, when two of its nodes fail at once", func(ctx SpecContext) {
+		queue := hotSwapPool(ctx, "multi", [3]string{"m1", "r1", "4"}, [3]string{"m2", "r1", "4"}, [3]string{"m3", "r1", "4"}, [3]string{"m4", "r1", "4"})
+		job, hosts := admitJob(ctx, ns, queue, 8)
+		Expect(hosts).To(HaveLen(2))
+		By("both nodes go while the agent is down, so that it sees them gone together")
+		stopAgent()
+		for _, h := range hosts {
+			Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h}})).To(Succeed())
+		}
+		stopAgent = startAgent()
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(nodefailure.ReasonNodeFailure))
+			g.Expect(c.Message).To(ContainSubstring("2 nodes failed at once"))
+			g.Expect(c.Message).To(ContainSubstring("Strata replaces one node at a time"))
+		}, timeout).Should(Succeed())
+		By("requeued, it is admitted again on the rack's two other nodes")
+		var left []string
+		for _, h := range []string{"m1", "m2", "m3", "m4"} {
+			if !slices.Contains(hosts, h) {
+				left = append(left, h)
+			}
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(assignedHosts(g, ctx, job)).To(ConsistOf(left))
 		}, timeout).Should(Succeed())
 	})
 

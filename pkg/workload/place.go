@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -35,7 +36,8 @@ func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.T
 				return fail(fmt.Errorf("pod set %s: %w", ps.Name, err))
 			}
 			reqs[k] = Request(ps)
-			reqs[k].Tolerations = append(reqs[k].Tolerations, flavorTolerations...)
+			// A new slice: the pod set's may be shared with a cache.
+			reqs[k].Tolerations = slices.Concat(reqs[k].Tolerations, flavorTolerations)
 		}
 		as, err := snap.FindGroupAssignment(reqs, opts)
 		if err != nil {

@@ -76,7 +76,35 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}))).
 		Owns(&strata.Workload{}).
 		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfQueue)).
+		// A namespace's labels or a new PriorityClass can clear the
+		// Invalid condition of Jobs that wait for them.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return r.invalidJobs(ctx, ReasonNamespaceNotAllowed, func(wl *strata.Workload) bool { return wl.Namespace == o.GetName() }, client.InNamespace(o.GetName()))
+		})).
+		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return r.invalidJobs(ctx, ReasonPriorityClassNotFound, func(wl *strata.Workload) bool { return wl.Spec.PriorityClassName == o.GetName() })
+		})).
 		Complete(r)
+}
+
+// invalidJobs returns the Jobs whose Workloads are marked invalid for
+// reason and match.
+func (r *Reconciler) invalidJobs(ctx context.Context, reason string, match func(*strata.Workload) bool, opts ...client.ListOption) []ctrl.Request {
+	var wls strata.WorkloadList
+	if err := r.client.List(ctx, &wls, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Workloads marked invalid", "reason", reason)
+		return nil
+	}
+	var out []ctrl.Request
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		owner := metav1.GetControllerOf(wl)
+		if wl.Annotations[strata.InvalidAnnotation] != reason || owner == nil || owner.Kind != "Job" || !match(wl) {
+			continue
+		}
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}})
+	}
+	return out
 }
 
 func (r *Reconciler) jobsOfQueue(ctx context.Context, o client.Object) []ctrl.Request {

@@ -182,6 +182,17 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 			g.Expect(c.Reason).To(Equal(jobs.ReasonNamespaceNotAllowed))
 			g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf(`does not admit namespace %q (namespaceSelector team=ml)`, ns)))
 		}, timeout).Should(Succeed())
+
+		By("the namespace is relabelled for the queue: the condition clears")
+		var n corev1.Namespace
+		Expect(worker.Client.Get(ctx, client.ObjectKey{Name: ns}, &n)).To(Succeed())
+		n.Labels["team"] = "ml"
+		Expect(worker.Client.Update(ctx, &n)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, job)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonValid))
+		}, timeout).Should(Succeed())
 	})
 })
 
@@ -207,6 +218,16 @@ var _ = Describe("Priority", Label("agent", "intake"), func() {
 			g.Expect(wl.Spec.Priority).To(Equal(ptr.To[int32](1000)))
 			c := invalidCondition(g, ctx, unknown)
 			g.Expect(c.Reason).To(Equal(jobs.ReasonPriorityClassNotFound))
+		}, timeout).Should(Succeed())
+
+		By("the PriorityClass is created: the Job is valid and takes its priority")
+		Expect(worker.Client.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "nope"}, Value: 7})).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, unknown)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(unknown.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Spec.Priority).To(Equal(ptr.To[int32](7)))
 		}, timeout).Should(Succeed())
 	})
 })

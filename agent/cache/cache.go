@@ -54,6 +54,10 @@ type Cache struct {
 	// snapshots once they all are.
 	synced   []toolscache.InformerSynced
 	syncOnce sync.Once
+	// rebuilt is set once WaitForSync rebuilt the snapshots; until then
+	// uncommitted workloads wait for that rebuild instead of being retried
+	// on every node of the initial list.
+	rebuilt bool
 	// changed is signalled (without blocking) whenever capacity may have
 	// grown, so that waiting workloads are retried.
 	changed chan struct{}
@@ -216,7 +220,7 @@ func (c *Cache) SetNode(n *corev1.Node) {
 	for _, f := range c.flavors {
 		f.snapshot.SetNode(tas.NodeFromAPI(n, false))
 	}
-	if old == nil {
+	if old == nil && c.rebuilt {
 		c.retryUncommittedLocked()
 	}
 	c.signal()
@@ -225,7 +229,7 @@ func (c *Cache) SetNode(n *corev1.Node) {
 // retryUncommittedLocked records the usage of workloads that could not be
 // accounted before (their domains did not exist yet).
 func (c *Cache) retryUncommittedLocked() {
-	for key := range c.uncommitted {
+	for _, key := range slices.Collect(maps.Keys(c.uncommitted)) {
 		if a, ok := c.workloads[key]; ok {
 			c.removeWorkloadLocked(key)
 			_ = c.commitLocked(key, a.wl) // still missing: it stays in uncommitted
@@ -252,6 +256,7 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.rebuildLocked()
+		c.rebuilt = true
 	})
 	return true
 }
@@ -516,6 +521,31 @@ func (c *Cache) DeletedNodeLabels(name string) map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.goneNodes[name]
+}
+
+// SyncAdmitted records an admitted workload as the informer shows it: when
+// the cache does not hold it, or holds an older version with another
+// admission (hot swap or an admission written by another replica, or a
+// local change rolled back after a write whose outcome was unknown). A
+// newer version with the same admission only moves the recorded version.
+func (c *Cache) SyncAdmitted(key types.NamespacedName, wl *strata.Workload) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.workloads[key]; ok {
+		v := version(wl)
+		if v <= a.version {
+			return nil
+		}
+		if equality.Semantic.DeepEqual(a.wl.Status.Admission, wl.Status.Admission) {
+			a.version = v
+			c.workloads[key] = a
+			return nil
+		}
+	}
+	c.removeWorkloadLocked(key)
+	err := c.commitLocked(key, wl)
+	c.touched()
+	return err
 }
 
 // HasWorkload says whether the cache holds a workload's usage.

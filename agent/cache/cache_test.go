@@ -713,3 +713,62 @@ func TestRebuild(t *testing.T) {
 		}
 	})
 }
+
+func TestSyncAdmitted(t *testing.T) {
+	onN1 := admittedWorkload("a", "10", onHost("n1", 3))
+	cases := map[string]struct {
+		held       *strata.Workload // recorded before, if any
+		seen       *strata.Workload // what the informer shows
+		wantOnN1   []types.NamespacedName
+		wantOnN2   []types.NamespacedName
+		wantPlaced any // 2 pods in the rack: where they still fit
+	}{
+		"not held: recorded": {
+			seen:       onN1,
+			wantOnN1:   []types.NamespacedName{key("a")},
+			wantOnN2:   []types.NamespacedName{},
+			wantPlaced: map[string]int32{"n2": 2},
+		},
+		"an older version with another admission: ignored": {
+			held:       onN1,
+			seen:       admittedWorkload("a", "9", onHost("n2", 3)),
+			wantOnN1:   []types.NamespacedName{key("a")},
+			wantOnN2:   []types.NamespacedName{},
+			wantPlaced: map[string]int32{"n2": 2},
+		},
+		"a newer version with the same admission: kept": {
+			held:       onN1,
+			seen:       admittedWorkload("a", "11", onHost("n1", 3)),
+			wantOnN1:   []types.NamespacedName{key("a")},
+			wantOnN2:   []types.NamespacedName{},
+			wantPlaced: map[string]int32{"n2": 2},
+		},
+		"a newer version with another admission (hot swap): the usage moves": {
+			held:       onN1,
+			seen:       admittedWorkload("a", "11", onHost("n2", 3)),
+			wantOnN1:   []types.NamespacedName{},
+			wantOnN2:   []types.NamespacedName{key("a")},
+			wantPlaced: map[string]int32{"n1": 2},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"))
+			if tc.held != nil {
+				addWorkload(t, c, tc.held)
+			}
+			if err := c.SyncAdmitted(key("a"), tc.seen); err != nil {
+				t.Fatalf("SyncAdmitted: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantOnN1, c.WorkloadsOnNode("n1")); diff != "" {
+				t.Errorf("WorkloadsOnNode(n1) (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantOnN2, c.WorkloadsOnNode("n2")); diff != "" {
+				t.Errorf("WorkloadsOnNode(n2) (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPlaced, placement(t, c, 2)); diff != "" {
+				t.Errorf("placement (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

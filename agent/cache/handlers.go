@@ -41,9 +41,10 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, onWorklo
 				c.RemoveWorkload(key)
 			case wl.Status.Admission == nil:
 				c.RemoveWorkloadIfNewer(key, wl) // evicted or requeued
-			case !c.HasWorkload(key):
-				// Admitted before this agent started (or by another replica).
-				if err := c.AddWorkload(key, wl); err != nil {
+			default:
+				// Admitted before this agent started, by another replica, or
+				// changed by hot swap.
+				if err := c.SyncAdmitted(key, wl); err != nil {
 					log.Error(err, "Accounting an admitted workload", "workload", key)
 				}
 			}

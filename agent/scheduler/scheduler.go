@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -60,8 +61,29 @@ type Scheduler struct {
 	// inflight holds admissions the informer has not shown yet; they count
 	// against their queue's quota like the ones it shows.
 	mu       sync.Mutex
-	inflight map[types.NamespacedName]*strata.Admission
+	inflight map[types.NamespacedName]*inflightAdmission
 	writers  chan struct{}
+}
+
+// inflightAdmission is an admission being written, or written and not
+// seen yet.
+type inflightAdmission struct {
+	admission *strata.Admission
+	// uid is the workload's; written is the resourceVersion the write
+	// returned (0 while it runs). A listed workload with another UID, or
+	// at least as new as written, is what the informer knows now.
+	uid     types.UID
+	written int64
+}
+
+// stale says whether a listed workload supersedes an in-flight admission:
+// it is another object of the same name, or the write's result or newer.
+func (f *inflightAdmission) stale(wl *strata.Workload) bool {
+	if wl.UID != f.uid {
+		return true
+	}
+	v, err := strconv.ParseInt(wl.ResourceVersion, 10, 64)
+	return f.written > 0 && (err != nil || v >= f.written)
 }
 
 // admissionWriters is the number of concurrent admission writes.
@@ -75,7 +97,7 @@ const queueStatusInterval = time.Second
 // recorder.
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
 	return &Scheduler{client: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), queueStatusAt: map[string]time.Time{},
-		inflight: map[types.NamespacedName]*strata.Admission{}, writers: make(chan struct{}, admissionWriters)}
+		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters)}
 }
 
 // Wake asks for a scheduling pass.
@@ -154,14 +176,20 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			continue // the Job cannot be admitted as written
 		}
 		s.mu.Lock()
-		writing := s.inflight[client.ObjectKeyFromObject(wl)]
+		key := client.ObjectKeyFromObject(wl)
+		writing := s.inflight[key]
+		if writing != nil && writing.stale(wl) {
+			delete(s.inflight, key) // evicted or replaced since: pending again
+			writing = nil
+		}
 		s.mu.Unlock()
 		if writing != nil {
 			// Admitted; the informer has not caught up.
-			if usage[writing.ClusterQueue] == nil {
-				usage[writing.ClusterQueue] = map[string]corev1.ResourceList{}
+			q := writing.admission.ClusterQueue
+			if usage[q] == nil {
+				usage[q] = map[string]corev1.ResourceList{}
 			}
-			addUsage(usage[writing.ClusterQueue], writing.PodSetAssignments)
+			addUsage(usage[q], writing.admission.PodSetAssignments)
 			continue
 		}
 		pending[wl.Spec.QueueName] = append(pending[wl.Spec.QueueName], wl)
@@ -330,8 +358,9 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 		return err
 	}
 	addUsage(usage, admission.PodSetAssignments)
+	pending := &inflightAdmission{admission: admission, uid: wl.UID}
 	s.mu.Lock()
-	s.inflight[key] = admission
+	s.inflight[key] = pending
 	s.mu.Unlock()
 	log := ctrl.LoggerFrom(ctx)
 	s.writers <- struct{}{}
@@ -341,10 +370,17 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 			log.Error(err, "Recording an admission; giving its capacity back", "workload", key)
 			s.cache.RemoveWorkload(key)
 			s.mu.Lock()
-			delete(s.inflight, key)
+			if s.inflight[key] == pending {
+				delete(s.inflight, key)
+			}
 			s.mu.Unlock()
 			s.Wake()
 			return
+		}
+		if v, err := strconv.ParseInt(wl.ResourceVersion, 10, 64); err == nil {
+			s.mu.Lock()
+			pending.written = v
+			s.mu.Unlock()
 		}
 		metrics.AdmissionLatency.WithLabelValues(admission.ClusterQueue).Observe(time.Since(wl.CreationTimestamp.Time).Seconds())
 		log.V(2).Info("Admitted", "workload", key, "flavor", flavorName)

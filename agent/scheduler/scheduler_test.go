@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -451,6 +452,42 @@ func TestPlaceOnFlavor(t *testing.T) {
 			}
 			if diff := cmp.Diff(got, again); diff != "" {
 				t.Errorf("placeOnFlavor() a second time (-first,+second):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInflightStale(t *testing.T) {
+	listed := func(uid, rv string) *strata.Workload {
+		wl := testutil.MakeWorkload("w", "ns").Obj()
+		wl.UID, wl.ResourceVersion = types.UID(uid), rv
+		return wl
+	}
+	cases := map[string]struct {
+		f    inflightAdmission
+		wl   *strata.Workload
+		want bool
+	}{
+		"still being written: the listed object is the one before the write": {
+			f: inflightAdmission{uid: "u1"}, wl: listed("u1", "5"),
+		},
+		"written, the informer has not caught up": {
+			f: inflightAdmission{uid: "u1", written: 7}, wl: listed("u1", "5"),
+		},
+		"written and seen without admission: evicted or requeued since": {
+			f: inflightAdmission{uid: "u1", written: 7}, wl: listed("u1", "9"), want: true,
+		},
+		"the write's own result": {
+			f: inflightAdmission{uid: "u1", written: 7}, wl: listed("u1", "7"), want: true,
+		},
+		"deleted and created again under the same name": {
+			f: inflightAdmission{uid: "u1"}, wl: listed("u2", "3"), want: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.f.stale(tc.wl); got != tc.want {
+				t.Errorf("stale() = %t, want %t", got, tc.want)
 			}
 		})
 	}

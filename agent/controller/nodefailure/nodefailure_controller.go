@@ -67,9 +67,9 @@ type Reconciler struct {
 	// failures is when each failed node of a workload was first seen
 	// failed, for the latency metric.
 	failures map[types.NamespacedName]map[string]time.Time
-	// taintSeen is when a NoExecute taint without timeAdded was first
-	// seen, per node/key/effect.
-	taintSeen map[string]time.Time
+	// taintSeen is when each NoExecute taint without timeAdded was first
+	// seen, per node and taint key; a taint that goes away is forgotten.
+	taintSeen map[string]map[string]time.Time
 }
 
 // Retry backoff of replacement searches with fail-fast off: doubling from
@@ -83,7 +83,7 @@ const (
 func NewReconciler(c client.Client, cc *cache.Cache, cfg configv1beta1.NodeFailure, clk clock.WithDelayedExecution, recorder events.EventRecorder) *Reconciler {
 	return &Reconciler{client: c, cache: cc, cfg: cfg, clock: clk, recorder: recorder,
 		requeue: make(chan event.GenericEvent, 1024), searches: map[types.NamespacedName]int{},
-		failures: map[types.NamespacedName]map[string]time.Time{}, taintSeen: map[string]time.Time{}}
+		failures: map[types.NamespacedName]map[string]time.Time{}, taintSeen: map[string]map[string]time.Time{}}
 }
 
 // after reconciles the workload again once d has passed on the clock.
@@ -268,20 +268,26 @@ func (r *Reconciler) taintTimes(node *corev1.Node, now time.Time) *corev1.Node {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out *corev1.Node
+	before := r.taintSeen[node.Name]
+	seenNow := map[string]time.Time{}
 	for i, t := range node.Spec.Taints {
 		if t.TimeAdded != nil || t.Effect != corev1.TaintEffectNoExecute {
 			continue
 		}
-		k := node.Name + "/" + t.Key + "/" + string(t.Effect)
-		seen, ok := r.taintSeen[k]
+		seen, ok := before[t.Key]
 		if !ok {
 			seen = now
-			r.taintSeen[k] = now
 		}
+		seenNow[t.Key] = seen
 		if out == nil {
 			out = node.DeepCopy()
 		}
 		out.Spec.Taints[i].TimeAdded = ptr.To(metav1.NewTime(seen))
+	}
+	if len(seenNow) == 0 {
+		delete(r.taintSeen, node.Name)
+	} else {
+		r.taintSeen[node.Name] = seenNow
 	}
 	if out == nil {
 		return node
@@ -390,11 +396,11 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	// Take the replacement's capacity before writing, as the scheduler does
 	// with admissions, so that no other workload is given the same node.
 	if err := r.cache.AddWorkload(key, wl); err != nil {
-		_ = r.cache.AddWorkload(key, before)
+		r.restore(ctx, key, before)
 		return ctrl.Result{}, err
 	}
 	if err := r.client.Status().Update(ctx, wl); err != nil {
-		_ = r.cache.AddWorkload(key, before) // give it back; the next reconcile searches again
+		r.restore(ctx, key, before)
 		return ctrl.Result{}, err
 	}
 	r.searched(key)
@@ -402,6 +408,25 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	metrics.ReplacementLatency.Observe(r.clock.Since(f.since).Seconds())
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, "NodeReplaced", "Replace", "%s", msg)
 	return ctrl.Result{}, r.failStrandedPods(ctx, wl, pods)
+}
+
+// restore records in the cache the workload as the informer shows it now,
+// after a replacement that could not be written. Not simply before: the
+// write may have failed because a newer version exists (a replacement
+// written earlier, which the informer may already have delivered); an
+// older version is corrected by the informer's next event.
+func (r *Reconciler) restore(ctx context.Context, key types.NamespacedName, before *strata.Workload) {
+	var latest strata.Workload
+	switch err := r.client.Get(ctx, key, &latest); {
+	case err == nil:
+		before = &latest
+	case apierrors.IsNotFound(err):
+		r.cache.RemoveWorkload(key)
+		return
+	}
+	if err := r.cache.AddWorkload(key, before); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Recording the workload's admission again", "workload", key)
+	}
 }
 
 // failStrandedPods marks as Failed the workload's pods that were sent to a

@@ -7,6 +7,7 @@ package perf
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -231,6 +232,13 @@ func BenchmarkAgent(b *testing.B) {
 		return finished == jobs, nil
 	})
 	b.Logf("backlog finished after %s", time.Since(start).Round(time.Millisecond))
+	var summaries strata.CapacitySummaryList
+	if err := kube.List(ctx, &summaries); err == nil {
+		for _, cs := range summaries.Items {
+			data, _ := json.Marshal(cs.Status)
+			b.Logf("capacity summary %s: %d bytes, %d domains, generation %d", cs.Name, len(data), len(cs.Status.Domains), cs.Status.SummaryGeneration)
+		}
+	}
 
 	b.Logf("creating %d Jobs, 10 per second, and timing each stage from creation to all pods ungated", latencyJobs)
 	at := measureUngate(b, ctx, watch, kube, latencyJobs)
@@ -279,7 +287,9 @@ func ungatedPods(ctx context.Context, kube client.Reader, prefix string) (int, e
 // startAgent runs the agent's controllers in-process with cfg.
 func startAgent(b *testing.B, cfg *rest.Config) func() {
 	b.Helper()
-	agentCfg, err := config.LoadAgent("")
+	// STRATA_PERF_AGENT_CONFIG names an agent configuration file to
+	// measure instead of the defaults.
+	agentCfg, err := config.LoadAgent(os.Getenv("STRATA_PERF_AGENT_CONFIG"))
 	if err != nil {
 		b.Fatal(err)
 	}

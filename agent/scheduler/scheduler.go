@@ -529,8 +529,10 @@ func checkQuota(fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Wor
 		total := used[rq.Name].DeepCopy()
 		total.Add(n)
 		if total.Cmp(rq.NominalQuota) > 0 {
-			u := used[rq.Name]
-			return fmt.Errorf("quota: %s needs %s, %s of %s is in use", rq.Name, n.String(), u.String(), rq.NominalQuota.String())
+			// No live usage in the message: it would change, and be written
+			// again with an event, whenever any workload of the queue is
+			// admitted or finishes. The ClusterQueue's status has the usage.
+			return fmt.Errorf("quota: %s needs %s, more than is left of the quota of %s", rq.Name, n.String(), rq.NominalQuota.String())
 		}
 	}
 	return nil

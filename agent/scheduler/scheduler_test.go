@@ -146,7 +146,7 @@ func TestCheckQuota(t *testing.T) {
 			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
 			used:    rl("cpu", "5"),
 			podSets: []strata.PodSet{testutil.MakePodSet("main", 3, "cpu", "2").Obj()},
-			wantErr: "quota: cpu needs 6, 5 of 10 is in use",
+			wantErr: "quota: cpu needs 6, more than is left of the quota of 10",
 		},
 		"more than the whole quota": {
 			fq:        testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "10").Obj().Spec.Flavors[0],
@@ -162,13 +162,13 @@ func TestCheckQuota(t *testing.T) {
 				testutil.MakePodSet("leader", 1, "cpu", "1").Obj(),
 				testutil.MakePodSet("workers", 4, "cpu", "2").Obj(),
 			},
-			wantErr: "quota: cpu needs 9, 2 of 10 is in use",
+			wantErr: "quota: cpu needs 9, more than is left of the quota of 10",
 		},
 		"the first exceeded resource is reported": {
 			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "cpu", "100", "memory", "4Gi").Obj().Spec.Flavors[0],
 			used:    rl("cpu", "1", "memory", "1Gi"),
 			podSets: []strata.PodSet{testutil.MakePodSet("main", 2, "cpu", "1", "memory", "2Gi").Obj()},
-			wantErr: "quota: memory needs 4Gi, 1Gi of 4Gi is in use",
+			wantErr: "quota: memory needs 4Gi, more than is left of the quota of 4Gi",
 		},
 		"resources the workload does not request are not limited": {
 			fq:      testutil.MakeClusterQueue("cq").Flavor("f", "nvidia.com/gpu", "0").Obj().Spec.Flavors[0],

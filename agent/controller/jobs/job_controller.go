@@ -379,8 +379,19 @@ func (r *Reconciler) stop(ctx context.Context, job *batchv1.Job, wl *strata.Work
 		r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Stopped", "Evict", "The Workload was evicted; the Job waits in ClusterQueue %s again", wl.Spec.QueueName)
 		return nil // the update brings the Job back for the second step
 	}
+	if !templateMutable(job) {
+		return nil // the Job controller's status update brings it back
+	}
 	r.takeBackAdmission(ctx, job)
 	return r.client.Update(ctx, job)
+}
+
+// templateMutable says whether the API server lets the Job's pod template
+// change: only while it is suspended and the Job controller has cleared
+// its start time. Until then a template update fails; the Job controller's
+// status update that clears the start time triggers the next reconcile.
+func templateMutable(job *batchv1.Job) bool {
+	return ptr.Deref(job.Spec.Suspend, false) && job.Status.StartTime == nil
 }
 
 // hold suspends a Job that runs although Strata did not start it — its
@@ -422,6 +433,9 @@ func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.W
 		return err
 	}
 	r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Requeued", "Evict", "The Job was suspended; it waits in ClusterQueue %s again", wl.Spec.QueueName)
+	if !templateMutable(job) {
+		return nil // stop restores the template once the Job controller has caught up
+	}
 	r.takeBackAdmission(ctx, job)
 	return r.client.Update(ctx, job)
 }
@@ -430,6 +444,9 @@ func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.W
 // labels and tolerations, the topology scheduling gate, the labels that tie
 // pods to the workload — records what it added, and unsuspends the Job.
 func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
+	if !templateMutable(job) {
+		return nil // suspended, but the Job controller has not caught up yet
+	}
 	if _, ok, _ := recordedAdded(job); ok {
 		// Left from an admission that was not fully taken back.
 		r.takeBackAdmission(ctx, job)

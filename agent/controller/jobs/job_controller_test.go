@@ -224,3 +224,25 @@ func TestTruncate(t *testing.T) {
 		})
 	}
 }
+
+func TestTemplateMutable(t *testing.T) {
+	started := metav1.Now()
+	cases := map[string]struct {
+		suspend   *bool
+		startTime *metav1.Time
+		want      bool
+	}{
+		"suspended, never started":                            {suspend: ptr.To(true), want: true},
+		"suspended, the Job controller has not caught up yet": {suspend: ptr.To(true), startTime: &started},
+		"running":       {suspend: ptr.To(false), startTime: &started},
+		"suspend unset": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			job := &batchv1.Job{Spec: batchv1.JobSpec{Suspend: tc.suspend}, Status: batchv1.JobStatus{StartTime: tc.startTime}}
+			if got := templateMutable(job); got != tc.want {
+				t.Errorf("templateMutable() = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

@@ -79,7 +79,7 @@ var _ = Describe("Queueing", Ordered, Label("agent", "queueing"), func() {
 		By("a Job that waits for quota blocks a smaller one behind it")
 		second := newJob(ns, "strict-q", 2, map[string]string{"strata.dev/podset-required-topology": rack})
 		Expect(worker.Client.Create(ctx, second)).To(Succeed())
-		expectWaiting(ctx, second, scheduler.ReasonPending, "quota: cpu needs 2, 3 of 4 is in use")
+		expectWaiting(ctx, second, scheduler.ReasonPending, "quota: cpu needs 2, more than is left of the quota of 4")
 		small := newJob(ns, "strict-q", 1, map[string]string{"strata.dev/podset-required-topology": rack})
 		Expect(worker.Client.Create(ctx, small)).To(Succeed())
 		expectWaiting(ctx, small, scheduler.ReasonPending, "waiting in StrictFIFO ClusterQueue strict-q behind workloads that do not fit yet")

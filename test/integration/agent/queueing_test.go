@@ -36,6 +36,16 @@ func expectWaiting(ctx SpecContext, job *batchv1.Job, reason, message string) {
 	}, timeout).Should(Succeed())
 }
 
+// expectNotAdmitted checks that the Job's Workload stays unadmitted for a
+// while.
+func expectNotAdmitted(ctx SpecContext, job *batchv1.Job, why string) {
+	GinkgoHelper()
+	Consistently(func(g Gomega) {
+		_, admitted := admittedCondition(g, ctx, job)
+		g.Expect(admitted).To(BeFalse(), why)
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
 func expectAdmitted(ctx SpecContext, job *batchv1.Job) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
@@ -83,10 +93,7 @@ var _ = Describe("Queueing", Ordered, Label("agent", "queueing"), func() {
 		small := newJob(ns, "strict-q", 1, map[string]string{"strata.dev/podset-required-topology": rack})
 		Expect(worker.Client.Create(ctx, small)).To(Succeed())
 		expectWaiting(ctx, small, scheduler.ReasonPending, "waiting in StrictFIFO ClusterQueue strict-q behind workloads that do not fit yet")
-		Consistently(func(g Gomega) {
-			_, admitted := admittedCondition(g, ctx, small)
-			g.Expect(admitted).To(BeFalse(), "StrictFIFO: it fits the quota, but the head waits")
-		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+		expectNotAdmitted(ctx, small, "StrictFIFO: it fits the quota, but the head waits")
 
 		By("the first Job is deleted: the head and then the small Job are admitted")
 		Expect(worker.Client.Delete(ctx, first, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
@@ -126,9 +133,6 @@ var _ = Describe("Restart with a topology whose lowest level is the rack", Order
 		again := newJob(ns, "racks-q", 5, map[string]string{"strata.dev/podset-required-topology": rack})
 		Expect(worker.Client.Create(ctx, again)).To(Succeed())
 		expectWaiting(ctx, again, scheduler.ReasonPending, "waiting for capacity")
-		Consistently(func(g Gomega) {
-			_, admitted := admittedCondition(g, ctx, again)
-			g.Expect(admitted).To(BeFalse(), "rack r1 is full with the first Job, r2 has 4 CPUs")
-		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+		expectNotAdmitted(ctx, again, "rack r1 is full with the first Job, r2 has 4 CPUs")
 	})
 })

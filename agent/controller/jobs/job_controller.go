@@ -230,12 +230,25 @@ func nextStep(job *batchv1.Job, wl *strata.Workload) step {
 		return stepHold
 	case !admitted:
 		return stepNone
+	case suspended && started && !startedWith(job, wl):
+		// Being stopped (evicted, the template not restored yet) and
+		// admitted again meanwhile: finish stopping, then start anew.
+		return stepStop
 	case suspended && started:
 		return stepRequeue
 	case suspended:
 		return stepStart
 	}
 	return stepNone
+}
+
+// startedWith says whether the Job was started with the admission wl
+// holds. When either is unknown (started by an agent that did not record
+// it) it counts as the same.
+func startedWith(job *batchv1.Job, wl *strata.Workload) bool {
+	added, ok, _ := recordedAdded(job)
+	id := admissionID(wl)
+	return !ok || added.Admission == "" || id == "" || added.Admission == id
 }
 
 // rejected reports on the Job that the API server rejected its Workload —
@@ -462,6 +475,7 @@ func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *strata.Wor
 		}
 		added = admitTemplate(&job.Spec.Template, &flavor, wl.Name, psa.Name, psa.TopologyAssignment != nil)
 	}
+	added.Admission = admissionID(wl)
 	if err := recordAdded(job, added); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -164,12 +165,16 @@ func TestWorkloadName(t *testing.T) {
 
 func TestNextStep(t *testing.T) {
 	wlName := WorkloadName("train")
+	admittedAt := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	admission := &strata.Admission{ClusterQueue: queue, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4}}}
 	cases := map[string]struct {
 		suspended bool
 		started   bool // the template carries the Workload's label
 		admission *strata.Admission
 		finished  bool
+		// startedAt is when the admission the Job was started with was
+		// made, when not the current one's admittedAt.
+		startedAt time.Time
 		want      step
 	}{
 		"waiting":                              {suspended: true, want: stepNone},
@@ -181,6 +186,13 @@ func TestNextStep(t *testing.T) {
 		"running without admission":            {want: stepHold},
 		"running, admitted, not started by us": {admission: admission, want: stepHold},
 		"workload finished":                    {admission: admission, finished: true, want: stepNone},
+		"being stopped, admitted again meanwhile": {
+			suspended: true, started: true, admission: admission, want: stepStop, startedAt: admittedAt.Add(-time.Minute),
+		},
+		"suspended by the user after a hot swap changed the assignment": {
+			suspended: true, started: true, admission: &strata.Admission{ClusterQueue: queue, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4, TopologyAssignment: &strata.TopologyAssignment{Levels: []string{"kubernetes.io/hostname"}}}}},
+			want: stepRequeue,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -190,8 +202,23 @@ func TestNextStep(t *testing.T) {
 				job.Spec.Template.Labels = map[string]string{strata.WorkloadLabel: wlName}
 			}
 			wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: wlName}, Status: strata.WorkloadStatus{Admission: tc.admission}}
+			if tc.admission != nil {
+				wl.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(admittedAt)}}
+			}
+			if tc.started {
+				at := admittedAt
+				if !tc.startedAt.IsZero() {
+					at = tc.startedAt
+				}
+				then := wl.DeepCopy()
+				then.Status.Admission = admission
+				then.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}
+				if err := recordAdded(job, addedByAdmission{Admission: admissionID(then)}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tc.finished {
-				wl.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue}}
+				wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue})
 			}
 			if diff := cmp.Diff(tc.want, nextStep(job, wl)); diff != "" {
 				t.Errorf("nextStep() (-want,+got):\n%s", diff)

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -28,6 +31,26 @@ type addedByAdmission struct {
 	ReplacedNodeSelector map[string]string `json:"replacedNodeSelector,omitempty"`
 	// Tolerations are the flavor's tolerations the template did not have.
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Admission identifies the admission the Job was started with (see
+	// admissionID), so that a Job being stopped is not mistaken for one
+	// the user suspended when its Workload is admitted again meanwhile.
+	// Empty when unknown.
+	Admission string `json:"admission,omitempty"`
+}
+
+// admissionID identifies the admission a Workload holds: its queue and
+// when its Admitted condition last turned True. Hot swap changes an
+// admission's topology assignment but not that; an eviction and a new
+// admission do.
+func admissionID(wl *strata.Workload) string {
+	if wl.Status.Admission == nil {
+		return ""
+	}
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return ""
+	}
+	return wl.Status.Admission.ClusterQueue + "@" + c.LastTransitionTime.UTC().Format(time.RFC3339)
 }
 
 // admitTemplate applies the admission of pod set podSet on flavor to a pod

@@ -304,17 +304,13 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used 
 		placeErr  error
 	)
 	found := s.cache.Flavor(fq.Name, func(snap *tas.Snapshot, topo *strata.Topology) {
-		for i := range wl.Spec.PodSets {
-			ps := &wl.Spec.PodSets[i]
-			if err := workload.ValidateAgainstTopology(ps.TopologyRequest, topo.Name, snap.Levels()); err != nil {
-				placeErr = inadmissibleError{fmt.Errorf("pod set %s: %w", ps.Name, err)}
-				return
-			}
-		}
 		admission, placeErr = placeOnFlavor(snap, topo, flavorDef, cq.Name, wl, s.opts)
 	})
 	if !found {
 		return nil, fmt.Errorf("ResourceFlavor %q is not topology-aware or its Topology does not exist", fq.Name)
+	}
+	if errors.As(placeErr, new(*workload.TopologyMismatchError)) {
+		placeErr = inadmissibleError{placeErr}
 	}
 	return admission, placeErr
 }

@@ -150,9 +150,25 @@ func ValidatePodSets(podSets []strata.PodSet, path *field.Path) field.ErrorList 
 	return errs
 }
 
+// TopologyMismatchError says that a request names levels a flavor's
+// Topology does not have, or not in the order it has them: no change of
+// capacity lets the request onto that flavor.
+type TopologyMismatchError struct{ err error }
+
+func (e *TopologyMismatchError) Error() string { return e.err.Error() }
+func (e *TopologyMismatchError) Unwrap() error { return e.err }
+
 // ValidateAgainstTopology checks the levels a request names against the
-// levels of the flavor's Topology (highest first).
+// levels of the flavor's Topology (highest first). Its errors are
+// *TopologyMismatchError.
 func ValidateAgainstTopology(r *strata.PodSetTopologyRequest, topology string, levels []string) error {
+	if err := validateAgainstTopology(r, topology, levels); err != nil {
+		return &TopologyMismatchError{err: err}
+	}
+	return nil
+}
+
+func validateAgainstTopology(r *strata.PodSetTopologyRequest, topology string, levels []string) error {
 	if r == nil {
 		return nil
 	}

@@ -75,10 +75,16 @@ func admittedHosts(ctx SpecContext, job *batchv1.Job) map[string]int32 {
 }
 
 // createPods creates the pods the Job controller would: from the Job's
-// (started) template, with completion indexes, in the given order.
+// template once the agent has started it, with completion indexes, in the
+// given order.
 func createPods(ctx SpecContext, job *batchv1.Job, indexes ...int) {
+	GinkgoHelper()
 	var j batchv1.Job
-	Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+		g.Expect(j.Spec.Template.Labels).To(HaveKey(strata.WorkloadLabel), "the agent has not started the Job yet")
+		g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+	}, timeout).Should(Succeed())
 	for _, i := range indexes {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{

@@ -397,7 +397,7 @@ func (c *Cache) EnsureAccounted(wls []*strata.Workload) error {
 // and, all or nothing, the usage of its pod sets on the snapshots of known
 // flavors. On error the workload is recorded without usage.
 func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) error {
-	a := admitted{wl: wl.DeepCopy(), version: version(wl)}
+	a := admitted{wl: wl.DeepCopy(), version: Version(wl)}
 	delete(c.uncommitted, key)
 	defer func() {
 		c.workloads[key] = a
@@ -463,14 +463,15 @@ func (c *Cache) releaseLocked(usage []flavorUsage) {
 func (c *Cache) RemoveWorkloadIfNewer(key types.NamespacedName, wl *strata.Workload) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if a, ok := c.workloads[key]; ok && version(wl) > a.version {
+	if a, ok := c.workloads[key]; ok && Version(wl) > a.version {
 		c.removeWorkloadLocked(key)
 	}
 }
 
-// version parses a resourceVersion; the API server's are etcd revisions,
-// increasing with every write. Unparsable ones count as newest.
-func version(wl *strata.Workload) int64 {
+// Version parses a Workload's resourceVersion; the API server's are etcd
+// revisions, increasing with every write. Unparsable ones count as newest
+// (math.MaxInt64).
+func Version(wl *strata.Workload) int64 {
 	v, err := strconv.ParseInt(wl.ResourceVersion, 10, 64)
 	if err != nil {
 		return math.MaxInt64
@@ -532,7 +533,7 @@ func (c *Cache) SyncAdmitted(key types.NamespacedName, wl *strata.Workload) erro
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if a, ok := c.workloads[key]; ok {
-		v := version(wl)
+		v := Version(wl)
 		if v <= a.version {
 			return nil
 		}

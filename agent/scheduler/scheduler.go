@@ -8,8 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -82,8 +82,7 @@ func (f *inflightAdmission) stale(wl *strata.Workload) bool {
 	if wl.UID != f.uid {
 		return true
 	}
-	v, err := strconv.ParseInt(wl.ResourceVersion, 10, 64)
-	return f.written > 0 && (err != nil || v >= f.written)
+	return f.written > 0 && cache.Version(wl) >= f.written
 }
 
 // admissionWriters is the number of concurrent admission writes.
@@ -373,7 +372,7 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 			s.Wake()
 			return
 		}
-		if v, err := strconv.ParseInt(wl.ResourceVersion, 10, 64); err == nil {
+		if v := cache.Version(wl); v != math.MaxInt64 {
 			s.mu.Lock()
 			pending.written = v
 			s.mu.Unlock()

@@ -408,6 +408,10 @@ func (s *Snapshot) newDomainID(parent int32) int32 {
 
 func domainKey(values []string) string { return strings.Join(values, "\x00") }
 
+// DomainKey identifies a domain by its values (highest level first), for
+// callers that key maps by domain.
+func DomainKey(values []string) string { return domainKey(values) }
+
 func (d *domain) insertChild(c *domain) {
 	name := c.values[len(c.values)-1]
 	i := len(d.children)

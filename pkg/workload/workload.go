@@ -83,6 +83,15 @@ func JobWorkloadName(job string) string {
 // Workload name: 40 bits.
 const jobNameHashLength = 10
 
+// IsTopologyGate says whether g is Strata's scheduling gate.
+func IsTopologyGate(g corev1.PodSchedulingGate) bool { return g.Name == strata.TopologySchedulingGate }
+
+// TopologyGated says whether a pod still waits behind Strata's scheduling
+// gate.
+func TopologyGated(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, IsTopologyGate)
+}
+
 // PodSet returns the workload's pod set of that name, or nil.
 func PodSet(wl *strata.Workload, name string) *strata.PodSet {
 	for i := range wl.Spec.PodSets {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/workload"
 )
 
 // AddedByAdmissionAnnotation on a Job records, as JSON, what start added
@@ -80,7 +81,7 @@ func admitTemplate(tmpl *corev1.PodTemplateSpec, flavor *strata.ResourceFlavor, 
 	setKey(&tmpl.Labels, strata.PodSetLabel, podSet)
 	if topology {
 		setKey(&tmpl.Labels, strata.TASLabel, "true")
-		if !slices.ContainsFunc(tmpl.Spec.SchedulingGates, isTopologyGate) {
+		if !slices.ContainsFunc(tmpl.Spec.SchedulingGates, workload.IsTopologyGate) {
 			tmpl.Spec.SchedulingGates = append(tmpl.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate})
 		}
 	}
@@ -112,7 +113,7 @@ func restoreTemplate(tmpl *corev1.PodTemplateSpec, added addedByAdmission) {
 	if len(tmpl.Spec.Tolerations) == 0 {
 		tmpl.Spec.Tolerations = nil
 	}
-	tmpl.Spec.SchedulingGates = slices.DeleteFunc(tmpl.Spec.SchedulingGates, isTopologyGate)
+	tmpl.Spec.SchedulingGates = slices.DeleteFunc(tmpl.Spec.SchedulingGates, workload.IsTopologyGate)
 	if len(tmpl.Spec.SchedulingGates) == 0 {
 		tmpl.Spec.SchedulingGates = nil
 	}
@@ -153,5 +154,3 @@ func setKey(m *map[string]string, k, v string) {
 	}
 	(*m)[k] = v
 }
-
-func isTopologyGate(g corev1.PodSchedulingGate) bool { return g.Name == strata.TopologySchedulingGate }

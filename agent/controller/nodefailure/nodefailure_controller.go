@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -207,6 +206,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := r.clock.Now()
 	var failed []failure
 	var recheck time.Duration
+	hosts := assignedHosts{}
 	for i, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.TopologyAssignment == nil {
 			continue
@@ -219,6 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !hostLevel(a) {
 			continue
 		}
+		hosts.set(psa.Name, a)
 		tolerations := r.tolerations(&wl, psa)
 		for _, d := range a.Domains {
 			host := d.Values[0]
@@ -239,7 +240,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if len(failed) > 0 {
-		return r.handle(ctx, &wl, failed, pods.Items, now)
+		return r.handle(ctx, &wl, failed, pods.Items, hosts, now)
 	}
 	r.searched(req.NamespacedName)
 	if recheck > 0 {
@@ -259,7 +260,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, r.failStrandedPods(ctx, &wl, pods.Items)
+	return ctrl.Result{}, r.failStrandedPods(ctx, pods.Items, hosts)
 }
 
 // taintTimes fills in, on a copy of the node, when taints without
@@ -311,7 +312,7 @@ func (r *Reconciler) failingSince(key types.NamespacedName, node string, since t
 }
 
 // handle replaces a single failed node, or evicts the workload.
-func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []failure, pods []corev1.Pod, now time.Time) (ctrl.Result, error) {
+func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []failure, pods []corev1.Pod, hosts assignedHosts, now time.Time) (ctrl.Result, error) {
 	names := make([]string, len(failed))
 	nodes := map[string]bool{}
 	wl.Status.UnhealthyNodes = nil
@@ -407,7 +408,8 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	metrics.Replacements.WithLabelValues("succeeded").Inc()
 	metrics.ReplacementLatency.Observe(r.clock.Since(f.since).Seconds())
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, "NodeReplaced", "Replace", "%s", msg)
-	return ctrl.Result{}, r.failStrandedPods(ctx, wl, pods)
+	hosts.set(psa.Name, replaced)
+	return ctrl.Result{}, r.failStrandedPods(ctx, pods, hosts)
 }
 
 // restore records in the cache the workload as the informer shows it now,
@@ -434,27 +436,13 @@ func (r *Reconciler) restore(ctx context.Context, key types.NamespacedName, befo
 // there, so that the Job controller recreates them and the ungater sends
 // them to the replacement. It runs on every reconcile, so a pod whose
 // update failed once is failed the next time.
-func (r *Reconciler) failStrandedPods(ctx context.Context, wl *strata.Workload, pods []corev1.Pod) error {
-	hosts := map[string]map[string]bool{} // pod set -> assigned hosts
-	for _, psa := range wl.Status.Admission.PodSetAssignments {
-		if psa.TopologyAssignment == nil {
-			continue
-		}
-		a, err := tas.Decode(psa.TopologyAssignment)
-		if err != nil || !hostLevel(a) {
-			continue
-		}
-		hosts[psa.Name] = map[string]bool{}
-		for _, d := range a.Domains {
-			hosts[psa.Name][d.Values[0]] = true
-		}
-	}
+func (r *Reconciler) failStrandedPods(ctx context.Context, pods []corev1.Pod, hosts assignedHosts) error {
 	var errs []error
 	for i := range pods {
 		p := &pods[i]
 		assigned, ok := hosts[p.Labels[strata.PodSetLabel]]
 		host := p.Spec.NodeSelector[strata.HostnameLabel]
-		if !ok || p.Spec.NodeName != "" || host == "" || assigned[host] || terminatedOrTerminating(p) || gated(p) {
+		if !ok || p.Spec.NodeName != "" || host == "" || assigned[host] || terminatedOrTerminating(p) || workload.TopologyGated(p) {
 			continue
 		}
 		patch := client.StrategicMergeFrom(p.DeepCopy())
@@ -474,8 +462,14 @@ func (r *Reconciler) failStrandedPods(ctx context.Context, wl *strata.Workload, 
 	return errors.Join(errs...)
 }
 
-func gated(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == strata.TopologySchedulingGate })
+// assignedHosts are the hosts of each host-level pod set's assignment.
+type assignedHosts map[string]map[string]bool
+
+func (h assignedHosts) set(podSet string, a *tas.Assignment) {
+	h[podSet] = make(map[string]bool, len(a.Domains))
+	for _, d := range a.Domains {
+		h[podSet][d.Values[0]] = true
+	}
 }
 
 // evict sends the workload back to its queue; the Job controller stops the Job.

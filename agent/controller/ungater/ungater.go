@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -96,7 +95,7 @@ func (r *Reconciler) podHandler() handler.EventHandler {
 			// the ungater decides on.
 			oldPod, okOld := e.ObjectOld.(*corev1.Pod)
 			newPod, okNew := e.ObjectNew.(*corev1.Pod)
-			if okOld && okNew && !isGated(newPod) && active(newPod) == active(oldPod) {
+			if okOld && okNew && !workload.TopologyGated(newPod) && active(newPod) == active(oldPod) {
 				return
 			}
 			enqueue(ctx, e.ObjectNew, q)
@@ -125,7 +124,7 @@ func (r *Reconciler) allPresent(ctx context.Context, key types.NamespacedName) b
 	for i := range pods.Items {
 		if p := &pods.Items[i]; active(p) {
 			n++
-			gated = gated || isGated(p)
+			gated = gated || workload.TopologyGated(p)
 		}
 	}
 	return gated && n >= want
@@ -202,7 +201,7 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 			if r.expected[key] == nil {
 				r.expected[key] = map[types.UID]placed{}
 			}
-			r.expected[key][rel.pod.UID] = placed{podSet: ps.Name, domain: domainKey(a.Domains[rel.domain].Values)}
+			r.expected[key][rel.pod.UID] = placed{podSet: ps.Name, domain: tas.DomainKey(a.Domains[rel.domain].Values)}
 			return nil
 		})
 	}
@@ -231,7 +230,7 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 	used := make([]int32, len(a.Domains))
 	byKey := make(map[string]int, len(a.Domains))
 	for i, d := range a.Domains {
-		byKey[domainKey(d.Values)] = i
+		byKey[tas.DomainKey(d.Values)] = i
 	}
 	var gated []*corev1.Pod
 	for i := range all {
@@ -242,7 +241,7 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 			}
 			continue
 		}
-		if isGated(p) {
+		if workload.TopologyGated(p) {
 			if e, ok := exp[p.UID]; ok && e.podSet == ps.Name {
 				if d, ok := byKey[e.domain]; ok {
 					used[d]++ // ungated by us; the cache has not caught up
@@ -303,9 +302,6 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 	return out
 }
 
-// domainKey identifies a domain by its values.
-func domainKey(values []string) string { return strings.Join(values, "\x00") }
-
 // release sets the domain's node selector on the pod and removes the gate.
 func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignment, d int) error {
 	patch := client.MergeFrom(p.DeepCopy())
@@ -315,9 +311,7 @@ func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignme
 	for i, level := range a.Levels {
 		p.Spec.NodeSelector[level] = a.Domains[d].Values[i]
 	}
-	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
-		return g.Name == strata.TopologySchedulingGate
-	})
+	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, workload.IsTopologyGate)
 	if err := r.client.Patch(ctx, p, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -329,12 +323,6 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	defer r.mu.Unlock()
 	delete(r.expected, key)
 	delete(r.want, key)
-}
-
-func isGated(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
-		return g.Name == strata.TopologySchedulingGate
-	})
 }
 
 // domainOf finds the domain an ungated pod was sent to from its node

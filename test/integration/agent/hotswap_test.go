@@ -87,15 +87,7 @@ var _ = Describe("Hot swap", Ordered, Label("agent", "hotswap"), func() {
 			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
 		}, timeout).Should(Succeed())
 		Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w4"}})).To(Succeed())
-		Eventually(func(g Gomega) {
-			var wl strata.Workload
-			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
-			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(nodefailure.ReasonNodeFailure))
-			g.Expect(c.Message).To(ContainSubstring("node w4 failed (the node was deleted): no replacement"))
-			g.Expect(c.Message).To(ContainSubstring("fail-fast is on"))
-		}, timeout).Should(Succeed())
+		expectEvictedForNodeFailure(ctx, job, "node w4 failed (the node was deleted): no replacement", "fail-fast is on")
 		By("requeued, it is admitted again on a rack that has room")
 		Eventually(func(g Gomega) {
 			g.Expect(assignedHosts(g, ctx, job)).To(ConsistOf(BeElementOf("w5", "w6", "w7", "w8")))
@@ -206,6 +198,20 @@ func runningPodOn(ctx SpecContext, job *batchv1.Job, host string) {
 	Expect(worker.Client.Status().Update(ctx, p)).To(Succeed())
 }
 
+// expectEvictedForNodeFailure waits for the Job's Workload to carry hot
+// swap's Evicted condition, with a message that says each of why.
+func expectEvictedForNodeFailure(ctx SpecContext, job *batchv1.Job, why ...string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(workloadOf(g, ctx, job).Status.Conditions, strata.WorkloadEvicted)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(nodefailure.ReasonNodeFailure))
+		for _, w := range why {
+			g.Expect(c.Message).To(ContainSubstring(w))
+		}
+	}, timeout).Should(Succeed())
+}
+
 func workloadOf(g Gomega, ctx SpecContext, job *batchv1.Job) *strata.Workload {
 	var wl strata.Workload
 	g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
@@ -266,14 +272,7 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 			Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h}})).To(Succeed())
 		}
 		stopAgent = startAgent()
-		Eventually(func(g Gomega) {
-			wl := workloadOf(g, ctx, job)
-			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(nodefailure.ReasonNodeFailure))
-			g.Expect(c.Message).To(ContainSubstring("2 nodes failed at once"))
-			g.Expect(c.Message).To(ContainSubstring("Strata replaces one node at a time"))
-		}, timeout).Should(Succeed())
+		expectEvictedForNodeFailure(ctx, job, "2 nodes failed at once", "Strata replaces one node at a time")
 		By("requeued, it is admitted again on the rack's two other nodes")
 		var left []string
 		for _, h := range []string{"m1", "m2", "m3", "m4"} {
@@ -335,13 +334,9 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 
 			By("stepping past the 5m recovery timeout")
 			nodeClock.Step(6 * time.Minute)
+			expectEvictedForNodeFailure(ctx, job, "no replacement within the recovery timeout of 5m0s")
 			Eventually(func(g Gomega) {
-				wl := workloadOf(g, ctx, job)
-				g.Expect(wl.Status.Admission).To(BeNil())
-				c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
-				g.Expect(c).NotTo(BeNil())
-				g.Expect(c.Reason).To(Equal(nodefailure.ReasonNodeFailure))
-				g.Expect(c.Message).To(ContainSubstring("no replacement within the recovery timeout of 5m0s"))
+				g.Expect(workloadOf(g, ctx, job).Status.Admission).To(BeNil())
 			}, timeout).Should(Succeed())
 		})
 	})

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -71,11 +74,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("job").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		Watches(&batchv1.Job{}, jobHandler(), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[strata.QueueNameLabel] != ""
 		}))).
-		Owns(&strata.Workload{}).
-		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfQueue)).
+		Watches(&strata.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &batchv1.Job{}, handler.OnlyControllerOwner())).
+		// Only a queue's creation, deletion or spec matters to its Jobs'
+		// validity; the scheduler writes its status up to once a second,
+		// and reconciling every Job of the queue each time would bury the
+		// events that matter under thousands that do not.
+		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A namespace's labels or a new PriorityClass can clear the
 		// Invalid condition of Jobs that wait for them.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
@@ -85,6 +92,51 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return r.invalidJobs(ctx, ReasonPriorityClassNotFound, func(wl *strata.Workload) bool { return wl.Spec.PriorityClassName == o.GetName() })
 		})).
 		Complete(r)
+}
+
+// jobHandler enqueues a Job on its events. The controller's priority queue
+// puts the Jobs listed when the agent starts behind every later event, which
+// would starve the Jobs submitted while the agent was away behind the
+// activity of the ones it admits meanwhile. Only the listed Jobs with
+// nothing to do for a while — finished, or running as started — wait
+// behind; the ones waiting for their Workload, admission or start do not.
+func jobHandler() handler.EventHandler {
+	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], initial bool) {
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
+		job, isJob := o.(*batchv1.Job)
+		pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
+		if !initial || !isJob || !isPQ {
+			q.Add(req)
+			return
+		}
+		priority := 0
+		if settled(job) {
+			priority = handler.LowPriority
+		}
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, req)
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q, e.IsInInitialList)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// A resync (same resourceVersion) keeps the queue's low
+			// priority; a change is enqueued as usual.
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+		},
+	}
+}
+
+// settled says whether a Job needs nothing from the agent until it
+// changes: it finished, or it runs as the agent started it.
+func settled(job *batchv1.Job) bool {
+	if done, _ := finished(job); done {
+		return true
+	}
+	return !ptr.Deref(job.Spec.Suspend, false) && job.Spec.Template.Labels[strata.WorkloadLabel] != ""
 }
 
 // invalidJobs returns the Jobs whose Workloads are marked invalid for
@@ -109,7 +161,7 @@ func (r *Reconciler) invalidJobs(ctx context.Context, reason string, match func(
 
 func (r *Reconciler) jobsOfQueue(ctx context.Context, o client.Object) []ctrl.Request {
 	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.MatchingLabels{strata.QueueNameLabel: o.GetName()}); err != nil {
+	if err := r.client.List(ctx, &jobs, client.MatchingLabels{strata.QueueNameLabel: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the Jobs of a ClusterQueue", "clusterQueue", o.GetName())
 		return nil
 	}
@@ -123,6 +175,25 @@ func (r *Reconciler) jobsOfQueue(ctx context.Context, o client.Object) []ctrl.Re
 // Reconcile creates or updates the Workload of a Job and its Invalid
 // condition.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if superseded(err) {
+		// The informer is behind the API server: the newer Job or
+		// Workload that made this write fail comes as an event and
+		// brings the Job back. Retrying now would only fail again, and
+		// logging it would be noise.
+		ctrl.LoggerFrom(ctx).V(2).Info("Acted on an outdated object; waiting for the newer one", "error", err.Error())
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+// superseded says whether a write failed only because the informer's copy
+// was outdated: a conflict, or creating a Workload that exists already.
+func superseded(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var job batchv1.Job
 	if err := r.client.Get(ctx, req.NamespacedName, &job); err != nil {
 		if apierrors.IsNotFound(err) {

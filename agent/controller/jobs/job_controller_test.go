@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/workload"
@@ -269,6 +274,50 @@ func TestTemplateMutable(t *testing.T) {
 			job := &batchv1.Job{Spec: batchv1.JobSpec{Suspend: tc.suspend}, Status: batchv1.JobStatus{StartTime: tc.startTime}}
 			if got := templateMutable(job); got != tc.want {
 				t.Errorf("templateMutable() = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+// When the agent starts, the Jobs that wait for it are queued with the
+// events that follow; the settled ones wait behind them.
+func TestJobHandlerPriorities(t *testing.T) {
+	started := func(j *batchv1.Job) {
+		j.Spec.Suspend = ptr.To(false)
+		j.Spec.Template.Labels = map[string]string{strata.WorkloadLabel: WorkloadName(j.Name)}
+	}
+	cases := map[string]struct {
+		change  func(*batchv1.Job)
+		initial bool
+		want    int
+	}{
+		"listed at start, waiting for intake or admission": {initial: true, want: 0},
+		"listed at start, running as started":              {initial: true, change: started, want: handler.LowPriority},
+		"listed at start, running without admission": {initial: true, want: 0, change: func(j *batchv1.Job) {
+			j.Spec.Suspend = ptr.To(false)
+		}},
+		"listed at start, finished": {initial: true, want: handler.LowPriority, change: func(j *batchv1.Job) {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		}},
+		"created later, finished": {want: 0, change: func(j *batchv1.Job) {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			job := makeJob("train", nil)
+			if tc.change != nil {
+				tc.change(job)
+			}
+			q := priorityqueue.New[reconcile.Request]("test")
+			defer q.ShutDown()
+			jobHandler().Create(context.Background(), event.CreateEvent{Object: job, IsInInitialList: tc.initial}, q)
+			req, priority, _ := q.GetWithPriority()
+			if diff := cmp.Diff(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "train"}}, req); diff != "" {
+				t.Errorf("request (-want,+got):\n%s", diff)
+			}
+			if priority != tc.want {
+				t.Errorf("priority = %d, want %d", priority, tc.want)
 			}
 		})
 	}

@@ -37,8 +37,12 @@ type env struct {
 	client   client.Client
 	recorder *events.FakeRecorder
 	r        *Reconciler
-	// failJobUpdates fails that many Job updates.
+	// failJobUpdates fails that many Job updates, with jobUpdateErr or,
+	// when it is nil, ServiceUnavailable.
 	failJobUpdates int
+	jobUpdateErr   error
+	// workloadCreateErr, when set, fails Workload creation.
+	workloadCreateErr error
 	// rejectWorkloads rejects every Workload write, as for a schema rule
 	// the agent does not know.
 	rejectWorkloads bool
@@ -88,6 +92,9 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 				if err := check(obj); err != nil {
 					return err
 				}
+				if _, ok := obj.(*strata.Workload); ok && e.workloadCreateErr != nil {
+					return e.workloadCreateErr
+				}
 				return c.Create(ctx, obj, opts...)
 			},
 			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
@@ -96,6 +103,9 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 				}
 				if _, ok := obj.(*batchv1.Job); ok && e.failJobUpdates > 0 {
 					e.failJobUpdates--
+					if e.jobUpdateErr != nil {
+						return e.jobUpdateErr
+					}
 					return apierrors.NewServiceUnavailable("etcd is busy")
 				}
 				return c.Update(ctx, obj, opts...)
@@ -287,5 +297,57 @@ func TestReconcileStartsAJobWithALongName(t *testing.T) {
 	var old strata.Workload
 	if err := e.client.Get(context.Background(), client.ObjectKeyFromObject(legacy), &old); !apierrors.IsNotFound(err) {
 		t.Errorf("the Workload an older agent named %q: %v; want it deleted", legacy.Name, err)
+	}
+}
+
+// A write that fails because the informer's copy is outdated is not an
+// error: the newer object's event brings the Job back. Any other failure
+// is, so that the Job is retried.
+func TestReconcileSupersededWrites(t *testing.T) {
+	gr := schema.GroupResource{Group: "strata.dev", Resource: "workloads"}
+	for name, tc := range map[string]struct {
+		admitted          bool
+		jobUpdateErr      error
+		workloadCreateErr error
+		wantErr           bool
+	}{
+		"start conflicts with the Job controller's status write": {
+			admitted: true, jobUpdateErr: apierrors.NewConflict(schema.GroupResource{Group: "batch", Resource: "jobs"}, "train", errors.New("the object has been modified")),
+		},
+		"the Workload was created by an earlier reconcile": {
+			workloadCreateErr: apierrors.NewAlreadyExists(gr, WorkloadName("train")),
+		},
+		"the Job's update fails": {
+			admitted: true, jobUpdateErr: apierrors.NewServiceUnavailable("etcd is busy"), wantErr: true,
+		},
+		"the Workload's creation fails": {
+			workloadCreateErr: apierrors.NewServiceUnavailable("etcd is busy"), wantErr: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			job := makeJob("train", nil)
+			objs := []client.Object{job}
+			if tc.admitted {
+				objs = append(objs, admittedWorkload(t, job))
+			}
+			e := newEnv(t, objs...)
+			e.failJobUpdates, e.jobUpdateErr, e.workloadCreateErr = 1, tc.jobUpdateErr, tc.workloadCreateErr
+			err := e.reconcile(job)
+			if gotErr := err != nil; gotErr != tc.wantErr {
+				t.Fatalf("Reconcile() error = %v, want error: %t", err, tc.wantErr)
+			}
+			if !ptr.Deref(e.job("train").Spec.Suspend, false) {
+				t.Error("the Job was started although its update failed")
+			}
+			if e.failJobUpdates, e.workloadCreateErr = 0, nil; tc.admitted {
+				// The event of the newer object: now the Job starts.
+				if err := e.reconcile(job); err != nil {
+					t.Fatal(err)
+				}
+				if ptr.Deref(e.job("train").Spec.Suspend, true) {
+					t.Error("the admitted Job was not started on the next reconcile")
+				}
+			}
+		})
 	}
 }

@@ -194,6 +194,28 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 			g.Expect(c.Reason).To(Equal(jobs.ReasonValid))
 		}, timeout).Should(Succeed())
 	})
+
+	It("re-checks a queue's Jobs when the queue's spec changes", func(ctx SpecContext) {
+		cq := testutil.MakeClusterQueue(queue + "-widened").Flavor("tas").Obj()
+		cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
+		Expect(worker.Client.Create(ctx, cq)).To(Succeed())
+		ns := createNamespace(ctx, map[string]string{"team": "web"})
+		job := newJob(ns, cq.Name, 1, nil)
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(invalidCondition(g, ctx, job).Reason).To(Equal(jobs.ReasonNamespaceNotAllowed))
+		}, timeout).Should(Succeed())
+
+		By("the queue admits every namespace: the condition clears")
+		Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(cq), cq)).To(Succeed())
+		cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+		Expect(worker.Client.Update(ctx, cq)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, job)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonValid))
+		}, timeout).Should(Succeed())
+	})
 })
 
 func resourceQuantity(s string) *resource.Quantity {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,10 +28,33 @@ type Cluster struct {
 	workDir    string
 }
 
+// Option changes how Create starts a cluster.
+type Option func(*[]string)
+
+// ExtraArgs passes flags to the cluster's components: kwokctl --extra-args
+// values (component=flag=value).
+func ExtraArgs(args ...string) Option {
+	return func(kwokctl *[]string) {
+		for _, a := range args {
+			*kwokctl = append(*kwokctl, "--extra-args", a)
+		}
+	}
+}
+
+// HeartbeatFactor scales everything about node heartbeats — the node lease
+// duration, the controller-manager's node monitor period and grace period
+// — from kwokctl's defaults (factor 5: a 200 s lease renewed every 50 s).
+// Thousands of fake nodes renewing leases are a load of their own on the
+// API server; a larger factor leaves the machine to what is measured.
+func HeartbeatFactor(f float64) Option {
+	return func(kwokctl *[]string) {
+		*kwokctl = append(*kwokctl, "--heartbeat-factor", strconv.FormatFloat(f, 'f', -1, 64))
+	}
+}
+
 // Create starts a cluster named name (deleting a leftover one first);
-// kubeconfig files go to dir. extraArgs are kwokctl --extra-args values
-// (component=flag=value).
-func Create(name, dir string, extraArgs ...string) (*Cluster, error) {
+// kubeconfig files go to dir.
+func Create(name, dir string, opts ...Option) (*Cluster, error) {
 	bin, err := framework.BinDir()
 	if err != nil {
 		return nil, err
@@ -54,8 +78,8 @@ func Create(name, dir string, extraArgs ...string) (*Cluster, error) {
 		"--kwok-controller-binary", filepath.Join(bin, "kwok"),
 		"--etcd-binary", filepath.Join(bin, "etcd"),
 		"--kubeconfig", c.Kubeconfig, "--wait", "2m", "--config", stages}
-	for _, a := range extraArgs {
-		args = append(args, "--extra-args", a)
+	for _, o := range opts {
+		o(&args)
 	}
 	_, err = c.run("kwokctl", args...)
 	if err != nil {

@@ -39,6 +39,7 @@ import (
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
 	"strata.dev/strata/test/kwokcluster"
 )
 
@@ -103,9 +104,10 @@ func BenchmarkAgent(b *testing.B) {
 	// The Job controller creates the pods; at kube-controller-manager's
 	// default 20 queries per second and 5 concurrent Job syncs it, not
 	// Strata, would set the pace.
-	cluster, err := kwokcluster.Create("strata-perf", tmp,
+	cluster, err := kwokcluster.Create("strata-perf", tmp, kwokcluster.ExtraArgs(
 		"kube-controller-manager=kube-api-qps=300", "kube-controller-manager=kube-api-burst=600",
-		"kube-controller-manager=concurrent-job-syncs=20")
+		"kube-controller-manager=concurrent-job-syncs=20"),
+		kwokcluster.HeartbeatFactor(float64(envInt("STRATA_PERF_HEARTBEAT_FACTOR", 25))))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -194,44 +196,38 @@ func BenchmarkAgent(b *testing.B) {
 		b.Fatal(err)
 	}
 	agentCfg.QPS, agentCfg.Burst = -1, 0 // the binaries' defaults: API Priority and Fairness limits
+	var reqs requests
+	reqs.wrap(agentCfg)
+	backlog := watchBacklog(b, ctx, watch, "backlog-")
 	stop := startAgent(b, agentCfg)
 	defer stop()
 	start := time.Now()
 	b.ResetTimer()
 	waitFor(b, 10*time.Minute, "the backlog admitted", func() (bool, error) {
-		n, err := admitted(ctx, watch, "backlog-")
-		return n == jobs, err
+		return backlog.count(backlogAdmitted) == jobs, nil
 	})
 	elapsed := time.Since(start)
 	b.ReportMetric(float64(jobs)/elapsed.Seconds(), "admissions/s")
 	b.Logf("backlog of %d admitted in %s: %.1f admissions/s", jobs, elapsed.Round(time.Millisecond), float64(jobs)/elapsed.Seconds())
+	b.Logf("  Workloads created (10/50/100%%): %s; admitted: %s", backlog.quantiles(start, backlogCreated), backlog.quantiles(start, backlogAdmitted))
 
 	// The backlog's Jobs are started, their pods created by the Job
 	// controller and ungated; phase 2 measures a settled system.
 	waitFor(b, 10*time.Minute, "the backlog's pods ungated", func() (bool, error) {
-		n, err := ungatedPods(ctx, watch, "backlog-")
-		return n == 2*jobs, err
+		return backlog.count(backlogUngated) == 2*jobs, nil
 	})
 	drained := time.Since(start)
 	b.ReportMetric(float64(jobs)/drained.Seconds(), "jobs-ungated/s")
 	b.Logf("backlog of %d Jobs started and all %d pods ungated in %s: %.1f Jobs/s", jobs, 2*jobs, drained.Round(time.Millisecond), float64(jobs)/drained.Seconds())
+	b.Logf("  pods ungated (10/50/100%%): %s", backlog.quantiles(start, backlogUngated))
 
 	// Then the backlog runs to completion (kwok finishes pods at once), so
 	// that phase 2 sees a quiet cluster.
 	waitFor(b, 10*time.Minute, "the backlog finished", func() (bool, error) {
-		var list strata.WorkloadList
-		if err := watch.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-			return false, err
-		}
-		finished := 0
-		for _, wl := range list.Items {
-			if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
-				finished++
-			}
-		}
-		return finished == jobs, nil
+		return backlog.count(backlogFinished) == jobs, nil
 	})
 	b.Logf("backlog finished after %s", time.Since(start).Round(time.Millisecond))
+	b.Logf("agent API writes per Job, from start to finish: %s", reqs.perJob(jobs))
 	var summaries strata.CapacitySummaryList
 	if err := kube.List(ctx, &summaries); err == nil {
 		for _, cs := range summaries.Items {
@@ -250,38 +246,106 @@ func BenchmarkAgent(b *testing.B) {
 		b.Logf("  %-14s -> %-14s p50 %6s  p90 %6s  max %6s", stages[i-1], stages[i],
 			pct(ds, 50).Round(time.Millisecond), pct(ds, 90).Round(time.Millisecond), pct(ds, 100).Round(time.Millisecond))
 	}
+	b.Logf("agent API writes per Job, up to ungated: %s", reqs.perJob(latencyJobs))
 	b.Logf("Job created -> all pods ungated: p50 %s, p90 %s, max %s", pct(total, 50).Round(time.Millisecond), pct(total, 90).Round(time.Millisecond), pct(total, 100).Round(time.Millisecond))
 }
 
-func admitted(ctx context.Context, kube client.Reader, prefix string) (int, error) {
-	var list strata.WorkloadList
-	if err := kube.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, wl := range list.Items {
-		if len(wl.Name) > len("job-"+prefix) && wl.Name[:len("job-"+prefix)] == "job-"+prefix &&
-			meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted) {
-			n++
-		}
-	}
-	return n, nil
+// Stages of the backlog the harness follows from its watches.
+const (
+	backlogCreated  = iota // the Workload exists
+	backlogAdmitted        // the Workload is admitted
+	backlogUngated         // a pod left the topology gate (counted per pod)
+	backlogFinished        // the Workload is finished
+	backlogStages
+)
+
+// backlogProgress records when the harness first saw each backlog Workload
+// (or pod) reach each stage: events, not polling LISTs of thousands of
+// objects, which would take CPU from what is measured.
+type backlogProgress struct {
+	mu sync.Mutex
+	at [backlogStages]map[string]time.Time
 }
 
-// ungatedPods counts the pods of Jobs named with prefix that have left the
-// topology gate.
-func ungatedPods(ctx context.Context, kube client.Reader, prefix string) (int, error) {
-	var list corev1.PodList
-	if err := kube.List(ctx, &list, client.HasLabels{strata.WorkloadLabel}, client.UnsafeDisableDeepCopy); err != nil {
-		return 0, err
+// watchBacklog follows the Workloads and pods of the Jobs named with
+// prefix.
+func watchBacklog(b *testing.B, ctx context.Context, cache crcache.Cache, prefix string) *backlogProgress {
+	b.Helper()
+	p := &backlogProgress{}
+	for i := range p.at {
+		p.at[i] = map[string]time.Time{}
 	}
-	n := 0
-	for _, p := range list.Items {
-		if strings.HasPrefix(p.Name, prefix) && !slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == strata.TopologySchedulingGate }) {
-			n++
+	mark := func(stage int, name string, now time.Time) {
+		if _, seen := p.at[stage][name]; !seen {
+			p.at[stage][name] = now
 		}
 	}
-	return n, nil
+	onWorkload := func(o any) {
+		wl, ok := o.(*strata.Workload)
+		if !ok || !strings.HasPrefix(wl.Name, "job-"+prefix) {
+			return
+		}
+		now := time.Now()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		mark(backlogCreated, wl.Name, now)
+		if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted) {
+			mark(backlogAdmitted, wl.Name, now)
+		}
+		if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+			mark(backlogFinished, wl.Name, now)
+		}
+	}
+	onPod := func(o any) {
+		pod, ok := o.(*corev1.Pod)
+		if !ok || !strings.HasPrefix(pod.Name, prefix) || pod.Labels[strata.WorkloadLabel] == "" || workload.TopologyGated(pod) {
+			return
+		}
+		now := time.Now()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		mark(backlogUngated, pod.Name, now)
+	}
+	for _, h := range []struct {
+		obj client.Object
+		on  func(any)
+	}{{&strata.Workload{}, onWorkload}, {&corev1.Pod{}, onPod}} {
+		inf, err := cache.GetInformer(ctx, h.obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		on := h.on
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, o any) { on(o) }}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return p
+}
+
+// count is how many Workloads (pods for backlogUngated) reached stage.
+func (p *backlogProgress) count(stage int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.at[stage])
+}
+
+// quantiles says when 10, 50 and 100% of the Workloads reached stage,
+// after start.
+func (p *backlogProgress) quantiles(start time.Time, stage int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.at[stage]) == 0 {
+		return "none"
+	}
+	var ds []time.Duration
+	for _, t := range p.at[stage] {
+		ds = append(ds, t.Sub(start))
+	}
+	var out []string
+	for _, q := range []int{10, 50, 100} {
+		out = append(out, pct(ds, q).Round(100*time.Millisecond).String())
+	}
+	return strings.Join(out, " / ")
 }
 
 // startAgent runs the agent's controllers in-process with cfg.

@@ -10,9 +10,9 @@ func TestResourceOf(t *testing.T) {
 		"/api/v1/namespaces/ns":                                     "namespaces",
 		"/apis/batch/v1/namespaces/ns/jobs/j":                       "jobs",
 		"/apis/strata.dev/v1beta1/capacitysummaries/s/status":       "capacitysummaries/status",
-		"/api/v1/nodes":                                             "nodes",
-		"/api":                                                      "/api",
-		"/api/v1":                                                   "discovery",
+		"/api/v1/nodes": "nodes",
+		"/api":          "/api",
+		"/api/v1":       "discovery",
 	} {
 		if got := resourceOf(path); got != want {
 			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)

@@ -1,15 +1,20 @@
-// Package perf measures strata-agent on a kwok cluster: admissions per
-// second from a backlog of Jobs, and the time from a Job's creation to all
-// of its pods ungated. Run with `make bench-agent`; results go into
-// docs/performance.md. It is a benchmark, run once per invocation
-// (-benchtime 1x), not a test.
+// Package perf measures strata-agent: admissions per second from a
+// backlog of Jobs and the time from a Job's creation to all of its pods
+// ungated (`make bench-agent`, on an API server alone, and
+// `make bench-agent-kwok`, on a whole kwok cluster), and hot swap
+// (`make bench-hotswap`). Results go into docs/performance.md. These are
+// benchmarks, run once per invocation (-benchtime 1x), not tests.
 package perf
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +45,7 @@ import (
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
+	"strata.dev/strata/test/integration/framework"
 	"strata.dev/strata/test/kwokcluster"
 )
 
@@ -96,11 +102,21 @@ func parallel(n, workers int, f func(i int) error) error {
 	return <-errs
 }
 
-func BenchmarkAgent(b *testing.B) {
-	nodes, jobs, latencyJobs := envInt("STRATA_PERF_NODES", 5000), envInt("STRATA_PERF_JOBS", 1000), envInt("STRATA_PERF_LATENCY_JOBS", 100)
-	ctx := context.Background()
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	tmp := b.TempDir()
+// benchCluster is where BenchmarkAgent runs the agent.
+type benchCluster struct {
+	admin, agent *rest.Config
+	// jobController creates the pods of started Jobs and finishes them.
+	// Without one (an API server alone) the harness creates the pods.
+	jobController bool
+	// nodeStatus: the nodes' status must be written by the harness.
+	nodeStatus bool
+	stop       func() error
+}
+
+// kwokBenchCluster is a whole cluster: kube-apiserver, etcd,
+// kube-controller-manager, kube-scheduler and kwok's fake kubelets, the
+// agent installed with its chart and running with its service account.
+func kwokBenchCluster(b *testing.B, tmp string) benchCluster {
 	// The Job controller creates the pods; at kube-controller-manager's
 	// default 20 queries per second and 5 concurrent Job syncs it, not
 	// Strata, would set the pace.
@@ -111,19 +127,68 @@ func BenchmarkAgent(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	bc := benchCluster{jobController: true, stop: cluster.Delete}
+	agentKC, err := cluster.InstallAgentChart(tmp)
+	if err != nil {
+		b.Fatal(errors.Join(err, bc.stop()))
+	}
+	if bc.admin, err = clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig); err != nil {
+		b.Fatal(errors.Join(err, bc.stop()))
+	}
+	if bc.agent, err = clientcmd.BuildConfigFromFlags("", agentKC); err != nil {
+		b.Fatal(errors.Join(err, bc.stop()))
+	}
+	return bc
+}
+
+// apiServerBenchCluster is a kube-apiserver and etcd alone (envtest) with
+// the chart's admission policy: the agent is all that runs, and the
+// harness stands in for the Job controller.
+func apiServerBenchCluster(b *testing.B) benchCluster {
+	clusters, err := framework.Start(framework.ClusterSpec{Name: "perf", Role: framework.Worker})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := clusters.Get("perf")
+	bc := benchCluster{admin: rest.CopyConfig(w.Config), agent: rest.CopyConfig(w.Config), nodeStatus: true, stop: clusters.Stop}
+	bin, err := framework.BinDir()
+	if err != nil {
+		b.Fatal(errors.Join(err, bc.stop()))
+	}
+	out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", w.KubeconfigPath, "apply", "-f",
+		filepath.Join(framework.RepoRoot(), "charts", "strata-agent", "templates", "admission-policy.yaml")).CombinedOutput()
+	if err != nil {
+		b.Fatal(errors.Join(fmt.Errorf("installing the admission policy: %w: %s", err, out), bc.stop()))
+	}
+	return bc
+}
+
+// BenchmarkAgent measures the agent's admissions per second from a
+// backlog of Jobs and the time from a Job's creation to all its pods
+// ungated, on 5,000 nodes. STRATA_PERF_CLUSTER says where: "apiserver"
+// (the default: the agent alone on an API server, what the agent costs) or
+// "kwok" (a whole cluster on the same machine, what a user would see on
+// it).
+func BenchmarkAgent(b *testing.B) {
+	nodes, jobs, latencyJobs := envInt("STRATA_PERF_NODES", 5000), envInt("STRATA_PERF_JOBS", 1000), envInt("STRATA_PERF_LATENCY_JOBS", 100)
+	ctx := context.Background()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	tmp := b.TempDir()
+	var bc benchCluster
+	switch kind := os.Getenv("STRATA_PERF_CLUSTER"); kind {
+	case "", "apiserver":
+		bc = apiServerBenchCluster(b)
+	case "kwok":
+		bc = kwokBenchCluster(b, tmp)
+	default:
+		b.Fatalf("STRATA_PERF_CLUSTER=%q: want apiserver or kwok", kind)
+	}
 	defer func() {
-		if err := cluster.Delete(); err != nil {
+		if err := bc.stop(); err != nil {
 			b.Error(err)
 		}
 	}()
-	agentKC, err := cluster.InstallAgentChart(tmp)
-	if err != nil {
-		b.Fatal(err)
-	}
-	admin, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
+	admin := bc.admin
 	admin.QPS, admin.Burst = 1000, 2000
 	kube, err := client.New(admin, client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -145,11 +210,16 @@ func BenchmarkAgent(b *testing.B) {
 	}
 	go func() { _ = watch.Start(wctx) }()
 	watch.WaitForCacheSync(wctx)
+	if !bc.jobController {
+		if err := fakeJobController(wctx, watch, kube); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	b.Logf("creating %d nodes (16 per rack, 16 racks per block, 8 CPUs)", nodes)
 	if err := parallel(nodes, 32, func(i int) error {
 		name := fmt.Sprintf("perf-%05d", i)
-		return kube.Create(ctx, &corev1.Node{
+		n := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 				"pool": "perf", block: fmt.Sprintf("block-%d", i/256), rack: fmt.Sprintf("rack-%d", i/16%16), host: name, "type": "kwok",
 			}, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
@@ -157,7 +227,21 @@ func BenchmarkAgent(b *testing.B) {
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
 				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
 			},
-		})
+		}
+		status := n.Status
+		if err := kube.Create(ctx, n); err != nil || !bc.nodeStatus {
+			return err
+		}
+		// No kubelet (not even a fake one) reports for the node.
+		n.Status = status
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		if err := kube.Status().Update(ctx, n); err != nil {
+			return err
+		}
+		// The API server taints new nodes not-ready; no node lifecycle
+		// controller removes the taint.
+		n.Spec.Taints = nil
+		return kube.Update(ctx, n)
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -191,10 +275,7 @@ func BenchmarkAgent(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	agentCfg, err := clientcmd.BuildConfigFromFlags("", agentKC)
-	if err != nil {
-		b.Fatal(err)
-	}
+	agentCfg := bc.agent
 	agentCfg.QPS, agentCfg.Burst = -1, 0 // the binaries' defaults: API Priority and Fairness limits
 	var reqs requests
 	reqs.wrap(agentCfg)
@@ -221,13 +302,19 @@ func BenchmarkAgent(b *testing.B) {
 	b.Logf("backlog of %d Jobs started and all %d pods ungated in %s: %.1f Jobs/s", jobs, 2*jobs, drained.Round(time.Millisecond), float64(jobs)/drained.Seconds())
 	b.Logf("  pods ungated (10/50/100%%): %s", backlog.quantiles(start, backlogUngated))
 
-	// Then the backlog runs to completion (kwok finishes pods at once), so
-	// that phase 2 sees a quiet cluster.
-	waitFor(b, 10*time.Minute, "the backlog finished", func() (bool, error) {
-		return backlog.count(backlogFinished) == jobs, nil
-	})
-	b.Logf("backlog finished after %s", time.Since(start).Round(time.Millisecond))
-	b.Logf("agent API writes per Job, from start to finish: %s", reqs.perJob(jobs))
+	if bc.jobController {
+		// Then the backlog runs to completion (kwok finishes pods at once),
+		// so that phase 2 sees a quiet cluster.
+		waitFor(b, 10*time.Minute, "the backlog finished", func() (bool, error) {
+			return backlog.count(backlogFinished) == jobs, nil
+		})
+		b.Logf("backlog finished after %s", time.Since(start).Round(time.Millisecond))
+		b.Logf("agent API writes per Job, from start to finish: %s", reqs.perJob(jobs))
+	} else {
+		// Nothing schedules or runs the ungated pods: the cluster is quiet,
+		// and the backlog keeps a quarter of its capacity.
+		b.Logf("agent API writes per Job, from start to ungated: %s", reqs.perJob(jobs))
+	}
 	var summaries strata.CapacitySummaryList
 	if err := kube.List(ctx, &summaries); err == nil {
 		for _, cs := range summaries.Items {
@@ -530,9 +617,60 @@ func between(at map[string][]time.Time, i, j int) []time.Duration {
 	return out
 }
 
-// pct is the p-th percentile (0-100) of ds.
-func pct(ds []time.Duration, p int) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
+// fakeJobController does what kube-controller-manager's Job controller
+// would for the benchmark's Jobs on an API server alone: once the agent
+// starts a Job, it creates the Job's pods from its template, with
+// completion indexes, as 20 concurrent syncs (the kwok cluster's setting).
+func fakeJobController(ctx context.Context, cache crcache.Cache, kube client.Client) error {
+	inf, err := cache.GetInformer(ctx, &batchv1.Job{})
+	if err != nil {
+		return err
+	}
+	started := make(chan *batchv1.Job, 10000)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	onJob := func(o any) {
+		j, ok := o.(*batchv1.Job)
+		if !ok || ptr.Deref(j.Spec.Suspend, false) || j.Spec.Template.Labels[strata.WorkloadLabel] == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[j.Name] {
+			seen[j.Name] = true
+			started <- j
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onJob, UpdateFunc: func(_, o any) { onJob(o) }}); err != nil {
+		return err
+	}
+	for range 20 {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case j := <-started:
+					for i := range ptr.Deref(j.Spec.Parallelism, 1) {
+						p := &corev1.Pod{
+							ObjectMeta: metav1.ObjectMeta{
+								Name:            fmt.Sprintf("%s-%d", j.Name, i),
+								Namespace:       j.Namespace,
+								Labels:          maps.Clone(j.Spec.Template.Labels),
+								Annotations:     maps.Clone(j.Spec.Template.Annotations),
+								OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))},
+							},
+							Spec: *j.Spec.Template.Spec.DeepCopy(),
+						}
+						p.Labels[batchv1.JobNameLabel] = j.Name
+						p.Labels[strata.JobCompletionIndexLabel] = fmt.Sprint(i)
+						if err := kube.Create(ctx, p); err != nil && ctx.Err() == nil {
+							ctrl.Log.Error(err, "Creating a Job's pod", "pod", p.Name)
+						}
+					}
+				}
+			}
+		}()
+	}
+	return nil
 }

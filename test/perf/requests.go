@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -14,8 +15,9 @@ import (
 // so that the benchmark can say what each Job costs the API server.
 // Watches are left out: they are long-lived, not per Job.
 type requests struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	n       map[string]int
+	latency []time.Duration // of writes
 }
 
 // wrap makes cfg's transport count into r.
@@ -23,12 +25,18 @@ func (r *requests) wrap(cfg *rest.Config) {
 	r.n = map[string]int{}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.URL.Query().Get("watch") != "true" {
-				r.mu.Lock()
-				r.n[req.Method+" "+resourceOf(req.URL.Path)]++
-				r.mu.Unlock()
+			if req.URL.Query().Get("watch") == "true" {
+				return rt.RoundTrip(req)
 			}
-			return rt.RoundTrip(req)
+			start := time.Now()
+			resp, err := rt.RoundTrip(req)
+			r.mu.Lock()
+			r.n[req.Method+" "+resourceOf(req.URL.Path)]++
+			if req.Method != http.MethodGet {
+				r.latency = append(r.latency, time.Since(start))
+			}
+			r.mu.Unlock()
+			return resp, err
 		})
 	})
 }
@@ -90,6 +98,18 @@ func (r *requests) perJob(jobs int) string {
 	for _, w := range writes {
 		out = append(out, fmt.Sprintf("%s %.2f", w.what, float64(w.n)/float64(jobs)))
 	}
+	if len(r.latency) > 0 {
+		out = append(out, fmt.Sprintf("write latency p50 %s p90 %s",
+			pct(r.latency, 50).Round(time.Millisecond), pct(r.latency, 90).Round(time.Millisecond)))
+	}
 	clear(r.n)
+	r.latency = nil
 	return strings.Join(out, ", ")
+}
+
+// pct is the p-th percentile (0-100) of ds.
+func pct(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
 }

@@ -3,6 +3,10 @@
 package testutil
 
 import (
+	"fmt"
+	"maps"
+
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,3 +222,25 @@ func MakeCapacitySummary(flavor string) *CapacitySummaryWrapper {
 
 // Obj returns the CapacitySummary.
 func (w *CapacitySummaryWrapper) Obj() *strata.CapacitySummary { return &w.CapacitySummary }
+
+// JobPod is the pod the Job controller would create for job's completion
+// index i: the template's labels, annotations and spec, the Job's name and
+// the index as labels, the Job as controller owner.
+func JobPod(job *batchv1.Job, i int) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            fmt.Sprintf("%s-%d", job.Name, i),
+			Namespace:       job.Namespace,
+			Labels:          maps.Clone(job.Spec.Template.Labels),
+			Annotations:     maps.Clone(job.Spec.Template.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
+		},
+		Spec: *job.Spec.Template.Spec.DeepCopy(),
+	}
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[batchv1.JobNameLabel] = job.Name
+	p.Labels[strata.JobCompletionIndexLabel] = fmt.Sprint(i)
+	return p
+}

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -651,19 +650,8 @@ func fakeJobController(ctx context.Context, cache crcache.Cache, kube client.Cli
 				case <-ctx.Done():
 					return
 				case j := <-started:
-					for i := range ptr.Deref(j.Spec.Parallelism, 1) {
-						p := &corev1.Pod{
-							ObjectMeta: metav1.ObjectMeta{
-								Name:            fmt.Sprintf("%s-%d", j.Name, i),
-								Namespace:       j.Namespace,
-								Labels:          maps.Clone(j.Spec.Template.Labels),
-								Annotations:     maps.Clone(j.Spec.Template.Annotations),
-								OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))},
-							},
-							Spec: *j.Spec.Template.Spec.DeepCopy(),
-						}
-						p.Labels[batchv1.JobNameLabel] = j.Name
-						p.Labels[strata.JobCompletionIndexLabel] = fmt.Sprint(i)
+					for i := range int(ptr.Deref(j.Spec.Parallelism, 1)) {
+						p := testutil.JobPod(j, i)
 						if err := kube.Create(ctx, p); err != nil && ctx.Err() == nil {
 							ctrl.Log.Error(err, "Creating a Job's pod", "pod", p.Name)
 						}

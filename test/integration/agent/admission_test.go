@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -86,16 +84,7 @@ func createPods(ctx SpecContext, job *batchv1.Job, indexes ...int) {
 		g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
 	}, timeout).Should(Succeed())
 	for _, i := range indexes {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        fmt.Sprintf("%s-%d", j.Name, i),
-				Namespace:   j.Namespace,
-				Labels:      maps.Clone(j.Spec.Template.Labels),
-				Annotations: maps.Clone(j.Spec.Template.Annotations),
-			},
-			Spec: *j.Spec.Template.Spec.DeepCopy(),
-		}
-		p.Labels[strata.JobCompletionIndexLabel] = fmt.Sprint(i)
+		p := testutil.JobPod(&j, i)
 		Expect(worker.Client.Create(ctx, p)).To(Succeed())
 	}
 }

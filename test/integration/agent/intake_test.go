@@ -170,22 +170,17 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 	})
 
 	It("marks a Job in a namespace the queue does not admit", func(ctx SpecContext) {
-		cq := testutil.MakeClusterQueue(queue + "-ml").Flavor("tas").Obj()
-		cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
-		Expect(worker.Client.Create(ctx, cq)).To(Succeed())
-		ns := createNamespace(ctx, map[string]string{"team": "web"})
-		job := newJob(ns, cq.Name, 1, nil)
-		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		_, job := jobOutsideQueueNamespaces(ctx, queue+"-ml")
 		Eventually(func(g Gomega) {
 			c := invalidCondition(g, ctx, job)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(jobs.ReasonNamespaceNotAllowed))
-			g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf(`does not admit namespace %q (namespaceSelector team=ml)`, ns)))
+			g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf(`does not admit namespace %q (namespaceSelector team=ml)`, job.Namespace)))
 		}, timeout).Should(Succeed())
 
 		By("the namespace is relabelled for the queue: the condition clears")
 		var n corev1.Namespace
-		Expect(worker.Client.Get(ctx, client.ObjectKey{Name: ns}, &n)).To(Succeed())
+		Expect(worker.Client.Get(ctx, client.ObjectKey{Name: job.Namespace}, &n)).To(Succeed())
 		n.Labels["team"] = "ml"
 		Expect(worker.Client.Update(ctx, &n)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -196,12 +191,7 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 	})
 
 	It("re-checks a queue's Jobs when the queue's spec changes", func(ctx SpecContext) {
-		cq := testutil.MakeClusterQueue(queue + "-widened").Flavor("tas").Obj()
-		cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
-		Expect(worker.Client.Create(ctx, cq)).To(Succeed())
-		ns := createNamespace(ctx, map[string]string{"team": "web"})
-		job := newJob(ns, cq.Name, 1, nil)
-		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		cq, job := jobOutsideQueueNamespaces(ctx, queue+"-widened")
 		Eventually(func(g Gomega) {
 			g.Expect(invalidCondition(g, ctx, job).Reason).To(Equal(jobs.ReasonNamespaceNotAllowed))
 		}, timeout).Should(Succeed())
@@ -270,3 +260,16 @@ var _ = Describe("ClusterQueue status", Label("agent"), func() {
 		}, timeout).Should(Succeed())
 	})
 })
+
+// jobOutsideQueueNamespaces creates a ClusterQueue named name that admits
+// only namespaces labelled team=ml, and a Job for it in a new namespace
+// labelled team=web.
+func jobOutsideQueueNamespaces(ctx SpecContext, name string) (*strata.ClusterQueue, *batchv1.Job) {
+	GinkgoHelper()
+	cq := testutil.MakeClusterQueue(name).Flavor("tas").Obj()
+	cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
+	Expect(worker.Client.Create(ctx, cq)).To(Succeed())
+	job := newJob(createNamespace(ctx, map[string]string{"team": "web"}), cq.Name, 1, nil)
+	Expect(worker.Client.Create(ctx, job)).To(Succeed())
+	return cq, job
+}

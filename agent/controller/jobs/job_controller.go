@@ -175,7 +175,7 @@ func (r *Reconciler) jobsOfQueue(ctx context.Context, o client.Object) []ctrl.Re
 // Reconcile creates or updates the Workload of a Job and its Invalid
 // condition.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
+	err := r.reconcile(ctx, req)
 	if superseded(err) {
 		// The informer is behind the API server: the newer Job or
 		// Workload that made this write fail comes as an event and
@@ -184,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).V(2).Info("Acted on an outdated object; waiting for the newer one", "error", err.Error())
 		return ctrl.Result{}, nil
 	}
-	return res, err
+	return ctrl.Result{}, err
 }
 
 // superseded says whether a write failed only because the informer's copy
@@ -193,22 +193,22 @@ func superseded(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	var job batchv1.Job
 	if err := r.client.Get(ctx, req.NamespacedName, &job); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.deleteWorkload(ctx, req.NamespacedName)
+			return r.deleteWorkload(ctx, req.NamespacedName)
 		}
-		return ctrl.Result{}, err
+		return err
 	}
 	if job.Labels[strata.QueueNameLabel] == "" || !job.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	if err := r.deleteLegacyWorkload(ctx, &job); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	if done, reason := finished(&job); done {
-		return ctrl.Result{}, r.finish(ctx, &job, reason)
+		return r.finish(ctx, &job, reason)
 	}
 	desired, errs := desiredWorkload(&job)
 	reason, message := ReasonValid, ""
@@ -217,7 +217,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		qReason, qMessage, err := r.checkQueue(ctx, &job)
 		if err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		if qReason != "" {
 			reason, message = qReason, qMessage
@@ -228,7 +228,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			case apierrors.IsNotFound(err):
 				reason, message = ReasonPriorityClassNotFound, fmt.Sprintf("PriorityClass %q does not exist", name)
 			case err != nil:
-				return ctrl.Result{}, err
+				return err
 			default:
 				desired.Spec.Priority = ptr.To(pc.Value)
 			}
@@ -236,22 +236,22 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	wl, err := r.apply(ctx, &job, desired, reason, message)
 	if apierrors.IsInvalid(err) {
-		return ctrl.Result{}, r.rejected(ctx, &job, err)
+		return r.rejected(ctx, &job, err)
 	}
 	if err != nil || wl == nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	switch nextStep(&job, wl) {
 	case stepStop:
-		return ctrl.Result{}, r.stop(ctx, &job, wl)
+		return r.stop(ctx, &job, wl)
 	case stepHold:
-		return ctrl.Result{}, r.hold(ctx, &job, holdNote(wl))
+		return r.hold(ctx, &job, holdNote(wl))
 	case stepRequeue:
-		return ctrl.Result{}, r.requeue(ctx, &job, wl)
+		return r.requeue(ctx, &job, wl)
 	case stepStart:
-		return ctrl.Result{}, r.start(ctx, &job, wl)
+		return r.start(ctx, &job, wl)
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // desiredWorkload builds the Workload of a Job and checks the Job. The

@@ -12,10 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -239,17 +241,27 @@ func (c *Cache) retryUncommittedLocked() {
 	}
 }
 
-// WaitForSync blocks until every informer handler of SetupWithManager has
-// delivered its initial objects, then rebuilds the snapshots once from the
-// complete set — so that a workload admitted before a restart is accounted
-// on the nodes of its domains, not on whichever arrived first. It returns
-// false when ctx ends first. Callers that hand out or publish capacity wait
-// for it.
-func (c *Cache) WaitForSync(ctx context.Context) bool {
+// WaitForSync blocks until every informer handler of SetupWithManager,
+// and each of extra, has delivered its initial objects, then rebuilds the
+// snapshots once from the complete set — so that a workload admitted
+// before a restart is accounted on the nodes of its domains, not on
+// whichever arrived first. It returns false when ctx ends first. Callers
+// that hand out or publish capacity wait for it.
+func (c *Cache) WaitForSync(ctx context.Context, extra ...toolscache.InformerSynced) bool {
 	c.mu.Lock()
-	synced := slices.Clone(c.synced)
+	synced := append(slices.Clone(c.synced), extra...)
 	c.mu.Unlock()
-	if len(synced) > 0 && !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+	// Polled more often than client-go's WaitForCacheSync (100 ms): a
+	// restarted agent admits that much sooner.
+	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		for _, f := range synced {
+			if !f() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
 		return false
 	}
 	c.syncOnce.Do(func() {

@@ -48,7 +48,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := capacity.SetupWithManager(ctx, mgr, sched.Wake); err != nil {
 		return err
 	}
-	if err := mgr.Add(sched); err != nil {
+	if err := sched.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(summary.NewPublisher(mgr.GetClient(), capacity, cfg.Summary, clock.RealClock{})); err != nil {

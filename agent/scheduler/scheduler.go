@@ -8,10 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -22,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,9 +55,15 @@ type Scheduler struct {
 	recorder events.EventRecorder
 	opts     tas.Options
 	wake     chan struct{}
+	// index is fed by SetupWithManager's informer handler; synced says
+	// whether it has delivered the informer's initial objects.
+	index  *workloadIndex
+	synced toolscache.InformerSynced
 	// queueStatusAt is when each ClusterQueue's status was last written;
 	// writes are at most one per queueStatusInterval.
 	queueStatusAt map[string]time.Time
+	// queueStatusWake is set while a pass is due for a deferred write.
+	queueStatusWake atomic.Bool
 
 	// Admissions are written asynchronously, as kube-scheduler binds: the
 	// capacity is taken in the cache at once (assumed), the status write
@@ -95,8 +105,41 @@ const queueStatusInterval = time.Second
 // New returns a Scheduler; it records why workloads wait as events with
 // recorder.
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
-	return &Scheduler{client: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), queueStatusAt: map[string]time.Time{},
+	return &Scheduler{client: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
 		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters)}
+}
+
+// SetupWithManager feeds the scheduler's workload index from the manager's
+// Workload informer and adds the scheduler to mgr.
+func (s *Scheduler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(ctx, &strata.Workload{})
+	if err != nil {
+		return err
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			s.index.set(o.(*strata.Workload))
+			s.Wake()
+		},
+		UpdateFunc: func(_, o any) {
+			s.index.set(o.(*strata.Workload))
+			s.Wake()
+		},
+		DeleteFunc: func(o any) {
+			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if wl, ok := o.(*strata.Workload); ok {
+				s.index.delete(client.ObjectKeyFromObject(wl))
+				s.Wake()
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	s.synced = reg.HasSynced
+	return mgr.Add(s)
 }
 
 // Wake asks for a scheduling pass.
@@ -116,7 +159,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	ctx = ctrl.LoggerInto(ctx, log)
 	// No admission before the cache holds every node, pod and admitted
 	// workload: after a restart, capacity must not be handed out twice.
-	if !s.cache.WaitForSync(ctx) {
+	if !s.cache.WaitForSync(ctx, s.synced) {
 		return nil
 	}
 	for {
@@ -135,73 +178,53 @@ func (s *Scheduler) Start(ctx context.Context) error {
 
 // Schedule makes one pass over every queue.
 func (s *Scheduler) Schedule(ctx context.Context) error {
-	// The cache's objects themselves, not copies: a pass reads every
-	// workload, and copies only the ones it writes (try, setAdmitted).
-	var list strata.WorkloadList
-	if err := s.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return err
-	}
-	pending := map[string][]*strata.Workload{}
-	var admitted []*strata.Workload
 	s.mu.Lock()
-	listed := make(map[types.NamespacedName]bool, len(list.Items))
-	for i := range list.Items {
-		listed[client.ObjectKeyFromObject(&list.Items[i])] = true
-	}
-	for key := range s.inflight {
-		if !listed[key] {
-			delete(s.inflight, key)
+	keys := slices.Collect(maps.Keys(s.inflight))
+	s.mu.Unlock()
+	v := s.index.view(keys)
+	usage := v.usage
+	writing := map[types.NamespacedName]bool{}
+	s.mu.Lock()
+	for _, key := range keys {
+		f := s.inflight[key]
+		if f == nil {
+			continue // its write failed meanwhile
 		}
+		e, ok := v.asked[key]
+		if !ok || e.state != statePending || f.stale(e.wl) {
+			// Deleted, admitted as the informer shows it (which counts it),
+			// finished, invalid, or evicted or replaced since.
+			delete(s.inflight, key)
+			continue
+		}
+		// Admitted; the informer has not caught up.
+		writing[key] = true
+		q := f.admission.ClusterQueue
+		if usage[q] == nil {
+			usage[q] = map[string]corev1.ResourceList{}
+		}
+		addUsage(usage[q], f.admission.PodSetAssignments)
 	}
 	s.mu.Unlock()
-	usage := map[string]map[string]corev1.ResourceList{} // queue -> flavor -> usage
-	for i := range list.Items {
-		wl := &list.Items[i]
-		if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
-			continue
-		}
-		if a := wl.Status.Admission; a != nil {
-			s.mu.Lock()
-			delete(s.inflight, client.ObjectKeyFromObject(wl))
-			s.mu.Unlock()
-			admitted = append(admitted, wl)
-			if usage[a.ClusterQueue] == nil {
-				usage[a.ClusterQueue] = map[string]corev1.ResourceList{}
+	if len(writing) > 0 {
+		for q, wls := range v.pending {
+			v.pending[q] = slices.DeleteFunc(wls, func(wl *strata.Workload) bool {
+				return writing[client.ObjectKeyFromObject(wl)]
+			})
+			if len(v.pending[q]) == 0 {
+				delete(v.pending, q)
 			}
-			addUsage(usage[a.ClusterQueue], a.PodSetAssignments)
-			continue
 		}
-		if _, invalid := wl.Annotations[strata.InvalidAnnotation]; invalid || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) {
-			continue // the Job cannot be admitted as written
-		}
-		s.mu.Lock()
-		key := client.ObjectKeyFromObject(wl)
-		writing := s.inflight[key]
-		if writing != nil && writing.stale(wl) {
-			delete(s.inflight, key) // evicted or replaced since: pending again
-			writing = nil
-		}
-		s.mu.Unlock()
-		if writing != nil {
-			// Admitted; the informer has not caught up.
-			q := writing.admission.ClusterQueue
-			if usage[q] == nil {
-				usage[q] = map[string]corev1.ResourceList{}
-			}
-			addUsage(usage[q], writing.admission.PodSetAssignments)
-			continue
-		}
-		pending[wl.Spec.QueueName] = append(pending[wl.Spec.QueueName], wl)
 	}
-	if err := s.cache.EnsureAccounted(admitted); err != nil {
+	if err := s.cache.EnsureAccounted(v.recheck); err != nil {
 		return err
 	}
-	recordQueues(pending, admitted)
-	if err := s.updateQueues(ctx, pending, admitted, usage); err != nil {
+	recordQueues(v)
+	if err := s.updateQueues(ctx, v, usage); err != nil {
 		return err
 	}
-	queues := make([]string, 0, len(pending))
-	for q := range pending {
+	queues := make([]string, 0, len(v.pending))
+	for q := range v.pending {
 		queues = append(queues, q)
 	}
 	sort.Strings(queues)
@@ -212,7 +235,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			errs = append(errs, client.IgnoreNotFound(err))
 			continue
 		}
-		wls := pending[q]
+		wls := v.pending[q]
 		sort.SliceStable(wls, func(i, j int) bool { return before(wls[i], wls[j]) })
 		if usage[q] == nil {
 			usage[q] = map[string]corev1.ResourceList{}
@@ -364,6 +387,9 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 		if err := s.client.Status().Update(ctx, wl); err != nil {
 			log.Error(err, "Recording an admission; giving its capacity back", "workload", key)
 			s.cache.RemoveWorkload(key)
+			// The server may have applied the write all the same (a
+			// timeout): the next pass accounts what the informer shows.
+			s.index.recheckLater(key)
 			s.mu.Lock()
 			if s.inflight[key] == pending {
 				delete(s.inflight, key)
@@ -385,21 +411,17 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 
 // updateQueues writes every ClusterQueue's status: pending and admitted
 // workloads, usage per flavor, and whether it can admit at all.
-func (s *Scheduler) updateQueues(ctx context.Context, pending map[string][]*strata.Workload, admitted []*strata.Workload, usage map[string]map[string]corev1.ResourceList) error {
+func (s *Scheduler) updateQueues(ctx context.Context, v *indexView, usage map[string]map[string]corev1.ResourceList) error {
 	var cqs strata.ClusterQueueList
 	if err := s.client.List(ctx, &cqs); err != nil {
 		return err
-	}
-	admittedCount := map[string]int32{}
-	for _, wl := range admitted {
-		admittedCount[wl.Status.Admission.ClusterQueue]++
 	}
 	var errs []error
 	for i := range cqs.Items {
 		cq := &cqs.Items[i]
 		st := cq.Status.DeepCopy()
-		st.PendingWorkloads = int32(len(pending[cq.Name]))
-		st.AdmittedWorkloads = admittedCount[cq.Name]
+		st.PendingWorkloads = int32(len(v.pending[cq.Name]))
+		st.AdmittedWorkloads = v.admitted[cq.Name]
 		st.FlavorsUsage = nil
 		for _, fq := range cq.Spec.Flavors {
 			if u := usage[cq.Name][fq.Name]; len(u) > 0 {
@@ -422,7 +444,13 @@ func (s *Scheduler) updateQueues(ctx context.Context, pending map[string][]*stra
 			continue
 		}
 		if last, ok := s.queueStatusAt[cq.Name]; ok && time.Since(last) < queueStatusInterval {
-			time.AfterFunc(queueStatusInterval-time.Since(last), s.Wake) // write the final numbers later
+			// Write the final numbers later: one timer for all queues.
+			if s.queueStatusWake.CompareAndSwap(false, true) {
+				time.AfterFunc(queueStatusInterval-time.Since(last), func() {
+					s.queueStatusWake.Store(false)
+					s.Wake()
+				})
+			}
 			continue
 		}
 		s.queueStatusAt[cq.Name] = time.Now()
@@ -433,19 +461,13 @@ func (s *Scheduler) updateQueues(ctx context.Context, pending map[string][]*stra
 }
 
 // recordQueues sets the pending and admitted gauges from one pass's view.
-func recordQueues(pending map[string][]*strata.Workload, admitted []*strata.Workload) {
+func recordQueues(v *indexView) {
 	metrics.PendingWorkloads.Reset()
-	for q, wls := range pending {
+	for q, wls := range v.pending {
 		metrics.PendingWorkloads.WithLabelValues(q).Set(float64(len(wls)))
 	}
 	metrics.AdmittedPods.Reset()
-	pods := map[string]int32{}
-	for _, wl := range admitted {
-		for _, psa := range wl.Status.Admission.PodSetAssignments {
-			pods[psa.Flavor] += psa.Count
-		}
-	}
-	for f, n := range pods {
+	for f, n := range v.pods {
 		metrics.AdmittedPods.WithLabelValues(f).Set(float64(n))
 	}
 }

@@ -1,0 +1,228 @@
+package scheduler
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// workloadIndex is the scheduler's view of the Workloads, kept from the
+// informer's events: the pending workloads of each queue and running
+// totals of the admitted ones. A pass reads it in time proportional to the
+// pending workloads and the queues, not to every workload the cluster
+// holds, which a pass per admission would otherwise list and sum again.
+type workloadIndex struct {
+	mu      sync.Mutex
+	entries map[types.NamespacedName]indexed
+	// pending by spec.queueName; admitted totals by the admission's queue.
+	pending  map[string]map[types.NamespacedName]*strata.Workload
+	admitted map[string]*queueTotals
+	// recheck are workloads whose accounting in the capacity cache the
+	// next pass makes sure of: admitted ones the informer delivered, and
+	// ones whose admission write failed (the server may have applied it).
+	recheck map[types.NamespacedName]struct{}
+}
+
+// workloadState is what a pass does with a workload.
+type workloadState int
+
+const (
+	statePending  workloadState = iota // to schedule
+	stateAdmitted                      // counts against its queue
+	stateFinished                      // ignored
+	stateInvalid                       // the Job cannot be admitted as written: ignored
+)
+
+// indexed is a workload as the informer last showed it; wl is the
+// informer's object and is never modified.
+type indexed struct {
+	wl    *strata.Workload
+	state workloadState
+}
+
+// queueTotals are the admitted workloads of one ClusterQueue.
+type queueTotals struct {
+	workloads int32
+	usage     map[string]corev1.ResourceList // by flavor
+	pods      map[string]int32               // by flavor
+}
+
+func newWorkloadIndex() *workloadIndex {
+	return &workloadIndex{
+		entries:  map[types.NamespacedName]indexed{},
+		pending:  map[string]map[types.NamespacedName]*strata.Workload{},
+		admitted: map[string]*queueTotals{},
+		recheck:  map[types.NamespacedName]struct{}{},
+	}
+}
+
+func stateOf(wl *strata.Workload) workloadState {
+	switch {
+	case meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
+		return stateFinished
+	case wl.Status.Admission != nil:
+		return stateAdmitted
+	}
+	if _, invalid := wl.Annotations[strata.InvalidAnnotation]; invalid || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) {
+		return stateInvalid
+	}
+	return statePending
+}
+
+// set records the informer's current object of a workload.
+func (x *workloadIndex) set(wl *strata.Workload) {
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.deleteLocked(key)
+	e := indexed{wl: wl, state: stateOf(wl)}
+	x.entries[key] = e
+	switch e.state {
+	case statePending:
+		q := wl.Spec.QueueName
+		if x.pending[q] == nil {
+			x.pending[q] = map[types.NamespacedName]*strata.Workload{}
+		}
+		x.pending[q][key] = wl
+	case stateAdmitted:
+		a := wl.Status.Admission
+		t := x.admitted[a.ClusterQueue]
+		if t == nil {
+			t = &queueTotals{usage: map[string]corev1.ResourceList{}, pods: map[string]int32{}}
+			x.admitted[a.ClusterQueue] = t
+		}
+		t.workloads++
+		addUsage(t.usage, a.PodSetAssignments)
+		for _, psa := range a.PodSetAssignments {
+			t.pods[psa.Flavor] += psa.Count
+		}
+		x.recheck[key] = struct{}{}
+	}
+}
+
+// delete forgets a deleted workload.
+func (x *workloadIndex) delete(key types.NamespacedName) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.deleteLocked(key)
+}
+
+func (x *workloadIndex) deleteLocked(key types.NamespacedName) {
+	e, ok := x.entries[key]
+	if !ok {
+		return
+	}
+	delete(x.entries, key)
+	delete(x.recheck, key)
+	switch e.state {
+	case statePending:
+		q := e.wl.Spec.QueueName
+		delete(x.pending[q], key)
+		if len(x.pending[q]) == 0 {
+			delete(x.pending, q)
+		}
+	case stateAdmitted:
+		a := e.wl.Status.Admission
+		t := x.admitted[a.ClusterQueue]
+		t.workloads--
+		subUsage(t.usage, a.PodSetAssignments)
+		for _, psa := range a.PodSetAssignments {
+			if t.pods[psa.Flavor] -= psa.Count; t.pods[psa.Flavor] == 0 {
+				delete(t.pods, psa.Flavor)
+			}
+		}
+		if t.workloads == 0 {
+			delete(x.admitted, a.ClusterQueue)
+		}
+	}
+}
+
+// recheckLater has the next pass make sure of a workload's accounting.
+func (x *workloadIndex) recheckLater(key types.NamespacedName) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.recheck[key] = struct{}{}
+}
+
+// indexView is what one pass reads: copies it may change, of one moment.
+type indexView struct {
+	pending  map[string][]*strata.Workload
+	admitted map[string]int32                          // workloads by queue
+	usage    map[string]map[string]corev1.ResourceList // queue -> flavor -> usage
+	pods     map[string]int32                          // admitted pods by flavor
+	// recheck are the admitted workloads to make sure of.
+	recheck []*strata.Workload
+	// asked are the entries of the keys view was asked for; a key
+	// missing is a workload that does not exist.
+	asked map[types.NamespacedName]indexed
+}
+
+// view returns the index as it is now, with the entries of keys, and
+// empties the recheck set.
+func (x *workloadIndex) view(keys []types.NamespacedName) *indexView {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	v := &indexView{
+		pending:  make(map[string][]*strata.Workload, len(x.pending)),
+		admitted: make(map[string]int32, len(x.admitted)),
+		usage:    make(map[string]map[string]corev1.ResourceList, len(x.admitted)),
+		pods:     map[string]int32{},
+		asked:    make(map[types.NamespacedName]indexed, len(keys)),
+	}
+	for q, wls := range x.pending {
+		v.pending[q] = make([]*strata.Workload, 0, len(wls))
+		for _, wl := range wls {
+			v.pending[q] = append(v.pending[q], wl)
+		}
+	}
+	for q, t := range x.admitted {
+		v.admitted[q] = t.workloads
+		u := make(map[string]corev1.ResourceList, len(t.usage))
+		for f, rl := range t.usage {
+			u[f] = rl.DeepCopy()
+		}
+		v.usage[q] = u
+		for f, n := range t.pods {
+			v.pods[f] += n
+		}
+	}
+	for key := range x.recheck {
+		if e, ok := x.entries[key]; ok && e.state == stateAdmitted {
+			v.recheck = append(v.recheck, e.wl)
+		}
+	}
+	clear(x.recheck)
+	for _, key := range keys {
+		if e, ok := x.entries[key]; ok {
+			v.asked[key] = e
+		}
+	}
+	return v
+}
+
+// subUsage takes the resource usage of pod set assignments off a queue's
+// usage per flavor; what reaches zero is removed.
+func subUsage(usage map[string]corev1.ResourceList, psas []strata.PodSetAssignment) {
+	for _, psa := range psas {
+		rl := usage[psa.Flavor]
+		if rl == nil {
+			continue
+		}
+		for name, v := range psa.ResourceUsage {
+			sum := rl[name]
+			sum.Sub(v)
+			if sum.IsZero() {
+				delete(rl, name)
+			} else {
+				rl[name] = sum
+			}
+		}
+		if len(rl) == 0 {
+			delete(usage, psa.Flavor)
+		}
+	}
+}

@@ -269,14 +269,14 @@ func TestBackoff(t *testing.T) {
 // env is a publisher on a capacity cache and a fake API server that hold
 // the same topology and flavors.
 type env struct {
-	t       *testing.T
-	cache   *cache.Cache
-	client  client.Client
-	clock   *testingclock.FakeClock
-	pub     *Publisher
-	patches int
-	// failPatches fails that many status writes.
-	failPatches int
+	t      *testing.T
+	cache  *cache.Cache
+	client client.Client
+	clock  *testingclock.FakeClock
+	pub    *Publisher
+	writes int
+	// failWrites fails that many status writes.
+	failWrites int
 }
 
 func newEnv(t *testing.T, cfg configv1beta1.Summary, flavors ...string) *env {
@@ -297,13 +297,13 @@ func newEnv(t *testing.T, cfg configv1beta1.Summary, flavors ...string) *env {
 	e.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&strata.CapacitySummary{}).
 		WithInterceptorFuncs(interceptor.Funcs{
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				e.patches++
-				if e.failPatches > 0 {
-					e.failPatches--
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				e.writes++
+				if e.failWrites > 0 {
+					e.failWrites--
 					return apierrors.NewServiceUnavailable("etcd is busy")
 				}
-				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
 	if cfg.MaxBytes == nil {
@@ -389,18 +389,18 @@ func TestPublishAllTooLarge(t *testing.T) {
 func TestPublishAllRetriesFailedWrites(t *testing.T) {
 	e := newEnv(t, configv1beta1.Summary{}, "retried")
 	e.racks(0, 2)
-	e.failPatches = 2
+	e.failWrites = 2
 	steps := []struct {
-		at          time.Duration
-		wantErr     bool
-		wantPatches int
-		wantDue     time.Duration
-		wantGen     int64
+		at         time.Duration
+		wantErr    bool
+		wantWrites int
+		wantDue    time.Duration
+		wantGen    int64
 	}{
-		{at: 0, wantErr: true, wantPatches: 1, wantDue: time.Second},
-		{at: 500 * time.Millisecond, wantPatches: 1, wantDue: time.Second},
-		{at: time.Second, wantErr: true, wantPatches: 2, wantDue: 3 * time.Second},
-		{at: 3 * time.Second, wantPatches: 3, wantDue: 33 * time.Second, wantGen: 1},
+		{at: 0, wantErr: true, wantWrites: 1, wantDue: time.Second},
+		{at: 500 * time.Millisecond, wantWrites: 1, wantDue: time.Second},
+		{at: time.Second, wantErr: true, wantWrites: 2, wantDue: 3 * time.Second},
+		{at: 3 * time.Second, wantWrites: 3, wantDue: 33 * time.Second, wantGen: 1},
 	}
 	for i, s := range steps {
 		due, err := e.publish(s.at)
@@ -408,15 +408,15 @@ func TestPublishAllRetriesFailedWrites(t *testing.T) {
 			t.Errorf("step %d: PublishAll() error = %v, want error %v", i, err, s.wantErr)
 		}
 		got := struct {
-			Patches int
-			Due     time.Time
-			Gen     int64
-		}{e.patches, due, e.summary("retried").Status.SummaryGeneration}
+			Writes int
+			Due    time.Time
+			Gen    int64
+		}{e.writes, due, e.summary("retried").Status.SummaryGeneration}
 		want := struct {
-			Patches int
-			Due     time.Time
-			Gen     int64
-		}{s.wantPatches, t0.Add(s.wantDue), s.wantGen}
+			Writes int
+			Due    time.Time
+			Gen    int64
+		}{s.wantWrites, t0.Add(s.wantDue), s.wantGen}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("step %d at %v (-want,+got):\n%s", i, s.at, diff)
 		}
@@ -428,7 +428,7 @@ func TestPublishAllHeartbeat(t *testing.T) {
 	e := newEnv(t, configv1beta1.Summary{HeartbeatInterval: &metav1.Duration{Duration: 30 * time.Second}}, "quiet")
 	e.racks(0, 2)
 	type state struct {
-		Patches  int
+		Writes   int
 		Due      time.Time
 		Gen      int64
 		Observed time.Time
@@ -439,12 +439,12 @@ func TestPublishAllHeartbeat(t *testing.T) {
 		change func()
 		want   state
 	}{
-		{at: 0, want: state{Patches: 1, Due: t0.Add(30 * time.Second), Gen: 1, Observed: t0, Nodes: 2}},
-		{at: 10 * time.Second, want: state{Patches: 1, Due: t0.Add(30 * time.Second), Gen: 1, Observed: t0, Nodes: 2}},
-		{at: 30 * time.Second, want: state{Patches: 2, Due: t0.Add(60 * time.Second), Gen: 1, Observed: t0.Add(30 * time.Second), Nodes: 2}},
+		{at: 0, want: state{Writes: 1, Due: t0.Add(30 * time.Second), Gen: 1, Observed: t0, Nodes: 2}},
+		{at: 10 * time.Second, want: state{Writes: 1, Due: t0.Add(30 * time.Second), Gen: 1, Observed: t0, Nodes: 2}},
+		{at: 30 * time.Second, want: state{Writes: 2, Due: t0.Add(60 * time.Second), Gen: 1, Observed: t0.Add(30 * time.Second), Nodes: 2}},
 		{at: 31 * time.Second, change: func() { e.racks(2, 1) },
-			want: state{Patches: 3, Due: t0.Add(61 * time.Second), Gen: 2, Observed: t0.Add(31 * time.Second), Nodes: 3}},
-		{at: 61 * time.Second, want: state{Patches: 4, Due: t0.Add(91 * time.Second), Gen: 2, Observed: t0.Add(61 * time.Second), Nodes: 3}},
+			want: state{Writes: 3, Due: t0.Add(61 * time.Second), Gen: 2, Observed: t0.Add(31 * time.Second), Nodes: 3}},
+		{at: 61 * time.Second, want: state{Writes: 4, Due: t0.Add(91 * time.Second), Gen: 2, Observed: t0.Add(61 * time.Second), Nodes: 3}},
 	}
 	for i, s := range steps {
 		if s.change != nil {
@@ -455,7 +455,7 @@ func TestPublishAllHeartbeat(t *testing.T) {
 			t.Fatalf("step %d: %v", i, err)
 		}
 		cs := e.summary("quiet")
-		got := state{Patches: e.patches, Due: due, Gen: cs.Status.SummaryGeneration, Nodes: cs.Status.Nodes}
+		got := state{Writes: e.writes, Due: due, Gen: cs.Status.SummaryGeneration, Nodes: cs.Status.Nodes}
 		if cs.Status.ObservedTime != nil {
 			got.Observed = cs.Status.ObservedTime.UTC()
 		}

@@ -376,7 +376,11 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 		return err
 	}
 	addUsage(usage, admission.PodSetAssignments)
-	pending := &inflightAdmission{admission: admission, uid: wl.UID}
+	// A copy: the write below decodes the server's answer into wl, and with
+	// it into admission, while later passes read the in-flight admission
+	// (a pass seeing its pod set assignments half decoded would not count
+	// the workload against its quota).
+	pending := &inflightAdmission{admission: admission.DeepCopy(), uid: wl.UID}
 	s.mu.Lock()
 	s.inflight[key] = pending
 	s.mu.Unlock()

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -13,8 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"strata.dev/strata/agent/cache"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 )
@@ -490,5 +496,44 @@ func TestInflightStale(t *testing.T) {
 				t.Errorf("stale() = %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAdmitKeepsItsOwnAdmission checks that the in-flight admission later
+// passes count against the quota is not the object the status write
+// decodes the server's answer into: a pass reading it half decoded would
+// not count the workload.
+func TestAdmitKeepsItsOwnAdmission(t *testing.T) {
+	wl := testutil.MakeWorkload("w", "ns").Queue("q").Obj()
+	written := make(chan struct{})
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(wl).WithStatusSubresource(&strata.Workload{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				defer close(written)
+				sent := obj.(*strata.Workload).Status.Admission
+				err := c.SubResource(sub).Update(ctx, obj, opts...)
+				// The real client decodes the answer into the structs it
+				// sent (the fake allocates new ones); a moment of that.
+				sent.PodSetAssignments = nil
+				return err
+			},
+		}).Build()
+	s := New(c, cache.New(), tas.Options{}, nil)
+	admission := &strata.Admission{ClusterQueue: "q", PodSetAssignments: []strata.PodSetAssignment{
+		{Name: "main", Flavor: "f", Count: 2, ResourceUsage: rl("cpu", "2")},
+	}}
+	want := admission.DeepCopy()
+	if err := s.admit(context.Background(), wl.DeepCopy(), admission, "f", map[string]corev1.ResourceList{}); err != nil {
+		t.Fatal(err)
+	}
+	<-written
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.inflight[types.NamespacedName{Namespace: "ns", Name: "w"}]
+	if f == nil {
+		t.Fatal("no in-flight admission")
+	}
+	if diff := cmp.Diff(want, f.admission); diff != "" {
+		t.Errorf("in-flight admission (-want,+got):\n%s", diff)
 	}
 }

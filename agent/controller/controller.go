@@ -19,7 +19,6 @@ import (
 	"strata.dev/strata/agent/scheduler"
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
-	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -30,16 +29,15 @@ type options struct {
 	nodeFailureClock clock.WithDelayedExecution
 }
 
-// startInformersWithCache creates the informers of every kind the agent
-// watches or reads that the capacity cache does not already watch, so that
-// all of them start with the manager's cache instead of when a controller
-// starts or a first read asks. An informer's streaming list ends with a
-// bookmark the API server sends up to a second after the objects; started
-// together, the informers wait for theirs together. (Started by the Job
-// controller, the Namespace and PriorityClass informers made it wait a
-// second more than the others after every restart, with nothing admitted.)
+// startInformersWithCache creates the informers of every kind the
+// controllers watch or read that the capacity cache does not already
+// watch, so that they start with the manager's cache instead of when their
+// controller starts. Every controller waits for all of the cache's
+// informers to sync; an informer created meanwhile (the Job controller's
+// Namespaces and PriorityClasses, before this) added up to a second and a
+// half before the first admission after a restart.
 func startInformersWithCache(ctx context.Context, mgr ctrl.Manager) error {
-	for _, o := range []client.Object{&batchv1.Job{}, &corev1.Namespace{}, &schedulingv1.PriorityClass{}, &strata.CapacitySummary{}} {
+	for _, o := range []client.Object{&batchv1.Job{}, &corev1.Namespace{}, &schedulingv1.PriorityClass{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, o); err != nil {
 			return err
 		}
@@ -76,7 +74,11 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := sched.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(summary.NewPublisher(mgr.GetClient(), capacity, cfg.Summary, clock.RealClock{})); err != nil {
+	summaries, err := summary.NewSummaryCache(mgr)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(summary.NewPublisher(mgr.GetClient(), summaries, capacity, cfg.Summary, clock.RealClock{})); err != nil {
 		return err
 	}
 	if err := nodefailure.NewReconciler(mgr.GetClient(), capacity, cfg.NodeFailure, o.nodeFailureClock, recorder).SetupWithManager(mgr); err != nil {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"strata.dev/strata/agent/cache"
@@ -54,9 +55,12 @@ const (
 // Publisher writes CapacitySummary objects. It is a manager Runnable.
 type Publisher struct {
 	client client.Client
-	cache  *cache.Cache
-	cfg    configv1beta1.Summary
-	clock  clock.Clock
+	// summaries reads CapacitySummaries; a controller-runtime cache is
+	// started by Start.
+	summaries client.Reader
+	cache     *cache.Cache
+	cfg       configv1beta1.Summary
+	clock     clock.Clock
 
 	// flavors is the write backoff of each flavor it publishes, by name;
 	// only Start's goroutine (or a test) uses it.
@@ -88,9 +92,23 @@ func backoff(failures int, minInterval, heartbeat time.Duration) time.Duration {
 	return max(d, minInterval)
 }
 
-// NewPublisher returns a Publisher.
-func NewPublisher(c client.Client, cc *cache.Cache, cfg configv1beta1.Summary, clk clock.Clock) *Publisher {
-	return &Publisher{client: c, cache: cc, cfg: cfg, clock: clk, flavors: map[string]*retry{}}
+// NewPublisher returns a Publisher that writes with c and reads
+// CapacitySummaries with summaries. When summaries is a controller-runtime
+// cache, Start starts it and waits for it: a cache of its own, not the
+// manager's, because every controller waits for all of the manager's
+// informers to sync before it starts, and an informer of CapacitySummaries
+// (a resource no one else writes, empty on a new cluster) can take over a
+// second to sync — admissions would wait for it after every restart.
+func NewPublisher(c client.Client, summaries client.Reader, cc *cache.Cache, cfg configv1beta1.Summary, clk clock.Clock) *Publisher {
+	return &Publisher{client: c, summaries: summaries, cache: cc, cfg: cfg, clock: clk, flavors: map[string]*retry{}}
+}
+
+// NewSummaryCache returns the cache NewPublisher's summaries reads from.
+func NewSummaryCache(mgr ctrl.Manager) (crcache.Cache, error) {
+	return crcache.New(mgr.GetConfig(), crcache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]crcache.ByObject{&strata.CapacitySummary{}: {}},
+	})
 }
 
 // NeedLeaderElection is true: only the leader publishes.
@@ -106,6 +124,23 @@ func (p *Publisher) Start(ctx context.Context) error {
 	// admitted workloads hold.
 	if !p.cache.WaitForSync(ctx) {
 		return nil
+	}
+	if c, ok := p.summaries.(crcache.Cache); ok {
+		if _, err := c.GetInformer(ctx, &strata.CapacitySummary{}); err != nil {
+			return err
+		}
+		stopped := make(chan error, 1)
+		go func() { stopped <- c.Start(ctx) }()
+		synced := make(chan bool, 1)
+		go func() { synced <- c.WaitForCacheSync(ctx) }()
+		select {
+		case err := <-stopped:
+			return err
+		case ok := <-synced:
+			if !ok {
+				return nil
+			}
+		}
 	}
 	for {
 		due, err := p.PublishAll(ctx)
@@ -220,7 +255,7 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 		return time.Time{}, nil
 	}
 	var cs strata.CapacitySummary
-	err := p.client.Get(ctx, types.NamespacedName{Name: flavor}, &cs)
+	err := p.summaries.Get(ctx, types.NamespacedName{Name: flavor}, &cs)
 	if apierrors.IsNotFound(err) {
 		cs = strata.CapacitySummary{ObjectMeta: metav1.ObjectMeta{Name: flavor}, Spec: strata.CapacitySummarySpec{Flavor: flavor}}
 		err = p.client.Create(ctx, &cs)
@@ -334,7 +369,7 @@ func (p *Publisher) collect(ctx context.Context, current map[string]bool) error 
 	var list strata.CapacitySummaryList
 	// Only names are read: no need to copy every summary from the
 	// informer's store on every round.
-	if err := p.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := p.summaries.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing capacity summaries: %w", err)
 	}
 	var errs []error

@@ -315,7 +315,7 @@ func newEnv(t *testing.T, cfg configv1beta1.Summary, flavors ...string) *env {
 	if cfg.HeartbeatInterval == nil {
 		cfg.HeartbeatInterval = &metav1.Duration{Duration: 30 * time.Second}
 	}
-	e.pub = NewPublisher(e.client, e.cache, cfg, e.clock)
+	e.pub = NewPublisher(e.client, e.client, e.cache, cfg, e.clock)
 	return e
 }
 

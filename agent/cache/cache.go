@@ -255,7 +255,7 @@ func (c *Cache) WaitForSync(ctx context.Context, extra ...toolscache.InformerSyn
 	// restarted agent admits that much sooner.
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 		for _, f := range synced {
-			if !f() {
+			if f != nil && !f() {
 				return false, nil
 			}
 		}

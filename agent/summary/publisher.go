@@ -129,12 +129,21 @@ func (p *Publisher) Start(ctx context.Context) error {
 		if _, err := c.GetInformer(ctx, &strata.CapacitySummary{}); err != nil {
 			return err
 		}
+		cacheCtx, stopCache := context.WithCancel(ctx)
 		stopped := make(chan error, 1)
-		go func() { stopped <- c.Start(ctx) }()
+		go func() { stopped <- c.Start(cacheCtx) }()
+		// The cache stops with the publisher, whichever way it returns.
+		defer func() {
+			stopCache()
+			if err := <-stopped; err != nil {
+				log.Error(err, "Capacity summary cache")
+			}
+		}()
 		synced := make(chan bool, 1)
-		go func() { synced <- c.WaitForCacheSync(ctx) }()
+		go func() { synced <- c.WaitForCacheSync(cacheCtx) }()
 		select {
 		case err := <-stopped:
+			stopped <- nil // for the deferred receive: err is returned
 			return err
 		case ok := <-synced:
 			if !ok {

@@ -241,21 +241,21 @@ func (c *Cache) retryUncommittedLocked() {
 	}
 }
 
-// WaitForSync blocks until every informer handler of SetupWithManager,
-// and each of extra, has delivered its initial objects, then rebuilds the
-// snapshots once from the complete set — so that a workload admitted
-// before a restart is accounted on the nodes of its domains, not on
-// whichever arrived first. It returns false when ctx ends first. Callers
-// that hand out or publish capacity wait for it.
-func (c *Cache) WaitForSync(ctx context.Context, extra ...toolscache.InformerSynced) bool {
+// WaitForSync blocks until every informer handler of SetupWithManager has
+// delivered its initial objects, then rebuilds the snapshots once from the
+// complete set — so that a workload admitted before a restart is accounted
+// on the nodes of its domains, not on whichever arrived first. It returns
+// false when ctx ends first. Callers that hand out or publish capacity wait
+// for it.
+func (c *Cache) WaitForSync(ctx context.Context) bool {
 	c.mu.Lock()
-	synced := append(slices.Clone(c.synced), extra...)
+	synced := slices.Clone(c.synced)
 	c.mu.Unlock()
 	// Polled more often than client-go's WaitForCacheSync (100 ms): a
 	// restarted agent admits that much sooner.
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 		for _, f := range synced {
-			if f != nil && !f() {
+			if !f() {
 				return false, nil
 			}
 		}

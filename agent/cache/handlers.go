@@ -13,13 +13,22 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 )
 
-// SetupWithManager feeds the cache from the manager's informers. onWorkload,
-// if set, is called after every Workload and ClusterQueue event (to wake the
-// scheduler).
-func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, onWorkload func()) error {
+// Hooks are called by the cache's informer handlers after the cache has
+// applied an event, so that what they feed is never ahead of the cache.
+type Hooks struct {
+	// Workload is called with a Workload's current object, or with deleted
+	// set once it is gone.
+	Workload func(wl *strata.Workload, deleted bool)
+	// Queue is called after every ClusterQueue event.
+	Queue func()
+}
+
+// SetupWithManager feeds the cache from the manager's informers and calls
+// hooks after each Workload and ClusterQueue event.
+func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Hooks) error {
 	wake := func(any) {
-		if onWorkload != nil {
-			onWorkload()
+		if hooks.Queue != nil {
+			hooks.Queue()
 		}
 	}
 	log := ctrl.LoggerFrom(ctx).WithName("capacity-cache")
@@ -48,14 +57,14 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, onWorklo
 					log.Error(err, "Accounting an admitted workload", "workload", key)
 				}
 			}
-			if onWorkload != nil {
-				onWorkload()
+			if hooks.Workload != nil {
+				hooks.Workload(wl, false)
 			}
 		}, func(o any) {
 			wl := o.(*strata.Workload)
 			c.RemoveWorkload(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
-			if onWorkload != nil {
-				onWorkload()
+			if hooks.Workload != nil {
+				hooks.Workload(wl, true)
 			}
 		}},
 	}

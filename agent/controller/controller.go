@@ -68,10 +68,10 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	recorder := mgr.GetEventRecorder("strata-agent")
 	capacity := cache.New()
 	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder)
-	if err := capacity.SetupWithManager(ctx, mgr, sched.Wake); err != nil {
+	if err := capacity.SetupWithManager(ctx, mgr, cache.Hooks{Workload: sched.WorkloadEvent, Queue: sched.Wake}); err != nil {
 		return err
 	}
-	if err := sched.SetupWithManager(ctx, mgr); err != nil {
+	if err := mgr.Add(sched); err != nil {
 		return err
 	}
 	summaries, err := summary.NewSummaryCache(mgr)

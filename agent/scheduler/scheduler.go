@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,10 +54,8 @@ type Scheduler struct {
 	recorder events.EventRecorder
 	opts     tas.Options
 	wake     chan struct{}
-	// index is fed by SetupWithManager's informer handler; synced says
-	// whether it has delivered the informer's initial objects.
-	index  *workloadIndex
-	synced toolscache.InformerSynced
+	// index is fed by WorkloadEvent.
+	index *workloadIndex
 	// queueStatusAt is when each ClusterQueue's status was last written;
 	// writes are at most one per queueStatusInterval.
 	queueStatusAt map[string]time.Time
@@ -109,37 +106,18 @@ func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.Eve
 		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters)}
 }
 
-// SetupWithManager feeds the scheduler's workload index from the manager's
-// Workload informer and adds the scheduler to mgr.
-func (s *Scheduler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	inf, err := mgr.GetCache().GetInformer(ctx, &strata.Workload{})
-	if err != nil {
-		return err
+// WorkloadEvent records a Workload's current object (or its deletion) in
+// the scheduler's index and asks for a pass. The capacity cache calls it
+// after applying the same event (cache.Hooks), so that the index is never
+// ahead of the cache: a workload the index shows requeued no longer holds
+// its previous admission's capacity when it is placed again.
+func (s *Scheduler) WorkloadEvent(wl *strata.Workload, deleted bool) {
+	if deleted {
+		s.index.delete(client.ObjectKeyFromObject(wl))
+	} else {
+		s.index.set(wl)
 	}
-	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) {
-			s.index.set(o.(*strata.Workload))
-			s.Wake()
-		},
-		UpdateFunc: func(_, o any) {
-			s.index.set(o.(*strata.Workload))
-			s.Wake()
-		},
-		DeleteFunc: func(o any) {
-			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-				o = t.Obj
-			}
-			if wl, ok := o.(*strata.Workload); ok {
-				s.index.delete(client.ObjectKeyFromObject(wl))
-				s.Wake()
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	s.synced = reg.HasSynced
-	return mgr.Add(s)
+	s.Wake()
 }
 
 // Wake asks for a scheduling pass.
@@ -159,7 +137,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	ctx = ctrl.LoggerInto(ctx, log)
 	// No admission before the cache holds every node, pod and admitted
 	// workload: after a restart, capacity must not be handed out twice.
-	if !s.cache.WaitForSync(ctx, s.synced) {
+	if !s.cache.WaitForSync(ctx) {
 		return nil
 	}
 	for {

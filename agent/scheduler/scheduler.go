@@ -198,7 +198,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		return err
 	}
 	recordQueues(v)
-	if err := s.updateQueues(ctx, v, usage); err != nil {
+	if err := s.updateQueues(ctx, v); err != nil {
 		return err
 	}
 	queues := make([]string, 0, len(v.pending))
@@ -392,8 +392,9 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 }
 
 // updateQueues writes every ClusterQueue's status: pending and admitted
-// workloads, usage per flavor, and whether it can admit at all.
-func (s *Scheduler) updateQueues(ctx context.Context, v *indexView, usage map[string]map[string]corev1.ResourceList) error {
+// workloads, usage per flavor (v's, with the in-flight admissions), and
+// whether it can admit at all.
+func (s *Scheduler) updateQueues(ctx context.Context, v *indexView) error {
 	var cqs strata.ClusterQueueList
 	if err := s.client.List(ctx, &cqs); err != nil {
 		return err
@@ -406,7 +407,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, v *indexView, usage map[st
 		st.AdmittedWorkloads = v.admitted[cq.Name]
 		st.FlavorsUsage = nil
 		for _, fq := range cq.Spec.Flavors {
-			if u := usage[cq.Name][fq.Name]; len(u) > 0 {
+			if u := v.usage[cq.Name][fq.Name]; len(u) > 0 {
 				st.FlavorsUsage = append(st.FlavorsUsage, strata.FlavorUsage{Name: fq.Name, Resources: u})
 			}
 		}

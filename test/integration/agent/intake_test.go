@@ -197,9 +197,12 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 		}, timeout).Should(Succeed())
 
 		By("the queue admits every namespace: the condition clears")
-		Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(cq), cq)).To(Succeed())
-		cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
-		Expect(worker.Client.Update(ctx, cq)).To(Succeed())
+		// The agent writes the queue's status meanwhile: retry on conflict.
+		Eventually(func(g Gomega) {
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(cq), cq)).To(Succeed())
+			cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+			g.Expect(worker.Client.Update(ctx, cq)).To(Succeed())
+		}, timeout).Should(Succeed())
 		Eventually(func(g Gomega) {
 			c := invalidCondition(g, ctx, job)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,10 @@ const (
 	// ReasonTooLarge: the summary did not fit in summary.maxBytes even
 	// coarsened, so it has no domains (and offers no capacity).
 	ReasonTooLarge = "TooLarge"
+	// ReasonCountsUnderstated: to fit in summary.maxBytes, the summary
+	// reports fewer of a counted resource (pods, GPUs, ...) than are free.
+	// It never reports more than exists, so the hub may still use it.
+	ReasonCountsUnderstated = "CountsUnderstated"
 )
 
 const (
@@ -258,11 +263,15 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 		sumErr error
 	)
 	maxBytes := int(*p.cfg.MaxBytes)
+	// Copy the capacity under the cache's lock, summarize outside it: the
+	// scheduler and the informers' handlers wait for that lock.
+	var capacity *tas.Capacity
 	if !p.cache.Flavor(flavor, func(s *tas.Snapshot, _ *strata.Topology) {
-		sum, sumErr = s.Summarize(summaryBudget(maxBytes))
+		capacity = s.Capture()
 	}) {
 		return time.Time{}, nil
 	}
+	sum, sumErr = capacity.Summarize(summaryBudget(maxBytes))
 	var cs strata.CapacitySummary
 	err := p.summaries.Get(ctx, types.NamespacedName{Name: flavor}, &cs)
 	if apierrors.IsNotFound(err) {
@@ -305,7 +314,11 @@ func build(old *strata.CapacitySummaryStatus, sum strata.CapacitySummaryStatus, 
 	if sumErr == nil {
 		ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonPublished, Message: "current capacity of the flavor's nodes"}
 		if st.Coarsened {
-			ready.Message = fmt.Sprintf("free capacity rounded down to stay within %d bytes", maxBytes)
+			ready.Message = fmt.Sprintf("free capacity rounded down to stay within %d bytes: %s", maxBytes, understated(st.Understated))
+		}
+		if counts := tas.CountsUnderstated(&st); len(counts) > 0 {
+			ready.Status, ready.Reason = metav1.ConditionFalse, ReasonCountsUnderstated
+			ready.Message = fmt.Sprintf("to stay within summary.maxBytes (%d bytes) the summary reports less than is free: %s; raise summary.maxBytes", maxBytes, understated(st.Understated))
 		}
 		withMeta(&st, old, ready, now)
 		n := size(&st, now)
@@ -325,6 +338,18 @@ func build(old *strata.CapacitySummaryStatus, sum strata.CapacitySummaryStatus, 
 		st.Levels, st.LeafLevels, st.Resources = nil, 0, nil
 	}
 	return st
+}
+
+// understated names what a summary left out, e.g. "nvidia.com/gpu 12, memory 3Gi".
+func understated(us []strata.UnderstatedResource) string {
+	parts := make([]string, 0, len(us))
+	for _, u := range us {
+		parts = append(parts, fmt.Sprintf("%s %s", u.Name, u.Amount.String()))
+	}
+	if len(parts) == 0 {
+		return "nothing left out"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // withMeta gives st old's generation and observed time, and the Ready
@@ -439,9 +464,13 @@ func record(flavor string, st *strata.CapacitySummaryStatus) {
 		if free[top] == nil {
 			free[top] = make([]float64, len(st.Resources))
 		}
-		for _, b := range d.Buckets {
-			for r := range st.Resources {
-				free[top][r] += float64(b.Free[r]) / 1000 * float64(b.Nodes)
+		for i := 0; i+1 < len(d.Free); i += 2 {
+			if int(d.Free[i]) >= len(st.Vectors) {
+				continue
+			}
+			v := st.Vectors[d.Free[i]]
+			for r := range min(len(st.Resources), len(v)) {
+				free[top][r] += float64(v[r]) / 1000 * float64(d.Free[i+1])
 			}
 		}
 	}

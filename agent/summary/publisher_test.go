@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,11 +60,20 @@ func domains(n int) []strata.SummaryDomain {
 	var ds []strata.SummaryDomain
 	for i := range n {
 		ds = append(ds, strata.SummaryDomain{
-			Values:  []string{"b1", fmt.Sprintf("rack-%04d", i)},
-			Buckets: []strata.CapacityBucket{{Free: []int64{int64(1000 * i), 110000}, Nodes: 4}},
+			Values: []string{"b1", fmt.Sprintf("rack-%04d", i)},
+			Free:   []int32{int32(i), 4},
 		})
 	}
 	return ds
+}
+
+// vectors returns the n free vectors domains(n) refers to.
+func vectors(n int) []strata.ResourceVector {
+	var vs []strata.ResourceVector
+	for i := range n {
+		vs = append(vs, strata.ResourceVector{int64(1000 * i), 110000})
+	}
+	return vs
 }
 
 func TestBuild(t *testing.T) {
@@ -71,9 +81,11 @@ func TestBuild(t *testing.T) {
 	summary := func(n int) strata.CapacitySummaryStatus {
 		return strata.CapacitySummaryStatus{
 			Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "pods"},
-			Domains: domains(n), Nodes: int32(4 * n),
+			Vectors: vectors(n), Domains: domains(n), Nodes: int32(4 * n),
 		}
 	}
+	memory := []strata.UnderstatedResource{{Name: corev1.ResourceMemory, Amount: resource.MustParse("3Gi")}}
+	gpus := append(slices.Clone(memory), strata.UnderstatedResource{Name: "nvidia.com/gpu", Amount: resource.MustParse("12")})
 	published := ready(metav1.ConditionTrue, ReasonPublished, "current capacity of the flavor's nodes", 0)
 	long := strings.Repeat("x", 1500)
 	cases := map[string]struct {
@@ -92,11 +104,21 @@ func TestBuild(t *testing.T) {
 			}(),
 		},
 		"a coarsened summary says so": {
-			sum: func() strata.CapacitySummaryStatus { st := summary(3); st.Coarsened = true; return st }(),
+			sum: func() strata.CapacitySummaryStatus { st := summary(3); st.Coarsened = true; st.Understated = memory; return st }(),
 			want: func() strata.CapacitySummaryStatus {
 				st := summary(3)
-				st.Coarsened = true
-				st.Conditions = []metav1.Condition{ready(metav1.ConditionTrue, ReasonPublished, "free capacity rounded down to stay within 4096 bytes", 0)}
+				st.Coarsened, st.Understated = true, memory
+				st.Conditions = []metav1.Condition{ready(metav1.ConditionTrue, ReasonPublished, "free capacity rounded down to stay within 4096 bytes: memory 3Gi", 0)}
+				return st
+			}(),
+		},
+		"a summary that had to understate a count is not Ready": {
+			sum: func() strata.CapacitySummaryStatus { st := summary(3); st.Coarsened = true; st.Understated = gpus; return st }(),
+			want: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.Coarsened, st.Understated = true, gpus
+				st.Conditions = []metav1.Condition{ready(metav1.ConditionFalse, ReasonCountsUnderstated,
+					"to stay within summary.maxBytes (4096 bytes) the summary reports less than is free: memory 3Gi, nvidia.com/gpu 12; raise summary.maxBytes", 0)}
 				return st
 			}(),
 		},
@@ -132,12 +154,12 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		"within tas's budget but not with the status fields": {
-			sum: summary(60),
+			sum: summary(75),
 			want: strata.CapacitySummaryStatus{
-				Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "pods"}, Nodes: 240,
+				Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "pods"}, Nodes: 300,
 				Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooLarge, "", 0)},
 			},
-			wantMessage: "the summary of 60 domains needs",
+			wantMessage: "the summary of 75 domains needs",
 		},
 		"too large with levels too long to name": {
 			sum: strata.CapacitySummaryStatus{

@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -54,23 +55,45 @@ type CapacitySummaryStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	Resources []corev1.ResourceName `json:"resources,omitempty"`
 
+	// vectors are the distinct resource vectors the domains refer to by
+	// position: free amounts and node capacities, one amount per resource
+	// of resources, in milli-units (cpu in millicores, memory in
+	// thousandths of a byte). Listing each vector once keeps summaries of
+	// large, uniform clusters small.
+	//
+	// +optional
+	// +listType=atomic
+	Vectors []ResourceVector `json:"vectors,omitempty"`
+
 	// domains are the leaf domains with their nodes' free capacity.
 	//
 	// +optional
 	// +listType=atomic
 	Domains []SummaryDomain `json:"domains,omitempty"`
 
-	// nodes is the number of nodes summarized.
+	// nodes is the number of schedulable nodes summarized.
 	//
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Nodes int32 `json:"nodes,omitempty"`
 
-	// coarsened is true when buckets were merged (rounding free capacity
-	// down) to stay within the size budget.
+	// coarsened is true when amounts were rounded down or nodes of a
+	// domain merged (element-wise minimum) to stay within the size budget.
 	//
 	// +optional
 	Coarsened bool `json:"coarsened,omitempty"`
+
+	// understated lists the resources whose free amounts the summary
+	// reports lower than they are, to stay within its size budget, with
+	// the total amount left out. Counted resources (pods, GPUs and other
+	// extended resources) are only ever understated when the budget could
+	// not be met otherwise, and the Ready condition then says so.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Understated []UnderstatedResource `json:"understated,omitempty"`
 
 	// conditions: Ready says whether the summary is current and complete.
 	//
@@ -81,8 +104,15 @@ type CapacitySummaryStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// SummaryDomain is one leaf domain: its label values and its nodes' free
-// capacity in buckets of equal free vectors.
+// ResourceVector holds one amount per resource of a summary's resources,
+// in milli-units.
+//
+// +kubebuilder:validation:MaxItems=32
+type ResourceVector []int64
+
+// SummaryDomain is one leaf domain: its label values, its schedulable
+// nodes' free capacity and all its nodes' capacity, each as pairs of a
+// position in the summary's vectors and a number of nodes.
 type SummaryDomain struct {
 	// values of the domain, one per level down to the leaf level.
 	//
@@ -91,29 +121,35 @@ type SummaryDomain struct {
 	// +kubebuilder:validation:MaxItems=16
 	Values []string `json:"values"`
 
-	// buckets of nodes with the same free vector.
+	// free lists the domain's schedulable nodes by free capacity: pairs of
+	// a position in vectors and the number of nodes with that free vector
+	// (at least one).
 	//
-	// +required
+	// +optional
 	// +listType=atomic
-	Buckets []CapacityBucket `json:"buckets"`
+	Free []int32 `json:"free,omitempty"`
+
+	// capacity lists all of the domain's nodes, schedulable or not, by
+	// allocatable capacity, as pairs like free: what the domain holds when
+	// empty, which tells "never fits here" from "not now".
+	//
+	// +optional
+	// +listType=atomic
+	Capacity []int32 `json:"capacity,omitempty"`
 }
 
-// CapacityBucket is a number of nodes that each have (at least) the same free
-// capacity.
-type CapacityBucket struct {
-	// free amount of each resource of the summary's resources, in
-	// milli-units (cpu in millicores, memory in thousandths of a byte).
+// UnderstatedResource is a resource the summary reports less of than there
+// is.
+type UnderstatedResource struct {
+	// name of the resource.
 	//
 	// +required
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=32
-	Free []int64 `json:"free"`
+	Name corev1.ResourceName `json:"name"`
 
-	// nodes in the bucket.
+	// amount left out of the summary, over all nodes.
 	//
 	// +required
-	// +kubebuilder:validation:Minimum=1
-	Nodes int32 `json:"nodes"`
+	Amount resource.Quantity `json:"amount"`
 }
 
 // CapacitySummary is written by the agent, one per topology-aware flavor,

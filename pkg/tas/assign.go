@@ -36,8 +36,17 @@ type plan struct {
 
 // FindAssignment places req in the snapshot without changing it. It returns
 // a *FitError when the pods do not fit, and a plain error when the request
-// is invalid for this topology.
+// is invalid for this topology. On a summary snapshot the assignment is
+// given at the summary's leaf level.
 func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error) {
+	a, err := s.findAssignment(req, opts)
+	if err != nil || !s.summary {
+		return a, err
+	}
+	return s.project(a), nil
+}
+
+func (s *Snapshot) findAssignment(req Request, opts Options) (*Assignment, error) {
 	if req.Count == 0 {
 		return (&plan{s: s}).result(nil), nil
 	}
@@ -105,7 +114,7 @@ func (s *Snapshot) newPlan(req Request, opts Options) (*plan, error) {
 	if p.layers, err = s.layerIndexes(req, p.target); err != nil {
 		return nil, err
 	}
-	p.filter = s.hostIsLowest && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints())
+	p.filter = s.hostIsLowest && !s.summary && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints())
 	if p.filter {
 		p.affinity = requiredAffinity(req)
 	}

@@ -21,8 +21,13 @@ func (s *Snapshot) Commit(a *Assignment, podRequests corev1.ResourceList) (Usage
 	dem := s.res.newDemand(podRequests)
 	perPod := WithPod(podRequests)
 	usage := Usage{}
+	exact := !s.summary || s.hostLevel(a)
 	for _, d := range a.Domains {
-		if err := s.commitDomain(d, dem, perPod, usage); err != nil {
+		commit := s.commitDomain
+		if !exact {
+			commit = s.commitSummaryDomain
+		}
+		if err := commit(d, dem, perPod, usage); err != nil {
 			s.Release(usage)
 			return nil, err
 		}
@@ -42,9 +47,6 @@ func (s *Snapshot) leafOf(d DomainAssignment) *domain {
 }
 
 func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage) error {
-	if s.binsAreHosts {
-		return fmt.Errorf("a summarized snapshot has no nodes to commit to")
-	}
 	leaf := s.leafOf(d)
 	if leaf == nil && s.hostIsLowest && len(d.Values) == 1 {
 		// A host not (yet) in the tree: record the usage on the node of that
@@ -55,11 +57,58 @@ func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.Re
 	if leaf == nil {
 		return fmt.Errorf("domain %v is not a leaf of the topology", d.Values)
 	}
-	left := int64(d.Count)
+	s.pack(leaf.bins, int64(d.Count), dem, perPod, usage)
+	return nil
+}
+
+// commitSummaryDomain commits an entry of a summary snapshot's assignment:
+// a domain of the leaf level (the summary's own reporting level), whose
+// pods are packed onto its nodes.
+func (s *Snapshot) commitSummaryDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage) error {
+	dom := s.root
+	if len(d.Values) != s.leafDepth {
+		return fmt.Errorf("domain %v: want %d values, one per level %v", d.Values, s.leafDepth, s.levels[:s.leafDepth])
+	}
+	if s.leafDepth > 0 {
+		dom = s.domains[domainKey(d.Values)]
+		if dom == nil {
+			return fmt.Errorf("domain %v is not in the summary", d.Values)
+		}
+	}
+	var bins []*bin
+	for _, leaf := range s.leavesUnder(dom) {
+		bins = append(bins, leaf.bins...)
+	}
+	if len(bins) == 0 {
+		return fmt.Errorf("domain %v has no nodes", d.Values)
+	}
+	s.pack(bins, int64(d.Count), dem, perPod, usage)
+	return nil
+}
+
+// leavesUnder returns the leaf domains under d in natural order.
+func (s *Snapshot) leavesUnder(d *domain) []*domain {
+	if len(d.children) == 0 {
+		if d == s.root {
+			return nil
+		}
+		return []*domain{d}
+	}
+	var out []*domain
+	for _, c := range d.children {
+		out = append(out, s.leavesUnder(c)...)
+	}
+	return out
+}
+
+// pack records count pods on bins, largest free bin first, as
+// FindAssignment counted them.
+func (s *Snapshot) pack(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage) {
+	left := count
 	for left > 0 {
 		var best *bin
 		bestFit := int64(0)
-		for _, b := range leaf.bins {
+		for _, b := range bins {
 			if !b.usable {
 				continue
 			}
@@ -72,12 +121,11 @@ func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.Re
 			// No room left (a node went NotReady, or the usage of a workload
 			// admitted earlier is replayed): record the pods anyway, so that
 			// capacity is never overstated.
-			best, take = leaf.bins[0], left
+			best, take = bins[0], left
 		}
 		addUsage(s, usage, best.name, perPod, take)
 		left -= take
 	}
-	return nil
 }
 
 func addUsage(s *Snapshot, usage Usage, node string, perPod corev1.ResourceList, n int64) {

@@ -14,6 +14,17 @@ import (
 // snapshot is unchanged afterwards; assignments are returned in the order of
 // reqs.
 func (s *Snapshot) FindGroupAssignment(reqs []Request, opts Options) ([]*Assignment, error) {
+	out, err := s.findGroupAssignment(reqs, opts)
+	if err != nil || !s.summary {
+		return out, err
+	}
+	for i, a := range out {
+		out[i] = s.project(a)
+	}
+	return out, nil
+}
+
+func (s *Snapshot) findGroupAssignment(reqs []Request, opts Options) ([]*Assignment, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
@@ -119,7 +130,7 @@ func (s *Snapshot) placeInOrder(reqs []Request, opts Options) ([]*Assignment, er
 	var taken []Usage
 	defer func() { s.releaseAll(taken) }()
 	for i, r := range reqs {
-		a, err := s.FindAssignment(r, opts)
+		a, err := s.findAssignment(r, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@ func (s *Snapshot) FindReplacement(req Request, current *Assignment, failed stri
 // first) when known, tell which domain it was in when no other node of the
 // assignment can.
 func (s *Snapshot) FindReplacementNear(req Request, current *Assignment, failed string, failedValues []string) (*Assignment, error) {
-	if !s.hostIsLowest || s.binsAreHosts {
+	if !s.hostIsLowest || s.summary {
 		return nil, fmt.Errorf("node replacement needs a topology whose lowest level is %s", s.levels[len(s.levels)-1])
 	}
 	pos := slices.IndexFunc(current.Domains, func(d DomainAssignment) bool { return d.Values[0] == failed })

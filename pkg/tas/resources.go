@@ -1,6 +1,8 @@
 package tas
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -114,4 +116,12 @@ func (d demand) limiting(free Vector) int {
 		}
 	}
 	return idx
+}
+
+func (ri *resourceIndex) clone() *resourceIndex {
+	c := &resourceIndex{names: slices.Clone(ri.names), index: make(map[corev1.ResourceName]int, len(ri.index))}
+	for k, v := range ri.index {
+		c.index[k] = v
+	}
+	return c
 }

@@ -2,6 +2,8 @@ package tas
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,14 +17,22 @@ import (
 // hub builds it from a capacity summary (NewSummarySnapshot, AddBins).
 type Snapshot struct {
 	levels []string
-	// depth is the number of topology levels held as domains. It is
-	// len(levels), except in summarized snapshots whose lowest level is the
-	// host: there the hosts are the anonymous bins of the leaf domains.
+	// depth is the number of topology levels held as domains: len(levels).
 	depth int
-	// binsAreHosts says the bins of a leaf domain are the domains of the
-	// (summarized) host level, so slice layers at the host level apply to
-	// each bin.
+	// binsAreHosts is kept for the bin-unit arithmetic of computeCaps; it
+	// is never set: summarized snapshots expand buckets into nodes.
 	binsAreHosts bool
+	// summary: built from a CapacitySummary. Its nodes are anonymous
+	// (named after their leaf domain), its assignments are reported at
+	// leafDepth, the summary's leaf level, and it is frozen once built.
+	summary   bool
+	leafDepth int
+	// frozen: the tree's shape no longer changes (a finished summary
+	// snapshot or a clone of one), so clones may share it. Usage may still
+	// be added to known nodes.
+	frozen bool
+	// nextBin numbers the anonymous nodes of each leaf domain of a summary.
+	nextBin map[string]int
 	// hostIsLowest: assignments name hosts only, and node taints, selectors
 	// and affinity are honoured.
 	hostIsLowest bool
@@ -47,8 +57,9 @@ type Snapshot struct {
 	assigned []int64   // pods assigned
 	freeIDs  []int32
 	// Per bin (by bin.slot):
-	stride    int     // resources per row of binFree
+	stride    int     // resources per row of binFree and binUsed
 	binFree   []int64 // free capacity rows
+	binUsed   []int64 // usage rows
 	binCount  []int64
 	binLeaf   []int32 // leaf domain id, -1 when the bin is not in the tree
 	binUsable []bool
@@ -88,7 +99,6 @@ type bin struct {
 	pos    int // position in leaf.bins
 	count  int64
 	alloc  Vector
-	used   Vector
 	usable bool
 	node   *corev1.Node // labels only, for node affinity matching
 	taints []corev1.Taint
@@ -133,16 +143,19 @@ func NewSnapshot(levels []string, flavorNodeLabels map[string]string) *Snapshot 
 }
 
 // NewSummarySnapshot returns an empty snapshot for capacity bins reported by
-// a summary (see AddBins). When the lowest level is the host, domains stop
-// one level above it and every bin stands for hosts.
+// a summary (see AddBins): the hub's view of one flavor of a worker. Every
+// bin is expanded into anonymous nodes, so that the engine runs on it
+// exactly as on the agent's nodes; assignments are reported at the leaf
+// level, the lowest level above the host.
 func NewSummarySnapshot(levels []string) *Snapshot {
-	depth := len(levels)
-	hosts := depth > 0 && levels[depth-1] == strata.HostnameLabel
-	if hosts {
-		depth--
+	s := newSnapshot(levels, len(levels))
+	s.hostIsLowest = len(levels) > 0 && levels[len(levels)-1] == strata.HostnameLabel
+	s.summary = true
+	s.leafDepth = len(levels)
+	if s.hostIsLowest {
+		s.leafDepth--
 	}
-	s := newSnapshot(levels, depth)
-	s.binsAreHosts = hosts
+	s.nextBin = map[string]int{}
 	return s
 }
 
@@ -187,12 +200,13 @@ func (s *Snapshot) NodeCount() int64 {
 // belong in the tree: it lacks a label of a level or does not match the
 // flavor's node labels (it is then removed if it was there).
 func (s *Snapshot) SetNode(n Node) bool {
+	s.mustNotBeFrozen()
 	b := s.nodes[n.Name]
 	values, ok := s.nodeValues(n)
 	if !ok {
 		if b != nil {
 			s.detach(b)
-			if isZero(b.used) {
+			if s.unused(b) {
 				s.freeBin(b)
 				delete(s.nodes, n.Name)
 			}
@@ -220,13 +234,14 @@ func (s *Snapshot) SetNode(n Node) bool {
 // takes it back (its pods and workloads go later than the node), and
 // applies again if a node of that name returns.
 func (s *Snapshot) RemoveNode(name string) {
+	s.mustNotBeFrozen()
 	b := s.nodes[name]
 	if b == nil {
 		return
 	}
 	s.detach(b)
 	s.setTaints(b, nil)
-	if isZero(b.used) {
+	if s.unused(b) {
 		s.freeBin(b)
 		delete(s.nodes, name)
 	}
@@ -234,42 +249,119 @@ func (s *Snapshot) RemoveNode(name string) {
 
 // AddUsage adds (sign 1) or removes (sign -1) the requests of pods bound to
 // a node: non-Strata pods, or pods of admitted workloads. Usage of a node not
-// (yet) known is kept and applies once the node is set.
+// (yet) known is kept and applies once the node is set; on a frozen
+// snapshot it is ignored, as is usage of resources the snapshot does not
+// know (the node has none of them).
 func (s *Snapshot) AddUsage(nodeName string, usage corev1.ResourceList, sign int64) {
 	b := s.nodes[nodeName]
 	if b == nil {
+		if s.frozen {
+			return
+		}
 		b = s.newBin(nodeName, 1)
 		s.nodes[nodeName] = b
 	}
 	for name, q := range usage {
-		i := s.res.get(name)
-		if len(b.used) <= i {
-			b.used = append(b.used, make(Vector, i+1-len(b.used))...)
+		i, ok := s.res.index[name]
+		if !ok {
+			if s.frozen {
+				continue
+			}
+			i = s.res.get(name)
+			s.restride()
 		}
-		b.used[i] += sign * q.MilliValue()
+		s.binUsed[int(b.slot)*s.stride+i] += sign * q.MilliValue()
 	}
 	s.recompute(b)
-	if b.leaf == nil && isZero(b.used) {
+	if b.leaf == nil && s.unused(b) {
 		s.freeBin(b)
 		delete(s.nodes, nodeName)
 	}
 }
 
-// AddBins adds count bins (nodes) of a summarized snapshot with the given
-// free capacity, in the leaf domain named by values (one per domain level).
+// AddBins adds count nodes of a summarized snapshot with the given free
+// capacity, in the leaf domain named by values (one per level above the
+// host). When the lowest level is the host, each node is a host domain of
+// its own.
 func (s *Snapshot) AddBins(values []string, free corev1.ResourceList, count int64) error {
-	if len(values) != s.depth {
-		return fmt.Errorf("domain %v has %d values, want %d (one per level %v)", values, len(values), s.depth, s.levels[:s.depth])
+	s.mustNotBeFrozen()
+	if !s.summary {
+		return fmt.Errorf("AddBins needs a summary snapshot")
+	}
+	return s.addNodes(values, s.res.vector(free), count)
+}
+
+// addNodes adds count anonymous nodes with capacity alloc to the leaf
+// domain values of a summary snapshot.
+func (s *Snapshot) addNodes(values []string, alloc Vector, count int64) error {
+	if len(values) != s.leafDepth {
+		return fmt.Errorf("domain %v has %d values, want %d (one per level %v)", values, len(values), s.leafDepth, s.levels[:s.leafDepth])
 	}
 	if count <= 0 {
-		return fmt.Errorf("domain %v: bin count %d must be positive", values, count)
+		return fmt.Errorf("domain %v: node count %d must be positive", values, count)
 	}
-	b := s.newBin("", count)
-	b.alloc = s.res.vector(free)
-	b.usable = true
-	s.attach(b, s.leafFor(values))
-	s.recompute(b)
+	key := strings.Join(values, "/")
+	path := values
+	if s.hostIsLowest {
+		path = append(slices.Clone(values), "")
+	}
+	for range count {
+		i := s.nextBin[key]
+		s.nextBin[key] = i + 1
+		name := key + "/" + strconv.Itoa(i)
+		if s.hostIsLowest {
+			path[len(path)-1] = name
+		}
+		b := s.newBin(name, 1)
+		s.nodes[name] = b
+		b.alloc = alloc
+		b.usable = true
+		s.attach(b, s.leafFor(path))
+		s.recompute(b)
+	}
 	return nil
+}
+
+// Freeze fixes the tree's shape: a snapshot built from a summary is frozen
+// by NewSnapshotFromSummary, after which Clone is cheap.
+func (s *Snapshot) Freeze() {
+	s.ensureOrder()
+	s.frozen = true
+}
+
+func (s *Snapshot) mustNotBeFrozen() {
+	if s.frozen {
+		panic("tas: the tree of a frozen snapshot cannot change")
+	}
+}
+
+// Clone returns an independent copy of a frozen snapshot: usage added to
+// either one does not show in the other. The tree is shared, so a clone
+// costs a copy of the per-node rows only.
+func (s *Snapshot) Clone() *Snapshot {
+	if !s.frozen {
+		panic("tas: Clone needs a frozen snapshot")
+	}
+	c := *s
+	c.res = s.res.clone()
+	c.binFree = slices.Clone(s.binFree)
+	c.binUsed = slices.Clone(s.binUsed)
+	c.binUsable = slices.Clone(s.binUsable)
+	c.podCap = make([]int64, len(s.podCap))
+	c.unitCap = make([]int64, len(s.unitCap))
+	c.assigned = make([]int64, len(s.assigned))
+	c.scratch = nil
+	return &c
+}
+
+// unused says the node has no usage recorded.
+func (s *Snapshot) unused(b *bin) bool {
+	for _, v := range s.binUsed[int(b.slot)*s.stride : int(b.slot+1)*s.stride] {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // newBin allocates a bin and its dense row.
@@ -285,7 +377,9 @@ func (s *Snapshot) newBin(name string, count int64) *bin {
 		s.binLeaf = append(s.binLeaf, -1)
 		s.binUsable = append(s.binUsable, false)
 		s.binFree = append(s.binFree, make([]int64, s.stride)...)
+		s.binUsed = append(s.binUsed, make([]int64, s.stride)...)
 	}
+	clear(s.binUsed[int(b.slot)*s.stride : int(b.slot+1)*s.stride])
 	s.binByID[b.slot] = b
 	s.binCount[b.slot] = count
 	s.binLeaf[b.slot] = -1
@@ -321,30 +415,30 @@ func (s *Snapshot) recompute(b *bin) {
 	if len(s.res.names) != s.stride {
 		s.restride()
 	}
-	row := s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride]
+	at := int(b.slot) * s.stride
+	row, used := s.binFree[at:at+s.stride], s.binUsed[at:at+s.stride]
 	for i := range row {
-		row[i] = b.alloc.at(i) - b.used.at(i)
+		row[i] = b.alloc.at(i) - used[i]
 	}
 	s.binUsable[b.slot] = b.usable
 }
 
 // restride widens the bin rows after a new resource name appeared.
 func (s *Snapshot) restride() {
-	old, oldStride := s.binFree, s.stride
+	oldStride := s.stride
+	if len(s.res.names) == oldStride {
+		return
+	}
 	s.stride = len(s.res.names)
-	s.binFree = make([]int64, len(s.binByID)*s.stride)
-	for slot := range s.binByID {
-		copy(s.binFree[slot*s.stride:], old[slot*oldStride:(slot+1)*oldStride])
-	}
-}
-
-func isZero(v Vector) bool {
-	for _, x := range v {
-		if x != 0 {
-			return false
+	widen := func(old []int64) []int64 {
+		rows := make([]int64, len(s.binByID)*s.stride)
+		for slot := range s.binByID {
+			copy(rows[slot*s.stride:], old[slot*oldStride:(slot+1)*oldStride])
 		}
+		return rows
 	}
-	return true
+	s.binFree = widen(s.binFree)
+	s.binUsed = widen(s.binUsed)
 }
 
 // nodeValues returns the node's label value at every domain level.

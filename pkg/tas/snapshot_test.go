@@ -210,7 +210,7 @@ func TestSummarySnapshot(t *testing.T) {
 		},
 		"too many for one host": {
 			req:  Request{Count: 9, PodRequests: cpu("1"), Mode: Required, Level: host},
-			want: "host required: the best host fits 0 of 9 pods; limited by cpu (5 nodes)",
+			want: "host required: the best host fits 8 of 9 pods; limited by cpu (1 node)",
 		},
 		"preferred host climbs to the tightest rack": {
 			req: Request{Count: 9, PodRequests: cpu("1"), Mode: Preferred, Level: host},

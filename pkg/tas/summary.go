@@ -1,8 +1,10 @@
 package tas
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -12,125 +14,372 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 )
 
-// Summarize describes the snapshot's free capacity for the hub (BRIEF
-// decision 2): the domain tree down to the lowest level above the host, and
-// under each such domain its usable nodes' free vectors in buckets of equal
-// vectors. When the JSON would exceed maxBytes, free amounts are rounded
-// down to coarser steps until it fits, so capacity is never overstated.
-// Generation and observed time are left to the caller.
-func (s *Snapshot) Summarize(maxBytes int) (strata.CapacitySummaryStatus, error) {
-	depth := s.depth
-	if s.hostIsLowest {
-		depth--
+// Capacity is a copy of a snapshot's capacity at the summary's leaf level,
+// taken quickly (under the caller's lock) and summarized later, outside it.
+type Capacity struct {
+	levels    []string
+	leafDepth int
+	resources []corev1.ResourceName
+	stride    int
+	domains   []capacityDomain
+	// free holds a row per schedulable node, alloc a row per node.
+	free, alloc []int64
+}
+
+type capacityDomain struct {
+	values            []string
+	freeEnd, allocEnd int // row ends in free and alloc
+}
+
+// Capture copies what Summarize needs: per leaf domain (the lowest level
+// above the host), the free vector of every schedulable node and the
+// allocatable vector of every node. It costs one pass over the nodes.
+func (s *Snapshot) Capture() *Capacity {
+	leafDepth := s.depth
+	if s.summary {
+		leafDepth = s.leafDepth
+	} else if s.hostIsLowest {
+		leafDepth--
 	}
-	st := strata.CapacitySummaryStatus{
-		Levels:     slices.Clone(s.levels),
-		LeafLevels: int32(depth),
-		Resources:  slices.Clone(s.res.names),
+	c := &Capacity{levels: slices.Clone(s.levels), leafDepth: leafDepth, resources: slices.Clone(s.res.names), stride: len(s.res.names)}
+	if len(s.res.names) != s.stride {
+		s.restride()
 	}
-	type bucket struct {
-		free  []int64
-		nodes int32
-	}
-	var domains []struct {
-		values  []string
-		buckets []bucket
-	}
-	index := map[string]int{}
+	var key string
 	for _, leaf := range s.orderedLeaves() {
-		values := leaf.values[:depth]
-		key := domainKey(values)
-		i, ok := index[key]
-		if !ok {
-			i = len(domains)
-			index[key] = i
-			domains = append(domains, struct {
-				values  []string
-				buckets []bucket
-			}{values: values})
+		values := leaf.values[:leafDepth]
+		if k := domainKey(values); len(c.domains) == 0 || k != key {
+			key = k
+			c.domains = append(c.domains, capacityDomain{values: values, freeEnd: len(c.free) / max(c.stride, 1), allocEnd: len(c.alloc) / max(c.stride, 1)})
 		}
+		d := &c.domains[len(c.domains)-1]
 		for _, b := range leaf.bins {
-			if !b.usable {
-				continue
-			}
 			row := s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride]
-			free := make([]int64, len(row))
-			for r, v := range row {
-				free[r] = max(v, 0)
-			}
-			st.Nodes += int32(b.count)
-			domains[i].buckets = append(domains[i].buckets, bucket{free: free, nodes: int32(b.count)})
-		}
-	}
-	steps := make([]int64, len(st.Resources))
-	for r := range steps {
-		steps[r] = 1
-	}
-	for round := 0; ; round++ {
-		st.Domains = st.Domains[:0]
-		for _, d := range domains {
-			merged := map[string]int{}
-			sd := strata.SummaryDomain{Values: d.values}
-			for _, b := range d.buckets {
-				free := make([]int64, len(b.free))
-				for r, v := range b.free {
-					free[r] = v / steps[r] * steps[r]
+			for range b.count {
+				for r := range c.stride {
+					c.alloc = append(c.alloc, b.alloc.at(r))
 				}
-				k := fmt.Sprint(free)
-				if j, ok := merged[k]; ok {
-					sd.Buckets[j].Nodes += b.nodes
+				d.allocEnd++
+				if !b.usable {
 					continue
 				}
-				merged[k] = len(sd.Buckets)
-				sd.Buckets = append(sd.Buckets, strata.CapacityBucket{Free: free, Nodes: b.nodes})
+				for _, v := range row {
+					c.free = append(c.free, max(v, 0))
+				}
+				d.freeEnd++
 			}
-			st.Domains = append(st.Domains, sd)
 		}
+	}
+	return c
+}
+
+// Summarize describes the snapshot's free capacity for the hub; see
+// Capacity.Summarize.
+func (s *Snapshot) Summarize(maxBytes int) (strata.CapacitySummaryStatus, error) {
+	return s.Capture().Summarize(maxBytes)
+}
+
+// Coarsening stages, tried in order until the summary fits its budget.
+// Counted resources (pods, GPUs, other extended resources) stay exact in
+// every stage but the last; the others (cpu, memory, storage, hugepages)
+// are rounded down to a number of significant digits relative to their own
+// magnitude, which merges the buckets of nodes that differ slightly.
+var stages = []struct {
+	digits int  // significant digits of amounts that may be rounded; 0: exact
+	merge  bool // merge every node of a domain with the same counts (minimum)
+	lossy  bool // merge every node of a domain (minimum), counts included
+}{
+	{}, {digits: 6}, {digits: 4}, {digits: 3}, {digits: 2}, {digits: 1},
+	{digits: 1, merge: true}, {digits: 1, merge: true, lossy: true},
+}
+
+// Summarize describes the captured free capacity for the hub (BRIEF
+// decision 2): the domain tree down to the lowest level above the host,
+// and under each such domain its schedulable nodes in buckets of equal free
+// vectors, plus every node's capacity when empty. Distinct vectors are
+// listed once. When the JSON would exceed maxBytes, amounts are coarsened
+// (see stages), never reported higher than they are; what was given up is
+// listed in Understated. Generation, observed time and conditions are left
+// to the caller.
+func (c *Capacity) Summarize(maxBytes int) (strata.CapacitySummaryStatus, error) {
+	counted := make([]bool, c.stride)
+	for r, name := range c.resources {
+		counted[r] = isCounted(name)
+	}
+	var st strata.CapacitySummaryStatus
+	var size int
+	for i, stage := range stages {
+		st = c.summarize(counted, stage.digits, stage.merge, stage.lossy)
 		data, err := json.Marshal(st)
 		if err != nil {
 			return st, err
 		}
-		if len(data) <= maxBytes {
+		size = len(data)
+		if size <= maxBytes {
+			st.Coarsened = i > 0
 			return st, nil
 		}
-		if round == 40 {
-			return st, fmt.Errorf("the summary of %d domains needs %d bytes, more than the budget of %d even when coarsened", len(st.Domains), len(data), maxBytes)
-		}
-		st.Coarsened = true
-		for r := range steps {
-			// Coarsen in steps that keep values readable: ×2 per round,
-			// starting from one unit of the resource.
-			if steps[r] == 1 {
-				steps[r] = 1000
-			} else {
-				steps[r] *= 2
-			}
-		}
 	}
+	return st, fmt.Errorf("the summary of %d domains needs %d bytes, more than the budget of %d even with one bucket per domain", len(st.Domains), size, maxBytes)
 }
 
-// NewSnapshotFromSummary builds the hub's view of a flavor from a summary.
+// isCounted says whether a resource is a count of whole things that must
+// not be rounded: everything but cpu, memory, storage and hugepages.
+func isCounted(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, corev1.ResourceStorage:
+		return false
+	}
+	return !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+// roundDown keeps the first digits significant decimal digits of v.
+func roundDown(v int64, digits int) int64 {
+	if digits == 0 || v < 10 {
+		return v
+	}
+	step := int64(1)
+	for x := v; x >= pow10(digits); x /= 10 {
+		step *= 10
+	}
+	return v / step * step
+}
+
+// roundUp is roundDown's counterpart for capacities, which must not be
+// understated ("never fits" would then be wrong).
+func roundUp(v int64, digits int) int64 {
+	d := roundDown(v, digits)
+	if d == v {
+		return v
+	}
+	step := int64(1)
+	for x := v; x >= pow10(digits); x /= 10 {
+		step *= 10
+	}
+	if d > math.MaxInt64-step {
+		return d
+	}
+	return d + step
+}
+
+func pow10(n int) int64 {
+	p := int64(1)
+	for range n {
+		p *= 10
+	}
+	return p
+}
+
+// summarize builds the status for one coarsening stage.
+func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) strata.CapacitySummaryStatus {
+	st := strata.CapacitySummaryStatus{
+		Levels:     slices.Clone(c.levels),
+		LeafLevels: int32(c.leafDepth),
+		Resources:  slices.Clone(c.resources),
+		Domains:    make([]strata.SummaryDomain, 0, len(c.domains)),
+	}
+	stride := c.stride
+	vectors := map[string]int32{}
+	keyBuf := make([]byte, 8*stride)
+	intern := func(v []int64) int32 {
+		for r, x := range v {
+			binary.LittleEndian.PutUint64(keyBuf[8*r:], uint64(x))
+		}
+		if i, ok := vectors[string(keyBuf)]; ok {
+			return i
+		}
+		i := int32(len(st.Vectors))
+		vectors[string(keyBuf)] = i
+		st.Vectors = append(st.Vectors, slices.Clone(v))
+		return i
+	}
+	left := make([]int64, stride) // understated totals
+	type group struct {
+		val []int64
+		n   int32
+	}
+	groups := map[string]int{}
+	var list []group
+	key := make([]int64, stride)
+	// bucket groups the rows of one domain's nodes: by equal key (counted
+	// amounts exact, others rounded; in merging stages the others or
+	// everything ignored), each group's vector the minimum of its rows
+	// (capacities: the maximum), rounded the same way.
+	bucket := func(rows []int64, capacity bool) []int32 {
+		clear(groups)
+		list = list[:0]
+		for at := 0; at+stride <= len(rows); at += stride {
+			row := rows[at : at+stride]
+			for r, v := range row {
+				switch {
+				case lossy, merge && !counted[r]:
+					key[r] = 0
+				case counted[r]:
+					key[r] = v
+				case capacity:
+					key[r] = roundUp(v, digits)
+				default:
+					key[r] = roundDown(v, digits)
+				}
+				binary.LittleEndian.PutUint64(keyBuf[8*r:], uint64(key[r]))
+			}
+			g, ok := groups[string(keyBuf)]
+			if !ok {
+				g = len(list)
+				groups[string(keyBuf)] = g
+				list = append(list, group{val: slices.Clone(row)})
+			}
+			gr := &list[g]
+			gr.n++
+			for r, v := range row {
+				if capacity {
+					gr.val[r] = max(gr.val[r], v)
+				} else {
+					gr.val[r] = min(gr.val[r], v)
+				}
+			}
+		}
+		pairs := make([]int32, 0, 2*len(list))
+		for _, g := range list {
+			for r, v := range g.val {
+				switch {
+				case counted[r]:
+				case capacity:
+					g.val[r] = roundUp(v, digits)
+				default:
+					g.val[r] = roundDown(v, digits)
+				}
+			}
+			pairs = append(pairs, intern(g.val), g.n)
+		}
+		return pairs
+	}
+	freeStart, allocStart := 0, 0
+	for _, d := range c.domains {
+		free := c.free[freeStart*stride : d.freeEnd*stride]
+		sd := strata.SummaryDomain{Values: slices.Clone(d.values), Free: bucket(free, false)}
+		// What was left out of free: every row minus its bucket's vector.
+		for at := 0; at+stride <= len(free); at += stride {
+			for r := range stride {
+				left[r] += free[at+r]
+			}
+		}
+		for i := 0; i < len(sd.Free); i += 2 {
+			v := st.Vectors[sd.Free[i]]
+			for r := range stride {
+				left[r] -= v[r] * int64(sd.Free[i+1])
+			}
+		}
+		st.Nodes += int32(d.freeEnd - freeStart)
+		sd.Capacity = bucket(c.alloc[allocStart*stride:d.allocEnd*stride], true)
+		freeStart, allocStart = d.freeEnd, d.allocEnd
+		st.Domains = append(st.Domains, sd)
+	}
+	for r, amount := range left {
+		if amount > 0 {
+			st.Understated = append(st.Understated, strata.UnderstatedResource{Name: c.resources[r], Amount: *resource.NewMilliQuantity(amount, resource.DecimalSI)})
+		}
+	}
+	return st
+}
+
+// CountsUnderstated lists the counted resources (pods, GPUs, ...) that a
+// summary reports lower than they are: when there are any, the summary
+// could not meet its budget without misstating counts.
+func CountsUnderstated(st *strata.CapacitySummaryStatus) []strata.UnderstatedResource {
+	var out []strata.UnderstatedResource
+	for _, u := range st.Understated {
+		if isCounted(u.Name) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// NewSnapshotFromSummary builds the hub's view of a flavor's free capacity
+// from a summary: its schedulable nodes as they are now. The snapshot is
+// frozen: Clone it to try placements, Commit to reserve.
 func NewSnapshotFromSummary(st *strata.CapacitySummaryStatus) (*Snapshot, error) {
+	return snapshotFromSummary(st, false)
+}
+
+// NewEmptySnapshotFromSummary builds a flavor's capacity when empty from a
+// summary: every node, with nothing running. A pod set that does not fit
+// in it never fits in that cluster.
+func NewEmptySnapshotFromSummary(st *strata.CapacitySummaryStatus) (*Snapshot, error) {
+	return snapshotFromSummary(st, true)
+}
+
+func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapshot, error) {
 	if len(st.Levels) == 0 {
 		return nil, fmt.Errorf("the summary has no levels")
 	}
 	s := NewSummarySnapshot(st.Levels)
-	if int(st.LeafLevels) != s.depth {
-		return nil, fmt.Errorf("the summary's domains cover %d levels, want %d for levels %s", st.LeafLevels, s.depth, strings.Join(st.Levels, ", "))
+	if int(st.LeafLevels) != s.leafDepth {
+		return nil, fmt.Errorf("the summary's domains cover %d levels, want %d for levels %s", st.LeafLevels, s.leafDepth, strings.Join(st.Levels, ", "))
 	}
+	pos := make([]int, len(st.Resources))
+	for r, name := range st.Resources {
+		pos[r] = s.res.get(name)
+	}
+	vectors := make([]Vector, len(st.Vectors))
+	for i, v := range st.Vectors {
+		if len(v) != len(st.Resources) {
+			return nil, fmt.Errorf("vectors[%d]: %d amounts for %d resources", i, len(v), len(st.Resources))
+		}
+		vec := make(Vector, len(s.res.names))
+		for r, x := range v {
+			vec[pos[r]] = x
+		}
+		vectors[i] = vec
+	}
+	s.restride()
 	for i, d := range st.Domains {
-		for j, b := range d.Buckets {
-			if len(b.Free) != len(st.Resources) {
-				return nil, fmt.Errorf("domains[%d].buckets[%d]: %d free amounts for %d resources", i, j, len(b.Free), len(st.Resources))
+		pairs, field := d.Free, "free"
+		if empty {
+			pairs, field = d.Capacity, "capacity"
+		}
+		if len(pairs)%2 != 0 {
+			return nil, fmt.Errorf("domains[%d].%s: %d numbers, want pairs of a vector position and a node count", i, field, len(pairs))
+		}
+		for j := 0; j < len(pairs); j += 2 {
+			v, n := pairs[j], pairs[j+1]
+			if v < 0 || int(v) >= len(vectors) {
+				return nil, fmt.Errorf("domains[%d].%s[%d]: vector %d does not exist (%d vectors)", i, field, j, v, len(vectors))
 			}
-			free := corev1.ResourceList{}
-			for r, name := range st.Resources {
-				free[name] = *resource.NewMilliQuantity(b.Free[r], resource.DecimalSI)
-			}
-			if err := s.AddBins(d.Values, free, int64(b.Nodes)); err != nil {
+			if err := s.addNodes(d.Values, vectors[v], int64(n)); err != nil {
 				return nil, fmt.Errorf("domains[%d]: %w", i, err)
 			}
 		}
 	}
+	s.Freeze()
 	return s, nil
+}
+
+// project reports an assignment of a summary snapshot at the summary's
+// leaf level: the pods of consecutive hosts of one leaf domain are merged.
+func (s *Snapshot) project(a *Assignment) *Assignment {
+	out := &Assignment{Levels: s.levels[:s.leafDepth], Domains: make([]DomainAssignment, 0, len(a.Domains))}
+	if !s.hostIsLowest {
+		out.Domains = append(out.Domains, a.Domains...)
+		return out
+	}
+	for _, d := range a.Domains {
+		var values []string
+		if leaf := s.hostLeaves[d.Values[0]]; leaf != nil {
+			values = leaf.values[:s.leafDepth]
+		}
+		n := len(out.Domains)
+		if n > 0 && slices.Equal(out.Domains[n-1].Values, values) {
+			out.Domains[n-1].Count += d.Count
+			continue
+		}
+		out.Domains = append(out.Domains, DomainAssignment{Values: values, Count: d.Count})
+	}
+	return out
+}
+
+// hostLevel says whether a is an assignment to hosts (not a projection).
+func (s *Snapshot) hostLevel(a *Assignment) bool {
+	return s.hostIsLowest && len(a.Levels) == 1 && a.Levels[0] == strata.HostnameLabel
 }

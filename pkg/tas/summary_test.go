@@ -3,10 +3,16 @@ package tas
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
 )
 
 // TestSummaryGivesTheAgentsAnswers checks that the hub's engine on a summary
@@ -92,21 +98,225 @@ func TestSummaryStaysInBudget(t *testing.T) {
 	if len(data) > budget || !st.Coarsened {
 		t.Fatalf("summary is %d bytes (coarsened %v), want at most %d", len(data), st.Coarsened, budget)
 	}
-	// Never more than exists: every coarse bucket is at most the exact one.
+	// Never more than exists.
 	for r := range st.Resources {
-		var coarse, fine int64
-		for _, d := range st.Domains {
-			for _, b := range d.Buckets {
-				coarse += b.Free[r] * int64(b.Nodes)
-			}
-		}
-		for _, d := range exact.Domains {
-			for _, b := range d.Buckets {
-				fine += b.Free[r] * int64(b.Nodes)
-			}
-		}
-		if coarse > fine {
+		if coarse, fine := totalFree(&st, r), totalFree(&exact, r); coarse > fine {
 			t.Errorf("%s: coarse summary reports %d, more than the %d that exists", st.Resources[r], coarse, fine)
 		}
+	}
+}
+
+// totalFree is the summary's free amount of resource r over all nodes.
+func totalFree(st *strata.CapacitySummaryStatus, r int) int64 {
+	var n int64
+	for _, d := range st.Domains {
+		for i := 0; i < len(d.Free); i += 2 {
+			n += st.Vectors[d.Free[i]][r] * int64(d.Free[i+1])
+		}
+	}
+	return n
+}
+
+// TestSummaryKeepsCounts: a summary of 60,000 GPU nodes whose memory
+// differs node by node fits the default budget with every GPU and pod
+// count exact; only memory is rounded.
+func TestSummaryKeepsCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := gpuCluster(rng, gpuClusterOptions{nodes: 60000, hostLowest: true, busy: 0.7, memoryJitter: true, notReady: 0.01})
+	exact, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const budget = 512*1024 - 1024
+	st, err := s.Summarize(budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := json.Marshal(st); len(data) > budget {
+		t.Fatalf("summary is %d bytes, budget %d", len(data), budget)
+	}
+	if !st.Coarsened || st.Nodes != exact.Nodes {
+		t.Errorf("coarsened %v, nodes %d; want true, %d", st.Coarsened, st.Nodes, exact.Nodes)
+	}
+	if got := CountsUnderstated(&st); len(got) != 0 {
+		t.Errorf("counts understated: %v", got)
+	}
+	for r, name := range st.Resources {
+		coarse, fine := totalFree(&st, r), totalFree(&exact, r)
+		switch {
+		case coarse > fine:
+			t.Errorf("%s: the summary reports %d, more than the %d that exists", name, coarse, fine)
+		case isCounted(name) && coarse != fine:
+			t.Errorf("%s: the summary reports %d, want exactly %d", name, coarse, fine)
+		}
+	}
+	var names []corev1.ResourceName
+	for _, u := range st.Understated {
+		names = append(names, u.Name)
+	}
+	if diff := cmp.Diff([]corev1.ResourceName{corev1.ResourceMemory}, names); diff != "" {
+		t.Errorf("understated resources (-want,+got):\n%s", diff)
+	}
+}
+
+// TestSummarySaysWhenCountsGiveWay: a budget that cannot hold the counts
+// exactly gives them up conservatively and says so.
+func TestSummarySaysWhenCountsGiveWay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	s := gpuCluster(rng, gpuClusterOptions{nodes: 4096, hostLowest: true, busy: 0.9})
+	exact, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Summarize(20 * 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := CountsUnderstated(&st)
+	if len(counts) == 0 {
+		t.Fatalf("no counts understated in a summary of %d domains within 20 KiB", len(st.Domains))
+	}
+	for r, name := range st.Resources {
+		if coarse, fine := totalFree(&st, r), totalFree(&exact, r); coarse > fine {
+			t.Errorf("%s: the summary reports %d, more than the %d that exists", name, coarse, fine)
+		}
+	}
+	for _, u := range counts {
+		r := slices.Index(st.Resources, u.Name)
+		if got, want := u.Amount.MilliValue(), totalFree(&exact, r)-totalFree(&st, r); got != want {
+			t.Errorf("%s: understated by %d, want %d", u.Name, got, want)
+		}
+	}
+	if _, err := s.Summarize(1024); err == nil {
+		t.Error("a summary of 256 racks fit in 1 KiB")
+	}
+}
+
+// TestSummarySnapshotKeepsState: placements reserved on a summary snapshot
+// count against later ones, and a clone does not share them.
+func TestSummarySnapshotKeepsState(t *testing.T) {
+	for name, levels := range map[string][]string{"host lowest": {block, rack, host}, "rack lowest": {block, rack}} {
+		t.Run(name, func(t *testing.T) {
+			var nodes []node
+			for r := range 2 {
+				for h := range 4 {
+					nodes = append(nodes, node{fmt.Sprintf("r%d-h%d", r, h), "b0", fmt.Sprintf("r%d", r), "2"})
+				}
+			}
+			st, err := snapshotOf(levels, nodes...).Summarize(math.MaxInt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hub, err := NewSnapshotFromSummary(&st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := Request{Count: 8, PodRequests: cpu("1"), Mode: Required, Level: rack}
+			trial := hub.Clone()
+			for i, want := range []string{"r0", "r1"} {
+				a, err := trial.FindAssignment(req, DefaultOptions())
+				if err != nil {
+					t.Fatalf("placement %d: %v", i, err)
+				}
+				if diff := cmp.Diff([]DomainAssignment{{Values: []string{"b0", want}, Count: 8}}, a.Domains); diff != "" {
+					t.Errorf("placement %d (-want,+got):\n%s", i, diff)
+				}
+				if _, err := trial.Commit(a, req.PodRequests); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := trial.FindAssignment(req, DefaultOptions()); err == nil {
+				t.Error("a third 8-pod rack placement fits in two racks")
+			}
+			// The original is untouched; Release gives capacity back.
+			a, err := hub.FindAssignment(req, DefaultOptions())
+			if err != nil {
+				t.Fatalf("the clone's reservations show in the original: %v", err)
+			}
+			u, err := hub.Commit(a, req.PodRequests)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hub.Release(u)
+			if got, err := hub.FindAssignment(req, DefaultOptions()); err != nil || !cmp.Equal(a, got) {
+				t.Errorf("after Release: %v, %v; want %v", got, err, a)
+			}
+		})
+	}
+}
+
+// TestSummaryRoundTrip: a hub snapshot summarizes to the summary it came from.
+func TestSummaryRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, hostLowest := range []bool{true, false} {
+		agent := gpuCluster(rng, gpuClusterOptions{nodes: 700, hostLowest: hostLowest, busy: 0.8, notReady: 0.05})
+		st, err := agent.Summarize(math.MaxInt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hub, err := NewSnapshotFromSummary(&st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := hub.Summarize(math.MaxInt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The hub sees only schedulable nodes, so its capacity lists are
+		// its free lists.
+		for i := range st.Domains {
+			st.Domains[i].Capacity = nil
+			again.Domains[i].Capacity = nil
+		}
+		if diff := cmp.Diff(totalsOf(&st), totalsOf(&again)); diff != "" {
+			t.Errorf("host lowest %v: totals after a round trip (-want,+got):\n%s", hostLowest, diff)
+		}
+	}
+}
+
+func totalsOf(st *strata.CapacitySummaryStatus) []int64 {
+	out := []int64{int64(st.Nodes), int64(len(st.Domains))}
+	for r := range st.Resources {
+		out = append(out, totalFree(st, r))
+	}
+	return out
+}
+
+func TestSummaryErrors(t *testing.T) {
+	good := func() *strata.CapacitySummaryStatus {
+		return &strata.CapacitySummaryStatus{
+			Levels: []string{rack, host}, LeafLevels: 1, Resources: []corev1.ResourceName{"cpu", "pods"},
+			Vectors: []strata.ResourceVector{{8000, 110000}},
+			Domains: []strata.SummaryDomain{{Values: []string{"r1"}, Free: []int32{0, 2}, Capacity: []int32{0, 2}}},
+		}
+	}
+	cases := map[string]struct {
+		mutate func(*strata.CapacitySummaryStatus)
+		want   string
+	}{
+		"no levels":        {func(st *strata.CapacitySummaryStatus) { st.Levels = nil }, "the summary has no levels"},
+		"wrong leaf level": {func(st *strata.CapacitySummaryStatus) { st.LeafLevels = 2 }, "the summary's domains cover 2 levels, want 1 for levels cloud.provider.com/topology-rack, kubernetes.io/hostname"},
+		"short vector":     {func(st *strata.CapacitySummaryStatus) { st.Vectors[0] = st.Vectors[0][:1] }, "vectors[0]: 1 amounts for 2 resources"},
+		"odd pairs":        {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Free = []int32{0} }, "domains[0].free: 1 numbers, want pairs of a vector position and a node count"},
+		"unknown vector":   {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Free = []int32{3, 1} }, "domains[0].free[0]: vector 3 does not exist (1 vectors)"},
+		"no nodes":         {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Free = []int32{0, 0} }, "domains[0]: domain [r1]: node count 0 must be positive"},
+		"too many values":  {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Values = []string{"b", "r"} }, "domains[0]: domain [b r] has 2 values, want 1 (one per level [cloud.provider.com/topology-rack])"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			st := good()
+			tc.mutate(st)
+			_, err := NewSnapshotFromSummary(st)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("error %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := NewSnapshotFromSummary(good()); err != nil {
+		t.Errorf("a good summary: %v", err)
 	}
 }

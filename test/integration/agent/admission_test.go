@@ -274,8 +274,8 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(cpuIdx).To(BeNumerically(">=", 0))
 			for _, d := range st.Domains {
 				values = append(values, d.Values)
-				for _, b := range d.Buckets {
-					freeCPU += b.Free[cpuIdx] * int64(b.Nodes)
+				for i := 0; i < len(d.Free); i += 2 {
+					freeCPU += st.Vectors[d.Free[i]][cpuIdx] * int64(d.Free[i+1])
 				}
 			}
 			g.Expect(values).To(Equal([][]string{{"b1", "r1"}, {"b1", "r2"}}))

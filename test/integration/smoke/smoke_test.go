@@ -103,9 +103,11 @@ var _ = Describe("CRDs", Label("smoke"), func() {
 				Levels:            []string{block, rack, host},
 				LeafLevels:        2,
 				Resources:         []corev1.ResourceName{"cpu", "pods"},
+				Vectors:           []strata.ResourceVector{{8000, 110000}},
 				Domains: []strata.SummaryDomain{{
-					Values:  []string{"block-1", "rack-1"},
-					Buckets: []strata.CapacityBucket{{Free: []int64{8000, 110000}, Nodes: 16}},
+					Values:   []string{"block-1", "rack-1"},
+					Free:     []int32{0, 16},
+					Capacity: []int32{0, 16},
 				}},
 				Nodes: 16,
 			}

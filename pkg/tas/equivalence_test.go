@@ -1,0 +1,187 @@
+package tas
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+)
+
+// TestHubAnswersAsTheAgent: on many generated clusters, usages and
+// requests, the hub's engine on an exact summary gives the agent's answer
+// projected to the summary's leaf level: same fit or no fit, same leaf
+// domains, same counts. Seeded, so a failure names a reproducible case.
+func TestHubAnswersAsTheAgent(t *testing.T) {
+	const clusters, requestsPerCluster = 400, 12
+	fits, misses := 0, 0
+	for seed := range uint64(clusters) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		agent, levels := randomCluster(rng)
+		st, err := agent.Summarize(math.MaxInt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hub, err := NewSnapshotFromSummary(&st)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for i := range requestsPerCluster {
+			reqs := randomRequests(rng, levels)
+			o := randomOptions(rng)
+			name := fmt.Sprintf("seed %d request %d: %s with %+v", seed, i, describe(reqs), o)
+			var want, got []*Assignment
+			var wantErr, gotErr error
+			if len(reqs) == 1 {
+				var a, h *Assignment
+				a, wantErr = agent.FindAssignment(reqs[0], o)
+				h, gotErr = hub.FindAssignment(reqs[0], o)
+				want, got = []*Assignment{a}, []*Assignment{h}
+			} else {
+				want, wantErr = agent.FindGroupAssignment(reqs, o)
+				got, gotErr = hub.FindGroupAssignment(reqs, o)
+			}
+			if (wantErr == nil) != (gotErr == nil) {
+				t.Errorf("%s: agent error %v, hub error %v", name, wantErr, gotErr)
+				continue
+			}
+			if wantErr != nil {
+				misses++
+				continue
+			}
+			fits++
+			for j := range want {
+				if diff := cmp.Diff(projectAgent(agent, want[j]), got[j]); diff != "" {
+					t.Errorf("%s: pod set %d (-agent,+hub):\n%s", name, j, diff)
+				}
+			}
+		}
+	}
+	// The generator must exercise both answers.
+	if total := fits + misses; fits < total/5 || misses < total/10 {
+		t.Errorf("%d of %d requests fit: the generated cases do not cover fit and no-fit", fits, total)
+	}
+	t.Logf("%d requests fit, %d did not", fits, misses)
+}
+
+// projectAgent reports an agent assignment at the leaf level.
+func projectAgent(s *Snapshot, a *Assignment) *Assignment {
+	if a == nil || !s.hostIsLowest {
+		return a
+	}
+	leafDepth := s.depth - 1
+	out := &Assignment{Levels: s.levels[:leafDepth], Domains: []DomainAssignment{}}
+	for _, d := range a.Domains {
+		values := s.hostLeaves[d.Values[0]].values[:leafDepth]
+		if n := len(out.Domains); n > 0 && slices.Equal(out.Domains[n-1].Values, values) {
+			out.Domains[n-1].Count += d.Count
+			continue
+		}
+		out.Domains = append(out.Domains, DomainAssignment{Values: values, Count: d.Count})
+	}
+	return out
+}
+
+func randomCluster(rng *rand.Rand) (*Snapshot, []string) {
+	levels := [][]string{{block, rack, host}, {block, rack}, {rack, host}, {block, rack, host}}[rng.IntN(4)]
+	s := NewSnapshot(levels, nil)
+	blocks, racks, hosts := 1+rng.IntN(3), 1+rng.IntN(4), 1+rng.IntN(6)
+	i := 0
+	for b := range blocks {
+		for r := range racks {
+			for range 1 + rng.IntN(hosts) {
+				name := fmt.Sprintf("n-%03d", i)
+				i++
+				cpus := []int64{2, 4, 8}[rng.IntN(3)]
+				gpus := []int64{0, 4, 8}[rng.IntN(3)]
+				s.SetNode(Node{
+					Name:   name,
+					Labels: map[string]string{block: fmt.Sprintf("b%d", b), rack: fmt.Sprintf("b%d-r%d", b, r), host: name},
+					Allocatable: corev1.ResourceList{
+						corev1.ResourceCPU:  *resource.NewQuantity(cpus, resource.DecimalSI),
+						corev1.ResourcePods: *resource.NewQuantity(int64(4+rng.IntN(20)), resource.DecimalSI),
+						gpu:                 *resource.NewQuantity(gpus, resource.DecimalSI),
+					},
+					Ready:         rng.IntN(10) > 0,
+					Unschedulable: rng.IntN(20) == 0,
+				})
+				if n := rng.Int64N(cpus + 1); n > 0 && rng.IntN(2) == 0 {
+					s.AddUsage(name, corev1.ResourceList{
+						corev1.ResourceCPU: *resource.NewQuantity(n, resource.DecimalSI),
+						gpu:                *resource.NewQuantity(min(n, gpus), resource.DecimalSI),
+					}, 1)
+				}
+			}
+		}
+	}
+	return s, levels
+}
+
+func randomRequest(rng *rand.Rand, levels []string, count int32, mode Mode, level string) Request {
+	req := Request{Count: count, PodRequests: cpu(fmt.Sprint(1 + rng.IntN(2))), Mode: mode, Level: level}
+	if rng.IntN(3) == 0 {
+		req.PodRequests[gpu] = resource.MustParse("1")
+	}
+	target := 0
+	if mode != Unconstrained {
+		target = slices.Index(levels, level)
+	}
+	if rng.IntN(3) == 0 {
+		// One or two slice layers at or below the target level.
+		sizes := divisors(count)
+		size := sizes[rng.IntN(len(sizes))]
+		l := target + rng.IntN(len(levels)-target)
+		req.Layers = []Layer{{levels[l], size}}
+		if l+1 < len(levels) && rng.IntN(2) == 0 {
+			inner := divisors(size)
+			req.Layers = append(req.Layers, Layer{levels[l+1+rng.IntN(len(levels)-l-1)], inner[rng.IntN(len(inner))]})
+		}
+	}
+	return req
+}
+
+func randomRequests(rng *rand.Rand, levels []string) []Request {
+	mode := Mode(rng.IntN(3))
+	level := levels[rng.IntN(len(levels))]
+	if mode == Unconstrained {
+		level = ""
+	}
+	if rng.IntN(5) == 0 && mode != Unconstrained {
+		// A pod set group: a leader and its workers.
+		leader := Request{Count: 1, PodRequests: cpu("1"), Mode: mode, Level: level}
+		return []Request{leader, randomRequest(rng, levels, int32(1+rng.IntN(16)), mode, level)}
+	}
+	return []Request{randomRequest(rng, levels, int32(1+rng.IntN(30)), mode, level)}
+}
+
+func randomOptions(rng *rand.Rand) Options {
+	algs := []configv1beta1.Algorithm{configv1beta1.BestFit, configv1beta1.LeastFreeCapacity}
+	return Options{
+		Required: algs[rng.IntN(2)], Preferred: algs[rng.IntN(2)], Unconstrained: algs[rng.IntN(2)],
+		BalancedPlacement: rng.IntN(3) == 0,
+	}
+}
+
+func divisors(n int32) []int32 {
+	var out []int32
+	for d := int32(1); d <= n; d++ {
+		if n%d == 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func describe(reqs []Request) string {
+	var parts []string
+	for _, r := range reqs {
+		parts = append(parts, fmt.Sprintf("{%d x %v %s %s layers %v}", r.Count, r.PodRequests, r.Mode, r.Level, r.Layers))
+	}
+	return fmt.Sprint(parts)
+}

@@ -1,0 +1,81 @@
+package tas
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+const gpu corev1.ResourceName = "nvidia.com/gpu"
+
+// gpuPod is the requests of a pod of g GPUs with proportional CPU and
+// memory (one CPU and 8 GiB per GPU).
+func gpuPod(g int64) corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(g, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(g<<33, resource.BinarySI),
+		gpu:                   *resource.NewQuantity(g, resource.DecimalSI),
+	}
+}
+
+// gpuClusterOptions shape a generated GPU cluster.
+type gpuClusterOptions struct {
+	nodes int
+	// hostLowest: levels block/rack/host, else block/rack.
+	hostLowest bool
+	// busy is the share of nodes with pods on them.
+	busy float64
+	// memoryJitter gives every node a slightly different memory size.
+	memoryJitter bool
+	// notReady is the share of nodes that are not Ready.
+	notReady float64
+}
+
+// gpuCluster is a cluster of 8-GPU nodes (8 CPU, 64 GiB, 110 pods), 16
+// nodes per rack and 16 racks per block, with usage drawn at random from
+// whole pods of 1, 2, 4 or 8 GPUs, so that free vectors repeat as they do
+// in real GPU clusters. Node names follow the topology's natural order.
+func gpuCluster(rng *rand.Rand, o gpuClusterOptions) *Snapshot {
+	levels := []string{block, rack}
+	if o.hostLowest {
+		levels = append(levels, host)
+	}
+	s := NewSnapshot(levels, nil)
+	for i := range o.nodes {
+		name := fmt.Sprintf("node-%05d", i)
+		mem := int64(64 << 30)
+		if o.memoryJitter {
+			mem -= int64(rng.IntN(1<<20)) * 4096
+		}
+		s.SetNode(Node{
+			Name: name,
+			Labels: map[string]string{
+				block: fmt.Sprintf("block-%d", i/256),
+				rack:  fmt.Sprintf("rack-%d", i/16%16),
+				host:  name,
+			},
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("8"),
+				corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+				corev1.ResourcePods:   resource.MustParse("110"),
+				gpu:                   resource.MustParse("8"),
+			},
+			Ready: rng.Float64() >= o.notReady,
+		})
+		if rng.Float64() >= o.busy {
+			continue
+		}
+		free := int64(8)
+		for free > 0 && rng.IntN(4) > 0 {
+			g := []int64{1, 2, 4, 8}[rng.IntN(4)]
+			if g > free {
+				continue
+			}
+			s.AddUsage(name, WithPod(gpuPod(g)), 1)
+			free -= g
+		}
+	}
+	return s
+}

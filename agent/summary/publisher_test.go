@@ -104,7 +104,12 @@ func TestBuild(t *testing.T) {
 			}(),
 		},
 		"a coarsened summary says so": {
-			sum: func() strata.CapacitySummaryStatus { st := summary(3); st.Coarsened = true; st.Understated = memory; return st }(),
+			sum: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.Coarsened = true
+				st.Understated = memory
+				return st
+			}(),
 			want: func() strata.CapacitySummaryStatus {
 				st := summary(3)
 				st.Coarsened, st.Understated = true, memory
@@ -113,7 +118,12 @@ func TestBuild(t *testing.T) {
 			}(),
 		},
 		"a summary that had to understate a count is not Ready": {
-			sum: func() strata.CapacitySummaryStatus { st := summary(3); st.Coarsened = true; st.Understated = gpus; return st }(),
+			sum: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.Coarsened = true
+				st.Understated = gpus
+				return st
+			}(),
 			want: func() strata.CapacitySummaryStatus {
 				st := summary(3)
 				st.Coarsened, st.Understated = true, gpus

@@ -155,11 +155,47 @@ func TestFindAssignment(t *testing.T) {
 			req:     Request{Count: 6, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
 			wantErr: "rack preferred: no single rack holds 6 pods and the whole flavor fits only 5; limited by cpu (2 nodes)",
 		},
-		"unconstrained with LeastFreeCapacity fills the fullest nodes first": {
+		"unconstrained with LeastFreeCapacity takes the one node that holds all pods": {
 			levels: threeLevel, opts: bestFit,
 			nodes: []node{{"x1", "b1", "r1", "4"}, {"x2", "b1", "r2", "1"}, {"x3", "b2", "r1", "2"}},
 			req:   Request{Count: 3, PodRequests: cpu("1"), Mode: Unconstrained},
-			want:  &Assignment{Levels: []string{host}, Domains: hosts("x2", 1, "x3", 2)},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("x1", 3)},
+		},
+		"unconstrained with LeastFreeCapacity takes the tightest node that holds all pods": {
+			levels: twoLevel, opts: bestFit,
+			nodes: []node{{"h1", "", "r1", "4"}, {"h2", "", "r1", "12"}, {"h3", "", "r2", "7"}, {"h4", "", "r2", "9"}},
+			req:   Request{Count: 6, PodRequests: cpu("1"), Mode: Unconstrained},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("h3", 6)},
+		},
+		"unconstrained with LeastFreeCapacity: no node holds all, so the tightest block, and the one node that holds its last rack's share": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "4"}, {"b1-r1-h2", "b1", "r1", "4"},
+				{"b1-r2-h1", "b1", "r2", "2"}, {"b1-r2-h2", "b1", "r2", "3"}, {"b1-r2-h3", "b1", "r2", "6"},
+				{"b2-r1-h1", "b2", "r1", "5"}, {"b2-r1-h2", "b2", "r1", "5"},
+				{"b2-r2-h1", "b2", "r2", "5"}, {"b2-r2-h2", "b2", "r2", "5"},
+			},
+			req:  Request{Count: 12, PodRequests: cpu("1"), Mode: Unconstrained},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 4, "b1-r1-h2", 4, "b1-r2-h3", 4)},
+		},
+		"unconstrained with LeastFreeCapacity: no block holds all, so the smallest nodes of the flavor first": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "4"}, {"b1-r1-h2", "b1", "r1", "1"},
+				{"b2-r1-h1", "b2", "r1", "2"}, {"b2-r1-h2", "b2", "r1", "5"},
+			},
+			req:  Request{Count: 8, PodRequests: cpu("1"), Mode: Unconstrained},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 4, "b1-r1-h2", 1, "b2-r1-h1", 2, "b2-r1-h2", 1)},
+		},
+		"LeastFreeCapacity below a required rack takes the tightest node that holds all pods": {
+			levels: twoLevel, nodes: kepRack, opts: lfc,
+			req:  Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("n3", 2)},
+		},
+		"KEP two-level: LeastFreeCapacity takes the tightest node that holds all slices": {
+			levels: twoLevel, nodes: kepSlices, opts: lfc,
+			req:  Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack, Layers: []Layer{{host, 2}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("c", 4)},
 		},
 		"unconstrained that does not fit": {
 			levels: twoLevel, opts: bestFit, nodes: kepRack,

@@ -81,9 +81,9 @@ func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error
 			}
 		}
 		return p.spread(count)
-	case len(layers) > 0:
-		return p.spread(count)
 	default:
+		// Unconstrained, also with slice layers alone (Kueue: an
+		// unconstrained request with slices of the given size).
 		return p.unconstrained(count)
 	}
 }
@@ -331,10 +331,11 @@ func (p *plan) spread(count int64) (*Assignment, error) {
 }
 
 // unconstrained puts the pods in the tightest domain of the lowest level
-// where one domain holds them all, and distributes them below it. When no
-// domain of any level holds them, the leaf domains of the whole flavor are
-// filled by the algorithm, in natural order among equals so that the chosen
-// hosts are neighbours.
+// where one domain holds them all (in whole slices when there are slice
+// layers), and distributes them below it. When no domain of any level holds
+// them, the domains of the whole flavor are filled by the algorithm: the
+// leaves, or with slice layers the domains of the coarsest layer's level,
+// in natural order among equals so that the chosen hosts are neighbours.
 func (p *plan) unconstrained(count int64) (*Assignment, error) {
 	s := p.s
 	if s.depth == 0 || s.unitCap[0]*p.units[0] < count {
@@ -346,7 +347,11 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 			return p.result(p.descend([]*domain{d})), nil
 		}
 	}
-	return p.fillLevel(s.depth-1, count)
+	lvl := s.depth - 1
+	if len(p.layers) > 0 {
+		lvl = min(lvl, p.layers[0].level) // a summarized host level: its leaf above
+	}
+	return p.fillLevel(lvl, count)
 }
 
 // fillLevel distributes the pods over the domains of level lvl across the

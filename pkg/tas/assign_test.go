@@ -197,6 +197,41 @@ func TestFindAssignment(t *testing.T) {
 			req:  Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack, Layers: []Layer{{host, 2}}},
 			want: &Assignment{Levels: []string{host}, Domains: hosts("c", 4)},
 		},
+		"KEP two-level table: LeastFreeCapacity, 10 pods in host slices of 2, slices alone (unconstrained)": {
+			levels: twoLevel, nodes: kepSlices, opts: bestFit,
+			req:  Request{Count: 10, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{host, 2}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b", 2, "c", 4, "d", 2, "e", 2)},
+		},
+		"unconstrained slices: the tightest node of the flavor that holds all slices": {
+			levels: twoLevel, opts: bestFit,
+			nodes: []node{{"r1-h1", "", "r1", "8"}, {"r1-h2", "", "r1", "8"}, {"r2-h1", "", "r2", "5"}, {"r2-h2", "", "r2", "20"}},
+			req:   Request{Count: 4, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{host, 2}}},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("r2-h1", 4)},
+		},
+		// As Kueue: with no domain holding all slices, the racks of the
+		// flavor are filled smallest-first, in slices.
+		"unconstrained rack slices that no block holds fill the smallest racks first": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "4"},
+				{"b1-r2-h1", "b1", "r2", "4"}, {"b1-r2-h2", "b1", "r2", "4"}, {"b1-r2-h3", "b1", "r2", "4"},
+				{"b2-r1-h1", "b2", "r1", "5"},
+				{"b2-r2-h1", "b2", "r2", "6"},
+			},
+			req: Request{Count: 20, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{rack, 4}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts(
+				"b1-r1-h1", 4, "b1-r2-h1", 4, "b1-r2-h2", 4, "b2-r1-h1", 4, "b2-r2-h1", 4)},
+		},
+		"unconstrained slices keep whole slices in their rack": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "3"}, {"b1-r1-h2", "b1", "r1", "2"},
+				{"b1-r2-h1", "b1", "r2", "3"},
+				{"b2-r1-h1", "b2", "r1", "1"}, {"b2-r1-h2", "b2", "r1", "1"},
+			},
+			req:  Request{Count: 6, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{rack, 3}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 3, "b1-r2-h1", 3)},
+		},
 		"unconstrained that does not fit": {
 			levels: twoLevel, opts: bestFit, nodes: kepRack,
 			req:     Request{Count: 10, PodRequests: cpu("1"), Mode: Unconstrained},

@@ -80,7 +80,9 @@ func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error
 				return p.result(leaves), err
 			}
 		}
-		return p.spread(count)
+		// It spills: as few domains of the preferred level as the algorithm
+		// gives (BestFit: the fewest), taken across the whole flavor.
+		return p.fillLevel(target, count)
 	default:
 		// Unconstrained, also with slice layers alone (Kueue: an
 		// unconstrained request with slices of the given size).
@@ -314,22 +316,6 @@ func (p *plan) tighter(a, b *domain) bool {
 	return s.order[a.id] < s.order[b.id]
 }
 
-// spread distributes the pods over the top-level domains and below.
-func (p *plan) spread(count int64) (*Assignment, error) {
-	s := p.s
-	need := count / p.units[0]
-	if s.depth == 0 || s.unitCap[0] < need || !p.pick(s.root.children, need, p.units[0]) {
-		return nil, p.flavorError(count)
-	}
-	var top []*domain
-	for _, c := range s.root.children {
-		if s.assigned[c.id] > 0 {
-			top = append(top, c)
-		}
-	}
-	return p.result(p.descend(top)), nil
-}
-
 // unconstrained puts the pods in the tightest domain of the lowest level
 // where one domain holds them all (in whole slices when there are slice
 // layers), and distributes them below it. When no domain of any level holds
@@ -355,9 +341,15 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 }
 
 // fillLevel distributes the pods over the domains of level lvl across the
-// whole flavor with pick, then below them.
+// whole flavor with pick, then below them; the domains above lvl are
+// whatever the chosen ones belong to. With BestFit that is the fewest
+// domains of lvl (the largest first, the last the tightest that holds the
+// rest), then the fewest below each.
 func (p *plan) fillLevel(lvl int, count int64) (*Assignment, error) {
 	s := p.s
+	if lvl < 0 {
+		return nil, p.flavorError(count)
+	}
 	cands := p.inOrder(lvl)
 	if !p.pick(cands, count/p.units[lvl], p.units[lvl]) {
 		return nil, p.flavorError(count)

@@ -3,6 +3,7 @@ package tas
 import (
 	stdcmp "cmp"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -149,6 +150,22 @@ func TestFindAssignment(t *testing.T) {
 			req:   Request{Count: 5, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
 			want:  &Assignment{Levels: []string{host}, Domains: hosts("x1", 2, "x2", 3)},
 		},
+		// No block holds 20 pods. Splitting over blocks first (b1 takes 12,
+		// b2 the other 8) used all four racks of b1 and b2's: 5 racks. The
+		// two 8-pod racks and the tightest rack that holds the last 4 are 3.
+		"preferred rack that no block holds uses the fewest racks of the flavor, and the fewest hosts in each": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "4"}, {"b1-r1-h2", "b1", "r1", "4"},
+				{"b1-r2-h1", "b1", "r2", "2"}, {"b1-r3-h1", "b1", "r3", "1"}, {"b1-r4-h1", "b1", "r4", "1"},
+				{"b2-r1-h1", "b2", "r1", "5"}, {"b2-r1-h2", "b2", "r1", "3"},
+				{"b3-r1-h1", "b3", "r1", "1"}, {"b3-r1-h2", "b3", "r1", "3"}, {"b3-r1-h3", "b3", "r1", "2"},
+				{"b3-r2-h1", "b3", "r2", "3"},
+			},
+			req: Request{Count: 20, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
+			want: &Assignment{Levels: []string{host}, Domains: hosts(
+				"b1-r1-h1", 4, "b1-r1-h2", 4, "b2-r1-h1", 5, "b2-r1-h2", 3, "b3-r1-h1", 1, "b3-r1-h2", 3)},
+		},
 		"preferred that fits nowhere": {
 			levels: threeLevel, opts: bestFit,
 			nodes:   []node{{"x1", "b1", "r1", "2"}, {"x2", "b2", "r1", "3"}},
@@ -292,6 +309,83 @@ func TestFindAssignment(t *testing.T) {
 				t.Errorf("FindAssignment() (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPreferredSpillIsMinimal checks on random clusters that a preferred
+// rack request that no block holds uses the fewest racks of the flavor,
+// and within each rack the fewest hosts that hold its share.
+func TestPreferredSpillIsMinimal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	// fewest is the least k such that the k largest caps reach need.
+	fewest := func(caps []int, need int) int {
+		slices.SortFunc(caps, func(a, b int) int { return b - a })
+		for k, sum := 0, 0; k < len(caps); k++ {
+			if sum += caps[k]; sum >= need {
+				return k + 1
+			}
+		}
+		return -1
+	}
+	spilled := 0
+	for trial := range 300 {
+		var nodes []node
+		rackOf := map[string]string{}
+		hostCaps := map[string][]int{}
+		blockCap := map[string]int{}
+		total := 0
+		for b := range 3 {
+			for r := range 1 + rng.IntN(4) {
+				for h := range 1 + rng.IntN(4) {
+					c := 1 + rng.IntN(8)
+					name, bk, rk := fmt.Sprintf("b%d-r%d-h%d", b, r, h), fmt.Sprintf("b%d", b), fmt.Sprintf("b%d/r%d", b, r)
+					nodes = append(nodes, node{name, bk, fmt.Sprintf("r%d", r), fmt.Sprint(c)})
+					rackOf[name] = rk
+					hostCaps[rk] = append(hostCaps[rk], c)
+					blockCap[bk] += c
+					total += c
+				}
+			}
+		}
+		biggest := 0
+		for _, c := range blockCap {
+			biggest = max(biggest, c)
+		}
+		if biggest == total {
+			continue
+		}
+		count := biggest + 1 + rng.IntN(total-biggest)
+		a, err := snapshotOf([]string{block, rack, host}, nodes...).FindAssignment(
+			Request{Count: int32(count), PodRequests: cpu("1"), Mode: Preferred, Level: rack}, bestFit)
+		if err != nil {
+			t.Fatalf("trial %d: %d pods on %v: %v", trial, count, nodes, err)
+		}
+		spilled++
+		share := map[string]int{}
+		hostsIn := map[string]int{}
+		for _, d := range a.Domains {
+			share[rackOf[d.Values[0]]] += int(d.Count)
+			hostsIn[rackOf[d.Values[0]]]++
+		}
+		var rackCaps []int
+		for _, caps := range hostCaps {
+			sum := 0
+			for _, c := range caps {
+				sum += c
+			}
+			rackCaps = append(rackCaps, sum)
+		}
+		if want := fewest(rackCaps, count); len(share) != want || a.PodCount() != int32(count) {
+			t.Errorf("trial %d: %d pods on %v: %d pods in %d racks, want %d racks: %v", trial, count, nodes, a.PodCount(), len(share), want, a.Domains)
+		}
+		for rk, n := range share {
+			if want := fewest(slices.Clone(hostCaps[rk]), n); hostsIn[rk] != want {
+				t.Errorf("trial %d: rack %s holds %d pods on %d hosts, want %d: %v", trial, rk, n, hostsIn[rk], want, a.Domains)
+			}
+		}
+	}
+	if spilled < 100 {
+		t.Fatalf("only %d trials spilled", spilled)
 	}
 }
 

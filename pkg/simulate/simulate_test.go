@@ -265,3 +265,67 @@ spec:
 		t.Errorf("leader and workers are in racks %v, want one", racks)
 	}
 }
+
+// TestKueueSlicesAlone runs Kueue manifests whose only topology annotations
+// are slices (alone, or with podset-unconstrained-topology): unconstrained
+// requests in whole slices, each in the tightest rack that holds it.
+func TestKueueSlicesAlone(t *testing.T) {
+	jobs := write(t, "jobs.yaml", `apiVersion: batch/v1
+kind: Job
+metadata: {name: slices-alone, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  parallelism: 4
+  completions: 4
+  completionMode: Indexed
+  template:
+    metadata:
+      annotations:
+        kueue.x-k8s.io/podset-slice-required-topology: kubernetes.io/hostname
+        kueue.x-k8s.io/podset-slice-size: "2"
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "4"}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: slices-unconstrained, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  parallelism: 4
+  completions: 4
+  completionMode: Indexed
+  template:
+    metadata:
+      annotations:
+        kueue.x-k8s.io/podset-unconstrained-topology: "true"
+        kueue.x-k8s.io/podset-slice-required-topology: kubernetes.io/hostname
+        kueue.x-k8s.io/podset-slice-size: "2"
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "4"}}}]
+`)
+	in, err := Load(filepath.Join(examples, "cluster.yaml"), jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for _, r := range results {
+		if r.Admitted {
+			got[r.Name] = hostsOf(r)
+		} else {
+			got[r.Name] = r.Reason
+		}
+	}
+	want := map[string]any{
+		// No host holds two slices; all racks are equal, so rack-1 of block-1.
+		"slices-alone": map[string]int32{"b1-r1-h1": 2, "b1-r1-h2": 2},
+		// That rack now has exactly two slices left: the tightest fit.
+		"slices-unconstrained": map[string]int32{"b1-r1-h3": 2, "b1-r1-h4": 2},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
+	}
+}

@@ -89,10 +89,12 @@ func (s *Snapshot) findAssignment(req Request, opts Options) (*Assignment, error
 				return p.result(leaves), err
 			}
 		}
-		return p.spread(count)
-	case len(layers) > 0:
-		return p.spread(count)
+		// It spills: as few domains of the preferred level as the algorithm
+		// gives (BestFit: the fewest), taken across the whole flavor.
+		return p.fillLevel(target, count)
 	default:
+		// Unconstrained, also with slice layers alone (Kueue: an
+		// unconstrained request with slices of the given size).
 		return p.unconstrained(count)
 	}
 }
@@ -283,25 +285,31 @@ func (p *plan) fitsOne(lvl int, count int64) bool {
 // them and distributes them below it. label names the level in errors.
 func (p *plan) oneDomain(lvl int, label string, count int64) ([]*domain, error) {
 	s := p.s
-	need := count / p.units[lvl]
-	var best, biggest *domain
-	for _, d := range s.byLevel[lvl] {
-		u, pc := s.unitCap[d.id], s.podCap[d.id]
-		if biggest == nil || u > s.unitCap[biggest.id] || u == s.unitCap[biggest.id] && pc > s.podCap[biggest.id] {
-			biggest = d
-		}
-		if u < need {
-			continue
-		}
-		if best == nil || p.tighter(d, best) {
-			best = d
-		}
-	}
+	best := p.tightest(s.byLevel[lvl], count/p.units[lvl])
 	if best == nil {
+		var biggest *domain
+		for _, d := range s.byLevel[lvl] {
+			u, pc := s.unitCap[d.id], s.podCap[d.id]
+			if biggest == nil || u > s.unitCap[biggest.id] || u == s.unitCap[biggest.id] && pc > s.podCap[biggest.id] {
+				biggest = d
+			}
+		}
 		return nil, p.noDomainError(lvl, label, biggest, count)
 	}
 	s.assigned[best.id] = count
 	return p.descend([]*domain{best}), nil
+}
+
+// tightest returns the tightest of ds that holds need groups (see
+// tighter), or nil when none does.
+func (p *plan) tightest(ds []*domain, need int64) *domain {
+	var best *domain
+	for _, d := range ds {
+		if p.s.unitCap[d.id] >= need && (best == nil || p.tighter(d, best)) {
+			best = d
+		}
+	}
+	return best
 }
 
 // tighter orders fitting domains: fewest groups, then fewest pods, then by name.
@@ -317,40 +325,72 @@ func (p *plan) tighter(a, b *domain) bool {
 	return s.order[a.id] < s.order[b.id]
 }
 
-// spread distributes the pods over the top-level domains and below.
-func (p *plan) spread(count int64) (*Assignment, error) {
-	s := p.s
-	need := count / p.units[0]
-	if s.depth == 0 || s.unitCap[0] < need || !p.pick(s.root.children, need, p.units[0]) {
-		return nil, p.flavorError(count)
-	}
-	var top []*domain
-	for _, c := range s.root.children {
-		if s.assigned[c.id] > 0 {
-			top = append(top, c)
-		}
-	}
-	return p.result(p.descend(top)), nil
-}
-
-// unconstrained picks leaf domains across the whole tree, in natural order
-// among equals so that the chosen hosts are neighbours.
+// unconstrained puts the pods in the tightest domain of the lowest level
+// where one domain holds them all (in whole slices when there are slice
+// layers), and distributes them below it. When no domain of any level holds
+// them, the domains of the whole flavor are filled by the algorithm: the
+// leaves, or with slice layers the domains of the coarsest layer's level,
+// in natural order among equals so that the chosen hosts are neighbours.
 func (p *plan) unconstrained(count int64) (*Assignment, error) {
 	s := p.s
 	if s.depth == 0 || s.unitCap[0]*p.units[0] < count {
 		return nil, p.flavorError(count)
 	}
-	leaves := s.orderedLeaves()
-	if !p.pick(leaves, count/p.units[s.depth-1], p.units[s.depth-1]) {
-		return nil, p.flavorError(count)
-	}
-	var out []*domain
-	for _, l := range leaves {
-		if s.assigned[l.id] > 0 {
-			out = append(out, l)
+	for lvl := s.depth - 1; lvl >= 0; lvl-- {
+		if d := p.tightest(s.byLevel[lvl], count/p.units[lvl]); d != nil {
+			s.assigned[d.id] = count
+			return p.result(p.descend([]*domain{d})), nil
 		}
 	}
-	return p.result(out), nil
+	lvl := s.depth - 1
+	if len(p.layers) > 0 {
+		lvl = min(lvl, p.layers[0].level) // a summarized host level: its leaf above
+	}
+	return p.fillLevel(lvl, count)
+}
+
+// fillLevel distributes the pods over the domains of level lvl across the
+// whole flavor with pick, then below them; the domains above lvl are
+// whatever the chosen ones belong to. With BestFit that is the fewest
+// domains of lvl (the largest first, the last the tightest that holds the
+// rest), then the fewest below each.
+func (p *plan) fillLevel(lvl int, count int64) (*Assignment, error) {
+	s := p.s
+	if lvl < 0 {
+		return nil, p.flavorError(count)
+	}
+	cands := p.inOrder(lvl)
+	if !p.pick(cands, count/p.units[lvl], p.units[lvl]) {
+		return nil, p.flavorError(count)
+	}
+	var chosen []*domain
+	for _, d := range cands {
+		if s.assigned[d.id] > 0 {
+			chosen = append(chosen, d)
+		}
+	}
+	return p.result(p.descend(chosen)), nil
+}
+
+// inOrder returns the domains of level lvl in natural order.
+func (p *plan) inOrder(lvl int) []*domain {
+	s := p.s
+	if lvl == s.depth-1 {
+		return s.orderedLeaves()
+	}
+	out := make([]*domain, 0, len(s.byLevel[lvl]))
+	var walk func(d *domain)
+	walk = func(d *domain) {
+		if d.level == lvl {
+			out = append(out, d)
+			return
+		}
+		for _, c := range d.children {
+			walk(c)
+		}
+	}
+	walk(s.root)
+	return out
 }
 
 // collectLeaves appends the leaves under d in natural order.
@@ -390,15 +430,24 @@ func (p *plan) descend(frontier []*domain) []*domain {
 }
 
 // pick assigns n groups of u pods among cands (in natural order) with the
-// plan's algorithm: LeastFreeCapacity fills the smallest domains first;
-// BestFit fills the largest first but takes the tightest domain that holds
-// what is left as the last one. Ties keep natural order.
+// plan's algorithm: LeastFreeCapacity puts them all in the tightest domain
+// that holds them (KEP-2724: "a tight fit among all domains that could
+// fit") and, when none does, fills the smallest domains first; BestFit
+// fills the largest first but takes the tightest domain that holds what is
+// left as the last one (so a single domain when one holds all). Ties keep
+// natural order.
 func (p *plan) pick(cands []*domain, n, u int64) bool {
 	if n == 0 {
 		return true
 	}
 	s := p.s
 	lfc := p.alg == configv1beta1.LeastFreeCapacity
+	if lfc {
+		if d := p.tightest(cands, n); d != nil {
+			s.assigned[d.id] += n * u
+			return true
+		}
+	}
 	ordered := p.order(cands, !lfc)
 	if lfc {
 		for _, d := range ordered {

@@ -3,6 +3,7 @@ package tas
 import (
 	stdcmp "cmp"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -149,17 +150,104 @@ func TestFindAssignment(t *testing.T) {
 			req:   Request{Count: 5, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
 			want:  &Assignment{Levels: []string{host}, Domains: hosts("x1", 2, "x2", 3)},
 		},
+		// No block holds 20 pods. Splitting over blocks first (b1 takes 12,
+		// b2 the other 8) used all four racks of b1 and b2's: 5 racks. The
+		// two 8-pod racks and the tightest rack that holds the last 4 are 3.
+		"preferred rack that no block holds uses the fewest racks of the flavor, and the fewest hosts in each": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "4"}, {"b1-r1-h2", "b1", "r1", "4"},
+				{"b1-r2-h1", "b1", "r2", "2"}, {"b1-r3-h1", "b1", "r3", "1"}, {"b1-r4-h1", "b1", "r4", "1"},
+				{"b2-r1-h1", "b2", "r1", "5"}, {"b2-r1-h2", "b2", "r1", "3"},
+				{"b3-r1-h1", "b3", "r1", "1"}, {"b3-r1-h2", "b3", "r1", "3"}, {"b3-r1-h3", "b3", "r1", "2"},
+				{"b3-r2-h1", "b3", "r2", "3"},
+			},
+			req: Request{Count: 20, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
+			want: &Assignment{Levels: []string{host}, Domains: hosts(
+				"b1-r1-h1", 4, "b1-r1-h2", 4, "b2-r1-h1", 5, "b2-r1-h2", 3, "b3-r1-h1", 1, "b3-r1-h2", 3)},
+		},
 		"preferred that fits nowhere": {
 			levels: threeLevel, opts: bestFit,
 			nodes:   []node{{"x1", "b1", "r1", "2"}, {"x2", "b2", "r1", "3"}},
 			req:     Request{Count: 6, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
 			wantErr: "rack preferred: no single rack holds 6 pods and the whole flavor fits only 5; limited by cpu (2 nodes)",
 		},
-		"unconstrained with LeastFreeCapacity fills the fullest nodes first": {
+		"unconstrained with LeastFreeCapacity takes the one node that holds all pods": {
 			levels: threeLevel, opts: bestFit,
 			nodes: []node{{"x1", "b1", "r1", "4"}, {"x2", "b1", "r2", "1"}, {"x3", "b2", "r1", "2"}},
 			req:   Request{Count: 3, PodRequests: cpu("1"), Mode: Unconstrained},
-			want:  &Assignment{Levels: []string{host}, Domains: hosts("x2", 1, "x3", 2)},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("x1", 3)},
+		},
+		"unconstrained with LeastFreeCapacity takes the tightest node that holds all pods": {
+			levels: twoLevel, opts: bestFit,
+			nodes: []node{{"h1", "", "r1", "4"}, {"h2", "", "r1", "12"}, {"h3", "", "r2", "7"}, {"h4", "", "r2", "9"}},
+			req:   Request{Count: 6, PodRequests: cpu("1"), Mode: Unconstrained},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("h3", 6)},
+		},
+		"unconstrained with LeastFreeCapacity: no node holds all, so the tightest block, and the one node that holds its last rack's share": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "4"}, {"b1-r1-h2", "b1", "r1", "4"},
+				{"b1-r2-h1", "b1", "r2", "2"}, {"b1-r2-h2", "b1", "r2", "3"}, {"b1-r2-h3", "b1", "r2", "6"},
+				{"b2-r1-h1", "b2", "r1", "5"}, {"b2-r1-h2", "b2", "r1", "5"},
+				{"b2-r2-h1", "b2", "r2", "5"}, {"b2-r2-h2", "b2", "r2", "5"},
+			},
+			req:  Request{Count: 12, PodRequests: cpu("1"), Mode: Unconstrained},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 4, "b1-r1-h2", 4, "b1-r2-h3", 4)},
+		},
+		"unconstrained with LeastFreeCapacity: no block holds all, so the smallest nodes of the flavor first": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "4"}, {"b1-r1-h2", "b1", "r1", "1"},
+				{"b2-r1-h1", "b2", "r1", "2"}, {"b2-r1-h2", "b2", "r1", "5"},
+			},
+			req:  Request{Count: 8, PodRequests: cpu("1"), Mode: Unconstrained},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 4, "b1-r1-h2", 1, "b2-r1-h1", 2, "b2-r1-h2", 1)},
+		},
+		"LeastFreeCapacity below a required rack takes the tightest node that holds all pods": {
+			levels: twoLevel, nodes: kepRack, opts: lfc,
+			req:  Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("n3", 2)},
+		},
+		"KEP two-level: LeastFreeCapacity takes the tightest node that holds all slices": {
+			levels: twoLevel, nodes: kepSlices, opts: lfc,
+			req:  Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack, Layers: []Layer{{host, 2}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("c", 4)},
+		},
+		"KEP two-level table: LeastFreeCapacity, 10 pods in host slices of 2, slices alone (unconstrained)": {
+			levels: twoLevel, nodes: kepSlices, opts: bestFit,
+			req:  Request{Count: 10, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{host, 2}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b", 2, "c", 4, "d", 2, "e", 2)},
+		},
+		"unconstrained slices: the tightest node of the flavor that holds all slices": {
+			levels: twoLevel, opts: bestFit,
+			nodes: []node{{"r1-h1", "", "r1", "8"}, {"r1-h2", "", "r1", "8"}, {"r2-h1", "", "r2", "5"}, {"r2-h2", "", "r2", "20"}},
+			req:   Request{Count: 4, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{host, 2}}},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("r2-h1", 4)},
+		},
+		// As Kueue: with no domain holding all slices, the racks of the
+		// flavor are filled smallest-first, in slices.
+		"unconstrained rack slices that no block holds fill the smallest racks first": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "4"},
+				{"b1-r2-h1", "b1", "r2", "4"}, {"b1-r2-h2", "b1", "r2", "4"}, {"b1-r2-h3", "b1", "r2", "4"},
+				{"b2-r1-h1", "b2", "r1", "5"},
+				{"b2-r2-h1", "b2", "r2", "6"},
+			},
+			req: Request{Count: 20, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{rack, 4}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts(
+				"b1-r1-h1", 4, "b1-r2-h1", 4, "b1-r2-h2", 4, "b2-r1-h1", 4, "b2-r2-h1", 4)},
+		},
+		"unconstrained slices keep whole slices in their rack": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "3"}, {"b1-r1-h2", "b1", "r1", "2"},
+				{"b1-r2-h1", "b1", "r2", "3"},
+				{"b2-r1-h1", "b2", "r1", "1"}, {"b2-r1-h2", "b2", "r1", "1"},
+			},
+			req:  Request{Count: 6, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{rack, 3}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 3, "b1-r2-h1", 3)},
 		},
 		"unconstrained that does not fit": {
 			levels: twoLevel, opts: bestFit, nodes: kepRack,
@@ -221,6 +309,83 @@ func TestFindAssignment(t *testing.T) {
 				t.Errorf("FindAssignment() (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPreferredSpillIsMinimal checks on random clusters that a preferred
+// rack request that no block holds uses the fewest racks of the flavor,
+// and within each rack the fewest hosts that hold its share.
+func TestPreferredSpillIsMinimal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	// fewest is the least k such that the k largest caps reach need.
+	fewest := func(caps []int, need int) int {
+		slices.SortFunc(caps, func(a, b int) int { return b - a })
+		for k, sum := 0, 0; k < len(caps); k++ {
+			if sum += caps[k]; sum >= need {
+				return k + 1
+			}
+		}
+		return -1
+	}
+	spilled := 0
+	for trial := range 300 {
+		var nodes []node
+		rackOf := map[string]string{}
+		hostCaps := map[string][]int{}
+		blockCap := map[string]int{}
+		total := 0
+		for b := range 3 {
+			for r := range 1 + rng.IntN(4) {
+				for h := range 1 + rng.IntN(4) {
+					c := 1 + rng.IntN(8)
+					name, bk, rk := fmt.Sprintf("b%d-r%d-h%d", b, r, h), fmt.Sprintf("b%d", b), fmt.Sprintf("b%d/r%d", b, r)
+					nodes = append(nodes, node{name, bk, fmt.Sprintf("r%d", r), fmt.Sprint(c)})
+					rackOf[name] = rk
+					hostCaps[rk] = append(hostCaps[rk], c)
+					blockCap[bk] += c
+					total += c
+				}
+			}
+		}
+		biggest := 0
+		for _, c := range blockCap {
+			biggest = max(biggest, c)
+		}
+		if biggest == total {
+			continue
+		}
+		count := biggest + 1 + rng.IntN(total-biggest)
+		a, err := snapshotOf([]string{block, rack, host}, nodes...).FindAssignment(
+			Request{Count: int32(count), PodRequests: cpu("1"), Mode: Preferred, Level: rack}, bestFit)
+		if err != nil {
+			t.Fatalf("trial %d: %d pods on %v: %v", trial, count, nodes, err)
+		}
+		spilled++
+		share := map[string]int{}
+		hostsIn := map[string]int{}
+		for _, d := range a.Domains {
+			share[rackOf[d.Values[0]]] += int(d.Count)
+			hostsIn[rackOf[d.Values[0]]]++
+		}
+		var rackCaps []int
+		for _, caps := range hostCaps {
+			sum := 0
+			for _, c := range caps {
+				sum += c
+			}
+			rackCaps = append(rackCaps, sum)
+		}
+		if want := fewest(rackCaps, count); len(share) != want || a.PodCount() != int32(count) {
+			t.Errorf("trial %d: %d pods on %v: %d pods in %d racks, want %d racks: %v", trial, count, nodes, a.PodCount(), len(share), want, a.Domains)
+		}
+		for rk, n := range share {
+			if want := fewest(slices.Clone(hostCaps[rk]), n); hostsIn[rk] != want {
+				t.Errorf("trial %d: rack %s holds %d pods on %d hosts, want %d: %v", trial, rk, n, hostsIn[rk], want, a.Domains)
+			}
+		}
+	}
+	if spilled < 100 {
+		t.Fatalf("only %d trials spilled", spilled)
 	}
 }
 

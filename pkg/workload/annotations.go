@@ -68,8 +68,11 @@ func (a annotations) field(name string) *field.Path { return a.path.Key(a.keys[n
 // count is the pod set's size; defaultSliceSize, if not 0, is the slice size
 // used when a slice level is given without one. path is the path of the
 // annotations map, for error messages. It returns nil when the template has
-// no topology annotation. When it returns errors, the request still holds
-// what could be read, for messages only: it may break the Workload schema.
+// no topology annotation. Slice annotations without a required or preferred
+// level (alone, or with podset-unconstrained-topology) ask, as in Kueue, for
+// an unconstrained placement in whole slices. When it returns errors, the
+// request still holds what could be read, for messages only: it may break
+// the Workload schema.
 func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, path *field.Path) (*strata.PodSetTopologyRequest, field.ErrorList) {
 	a, errs := readAnnotations(m, path)
 	if len(a.values) == 0 {
@@ -115,10 +118,6 @@ func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, pa
 	if hasSliceLevel {
 		if err := validLevel(sliceLevel, a.field(sliceTopologyName)); err != nil {
 			errs = append(errs, err)
-		}
-		if req.Required == nil && req.Preferred == nil {
-			errs = append(errs, field.Required(path.Key(strata.Prefix+requiredName),
-				"podset-slice-required-topology needs podset-required-topology or podset-preferred-topology"))
 		}
 		req.PodSetSliceRequiredTopology = ptr.To(sliceLevel)
 		size := defaultSliceSize

@@ -105,11 +105,43 @@ func TestParseTopologyRequest(t *testing.T) {
 			want:        &strata.PodSetTopologyRequest{Required: ptr.To(block)},
 			wantErrs:    []string{`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "4": needs podset-slice-required-topology to say which level each slice must fit in`},
 		},
-		"slice level without a main level": {
-			annotations: map[string]string{"strata.dev/podset-slice-required-topology": host, "strata.dev/podset-slice-size": "4"},
+		// Kueue: slices alone are an unconstrained request with slices.
+		"slices alone, kueue prefix": {
+			annotations: map[string]string{"kueue.x-k8s.io/podset-slice-required-topology": host, "kueue.x-k8s.io/podset-slice-size": "4"},
 			count:       16,
 			want:        &strata.PodSetTopologyRequest{PodSetSliceRequiredTopology: ptr.To(host), PodSetSliceSize: ptr.To[int32](4)},
-			wantErrs:    []string{`spec.template.metadata.annotations[strata.dev/podset-required-topology]: Required value: podset-slice-required-topology needs podset-required-topology or podset-preferred-topology`},
+		},
+		"slices with unconstrained, kueue prefix": {
+			annotations: map[string]string{
+				"kueue.x-k8s.io/podset-unconstrained-topology":  "true",
+				"kueue.x-k8s.io/podset-slice-required-topology": rack,
+				"kueue.x-k8s.io/podset-slice-size":              "8",
+			},
+			count: 16,
+			want:  &strata.PodSetTopologyRequest{Unconstrained: ptr.To(true), PodSetSliceRequiredTopology: ptr.To(rack), PodSetSliceSize: ptr.To[int32](8)},
+		},
+		"slices with unconstrained, strata prefix": {
+			annotations: map[string]string{
+				"strata.dev/podset-unconstrained-topology":  "true",
+				"strata.dev/podset-slice-required-topology": host,
+				"strata.dev/podset-slice-size":              "2",
+			},
+			count: 4,
+			want:  &strata.PodSetTopologyRequest{Unconstrained: ptr.To(true), PodSetSliceRequiredTopology: ptr.To(host), PodSetSliceSize: ptr.To[int32](2)},
+		},
+		"slices alone still need a size": {
+			annotations: map[string]string{"kueue.x-k8s.io/podset-slice-required-topology": host},
+			count:       16,
+			want:        &strata.PodSetTopologyRequest{PodSetSliceRequiredTopology: ptr.To(host)},
+			wantErrs:    []string{`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Required value: podset-slice-size is required with podset-slice-required-topology`},
+		},
+		"multi-layer constraints alone": {
+			annotations: map[string]string{
+				"kueue.x-k8s.io/podset-slice-required-topology-constraints": `[{"topology": "` + rack + `", "size": "8"}, {"topology": "` + host + `", "size": "2"}]`,
+			},
+			count: 16,
+			want: &strata.PodSetTopologyRequest{PodSetSliceRequiredTopologyConstraints: []strata.PodSetSliceTopologyConstraint{
+				{Topology: rack, Size: 8}, {Topology: host, Size: 2}}},
 		},
 		"multi-layer constraints": {
 			annotations: map[string]string{
@@ -203,11 +235,13 @@ func TestValidateAgainstTopology(t *testing.T) {
 		req     *strata.PodSetTopologyRequest
 		wantErr string
 	}{
-		"nil":                {},
-		"required rack":      {req: &strata.PodSetTopologyRequest{Required: ptr.To(rack)}},
-		"unknown level":      {req: &strata.PodSetTopologyRequest{Preferred: ptr.To("zone")}, wantErr: `podset-preferred-topology: "zone" is not a level of Topology "default" (levels: cloud.provider.com/topology-block, cloud.provider.com/topology-rack, kubernetes.io/hostname)`},
-		"slice below":        {req: &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopology: ptr.To(host), PodSetSliceSize: ptr.To[int32](2)}},
-		"slice at the level": {req: &strata.PodSetTopologyRequest{Required: ptr.To(rack), PodSetSliceRequiredTopology: ptr.To(rack), PodSetSliceSize: ptr.To[int32](2)}},
+		"nil":                           {},
+		"required rack":                 {req: &strata.PodSetTopologyRequest{Required: ptr.To(rack)}},
+		"unknown level":                 {req: &strata.PodSetTopologyRequest{Preferred: ptr.To("zone")}, wantErr: `podset-preferred-topology: "zone" is not a level of Topology "default" (levels: cloud.provider.com/topology-block, cloud.provider.com/topology-rack, kubernetes.io/hostname)`},
+		"slice below":                   {req: &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopology: ptr.To(host), PodSetSliceSize: ptr.To[int32](2)}},
+		"slice at the level":            {req: &strata.PodSetTopologyRequest{Required: ptr.To(rack), PodSetSliceRequiredTopology: ptr.To(rack), PodSetSliceSize: ptr.To[int32](2)}},
+		"slices alone at the top level": {req: &strata.PodSetTopologyRequest{PodSetSliceRequiredTopology: ptr.To(block), PodSetSliceSize: ptr.To[int32](2)}},
+		"slices with unconstrained":     {req: &strata.PodSetTopologyRequest{Unconstrained: ptr.To(true), PodSetSliceRequiredTopology: ptr.To(rack), PodSetSliceSize: ptr.To[int32](2)}},
 		"slice above": {
 			req:     &strata.PodSetTopologyRequest{Required: ptr.To(rack), PodSetSliceRequiredTopology: ptr.To(block), PodSetSliceSize: ptr.To[int32](2)},
 			wantErr: `podset-slice-required-topology: "cloud.provider.com/topology-block" is above the pod set's level "cloud.provider.com/topology-rack"`,

@@ -70,6 +70,44 @@ func TestFromJobAndRequest(t *testing.T) {
 	}
 }
 
+// TestFromJobSlicesAlone: a Kueue manifest with slice annotations and no
+// main level (alone, or with podset-unconstrained-topology) is an
+// unconstrained request with slice layers.
+func TestFromJobSlicesAlone(t *testing.T) {
+	for name, annotations := range map[string]map[string]string{
+		"slices alone": {
+			"kueue.x-k8s.io/podset-slice-required-topology": host,
+			"kueue.x-k8s.io/podset-slice-size":              "2",
+		},
+		"slices with unconstrained": {
+			"kueue.x-k8s.io/podset-unconstrained-topology":  "true",
+			"kueue.x-k8s.io/podset-slice-required-topology": host,
+			"kueue.x-k8s.io/podset-slice-size":              "2",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wl, errs := FromJob(job(8, 8, annotations))
+			if len(errs) != 0 {
+				t.Fatalf("FromJob() errors: %v", errs)
+			}
+			ps := &wl.Spec.PodSets[0]
+			if errs := ValidateSpec(&wl.Spec, nil); len(errs) != 0 {
+				t.Fatalf("ValidateSpec() errors: %v", errs)
+			}
+			if err := ValidateAgainstTopology(ps.TopologyRequest, "default", []string{block, rack, host}); err != nil {
+				t.Fatalf("ValidateAgainstTopology() error: %v", err)
+			}
+			got := Request(ps)
+			if got.Mode != tas.Unconstrained || got.Level != "" || got.Count != 8 {
+				t.Errorf("Request() = %v level %q count %d, want unconstrained, no level, 8", got.Mode, got.Level, got.Count)
+			}
+			if diff := cmp.Diff([]tas.Layer{{Level: host, Size: 2}}, got.Layers); diff != "" {
+				t.Errorf("Request().Layers (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestFromJobErrors(t *testing.T) {
 	j := job(3, 3, map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-slice-required-topology": host, "strata.dev/podset-slice-size": "2"})
 	delete(j.Labels, strata.QueueNameLabel)

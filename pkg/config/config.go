@@ -122,6 +122,9 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	setTASDefaults(&cfg.TopologyAwareScheduling)
 	setDuration(&cfg.Dispatch.AdmissionTimeout, DefaultAdmissionTimeout)
 	setDuration(&cfg.Dispatch.SummaryStaleAfter, DefaultSummaryStaleAfter)
+	if cfg.Dispatch.PlacementPolicy == "" {
+		cfg.Dispatch.PlacementPolicy = configv1beta1.Compact
+	}
 	if cfg.Dispatch.WorkerNamespace == "" {
 		cfg.Dispatch.WorkerNamespace = DefaultWorkerNamespace
 	}
@@ -180,6 +183,9 @@ func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
 	dp := field.NewPath("dispatch")
 	errs = append(errs, positive(cfg.Dispatch.AdmissionTimeout, dp.Child("admissionTimeout"), false)...)
 	errs = append(errs, positive(cfg.Dispatch.SummaryStaleAfter, dp.Child("summaryStaleAfter"), false)...)
+	if p := cfg.Dispatch.PlacementPolicy; p != configv1beta1.Compact && p != configv1beta1.Spread {
+		errs = append(errs, field.NotSupported(dp.Child("placementPolicy"), p, []configv1beta1.PlacementPolicy{configv1beta1.Compact, configv1beta1.Spread}))
+	}
 	return errs
 }
 

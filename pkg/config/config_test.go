@@ -171,6 +171,16 @@ func TestLoadHub(t *testing.T) {
 				c.Dispatch.AdmissionTimeout = duration(90 * time.Second)
 			},
 		},
+		"the spread policy": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\ndispatch:\n  placementPolicy: Spread\n",
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.Dispatch.PlacementPolicy = configv1beta1.Spread
+			},
+		},
+		"an unknown policy": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\ndispatch:\n  placementPolicy: Random\n",
+			wantErr: `dispatch.placementPolicy: Unsupported value: "Random": supported values: "Compact", "Spread"`,
+		},
 		"a zero timeout": {
 			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\ndispatch:\n  admissionTimeout: 0s\n",
 			wantErr: "dispatch.admissionTimeout: Invalid value: \"0s\": must be a positive duration",
@@ -199,6 +209,7 @@ func TestLoadHub(t *testing.T) {
 					AdmissionTimeout:  duration(5 * time.Minute),
 					SummaryStaleAfter: duration(2 * time.Minute),
 					WorkerNamespace:   "strata-system",
+					PlacementPolicy:   configv1beta1.Compact,
 				},
 			}
 			tc.want(want)

@@ -156,4 +156,23 @@ type Dispatch struct {
 	// hub's credentials point (default strata-system).
 	// +optional
 	WorkerNamespace string `json:"workerNamespace,omitempty"`
+	// placementPolicy ranks the (cluster, flavor) candidates where a
+	// workload fits: Compact (default) or Spread.
+	// +optional
+	PlacementPolicy PlacementPolicy `json:"placementPolicy,omitempty"`
 }
+
+// PlacementPolicy is how the hub ranks the clusters and flavors where a
+// workload fits.
+type PlacementPolicy string
+
+const (
+	// Compact prefers the most compact placement (the lowest level at which
+	// one domain holds every pod), then the best fit (the least room left
+	// in that domain, which keeps large domains free for large workloads),
+	// then the ClusterQueue's flavor order, then the cluster's name.
+	Compact PlacementPolicy = "Compact"
+	// Spread prefers the most compact placement too, then the most room
+	// left in the chosen domain, which balances load over clusters.
+	Spread PlacementPolicy = "Spread"
+)

@@ -1,0 +1,305 @@
+// Package placement is the hub's choice of a worker cluster and flavor for
+// a workload: the TAS engine on every eligible (cluster, flavor) summary,
+// less the hub's in-flight reservations, then a ranking of the candidates
+// where the workload fits (KEP-5732's generate, filter, score with
+// clusters in place of nodes). It is plain Go with no API calls, shared by
+// the hub and `kubectl strata simulate --cluster`.
+package placement
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	corev1 "k8s.io/api/core/v1"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
+)
+
+// DefaultMemoSize bounds the memoized engine answers.
+const DefaultMemoSize = 16384
+
+// Policy decides where workloads go. It memoizes the engine's answer per
+// (cluster, flavor, summary generation, reservations version, workload
+// shape), so that a burst of decisions re-runs the engine only on the
+// target that changed. A Policy is not safe for concurrent use.
+type Policy struct {
+	kind configv1beta1.PlacementPolicy
+	opts tas.Options
+	memo *lru.Cache[memoKey, *answer]
+}
+
+type memoKey struct {
+	cluster, flavor string
+	generation      int64
+	version         uint64 // 0: the flavor when empty
+	shape           string
+}
+
+// answer is the engine's verdict on one target.
+type answer struct {
+	fits        bool
+	never       bool // not even when empty, or the topology cannot hold it
+	assignments []*tas.Assignment
+	domain      []string
+	room        int64
+	reason      string
+}
+
+// New returns a policy of the given kind (Compact when empty) that places
+// with opts, remembering up to memoSize answers (DefaultMemoSize when not
+// positive).
+func New(kind configv1beta1.PlacementPolicy, opts tas.Options, memoSize int) *Policy {
+	if kind == "" {
+		kind = configv1beta1.Compact
+	}
+	if memoSize <= 0 {
+		memoSize = DefaultMemoSize
+	}
+	memo, _ := lru.New[memoKey, *answer](memoSize)
+	return &Policy{kind: kind, opts: opts, memo: memo}
+}
+
+// Decision is where a workload goes, or why it goes nowhere.
+type Decision struct {
+	// Cluster and Flavor are the choice; empty when the workload fits
+	// nowhere now.
+	Cluster string
+	Flavor  string
+	// PodSets are the chosen placement, one per pod set in spec order, at
+	// the summary's leaf level.
+	PodSets []PodSetPlacement
+	// Reason is one line a person can read: the choice and why, or why
+	// the workload waits.
+	Reason string
+	// NeverFits: no eligible cluster could hold the workload even empty;
+	// waiting does not help.
+	NeverFits bool
+	// Candidates are every (cluster, flavor) considered, best first.
+	Candidates []Candidate
+}
+
+// PodSetPlacement is one pod set's planned assignment.
+type PodSetPlacement struct {
+	Name       string
+	Assignment *tas.Assignment
+	// Requests are one pod's requests, for Target.Reserve.
+	Requests corev1.ResourceList
+}
+
+// Candidate is the verdict on one (cluster, flavor).
+type Candidate struct {
+	Cluster string
+	Flavor  string
+	Fits    bool
+	// Level is the depth of the smallest domain that holds every pod (1:
+	// a domain of the top level; 0: spread over several), capped at the
+	// summary's leaf level. Comparable across clusters whose topologies
+	// differ in the levels below.
+	Level int
+	// Domain names that domain, one value per level.
+	Domain []string
+	// Room is how many more pods of the workload's largest pod set that
+	// domain could take after the placement.
+	Room   int64
+	Reason string
+}
+
+// Decide places wl on the best of targets. flavors is the ClusterQueue's
+// flavor order: targets of other flavors are not considered; when it is
+// empty, every target is, in the order of first appearance of its flavor.
+// It does not reserve: call Target.Reserve with the decision's pod sets.
+func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target) *Decision {
+	if len(flavors) == 0 {
+		for _, t := range targets {
+			if !slices.Contains(flavors, t.Flavor) {
+				flavors = append(flavors, t.Flavor)
+			}
+		}
+	}
+	shape := shapeOf(wl)
+	d := &Decision{}
+	answers := map[*Target]*answer{}
+	for _, t := range targets {
+		if !slices.Contains(flavors, t.Flavor) {
+			continue
+		}
+		c := Candidate{Cluster: t.Cluster, Flavor: t.Flavor}
+		if t.Unavailable != "" {
+			c.Reason = t.Unavailable
+			d.Candidates = append(d.Candidates, c)
+			continue
+		}
+		a := p.evaluate(t, wl, shape)
+		answers[t] = a
+		c.Fits, c.Domain, c.Level, c.Room, c.Reason = a.fits, a.domain, len(a.domain), a.room, a.reason
+		d.Candidates = append(d.Candidates, c)
+	}
+	flavorPos := func(f string) int { return slices.Index(flavors, f) }
+	slices.SortStableFunc(d.Candidates, func(a, b Candidate) int {
+		if a.Fits != b.Fits {
+			if a.Fits {
+				return -1
+			}
+			return 1
+		}
+		if !a.Fits {
+			return cmp.Or(cmp.Compare(flavorPos(a.Flavor), flavorPos(b.Flavor)), cmp.Compare(a.Cluster, b.Cluster))
+		}
+		room := cmp.Compare(a.Room, b.Room)
+		if p.kind == configv1beta1.Spread {
+			room = -room
+		}
+		return cmp.Or(cmp.Compare(b.Level, a.Level), room, cmp.Compare(flavorPos(a.Flavor), flavorPos(b.Flavor)), cmp.Compare(a.Cluster, b.Cluster))
+	})
+	if len(d.Candidates) == 0 {
+		d.Reason = fmt.Sprintf("no worker cluster offers the flavors %s", strings.Join(flavors, ", "))
+		return d
+	}
+	if best := d.Candidates[0]; best.Fits {
+		d.Cluster, d.Flavor = best.Cluster, best.Flavor
+		a := answers[targetOf(targets, best.Cluster, best.Flavor)]
+		for i := range wl.Spec.PodSets {
+			ps := &wl.Spec.PodSets[i]
+			d.PodSets = append(d.PodSets, PodSetPlacement{Name: ps.Name, Assignment: a.assignments[i], Requests: workload.Request(ps).PodRequests})
+		}
+		d.Reason = fmt.Sprintf("%s: %s", label(best), best.Reason)
+		if len(d.Candidates) > 1 {
+			d.Reason += "; " + others(d.Candidates[1:])
+		}
+		return d
+	}
+	d.NeverFits = true
+	for _, t := range targets {
+		if !slices.Contains(flavors, t.Flavor) {
+			continue
+		}
+		if a := answers[t]; a == nil || !a.never {
+			d.NeverFits = false
+		}
+	}
+	if d.NeverFits {
+		d.Reason = "larger than every cluster, even empty: " + others(d.Candidates)
+	} else {
+		d.Reason = "fits nowhere now: " + others(d.Candidates)
+	}
+	return d
+}
+
+func targetOf(targets []*Target, cluster, flavor string) *Target {
+	for _, t := range targets {
+		if t.Cluster == cluster && t.Flavor == flavor {
+			return t
+		}
+	}
+	return nil
+}
+
+func label(c Candidate) string { return c.Cluster + "/" + c.Flavor }
+
+// others lists candidates' reasons: "b/gpu: rack required: ...; c/gpu: summary stale".
+func others(cs []Candidate) string {
+	parts := make([]string, 0, len(cs))
+	for _, c := range cs {
+		parts = append(parts, label(c)+": "+c.Reason)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (p *Policy) evaluate(t *Target, wl *strata.Workload, shape string) *answer {
+	gen, version := t.Version()
+	key := memoKey{t.Cluster, t.Flavor, gen, version, shape}
+	if a, ok := p.memo.Get(key); ok {
+		return a
+	}
+	a := p.place(t, t.free, wl)
+	if !a.fits && !a.never {
+		emptyKey := memoKey{t.Cluster, t.Flavor, gen, 0, shape}
+		e, ok := p.memo.Get(emptyKey)
+		if !ok {
+			e = p.place(t, t.empty, wl)
+			p.memo.Add(emptyKey, e)
+		}
+		if !e.fits {
+			a.never = true
+			a.reason += " (also when empty)"
+		}
+	}
+	p.memo.Add(key, a)
+	return a
+}
+
+// place runs the engine on s and gives the capacity back.
+func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer {
+	topology := "of flavor " + t.Flavor
+	assignments, usage, err := workload.Place(s, topology, nil, wl, p.opts)
+	if err != nil {
+		a := &answer{reason: err.Error()}
+		var mismatch *workload.TopologyMismatchError
+		if errors.As(err, &mismatch) {
+			a.never = true
+		}
+		return a
+	}
+	defer func() {
+		for _, u := range usage {
+			s.Release(u)
+		}
+	}()
+	a := &answer{fits: true, assignments: assignments, domain: s.Enclosing(assignments)}
+	main := 0
+	var unchecked []string
+	for i := range wl.Spec.PodSets {
+		if wl.Spec.PodSets[i].Count > wl.Spec.PodSets[main].Count {
+			main = i
+		}
+		for _, u := range s.Unchecked(workload.Request(&wl.Spec.PodSets[i])) {
+			if !slices.Contains(unchecked, u) {
+				unchecked = append(unchecked, u)
+			}
+		}
+	}
+	a.room, _ = s.Room(a.domain, workload.Request(&wl.Spec.PodSets[main]))
+	levels := t.Levels()
+	if len(a.domain) == 0 {
+		a.reason = fmt.Sprintf("fits spread over %s domains", tas.LevelName(levels[0]))
+	} else {
+		a.reason = fmt.Sprintf("fits in %s %s", tas.LevelName(levels[len(a.domain)-1]), strings.Join(a.domain, "/"))
+	}
+	a.reason += fmt.Sprintf(", room for %d more", a.room)
+	if len(unchecked) > 0 {
+		a.reason += fmt.Sprintf(" (%s not checked: the summary has no node labels or taints)", strings.Join(unchecked, ", "))
+	}
+	return a
+}
+
+// shapeOf identifies what the engine's answer depends on in a workload:
+// its pod sets without names or metadata.
+func shapeOf(wl *strata.Workload) string {
+	type podSet struct {
+		Count    int32
+		Requests corev1.ResourceList
+		Topology *strata.PodSetTopologyRequest
+		Selector map[string]string
+		Affinity *corev1.NodeSelector
+		Tol      []corev1.Toleration
+	}
+	sets := make([]podSet, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		r := workload.Request(ps)
+		sets[i] = podSet{ps.Count, r.PodRequests, ps.TopologyRequest, r.NodeSelector, r.NodeAffinity, r.Tolerations}
+	}
+	data, err := json.Marshal(sets)
+	if err != nil {
+		return fmt.Sprintf("%p", wl) // never shared
+	}
+	return string(data)
+}

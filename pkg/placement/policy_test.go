@@ -1,0 +1,289 @@
+package placement
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+const (
+	block = "cloud.provider.com/topology-block"
+	rack  = "cloud.provider.com/topology-rack"
+	host  = "kubernetes.io/hostname"
+	gpu   = "nvidia.com/gpu"
+)
+
+// cluster builds a worker's summary: racks[b][r] is the free GPUs of each
+// node of rack r of block b (8 GPUs allocatable per node).
+func cluster(t *testing.T, racks [][][]int64) *strata.CapacitySummaryStatus {
+	t.Helper()
+	s := tas.NewSnapshot([]string{block, rack, host}, nil)
+	i := 0
+	for b, rs := range racks {
+		for r, nodes := range rs {
+			for _, free := range nodes {
+				name := fmt.Sprintf("n%d", i)
+				i++
+				s.SetNode(tas.Node{
+					Name:   name,
+					Labels: map[string]string{block: fmt.Sprintf("b%d", b), rack: fmt.Sprintf("r%d", r), host: name},
+					Allocatable: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110"),
+					},
+					Ready: true,
+				})
+				if used := 8 - free; used > 0 {
+					s.AddUsage(name, corev1.ResourceList{gpu: *resource.NewQuantity(used, resource.DecimalSI)}, 1)
+				}
+			}
+		}
+	}
+	st, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SummaryGeneration = 1
+	return &st
+}
+
+func target(t *testing.T, name, flavor string, st *strata.CapacitySummaryStatus) *Target {
+	t.Helper()
+	tg, err := NewTarget(name, flavor, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+func job(count int32, gpus string, configure func(*testutil.PodSetWrapper)) *strata.Workload {
+	ps := testutil.MakePodSet("main", count, gpu, gpus)
+	if configure != nil {
+		configure(ps)
+	}
+	return testutil.MakeWorkload("w", "default").PodSets(ps.Obj()).Obj()
+}
+
+func rackOf(n int, free int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = free
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	// free: one whole free rack of 4 nodes, and a fragmented one.
+	free := func() *strata.CapacitySummaryStatus {
+		return cluster(t, [][][]int64{{rackOf(4, 8), rackOf(4, 2)}})
+	}
+	fragmented := func() *strata.CapacitySummaryStatus {
+		return cluster(t, [][][]int64{{{8, 8, 0, 0}, {8, 8, 0, 0}}, {{8, 8, 8, 0}}})
+	}
+	cases := map[string]struct {
+		targets   func() []*Target
+		flavors   []string
+		workload  *strata.Workload
+		policy    configv1beta1.PlacementPolicy
+		want      []Candidate
+		wantNever bool
+		reason    string
+	}{
+		"required rack lands on the cluster with a free rack": {
+			targets: func() []*Target {
+				return []*Target{target(t, "a-frag", "gpu", fragmented()), target(t, "b-free", "gpu", free())}
+			},
+			workload: job(4, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) }),
+			want: []Candidate{
+				{Cluster: "b-free", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 0, Reason: "fits in rack b0/r0, room for 0 more"},
+				{Cluster: "a-frag", Flavor: "gpu", Reason: "rack required: the best rack fits 3 of 4 pods; limited by nvidia.com/gpu (4 nodes)"},
+			},
+			reason: "b-free/gpu: fits in rack b0/r0, room for 0 more; a-frag/gpu: rack required: the best rack fits 3 of 4 pods; limited by nvidia.com/gpu (4 nodes)",
+		},
+		"a rack beats a block even with more room left": {
+			targets: func() []*Target {
+				return []*Target{
+					target(t, "x", "gpu", cluster(t, [][][]int64{{rackOf(2, 8), rackOf(2, 8)}})),
+					target(t, "y", "gpu", cluster(t, [][][]int64{{rackOf(8, 8)}})),
+				}
+			},
+			workload: job(3, "8", func(p *testutil.PodSetWrapper) { p.Preferred(rack) }),
+			want: []Candidate{
+				{Cluster: "y", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 5, Reason: "fits in rack b0/r0, room for 5 more"},
+				{Cluster: "x", Flavor: "gpu", Fits: true, Level: 1, Domain: []string{"b0"}, Room: 1, Reason: "fits in block b0, room for 1 more"},
+			},
+		},
+		"the tighter rack wins": {
+			targets: func() []*Target {
+				return []*Target{target(t, "a-frag", "gpu", fragmented()), target(t, "b-free", "gpu", free())}
+			},
+			workload: job(5, "1", func(p *testutil.PodSetWrapper) { p.Preferred(rack) }),
+			want: []Candidate{
+				{Cluster: "b-free", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r1"}, Room: 3, Reason: "fits in rack b0/r1, room for 3 more"},
+				{Cluster: "a-frag", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 11, Reason: "fits in rack b0/r0, room for 11 more"},
+			},
+		},
+		"best fit: the least room left wins": {
+			targets: func() []*Target {
+				return []*Target{target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(4, 8)}})), target(t, "b", "gpu", cluster(t, [][][]int64{{rackOf(3, 8)}}))}
+			},
+			workload: job(3, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) }),
+			want: []Candidate{
+				{Cluster: "b", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 0, Reason: "fits in rack b0/r0, room for 0 more"},
+				{Cluster: "a", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 1, Reason: "fits in rack b0/r0, room for 1 more"},
+			},
+		},
+		"spread: the most room left wins": {
+			targets: func() []*Target {
+				return []*Target{target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(4, 8)}})), target(t, "b", "gpu", cluster(t, [][][]int64{{rackOf(3, 8)}}))}
+			},
+			policy:   configv1beta1.Spread,
+			workload: job(3, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) }),
+			want: []Candidate{
+				{Cluster: "a", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 1, Reason: "fits in rack b0/r0, room for 1 more"},
+				{Cluster: "b", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 0, Reason: "fits in rack b0/r0, room for 0 more"},
+			},
+		},
+		"flavor order, then cluster name": {
+			targets: func() []*Target {
+				st := cluster(t, [][][]int64{{rackOf(2, 8)}})
+				return []*Target{target(t, "b", "h100", st), target(t, "a", "a100", st), target(t, "c", "a100", st), target(t, "d", "b200", st)}
+			},
+			flavors:  []string{"a100", "h100"},
+			workload: job(2, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) }),
+			want: []Candidate{
+				{Cluster: "a", Flavor: "a100", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Reason: "fits in rack b0/r0, room for 0 more"},
+				{Cluster: "c", Flavor: "a100", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Reason: "fits in rack b0/r0, room for 0 more"},
+				{Cluster: "b", Flavor: "h100", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Reason: "fits in rack b0/r0, room for 0 more"},
+			},
+		},
+		"an unavailable cluster gets no work": {
+			targets: func() []*Target {
+				stale := target(t, "a", "gpu", free())
+				stale.Unavailable = "summary stale (observed 5m ago)"
+				return []*Target{stale, target(t, "b", "gpu", fragmented())}
+			},
+			workload: job(4, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) }),
+			want: []Candidate{
+				{Cluster: "a", Flavor: "gpu", Reason: "summary stale (observed 5m ago)"},
+				{Cluster: "b", Flavor: "gpu", Reason: "rack required: the best rack fits 3 of 4 pods; limited by nvidia.com/gpu (4 nodes)"},
+			},
+			reason: "fits nowhere now: a/gpu: summary stale (observed 5m ago); b/gpu: rack required: the best rack fits 3 of 4 pods; limited by nvidia.com/gpu (4 nodes)",
+		},
+		"larger than every cluster": {
+			targets: func() []*Target {
+				return []*Target{target(t, "a", "gpu", free()), target(t, "b", "gpu", fragmented())}
+			},
+			workload: job(5, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) }),
+			want: []Candidate{
+				{Cluster: "a", Flavor: "gpu", Reason: "rack required: the best rack fits 4 of 5 pods; limited by nvidia.com/gpu (4 nodes) (also when empty)"},
+				{Cluster: "b", Flavor: "gpu", Reason: "rack required: the best rack fits 3 of 5 pods; limited by nvidia.com/gpu (4 nodes) (also when empty)"},
+			},
+			wantNever: true,
+		},
+		"a topology without the requested level is no candidate": {
+			targets: func() []*Target {
+				s := tas.NewSnapshot([]string{rack, host}, nil)
+				s.SetNode(tas.Node{Name: "n", Labels: map[string]string{rack: "r", host: "n"}, Ready: true,
+					Allocatable: corev1.ResourceList{gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+				st, err := s.Summarize(math.MaxInt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return []*Target{target(t, "a", "gpu", &st)}
+			},
+			workload: job(1, "8", func(p *testutil.PodSetWrapper) { p.Required(block) }),
+			want: []Candidate{
+				{Cluster: "a", Flavor: "gpu", Reason: `pod set main: podset-required-topology: "cloud.provider.com/topology-block" is not a level of Topology "of flavor gpu" (levels: cloud.provider.com/topology-rack, kubernetes.io/hostname)`},
+			},
+			wantNever: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := New(tc.policy, tas.DefaultOptions(), 0)
+			d := p.Decide(tc.workload, tc.flavors, tc.targets())
+			if diff := cmp.Diff(tc.want, d.Candidates, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("candidates (-want,+got):\n%s", diff)
+			}
+			if d.NeverFits != tc.wantNever {
+				t.Errorf("NeverFits = %v, want %v", d.NeverFits, tc.wantNever)
+			}
+			if tc.reason != "" && d.Reason != tc.reason {
+				t.Errorf("reason:\n got %s\nwant %s", d.Reason, tc.reason)
+			}
+			if best := tc.want[0]; best.Fits != (d.Cluster == best.Cluster && d.Flavor == best.Flavor && len(d.PodSets) == 1) {
+				t.Errorf("decision %s/%s with %d pod sets, want %s/%s", d.Cluster, d.Flavor, len(d.PodSets), best.Cluster, best.Flavor)
+			}
+		})
+	}
+}
+
+// TestBurstIsAdmittedOnce: reservations keep a burst of identical jobs
+// from piling onto one cluster's stale summary, and end when released or
+// when a new summary reflects the job.
+func TestBurstIsAdmittedOnce(t *testing.T) {
+	two := cluster(t, [][][]int64{{rackOf(4, 8), rackOf(4, 8)}})
+	one := cluster(t, [][][]int64{{rackOf(4, 8)}})
+	targets := []*Target{target(t, "a", "gpu", two), target(t, "b", "gpu", one)}
+	p := New("", tas.DefaultOptions(), 0)
+	wl := job(4, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) })
+	var got []string
+	for i := range 4 {
+		d := p.Decide(wl, nil, targets)
+		got = append(got, d.Cluster)
+		if d.Cluster == "" {
+			continue
+		}
+		tg := targetOf(targets, d.Cluster, d.Flavor)
+		var as []*tas.Assignment
+		var reqs []corev1.ResourceList
+		for _, ps := range d.PodSets {
+			as, reqs = append(as, ps.Assignment), append(reqs, ps.Requests)
+		}
+		if err := tg.Reserve(fmt.Sprintf("job-%d", i), as, reqs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every rack is as tight a fit as the others: a's two by name, then b.
+	if diff := cmp.Diff([]string{"a", "a", "b", ""}, got); diff != "" {
+		t.Errorf("clusters chosen (-want,+got):\n%s", diff)
+	}
+	// A new summary of a that reflects job-0 but not job-1 yet: job-1's
+	// reservation stays until released.
+	a := targets[0]
+	reflected := cluster(t, [][][]int64{{rackOf(4, 0), rackOf(4, 8)}})
+	reflected.SummaryGeneration = 2
+	a.Release("job-0")
+	if err := a.SetSummary(reflected); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide(wl, nil, targets); d.Cluster != "" {
+		t.Errorf("after the summary: placed on %s; want nowhere, job-1 still holds a's second rack", d.Cluster)
+	}
+	a.Release("job-1")
+	if d := p.Decide(wl, nil, targets); d.Cluster != "a" {
+		t.Errorf("after job-1 is released: placed on %q, want a (%s)", d.Cluster, d.Reason)
+	}
+}
+
+// TestUncheckedIsSaid: what a summary cannot evaluate is named.
+func TestUncheckedIsSaid(t *testing.T) {
+	targets := []*Target{target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(2, 8)}}))}
+	wl := job(1, "8", nil)
+	wl.Spec.PodSets[0].Template.Spec.NodeSelector = map[string]string{"pool": "training"}
+	d := New("", tas.DefaultOptions(), 0).Decide(wl, nil, targets)
+	want := "a/gpu: fits in rack b0/r0, room for 1 more (node selector not checked: the summary has no node labels or taints)"
+	if d.Reason != want {
+		t.Errorf("reason:\n got %s\nwant %s", d.Reason, want)
+	}
+}

@@ -1,0 +1,144 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+// Target is the hub's view of one flavor on one worker cluster: the
+// latest capacity summary, the workloads dispatched there that the summary
+// does not reflect yet (in-flight reservations), and whether the cluster
+// takes new work at all. A Target is not safe for concurrent use.
+type Target struct {
+	Cluster string
+	Flavor  string
+	// Unavailable, when set, says why the cluster gets no new work on this
+	// flavor ("summary stale", "cordoned", "unreachable: ..."); the target
+	// is then no candidate and its reason says so.
+	Unavailable string
+
+	generation int64
+	levels     []string
+	// free is the summary's snapshot with the reservations committed; base
+	// the summary's snapshot as published (frozen, shared by clones);
+	// empty the flavor's nodes with nothing running.
+	base, free, empty *tas.Snapshot
+	reservations      map[string]*reservation
+	// version changes with every reservation made or ended, so that
+	// memoized answers on the old state are not reused.
+	version uint64
+}
+
+type reservation struct {
+	seq         uint64
+	assignments []*tas.Assignment
+	requests    []corev1.ResourceList
+	usage       []tas.Usage
+}
+
+// NewTarget returns the view of a flavor on a cluster from its summary.
+func NewTarget(cluster, flavor string, st *strata.CapacitySummaryStatus) (*Target, error) {
+	t := &Target{Cluster: cluster, Flavor: flavor, reservations: map[string]*reservation{}}
+	if err := t.SetSummary(st); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Generation is the summary generation the view is built on.
+func (t *Target) Generation() int64 { return t.generation }
+
+// Version identifies the state placements see: the summary generation and
+// the reservations on it.
+func (t *Target) Version() (int64, uint64) { return t.generation, t.version }
+
+// Levels are the topology levels the summary reports.
+func (t *Target) Levels() []string { return t.levels }
+
+// Snapshot is the free capacity left for new workloads: the summary less
+// the in-flight reservations. Use it to read; place through a Policy.
+func (t *Target) Snapshot() *tas.Snapshot { return t.free }
+
+// SetSummary moves the view to a new summary. Reservations stay until
+// Release: the caller ends a reservation once a summary reflects it.
+func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
+	base, err := tas.NewSnapshotFromSummary(st)
+	if err != nil {
+		return fmt.Errorf("capacity summary of flavor %s on %s: %w", t.Flavor, t.Cluster, err)
+	}
+	empty, err := tas.NewEmptySnapshotFromSummary(st)
+	if err != nil {
+		return fmt.Errorf("capacity summary of flavor %s on %s: %w", t.Flavor, t.Cluster, err)
+	}
+	t.base, t.empty, t.generation, t.levels = base, empty, st.SummaryGeneration, st.Levels
+	t.free = base.Clone()
+	t.version++
+	// Re-apply the reservations, oldest first, at the leaf level.
+	held := make([]*reservation, 0, len(t.reservations))
+	for _, r := range t.reservations {
+		held = append(held, r)
+	}
+	sort.Slice(held, func(i, j int) bool { return held[i].seq < held[j].seq })
+	for _, r := range held {
+		r.usage = r.usage[:0]
+		for i, a := range r.assignments {
+			u, err := t.free.Commit(a, r.requests[i])
+			if err != nil {
+				// The domain is gone from the new summary: its nodes left.
+				// The reservation holds nothing there any more.
+				continue
+			}
+			r.usage = append(r.usage, u)
+		}
+	}
+	return nil
+}
+
+// Reserve takes the capacity of a workload dispatched to this target
+// (assignments at the summary's leaf level, one per pod set with its pod's
+// requests) until Release. Reserving a key again replaces its reservation.
+func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []corev1.ResourceList) error {
+	if len(assignments) != len(requests) {
+		return fmt.Errorf("%d assignments for %d pod sets", len(assignments), len(requests))
+	}
+	t.Release(key)
+	r := &reservation{seq: t.version + 1, assignments: assignments, requests: requests}
+	for i, a := range assignments {
+		u, err := t.free.Commit(a, requests[i])
+		if err != nil {
+			for _, taken := range r.usage {
+				t.free.Release(taken)
+			}
+			return fmt.Errorf("reserving %s on %s/%s: %w", key, t.Cluster, t.Flavor, err)
+		}
+		r.usage = append(r.usage, u)
+	}
+	t.reservations[key] = r
+	t.version++
+	return nil
+}
+
+// Release ends a reservation: its workload's usage now shows in the
+// summary, or the dispatch was undone.
+func (t *Target) Release(key string) {
+	r, ok := t.reservations[key]
+	if !ok {
+		return
+	}
+	for _, u := range r.usage {
+		t.free.Release(u)
+	}
+	delete(t.reservations, key)
+	t.version++
+}
+
+// Reserved says whether key holds a reservation.
+func (t *Target) Reserved(key string) bool {
+	_, ok := t.reservations[key]
+	return ok
+}

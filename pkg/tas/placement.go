@@ -1,0 +1,97 @@
+package tas
+
+import (
+	"fmt"
+	"slices"
+)
+
+// LeafDepth is the number of levels a summary of this snapshot reports
+// domains for: every level above the host.
+func (s *Snapshot) LeafDepth() int {
+	switch {
+	case s.summary:
+		return s.leafDepth
+	case s.hostIsLowest:
+		return s.depth - 1
+	}
+	return s.depth
+}
+
+// IsSummary says whether the snapshot was built from a capacity summary.
+func (s *Snapshot) IsSummary() bool { return s.summary }
+
+// Enclosing returns the smallest domain that holds every pod of the
+// assignments (as FindAssignment returned them), capped at the leaf level:
+// its values, one per level from the top, so len(values) is its depth (0:
+// the pods spread over top-level domains; one host counts as its leaf
+// domain). Assignments with no pods give nil.
+func (s *Snapshot) Enclosing(as []*Assignment) []string {
+	var common []string
+	first := true
+	for _, a := range as {
+		for _, d := range a.Domains {
+			values := s.leafValues(a, d)
+			if first {
+				common, first = slices.Clone(values), false
+				continue
+			}
+			n := 0
+			for n < len(common) && n < len(values) && common[n] == values[n] {
+				n++
+			}
+			common = common[:n]
+		}
+	}
+	return common
+}
+
+// leafValues returns the values, down to the leaf level, of an assignment
+// entry.
+func (s *Snapshot) leafValues(a *Assignment, d DomainAssignment) []string {
+	leaf := s.LeafDepth()
+	if s.hostIsLowest && len(a.Levels) == 1 && a.Levels[0] == s.levels[len(s.levels)-1] && (!s.summary || s.hostLevel(a)) {
+		if l := s.hostLeaves[d.Values[0]]; l != nil {
+			return l.values[:leaf]
+		}
+		return nil
+	}
+	return d.Values[:min(leaf, len(d.Values))]
+}
+
+// Room is how many more pods of req's shape the domain named by values
+// (highest level first; none for the whole flavor) could take now.
+func (s *Snapshot) Room(values []string, req Request) (int64, error) {
+	p, err := s.newPlan(Request{Count: 1, PodRequests: req.PodRequests, NodeSelector: req.NodeSelector,
+		NodeAffinity: req.NodeAffinity, Tolerations: req.Tolerations}, Options{})
+	if err != nil {
+		return 0, err
+	}
+	p.computeCaps()
+	if len(values) == 0 {
+		return s.podCap[0], nil
+	}
+	d := s.domains[domainKey(values)]
+	if d == nil {
+		return 0, fmt.Errorf("domain %v is not in the topology", values)
+	}
+	return s.podCap[d.id], nil
+}
+
+// Unchecked lists what of req a summary snapshot cannot evaluate: the
+// nodes' other labels and taints are not in a summary.
+func (s *Snapshot) Unchecked(req Request) []string {
+	if !s.summary {
+		return nil
+	}
+	var out []string
+	if len(req.NodeSelector) > 0 {
+		out = append(out, "node selector")
+	}
+	if req.NodeAffinity != nil {
+		out = append(out, "node affinity")
+	}
+	if len(req.Tolerations) > 0 {
+		out = append(out, "tolerations")
+	}
+	return out
+}

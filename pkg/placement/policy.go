@@ -224,7 +224,12 @@ func (p *Policy) evaluate(t *Target, wl *strata.Workload, shape string) *answer 
 		emptyKey := memoKey{t.Cluster, t.Flavor, gen, 0, shape}
 		e, ok := p.memo.Get(emptyKey)
 		if !ok {
-			e = p.place(t, t.empty, wl)
+			empty, err := t.emptySnapshot()
+			if err != nil {
+				e = &answer{reason: err.Error()}
+			} else {
+				e = p.place(t, empty, wl)
+			}
 			p.memo.Add(emptyKey, e)
 		}
 		if !e.fits {
@@ -239,6 +244,19 @@ func (p *Policy) evaluate(t *Target, wl *strata.Workload, shape string) *answer 
 // place runs the engine on s and gives the capacity back.
 func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer {
 	topology := "of flavor " + t.Flavor
+	if len(wl.Spec.PodSets) == 1 {
+		// One pod set: one engine pass, nothing to take and give back.
+		ps := &wl.Spec.PodSets[0]
+		if err := workload.ValidateAgainstTopology(ps.TopologyRequest, topology, s.Levels()); err != nil {
+			return &answer{reason: fmt.Sprintf("pod set %s: %v", ps.Name, err), never: true}
+		}
+		req := workload.Request(ps)
+		assignment, domain, room, err := s.FindWithRoom(req, p.opts)
+		if err != nil {
+			return &answer{reason: err.Error()}
+		}
+		return describe(t, &answer{fits: true, assignments: []*tas.Assignment{assignment}, domain: domain, room: room}, s.Unchecked(req))
+	}
 	assignments, usage, err := workload.Place(s, topology, nil, wl, p.opts)
 	if err != nil {
 		a := &answer{reason: err.Error()}
@@ -267,6 +285,11 @@ func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer 
 		}
 	}
 	a.room, _ = s.Room(a.domain, workload.Request(&wl.Spec.PodSets[main]))
+	return describe(t, a, unchecked)
+}
+
+// describe writes the reason of an answer that fits.
+func describe(t *Target, a *answer, unchecked []string) *answer {
 	levels := t.Levels()
 	if len(a.domain) == 0 {
 		a.reason = fmt.Sprintf("fits spread over %s domains", tas.LevelName(levels[0]))

@@ -25,7 +25,7 @@ const (
 
 // cluster builds a worker's summary: racks[b][r] is the free GPUs of each
 // node of rack r of block b (8 GPUs allocatable per node).
-func cluster(t *testing.T, racks [][][]int64) *strata.CapacitySummaryStatus {
+func cluster(t testing.TB, racks [][][]int64) *strata.CapacitySummaryStatus {
 	t.Helper()
 	s := tas.NewSnapshot([]string{block, rack, host}, nil)
 	i := 0
@@ -56,7 +56,7 @@ func cluster(t *testing.T, racks [][][]int64) *strata.CapacitySummaryStatus {
 	return &st
 }
 
-func target(t *testing.T, name, flavor string, st *strata.CapacitySummaryStatus) *Target {
+func target(t testing.TB, name, flavor string, st *strata.CapacitySummaryStatus) *Target {
 	t.Helper()
 	tg, err := NewTarget(name, flavor, st)
 	if err != nil {

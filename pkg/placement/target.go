@@ -28,6 +28,7 @@ type Target struct {
 	// the summary's snapshot as published (frozen, shared by clones);
 	// empty the flavor's nodes with nothing running.
 	base, free, empty *tas.Snapshot
+	summary           *strata.CapacitySummaryStatus
 	reservations      map[string]*reservation
 	// version changes with every reservation made or ended, so that
 	// memoized answers on the old state are not reused.
@@ -71,11 +72,7 @@ func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
 	if err != nil {
 		return fmt.Errorf("capacity summary of flavor %s on %s: %w", t.Flavor, t.Cluster, err)
 	}
-	empty, err := tas.NewEmptySnapshotFromSummary(st)
-	if err != nil {
-		return fmt.Errorf("capacity summary of flavor %s on %s: %w", t.Flavor, t.Cluster, err)
-	}
-	t.base, t.empty, t.generation, t.levels = base, empty, st.SummaryGeneration, st.Levels
+	t.base, t.empty, t.summary, t.generation, t.levels = base, nil, st, st.SummaryGeneration, st.Levels
 	t.free = base.Clone()
 	t.version++
 	// Re-apply the reservations, oldest first, at the leaf level.
@@ -135,6 +132,18 @@ func (t *Target) Release(key string) {
 	}
 	delete(t.reservations, key)
 	t.version++
+}
+
+// emptySnapshot is the flavor with nothing running, built on first use.
+func (t *Target) emptySnapshot() (*tas.Snapshot, error) {
+	if t.empty == nil {
+		empty, err := tas.NewEmptySnapshotFromSummary(t.summary)
+		if err != nil {
+			return nil, err
+		}
+		t.empty = empty
+	}
+	return t.empty, nil
 }
 
 // Reserved says whether key holds a reservation.

@@ -1,11 +1,16 @@
 package tas
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
 )
 
 // benchSnapshot is an empty cluster of n nodes: 16 nodes per rack, 16 racks
@@ -71,6 +76,37 @@ func BenchmarkUpdateNode(b *testing.B) {
 				s.AddUsage(name, usage, 1)
 				s.AddUsage(name, usage, -1)
 				i++
+			}
+		})
+	}
+}
+
+// BenchmarkSummarize: one summary of a 10,000-node GPU cluster with usage
+// from whole pods of 1, 2, 4 or 8 GPUs, and its size; "jitter" gives every
+// node a different memory size, which only rounding memory keeps small.
+func BenchmarkSummarize(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		jitter bool
+		budget int
+	}{
+		{"nodes=10000", false, math.MaxInt},
+		{"nodes=10000/memory-jitter", true, 64 * 1024},
+	} {
+		s := gpuCluster(rand.New(rand.NewPCG(1, 1)), gpuClusterOptions{nodes: 10000, hostLowest: true, busy: 0.7, memoryJitter: c.jitter})
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var st strata.CapacitySummaryStatus
+			for b.Loop() {
+				var err error
+				if st, err = s.Summarize(c.budget); err != nil {
+					b.Fatal(err)
+				}
+			}
+			data, _ := json.Marshal(st)
+			b.ReportMetric(float64(len(data)), "summary-bytes")
+			if len(CountsUnderstated(&st)) > 0 {
+				b.Fatalf("counts understated: %v", st.Understated)
 			}
 		})
 	}

@@ -1,7 +1,9 @@
 package tas
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -38,7 +40,7 @@ func (s *Snapshot) Commit(a *Assignment, podRequests corev1.ResourceList) (Usage
 // leafOf finds the leaf domain an assignment entry names.
 func (s *Snapshot) leafOf(d DomainAssignment) *domain {
 	if s.hostIsLowest && len(d.Values) == 1 {
-		return s.hostLeaves[d.Values[0]]
+		return s.hostLeaf(d.Values[0])
 	}
 	if leaf := s.domains[domainKey(d.Values)]; leaf != nil && leaf.level == s.depth-1 {
 		return leaf
@@ -104,27 +106,36 @@ func (s *Snapshot) leavesUnder(d *domain) []*domain {
 // pack records count pods on bins, largest free bin first, as
 // FindAssignment counted them.
 func (s *Snapshot) pack(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage) {
+	type candidate struct {
+		b   *bin
+		fit int64
+	}
+	cands := make([]candidate, 0, len(bins))
+	for _, b := range bins {
+		if !b.usable {
+			continue
+		}
+		if f := dem.fit(s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride]); f > 0 {
+			cands = append(cands, candidate{b, f})
+		}
+	}
+	// Largest fit first, the first of equals in the given order: taking
+	// from one node does not change another's fit, so one sort suffices.
+	slices.SortStableFunc(cands, func(x, y candidate) int { return cmp.Compare(y.fit, x.fit) })
 	left := count
-	for left > 0 {
-		var best *bin
-		bestFit := int64(0)
-		for _, b := range bins {
-			if !b.usable {
-				continue
-			}
-			if f := dem.fit(s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride]); f > bestFit {
-				best, bestFit = b, f
-			}
+	for _, c := range cands {
+		if left == 0 {
+			return
 		}
-		take := min(bestFit, left)
-		if best == nil {
-			// No room left (a node went NotReady, or the usage of a workload
-			// admitted earlier is replayed): record the pods anyway, so that
-			// capacity is never overstated.
-			best, take = bins[0], left
-		}
-		addUsage(s, usage, best.name, perPod, take)
+		take := min(c.fit, left)
+		addUsage(s, usage, c.b.name, perPod, take)
 		left -= take
+	}
+	if left > 0 {
+		// No room left (a node went NotReady, or the usage of a workload
+		// admitted earlier is replayed): record the pods anyway, so that
+		// capacity is never overstated.
+		addUsage(s, usage, bins[0].name, perPod, left)
 	}
 }
 

@@ -43,6 +43,9 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 				a, wantErr = agent.FindAssignment(reqs[0], o)
 				h, gotErr = hub.FindAssignment(reqs[0], o)
 				want, got = []*Assignment{a}, []*Assignment{h}
+				if gotErr == nil {
+					checkRoom(t, name, hub, reqs[0], o)
+				}
 			} else {
 				want, wantErr = agent.FindGroupAssignment(reqs, o)
 				got, gotErr = hub.FindGroupAssignment(reqs, o)
@@ -184,4 +187,26 @@ func describe(reqs []Request) string {
 		parts = append(parts, fmt.Sprintf("{%d x %v %s %s layers %v}", r.Count, r.PodRequests, r.Mode, r.Level, r.Layers))
 	}
 	return fmt.Sprint(parts)
+}
+
+// checkRoom: FindWithRoom's room is the room left after committing the
+// placement.
+func checkRoom(t *testing.T, name string, s *Snapshot, req Request, o Options) {
+	t.Helper()
+	a, enclosing, room, err := s.FindWithRoom(req, o)
+	if err != nil {
+		t.Fatalf("%s: FindWithRoom: %v", name, err)
+	}
+	u, err := s.Commit(a, req.PodRequests)
+	if err != nil {
+		t.Fatalf("%s: Commit: %v", name, err)
+	}
+	defer s.Release(u)
+	after, err := s.Room(enclosing, req)
+	if err != nil {
+		t.Fatalf("%s: Room: %v", name, err)
+	}
+	if room != after {
+		t.Errorf("%s: FindWithRoom says room %d in %v, %d after committing", name, room, enclosing, after)
+	}
 }

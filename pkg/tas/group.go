@@ -34,7 +34,14 @@ func (s *Snapshot) findGroupAssignment(reqs []Request, opts Options) ([]*Assignm
 				reqs[0].Mode, reqs[0].Level, r.Mode, r.Level)
 		}
 	}
-	if len(reqs) == 1 || reqs[0].Mode == Unconstrained {
+	if len(reqs) == 1 {
+		a, err := s.findAssignment(reqs[0], opts)
+		if err != nil {
+			return nil, err
+		}
+		return []*Assignment{a}, nil
+	}
+	if reqs[0].Mode == Unconstrained {
 		return s.placeInOrder(reqs, opts)
 	}
 	// The largest pod set chooses; the others follow.

@@ -50,7 +50,7 @@ func (s *Snapshot) Enclosing(as []*Assignment) []string {
 func (s *Snapshot) leafValues(a *Assignment, d DomainAssignment) []string {
 	leaf := s.LeafDepth()
 	if s.hostIsLowest && len(a.Levels) == 1 && a.Levels[0] == s.levels[len(s.levels)-1] && (!s.summary || s.hostLevel(a)) {
-		if l := s.hostLeaves[d.Values[0]]; l != nil {
+		if l := s.hostLeaf(d.Values[0]); l != nil {
 			return l.values[:leaf]
 		}
 		return nil
@@ -94,4 +94,29 @@ func (s *Snapshot) Unchecked(req Request) []string {
 		out = append(out, "tolerations")
 	}
 	return out
+}
+
+// FindWithRoom is FindAssignment that also returns the smallest domain
+// holding every pod (see Enclosing) and how many more pods of req's shape
+// that domain could take after the placement, at the cost of one
+// placement: the hub's ranking of a single pod set.
+func (s *Snapshot) FindWithRoom(req Request, opts Options) (*Assignment, []string, int64, error) {
+	a, err := s.findAssignment(req, opts)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	// The placement's capacity pass left every domain's pod capacity in
+	// podCap; each pod placed takes exactly one of them.
+	enclosing := s.Enclosing([]*Assignment{a})
+	var room int64
+	if len(enclosing) == 0 {
+		room = s.podCap[0]
+	} else if d := s.domains[domainKey(enclosing)]; d != nil {
+		room = s.podCap[d.id]
+	}
+	room -= int64(req.Count)
+	if s.summary {
+		a = s.project(a)
+	}
+	return a, enclosing, room, nil
 }

@@ -127,7 +127,7 @@ func (s *Snapshot) replacementScopes(req Request, current *Assignment, pos int, 
 	}
 	var anchor *domain
 	for _, i := range candidates {
-		if leaf := s.hostLeaves[current.Domains[i].Values[0]]; leaf != nil {
+		if leaf := s.hostLeaf(current.Domains[i].Values[0]); leaf != nil {
 			anchor = leaf
 			break
 		}

@@ -31,8 +31,10 @@ type Snapshot struct {
 	// snapshot or a clone of one), so clones may share it. Usage may still
 	// be added to known nodes.
 	frozen bool
-	// nextBin numbers the anonymous nodes of each leaf domain of a summary.
-	nextBin map[string]int
+	// domainSlab and binSlab allocate a summary's nodes in blocks.
+	domainSlab []domain
+	binSlab    []bin
+	valueSlab  []string
 	// hostIsLowest: assignments name hosts only, and node taints, selectors
 	// and affinity are honoured.
 	hostIsLowest bool
@@ -155,7 +157,6 @@ func NewSummarySnapshot(levels []string) *Snapshot {
 	if s.hostIsLowest {
 		s.leafDepth--
 	}
-	s.nextBin = map[string]int{}
 	return s
 }
 
@@ -253,7 +254,7 @@ func (s *Snapshot) RemoveNode(name string) {
 // snapshot it is ignored, as is usage of resources the snapshot does not
 // know (the node has none of them).
 func (s *Snapshot) AddUsage(nodeName string, usage corev1.ResourceList, sign int64) {
-	b := s.nodes[nodeName]
+	b := s.bin(nodeName)
 	if b == nil {
 		if s.frozen {
 			return
@@ -300,26 +301,89 @@ func (s *Snapshot) addNodes(values []string, alloc Vector, count int64) error {
 	if count <= 0 {
 		return fmt.Errorf("domain %v: node count %d must be positive", values, count)
 	}
-	key := strings.Join(values, "/")
-	path := values
-	if s.hostIsLowest {
-		path = append(slices.Clone(values), "")
+	parent := s.root
+	if s.leafDepth > 0 {
+		parent = s.leafFor(values)
 	}
+	s.addNodesTo(parent, alloc, count)
+	return nil
+}
+
+// addNodesTo adds count anonymous nodes under parent, the leaf-level
+// domain.
+func (s *Snapshot) addNodesTo(parent *domain, alloc Vector, count int64) {
 	for range count {
-		i := s.nextBin[key]
-		s.nextBin[key] = i + 1
-		name := key + "/" + strconv.Itoa(i)
-		if s.hostIsLowest {
-			path[len(path)-1] = name
-		}
-		b := s.newBin(name, 1)
-		s.nodes[name] = b
+		b := s.newBin("", 1)
+		// Anonymous nodes are named by their slot: found without a map.
+		b.name = anonPrefix + strconv.Itoa(int(b.slot))
 		b.alloc = alloc
 		b.usable = true
-		s.attach(b, s.leafFor(path))
+		leaf := parent
+		if s.hostIsLowest {
+			leaf = s.newHostDomain(parent, b.name)
+		}
+		s.attach(b, leaf)
 		s.recompute(b)
 	}
-	return nil
+}
+
+// newHostDomain adds the host domain of an anonymous node of a summary
+// under its leaf domain. Hosts are numbered in the order they are added,
+// so appending keeps the children in natural order; they are found by
+// name through hostLeaves only.
+func (s *Snapshot) newHostDomain(parent *domain, name string) *domain {
+	lvl := s.depth - 1
+	if len(s.domainSlab) == 0 {
+		s.domainSlab = make([]domain, 256)
+	}
+	d := &s.domainSlab[0]
+	s.domainSlab = s.domainSlab[1:]
+	if len(s.valueSlab) < lvl+1 {
+		s.valueSlab = make([]string, 1024*(lvl+1))
+	}
+	values := s.valueSlab[: lvl+1 : lvl+1]
+	s.valueSlab = s.valueSlab[lvl+1:]
+	copy(values, parent.values)
+	values[lvl] = name
+	*d = domain{id: s.newDomainID(parent.id), level: lvl, values: values, parent: parent}
+	d.levelPos = len(s.byLevel[lvl])
+	s.byLevel[lvl] = append(s.byLevel[lvl], d)
+	s.levelIDs[lvl] = append(s.levelIDs[lvl], d.id)
+	parent.children = append(parent.children, d)
+	s.leafOrder = nil
+	d.leafPos = len(s.leaves)
+	s.leaves = append(s.leaves, d)
+	return d
+}
+
+// anonPrefix starts the names of a summary's anonymous nodes: "#" and the
+// node's slot. No Kubernetes node name starts with it.
+const anonPrefix = "#"
+
+// bin finds a node by name.
+func (s *Snapshot) bin(name string) *bin {
+	if s.summary {
+		if !strings.HasPrefix(name, anonPrefix) {
+			return nil
+		}
+		slot, err := strconv.Atoi(name[len(anonPrefix):])
+		if err != nil || slot < 0 || slot >= len(s.binByID) {
+			return nil
+		}
+		return s.binByID[slot]
+	}
+	return s.nodes[name]
+}
+
+// hostLeaf finds a host domain by host name.
+func (s *Snapshot) hostLeaf(name string) *domain {
+	if s.summary {
+		if b := s.bin(name); b != nil {
+			return b.leaf
+		}
+		return nil
+	}
+	return s.hostLeaves[name]
 }
 
 // Freeze fixes the tree's shape: a snapshot built from a summary is frozen
@@ -366,7 +430,17 @@ func (s *Snapshot) unused(b *bin) bool {
 
 // newBin allocates a bin and its dense row.
 func (s *Snapshot) newBin(name string, count int64) *bin {
-	b := &bin{name: name, count: count}
+	var b *bin
+	if s.summary {
+		if len(s.binSlab) == 0 {
+			s.binSlab = make([]bin, 256)
+		}
+		b = &s.binSlab[0]
+		s.binSlab = s.binSlab[1:]
+		*b = bin{name: name, count: count}
+	} else {
+		b = &bin{name: name, count: count}
+	}
 	if n := len(s.freeSlots); n > 0 {
 		b.slot = s.freeSlots[n-1]
 		s.freeSlots = s.freeSlots[:n-1]

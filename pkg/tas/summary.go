@@ -334,6 +334,21 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 		vectors[i] = vec
 	}
 	s.restride()
+	// Size the maps and rows for every node up front.
+	total := 0
+	for _, d := range st.Domains {
+		pairs := d.Free
+		if empty {
+			pairs = d.Capacity
+		}
+		for j := 1; j < len(pairs); j += 2 {
+			total += int(max(pairs[j], 0))
+		}
+	}
+	s.binSlab = make([]bin, total)
+	s.domainSlab = make([]domain, total)
+	s.binFree = slices.Grow(s.binFree, total*s.stride)
+	s.binUsed = slices.Grow(s.binUsed, total*s.stride)
 	for i, d := range st.Domains {
 		pairs, field := d.Free, "free"
 		if empty {
@@ -342,14 +357,25 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 		if len(pairs)%2 != 0 {
 			return nil, fmt.Errorf("domains[%d].%s: %d numbers, want pairs of a vector position and a node count", i, field, len(pairs))
 		}
+		if len(d.Values) != s.leafDepth {
+			return nil, fmt.Errorf("domains[%d]: domain %v has %d values, want %d (one per level %v)", i, d.Values, len(d.Values), s.leafDepth, s.levels[:s.leafDepth])
+		}
+		if len(pairs) == 0 {
+			continue
+		}
+		parent := s.root
+		if s.leafDepth > 0 {
+			parent = s.leafFor(d.Values)
+		}
 		for j := 0; j < len(pairs); j += 2 {
 			v, n := pairs[j], pairs[j+1]
 			if v < 0 || int(v) >= len(vectors) {
 				return nil, fmt.Errorf("domains[%d].%s[%d]: vector %d does not exist (%d vectors)", i, field, j, v, len(vectors))
 			}
-			if err := s.addNodes(d.Values, vectors[v], int64(n)); err != nil {
-				return nil, fmt.Errorf("domains[%d]: %w", i, err)
+			if n <= 0 {
+				return nil, fmt.Errorf("domains[%d]: domain %v: node count %d must be positive", i, d.Values, n)
 			}
+			s.addNodesTo(parent, vectors[v], int64(n))
 		}
 	}
 	s.Freeze()
@@ -366,7 +392,7 @@ func (s *Snapshot) project(a *Assignment) *Assignment {
 	}
 	for _, d := range a.Domains {
 		var values []string
-		if leaf := s.hostLeaves[d.Values[0]]; leaf != nil {
+		if leaf := s.hostLeaf(d.Values[0]); leaf != nil {
 			values = leaf.values[:s.leafDepth]
 		}
 		n := len(out.Domains)

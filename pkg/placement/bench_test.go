@@ -1,0 +1,113 @@
+package placement
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// benchSummary is the summary of a GPU cluster of n nodes (8 CPU, 8 GPUs,
+// 64 GiB; 16 nodes per rack, 16 racks per block) whose usage is drawn at
+// random from whole pods of 1, 2, 4 or 8 GPUs with proportional CPU and
+// memory, as BenchmarkFindAssignment's topology. One block in four is
+// busy, so that a burst of block-sized workloads finds room for 1,000 ops.
+func benchSummary(b *testing.B, rng *rand.Rand, n int) *strata.CapacitySummaryStatus {
+	s := tas.NewSnapshot([]string{block, rack, host}, nil)
+	alloc := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+		gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110"),
+	}
+	busyBlock := map[int]bool{}
+	for i := range n {
+		name := fmt.Sprintf("node-%05d", i)
+		if i%256 == 0 {
+			busyBlock[i/256] = rng.IntN(4) == 0
+		}
+		s.SetNode(tas.Node{Name: name, Ready: true, Allocatable: alloc, Labels: map[string]string{
+			block: fmt.Sprintf("block-%d", i/256), rack: fmt.Sprintf("rack-%d", i/16%16), host: name,
+		}})
+		for free := int64(8); busyBlock[i/256] && free > 0 && rng.IntN(3) > 0; {
+			g := []int64{1, 2, 4, 8}[rng.IntN(4)]
+			if g > free {
+				continue
+			}
+			free -= g
+			s.AddUsage(name, tas.WithPod(corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewQuantity(g, resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(g<<33, resource.BinarySI),
+				gpu:                   *resource.NewQuantity(g, resource.DecimalSI),
+			}), 1)
+		}
+	}
+	st, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &st
+}
+
+// BenchmarkPlace: one op is one complete decision over 50 clusters of
+// 10,000 nodes plus its reservation, as in a burst; every 1,000 ops every
+// summary is replaced by a new generation (which reflects the reserved
+// workloads: their reservations end).
+func BenchmarkPlace(b *testing.B) {
+	const clusters, nodes, regenerate = 50, 10000, 1000
+	rng := rand.New(rand.NewPCG(1, 1))
+	summaries := make([]*strata.CapacitySummaryStatus, clusters)
+	for i := range summaries {
+		summaries[i] = benchSummary(b, rng, nodes)
+	}
+	shapes := []struct {
+		name string
+		ps   *testutil.PodSetWrapper
+	}{
+		{"rack-preferred-64x4cpu", testutil.MakePodSet("main", 64, "cpu", "4").Preferred(rack)},
+		{"block-required-512x4cpu", testutil.MakePodSet("main", 512, "cpu", "4").Required(block)},
+		{"rack-required-32x4cpu", testutil.MakePodSet("main", 32, "cpu", "4").Required(rack)},
+		{"unconstrained-100x4cpu", testutil.MakePodSet("main", 100, "cpu", "4")},
+	}
+	for _, shape := range shapes {
+		b.Run(fmt.Sprintf("clusters=%d/nodes=%d/%s", clusters, nodes, shape.name), func(b *testing.B) {
+			targets := make([]*Target, clusters)
+			for i, st := range summaries {
+				targets[i] = target(b, fmt.Sprintf("worker-%02d", i), "gpu", st)
+			}
+			p := New("", tas.DefaultOptions(), 0)
+			wl := testutil.MakeWorkload("w", "default").PodSets(shape.ps.Obj()).Obj()
+			gen, placed, op := int64(1), 0, 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if op++; op%regenerate == 0 {
+					gen++
+					for i, t := range targets {
+						for k := range placed {
+							t.Release(fmt.Sprint(k))
+						}
+						summaries[i].SummaryGeneration = gen
+						if err := t.SetSummary(summaries[i]); err != nil {
+							b.Fatal(err)
+						}
+					}
+					placed = 0
+				}
+				d := p.Decide(wl, nil, targets)
+				if d.Cluster == "" {
+					b.Fatalf("op %d: %s", op, d.Reason)
+				}
+				t := targetOf(targets, d.Cluster, d.Flavor)
+				if err := t.Reserve(fmt.Sprint(placed), []*tas.Assignment{d.PodSets[0].Assignment}, []corev1.ResourceList{d.PodSets[0].Requests}); err != nil {
+					b.Fatal(err)
+				}
+				placed++
+			}
+		})
+	}
+}

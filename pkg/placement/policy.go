@@ -47,6 +47,7 @@ type memoKey struct {
 type answer struct {
 	fits        bool
 	never       bool // not even when empty, or the topology cannot hold it
+	mismatch    bool // the topology lacks a level the workload names
 	assignments []*tas.Assignment
 	domain      []string
 	room        int64
@@ -177,17 +178,24 @@ func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target
 		return d
 	}
 	d.NeverFits = true
+	mismatch := false
 	for _, t := range targets {
 		if !slices.Contains(flavors, t.Flavor) {
 			continue
 		}
-		if a := answers[t]; a == nil || !a.never {
+		a := answers[t]
+		if a == nil || !a.never {
 			d.NeverFits = false
+			break
 		}
+		mismatch = mismatch || a.mismatch
 	}
-	if d.NeverFits {
+	switch {
+	case d.NeverFits && mismatch:
+		d.Reason = "no cluster can ever hold it: " + others(d.Candidates)
+	case d.NeverFits:
 		d.Reason = "larger than every cluster, even empty: " + others(d.Candidates)
-	} else {
+	default:
 		d.Reason = "fits nowhere now: " + others(d.Candidates)
 	}
 	return d
@@ -243,12 +251,15 @@ func (p *Policy) evaluate(t *Target, wl *strata.Workload, shape string) *answer 
 
 // place runs the engine on s and gives the capacity back.
 func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer {
-	topology := "of flavor " + t.Flavor
+	topology := t.Topology
+	if topology == "" {
+		topology = "of flavor " + t.Flavor
+	}
 	if len(wl.Spec.PodSets) == 1 {
 		// One pod set: one engine pass, nothing to take and give back.
 		ps := &wl.Spec.PodSets[0]
 		if err := workload.ValidateAgainstTopology(ps.TopologyRequest, topology, s.Levels()); err != nil {
-			return &answer{reason: fmt.Sprintf("pod set %s: %v", ps.Name, err), never: true}
+			return &answer{reason: fmt.Sprintf("pod set %s: %v", ps.Name, err), never: true, mismatch: true}
 		}
 		req := workload.Request(ps)
 		assignment, domain, room, err := s.FindWithRoom(req, p.opts)
@@ -262,7 +273,7 @@ func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer 
 		a := &answer{reason: err.Error()}
 		var mismatch *workload.TopologyMismatchError
 		if errors.As(err, &mismatch) {
-			a.never = true
+			a.never, a.mismatch = true, true
 		}
 		return a
 	}

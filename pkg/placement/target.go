@@ -21,6 +21,9 @@ type Target struct {
 	// flavor ("summary stale", "cordoned", "unreachable: ..."); the target
 	// is then no candidate and its reason says so.
 	Unavailable string
+	// Topology names the flavor's Topology on the cluster, for messages;
+	// optional.
+	Topology string
 
 	generation int64
 	levels     []string

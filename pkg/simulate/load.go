@@ -32,6 +32,8 @@ type Input struct {
 	Flavors       []*strata.ResourceFlavor
 	ClusterQueues map[string]*strata.ClusterQueue
 	Workloads     []Item
+	// sources says where each object was read, by kind and name.
+	sources map[string]string
 }
 
 // Item is one workload to place: a Job or a Workload, and where it came from.
@@ -46,7 +48,7 @@ var decoder = serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
 // Load reads the files, and the .yaml/.yml/.json files of the directories,
 // in order.
 func Load(paths ...string) (*Input, error) {
-	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}}
+	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}, sources: map[string]string{}}
 	for _, p := range paths {
 		files, err := expand(p)
 		if err != nil {
@@ -130,8 +132,10 @@ func (in *Input) add(raw []byte, where string) error {
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:
+		in.sources["Node"] = where
 		in.Nodes = append(in.Nodes, *o)
 	case *corev1.NodeList:
+		in.sources["Node"] = where
 		in.Nodes = append(in.Nodes, o.Items...)
 	case *corev1.Pod:
 		in.Pods = append(in.Pods, *o)
@@ -144,10 +148,13 @@ func (in *Input) add(raw []byte, where string) error {
 			}
 		}
 	case *strata.Topology:
+		in.sources["Topology"] = where
 		in.Topologies[o.Name] = o
 	case *strata.ResourceFlavor:
+		in.sources["ResourceFlavor"] = where
 		in.Flavors = append(in.Flavors, o)
 	case *strata.ClusterQueue:
+		in.sources["ClusterQueue/"+o.Name] = where
 		in.ClusterQueues[o.Name] = o
 	case *batchv1.Job:
 		in.Workloads = append(in.Workloads, Item{Job: o, Source: fmt.Sprintf("%s (Job %s)", where, name(o))})

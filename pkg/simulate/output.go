@@ -41,22 +41,34 @@ func Write(w io.Writer, results []Result, format string) error {
 
 func writeTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tNAME\tADMITTED\tFLAVOR\tPODSET\tPODS\tPLACEMENT (DOMAIN=PODS [RANKS])")
+	fleet := len(results) > 0 && results[0].Cluster != nil
+	if fleet {
+		fmt.Fprintln(tw, "NAMESPACE\tNAME\tADMITTED\tCLUSTER\tFLAVOR\tPODSET\tPODS\tPLACEMENT (DOMAIN=PODS [RANKS])")
+	} else {
+		fmt.Fprintln(tw, "NAMESPACE\tNAME\tADMITTED\tFLAVOR\tPODSET\tPODS\tPLACEMENT (DOMAIN=PODS [RANKS])")
+	}
 	for _, r := range results {
+		cluster := ""
+		if fleet {
+			cluster = "-\t"
+			if r.Cluster != nil && *r.Cluster != "" {
+				cluster = *r.Cluster + "\t"
+			}
+		}
 		if !r.Admitted {
-			fmt.Fprintf(tw, "%s\t%s\tfalse\t-\t-\t-\t%s\n", r.Namespace, r.Name, r.Reason)
+			fmt.Fprintf(tw, "%s\t%s\tfalse\t%s-\t-\t-\t%s\n", r.Namespace, r.Name, cluster, r.Reason)
 			continue
 		}
 		for _, ps := range r.PodSets {
-			fmt.Fprintf(tw, "%s\t%s\ttrue\t%s\t%s\t%d\t%s\n", r.Namespace, r.Name, ps.Flavor, ps.Name, ps.Count, placement(ps))
+			fmt.Fprintf(tw, "%s\t%s\ttrue\t%s%s\t%s\t%d\t%s\n", r.Namespace, r.Name, cluster, ps.Flavor, ps.Name, ps.Count, placementOf(ps))
 		}
 	}
 	return tw.Flush()
 }
 
-// placement is "host-1=4 [0-3], host-2=4 [4-7]": each domain (values
+// placementOf is "host-1=4 [0-3], host-2=4 [4-7]": each domain (values
 // joined by '/'), its pods, and the ranks (pod indexes) it holds.
-func placement(ps PodSetResult) string {
+func placementOf(ps PodSetResult) string {
 	parts := make([]string, 0, len(ps.Domains))
 	rank := int32(0)
 	for _, d := range ps.Domains {

@@ -21,7 +21,24 @@ type Result struct {
 	Admitted  bool           `json:"admitted"`
 	Reason    string         `json:"reason"`
 	PodSets   []PodSetResult `json:"podSets"`
-	source    string
+	// Cluster and Candidates are set by RunFleet only: the chosen cluster
+	// ("" when not admitted) and every (cluster, flavor) considered, best
+	// first.
+	Cluster    *string     `json:"cluster,omitempty"`
+	Candidates []Candidate `json:"candidates,omitempty"`
+	source     string
+}
+
+// Candidate is the hub's verdict on one (cluster, flavor) for a workload.
+type Candidate struct {
+	Cluster string `json:"cluster"`
+	Flavor  string `json:"flavor"`
+	Fits    bool   `json:"fits"`
+	// Level is the node label of the level of the smallest domain that
+	// holds every pod; "" when the pods spread over top-level domains or
+	// do not fit.
+	Level  string `json:"level"`
+	Reason string `json:"reason"`
 }
 
 // PodSetResult is where one pod set's pods go.
@@ -49,6 +66,24 @@ type flavorState struct {
 // Errors are about the cluster description; a workload that cannot be
 // placed gets a Result with admitted false and the reason.
 func Run(in *Input, opts tas.Options) ([]Result, error) {
+	flavors, err := buildFlavors(in)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]Result, 0, len(in.Workloads))
+	for _, item := range in.Workloads {
+		r, err := place(in, flavors, item, opts)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+// buildFlavors builds the snapshot of every topology-aware flavor of a
+// cluster from its Nodes and bound Pods.
+func buildFlavors(in *Input) (map[string]*flavorState, error) {
 	flavors := map[string]*flavorState{}
 	for _, f := range in.Flavors {
 		if f.Spec.TopologyName == nil {
@@ -78,25 +113,16 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	if len(flavors) == 0 {
 		return nil, fmt.Errorf("the input has no ResourceFlavor with a topologyName (and its Topology)")
 	}
-	results := make([]Result, 0, len(in.Workloads))
-	for _, item := range in.Workloads {
-		r, err := place(in, flavors, item, opts)
-		if err != nil {
-			return nil, err
-		}
-		results = append(results, r)
-	}
-	return results, nil
+	return flavors, nil
 }
 
-// place places one workload. Invalid annotations are an error naming the
-// file and object; not fitting is a Result with the reason.
-func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Options) (Result, error) {
+// toWorkload converts an input item and checks it. Invalid annotations are
+// an error naming the file and object.
+func toWorkload(item Item, queueOptional bool) (*strata.Workload, Result, error) {
 	wl, errs := item.Workload, field.ErrorList(nil)
 	if item.Job != nil {
 		wl, errs = workload.FromJob(item.Job)
-		if len(in.ClusterQueues) == 0 {
-			// Without ClusterQueues in the input, a queue label is optional.
+		if queueOptional {
 			errs = errs.Filter(func(e error) bool {
 				var fe *field.Error
 				return errors.As(e, &fe) && fe.Type == field.ErrorTypeRequired && strings.HasPrefix(fe.Field, "metadata.labels")
@@ -107,7 +133,18 @@ func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Optio
 	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}
 	errs = append(errs, workload.ValidatePodSets(wl.Spec.PodSets, field.NewPath("spec", "podSets"))...)
 	if len(errs) > 0 {
-		return res, fmt.Errorf("%s: invalid: %w", item.Source, errs.ToAggregate())
+		return nil, res, fmt.Errorf("%s: invalid: %w", item.Source, errs.ToAggregate())
+	}
+	return wl, res, nil
+}
+
+// place places one workload. Invalid annotations are an error naming the
+// file and object; not fitting is a Result with the reason.
+func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Options) (Result, error) {
+	// Without ClusterQueues in the input, a queue label is optional.
+	wl, res, err := toWorkload(item, len(in.ClusterQueues) == 0)
+	if err != nil {
+		return res, err
 	}
 	order, err := in.flavorOrder(wl.Spec.QueueName)
 	if err != nil {

@@ -1,0 +1,186 @@
+package simulate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"strata.dev/strata/api/config/v1beta1"
+	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/tas"
+)
+
+// ClusterArg is one --cluster NAME=FILE_OR_DIR.
+type ClusterArg struct {
+	Name, Path string
+}
+
+// ParseClusterArgs parses --cluster values: NAME=FILE_OR_DIR, each name
+// once.
+func ParseClusterArgs(values []string) ([]ClusterArg, error) {
+	var out []ClusterArg
+	seen := map[string]string{}
+	for _, v := range values {
+		name, path, ok := strings.Cut(v, "=")
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("--cluster %q: want NAME=FILE_OR_DIR", v)
+		case name == "":
+			return nil, fmt.Errorf("--cluster %q: the cluster has no name; want NAME=FILE_OR_DIR", v)
+		case path == "":
+			return nil, fmt.Errorf("--cluster %q: no file or directory after '='", v)
+		}
+		if prev, dup := seen[name]; dup {
+			return nil, fmt.Errorf("cluster %q is given twice (--cluster %s=%s and --cluster %s)", name, name, prev, v)
+		}
+		seen[name] = path
+		out = append(out, ClusterArg{Name: name, Path: path})
+	}
+	return out, nil
+}
+
+// Fleet is the input of a multi-cluster simulation: each worker's cluster
+// and the hub's side (an optional ClusterQueue and the workloads).
+type Fleet struct {
+	Clusters []FleetCluster
+	Hub      *Input
+}
+
+// FleetCluster is one worker cluster read from files.
+type FleetCluster struct {
+	Name string
+	Path string
+	In   *Input
+}
+
+// LoadFleet reads every cluster and the hub's files.
+func LoadFleet(clusters []ClusterArg, hubFiles []string) (*Fleet, error) {
+	f := &Fleet{}
+	for _, c := range clusters {
+		in, err := Load(c.Path)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+		if len(in.Workloads) > 0 {
+			return nil, fmt.Errorf("cluster %s: %s: workloads are placed by the hub; pass them with -f, not in --cluster", c.Name, in.Workloads[0].Source)
+		}
+		f.Clusters = append(f.Clusters, FleetCluster{Name: c.Name, Path: c.Path, In: in})
+	}
+	hub, err := Load(hubFiles...)
+	if err != nil {
+		return nil, err
+	}
+	for _, kind := range []string{"Node", "Topology", "ResourceFlavor"} {
+		if where, ok := hub.sources[kind]; ok {
+			return nil, fmt.Errorf("%s: a %s in the hub's files (-f); a worker's cluster objects go in --cluster NAME=FILE_OR_DIR", where, kind)
+		}
+	}
+	if len(hub.ClusterQueues) > 1 {
+		return nil, fmt.Errorf("the hub's files hold %d ClusterQueues; simulate --cluster takes at most one (its flavor order)", len(hub.ClusterQueues))
+	}
+	f.Hub = hub
+	return f, nil
+}
+
+// RunFleet places the hub's workloads in file order with the hub's
+// placement policy, each on the cluster and flavor it chooses from the
+// clusters' capacity summaries (built with the agent's summarizer), and
+// reserves its capacity there for the workloads after it.
+func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
+	var targets []*placement.Target
+	var seen []string // flavors in the order first seen
+	budget := config.DefaultSummaryMaxBytes - 1024
+	for _, c := range f.Clusters {
+		flavors, err := buildFlavors(c.In)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s (%s): %w", c.Name, c.Path, err)
+		}
+		for _, fl := range c.In.Flavors {
+			st := flavors[fl.Name]
+			if st == nil {
+				continue
+			}
+			sum, err := st.snapshot.Summarize(budget)
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: flavor %s: %w", c.Name, fl.Name, err)
+			}
+			sum.SummaryGeneration = 1
+			t, err := placement.NewTarget(c.Name, fl.Name, &sum)
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+			}
+			t.Topology = st.topology.Name
+			targets = append(targets, t)
+			if !slices.Contains(seen, fl.Name) {
+				seen = append(seen, fl.Name)
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("no cluster has a topology-aware ResourceFlavor (with a topologyName and its Topology)")
+	}
+	order := seen
+	for name, cq := range f.Hub.ClusterQueues {
+		order = nil
+		for _, fq := range cq.Spec.Flavors {
+			if !slices.Contains(seen, fq.Name) {
+				return nil, fmt.Errorf("%s: ClusterQueue %s lists flavor %q, which no cluster has (clusters' topology-aware flavors: %s)",
+					f.Hub.sources["ClusterQueue/"+name], name, fq.Name, strings.Join(seen, ", "))
+			}
+			order = append(order, fq.Name)
+		}
+	}
+	policy := placement.New(cfg.Dispatch.PlacementPolicy, tas.OptionsFrom(cfg.TopologyAwareScheduling), 0)
+	results := make([]Result, 0, len(f.Hub.Workloads))
+	for i, item := range f.Hub.Workloads {
+		// Offline, a Job's queue label is not resolved: the ClusterQueue in
+		// the input, or none, gives the flavor order.
+		wl, res, err := toWorkload(item, true)
+		if err != nil {
+			return nil, err
+		}
+		d := policy.Decide(wl, order, targets)
+		res.Cluster = &d.Cluster
+		res.Reason = d.Reason
+		for _, c := range d.Candidates {
+			cand := Candidate{Cluster: c.Cluster, Flavor: c.Flavor, Fits: c.Fits, Reason: c.Reason}
+			if c.Fits && c.Level > 0 {
+				cand.Level = targetOf(targets, c.Cluster, c.Flavor).Levels()[c.Level-1]
+			}
+			res.Candidates = append(res.Candidates, cand)
+		}
+		if d.Cluster != "" {
+			t := targetOf(targets, d.Cluster, d.Flavor)
+			var as []*tas.Assignment
+			var reqs []corev1.ResourceList
+			for _, ps := range d.PodSets {
+				as, reqs = append(as, ps.Assignment), append(reqs, ps.Requests)
+			}
+			if err := t.Reserve(fmt.Sprintf("%d", i), as, reqs); err != nil {
+				return nil, fmt.Errorf("%s: %w", item.Source, err)
+			}
+			res.Admitted = true
+			for k, ps := range d.PodSets {
+				pr := PodSetResult{Name: ps.Name, Flavor: d.Flavor, Count: wl.Spec.PodSets[k].Count, Levels: ps.Assignment.Levels}
+				for _, dom := range ps.Assignment.Domains {
+					pr.Domains = append(pr.Domains, Domain{Values: dom.Values, Count: dom.Count})
+				}
+				res.PodSets = append(res.PodSets, pr)
+			}
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+func targetOf(targets []*placement.Target, cluster, flavor string) *placement.Target {
+	for _, t := range targets {
+		if t.Cluster == cluster && t.Flavor == flavor {
+			return t
+		}
+	}
+	return nil
+}

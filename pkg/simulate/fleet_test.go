@@ -1,0 +1,165 @@
+package simulate
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"strata.dev/strata/pkg/config"
+)
+
+const fleetExamples = "../../docs/examples/fleet"
+
+func fleetClusters() []ClusterArg {
+	var out []ClusterArg
+	for _, name := range []string{"west", "east", "north"} {
+		out = append(out, ClusterArg{Name: name, Path: filepath.Join(fleetExamples, name)})
+	}
+	return out
+}
+
+func runFleet(t *testing.T, clusters []ClusterArg, files ...string) ([]Result, error) {
+	t.Helper()
+	f, err := LoadFleet(clusters, files)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.LoadHub("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return RunFleet(f, cfg)
+}
+
+// TestFleetExample: the hub's choices on docs/examples/fleet.
+func TestFleetExample(t *testing.T) {
+	results, err := runFleet(t, fleetClusters(), filepath.Join(fleetExamples, "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Cluster, Flavor string
+		Domains         []Domain
+		Candidates      int
+	}
+	got := map[string]outcome{}
+	for _, r := range results {
+		o := outcome{Cluster: *r.Cluster, Candidates: len(r.Candidates)}
+		if r.Admitted {
+			o.Flavor, o.Domains = r.PodSets[0].Flavor, r.PodSets[0].Domains
+		}
+		got[r.Name] = o
+	}
+	rack := func(b, r string, n int32) []Domain { return []Domain{{Values: []string{b, r}, Count: n}} }
+	want := map[string]outcome{
+		// A100s come first; west's rack-1 is the free rack.
+		"rack-pretrain": {"west", "tas-a100", rack("block-1", "rack-1", 4), 3},
+		// West has no free rack left; east is fragmented: north's H100s.
+		"rack-pretrain-2": {"north", "tas-h100", rack("block-1", "rack-1", 4), 3},
+		// Only north has a rack with room for it: a rack beats a block.
+		"block-finetune": {"north", "tas-h100", rack("block-1", "rack-2", 5), 3},
+		"sweep":          {"north", "tas-h100", rack("block-1", "rack-2", 3), 3},
+		// Slices of 2 per rack: west's rack-2 has two free hosts.
+		"sliced":  {"west", "tas-a100", rack("block-1", "rack-2", 4), 3},
+		"too-big": {"", "", nil, 3},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("choices (-want,+got):\n%s", diff)
+	}
+	last := results[len(results)-1]
+	if !strings.HasPrefix(last.Reason, "larger than every cluster, even empty: ") {
+		t.Errorf("too-big's reason: %s", last.Reason)
+	}
+	// Every candidate of the first job says why.
+	wantCands := []Candidate{
+		{Cluster: "west", Flavor: "tas-a100", Fits: true, Level: "cloud.provider.com/topology-rack", Reason: "fits in rack block-1/rack-1, room for 0 more"},
+		{Cluster: "north", Flavor: "tas-h100", Fits: true, Level: "cloud.provider.com/topology-rack", Reason: "fits in rack block-1/rack-1, room for 0 more"},
+		{Cluster: "east", Flavor: "tas-a100", Reason: "rack required: the best rack fits 1 of 4 pods; limited by nvidia.com/gpu (4 nodes)"},
+	}
+	if diff := cmp.Diff(wantCands, results[0].Candidates); diff != "" {
+		t.Errorf("candidates of %s (-want,+got):\n%s", results[0].Name, diff)
+	}
+}
+
+func TestFleetBadInput(t *testing.T) {
+	west := filepath.Join(fleetExamples, "west")
+	jobs := filepath.Join(fleetExamples, "hub", "jobs.yaml")
+	if _, err := ParseClusterArgs([]string{"west"}); err == nil || err.Error() != `--cluster "west": want NAME=FILE_OR_DIR` {
+		t.Errorf("--cluster without '=': %v", err)
+	}
+	if _, err := ParseClusterArgs([]string{"a=x", "a=y"}); err == nil || err.Error() != `cluster "a" is given twice (--cluster a=x and --cluster a=y)` {
+		t.Errorf("a cluster twice: %v", err)
+	}
+	if _, err := ParseClusterArgs([]string{"=x"}); err == nil || !strings.Contains(err.Error(), "the cluster has no name") {
+		t.Errorf("no name: %v", err)
+	}
+	cases := map[string]struct {
+		clusters []ClusterArg
+		files    func(t *testing.T) []string
+		wantErr  string
+		reason   string // of the first workload
+	}{
+		"a ClusterQueue flavor no cluster has": {
+			clusters: []ClusterArg{{"west", west}},
+			files: func(t *testing.T) []string {
+				return []string{write(t, "q.yaml", "apiVersion: strata.dev/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: q\nspec:\n  flavors:\n  - name: tas-b200\n"), jobs}
+			},
+			wantErr: `q.yaml: document 1: ClusterQueue q lists flavor "tas-b200", which no cluster has (clusters' topology-aware flavors: tas-a100)`,
+		},
+		"workloads in a cluster's files": {
+			clusters: []ClusterArg{{"west", west}, {"more", jobs}},
+			files:    func(*testing.T) []string { return []string{jobs} },
+			wantErr:  "cluster more: " + jobs + ": document 1 (Job ml/rack-pretrain): workloads are placed by the hub; pass them with -f, not in --cluster",
+		},
+		"cluster objects in the hub's files": {
+			clusters: []ClusterArg{{"west", west}},
+			files:    func(*testing.T) []string { return []string{filepath.Join(west, "cluster.yaml"), jobs} },
+			wantErr:  "cluster.yaml: document 3: a Node in the hub's files (-f); a worker's cluster objects go in --cluster NAME=FILE_OR_DIR",
+		},
+		"a missing cluster path": {
+			clusters: []ClusterArg{{"gone", filepath.Join(fleetExamples, "gone")}},
+			files:    func(*testing.T) []string { return []string{jobs} },
+			wantErr:  "cluster gone: stat ../../docs/examples/fleet/gone: no such file or directory",
+		},
+		"a topology without the requested level is no candidate": {
+			clusters: []ClusterArg{{"flat", write(t, "flat.yaml", `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: hosts}
+spec:
+  levels:
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: tas-a100}
+spec: {topologyName: hosts}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}
+status: {allocatable: {cpu: "8", nvidia.com/gpu: "8", pods: "110"}}
+`)}},
+			files:  func(*testing.T) []string { return []string{jobs} },
+			reason: `no cluster can ever hold it: flat/tas-a100: pod set main: podset-required-topology: "cloud.provider.com/topology-rack" is not a level of Topology "hosts" (levels: kubernetes.io/hostname)`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			results, err := runFleet(t, tc.clusters, tc.files(t)...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if results[0].Reason != tc.reason {
+				t.Errorf("reason:\n got %s\nwant %s", results[0].Reason, tc.reason)
+			}
+		})
+	}
+}

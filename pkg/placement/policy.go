@@ -177,18 +177,23 @@ func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target
 		}
 		return d
 	}
+	// Nothing fits now: would anything, empty?
 	d.NeverFits = true
 	mismatch := false
-	for _, t := range targets {
-		if !slices.Contains(flavors, t.Flavor) {
-			continue
-		}
+	for i := range d.Candidates {
+		c := &d.Candidates[i]
+		t := targetOf(targets, c.Cluster, c.Flavor)
 		a := answers[t]
-		if a == nil || !a.never {
+		switch {
+		case a == nil:
+			d.NeverFits = false // unavailable for now
+		case a.mismatch:
+			mismatch = true
+		case p.fitsWhenEmpty(t, wl, shape):
 			d.NeverFits = false
-			break
+		default:
+			c.Reason += " (also when empty)"
 		}
-		mismatch = mismatch || a.mismatch
 	}
 	switch {
 	case d.NeverFits && mismatch:
@@ -228,25 +233,25 @@ func (p *Policy) evaluate(t *Target, wl *strata.Workload, shape string) *answer 
 		return a
 	}
 	a := p.place(t, t.free, wl)
-	if !a.fits && !a.never {
-		emptyKey := memoKey{t.Cluster, t.Flavor, gen, 0, shape}
-		e, ok := p.memo.Get(emptyKey)
-		if !ok {
-			empty, err := t.emptySnapshot()
-			if err != nil {
-				e = &answer{reason: err.Error()}
-			} else {
-				e = p.place(t, empty, wl)
-			}
-			p.memo.Add(emptyKey, e)
-		}
-		if !e.fits {
-			a.never = true
-			a.reason += " (also when empty)"
-		}
-	}
 	p.memo.Add(key, a)
 	return a
+}
+
+// fitsWhenEmpty says whether wl fits on t's flavor with nothing running.
+// Only asked when the workload fits nowhere now.
+func (p *Policy) fitsWhenEmpty(t *Target, wl *strata.Workload, shape string) bool {
+	key := memoKey{t.Cluster, t.Flavor, t.generation, 0, shape}
+	e, ok := p.memo.Get(key)
+	if !ok {
+		empty, err := t.emptySnapshot()
+		if err != nil {
+			e = &answer{reason: err.Error()}
+		} else {
+			e = p.place(t, empty, wl)
+		}
+		p.memo.Add(key, e)
+	}
+	return e.fits
 }
 
 // place runs the engine on s and gives the capacity back.

@@ -140,15 +140,15 @@ func (s *Snapshot) pack(bins []*bin, count int64, dem demand, perPod corev1.Reso
 }
 
 func addUsage(s *Snapshot, usage Usage, node string, perPod corev1.ResourceList, n int64) {
-	total := corev1.ResourceList{}
+	total := make(corev1.ResourceList, len(perPod))
 	for name, q := range perPod {
 		total[name] = *resource.NewMilliQuantity(q.MilliValue()*n, q.Format)
 	}
 	s.AddUsage(node, total, 1)
 	acc := usage[node]
 	if acc == nil {
-		acc = corev1.ResourceList{}
-		usage[node] = acc
+		usage[node] = total
+		return
 	}
 	for name, q := range total {
 		sum := acc[name]

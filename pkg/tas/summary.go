@@ -349,6 +349,20 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 	s.domainSlab = make([]domain, total)
 	s.binFree = slices.Grow(s.binFree, total*s.stride)
 	s.binUsed = slices.Grow(s.binUsed, total*s.stride)
+	s.binByID = slices.Grow(s.binByID, total)
+	s.binCount = slices.Grow(s.binCount, total)
+	s.binLeaf = slices.Grow(s.binLeaf, total)
+	s.binUsable = slices.Grow(s.binUsable, total)
+	domains := total + len(st.Domains)*s.leafDepth
+	s.parentID = slices.Grow(s.parentID, domains)
+	s.podCap = slices.Grow(s.podCap, domains)
+	s.unitCap = slices.Grow(s.unitCap, domains)
+	s.assigned = slices.Grow(s.assigned, domains)
+	if s.hostIsLowest {
+		s.byLevel[s.depth-1] = slices.Grow(s.byLevel[s.depth-1], total)
+		s.levelIDs[s.depth-1] = slices.Grow(s.levelIDs[s.depth-1], total)
+		s.leaves = slices.Grow(s.leaves, total)
+	}
 	for i, d := range st.Domains {
 		pairs, field := d.Free, "free"
 		if empty {

@@ -198,15 +198,15 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		return err
 	}
 	recordQueues(v)
-	if err := s.updateQueues(ctx, v); err != nil {
-		return err
-	}
+	// A failed status write of one ClusterQueue (or the list of them) does
+	// not hold up admission: the error is returned with the others, so
+	// the pass is retried.
+	errs := []error{s.updateQueues(ctx, v)}
 	queues := make([]string, 0, len(v.pending))
 	for q := range v.pending {
 		queues = append(queues, q)
 	}
 	sort.Strings(queues)
-	var errs []error
 	for _, q := range queues {
 		var cq strata.ClusterQueue
 		if err := s.client.Get(ctx, types.NamespacedName{Name: q}, &cq); err != nil {

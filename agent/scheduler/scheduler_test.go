@@ -10,9 +10,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -535,5 +537,212 @@ func TestAdmitKeepsItsOwnAdmission(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, f.admission); diff != "" {
 		t.Errorf("in-flight admission (-want,+got):\n%s", diff)
+	}
+}
+
+// schedEnv is a Scheduler on a fake API server and a capacity cache.
+type schedEnv struct {
+	s *Scheduler
+	c client.Client
+}
+
+// tasSetup puts topology "default" (rack, host) and the topology-aware
+// flavor "tas-flavor" of the "tas" pool in a cache.
+func tasSetup(cc *cache.Cache) {
+	cc.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+	cc.SetFlavor(testutil.MakeResourceFlavor("tas-flavor").NodeLabel("pool", "tas").TopologyName("default").Obj())
+}
+
+// newSchedEnv returns a scheduler whose client serves objs through funcs,
+// and whose cache is set up by setup (nil: tasSetup) and holds nodes. The
+// index is fed every Workload of objs as the API server stored it.
+func newSchedEnv(t *testing.T, objs []client.Object, setup func(*cache.Cache), nodes []*corev1.Node, funcs interceptor.Funcs) *schedEnv {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
+		WithStatusSubresource(&strata.Workload{}, &strata.ClusterQueue{}).
+		WithInterceptorFuncs(funcs).Build()
+	cc := cache.New()
+	if setup == nil {
+		setup = tasSetup
+	}
+	setup(cc)
+	for _, n := range nodes {
+		cc.SetNode(n)
+	}
+	e := &schedEnv{s: New(c, cc, tas.DefaultOptions(), &events.FakeRecorder{}), c: c}
+	e.informed(t)
+	return e
+}
+
+// informed feeds the index every Workload as the API server has it now, as
+// the informer would.
+func (e *schedEnv) informed(t *testing.T) {
+	t.Helper()
+	var wls strata.WorkloadList
+	if err := e.c.List(context.Background(), &wls); err != nil {
+		t.Fatal(err)
+	}
+	for i := range wls.Items {
+		e.s.WorkloadEvent(&wls.Items[i], false)
+	}
+}
+
+// settle waits until every admission write of the passes so far is done.
+func (e *schedEnv) settle() {
+	for range admissionWriters {
+		e.s.writers <- struct{}{}
+	}
+	for range admissionWriters {
+		<-e.s.writers
+	}
+}
+
+// outcome is what a pass made of a workload: the Admitted condition's
+// reason and message, and the flavor of an admission.
+type outcome struct {
+	Reason, Message, Flavor string
+}
+
+// outcomes are the workloads' outcomes by name, once the admission writes
+// are done.
+func (e *schedEnv) outcomes(t *testing.T) map[string]outcome {
+	t.Helper()
+	e.settle()
+	var wls strata.WorkloadList
+	if err := e.c.List(context.Background(), &wls); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]outcome{}
+	for _, wl := range wls.Items {
+		var o outcome
+		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil {
+			o.Reason, o.Message = c.Reason, c.Message
+		}
+		if a := wl.Status.Admission; a != nil && len(a.PodSetAssignments) > 0 {
+			o.Flavor = a.PodSetAssignments[0].Flavor
+		}
+		out[wl.Name] = o
+	}
+	return out
+}
+
+// job is workload name in queue q of pods 1-cpu pods in one rack, created
+// at created plus age seconds.
+func job(name, q string, pods int32, priority *int32, age int) *strata.Workload {
+	wl := testutil.MakeWorkload(name, "ns").Queue(q).
+		PodSets(testutil.MakePodSet("main", pods, "cpu", "1").Required(rackLabel).Obj()).Obj()
+	wl.Spec.Priority = priority
+	wl.CreationTimestamp = metav1.NewTime(created.Add(time.Duration(age) * time.Second))
+	return wl
+}
+
+func strictFIFO(cq *strata.ClusterQueue) *strata.ClusterQueue {
+	cq.Spec.QueueingStrategy = strata.StrictFIFO
+	return cq
+}
+
+// Outcomes of a pass, whatever their message.
+var (
+	admitted = outcome{Reason: ReasonAdmitted, Flavor: "tas-flavor"}
+	pending  = outcome{Reason: ReasonPending}
+)
+
+// withoutMessages clears the messages of got where want has none.
+func withoutMessages(got, want map[string]outcome) map[string]outcome {
+	for name, o := range got {
+		if want[name].Message == "" {
+			o.Message = ""
+			got[name] = o
+		}
+	}
+	return got
+}
+
+func TestScheduleIsolatesFailuresPerQueue(t *testing.T) {
+	boom := errors.New("boom")
+	// statusUpdate fails the status write of the object named name, of
+	// type T (with an admission or without: admission).
+	statusUpdate := func(name string, fail func(client.Object) bool) interceptor.Funcs {
+		return interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if obj.GetName() == name && fail(obj) {
+					return boom
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}
+	}
+	isQueue := func(obj client.Object) bool { _, ok := obj.(*strata.ClusterQueue); return ok }
+	isAdmission := func(obj client.Object) bool {
+		wl, ok := obj.(*strata.Workload)
+		return ok && wl.Status.Admission != nil
+	}
+	isReason := func(obj client.Object) bool {
+		wl, ok := obj.(*strata.Workload)
+		return ok && wl.Status.Admission == nil
+	}
+	cases := map[string]struct {
+		funcs   interceptor.Funcs
+		want    map[string]outcome
+		wantErr bool
+	}{
+		"a ClusterQueue's status write fails": {
+			funcs:   statusUpdate("a", isQueue),
+			want:    map[string]outcome{"a1": pending, "a2": admitted, "b1": admitted},
+			wantErr: true,
+		},
+		"the ClusterQueues cannot be listed for their status": {
+			funcs: interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if _, ok := list.(*strata.ClusterQueueList); ok {
+						return boom
+					}
+					return c.List(ctx, list, opts...)
+				},
+			},
+			want:    map[string]outcome{"a1": pending, "a2": admitted, "b1": admitted},
+			wantErr: true,
+		},
+		"a ClusterQueue cannot be read": {
+			funcs: interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*strata.ClusterQueue); ok && key.Name == "a" {
+						return boom
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			},
+			want:    map[string]outcome{"a1": {}, "a2": {}, "b1": admitted},
+			wantErr: true,
+		},
+		"a workload's pending reason cannot be written": {
+			funcs:   statusUpdate("a1", isReason),
+			want:    map[string]outcome{"a1": {}, "a2": admitted, "b1": admitted},
+			wantErr: true,
+		},
+		"a workload's admission cannot be written": {
+			funcs: statusUpdate("a2", isAdmission),
+			want:  map[string]outcome{"a1": pending, "a2": {}, "b1": admitted},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{
+				testutil.MakeClusterQueue("a").Flavor("tas-flavor").Obj(),
+				testutil.MakeClusterQueue("b").Flavor("tas-flavor").Obj(),
+				job("a1", "a", 5, nil, 0), job("a2", "a", 1, nil, 1), job("b1", "b", 1, nil, 2),
+			}
+			e := newSchedEnv(t, objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, tc.funcs)
+			err := e.s.Schedule(t.Context())
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+			// A failure in the pass is returned, so that Start logs it and
+			// retries; an admission write fails on its own goroutine, which
+			// logs it and wakes the scheduler.
+			if got := errors.Is(err, boom); got != tc.wantErr {
+				t.Errorf("Schedule() error = %v, want boom: %t", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -1,6 +1,6 @@
 // Package scheduler admits pending workloads: per ClusterQueue in priority
-// and creation order, through the queue's flavors, with the TAS engine on
-// the capacity cache. It runs when workloads or capacity change, never on a
+// and creation order, the queues taking turns, through the queue's
+// flavors, with the TAS engine on the capacity cache. It runs when workloads or capacity change, never on a
 // timer.
 package scheduler
 
@@ -202,42 +202,63 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// not hold up admission: the error is returned with the others, so
 	// the pass is retried.
 	errs := []error{s.updateQueues(ctx, v)}
-	queues := make([]string, 0, len(v.pending))
-	for q := range v.pending {
-		queues = append(queues, q)
-	}
-	sort.Strings(queues)
-	for _, q := range queues {
-		var cq strata.ClusterQueue
-		if err := s.client.Get(ctx, types.NamespacedName{Name: q}, &cq); err != nil {
+	var turns []*queueTurn
+	for q, wls := range v.pending {
+		cq := &strata.ClusterQueue{}
+		if err := s.client.Get(ctx, types.NamespacedName{Name: q}, cq); err != nil {
 			errs = append(errs, client.IgnoreNotFound(err))
 			continue
 		}
-		wls := v.pending[q]
 		sort.SliceStable(wls, func(i, j int) bool { return before(wls[i], wls[j]) })
 		if usage[q] == nil {
 			usage[q] = map[string]corev1.ResourceList{}
 		}
-		blocked := false
-		for _, wl := range wls {
-			if blocked {
-				// Written once: the message does not name the head, so
-				// that a new head does not rewrite every workload behind it.
-				if err := s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending,
-					fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", q)); err != nil {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			admitted, blocks, err := s.try(ctx, &cq, usage[q], wl)
+		turns = append(turns, &queueTurn{cq: cq, wls: wls})
+	}
+	// Queues take turns: each round considers the head of every queue
+	// still to serve, heads in the order one queue orders its workloads
+	// (priority, then age), so no queue is served its whole backlog first
+	// because of its name. A round costs O(q log q) for its q queues; a
+	// pass, O(pending log queues).
+	for len(turns) > 0 {
+		sort.Slice(turns, func(i, j int) bool { return before(turns[i].head(), turns[j].head()) })
+		next := turns[:0]
+		for _, t := range turns {
+			wl := t.head()
+			t.wls = t.wls[1:]
+			admitted, blocks, err := s.try(ctx, t.cq, usage[t.cq.Name], wl)
 			if err != nil {
 				errs = append(errs, err)
 			}
-			blocked = !admitted && blocks && cq.Spec.QueueingStrategy == strata.StrictFIFO
+			if !admitted && blocks && t.cq.Spec.QueueingStrategy == strata.StrictFIFO {
+				// The rest of the queue waits behind its head. Written once:
+				// the message does not name the head, so that a new head
+				// does not rewrite every workload behind it.
+				for _, wl := range t.wls {
+					if err := s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending,
+						fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", t.cq.Name)); err != nil {
+						errs = append(errs, err)
+					}
+				}
+				continue
+			}
+			if len(t.wls) > 0 {
+				next = append(next, t)
+			}
 		}
+		turns = next
 	}
 	return errors.Join(errs...)
 }
+
+// queueTurn is a ClusterQueue's place in a pass: the workloads it has yet
+// to consider, in order.
+type queueTurn struct {
+	cq  *strata.ClusterQueue
+	wls []*strata.Workload
+}
+
+func (t *queueTurn) head() *strata.Workload { return t.wls[0] }
 
 // before orders workloads: higher priority first, then older first.
 func before(a, b *strata.Workload) bool {

@@ -658,6 +658,101 @@ func withoutMessages(got, want map[string]outcome) map[string]outcome {
 	return got
 }
 
+func TestScheduleServesQueuesFairly(t *testing.T) {
+	queue := func(name string) *strata.ClusterQueue {
+		return testutil.MakeClusterQueue(name).Flavor("tas-flavor").Obj()
+	}
+	cases := map[string]struct {
+		queues    []*strata.ClusterQueue
+		workloads []*strata.Workload
+		rackCPU   string
+		want      map[string]outcome
+	}{
+		"every queue's head before any queue's second workload": {
+			queues: []*strata.ClusterQueue{queue("a"), queue("b")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 2, nil, 0), job("a2", "a", 2, nil, 1), job("a3", "a", 2, nil, 2),
+				job("b1", "b", 2, nil, 10),
+			},
+			rackCPU: "4",
+			want:    map[string]outcome{"a1": admitted, "a2": pending, "a3": pending, "b1": admitted},
+		},
+		"a queue with a longer backlog takes what the others leave, in turns": {
+			queues: []*strata.ClusterQueue{queue("a"), queue("b")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 1, nil, 0), job("a2", "a", 1, nil, 1), job("a3", "a", 1, nil, 2),
+				job("b1", "b", 1, nil, 10),
+			},
+			rackCPU: "3",
+			want:    map[string]outcome{"a1": admitted, "a2": admitted, "a3": pending, "b1": admitted},
+		},
+		"in a round, the older head first, whatever the queues' names": {
+			queues:    []*strata.ClusterQueue{queue("a"), queue("z")},
+			workloads: []*strata.Workload{job("a1", "a", 2, nil, 10), job("z1", "z", 2, nil, 0)},
+			rackCPU:   "2",
+			want:      map[string]outcome{"a1": pending, "z1": admitted},
+		},
+		"in a round, the higher-priority head first": {
+			queues:    []*strata.ClusterQueue{queue("a"), queue("z")},
+			workloads: []*strata.Workload{job("a1", "a", 2, nil, 0), job("z1", "z", 2, ptr.To[int32](5), 10)},
+			rackCPU:   "2",
+			want:      map[string]outcome{"a1": pending, "z1": admitted},
+		},
+		"within a queue, priority then creation order": {
+			queues: []*strata.ClusterQueue{queue("a")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 2, nil, 0), job("a2", "a", 2, ptr.To[int32](5), 2), job("a3", "a", 2, ptr.To[int32](5), 1),
+			},
+			rackCPU: "4",
+			want:    map[string]outcome{"a1": pending, "a2": admitted, "a3": admitted},
+		},
+		"a StrictFIFO queue waits behind its head; the other queues are served": {
+			queues: []*strata.ClusterQueue{strictFIFO(queue("a")), queue("b")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 5, nil, 0), job("a2", "a", 1, nil, 1), job("b1", "b", 1, nil, 2), job("b2", "b", 1, nil, 3),
+			},
+			rackCPU: "4",
+			want: map[string]outcome{
+				"a1": pending,
+				"a2": {Reason: ReasonPending, Message: "waiting in StrictFIFO ClusterQueue a behind workloads that do not fit yet"},
+				"b1": admitted, "b2": admitted,
+			},
+		},
+		"a BestEffortFIFO queue lets what fits pass its head": {
+			queues: []*strata.ClusterQueue{queue("a"), queue("b")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 5, nil, 0), job("a2", "a", 1, nil, 1), job("b1", "b", 1, nil, 2),
+			},
+			rackCPU: "4",
+			want:    map[string]outcome{"a1": pending, "a2": admitted, "b1": admitted},
+		},
+		"workloads of a ClusterQueue that does not exist are left alone": {
+			queues:    []*strata.ClusterQueue{queue("b")},
+			workloads: []*strata.Workload{job("a1", "a", 1, nil, 0), job("b1", "b", 1, nil, 1)},
+			rackCPU:   "4",
+			want:      map[string]outcome{"a1": {}, "b1": admitted},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var objs []client.Object
+			for _, cq := range tc.queues {
+				objs = append(objs, cq)
+			}
+			for _, wl := range tc.workloads {
+				objs = append(objs, wl)
+			}
+			e := newSchedEnv(t, objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", tc.rackCPU)}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestScheduleIsolatesFailuresPerQueue(t *testing.T) {
 	boom := errors.New("boom")
 	// statusUpdate fails the status write of the object named name, of

@@ -841,3 +841,160 @@ func TestScheduleIsolatesFailuresPerQueue(t *testing.T) {
 		})
 	}
 }
+
+// setups of the capacity cache for flavors that are not ready.
+var (
+	noFlavor = func(cc *cache.Cache) {
+		cc.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+	}
+	noTopologyName = func(cc *cache.Cache) {
+		cc.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+		cc.SetFlavor(testutil.MakeResourceFlavor("tas-flavor").NodeLabel("pool", "tas").Obj())
+	}
+	noTopology = func(cc *cache.Cache) {
+		cc.SetFlavor(testutil.MakeResourceFlavor("tas-flavor").NodeLabel("pool", "tas").TopologyName("default").Obj())
+	}
+)
+
+// activeCondition is a ClusterQueue's Active condition, without its time.
+func activeCondition(t *testing.T, c client.Client, name string) metav1.Condition {
+	t.Helper()
+	var cq strata.ClusterQueue
+	if err := c.Get(context.Background(), types.NamespacedName{Name: name}, &cq); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(cq.Status.Conditions, "Active")
+	if cond == nil {
+		return metav1.Condition{}
+	}
+	return metav1.Condition{Type: cond.Type, Status: cond.Status, Reason: cond.Reason, Message: cond.Message}
+}
+
+func TestScheduleFlavorNotReady(t *testing.T) {
+	cases := map[string]struct {
+		setup     func(*cache.Cache)
+		queue     *strata.ClusterQueue
+		workloads []*strata.Workload
+		want      map[string]outcome
+	}{
+		"the ResourceFlavor does not exist": {
+			setup:     noFlavor,
+			queue:     testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 1, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`}},
+		},
+		"the ResourceFlavor has no topologyName": {
+			setup:     noTopologyName,
+			queue:     testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 1, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" has no topologyName`}},
+		},
+		"the ResourceFlavor's Topology does not exist": {
+			setup:     noTopology,
+			queue:     testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 1, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: Topology "default" of ResourceFlavor "tas-flavor" does not exist`}},
+		},
+		"a missing flavor is the reason before its quota": {
+			setup:     noFlavor,
+			queue:     testutil.MakeClusterQueue("cq").Flavor("tas-flavor", "cpu", "1").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 2, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`}},
+		},
+		"under StrictFIFO, a head on missing flavors does not block the queue": {
+			setup:     noFlavor,
+			queue:     strictFIFO(testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj()),
+			workloads: []*strata.Workload{job("w1", "cq", 1, nil, 0), job("w2", "cq", 1, nil, 1)},
+			want: map[string]outcome{
+				"w1": {Reason: ReasonInadmissible, Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`},
+				"w2": {Reason: ReasonInadmissible, Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`},
+			},
+		},
+		"a missing flavor and one that cannot take the workload as written": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("gone").Flavor("tas-flavor", "cpu", "4").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 5, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "gone" does not exist; flavor tas-flavor: quota: cpu needs 5, more than the whole quota of 4`}},
+		},
+		"a missing flavor and one without capacity yet: the workload waits for capacity": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("gone").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 5, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonPending,
+				Message: `waiting for capacity: ResourceFlavor "gone" does not exist; flavor tas-flavor: rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node)`}},
+		},
+		"a missing flavor and one that fits: admitted on it": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("gone").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 1, nil, 0)},
+			want:      map[string]outcome{"w": admitted},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{tc.queue}
+			for _, wl := range tc.workloads {
+				objs = append(objs, wl)
+			}
+			e := newSchedEnv(t, objs, tc.setup, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScheduleFlavorBecomesReady checks that a workload Inadmissible for
+// its flavor is admitted, without anything else happening, once the
+// flavor or its Topology is there: the capacity cache signals the change,
+// on which Start runs a pass.
+func TestScheduleFlavorBecomesReady(t *testing.T) {
+	cases := map[string]struct {
+		setup, fix func(*cache.Cache)
+	}{
+		"the ResourceFlavor is created":            {setup: noFlavor, fix: tasSetup},
+		"the ResourceFlavor gets its topologyName": {setup: noTopologyName, fix: tasSetup},
+		"the Topology is created":                  {setup: noTopology, fix: tasSetup},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(), job("w", "cq", 1, nil, 0)}
+			e := newSchedEnv(t, objs, tc.setup, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if got := e.outcomes(t)["w"].Reason; got != ReasonInadmissible {
+				t.Fatalf("before the flavor is fixed: reason %q, want %q", got, ReasonInadmissible)
+			}
+			select {
+			case <-e.s.cache.Changed():
+			default:
+			}
+			tc.fix(e.s.cache)
+			select {
+			case <-e.s.cache.Changed():
+			default:
+				t.Fatal("the capacity cache did not signal the change: no pass would run")
+			}
+			e.informed(t) // the Inadmissible condition's write
+			// As a second later: ClusterQueue status writes are at most one
+			// per queueStatusInterval.
+			clear(e.s.queueStatusAt)
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(map[string]outcome{"w": admitted}, withoutMessages(e.outcomes(t), nil)); diff != "" {
+				t.Errorf("outcomes once the flavor is fixed (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"},
+				activeCondition(t, e.c, "cq")); diff != "" {
+				t.Errorf("ClusterQueue's Active condition (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

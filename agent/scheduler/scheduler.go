@@ -1,6 +1,6 @@
 // Package scheduler admits pending workloads: per ClusterQueue in priority
-// and creation order, through the queue's flavors, with the TAS engine on
-// the capacity cache. It runs when workloads or capacity change, never on a
+// and creation order, the queues taking turns, through the queue's
+// flavors, with the TAS engine on the capacity cache. It runs when workloads or capacity change, never on a
 // timer.
 package scheduler
 
@@ -43,7 +43,9 @@ const (
 	ReasonPending  = "Pending"
 	// ReasonInadmissible: no capacity that may free up lets the workload in
 	// as written (a level its flavors' Topologies lack, more than a whole
-	// quota); it does not block a StrictFIFO queue.
+	// quota), or its queue's flavors cannot be used as they are (missing,
+	// not topology-aware, their Topology missing: admissible again by
+	// itself once they are fixed); it does not block a StrictFIFO queue.
 	ReasonInadmissible = "Inadmissible"
 )
 
@@ -198,46 +200,67 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		return err
 	}
 	recordQueues(v)
-	if err := s.updateQueues(ctx, v); err != nil {
-		return err
-	}
-	queues := make([]string, 0, len(v.pending))
-	for q := range v.pending {
-		queues = append(queues, q)
-	}
-	sort.Strings(queues)
-	var errs []error
-	for _, q := range queues {
-		var cq strata.ClusterQueue
-		if err := s.client.Get(ctx, types.NamespacedName{Name: q}, &cq); err != nil {
+	// A failed status write of one ClusterQueue (or the list of them) does
+	// not hold up admission: the error is returned with the others, so
+	// the pass is retried.
+	errs := []error{s.updateQueues(ctx, v)}
+	var turns []*queueTurn
+	for q, wls := range v.pending {
+		cq := &strata.ClusterQueue{}
+		if err := s.client.Get(ctx, types.NamespacedName{Name: q}, cq); err != nil {
 			errs = append(errs, client.IgnoreNotFound(err))
 			continue
 		}
-		wls := v.pending[q]
 		sort.SliceStable(wls, func(i, j int) bool { return before(wls[i], wls[j]) })
 		if usage[q] == nil {
 			usage[q] = map[string]corev1.ResourceList{}
 		}
-		blocked := false
-		for _, wl := range wls {
-			if blocked {
-				// Written once: the message does not name the head, so
-				// that a new head does not rewrite every workload behind it.
-				if err := s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending,
-					fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", q)); err != nil {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			admitted, blocks, err := s.try(ctx, &cq, usage[q], wl)
+		turns = append(turns, &queueTurn{cq: cq, wls: wls})
+	}
+	// Queues take turns: each round considers the head of every queue
+	// still to serve, heads in the order one queue orders its workloads
+	// (priority, then age), so no queue is served its whole backlog first
+	// because of its name. A round costs O(q log q) for its q queues; a
+	// pass, O(pending log queues).
+	for len(turns) > 0 {
+		sort.Slice(turns, func(i, j int) bool { return before(turns[i].head(), turns[j].head()) })
+		next := turns[:0]
+		for _, t := range turns {
+			wl := t.head()
+			t.wls = t.wls[1:]
+			admitted, blocks, err := s.try(ctx, t.cq, usage[t.cq.Name], wl)
 			if err != nil {
 				errs = append(errs, err)
 			}
-			blocked = !admitted && blocks && cq.Spec.QueueingStrategy == strata.StrictFIFO
+			if !admitted && blocks && t.cq.Spec.QueueingStrategy == strata.StrictFIFO {
+				// The rest of the queue waits behind its head. Written once:
+				// the message does not name the head, so that a new head
+				// does not rewrite every workload behind it.
+				for _, wl := range t.wls {
+					if err := s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending,
+						fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", t.cq.Name)); err != nil {
+						errs = append(errs, err)
+					}
+				}
+				continue
+			}
+			if len(t.wls) > 0 {
+				next = append(next, t)
+			}
 		}
+		turns = next
 	}
 	return errors.Join(errs...)
 }
+
+// queueTurn is a ClusterQueue's place in a pass: the workloads it has yet
+// to consider, in order.
+type queueTurn struct {
+	cq  *strata.ClusterQueue
+	wls []*strata.Workload
+}
+
+func (t *queueTurn) head() *strata.Workload { return t.wls[0] }
 
 // before orders workloads: higher priority first, then older first.
 func before(a, b *strata.Workload) bool {
@@ -259,14 +282,22 @@ func priority(wl *strata.Workload) int32 {
 }
 
 // try admits one workload on the first flavor of the queue where it fits.
-// blocks is false when the workload can never be admitted as it is (see
-// inadmissibleError): it then does not hold up a StrictFIFO queue.
+// blocks is false when no change of capacity can admit the workload (see
+// inadmissibleError and flavorNotReadyError): it then does not hold up a
+// StrictFIFO queue.
 func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, wl *strata.Workload) (admitted, blocks bool, err error) {
 	var reasons []string
-	never := true
+	// never: no change of capacity lets the workload in; asWritten: only
+	// a change of the workload would (no flavor is merely not ready).
+	never, asWritten := true, true
 	for _, fq := range cq.Spec.Flavors {
 		admission, err := s.place(cq, fq, usage[fq.Name], wl)
 		if err != nil {
+			if errors.As(err, new(flavorNotReadyError)) {
+				reasons = append(reasons, err.Error()) // it names the flavor
+				asWritten = false
+				continue
+			}
 			reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fq.Name, err))
 			never = never && errors.As(err, new(inadmissibleError))
 			continue
@@ -277,8 +308,11 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		reasons = append(reasons, "the ClusterQueue has no flavors")
 	}
 	if never {
-		return false, false, s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonInadmissible,
-			"cannot be admitted by ClusterQueue "+cq.Name+" as written: "+strings.Join(reasons, "; "))
+		by := "cannot be admitted by ClusterQueue " + cq.Name
+		if asWritten {
+			by += " as written"
+		}
+		return false, false, s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonInadmissible, by+": "+strings.Join(reasons, "; "))
 	}
 	return false, true, s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending, "waiting for capacity: "+strings.Join(reasons, "; "))
 }
@@ -290,14 +324,45 @@ type inadmissibleError struct{ error }
 
 func (e inadmissibleError) Unwrap() error { return e.error }
 
+// flavorNotReadyError is a flavor of the queue that cannot be used as it
+// is: the ResourceFlavor does not exist, has no topologyName, or its
+// Topology does not exist. No change of capacity lifts it; creating or
+// fixing the flavor or its Topology does, and the capacity cache signals
+// that change (Changed), on which the scheduler runs a pass. Its message
+// names the flavor, as the condition shows it.
+type flavorNotReadyError struct{ message string }
+
+func (e flavorNotReadyError) Error() string { return e.message }
+
+// flavorReady returns a ResourceFlavor's definition, or a
+// flavorNotReadyError when the flavor is missing or not topology-aware.
+// Its snapshot may still be missing (its Topology): see place.
+func (s *Scheduler) flavorReady(name string) (*strata.ResourceFlavor, error) {
+	def, ok := s.cache.FlavorDef(name)
+	if !ok {
+		return nil, flavorNotReadyError{fmt.Sprintf("ResourceFlavor %q does not exist", name)}
+	}
+	if def.Spec.TopologyName == nil {
+		return nil, flavorNotReadyError{fmt.Sprintf("ResourceFlavor %q has no topologyName", name)}
+	}
+	return def, nil
+}
+
+// topologyMissing is the error of a topology-aware flavor without a
+// snapshot in the cache: its Topology does not exist.
+func topologyMissing(def *strata.ResourceFlavor) error {
+	return flavorNotReadyError{fmt.Sprintf("Topology %q of ResourceFlavor %q does not exist", *def.Spec.TopologyName, def.Name)}
+}
+
 // place finds the assignment of every pod set on one flavor, within quota.
+// A flavor that is not ready is its reason before the quota.
 func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) (*strata.Admission, error) {
-	if err := checkQuota(fq, used, wl); err != nil {
+	flavorDef, err := s.flavorReady(fq.Name)
+	if err != nil {
 		return nil, err
 	}
-	flavorDef, ok := s.cache.FlavorDef(fq.Name)
-	if !ok {
-		return nil, fmt.Errorf("ResourceFlavor %q does not exist", fq.Name)
+	if err := checkQuota(fq, used, wl); err != nil {
+		return nil, err
 	}
 	var (
 		admission *strata.Admission
@@ -307,7 +372,9 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used 
 		admission, placeErr = placeOnFlavor(snap, topo, flavorDef, cq.Name, wl, s.opts)
 	})
 	if !found {
-		return nil, fmt.Errorf("ResourceFlavor %q is not topology-aware or its Topology does not exist", fq.Name)
+		// Or the flavor changed since flavorReady read it: the cache
+		// signals that, and the next pass gives the reason as it is then.
+		return nil, topologyMissing(flavorDef)
 	}
 	if errors.As(placeErr, new(*workload.TopologyMismatchError)) {
 		placeErr = inadmissibleError{placeErr}

@@ -10,9 +10,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -535,5 +537,464 @@ func TestAdmitKeepsItsOwnAdmission(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, f.admission); diff != "" {
 		t.Errorf("in-flight admission (-want,+got):\n%s", diff)
+	}
+}
+
+// schedEnv is a Scheduler on a fake API server and a capacity cache.
+type schedEnv struct {
+	s *Scheduler
+	c client.Client
+}
+
+// tasSetup puts topology "default" (rack, host) and the topology-aware
+// flavor "tas-flavor" of the "tas" pool in a cache.
+func tasSetup(cc *cache.Cache) {
+	cc.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+	cc.SetFlavor(testutil.MakeResourceFlavor("tas-flavor").NodeLabel("pool", "tas").TopologyName("default").Obj())
+}
+
+// newSchedEnv returns a scheduler whose client serves objs through funcs,
+// and whose cache is set up by setup (nil: tasSetup) and holds nodes. The
+// index is fed every Workload of objs as the API server stored it.
+func newSchedEnv(t *testing.T, objs []client.Object, setup func(*cache.Cache), nodes []*corev1.Node, funcs interceptor.Funcs) *schedEnv {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
+		WithStatusSubresource(&strata.Workload{}, &strata.ClusterQueue{}).
+		WithInterceptorFuncs(funcs).Build()
+	cc := cache.New()
+	if setup == nil {
+		setup = tasSetup
+	}
+	setup(cc)
+	for _, n := range nodes {
+		cc.SetNode(n)
+	}
+	e := &schedEnv{s: New(c, cc, tas.DefaultOptions(), &events.FakeRecorder{}), c: c}
+	e.informed(t)
+	return e
+}
+
+// informed feeds the index every Workload as the API server has it now, as
+// the informer would.
+func (e *schedEnv) informed(t *testing.T) {
+	t.Helper()
+	var wls strata.WorkloadList
+	if err := e.c.List(context.Background(), &wls); err != nil {
+		t.Fatal(err)
+	}
+	for i := range wls.Items {
+		e.s.WorkloadEvent(&wls.Items[i], false)
+	}
+}
+
+// settle waits until every admission write of the passes so far is done.
+func (e *schedEnv) settle() {
+	for range admissionWriters {
+		e.s.writers <- struct{}{}
+	}
+	for range admissionWriters {
+		<-e.s.writers
+	}
+}
+
+// outcome is what a pass made of a workload: the Admitted condition's
+// reason and message, and the flavor of an admission.
+type outcome struct {
+	Reason, Message, Flavor string
+}
+
+// outcomes are the workloads' outcomes by name, once the admission writes
+// are done.
+func (e *schedEnv) outcomes(t *testing.T) map[string]outcome {
+	t.Helper()
+	e.settle()
+	var wls strata.WorkloadList
+	if err := e.c.List(context.Background(), &wls); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]outcome{}
+	for _, wl := range wls.Items {
+		var o outcome
+		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil {
+			o.Reason, o.Message = c.Reason, c.Message
+		}
+		if a := wl.Status.Admission; a != nil && len(a.PodSetAssignments) > 0 {
+			o.Flavor = a.PodSetAssignments[0].Flavor
+		}
+		out[wl.Name] = o
+	}
+	return out
+}
+
+// job is workload name in queue q of pods 1-cpu pods in one rack, created
+// at created plus age seconds.
+func job(name, q string, pods int32, priority *int32, age int) *strata.Workload {
+	wl := testutil.MakeWorkload(name, "ns").Queue(q).
+		PodSets(testutil.MakePodSet("main", pods, "cpu", "1").Required(rackLabel).Obj()).Obj()
+	wl.Spec.Priority = priority
+	wl.CreationTimestamp = metav1.NewTime(created.Add(time.Duration(age) * time.Second))
+	return wl
+}
+
+func strictFIFO(cq *strata.ClusterQueue) *strata.ClusterQueue {
+	cq.Spec.QueueingStrategy = strata.StrictFIFO
+	return cq
+}
+
+// Outcomes of a pass, whatever their message.
+var (
+	admitted = outcome{Reason: ReasonAdmitted, Flavor: "tas-flavor"}
+	pending  = outcome{Reason: ReasonPending}
+)
+
+// withoutMessages clears the messages of got where want has none.
+func withoutMessages(got, want map[string]outcome) map[string]outcome {
+	for name, o := range got {
+		if want[name].Message == "" {
+			o.Message = ""
+			got[name] = o
+		}
+	}
+	return got
+}
+
+func TestScheduleServesQueuesFairly(t *testing.T) {
+	queue := func(name string) *strata.ClusterQueue {
+		return testutil.MakeClusterQueue(name).Flavor("tas-flavor").Obj()
+	}
+	cases := map[string]struct {
+		queues    []*strata.ClusterQueue
+		workloads []*strata.Workload
+		rackCPU   string
+		want      map[string]outcome
+	}{
+		"every queue's head before any queue's second workload": {
+			queues: []*strata.ClusterQueue{queue("a"), queue("b")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 2, nil, 0), job("a2", "a", 2, nil, 1), job("a3", "a", 2, nil, 2),
+				job("b1", "b", 2, nil, 10),
+			},
+			rackCPU: "4",
+			want:    map[string]outcome{"a1": admitted, "a2": pending, "a3": pending, "b1": admitted},
+		},
+		"a queue with a longer backlog takes what the others leave, in turns": {
+			queues: []*strata.ClusterQueue{queue("a"), queue("b")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 1, nil, 0), job("a2", "a", 1, nil, 1), job("a3", "a", 1, nil, 2),
+				job("b1", "b", 1, nil, 10),
+			},
+			rackCPU: "3",
+			want:    map[string]outcome{"a1": admitted, "a2": admitted, "a3": pending, "b1": admitted},
+		},
+		"in a round, the older head first, whatever the queues' names": {
+			queues:    []*strata.ClusterQueue{queue("a"), queue("z")},
+			workloads: []*strata.Workload{job("a1", "a", 2, nil, 10), job("z1", "z", 2, nil, 0)},
+			rackCPU:   "2",
+			want:      map[string]outcome{"a1": pending, "z1": admitted},
+		},
+		"in a round, the higher-priority head first": {
+			queues:    []*strata.ClusterQueue{queue("a"), queue("z")},
+			workloads: []*strata.Workload{job("a1", "a", 2, nil, 0), job("z1", "z", 2, ptr.To[int32](5), 10)},
+			rackCPU:   "2",
+			want:      map[string]outcome{"a1": pending, "z1": admitted},
+		},
+		"within a queue, priority then creation order": {
+			queues: []*strata.ClusterQueue{queue("a")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 2, nil, 0), job("a2", "a", 2, ptr.To[int32](5), 2), job("a3", "a", 2, ptr.To[int32](5), 1),
+			},
+			rackCPU: "4",
+			want:    map[string]outcome{"a1": pending, "a2": admitted, "a3": admitted},
+		},
+		"a StrictFIFO queue waits behind its head; the other queues are served": {
+			queues: []*strata.ClusterQueue{strictFIFO(queue("a")), queue("b")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 5, nil, 0), job("a2", "a", 1, nil, 1), job("b1", "b", 1, nil, 2), job("b2", "b", 1, nil, 3),
+			},
+			rackCPU: "4",
+			want: map[string]outcome{
+				"a1": pending,
+				"a2": {Reason: ReasonPending, Message: "waiting in StrictFIFO ClusterQueue a behind workloads that do not fit yet"},
+				"b1": admitted, "b2": admitted,
+			},
+		},
+		"a BestEffortFIFO queue lets what fits pass its head": {
+			queues: []*strata.ClusterQueue{queue("a"), queue("b")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 5, nil, 0), job("a2", "a", 1, nil, 1), job("b1", "b", 1, nil, 2),
+			},
+			rackCPU: "4",
+			want:    map[string]outcome{"a1": pending, "a2": admitted, "b1": admitted},
+		},
+		"workloads of a ClusterQueue that does not exist are left alone": {
+			queues:    []*strata.ClusterQueue{queue("b")},
+			workloads: []*strata.Workload{job("a1", "a", 1, nil, 0), job("b1", "b", 1, nil, 1)},
+			rackCPU:   "4",
+			want:      map[string]outcome{"a1": {}, "b1": admitted},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var objs []client.Object
+			for _, cq := range tc.queues {
+				objs = append(objs, cq)
+			}
+			for _, wl := range tc.workloads {
+				objs = append(objs, wl)
+			}
+			e := newSchedEnv(t, objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", tc.rackCPU)}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestScheduleIsolatesFailuresPerQueue(t *testing.T) {
+	boom := errors.New("boom")
+	// statusUpdate fails the status write of the object named name, of
+	// type T (with an admission or without: admission).
+	statusUpdate := func(name string, fail func(client.Object) bool) interceptor.Funcs {
+		return interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if obj.GetName() == name && fail(obj) {
+					return boom
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}
+	}
+	isQueue := func(obj client.Object) bool { _, ok := obj.(*strata.ClusterQueue); return ok }
+	isAdmission := func(obj client.Object) bool {
+		wl, ok := obj.(*strata.Workload)
+		return ok && wl.Status.Admission != nil
+	}
+	isReason := func(obj client.Object) bool {
+		wl, ok := obj.(*strata.Workload)
+		return ok && wl.Status.Admission == nil
+	}
+	cases := map[string]struct {
+		funcs   interceptor.Funcs
+		want    map[string]outcome
+		wantErr bool
+	}{
+		"a ClusterQueue's status write fails": {
+			funcs:   statusUpdate("a", isQueue),
+			want:    map[string]outcome{"a1": pending, "a2": admitted, "b1": admitted},
+			wantErr: true,
+		},
+		"the ClusterQueues cannot be listed for their status": {
+			funcs: interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if _, ok := list.(*strata.ClusterQueueList); ok {
+						return boom
+					}
+					return c.List(ctx, list, opts...)
+				},
+			},
+			want:    map[string]outcome{"a1": pending, "a2": admitted, "b1": admitted},
+			wantErr: true,
+		},
+		"a ClusterQueue cannot be read": {
+			funcs: interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*strata.ClusterQueue); ok && key.Name == "a" {
+						return boom
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			},
+			want:    map[string]outcome{"a1": {}, "a2": {}, "b1": admitted},
+			wantErr: true,
+		},
+		"a workload's pending reason cannot be written": {
+			funcs:   statusUpdate("a1", isReason),
+			want:    map[string]outcome{"a1": {}, "a2": admitted, "b1": admitted},
+			wantErr: true,
+		},
+		"a workload's admission cannot be written": {
+			funcs: statusUpdate("a2", isAdmission),
+			want:  map[string]outcome{"a1": pending, "a2": {}, "b1": admitted},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{
+				testutil.MakeClusterQueue("a").Flavor("tas-flavor").Obj(),
+				testutil.MakeClusterQueue("b").Flavor("tas-flavor").Obj(),
+				job("a1", "a", 5, nil, 0), job("a2", "a", 1, nil, 1), job("b1", "b", 1, nil, 2),
+			}
+			e := newSchedEnv(t, objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, tc.funcs)
+			err := e.s.Schedule(t.Context())
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+			// A failure in the pass is returned, so that Start logs it and
+			// retries; an admission write fails on its own goroutine, which
+			// logs it and wakes the scheduler.
+			if got := errors.Is(err, boom); got != tc.wantErr {
+				t.Errorf("Schedule() error = %v, want boom: %t", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// setups of the capacity cache for flavors that are not ready.
+var (
+	noFlavor = func(cc *cache.Cache) {
+		cc.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+	}
+	noTopologyName = func(cc *cache.Cache) {
+		cc.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+		cc.SetFlavor(testutil.MakeResourceFlavor("tas-flavor").NodeLabel("pool", "tas").Obj())
+	}
+	noTopology = func(cc *cache.Cache) {
+		cc.SetFlavor(testutil.MakeResourceFlavor("tas-flavor").NodeLabel("pool", "tas").TopologyName("default").Obj())
+	}
+)
+
+// activeCondition is a ClusterQueue's Active condition, without its time.
+func activeCondition(t *testing.T, c client.Client, name string) metav1.Condition {
+	t.Helper()
+	var cq strata.ClusterQueue
+	if err := c.Get(context.Background(), types.NamespacedName{Name: name}, &cq); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(cq.Status.Conditions, "Active")
+	if cond == nil {
+		return metav1.Condition{}
+	}
+	return metav1.Condition{Type: cond.Type, Status: cond.Status, Reason: cond.Reason, Message: cond.Message}
+}
+
+func TestScheduleFlavorNotReady(t *testing.T) {
+	cases := map[string]struct {
+		setup     func(*cache.Cache)
+		queue     *strata.ClusterQueue
+		workloads []*strata.Workload
+		want      map[string]outcome
+	}{
+		"the ResourceFlavor does not exist": {
+			setup:     noFlavor,
+			queue:     testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 1, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`}},
+		},
+		"the ResourceFlavor has no topologyName": {
+			setup:     noTopologyName,
+			queue:     testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 1, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" has no topologyName`}},
+		},
+		"the ResourceFlavor's Topology does not exist": {
+			setup:     noTopology,
+			queue:     testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 1, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: Topology "default" of ResourceFlavor "tas-flavor" does not exist`}},
+		},
+		"a missing flavor is the reason before its quota": {
+			setup:     noFlavor,
+			queue:     testutil.MakeClusterQueue("cq").Flavor("tas-flavor", "cpu", "1").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 2, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`}},
+		},
+		"under StrictFIFO, a head on missing flavors does not block the queue": {
+			setup:     noFlavor,
+			queue:     strictFIFO(testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj()),
+			workloads: []*strata.Workload{job("w1", "cq", 1, nil, 0), job("w2", "cq", 1, nil, 1)},
+			want: map[string]outcome{
+				"w1": {Reason: ReasonInadmissible, Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`},
+				"w2": {Reason: ReasonInadmissible, Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`},
+			},
+		},
+		"a missing flavor and one that cannot take the workload as written": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("gone").Flavor("tas-flavor", "cpu", "4").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 5, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "gone" does not exist; flavor tas-flavor: quota: cpu needs 5, more than the whole quota of 4`}},
+		},
+		"a missing flavor and one without capacity yet: the workload waits for capacity": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("gone").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 5, nil, 0)},
+			want: map[string]outcome{"w": {Reason: ReasonPending,
+				Message: `waiting for capacity: ResourceFlavor "gone" does not exist; flavor tas-flavor: rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node)`}},
+		},
+		"a missing flavor and one that fits: admitted on it": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("gone").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{job("w", "cq", 1, nil, 0)},
+			want:      map[string]outcome{"w": admitted},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{tc.queue}
+			for _, wl := range tc.workloads {
+				objs = append(objs, wl)
+			}
+			e := newSchedEnv(t, objs, tc.setup, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScheduleFlavorBecomesReady checks that a workload Inadmissible for
+// its flavor is admitted, without anything else happening, once the
+// flavor or its Topology is there: the capacity cache signals the change,
+// on which Start runs a pass.
+func TestScheduleFlavorBecomesReady(t *testing.T) {
+	cases := map[string]struct {
+		setup, fix func(*cache.Cache)
+	}{
+		"the ResourceFlavor is created":            {setup: noFlavor, fix: tasSetup},
+		"the ResourceFlavor gets its topologyName": {setup: noTopologyName, fix: tasSetup},
+		"the Topology is created":                  {setup: noTopology, fix: tasSetup},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(), job("w", "cq", 1, nil, 0)}
+			e := newSchedEnv(t, objs, tc.setup, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if got := e.outcomes(t)["w"].Reason; got != ReasonInadmissible {
+				t.Fatalf("before the flavor is fixed: reason %q, want %q", got, ReasonInadmissible)
+			}
+			select {
+			case <-e.s.cache.Changed():
+			default:
+			}
+			tc.fix(e.s.cache)
+			select {
+			case <-e.s.cache.Changed():
+			default:
+				t.Fatal("the capacity cache did not signal the change: no pass would run")
+			}
+			e.informed(t) // the Inadmissible condition's write
+			// As a second later: ClusterQueue status writes are at most one
+			// per queueStatusInterval.
+			clear(e.s.queueStatusAt)
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(map[string]outcome{"w": admitted}, withoutMessages(e.outcomes(t), nil)); diff != "" {
+				t.Errorf("outcomes once the flavor is fixed (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"},
+				activeCondition(t, e.c, "cq")); diff != "" {
+				t.Errorf("ClusterQueue's Active condition (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

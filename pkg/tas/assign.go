@@ -23,8 +23,6 @@ type plan struct {
 	// units[k] is the group size pods are placed in at domain level k: the
 	// size of the coarsest slice layer at level k or below, else 1.
 	units []int64
-	// binUnit is the group size within one bin (a summarized host).
-	binUnit int64
 	// filter: node selector, affinity and taints apply to bins.
 	filter   bool
 	affinity nodeaffinity.RequiredNodeAffinity
@@ -54,28 +52,15 @@ func (s *Snapshot) findAssignment(req Request, opts Options) (*Assignment, error
 	if err != nil {
 		return nil, err
 	}
-	target, layers := p.target, p.layers
+	target := p.target
 	count := int64(req.Count)
-
-	if target == s.depth {
-		// The host level of a summarized snapshot: all pods in one host bin,
-		// that is, one slice of the whole pod set at the host level.
-		p.setUniformUnits(count)
-		p.computeCaps()
-		leaves, err := p.oneDomain(s.depth-1, req.Level, count)
-		if err == nil || req.Mode == Required {
-			return p.result(leaves), err
-		}
-		target = s.depth - 1
-		p.setUnits(layers)
-	}
 	p.computeCaps()
 
-	switch {
-	case req.Mode == Required:
+	switch req.Mode {
+	case Required:
 		leaves, err := p.oneDomain(target, req.Level, count)
 		return p.result(leaves), err
-	case req.Mode == Preferred:
+	case Preferred:
 		if opts.BalancedPlacement {
 			s.ensureOrder()
 			if leaves, ok := p.balanced(count); ok {
@@ -122,15 +107,6 @@ func (s *Snapshot) newPlan(req Request, opts Options) (*plan, error) {
 	}
 	p.setUnits(p.layers)
 	return p, nil
-}
-
-// setUniformUnits makes every level, and every bin, hold groups of size.
-func (p *plan) setUniformUnits(size int64) {
-	p.units = make([]int64, p.s.depth)
-	for i := range p.units {
-		p.units[i] = size
-	}
-	p.binUnit = size
 }
 
 type layerIndex struct {
@@ -186,15 +162,6 @@ func (p *plan) setUnits(layers []layerIndex) {
 			}
 		}
 	}
-	p.binUnit = 1
-	if p.s.binsAreHosts {
-		for _, l := range layers {
-			if l.level >= p.s.depth {
-				p.binUnit = l.size
-				break
-			}
-		}
-	}
 }
 
 // computeCaps fills podCap and unitCap of every domain and clears assigned:
@@ -206,7 +173,7 @@ func (p *plan) computeCaps() {
 	clear(s.unitCap)
 	clear(s.assigned)
 	podCap, unitCap := s.podCap, s.unitCap
-	stride, binUnit := s.stride, p.binUnit
+	stride := s.stride
 	for slot, leaf := range s.binLeaf {
 		if leaf < 0 || !s.binUsable[slot] {
 			continue
@@ -221,14 +188,14 @@ func (p *plan) computeCaps() {
 		}
 		c := s.binCount[slot]
 		podCap[leaf] += f * c
-		unitCap[leaf] += f / binUnit * c // groups of binUnit
+		unitCap[leaf] += f * c // pods, made groups below
 	}
 	if s.depth == 0 {
 		return
 	}
 	last := s.depth - 1
 	for _, id := range s.levelIDs[last] {
-		unitCap[id] = unitCap[id] * binUnit / p.units[last]
+		unitCap[id] /= p.units[last]
 	}
 	for lvl := last; lvl >= 0; lvl-- {
 		for _, id := range s.levelIDs[lvl] {

@@ -19,9 +19,6 @@ type Snapshot struct {
 	levels []string
 	// depth is the number of topology levels held as domains: len(levels).
 	depth int
-	// binsAreHosts is kept for the bin-unit arithmetic of computeCaps; it
-	// is never set: summarized snapshots expand buckets into nodes.
-	binsAreHosts bool
 	// summary: built from a CapacitySummary. Its nodes are anonymous
 	// (named after their leaf domain), its assignments are reported at
 	// leafDepth, the summary's leaf level, and it is frozen once built.

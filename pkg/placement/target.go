@@ -27,10 +27,9 @@ type Target struct {
 
 	generation int64
 	levels     []string
-	// free is the summary's snapshot with the reservations committed; base
-	// the summary's snapshot as published (frozen, shared by clones);
-	// empty the flavor's nodes with nothing running.
-	base, free, empty *tas.Snapshot
+	// free is the summary's snapshot with the reservations committed;
+	// empty the flavor's nodes with nothing running (built on first use).
+	free, empty *tas.Snapshot
 	summary           *strata.CapacitySummaryStatus
 	reservations      map[string]*reservation
 	// version changes with every reservation made or ended, so that
@@ -71,12 +70,16 @@ func (t *Target) Snapshot() *tas.Snapshot { return t.free }
 // SetSummary moves the view to a new summary. Reservations stay until
 // Release: the caller ends a reservation once a summary reflects it.
 func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
-	base, err := tas.NewSnapshotFromSummary(st)
-	if err != nil {
-		return fmt.Errorf("capacity summary of flavor %s on %s: %w", t.Flavor, t.Cluster, err)
+	// Most new generations change amounts, not which nodes are where:
+	// rewrite the nodes in place then.
+	if t.free == nil || !t.free.Refresh(st) {
+		free, err := tas.NewSnapshotFromSummary(st)
+		if err != nil {
+			return fmt.Errorf("capacity summary of flavor %s on %s: %w", t.Flavor, t.Cluster, err)
+		}
+		t.free = free
 	}
-	t.base, t.empty, t.summary, t.generation, t.levels = base, nil, st, st.SummaryGeneration, st.Levels
-	t.free = base.Clone()
+	t.empty, t.summary, t.generation, t.levels = nil, st, st.SummaryGeneration, st.Levels
 	t.version++
 	// Re-apply the reservations, oldest first, at the leaf level.
 	held := make([]*reservation, 0, len(t.reservations))

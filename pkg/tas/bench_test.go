@@ -111,3 +111,34 @@ func BenchmarkSummarize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSummarySnapshot: the hub's view of a 10,000-node flavor from a
+// summary, built anew or refreshed in place from a newer summary of the
+// same shape.
+func BenchmarkSummarySnapshot(b *testing.B) {
+	s := gpuCluster(rand.New(rand.NewPCG(1, 1)), gpuClusterOptions{nodes: 10000, hostLowest: true, busy: 0.7})
+	st, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("nodes=10000/build", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := NewSnapshotFromSummary(&st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("nodes=10000/refresh", func(b *testing.B) {
+		hub, err := NewSnapshotFromSummary(&st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if !hub.Refresh(&st) {
+				b.Fatal("Refresh refused the same summary")
+			}
+		}
+	})
+}

@@ -28,6 +28,8 @@ type Snapshot struct {
 	// snapshot or a clone of one), so clones may share it. Usage may still
 	// be added to known nodes.
 	frozen bool
+	// shared: the snapshot was cloned, or is a clone; they share nodes.
+	shared bool
 	// domainSlab and binSlab allocate a summary's nodes in blocks.
 	domainSlab []domain
 	binSlab    []bin
@@ -403,6 +405,7 @@ func (s *Snapshot) Clone() *Snapshot {
 	if !s.frozen {
 		panic("tas: Clone needs a frozen snapshot")
 	}
+	s.shared = true
 	c := *s
 	c.res = s.res.clone()
 	c.binFree = slices.Clone(s.binFree)

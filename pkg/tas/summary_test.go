@@ -320,3 +320,49 @@ func TestSummaryErrors(t *testing.T) {
 		t.Errorf("a good summary: %v", err)
 	}
 }
+
+// TestSummaryRefresh: a snapshot refreshed with a newer summary of the same
+// shape answers as one built from it; another shape is refused.
+func TestSummaryRefresh(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	opts := gpuClusterOptions{nodes: 600, hostLowest: true, busy: 0.6}
+	summary := func(seed uint64, o gpuClusterOptions) *strata.CapacitySummaryStatus {
+		st, err := gpuCluster(rand.New(rand.NewPCG(seed, 1)), o).Summarize(math.MaxInt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &st
+	}
+	old, next := summary(1, opts), summary(2, opts)
+	refreshed, err := NewSnapshotFromSummary(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refreshed.AddUsage("#0", WithPod(gpuPod(8)), 1) // dropped by Refresh
+	if !refreshed.Refresh(next) {
+		t.Fatal("Refresh refused a summary of the same shape")
+	}
+	built, err := NewSnapshotFromSummary(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		reqs := randomRequests(rng, []string{block, rack, host})
+		req := reqs[len(reqs)-1]
+		req.PodRequests = gpuPod(int64(1 + rng.IntN(8)))
+		a, aErr := built.FindAssignment(req, DefaultOptions())
+		b, bErr := refreshed.FindAssignment(req, DefaultOptions())
+		if (aErr == nil) != (bErr == nil) || !cmp.Equal(a, b) {
+			t.Fatalf("request %d %+v: built %v, %v; refreshed %v, %v", i, req, a, aErr, b, bErr)
+		}
+	}
+	fewer := opts
+	fewer.nodes = 590
+	if refreshed.Refresh(summary(3, fewer)) {
+		t.Error("Refresh took a summary with fewer nodes")
+	}
+	clone := built.Clone()
+	if built.Refresh(next) || clone.Refresh(next) {
+		t.Error("Refresh changed a snapshot that shares its nodes with a clone")
+	}
+}

@@ -29,9 +29,9 @@ type Target struct {
 	levels     []string
 	// free is the summary's snapshot with the reservations committed;
 	// empty the flavor's nodes with nothing running (built on first use).
-	free, empty *tas.Snapshot
-	summary           *strata.CapacitySummaryStatus
-	reservations      map[string]*reservation
+	free, empty  *tas.Snapshot
+	summary      *strata.CapacitySummaryStatus
+	reservations map[string]*reservation
 	// version changes with every reservation made or ended, so that
 	// memoized answers on the old state are not reused.
 	version uint64

@@ -39,6 +39,14 @@ type Cache struct {
 	// pods is the usage of bound pods that Strata does not account through
 	// a workload: pod UID -> (node, requests).
 	pods map[types.UID]podUsage
+	// tasPods are the bound, running pods of topology-aware workloads, by
+	// workload. They count through their workload while it holds an
+	// admission here, and on their own once it does not (the Job was
+	// deleted with its pods orphaned, the workload was evicted or requeued
+	// while its pods terminate): capacity is taken until the pods are gone.
+	tasPods map[types.NamespacedName]map[types.UID]podUsage
+	// podWorkload finds the workload of a pod in tasPods.
+	podWorkload map[types.UID]types.NamespacedName
 	// workloads is the usage of admitted workloads, per flavor.
 	workloads map[types.NamespacedName]admitted
 	// onNode indexes the admitted workloads assigned to each node (when the
@@ -76,6 +84,10 @@ type flavor struct {
 type podUsage struct {
 	node  string
 	usage corev1.ResourceList
+	// Pods of topology-aware workloads: the workload, and whether the pod
+	// counts on its own now.
+	workload types.NamespacedName
+	counted  bool
 }
 
 type admitted struct {
@@ -102,6 +114,8 @@ func New() *Cache {
 		flavors:     map[string]*flavor{},
 		nodes:       map[string]*corev1.Node{},
 		pods:        map[types.UID]podUsage{},
+		tasPods:     map[types.NamespacedName]map[types.UID]podUsage{},
+		podWorkload: map[types.UID]types.NamespacedName{},
 		workloads:   map[types.NamespacedName]admitted{},
 		onNode:      map[string]map[types.NamespacedName]struct{}{},
 		goneNodes:   map[string]map[string]string{},
@@ -194,6 +208,13 @@ func (c *Cache) rebuildLocked() {
 		}
 		for _, p := range c.pods {
 			f.snapshot.AddUsage(p.node, p.usage, 1)
+		}
+		for _, pods := range c.tasPods {
+			for _, p := range pods {
+				if p.counted {
+					f.snapshot.AddUsage(p.node, p.usage, 1)
+				}
+			}
 		}
 		c.flavors[name] = f
 	}
@@ -298,24 +319,27 @@ func (c *Cache) DeleteNode(name string) {
 	c.touched()
 }
 
-// SetPod records the usage of a pod: bound, not terminated, and not a pod
-// of a workload Strata admitted with topology-aware scheduling (those count
-// through their workload). Anything else removes its usage.
+// SetPod records the usage of a pod that is bound and not terminated. A
+// pod of a topology-aware workload counts through its workload while that
+// holds an admission in the cache, and on its own otherwise. Anything else
+// removes the pod's usage.
 func (c *Cache) SetPod(p *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	running := p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	if wl := p.Labels[strata.WorkloadLabel]; p.Labels[strata.TASLabel] != "" && wl != "" {
+		c.removePodLocked(p.UID)
+		if running {
+			c.setTASPodLocked(types.NamespacedName{Namespace: p.Namespace, Name: wl}, p)
+		}
+		return
+	}
 	old, had := c.pods[p.UID]
-	counts := p.Spec.NodeName != "" && p.Labels[strata.TASLabel] == "" &&
-		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-	if had && counts && old.node == p.Spec.NodeName {
+	if had && running && old.node == p.Spec.NodeName {
 		return // requests of a bound pod do not change
 	}
-	if had {
-		c.addPodLocked(old, -1)
-		delete(c.pods, p.UID)
-		c.signal()
-	}
-	if counts {
+	c.removePodLocked(p.UID)
+	if running {
 		u := podUsage{node: p.Spec.NodeName, usage: tas.WithPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))}
 		c.pods[p.UID] = u
 		c.addPodLocked(u, 1)
@@ -323,15 +347,91 @@ func (c *Cache) SetPod(p *corev1.Pod) {
 	}
 }
 
-// DeletePod removes a pod's usage.
-func (c *Cache) DeletePod(uid types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// setTASPodLocked records a running pod of a topology-aware workload,
+// counting it now unless its workload holds an admission.
+func (c *Cache) setTASPodLocked(key types.NamespacedName, p *corev1.Pod) {
+	if old, ok := c.tasPods[key][p.UID]; ok && old.node == p.Spec.NodeName {
+		return
+	}
+	c.removePodLocked(p.UID)
+	u := podUsage{node: p.Spec.NodeName, usage: tas.WithPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), workload: key}
+	if c.tasPods[key] == nil {
+		c.tasPods[key] = map[types.UID]podUsage{}
+	}
+	c.tasPods[key][p.UID] = u
+	c.podWorkload[p.UID] = key
+	c.countTASPodsLocked(key)
+	c.touched()
+}
+
+// removePodLocked forgets a pod, giving back what it counted on its own.
+func (c *Cache) removePodLocked(uid types.UID) {
 	if old, ok := c.pods[uid]; ok {
 		c.addPodLocked(old, -1)
 		delete(c.pods, uid)
 		c.signal()
 	}
+	if key, ok := c.podWorkload[uid]; ok {
+		if old := c.tasPods[key][uid]; old.counted {
+			c.addPodLocked(old, -1)
+			c.signal()
+		}
+		delete(c.tasPods[key], uid)
+		if len(c.tasPods[key]) == 0 {
+			delete(c.tasPods, key)
+		}
+		delete(c.podWorkload, uid)
+		c.countTASPodsLocked(key)
+	}
+}
+
+// countTASPodsLocked decides which of a workload's running pods count on
+// their own: on every node, those beyond the pods its admission holds
+// there (all of them when it holds none) — pods of an earlier admission
+// still running where the current one puts none, or more pods than it
+// assigned. The others count through the workload.
+func (c *Cache) countTASPodsLocked(key types.NamespacedName) {
+	pods := c.tasPods[key]
+	if len(pods) == 0 {
+		return
+	}
+	held := map[string]int64{}
+	if a, ok := c.workloads[key]; ok {
+		for _, fu := range a.usage {
+			for node, rl := range fu.usage {
+				q := rl[corev1.ResourcePods]
+				held[node] += q.MilliValue() / 1000
+			}
+		}
+	}
+	uids := slices.Sorted(maps.Keys(pods))
+	changed := false
+	for _, uid := range uids {
+		u := pods[uid]
+		on := held[u.node] <= 0
+		held[u.node]--
+		if u.counted == on {
+			continue
+		}
+		u.counted = on
+		if on {
+			c.addPodLocked(u, 1)
+		} else {
+			c.addPodLocked(u, -1)
+			changed = true
+		}
+		pods[uid] = u
+	}
+	if changed {
+		c.signal()
+	}
+}
+
+// DeletePod removes a pod's usage.
+func (c *Cache) DeletePod(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removePodLocked(uid)
 }
 
 func (c *Cache) addPodLocked(u podUsage, sign int64) {
@@ -413,6 +513,7 @@ func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) erro
 	delete(c.uncommitted, key)
 	defer func() {
 		c.workloads[key] = a
+		c.countTASPodsLocked(key)
 		for _, h := range a.hosts {
 			if c.onNode[h] == nil {
 				c.onNode[h] = map[types.NamespacedName]struct{}{}
@@ -504,6 +605,8 @@ func (c *Cache) removeWorkloadLocked(key types.NamespacedName) {
 		return
 	}
 	c.releaseLocked(a.usage)
+	delete(c.workloads, key)
+	c.countTASPodsLocked(key)
 	for _, h := range a.hosts {
 		delete(c.onNode[h], key)
 		if len(c.onNode[h]) == 0 {

@@ -772,3 +772,88 @@ func TestSyncAdmitted(t *testing.T) {
 		})
 	}
 }
+
+// tasPod is a running 1-cpu pod of workload wl bound to node.
+func tasPod(uid, wl, node string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid),
+			Labels: map[string]string{strata.WorkloadLabel: wl, strata.TASLabel: "true"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	return p
+}
+
+// TestPodsCountUntilGone: the pods of a workload count through it while it
+// is admitted, and on their own once it is not, until they end.
+func TestPodsCountUntilGone(t *testing.T) {
+	cases := map[string]struct {
+		steps func(t *testing.T, c *Cache)
+		want  any // placement of 8 pods in the rack
+	}{
+		"an admitted workload's pods count once": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.SetPod(tasPod("p1", "a", "n1"))
+				c.SetPod(tasPod("p2", "a", "n1"))
+			},
+			want: "rack required: the best rack fits 6 of 8 pods; limited by cpu (2 nodes)",
+		},
+		"pods of a released workload count until they end": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.SetPod(tasPod("p1", "a", "n1"))
+				c.SetPod(tasPod("p2", "a", "n1"))
+				c.RemoveWorkload(key("a")) // the Job deleted with its pods orphaned
+			},
+			want: "rack required: the best rack fits 6 of 8 pods; limited by cpu (2 nodes)",
+		},
+		"pods seen before their workload's admission count through it": {
+			steps: func(t *testing.T, c *Cache) {
+				c.SetPod(tasPod("p1", "a", "n2"))
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n2", 1)))
+			},
+			want: "rack required: the best rack fits 7 of 8 pods; limited by cpu (2 nodes)",
+		},
+		"a finished pod of a released workload gives its capacity back": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.SetPod(tasPod("p1", "a", "n1"))
+				c.SetPod(tasPod("p2", "a", "n1"))
+				c.RemoveWorkload(key("a"))
+				done := tasPod("p1", "a", "n1")
+				done.Status.Phase = corev1.PodSucceeded
+				c.SetPod(done)
+				c.DeletePod("p2")
+			},
+			want: map[string]int32{"n1": 4, "n2": 4},
+		},
+		"pods of a workload admitted again count through it once more": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.SetPod(tasPod("p1", "a", "n1"))
+				c.RemoveWorkload(key("a"))
+				addWorkload(t, c, admittedWorkload("a", "12", onHost("n2", 2)))
+			},
+			// n1: the old pod; n2: the new admission.
+			want: "rack required: the best rack fits 5 of 8 pods; limited by cpu (2 nodes)",
+		},
+		"released pods count across a rebuild": {
+			steps: func(t *testing.T, c *Cache) {
+				c.SetPod(tasPod("p1", "a", "n1"))
+				c.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+			},
+			want: "rack required: the best rack fits 7 of 8 pods; limited by cpu (2 nodes)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"))
+			tc.steps(t, c)
+			if diff := cmp.Diff(tc.want, placement(t, c, 8)); diff != "" {
+				t.Errorf("placement of 8 pods (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -509,6 +510,12 @@ func (c *Cache) EnsureAccounted(wls []*strata.Workload) error {
 // and, all or nothing, the usage of its pod sets on the snapshots of known
 // flavors. On error the workload is recorded without usage.
 func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) error {
+	return c.commitFitLocked(key, wl, false)
+}
+
+// commitFitLocked is commitLocked; with fit, a placement that does not fit
+// in the free capacity is an error (see tas.Snapshot.CommitFit).
+func (c *Cache) commitFitLocked(key types.NamespacedName, wl *strata.Workload, fit bool) error {
 	a := admitted{wl: wl.DeepCopy(), version: Version(wl)}
 	delete(c.uncommitted, key)
 	defer func() {
@@ -549,7 +556,11 @@ func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) erro
 		}
 	}
 	for _, p := range parts {
-		u, err := c.flavors[p.flavor].snapshot.Commit(p.assignment, podRequests(p.podSet))
+		commit := c.flavors[p.flavor].snapshot.Commit
+		if fit {
+			commit = c.flavors[p.flavor].snapshot.CommitFit
+		}
+		u, err := commit(p.assignment, podRequests(p.podSet))
 		if err != nil {
 			c.releaseLocked(a.usage)
 			a.usage = nil
@@ -559,6 +570,37 @@ func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) erro
 		a.usage = append(a.usage, flavorUsage{flavor: p.flavor, usage: u})
 	}
 	return nil
+}
+
+// Reserve gives decide exclusive access to a flavor's snapshot and
+// topology and, when decide returns a workload (carrying its new
+// admission), records that workload's usage in place of what the cache held
+// for key before letting go of its lock: no one can take the capacity
+// decide found in between. The new usage must fit in the free capacity; if
+// it does not, the cache keeps what it held for key and returns the
+// *tas.FitError. It returns false when the flavor is not known.
+func (c *Cache) Reserve(flavor string, key types.NamespacedName, decide func(s *tas.Snapshot, t *strata.Topology) (*strata.Workload, error)) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.flavors[flavor]
+	if !ok {
+		return false, nil
+	}
+	wl, err := decide(f.snapshot, f.topology)
+	if err != nil || wl == nil {
+		return true, err
+	}
+	old, had := c.workloads[key]
+	c.removeWorkloadLocked(key)
+	if err := c.commitFitLocked(key, wl, true); err != nil {
+		c.removeWorkloadLocked(key)
+		if had {
+			_ = c.commitLocked(key, old.wl) // as it was; on error, kept without usage as before
+		}
+		return true, err
+	}
+	c.touched()
+	return true, nil
 }
 
 // releaseLocked gives usage back to the flavors' snapshots.
@@ -674,4 +716,20 @@ func (c *Cache) HasWorkload(key types.NamespacedName) bool {
 
 func podRequests(ps *strata.PodSet) corev1.ResourceList {
 	return resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
+}
+
+// OutcomeKnown says whether a failed write was certainly not applied: the
+// server answered with a refusal (conflict, not found, invalid, forbidden,
+// ...). After a timeout, a server error or a lost connection the write may
+// have been applied: capacity it took must then stay taken until a fresh
+// read or the informer settles it.
+func OutcomeKnown(err error) bool {
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err),
+		apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsGone(err), apierrors.IsAlreadyExists(err),
+		apierrors.IsRequestEntityTooLargeError(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
+		apierrors.IsUnsupportedMediaType(err):
+		return true
+	}
+	return false
 }

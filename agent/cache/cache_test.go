@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -856,4 +858,76 @@ func TestPodsCountUntilGone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReserve: searching and taking capacity is one step, and a placement
+// that no longer fits is refused instead of over-filling a node.
+func TestReserve(t *testing.T) {
+	find := func(name string) func(*tas.Snapshot, *strata.Topology) (*strata.Workload, error) {
+		return func(s *tas.Snapshot, _ *strata.Topology) (*strata.Workload, error) {
+			a, err := s.FindAssignment(tas.Request{Count: 4, PodRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+				Mode: tas.Required, Level: hostLabel}, tas.DefaultOptions())
+			if err != nil {
+				return nil, err
+			}
+			return admittedWorkload(name, "10", a.Domains...), nil
+		}
+	}
+	t.Run("concurrent searches for the one free node", func(t *testing.T) {
+		c, _ := newCache(t, node("n1", "r1"))
+		const searches = 20
+		errs := make(chan error, searches)
+		for i := range searches {
+			go func() {
+				_, err := c.Reserve(flavorName, key(fmt.Sprint("w", i)), find(fmt.Sprint("w", i)))
+				errs <- err
+			}()
+		}
+		won := 0
+		for range searches {
+			if err := <-errs; err == nil {
+				won++
+			}
+		}
+		if won != 1 {
+			t.Errorf("%d searches took the one free node, want 1", won)
+		}
+	})
+	t.Run("a placement found on an older state is refused", func(t *testing.T) {
+		c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"))
+		addWorkload(t, c, admittedWorkload("old", "9", onHost("n1", 3)))
+		_, err := c.Reserve(flavorName, key("w"), func(*tas.Snapshot, *strata.Topology) (*strata.Workload, error) {
+			return admittedWorkload("w", "10", onHost("n1", 4)), nil // seen before "old" took n1
+		})
+		var fit *tas.FitError
+		if !errors.As(err, &fit) {
+			t.Fatalf("Reserve() = %v, want a *tas.FitError", err)
+		}
+		if c.HasWorkload(key("w")) {
+			t.Error("the refused workload holds capacity")
+		}
+		if diff := cmp.Diff(map[string]int32{"n2": 4}, placement(t, c, 4)); diff != "" {
+			t.Errorf("capacity after the refusal (-want,+got):\n%s", diff)
+		}
+	})
+	t.Run("a refused replacement keeps what the workload held", func(t *testing.T) {
+		c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"))
+		addWorkload(t, c, admittedWorkload("w", "9", onHost("n1", 2)))
+		addWorkload(t, c, admittedWorkload("other", "9", onHost("n2", 3)))
+		_, err := c.Reserve(flavorName, key("w"), func(*tas.Snapshot, *strata.Topology) (*strata.Workload, error) {
+			return admittedWorkload("w", "10", onHost("n2", 2)), nil
+		})
+		if err == nil {
+			t.Fatal("Reserve() over-filled n2")
+		}
+		if diff := cmp.Diff("rack required: the best rack fits 3 of 4 pods; limited by cpu (2 nodes)", placement(t, c, 4)); diff != "" {
+			t.Errorf("capacity after the refusal (-want,+got):\n%s", diff)
+		}
+	})
+	t.Run("an unknown flavor", func(t *testing.T) {
+		c, _ := newCache(t, node("n1", "r1"))
+		if found, _ := c.Reserve("nope", key("w"), find("w")); found {
+			t.Error("Reserve() found flavor nope")
+		}
+	})
 }

@@ -67,7 +67,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	}
 	recorder := mgr.GetEventRecorder("strata-agent")
 	capacity := cache.New()
-	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder)
+	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder).WithAPIReader(mgr.GetAPIReader())
 	if err := capacity.SetupWithManager(ctx, mgr, cache.Hooks{Workload: sched.WorkloadEvent, Queue: sched.Wake}); err != nil {
 		return err
 	}

@@ -21,12 +21,14 @@ import (
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,7 +53,11 @@ const (
 
 // Scheduler admits workloads. It is a manager Runnable.
 type Scheduler struct {
-	client   client.Client
+	client client.Client
+	// reader reads from the API server itself, not the informers: to tell
+	// whether a write with an unknown outcome was applied.
+	reader   client.Reader
+	clock    clock.Clock
 	cache    *cache.Cache
 	recorder events.EventRecorder
 	opts     tas.Options
@@ -104,8 +110,22 @@ const queueStatusInterval = time.Second
 // New returns a Scheduler; it records why workloads wait as events with
 // recorder.
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
-	return &Scheduler{client: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
+	return &Scheduler{client: c, reader: c, clock: clock.RealClock{}, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
 		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters)}
+}
+
+// WithAPIReader makes the scheduler read workloads whose admission write
+// had an unknown outcome with r (the manager's API reader, which bypasses
+// the informers) instead of its client.
+func (s *Scheduler) WithAPIReader(r client.Reader) *Scheduler {
+	s.reader = r
+	return s
+}
+
+// WithClock sets the clock of settle's backoff (tests).
+func (s *Scheduler) WithClock(c clock.Clock) *Scheduler {
+	s.clock = c
+	return s
 }
 
 // WorkloadEvent records a Workload's current object (or its deletion) in
@@ -291,7 +311,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	// a change of the workload would (no flavor is merely not ready).
 	never, asWritten := true, true
 	for _, fq := range cq.Spec.Flavors {
-		admission, err := s.place(cq, fq, usage[fq.Name], wl)
+		admitted, err := s.place(cq, fq, usage[fq.Name], wl)
 		if err != nil {
 			if errors.As(err, new(flavorNotReadyError)) {
 				reasons = append(reasons, err.Error()) // it names the flavor
@@ -302,7 +322,8 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			never = never && errors.As(err, new(inadmissibleError))
 			continue
 		}
-		return true, true, s.admit(ctx, wl.DeepCopy(), admission, fq.Name, usage)
+		s.admit(ctx, admitted, fq.Name, usage)
+		return true, true, nil
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "the ClusterQueue has no flavors")
@@ -354,9 +375,12 @@ func topologyMissing(def *strata.ResourceFlavor) error {
 	return flavorNotReadyError{fmt.Sprintf("Topology %q of ResourceFlavor %q does not exist", *def.Spec.TopologyName, def.Name)}
 }
 
-// place finds the assignment of every pod set on one flavor, within quota.
-// A flavor that is not ready is its reason before the quota.
-func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) (*strata.Admission, error) {
+// place finds the assignment of every pod set on one flavor, within quota,
+// and takes its capacity in the cache in the same step (cache.Reserve):
+// nothing else, hot swap included, can be given the same capacity in
+// between. It returns the workload with its admission, not yet written. A
+// flavor that is not ready is its reason before the quota.
+func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) (*strata.Workload, error) {
 	flavorDef, err := s.flavorReady(fq.Name)
 	if err != nil {
 		return nil, err
@@ -364,12 +388,19 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used 
 	if err := checkQuota(fq, used, wl); err != nil {
 		return nil, err
 	}
-	var (
-		admission *strata.Admission
-		placeErr  error
-	)
-	found := s.cache.Flavor(fq.Name, func(snap *tas.Snapshot, topo *strata.Topology) {
-		admission, placeErr = placeOnFlavor(snap, topo, flavorDef, cq.Name, wl, s.opts)
+	var admitted *strata.Workload
+	found, placeErr := s.cache.Reserve(fq.Name, client.ObjectKeyFromObject(wl), func(snap *tas.Snapshot, topo *strata.Topology) (*strata.Workload, error) {
+		admission, err := placeOnFlavor(snap, topo, flavorDef, cq.Name, wl, s.opts)
+		if err != nil {
+			return nil, err
+		}
+		admitted = wl.DeepCopy()
+		admitted.Status.Admission = admission
+		meta.SetStatusCondition(&admitted.Status.Conditions, metav1.Condition{
+			Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
+			Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", cq.Name, fq.Name),
+		})
+		return admitted, nil
 	})
 	if !found {
 		// Or the flavor changed since flavorReady read it: the cache
@@ -379,7 +410,10 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used 
 	if errors.As(placeErr, new(*workload.TopologyMismatchError)) {
 		placeErr = inadmissibleError{placeErr}
 	}
-	return admission, placeErr
+	if placeErr != nil {
+		return nil, placeErr
+	}
+	return admitted, nil
 }
 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod
@@ -406,20 +440,12 @@ func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.
 	return admission, nil
 }
 
-// admit takes the workload's capacity in the cache at once and writes the
-// admission asynchronously; a failed write gives the capacity back and
-// wakes the scheduler.
-func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *strata.Admission, flavorName string, usage map[string]corev1.ResourceList) error {
-	wl.Status.Admission = admission
-	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
-		Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
-		Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", admission.ClusterQueue, flavorName),
-	})
+// admit writes an admission whose capacity place took in the cache,
+// asynchronously; a failed write gives the capacity back and wakes the
+// scheduler.
+func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, flavorName string, usage map[string]corev1.ResourceList) {
+	admission := wl.Status.Admission
 	key := client.ObjectKeyFromObject(wl)
-	if err := s.cache.AddWorkload(key, wl); err != nil {
-		s.cache.RemoveWorkload(key)
-		return err
-	}
 	addUsage(usage, admission.PodSetAssignments)
 	// A copy: the write below decodes the server's answer into wl, and with
 	// it into admission, while later passes read the in-flight admission
@@ -434,10 +460,19 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 	go func() {
 		defer func() { <-s.writers }()
 		if err := s.client.Status().Update(ctx, wl); err != nil {
-			log.Error(err, "Recording an admission; giving its capacity back", "workload", key)
+			if !cache.OutcomeKnown(err) {
+				// A timeout or a lost connection: the server may have
+				// applied the write. Keep the capacity until a fresh read
+				// says whether it did.
+				log.Error(err, "Recording an admission: outcome unknown; keeping its capacity until the Workload is read again", "workload", key)
+				if s.settle(ctx, key, pending) {
+					return
+				}
+			} else {
+				log.Error(err, "Recording an admission; giving its capacity back", "workload", key)
+			}
 			s.cache.RemoveWorkload(key)
-			// The server may have applied the write all the same (a
-			// timeout): the next pass accounts what the informer shows.
+			// The next pass accounts what the informer shows.
 			s.index.recheckLater(key)
 			s.mu.Lock()
 			if s.inflight[key] == pending {
@@ -455,8 +490,47 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, admission *s
 		metrics.AdmissionLatency.WithLabelValues(admission.ClusterQueue).Observe(time.Since(wl.CreationTimestamp.Time).Seconds())
 		log.V(2).Info("Admitted", "workload", key, "flavor", flavorName)
 	}()
-	return nil
 }
+
+// settle reads a workload whose admission write had an unknown outcome
+// from the API server (not the informer), retrying with backoff until it
+// can tell: it returns true when the admission was applied (the capacity
+// stays taken, as for a successful write), false when it was not (the
+// caller gives the capacity back) or ctx ended.
+func (s *Scheduler) settle(ctx context.Context, key types.NamespacedName, pending *inflightAdmission) bool {
+	log := ctrl.LoggerFrom(ctx)
+	delay := settleBase
+	for {
+		var cur strata.Workload
+		err := s.reader.Get(ctx, key, &cur)
+		switch {
+		case apierrors.IsNotFound(err):
+			return false
+		case err == nil:
+			if cur.UID != pending.uid || !equality.Semantic.DeepEqual(cur.Status.Admission, pending.admission) {
+				return false
+			}
+			s.mu.Lock()
+			pending.written = cache.Version(&cur)
+			s.mu.Unlock()
+			log.V(2).Info("An admission whose write timed out was applied", "workload", key)
+			return true
+		}
+		log.Error(err, "Reading a workload whose admission write had an unknown outcome; retrying", "workload", key, "in", delay)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.clock.After(delay):
+		}
+		delay = min(2*delay, settleMax)
+	}
+}
+
+// settleBase and settleMax bound the backoff of settle's reads.
+const (
+	settleBase = 500 * time.Millisecond
+	settleMax  = 30 * time.Second
+)
 
 // updateQueues writes every ClusterQueue's status: pending and admitted
 // workloads, usage per flavor (v's, with the in-flight admissions), and

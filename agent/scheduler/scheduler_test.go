@@ -10,9 +10,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -525,9 +527,9 @@ func TestAdmitKeepsItsOwnAdmission(t *testing.T) {
 		{Name: "main", Flavor: "f", Count: 2, ResourceUsage: rl("cpu", "2")},
 	}}
 	want := admission.DeepCopy()
-	if err := s.admit(context.Background(), wl.DeepCopy(), admission, "f", map[string]corev1.ResourceList{}); err != nil {
-		t.Fatal(err)
-	}
+	admitted := wl.DeepCopy()
+	admitted.Status.Admission = admission
+	s.admit(context.Background(), admitted, "f", map[string]corev1.ResourceList{})
 	<-written
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -994,6 +996,57 @@ func TestScheduleFlavorBecomesReady(t *testing.T) {
 			if diff := cmp.Diff(metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"},
 				activeCondition(t, e.c, "cq")); diff != "" {
 				t.Errorf("ClusterQueue's Active condition (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAdmissionWriteOutcome: an admission whose write failed gives its
+// capacity back only when the write certainly was not applied; after a
+// timeout the workload is read again from the API server first.
+func TestAdmissionWriteOutcome(t *testing.T) {
+	timeout := apierrors.NewTimeoutError("the request timed out", 1)
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "strata.dev", Resource: "workloads"}, "w", errors.New("changed"))
+	// admissionWrite fails the admission write of workload w with err,
+	// after applying it when apply is set.
+	admissionWrite := func(err error, apply bool) interceptor.Funcs {
+		return interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if wl, ok := obj.(*strata.Workload); ok && wl.Name == "w" && wl.Status.Admission != nil {
+					if apply {
+						if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil {
+							return err
+						}
+					}
+					return err
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}
+	}
+	cases := map[string]struct {
+		funcs        interceptor.Funcs
+		wantCapacity bool // the cache still holds w's capacity
+		wantAdmitted bool // as the API server has it
+	}{
+		"written":                              {funcs: interceptor.Funcs{}, wantCapacity: true, wantAdmitted: true},
+		"timed out, but the server applied it": {funcs: admissionWrite(timeout, true), wantCapacity: true, wantAdmitted: true},
+		"timed out, and it was not applied":    {funcs: admissionWrite(timeout, false)},
+		"refused with a conflict":              {funcs: admissionWrite(conflict, false)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(), job("w", "cq", 4, nil, 0)}
+			e := newSchedEnv(t, objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, tc.funcs)
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			got := e.outcomes(t)["w"]
+			if admitted := got.Reason == ReasonAdmitted; admitted != tc.wantAdmitted {
+				t.Errorf("admitted on the server: %v, want %v (%+v)", admitted, tc.wantAdmitted, got)
+			}
+			if held := e.s.cache.HasWorkload(types.NamespacedName{Namespace: "ns", Name: "w"}); held != tc.wantCapacity {
+				t.Errorf("the cache holds w's capacity: %v, want %v", held, tc.wantCapacity)
 			}
 		})
 	}

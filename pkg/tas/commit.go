@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,16 +21,31 @@ type Usage map[string]corev1.ResourceList
 // on the domain's first node rather than dropped. It fails only for domains
 // that are not in the tree. It returns the usage per node.
 func (s *Snapshot) Commit(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
+	return s.commit(a, podRequests, false)
+}
+
+// CommitFit is Commit for a new placement: it takes only capacity that is
+// free, and fails with a *FitError, taking nothing, when a domain has no
+// room left for its pods (the placement was found on an older state).
+// Nodes that are not schedulable count with their free capacity: pods
+// already there are not moved by a new placement of the others.
+func (s *Snapshot) CommitFit(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
+	return s.commit(a, podRequests, true)
+}
+
+func (s *Snapshot) commit(a *Assignment, podRequests corev1.ResourceList, fit bool) (Usage, error) {
 	dem := s.res.newDemand(podRequests)
 	perPod := WithPod(podRequests)
 	usage := Usage{}
 	exact := !s.summary || s.hostLevel(a)
 	for _, d := range a.Domains {
-		commit := s.commitDomain
-		if !exact {
-			commit = s.commitSummaryDomain
+		var err error
+		if exact {
+			err = s.commitDomain(d, dem, perPod, usage, fit)
+		} else {
+			err = s.commitSummaryDomain(d, dem, perPod, usage, fit)
 		}
-		if err := commit(d, dem, perPod, usage); err != nil {
+		if err != nil {
 			s.Release(usage)
 			return nil, err
 		}
@@ -48,9 +64,9 @@ func (s *Snapshot) leafOf(d DomainAssignment) *domain {
 	return nil
 }
 
-func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage) error {
+func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage, fit bool) error {
 	leaf := s.leafOf(d)
-	if leaf == nil && s.hostIsLowest && len(d.Values) == 1 {
+	if leaf == nil && s.hostIsLowest && len(d.Values) == 1 && !fit {
 		// A host not (yet) in the tree: record the usage on the node of that
 		// name; it applies when the node appears.
 		addUsage(s, usage, d.Values[0], perPod, int64(d.Count))
@@ -59,14 +75,15 @@ func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.Re
 	if leaf == nil {
 		return fmt.Errorf("domain %v is not a leaf of the topology", d.Values)
 	}
-	s.pack(leaf.bins, int64(d.Count), dem, perPod, usage)
-	return nil
+	// One host: its pods stay on it, schedulable or not.
+	host := s.hostIsLowest && len(d.Values) == 1
+	return s.pack(leaf.bins, int64(d.Count), dem, perPod, usage, fit, host, d.Values)
 }
 
 // commitSummaryDomain commits an entry of a summary snapshot's assignment:
 // a domain of the leaf level (the summary's own reporting level), whose
 // pods are packed onto its nodes.
-func (s *Snapshot) commitSummaryDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage) error {
+func (s *Snapshot) commitSummaryDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage, fit bool) error {
 	dom := s.root
 	if len(d.Values) != s.leafDepth {
 		return fmt.Errorf("domain %v: want %d values, one per level %v", d.Values, s.leafDepth, s.levels[:s.leafDepth])
@@ -84,8 +101,7 @@ func (s *Snapshot) commitSummaryDomain(d DomainAssignment, dem demand, perPod co
 	if len(bins) == 0 {
 		return fmt.Errorf("domain %v has no nodes", d.Values)
 	}
-	s.pack(bins, int64(d.Count), dem, perPod, usage)
-	return nil
+	return s.pack(bins, int64(d.Count), dem, perPod, usage, fit, false, d.Values)
 }
 
 // leavesUnder returns the leaf domains under d in natural order.
@@ -104,20 +120,27 @@ func (s *Snapshot) leavesUnder(d *domain) []*domain {
 }
 
 // pack records count pods on bins, largest free bin first, as
-// FindAssignment counted them.
-func (s *Snapshot) pack(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage) {
+// FindAssignment counted them (any bin with room when anyNode is set, else
+// the schedulable ones). Pods that find no room are recorded all the same,
+// unless fit is set: that is then a *FitError naming the domain.
+func (s *Snapshot) pack(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage, fit, anyNode bool, values []string) error {
 	type candidate struct {
 		b   *bin
 		fit int64
 	}
 	cands := make([]candidate, 0, len(bins))
+	room := int64(0)
 	for _, b := range bins {
-		if !b.usable {
+		if !b.usable && !anyNode {
 			continue
 		}
 		if f := dem.fit(s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride]); f > 0 {
 			cands = append(cands, candidate{b, f})
+			room += f
 		}
+	}
+	if fit && room < count {
+		return &FitError{Reason: fmt.Sprintf("%s has room for %d of the %d pods placed there", strings.Join(values, "/"), room, count)}
 	}
 	// Largest fit first, the first of equals in the given order: taking
 	// from one node does not change another's fit, so one sort suffices.
@@ -125,7 +148,7 @@ func (s *Snapshot) pack(bins []*bin, count int64, dem demand, perPod corev1.Reso
 	left := count
 	for _, c := range cands {
 		if left == 0 {
-			return
+			return nil
 		}
 		take := min(c.fit, left)
 		addUsage(s, usage, c.b.name, perPod, take)
@@ -137,6 +160,7 @@ func (s *Snapshot) pack(bins []*bin, count int64, dem demand, perPod corev1.Reso
 		// capacity is never overstated.
 		addUsage(s, usage, bins[0].name, perPod, left)
 	}
+	return nil
 }
 
 func addUsage(s *Snapshot, usage Usage, node string, perPod corev1.ResourceList, n int64) {

@@ -347,7 +347,11 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	var replaced *tas.Assignment
 	var searchErr error
 	gone := r.cache.DeletedNodeLabels(f.node)
-	if !r.cache.Flavor(psa.Flavor, func(s *tas.Snapshot, topo *strata.Topology) {
+	before := wl.DeepCopy()
+	// Search and take the replacement's capacity in one step, as the
+	// scheduler does with admissions, so that no other workload is given
+	// the same node; the status write follows.
+	found, reserveErr := r.cache.Reserve(psa.Flavor, key, func(s *tas.Snapshot, topo *strata.Topology) (*strata.Workload, error) {
 		var values []string // where a deleted node was
 		for _, l := range topo.Spec.Levels {
 			if v, ok := gone[l.NodeLabel]; ok {
@@ -358,8 +362,19 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 			values = nil
 		}
 		replaced, searchErr = s.FindReplacementNear(req, current, f.node, values)
-	}) {
+		if searchErr != nil {
+			return nil, nil
+		}
+		next := wl.DeepCopy()
+		next.Status.Admission.PodSetAssignments[f.podSet].TopologyAssignment = tas.Encode(replaced)
+		next.Status.UnhealthyNodes = nil
+		return next, nil
+	})
+	if !found {
 		searchErr = fmt.Errorf("flavor %s is not known", psa.Flavor)
+	}
+	if searchErr == nil && reserveErr != nil {
+		return ctrl.Result{}, fmt.Errorf("taking the replacement's capacity: %w", reserveErr)
 	}
 	if searchErr != nil {
 		metrics.Replacements.WithLabelValues("failed").Inc()
@@ -389,19 +404,18 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 			newHost = d.Values[0]
 		}
 	}
-	before := wl.DeepCopy()
 	psa.TopologyAssignment = tas.Encode(replaced)
 	wl.Status.UnhealthyNodes = nil
 	msg := fmt.Sprintf("node %s (%s) replaced by %s", f.node, f.reason, newHost)
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: ConditionNodeReplacement, Status: metav1.ConditionTrue, Reason: "Replaced", Message: msg, LastTransitionTime: metav1.NewTime(now)})
-	// Take the replacement's capacity before writing, as the scheduler does
-	// with admissions, so that no other workload is given the same node.
-	if err := r.cache.AddWorkload(key, wl); err != nil {
-		r.restore(ctx, key, before)
-		return ctrl.Result{}, err
-	}
 	if err := r.client.Status().Update(ctx, wl); err != nil {
-		r.restore(ctx, key, before)
+		// Give the capacity back only when the write certainly failed. With
+		// an unknown outcome (a timeout) the replacement may stand: the
+		// cache keeps it, and the retry either finds it written (the
+		// informer shows it) or searches again from the failed node.
+		if cache.OutcomeKnown(err) {
+			r.restore(ctx, key, before)
+		}
 		return ctrl.Result{}, err
 	}
 	r.searched(key)

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
@@ -50,6 +51,9 @@ type Reconciler struct {
 type placed struct {
 	podSet string
 	domain string
+	// uncertain: the patch's outcome is unknown (it timed out). The pod
+	// counts in its domain all the same, and is patched again.
+	uncertain bool
 }
 
 // NewReconciler returns a Reconciler batching pod events over batch.
@@ -192,16 +196,21 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 	g.SetLimit(releaseWriters)
 	for i, rel := range releases {
 		g.Go(func() error {
-			if err := r.release(ctx, rel.pod, a, rel.domain); err != nil {
+			err := r.release(ctx, rel.pod, a, rel.domain)
+			if err != nil {
 				errs[i] = fmt.Errorf("pod %s: %w", rel.pod.Name, err)
-				return nil
+				if cache.OutcomeKnown(err) {
+					return nil
+				}
+				// It may have landed: the pod counts in its domain, so
+				// that no other pod is sent there in its place.
 			}
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			if r.expected[key] == nil {
 				r.expected[key] = map[types.UID]placed{}
 			}
-			r.expected[key][rel.pod.UID] = placed{podSet: ps.Name, domain: tas.DomainKey(a.Domains[rel.domain].Values)}
+			r.expected[key][rel.pod.UID] = placed{podSet: ps.Name, domain: tas.DomainKey(a.Domains[rel.domain].Values), uncertain: err != nil}
 			return nil
 		})
 	}
@@ -233,6 +242,9 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 		byKey[tas.DomainKey(d.Values)] = i
 	}
 	var gated []*corev1.Pod
+	// retry are pods whose patch had an unknown outcome: to the same
+	// domain again.
+	var retry []release
 	for i := range all {
 		p := &all[i]
 		if p.Labels[strata.PodSetLabel] != ps.Name || !active(p) {
@@ -245,6 +257,9 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 			if e, ok := exp[p.UID]; ok && e.podSet == ps.Name {
 				if d, ok := byKey[e.domain]; ok {
 					used[d]++ // ungated by us; the cache has not caught up
+					if e.uncertain {
+						retry = append(retry, release{pod: p, domain: d})
+					}
 				}
 				continue
 			}
@@ -271,7 +286,7 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 		}
 		return cmp.Compare(x.Name, y.Name)
 	})
-	var out []release
+	out := retry
 	var rest []*corev1.Pod
 	for _, p := range gated {
 		rank, ok := rankOf(p)

@@ -1,14 +1,21 @@
 package ungater
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
@@ -94,6 +101,13 @@ func TestPlan(t *testing.T) {
 			want:    map[string]string{"d": "h2"},
 			wantExp: map[types.UID]placed{"a": {podSet: "main", domain: "h1"}, "b": {podSet: "main", domain: "h1"}, "c": {podSet: "main", domain: "h2"}},
 		},
+		"a pod whose patch timed out counts in its domain and is patched there again": {
+			ps:      unindexed,
+			pods:    []corev1.Pod{pod("a", -1, ""), pod("b", -1, ""), pod("c", -1, ""), pod("d", -1, ""), pod("e", -1, "")},
+			exp:     map[types.UID]placed{"a": {podSet: "main", domain: "h1", uncertain: true}, "b": {podSet: "main", domain: "h1"}, "c": {podSet: "main", domain: "h2"}},
+			want:    map[string]string{"a": "h1", "d": "h2"},
+			wantExp: map[types.UID]placed{"a": {podSet: "main", domain: "h1", uncertain: true}, "b": {podSet: "main", domain: "h1"}, "c": {podSet: "main", domain: "h2"}},
+		},
 		"expectations are dropped once the cache shows the pod ungated, or it is gone": {
 			ps:      unindexed,
 			pods:    []corev1.Pod{pod("a", -1, "h1"), with(pod("b", -1, "h1"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), pod("c", -1, "")},
@@ -150,6 +164,47 @@ func TestPlan(t *testing.T) {
 				if diff := cmp.Diff(tc.wantExp, tc.exp, cmp.AllowUnexported(placed{})); diff != "" {
 					t.Errorf("expectations after plan() (-want,+got):\n%s", diff)
 				}
+			}
+		})
+	}
+}
+
+// TestUngateUnknownOutcome: a patch that timed out may have landed, so its
+// pod counts in its domain; a refused one does not.
+func TestUngateUnknownOutcome(t *testing.T) {
+	a := &tas.Assignment{Levels: []string{hostLabel}, Domains: []tas.DomainAssignment{{Values: []string{"h1"}, Count: 1}, {Values: []string{"h2"}, Count: 1}}}
+	ps := &strata.PodSet{Name: "main", Count: 2}
+	for name, tc := range map[string]struct {
+		err  error
+		want map[types.UID]placed
+	}{
+		"timed out": {err: apierrors.NewTimeoutError("slow", 1), want: map[types.UID]placed{
+			"a": {podSet: "main", domain: "h1", uncertain: true}, "b": {podSet: "main", domain: "h2", uncertain: true}}},
+		"refused": {err: apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "a", errors.New("changed")), want: map[types.UID]placed{}},
+		"written": {want: map[types.UID]placed{"a": {podSet: "main", domain: "h1"}, "b": {podSet: "main", domain: "h2"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pods := []corev1.Pod{pod("a", -1, ""), pod("b", -1, "")}
+			c := fake.NewClientBuilder().WithObjects(&pods[0], &pods[1]).WithInterceptorFuncs(interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					if tc.err != nil {
+						return tc.err
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+			}).Build()
+			r := NewReconciler(c, 0)
+			key := types.NamespacedName{Namespace: "ns", Name: "w"}
+			err := r.ungate(context.Background(), key, ps, a, pods)
+			if (err != nil) != (tc.err != nil) {
+				t.Errorf("ungate() = %v, want an error: %v", err, tc.err != nil)
+			}
+			got := r.expected[key]
+			if got == nil {
+				got = map[types.UID]placed{}
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(placed{})); diff != "" {
+				t.Errorf("expectations (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -599,7 +599,11 @@ func recordQueues(v *indexView) {
 // setAdmitted writes the Admitted condition when it changed; wl is the
 // cache's object and is not modified.
 func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status metav1.ConditionStatus, reason, message string) error {
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == status && c.Reason == reason && c.Message == truncate(message) {
+	// A reason is written when its meaning changes, not when only its
+	// live numbers do ("the best rack fits 2 of 4 pods" and "3 of 4"): a
+	// capacity change would otherwise cost a write and an event for every
+	// waiting workload.
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == status && c.Reason == reason && sameMeaning(c.Message, truncate(message)) {
 		return nil
 	}
 	wl = wl.DeepCopy()
@@ -613,6 +617,34 @@ func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status
 		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Schedule", "%s", truncate(message))
 	}
 	return nil
+}
+
+// sameMeaning says whether two messages differ at most in their numbers.
+func sameMeaning(a, b string) bool {
+	if a == b {
+		return true
+	}
+	return withoutNumbers(a) == withoutNumbers(b)
+}
+
+// withoutNumbers replaces every run of digits with '#'.
+func withoutNumbers(m string) string {
+	var b strings.Builder
+	b.Grow(len(m))
+	digits := false
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if c >= '0' && c <= '9' {
+			if !digits {
+				b.WriteByte('#')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // truncate shortens a condition message to the API's limit of 32 KiB, on

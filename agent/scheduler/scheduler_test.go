@@ -1051,3 +1051,45 @@ func TestAdmissionWriteOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingReasonWrites: a waiting workload's reason is written (with an
+// event) when its meaning changes, not when only its numbers do.
+func TestPendingReasonWrites(t *testing.T) {
+	writes := 0
+	funcs := interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if _, ok := obj.(*strata.Workload); ok {
+				writes++
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}
+	objs := []client.Object{testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(), job("w", "cq", 4, nil, 0)}
+	e := newSchedEnv(t, objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", "2")}, funcs)
+	pass := func() {
+		t.Helper()
+		clear(e.s.queueStatusAt)
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		e.settle()
+		e.informed(t)
+	}
+	pass()
+	if writes != 1 {
+		t.Fatalf("first pass: %d workload writes, want 1 (the pending reason)", writes)
+	}
+	first := e.outcomes(t)["w"].Message
+	// More room, still not enough: the numbers change, not the meaning.
+	e.s.cache.SetNode(tasNode("r1-n1", "r1", "3"))
+	pass()
+	if writes != 1 {
+		t.Errorf("after a capacity change that does not change the reason: %d workload writes, want 1", writes)
+	}
+	// Room for it: admitted.
+	e.s.cache.SetNode(tasNode("r1-n1", "r1", "4"))
+	pass()
+	if got := e.outcomes(t)["w"]; got.Reason != ReasonAdmitted || writes != 2 {
+		t.Errorf("with room: %+v after %d writes; want admitted after 2 (first reason: %s)", got, writes, first)
+	}
+}

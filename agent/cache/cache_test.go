@@ -775,11 +775,11 @@ func TestSyncAdmitted(t *testing.T) {
 	}
 }
 
-// tasPod is a running 1-cpu pod of workload wl bound to node.
-func tasPod(uid, wl, node string) *corev1.Pod {
+// tasPod is a running 1-cpu pod of workload "a" bound to node.
+func tasPod(uid, node string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid),
-			Labels: map[string]string{strata.WorkloadLabel: wl, strata.TASLabel: "true"}},
+			Labels: map[string]string{strata.WorkloadLabel: "a", strata.TASLabel: "true"}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
@@ -797,23 +797,23 @@ func TestPodsCountUntilGone(t *testing.T) {
 		"an admitted workload's pods count once": {
 			steps: func(t *testing.T, c *Cache) {
 				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
-				c.SetPod(tasPod("p1", "a", "n1"))
-				c.SetPod(tasPod("p2", "a", "n1"))
+				c.SetPod(tasPod("p1", "n1"))
+				c.SetPod(tasPod("p2", "n1"))
 			},
 			want: "rack required: the best rack fits 6 of 8 pods; limited by cpu (2 nodes)",
 		},
 		"pods of a released workload count until they end": {
 			steps: func(t *testing.T, c *Cache) {
 				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
-				c.SetPod(tasPod("p1", "a", "n1"))
-				c.SetPod(tasPod("p2", "a", "n1"))
+				c.SetPod(tasPod("p1", "n1"))
+				c.SetPod(tasPod("p2", "n1"))
 				c.RemoveWorkload(key("a")) // the Job deleted with its pods orphaned
 			},
 			want: "rack required: the best rack fits 6 of 8 pods; limited by cpu (2 nodes)",
 		},
 		"pods seen before their workload's admission count through it": {
 			steps: func(t *testing.T, c *Cache) {
-				c.SetPod(tasPod("p1", "a", "n2"))
+				c.SetPod(tasPod("p1", "n2"))
 				addWorkload(t, c, admittedWorkload("a", "10", onHost("n2", 1)))
 			},
 			want: "rack required: the best rack fits 7 of 8 pods; limited by cpu (2 nodes)",
@@ -821,10 +821,10 @@ func TestPodsCountUntilGone(t *testing.T) {
 		"a finished pod of a released workload gives its capacity back": {
 			steps: func(t *testing.T, c *Cache) {
 				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
-				c.SetPod(tasPod("p1", "a", "n1"))
-				c.SetPod(tasPod("p2", "a", "n1"))
+				c.SetPod(tasPod("p1", "n1"))
+				c.SetPod(tasPod("p2", "n1"))
 				c.RemoveWorkload(key("a"))
-				done := tasPod("p1", "a", "n1")
+				done := tasPod("p1", "n1")
 				done.Status.Phase = corev1.PodSucceeded
 				c.SetPod(done)
 				c.DeletePod("p2")
@@ -834,7 +834,7 @@ func TestPodsCountUntilGone(t *testing.T) {
 		"pods of a workload admitted again count through it once more": {
 			steps: func(t *testing.T, c *Cache) {
 				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
-				c.SetPod(tasPod("p1", "a", "n1"))
+				c.SetPod(tasPod("p1", "n1"))
 				c.RemoveWorkload(key("a"))
 				addWorkload(t, c, admittedWorkload("a", "12", onHost("n2", 2)))
 			},
@@ -843,7 +843,7 @@ func TestPodsCountUntilGone(t *testing.T) {
 		},
 		"released pods count across a rebuild": {
 			steps: func(t *testing.T, c *Cache) {
-				c.SetPod(tasPod("p1", "a", "n1"))
+				c.SetPod(tasPod("p1", "n1"))
 				c.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
 			},
 			want: "rack required: the best rack fits 7 of 8 pods; limited by cpu (2 nodes)",

@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"strata.dev/strata/hub/controller"
 	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/scheme"
@@ -30,6 +31,9 @@ func NewCommand() *cobra.Command {
 			}
 			mgr, err := opts.NewManager(Name, scheme.New())
 			if err != nil {
+				return err
+			}
+			if _, err := controller.SetupControllers(mgr, cfg); err != nil {
 				return err
 			}
 			ctrl.Log.WithName("setup").Info("Starting", "version", version.Version,

@@ -25,6 +25,12 @@ type WorkerClusterSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	ManagedClusterName *string `json:"managedClusterName,omitempty"`
+
+	// unschedulable cordons the worker: the hub dispatches no new workloads
+	// to it; what runs there stays.
+	//
+	// +optional
+	Unschedulable bool `json:"unschedulable,omitempty"`
 }
 
 // SecretKeyReference names a key of a Secret.
@@ -112,6 +118,9 @@ const (
 	// WorkerClusterConnected is True when the hub reaches the worker with the
 	// permissions it needs.
 	WorkerClusterConnected = "Connected"
+	// WorkerClusterSummariesFresh is True when every capacity summary of
+	// the worker was observed within the hub's summaryStaleAfter.
+	WorkerClusterSummariesFresh = "SummariesFresh"
 )
 
 // WorkerCluster is a worker cluster the hub may dispatch workloads to
@@ -121,6 +130,8 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=wc
 // +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
+// +kubebuilder:printcolumn:name="Fresh",type=string,JSONPath=`.status.conditions[?(@.type=="SummariesFresh")].status`
+// +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.unschedulable`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkerCluster struct {

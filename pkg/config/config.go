@@ -23,6 +23,9 @@ const (
 	DefaultNotReadyDelay      = 30 * time.Second
 	DefaultRecoveryTimeout    = 10 * time.Minute
 	DefaultSummaryMaxBytes    = 512 * 1024
+	// DefaultHubNamespace is where the hub runs and reads kubeconfig
+	// Secrets from.
+	DefaultHubNamespace = "strata-system"
 	DefaultSummaryMinInterval = 250 * time.Millisecond
 	// DefaultSummaryHeartbeatInterval is well under DefaultSummaryStaleAfter,
 	// so that a quiet worker's summary never looks stale to the hub.
@@ -122,6 +125,9 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	setTASDefaults(&cfg.TopologyAwareScheduling)
 	setDuration(&cfg.Dispatch.AdmissionTimeout, DefaultAdmissionTimeout)
 	setDuration(&cfg.Dispatch.SummaryStaleAfter, DefaultSummaryStaleAfter)
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultHubNamespace
+	}
 	if cfg.Dispatch.PlacementPolicy == "" {
 		cfg.Dispatch.PlacementPolicy = configv1beta1.Compact
 	}

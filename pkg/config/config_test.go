@@ -211,6 +211,7 @@ func TestLoadHub(t *testing.T) {
 					WorkerNamespace:   "strata-system",
 					PlacementPolicy:   configv1beta1.Compact,
 				},
+				Namespace: "strata-system",
 			}
 			tc.want(want)
 			if diff := cmp.Diff(want, got); diff != "" {

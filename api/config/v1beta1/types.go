@@ -139,6 +139,11 @@ type HubConfiguration struct {
 	// dispatch configures how workloads are sent to worker clusters.
 	// +optional
 	Dispatch Dispatch `json:"dispatch,omitempty"`
+
+	// namespace is the hub's own namespace: the only one it reads the
+	// kubeconfig Secrets of WorkerClusters from (default strata-system).
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Dispatch configures dispatching.

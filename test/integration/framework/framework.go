@@ -146,6 +146,13 @@ func startOne(spec ClusterSpec, bin, tmp string) (*Cluster, error) {
 	return c, nil
 }
 
+// AddUser adds a user to the cluster's API server, authenticated by a
+// client certificate and with no permissions but those of its groups, and
+// returns it (for its kubeconfig).
+func (c *Cluster) AddUser(u envtest.User) (*envtest.AuthenticatedUser, error) {
+	return c.env.AddUser(u, nil)
+}
+
 // Get returns the cluster named name, or nil.
 func (cs *Clusters) Get(name string) *Cluster {
 	for _, c := range cs.Items {

@@ -1,0 +1,268 @@
+// Package workercluster connects the hub to its worker clusters: for every
+// WorkerCluster it resolves the credential, keeps a connection in the
+// fleet, checks the permissions the hub needs there, and reports the
+// Connected and SummariesFresh conditions and the summaries last read.
+package workercluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/fleet"
+)
+
+// Reasons of the Connected condition.
+const (
+	ReasonConnected          = "Connected"
+	ReasonSecretOutside      = "SecretOutsideHubNamespace"
+	ReasonSecretNotFound     = "SecretNotFound"
+	ReasonInvalidKubeconfig  = "InvalidKubeconfig"
+	ReasonSourceNotSupported = "SourceNotSupported"
+	ReasonUnreachable        = "Unreachable"
+	ReasonForbidden          = "Forbidden"
+)
+
+// Reasons of the SummariesFresh condition.
+const (
+	ReasonFresh       = "Fresh"
+	ReasonStale       = "Stale"
+	ReasonNoSummaries = "NoSummaries"
+	ReasonNotRead     = "NotConnected"
+)
+
+// connectTimeout bounds the wait for a worker's summaries on connection.
+const connectTimeout = 10 * time.Second
+
+// Reconciler reconciles WorkerClusters.
+type Reconciler struct {
+	client client.Client
+	// secrets reads kubeconfig Secrets from the API server, not an
+	// informer: the hub needs no list or watch of Secrets, only get in its
+	// own namespace.
+	secrets client.Reader
+	fleet   *fleet.Fleet
+	// namespace is the hub's own: the only one kubeconfig Secrets are read
+	// from.
+	namespace  string
+	staleAfter time.Duration
+	clock      clock.Clock
+}
+
+// NewReconciler returns a WorkerCluster reconciler.
+func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, clk clock.Clock) *Reconciler {
+	return &Reconciler{client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace, staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk}
+}
+
+// +kubebuilder:rbac:groups=strata.dev,resources=workerclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=strata.dev,resources=workerclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",namespace=strata-system,resources=secrets,verbs=get
+
+// SetupWithManager registers the reconciler; a worker whose summaries
+// change is reconciled again.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	events := make(chan event.TypedGenericEvent[*strata.WorkerCluster])
+	go func() {
+		for name := range r.fleet.Changed() {
+			events <- event.TypedGenericEvent[*strata.WorkerCluster]{Object: &strata.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+		}
+	}()
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&strata.WorkerCluster{}).
+		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*strata.WorkerCluster]{})).
+		Complete(r)
+}
+
+// Reconcile connects to one worker and reports what it found.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var wc strata.WorkerCluster
+	if err := r.client.Get(ctx, req.NamespacedName, &wc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.fleet.Disconnect(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if wc.DeletionTimestamp != nil {
+		r.fleet.Disconnect(wc.Name)
+		return ctrl.Result{}, nil
+	}
+	now := r.clock.Now()
+	status := wc.Status.DeepCopy()
+	connected := r.connect(ctx, &wc)
+	connected.ObservedGeneration = wc.Generation
+	setCondition(status, connected, now)
+	fresh := metav1.Condition{Type: strata.WorkerClusterSummariesFresh, Status: metav1.ConditionUnknown, Reason: ReasonNotRead,
+		Message: "the worker is not connected"}
+	requeue := time.Duration(0)
+	if connected.Status == metav1.ConditionTrue {
+		summaries, _, err := r.fleet.Summaries(ctx, wc.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		status.Summaries = nil
+		for _, s := range summaries {
+			status.Summaries = append(status.Summaries, strata.WorkerSummaryStatus{
+				Flavor: s.Spec.Flavor, SummaryGeneration: s.Status.SummaryGeneration, ObservedTime: s.Status.ObservedTime,
+			})
+		}
+		var next time.Duration
+		fresh, next = freshness(summaries, now, r.staleAfter)
+		requeue = next
+	} else {
+		// Retry the connection; the informer retries on its own too.
+		requeue = 30 * time.Second
+	}
+	fresh.ObservedGeneration = wc.Generation
+	setCondition(status, fresh, now)
+	if !equality.Semantic.DeepEqual(status, &wc.Status) {
+		wc.Status = *status
+		if err := r.client.Status().Update(ctx, &wc); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// setCondition sets c, keeping the transition time when its status stays.
+func setCondition(status *strata.WorkerClusterStatus, c metav1.Condition, now time.Time) {
+	c.LastTransitionTime = metav1.NewTime(now)
+	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+// connect resolves the worker's credential, connects, and checks the
+// hub's permissions there. It returns the Connected condition.
+func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster) metav1.Condition {
+	notConnected := func(reason, format string, args ...any) metav1.Condition {
+		r.fleet.Disconnect(wc.Name)
+		return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	}
+	ref := wc.Spec.KubeConfigSecretRef
+	switch {
+	case wc.Spec.ClusterProfileRef != nil:
+		return notConnected(ReasonSourceNotSupported, "ClusterProfile sources are not supported by this hub yet; use kubeConfigSecretRef")
+	case wc.Spec.ManagedClusterName != nil:
+		return notConnected(ReasonSourceNotSupported, "ManagedCluster sources are not supported by this hub yet; use kubeConfigSecretRef")
+	case ref == nil:
+		return notConnected(ReasonInvalidKubeconfig, "no source: set kubeConfigSecretRef")
+	case ref.Namespace != r.namespace:
+		return notConnected(ReasonSecretOutside, "the hub reads kubeconfig Secrets only from its own namespace %s, not %s: move Secret %s there", r.namespace, ref.Namespace, ref.Name)
+	}
+	var secret corev1.Secret
+	if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return notConnected(ReasonSecretNotFound, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
+		}
+		return notConnected(ReasonSecretNotFound, "reading Secret %s/%s: %v", ref.Namespace, ref.Name, err)
+	}
+	key := ref.Key
+	if key == "" {
+		key = "kubeconfig"
+	}
+	data, ok := secret.Data[key]
+	if !ok {
+		return notConnected(ReasonInvalidKubeconfig, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, key)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return notConnected(ReasonInvalidKubeconfig, "Secret %s/%s, key %s: %v", ref.Namespace, ref.Name, key, err)
+	}
+	cfg.Timeout = connectTimeout
+	if missing, err := missingPermissions(ctx, cfg); err != nil {
+		return notConnected(ReasonUnreachable, "%v", err)
+	} else if len(missing) > 0 {
+		return notConnected(ReasonForbidden, "the hub's credential may not %s on the worker", strings.Join(missing, "; "))
+	}
+	sum := sha256.Sum256(data)
+	if err := r.fleet.Connect(ctx, wc.Name, hex.EncodeToString(sum[:]), cfg, connectTimeout); err != nil {
+		return notConnected(ReasonUnreachable, "%v", err)
+	}
+	return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionTrue, Reason: ReasonConnected,
+		Message: fmt.Sprintf("connected to %s", cfg.Host)}
+}
+
+// needed are the permissions the hub needs on a worker to place on it.
+var needed = []authorizationv1.ResourceAttributes{
+	{Verb: "list", Group: "strata.dev", Resource: "capacitysummaries"},
+	{Verb: "watch", Group: "strata.dev", Resource: "capacitysummaries"},
+}
+
+// missingPermissions asks the worker which of the needed permissions the
+// credential lacks ("list capacitysummaries.strata.dev (cluster-wide)").
+func missingPermissions(ctx context.Context, cfg *rest.Config) ([]string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("a client for the worker: %w", err)
+	}
+	var missing []string
+	for _, attrs := range needed {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
+		got, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("the worker at %s does not answer: %w", cfg.Host, err)
+		}
+		if !got.Status.Allowed {
+			where := "cluster-wide"
+			if attrs.Namespace != "" {
+				where = "in namespace " + attrs.Namespace
+			}
+			missing = append(missing, fmt.Sprintf("%s %s.%s (%s)", attrs.Verb, attrs.Resource, attrs.Group, where))
+		}
+	}
+	return missing, nil
+}
+
+// freshness is the SummariesFresh condition of a worker's summaries, and
+// when it next changes by itself (a summary becoming stale).
+func freshness(summaries []strata.CapacitySummary, now time.Time, staleAfter time.Duration) (metav1.Condition, time.Duration) {
+	c := metav1.Condition{Type: strata.WorkerClusterSummariesFresh}
+	if len(summaries) == 0 {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoSummaries, "the worker publishes no capacity summaries yet: is strata-agent running there?"
+		return c, staleAfter
+	}
+	var stale []string
+	next := staleAfter
+	for _, s := range summaries {
+		if s.Status.ObservedTime == nil {
+			stale = append(stale, fmt.Sprintf("%s (never observed)", s.Spec.Flavor))
+			continue
+		}
+		age := now.Sub(s.Status.ObservedTime.Time)
+		if age >= staleAfter {
+			stale = append(stale, fmt.Sprintf("%s (observed %s)", s.Spec.Flavor, s.Status.ObservedTime.UTC().Format(time.RFC3339)))
+			continue
+		}
+		next = min(next, staleAfter-age)
+	}
+	if len(stale) > 0 {
+		sort.Strings(stale)
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonStale
+		c.Message = fmt.Sprintf("summaries older than %s: %s; the worker gets no new work on those flavors", staleAfter, strings.Join(stale, ", "))
+		return c, next
+	}
+	c.Status, c.Reason = metav1.ConditionTrue, ReasonFresh
+	c.Message = fmt.Sprintf("%d summaries observed within %s", len(summaries), staleAfter)
+	return c, next + time.Second
+}

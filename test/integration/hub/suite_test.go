@@ -1,0 +1,71 @@
+package hub
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	"strata.dev/strata/hub/controller"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/scheme"
+	"strata.dev/strata/test/integration/framework"
+)
+
+var (
+	clusters *framework.Clusters
+	hub      *framework.Cluster
+	workers  []*framework.Cluster
+	hubFleet *fleet.Fleet
+	hubCfg   *configv1beta1.HubConfiguration
+)
+
+func TestHub(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Hub Suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(GinkgoLogr)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	var err error
+	clusters, err = framework.Start(
+		framework.ClusterSpec{Name: "hub", Role: framework.Hub},
+		framework.ClusterSpec{Name: "w1", Role: framework.Worker},
+		framework.ClusterSpec{Name: "w2", Role: framework.Worker},
+	)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })
+	hub = clusters.Get("hub")
+	workers = []*framework.Cluster{clusters.Get("w1"), clusters.Get("w2")}
+
+	hubCfg, err = config.LoadHub("")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(hub.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Namespace}})).To(Succeed())
+
+	By("starting the hub's controllers")
+	mgr, err := ctrl.NewManager(hub.Config, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	hubFleet, err = controller.SetupControllers(mgr, hubCfg)
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	DeferCleanup(func() {
+		cancel()
+		Expect(<-done).To(Succeed())
+	})
+})

@@ -1,0 +1,160 @@
+package hub
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/controller/workercluster"
+	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/test/integration/framework"
+)
+
+// kubeconfigSecret stores kubeconfig in Secret ns/name on the hub.
+func kubeconfigSecret(ctx SpecContext, ns, name string, kubeconfig []byte) {
+	GinkgoHelper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
+	Expect(hub.Client.Create(ctx, s)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hub.Client.Delete(ctx, s))).To(Succeed()) })
+}
+
+// register creates WorkerCluster name from wc, deleted after the spec.
+func register(ctx SpecContext, wc *strata.WorkerCluster) {
+	GinkgoHelper()
+	Expect(hub.Client.Create(ctx, wc)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hub.Client.Delete(ctx, wc))).To(Succeed()) })
+}
+
+// condition returns a WorkerCluster's condition of type t, once it has one.
+func condition(g Gomega, ctx SpecContext, name, t string) metav1.Condition {
+	var wc strata.WorkerCluster
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
+	c := meta.FindStatusCondition(wc.Status.Conditions, t)
+	g.Expect(c).NotTo(BeNil(), "no %s condition yet", t)
+	return *c
+}
+
+// publish writes a summary of flavor on worker w, observed at observed.
+func publish(ctx SpecContext, w *framework.Cluster, flavor string, observed time.Time) {
+	GinkgoHelper()
+	cs := testutil.MakeCapacitySummary(flavor).Obj()
+	Expect(client.IgnoreAlreadyExists(w.Client.Create(ctx, cs))).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(w.Client.Delete(ctx, cs))).To(Succeed()) })
+	Eventually(func(g Gomega) {
+		g.Expect(w.Client.Get(ctx, client.ObjectKeyFromObject(cs), cs)).To(Succeed())
+		cs.Status = strata.CapacitySummaryStatus{
+			SummaryGeneration: cs.Status.SummaryGeneration + 1, ObservedTime: &metav1.Time{Time: observed},
+			Levels: []string{"cloud.provider.com/topology-rack", strata.HostnameLabel}, LeafLevels: 1,
+			Resources: []corev1.ResourceName{"cpu", "pods"}, Vectors: []strata.ResourceVector{{8000, 110000}},
+			Domains: []strata.SummaryDomain{{Values: []string{"r1"}, Free: []int32{0, 4}, Capacity: []int32{0, 4}}}, Nodes: 4,
+		}
+		g.Expect(w.Client.Status().Update(ctx, cs)).To(Succeed())
+	}).Should(Succeed())
+}
+
+var _ = Describe("WorkerCluster", func() {
+	It("connects through a kubeconfig Secret and reports the worker's summaries", func(ctx SpecContext) {
+		w := workers[0]
+		kubeconfigSecret(ctx, hubCfg.Namespace, "w1-kubeconfig", w.Kubeconfig)
+		register(ctx, testutil.MakeWorkerCluster("w1").KubeConfigSecret(hubCfg.Namespace, "w1-kubeconfig").Obj())
+
+		By("reporting that the worker publishes nothing yet")
+		Eventually(func(g Gomega) {
+			g.Expect(condition(g, ctx, "w1", strata.WorkerClusterConnected).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(condition(g, ctx, "w1", strata.WorkerClusterSummariesFresh).Reason).To(Equal(workercluster.ReasonNoSummaries))
+		}).Should(Succeed())
+
+		By("reading a summary the worker publishes")
+		publish(ctx, w, "tas-a100", time.Now())
+		Eventually(func(g Gomega) {
+			g.Expect(condition(g, ctx, "w1", strata.WorkerClusterSummariesFresh).Status).To(Equal(metav1.ConditionTrue))
+			var wc strata.WorkerCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w1"}, &wc)).To(Succeed())
+			g.Expect(wc.Status.Summaries).To(HaveLen(1))
+			g.Expect(wc.Status.Summaries[0].Flavor).To(Equal("tas-a100"))
+			summaries, ok, err := hubFleet.Summaries(ctx, "w1")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ok).To(BeTrue())
+			g.Expect(summaries).To(HaveLen(1))
+		}).Should(Succeed())
+
+		By("marking it stale when the worker stops publishing")
+		publish(ctx, w, "tas-a100", time.Now().Add(-time.Hour))
+		Eventually(func(g Gomega) {
+			c := condition(g, ctx, "w1", strata.WorkerClusterSummariesFresh)
+			g.Expect(c.Reason).To(Equal(workercluster.ReasonStale))
+			g.Expect(c.Message).To(ContainSubstring("tas-a100 (observed"))
+		}).Should(Succeed())
+	})
+
+	It("reads kubeconfig Secrets only from the hub's own namespace", func(ctx SpecContext) {
+		Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}})).To(Succeed())
+		kubeconfigSecret(ctx, "tenant", "w2-kubeconfig", workers[1].Kubeconfig)
+		register(ctx, testutil.MakeWorkerCluster("w2-elsewhere").KubeConfigSecret("tenant", "w2-kubeconfig").Obj())
+		Eventually(func(g Gomega) {
+			c := condition(g, ctx, "w2-elsewhere", strata.WorkerClusterConnected)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(workercluster.ReasonSecretOutside))
+			g.Expect(c.Message).To(Equal(fmt.Sprintf("the hub reads kubeconfig Secrets only from its own namespace %s, not tenant: move Secret w2-kubeconfig there", hubCfg.Namespace)))
+		}).Should(Succeed())
+	})
+
+	It("says which permission its credential lacks", func(ctx SpecContext) {
+		w := workers[1]
+		user, err := w.AddUser(envtest.User{Name: "no-rights"})
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig, err := user.KubeConfig()
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfigSecret(ctx, hubCfg.Namespace, "w2-weak", kubeconfig)
+		register(ctx, testutil.MakeWorkerCluster("w2-weak").KubeConfigSecret(hubCfg.Namespace, "w2-weak").Obj())
+		Eventually(func(g Gomega) {
+			c := condition(g, ctx, "w2-weak", strata.WorkerClusterConnected)
+			g.Expect(c.Reason).To(Equal(workercluster.ReasonForbidden))
+			g.Expect(c.Message).To(Equal("the hub's credential may not list capacitysummaries.strata.dev (cluster-wide); watch capacitysummaries.strata.dev (cluster-wide) on the worker"))
+		}).Should(Succeed())
+	})
+
+	It("reports an unreachable worker and a missing Secret", func(ctx SpecContext) {
+		cfg, err := clientcmd.Load(workers[1].Kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		for _, c := range cfg.Clusters {
+			c.Server = "https://127.0.0.1:1" // nothing listens there
+		}
+		unreachable, err := clientcmd.Write(*cfg)
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfigSecret(ctx, hubCfg.Namespace, "w2-gone", unreachable)
+		register(ctx, testutil.MakeWorkerCluster("w2-gone").KubeConfigSecret(hubCfg.Namespace, "w2-gone").Obj())
+		register(ctx, testutil.MakeWorkerCluster("w2-nosecret").KubeConfigSecret(hubCfg.Namespace, "absent").Obj())
+		Eventually(func(g Gomega) {
+			c := condition(g, ctx, "w2-gone", strata.WorkerClusterConnected)
+			g.Expect(c.Reason).To(Equal(workercluster.ReasonUnreachable))
+			g.Expect(c.Message).To(ContainSubstring("does not answer"))
+			g.Expect(condition(g, ctx, "w2-gone", strata.WorkerClusterSummariesFresh).Status).To(Equal(metav1.ConditionUnknown))
+			c = condition(g, ctx, "w2-nosecret", strata.WorkerClusterConnected)
+			g.Expect(c.Reason).To(Equal(workercluster.ReasonSecretNotFound))
+			g.Expect(c.Message).To(Equal(fmt.Sprintf("Secret %s/absent does not exist", hubCfg.Namespace)))
+		}).Should(Succeed())
+	})
+
+	It("shows a cordoned worker", func(ctx SpecContext) {
+		wc := testutil.MakeWorkerCluster("w1-cordoned").KubeConfigSecret(hubCfg.Namespace, "w1-c").Obj()
+		wc.Spec.Unschedulable = true
+		kubeconfigSecret(ctx, hubCfg.Namespace, "w1-c", workers[0].Kubeconfig)
+		register(ctx, wc)
+		Eventually(func(g Gomega) {
+			var got strata.WorkerCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(wc), &got)).To(Succeed())
+			g.Expect(got.Spec.Unschedulable).To(BeTrue())
+			g.Expect(condition(g, ctx, "w1-cordoned", strata.WorkerClusterConnected).Status).To(Equal(metav1.ConditionTrue))
+		}).Should(Succeed())
+	})
+})

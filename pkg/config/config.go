@@ -20,12 +20,12 @@ import (
 
 // Defaults, following KEP-2724's recommended behaviour.
 const (
-	DefaultNotReadyDelay      = 30 * time.Second
-	DefaultRecoveryTimeout    = 10 * time.Minute
-	DefaultSummaryMaxBytes    = 512 * 1024
+	DefaultNotReadyDelay   = 30 * time.Second
+	DefaultRecoveryTimeout = 10 * time.Minute
+	DefaultSummaryMaxBytes = 512 * 1024
 	// DefaultHubNamespace is where the hub runs and reads kubeconfig
 	// Secrets from.
-	DefaultHubNamespace = "strata-system"
+	DefaultHubNamespace       = "strata-system"
 	DefaultSummaryMinInterval = 250 * time.Millisecond
 	// DefaultSummaryHeartbeatInterval is well under DefaultSummaryStaleAfter,
 	// so that a quiet worker's summary never looks stale to the hub.

@@ -330,7 +330,7 @@ func (r *Reconciler) rejected(ctx context.Context, job *batchv1.Job, err error) 
 	r.recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonInvalidJob, "Validate", "%s",
 		truncate("The API server rejected the Job's Workload; change the Job: "+err.Error(), maxEventNote))
 	if !ptr.Deref(job.Spec.Suspend, false) {
-		if herr := r.hold(ctx, job, "The Job waits for admission in ClusterQueue "+job.Labels[strata.QueueNameLabel]); herr != nil {
+		if herr := r.hold(ctx, job, "The Job cannot be admitted: the API server rejected its Workload; it stays suspended until the Job is changed"); herr != nil {
 			return herr
 		}
 	}
@@ -510,8 +510,12 @@ func (r *Reconciler) hold(ctx context.Context, job *batchv1.Job, note string) er
 	return nil
 }
 
-// holdNote is the event hold leaves on a Job of Workload wl.
+// holdNote is the event hold leaves on a Job of Workload wl: what is
+// true of it, not that it waits for an admission it cannot get.
 func holdNote(wl *strata.Workload) string {
+	if reason := wl.Annotations[strata.InvalidAnnotation]; reason != "" {
+		return fmt.Sprintf("The Job cannot be admitted as it is (%s; see its Workload's Invalid condition); it stays suspended until that is fixed", reason)
+	}
 	if a := wl.Status.Admission; a != nil {
 		return fmt.Sprintf("The Job ran without being started by Strata; it starts again as admitted by ClusterQueue %s", a.ClusterQueue)
 	}

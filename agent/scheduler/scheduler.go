@@ -614,7 +614,16 @@ func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status
 		return client.IgnoreNotFound(err)
 	}
 	if status == metav1.ConditionFalse {
-		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Schedule", "%s", truncate(message))
+		// Once per change of the condition, which is written only when
+		// its reason or message changes: a pass that finds the same
+		// reason writes nothing and says nothing, and so does the first
+		// pass after a restart. The same goes on the Job, so that
+		// kubectl describe job says why it waits.
+		note := truncateNote(message)
+		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Schedule", "%s", note)
+		if job := ownerJob(wl); job != nil {
+			s.recorder.Eventf(job, wl, corev1.EventTypeNormal, reason, "Schedule", "%s", note)
+		}
 	}
 	return nil
 }
@@ -645,6 +654,34 @@ func withoutNumbers(m string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// ownerJob is a reference to the batch/v1 Job that controls the workload,
+// by UID, or nil: the Job of that name now may be another one, and its
+// events must not describe this workload.
+func ownerJob(wl *strata.Workload) *corev1.ObjectReference {
+	owner := metav1.GetControllerOfNoCopy(wl)
+	if owner == nil || owner.Kind != "Job" || owner.APIVersion != "batch/v1" {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Namespace: wl.Namespace, Name: owner.Name, UID: owner.UID}
+}
+
+// maxEventNote is the API's limit on an events.k8s.io/v1 Event's note: a
+// longer one is rejected, and the event lost.
+const maxEventNote = 1024
+
+// truncateNote shortens an event note to the API's limit, on a character
+// boundary.
+func truncateNote(m string) string {
+	if len(m) <= maxEventNote {
+		return m
+	}
+	cut := maxEventNote - 3
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "..."
 }
 
 // truncate shortens a condition message to the API's limit of 32 KiB, on

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -1091,5 +1093,70 @@ func TestPendingReasonWrites(t *testing.T) {
 	pass()
 	if got := e.outcomes(t)["w"]; got.Reason != ReasonAdmitted || writes != 2 {
 		t.Errorf("with room: %+v after %d writes; want admitted after 2 (first reason: %s)", got, writes, first)
+	}
+}
+
+// recordedEvent is an event as the test recorder saw it.
+type recordedEvent struct {
+	Kind, Name, UID, Reason, Note string
+}
+
+// refRecorder records the object each event regards.
+type refRecorder struct{ events []recordedEvent }
+
+func (r *refRecorder) Eventf(regarding, _ runtime.Object, _, reason, _, note string, args ...interface{}) {
+	ev := recordedEvent{Reason: reason, Note: fmt.Sprintf(note, args...)}
+	switch o := regarding.(type) {
+	case *corev1.ObjectReference:
+		ev.Kind, ev.Name, ev.UID = o.Kind, o.Name, string(o.UID)
+	case *strata.Workload:
+		ev.Kind, ev.Name, ev.UID = "Workload", o.Name, string(o.UID)
+	}
+	r.events = append(r.events, ev)
+}
+
+// TestPendingReasonOnTheJob: why a workload waits goes on its Job too —
+// the Job that controls it, by UID — once per reason: a pass that finds
+// the same reason says nothing.
+func TestPendingReasonOnTheJob(t *testing.T) {
+	owned := job("job-train", "cq", 5, nil, 0)
+	owned.UID = "wl-uid"
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "train-uid", Controller: ptr.To(true)}}
+	orphan := job("job-orphan", "cq", 5, nil, 1)
+	orphan.UID = "orphan-uid"
+	const why = "waiting for capacity: flavor tas-flavor: rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node)"
+	e := newSchedEnv(t, []client.Object{testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(), owned, orphan}, nil,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+	rec := &refRecorder{}
+	e.s.recorder = rec
+	for pass := range 3 {
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule() pass %d: %v", pass, err)
+		}
+		e.informed(t)
+	}
+	want := []recordedEvent{
+		{Kind: "Workload", Name: "job-train", UID: "wl-uid", Reason: ReasonPending, Note: why},
+		{Kind: "Job", Name: "train", UID: "train-uid", Reason: ReasonPending, Note: why},
+		{Kind: "Workload", Name: "job-orphan", UID: "orphan-uid", Reason: ReasonPending, Note: why},
+	}
+	if diff := cmp.Diff(want, rec.events, cmpopts.SortSlices(func(a, b recordedEvent) bool { return a.Kind+a.Name < b.Kind+b.Name })); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+}
+
+func TestTruncateNote(t *testing.T) {
+	cases := map[string]struct{ in, want string }{
+		"short":        {in: "fits", want: "fits"},
+		"at the limit": {in: strings.Repeat("a", maxEventNote), want: strings.Repeat("a", maxEventNote)},
+		"over, ASCII":  {in: strings.Repeat("a", maxEventNote+1), want: strings.Repeat("a", maxEventNote-3) + "..."},
+		"over, a rune": {in: strings.Repeat("a", maxEventNote-4) + "é" + strings.Repeat("a", 10), want: strings.Repeat("a", maxEventNote-4) + "..."},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, truncateNote(tc.in)); diff != "" {
+				t.Errorf("truncateNote() (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -330,7 +330,7 @@ func (r *Reconciler) rejected(ctx context.Context, job *batchv1.Job, err error) 
 	r.recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonInvalidJob, "Validate", "%s",
 		truncate("The API server rejected the Job's Workload; change the Job: "+err.Error(), maxEventNote))
 	if !ptr.Deref(job.Spec.Suspend, false) {
-		if herr := r.hold(ctx, job, "The Job waits for admission in ClusterQueue "+job.Labels[strata.QueueNameLabel]); herr != nil {
+		if herr := r.hold(ctx, job, "The Job cannot be admitted: the API server rejected its Workload; it stays suspended until the Job is changed"); herr != nil {
 			return herr
 		}
 	}
@@ -374,6 +374,9 @@ func (r *Reconciler) finish(ctx context.Context, job *batchv1.Job, reason string
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(job.Name)}, &wl); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	if !metav1.IsControlledBy(&wl, job) {
+		return nil // an earlier Job's: this one's end says nothing about it
+	}
 	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadFinished, Status: metav1.ConditionTrue, Reason: reason, Message: "the Job " + strings.ToLower(reason),
 	}) {
@@ -394,6 +397,21 @@ func (r *Reconciler) deleteWorkload(ctx context.Context, job types.NamespacedNam
 		return nil
 	}
 	return client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
+}
+
+// deleteStaleWorkload removes the Workload at the Job's Workload name that
+// another Job of that name controls (or did, until it was orphaned), with
+// a precondition on its UID: only that object goes, never a Workload
+// created meanwhile. A Workload controlled by anything but a Job is not
+// the agent's to remove: the Job cannot get a Workload, and says so.
+func (r *Reconciler) deleteStaleWorkload(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
+	if owner := metav1.GetControllerOfNoCopy(wl); owner != nil && (owner.Kind != "Job" || !strings.HasPrefix(owner.APIVersion, batchv1.GroupName+"/")) {
+		err := fmt.Errorf("the Workload %s is controlled by %s %s, not by this Job; rename the Job or remove the Workload", wl.Name, owner.Kind, owner.Name)
+		r.recorder.Eventf(job, nil, corev1.EventTypeWarning, "WorkloadTaken", "Create", "%s", truncate(err.Error(), maxEventNote))
+		return reconcile.TerminalError(err)
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Deleting the Workload of an earlier Job of the same name", "workload", klog.KObj(wl), "uid", wl.UID)
+	return client.IgnoreNotFound(r.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}))
 }
 
 // deleteLegacyWorkload removes the Workload that agents before
@@ -492,8 +510,12 @@ func (r *Reconciler) hold(ctx context.Context, job *batchv1.Job, note string) er
 	return nil
 }
 
-// holdNote is the event hold leaves on a Job of Workload wl.
+// holdNote is the event hold leaves on a Job of Workload wl: what is
+// true of it, not that it waits for an admission it cannot get.
 func holdNote(wl *strata.Workload) string {
+	if reason := wl.Annotations[strata.InvalidAnnotation]; reason != "" {
+		return fmt.Sprintf("The Job cannot be admitted as it is (%s; see its Workload's Invalid condition); it stays suspended until that is fixed", reason)
+	}
 	if a := wl.Status.Admission; a != nil {
 		return fmt.Sprintf("The Job ran without being started by Strata; it starts again as admitted by ClusterQueue %s", a.ClusterQueue)
 	}
@@ -599,6 +621,17 @@ func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strat
 	}
 	var wl strata.Workload
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), &wl)
+	replacing := false
+	if err == nil && !metav1.IsControlledBy(&wl, job) {
+		// An earlier Job of the same name left it (deleted, garbage
+		// collection not done yet, or orphaned): nothing of it is this
+		// Job's, least of all its admission.
+		if err := r.deleteStaleWorkload(ctx, job, &wl); err != nil {
+			return nil, err
+		}
+		replacing = true
+		err = apierrors.NewNotFound(strata.GroupVersion.WithResource("workloads").GroupResource(), wl.Name)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		wl = *desired
@@ -606,6 +639,11 @@ func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strat
 			return nil, err
 		}
 		if err := r.client.Create(ctx, &wl); err != nil {
+			if replacing && apierrors.IsAlreadyExists(err) {
+				// The stale Workload is still being deleted; an orphaned
+				// one's deletion brings no event for this Job: retry.
+				return nil, fmt.Errorf("replacing the Workload of an earlier Job of the same name: %s", err.Error())
+			}
 			return nil, err
 		}
 	case err != nil:

@@ -322,3 +322,33 @@ func TestJobHandlerPriorities(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldNote: the event on a Job the agent suspends says what is true
+// of it: an invalid Job does not wait for admission.
+func TestHoldNote(t *testing.T) {
+	cases := map[string]struct {
+		wl   *strata.Workload
+		want string
+	}{
+		"waiting": {
+			wl:   &strata.Workload{Spec: strata.WorkloadSpec{QueueName: queue}},
+			want: "The Job waits for admission in ClusterQueue training",
+		},
+		"admitted": {
+			wl:   &strata.Workload{Spec: strata.WorkloadSpec{QueueName: queue}, Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: queue}}},
+			want: "The Job ran without being started by Strata; it starts again as admitted by ClusterQueue training",
+		},
+		"invalid": {
+			wl: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.InvalidAnnotation: ReasonQueueNotFound}},
+				Spec: strata.WorkloadSpec{QueueName: queue}},
+			want: "The Job cannot be admitted as it is (ClusterQueueNotFound; see its Workload's Invalid condition); it stays suspended until that is fixed",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, holdNote(tc.wl)); diff != "" {
+				t.Errorf("holdNote() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

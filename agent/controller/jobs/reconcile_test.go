@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -347,6 +348,82 @@ func TestReconcileSupersededWrites(t *testing.T) {
 				if ptr.Deref(e.job("train").Spec.Suspend, true) {
 					t.Error("the admitted Job was not started on the next reconcile")
 				}
+			}
+		})
+	}
+}
+
+// TestReconcileStaleWorkload: a Workload at the Job's Workload name that
+// the Job does not control — an earlier Job's of the same name, or one
+// orphaned — is never adopted: the Job gets a Workload of its own, not
+// admitted, and is not started on the other's admission; a Workload of
+// another kind of owner is left alone.
+func TestReconcileStaleWorkload(t *testing.T) {
+	earlier := makeJob("train", nil)
+	earlier.UID = "earlier-uid"
+	earlier.Spec.Parallelism = ptr.To[int32](2)
+	earlier.Spec.Completions = ptr.To[int32](2)
+	jobSetOwner := metav1.OwnerReference{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "train", UID: "jobset-uid", Controller: ptr.To(true)}
+	cases := []struct {
+		name string
+		// owners of the stale Workload; nil when orphaned
+		owners []metav1.OwnerReference
+		// finished: the new Job has completed
+		finished   bool
+		wantErr    bool
+		wantOwner  types.UID // of the Workload after the reconcile
+		wantCount  int32
+		wantAdmit  bool
+		wantEvents []string
+	}{{
+		name:      "an earlier Job's",
+		owners:    []metav1.OwnerReference{*metav1.NewControllerRef(earlier, batchv1.SchemeGroupVersion.WithKind("Job"))},
+		wantOwner: "train-uid", wantCount: 4,
+	}, {
+		name:      "orphaned",
+		wantOwner: "train-uid", wantCount: 4,
+	}, {
+		name:      "another kind's",
+		owners:    []metav1.OwnerReference{jobSetOwner},
+		wantErr:   true,
+		wantOwner: "jobset-uid", wantCount: 2, wantAdmit: true,
+		wantEvents: []string{"Warning WorkloadTaken the Workload job-train is controlled by JobSet train, not by this Job; rename the Job or remove the Workload"},
+	}, {
+		name:      "an earlier Job's, the new Job finished",
+		owners:    []metav1.OwnerReference{*metav1.NewControllerRef(earlier, batchv1.SchemeGroupVersion.WithKind("Job"))},
+		finished:  true,
+		wantOwner: "earlier-uid", wantCount: 2, wantAdmit: true,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			stale := admittedWorkload(t, earlier)
+			stale.OwnerReferences = tc.owners
+			job := makeJob("train", nil)
+			if tc.finished {
+				job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+			}
+			e := newEnv(t, job, stale)
+			err := e.reconcile(job)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Reconcile() = %v, want an error: %v", err, tc.wantErr)
+			}
+			wl := e.workload(WorkloadName("train"))
+			got := struct {
+				Owner    types.UID
+				Count    int32
+				Admitted bool
+				Finished bool
+			}{metav1.GetControllerOf(wl).UID, wl.Spec.PodSets[0].Count, wl.Status.Admission != nil, meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished)}
+			want := got
+			want.Owner, want.Count, want.Admitted, want.Finished = tc.wantOwner, tc.wantCount, tc.wantAdmit, false
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Workload (-want,+got):\n%s", diff)
+			}
+			if j := e.job("train"); !ptr.Deref(j.Spec.Suspend, false) || j.Spec.Template.Labels[strata.WorkloadLabel] != "" {
+				t.Error("the Job was started on a Workload it does not own")
+			}
+			if diff := cmp.Diff(tc.wantEvents, e.events()); diff != "" {
+				t.Errorf("events (-want,+got):\n%s", diff)
 			}
 		})
 	}

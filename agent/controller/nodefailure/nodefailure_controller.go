@@ -203,6 +203,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.List(ctx, &pods, index.PodsOf(wl.Namespace, wl.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
+	// An earlier Job of the same name may have left pods with the same
+	// label: they are not this workload's to count, fail or move.
+	pods.Items = workload.OwnedPods(&wl, pods.Items)
 	now := r.clock.Now()
 	var failed []failure
 	var recheck time.Duration

@@ -163,6 +163,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.List(ctx, &pods, index.PodsOf(wl.Namespace, wl.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
+	// Only the pods of the Job that owns the Workload: an earlier Job of
+	// the same name may have left pods with the same label.
+	pods.Items = workload.OwnedPods(&wl, pods.Items)
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.TopologyAssignment == nil {
 			continue

@@ -143,7 +143,7 @@ var _ = Describe("Hot swap", Ordered, Label("agent", "hotswap"), func() {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-ran", Namespace: ns, Labels: map[string]string{
 				strata.WorkloadLabel: jobs.WorkloadName(job.Name), strata.PodSetLabel: "main", strata.TASLabel: "true",
-			}},
+			}, OwnerReferences: jobOwner(job)},
 			Spec: corev1.PodSpec{NodeName: hosts[0], Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 		}
 		Expect(worker.Client.Create(ctx, p)).To(Succeed())
@@ -185,12 +185,18 @@ func admitJob(ctx SpecContext, ns, queue string, pods int32) (*batchv1.Job, []st
 	return j, hosts
 }
 
+// jobOwner is the owner reference the Job controller gives the Job's pods:
+// the agent acts only on the pods of the Job that owns the Workload.
+func jobOwner(job *batchv1.Job) []metav1.OwnerReference {
+	return []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+}
+
 // runningPodOn creates a pod of the Job's workload bound to host, Running.
 func runningPodOn(ctx SpecContext, job *batchv1.Job, host string) {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-running", Namespace: job.Namespace, Labels: map[string]string{
 			strata.WorkloadLabel: jobs.WorkloadName(job.Name), strata.PodSetLabel: "main", strata.TASLabel: "true",
-		}},
+		}, OwnerReferences: jobOwner(job)},
 		Spec: corev1.PodSpec{NodeName: host, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}
 	Expect(worker.Client.Create(ctx, p)).To(Succeed())

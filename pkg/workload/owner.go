@@ -1,0 +1,37 @@
+package workload
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// OwnsPod says whether a pod that carries the workload's label is the
+// workload's. The label is the Workload's name, which a re-created Job of
+// the same name shares with its predecessor; so when the workload has a
+// controller (its Job), the pod must be controlled by that same object, by
+// UID. The pods of an earlier Job — still terminating, or orphaned, which
+// leaves them without a controller — are not the new Job's, and nothing
+// the agent does for the workload (ungating, hot swap) touches them.
+// A workload without a controller claims every pod with its label.
+func OwnsPod(wl *strata.Workload, p *corev1.Pod) bool {
+	owner := metav1.GetControllerOfNoCopy(wl)
+	if owner == nil {
+		return true
+	}
+	c := metav1.GetControllerOfNoCopy(p)
+	return c != nil && c.UID == owner.UID
+}
+
+// OwnedPods returns the pods, of those carrying the workload's label, that
+// are the workload's (OwnsPod), in order.
+func OwnedPods(wl *strata.Workload, pods []corev1.Pod) []corev1.Pod {
+	out := pods[:0:0]
+	for i := range pods {
+		if OwnsPod(wl, &pods[i]) {
+			out = append(out, pods[i])
+		}
+	}
+	return out
+}

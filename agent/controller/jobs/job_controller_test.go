@@ -52,14 +52,14 @@ func TestFinished(t *testing.T) {
 
 const (
 	ns    = "ml"
-	queue = "training"
+	queueName = "training"
 )
 
 // makeJob is a Job of 4 pods in queue training, suspended as the admission
 // policy leaves it.
 func makeJob(name string, annotations map[string]string) *batchv1.Job {
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(name + "-uid"), Labels: map[string]string{strata.QueueNameLabel: queue}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(name + "-uid"), Labels: map[string]string{strata.QueueNameLabel: queueName}},
 		Spec: batchv1.JobSpec{
 			Parallelism: ptr.To[int32](4),
 			Completions: ptr.To[int32](4),
@@ -171,7 +171,7 @@ func TestWorkloadName(t *testing.T) {
 func TestNextStep(t *testing.T) {
 	wlName := WorkloadName("train")
 	admittedAt := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	admission := &strata.Admission{ClusterQueue: queue, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4}}}
+	admission := &strata.Admission{ClusterQueue: queueName, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4}}}
 	cases := map[string]struct {
 		suspended bool
 		started   bool // the template carries the Workload's label
@@ -195,7 +195,7 @@ func TestNextStep(t *testing.T) {
 			suspended: true, started: true, admission: admission, want: stepStop, startedAt: admittedAt.Add(-time.Minute),
 		},
 		"suspended by the user after a hot swap changed the assignment": {
-			suspended: true, started: true, admission: &strata.Admission{ClusterQueue: queue, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4, TopologyAssignment: &strata.TopologyAssignment{Levels: []string{"kubernetes.io/hostname"}}}}},
+			suspended: true, started: true, admission: &strata.Admission{ClusterQueue: queueName, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4, TopologyAssignment: &strata.TopologyAssignment{Levels: []string{"kubernetes.io/hostname"}}}}},
 			want: stepRequeue,
 		},
 	}

@@ -33,7 +33,7 @@ type Input struct {
 	ClusterQueues map[string]*strata.ClusterQueue
 	// LocalQueues by namespace/name.
 	LocalQueues map[string]*strata.LocalQueue
-	Workloads     []Item
+	Workloads   []Item
 	// sources says where each object was read, by kind and name.
 	sources map[string]string
 }

@@ -51,7 +51,7 @@ func TestFinished(t *testing.T) {
 }
 
 const (
-	ns    = "ml"
+	ns        = "ml"
 	queueName = "training"
 )
 

@@ -20,7 +20,7 @@ GINKGO_ARGS := $(if $(GINKGO_LABELS),-ginkgo.label-filter='$(GINKGO_LABELS)') $(
 HUB_CRDS := $(ROOT)/charts/strata-hub/crds
 AGENT_CRDS := $(ROOT)/charts/strata-agent/crds
 # The hub holds every kind; the agent all but WorkerCluster.
-AGENT_KINDS := topologies resourceflavors clusterqueues workloads capacitysummaries
+AGENT_KINDS := topologies resourceflavors clusterqueues localqueues workloads capacitysummaries
 
 .PHONY: help
 help: ## Show the targets.

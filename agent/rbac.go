@@ -3,8 +3,8 @@ package agent
 // The permissions strata-agent needs on its worker cluster; `make manifests`
 // turns them into the chart's ClusterRole.
 //
-// +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues,verbs=get;list;watch
-// +kubebuilder:rbac:groups=strata.dev,resources=clusterqueues/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues;localqueues,verbs=get;list;watch
+// +kubebuilder:rbac:groups=strata.dev,resources=clusterqueues/status;localqueues/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=capacitysummaries,verbs=get;list;watch;create;update;patch;delete

@@ -19,12 +19,12 @@ type Hooks struct {
 	// Workload is called with a Workload's current object, or with deleted
 	// set once it is gone.
 	Workload func(wl *strata.Workload, deleted bool)
-	// Queue is called after every ClusterQueue event.
+	// Queue is called after every ClusterQueue and LocalQueue event.
 	Queue func()
 }
 
 // SetupWithManager feeds the cache from the manager's informers and calls
-// hooks after each Workload and ClusterQueue event.
+// hooks after each Workload, ClusterQueue and LocalQueue event.
 func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Hooks) error {
 	wake := func(any) {
 		if hooks.Queue != nil {
@@ -42,6 +42,7 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 		{&corev1.Node{}, func(o any) { c.SetNode(o.(*corev1.Node)) }, func(o any) { c.DeleteNode(o.(*corev1.Node).Name) }},
 		{&corev1.Pod{}, func(o any) { c.SetPod(o.(*corev1.Pod)) }, func(o any) { c.DeletePod(o.(*corev1.Pod).UID) }},
 		{&strata.ClusterQueue{}, wake, wake},
+		{&strata.LocalQueue{}, wake, wake},
 		{&strata.Workload{}, func(o any) {
 			wl := o.(*strata.Workload)
 			key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}

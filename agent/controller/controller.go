@@ -13,6 +13,7 @@ import (
 
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/agent/controller/localqueue"
 	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/index"
@@ -53,7 +54,8 @@ func WithNodeFailureClock(c clock.WithDelayedExecution) Option {
 
 // SetupControllers registers every controller of strata-agent with mgr:
 // the capacity cache fed by informers, the scheduler, the summary publisher,
-// the Job controller, the ungater and hot swap.
+// the Job controller, the LocalQueue status controller, the ungater and hot
+// swap.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration, opts ...Option) error {
 	o := options{nodeFailureClock: clock.RealClock{}}
 	for _, opt := range opts {
@@ -85,6 +87,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 		return err
 	}
 	if err := ungater.NewReconciler(mgr.GetClient(), cfg.Queueing.UngateBatchPeriod.Duration).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := localqueue.NewReconciler(mgr.GetClient(), clock.RealClock{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return jobs.NewReconciler(mgr.GetClient(), recorder).SetupWithManager(mgr)

@@ -15,13 +15,30 @@ import (
 // (a workload's pods live in its namespace).
 const PodWorkload = "strata.dev/workload"
 
+// LocalQueueClusterQueue indexes LocalQueues by spec.clusterQueue.
+const LocalQueueClusterQueue = "spec.clusterQueue"
+
+// WorkloadQueue indexes Workloads by spec.queueName (their LocalQueue, in
+// their namespace).
+const WorkloadQueue = "spec.queueName"
+
 // Setup registers the indexes with the manager's field indexer.
 func Setup(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &corev1.Pod{}, PodWorkload, func(o client.Object) []string {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodWorkload, func(o client.Object) []string {
 		if name := o.GetLabels()[strata.WorkloadLabel]; name != "" {
 			return []string{name}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &strata.LocalQueue{}, LocalQueueClusterQueue, func(o client.Object) []string {
+		return []string{o.(*strata.LocalQueue).Spec.ClusterQueue}
+	}); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &strata.Workload{}, WorkloadQueue, func(o client.Object) []string {
+		return []string{o.(*strata.Workload).Spec.QueueName}
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
 )
 
 // workloadIndex is the scheduler's view of the Workloads, kept from the
@@ -18,8 +19,10 @@ import (
 type workloadIndex struct {
 	mu      sync.Mutex
 	entries map[types.NamespacedName]indexed
-	// pending by spec.queueName; admitted totals by the admission's queue.
-	pending  map[string]map[types.NamespacedName]*strata.Workload
+	// pending by LocalQueue (the namespace and spec.queueName: a pass
+	// resolves each to its ClusterQueue); admitted totals by the
+	// admission's ClusterQueue.
+	pending  map[types.NamespacedName]map[types.NamespacedName]*strata.Workload
 	admitted map[string]*queueTotals
 	// recheck are workloads whose accounting in the capacity cache the
 	// next pass makes sure of: admitted ones the informer delivered, and
@@ -54,7 +57,7 @@ type queueTotals struct {
 func newWorkloadIndex() *workloadIndex {
 	return &workloadIndex{
 		entries:  map[types.NamespacedName]indexed{},
-		pending:  map[string]map[types.NamespacedName]*strata.Workload{},
+		pending:  map[types.NamespacedName]map[types.NamespacedName]*strata.Workload{},
 		admitted: map[string]*queueTotals{},
 		recheck:  map[types.NamespacedName]struct{}{},
 	}
@@ -83,7 +86,7 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 	x.entries[key] = e
 	switch e.state {
 	case statePending:
-		q := wl.Spec.QueueName
+		q := queue.Key(wl)
 		if x.pending[q] == nil {
 			x.pending[q] = map[types.NamespacedName]*strata.Workload{}
 		}
@@ -120,7 +123,7 @@ func (x *workloadIndex) deleteLocked(key types.NamespacedName) {
 	delete(x.recheck, key)
 	switch e.state {
 	case statePending:
-		q := e.wl.Spec.QueueName
+		q := queue.Key(e.wl)
 		delete(x.pending[q], key)
 		if len(x.pending[q]) == 0 {
 			delete(x.pending, q)
@@ -150,10 +153,10 @@ func (x *workloadIndex) recheckLater(key types.NamespacedName) {
 
 // indexView is what one pass reads: copies it may change, of one moment.
 type indexView struct {
-	pending  map[string][]*strata.Workload
-	admitted map[string]int32                          // workloads by queue
-	usage    map[string]map[string]corev1.ResourceList // queue -> flavor -> usage
-	pods     map[string]int32                          // admitted pods by flavor
+	pending  map[types.NamespacedName][]*strata.Workload // by LocalQueue
+	admitted map[string]int32                            // workloads by queue
+	usage    map[string]map[string]corev1.ResourceList   // queue -> flavor -> usage
+	pods     map[string]int32                            // admitted pods by flavor
 	// recheck are the admitted workloads to make sure of.
 	recheck []*strata.Workload
 	// asked are the entries of the keys view was asked for; a key
@@ -167,7 +170,7 @@ func (x *workloadIndex) view(keys []types.NamespacedName) *indexView {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	v := &indexView{
-		pending:  make(map[string][]*strata.Workload, len(x.pending)),
+		pending:  make(map[types.NamespacedName][]*strata.Workload, len(x.pending)),
 		admitted: make(map[string]int32, len(x.admitted)),
 		usage:    make(map[string]map[string]corev1.ResourceList, len(x.admitted)),
 		pods:     map[string]int32{},

@@ -34,10 +34,11 @@ type viewSummary struct {
 func summarize(v *indexView) viewSummary {
 	s := viewSummary{Pending: map[string][]string{}, Admitted: v.admitted, Usage: v.usage, Pods: v.pods, Asked: map[string]workloadState{}}
 	for q, wls := range v.pending {
+		// Every workload of the tests is in namespace "ns".
 		for _, wl := range wls {
-			s.Pending[q] = append(s.Pending[q], wl.Name)
+			s.Pending[q.Name] = append(s.Pending[q.Name], wl.Name)
 		}
-		slices.Sort(s.Pending[q])
+		slices.Sort(s.Pending[q.Name])
 	}
 	for _, wl := range v.recheck {
 		s.Recheck = append(s.Recheck, wl.Name)

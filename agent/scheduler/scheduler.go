@@ -1,7 +1,8 @@
-// Package scheduler admits pending workloads: per ClusterQueue in priority
-// and creation order, the queues taking turns, through the queue's
-// flavors, with the TAS engine on the capacity cache. It runs when workloads or capacity change, never on a
-// timer.
+// Package scheduler admits pending workloads: per ClusterQueue (reached
+// through the LocalQueue a workload names) in priority and creation order,
+// the queues taking turns, through the queue's flavors, with the TAS engine
+// on the capacity cache. It runs when workloads or capacity change, never on
+// a timer.
 package scheduler
 
 import (
@@ -35,6 +36,7 @@ import (
 	"strata.dev/strata/agent/cache"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -219,23 +221,19 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	if err := s.cache.EnsureAccounted(v.recheck); err != nil {
 		return err
 	}
-	recordQueues(v)
+	queues, byQueue, err := s.resolveQueues(ctx, v.pending)
+	recordQueues(v, byQueue)
 	// A failed status write of one ClusterQueue (or the list of them) does
 	// not hold up admission: the error is returned with the others, so
 	// the pass is retried.
-	errs := []error{s.updateQueues(ctx, v)}
+	errs := []error{err, s.updateQueues(ctx, v, byQueue)}
 	var turns []*queueTurn
-	for q, wls := range v.pending {
-		cq := &strata.ClusterQueue{}
-		if err := s.client.Get(ctx, types.NamespacedName{Name: q}, cq); err != nil {
-			errs = append(errs, client.IgnoreNotFound(err))
-			continue
-		}
+	for q, wls := range byQueue {
 		sort.SliceStable(wls, func(i, j int) bool { return before(wls[i], wls[j]) })
 		if usage[q] == nil {
 			usage[q] = map[string]corev1.ResourceList{}
 		}
-		turns = append(turns, &queueTurn{cq: cq, wls: wls})
+		turns = append(turns, &queueTurn{cq: queues[q], wls: wls})
 	}
 	// Queues take turns: each round considers the head of every queue
 	// still to serve, heads in the order one queue orders its workloads
@@ -271,6 +269,50 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		turns = next
 	}
 	return errors.Join(errs...)
+}
+
+// resolveQueues groups the pending workloads of each LocalQueue by the
+// ClusterQueue it points at now, and returns those ClusterQueues. The
+// workloads of a LocalQueue that is gone, whose ClusterQueue is gone, or
+// whose ClusterQueue does not admit the namespace are left out: the Job
+// controller marks them invalid with the reason, and the LocalQueue,
+// ClusterQueue or Namespace event that lifts it brings them back. A pass
+// reads each LocalQueue with pending workloads, its ClusterQueue and its
+// namespace once, from the informers.
+func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.NamespacedName][]*strata.Workload) (map[string]*strata.ClusterQueue, map[string][]*strata.Workload, error) {
+	cqs := map[string]*strata.ClusterQueue{} // nil: missing or unreadable
+	byQueue := map[string][]*strata.Workload{}
+	var errs []error
+	for key, wls := range pending {
+		lq := &strata.LocalQueue{}
+		if err := s.client.Get(ctx, key, lq); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		name := lq.Spec.ClusterQueue
+		cq, seen := cqs[name]
+		if !seen {
+			cq = &strata.ClusterQueue{}
+			if err := s.client.Get(ctx, types.NamespacedName{Name: name}, cq); err != nil {
+				errs = append(errs, client.IgnoreNotFound(err))
+				cq = nil
+			}
+			cqs[name] = cq
+		}
+		if cq == nil {
+			continue
+		}
+		ns := &corev1.Namespace{}
+		if err := s.client.Get(ctx, types.NamespacedName{Name: key.Namespace}, ns); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		if !queue.Resolve(key.Namespace, key.Name, ns.Labels, lq, cq).OK() {
+			continue
+		}
+		byQueue[name] = append(byQueue[name], wls...)
+	}
+	return cqs, byQueue, errors.Join(errs...)
 }
 
 // queueTurn is a ClusterQueue's place in a pass: the workloads it has yet
@@ -535,7 +577,7 @@ const (
 // updateQueues writes every ClusterQueue's status: pending and admitted
 // workloads, usage per flavor (v's, with the in-flight admissions), and
 // whether it can admit at all.
-func (s *Scheduler) updateQueues(ctx context.Context, v *indexView) error {
+func (s *Scheduler) updateQueues(ctx context.Context, v *indexView, pending map[string][]*strata.Workload) error {
 	var cqs strata.ClusterQueueList
 	if err := s.client.List(ctx, &cqs); err != nil {
 		return err
@@ -544,7 +586,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, v *indexView) error {
 	for i := range cqs.Items {
 		cq := &cqs.Items[i]
 		st := cq.Status.DeepCopy()
-		st.PendingWorkloads = int32(len(v.pending[cq.Name]))
+		st.PendingWorkloads = int32(len(pending[cq.Name]))
 		st.AdmittedWorkloads = v.admitted[cq.Name]
 		st.FlavorsUsage = nil
 		for _, fq := range cq.Spec.Flavors {
@@ -584,10 +626,11 @@ func (s *Scheduler) updateQueues(ctx context.Context, v *indexView) error {
 	return errors.Join(errs...)
 }
 
-// recordQueues sets the pending and admitted gauges from one pass's view.
-func recordQueues(v *indexView) {
+// recordQueues sets the pending and admitted gauges from one pass's view
+// and its pending workloads by ClusterQueue.
+func recordQueues(v *indexView, pending map[string][]*strata.Workload) {
 	metrics.PendingWorkloads.Reset()
-	for q, wls := range v.pending {
+	for q, wls := range pending {
 		metrics.PendingWorkloads.WithLabelValues(q).Set(float64(len(wls)))
 	}
 	metrics.AdmittedPods.Reset()

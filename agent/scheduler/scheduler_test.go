@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -559,9 +560,12 @@ func tasSetup(cc *cache.Cache) {
 
 // newSchedEnv returns a scheduler whose client serves objs through funcs,
 // and whose cache is set up by setup (nil: tasSetup) and holds nodes. The
-// index is fed every Workload of objs as the API server stored it.
+// index is fed every Workload of objs as the API server stored it. Unless
+// objs has them, namespace "ns" exists and has a LocalQueue of the same
+// name for every ClusterQueue of objs.
 func newSchedEnv(t *testing.T, objs []client.Object, setup func(*cache.Cache), nodes []*corev1.Node, funcs interceptor.Funcs) *schedEnv {
 	t.Helper()
+	objs = withLocalQueues(objs)
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&strata.Workload{}, &strata.ClusterQueue{}).
 		WithInterceptorFuncs(funcs).Build()
@@ -576,6 +580,30 @@ func newSchedEnv(t *testing.T, objs []client.Object, setup func(*cache.Cache), n
 	e := &schedEnv{s: New(c, cc, tas.DefaultOptions(), &events.FakeRecorder{}), c: c}
 	e.informed(t)
 	return e
+}
+
+// withLocalQueues adds to objs namespace "ns" and a LocalQueue in it for
+// every ClusterQueue, named as the ClusterQueue, unless objs has them.
+func withLocalQueues(objs []client.Object) []client.Object {
+	have := map[string]bool{}
+	for _, o := range objs {
+		switch o.(type) {
+		case *corev1.Namespace:
+			have["Namespace/"+o.GetName()] = true
+		case *strata.LocalQueue:
+			have["LocalQueue/"+o.GetName()] = true
+		}
+	}
+	out := slices.Clone(objs)
+	if !have["Namespace/ns"] {
+		out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
+	}
+	for _, o := range objs {
+		if _, ok := o.(*strata.ClusterQueue); ok && !have["LocalQueue/"+o.GetName()] {
+			out = append(out, testutil.MakeLocalQueue(o.GetName(), "ns", o.GetName()))
+		}
+	}
+	return out
 }
 
 // informed feeds the index every Workload as the API server has it now, as
@@ -752,6 +780,82 @@ func TestScheduleServesQueuesFairly(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
 				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScheduleResolvesLocalQueues checks that a workload's queue name is a
+// LocalQueue of its namespace, admitted by the ClusterQueue it points at
+// now, within that ClusterQueue's namespaceSelector.
+func TestScheduleResolvesLocalQueues(t *testing.T) {
+	cq := func(name string, nsLabels map[string]string) *strata.ClusterQueue {
+		q := testutil.MakeClusterQueue(name).Flavor("tas-flavor", "cpu", "3").Obj()
+		q.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: nsLabels}
+		return q
+	}
+	ns := func(name string, labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	in := func(wl *strata.Workload, ns string) *strata.Workload {
+		wl.Namespace = ns
+		return wl
+	}
+	cases := map[string]struct {
+		objs []client.Object
+		want map[string]outcome
+		// wantPending is the ClusterQueues' pending counts, as the pass
+		// writes them before it admits.
+		wantPending map[string]int32
+	}{
+		"two LocalQueues share their ClusterQueue's quota": {
+			objs: []client.Object{cq("gpu", nil), ns("ns", nil),
+				testutil.MakeLocalQueue("team-a", "ns", "gpu"), testutil.MakeLocalQueue("team-b", "ns", "gpu"),
+				job("a1", "team-a", 2, nil, 0), job("b1", "team-b", 2, nil, 1)},
+			want:        map[string]outcome{"a1": admitted, "b1": pending},
+			wantPending: map[string]int32{"gpu": 2},
+		},
+		"the queue name is looked up in the workload's namespace": {
+			objs: []client.Object{cq("gpu", nil), ns("ns", nil), ns("other", nil),
+				testutil.MakeLocalQueue("team-a", "other", "gpu"),
+				job("a1", "team-a", 1, nil, 0), in(job("o1", "team-a", 1, nil, 1), "other")},
+			want:        map[string]outcome{"a1": {}, "o1": admitted},
+			wantPending: map[string]int32{"gpu": 1},
+		},
+		"a LocalQueue whose ClusterQueue does not exist holds its workloads": {
+			objs: []client.Object{cq("gpu", nil), ns("ns", nil),
+				testutil.MakeLocalQueue("team-a", "ns", "gone"), testutil.MakeLocalQueue("team-b", "ns", "gpu"),
+				job("a1", "team-a", 1, nil, 0), job("b1", "team-b", 1, nil, 1)},
+			want:        map[string]outcome{"a1": {}, "b1": admitted},
+			wantPending: map[string]int32{"gpu": 1},
+		},
+		"the ClusterQueue's namespaceSelector still applies": {
+			objs: []client.Object{cq("gpu", map[string]string{"team": "ml"}), ns("ns", map[string]string{"team": "web"}), ns("ml", map[string]string{"team": "ml"}),
+				testutil.MakeLocalQueue("q", "ns", "gpu"), testutil.MakeLocalQueue("q", "ml", "gpu"),
+				job("web1", "q", 1, nil, 0), in(job("ml1", "q", 1, nil, 1), "ml")},
+			want:        map[string]outcome{"web1": {}, "ml1": admitted},
+			wantPending: map[string]int32{"gpu": 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newSchedEnv(t, tc.objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+			var cqs strata.ClusterQueueList
+			if err := e.c.List(t.Context(), &cqs); err != nil {
+				t.Fatal(err)
+			}
+			gotPending := map[string]int32{}
+			for _, q := range cqs.Items {
+				gotPending[q.Name] = q.Status.PendingWorkloads
+			}
+			if diff := cmp.Diff(tc.wantPending, gotPending); diff != "" {
+				t.Errorf("pending workloads of the ClusterQueues (-want,+got):\n%s", diff)
 			}
 		})
 	}

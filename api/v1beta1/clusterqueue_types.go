@@ -124,8 +124,9 @@ type FlavorUsage struct {
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 }
 
-// ClusterQueue is a cluster-scoped queue of workloads. Jobs name it with the
-// strata.dev/queue-name label.
+// ClusterQueue is a cluster-scoped queue of workloads. Jobs reach it through
+// a LocalQueue of their namespace, named by their strata.dev/queue-name
+// label.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -10,8 +10,10 @@ const (
 	// KueuePrefix is the prefix of the KEP-2724 pod-set annotations Strata also accepts.
 	KueuePrefix = "kueue.x-k8s.io/"
 
-	// QueueNameLabel on a Job names the ClusterQueue that admits it; only Jobs
-	// with this label are managed by Strata.
+	// QueueNameLabel on a Job names the LocalQueue, in the Job's namespace,
+	// that the Job is submitted to (as kueue.x-k8s.io/queue-name does in
+	// Kueue); the LocalQueue points at the ClusterQueue that admits it. Only
+	// Jobs with this label are managed by Strata.
 	QueueNameLabel = Prefix + "queue-name"
 
 	// PodSetRequiredTopologyAnnotation asks for all pods of the pod set in one

@@ -21,6 +21,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Topology{}, &TopologyList{},
 		&ResourceFlavor{}, &ResourceFlavorList{},
 		&ClusterQueue{}, &ClusterQueueList{},
+		&LocalQueue{}, &LocalQueueList{},
 		&Workload{}, &WorkloadList{},
 		&CapacitySummary{}, &CapacitySummaryList{},
 		&WorkerCluster{}, &WorkerClusterList{},

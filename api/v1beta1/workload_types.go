@@ -17,7 +17,8 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	PodSets []PodSet `json:"podSets"`
 
-	// queueName is the ClusterQueue the workload is submitted to.
+	// queueName is the LocalQueue, in the workload's namespace, that the
+	// workload is submitted to; the LocalQueue names its ClusterQueue.
 	//
 	// +required
 	// +kubebuilder:validation:MinLength=1

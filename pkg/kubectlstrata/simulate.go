@@ -25,7 +25,9 @@ func newSimulateCommand() *cobra.Command {
 engine strata-agent runs. It reads multi-document YAML or JSON: Nodes (as
 'kubectl get nodes -o yaml' prints them), Pods bound to nodes (their requests
 count as used), Topology, ResourceFlavor, optional ClusterQueue (flavor
-order), and the workloads: batch/v1 Jobs with the pod-set annotations, or
+order) and LocalQueues (a Job's strata.dev/queue-name names a LocalQueue of
+its namespace when the input has one, else a ClusterQueue), and the
+workloads: batch/v1 Jobs with the pod-set annotations, or
 Workloads. Workloads are placed in file order, each taking capacity from the
 next.
 

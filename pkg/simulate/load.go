@@ -31,7 +31,9 @@ type Input struct {
 	Topologies    map[string]*strata.Topology
 	Flavors       []*strata.ResourceFlavor
 	ClusterQueues map[string]*strata.ClusterQueue
-	Workloads     []Item
+	// LocalQueues by namespace/name.
+	LocalQueues map[string]*strata.LocalQueue
+	Workloads   []Item
 	// sources says where each object was read, by kind and name.
 	sources map[string]string
 }
@@ -48,7 +50,7 @@ var decoder = serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
 // Load reads the files, and the .yaml/.yml/.json files of the directories,
 // in order.
 func Load(paths ...string) (*Input, error) {
-	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}, sources: map[string]string{}}
+	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}, LocalQueues: map[string]*strata.LocalQueue{}, sources: map[string]string{}}
 	for _, p := range paths {
 		files, err := expand(p)
 		if err != nil {
@@ -114,7 +116,7 @@ func (in *Input) loadFile(path string) error {
 }
 
 // Kinds simulate reads.
-var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "Job", "Workload", "and lists of them"}
+var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Job", "Workload", "and lists of them"}
 
 func (in *Input) add(raw []byte, where string) error {
 	obj, gvk, err := decoder.Decode(raw, nil, nil)
@@ -156,6 +158,8 @@ func (in *Input) add(raw []byte, where string) error {
 	case *strata.ClusterQueue:
 		in.sources["ClusterQueue/"+o.Name] = where
 		in.ClusterQueues[o.Name] = o
+	case *strata.LocalQueue:
+		in.LocalQueues[o.Namespace+"/"+o.Name] = o
 	case *batchv1.Job:
 		in.Workloads = append(in.Workloads, Item{Job: o, Source: fmt.Sprintf("%s (Job %s)", where, name(o))})
 	case *batchv1.JobList:
@@ -171,9 +175,18 @@ func (in *Input) add(raw []byte, where string) error {
 	return nil
 }
 
-// flavorOrder returns the flavors to try for a queue: the ClusterQueue's
-// order when the queue is given, else the flavors in file order.
-func (in *Input) flavorOrder(queue string) ([]*strata.ResourceFlavor, error) {
+// flavorOrder returns the flavors to try for a workload's queue: the
+// ClusterQueue's order when the queue is given, else the flavors in file
+// order. The queue name is a LocalQueue of the workload's namespace, as on
+// a cluster, when the input has that LocalQueue; without it, the name is
+// taken as the ClusterQueue's (so that a cluster dump without LocalQueues
+// still works).
+func (in *Input) flavorOrder(namespace, queue string) ([]*strata.ResourceFlavor, error) {
+	what := fmt.Sprintf("neither LocalQueue %s/%s nor ClusterQueue %q is in the input", namespace, queue, queue)
+	if lq, ok := in.LocalQueues[namespace+"/"+queue]; ok {
+		queue = lq.Spec.ClusterQueue
+		what = fmt.Sprintf("ClusterQueue %q of LocalQueue %s/%s is not in the input", queue, lq.Namespace, lq.Name)
+	}
 	cq, ok := in.ClusterQueues[queue]
 	if !ok {
 		if len(in.ClusterQueues) > 0 {
@@ -182,7 +195,7 @@ func (in *Input) flavorOrder(queue string) ([]*strata.ResourceFlavor, error) {
 				names = append(names, n)
 			}
 			slices.Sort(names)
-			return nil, fmt.Errorf("ClusterQueue %q is not in the input (have: %s)", queue, strings.Join(names, ", "))
+			return nil, fmt.Errorf("%s (ClusterQueues: %s)", what, strings.Join(names, ", "))
 		}
 		return in.Flavors, nil
 	}

@@ -146,7 +146,7 @@ func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Optio
 	if err != nil {
 		return res, err
 	}
-	order, err := in.flavorOrder(wl.Spec.QueueName)
+	order, err := in.flavorOrder(wl.Namespace, wl.Spec.QueueName)
 	if err != nil {
 		res.Reason = err.Error()
 		return res, nil

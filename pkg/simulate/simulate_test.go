@@ -178,7 +178,25 @@ spec:
       containers: [{name: c, image: busybox}]
 `)}
 			},
-			reason: `ClusterQueue "nope" is not in the input (have: training)`,
+			reason: `neither LocalQueue ml/nope nor ClusterQueue "nope" is in the input (ClusterQueues: training)`,
+		},
+		"a LocalQueue whose ClusterQueue is not in the input": {
+			files: func(t *testing.T) []string {
+				return []string{cluster, write(t, "job.yaml", `apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: team-a, namespace: ml}
+spec: {clusterQueue: gone}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: lost, namespace: ml, labels: {strata.dev/queue-name: team-a}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox}]
+`)}
+			},
+			reason: `ClusterQueue "gone" of LocalQueue ml/team-a is not in the input (ClusterQueues: training)`,
 		},
 	}
 	for name, tc := range cases {
@@ -201,6 +219,60 @@ spec:
 				t.Fatalf("results = %+v, want one not admitted with reason %q", results, tc.reason)
 			}
 		})
+	}
+}
+
+// TestLocalQueue checks that a Job's queue label names a LocalQueue of its
+// namespace, which leads to its ClusterQueue's flavors.
+func TestLocalQueue(t *testing.T) {
+	cluster := filepath.Join("..", "..", "docs", "examples", "simulate", "cluster.yaml")
+	jobs := write(t, "job.yaml", `apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: team-a, namespace: ml}
+spec: {clusterQueue: training}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: through-lq, namespace: ml, labels: {strata.dev/queue-name: team-a}}
+spec:
+  template:
+    metadata:
+      annotations:
+        kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-rack
+    spec:
+      containers: [{name: c, image: busybox}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: other-namespace, namespace: web, labels: {strata.dev/queue-name: team-a}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox}]
+`)
+	in, err := Load(cluster, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Name     string
+		Admitted bool
+		Reason   string
+	}
+	var got []outcome
+	for _, r := range results {
+		got = append(got, outcome{r.Name, r.Admitted, r.Reason})
+	}
+	want := []outcome{
+		{Name: "through-lq", Admitted: true},
+		{Name: "other-namespace", Reason: `neither LocalQueue web/team-a nor ClusterQueue "team-a" is in the input (ClusterQueues: training)`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
 	}
 }
 

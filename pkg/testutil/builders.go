@@ -82,6 +82,15 @@ func (w *ClusterQueueWrapper) Flavor(name string, quotas ...string) *ClusterQueu
 // Obj returns the ClusterQueue.
 func (w *ClusterQueueWrapper) Obj() *strata.ClusterQueue { return &w.ClusterQueue }
 
+// MakeLocalQueue returns a LocalQueue in namespace ns pointing at
+// ClusterQueue cq.
+func MakeLocalQueue(name, ns, cq string) *strata.LocalQueue {
+	return &strata.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       strata.LocalQueueSpec{ClusterQueue: cq},
+	}
+}
+
 // WorkloadWrapper builds a Workload.
 type WorkloadWrapper struct{ strata.Workload }
 

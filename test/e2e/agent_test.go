@@ -70,6 +70,7 @@ var _ = Describe("strata-agent on a kwok cluster", Ordered, Label("e2e"), func()
 		Expect(kube.Create(ctx, testutil.MakeTopology("e2e", block, rack, host).Obj())).To(Succeed())
 		Expect(kube.Create(ctx, testutil.MakeResourceFlavor("e2e").NodeLabel("pool", "e2e").TopologyName("e2e").Obj())).To(Succeed())
 		Expect(kube.Create(ctx, testutil.MakeClusterQueue("e2e").Flavor("e2e").Obj())).To(Succeed())
+		Expect(kube.Create(ctx, testutil.MakeLocalQueue("e2e", "default", "e2e"))).To(Succeed())
 	})
 
 	It("runs a rack-required Job with every pod on one rack, to completion", func(ctx SpecContext) {

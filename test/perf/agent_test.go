@@ -271,6 +271,7 @@ func BenchmarkAgent(b *testing.B) {
 		testutil.MakeTopology("perf", block, rack, host).Obj(),
 		testutil.MakeResourceFlavor("perf").NodeLabel("pool", "perf").TopologyName("perf").Obj(),
 		testutil.MakeClusterQueue("perf").Flavor("perf").Obj(),
+		testutil.MakeLocalQueue("perf", "default", "perf"),
 	} {
 		if err := kube.Create(ctx, o); err != nil {
 			b.Fatal(err)

@@ -73,6 +73,7 @@ func BenchmarkHotSwap(b *testing.B) {
 		testutil.MakeTopology("hs", block, rack, host).Obj(),
 		testutil.MakeResourceFlavor("hs").NodeLabel("pool", "hs").TopologyName("hs").Obj(),
 		testutil.MakeClusterQueue("hs").Flavor("hs").Obj(),
+		testutil.MakeLocalQueue("hs", "default", "hs"),
 	} {
 		if err := kube.Create(ctx, o); err != nil {
 			b.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -34,7 +33,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -42,8 +43,9 @@ import (
 const (
 	ReasonValid                 = "Valid"
 	ReasonInvalidJob            = "InvalidJob"
-	ReasonQueueNotFound         = "ClusterQueueNotFound"
-	ReasonNamespaceNotAllowed   = "NamespaceNotAllowed"
+	ReasonLocalQueueNotFound    = queue.ReasonLocalQueueNotFound
+	ReasonQueueNotFound         = queue.ReasonClusterQueueNotFound
+	ReasonNamespaceNotAllowed   = queue.ReasonNamespaceNotAllowed
 	ReasonPriorityClassNotFound = "PriorityClassNotFound"
 )
 
@@ -69,7 +71,8 @@ const (
 )
 
 // SetupWithManager registers the reconciler: Jobs with the queue label,
-// their Workloads, and every Job of a queue when the queue changes.
+// their Workloads, and every Job of a LocalQueue when the LocalQueue or
+// its ClusterQueue changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("job").
@@ -82,7 +85,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// validity; the scheduler writes its status up to once a second,
 		// and reconciling every Job of the queue each time would bury the
 		// events that matter under thousands that do not.
-		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClusterQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The same for a LocalQueue: its status changes with every
+		// admission of its workloads.
+		Watches(&strata.LocalQueue{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfLocalQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A namespace's labels or a new PriorityClass can clear the
 		// Invalid condition of Jobs that wait for them.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
@@ -159,10 +165,27 @@ func (r *Reconciler) invalidJobs(ctx context.Context, reason string, match func(
 	return out
 }
 
-func (r *Reconciler) jobsOfQueue(ctx context.Context, o client.Object) []ctrl.Request {
+// jobsOfClusterQueue returns the Jobs of every LocalQueue that points at
+// a ClusterQueue.
+func (r *Reconciler) jobsOfClusterQueue(ctx context.Context, o client.Object) []ctrl.Request {
+	var lqs strata.LocalQueueList
+	if err := r.client.List(ctx, &lqs, client.MatchingFields{index.LocalQueueClusterQueue: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the LocalQueues of a ClusterQueue", "clusterQueue", o.GetName())
+		return nil
+	}
+	var out []ctrl.Request
+	for i := range lqs.Items {
+		out = append(out, r.jobsOfLocalQueue(ctx, &lqs.Items[i])...)
+	}
+	return out
+}
+
+// jobsOfLocalQueue returns the Jobs labelled with a LocalQueue's name in
+// its namespace.
+func (r *Reconciler) jobsOfLocalQueue(ctx context.Context, o client.Object) []ctrl.Request {
 	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.MatchingLabels{strata.QueueNameLabel: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the Jobs of a ClusterQueue", "clusterQueue", o.GetName())
+	if err := r.client.List(ctx, &jobs, client.InNamespace(o.GetNamespace()), client.MatchingLabels{strata.QueueNameLabel: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Jobs of a LocalQueue", "localQueue", klog.KObj(o))
 		return nil
 	}
 	out := make([]ctrl.Request, 0, len(jobs.Items))
@@ -478,7 +501,7 @@ func (r *Reconciler) stop(ctx context.Context, job *batchv1.Job, wl *strata.Work
 		if err := r.client.Update(ctx, job); err != nil {
 			return err
 		}
-		r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Stopped", "Evict", "The Workload was evicted; the Job waits in ClusterQueue %s again", wl.Spec.QueueName)
+		r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Stopped", "Evict", "The Workload was evicted; the Job waits in LocalQueue %s again", wl.Spec.QueueName)
 		return nil // the update brings the Job back for the second step
 	}
 	if !templateMutable(job) {
@@ -519,7 +542,7 @@ func holdNote(wl *strata.Workload) string {
 	if a := wl.Status.Admission; a != nil {
 		return fmt.Sprintf("The Job ran without being started by Strata; it starts again as admitted by ClusterQueue %s", a.ClusterQueue)
 	}
-	return fmt.Sprintf("The Job waits for admission in ClusterQueue %s", wl.Spec.QueueName)
+	return fmt.Sprintf("The Job waits for admission in LocalQueue %s", wl.Spec.QueueName)
 }
 
 // requeue takes back the admission of a Job the user suspended: the
@@ -538,7 +561,7 @@ func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.W
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return err
 	}
-	r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Requeued", "Evict", "The Job was suspended; it waits in ClusterQueue %s again", wl.Spec.QueueName)
+	r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Requeued", "Evict", "The Job was suspended; it waits in LocalQueue %s again", wl.Spec.QueueName)
 	if !templateMutable(job) {
 		return nil // stop restores the template once the Job controller has caught up
 	}
@@ -580,32 +603,34 @@ func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *strata.Wor
 	return nil
 }
 
-// checkQueue says whether the Job's ClusterQueue exists and admits its
-// namespace; it returns an empty reason when it does.
+// checkQueue says whether the Job's LocalQueue exists, and its
+// ClusterQueue, and whether that admits the Job's namespace; it returns an
+// empty reason when it does.
 func (r *Reconciler) checkQueue(ctx context.Context, job *batchv1.Job) (string, string, error) {
 	name := job.Labels[strata.QueueNameLabel]
-	var cq strata.ClusterQueue
-	if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &cq); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ReasonQueueNotFound, fmt.Sprintf("ClusterQueue %q does not exist; fix the %s label or ask an admin to create the queue", name, strata.QueueNameLabel), nil
+	lq := &strata.LocalQueue{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, lq); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return "", "", err
 		}
-		return "", "", err
+		lq = nil
+	}
+	var cq *strata.ClusterQueue
+	if lq != nil {
+		cq = &strata.ClusterQueue{}
+		if err := r.client.Get(ctx, types.NamespacedName{Name: lq.Spec.ClusterQueue}, cq); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return "", "", err
+			}
+			cq = nil
+		}
 	}
 	var ns corev1.Namespace
 	if err := r.client.Get(ctx, types.NamespacedName{Name: job.Namespace}, &ns); err != nil {
 		return "", "", err
 	}
-	if cq.Spec.NamespaceSelector == nil {
-		return ReasonNamespaceNotAllowed, fmt.Sprintf("ClusterQueue %q admits no namespace (it has no namespaceSelector)", name), nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
-	if err != nil {
-		return ReasonNamespaceNotAllowed, fmt.Sprintf("ClusterQueue %q has an invalid namespaceSelector: %v", name, err), nil
-	}
-	if !sel.Matches(labels.Set(ns.Labels)) {
-		return ReasonNamespaceNotAllowed, fmt.Sprintf("ClusterQueue %q does not admit namespace %q (namespaceSelector %s)", name, job.Namespace, sel), nil
-	}
-	return "", "", nil
+	res := queue.Resolve(job.Namespace, name, ns.Labels, lq, cq)
+	return res.Reason, res.Message, nil
 }
 
 // apply creates the Workload or brings an unadmitted one up to date —

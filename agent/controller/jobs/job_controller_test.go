@@ -51,15 +51,15 @@ func TestFinished(t *testing.T) {
 }
 
 const (
-	ns    = "ml"
-	queue = "training"
+	ns        = "ml"
+	queueName = "training"
 )
 
 // makeJob is a Job of 4 pods in queue training, suspended as the admission
 // policy leaves it.
 func makeJob(name string, annotations map[string]string) *batchv1.Job {
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(name + "-uid"), Labels: map[string]string{strata.QueueNameLabel: queue}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(name + "-uid"), Labels: map[string]string{strata.QueueNameLabel: queueName}},
 		Spec: batchv1.JobSpec{
 			Parallelism: ptr.To[int32](4),
 			Completions: ptr.To[int32](4),
@@ -171,7 +171,7 @@ func TestWorkloadName(t *testing.T) {
 func TestNextStep(t *testing.T) {
 	wlName := WorkloadName("train")
 	admittedAt := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	admission := &strata.Admission{ClusterQueue: queue, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4}}}
+	admission := &strata.Admission{ClusterQueue: queueName, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4}}}
 	cases := map[string]struct {
 		suspended bool
 		started   bool // the template carries the Workload's label
@@ -195,7 +195,7 @@ func TestNextStep(t *testing.T) {
 			suspended: true, started: true, admission: admission, want: stepStop, startedAt: admittedAt.Add(-time.Minute),
 		},
 		"suspended by the user after a hot swap changed the assignment": {
-			suspended: true, started: true, admission: &strata.Admission{ClusterQueue: queue, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4, TopologyAssignment: &strata.TopologyAssignment{Levels: []string{"kubernetes.io/hostname"}}}}},
+			suspended: true, started: true, admission: &strata.Admission{ClusterQueue: queueName, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4, TopologyAssignment: &strata.TopologyAssignment{Levels: []string{"kubernetes.io/hostname"}}}}},
 			want: stepRequeue,
 		},
 	}
@@ -331,16 +331,16 @@ func TestHoldNote(t *testing.T) {
 		want string
 	}{
 		"waiting": {
-			wl:   &strata.Workload{Spec: strata.WorkloadSpec{QueueName: queue}},
-			want: "The Job waits for admission in ClusterQueue training",
+			wl:   &strata.Workload{Spec: strata.WorkloadSpec{QueueName: queueName}},
+			want: "The Job waits for admission in LocalQueue training",
 		},
 		"admitted": {
-			wl:   &strata.Workload{Spec: strata.WorkloadSpec{QueueName: queue}, Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: queue}}},
+			wl:   &strata.Workload{Spec: strata.WorkloadSpec{QueueName: queueName}, Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: queueName}}},
 			want: "The Job ran without being started by Strata; it starts again as admitted by ClusterQueue training",
 		},
 		"invalid": {
 			wl: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.InvalidAnnotation: ReasonQueueNotFound}},
-				Spec: strata.WorkloadSpec{QueueName: queue}},
+				Spec: strata.WorkloadSpec{QueueName: queueName}},
 			want: "The Job cannot be admitted as it is (ClusterQueueNotFound; see its Workload's Invalid condition); it stays suspended until that is fixed",
 		},
 	}

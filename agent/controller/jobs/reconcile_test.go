@@ -69,7 +69,8 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 	e := &env{t: t, recorder: events.NewFakeRecorder(100)}
 	objs = append(objs,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: queue}, Spec: strata.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}}},
+		&strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: queueName}, Spec: strata.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}}},
+		&strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: queueName, Namespace: ns}, Spec: strata.LocalQueueSpec{ClusterQueue: queueName}},
 		flavor.DeepCopy(),
 	)
 	check := func(obj client.Object) error {
@@ -162,7 +163,7 @@ func admittedWorkload(t *testing.T, job *batchv1.Job) *strata.Workload {
 	if err := controllerutil.SetControllerReference(job, wl, clientgoscheme.Scheme); err != nil {
 		t.Fatal(err)
 	}
-	wl.Status.Admission = &strata.Admission{ClusterQueue: queue, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: flavor.Name, Count: 4}}}
+	wl.Status.Admission = &strata.Admission{ClusterQueue: queueName, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: flavor.Name, Count: 4}}}
 	wl.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted", LastTransitionTime: metav1.Now()}}
 	return wl
 }
@@ -178,7 +179,7 @@ func TestReconcileHoldsAJobThatRunsWithoutAdmission(t *testing.T) {
 		t.Error("the Job still runs without admission")
 	}
 	e.workload(WorkloadName("train"))
-	if diff := cmp.Diff([]string{"Normal Suspended The Job waits for admission in ClusterQueue training"}, e.events()); diff != "" {
+	if diff := cmp.Diff([]string{"Normal Suspended The Job waits for admission in LocalQueue training"}, e.events()); diff != "" {
 		t.Errorf("events (-want,+got):\n%s", diff)
 	}
 	// Suspended and waiting: nothing more to do.
@@ -265,7 +266,7 @@ func TestReconcileRequeueReleasesCapacityFirst(t *testing.T) {
 	if diff := cmp.Diff(user.Spec.Template, got.Spec.Template, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("template (-want,+got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"Normal Requeued The Job was suspended; it waits in ClusterQueue training again"}, e.events()); diff != "" {
+	if diff := cmp.Diff([]string{"Normal Requeued The Job was suspended; it waits in LocalQueue training again"}, e.events()); diff != "" {
 		t.Errorf("events (-want,+got):\n%s", diff)
 	}
 	// Nothing left to do, and the Job stays suspended.
@@ -280,7 +281,7 @@ func TestReconcileRequeueReleasesCapacityFirst(t *testing.T) {
 func TestReconcileStartsAJobWithALongName(t *testing.T) {
 	name := strings.Repeat("a", 63)
 	job := makeJob(name, nil)
-	legacy := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-" + name, Namespace: ns}, Spec: strata.WorkloadSpec{QueueName: queue, PodSets: []strata.PodSet{{Name: "main"}}}}
+	legacy := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-" + name, Namespace: ns}, Spec: strata.WorkloadSpec{QueueName: queueName, PodSets: []strata.PodSet{{Name: "main"}}}}
 	if err := controllerutil.SetControllerReference(job, legacy, clientgoscheme.Scheme); err != nil {
 		t.Fatal(err)
 	}

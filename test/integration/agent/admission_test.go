@@ -122,6 +122,7 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			createNode(ctx, n[0], n[1], n[2], n[3])
 		}
 		ns = createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "admit-q")
 	})
 
 	It("admits a rack-required Job into one rack and starts it gated, with the flavor's node labels", func(ctx SpecContext) {

@@ -54,6 +54,7 @@ var _ = Describe("Hot swap", Ordered, Label("agent", "hotswap"), func() {
 			createPoolNode(ctx, "swap", n[0], "b1", n[1], n[2])
 		}
 		ns = createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "swap-q")
 	})
 
 	It("replaces a deleted node with a free node of the same rack, keeping the other pods", func(ctx SpecContext) {
@@ -178,6 +179,7 @@ func hotSwapPool(ctx SpecContext, pool string, nodes ...[3]string) string {
 // admitJob creates a rack-required Job on a queue and returns the hosts of
 // its assignment.
 func admitJob(ctx SpecContext, ns, queue string, pods int32) (*batchv1.Job, []string) {
+	createLocalQueue(ctx, ns, queue)
 	j := newJob(ns, queue, pods, map[string]string{"strata.dev/podset-required-topology": rack})
 	Expect(worker.Client.Create(ctx, j)).To(Succeed())
 	var hosts []string

@@ -63,6 +63,14 @@ func invalidCondition(g Gomega, ctx SpecContext, job *batchv1.Job) *metav1.Condi
 	return c
 }
 
+// createLocalQueue creates, unless it exists, LocalQueue name in namespace
+// ns pointing at the ClusterQueue of the same name, as the specs' Jobs name
+// their queue.
+func createLocalQueue(ctx SpecContext, ns, name string) {
+	GinkgoHelper()
+	Expect(client.IgnoreAlreadyExists(worker.Client.Create(ctx, testutil.MakeLocalQueue(name, ns, name)))).To(Succeed())
+}
+
 func createNamespace(ctx SpecContext, labels map[string]string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "intake-", Labels: labels}}
 	Expect(worker.Client.Create(ctx, ns)).To(Succeed())
@@ -80,6 +88,7 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 
 	It("holds a queue-labelled Job suspended from creation, and leaves other Jobs alone", func(ctx SpecContext) {
 		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, queue)
 		managed := newJob(ns, queue, 2, nil)
 		Expect(worker.Client.Create(ctx, managed)).To(Succeed())
 		Expect(ptr.Deref(managed.Spec.Suspend, false)).To(BeTrue(), "the admission policy did not suspend the Job")
@@ -90,6 +99,7 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 
 	It("creates a valid Workload owned by the Job", func(ctx SpecContext) {
 		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, queue)
 		job := newJob(ns, queue, 4, map[string]string{"kueue.x-k8s.io/podset-required-topology": rack})
 		Expect(worker.Client.Create(ctx, job)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -109,6 +119,7 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 
 	It("marks a Job with invalid annotations, with an event, until it is fixed", func(ctx SpecContext) {
 		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, queue)
 		job := newJob(ns, queue, 3, map[string]string{
 			"strata.dev/podset-required-topology":       rack,
 			"strata.dev/podset-slice-required-topology": "kubernetes.io/hostname",
@@ -153,15 +164,16 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 		}, timeout).Should(Succeed())
 	})
 
-	It("marks a Job whose queue does not exist, until the queue is created", func(ctx SpecContext) {
+	It("marks a Job whose LocalQueue's ClusterQueue does not exist, until the ClusterQueue is created", func(ctx SpecContext) {
 		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "not-yet")
 		job := newJob(ns, "not-yet", 1, nil)
 		Expect(worker.Client.Create(ctx, job)).To(Succeed())
 		Eventually(func(g Gomega) {
 			c := invalidCondition(g, ctx, job)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(jobs.ReasonQueueNotFound))
-			g.Expect(c.Message).To(ContainSubstring(`ClusterQueue "not-yet" does not exist`))
+			g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf(`ClusterQueue "not-yet" of LocalQueue "%s/not-yet" does not exist`, ns)))
 		}, timeout).Should(Succeed())
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("not-yet").Flavor("tas").Obj())).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -221,6 +233,7 @@ var _ = Describe("Priority", Label("agent", "intake"), func() {
 		Expect(worker.Client.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "urgent"}, Value: 1000})).To(Succeed())
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("prio-q").Flavor("tas").Obj())).To(Succeed())
 		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "prio-q")
 		urgent := newJob(ns, "prio-q", 1, nil)
 		urgent.Spec.Template.Spec.PriorityClassName = "urgent"
 		Expect(worker.Client.Create(ctx, urgent)).To(Succeed())
@@ -251,6 +264,7 @@ var _ = Describe("ClusterQueue status", Label("agent"), func() {
 	It("counts pending workloads and says why the queue cannot admit", func(ctx SpecContext) {
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("status-q").Flavor("no-such-flavor").Obj())).To(Succeed())
 		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "status-q")
 		Expect(worker.Client.Create(ctx, newJob(ns, "status-q", 1, nil))).To(Succeed())
 		Eventually(func(g Gomega) {
 			var cq strata.ClusterQueue
@@ -272,7 +286,9 @@ func jobOutsideQueueNamespaces(ctx SpecContext, name string) (*strata.ClusterQue
 	cq := testutil.MakeClusterQueue(name).Flavor("tas").Obj()
 	cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
 	Expect(worker.Client.Create(ctx, cq)).To(Succeed())
-	job := newJob(createNamespace(ctx, map[string]string{"team": "web"}), cq.Name, 1, nil)
+	ns := createNamespace(ctx, map[string]string{"team": "web"})
+	createLocalQueue(ctx, ns, cq.Name)
+	job := newJob(ns, cq.Name, 1, nil)
 	Expect(worker.Client.Create(ctx, job)).To(Succeed())
 	return cq, job
 }

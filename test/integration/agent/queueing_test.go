@@ -64,6 +64,8 @@ var _ = Describe("Queueing", Ordered, Label("agent", "queueing"), func() {
 			createPoolNode(ctx, "fifo", n, "b1", "r1", "4")
 		}
 		ns = createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "strict-q")
+		createLocalQueue(ctx, ns, "besteffort-q")
 	})
 
 	It("under StrictFIFO, a head that can never be admitted does not block the queue; one that waits for quota does", func(ctx SpecContext) {
@@ -122,6 +124,7 @@ var _ = Describe("Restart with a topology whose lowest level is the rack", Order
 		createPoolNode(ctx, "racks", "k2", "b1", "r1", "4")
 		createPoolNode(ctx, "racks", "k3", "b1", "r2", "4")
 		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "racks-q")
 
 		full := newJob(ns, "racks-q", 8, map[string]string{"strata.dev/podset-required-topology": rack})
 		Expect(worker.Client.Create(ctx, full)).To(Succeed())

@@ -1,0 +1,133 @@
+// Package localqueue keeps the status of LocalQueues: how many of their
+// workloads wait and how many are admitted, and whether their ClusterQueue
+// exists.
+package localqueue
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"strata.dev/strata/agent/index"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
+)
+
+// statusInterval bounds the status writes of one LocalQueue, which would
+// otherwise follow every admission of its workloads.
+const statusInterval = time.Second
+
+// Reconciler writes LocalQueue status.
+type Reconciler struct {
+	client client.Client
+	clock  clock.Clock
+
+	mu sync.Mutex
+	// written is when each LocalQueue's status was last written.
+	written map[types.NamespacedName]time.Time
+}
+
+// NewReconciler returns a Reconciler.
+func NewReconciler(c client.Client, clk clock.Clock) *Reconciler {
+	return &Reconciler{client: c, clock: clk, written: map[types.NamespacedName]time.Time{}}
+}
+
+// SetupWithManager registers the reconciler: a LocalQueue's creation or
+// spec change, its ClusterQueue's creation or deletion, and a change of
+// what counts of its workloads (pending, admitted, finished, or another
+// queue).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("localqueue").
+		For(&strata.LocalQueue{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.localQueuesOf), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
+		Watches(&strata.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: queue.Key(o.(*strata.Workload))}}
+		}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			old, cur := e.ObjectOld.(*strata.Workload), e.ObjectNew.(*strata.Workload)
+			return old.Spec.QueueName != cur.Spec.QueueName || counts(old) != counts(cur)
+		}})).
+		Complete(r)
+}
+
+// counts are one workload's contribution to its queue's counts.
+func counts(wl *strata.Workload) queue.Counts {
+	var c queue.Counts
+	c.Count(wl)
+	return c
+}
+
+// localQueuesOf returns the LocalQueues that point at a ClusterQueue.
+func (r *Reconciler) localQueuesOf(ctx context.Context, o client.Object) []ctrl.Request {
+	var lqs strata.LocalQueueList
+	if err := r.client.List(ctx, &lqs, client.MatchingFields{index.LocalQueueClusterQueue: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the LocalQueues of a ClusterQueue", "clusterQueue", o.GetName())
+		return nil
+	}
+	out := make([]ctrl.Request, 0, len(lqs.Items))
+	for _, lq := range lqs.Items {
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&lq)})
+	}
+	return out
+}
+
+// Reconcile writes a LocalQueue's status when it changed, at most once per
+// statusInterval.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var lq strata.LocalQueue
+	if err := r.client.Get(ctx, req.NamespacedName, &lq); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.mu.Lock()
+			delete(r.written, req.NamespacedName)
+			r.mu.Unlock()
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.mu.Lock()
+	last, ok := r.written[req.NamespacedName]
+	r.mu.Unlock()
+	if wait := statusInterval - r.clock.Since(last); ok && wait > 0 {
+		// Write the numbers as they are then.
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	var wls strata.WorkloadList
+	if err := r.client.List(ctx, &wls, client.InNamespace(lq.Namespace), client.MatchingFields{index.WorkloadQueue: lq.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, err
+	}
+	var c queue.Counts
+	for i := range wls.Items {
+		c.Count(&wls.Items[i])
+	}
+	exists := true
+	if err := r.client.Get(ctx, types.NamespacedName{Name: lq.Spec.ClusterQueue}, &strata.ClusterQueue{}); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		exists = false
+	}
+	st := queue.Status(&lq.Status, lq.Spec.ClusterQueue, exists, c.Pending, c.Admitted)
+	if equality.Semantic.DeepEqual(st, lq.Status) {
+		return ctrl.Result{}, nil
+	}
+	lq.Status = st
+	if err := r.client.Status().Update(ctx, &lq); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.mu.Lock()
+	r.written[req.NamespacedName] = r.clock.Now()
+	r.mu.Unlock()
+	return ctrl.Result{}, nil
+}

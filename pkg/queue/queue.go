@@ -1,0 +1,106 @@
+// Package queue resolves the queue of a workload as Kueue does: the
+// strata.dev/queue-name label of a Job (the Workload's spec.queueName)
+// names a LocalQueue in the Job's namespace, the LocalQueue names a
+// ClusterQueue, and the ClusterQueue's namespaceSelector must select the
+// namespace. It is plain Go, shared by the agent and the hub.
+package queue
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// Reasons a workload's queue does not admit it.
+const (
+	ReasonLocalQueueNotFound   = "LocalQueueNotFound"
+	ReasonClusterQueueNotFound = "ClusterQueueNotFound"
+	ReasonNamespaceNotAllowed  = "NamespaceNotAllowed"
+)
+
+// Key is the LocalQueue a workload is submitted to.
+func Key(wl *strata.Workload) types.NamespacedName {
+	return types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}
+}
+
+// Resolution is where a workload's queue leads: the ClusterQueue that
+// admits it, or why none does.
+type Resolution struct {
+	// ClusterQueue is the LocalQueue's ClusterQueue, when the LocalQueue
+	// exists (also when the ClusterQueue does not).
+	ClusterQueue string
+	// Reason is empty when the ClusterQueue exists and admits the
+	// namespace; Message then is empty too.
+	Reason, Message string
+}
+
+// OK says whether the ClusterQueue admits the workload.
+func (r Resolution) OK() bool { return r.Reason == "" }
+
+// Resolve follows the LocalQueue named name in namespace ns to its
+// ClusterQueue. lq and cq are the LocalQueue and its ClusterQueue as read,
+// nil when they do not exist; nsLabels are the namespace's labels.
+func Resolve(ns, name string, nsLabels map[string]string, lq *strata.LocalQueue, cq *strata.ClusterQueue) Resolution {
+	if lq == nil {
+		return Resolution{Reason: ReasonLocalQueueNotFound, Message: fmt.Sprintf(
+			"LocalQueue %q does not exist in namespace %q; create it (a LocalQueue whose spec.clusterQueue names a ClusterQueue) or fix the %s label",
+			name, ns, strata.QueueNameLabel)}
+	}
+	r := Resolution{ClusterQueue: lq.Spec.ClusterQueue}
+	if cq == nil {
+		r.Reason, r.Message = ReasonClusterQueueNotFound, fmt.Sprintf(
+			"ClusterQueue %q of LocalQueue %q does not exist; ask an admin to create it, or point the LocalQueue at another ClusterQueue",
+			lq.Spec.ClusterQueue, ns+"/"+name)
+		return r
+	}
+	if cq.Spec.NamespaceSelector == nil {
+		r.Reason, r.Message = ReasonNamespaceNotAllowed, fmt.Sprintf("ClusterQueue %q admits no namespace (it has no namespaceSelector)", cq.Name)
+		return r
+	}
+	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
+	if err != nil {
+		r.Reason, r.Message = ReasonNamespaceNotAllowed, fmt.Sprintf("ClusterQueue %q has an invalid namespaceSelector: %v", cq.Name, err)
+		return r
+	}
+	if !sel.Matches(labels.Set(nsLabels)) {
+		r.Reason, r.Message = ReasonNamespaceNotAllowed, fmt.Sprintf("ClusterQueue %q does not admit namespace %q (namespaceSelector %s)", cq.Name, ns, sel)
+	}
+	return r
+}
+
+// Status is a LocalQueue's status given its workloads' counts and whether
+// its ClusterQueue exists; the other conditions of old are kept, and the
+// Active condition's transition time when its status stays.
+func Status(old *strata.LocalQueueStatus, clusterQueue string, clusterQueueExists bool, pending, admitted int32) strata.LocalQueueStatus {
+	st := old.DeepCopy()
+	st.PendingWorkloads, st.AdmittedWorkloads = pending, admitted
+	active := metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionTrue, Reason: strata.LocalQueueReady,
+		Message: fmt.Sprintf("workloads are admitted by ClusterQueue %s", clusterQueue)}
+	if !clusterQueueExists {
+		active = metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionFalse, Reason: strata.LocalQueueClusterQueueMissing,
+			Message: fmt.Sprintf("ClusterQueue %q does not exist; the queue's workloads wait until it is created", clusterQueue)}
+	}
+	meta.SetStatusCondition(&st.Conditions, active)
+	return *st
+}
+
+// Counts are a LocalQueue's workloads.
+type Counts struct{ Pending, Admitted int32 }
+
+// Count adds a workload to the counts of its LocalQueue: admitted while
+// it holds an admission and has not finished, pending while it has
+// neither.
+func (c *Counts) Count(wl *strata.Workload) {
+	switch {
+	case meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
+	case wl.Status.Admission != nil:
+		c.Admitted++
+	default:
+		c.Pending++
+	}
+}

@@ -32,6 +32,8 @@ var _ = Describe("Why a Job waits", Ordered, Label("agent", "admission"), func()
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("why-other-q").Flavor("tas-why-other").Obj())).To(Succeed())
 		createPoolNode(ctx, "why-other", "wo1", "b1", "wr9", "8")
 		ns = createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "why-q")
+		createLocalQueue(ctx, ns, "why-other-q")
 	})
 
 	// pendingEvents are the Pending events regarding the Job.

@@ -31,6 +31,7 @@ var _ = Describe("A Job re-created under the same name", Ordered, Label("agent",
 		createPoolNode(ctx, "reborn", "rb1", "b1", "r1", "4")
 		createPoolNode(ctx, "reborn", "rb2", "b1", "r2", "4")
 		ns = createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "reborn-q")
 	})
 
 	// staleWorkload creates what an earlier Job of the name left behind

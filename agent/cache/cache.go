@@ -590,12 +590,17 @@ func (c *Cache) Reserve(flavor string, key types.NamespacedName, decide func(s *
 	if err != nil || wl == nil {
 		return true, err
 	}
+	// The new admission replaces the old one in one step: the workload's
+	// running pods (on nodes both admissions hold) stay the workload's and
+	// do not count on their own in between.
 	old, had := c.workloads[key]
-	c.removeWorkloadLocked(key)
+	c.dropWorkloadLocked(key)
 	if err := c.commitFitLocked(key, wl, true); err != nil {
-		c.removeWorkloadLocked(key)
+		c.dropWorkloadLocked(key)
 		if had {
 			_ = c.commitLocked(key, old.wl) // as it was; on error, kept without usage as before
+		} else {
+			c.countTASPodsLocked(key)
 		}
 		return true, err
 	}
@@ -642,13 +647,22 @@ func (c *Cache) RemoveWorkload(key types.NamespacedName) {
 }
 
 func (c *Cache) removeWorkloadLocked(key types.NamespacedName) {
+	if c.dropWorkloadLocked(key) {
+		c.countTASPodsLocked(key)
+	}
+}
+
+// dropWorkloadLocked forgets an admitted workload's usage without making
+// its running pods count on their own: for a caller that records a new
+// admission of the same workload at once, under the same lock (the pods
+// stay the workload's). It says whether there was anything to drop.
+func (c *Cache) dropWorkloadLocked(key types.NamespacedName) bool {
 	a, ok := c.workloads[key]
 	if !ok {
-		return
+		return false
 	}
 	c.releaseLocked(a.usage)
 	delete(c.workloads, key)
-	c.countTASPodsLocked(key)
 	for _, h := range a.hosts {
 		delete(c.onNode[h], key)
 		if len(c.onNode[h]) == 0 {
@@ -656,9 +670,9 @@ func (c *Cache) removeWorkloadLocked(key types.NamespacedName) {
 			delete(c.goneNodes, h)
 		}
 	}
-	delete(c.workloads, key)
 	delete(c.uncommitted, key)
 	c.signal()
+	return true
 }
 
 // WorkloadsOnNode returns the admitted workloads with pods assigned to the

@@ -924,6 +924,24 @@ func TestReserve(t *testing.T) {
 			t.Errorf("capacity after the refusal (-want,+got):\n%s", diff)
 		}
 	})
+	t.Run("a replacement keeps the nodes where the workload's pods run", func(t *testing.T) {
+		c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"), node("n3", "r1"))
+		addWorkload(t, c, admittedWorkload("a", "9", onHost("n1", 2), onHost("n2", 2)))
+		addWorkload(t, c, admittedWorkload("other", "9", onHost("n1", 2)))
+		for i, n := range []string{"n1", "n1", "n2", "n2"} {
+			c.SetPod(tasPod(fmt.Sprint("p", i), n))
+		}
+		// n2 failed: n1 keeps its two pods, n3 takes n2's.
+		if _, err := c.Reserve(flavorName, key("a"), func(*tas.Snapshot, *strata.Topology) (*strata.Workload, error) {
+			return admittedWorkload("a", "10", onHost("n1", 2), onHost("n3", 2)), nil
+		}); err != nil {
+			t.Fatalf("Reserve(): %v", err)
+		}
+		// n1: a's 2 and other's 2; n2: a's 2 old pods, still running; n3: a's 2.
+		if diff := cmp.Diff("rack required: the best rack fits 4 of 7 pods; limited by cpu (3 nodes)", placement(t, c, 7)); diff != "" {
+			t.Errorf("capacity after the replacement (-want,+got):\n%s", diff)
+		}
+	})
 	t.Run("an unknown flavor", func(t *testing.T) {
 		c, _ := newCache(t, node("n1", "r1"))
 		if found, _ := c.Reserve("nope", key("w"), find("w")); found {

@@ -182,7 +182,11 @@ var _ = Describe("strata-agent on a kwok cluster", Ordered, Label("e2e"), func()
 				}
 			}
 		}
-		Expect(onReplacement).To(Equal(2), "the recreated pods ran on the replacement")
+		var seen []string
+		for _, p := range pods.Items {
+			seen = append(seen, fmt.Sprintf("%s %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName))
+		}
+		Expect(onReplacement).To(Equal(2), "the recreated pods ran on the replacement; pods: %v", seen)
 	})
 
 	It("keeps a Job too big for any rack waiting, with the reason", func(ctx SpecContext) {

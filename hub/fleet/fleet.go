@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/placement"
 )
 
 // Fleet holds a connection to every registered worker. It is safe for
@@ -33,6 +34,8 @@ type Fleet struct {
 	ctx     context.Context // the manager's, once started
 	started chan struct{}
 	remotes map[string]*remote
+	// targets are the placement targets of every worker, by flavor.
+	targets map[string]map[string]*placement.Target
 }
 
 // remote is one worker's connection.
@@ -47,7 +50,8 @@ type remote struct {
 
 // New returns an empty fleet.
 func New(scheme *runtime.Scheme) *Fleet {
-	return &Fleet{scheme: scheme, changed: make(chan string, 1024), started: make(chan struct{}), remotes: map[string]*remote{}}
+	return &Fleet{scheme: scheme, changed: make(chan string, 1024), started: make(chan struct{}), remotes: map[string]*remote{},
+		targets: map[string]map[string]*placement.Target{}}
 }
 
 // Changed receives the names of workers whose summaries changed.
@@ -157,7 +161,16 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 	return &remote{identity: identity, cache: c, cancel: cancel}, nil
 }
 
-// Disconnect closes a worker's connection.
+// Forget drops a worker: its connection and its targets, with their
+// reservations (the WorkerCluster is gone).
+func (f *Fleet) Forget(name string) {
+	f.Disconnect(name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.targets, name)
+}
+
+// Disconnect closes a worker's connection; its targets stay, unavailable.
 func (f *Fleet) Disconnect(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -101,12 +101,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var wc strata.WorkerCluster
 	if err := r.client.Get(ctx, req.NamespacedName, &wc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.fleet.Disconnect(req.Name)
+			r.fleet.Forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if wc.DeletionTimestamp != nil {
-		r.fleet.Disconnect(wc.Name)
+		r.fleet.Forget(wc.Name)
 		return ctrl.Result{}, nil
 	}
 	now := r.clock.Now()

@@ -15,6 +15,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/controller/workercluster"
+	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/test/integration/framework"
 )
@@ -87,12 +88,26 @@ var _ = Describe("WorkerCluster", func() {
 			g.Expect(summaries).To(HaveLen(1))
 		}).Should(Succeed())
 
+		By("offering its flavor to placement")
+		staleAfter := hubCfg.Dispatch.SummaryStaleAfter.Duration
+		targets, err := hubFleet.Targets(ctx, []fleet.Worker{{Name: "w1"}}, time.Now(), staleAfter)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(targets).To(HaveLen(1))
+		Expect(targets[0].Cluster).To(Equal("w1"))
+		Expect(targets[0].Flavor).To(Equal("tas-a100"))
+		Expect(targets[0].Unavailable).To(BeEmpty())
+		Expect(targets[0].Snapshot().NodeCount()).To(Equal(int64(4)))
+
 		By("marking it stale when the worker stops publishing")
 		publish(ctx, w, "tas-a100", time.Now().Add(-time.Hour))
 		Eventually(func(g Gomega) {
 			c := condition(g, ctx, "w1", strata.WorkerClusterSummariesFresh)
 			g.Expect(c.Reason).To(Equal(workercluster.ReasonStale))
 			g.Expect(c.Message).To(ContainSubstring("tas-a100 (observed"))
+			targets, err := hubFleet.Targets(ctx, []fleet.Worker{{Name: "w1"}}, time.Now(), hubCfg.Dispatch.SummaryStaleAfter.Duration)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(targets).To(HaveLen(1))
+			g.Expect(targets[0].Unavailable).To(HavePrefix("summary stale: observed"))
 		}).Should(Succeed())
 	})
 

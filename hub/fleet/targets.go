@@ -1,0 +1,125 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/placement"
+)
+
+// Worker is what placement needs to know of a WorkerCluster besides its
+// summaries.
+type Worker struct {
+	Name string
+	// Cordoned: spec.unschedulable.
+	Cordoned bool
+	// NotConnected, when set, says why the hub cannot reach the worker.
+	NotConnected string
+}
+
+// Targets returns a placement target per flavor of every worker, in the
+// order of workers and then flavors, current with the summaries last read.
+// A target keeps its reservations across summaries (the caller releases
+// them), also while its worker is unreachable. A target that must get no
+// new work says why in Unavailable: cordoned, unreachable, its summary
+// stale or not published.
+func (f *Fleet) Targets(ctx context.Context, workers []Worker, now time.Time, staleAfter time.Duration) ([]*placement.Target, error) {
+	var out []*placement.Target
+	for _, w := range workers {
+		var summaries []strata.CapacitySummary
+		connected := w.NotConnected == ""
+		if connected {
+			var ok bool
+			var err error
+			summaries, ok, err = f.Summaries(ctx, w.Name)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				connected = false
+				w.NotConnected = "not connected yet"
+			}
+		}
+		f.mu.Lock()
+		targets, err := refresh(f.targets[w.Name], w, connected, summaries, now, staleAfter)
+		if targets == nil {
+			delete(f.targets, w.Name)
+		} else {
+			f.targets[w.Name] = targets
+		}
+		f.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		flavors := make([]string, 0, len(targets))
+		for flavor := range targets {
+			flavors = append(flavors, flavor)
+		}
+		slices.Sort(flavors)
+		for _, flavor := range flavors {
+			out = append(out, targets[flavor])
+		}
+	}
+	return out, nil
+}
+
+// refresh brings one worker's targets (by flavor) up to date with its
+// summaries when connected, and sets why each gets no new work.
+func refresh(targets map[string]*placement.Target, w Worker, connected bool, summaries []strata.CapacitySummary, now time.Time, staleAfter time.Duration) (map[string]*placement.Target, error) {
+	if connected {
+		next := make(map[string]*placement.Target, len(summaries))
+		for i := range summaries {
+			s := &summaries[i]
+			t := targets[s.Spec.Flavor]
+			switch {
+			case len(s.Status.Levels) == 0:
+				// Not published yet, or too large to publish any levels.
+				t = nil
+			case t == nil:
+				var err error
+				if t, err = placement.NewTarget(w.Name, s.Spec.Flavor, &s.Status); err != nil {
+					return targets, err
+				}
+			case t.Generation() != s.Status.SummaryGeneration:
+				if err := t.SetSummary(&s.Status); err != nil {
+					return targets, err
+				}
+			}
+			if t == nil {
+				continue
+			}
+			t.Unavailable = unavailable(w, s, now, staleAfter)
+			next[s.Spec.Flavor] = t
+		}
+		return next, nil
+	}
+	for _, t := range targets {
+		t.Unavailable = "unreachable: " + w.NotConnected
+		if w.Cordoned {
+			t.Unavailable = "cordoned; " + t.Unavailable
+		}
+	}
+	return targets, nil
+}
+
+// unavailable says why a connected worker's flavor gets no new work, or "".
+func unavailable(w Worker, s *strata.CapacitySummary, now time.Time, staleAfter time.Duration) string {
+	switch {
+	case w.Cordoned:
+		return "cordoned (spec.unschedulable)"
+	case s.Status.ObservedTime == nil:
+		return "summary never observed"
+	case now.Sub(s.Status.ObservedTime.Time) >= staleAfter:
+		return fmt.Sprintf("summary stale: observed %s, more than %s ago", s.Status.ObservedTime.UTC().Format(time.RFC3339), staleAfter)
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, "Ready"); c != nil && c.Status == metav1.ConditionFalse && len(s.Status.Domains) == 0 {
+		return fmt.Sprintf("summary not ready (%s): %s", c.Reason, c.Message)
+	}
+	return ""
+}

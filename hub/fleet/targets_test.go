@@ -1,0 +1,127 @@
+package fleet
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/tas"
+)
+
+const rack = "cloud.provider.com/topology-rack"
+
+var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// summary is a published summary of flavor: one rack of two 8-cpu nodes.
+func summary(t *testing.T, flavor string, generation int64, age time.Duration) strata.CapacitySummary {
+	t.Helper()
+	s := tas.NewSnapshot([]string{rack, strata.HostnameLabel}, nil)
+	for _, n := range []string{"n1", "n2"} {
+		s.SetNode(tas.Node{Name: n, Ready: true, Labels: map[string]string{rack: "r1", strata.HostnameLabel: n},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+	}
+	st, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SummaryGeneration = generation
+	st.ObservedTime = &metav1.Time{Time: now.Add(-age)}
+	return strata.CapacitySummary{Spec: strata.CapacitySummarySpec{Flavor: flavor}, Status: st}
+}
+
+func TestRefresh(t *testing.T) {
+	const stale = 2 * time.Minute
+	type view struct {
+		Flavor, Unavailable string
+		Generation          int64
+		Reserved            bool
+	}
+	views := func(ts map[string]*placement.Target) []view {
+		var out []view
+		for flavor, tg := range ts {
+			out = append(out, view{flavor, tg.Unavailable, tg.Generation(), tg.Reserved("job")})
+		}
+		return out
+	}
+	tooLarge := summary(t, "huge", 1, 0)
+	tooLarge.Status.Domains, tooLarge.Status.Vectors = nil, nil
+	tooLarge.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "TooLarge", Message: "no domains published"}}
+
+	cases := map[string]struct {
+		before    []strata.CapacitySummary // a first refresh, then job reserved on a100
+		worker    Worker
+		connected bool
+		summaries []strata.CapacitySummary
+		want      []view
+	}{
+		"fresh summaries": {
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{summary(t, "a100", 1, time.Second)},
+			want:      []view{{Flavor: "a100", Generation: 1}},
+		},
+		"cordoned": {
+			worker: Worker{Name: "w", Cordoned: true}, connected: true,
+			summaries: []strata.CapacitySummary{summary(t, "a100", 1, time.Second)},
+			want:      []view{{Flavor: "a100", Generation: 1, Unavailable: "cordoned (spec.unschedulable)"}},
+		},
+		"stale": {
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{summary(t, "a100", 1, 3*time.Minute)},
+			want:      []view{{Flavor: "a100", Generation: 1, Unavailable: "summary stale: observed 2026-11-23T11:57:00Z, more than 2m0s ago"}},
+		},
+		"too large to publish": {
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{tooLarge},
+			want:      []view{{Flavor: "huge", Generation: 1, Unavailable: "summary not ready (TooLarge): no domains published"}},
+		},
+		"a new generation keeps the reservations": {
+			before: []strata.CapacitySummary{summary(t, "a100", 1, time.Second)},
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{summary(t, "a100", 2, time.Second)},
+			want:      []view{{Flavor: "a100", Generation: 2, Reserved: true}},
+		},
+		"a flavor gone": {
+			before: []strata.CapacitySummary{summary(t, "a100", 1, time.Second), summary(t, "h100", 1, time.Second)},
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{summary(t, "h100", 2, time.Second)},
+			want:      []view{{Flavor: "h100", Generation: 2}},
+		},
+		"unreachable: the targets stay, with their reservations": {
+			before: []strata.CapacitySummary{summary(t, "a100", 1, time.Second)},
+			worker: Worker{Name: "w", NotConnected: "dial tcp 10.0.0.1:443: i/o timeout"},
+			want:   []view{{Flavor: "a100", Generation: 1, Reserved: true, Unavailable: "unreachable: dial tcp 10.0.0.1:443: i/o timeout"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var targets map[string]*placement.Target
+			if tc.before != nil {
+				var err error
+				if targets, err = refresh(nil, Worker{Name: "w"}, true, tc.before, now, stale); err != nil {
+					t.Fatal(err)
+				}
+				a, err := targets["a100"].Snapshot().FindAssignment(tas.Request{Count: 1, PodRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}, tas.DefaultOptions())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := targets["a100"].Reserve("job", []*tas.Assignment{a}, []corev1.ResourceList{{corev1.ResourceCPU: resource.MustParse("1")}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := refresh(targets, tc.worker, tc.connected, tc.summaries, now, stale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, views(got)); diff != "" {
+				t.Errorf("targets (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -29,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	resourcehelper "k8s.io/component-helpers/resource"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,7 +58,6 @@ type Scheduler struct {
 	// reader reads from the API server itself, not the informers: to tell
 	// whether a write with an unknown outcome was applied.
 	reader   client.Reader
-	clock    clock.Clock
 	cache    *cache.Cache
 	recorder events.EventRecorder
 	opts     tas.Options
@@ -112,7 +110,7 @@ const queueStatusInterval = time.Second
 // New returns a Scheduler; it records why workloads wait as events with
 // recorder.
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
-	return &Scheduler{client: c, reader: c, clock: clock.RealClock{}, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
+	return &Scheduler{client: c, reader: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
 		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters)}
 }
 
@@ -121,12 +119,6 @@ func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.Eve
 // the informers) instead of its client.
 func (s *Scheduler) WithAPIReader(r client.Reader) *Scheduler {
 	s.reader = r
-	return s
-}
-
-// WithClock sets the clock of settle's backoff (tests).
-func (s *Scheduler) WithClock(c clock.Clock) *Scheduler {
-	s.clock = c
 	return s
 }
 
@@ -559,10 +551,12 @@ func (s *Scheduler) settle(ctx context.Context, key types.NamespacedName, pendin
 			return true
 		}
 		log.Error(err, "Reading a workload whose admission write had an unknown outcome; retrying", "workload", key, "in", delay)
+		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return false
-		case <-s.clock.After(delay):
+		case <-timer.C:
 		}
 		delay = min(2*delay, settleMax)
 	}

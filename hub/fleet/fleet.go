@@ -205,17 +205,3 @@ func (f *Fleet) Summaries(ctx context.Context, name string) ([]strata.CapacitySu
 	})
 	return list.Items, true, nil
 }
-
-// Connected lists the connected workers.
-func (f *Fleet) Connected() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []string
-	for name, r := range f.remotes {
-		if r.synced {
-			out = append(out, name)
-		}
-	}
-	slices.Sort(out)
-	return out
-}

@@ -45,9 +45,10 @@ type memoKey struct {
 
 // answer is the engine's verdict on one target.
 type answer struct {
-	fits        bool
-	never       bool // not even when empty, or the topology cannot hold it
-	mismatch    bool // the topology lacks a level the workload names
+	fits bool
+	// mismatch: the topology lacks a level the workload names; no
+	// capacity will ever let it in.
+	mismatch    bool
 	assignments []*tas.Assignment
 	domain      []string
 	room        int64
@@ -264,7 +265,7 @@ func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer 
 		// One pod set: one engine pass, nothing to take and give back.
 		ps := &wl.Spec.PodSets[0]
 		if err := workload.ValidateAgainstTopology(ps.TopologyRequest, topology, s.Levels()); err != nil {
-			return &answer{reason: fmt.Sprintf("pod set %s: %v", ps.Name, err), never: true, mismatch: true}
+			return &answer{reason: fmt.Sprintf("pod set %s: %v", ps.Name, err), mismatch: true}
 		}
 		req := workload.Request(ps)
 		assignment, domain, room, err := s.FindWithRoom(req, p.opts)
@@ -278,7 +279,7 @@ func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer 
 		a := &answer{reason: err.Error()}
 		var mismatch *workload.TopologyMismatchError
 		if errors.As(err, &mismatch) {
-			a.never, a.mismatch = true, true
+			a.mismatch = true
 		}
 		return a
 	}

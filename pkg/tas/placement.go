@@ -17,9 +17,6 @@ func (s *Snapshot) LeafDepth() int {
 	return s.depth
 }
 
-// IsSummary says whether the snapshot was built from a capacity summary.
-func (s *Snapshot) IsSummary() bool { return s.summary }
-
 // Enclosing returns the smallest domain that holds every pod of the
 // assignments (as FindAssignment returned them), capped at the leaf level:
 // its values, one per level from the top, so len(values) is its depth (0:
@@ -49,7 +46,7 @@ func (s *Snapshot) Enclosing(as []*Assignment) []string {
 // entry.
 func (s *Snapshot) leafValues(a *Assignment, d DomainAssignment) []string {
 	leaf := s.LeafDepth()
-	if s.hostIsLowest && len(a.Levels) == 1 && a.Levels[0] == s.levels[len(s.levels)-1] && (!s.summary || s.hostLevel(a)) {
+	if s.hostLevel(a) {
 		if l := s.hostLeaf(d.Values[0]); l != nil {
 			return l.values[:leaf]
 		}

@@ -135,39 +135,36 @@ func isCounted(name corev1.ResourceName) bool {
 
 // roundDown keeps the first digits significant decimal digits of v.
 func roundDown(v int64, digits int) int64 {
-	if digits == 0 || v < 10 {
-		return v
-	}
-	step := int64(1)
-	for x := v; x >= pow10(digits); x /= 10 {
-		step *= 10
-	}
+	step := roundingStep(v, digits)
 	return v / step * step
 }
 
 // roundUp is roundDown's counterpart for capacities, which must not be
 // understated ("never fits" would then be wrong).
 func roundUp(v int64, digits int) int64 {
-	d := roundDown(v, digits)
-	if d == v {
-		return v
-	}
-	step := int64(1)
-	for x := v; x >= pow10(digits); x /= 10 {
-		step *= 10
-	}
-	if d > math.MaxInt64-step {
+	step := roundingStep(v, digits)
+	d := v / step * step
+	if d == v || d > math.MaxInt64-step {
 		return d
 	}
 	return d + step
 }
 
-func pow10(n int) int64 {
-	p := int64(1)
-	for range n {
-		p *= 10
+// roundingStep is the power of ten that leaves digits significant digits
+// of v (1 when digits is 0: exact).
+func roundingStep(v int64, digits int) int64 {
+	step := int64(1)
+	if digits == 0 {
+		return step
 	}
-	return p
+	limit := int64(1)
+	for range digits {
+		limit *= 10
+	}
+	for x := v; x >= limit; x /= 10 {
+		step *= 10
+	}
+	return step
 }
 
 // summarize builds the status for one coarsening stage.

@@ -102,8 +102,7 @@ func BenchmarkPlace(b *testing.B) {
 				if d.Cluster == "" {
 					b.Fatalf("op %d: %s", op, d.Reason)
 				}
-				t := targetOf(targets, d.Cluster, d.Flavor)
-				if err := t.Reserve(fmt.Sprint(placed), []*tas.Assignment{d.PodSets[0].Assignment}, []corev1.ResourceList{d.PodSets[0].Requests}); err != nil {
+				if err := d.Reserve(targets, fmt.Sprint(placed)); err != nil {
 					b.Fatal(err)
 				}
 				placed++

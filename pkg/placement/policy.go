@@ -117,7 +117,7 @@ type Candidate struct {
 // Decide places wl on the best of targets. flavors is the ClusterQueue's
 // flavor order: targets of other flavors are not considered; when it is
 // empty, every target is, in the order of first appearance of its flavor.
-// It does not reserve: call Target.Reserve with the decision's pod sets.
+// It does not reserve: call the decision's Reserve.
 func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target) *Decision {
 	if len(flavors) == 0 {
 		for _, t := range targets {
@@ -167,7 +167,7 @@ func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target
 	}
 	if best := d.Candidates[0]; best.Fits {
 		d.Cluster, d.Flavor = best.Cluster, best.Flavor
-		a := answers[targetOf(targets, best.Cluster, best.Flavor)]
+		a := answers[Find(targets, best.Cluster, best.Flavor)]
 		for i := range wl.Spec.PodSets {
 			ps := &wl.Spec.PodSets[i]
 			d.PodSets = append(d.PodSets, PodSetPlacement{Name: ps.Name, Assignment: a.assignments[i], Requests: workload.Request(ps).PodRequests})
@@ -183,7 +183,7 @@ func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target
 	mismatch := false
 	for i := range d.Candidates {
 		c := &d.Candidates[i]
-		t := targetOf(targets, c.Cluster, c.Flavor)
+		t := Find(targets, c.Cluster, c.Flavor)
 		a := answers[t]
 		switch {
 		case a == nil:
@@ -207,13 +207,29 @@ func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target
 	return d
 }
 
-func targetOf(targets []*Target, cluster, flavor string) *Target {
+// Find returns the target of flavor on cluster, or nil.
+func Find(targets []*Target, cluster, flavor string) *Target {
 	for _, t := range targets {
 		if t.Cluster == cluster && t.Flavor == flavor {
 			return t
 		}
 	}
 	return nil
+}
+
+// Reserve takes the decision's capacity on its chosen target (one of
+// targets), under key, until Target.Release.
+func (d *Decision) Reserve(targets []*Target, key string) error {
+	t := Find(targets, d.Cluster, d.Flavor)
+	if t == nil {
+		return fmt.Errorf("no target %s/%s to reserve %s on", d.Cluster, d.Flavor, key)
+	}
+	assignments := make([]*tas.Assignment, len(d.PodSets))
+	requests := make([]corev1.ResourceList, len(d.PodSets))
+	for i, ps := range d.PodSets {
+		assignments[i], requests[i] = ps.Assignment, ps.Requests
+	}
+	return t.Reserve(key, assignments, requests)
 }
 
 func label(c Candidate) string { return c.Cluster + "/" + c.Flavor }

@@ -244,13 +244,7 @@ func TestBurstIsAdmittedOnce(t *testing.T) {
 		if d.Cluster == "" {
 			continue
 		}
-		tg := targetOf(targets, d.Cluster, d.Flavor)
-		var as []*tas.Assignment
-		var reqs []corev1.ResourceList
-		for _, ps := range d.PodSets {
-			as, reqs = append(as, ps.Assignment), append(reqs, ps.Requests)
-		}
-		if err := tg.Reserve(fmt.Sprintf("job-%d", i), as, reqs); err != nil {
+		if err := d.Reserve(targets, fmt.Sprintf("job-%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

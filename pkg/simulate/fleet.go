@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/placement"
@@ -148,39 +146,21 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		for _, c := range d.Candidates {
 			cand := Candidate{Cluster: c.Cluster, Flavor: c.Flavor, Fits: c.Fits, Reason: c.Reason}
 			if c.Fits && c.Level > 0 {
-				cand.Level = targetOf(targets, c.Cluster, c.Flavor).Levels()[c.Level-1]
+				cand.Level = placement.Find(targets, c.Cluster, c.Flavor).Levels()[c.Level-1]
 			}
 			res.Candidates = append(res.Candidates, cand)
 		}
 		if d.Cluster != "" {
-			t := targetOf(targets, d.Cluster, d.Flavor)
-			var as []*tas.Assignment
-			var reqs []corev1.ResourceList
-			for _, ps := range d.PodSets {
-				as, reqs = append(as, ps.Assignment), append(reqs, ps.Requests)
-			}
-			if err := t.Reserve(fmt.Sprintf("%d", i), as, reqs); err != nil {
+			if err := d.Reserve(targets, fmt.Sprint(i)); err != nil {
 				return nil, fmt.Errorf("%s: %w", item.Source, err)
 			}
-			res.Admitted = true
+			assignments := make([]*tas.Assignment, len(d.PodSets))
 			for k, ps := range d.PodSets {
-				pr := PodSetResult{Name: ps.Name, Flavor: d.Flavor, Count: wl.Spec.PodSets[k].Count, Levels: ps.Assignment.Levels}
-				for _, dom := range ps.Assignment.Domains {
-					pr.Domains = append(pr.Domains, Domain{Values: dom.Values, Count: dom.Count})
-				}
-				res.PodSets = append(res.PodSets, pr)
+				assignments[k] = ps.Assignment
 			}
+			res.Admitted, res.PodSets = true, podSetResults(wl, d.Flavor, assignments)
 		}
 		results = append(results, res)
 	}
 	return results, nil
-}
-
-func targetOf(targets []*placement.Target, cluster, flavor string) *placement.Target {
-	for _, t := range targets {
-		if t.Cluster == cluster && t.Flavor == flavor {
-			return t
-		}
-	}
-	return nil
 }

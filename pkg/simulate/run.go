@@ -180,13 +180,18 @@ func (st *flavorState) placeAll(wl *strata.Workload, opts tas.Options) ([]PodSet
 	if err != nil {
 		return nil, err
 	}
+	return podSetResults(wl, st.flavor.Name, assignments), nil
+}
+
+// podSetResults reports where the pod sets of wl go on flavor.
+func podSetResults(wl *strata.Workload, flavor string, assignments []*tas.Assignment) []PodSetResult {
 	results := make([]PodSetResult, len(assignments))
 	for i, a := range assignments {
 		ps := &wl.Spec.PodSets[i]
-		results[i] = PodSetResult{Name: ps.Name, Flavor: st.flavor.Name, Count: ps.Count, Levels: a.Levels}
+		results[i] = PodSetResult{Name: ps.Name, Flavor: flavor, Count: ps.Count, Levels: a.Levels}
 		for _, d := range a.Domains {
 			results[i].Domains = append(results[i].Domains, Domain{Values: d.Values, Count: d.Count})
 		}
 	}
-	return results, nil
+	return results
 }

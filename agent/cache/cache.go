@@ -361,7 +361,7 @@ func (c *Cache) setTASPodLocked(key types.NamespacedName, p *corev1.Pod) {
 	}
 	c.tasPods[key][p.UID] = u
 	c.podWorkload[p.UID] = key
-	c.countTASPodsLocked(key)
+	c.countTASPodsLocked(key, u.node)
 	c.touched()
 }
 
@@ -373,7 +373,8 @@ func (c *Cache) removePodLocked(uid types.UID) {
 		c.signal()
 	}
 	if key, ok := c.podWorkload[uid]; ok {
-		if old := c.tasPods[key][uid]; old.counted {
+		old := c.tasPods[key][uid]
+		if old.counted {
 			c.addPodLocked(old, -1)
 			c.signal()
 		}
@@ -382,7 +383,7 @@ func (c *Cache) removePodLocked(uid types.UID) {
 			delete(c.tasPods, key)
 		}
 		delete(c.podWorkload, uid)
-		c.countTASPodsLocked(key)
+		c.countTASPodsLocked(key, old.node)
 	}
 }
 
@@ -390,8 +391,9 @@ func (c *Cache) removePodLocked(uid types.UID) {
 // their own: on every node, those beyond the pods its admission holds
 // there (all of them when it holds none) — pods of an earlier admission
 // still running where the current one puts none, or more pods than it
-// assigned. The others count through the workload.
-func (c *Cache) countTASPodsLocked(key types.NamespacedName) {
+// assigned. The others count through the workload. With node set, only
+// that node's pods are decided (a pod event changes nothing elsewhere).
+func (c *Cache) countTASPodsLocked(key types.NamespacedName, node string) {
 	pods := c.tasPods[key]
 	if len(pods) == 0 {
 		return
@@ -399,13 +401,21 @@ func (c *Cache) countTASPodsLocked(key types.NamespacedName) {
 	held := map[string]int64{}
 	if a, ok := c.workloads[key]; ok {
 		for _, fu := range a.usage {
-			for node, rl := range fu.usage {
-				q := rl[corev1.ResourcePods]
-				held[node] += q.MilliValue() / 1000
+			for n, rl := range fu.usage {
+				if node == "" || n == node {
+					q := rl[corev1.ResourcePods]
+					held[n] += q.MilliValue() / 1000
+				}
 			}
 		}
 	}
-	uids := slices.Sorted(maps.Keys(pods))
+	uids := make([]types.UID, 0, len(pods))
+	for uid, u := range pods {
+		if node == "" || u.node == node {
+			uids = append(uids, uid)
+		}
+	}
+	slices.Sort(uids)
 	changed := false
 	for _, uid := range uids {
 		u := pods[uid]
@@ -520,7 +530,7 @@ func (c *Cache) commitFitLocked(key types.NamespacedName, wl *strata.Workload, f
 	delete(c.uncommitted, key)
 	defer func() {
 		c.workloads[key] = a
-		c.countTASPodsLocked(key)
+		c.countTASPodsLocked(key, "")
 		for _, h := range a.hosts {
 			if c.onNode[h] == nil {
 				c.onNode[h] = map[types.NamespacedName]struct{}{}
@@ -600,7 +610,7 @@ func (c *Cache) Reserve(flavor string, key types.NamespacedName, decide func(s *
 		if had {
 			_ = c.commitLocked(key, old.wl) // as it was; on error, kept without usage as before
 		} else {
-			c.countTASPodsLocked(key)
+			c.countTASPodsLocked(key, "")
 		}
 		return true, err
 	}
@@ -648,7 +658,7 @@ func (c *Cache) RemoveWorkload(key types.NamespacedName) {
 
 func (c *Cache) removeWorkloadLocked(key types.NamespacedName) {
 	if c.dropWorkloadLocked(key) {
-		c.countTASPodsLocked(key)
+		c.countTASPodsLocked(key, "")
 	}
 }
 

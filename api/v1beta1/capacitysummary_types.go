@@ -95,6 +95,23 @@ type CapacitySummaryStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	Understated []UnderstatedResource `json:"understated,omitempty"`
 
+	// dispatches lists the hub dispatches this summary's free capacity
+	// accounts for: every Workload of the flavor that the agent has admitted
+	// and that a hub dispatched, as "<hub workload UID>/<dispatch
+	// generation>" (the copy's strata.dev/hub-workload-uid and
+	// strata.dev/dispatch-generation labels), sorted. A hub holds its
+	// in-flight reservation for a dispatch until it reads a summary that
+	// lists it — from then on the free capacity counts the workload — or
+	// until the copy is gone, finished or rejected; so the workload is
+	// counted exactly once. The list counts against the summary's size
+	// budget.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100000
+	// +kubebuilder:validation:items:MaxLength=96
+	Dispatches []string `json:"dispatches,omitempty"`
+
 	// conditions: Ready says whether the summary is current and complete.
 	//
 	// +optional

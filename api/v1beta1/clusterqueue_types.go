@@ -32,6 +32,13 @@ type ClusterQueueSpec struct {
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
+	// clusterSelector (hub only) selects the WorkerClusters, by their
+	// labels, that the queue's workloads may be dispatched to; all when
+	// unset. Agents ignore it.
+	//
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
 	// flavors are tried in this order when admitting a workload.
 	//
 	// +required

@@ -65,3 +65,23 @@ const (
 	// JobCompletionIndexLabel is the pod index label of indexed batch/v1 Jobs.
 	JobCompletionIndexLabel = "batch.kubernetes.io/job-completion-index"
 )
+
+// The dispatch contract: what the hub puts on the copy of a Job it creates
+// on a worker, and the agent carries from that Job to its Workload.
+const (
+	// OriginLabel holds the identity of the hub that dispatched the Job
+	// (HubConfiguration.origin). The hub watches and collects only the copies
+	// labelled with its own origin.
+	OriginLabel = Prefix + "origin"
+	// HubWorkloadUIDLabel holds the UID of the hub Workload the copy belongs
+	// to.
+	HubWorkloadUIDLabel = Prefix + "hub-workload-uid"
+	// DispatchGenerationLabel holds the dispatch generation: how many times
+	// the hub has dispatched that Workload, this copy included. A copy whose
+	// generation is not the hub Workload's current one is stale.
+	DispatchGenerationLabel = Prefix + "dispatch-generation"
+	// FlavorAnnotation pins the ResourceFlavor the copy must be admitted on:
+	// the agent tries only that flavor and says so when its ClusterQueue
+	// does not have it.
+	FlavorAnnotation = Prefix + "flavor"
+)

@@ -31,6 +31,14 @@ type WorkerClusterSpec struct {
 	//
 	// +optional
 	Unschedulable bool `json:"unschedulable,omitempty"`
+
+	// localQueueName is the LocalQueue the hub's copies use on this worker,
+	// in the hub Job's namespace. By default a copy uses the LocalQueue of
+	// the same name as the hub Job's.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	LocalQueueName string `json:"localQueueName,omitempty"`
 }
 
 // SecretKeyReference names a key of a Secret.
@@ -92,6 +100,11 @@ type WorkerClusterStatus struct {
 	// +listMapKey=flavor
 	// +kubebuilder:validation:MaxItems=64
 	Summaries []WorkerSummaryStatus `json:"summaries,omitempty"`
+
+	// workloads is the number of live copies the hub has on the worker.
+	//
+	// +optional
+	Workloads int32 `json:"workloads,omitempty"`
 }
 
 // WorkerSummaryStatus is the hub's view of one of a worker's summaries.
@@ -121,6 +134,10 @@ const (
 	// WorkerClusterSummariesFresh is True when every capacity summary of
 	// the worker was observed within the hub's summaryStaleAfter.
 	WorkerClusterSummariesFresh = "SummariesFresh"
+	// WorkerClusterDispatching is False when the worker refused the hub's
+	// last copy for a reason of the worker's (a missing LocalQueue or
+	// namespace, a permission the hub's credential lacks), naming it.
+	WorkerClusterDispatching = "Dispatching"
 )
 
 // WorkerCluster is a worker cluster the hub may dispatch workloads to
@@ -132,6 +149,7 @@ const (
 // +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
 // +kubebuilder:printcolumn:name="Fresh",type=string,JSONPath=`.status.conditions[?(@.type=="SummariesFresh")].status`
 // +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.unschedulable`
+// +kubebuilder:printcolumn:name="Workloads",type=integer,JSONPath=`.status.workloads`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkerCluster struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	sigsjson "sigs.k8s.io/json"
@@ -34,6 +35,11 @@ const (
 	DefaultAdmissionTimeout         = 5 * time.Minute
 	DefaultSummaryStaleAfter        = 2 * time.Minute
 	DefaultWorkerNamespace          = "strata-system"
+	// DefaultOrigin labels the copies a hub creates on its workers.
+	DefaultOrigin              = "strata-hub"
+	DefaultRejectionBackoff    = time.Minute
+	DefaultFinishedRetention   = 10 * time.Minute
+	DefaultOrphanCheckInterval = time.Minute
 )
 
 // LoadAgent reads an AgentConfiguration from path, or returns the defaults
@@ -128,6 +134,12 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = DefaultHubNamespace
 	}
+	if cfg.Origin == "" {
+		cfg.Origin = DefaultOrigin
+	}
+	setDuration(&cfg.Dispatch.RejectionBackoff, DefaultRejectionBackoff)
+	setDuration(&cfg.Dispatch.FinishedRetention, DefaultFinishedRetention)
+	setDuration(&cfg.Dispatch.OrphanCheckInterval, DefaultOrphanCheckInterval)
 	if cfg.Dispatch.PlacementPolicy == "" {
 		cfg.Dispatch.PlacementPolicy = configv1beta1.Compact
 	}
@@ -189,6 +201,12 @@ func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
 	dp := field.NewPath("dispatch")
 	errs = append(errs, positive(cfg.Dispatch.AdmissionTimeout, dp.Child("admissionTimeout"), false)...)
 	errs = append(errs, positive(cfg.Dispatch.SummaryStaleAfter, dp.Child("summaryStaleAfter"), false)...)
+	errs = append(errs, positive(cfg.Dispatch.RejectionBackoff, dp.Child("rejectionBackoff"), false)...)
+	errs = append(errs, positive(cfg.Dispatch.FinishedRetention, dp.Child("finishedRetention"), true)...)
+	errs = append(errs, positive(cfg.Dispatch.OrphanCheckInterval, dp.Child("orphanCheckInterval"), false)...)
+	for _, msg := range validation.IsValidLabelValue(cfg.Origin) {
+		errs = append(errs, field.Invalid(field.NewPath("origin"), cfg.Origin, msg))
+	}
 	if p := cfg.Dispatch.PlacementPolicy; p != configv1beta1.Compact && p != configv1beta1.Spread {
 		errs = append(errs, field.NotSupported(dp.Child("placementPolicy"), p, []configv1beta1.PlacementPolicy{configv1beta1.Compact, configv1beta1.Spread}))
 	}

@@ -206,11 +206,15 @@ func TestLoadHub(t *testing.T) {
 					UnconstrainedAlgorithm: configv1beta1.LeastFreeCapacity,
 				},
 				Dispatch: configv1beta1.Dispatch{
-					AdmissionTimeout:  duration(5 * time.Minute),
-					SummaryStaleAfter: duration(2 * time.Minute),
-					WorkerNamespace:   "strata-system",
-					PlacementPolicy:   configv1beta1.Compact,
+					AdmissionTimeout:    duration(5 * time.Minute),
+					SummaryStaleAfter:   duration(2 * time.Minute),
+					WorkerNamespace:     "strata-system",
+					PlacementPolicy:     configv1beta1.Compact,
+					RejectionBackoff:    duration(time.Minute),
+					FinishedRetention:   duration(10 * time.Minute),
+					OrphanCheckInterval: duration(time.Minute),
 				},
+				Origin:    "strata-hub",
 				Namespace: "strata-system",
 			}
 			tc.want(want)

@@ -140,6 +140,12 @@ type HubConfiguration struct {
 	// +optional
 	Dispatch Dispatch `json:"dispatch,omitempty"`
 
+	// origin identifies this hub on the workers: it labels every copy the
+	// hub creates (strata.dev/origin), and the hub watches and collects only
+	// copies with its own origin (default strata-hub).
+	// +optional
+	Origin string `json:"origin,omitempty"`
+
 	// namespace is the hub's own namespace: the only one it reads the
 	// kubeconfig Secrets of WorkerClusters from (default strata-system).
 	// +optional
@@ -165,6 +171,26 @@ type Dispatch struct {
 	// workload fits: Compact (default) or Spread.
 	// +optional
 	PlacementPolicy PlacementPolicy `json:"placementPolicy,omitempty"`
+	// rejectionBackoff is how long a worker that refused a workload (or did
+	// not admit it in time) gets no new copy of that workload; doubled at
+	// every further refusal of the same worker, up to 10 times (default
+	// 1m).
+	// +optional
+	RejectionBackoff *metav1.Duration `json:"rejectionBackoff,omitempty"`
+	// finishedRetention is how long a finished copy stays on its worker once
+	// its final status is on the hub (default 10m).
+	// +optional
+	FinishedRetention *metav1.Duration `json:"finishedRetention,omitempty"`
+	// orphanCheckInterval is how often the hub looks on every worker for
+	// copies whose hub Workload no longer exists, and removes them (default
+	// 1m).
+	// +optional
+	OrphanCheckInterval *metav1.Duration `json:"orphanCheckInterval,omitempty"`
+	// createNamespaces lets the hub create a copy's namespace on a worker
+	// that does not have it; otherwise the worker refuses the copy, and the
+	// WorkerCluster's Dispatching condition names the namespace.
+	// +optional
+	CreateNamespaces bool `json:"createNamespaces,omitempty"`
 }
 
 // PlacementPolicy is how the hub ranks the clusters and flavors where a

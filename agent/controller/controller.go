@@ -13,7 +13,7 @@ import (
 
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/jobs"
-	"strata.dev/strata/agent/controller/localqueue"
+	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/index"

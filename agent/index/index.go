@@ -1,5 +1,6 @@
 // Package index defines the field indexes the agent's controllers share on
-// the manager's cache.
+// the manager's cache: the queue indexes of pkg/index, and pods by
+// workload.
 package index
 
 import (
@@ -9,18 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/index"
 )
 
 // PodWorkload indexes pods by the value of their strata.dev/workload label
 // (a workload's pods live in its namespace).
 const PodWorkload = "strata.dev/workload"
-
-// LocalQueueClusterQueue indexes LocalQueues by spec.clusterQueue.
-const LocalQueueClusterQueue = "spec.clusterQueue"
-
-// WorkloadQueue indexes Workloads by spec.queueName (their LocalQueue, in
-// their namespace).
-const WorkloadQueue = "spec.queueName"
 
 // Setup registers the indexes with the manager's field indexer.
 func Setup(ctx context.Context, indexer client.FieldIndexer) error {
@@ -32,14 +27,7 @@ func Setup(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return err
 	}
-	if err := indexer.IndexField(ctx, &strata.LocalQueue{}, LocalQueueClusterQueue, func(o client.Object) []string {
-		return []string{o.(*strata.LocalQueue).Spec.ClusterQueue}
-	}); err != nil {
-		return err
-	}
-	return indexer.IndexField(ctx, &strata.Workload{}, WorkloadQueue, func(o client.Object) []string {
-		return []string{o.(*strata.Workload).Spec.QueueName}
-	})
+	return index.SetupQueues(ctx, indexer)
 }
 
 // PodsOf lists the pods of a workload from the cache through the index.

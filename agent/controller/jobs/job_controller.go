@@ -6,18 +6,13 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -26,78 +21,54 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
-	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/workload"
 )
 
 // Reasons of the Workload's Invalid condition (and of the Job's events).
 const (
-	ReasonValid                 = "Valid"
-	ReasonInvalidJob            = "InvalidJob"
-	ReasonLocalQueueNotFound    = queue.ReasonLocalQueueNotFound
-	ReasonQueueNotFound         = queue.ReasonClusterQueueNotFound
-	ReasonNamespaceNotAllowed   = queue.ReasonNamespaceNotAllowed
-	ReasonPriorityClassNotFound = "PriorityClassNotFound"
+	ReasonValid                 = intake.ReasonValid
+	ReasonInvalidJob            = intake.ReasonInvalidJob
+	ReasonLocalQueueNotFound    = intake.ReasonLocalQueueNotFound
+	ReasonQueueNotFound         = intake.ReasonQueueNotFound
+	ReasonNamespaceNotAllowed   = intake.ReasonNamespaceNotAllowed
+	ReasonPriorityClassNotFound = intake.ReasonPriorityClassNotFound
 )
 
 // Reconciler keeps the Workload of each queue-labelled Job.
 type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
+	intake   *intake.Keeper
 }
 
 // NewReconciler returns a Reconciler.
 func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder}
+	return &Reconciler{client: c, recorder: recorder, intake: intake.New(c, recorder)}
 }
 
 // WorkloadName is the name of a Job's Workload, which is also the value
 // of its pods' strata.dev/workload label: see workload.JobWorkloadName.
 func WorkloadName(job string) string { return workload.JobWorkloadName(job) }
 
-// Bounds of the API server on what the agent writes.
-const (
-	maxConditionMessage = 32768 // metav1.Condition.Message
-	maxEventNote        = 1024  // events.k8s.io/v1 Event.Note
-)
-
 // SetupWithManager registers the reconciler: Jobs with the queue label,
 // their Workloads, and every Job of a LocalQueue when the LocalQueue or
 // its ClusterQueue changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("job").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Watches(&batchv1.Job{}, jobHandler(), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[strata.QueueNameLabel] != ""
-		}))).
-		Watches(&strata.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &batchv1.Job{}, handler.OnlyControllerOwner())).
-		// Only a queue's creation, deletion or spec matters to its Jobs'
-		// validity; the scheduler writes its status up to once a second,
-		// and reconciling every Job of the queue each time would bury the
-		// events that matter under thousands that do not.
-		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClusterQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// The same for a LocalQueue: its status changes with every
-		// admission of its workloads.
-		Watches(&strata.LocalQueue{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfLocalQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// A namespace's labels or a new PriorityClass can clear the
-		// Invalid condition of Jobs that wait for them.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return r.invalidJobs(ctx, ReasonNamespaceNotAllowed, func(wl *strata.Workload) bool { return wl.Namespace == o.GetName() }, client.InNamespace(o.GetName()))
-		})).
-		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return r.invalidJobs(ctx, ReasonPriorityClassNotFound, func(wl *strata.Workload) bool { return wl.Spec.PriorityClassName == o.GetName() })
-		})).
-		Complete(r)
+		})))
+	return r.intake.Watch(mgr, b).Complete(r)
 }
 
 // jobHandler enqueues a Job on its events. The controller's priority queue
@@ -139,67 +110,17 @@ func jobHandler() handler.EventHandler {
 // settled says whether a Job needs nothing from the agent until it
 // changes: it finished, or it runs as the agent started it.
 func settled(job *batchv1.Job) bool {
-	if done, _ := finished(job); done {
+	if done, _ := intake.Finished(job); done {
 		return true
 	}
 	return !ptr.Deref(job.Spec.Suspend, false) && job.Spec.Template.Labels[strata.WorkloadLabel] != ""
-}
-
-// invalidJobs returns the Jobs whose Workloads are marked invalid for
-// reason and match.
-func (r *Reconciler) invalidJobs(ctx context.Context, reason string, match func(*strata.Workload) bool, opts ...client.ListOption) []ctrl.Request {
-	var wls strata.WorkloadList
-	if err := r.client.List(ctx, &wls, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing Workloads marked invalid", "reason", reason)
-		return nil
-	}
-	var out []ctrl.Request
-	for i := range wls.Items {
-		wl := &wls.Items[i]
-		owner := metav1.GetControllerOf(wl)
-		if wl.Annotations[strata.InvalidAnnotation] != reason || owner == nil || owner.Kind != "Job" || !match(wl) {
-			continue
-		}
-		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}})
-	}
-	return out
-}
-
-// jobsOfClusterQueue returns the Jobs of every LocalQueue that points at
-// a ClusterQueue.
-func (r *Reconciler) jobsOfClusterQueue(ctx context.Context, o client.Object) []ctrl.Request {
-	var lqs strata.LocalQueueList
-	if err := r.client.List(ctx, &lqs, client.MatchingFields{index.LocalQueueClusterQueue: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the LocalQueues of a ClusterQueue", "clusterQueue", o.GetName())
-		return nil
-	}
-	var out []ctrl.Request
-	for i := range lqs.Items {
-		out = append(out, r.jobsOfLocalQueue(ctx, &lqs.Items[i])...)
-	}
-	return out
-}
-
-// jobsOfLocalQueue returns the Jobs labelled with a LocalQueue's name in
-// its namespace.
-func (r *Reconciler) jobsOfLocalQueue(ctx context.Context, o client.Object) []ctrl.Request {
-	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.InNamespace(o.GetNamespace()), client.MatchingLabels{strata.QueueNameLabel: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the Jobs of a LocalQueue", "localQueue", klog.KObj(o))
-		return nil
-	}
-	out := make([]ctrl.Request, 0, len(jobs.Items))
-	for _, j := range jobs.Items {
-		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: j.Namespace, Name: j.Name}})
-	}
-	return out
 }
 
 // Reconcile creates or updates the Workload of a Job and its Invalid
 // condition.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	err := r.reconcile(ctx, req)
-	if superseded(err) {
+	if intake.Superseded(err) {
 		// The informer is behind the API server: the newer Job or
 		// Workload that made this write fail comes as an event and
 		// brings the Job back. Retrying now would only fail again, and
@@ -210,17 +131,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, err
 }
 
-// superseded says whether a write failed only because the informer's copy
-// was outdated: a conflict, or creating a Workload that exists already.
-func superseded(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
-}
-
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	var job batchv1.Job
 	if err := r.client.Get(ctx, req.NamespacedName, &job); err != nil {
 		if apierrors.IsNotFound(err) {
-			return r.deleteWorkload(ctx, req.NamespacedName)
+			return r.intake.DeleteWorkload(ctx, req.NamespacedName)
 		}
 		return err
 	}
@@ -230,34 +145,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	if err := r.deleteLegacyWorkload(ctx, &job); err != nil {
 		return err
 	}
-	if done, reason := finished(&job); done {
-		return r.finish(ctx, &job, reason)
+	if done, reason := intake.Finished(&job); done {
+		return r.intake.Finish(ctx, &job, reason)
 	}
-	desired, errs := desiredWorkload(&job)
-	reason, message := ReasonValid, ""
-	if len(errs) > 0 {
-		reason, message = ReasonInvalidJob, errs.ToAggregate().Error()
-	} else {
-		qReason, qMessage, err := r.checkQueue(ctx, &job)
-		if err != nil {
-			return err
-		}
-		if qReason != "" {
-			reason, message = qReason, qMessage
-		}
-		if name := desired.Spec.PriorityClassName; name != "" && qReason == "" {
-			var pc schedulingv1.PriorityClass
-			switch err := r.client.Get(ctx, types.NamespacedName{Name: name}, &pc); {
-			case apierrors.IsNotFound(err):
-				reason, message = ReasonPriorityClassNotFound, fmt.Sprintf("PriorityClass %q does not exist", name)
-			case err != nil:
-				return err
-			default:
-				desired.Spec.Priority = ptr.To(pc.Value)
-			}
-		}
-	}
-	wl, err := r.apply(ctx, &job, desired, reason, message)
+	wl, err := r.intake.Sync(ctx, &job)
 	if apierrors.IsInvalid(err) {
 		return r.rejected(ctx, &job, err)
 	}
@@ -275,25 +166,6 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 		return r.start(ctx, &job, wl)
 	}
 	return nil
-}
-
-// desiredWorkload builds the Workload of a Job and checks the Job. The
-// Workload of an invalid Job has no topology requests: invalid ones could
-// break the Workload schema, and the API server would then reject the
-// Workload and with it the Invalid condition that tells the user what to
-// fix. An invalid Workload is not admitted, so nothing is lost.
-func desiredWorkload(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
-	desired, errs := workload.FromJob(job)
-	errs = append(errs, workload.ValidatePodSets(desired.Spec.PodSets, field.NewPath("spec", "template"))...)
-	if len(errs) == 0 {
-		// What the checks above let through must fit the schema too; this
-		// catches a rule they missed.
-		errs = workload.ValidateSpec(&desired.Spec, field.NewPath("workload", "spec"))
-	}
-	if len(errs) > 0 {
-		workload.DropTopologyRequests(&desired.Spec)
-	}
-	return desired, errs
 }
 
 // step is what Reconcile does to a Job once its Workload is up to date.
@@ -351,109 +223,13 @@ func startedWith(job *batchv1.Job, wl *strata.Workload) bool {
 // cannot be admitted.
 func (r *Reconciler) rejected(ctx context.Context, job *batchv1.Job, err error) error {
 	r.recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonInvalidJob, "Validate", "%s",
-		truncate("The API server rejected the Job's Workload; change the Job: "+err.Error(), maxEventNote))
+		intake.Truncate("The API server rejected the Job's Workload; change the Job: "+err.Error(), intake.MaxEventNote))
 	if !ptr.Deref(job.Spec.Suspend, false) {
 		if herr := r.hold(ctx, job, "The Job cannot be admitted: the API server rejected its Workload; it stays suspended until the Job is changed"); herr != nil {
 			return herr
 		}
 	}
 	return reconcile.TerminalError(err)
-}
-
-// truncate cuts s to at most n bytes, on a character boundary, marking the
-// cut.
-func truncate(s string, n int) string {
-	const mark = " ..."
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-// finished says whether the Job completed or failed, and how.
-func finished(job *batchv1.Job) (bool, string) {
-	for _, c := range job.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return true, "Succeeded"
-		case batchv1.JobFailed:
-			return true, "Failed"
-		}
-	}
-	return false, ""
-}
-
-// finish marks the Workload Finished; the capacity cache then releases its
-// usage.
-func (r *Reconciler) finish(ctx context.Context, job *batchv1.Job, reason string) error {
-	var wl strata.Workload
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(job.Name)}, &wl); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !metav1.IsControlledBy(&wl, job) {
-		return nil // an earlier Job's: this one's end says nothing about it
-	}
-	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
-		Type: strata.WorkloadFinished, Status: metav1.ConditionTrue, Reason: reason, Message: "the Job " + strings.ToLower(reason),
-	}) {
-		return nil
-	}
-	return r.client.Status().Update(ctx, &wl)
-}
-
-// deleteWorkload removes the Workload of a deleted Job at once (garbage
-// collection would, later), which releases its capacity.
-func (r *Reconciler) deleteWorkload(ctx context.Context, job types.NamespacedName) error {
-	var wl strata.Workload
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: WorkloadName(job.Name)}, &wl); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	owner := metav1.GetControllerOf(&wl)
-	if owner == nil || owner.Kind != "Job" || owner.Name != job.Name {
-		return nil
-	}
-	return client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
-}
-
-// deleteStaleWorkload removes the Workload at the Job's Workload name that
-// another Job of that name controls (or did, until it was orphaned), with
-// a precondition on its UID: only that object goes, never a Workload
-// created meanwhile. A Workload controlled by anything but a Job is not
-// the agent's to remove: the Job cannot get a Workload, and says so.
-func (r *Reconciler) deleteStaleWorkload(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
-	if owner := metav1.GetControllerOfNoCopy(wl); owner != nil && (owner.Kind != "Job" || !strings.HasPrefix(owner.APIVersion, batchv1.GroupName+"/")) {
-		err := fmt.Errorf("the Workload %s is controlled by %s %s, not by this Job; rename the Job or remove the Workload", wl.Name, owner.Kind, owner.Name)
-		r.recorder.Eventf(job, nil, corev1.EventTypeWarning, "WorkloadTaken", "Create", "%s", truncate(err.Error(), maxEventNote))
-		return reconcile.TerminalError(err)
-	}
-	ctrl.LoggerFrom(ctx).V(2).Info("Deleting the Workload of an earlier Job of the same name", "workload", klog.KObj(wl), "uid", wl.UID)
-	return client.IgnoreNotFound(r.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}))
-}
-
-// deleteLegacyWorkload removes the Workload that agents before
-// workload.JobWorkloadName named "job-" + the Job's name when that name is
-// too long for a label value: such a Job could never start, and its
-// Workload may hold capacity.
-func (r *Reconciler) deleteLegacyWorkload(ctx context.Context, job *batchv1.Job) error {
-	legacy := "job-" + job.Name
-	if legacy == WorkloadName(job.Name) {
-		return nil
-	}
-	var wl strata.Workload
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: legacy}, &wl); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !metav1.IsControlledBy(&wl, job) {
-		return nil
-	}
-	return client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
 }
 
 // takeBackAdmission removes from the Job what start added: exactly what
@@ -603,105 +379,21 @@ func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *strata.Wor
 	return nil
 }
 
-// checkQueue says whether the Job's LocalQueue exists, and its
-// ClusterQueue, and whether that admits the Job's namespace; it returns an
-// empty reason when it does.
-func (r *Reconciler) checkQueue(ctx context.Context, job *batchv1.Job) (string, string, error) {
-	name := job.Labels[strata.QueueNameLabel]
-	lq := &strata.LocalQueue{}
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, lq); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return "", "", err
-		}
-		lq = nil
-	}
-	var cq *strata.ClusterQueue
-	if lq != nil {
-		cq = &strata.ClusterQueue{}
-		if err := r.client.Get(ctx, types.NamespacedName{Name: lq.Spec.ClusterQueue}, cq); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return "", "", err
-			}
-			cq = nil
-		}
-	}
-	var ns corev1.Namespace
-	if err := r.client.Get(ctx, types.NamespacedName{Name: job.Namespace}, &ns); err != nil {
-		return "", "", err
-	}
-	res := queue.Resolve(job.Namespace, name, ns.Labels, lq, cq)
-	return res.Reason, res.Message, nil
-}
-
-// apply creates the Workload or brings an unadmitted one up to date —
-// spec and InvalidAnnotation in one write — then writes its Invalid
-// condition and, when it changed to invalid, an event. A valid Workload
-// that was never invalid has no Invalid condition: that saves a write per
-// Job.
-func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strata.Workload, reason, message string) (*strata.Workload, error) {
-	invalid := reason != ReasonValid
-	message = truncate(message, maxConditionMessage)
-	if invalid {
-		metav1.SetMetaDataAnnotation(&desired.ObjectMeta, strata.InvalidAnnotation, reason)
+// deleteLegacyWorkload removes the Workload that agents before
+// workload.JobWorkloadName named "job-" + the Job's name when that name is
+// too long for a label value: such a Job could never start, and its
+// Workload may hold capacity.
+func (r *Reconciler) deleteLegacyWorkload(ctx context.Context, job *batchv1.Job) error {
+	legacy := "job-" + job.Name
+	if legacy == WorkloadName(job.Name) {
+		return nil
 	}
 	var wl strata.Workload
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), &wl)
-	replacing := false
-	if err == nil && !metav1.IsControlledBy(&wl, job) {
-		// An earlier Job of the same name left it (deleted, garbage
-		// collection not done yet, or orphaned): nothing of it is this
-		// Job's, least of all its admission.
-		if err := r.deleteStaleWorkload(ctx, job, &wl); err != nil {
-			return nil, err
-		}
-		replacing = true
-		err = apierrors.NewNotFound(strata.GroupVersion.WithResource("workloads").GroupResource(), wl.Name)
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: legacy}, &wl); err != nil {
+		return client.IgnoreNotFound(err)
 	}
-	switch {
-	case apierrors.IsNotFound(err):
-		wl = *desired
-		if err := controllerutil.SetControllerReference(job, &wl, r.client.Scheme()); err != nil {
-			return nil, err
-		}
-		if err := r.client.Create(ctx, &wl); err != nil {
-			if replacing && apierrors.IsAlreadyExists(err) {
-				// The stale Workload is still being deleted; an orphaned
-				// one's deletion brings no event for this Job: retry.
-				return nil, fmt.Errorf("replacing the Workload of an earlier Job of the same name: %s", err.Error())
-			}
-			return nil, err
-		}
-	case err != nil:
-		return nil, err
-	case wl.Status.Admission == nil && (!equality.Semantic.DeepEqual(wl.Spec, desired.Spec) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]):
-		wl.Spec = desired.Spec
-		if invalid {
-			metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.InvalidAnnotation, reason)
-		} else {
-			delete(wl.Annotations, strata.InvalidAnnotation)
-		}
-		if err := r.client.Update(ctx, &wl); err != nil {
-			return nil, err
-		}
+	if !metav1.IsControlledBy(&wl, job) {
+		return nil
 	}
-	was := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)
-	if !invalid && was == nil {
-		return &wl, nil
-	}
-	status := metav1.ConditionFalse
-	if invalid {
-		status = metav1.ConditionTrue
-	}
-	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
-		Type: strata.WorkloadInvalid, Status: status, Reason: reason, Message: message, ObservedGeneration: wl.Generation,
-	}) {
-		return &wl, nil
-	}
-	if err := r.client.Status().Update(ctx, &wl); err != nil {
-		return nil, err
-	}
-	if invalid && (was == nil || was.Message != message) {
-		r.recorder.Eventf(job, &wl, corev1.EventTypeWarning, reason, "Validate", "%s", truncate(message, maxEventNote))
-	}
-	return &wl, nil
+	return client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -21,34 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	strata "strata.dev/strata/api/v1beta1"
-	"strata.dev/strata/pkg/workload"
 )
-
-func TestFinished(t *testing.T) {
-	cond := func(typ batchv1.JobConditionType, status corev1.ConditionStatus) batchv1.JobCondition {
-		return batchv1.JobCondition{Type: typ, Status: status}
-	}
-	cases := map[string]struct {
-		conditions []batchv1.JobCondition
-		wantDone   bool
-		wantReason string
-	}{
-		"running":                      {},
-		"suspended":                    {conditions: []batchv1.JobCondition{cond(batchv1.JobSuspended, corev1.ConditionTrue)}},
-		"complete":                     {conditions: []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue), cond(batchv1.JobComplete, corev1.ConditionTrue)}, wantDone: true, wantReason: "Succeeded"},
-		"failed":                       {conditions: []batchv1.JobCondition{cond(batchv1.JobFailureTarget, corev1.ConditionTrue), cond(batchv1.JobFailed, corev1.ConditionTrue)}, wantDone: true, wantReason: "Failed"},
-		"failure target only: not yet": {conditions: []batchv1.JobCondition{cond(batchv1.JobFailureTarget, corev1.ConditionTrue)}},
-		"complete=False":               {conditions: []batchv1.JobCondition{cond(batchv1.JobComplete, corev1.ConditionFalse)}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			done, reason := finished(&batchv1.Job{Status: batchv1.JobStatus{Conditions: tc.conditions}})
-			if diff := cmp.Diff([]any{tc.wantDone, tc.wantReason}, []any{done, reason}); diff != "" {
-				t.Errorf("finished() (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
 
 const (
 	ns        = "ml"
@@ -69,76 +40,6 @@ func makeJob(name string, annotations map[string]string) *batchv1.Job {
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 			},
 		},
-	}
-}
-
-func TestDesiredWorkload(t *testing.T) {
-	rack := "cloud.provider.com/topology-rack"
-	cases := map[string]struct {
-		annotations map[string]string
-		wantReq     *strata.PodSetTopologyRequest
-		wantErr     string
-	}{
-		"valid": {
-			annotations: map[string]string{"strata.dev/podset-required-topology": rack},
-			wantReq:     &strata.PodSetTopologyRequest{Required: ptr.To(rack)},
-		},
-		"required and preferred": {
-			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-preferred-topology": rack},
-			wantErr:     "only one of",
-		},
-		"slice level with a bad size": {
-			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-slice-required-topology": rack, "strata.dev/podset-slice-size": "-1"},
-			wantErr:     "must be a whole number of pods",
-		},
-		"constraints and a slice level": {
-			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-slice-required-topology": rack, "strata.dev/podset-slice-size": "2",
-				"strata.dev/podset-slice-required-topology-constraints": `[{"topology": "kubernetes.io/hostname", "size": "2"}]`},
-			wantErr: "cannot be combined",
-		},
-		"four layers": {
-			annotations: map[string]string{"strata.dev/podset-required-topology": "a",
-				"strata.dev/podset-slice-required-topology-constraints": `[{"topology":"a","size":4},{"topology":"b","size":4},{"topology":"c","size":2},{"topology":"d","size":1}]`},
-			wantErr: "must have 1 to 3 layers",
-		},
-		"duplicate layers": {
-			annotations: map[string]string{"strata.dev/podset-required-topology": "a",
-				"strata.dev/podset-slice-required-topology-constraints": `[{"topology":"b","size":2},{"topology":"b","size":2}]`},
-			wantErr: "each level may appear in one layer only",
-		},
-		"layer size beyond 32 bits": {
-			annotations: map[string]string{"strata.dev/podset-required-topology": "a",
-				"strata.dev/podset-slice-required-topology-constraints": `[{"topology":"b","size":4294967296}]`},
-			wantErr: "at most 2147483647",
-		},
-		"empty group name": {
-			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-group-name": ""},
-			wantErr:     "must be 1 to 63 characters",
-		},
-		"group name of 64 characters": {
-			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-group-name": strings.Repeat("g", 64)},
-			wantErr:     "must be 1 to 63 characters",
-		},
-		"group without a level": {
-			annotations: map[string]string{"strata.dev/podset-group-name": "g"},
-			wantErr:     `pod set group "g" needs podset-required-topology or podset-preferred-topology`,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			wl, errs := desiredWorkload(makeJob("train", tc.annotations))
-			if got := errs.ToAggregate(); (got == nil) != (tc.wantErr == "") || (got != nil && !strings.Contains(got.Error(), tc.wantErr)) {
-				t.Errorf("errors = %v, want one containing %q", got, tc.wantErr)
-			}
-			if diff := cmp.Diff(tc.wantReq, wl.Spec.PodSets[0].TopologyRequest); diff != "" {
-				t.Errorf("topology request (-want,+got):\n%s", diff)
-			}
-			// The Workload of every Job, valid or not, passes the schema:
-			// the API server accepts it, and with it the Invalid condition.
-			if diff := cmp.Diff(field.ErrorList(nil), workload.ValidateSpec(&wl.Spec, field.NewPath("spec"))); diff != "" {
-				t.Errorf("ValidateSpec() (-want,+got):\n%s", diff)
-			}
-		})
 	}
 }
 
@@ -227,31 +128,6 @@ func TestNextStep(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, nextStep(job, wl)); diff != "" {
 				t.Errorf("nextStep() (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestTruncate(t *testing.T) {
-	cases := map[string]struct {
-		s    string
-		n    int
-		want string
-	}{
-		"short":              {s: "abc", n: 10, want: "abc"},
-		"exact":              {s: "abcdefghij", n: 10, want: "abcdefghij"},
-		"cut":                {s: "abcdefghijk", n: 10, want: "abcdef ..."},
-		"cut before a rune":  {s: "abcde€fghij", n: 10, want: "abcde ..."},
-		"cut after the rune": {s: "ab€cdefghij", n: 10, want: "ab€c ..."},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := truncate(tc.s, tc.n)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("truncate() (-want,+got):\n%s", diff)
-			}
-			if len(got) > tc.n || !utf8.ValidString(got) {
-				t.Errorf("truncate() = %q: %d bytes, valid UTF-8 %v", got, len(got), utf8.ValidString(got))
 			}
 		})
 	}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -156,7 +157,7 @@ func (e *env) events() []string {
 // admittedWorkload is the Workload of job, admitted on flavor.
 func admittedWorkload(t *testing.T, job *batchv1.Job) *strata.Workload {
 	t.Helper()
-	wl, errs := desiredWorkload(job)
+	wl, errs := intake.DesiredWorkload(job)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

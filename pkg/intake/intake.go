@@ -1,0 +1,395 @@
+// Package intake keeps the Workload of every queue-labelled batch/v1 Job,
+// checked the same way on the hub and on the agents: the Job's own
+// validity, its LocalQueue and ClusterQueue, the namespace the queue
+// admits, its PriorityClass. What it finds is the Workload's Invalid
+// condition, with an event on the Job when the Job cannot be admitted as
+// written. What to do with a Job once its Workload is current — start it
+// on a worker, dispatch it from the hub — is the caller's.
+package intake
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"strata.dev/strata/pkg/index"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Reasons of the Workload's Invalid condition (and of the Job's events).
+const (
+	ReasonValid                 = "Valid"
+	ReasonInvalidJob            = "InvalidJob"
+	ReasonLocalQueueNotFound    = queue.ReasonLocalQueueNotFound
+	ReasonQueueNotFound         = queue.ReasonClusterQueueNotFound
+	ReasonNamespaceNotAllowed   = queue.ReasonNamespaceNotAllowed
+	ReasonPriorityClassNotFound = "PriorityClassNotFound"
+)
+
+// Bounds of the API server on what intake writes.
+const (
+	MaxConditionMessage = 32768 // metav1.Condition.Message
+	MaxEventNote        = 1024  // events.k8s.io/v1 Event.Note
+)
+
+// Check is an extra check of a Job by the caller: a reason and message
+// when the Job cannot be admitted, "" when it can.
+type Check func(job *batchv1.Job) (reason, message string)
+
+// Keeper keeps Workloads of Jobs.
+type Keeper struct {
+	client   client.Client
+	recorder events.EventRecorder
+	checks   []Check
+}
+
+// New returns a Keeper; checks run after the Job's own validation, the
+// first that fails decides the reason.
+func New(c client.Client, recorder events.EventRecorder, checks ...Check) *Keeper {
+	return &Keeper{client: c, recorder: recorder, checks: checks}
+}
+
+// Watch adds to b what changes a Job's Workload: the Workload itself,
+// every Job of a LocalQueue when the LocalQueue or its ClusterQueue is
+// created, deleted or changes its spec, and the Jobs whose Workloads wait
+// for a namespace's labels or a PriorityClass.
+func (k *Keeper) Watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
+	return b.
+		Watches(&strata.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &batchv1.Job{}, handler.OnlyControllerOwner())).
+		// Only a queue's creation, deletion or spec matters to its Jobs'
+		// validity; its status changes with every admission, and
+		// reconciling every Job of the queue each time would bury the
+		// events that matter under thousands that do not.
+		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(k.jobsOfClusterQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&strata.LocalQueue{}, handler.EnqueueRequestsFromMapFunc(k.jobsOfLocalQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A namespace's labels or a new PriorityClass can clear the
+		// Invalid condition of Jobs that wait for them.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return k.invalidJobs(ctx, ReasonNamespaceNotAllowed, func(wl *strata.Workload) bool { return wl.Namespace == o.GetName() }, client.InNamespace(o.GetName()))
+		})).
+		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return k.invalidJobs(ctx, ReasonPriorityClassNotFound, func(wl *strata.Workload) bool { return wl.Spec.PriorityClassName == o.GetName() })
+		}))
+}
+
+// invalidJobs returns the Jobs whose Workloads are marked invalid for
+// reason and match.
+func (k *Keeper) invalidJobs(ctx context.Context, reason string, match func(*strata.Workload) bool, opts ...client.ListOption) []ctrl.Request {
+	var wls strata.WorkloadList
+	if err := k.client.List(ctx, &wls, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Workloads marked invalid", "reason", reason)
+		return nil
+	}
+	var out []ctrl.Request
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		owner := metav1.GetControllerOf(wl)
+		if wl.Annotations[strata.InvalidAnnotation] != reason || owner == nil || owner.Kind != "Job" || !match(wl) {
+			continue
+		}
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}})
+	}
+	return out
+}
+
+// jobsOfClusterQueue returns the Jobs of every LocalQueue that points at
+// a ClusterQueue.
+func (k *Keeper) jobsOfClusterQueue(ctx context.Context, o client.Object) []ctrl.Request {
+	var lqs strata.LocalQueueList
+	if err := k.client.List(ctx, &lqs, client.MatchingFields{index.LocalQueueClusterQueue: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the LocalQueues of a ClusterQueue", "clusterQueue", o.GetName())
+		return nil
+	}
+	var out []ctrl.Request
+	for i := range lqs.Items {
+		out = append(out, k.jobsOfLocalQueue(ctx, &lqs.Items[i])...)
+	}
+	return out
+}
+
+// jobsOfLocalQueue returns the Jobs labelled with a LocalQueue's name in
+// its namespace.
+func (k *Keeper) jobsOfLocalQueue(ctx context.Context, o client.Object) []ctrl.Request {
+	var jobs batchv1.JobList
+	if err := k.client.List(ctx, &jobs, client.InNamespace(o.GetNamespace()), client.MatchingLabels{strata.QueueNameLabel: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Jobs of a LocalQueue", "localQueue", klog.KObj(o))
+		return nil
+	}
+	out := make([]ctrl.Request, 0, len(jobs.Items))
+	for _, j := range jobs.Items {
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: j.Namespace, Name: j.Name}})
+	}
+	return out
+}
+
+// Superseded says whether a write failed only because the informer's copy
+// was outdated: a conflict, or creating a Workload that exists already.
+// The newer object comes as an event; retrying at once would fail again.
+func Superseded(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+}
+
+// Sync creates the Workload of a Job that has not finished, or brings an
+// unadmitted one up to date, with its Invalid condition. An error the API
+// server returns as Invalid means the Workload breaks a rule the checks
+// missed: only a change to the Job can help.
+func (k *Keeper) Sync(ctx context.Context, job *batchv1.Job) (*strata.Workload, error) {
+	desired, errs := DesiredWorkload(job)
+	reason, message := ReasonValid, ""
+	if len(errs) > 0 {
+		reason, message = ReasonInvalidJob, errs.ToAggregate().Error()
+	} else {
+		var err error
+		if reason, message, err = k.check(ctx, job, desired); err != nil {
+			return nil, err
+		}
+	}
+	return k.apply(ctx, job, desired, reason, message)
+}
+
+// check runs the checks beyond the Job itself; it sets the Workload's
+// priority from its PriorityClass.
+func (k *Keeper) check(ctx context.Context, job *batchv1.Job, desired *strata.Workload) (string, string, error) {
+	for _, c := range k.checks {
+		if reason, message := c(job); reason != "" {
+			return reason, message, nil
+		}
+	}
+	if reason, message, err := k.checkQueue(ctx, job); err != nil || reason != "" {
+		return reason, message, err
+	}
+	if name := desired.Spec.PriorityClassName; name != "" {
+		var pc schedulingv1.PriorityClass
+		switch err := k.client.Get(ctx, types.NamespacedName{Name: name}, &pc); {
+		case apierrors.IsNotFound(err):
+			return ReasonPriorityClassNotFound, fmt.Sprintf("PriorityClass %q does not exist", name), nil
+		case err != nil:
+			return "", "", err
+		default:
+			desired.Spec.Priority = ptr.To(pc.Value)
+		}
+	}
+	return ReasonValid, "", nil
+}
+
+// DesiredWorkload builds the Workload of a Job and checks the Job. The
+// Workload of an invalid Job has no topology requests: invalid ones could
+// break the Workload schema, and the API server would then reject the
+// Workload and with it the Invalid condition that tells the user what to
+// fix. An invalid Workload is not admitted, so nothing is lost.
+func DesiredWorkload(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
+	desired, errs := workload.FromJob(job)
+	errs = append(errs, workload.ValidatePodSets(desired.Spec.PodSets, field.NewPath("spec", "template"))...)
+	if len(errs) == 0 {
+		// What the checks above let through must fit the schema too; this
+		// catches a rule they missed.
+		errs = workload.ValidateSpec(&desired.Spec, field.NewPath("workload", "spec"))
+	}
+	if len(errs) > 0 {
+		workload.DropTopologyRequests(&desired.Spec)
+	}
+	return desired, errs
+}
+
+// Truncate cuts s to at most n bytes, on a character boundary, marking the
+// cut.
+func Truncate(s string, n int) string {
+	const mark = " ..."
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// Finished says whether the Job completed or failed, and how.
+func Finished(job *batchv1.Job) (bool, string) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, "Succeeded"
+		case batchv1.JobFailed:
+			return true, "Failed"
+		}
+	}
+	return false, ""
+}
+
+// Finish marks the Workload of a finished Job Finished, which releases
+// what it holds.
+func (k *Keeper) Finish(ctx context.Context, job *batchv1.Job, reason string) error {
+	var wl strata.Workload
+	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, &wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(&wl, job) {
+		return nil // an earlier Job's: this one's end says nothing about it
+	}
+	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadFinished, Status: metav1.ConditionTrue, Reason: reason, Message: "the Job " + strings.ToLower(reason),
+	}) {
+		return nil
+	}
+	return k.client.Status().Update(ctx, &wl)
+}
+
+// DeleteWorkload removes the Workload of a deleted Job at once (garbage
+// collection would, later), which releases what it holds.
+func (k *Keeper) DeleteWorkload(ctx context.Context, job types.NamespacedName) error {
+	var wl strata.Workload
+	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, &wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	owner := metav1.GetControllerOf(&wl)
+	if owner == nil || owner.Kind != "Job" || owner.Name != job.Name {
+		return nil
+	}
+	return client.IgnoreNotFound(k.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
+}
+
+// deleteStaleWorkload removes the Workload at the Job's Workload name that
+// another Job of that name controls (or did, until it was orphaned), with
+// a precondition on its UID: only that object goes, never a Workload
+// created meanwhile. A Workload controlled by anything but a Job is not
+// intake's to remove: the Job cannot get a Workload, and says so.
+func (k *Keeper) deleteStaleWorkload(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
+	if owner := metav1.GetControllerOfNoCopy(wl); owner != nil && (owner.Kind != "Job" || !strings.HasPrefix(owner.APIVersion, batchv1.GroupName+"/")) {
+		err := fmt.Errorf("the Workload %s is controlled by %s %s, not by this Job; rename the Job or remove the Workload", wl.Name, owner.Kind, owner.Name)
+		k.recorder.Eventf(job, nil, corev1.EventTypeWarning, "WorkloadTaken", "Create", "%s", Truncate(err.Error(), MaxEventNote))
+		return reconcile.TerminalError(err)
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Deleting the Workload of an earlier Job of the same name", "workload", klog.KObj(wl), "uid", wl.UID)
+	return client.IgnoreNotFound(k.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}))
+}
+
+// checkQueue says whether the Job's LocalQueue exists, and its
+// ClusterQueue, and whether that admits the Job's namespace; it returns an
+// empty reason when it does.
+func (k *Keeper) checkQueue(ctx context.Context, job *batchv1.Job) (string, string, error) {
+	name := job.Labels[strata.QueueNameLabel]
+	lq := &strata.LocalQueue{}
+	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, lq); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return "", "", err
+		}
+		lq = nil
+	}
+	var cq *strata.ClusterQueue
+	if lq != nil {
+		cq = &strata.ClusterQueue{}
+		if err := k.client.Get(ctx, types.NamespacedName{Name: lq.Spec.ClusterQueue}, cq); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return "", "", err
+			}
+			cq = nil
+		}
+	}
+	var ns corev1.Namespace
+	if err := k.client.Get(ctx, types.NamespacedName{Name: job.Namespace}, &ns); err != nil {
+		return "", "", err
+	}
+	res := queue.Resolve(job.Namespace, name, ns.Labels, lq, cq)
+	return res.Reason, res.Message, nil
+}
+
+// apply creates the Workload or brings an unadmitted one up to date —
+// spec and InvalidAnnotation in one write — then writes its Invalid
+// condition and, when it changed to invalid, an event. A valid Workload
+// that was never invalid has no Invalid condition: that saves a write per
+// Job.
+func (k *Keeper) apply(ctx context.Context, job *batchv1.Job, desired *strata.Workload, reason, message string) (*strata.Workload, error) {
+	invalid := reason != ReasonValid
+	message = Truncate(message, MaxConditionMessage)
+	if invalid {
+		metav1.SetMetaDataAnnotation(&desired.ObjectMeta, strata.InvalidAnnotation, reason)
+	}
+	var wl strata.Workload
+	err := k.client.Get(ctx, client.ObjectKeyFromObject(desired), &wl)
+	replacing := false
+	if err == nil && !metav1.IsControlledBy(&wl, job) {
+		// An earlier Job of the same name left it (deleted, garbage
+		// collection not done yet, or orphaned): nothing of it is this
+		// Job's, least of all its admission.
+		if err := k.deleteStaleWorkload(ctx, job, &wl); err != nil {
+			return nil, err
+		}
+		replacing = true
+		err = apierrors.NewNotFound(strata.GroupVersion.WithResource("workloads").GroupResource(), wl.Name)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		wl = *desired
+		if err := controllerutil.SetControllerReference(job, &wl, k.client.Scheme()); err != nil {
+			return nil, err
+		}
+		if err := k.client.Create(ctx, &wl); err != nil {
+			if replacing && apierrors.IsAlreadyExists(err) {
+				// The stale Workload is still being deleted; an orphaned
+				// one's deletion brings no event for this Job: retry.
+				return nil, fmt.Errorf("replacing the Workload of an earlier Job of the same name: %s", err.Error())
+			}
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	case wl.Status.Admission == nil && (!equality.Semantic.DeepEqual(wl.Spec, desired.Spec) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]):
+		wl.Spec = desired.Spec
+		if invalid {
+			metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.InvalidAnnotation, reason)
+		} else {
+			delete(wl.Annotations, strata.InvalidAnnotation)
+		}
+		if err := k.client.Update(ctx, &wl); err != nil {
+			return nil, err
+		}
+	}
+	was := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)
+	if !invalid && was == nil {
+		return &wl, nil
+	}
+	status := metav1.ConditionFalse
+	if invalid {
+		status = metav1.ConditionTrue
+	}
+	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadInvalid, Status: status, Reason: reason, Message: message, ObservedGeneration: wl.Generation,
+	}) {
+		return &wl, nil
+	}
+	if err := k.client.Status().Update(ctx, &wl); err != nil {
+		return nil, err
+	}
+	if invalid && (was == nil || was.Message != message) {
+		k.recorder.Eventf(job, &wl, corev1.EventTypeWarning, reason, "Validate", "%s", Truncate(message, MaxEventNote))
+	}
+	return &wl, nil
+}

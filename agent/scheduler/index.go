@@ -99,7 +99,7 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 			x.admitted[a.ClusterQueue] = t
 		}
 		t.workloads++
-		addUsage(t.usage, a.PodSetAssignments)
+		queue.AddUsage(t.usage, a.PodSetAssignments)
 		for _, psa := range a.PodSetAssignments {
 			t.pods[psa.Flavor] += psa.Count
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -190,7 +191,7 @@ func TestWorkloadIndexViewIsACopy(t *testing.T) {
 		{Name: "main", Flavor: "f", Count: 1, ResourceUsage: rl("cpu", "1")},
 	}}).Obj())
 	v := x.view(nil)
-	addUsage(v.usage["q"], []strata.PodSetAssignment{{Name: "main", Flavor: "f", ResourceUsage: rl("cpu", "5")}})
+	queue.AddUsage(v.usage["q"], []strata.PodSetAssignment{{Name: "main", Flavor: "f", ResourceUsage: rl("cpu", "5")}})
 	if diff := cmp.Diff(map[string]map[string]corev1.ResourceList{"q": {"f": rl("cpu", "1")}}, x.view(nil).usage); diff != "" {
 		t.Errorf("index usage after changing a view (-want,+got):\n%s", diff)
 	}

@@ -19,16 +19,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -197,7 +194,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		if usage[q] == nil {
 			usage[q] = map[string]corev1.ResourceList{}
 		}
-		addUsage(usage[q], f.admission.PodSetAssignments)
+		queue.AddUsage(usage[q], f.admission.PodSetAssignments)
 	}
 	s.mu.Unlock()
 	if len(writing) > 0 {
@@ -221,7 +218,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	errs := []error{err, s.updateQueues(ctx, v, byQueue)}
 	var turns []*queueTurn
 	for q, wls := range byQueue {
-		sort.SliceStable(wls, func(i, j int) bool { return before(wls[i], wls[j]) })
+		sort.SliceStable(wls, func(i, j int) bool { return queue.Before(wls[i], wls[j]) })
 		if usage[q] == nil {
 			usage[q] = map[string]corev1.ResourceList{}
 		}
@@ -233,7 +230,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// because of its name. A round costs O(q log q) for its q queues; a
 	// pass, O(pending log queues).
 	for len(turns) > 0 {
-		sort.Slice(turns, func(i, j int) bool { return before(turns[i].head(), turns[j].head()) })
+		sort.Slice(turns, func(i, j int) bool { return queue.Before(turns[i].head(), turns[j].head()) })
 		next := turns[:0]
 		for _, t := range turns {
 			wl := t.head()
@@ -315,25 +312,6 @@ type queueTurn struct {
 }
 
 func (t *queueTurn) head() *strata.Workload { return t.wls[0] }
-
-// before orders workloads: higher priority first, then older first.
-func before(a, b *strata.Workload) bool {
-	pa, pb := priority(a), priority(b)
-	if pa != pb {
-		return pa > pb
-	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-}
-
-func priority(wl *strata.Workload) int32 {
-	if wl.Spec.Priority != nil {
-		return *wl.Spec.Priority
-	}
-	return 0
-}
 
 // try admits one workload on the first flavor of the queue where it fits.
 // blocks is false when no change of capacity can admit the workload (see
@@ -452,7 +430,7 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used 
 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod
 // sets of one group share a domain. The snapshot is left unchanged.
-func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.ResourceFlavor, queue string, wl *strata.Workload, opts tas.Options) (*strata.Admission, error) {
+func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.ResourceFlavor, clusterQueue string, wl *strata.Workload, opts tas.Options) (*strata.Admission, error) {
 	assignments, taken, err := workload.Place(snap, topo.Name, flavorDef.Spec.Tolerations, wl, opts)
 	if err != nil {
 		return nil, err
@@ -460,14 +438,14 @@ func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.
 	for _, u := range taken {
 		snap.Release(u)
 	}
-	admission := &strata.Admission{ClusterQueue: queue}
+	admission := &strata.Admission{ClusterQueue: clusterQueue}
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
 		admission.PodSetAssignments = append(admission.PodSetAssignments, strata.PodSetAssignment{
 			Name:               ps.Name,
 			Flavor:             flavorDef.Name,
 			Count:              ps.Count,
-			ResourceUsage:      totalRequests(ps),
+			ResourceUsage:      queue.TotalRequests(ps),
 			TopologyAssignment: tas.Encode(assignments[i]),
 		})
 	}
@@ -480,7 +458,7 @@ func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.
 func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, flavorName string, usage map[string]corev1.ResourceList) {
 	admission := wl.Status.Admission
 	key := client.ObjectKeyFromObject(wl)
-	addUsage(usage, admission.PodSetAssignments)
+	queue.AddUsage(usage, admission.PodSetAssignments)
 	// A copy: the write below decodes the server's answer into wl, and with
 	// it into admission, while later passes read the in-flight admission
 	// (a pass seeing its pod set assignments half decoded would not count
@@ -735,65 +713,12 @@ func truncate(m string) string {
 	return m[:cut] + "..."
 }
 
-// addUsage adds the resource usage of pod set assignments to a queue's
-// usage per flavor.
-func addUsage(usage map[string]corev1.ResourceList, psas []strata.PodSetAssignment) {
-	for _, psa := range psas {
-		rl := usage[psa.Flavor]
-		if rl == nil {
-			rl = corev1.ResourceList{}
-			usage[psa.Flavor] = rl
-		}
-		for name, v := range psa.ResourceUsage {
-			sum := rl[name]
-			sum.Add(v)
-			rl[name] = sum
-		}
-	}
-}
-
-// checkQuota says whether the workload fits in the flavor's quotas.
+// checkQuota says whether the workload fits in the flavor's quotas; a
+// workload larger than a whole quota is inadmissible.
 func checkQuota(fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) error {
-	if len(fq.Resources) == 0 {
-		return nil
+	err, never := queue.CheckQuota(fq, used, wl)
+	if never {
+		return inadmissibleError{err}
 	}
-	need := corev1.ResourceList{}
-	for i := range wl.Spec.PodSets {
-		for name, v := range totalRequests(&wl.Spec.PodSets[i]) {
-			sum := need[name]
-			sum.Add(v)
-			need[name] = sum
-		}
-	}
-	for _, rq := range fq.Resources {
-		n, ok := need[rq.Name]
-		if !ok {
-			continue
-		}
-		if n.Cmp(rq.NominalQuota) > 0 {
-			return inadmissibleError{fmt.Errorf("quota: %s needs %s, more than the whole quota of %s", rq.Name, n.String(), rq.NominalQuota.String())}
-		}
-		total := used[rq.Name].DeepCopy()
-		total.Add(n)
-		if total.Cmp(rq.NominalQuota) > 0 {
-			// No live usage in the message: it would change, and be written
-			// again with an event, whenever any workload of the queue is
-			// admitted or finishes. The ClusterQueue's status has the usage.
-			return fmt.Errorf("quota: %s needs %s, more than is left of the quota of %s", rq.Name, n.String(), rq.NominalQuota.String())
-		}
-	}
-	return nil
-}
-
-// totalRequests is a pod set's requests times its count.
-func totalRequests(ps *strata.PodSet) corev1.ResourceList {
-	per := resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
-	out := corev1.ResourceList{}
-	for name, q := range per {
-		// In decimal: milli-units times a pod count can pass int64.
-		total := q.AsDec()
-		total.Mul(total, inf.NewDec(int64(ps.Count), 0))
-		out[name] = *resource.NewDecimalQuantity(*total, q.Format)
-	}
-	return out
+	return err
 }

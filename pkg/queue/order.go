@@ -1,0 +1,96 @@
+package queue
+
+import (
+	"fmt"
+
+	"gopkg.in/inf.v0"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// Before orders workloads: higher priority first, then older first.
+func Before(a, b *strata.Workload) bool {
+	pa, pb := Priority(a), Priority(b)
+	if pa != pb {
+		return pa > pb
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+}
+
+// Priority is a workload's priority, 0 when unset.
+func Priority(wl *strata.Workload) int32 {
+	if wl.Spec.Priority != nil {
+		return *wl.Spec.Priority
+	}
+	return 0
+}
+
+// AddUsage adds the resource usage of pod set assignments to a queue's
+// usage per flavor.
+func AddUsage(usage map[string]corev1.ResourceList, psas []strata.PodSetAssignment) {
+	for _, psa := range psas {
+		rl := usage[psa.Flavor]
+		if rl == nil {
+			rl = corev1.ResourceList{}
+			usage[psa.Flavor] = rl
+		}
+		for name, v := range psa.ResourceUsage {
+			sum := rl[name]
+			sum.Add(v)
+			rl[name] = sum
+		}
+	}
+}
+
+// CheckQuota says whether the workload fits in the flavor's quotas given
+// what is used of them; never is true when it is larger than a whole quota.
+func CheckQuota(fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) (err error, never bool) {
+	if len(fq.Resources) == 0 {
+		return nil, false
+	}
+	need := corev1.ResourceList{}
+	for i := range wl.Spec.PodSets {
+		for name, v := range TotalRequests(&wl.Spec.PodSets[i]) {
+			sum := need[name]
+			sum.Add(v)
+			need[name] = sum
+		}
+	}
+	for _, rq := range fq.Resources {
+		n, ok := need[rq.Name]
+		if !ok {
+			continue
+		}
+		if n.Cmp(rq.NominalQuota) > 0 {
+			return fmt.Errorf("quota: %s needs %s, more than the whole quota of %s", rq.Name, n.String(), rq.NominalQuota.String()), true
+		}
+		total := used[rq.Name].DeepCopy()
+		total.Add(n)
+		if total.Cmp(rq.NominalQuota) > 0 {
+			// No live usage in the message: it would change, and be written
+			// again with an event, whenever any workload of the queue is
+			// admitted or finishes. The ClusterQueue's status has the usage.
+			return fmt.Errorf("quota: %s needs %s, more than is left of the quota of %s", rq.Name, n.String(), rq.NominalQuota.String()), false
+		}
+	}
+	return nil, false
+}
+
+// TotalRequests is a pod set's requests times its count.
+func TotalRequests(ps *strata.PodSet) corev1.ResourceList {
+	per := resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
+	out := corev1.ResourceList{}
+	for name, q := range per {
+		// In decimal: milli-units times a pod count can pass int64.
+		total := q.AsDec()
+		total.Mul(total, inf.NewDec(int64(ps.Count), 0))
+		out[name] = *resource.NewDecimalQuantity(*total, q.Format)
+	}
+	return out
+}

@@ -1,0 +1,205 @@
+package queue
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+)
+
+var created = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+
+// rl is a ResourceList from name/quantity pairs.
+func rl(pairs ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}
+
+// queued is workload ns/name with a priority (nil: none), created at
+// created plus age seconds.
+func queued(ns, name string, priority *int32, age int) *strata.Workload {
+	wl := testutil.MakeWorkload(name, ns).Obj()
+	wl.Spec.Priority = priority
+	wl.CreationTimestamp = metav1.NewTime(created.Add(time.Duration(age) * time.Second))
+	return wl
+}
+
+func TestBefore(t *testing.T) {
+	cases := map[string]struct {
+		a, b *strata.Workload
+		want bool
+	}{
+		"higher priority first, even when younger": {
+			a:    queued("ns", "a", ptr.To[int32](10), 60),
+			b:    queued("ns", "b", ptr.To[int32](5), 0),
+			want: true,
+		},
+		"lower priority after, even when older": {
+			a:    queued("ns", "a", ptr.To[int32](5), 0),
+			b:    queued("ns", "b", ptr.To[int32](10), 60),
+			want: false,
+		},
+		"no priority counts as 0, above a negative one": {
+			a:    queued("ns", "a", nil, 60),
+			b:    queued("ns", "b", ptr.To[int32](-1), 0),
+			want: true,
+		},
+		"no priority counts as 0, below a positive one": {
+			a:    queued("ns", "a", nil, 0),
+			b:    queued("ns", "b", ptr.To[int32](1), 60),
+			want: false,
+		},
+		"same priority: older first": {
+			a:    queued("ns", "z", ptr.To[int32](3), 0),
+			b:    queued("ns", "a", ptr.To[int32](3), 1),
+			want: true,
+		},
+		"same priority: younger after": {
+			a:    queued("ns", "a", ptr.To[int32](3), 1),
+			b:    queued("ns", "z", ptr.To[int32](3), 0),
+			want: false,
+		},
+		"nil and 0 priority are equal: older first": {
+			a:    queued("ns", "z", ptr.To[int32](0), 0),
+			b:    queued("ns", "a", nil, 1),
+			want: true,
+		},
+		"same priority and time: name order": {
+			a:    queued("ns", "a", nil, 0),
+			b:    queued("ns", "b", nil, 0),
+			want: true,
+		},
+		"same priority and time: name order, reversed": {
+			a:    queued("ns", "b", nil, 0),
+			b:    queued("ns", "a", nil, 0),
+			want: false,
+		},
+		"same priority and time: namespace before name": {
+			a:    queued("ns1", "z", nil, 0),
+			b:    queued("ns2", "a", nil, 0),
+			want: true,
+		},
+		"same workload is not before itself": {
+			a:    queued("ns", "a", ptr.To[int32](3), 0),
+			b:    queued("ns", "a", ptr.To[int32](3), 0),
+			want: false,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Before(tc.a, tc.b); got != tc.want {
+				t.Errorf("Before() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTotalRequests(t *testing.T) {
+	cases := map[string]struct {
+		ps   strata.PodSet
+		want corev1.ResourceList
+	}{
+		"one pod": {
+			ps:   testutil.MakePodSet("main", 1, "cpu", "500m", "memory", "1Gi").Obj(),
+			want: rl("cpu", "500m", "memory", "1Gi"),
+		},
+		"requests times count": {
+			ps:   testutil.MakePodSet("main", 4, "cpu", "500m", "memory", "1Gi", "nvidia.com/gpu", "2").Obj(),
+			want: rl("cpu", "2", "memory", "4Gi", "nvidia.com/gpu", "8"),
+		},
+		"no pods": {
+			ps:   testutil.MakePodSet("main", 0, "cpu", "1").Obj(),
+			want: rl("cpu", "0"),
+		},
+		"no requests": {
+			ps:   testutil.MakePodSet("main", 3).Obj(),
+			want: corev1.ResourceList{},
+		},
+		"containers are summed": {
+			ps: func() strata.PodSet {
+				ps := testutil.MakePodSet("main", 2, "cpu", "1").Obj()
+				ps.Template.Spec.Containers = append(ps.Template.Spec.Containers, corev1.Container{
+					Name: "sidecar", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "250m")},
+				})
+				return ps
+			}(),
+			want: rl("cpu", "2500m"),
+		},
+		"no int64 overflow at scale: 60,000 pods x 200Gi": {
+			ps:   testutil.MakePodSet("main", 60000, "memory", "200Gi").Obj(),
+			want: rl("memory", "12000000Gi"),
+		},
+		"init containers count by their maximum": {
+			ps: func() strata.PodSet {
+				ps := testutil.MakePodSet("main", 2, "cpu", "1").Obj()
+				ps.Template.Spec.InitContainers = []corev1.Container{{
+					Name: "init", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "3")},
+				}}
+				return ps
+			}(),
+			want: rl("cpu", "6"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, TotalRequests(&tc.ps)); diff != "" {
+				t.Errorf("TotalRequests() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAddUsage(t *testing.T) {
+	cases := map[string]struct {
+		usage map[string]corev1.ResourceList
+		psas  []strata.PodSetAssignment
+		want  map[string]corev1.ResourceList
+	}{
+		"nothing to add": {
+			usage: map[string]corev1.ResourceList{},
+			want:  map[string]corev1.ResourceList{},
+		},
+		"into an empty usage": {
+			usage: map[string]corev1.ResourceList{},
+			psas:  []strata.PodSetAssignment{{Name: "main", Flavor: "f1", ResourceUsage: rl("cpu", "4")}},
+			want:  map[string]corev1.ResourceList{"f1": rl("cpu", "4")},
+		},
+		"onto existing usage": {
+			usage: map[string]corev1.ResourceList{"f1": rl("cpu", "1", "memory", "1Gi")},
+			psas:  []strata.PodSetAssignment{{Name: "main", Flavor: "f1", ResourceUsage: rl("cpu", "500m", "nvidia.com/gpu", "2")}},
+			want:  map[string]corev1.ResourceList{"f1": rl("cpu", "1500m", "memory", "1Gi", "nvidia.com/gpu", "2")},
+		},
+		"pod sets on two flavors": {
+			usage: map[string]corev1.ResourceList{"f1": rl("cpu", "1")},
+			psas: []strata.PodSetAssignment{
+				{Name: "leader", Flavor: "f1", ResourceUsage: rl("cpu", "1")},
+				{Name: "workers", Flavor: "f2", ResourceUsage: rl("cpu", "8")},
+				{Name: "more", Flavor: "f1", ResourceUsage: rl("cpu", "2")},
+			},
+			want: map[string]corev1.ResourceList{"f1": rl("cpu", "4"), "f2": rl("cpu", "8")},
+		},
+		"an assignment without usage still names its flavor": {
+			usage: map[string]corev1.ResourceList{},
+			psas:  []strata.PodSetAssignment{{Name: "main", Flavor: "f1"}},
+			want:  map[string]corev1.ResourceList{"f1": {}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			AddUsage(tc.usage, tc.psas)
+			if diff := cmp.Diff(tc.want, tc.usage); diff != "" {
+				t.Errorf("AddUsage() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

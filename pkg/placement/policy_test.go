@@ -281,3 +281,42 @@ func TestUncheckedIsSaid(t *testing.T) {
 		t.Errorf("reason:\n got %s\nwant %s", d.Reason, want)
 	}
 }
+
+// TestSummaryEndsReflectedReservations: a reservation ends exactly when a
+// summary lists its dispatch — counted once by the reservation before,
+// once by the summary after — and a dispatch a summary lists already is
+// never reserved again (a hub rebuilding its reservations after a restart).
+func TestSummaryEndsReflectedReservations(t *testing.T) {
+	p := New("", tas.DefaultOptions(), 0)
+	wl := job(4, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) })
+	a := target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(4, 8), rackOf(4, 8)}}))
+	targets := []*Target{a}
+	for _, key := range []string{"uid-0/1", "uid-1/1"} {
+		d := p.Decide(wl, nil, targets)
+		if err := d.Reserve(targets, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Generation 2 counts uid-0's copy (its rack is used) and lists it;
+	// uid-1's is not admitted yet.
+	next := cluster(t, [][][]int64{{rackOf(4, 0), rackOf(4, 8)}})
+	next.SummaryGeneration = 2
+	next.Dispatches = []string{"uid-0/1"}
+	if err := a.SetSummary(next); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{"uid-0/1": a.Reserved("uid-0/1"), "uid-1/1": a.Reserved("uid-1/1")}
+	if diff := cmp.Diff(map[string]bool{"uid-0/1": false, "uid-1/1": true}, got); diff != "" {
+		t.Errorf("reserved after generation 2 (-want,+got):\n%s", diff)
+	}
+	if d := p.Decide(wl, nil, targets); d.Cluster != "" {
+		t.Errorf("placed on %s; want nowhere: one rack used, the other reserved", d.Cluster)
+	}
+	// Reserving a dispatch the summary counts takes nothing.
+	if err := a.Reserve("uid-0/1", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if a.Reserved("uid-0/1") || a.Reservations() != 1 || !a.Reflects("uid-0/1") {
+		t.Errorf("uid-0/1 reserved again (%d reservations)", a.Reservations())
+	}
+}

@@ -32,6 +32,8 @@ type Target struct {
 	free, empty  *tas.Snapshot
 	summary      *strata.CapacitySummaryStatus
 	reservations map[string]*reservation
+	// reflected are the dispatches the summary's free capacity counts.
+	reflected map[string]bool
 	// version changes with every reservation made or ended, so that
 	// memoized answers on the old state are not reused.
 	version uint64
@@ -67,8 +69,10 @@ func (t *Target) Levels() []string { return t.levels }
 // the in-flight reservations. Use it to read; place through a Policy.
 func (t *Target) Snapshot() *tas.Snapshot { return t.free }
 
-// SetSummary moves the view to a new summary. Reservations stay until
-// Release: the caller ends a reservation once a summary reflects it.
+// SetSummary moves the view to a new summary. The reservations whose keys
+// the summary lists among its dispatches end: from now on its free
+// capacity counts them. The others stay until the summary lists them or
+// Release.
 func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
 	// Most new generations change amounts, not which nodes are where:
 	// rewrite the nodes in place then.
@@ -81,6 +85,11 @@ func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
 	}
 	t.empty, t.summary, t.generation, t.levels = nil, st, st.SummaryGeneration, st.Levels
 	t.version++
+	t.reflected = make(map[string]bool, len(st.Dispatches))
+	for _, key := range st.Dispatches {
+		t.reflected[key] = true
+		delete(t.reservations, key) // counted by the summary: never twice
+	}
 	// Re-apply the reservations, oldest first, at the leaf level.
 	held := make([]*reservation, 0, len(t.reservations))
 	for _, r := range t.reservations {
@@ -106,6 +115,9 @@ func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
 // (assignments at the summary's leaf level, one per pod set with its pod's
 // requests) until Release. Reserving a key again replaces its reservation.
 func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []corev1.ResourceList) error {
+	if t.reflected[key] {
+		return nil // the summary counts it already
+	}
 	if len(assignments) != len(requests) {
 		return fmt.Errorf("%d assignments for %d pod sets", len(assignments), len(requests))
 	}
@@ -125,6 +137,13 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 	t.version++
 	return nil
 }
+
+// Reflects says whether the summary counts dispatch key in its free
+// capacity already, so that no reservation must hold it.
+func (t *Target) Reflects(key string) bool { return t.reflected[key] }
+
+// Reservations is the number of reservations held.
+func (t *Target) Reservations() int { return len(t.reservations) }
 
 // Release ends a reservation: its workload's usage now shows in the
 // summary, or the dispatch was undone.

@@ -13,7 +13,7 @@ import (
 // SetupControllers adds the hub's fleet and controllers to mgr and returns
 // the fleet.
 func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*fleet.Fleet, error) {
-	f := fleet.New(mgr.GetScheme())
+	f := fleet.New(mgr.GetScheme(), cfg.Origin)
 	if err := mgr.Add(f); err != nil {
 		return nil, err
 	}

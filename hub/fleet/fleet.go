@@ -1,7 +1,10 @@
 // Package fleet is the hub's view of its worker clusters: one connection
-// per worker, with an informer of the worker's CapacitySummaries, kept
-// current by the WorkerCluster controller. It is a manager Runnable: the
-// connections live as long as the manager.
+// per worker, with informers of the worker's CapacitySummaries and of the
+// copies this hub dispatched there (Jobs and their Workloads labelled with
+// the hub's origin), kept current by the WorkerCluster controller; and the
+// placement targets built from the summaries, with the hub's in-flight
+// reservations. It is a manager Runnable: the connections live as long as
+// the manager.
 package fleet
 
 import (
@@ -12,7 +15,11 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -20,21 +27,31 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/workload"
 )
 
 // Fleet holds a connection to every registered worker. It is safe for
 // concurrent use.
 type Fleet struct {
 	scheme *runtime.Scheme
+	origin string
 	// changed receives a worker's name whenever its summaries change or its
 	// connection ends.
 	changed chan string
+	// copies receives the key of the hub Workload whose copy changed on a
+	// worker.
+	copies chan types.NamespacedName
 
 	mu      sync.Mutex
 	ctx     context.Context // the manager's, once started
 	started chan struct{}
 	remotes map[string]*remote
-	// targets are the placement targets of every worker, by flavor.
+	// listeners are called with a worker's name when its summaries change.
+	listeners []func(string)
+
+	// tmu guards targets, the placement targets of every worker by flavor,
+	// and their reservations.
+	tmu     sync.Mutex
 	targets map[string]map[string]*placement.Target
 }
 
@@ -44,18 +61,36 @@ type remote struct {
 	// replaces the connection.
 	identity string
 	cache    crcache.Cache
-	cancel   context.CancelFunc
-	synced   bool
+	// client writes to the worker, and reads what the cache may not have
+	// yet.
+	client client.Client
+	cancel context.CancelFunc
+	synced bool
 }
 
-// New returns an empty fleet.
-func New(scheme *runtime.Scheme) *Fleet {
-	return &Fleet{scheme: scheme, changed: make(chan string, 1024), started: make(chan struct{}), remotes: map[string]*remote{},
-		targets: map[string]map[string]*placement.Target{}}
+// New returns an empty fleet of the hub identified by origin.
+func New(scheme *runtime.Scheme, origin string) *Fleet {
+	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
+		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{}}
 }
 
 // Changed receives the names of workers whose summaries changed.
 func (f *Fleet) Changed() <-chan string { return f.changed }
+
+// CopyEvents receives the keys of hub Workloads whose copies changed on a
+// worker: created, admitted, running, finished, deleted.
+func (f *Fleet) CopyEvents() <-chan types.NamespacedName { return f.copies }
+
+// OnSummaries calls fn with a worker's name whenever its summaries change
+// or its connection ends. fn must not block.
+func (f *Fleet) OnSummaries(fn func(worker string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.listeners = append(f.listeners, fn)
+}
+
+// Origin is the hub's identity on the workers.
+func (f *Fleet) Origin() string { return f.origin }
 
 // Start keeps the connections until ctx ends, then closes them.
 func (f *Fleet) Start(ctx context.Context) error {
@@ -121,10 +156,13 @@ func (f *Fleet) Connect(ctx context.Context, name, identity string, cfg *rest.Co
 func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "strata-hub"
+	mine := labels.SelectorFromSet(labels.Set{strata.OriginLabel: f.origin})
 	c, err := crcache.New(cfg, crcache.Options{
 		Scheme: f.scheme,
 		ByObject: map[client.Object]crcache.ByObject{
 			&strata.CapacitySummary{}: {},
+			&strata.Workload{}:        {Label: mine},
+			&batchv1.Job{}:            {Label: mine},
 		},
 		// A worker the hub cannot reach must not block the hub: reads fail
 		// fast and the informer retries with its own backoff.
@@ -144,6 +182,12 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 		case f.changed <- name:
 		default: // a full queue: a resync brings the worker back
 		}
+		f.mu.Lock()
+		listeners := f.listeners
+		f.mu.Unlock()
+		for _, fn := range listeners {
+			fn(name)
+		}
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { notify() },
@@ -153,20 +197,62 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 		cancel()
 		return nil, err
 	}
+	for _, obj := range []client.Object{&strata.Workload{}, &batchv1.Job{}} {
+		inf, err := c.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("watching the hub's copies on the worker: %w", err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { f.copyChanged(o) },
+			UpdateFunc: func(_, o any) { f.copyChanged(o) },
+			DeleteFunc: func(o any) { f.copyChanged(o) },
+		}); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: f.scheme})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("a client for the worker: %w", err)
+	}
 	go func() {
 		if err := c.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			notify()
 		}
 	}()
-	return &remote{identity: identity, cache: c, cancel: cancel}, nil
+	return &remote{identity: identity, cache: c, client: direct, cancel: cancel}, nil
+}
+
+// copyChanged queues the hub Workload of a copy (a Job or its Workload)
+// that changed on a worker.
+func (f *Fleet) copyChanged(o any) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	obj, ok := o.(client.Object)
+	if !ok {
+		return
+	}
+	name := obj.GetName()
+	if _, isJob := obj.(*batchv1.Job); isJob {
+		name = workload.JobWorkloadName(name)
+	}
+	select {
+	case f.copies <- types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}:
+	default:
+		// A full queue: the orphan check and the Workload's own events
+		// bring it back.
+	}
 }
 
 // Forget drops a worker: its connection and its targets, with their
 // reservations (the WorkerCluster is gone).
 func (f *Fleet) Forget(name string) {
 	f.Disconnect(name)
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
 	delete(f.targets, name)
 }
 
@@ -178,6 +264,67 @@ func (f *Fleet) Disconnect(name string) {
 		r.cancel()
 		delete(f.remotes, name)
 	}
+}
+
+// connected returns a worker's connection once its informers are synced.
+func (f *Fleet) connected(name string) *remote {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.remotes[name]; r != nil && r.synced {
+		return r
+	}
+	return nil
+}
+
+// ErrNotConnected: the worker is not connected, or not read yet.
+var ErrNotConnected = errors.New("not connected")
+
+// Client returns a client of the worker, for writes and for reads that
+// must not wait for the informers.
+func (f *Fleet) Client(name string) (client.Client, error) {
+	r := f.connected(name)
+	if r == nil {
+		return nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
+	}
+	return r.client, nil
+}
+
+// Copy returns the copy of a hub Job on a worker as last read: the Job
+// (namespace/job) and its Workload, each nil when the worker has none
+// labelled with this hub's origin.
+func (f *Fleet) Copy(ctx context.Context, name string, job types.NamespacedName) (*batchv1.Job, *strata.Workload, error) {
+	r := f.connected(name)
+	if r == nil {
+		return nil, nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
+	}
+	j := &batchv1.Job{}
+	if err := r.cache.Get(ctx, job, j); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, nil, err
+		}
+		j = nil
+	}
+	wl := &strata.Workload{}
+	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, wl); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, nil, err
+		}
+		wl = nil
+	}
+	return j, wl, nil
+}
+
+// Copies lists the Jobs this hub dispatched to a worker, as last read.
+func (f *Fleet) Copies(ctx context.Context, name string) ([]batchv1.Job, error) {
+	r := f.connected(name)
+	if r == nil {
+		return nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
+	}
+	var list batchv1.JobList
+	if err := r.cache.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // Summaries returns a worker's capacity summaries as last read, sorted by

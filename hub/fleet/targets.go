@@ -23,13 +23,48 @@ type Worker struct {
 	NotConnected string
 }
 
-// Targets returns a placement target per flavor of every worker, in the
-// order of workers and then flavors, current with the summaries last read.
-// A target keeps its reservations across summaries (the caller releases
-// them), also while its worker is unreachable. A target that must get no
-// new work says why in Unavailable: cordoned, unreachable, its summary
-// stale or not published.
-func (f *Fleet) Targets(ctx context.Context, workers []Worker, now time.Time, staleAfter time.Duration) ([]*placement.Target, error) {
+// WithTargets calls fn with a placement target per flavor of every worker,
+// in the order of workers and then flavors, current with the summaries
+// last read, and holds them for fn alone: fn may decide and reserve. A
+// target keeps its reservations across summaries until a summary lists
+// their dispatch or Release, also while its worker is unreachable. A
+// target that must get no new work says why in Unavailable: cordoned,
+// unreachable, its summary stale or not published.
+func (f *Fleet) WithTargets(ctx context.Context, workers []Worker, now time.Time, staleAfter time.Duration, fn func([]*placement.Target) error) error {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	targets, err := f.refreshTargets(ctx, workers, now, staleAfter)
+	if err != nil {
+		return err
+	}
+	return fn(targets)
+}
+
+// Release ends the reservation key on a worker's flavor, if any: the
+// dispatch was undone, or its copy finished.
+func (f *Fleet) Release(worker, flavor, key string) {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	if t := f.targets[worker][flavor]; t != nil {
+		t.Release(key)
+	}
+}
+
+// Reservations is the number of in-flight reservations per worker.
+func (f *Fleet) Reservations() map[string]int {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	out := map[string]int{}
+	for worker, ts := range f.targets {
+		for _, t := range ts {
+			out[worker] += t.Reservations()
+		}
+	}
+	return out
+}
+
+// refreshTargets brings every worker's targets up to date. f.tmu is held.
+func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.Time, staleAfter time.Duration) ([]*placement.Target, error) {
 	var out []*placement.Target
 	for _, w := range workers {
 		var summaries []strata.CapacitySummary
@@ -46,14 +81,12 @@ func (f *Fleet) Targets(ctx context.Context, workers []Worker, now time.Time, st
 				w.NotConnected = "not connected yet"
 			}
 		}
-		f.mu.Lock()
 		targets, err := refresh(f.targets[w.Name], w, connected, summaries, now, staleAfter)
 		if targets == nil {
 			delete(f.targets, w.Name)
 		} else {
 			f.targets[w.Name] = targets
 		}
-		f.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
@@ -122,4 +155,16 @@ func unavailable(w Worker, s *strata.CapacitySummary, now time.Time, staleAfter 
 		return fmt.Sprintf("summary not ready (%s): %s", c.Reason, c.Message)
 	}
 	return ""
+}
+
+// Targets returns the targets as WithTargets would pass them, for
+// observers: reading them races with placement, so use it only where
+// nothing places (tests, one-off views).
+func (f *Fleet) Targets(ctx context.Context, workers []Worker, now time.Time, staleAfter time.Duration) ([]*placement.Target, error) {
+	var out []*placement.Target
+	err := f.WithTargets(ctx, workers, now, staleAfter, func(ts []*placement.Target) error {
+		out = ts
+		return nil
+	})
+	return out, err
 }

@@ -203,10 +203,17 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster) meta
 		Message: fmt.Sprintf("connected to %s", cfg.Host)}
 }
 
-// needed are the permissions the hub needs on a worker to place on it.
+// needed are the permissions the hub needs on a worker to place on it and
+// follow its copies there. Creating and deleting Jobs is checked where it
+// happens, per namespace: a refusal there is the WorkerCluster's
+// Dispatching condition.
 var needed = []authorizationv1.ResourceAttributes{
 	{Verb: "list", Group: "strata.dev", Resource: "capacitysummaries"},
 	{Verb: "watch", Group: "strata.dev", Resource: "capacitysummaries"},
+	{Verb: "list", Group: "strata.dev", Resource: "workloads"},
+	{Verb: "watch", Group: "strata.dev", Resource: "workloads"},
+	{Verb: "list", Group: "batch", Resource: "jobs"},
+	{Verb: "watch", Group: "batch", Resource: "jobs"},
 }
 
 // missingPermissions asks the worker which of the needed permissions the

@@ -618,7 +618,7 @@ func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status
 	// live numbers do ("the best rack fits 2 of 4 pods" and "3 of 4"): a
 	// capacity change would otherwise cost a write and an event for every
 	// waiting workload.
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == status && c.Reason == reason && sameMeaning(c.Message, truncate(message)) {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == status && c.Reason == reason && workload.SameMeaning(c.Message, truncate(message)) {
 		return nil
 	}
 	wl = wl.DeepCopy()
@@ -636,50 +636,11 @@ func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status
 		// kubectl describe job says why it waits.
 		note := truncateNote(message)
 		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Schedule", "%s", note)
-		if job := ownerJob(wl); job != nil {
+		if job := workload.OwnerJob(wl); job != nil {
 			s.recorder.Eventf(job, wl, corev1.EventTypeNormal, reason, "Schedule", "%s", note)
 		}
 	}
 	return nil
-}
-
-// sameMeaning says whether two messages differ at most in their numbers.
-func sameMeaning(a, b string) bool {
-	if a == b {
-		return true
-	}
-	return withoutNumbers(a) == withoutNumbers(b)
-}
-
-// withoutNumbers replaces every run of digits with '#'.
-func withoutNumbers(m string) string {
-	var b strings.Builder
-	b.Grow(len(m))
-	digits := false
-	for i := 0; i < len(m); i++ {
-		c := m[i]
-		if c >= '0' && c <= '9' {
-			if !digits {
-				b.WriteByte('#')
-			}
-			digits = true
-			continue
-		}
-		digits = false
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-// ownerJob is a reference to the batch/v1 Job that controls the workload,
-// by UID, or nil: the Job of that name now may be another one, and its
-// events must not describe this workload.
-func ownerJob(wl *strata.Workload) *corev1.ObjectReference {
-	owner := metav1.GetControllerOfNoCopy(wl)
-	if owner == nil || owner.Kind != "Job" || owner.APIVersion != "batch/v1" {
-		return nil
-	}
-	return &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Namespace: wl.Namespace, Name: owner.Name, UID: owner.UID}
 }
 
 // maxEventNote is the API's limit on an events.k8s.io/v1 Event's note: a

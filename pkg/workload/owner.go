@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -34,4 +36,43 @@ func OwnedPods(wl *strata.Workload, pods []corev1.Pod) []corev1.Pod {
 		}
 	}
 	return out
+}
+
+// SameMeaning says whether two messages differ at most in their numbers.
+func SameMeaning(a, b string) bool {
+	if a == b {
+		return true
+	}
+	return withoutNumbers(a) == withoutNumbers(b)
+}
+
+// withoutNumbers replaces every run of digits with '#'.
+func withoutNumbers(m string) string {
+	var b strings.Builder
+	b.Grow(len(m))
+	digits := false
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if c >= '0' && c <= '9' {
+			if !digits {
+				b.WriteByte('#')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// OwnerJob is a reference to the batch/v1 Job that controls the workload,
+// by UID, or nil: the Job of that name now may be another one, and its
+// events must not describe this workload.
+func OwnerJob(wl *strata.Workload) *corev1.ObjectReference {
+	owner := metav1.GetControllerOfNoCopy(wl)
+	if owner == nil || owner.Kind != "Job" || owner.APIVersion != "batch/v1" {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Namespace: wl.Namespace, Name: owner.Name, UID: owner.UID}
 }

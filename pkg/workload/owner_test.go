@@ -46,3 +46,23 @@ func TestOwnedPods(t *testing.T) {
 		})
 	}
 }
+
+func TestSameMeaning(t *testing.T) {
+	cases := map[string]struct {
+		a, b string
+		want bool
+	}{
+		"equal":                {"fits nowhere now", "fits nowhere now", true},
+		"numbers differ":       {"rack holds 6 of 8 pods", "rack holds 12 of 8 pods", true},
+		"words differ":         {"rack holds 6 of 8 pods", "block holds 6 of 8 pods", false},
+		"a number appears":     {"rack holds pods", "rack holds 6 pods", false},
+		"separate runs differ": {"1 2", "12", false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := SameMeaning(tc.a, tc.b); got != tc.want {
+				t.Errorf("SameMeaning(%q, %q) = %t, want %t", tc.a, tc.b, got, tc.want)
+			}
+		})
+	}
+}

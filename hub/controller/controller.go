@@ -2,23 +2,73 @@
 package controller
 
 import (
+	"context"
+
+	batchv1 "k8s.io/api/batch/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/controller/copies"
+	"strata.dev/strata/hub/controller/jobs"
 	"strata.dev/strata/hub/controller/workercluster"
+	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/controller/localqueue"
+	"strata.dev/strata/pkg/index"
 )
 
-// SetupControllers adds the hub's fleet and controllers to mgr and returns
-// the fleet.
+// SetupControllers adds the hub's fleet, controllers and dispatcher to mgr
+// and returns the fleet.
 func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*fleet.Fleet, error) {
+	ctx := context.Background()
+	if err := index.SetupQueues(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	clk := clock.RealClock{}
+	recorder := mgr.GetEventRecorder("strata-hub")
 	f := fleet.New(mgr.GetScheme(), cfg.Origin)
 	if err := mgr.Add(f); err != nil {
 		return nil, err
 	}
-	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, clock.RealClock{}).SetupWithManager(mgr); err != nil {
+	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, clk).SetupWithManager(mgr); err != nil {
 		return nil, err
+	}
+	if err := jobs.NewReconciler(mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := localqueue.NewReconciler(mgr.GetClient(), clk).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	followed := copies.NewReconciler(mgr.GetClient(), f, cfg, recorder, clk)
+	if err := followed.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(copies.NewOrphanCollector(mgr.GetClient(), f, followed, cfg.Dispatch.OrphanCheckInterval.Duration, clk)); err != nil {
+		return nil, err
+	}
+	d := dispatch.New(mgr.GetClient(), f, cfg, recorder, clk)
+	if err := mgr.Add(d); err != nil {
+		return nil, err
+	}
+	// A pass follows whatever can change a decision.
+	f.OnSummaries(func(string) { d.Wake() })
+	wake := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { d.Wake() },
+		UpdateFunc: func(any, any) { d.Wake() },
+		DeleteFunc: func(any) { d.Wake() },
+	}
+	for _, obj := range []client.Object{&strata.Workload{}, &batchv1.Job{}, &strata.WorkerCluster{}, &strata.LocalQueue{}, &strata.ClusterQueue{}} {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(wake); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }

@@ -80,3 +80,55 @@ var (
 func init() {
 	metrics.Registry.MustRegister(Replacements, ReplacementLatency, NodeFailureEvictions)
 }
+
+// The hub's metrics.
+var (
+	// HubPlacementLatency is the time one placement decision takes.
+	HubPlacementLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strata_hub_placement_latency_seconds",
+		Help:    "Time the hub takes to decide where one workload goes.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+	})
+
+	// HubDecisions counts dispatches per worker and flavor.
+	HubDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_hub_dispatches_total",
+		Help: "Workloads the hub dispatched, per worker cluster and flavor.",
+	}, []string{"cluster", "flavor"})
+
+	// HubRejections counts dispatches a worker refused or did not admit in
+	// time, per worker and reason.
+	HubRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_hub_rejections_total",
+		Help: "Dispatches undone because the worker refused them or did not admit them in time, per worker cluster and reason.",
+	}, []string{"cluster", "reason"})
+
+	// HubReservations is the number of in-flight reservations.
+	HubReservations = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "strata_hub_inflight_reservations",
+		Help: "Dispatches the hub holds capacity for until a worker's summary counts them.",
+	})
+
+	// HubSummaryAge is the age of each worker's oldest summary when last read.
+	HubSummaryAge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_hub_summary_age_seconds",
+		Help: "Age of the oldest capacity summary of each worker cluster, when the hub last read it.",
+	}, []string{"cluster"})
+
+	// HubConnected is 1 when the hub reaches a worker, 0 when not.
+	HubConnected = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_hub_worker_connected",
+		Help: "1 when the hub reaches the worker cluster with the permissions it needs, else 0.",
+	}, []string{"cluster"})
+
+	// HubAdmissionLatency is the time from dispatch to the worker's admission.
+	HubAdmissionLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "strata_hub_dispatch_to_admission_seconds",
+		Help:    "Time from a dispatch to the worker's admission of the copy, per worker cluster.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 18),
+	}, []string{"cluster"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(HubPlacementLatency, HubDecisions, HubRejections, HubReservations, HubSummaryAge, HubConnected, HubAdmissionLatency)
+}

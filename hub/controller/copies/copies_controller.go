@@ -1,0 +1,505 @@
+// Package copies follows each dispatched hub Workload's copy on its
+// worker: it creates the copy the dispatcher decided on, brings the
+// worker's admission and the copy Job's status back to the hub, undoes a
+// dispatch the worker refuses or does not admit in time, takes the copy
+// back when the hub Job is suspended or deleted, and cleans finished
+// copies once their status is on the hub.
+package copies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Reasons of a worker's Dispatching condition and of refusals the hub
+// finds itself.
+const (
+	ReasonDispatching       = "Dispatching"
+	ReasonNamespaceNotFound = "NamespaceNotFound"
+	ReasonForbidden         = "Forbidden"
+	ReasonNameTaken         = "NameTaken"
+)
+
+// creationGrace is how long a copy the hub created may be missing from
+// the worker's informer before the hub creates it again.
+const creationGrace = 30 * time.Second
+
+// Reconciler follows the copies of hub Workloads.
+type Reconciler struct {
+	client   client.Client
+	fleet    *fleet.Fleet
+	recorder events.EventRecorder
+	clock    clock.Clock
+	cfg      *configv1beta1.HubConfiguration
+
+	mu sync.Mutex
+	// known is the last dispatch seen per hub Workload, to take back the
+	// copy of a Workload deleted meanwhile.
+	known map[types.NamespacedName]known
+	// created is when the hub created each dispatch's copy.
+	created map[string]time.Time
+}
+
+type known struct {
+	uid             types.UID
+	cluster, flavor string
+	generation      int64
+	job             string
+}
+
+// NewReconciler returns a Reconciler.
+func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
+	return &Reconciler{client: c, fleet: f, cfg: cfg, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{}, created: map[string]time.Time{}}
+}
+
+// +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=strata.dev,resources=workloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=strata.dev,resources=workerclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the reconciler: hub Workloads, their Jobs,
+// and every change of a copy on a worker.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("copies").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		For(&strata.Workload{}).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: workload.JobWorkloadName(o.GetName())}}}
+		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[strata.QueueNameLabel] != ""
+		}))).
+		WatchesRawSource(source.Channel(r.copyEvents(), &handler.TypedEnqueueRequestForObject[*strata.Workload]{})).
+		Complete(r)
+}
+
+// copyEvents turns the fleet's copy events into generic events.
+func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workload] {
+	out := make(chan event.TypedGenericEvent[*strata.Workload], 1024)
+	go func() {
+		for key := range r.fleet.CopyEvents() {
+			out <- event.TypedGenericEvent[*strata.Workload]{Object: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+		}
+	}()
+	return out
+}
+
+// Reconcile brings one hub Workload's copy in line with its record.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var wl strata.Workload
+	if err := r.client.Get(ctx, req.NamespacedName, &wl); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.forget(ctx, req.NamespacedName)
+	}
+	cluster, flavor, gen, placed := dispatch.Placed(&wl)
+	owner := metav1.GetControllerOfNoCopy(&wl)
+	if !placed || owner == nil || owner.Kind != "Job" {
+		r.mu.Lock()
+		delete(r.known, req.NamespacedName)
+		r.mu.Unlock()
+		return ctrl.Result{}, nil
+	}
+	jobKey := types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}
+	r.mu.Lock()
+	r.known[req.NamespacedName] = known{uid: wl.UID, cluster: cluster, flavor: flavor, generation: gen, job: owner.Name}
+	r.mu.Unlock()
+	key := dispatch.Key(wl.UID, gen)
+
+	hubJob := &batchv1.Job{}
+	if err := r.client.Get(ctx, jobKey, hubJob); err != nil || hubJob.UID != owner.UID {
+		if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+		hubJob = nil
+	}
+	finished := meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished)
+	switch {
+	case hubJob == nil || !wl.DeletionTimestamp.IsZero():
+		// The Job is gone: its Workload follows; the copy goes first.
+		return ctrl.Result{}, r.takeBack(ctx, &wl, jobKey, strata.PlacementEvicted, dispatch.ReasonSuspended, "the Job was deleted", false)
+	case !finished && ptr.Deref(hubJob.Spec.Suspend, false):
+		return ctrl.Result{}, r.takeBack(ctx, &wl, jobKey, strata.PlacementEvicted, dispatch.ReasonSuspended,
+			"the Job was suspended on the hub; it is dispatched again when resumed", true)
+	}
+
+	copyJob, copyWL, err := r.fleet.Copy(ctx, cluster, jobKey)
+	if errors.Is(err, fleet.ErrNotConnected) {
+		// The copy stays recorded; nothing is sent elsewhere while it may
+		// run. The connection's return brings the Workload back.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if copyJob != nil {
+		if uid, g, _ := dispatch.CopyOf(copyJob); uid != wl.UID || g != gen {
+			// A copy of an earlier dispatch, or of an earlier Workload of
+			// this name: it goes before this one is created.
+			return ctrl.Result{}, r.deleteCopy(ctx, cluster, copyJob)
+		}
+	}
+	if finished {
+		return r.cleanFinished(ctx, &wl, cluster, flavor, key, copyJob)
+	}
+	if copyJob == nil {
+		return r.create(ctx, &wl, hubJob, cluster, flavor, gen, key)
+	}
+	if err := r.syncJobStatus(ctx, hubJob, copyJob); err != nil {
+		return ctrl.Result{}, err
+	}
+	if done, _ := intake.Finished(copyJob); done {
+		r.fleet.Release(cluster, flavor, key) // the worker released it
+		return ctrl.Result{}, nil
+	}
+	verdict, reason, message := dispatch.Judge(copyWL)
+	switch verdict {
+	case dispatch.Refused:
+		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementRejected, dispatch.ReasonRejected, reason,
+			fmt.Sprintf("the worker refused the copy (%s): %s", reason, message))
+	case dispatch.Admitted:
+		return ctrl.Result{}, r.admitted(ctx, &wl, hubJob, copyWL)
+	}
+	dispatched := dispatchTime(&wl)
+	if wait := dispatched.Add(r.cfg.Dispatch.AdmissionTimeout.Duration).Sub(r.clock.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, r.mirrorWait(ctx, &wl, copyWL)
+	}
+	return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementTimedOut, dispatch.ReasonTimedOut, "AdmissionTimeout",
+		fmt.Sprintf("the worker did not admit the copy within %s", r.cfg.Dispatch.AdmissionTimeout.Duration))
+}
+
+// dispatchTime is when the current dispatch was recorded.
+func dispatchTime(wl *strata.Workload) time.Time {
+	p := wl.Status.Placement
+	for i := len(p.Attempts) - 1; i >= 0; i-- {
+		if a := p.Attempts[i]; a.DispatchGeneration == p.DispatchGeneration && a.Cluster == p.Cluster {
+			return a.Time.Time
+		}
+	}
+	return wl.CreationTimestamp.Time
+}
+
+// forget takes back the copy of a hub Workload that is gone.
+func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error {
+	r.mu.Lock()
+	k, ok := r.known[key]
+	r.mu.Unlock()
+	if !ok {
+		return nil // never dispatched by this process: the orphan check finds its copy
+	}
+	r.fleet.Release(k.cluster, k.flavor, dispatch.Key(k.uid, k.generation))
+	copyJob, _, err := r.fleet.Copy(ctx, k.cluster, types.NamespacedName{Namespace: key.Namespace, Name: k.job})
+	if err != nil {
+		return err
+	}
+	if copyJob != nil {
+		if uid, _, _ := dispatch.CopyOf(copyJob); uid == k.uid {
+			if err := r.deleteCopy(ctx, k.cluster, copyJob); err != nil {
+				return err
+			}
+		}
+	}
+	r.mu.Lock()
+	delete(r.known, key)
+	r.mu.Unlock()
+	return nil
+}
+
+// create sends the copy of the current dispatch to its worker.
+func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, cluster, flavor string, gen int64, key string) (ctrl.Result, error) {
+	r.mu.Lock()
+	at, sent := r.created[key]
+	r.mu.Unlock()
+	if sent {
+		if wait := at.Add(creationGrace).Sub(r.clock.Now()); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil // the informer has not shown it yet
+		}
+	}
+	var wc strata.WorkerCluster
+	if err := r.client.Get(ctx, types.NamespacedName{Name: cluster}, &wc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.refuse(ctx, wl, hubJob, client.ObjectKeyFromObject(hubJob), strata.PlacementUnreachable, dispatch.ReasonRejected, "WorkerClusterNotFound",
+				fmt.Sprintf("WorkerCluster %s no longer exists", cluster))
+		}
+		return ctrl.Result{}, err
+	}
+	queueName := wc.Spec.LocalQueueName
+	if queueName == "" {
+		queueName = hubJob.Labels[strata.QueueNameLabel]
+	}
+	c, err := r.fleet.Client(cluster)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	cp := dispatch.NewCopy(hubJob, wl, r.fleet.Origin(), queueName, flavor, gen)
+	err = c.Create(ctx, cp)
+	if apierrors.IsNotFound(err) && r.cfg.Dispatch.CreateNamespaces {
+		if nsErr := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.Namespace}}); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
+			return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonForbidden, fmt.Sprintf("creating namespace %s on %s: %v", cp.Namespace, cluster, nsErr))
+		}
+		err = c.Create(ctx, cp)
+	}
+	switch {
+	case err == nil:
+	case apierrors.IsAlreadyExists(err):
+		existing := &batchv1.Job{}
+		if getErr := c.Get(ctx, client.ObjectKeyFromObject(cp), existing); getErr != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(getErr)
+		}
+		if uid, g, ok := dispatch.CopyOf(existing); ok && uid == wl.UID && g == gen {
+			break // created before, by this hub: the informer is behind
+		}
+		if existing.Labels[strata.OriginLabel] == r.fleet.Origin() {
+			return ctrl.Result{}, r.deleteCopy(ctx, cluster, existing) // a stale copy of ours
+		}
+		return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonNameTaken,
+			fmt.Sprintf("Job %s/%s exists on %s and is not a copy from this hub", cp.Namespace, cp.Name, cluster))
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonNamespaceNotFound,
+			fmt.Sprintf("namespace %s does not exist on %s (the hub creates it only with dispatch.createNamespaces)", cp.Namespace, cluster))
+	case apierrors.IsForbidden(err):
+		return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonForbidden,
+			fmt.Sprintf("the hub's credential may not create jobs.batch in namespace %s on %s: %v", cp.Namespace, cluster, err))
+	case apierrors.IsInvalid(err):
+		return ctrl.Result{}, r.refuse(ctx, wl, hubJob, client.ObjectKeyFromObject(hubJob), strata.PlacementRejected, dispatch.ReasonRejected, "Invalid",
+			fmt.Sprintf("the worker's API server rejected the copy: %v", err))
+	default:
+		return ctrl.Result{}, err
+	}
+	r.mu.Lock()
+	r.created[key] = r.clock.Now()
+	r.mu.Unlock()
+	return ctrl.Result{RequeueAfter: r.cfg.Dispatch.AdmissionTimeout.Duration}, nil
+}
+
+// workerRefused undoes a dispatch for a reason of the worker's, and says
+// so on the WorkerCluster too.
+func (r *Reconciler) workerRefused(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, cluster, reason, message string) error {
+	if err := r.setDispatching(ctx, cluster, metav1.ConditionFalse, reason, message); err != nil {
+		return err
+	}
+	return r.refuse(ctx, wl, hubJob, client.ObjectKeyFromObject(hubJob), strata.PlacementRejected, dispatch.ReasonRejected, reason, message)
+}
+
+// workerReasons are the refusals that say something about the worker, not
+// the workload: the WorkerCluster's Dispatching condition names them.
+var workerReasons = map[string]bool{
+	intake.ReasonLocalQueueNotFound:  true,
+	intake.ReasonQueueNotFound:       true,
+	intake.ReasonNamespaceNotAllowed: true,
+}
+
+// refuse undoes the current dispatch: the copy goes first, then the
+// record; the dispatcher then places the Workload again, without this
+// worker for a backoff.
+func (r *Reconciler) refuse(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, jobKey types.NamespacedName, result strata.PlacementResult, condReason, reason, message string) error {
+	cluster, _, _, _ := dispatch.Placed(wl)
+	if workerReasons[reason] {
+		if err := r.setDispatching(ctx, cluster, metav1.ConditionFalse, reason, message); err != nil {
+			return err
+		}
+	}
+	if err := r.takeBack(ctx, wl, jobKey, result, condReason, message, true); err != nil {
+		return err
+	}
+	metrics.HubRejections.WithLabelValues(cluster, reason).Inc()
+	if hubJob != nil {
+		r.recorder.Eventf(hubJob, wl, corev1.EventTypeWarning, condReason, "Dispatch", "%s", intake.Truncate(cluster+": "+message, intake.MaxEventNote))
+	}
+	return nil
+}
+
+// takeBack removes the current dispatch's copy, ends its reservation and,
+// when record is set, records the outcome on the Workload.
+func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey types.NamespacedName, result strata.PlacementResult, condReason, message string, record bool) error {
+	cluster, flavor, gen, _ := dispatch.Placed(wl)
+	copyJob, _, err := r.fleet.Copy(ctx, cluster, jobKey)
+	if err != nil && !errors.Is(err, fleet.ErrNotConnected) {
+		return err
+	}
+	if errors.Is(err, fleet.ErrNotConnected) {
+		if _, err := r.fleet.Client(cluster); err != nil {
+			// At most one live copy: nothing else is sent until this one
+			// is known to be gone.
+			return fmt.Errorf("cannot remove the copy on %s: %w", cluster, err)
+		}
+	}
+	if copyJob != nil {
+		if uid, _, _ := dispatch.CopyOf(copyJob); uid == wl.UID {
+			if err := r.deleteCopy(ctx, cluster, copyJob); err != nil {
+				return err
+			}
+		}
+	} else if c, cerr := r.fleet.Client(cluster); cerr == nil {
+		// The informer may not show a copy created a moment ago.
+		var existing batchv1.Job
+		if err := c.Get(ctx, jobKey, &existing); err == nil {
+			if uid, _, _ := dispatch.CopyOf(&existing); uid == wl.UID {
+				if err := r.deleteCopy(ctx, cluster, &existing); err != nil {
+					return err
+				}
+			}
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	key := dispatch.Key(wl.UID, gen)
+	r.fleet.Release(cluster, flavor, key)
+	r.mu.Lock()
+	delete(r.created, key)
+	r.mu.Unlock()
+	if !record || !wl.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	wl = wl.DeepCopy()
+	dispatch.RecordOutcome(&wl.Status, result, condReason, message, r.clock.Now())
+	return client.IgnoreNotFound(r.client.Status().Update(ctx, wl))
+}
+
+// deleteCopy deletes a copy on a worker, that object only.
+func (r *Reconciler) deleteCopy(ctx context.Context, cluster string, copyJob *batchv1.Job) error {
+	c, err := r.fleet.Client(cluster)
+	if err != nil {
+		return err
+	}
+	uid := copyJob.UID
+	err = c.Delete(ctx, copyJob, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// admitted records the worker's admission on the hub Workload.
+func (r *Reconciler) admitted(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, copyWL *strata.Workload) error {
+	cluster, flavor, _, _ := dispatch.Placed(wl)
+	var lq strata.LocalQueue
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &lq); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	updated := wl.DeepCopy()
+	now := r.clock.Now()
+	if !dispatch.RecordAdmission(&updated.Status, lq.Spec.ClusterQueue, copyWL, now) {
+		return nil
+	}
+	if err := r.client.Status().Update(ctx, updated); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if err := r.setDispatching(ctx, cluster, metav1.ConditionTrue, ReasonDispatching, "the worker admits the hub's copies"); err != nil {
+		return err
+	}
+	if wl.Status.Admission == nil {
+		metrics.HubAdmissionLatency.WithLabelValues(cluster).Observe(now.Sub(dispatchTime(wl)).Seconds())
+		r.recorder.Eventf(hubJob, updated, corev1.EventTypeNormal, "Admitted", "Dispatch", "Admitted on %s (flavor %s)", cluster, flavor)
+	}
+	return nil
+}
+
+// mirrorWait shows on the hub why the worker has not admitted the copy
+// yet, when it says so.
+func (r *Reconciler) mirrorWait(ctx context.Context, wl *strata.Workload, copyWL *strata.Workload) error {
+	if copyWL == nil {
+		return nil
+	}
+	c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadAdmitted)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil
+	}
+	cluster, flavor, _, _ := dispatch.Placed(wl)
+	message := intake.Truncate(fmt.Sprintf("dispatched to %s (flavor %s); the worker has not admitted it yet: %s", cluster, flavor, c.Message), intake.MaxConditionMessage)
+	if old := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); old != nil && old.Reason == dispatch.ReasonDispatched && workload.SameMeaning(old.Message, message) {
+		return nil
+	}
+	updated := wl.DeepCopy()
+	meta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: dispatch.ReasonDispatched, Message: message})
+	return client.IgnoreNotFound(r.client.Status().Update(ctx, updated))
+}
+
+// syncJobStatus copies the copy Job's status to the hub Job.
+func (r *Reconciler) syncJobStatus(ctx context.Context, hubJob, copyJob *batchv1.Job) error {
+	if equality.Semantic.DeepEqual(hubJob.Status, copyJob.Status) {
+		return nil
+	}
+	updated := hubJob.DeepCopy()
+	updated.Status = *copyJob.Status.DeepCopy()
+	if err := r.client.Status().Update(ctx, updated); err != nil {
+		if apierrors.IsInvalid(err) {
+			ctrl.LoggerFrom(ctx).Error(err, "The hub Job cannot take the copy's status", "job", client.ObjectKeyFromObject(hubJob))
+			return nil
+		}
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+// cleanFinished ends the reservation of a finished Workload and removes
+// its copy once it has been finished for finishedRetention.
+func (r *Reconciler) cleanFinished(ctx context.Context, wl *strata.Workload, cluster, flavor, key string, copyJob *batchv1.Job) (ctrl.Result, error) {
+	r.fleet.Release(cluster, flavor, key)
+	if copyJob == nil {
+		return ctrl.Result{}, nil
+	}
+	finishedAt := wl.CreationTimestamp.Time
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadFinished); c != nil {
+		finishedAt = c.LastTransitionTime.Time
+	}
+	if wait := finishedAt.Add(r.cfg.Dispatch.FinishedRetention.Duration).Sub(r.clock.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	return ctrl.Result{}, r.deleteCopy(ctx, cluster, copyJob)
+}
+
+// setDispatching sets a WorkerCluster's Dispatching condition when it
+// changes.
+func (r *Reconciler) setDispatching(ctx context.Context, cluster string, status metav1.ConditionStatus, reason, message string) error {
+	var wc strata.WorkerCluster
+	if err := r.client.Get(ctx, types.NamespacedName{Name: cluster}, &wc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	old := meta.FindStatusCondition(wc.Status.Conditions, strata.WorkerClusterDispatching)
+	if old == nil && status == metav1.ConditionTrue {
+		return nil // never refused: nothing to say
+	}
+	if old != nil && old.Status == status && old.Reason == reason && strings.EqualFold(old.Message, message) {
+		return nil
+	}
+	meta.SetStatusCondition(&wc.Status.Conditions, metav1.Condition{Type: strata.WorkerClusterDispatching, Status: status, Reason: reason,
+		Message: intake.Truncate(message, intake.MaxConditionMessage), ObservedGeneration: wc.Generation})
+	return client.IgnoreNotFound(r.client.Status().Update(ctx, &wc))
+}
+

@@ -1,0 +1,116 @@
+package copies
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/workload"
+)
+
+// OrphanCollector removes, on every worker, the copies no hub Workload
+// stands for any more: its Workload is gone (matched by UID and origin),
+// or its dispatch was undone or superseded. The copies controller removes
+// copies as it goes; this catches what it could not see — a Workload
+// deleted while the hub was down, a worker unreachable at the time.
+type OrphanCollector struct {
+	client   client.Client
+	fleet    *fleet.Fleet
+	clock    clock.Clock
+	interval time.Duration
+	remove   func(ctx context.Context, cluster string, copyJob *batchv1.Job) error
+}
+
+// NewOrphanCollector returns an OrphanCollector that looks every interval.
+func NewOrphanCollector(c client.Client, f *fleet.Fleet, r *Reconciler, interval time.Duration, clk clock.Clock) *OrphanCollector {
+	return &OrphanCollector{client: c, fleet: f, clock: clk, interval: interval, remove: r.deleteCopy}
+}
+
+// NeedLeaderElection is true: one hub collects.
+func (o *OrphanCollector) NeedLeaderElection() bool { return true }
+
+// Start looks every interval until ctx ends.
+func (o *OrphanCollector) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("orphans")
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.clock.After(o.interval):
+		}
+		if n, err := o.Collect(ctx); err != nil {
+			log.Error(err, "Collecting orphaned copies")
+		} else if n > 0 {
+			log.Info("Removed orphaned copies", "count", n)
+		}
+	}
+}
+
+// Collect removes the orphaned copies on every connected worker and
+// returns how many it removed.
+func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
+	var wcs strata.WorkerClusterList
+	if err := o.client.List(ctx, &wcs); err != nil {
+		return 0, err
+	}
+	removed := 0
+	for _, wc := range wcs.Items {
+		copies, err := o.fleet.Copies(ctx, wc.Name)
+		if err != nil {
+			continue // not connected: looked at when it is
+		}
+		for i := range copies {
+			cp := &copies[i]
+			// A copy younger than the creation grace may belong to a
+			// dispatch the hub's informer does not show yet.
+			if o.clock.Since(cp.CreationTimestamp.Time) < creationGrace {
+				continue
+			}
+			orphan, err := o.orphaned(ctx, wc.Name, cp)
+			if err != nil {
+				return removed, err
+			}
+			if !orphan {
+				continue
+			}
+			if err := o.remove(ctx, wc.Name, cp); err != nil {
+				return removed, err
+			}
+			removed++
+		}
+	}
+	return removed, nil
+}
+
+// orphaned says whether no hub Workload stands for a copy on cluster.
+func (o *OrphanCollector) orphaned(ctx context.Context, cluster string, cp *batchv1.Job) (bool, error) {
+	uid, gen, ok := dispatch.CopyOf(cp)
+	if !ok {
+		return true, nil // labelled with our origin, but no dispatch: not ours to keep
+	}
+	var wl strata.Workload
+	if err := o.client.Get(ctx, types.NamespacedName{Namespace: cp.Namespace, Name: workload.JobWorkloadName(cp.Name)}, &wl); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return true, nil
+		}
+		return false, err
+	}
+	if wl.UID != uid {
+		return true, nil // an earlier Workload of that name
+	}
+	current := dispatch.Generation(&wl)
+	if gen > current {
+		return false, nil // the informer is behind the dispatch
+	}
+	placedOn, _, placedGen, placed := dispatch.Placed(&wl)
+	return !placed || placedOn != cluster || placedGen != gen, nil
+}
+

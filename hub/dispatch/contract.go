@@ -1,0 +1,257 @@
+// Package dispatch is the hub's side of the dispatch contract and its
+// placement loop. The contract (docs/hub.md, "Dispatch contract"): a hub
+// Workload is dispatched to one worker at a time, as a copy of its Job
+// labelled with the hub's origin, the hub Workload's UID and a dispatch
+// generation, its flavor pinned; the hub reserves the placement in its
+// view of that worker until the worker's summary lists the dispatch. The
+// record of every dispatch is the hub Workload's status.placement, so a
+// restarted hub finds what it sent.
+package dispatch
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// Key names a dispatch: "<hub workload UID>/<dispatch generation>", as
+// summaries list it in status.dispatches and reservations are held.
+func Key(uid types.UID, generation int64) string {
+	return string(uid) + "/" + strconv.FormatInt(generation, 10)
+}
+
+// Placed returns where a hub Workload is dispatched now; ok is false when
+// it is not.
+func Placed(wl *strata.Workload) (cluster, flavor string, generation int64, ok bool) {
+	p := wl.Status.Placement
+	if p == nil || p.Cluster == "" {
+		return "", "", 0, false
+	}
+	return p.Cluster, p.Flavor, p.DispatchGeneration, true
+}
+
+// Generation is the hub Workload's last dispatch generation (0: never
+// dispatched).
+func Generation(wl *strata.Workload) int64 {
+	if wl.Status.Placement == nil {
+		return 0
+	}
+	return wl.Status.Placement.DispatchGeneration
+}
+
+// maxAttempts bounds the attempts a hub Workload's status keeps (the
+// API's limit).
+const maxAttempts = 16
+
+// maxBackoffDoublings caps the backoff at base·2⁹.
+const maxBackoffDoublings = 9
+
+// Backoffs returns, per worker that refused the workload (Rejected or
+// TimedOut), until when it gets no new copy of it: base after the first
+// refusal, doubled with each further one. Workers whose backoff ended by
+// now are left out.
+func Backoffs(wl *strata.Workload, base time.Duration, now time.Time) map[string]time.Time {
+	if wl.Status.Placement == nil {
+		return nil
+	}
+	refusals := map[string]int{}
+	last := map[string]time.Time{}
+	for _, a := range wl.Status.Placement.Attempts {
+		if a.Result != strata.PlacementRejected && a.Result != strata.PlacementTimedOut {
+			continue
+		}
+		refusals[a.Cluster]++
+		if a.Time.After(last[a.Cluster]) {
+			last[a.Cluster] = a.Time.Time
+		}
+	}
+	out := map[string]time.Time{}
+	for cluster, n := range refusals {
+		until := last[cluster].Add(base << min(n-1, maxBackoffDoublings))
+		if until.After(now) {
+			out[cluster] = until
+		}
+	}
+	return out
+}
+
+// RecordDispatch sets the Workload's placement to a new dispatch to
+// cluster and flavor, one generation after the last, and records the
+// attempt with the decision's reason. It returns the new generation.
+func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason string, now time.Time) int64 {
+	if status.Placement == nil {
+		status.Placement = &strata.Placement{}
+	}
+	p := status.Placement
+	p.Cluster, p.Flavor = cluster, flavor
+	p.DispatchGeneration++
+	addAttempt(p, strata.PlacementAttempt{Cluster: cluster, Flavor: flavor, DispatchGeneration: p.DispatchGeneration,
+		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncate(reason)})
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: ReasonDispatched, Message: truncate(fmt.Sprintf("dispatched to %s (flavor %s); waiting for the worker to admit it. %s", cluster, flavor, reason))})
+	return p.DispatchGeneration
+}
+
+// RecordOutcome ends the current dispatch with result: the copy was
+// refused, timed out, is unreachable or was taken back. The placement is
+// cleared (its generation stays), as is the admission the worker gave.
+func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult, reason, message string, now time.Time) {
+	p := status.Placement
+	if p == nil || p.Cluster == "" {
+		return
+	}
+	a := strata.PlacementAttempt{Cluster: p.Cluster, Flavor: p.Flavor, DispatchGeneration: p.DispatchGeneration, Result: result,
+		Time: metav1.NewTime(now), Message: truncate(message)}
+	if n := len(p.Attempts); n > 0 && p.Attempts[n-1].DispatchGeneration == p.DispatchGeneration && p.Attempts[n-1].Cluster == p.Cluster {
+		p.Attempts[n-1] = a
+	} else {
+		addAttempt(p, a)
+	}
+	p.Cluster, p.Flavor = "", ""
+	status.Admission = nil
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: reason, Message: truncate(fmt.Sprintf("%s: %s; placing it again", a.Cluster, message))})
+}
+
+// RecordAdmission copies the worker's admission of the current dispatch
+// into the hub Workload's status, under the hub's ClusterQueue; false when
+// nothing changed.
+func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL *strata.Workload, now time.Time) bool {
+	p := status.Placement
+	if p == nil || p.Cluster == "" || copyWL.Status.Admission == nil {
+		return false
+	}
+	admission := copyWL.Status.Admission.DeepCopy()
+	admission.ClusterQueue = clusterQueue
+	changed := !equality.Semantic.DeepEqual(status.Admission, admission)
+	status.Admission = admission
+	if n := len(p.Attempts); n > 0 && p.Attempts[n-1].DispatchGeneration == p.DispatchGeneration && p.Attempts[n-1].Result != strata.PlacementAdmitted {
+		p.Attempts[n-1].Result, p.Attempts[n-1].Time = strata.PlacementAdmitted, metav1.NewTime(now)
+		changed = true
+	}
+	if meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue,
+		Reason: ReasonAdmitted, Message: truncate(fmt.Sprintf("admitted on %s, flavor %s", p.Cluster, p.Flavor))}) {
+		changed = true
+	}
+	return changed
+}
+
+func addAttempt(p *strata.Placement, a strata.PlacementAttempt) {
+	p.Attempts = append(p.Attempts, a)
+	if n := len(p.Attempts); n > maxAttempts {
+		p.Attempts = p.Attempts[n-maxAttempts:]
+	}
+}
+
+// Reasons of the hub Workload's Admitted condition.
+const (
+	ReasonPending    = "Pending"
+	ReasonNeverFits  = "NoClusterFits"
+	ReasonDispatched = "Dispatched"
+	ReasonAdmitted   = "Admitted"
+	ReasonRejected   = "Rejected"
+	ReasonTimedOut   = "AdmissionTimedOut"
+	ReasonSuspended  = "Suspended"
+)
+
+// maxMessage is metav1.Condition's limit on a message.
+const maxMessage = 32768
+
+func truncate(m string) string {
+	if len(m) <= maxMessage {
+		return m
+	}
+	return m[:maxMessage-3] + "..."
+}
+
+// Labels set by the API server on a Job's pod template, which a copy must
+// not carry: the worker's API server sets its own.
+var serverLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidLabel, batchv1.JobNameLabel}
+
+// NewCopy is the copy of hub Job job that dispatch generation generation
+// of hub Workload wl sends to a worker: the same name, namespace and
+// spec, suspended (the worker's agent starts it once admitted), not
+// managed by the hub, in the worker's LocalQueue queue, labelled with the
+// hub's origin, the Workload's UID and the generation, its flavor pinned.
+func NewCopy(job *batchv1.Job, wl *strata.Workload, origin, queue, flavor string, generation int64) *batchv1.Job {
+	c := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        job.Name,
+			Namespace:   job.Namespace,
+			Labels:      maps.Clone(job.Labels),
+			Annotations: maps.Clone(job.Annotations),
+		},
+		Spec: *job.Spec.DeepCopy(),
+	}
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Labels[strata.OriginLabel] = origin
+	c.Labels[strata.HubWorkloadUIDLabel] = string(wl.UID)
+	c.Labels[strata.DispatchGenerationLabel] = strconv.FormatInt(generation, 10)
+	c.Labels[strata.QueueNameLabel] = queue
+	c.Annotations[strata.FlavorAnnotation] = flavor
+	c.Spec.ManagedBy = nil
+	c.Spec.Suspend = ptr.To(true)
+	// The worker's API server generates the selector and its labels.
+	c.Spec.Selector, c.Spec.ManualSelector = nil, nil
+	for _, l := range serverLabels {
+		delete(c.Spec.Template.Labels, l)
+	}
+	return c
+}
+
+// CopyOf says which dispatch a Job on a worker is a copy of: the hub
+// Workload's UID and the generation; ok is false for a Job without them.
+func CopyOf(j *batchv1.Job) (uid types.UID, generation int64, ok bool) {
+	u, g := j.Labels[strata.HubWorkloadUIDLabel], j.Labels[strata.DispatchGenerationLabel]
+	n, err := strconv.ParseInt(g, 10, 64)
+	if u == "" || err != nil {
+		return "", 0, false
+	}
+	return types.UID(u), n, true
+}
+
+// Verdict is what a worker says of a copy.
+type Verdict int
+
+const (
+	// Waiting: not admitted yet, nothing said against it.
+	Waiting Verdict = iota
+	// Admitted on the worker.
+	Admitted
+	// Refused: the worker cannot admit the copy as sent (Invalid, or
+	// Inadmissible there).
+	Refused
+)
+
+// Judge reads a copy's Workload on the worker: its verdict, and for a
+// refusal the worker's reason and message.
+func Judge(copyWL *strata.Workload) (Verdict, string, string) {
+	if copyWL == nil {
+		return Waiting, "", ""
+	}
+	if c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadInvalid); c != nil && c.Status == metav1.ConditionTrue {
+		return Refused, c.Reason, c.Message
+	}
+	if copyWL.Status.Admission != nil {
+		return Admitted, "", ""
+	}
+	if c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Inadmissible" {
+		return Refused, c.Reason, c.Message
+	}
+	return Waiting, "", ""
+}

@@ -1,0 +1,465 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Dispatcher places the hub's pending Workloads: in passes over every
+// ClusterQueue, heads first, each on the best (worker, flavor) of the
+// fleet's targets, reserved there and recorded in the Workload's status
+// as dispatched. The copy itself is created by the copies controller,
+// which the status update wakes. A pass runs when something that can
+// change a decision changes — a Workload, a Job's suspension, a queue, a
+// WorkerCluster, a worker's summaries — and when a backoff ends; never by
+// polling.
+type Dispatcher struct {
+	client     client.Client
+	fleet      *fleet.Fleet
+	policy     *placement.Policy
+	recorder   events.EventRecorder
+	clock      clock.Clock
+	staleAfter time.Duration
+	backoff    time.Duration
+
+	wake chan struct{}
+	// rebuilt are the targets whose reservations were rebuilt from the
+	// hub Workloads' records: once per target per process.
+	rebuilt map[*placement.Target]bool
+
+	mu sync.Mutex
+	// waiting records the last reason written per waiting Workload, so
+	// that a pass writes only what changed.
+	waiting map[types.NamespacedName]string
+}
+
+// New returns a Dispatcher.
+func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, recorder events.EventRecorder, clk clock.Clock) *Dispatcher {
+	return &Dispatcher{
+		client: c, fleet: f, recorder: recorder, clock: clk,
+		policy:     placement.New(cfg.Dispatch.PlacementPolicy, tas.OptionsFrom(cfg.TopologyAwareScheduling), 0),
+		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration,
+		backoff:    cfg.Dispatch.RejectionBackoff.Duration,
+		wake:       make(chan struct{}, 1),
+		rebuilt:    map[*placement.Target]bool{},
+		waiting:    map[types.NamespacedName]string{},
+	}
+}
+
+// Wake asks for a pass.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection is true: one hub dispatches.
+func (d *Dispatcher) NeedLeaderElection() bool { return true }
+
+// Start runs passes until ctx ends.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("dispatcher")
+	ctx = ctrl.LoggerInto(ctx, log)
+	d.Wake()
+	var timer <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.wake:
+		case <-timer:
+		}
+		next, err := d.Pass(ctx)
+		if err != nil {
+			log.Error(err, "Dispatch pass")
+			// Retry soon: a failed write or read.
+			next = time.Second
+		}
+		timer = nil
+		if next > 0 {
+			timer = d.clock.After(next)
+		}
+	}
+}
+
+// pending is a Workload waiting to be placed, with its queue.
+type pending struct {
+	wl    *strata.Workload
+	job   *batchv1.Job
+	queue string // its ClusterQueue
+}
+
+// Pass places what it can. It returns when the next pass is due without
+// an event (a backoff ending), 0 when none is.
+func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
+	now := d.clock.Now()
+	var wls strata.WorkloadList
+	if err := d.client.List(ctx, &wls); err != nil {
+		return 0, err
+	}
+	var wcs strata.WorkerClusterList
+	if err := d.client.List(ctx, &wcs); err != nil {
+		return 0, err
+	}
+	workers := make([]fleet.Worker, 0, len(wcs.Items))
+	clusterLabels := map[string]labels.Set{}
+	for i := range wcs.Items {
+		wc := &wcs.Items[i]
+		w := fleet.Worker{Name: wc.Name, Cordoned: wc.Spec.Unschedulable}
+		if c := meta.FindStatusCondition(wc.Status.Conditions, strata.WorkerClusterConnected); c == nil || c.Status != metav1.ConditionTrue {
+			w.NotConnected = "not connected"
+			if c != nil {
+				w.NotConnected = c.Reason + ": " + c.Message
+			}
+		}
+		workers = append(workers, w)
+		clusterLabels[wc.Name] = labels.Set(wc.Labels)
+	}
+
+	var placed []*strata.Workload
+	var waiting []pending
+	usage := map[string]map[string]corev1.ResourceList{} // ClusterQueue → flavor → usage
+	var errs []error
+	queues := map[string]*strata.ClusterQueue{}
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if !wl.DeletionTimestamp.IsZero() || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+			continue
+		}
+		cq, err := d.clusterQueue(ctx, wl, queues)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, flavor, _, ok := Placed(wl); ok {
+			placed = append(placed, wl)
+			if cq != nil {
+				chargeUsage(usage, cq.Name, flavor, wl)
+			}
+			continue
+		}
+		if cq == nil || wl.Annotations[strata.InvalidAnnotation] != "" {
+			continue // intake says why on the Workload
+		}
+		job, err := d.job(ctx, wl)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if job == nil || ptr.Deref(job.Spec.Suspend, false) || !job.DeletionTimestamp.IsZero() {
+			continue
+		}
+		waiting = append(waiting, pending{wl: wl, job: job, queue: cq.Name})
+	}
+
+	var next time.Duration
+	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
+		d.rebuild(ctx, targets, placed)
+		metrics.HubReservations.Set(float64(countReservations(targets)))
+		var err error
+		next, err = d.place(ctx, targets, waiting, queues, usage, clusterLabels, now)
+		return err
+	})
+	errs = append(errs, err)
+	return next, errors.Join(errs...)
+}
+
+// clusterQueue returns the ClusterQueue of a Workload's LocalQueue, nil
+// when either is missing (intake marks the Workload invalid then).
+func (d *Dispatcher) clusterQueue(ctx context.Context, wl *strata.Workload, seen map[string]*strata.ClusterQueue) (*strata.ClusterQueue, error) {
+	var lq strata.LocalQueue
+	if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &lq); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	name := lq.Spec.ClusterQueue
+	if cq, ok := seen[name]; ok {
+		return cq, nil
+	}
+	cq := &strata.ClusterQueue{}
+	if err := d.client.Get(ctx, types.NamespacedName{Name: name}, cq); err != nil {
+		cq = nil
+		if client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+	}
+	seen[name] = cq
+	return cq, nil
+}
+
+// job returns the hub Job that controls a Workload, nil when there is
+// none (any more).
+func (d *Dispatcher) job(ctx context.Context, wl *strata.Workload) (*batchv1.Job, error) {
+	owner := metav1.GetControllerOfNoCopy(wl)
+	if owner == nil || owner.Kind != "Job" {
+		return nil, nil
+	}
+	var job batchv1.Job
+	if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}, &job); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if job.UID != owner.UID {
+		return nil, nil
+	}
+	return &job, nil
+}
+
+// chargeUsage adds a dispatched Workload's requests to its queue's usage
+// of its flavor.
+func chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor string, wl *strata.Workload) {
+	if usage[cq] == nil {
+		usage[cq] = map[string]corev1.ResourceList{}
+	}
+	psas := make([]strata.PodSetAssignment, 0, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		psas = append(psas, strata.PodSetAssignment{Flavor: flavor, ResourceUsage: queue.TotalRequests(&wl.Spec.PodSets[i])})
+	}
+	queue.AddUsage(usage[cq], psas)
+}
+
+// rebuild reserves, on each target seen for the first time, the
+// dispatches recorded on hub Workloads that its summary does not count
+// yet: after a restart the hub holds what it held before.
+func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, placed []*strata.Workload) {
+	for _, t := range targets {
+		if d.rebuilt[t] {
+			continue
+		}
+		d.rebuilt[t] = true
+		for _, wl := range placed {
+			cluster, flavor, gen, _ := Placed(wl)
+			key := Key(wl.UID, gen)
+			if cluster != t.Cluster || flavor != t.Flavor || t.Reflects(key) || t.Reserved(key) {
+				continue
+			}
+			if dec := d.policy.Decide(wl, []string{flavor}, []*placement.Target{t}); dec.Cluster != "" {
+				if err := dec.Reserve(targets, key); err != nil {
+					ctrl.LoggerFrom(ctx).Error(err, "Rebuilding a reservation", "workload", client.ObjectKeyFromObject(wl))
+				}
+			}
+		}
+	}
+}
+
+func countReservations(targets []*placement.Target) int {
+	n := 0
+	for _, t := range targets {
+		n += t.Reservations()
+	}
+	return n
+}
+
+// turn is a ClusterQueue's place in a pass.
+type turn struct {
+	cq  *strata.ClusterQueue
+	wls []pending
+}
+
+// place serves the queues head by head, as the agent does.
+func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, waiting []pending, queues map[string]*strata.ClusterQueue,
+	usage map[string]map[string]corev1.ResourceList, clusterLabels map[string]labels.Set, now time.Time) (time.Duration, error) {
+	byQueue := map[string]*turn{}
+	for _, p := range waiting {
+		t := byQueue[p.queue]
+		if t == nil {
+			t = &turn{cq: queues[p.queue]}
+			byQueue[p.queue] = t
+		}
+		t.wls = append(t.wls, p)
+	}
+	turns := make([]*turn, 0, len(byQueue))
+	for _, t := range byQueue {
+		sort.SliceStable(t.wls, func(i, j int) bool { return queue.Before(t.wls[i].wl, t.wls[j].wl) })
+		turns = append(turns, t)
+	}
+	var errs []error
+	var next time.Duration
+	for len(turns) > 0 {
+		sort.Slice(turns, func(i, j int) bool { return queue.Before(turns[i].wls[0].wl, turns[j].wls[0].wl) })
+		rest := turns[:0]
+		for _, t := range turns {
+			p := t.wls[0]
+			t.wls = t.wls[1:]
+			if usage[t.cq.Name] == nil {
+				usage[t.cq.Name] = map[string]corev1.ResourceList{}
+			}
+			blocks, retry, err := d.placeOne(ctx, targets, t.cq, usage[t.cq.Name], clusterLabels, p, now)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if retry > 0 && (next == 0 || retry < next) {
+				next = retry
+			}
+			if blocks && t.cq.Spec.QueueingStrategy == strata.StrictFIFO {
+				for _, behind := range t.wls {
+					errs = append(errs, d.wait(ctx, behind, ReasonPending,
+						fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", t.cq.Name)))
+				}
+				continue
+			}
+			if len(t.wls) > 0 {
+				rest = append(rest, t)
+			}
+		}
+		turns = rest
+	}
+	return next, errors.Join(errs...)
+}
+
+// placeOne decides and dispatches one Workload. blocks is true when it
+// waits for capacity (not when it can never fit); retry is when a backoff
+// that keeps a worker out ends.
+func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, used map[string]corev1.ResourceList,
+	clusterLabels map[string]labels.Set, p pending, now time.Time) (blocks bool, retry time.Duration, err error) {
+	wl := p.wl
+	start := time.Now()
+	// Flavors in the queue's order, within quota.
+	var flavors, notes []string
+	for _, fq := range cq.Spec.Flavors {
+		if err, _ := queue.CheckQuota(fq, used[fq.Name], wl); err != nil {
+			notes = append(notes, fmt.Sprintf("flavor %s: %v", fq.Name, err))
+			continue
+		}
+		flavors = append(flavors, fq.Name)
+	}
+	if len(flavors) == 0 {
+		return true, 0, d.wait(ctx, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
+	}
+	// Workers the queue may use, less those in backoff for this workload.
+	selector := labels.Everything()
+	if cq.Spec.ClusterSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector)
+		if err != nil {
+			return false, 0, d.wait(ctx, p, ReasonPending, fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err))
+		}
+		selector = s
+	}
+	backoffs := Backoffs(wl, d.backoff, now)
+	eligible := make([]*placement.Target, 0, len(targets))
+	var excluded []string
+	for _, t := range targets {
+		if !selector.Matches(clusterLabels[t.Cluster]) {
+			continue
+		}
+		if until, ok := backoffs[t.Cluster]; ok {
+			if slices.Contains(flavors, t.Flavor) {
+				excluded = append(excluded, fmt.Sprintf("%s/%s: refused this workload; not again before %s", t.Cluster, t.Flavor, until.UTC().Format(time.RFC3339)))
+			}
+			if r := until.Sub(now); retry == 0 || r < retry {
+				retry = r
+			}
+			continue
+		}
+		eligible = append(eligible, t)
+	}
+	dec := d.policy.Decide(wl, flavors, eligible)
+	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
+	reason := dec.Reason
+	if len(excluded) > 0 {
+		reason += "; " + strings.Join(excluded, "; ")
+	}
+	if len(notes) > 0 {
+		reason += "; " + strings.Join(notes, "; ")
+	}
+	if dec.Cluster == "" {
+		if dec.NeverFits && len(excluded) == 0 {
+			return false, retry, d.wait(ctx, p, ReasonNeverFits, reason)
+		}
+		return true, retry, d.wait(ctx, p, ReasonPending, reason)
+	}
+	return false, retry, d.dispatch(ctx, targets, p, dec, reason, now, used)
+}
+
+// dispatch reserves a decision and records it on the Workload; the copies
+// controller creates the copy. A failed write releases the reservation.
+func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, p pending, dec *placement.Decision, reason string, now time.Time, used map[string]corev1.ResourceList) error {
+	wl := p.wl.DeepCopy()
+	gen := RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, now)
+	key := Key(wl.UID, gen)
+	if err := dec.Reserve(targets, key); err != nil {
+		return err
+	}
+	if err := d.client.Status().Update(ctx, wl); err != nil {
+		placement.Find(targets, dec.Cluster, dec.Flavor).Release(key)
+		return client.IgnoreNotFound(err)
+	}
+	d.mu.Lock()
+	delete(d.waiting, client.ObjectKeyFromObject(wl))
+	d.mu.Unlock()
+	psas := make([]strata.PodSetAssignment, 0, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		psas = append(psas, strata.PodSetAssignment{Flavor: dec.Flavor, ResourceUsage: queue.TotalRequests(&wl.Spec.PodSets[i])})
+	}
+	queue.AddUsage(used, psas)
+	metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
+	d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Dispatch", "%s",
+		truncateNote(fmt.Sprintf("Dispatched to %s (flavor %s): %s", dec.Cluster, dec.Flavor, reason)))
+	return nil
+}
+
+// wait writes why a Workload waits, when that changed in more than its
+// numbers, with an event on its Job.
+func (d *Dispatcher) wait(ctx context.Context, p pending, reason, message string) error {
+	key := client.ObjectKeyFromObject(p.wl)
+	message = truncate(message)
+	d.mu.Lock()
+	last, seen := d.waiting[key]
+	d.mu.Unlock()
+	if seen && workload.SameMeaning(last, reason+": "+message) {
+		return nil
+	}
+	c := meta.FindStatusCondition(p.wl.Status.Conditions, strata.WorkloadAdmitted)
+	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, message) {
+		d.mu.Lock()
+		d.waiting[key] = reason + ": " + message
+		d.mu.Unlock()
+		return nil
+	}
+	wl := p.wl.DeepCopy()
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: message})
+	if err := d.client.Status().Update(ctx, wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	d.mu.Lock()
+	d.waiting[key] = reason + ": " + message
+	d.mu.Unlock()
+	d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, reason, "Dispatch", "%s", truncateNote(message))
+	return nil
+}
+
+// maxEventNote is the API's limit on an event's note.
+const maxEventNote = 1024
+
+func truncateNote(m string) string {
+	if len(m) <= maxEventNote {
+		return m
+	}
+	return m[:maxEventNote-3] + "..."
+}

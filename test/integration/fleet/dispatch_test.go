@@ -1,0 +1,79 @@
+package fleet
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+var _ = Describe("Dispatch", func() {
+	It("sends a rack-required Job to the only worker with a free rack, once", func(ctx SpecContext) {
+		e := newEnv(ctx, "rack", map[string][][]string{
+			"w1": {{"8", "8"}, {"8", "8"}},          // racks of two nodes
+			"w2": {{"8", "8", "8", "8"}},            // one rack of four
+			"w3": {{"8", "8", "8"}, {"8", "8", "8"}}, // racks of three
+		})
+		job := e.job("train", 4, "8", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Expect(ptr.Deref(job.Spec.ManagedBy, "")).To(Equal(strata.ManagedByController), "the hub's admission policy sets spec.managedBy")
+
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"))
+			g.Expect(wl.Status.Placement.Flavor).To(Equal(e.flavor))
+			g.Expect(racksOf(g, wl.Status.Admission)).To(Equal(map[string]int32{"r0": 4}))
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted)).To(BeTrue())
+			g.Expect(wl.Status.Placement.Attempts).To(HaveLen(1))
+			g.Expect(wl.Status.Placement.Attempts[0].Result).To(Equal(strata.PlacementAdmitted))
+
+			cp, cwl := copyOn(g, ctx, worker("w2"), job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Labels).To(HaveKeyWithValue(strata.HubWorkloadUIDLabel, string(wl.UID)))
+			g.Expect(cp.Labels).To(HaveKeyWithValue(strata.DispatchGenerationLabel, "1"))
+			g.Expect(cp.Labels).To(HaveKeyWithValue(strata.OriginLabel, hubCfg.Origin))
+			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.FlavorAnnotation, e.flavor))
+			g.Expect(cp.Spec.ManagedBy).To(BeNil())
+			g.Expect(racksOf(g, cwl.Status.Admission)).To(Equal(map[string]int32{"r0": 4}))
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w2"}))
+		}).Should(Succeed())
+	})
+
+	It("admits a burst that fits the first time, one copy each", func(ctx SpecContext) {
+		e := newEnv(ctx, "burst", map[string][][]string{
+			"w1": {{"4", "4"}, {"4", "4"}},
+			"w2": {{"4", "4", "4", "4"}},
+			"w3": {{"8", "8"}},
+		})
+		// 16 + 16 + 16 CPUs; 60 Jobs of 1, 0.5 or 0.25 CPU need 35.
+		var jobs []*batchv1.Job
+		for i := range 60 {
+			cpu := []string{"1", "500m", "250m"}[i%3]
+			job := e.job(fmt.Sprintf("b-%02d", i), 1, cpu, map[string]string{strata.PodSetPreferredTopologyAnnotation: rack})
+			Expect(hub.Client.Create(ctx, job)).To(Succeed())
+			jobs = append(jobs, job)
+		}
+		Eventually(func(g Gomega) {
+			for _, job := range jobs {
+				wl := hubWorkload(g, ctx, job)
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s: %v", job.Name, wl.Status.Conditions)
+			}
+		}).Should(Succeed())
+		perWorker := map[string]int{}
+		for _, job := range jobs {
+			wl := hubWorkload(Default, ctx, job)
+			// Admitted the first time: one dispatch, never refused.
+			Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), job.Name)
+			Expect(wl.Status.Placement.Attempts).To(HaveLen(1), job.Name)
+			Expect(copies(Default, ctx, job)).To(Equal([]string{wl.Status.Placement.Cluster}), job.Name)
+			perWorker[wl.Status.Placement.Cluster]++
+		}
+		GinkgoWriter.Printf("Jobs per worker: %v\n", perWorker)
+	})
+})

@@ -1,0 +1,176 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
+	"strata.dev/strata/test/integration/framework"
+)
+
+const (
+	rack     = "cloud.provider.com/topology-rack"
+	host     = strata.HostnameLabel
+	topology = "racks"
+)
+
+// registerWorker registers a worker with the hub through a kubeconfig
+// Secret and waits until it is connected.
+func registerWorker(ctx context.Context, name string, kubeconfig []byte) {
+	GinkgoHelper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hubCfg.Namespace, Name: name + "-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
+	Expect(hub.Client.Create(ctx, s)).To(Succeed())
+	Expect(hub.Client.Create(ctx, testutil.MakeWorkerCluster(name).KubeConfigSecret(hubCfg.Namespace, s.Name).Obj())).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(wcCondition(g, ctx, name, strata.WorkerClusterConnected).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+}
+
+// wcCondition returns a WorkerCluster's condition of type t, once it has one.
+func wcCondition(g Gomega, ctx context.Context, name, t string) metav1.Condition {
+	var wc strata.WorkerCluster
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
+	c := meta.FindStatusCondition(wc.Status.Conditions, t)
+	g.Expect(c).NotTo(BeNil(), "no %s condition yet", t)
+	return *c
+}
+
+// env is one spec's corner of the fleet: a namespace on the hub and every
+// worker, a flavor of its own (nodes labelled pool=<name>) behind a
+// ClusterQueue and LocalQueue "lq" on each, so specs do not share capacity.
+type env struct {
+	name   string
+	ns     string
+	flavor string
+}
+
+// newEnv sets up a spec's corner; racks[w] lists, per rack of worker w,
+// the CPUs of its nodes (none: the worker has no nodes of the flavor).
+func newEnv(ctx context.Context, name string, racks map[string][][]string) *env {
+	GinkgoHelper()
+	e := &env{name: name, ns: "ns-" + name, flavor: "f-" + name}
+	Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})).To(Succeed())
+	Expect(hub.Client.Create(ctx, testutil.MakeClusterQueue("cq-"+name).Flavor(e.flavor).Obj())).To(Succeed())
+	Expect(hub.Client.Create(ctx, testutil.MakeLocalQueue("lq", e.ns, "cq-"+name))).To(Succeed())
+	for _, w := range workers {
+		c := w.Client
+		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})).To(Succeed())
+		Expect(client.IgnoreAlreadyExists(c.Create(ctx, testutil.MakeTopology(topology, rack, host).Obj()))).To(Succeed())
+		Expect(c.Create(ctx, testutil.MakeResourceFlavor(e.flavor).NodeLabel("pool", name).TopologyName(topology).Obj())).To(Succeed())
+		Expect(c.Create(ctx, testutil.MakeClusterQueue("cq-"+name).Flavor(e.flavor).Obj())).To(Succeed())
+		Expect(c.Create(ctx, testutil.MakeLocalQueue("lq", e.ns, "cq-"+name))).To(Succeed())
+		for r, nodes := range racks[w.Name] {
+			for i, cpu := range nodes {
+				e.createNode(ctx, w, fmt.Sprintf("%s-%s-r%d-n%d", name, w.Name, r, i), fmt.Sprintf("r%d", r), cpu)
+			}
+		}
+	}
+	return e
+}
+
+// createNode creates a Ready, untainted node of the env's pool.
+func (e *env) createNode(ctx context.Context, w *framework.Cluster, name, rackName, cpu string) {
+	GinkgoHelper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": e.name, rack: rackName, host: name}}}
+	Expect(w.Client.Create(ctx, n)).To(Succeed())
+	n.Status = corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
+		Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
+	}
+	Expect(w.Client.Status().Update(ctx, n)).To(Succeed())
+	n.Spec.Taints = nil // the node lifecycle controller would, once Ready
+	Expect(w.Client.Update(ctx, n)).To(Succeed())
+}
+
+// job returns a Job of the env's queue: pods pods of cpu CPUs each, with
+// the given pod template annotations.
+func (e *env) job(name string, pods int32, cpu string, annotations map[string]string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{strata.QueueNameLabel: "lq"}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(pods),
+			Completions: ptr.To(pods),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+					}}},
+				},
+			},
+		},
+	}
+}
+
+// hubWorkload returns the hub Workload of a Job.
+func hubWorkload(g Gomega, ctx context.Context, job *batchv1.Job) *strata.Workload {
+	var wl strata.Workload
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, &wl)).To(Succeed())
+	return &wl
+}
+
+// worker returns the worker cluster of a name.
+func worker(name string) *framework.Cluster {
+	GinkgoHelper()
+	c := clusters.Get(name)
+	Expect(c).NotTo(BeNil())
+	return c
+}
+
+// copyOn returns the copy of a hub Job on a worker and its Workload (nil
+// when it has none).
+func copyOn(g Gomega, ctx context.Context, w *framework.Cluster, job *batchv1.Job) (*batchv1.Job, *strata.Workload) {
+	var j batchv1.Job
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		return nil, nil
+	}
+	var wl strata.Workload
+	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, &wl); err != nil {
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		return &j, nil
+	}
+	return &j, &wl
+}
+
+// copies returns the workers that have a copy of a hub Job.
+func copies(g Gomega, ctx context.Context, job *batchv1.Job) []string {
+	var out []string
+	for _, w := range workers {
+		if j, _ := copyOn(g, ctx, w, job); j != nil {
+			out = append(out, w.Name)
+		}
+	}
+	return out
+}
+
+// racksOf returns the racks an admission assigns pods to, with their
+// counts (hosts are named <env>-<worker>-<rack>-n<i>).
+func racksOf(g Gomega, admission *strata.Admission) map[string]int32 {
+	g.Expect(admission).NotTo(BeNil())
+	a, err := tas.Decode(admission.PodSetAssignments[0].TopologyAssignment)
+	g.Expect(err).NotTo(HaveOccurred())
+	out := map[string]int32{}
+	for _, d := range a.Domains {
+		parts := strings.Split(d.Values[len(d.Values)-1], "-")
+		g.Expect(len(parts)).To(BeNumerically(">=", 2))
+		out[parts[len(parts)-2]] += d.Count
+	}
+	return out
+}

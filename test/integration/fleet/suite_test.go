@@ -1,0 +1,146 @@
+// Package fleet tests the hub with its workers: one hub and three worker
+// API servers, each worker running the agent's controllers in-process, the
+// hub connected to them through real kubeconfig Secrets.
+package fleet
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	agentcontroller "strata.dev/strata/agent/controller"
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	hubcontroller "strata.dev/strata/hub/controller"
+	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/scheme"
+	"strata.dev/strata/test/integration/framework"
+)
+
+var (
+	clusters *framework.Clusters
+	hub      *framework.Cluster
+	workers  []*framework.Cluster
+	hubCfg   *configv1beta1.HubConfiguration
+	// stopHub stops the running hub's manager.
+	stopHub func()
+)
+
+func TestFleet(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Fleet Suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(GinkgoLogr)
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	var err error
+	clusters, err = framework.Start(
+		framework.ClusterSpec{Name: "hub", Role: framework.Hub},
+		framework.ClusterSpec{Name: "w1", Role: framework.Worker},
+		framework.ClusterSpec{Name: "w2", Role: framework.Worker},
+		framework.ClusterSpec{Name: "w3", Role: framework.Worker},
+	)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })
+	hub = clusters.Get("hub")
+	workers = []*framework.Cluster{clusters.Get("w1"), clusters.Get("w2"), clusters.Get("w3")}
+
+	By("installing the charts' admission policies with kubectl")
+	kubectlApply(hub, filepath.Join("charts", "strata-hub", "templates", "admission-policy.yaml"))
+	for _, w := range workers {
+		kubectlApply(w, filepath.Join("charts", "strata-agent", "templates", "admission-policy.yaml"))
+	}
+
+	hubCfg, err = config.LoadHub("")
+	Expect(err).NotTo(HaveOccurred())
+	hubCfg.Dispatch.AdmissionTimeout = &metav1.Duration{Duration: 4 * time.Second}
+	hubCfg.Dispatch.RejectionBackoff = &metav1.Duration{Duration: time.Minute}
+	hubCfg.Dispatch.OrphanCheckInterval = &metav1.Duration{Duration: 2 * time.Second}
+	hubCfg.Dispatch.FinishedRetention = &metav1.Duration{Duration: 2 * time.Second}
+	ctx := context.Background()
+	Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Namespace}})).To(Succeed())
+
+	for _, w := range workers {
+		Expect(w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Dispatch.WorkerNamespace}})).To(Succeed())
+		stop := startAgent(w)
+		DeferCleanup(stop)
+	}
+	stopHub = startHub()
+	DeferCleanup(func() { stopHub() })
+
+	By("registering the workers through kubeconfig Secrets")
+	for _, w := range workers {
+		registerWorker(ctx, w.Name, w.Kubeconfig)
+	}
+})
+
+// kubectlApply applies a file of the repository on cluster c.
+func kubectlApply(c *framework.Cluster, path string) {
+	GinkgoHelper()
+	bin, err := framework.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", c.KubeconfigPath, "apply", "-f",
+		filepath.Join(framework.RepoRoot(), path)).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+}
+
+// startAgent starts the agent's controllers on worker w and returns a
+// function that stops them.
+func startAgent(w *framework.Cluster) func() {
+	GinkgoHelper()
+	cfg, err := config.LoadAgent("")
+	Expect(err).NotTo(HaveOccurred())
+	cfg.Summary.MinInterval = &metav1.Duration{Duration: 100 * time.Millisecond}
+	mgr, err := ctrl.NewManager(w.Config, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Three agents register the same controllers in this process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	Expect(agentcontroller.SetupControllers(ctx, mgr, cfg)).To(Succeed())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		Expect(<-done).To(Succeed())
+	}
+}
+
+// startHub starts the hub's controllers and returns a function that stops
+// them.
+func startHub() func() {
+	GinkgoHelper()
+	By("starting the hub's controllers")
+	mgr, err := ctrl.NewManager(hub.Config, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// A restarted hub registers its controllers again in this process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = hubcontroller.SetupControllers(mgr, hubCfg)
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		Expect(<-done).To(Succeed())
+	}
+}

@@ -634,7 +634,8 @@ func (r *Reconciler) checkQueue(ctx context.Context, job *batchv1.Job) (string, 
 }
 
 // apply creates the Workload or brings an unadmitted one up to date —
-// spec and InvalidAnnotation in one write — then writes its Invalid
+// spec and InvalidAnnotation in one write, with the dispatch labels and
+// pinned flavor of a hub's copy, which an admitted one gets too — then writes its Invalid
 // condition and, when it changed to invalid, an event. A valid Workload
 // that was never invalid has no Invalid condition: that saves a write per
 // Job.
@@ -673,15 +674,28 @@ func (r *Reconciler) apply(ctx context.Context, job *batchv1.Job, desired *strat
 		}
 	case err != nil:
 		return nil, err
-	case wl.Status.Admission == nil && (!equality.Semantic.DeepEqual(wl.Spec, desired.Spec) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]):
-		wl.Spec = desired.Spec
-		if invalid {
-			metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.InvalidAnnotation, reason)
-		} else {
-			delete(wl.Annotations, strata.InvalidAnnotation)
+	default:
+		update := false
+		if wl.Status.Admission == nil && (!equality.Semantic.DeepEqual(wl.Spec, desired.Spec) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]) {
+			wl.Spec = desired.Spec
+			if invalid {
+				metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.InvalidAnnotation, reason)
+			} else {
+				delete(wl.Annotations, strata.InvalidAnnotation)
+			}
+			update = true
 		}
-		if err := r.client.Update(ctx, &wl); err != nil {
-			return nil, err
+		// A hub's copy is created with its labels and pinned flavor,
+		// which never change; a Workload created before the Job had them
+		// (or by an agent that did not carry them) gets them, admitted or
+		// not.
+		if workload.CarryDispatch(&wl.ObjectMeta, &desired.ObjectMeta) {
+			update = true
+		}
+		if update {
+			if err := r.client.Update(ctx, &wl); err != nil {
+				return nil, err
+			}
 		}
 	}
 	was := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)

@@ -80,6 +80,10 @@ type flavor struct {
 	def      *strata.ResourceFlavor
 	topology *strata.Topology
 	snapshot *tas.Snapshot
+	// dispatches are the hub dispatches (workload.DispatchKey) of the
+	// workloads whose usage the snapshot counts, with the number of such
+	// workloads carrying each.
+	dispatches map[string]int
 }
 
 type podUsage struct {
@@ -99,6 +103,9 @@ type admitted struct {
 	// version is the Workload's resourceVersion when its admission was
 	// recorded, to tell newer events from stale ones.
 	version int64
+	// dispatch is the hub dispatch the workload belongs to
+	// (workload.DispatchKey), "" when none.
+	dispatch string
 }
 
 // flavorUsage is the usage of one pod set on a flavor's snapshot.
@@ -203,7 +210,7 @@ func (c *Cache) rebuildLocked() {
 		for i, l := range t.Spec.Levels {
 			levels[i] = l.NodeLabel
 		}
-		f := &flavor{def: def, topology: t, snapshot: tas.NewSnapshot(levels, def.Spec.NodeLabels)}
+		f := &flavor{def: def, topology: t, snapshot: tas.NewSnapshot(levels, def.Spec.NodeLabels), dispatches: map[string]int{}}
 		for _, n := range c.nodes {
 			f.snapshot.SetNode(tas.NodeFromAPI(n, false))
 		}
@@ -451,6 +458,25 @@ func (c *Cache) addPodLocked(u podUsage, sign int64) {
 	}
 }
 
+// Capture copies a flavor's capacity for its summary (tas.Snapshot.Capture)
+// and lists the hub dispatches that capacity accounts for: those of the
+// workloads whose usage it counts, unsorted and without duplicates. Both
+// are taken in one step, so the list matches the capacity exactly. It
+// returns false when the flavor is unknown or not topology-aware.
+func (c *Cache) Capture(name string) (capacity *tas.Capacity, dispatches []string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.flavors[name]
+	if !ok {
+		return nil, nil, false
+	}
+	dispatches = make([]string, 0, len(f.dispatches))
+	for k := range f.dispatches {
+		dispatches = append(dispatches, k)
+	}
+	return f.snapshot.Capture(), dispatches, true
+}
+
 // Flavor gives fn exclusive access to a flavor's snapshot and topology.
 // It returns false when the flavor is unknown or not topology-aware.
 func (c *Cache) Flavor(name string, fn func(s *tas.Snapshot, t *strata.Topology)) bool {
@@ -579,7 +605,29 @@ func (c *Cache) commitFitLocked(key types.NamespacedName, wl *strata.Workload, f
 		}
 		a.usage = append(a.usage, flavorUsage{flavor: p.flavor, usage: u})
 	}
+	a.dispatch = workload.DispatchKey(wl)
+	c.countDispatchLocked(&a, 1)
 	return nil
+}
+
+// countDispatchLocked adds (sign 1) or takes back (-1) a workload's
+// dispatch on every flavor its usage is on.
+func (c *Cache) countDispatchLocked(a *admitted, sign int) {
+	if a.dispatch == "" {
+		return
+	}
+	for i, u := range a.usage {
+		if slices.ContainsFunc(a.usage[:i], func(p flavorUsage) bool { return p.flavor == u.flavor }) {
+			continue // another pod set on the same flavor
+		}
+		f := c.flavors[u.flavor]
+		if f == nil {
+			continue
+		}
+		if f.dispatches[a.dispatch] += sign; f.dispatches[a.dispatch] <= 0 {
+			delete(f.dispatches, a.dispatch)
+		}
+	}
 }
 
 // Reserve gives decide exclusive access to a flavor's snapshot and
@@ -671,6 +719,7 @@ func (c *Cache) dropWorkloadLocked(key types.NamespacedName) bool {
 	if !ok {
 		return false
 	}
+	c.countDispatchLocked(&a, -1)
 	c.releaseLocked(a.usage)
 	delete(c.workloads, key)
 	for _, h := range a.hosts {
@@ -709,7 +758,8 @@ func (c *Cache) DeletedNodeLabels(name string) map[string]string {
 // the cache does not hold it, or holds an older version with another
 // admission (hot swap or an admission written by another replica, or a
 // local change rolled back after a write whose outcome was unknown). A
-// newer version with the same admission only moves the recorded version.
+// newer version with the same admission only moves the recorded version,
+// and the workload's dispatch when its labels gained one.
 func (c *Cache) SyncAdmitted(key types.NamespacedName, wl *strata.Workload) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -720,6 +770,12 @@ func (c *Cache) SyncAdmitted(key types.NamespacedName, wl *strata.Workload) erro
 		}
 		if equality.Semantic.DeepEqual(a.wl.Status.Admission, wl.Status.Admission) {
 			a.version = v
+			if d := workload.DispatchKey(wl); d != a.dispatch {
+				c.countDispatchLocked(&a, -1)
+				a.wl, a.dispatch = wl.DeepCopy(), d
+				c.countDispatchLocked(&a, 1)
+				c.touched()
+			}
 			c.workloads[key] = a
 			return nil
 		}

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -946,6 +947,182 @@ func TestReserve(t *testing.T) {
 		c, _ := newCache(t, node("n1", "r1"))
 		if found, _ := c.Reserve("nope", key("w"), find("w")); found {
 			t.Error("Reserve() found flavor nope")
+		}
+	})
+}
+
+// dispatched is wl labelled as the copy of hub workload uid at dispatch
+// generation gen.
+func dispatched(wl *strata.Workload, uid, gen string) *strata.Workload {
+	metav1.SetMetaDataLabel(&wl.ObjectMeta, strata.HubWorkloadUIDLabel, uid)
+	metav1.SetMetaDataLabel(&wl.ObjectMeta, strata.DispatchGenerationLabel, gen)
+	return wl
+}
+
+// onFlavor is wl with its admission on flavor f.
+func onFlavor(wl *strata.Workload, f string) *strata.Workload {
+	for i := range wl.Status.Admission.PodSetAssignments {
+		wl.Status.Admission.PodSetAssignments[i].Flavor = f
+	}
+	return wl
+}
+
+// TestCaptureDispatches: a flavor's capture lists the dispatch of every
+// workload whose usage it counts, from the moment the cache counts it
+// (the scheduler's Reserve included) until it releases it.
+func TestCaptureDispatches(t *testing.T) {
+	reserve := func(t *testing.T, c *Cache, wl *strata.Workload) error {
+		t.Helper()
+		_, err := c.Reserve(wl.Status.Admission.PodSetAssignments[0].Flavor, key(wl.Name), func(*tas.Snapshot, *strata.Topology) (*strata.Workload, error) {
+			return wl, nil
+		})
+		return err
+	}
+	cases := map[string]struct {
+		steps func(t *testing.T, c *Cache)
+		want  map[string][]string // by flavor, sorted
+	}{
+		"no workloads": {
+			steps: func(*testing.T, *Cache) {},
+			want:  map[string][]string{flavorName: {}, "other": {}},
+		},
+		"a workload of no hub is not listed": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 1)))
+			},
+			want: map[string][]string{flavorName: {}, "other": {}},
+		},
+		"a hub's copy is listed on its flavor only": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1"))
+				addWorkload(t, c, onFlavor(dispatched(admittedWorkload("b", "10", onHost("o1", 1)), "u2", "3"), "other"))
+				addWorkload(t, c, dispatched(admittedWorkload("c", "10", onHost("n2", 1)), "u0", "2"))
+			},
+			want: map[string][]string{flavorName: {"u0/2", "u1/1"}, "other": {"u2/3"}},
+		},
+		"one label alone is not a dispatch": {
+			steps: func(t *testing.T, c *Cache) {
+				wl := admittedWorkload("a", "10", onHost("n1", 1))
+				metav1.SetMetaDataLabel(&wl.ObjectMeta, strata.HubWorkloadUIDLabel, "u1")
+				addWorkload(t, c, wl)
+				wl = admittedWorkload("b", "10", onHost("n1", 1))
+				metav1.SetMetaDataLabel(&wl.ObjectMeta, strata.DispatchGenerationLabel, "1")
+				addWorkload(t, c, wl)
+			},
+			want: map[string][]string{flavorName: {}, "other": {}},
+		},
+		"listed from the scheduler's Reserve, before the admission is written": {
+			steps: func(t *testing.T, c *Cache) {
+				if err := reserve(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 4)), "u1", "1")); err != nil {
+					t.Fatalf("Reserve(): %v", err)
+				}
+			},
+			want: map[string][]string{flavorName: {"u1/1"}, "other": {}},
+		},
+		"a refused Reserve lists nothing": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("full", "10", onHost("n1", 4)))
+				if err := reserve(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1")); err == nil {
+					t.Fatal("Reserve() over-filled n1")
+				}
+			},
+			want: map[string][]string{flavorName: {}, "other": {}},
+		},
+		"released: no longer listed": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1"))
+				addWorkload(t, c, dispatched(admittedWorkload("b", "10", onHost("n1", 1)), "u2", "1"))
+				c.RemoveWorkload(key("a"))
+			},
+			want: map[string][]string{flavorName: {"u2/1"}, "other": {}},
+		},
+		"evicted, as a newer version without admission shows: no longer listed": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1"))
+				evicted := dispatched(admittedWorkload("a", "11", onHost("n1", 1)), "u1", "1")
+				evicted.Status.Admission = nil
+				c.RemoveWorkloadIfNewer(key("a"), evicted)
+			},
+			want: map[string][]string{flavorName: {}, "other": {}},
+		},
+		"recorded without usage (its commit failed): not listed": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1"))
+				wl := dispatched(admittedWorkload("b", "10", onHost("n1", 1)), "u2", "1")
+				wl.Status.Admission.PodSetAssignments[0].Name = "missing"
+				if err := c.AddWorkload(key("b"), wl); err == nil {
+					t.Fatal("AddWorkload() of an admission naming a missing pod set succeeded")
+				}
+			},
+			want: map[string][]string{flavorName: {"u1/1"}, "other": {}},
+		},
+		"listed once its flavor appears": {
+			steps: func(t *testing.T, c *Cache) {
+				c.DeleteFlavor(flavorName)
+				addWorkload(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1"))
+				c.SetFlavor(testutil.MakeResourceFlavor(flavorName).NodeLabel("pool", "tas").TopologyName("default").Obj())
+			},
+			want: map[string][]string{flavorName: {"u1/1"}, "other": {}},
+		},
+		"kept across a rebuild": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1"))
+				c.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+			},
+			want: map[string][]string{flavorName: {"u1/1"}, "other": {}},
+		},
+		"two workloads of one dispatch: listed once, until both are released": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1"))
+				addWorkload(t, c, dispatched(admittedWorkload("b", "10", onHost("n2", 1)), "u1", "1"))
+				c.RemoveWorkload(key("a"))
+			},
+			want: map[string][]string{flavorName: {"u1/1"}, "other": {}},
+		},
+		"moved by hot swap: still listed": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1"))
+				if err := c.SyncAdmitted(key("a"), dispatched(admittedWorkload("a", "11", onHost("n2", 1)), "u1", "1")); err != nil {
+					t.Fatalf("SyncAdmitted(): %v", err)
+				}
+			},
+			want: map[string][]string{flavorName: {"u1/1"}, "other": {}},
+		},
+		"labelled after its admission: listed from then on, and after a rebuild": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 1)))
+				if err := c.SyncAdmitted(key("a"), dispatched(admittedWorkload("a", "11", onHost("n1", 1)), "u1", "1")); err != nil {
+					t.Fatalf("SyncAdmitted(): %v", err)
+				}
+				c.SetTopology(testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+			},
+			want: map[string][]string{flavorName: {"u1/1"}, "other": {}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"))
+			c.SetFlavor(testutil.MakeResourceFlavor("other").NodeLabel("pool", "other").TopologyName("default").Obj())
+			c.SetNode(changed(node("o1", "r2"), func(n *corev1.Node) { n.Labels["pool"] = "other" }))
+			tc.steps(t, c)
+			got := map[string][]string{}
+			for _, f := range []string{flavorName, "other"} {
+				capacity, dispatches, ok := c.Capture(f)
+				if !ok || capacity == nil {
+					t.Fatalf("Capture(%s) found no flavor", f)
+				}
+				slices.Sort(dispatches)
+				got[f] = dispatches
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("dispatches by flavor (-want,+got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("an unknown flavor", func(t *testing.T) {
+		c, _ := newCache(t, node("n1", "r1"))
+		if _, _, ok := c.Capture("nope"); ok {
+			t.Error("Capture() found flavor nope")
 		}
 	})
 }

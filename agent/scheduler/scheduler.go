@@ -45,7 +45,9 @@ const (
 	// as written (a level its flavors' Topologies lack, more than a whole
 	// quota), or its queue's flavors cannot be used as they are (missing,
 	// not topology-aware, their Topology missing: admissible again by
-	// itself once they are fixed); it does not block a StrictFIFO queue.
+	// itself once they are fixed), or a hub pinned it to a flavor its
+	// queue does not have (admissible again once the queue has it); it
+	// does not block a StrictFIFO queue.
 	ReasonInadmissible = "Inadmissible"
 )
 
@@ -244,7 +246,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 				// the message does not name the head, so that a new head
 				// does not rewrite every workload behind it.
 				for _, wl := range t.wls {
-					if err := s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending,
+					if err := s.setNotAdmitted(ctx, wl, ReasonPending,
 						fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", t.cq.Name)); err != nil {
 						errs = append(errs, err)
 					}
@@ -313,16 +315,21 @@ type queueTurn struct {
 
 func (t *queueTurn) head() *strata.Workload { return t.wls[0] }
 
-// try admits one workload on the first flavor of the queue where it fits.
-// blocks is false when no change of capacity can admit the workload (see
-// inadmissibleError and flavorNotReadyError): it then does not hold up a
-// StrictFIFO queue.
+// try admits one workload on the first flavor of the queue where it fits;
+// a workload a hub pinned to a flavor is tried on that flavor alone (see
+// flavorsFor). blocks is false when no change of capacity can admit the
+// workload (see inadmissibleError and flavorNotReadyError): it then does
+// not hold up a StrictFIFO queue.
 func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, wl *strata.Workload) (admitted, blocks bool, err error) {
+	flavors, why := flavorsFor(cq, wl)
+	if why != "" {
+		return false, false, s.setNotAdmitted(ctx, wl, ReasonInadmissible, why)
+	}
 	var reasons []string
 	// never: no change of capacity lets the workload in; asWritten: only
 	// a change of the workload would (no flavor is merely not ready).
 	never, asWritten := true, true
-	for _, fq := range cq.Spec.Flavors {
+	for _, fq := range flavors {
 		admitted, err := s.place(cq, fq, usage[fq.Name], wl)
 		if err != nil {
 			if errors.As(err, new(flavorNotReadyError)) {
@@ -345,9 +352,27 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		if asWritten {
 			by += " as written"
 		}
-		return false, false, s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonInadmissible, by+": "+strings.Join(reasons, "; "))
+		return false, false, s.setNotAdmitted(ctx, wl, ReasonInadmissible, by+": "+strings.Join(reasons, "; "))
 	}
-	return false, true, s.setAdmitted(ctx, wl, metav1.ConditionFalse, ReasonPending, "waiting for capacity: "+strings.Join(reasons, "; "))
+	return false, true, s.setNotAdmitted(ctx, wl, ReasonPending, "waiting for capacity: "+strings.Join(reasons, "; "))
+}
+
+// flavorsFor returns the flavors of the queue to try a workload on: all of
+// them, in order, or only the one a hub pinned the workload to (the
+// strata.dev/flavor annotation of its Job). When the queue does not have
+// the pinned flavor it returns why, for an Inadmissible condition: nothing
+// but a change of the ClusterQueue (whose event brings a pass) can let the
+// workload in.
+func flavorsFor(cq *strata.ClusterQueue, wl *strata.Workload) ([]strata.FlavorQuotas, string) {
+	pinned := workload.PinnedFlavor(wl)
+	if pinned == "" {
+		return cq.Spec.Flavors, ""
+	}
+	i := slices.IndexFunc(cq.Spec.Flavors, func(fq strata.FlavorQuotas) bool { return fq.Name == pinned })
+	if i < 0 {
+		return nil, fmt.Sprintf("the hub pinned flavor %q (annotation %s), which ClusterQueue %q does not have", pinned, strata.FlavorAnnotation, cq.Name)
+	}
+	return cq.Spec.Flavors[i : i+1], ""
 }
 
 // inadmissibleError is a reason no change of capacity or usage lifts: the
@@ -611,34 +636,33 @@ func recordQueues(v *indexView, pending map[string][]*strata.Workload) {
 	}
 }
 
-// setAdmitted writes the Admitted condition when it changed; wl is the
-// cache's object and is not modified.
-func (s *Scheduler) setAdmitted(ctx context.Context, wl *strata.Workload, status metav1.ConditionStatus, reason, message string) error {
+// setNotAdmitted writes the Admitted=False condition with reason and
+// message, and events saying why the workload waits, when it changed; wl
+// is the cache's object and is not modified.
+func (s *Scheduler) setNotAdmitted(ctx context.Context, wl *strata.Workload, reason, message string) error {
 	// A reason is written when its meaning changes, not when only its
 	// live numbers do ("the best rack fits 2 of 4 pods" and "3 of 4"): a
 	// capacity change would otherwise cost a write and an event for every
 	// waiting workload.
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == status && c.Reason == reason && workload.SameMeaning(c.Message, truncate(message)) {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, truncate(message)) {
 		return nil
 	}
 	wl = wl.DeepCopy()
-	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: status, Reason: reason, Message: truncate(message)}) {
+	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(message)}) {
 		return nil
 	}
 	if err := s.client.Status().Update(ctx, wl); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if status == metav1.ConditionFalse {
-		// Once per change of the condition, which is written only when
-		// its reason or message changes: a pass that finds the same
-		// reason writes nothing and says nothing, and so does the first
-		// pass after a restart. The same goes on the Job, so that
-		// kubectl describe job says why it waits.
-		note := truncateNote(message)
-		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Schedule", "%s", note)
-		if job := workload.OwnerJob(wl); job != nil {
-			s.recorder.Eventf(job, wl, corev1.EventTypeNormal, reason, "Schedule", "%s", note)
-		}
+	// Once per change of the condition, which is written only when its
+	// reason or message changes: a pass that finds the same reason writes
+	// nothing and says nothing, and so does the first pass after a
+	// restart. The same goes on the Job, so that kubectl describe job says
+	// why it waits.
+	note := truncateNote(message)
+	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Schedule", "%s", note)
+	if job := workload.OwnerJob(wl); job != nil {
+		s.recorder.Eventf(job, wl, corev1.EventTypeNormal, reason, "Schedule", "%s", note)
 	}
 	return nil
 }

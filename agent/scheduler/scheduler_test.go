@@ -1085,3 +1085,120 @@ func TestTruncateNote(t *testing.T) {
 		})
 	}
 }
+
+// twoFlavors puts topology "default" and two topology-aware flavors in a
+// cache: "tas-flavor" of the "tas" pool and "other" of the "other" pool.
+func twoFlavors(cc *cache.Cache) {
+	tasSetup(cc)
+	cc.SetFlavor(testutil.MakeResourceFlavor("other").NodeLabel("pool", "other").TopologyName("default").Obj())
+}
+
+// otherNode is a Ready API node of the "other" pool in rack with cpu
+// allocatable.
+func otherNode(name, rack, cpu string) *corev1.Node {
+	n := tasNode(name, rack, cpu)
+	n.Labels["pool"] = "other"
+	return n
+}
+
+// pinnedTo is a workload a hub pinned to flavor.
+func pinnedTo(wl *strata.Workload, flavor string) *strata.Workload {
+	metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.FlavorAnnotation, flavor)
+	return wl
+}
+
+// TestSchedulePinnedFlavor: a workload a hub pinned to a flavor is tried on
+// that flavor of its queue alone; it is Inadmissible when the queue does
+// not have it. Workloads without a pin are tried on every flavor as
+// before.
+func TestSchedulePinnedFlavor(t *testing.T) {
+	onOther := outcome{Reason: ReasonAdmitted, Flavor: "other"}
+	cases := map[string]struct {
+		queue     *strata.ClusterQueue
+		workloads []*strata.Workload
+		want      map[string]outcome
+	}{
+		"pinned to the queue's second flavor: admitted there, though the first has room": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("other").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{pinnedTo(job("pinned", "cq", 2, nil, 0), "tas-flavor"), job("free", "cq", 2, nil, 1)},
+			want:      map[string]outcome{"pinned": admitted, "free": onOther},
+		},
+		"pinned to a flavor the queue does not have: Inadmissible, naming it": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("other").Obj(),
+			workloads: []*strata.Workload{pinnedTo(job("w", "cq", 1, nil, 0), "tas-flavor")},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `the hub pinned flavor "tas-flavor" (annotation strata.dev/flavor), which ClusterQueue "cq" does not have`}},
+		},
+		"the pinned flavor is full: pending as usual, the other flavor is not tried": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("other").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{pinnedTo(job("w", "cq", 5, nil, 0), "tas-flavor")},
+			want: map[string]outcome{"w": {Reason: ReasonPending,
+				Message: "waiting for capacity: flavor tas-flavor: rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node)"}},
+		},
+		"only the pinned flavor's quota counts: more than its whole quota is Inadmissible as usual": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("other", "cpu", "8").Flavor("tas-flavor", "cpu", "1").Obj(),
+			workloads: []*strata.Workload{pinnedTo(job("w", "cq", 2, nil, 0), "tas-flavor")},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: "cannot be admitted by ClusterQueue cq as written: flavor tas-flavor: quota: cpu needs 2, more than the whole quota of 1"}},
+		},
+		"the pinned flavor is listed but does not exist: Inadmissible as usual": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("other").Flavor("gone").Obj(),
+			workloads: []*strata.Workload{pinnedTo(job("w", "cq", 1, nil, 0), "gone")},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "gone" does not exist`}},
+		},
+		"under StrictFIFO, a head pinned to a flavor the queue lacks does not block it": {
+			queue:     strictFIFO(testutil.MakeClusterQueue("cq").Flavor("other").Obj()),
+			workloads: []*strata.Workload{pinnedTo(job("w1", "cq", 1, nil, 0), "tas-flavor"), job("w2", "cq", 1, nil, 1)},
+			want: map[string]outcome{
+				"w1": {Reason: ReasonInadmissible, Message: `the hub pinned flavor "tas-flavor" (annotation strata.dev/flavor), which ClusterQueue "cq" does not have`},
+				"w2": onOther,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{tc.queue}
+			for _, wl := range tc.workloads {
+				objs = append(objs, wl)
+			}
+			e := newSchedEnv(t, objs, twoFlavors, []*corev1.Node{tasNode("r1-n1", "r1", "4"), otherNode("r2-n1", "r2", "8")}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSchedulePinnedFlavorAddedToQueue: a workload Inadmissible because its
+// queue lacks its pinned flavor is admitted on that flavor once the
+// ClusterQueue lists it; the ClusterQueue's event brings the pass.
+func TestSchedulePinnedFlavorAddedToQueue(t *testing.T) {
+	objs := []client.Object{testutil.MakeClusterQueue("cq").Flavor("other").Obj(), pinnedTo(job("w", "cq", 1, nil, 0), "tas-flavor")}
+	e := newSchedEnv(t, objs, twoFlavors, []*corev1.Node{tasNode("r1-n1", "r1", "4"), otherNode("r2-n1", "r2", "8")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	if got := e.outcomes(t)["w"].Reason; got != ReasonInadmissible {
+		t.Fatalf("before the ClusterQueue has the flavor: reason %q, want %q", got, ReasonInadmissible)
+	}
+	e.informed(t) // the Inadmissible condition's write
+	var cq strata.ClusterQueue
+	if err := e.c.Get(t.Context(), types.NamespacedName{Name: "cq"}, &cq); err != nil {
+		t.Fatal(err)
+	}
+	cq.Spec.Flavors = testutil.MakeClusterQueue("cq").Flavor("other").Flavor("tas-flavor").Obj().Spec.Flavors
+	if err := e.c.Update(t.Context(), &cq); err != nil {
+		t.Fatal(err)
+	}
+	clear(e.s.queueStatusAt)
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	if diff := cmp.Diff(map[string]outcome{"w": admitted}, withoutMessages(e.outcomes(t), nil)); diff != "" {
+		t.Errorf("outcomes once the ClusterQueue has the flavor (-want,+got):\n%s", diff)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,11 @@ const (
 	// reports fewer of a counted resource (pods, GPUs, ...) than are free.
 	// It never reports more than exists, so the hub may still use it.
 	ReasonCountsUnderstated = "CountsUnderstated"
+	// ReasonTooManyDispatches: the list of hub dispatches the flavor's
+	// capacity accounts for does not fit in summary.maxBytes by itself, so
+	// the summary has neither domains nor dispatches (and offers no
+	// capacity).
+	ReasonTooManyDispatches = "TooManyDispatches"
 )
 
 const (
@@ -263,15 +269,14 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 		sumErr error
 	)
 	maxBytes := int(*p.cfg.MaxBytes)
-	// Copy the capacity under the cache's lock, summarize outside it: the
-	// scheduler and the informers' handlers wait for that lock.
-	var capacity *tas.Capacity
-	if !p.cache.Flavor(flavor, func(s *tas.Snapshot, _ *strata.Topology) {
-		capacity = s.Capture()
-	}) {
+	// Copy the capacity and its dispatches under the cache's lock,
+	// summarize outside it: the scheduler and the informers' handlers wait
+	// for that lock.
+	capacity, dispatches, ok := p.cache.Capture(flavor)
+	if !ok {
 		return time.Time{}, nil
 	}
-	sum, sumErr = capacity.Summarize(summaryBudget(maxBytes))
+	sum, sumErr = summarize(capacity, dispatches, maxBytes)
 	var cs strata.CapacitySummary
 	err := p.summaries.Get(ctx, types.NamespacedName{Name: flavor}, &cs)
 	if apierrors.IsNotFound(err) {
@@ -299,16 +304,63 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	return now, nil
 }
 
-// summaryBudget is the budget given to tas's Summarize: maxBytes less what
-// the publisher adds.
+// summaryBudget is the budget of tas's summary and the dispatches together:
+// maxBytes less what the publisher adds.
 func summaryBudget(maxBytes int) int { return max(maxBytes-statusReserve, 0) }
 
+// summarize returns the summary of a flavor's captured capacity with the
+// dispatches it accounts for, sorted (in place). The dispatches are listed
+// first: tas's Summarize gets the budget they leave. When they alone take
+// more than the budget, the error is a *tooManyDispatchesError.
+func summarize(capacity *tas.Capacity, dispatches []string, maxBytes int) (strata.CapacitySummaryStatus, error) {
+	slices.Sort(dispatches)
+	budget := summaryBudget(maxBytes)
+	listed := dispatchesSize(dispatches)
+	if listed > budget {
+		return strata.CapacitySummaryStatus{}, &tooManyDispatchesError{count: len(dispatches), bytes: listed, budget: budget, maxBytes: maxBytes}
+	}
+	sum, err := capacity.Summarize(budget - listed)
+	if err != nil {
+		if len(dispatches) > 0 {
+			err = fmt.Errorf("%w (the %d dispatches listed take %d bytes of it)", err, len(dispatches), listed)
+		}
+		return sum, err
+	}
+	if len(dispatches) > 0 {
+		sum.Dispatches = dispatches
+	}
+	return sum, nil
+}
+
+// dispatchesSize is what a list of dispatches adds to a status's JSON.
+func dispatchesSize(dispatches []string) int {
+	if len(dispatches) == 0 {
+		return 0 // omitted
+	}
+	data, err := json.Marshal(dispatches)
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(`,"dispatches":`) + len(data)
+}
+
+// tooManyDispatchesError says that a flavor's dispatches alone do not fit
+// in the summary's budget.
+type tooManyDispatchesError struct {
+	count, bytes, budget, maxBytes int
+}
+
+func (e *tooManyDispatchesError) Error() string {
+	return fmt.Sprintf("the %d dispatches the flavor's capacity accounts for need %d bytes, more than the %d bytes summary.maxBytes (%d bytes) leaves for the summary",
+		e.count, e.bytes, e.budget, e.maxBytes)
+}
+
 // build returns the status to publish for a flavor whose summary is sum
-// (and sumErr, from tas's Summarize within summaryBudget(maxBytes)), with
-// old's generation and observed time and an updated Ready condition. Its
-// JSON never exceeds a valid maxBytes (at least 4096): a summary that does
-// not fit even coarsened is replaced by one without domains, Ready=False
-// with reason TooLarge.
+// (and sumErr, from summarize), with old's generation and observed time and
+// an updated Ready condition. Its JSON never exceeds a valid maxBytes (at
+// least 4096): a summary that does not fit even coarsened is replaced by
+// one without domains or dispatches, Ready=False with reason TooLarge, or
+// TooManyDispatches when the dispatches alone do not fit.
 func build(old *strata.CapacitySummaryStatus, sum strata.CapacitySummaryStatus, sumErr error, maxBytes int, now time.Time) strata.CapacitySummaryStatus {
 	st := sum
 	if sumErr == nil {
@@ -330,6 +382,10 @@ func build(old *strata.CapacitySummaryStatus, sum strata.CapacitySummaryStatus, 
 	ready := metav1.Condition{
 		Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonTooLarge,
 		Message: fmt.Sprintf("no domains published, the summary does not fit in summary.maxBytes (%d bytes): %v", maxBytes, sumErr),
+	}
+	if errors.As(sumErr, new(*tooManyDispatchesError)) {
+		ready.Reason = ReasonTooManyDispatches
+		ready.Message = fmt.Sprintf("no domains or dispatches published: %v; raise summary.maxBytes", sumErr)
 	}
 	st = strata.CapacitySummaryStatus{Levels: sum.Levels, LeafLevels: sum.LeafLevels, Resources: sum.Resources, Nodes: sum.Nodes}
 	withMeta(&st, old, ready, now)

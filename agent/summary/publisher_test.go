@@ -15,9 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +30,7 @@ import (
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -171,6 +174,48 @@ func TestBuild(t *testing.T) {
 			},
 			wantMessage: "the summary of 75 domains needs",
 		},
+		"a summary lists its dispatches": {
+			sum: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.Dispatches = []string{"u1/1", "u2/4"}
+				return st
+			}(),
+			want: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.Dispatches = []string{"u1/1", "u2/4"}
+				st.Conditions = []metav1.Condition{published}
+				return st
+			}(),
+		},
+		"too many dispatches: neither domains nor dispatches": {
+			old: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				st.Dispatches = []string{"u1/1"}
+				st.SummaryGeneration, st.ObservedTime = 2, at(-time.Minute)
+				st.Conditions = []metav1.Condition{ready(metav1.ConditionTrue, ReasonPublished, "current capacity of the flavor's nodes", -time.Hour)}
+				return st
+			}(),
+			sumErr: &tooManyDispatchesError{count: 120, bytes: 5000, budget: 3072, maxBytes: maxBytes},
+			want: strata.CapacitySummaryStatus{
+				SummaryGeneration: 2, ObservedTime: at(-time.Minute),
+				Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooManyDispatches,
+					"no domains or dispatches published: the 120 dispatches the flavor's capacity accounts for need 5000 bytes, more than the 3072 bytes summary.maxBytes (4096 bytes) leaves for the summary; raise summary.maxBytes", 0)},
+			},
+		},
+		"dispatches that fit tas's budget but not with the status fields: dropped with the domains": {
+			sum: func() strata.CapacitySummaryStatus {
+				st := summary(3)
+				for i := range 100 {
+					st.Dispatches = append(st.Dispatches, fmt.Sprintf("%036d/1", i))
+				}
+				return st
+			}(),
+			want: strata.CapacitySummaryStatus{
+				Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "pods"}, Nodes: 12,
+				Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooLarge, "", 0)},
+			},
+			wantMessage: "needs",
+		},
 		"too large with levels too long to name": {
 			sum: strata.CapacitySummaryStatus{
 				Levels: []string{"example.com/" + long, "example.com/" + long + "2", "example.com/" + long + "3"}, LeafLevels: 3,
@@ -201,6 +246,78 @@ func TestBuild(t *testing.T) {
 			written.SummaryGeneration = 1 << 62
 			if n := jsonSize(t, &written); n > maxBytes {
 				t.Errorf("the written status has %d bytes, more than the budget of %d", n, maxBytes)
+			}
+		})
+	}
+}
+
+// dispatchKeys are n dispatches of 38 characters each, unsorted: with
+// the quotes and commas, 41 bytes apiece in the summary, and 15 more.
+func dispatchKeys(n int) []string {
+	keys := make([]string, 0, n)
+	for i := range n {
+		keys = append(keys, fmt.Sprintf("%08d-0000-0000-0000-000000000000/%d", (i*7919)%n, i%3+1))
+	}
+	return keys
+}
+
+func TestSummarize(t *testing.T) {
+	const maxBytes = 4096
+	cases := map[string]struct {
+		racks      int
+		dispatches []string
+		// want: the dispatches listed, or the error's type and a part of
+		// its message.
+		want        []string
+		wantTooMany bool
+		wantErr     string
+	}{
+		"no dispatches": {
+			racks: 3,
+		},
+		"dispatches sorted": {
+			racks:      3,
+			dispatches: []string{"b/1", "a/2", "a/10"},
+			want:       []string{"a/10", "a/2", "b/1"},
+		},
+		"dispatches that take the whole budget": {
+			racks:       3,
+			dispatches:  dispatchKeys(100),
+			wantTooMany: true,
+			wantErr:     "the 100 dispatches the flavor's capacity accounts for need 4115 bytes, more than the 3072 bytes summary.maxBytes (4096 bytes) leaves",
+		},
+		"dispatches that leave too little for the domains": {
+			racks:      60,
+			dispatches: dispatchKeys(40),
+			wantErr:    "(the 40 dispatches listed take 1655 bytes of it)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, configv1beta1.Summary{}, "f")
+			e.racks(0, tc.racks)
+			capacity, _, ok := e.cache.Capture("f")
+			if !ok {
+				t.Fatal("Capture() found no flavor f")
+			}
+			sum, err := summarize(capacity, tc.dispatches, maxBytes)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("summarize() error = %v, want one containing %q", err, tc.wantErr)
+				}
+				if got := errors.As(err, new(*tooManyDispatchesError)); got != tc.wantTooMany {
+					t.Errorf("summarize() error %v is a *tooManyDispatchesError: %t, want %t", err, got, tc.wantTooMany)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("summarize(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, sum.Dispatches); diff != "" {
+				t.Errorf("dispatches (-want,+got):\n%s", diff)
+			}
+			if n := jsonSize(t, &sum); n > summaryBudget(maxBytes) {
+				t.Errorf("the summary has %d bytes, more than the budget of %d", n, summaryBudget(maxBytes))
 			}
 		})
 	}
@@ -595,4 +712,114 @@ func TestPublishAllDeletesOrphans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dispatchedWorkload is workload name, the copy of hub workload uid at
+// dispatch generation gen (none when uid is ""), admitted on flavor "f"
+// with one pod on node.
+func dispatchedWorkload(name, uid, gen, node string) *strata.Workload {
+	wl := testutil.MakeWorkload(name, "ns").
+		PodSets(testutil.MakePodSet("main", 1, "cpu", "10m").Obj()).
+		Admission(&strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{
+			Name: "main", Flavor: "f", Count: 1,
+			TopologyAssignment: tas.Encode(&tas.Assignment{Levels: []string{host}, Domains: []tas.DomainAssignment{{Values: []string{node}, Count: 1}}}),
+		}}}).Obj()
+	if uid != "" {
+		metav1.SetMetaDataLabel(&wl.ObjectMeta, strata.HubWorkloadUIDLabel, uid)
+		metav1.SetMetaDataLabel(&wl.ObjectMeta, strata.DispatchGenerationLabel, gen)
+	}
+	return wl
+}
+
+// TestPublishAllDispatches: a summary lists, sorted, the dispatches of the
+// workloads its capacity counts, and stops listing one once the capacity
+// is given back; each change is a new generation.
+func TestPublishAllDispatches(t *testing.T) {
+	e := newEnv(t, configv1beta1.Summary{}, "f")
+	e.racks(0, 2)
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
+	add := func(wl *strata.Workload) {
+		t.Helper()
+		if err := e.cache.AddWorkload(key(wl.Name), wl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type state struct {
+		Gen        int64
+		Dispatches []string
+		Ready      metav1.ConditionStatus
+	}
+	steps := []struct {
+		change func()
+		want   state
+	}{
+		{change: func() {}, want: state{Gen: 1, Ready: metav1.ConditionTrue}},
+		{change: func() {
+			add(dispatchedWorkload("b", "u2", "1", "node-0001"))
+			add(dispatchedWorkload("a", "u1", "3", "node-0000"))
+			add(dispatchedWorkload("local", "", "", "node-0000"))
+		}, want: state{Gen: 2, Dispatches: []string{"u1/3", "u2/1"}, Ready: metav1.ConditionTrue}},
+		{change: func() { e.cache.RemoveWorkload(key("b")) }, want: state{Gen: 3, Dispatches: []string{"u1/3"}, Ready: metav1.ConditionTrue}},
+		{change: func() { e.cache.RemoveWorkload(key("a")) }, want: state{Gen: 4, Ready: metav1.ConditionTrue}},
+	}
+	for i, s := range steps {
+		s.change()
+		if _, err := e.publish(time.Duration(i) * time.Second); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		cs := e.summary("f")
+		got := state{Gen: cs.Status.SummaryGeneration, Dispatches: cs.Status.Dispatches}
+		if c := meta.FindStatusCondition(cs.Status.Conditions, ConditionReady); c != nil {
+			got.Ready = c.Status
+		}
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("step %d (-want,+got):\n%s", i, diff)
+		}
+	}
+	seriesOf("f")
+}
+
+// TestPublishAllTooManyDispatches: dispatches that do not fit in
+// summary.maxBytes make a summary without domains, Ready=False, within
+// the budget; the summary comes back once they fit.
+func TestPublishAllTooManyDispatches(t *testing.T) {
+	const maxBytes = 4096
+	e := newEnv(t, configv1beta1.Summary{MaxBytes: ptr.To[int32](maxBytes)}, "f")
+	e.racks(0, 2)
+	keys := dispatchKeys(100)
+	for i, k := range keys {
+		uid, gen, _ := strings.Cut(k, "/")
+		wl := dispatchedWorkload(fmt.Sprint("w", i), uid, gen, "node-0000")
+		if err := e.cache.AddWorkload(types.NamespacedName{Namespace: "ns", Name: wl.Name}, wl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.publish(0); err != nil {
+		t.Fatal(err)
+	}
+	cs := e.summary("f")
+	want := strata.CapacitySummaryStatus{
+		SummaryGeneration: 1, ObservedTime: at(0),
+		Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooManyDispatches, "", 0)},
+	}
+	if diff := cmp.Diff(want, cs.Status, cmpopts.IgnoreFields(metav1.Condition{}, "Message")); diff != "" {
+		t.Errorf("status (-want,+got):\n%s", diff)
+	}
+	if msg := cs.Status.Conditions[0].Message; !strings.Contains(msg, "the 100 dispatches") || !strings.Contains(msg, "raise summary.maxBytes") {
+		t.Errorf("Ready message %q does not name the dispatches and the remedy", msg)
+	}
+	if n := jsonSize(t, &cs.Status); n > maxBytes {
+		t.Errorf("the status has %d bytes, more than the budget of %d", n, maxBytes)
+	}
+	for i := range 90 {
+		e.cache.RemoveWorkload(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("w", i)})
+	}
+	if _, err := e.publish(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cs = e.summary("f")
+	if c := meta.FindStatusCondition(cs.Status.Conditions, ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(cs.Status.Dispatches) != 10 || len(cs.Status.Domains) == 0 {
+		t.Errorf("with 10 dispatches left: Ready %+v, %d dispatches, %d domains; want Ready, 10 and the domains", c, len(cs.Status.Dispatches), len(cs.Status.Domains))
+	}
+	seriesOf("f")
 }

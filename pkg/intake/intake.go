@@ -322,7 +322,9 @@ func (k *Keeper) checkQueue(ctx context.Context, job *batchv1.Job) (string, stri
 }
 
 // apply creates the Workload or brings an unadmitted one up to date —
-// spec and InvalidAnnotation in one write — then writes its Invalid
+// spec and InvalidAnnotation in one write, with the dispatch labels and
+// pinned flavor of a hub's copy, which an admitted one gets too — then
+// writes its Invalid
 // condition and, when it changed to invalid, an event. A valid Workload
 // that was never invalid has no Invalid condition: that saves a write per
 // Job.
@@ -361,15 +363,28 @@ func (k *Keeper) apply(ctx context.Context, job *batchv1.Job, desired *strata.Wo
 		}
 	case err != nil:
 		return nil, err
-	case wl.Status.Admission == nil && (!equality.Semantic.DeepEqual(wl.Spec, desired.Spec) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]):
-		wl.Spec = desired.Spec
-		if invalid {
-			metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.InvalidAnnotation, reason)
-		} else {
-			delete(wl.Annotations, strata.InvalidAnnotation)
+	default:
+		update := false
+		if wl.Status.Admission == nil && (!equality.Semantic.DeepEqual(wl.Spec, desired.Spec) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]) {
+			wl.Spec = desired.Spec
+			if invalid {
+				metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.InvalidAnnotation, reason)
+			} else {
+				delete(wl.Annotations, strata.InvalidAnnotation)
+			}
+			update = true
 		}
-		if err := k.client.Update(ctx, &wl); err != nil {
-			return nil, err
+		// A hub's copy is created with its labels and pinned flavor,
+		// which never change; a Workload created before the Job had them
+		// (or by an agent that did not carry them) gets them, admitted or
+		// not.
+		if workload.CarryDispatch(&wl.ObjectMeta, &desired.ObjectMeta) {
+			update = true
+		}
+		if update {
+			if err := k.client.Update(ctx, &wl); err != nil {
+				return nil, err
+			}
 		}
 	}
 	was := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)

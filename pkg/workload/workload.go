@@ -23,7 +23,8 @@ import (
 const MainPodSet = "main"
 
 // FromJob builds the Workload of a batch/v1 Job labelled with the queue
-// name. Annotation errors are returned with paths into the Job; the
+// name. The labels and the annotation of the dispatch contract that a hub's
+// copy of a Job carries go to the Workload (see CarryDispatch). Annotation errors are returned with paths into the Job; the
 // Workload is still returned, without the topology request when the
 // annotations are invalid, so that callers can record the errors on it.
 func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
@@ -56,8 +57,51 @@ func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
 			PodSets:           []strata.PodSet{ps},
 		},
 	}
+	CarryDispatch(&wl.ObjectMeta, &job.ObjectMeta)
 	return wl, errs
 }
+
+// dispatchLabels are the labels a hub puts on its copy of a Job, which the
+// copy's Workload carries.
+var dispatchLabels = []string{strata.OriginLabel, strata.HubWorkloadUIDLabel, strata.DispatchGenerationLabel}
+
+// CarryDispatch copies to dst the dispatch contract's labels and flavor
+// annotation that src has and dst lacks or holds with another value; it
+// removes nothing. It says whether dst changed.
+func CarryDispatch(dst, src *metav1.ObjectMeta) bool {
+	changed := false
+	for _, k := range dispatchLabels {
+		if v, ok := src.Labels[k]; ok {
+			if old, had := dst.Labels[k]; !had || old != v {
+				metav1.SetMetaDataLabel(dst, k, v)
+				changed = true
+			}
+		}
+	}
+	if v, ok := src.Annotations[strata.FlavorAnnotation]; ok {
+		if old, had := dst.Annotations[strata.FlavorAnnotation]; !had || old != v {
+			metav1.SetMetaDataAnnotation(dst, strata.FlavorAnnotation, v)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// DispatchKey is the hub dispatch a Workload belongs to, as a capacity
+// summary lists it: "<hub workload UID>/<dispatch generation>", from its
+// strata.dev/hub-workload-uid and strata.dev/dispatch-generation labels.
+// It returns "" unless both are set.
+func DispatchKey(wl *strata.Workload) string {
+	uid, gen := wl.Labels[strata.HubWorkloadUIDLabel], wl.Labels[strata.DispatchGenerationLabel]
+	if uid == "" || gen == "" {
+		return ""
+	}
+	return uid + "/" + gen
+}
+
+// PinnedFlavor is the ResourceFlavor a hub pinned the Workload to (the
+// strata.dev/flavor annotation), or "" when it is not pinned.
+func PinnedFlavor(wl *strata.Workload) string { return wl.Annotations[strata.FlavorAnnotation] }
 
 // JobWorkloadName is the name of a Job's Workload: "job-" and the Job's
 // name. It is also the value of the pods' strata.dev/workload label, so

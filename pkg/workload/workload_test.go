@@ -174,3 +174,152 @@ func hashOf(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])[:10]
 }
+
+func TestFromJobDispatchMetadata(t *testing.T) {
+	cases := map[string]struct {
+		labels, annotations         map[string]string
+		wantLabels, wantAnnotations map[string]string
+	}{
+		"a Job of no hub: nothing carried": {
+			labels: map[string]string{"team": "ml"},
+		},
+		"a hub's copy: the three labels and the pinned flavor": {
+			labels: map[string]string{
+				strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3", "team": "ml",
+			},
+			annotations: map[string]string{strata.FlavorAnnotation: "h100", "note": "kept on the Job"},
+			wantLabels: map[string]string{
+				strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3",
+			},
+			wantAnnotations: map[string]string{strata.FlavorAnnotation: "h100"},
+		},
+		"only what the Job has": {
+			labels:     map[string]string{strata.HubWorkloadUIDLabel: "0b6c"},
+			wantLabels: map[string]string{strata.HubWorkloadUIDLabel: "0b6c"},
+		},
+		"a pinned flavor alone": {
+			annotations:     map[string]string{strata.FlavorAnnotation: "h100"},
+			wantAnnotations: map[string]string{strata.FlavorAnnotation: "h100"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			j := job(2, 2, nil)
+			for k, v := range tc.labels {
+				j.Labels[k] = v
+			}
+			j.Annotations = tc.annotations
+			wl, errs := FromJob(j)
+			if len(errs) != 0 {
+				t.Fatalf("FromJob() errors: %v", errs)
+			}
+			if diff := cmp.Diff(tc.wantLabels, wl.Labels); diff != "" {
+				t.Errorf("labels (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantAnnotations, wl.Annotations); diff != "" {
+				t.Errorf("annotations (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCarryDispatch(t *testing.T) {
+	copyOf := metav1.ObjectMeta{
+		Labels: map[string]string{
+			strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3", strata.QueueNameLabel: "q",
+		},
+		Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+	}
+	cases := map[string]struct {
+		dst, src    metav1.ObjectMeta
+		want        metav1.ObjectMeta
+		wantChanged bool
+	}{
+		"a Workload without them gets them": {
+			dst: metav1.ObjectMeta{Annotations: map[string]string{strata.InvalidAnnotation: "InvalidJob"}},
+			src: copyOf,
+			want: metav1.ObjectMeta{
+				Labels: map[string]string{
+					strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3",
+				},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100", strata.InvalidAnnotation: "InvalidJob"},
+			},
+			wantChanged: true,
+		},
+		"a Workload with them: unchanged": {
+			dst: metav1.ObjectMeta{
+				Labels: map[string]string{
+					strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3", "other": "x",
+				},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+			},
+			src: copyOf,
+			want: metav1.ObjectMeta{
+				Labels: map[string]string{
+					strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3", "other": "x",
+				},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+			},
+		},
+		"another value is replaced": {
+			dst: metav1.ObjectMeta{
+				Labels:      map[string]string{strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "2"},
+				Annotations: map[string]string{strata.FlavorAnnotation: "a100"},
+			},
+			src: copyOf,
+			want: metav1.ObjectMeta{
+				Labels:      map[string]string{strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3"},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+			},
+			wantChanged: true,
+		},
+		"a Job without them removes nothing": {
+			dst: metav1.ObjectMeta{
+				Labels:      map[string]string{strata.HubWorkloadUIDLabel: "0b6c"},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+			},
+			src: metav1.ObjectMeta{Labels: map[string]string{strata.QueueNameLabel: "q"}},
+			want: metav1.ObjectMeta{
+				Labels:      map[string]string{strata.HubWorkloadUIDLabel: "0b6c"},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+			},
+		},
+		"neither has them": {
+			src: metav1.ObjectMeta{Labels: map[string]string{strata.QueueNameLabel: "q"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := *tc.dst.DeepCopy()
+			changed := CarryDispatch(&got, &tc.src)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("CarryDispatch() result (-want,+got):\n%s", diff)
+			}
+			if changed != tc.wantChanged {
+				t.Errorf("CarryDispatch() = %t, want %t", changed, tc.wantChanged)
+			}
+		})
+	}
+}
+
+func TestDispatchKey(t *testing.T) {
+	cases := map[string]struct {
+		labels map[string]string
+		want   string
+	}{
+		"both labels":        {labels: map[string]string{strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3"}, want: "0b6c/3"},
+		"no labels":          {},
+		"no generation":      {labels: map[string]string{strata.HubWorkloadUIDLabel: "0b6c"}},
+		"no hub UID":         {labels: map[string]string{strata.DispatchGenerationLabel: "3"}},
+		"an empty hub UID":   {labels: map[string]string{strata.HubWorkloadUIDLabel: "", strata.DispatchGenerationLabel: "3"}},
+		"origin is not part": {labels: map[string]string{strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "u", strata.DispatchGenerationLabel: "1"}, want: "u/1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}}
+			if diff := cmp.Diff(tc.want, DispatchKey(wl)); diff != "" {
+				t.Errorf("DispatchKey() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -430,3 +430,107 @@ func TestReconcileStaleWorkload(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcileCarriesDispatchMetadata: the Workload of a hub's copy
+// carries the copy's dispatch labels and pinned flavor, whether it is
+// created with them or existed without them; a Job without them leaves its
+// Workload as it is.
+func TestReconcileCarriesDispatchMetadata(t *testing.T) {
+	dispatchLabels := map[string]string{
+		strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "9f1e", strata.DispatchGenerationLabel: "2",
+	}
+	hubCopy := func() *batchv1.Job {
+		job := makeJob("train", nil)
+		for k, v := range dispatchLabels {
+			job.Labels[k] = v
+		}
+		job.Annotations = map[string]string{strata.FlavorAnnotation: flavor.Name}
+		return job
+	}
+	plain := func(wl *strata.Workload) *strata.Workload {
+		wl.Labels, wl.Annotations = nil, nil
+		return wl
+	}
+	type meta struct {
+		Labels, Annotations map[string]string
+		Admitted            bool
+	}
+	carried := meta{Labels: dispatchLabels, Annotations: map[string]string{strata.FlavorAnnotation: flavor.Name}}
+	cases := map[string]struct {
+		job *batchv1.Job
+		// existing builds the Workload there is before the reconcile, if any.
+		existing    func(t *testing.T, job *batchv1.Job) *strata.Workload
+		want        meta
+		wantWritten bool
+	}{
+		"created with them": {
+			job:         hubCopy(),
+			want:        carried,
+			wantWritten: true,
+		},
+		"a waiting Workload without them gets them": {
+			job: hubCopy(),
+			existing: func(t *testing.T, job *batchv1.Job) *strata.Workload {
+				wl := plain(admittedWorkload(t, job))
+				wl.Status = strata.WorkloadStatus{}
+				return wl
+			},
+			want:        carried,
+			wantWritten: true,
+		},
+		"an admitted Workload without them gets them and keeps its admission": {
+			job: func() *batchv1.Job {
+				job := hubCopy()
+				job.Spec.Suspend = ptr.To(false)
+				job.Spec.Template.Labels = map[string]string{strata.WorkloadLabel: WorkloadName("train")}
+				return job
+			}(),
+			existing: func(t *testing.T, job *batchv1.Job) *strata.Workload {
+				return plain(admittedWorkload(t, job))
+			},
+			want:        meta{Labels: carried.Labels, Annotations: carried.Annotations, Admitted: true},
+			wantWritten: true,
+		},
+		"a Workload with them is not written": {
+			job: hubCopy(),
+			existing: func(t *testing.T, job *batchv1.Job) *strata.Workload {
+				wl := admittedWorkload(t, job)
+				wl.Status = strata.WorkloadStatus{}
+				return wl
+			},
+			want: carried,
+		},
+		"a Job of no hub: its Workload is not written": {
+			job: makeJob("train", nil),
+			existing: func(t *testing.T, job *batchv1.Job) *strata.Workload {
+				wl := admittedWorkload(t, job)
+				wl.Status = strata.WorkloadStatus{}
+				return wl
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{tc.job}
+			var before string
+			if tc.existing != nil {
+				objs = append(objs, tc.existing(t, tc.job))
+			}
+			e := newEnv(t, objs...)
+			if tc.existing != nil {
+				before = e.workload(WorkloadName("train")).ResourceVersion
+			}
+			if err := e.reconcile(tc.job); err != nil {
+				t.Fatal(err)
+			}
+			wl := e.workload(WorkloadName("train"))
+			got := meta{Labels: wl.Labels, Annotations: wl.Annotations, Admitted: wl.Status.Admission != nil}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Workload (-want,+got):\n%s", diff)
+			}
+			if written := wl.ResourceVersion != before; written != tc.wantWritten {
+				t.Errorf("Workload written: %t, want %t", written, tc.wantWritten)
+			}
+		})
+	}
+}

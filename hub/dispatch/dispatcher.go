@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -55,9 +56,18 @@ type Dispatcher struct {
 	rebuilt map[*placement.Target]bool
 
 	mu sync.Mutex
+	// recorded is the last dispatch this process wrote per Workload, to
+	// tell a Workload the informer shows pending from one it has not shown
+	// dispatched yet.
+	recorded map[types.UID]recorded
 	// waiting records the last reason written per waiting Workload, so
 	// that a pass writes only what changed.
 	waiting map[types.NamespacedName]string
+}
+
+type recorded struct {
+	generation int64
+	flavor     string
 }
 
 // New returns a Dispatcher.
@@ -70,6 +80,7 @@ func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, r
 		wake:       make(chan struct{}, 1),
 		rebuilt:    map[*placement.Target]bool{},
 		waiting:    map[types.NamespacedName]string{},
+		recorded:   map[types.UID]recorded{},
 	}
 }
 
@@ -149,6 +160,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	usage := map[string]map[string]corev1.ResourceList{} // ClusterQueue → flavor → usage
 	var errs []error
 	queues := map[string]*strata.ClusterQueue{}
+	d.forgetRecorded(wls.Items)
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if !wl.DeletionTimestamp.IsZero() || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
@@ -163,6 +175,16 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 			placed = append(placed, wl)
 			if cq != nil {
 				chargeUsage(usage, cq.Name, flavor, wl)
+			}
+			continue
+		}
+		d.mu.Lock()
+		r, written := d.recorded[wl.UID]
+		d.mu.Unlock()
+		if written && r.generation > Generation(wl) {
+			// Dispatched by this process; the informer is behind.
+			if cq != nil {
+				chargeUsage(usage, cq.Name, r.flavor, wl)
 			}
 			continue
 		}
@@ -190,6 +212,25 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	})
 	errs = append(errs, err)
 	return next, errors.Join(errs...)
+}
+
+// forgetRecorded drops the dispatches the informer shows now, and those
+// of Workloads that are gone.
+func (d *Dispatcher) forgetRecorded(wls []strata.Workload) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.recorded) == 0 {
+		return
+	}
+	seen := make(map[types.UID]int64, len(wls))
+	for i := range wls {
+		seen[wls[i].UID] = Generation(&wls[i])
+	}
+	for uid, r := range d.recorded {
+		if gen, ok := seen[uid]; !ok || gen >= r.generation {
+			delete(d.recorded, uid)
+		}
+	}
 }
 
 // clusterQueue returns the ClusterQueue of a Workload's LocalQueue, nil
@@ -408,8 +449,16 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	}
 	if err := d.client.Status().Update(ctx, wl); err != nil {
 		placement.Find(targets, dec.Cluster, dec.Flavor).Release(key)
+		if apierrors.IsConflict(err) {
+			// The informer's copy was behind; its update event brings
+			// another pass.
+			return nil
+		}
 		return client.IgnoreNotFound(err)
 	}
+	d.mu.Lock()
+	d.recorded[wl.UID] = recorded{generation: gen, flavor: dec.Flavor}
+	d.mu.Unlock()
 	d.mu.Lock()
 	delete(d.waiting, client.ObjectKeyFromObject(wl))
 	d.mu.Unlock()
@@ -445,6 +494,9 @@ func (d *Dispatcher) wait(ctx context.Context, p pending, reason, message string
 	wl := p.wl.DeepCopy()
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: message})
 	if err := d.client.Status().Update(ctx, wl); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the newer Workload brings another pass
+		}
 		return client.IgnoreNotFound(err)
 	}
 	d.mu.Lock()

@@ -68,6 +68,12 @@ type remote struct {
 	synced bool
 }
 
+// Client rate limits towards each worker.
+const (
+	workerQPS   = 200
+	workerBurst = 400
+)
+
 // New returns an empty fleet of the hub identified by origin.
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
@@ -156,6 +162,12 @@ func (f *Fleet) Connect(ctx context.Context, name, identity string, cfg *rest.Co
 func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "strata-hub"
+	// One client per worker carries every copy of a burst; client-go's
+	// default of 5 requests per second would make the hub the bottleneck.
+	// The worker's API priority and fairness protects it.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = workerQPS, workerBurst
+	}
 	mine := labels.SelectorFromSet(labels.Set{strata.OriginLabel: f.origin})
 	c, err := crcache.New(cfg, crcache.Options{
 		Scheme: f.scheme,

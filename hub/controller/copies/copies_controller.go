@@ -119,6 +119,15 @@ func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workloa
 
 // Reconcile brings one hub Workload's copy in line with its record.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		// Acted on an outdated hub object; the newer one comes as an event.
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var wl strata.Workload
 	if err := r.client.Get(ctx, req.NamespacedName, &wl); err != nil {
 		if !apierrors.IsNotFound(err) {

@@ -69,7 +69,7 @@ var _ = Describe("Dispatch", func() {
 		for _, job := range jobs {
 			wl := hubWorkload(Default, ctx, job)
 			// Admitted the first time: one dispatch, never refused.
-			Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), job.Name)
+			Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "%s: %+v", job.Name, wl.Status.Placement.Attempts)
 			Expect(wl.Status.Placement.Attempts).To(HaveLen(1), job.Name)
 			Expect(copies(Default, ctx, job)).To(Equal([]string{wl.Status.Placement.Cluster}), job.Name)
 			perWorker[wl.Status.Placement.Cluster]++

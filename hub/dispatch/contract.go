@@ -120,7 +120,7 @@ func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult,
 	p.Cluster, p.Flavor = "", ""
 	status.Admission = nil
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
-		Reason: reason, Message: truncate(fmt.Sprintf("%s: %s; placing it again", a.Cluster, message))})
+		Reason: reason, Message: truncate(fmt.Sprintf("%s: %s", a.Cluster, message))})
 }
 
 // RecordAdmission copies the worker's admission of the current dispatch

@@ -48,6 +48,9 @@ type Fleet struct {
 	remotes map[string]*remote
 	// listeners are called with a worker's name when its summaries change.
 	listeners []func(string)
+	// connected are called with a worker's name once its informers are
+	// synced on a new connection.
+	connectedListeners []func(string)
 
 	// tmu guards targets, the placement targets of every worker by flavor,
 	// and their reservations.
@@ -93,6 +96,14 @@ func (f *Fleet) OnSummaries(fn func(worker string)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.listeners = append(f.listeners, fn)
+}
+
+// OnConnected calls fn with a worker's name each time a new connection to
+// it has read the worker's summaries and copies. fn must not block.
+func (f *Fleet) OnConnected(fn func(worker string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.connectedListeners = append(f.connectedListeners, fn)
 }
 
 // Origin is the hub's identity on the workers.
@@ -154,7 +165,11 @@ func (f *Fleet) Connect(ctx context.Context, name, identity string, cfg *rest.Co
 	}
 	f.mu.Lock()
 	r.synced = true
+	listeners := f.connectedListeners
 	f.mu.Unlock()
+	for _, fn := range listeners {
+		fn(name)
+	}
 	return nil
 }
 

@@ -69,6 +69,8 @@ type Reconciler struct {
 	known map[types.NamespacedName]known
 	// created is when the hub created each dispatch's copy.
 	created map[string]time.Time
+	// seen is when this process first saw each dispatch's copy.
+	seen map[string]time.Time
 }
 
 type known struct {
@@ -80,7 +82,8 @@ type known struct {
 
 // NewReconciler returns a Reconciler.
 func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, fleet: f, cfg: cfg, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{}, created: map[string]time.Time{}}
+	return &Reconciler{client: c, fleet: f, cfg: cfg, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{},
+		created: map[string]time.Time{}, seen: map[string]time.Time{}}
 }
 
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
@@ -106,14 +109,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// copyEvents turns the fleet's copy events into generic events.
+// copyEvents turns the fleet's copy events into generic events, and a new
+// connection to a worker into one event per hub Workload dispatched there:
+// what waited for the connection goes on at once.
 func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workload] {
 	out := make(chan event.TypedGenericEvent[*strata.Workload], 1024)
+	send := func(key types.NamespacedName) {
+		out <- event.TypedGenericEvent[*strata.Workload]{Object: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+	}
 	go func() {
 		for key := range r.fleet.CopyEvents() {
-			out <- event.TypedGenericEvent[*strata.Workload]{Object: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+			send(key)
 		}
 	}()
+	r.fleet.OnConnected(func(worker string) {
+		go func() {
+			var wls strata.WorkloadList
+			if err := r.client.List(context.Background(), &wls); err != nil {
+				return // the periodic requeue of those waiting covers it
+			}
+			for i := range wls.Items {
+				if cluster, _, _, ok := dispatch.Placed(&wls.Items[i]); ok && cluster == worker {
+					send(client.ObjectKeyFromObject(&wls.Items[i]))
+				}
+			}
+		}()
+	})
 	return out
 }
 
@@ -170,7 +191,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if errors.Is(err, fleet.ErrNotConnected) {
 		// The copy stays recorded; nothing is sent elsewhere while it may
 		// run. The connection's return brings the Workload back.
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -199,16 +220,34 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch verdict {
 	case dispatch.Refused:
 		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementRejected, dispatch.ReasonRejected, reason,
-			fmt.Sprintf("the worker refused the copy (%s): %s", reason, message))
+			fmt.Sprintf("the worker refused the copy (%s): %s; placing it again", reason, message))
 	case dispatch.Admitted:
+		r.mu.Lock()
+		delete(r.created, key)
+		delete(r.seen, key)
+		r.mu.Unlock()
 		return ctrl.Result{}, r.admitted(ctx, &wl, hubJob, copyWL)
 	}
+	// The worker has admissionTimeout from when the copy is there: from
+	// the dispatch, or from when this hub process first saw the copy, if
+	// later (a hub that restarted, or waited for the connection, does not
+	// count that time against the worker).
 	dispatched := dispatchTime(&wl)
+	r.mu.Lock()
+	seen, ok := r.seen[key]
+	if !ok {
+		seen = r.clock.Now()
+		r.seen[key] = seen
+	}
+	r.mu.Unlock()
+	if seen.After(dispatched) {
+		dispatched = seen
+	}
 	if wait := dispatched.Add(r.cfg.Dispatch.AdmissionTimeout.Duration).Sub(r.clock.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, r.mirrorWait(ctx, &wl, copyWL)
 	}
 	return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementTimedOut, dispatch.ReasonTimedOut, "AdmissionTimeout",
-		fmt.Sprintf("the worker did not admit the copy within %s", r.cfg.Dispatch.AdmissionTimeout.Duration))
+		fmt.Sprintf("the worker did not admit the copy within %s; placing it again", r.cfg.Dispatch.AdmissionTimeout.Duration))
 }
 
 // dispatchTime is when the current dispatch was recorded.
@@ -309,6 +348,7 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 	default:
 		return ctrl.Result{}, err
 	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Created a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(cp), "dispatch", key)
 	r.mu.Lock()
 	r.created[key] = r.clock.Now()
 	r.mu.Unlock()
@@ -390,6 +430,7 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey t
 	r.fleet.Release(cluster, flavor, key)
 	r.mu.Lock()
 	delete(r.created, key)
+	delete(r.seen, key)
 	r.mu.Unlock()
 	if !record || !wl.DeletionTimestamp.IsZero() {
 		return nil
@@ -406,6 +447,7 @@ func (r *Reconciler) deleteCopy(ctx context.Context, cluster string, copyJob *ba
 		return err
 	}
 	uid := copyJob.UID
+	ctrl.LoggerFrom(ctx).V(2).Info("Deleting a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(copyJob), "labels", copyJob.Labels)
 	err = c.Delete(ctx, copyJob, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil

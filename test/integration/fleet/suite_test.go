@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +43,7 @@ func TestFleet(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(GinkgoLogr)
+	ctrl.SetLogger(funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{Verbosity: 2, LogTimestamp: true}))
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	var err error

@@ -1,0 +1,180 @@
+package fleet
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+)
+
+var _ = Describe("Dispatch lifecycle", func() {
+	It("places a Job elsewhere when its worker can no longer admit it", func(ctx SpecContext) {
+		e := newEnv(ctx, "gone", map[string][][]string{
+			"w1": {{"4", "4"}},
+			"w2": {{"4", "4"}},
+		})
+		By("taking w1's quota with a Job submitted there directly")
+		w1 := worker("w1")
+		var cq strata.ClusterQueue
+		Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-gone"}, &cq)).To(Succeed())
+		cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("4")}}
+		Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
+		local := e.job("local", 1, "2", nil)
+		Expect(w1.Client.Create(ctx, local)).To(Succeed())
+		Eventually(func(g Gomega) {
+			_, wl := copyOn(g, ctx, w1, local)
+			g.Expect(wl).NotTo(BeNil())
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+		}).Should(Succeed())
+
+		By("dispatching a Job that w1's summary still has room for")
+		job := e.job("moved", 1, "4", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"))
+			g.Expect(wl.Status.Placement.Attempts).To(HaveLen(2))
+			first := wl.Status.Placement.Attempts[0]
+			g.Expect(first.Cluster).To(Equal("w1"), "the tightest fit, as the summaries say")
+			g.Expect(first.Result).To(Equal(strata.PlacementTimedOut))
+			g.Expect(wl.Status.Placement.Attempts[1].Result).To(Equal(strata.PlacementAdmitted))
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w2"}), "w1's copy is gone")
+		}, 2*time.Minute).Should(Succeed())
+	})
+
+	It("takes the copy back when the hub Job is suspended or deleted, and dispatches again on resume", func(ctx SpecContext) {
+		e := newEnv(ctx, "life", map[string][][]string{"w3": {{"4", "4"}}})
+		job := e.job("life", 2, "1", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil())
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w3"}))
+		}).Should(Succeed())
+
+		By("suspending the hub Job")
+		Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		job.Spec.Suspend = ptr.To(true)
+		Expect(hub.Client.Update(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement.Cluster).To(BeEmpty())
+			g.Expect(wl.Status.Admission).To(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonSuspended))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}, 2*time.Second).Should(Succeed())
+
+		By("resuming it")
+		Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		job.Spec.Suspend = ptr.To(false)
+		Expect(hub.Client.Update(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(2)))
+			cp, _ := copyOn(g, ctx, worker("w3"), job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Labels).To(HaveKeyWithValue(strata.DispatchGenerationLabel, "2"))
+		}).Should(Succeed())
+
+		By("deleting it")
+		Expect(hub.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}).Should(Succeed())
+	})
+
+	It("mirrors the copy's progress on the hub Job through to completion, then cleans the copy", func(ctx SpecContext) {
+		e := newEnv(ctx, "sync", map[string][][]string{"w2": {{"4"}}})
+		job := e.job("sync", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		w2 := worker("w2")
+		var cp *batchv1.Job
+		Eventually(func(g Gomega) {
+			cp, _ = copyOn(g, ctx, w2, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(ptr.Deref(cp.Spec.Suspend, true)).To(BeFalse(), "the agent starts the copy once admitted")
+		}).Should(Succeed())
+
+		By("the worker's Job controller running the pod")
+		start := metav1.NewTime(time.Now().Truncate(time.Second))
+		cp.Status = batchv1.JobStatus{StartTime: &start, Active: 1, Ready: ptr.To[int32](1)}
+		Expect(w2.Client.Status().Update(ctx, cp)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(j.Status.Active).To(Equal(int32(1)))
+			g.Expect(j.Status.StartTime).NotTo(BeNil())
+		}).Should(Succeed())
+
+		By("the pod succeeding")
+		Expect(w2.Client.Get(ctx, client.ObjectKeyFromObject(cp), cp)).To(Succeed())
+		done := metav1.NewTime(start.Add(time.Second))
+		cp.Status.Active, cp.Status.Ready, cp.Status.Succeeded = 0, ptr.To[int32](0), 1
+		cp.Status.CompletionTime = &done
+		cp.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: done, LastProbeTime: done},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: done, LastProbeTime: done},
+		}
+		Expect(w2.Client.Status().Update(ctx, cp)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(j.Status.Succeeded).To(Equal(int32(1)))
+			g.Expect(j.Status.CompletionTime).NotTo(BeNil())
+			g.Expect(meta.IsStatusConditionTrue(hubWorkload(g, ctx, job).Status.Conditions, strata.WorkloadFinished)).To(BeTrue())
+		}).Should(Succeed())
+		By("removing the finished copy after finishedRetention")
+		Eventually(func(g Gomega) {
+			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}).Should(Succeed())
+	})
+
+	It("admits every Job of a burst exactly once across a hub restart", func(ctx SpecContext) {
+		e := newEnv(ctx, "restart", map[string][][]string{
+			"w1": {{"4", "4"}},
+			"w2": {{"4", "4"}},
+			"w3": {{"4", "4"}},
+		})
+		var jobs []*batchv1.Job
+		for i := range 30 {
+			job := e.job(fmt.Sprintf("r-%02d", i), 1, "500m", nil)
+			Expect(hub.Client.Create(ctx, job)).To(Succeed())
+			jobs = append(jobs, job)
+			if i == 10 {
+				By("stopping the hub mid-burst")
+				Eventually(func(g Gomega) {
+					g.Expect(hubWorkload(g, ctx, jobs[0]).Status.Placement).NotTo(BeNil())
+				}).Should(Succeed())
+				stopHub()
+			}
+		}
+		By("starting it again")
+		stopHub = startHub()
+		Eventually(func(g Gomega) {
+			for _, job := range jobs {
+				g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil(), job.Name)
+			}
+		}).Should(Succeed())
+		for _, job := range jobs {
+			wl := hubWorkload(Default, ctx, job)
+			Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "%s: %+v", job.Name, wl.Status.Placement.Attempts)
+			Expect(copies(Default, ctx, job)).To(Equal([]string{wl.Status.Placement.Cluster}), job.Name)
+		}
+	})
+})

@@ -14,12 +14,15 @@ type WorkerClusterSpec struct {
 	KubeConfigSecretRef *SecretKeyReference `json:"kubeConfigSecretRef,omitempty"`
 
 	// clusterProfileRef is a sigs.k8s.io/cluster-inventory-api ClusterProfile
-	// whose access providers give the credentials.
+	// whose access providers give the credentials, through the plugins of
+	// the hub configuration's clusterProfile.accessProviders.
 	//
 	// +optional
 	ClusterProfileRef *ObjectReference `json:"clusterProfileRef,omitempty"`
 
-	// managedClusterName is an Open Cluster Management ManagedCluster.
+	// managedClusterName is an Open Cluster Management ManagedCluster,
+	// reached through the ClusterProfile OCM publishes for it, or at its
+	// client config with the token of the hub's ManagedServiceAccount.
 	//
 	// +optional
 	// +kubebuilder:validation:MinLength=1

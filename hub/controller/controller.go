@@ -21,11 +21,14 @@ import (
 	"strata.dev/strata/pkg/index"
 )
 
-// SetupControllers adds the hub's fleet, controllers and dispatcher to mgr
-// and returns the fleet.
+// SetupControllers adds the hub's field indexes, fleet, controllers and
+// dispatcher to mgr and returns the fleet.
 func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*fleet.Fleet, error) {
 	ctx := context.Background()
 	if err := index.SetupQueues(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	if err := workercluster.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	clk := clock.RealClock{}
@@ -34,7 +37,13 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 	if err := mgr.Add(f); err != nil {
 		return nil, err
 	}
-	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, clk).SetupWithManager(mgr); err != nil {
+	// The ClusterProfile and ManagedCluster CRDs are optional: without
+	// them the hub starts, and those sources say so.
+	apis, err := workercluster.DetectAPIs(mgr.GetRESTMapper())
+	if err != nil {
+		return nil, err
+	}
+	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, apis, clk).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := jobs.NewReconciler(mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {

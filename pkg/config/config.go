@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -25,7 +29,8 @@ const (
 	DefaultRecoveryTimeout = 10 * time.Minute
 	DefaultSummaryMaxBytes = 512 * 1024
 	// DefaultHubNamespace is where the hub runs and reads kubeconfig
-	// Secrets from.
+	// Secrets from, and where it looks for the ClusterProfiles OCM
+	// publishes.
 	DefaultHubNamespace       = "strata-system"
 	DefaultSummaryMinInterval = 250 * time.Millisecond
 	// DefaultSummaryHeartbeatInterval is well under DefaultSummaryStaleAfter,
@@ -40,6 +45,12 @@ const (
 	DefaultRejectionBackoff    = time.Minute
 	DefaultFinishedRetention   = 10 * time.Minute
 	DefaultOrphanCheckInterval = time.Minute
+	// DefaultManagedServiceAccount is the ManagedServiceAccount whose token
+	// the hub uses on an OCM ManagedCluster.
+	DefaultManagedServiceAccount = "strata-hub"
+	// DefaultExecAPIVersion is the ExecCredential version the hub asks
+	// access providers' plugins for.
+	DefaultExecAPIVersion = "client.authentication.k8s.io/v1"
 )
 
 // LoadAgent reads an AgentConfiguration from path, or returns the defaults
@@ -146,6 +157,22 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	if cfg.Dispatch.WorkerNamespace == "" {
 		cfg.Dispatch.WorkerNamespace = DefaultWorkerNamespace
 	}
+	for i := range cfg.ClusterProfile.AccessProviders {
+		if e := cfg.ClusterProfile.AccessProviders[i].ExecConfig; e != nil {
+			if e.APIVersion == "" {
+				e.APIVersion = DefaultExecAPIVersion
+			}
+			if e.InteractiveMode == "" {
+				e.InteractiveMode = clientcmdapi.NeverExecInteractiveMode
+			}
+		}
+	}
+	if cfg.ManagedCluster.ServiceAccountName == "" {
+		cfg.ManagedCluster.ServiceAccountName = DefaultManagedServiceAccount
+	}
+	if cfg.ManagedCluster.ClusterProfileNamespace == "" {
+		cfg.ManagedCluster.ClusterProfileNamespace = cfg.Namespace
+	}
 }
 
 func setTASDefaults(t *configv1beta1.TopologyAwareScheduling) {
@@ -209,6 +236,59 @@ func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
 	}
 	if p := cfg.Dispatch.PlacementPolicy; p != configv1beta1.Compact && p != configv1beta1.Spread {
 		errs = append(errs, field.NotSupported(dp.Child("placementPolicy"), p, []configv1beta1.PlacementPolicy{configv1beta1.Compact, configv1beta1.Spread}))
+	}
+	errs = append(errs, validateAccessProviders(cfg.ClusterProfile.AccessProviders, field.NewPath("clusterProfile", "accessProviders"))...)
+	mc := field.NewPath("managedCluster")
+	for _, msg := range validation.IsDNS1123Subdomain(cfg.ManagedCluster.ServiceAccountName) {
+		errs = append(errs, field.Invalid(mc.Child("serviceAccountName"), cfg.ManagedCluster.ServiceAccountName, msg))
+	}
+	for _, msg := range validation.IsDNS1123Label(cfg.ManagedCluster.ClusterProfileNamespace) {
+		errs = append(errs, field.Invalid(mc.Child("clusterProfileNamespace"), cfg.ManagedCluster.ClusterProfileNamespace, msg))
+	}
+	return errs
+}
+
+var (
+	execAPIVersions = []string{"client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"}
+	argsPolicies    = []access.ProfileSourcedCLIArgsPolicy{access.ProfileSourcedCLIArgsPolicyAppend, access.ProfileSourcedCLIArgsPolicyIgnore}
+	envPolicies     = []access.ProfileSourcedEnvVarsPolicy{
+		access.ProfileSourcedEnvVarsPolicyAppendIfNotExists, access.ProfileSourcedEnvVarsPolicyReplace, access.ProfileSourcedEnvVarsPolicyIgnore,
+	}
+)
+
+// validateAccessProviders checks that every provider has a unique name and
+// a plugin the hub can run without a terminal.
+func validateAccessProviders(providers []configv1beta1.AccessProvider, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := sets.New[string]()
+	for i, ap := range providers {
+		pp := p.Index(i)
+		switch {
+		case ap.Name == "":
+			errs = append(errs, field.Required(pp.Child("name"), "the name ClusterProfiles list the provider under"))
+		case names.Has(ap.Name):
+			errs = append(errs, field.Duplicate(pp.Child("name"), ap.Name))
+		}
+		names.Insert(ap.Name)
+		if ap.ExecConfig == nil {
+			errs = append(errs, field.Required(pp.Child("execConfig"), "the credential plugin to run"))
+		} else {
+			if ap.ExecConfig.Command == "" {
+				errs = append(errs, field.Required(pp.Child("execConfig", "command"), ""))
+			}
+			if !slices.Contains(execAPIVersions, ap.ExecConfig.APIVersion) {
+				errs = append(errs, field.NotSupported(pp.Child("execConfig", "apiVersion"), ap.ExecConfig.APIVersion, execAPIVersions))
+			}
+			if m := ap.ExecConfig.InteractiveMode; m != clientcmdapi.NeverExecInteractiveMode {
+				errs = append(errs, field.NotSupported(pp.Child("execConfig", "interactiveMode"), m, []clientcmdapi.ExecInteractiveMode{clientcmdapi.NeverExecInteractiveMode}))
+			}
+		}
+		if v := ap.ProfileSourcedCLIArgsPolicy; v != "" && !slices.Contains(argsPolicies, v) {
+			errs = append(errs, field.NotSupported(pp.Child("profileSourcedCLIArgsPolicy"), v, argsPolicies))
+		}
+		if v := ap.ProfileSourcedEnvVarsPolicy; v != "" && !slices.Contains(envPolicies, v) {
+			errs = append(errs, field.NotSupported(pp.Child("profileSourcedEnvVarsPolicy"), v, envPolicies))
+		}
 	}
 	return errs
 }

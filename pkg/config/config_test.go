@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 )
@@ -155,6 +157,8 @@ func TestLoadAgentMissingFile(t *testing.T) {
 	}
 }
 
+const hubHeader = "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\n"
+
 func TestLoadHub(t *testing.T) {
 	cases := map[string]struct {
 		content string
@@ -185,6 +189,84 @@ func TestLoadHub(t *testing.T) {
 			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\ndispatch:\n  admissionTimeout: 0s\n",
 			wantErr: "dispatch.admissionTimeout: Invalid value: \"0s\": must be a positive duration",
 		},
+		"ClusterProfile access providers": {
+			content: hubHeader + `clusterProfile:
+  accessProviders:
+  - name: open-cluster-management
+    execConfig:
+      command: /plugins/cp-creds
+      args: ["--hub-namespace=strata-system"]
+      env:
+      - name: LOG_LEVEL
+        value: "2"
+      provideClusterInfo: true
+    profileSourcedCLIArgsPolicy: Append
+  - name: secretreader
+    execConfig:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: /plugins/secretreader
+      interactiveMode: Never
+`,
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.ClusterProfile.AccessProviders = []configv1beta1.AccessProvider{
+					{
+						Name: "open-cluster-management",
+						ExecConfig: &clientcmdapi.ExecConfig{
+							Command: "/plugins/cp-creds", Args: []string{"--hub-namespace=strata-system"},
+							Env:        []clientcmdapi.ExecEnvVar{{Name: "LOG_LEVEL", Value: "2"}},
+							APIVersion: "client.authentication.k8s.io/v1", ProvideClusterInfo: true, InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+						},
+						ProfileSourcedCLIArgsPolicy: access.ProfileSourcedCLIArgsPolicyAppend,
+					},
+					{
+						Name: "secretreader",
+						ExecConfig: &clientcmdapi.ExecConfig{
+							Command: "/plugins/secretreader", APIVersion: "client.authentication.k8s.io/v1beta1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+						},
+					},
+				}
+			},
+		},
+		"a ManagedServiceAccount and ClusterProfile namespace of one's own": {
+			content: hubHeader + "namespace: hub\nmanagedCluster:\n  serviceAccountName: batch-hub\n",
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.Namespace = "hub"
+				c.ManagedCluster = configv1beta1.ManagedCluster{ServiceAccountName: "batch-hub", ClusterProfileNamespace: "hub"}
+			},
+		},
+		"an access provider without a name or plugin": {
+			content: hubHeader + "clusterProfile:\n  accessProviders:\n  - execConfig:\n      command: x\n  - name: p\n",
+			wantErr: "[clusterProfile.accessProviders[0].name: Required value: the name ClusterProfiles list the provider under, " +
+				"clusterProfile.accessProviders[1].execConfig: Required value: the credential plugin to run]",
+		},
+		"two access providers of one name": {
+			content: hubHeader + "clusterProfile:\n  accessProviders:\n  - name: p\n    execConfig: {command: a}\n  - name: p\n    execConfig: {command: b}\n",
+			wantErr: `clusterProfile.accessProviders[1].name: Duplicate value: "p"`,
+		},
+		"an access provider without a command": {
+			content: hubHeader + "clusterProfile:\n  accessProviders:\n  - name: p\n    execConfig: {args: [x]}\n",
+			wantErr: "clusterProfile.accessProviders[0].execConfig.command: Required value",
+		},
+		"an interactive access provider": {
+			content: hubHeader + "clusterProfile:\n  accessProviders:\n  - name: p\n    execConfig: {command: a, interactiveMode: IfAvailable}\n",
+			wantErr: `clusterProfile.accessProviders[0].execConfig.interactiveMode: Unsupported value: "IfAvailable": supported values: "Never"`,
+		},
+		"an old ExecCredential version": {
+			content: hubHeader + "clusterProfile:\n  accessProviders:\n  - name: p\n    execConfig: {command: a, apiVersion: client.authentication.k8s.io/v1alpha1}\n",
+			wantErr: `clusterProfile.accessProviders[0].execConfig.apiVersion: Unsupported value: "client.authentication.k8s.io/v1alpha1"`,
+		},
+		"an unknown profile-sourced policy": {
+			content: hubHeader + "clusterProfile:\n  accessProviders:\n  - name: p\n    execConfig: {command: a}\n    profileSourcedEnvVarsPolicy: Merge\n",
+			wantErr: `clusterProfile.accessProviders[0].profileSourcedEnvVarsPolicy: Unsupported value: "Merge": supported values: "AppendIfNotExists", "Replace", "Ignore"`,
+		},
+		"an unknown exec field": {
+			content: hubHeader + "clusterProfile:\n  accessProviders:\n  - name: p\n    execConfig: {cmd: a}\n",
+			wantErr: `unknown field "clusterProfile.accessProviders[0].execConfig.cmd"`,
+		},
+		"an invalid ManagedServiceAccount name": {
+			content: hubHeader + "managedCluster:\n  serviceAccountName: Strata_Hub\n",
+			wantErr: `managedCluster.serviceAccountName: Invalid value: "Strata_Hub"`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -214,8 +296,9 @@ func TestLoadHub(t *testing.T) {
 					FinishedRetention:   duration(10 * time.Minute),
 					OrphanCheckInterval: duration(time.Minute),
 				},
-				Origin:    "strata-hub",
-				Namespace: "strata-system",
+				Origin:         "strata-hub",
+				Namespace:      "strata-system",
+				ManagedCluster: configv1beta1.ManagedCluster{ServiceAccountName: "strata-hub", ClusterProfileNamespace: "strata-system"},
 			}
 			tc.want(want)
 			if diff := cmp.Diff(want, got); diff != "" {

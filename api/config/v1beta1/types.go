@@ -3,6 +3,8 @@ package v1beta1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 )
 
 // GroupVersion of the configuration files.
@@ -148,8 +150,73 @@ type HubConfiguration struct {
 
 	// namespace is the hub's own namespace: the only one it reads the
 	// kubeconfig Secrets of WorkerClusters from (default strata-system).
+	// (The token Secrets of ManagedServiceAccounts are in their clusters'
+	// namespaces; see managedCluster.)
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+
+	// clusterProfile configures WorkerClusters whose source is a
+	// sigs.k8s.io/cluster-inventory-api ClusterProfile, and ManagedClusters
+	// resolved through the ClusterProfile Open Cluster Management publishes.
+	// +optional
+	ClusterProfile ClusterProfile `json:"clusterProfile,omitempty"`
+
+	// managedCluster configures WorkerClusters whose source is an Open
+	// Cluster Management ManagedCluster.
+	// +optional
+	ManagedCluster ManagedCluster `json:"managedCluster,omitempty"`
+}
+
+// ClusterProfile configures how the hub obtains credentials from
+// ClusterProfiles.
+type ClusterProfile struct {
+	// accessProviders are the credential plugins the hub may run, by the
+	// name a ClusterProfile's status.accessProviders lists them under; of
+	// those a ClusterProfile offers, the first in this list is used.
+	// Without any, ClusterProfile sources cannot connect.
+	// +optional
+	AccessProviders []AccessProvider `json:"accessProviders,omitempty"`
+}
+
+// AccessProvider is an entry of the cluster-inventory-api provider file
+// (sigs.k8s.io/cluster-inventory-api/pkg/access), with the same fields.
+type AccessProvider struct {
+	// name of the provider in ClusterProfiles' status.accessProviders.
+	Name string `json:"name"`
+	// execConfig is the exec credential plugin, as in a kubeconfig:
+	// command, args, env, apiVersion (default
+	// client.authentication.k8s.io/v1), provideClusterInfo. It always runs
+	// non-interactively.
+	ExecConfig *clientcmdapi.ExecConfig `json:"execConfig"`
+	// profileSourcedCLIArgsPolicy says whether the arguments a
+	// ClusterProfile adds to the plugin's are appended (Append) or not
+	// (Ignore, the default).
+	// +optional
+	ProfileSourcedCLIArgsPolicy access.ProfileSourcedCLIArgsPolicy `json:"profileSourcedCLIArgsPolicy,omitempty"`
+	// profileSourcedEnvVarsPolicy says whether the environment variables a
+	// ClusterProfile adds are used: AppendIfNotExists, Replace, or Ignore
+	// (the default).
+	// +optional
+	ProfileSourcedEnvVarsPolicy access.ProfileSourcedEnvVarsPolicy `json:"profileSourcedEnvVarsPolicy,omitempty"`
+}
+
+// ManagedCluster configures how the hub reaches Open Cluster Management
+// ManagedClusters that OCM publishes no usable ClusterProfile for: at
+// spec.managedClusterClientConfigs, with the token of a
+// ManagedServiceAccount.
+type ManagedCluster struct {
+	// serviceAccountName is the ManagedServiceAccount the hub authenticates
+	// as. The managed-serviceaccount addon projects its token into the Secret
+	// of the same name, key token, in the cluster's namespace on the hub;
+	// the hub reads only that Secret (default strata-hub).
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// clusterProfileNamespace is where OCM publishes the ClusterProfiles
+	// the hub looks for first: the namespace a ManagedClusterSet is bound
+	// to with a ManagedClusterSetBinding (default: the hub's namespace).
+	// +optional
+	ClusterProfileNamespace string `json:"clusterProfileNamespace,omitempty"`
 }
 
 // Dispatch configures dispatching.

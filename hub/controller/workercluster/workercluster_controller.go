@@ -1,20 +1,19 @@
 // Package workercluster connects the hub to its worker clusters: for every
-// WorkerCluster it resolves the credential, keeps a connection in the
-// fleet, checks the permissions the hub needs there, and reports the
-// Connected and SummariesFresh conditions and the summaries last read.
+// WorkerCluster it resolves the credential from its source (a kubeconfig
+// Secret, a ClusterProfile or an OCM ManagedCluster, each in its source_
+// file), keeps a connection in the fleet, checks the permissions the hub
+// needs there, and reports the Connected and SummariesFresh conditions and
+// the summaries last read.
 package workercluster
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,12 +21,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
+	ocmclusterv1 "open-cluster-management.io/api/cluster/v1"
+	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
@@ -37,13 +40,23 @@ import (
 
 // Reasons of the Connected condition.
 const (
-	ReasonConnected          = "Connected"
-	ReasonSecretOutside      = "SecretOutsideHubNamespace"
-	ReasonSecretNotFound     = "SecretNotFound"
-	ReasonInvalidKubeconfig  = "InvalidKubeconfig"
-	ReasonSourceNotSupported = "SourceNotSupported"
-	ReasonUnreachable        = "Unreachable"
-	ReasonForbidden          = "Forbidden"
+	ReasonConnected         = "Connected"
+	ReasonSecretOutside     = "SecretOutsideHubNamespace"
+	ReasonSecretNotFound    = "SecretNotFound"
+	ReasonInvalidKubeconfig = "InvalidKubeconfig"
+	// ReasonAPINotInstalled: the hub cluster does not serve the source's
+	// kind (no ClusterProfile or ManagedCluster CRD).
+	ReasonAPINotInstalled             = "APINotInstalled"
+	ReasonClusterProfileNotFound      = "ClusterProfileNotFound"
+	ReasonNoAccessProvider            = "NoAccessProvider"
+	ReasonAccessProviderNotConfigured = "AccessProviderNotConfigured"
+	ReasonInvalidAccessProvider       = "InvalidAccessProvider"
+	ReasonManagedClusterNotFound      = "ManagedClusterNotFound"
+	ReasonNoClientConfig              = "NoClientConfig"
+	ReasonTokenSecretNotFound         = "TokenSecretNotFound"
+	ReasonInvalidTokenSecret          = "InvalidTokenSecret"
+	ReasonUnreachable                 = "Unreachable"
+	ReasonForbidden                   = "Forbidden"
 )
 
 // Reasons of the SummariesFresh condition.
@@ -60,29 +73,38 @@ const connectTimeout = 10 * time.Second
 // Reconciler reconciles WorkerClusters.
 type Reconciler struct {
 	client client.Client
-	// secrets reads kubeconfig Secrets from the API server, not an
-	// informer: the hub needs no list or watch of Secrets, only get in its
-	// own namespace.
+	// secrets reads Secrets from the API server, not an informer: the hub
+	// needs no list or watch of Secrets, only get of the kubeconfig Secrets
+	// in its own namespace and of ManagedServiceAccounts' token Secrets.
 	secrets client.Reader
 	fleet   *fleet.Fleet
 	// namespace is the hub's own: the only one kubeconfig Secrets are read
 	// from.
-	namespace  string
+	namespace       string
+	accessProviders []configv1beta1.AccessProvider
+	managedCluster  configv1beta1.ManagedCluster
+	// apis are the optional source kinds the hub serves, known at setup.
+	apis       APIs
 	staleAfter time.Duration
 	clock      clock.Clock
 }
 
-// NewReconciler returns a WorkerCluster reconciler.
-func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace, staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk}
+// NewReconciler returns a WorkerCluster reconciler for a hub serving apis
+// of the optional source kinds (see DetectAPIs).
+func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, apis APIs, clk clock.Clock) *Reconciler {
+	return &Reconciler{
+		client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace,
+		accessProviders: cfg.ClusterProfile.AccessProviders, managedCluster: cfg.ManagedCluster, apis: apis,
+		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk,
+	}
 }
 
 // +kubebuilder:rbac:groups=strata.dev,resources=workerclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strata.dev,resources=workerclusters/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",namespace=strata-system,resources=secrets,verbs=get
 
-// SetupWithManager registers the reconciler; a worker whose summaries
-// change is reconciled again.
+// SetupWithManager registers the reconciler. A worker whose summaries
+// change is reconciled again, and so is a WorkerCluster whose
+// ClusterProfile or ManagedCluster changes, when the hub serves those.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	events := make(chan event.TypedGenericEvent[*strata.WorkerCluster])
 	go func() {
@@ -90,10 +112,55 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			events <- event.TypedGenericEvent[*strata.WorkerCluster]{Object: &strata.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 		}
 	}()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&strata.WorkerCluster{}).
-		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*strata.WorkerCluster]{})).
-		Complete(r)
+		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*strata.WorkerCluster]{}))
+	log := mgr.GetLogger().WithName("workercluster")
+	if r.apis.ClusterProfiles {
+		// Access providers are in the status: every change counts.
+		b = b.Watches(&inventoryv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.profileToWorkerClusters))
+	} else {
+		log.Info("The hub serves no ClusterProfiles; WorkerClusters with a clusterProfileRef will not connect")
+	}
+	if r.apis.ManagedClusters {
+		// Only the spec (client configs) counts, not status heartbeats.
+		b = b.Watches(&ocmclusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.managedClusterToWorkerClusters),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	} else {
+		log.Info("The hub serves no ManagedClusters; WorkerClusters with a managedClusterName will not connect")
+	}
+	return b.Complete(r)
+}
+
+// profileToWorkerClusters maps a ClusterProfile to the WorkerClusters that
+// reference it, and, in the namespace OCM publishes into, to those of the
+// ManagedCluster of its name.
+func (r *Reconciler) profileToWorkerClusters(ctx context.Context, obj client.Object) []reconcile.Request {
+	reqs := r.referencing(ctx, ClusterProfileRefKey, obj.GetNamespace()+"/"+obj.GetName())
+	if obj.GetNamespace() == r.managedCluster.ClusterProfileNamespace {
+		reqs = append(reqs, r.referencing(ctx, ManagedClusterNameKey, obj.GetName())...)
+	}
+	return reqs
+}
+
+// managedClusterToWorkerClusters maps a ManagedCluster to the
+// WorkerClusters that reference it.
+func (r *Reconciler) managedClusterToWorkerClusters(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.referencing(ctx, ManagedClusterNameKey, obj.GetName())
+}
+
+// referencing lists the WorkerClusters whose index key has value.
+func (r *Reconciler) referencing(ctx context.Context, key, value string) []reconcile.Request {
+	var list strata.WorkerClusterList
+	if err := r.client.List(ctx, &list, client.MatchingFields{key: value}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing WorkerClusters", "index", key, "value", value)
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}}
+	}
+	return reqs
 }
 
 // Reconcile connects to one worker and reports what it found.
@@ -159,48 +226,22 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster) meta
 		r.fleet.Disconnect(wc.Name)
 		return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
-	ref := wc.Spec.KubeConfigSecretRef
-	switch {
-	case wc.Spec.ClusterProfileRef != nil:
-		return notConnected(ReasonSourceNotSupported, "ClusterProfile sources are not supported by this hub yet; use kubeConfigSecretRef")
-	case wc.Spec.ManagedClusterName != nil:
-		return notConnected(ReasonSourceNotSupported, "ManagedCluster sources are not supported by this hub yet; use kubeConfigSecretRef")
-	case ref == nil:
-		return notConnected(ReasonInvalidKubeconfig, "no source: set kubeConfigSecretRef")
-	case ref.Namespace != r.namespace:
-		return notConnected(ReasonSecretOutside, "the hub reads kubeconfig Secrets only from its own namespace %s, not %s: move Secret %s there", r.namespace, ref.Namespace, ref.Name)
+	cred, failed := r.resolve(ctx, wc)
+	if failed != nil {
+		return notConnected(failed.reason, "%s", failed.message)
 	}
-	var secret corev1.Secret
-	if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notConnected(ReasonSecretNotFound, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
-		}
-		return notConnected(ReasonSecretNotFound, "reading Secret %s/%s: %v", ref.Namespace, ref.Name, err)
-	}
-	key := ref.Key
-	if key == "" {
-		key = "kubeconfig"
-	}
-	data, ok := secret.Data[key]
-	if !ok {
-		return notConnected(ReasonInvalidKubeconfig, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, key)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		return notConnected(ReasonInvalidKubeconfig, "Secret %s/%s, key %s: %v", ref.Namespace, ref.Name, key, err)
-	}
+	cfg := cred.config
 	cfg.Timeout = connectTimeout
 	if missing, err := missingPermissions(ctx, cfg); err != nil {
 		return notConnected(ReasonUnreachable, "%v", err)
 	} else if len(missing) > 0 {
-		return notConnected(ReasonForbidden, "the hub's credential may not %s on the worker", strings.Join(missing, "; "))
+		return notConnected(ReasonForbidden, "the hub's credential (%s) may not %s on the worker", cred.via, strings.Join(missing, "; "))
 	}
-	sum := sha256.Sum256(data)
-	if err := r.fleet.Connect(ctx, wc.Name, hex.EncodeToString(sum[:]), cfg, connectTimeout); err != nil {
+	if err := r.fleet.Connect(ctx, wc.Name, cred.identity, cfg, connectTimeout); err != nil {
 		return notConnected(ReasonUnreachable, "%v", err)
 	}
 	return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionTrue, Reason: ReasonConnected,
-		Message: fmt.Sprintf("connected to %s", cfg.Host)}
+		Message: fmt.Sprintf("connected to %s through %s", cfg.Host, cred.via)}
 }
 
 // needed are the permissions the hub needs on a worker to place on it and

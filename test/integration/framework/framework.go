@@ -1,15 +1,17 @@
 // Package framework starts real kube-apiserver + etcd pairs (controller-runtime
 // envtest on the binaries hack/k8s-binaries.sh builds) for integration suites:
 // one hub and any number of workers in one process, with Strata's CRDs
-// installed and a kubeconfig for each.
+// (and any others asked for) installed and a kubeconfig for each.
 package framework
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,9 @@ const (
 type ClusterSpec struct {
 	Name string
 	Role Role
+	// CRDPaths are CRD files or directories to install besides the role's
+	// (see SourceCRDPaths).
+	CRDPaths []string
 }
 
 // Cluster is one running API server.
@@ -87,6 +92,44 @@ func CRDDir(r Role) string {
 	return filepath.Join(RepoRoot(), "charts", chart, "crds")
 }
 
+// SourceCRDPaths are the CRDs of the hub's optional worker cluster
+// sources, from the module cache: cluster-inventory-api's ClusterProfile and
+// Open Cluster Management's ManagedCluster, at the versions go.mod requires.
+func SourceCRDPaths() ([]string, error) {
+	inventory, err := moduleDir("sigs.k8s.io/cluster-inventory-api")
+	if err != nil {
+		return nil, err
+	}
+	ocm, err := moduleDir("open-cluster-management.io/api")
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		filepath.Join(inventory, "config", "crd", "bases", "multicluster.x-k8s.io_clusterprofiles.yaml"),
+		filepath.Join(ocm, "cluster", "v1", "0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml"),
+	}, nil
+}
+
+// moduleDir is where the go command keeps module, at the version the
+// repository requires.
+func moduleDir(module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			err = fmt.Errorf("%w: %s", err, exitErr.Stderr)
+		}
+		return "", fmt.Errorf("finding module %s: %w", module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("module %s is not downloaded: run 'go mod download'", module)
+	}
+	return dir, nil
+}
+
 // Start starts one API server per spec, in parallel, and installs the CRDs
 // of each one's role. On error, whatever started is stopped again.
 func Start(specs ...ClusterSpec) (*Clusters, error) {
@@ -116,7 +159,7 @@ func Start(specs ...ClusterSpec) (*Clusters, error) {
 func startOne(spec ClusterSpec, bin, tmp string) (*Cluster, error) {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
-		CRDDirectoryPaths:        []string{CRDDir(spec.Role)},
+		CRDDirectoryPaths:        append([]string{CRDDir(spec.Role)}, spec.CRDPaths...),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  60 * time.Second,

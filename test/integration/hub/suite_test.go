@@ -37,9 +37,10 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(GinkgoLogr)
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	var err error
+	sourceCRDs, err := framework.SourceCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
 	clusters, err = framework.Start(
-		framework.ClusterSpec{Name: "hub", Role: framework.Hub},
+		framework.ClusterSpec{Name: "hub", Role: framework.Hub, CRDPaths: sourceCRDs},
 		framework.ClusterSpec{Name: "w1", Role: framework.Worker},
 		framework.ClusterSpec{Name: "w2", Role: framework.Worker},
 	)
@@ -50,6 +51,7 @@ var _ = BeforeSuite(func() {
 
 	hubCfg, err = config.LoadHub("")
 	Expect(err).NotTo(HaveOccurred())
+	addAccessProvider(hubCfg)
 	Expect(hub.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Namespace}})).To(Succeed())
 
 	By("starting the hub's controllers")

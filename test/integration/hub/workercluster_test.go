@@ -134,8 +134,8 @@ var _ = Describe("WorkerCluster", func() {
 		Eventually(func(g Gomega) {
 			c := condition(g, ctx, "w2-weak", strata.WorkerClusterConnected)
 			g.Expect(c.Reason).To(Equal(workercluster.ReasonForbidden))
-			g.Expect(c.Message).To(Equal("the hub's credential may not list capacitysummaries.strata.dev (cluster-wide); watch capacitysummaries.strata.dev (cluster-wide); " +
-				"list workloads.strata.dev (cluster-wide); watch workloads.strata.dev (cluster-wide); list jobs.batch (cluster-wide); watch jobs.batch (cluster-wide) on the worker"))
+			g.Expect(c.Message).To(Equal(fmt.Sprintf("the hub's credential (Secret %s/w2-weak) may not list capacitysummaries.strata.dev (cluster-wide); watch capacitysummaries.strata.dev (cluster-wide); "+
+				"list workloads.strata.dev (cluster-wide); watch workloads.strata.dev (cluster-wide); list jobs.batch (cluster-wide); watch jobs.batch (cluster-wide) on the worker", hubCfg.Namespace)))
 		}).Should(Succeed())
 	})
 

@@ -13,13 +13,13 @@ import (
 
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/jobs"
-	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/index"
 	"strata.dev/strata/agent/scheduler"
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/pkg/tas"
 )
 

@@ -178,7 +178,7 @@ func truncate(m string) string {
 // not carry: the worker's API server sets its own.
 var serverLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidLabel, batchv1.JobNameLabel}
 
-// NewCopy is the copy of hub Job job that dispatch generation generation
+// NewCopy is the copy of hub Job job that the given dispatch generation
 // of hub Workload wl sends to a worker: the same name, namespace and
 // spec, suspended (the worker's agent starts it once admitted), not
 // managed by the hub, in the worker's LocalQueue queue, labelled with the
@@ -229,11 +229,11 @@ func CopyOf(j *batchv1.Job) (uid types.UID, generation int64, ok bool) {
 type Verdict int
 
 const (
-	// Waiting: not admitted yet, nothing said against it.
+	// Waiting means not admitted yet, nothing said against it.
 	Waiting Verdict = iota
 	// Admitted on the worker.
 	Admitted
-	// Refused: the worker cannot admit the copy as sent (Invalid, or
+	// Refused means the worker cannot admit the copy as sent (Invalid, or
 	// Inadmissible there).
 	Refused
 )

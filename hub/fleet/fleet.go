@@ -303,7 +303,7 @@ func (f *Fleet) connected(name string) *remote {
 	return nil
 }
 
-// ErrNotConnected: the worker is not connected, or not read yet.
+// ErrNotConnected says the worker is not connected, or not read yet.
 var ErrNotConnected = errors.New("not connected")
 
 // Client returns a client of the worker, for writes and for reads that

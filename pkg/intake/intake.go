@@ -33,8 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"strata.dev/strata/pkg/index"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
 )
@@ -158,7 +158,7 @@ func Superseded(err error) bool {
 // missed: only a change to the Job can help.
 func (k *Keeper) Sync(ctx context.Context, job *batchv1.Job) (*strata.Workload, error) {
 	desired, errs := DesiredWorkload(job)
-	reason, message := ReasonValid, ""
+	var reason, message string
 	if len(errs) > 0 {
 		reason, message = ReasonInvalidJob, errs.ToAggregate().Error()
 	} else {

@@ -553,4 +553,3 @@ func (r *Reconciler) setDispatching(ctx context.Context, cluster string, status 
 		Message: intake.Truncate(message, intake.MaxConditionMessage), ObservedGeneration: wc.Generation})
 	return client.IgnoreNotFound(r.client.Status().Update(ctx, &wc))
 }
-

@@ -113,4 +113,3 @@ func (o *OrphanCollector) orphaned(ctx context.Context, cluster string, cp *batc
 	placedOn, _, placedGen, placed := dispatch.Placed(&wl)
 	return !placed || placedOn != cluster || placedGen != gen, nil
 }
-

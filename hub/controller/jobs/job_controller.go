@@ -23,7 +23,7 @@ import (
 	"strata.dev/strata/pkg/intake"
 )
 
-// ReasonNotManagedByHub: the Job is not held off the hub's Job controller.
+// ReasonNotManagedByHub says the Job is not held off the hub's Job controller.
 const ReasonNotManagedByHub = "NotManagedByHub"
 
 // Reconciler keeps the hub Workload of each queue-labelled Job.

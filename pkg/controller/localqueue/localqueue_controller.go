@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"strata.dev/strata/pkg/index"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/queue"
 )
 

@@ -15,8 +15,8 @@ import (
 var _ = Describe("Dispatch", func() {
 	It("sends a rack-required Job to the only worker with a free rack, once", func(ctx SpecContext) {
 		e := newEnv(ctx, "rack", map[string][][]string{
-			"w1": {{"8", "8"}, {"8", "8"}},          // racks of two nodes
-			"w2": {{"8", "8", "8", "8"}},            // one rack of four
+			"w1": {{"8", "8"}, {"8", "8"}},           // racks of two nodes
+			"w2": {{"8", "8", "8", "8"}},             // one rack of four
 			"w3": {{"8", "8", "8"}, {"8", "8", "8"}}, // racks of three
 		})
 		job := e.job("train", 4, "8", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})

@@ -97,7 +97,7 @@ func (e *env) createNode(ctx context.Context, w *framework.Cluster, name, rackNa
 	Expect(w.Client.Update(ctx, n)).To(Succeed())
 }
 
-// job returns a Job of the env's queue: pods pods of cpu CPUs each, with
+// job returns a Job of the env's queue: its pods, of cpu CPUs each, with
 // the given pod template annotations.
 func (e *env) job(name string, pods int32, cpu string, annotations map[string]string) *batchv1.Job {
 	return &batchv1.Job{

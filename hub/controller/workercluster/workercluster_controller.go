@@ -14,6 +14,7 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,6 +37,8 @@ import (
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/metrics"
 )
 
 // Reasons of the Connected condition.
@@ -168,12 +171,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var wc strata.WorkerCluster
 	if err := r.client.Get(ctx, req.NamespacedName, &wc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.fleet.Forget(req.Name)
+			r.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if wc.DeletionTimestamp != nil {
-		r.fleet.Forget(wc.Name)
+		r.forget(wc.Name)
 		return ctrl.Result{}, nil
 	}
 	now := r.clock.Now()
@@ -198,12 +201,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		var next time.Duration
 		fresh, next = freshness(summaries, now, r.staleAfter)
 		requeue = next
+		metrics.HubSummaryAge.WithLabelValues(wc.Name).Set(oldest(summaries, now).Seconds())
+		if copies, err := r.fleet.Copies(ctx, wc.Name); err == nil {
+			status.Workloads = live(copies)
+		}
 	} else {
 		// Retry the connection; the informer retries on its own too.
 		requeue = 30 * time.Second
 	}
 	fresh.ObservedGeneration = wc.Generation
 	setCondition(status, fresh, now)
+	up := 0.0
+	if connected.Status == metav1.ConditionTrue {
+		up = 1
+	}
+	metrics.HubConnected.WithLabelValues(wc.Name).Set(up)
 	if !equality.Semantic.DeepEqual(status, &wc.Status) {
 		wc.Status = *status
 		if err := r.client.Status().Update(ctx, &wc); err != nil {
@@ -211,6 +223,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// live counts the copies that have not finished.
+func live(copies []batchv1.Job) int32 {
+	var n int32
+	for i := range copies {
+		if done, _ := intake.Finished(&copies[i]); !done {
+			n++
+		}
+	}
+	return n
+}
+
+// oldest is the age of the oldest summary.
+func oldest(summaries []strata.CapacitySummary, now time.Time) time.Duration {
+	var age time.Duration
+	for _, s := range summaries {
+		if s.Status.ObservedTime != nil {
+			age = max(age, now.Sub(s.Status.ObservedTime.Time))
+		}
+	}
+	return age
 }
 
 // setCondition sets c, keeping the transition time when its status stays.
@@ -313,4 +347,11 @@ func freshness(summaries []strata.CapacitySummary, now time.Time, staleAfter tim
 	c.Status, c.Reason = metav1.ConditionTrue, ReasonFresh
 	c.Message = fmt.Sprintf("%d summaries observed within %s", len(summaries), staleAfter)
 	return c, next + time.Second
+}
+
+// forget drops a removed worker from the fleet and from the metrics.
+func (r *Reconciler) forget(name string) {
+	r.fleet.Forget(name)
+	metrics.HubConnected.DeleteLabelValues(name)
+	metrics.HubSummaryAge.DeleteLabelValues(name)
 }

@@ -4,6 +4,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +14,11 @@ import (
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -35,7 +39,34 @@ var (
 	hubCfg   *configv1beta1.HubConfiguration
 	// stopHub stops the running hub's manager.
 	stopHub func()
+	// hubIdentity is the hub chart's ServiceAccount on the hub cluster,
+	// with the chart's RBAC and nothing more.
+	hubIdentity *rest.Config
 )
+
+// chartIdentity renders the hub chart with helm, applies its ServiceAccount
+// and RBAC (the CRDs are installed already; nothing runs the Deployment),
+// and returns a client config with a token of that ServiceAccount.
+func chartIdentity(ctx context.Context) *rest.Config {
+	GinkgoHelper()
+	bin, err := framework.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	rendered, err := exec.Command(filepath.Join(bin, "helm"), "template", "strata-hub", filepath.Join(framework.RepoRoot(), "charts", "strata-hub"),
+		"--namespace", hubCfg.Namespace, "--kube-version", "1.37.1").Output()
+	Expect(err).NotTo(HaveOccurred())
+	apply := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", hub.KubeconfigPath, "apply", "-f", "-")
+	apply.Stdin = bytes.NewReader(rendered)
+	out, err := apply.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+	cs, err := kubernetes.NewForConfig(hub.Config)
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(hubCfg.Namespace).CreateToken(ctx, "strata-hub",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	cfg := rest.AnonymousClientConfig(hub.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg
+}
 
 func TestFleet(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -72,6 +103,9 @@ var _ = BeforeSuite(func() {
 	hubCfg.Dispatch.FinishedRetention = &metav1.Duration{Duration: 2 * time.Second}
 	ctx := context.Background()
 	Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Namespace}})).To(Succeed())
+
+	By("installing the hub chart's RBAC with the real helm; the hub runs as its ServiceAccount")
+	hubIdentity = chartIdentity(ctx)
 
 	for _, w := range workers {
 		Expect(w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Dispatch.WorkerNamespace}})).To(Succeed())
@@ -127,7 +161,7 @@ func startAgent(w *framework.Cluster) func() {
 func startHub() func() {
 	GinkgoHelper()
 	By("starting the hub's controllers")
-	mgr, err := ctrl.NewManager(hub.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(hubIdentity, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

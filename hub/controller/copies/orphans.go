@@ -92,24 +92,29 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 
 // orphaned says whether no hub Workload stands for a copy on cluster.
 func (o *OrphanCollector) orphaned(ctx context.Context, cluster string, cp *batchv1.Job) (bool, error) {
-	uid, gen, ok := dispatch.CopyOf(cp)
-	if !ok {
-		return true, nil // labelled with our origin, but no dispatch: not ours to keep
-	}
 	var wl strata.Workload
 	if err := o.client.Get(ctx, types.NamespacedName{Namespace: cp.Namespace, Name: workload.JobWorkloadName(cp.Name)}, &wl); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return true, nil
+			return Orphaned(cp, cluster, nil), nil
 		}
 		return false, err
 	}
-	if wl.UID != uid {
-		return true, nil // an earlier Workload of that name
+	return Orphaned(cp, cluster, &wl), nil
+}
+
+// Orphaned says whether a copy on cluster stands for no dispatch of hub
+// Workload wl (nil: there is no hub Workload of its name): it has no
+// dispatch labels, belongs to another Workload of that name, or to a
+// dispatch that was undone or moved on. A copy of a newer dispatch than
+// wl shows is not: the hub's informer is behind.
+func Orphaned(cp *batchv1.Job, cluster string, wl *strata.Workload) bool {
+	uid, gen, ok := dispatch.CopyOf(cp)
+	if !ok || wl == nil || wl.UID != uid {
+		return true
 	}
-	current := dispatch.Generation(&wl)
-	if gen > current {
-		return false, nil // the informer is behind the dispatch
+	if gen > dispatch.Generation(wl) {
+		return false
 	}
-	placedOn, _, placedGen, placed := dispatch.Placed(&wl)
-	return !placed || placedOn != cluster || placedGen != gen, nil
+	placedOn, _, placedGen, placed := dispatch.Placed(wl)
+	return !placed || placedOn != cluster || placedGen != gen
 }

@@ -1,0 +1,220 @@
+package dispatch
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func attempt(cluster string, gen int64, result strata.PlacementResult, at time.Duration) strata.PlacementAttempt {
+	return strata.PlacementAttempt{Cluster: cluster, DispatchGeneration: gen, Result: result, Time: metav1.NewTime(t0.Add(at))}
+}
+
+func TestBackoffs(t *testing.T) {
+	const base = time.Minute
+	cases := map[string]struct {
+		attempts []strata.PlacementAttempt
+		now      time.Duration
+		want     map[string]time.Time
+	}{
+		"never dispatched": {},
+		"admitted and dispatched attempts keep nobody out": {
+			attempts: []strata.PlacementAttempt{attempt("w1", 1, strata.PlacementAdmitted, 0), attempt("w2", 2, strata.PlacementDispatched, 0)},
+			want:     map[string]time.Time{},
+		},
+		"one refusal: base from the refusal": {
+			attempts: []strata.PlacementAttempt{attempt("w1", 1, strata.PlacementRejected, 0)},
+			now:      30 * time.Second,
+			want:     map[string]time.Time{"w1": t0.Add(time.Minute)},
+		},
+		"doubled per further refusal of the same worker, from the last": {
+			attempts: []strata.PlacementAttempt{
+				attempt("w1", 1, strata.PlacementRejected, 0),
+				attempt("w2", 2, strata.PlacementTimedOut, time.Minute),
+				attempt("w1", 3, strata.PlacementTimedOut, 2*time.Minute),
+				attempt("w1", 4, strata.PlacementRejected, 5*time.Minute),
+			},
+			now:  5 * time.Minute,
+			want: map[string]time.Time{"w1": t0.Add(9 * time.Minute)},
+		},
+		"a backoff that ended is left out": {
+			attempts: []strata.PlacementAttempt{attempt("w1", 1, strata.PlacementRejected, 0)},
+			now:      time.Minute,
+			want:     map[string]time.Time{},
+		},
+		"capped at base·2⁹": {
+			attempts: func() []strata.PlacementAttempt {
+				var out []strata.PlacementAttempt
+				for i := range 14 {
+					out = append(out, attempt("w1", int64(i+1), strata.PlacementRejected, 0))
+				}
+				return out
+			}(),
+			want: map[string]time.Time{"w1": t0.Add(512 * time.Minute)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := &strata.Workload{}
+			if tc.attempts != nil {
+				wl.Status.Placement = &strata.Placement{Attempts: tc.attempts}
+			}
+			got := Backoffs(wl, base, t0.Add(tc.now))
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Backoffs() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDispatchRecords follows one Workload's record: dispatched, timed
+// out, dispatched elsewhere, admitted there.
+func TestDispatchRecords(t *testing.T) {
+	var st strata.WorkloadStatus
+	if gen := RecordDispatch(&st, "w1", "gpu", "w1/gpu: fits in rack r1", t0); gen != 1 {
+		t.Fatalf("first dispatch: generation %d, want 1", gen)
+	}
+	RecordOutcome(&st, strata.PlacementTimedOut, ReasonTimedOut, "not admitted within 5m0s", t0.Add(5*time.Minute))
+	if gen := RecordDispatch(&st, "w2", "gpu", "w2/gpu: fits in rack r3", t0.Add(5*time.Minute)); gen != 2 {
+		t.Fatalf("second dispatch: generation %d, want 2", gen)
+	}
+	copyWL := &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{
+		ClusterQueue: "worker-cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "gpu", Count: 4}},
+	}}}
+	if !RecordAdmission(&st, "hub-cq", copyWL, t0.Add(6*time.Minute)) {
+		t.Fatal("RecordAdmission() = false on the first admission")
+	}
+	if RecordAdmission(&st, "hub-cq", copyWL, t0.Add(7*time.Minute)) {
+		t.Error("RecordAdmission() = true for an admission recorded already")
+	}
+	want := strata.WorkloadStatus{
+		Conditions: []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted, Message: "admitted on w2, flavor gpu"}},
+		Admission:  &strata.Admission{ClusterQueue: "hub-cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "gpu", Count: 4}}},
+		Placement: &strata.Placement{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Attempts: []strata.PlacementAttempt{
+			{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1, Result: strata.PlacementTimedOut, Time: metav1.NewTime(t0.Add(5 * time.Minute)), Message: "not admitted within 5m0s"},
+			{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Result: strata.PlacementAdmitted, Time: metav1.NewTime(t0.Add(6 * time.Minute)), Message: "w2/gpu: fits in rack r3"},
+		}},
+	}
+	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+		t.Errorf("status (-want,+got):\n%s", diff)
+	}
+	if _, _, _, ok := Placed(&strata.Workload{Status: st}); !ok {
+		t.Error("Placed() = false for an admitted dispatch")
+	}
+
+	// Outcomes clear the placement and the admission, keep the generation.
+	RecordOutcome(&st, strata.PlacementEvicted, ReasonSuspended, "the Job was suspended", t0.Add(8*time.Minute))
+	if _, _, _, ok := Placed(&strata.Workload{Status: st}); ok || st.Admission != nil || st.Placement.DispatchGeneration != 2 {
+		t.Errorf("after the outcome: placement %+v, admission %v", st.Placement, st.Admission)
+	}
+}
+
+func TestAttemptsAreBounded(t *testing.T) {
+	var st strata.WorkloadStatus
+	for i := range 40 {
+		RecordDispatch(&st, fmt.Sprintf("w%d", i), "gpu", "", t0)
+		RecordOutcome(&st, strata.PlacementRejected, ReasonRejected, "no", t0)
+	}
+	if n := len(st.Placement.Attempts); n != maxAttempts {
+		t.Fatalf("%d attempts kept, want %d", n, maxAttempts)
+	}
+	if got := st.Placement.Attempts[maxAttempts-1].Cluster; got != "w39" {
+		t.Errorf("last attempt on %s, want w39", got)
+	}
+}
+
+func TestNewCopy(t *testing.T) {
+	hubJob := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "job-uid", ResourceVersion: "7",
+			Labels: map[string]string{strata.QueueNameLabel: "team", "app": "x"}, Annotations: map[string]string{"note": "y"}},
+		Spec: batchv1.JobSpec{
+			ManagedBy:      ptr.To(strata.ManagedByController),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: "job-uid"}},
+			ManualSelector: ptr.To(false),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+				batchv1.ControllerUidLabel: "job-uid", batchv1.JobNameLabel: "train", "controller-uid": "job-uid", "job-name": "train", "app": "x",
+			}}},
+		},
+	}
+	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: types.UID("wl-uid")}}
+	got := NewCopy(hubJob, wl, "hub-a", "worker-queue", "gpu", 3)
+	want := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml",
+			Labels: map[string]string{strata.QueueNameLabel: "worker-queue", "app": "x", strata.OriginLabel: "hub-a",
+				strata.HubWorkloadUIDLabel: "wl-uid", strata.DispatchGenerationLabel: "3"},
+			Annotations: map[string]string{"note": "y", strata.FlavorAnnotation: "gpu"}},
+		Spec: batchv1.JobSpec{
+			Suspend:  ptr.To(true),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("NewCopy() (-want,+got):\n%s", diff)
+	}
+	if hubJob.Labels[strata.QueueNameLabel] != "team" || hubJob.Spec.Selector == nil || len(hubJob.Spec.Template.Labels) != 5 {
+		t.Error("NewCopy() changed the hub Job")
+	}
+	uid, gen, ok := CopyOf(got)
+	if uid != "wl-uid" || gen != 3 || !ok {
+		t.Errorf("CopyOf() = %q, %d, %t; want wl-uid, 3, true", uid, gen, ok)
+	}
+	if _, _, ok := CopyOf(hubJob); ok {
+		t.Error("CopyOf() = true for a Job without dispatch labels")
+	}
+}
+
+func TestJudge(t *testing.T) {
+	cond := func(t, status, reason string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: reason, Message: reason + " said"}
+	}
+	cases := map[string]struct {
+		wl                  *strata.Workload
+		want                Verdict
+		wantReason, wantMsg string
+	}{
+		"no Workload yet": {want: Waiting},
+		"pending": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "Pending")}}},
+			want: Waiting,
+		},
+		"admitted": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "q"}}},
+			want: Admitted,
+		},
+		"inadmissible": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "Inadmissible")}}},
+			want: Refused, wantReason: "Inadmissible", wantMsg: "Inadmissible said",
+		},
+		"invalid wins over everything": {
+			wl: &strata.Workload{Status: strata.WorkloadStatus{
+				Admission:  &strata.Admission{ClusterQueue: "q"},
+				Conditions: []metav1.Condition{cond(strata.WorkloadInvalid, "True", "LocalQueueNotFound")},
+			}},
+			want: Refused, wantReason: "LocalQueueNotFound", wantMsg: "LocalQueueNotFound said",
+		},
+		"valid again": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadInvalid, "False", "Valid")}}},
+			want: Waiting,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v, reason, msg := Judge(tc.wl)
+			if diff := cmp.Diff([]any{tc.want, tc.wantReason, tc.wantMsg}, []any{v, reason, msg}); diff != "" {
+				t.Errorf("Judge() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -12,7 +12,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +21,7 @@ import (
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/test/integration/framework"
 )
 
 const (
@@ -36,20 +36,8 @@ func createNode(ctx SpecContext, name, blockName, rackName, cpu string) {
 
 // createPoolNode creates a Ready, untainted node of a pool with cpu CPUs.
 func createPoolNode(ctx SpecContext, pool, name, blockName, rackName, cpu string) {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"pool": pool, block: blockName, rack: rackName, host: name,
-	}}}
-	Expect(worker.Client.Create(ctx, n)).To(Succeed())
-	n.Status = corev1.NodeStatus{
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
-		Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
-		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
-	}
-	Expect(worker.Client.Status().Update(ctx, n)).To(Succeed())
-	// The API server taints new nodes not-ready; the node lifecycle
-	// controller, which envtest does not run, removes the taint once Ready.
-	n.Spec.Taints = nil
-	Expect(worker.Client.Update(ctx, n)).To(Succeed())
+	GinkgoHelper()
+	Expect(framework.CreateReadyNode(ctx, worker.Client, name, map[string]string{"pool": pool, block: blockName, rack: rackName, host: name}, cpu)).To(Succeed())
 }
 
 // admittedHosts waits for the Job's workload to be admitted and returns the

@@ -10,15 +10,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	testingclock "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"strata.dev/strata/agent/controller"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/config"
-	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
 )
 
@@ -71,20 +67,13 @@ func startAgent(configure ...func(*configv1beta1.AgentConfiguration)) func() {
 		c(cfg)
 	}
 	nodeClock = testingclock.NewFakeClock(time.Now())
-	mgr, err := ctrl.NewManager(worker.Config, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// A restarted agent registers its controllers again in this process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := framework.NewManager(worker.Config)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	Expect(controller.SetupControllers(ctx, mgr, cfg, controller.WithNodeFailureClock(nodeClock))).To(Succeed())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
+	stop := framework.Run(ctx, mgr)
 	return func() {
 		cancel()
-		Expect(<-done).To(Succeed())
+		Expect(stop()).To(Succeed())
 	}
 }

@@ -85,16 +85,7 @@ func newEnv(ctx context.Context, name string, racks map[string][][]string) *env 
 // createNode creates a Ready, untainted node of the env's pool.
 func (e *env) createNode(ctx context.Context, w *framework.Cluster, name, rackName, cpu string) {
 	GinkgoHelper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": e.name, rack: rackName, host: name}}}
-	Expect(w.Client.Create(ctx, n)).To(Succeed())
-	n.Status = corev1.NodeStatus{
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
-		Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
-		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
-	}
-	Expect(w.Client.Status().Update(ctx, n)).To(Succeed())
-	n.Spec.Taints = nil // the node lifecycle controller would, once Ready
-	Expect(w.Client.Update(ctx, n)).To(Succeed())
+	Expect(framework.CreateReadyNode(ctx, w.Client, name, map[string]string{"pool": e.name, rack: rackName, host: name}, cpu)).To(Succeed())
 }
 
 // job returns a Job of the env's queue: its pods, of cpu CPUs each, with

@@ -21,14 +21,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	agentcontroller "strata.dev/strata/agent/controller"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	hubcontroller "strata.dev/strata/hub/controller"
 	"strata.dev/strata/pkg/config"
-	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
 )
 
@@ -138,21 +135,14 @@ func startAgent(w *framework.Cluster) func() {
 	cfg, err := config.LoadAgent("")
 	Expect(err).NotTo(HaveOccurred())
 	cfg.Summary.MinInterval = &metav1.Duration{Duration: 100 * time.Millisecond}
-	mgr, err := ctrl.NewManager(w.Config, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Three agents register the same controllers in this process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := framework.NewManager(w.Config)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	Expect(agentcontroller.SetupControllers(ctx, mgr, cfg)).To(Succeed())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
+	stop := framework.Run(ctx, mgr)
 	return func() {
 		cancel()
-		Expect(<-done).To(Succeed())
+		Expect(stop()).To(Succeed())
 	}
 }
 
@@ -161,21 +151,10 @@ func startAgent(w *framework.Cluster) func() {
 func startHub() func() {
 	GinkgoHelper()
 	By("starting the hub's controllers")
-	mgr, err := ctrl.NewManager(hubIdentity, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// A restarted hub registers its controllers again in this process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := framework.NewManager(hubIdentity)
 	Expect(err).NotTo(HaveOccurred())
 	_, err = hubcontroller.SetupControllers(mgr, hubCfg)
 	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() {
-		cancel()
-		Expect(<-done).To(Succeed())
-	}
+	stop := framework.Run(context.Background(), mgr)
+	return func() { Expect(stop()).To(Succeed()) }
 }

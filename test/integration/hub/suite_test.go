@@ -10,13 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/hub/controller"
 	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/config"
-	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
 )
 
@@ -55,19 +53,10 @@ var _ = BeforeSuite(func() {
 	Expect(hub.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Namespace}})).To(Succeed())
 
 	By("starting the hub's controllers")
-	mgr, err := ctrl.NewManager(hub.Config, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	mgr, err := framework.NewManager(hub.Config)
 	Expect(err).NotTo(HaveOccurred())
 	hubFleet, err = controller.SetupControllers(mgr, hubCfg)
 	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	DeferCleanup(func() {
-		cancel()
-		Expect(<-done).To(Succeed())
-	})
+	stop := framework.Run(context.Background(), mgr)
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 })

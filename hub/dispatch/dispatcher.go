@@ -286,8 +286,11 @@ func chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor str
 }
 
 // rebuild reserves, on each target seen for the first time, the
-// dispatches recorded on hub Workloads that its summary does not count
-// yet: after a restart the hub holds what it held before.
+// dispatches recorded on hub Workloads (taking nothing for those its
+// summary counts): after a restart the hub holds what it held before. A
+// dispatch the summary counts whose placement no longer fits the summary's
+// free capacity is not held (it needs its capacity only if the worker
+// gives its admission back).
 func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, placed []*strata.Workload) {
 	for _, t := range targets {
 		if d.rebuilt[t] {
@@ -297,7 +300,7 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, p
 		for _, wl := range placed {
 			cluster, flavor, gen, _ := Placed(wl)
 			key := Key(wl.UID, gen)
-			if cluster != t.Cluster || flavor != t.Flavor || t.Reflects(key) || t.Reserved(key) {
+			if cluster != t.Cluster || flavor != t.Flavor || t.Holds(key) {
 				continue
 			}
 			if dec := d.policy.Decide(wl, []string{flavor}, []*placement.Target{t}); dec.Cluster != "" {
@@ -393,6 +396,22 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	if len(flavors) == 0 {
 		return true, 0, d.wait(ctx, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
 	}
+	// Levels are checked against the hub's Topology of a flavor when it
+	// has one; otherwise each worker's summary says which levels it has.
+	withLevels := flavors[:0:0]
+	var mismatches []string
+	for _, f := range flavors {
+		if err := d.checkLevels(ctx, f, wl); err != nil {
+			mismatches = append(mismatches, fmt.Sprintf("flavor %s: %v", f, err))
+			continue
+		}
+		withLevels = append(withLevels, f)
+	}
+	if len(withLevels) == 0 {
+		return false, 0, d.wait(ctx, p, ReasonNeverFits, "no flavor of ClusterQueue "+cq.Name+" has the topology levels the Job names: "+strings.Join(mismatches, "; "))
+	}
+	flavors = withLevels
+	notes = append(notes, mismatches...)
 	// Workers the queue may use, less those in backoff for this workload.
 	selector := labels.Everything()
 	if cq.Spec.ClusterSelector != nil {
@@ -402,24 +421,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		}
 		selector = s
 	}
-	backoffs := Backoffs(wl, d.backoff, now)
-	eligible := make([]*placement.Target, 0, len(targets))
-	var excluded []string
-	for _, t := range targets {
-		if !selector.Matches(clusterLabels[t.Cluster]) {
-			continue
-		}
-		if until, ok := backoffs[t.Cluster]; ok {
-			if slices.Contains(flavors, t.Flavor) {
-				excluded = append(excluded, fmt.Sprintf("%s/%s: refused this workload; not again before %s", t.Cluster, t.Flavor, until.UTC().Format(time.RFC3339)))
-			}
-			if r := until.Sub(now); retry == 0 || r < retry {
-				retry = r
-			}
-			continue
-		}
-		eligible = append(eligible, t)
-	}
+	eligible, excluded, retry := eligibleTargets(targets, selector, clusterLabels, Backoffs(wl, d.backoff, now), flavors, now)
 	dec := d.policy.Decide(wl, flavors, eligible)
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := dec.Reason
@@ -436,6 +438,53 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		return true, retry, d.wait(ctx, p, ReasonPending, reason)
 	}
 	return false, retry, d.dispatch(ctx, targets, p, dec, reason, now, used)
+}
+
+// checkLevels checks a workload's topology requests against the hub's
+// Topology of a flavor, when the hub has the flavor and its Topology.
+func (d *Dispatcher) checkLevels(ctx context.Context, flavor string, wl *strata.Workload) error {
+	var rf strata.ResourceFlavor
+	if err := d.client.Get(ctx, types.NamespacedName{Name: flavor}, &rf); err != nil || rf.Spec.TopologyName == nil {
+		return nil
+	}
+	var topo strata.Topology
+	if err := d.client.Get(ctx, types.NamespacedName{Name: *rf.Spec.TopologyName}, &topo); err != nil {
+		return nil
+	}
+	levels := make([]string, 0, len(topo.Spec.Levels))
+	for _, l := range topo.Spec.Levels {
+		levels = append(levels, l.NodeLabel)
+	}
+	for i := range wl.Spec.PodSets {
+		if err := workload.ValidateAgainstTopology(wl.Spec.PodSets[i].TopologyRequest, topo.Name, levels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eligibleTargets returns the targets on workers the queue's selector
+// takes, less those of workers in backoff for the workload; for those, a
+// reason per target of the queue's flavors, and when the first backoff
+// ends.
+func eligibleTargets(targets []*placement.Target, selector labels.Selector, clusterLabels map[string]labels.Set,
+	backoffs map[string]time.Time, flavors []string, now time.Time) (eligible []*placement.Target, excluded []string, retry time.Duration) {
+	for _, t := range targets {
+		if !selector.Matches(clusterLabels[t.Cluster]) {
+			continue
+		}
+		if until, ok := backoffs[t.Cluster]; ok {
+			if slices.Contains(flavors, t.Flavor) {
+				excluded = append(excluded, fmt.Sprintf("%s/%s: refused this workload; not again before %s", t.Cluster, t.Flavor, until.UTC().Format(time.RFC3339)))
+			}
+			if r := until.Sub(now); retry == 0 || r < retry {
+				retry = r
+			}
+			continue
+		}
+		eligible = append(eligible, t)
+	}
+	return eligible, excluded, retry
 }
 
 // dispatch reserves a decision and records it on the Workload; the copies

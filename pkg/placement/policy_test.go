@@ -282,20 +282,27 @@ func TestUncheckedIsSaid(t *testing.T) {
 	}
 }
 
-// TestSummaryEndsReflectedReservations: a reservation ends exactly when a
-// summary lists its dispatch — counted once by the reservation before,
-// once by the summary after — and a dispatch a summary lists already is
-// never reserved again (a hub rebuilding its reservations after a restart).
-func TestSummaryEndsReflectedReservations(t *testing.T) {
+// TestSummaryCountsReflectedReservations: a reservation takes nothing
+// while a summary lists its dispatch — counted once by the reservation
+// before, once by the summary then — and takes its capacity again from a
+// summary that stops listing it (the agent gave the admission back), until
+// Release. A dispatch a summary lists already is held without taking
+// anything (a hub rebuilding its reservations after a restart).
+func TestSummaryCountsReflectedReservations(t *testing.T) {
 	p := New("", tas.DefaultOptions(), 0)
 	wl := job(4, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) })
 	a := target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(4, 8), rackOf(4, 8)}}))
 	targets := []*Target{a}
+	decisions := map[string]*Decision{}
 	for _, key := range []string{"uid-0/1", "uid-1/1"} {
 		d := p.Decide(wl, nil, targets)
 		if err := d.Reserve(targets, key); err != nil {
 			t.Fatal(err)
 		}
+		decisions[key] = d
+	}
+	reserved := func() map[string]bool {
+		return map[string]bool{"uid-0/1": a.Reserved("uid-0/1"), "uid-1/1": a.Reserved("uid-1/1")}
 	}
 	// Generation 2 counts uid-0's copy (its rack is used) and lists it;
 	// uid-1's is not admitted yet.
@@ -305,18 +312,47 @@ func TestSummaryEndsReflectedReservations(t *testing.T) {
 	if err := a.SetSummary(next); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bool{"uid-0/1": a.Reserved("uid-0/1"), "uid-1/1": a.Reserved("uid-1/1")}
-	if diff := cmp.Diff(map[string]bool{"uid-0/1": false, "uid-1/1": true}, got); diff != "" {
-		t.Errorf("reserved after generation 2 (-want,+got):\n%s", diff)
+	if diff := cmp.Diff(map[string]bool{"uid-0/1": false, "uid-1/1": true}, reserved()); diff != "" {
+		t.Errorf("taking capacity after generation 2 (-want,+got):\n%s", diff)
 	}
 	if d := p.Decide(wl, nil, targets); d.Cluster != "" {
 		t.Errorf("placed on %s; want nowhere: one rack used, the other reserved", d.Cluster)
 	}
-	// Reserving a dispatch the summary counts takes nothing.
-	if err := a.Reserve("uid-0/1", nil, nil); err != nil {
+	if !a.Holds("uid-0/1") || a.Reservations() != 1 {
+		t.Errorf("uid-0/1 held: %t, %d reservations taking capacity; want held, 1", a.Holds("uid-0/1"), a.Reservations())
+	}
+
+	// Generation 3: the agent gave uid-0's admission back (a failed
+	// write): its rack is free in the summary, which no longer lists it.
+	// The reservation takes the rack again.
+	back := cluster(t, [][][]int64{{rackOf(4, 8), rackOf(4, 8)}})
+	back.SummaryGeneration = 3
+	if err := a.SetSummary(back); err != nil {
 		t.Fatal(err)
 	}
-	if a.Reserved("uid-0/1") || a.Reservations() != 1 || !a.Reflects("uid-0/1") {
-		t.Errorf("uid-0/1 reserved again (%d reservations)", a.Reservations())
+	if diff := cmp.Diff(map[string]bool{"uid-0/1": true, "uid-1/1": true}, reserved()); diff != "" {
+		t.Errorf("taking capacity after generation 3 (-want,+got):\n%s", diff)
+	}
+	if d := p.Decide(wl, nil, targets); d.Cluster != "" {
+		t.Errorf("placed on %s; want nowhere: both racks reserved", d.Cluster)
+	}
+	a.Release("uid-0/1")
+	if d := p.Decide(wl, nil, targets); d.Cluster != "a" {
+		t.Errorf("after uid-0/1 is released: placed on %q, want a (%s)", d.Cluster, d.Reason)
+	}
+
+	// Reserving a dispatch the summary lists takes nothing.
+	a.Release("uid-1/1")
+	listed := cluster(t, [][][]int64{{rackOf(4, 0), rackOf(4, 8)}})
+	listed.SummaryGeneration = 4
+	listed.Dispatches = []string{"uid-0/1"}
+	if err := a.SetSummary(listed); err != nil {
+		t.Fatal(err)
+	}
+	if err := decisions["uid-0/1"].Reserve(targets, "uid-0/1"); err != nil {
+		t.Fatal(err)
+	}
+	if a.Reserved("uid-0/1") || !a.Holds("uid-0/1") || a.Reservations() != 0 {
+		t.Errorf("uid-0/1 takes capacity again (%d reservations)", a.Reservations())
 	}
 }

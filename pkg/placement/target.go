@@ -40,6 +40,7 @@ type Target struct {
 }
 
 type reservation struct {
+	key         string
 	seq         uint64
 	assignments []*tas.Assignment
 	requests    []corev1.ResourceList
@@ -69,10 +70,13 @@ func (t *Target) Levels() []string { return t.levels }
 // the in-flight reservations. Use it to read; place through a Policy.
 func (t *Target) Snapshot() *tas.Snapshot { return t.free }
 
-// SetSummary moves the view to a new summary. The reservations whose keys
-// the summary lists among its dispatches end: from now on its free
-// capacity counts them. The others stay until the summary lists them or
-// Release.
+// SetSummary moves the view to a new summary. A reservation whose key the
+// summary lists among its dispatches takes nothing while it does: the
+// summary's free capacity counts the workload. It is held until Release
+// all the same (the copy finished, was refused or is gone), and takes its
+// capacity again from a summary that stops listing it while it lives —
+// an agent that gave an admission back, for one: so a dispatched workload
+// is counted exactly once, by its reservation or by the summary.
 func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
 	// Most new generations change amounts, not which nodes are where:
 	// rewrite the nodes in place then.
@@ -88,7 +92,6 @@ func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
 	t.reflected = make(map[string]bool, len(st.Dispatches))
 	for _, key := range st.Dispatches {
 		t.reflected[key] = true
-		delete(t.reservations, key) // counted by the summary: never twice
 	}
 	// Re-apply the reservations, oldest first, at the leaf level.
 	held := make([]*reservation, 0, len(t.reservations))
@@ -98,6 +101,9 @@ func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
 	sort.Slice(held, func(i, j int) bool { return held[i].seq < held[j].seq })
 	for _, r := range held {
 		r.usage = r.usage[:0]
+		if t.reflected[r.key] {
+			continue // counted by the summary: never twice
+		}
 		for i, a := range r.assignments {
 			u, err := t.free.Commit(a, r.requests[i])
 			if err != nil {
@@ -115,14 +121,18 @@ func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
 // (assignments at the summary's leaf level, one per pod set with its pod's
 // requests) until Release. Reserving a key again replaces its reservation.
 func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []corev1.ResourceList) error {
-	if t.reflected[key] {
-		return nil // the summary counts it already
-	}
 	if len(assignments) != len(requests) {
 		return fmt.Errorf("%d assignments for %d pod sets", len(assignments), len(requests))
 	}
 	t.Release(key)
-	r := &reservation{seq: t.version + 1, assignments: assignments, requests: requests}
+	r := &reservation{key: key, seq: t.version + 1, assignments: assignments, requests: requests}
+	if t.reflected[key] {
+		// The summary counts it already: held, taking nothing, until a
+		// summary stops listing it.
+		t.reservations[key] = r
+		t.version++
+		return nil
+	}
 	for i, a := range assignments {
 		u, err := t.free.Commit(a, requests[i])
 		if err != nil {
@@ -142,8 +152,17 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 // capacity already, so that no reservation must hold it.
 func (t *Target) Reflects(key string) bool { return t.reflected[key] }
 
-// Reservations is the number of reservations held.
-func (t *Target) Reservations() int { return len(t.reservations) }
+// Reservations is the number of reservations that take capacity: held
+// and not counted by the summary.
+func (t *Target) Reservations() int {
+	n := 0
+	for key := range t.reservations {
+		if !t.reflected[key] {
+			n++
+		}
+	}
+	return n
+}
 
 // Release ends a reservation: its workload's usage now shows in the
 // summary, or the dispatch was undone.
@@ -171,8 +190,15 @@ func (t *Target) emptySnapshot() (*tas.Snapshot, error) {
 	return t.empty, nil
 }
 
-// Reserved says whether key holds a reservation.
+// Reserved says whether key holds a reservation that takes capacity (one
+// the summary does not count).
 func (t *Target) Reserved(key string) bool {
+	_, ok := t.reservations[key]
+	return ok && !t.reflected[key]
+}
+
+// Holds says whether key holds a reservation, taking capacity or not.
+func (t *Target) Holds(key string) bool {
 	_, ok := t.reservations[key]
 	return ok
 }

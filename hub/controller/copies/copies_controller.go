@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,6 +51,9 @@ const (
 	ReasonForbidden         = "Forbidden"
 	ReasonNameTaken         = "NameTaken"
 )
+
+// conflictRetry is how soon a reconcile that met a newer object runs again.
+const conflictRetry = 200 * time.Millisecond
 
 // creationGrace is how long a copy the hub created may be missing from
 // the worker's informer before the hub creates it again.
@@ -142,8 +146,9 @@ func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workloa
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := r.reconcile(ctx, req)
 	if apierrors.IsConflict(err) {
-		// Acted on an outdated hub object; the newer one comes as an event.
-		return ctrl.Result{}, nil
+		// Acted on an outdated hub object: look again in a moment, with
+		// the newer one (not an error worth a log line).
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return res, err
 }
@@ -538,18 +543,20 @@ func (r *Reconciler) cleanFinished(ctx context.Context, wl *strata.Workload, clu
 // setDispatching sets a WorkerCluster's Dispatching condition when it
 // changes.
 func (r *Reconciler) setDispatching(ctx context.Context, cluster string, status metav1.ConditionStatus, reason, message string) error {
-	var wc strata.WorkerCluster
-	if err := r.client.Get(ctx, types.NamespacedName{Name: cluster}, &wc); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	old := meta.FindStatusCondition(wc.Status.Conditions, strata.WorkerClusterDispatching)
-	if old == nil && status == metav1.ConditionTrue {
-		return nil // never refused: nothing to say
-	}
-	if old != nil && old.Status == status && old.Reason == reason && strings.EqualFold(old.Message, message) {
-		return nil
-	}
-	meta.SetStatusCondition(&wc.Status.Conditions, metav1.Condition{Type: strata.WorkerClusterDispatching, Status: status, Reason: reason,
-		Message: intake.Truncate(message, intake.MaxConditionMessage), ObservedGeneration: wc.Generation})
-	return client.IgnoreNotFound(r.client.Status().Update(ctx, &wc))
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var wc strata.WorkerCluster
+		if err := r.client.Get(ctx, types.NamespacedName{Name: cluster}, &wc); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		old := meta.FindStatusCondition(wc.Status.Conditions, strata.WorkerClusterDispatching)
+		if old == nil && status == metav1.ConditionTrue {
+			return nil // never refused: nothing to say
+		}
+		if old != nil && old.Status == status && old.Reason == reason && strings.EqualFold(old.Message, message) {
+			return nil
+		}
+		meta.SetStatusCondition(&wc.Status.Conditions, metav1.Condition{Type: strata.WorkerClusterDispatching, Status: status, Reason: reason,
+			Message: intake.Truncate(message, intake.MaxConditionMessage), ObservedGeneration: wc.Generation})
+		return client.IgnoreNotFound(r.client.Status().Update(ctx, &wc))
+	})
 }

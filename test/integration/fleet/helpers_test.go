@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -164,4 +165,23 @@ func racksOf(g Gomega, admission *strata.Admission) map[string]int32 {
 		out[parts[len(parts)-2]] += d.Count
 	}
 	return out
+}
+
+// completeCopy does what the worker's Job controller would when the copy's
+// pods succeed: its status says Complete.
+func completeCopy(ctx context.Context, w *framework.Cluster, job *batchv1.Job) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cp, _ := copyOn(g, ctx, w, job)
+		g.Expect(cp).NotTo(BeNil())
+		g.Expect(ptr.Deref(cp.Spec.Suspend, true)).To(BeFalse(), "the agent starts the copy once admitted")
+		now := metav1.Now()
+		start := metav1.NewTime(now.Add(-time.Second))
+		cp.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: ptr.Deref(cp.Spec.Completions, 1), Ready: ptr.To[int32](0),
+			Conditions: []batchv1.JobCondition{
+				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+			}}
+		g.Expect(w.Client.Status().Update(ctx, cp)).To(Succeed())
+	}).Should(Succeed())
 }

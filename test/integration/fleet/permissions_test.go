@@ -36,6 +36,10 @@ var _ = Describe("Permissions", func() {
 		kubeconfig, err := user.KubeConfig()
 		Expect(err).NotTo(HaveOccurred())
 		registerWorker(ctx, "w3-reader", kubeconfig)
+		DeferCleanup(func(ctx SpecContext) {
+			// The same cluster as w3: no other spec may see it twice.
+			Expect(hub.Client.Delete(ctx, &strata.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "w3-reader"}})).To(Succeed())
+		})
 		var wc strata.WorkerCluster
 		Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w3-reader"}, &wc)).To(Succeed())
 		wc.Labels = map[string]string{"access": "read-only"}

@@ -1,0 +1,85 @@
+package dispatch
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/tas"
+)
+
+// target is a flavor on a worker: one node of 8 CPUs.
+func target(t *testing.T, cluster, flavor string) *placement.Target {
+	t.Helper()
+	s := tas.NewSnapshot([]string{"rack", strata.HostnameLabel}, nil)
+	s.SetNode(tas.Node{Name: "n", Ready: true, Labels: map[string]string{"rack": "r", strata.HostnameLabel: "n"},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+	st, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := placement.NewTarget(cluster, flavor, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+func TestEligibleTargets(t *testing.T) {
+	targets := []*placement.Target{target(t, "w1", "gpu"), target(t, "w1", "cpu"), target(t, "w2", "gpu"), target(t, "w3", "gpu")}
+	clusterLabels := map[string]labels.Set{"w1": {"region": "eu"}, "w2": {"region": "eu"}, "w3": {"region": "us"}}
+	names := func(ts []*placement.Target) []string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.Cluster+"/"+t.Flavor)
+		}
+		return out
+	}
+	cases := map[string]struct {
+		selector     labels.Selector
+		backoffs     map[string]time.Time
+		want         []string
+		wantExcluded []string
+		wantRetry    time.Duration
+	}{
+		"every worker": {
+			selector: labels.Everything(),
+			want:     []string{"w1/gpu", "w1/cpu", "w2/gpu", "w3/gpu"},
+		},
+		"the queue's clusterSelector": {
+			selector: labels.SelectorFromSet(labels.Set{"region": "eu"}),
+			want:     []string{"w1/gpu", "w1/cpu", "w2/gpu"},
+		},
+		"workers in backoff are left out, named for the queue's flavors, the first end is the retry": {
+			selector: labels.SelectorFromSet(labels.Set{"region": "eu"}),
+			backoffs: map[string]time.Time{"w1": t0.Add(2 * time.Minute), "w3": t0.Add(time.Minute)},
+			want:     []string{"w2/gpu"},
+			wantExcluded: []string{
+				"w1/gpu: refused this workload; not again before 2026-11-23T12:02:00Z",
+			},
+			wantRetry: 2 * time.Minute,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, excluded, retry := eligibleTargets(targets, tc.selector, clusterLabels, tc.backoffs, []string{"gpu"}, t0)
+			if diff := cmp.Diff(tc.want, names(got)); diff != "" {
+				t.Errorf("eligible (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantExcluded, excluded, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("excluded (-want,+got):\n%s", diff)
+			}
+			if retry != tc.wantRetry {
+				t.Errorf("retry = %s, want %s", retry, tc.wantRetry)
+			}
+		})
+	}
+}

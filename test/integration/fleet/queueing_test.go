@@ -1,0 +1,78 @@
+package fleet
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/intake"
+)
+
+var _ = Describe("Hub queueing", func() {
+	It("dispatches within the ClusterQueue's fleet-wide quota, higher priority first", func(ctx SpecContext) {
+		e := newEnv(ctx, "quota", map[string][][]string{"w1": {{"8", "8"}}, "w2": {{"8"}}})
+		var cq strata.ClusterQueue
+		Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-quota"}, &cq)).To(Succeed())
+		cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("2")}}
+		Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+		for _, c := range append(workers, hub) {
+			pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "quota-high"}, Value: 100}
+			Expect(c.Client.Create(ctx, pc)).To(Succeed())
+		}
+
+		first := e.job("first", 1, "2", nil)
+		Expect(hub.Client.Create(ctx, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, first).Status.Admission).NotTo(BeNil())
+		}).Should(Succeed())
+
+		low := e.job("low", 1, "2", nil)
+		Expect(hub.Client.Create(ctx, low)).To(Succeed())
+		high := e.job("high", 1, "2", nil)
+		high.Spec.Template.Spec.PriorityClassName = "quota-high"
+		Expect(hub.Client.Create(ctx, high)).To(Succeed())
+		for _, job := range []string{"low", "high"} {
+			Eventually(func(g Gomega) {
+				wl := hubWorkload(g, ctx, e.job(job, 1, "2", nil))
+				c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Reason).To(Equal(dispatch.ReasonPending))
+				g.Expect(c.Message).To(ContainSubstring("more than is left of the quota of 2"))
+			}).Should(Succeed())
+		}
+
+		By("the first Job finishing on its worker")
+		wl := hubWorkload(Default, ctx, first)
+		completeCopy(ctx, worker(wl.Status.Placement.Cluster), first)
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, high).Status.Admission).NotTo(BeNil())
+			g.Expect(hubWorkload(g, ctx, low).Status.Placement).To(BeNil(), "the quota holds one of them")
+		}).Should(Succeed())
+	})
+
+	It("says when a worker lacks the copy's LocalQueue", func(ctx SpecContext) {
+		e := newEnv(ctx, "nolq", map[string][][]string{"w2": {{"4"}}})
+		Expect(worker("w2").Client.Delete(ctx, &strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "lq"}})).To(Succeed())
+		job := e.job("lost", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := wcCondition(g, ctx, "w2", strata.WorkerClusterDispatching)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(intake.ReasonLocalQueueNotFound))
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Attempts).NotTo(BeEmpty())
+			a := wl.Status.Placement.Attempts[0]
+			g.Expect(a.Result).To(Equal(strata.PlacementRejected))
+			g.Expect(a.Message).To(ContainSubstring("LocalQueueNotFound"))
+			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}).Should(Succeed())
+	})
+})

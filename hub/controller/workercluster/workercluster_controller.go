@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -90,7 +91,17 @@ type Reconciler struct {
 	apis       APIs
 	staleAfter time.Duration
 	clock      clock.Clock
+
+	mu sync.Mutex
+	// written is when each WorkerCluster's status was last written.
+	written map[string]time.Time
 }
+
+// countsInterval bounds the status writes of a WorkerCluster that only
+// refresh its summaries' generations and its copy count: a busy worker
+// publishes several summaries a second. A change of condition is written
+// at once.
+const countsInterval = 10 * time.Second
 
 // NewReconciler returns a WorkerCluster reconciler for a hub serving apis
 // of the optional source kinds (see DetectAPIs).
@@ -98,7 +109,7 @@ func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *
 	return &Reconciler{
 		client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace,
 		accessProviders: cfg.ClusterProfile.AccessProviders, managedCluster: cfg.ManagedCluster, apis: apis,
-		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk,
+		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk, written: map[string]time.Time{},
 	}
 }
 
@@ -217,12 +228,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	metrics.HubConnected.WithLabelValues(wc.Name).Set(up)
 	if !equality.Semantic.DeepEqual(status, &wc.Status) {
+		if wait := r.countsWait(&wc.Status, status, now, wc.Name); wait > 0 {
+			// Only counts changed, and they were written a moment ago.
+			if requeue == 0 || wait < requeue {
+				requeue = wait
+			}
+			return ctrl.Result{RequeueAfter: requeue}, nil
+		}
 		wc.Status = *status
 		if err := r.client.Status().Update(ctx, &wc); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+		r.mu.Lock()
+		r.written[wc.Name] = now
+		r.mu.Unlock()
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// countsWait says how long to wait before writing a status that differs
+// from the one written only in its summaries' generations and times and
+// its copy count; 0 when it is to be written now.
+func (r *Reconciler) countsWait(old, cur *strata.WorkerClusterStatus, now time.Time, name string) time.Duration {
+	if !equality.Semantic.DeepEqual(old.Conditions, cur.Conditions) || len(old.Summaries) != len(cur.Summaries) {
+		return 0
+	}
+	for i := range old.Summaries {
+		if old.Summaries[i].Flavor != cur.Summaries[i].Flavor {
+			return 0
+		}
+	}
+	r.mu.Lock()
+	last, ok := r.written[name]
+	r.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	return max(0, last.Add(countsInterval).Sub(now))
 }
 
 // live counts the copies that have not finished.

@@ -105,7 +105,7 @@ func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
 			continue // counted by the summary: never twice
 		}
 		for i, a := range r.assignments {
-			u, err := t.free.Commit(a, r.requests[i])
+			u, err := t.free.CommitDispatched(a, r.requests[i])
 			if err != nil {
 				// The domain is gone from the new summary: its nodes left.
 				// The reservation holds nothing there any more.
@@ -134,7 +134,7 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 		return nil
 	}
 	for i, a := range assignments {
-		u, err := t.free.Commit(a, requests[i])
+		u, err := t.free.CommitDispatched(a, requests[i])
 		if err != nil {
 			for _, taken := range r.usage {
 				t.free.Release(taken)

@@ -33,6 +33,27 @@ func (s *Snapshot) CommitFit(a *Assignment, podRequests corev1.ResourceList) (Us
 	return s.commit(a, podRequests, true)
 }
 
+// CommitDispatched is Commit for a hub's in-flight reservation on a
+// summary snapshot: the pods of each domain go onto its anonymous nodes as
+// an agent's BestFit puts them on real ones (see packBestFit), so that the
+// hub's view fragments a domain's nodes as the worker will. On other
+// snapshots it is Commit.
+func (s *Snapshot) CommitDispatched(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
+	if !s.summary || s.hostLevel(a) {
+		return s.commit(a, podRequests, false)
+	}
+	dem := s.res.newDemand(podRequests)
+	perPod := WithPod(podRequests)
+	usage := Usage{}
+	for _, d := range a.Domains {
+		if err := s.commitSummaryDomain(d, dem, perPod, usage, false, s.packBestFit); err != nil {
+			s.Release(usage)
+			return nil, err
+		}
+	}
+	return usage, nil
+}
+
 func (s *Snapshot) commit(a *Assignment, podRequests corev1.ResourceList, fit bool) (Usage, error) {
 	dem := s.res.newDemand(podRequests)
 	perPod := WithPod(podRequests)
@@ -43,7 +64,7 @@ func (s *Snapshot) commit(a *Assignment, podRequests corev1.ResourceList, fit bo
 		if exact {
 			err = s.commitDomain(d, dem, perPod, usage, fit)
 		} else {
-			err = s.commitSummaryDomain(d, dem, perPod, usage, fit)
+			err = s.commitSummaryDomain(d, dem, perPod, usage, fit, s.packLargestFirst)
 		}
 		if err != nil {
 			s.Release(usage)
@@ -83,7 +104,8 @@ func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.Re
 // commitSummaryDomain commits an entry of a summary snapshot's assignment:
 // a domain of the leaf level (the summary's own reporting level), whose
 // pods are packed onto its nodes.
-func (s *Snapshot) commitSummaryDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage, fit bool) error {
+func (s *Snapshot) commitSummaryDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage, fit bool,
+	pack func(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage, fit bool, values []string) error) error {
 	dom := s.root
 	if len(d.Values) != s.leafDepth {
 		return fmt.Errorf("domain %v: want %d values, one per level %v", d.Values, s.leafDepth, s.levels[:s.leafDepth])
@@ -101,7 +123,66 @@ func (s *Snapshot) commitSummaryDomain(d DomainAssignment, dem demand, perPod co
 	if len(bins) == 0 {
 		return fmt.Errorf("domain %v has no nodes", d.Values)
 	}
-	return s.pack(bins, int64(d.Count), dem, perPod, usage, fit, false, d.Values)
+	return pack(bins, int64(d.Count), dem, perPod, usage, fit, d.Values)
+}
+
+// packLargestFirst packs a summary domain's pods as FindAssignment counted
+// them (see pack).
+func (s *Snapshot) packLargestFirst(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage, fit bool, values []string) error {
+	return s.pack(bins, count, dem, perPod, usage, fit, false, values)
+}
+
+// packBestFit records count pods on a summary domain's anonymous nodes the
+// way an agent's BestFit places them on real ones, so that the hub's
+// view of a domain fragments as the worker's does: the largest nodes
+// whole while the rest fits in no single node, then the tightest node
+// that holds the rest. Pods that find no room are recorded all the same,
+// unless fit is set: that is then a *FitError naming the domain.
+func (s *Snapshot) packBestFit(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage, fit bool, values []string) error {
+	type candidate struct {
+		b   *bin
+		fit int64
+	}
+	cands := make([]candidate, 0, len(bins))
+	room := int64(0)
+	for _, b := range bins {
+		if !b.usable {
+			continue
+		}
+		if f := dem.fit(s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride]); f > 0 {
+			cands = append(cands, candidate{b, f})
+			room += f
+		}
+	}
+	if fit && room < count {
+		return &FitError{Reason: fmt.Sprintf("%s has room for %d of the %d pods placed there", strings.Join(values, "/"), room, count)}
+	}
+	// Largest first; of equals, the first in the given order.
+	slices.SortStableFunc(cands, func(x, y candidate) int { return cmp.Compare(y.fit, x.fit) })
+	left := count
+	for len(cands) > 0 && left > 0 {
+		// The tightest node that holds the rest, if one does.
+		last := -1
+		for i, c := range cands {
+			if c.fit >= left {
+				last = i
+			}
+		}
+		if last >= 0 {
+			addUsage(s, usage, cands[last].b.name, perPod, left)
+			return nil
+		}
+		addUsage(s, usage, cands[0].b.name, perPod, cands[0].fit)
+		left -= cands[0].fit
+		cands = cands[1:]
+	}
+	if left > 0 {
+		// No room left (the usage of a workload admitted earlier is
+		// replayed): record the pods anyway, so that capacity is never
+		// overstated.
+		addUsage(s, usage, bins[0].name, perPod, left)
+	}
+	return nil
 }
 
 // leavesUnder returns the leaf domains under d in natural order.

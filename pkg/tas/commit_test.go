@@ -1,6 +1,7 @@
 package tas
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,6 +40,55 @@ func TestCommitAndRelease(t *testing.T) {
 			}
 			if diff := cmp.Diff(a, again); diff != "" {
 				t.Errorf("assignment after Release (-before,+after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCommitDispatchedFragmentsAsTheAgent: a hub reservation on a summary
+// goes onto the anonymous nodes as the agent's BestFit puts pods on real
+// ones — a small pod on the tightest node that holds it — so that a large
+// node stays whole for a large pod, as it does on the worker. Commit packs
+// largest-free-first and would split it.
+func TestCommitDispatchedFragmentsAsTheAgent(t *testing.T) {
+	st, err := snapshotOf([]string{block, rack, host},
+		node{"big", "b0", "r0", "4"}, node{"small", "b0", "r0", "2"}).Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := Request{Count: 1, PodRequests: cpu("1500m"), Mode: Preferred, Level: rack}
+	large := Request{Count: 1, PodRequests: cpu("3"), Mode: Preferred, Level: rack}
+	for name, tc := range map[string]struct {
+		commit    func(*Snapshot, *Assignment, Request) error
+		largeFits bool
+	}{
+		"CommitDispatched": {func(s *Snapshot, a *Assignment, r Request) error {
+			_, err := s.CommitDispatched(a, r.PodRequests)
+			return err
+		}, true},
+		"Commit": {func(s *Snapshot, a *Assignment, r Request) error {
+			_, err := s.Commit(a, r.PodRequests)
+			return err
+		}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			hub, err := NewSnapshotFromSummary(&st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := hub.FindAssignment(small, DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Levels[len(a.Levels)-1] == host {
+				t.Fatalf("the summary's assignment is at host level: %v", a)
+			}
+			if err := tc.commit(hub, a, small); err != nil {
+				t.Fatal(err)
+			}
+			_, err = hub.FindAssignment(large, DefaultOptions())
+			if fits := err == nil; fits != tc.largeFits {
+				t.Errorf("a 3-CPU pod after a 1.5-CPU one fits: %t, want %t (%v)", fits, tc.largeFits, err)
 			}
 		})
 	}

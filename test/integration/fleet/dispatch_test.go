@@ -51,13 +51,13 @@ var _ = Describe("Dispatch", func() {
 			"w2": {{"4", "4", "4", "4"}},
 			"w3": {{"8", "8"}},
 		})
-		// 16 + 16 + 16 CPUs; 60 Jobs of half a CPU need 30. (Pods of
-		// mixed sizes smaller than a node can fragment a worker's nodes
-		// otherwise than the hub's reservations assume: docs/hub.md, "Not
-		// yet".)
+		// 16 + 16 + 16 CPUs; 60 Jobs of 1, 0.5 or 0.25 CPU need 35, and
+		// Compact fills w1's racks to the last slot: the hub's reservations
+		// must fragment its nodes as w1's agent does.
 		var jobs []*batchv1.Job
 		for i := range 60 {
-			job := e.job(fmt.Sprintf("b-%02d", i), 1, "500m", map[string]string{strata.PodSetPreferredTopologyAnnotation: rack})
+			cpu := []string{"1", "500m", "250m"}[i%3]
+			job := e.job(fmt.Sprintf("b-%02d", i), 1, cpu, map[string]string{strata.PodSetPreferredTopologyAnnotation: rack})
 			Expect(hub.Client.Create(ctx, job)).To(Succeed())
 			jobs = append(jobs, job)
 		}

@@ -196,7 +196,13 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if job == nil || ptr.Deref(job.Spec.Suspend, false) || !job.DeletionTimestamp.IsZero() {
+		if job == nil || !job.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if ptr.Deref(job.Spec.Suspend, false) {
+			// On the hub, spec.suspend is the user's: nothing is sent.
+			errs = append(errs, d.wait(ctx, pending{wl: wl, job: job}, ReasonSuspended,
+				"the Job is suspended on the hub; it is dispatched when spec.suspend is false"))
 			continue
 		}
 		waiting = append(waiting, pending{wl: wl, job: job, queue: cq.Name})

@@ -194,6 +194,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	copyJob, copyWL, err := r.fleet.Copy(ctx, cluster, jobKey)
 	if errors.Is(err, fleet.ErrNotConnected) {
+		if gone, gerr := r.workerGone(ctx, cluster); gerr != nil || gone {
+			if gerr != nil {
+				return ctrl.Result{}, gerr
+			}
+			return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementUnreachable, dispatch.ReasonRejected, "WorkerClusterDeleted",
+				fmt.Sprintf("WorkerCluster %s was deleted; its copy there, if any, is left to the worker's administrators; placing it again", cluster))
+		}
 		// The copy stays recorded; nothing is sent elsewhere while it may
 		// run. The connection's return brings the Workload back.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
@@ -406,11 +413,16 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey t
 		return err
 	}
 	if errors.Is(err, fleet.ErrNotConnected) {
-		if _, err := r.fleet.Client(cluster); err != nil {
+		gone, gerr := r.workerGone(ctx, cluster)
+		if gerr != nil {
+			return gerr
+		}
+		if !gone {
 			// At most one live copy: nothing else is sent until this one
 			// is known to be gone.
 			return fmt.Errorf("cannot remove the copy on %s: %w", cluster, err)
 		}
+		// The WorkerCluster is gone, and with it the hub's way there.
 	}
 	if copyJob != nil {
 		if uid, _, _ := dispatch.CopyOf(copyJob); uid == wl.UID {
@@ -443,6 +455,19 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey t
 	wl = wl.DeepCopy()
 	dispatch.RecordOutcome(&wl.Status, result, condReason, message, r.clock.Now())
 	return client.IgnoreNotFound(r.client.Status().Update(ctx, wl))
+}
+
+// workerGone says whether the WorkerCluster of a worker no longer exists
+// (or is being deleted).
+func (r *Reconciler) workerGone(ctx context.Context, cluster string) (bool, error) {
+	var wc strata.WorkerCluster
+	if err := r.client.Get(ctx, types.NamespacedName{Name: cluster}, &wc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	return !wc.DeletionTimestamp.IsZero(), nil
 }
 
 // deleteCopy deletes a copy on a worker, that object only.

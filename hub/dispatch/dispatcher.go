@@ -132,8 +132,10 @@ type pending struct {
 // an event (a backoff ending), 0 when none is.
 func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	now := d.clock.Now()
+	// Without deep copies: a pass reads the Workloads and copies only
+	// those it writes.
 	var wls strata.WorkloadList
-	if err := d.client.List(ctx, &wls); err != nil {
+	if err := d.client.List(ctx, &wls, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	var wcs strata.WorkerClusterList

@@ -162,13 +162,14 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	usage := map[string]map[string]corev1.ResourceList{} // ClusterQueue → flavor → usage
 	var errs []error
 	queues := map[string]*strata.ClusterQueue{}
+	localQueues := map[types.NamespacedName]string{}
 	d.forgetRecorded(wls.Items)
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if !wl.DeletionTimestamp.IsZero() || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 			continue
 		}
-		cq, err := d.clusterQueue(ctx, wl, queues)
+		cq, err := d.clusterQueue(ctx, wl, localQueues, queues)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -236,13 +237,24 @@ func (d *Dispatcher) forgetRecorded(wls []strata.Workload) {
 }
 
 // clusterQueue returns the ClusterQueue of a Workload's LocalQueue, nil
-// when either is missing (intake marks the Workload invalid then).
-func (d *Dispatcher) clusterQueue(ctx context.Context, wl *strata.Workload, seen map[string]*strata.ClusterQueue) (*strata.ClusterQueue, error) {
-	var lq strata.LocalQueue
-	if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &lq); err != nil {
-		return nil, client.IgnoreNotFound(err)
+// when either is missing (intake marks the Workload invalid then). local
+// (LocalQueue → its ClusterQueue's name, "" when missing) and seen hold
+// what the pass has read: most Workloads share a few queues.
+func (d *Dispatcher) clusterQueue(ctx context.Context, wl *strata.Workload, local map[types.NamespacedName]string,
+	seen map[string]*strata.ClusterQueue) (*strata.ClusterQueue, error) {
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}
+	name, ok := local[key]
+	if !ok {
+		var lq strata.LocalQueue
+		if err := d.client.Get(ctx, key, &lq); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		name = lq.Spec.ClusterQueue
+		local[key] = name
 	}
-	name := lq.Spec.ClusterQueue
+	if name == "" {
+		return nil, nil
+	}
 	if cq, ok := seen[name]; ok {
 		return cq, nil
 	}

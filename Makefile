@@ -96,6 +96,10 @@ bench-agent: k8s-binaries ## Agent throughput and latency with 5,000 nodes, the 
 bench-agent-kwok: k8s-binaries ## The same on a whole kwok cluster of 5,000 nodes sharing the machine (five minutes).
 	STRATA_PERF_CLUSTER=kwok STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/perf/ -run '^$$' -bench BenchmarkAgent -benchtime 1x -timeout 60m -v
 
+.PHONY: bench-hub
+bench-hub: k8s-binaries ## The hub and three workers (agents in-process), 1,000 Jobs: throughput, latency, CPU and API writes per Job (two minutes).
+	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/perf/ -run '^$$' -bench BenchmarkHub -benchtime 1x -timeout 60m -v
+
 .PHONY: bench-hotswap
 bench-hotswap: k8s-binaries ## Hot swap: node failure to new assignment, on a real API server (a minute).
 	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/perf/ -run '^$$' -bench BenchmarkHotSwap -benchtime 1x -timeout 30m -v

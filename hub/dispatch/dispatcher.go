@@ -132,8 +132,10 @@ type pending struct {
 // an event (a backoff ending), 0 when none is.
 func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	now := d.clock.Now()
+	// Without deep copies: a pass reads the Workloads and copies only
+	// those it writes.
 	var wls strata.WorkloadList
-	if err := d.client.List(ctx, &wls); err != nil {
+	if err := d.client.List(ctx, &wls, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	var wcs strata.WorkerClusterList
@@ -160,13 +162,14 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	usage := map[string]map[string]corev1.ResourceList{} // ClusterQueue → flavor → usage
 	var errs []error
 	queues := map[string]*strata.ClusterQueue{}
+	localQueues := map[types.NamespacedName]string{}
 	d.forgetRecorded(wls.Items)
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if !wl.DeletionTimestamp.IsZero() || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 			continue
 		}
-		cq, err := d.clusterQueue(ctx, wl, queues)
+		cq, err := d.clusterQueue(ctx, wl, localQueues, queues)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -240,13 +243,24 @@ func (d *Dispatcher) forgetRecorded(wls []strata.Workload) {
 }
 
 // clusterQueue returns the ClusterQueue of a Workload's LocalQueue, nil
-// when either is missing (intake marks the Workload invalid then).
-func (d *Dispatcher) clusterQueue(ctx context.Context, wl *strata.Workload, seen map[string]*strata.ClusterQueue) (*strata.ClusterQueue, error) {
-	var lq strata.LocalQueue
-	if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &lq); err != nil {
-		return nil, client.IgnoreNotFound(err)
+// when either is missing (intake marks the Workload invalid then). local
+// (LocalQueue → its ClusterQueue's name, "" when missing) and seen hold
+// what the pass has read: most Workloads share a few queues.
+func (d *Dispatcher) clusterQueue(ctx context.Context, wl *strata.Workload, local map[types.NamespacedName]string,
+	seen map[string]*strata.ClusterQueue) (*strata.ClusterQueue, error) {
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}
+	name, ok := local[key]
+	if !ok {
+		var lq strata.LocalQueue
+		if err := d.client.Get(ctx, key, &lq); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		name = lq.Spec.ClusterQueue
+		local[key] = name
 	}
-	name := lq.Spec.ClusterQueue
+	if name == "" {
+		return nil, nil
+	}
 	if cq, ok := seen[name]; ok {
 		return cq, nil
 	}
@@ -332,9 +346,12 @@ type turn struct {
 	wls []pending
 }
 
-// place serves the queues head by head, as the agent does.
+// place serves the queues head by head, as the agent does. Decisions
+// are made one after the other; their records are written concurrently
+// and all written (or their reservations released) when it returns.
 func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, waiting []pending, queues map[string]*strata.ClusterQueue,
 	usage map[string]map[string]corev1.ResourceList, clusterLabels map[string]labels.Set, now time.Time) (time.Duration, error) {
+	records := newRecordWrites()
 	byQueue := map[string]*turn{}
 	for _, p := range waiting {
 		t := byQueue[p.queue]
@@ -360,7 +377,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 			if usage[t.cq.Name] == nil {
 				usage[t.cq.Name] = map[string]corev1.ResourceList{}
 			}
-			blocks, retry, err := d.placeOne(ctx, targets, t.cq, usage[t.cq.Name], clusterLabels, p, now)
+			blocks, retry, err := d.placeOne(ctx, targets, t.cq, usage[t.cq.Name], clusterLabels, p, now, records)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -380,6 +397,14 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 		}
 		turns = rest
 	}
+	// A record not written undoes its reservation; the quota it took in
+	// this pass stays taken until the next pass, which its failure brings.
+	for _, f := range records.wait() {
+		if t := placement.Find(targets, f.cluster, f.flavor); t != nil {
+			t.Release(f.key)
+		}
+		errs = append(errs, f.err)
+	}
 	return next, errors.Join(errs...)
 }
 
@@ -387,7 +412,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 // waits for capacity (not when it can never fit); retry is when a backoff
 // that keeps a worker out ends.
 func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, used map[string]corev1.ResourceList,
-	clusterLabels map[string]labels.Set, p pending, now time.Time) (blocks bool, retry time.Duration, err error) {
+	clusterLabels map[string]labels.Set, p pending, now time.Time, records *recordWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
 	start := time.Now()
 	// Flavors in the queue's order, within quota.
@@ -443,7 +468,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		}
 		return true, retry, d.wait(ctx, p, ReasonPending, reason)
 	}
-	return false, retry, d.dispatch(ctx, targets, p, dec, reason, now, used)
+	return false, retry, d.dispatch(ctx, targets, p, dec, reason, now, used, records)
 }
 
 // checkLevels checks a workload's topology requests against the hub's
@@ -493,39 +518,98 @@ func eligibleTargets(targets []*placement.Target, selector labels.Selector, clus
 	return eligible, excluded, retry
 }
 
-// dispatch reserves a decision and records it on the Workload; the copies
-// controller creates the copy. A failed write releases the reservation.
-func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, p pending, dec *placement.Decision, reason string, now time.Time, used map[string]corev1.ResourceList) error {
+// dispatch reserves a decision and has records write it on the Workload;
+// the copies controller creates the copy. The decision counts against
+// the queue's quota for the rest of the pass at once.
+func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, p pending, dec *placement.Decision, reason string, now time.Time,
+	used map[string]corev1.ResourceList, records *recordWrites) error {
 	wl := p.wl.DeepCopy()
 	gen := RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, now)
 	key := Key(wl.UID, gen)
 	if err := dec.Reserve(targets, key); err != nil {
 		return err
 	}
-	if err := d.client.Status().Update(ctx, wl); err != nil {
-		placement.Find(targets, dec.Cluster, dec.Flavor).Release(key)
-		if apierrors.IsConflict(err) {
-			// The informer's copy was behind; its update event brings
-			// another pass.
-			return nil
-		}
-		return client.IgnoreNotFound(err)
-	}
-	d.mu.Lock()
-	d.recorded[wl.UID] = recorded{generation: gen, flavor: dec.Flavor}
-	d.mu.Unlock()
-	d.mu.Lock()
-	delete(d.waiting, client.ObjectKeyFromObject(wl))
-	d.mu.Unlock()
 	psas := make([]strata.PodSetAssignment, 0, len(wl.Spec.PodSets))
 	for i := range wl.Spec.PodSets {
 		psas = append(psas, strata.PodSetAssignment{Flavor: dec.Flavor, ResourceUsage: queue.TotalRequests(&wl.Spec.PodSets[i])})
 	}
 	queue.AddUsage(used, psas)
-	metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
-	d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Dispatch", "%s",
-		truncateNote(fmt.Sprintf("Dispatched to %s (flavor %s): %s", dec.Cluster, dec.Flavor, reason)))
+	records.write(dec.Cluster, dec.Flavor, key, func() error {
+		if err := d.client.Status().Update(ctx, wl); err != nil {
+			if apierrors.IsConflict(err) {
+				// The informer's copy was behind; its update event brings
+				// another pass.
+				return errReleaseOnly
+			}
+			if apierrors.IsNotFound(err) {
+				return errReleaseOnly
+			}
+			return err
+		}
+		d.mu.Lock()
+		d.recorded[wl.UID] = recorded{generation: gen, flavor: dec.Flavor}
+		delete(d.waiting, client.ObjectKeyFromObject(wl))
+		d.mu.Unlock()
+		metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
+		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Dispatch", "%s",
+			truncateNote(fmt.Sprintf("Dispatched to %s (flavor %s): %s", dec.Cluster, dec.Flavor, reason)))
+		return nil
+	})
 	return nil
+}
+
+// maxRecordWrites bounds the dispatch records a pass writes at once. A
+// burst of Jobs is placed in one pass; written one after the other, the
+// hub API server's write latency (tens of milliseconds when it is busy)
+// would set the pace of dispatch.
+const maxRecordWrites = 16
+
+// errReleaseOnly is a failed record write that needs no retry of its own:
+// its reservation is released, and the event that made it fail (a newer
+// Workload, or its deletion) brings the next pass.
+var errReleaseOnly = errors.New("release only")
+
+// recordWrites runs a pass's record writes, at most maxRecordWrites at a
+// time, and collects those that failed.
+type recordWrites struct {
+	slots  chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	failed []failedRecord
+}
+
+// failedRecord is a record write that failed: its reservation is to be
+// released, and err (nil when there is nothing to report) returned.
+type failedRecord struct {
+	cluster, flavor, key string
+	err                  error
+}
+
+func newRecordWrites() *recordWrites {
+	return &recordWrites{slots: make(chan struct{}, maxRecordWrites)}
+}
+
+// write runs fn, the record of the reservation key on cluster and flavor,
+// once a slot is free.
+func (r *recordWrites) write(cluster, flavor, key string, fn func() error) {
+	r.slots <- struct{}{}
+	r.wg.Go(func() {
+		defer func() { <-r.slots }()
+		if err := fn(); err != nil {
+			if errors.Is(err, errReleaseOnly) {
+				err = nil
+			}
+			r.mu.Lock()
+			r.failed = append(r.failed, failedRecord{cluster: cluster, flavor: flavor, key: key, err: err})
+			r.mu.Unlock()
+		}
+	})
+}
+
+// wait waits for every write and returns those that failed.
+func (r *recordWrites) wait() []failedRecord {
+	r.wg.Wait()
+	return r.failed
 }
 
 // wait writes why a Workload waits, when that changed in more than its

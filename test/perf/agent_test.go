@@ -12,14 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,13 +32,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"strata.dev/strata/agent/controller"
 	strata "strata.dev/strata/api/v1beta1"
-	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
@@ -55,13 +47,6 @@ const (
 	rack  = "cloud.provider.com/topology-rack"
 	host  = strata.HostnameLabel
 )
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 func job(name string) *batchv1.Job {
 	return &batchv1.Job{
@@ -77,51 +62,6 @@ func job(name string) *batchv1.Job {
 			},
 		},
 	}
-}
-
-// startCPUProfile profiles this process into path until the returned
-// function is called; with no path it does nothing.
-func startCPUProfile(b *testing.B, path string) func() {
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		b.Fatal(errors.Join(err, f.Close()))
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			b.Error(err)
-		}
-	}
-}
-
-// parallel runs f(i) for i in [0, n) on workers goroutines.
-func parallel(n, workers int, f func(i int) error) error {
-	var next atomic.Int64
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := f(i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 // benchCluster is where BenchmarkAgent runs the agent.
@@ -173,14 +113,8 @@ func apiServerBenchCluster(b *testing.B) benchCluster {
 	}
 	w := clusters.Get("perf")
 	bc := benchCluster{admin: rest.CopyConfig(w.Config), agent: rest.CopyConfig(w.Config), nodeStatus: true, stop: clusters.Stop}
-	bin, err := framework.BinDir()
-	if err != nil {
+	if err := applyManifest(w.KubeconfigPath, filepath.Join("charts", "strata-agent", "templates", "admission-policy.yaml")); err != nil {
 		b.Fatal(errors.Join(err, bc.stop()))
-	}
-	out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", w.KubeconfigPath, "apply", "-f",
-		filepath.Join(framework.RepoRoot(), "charts", "strata-agent", "templates", "admission-policy.yaml")).CombinedOutput()
-	if err != nil {
-		b.Fatal(errors.Join(fmt.Errorf("installing the admission policy: %w: %s", err, out), bc.stop()))
 	}
 	return bc
 }
@@ -241,29 +175,14 @@ func BenchmarkAgent(b *testing.B) {
 	b.Logf("creating %d nodes (16 per rack, 16 racks per block, 8 CPUs)", nodes)
 	if err := parallel(nodes, 32, func(i int) error {
 		name := fmt.Sprintf("perf-%05d", i)
-		n := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-				"pool": "perf", block: fmt.Sprintf("block-%d", i/256), rack: fmt.Sprintf("rack-%d", i/16%16), host: name, "type": "kwok",
-			}, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
-			Status: corev1.NodeStatus{
-				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
-				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
-			},
+		n := node(name, map[string]string{
+			"pool": "perf", block: fmt.Sprintf("block-%d", i/256), rack: fmt.Sprintf("rack-%d", i/16%16), host: name, "type": "kwok",
+		}, "8")
+		n.Annotations = map[string]string{"kwok.x-k8s.io/node": "fake"}
+		if !bc.nodeStatus {
+			return kube.Create(ctx, n) // kwok reports for it
 		}
-		status := n.Status
-		if err := kube.Create(ctx, n); err != nil || !bc.nodeStatus {
-			return err
-		}
-		// No kubelet (not even a fake one) reports for the node.
-		n.Status = status
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if err := kube.Status().Update(ctx, n); err != nil {
-			return err
-		}
-		// The API server taints new nodes not-ready; no node lifecycle
-		// controller removes the taint.
-		n.Spec.Taints = nil
-		return kube.Update(ctx, n)
+		return createReadyNode(ctx, kube, n)
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -482,59 +401,6 @@ func (p *backlogProgress) quantiles(start time.Time, stage int) string {
 		out = append(out, pct(ds, q).Round(100*time.Millisecond).String())
 	}
 	return strings.Join(out, " / ")
-}
-
-// startAgent runs the agent's controllers in-process with cfg.
-func startAgent(b *testing.B, cfg *rest.Config) func() {
-	b.Helper()
-	// STRATA_PERF_AGENT_CONFIG names an agent configuration file to
-	// measure instead of the defaults.
-	agentCfg, err := config.LoadAgent(os.Getenv("STRATA_PERF_AGENT_CONFIG"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := controller.SetupControllers(ctx, mgr, agentCfg); err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	}
-}
-
-// waitFor polls cond until it holds, failing the benchmark after timeout.
-func waitFor(b *testing.B, timeout time.Duration, what string, cond func() (bool, error)) {
-	b.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			b.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
 }
 
 // stages of a Job's way from creation to all pods ungated, in order, as

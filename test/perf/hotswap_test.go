@@ -50,22 +50,9 @@ func BenchmarkHotSwap(b *testing.B) {
 	b.Logf("creating %d racks of 16 nodes", racks)
 	if err := parallel(racks*16, 16, func(i int) error {
 		name := fmt.Sprintf("hs-%04d", i)
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		return createReadyNode(ctx, kube, node(name, map[string]string{
 			"pool": "hs", block: fmt.Sprintf("block-%d", i/256), rack: fmt.Sprintf("rack-%d", i/16), host: name,
-		}}}
-		if err := kube.Create(ctx, n); err != nil {
-			return err
-		}
-		n.Status = corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
-			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
-		}
-		if err := kube.Status().Update(ctx, n); err != nil {
-			return err
-		}
-		n.Spec.Taints = nil // the API server's not-ready taint; no node lifecycle controller here
-		return kube.Update(ctx, n)
+		}, "8"))
 	}); err != nil {
 		b.Fatal(err)
 	}

@@ -97,12 +97,19 @@ func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfig
 // +kubebuilder:rbac:groups=strata.dev,resources=workerclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// concurrentReconciles: most reconciles read caches only, but those that
+// act wait for one API write each (creating a copy on a worker, recording
+// an admission on the hub); with 8, a burst's copies waited in the queue
+// behind them (BenchmarkHub: 0.6-0.8 s from dispatch to copy, 0.6-1.0 s
+// from the worker's admission to the hub's, p50; with 32, 0.1 and 0.3 s).
+const concurrentReconciles = 32
+
 // SetupWithManager registers the reconciler: hub Workloads, their Jobs,
 // and every change of a copy on a worker.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("copies").
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentReconciles}).
 		For(&strata.Workload{}).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: workload.JobWorkloadName(o.GetName())}}}

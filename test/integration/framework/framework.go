@@ -38,6 +38,9 @@ type ClusterSpec struct {
 	// CRDPaths are CRD files or directories to install besides the role's
 	// (see SourceCRDPaths).
 	CRDPaths []string
+	// APIServerFlags are kube-apiserver flags (name without dashes → value)
+	// set besides envtest's, e.g. max-requests-inflight for benchmarks.
+	APIServerFlags map[string]string
 }
 
 // Cluster is one running API server.
@@ -163,6 +166,9 @@ func startOne(spec ClusterSpec, bin, tmp string) (*Cluster, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  60 * time.Second,
+	}
+	for name, value := range spec.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {

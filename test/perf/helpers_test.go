@@ -1,0 +1,183 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"strata.dev/strata/agent/controller"
+	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/scheme"
+	"strata.dev/strata/test/integration/framework"
+)
+
+// What the benchmarks share: knobs from the environment, setting up
+// nodes and manifests on an API server alone, running the agent
+// in-process, and waiting.
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// startCPUProfile profiles this process into path until the returned
+// function is called; with no path it does nothing.
+func startCPUProfile(b *testing.B, path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(errors.Join(err, f.Close()))
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// parallel runs f(i) for i in [0, n) on workers goroutines.
+func parallel(n, workers int, f func(i int) error) error {
+	var next atomic.Int64
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// startAgent runs the agent's controllers in-process with cfg.
+func startAgent(b *testing.B, cfg *rest.Config) func() {
+	b.Helper()
+	// STRATA_PERF_AGENT_CONFIG names an agent configuration file to
+	// measure instead of the defaults.
+	agentCfg, err := config.LoadAgent(os.Getenv("STRATA_PERF_AGENT_CONFIG"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := controller.SetupControllers(ctx, mgr, agentCfg); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// waitFor polls cond until it holds, failing the benchmark after timeout.
+func waitFor(b *testing.B, timeout time.Duration, what string, cond func() (bool, error)) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := cond()
+		if err != nil {
+			b.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		<-tick.C
+	}
+}
+
+// node returns a node with the given labels, cpu CPUs and 110 pods
+// allocatable.
+func node(name string, labels map[string]string, cpu string) *corev1.Node {
+	resources := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Status:     corev1.NodeStatus{Allocatable: resources, Capacity: resources},
+	}
+}
+
+// createReadyNode creates n and makes it Ready and untainted: on an API
+// server alone no kubelet reports for it, and no node lifecycle
+// controller removes the not-ready taint the API server gives new nodes.
+func createReadyNode(ctx context.Context, kube client.Client, n *corev1.Node) error {
+	status := n.Status
+	if err := kube.Create(ctx, n); err != nil {
+		return err
+	}
+	n.Status = status
+	now := metav1.Now()
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: now, LastTransitionTime: now}}
+	if err := kube.Status().Update(ctx, n); err != nil {
+		return err
+	}
+	n.Spec.Taints = nil
+	return kube.Update(ctx, n)
+}
+
+// applyManifest applies a file of the repository (path relative to its
+// root) with kubectl on the cluster of kubeconfig.
+func applyManifest(kubeconfig, path string) error {
+	bin, err := framework.BinDir()
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "apply", "-f",
+		filepath.Join(framework.RepoRoot(), path)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("applying %s: %w: %s", path, err, out)
+	}
+	return nil
+}

@@ -75,6 +75,9 @@ type Reconciler struct {
 	created map[string]time.Time
 	// seen is when this process first saw each dispatch's copy.
 	seen map[string]time.Time
+	// admissions are the dispatches whose admission this process wrote
+	// and the cache does not show yet.
+	admissions map[string]bool
 }
 
 type known struct {
@@ -87,7 +90,7 @@ type known struct {
 // NewReconciler returns a Reconciler.
 func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
 	return &Reconciler{client: c, fleet: f, cfg: cfg, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{},
-		created: map[string]time.Time{}, seen: map[string]time.Time{}}
+		created: map[string]time.Time{}, seen: map[string]time.Time{}, admissions: map[string]bool{}}
 }
 
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
@@ -289,6 +292,9 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 		return nil // never dispatched by this process: the orphan check finds its copy
 	}
 	r.fleet.Release(k.cluster, k.flavor, dispatch.Key(k.uid, k.generation))
+	r.mu.Lock()
+	delete(r.admissions, dispatch.Key(k.uid, k.generation))
+	r.mu.Unlock()
 	copyJob, _, err := r.fleet.Copy(ctx, k.cluster, types.NamespacedName{Namespace: key.Namespace, Name: k.job})
 	if err != nil {
 		return err
@@ -455,6 +461,7 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey t
 	r.mu.Lock()
 	delete(r.created, key)
 	delete(r.seen, key)
+	delete(r.admissions, key)
 	r.mu.Unlock()
 	if !record || !wl.DeletionTimestamp.IsZero() {
 		return nil
@@ -494,7 +501,20 @@ func (r *Reconciler) deleteCopy(ctx context.Context, cluster string, copyJob *ba
 
 // admitted records the worker's admission on the hub Workload.
 func (r *Reconciler) admitted(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, copyWL *strata.Workload) error {
-	cluster, flavor, _, _ := dispatch.Placed(wl)
+	cluster, flavor, gen, _ := dispatch.Placed(wl)
+	key := dispatch.Key(wl.UID, gen)
+	r.mu.Lock()
+	written := r.admissions[key]
+	if wl.Status.Admission != nil {
+		delete(r.admissions, key)
+	}
+	r.mu.Unlock()
+	if written && wl.Status.Admission == nil {
+		// The cache is behind this process's own write (the copy's next
+		// change, such as the agent starting it, comes first): writing
+		// again would only conflict. The write's event brings it back.
+		return nil
+	}
 	var lq strata.LocalQueue
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, &lq); client.IgnoreNotFound(err) != nil {
 		return err
@@ -506,6 +526,11 @@ func (r *Reconciler) admitted(ctx context.Context, wl *strata.Workload, hubJob *
 	}
 	if err := r.client.Status().Update(ctx, updated); err != nil {
 		return client.IgnoreNotFound(err)
+	}
+	if wl.Status.Admission == nil {
+		r.mu.Lock()
+		r.admissions[key] = true
+		r.mu.Unlock()
 	}
 	if err := r.setDispatching(ctx, cluster, metav1.ConditionTrue, ReasonDispatching, "the worker admits the hub's copies"); err != nil {
 		return err

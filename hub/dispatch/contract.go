@@ -181,7 +181,7 @@ var serverLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidL
 // NewCopy is the copy of hub Job job that the given dispatch generation
 // of hub Workload wl sends to a worker: the same name, namespace and
 // spec, suspended (the worker's agent starts it once admitted), not
-// managed by the hub, in the worker's LocalQueue queue, labelled with the
+// managed by the hub, without a TTL after finishing, in the worker's LocalQueue queue, labelled with the
 // hub's origin, the Workload's UID and the generation, its flavor pinned.
 func NewCopy(job *batchv1.Job, wl *strata.Workload, origin, queue, flavor string, generation int64) *batchv1.Job {
 	c := &batchv1.Job{
@@ -206,6 +206,11 @@ func NewCopy(job *batchv1.Job, wl *strata.Workload, origin, queue, flavor string
 	c.Annotations[strata.FlavorAnnotation] = flavor
 	c.Spec.ManagedBy = nil
 	c.Spec.Suspend = ptr.To(true)
+	// The hub removes a finished copy after its final status was mirrored
+	// (dispatch.finishedRetention); a worker's TTL controller deleting it
+	// first could take a result the hub has not seen yet. The hub Job
+	// keeps its TTL.
+	c.Spec.TTLSecondsAfterFinished = nil
 	// The worker's API server generates the selector and its labels.
 	c.Spec.Selector, c.Spec.ManualSelector = nil, nil
 	for _, l := range serverLabels {

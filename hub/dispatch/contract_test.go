@@ -140,9 +140,10 @@ func TestNewCopy(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "job-uid", ResourceVersion: "7",
 			Labels: map[string]string{strata.QueueNameLabel: "team", "app": "x"}, Annotations: map[string]string{"note": "y"}},
 		Spec: batchv1.JobSpec{
-			ManagedBy:      ptr.To(strata.ManagedByController),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: "job-uid"}},
-			ManualSelector: ptr.To(false),
+			ManagedBy:               ptr.To(strata.ManagedByController),
+			Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: "job-uid"}},
+			ManualSelector:          ptr.To(false),
+			TTLSecondsAfterFinished: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
 				batchv1.ControllerUidLabel: "job-uid", batchv1.JobNameLabel: "train", "controller-uid": "job-uid", "job-name": "train", "app": "x",
 			}}},
@@ -163,7 +164,7 @@ func TestNewCopy(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("NewCopy() (-want,+got):\n%s", diff)
 	}
-	if hubJob.Labels[strata.QueueNameLabel] != "team" || hubJob.Spec.Selector == nil || len(hubJob.Spec.Template.Labels) != 5 {
+	if hubJob.Labels[strata.QueueNameLabel] != "team" || hubJob.Spec.Selector == nil || len(hubJob.Spec.Template.Labels) != 5 || hubJob.Spec.TTLSecondsAfterFinished == nil {
 		t.Error("NewCopy() changed the hub Job")
 	}
 	uid, gen, ok := CopyOf(got)

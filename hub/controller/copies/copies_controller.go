@@ -78,6 +78,16 @@ type Reconciler struct {
 	// admissions are the dispatches whose admission this process wrote
 	// and the cache does not show yet.
 	admissions map[string]bool
+	// undoing are the dispatches whose copy was taken back and whose
+	// outcome is not recorded yet: a reconcile that meets one records it
+	// again instead of creating the copy anew.
+	undoing map[string]outcome
+}
+
+// outcome is the record a take-back is to write.
+type outcome struct {
+	result          strata.PlacementResult
+	reason, message string
 }
 
 type known struct {
@@ -90,7 +100,7 @@ type known struct {
 // NewReconciler returns a Reconciler.
 func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
 	return &Reconciler{client: c, fleet: f, cfg: cfg, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{},
-		created: map[string]time.Time{}, seen: map[string]time.Time{}, admissions: map[string]bool{}}
+		created: map[string]time.Time{}, seen: map[string]time.Time{}, admissions: map[string]bool{}, undoing: map[string]outcome{}}
 }
 
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
@@ -229,6 +239,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.cleanFinished(ctx, &wl, cluster, flavor, key, copyJob)
 	}
 	if copyJob == nil {
+		r.mu.Lock()
+		o, undoing := r.undoing[key]
+		r.mu.Unlock()
+		if undoing {
+			// Taken back, but the record's write did not land.
+			return ctrl.Result{}, r.takeBack(ctx, &wl, jobKey, o.result, o.reason, o.message, true)
+		}
+		if wl.Status.Admission != nil {
+			return r.vanished(ctx, &wl, hubJob, cluster, jobKey)
+		}
 		return r.create(ctx, &wl, hubJob, cluster, flavor, gen, key)
 	}
 	if err := r.syncJobStatus(ctx, hubJob, copyJob); err != nil {
@@ -272,6 +292,27 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		fmt.Sprintf("the worker did not admit the copy within %s; placing it again", r.cfg.Dispatch.AdmissionTimeout.Duration))
 }
 
+// vanished handles an admitted copy that the worker's informer no longer
+// shows: confirmed gone by a read from the worker, it was deleted there
+// (by its administrators, or with its namespace) before it finished. It is
+// never created again under the same dispatch — it may have run — but
+// recorded as a refusal by that worker (it goes into backoff) and placed
+// again.
+func (r *Reconciler) vanished(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, cluster string, jobKey types.NamespacedName) (ctrl.Result, error) {
+	c, err := r.fleet.Client(cluster)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	var existing batchv1.Job
+	if err := c.Get(ctx, jobKey, &existing); err == nil {
+		return ctrl.Result{RequeueAfter: time.Second}, nil // the informer is behind
+	} else if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.refuse(ctx, wl, hubJob, jobKey, strata.PlacementRejected, dispatch.ReasonRejected, "CopyDeleted",
+		fmt.Sprintf("the admitted copy was deleted on %s before it finished; placing it again", cluster))
+}
+
 // dispatchTime is when the current dispatch was recorded.
 func dispatchTime(wl *strata.Workload) time.Time {
 	p := wl.Status.Placement
@@ -291,9 +332,13 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 	if !ok {
 		return nil // never dispatched by this process: the orphan check finds its copy
 	}
-	r.fleet.Release(k.cluster, k.flavor, dispatch.Key(k.uid, k.generation))
+	dk := dispatch.Key(k.uid, k.generation)
+	r.fleet.Release(k.cluster, k.flavor, dk)
 	r.mu.Lock()
-	delete(r.admissions, dispatch.Key(k.uid, k.generation))
+	delete(r.admissions, dk)
+	delete(r.created, dk)
+	delete(r.seen, dk)
+	delete(r.undoing, dk)
 	r.mu.Unlock()
 	copyJob, _, err := r.fleet.Copy(ctx, k.cluster, types.NamespacedName{Namespace: key.Namespace, Name: k.job})
 	if err != nil {
@@ -421,6 +466,12 @@ func (r *Reconciler) refuse(ctx context.Context, wl *strata.Workload, hubJob *ba
 // when record is set, records the outcome on the Workload.
 func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey types.NamespacedName, result strata.PlacementResult, condReason, message string, record bool) error {
 	cluster, flavor, gen, _ := dispatch.Placed(wl)
+	key := dispatch.Key(wl.UID, gen)
+	if record && wl.DeletionTimestamp.IsZero() {
+		r.mu.Lock()
+		r.undoing[key] = outcome{result: result, reason: condReason, message: message}
+		r.mu.Unlock()
+	}
 	copyJob, _, err := r.fleet.Copy(ctx, cluster, jobKey)
 	if err != nil && !errors.Is(err, fleet.ErrNotConnected) {
 		return err
@@ -456,19 +507,72 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey t
 			return err
 		}
 	}
-	key := dispatch.Key(wl.UID, gen)
 	r.fleet.Release(cluster, flavor, key)
 	r.mu.Lock()
 	delete(r.created, key)
 	delete(r.seen, key)
 	delete(r.admissions, key)
 	r.mu.Unlock()
+	if err := r.clearRun(ctx, jobKey); err != nil {
+		return err
+	}
 	if !record || !wl.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	wl = wl.DeepCopy()
 	dispatch.RecordOutcome(&wl.Status, result, condReason, message, r.clock.Now())
-	return client.IgnoreNotFound(r.client.Status().Update(ctx, wl))
+	if err := r.client.Status().Update(ctx, wl); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.undoing, key)
+	r.mu.Unlock()
+	return nil
+}
+
+// clearRun takes a removed copy's run off the hub Job's status: nothing of
+// it is active or ready any more.
+func (r *Reconciler) clearRun(ctx context.Context, jobKey types.NamespacedName) error {
+	var job batchv1.Job
+	if err := r.client.Get(ctx, jobKey, &job); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !job.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	updated := job.DeepCopy()
+	if !ClearRun(&updated.Status, ptr.Deref(job.Spec.Suspend, false)) {
+		return nil
+	}
+	if err := r.client.Status().Update(ctx, updated); err != nil && !apierrors.IsInvalid(err) {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+// ClearRun removes from a hub Job's status what a removed copy's run put
+// there: its active, ready and terminating pods, and for a suspended Job
+// its start time. Finished Jobs keep their status. It says whether
+// anything changed.
+func ClearRun(status *batchv1.JobStatus, suspended bool) bool {
+	for _, c := range status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return false
+		}
+	}
+	changed := status.Active != 0 || ptr.Deref(status.Ready, 0) != 0 || ptr.Deref(status.Terminating, 0) != 0
+	status.Active = 0
+	if status.Ready != nil {
+		status.Ready = ptr.To[int32](0)
+	}
+	if status.Terminating != nil {
+		status.Terminating = ptr.To[int32](0)
+	}
+	if suspended && status.StartTime != nil {
+		status.StartTime = nil
+		changed = true
+	}
+	return changed
 }
 
 // workerGone says whether the WorkerCluster of a worker no longer exists
@@ -495,6 +599,12 @@ func (r *Reconciler) deleteCopy(ctx context.Context, cluster string, copyJob *ba
 	err = c.Delete(ctx, copyJob, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
+	}
+	if apierrors.IsForbidden(err) {
+		message := fmt.Sprintf("the hub's credential may not delete jobs.batch in namespace %s on %s: its copies there cannot be taken back", copyJob.Namespace, cluster)
+		if cerr := r.setDispatching(ctx, cluster, metav1.ConditionFalse, ReasonForbidden, message); cerr != nil {
+			return errors.Join(err, cerr)
+		}
 	}
 	return err
 }

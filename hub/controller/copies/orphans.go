@@ -2,6 +2,8 @@ package copies
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -62,6 +64,7 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	removed := 0
+	var errs []error
 	for _, wc := range wcs.Items {
 		copies, err := o.fleet.Copies(ctx, wc.Name)
 		if err != nil {
@@ -76,18 +79,20 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 			}
 			orphan, err := o.orphaned(ctx, wc.Name, cp)
 			if err != nil {
-				return removed, err
+				return removed, err // the hub's own API: the next round
 			}
 			if !orphan {
 				continue
 			}
+			// One worker refusing a deletion holds up no other.
 			if err := o.remove(ctx, wc.Name, cp); err != nil {
-				return removed, err
+				errs = append(errs, fmt.Errorf("removing orphaned copy %s/%s on %s: %w", cp.Namespace, cp.Name, wc.Name, err))
+				continue
 			}
 			removed++
 		}
 	}
-	return removed, nil
+	return removed, errors.Join(errs...)
 }
 
 // orphaned says whether no hub Workload stands for a copy on cluster.

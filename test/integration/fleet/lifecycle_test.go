@@ -63,12 +63,31 @@ var _ = Describe("Dispatch lifecycle", func() {
 			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w3"}))
 		}).Should(Succeed())
 
+		By("the copy running on the worker")
+		w3 := worker("w3")
+		Eventually(func(g Gomega) {
+			cp, _ := copyOn(g, ctx, w3, job)
+			g.Expect(cp).NotTo(BeNil())
+			start := metav1.NewTime(time.Now().Truncate(time.Second))
+			cp.Status = batchv1.JobStatus{StartTime: &start, Active: 2, Ready: ptr.To[int32](2)}
+			g.Expect(w3.Client.Status().Update(ctx, cp)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(j.Status.Active).To(Equal(int32(2)))
+		}).Should(Succeed())
+
 		By("suspending the hub Job")
 		Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 		job.Spec.Suspend = ptr.To(true)
 		Expect(hub.Client.Update(ctx, job)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+			var j batchv1.Job
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(j.Status.Active).To(BeZero(), "nothing of the removed copy runs")
+			g.Expect(j.Status.StartTime).To(BeNil())
 			wl := hubWorkload(g, ctx, job)
 			g.Expect(wl.Status.Placement.Cluster).To(BeEmpty())
 			g.Expect(wl.Status.Admission).To(BeNil())
@@ -96,6 +115,37 @@ var _ = Describe("Dispatch lifecycle", func() {
 		Expect(hub.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}).Should(Succeed())
+	})
+
+	It("places again an admitted copy deleted on its worker, never sending it there again as the same dispatch", func(ctx SpecContext) {
+		e := newEnv(ctx, "vanish", map[string][][]string{
+			"w1": {{"4"}},
+			"w2": {{"4"}},
+		})
+		job := e.job("vanish", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		var first string
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			first = wl.Status.Placement.Cluster
+		}).Should(Succeed())
+
+		By("deleting the admitted copy on " + first)
+		w := worker(first)
+		cp, _ := copyOn(Default, ctx, w, job)
+		Expect(cp).NotTo(BeNil())
+		Expect(w.Client.Delete(ctx, cp, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		other := map[string]string{"w1": "w2", "w2": "w1"}[first]
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal(other), "the worker that lost it is in backoff")
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(2)))
+			g.Expect(wl.Status.Placement.Attempts[0].Result).To(Equal(strata.PlacementRejected))
+			g.Expect(wl.Status.Placement.Attempts[0].Message).To(ContainSubstring("deleted on " + first))
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{other}))
 		}).Should(Succeed())
 	})
 

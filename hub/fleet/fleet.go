@@ -184,7 +184,12 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 		cfg.QPS, cfg.Burst = workerQPS, workerBurst
 	}
 	mine := labels.SelectorFromSet(labels.Set{strata.OriginLabel: f.origin})
-	c, err := crcache.New(cfg, crcache.Options{
+	// rest.Config.Timeout bounds a whole response, a watch's too: the
+	// informers would be cut and re-listed every Timeout. Requests keep it
+	// (the direct client below); watches go without.
+	watchCfg := rest.CopyConfig(cfg)
+	watchCfg.Timeout = 0
+	c, err := crcache.New(watchCfg, crcache.Options{
 		Scheme: f.scheme,
 		ByObject: map[client.Object]crcache.ByObject{
 			&strata.CapacitySummary{}: {},
@@ -205,9 +210,11 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 		return nil, fmt.Errorf("watching the worker's capacity summaries: %w", err)
 	}
 	notify := func() {
+		// Informer handlers may block (client-go buffers behind them);
+		// no change is dropped.
 		select {
 		case f.changed <- name:
-		default: // a full queue: a resync brings the worker back
+		case <-ctx.Done():
 		}
 		f.mu.Lock()
 		listeners := f.listeners
@@ -266,11 +273,11 @@ func (f *Fleet) copyChanged(o any) {
 	if _, isJob := obj.(*batchv1.Job); isJob {
 		name = workload.JobWorkloadName(name)
 	}
+	// Informer handlers may block (client-go buffers behind them): no
+	// change of a copy is dropped.
 	select {
 	case f.copies <- types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}:
-	default:
-		// A full queue: the orphan check and the Workload's own events
-		// bring it back.
+	case <-f.ctx.Done():
 	}
 }
 

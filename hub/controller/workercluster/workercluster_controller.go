@@ -95,7 +95,22 @@ type Reconciler struct {
 	mu sync.Mutex
 	// written is when each WorkerCluster's status was last written.
 	written map[string]time.Time
+	// checked is, per worker, the credential whose permissions were last
+	// found complete there, and when.
+	checked map[string]permissionCheck
 }
+
+// permissionCheck is a credential found to have every needed permission.
+type permissionCheck struct {
+	identity string
+	at       time.Time
+}
+
+// permissionRecheck is how often the permissions of a connected worker's
+// unchanged credential are asked again. A worker's summaries change
+// several times a second, each a reconcile; asking every time would cost
+// six reviews each.
+const permissionRecheck = 5 * time.Minute
 
 // countsInterval bounds the status writes of a WorkerCluster that only
 // refresh its summaries' generations and its copy count: a busy worker
@@ -109,7 +124,7 @@ func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *
 	return &Reconciler{
 		client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace,
 		accessProviders: cfg.ClusterProfile.AccessProviders, managedCluster: cfg.ManagedCluster, apis: apis,
-		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk, written: map[string]time.Time{},
+		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk, written: map[string]time.Time{}, checked: map[string]permissionCheck{},
 	}
 }
 
@@ -300,6 +315,9 @@ func setCondition(status *strata.WorkerClusterStatus, c metav1.Condition, now ti
 func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster) metav1.Condition {
 	notConnected := func(reason, format string, args ...any) metav1.Condition {
 		r.fleet.Disconnect(wc.Name)
+		r.mu.Lock()
+		delete(r.checked, wc.Name)
+		r.mu.Unlock()
 		return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
 	cred, failed := r.resolve(ctx, wc)
@@ -308,10 +326,19 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster) meta
 	}
 	cfg := cred.config
 	cfg.Timeout = connectTimeout
-	if missing, err := missingPermissions(ctx, cfg); err != nil {
-		return notConnected(ReasonUnreachable, "%v", err)
-	} else if len(missing) > 0 {
-		return notConnected(ReasonForbidden, "the hub's credential (%s) may not %s on the worker", cred.via, strings.Join(missing, "; "))
+	now := r.clock.Now()
+	r.mu.Lock()
+	last, ok := r.checked[wc.Name]
+	r.mu.Unlock()
+	if !ok || last.identity != cred.identity || now.Sub(last.at) >= permissionRecheck {
+		if missing, err := missingPermissions(ctx, cfg); err != nil {
+			return notConnected(ReasonUnreachable, "%v", err)
+		} else if len(missing) > 0 {
+			return notConnected(ReasonForbidden, "the hub's credential (%s) may not %s on the worker", cred.via, strings.Join(missing, "; "))
+		}
+		r.mu.Lock()
+		r.checked[wc.Name] = permissionCheck{identity: cred.identity, at: now}
+		r.mu.Unlock()
 	}
 	if err := r.fleet.Connect(ctx, wc.Name, cred.identity, cfg, connectTimeout); err != nil {
 		return notConnected(ReasonUnreachable, "%v", err)
@@ -394,6 +421,10 @@ func freshness(summaries []strata.CapacitySummary, now time.Time, staleAfter tim
 // forget drops a removed worker from the fleet and from the metrics.
 func (r *Reconciler) forget(name string) {
 	r.fleet.Forget(name)
+	r.mu.Lock()
+	delete(r.checked, name)
+	delete(r.written, name)
+	r.mu.Unlock()
 	metrics.HubConnected.DeleteLabelValues(name)
 	metrics.HubSummaryAge.DeleteLabelValues(name)
 }

@@ -305,7 +305,7 @@ func chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor str
 	queue.AddUsage(usage[cq], psas)
 }
 
-// rebuild reserves, on each target seen for the first time, the
+// rebuild reserves, on each target first seen available, the
 // dispatches recorded on hub Workloads (taking nothing for those its
 // summary counts): after a restart the hub holds what it held before. A
 // dispatch the summary counts whose placement no longer fits the summary's
@@ -313,7 +313,9 @@ func chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor str
 // gives its admission back).
 func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, placed []*strata.Workload) {
 	for _, t := range targets {
-		if d.rebuilt[t] {
+		if d.rebuilt[t] || t.Unavailable != "" {
+			// An unavailable target gets no new work; its dispatches are
+			// reserved again when it is available (Decide skips it now).
 			continue
 		}
 		d.rebuilt[t] = true

@@ -34,6 +34,41 @@ build: ## Build strata-agent, strata-hub and kubectl-strata into bin/.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/strata-hub ./hub/cmd/strata-hub
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-strata ./pkg/cmd/kubectl-strata
 
+##@ Images (docs/images.md)
+
+# The images' architecture; ARCH=arm64 cross-builds.
+ARCH ?= $(shell $(GO) env GOARCH)
+# The image tag: VERSION without a leading "v", so a build at the tag v0.1.0
+# is tagged 0.1.0, the charts' appVersion and so their default image tag.
+IMAGE_TAG ?= $(patsubst v%,%,$(VERSION))
+IMAGE_REGISTRY = $(or $(REGISTRY),ghcr.io/strata-dev)
+IMAGE_SOURCE ?= https://github.com/strata-dev/strata
+# The images' creation time: the last commit's, so a rebuild of the same
+# commit gives the same image digest.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+IMAGE_BINARIES := strata-agent=./agent/cmd/strata-agent strata-hub=./hub/cmd/strata-hub kubectl-strata=./pkg/cmd/kubectl-strata
+IMAGES_DIR := $(BIN)/images
+IMAGE_PUSH :=
+
+.PHONY: images
+images: ## OCI images of the three binaries into bin/images/ (ARCH=amd64|arm64, no Docker needed).
+	mkdir -p $(BIN)/linux_$(ARCH) $(IMAGES_DIR)
+	for b in $(IMAGE_BINARIES); do \
+		name=$${b%%=*}; pkg=$${b#*=}; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/linux_$(ARCH)/$$name $$pkg; \
+		$(GO) run ./hack/image --binary $(BIN)/linux_$(ARCH)/$$name --arch $(ARCH) \
+			--registry $(IMAGE_REGISTRY) --version $(IMAGE_TAG) --source $(IMAGE_SOURCE) \
+			--revision "$(REVISION)" --source-date-epoch $(SOURCE_DATE_EPOCH) \
+			--output $(IMAGES_DIR)/$$name-$(IMAGE_TAG)-$(ARCH).tar $(IMAGE_PUSH); \
+	done
+	ls -l $(IMAGES_DIR)
+
+.PHONY: images-push
+images-push: ## The same, and push them to REGISTRY (required), with the credentials of ~/.docker/config.json.
+	@if [ -z "$(REGISTRY)" ]; then echo "images-push needs REGISTRY, e.g. make images-push REGISTRY=ghcr.io/you"; exit 1; fi
+	$(MAKE) images IMAGE_PUSH=--push
+
 ##@ Generated code
 
 .PHONY: generate
@@ -48,6 +83,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into the charts.
 	for k in $(AGENT_KINDS); do cp $(HUB_CRDS)/strata.dev_$$k.yaml $(AGENT_CRDS)/; done
 	$(CONTROLLER_GEN) rbac:roleName=strata-agent paths=./agent/... output:rbac:artifacts:config=charts/strata-agent/templates/rbac
 	$(CONTROLLER_GEN) rbac:roleName=strata-hub paths=./hub/... output:rbac:artifacts:config=charts/strata-hub/templates/rbac
+	# The hub's Role (Secrets in its own namespace) goes where the chart is installed.
+	sed -i 's/namespace: strata-system/namespace: {{ .Release.Namespace }}/' charts/strata-hub/templates/rbac/role.yaml
 
 .PHONY: verify
 verify: generate manifests ## Regenerate everything and fail if the tree changed.

@@ -1,8 +1,13 @@
-// Package e2e runs strata-agent against a kwok cluster: a real
-// kube-apiserver, kube-controller-manager, kube-scheduler and etcd, with
-// kwok simulating the nodes. The agent is installed with the real helm chart
-// (CRDs, RBAC, admission policy) and runs as a process with the chart's
-// ServiceAccount credentials.
+// Package e2e runs Strata on kwok clusters: real kube-apiservers,
+// kube-controller-managers, kube-schedulers and etcds, with kwok simulating
+// the nodes. The charts are installed with the real helm (CRDs, RBAC,
+// admission policies); strata-agent and strata-hub run as processes with
+// their charts' ServiceAccount credentials.
+//
+// The suite starts one worker cluster with its agent; the fleet specs add
+// a hub and a second worker. Every component's log is written to a folder
+// (STRATA_E2E_LOGS, default .e2e-logs/<time> in the repository), kept and
+// named in the output when a spec fails, removed otherwise.
 package e2e
 
 import (
@@ -11,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +25,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
@@ -28,9 +35,19 @@ import (
 const clusterName = "strata-e2e"
 
 var (
-	kube       client.Client
-	agentLog   string
-	agentProcs *gexec.Session
+	// kube is an admin client of the first worker cluster.
+	kube client.Client
+	// worker1 is the first worker cluster.
+	worker1 *kwokcluster.Cluster
+	// tmp holds the suite's kubeconfigs and binaries.
+	tmp string
+	// logDir holds every component's log.
+	logDir string
+
+	failedMu sync.Mutex
+	failed   bool
+	// logged are the clusters whose component logs go to logDir on failure.
+	logged []*kwokcluster.Cluster
 )
 
 func TestE2E(t *testing.T) {
@@ -45,49 +62,99 @@ func freeAddress() string {
 	return l.Addr().String()
 }
 
-var _ = BeforeSuite(func() {
-	root := framework.RepoRoot()
-	tmp := GinkgoT().TempDir()
+// build builds one of the repository's binaries into tmp.
+func build(name, pkg string) string {
+	GinkgoHelper()
+	out := filepath.Join(tmp, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = framework.RepoRoot()
+	b, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(b))
+	return out
+}
 
-	By("creating the kwok cluster " + clusterName)
-	cluster, err := kwokcluster.Create(clusterName, tmp)
+// start runs a binary with its log in logDir/<name>.log, stopped when the
+// container that started it ends.
+func start(name, bin string, args ...string) {
+	GinkgoHelper()
+	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(cluster.Delete()).To(Succeed()) })
-	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
+	args = append(args, "--metrics-bind-address", freeAddress(), "--health-probe-bind-address", freeAddress())
+	session, err := gexec.Start(exec.Command(bin, args...), logFile, logFile)
 	Expect(err).NotTo(HaveOccurred())
-	kube, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+	DeferCleanup(func() {
+		session.Terminate()
+		Eventually(session, 30*time.Second).Should(gexec.Exit())
+		_ = logFile.Close()
+	})
+}
+
+// createCluster starts a kwok cluster whose logs are collected on failure.
+func createCluster(name string) *kwokcluster.Cluster {
+	GinkgoHelper()
+	By("creating the kwok cluster " + name)
+	c, err := kwokcluster.Create(name, tmp)
 	Expect(err).NotTo(HaveOccurred())
+	logged = append(logged, c)
+	DeferCleanup(func() {
+		if suiteFailed() {
+			if err := c.CollectLogs(logDir); err != nil {
+				GinkgoWriter.Printf("collecting the logs of %s: %v\n", name, err)
+			}
+		}
+		Expect(c.Delete()).To(Succeed())
+	})
+	return c
+}
+
+// adminClient is a client of a cluster with its admin kubeconfig.
+func adminClient(c *kwokcluster.Cluster) client.Client {
+	GinkgoHelper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	cfg.QPS, cfg.Burst = 50, 100
+	k, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	return k
+}
+
+func suiteFailed() bool {
+	failedMu.Lock()
+	defer failedMu.Unlock()
+	return failed
+}
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() {
+		failedMu.Lock()
+		failed = true
+		failedMu.Unlock()
+	}
+})
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(GinkgoLogr)
+	tmp = GinkgoT().TempDir()
+	logDir = os.Getenv("STRATA_E2E_LOGS")
+	if logDir == "" {
+		logDir = filepath.Join(framework.RepoRoot(), ".e2e-logs", time.Now().UTC().Format("20060102-150405"))
+	}
+	Expect(os.MkdirAll(logDir, 0o755)).To(Succeed())
+	DeferCleanup(func() {
+		if suiteFailed() {
+			fmt.Printf("\nThe logs of every component (strata-hub, strata-agent, and each kwok cluster's kube-apiserver, etcd, controller-manager, scheduler and kwok) are in %s\n", logDir)
+			return
+		}
+		_ = os.RemoveAll(logDir)
+	})
+
+	worker1 = createCluster(clusterName)
+	kube = adminClient(worker1)
 
 	By("installing the strata-agent chart with helm (no Deployment replica: the agent runs as a process)")
-	agentKC, err := cluster.InstallAgentChart(tmp)
+	agentKC, err := worker1.InstallAgentChart(tmp)
 	Expect(err).NotTo(HaveOccurred())
 
 	By("building strata-agent and running it with the chart's ServiceAccount")
-	agent := filepath.Join(tmp, "strata-agent")
-	build := exec.Command("go", "build", "-o", agent, "./agent/cmd/strata-agent")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
-	agentLog = filepath.Join(tmp, "strata-agent.log")
-	logFile, err := os.Create(agentLog)
-	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(agent, "--kubeconfig", agentKC, "--metrics-bind-address", freeAddress(), "--health-probe-bind-address", freeAddress())
-	agentProcs, err = gexec.Start(cmd, logFile, logFile)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		agentProcs.Terminate()
-		Eventually(agentProcs, 30*time.Second).Should(gexec.Exit())
-		_ = logFile.Close()
-		if os.Getenv("STRATA_E2E_LOGS") != "" {
-			data, _ := os.ReadFile(agentLog)
-			GinkgoWriter.Printf("strata-agent log:\n%s\n", data)
-		}
-	})
-})
-
-var _ = ReportAfterSuite("agent log on failure", func(r Report) {
-	if !r.SuiteSucceeded && agentLog != "" {
-		data, _ := os.ReadFile(agentLog)
-		fmt.Printf("strata-agent log (%s):\n%s\n", agentLog, data)
-	}
+	start("strata-agent-"+clusterName, build("strata-agent", "./agent/cmd/strata-agent"), "--kubeconfig", agentKC)
 })

@@ -107,28 +107,84 @@ func (c *Cluster) run(name string, args ...string) (string, error) {
 }
 
 // InstallAgentChart installs the strata-agent chart (CRDs, RBAC, admission
-// policy) without a Deployment replica, and returns a kubeconfig file that
-// authenticates as the chart's ServiceAccount.
+// policy, the hub's identity) without a Deployment replica, and returns a
+// kubeconfig file that authenticates as the chart's ServiceAccount.
 func (c *Cluster) InstallAgentChart(dir string) (string, error) {
-	if _, err := c.run("helm", "install", "strata-agent", filepath.Join(framework.RepoRoot(), "charts", "strata-agent"),
-		"--kubeconfig", c.Kubeconfig, "--namespace", "strata-system", "--create-namespace", "--set", "replicas=0", "--wait"); err != nil {
+	return c.InstallChart(dir, "strata-agent")
+}
+
+// InstallChart installs one of the repository's charts (strata-agent or
+// strata-hub) into strata-system without a Deployment replica — the binary
+// runs as a process — and returns a kubeconfig file that authenticates as
+// the chart's ServiceAccount, named after the chart.
+func (c *Cluster) InstallChart(dir, chart string, set ...string) (string, error) {
+	args := []string{"install", chart, filepath.Join(framework.RepoRoot(), "charts", chart),
+		"--kubeconfig", c.Kubeconfig, "--namespace", Namespace, "--create-namespace", "--set", "replicas=0", "--wait"}
+	for _, v := range set {
+		args = append(args, "--set", v)
+	}
+	if _, err := c.run("helm", args...); err != nil {
 		return "", err
 	}
-	out, err := c.run("kubectl", "--kubeconfig", c.Kubeconfig, "create", "token", "strata-agent",
-		"--namespace", "strata-system", "--duration", "2h")
+	kc, err := c.ServiceAccountKubeconfig(chart)
 	if err != nil {
 		return "", err
+	}
+	path := filepath.Join(dir, c.Name+"-"+chart+".kubeconfig")
+	return path, os.WriteFile(path, kc, 0o600)
+}
+
+// Namespace is where the charts are installed.
+const Namespace = "strata-system"
+
+// ServiceAccountKubeconfig returns a self-contained kubeconfig (certificates
+// inline) that authenticates as ServiceAccount name of Namespace with a
+// token valid for two hours.
+func (c *Cluster) ServiceAccountKubeconfig(name string) ([]byte, error) {
+	out, err := c.run("kubectl", "--kubeconfig", c.Kubeconfig, "create", "token", name,
+		"--namespace", Namespace, "--duration", "2h")
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		return nil, err
 	}
 	ctx := cfg.Contexts[cfg.CurrentContext]
 	if ctx == nil {
-		return "", fmt.Errorf("%s has no current context", c.Kubeconfig)
+		return nil, fmt.Errorf("%s has no current context", c.Kubeconfig)
 	}
-	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{"strata-agent": {Token: strings.TrimSpace(out)}}
-	ctx.AuthInfo = "strata-agent"
-	path := filepath.Join(dir, c.Name+"-agent.kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
+	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{name: {Token: strings.TrimSpace(out)}}
+	ctx.AuthInfo = name
+	return clientcmd.Write(*cfg)
+}
+
+// CollectLogs copies the cluster's component logs (kube-apiserver, etcd,
+// controller-manager, scheduler, kwok) into dir/<cluster name>.
+func (c *Cluster) CollectLogs(dir string) error {
+	src := filepath.Join(c.workDir, "clusters", c.Name, "logs")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(dir, c.Name)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,295 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
+	"strata.dev/strata/test/integration/framework"
+	"strata.dev/strata/test/kwokcluster"
+)
+
+// The fleet: a hub and two workers. w1 (the suite's first cluster) has two
+// free racks of four 8-CPU nodes; w2 two racks of four 4-CPU nodes, so
+// that a rack of w2 holds half of what a rack of w1 does.
+const fleetNS, fleetQueue, fleetFlavor = "fleet", "fleet", "fleet"
+
+// hubConfig is the hub's configuration file in the e2e fleet.
+const hubConfig = `apiVersion: config.strata.dev/v1beta1
+kind: HubConfiguration
+dispatch:
+  admissionTimeout: 1m
+  finishedRetention: 20s
+  orphanCheckInterval: 10s
+`
+
+func fleetJob(name string, pods int32, cpu string, annotations map[string]string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNS, Labels: map[string]string{strata.QueueNameLabel: fleetQueue}},
+		Spec: batchv1.JobSpec{
+			Parallelism:    ptr.To(pods),
+			Completions:    ptr.To(pods),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+					}}},
+				},
+			},
+		},
+	}
+}
+
+// fleetNodes creates racks of n nodes of cpu CPUs on a worker, in pool fleet.
+func fleetNodes(ctx SpecContext, k client.Client, worker string, racks, n int, cpu string) {
+	GinkgoHelper()
+	for r := range racks {
+		for h := range n {
+			name := fmt.Sprintf("%s-f%d-h%d", worker, r, h)
+			node := &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+					"pool": fleetFlavor, block: "fb", rack: fmt.Sprintf("%s-rack-%d", worker, r), host: name, "type": "kwok",
+				}, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+				Status: corev1.NodeStatus{
+					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
+					Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
+				},
+			}
+			Expect(k.Create(ctx, node)).To(Succeed())
+		}
+	}
+}
+
+// queues creates the fleet's namespace, ClusterQueue and LocalQueue, and
+// with topology set its Topology and ResourceFlavor.
+func queues(ctx SpecContext, k client.Client, topology bool) {
+	GinkgoHelper()
+	Expect(k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNS}})).To(Succeed())
+	if topology {
+		Expect(k.Create(ctx, testutil.MakeTopology(fleetFlavor, block, rack, host).Obj())).To(Succeed())
+		Expect(k.Create(ctx, testutil.MakeResourceFlavor(fleetFlavor).NodeLabel("pool", fleetFlavor).TopologyName(fleetFlavor).Obj())).To(Succeed())
+	}
+	Expect(k.Create(ctx, testutil.MakeClusterQueue(fleetQueue).Flavor(fleetFlavor).Obj())).To(Succeed())
+	Expect(k.Create(ctx, testutil.MakeLocalQueue(fleetQueue, fleetNS, fleetQueue))).To(Succeed())
+}
+
+var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet"), func() {
+	var hubKube, w2Kube client.Client
+	var hubCluster *kwokcluster.Cluster
+	workers := map[string]client.Client{}
+
+	BeforeAll(func(ctx SpecContext) {
+		hubCluster = createCluster("strata-e2e-hub")
+		hubKube = adminClient(hubCluster)
+		By("installing the strata-hub chart with helm (no Deployment replica: the hub runs as a process)")
+		hubKC, err := hubCluster.InstallChart(tmp, "strata-hub")
+		Expect(err).NotTo(HaveOccurred())
+
+		w2 := createCluster("strata-e2e-w2")
+		w2Kube = adminClient(w2)
+		agentKC, err := w2.InstallAgentChart(tmp)
+		Expect(err).NotTo(HaveOccurred())
+		start("strata-agent-strata-e2e-w2", build("strata-agent", "./agent/cmd/strata-agent"), "--kubeconfig", agentKC)
+		workers["w1"], workers["w2"] = kube, w2Kube
+
+		By("the fleet's nodes, topology and queues on each worker, and its queues on the hub")
+		fleetNodes(ctx, kube, "w1", 2, 4, "8")
+		fleetNodes(ctx, w2Kube, "w2", 2, 4, "4")
+		for _, k := range workers {
+			queues(ctx, k, true)
+		}
+		queues(ctx, hubKube, false)
+
+		By("registering each worker with the agent chart's hub identity, through a kubeconfig Secret")
+		for name, c := range map[string]*kwokcluster.Cluster{"w1": worker1, "w2": w2} {
+			kc, err := c.ServiceAccountKubeconfig("strata-hub-access")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(hubKube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: kwokcluster.Namespace, Name: name + "-kubeconfig"},
+				Data: map[string][]byte{"kubeconfig": kc}})).To(Succeed())
+			Expect(hubKube.Create(ctx, testutil.MakeWorkerCluster(name).KubeConfigSecret(kwokcluster.Namespace, name+"-kubeconfig").Obj())).To(Succeed())
+		}
+
+		By("building strata-hub and running it with the chart's ServiceAccount")
+		cfgFile := filepath.Join(tmp, "hub.yaml")
+		Expect(os.WriteFile(cfgFile, []byte(hubConfig), 0o600)).To(Succeed())
+		start("strata-hub", build("strata-hub", "./hub/cmd/strata-hub"), "--kubeconfig", hubKC, "--config", cfgFile)
+		Eventually(func(g Gomega) {
+			for name := range workers {
+				var wc strata.WorkerCluster
+				g.Expect(hubKube.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
+				g.Expect(meta.IsStatusConditionTrue(wc.Status.Conditions, strata.WorkerClusterConnected)).To(BeTrue(), "%s: %+v", name, wc.Status.Conditions)
+				g.Expect(meta.IsStatusConditionTrue(wc.Status.Conditions, strata.WorkerClusterSummariesFresh)).To(BeTrue(), "%s: %+v", name, wc.Status.Conditions)
+			}
+		}, wait, time.Second).Should(Succeed())
+	})
+
+	hubWorkload := func(g Gomega, ctx SpecContext, j *batchv1.Job) *strata.Workload {
+		var wl strata.Workload
+		g.Expect(hubKube.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: workload.JobWorkloadName(j.Name)}, &wl)).To(Succeed())
+		return &wl
+	}
+	// copies are the workers holding a copy of a hub Job.
+	copies := func(g Gomega, ctx SpecContext, j *batchv1.Job) []string {
+		var out []string
+		for _, name := range []string{"w1", "w2"} {
+			var c batchv1.Job
+			err := workers[name].Get(ctx, client.ObjectKeyFromObject(j), &c)
+			g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+			if err == nil {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	complete := func(j *batchv1.Job) bool {
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}
+
+	It("sends a rack-required Job to the worker with a free rack; the hub's kubectl shows it complete", func(ctx SpecContext) {
+		j := fleetJob("one-rack", 8, "4", map[string]string{"kueue.x-k8s.io/podset-required-topology": rack})
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %+v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "only w1 has a rack of 32 free CPUs")
+			a, err := tas.Decode(wl.Status.Admission.PodSetAssignments[0].TopologyAssignment)
+			g.Expect(err).NotTo(HaveOccurred())
+			racks := map[string]bool{}
+			for _, d := range a.Domains {
+				var n corev1.Node
+				g.Expect(kube.Get(ctx, client.ObjectKey{Name: d.Values[len(d.Values)-1]}, &n)).To(Succeed())
+				racks[n.Labels[rack]] = true
+			}
+			g.Expect(racks).To(HaveLen(1))
+		}, wait, time.Second).Should(Succeed())
+		Expect(copies(Default, ctx, j)).To(Equal([]string{"w1"}))
+
+		By("the worker runs it; the hub Job mirrors its progress to completion")
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(complete(&got)).To(BeTrue(), "hub job status: %+v", got.Status)
+			g.Expect(got.Status.Succeeded).To(Equal(int32(8)))
+		}, wait, time.Second).Should(Succeed())
+		bin, err := framework.BinDir()
+		Expect(err).NotTo(HaveOccurred())
+		out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", hubCluster.Kubeconfig, "get", "jobs", "-n", fleetNS, j.Name).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		Expect(string(out)).To(MatchRegexp(`one-rack\s+Complete\s+8/8`))
+
+		By("the hub's own Job controller never ran it: the hub has no pods")
+		var pods corev1.PodList
+		Expect(hubKube.List(ctx, &pods, client.InNamespace(fleetNS))).To(Succeed())
+		Expect(pods.Items).To(BeEmpty())
+	})
+
+	It("keeps a Job larger than every worker waiting on the hub, with the reason", func(ctx SpecContext) {
+		j := fleetJob("too-big", 20, "8", nil)
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(hubWorkload(g, ctx, j).Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonNeverFits), c.Message)
+		}, wait, time.Second).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(copies(g, ctx, j)).To(BeEmpty())
+		}, 3*time.Second).Should(Succeed())
+		Expect(hubKube.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+
+	It("admits every Job of a burst the first time, one copy each, and runs them", func(ctx SpecContext) {
+		var burst []*batchv1.Job
+		for i := range 16 {
+			j := fleetJob(fmt.Sprintf("burst-%02d", i), 1, "2", nil)
+			Expect(hubKube.Create(ctx, j)).To(Succeed())
+			burst = append(burst, j)
+		}
+		Eventually(func(g Gomega) {
+			for _, j := range burst {
+				var got batchv1.Job
+				g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+				g.Expect(complete(&got)).To(BeTrue(), "%s: %+v", j.Name, got.Status)
+			}
+		}, wait, time.Second).Should(Succeed())
+		for _, j := range burst {
+			wl := hubWorkload(Default, ctx, j)
+			Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "%s: %+v", j.Name, wl.Status.Placement.Attempts)
+			Expect(wl.Status.Placement.Attempts).To(HaveLen(1), j.Name)
+		}
+	})
+
+	It("takes the copy back when the hub Job is suspended or deleted, and dispatches it again on resume", func(ctx SpecContext) {
+		j := fleetJob("suspend", 2, "1", map[string]string{kwokcluster.RunForAnnotation: "10m"})
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		var at string
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(got.Status.Active).To(Equal(int32(2)), "the copy's pods run: %+v", got.Status)
+			at = hubWorkload(g, ctx, j).Status.Placement.Cluster
+		}, wait, time.Second).Should(Succeed())
+
+		By("suspending it on the hub")
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			got.Spec.Suspend = ptr.To(true)
+			g.Expect(hubKube.Update(ctx, &got)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(copies(g, ctx, j)).To(BeEmpty())
+			var pods corev1.PodList
+			g.Expect(workers[at].List(ctx, &pods, client.InNamespace(fleetNS), client.MatchingLabels{batchv1.JobNameLabel: j.Name})).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty(), "the copy's pods are gone from %s", at)
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(got.Status.Active).To(BeZero())
+		}, wait, time.Second).Should(Succeed())
+
+		By("resuming it")
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			got.Spec.Suspend = ptr.To(false)
+			g.Expect(hubKube.Update(ctx, &got)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(2)))
+			g.Expect(copies(g, ctx, j)).To(HaveLen(1))
+		}, wait, time.Second).Should(Succeed())
+
+		By("deleting it on the hub")
+		Expect(hubKube.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(copies(g, ctx, j)).To(BeEmpty())
+		}, wait, time.Second).Should(Succeed())
+	})
+})

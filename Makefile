@@ -147,11 +147,11 @@ fuzz: ## Fuzz the TopologyAssignment decoder for FUZZTIME (default 60s).
 	$(GO) test ./pkg/tas -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
 
 .PHONY: demo
-demo: ## A kwok worker cluster running strata-agent and the sample Jobs; prints where each landed.
+demo: ## A hub and two kwok workers (charts, hub, agents) and the sample Jobs; prints where each landed.
 	hack/demo.sh
 
 .PHONY: demo-down
-demo-down: ## Remove the demo cluster and agent.
+demo-down: ## Remove the demo's clusters and processes.
 	hack/demo.sh down
 
 ##@ Tools

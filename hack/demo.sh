@@ -1,28 +1,105 @@
 #!/usr/bin/env bash
-# make demo: a kwok worker cluster (real kube-apiserver, controller-manager,
-# scheduler; kwok simulates 16 GPU nodes in 2 blocks x 2 racks), strata-agent
-# installed with its helm chart and running as a process with the chart's
-# ServiceAccount, and the sample Jobs of docs/examples/simulate. It prints
-# where each Job landed (flavor, racks, nodes) or why it waits.
-# hack/demo.sh down removes everything.
+# make demo: a Strata fleet on kwok clusters (real kube-apiserver,
+# controller-manager and scheduler each; kwok simulates the nodes):
+#
+#   hub   strata-hub, installed with its helm chart, running as a process
+#         with the chart's ServiceAccount
+#   west  A100 nodes with a free rack     \  strata-agent, installed with its
+#   east  A100 nodes, fragmented racks    /  chart, running the same way
+#
+# west is registered through a kubeconfig Secret, east through a
+# ClusterProfile (with an exec credential plugin). The Jobs of
+# docs/examples/fleet/hub are submitted to the hub; the script prints where
+# each landed (cluster, flavor, racks) or why it waits, and the
+# WorkerClusters. Everything keeps running; kubeconfigs and logs are in
+# .demo/. hack/demo.sh down removes it all. Running it again while the demo
+# is up only prints the results again.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${ROOT}/bin/k8s
+DEMO=${ROOT}/.demo
 export KWOK_WORKDIR=${ROOT}/.kwok
-NAME=strata-demo
-KC=${KWOK_WORKDIR}/${NAME}.kubeconfig
-AGENT_KC=${KWOK_WORKDIR}/${NAME}-agent.kubeconfig
-PIDFILE=${KWOK_WORKDIR}/${NAME}-agent.pid
-LOG=${KWOK_WORKDIR}/${NAME}-agent.log
-kubectl() { "${BIN}/kubectl" --kubeconfig "${KC}" "$@"; }
+WORKERS=(west east)
+CLUSTERS=(hub "${WORKERS[@]}")
+PROVIDER=strata-demo
+
+kc() { echo "${DEMO}/$1.kubeconfig"; }
+k() { local c=$1; shift; "${BIN}/kubectl" --kubeconfig "$(kc "${c}")" "$@"; }
+say() { printf '== %s\n' "$*"; }
+
+running() {
+  local c pid
+  for c in "${CLUSTERS[@]}"; do
+    [[ -f "${DEMO}/${c}.pid" ]] || return 1
+    pid=$(cat "${DEMO}/${c}.pid")
+    kill -0 "${pid}" 2>/dev/null || return 1
+    k "${c}" get --raw /readyz >/dev/null 2>&1 || return 1
+  done
+}
 
 down() {
-  if [[ -f "${PIDFILE}" ]]; then
-    kill "$(cat "${PIDFILE}")" 2>/dev/null || true
-    rm -f "${PIDFILE}"
+  local c
+  for c in "${CLUSTERS[@]}"; do
+    if [[ -f "${DEMO}/${c}.pid" ]]; then
+      kill "$(cat "${DEMO}/${c}.pid")" 2>/dev/null || true
+    fi
+    "${BIN}/kwokctl" delete cluster --name "strata-demo-${c}" >/dev/null 2>&1 || true
+  done
+  rm -rf "${DEMO}"
+}
+
+# sa_kubeconfig CLUSTER SERVICEACCOUNT OUT: a kubeconfig of CLUSTER that
+# authenticates as SERVICEACCOUNT of strata-system (a day's token).
+sa_kubeconfig() {
+  local token
+  token=$(k "$1" create token "$2" --namespace strata-system --duration 24h)
+  k "$1" config view --minify --flatten >"$3"
+  "${BIN}/kubectl" --kubeconfig "$3" config set-credentials "$2" --token "${token}" >/dev/null
+  "${BIN}/kubectl" --kubeconfig "$3" config set-context --current --user "$2" >/dev/null
+}
+
+# start NAME BINARY ARGS...: a process with its log and pid in .demo/.
+start() {
+  local name=$1 bin=$2; shift 2
+  "${bin}" "$@" --metrics-bind-address 0 --health-probe-bind-address 127.0.0.1:0 >"${DEMO}/${name}.log" 2>&1 &
+  echo $! >"${DEMO}/${name}.pid"
+}
+
+results() {
+  printf '\n%-18s %-8s %-9s %-28s %s\n' JOB CLUSTER FLAVOR RACKS "NODES (pods) / WHY IT WAITS"
+  local wl job admitted cluster flavor reason nodes racks
+  for wl in $(k hub get workloads -n ml -o jsonpath='{.items[*].metadata.name}'); do
+    job=${wl#job-}
+    admitted=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].status}')
+    if [[ "${admitted}" != "True" ]]; then
+      reason=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].message}')
+      printf '%-18s %-8s %-9s %-28s %s\n' "${job}" - - - "${reason:-not decided yet}"
+      continue
+    fi
+    cluster=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.placement.cluster}')
+    flavor=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.placement.flavor}')
+    nodes=$(k "${cluster}" get pods -n ml -l "strata.dev/workload=${wl}" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort | uniq -c | awk '{printf "%s(%s) ", $2, $1}')
+    racks=$(for n in $(k "${cluster}" get pods -n ml -l "strata.dev/workload=${wl}" -o jsonpath='{.items[*].spec.nodeName}'); do
+      k "${cluster}" get node "${n}" -o jsonpath='{.metadata.labels.cloud\.provider\.com/topology-block}/{.metadata.labels.cloud\.provider\.com/topology-rack}{"\n"}'
+    done | sort -u | tr '\n' ' ')
+    printf '%-18s %-8s %-9s %-28s %s\n' "${job}" "${cluster}" "${flavor}" "${racks:-(pods not created yet)}" "${nodes}"
+  done
+  printf '\n'
+  k hub get workerclusters
+  if [[ -x "${ROOT}/bin/kubectl-strata" ]] && "${ROOT}/bin/kubectl-strata" --help 2>/dev/null | grep -q clusters; then
+    printf '\n'
+    "${ROOT}/bin/kubectl-strata" clusters --kubeconfig "$(kc hub)" || true
   fi
-  "${BIN}/kwokctl" delete cluster --name "${NAME}" >/dev/null 2>&1 || true
-  rm -f "${KC}" "${AGENT_KC}"
+  cat <<EOM
+
+The fleet keeps running. Look around:
+  kubectl --kubeconfig .demo/hub.kubeconfig get jobs,workloads -n ml     # the hub's view
+  kubectl --kubeconfig .demo/west.kubeconfig get jobs,pods -n ml -o wide # a worker's
+  logs: .demo/hub.log .demo/west.log .demo/east.log
+Offline, the same question: go run ./pkg/cmd/kubectl-strata simulate \\
+  --cluster west=docs/examples/fleet/west --cluster east=docs/examples/fleet/east -f docs/examples/fleet/hub
+Remove it all: make demo-down
+EOM
 }
 
 if [[ "${1:-}" == "down" ]]; then
@@ -32,73 +109,149 @@ if [[ "${1:-}" == "down" ]]; then
 fi
 
 "${ROOT}/hack/k8s-binaries.sh"
-mkdir -p "${KWOK_WORKDIR}" "${ROOT}/bin"
-go build -o "${ROOT}/bin/strata-agent" "${ROOT}/agent/cmd/strata-agent"
+if running; then
+  say "the demo is already running (make demo-down removes it)"
+  results
+  exit 0
+fi
 down
+mkdir -p "${DEMO}" "${KWOK_WORKDIR}"
+say "building strata-hub, strata-agent and kubectl-strata"
+(cd "${ROOT}" && go build -o bin/strata-hub ./hub/cmd/strata-hub && go build -o bin/strata-agent ./agent/cmd/strata-agent \
+  && go build -o bin/kubectl-strata ./pkg/cmd/kubectl-strata)
 
-echo "== creating the kwok cluster ${NAME}"
-"${BIN}/kwokctl" create cluster --name "${NAME}" --runtime binary \
-  --kube-apiserver-binary "${BIN}/kube-apiserver" \
-  --kube-controller-manager-binary "${BIN}/kube-controller-manager" \
-  --kube-scheduler-binary "${BIN}/kube-scheduler" \
-  --kwok-controller-binary "${BIN}/kwok" --etcd-binary "${BIN}/etcd" \
-  --kubeconfig "${KC}" --wait 2m >/dev/null
+for c in "${CLUSTERS[@]}"; do
+  say "creating the kwok cluster strata-demo-${c}"
+  "${BIN}/kwokctl" create cluster --name "strata-demo-${c}" --runtime binary \
+    --kube-apiserver-binary "${BIN}/kube-apiserver" \
+    --kube-controller-manager-binary "${BIN}/kube-controller-manager" \
+    --kube-scheduler-binary "${BIN}/kube-scheduler" \
+    --kwok-controller-binary "${BIN}/kwok" --etcd-binary "${BIN}/etcd" \
+    --kubeconfig "$(kc "${c}")" --wait 2m >"${DEMO}/kwokctl-${c}.log" 2>&1 || { cat "${DEMO}/kwokctl-${c}.log" >&2; exit 1; }
+done
 
-echo "== installing the strata-agent chart"
-"${BIN}/helm" install strata-agent "${ROOT}/charts/strata-agent" --kubeconfig "${KC}" \
+say "installing the strata-hub chart on hub, the strata-agent chart on west and east"
+"${BIN}/helm" install strata-hub "${ROOT}/charts/strata-hub" --kubeconfig "$(kc hub)" \
   --namespace strata-system --create-namespace --set replicas=0 --wait >/dev/null
-
-echo "== starting strata-agent with the chart's ServiceAccount (log: ${LOG})"
-TOKEN=$(kubectl create token strata-agent --namespace strata-system --duration 24h)
-cp "${KC}" "${AGENT_KC}"
-"${BIN}/kubectl" --kubeconfig "${AGENT_KC}" config set-credentials strata-agent --token "${TOKEN}" >/dev/null
-"${BIN}/kubectl" --kubeconfig "${AGENT_KC}" config set-context --current --user strata-agent >/dev/null
-"${ROOT}/bin/strata-agent" --kubeconfig "${AGENT_KC}" --metrics-bind-address 0 \
-  --health-probe-bind-address 127.0.0.1:0 >"${LOG}" 2>&1 &
-echo $! >"${PIDFILE}"
-
-echo "== the cluster and the Jobs of docs/examples/simulate"
-kubectl create namespace ml >/dev/null
-kubectl create namespace monitoring >/dev/null
-kubectl apply -f "${ROOT}/docs/examples/simulate/cluster.yaml" >/dev/null
-# kwok reports the nodes Ready; the node lifecycle controller then lifts the
-# not-ready taints.
-kubectl wait --for=condition=Ready nodes --all --timeout=120s >/dev/null
-for _ in $(seq 60); do
-  [[ -z "$(kubectl get nodes -o jsonpath='{.items[*].spec.taints}')" ]] && break
-  sleep 1
-done
-kubectl apply -f "${ROOT}/docs/examples/simulate/jobs.yaml"
-
-echo "== waiting for every Job to be admitted and complete, or to wait with a reason"
-for _ in $(seq 90); do
-  decided=$(kubectl get workloads -n ml -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Admitted")].status}{"\n"}{end}' | grep -c -e True -e False || true)
-  [[ "${decided}" -ge 4 ]] && break
-  sleep 1
-done
-for wl in $(kubectl get workloads -n ml -o jsonpath='{range .items[?(@.status.admission)]}{.metadata.name}{" "}{end}'); do
-  kubectl wait --for=condition=Complete "job/${wl#job-}" -n ml --timeout=120s >/dev/null
+for w in "${WORKERS[@]}"; do
+  "${BIN}/helm" install strata-agent "${ROOT}/charts/strata-agent" --kubeconfig "$(kc "${w}")" \
+    --namespace strata-system --create-namespace --set replicas=0 --wait >/dev/null
 done
 
-printf '\n%-20s %-9s %-8s %-28s %s\n' JOB ADMITTED FLAVOR RACKS "NODES (pods) / REASON"
-for wl in $(kubectl get workloads -n ml -o jsonpath='{.items[*].metadata.name}'); do
-  job=${wl#job-}
-  admitted=$(kubectl get workload -n ml "${wl}" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].status}')
-  if [[ "${admitted}" != "True" ]]; then
-    reason=$(kubectl get workload -n ml "${wl}" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].message}')
-    printf '%-20s %-9s %-8s %-28s %s\n' "${job}" "${admitted:-?}" - - "${reason}"
-    continue
+for w in "${WORKERS[@]}"; do
+  say "${w}: nodes, topology and queues of docs/examples/fleet/${w}; strata-agent with the chart's ServiceAccount"
+  k "${w}" create namespace ml >/dev/null
+  k "${w}" create namespace other-team >/dev/null
+  k "${w}" apply -f "${ROOT}/docs/examples/fleet/${w}/cluster.yaml" >/dev/null
+  k "${w}" apply -f - >/dev/null <<'YAML'
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata:
+  name: training
+spec:
+  namespaceSelector: {}
+  flavors:
+  - name: tas-a100
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata:
+  name: training
+  namespace: ml
+spec:
+  clusterQueue: training
+YAML
+  sa_kubeconfig "${w}" strata-agent "${DEMO}/${w}-agent.kubeconfig"
+  start "${w}" "${ROOT}/bin/strata-agent" --kubeconfig "${DEMO}/${w}-agent.kubeconfig"
+done
+for w in "${WORKERS[@]}"; do
+  k "${w}" wait --for=condition=Ready nodes --all --timeout=120s >/dev/null
+done
+
+say "registering west through a kubeconfig Secret (the agent chart's strata-hub-access identity)"
+sa_kubeconfig west strata-hub-access "${DEMO}/west-hub-access.kubeconfig"
+k hub -n strata-system create secret generic west-kubeconfig --from-file=kubeconfig="${DEMO}/west-hub-access.kubeconfig" >/dev/null
+k hub apply -f - >/dev/null <<'YAML'
+apiVersion: strata.dev/v1beta1
+kind: WorkerCluster
+metadata:
+  name: west
+spec:
+  kubeConfigSecretRef:
+    namespace: strata-system
+    name: west-kubeconfig
+YAML
+
+say "registering east through a ClusterProfile, its token from an exec credential plugin"
+inventory=$(cd "${ROOT}" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-inventory-api)
+k hub apply -f "${inventory}/config/crd/bases/multicluster.x-k8s.io_clusterprofiles.yaml" >/dev/null
+k hub wait --for=condition=Established crd/clusterprofiles.multicluster.x-k8s.io --timeout=60s >/dev/null
+k east create token strata-hub-access --namespace strata-system --duration 24h >"${DEMO}/east-hub-access.token"
+cat >"${DEMO}/credential-plugin" <<EOF
+#!/bin/sh
+# An exec credential plugin as a cloud provider's would be: it answers with
+# a token for the cluster (here, from a file).
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}\n' "\$(cat "${DEMO}/east-hub-access.token")"
+EOF
+chmod +x "${DEMO}/credential-plugin"
+server=$(k east config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+ca=$(k east config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+if [[ -z "${ca}" ]]; then
+  ca=$(base64 -w0 <"$(k east config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')")
+fi
+k hub apply -f - >/dev/null <<YAML
+apiVersion: multicluster.x-k8s.io/v1alpha1
+kind: ClusterProfile
+metadata:
+  name: east
+  namespace: strata-system
+spec:
+  displayName: east
+  clusterManager:
+    name: strata-demo
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkerCluster
+metadata:
+  name: east
+spec:
+  clusterProfileRef:
+    namespace: strata-system
+    name: east
+YAML
+k hub patch clusterprofile east -n strata-system --subresource status --type merge -p "{\"status\":{\"accessProviders\":[{\"name\":\"${PROVIDER}\",\"cluster\":{\"server\":\"${server}\",\"certificate-authority-data\":\"${ca}\"}}]}}" >/dev/null
+
+say "starting strata-hub with the chart's ServiceAccount"
+cat >"${DEMO}/hub.yaml" <<EOF
+apiVersion: config.strata.dev/v1beta1
+kind: HubConfiguration
+clusterProfile:
+  accessProviders:
+  - name: ${PROVIDER}
+    execConfig:
+      command: ${DEMO}/credential-plugin
+      apiVersion: client.authentication.k8s.io/v1
+EOF
+sa_kubeconfig hub strata-hub "${DEMO}/hub-strata-hub.kubeconfig"
+start hub "${ROOT}/bin/strata-hub" --kubeconfig "${DEMO}/hub-strata-hub.kubeconfig" --config "${DEMO}/hub.yaml"
+for w in "${WORKERS[@]}"; do
+  if ! k hub wait --for=condition=SummariesFresh "workercluster/${w}" --timeout=120s >/dev/null; then
+    k hub get workercluster "${w}" -o yaml >&2
+    echo "worker ${w} did not connect; see .demo/hub.log" >&2
+    exit 1
   fi
-  flavor=$(kubectl get workload -n ml "${wl}" -o jsonpath='{.status.admission.podSetAssignments[0].flavor}')
-  nodes=$(kubectl get pods -n ml -l "strata.dev/workload=${wl}" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort | uniq -c | awk '{printf "%s(%s) ", $2, $1}')
-  racks=$(for n in $(kubectl get pods -n ml -l "strata.dev/workload=${wl}" -o jsonpath='{.items[*].spec.nodeName}'); do
-    kubectl get node "${n}" -o jsonpath='{.metadata.labels.cloud\.provider\.com/topology-block}/{.metadata.labels.cloud\.provider\.com/topology-rack}{"\n"}'
-  done | sort -u | tr '\n' ' ')
-  printf '%-20s %-9s %-8s %-28s %s\n' "${job}" True "${flavor}" "${racks:-(pods not created yet)}" "${nodes}"
 done
-cat <<EOM
 
-The cluster keeps running: kubectl --kubeconfig ${KC} get workloads -A
-Offline, the same placement question: go run ./pkg/cmd/kubectl-strata simulate -f docs/examples/simulate/
-Remove it all: make demo-down
-EOM
+say "submitting the Jobs of docs/examples/fleet/hub to the hub"
+k hub create namespace ml >/dev/null
+k hub apply -f "${ROOT}/docs/examples/fleet/hub/queue.yaml" >/dev/null
+k hub apply -f "${ROOT}/docs/examples/fleet/hub/jobs.yaml"
+jobs=$(k hub get jobs -n ml --no-headers | wc -l)
+for _ in $(seq 120); do
+  decided=$(k hub get workloads -n ml -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Admitted")].reason}{"\n"}{end}' \
+    | grep -c -e Admitted -e Pending -e NoClusterFits || true)
+  [[ "${decided}" -ge "${jobs}" ]] && break
+  sleep 1
+done
+sleep 2 # the workers' Job controllers create the admitted Jobs' pods
+results

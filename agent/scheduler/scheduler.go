@@ -218,47 +218,33 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// not hold up admission: the error is returned with the others, so
 	// the pass is retried.
 	errs := []error{err, s.updateQueues(ctx, v, byQueue)}
-	var turns []*queueTurn
+	turns := make([]*queue.Turn[*strata.Workload], 0, len(byQueue))
 	for q, wls := range byQueue {
 		sort.SliceStable(wls, func(i, j int) bool { return queue.Before(wls[i], wls[j]) })
 		if usage[q] == nil {
 			usage[q] = map[string]corev1.ResourceList{}
 		}
-		turns = append(turns, &queueTurn{cq: queues[q], wls: wls})
+		turns = append(turns, &queue.Turn[*strata.Workload]{Queue: queues[q], Items: wls})
 	}
-	// Queues take turns: each round considers the head of every queue
-	// still to serve, heads in the order one queue orders its workloads
-	// (priority, then age), so no queue is served its whole backlog first
-	// because of its name. A round costs O(q log q) for its q queues; a
-	// pass, O(pending log queues).
-	for len(turns) > 0 {
-		sort.Slice(turns, func(i, j int) bool { return queue.Before(turns[i].head(), turns[j].head()) })
-		next := turns[:0]
-		for _, t := range turns {
-			wl := t.head()
-			t.wls = t.wls[1:]
-			admitted, blocks, err := s.try(ctx, t.cq, usage[t.cq.Name], wl)
+	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
+		func(cq *strata.ClusterQueue, wl *strata.Workload) bool {
+			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], wl)
 			if err != nil {
 				errs = append(errs, err)
 			}
-			if !admitted && blocks && t.cq.Spec.QueueingStrategy == strata.StrictFIFO {
-				// The rest of the queue waits behind its head. Written once:
-				// the message does not name the head, so that a new head
-				// does not rewrite every workload behind it.
-				for _, wl := range t.wls {
-					if err := s.setNotAdmitted(ctx, wl, ReasonPending,
-						fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", t.cq.Name)); err != nil {
-						errs = append(errs, err)
-					}
+			return !admitted && blocks
+		},
+		func(cq *strata.ClusterQueue, behind []*strata.Workload) {
+			// The rest of the queue waits behind its head. Written once:
+			// the message does not name the head, so that a new head does
+			// not rewrite every workload behind it.
+			for _, wl := range behind {
+				if err := s.setNotAdmitted(ctx, wl, ReasonPending,
+					fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", cq.Name)); err != nil {
+					errs = append(errs, err)
 				}
-				continue
 			}
-			if len(t.wls) > 0 {
-				next = append(next, t)
-			}
-		}
-		turns = next
-	}
+		})
 	return errors.Join(errs...)
 }
 
@@ -305,15 +291,6 @@ func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.Namespa
 	}
 	return cqs, byQueue, errors.Join(errs...)
 }
-
-// queueTurn is a ClusterQueue's place in a pass: the workloads it has yet
-// to consider, in order.
-type queueTurn struct {
-	cq  *strata.ClusterQueue
-	wls []*strata.Workload
-}
-
-func (t *queueTurn) head() *strata.Workload { return t.wls[0] }
 
 // try admits one workload on the first flavor of the queue where it fits;
 // a workload a hub pinned to a flavor is tried on that flavor alone (see

@@ -342,63 +342,48 @@ func countReservations(targets []*placement.Target) int {
 	return n
 }
 
-// turn is a ClusterQueue's place in a pass.
-type turn struct {
-	cq  *strata.ClusterQueue
-	wls []pending
-}
-
 // place serves the queues head by head, as the agent does. Decisions
 // are made one after the other; their records are written concurrently
 // and all written (or their reservations released) when it returns.
 func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, waiting []pending, queues map[string]*strata.ClusterQueue,
 	usage map[string]map[string]corev1.ResourceList, clusterLabels map[string]labels.Set, now time.Time) (time.Duration, error) {
 	records := newRecordWrites()
-	byQueue := map[string]*turn{}
+	byQueue := map[string]*queue.Turn[pending]{}
 	for _, p := range waiting {
 		t := byQueue[p.queue]
 		if t == nil {
-			t = &turn{cq: queues[p.queue]}
+			t = &queue.Turn[pending]{Queue: queues[p.queue]}
 			byQueue[p.queue] = t
 		}
-		t.wls = append(t.wls, p)
+		t.Items = append(t.Items, p)
 	}
-	turns := make([]*turn, 0, len(byQueue))
+	turns := make([]*queue.Turn[pending], 0, len(byQueue))
 	for _, t := range byQueue {
-		sort.SliceStable(t.wls, func(i, j int) bool { return queue.Before(t.wls[i].wl, t.wls[j].wl) })
+		sort.SliceStable(t.Items, func(i, j int) bool { return queue.Before(t.Items[i].wl, t.Items[j].wl) })
 		turns = append(turns, t)
 	}
 	var errs []error
 	var next time.Duration
-	for len(turns) > 0 {
-		sort.Slice(turns, func(i, j int) bool { return queue.Before(turns[i].wls[0].wl, turns[j].wls[0].wl) })
-		rest := turns[:0]
-		for _, t := range turns {
-			p := t.wls[0]
-			t.wls = t.wls[1:]
-			if usage[t.cq.Name] == nil {
-				usage[t.cq.Name] = map[string]corev1.ResourceList{}
+	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
+		func(cq *strata.ClusterQueue, p pending) bool {
+			if usage[cq.Name] == nil {
+				usage[cq.Name] = map[string]corev1.ResourceList{}
 			}
-			blocks, retry, err := d.placeOne(ctx, targets, t.cq, usage[t.cq.Name], clusterLabels, p, now, records)
+			blocks, retry, err := d.placeOne(ctx, targets, cq, usage[cq.Name], clusterLabels, p, now, records)
 			if err != nil {
 				errs = append(errs, err)
 			}
 			if retry > 0 && (next == 0 || retry < next) {
 				next = retry
 			}
-			if blocks && t.cq.Spec.QueueingStrategy == strata.StrictFIFO {
-				for _, behind := range t.wls {
-					errs = append(errs, d.wait(ctx, behind, ReasonPending,
-						fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", t.cq.Name)))
-				}
-				continue
+			return blocks
+		},
+		func(cq *strata.ClusterQueue, behind []pending) {
+			for _, p := range behind {
+				errs = append(errs, d.wait(ctx, p, ReasonPending,
+					fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", cq.Name)))
 			}
-			if len(t.wls) > 0 {
-				rest = append(rest, t)
-			}
-		}
-		turns = rest
-	}
+		})
 	// A record not written undoes its reservation; the quota it took in
 	// this pass stays taken until the next pass, which its failure brings.
 	for _, f := range records.wait() {

@@ -1,0 +1,50 @@
+package queue
+
+import (
+	"sort"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// Turn is one ClusterQueue's pending work in a pass: its items in the
+// order the queue serves them (see Before).
+type Turn[T any] struct {
+	Queue *strata.ClusterQueue
+	Items []T
+}
+
+// Serve serves the queues head by head, as the agent admits and the hub
+// dispatches: each round takes the head of every queue still to serve,
+// heads in the order one queue orders its workloads (priority, then age),
+// so that no queue is served its whole backlog first because of its name.
+// serve handles one item and says whether it blocks: in a StrictFIFO
+// queue the items behind a blocking head are not served in this pass, and
+// blocked is told which they are. workload is the Workload of an item.
+// A round costs O(q log q) for its q queues; a pass O(items log queues).
+func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload,
+	serve func(q *strata.ClusterQueue, item T) (blocks bool), blocked func(q *strata.ClusterQueue, behind []T)) {
+	live := make([]*Turn[T], 0, len(turns))
+	for _, t := range turns {
+		if len(t.Items) > 0 {
+			live = append(live, t)
+		}
+	}
+	for len(live) > 0 {
+		sort.Slice(live, func(i, j int) bool { return Before(workload(live[i].Items[0]), workload(live[j].Items[0])) })
+		next := live[:0]
+		for _, t := range live {
+			item := t.Items[0]
+			t.Items = t.Items[1:]
+			if serve(t.Queue, item) && t.Queue.Spec.QueueingStrategy == strata.StrictFIFO {
+				if len(t.Items) > 0 {
+					blocked(t.Queue, t.Items)
+				}
+				continue
+			}
+			if len(t.Items) > 0 {
+				next = append(next, t)
+			}
+		}
+		live = next
+	}
+}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -31,10 +30,8 @@ import (
 // that a rack of w2 holds half of what a rack of w1 does.
 const fleetNS, fleetQueue, fleetFlavor = "fleet", "fleet", "fleet"
 
-// hubConfig is the hub's configuration file in the e2e fleet.
-const hubConfig = `apiVersion: config.strata.dev/v1beta1
-kind: HubConfiguration
-dispatch:
+// hubConfig is the hub's configuration in the e2e fleet.
+const hubConfig = `dispatch:
   admissionTimeout: 1m
   finishedRetention: 20s
   orphanCheckInterval: 10s
@@ -95,21 +92,17 @@ func queues(ctx SpecContext, k client.Client, topology bool) {
 
 var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet"), func() {
 	var hubKube, w2Kube client.Client
-	var hubCluster *kwokcluster.Cluster
+	var hubCluster cluster
 	workers := map[string]client.Client{}
 
 	BeforeAll(func(ctx SpecContext) {
 		hubCluster = createCluster("strata-e2e-hub")
 		hubKube = adminClient(hubCluster)
-		By("installing the strata-hub chart with helm (no Deployment replica: the hub runs as a process)")
-		hubKC, err := hubCluster.InstallChart(tmp, "strata-hub")
-		Expect(err).NotTo(HaveOccurred())
+		hubCluster.Deploy("strata-hub", hubConfig)
 
 		w2 := createCluster("strata-e2e-w2")
 		w2Kube = adminClient(w2)
-		agentKC, err := w2.InstallAgentChart(tmp)
-		Expect(err).NotTo(HaveOccurred())
-		start("strata-agent-strata-e2e-w2", build("strata-agent", "./agent/cmd/strata-agent"), "--kubeconfig", agentKC)
+		w2.Deploy("strata-agent", "")
 		workers["w1"], workers["w2"] = kube, w2Kube
 
 		By("the fleet's nodes, topology and queues on each worker, and its queues on the hub")
@@ -121,18 +114,13 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		queues(ctx, hubKube, false)
 
 		By("registering each worker with the agent chart's hub identity, through a kubeconfig Secret")
-		for name, c := range map[string]*kwokcluster.Cluster{"w1": worker1, "w2": w2} {
-			kc, err := c.ServiceAccountKubeconfig("strata-hub-access")
-			Expect(err).NotTo(HaveOccurred())
+		for name, c := range map[string]cluster{"w1": worker1, "w2": w2} {
+			kc := c.Credential("strata-hub-access")
 			Expect(hubKube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: kwokcluster.Namespace, Name: name + "-kubeconfig"},
 				Data: map[string][]byte{"kubeconfig": kc}})).To(Succeed())
 			Expect(hubKube.Create(ctx, testutil.MakeWorkerCluster(name).KubeConfigSecret(kwokcluster.Namespace, name+"-kubeconfig").Obj())).To(Succeed())
 		}
 
-		By("building strata-hub and running it with the chart's ServiceAccount")
-		cfgFile := filepath.Join(tmp, "hub.yaml")
-		Expect(os.WriteFile(cfgFile, []byte(hubConfig), 0o600)).To(Succeed())
-		start("strata-hub", build("strata-hub", "./hub/cmd/strata-hub"), "--kubeconfig", hubKC, "--config", cfgFile)
 		Eventually(func(g Gomega) {
 			for name := range workers {
 				var wc strata.WorkerCluster
@@ -198,7 +186,7 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		}, wait, time.Second).Should(Succeed())
 		bin, err := framework.BinDir()
 		Expect(err).NotTo(HaveOccurred())
-		out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", hubCluster.Kubeconfig, "get", "jobs", "-n", fleetNS, j.Name).CombinedOutput()
+		out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", hubCluster.Kubeconfig(), "get", "jobs", "-n", fleetNS, j.Name).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
 		Expect(string(out)).To(MatchRegexp(`one-rack\s+Complete\s+8/8`))
 

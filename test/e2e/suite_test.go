@@ -5,7 +5,8 @@
 // their charts' ServiceAccount credentials.
 //
 // The suite starts one worker cluster with its agent; the fleet specs add
-// a hub and a second worker. Every component's log is written to a folder
+// a hub and a second worker. The same specs run on kind clusters with
+// STRATA_E2E_PROVIDER=kind (hack/e2e-kind.sh; see provider_test.go). Every component's log is written to a folder
 // (STRATA_E2E_LOGS, default .e2e-logs/<time> in the repository), kept and
 // named in the output when a spec fails, removed otherwise.
 package e2e
@@ -29,7 +30,6 @@ import (
 
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
-	"strata.dev/strata/test/kwokcluster"
 )
 
 const clusterName = "strata-e2e"
@@ -38,7 +38,7 @@ var (
 	// kube is an admin client of the first worker cluster.
 	kube client.Client
 	// worker1 is the first worker cluster.
-	worker1 *kwokcluster.Cluster
+	worker1 cluster
 	// tmp holds the suite's kubeconfigs and binaries.
 	tmp string
 	// logDir holds every component's log.
@@ -46,8 +46,6 @@ var (
 
 	failedMu sync.Mutex
 	failed   bool
-	// logged are the clusters whose component logs go to logDir on failure.
-	logged []*kwokcluster.Cluster
 )
 
 func TestE2E(t *testing.T) {
@@ -89,13 +87,12 @@ func start(name, bin string, args ...string) {
 	})
 }
 
-// createCluster starts a kwok cluster whose logs are collected on failure.
-func createCluster(name string) *kwokcluster.Cluster {
+// createCluster makes a cluster with the suite's provider; its logs are
+// collected on failure.
+func createCluster(name string) cluster {
 	GinkgoHelper()
-	By("creating the kwok cluster " + name)
-	c, err := kwokcluster.Create(name, tmp)
-	Expect(err).NotTo(HaveOccurred())
-	logged = append(logged, c)
+	By("creating the cluster " + name)
+	c := newCluster(name)
 	DeferCleanup(func() {
 		if suiteFailed() {
 			if err := c.CollectLogs(logDir); err != nil {
@@ -108,9 +105,9 @@ func createCluster(name string) *kwokcluster.Cluster {
 }
 
 // adminClient is a client of a cluster with its admin kubeconfig.
-func adminClient(c *kwokcluster.Cluster) client.Client {
+func adminClient(c cluster) client.Client {
 	GinkgoHelper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
 	Expect(err).NotTo(HaveOccurred())
 	cfg.QPS, cfg.Burst = 50, 100
 	k, err := client.New(cfg, client.Options{Scheme: scheme.New()})
@@ -150,11 +147,5 @@ var _ = BeforeSuite(func() {
 
 	worker1 = createCluster(clusterName)
 	kube = adminClient(worker1)
-
-	By("installing the strata-agent chart with helm (no Deployment replica: the agent runs as a process)")
-	agentKC, err := worker1.InstallAgentChart(tmp)
-	Expect(err).NotTo(HaveOccurred())
-
-	By("building strata-agent and running it with the chart's ServiceAccount")
-	start("strata-agent-"+clusterName, build("strata-agent", "./agent/cmd/strata-agent"), "--kubeconfig", agentKC)
+	worker1.Deploy("strata-agent", "")
 })

@@ -30,38 +30,49 @@ var stageFiles = []string{
 	"kustomize/stage/pod/fast/pod-delete.yaml",
 }
 
-// writeStages writes a kwokctl configuration file with kwok's default
-// stages, changed in two ways: the node heartbeat follows kwokctl's default
-// 10 s status update frequency (as kwokctl does), and pod-complete waits for
-// RunForAnnotation.
+// writeStages writes a kwokctl configuration file with the suite's stages
+// (Stages).
 func writeStages(path string) error {
-	version, err := kwokVersion()
+	stages, err := Stages()
 	if err != nil {
 		return err
+	}
+	return os.WriteFile(path, stages, 0o600)
+}
+
+// Stages returns kwok's default stages as YAML documents, changed in two
+// ways: the node heartbeat follows kwokctl's default 10 s status update
+// frequency (as kwokctl does), and pod-complete waits for
+// RunForAnnotation. kwokctl reads them as configuration; a kwok controller
+// running in a cluster (the kind e2e) reads them as Stage objects.
+func Stages() ([]byte, error) {
+	version, err := kwokVersion()
+	if err != nil {
+		return nil, err
 	}
 	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/kwok@"+version)
 	cmd.Dir = os.TempDir() // outside any module
 	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("downloading the kwok module %s for its stages: %w", version, err)
+		return nil, fmt.Errorf("downloading the kwok module %s for its stages: %w", version, err)
 	}
 	var mod struct{ Dir string }
 	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return fmt.Errorf("go mod download sigs.k8s.io/kwok@%s: no module directory in %q", version, out)
+		return nil, fmt.Errorf("go mod download sigs.k8s.io/kwok@%s: no module directory in %q", version, out)
 	}
 	var docs []string
 	for _, f := range stageFiles {
 		raw, err := os.ReadFile(filepath.Join(mod.Dir, f))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var stage map[string]any
 		if err := yaml.Unmarshal(raw, &stage); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		spec, _ := stage["spec"].(map[string]any)
 		if spec == nil {
-			return fmt.Errorf("%s: no spec", f)
+			return nil, fmt.Errorf("%s: no spec", f)
 		}
 		switch filepath.Base(f) {
 		case "node-heartbeat-with-lease.yaml":
@@ -80,11 +91,11 @@ func writeStages(path string) error {
 		}
 		doc, err := yaml.Marshal(stage)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		docs = append(docs, string(doc))
 	}
-	return os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600)
+	return []byte(strings.Join(docs, "---\n")), nil
 }
 
 func number(v any) int64 {

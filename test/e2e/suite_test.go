@@ -115,10 +115,11 @@ func adminClient(c cluster) client.Client {
 	return k
 }
 
+// suiteFailed says whether a spec failed, or the setup that runs now.
 func suiteFailed() bool {
 	failedMu.Lock()
 	defer failedMu.Unlock()
-	return failed
+	return failed || CurrentSpecReport().Failed()
 }
 
 var _ = ReportAfterEach(func(r SpecReport) {

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -8,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -77,5 +79,42 @@ var _ = Describe("Dispatch", func() {
 			perWorker[wl.Status.Placement.Cluster]++
 		}
 		GinkgoWriter.Printf("Jobs per worker: %v\n", perWorker)
+	})
+})
+
+var _ = Describe("Cordon", func() {
+	It("sends no new work to a cordoned worker, says why, and keeps what runs there", func(ctx SpecContext) {
+		e := newEnv(ctx, "cordon", map[string][][]string{
+			"w1": {{"4", "4"}}, // the tightest fit, first choice while it may take work
+			"w2": {{"8", "8"}},
+		})
+		first := e.job("before", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, first)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+		}).Should(Succeed())
+
+		By("cordoning w1")
+		setUnschedulable := func(ctx context.Context, v bool) {
+			Eventually(func(g Gomega) {
+				var wc strata.WorkerCluster
+				g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w1"}, &wc)).To(Succeed())
+				wc.Spec.Unschedulable = v
+				g.Expect(hub.Client.Update(ctx, &wc)).To(Succeed())
+			}).Should(Succeed())
+		}
+		setUnschedulable(ctx, true)
+		DeferCleanup(func(ctx SpecContext) { setUnschedulable(ctx, false) })
+		second := e.job("after", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, second)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, second)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"))
+			g.Expect(wl.Status.Placement.Attempts[0].Message).To(ContainSubstring("cordoned"))
+		}).Should(Succeed())
+		Expect(copies(Default, ctx, first)).To(Equal([]string{"w1"}), "what runs on a cordoned worker stays")
 	})
 })

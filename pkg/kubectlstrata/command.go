@@ -1,5 +1,6 @@
-// Package kubectlstrata is the kubectl-strata plugin: inspecting topologies,
-// capacity and placements, and simulating placements offline.
+// Package kubectlstrata is the kubectl-strata plugin: live views of a hub's
+// worker clusters, a worker's capacity per topology domain and a Job's
+// placement, and placements simulated offline.
 package kubectlstrata
 
 import (
@@ -19,14 +20,24 @@ func NewCommand() *cobra.Command {
 		Use: Name,
 		// Shown as "kubectl strata" when invoked as a kubectl plugin.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl strata"},
-		Short:       "Inspect and simulate Strata topology-aware placements",
-		Version:     version.String(Name),
-		Args:        cobra.NoArgs,
+		Short:       "Inspect Strata clusters and placements, and simulate placements offline",
+		Long: `kubectl strata reads Strata's objects on a live cluster, through the
+kubeconfig as kubectl does (--kubeconfig, --context, -n):
+
+  clusters   on a hub: the worker clusters, their connection and summaries,
+             and where the hub's workloads are
+  topology   on a worker: free capacity per topology domain, from the
+             agent's capacity summaries
+  explain    on a hub or a worker: why a Job waits, or where it runs
+
+and answers "where would this job land?" offline, from files (simulate).`,
+		Version: version.String(Name),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newSimulateCommand())
+	cmd.AddCommand(newClustersCommand(), newTopologyCommand(), newExplainCommand(), newSimulateCommand())
 	cmd.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version",

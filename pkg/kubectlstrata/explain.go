@@ -1,0 +1,385 @@
+package kubectlstrata
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
+)
+
+// ExplainView is what 'kubectl strata explain' shows: where a Job's
+// Workload stands and why.
+type ExplainView struct {
+	// Role is "hub" on a cluster that serves WorkerClusters, else "worker".
+	Role     string    `json:"role"`
+	Job      ObjectRef `json:"job"`
+	Workload string    `json:"workload"`
+	Queue    string    `json:"queue"`
+	// Admitted, Invalid, Evicted and Finished are the Workload's
+	// conditions of those types, when it has them.
+	Admitted *ConditionView `json:"admitted,omitempty"`
+	Invalid  *ConditionView `json:"invalid,omitempty"`
+	Evicted  *ConditionView `json:"evicted,omitempty"`
+	Finished *ConditionView `json:"finished,omitempty"`
+	// Dispatch is set on a worker for a hub's copy: the hub dispatch it
+	// belongs to.
+	Dispatch *DispatchView `json:"dispatch,omitempty"`
+	// Placement is the hub's record of where it sent the Workload.
+	Placement *PlacementView `json:"placement,omitempty"`
+	// Admission is the admission by the worker's agent (on a hub, the one
+	// the hub mirrored from the worker).
+	Admission *AdmissionView `json:"admission,omitempty"`
+	// UnhealthyNodes are failed nodes running its pods, being replaced.
+	UnhealthyNodes []string `json:"unhealthyNodes,omitempty"`
+}
+
+// ObjectRef names a namespaced object.
+type ObjectRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// DispatchView is the dispatch contract a hub's copy carries.
+type DispatchView struct {
+	Origin         string `json:"origin,omitempty"`
+	HubWorkloadUID string `json:"hubWorkloadUID,omitempty"`
+	Generation     string `json:"generation,omitempty"`
+	// Flavor is the flavor the hub pinned.
+	Flavor string `json:"flavor,omitempty"`
+}
+
+// PlacementView is a hub Workload's status.placement.
+type PlacementView struct {
+	// Cluster holds the live copy; empty while the Workload waits on the
+	// hub.
+	Cluster            string        `json:"cluster,omitempty"`
+	Flavor             string        `json:"flavor,omitempty"`
+	DispatchGeneration int64         `json:"dispatchGeneration"`
+	Attempts           []AttemptView `json:"attempts,omitempty"`
+}
+
+// AttemptView is one dispatch and its outcome.
+type AttemptView struct {
+	Cluster            string      `json:"cluster"`
+	Flavor             string      `json:"flavor,omitempty"`
+	DispatchGeneration int64       `json:"dispatchGeneration"`
+	Result             string      `json:"result"`
+	Time               metav1.Time `json:"time"`
+	Message            string      `json:"message,omitempty"`
+}
+
+// AdmissionView is a Workload's admission, topology assignments decoded.
+type AdmissionView struct {
+	ClusterQueue string                `json:"clusterQueue"`
+	PodSets      []PodSetAdmissionView `json:"podSets"`
+}
+
+// PodSetAdmissionView is the admission of one pod set.
+type PodSetAdmissionView struct {
+	Name   string `json:"name"`
+	Flavor string `json:"flavor"`
+	Count  int32  `json:"count"`
+	// Levels and Domains are the decoded topology assignment: the pods of
+	// each domain, in rank order.
+	Levels  []string             `json:"levels,omitempty"`
+	Domains []AssignedDomainView `json:"domains,omitempty"`
+	// Problem is set when the topology assignment does not decode.
+	Problem string `json:"problem,omitempty"`
+}
+
+// AssignedDomainView is one domain of a topology assignment.
+type AssignedDomainView struct {
+	Values []string `json:"values"`
+	Pods   int32    `json:"pods"`
+}
+
+// Roles of ExplainView.
+const (
+	roleHub    = "hub"
+	roleWorker = "worker"
+)
+
+// maxDomainLines is how many domains of a pod set the table lists.
+const maxDomainLines = 16
+
+func newExplainCommand() *cobra.Command {
+	var f liveFlags
+	cmd := &cobra.Command{
+		Use:   "explain JOB [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
+		Short: "Why a Job waits or where it runs: its Workload's queue, conditions, placement and admission",
+		Long: `explain finds a batch/v1 Job's Workload and prints its queue, its
+Admitted condition (reason and message: why it waits), and its Invalid
+condition when it has one. On a hub it adds the placement record: the
+worker and flavor of the current dispatch and the last attempts with their
+results and messages. When admitted, on a worker or on the hub after the
+worker admitted the copy, it lists the admission: flavor, and the pods per
+topology domain. It works on a hub and on a worker.`,
+		Example: `  kubectl strata explain train-llm -n ml
+  kubectl strata explain train-llm -n ml --context hub -o yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(f.output); err != nil {
+				return err
+			}
+			s, err := f.connect()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var job batchv1.Job
+			if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: args[0]}, &job); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("job %s/%s not found on %s (-n picks the namespace)", s.namespace, args[0], s.where)
+				}
+				return apiError(err, "Job", "jobs", s.where)
+			}
+			if err := checkManaged(&job); err != nil {
+				return err
+			}
+			var wl strata.Workload
+			if err := s.client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, &wl); err != nil {
+				if apierrors.IsNotFound(err) {
+					return noWorkloadYet(&job, nil)
+				}
+				return apiError(err, "Workload", "workloads", s.where)
+			}
+			if err := noWorkloadYet(&job, &wl); err != nil {
+				return err
+			}
+			hub, err := s.servesKind("WorkerCluster")
+			if err != nil {
+				return apiError(err, "WorkerCluster", "workerclusters", s.where)
+			}
+			v := newExplainView(&job, &wl, hub)
+			if f.output != "table" {
+				return writeStructured(cmd.OutOrStdout(), v, f.output)
+			}
+			return writeExplain(cmd.OutOrStdout(), v, time.Now())
+		},
+	}
+	f.add(cmd, true)
+	return cmd
+}
+
+// checkManaged rejects a Job Strata does not manage.
+func checkManaged(job *batchv1.Job) error {
+	if job.Labels[strata.QueueNameLabel] == "" {
+		return fmt.Errorf("job %s/%s is not managed by Strata: it has no %s label", job.Namespace, job.Name, strata.QueueNameLabel)
+	}
+	return nil
+}
+
+// noWorkloadYet says that the Job has no Workload of its own yet: wl is
+// nil when none of its name exists, or belongs to an earlier Job of the
+// same name. It returns nil when wl is the Job's.
+func noWorkloadYet(job *batchv1.Job, wl *strata.Workload) error {
+	name := workload.JobWorkloadName(job.Name)
+	if wl == nil {
+		return fmt.Errorf("job %s/%s has no Workload yet (%s): strata-agent on a worker, or strata-hub on a hub, creates it; is it running?", job.Namespace, job.Name, name)
+	}
+	if owner := workload.OwnerJob(wl); owner != nil && owner.UID != job.UID {
+		return fmt.Errorf("job %s/%s has no Workload yet: %s belongs to an earlier Job of that name and is being replaced", job.Namespace, job.Name, name)
+	}
+	return nil
+}
+
+// newExplainView builds the view of a Job's Workload; hub says whether the
+// cluster is a hub.
+func newExplainView(job *batchv1.Job, wl *strata.Workload, hub bool) ExplainView {
+	v := ExplainView{
+		Role:     roleWorker,
+		Job:      ObjectRef{Namespace: job.Namespace, Name: job.Name},
+		Workload: wl.Name,
+		Queue:    wl.Spec.QueueName,
+		Admitted: conditionOf(wl.Status.Conditions, strata.WorkloadAdmitted),
+		Invalid:  conditionOf(wl.Status.Conditions, strata.WorkloadInvalid),
+		Evicted:  conditionOf(wl.Status.Conditions, strata.WorkloadEvicted),
+		Finished: conditionOf(wl.Status.Conditions, strata.WorkloadFinished),
+	}
+	if hub {
+		v.Role = roleHub
+	}
+	if v.Queue == "" {
+		v.Queue = job.Labels[strata.QueueNameLabel]
+	}
+	if !hub && (wl.Labels[strata.HubWorkloadUIDLabel] != "" || workload.PinnedFlavor(wl) != "") {
+		v.Dispatch = &DispatchView{
+			Origin:         wl.Labels[strata.OriginLabel],
+			HubWorkloadUID: wl.Labels[strata.HubWorkloadUIDLabel],
+			Generation:     wl.Labels[strata.DispatchGenerationLabel],
+			Flavor:         workload.PinnedFlavor(wl),
+		}
+	}
+	if p := wl.Status.Placement; p != nil {
+		v.Placement = &PlacementView{Cluster: p.Cluster, Flavor: p.Flavor, DispatchGeneration: p.DispatchGeneration}
+		for _, a := range p.Attempts {
+			v.Placement.Attempts = append(v.Placement.Attempts, AttemptView{
+				Cluster: a.Cluster, Flavor: a.Flavor, DispatchGeneration: a.DispatchGeneration,
+				Result: string(a.Result), Time: a.Time, Message: a.Message,
+			})
+		}
+	}
+	if a := wl.Status.Admission; a != nil {
+		v.Admission = &AdmissionView{ClusterQueue: a.ClusterQueue, PodSets: []PodSetAdmissionView{}}
+		for _, ps := range a.PodSetAssignments {
+			v.Admission.PodSets = append(v.Admission.PodSets, podSetAdmission(ps))
+		}
+	}
+	for _, n := range wl.Status.UnhealthyNodes {
+		v.UnhealthyNodes = append(v.UnhealthyNodes, n.Name)
+	}
+	return v
+}
+
+// podSetAdmission decodes a pod set's compact topology assignment.
+func podSetAdmission(ps strata.PodSetAssignment) PodSetAdmissionView {
+	v := PodSetAdmissionView{Name: ps.Name, Flavor: ps.Flavor, Count: ps.Count}
+	if ps.TopologyAssignment == nil {
+		return v
+	}
+	a, err := tas.Decode(ps.TopologyAssignment)
+	if err != nil {
+		v.Problem = "the topology assignment does not decode: " + err.Error()
+		return v
+	}
+	v.Levels = a.Levels
+	for _, d := range a.Domains {
+		v.Domains = append(v.Domains, AssignedDomainView{Values: d.Values, Pods: d.Count})
+	}
+	return v
+}
+
+// writeExplain prints the view as labelled sections.
+func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
+	var lines []string
+	add := func(l ...string) { lines = append(lines, l...) }
+	add(fmt.Sprintf("Job:        %s/%s", v.Job.Namespace, v.Job.Name),
+		fmt.Sprintf("Workload:   %s (on the %s)", v.Workload, v.Role),
+		fmt.Sprintf("Queue:      %s", v.Queue))
+	add(conditionLines("Admitted:", v.Admitted, now)...)
+	if v.Invalid != nil && v.Invalid.Status == metav1.ConditionTrue {
+		add(conditionLines("Invalid:", v.Invalid, now)...)
+	}
+	if v.Evicted != nil && v.Evicted.Status == metav1.ConditionTrue {
+		add(conditionLines("Evicted:", v.Evicted, now)...)
+	}
+	if v.Finished != nil && v.Finished.Status == metav1.ConditionTrue {
+		add(conditionLines("Finished:", v.Finished, now)...)
+	}
+	if d := v.Dispatch; d != nil {
+		add(wrap("Dispatch:   ", "            ", fmt.Sprintf("copy of hub Workload %s (dispatch %s) from hub %s; flavor pinned: %s",
+			orDash(d.HubWorkloadUID), orDash(d.Generation), orDash(d.Origin), orDash(d.Flavor)))...)
+	}
+	if p := v.Placement; p != nil {
+		switch {
+		case p.Cluster != "":
+			add(fmt.Sprintf("Placement:  %s, flavor %s (dispatch generation %d)", p.Cluster, orDash(p.Flavor), p.DispatchGeneration))
+		case p.DispatchGeneration > 0:
+			add(fmt.Sprintf("Placement:  waiting on the hub (last dispatch generation %d)", p.DispatchGeneration))
+		default:
+			add("Placement:  waiting on the hub, never dispatched")
+		}
+		for _, a := range p.Attempts {
+			first := fmt.Sprintf("  #%d %s/%s %s %s ago", a.DispatchGeneration, a.Cluster, orDash(a.Flavor), a.Result, age(&a.Time, now))
+			if a.Message != "" {
+				first += ": "
+			}
+			add(wrap(first, "      ", a.Message)...)
+		}
+	} else if v.Role == roleHub {
+		add("Placement:  waiting on the hub, never dispatched")
+	}
+	if err := writeLines(w, lines...); err != nil {
+		return err
+	}
+	if v.Admission != nil {
+		if err := writeAdmission(w, v.Admission); err != nil {
+			return err
+		}
+	}
+	if len(v.UnhealthyNodes) > 0 {
+		return writeLines(w, wrap("Unhealthy:  ", "            ", strings.Join(v.UnhealthyNodes, ", ")+" (replacements being searched)")...)
+	}
+	return nil
+}
+
+// conditionLines is "Admitted:   False  Pending (5m)" and the message
+// below it, or "Unknown" without the condition.
+func conditionLines(label string, c *ConditionView, now time.Time) []string {
+	head := fmt.Sprintf("%-12s", label)
+	if c == nil {
+		return []string{head + "Unknown (no condition yet)"}
+	}
+	head += string(c.Status)
+	if c.Reason != "" {
+		head += "  " + c.Reason
+	}
+	if c.LastTransitionTime != nil {
+		head += fmt.Sprintf(" (for %s)", age(c.LastTransitionTime, now))
+	}
+	lines := []string{head}
+	if c.Message != "" {
+		lines = append(lines, wrap("            ", "            ", c.Message)...)
+	}
+	return lines
+}
+
+// writeAdmission prints the admission: per pod set its flavor and the pods
+// of each domain (the first maxDomainLines of them).
+func writeAdmission(w io.Writer, a *AdmissionView) error {
+	if _, err := fmt.Fprintf(w, "Admission:  ClusterQueue %s\n", a.ClusterQueue); err != nil {
+		return err
+	}
+	for _, ps := range a.PodSets {
+		head := fmt.Sprintf("  %s: %d pods on flavor %s", ps.Name, ps.Count, ps.Flavor)
+		switch {
+		case len(ps.Levels) == 1 && ps.Levels[0] == strata.HostnameLabel:
+			head += fmt.Sprintf(", on %d hosts", len(ps.Domains))
+		case len(ps.Levels) > 0:
+			names := make([]string, len(ps.Levels))
+			for i, l := range ps.Levels {
+				names[i] = tas.LevelName(l)
+			}
+			head += fmt.Sprintf(", in %d %s domains (%s)", len(ps.Domains), names[len(names)-1], strings.Join(names, " > "))
+		}
+		if _, err := fmt.Fprintln(w, head); err != nil {
+			return err
+		}
+		if ps.Problem != "" {
+			if err := writeLines(w, wrap("    ", "    ", ps.Problem)...); err != nil {
+				return err
+			}
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for i, d := range ps.Domains {
+			if i == maxDomainLines {
+				fmt.Fprintf(tw, "    ... and %d more (-o yaml lists all)\n", len(ps.Domains)-i)
+				break
+			}
+			fmt.Fprintf(tw, "    %s\t%d pods\n", strings.Join(d.Values, "/"), d.Pods)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

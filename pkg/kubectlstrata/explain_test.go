@@ -1,0 +1,258 @@
+package kubectlstrata
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+)
+
+func job(labels map[string]string) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train", UID: "job-uid", Labels: labels}}
+}
+
+// rackAssignment puts 4 pods on block-1/rack-1 and 2 on block-1/rack-2,
+// in the compact format.
+func rackAssignment() *strata.TopologyAssignment {
+	return &strata.TopologyAssignment{
+		Levels: []string{blockLevel, rackLevel},
+		Slices: []strata.TopologyAssignmentSlice{{
+			DomainCount: 2,
+			ValuesPerLevel: []strata.TopologyAssignmentSliceLevelValues{
+				{Universal: ptr.To("block-1")},
+				{Individual: &strata.TopologyAssignmentSliceLevelIndividualValues{Prefix: ptr.To("rack-"), Roots: []string{"1", "2"}}},
+			},
+			PodCounts: strata.TopologyAssignmentSlicePodCounts{Individual: []int32{4, 2}},
+		}},
+	}
+}
+
+func explainWorkload() *strata.Workload {
+	wl := testutil.MakeWorkload("job-train", "ml").Queue("team-a").Obj()
+	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-uid", Controller: ptr.To(true)}}
+	return wl
+}
+
+func TestNewExplainView(t *testing.T) {
+	attemptTime := *minutes(10)
+	cases := map[string]struct {
+		workload func(*strata.Workload)
+		hub      bool
+		want     ExplainView
+	}{
+		"a hub Workload placed, refused once, admitted": {
+			hub: true,
+			workload: func(wl *strata.Workload) {
+				wl.Status.Conditions = []metav1.Condition{cond(strata.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "admitted on w2")}
+				wl.Status.Placement = &strata.Placement{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Attempts: []strata.PlacementAttempt{
+					{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1, Result: strata.PlacementRejected, Time: attemptTime, Message: "LocalQueueNotFound"},
+					{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Result: strata.PlacementAdmitted, Time: attemptTime},
+				}}
+				wl.Status.Admission = &strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{
+					{Name: "main", Flavor: "gpu", Count: 6, TopologyAssignment: rackAssignment()},
+				}}
+			},
+			want: ExplainView{
+				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionTrue, Reason: "Admitted", Message: "admitted on w2"},
+				Placement: &PlacementView{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Attempts: []AttemptView{
+					{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1, Result: "Rejected", Time: attemptTime, Message: "LocalQueueNotFound"},
+					{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Result: "Admitted", Time: attemptTime},
+				}},
+				Admission: &AdmissionView{ClusterQueue: "cq", PodSets: []PodSetAdmissionView{{
+					Name: "main", Flavor: "gpu", Count: 6, Levels: []string{blockLevel, rackLevel},
+					Domains: []AssignedDomainView{{Values: []string{"block-1", "rack-1"}, Pods: 4}, {Values: []string{"block-1", "rack-2"}, Pods: 2}},
+				}}},
+			},
+		},
+		"a hub's copy waiting on a worker": {
+			workload: func(wl *strata.Workload) {
+				wl.Labels = map[string]string{strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "hub-uid", strata.DispatchGenerationLabel: "2"}
+				wl.Annotations = map[string]string{strata.FlavorAnnotation: "gpu"}
+				wl.Status.Conditions = []metav1.Condition{
+					cond(strata.WorkloadAdmitted, metav1.ConditionFalse, "Pending", "rack required: the best rack holds 6 of 8 pods"),
+					cond(strata.WorkloadInvalid, metav1.ConditionFalse, "Valid", ""),
+				}
+			},
+			want: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionFalse, Reason: "Pending", Message: "rack required: the best rack holds 6 of 8 pods"},
+				Invalid:  &ConditionView{Status: metav1.ConditionFalse, Reason: "Valid"},
+				Dispatch: &DispatchView{Origin: "strata-hub", HubWorkloadUID: "hub-uid", Generation: "2", Flavor: "gpu"},
+			},
+		},
+		"an invalid Workload and an assignment that does not decode": {
+			workload: func(wl *strata.Workload) {
+				wl.Status.Conditions = []metav1.Condition{cond(strata.WorkloadInvalid, metav1.ConditionTrue, "LocalQueueNotFound", "LocalQueue team-a not found")}
+				wl.Status.Admission = &strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{
+					{Name: "main", Flavor: "gpu", Count: 6, TopologyAssignment: &strata.TopologyAssignment{}},
+				}}
+				wl.Status.UnhealthyNodes = []strata.UnhealthyNode{{Name: "node-3"}}
+			},
+			want: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Invalid: &ConditionView{Status: metav1.ConditionTrue, Reason: "LocalQueueNotFound", Message: "LocalQueue team-a not found"},
+				Admission: &AdmissionView{ClusterQueue: "cq", PodSets: []PodSetAdmissionView{{
+					Name: "main", Flavor: "gpu", Count: 6, Problem: "the topology assignment does not decode: levels: at least one level is required",
+				}}},
+				UnhealthyNodes: []string{"node-3"},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := explainWorkload()
+			tc.workload(wl)
+			got := newExplainView(job(map[string]string{strata.QueueNameLabel: "team-a"}), wl, tc.hub)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("newExplainView (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestExplainErrors(t *testing.T) {
+	stale := explainWorkload()
+	stale.OwnerReferences[0].UID = types.UID("earlier-uid")
+	cases := map[string]struct {
+		err  error
+		want string
+	}{
+		"a Job without the queue label": {
+			err:  checkManaged(job(map[string]string{"app": "x"})),
+			want: "job ml/train is not managed by Strata: it has no strata.dev/queue-name label",
+		},
+		"a Job with the label": {
+			err: checkManaged(job(map[string]string{strata.QueueNameLabel: "team-a"})),
+		},
+		"no Workload": {
+			err:  noWorkloadYet(job(nil), nil),
+			want: "job ml/train has no Workload yet (job-train): strata-agent on a worker, or strata-hub on a hub, creates it; is it running?",
+		},
+		"the Workload of an earlier Job": {
+			err:  noWorkloadYet(job(nil), stale),
+			want: "job ml/train has no Workload yet: job-train belongs to an earlier Job of that name and is being replaced",
+		},
+		"the Job's Workload": {
+			err: noWorkloadYet(job(nil), explainWorkload()),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ""
+			if tc.err != nil {
+				got = tc.err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("error (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWriteExplain(t *testing.T) {
+	since := minutes(5)
+	cases := map[string]struct {
+		view ExplainView
+		want string
+	}{
+		"a hub Workload admitted after a refusal": {
+			view: ExplainView{
+				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionTrue, Reason: "Admitted", Message: "admitted on w2", LastTransitionTime: since},
+				Placement: &PlacementView{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Attempts: []AttemptView{
+					{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1, Result: "Rejected", Time: *minutes(10), Message: "the worker's agent refused the copy: LocalQueue team-a does not exist in namespace ml on w1, create it there"},
+					{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Result: "Admitted", Time: *minutes(5)},
+				}},
+				Admission: &AdmissionView{ClusterQueue: "cq", PodSets: []PodSetAdmissionView{{
+					Name: "main", Flavor: "gpu", Count: 6, Levels: []string{blockLevel, rackLevel},
+					Domains: []AssignedDomainView{{Values: []string{"block-1", "rack-1"}, Pods: 4}, {Values: []string{"block-1", "rack-2"}, Pods: 2}},
+				}}},
+			},
+			want: `Job:        ml/train
+Workload:   job-train (on the hub)
+Queue:      team-a
+Admitted:   True  Admitted (for 5m)
+            admitted on w2
+Placement:  w2, flavor gpu (dispatch generation 2)
+  #1 w1/gpu Rejected 10m ago: the worker's agent refused the copy: LocalQueue team-a does not exist
+      in namespace ml on w1, create it there
+  #2 w2/gpu Admitted 5m ago
+Admission:  ClusterQueue cq
+  main: 6 pods on flavor gpu, in 2 rack domains (block > rack)
+    block-1/rack-1  4 pods
+    block-1/rack-2  2 pods
+`,
+		},
+		"a hub Workload that fits nowhere now": {
+			view: ExplainView{
+				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "big"}, Workload: "job-big", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionFalse, Reason: "Pending", LastTransitionTime: minutes(2),
+					Message: "fits nowhere now: w1/a100: rack required: the best rack holds 6 of 8 pods; limited by nvidia.com/gpu (3 nodes); w2/h100: summary stale"},
+				Placement: &PlacementView{},
+			},
+			want: `Job:        ml/big
+Workload:   job-big (on the hub)
+Queue:      team-a
+Admitted:   False  Pending (for 2m)
+            fits nowhere now: w1/a100: rack required: the best rack holds 6 of 8 pods; limited by
+            nvidia.com/gpu (3 nodes); w2/h100: summary stale
+Placement:  waiting on the hub, never dispatched
+`,
+		},
+		"a worker's Workload on hosts": {
+			view: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionTrue, Reason: "Admitted"},
+				Admission: &AdmissionView{ClusterQueue: "cq", PodSets: []PodSetAdmissionView{{
+					Name: "main", Flavor: "gpu", Count: 16, Levels: []string{strata.HostnameLabel},
+					Domains: []AssignedDomainView{{Values: []string{"node-1"}, Pods: 8}, {Values: []string{"node-12"}, Pods: 8}},
+				}}},
+			},
+			want: `Job:        ml/train
+Workload:   job-train (on the worker)
+Queue:      team-a
+Admitted:   True  Admitted
+Admission:  ClusterQueue cq
+  main: 16 pods on flavor gpu, on 2 hosts
+    node-1   8 pods
+    node-12  8 pods
+`,
+		},
+		"a worker's Workload, invalid": {
+			view: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Invalid:        &ConditionView{Status: metav1.ConditionTrue, Reason: "LocalQueueNotFound", Message: "LocalQueue team-a not found"},
+				Dispatch:       &DispatchView{Origin: "strata-hub", HubWorkloadUID: "hub-uid", Generation: "2", Flavor: "gpu"},
+				UnhealthyNodes: []string{"node-3"},
+			},
+			want: `Job:        ml/train
+Workload:   job-train (on the worker)
+Queue:      team-a
+Admitted:   Unknown (no condition yet)
+Invalid:    True  LocalQueueNotFound
+            LocalQueue team-a not found
+Dispatch:   copy of hub Workload hub-uid (dispatch 2) from hub strata-hub; flavor pinned: gpu
+Unhealthy:  node-3 (replacements being searched)
+`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := writeExplain(&out, tc.view, now); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, out.String()); diff != "" {
+				t.Errorf("writeExplain (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

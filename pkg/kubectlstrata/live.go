@@ -1,0 +1,127 @@
+package kubectlstrata
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/scheme"
+)
+
+// liveFlags are the flags of the commands that read a live cluster.
+type liveFlags struct {
+	kubeconfig string
+	context    string
+	namespace  string
+	output     string
+}
+
+// add registers the flags on cmd; -n/--namespace only when the command
+// reads namespaced objects.
+func (f *liveFlags) add(cmd *cobra.Command, namespaced bool) {
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	cmd.Flags().StringVar(&f.context, "context", "", "the kubeconfig context to use (default: the current context)")
+	if namespaced {
+		cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "namespace (default: the context's namespace)")
+	}
+	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
+}
+
+// session is a connection to the cluster a command reads.
+type session struct {
+	client    client.Client
+	namespace string
+	// where names the cluster in messages: the context and the server.
+	where string
+}
+
+// connect loads the kubeconfig the way kubectl does (--kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config; --context, else the current context)
+// and returns a client with Strata's scheme. No request is made yet.
+func (f *liveFlags) connect() (*session, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.context}
+	overrides.Context.Namespace = f.namespace
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no kubeconfig: pass --kubeconfig, set KUBECONFIG or create ~/.kube/config")
+		}
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	contextName := f.context
+	if contextName == "" {
+		if raw, err := cc.RawConfig(); err == nil {
+			contextName = raw.CurrentContext
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
+	}
+	where := cfg.Host
+	if contextName != "" {
+		where = fmt.Sprintf("context %q (%s)", contextName, cfg.Host)
+	}
+	return &session{client: c, namespace: ns, where: where}, nil
+}
+
+// Messages for clusters that lack Strata's CRDs.
+const (
+	noStrataCRDs = "this cluster has no Strata CRDs (strata.dev): install the strata-agent or strata-hub chart"
+	notAHub      = "this cluster has no WorkerCluster CRD (strata.dev): it is not a Strata hub; " +
+		"install the strata-hub chart, or on a worker use 'kubectl strata topology'"
+)
+
+// apiError turns an error of reading resource (e.g. "workerclusters") of
+// kind from the cluster at where into advice: a cluster without the CRD,
+// credentials that are refused or lack a permission, a server that does
+// not answer.
+func apiError(err error, kind, resource, where string) error {
+	switch {
+	case err == nil:
+		return nil
+	case meta.IsNoMatchError(err):
+		if kind == "WorkerCluster" {
+			return errors.New(notAHub)
+		}
+		return errors.New(noStrataCRDs)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the API server at %s does not accept your credentials: log in again or pick another --context (%w)", where, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("you may not list %s.%s on %s: ask for read access (%w)", resource, groupOf(kind), where, err)
+	}
+	return fmt.Errorf("reading %s from %s: %w", resource, where, err)
+}
+
+// groupOf is the API group of the kinds the commands read.
+func groupOf(kind string) string {
+	switch kind {
+	case "Job":
+		return "batch"
+	}
+	return strata.GroupVersion.Group
+}
+
+// servesKind says whether the cluster serves the Strata kind: false when
+// its CRD is not installed.
+func (s *session) servesKind(kind string) (bool, error) {
+	_, err := s.client.RESTMapper().RESTMapping(schema.GroupKind{Group: strata.GroupVersion.Group, Kind: kind}, strata.GroupVersion.Version)
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -150,6 +150,7 @@ func TestWriteClustersTable(t *testing.T) {
 				},
 				NotDispatched: NotDispatchedView{Total: 3, ByReason: map[string]int32{"Pending": 2, "Invalid": 1}},
 			},
+			//nolint:dupword // columns of a table repeat values
 			want: `NAME  CONNECTED            FRESH                   CORDONED  COPIES  ADMITTED  WAITING  FLAVORS (SUMMARY AGE)
 w1    True                 True                    false     3       2         1        cpu 3m, gpu 60s
 w2    False (Unreachable)  Unknown (NotConnected)  true      0       0         0        -

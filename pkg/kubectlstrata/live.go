@@ -109,8 +109,7 @@ func apiError(err error, kind, resource, where string) error {
 
 // groupOf is the API group of the kinds the commands read.
 func groupOf(kind string) string {
-	switch kind {
-	case "Job":
+	if kind == "Job" {
 		return "batch"
 	}
 	return strata.GroupVersion.Group

@@ -149,6 +149,30 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		}
 		return out
 	}
+	// podsPerRack is how many pods an admission puts in each rack of the
+	// worker that holds it.
+	podsPerRack := func(g Gomega, ctx SpecContext, worker client.Client, a *strata.Admission) map[string]int32 {
+		ta, err := tas.Decode(a.PodSetAssignments[0].TopologyAssignment)
+		g.Expect(err).NotTo(HaveOccurred())
+		out := map[string]int32{}
+		for _, d := range ta.Domains {
+			var n corev1.Node
+			g.Expect(worker.Get(ctx, client.ObjectKey{Name: d.Values[len(d.Values)-1]}, &n)).To(Succeed())
+			out[n.Labels[rack]] += d.Count
+		}
+		return out
+	}
+	// admittedOn waits for a hub Job's admission and returns its worker
+	// and the admission.
+	admittedOn := func(ctx SpecContext, j *batchv1.Job) (string, *strata.Admission) {
+		GinkgoHelper()
+		var wl *strata.Workload
+		Eventually(func(g Gomega) {
+			wl = hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %+v", wl.Status.Conditions)
+		}, wait, time.Second).Should(Succeed())
+		return wl.Status.Placement.Cluster, wl.Status.Admission
+	}
 	complete := func(j *batchv1.Job) bool {
 		for _, c := range j.Status.Conditions {
 			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
@@ -279,5 +303,91 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		Eventually(func(g Gomega) {
 			g.Expect(copies(g, ctx, j)).To(BeEmpty())
 		}, wait, time.Second).Should(Succeed())
+	})
+	It("lets a rack-preferred Job that no rack holds spill into the fewest racks of one block", func(ctx SpecContext) {
+		j := fleetJob("spill", 12, "4", map[string]string{"kueue.x-k8s.io/podset-preferred-topology": rack})
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		at, a := admittedOn(ctx, j)
+		Expect(at).To(Equal("w1"), "48 CPUs: only w1's block has them")
+		Eventually(func(g Gomega) {
+			g.Expect(podsPerRack(g, ctx, workers[at], a)).To(ConsistOf(int32(8), int32(4)), "a whole rack and the rest in the other")
+		}).Should(Succeed())
+	})
+
+	It("places an unconstrained Job wherever capacity is, and runs it", func(ctx SpecContext) {
+		j := fleetJob("anywhere", 10, "4", map[string]string{"kueue.x-k8s.io/podset-unconstrained-topology": "true"})
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		at, a := admittedOn(ctx, j)
+		Expect(at).To(Equal("w1"))
+		Eventually(func(g Gomega) {
+			var total int32
+			for _, n := range podsPerRack(g, ctx, workers[at], a) {
+				total += n
+			}
+			g.Expect(total).To(Equal(int32(10)))
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(complete(&got)).To(BeTrue(), "hub job status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+	})
+
+	It("keeps two-level slices whole: slices of 4 pods, each in one rack, all in one block", func(ctx SpecContext) {
+		j := fleetJob("sliced", 8, "4", map[string]string{
+			"kueue.x-k8s.io/podset-required-topology":       block,
+			"kueue.x-k8s.io/podset-slice-required-topology": rack,
+			"kueue.x-k8s.io/podset-slice-size":              "4",
+		})
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		at, a := admittedOn(ctx, j)
+		Eventually(func(g Gomega) {
+			for r, n := range podsPerRack(g, ctx, workers[at], a) {
+				g.Expect(n%4).To(BeZero(), "rack %s holds %d pods: a slice was split", r, n)
+			}
+		}).Should(Succeed())
+	})
+
+	It("replaces a node lost under a hub-dispatched Job on its worker; the hub sees the new assignment and the Job complete", func(ctx SpecContext) {
+		// 2 pods a node: spare nodes stay in the rack on either worker.
+		j := fleetJob("swap", 4, "2", map[string]string{"kueue.x-k8s.io/podset-required-topology": rack, kwokcluster.RunForAnnotation: "20s"})
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		at, _ := admittedOn(ctx, j)
+		w := workers[at]
+		var running []corev1.Pod
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(w.List(ctx, &pods, client.InNamespace(fleetNS), client.MatchingLabels{batchv1.JobNameLabel: j.Name})).To(Succeed())
+			running = nil
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning {
+					running = append(running, p)
+				}
+			}
+			g.Expect(running).To(HaveLen(4))
+		}, wait, 200*time.Millisecond).Should(Succeed())
+		failed := running[0].Spec.NodeName
+		By(fmt.Sprintf("deleting node %s of %s under the running copy", failed, at))
+		Expect(w.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: failed}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			ta, err := tas.Decode(wl.Status.Admission.PodSetAssignments[0].TopologyAssignment)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, d := range ta.Domains {
+				g.Expect(d.Values[len(d.Values)-1]).NotTo(Equal(failed), "the hub mirrors the worker's new assignment")
+			}
+		}, wait, time.Second).Should(Succeed())
+		By("deleting the lost node's pods, as the pod garbage collector does")
+		for _, p := range running {
+			if p.Spec.NodeName == failed {
+				Expect(client.IgnoreNotFound(w.Delete(ctx, &p, client.GracePeriodSeconds(0)))).To(Succeed())
+			}
+		}
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(complete(&got)).To(BeTrue(), "hub job status: %+v", got.Status)
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "replaced on the worker, not dispatched again")
+		}, 4*time.Minute, time.Second).Should(Succeed())
 	})
 })

@@ -80,6 +80,22 @@ func TestGolden(t *testing.T) {
 				wantServiceMonitor(t, r, true)
 			},
 		},
+		"hub-plugin-extra-args": {
+			chart:     "strata-hub",
+			namespace: "strata-system",
+			set: []string{"extraArgs={--zap-log-level=2}", "extraVolumes[0].name=plugins", "extraVolumes[0].hostPath.path=/opt/strata/plugins",
+				"extraVolumeMounts[0].name=plugins", "extraVolumeMounts[0].mountPath=/plugins", "extraVolumeMounts[0].readOnly=true"},
+			check: func(t *testing.T, r *rendered) {
+				d := decode[appsv1.Deployment](t, r.all("Deployment")[0])
+				pod := d.Spec.Template.Spec
+				if c := pod.Containers[0]; !slices.Contains(c.Args, "--zap-log-level=2") || len(c.VolumeMounts) != 2 || c.VolumeMounts[1].MountPath != "/plugins" {
+					t.Errorf("container args %v, mounts %+v: want the extra argument and the plugins mount", c.Args, c.VolumeMounts)
+				}
+				if len(pod.Volumes) != 2 || pod.Volumes[1].HostPath == nil || pod.Volumes[1].HostPath.Path != "/opt/strata/plugins" {
+					t.Errorf("volumes %+v: want the config and the plugins volume", pod.Volumes)
+				}
+			},
+		},
 		"agent-defaults": {
 			chart:     "strata-agent",
 			namespace: "strata-system",

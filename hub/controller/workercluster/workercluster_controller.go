@@ -71,6 +71,10 @@ const (
 	ReasonNotRead     = "NotConnected"
 )
 
+// ageInterval is how often a connected worker's summary age is measured
+// again when nothing else happens.
+const ageInterval = 30 * time.Second
+
 // connectTimeout bounds the wait for a worker's summaries on connection.
 const connectTimeout = 10 * time.Second
 
@@ -226,7 +230,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		var next time.Duration
 		fresh, next = freshness(summaries, now, r.staleAfter)
-		requeue = next
+		// Look again at least every ageInterval: the summary age metric
+		// must go on growing while a worker publishes nothing.
+		requeue = min(next, ageInterval)
 		metrics.HubSummaryAge.WithLabelValues(wc.Name).Set(oldest(summaries, now).Seconds())
 		if copies, err := r.fleet.Copies(ctx, wc.Name); err == nil {
 			status.Workloads = live(copies)

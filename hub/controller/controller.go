@@ -12,6 +12,7 @@ import (
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/controller/clusterqueue"
 	"strata.dev/strata/hub/controller/copies"
 	"strata.dev/strata/hub/controller/jobs"
 	"strata.dev/strata/hub/controller/workercluster"
@@ -50,6 +51,9 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 		return nil, err
 	}
 	if err := localqueue.NewReconciler(mgr.GetClient(), clk).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := clusterqueue.NewReconciler(mgr.GetClient(), clk).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	followed := copies.NewReconciler(mgr.GetClient(), f, cfg, recorder, clk)

@@ -298,11 +298,17 @@ func chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor str
 	if usage[cq] == nil {
 		usage[cq] = map[string]corev1.ResourceList{}
 	}
+	ChargeUsage(usage[cq], flavor, wl)
+}
+
+// ChargeUsage adds a Workload's requests to usage (by flavor) of the
+// flavor it is dispatched on.
+func ChargeUsage(usage map[string]corev1.ResourceList, flavor string, wl *strata.Workload) {
 	psas := make([]strata.PodSetAssignment, 0, len(wl.Spec.PodSets))
 	for i := range wl.Spec.PodSets {
 		psas = append(psas, strata.PodSetAssignment{Flavor: flavor, ResourceUsage: queue.TotalRequests(&wl.Spec.PodSets[i])})
 	}
-	queue.AddUsage(usage[cq], psas)
+	queue.AddUsage(usage, psas)
 }
 
 // rebuild reserves, on each target first seen available, the

@@ -40,16 +40,20 @@ var _ = Describe("Permissions", func() {
 			// The same cluster as w3: no other spec may see it twice.
 			Expect(hub.Client.Delete(ctx, &strata.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "w3-reader"}})).To(Succeed())
 		})
-		var wc strata.WorkerCluster
-		Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w3-reader"}, &wc)).To(Succeed())
-		wc.Labels = map[string]string{"access": "read-only"}
-		Expect(hub.Client.Update(ctx, &wc)).To(Succeed())
+		Eventually(func(g Gomega) { // the hub writes its status meanwhile
+			var wc strata.WorkerCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w3-reader"}, &wc)).To(Succeed())
+			wc.Labels = map[string]string{"access": "read-only"}
+			g.Expect(hub.Client.Update(ctx, &wc)).To(Succeed())
+		}).Should(Succeed())
 
 		e := newEnv(ctx, "perm", map[string][][]string{"w3": {{"4"}}})
-		var cq strata.ClusterQueue
-		Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-perm"}, &cq)).To(Succeed())
-		cq.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"access": "read-only"}}
-		Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+		Eventually(func(g Gomega) { // the hub writes its status meanwhile
+			var cq strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-perm"}, &cq)).To(Succeed())
+			cq.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"access": "read-only"}}
+			g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
 
 		job := e.job("denied", 1, "1", nil)
 		Expect(hub.Client.Create(ctx, job)).To(Succeed())

@@ -18,10 +18,12 @@ import (
 var _ = Describe("Hub queueing", func() {
 	It("dispatches within the ClusterQueue's fleet-wide quota, higher priority first", func(ctx SpecContext) {
 		e := newEnv(ctx, "quota", map[string][][]string{"w1": {{"8", "8"}}, "w2": {{"8"}}})
-		var cq strata.ClusterQueue
-		Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-quota"}, &cq)).To(Succeed())
-		cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("2")}}
-		Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+		Eventually(func(g Gomega) { // the hub writes the queue's status meanwhile
+			var cq strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-quota"}, &cq)).To(Succeed())
+			cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("2")}}
+			g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
 		for _, c := range append(workers, hub) {
 			pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "quota-high"}, Value: 100}
 			Expect(c.Client.Create(ctx, pc)).To(Succeed())
@@ -47,6 +49,16 @@ var _ = Describe("Hub queueing", func() {
 				g.Expect(c.Message).To(ContainSubstring("more than is left of the quota of 2"))
 			}).Should(Succeed())
 		}
+		By("the hub's ClusterQueue status counting them")
+		Eventually(func(g Gomega) {
+			var got strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-quota"}, &got)).To(Succeed())
+			g.Expect(got.Status.AdmittedWorkloads).To(Equal(int32(1)))
+			g.Expect(got.Status.PendingWorkloads).To(Equal(int32(2)))
+			g.Expect(got.Status.FlavorsUsage).To(HaveLen(1))
+			g.Expect(got.Status.FlavorsUsage[0].Resources.Cpu().String()).To(Equal("2"))
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, "Active")).To(BeTrue())
+		}).Should(Succeed())
 
 		By("the first Job finishing on its worker")
 		wl := hubWorkload(Default, ctx, first)

@@ -1,0 +1,181 @@
+// Package clusterqueue keeps the status of the hub's ClusterQueues: how
+// many of their Workloads wait and how many are admitted on a worker, and
+// what the dispatched ones use per flavor, as `kubectl get clusterqueues`
+// shows on an agent's cluster.
+package clusterqueue
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/index"
+	"strata.dev/strata/pkg/queue"
+)
+
+// statusInterval bounds the status writes of one ClusterQueue, which would
+// otherwise follow every dispatch of a burst.
+const statusInterval = time.Second
+
+// Reconciler writes the hub's ClusterQueue status.
+type Reconciler struct {
+	client client.Client
+	clock  clock.Clock
+
+	mu sync.Mutex
+	// written is when each ClusterQueue's status was last written.
+	written map[string]time.Time
+}
+
+// NewReconciler returns a Reconciler.
+func NewReconciler(c client.Client, clk clock.Clock) *Reconciler {
+	return &Reconciler{client: c, clock: clk, written: map[string]time.Time{}}
+}
+
+// SetupWithManager registers the reconciler: a ClusterQueue's creation or
+// spec change, a LocalQueue pointing at it, and a change of what one of
+// its Workloads counts for (pending, admitted, finished, dispatched
+// flavor, or another queue).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusterqueue").
+		For(&strata.ClusterQueue{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&strata.LocalQueue{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: o.(*strata.LocalQueue).Spec.ClusterQueue}}}
+		})).
+		Watches(&strata.Workload{}, handler.EnqueueRequestsFromMapFunc(r.clusterQueueOf), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				old, cur := e.ObjectOld.(*strata.Workload), e.ObjectNew.(*strata.Workload)
+				return old.Spec.QueueName != cur.Spec.QueueName || contribution(old) != contribution(cur)
+			},
+		})).
+		Complete(r)
+}
+
+// share is what one Workload adds to its ClusterQueue's status.
+type share struct {
+	counts queue.Counts
+	flavor string // dispatched on, "" when not dispatched
+}
+
+func contribution(wl *strata.Workload) share {
+	var s share
+	s.counts.Count(wl)
+	if _, flavor, _, ok := dispatch.Placed(wl); ok && !finished(wl) {
+		s.flavor = flavor
+	}
+	return s
+}
+
+func finished(wl *strata.Workload) bool {
+	return meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished)
+}
+
+// clusterQueueOf maps a Workload to the ClusterQueue of its LocalQueue.
+func (r *Reconciler) clusterQueueOf(ctx context.Context, o client.Object) []ctrl.Request {
+	var lq strata.LocalQueue
+	if err := r.client.Get(ctx, queue.Key(o.(*strata.Workload)), &lq); err != nil {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: lq.Spec.ClusterQueue}}}
+}
+
+// Reconcile writes a ClusterQueue's status when it changed, at most once
+// per statusInterval.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var cq strata.ClusterQueue
+	if err := r.client.Get(ctx, req.NamespacedName, &cq); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.mu.Lock()
+			delete(r.written, req.Name)
+			r.mu.Unlock()
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.mu.Lock()
+	last, ok := r.written[cq.Name]
+	r.mu.Unlock()
+	if wait := statusInterval - r.clock.Since(last); ok && wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil // write the numbers as they are then
+	}
+	var lqs strata.LocalQueueList
+	if err := r.client.List(ctx, &lqs, client.MatchingFields{index.LocalQueueClusterQueue: cq.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, err
+	}
+	var wls []*strata.Workload
+	for i := range lqs.Items {
+		lq := &lqs.Items[i]
+		var list strata.WorkloadList
+		if err := r.client.List(ctx, &list, client.InNamespace(lq.Namespace), client.MatchingFields{index.WorkloadQueue: lq.Name},
+			client.UnsafeDisableDeepCopy); err != nil {
+			return ctrl.Result{}, err
+		}
+		for j := range list.Items {
+			wls = append(wls, &list.Items[j])
+		}
+	}
+	st := Status(&cq, wls)
+	if equality.Semantic.DeepEqual(st, cq.Status) {
+		return ctrl.Result{}, nil
+	}
+	cq.Status = st
+	if err := r.client.Status().Update(ctx, &cq); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.mu.Lock()
+	r.written[cq.Name] = r.clock.Now()
+	r.mu.Unlock()
+	return ctrl.Result{}, nil
+}
+
+// Status is a hub ClusterQueue's status from the Workloads of its
+// LocalQueues: pending (not admitted on a worker yet), admitted (on a
+// worker, unfinished), the requests of the dispatched ones per flavor in
+// the queue's flavor order, and Active (the hub dispatches from every
+// ClusterQueue; only an invalid clusterSelector stops it).
+func Status(cq *strata.ClusterQueue, wls []*strata.Workload) strata.ClusterQueueStatus {
+	st := *cq.Status.DeepCopy()
+	var c queue.Counts
+	usage := map[string]corev1.ResourceList{}
+	for _, wl := range wls {
+		if !wl.DeletionTimestamp.IsZero() {
+			continue
+		}
+		c.Count(wl)
+		if s := contribution(wl); s.flavor != "" {
+			dispatch.ChargeUsage(usage, s.flavor, wl)
+		}
+	}
+	st.PendingWorkloads, st.AdmittedWorkloads = c.Pending, c.Admitted
+	st.FlavorsUsage = nil
+	for _, fq := range cq.Spec.Flavors {
+		if u := usage[fq.Name]; len(u) > 0 {
+			st.FlavorsUsage = append(st.FlavorsUsage, strata.FlavorUsage{Name: fq.Name, Resources: u})
+		}
+	}
+	active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "dispatches to the workers its clusterSelector takes"}
+	if cq.Spec.ClusterSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector); err != nil {
+			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: "InvalidClusterSelector", Message: err.Error()}
+		}
+	}
+	active.ObservedGeneration = cq.Generation
+	meta.SetStatusCondition(&st.Conditions, active)
+	return st
+}

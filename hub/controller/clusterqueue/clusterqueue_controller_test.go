@@ -1,0 +1,85 @@
+package clusterqueue
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+)
+
+func TestStatus(t *testing.T) {
+	cq := testutil.MakeClusterQueue("cq").Flavor("a100").Flavor("h100").Obj()
+	wl := func(name, cluster, flavor string, admitted, finished bool) *strata.Workload {
+		w := testutil.MakeWorkload(name, "ml").PodSets(testutil.MakePodSet("main", 2, "cpu", "4", "nvidia.com/gpu", "8").PodSet).Obj()
+		if cluster != "" {
+			w.Status.Placement = &strata.Placement{Cluster: cluster, Flavor: flavor, DispatchGeneration: 1}
+		}
+		if admitted {
+			w.Status.Admission = &strata.Admission{ClusterQueue: "cq"}
+		}
+		if finished {
+			w.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue}}
+		}
+		return w
+	}
+	usage := func(pods int64) corev1.ResourceList {
+		return corev1.ResourceList{
+			corev1.ResourceCPU:                    *resource.NewQuantity(4*pods, resource.DecimalSI),
+			corev1.ResourceName("nvidia.com/gpu"): *resource.NewQuantity(8*pods, resource.DecimalSI),
+		}
+	}
+	active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "dispatches to the workers its clusterSelector takes"}
+	cases := map[string]struct {
+		cq   *strata.ClusterQueue
+		wls  []*strata.Workload
+		want strata.ClusterQueueStatus
+	}{
+		"an empty queue": {
+			cq:   cq,
+			want: strata.ClusterQueueStatus{Conditions: []metav1.Condition{active}},
+		},
+		"waiting, dispatched, admitted and finished Workloads": {
+			cq: cq,
+			wls: []*strata.Workload{
+				wl("waits", "", "", false, false),
+				wl("dispatched", "w1", "h100", false, false),
+				wl("admitted", "w2", "a100", true, false),
+				wl("admitted-too", "w1", "a100", true, false),
+				wl("done", "w1", "a100", true, true),
+			},
+			want: strata.ClusterQueueStatus{
+				Conditions:        []metav1.Condition{active},
+				PendingWorkloads:  2, // waiting and dispatched, not admitted yet
+				AdmittedWorkloads: 2,
+				FlavorsUsage: []strata.FlavorUsage{ // in the queue's flavor order; the finished one uses nothing
+					{Name: "a100", Resources: usage(4)},
+					{Name: "h100", Resources: usage(2)},
+				},
+			},
+		},
+		"an invalid clusterSelector": {
+			cq: func() *strata.ClusterQueue {
+				c := cq.DeepCopy()
+				c.Spec.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: "Near"}}}
+				return c
+			}(),
+			want: strata.ClusterQueueStatus{Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: "InvalidClusterSelector",
+				Message: `"Near" is not a valid label selector operator`}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Status(tc.cq, tc.wls)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
+				cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+				t.Errorf("Status() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -38,6 +38,7 @@ const (
 	DefaultSummaryHeartbeatInterval = 30 * time.Second
 	DefaultUngateBatchPeriod        = 500 * time.Millisecond
 	DefaultAdmissionTimeout         = 5 * time.Minute
+	DefaultPendingTimeout           = 30 * time.Second
 	DefaultSummaryStaleAfter        = 2 * time.Minute
 	DefaultWorkerNamespace          = "strata-system"
 	// DefaultOrigin labels the copies a hub creates on its workers.
@@ -141,6 +142,7 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	cfg.Kind = configv1beta1.HubConfigurationKind
 	setTASDefaults(&cfg.TopologyAwareScheduling)
 	setDuration(&cfg.Dispatch.AdmissionTimeout, DefaultAdmissionTimeout)
+	setDuration(&cfg.Dispatch.PendingTimeout, DefaultPendingTimeout)
 	setDuration(&cfg.Dispatch.SummaryStaleAfter, DefaultSummaryStaleAfter)
 	if cfg.Namespace == "" {
 		cfg.Namespace = DefaultHubNamespace
@@ -227,6 +229,7 @@ func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
 	errs := validateTAS(&cfg.TopologyAwareScheduling, field.NewPath("topologyAwareScheduling"))
 	dp := field.NewPath("dispatch")
 	errs = append(errs, positive(cfg.Dispatch.AdmissionTimeout, dp.Child("admissionTimeout"), false)...)
+	errs = append(errs, positive(cfg.Dispatch.PendingTimeout, dp.Child("pendingTimeout"), false)...)
 	errs = append(errs, positive(cfg.Dispatch.SummaryStaleAfter, dp.Child("summaryStaleAfter"), false)...)
 	errs = append(errs, positive(cfg.Dispatch.RejectionBackoff, dp.Child("rejectionBackoff"), false)...)
 	errs = append(errs, positive(cfg.Dispatch.FinishedRetention, dp.Child("finishedRetention"), true)...)

@@ -289,6 +289,7 @@ func TestLoadHub(t *testing.T) {
 				},
 				Dispatch: configv1beta1.Dispatch{
 					AdmissionTimeout:    duration(5 * time.Minute),
+					PendingTimeout:      duration(30 * time.Second),
 					SummaryStaleAfter:   duration(2 * time.Minute),
 					WorkerNamespace:     "strata-system",
 					PlacementPolicy:     configv1beta1.Compact,

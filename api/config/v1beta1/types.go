@@ -226,6 +226,14 @@ type Dispatch struct {
 	// (default 5m).
 	// +optional
 	AdmissionTimeout *metav1.Duration `json:"admissionTimeout,omitempty"`
+	// pendingTimeout is how long a copy may wait on a worker whose agent
+	// says it cannot admit it now (its Workload Pending: no room, quota,
+	// behind other workloads) before the hub removes it and places it where
+	// it fits now; that worker then gets no new copy of it for
+	// rejectionBackoff (default 30s). admissionTimeout still bounds copies
+	// the agent has said nothing about.
+	// +optional
+	PendingTimeout *metav1.Duration `json:"pendingTimeout,omitempty"`
 	// summaryStaleAfter is the age after which a worker's summary is stale and
 	// the worker receives no new workloads (default 2m).
 	// +optional

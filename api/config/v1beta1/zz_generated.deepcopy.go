@@ -88,6 +88,11 @@ func (in *Dispatch) DeepCopyInto(out *Dispatch) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.PendingTimeout != nil {
+		in, out := &in.PendingTimeout, &out.PendingTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.SummaryStaleAfter != nil {
 		in, out := &in.SummaryStaleAfter, &out.SummaryStaleAfter
 		*out = new(v1.Duration)

@@ -285,12 +285,47 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if seen.After(dispatched) {
 		dispatched = seen
 	}
-	if wait := dispatched.Add(r.cfg.Dispatch.AdmissionTimeout.Duration).Sub(r.clock.Now()); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, r.mirrorWait(ctx, &wl, copyWL)
+	wait := dispatched.Add(r.cfg.Dispatch.AdmissionTimeout.Duration).Sub(r.clock.Now())
+	if wait <= 0 {
+		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementTimedOut, dispatch.ReasonTimedOut, "AdmissionTimeout",
+			fmt.Sprintf("the worker did not admit the copy within %s; placing it again", r.cfg.Dispatch.AdmissionTimeout.Duration))
 	}
-	return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementTimedOut, dispatch.ReasonTimedOut, "AdmissionTimeout",
-		fmt.Sprintf("the worker did not admit the copy within %s; placing it again", r.cfg.Dispatch.AdmissionTimeout.Duration))
+	// A worker whose agent says it cannot admit the copy now (no room as
+	// its nodes are packed, its quota, workloads ahead of it) keeps it for
+	// pendingTimeout; the hub then places it where it fits now.
+	if since, message, pending := PendingSince(copyWL); pending {
+		timeout := r.cfg.Dispatch.PendingTimeout.Duration
+		left := since.Add(timeout).Sub(r.clock.Now())
+		if left <= 0 {
+			return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementRejected, dispatch.ReasonRejected, ReasonPendingOnWorker,
+				fmt.Sprintf("the worker has not been able to admit the copy for %s (%s); placing it where it fits now", timeout, message))
+		}
+		wait = min(wait, left)
+	}
+	return ctrl.Result{RequeueAfter: wait}, r.mirrorWait(ctx, &wl, copyWL)
 }
+
+// ReasonPendingOnWorker is the refusal of a copy its worker's agent kept
+// Pending for dispatch.pendingTimeout.
+const ReasonPendingOnWorker = "PendingOnWorker"
+
+// PendingSince says since when a copy's Workload has been Pending on its
+// worker (the agent tried and cannot admit it now), with the agent's
+// message; false when it is not.
+func PendingSince(copyWL *strata.Workload) (time.Time, string, bool) {
+	if copyWL == nil || copyWL.Status.Admission != nil {
+		return time.Time{}, "", false
+	}
+	c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadAdmitted)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != workerPending {
+		return time.Time{}, "", false
+	}
+	return c.LastTransitionTime.Time, c.Message, true
+}
+
+// workerPending is the reason of an agent's Admitted=False condition on a
+// workload it tried and cannot admit now (agent/scheduler.ReasonPending).
+const workerPending = "Pending"
 
 // vanished handles an admitted copy that the worker's informer no longer
 // shows: confirmed gone by a read from the worker, it was deleted there

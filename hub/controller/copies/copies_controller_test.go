@@ -2,12 +2,15 @@ package copies
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
 )
 
 func TestClearRun(t *testing.T) {
@@ -51,6 +54,49 @@ func TestClearRun(t *testing.T) {
 			}
 			if changed != tc.wantChanged {
 				t.Errorf("ClearRun() = %t, want %t", changed, tc.wantChanged)
+			}
+		})
+	}
+}
+
+func TestPendingSince(t *testing.T) {
+	at := metav1.Unix(100, 0)
+	copyWith := func(c *metav1.Condition, admitted bool) *strata.Workload {
+		wl := &strata.Workload{}
+		if c != nil {
+			wl.Status.Conditions = []metav1.Condition{*c}
+		}
+		if admitted {
+			wl.Status.Admission = &strata.Admission{ClusterQueue: "cq"}
+		}
+		return wl
+	}
+	cases := map[string]struct {
+		copyWL      *strata.Workload
+		wantSince   time.Time
+		wantMessage string
+		wantPending bool
+	}{
+		"no copy Workload yet": {},
+		"not looked at yet":    {copyWL: copyWith(nil, false)},
+		"pending on the worker": {
+			copyWL:      copyWith(&metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Pending", Message: "rack required: the best rack fits 3 of 4 pods", LastTransitionTime: at}, false),
+			wantSince:   at.Time,
+			wantMessage: "rack required: the best rack fits 3 of 4 pods",
+			wantPending: true,
+		},
+		"refused, not pending": {
+			copyWL: copyWith(&metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Inadmissible", LastTransitionTime: at}, false),
+		},
+		"admitted": {
+			copyWL: copyWith(&metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted", LastTransitionTime: at}, true),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			since, message, pending := PendingSince(tc.copyWL)
+			if !since.Equal(tc.wantSince) || message != tc.wantMessage || pending != tc.wantPending {
+				t.Errorf("PendingSince() = %v, %q, %t; want %v, %q, %t", since, message, pending, tc.wantSince, tc.wantMessage, tc.wantPending)
 			}
 		})
 	}

@@ -48,7 +48,8 @@ var _ = Describe("Dispatch lifecycle", func() {
 			g.Expect(wl.Status.Placement.Attempts).To(HaveLen(2))
 			first := wl.Status.Placement.Attempts[0]
 			g.Expect(first.Cluster).To(Equal("w1"), "the tightest fit, as the summaries say")
-			g.Expect(first.Result).To(Equal(strata.PlacementTimedOut))
+			g.Expect(first.Result).To(Equal(strata.PlacementRejected), "w1's agent keeps it Pending: its quota is taken")
+			g.Expect(first.Message).To(ContainSubstring("has not been able to admit the copy for 3s"))
 			g.Expect(wl.Status.Placement.Attempts[1].Result).To(Equal(strata.PlacementAdmitted))
 			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w2"}), "w1's copy is gone")
 		}, 2*time.Minute).Should(Succeed())

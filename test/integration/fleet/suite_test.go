@@ -95,6 +95,7 @@ var _ = BeforeSuite(func() {
 	hubCfg, err = config.LoadHub("")
 	Expect(err).NotTo(HaveOccurred())
 	hubCfg.Dispatch.AdmissionTimeout = &metav1.Duration{Duration: 8 * time.Second}
+	hubCfg.Dispatch.PendingTimeout = &metav1.Duration{Duration: 3 * time.Second}
 	hubCfg.Dispatch.RejectionBackoff = &metav1.Duration{Duration: time.Minute}
 	hubCfg.Dispatch.OrphanCheckInterval = &metav1.Duration{Duration: 2 * time.Second}
 	hubCfg.Dispatch.FinishedRetention = &metav1.Duration{Duration: 2 * time.Second}

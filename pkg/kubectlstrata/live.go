@@ -1,13 +1,16 @@
 package kubectlstrata
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -123,4 +126,43 @@ func (s *session) servesKind(kind string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// worker returns a session on the worker of WorkerCluster name, from the
+// hub s reaches, with the kubeconfig Secret the WorkerCluster names.
+func (s *session) worker(ctx context.Context, name string) (*session, error) {
+	var wc strata.WorkerCluster
+	if err := s.client.Get(ctx, types.NamespacedName{Name: name}, &wc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("no WorkerCluster %s on %s ('kubectl strata clusters' lists them)", name, s.where)
+		}
+		return nil, apiError(err, "WorkerCluster", "workerclusters", s.where)
+	}
+	ref := wc.Spec.KubeConfigSecretRef
+	if ref == nil {
+		return nil, fmt.Errorf("WorkerCluster %s is not registered through a kubeconfig Secret: run 'kubectl strata topology' with the worker's own kubeconfig", name)
+	}
+	var secret corev1.Secret
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("WorkerCluster %s names Secret %s/%s, which does not exist", name, ref.Namespace, ref.Name)
+		case apierrors.IsForbidden(err):
+			return nil, fmt.Errorf("you may not get Secret %s/%s on %s, the hub's credential for %s: use the worker's own kubeconfig", ref.Namespace, ref.Name, s.where, name)
+		}
+		return nil, fmt.Errorf("reading Secret %s/%s from %s: %w", ref.Namespace, ref.Name, s.where, err)
+	}
+	key := ref.Key
+	if key == "" {
+		key = "kubeconfig"
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[key])
+	if err != nil {
+		return nil, fmt.Errorf("the Secret %s/%s has no usable kubeconfig under key %q: %w", ref.Namespace, ref.Name, key, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s at %s: %w", name, cfg.Host, err)
+	}
+	return &session{client: c, where: fmt.Sprintf("worker %s (%s)", name, cfg.Host)}, nil
 }

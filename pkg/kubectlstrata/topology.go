@@ -76,11 +76,12 @@ const noSummaries = "no CapacitySummary on this cluster: is strata-agent running
 
 func newTopologyCommand() *cobra.Command {
 	var (
-		f      liveFlags
-		flavor string
+		f       liveFlags
+		flavor  string
+		cluster string
 	)
 	cmd := &cobra.Command{
-		Use:   "topology [--flavor FLAVOR] [--kubeconfig WORKER] [--context CTX] [-o table|json|yaml]",
+		Use:   "topology [--flavor FLAVOR] [--cluster WORKER] [--kubeconfig KUBECONFIG] [--context CTX] [-o table|json|yaml]",
 		Short: "On a worker: free capacity per topology domain, from the agent's capacity summaries",
 		Long: `topology reads the CapacitySummary objects strata-agent publishes on a
 worker cluster, one per topology-aware flavor, and prints each flavor's
@@ -89,11 +90,15 @@ with every domain's free capacity of capacity when empty: a GPU, else the
 first extended resource, else cpu, drawn as a bar, then pods and nodes.
 The free capacity is the schedulable nodes'; summaries never overstate it.
 
-Run it with a worker's kubeconfig: the hub reads the workers' summaries
-but keeps no copy of their domains ('kubectl strata clusters' shows each
-worker's flavors and summary ages).`,
+Run it with a worker's kubeconfig, or on the hub with --cluster NAME: the
+hub keeps no copy of the workers' domains, so the command reads the
+summaries from the worker with the hub's own credential for it, the
+kubeconfig Secret its WorkerCluster names (you need get on that Secret;
+workers registered through a ClusterProfile or an OCM ManagedCluster are
+read with their own kubeconfig).`,
 		Example: `  kubectl strata topology --kubeconfig worker.kubeconfig
-  kubectl strata topology --context w1 --flavor gpu-a100 -o yaml`,
+  kubectl strata topology --context w1 --flavor gpu-a100 -o yaml
+  kubectl strata topology --kubeconfig hub.kubeconfig --cluster w1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(f.output); err != nil {
@@ -102,6 +107,11 @@ worker's flavors and summary ages).`,
 			s, err := f.connect()
 			if err != nil {
 				return err
+			}
+			if cluster != "" {
+				if s, err = s.worker(cmd.Context(), cluster); err != nil {
+					return err
+				}
 			}
 			var list strata.CapacitySummaryList
 			if err := s.client.List(cmd.Context(), &list); err != nil {
@@ -120,6 +130,7 @@ worker's flavors and summary ages).`,
 	}
 	f.add(cmd, false)
 	cmd.Flags().StringVar(&flavor, "flavor", "", "show only this flavor")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "on a hub: the WorkerCluster whose summaries to show, read with the hub's kubeconfig Secret for it")
 	return cmd
 }
 

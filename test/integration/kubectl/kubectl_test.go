@@ -196,6 +196,25 @@ var _ = Describe("kubectl strata topology", Label("kubectl"), func() {
 		Expect(err).To(MatchError(`no CapacitySummary of flavor "h100" on this cluster (it has gpu)`))
 	})
 
+	It("reads a worker's summaries from the hub with the WorkerCluster's kubeconfig Secret", func(ctx SpecContext) {
+		create(ctx, worker, testutil.MakeCapacitySummary("gpu").Obj(), func(cs *strata.CapacitySummary) { cs.Status = gpuSummary() })
+		Expect(client.IgnoreAlreadyExists(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "strata-system"}}))).To(Succeed())
+		create(ctx, hub, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "strata-system", Name: "topo-kubeconfig"},
+			Data: map[string][]byte{"kubeconfig": worker.Kubeconfig}}, nil)
+		create(ctx, hub, testutil.MakeWorkerCluster("topo").KubeConfigSecret("strata-system", "topo-kubeconfig").Obj(), nil)
+
+		out, err := run(ctx, "topology", "--kubeconfig", hub.KubeconfigPath, "--cluster", "topo", "--flavor", "gpu")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`(?m)^  b1\s+\[######----\]\s+16/24 nvidia.com/gpu free\s+pods 329/330\s+3 nodes$`))
+
+		By("saying what to do for a worker registered otherwise, or unknown")
+		create(ctx, hub, testutil.MakeWorkerCluster("topo-profile").ClusterProfile("fleet", "topo-profile").Obj(), nil)
+		_, err = run(ctx, "topology", "--kubeconfig", hub.KubeconfigPath, "--cluster", "topo-profile")
+		Expect(err).To(MatchError(ContainSubstring("is not registered through a kubeconfig Secret: run 'kubectl strata topology' with the worker's own kubeconfig")))
+		_, err = run(ctx, "topology", "--kubeconfig", hub.KubeconfigPath, "--cluster", "nowhere")
+		Expect(err).To(MatchError(ContainSubstring("no WorkerCluster nowhere on")))
+	})
+
 	It("says where to look on a cluster without summaries", func(ctx SpecContext) {
 		_, err := run(ctx, "topology", "--kubeconfig", hub.KubeconfigPath)
 		Expect(err).To(MatchError("no CapacitySummary on this cluster: is strata-agent running here? (on a hub, use 'kubectl strata clusters')"))

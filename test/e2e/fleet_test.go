@@ -331,6 +331,52 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		}, wait, time.Second).Should(Succeed())
 	})
 
+	It("fills fragmented capacity with an unconstrained Job: one pod in each node's last free CPU", func(ctx SpecContext) {
+		By("taking 3 of the 4 CPUs of every w2 node with pods of another team")
+		Expect(client.IgnoreAlreadyExists(w2Kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other-team"}}))).To(Succeed())
+		var nodes corev1.NodeList
+		Expect(w2Kube.List(ctx, &nodes, client.MatchingLabels{"pool": fleetFlavor})).To(Succeed())
+		Expect(nodes.Items).To(HaveLen(8))
+		for _, n := range nodes.Items {
+			busy := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "busy-" + n.Name, Namespace: "other-team"},
+				Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "c", Image: "fake",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}},
+			}
+			Expect(w2Kube.Create(ctx, busy)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) {
+				Expect(client.IgnoreNotFound(w2Kube.Delete(ctx, busy, client.GracePeriodSeconds(0)))).To(Succeed())
+			})
+		}
+
+		By("a hub queue that may use w2 only (clusterSelector)")
+		Eventually(func(g Gomega) { // the hub writes its status meanwhile
+			var wc strata.WorkerCluster
+			g.Expect(hubKube.Get(ctx, client.ObjectKey{Name: "w2"}, &wc)).To(Succeed())
+			wc.Labels = map[string]string{"shape": "fragmented"}
+			g.Expect(hubKube.Update(ctx, &wc)).To(Succeed())
+		}).Should(Succeed())
+		cq := testutil.MakeClusterQueue("fragments").Flavor(fleetFlavor).Obj()
+		cq.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"shape": "fragmented"}}
+		Expect(hubKube.Create(ctx, cq)).To(Succeed())
+		Expect(hubKube.Create(ctx, testutil.MakeLocalQueue("fragments", fleetNS, "fragments"))).To(Succeed())
+		Expect(w2Kube.Create(ctx, testutil.MakeLocalQueue("fragments", fleetNS, fleetQueue))).To(Succeed())
+
+		j := fleetJob("fragments", 8, "1", map[string]string{"kueue.x-k8s.io/podset-unconstrained-topology": "true"})
+		j.Labels[strata.QueueNameLabel] = "fragments"
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		at, a := admittedOn(ctx, j)
+		Expect(at).To(Equal("w2"))
+		ta, err := tas.Decode(a.PodSetAssignments[0].TopologyAssignment)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ta.Domains).To(HaveLen(8), "one pod on each node: no node has room for two")
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(complete(&got)).To(BeTrue(), "hub job status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+	})
+
 	It("keeps two-level slices whole: slices of 4 pods, each in one rack, all in one block", func(ctx SpecContext) {
 		j := fleetJob("sliced", 8, "4", map[string]string{
 			"kueue.x-k8s.io/podset-required-topology":       block,

@@ -18,6 +18,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+# kind v0.33.0's default node image (Kubernetes 1.37.0), pinned by digest as
+# kind's release notes ask; the charts need Kubernetes 1.36 or later.
+KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5}
 DIR=${ROOT}/.kind-e2e
 TAG=${STRATA_E2E_IMAGE_TAG:-e2e}
 ARCH=$(go env GOARCH)
@@ -51,7 +54,8 @@ for c in "${CLUSTERS[@]}"; do
   config=worker.yaml
   [[ "${c}" == *-hub ]] && config=hub.yaml
   echo "== creating kind cluster ${c}"
-  "${KIND}" create cluster --name "${c}" --config "${ROOT}/hack/kind/${config}" --kubeconfig "${DIR}/${c}.kubeconfig" --wait 3m
+  "${KIND}" create cluster --name "${c}" --image "${KIND_NODE_IMAGE}" --config "${ROOT}/hack/kind/${config}" \
+    --kubeconfig "${DIR}/${c}.kubeconfig" --wait 3m
   # How the hub's pods reach this cluster: its control plane's address on
   # the kind network.
   "${KIND}" get kubeconfig --internal --name "${c}" >"${DIR}/${c}-internal.kubeconfig"

@@ -214,9 +214,9 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	var next time.Duration
 	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
 		d.rebuild(ctx, targets, placed)
-		metrics.HubReservations.Set(float64(countReservations(targets)))
 		var err error
 		next, err = d.place(ctx, targets, waiting, queues, usage, clusterLabels, now)
+		metrics.HubReservations.Set(float64(countReservations(targets)))
 		return err
 	})
 	errs = append(errs, err)
@@ -224,10 +224,22 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 }
 
 // forgetRecorded drops the dispatches the informer shows now, and those
-// of Workloads that are gone.
+// of Workloads that are gone, and the reasons of Workloads that are gone.
 func (d *Dispatcher) forgetRecorded(wls []strata.Workload) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if len(d.waiting) > 0 {
+		// The reasons written for Workloads that are gone.
+		live := make(map[types.NamespacedName]bool, len(wls))
+		for i := range wls {
+			live[client.ObjectKeyFromObject(&wls[i])] = true
+		}
+		for key := range d.waiting {
+			if !live[key] {
+				delete(d.waiting, key)
+			}
+		}
+	}
 	if len(d.recorded) == 0 {
 		return
 	}
@@ -318,6 +330,18 @@ func ChargeUsage(usage map[string]corev1.ResourceList, flavor string, wl *strata
 // free capacity is not held (it needs its capacity only if the worker
 // gives its admission back).
 func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, placed []*strata.Workload) {
+	// Forget targets that are gone (a worker removed, a flavor's summary
+	// replaced by a new target): a target seen again is rebuilt, and
+	// Holds keeps that from reserving anything twice.
+	current := make(map[*placement.Target]bool, len(targets))
+	for _, t := range targets {
+		current[t] = true
+	}
+	for t := range d.rebuilt {
+		if !current[t] {
+			delete(d.rebuilt, t)
+		}
+	}
 	for _, t := range targets {
 		if d.rebuilt[t] || t.Unavailable != "" {
 			// An unavailable target gets no new work; its dispatches are

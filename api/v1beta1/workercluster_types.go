@@ -33,6 +33,7 @@ type WorkerClusterSpec struct {
 	// to it; what runs there stays.
 	//
 	// +optional
+	// +kubebuilder:default=false
 	Unschedulable bool `json:"unschedulable,omitempty"`
 
 	// localQueueName is the LocalQueue the hub's copies use on this worker,

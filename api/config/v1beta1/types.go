@@ -238,8 +238,9 @@ type Dispatch struct {
 	// the worker receives no new workloads (default 2m).
 	// +optional
 	SummaryStaleAfter *metav1.Duration `json:"summaryStaleAfter,omitempty"`
-	// workerNamespace is where agents publish their summaries and where the
-	// hub's credentials point (default strata-system).
+	// workerNamespace is unused: summaries are cluster-scoped and the hub
+	// reads them cluster-wide. Accepted so that existing files load
+	// (default strata-system).
 	// +optional
 	WorkerNamespace string `json:"workerNamespace,omitempty"`
 	// placementPolicy ranks the (cluster, flavor) candidates where a

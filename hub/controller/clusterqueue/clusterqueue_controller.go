@@ -6,7 +6,6 @@ package clusterqueue
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +24,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/controller/throttle"
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/queue"
 )
@@ -35,17 +35,13 @@ const statusInterval = time.Second
 
 // Reconciler writes the hub's ClusterQueue status.
 type Reconciler struct {
-	client client.Client
-	clock  clock.Clock
-
-	mu sync.Mutex
-	// written is when each ClusterQueue's status was last written.
-	written map[string]time.Time
+	client  client.Client
+	written *throttle.Throttle[string]
 }
 
 // NewReconciler returns a Reconciler.
 func NewReconciler(c client.Client, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, clock: clk, written: map[string]time.Time{}}
+	return &Reconciler{client: c, written: throttle.New[string](clk, statusInterval)}
 }
 
 // SetupWithManager registers the reconciler: a ClusterQueue's creation or
@@ -102,16 +98,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var cq strata.ClusterQueue
 	if err := r.client.Get(ctx, req.NamespacedName, &cq); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.mu.Lock()
-			delete(r.written, req.Name)
-			r.mu.Unlock()
+			r.written.Forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.mu.Lock()
-	last, ok := r.written[cq.Name]
-	r.mu.Unlock()
-	if wait := statusInterval - r.clock.Since(last); ok && wait > 0 {
+	if wait := r.written.Wait(cq.Name); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil // write the numbers as they are then
 	}
 	var lqs strata.LocalQueueList
@@ -138,9 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Status().Update(ctx, &cq); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.mu.Lock()
-	r.written[cq.Name] = r.clock.Now()
-	r.mu.Unlock()
+	r.written.Wrote(cq.Name)
 	return ctrl.Result{}, nil
 }
 
@@ -157,8 +146,9 @@ func Status(cq *strata.ClusterQueue, wls []*strata.Workload) strata.ClusterQueue
 		if !wl.DeletionTimestamp.IsZero() {
 			continue
 		}
-		c.Count(wl)
-		if s := contribution(wl); s.flavor != "" {
+		s := contribution(wl)
+		c.Pending, c.Admitted = c.Pending+s.counts.Pending, c.Admitted+s.counts.Admitted
+		if s.flavor != "" {
 			dispatch.ChargeUsage(usage, s.flavor, wl)
 		}
 	}

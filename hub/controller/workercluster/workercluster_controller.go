@@ -38,6 +38,7 @@ import (
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/controller/throttle"
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/metrics"
 )
@@ -97,8 +98,8 @@ type Reconciler struct {
 	clock      clock.Clock
 
 	mu sync.Mutex
-	// written is when each WorkerCluster's status was last written.
-	written map[string]time.Time
+	// written spaces out status writes that only refresh counts.
+	written *throttle.Throttle[string]
 	// checked is, per worker, the credential whose permissions were last
 	// found complete there, and when.
 	checked map[string]permissionCheck
@@ -128,7 +129,7 @@ func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *
 	return &Reconciler{
 		client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace,
 		accessProviders: cfg.ClusterProfile.AccessProviders, managedCluster: cfg.ManagedCluster, apis: apis,
-		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk, written: map[string]time.Time{}, checked: map[string]permissionCheck{},
+		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk, written: throttle.New[string](clk, countsInterval), checked: map[string]permissionCheck{},
 	}
 }
 
@@ -249,7 +250,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	metrics.HubConnected.WithLabelValues(wc.Name).Set(up)
 	if !equality.Semantic.DeepEqual(status, &wc.Status) {
-		if wait := r.countsWait(&wc.Status, status, now, wc.Name); wait > 0 {
+		if wait := r.countsWait(&wc.Status, status, wc.Name); wait > 0 {
 			// Only counts changed, and they were written a moment ago.
 			if requeue == 0 || wait < requeue {
 				requeue = wait
@@ -260,9 +261,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.client.Status().Update(ctx, &wc); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-		r.mu.Lock()
-		r.written[wc.Name] = now
-		r.mu.Unlock()
+		r.written.Wrote(wc.Name)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
@@ -270,7 +269,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // countsWait says how long to wait before writing a status that differs
 // from the one written only in its summaries' generations and times and
 // its copy count; 0 when it is to be written now.
-func (r *Reconciler) countsWait(old, cur *strata.WorkerClusterStatus, now time.Time, name string) time.Duration {
+func (r *Reconciler) countsWait(old, cur *strata.WorkerClusterStatus, name string) time.Duration {
 	if !equality.Semantic.DeepEqual(old.Conditions, cur.Conditions) || len(old.Summaries) != len(cur.Summaries) {
 		return 0
 	}
@@ -279,13 +278,7 @@ func (r *Reconciler) countsWait(old, cur *strata.WorkerClusterStatus, now time.T
 			return 0
 		}
 	}
-	r.mu.Lock()
-	last, ok := r.written[name]
-	r.mu.Unlock()
-	if !ok {
-		return 0
-	}
-	return max(0, last.Add(countsInterval).Sub(now))
+	return r.written.Wait(name)
 }
 
 // live counts the copies that have not finished.
@@ -429,8 +422,8 @@ func (r *Reconciler) forget(name string) {
 	r.fleet.Forget(name)
 	r.mu.Lock()
 	delete(r.checked, name)
-	delete(r.written, name)
 	r.mu.Unlock()
+	r.written.Forget(name)
 	metrics.HubConnected.DeleteLabelValues(name)
 	metrics.HubSummaryAge.DeleteLabelValues(name)
 }

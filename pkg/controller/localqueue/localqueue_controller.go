@@ -5,7 +5,6 @@ package localqueue
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/controller/throttle"
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/queue"
 )
@@ -30,17 +30,13 @@ const statusInterval = time.Second
 
 // Reconciler writes LocalQueue status.
 type Reconciler struct {
-	client client.Client
-	clock  clock.Clock
-
-	mu sync.Mutex
-	// written is when each LocalQueue's status was last written.
-	written map[types.NamespacedName]time.Time
+	client  client.Client
+	written *throttle.Throttle[types.NamespacedName]
 }
 
 // NewReconciler returns a Reconciler.
 func NewReconciler(c client.Client, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, clock: clk, written: map[types.NamespacedName]time.Time{}}
+	return &Reconciler{client: c, written: throttle.New[types.NamespacedName](clk, statusInterval)}
 }
 
 // SetupWithManager registers the reconciler: a LocalQueue's creation or
@@ -90,16 +86,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var lq strata.LocalQueue
 	if err := r.client.Get(ctx, req.NamespacedName, &lq); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.mu.Lock()
-			delete(r.written, req.NamespacedName)
-			r.mu.Unlock()
+			r.written.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.mu.Lock()
-	last, ok := r.written[req.NamespacedName]
-	r.mu.Unlock()
-	if wait := statusInterval - r.clock.Since(last); ok && wait > 0 {
+	if wait := r.written.Wait(req.NamespacedName); wait > 0 {
 		// Write the numbers as they are then.
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
@@ -126,8 +117,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Status().Update(ctx, &lq); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.mu.Lock()
-	r.written[req.NamespacedName] = r.clock.Now()
-	r.mu.Unlock()
+	r.written.Wrote(req.NamespacedName)
 	return ctrl.Result{}, nil
 }

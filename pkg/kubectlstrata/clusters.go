@@ -87,14 +87,12 @@ with their messages; the last line counts the hub Workloads not
 dispatched, by reason.
 
 The hub keeps no copy of the summaries' domains: for a worker's free
-capacity, run 'kubectl strata topology' with the worker's kubeconfig.`,
+capacity, run 'kubectl strata topology --cluster NAME' on the hub, or
+'kubectl strata topology' with the worker's kubeconfig.`,
 		Example: `  kubectl strata clusters
   kubectl strata clusters --context hub -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(f.output); err != nil {
-				return err
-			}
 			s, err := f.connect()
 			if err != nil {
 				return err

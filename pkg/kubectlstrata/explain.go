@@ -129,9 +129,6 @@ topology domain. It works on a hub and on a worker.`,
   kubectl strata explain train-llm -n ml --context hub -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(f.output); err != nil {
-				return err
-			}
 			s, err := f.connect()
 			if err != nil {
 				return err

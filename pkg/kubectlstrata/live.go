@@ -47,8 +47,12 @@ type session struct {
 
 // connect loads the kubeconfig the way kubectl does (--kubeconfig, else
 // $KUBECONFIG, else ~/.kube/config; --context, else the current context)
-// and returns a client with Strata's scheme. No request is made yet.
+// and returns a client with Strata's scheme, after checking the output
+// format. No request is made yet.
 func (f *liveFlags) connect() (*session, error) {
+	if err := checkFormat(f.output); err != nil {
+		return nil, err
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.context}

@@ -101,9 +101,6 @@ read with their own kubeconfig).`,
   kubectl strata topology --kubeconfig hub.kubeconfig --cluster w1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(f.output); err != nil {
-				return err
-			}
 			s, err := f.connect()
 			if err != nil {
 				return err

@@ -489,6 +489,15 @@ func job(name, q string, pods int32, priority *int32, age int) *strata.Workload 
 	return wl
 }
 
+// dispatchedAt makes wl the copy of a hub dispatch decided micros
+// microseconds after created.
+func dispatchedAt(wl *strata.Workload, micros int) *strata.Workload {
+	metav1.SetMetaDataLabel(&wl.ObjectMeta, strata.HubWorkloadUIDLabel, "hub-"+wl.Name)
+	metav1.SetMetaDataLabel(&wl.ObjectMeta, strata.DispatchGenerationLabel, "1")
+	metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.DispatchTimeAnnotation, created.Add(time.Duration(micros)*time.Microsecond).Format(metav1.RFC3339Micro))
+	return wl
+}
+
 func strictFIFO(cq *strata.ClusterQueue) *strata.ClusterQueue {
 	cq.Spec.QueueingStrategy = strata.StrictFIFO
 	return cq
@@ -555,6 +564,14 @@ func TestScheduleServesQueuesFairly(t *testing.T) {
 			queues: []*strata.ClusterQueue{queue("a")},
 			workloads: []*strata.Workload{
 				job("a1", "a", 2, nil, 0), job("a2", "a", 2, ptr.To[int32](5), 2), job("a3", "a", 2, ptr.To[int32](5), 1),
+			},
+			rackCPU: "4",
+			want:    map[string]outcome{"a1": pending, "a2": admitted, "a3": admitted},
+		},
+		"copies created in one second: in the order the hub dispatched them, not by name": {
+			queues: []*strata.ClusterQueue{queue("a")},
+			workloads: []*strata.Workload{
+				dispatchedAt(job("a1", "a", 2, nil, 0), 30), dispatchedAt(job("a2", "a", 2, nil, 0), 20), dispatchedAt(job("a3", "a", 2, nil, 0), 10),
 			},
 			rackCPU: "4",
 			want:    map[string]outcome{"a1": pending, "a2": admitted, "a3": admitted},

@@ -84,4 +84,9 @@ const (
 	// the agent tries only that flavor and says so when its ClusterQueue
 	// does not have it.
 	FlavorAnnotation = Prefix + "flavor"
+	// DispatchTimeAnnotation holds when the hub decided the copy's dispatch
+	// (RFC 3339 with microseconds). The agent orders copies of equal
+	// priority by it rather than by their creation time, so that it admits
+	// them in the order the hub reserved their placements.
+	DispatchTimeAnnotation = Prefix + "dispatch-time"
 )

@@ -311,6 +311,16 @@ type Placement struct {
 	// +kubebuilder:validation:Minimum=0
 	DispatchGeneration int64 `json:"dispatchGeneration,omitempty"`
 
+	// dispatchTime is when the hub decided the current dispatch; later
+	// dispatches have later times, also within one placement pass. The
+	// copy carries it (annotation strata.dev/dispatch-time) so that the
+	// worker's agent admits copies of equal priority in the order the hub
+	// placed them, and packs them onto its nodes as the hub's reservations
+	// assumed.
+	//
+	// +optional
+	DispatchTime *metav1.MicroTime `json:"dispatchTime,omitempty"`
+
 	// attempts are the most recent dispatches, oldest first.
 	//
 	// +optional

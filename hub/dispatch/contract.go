@@ -87,13 +87,15 @@ func Backoffs(wl *strata.Workload, base time.Duration, now time.Time) map[string
 
 // RecordDispatch sets the Workload's placement to a new dispatch to
 // cluster and flavor, one generation after the last, and records the
-// attempt with the decision's reason. It returns the new generation.
+// attempt with the decision's reason; now is the dispatch time the copy
+// carries. It returns the new generation.
 func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason string, now time.Time) int64 {
 	if status.Placement == nil {
 		status.Placement = &strata.Placement{}
 	}
 	p := status.Placement
 	p.Cluster, p.Flavor = cluster, flavor
+	p.DispatchTime = ptr.To(metav1.NewMicroTime(now))
 	p.DispatchGeneration++
 	addAttempt(p, strata.PlacementAttempt{Cluster: cluster, Flavor: flavor, DispatchGeneration: p.DispatchGeneration,
 		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncate(reason)})
@@ -117,7 +119,7 @@ func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult,
 	} else {
 		addAttempt(p, a)
 	}
-	p.Cluster, p.Flavor = "", ""
+	p.Cluster, p.Flavor, p.DispatchTime = "", "", nil
 	status.Admission = nil
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: reason, Message: truncate(fmt.Sprintf("%s: %s", a.Cluster, message))})
@@ -181,8 +183,10 @@ var serverLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidL
 // NewCopy is the copy of hub Job job that the given dispatch generation
 // of hub Workload wl sends to a worker: the same name, namespace and
 // spec, suspended (the worker's agent starts it once admitted), not
-// managed by the hub, without a TTL after finishing, in the worker's LocalQueue queue, labelled with the
-// hub's origin, the Workload's UID and the generation, its flavor pinned.
+// managed by the hub, without a TTL after finishing, in the worker's
+// LocalQueue queue, labelled with the hub's origin, the Workload's UID and
+// the generation, its flavor pinned and its dispatch time noted (the
+// order in which the worker's agent admits copies of equal priority).
 func NewCopy(job *batchv1.Job, wl *strata.Workload, origin, queue, flavor string, generation int64) *batchv1.Job {
 	c := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -204,6 +208,10 @@ func NewCopy(job *batchv1.Job, wl *strata.Workload, origin, queue, flavor string
 	c.Labels[strata.DispatchGenerationLabel] = strconv.FormatInt(generation, 10)
 	c.Labels[strata.QueueNameLabel] = queue
 	c.Annotations[strata.FlavorAnnotation] = flavor
+	delete(c.Annotations, strata.DispatchTimeAnnotation)
+	if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
+		c.Annotations[strata.DispatchTimeAnnotation] = p.DispatchTime.UTC().Format(metav1.RFC3339Micro)
+	}
 	c.Spec.ManagedBy = nil
 	c.Spec.Suspend = ptr.To(true)
 	// The hub removes a finished copy after its final status was mirrored

@@ -102,7 +102,7 @@ func TestDispatchRecords(t *testing.T) {
 	want := strata.WorkloadStatus{
 		Conditions: []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted, Message: "admitted on w2, flavor gpu"}},
 		Admission:  &strata.Admission{ClusterQueue: "hub-cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "gpu", Count: 4}}},
-		Placement: &strata.Placement{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Attempts: []strata.PlacementAttempt{
+		Placement: &strata.Placement{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, DispatchTime: ptr.To(metav1.NewMicroTime(t0.Add(5 * time.Minute))), Attempts: []strata.PlacementAttempt{
 			{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1, Result: strata.PlacementTimedOut, Time: metav1.NewTime(t0.Add(5 * time.Minute)), Message: "not admitted within 5m0s"},
 			{Cluster: "w2", Flavor: "gpu", DispatchGeneration: 2, Result: strata.PlacementAdmitted, Time: metav1.NewTime(t0.Add(6 * time.Minute)), Message: "w2/gpu: fits in rack r3"},
 		}},
@@ -116,7 +116,7 @@ func TestDispatchRecords(t *testing.T) {
 
 	// Outcomes clear the placement and the admission, keep the generation.
 	RecordOutcome(&st, strata.PlacementEvicted, ReasonSuspended, "the Job was suspended", t0.Add(8*time.Minute))
-	if _, _, _, ok := Placed(&strata.Workload{Status: st}); ok || st.Admission != nil || st.Placement.DispatchGeneration != 2 {
+	if _, _, _, ok := Placed(&strata.Workload{Status: st}); ok || st.Admission != nil || st.Placement.DispatchGeneration != 2 || st.Placement.DispatchTime != nil {
 		t.Errorf("after the outcome: placement %+v, admission %v", st.Placement, st.Admission)
 	}
 }
@@ -149,13 +149,16 @@ func TestNewCopy(t *testing.T) {
 			}}},
 		},
 	}
-	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: types.UID("wl-uid")}}
+	hubJob.Annotations[strata.DispatchTimeAnnotation] = "a user's value, not the hub's"
+	at := time.Date(2026, time.November, 24, 9, 30, 1, 123456789, time.FixedZone("CET", 3600))
+	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: types.UID("wl-uid")},
+		Status: strata.WorkloadStatus{Placement: &strata.Placement{DispatchTime: ptr.To(metav1.NewMicroTime(at))}}}
 	got := NewCopy(hubJob, wl, "hub-a", "worker-queue", "gpu", 3)
 	want := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml",
 			Labels: map[string]string{strata.QueueNameLabel: "worker-queue", "app": "x", strata.OriginLabel: "hub-a",
 				strata.HubWorkloadUIDLabel: "wl-uid", strata.DispatchGenerationLabel: "3"},
-			Annotations: map[string]string{"note": "y", strata.FlavorAnnotation: "gpu"}},
+			Annotations: map[string]string{"note": "y", strata.FlavorAnnotation: "gpu", strata.DispatchTimeAnnotation: "2026-11-24T08:30:01.123456Z"}},
 		Spec: batchv1.JobSpec{
 			Suspend:  ptr.To(true),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}},

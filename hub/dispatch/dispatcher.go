@@ -63,6 +63,8 @@ type Dispatcher struct {
 	// waiting records the last reason written per waiting Workload, so
 	// that a pass writes only what changed.
 	waiting map[types.NamespacedName]string
+	// lastDispatch is the dispatch time of the last dispatch decided.
+	lastDispatch time.Time
 }
 
 type recorded struct {
@@ -535,13 +537,27 @@ func eligibleTargets(targets []*placement.Target, selector labels.Selector, clus
 	return eligible, excluded, retry
 }
 
+// dispatchTime is the time a dispatch decided at now carries: later than
+// every earlier one of this process, in the microseconds the API keeps,
+// so that the copies of one pass are ordered as the pass placed them.
+func (d *Dispatcher) dispatchTime(now time.Time) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := now.Truncate(time.Microsecond)
+	if !t.After(d.lastDispatch) {
+		t = d.lastDispatch.Add(time.Microsecond)
+	}
+	d.lastDispatch = t
+	return t
+}
+
 // dispatch reserves a decision and has records write it on the Workload;
 // the copies controller creates the copy. The decision counts against
 // the queue's quota for the rest of the pass at once.
 func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, p pending, dec *placement.Decision, reason string, now time.Time,
 	used map[string]corev1.ResourceList, records *recordWrites) error {
 	wl := p.wl.DeepCopy()
-	gen := RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, now)
+	gen := RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, d.dispatchTime(now))
 	key := Key(wl.UID, gen)
 	if err := dec.Reserve(targets, key); err != nil {
 		return err

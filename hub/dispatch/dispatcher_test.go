@@ -83,3 +83,22 @@ func TestEligibleTargets(t *testing.T) {
 		})
 	}
 }
+
+// TestDispatchTime: dispatches decided in one pass (one clock reading)
+// get increasing times, in the microseconds the API keeps; a later clock
+// reading is taken as it is.
+func TestDispatchTime(t *testing.T) {
+	d := &Dispatcher{}
+	now := time.Date(2026, time.November, 24, 9, 0, 0, 999, time.UTC)
+	var got []time.Time
+	for range 3 {
+		got = append(got, d.dispatchTime(now))
+	}
+	later := now.Add(time.Second)
+	got = append(got, d.dispatchTime(later), d.dispatchTime(now))
+	at := now.Truncate(time.Microsecond)
+	want := []time.Time{at, at.Add(time.Microsecond), at.Add(2 * time.Microsecond), later.Truncate(time.Microsecond), later.Truncate(time.Microsecond).Add(time.Microsecond)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dispatch times (-want,+got):\n%s", diff)
+	}
+}

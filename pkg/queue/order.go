@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"time"
 
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
@@ -9,18 +10,35 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/workload"
 )
 
-// Before orders workloads: higher priority first, then older first.
+// Before orders workloads: higher priority first, then the one queued
+// first (see QueuedAt), then by namespace and name.
 func Before(a, b *strata.Workload) bool {
 	pa, pb := Priority(a), Priority(b)
 	if pa != pb {
 		return pa > pb
 	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	if ta, tb := QueuedAt(a), QueuedAt(b); !ta.Equal(tb) {
+		return ta.Before(tb)
 	}
 	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+}
+
+// QueuedAt is when a workload joined its queue: for the copy of a hub
+// dispatch, when the hub decided it (strata.dev/dispatch-time, in
+// microseconds, so that copies are admitted in the order the hub reserved
+// their placements, also when several were created in one second);
+// otherwise (also when the workload has no dispatch labels, or the
+// annotation does not parse), its creation time.
+func QueuedAt(wl *strata.Workload) time.Time {
+	if v, ok := wl.Annotations[strata.DispatchTimeAnnotation]; ok && workload.DispatchKey(wl) != "" {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t
+		}
+	}
+	return wl.CreationTimestamp.Time
 }
 
 // Priority is a workload's priority, 0 when unset.

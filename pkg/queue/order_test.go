@@ -34,6 +34,15 @@ func queued(ns, name string, priority *int32, age int) *strata.Workload {
 	return wl
 }
 
+// dispatched is queued("ns", name, nil, 0), a hub's copy dispatched at
+// created plus micros microseconds.
+func dispatched(name string, micros int) *strata.Workload {
+	wl := queued("ns", name, nil, 0)
+	wl.Labels = map[string]string{strata.HubWorkloadUIDLabel: "uid-" + name, strata.DispatchGenerationLabel: "1"}
+	wl.Annotations = map[string]string{strata.DispatchTimeAnnotation: created.Add(time.Duration(micros) * time.Microsecond).Format(metav1.RFC3339Micro)}
+	return wl
+}
+
 func TestBefore(t *testing.T) {
 	cases := map[string]struct {
 		a, b *strata.Workload
@@ -88,6 +97,45 @@ func TestBefore(t *testing.T) {
 			a:    queued("ns1", "z", nil, 0),
 			b:    queued("ns2", "a", nil, 0),
 			want: true,
+		},
+		"copies created in one second: in the hub's dispatch order, not name order": {
+			a:    dispatched("z", 1),
+			b:    dispatched("a", 2),
+			want: true,
+		},
+		"copies created in one second: a later dispatch after": {
+			a:    dispatched("a", 2),
+			b:    dispatched("z", 1),
+			want: false,
+		},
+		"a copy's dispatch time is its queue time beside a local workload": {
+			a:    queued("ns", "a", nil, 1),
+			b:    dispatched("z", 500),
+			want: false,
+		},
+		"dispatch time does not outrank priority": {
+			a:    dispatched("a", 1),
+			b:    queued("ns", "b", ptr.To[int32](1), 60),
+			want: false,
+		},
+		"an unparsable dispatch time falls back to the creation time": {
+			a: func() *strata.Workload {
+				wl := dispatched("z", 0)
+				wl.Annotations[strata.DispatchTimeAnnotation] = "yesterday"
+				return wl
+			}(),
+			b:    queued("ns", "a", nil, 1),
+			want: true,
+		},
+		"a dispatch time without the dispatch labels is not a hub's: creation time": {
+			a: func() *strata.Workload {
+				wl := dispatched("z", 0)
+				wl.Labels = nil
+				wl.CreationTimestamp = metav1.NewTime(created.Add(time.Second))
+				return wl
+			}(),
+			b:    queued("ns", "a", nil, 0),
+			want: false,
 		},
 		"same workload is not before itself": {
 			a:    queued("ns", "a", ptr.To[int32](3), 0),

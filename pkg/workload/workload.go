@@ -65,8 +65,12 @@ func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
 // copy's Workload carries.
 var dispatchLabels = []string{strata.OriginLabel, strata.HubWorkloadUIDLabel, strata.DispatchGenerationLabel}
 
-// CarryDispatch copies to dst the dispatch contract's labels and flavor
-// annotation that src has and dst lacks or holds with another value; it
+// dispatchAnnotations are the annotations a hub puts on its copy of a Job,
+// which the copy's Workload carries.
+var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeAnnotation}
+
+// CarryDispatch copies to dst the dispatch contract's labels and
+// annotations that src has and dst lacks or holds with another value; it
 // removes nothing. It says whether dst changed.
 func CarryDispatch(dst, src *metav1.ObjectMeta) bool {
 	changed := false
@@ -78,10 +82,12 @@ func CarryDispatch(dst, src *metav1.ObjectMeta) bool {
 			}
 		}
 	}
-	if v, ok := src.Annotations[strata.FlavorAnnotation]; ok {
-		if old, had := dst.Annotations[strata.FlavorAnnotation]; !had || old != v {
-			metav1.SetMetaDataAnnotation(dst, strata.FlavorAnnotation, v)
-			changed = true
+	for _, k := range dispatchAnnotations {
+		if v, ok := src.Annotations[k]; ok {
+			if old, had := dst.Annotations[k]; !had || old != v {
+				metav1.SetMetaDataAnnotation(dst, k, v)
+				changed = true
+			}
 		}
 	}
 	return changed

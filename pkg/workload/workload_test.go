@@ -228,7 +228,7 @@ func TestCarryDispatch(t *testing.T) {
 		Labels: map[string]string{
 			strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3", strata.QueueNameLabel: "q",
 		},
-		Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+		Annotations: map[string]string{strata.FlavorAnnotation: "h100", strata.DispatchTimeAnnotation: "2026-11-24T09:00:00.000003Z"},
 	}
 	cases := map[string]struct {
 		dst, src    metav1.ObjectMeta
@@ -242,7 +242,7 @@ func TestCarryDispatch(t *testing.T) {
 				Labels: map[string]string{
 					strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3",
 				},
-				Annotations: map[string]string{strata.FlavorAnnotation: "h100", strata.InvalidAnnotation: "InvalidJob"},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100", strata.DispatchTimeAnnotation: "2026-11-24T09:00:00.000003Z", strata.InvalidAnnotation: "InvalidJob"},
 			},
 			wantChanged: true,
 		},
@@ -251,25 +251,25 @@ func TestCarryDispatch(t *testing.T) {
 				Labels: map[string]string{
 					strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3", "other": "x",
 				},
-				Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100", strata.DispatchTimeAnnotation: "2026-11-24T09:00:00.000003Z"},
 			},
 			src: copyOf,
 			want: metav1.ObjectMeta{
 				Labels: map[string]string{
 					strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3", "other": "x",
 				},
-				Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100", strata.DispatchTimeAnnotation: "2026-11-24T09:00:00.000003Z"},
 			},
 		},
 		"another value is replaced": {
 			dst: metav1.ObjectMeta{
 				Labels:      map[string]string{strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "2"},
-				Annotations: map[string]string{strata.FlavorAnnotation: "a100"},
+				Annotations: map[string]string{strata.FlavorAnnotation: "a100", strata.DispatchTimeAnnotation: "2026-11-24T08:00:00Z"},
 			},
 			src: copyOf,
 			want: metav1.ObjectMeta{
 				Labels:      map[string]string{strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3"},
-				Annotations: map[string]string{strata.FlavorAnnotation: "h100"},
+				Annotations: map[string]string{strata.FlavorAnnotation: "h100", strata.DispatchTimeAnnotation: "2026-11-24T09:00:00.000003Z"},
 			},
 			wantChanged: true,
 		},

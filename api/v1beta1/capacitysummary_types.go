@@ -71,6 +71,16 @@ type CapacitySummaryStatus struct {
 	// +listType=atomic
 	Domains []SummaryDomain `json:"domains,omitempty"`
 
+	// taintSets are the distinct sets of NoSchedule and NoExecute taints
+	// of the schedulable nodes that have any (without timeAdded), which
+	// the domains' freeTaints refer to: only pods that tolerate every
+	// taint of a set may use those nodes.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	TaintSets []TaintSet `json:"taintSets,omitempty"`
+
 	// nodes is the number of schedulable nodes summarized.
 	//
 	// +optional
@@ -146,6 +156,15 @@ type SummaryDomain struct {
 	// +listType=atomic
 	Free []int32 `json:"free,omitempty"`
 
+	// freeTaints, when the domain has nodes with NoSchedule or NoExecute
+	// taints, holds one number per pair of free: 0 when the pair's nodes
+	// have no such taints, otherwise 1 + the position of their taints in
+	// taintSets. Absent when no node of the domain has such taints.
+	//
+	// +optional
+	// +listType=atomic
+	FreeTaints []int32 `json:"freeTaints,omitempty"`
+
 	// capacity lists all of the domain's nodes, schedulable or not, by
 	// allocatable capacity, as pairs like free: what the domain holds when
 	// empty, which tells "never fits here" from "not now".
@@ -153,6 +172,18 @@ type SummaryDomain struct {
 	// +optional
 	// +listType=atomic
 	Capacity []int32 `json:"capacity,omitempty"`
+}
+
+// TaintSet is the NoSchedule and NoExecute taints of some of a summary's
+// nodes.
+type TaintSet struct {
+	// taints of the nodes, sorted by key, value and effect.
+	//
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Taints []corev1.Taint `json:"taints"`
 }
 
 // UnderstatedResource is a resource the summary reports less of than there

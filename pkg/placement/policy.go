@@ -331,7 +331,7 @@ func describe(t *Target, a *answer, unchecked []string) *answer {
 	}
 	a.reason += fmt.Sprintf(", room for %d more", a.room)
 	if len(unchecked) > 0 {
-		a.reason += fmt.Sprintf(" (%s not checked: the summary has no node labels or taints)", strings.Join(unchecked, ", "))
+		a.reason += fmt.Sprintf(" (%s not checked: the summary has no node labels)", strings.Join(unchecked, ", "))
 	}
 	return a
 }

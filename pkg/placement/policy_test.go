@@ -276,7 +276,7 @@ func TestUncheckedIsSaid(t *testing.T) {
 	wl := job(1, "8", nil)
 	wl.Spec.PodSets[0].Template.Spec.NodeSelector = map[string]string{"pool": "training"}
 	d := New("", tas.DefaultOptions(), 0).Decide(wl, nil, targets)
-	want := "a/gpu: fits in rack b0/r0, room for 1 more (node selector not checked: the summary has no node labels or taints)"
+	want := "a/gpu: fits in rack b0/r0, room for 1 more (node selector not checked: the summary has no node labels)"
 	if d.Reason != want {
 		t.Errorf("reason:\n got %s\nwant %s", d.Reason, want)
 	}

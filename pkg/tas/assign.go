@@ -41,7 +41,7 @@ func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error
 	if err != nil || !s.summary {
 		return a, err
 	}
-	return s.project(a), nil
+	return s.project(a, req.Tolerations), nil
 }
 
 func (s *Snapshot) findAssignment(req Request, opts Options) (*Assignment, error) {
@@ -101,9 +101,14 @@ func (s *Snapshot) newPlan(req Request, opts Options) (*plan, error) {
 	if p.layers, err = s.layerIndexes(req, p.target); err != nil {
 		return nil, err
 	}
-	p.filter = s.hostIsLowest && !s.summary && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints())
-	if p.filter {
-		p.affinity = requiredAffinity(req)
+	if s.summary {
+		// A summary's nodes have taints but no labels (see Unchecked).
+		p.filter = s.hostIsLowest && s.anyTaints()
+	} else {
+		p.filter = s.hostIsLowest && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints())
+		if p.filter {
+			p.affinity = requiredAffinity(req)
+		}
 	}
 	p.setUnits(p.layers)
 	return p, nil
@@ -212,17 +217,24 @@ func (p *plan) computeCaps() {
 	}
 }
 
-// admits applies the node selector, required affinity and taints.
+// admits applies the node selector, required affinity and taints (on a
+// summary's nodes: the taints).
 func (p *plan) admits(b *bin) bool {
-	if len(p.req.NodeSelector) > 0 || p.req.NodeAffinity != nil {
+	if !p.s.summary && (len(p.req.NodeSelector) > 0 || p.req.NodeAffinity != nil) {
 		if ok, _ := p.affinity.Match(b.node); !ok {
 			return false
 		}
 	}
+	return tolerates(b, p.req.Tolerations)
+}
+
+// tolerates says whether pods with the given tolerations may use node b:
+// every NoSchedule and NoExecute taint of it is tolerated.
+func tolerates(b *bin, tolerations []corev1.Toleration) bool {
 	if len(b.taints) == 0 {
 		return true
 	}
-	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Logger{}, b.taints, p.req.Tolerations, func(t *corev1.Taint) bool {
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Logger{}, b.taints, tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	}, true)
 	return !untolerated

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -60,7 +61,7 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 			}
 			fits++
 			for j := range want {
-				if diff := cmp.Diff(projectAgent(agent, want[j]), got[j]); diff != "" {
+				if diff := cmp.Diff(projectAgent(agent, want[j]), got[j], cmpopts.IgnoreFields(Assignment{}, "Tolerations")); diff != "" {
 					t.Errorf("%s: pod set %d (-agent,+hub):\n%s", name, j, diff)
 				}
 			}
@@ -113,6 +114,7 @@ func randomCluster(rng *rand.Rand) (*Snapshot, []string) {
 					},
 					Ready:         rng.IntN(10) > 0,
 					Unschedulable: rng.IntN(20) == 0,
+					Taints:        randomTaints[rng.IntN(len(randomTaints))],
 				})
 				if n := rng.Int64N(cpus + 1); n > 0 && rng.IntN(2) == 0 {
 					s.AddUsage(name, corev1.ResourceList{
@@ -126,8 +128,23 @@ func randomCluster(rng *rand.Rand) (*Snapshot, []string) {
 	return s, levels
 }
 
+// randomTaints are the taints of generated nodes: mostly none; a soft
+// taint that never keeps pods away; GPU nodes; GPU nodes in maintenance.
+var randomTaints = [][]corev1.Taint{nil, nil, nil, nil,
+	{{Key: "spot", Value: "true", Effect: corev1.TaintEffectPreferNoSchedule}},
+	{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}},
+	{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}, {Key: "maintenance", Effect: corev1.TaintEffectNoExecute}},
+}
+
+// randomTolerations are the tolerations of generated requests.
+var randomTolerations = [][]corev1.Toleration{nil, nil,
+	{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}},
+	{{Operator: corev1.TolerationOpExists}},
+}
+
 func randomRequest(rng *rand.Rand, levels []string, count int32, mode Mode, level string) Request {
-	req := Request{Count: count, PodRequests: cpu(fmt.Sprint(1 + rng.IntN(2))), Mode: mode, Level: level}
+	req := Request{Count: count, PodRequests: cpu(fmt.Sprint(1 + rng.IntN(2))), Mode: mode, Level: level,
+		Tolerations: randomTolerations[rng.IntN(len(randomTolerations))]}
 	if rng.IntN(3) == 0 {
 		req.PodRequests[gpu] = resource.MustParse("1")
 	}

@@ -75,7 +75,8 @@ func (s *Snapshot) Room(values []string, req Request) (int64, error) {
 }
 
 // Unchecked lists what of req a summary snapshot cannot evaluate: the
-// nodes' other labels and taints are not in a summary.
+// nodes' labels other than the topology's are not in a summary (their
+// taints are).
 func (s *Snapshot) Unchecked(req Request) []string {
 	if !s.summary {
 		return nil
@@ -86,9 +87,6 @@ func (s *Snapshot) Unchecked(req Request) []string {
 	}
 	if req.NodeAffinity != nil {
 		out = append(out, "node affinity")
-	}
-	if len(req.Tolerations) > 0 {
-		out = append(out, "tolerations")
 	}
 	return out
 }
@@ -113,7 +111,7 @@ func (s *Snapshot) FindWithRoom(req Request, opts Options) (*Assignment, []strin
 	}
 	room -= int64(req.Count)
 	if s.summary {
-		a = s.project(a)
+		a = s.project(a, req.Tolerations)
 	}
 	return a, enclosing, room, nil
 }

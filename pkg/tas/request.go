@@ -107,6 +107,11 @@ type Assignment struct {
 	// is the lowest one, else every level down to the lowest.
 	Levels  []string
 	Domains []DomainAssignment
+	// Tolerations of the pods, on an assignment a summary snapshot gave
+	// (at its leaf level): committing it packs the pods onto the nodes
+	// whose taints they tolerate, as they were counted. Not part of the
+	// placement itself.
+	Tolerations []corev1.Toleration `json:"-"`
 }
 
 // DomainAssignment is the pod count of one domain.

@@ -304,19 +304,22 @@ func (s *Snapshot) addNodes(values []string, alloc Vector, count int64) error {
 	if s.leafDepth > 0 {
 		parent = s.leafFor(values)
 	}
-	s.addNodesTo(parent, alloc, count)
+	s.addNodesTo(parent, alloc, count, nil)
 	return nil
 }
 
 // addNodesTo adds count anonymous nodes under parent, the leaf-level
 // domain.
-func (s *Snapshot) addNodesTo(parent *domain, alloc Vector, count int64) {
+func (s *Snapshot) addNodesTo(parent *domain, alloc Vector, count int64, taints []corev1.Taint) {
 	for range count {
 		b := s.newBin("", 1)
 		// Anonymous nodes are named by their slot: found without a map.
 		b.name = anonPrefix + strconv.Itoa(int(b.slot))
 		b.alloc = alloc
 		b.usable = true
+		if len(taints) > 0 {
+			s.setTaints(b, taints)
+		}
 		leaf := parent
 		if s.hostIsLowest {
 			leaf = s.newHostDomain(parent, b.name)

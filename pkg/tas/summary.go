@@ -1,6 +1,7 @@
 package tas
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,10 @@ type Capacity struct {
 	domains   []capacityDomain
 	// free holds a row per schedulable node, alloc a row per node.
 	free, alloc []int64
+	// freeTaint holds, per row of free, 0 for a node without NoSchedule or
+	// NoExecute taints, otherwise 1 + its set's position in taintSets.
+	freeTaint []int32
+	taintSets [][]corev1.Taint
 }
 
 type capacityDomain struct {
@@ -46,6 +51,7 @@ func (s *Snapshot) Capture() *Capacity {
 		s.restride()
 	}
 	var key string
+	taintSet := map[string]int32{}
 	for _, leaf := range s.orderedLeaves() {
 		values := leaf.values[:leafDepth]
 		if k := domainKey(values); len(c.domains) == 0 || k != key {
@@ -66,11 +72,41 @@ func (s *Snapshot) Capture() *Capacity {
 				for _, v := range row {
 					c.free = append(c.free, max(v, 0))
 				}
+				c.freeTaint = append(c.freeTaint, c.taintSetOf(b.taints, taintSet))
 				d.freeEnd++
 			}
 		}
 	}
 	return c
+}
+
+// taintSetOf returns the free row's taint value (see freeTaint) of a node
+// with the given taints, adding their set to c.taintSets when it is new.
+func (c *Capacity) taintSetOf(taints []corev1.Taint, known map[string]int32) int32 {
+	var set []corev1.Taint
+	for _, t := range taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			set = append(set, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+		}
+	}
+	if len(set) == 0 {
+		return 0
+	}
+	slices.SortFunc(set, func(a, b corev1.Taint) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Value, b.Value), cmp.Compare(a.Effect, b.Effect))
+	})
+	set = slices.CompactFunc(set, func(a, b corev1.Taint) bool { return a == b })
+	var key strings.Builder
+	for _, t := range set {
+		key.WriteString(t.Key + "\x00" + t.Value + "\x00" + string(t.Effect) + "\x00")
+	}
+	if i, ok := known[key.String()]; ok {
+		return i
+	}
+	c.taintSets = append(c.taintSets, set)
+	i := int32(len(c.taintSets))
+	known[key.String()] = i
+	return i
 }
 
 // Summarize describes the snapshot's free capacity for the hub; see
@@ -192,21 +228,29 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 	}
 	left := make([]int64, stride) // understated totals
 	type group struct {
-		val []int64
-		n   int32
+		val   []int64
+		n     int32
+		taint int32
 	}
 	groups := map[string]int{}
 	var list []group
 	key := make([]int64, stride)
-	// bucket groups the rows of one domain's nodes: by equal key (counted
-	// amounts exact, others rounded; in merging stages the others or
-	// everything ignored), each group's vector the minimum of its rows
-	// (capacities: the maximum), rounded the same way.
-	bucket := func(rows []int64, capacity bool) []int32 {
+	groupKey := make([]byte, 8*stride+4)
+	// bucket groups the rows of one domain's nodes: by equal taints (when
+	// taints, one per row, is given) and equal key (counted amounts exact,
+	// others rounded; in merging stages the others or everything ignored),
+	// each group's vector the minimum of its rows (capacities: the
+	// maximum), rounded the same way. It returns the pairs of vector and
+	// node count, and with taints, the taint of each pair.
+	bucket := func(rows []int64, taints []int32, capacity bool) ([]int32, []int32) {
 		clear(groups)
 		list = list[:0]
 		for at := 0; at+stride <= len(rows); at += stride {
 			row := rows[at : at+stride]
+			var taint int32
+			if taints != nil {
+				taint = taints[at/stride]
+			}
 			for r, v := range row {
 				switch {
 				case lossy, merge && !counted[r]:
@@ -218,13 +262,14 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 				default:
 					key[r] = roundDown(v, digits)
 				}
-				binary.LittleEndian.PutUint64(keyBuf[8*r:], uint64(key[r]))
+				binary.LittleEndian.PutUint64(groupKey[8*r:], uint64(key[r]))
 			}
-			g, ok := groups[string(keyBuf)]
+			binary.LittleEndian.PutUint32(groupKey[8*stride:], uint32(taint))
+			g, ok := groups[string(groupKey)]
 			if !ok {
 				g = len(list)
-				groups[string(keyBuf)] = g
-				list = append(list, group{val: slices.Clone(row)})
+				groups[string(groupKey)] = g
+				list = append(list, group{val: slices.Clone(row), taint: taint})
 			}
 			gr := &list[g]
 			gr.n++
@@ -237,6 +282,10 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 			}
 		}
 		pairs := make([]int32, 0, 2*len(list))
+		var pairTaints []int32
+		if taints != nil {
+			pairTaints = make([]int32, 0, len(list))
+		}
 		for _, g := range list {
 			for r, v := range g.val {
 				switch {
@@ -248,13 +297,24 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 				}
 			}
 			pairs = append(pairs, intern(g.val), g.n)
+			if taints != nil {
+				pairTaints = append(pairTaints, g.taint)
+			}
 		}
-		return pairs
+		return pairs, pairTaints
+	}
+	for _, set := range c.taintSets {
+		st.TaintSets = append(st.TaintSets, strata.TaintSet{Taints: slices.Clone(set)})
 	}
 	freeStart, allocStart := 0, 0
 	for _, d := range c.domains {
 		free := c.free[freeStart*stride : d.freeEnd*stride]
-		sd := strata.SummaryDomain{Values: slices.Clone(d.values), Free: bucket(free, false)}
+		var taints []int32
+		if t := c.freeTaint[freeStart:d.freeEnd]; slices.ContainsFunc(t, func(t int32) bool { return t != 0 }) {
+			taints = t
+		}
+		sd := strata.SummaryDomain{Values: slices.Clone(d.values)}
+		sd.Free, sd.FreeTaints = bucket(free, taints, false)
 		// What was left out of free: every row minus its bucket's vector.
 		for at := 0; at+stride <= len(free); at += stride {
 			for r := range stride {
@@ -268,7 +328,7 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 			}
 		}
 		st.Nodes += int32(d.freeEnd - freeStart)
-		sd.Capacity = bucket(c.alloc[allocStart*stride:d.allocEnd*stride], true)
+		sd.Capacity, _ = bucket(c.alloc[allocStart*stride:d.allocEnd*stride], nil, true)
 		freeStart, allocStart = d.freeEnd, d.allocEnd
 		st.Domains = append(st.Domains, sd)
 	}
@@ -342,6 +402,15 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 			total += int(max(pairs[j], 0))
 		}
 	}
+	var taintSets [][]corev1.Taint
+	if !empty {
+		for i, ts := range st.TaintSets {
+			if len(ts.Taints) == 0 {
+				return nil, fmt.Errorf("taintSets[%d] is empty", i)
+			}
+			taintSets = append(taintSets, ts.Taints)
+		}
+	}
 	s.binSlab = make([]bin, total)
 	s.domainSlab = make([]domain, total)
 	s.binFree = slices.Grow(s.binFree, total*s.stride)
@@ -371,6 +440,13 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 		if len(d.Values) != s.leafDepth {
 			return nil, fmt.Errorf("domains[%d]: domain %v has %d values, want %d (one per level %v)", i, d.Values, len(d.Values), s.leafDepth, s.levels[:s.leafDepth])
 		}
+		var taints []int32
+		if !empty && len(d.FreeTaints) > 0 {
+			if len(d.FreeTaints) != len(pairs)/2 {
+				return nil, fmt.Errorf("domains[%d].freeTaints: %d numbers for %d pairs of free", i, len(d.FreeTaints), len(pairs)/2)
+			}
+			taints = d.FreeTaints
+		}
 		if len(pairs) == 0 {
 			continue
 		}
@@ -386,7 +462,15 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 			if n <= 0 {
 				return nil, fmt.Errorf("domains[%d]: domain %v: node count %d must be positive", i, d.Values, n)
 			}
-			s.addNodesTo(parent, vectors[v], int64(n))
+			var nodeTaints []corev1.Taint
+			if taints != nil && taints[j/2] != 0 {
+				t := taints[j/2]
+				if t < 0 || int(t) > len(taintSets) {
+					return nil, fmt.Errorf("domains[%d].freeTaints[%d]: taint set %d does not exist (%d taint sets, counted from 1)", i, j/2, t, len(taintSets))
+				}
+				nodeTaints = taintSets[t-1]
+			}
+			s.addNodesTo(parent, vectors[v], int64(n), nodeTaints)
 		}
 	}
 	s.Freeze()
@@ -395,8 +479,12 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 
 // project reports an assignment of a summary snapshot at the summary's
 // leaf level: the pods of consecutive hosts of one leaf domain are merged.
-func (s *Snapshot) project(a *Assignment) *Assignment {
+// It notes the pods' tolerations when the snapshot has tainted nodes.
+func (s *Snapshot) project(a *Assignment, tolerations []corev1.Toleration) *Assignment {
 	out := &Assignment{Levels: s.levels[:s.leafDepth], Domains: make([]DomainAssignment, 0, len(a.Domains))}
+	if s.hostIsLowest && s.anyTaints() {
+		out.Tolerations = tolerations
+	}
 	if !s.hostIsLowest {
 		out.Domains = append(out.Domains, a.Domains...)
 		return out
@@ -426,10 +514,12 @@ func (s *Snapshot) hostLevel(a *Assignment) bool {
 // leaf domains with as many schedulable nodes each — by rewriting its
 // nodes' free capacity in place, much faster than building anew. Usage
 // added to the snapshot is dropped. It returns false, changing nothing,
-// when the shape differs or the summary is malformed, and for a snapshot
-// that was cloned or is a clone (they share nodes): build anew then.
+// when the shape differs or the summary is malformed, for a snapshot
+// that was cloned or is a clone (they share nodes), and when either has
+// tainted nodes: build anew then.
 func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
-	if !s.summary || s.shared || !slices.Equal(s.levels, st.Levels) || int(st.LeafLevels) != s.leafDepth {
+	if !s.summary || s.shared || !slices.Equal(s.levels, st.Levels) || int(st.LeafLevels) != s.leafDepth ||
+		s.tainted > 0 || len(st.TaintSets) > 0 {
 		return false
 	}
 	pos := make([]int, len(st.Resources))

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -301,6 +302,12 @@ func TestSummaryErrors(t *testing.T) {
 		"unknown vector":   {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Free = []int32{3, 1} }, "domains[0].free[0]: vector 3 does not exist (1 vectors)"},
 		"no nodes":         {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Free = []int32{0, 0} }, "domains[0]: domain [r1]: node count 0 must be positive"},
 		"too many values":  {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Values = []string{"b", "r"} }, "domains[0]: domain [b r] has 2 values, want 1 (one per level [cloud.provider.com/topology-rack])"},
+		"free taints for another number of pairs": {func(st *strata.CapacitySummaryStatus) { st.Domains[0].FreeTaints = []int32{0, 0} }, "domains[0].freeTaints: 2 numbers for 1 pairs of free"},
+		"unknown taint set":                       {func(st *strata.CapacitySummaryStatus) { st.Domains[0].FreeTaints = []int32{1} }, "domains[0].freeTaints[0]: taint set 1 does not exist (0 taint sets, counted from 1)"},
+		"empty taint set": {func(st *strata.CapacitySummaryStatus) {
+			st.TaintSets = []strata.TaintSet{{}}
+			st.Domains[0].FreeTaints = []int32{1}
+		}, "taintSets[0] is empty"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -364,5 +371,62 @@ func TestSummaryRefresh(t *testing.T) {
 	clone := built.Clone()
 	if built.Refresh(next) || clone.Refresh(next) {
 		t.Error("Refresh changed a snapshot that shares its nodes with a clone")
+	}
+}
+
+// TestSummaryTaints: nodes with NoSchedule or NoExecute taints are
+// summarized with their taints, so that the hub places only pods that
+// tolerate them there, and keeps its reservations of other pods off them.
+func TestSummaryTaints(t *testing.T) {
+	gpuTaint := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+	agent := snapshotOf([]string{rack, host}, node{"n1", "", "r1", "4"}, node{"n2", "", "r1", "4"}, node{"n3", "", "r1", "4"})
+	for name, taints := range map[string][]corev1.Taint{
+		"n2": {gpuTaint, {Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule, TimeAdded: &metav1.Time{}}},
+		"n3": {{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}},
+	} {
+		n := node{name, "", "r1", "4"}.engineNode()
+		n.Taints = taints
+		agent.SetNode(n)
+	}
+	st, err := agent.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]strata.TaintSet{{Taints: []corev1.Taint{gpuTaint}}}, st.TaintSets); diff != "" {
+		t.Errorf("taint sets (-want,+got):\n%s", diff)
+	}
+	// n1 and n3 (a soft taint keeps no pod away) in one bucket, n2 alone.
+	if diff := cmp.Diff([]strata.SummaryDomain{{Values: []string{"r1"}, Free: []int32{0, 2, 0, 1}, FreeTaints: []int32{0, 1}, Capacity: []int32{0, 3}}}, st.Domains); diff != "" {
+		t.Errorf("domains (-want,+got):\n%s", diff)
+	}
+	hub, err := NewSnapshotFromSummary(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tolerating := []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
+	request := func(count int32, tol []corev1.Toleration) Request {
+		return Request{Count: count, PodRequests: cpu("1"), Mode: Required, Level: rack, Tolerations: tol}
+	}
+	fits := func(s *Snapshot, r Request) bool {
+		_, err := s.FindAssignment(r, DefaultOptions())
+		return err == nil
+	}
+	for _, s := range []*Snapshot{agent, hub} {
+		if !fits(s, request(8, nil)) || fits(s, request(9, nil)) || !fits(s, request(12, tolerating)) {
+			t.Errorf("summary %t: 8 pods that do not tolerate the taint fit, 9 do not, 12 that do fit: got %t, %t, %t",
+				s.summary, fits(s, request(8, nil)), fits(s, request(9, nil)), fits(s, request(12, tolerating)))
+		}
+	}
+	// A reservation of pods that do not tolerate the taint stays off n2.
+	a, err := hub.FindAssignment(request(2, nil), DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.CommitDispatched(a, cpu("1")); err != nil {
+		t.Fatal(err)
+	}
+	if fits(hub, request(7, nil)) || !fits(hub, request(6, nil)) || !fits(hub, request(4, tolerating)) || fits(hub, request(11, tolerating)) {
+		t.Errorf("after reserving 2 pods off n2: 7 more that do not tolerate fit %t (want false), 6 %t, 4 that tolerate %t, 11 %t (want false)",
+			fits(hub, request(7, nil)), fits(hub, request(6, nil)), fits(hub, request(4, tolerating)), fits(hub, request(11, tolerating)))
 	}
 }

@@ -474,7 +474,11 @@ func (c *Cache) Capture(name string) (capacity *tas.Capacity, dispatches []strin
 	for k := range f.dispatches {
 		dispatches = append(dispatches, k)
 	}
-	return f.snapshot.Capture(), dispatches, true
+	capacity = f.snapshot.Capture()
+	// Every pod admitted on the flavor gets its tolerations: taints they
+	// tolerate keep no pod of the flavor away.
+	capacity.Tolerate(f.def.Spec.Tolerations)
+	return capacity, dispatches, true
 }
 
 // Flavor gives fn exclusive access to a flavor's snapshot and topology.

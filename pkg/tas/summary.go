@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -107,6 +108,28 @@ func (c *Capacity) taintSetOf(taints []corev1.Taint, known map[string]int32) int
 	i := int32(len(c.taintSets))
 	known[key.String()] = i
 	return i
+}
+
+// Tolerate leaves out of the captured taints those that tolerations
+// tolerate — a ResourceFlavor's, which every pod admitted on it gets — so
+// that the summary lists only the taints that keep some pods away.
+func (c *Capacity) Tolerate(tolerations []corev1.Toleration) {
+	if len(tolerations) == 0 || len(c.taintSets) == 0 {
+		return
+	}
+	known := map[string]int32{}
+	old := c.taintSets
+	c.taintSets = nil
+	remap := make([]int32, len(old)+1)
+	for i, set := range old {
+		left := slices.DeleteFunc(slices.Clone(set), func(t corev1.Taint) bool {
+			return slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Logger{}, &t, true) })
+		})
+		remap[i+1] = c.taintSetOf(left, known)
+	}
+	for i, t := range c.freeTaint {
+		c.freeTaint[i] = remap[t]
+	}
 }
 
 // Summarize describes the snapshot's free capacity for the hub; see

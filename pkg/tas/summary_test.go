@@ -417,6 +417,18 @@ func TestSummaryTaints(t *testing.T) {
 				s.summary, fits(s, request(8, nil)), fits(s, request(9, nil)), fits(s, request(12, tolerating)))
 		}
 	}
+	// The flavor's tolerations (which every pod of it gets) leave the taint
+	// out: n2 is like the others.
+	c := agent.Capture()
+	c.Tolerate([]corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}})
+	tolerated, err := c.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]strata.SummaryDomain{{Values: []string{"r1"}, Free: []int32{0, 3}, Capacity: []int32{0, 3}}}, tolerated.Domains); diff != "" || tolerated.TaintSets != nil {
+		t.Errorf("with the flavor's tolerations: taint sets %v, domains (-want,+got):\n%s", tolerated.TaintSets, diff)
+	}
+
 	// A reservation of pods that do not tolerate the taint stays off n2.
 	a, err := hub.FindAssignment(request(2, nil), DefaultOptions())
 	if err != nil {

@@ -89,4 +89,11 @@ const (
 	// priority by it rather than by their creation time, so that it admits
 	// them in the order the hub reserved their placements.
 	DispatchTimeAnnotation = Prefix + "dispatch-time"
+	// TopologyHintAnnotation holds, per pod set, the placement the hub
+	// reserved for the copy on the worker's summary (JSON: pod set name to
+	// TopologyAssignment, at the summary's leaf level). The agent places
+	// each pod set in those domains when they have room for it, so that
+	// its capacity is taken where the hub counted it; otherwise it places
+	// the pod set on its own.
+	TopologyHintAnnotation = Prefix + "topology-hint"
 )

@@ -186,8 +186,10 @@ var serverLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidL
 // managed by the hub, without a TTL after finishing, in the worker's
 // LocalQueue queue, labelled with the hub's origin, the Workload's UID and
 // the generation, its flavor pinned and its dispatch time noted (the
-// order in which the worker's agent admits copies of equal priority).
-func NewCopy(job *batchv1.Job, wl *strata.Workload, origin, queue, flavor string, generation int64) *batchv1.Job {
+// order in which the worker's agent admits copies of equal priority), and
+// with hint, when not empty, as its topology hint (the placement the hub
+// reserved, see workload.EncodeTopologyHints).
+func NewCopy(job *batchv1.Job, wl *strata.Workload, origin, queue, flavor string, generation int64, hint string) *batchv1.Job {
 	c := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        job.Name,
@@ -211,6 +213,10 @@ func NewCopy(job *batchv1.Job, wl *strata.Workload, origin, queue, flavor string
 	delete(c.Annotations, strata.DispatchTimeAnnotation)
 	if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
 		c.Annotations[strata.DispatchTimeAnnotation] = p.DispatchTime.UTC().Format(metav1.RFC3339Micro)
+	}
+	delete(c.Annotations, strata.TopologyHintAnnotation)
+	if hint != "" {
+		c.Annotations[strata.TopologyHintAnnotation] = hint
 	}
 	c.Spec.ManagedBy = nil
 	c.Spec.Suspend = ptr.To(true)

@@ -153,12 +153,14 @@ func TestNewCopy(t *testing.T) {
 	at := time.Date(2026, time.November, 24, 9, 30, 1, 123456789, time.FixedZone("CET", 3600))
 	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: types.UID("wl-uid")},
 		Status: strata.WorkloadStatus{Placement: &strata.Placement{DispatchTime: ptr.To(metav1.NewMicroTime(at))}}}
-	got := NewCopy(hubJob, wl, "hub-a", "worker-queue", "gpu", 3)
+	hubJob.Annotations[strata.TopologyHintAnnotation] = "a user's value"
+	got := NewCopy(hubJob, wl, "hub-a", "worker-queue", "gpu", 3, `{"main":{}}`)
 	want := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml",
 			Labels: map[string]string{strata.QueueNameLabel: "worker-queue", "app": "x", strata.OriginLabel: "hub-a",
 				strata.HubWorkloadUIDLabel: "wl-uid", strata.DispatchGenerationLabel: "3"},
-			Annotations: map[string]string{"note": "y", strata.FlavorAnnotation: "gpu", strata.DispatchTimeAnnotation: "2026-11-24T08:30:01.123456Z"}},
+			Annotations: map[string]string{"note": "y", strata.FlavorAnnotation: "gpu", strata.DispatchTimeAnnotation: "2026-11-24T08:30:01.123456Z",
+				strata.TopologyHintAnnotation: `{"main":{}}`}},
 		Spec: batchv1.JobSpec{
 			Suspend:  ptr.To(true),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}},

@@ -11,6 +11,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/tas"
 )
 
 // Worker is what placement needs to know of a WorkerCluster besides its
@@ -48,6 +49,17 @@ func (f *Fleet) Release(worker, flavor, key string) {
 	if t := f.targets[worker][flavor]; t != nil {
 		t.Release(key)
 	}
+}
+
+// Reserved returns the assignments of reservation key on a worker's
+// flavor (one per pod set), or nil when there is none.
+func (f *Fleet) Reserved(worker, flavor, key string) []*tas.Assignment {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	if t := f.targets[worker][flavor]; t != nil {
+		return t.Assignments(key)
+	}
+	return nil
 }
 
 // Reservations is the number of in-flight reservations per worker.

@@ -46,6 +46,25 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 				want, got = []*Assignment{a}, []*Assignment{h}
 				if gotErr == nil {
 					checkRoom(t, name, hub, reqs[0], o)
+					// The agent, told the hub's answer, places the pods in its
+					// domains; as it would on its own, but for balanced,
+					// unconstrained and preferred-host placements, which it
+					// packs per domain rather than over the whole flavor.
+					if wantErr == nil && agent.hostIsLowest {
+						as, err := agent.FindAssignmentAs(reqs[0], h, o)
+						switch {
+						case err != nil:
+							t.Errorf("%s: FindAssignmentAs: %v", name, err)
+						case o.BalancedPlacement || reqs[0].Mode == Unconstrained || reqs[0].Mode == Preferred && reqs[0].Level == host:
+							if diff := cmp.Diff(h, projectAgent(agent, as), cmpopts.IgnoreFields(Assignment{}, "Tolerations")); diff != "" {
+								t.Errorf("%s: FindAssignmentAs, projected (-hint,+hinted):\n%s", name, diff)
+							}
+						default:
+							if diff := cmp.Diff(a, as); diff != "" {
+								t.Errorf("%s: FindAssignmentAs (-own,+hinted):\n%s", name, diff)
+							}
+						}
+					}
 				}
 			} else {
 				want, wantErr = agent.FindGroupAssignment(reqs, o)

@@ -12,10 +12,16 @@ import (
 
 // Place places every pod set of wl on one flavor's snapshot — pod sets of a
 // group (podset-group-name) together in one domain — and takes their
-// capacity. It returns the assignment of each pod set (in spec order) and
-// the usage taken; Release the usage to undo. On error nothing is taken.
+// capacity. A pod set (not of a group) with a hub's topology hint goes
+// into the hinted domains when they have room for it (see
+// tas.Snapshot.FindAssignmentAs), else where the engine puts it. It
+// returns the assignment of each pod set (in spec order) and the usage
+// taken; Release the usage to undo. On error nothing is taken.
 func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.Toleration, wl *strata.Workload, opts tas.Options) ([]*tas.Assignment, []tas.Usage, error) {
 	podSets := wl.Spec.PodSets
+	// A hint that does not parse is only a hint: the pods are placed
+	// without it.
+	hints, _ := TopologyHints(wl)
 	assignments := make([]*tas.Assignment, len(podSets))
 	var taken []tas.Usage
 	fail := func(err error) ([]*tas.Assignment, []tas.Usage, error) {
@@ -39,7 +45,16 @@ func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.T
 			// A new slice: the pod set's may be shared with a cache.
 			reqs[k].Tolerations = slices.Concat(reqs[k].Tolerations, flavorTolerations)
 		}
-		as, err := snap.FindGroupAssignment(reqs, opts)
+		var as []*tas.Assignment
+		if h := hints[podSets[i].Name]; h != nil && len(members) == 1 {
+			if a, err := snap.FindAssignmentAs(reqs[0], h, opts); err == nil {
+				as = []*tas.Assignment{a}
+			}
+		}
+		var err error
+		if as == nil {
+			as, err = snap.FindGroupAssignment(reqs, opts)
+		}
 		if err != nil {
 			if len(podSets) > 1 {
 				err = fmt.Errorf("pod set %s: %w", podSets[i].Name, err)

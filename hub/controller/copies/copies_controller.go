@@ -418,7 +418,17 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 	if err != nil {
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
-	cp := dispatch.NewCopy(hubJob, wl, r.fleet.Origin(), queueName, flavor, gen)
+	// The placement the hub holds for this dispatch, so that the agent
+	// takes the capacity where the hub counted it (a hub restarted since
+	// the decision holds the one it rebuilt).
+	var hint string
+	if reserved := r.fleet.Reserved(cluster, flavor, key); reserved != nil {
+		if hint, err = workload.EncodeTopologyHints(wl.Spec.PodSets, reserved); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Encoding the topology hint; the copy goes without one", "cluster", cluster)
+			hint = ""
+		}
+	}
+	cp := dispatch.NewCopy(hubJob, wl, r.fleet.Origin(), queueName, flavor, gen, hint)
 	err = c.Create(ctx, cp)
 	if apierrors.IsNotFound(err) && r.cfg.Dispatch.CreateNamespaces {
 		if nsErr := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.Namespace}}); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {

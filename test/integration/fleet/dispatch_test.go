@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/workload"
 )
 
 var _ = Describe("Dispatch", func() {
@@ -80,6 +81,17 @@ var _ = Describe("Dispatch", func() {
 			Expect(wl.Status.Placement.Attempts).To(HaveLen(1), job.Name)
 			Expect(copies(Default, ctx, job)).To(Equal([]string{wl.Status.Placement.Cluster}), job.Name)
 			perWorker[wl.Status.Placement.Cluster]++
+			// The worker took the capacity in the rack the hub reserved.
+			_, cwl := copyOn(Default, ctx, worker(wl.Status.Placement.Cluster), job)
+			Expect(cwl).NotTo(BeNil(), job.Name)
+			hints, err := workload.TopologyHints(cwl)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(hints).To(HaveKey("main"), "%s: %v", job.Name, cwl.Annotations)
+			hinted := map[string]int32{}
+			for _, d := range hints["main"].Domains {
+				hinted[d.Values[len(d.Values)-1]] += d.Count
+			}
+			Expect(racksOf(Default, cwl.Status.Admission)).To(Equal(hinted), job.Name)
 		}
 		GinkgoWriter.Printf("Jobs per worker: %v\n", perWorker)
 	})

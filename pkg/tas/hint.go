@@ -1,0 +1,77 @@
+package tas
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// FindAssignmentAs places req the way hint divides it among domains — a
+// hub's placement on this cluster's summary, at the summary's leaf level
+// or above — putting each domain's pods onto its nodes as FindAssignment
+// would there. It does not change the snapshot. It returns a *FitError
+// when a domain has no room for its pods now, and a plain error when the
+// hint does not suit the request or the topology (other levels, pods
+// counted differently or not in whole slices, a required domain split, a
+// required level below the hint's): the caller then places req on its
+// own.
+func (s *Snapshot) FindAssignmentAs(req Request, hint *Assignment, opts Options) (*Assignment, error) {
+	if s.summary {
+		return nil, errors.New("a hint is placed on a cluster's own nodes, not on a summary")
+	}
+	if hint == nil || len(hint.Levels) == 0 || len(hint.Levels) > s.depth || !slices.Equal(hint.Levels, s.levels[:len(hint.Levels)]) {
+		return nil, fmt.Errorf("the hint's levels %v are not a prefix of the topology's %v", levelsOf(hint), s.levels)
+	}
+	if req.Count == 0 {
+		return (&plan{s: s}).result(nil), nil
+	}
+	p, err := s.newPlan(req, opts)
+	if err != nil {
+		return nil, err
+	}
+	lvl := len(hint.Levels) - 1
+	p.computeCaps()
+	u := p.units[lvl]
+	frontier := make([]*domain, 0, len(hint.Domains))
+	total := int64(0)
+	for _, d := range hint.Domains {
+		dom := s.domains[domainKey(d.Values)]
+		if dom == nil || dom.level != lvl {
+			return nil, &FitError{Reason: fmt.Sprintf("%s %s of the hint has no nodes here", LevelName(hint.Levels[lvl]), d.Values[len(d.Values)-1])}
+		}
+		c := int64(d.Count)
+		if c <= 0 || c%u != 0 || s.assigned[dom.id] != 0 {
+			return nil, fmt.Errorf("the hint gives %s %v %d pods: not a positive number of whole slices of %d, or twice", LevelName(hint.Levels[lvl]), d.Values, c, u)
+		}
+		if req.Mode == Required && p.target <= lvl && !slices.Equal(d.Values[:p.target+1], hint.Domains[0].Values[:p.target+1]) {
+			return nil, fmt.Errorf("the hint spreads the pods over more than one %s, which the request requires", LevelName(req.Level))
+		}
+		if s.unitCap[dom.id] < c/u {
+			return nil, &FitError{Reason: fmt.Sprintf("%s %s has room for %d of the %d pods the hint gives it", LevelName(hint.Levels[lvl]), d.Values[len(d.Values)-1], s.unitCap[dom.id]*u, c)}
+		}
+		s.assigned[dom.id] = c
+		frontier = append(frontier, dom)
+		total += c
+	}
+	if total != int64(req.Count) {
+		return nil, fmt.Errorf("the hint places %d pods, the request has %d", total, req.Count)
+	}
+	leaves := p.descend(frontier)
+	if req.Mode == Required && p.target > lvl {
+		// Required below the hint's level: the pods must have gone into one
+		// domain of that level.
+		for _, l := range leaves[1:] {
+			if !slices.Equal(l.values[:p.target+1], leaves[0].values[:p.target+1]) {
+				return nil, &FitError{Reason: fmt.Sprintf("%s required: no %s of the hint's %s holds all %d pods", LevelName(req.Level), LevelName(req.Level), LevelName(hint.Levels[lvl]), req.Count)}
+			}
+		}
+	}
+	return p.result(leaves), nil
+}
+
+func levelsOf(a *Assignment) []string {
+	if a == nil {
+		return nil
+	}
+	return a.Levels
+}

@@ -360,7 +360,11 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, p
 			if dec := d.policy.Decide(wl, []string{flavor}, []*placement.Target{t}); dec.Cluster != "" {
 				if err := dec.Reserve(targets, key); err != nil {
 					ctrl.LoggerFrom(ctx).Error(err, "Rebuilding a reservation", "workload", client.ObjectKeyFromObject(wl))
+					continue
 				}
+				// For a copy not created yet (the copies controller forgets
+				// it when it sees the copy).
+				d.fleet.SetHint(key, dec.Assignments())
 			}
 		}
 	}
@@ -422,6 +426,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 		if t := placement.Find(targets, f.cluster, f.flavor); t != nil {
 			t.Release(f.key)
 		}
+		d.fleet.ForgetHint(f.key)
 		errs = append(errs, f.err)
 	}
 	return next, errors.Join(errs...)
@@ -562,6 +567,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	if err := dec.Reserve(targets, key); err != nil {
 		return err
 	}
+	d.fleet.SetHint(key, dec.Assignments())
 	psas := make([]strata.PodSetAssignment, 0, len(wl.Spec.PodSets))
 	for i := range wl.Spec.PodSets {
 		psas = append(psas, strata.PodSetAssignment{Flavor: dec.Flavor, ResourceUsage: queue.TotalRequests(&wl.Spec.PodSets[i])})

@@ -27,6 +27,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -56,6 +57,12 @@ type Fleet struct {
 	// and their reservations.
 	tmu     sync.Mutex
 	targets map[string]map[string]*placement.Target
+
+	// hmu guards hints, the placement of each dispatch whose copy is to be
+	// created, by dispatch key: read by the copies controller without
+	// waiting for a dispatch pass, which holds tmu.
+	hmu   sync.Mutex
+	hints map[string][]*tas.Assignment
 }
 
 // remote is one worker's connection.
@@ -80,7 +87,8 @@ const (
 // New returns an empty fleet of the hub identified by origin.
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
-		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{}}
+		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
+		hints: map[string][]*tas.Assignment{}}
 }
 
 // Changed receives the names of workers whose summaries changed.

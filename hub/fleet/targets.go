@@ -44,6 +44,7 @@ func (f *Fleet) WithTargets(ctx context.Context, workers []Worker, now time.Time
 // Release ends the reservation key on a worker's flavor, if any: the
 // dispatch was undone, or its copy finished.
 func (f *Fleet) Release(worker, flavor, key string) {
+	f.ForgetHint(key)
 	f.tmu.Lock()
 	defer f.tmu.Unlock()
 	if t := f.targets[worker][flavor]; t != nil {
@@ -51,15 +52,27 @@ func (f *Fleet) Release(worker, flavor, key string) {
 	}
 }
 
-// Reserved returns the assignments of reservation key on a worker's
-// flavor (one per pod set), or nil when there is none.
-func (f *Fleet) Reserved(worker, flavor, key string) []*tas.Assignment {
-	f.tmu.Lock()
-	defer f.tmu.Unlock()
-	if t := f.targets[worker][flavor]; t != nil {
-		return t.Assignments(key)
-	}
-	return nil
+// SetHint notes the placement reserved for dispatch key (one assignment
+// per pod set) until its copy is created: the copy's topology hint.
+func (f *Fleet) SetHint(key string, assignments []*tas.Assignment) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	f.hints[key] = assignments
+}
+
+// Hint returns the placement noted for dispatch key, or nil.
+func (f *Fleet) Hint(key string) []*tas.Assignment {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	return f.hints[key]
+}
+
+// ForgetHint drops the placement noted for dispatch key: its copy was
+// created, or the dispatch undone.
+func (f *Fleet) ForgetHint(key string) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	delete(f.hints, key)
 }
 
 // Reservations is the number of in-flight reservations per worker.

@@ -125,3 +125,20 @@ func TestRefresh(t *testing.T) {
 		})
 	}
 }
+
+// TestHints: a dispatch's placement is kept for its copy until the copy is
+// created or the dispatch released.
+func TestHints(t *testing.T) {
+	f := New(nil, "hub")
+	a := []*tas.Assignment{{Levels: []string{"rack"}, Domains: []tas.DomainAssignment{{Values: []string{"r1"}, Count: 2}}}}
+	f.SetHint("uid/1", a)
+	f.SetHint("uid/2", a)
+	if diff := cmp.Diff(a, f.Hint("uid/1")); diff != "" {
+		t.Errorf("Hint() (-want,+got):\n%s", diff)
+	}
+	f.ForgetHint("uid/1")
+	f.Release("w1", "gpu", "uid/2")
+	if f.Hint("uid/1") != nil || f.Hint("uid/2") != nil || len(f.hints) != 0 {
+		t.Errorf("hints kept after ForgetHint and Release: %v", f.hints)
+	}
+}

@@ -217,6 +217,16 @@ func Find(targets []*Target, cluster, flavor string) *Target {
 	return nil
 }
 
+// Assignments returns the decision's assignment of each pod set, at the
+// summary's leaf level.
+func (d *Decision) Assignments() []*tas.Assignment {
+	out := make([]*tas.Assignment, len(d.PodSets))
+	for i, ps := range d.PodSets {
+		out[i] = ps.Assignment
+	}
+	return out
+}
+
 // Reserve takes the decision's capacity on its chosen target (one of
 // targets), under key, until Target.Release.
 func (d *Decision) Reserve(targets []*Target, key string) error {

@@ -197,15 +197,6 @@ func (t *Target) Reserved(key string) bool {
 	return ok && !t.reflected[key]
 }
 
-// Assignments returns the assignments (one per pod set, at the summary's
-// leaf level) of reservation key, or nil when it holds none.
-func (t *Target) Assignments(key string) []*tas.Assignment {
-	if r, ok := t.reservations[key]; ok {
-		return r.assignments
-	}
-	return nil
-}
-
 // Holds says whether key holds a reservation, taking capacity or not.
 func (t *Target) Holds(key string) bool {
 	_, ok := t.reservations[key]

@@ -251,6 +251,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return r.create(ctx, &wl, hubJob, cluster, flavor, gen, key)
 	}
+	r.fleet.ForgetHint(key) // the copy exists: it has its hint
 	if err := r.syncJobStatus(ctx, hubJob, copyJob); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -418,11 +419,11 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 	if err != nil {
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
-	// The placement the hub holds for this dispatch, so that the agent
+	// The placement the hub reserved for this dispatch, so that the agent
 	// takes the capacity where the hub counted it (a hub restarted since
-	// the decision holds the one it rebuilt).
+	// the decision has the one it rebuilt).
 	var hint string
-	if reserved := r.fleet.Reserved(cluster, flavor, key); reserved != nil {
+	if reserved := r.fleet.Hint(key); reserved != nil {
 		if hint, err = workload.EncodeTopologyHints(wl.Spec.PodSets, reserved); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Encoding the topology hint; the copy goes without one", "cluster", cluster)
 			hint = ""
@@ -464,6 +465,7 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(cp), "dispatch", key)
+	r.fleet.ForgetHint(key)
 	r.mu.Lock()
 	r.created[key] = r.clock.Now()
 	r.mu.Unlock()

@@ -44,6 +44,10 @@ type FlavorTopologyView struct {
 	Understated []strata.UnderstatedResource `json:"understated,omitempty"`
 	// Dispatches is the number of hub dispatches the free capacity counts.
 	Dispatches int `json:"dispatches"`
+	// Taints are the sets of NoSchedule/NoExecute taints some schedulable
+	// nodes carry (key=value:effect, joined by ", "): only pods that
+	// tolerate a set use its nodes.
+	Taints []string `json:"taints,omitempty"`
 	// Problem says why there is no tree: the summary is not published yet
 	// or does not decode.
 	Problem string `json:"problem,omitempty"`
@@ -60,11 +64,14 @@ type DomainView struct {
 	Name  string `json:"name"`
 	// Nodes counts all nodes; SchedulableNodes those that take pods (the
 	// free capacity is theirs).
-	Nodes            int32               `json:"nodes"`
-	SchedulableNodes int32               `json:"schedulableNodes"`
-	Free             corev1.ResourceList `json:"free"`
-	Capacity         corev1.ResourceList `json:"capacity"`
-	Children         []*DomainView       `json:"children,omitempty"`
+	Nodes            int32 `json:"nodes"`
+	SchedulableNodes int32 `json:"schedulableNodes"`
+	// TaintedNodes counts the schedulable nodes with taints (see
+	// FlavorTopologyView.Taints).
+	TaintedNodes int32               `json:"taintedNodes,omitempty"`
+	Free         corev1.ResourceList `json:"free"`
+	Capacity     corev1.ResourceList `json:"capacity"`
+	Children     []*DomainView       `json:"children,omitempty"`
 }
 
 // summaryReady is the condition type of a complete, current summary (the
@@ -178,6 +185,13 @@ func newFlavorTopology(cs *strata.CapacitySummary) FlavorTopologyView {
 		Understated:  slices.Clone(st.Understated),
 		Dispatches:   len(st.Dispatches),
 	}
+	for _, set := range st.TaintSets {
+		parts := make([]string, 0, len(set.Taints))
+		for _, t := range set.Taints {
+			parts = append(parts, t.ToString())
+		}
+		v.Taints = append(v.Taints, strings.Join(parts, ", "))
+	}
 	if len(st.Levels) == 0 {
 		v.Problem = "not published yet: the summary has no levels"
 		return v
@@ -198,9 +212,16 @@ func newFlavorTopology(cs *strata.CapacitySummary) FlavorTopologyView {
 			n = n.child(st.Levels[l], value, len(st.Resources))
 			path = append(path, n)
 		}
+		var tainted int32
+		for j, t := range d.FreeTaints {
+			if t != 0 && 2*j+1 < len(d.Free) {
+				tainted += d.Free[2*j+1]
+			}
+		}
 		for _, p := range path {
 			p.nodes += addPairs(p.capacity, d.Capacity, st.Vectors)
 			p.schedulable += addPairs(p.free, d.Free, st.Vectors)
+			p.tainted += tainted
 		}
 	}
 	v.Root = root.view(st.Resources)
@@ -209,11 +230,11 @@ func newFlavorTopology(cs *strata.CapacitySummary) FlavorTopologyView {
 
 // sumNode is a domain while its sums are built.
 type sumNode struct {
-	level, name        string
-	nodes, schedulable int32
-	free, capacity     []int64
-	children           []*sumNode
-	index              map[string]*sumNode
+	level, name                 string
+	nodes, schedulable, tainted int32
+	free, capacity              []int64
+	children                    []*sumNode
+	index                       map[string]*sumNode
 }
 
 func newSumNode(level, name string, resources int) *sumNode {
@@ -249,7 +270,7 @@ func addPairs(sums []int64, pairs []int32, vectors []strata.ResourceVector) int3
 }
 
 func (n *sumNode) view(resources []corev1.ResourceName) *DomainView {
-	d := &DomainView{Level: n.level, Name: n.name, Nodes: n.nodes, SchedulableNodes: n.schedulable,
+	d := &DomainView{Level: n.level, Name: n.name, Nodes: n.nodes, SchedulableNodes: n.schedulable, TaintedNodes: n.tainted,
 		Free: corev1.ResourceList{}, Capacity: corev1.ResourceList{}}
 	for r, name := range resources {
 		d.Free[name] = quantity(name, n.free[r])
@@ -355,6 +376,9 @@ func flavorHeader(f FlavorTopologyView, now time.Time) []string {
 		}
 		lines = append(lines, wrap("  Understated by: ", "    ", strings.Join(parts, ", "))...)
 	}
+	if len(f.Taints) > 0 {
+		lines = append(lines, wrap("  Tainted nodes (only pods that tolerate the taints use them): ", "    ", strings.Join(f.Taints, "; "))...)
+	}
 	if f.Problem != "" {
 		lines = append(lines, wrap("  No domains: ", "    ", f.Problem)...)
 	}
@@ -375,8 +399,15 @@ func writeDomain(w io.Writer, d *DomainView, res corev1.ResourceName, depth int)
 	if d.Nodes == 1 {
 		nodes = "1 node"
 	}
+	var notes []string
 	if down := d.Nodes - d.SchedulableNodes; down > 0 {
-		nodes += fmt.Sprintf(" (%d unschedulable)", down)
+		notes = append(notes, fmt.Sprintf("%d unschedulable", down))
+	}
+	if d.TaintedNodes > 0 {
+		notes = append(notes, fmt.Sprintf("%d tainted", d.TaintedNodes))
+	}
+	if len(notes) > 0 {
+		nodes += " (" + strings.Join(notes, ", ") + ")"
 	}
 	fmt.Fprintf(w, "\t%s\n", nodes)
 	for _, c := range d.Children {

@@ -185,6 +185,8 @@ func TestWriteTopology(t *testing.T) {
 	coarse.Status.Coarsened = true
 	coarse.Status.Understated = []strata.UnderstatedResource{{Name: corev1.ResourceCPU, Amount: resource.MustParse("3")}}
 	coarse.Status.Conditions = []metav1.Condition{cond("Ready", metav1.ConditionFalse, "CountsUnderstated", "nvidia.com/gpu 12")}
+	coarse.Status.TaintSets = []strata.TaintSet{{Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}, {Key: "maintenance", Effect: corev1.TaintEffectNoExecute}}}}
+	coarse.Status.Domains[1].FreeTaints = []int32{0, 1} // r2's busy node
 	empty := testutil.MakeCapacitySummary("new").Obj()
 	cases := map[string]struct {
 		summaries []strata.CapacitySummary
@@ -196,10 +198,12 @@ func TestWriteTopology(t *testing.T) {
   Not ready (CountsUnderstated): nvidia.com/gpu 12
   Coarsened: amounts rounded down to fit the summary's size budget
   Understated by: cpu 3
-cpu     [######----]  32/48 nvidia.com/gpu free  pods 549/660  6 nodes (1 unschedulable)
-  b1    [#######---]  24/32 nvidia.com/gpu free  pods 439/440  4 nodes
+  Tainted nodes (only pods that tolerate the taints use them): nvidia.com/gpu=present:NoSchedule,
+    maintenance:NoExecute
+cpu     [######----]  32/48 nvidia.com/gpu free  pods 549/660  6 nodes (1 unschedulable, 1 tainted)
+  b1    [#######---]  24/32 nvidia.com/gpu free  pods 439/440  4 nodes (1 tainted)
     r1  [##########]  16/16 nvidia.com/gpu free  pods 220/220  2 nodes
-    r2  [#####-----]  8/16 nvidia.com/gpu free   pods 219/220  2 nodes
+    r2  [#####-----]  8/16 nvidia.com/gpu free   pods 219/220  2 nodes (1 tainted)
   b2    [#####-----]  8/16 nvidia.com/gpu free   pods 110/220  2 nodes (1 unschedulable)
     r3  [#####-----]  8/16 nvidia.com/gpu free   pods 110/220  2 nodes (1 unschedulable)
 

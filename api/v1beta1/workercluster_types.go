@@ -108,7 +108,7 @@ type WorkerClusterStatus struct {
 	// workloads is the number of live copies the hub has on the worker.
 	//
 	// +optional
-	Workloads int32 `json:"workloads,omitempty"`
+	Workloads int32 `json:"workloads"`
 }
 
 // WorkerSummaryStatus is the hub's view of one of a worker's summaries.

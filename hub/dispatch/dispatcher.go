@@ -166,6 +166,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	queues := map[string]*strata.ClusterQueue{}
 	localQueues := map[types.NamespacedName]string{}
 	d.forgetRecorded(wls.Items)
+	d.pruneHints(wls.Items)
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if !wl.DeletionTimestamp.IsZero() || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
@@ -223,6 +224,23 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	})
 	errs = append(errs, err)
 	return next, errors.Join(errs...)
+}
+
+// pruneHints drops the topology hints of dispatches that are no longer
+// current: of Workloads gone or dispatched again.
+func (d *Dispatcher) pruneHints(wls []strata.Workload) {
+	current := make(map[string]bool, len(wls))
+	for i := range wls {
+		if _, _, gen, ok := Placed(&wls[i]); ok {
+			current[Key(wls[i].UID, gen)] = true
+		}
+	}
+	d.mu.Lock()
+	for uid, r := range d.recorded {
+		current[Key(uid, r.generation)] = true // written, not shown yet
+	}
+	d.mu.Unlock()
+	d.fleet.PruneHints(func(key string) bool { return current[key] })
 }
 
 // forgetRecorded drops the dispatches the informer shows now, and those
@@ -362,9 +380,12 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, p
 					ctrl.LoggerFrom(ctx).Error(err, "Rebuilding a reservation", "workload", client.ObjectKeyFromObject(wl))
 					continue
 				}
-				// For a copy not created yet (the copies controller forgets
-				// it when it sees the copy).
-				d.fleet.SetHint(key, dec.Assignments())
+				if t.Reserved(key) {
+					// Not in the summary yet: maybe its copy is not created
+					// either (the copies controller forgets the hint when
+					// it sees the copy).
+					d.fleet.SetHint(key, dec.Assignments())
+				}
 			}
 		}
 	}

@@ -67,6 +67,19 @@ func (f *Fleet) Hint(key string) []*tas.Assignment {
 	return f.hints[key]
 }
 
+// PruneHints drops the placements noted for dispatches that are not live
+// (their Workload gone, or dispatched again) — the copies controller
+// forgets the others once their copies exist.
+func (f *Fleet) PruneHints(live func(key string) bool) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	for key := range f.hints {
+		if !live(key) {
+			delete(f.hints, key)
+		}
+	}
+}
+
 // ForgetHint drops the placement noted for dispatch key: its copy was
 // created, or the dispatch undone.
 func (f *Fleet) ForgetHint(key string) {

@@ -136,9 +136,12 @@ func TestHints(t *testing.T) {
 	if diff := cmp.Diff(a, f.Hint("uid/1")); diff != "" {
 		t.Errorf("Hint() (-want,+got):\n%s", diff)
 	}
+	f.SetHint("uid/3", a)
+	f.SetHint("uid/4", a)
 	f.ForgetHint("uid/1")
 	f.Release("w1", "gpu", "uid/2")
-	if f.Hint("uid/1") != nil || f.Hint("uid/2") != nil || len(f.hints) != 0 {
-		t.Errorf("hints kept after ForgetHint and Release: %v", f.hints)
+	f.PruneHints(func(key string) bool { return key == "uid/4" })
+	if diff := cmp.Diff(map[string][]*tas.Assignment{"uid/4": a}, f.hints); diff != "" {
+		t.Errorf("hints after ForgetHint, Release and PruneHints (-want,+got):\n%s", diff)
 	}
 }

@@ -70,10 +70,14 @@ func (s *Snapshot) Capture() *Capacity {
 				if !b.usable {
 					continue
 				}
+				taint := c.taintSetOf(b.taints, taintSet)
+				if taint < 0 {
+					continue // its taints cannot be listed: left out, never overstated
+				}
 				for _, v := range row {
 					c.free = append(c.free, max(v, 0))
 				}
-				c.freeTaint = append(c.freeTaint, c.taintSetOf(b.taints, taintSet))
+				c.freeTaint = append(c.freeTaint, taint)
 				d.freeEnd++
 			}
 		}
@@ -81,8 +85,19 @@ func (s *Snapshot) Capture() *Capacity {
 	return c
 }
 
+// The API's limits on a summary's taint sets.
+const (
+	maxTaintSets   = 64
+	maxSetTaints   = 32
+	leftOutOfTaint = -1
+)
+
 // taintSetOf returns the free row's taint value (see freeTaint) of a node
-// with the given taints, adding their set to c.taintSets when it is new.
+// with the given taints, adding their set to c.taintSets when it is new;
+// leftOutOfTaint when the set cannot be listed (more taints than a set
+// may hold, or a new set beyond maxTaintSets: nodes carrying unique taint
+// values, such as an autoscaler's deletion marks). Such a node is left out
+// of the free capacity, as if unschedulable.
 func (c *Capacity) taintSetOf(taints []corev1.Taint, known map[string]int32) int32 {
 	var set []corev1.Taint
 	for _, t := range taints {
@@ -97,12 +112,18 @@ func (c *Capacity) taintSetOf(taints []corev1.Taint, known map[string]int32) int
 		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Value, b.Value), cmp.Compare(a.Effect, b.Effect))
 	})
 	set = slices.CompactFunc(set, func(a, b corev1.Taint) bool { return a == b })
+	if len(set) > maxSetTaints {
+		return leftOutOfTaint
+	}
 	var key strings.Builder
 	for _, t := range set {
 		key.WriteString(t.Key + "\x00" + t.Value + "\x00" + string(t.Effect) + "\x00")
 	}
 	if i, ok := known[key.String()]; ok {
 		return i
+	}
+	if len(c.taintSets) >= maxTaintSets {
+		return leftOutOfTaint
 	}
 	c.taintSets = append(c.taintSets, set)
 	i := int32(len(c.taintSets))
@@ -502,10 +523,12 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 
 // project reports an assignment of a summary snapshot at the summary's
 // leaf level: the pods of consecutive hosts of one leaf domain are merged.
-// It notes the pods' tolerations when the snapshot has tainted nodes.
+// It notes the pods' tolerations (with the host as lowest level, where they
+// count), also before the snapshot has tainted nodes: a reservation is
+// packed again onto newer summaries' nodes.
 func (s *Snapshot) project(a *Assignment, tolerations []corev1.Toleration) *Assignment {
 	out := &Assignment{Levels: s.levels[:s.leafDepth], Domains: make([]DomainAssignment, 0, len(a.Domains))}
-	if s.hostIsLowest && s.anyTaints() {
+	if s.hostIsLowest {
 		out.Tolerations = tolerations
 	}
 	if !s.hostIsLowest {

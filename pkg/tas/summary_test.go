@@ -442,3 +442,30 @@ func TestSummaryTaints(t *testing.T) {
 			fits(hub, request(7, nil)), fits(hub, request(6, nil)), fits(hub, request(4, tolerating)), fits(hub, request(11, tolerating)))
 	}
 }
+
+// TestSummaryTaintSetsBounded: nodes with unique taint values (an
+// autoscaler's deletion marks) make as many taint sets as nodes; beyond
+// the API's 64, the nodes whose sets cannot be listed are left out of the
+// free capacity rather than listed without their taints.
+func TestSummaryTaintSetsBounded(t *testing.T) {
+	var nodes []node
+	for i := range 70 {
+		nodes = append(nodes, node{fmt.Sprintf("n%02d", i), "", "r1", "4"})
+	}
+	s := snapshotOf([]string{rack, host}, nodes...)
+	for i := range 70 {
+		n := nodes[i].engineNode()
+		n.Taints = []corev1.Taint{{Key: "ToBeDeletedByClusterAutoscaler", Value: fmt.Sprint(1700000000 + i), Effect: corev1.TaintEffectNoSchedule}}
+		s.SetNode(n)
+	}
+	st, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.TaintSets) != 64 || st.Nodes != 64 {
+		t.Errorf("%d taint sets, %d nodes in the free capacity; want 64 and 64", len(st.TaintSets), st.Nodes)
+	}
+	if _, err := NewSnapshotFromSummary(&st); err != nil {
+		t.Errorf("the summary does not decode: %v", err)
+	}
+}

@@ -436,4 +436,83 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "replaced on the worker, not dispatched again")
 		}, 4*time.Minute, time.Second).Should(Succeed())
 	})
+
+	It("sends a Job only where its pods tolerate the nodes' taints; one that does not waits, and runs once the taint is gone", func(ctx SpecContext) {
+		w1 := workers["w1"]
+		taint := corev1.Taint{Key: "e2e.strata.dev/reserved", Value: "training", Effect: corev1.TaintEffectNoSchedule}
+		setTaint := func(ctx SpecContext, on bool) {
+			GinkgoHelper()
+			var nodes corev1.NodeList
+			Expect(w1.List(ctx, &nodes, client.MatchingLabels{"pool": fleetFlavor})).To(Succeed())
+			for _, n := range nodes.Items {
+				Eventually(func(g Gomega) {
+					var node corev1.Node
+					g.Expect(w1.Get(ctx, client.ObjectKeyFromObject(&n), &node)).To(Succeed())
+					var taints []corev1.Taint
+					for _, t := range node.Spec.Taints {
+						if t.Key != taint.Key {
+							taints = append(taints, t)
+						}
+					}
+					if on {
+						taints = append(taints, taint)
+					}
+					node.Spec.Taints = taints
+					g.Expect(w1.Update(ctx, &node)).To(Succeed())
+				}).Should(Succeed())
+			}
+		}
+		By("tainting every node of w1, the only worker whose nodes hold a 6-CPU pod")
+		setTaint(ctx, true)
+		DeferCleanup(func(ctx SpecContext) { setTaint(ctx, false) })
+		var generation int64
+		Eventually(func(g Gomega) {
+			var cs strata.CapacitySummary
+			g.Expect(w1.Get(ctx, client.ObjectKey{Name: fleetFlavor}, &cs)).To(Succeed())
+			g.Expect(cs.Status.TaintSets).To(Equal([]strata.TaintSet{{Taints: []corev1.Taint{taint}}}))
+			// Every node's: a summary published while the nodes were being
+			// tainted one by one has some untainted still.
+			g.Expect(cs.Status.Domains).NotTo(BeEmpty())
+			for _, d := range cs.Status.Domains {
+				g.Expect(d.FreeTaints).To(HaveLen(len(d.Free)/2), "domain %v", d.Values)
+				g.Expect(d.FreeTaints).To(HaveEach(int32(1)), "domain %v", d.Values)
+			}
+			generation = cs.Status.SummaryGeneration
+		}, wait, time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var wc strata.WorkerCluster
+			g.Expect(hubKube.Get(ctx, client.ObjectKey{Name: "w1"}, &wc)).To(Succeed())
+			g.Expect(wc.Status.Summaries).To(ContainElement(HaveField("SummaryGeneration", BeNumerically(">=", generation))))
+		}, wait, time.Second).Should(Succeed())
+
+		plain := fleetJob("untolerated", 1, "6", nil)
+		tolerating := fleetJob("tolerating", 2, "6", nil)
+		tolerating.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists}}
+		Expect(hubKube.Create(ctx, plain)).To(Succeed())
+		Expect(hubKube.Create(ctx, tolerating)).To(Succeed())
+		at, _ := admittedOn(ctx, tolerating)
+		Expect(at).To(Equal("w1"))
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(tolerating), &got)).To(Succeed())
+			g.Expect(complete(&got)).To(BeTrue(), "hub job status: %+v", got.Status)
+			wl := hubWorkload(g, ctx, plain)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("untolerated taints"))
+			g.Expect(copies(g, ctx, plain)).To(BeEmpty(), "never sent where its pods cannot go")
+		}, wait, time.Second).Should(Succeed())
+
+		By("removing the taint: the waiting Job goes to w1 and runs")
+		setTaint(ctx, false)
+		at, _ = admittedOn(ctx, plain)
+		Expect(at).To(Equal("w1"))
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(plain), &got)).To(Succeed())
+			g.Expect(complete(&got)).To(BeTrue(), "hub job status: %+v", got.Status)
+			g.Expect(hubWorkload(g, ctx, plain).Status.Placement.DispatchGeneration).To(Equal(int64(1)))
+		}, wait, time.Second).Should(Succeed())
+	})
 })

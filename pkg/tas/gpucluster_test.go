@@ -31,6 +31,8 @@ type gpuClusterOptions struct {
 	memoryJitter bool
 	// notReady is the share of nodes that are not Ready.
 	notReady float64
+	// tainted is the share of nodes tainted nvidia.com/gpu=present:NoSchedule.
+	tainted float64
 }
 
 // gpuCluster is a cluster of 8-GPU nodes (8 CPU, 64 GiB, 110 pods), 16
@@ -62,7 +64,8 @@ func gpuCluster(rng *rand.Rand, o gpuClusterOptions) *Snapshot {
 				corev1.ResourcePods:   resource.MustParse("110"),
 				gpu:                   resource.MustParse("8"),
 			},
-			Ready: rng.Float64() >= o.notReady,
+			Ready:  rng.Float64() >= o.notReady,
+			Taints: gpuTaints(rng.Float64() < o.tainted),
 		})
 		if rng.Float64() >= o.busy {
 			continue
@@ -78,4 +81,13 @@ func gpuCluster(rng *rand.Rand, o gpuClusterOptions) *Snapshot {
 		}
 	}
 	return s
+}
+
+// gpuTaints are the taints of a GPU node reserved for pods that tolerate
+// them, when tainted.
+func gpuTaints(tainted bool) []corev1.Taint {
+	if !tainted {
+		return nil
+	}
+	return []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
 }

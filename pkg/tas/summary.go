@@ -560,13 +560,17 @@ func (s *Snapshot) hostLevel(a *Assignment) bool {
 // leaf domains with as many schedulable nodes each — by rewriting its
 // nodes' free capacity in place, much faster than building anew. Usage
 // added to the snapshot is dropped. It returns false, changing nothing,
-// when the shape differs or the summary is malformed, for a snapshot
-// that was cloned or is a clone (they share nodes), and when either has
-// tainted nodes: build anew then.
+// when the shape differs or the summary is malformed, and for a snapshot
+// that was cloned or is a clone (they share nodes): build anew then. The
+// nodes take the new summary's taints.
 func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
-	if !s.summary || s.shared || !slices.Equal(s.levels, st.Levels) || int(st.LeafLevels) != s.leafDepth ||
-		s.tainted > 0 || len(st.TaintSets) > 0 {
+	if !s.summary || s.shared || !slices.Equal(s.levels, st.Levels) || int(st.LeafLevels) != s.leafDepth {
 		return false
+	}
+	for _, ts := range st.TaintSets {
+		if len(ts.Taints) == 0 {
+			return false
+		}
 	}
 	pos := make([]int, len(st.Resources))
 	for r, name := range st.Resources {
@@ -589,8 +593,9 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 	}
 	// Match every summary domain to its nodes before changing anything.
 	type change struct {
-		bins  []*bin
-		pairs []int32
+		bins   []*bin
+		pairs  []int32
+		taints []int32 // per pair; nil: none
 	}
 	changes := make([]change, 0, len(st.Domains))
 	total := 0
@@ -604,6 +609,16 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 		}
 		if len(d.Free)%2 != 0 || len(d.Values) != s.leafDepth {
 			return false
+		}
+		if len(d.FreeTaints) > 0 {
+			if len(d.FreeTaints) != len(d.Free)/2 {
+				return false
+			}
+			for _, t := range d.FreeTaints {
+				if t < 0 || int(t) > len(st.TaintSets) {
+					return false
+				}
+			}
 		}
 		if n == 0 {
 			continue
@@ -622,7 +637,7 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 			return false
 		}
 		total += n
-		changes = append(changes, change{bins, d.Free})
+		changes = append(changes, change{bins, d.Free, d.FreeTaints})
 	}
 	if total != len(s.binByID)-len(s.freeSlots) {
 		return false
@@ -631,10 +646,15 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 	for _, c := range changes {
 		k := 0
 		for j := 0; j < len(c.pairs); j += 2 {
+			var taints []corev1.Taint
+			if c.taints != nil && c.taints[j/2] != 0 {
+				taints = st.TaintSets[c.taints[j/2]-1].Taints
+			}
 			for range c.pairs[j+1] {
 				b := c.bins[k]
 				k++
 				b.alloc = vectors[c.pairs[j]]
+				s.setTaints(b, taints)
 				s.recompute(b)
 			}
 		}

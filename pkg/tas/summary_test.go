@@ -349,19 +349,40 @@ func TestSummaryRefresh(t *testing.T) {
 	if !refreshed.Refresh(next) {
 		t.Fatal("Refresh refused a summary of the same shape")
 	}
+	sameAnswers := func(next *strata.CapacitySummaryStatus) {
+		t.Helper()
+		built, err := NewSnapshotFromSummary(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 200 {
+			reqs := randomRequests(rng, []string{block, rack, host})
+			req := reqs[len(reqs)-1]
+			req.PodRequests = gpuPod(int64(1 + rng.IntN(8)))
+			a, aErr := built.FindAssignment(req, DefaultOptions())
+			b, bErr := refreshed.FindAssignment(req, DefaultOptions())
+			if (aErr == nil) != (bErr == nil) || !cmp.Equal(a, b) {
+				t.Fatalf("request %d %+v: built %v, %v; refreshed %v, %v", i, req, a, aErr, b, bErr)
+			}
+		}
+	}
+	sameAnswers(next)
+	// Nodes tainted since, then no longer: the same nodes, other taints.
+	tainted := opts
+	tainted.tainted = 0.4
+	for seed, o := range []gpuClusterOptions{tainted, opts} {
+		next := summary(uint64(4+seed), o)
+		if o.tainted > 0 && len(next.TaintSets) == 0 {
+			t.Fatal("the tainted cluster's summary has no taint sets")
+		}
+		if !refreshed.Refresh(next) {
+			t.Fatalf("Refresh refused a summary of the same shape with tainted %v", o.tainted)
+		}
+		sameAnswers(next)
+	}
 	built, err := NewSnapshotFromSummary(next)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for i := range 200 {
-		reqs := randomRequests(rng, []string{block, rack, host})
-		req := reqs[len(reqs)-1]
-		req.PodRequests = gpuPod(int64(1 + rng.IntN(8)))
-		a, aErr := built.FindAssignment(req, DefaultOptions())
-		b, bErr := refreshed.FindAssignment(req, DefaultOptions())
-		if (aErr == nil) != (bErr == nil) || !cmp.Equal(a, b) {
-			t.Fatalf("request %d %+v: built %v, %v; refreshed %v, %v", i, req, a, aErr, b, bErr)
-		}
 	}
 	fewer := opts
 	fewer.nodes = 590

@@ -234,12 +234,11 @@ func (d *Decision) Reserve(targets []*Target, key string) error {
 	if t == nil {
 		return fmt.Errorf("no target %s/%s to reserve %s on", d.Cluster, d.Flavor, key)
 	}
-	assignments := make([]*tas.Assignment, len(d.PodSets))
 	requests := make([]corev1.ResourceList, len(d.PodSets))
 	for i, ps := range d.PodSets {
-		assignments[i], requests[i] = ps.Assignment, ps.Requests
+		requests[i] = ps.Requests
 	}
-	return t.Reserve(key, assignments, requests)
+	return t.Reserve(key, d.Assignments(), requests)
 }
 
 func label(c Candidate) string { return c.Cluster + "/" + c.Flavor }

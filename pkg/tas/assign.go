@@ -101,14 +101,11 @@ func (s *Snapshot) newPlan(req Request, opts Options) (*plan, error) {
 	if p.layers, err = s.layerIndexes(req, p.target); err != nil {
 		return nil, err
 	}
-	if s.summary {
-		// A summary's nodes have taints but no labels (see Unchecked).
-		p.filter = s.hostIsLowest && s.anyTaints()
-	} else {
-		p.filter = s.hostIsLowest && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints())
-		if p.filter {
-			p.affinity = requiredAffinity(req)
-		}
+	// A summary's nodes have taints but no labels (see Unchecked).
+	selects := !s.summary && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil)
+	p.filter = s.hostIsLowest && selects || s.taintsCount()
+	if p.filter && !s.summary {
+		p.affinity = requiredAffinity(req)
 	}
 	p.setUnits(p.layers)
 	return p, nil
@@ -241,6 +238,11 @@ func tolerates(b *bin, tolerations []corev1.Toleration) bool {
 }
 
 func (s *Snapshot) anyTaints() bool { return s.tainted > 0 }
+
+// taintsCount says whether nodes' taints keep pods off them in placements:
+// with the host as the lowest level (as on an agent), when any node has
+// taints.
+func (s *Snapshot) taintsCount() bool { return s.hostIsLowest && s.anyTaints() }
 
 func requiredAffinity(req Request) nodeaffinity.RequiredNodeAffinity {
 	var affinity *corev1.Affinity

@@ -123,7 +123,7 @@ func (s *Snapshot) commitSummaryDomain(d DomainAssignment, tolerations []corev1.
 	if len(bins) == 0 {
 		return fmt.Errorf("domain %v has no nodes", d.Values)
 	}
-	if s.hostIsLowest && s.anyTaints() {
+	if s.taintsCount() {
 		// Only the nodes the pods tolerate, as they were counted; all of
 		// them if none is (pods are recorded, never dropped).
 		if tolerated := slices.DeleteFunc(slices.Clone(bins), func(b *bin) bool { return !tolerates(b, tolerations) }); len(tolerated) > 0 {

@@ -142,3 +142,22 @@ func BenchmarkSummarySnapshot(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCapture: the copy the agent takes under its cache's lock before
+// summarizing, of a 10,000-node GPU cluster, without taints and with
+// every node tainted (taint sets are worked out when taints change, not
+// here).
+func BenchmarkCapture(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		tainted float64
+	}{{"nodes=10000", 0}, {"nodes=10000/tainted", 1}} {
+		s := gpuCluster(rand.New(rand.NewPCG(1, 1)), gpuClusterOptions{nodes: 10000, hostLowest: true, busy: 0.7, tainted: c.tainted})
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = s.Capture()
+			}
+		})
+	}
+}

@@ -103,6 +103,11 @@ type bin struct {
 	usable bool
 	node   *corev1.Node // labels only, for node affinity matching
 	taints []corev1.Taint
+	// hardTaints are taints' NoSchedule and NoExecute ones as a summary
+	// lists them (see normalTaints), taintKey their key: worked out when
+	// the taints change, not on every summary.
+	hardTaints []corev1.Taint
+	taintKey   string
 }
 
 // Node is what the engine needs to know of a Kubernetes Node.
@@ -468,6 +473,7 @@ func (s *Snapshot) setTaints(b *bin, taints []corev1.Taint) {
 		s.tainted--
 	}
 	b.taints = taints
+	b.hardTaints, b.taintKey = normalTaints(taints)
 	if len(b.taints) > 0 {
 		s.tainted++
 	}

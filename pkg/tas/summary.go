@@ -70,7 +70,7 @@ func (s *Snapshot) Capture() *Capacity {
 				if !b.usable {
 					continue
 				}
-				taint := c.taintSetOf(b.taints, taintSet)
+				taint := c.taintSetOf(b.hardTaints, b.taintKey, taintSet)
 				if taint < 0 {
 					continue // its taints cannot be listed: left out, never overstated
 				}
@@ -92,13 +92,10 @@ const (
 	leftOutOfTaint = -1
 )
 
-// taintSetOf returns the free row's taint value (see freeTaint) of a node
-// with the given taints, adding their set to c.taintSets when it is new;
-// leftOutOfTaint when the set cannot be listed (more taints than a set
-// may hold, or a new set beyond maxTaintSets: nodes carrying unique taint
-// values, such as an autoscaler's deletion marks). Such a node is left out
-// of the free capacity, as if unschedulable.
-func (c *Capacity) taintSetOf(taints []corev1.Taint, known map[string]int32) int32 {
+// normalTaints returns the NoSchedule and NoExecute taints of taints as a
+// summary lists them — sorted, without duplicates or timeAdded — and a
+// key naming that set ("" when there are none).
+func normalTaints(taints []corev1.Taint) ([]corev1.Taint, string) {
 	var set []corev1.Taint
 	for _, t := range taints {
 		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
@@ -106,20 +103,34 @@ func (c *Capacity) taintSetOf(taints []corev1.Taint, known map[string]int32) int
 		}
 	}
 	if len(set) == 0 {
-		return 0
+		return nil, ""
 	}
 	slices.SortFunc(set, func(a, b corev1.Taint) int {
 		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Value, b.Value), cmp.Compare(a.Effect, b.Effect))
 	})
 	set = slices.CompactFunc(set, func(a, b corev1.Taint) bool { return a == b })
-	if len(set) > maxSetTaints {
-		return leftOutOfTaint
-	}
 	var key strings.Builder
 	for _, t := range set {
 		key.WriteString(t.Key + "\x00" + t.Value + "\x00" + string(t.Effect) + "\x00")
 	}
-	if i, ok := known[key.String()]; ok {
+	return set, key.String()
+}
+
+// taintSetOf returns the free row's taint value (see freeTaint) of a node
+// with the taint set of that key (see normalTaints), adding the set to
+// c.taintSets when it is new; leftOutOfTaint when the set cannot be
+// listed (more taints than a set may hold, or a new set beyond
+// maxTaintSets: nodes carrying unique taint values, such as an
+// autoscaler's deletion marks). Such a node is left out of the free
+// capacity, as if unschedulable.
+func (c *Capacity) taintSetOf(set []corev1.Taint, key string, known map[string]int32) int32 {
+	if key == "" {
+		return 0
+	}
+	if len(set) > maxSetTaints {
+		return leftOutOfTaint
+	}
+	if i, ok := known[key]; ok {
 		return i
 	}
 	if len(c.taintSets) >= maxTaintSets {
@@ -127,7 +138,7 @@ func (c *Capacity) taintSetOf(taints []corev1.Taint, known map[string]int32) int
 	}
 	c.taintSets = append(c.taintSets, set)
 	i := int32(len(c.taintSets))
-	known[key.String()] = i
+	known[key] = i
 	return i
 }
 
@@ -146,7 +157,8 @@ func (c *Capacity) Tolerate(tolerations []corev1.Toleration) {
 		left := slices.DeleteFunc(slices.Clone(set), func(t corev1.Taint) bool {
 			return slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Logger{}, &t, true) })
 		})
-		remap[i+1] = c.taintSetOf(left, known)
+		set, key := normalTaints(left)
+		remap[i+1] = c.taintSetOf(set, key, known)
 	}
 	for i, t := range c.freeTaint {
 		c.freeTaint[i] = remap[t]
@@ -446,13 +458,9 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 			total += int(max(pairs[j], 0))
 		}
 	}
-	var taintSets [][]corev1.Taint
 	if !empty {
-		for i, ts := range st.TaintSets {
-			if len(ts.Taints) == 0 {
-				return nil, fmt.Errorf("taintSets[%d] is empty", i)
-			}
-			taintSets = append(taintSets, ts.Taints)
+		if err := checkTaintSets(st); err != nil {
+			return nil, err
 		}
 	}
 	s.binSlab = make([]bin, total)
@@ -484,12 +492,10 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 		if len(d.Values) != s.leafDepth {
 			return nil, fmt.Errorf("domains[%d]: domain %v has %d values, want %d (one per level %v)", i, d.Values, len(d.Values), s.leafDepth, s.levels[:s.leafDepth])
 		}
-		var taints []int32
-		if !empty && len(d.FreeTaints) > 0 {
-			if len(d.FreeTaints) != len(pairs)/2 {
-				return nil, fmt.Errorf("domains[%d].freeTaints: %d numbers for %d pairs of free", i, len(d.FreeTaints), len(pairs)/2)
+		if !empty {
+			if err := checkFreeTaints(st, i); err != nil {
+				return nil, err
 			}
-			taints = d.FreeTaints
 		}
 		if len(pairs) == 0 {
 			continue
@@ -507,18 +513,51 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 				return nil, fmt.Errorf("domains[%d]: domain %v: node count %d must be positive", i, d.Values, n)
 			}
 			var nodeTaints []corev1.Taint
-			if taints != nil && taints[j/2] != 0 {
-				t := taints[j/2]
-				if t < 0 || int(t) > len(taintSets) {
-					return nil, fmt.Errorf("domains[%d].freeTaints[%d]: taint set %d does not exist (%d taint sets, counted from 1)", i, j/2, t, len(taintSets))
-				}
-				nodeTaints = taintSets[t-1]
+			if !empty {
+				nodeTaints = freeTaintsOf(st, &d, j/2)
 			}
 			s.addNodesTo(parent, vectors[v], int64(n), nodeTaints)
 		}
 	}
 	s.Freeze()
 	return s, nil
+}
+
+// checkTaintSets checks that every taint set of a summary has taints.
+func checkTaintSets(st *strata.CapacitySummaryStatus) error {
+	for i, ts := range st.TaintSets {
+		if len(ts.Taints) == 0 {
+			return fmt.Errorf("taintSets[%d] is empty", i)
+		}
+	}
+	return nil
+}
+
+// checkFreeTaints checks domain i's freeTaints: none, or one per pair of
+// free, each 0 or a position in taintSets counted from 1.
+func checkFreeTaints(st *strata.CapacitySummaryStatus, i int) error {
+	d := &st.Domains[i]
+	if len(d.FreeTaints) == 0 {
+		return nil
+	}
+	if len(d.FreeTaints) != len(d.Free)/2 {
+		return fmt.Errorf("domains[%d].freeTaints: %d numbers for %d pairs of free", i, len(d.FreeTaints), len(d.Free)/2)
+	}
+	for j, t := range d.FreeTaints {
+		if t < 0 || int(t) > len(st.TaintSets) {
+			return fmt.Errorf("domains[%d].freeTaints[%d]: taint set %d does not exist (%d taint sets, counted from 1)", i, j, t, len(st.TaintSets))
+		}
+	}
+	return nil
+}
+
+// freeTaintsOf returns the taints of the nodes of pair k of d's free list
+// (nil: none), freeTaints checked.
+func freeTaintsOf(st *strata.CapacitySummaryStatus, d *strata.SummaryDomain, k int) []corev1.Taint {
+	if len(d.FreeTaints) == 0 || d.FreeTaints[k] == 0 {
+		return nil
+	}
+	return st.TaintSets[d.FreeTaints[k]-1].Taints
 }
 
 // project reports an assignment of a summary snapshot at the summary's
@@ -567,10 +606,8 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 	if !s.summary || s.shared || !slices.Equal(s.levels, st.Levels) || int(st.LeafLevels) != s.leafDepth {
 		return false
 	}
-	for _, ts := range st.TaintSets {
-		if len(ts.Taints) == 0 {
-			return false
-		}
+	if checkTaintSets(st) != nil {
+		return false
 	}
 	pos := make([]int, len(st.Resources))
 	for r, name := range st.Resources {
@@ -593,13 +630,13 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 	}
 	// Match every summary domain to its nodes before changing anything.
 	type change struct {
-		bins   []*bin
-		pairs  []int32
-		taints []int32 // per pair; nil: none
+		bins []*bin
+		d    *strata.SummaryDomain
 	}
 	changes := make([]change, 0, len(st.Domains))
 	total := 0
-	for _, d := range st.Domains {
+	for i := range st.Domains {
+		d := &st.Domains[i]
 		n := 0
 		for j := 0; j+1 < len(d.Free); j += 2 {
 			if d.Free[j] < 0 || int(d.Free[j]) >= len(vectors) || d.Free[j+1] <= 0 {
@@ -607,18 +644,8 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 			}
 			n += int(d.Free[j+1])
 		}
-		if len(d.Free)%2 != 0 || len(d.Values) != s.leafDepth {
+		if len(d.Free)%2 != 0 || len(d.Values) != s.leafDepth || checkFreeTaints(st, i) != nil {
 			return false
-		}
-		if len(d.FreeTaints) > 0 {
-			if len(d.FreeTaints) != len(d.Free)/2 {
-				return false
-			}
-			for _, t := range d.FreeTaints {
-				if t < 0 || int(t) > len(st.TaintSets) {
-					return false
-				}
-			}
 		}
 		if n == 0 {
 			continue
@@ -637,7 +664,7 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 			return false
 		}
 		total += n
-		changes = append(changes, change{bins, d.Free, d.FreeTaints})
+		changes = append(changes, change{bins, d})
 	}
 	if total != len(s.binByID)-len(s.freeSlots) {
 		return false
@@ -645,15 +672,12 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 	clear(s.binUsed)
 	for _, c := range changes {
 		k := 0
-		for j := 0; j < len(c.pairs); j += 2 {
-			var taints []corev1.Taint
-			if c.taints != nil && c.taints[j/2] != 0 {
-				taints = st.TaintSets[c.taints[j/2]-1].Taints
-			}
-			for range c.pairs[j+1] {
+		for j := 0; j < len(c.d.Free); j += 2 {
+			taints := freeTaintsOf(st, c.d, j/2)
+			for range c.d.Free[j+1] {
 				b := c.bins[k]
 				k++
-				b.alloc = vectors[c.pairs[j]]
+				b.alloc = vectors[c.d.Free[j]]
 				s.setTaints(b, taints)
 				s.recompute(b)
 			}

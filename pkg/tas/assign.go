@@ -30,6 +30,10 @@ type plan struct {
 	// target is the index of the required/preferred level, -1 if none.
 	target int
 	layers []layerIndex
+	// leastFirst: LeastFreeCapacity from the least free domain up, without
+	// first looking for one domain that holds all (an unconstrained
+	// request, once its single host or top-level domain is chosen).
+	leastFirst bool
 }
 
 // FindAssignment places req in the snapshot without changing it. It returns
@@ -306,16 +310,52 @@ func (p *plan) tighter(a, b *domain) bool {
 	return s.order[a.id] < s.order[b.id]
 }
 
-// unconstrained puts the pods in the tightest domain of the lowest level
-// where one domain holds them all (in whole slices when there are slice
-// layers), and distributes them below it. When no domain of any level holds
-// them, the domains of the whole flavor are filled by the algorithm: the
-// leaves, or with slice layers the domains of the coarsest layer's level,
-// in natural order among equals so that the chosen hosts are neighbours.
+// unconstrained places a request without a required or preferred level.
+//
+// With LeastFreeCapacity (the default for it), as KEP-2724 defines the
+// algorithm, "as many domains as needed starting from the one with the
+// least free capacity", so that small holes fill first and large free hosts
+// stay for topology-sensitive work:
+//   - without slices: the tightest lowest-level domain (host) that holds all
+//     pods, else the lowest-level domains of the whole flavor from the least
+//     free up, whatever racks and blocks they are in;
+//   - with slice layers alone: the tightest top-level domain that holds all
+//     slices (counted in slices), inside it the domains of the coarsest
+//     slice level from the fewest free slices up, and inside each of those
+//     the domains below from the least free up; when no top-level domain
+//     holds them, the slice-level domains of the whole flavor the same way.
+//
+// With BestFit, the tightest domain of the lowest level where one domain
+// holds them all, climbing the levels, and when none does the leaves of
+// the flavor, the largest first.
 func (p *plan) unconstrained(count int64) (*Assignment, error) {
 	s := p.s
 	if s.depth == 0 || s.unitCap[0]*p.units[0] < count {
 		return nil, p.flavorError(count)
+	}
+	if p.alg == configv1beta1.LeastFreeCapacity {
+		// The first choice: one lowest-level domain, or with slices one
+		// top-level domain; below it (or without it), least free first.
+		first, lvl := 0, s.depth-1
+		if len(p.layers) == 0 {
+			first = lvl
+		} else {
+			lvl = min(lvl, p.layers[0].level) // a summarized host level: its leaf above
+		}
+		d := p.tightest(s.byLevel[first], count/p.units[first])
+		p.leastFirst = true
+		if d == nil {
+			return p.fillLevel(lvl, count)
+		}
+		if first == lvl {
+			s.assigned[d.id] = count
+			return p.result(p.descend([]*domain{d})), nil
+		}
+		cands := p.inOrderUnder(d, lvl)
+		if !p.pick(cands, count/p.units[lvl], p.units[lvl]) {
+			panic(fmt.Sprintf("tas: domain %v holds %d pods but its domains of level %d do not", d.values, count, lvl))
+		}
+		return p.result(p.descend(p.withPods(cands))), nil
 	}
 	for lvl := s.depth - 1; lvl >= 0; lvl-- {
 		if d := p.tightest(s.byLevel[lvl], count/p.units[lvl]); d != nil {
@@ -336,7 +376,6 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 // domains of lvl (the largest first, the last the tightest that holds the
 // rest), then the fewest below each.
 func (p *plan) fillLevel(lvl int, count int64) (*Assignment, error) {
-	s := p.s
 	if lvl < 0 {
 		return nil, p.flavorError(count)
 	}
@@ -344,13 +383,18 @@ func (p *plan) fillLevel(lvl int, count int64) (*Assignment, error) {
 	if !p.pick(cands, count/p.units[lvl], p.units[lvl]) {
 		return nil, p.flavorError(count)
 	}
+	return p.result(p.descend(p.withPods(cands))), nil
+}
+
+// withPods returns the domains of ds that were assigned pods, in order.
+func (p *plan) withPods(ds []*domain) []*domain {
 	var chosen []*domain
-	for _, d := range cands {
-		if s.assigned[d.id] > 0 {
+	for _, d := range ds {
+		if p.s.assigned[d.id] > 0 {
 			chosen = append(chosen, d)
 		}
 	}
-	return p.result(p.descend(chosen)), nil
+	return chosen
 }
 
 // inOrder returns the domains of level lvl in natural order.
@@ -359,7 +403,12 @@ func (p *plan) inOrder(lvl int) []*domain {
 	if lvl == s.depth-1 {
 		return s.orderedLeaves()
 	}
-	out := make([]*domain, 0, len(s.byLevel[lvl]))
+	return p.inOrderUnder(s.root, lvl)
+}
+
+// inOrderUnder returns the domains of level lvl under d in natural order.
+func (p *plan) inOrderUnder(d *domain, lvl int) []*domain {
+	var out []*domain
 	var walk func(d *domain)
 	walk = func(d *domain) {
 		if d.level == lvl {
@@ -370,7 +419,7 @@ func (p *plan) inOrder(lvl int) []*domain {
 			walk(c)
 		}
 	}
-	walk(s.root)
+	walk(d)
 	return out
 }
 
@@ -413,7 +462,8 @@ func (p *plan) descend(frontier []*domain) []*domain {
 // pick assigns n groups of u pods among cands (in natural order) with the
 // plan's algorithm: LeastFreeCapacity puts them all in the tightest domain
 // that holds them (KEP-2724: "a tight fit among all domains that could
-// fit") and, when none does, fills the smallest domains first; BestFit
+// fit") and, when none does or for an unconstrained request's pods below
+// its first choice (leastFirst), fills the smallest domains first; BestFit
 // fills the largest first but takes the tightest domain that holds what is
 // left as the last one (so a single domain when one holds all). Ties keep
 // natural order.
@@ -423,7 +473,7 @@ func (p *plan) pick(cands []*domain, n, u int64) bool {
 	}
 	s := p.s
 	lfc := p.alg == configv1beta1.LeastFreeCapacity
-	if lfc {
+	if lfc && !p.leastFirst {
 		if d := p.tightest(cands, n); d != nil {
 			s.assigned[d.id] += n * u
 			return true

@@ -184,7 +184,10 @@ func TestFindAssignment(t *testing.T) {
 			req:   Request{Count: 6, PodRequests: cpu("1"), Mode: Unconstrained},
 			want:  &Assignment{Levels: []string{host}, Domains: hosts("h3", 6)},
 		},
-		"unconstrained with LeastFreeCapacity: no node holds all, so the tightest block, and the one node that holds its last rack's share": {
+		// KEP-2724: LeastFreeCapacity "selects as many domains as needed
+		// starting from the one with the least free capacity" — hosts of
+		// any rack and block, not the tightest block.
+		"unconstrained with LeastFreeCapacity: no node holds all, so hosts of the whole flavor from the least free up": {
 			levels: threeLevel, opts: bestFit,
 			nodes: []node{
 				{"b1-r1-h1", "b1", "r1", "4"}, {"b1-r1-h2", "b1", "r1", "4"},
@@ -193,7 +196,7 @@ func TestFindAssignment(t *testing.T) {
 				{"b2-r2-h1", "b2", "r2", "5"}, {"b2-r2-h2", "b2", "r2", "5"},
 			},
 			req:  Request{Count: 12, PodRequests: cpu("1"), Mode: Unconstrained},
-			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 4, "b1-r1-h2", 4, "b1-r2-h3", 4)},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 4, "b1-r1-h2", 3, "b1-r2-h1", 2, "b1-r2-h2", 3)},
 		},
 		"unconstrained with LeastFreeCapacity: no block holds all, so the smallest nodes of the flavor first": {
 			levels: threeLevel, opts: bestFit,
@@ -219,11 +222,60 @@ func TestFindAssignment(t *testing.T) {
 			req:  Request{Count: 10, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{host, 2}}},
 			want: &Assignment{Levels: []string{host}, Domains: hosts("b", 2, "c", 4, "d", 2, "e", 2)},
 		},
-		"unconstrained slices: the tightest node of the flavor that holds all slices": {
+		// Slices alone: the tightest top-level domain in slices (r1: 8,
+		// r2: 12), then its hosts from the fewest free slices up.
+		"unconstrained slices: the tightest top-level domain that holds all slices, its hosts least free first": {
 			levels: twoLevel, opts: bestFit,
 			nodes: []node{{"r1-h1", "", "r1", "8"}, {"r1-h2", "", "r1", "8"}, {"r2-h1", "", "r2", "5"}, {"r2-h2", "", "r2", "20"}},
 			req:   Request{Count: 4, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{host, 2}}},
-			want:  &Assignment{Levels: []string{host}, Domains: hosts("r2-h1", 4)},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("r1-h1", 4)},
+		},
+		"unconstrained slices: inside the top-level domain, slice domains of any rack from the fewest free slices up": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "8"}, {"b1-r1-h2", "b1", "r1", "2"},
+				{"b1-r2-h1", "b1", "r2", "4"}, {"b1-r2-h2", "b1", "r2", "6"},
+				{"b2-r1-h1", "b2", "r1", "32"},
+			},
+			// b1 holds 10 slices of 2, b2 16: b1; its hosts by free slices
+			// 1 (r1-h2), 2 (r2-h1), 3 (r2-h2), 4 (r1-h1): the first three.
+			req: Request{Count: 12, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{host, 2}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts(
+				"b1-r1-h2", 2, "b1-r2-h1", 4, "b1-r2-h2", 6)},
+		},
+		"unconstrained rack slices: inside each rack, hosts from the least free up": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "1"}, {"b1-r1-h2", "b1", "r1", "2"}, {"b1-r1-h3", "b1", "r1", "4"}, {"b1-r1-h4", "b1", "r1", "8"},
+			},
+			req:  Request{Count: 4, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{rack, 4}}},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 1, "b1-r1-h2", 2, "b1-r1-h3", 1)},
+		},
+		"unconstrained with LeastFreeCapacity: hosts of 1, 2, 4, 6, 8 in any racks, 10 pods: 1 + 2 + 4 + 3 on the 6, not 8 + 2": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "8"}, {"b1-r1-h2", "b1", "r1", "2"},
+				{"b1-r2-h1", "b1", "r2", "6"},
+				{"b2-r1-h1", "b2", "r1", "1"}, {"b2-r1-h2", "b2", "r1", "4"},
+			},
+			req: Request{Count: 10, PodRequests: cpu("1"), Mode: Unconstrained},
+			want: &Assignment{Levels: []string{host}, Domains: hosts(
+				"b1-r1-h2", 2, "b1-r2-h1", 3, "b2-r1-h1", 1, "b2-r1-h2", 4)},
+		},
+		"KEP 3,3,2,1 rack, unconstrained: LeastFreeCapacity takes 1, 2, 3 and 1 on a 3": {
+			levels: twoLevel, nodes: kepRack, opts: bestFit,
+			req:  Request{Count: 7, PodRequests: cpu("1"), Mode: Unconstrained},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("n1", 3, "n2", 1, "n3", 2, "n4", 1)},
+		},
+		"unconstrained with BestFit configured still climbs to the tightest domain that holds all": {
+			levels: threeLevel, opts: opts(configv1beta1.BestFit, configv1beta1.BestFit, configv1beta1.BestFit),
+			nodes: []node{
+				{"b1-r1-h1", "b1", "r1", "4"}, {"b1-r1-h2", "b1", "r1", "4"},
+				{"b1-r2-h1", "b1", "r2", "2"}, {"b1-r2-h2", "b1", "r2", "3"},
+				{"b2-r1-h1", "b2", "r1", "5"}, {"b2-r1-h2", "b2", "r1", "5"},
+			},
+			req:  Request{Count: 8, PodRequests: cpu("1"), Mode: Unconstrained},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 4, "b1-r1-h2", 4)},
 		},
 		// As Kueue: with no domain holding all slices, the racks of the
 		// flavor are filled smallest-first, in slices.
@@ -247,7 +299,7 @@ func TestFindAssignment(t *testing.T) {
 				{"b2-r1-h1", "b2", "r1", "1"}, {"b2-r1-h2", "b2", "r1", "1"},
 			},
 			req:  Request{Count: 6, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{rack, 3}}},
-			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 3, "b1-r2-h1", 3)},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("b1-r1-h1", 1, "b1-r1-h2", 2, "b1-r2-h1", 3)},
 		},
 		"unconstrained that does not fit": {
 			levels: twoLevel, opts: bestFit, nodes: kepRack,

@@ -63,12 +63,14 @@ type CapacitySummaryStatus struct {
 	//
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=65536
 	Vectors []ResourceVector `json:"vectors,omitempty"`
 
 	// domains are the leaf domains with their nodes' free capacity.
 	//
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=65536
 	Domains []SummaryDomain `json:"domains,omitempty"`
 
 	// taintSets are the distinct sets of NoSchedule and NoExecute taints
@@ -154,6 +156,9 @@ type SummaryDomain struct {
 	//
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=262144
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=131072
 	Free []int32 `json:"free,omitempty"`
 
 	// freeTaints, when the domain has nodes with NoSchedule or NoExecute
@@ -163,6 +168,9 @@ type SummaryDomain struct {
 	//
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=131072
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=64
 	FreeTaints []int32 `json:"freeTaints,omitempty"`
 
 	// capacity lists all of the domain's nodes, schedulable or not, by
@@ -171,6 +179,9 @@ type SummaryDomain struct {
 	//
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=262144
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=131072
 	Capacity []int32 `json:"capacity,omitempty"`
 }
 

@@ -34,11 +34,7 @@ type Worker struct {
 func (f *Fleet) WithTargets(ctx context.Context, workers []Worker, now time.Time, staleAfter time.Duration, fn func([]*placement.Target) error) error {
 	f.tmu.Lock()
 	defer f.tmu.Unlock()
-	targets, err := f.refreshTargets(ctx, workers, now, staleAfter)
-	if err != nil {
-		return err
-	}
-	return fn(targets)
+	return fn(f.refreshTargets(ctx, workers, now, staleAfter))
 }
 
 // Release ends the reservation key on a worker's flavor, if any: the
@@ -102,7 +98,7 @@ func (f *Fleet) Reservations() map[string]int {
 }
 
 // refreshTargets brings every worker's targets up to date. f.tmu is held.
-func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.Time, staleAfter time.Duration) ([]*placement.Target, error) {
+func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.Time, staleAfter time.Duration) []*placement.Target {
 	var out []*placement.Target
 	for _, w := range workers {
 		var summaries []strata.CapacitySummary
@@ -111,22 +107,21 @@ func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.T
 			var ok bool
 			var err error
 			summaries, ok, err = f.Summaries(ctx, w.Name)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
+			switch {
+			case err != nil:
+				// This pass only: its targets keep their reservations.
+				connected = false
+				w.NotConnected = "reading its summaries: " + err.Error()
+			case !ok:
 				connected = false
 				w.NotConnected = "not connected yet"
 			}
 		}
-		targets, err := refresh(f.targets[w.Name], w, connected, summaries, now, staleAfter)
+		targets := refresh(f.targets[w.Name], w, connected, summaries, now, staleAfter)
 		if targets == nil {
 			delete(f.targets, w.Name)
 		} else {
 			f.targets[w.Name] = targets
-		}
-		if err != nil {
-			return nil, err
 		}
 		flavors := make([]string, 0, len(targets))
 		for flavor := range targets {
@@ -137,38 +132,38 @@ func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.T
 			out = append(out, targets[flavor])
 		}
 	}
-	return out, nil
+	return out
 }
 
 // refresh brings one worker's targets (by flavor) up to date with its
-// summaries when connected, and sets why each gets no new work.
-func refresh(targets map[string]*placement.Target, w Worker, connected bool, summaries []strata.CapacitySummary, now time.Time, staleAfter time.Duration) (map[string]*placement.Target, error) {
+// summaries when connected, and sets why each gets no new work. A summary
+// the hub cannot read makes its own target unavailable, saying what is
+// wrong; it never stops the others.
+func refresh(targets map[string]*placement.Target, w Worker, connected bool, summaries []strata.CapacitySummary, now time.Time, staleAfter time.Duration) map[string]*placement.Target {
 	if connected {
 		next := make(map[string]*placement.Target, len(summaries))
 		for i := range summaries {
 			s := &summaries[i]
-			t := targets[s.Spec.Flavor]
-			switch {
-			case len(s.Status.Levels) == 0:
-				// Not published yet, or too large to publish any levels.
-				t = nil
-			case t == nil:
-				var err error
-				if t, err = placement.NewTarget(w.Name, s.Spec.Flavor, &s.Status); err != nil {
-					return targets, err
-				}
-			case t.Generation() != s.Status.SummaryGeneration:
-				if err := t.SetSummary(&s.Status); err != nil {
-					return targets, err
-				}
+			if len(s.Status.Levels) == 0 {
+				continue // not published yet, or too large to publish any levels
 			}
+			t := targets[s.Spec.Flavor]
 			if t == nil {
-				continue
+				t = placement.NewPendingTarget(w.Name, s.Spec.Flavor)
+			}
+			gen := s.Status.SummaryGeneration
+			if msg, bad := t.Invalid(); t.Generation() != gen && (msg == "" || bad != gen) {
+				_ = t.SetSummary(&s.Status) // an error is kept in t.Invalid
 			}
 			t.Unavailable = unavailable(w, s, now, staleAfter)
+			if msg, _ := t.Invalid(); msg != "" {
+				t.Unavailable = "summary invalid: " + msg
+			} else if !t.Loaded() {
+				t.Unavailable = "summary not read"
+			}
 			next[s.Spec.Flavor] = t
 		}
-		return next, nil
+		return next
 	}
 	for _, t := range targets {
 		t.Unavailable = "unreachable: " + w.NotConnected
@@ -176,7 +171,7 @@ func refresh(targets map[string]*placement.Target, w Worker, connected bool, sum
 			t.Unavailable = "cordoned; " + t.Unavailable
 		}
 	}
-	return targets, nil
+	return targets
 }
 
 // unavailable says why a connected worker's flavor gets no new work, or "".

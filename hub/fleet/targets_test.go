@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,11 +50,19 @@ func TestRefresh(t *testing.T) {
 		for flavor, tg := range ts {
 			out = append(out, view{flavor, tg.Unavailable, tg.Generation(), tg.Reserved("job")})
 		}
+		slices.SortFunc(out, func(a, b view) int { return strings.Compare(a.Flavor, b.Flavor) })
 		return out
 	}
 	tooLarge := summary(t, "huge", 1, 0)
 	tooLarge.Status.Domains, tooLarge.Status.Vectors = nil, nil
 	tooLarge.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "TooLarge", Message: "no domains published"}}
+
+	// A domain claiming two billion nodes: expanded, it would take the
+	// hub's memory (it did, at every restart).
+	hostile := summary(t, "a100", 2, time.Second)
+	hostile.Status.Domains[0].Free[1] = 2_000_000_000
+	malformed := summary(t, "a100", 2, time.Second)
+	malformed.Status.Domains[0].Free = append(malformed.Status.Domains[0].Free, 7)
 
 	cases := map[string]struct {
 		before    []strata.CapacitySummary // a first refresh, then job reserved on a100
@@ -93,6 +103,36 @@ func TestRefresh(t *testing.T) {
 			summaries: []strata.CapacitySummary{summary(t, "h100", 2, time.Second)},
 			want:      []view{{Flavor: "h100", Generation: 2}},
 		},
+		"a hostile first summary: its target is unavailable and says why, the others serve": {
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{func() strata.CapacitySummary {
+				h := hostile
+				h.Spec.Flavor = "h100"
+				return h
+			}(), summary(t, "a100", 1, time.Second)},
+			want: []view{{Flavor: "a100", Generation: 1}, {Flavor: "h100", Generation: -1,
+				Unavailable: "summary invalid: capacity summary of flavor h100 on w: domains[0].free[1]: more than 131072 nodes in the summary's free lists"}},
+		},
+		"a hostile new generation keeps the last good view and its reservations, unavailable": {
+			before: []strata.CapacitySummary{summary(t, "a100", 1, time.Second)},
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{hostile},
+			want: []view{{Flavor: "a100", Generation: 1, Reserved: true,
+				Unavailable: "summary invalid: capacity summary of flavor a100 on w: domains[0].free[1]: more than 131072 nodes in the summary's free lists"}},
+		},
+		"a malformed new generation": {
+			before: []strata.CapacitySummary{summary(t, "a100", 1, time.Second)},
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{malformed},
+			want: []view{{Flavor: "a100", Generation: 1, Reserved: true,
+				Unavailable: "summary invalid: capacity summary of flavor a100 on w: domains[0].free: 3 numbers, want pairs of a vector position and a node count"}},
+		},
+		"a good generation after a bad one serves again": {
+			before: []strata.CapacitySummary{summary(t, "a100", 1, time.Second), hostile},
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{summary(t, "a100", 3, time.Second)},
+			want:      []view{{Flavor: "a100", Generation: 3, Reserved: true}},
+		},
 		"unreachable: the targets stay, with their reservations": {
 			before: []strata.CapacitySummary{summary(t, "a100", 1, time.Second)},
 			worker: Worker{Name: "w", NotConnected: "dial tcp 10.0.0.1:443: i/o timeout"},
@@ -103,10 +143,7 @@ func TestRefresh(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var targets map[string]*placement.Target
 			if tc.before != nil {
-				var err error
-				if targets, err = refresh(nil, Worker{Name: "w"}, true, tc.before, now, stale); err != nil {
-					t.Fatal(err)
-				}
+				targets = refresh(nil, Worker{Name: "w"}, true, tc.before[:1], now, stale)
 				a, err := targets["a100"].Snapshot().FindAssignment(tas.Request{Count: 1, PodRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}, tas.DefaultOptions())
 				if err != nil {
 					t.Fatal(err)
@@ -115,10 +152,10 @@ func TestRefresh(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := refresh(targets, tc.worker, tc.connected, tc.summaries, now, stale)
-			if err != nil {
-				t.Fatal(err)
+			for _, s := range tc.before[min(1, len(tc.before)):] {
+				targets = refresh(targets, Worker{Name: "w"}, true, []strata.CapacitySummary{s}, now, stale)
 			}
+			got := refresh(targets, tc.worker, tc.connected, tc.summaries, now, stale)
 			if diff := cmp.Diff(tc.want, views(got)); diff != "" {
 				t.Errorf("targets (-want,+got):\n%s", diff)
 			}

@@ -37,6 +37,11 @@ type Target struct {
 	// version changes with every reservation made or ended, so that
 	// memoized answers on the old state are not reused.
 	version uint64
+	// invalid says why the summary of generation invalidGen could not be
+	// read; the target keeps its last good view, if any, and must get no
+	// new work until a newer summary reads.
+	invalid    string
+	invalidGen int64
 }
 
 type reservation struct {
@@ -49,12 +54,26 @@ type reservation struct {
 
 // NewTarget returns the view of a flavor on a cluster from its summary.
 func NewTarget(cluster, flavor string, st *strata.CapacitySummaryStatus) (*Target, error) {
-	t := &Target{Cluster: cluster, Flavor: flavor, reservations: map[string]*reservation{}}
+	t := NewPendingTarget(cluster, flavor)
 	if err := t.SetSummary(st); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
+
+// NewPendingTarget returns the view of a flavor on a cluster before any
+// summary was read: no snapshot, and Loaded false until SetSummary
+// succeeds. Such a target must be Unavailable.
+func NewPendingTarget(cluster, flavor string) *Target {
+	return &Target{Cluster: cluster, Flavor: flavor, generation: -1, reservations: map[string]*reservation{}}
+}
+
+// Loaded says whether a summary was read: the target has a snapshot.
+func (t *Target) Loaded() bool { return t.free != nil }
+
+// Invalid says why the last summary given to SetSummary could not be read
+// ("" when it could), and that summary's generation.
+func (t *Target) Invalid() (string, int64) { return t.invalid, t.invalidGen }
 
 // Generation is the summary generation the view is built on.
 func (t *Target) Generation() int64 { return t.generation }
@@ -77,7 +96,27 @@ func (t *Target) Snapshot() *tas.Snapshot { return t.free }
 // capacity again from a summary that stops listing it while it lives —
 // an agent that gave an admission back, for one: so a dispatched workload
 // is counted exactly once, by its reservation or by the summary.
-func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) error {
+//
+// A summary that cannot be read (malformed, hostile, beyond the engine's
+// bounds) leaves the view as it was and is remembered in Invalid; a panic
+// while reading it drops the view (it may be half rewritten) and is
+// returned as an error, never raised.
+func (t *Target) SetSummary(st *strata.CapacitySummaryStatus) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.free, t.empty, t.generation = nil, nil, -1
+			err = fmt.Errorf("capacity summary of flavor %s on %s: reading it failed: %v", t.Flavor, t.Cluster, r)
+		}
+		if err != nil {
+			t.invalid, t.invalidGen = err.Error(), st.SummaryGeneration
+		} else {
+			t.invalid, t.invalidGen = "", 0
+		}
+	}()
+	return t.setSummary(st)
+}
+
+func (t *Target) setSummary(st *strata.CapacitySummaryStatus) error {
 	// Most new generations change amounts, not which nodes are where:
 	// rewrite the nodes in place then.
 	if t.free == nil || !t.free.Refresh(st) {

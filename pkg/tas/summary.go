@@ -423,9 +423,96 @@ func NewEmptySnapshotFromSummary(st *strata.CapacitySummaryStatus) (*Snapshot, e
 	return snapshotFromSummary(st, true)
 }
 
+// Bounds of what a hub accepts from a summary. A summary comes from a
+// worker, which the hub does not trust with its own memory: every bucket
+// of N nodes becomes N nodes in the hub's snapshot, so the node counts are
+// bounded before anything is expanded. The bounds are far above what an
+// agent publishes (its size budget keeps a summary near 1 MiB).
+const (
+	MaxSummaryNodes     = 1 << 17 // nodes in free, and again in capacity
+	MaxSummaryDomains   = 1 << 16
+	MaxSummaryVectors   = 1 << 16
+	MaxSummaryLevels    = 16
+	MaxSummaryResources = 32
+	MaxSummaryTaintSets = 64
+	MaxTaintsPerSet     = 32
+)
+
+// ValidateSummary checks a summary the way the hub reads it, without
+// building anything: its levels, vectors, bounds, and every domain's pairs
+// and taint references. The error names the first field that is wrong.
+func ValidateSummary(st *strata.CapacitySummaryStatus) error {
+	switch {
+	case len(st.Levels) == 0:
+		return fmt.Errorf("the summary has no levels")
+	case len(st.Levels) > MaxSummaryLevels:
+		return fmt.Errorf("levels: %d levels, at most %d", len(st.Levels), MaxSummaryLevels)
+	case len(st.Resources) > MaxSummaryResources:
+		return fmt.Errorf("resources: %d resources, at most %d", len(st.Resources), MaxSummaryResources)
+	case len(st.Vectors) > MaxSummaryVectors:
+		return fmt.Errorf("vectors: %d vectors, at most %d", len(st.Vectors), MaxSummaryVectors)
+	case len(st.Domains) > MaxSummaryDomains:
+		return fmt.Errorf("domains: %d domains, at most %d", len(st.Domains), MaxSummaryDomains)
+	case len(st.TaintSets) > MaxSummaryTaintSets:
+		return fmt.Errorf("taintSets: %d taint sets, at most %d", len(st.TaintSets), MaxSummaryTaintSets)
+	}
+	leafDepth := len(st.Levels)
+	if st.Levels[leafDepth-1] == strata.HostnameLabel {
+		leafDepth--
+	}
+	if int(st.LeafLevels) != leafDepth {
+		return fmt.Errorf("the summary's domains cover %d levels, want %d for levels %s", st.LeafLevels, leafDepth, strings.Join(st.Levels, ", "))
+	}
+	for i, v := range st.Vectors {
+		if len(v) != len(st.Resources) {
+			return fmt.Errorf("vectors[%d]: %d amounts for %d resources", i, len(v), len(st.Resources))
+		}
+	}
+	for i, ts := range st.TaintSets {
+		if len(ts.Taints) > MaxTaintsPerSet {
+			return fmt.Errorf("taintSets[%d]: %d taints, at most %d", i, len(ts.Taints), MaxTaintsPerSet)
+		}
+	}
+	if err := checkTaintSets(st); err != nil {
+		return err
+	}
+	var free, capacity int64
+	for i := range st.Domains {
+		d := &st.Domains[i]
+		if len(d.Values) != leafDepth {
+			return fmt.Errorf("domains[%d]: domain %v has %d values, want %d (one per level %v)", i, d.Values, len(d.Values), leafDepth, st.Levels[:leafDepth])
+		}
+		for _, list := range []struct {
+			field string
+			pairs []int32
+			total *int64
+		}{{"free", d.Free, &free}, {"capacity", d.Capacity, &capacity}} {
+			if len(list.pairs)%2 != 0 {
+				return fmt.Errorf("domains[%d].%s: %d numbers, want pairs of a vector position and a node count", i, list.field, len(list.pairs))
+			}
+			for j := 0; j < len(list.pairs); j += 2 {
+				v, n := list.pairs[j], list.pairs[j+1]
+				if v < 0 || int(v) >= len(st.Vectors) {
+					return fmt.Errorf("domains[%d].%s[%d]: vector %d does not exist (%d vectors)", i, list.field, j, v, len(st.Vectors))
+				}
+				if n <= 0 {
+					return fmt.Errorf("domains[%d]: domain %v: node count %d must be positive", i, d.Values, n)
+				}
+				if *list.total += int64(n); *list.total > MaxSummaryNodes {
+					return fmt.Errorf("domains[%d].%s[%d]: more than %d nodes in the summary's %s lists", i, list.field, j+1, MaxSummaryNodes, list.field)
+				}
+			}
+		}
+		if err := checkFreeTaints(st, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapshot, error) {
-	if len(st.Levels) == 0 {
-		return nil, fmt.Errorf("the summary has no levels")
+	if err := ValidateSummary(st); err != nil {
+		return nil, err
 	}
 	s := NewSummarySnapshot(st.Levels)
 	if int(st.LeafLevels) != s.leafDepth {
@@ -606,8 +693,8 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 	if !s.summary || s.shared || !slices.Equal(s.levels, st.Levels) || int(st.LeafLevels) != s.leafDepth {
 		return false
 	}
-	if checkTaintSets(st) != nil {
-		return false
+	if ValidateSummary(st) != nil {
+		return false // NewSnapshotFromSummary says what is wrong
 	}
 	pos := make([]int, len(st.Resources))
 	for r, name := range st.Resources {

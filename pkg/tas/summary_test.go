@@ -308,11 +308,29 @@ func TestSummaryErrors(t *testing.T) {
 			st.TaintSets = []strata.TaintSet{{}}
 			st.Domains[0].FreeTaints = []int32{1}
 		}, "taintSets[0] is empty"},
+		"two billion nodes in one domain": {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Free = []int32{0, 2_000_000_000} },
+			"domains[0].free[1]: more than 131072 nodes in the summary's free lists"},
+		"too many nodes over many domains": {func(st *strata.CapacitySummaryStatus) {
+			for i := range 3 {
+				st.Domains = append(st.Domains, strata.SummaryDomain{Values: []string{fmt.Sprint("x", i)}, Free: []int32{0, 50_000}})
+			}
+		}, "domains[3].free[1]: more than 131072 nodes in the summary's free lists"},
+		"too many nodes in capacity": {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Capacity = []int32{0, 1 << 20} },
+			"domains[0].capacity[1]: more than 131072 nodes in the summary's capacity lists"},
+		"a negative count in capacity": {func(st *strata.CapacitySummaryStatus) { st.Domains[0].Capacity = []int32{0, -1} },
+			"domains[0]: domain [r1]: node count -1 must be positive"},
+		"too many levels": {func(st *strata.CapacitySummaryStatus) { st.Levels = make([]string, 17) }, "levels: 17 levels, at most 16"},
+		"too many taints in a set": {func(st *strata.CapacitySummaryStatus) {
+			st.TaintSets = []strata.TaintSet{{Taints: make([]corev1.Taint, 33)}}
+		}, "taintSets[0]: 33 taints, at most 32"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			st := good()
 			tc.mutate(st)
+			if err := ValidateSummary(st); err == nil || err.Error() != tc.want {
+				t.Errorf("ValidateSummary() = %v, want %q", err, tc.want)
+			}
 			_, err := NewSnapshotFromSummary(st)
 			got := ""
 			if err != nil {
@@ -489,4 +507,30 @@ func TestSummaryTaintSetsBounded(t *testing.T) {
 	if _, err := NewSnapshotFromSummary(&st); err != nil {
 		t.Errorf("the summary does not decode: %v", err)
 	}
+}
+
+// FuzzSummarySnapshot: whatever a worker writes into a summary, reading it
+// never panics nor takes unbounded memory, and what reads places.
+func FuzzSummarySnapshot(f *testing.F) {
+	f.Add([]byte(`{"levels":["r","kubernetes.io/hostname"],"leafLevels":1,"resources":["cpu"],"vectors":[[8000]],"domains":[{"values":["r1"],"free":[0,2],"capacity":[0,2]}]}`))
+	f.Add([]byte(`{"levels":["b","r"],"leafLevels":2,"resources":["cpu","pods"],"vectors":[[8000,110000],[0,0]],"taintSets":[{"taints":[{"key":"k","effect":"NoSchedule"}]}],"domains":[{"values":["b1","r1"],"free":[0,2,1,1],"freeTaints":[0,1],"capacity":[0,3]}]}`))
+	f.Add([]byte(`{"levels":["r"],"leafLevels":1,"resources":["cpu"],"vectors":[[1]],"domains":[{"values":["r1"],"free":[0,2000000000]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var st strata.CapacitySummaryStatus
+		if json.Unmarshal(data, &st) != nil {
+			return
+		}
+		s, err := NewSnapshotFromSummary(&st)
+		if err != nil {
+			return
+		}
+		if n := s.NodeCount(); n > MaxSummaryNodes {
+			t.Fatalf("%d nodes expanded, more than %d", n, MaxSummaryNodes)
+		}
+		_, _ = s.FindAssignment(Request{Count: 3, PodRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}, DefaultOptions())
+		if _, err := NewEmptySnapshotFromSummary(&st); err != nil {
+			return
+		}
+		s.Refresh(&st)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -38,6 +39,19 @@ func TestFreshness(t *testing.T) {
 			summaries: []strata.CapacitySummary{summary("h100", 3*time.Minute), summary("a100", 10*time.Second), summary("b200", -1)},
 			want: metav1.Condition{Type: "SummariesFresh", Status: "False", Reason: ReasonStale,
 				Message: "summaries older than 2m0s: b200 (never observed), h100 (observed 2026-11-23T11:57:00Z); the worker gets no new work on those flavors"},
+			wantNext: 110 * time.Second,
+		},
+		"one summary claims two billion nodes: named, the others counted": {
+			summaries: []strata.CapacitySummary{summary("a100", 10*time.Second), func() strata.CapacitySummary {
+				s := summary("h100", 10*time.Second)
+				s.Status.SummaryGeneration = 7
+				s.Status.Levels, s.Status.LeafLevels = []string{"rack"}, 1
+				s.Status.Resources, s.Status.Vectors = []corev1.ResourceName{"cpu"}, []strata.ResourceVector{{8000}}
+				s.Status.Domains = []strata.SummaryDomain{{Values: []string{"r1"}, Free: []int32{0, 2_000_000_000}}}
+				return s
+			}()},
+			want: metav1.Condition{Type: "SummariesFresh", Status: "False", Reason: ReasonInvalid,
+				Message: "summaries the hub cannot read: h100 (generation 7: domains[0].free[1]: more than 131072 nodes in the summary's free lists); the worker gets no new work on those flavors"},
 			wantNext: 110 * time.Second,
 		},
 	}

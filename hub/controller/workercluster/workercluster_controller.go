@@ -41,6 +41,7 @@ import (
 	"strata.dev/strata/pkg/controller/throttle"
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/tas"
 )
 
 // Reasons of the Connected condition.
@@ -69,7 +70,10 @@ const (
 	ReasonFresh       = "Fresh"
 	ReasonStale       = "Stale"
 	ReasonNoSummaries = "NoSummaries"
-	ReasonNotRead     = "NotConnected"
+	// ReasonInvalid: a summary the hub cannot read (malformed, or beyond
+	// the bounds the hub accepts); its flavor gets no new work.
+	ReasonInvalid = "SummaryInvalid"
+	ReasonNotRead = "NotConnected"
 )
 
 // ageInterval is how often a connected worker's summary age is measured
@@ -392,9 +396,15 @@ func freshness(summaries []strata.CapacitySummary, now time.Time, staleAfter tim
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoSummaries, "the worker publishes no capacity summaries yet: is strata-agent running there?"
 		return c, staleAfter
 	}
-	var stale []string
+	var stale, invalid []string
 	next := staleAfter
 	for _, s := range summaries {
+		if len(s.Status.Levels) > 0 {
+			if err := tas.ValidateSummary(&s.Status); err != nil {
+				invalid = append(invalid, fmt.Sprintf("%s (generation %d: %v)", s.Spec.Flavor, s.Status.SummaryGeneration, err))
+				continue
+			}
+		}
 		if s.Status.ObservedTime == nil {
 			stale = append(stale, fmt.Sprintf("%s (never observed)", s.Spec.Flavor))
 			continue
@@ -405,6 +415,16 @@ func freshness(summaries []strata.CapacitySummary, now time.Time, staleAfter tim
 			continue
 		}
 		next = min(next, staleAfter-age)
+	}
+	if len(invalid) > 0 {
+		sort.Strings(invalid)
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonInvalid
+		c.Message = fmt.Sprintf("summaries the hub cannot read: %s; the worker gets no new work on those flavors", strings.Join(invalid, ", "))
+		if len(stale) > 0 {
+			sort.Strings(stale)
+			c.Message += fmt.Sprintf("; older than %s: %s", staleAfter, strings.Join(stale, ", "))
+		}
+		return c, next
 	}
 	if len(stale) > 0 {
 		sort.Strings(stale)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -117,6 +118,14 @@ func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.T
 				w.NotConnected = "not connected yet"
 			}
 		}
+		if connected && newGeneration(f.targets[w.Name], summaries) {
+			// Only this worker's own copies may end its reservations.
+			if copies, err := f.Copies(ctx, w.Name); err == nil {
+				summaries = ownDispatches(summaries, copyKeys(copies))
+			} else {
+				summaries = ownDispatches(summaries, nil)
+			}
+		}
 		targets := refresh(f.targets[w.Name], w, connected, summaries, now, staleAfter)
 		if targets == nil {
 			delete(f.targets, w.Name)
@@ -131,6 +140,50 @@ func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.T
 		for _, flavor := range flavors {
 			out = append(out, targets[flavor])
 		}
+	}
+	return out
+}
+
+// newGeneration says whether a summary differs in generation from its
+// target's view.
+func newGeneration(targets map[string]*placement.Target, summaries []strata.CapacitySummary) bool {
+	for i := range summaries {
+		if t := targets[summaries[i].Spec.Flavor]; t == nil || t.Generation() != summaries[i].Status.SummaryGeneration {
+			return true
+		}
+	}
+	return false
+}
+
+// copyKeys returns the dispatch keys of copies (their
+// strata.dev/hub-workload-uid and strata.dev/dispatch-generation labels).
+func copyKeys(copies []batchv1.Job) map[string]bool {
+	keys := make(map[string]bool, len(copies))
+	for i := range copies {
+		l := copies[i].Labels
+		if uid, gen := l[strata.HubWorkloadUIDLabel], l[strata.DispatchGenerationLabel]; uid != "" && gen != "" {
+			keys[uid+"/"+gen] = true
+		}
+	}
+	return keys
+}
+
+// ownDispatches returns the summaries with only the dispatches whose
+// copies the hub sees on that worker: a worker cannot end the reservation
+// of a dispatch the hub never sent it (nor one whose copy is gone) by
+// listing its key. A copy the hub's informer has not shown yet is counted
+// twice until the next summary, which errs on the safe side.
+func ownDispatches(summaries []strata.CapacitySummary, keys map[string]bool) []strata.CapacitySummary {
+	out := make([]strata.CapacitySummary, len(summaries))
+	for i := range summaries {
+		out[i] = summaries[i]
+		var own []string
+		for _, key := range summaries[i].Status.Dispatches {
+			if keys[key] {
+				own = append(own, key)
+			}
+		}
+		out[i].Status.Dispatches = own
 	}
 	return out
 }

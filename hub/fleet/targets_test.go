@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,5 +181,45 @@ func TestHints(t *testing.T) {
 	f.PruneHints(func(key string) bool { return key == "uid/4" })
 	if diff := cmp.Diff(map[string][]*tas.Assignment{"uid/4": a}, f.hints); diff != "" {
 		t.Errorf("hints after ForgetHint, Release and PruneHints (-want,+got):\n%s", diff)
+	}
+}
+
+// TestOwnDispatches: a summary ends a reservation only for a dispatch
+// whose copy the hub sees on that worker.
+func TestOwnDispatches(t *testing.T) {
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	for name, tc := range map[string]struct {
+		copies       []batchv1.Job
+		wantReserved bool
+	}{
+		"no copy of the dispatch on the worker: the reservation holds": {wantReserved: true},
+		"a copy of another dispatch generation: the reservation holds": {
+			copies:       []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.HubWorkloadUIDLabel: "uid", strata.DispatchGenerationLabel: "1"}}}},
+			wantReserved: true,
+		},
+		"the worker's own copy: the summary counts it": {
+			copies: []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.HubWorkloadUIDLabel: "uid", strata.DispatchGenerationLabel: "2"}}}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			targets := refresh(nil, Worker{Name: "w"}, true, []strata.CapacitySummary{summary(t, "a100", 1, time.Second)}, now, time.Minute)
+			a, err := targets["a100"].Snapshot().FindAssignment(tas.Request{Count: 1, PodRequests: cpu}, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := targets["a100"].Reserve("uid/2", []*tas.Assignment{a}, []corev1.ResourceList{cpu}); err != nil {
+				t.Fatal(err)
+			}
+			next := summary(t, "a100", 2, time.Second)
+			next.Status.Dispatches = []string{"uid/2", "other/1"}
+			summaries := ownDispatches([]strata.CapacitySummary{next}, copyKeys(tc.copies))
+			targets = refresh(targets, Worker{Name: "w"}, true, summaries, now, time.Minute)
+			if got := targets["a100"].Reserved("uid/2"); got != tc.wantReserved {
+				t.Errorf("Reserved() = %v, want %v", got, tc.wantReserved)
+			}
+			if diff := cmp.Diff([]string{"uid/2", "other/1"}, next.Status.Dispatches); diff != "" {
+				t.Errorf("the summary read was changed (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

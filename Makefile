@@ -113,7 +113,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
-test: test-unit test-integration ## Unit and integration tests (builds the Kubernetes binaries on first use).
+test: test-unit test-integration bench-smoke ## Unit and integration tests, and every benchmark once at tiny sizes (builds the Kubernetes binaries on first use).
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no servers).
@@ -147,6 +147,23 @@ bench-hub: k8s-binaries ## The hub and three workers (agents in-process), 1,000 
 .PHONY: bench-hotswap
 bench-hotswap: k8s-binaries ## Hot swap: node failure to new assignment, on a real API server (a minute).
 	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/perf/ -run '^$$' -bench BenchmarkHotSwap -benchtime 1x -timeout 30m -v
+
+# Every bench target once at tiny sizes, so that a benchmark whose setup
+# drifts from the product fails here instead of reporting a wrong number.
+# Each benchmark checks that it measured the path it claims (hot swap: the
+# replacement came from pod termination, not from notReadyDelay).
+PERF_ENV := STRATA_K8S_BIN=$(K8S_BIN)
+.PHONY: bench-smoke
+bench-smoke: k8s-binaries ## Every benchmark once at tiny sizes (part of make test, a few minutes).
+	$(GO) test -run '^$$' -bench . -benchtime 1x -short $$($(GO) list ./... | grep -v /test/)
+	$(PERF_ENV) STRATA_PERF_CLUSTER=apiserver STRATA_PERF_NODES=64 STRATA_PERF_JOBS=12 STRATA_PERF_LATENCY_JOBS=4 \
+		$(GO) test ./test/perf/ -run '^$$' -bench BenchmarkAgent -benchtime 1x -timeout 10m -count=1
+	$(PERF_ENV) STRATA_PERF_CLUSTER=kwok STRATA_PERF_NODES=32 STRATA_PERF_JOBS=8 STRATA_PERF_LATENCY_JOBS=4 \
+		$(GO) test ./test/perf/ -run '^$$' -bench BenchmarkAgent -benchtime 1x -timeout 10m -count=1
+	$(PERF_ENV) STRATA_HUB_JOBS=24 STRATA_HUB_CREATORS=2 STRATA_HUB_TIMEOUT_S=300 \
+		$(GO) test ./test/perf/ -run '^$$' -bench BenchmarkHub -benchtime 1x -timeout 10m -count=1
+	$(PERF_ENV) STRATA_HOTSWAP_FAILURES=3 \
+		$(GO) test ./test/perf/ -run '^$$' -bench BenchmarkHotSwap -benchtime 1x -timeout 10m -count=1
 
 FUZZTIME ?= 60s
 .PHONY: fuzz

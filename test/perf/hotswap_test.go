@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/agent/controller/nodefailure"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/tas"
@@ -76,6 +79,7 @@ func BenchmarkHotSwap(b *testing.B) {
 	var mu sync.Mutex
 	hostsOf := map[string][]string{} // workload -> hosts of its assignment
 	changed := map[string]chan struct{}{}
+	trigger := map[string]string{} // workload -> NodeReplacement message of its replacement
 	inf, err := watch.GetInformer(wctx, &strata.Workload{})
 	if err != nil {
 		b.Fatal(err)
@@ -96,6 +100,9 @@ func BenchmarkHotSwap(b *testing.B) {
 		mu.Lock()
 		defer mu.Unlock()
 		if old := hostsOf[wl.Name]; old != nil && !slices.Equal(old, hosts) && changed[wl.Name] != nil {
+			if c := meta.FindStatusCondition(wl.Status.Conditions, nodefailure.ConditionNodeReplacement); c != nil {
+				trigger[wl.Name] = c.Message
+			}
 			close(changed[wl.Name])
 			delete(changed, wl.Name)
 		}
@@ -111,6 +118,7 @@ func BenchmarkHotSwap(b *testing.B) {
 	defer stop()
 
 	b.Logf("admitting %d rack-required workloads of 15 pods x 8 CPUs, one per rack", racks)
+	owners := make([]metav1.OwnerReference, racks)
 	for i := range racks {
 		j := job(fmt.Sprintf("hs-%04d", i))
 		j.Labels[strata.QueueNameLabel] = "hs"
@@ -121,6 +129,9 @@ func BenchmarkHotSwap(b *testing.B) {
 		if err := kube.Create(ctx, j); err != nil {
 			b.Fatal(err)
 		}
+		// The agent acts only on pods its workload's owner controls, as a
+		// real Job's pods are; the harness's failed pod must be one.
+		owners[i] = *metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))
 	}
 	waitFor(b, 5*time.Minute, "every workload admitted", func() (bool, error) {
 		mu.Lock()
@@ -140,7 +151,7 @@ func BenchmarkHotSwap(b *testing.B) {
 
 		// The workload's pod on the node has failed...
 		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hs-%04d-0", i), Namespace: "default", Labels: map[string]string{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hs-%04d-0", i), Namespace: "default", OwnerReferences: []metav1.OwnerReference{owners[i]}, Labels: map[string]string{
 				strata.WorkloadLabel: name, strata.PodSetLabel: "main", strata.TASLabel: "true", batchv1.JobNameLabel: fmt.Sprintf("hs-%04d", i),
 			}},
 			Spec: corev1.PodSpec{NodeName: failed, Containers: []corev1.Container{{Name: "c", Image: "fake"}}},
@@ -167,6 +178,14 @@ func BenchmarkHotSwap(b *testing.B) {
 			lat = append(lat, time.Since(start))
 		case <-time.After(time.Minute):
 			b.Fatalf("workload %s: node %s not replaced within a minute", name, failed)
+		}
+		// The path measured must be replace-on-pod-termination, not the
+		// notReadyDelay that follows it when the agent ignores the pod.
+		mu.Lock()
+		msg := trigger[name]
+		mu.Unlock()
+		if !strings.Contains(msg, "("+nodefailure.ReasonPodsTerminated+")") {
+			b.Fatalf("workload %s: node %s was replaced, but not on pod termination: NodeReplacement says %q", name, failed, msg)
 		}
 	}
 	b.StopTimer()

@@ -15,6 +15,12 @@ import (
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 )
 
+// ReasonPodsTerminated is the failure reason of replace-on-pod-termination:
+// a NotReady node whose pods of the workload are all terminated or
+// terminating is replaced at once, without waiting for notReadyDelay. The
+// NodeReplacement condition's message names it; benchmarks check for it.
+const ReasonPodsTerminated = "NotReady, and the workload's pods on it are terminated or terminating"
+
 // Verdict says whether a node failed for a workload, why, and when to look
 // again if it may fail later.
 type Verdict struct {
@@ -82,7 +88,7 @@ func Detect(node *corev1.Node, pods []*corev1.Pod, tolerations []corev1.Tolerati
 		// start on a NotReady node and do not hold the replacement back.
 		if replaceOnTermination && len(pods) > 0 && allPods(pods, func(p *corev1.Pod) bool { return terminatedOrTerminating(p) || p.Spec.NodeName == "" }) &&
 			slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodSucceeded }) {
-			return Verdict{Failed: true, Reason: "NotReady, and the workload's pods on it are terminated or terminating", Since: now}
+			return Verdict{Failed: true, Reason: ReasonPodsTerminated, Since: now}
 		}
 		since := node.CreationTimestamp.Time // never Ready
 		if ready != nil {

@@ -1,10 +1,11 @@
-// Package intake keeps the Workload of every queue-labelled batch/v1 Job,
-// checked the same way on the hub and on the agents: the Job's own
-// validity, its LocalQueue and ClusterQueue, the namespace the queue
-// admits, its PriorityClass. What it finds is the Workload's Invalid
-// condition, with an event on the Job when the Job cannot be admitted as
-// written. What to do with a Job once its Workload is current — start it
-// on a worker, dispatch it from the hub — is the caller's.
+// Package intake keeps the Workload of every queue-labelled job of a
+// workload kind (see pkg/jobs), checked the same way on the hub and on the
+// agents: the job's own validity, its LocalQueue and ClusterQueue, the
+// namespace the queue admits, its PriorityClass. What it finds is the
+// Workload's Invalid condition, with an event on the job when it cannot be
+// admitted as written. What to do with a job once its Workload is current
+// — start it on a worker, dispatch it from the hub — is the caller's.
+// "Job" below means an object of the Keeper's kind.
 package intake
 
 import (
@@ -35,6 +36,8 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/index"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
 )
@@ -57,20 +60,24 @@ const (
 
 // Check is an extra check of a Job by the caller: a reason and message
 // when the Job cannot be admitted, "" when it can.
-type Check func(job *batchv1.Job) (reason, message string)
+type Check func(job jobs.Job) (reason, message string)
 
-// Keeper keeps Workloads of Jobs.
+// Keeper keeps Workloads of the Jobs of one kind.
 type Keeper struct {
+	kind     jobs.Kind
 	client   client.Client
 	recorder events.EventRecorder
 	checks   []Check
 }
 
-// New returns a Keeper; checks run after the Job's own validation, the
-// first that fails decides the reason.
-func New(c client.Client, recorder events.EventRecorder, checks ...Check) *Keeper {
-	return &Keeper{client: c, recorder: recorder, checks: checks}
+// New returns a Keeper of the Jobs of kind; checks run after the Job's own
+// validation, the first that fails decides the reason.
+func New(kind jobs.Kind, c client.Client, recorder events.EventRecorder, checks ...Check) *Keeper {
+	return &Keeper{kind: kind, client: c, recorder: recorder, checks: checks}
 }
+
+// Kind is the kind of the Keeper's Jobs.
+func (k *Keeper) Kind() jobs.Kind { return k.kind }
 
 // Watch adds to b what changes a Job's Workload: the Workload itself,
 // every Job of a LocalQueue when the LocalQueue or its ClusterQueue is
@@ -78,7 +85,7 @@ func New(c client.Client, recorder events.EventRecorder, checks ...Check) *Keepe
 // for a namespace's labels or a PriorityClass.
 func (k *Keeper) Watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
 	return b.
-		Watches(&strata.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &batchv1.Job{}, handler.OnlyControllerOwner())).
+		Watches(&strata.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.kind.NewObject(), handler.OnlyControllerOwner())).
 		// Only a queue's creation, deletion or spec matters to its Jobs'
 		// validity; its status changes with every admission, and
 		// reconciling every Job of the queue each time would bury the
@@ -107,7 +114,7 @@ func (k *Keeper) invalidJobs(ctx context.Context, reason string, match func(*str
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		owner := metav1.GetControllerOf(wl)
-		if wl.Annotations[strata.InvalidAnnotation] != reason || owner == nil || owner.Kind != "Job" || !match(wl) {
+		if wl.Annotations[strata.InvalidAnnotation] != reason || !jobs.IsKind(k.kind, owner) || !match(wl) {
 			continue
 		}
 		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}})
@@ -133,14 +140,14 @@ func (k *Keeper) jobsOfClusterQueue(ctx context.Context, o client.Object) []ctrl
 // jobsOfLocalQueue returns the Jobs labelled with a LocalQueue's name in
 // its namespace.
 func (k *Keeper) jobsOfLocalQueue(ctx context.Context, o client.Object) []ctrl.Request {
-	var jobs batchv1.JobList
-	if err := k.client.List(ctx, &jobs, client.InNamespace(o.GetNamespace()), client.MatchingLabels{strata.QueueNameLabel: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the Jobs of a LocalQueue", "localQueue", klog.KObj(o))
+	list, err := k.kind.List(ctx, k.client, client.InNamespace(o.GetNamespace()), client.MatchingLabels{strata.QueueNameLabel: o.GetName()}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Jobs of a LocalQueue", "localQueue", klog.KObj(o), "kind", k.kind.GroupVersionKind().Kind)
 		return nil
 	}
-	out := make([]ctrl.Request, 0, len(jobs.Items))
-	for _, j := range jobs.Items {
-		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: j.Namespace, Name: j.Name}})
+	out := make([]ctrl.Request, 0, len(list))
+	for _, j := range list {
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j.Object())})
 	}
 	return out
 }
@@ -156,7 +163,7 @@ func Superseded(err error) bool {
 // unadmitted one up to date, with its Invalid condition. An error the API
 // server returns as Invalid means the Workload breaks a rule the checks
 // missed: only a change to the Job can help.
-func (k *Keeper) Sync(ctx context.Context, job *batchv1.Job) (*strata.Workload, error) {
+func (k *Keeper) Sync(ctx context.Context, job jobs.Job) (*strata.Workload, error) {
 	desired, errs := DesiredWorkload(job)
 	var reason, message string
 	if len(errs) > 0 {
@@ -172,7 +179,7 @@ func (k *Keeper) Sync(ctx context.Context, job *batchv1.Job) (*strata.Workload, 
 
 // check runs the checks beyond the Job itself; it sets the Workload's
 // priority from its PriorityClass.
-func (k *Keeper) check(ctx context.Context, job *batchv1.Job, desired *strata.Workload) (string, string, error) {
+func (k *Keeper) check(ctx context.Context, job jobs.Job, desired *strata.Workload) (string, string, error) {
 	for _, c := range k.checks {
 		if reason, message := c(job); reason != "" {
 			return reason, message, nil
@@ -200,8 +207,8 @@ func (k *Keeper) check(ctx context.Context, job *batchv1.Job, desired *strata.Wo
 // break the Workload schema, and the API server would then reject the
 // Workload and with it the Invalid condition that tells the user what to
 // fix. An invalid Workload is not admitted, so nothing is lost.
-func DesiredWorkload(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
-	desired, errs := workload.FromJob(job)
+func DesiredWorkload(job jobs.Job) (*strata.Workload, field.ErrorList) {
+	desired, errs := jobs.WorkloadFor(job)
 	errs = append(errs, workload.ValidatePodSets(desired.Spec.PodSets, field.NewPath("spec", "template"))...)
 	if len(errs) == 0 {
 		// What the checks above let through must fit the schema too; this
@@ -228,34 +235,22 @@ func Truncate(s string, n int) string {
 	return s[:cut] + mark
 }
 
-// Finished says whether the Job completed or failed, and how.
-func Finished(job *batchv1.Job) (bool, string) {
-	for _, c := range job.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return true, "Succeeded"
-		case batchv1.JobFailed:
-			return true, "Failed"
-		}
-	}
-	return false, ""
-}
+// Finished says whether a batch/v1 Job completed or failed, and how.
+func Finished(job *batchv1.Job) (bool, string) { return batchjob.Adapt(job).Finished() }
 
 // Finish marks the Workload of a finished Job Finished, which releases
 // what it holds.
-func (k *Keeper) Finish(ctx context.Context, job *batchv1.Job, reason string) error {
+func (k *Keeper) Finish(ctx context.Context, j jobs.Job, reason string) error {
+	job := j.Object()
 	var wl strata.Workload
-	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, &wl); err != nil {
+	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: k.kind.WorkloadName(job.GetName())}, &wl); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !metav1.IsControlledBy(&wl, job) {
 		return nil // an earlier Job's: this one's end says nothing about it
 	}
 	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
-		Type: strata.WorkloadFinished, Status: metav1.ConditionTrue, Reason: reason, Message: "the Job " + strings.ToLower(reason),
+		Type: strata.WorkloadFinished, Status: metav1.ConditionTrue, Reason: reason, Message: "the " + k.kind.GroupVersionKind().Kind + " " + strings.ToLower(reason),
 	}) {
 		return nil
 	}
@@ -266,11 +261,11 @@ func (k *Keeper) Finish(ctx context.Context, job *batchv1.Job, reason string) er
 // collection would, later), which releases what it holds.
 func (k *Keeper) DeleteWorkload(ctx context.Context, job types.NamespacedName) error {
 	var wl strata.Workload
-	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, &wl); err != nil {
+	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: k.kind.WorkloadName(job.Name)}, &wl); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	owner := metav1.GetControllerOf(&wl)
-	if owner == nil || owner.Kind != "Job" || owner.Name != job.Name {
+	if !jobs.IsKind(k.kind, owner) || owner.Name != job.Name {
 		return nil
 	}
 	return client.IgnoreNotFound(k.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
@@ -281,8 +276,9 @@ func (k *Keeper) DeleteWorkload(ctx context.Context, job types.NamespacedName) e
 // a precondition on its UID: only that object goes, never a Workload
 // created meanwhile. A Workload controlled by anything but a Job is not
 // intake's to remove: the Job cannot get a Workload, and says so.
-func (k *Keeper) deleteStaleWorkload(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
-	if owner := metav1.GetControllerOfNoCopy(wl); owner != nil && (owner.Kind != "Job" || !strings.HasPrefix(owner.APIVersion, batchv1.GroupName+"/")) {
+func (k *Keeper) deleteStaleWorkload(ctx context.Context, j jobs.Job, wl *strata.Workload) error {
+	job := j.Object()
+	if owner := metav1.GetControllerOfNoCopy(wl); owner != nil && !jobs.IsKind(k.kind, owner) {
 		err := fmt.Errorf("the Workload %s is controlled by %s %s, not by this Job; rename the Job or remove the Workload", wl.Name, owner.Kind, owner.Name)
 		k.recorder.Eventf(job, nil, corev1.EventTypeWarning, "WorkloadTaken", "Create", "%s", Truncate(err.Error(), MaxEventNote))
 		return reconcile.TerminalError(err)
@@ -294,10 +290,11 @@ func (k *Keeper) deleteStaleWorkload(ctx context.Context, job *batchv1.Job, wl *
 // checkQueue says whether the Job's LocalQueue exists, and its
 // ClusterQueue, and whether that admits the Job's namespace; it returns an
 // empty reason when it does.
-func (k *Keeper) checkQueue(ctx context.Context, job *batchv1.Job) (string, string, error) {
-	name := job.Labels[strata.QueueNameLabel]
+func (k *Keeper) checkQueue(ctx context.Context, j jobs.Job) (string, string, error) {
+	job := j.Object()
+	name := job.GetLabels()[strata.QueueNameLabel]
 	lq := &strata.LocalQueue{}
-	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, lq); err != nil {
+	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: name}, lq); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return "", "", err
 		}
@@ -314,10 +311,10 @@ func (k *Keeper) checkQueue(ctx context.Context, job *batchv1.Job) (string, stri
 		}
 	}
 	var ns corev1.Namespace
-	if err := k.client.Get(ctx, types.NamespacedName{Name: job.Namespace}, &ns); err != nil {
+	if err := k.client.Get(ctx, types.NamespacedName{Name: job.GetNamespace()}, &ns); err != nil {
 		return "", "", err
 	}
-	res := queue.Resolve(job.Namespace, name, ns.Labels, lq, cq)
+	res := queue.Resolve(job.GetNamespace(), name, ns.Labels, lq, cq)
 	return res.Reason, res.Message, nil
 }
 
@@ -328,7 +325,8 @@ func (k *Keeper) checkQueue(ctx context.Context, job *batchv1.Job) (string, stri
 // condition and, when it changed to invalid, an event. A valid Workload
 // that was never invalid has no Invalid condition: that saves a write per
 // Job.
-func (k *Keeper) apply(ctx context.Context, job *batchv1.Job, desired *strata.Workload, reason, message string) (*strata.Workload, error) {
+func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload, reason, message string) (*strata.Workload, error) {
+	job := j.Object()
 	invalid := reason != ReasonValid
 	message = Truncate(message, MaxConditionMessage)
 	if invalid {
@@ -341,7 +339,7 @@ func (k *Keeper) apply(ctx context.Context, job *batchv1.Job, desired *strata.Wo
 		// An earlier Job of the same name left it (deleted, garbage
 		// collection not done yet, or orphaned): nothing of it is this
 		// Job's, least of all its admission.
-		if err := k.deleteStaleWorkload(ctx, job, &wl); err != nil {
+		if err := k.deleteStaleWorkload(ctx, j, &wl); err != nil {
 			return nil, err
 		}
 		replacing = true

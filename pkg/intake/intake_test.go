@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -102,7 +103,7 @@ func TestDesiredWorkload(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			wl, errs := DesiredWorkload(makeJob("train", tc.annotations))
+			wl, errs := DesiredWorkload(batchjob.Adapt(makeJob("train", tc.annotations)))
 			if got := errs.ToAggregate(); (got == nil) != (tc.wantErr == "") || (got != nil && !strings.Contains(got.Error(), tc.wantErr)) {
 				t.Errorf("errors = %v, want one containing %q", got, tc.wantErr)
 			}

@@ -23,41 +23,53 @@ import (
 const MainPodSet = "main"
 
 // FromJob builds the Workload of a batch/v1 Job labelled with the queue
-// name. The labels and the annotation of the dispatch contract that a hub's
-// copy of a Job carries go to the Workload (see CarryDispatch). Annotation errors are returned with paths into the Job; the
-// Workload is still returned, without the topology request when the
-// annotations are invalid, so that callers can record the errors on it.
+// name (see Build and JobPodSets).
 func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
-	var errs field.ErrorList
-	queue := job.Labels[strata.QueueNameLabel]
-	if queue == "" {
-		errs = append(errs, field.Required(field.NewPath("metadata", "labels").Key(strata.QueueNameLabel),
-			"names the ClusterQueue of the Job"))
-	}
+	podSets, errs := JobPodSets(job)
+	return Build("Job", &job.ObjectMeta, JobWorkloadName(job.Name), podSets, errs)
+}
+
+// JobPodSets returns the pod set of a batch/v1 Job: "main", of the pods it
+// runs at once, with the topology request of its template's annotations,
+// ranked by completion index when the Job is Indexed. Annotation errors
+// point into the Job; the pod set then has no topology request, since
+// invalid values may break the Workload schema.
+func JobPodSets(job *batchv1.Job) ([]strata.PodSet, field.ErrorList) {
 	count := JobPodCount(job)
-	tmplPath := field.NewPath("spec", "template", "metadata", "annotations")
 	ps := strata.PodSet{Name: MainPodSet, Count: count, Template: *job.Spec.Template.DeepCopy()}
-	req, reqErrs := ParseTopologyRequest(job.Spec.Template.Annotations, count, 0, tmplPath)
-	errs = append(errs, reqErrs...)
-	if len(reqErrs) > 0 {
-		req = nil // invalid values may break the Workload schema
+	req, errs := ParseTopologyRequest(job.Spec.Template.Annotations, count, 0, field.NewPath("spec", "template", "metadata", "annotations"))
+	if len(errs) > 0 {
+		req = nil
 	}
 	if req != nil && ptr.Deref(job.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion {
 		req.PodIndexLabel = ptr.To(strata.JobCompletionIndexLabel)
 	}
 	ps.TopologyRequest = req
-	wl := &strata.Workload{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      JobWorkloadName(job.Name),
-			Namespace: job.Namespace,
-		},
-		Spec: strata.WorkloadSpec{
-			QueueName:         queue,
-			PriorityClassName: job.Spec.Template.Spec.PriorityClassName,
-			PodSets:           []strata.PodSet{ps},
-		},
+	return []strata.PodSet{ps}, errs
+}
+
+// Build builds the Workload, named name, of a queue-labelled object of
+// the given kind with its pod sets: the queue, the priority class of the
+// first pod set's template, and the labels and the annotation of the
+// dispatch contract that a hub's copy carries (see CarryDispatch). errs
+// are the pod sets' errors; the missing queue label is added to them. The
+// Workload is returned with the errors, so that callers can record them
+// on it.
+func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.PodSet, errs field.ErrorList) (*strata.Workload, field.ErrorList) {
+	queue := obj.Labels[strata.QueueNameLabel]
+	if queue == "" {
+		errs = append(field.ErrorList{field.Required(field.NewPath("metadata", "labels").Key(strata.QueueNameLabel),
+			"names the ClusterQueue of the "+kind)}, errs...)
 	}
-	CarryDispatch(&wl.ObjectMeta, &job.ObjectMeta)
+	priority := ""
+	if len(podSets) > 0 {
+		priority = podSets[0].Template.Spec.PriorityClassName
+	}
+	wl := &strata.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.Namespace},
+		Spec:       strata.WorkloadSpec{QueueName: queue, PriorityClassName: priority, PodSets: podSets},
+	}
+	CarryDispatch(&wl.ObjectMeta, obj)
 	return wl, errs
 }
 

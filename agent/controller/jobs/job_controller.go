@@ -1,11 +1,16 @@
-// Package jobs is the agent's intake: for every batch/v1 Job labelled with
-// strata.dev/queue-name it keeps a Workload, and says on it (and with an
-// event on the Job) when the Job cannot be admitted as written.
+// Package jobs is the agent's intake and starter: for every job of a
+// registered workload kind (pkg/jobs: batch/v1 Job, ...) labelled with
+// strata.dev/queue-name it keeps a Workload, says on it (and with an event
+// on the job) when the job cannot be admitted as written, starts the job
+// once its Workload is admitted and stops it when the admission goes.
+// "Job" below means a job of the Reconciler's kind.
 package jobs
 
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +33,8 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
+	pkgjobs "strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -42,16 +48,22 @@ const (
 	ReasonPriorityClassNotFound = intake.ReasonPriorityClassNotFound
 )
 
-// Reconciler keeps the Workload of each queue-labelled Job.
+// Reconciler keeps the Workload of each queue-labelled Job of one kind.
 type Reconciler struct {
+	kind     pkgjobs.Kind
 	client   client.Client
 	recorder events.EventRecorder
 	intake   *intake.Keeper
 }
 
-// NewReconciler returns a Reconciler.
+// NewReconciler returns a Reconciler of batch/v1 Jobs.
 func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, intake: intake.New(c, recorder)}
+	return NewKindReconciler(batchjob.Kind, c, recorder)
+}
+
+// NewKindReconciler returns a Reconciler of the Jobs of kind.
+func NewKindReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
+	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder)}
 }
 
 // WorkloadName is the name of a Job's Workload, which is also the value
@@ -62,10 +74,14 @@ func WorkloadName(job string) string { return workload.JobWorkloadName(job) }
 // their Workloads, and every Job of a LocalQueue when the LocalQueue or
 // its ClusterQueue changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	name := "job"
+	if gvk := r.kind.GroupVersionKind(); gvk.Group != batchv1.GroupName {
+		name = strings.ToLower(gvk.Kind)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named("job").
+		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		Watches(&batchv1.Job{}, jobHandler(), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		Watches(r.kind.NewObject(), jobHandler(r.kind), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[strata.QueueNameLabel] != ""
 		})))
 	return r.intake.Watch(mgr, b).Complete(r)
@@ -77,10 +93,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // activity of the ones it admits meanwhile. Only the listed Jobs with
 // nothing to do for a while — finished, or running as started — wait
 // behind; the ones waiting for their Workload, admission or start do not.
-func jobHandler() handler.EventHandler {
+func jobHandler(kind pkgjobs.Kind) handler.EventHandler {
 	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], initial bool) {
 		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
-		job, isJob := o.(*batchv1.Job)
+		job, isJob := kind.Adapt(o)
 		pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
 		if !initial || !isJob || !isPQ {
 			q.Add(req)
@@ -109,11 +125,11 @@ func jobHandler() handler.EventHandler {
 
 // settled says whether a Job needs nothing from the agent until it
 // changes: it finished, or it runs as the agent started it.
-func settled(job *batchv1.Job) bool {
-	if done, _ := intake.Finished(job); done {
+func settled(job pkgjobs.Job) bool {
+	if done, _ := job.Finished(); done {
 		return true
 	}
-	return !ptr.Deref(job.Spec.Suspend, false) && job.Spec.Template.Labels[strata.WorkloadLabel] != ""
+	return !job.Suspended() && job.Templates()[0].Labels[strata.WorkloadLabel] != ""
 }
 
 // Reconcile creates or updates the Workload of a Job and its Invalid
@@ -132,38 +148,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
-	var job batchv1.Job
-	if err := r.client.Get(ctx, req.NamespacedName, &job); err != nil {
+	obj := r.kind.NewObject()
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return r.intake.DeleteWorkload(ctx, req.NamespacedName)
 		}
 		return err
 	}
-	if job.Labels[strata.QueueNameLabel] == "" || !job.DeletionTimestamp.IsZero() {
+	job, _ := r.kind.Adapt(obj)
+	if obj.GetLabels()[strata.QueueNameLabel] == "" || !obj.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
-	if err := r.deleteLegacyWorkload(ctx, &job); err != nil {
+	if err := r.deleteLegacyWorkload(ctx, job); err != nil {
 		return err
 	}
-	if done, reason := intake.Finished(&job); done {
-		return r.intake.Finish(ctx, &job, reason)
+	if done, reason := job.Finished(); done {
+		return r.intake.Finish(ctx, job, reason)
 	}
-	wl, err := r.intake.Sync(ctx, &job)
+	wl, err := r.intake.Sync(ctx, job)
 	if apierrors.IsInvalid(err) {
-		return r.rejected(ctx, &job, err)
+		return r.rejected(ctx, job, err)
 	}
 	if err != nil || wl == nil {
 		return err
 	}
-	switch nextStep(&job, wl) {
+	switch nextStep(job, wl) {
 	case stepStop:
-		return r.stop(ctx, &job, wl)
+		return r.stop(ctx, job, wl)
 	case stepHold:
-		return r.hold(ctx, &job, holdNote(wl))
+		return r.hold(ctx, job, holdNote(wl))
 	case stepRequeue:
-		return r.requeue(ctx, &job, wl)
+		return r.requeue(ctx, job, wl)
 	case stepStart:
-		return r.start(ctx, &job, wl)
+		return r.start(ctx, job, wl)
 	}
 	return nil
 }
@@ -183,9 +200,9 @@ const (
 // Workload. A Job runs only once start has applied an admission to it —
 // its template then carries the Workload's label — and only while the
 // Workload keeps that admission.
-func nextStep(job *batchv1.Job, wl *strata.Workload) step {
-	suspended := ptr.Deref(job.Spec.Suspend, false)
-	started := job.Spec.Template.Labels[strata.WorkloadLabel] == wl.Name
+func nextStep(job pkgjobs.Job, wl *strata.Workload) step {
+	suspended := job.Suspended()
+	started := job.Templates()[0].Labels[strata.WorkloadLabel] == wl.Name
 	admitted := wl.Status.Admission != nil
 	switch {
 	case started && !admitted:
@@ -211,7 +228,7 @@ func nextStep(job *batchv1.Job, wl *strata.Workload) step {
 // startedWith says whether the Job was started with the admission wl
 // holds. When either is unknown (started by an agent that did not record
 // it) it counts as the same.
-func startedWith(job *batchv1.Job, wl *strata.Workload) bool {
+func startedWith(job pkgjobs.Job, wl *strata.Workload) bool {
 	added, ok, _ := recordedAdded(job)
 	id := admissionID(wl)
 	return !ok || added.Admission == "" || id == "" || added.Admission == id
@@ -221,10 +238,10 @@ func startedWith(job *batchv1.Job, wl *strata.Workload) bool {
 // a Workload rule the agent's checks missed — and stops retrying: only a
 // change to the Job can help. A Job that runs is suspended, since it
 // cannot be admitted.
-func (r *Reconciler) rejected(ctx context.Context, job *batchv1.Job, err error) error {
-	r.recorder.Eventf(job, nil, corev1.EventTypeWarning, ReasonInvalidJob, "Validate", "%s",
+func (r *Reconciler) rejected(ctx context.Context, job pkgjobs.Job, err error) error {
+	r.recorder.Eventf(job.Object(), nil, corev1.EventTypeWarning, ReasonInvalidJob, "Validate", "%s",
 		intake.Truncate("The API server rejected the Job's Workload; change the Job: "+err.Error(), intake.MaxEventNote))
-	if !ptr.Deref(job.Spec.Suspend, false) {
+	if !job.Suspended() {
 		if herr := r.hold(ctx, job, "The Job cannot be admitted: the API server rejected its Workload; it stays suspended until the Job is changed"); herr != nil {
 			return herr
 		}
@@ -236,16 +253,21 @@ func (r *Reconciler) rejected(ctx context.Context, job *batchv1.Job, err error) 
 // its AddedByAdmissionAnnotation records. A Job started by an older agent
 // has no record; then the node selector entries equal to some flavor's node
 // labels go, as the admission may be gone.
-func (r *Reconciler) takeBackAdmission(ctx context.Context, job *batchv1.Job) {
+func (r *Reconciler) takeBackAdmission(ctx context.Context, job pkgjobs.Job) {
 	added, ok, err := recordedAdded(job)
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Restoring the Job's pod template without a record of what its admission added", "job", klog.KObj(job))
+		ctrl.LoggerFrom(ctx).Error(err, "Restoring the Job's pod templates without a record of what its admission added", "job", klog.KObj(job.Object()))
 	}
-	if !ok {
-		added = r.flavorNodeLabels(ctx, &job.Spec.Template)
+	for i, tmpl := range job.Templates() {
+		a := added.forTemplate(i)
+		if !ok {
+			a = r.flavorNodeLabels(ctx, tmpl)
+		}
+		restoreTemplate(tmpl, a)
 	}
-	restoreTemplate(&job.Spec.Template, added)
-	delete(job.Annotations, AddedByAdmissionAnnotation)
+	annotations := job.Object().GetAnnotations()
+	delete(annotations, AddedByAdmissionAnnotation)
+	job.Object().SetAnnotations(annotations)
 }
 
 // flavorNodeLabels guesses what an admission added to a template when it
@@ -271,28 +293,20 @@ func (r *Reconciler) flavorNodeLabels(ctx context.Context, tmpl *corev1.PodTempl
 // stop suspends a Job whose Workload was evicted, then restores its
 // template: in two steps, because the template may change only once the
 // Job controller has seen the suspension (and cleared its start time).
-func (r *Reconciler) stop(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
-	if !ptr.Deref(job.Spec.Suspend, false) {
-		job.Spec.Suspend = ptr.To(true)
-		if err := r.client.Update(ctx, job); err != nil {
+func (r *Reconciler) stop(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
+	if !job.Suspended() {
+		job.SetSuspended(true)
+		if err := r.client.Update(ctx, job.Object()); err != nil {
 			return err
 		}
-		r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Stopped", "Evict", "The Workload was evicted; the Job waits in LocalQueue %s again", wl.Spec.QueueName)
+		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, "Stopped", "Evict", "The Workload was evicted; the Job waits in LocalQueue %s again", wl.Spec.QueueName)
 		return nil // the update brings the Job back for the second step
 	}
-	if !templateMutable(job) {
+	if !job.TemplatesMutable() {
 		return nil // the Job controller's status update brings it back
 	}
 	r.takeBackAdmission(ctx, job)
-	return r.client.Update(ctx, job)
-}
-
-// templateMutable says whether the API server lets the Job's pod template
-// change: only while it is suspended and the Job controller has cleared
-// its start time. Until then a template update fails; the Job controller's
-// status update that clears the start time triggers the next reconcile.
-func templateMutable(job *batchv1.Job) bool {
-	return ptr.Deref(job.Spec.Suspend, false) && job.Status.StartTime == nil
+	return r.client.Update(ctx, job.Object())
 }
 
 // hold suspends a Job that runs although Strata did not start it — its
@@ -300,12 +314,12 @@ func templateMutable(job *batchv1.Job) bool {
 // was created before strata-agent was installed — so that it waits for
 // admission like every other Job. When the Workload is already admitted,
 // the next reconcile starts the Job with that admission.
-func (r *Reconciler) hold(ctx context.Context, job *batchv1.Job, note string) error {
-	job.Spec.Suspend = ptr.To(true)
-	if err := r.client.Update(ctx, job); err != nil {
+func (r *Reconciler) hold(ctx context.Context, job pkgjobs.Job, note string) error {
+	job.SetSuspended(true)
+	if err := r.client.Update(ctx, job.Object()); err != nil {
 		return fmt.Errorf("suspending a Job that has not been admitted: %w", err)
 	}
-	r.recorder.Eventf(job, nil, corev1.EventTypeNormal, "Suspended", "Suspend", "%s", note)
+	r.recorder.Eventf(job.Object(), nil, corev1.EventTypeNormal, "Suspended", "Suspend", "%s", note)
 	return nil
 }
 
@@ -326,7 +340,7 @@ func holdNote(wl *strata.Workload) string {
 // admission goes first, so that its capacity is free at once even if the
 // Job's update fails; the retry then finds a started Job without admission
 // and stops it, which finishes the job.
-func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
+func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
 	wl.Status.Admission = nil
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Suspended", Message: "the Job was suspended; it waits in its queue again",
@@ -337,45 +351,49 @@ func (r *Reconciler) requeue(ctx context.Context, job *batchv1.Job, wl *strata.W
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return err
 	}
-	r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Requeued", "Evict", "The Job was suspended; it waits in LocalQueue %s again", wl.Spec.QueueName)
-	if !templateMutable(job) {
+	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, "Requeued", "Evict", "The Job was suspended; it waits in LocalQueue %s again", wl.Spec.QueueName)
+	if !job.TemplatesMutable() {
 		return nil // stop restores the template once the Job controller has caught up
 	}
 	r.takeBackAdmission(ctx, job)
-	return r.client.Update(ctx, job)
+	return r.client.Update(ctx, job.Object())
 }
 
 // start applies an admission to the Job's pod template — the flavor's node
 // labels and tolerations, the topology scheduling gate, the labels that tie
 // pods to the workload — records what it added, and unsuspends the Job.
-func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *strata.Workload) error {
-	if !templateMutable(job) {
+func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
+	if !job.TemplatesMutable() {
 		return nil // suspended, but the Job controller has not caught up yet
 	}
 	if _, ok, _ := recordedAdded(job); ok {
 		// Left from an admission that was not fully taken back.
 		r.takeBackAdmission(ctx, job)
 	}
-	var added addedByAdmission
+	podSets, _ := job.PodSets()
+	templates := job.Templates()
+	perTemplate := make([]addedByAdmission, len(templates))
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
-		if psa.Name != workload.MainPodSet {
+		i := slices.IndexFunc(podSets, func(ps strata.PodSet) bool { return ps.Name == psa.Name })
+		if i < 0 || i >= len(templates) {
 			continue
 		}
 		var flavor strata.ResourceFlavor
 		if err := r.client.Get(ctx, types.NamespacedName{Name: psa.Flavor}, &flavor); err != nil {
 			return fmt.Errorf("starting Job: flavor %q: %w", psa.Flavor, err)
 		}
-		added = admitTemplate(&job.Spec.Template, &flavor, wl.Name, psa.Name, psa.TopologyAssignment != nil)
+		perTemplate[i] = admitTemplate(templates[i], &flavor, wl.Name, psa.Name, psa.TopologyAssignment != nil)
 	}
+	added := recordOf(perTemplate)
 	added.Admission = admissionID(wl)
 	if err := recordAdded(job, added); err != nil {
 		return err
 	}
-	job.Spec.Suspend = ptr.To(false)
-	if err := r.client.Update(ctx, job); err != nil {
+	job.SetSuspended(false)
+	if err := r.client.Update(ctx, job.Object()); err != nil {
 		return fmt.Errorf("starting Job: %w", err)
 	}
-	r.recorder.Eventf(job, wl, corev1.EventTypeNormal, "Started", "Admit", "Admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
+	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, "Started", "Admit", "Admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
 	return nil
 }
 
@@ -383,13 +401,17 @@ func (r *Reconciler) start(ctx context.Context, job *batchv1.Job, wl *strata.Wor
 // workload.JobWorkloadName named "job-" + the Job's name when that name is
 // too long for a label value: such a Job could never start, and its
 // Workload may hold capacity.
-func (r *Reconciler) deleteLegacyWorkload(ctx context.Context, job *batchv1.Job) error {
-	legacy := "job-" + job.Name
-	if legacy == WorkloadName(job.Name) {
+func (r *Reconciler) deleteLegacyWorkload(ctx context.Context, j pkgjobs.Job) error {
+	job := j.Object()
+	if _, ok := j.(batchjob.Job); !ok {
+		return nil // only Jobs had legacy names
+	}
+	legacy := "job-" + job.GetName()
+	if legacy == WorkloadName(job.GetName()) {
 		return nil
 	}
 	var wl strata.Workload
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: legacy}, &wl); err != nil {
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: legacy}, &wl); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !metav1.IsControlledBy(&wl, job) {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs/batchjob"
 )
 
 const (
@@ -119,14 +120,14 @@ func TestNextStep(t *testing.T) {
 				then := wl.DeepCopy()
 				then.Status.Admission = admission
 				then.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}
-				if err := recordAdded(job, addedByAdmission{Admission: admissionID(then)}); err != nil {
+				if err := recordAdded(batchjob.Adapt(job), addedByAdmission{Admission: admissionID(then)}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if tc.finished {
 				wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue})
 			}
-			if diff := cmp.Diff(tc.want, nextStep(job, wl)); diff != "" {
+			if diff := cmp.Diff(tc.want, nextStep(batchjob.Adapt(job), wl)); diff != "" {
 				t.Errorf("nextStep() (-want,+got):\n%s", diff)
 			}
 		})
@@ -148,7 +149,7 @@ func TestTemplateMutable(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			job := &batchv1.Job{Spec: batchv1.JobSpec{Suspend: tc.suspend}, Status: batchv1.JobStatus{StartTime: tc.startTime}}
-			if got := templateMutable(job); got != tc.want {
+			if got := batchjob.Adapt(job).TemplatesMutable(); got != tc.want {
 				t.Errorf("templateMutable() = %t, want %t", got, tc.want)
 			}
 		})
@@ -187,7 +188,7 @@ func TestJobHandlerPriorities(t *testing.T) {
 			}
 			q := priorityqueue.New[reconcile.Request]("test")
 			defer q.ShutDown()
-			jobHandler().Create(context.Background(), event.CreateEvent{Object: job, IsInInitialList: tc.initial}, q)
+			jobHandler(batchjob.Kind).Create(context.Background(), event.CreateEvent{Object: job, IsInInitialList: tc.initial}, q)
 			req, priority, _ := q.GetWithPriority()
 			if diff := cmp.Diff(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "train"}}, req); diff != "" {
 				t.Errorf("request (-want,+got):\n%s", diff)

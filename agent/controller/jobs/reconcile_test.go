@@ -29,6 +29,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -157,7 +158,7 @@ func (e *env) events() []string {
 // admittedWorkload is the Workload of job, admitted on flavor.
 func admittedWorkload(t *testing.T, job *batchv1.Job) *strata.Workload {
 	t.Helper()
-	wl, errs := intake.DesiredWorkload(job)
+	wl, errs := intake.DesiredWorkload(batchjob.Adapt(job))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -244,7 +245,7 @@ func TestReconcileRequeueReleasesCapacityFirst(t *testing.T) {
 	user := makeJob("train", nil)
 	job := user.DeepCopy()
 	added := admitTemplate(&job.Spec.Template, flavor, WorkloadName("train"), "main", false)
-	if err := recordAdded(job, added); err != nil {
+	if err := recordAdded(batchjob.Adapt(job), added); err != nil {
 		t.Fatal(err)
 	}
 	job.Spec.Suspend = ptr.To(true) // the user suspended it

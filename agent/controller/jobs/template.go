@@ -6,13 +6,13 @@ import (
 	"slices"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -37,6 +37,34 @@ type addedByAdmission struct {
 	// the user suspended when its Workload is admitted again meanwhile.
 	// Empty when unknown.
 	Admission string `json:"admission,omitempty"`
+	// More holds what was added to the kind's other pod templates (the
+	// second and later, see jobs.Job.Templates); a batch/v1 Job has one.
+	More []addedByAdmission `json:"more,omitempty"`
+}
+
+// recordOf is the record of what an admission added to each of a Job's
+// pod templates, in order: the first inline, the others in More.
+func recordOf(perTemplate []addedByAdmission) addedByAdmission {
+	if len(perTemplate) == 0 {
+		return addedByAdmission{}
+	}
+	rec := perTemplate[0]
+	if len(perTemplate) > 1 {
+		rec.More = perTemplate[1:]
+	}
+	return rec
+}
+
+// forTemplate is what the record says was added to pod template i.
+func (a addedByAdmission) forTemplate(i int) addedByAdmission {
+	if i == 0 {
+		a.More, a.Admission = nil, ""
+		return a
+	}
+	if i-1 < len(a.More) {
+		return a.More[i-1]
+	}
+	return addedByAdmission{}
 }
 
 // admissionID identifies the admission a Workload holds: its queue and
@@ -123,21 +151,23 @@ func restoreTemplate(tmpl *corev1.PodTemplateSpec, added addedByAdmission) {
 }
 
 // recordAdded stores added in the Job's AddedByAdmissionAnnotation.
-func recordAdded(job *batchv1.Job, added addedByAdmission) error {
+func recordAdded(job jobs.Job, added addedByAdmission) error {
 	data, err := json.Marshal(added)
 	if err != nil {
 		return fmt.Errorf("recording what the admission added to the Job: %w", err)
 	}
-	setKey(&job.Annotations, AddedByAdmissionAnnotation, string(data))
+	annotations := job.Object().GetAnnotations()
+	setKey(&annotations, AddedByAdmissionAnnotation, string(data))
+	job.Object().SetAnnotations(annotations)
 	return nil
 }
 
 // recordedAdded reads the Job's AddedByAdmissionAnnotation. It reports
 // false when the Job has none (it was started by an agent that did not
 // record it) or when it cannot be read.
-func recordedAdded(job *batchv1.Job) (addedByAdmission, bool, error) {
+func recordedAdded(job jobs.Job) (addedByAdmission, bool, error) {
 	var added addedByAdmission
-	v, ok := job.Annotations[AddedByAdmissionAnnotation]
+	v, ok := job.Object().GetAnnotations()[AddedByAdmissionAnnotation]
 	if !ok {
 		return added, false, nil
 	}

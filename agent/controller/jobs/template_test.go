@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs/batchjob"
 )
 
 func userTemplate() corev1.PodTemplateSpec {
@@ -91,10 +92,10 @@ func TestAdmitAndRestoreTemplate(t *testing.T) {
 				if diff := cmp.Diff(tc.wantAdded, added); diff != "" {
 					t.Errorf("round %d: added (-want,+got):\n%s", round, diff)
 				}
-				if err := recordAdded(job, added); err != nil {
+				if err := recordAdded(batchjob.Adapt(job), added); err != nil {
 					t.Fatal(err)
 				}
-				recorded, ok, err := recordedAdded(job)
+				recorded, ok, err := recordedAdded(batchjob.Adapt(job))
 				if !ok || err != nil {
 					t.Fatalf("round %d: recordedAdded() = %v, %v", round, ok, err)
 				}
@@ -140,7 +141,7 @@ func TestRecordedAdded(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, ok, err := recordedAdded(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}})
+			got, ok, err := recordedAdded(batchjob.Adapt(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}}))
 			if diff := cmp.Diff([]any{tc.want, tc.wantOK, tc.wantErr}, []any{got, ok, err != nil}); diff != "" {
 				t.Errorf("recordedAdded() (-want,+got):\n%s", diff)
 			}

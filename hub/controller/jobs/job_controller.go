@@ -21,6 +21,8 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
+	pkgjobs "strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
 )
 
 // ReasonNotManagedByHub says the Job is not held off the hub's Job controller.
@@ -34,11 +36,12 @@ type Reconciler struct {
 
 // NewReconciler returns a Reconciler.
 func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, intake: intake.New(c, recorder, managedByHub)}
+	return &Reconciler{client: c, intake: intake.New(batchjob.Kind, c, recorder, managedByHub)}
 }
 
 // managedByHub checks that the hub's Job controller leaves the Job alone.
-func managedByHub(job *batchv1.Job) (string, string) {
+func managedByHub(j pkgjobs.Job) (string, string) {
+	job := j.(batchjob.Job)
 	if ptr.Deref(job.Spec.ManagedBy, "") == strata.ManagedByController {
 		return "", ""
 	}
@@ -81,9 +84,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if done, reason := intake.Finished(&job); done {
-		return ctrl.Result{}, r.intake.Finish(ctx, &job, reason)
+		return ctrl.Result{}, r.intake.Finish(ctx, batchjob.Adapt(&job), reason)
 	}
-	_, err := r.intake.Sync(ctx, &job)
+	_, err := r.intake.Sync(ctx, batchjob.Adapt(&job))
 	if intake.Superseded(err) {
 		return ctrl.Result{}, nil // the newer object comes as an event
 	}

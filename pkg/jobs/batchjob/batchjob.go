@@ -1,0 +1,93 @@
+// Package batchjob adapts batch/v1 Jobs: one pod set, "main", of
+// parallelism pods (capped by completions), ranked by the completion index
+// of an Indexed Job.
+package batchjob
+
+import (
+	"context"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Kind is the batch/v1 Job kind.
+var Kind jobs.Kind = kind{}
+
+type kind struct{}
+
+func (kind) GroupVersionKind() schema.GroupVersionKind {
+	return batchv1.SchemeGroupVersion.WithKind("Job")
+}
+
+func (kind) WorkloadName(name string) string { return workload.JobWorkloadName(name) }
+
+func (kind) NewObject() client.Object { return &batchv1.Job{} }
+
+func (kind) Adapt(obj client.Object) (jobs.Job, bool) {
+	j, ok := obj.(*batchv1.Job)
+	if !ok {
+		return nil, false
+	}
+	return Job{j}, true
+}
+
+func (kind) List(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]jobs.Job, error) {
+	var list batchv1.JobList
+	if err := c.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	out := make([]jobs.Job, len(list.Items))
+	for i := range list.Items {
+		out[i] = Job{&list.Items[i]}
+	}
+	return out, nil
+}
+
+// Job wraps a batch/v1 Job.
+type Job struct{ *batchv1.Job }
+
+// Adapt wraps a batch/v1 Job.
+func Adapt(j *batchv1.Job) Job { return Job{j} }
+
+func (j Job) Object() client.Object { return j.Job }
+
+func (Job) Kind() jobs.Kind { return Kind }
+
+// PodSets: see workload.JobPodSets.
+func (j Job) PodSets() ([]strata.PodSet, field.ErrorList) { return workload.JobPodSets(j.Job) }
+
+func (j Job) Templates() []*corev1.PodTemplateSpec {
+	return []*corev1.PodTemplateSpec{&j.Spec.Template}
+}
+
+func (j Job) Suspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
+
+func (j Job) SetSuspended(s bool) { j.Spec.Suspend = ptr.To(s) }
+
+// TemplatesMutable: only while suspended and the Job controller has
+// cleared its start time; until then the API server refuses a template
+// change.
+func (j Job) TemplatesMutable() bool { return j.Suspended() && j.Status.StartTime == nil }
+
+func (j Job) Finished() (bool, string) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, "Succeeded"
+		case batchv1.JobFailed:
+			return true, "Failed"
+		}
+	}
+	return false, ""
+}

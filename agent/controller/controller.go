@@ -20,6 +20,7 @@ import (
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/controller/localqueue"
+	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -92,5 +93,15 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := localqueue.NewReconciler(mgr.GetClient(), clock.RealClock{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return jobs.NewReconciler(mgr.GetClient(), recorder).SetupWithManager(mgr)
+	served, missing := kinds.Served(mgr.GetRESTMapper())
+	for _, k := range missing {
+		ctrl.Log.WithName("setup").Info("Not running this workload kind: the cluster does not serve its API; install its CRD and restart strata-agent",
+			"kind", k.GroupVersionKind().String())
+	}
+	for _, k := range served {
+		if err := jobs.NewKindReconciler(k, mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
 }

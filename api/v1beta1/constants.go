@@ -56,6 +56,11 @@ const (
 	PodSetLabel = Prefix + "podset"
 	// TASLabel marks pod templates (and so pods) admitted with topology-aware scheduling.
 	TASLabel = Prefix + "tas"
+	// OwnerUIDLabel on a pod template (and so on its pods) is the UID of
+	// the object whose Workload was admitted, for kinds whose pods are not
+	// controlled by that object directly (a JobSet's pods belong to its
+	// Jobs): the agent acts only on the pods of the Workload's owner.
+	OwnerUIDLabel = Prefix + "owner-uid"
 	// ManagedByController is the Job spec.managedBy value on hub Jobs, so the
 	// hub cluster's Job controller leaves them alone.
 	ManagedByController = Prefix + "hub"

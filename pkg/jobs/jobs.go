@@ -67,6 +67,20 @@ type Job interface {
 	Finished() (bool, string)
 }
 
+// ChildPods is implemented by jobs whose pods are controlled by child
+// objects (a JobSet's Jobs), not by the job itself: an admission then
+// labels their templates with strata.dev/owner-uid, so that the agent
+// knows the job's pods from an earlier job's of the same name.
+type ChildPods interface {
+	ChildPods() bool
+}
+
+// LabelsOwner says whether an admission labels j's templates with its UID.
+func LabelsOwner(j Job) bool {
+	c, ok := j.(ChildPods)
+	return ok && c.ChildPods()
+}
+
 // WorkloadFor builds the Workload of a queue-labelled job (see
 // workload.Build). Errors point into the object; the Workload is still
 // returned, so that callers can record them on it.

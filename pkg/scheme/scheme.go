@@ -1,7 +1,8 @@
 // Package scheme builds the runtime.Scheme every Strata binary uses: the
 // Kubernetes built-in kinds, strata.dev/v1beta1, and the kinds the hub reads
 // worker clusters' credentials from: cluster-inventory-api's ClusterProfile
-// and Open Cluster Management's ManagedCluster.
+// and Open Cluster Management's ManagedCluster; and the workload kinds
+// beyond batch/v1 (JobSet).
 package scheme
 
 import (
@@ -10,6 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ocmclusterv1 "open-cluster-management.io/api/cluster/v1"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	strataapi "strata.dev/strata/api/v1beta1"
 )
@@ -22,5 +24,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(strataapi.AddToScheme(s))
 	utilruntime.Must(inventoryv1alpha1.AddToScheme(s))
 	utilruntime.Must(ocmclusterv1.Install(s))
+	utilruntime.Must(jobsetv1alpha2.AddToScheme(s))
 	return s
 }

@@ -16,11 +16,17 @@ import (
 // UID. The pods of an earlier Job — still terminating, or orphaned, which
 // leaves them without a controller — are not the new Job's, and nothing
 // the agent does for the workload (ungating, hot swap) touches them.
-// A workload without a controller claims every pod with its label.
+// A workload without a controller claims every pod with its label. Pods
+// that carry strata.dev/owner-uid (kinds whose pods belong to child
+// objects, such as a JobSet's Jobs) are the workload's when it names the
+// controller's UID.
 func OwnsPod(wl *strata.Workload, p *corev1.Pod) bool {
 	owner := metav1.GetControllerOfNoCopy(wl)
 	if owner == nil {
 		return true
+	}
+	if uid, ok := p.Labels[strata.OwnerUIDLabel]; ok {
+		return uid == string(owner.UID)
 	}
 	c := metav1.GetControllerOfNoCopy(p)
 	return c != nil && c.UID == owner.UID

@@ -122,22 +122,25 @@ func DispatchKey(wl *strata.Workload) string {
 func PinnedFlavor(wl *strata.Workload) string { return wl.Annotations[strata.FlavorAnnotation] }
 
 // JobWorkloadName is the name of a Job's Workload: "job-" and the Job's
-// name. It is also the value of the pods' strata.dev/workload label, so
-// when that would be longer than a label value may be (63 characters), the
-// Job's name is cut and a hash of the whole name keeps the result unique.
-// The result is a valid label value and DNS-1123 subdomain for every valid
-// Job name.
-func JobWorkloadName(job string) string {
-	const prefix = "job-"
-	if len(prefix)+len(job) <= validation.LabelValueMaxLength {
-		return prefix + job
+// name (see NameFor).
+func JobWorkloadName(job string) string { return NameFor("job-", job) }
+
+// NameFor is the name of the Workload of an object: prefix and its name.
+// It is also the value of the pods' strata.dev/workload label, so when that
+// would be longer than a label value may be (63 characters), the name is
+// cut and a hash of the whole name keeps the result unique. The result is
+// a valid label value and DNS-1123 subdomain for every valid object name
+// and a prefix of a few lowercase letters and "-".
+func NameFor(prefix, name string) string {
+	if len(prefix)+len(name) <= validation.LabelValueMaxLength {
+		return prefix + name
 	}
-	sum := sha256.Sum256([]byte(job))
+	sum := sha256.Sum256([]byte(name))
 	hash := hex.EncodeToString(sum[:])[:jobNameHashLength]
 	keep := validation.LabelValueMaxLength - len(prefix) - 1 - len(hash)
 	// A label value and a DNS subdomain both need an alphanumeric character
 	// before the "-" that joins the hash.
-	head := strings.TrimRight(job[:keep], "-.")
+	head := strings.TrimRight(name[:keep], "-.")
 	return prefix + head + "-" + hash
 }
 

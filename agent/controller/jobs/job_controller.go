@@ -383,6 +383,9 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 			return fmt.Errorf("starting Job: flavor %q: %w", psa.Flavor, err)
 		}
 		perTemplate[i] = admitTemplate(templates[i], &flavor, wl.Name, psa.Name, psa.TopologyAssignment != nil)
+		if pkgjobs.LabelsOwner(job) {
+			setKey(&templates[i].Labels, strata.OwnerUIDLabel, string(job.Object().GetUID()))
+		}
 	}
 	added := recordOf(perTemplate)
 	added.Admission = admissionID(wl)

@@ -145,7 +145,7 @@ func restoreTemplate(tmpl *corev1.PodTemplateSpec, added addedByAdmission) {
 	if len(tmpl.Spec.SchedulingGates) == 0 {
 		tmpl.Spec.SchedulingGates = nil
 	}
-	for _, l := range []string{strata.WorkloadLabel, strata.PodSetLabel, strata.TASLabel} {
+	for _, l := range []string{strata.WorkloadLabel, strata.PodSetLabel, strata.TASLabel, strata.OwnerUIDLabel} {
 		delete(tmpl.Labels, l)
 	}
 }

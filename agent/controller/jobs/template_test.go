@@ -8,9 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/jobset"
 )
 
 func userTemplate() corev1.PodTemplateSpec {
@@ -146,5 +148,43 @@ func TestRecordedAdded(t *testing.T) {
 				t.Errorf("recordedAdded() (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAdmitAndRestoreTemplates: a kind with several pod templates (a
+// JobSet's ReplicatedJobs) gets each one's additions recorded and taken
+// back exactly, the first inline as for a Job.
+func TestAdmitAndRestoreTemplates(t *testing.T) {
+	flavor := &strata.ResourceFlavor{Spec: strata.ResourceFlavorSpec{
+		NodeLabels:  map[string]string{"gpu": "h100", "zone": "b"},
+		Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule}},
+	}}
+	leader := userTemplate()
+	workers := corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: map[string]string{"zone": "c"}}}
+	js := jobset.Adapt(&jobsetapi.JobSet{Spec: jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{
+		{Name: "leader", Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: *leader.DeepCopy()}}},
+		{Name: "workers", Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: *workers.DeepCopy()}}},
+	}}})
+	var per []addedByAdmission
+	for i, tmpl := range js.Templates() {
+		per = append(per, admitTemplate(tmpl, flavor, "jobset-train", []string{"leader", "workers"}[i], true))
+	}
+	if err := recordAdded(js, recordOf(per)); err != nil {
+		t.Fatal(err)
+	}
+	if got := js.Templates()[1].Spec.NodeSelector["zone"]; got != "b" {
+		t.Fatalf("the second template's zone is %q while admitted, want the flavor's", got)
+	}
+	recorded, ok, err := recordedAdded(js)
+	if !ok || err != nil {
+		t.Fatalf("recordedAdded() = %v, %v", ok, err)
+	}
+	for i, tmpl := range js.Templates() {
+		restoreTemplate(tmpl, recorded.forTemplate(i))
+	}
+	leader.Labels = map[string]string{"app": "train"}
+	workers.Labels = map[string]string{} // made by admitTemplate
+	if diff := cmp.Diff([]corev1.PodTemplateSpec{leader, workers}, []corev1.PodTemplateSpec{*js.Templates()[0], *js.Templates()[1]}); diff != "" {
+		t.Errorf("templates after restore (-want,+got):\n%s", diff)
 	}
 }

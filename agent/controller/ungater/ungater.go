@@ -356,7 +356,9 @@ func domainOf(a *tas.Assignment, p *corev1.Pod) int {
 	})
 }
 
-// rankFunc returns a pod's rank: its index label minus the pod set's offset.
+// rankFunc returns a pod's rank: its index label minus the pod set's
+// offset; with a sub-group index label (a JobSet's job index), the
+// sub-group's index times the pods per sub-group plus that.
 func rankFunc(ps *strata.PodSet) func(*corev1.Pod) (int32, bool) {
 	r := ps.TopologyRequest
 	if r == nil || r.PodIndexLabel == nil {
@@ -366,15 +368,31 @@ func rankFunc(ps *strata.PodSet) func(*corev1.Pod) (int32, bool) {
 	if r.PodIndexOffset != nil {
 		offset = *r.PodIndexOffset
 	}
-	return func(p *corev1.Pod) (int32, bool) {
+	var groupLabel string
+	var perGroup int32
+	if r.SubGroupIndexLabel != nil && r.SubGroupCount != nil && *r.SubGroupCount > 0 {
+		groupLabel, perGroup = *r.SubGroupIndexLabel, ps.Count / *r.SubGroupCount
+	}
+	index := func(p *corev1.Pod, label string) (int32, bool) {
 		v, ok := p.Labels[label]
 		if !ok {
 			return 0, false
 		}
 		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil {
+		return int32(n), err == nil
+	}
+	return func(p *corev1.Pod) (int32, bool) {
+		n, ok := index(p, label)
+		if !ok {
 			return 0, false
 		}
-		return int32(n) - offset, true
+		if groupLabel != "" {
+			g, ok := index(p, groupLabel)
+			if !ok || n >= perGroup+offset {
+				return 0, false
+			}
+			n += g * perGroup
+		}
+		return n - offset, true
 	}
 }

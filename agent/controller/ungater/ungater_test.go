@@ -209,3 +209,54 @@ func TestUngateUnknownOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestRanks: a pod's rank is its completion index, less the pod set's
+// offset; with a sub-group label (a JobSet's job index), Job g's pods come
+// after the pods of the g Jobs before it.
+func TestRanks(t *testing.T) {
+	withLabels := func(l map[string]string) *corev1.Pod { return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: l}} }
+	index := strata.JobCompletionIndexLabel
+	const job = "jobset.sigs.k8s.io/job-index"
+	type want struct {
+		Rank int32
+		OK   bool
+	}
+	cases := map[string]struct {
+		req  *strata.PodSetTopologyRequest
+		pod  *corev1.Pod
+		want want
+	}{
+		"no index label: no rank": {
+			req: &strata.PodSetTopologyRequest{}, pod: withLabels(map[string]string{index: "3"}),
+		},
+		"completion index": {
+			req: &strata.PodSetTopologyRequest{PodIndexLabel: ptr.To(index)}, pod: withLabels(map[string]string{index: "3"}),
+			want: want{3, true},
+		},
+		"with an offset": {
+			req: &strata.PodSetTopologyRequest{PodIndexLabel: ptr.To(index), PodIndexOffset: ptr.To[int32](1)}, pod: withLabels(map[string]string{index: "3"}),
+			want: want{2, true},
+		},
+		"the second Job of a JobSet of 2 Jobs of 4": {
+			req:  &strata.PodSetTopologyRequest{PodIndexLabel: ptr.To(index), SubGroupIndexLabel: ptr.To(job), SubGroupCount: ptr.To[int32](2)},
+			pod:  withLabels(map[string]string{index: "2", job: "1"}),
+			want: want{6, true},
+		},
+		"a sub-group pod without its job index: no rank": {
+			req: &strata.PodSetTopologyRequest{PodIndexLabel: ptr.To(index), SubGroupIndexLabel: ptr.To(job), SubGroupCount: ptr.To[int32](2)},
+			pod: withLabels(map[string]string{index: "2"}),
+		},
+		"an index past the Job's pods: no rank": {
+			req: &strata.PodSetTopologyRequest{PodIndexLabel: ptr.To(index), SubGroupIndexLabel: ptr.To(job), SubGroupCount: ptr.To[int32](2)},
+			pod: withLabels(map[string]string{index: "4", job: "0"}),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rank, ok := rankFunc(&strata.PodSet{Name: "workers", Count: 8, TopologyRequest: tc.req})(tc.pod)
+			if diff := cmp.Diff(tc.want, want{rank, ok}); diff != "" {
+				t.Errorf("rank (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

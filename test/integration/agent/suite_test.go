@@ -30,8 +30,9 @@ func TestAgent(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(GinkgoLogr)
-	var err error
-	clusters, err = framework.Start(framework.ClusterSpec{Name: "worker", Role: framework.Worker})
+	jobSetCRDs, err := framework.JobSetCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
+	clusters, err = framework.Start(framework.ClusterSpec{Name: "worker", Role: framework.Worker, CRDPaths: jobSetCRDs})
 	Expect(err).NotTo(HaveOccurred())
 	// Cleanups run last-in first-out: the manager stops before its API server.
 	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })

@@ -113,6 +113,16 @@ func SourceCRDPaths() ([]string, error) {
 	}, nil
 }
 
+// JobSetCRDPaths is the JobSet CRD, from the module cache at the version
+// go.mod requires (sigs.k8s.io/jobset).
+func JobSetCRDPaths() ([]string, error) {
+	dir, err := moduleDir("sigs.k8s.io/jobset")
+	if err != nil {
+		return nil, err
+	}
+	return []string{filepath.Join(dir, "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml")}, nil
+}
+
 // moduleDir is where the go command keeps module, at the version the
 // repository requires.
 func moduleDir(module string) (string, error) {

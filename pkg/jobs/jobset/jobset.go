@@ -1,0 +1,131 @@
+// Package jobset adapts JobSets (sigs.k8s.io/jobset, jobset.x-k8s.io
+// v1alpha2): one pod set per ReplicatedJob, of replicas × the pods each of
+// its Jobs runs at once. Pods rank by job index × pods per Job + completion
+// index, so that each Job's pods are consecutive ranks: with
+// podset-slice-required-topology (whose slice size defaults to the Jobs'
+// parallelism, KEP-2724 "JobSet with two-level scheduling") every Job's
+// pods share one slice domain.
+package jobset
+
+import (
+	"context"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Kind is the JobSet kind.
+var Kind jobs.Kind = kind{}
+
+// WorkloadPrefix starts the names of JobSets' Workloads.
+const WorkloadPrefix = "jobset-"
+
+type kind struct{}
+
+func (kind) GroupVersionKind() schema.GroupVersionKind {
+	return jobsetapi.GroupVersion.WithKind("JobSet")
+}
+
+func (kind) WorkloadName(name string) string { return workload.NameFor(WorkloadPrefix, name) }
+
+func (kind) NewObject() client.Object { return &jobsetapi.JobSet{} }
+
+func (kind) Adapt(obj client.Object) (jobs.Job, bool) {
+	js, ok := obj.(*jobsetapi.JobSet)
+	if !ok {
+		return nil, false
+	}
+	return JobSet{js}, true
+}
+
+func (kind) List(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]jobs.Job, error) {
+	var list jobsetapi.JobSetList
+	if err := c.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	out := make([]jobs.Job, len(list.Items))
+	for i := range list.Items {
+		out[i] = JobSet{&list.Items[i]}
+	}
+	return out, nil
+}
+
+// JobSet wraps a JobSet.
+type JobSet struct{ *jobsetapi.JobSet }
+
+// Adapt wraps a JobSet.
+func Adapt(js *jobsetapi.JobSet) JobSet { return JobSet{js} }
+
+func (j JobSet) Object() client.Object { return j.JobSet }
+
+func (JobSet) Kind() jobs.Kind { return Kind }
+
+// PodSets: one per ReplicatedJob, named after it, with the topology
+// request of its pod template's annotations.
+func (j JobSet) PodSets() ([]strata.PodSet, field.ErrorList) {
+	var errs field.ErrorList
+	out := make([]strata.PodSet, 0, len(j.Spec.ReplicatedJobs))
+	for i := range j.Spec.ReplicatedJobs {
+		rj := &j.Spec.ReplicatedJobs[i]
+		path := field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "spec", "template", "metadata", "annotations")
+		perJob := workload.JobPodCount(&batchv1.Job{Spec: rj.Template.Spec})
+		replicas := max(rj.Replicas, 0)
+		count := replicas * perJob
+		ps := strata.PodSet{Name: rj.Name, Count: count, Template: *rj.Template.Spec.Template.DeepCopy()}
+		req, reqErrs := workload.ParseTopologyRequest(rj.Template.Spec.Template.Annotations, count, perJob, path)
+		errs = append(errs, reqErrs...)
+		if len(reqErrs) > 0 {
+			req = nil // invalid values may break the Workload schema
+		}
+		if req != nil {
+			if ptr.Deref(rj.Template.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion {
+				req.PodIndexLabel = ptr.To(strata.JobCompletionIndexLabel)
+			}
+			req.SubGroupIndexLabel = ptr.To(jobsetapi.JobIndexKey)
+			req.SubGroupCount = ptr.To(replicas)
+		}
+		ps.TopologyRequest = req
+		out = append(out, ps)
+	}
+	return out, errs
+}
+
+func (j JobSet) Templates() []*corev1.PodTemplateSpec {
+	out := make([]*corev1.PodTemplateSpec, len(j.Spec.ReplicatedJobs))
+	for i := range j.Spec.ReplicatedJobs {
+		out[i] = &j.Spec.ReplicatedJobs[i].Template.Spec.Template
+	}
+	return out
+}
+
+// ChildPods: a JobSet's pods are its Jobs'.
+func (JobSet) ChildPods() bool { return true }
+
+func (j JobSet) Suspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
+
+func (j JobSet) SetSuspended(s bool) { j.Spec.Suspend = ptr.To(s) }
+
+// TemplatesMutable: while suspended. The JobSet controller suspends the
+// child Jobs and, on resume, brings their pod templates' node selectors,
+// tolerations, labels and scheduling gates to the JobSet's.
+func (j JobSet) TemplatesMutable() bool { return j.Suspended() }
+
+func (j JobSet) Finished() (bool, string) {
+	switch {
+	case meta.IsStatusConditionTrue(j.Status.Conditions, string(jobsetapi.JobSetCompleted)):
+		return true, "Succeeded"
+	case meta.IsStatusConditionTrue(j.Status.Conditions, string(jobsetapi.JobSetFailed)):
+		return true, "Failed"
+	}
+	return false, ""
+}

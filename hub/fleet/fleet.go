@@ -76,6 +76,7 @@ type remote struct {
 	client client.Client
 	cancel context.CancelFunc
 	synced bool
+	health health
 }
 
 // Client rate limits towards each worker.
@@ -217,20 +218,7 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 		cancel()
 		return nil, fmt.Errorf("watching the worker's capacity summaries: %w", err)
 	}
-	notify := func() {
-		// Informer handlers may block (client-go buffers behind them);
-		// no change is dropped.
-		select {
-		case f.changed <- name:
-		case <-ctx.Done():
-		}
-		f.mu.Lock()
-		listeners := f.listeners
-		f.mu.Unlock()
-		for _, fn := range listeners {
-			fn(name)
-		}
-	}
+	notify := func() { f.notify(ctx, name) }
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { notify() },
 		UpdateFunc: func(any, any) { notify() },
@@ -259,12 +247,36 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 		cancel()
 		return nil, fmt.Errorf("a client for the worker: %w", err)
 	}
+	ready, err := readyz(cfg)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("a client for the worker: %w", err)
+	}
 	go func() {
 		if err := c.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			notify()
 		}
 	}()
-	return &remote{identity: identity, cache: c, client: direct, cancel: cancel}, nil
+	r := &remote{identity: identity, cache: c, client: direct, cancel: cancel}
+	go f.probe(ctx, name, r, ready)
+	return r, nil
+}
+
+// notify tells the WorkerCluster controller (through changed) and the
+// listeners that a worker's summaries or health changed.
+func (f *Fleet) notify(ctx context.Context, name string) {
+	// Informer handlers may block (client-go buffers behind them); no
+	// change is dropped.
+	select {
+	case f.changed <- name:
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	listeners := f.listeners
+	f.mu.Unlock()
+	for _, fn := range listeners {
+		fn(name)
+	}
 }
 
 // copyChanged queues the hub Workload of a copy (a Job or its Workload)

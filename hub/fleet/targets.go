@@ -103,6 +103,9 @@ func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.T
 	var out []*placement.Target
 	for _, w := range workers {
 		var summaries []strata.CapacitySummary
+		if down := f.Down(w.Name); down != "" && w.NotConnected == "" {
+			w.NotConnected = down // the probe knows before the WorkerCluster says so
+		}
 		connected := w.NotConnected == ""
 		if connected {
 			var ok bool

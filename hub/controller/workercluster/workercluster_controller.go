@@ -346,6 +346,11 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster) meta
 	if err := r.fleet.Connect(ctx, wc.Name, cred.identity, cfg, connectTimeout); err != nil {
 		return notConnected(ReasonUnreachable, "%v", err)
 	}
+	if down := r.fleet.Down(wc.Name); down != "" {
+		// Not disconnected: the probe goes on and says when it answers
+		// again, and the informers resume where they were.
+		return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionFalse, Reason: ReasonUnreachable, Message: down}
+	}
 	return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionTrue, Reason: ReasonConnected,
 		Message: fmt.Sprintf("connected to %s through %s", cfg.Host, cred.via)}
 }

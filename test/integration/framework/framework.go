@@ -7,12 +7,15 @@ package framework
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -237,4 +240,30 @@ func (cs *Clusters) Stop() error {
 	}
 	errs = append(errs, os.RemoveAll(cs.tmpDir))
 	return errors.Join(errs...)
+}
+
+// PauseAPIServer stops the cluster's kube-apiserver process (SIGSTOP)
+// without ending it: clients' connections hang, as behind a partition, and
+// etcd keeps everything. resume continues it (SIGCONT).
+func (c *Cluster) PauseAPIServer() (resume func() error, err error) {
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.Command("pgrep", "-f", "kube-apiserver.*--secure-port="+u.Port()+"( |$)").Output()
+	if err != nil {
+		return nil, fmt.Errorf("finding the kube-apiserver of %s (port %s): %w", c.Name, u.Port(), err)
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) != 1 {
+		return nil, fmt.Errorf("finding the kube-apiserver of %s (port %s): %d processes", c.Name, u.Port(), len(fields))
+	}
+	pid, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, err
+	}
+	return func() error { return syscall.Kill(pid, syscall.SIGCONT) }, nil
 }

@@ -1,0 +1,93 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// The health probe: every probeInterval the hub asks each connected
+// worker's API server for /readyz, each request bounded by probeTimeout; a
+// worker that fails probeFailures probes in a row is down until one
+// succeeds. Informers alone notice a dead API server only when their watch
+// times out (a minute and more), during which the hub went on dispatching
+// there; the probe notices within probeFailures × (probeInterval +
+// probeTimeout), about 10 s. /readyz is open to every authenticated
+// client (the system:public-info-viewer ClusterRole), so the hub's worker
+// identity needs no permission for it.
+var (
+	probeInterval = 3 * time.Second
+	probeTimeout  = 2 * time.Second
+)
+
+const probeFailures = 2
+
+// health is one worker's probe state, guarded by Fleet.mu.
+type health struct {
+	failures int
+	// down, when set, says why the worker is taken as unreachable.
+	down string
+}
+
+// Down says why a connected worker is taken as unreachable by the health
+// probe, or "" when it answers (or is not connected: see Connect).
+func (f *Fleet) Down(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.remotes[name]; r != nil {
+		return r.health.down
+	}
+	return ""
+}
+
+// probe asks a worker's API server for /readyz until ctx ends, and tells
+// the fleet's listeners when the worker goes down or comes back.
+func (f *Fleet) probe(ctx context.Context, name string, r *remote, ready func(context.Context) error) {
+	t := time.NewTicker(probeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := ready(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		f.mu.Lock()
+		was := r.health.down
+		if err == nil {
+			r.health = health{}
+		} else {
+			r.health.failures++
+			if r.health.failures >= probeFailures {
+				r.health.down = fmt.Sprintf("the worker's API server did not answer %d health probes in a row: %v", r.health.failures, err)
+			}
+		}
+		changed := (was == "") != (r.health.down == "")
+		f.mu.Unlock()
+		if changed {
+			f.notify(ctx, name)
+		}
+	}
+}
+
+// readyz returns a probe of the API server at cfg: GET /readyz.
+func readyz(cfg *rest.Config) (func(context.Context) error, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = probeTimeout
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	rc, err := rest.UnversionedRESTClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		return rc.Get().AbsPath("/readyz").Do(ctx).Error()
+	}, nil
+}

@@ -50,7 +50,42 @@ const (
 	ReasonNamespaceNotFound = "NamespaceNotFound"
 	ReasonForbidden         = "Forbidden"
 	ReasonNameTaken         = "NameTaken"
+	// ReasonQuotaExceeded: a ResourceQuota of the worker refused the copy.
+	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonAdmissionDenied: an admission webhook or policy of the worker
+	// refused the copy.
+	ReasonAdmissionDenied = "AdmissionDenied"
+	// ReasonRefused: the worker's API server refused the copy otherwise
+	// (a 4xx answer).
+	ReasonRefused = "Refused"
+	// ReasonNotCreated: the copy could not be created (the worker failed
+	// or did not answer) within the admission timeout from the dispatch.
+	ReasonNotCreated = "CopyNotCreated"
 )
+
+// createRefusal says whether an error creating a copy is the worker's
+// refusal — for a reason to name, then the hub places the workload
+// elsewhere — or a failure worth retrying (reason ""): the worker's
+// server errors, throttling, timeouts, a connection that failed. Missing
+// namespaces, taken names and invalid copies are handled before.
+func createRefusal(err error) string {
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) {
+		return ""
+	}
+	msg := status.Status().Message
+	switch code := status.Status().Code; {
+	case code == 403 && strings.Contains(msg, "exceeded quota"):
+		return ReasonQuotaExceeded
+	case code == 403 && (strings.Contains(msg, "admission webhook") || strings.Contains(msg, "ValidatingAdmissionPolicy")):
+		return ReasonAdmissionDenied
+	case code == 403:
+		return ReasonForbidden
+	case code >= 400 && code < 500:
+		return ReasonRefused
+	}
+	return ""
+}
 
 // conflictRetry is how soon a reconcile that met a newer object runs again.
 const conflictRetry = 200 * time.Millisecond
@@ -455,13 +490,27 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 	case apierrors.IsNotFound(err):
 		return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonNamespaceNotFound,
 			fmt.Sprintf("namespace %s does not exist on %s (the hub creates it only with dispatch.createNamespaces)", cp.Namespace, cluster))
-	case apierrors.IsForbidden(err):
-		return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonForbidden,
-			fmt.Sprintf("the hub's credential may not create jobs.batch in namespace %s on %s: %v", cp.Namespace, cluster, err))
 	case apierrors.IsInvalid(err):
 		return ctrl.Result{}, r.refuse(ctx, wl, hubJob, client.ObjectKeyFromObject(hubJob), strata.PlacementRejected, dispatch.ReasonRejected, "Invalid",
 			fmt.Sprintf("the worker's API server rejected the copy: %v", err))
 	default:
+		switch reason := createRefusal(err); reason {
+		case ReasonForbidden:
+			return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, reason,
+				fmt.Sprintf("the hub's credential may not create jobs.batch in namespace %s on %s: %v", cp.Namespace, cluster, err))
+		case ReasonQuotaExceeded, ReasonAdmissionDenied, ReasonRefused:
+			return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, reason,
+				fmt.Sprintf("%s refused the copy: %v", cluster, err))
+		}
+		// The admission timeout counts from the dispatch, also while no
+		// copy could be created: the Workload must not say "dispatched"
+		// for ever while the worker fails.
+		if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
+			if timeout := r.cfg.Dispatch.AdmissionTimeout.Duration; r.clock.Since(p.DispatchTime.Time) >= timeout {
+				return ctrl.Result{}, r.refuse(ctx, wl, hubJob, client.ObjectKeyFromObject(hubJob), strata.PlacementTimedOut, dispatch.ReasonRejected, ReasonNotCreated,
+					fmt.Sprintf("the copy could not be created on %s within the admission timeout of %s: %v; placing it again", cluster, timeout, err))
+			}
+		}
 		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(cp), "dispatch", key)

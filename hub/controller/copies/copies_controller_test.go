@@ -1,6 +1,9 @@
 package copies
 
 import (
+	"errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"testing"
 	"time"
 
@@ -97,6 +100,36 @@ func TestPendingSince(t *testing.T) {
 			since, message, pending := PendingSince(tc.copyWL)
 			if !since.Equal(tc.wantSince) || message != tc.wantMessage || pending != tc.wantPending {
 				t.Errorf("PendingSince() = %v, %q, %t; want %v, %q, %t", since, message, pending, tc.wantSince, tc.wantMessage, tc.wantPending)
+			}
+		})
+	}
+}
+
+// TestCreateRefusal: every 4xx answer to a copy's creation is the worker's
+// refusal, with a reason; server errors, throttling and timeouts are
+// retried (until the admission timeout).
+func TestCreateRefusal(t *testing.T) {
+	gr := schema.GroupResource{Group: "batch", Resource: "jobs"}
+	cases := map[string]struct {
+		err  error
+		want string
+	}{
+		"RBAC":                   {apierrors.NewForbidden(gr, "train", errors.New(`User "hub" cannot create resource "jobs"`)), ReasonForbidden},
+		"a ResourceQuota":        {apierrors.NewForbidden(gr, "train", errors.New("exceeded quota: team-a, requested: cpu=8, used: cpu=60, limited: cpu=64")), ReasonQuotaExceeded},
+		"an admission webhook":   {apierrors.NewForbidden(gr, "train", errors.New(`admission webhook "policy.example.com" denied the request: no GPUs on Fridays`)), ReasonAdmissionDenied},
+		"a bad request":          {apierrors.NewBadRequest("the copy is too large"), ReasonRefused},
+		"a conflict":             {apierrors.NewConflict(gr, "train", errors.New("changed")), ReasonRefused},
+		"request entity too big": {apierrors.NewRequestEntityTooLargeError("limit is 3145728"), ReasonRefused},
+		"a server error":         {apierrors.NewInternalError(errors.New("etcd leader changed")), ""},
+		"unavailable":            {apierrors.NewServiceUnavailable("shutting down"), ""},
+		"throttled":              {apierrors.NewTooManyRequests("slow down", 1), ""},
+		"a timeout":              {apierrors.NewTimeoutError("request timed out", 1), ""},
+		"no answer at all":       {errors.New("dial tcp 10.0.0.1:443: connect: connection refused"), ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := createRefusal(tc.err); got != tc.want {
+				t.Errorf("createRefusal(%v) = %q, want %q", tc.err, got, tc.want)
 			}
 		})
 	}

@@ -165,6 +165,30 @@ type HubConfiguration struct {
 	// Cluster Management ManagedCluster.
 	// +optional
 	ManagedCluster ManagedCluster `json:"managedCluster,omitempty"`
+
+	// kubeconfigs says what the kubeconfig of a WorkerCluster's
+	// kubeConfigSecretRef may use beyond an https server with embedded
+	// certificates and a token or embedded client certificate. Each is
+	// refused unless allowed here: the kubeconfig comes from a Secret,
+	// and what it names runs or is read inside the hub's container.
+	// +optional
+	Kubeconfigs KubeconfigPolicy `json:"kubeconfigs,omitempty"`
+}
+
+// KubeconfigPolicy allows what worker kubeconfigs may use.
+type KubeconfigPolicy struct {
+	// allowExec lets kubeconfigs run exec credential plugins and auth
+	// providers: commands in the hub's container.
+	// +optional
+	AllowExec bool `json:"allowExec,omitempty"`
+	// allowFiles lets kubeconfigs name files of the hub's filesystem
+	// (tokenFile, client-certificate, client-key, certificate-authority).
+	// +optional
+	AllowFiles bool `json:"allowFiles,omitempty"`
+	// allowInsecure lets kubeconfigs skip TLS verification
+	// (insecure-skip-tls-verify) or reach their server over plain http.
+	// +optional
+	AllowInsecure bool `json:"allowInsecure,omitempty"`
 }
 
 // ClusterProfile configures how the hub obtains credentials from

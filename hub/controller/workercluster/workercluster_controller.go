@@ -96,6 +96,7 @@ type Reconciler struct {
 	namespace       string
 	accessProviders []configv1beta1.AccessProvider
 	managedCluster  configv1beta1.ManagedCluster
+	kubeconfigs     configv1beta1.KubeconfigPolicy
 	// apis are the optional source kinds the hub serves, known at setup.
 	apis       APIs
 	staleAfter time.Duration
@@ -132,7 +133,7 @@ const countsInterval = 10 * time.Second
 func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, apis APIs, clk clock.Clock) *Reconciler {
 	return &Reconciler{
 		client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace,
-		accessProviders: cfg.ClusterProfile.AccessProviders, managedCluster: cfg.ManagedCluster, apis: apis,
+		accessProviders: cfg.ClusterProfile.AccessProviders, managedCluster: cfg.ManagedCluster, kubeconfigs: cfg.Kubeconfigs, apis: apis,
 		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk, written: throttle.New[string](clk, countsInterval), checked: map[string]permissionCheck{},
 	}
 }

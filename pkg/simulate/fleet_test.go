@@ -163,3 +163,29 @@ status: {allocatable: {cpu: "8", nvidia.com/gpu: "8", pods: "110"}}
 		})
 	}
 }
+
+// TestFleetJobSets: the hub places every pod set of a JobSet on one
+// worker and flavor, or says which pod set fits nowhere.
+func TestFleetJobSets(t *testing.T) {
+	results, err := runFleet(t, fleetClusters(), filepath.Join(fleetExamples, "hub"), filepath.Join(examples, "jobsets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Result{}
+	for _, r := range results {
+		byName[r.Name] = r
+	}
+	two := byName["two-level"]
+	if !two.Admitted || len(two.PodSets) != 1 || two.PodSets[0].Count != 8 || len(two.PodSets[0].Domains) == 0 {
+		t.Fatalf("two-level: %+v", two)
+	}
+	for _, d := range two.PodSets[0].Domains {
+		if d.Values[0] != two.PodSets[0].Domains[0].Values[0] {
+			t.Errorf("two-level spans blocks: %+v", two.PodSets[0].Domains)
+		}
+	}
+	lw := byName["leader-workers"]
+	if lw.Admitted || !strings.Contains(lw.Reason, "pod set workers: rack required") {
+		t.Errorf("leader-workers: admitted %t, reason %q; want it waiting, naming the pod set workers", lw.Admitted, lw.Reason)
+	}
+}

@@ -19,8 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/scheme"
 )
 
@@ -38,9 +42,10 @@ type Input struct {
 	sources map[string]string
 }
 
-// Item is one workload to place: a Job or a Workload, and where it came from.
+// Item is one workload to place: a job of a supported kind (a Job, a
+// JobSet) or a Workload, and where it came from.
 type Item struct {
-	Job      *batchv1.Job
+	Job      jobs.Job
 	Workload *strata.Workload
 	Source   string // "file.yaml: Job ml/train"
 }
@@ -116,7 +121,7 @@ func (in *Input) loadFile(path string) error {
 }
 
 // Kinds simulate reads.
-var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Job", "Workload", "and lists of them"}
+var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Job", "JobSet", "Workload", "and lists of them"}
 
 func (in *Input) add(raw []byte, where string) error {
 	obj, gvk, err := decoder.Decode(raw, nil, nil)
@@ -161,11 +166,18 @@ func (in *Input) add(raw []byte, where string) error {
 	case *strata.LocalQueue:
 		in.LocalQueues[o.Namespace+"/"+o.Name] = o
 	case *batchv1.Job:
-		in.Workloads = append(in.Workloads, Item{Job: o, Source: fmt.Sprintf("%s (Job %s)", where, name(o))})
+		in.Workloads = append(in.Workloads, Item{Job: batchjob.Adapt(o), Source: fmt.Sprintf("%s (Job %s)", where, name(o))})
 	case *batchv1.JobList:
 		for i := range o.Items {
 			j := &o.Items[i]
-			in.Workloads = append(in.Workloads, Item{Job: j, Source: fmt.Sprintf("%s (Job %s)", where, name(j))})
+			in.Workloads = append(in.Workloads, Item{Job: batchjob.Adapt(j), Source: fmt.Sprintf("%s (Job %s)", where, name(j))})
+		}
+	case *jobsetapi.JobSet:
+		in.Workloads = append(in.Workloads, Item{Job: jobset.Adapt(o), Source: fmt.Sprintf("%s (JobSet %s)", where, name(o))})
+	case *jobsetapi.JobSetList:
+		for i := range o.Items {
+			j := &o.Items[i]
+			in.Workloads = append(in.Workloads, Item{Job: jobset.Adapt(j), Source: fmt.Sprintf("%s (JobSet %s)", where, name(j))})
 		}
 	case *strata.Workload:
 		in.Workloads = append(in.Workloads, Item{Workload: o, Source: fmt.Sprintf("%s (Workload %s)", where, name(o))})

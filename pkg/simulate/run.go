@@ -10,6 +10,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -121,14 +122,14 @@ func buildFlavors(in *Input) (map[string]*flavorState, error) {
 func toWorkload(item Item, queueOptional bool) (*strata.Workload, Result, error) {
 	wl, errs := item.Workload, field.ErrorList(nil)
 	if item.Job != nil {
-		wl, errs = workload.FromJob(item.Job)
+		wl, errs = jobs.WorkloadFor(item.Job)
 		if queueOptional {
 			errs = errs.Filter(func(e error) bool {
 				var fe *field.Error
 				return errors.As(e, &fe) && fe.Type == field.ErrorTypeRequired && strings.HasPrefix(fe.Field, "metadata.labels")
 			})
 		}
-		wl.Name = item.Job.Name
+		wl.Name = item.Job.Object().GetName()
 	}
 	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}
 	errs = append(errs, workload.ValidatePodSets(wl.Spec.PodSets, field.NewPath("spec", "podSets"))...)

@@ -51,6 +51,12 @@ func TestExamples(t *testing.T) {
 		// Slices of 4 pods x 2 GPUs fill whole hosts; block-2 has the two left.
 		"sliced":             map[string]int32{"b2-r2-h3": 4, "b2-r2-h4": 4},
 		"too-big-for-a-rack": "flavor tas-gpu: rack required: the best rack fits 8 of 10 pods; limited by nvidia.com/gpu (4 nodes)",
+		// jobsets.yaml, KEP-2724's two-level JobSet: one block (block-1 has
+		// the free rack), each Job's 4 pods of 2 GPUs on one host.
+		"two-level": map[string]int32{"b1-r2-h1": 4, "b1-r2-h2": 4},
+		// A leader (CPU only) and 2 Jobs of 2 workers, each pod set in a
+		// rack of its own: the leader in the tightest rack that holds it.
+		"leader-workers": map[string]int32{"b2-r2-h3": 1, "b1-r2-h3": 2, "b1-r2-h4": 2},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want,+got):\n%s", diff)

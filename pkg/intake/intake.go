@@ -68,12 +68,22 @@ type Keeper struct {
 	client   client.Client
 	recorder events.EventRecorder
 	checks   []Check
+	orphans  bool
 }
 
 // New returns a Keeper of the Jobs of kind; checks run after the Job's own
 // validation, the first that fails decides the reason.
 func New(kind jobs.Kind, c client.Client, recorder events.EventRecorder, checks ...Check) *Keeper {
 	return &Keeper{kind: kind, client: c, recorder: recorder, checks: checks}
+}
+
+// WithOrphans makes DeleteWorkload remove the Workload of a deleted Job
+// also when nothing controls it any more. For the hub, where a Workload
+// exists only for its Job: a Job deleted with --cascade=orphan must not
+// leave its copy running and its quota charged.
+func (k *Keeper) WithOrphans() *Keeper {
+	k.orphans = true
+	return k
 }
 
 // Kind is the kind of the Keeper's Jobs.
@@ -258,14 +268,18 @@ func (k *Keeper) Finish(ctx context.Context, j jobs.Job, reason string) error {
 }
 
 // DeleteWorkload removes the Workload of a deleted Job at once (garbage
-// collection would, later), which releases what it holds.
+// collection would, later), which releases what it holds. With
+// orphans, a Workload that no object controls any more goes too: the
+// Job was deleted with --cascade=orphan, which leaves its dependents
+// without an owner (see WithOrphans).
 func (k *Keeper) DeleteWorkload(ctx context.Context, job types.NamespacedName) error {
 	var wl strata.Workload
 	if err := k.client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: k.kind.WorkloadName(job.Name)}, &wl); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	owner := metav1.GetControllerOf(&wl)
-	if !jobs.IsKind(k.kind, owner) || owner.Name != job.Name {
+	orphaned := owner == nil && k.orphans
+	if !orphaned && (!jobs.IsKind(k.kind, owner) || owner.Name != job.Name) {
 		return nil
 	}
 	return client.IgnoreNotFound(k.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))

@@ -218,6 +218,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	cluster, flavor, gen, placed := dispatch.Placed(&wl)
 	owner := metav1.GetControllerOfNoCopy(&wl)
+	if owner == nil && wl.DeletionTimestamp.IsZero() {
+		// On the hub a Workload exists only for its Job: one without an
+		// owner was orphaned (the Job deleted with --cascade=orphan). It
+		// goes, and with it its copy and its quota charge; nothing else
+		// would ever end them.
+		ctrl.LoggerFrom(ctx).Info("Deleting a hub Workload whose Job is gone (orphaned); its copy goes with it", "workload", req.NamespacedName)
+		return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
+	}
 	if !placed || owner == nil || owner.Kind != "Job" {
 		r.mu.Lock()
 		delete(r.known, req.NamespacedName)

@@ -36,7 +36,7 @@ type Reconciler struct {
 
 // NewReconciler returns a Reconciler.
 func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, intake: intake.New(batchjob.Kind, c, recorder, managedByHub)}
+	return &Reconciler{client: c, intake: intake.New(batchjob.Kind, c, recorder, managedByHub).WithOrphans()}
 }
 
 // managedByHub checks that the hub's Job controller leaves the Job alone.
@@ -80,7 +80,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if job.Labels[strata.QueueNameLabel] == "" || !job.DeletionTimestamp.IsZero() {
+	if !job.DeletionTimestamp.IsZero() {
+		// Being deleted (foreground, or --cascade=orphan, which would leave
+		// the Workload and so the copy behind): its copy goes now.
+		return ctrl.Result{}, r.intake.DeleteWorkload(ctx, req.NamespacedName)
+	}
+	if job.Labels[strata.QueueNameLabel] == "" {
 		return ctrl.Result{}, nil
 	}
 	if done, reason := intake.Finished(&job); done {

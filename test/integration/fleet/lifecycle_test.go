@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/workload"
 )
 
 var _ = Describe("Dispatch lifecycle", func() {
@@ -116,6 +118,49 @@ var _ = Describe("Dispatch lifecycle", func() {
 		Expect(hub.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}).Should(Succeed())
+	})
+
+	It("takes the copy back when the hub Job is deleted with --cascade=orphan, releasing its quota", func(ctx SpecContext) {
+		e := newEnv(ctx, "orphan", map[string][][]string{"w3": {{"4", "4"}}})
+		job := e.job("orphan", 2, "1", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil())
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w3"}))
+		}).Should(Succeed())
+
+		By("deleting the hub Job with the orphan propagation policy (kubectl delete --cascade=orphan)")
+		Expect(hub.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(copies(g, ctx, job)).To(BeEmpty(), "the copy must not run on unmanaged")
+			var wl strata.Workload
+			err := hub.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, &wl)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the hub Workload, and so its quota charge, is gone: %v", err)
+		}).Should(Succeed())
+
+		By("a Workload the garbage collector orphaned (no owner left) goes too")
+		// envtest runs no garbage collector: do what it does for the
+		// orphan policy, on a second Job's Workload.
+		second := e.job("orphan-2", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, second)).To(Succeed())
+		var wl strata.Workload
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, second).Status.Admission).NotTo(BeNil())
+			g.Expect(copies(g, ctx, second)).To(Equal([]string{"w3"}))
+		}).Should(Succeed())
+		stopHub()
+		Eventually(func(g Gomega) {
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: second.Namespace, Name: workload.JobWorkloadName(second.Name)}, &wl)).To(Succeed())
+			wl.OwnerReferences = nil
+			g.Expect(hub.Client.Update(ctx, &wl)).To(Succeed())
+		}).Should(Succeed())
+		Expect(hub.Client.Delete(ctx, second, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		stopHub = startHub()
+		Eventually(func(g Gomega) {
+			g.Expect(copies(g, ctx, second)).To(BeEmpty())
+			err := hub.Client.Get(ctx, client.ObjectKeyFromObject(&wl), &strata.Workload{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 		}).Should(Succeed())
 	})
 

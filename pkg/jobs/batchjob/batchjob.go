@@ -57,26 +57,32 @@ type Job struct{ *batchv1.Job }
 // Adapt wraps a batch/v1 Job.
 func Adapt(j *batchv1.Job) Job { return Job{j} }
 
+// Object is the Job.
 func (j Job) Object() client.Object { return j.Job }
 
+// Kind is the batch/v1 Job kind.
 func (Job) Kind() jobs.Kind { return Kind }
 
-// PodSets: see workload.JobPodSets.
+// PodSets is the Job's one pod set (see workload.JobPodSets).
 func (j Job) PodSets() ([]strata.PodSet, field.ErrorList) { return workload.JobPodSets(j.Job) }
 
+// Templates is the Job's pod template.
 func (j Job) Templates() []*corev1.PodTemplateSpec {
 	return []*corev1.PodTemplateSpec{&j.Spec.Template}
 }
 
+// Suspended is spec.suspend.
 func (j Job) Suspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
 
+// SetSuspended sets spec.suspend.
 func (j Job) SetSuspended(s bool) { j.Spec.Suspend = ptr.To(s) }
 
-// TemplatesMutable: only while suspended and the Job controller has
+// TemplatesMutable says the template may change: only while suspended and the Job controller has
 // cleared its start time; until then the API server refuses a template
 // change.
 func (j Job) TemplatesMutable() bool { return j.Suspended() && j.Status.StartTime == nil }
 
+// Finished reads the Complete and Failed conditions.
 func (j Job) Finished() (bool, string) {
 	for _, c := range j.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {

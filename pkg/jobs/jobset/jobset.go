@@ -66,11 +66,13 @@ type JobSet struct{ *jobsetapi.JobSet }
 // Adapt wraps a JobSet.
 func Adapt(js *jobsetapi.JobSet) JobSet { return JobSet{js} }
 
+// Object is the JobSet.
 func (j JobSet) Object() client.Object { return j.JobSet }
 
+// Kind is the JobSet kind.
 func (JobSet) Kind() jobs.Kind { return Kind }
 
-// PodSets: one per ReplicatedJob, named after it, with the topology
+// PodSets are one per ReplicatedJob, named after it, with the topology
 // request of its pod template's annotations.
 func (j JobSet) PodSets() ([]strata.PodSet, field.ErrorList) {
 	var errs field.ErrorList
@@ -100,6 +102,7 @@ func (j JobSet) PodSets() ([]strata.PodSet, field.ErrorList) {
 	return out, errs
 }
 
+// Templates are the ReplicatedJobs' pod templates, in order.
 func (j JobSet) Templates() []*corev1.PodTemplateSpec {
 	out := make([]*corev1.PodTemplateSpec, len(j.Spec.ReplicatedJobs))
 	for i := range j.Spec.ReplicatedJobs {
@@ -108,18 +111,21 @@ func (j JobSet) Templates() []*corev1.PodTemplateSpec {
 	return out
 }
 
-// ChildPods: a JobSet's pods are its Jobs'.
+// ChildPods is true: a JobSet's pods are its Jobs'.
 func (JobSet) ChildPods() bool { return true }
 
+// Suspended is spec.suspend.
 func (j JobSet) Suspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
 
+// SetSuspended sets spec.suspend.
 func (j JobSet) SetSuspended(s bool) { j.Spec.Suspend = ptr.To(s) }
 
-// TemplatesMutable: while suspended. The JobSet controller suspends the
+// TemplatesMutable says the templates may change: while suspended. The JobSet controller suspends the
 // child Jobs and, on resume, brings their pod templates' node selectors,
 // tolerations, labels and scheduling gates to the JobSet's.
 func (j JobSet) TemplatesMutable() bool { return j.Suspended() }
 
+// Finished reads the Completed and Failed conditions.
 func (j JobSet) Finished() (bool, string) {
 	switch {
 	case meta.IsStatusConditionTrue(j.Status.Conditions, string(jobsetapi.JobSetCompleted)):

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	pkgjobs "strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -44,8 +46,10 @@ type ExplainView struct {
 	UnhealthyNodes []string `json:"unhealthyNodes,omitempty"`
 }
 
-// ObjectRef names a namespaced object.
+// ObjectRef names a namespaced object; Kind is set for kinds other than
+// batch/v1 Job.
 type ObjectRef struct {
+	Kind      string `json:"kind,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 }
@@ -116,9 +120,10 @@ const maxDomainLines = 16
 func newExplainCommand() *cobra.Command {
 	var f liveFlags
 	cmd := &cobra.Command{
-		Use:   "explain JOB [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
-		Short: "Why a Job waits or where it runs: its Workload's queue, conditions, placement and admission",
-		Long: `explain finds a batch/v1 Job's Workload and prints its queue, its
+		Use:   "explain [job/|jobset/]NAME [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
+		Short: "Why a Job or JobSet waits or where it runs: its Workload's queue, conditions, placement and admission",
+		Long: `explain finds the Workload of a batch/v1 Job (NAME or job/NAME) or a
+JobSet (jobset/NAME) and prints its queue, its
 Admitted condition (reason and message: why it waits), and its Invalid
 condition when it has one. On a hub it adds the placement record: the
 worker and flavor of the current dispatch and the last attempts with their
@@ -126,6 +131,7 @@ results and messages. When admitted, on a worker or on the hub after the
 worker admitted the copy, it lists the admission: flavor, and the pods per
 topology domain. It works on a hub and on a worker.`,
 		Example: `  kubectl strata explain train-llm -n ml
+  kubectl strata explain jobset/two-level -n ml
   kubectl strata explain train-llm -n ml --context hub -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -134,31 +140,37 @@ topology domain. It works on a hub and on a worker.`,
 				return err
 			}
 			ctx := cmd.Context()
-			var job batchv1.Job
-			if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: args[0]}, &job); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("job %s/%s not found on %s (-n picks the namespace)", s.namespace, args[0], s.where)
-				}
-				return apiError(err, "Job", "jobs", s.where)
+			kind, name, err := parseJobArg(args[0])
+			if err != nil {
+				return err
 			}
-			if err := checkManaged(&job); err != nil {
+			kindName := kind.GroupVersionKind().Kind
+			obj := kind.NewObject()
+			if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("%s %s/%s not found on %s (-n picks the namespace)", strings.ToLower(kindName), s.namespace, name, s.where)
+				}
+				return apiError(err, kindName, strings.ToLower(kindName)+"s", s.where)
+			}
+			job, _ := kind.Adapt(obj)
+			if err := checkManaged(job); err != nil {
 				return err
 			}
 			var wl strata.Workload
-			if err := s.client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, &wl); err != nil {
+			if err := s.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: kind.WorkloadName(name)}, &wl); err != nil {
 				if apierrors.IsNotFound(err) {
-					return noWorkloadYet(&job, nil)
+					return noWorkloadYet(job, nil)
 				}
 				return apiError(err, "Workload", "workloads", s.where)
 			}
-			if err := noWorkloadYet(&job, &wl); err != nil {
+			if err := noWorkloadYet(job, &wl); err != nil {
 				return err
 			}
 			hub, err := s.servesKind("WorkerCluster")
 			if err != nil {
 				return apiError(err, "WorkerCluster", "workerclusters", s.where)
 			}
-			v := newExplainView(&job, &wl, hub)
+			v := newExplainView(job, &wl, hub)
 			if f.output != "table" {
 				return writeStructured(cmd.OutOrStdout(), v, f.output)
 			}
@@ -169,10 +181,43 @@ topology domain. It works on a hub and on a worker.`,
 	return cmd
 }
 
+// parseJobArg reads explain's argument: NAME or job/NAME (a batch/v1
+// Job), jobset/NAME (a JobSet); plurals and group suffixes as kubectl
+// takes them.
+func parseJobArg(arg string) (pkgjobs.Kind, string, error) {
+	kind, name, found := strings.Cut(arg, "/")
+	if !found {
+		return batchjob.Kind, arg, nil
+	}
+	switch kind {
+	case "job", "jobs", "job.batch", "jobs.batch":
+		return batchjob.Kind, name, nil
+	case "jobset", "jobsets", "jobset.jobset.x-k8s.io", "jobsets.jobset.x-k8s.io":
+		return jobset.Kind, name, nil
+	}
+	return nil, "", fmt.Errorf("explain takes a Job (NAME or job/NAME) or a JobSet (jobset/NAME), not %q", kind)
+}
+
+// refOf names a job in the view.
+func refOf(job pkgjobs.Job) ObjectRef {
+	obj := job.Object()
+	ref := ObjectRef{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if _, isJob := job.(batchjob.Job); !isJob {
+		ref.Kind = job.Kind().GroupVersionKind().Kind
+	}
+	return ref
+}
+
+// describe is "job ns/name" (or "jobset ns/name") for messages.
+func describe(job pkgjobs.Job) string {
+	obj := job.Object()
+	return fmt.Sprintf("%s %s/%s", strings.ToLower(job.Kind().GroupVersionKind().Kind), obj.GetNamespace(), obj.GetName())
+}
+
 // checkManaged rejects a Job Strata does not manage.
-func checkManaged(job *batchv1.Job) error {
-	if job.Labels[strata.QueueNameLabel] == "" {
-		return fmt.Errorf("job %s/%s is not managed by Strata: it has no %s label", job.Namespace, job.Name, strata.QueueNameLabel)
+func checkManaged(job pkgjobs.Job) error {
+	if job.Object().GetLabels()[strata.QueueNameLabel] == "" {
+		return fmt.Errorf("%s is not managed by Strata: it has no %s label", describe(job), strata.QueueNameLabel)
 	}
 	return nil
 }
@@ -180,23 +225,23 @@ func checkManaged(job *batchv1.Job) error {
 // noWorkloadYet says that the Job has no Workload of its own yet: wl is
 // nil when none of its name exists, or belongs to an earlier Job of the
 // same name. It returns nil when wl is the Job's.
-func noWorkloadYet(job *batchv1.Job, wl *strata.Workload) error {
-	name := workload.JobWorkloadName(job.Name)
+func noWorkloadYet(job pkgjobs.Job, wl *strata.Workload) error {
+	name := job.Kind().WorkloadName(job.Object().GetName())
 	if wl == nil {
-		return fmt.Errorf("job %s/%s has no Workload yet (%s): strata-agent on a worker, or strata-hub on a hub, creates it; is it running?", job.Namespace, job.Name, name)
+		return fmt.Errorf("%s has no Workload yet (%s): strata-agent on a worker, or strata-hub on a hub, creates it; is it running?", describe(job), name)
 	}
-	if owner := workload.OwnerJob(wl); owner != nil && owner.UID != job.UID {
-		return fmt.Errorf("job %s/%s has no Workload yet: %s belongs to an earlier Job of that name and is being replaced", job.Namespace, job.Name, name)
+	if owner := metav1.GetControllerOfNoCopy(wl); owner != nil && owner.UID != job.Object().GetUID() {
+		return fmt.Errorf("%s has no Workload yet: %s belongs to an earlier %s of that name and is being replaced", describe(job), name, job.Kind().GroupVersionKind().Kind)
 	}
 	return nil
 }
 
 // newExplainView builds the view of a Job's Workload; hub says whether the
 // cluster is a hub.
-func newExplainView(job *batchv1.Job, wl *strata.Workload, hub bool) ExplainView {
+func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView {
 	v := ExplainView{
 		Role:     roleWorker,
-		Job:      ObjectRef{Namespace: job.Namespace, Name: job.Name},
+		Job:      refOf(job),
 		Workload: wl.Name,
 		Queue:    wl.Spec.QueueName,
 		Admitted: conditionOf(wl.Status.Conditions, strata.WorkloadAdmitted),
@@ -208,7 +253,7 @@ func newExplainView(job *batchv1.Job, wl *strata.Workload, hub bool) ExplainView
 		v.Role = roleHub
 	}
 	if v.Queue == "" {
-		v.Queue = job.Labels[strata.QueueNameLabel]
+		v.Queue = job.Object().GetLabels()[strata.QueueNameLabel]
 	}
 	if !hub && (wl.Labels[strata.HubWorkloadUIDLabel] != "" || workload.PinnedFlavor(wl) != "") {
 		v.Dispatch = &DispatchView{
@@ -261,7 +306,11 @@ func podSetAdmission(ps strata.PodSetAssignment) PodSetAdmissionView {
 func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 	var lines []string
 	add := func(l ...string) { lines = append(lines, l...) }
-	add(fmt.Sprintf("Job:        %s/%s", v.Job.Namespace, v.Job.Name),
+	kind := "Job:"
+	if v.Job.Kind != "" {
+		kind = v.Job.Kind + ":"
+	}
+	add(fmt.Sprintf("%-12s%s/%s", kind, v.Job.Namespace, v.Job.Name),
 		fmt.Sprintf("Workload:   %s (on the %s)", v.Workload, v.Role),
 		fmt.Sprintf("Queue:      %s", v.Queue))
 	add(conditionLines("Admitted:", v.Admitted, now)...)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -110,7 +111,7 @@ func TestNewExplainView(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			wl := explainWorkload()
 			tc.workload(wl)
-			got := newExplainView(job(map[string]string{strata.QueueNameLabel: "team-a"}), wl, tc.hub)
+			got := newExplainView(batchjob.Adapt(job(map[string]string{strata.QueueNameLabel: "team-a"})), wl, tc.hub)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("newExplainView (-want,+got):\n%s", diff)
 			}
@@ -126,22 +127,22 @@ func TestExplainErrors(t *testing.T) {
 		want string
 	}{
 		"a Job without the queue label": {
-			err:  checkManaged(job(map[string]string{"app": "x"})),
+			err:  checkManaged(batchjob.Adapt(job(map[string]string{"app": "x"}))),
 			want: "job ml/train is not managed by Strata: it has no strata.dev/queue-name label",
 		},
 		"a Job with the label": {
-			err: checkManaged(job(map[string]string{strata.QueueNameLabel: "team-a"})),
+			err: checkManaged(batchjob.Adapt(job(map[string]string{strata.QueueNameLabel: "team-a"}))),
 		},
 		"no Workload": {
-			err:  noWorkloadYet(job(nil), nil),
+			err:  noWorkloadYet(batchjob.Adapt(job(nil)), nil),
 			want: "job ml/train has no Workload yet (job-train): strata-agent on a worker, or strata-hub on a hub, creates it; is it running?",
 		},
 		"the Workload of an earlier Job": {
-			err:  noWorkloadYet(job(nil), stale),
+			err:  noWorkloadYet(batchjob.Adapt(job(nil)), stale),
 			want: "job ml/train has no Workload yet: job-train belongs to an earlier Job of that name and is being replaced",
 		},
 		"the Job's Workload": {
-			err: noWorkloadYet(job(nil), explainWorkload()),
+			err: noWorkloadYet(batchjob.Adapt(job(nil)), explainWorkload()),
 		},
 	}
 	for name, tc := range cases {
@@ -254,5 +255,24 @@ Unhealthy:  node-3 (replacements being searched)
 				t.Errorf("writeExplain (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestParseJobArg(t *testing.T) {
+	for arg, want := range map[string]string{
+		"train": "Job/train", "job/train": "Job/train", "jobs.batch/train": "Job/train",
+		"jobset/two-level": "JobSet/two-level", "jobsets.jobset.x-k8s.io/two-level": "JobSet/two-level",
+		"pod/x": `explain takes a Job (NAME or job/NAME) or a JobSet (jobset/NAME), not "pod"`,
+	} {
+		kind, name, err := parseJobArg(arg)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = kind.GroupVersionKind().Kind + "/" + name
+		}
+		if got != want {
+			t.Errorf("parseJobArg(%q) = %s, want %s", arg, got, want)
+		}
 	}
 }

@@ -147,10 +147,13 @@ var _ = Describe("kubectl-strata simulate", Label("binaries", "simulate"), func(
 		Expect(code).To(Equal(0), out)
 		var results []map[string]any
 		Expect(json.Unmarshal([]byte(out), &results)).To(Succeed(), out)
-		Expect(results).To(HaveLen(4))
+		Expect(results).To(HaveLen(6), "jobs.yaml's 4 Jobs and jobsets.yaml's 2 JobSets")
 		Expect(results[0]).To(HaveKeyWithValue("admitted", true))
 		Expect(results[3]).To(HaveKeyWithValue("admitted", false))
 		Expect(results[3]["reason"]).To(ContainSubstring("rack required: the best rack fits 8 of 10 pods"))
+		Expect(results[4]).To(HaveKeyWithValue("name", "two-level"))
+		Expect(results[4]).To(HaveKeyWithValue("admitted", true))
+		Expect(results[5]["podSets"]).To(HaveLen(2), "a JobSet's pod sets: leader and workers")
 	})
 
 	It("prints a table for people", func() {

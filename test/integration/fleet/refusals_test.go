@@ -12,7 +12,7 @@ import (
 
 var _ = Describe("Refusals", func() {
 	It("places a Job elsewhere when a worker's ResourceQuota refuses its copy, naming the quota", func(ctx SpecContext) {
-		e := newEnv(ctx, "quota", map[string][][]string{
+		e := newEnv(ctx, "refusal", map[string][][]string{
 			"w1": {{"4", "4"}}, // the tightest fit: the first choice
 			"w2": {{"8", "8"}},
 		})
@@ -26,7 +26,7 @@ var _ = Describe("Refusals", func() {
 		q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}}
 		Expect(w1.Client.Status().Update(ctx, q)).To(Succeed())
 
-		j := e.job("quota", 1, "1", nil)
+		j := e.job("refused", 1, "1", nil)
 		Expect(hub.Client.Create(ctx, j)).To(Succeed())
 		Eventually(func(g Gomega) {
 			wl := hubWorkload(g, ctx, j)

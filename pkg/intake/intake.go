@@ -102,11 +102,13 @@ func (k *Keeper) Watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
 		// events that matter under thousands that do not.
 		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(k.jobsOfClusterQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&strata.LocalQueue{}, handler.EnqueueRequestsFromMapFunc(k.jobsOfLocalQueue), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// A namespace's labels or a new PriorityClass can clear the
-		// Invalid condition of Jobs that wait for them.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return k.invalidJobs(ctx, ReasonNamespaceNotAllowed, func(wl *strata.Workload) bool { return wl.Namespace == o.GetName() }, client.InNamespace(o.GetName()))
-		})).
+		// A namespace's labels decide whether its Jobs' queues admit them:
+		// every queue-labelled Job of the namespace is checked again when
+		// they change (one that lost its label must stop being admissible,
+		// one that gained it may become so).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(k.jobsOfNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// A new PriorityClass can clear the Invalid condition of Jobs that
+		// wait for it.
 		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return k.invalidJobs(ctx, ReasonPriorityClassNotFound, func(wl *strata.Workload) bool { return wl.Spec.PriorityClassName == o.GetName() })
 		}))
@@ -128,6 +130,20 @@ func (k *Keeper) invalidJobs(ctx context.Context, reason string, match func(*str
 			continue
 		}
 		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}})
+	}
+	return out
+}
+
+// jobsOfNamespace returns the queue-labelled Jobs of a namespace.
+func (k *Keeper) jobsOfNamespace(ctx context.Context, o client.Object) []ctrl.Request {
+	list, err := k.kind.List(ctx, k.client, client.InNamespace(o.GetName()), client.HasLabels{strata.QueueNameLabel}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Jobs of a namespace", "namespace", o.GetName(), "kind", k.kind.GroupVersionKind().Kind)
+		return nil
+	}
+	out := make([]ctrl.Request, 0, len(list))
+	for _, j := range list {
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j.Object())})
 	}
 	return out
 }

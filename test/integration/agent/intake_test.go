@@ -202,6 +202,33 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 		}, timeout).Should(Succeed())
 	})
 
+	It("stops a waiting Job from being admitted when its namespace loses the queue's label", func(ctx SpecContext) {
+		// No quota: the Job waits, valid, until its namespace changes.
+		cq := testutil.MakeClusterQueue(queue+"-unlabelled").Flavor("tas", "cpu", "0").Obj()
+		cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
+		Expect(worker.Client.Create(ctx, cq)).To(Succeed())
+		ns := createNamespace(ctx, map[string]string{"team": "ml"})
+		createLocalQueue(ctx, ns, cq.Name)
+		job := newJob(ns, cq.Name, 1, nil)
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Annotations).NotTo(HaveKey(strata.InvalidAnnotation))
+		}, timeout).Should(Succeed())
+
+		By("the namespace loses the label the queue selects")
+		var n corev1.Namespace
+		Expect(worker.Client.Get(ctx, client.ObjectKey{Name: ns}, &n)).To(Succeed())
+		delete(n.Labels, "team")
+		Expect(worker.Client.Update(ctx, &n)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, job)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonNamespaceNotAllowed))
+		}, timeout).Should(Succeed())
+	})
+
 	It("re-checks a queue's Jobs when the queue's spec changes", func(ctx SpecContext) {
 		cq, job := jobOutsideQueueNamespaces(ctx, queue+"-widened")
 		Eventually(func(g Gomega) {

@@ -165,10 +165,21 @@ bench-smoke: k8s-binaries ## Every benchmark once at tiny sizes (part of make te
 	$(PERF_ENV) STRATA_HOTSWAP_FAILURES=3 \
 		$(GO) test ./test/perf/ -run '^$$' -bench BenchmarkHotSwap -benchtime 1x -timeout 10m -count=1
 
+# Every fuzz target, as package:target. Their seed corpora (and inputs a
+# run found, kept in testdata/fuzz) run as plain tests in make test.
+FUZZ_TARGETS := ./pkg/tas:FuzzDecode ./pkg/tas:FuzzSummarySnapshot \
+	./pkg/workload:FuzzParseTopologyRequest ./pkg/workload:FuzzTopologyHints ./pkg/workload:FuzzJobPodSets \
+	./hub/dispatch:FuzzCopyOf
 FUZZTIME ?= 60s
 .PHONY: fuzz
-fuzz: ## Fuzz the TopologyAssignment decoder for FUZZTIME (default 60s).
-	$(GO) test ./pkg/tas -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+fuzz: ## Fuzz every target for FUZZTIME each (default 60s).
+	for t in $(FUZZ_TARGETS); do \
+		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
+.PHONY: fuzz-long
+fuzz-long: ## Fuzz every target for 5 minutes each (about half an hour).
+	$(MAKE) fuzz FUZZTIME=5m
 
 .PHONY: demo
 demo: ## A hub and two kwok workers (charts, hub, agents) and the sample Jobs; prints where each landed.

@@ -331,6 +331,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	wait := dispatched.Add(r.cfg.Dispatch.AdmissionTimeout.Duration).Sub(r.clock.Now())
 	if wait <= 0 {
+		if res, decided, err := r.confirmLive(ctx, &wl, hubJob, cluster, jobKey); decided {
+			return res, err
+		}
 		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementTimedOut, dispatch.ReasonTimedOut, "AdmissionTimeout",
 			fmt.Sprintf("the worker did not admit the copy within %s; placing it again", r.cfg.Dispatch.AdmissionTimeout.Duration))
 	}
@@ -341,6 +344,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		timeout := r.cfg.Dispatch.PendingTimeout.Duration
 		left := since.Add(timeout).Sub(r.clock.Now())
 		if left <= 0 {
+			if res, decided, err := r.confirmLive(ctx, &wl, hubJob, cluster, jobKey); decided {
+				return res, err
+			}
 			return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementRejected, dispatch.ReasonRejected, ReasonPendingOnWorker,
 				fmt.Sprintf("the worker has not been able to admit the copy for %s (%s); placing it where it fits now", timeout, message))
 		}
@@ -527,6 +533,31 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 	r.created[key] = r.clock.Now()
 	r.mu.Unlock()
 	return ctrl.Result{RequeueAfter: r.cfg.Dispatch.AdmissionTimeout.Duration}, nil
+}
+
+// confirmLive re-reads a copy's Workload from the worker itself before a
+// timeout takes the copy back on what the informer shows, which may be
+// behind: a copy admitted meanwhile is recorded as admitted, and a copy
+// whose state cannot be read now is left alone and looked at again (the
+// worker may be unreachable; taking it back then could run the Job
+// twice). decided is false when the timeout may go ahead.
+func (r *Reconciler) confirmLive(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, cluster string, jobKey types.NamespacedName) (res ctrl.Result, decided bool, err error) {
+	c, err := r.fleet.Client(cluster)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, true, nil
+	}
+	var live strata.Workload
+	if err := c.Get(ctx, types.NamespacedName{Namespace: jobKey.Namespace, Name: workload.JobWorkloadName(jobKey.Name)}, &live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, false, nil // no Workload at all: the agent never took the copy in
+		}
+		ctrl.LoggerFrom(ctx).V(2).Info("Could not re-read the copy before its timeout; looking again shortly", "cluster", cluster, "error", err.Error())
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, true, nil
+	}
+	if verdict, _, _ := dispatch.Judge(&live); verdict == dispatch.Admitted {
+		return ctrl.Result{}, true, r.admitted(ctx, wl, hubJob, &live)
+	}
+	return ctrl.Result{}, false, nil
 }
 
 // workerRefused undoes a dispatch for a reason of the worker's, and says

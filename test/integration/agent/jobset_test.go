@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -45,6 +46,15 @@ func twoLevelJobSet(ns, queue, name string, replicas int32) *jobsetapi.JobSet {
 			}},
 		}}},
 	}
+}
+
+// deleteJobSet deletes a JobSet and the pods jobSetPods made for it (no
+// Job controller runs here to remove them), so that they free their nodes.
+func deleteJobSet(ctx SpecContext, js *jobsetapi.JobSet) {
+	GinkgoHelper()
+	Expect(worker.Client.Delete(ctx, js)).To(Succeed())
+	Expect(worker.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(js.Namespace),
+		client.MatchingLabels{strata.WorkloadLabel: jobset.Kind.WorkloadName(js.Name)}, client.GracePeriodSeconds(0))).To(Succeed())
 }
 
 func jobSetWorkload(g Gomega, ctx SpecContext, js *jobsetapi.JobSet) *strata.Workload {
@@ -186,7 +196,64 @@ var _ = Describe("JobSet", Ordered, Label("agent", "jobset"), func() {
 			node.Spec.Taints = nil
 			Expect(worker.Client.Update(ctx, &node)).To(Succeed())
 		}
-		Expect(worker.Client.Delete(ctx, js)).To(Succeed())
+		deleteJobSet(ctx, js)
+	})
+
+	It("replaces a failed host of a running JobSet inside its block (hot swap)", func(ctx SpecContext) {
+		createPoolNode(ctx, "js", "js-b1-h3", "b1", "r2", "4") // b1's third host: a spare
+		js := twoLevelJobSet(ns, "js-q", "swap", 2)
+		Expect(worker.Client.Create(ctx, js)).To(Succeed())
+		var hosts []string
+		Eventually(func(g Gomega) {
+			wl := jobSetWorkload(g, ctx, js)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			a, err := tas.Decode(wl.Status.Admission.PodSetAssignments[0].TopologyAssignment)
+			g.Expect(err).NotTo(HaveOccurred())
+			hosts = nil
+			for _, d := range a.Domains {
+				hosts = append(hosts, d.Values[0])
+			}
+			g.Expect(hosts).To(HaveLen(2))
+		}, timeout).Should(Succeed())
+		Expect(hosts).To(HaveEach(HavePrefix("js-b1-")))
+		spare := "js-b1-h1"
+		for _, h := range []string{"js-b1-h2", "js-b1-h3"} {
+			if !slices.Contains(hosts, h) && slices.Contains(hosts, spare) {
+				spare = h
+			}
+		}
+		jobSetPods(ctx, js)
+
+		By("one of its hosts fails: NotReady, and the JobSet's pods there terminated")
+		failed := hosts[0]
+		var pods corev1.PodList
+		Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{strata.WorkloadLabel: jobset.Kind.WorkloadName(js.Name)})).To(Succeed())
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.Spec.NodeSelector[host] == failed {
+				p.Status.Phase = corev1.PodFailed
+				Expect(worker.Client.Status().Update(ctx, p)).To(Succeed())
+			}
+		}
+		var node corev1.Node
+		Expect(worker.Client.Get(ctx, client.ObjectKey{Name: failed}, &node)).To(Succeed())
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()}}
+		Expect(worker.Client.Status().Update(ctx, &node)).To(Succeed())
+
+		By("replaced by the block's spare host, the other Job's host kept")
+		Eventually(func(g Gomega) {
+			wl := jobSetWorkload(g, ctx, js)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			a, err := tas.Decode(wl.Status.Admission.PodSetAssignments[0].TopologyAssignment)
+			g.Expect(err).NotTo(HaveOccurred())
+			var now []string
+			for _, d := range a.Domains {
+				now = append(now, d.Values[0])
+			}
+			g.Expect(now).To(ConsistOf(spare, hosts[1]))
+		}, timeout).Should(Succeed())
+		deleteJobSet(ctx, js)
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()}}
+		Expect(worker.Client.Status().Update(ctx, &node)).To(Succeed())
 	})
 
 	It("keeps a JobSet no block holds waiting, saying why", func(ctx SpecContext) {

@@ -9,11 +9,18 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"strata.dev/strata/agent/controller"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/test/integration/framework"
 )
@@ -37,6 +44,11 @@ var _ = BeforeSuite(func() {
 	// Cleanups run last-in first-out: the manager stops before its API server.
 	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })
 	worker = clusters.Get("worker")
+	// The agent runs a controller for JobSets only if their API is served
+	// when it starts: wait until the CRD is.
+	Eventually(func() error {
+		return worker.Client.List(context.Background(), &jobsetapi.JobSetList{})
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 
 	By("installing the chart's admission policy with kubectl")
 	bin, err := framework.BinDir()
@@ -44,6 +56,21 @@ var _ = BeforeSuite(func() {
 	out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", worker.KubeconfigPath, "apply", "-f",
 		filepath.Join(framework.RepoRoot(), "charts", "strata-agent", "templates", "admission-policy.yaml")).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
+
+	// The API server takes a moment to apply a new admission policy (and to
+	// know the JobSet CRD's schema for it): wait until both policies
+	// suspend what they should, with dry-run creations.
+	Eventually(func(g Gomega) {
+		ctx := context.Background()
+		labels := map[string]string{strata.QueueNameLabel: "probe"}
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: labels},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
+		g.Expect(worker.Client.Create(ctx, j, client.DryRunAll)).To(Succeed())
+		g.Expect(j.Spec.Suspend).To(Equal(ptr.To(true)))
+		js := &jobsetapi.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: labels}}
+		g.Expect(worker.Client.Create(ctx, js, client.DryRunAll)).To(Succeed())
+		g.Expect(js.Spec.Suspend).To(Equal(ptr.To(true)))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 
 	stopAgent = startAgent()
 	DeferCleanup(func() { stopAgent() })

@@ -129,7 +129,17 @@ func settled(job pkgjobs.Job) bool {
 	if done, _ := job.Finished(); done {
 		return true
 	}
-	return !job.Suspended() && job.Templates()[0].Labels[strata.WorkloadLabel] != ""
+	return !job.Suspended() && startedAs(job) != ""
+}
+
+// startedAs is the Workload an admission started the Job with, from its
+// first pod template's label ("" when it was not, or it has no template,
+// as a JobSet without ReplicatedJobs).
+func startedAs(job pkgjobs.Job) string {
+	if t := job.Templates(); len(t) > 0 {
+		return t[0].Labels[strata.WorkloadLabel]
+	}
+	return ""
 }
 
 // Reconcile creates or updates the Workload of a Job and its Invalid
@@ -202,7 +212,7 @@ const (
 // Workload keeps that admission.
 func nextStep(job pkgjobs.Job, wl *strata.Workload) step {
 	suspended := job.Suspended()
-	started := job.Templates()[0].Labels[strata.WorkloadLabel] == wl.Name
+	started := startedAs(job) == wl.Name
 	admitted := wl.Status.Admission != nil
 	switch {
 	case started && !admitted:

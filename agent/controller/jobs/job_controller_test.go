@@ -17,9 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/jobset"
 )
 
 const (
@@ -227,5 +229,18 @@ func TestHoldNote(t *testing.T) {
 				t.Errorf("holdNote() (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestJobSetWithoutReplicatedJobs: a JobSet with no templates (the API
+// server accepts one) is held invalid, never a panic.
+func TestJobSetWithoutReplicatedJobs(t *testing.T) {
+	js := jobset.Adapt(&jobsetapi.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: "ns", Labels: map[string]string{strata.QueueNameLabel: "q"}}})
+	if settled(js) {
+		t.Error("an empty JobSet that never started is settled")
+	}
+	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: "jobset-empty"}}
+	if got := nextStep(js, wl); got != stepHold {
+		t.Errorf("nextStep() = %v, want stepHold (it runs unsuspended without admission)", got)
 	}
 }

@@ -1,7 +1,9 @@
 // Package jobs is the adapter layer between Strata and the workload kinds
 // it runs. A kind (batch/v1 Job, JobSet, ...) implements Kind and Job once,
-// in its own package, and registers itself; intake, the agent's starter,
-// the ungater and the hub work through these interfaces only.
+// in its own package, and registers itself (pkg/jobs/kinds); intake (on
+// hub and agent), the agent's starter, simulate and explain work through
+// these interfaces. The hub's copy contract and status mirror still take
+// batch/v1 Jobs only: JobSets run on workers, not yet through the hub.
 //
 // What a kind says: its pod sets with their topology requests (read from
 // each pod template's annotations), its pod templates (where an admission

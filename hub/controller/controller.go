@@ -4,7 +4,6 @@ package controller
 import (
 	"context"
 
-	batchv1 "k8s.io/api/batch/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +19,7 @@ import (
 	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/pkg/index"
+	"strata.dev/strata/pkg/jobs/kinds"
 )
 
 // SetupControllers adds the hub's field indexes, fleet, controllers and
@@ -47,8 +47,15 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, apis, clk).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := jobs.NewReconciler(mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
-		return nil, err
+	served, missing := kinds.Served(mgr.GetRESTMapper())
+	for _, k := range missing {
+		ctrl.Log.WithName("setup").Info("Not taking in this workload kind: the hub does not serve its API; install its CRD (the strata-hub chart can) and restart strata-hub",
+			"kind", k.GroupVersionKind().String())
+	}
+	for _, k := range served {
+		if err := jobs.NewReconciler(k, mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
 	}
 	if err := localqueue.NewReconciler(mgr.GetClient(), clk).SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -56,7 +63,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 	if err := clusterqueue.NewReconciler(mgr.GetClient(), clk).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	followed := copies.NewReconciler(mgr.GetClient(), f, cfg, recorder, clk)
+	followed := copies.NewReconciler(mgr.GetClient(), f, cfg, served, recorder, clk)
 	if err := followed.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
@@ -74,7 +81,11 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 		UpdateFunc: func(any, any) { d.Wake() },
 		DeleteFunc: func(any) { d.Wake() },
 	}
-	for _, obj := range []client.Object{&strata.Workload{}, &batchv1.Job{}, &strata.WorkerCluster{}, &strata.LocalQueue{}, &strata.ClusterQueue{}} {
+	watched := []client.Object{&strata.Workload{}, &strata.WorkerCluster{}, &strata.LocalQueue{}, &strata.ClusterQueue{}}
+	for _, k := range served {
+		watched = append(watched, k.NewObject())
+	}
+	for _, obj := range watched {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil {
 			return nil, err

@@ -1,8 +1,8 @@
 // Package dispatch is the hub's side of the dispatch contract and its
 // placement loop. The contract (docs/hub.md, "Dispatch contract"): a hub
-// Workload is dispatched to one worker at a time, as a copy of its Job
-// labelled with the hub's origin, the hub Workload's UID and a dispatch
-// generation, its flavor pinned; the hub reserves the placement in its
+// Workload is dispatched to one worker at a time, as a copy of its job (a
+// Job, a JobSet: any kind of pkg/jobs) labelled with the hub's origin, the
+// hub Workload's UID and a dispatch generation, its flavor pinned; the hub reserves the placement in its
 // view of that worker until the worker's summary lists the dispatch. The
 // record of every dispatch is the hub Workload's status.placement, so a
 // restarted hub finds what it sent.
@@ -10,11 +10,9 @@ package dispatch
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
 )
 
 // Key names a dispatch: "<hub workload UID>/<dispatch generation>", as
@@ -176,67 +175,47 @@ func truncate(m string) string {
 	return m[:maxMessage-3] + "..."
 }
 
-// Labels set by the API server on a Job's pod template, which a copy must
-// not carry: the worker's API server sets its own.
-var serverLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidLabel, batchv1.JobNameLabel}
-
-// NewCopy is the copy of hub Job job that the given dispatch generation
-// of hub Workload wl sends to a worker: the same name, namespace and
-// spec, suspended (the worker's agent starts it once admitted), not
-// managed by the hub, without a TTL after finishing, in the worker's
-// LocalQueue queue, labelled with the hub's origin, the Workload's UID and
-// the generation, its flavor pinned and its dispatch time noted (the
-// order in which the worker's agent admits copies of equal priority), and
-// with hint, when not empty, as its topology hint (the placement the hub
-// reserved, see workload.EncodeTopologyHints).
-func NewCopy(job *batchv1.Job, wl *strata.Workload, origin, queue, flavor string, generation int64, hint string) *batchv1.Job {
-	c := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        job.Name,
-			Namespace:   job.Namespace,
-			Labels:      maps.Clone(job.Labels),
-			Annotations: maps.Clone(job.Annotations),
-		},
-		Spec: *job.Spec.DeepCopy(),
+// NewCopy is the copy of hub job (of any kind) that the given dispatch
+// generation of hub Workload wl sends to a worker: the object the kind
+// gives a worker (same name, namespace and spec, suspended, see
+// jobs.Job.ForWorker), in the worker's LocalQueue queue, labelled with
+// the hub's origin, the Workload's UID and the generation, its flavor
+// pinned and its dispatch time noted (the order in which the worker's
+// agent admits copies of equal priority), and with hint, when not empty,
+// as its topology hint (the placement the hub reserved, see
+// workload.EncodeTopologyHints).
+func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, generation int64, hint string) jobs.Job {
+	c := job.ForWorker()
+	obj := c.Object()
+	labels, annotations := obj.GetLabels(), obj.GetAnnotations()
+	if labels == nil {
+		labels = map[string]string{}
 	}
-	if c.Labels == nil {
-		c.Labels = map[string]string{}
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
-	}
-	c.Labels[strata.OriginLabel] = origin
-	c.Labels[strata.HubWorkloadUIDLabel] = string(wl.UID)
-	c.Labels[strata.DispatchGenerationLabel] = strconv.FormatInt(generation, 10)
-	c.Labels[strata.QueueNameLabel] = queue
-	c.Annotations[strata.FlavorAnnotation] = flavor
-	delete(c.Annotations, strata.DispatchTimeAnnotation)
+	labels[strata.OriginLabel] = origin
+	labels[strata.HubWorkloadUIDLabel] = string(wl.UID)
+	labels[strata.DispatchGenerationLabel] = strconv.FormatInt(generation, 10)
+	labels[strata.QueueNameLabel] = queue
+	annotations[strata.FlavorAnnotation] = flavor
+	delete(annotations, strata.DispatchTimeAnnotation)
 	if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
-		c.Annotations[strata.DispatchTimeAnnotation] = p.DispatchTime.UTC().Format(metav1.RFC3339Micro)
+		annotations[strata.DispatchTimeAnnotation] = p.DispatchTime.UTC().Format(metav1.RFC3339Micro)
 	}
-	delete(c.Annotations, strata.TopologyHintAnnotation)
+	delete(annotations, strata.TopologyHintAnnotation)
 	if hint != "" {
-		c.Annotations[strata.TopologyHintAnnotation] = hint
+		annotations[strata.TopologyHintAnnotation] = hint
 	}
-	c.Spec.ManagedBy = nil
-	c.Spec.Suspend = ptr.To(true)
-	// The hub removes a finished copy after its final status was mirrored
-	// (dispatch.finishedRetention); a worker's TTL controller deleting it
-	// first could take a result the hub has not seen yet. The hub Job
-	// keeps its TTL.
-	c.Spec.TTLSecondsAfterFinished = nil
-	// The worker's API server generates the selector and its labels.
-	c.Spec.Selector, c.Spec.ManualSelector = nil, nil
-	for _, l := range serverLabels {
-		delete(c.Spec.Template.Labels, l)
-	}
+	obj.SetLabels(labels)
+	obj.SetAnnotations(annotations)
 	return c
 }
 
-// CopyOf says which dispatch a Job on a worker is a copy of: the hub
-// Workload's UID and the generation; ok is false for a Job without them.
-func CopyOf(j *batchv1.Job) (uid types.UID, generation int64, ok bool) {
-	u, g := j.Labels[strata.HubWorkloadUIDLabel], j.Labels[strata.DispatchGenerationLabel]
+// CopyOf says which dispatch an object on a worker is a copy of: the hub
+// Workload's UID and the generation; ok is false for one without them.
+func CopyOf(obj metav1.Object) (uid types.UID, generation int64, ok bool) {
+	u, g := obj.GetLabels()[strata.HubWorkloadUIDLabel], obj.GetLabels()[strata.DispatchGenerationLabel]
 	n, err := strconv.ParseInt(g, 10, 64)
 	if u == "" || err != nil {
 		return "", 0, false

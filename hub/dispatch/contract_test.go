@@ -13,7 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/jobset"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -135,49 +140,83 @@ func TestAttemptsAreBounded(t *testing.T) {
 	}
 }
 
+// TestNewCopy runs for every kind through the adapter: the copy has the
+// hub's labels and annotations, is suspended and unmanaged, keeps no TTL
+// and nothing the hub's API server generated, and the hub object stays as
+// it was.
 func TestNewCopy(t *testing.T) {
-	hubJob := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "job-uid", ResourceVersion: "7",
-			Labels: map[string]string{strata.QueueNameLabel: "team", "app": "x"}, Annotations: map[string]string{"note": "y"}},
-		Spec: batchv1.JobSpec{
-			ManagedBy:               ptr.To(strata.ManagedByController),
-			Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: "job-uid"}},
-			ManualSelector:          ptr.To(false),
-			TTLSecondsAfterFinished: ptr.To[int32](0),
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-				batchv1.ControllerUidLabel: "job-uid", batchv1.JobNameLabel: "train", "controller-uid": "job-uid", "job-name": "train", "app": "x",
-			}}},
-		},
-	}
-	hubJob.Annotations[strata.DispatchTimeAnnotation] = "a user's value, not the hub's"
 	at := time.Date(2026, time.November, 24, 9, 30, 1, 123456789, time.FixedZone("CET", 3600))
 	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: types.UID("wl-uid")},
 		Status: strata.WorkloadStatus{Placement: &strata.Placement{DispatchTime: ptr.To(metav1.NewMicroTime(at))}}}
-	hubJob.Annotations[strata.TopologyHintAnnotation] = "a user's value"
-	got := NewCopy(hubJob, wl, "hub-a", "worker-queue", "gpu", 3, `{"main":{}}`)
-	want := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml",
-			Labels: map[string]string{strata.QueueNameLabel: "worker-queue", "app": "x", strata.OriginLabel: "hub-a",
-				strata.HubWorkloadUIDLabel: "wl-uid", strata.DispatchGenerationLabel: "3"},
-			Annotations: map[string]string{"note": "y", strata.FlavorAnnotation: "gpu", strata.DispatchTimeAnnotation: "2026-11-24T08:30:01.123456Z",
-				strata.TopologyHintAnnotation: `{"main":{}}`}},
-		Spec: batchv1.JobSpec{
-			Suspend:  ptr.To(true),
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}},
+	hubMeta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "job-uid", ResourceVersion: "7",
+			Labels: map[string]string{strata.QueueNameLabel: "team", "app": "x"},
+			Annotations: map[string]string{"note": "y", strata.DispatchTimeAnnotation: "a user's value, not the hub's",
+				strata.TopologyHintAnnotation: "a user's value"}}
+	}
+	copyMeta := metav1.ObjectMeta{Name: "train", Namespace: "ml",
+		Labels: map[string]string{strata.QueueNameLabel: "worker-queue", "app": "x", strata.OriginLabel: "hub-a",
+			strata.HubWorkloadUIDLabel: "wl-uid", strata.DispatchGenerationLabel: "3"},
+		Annotations: map[string]string{"note": "y", strata.FlavorAnnotation: "gpu", strata.DispatchTimeAnnotation: "2026-11-24T08:30:01.123456Z",
+			strata.TopologyHintAnnotation: `{"main":{}}`}}
+	rj := func(labels map[string]string) jobsetapi.ReplicatedJob {
+		return jobsetapi.ReplicatedJob{Name: "workers", Replicas: 2, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}}}}}
+	}
+	cases := map[string]struct {
+		hub  func() jobs.Job
+		want jobs.Job
+	}{
+		"Job": {
+			hub: func() jobs.Job {
+				return batchjob.Adapt(&batchv1.Job{ObjectMeta: hubMeta(), Spec: batchv1.JobSpec{
+					ManagedBy:               ptr.To(strata.ManagedByController),
+					Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: "job-uid"}},
+					ManualSelector:          ptr.To(false),
+					TTLSecondsAfterFinished: ptr.To[int32](0),
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+						batchv1.ControllerUidLabel: "job-uid", batchv1.JobNameLabel: "train", "controller-uid": "job-uid", "job-name": "train", "app": "x",
+					}}},
+				}})
+			},
+			want: batchjob.Adapt(&batchv1.Job{ObjectMeta: copyMeta, Spec: batchv1.JobSpec{
+				Suspend:  ptr.To(true),
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}},
+			}}),
+		},
+		"JobSet": {
+			hub: func() jobs.Job {
+				return jobset.Adapt(&jobsetapi.JobSet{ObjectMeta: hubMeta(), Spec: jobsetapi.JobSetSpec{
+					ManagedBy:               ptr.To(strata.ManagedByController),
+					TTLSecondsAfterFinished: ptr.To[int32](0),
+					Suspend:                 ptr.To(false),
+					ReplicatedJobs:          []jobsetapi.ReplicatedJob{rj(map[string]string{"app": "x"})},
+				}})
+			},
+			want: jobset.Adapt(&jobsetapi.JobSet{ObjectMeta: copyMeta, Spec: jobsetapi.JobSetSpec{
+				Suspend:        ptr.To(true),
+				ReplicatedJobs: []jobsetapi.ReplicatedJob{rj(map[string]string{"app": "x"})},
+			}}),
 		},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("NewCopy() (-want,+got):\n%s", diff)
-	}
-	if hubJob.Labels[strata.QueueNameLabel] != "team" || hubJob.Spec.Selector == nil || len(hubJob.Spec.Template.Labels) != 5 || hubJob.Spec.TTLSecondsAfterFinished == nil {
-		t.Error("NewCopy() changed the hub Job")
-	}
-	uid, gen, ok := CopyOf(got)
-	if uid != "wl-uid" || gen != 3 || !ok {
-		t.Errorf("CopyOf() = %q, %d, %t; want wl-uid, 3, true", uid, gen, ok)
-	}
-	if _, _, ok := CopyOf(hubJob); ok {
-		t.Error("CopyOf() = true for a Job without dispatch labels")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			hub := tc.hub()
+			got := NewCopy(hub, wl, "hub-a", "worker-queue", "gpu", 3, `{"main":{}}`)
+			if diff := cmp.Diff(tc.want.Object(), got.Object()); diff != "" {
+				t.Errorf("NewCopy() (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.hub().Object(), hub.Object()); diff != "" {
+				t.Errorf("NewCopy() changed the hub object (-before,+after):\n%s", diff)
+			}
+			uid, gen, ok := CopyOf(got.Object())
+			if uid != "wl-uid" || gen != 3 || !ok {
+				t.Errorf("CopyOf() = %q, %d, %t; want wl-uid, 3, true", uid, gen, ok)
+			}
+			if _, _, ok := CopyOf(hub.Object()); ok {
+				t.Error("CopyOf() = true for an object without dispatch labels")
+			}
+		})
 	}
 }
 

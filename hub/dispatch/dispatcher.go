@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,13 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
@@ -126,7 +126,8 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // pending is a Workload waiting to be placed, with its queue.
 type pending struct {
 	wl    *strata.Workload
-	job   *batchv1.Job
+	job   client.Object
+	kind  jobs.Kind
 	queue string // its ClusterQueue
 }
 
@@ -202,16 +203,16 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if job == nil || !job.DeletionTimestamp.IsZero() {
+		if job == nil || !job.Object().GetDeletionTimestamp().IsZero() {
 			continue
 		}
-		if ptr.Deref(job.Spec.Suspend, false) {
+		if job.Suspended() {
 			// On the hub, spec.suspend is the user's: nothing is sent.
-			errs = append(errs, d.wait(ctx, pending{wl: wl, job: job}, ReasonSuspended,
-				"the Job is suspended on the hub; it is dispatched when spec.suspend is false"))
+			errs = append(errs, d.wait(ctx, pending{wl: wl, job: job.Object()}, ReasonSuspended,
+				fmt.Sprintf("the %s is suspended on the hub; it is dispatched when spec.suspend is false", job.Kind().GroupVersionKind().Kind)))
 			continue
 		}
-		waiting = append(waiting, pending{wl: wl, job: job, queue: cq.Name})
+		waiting = append(waiting, pending{wl: wl, job: job.Object(), kind: job.Kind(), queue: cq.Name})
 	}
 
 	var next time.Duration
@@ -307,21 +308,29 @@ func (d *Dispatcher) clusterQueue(ctx context.Context, wl *strata.Workload, loca
 	return cq, nil
 }
 
-// job returns the hub Job that controls a Workload, nil when there is
-// none (any more).
-func (d *Dispatcher) job(ctx context.Context, wl *strata.Workload) (*batchv1.Job, error) {
+// job returns the hub job (of any kind) that controls a Workload, nil
+// when there is none (any more).
+func (d *Dispatcher) job(ctx context.Context, wl *strata.Workload) (jobs.Job, error) {
+	return HubJob(ctx, d.client, wl)
+}
+
+// HubJob returns the hub job (of any kind) that controls a hub Workload,
+// nil when there is none (any more).
+func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload) (jobs.Job, error) {
 	owner := metav1.GetControllerOfNoCopy(wl)
-	if owner == nil || owner.Kind != "Job" {
+	k := jobs.KindOf(kinds.All, owner)
+	if k == nil {
 		return nil, nil
 	}
-	var job batchv1.Job
-	if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}, &job); err != nil {
+	obj := k.NewObject()
+	if err := c.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}, obj); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if job.UID != owner.UID {
+	if obj.GetUID() != owner.UID {
 		return nil, nil
 	}
-	return &job, nil
+	j, _ := k.Adapt(obj)
+	return j, nil
 }
 
 // chargeUsage adds a dispatched Workload's requests to its queue's usage
@@ -498,6 +507,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		selector = s
 	}
 	eligible, excluded, retry := eligibleTargets(targets, selector, clusterLabels, Backoffs(wl, d.backoff, now), flavors, now)
+	eligible, excluded = servingKind(eligible, excluded, p.kind, flavors, d.fleet.Serves)
 	dec := d.policy.Decide(wl, flavors, eligible)
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := dec.Reason
@@ -561,6 +571,31 @@ func eligibleTargets(targets []*placement.Target, selector labels.Selector, clus
 		eligible = append(eligible, t)
 	}
 	return eligible, excluded, retry
+}
+
+// servingKind keeps the targets on workers that serve kind (its CRD is
+// installed there); for the others of the queue's flavors it says why
+// they are left out.
+func servingKind(targets []*placement.Target, excluded []string, kind jobs.Kind, flavors []string,
+	serves func(cluster string, kind jobs.Kind) (served, known bool)) ([]*placement.Target, []string) {
+	if kind == nil {
+		return targets, excluded
+	}
+	out := targets[:0:0]
+	for _, t := range targets {
+		served, known := serves(t.Cluster, kind)
+		switch {
+		case served:
+			out = append(out, t)
+			continue
+		case !slices.Contains(flavors, t.Flavor):
+		case known:
+			excluded = append(excluded, fmt.Sprintf("%s/%s: the worker does not serve %s (install its CRD there)", t.Cluster, t.Flavor, jobs.Resource(kind)))
+		default:
+			excluded = append(excluded, fmt.Sprintf("%s/%s: not known yet whether the worker serves %s", t.Cluster, t.Flavor, jobs.Resource(kind)))
+		}
+	}
+	return out, excluded
 }
 
 // dispatchTime is the time a dispatch decided at now carries: later than

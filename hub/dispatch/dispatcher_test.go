@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/tas"
 )
@@ -33,16 +36,18 @@ func target(t *testing.T, cluster, flavor string) *placement.Target {
 	return tg
 }
 
+// names are the targets' cluster/flavor.
+func names(ts []*placement.Target) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Cluster+"/"+t.Flavor)
+	}
+	return out
+}
+
 func TestEligibleTargets(t *testing.T) {
 	targets := []*placement.Target{target(t, "w1", "gpu"), target(t, "w1", "cpu"), target(t, "w2", "gpu"), target(t, "w3", "gpu")}
 	clusterLabels := map[string]labels.Set{"w1": {"region": "eu"}, "w2": {"region": "eu"}, "w3": {"region": "us"}}
-	names := func(ts []*placement.Target) []string {
-		var out []string
-		for _, t := range ts {
-			out = append(out, t.Cluster+"/"+t.Flavor)
-		}
-		return out
-	}
 	cases := map[string]struct {
 		selector     labels.Selector
 		backoffs     map[string]time.Time
@@ -100,5 +105,50 @@ func TestDispatchTime(t *testing.T) {
 	want := []time.Time{at, at.Add(time.Microsecond), at.Add(2 * time.Microsecond), later.Truncate(time.Microsecond), later.Truncate(time.Microsecond).Add(time.Microsecond)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("dispatch times (-want,+got):\n%s", diff)
+	}
+}
+
+// TestServingKind: a JobSet goes only to workers that serve JobSets; the
+// others of the queue's flavors say why they are left out. Jobs go
+// everywhere.
+func TestServingKind(t *testing.T) {
+	targets := []*placement.Target{target(t, "w1", "gpu"), target(t, "w2", "gpu"), target(t, "w2", "cpu"), target(t, "w3", "gpu")}
+	serves := func(cluster string, k jobs.Kind) (bool, bool) {
+		if k == batchjob.Kind {
+			return true, true
+		}
+		switch cluster {
+		case "w1":
+			return true, true
+		case "w2":
+			return false, true
+		}
+		return false, false
+	}
+	cases := map[string]struct {
+		kind         jobs.Kind
+		want         []string
+		wantExcluded []string
+	}{
+		"Jobs: every worker": {kind: batchjob.Kind, want: []string{"w1/gpu", "w2/gpu", "w2/cpu", "w3/gpu"}},
+		"JobSets: only where served, the others named for the queue's flavors": {
+			kind: jobset.Kind,
+			want: []string{"w1/gpu"},
+			wantExcluded: []string{
+				"w2/gpu: the worker does not serve jobsets.jobset.x-k8s.io (install its CRD there)",
+				"w3/gpu: not known yet whether the worker serves jobsets.jobset.x-k8s.io",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, excluded := servingKind(targets, nil, tc.kind, []string{"gpu"}, serves)
+			if diff := cmp.Diff(tc.want, names(got)); diff != "" {
+				t.Errorf("targets (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantExcluded, excluded, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("excluded (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -1,7 +1,7 @@
 // Package fleet is the hub's view of its worker clusters: one connection
 // per worker, with informers of the worker's CapacitySummaries and of the
-// copies this hub dispatched there (Jobs and their Workloads labelled with
-// the hub's origin), kept current by the WorkerCluster controller; and the
+// copies this hub dispatched there (Jobs, JobSets, ... and their Workloads
+// labelled with the hub's origin), kept current by the WorkerCluster controller; and the
 // placement targets built from the summaries, with the hub's in-flight
 // reservations. It is a manager Runnable: the connections live as long as
 // the manager.
@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -26,9 +27,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/tas"
-	"strata.dev/strata/pkg/workload"
 )
 
 // Fleet holds a connection to every registered worker. It is safe for
@@ -77,6 +80,11 @@ type remote struct {
 	cancel context.CancelFunc
 	synced bool
 	health health
+	// kinds are the caches of copies of kinds other than batch/v1 Jobs,
+	// by kind, once the worker was found to serve them; discovered is what
+	// its discovery said of each (see kinds.go).
+	kinds      map[schema.GroupVersionKind]*kindWatch
+	discovered map[schema.GroupVersionKind]bool
 }
 
 // Client rate limits towards each worker.
@@ -257,8 +265,10 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 			notify()
 		}
 	}()
-	r := &remote{identity: identity, cache: c, client: direct, cancel: cancel}
+	r := &remote{identity: identity, cache: c, client: direct, cancel: cancel,
+		kinds: map[schema.GroupVersionKind]*kindWatch{}, discovered: map[schema.GroupVersionKind]bool{}}
 	go f.probe(ctx, name, r, ready)
+	go f.watchKinds(ctx, name, r, watchCfg)
 	return r, nil
 }
 
@@ -290,8 +300,8 @@ func (f *Fleet) copyChanged(o any) {
 		return
 	}
 	name := obj.GetName()
-	if _, isJob := obj.(*batchv1.Job); isJob {
-		name = workload.JobWorkloadName(name)
+	if j, isJob := jobs.AdaptAny(kinds.All, obj); isJob {
+		name = j.Kind().WorkloadName(name)
 	}
 	// Informer handlers may block (client-go buffers behind them): no
 	// change of a copy is dropped.
@@ -343,23 +353,33 @@ func (f *Fleet) Client(name string) (client.Client, error) {
 	return r.client, nil
 }
 
-// Copy returns the copy of a hub Job on a worker as last read: the Job
-// (namespace/job) and its Workload, each nil when the worker has none
-// labelled with this hub's origin.
-func (f *Fleet) Copy(ctx context.Context, name string, job types.NamespacedName) (*batchv1.Job, *strata.Workload, error) {
-	r := f.connected(name)
-	if r == nil {
+// Copy returns the copy of a hub job of kind k on a worker as last read:
+// the object (namespace/name) and its Workload, each nil when the worker
+// has none labelled with this hub's origin. ErrKindNotServed says the
+// worker does not serve k.
+func (f *Fleet) Copy(ctx context.Context, name string, k jobs.Kind, key types.NamespacedName) (jobs.Job, *strata.Workload, error) {
+	f.mu.Lock()
+	r := f.remotes[name]
+	if r == nil || !r.synced {
+		f.mu.Unlock()
 		return nil, nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
 	}
-	j := &batchv1.Job{}
-	if err := r.cache.Get(ctx, job, j); err != nil {
+	reader, err := r.reader(name, k)
+	f.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	var j jobs.Job
+	obj := k.NewObject()
+	if err := reader.Get(ctx, key, obj); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, nil, err
 		}
-		j = nil
+	} else {
+		j, _ = k.Adapt(obj)
 	}
 	wl := &strata.Workload{}
-	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: workload.JobWorkloadName(job.Name)}, wl); err != nil {
+	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: k.WorkloadName(key.Name)}, wl); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, nil, err
 		}
@@ -368,17 +388,35 @@ func (f *Fleet) Copy(ctx context.Context, name string, job types.NamespacedName)
 	return j, wl, nil
 }
 
-// Copies lists the Jobs this hub dispatched to a worker, as last read.
-func (f *Fleet) Copies(ctx context.Context, name string) ([]batchv1.Job, error) {
-	r := f.connected(name)
-	if r == nil {
+// Copies lists the copies (of every kind it reads there) this hub
+// dispatched to a worker, as last read.
+func (f *Fleet) Copies(ctx context.Context, name string) ([]jobs.Job, error) {
+	f.mu.Lock()
+	r := f.remotes[name]
+	if r == nil || !r.synced {
+		f.mu.Unlock()
 		return nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
 	}
-	var list batchv1.JobList
-	if err := r.cache.List(ctx, &list); err != nil {
-		return nil, err
+	readers := map[jobs.Kind]client.Reader{batchjob.Kind: r.cache}
+	for _, w := range r.kinds {
+		if w.synced {
+			readers[w.kind] = w.cache
+		}
 	}
-	return list.Items, nil
+	f.mu.Unlock()
+	var out []jobs.Job
+	for _, k := range kinds.All {
+		reader, ok := readers[k]
+		if !ok {
+			continue
+		}
+		list, err := k.List(ctx, reader)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list...)
+	}
+	return out, nil
 }
 
 // Summaries returns a worker's capacity summaries as last read, sorted by

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/tas"
 )
@@ -160,10 +160,10 @@ func newGeneration(targets map[string]*placement.Target, summaries []strata.Capa
 
 // copyKeys returns the dispatch keys of copies (their
 // strata.dev/hub-workload-uid and strata.dev/dispatch-generation labels).
-func copyKeys(copies []batchv1.Job) map[string]bool {
+func copyKeys(copies []jobs.Job) map[string]bool {
 	keys := make(map[string]bool, len(copies))
-	for i := range copies {
-		l := copies[i].Labels
+	for _, c := range copies {
+		l := c.Object().GetLabels()
 		if uid, gen := l[strata.HubWorkloadUIDLabel], l[strata.DispatchGenerationLabel]; uid != "" && gen != "" {
 			keys[uid+"/"+gen] = true
 		}

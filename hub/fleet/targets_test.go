@@ -12,8 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/tas"
 )
@@ -189,16 +193,16 @@ func TestHints(t *testing.T) {
 func TestOwnDispatches(t *testing.T) {
 	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	for name, tc := range map[string]struct {
-		copies       []batchv1.Job
+		copies       []jobs.Job
 		wantReserved bool
 	}{
 		"no copy of the dispatch on the worker: the reservation holds": {wantReserved: true},
 		"a copy of another dispatch generation: the reservation holds": {
-			copies:       []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.HubWorkloadUIDLabel: "uid", strata.DispatchGenerationLabel: "1"}}}},
+			copies:       []jobs.Job{batchjob.Adapt(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.HubWorkloadUIDLabel: "uid", strata.DispatchGenerationLabel: "1"}}})},
 			wantReserved: true,
 		},
 		"the worker's own copy: the summary counts it": {
-			copies: []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.HubWorkloadUIDLabel: "uid", strata.DispatchGenerationLabel: "2"}}}},
+			copies: []jobs.Job{jobset.Adapt(&jobsetapi.JobSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.HubWorkloadUIDLabel: "uid", strata.DispatchGenerationLabel: "2"}}})},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

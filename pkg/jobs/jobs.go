@@ -2,19 +2,20 @@
 // it runs. A kind (batch/v1 Job, JobSet, ...) implements Kind and Job once,
 // in its own package, and registers itself (pkg/jobs/kinds); intake (on
 // hub and agent), the agent's starter, simulate and explain work through
-// these interfaces. The hub's copy contract and status mirror still take
-// batch/v1 Jobs only: JobSets run on workers, not yet through the hub.
+// these interfaces, and so do the hub's copy contract and status mirror.
 //
 // What a kind says: its pod sets with their topology requests (read from
 // each pod template's annotations), its pod templates (where an admission
 // puts the flavor's node labels and tolerations, Strata's labels and the
 // topology scheduling gate, and from where they are taken back exactly),
 // whether it is suspended and how to suspend or resume it, when its
-// templates may change, and whether it finished.
+// templates may change, and whether it finished; for the hub, who manages
+// it, the object a worker gets, and how its status is mirrored back.
 package jobs
 
 import (
 	"context"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,6 +68,24 @@ type Job interface {
 	// Finished says whether it completed or failed: "Succeeded" or
 	// "Failed".
 	Finished() (bool, string)
+
+	// ManagedBy is the controller its spec.managedBy names ("" when
+	// unset: the kind's own).
+	ManagedBy() string
+	// ForWorker is the object a worker gets for it: a new object of the
+	// kind with its name, namespace, labels, annotations and spec,
+	// suspended, managed by the kind's own controller there, without what
+	// the hub's API server generated (selectors and their labels) and
+	// without a time to live after finishing (the hub removes a finished
+	// copy once its final status is mirrored).
+	ForWorker() Job
+	// MirrorStatus sets its status to from's (the copy's on a worker);
+	// false when they were the same.
+	MirrorStatus(from Job) bool
+	// ClearRun takes off its status what a run that was taken back put
+	// there (active and ready pods, a suspended object's start); a
+	// finished object keeps its status. False when nothing changed.
+	ClearRun() bool
 }
 
 // ChildPods is implemented by jobs whose pods are controlled by child
@@ -91,6 +110,34 @@ func WorkloadFor(j Job) (*strata.Workload, field.ErrorList) {
 	podSets, errs := j.PodSets()
 	meta := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}
 	return workload.Build(j.Kind().GroupVersionKind().Kind, &meta, j.Kind().WorkloadName(obj.GetName()), podSets, errs)
+}
+
+// KindOf returns the kind among ks that an owner reference points at; nil
+// when none.
+func KindOf(ks []Kind, ref *metav1.OwnerReference) Kind {
+	for _, k := range ks {
+		if IsKind(k, ref) {
+			return k
+		}
+	}
+	return nil
+}
+
+// AdaptAny wraps obj as a job of whichever of ks it is.
+func AdaptAny(ks []Kind, obj client.Object) (Job, bool) {
+	for _, k := range ks {
+		if j, ok := k.Adapt(obj); ok {
+			return j, true
+		}
+	}
+	return nil, false
+}
+
+// Resource names a kind's objects as RBAC and API errors do:
+// "jobs.batch", "jobsets.jobset.x-k8s.io".
+func Resource(k Kind) string {
+	gvk := k.GroupVersionKind()
+	return strings.ToLower(gvk.Kind) + "s." + gvk.Group
 }
 
 // IsKind says whether an owner reference points at an object of kind k.

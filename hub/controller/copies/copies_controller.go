@@ -1,9 +1,10 @@
 // Package copies follows each dispatched hub Workload's copy on its
 // worker: it creates the copy the dispatcher decided on, brings the
-// worker's admission and the copy Job's status back to the hub, undoes a
+// worker's admission and the copy's status back to the hub, undoes a
 // dispatch the worker refuses or does not admit in time, takes the copy
-// back when the hub Job is suspended or deleted, and cleans finished
-// copies once their status is on the hub.
+// back when the hub's job is suspended or deleted, and cleans finished
+// copies once their status is on the hub. It works on every kind of
+// pkg/jobs (Jobs, JobSets) through the adapter.
 package copies
 
 import (
@@ -14,9 +15,7 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +37,8 @@ import (
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/workload"
 )
@@ -101,6 +101,8 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	clock    clock.Clock
 	cfg      *configv1beta1.HubConfiguration
+	// served are the kinds whose hub objects are watched.
+	served []jobs.Kind
 
 	mu sync.Mutex
 	// known is the last dispatch seen per hub Workload, to take back the
@@ -129,12 +131,24 @@ type known struct {
 	uid             types.UID
 	cluster, flavor string
 	generation      int64
-	job             string
+	job             ref
 }
 
-// NewReconciler returns a Reconciler.
-func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, fleet: f, cfg: cfg, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{},
+// ref names a hub Workload's job: its kind and key (the copy on the
+// worker has the same).
+type ref struct {
+	kind jobs.Kind
+	key  types.NamespacedName
+}
+
+func (j ref) String() string {
+	return j.kind.GroupVersionKind().Kind + " " + j.key.String()
+}
+
+// NewReconciler returns a Reconciler of the copies of hub jobs of the
+// given kinds (those the hub serves).
+func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, served []jobs.Kind, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
+	return &Reconciler{client: c, fleet: f, cfg: cfg, served: served, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{},
 		created: map[string]time.Time{}, seen: map[string]time.Time{}, admissions: map[string]bool{}, undoing: map[string]outcome{}}
 }
 
@@ -142,6 +156,8 @@ func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfig
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=workerclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -152,19 +168,21 @@ func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfig
 // from the worker's admission to the hub's, p50; with 32, 0.1 and 0.3 s).
 const concurrentReconciles = 32
 
-// SetupWithManager registers the reconciler: hub Workloads, their Jobs,
-// and every change of a copy on a worker.
+// SetupWithManager registers the reconciler: hub Workloads, their jobs
+// of every served kind, and every change of a copy on a worker.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("copies").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentReconciles}).
-		For(&strata.Workload{}).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-			return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: workload.JobWorkloadName(o.GetName())}}}
+		For(&strata.Workload{})
+	for _, k := range r.served {
+		b = b.Watches(k.NewObject(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: k.WorkloadName(o.GetName())}}}
 		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[strata.QueueNameLabel] != ""
-		}))).
-		WatchesRawSource(source.Channel(r.copyEvents(), &handler.TypedEnqueueRequestForObject[*strata.Workload]{})).
+		})))
+	}
+	return b.WatchesRawSource(source.Channel(r.copyEvents(), &handler.TypedEnqueueRequestForObject[*strata.Workload]{})).
 		Complete(r)
 }
 
@@ -226,42 +244,45 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).Info("Deleting a hub Workload whose Job is gone (orphaned); its copy goes with it", "workload", req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
 	}
-	if !placed || owner == nil || owner.Kind != "Job" {
+	kind := jobs.KindOf(kinds.All, owner)
+	if !placed || kind == nil {
 		r.mu.Lock()
 		delete(r.known, req.NamespacedName)
 		r.mu.Unlock()
 		return ctrl.Result{}, nil
 	}
-	jobKey := types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}
+	jobRef := ref{kind: kind, key: types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}}
 	r.mu.Lock()
-	r.known[req.NamespacedName] = known{uid: wl.UID, cluster: cluster, flavor: flavor, generation: gen, job: owner.Name}
+	r.known[req.NamespacedName] = known{uid: wl.UID, cluster: cluster, flavor: flavor, generation: gen, job: jobRef}
 	r.mu.Unlock()
 	key := dispatch.Key(wl.UID, gen)
 
-	hubJob := &batchv1.Job{}
-	if err := r.client.Get(ctx, jobKey, hubJob); err != nil || hubJob.UID != owner.UID {
-		if client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, err
-		}
-		hubJob = nil
+	hubJob, err := dispatch.HubJob(ctx, r.client, &wl)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
+	kindName := kind.GroupVersionKind().Kind
 	finished := meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished)
 	switch {
 	case hubJob == nil || !wl.DeletionTimestamp.IsZero():
-		// The Job is gone: its Workload follows; the copy goes first.
-		return ctrl.Result{}, r.takeBack(ctx, &wl, jobKey, strata.PlacementEvicted, dispatch.ReasonSuspended, "the Job was deleted", false)
-	case !finished && ptr.Deref(hubJob.Spec.Suspend, false):
-		return ctrl.Result{}, r.takeBack(ctx, &wl, jobKey, strata.PlacementEvicted, dispatch.ReasonSuspended,
-			"the Job was suspended on the hub; it is dispatched again when resumed", true)
+		// The job is gone: its Workload follows; the copy goes first.
+		return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, strata.PlacementEvicted, dispatch.ReasonSuspended, "the "+kindName+" was deleted", false)
+	case !finished && hubJob.Suspended():
+		return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, strata.PlacementEvicted, dispatch.ReasonSuspended,
+			"the "+kindName+" was suspended on the hub; it is dispatched again when resumed", true)
 	}
 
-	copyJob, copyWL, err := r.fleet.Copy(ctx, cluster, jobKey)
+	copyJob, copyWL, err := r.fleet.Copy(ctx, cluster, kind, jobRef.key)
+	if errors.Is(err, fleet.ErrKindNotServed) {
+		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobRef, strata.PlacementRejected, dispatch.ReasonRejected, ReasonKindNotServed,
+			fmt.Sprintf("%v; placing it again", err))
+	}
 	if errors.Is(err, fleet.ErrNotConnected) {
 		if gone, gerr := r.workerGone(ctx, cluster); gerr != nil || gone {
 			if gerr != nil {
 				return ctrl.Result{}, gerr
 			}
-			return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementUnreachable, dispatch.ReasonRejected, "WorkerClusterDeleted",
+			return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobRef, strata.PlacementUnreachable, dispatch.ReasonRejected, "WorkerClusterDeleted",
 				fmt.Sprintf("WorkerCluster %s was deleted; its copy there, if any, is left to the worker's administrators; placing it again", cluster))
 		}
 		// The copy stays recorded; nothing is sent elsewhere while it may
@@ -272,10 +293,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if copyJob != nil {
-		if uid, g, _ := dispatch.CopyOf(copyJob); uid != wl.UID || g != gen {
+		if uid, g, _ := dispatch.CopyOf(copyJob.Object()); uid != wl.UID || g != gen {
 			// A copy of an earlier dispatch, or of an earlier Workload of
 			// this name: it goes before this one is created.
-			return ctrl.Result{}, r.deleteCopy(ctx, cluster, copyJob)
+			return ctrl.Result{}, r.deleteCopy(ctx, cluster, copyJob.Object())
 		}
 	}
 	if finished {
@@ -287,10 +308,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.mu.Unlock()
 		if undoing {
 			// Taken back, but the record's write did not land.
-			return ctrl.Result{}, r.takeBack(ctx, &wl, jobKey, o.result, o.reason, o.message, true)
+			return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, o.result, o.reason, o.message, true)
 		}
 		if wl.Status.Admission != nil {
-			return r.vanished(ctx, &wl, hubJob, cluster, jobKey)
+			return r.vanished(ctx, &wl, hubJob, cluster, jobRef)
 		}
 		return r.create(ctx, &wl, hubJob, cluster, flavor, gen, key)
 	}
@@ -298,14 +319,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncJobStatus(ctx, hubJob, copyJob); err != nil {
 		return ctrl.Result{}, err
 	}
-	if done, _ := intake.Finished(copyJob); done {
+	if done, _ := copyJob.Finished(); done {
 		r.fleet.Release(cluster, flavor, key) // the worker released it
 		return ctrl.Result{}, nil
 	}
 	verdict, reason, message := dispatch.Judge(copyWL)
 	switch verdict {
 	case dispatch.Refused:
-		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementRejected, dispatch.ReasonRejected, reason,
+		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobRef, strata.PlacementRejected, dispatch.ReasonRejected, reason,
 			fmt.Sprintf("the worker refused the copy (%s): %s; placing it again", reason, message))
 	case dispatch.Admitted:
 		r.mu.Lock()
@@ -331,10 +352,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	wait := dispatched.Add(r.cfg.Dispatch.AdmissionTimeout.Duration).Sub(r.clock.Now())
 	if wait <= 0 {
-		if res, decided, err := r.confirmLive(ctx, &wl, hubJob, cluster, jobKey); decided {
+		if res, decided, err := r.confirmLive(ctx, &wl, hubJob, cluster, jobRef); decided {
 			return res, err
 		}
-		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementTimedOut, dispatch.ReasonTimedOut, "AdmissionTimeout",
+		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobRef, strata.PlacementTimedOut, dispatch.ReasonTimedOut, "AdmissionTimeout",
 			fmt.Sprintf("the worker did not admit the copy within %s; placing it again", r.cfg.Dispatch.AdmissionTimeout.Duration))
 	}
 	// A worker whose agent says it cannot admit the copy now (no room as
@@ -344,16 +365,20 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		timeout := r.cfg.Dispatch.PendingTimeout.Duration
 		left := since.Add(timeout).Sub(r.clock.Now())
 		if left <= 0 {
-			if res, decided, err := r.confirmLive(ctx, &wl, hubJob, cluster, jobKey); decided {
+			if res, decided, err := r.confirmLive(ctx, &wl, hubJob, cluster, jobRef); decided {
 				return res, err
 			}
-			return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobKey, strata.PlacementRejected, dispatch.ReasonRejected, ReasonPendingOnWorker,
+			return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobRef, strata.PlacementRejected, dispatch.ReasonRejected, ReasonPendingOnWorker,
 				fmt.Sprintf("the worker has not been able to admit the copy for %s (%s); placing it where it fits now", timeout, message))
 		}
 		wait = min(wait, left)
 	}
 	return ctrl.Result{RequeueAfter: wait}, r.mirrorWait(ctx, &wl, copyWL)
 }
+
+// ReasonKindNotServed is the refusal of a copy whose kind the worker does
+// not serve (its CRD is not installed there).
+const ReasonKindNotServed = "KindNotServed"
 
 // ReasonPendingOnWorker is the refusal of a copy its worker's agent kept
 // Pending for dispatch.pendingTimeout.
@@ -383,18 +408,17 @@ const workerPending = "Pending"
 // never created again under the same dispatch — it may have run — but
 // recorded as a refusal by that worker (it goes into backoff) and placed
 // again.
-func (r *Reconciler) vanished(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, cluster string, jobKey types.NamespacedName) (ctrl.Result, error) {
+func (r *Reconciler) vanished(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, cluster string, jobRef ref) (ctrl.Result, error) {
 	c, err := r.fleet.Client(cluster)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
-	var existing batchv1.Job
-	if err := c.Get(ctx, jobKey, &existing); err == nil {
+	if err := c.Get(ctx, jobRef.key, jobRef.kind.NewObject()); err == nil {
 		return ctrl.Result{RequeueAfter: time.Second}, nil // the informer is behind
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.refuse(ctx, wl, hubJob, jobKey, strata.PlacementRejected, dispatch.ReasonRejected, "CopyDeleted",
+	return ctrl.Result{}, r.refuse(ctx, wl, hubJob, jobRef, strata.PlacementRejected, dispatch.ReasonRejected, "CopyDeleted",
 		fmt.Sprintf("the admitted copy was deleted on %s before it finished; placing it again", cluster))
 }
 
@@ -425,13 +449,16 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 	delete(r.seen, dk)
 	delete(r.undoing, dk)
 	r.mu.Unlock()
-	copyJob, _, err := r.fleet.Copy(ctx, k.cluster, types.NamespacedName{Namespace: key.Namespace, Name: k.job})
+	copyJob, _, err := r.fleet.Copy(ctx, k.cluster, k.job.kind, k.job.key)
+	if errors.Is(err, fleet.ErrKindNotServed) {
+		err = nil // no copy of that kind can be there
+	}
 	if err != nil {
 		return err
 	}
 	if copyJob != nil {
-		if uid, _, _ := dispatch.CopyOf(copyJob); uid == k.uid {
-			if err := r.deleteCopy(ctx, k.cluster, copyJob); err != nil {
+		if uid, _, _ := dispatch.CopyOf(copyJob.Object()); uid == k.uid {
+			if err := r.deleteCopy(ctx, k.cluster, copyJob.Object()); err != nil {
 				return err
 			}
 		}
@@ -443,7 +470,8 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 }
 
 // create sends the copy of the current dispatch to its worker.
-func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, cluster, flavor string, gen int64, key string) (ctrl.Result, error) {
+func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, cluster, flavor string, gen int64, key string) (ctrl.Result, error) {
+	jobRef := ref{kind: hubJob.Kind(), key: client.ObjectKeyFromObject(hubJob.Object())}
 	r.mu.Lock()
 	at, sent := r.created[key]
 	r.mu.Unlock()
@@ -455,14 +483,14 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 	var wc strata.WorkerCluster
 	if err := r.client.Get(ctx, types.NamespacedName{Name: cluster}, &wc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.refuse(ctx, wl, hubJob, client.ObjectKeyFromObject(hubJob), strata.PlacementUnreachable, dispatch.ReasonRejected, "WorkerClusterNotFound",
+			return ctrl.Result{}, r.refuse(ctx, wl, hubJob, jobRef, strata.PlacementUnreachable, dispatch.ReasonRejected, "WorkerClusterNotFound",
 				fmt.Sprintf("WorkerCluster %s no longer exists", cluster))
 		}
 		return ctrl.Result{}, err
 	}
 	queueName := wc.Spec.LocalQueueName
 	if queueName == "" {
-		queueName = hubJob.Labels[strata.QueueNameLabel]
+		queueName = hubJob.Object().GetLabels()[strata.QueueNameLabel]
 	}
 	c, err := r.fleet.Client(cluster)
 	if err != nil {
@@ -478,40 +506,40 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 			hint = ""
 		}
 	}
-	cp := dispatch.NewCopy(hubJob, wl, r.fleet.Origin(), queueName, flavor, gen, hint)
+	cp := dispatch.NewCopy(hubJob, wl, r.fleet.Origin(), queueName, flavor, gen, hint).Object()
 	err = c.Create(ctx, cp)
 	if apierrors.IsNotFound(err) && r.cfg.Dispatch.CreateNamespaces {
-		if nsErr := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.Namespace}}); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
-			return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonForbidden, fmt.Sprintf("creating namespace %s on %s: %v", cp.Namespace, cluster, nsErr))
+		if nsErr := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.GetNamespace()}}); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
+			return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonForbidden, fmt.Sprintf("creating namespace %s on %s: %v", cp.GetNamespace(), cluster, nsErr))
 		}
 		err = c.Create(ctx, cp)
 	}
 	switch {
 	case err == nil:
 	case apierrors.IsAlreadyExists(err):
-		existing := &batchv1.Job{}
+		existing := jobRef.kind.NewObject()
 		if getErr := c.Get(ctx, client.ObjectKeyFromObject(cp), existing); getErr != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(getErr)
 		}
 		if uid, g, ok := dispatch.CopyOf(existing); ok && uid == wl.UID && g == gen {
 			break // created before, by this hub: the informer is behind
 		}
-		if existing.Labels[strata.OriginLabel] == r.fleet.Origin() {
+		if existing.GetLabels()[strata.OriginLabel] == r.fleet.Origin() {
 			return ctrl.Result{}, r.deleteCopy(ctx, cluster, existing) // a stale copy of ours
 		}
 		return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonNameTaken,
-			fmt.Sprintf("Job %s/%s exists on %s and is not a copy from this hub", cp.Namespace, cp.Name, cluster))
+			fmt.Sprintf("%s exists on %s and is not a copy from this hub", jobRef, cluster))
 	case apierrors.IsNotFound(err):
 		return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonNamespaceNotFound,
-			fmt.Sprintf("namespace %s does not exist on %s (the hub creates it only with dispatch.createNamespaces)", cp.Namespace, cluster))
+			fmt.Sprintf("namespace %s does not exist on %s (the hub creates it only with dispatch.createNamespaces)", cp.GetNamespace(), cluster))
 	case apierrors.IsInvalid(err):
-		return ctrl.Result{}, r.refuse(ctx, wl, hubJob, client.ObjectKeyFromObject(hubJob), strata.PlacementRejected, dispatch.ReasonRejected, "Invalid",
+		return ctrl.Result{}, r.refuse(ctx, wl, hubJob, jobRef, strata.PlacementRejected, dispatch.ReasonRejected, "Invalid",
 			fmt.Sprintf("the worker's API server rejected the copy: %v", err))
 	default:
 		switch reason := createRefusal(err); reason {
 		case ReasonForbidden:
 			return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, reason,
-				fmt.Sprintf("the hub's credential may not create jobs.batch in namespace %s on %s: %v", cp.Namespace, cluster, err))
+				fmt.Sprintf("the hub's credential may not create %s in namespace %s on %s: %v", jobs.Resource(jobRef.kind), cp.GetNamespace(), cluster, err))
 		case ReasonQuotaExceeded, ReasonAdmissionDenied, ReasonRefused:
 			return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, reason,
 				fmt.Sprintf("%s refused the copy: %v", cluster, err))
@@ -521,13 +549,13 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 		// for ever while the worker fails.
 		if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
 			if timeout := r.cfg.Dispatch.AdmissionTimeout.Duration; r.clock.Since(p.DispatchTime.Time) >= timeout {
-				return ctrl.Result{}, r.refuse(ctx, wl, hubJob, client.ObjectKeyFromObject(hubJob), strata.PlacementTimedOut, dispatch.ReasonRejected, ReasonNotCreated,
+				return ctrl.Result{}, r.refuse(ctx, wl, hubJob, jobRef, strata.PlacementTimedOut, dispatch.ReasonRejected, ReasonNotCreated,
 					fmt.Sprintf("the copy could not be created on %s within the admission timeout of %s: %v; placing it again", cluster, timeout, err))
 			}
 		}
 		return ctrl.Result{}, err
 	}
-	ctrl.LoggerFrom(ctx).V(2).Info("Created a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(cp), "dispatch", key)
+	ctrl.LoggerFrom(ctx).V(2).Info("Created a copy", "cluster", cluster, "job", jobRef.String(), "dispatch", key)
 	r.fleet.ForgetHint(key)
 	r.mu.Lock()
 	r.created[key] = r.clock.Now()
@@ -541,13 +569,13 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob *ba
 // whose state cannot be read now is left alone and looked at again (the
 // worker may be unreachable; taking it back then could run the Job
 // twice). decided is false when the timeout may go ahead.
-func (r *Reconciler) confirmLive(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, cluster string, jobKey types.NamespacedName) (res ctrl.Result, decided bool, err error) {
+func (r *Reconciler) confirmLive(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, cluster string, jobRef ref) (res ctrl.Result, decided bool, err error) {
 	c, err := r.fleet.Client(cluster)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, true, nil
 	}
 	var live strata.Workload
-	if err := c.Get(ctx, types.NamespacedName{Namespace: jobKey.Namespace, Name: workload.JobWorkloadName(jobKey.Name)}, &live); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: jobRef.key.Namespace, Name: jobRef.kind.WorkloadName(jobRef.key.Name)}, &live); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, false, nil // no Workload at all: the agent never took the copy in
 		}
@@ -562,11 +590,12 @@ func (r *Reconciler) confirmLive(ctx context.Context, wl *strata.Workload, hubJo
 
 // workerRefused undoes a dispatch for a reason of the worker's, and says
 // so on the WorkerCluster too.
-func (r *Reconciler) workerRefused(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, cluster, reason, message string) error {
+func (r *Reconciler) workerRefused(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, cluster, reason, message string) error {
 	if err := r.setDispatching(ctx, cluster, metav1.ConditionFalse, reason, message); err != nil {
 		return err
 	}
-	return r.refuse(ctx, wl, hubJob, client.ObjectKeyFromObject(hubJob), strata.PlacementRejected, dispatch.ReasonRejected, reason, message)
+	jobRef := ref{kind: hubJob.Kind(), key: client.ObjectKeyFromObject(hubJob.Object())}
+	return r.refuse(ctx, wl, hubJob, jobRef, strata.PlacementRejected, dispatch.ReasonRejected, reason, message)
 }
 
 // workerReasons are the refusals that say something about the worker, not
@@ -580,26 +609,26 @@ var workerReasons = map[string]bool{
 // refuse undoes the current dispatch: the copy goes first, then the
 // record; the dispatcher then places the Workload again, without this
 // worker for a backoff.
-func (r *Reconciler) refuse(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, jobKey types.NamespacedName, result strata.PlacementResult, condReason, reason, message string) error {
+func (r *Reconciler) refuse(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, jobRef ref, result strata.PlacementResult, condReason, reason, message string) error {
 	cluster, _, _, _ := dispatch.Placed(wl)
 	if workerReasons[reason] {
 		if err := r.setDispatching(ctx, cluster, metav1.ConditionFalse, reason, message); err != nil {
 			return err
 		}
 	}
-	if err := r.takeBack(ctx, wl, jobKey, result, condReason, message, true); err != nil {
+	if err := r.takeBack(ctx, wl, jobRef, result, condReason, message, true); err != nil {
 		return err
 	}
 	metrics.HubRejections.WithLabelValues(cluster, reason).Inc()
 	if hubJob != nil {
-		r.recorder.Eventf(hubJob, wl, corev1.EventTypeWarning, condReason, "Dispatch", "%s", intake.Truncate(cluster+": "+message, intake.MaxEventNote))
+		r.recorder.Eventf(hubJob.Object(), wl, corev1.EventTypeWarning, condReason, "Dispatch", "%s", intake.Truncate(cluster+": "+message, intake.MaxEventNote))
 	}
 	return nil
 }
 
 // takeBack removes the current dispatch's copy, ends its reservation and,
 // when record is set, records the outcome on the Workload.
-func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey types.NamespacedName, result strata.PlacementResult, condReason, message string, record bool) error {
+func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobRef ref, result strata.PlacementResult, condReason, message string, record bool) error {
 	cluster, flavor, gen, _ := dispatch.Placed(wl)
 	key := dispatch.Key(wl.UID, gen)
 	if record && wl.DeletionTimestamp.IsZero() {
@@ -607,7 +636,10 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey t
 		r.undoing[key] = outcome{result: result, reason: condReason, message: message}
 		r.mu.Unlock()
 	}
-	copyJob, _, err := r.fleet.Copy(ctx, cluster, jobKey)
+	copyJob, _, err := r.fleet.Copy(ctx, cluster, jobRef.kind, jobRef.key)
+	if errors.Is(err, fleet.ErrKindNotServed) {
+		err = nil // no copy of that kind can be there
+	}
 	if err != nil && !errors.Is(err, fleet.ErrNotConnected) {
 		return err
 	}
@@ -624,21 +656,21 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey t
 		// The WorkerCluster is gone, and with it the hub's way there.
 	}
 	if copyJob != nil {
-		if uid, _, _ := dispatch.CopyOf(copyJob); uid == wl.UID {
-			if err := r.deleteCopy(ctx, cluster, copyJob); err != nil {
+		if uid, _, _ := dispatch.CopyOf(copyJob.Object()); uid == wl.UID {
+			if err := r.deleteCopy(ctx, cluster, copyJob.Object()); err != nil {
 				return err
 			}
 		}
 	} else if c, cerr := r.fleet.Client(cluster); cerr == nil {
 		// The informer may not show a copy created a moment ago.
-		var existing batchv1.Job
-		if err := c.Get(ctx, jobKey, &existing); err == nil {
-			if uid, _, _ := dispatch.CopyOf(&existing); uid == wl.UID {
-				if err := r.deleteCopy(ctx, cluster, &existing); err != nil {
+		existing := jobRef.kind.NewObject()
+		if err := c.Get(ctx, jobRef.key, existing); err == nil {
+			if uid, _, _ := dispatch.CopyOf(existing); uid == wl.UID {
+				if err := r.deleteCopy(ctx, cluster, existing); err != nil {
 					return err
 				}
 			}
-		} else if !apierrors.IsNotFound(err) {
+		} else if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 			return err
 		}
 	}
@@ -648,7 +680,7 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey t
 	delete(r.seen, key)
 	delete(r.admissions, key)
 	r.mu.Unlock()
-	if err := r.clearRun(ctx, jobKey); err != nil {
+	if err := r.clearRun(ctx, jobRef); err != nil {
 		return err
 	}
 	if !record || !wl.DeletionTimestamp.IsZero() {
@@ -665,49 +697,24 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobKey t
 	return nil
 }
 
-// clearRun takes a removed copy's run off the hub Job's status: nothing of
-// it is active or ready any more.
-func (r *Reconciler) clearRun(ctx context.Context, jobKey types.NamespacedName) error {
-	var job batchv1.Job
-	if err := r.client.Get(ctx, jobKey, &job); err != nil {
+// clearRun takes a removed copy's run off the hub job's status: nothing
+// of it is active or ready any more.
+func (r *Reconciler) clearRun(ctx context.Context, jobRef ref) error {
+	obj := jobRef.kind.NewObject()
+	if err := r.client.Get(ctx, jobRef.key, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !job.DeletionTimestamp.IsZero() {
+	if !obj.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
-	updated := job.DeepCopy()
-	if !ClearRun(&updated.Status, ptr.Deref(job.Spec.Suspend, false)) {
+	j, _ := jobRef.kind.Adapt(obj)
+	if !j.ClearRun() {
 		return nil
 	}
-	if err := r.client.Status().Update(ctx, updated); err != nil && !apierrors.IsInvalid(err) {
+	if err := r.client.Status().Update(ctx, obj); err != nil && !apierrors.IsInvalid(err) {
 		return client.IgnoreNotFound(err)
 	}
 	return nil
-}
-
-// ClearRun removes from a hub Job's status what a removed copy's run put
-// there: its active, ready and terminating pods, and for a suspended Job
-// its start time. Finished Jobs keep their status. It says whether
-// anything changed.
-func ClearRun(status *batchv1.JobStatus, suspended bool) bool {
-	for _, c := range status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return false
-		}
-	}
-	changed := status.Active != 0 || ptr.Deref(status.Ready, 0) != 0 || ptr.Deref(status.Terminating, 0) != 0
-	status.Active = 0
-	if status.Ready != nil {
-		status.Ready = ptr.To[int32](0)
-	}
-	if status.Terminating != nil {
-		status.Terminating = ptr.To[int32](0)
-	}
-	if suspended && status.StartTime != nil {
-		status.StartTime = nil
-		changed = true
-	}
-	return changed
 }
 
 // workerGone says whether the WorkerCluster of a worker no longer exists
@@ -724,19 +731,23 @@ func (r *Reconciler) workerGone(ctx context.Context, cluster string) (bool, erro
 }
 
 // deleteCopy deletes a copy on a worker, that object only.
-func (r *Reconciler) deleteCopy(ctx context.Context, cluster string, copyJob *batchv1.Job) error {
+func (r *Reconciler) deleteCopy(ctx context.Context, cluster string, copyJob client.Object) error {
 	c, err := r.fleet.Client(cluster)
 	if err != nil {
 		return err
 	}
-	uid := copyJob.UID
-	ctrl.LoggerFrom(ctx).V(2).Info("Deleting a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(copyJob), "labels", copyJob.Labels)
+	uid := copyJob.GetUID()
+	ctrl.LoggerFrom(ctx).V(2).Info("Deleting a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(copyJob), "labels", copyJob.GetLabels())
 	err = c.Delete(ctx, copyJob, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	if apierrors.IsForbidden(err) {
-		message := fmt.Sprintf("the hub's credential may not delete jobs.batch in namespace %s on %s: its copies there cannot be taken back", copyJob.Namespace, cluster)
+		resource := "jobs"
+		if j, ok := jobs.AdaptAny(kinds.All, copyJob); ok {
+			resource = jobs.Resource(j.Kind())
+		}
+		message := fmt.Sprintf("the hub's credential may not delete %s in namespace %s on %s: its copies there cannot be taken back", resource, copyJob.GetNamespace(), cluster)
 		if cerr := r.setDispatching(ctx, cluster, metav1.ConditionFalse, ReasonForbidden, message); cerr != nil {
 			return errors.Join(err, cerr)
 		}
@@ -745,7 +756,7 @@ func (r *Reconciler) deleteCopy(ctx context.Context, cluster string, copyJob *ba
 }
 
 // admitted records the worker's admission on the hub Workload.
-func (r *Reconciler) admitted(ctx context.Context, wl *strata.Workload, hubJob *batchv1.Job, copyWL *strata.Workload) error {
+func (r *Reconciler) admitted(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, copyWL *strata.Workload) error {
 	cluster, flavor, gen, _ := dispatch.Placed(wl)
 	key := dispatch.Key(wl.UID, gen)
 	r.mu.Lock()
@@ -782,7 +793,7 @@ func (r *Reconciler) admitted(ctx context.Context, wl *strata.Workload, hubJob *
 	}
 	if wl.Status.Admission == nil {
 		metrics.HubAdmissionLatency.WithLabelValues(cluster).Observe(now.Sub(dispatchTime(wl)).Seconds())
-		r.recorder.Eventf(hubJob, updated, corev1.EventTypeNormal, "Admitted", "Dispatch", "Admitted on %s (flavor %s)", cluster, flavor)
+		r.recorder.Eventf(hubJob.Object(), updated, corev1.EventTypeNormal, "Admitted", "Dispatch", "Admitted on %s (flavor %s)", cluster, flavor)
 	}
 	return nil
 }
@@ -808,16 +819,16 @@ func (r *Reconciler) mirrorWait(ctx context.Context, wl *strata.Workload, copyWL
 	return client.IgnoreNotFound(r.client.Status().Update(ctx, updated))
 }
 
-// syncJobStatus copies the copy Job's status to the hub Job.
-func (r *Reconciler) syncJobStatus(ctx context.Context, hubJob, copyJob *batchv1.Job) error {
-	if equality.Semantic.DeepEqual(hubJob.Status, copyJob.Status) {
+// syncJobStatus mirrors the copy's status onto the hub's job.
+func (r *Reconciler) syncJobStatus(ctx context.Context, hubJob, copyJob jobs.Job) error {
+	obj := hubJob.Object().DeepCopyObject().(client.Object)
+	updated, _ := hubJob.Kind().Adapt(obj)
+	if !updated.MirrorStatus(copyJob) {
 		return nil
 	}
-	updated := hubJob.DeepCopy()
-	updated.Status = *copyJob.Status.DeepCopy()
-	if err := r.client.Status().Update(ctx, updated); err != nil {
+	if err := r.client.Status().Update(ctx, obj); err != nil {
 		if apierrors.IsInvalid(err) {
-			ctrl.LoggerFrom(ctx).Error(err, "The hub Job cannot take the copy's status", "job", client.ObjectKeyFromObject(hubJob))
+			ctrl.LoggerFrom(ctx).Error(err, "The hub's job cannot take the copy's status", "job", client.ObjectKeyFromObject(obj))
 			return nil
 		}
 		return client.IgnoreNotFound(err)
@@ -827,7 +838,7 @@ func (r *Reconciler) syncJobStatus(ctx context.Context, hubJob, copyJob *batchv1
 
 // cleanFinished ends the reservation of a finished Workload and removes
 // its copy once it has been finished for finishedRetention.
-func (r *Reconciler) cleanFinished(ctx context.Context, wl *strata.Workload, cluster, flavor, key string, copyJob *batchv1.Job) (ctrl.Result, error) {
+func (r *Reconciler) cleanFinished(ctx context.Context, wl *strata.Workload, cluster, flavor, key string, copyJob jobs.Job) (ctrl.Result, error) {
 	r.fleet.Release(cluster, flavor, key)
 	if copyJob == nil {
 		return ctrl.Result{}, nil
@@ -839,7 +850,7 @@ func (r *Reconciler) cleanFinished(ctx context.Context, wl *strata.Workload, clu
 	if wait := finishedAt.Add(r.cfg.Dispatch.FinishedRetention.Duration).Sub(r.clock.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	return ctrl.Result{}, r.deleteCopy(ctx, cluster, copyJob)
+	return ctrl.Result{}, r.deleteCopy(ctx, cluster, copyJob.Object())
 }
 
 // setDispatching sets a WorkerCluster's Dispatching condition when it

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,7 +15,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/hub/fleet"
-	"strata.dev/strata/pkg/workload"
+	"strata.dev/strata/pkg/jobs"
 )
 
 // OrphanCollector removes, on every worker, the copies no hub Workload
@@ -28,7 +28,7 @@ type OrphanCollector struct {
 	fleet    *fleet.Fleet
 	clock    clock.Clock
 	interval time.Duration
-	remove   func(ctx context.Context, cluster string, copyJob *batchv1.Job) error
+	remove   func(ctx context.Context, cluster string, copyJob client.Object) error
 }
 
 // NewOrphanCollector returns an OrphanCollector that looks every interval.
@@ -70,14 +70,14 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 		if err != nil {
 			continue // not connected: looked at when it is
 		}
-		for i := range copies {
-			cp := &copies[i]
+		for _, j := range copies {
+			cp := j.Object()
 			// A copy younger than the creation grace may belong to a
 			// dispatch the hub's informer does not show yet.
-			if o.clock.Since(cp.CreationTimestamp.Time) < creationGrace {
+			if o.clock.Since(cp.GetCreationTimestamp().Time) < creationGrace {
 				continue
 			}
-			orphan, err := o.orphaned(ctx, wc.Name, cp)
+			orphan, err := o.orphaned(ctx, wc.Name, j)
 			if err != nil {
 				return removed, err // the hub's own API: the next round
 			}
@@ -86,7 +86,7 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 			}
 			// One worker refusing a deletion holds up no other.
 			if err := o.remove(ctx, wc.Name, cp); err != nil {
-				errs = append(errs, fmt.Errorf("removing orphaned copy %s/%s on %s: %w", cp.Namespace, cp.Name, wc.Name, err))
+				errs = append(errs, fmt.Errorf("removing orphaned copy %s/%s on %s: %w", cp.GetNamespace(), cp.GetName(), wc.Name, err))
 				continue
 			}
 			removed++
@@ -96,9 +96,10 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 }
 
 // orphaned says whether no hub Workload stands for a copy on cluster.
-func (o *OrphanCollector) orphaned(ctx context.Context, cluster string, cp *batchv1.Job) (bool, error) {
+func (o *OrphanCollector) orphaned(ctx context.Context, cluster string, j jobs.Job) (bool, error) {
+	cp := j.Object()
 	var wl strata.Workload
-	if err := o.client.Get(ctx, types.NamespacedName{Namespace: cp.Namespace, Name: workload.JobWorkloadName(cp.Name)}, &wl); err != nil {
+	if err := o.client.Get(ctx, types.NamespacedName{Namespace: cp.GetNamespace(), Name: j.Kind().WorkloadName(cp.GetName())}, &wl); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			return Orphaned(cp, cluster, nil), nil
 		}
@@ -112,7 +113,7 @@ func (o *OrphanCollector) orphaned(ctx context.Context, cluster string, cp *batc
 // dispatch labels, belongs to another Workload of that name, or to a
 // dispatch that was undone or moved on. A copy of a newer dispatch than
 // wl shows is not: the hub's informer is behind.
-func Orphaned(cp *batchv1.Job, cluster string, wl *strata.Workload) bool {
+func Orphaned(cp metav1.Object, cluster string, wl *strata.Workload) bool {
 	uid, gen, ok := dispatch.CopyOf(cp)
 	if !ok || wl == nil || wl.UID != uid {
 		return true

@@ -1,18 +1,18 @@
-// Package jobs is the hub's intake: for every batch/v1 Job labelled with
-// strata.dev/queue-name it keeps a hub Workload, checked by the same code
-// and with the same reasons as on the agents. The hub's own Job
-// controller never runs such a Job: the hub chart's admission policy sets
-// its spec.managedBy to strata.dev/hub when it is created; a Job that
-// escaped the policy is marked invalid, not dispatched.
+// Package jobs is the hub's intake: for every job of a served kind (a
+// batch/v1 Job, a JobSet) labelled with strata.dev/queue-name it keeps a
+// hub Workload, checked by the same code and with the same reasons as on
+// the agents. The kind's own controller never runs such a job on the hub:
+// the hub chart's admission policies set its spec.managedBy to
+// strata.dev/hub when it is created (a JobSet's controller need not even
+// be installed there, only its CRD); a job that escaped the policy is
+// marked invalid, not dispatched.
 package jobs
 
 import (
 	"context"
 	"fmt"
 
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,35 +22,39 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
 	pkgjobs "strata.dev/strata/pkg/jobs"
-	"strata.dev/strata/pkg/jobs/batchjob"
 )
 
-// ReasonNotManagedByHub says the Job is not held off the hub's Job controller.
+// ReasonNotManagedByHub says the job is not held off its kind's own
+// controller on the hub.
 const ReasonNotManagedByHub = "NotManagedByHub"
 
-// Reconciler keeps the hub Workload of each queue-labelled Job.
+// Reconciler keeps the hub Workload of each queue-labelled job of one
+// kind.
 type Reconciler struct {
+	kind   pkgjobs.Kind
 	client client.Client
 	intake *intake.Keeper
 }
 
-// NewReconciler returns a Reconciler.
-func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, intake: intake.New(batchjob.Kind, c, recorder, managedByHub).WithOrphans()}
+// NewReconciler returns a Reconciler of kind's jobs.
+func NewReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
+	return &Reconciler{kind: kind, client: c, intake: intake.New(kind, c, recorder, managedByHub).WithOrphans()}
 }
 
-// managedByHub checks that the hub's Job controller leaves the Job alone.
+// managedByHub checks that the kind's controller on the hub leaves the job
+// alone.
 func managedByHub(j pkgjobs.Job) (string, string) {
-	job := j.(batchjob.Job)
-	if ptr.Deref(job.Spec.ManagedBy, "") == strata.ManagedByController {
+	if j.ManagedBy() == strata.ManagedByController {
 		return "", ""
 	}
-	return ReasonNotManagedByHub, fmt.Sprintf("spec.managedBy is %q, not %q: the hub's own Job controller would run this Job here; "+
-		"install the strata-hub chart's admission policy (it sets spec.managedBy on creation) and create the Job again",
-		ptr.Deref(job.Spec.ManagedBy, ""), strata.ManagedByController)
+	kind := j.Kind().GroupVersionKind().Kind
+	return ReasonNotManagedByHub, fmt.Sprintf("spec.managedBy is %q, not %q: the hub's own %s controller would run this %s here; "+
+		"install the strata-hub chart's admission policies (they set spec.managedBy on creation) and create the %s again",
+		j.ManagedBy(), strata.ManagedByController, kind, kind, kind)
 }
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=localqueues;clusterqueues,verbs=get;list;watch
@@ -60,38 +64,43 @@ func managedByHub(j pkgjobs.Job) (string, string) {
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	name := "hub-job"
+	if gvk := r.kind.GroupVersionKind(); gvk.Group != "batch" {
+		name = "hub-" + gvk.Group
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named("hub-job").
+		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		For(r.kind.NewObject(), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[strata.QueueNameLabel] != ""
 		})))
 	return r.intake.Watch(mgr, b).Complete(r)
 }
 
-// Reconcile keeps the Job's hub Workload: created and checked while the
-// Job runs, Finished once the Job finished (its status comes from the
-// worker's copy), deleted with the Job.
+// Reconcile keeps the job's hub Workload: created and checked while the
+// job runs, Finished once it finished (its status comes from the worker's
+// copy), deleted with the job.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var job batchv1.Job
-	if err := r.client.Get(ctx, req.NamespacedName, &job); err != nil {
+	obj := r.kind.NewObject()
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			return ctrl.Result{}, r.intake.DeleteWorkload(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
 	}
-	if !job.DeletionTimestamp.IsZero() {
+	if !obj.GetDeletionTimestamp().IsZero() {
 		// Being deleted (foreground, or --cascade=orphan, which would leave
 		// the Workload and so the copy behind): its copy goes now.
 		return ctrl.Result{}, r.intake.DeleteWorkload(ctx, req.NamespacedName)
 	}
-	if job.Labels[strata.QueueNameLabel] == "" {
+	if obj.GetLabels()[strata.QueueNameLabel] == "" {
 		return ctrl.Result{}, nil
 	}
-	if done, reason := intake.Finished(&job); done {
-		return ctrl.Result{}, r.intake.Finish(ctx, batchjob.Adapt(&job), reason)
+	job, _ := r.kind.Adapt(obj)
+	if done, reason := job.Finished(); done {
+		return ctrl.Result{}, r.intake.Finish(ctx, job, reason)
 	}
-	_, err := r.intake.Sync(ctx, batchjob.Adapt(&job))
+	_, err := r.intake.Sync(ctx, job)
 	if intake.Superseded(err) {
 		return ctrl.Result{}, nil // the newer object comes as an event
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,7 +38,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/controller/throttle"
-	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/tas"
 )
@@ -287,10 +286,10 @@ func (r *Reconciler) countsWait(old, cur *strata.WorkerClusterStatus, name strin
 }
 
 // live counts the copies that have not finished.
-func live(copies []batchv1.Job) int32 {
+func live(copies []jobs.Job) int32 {
 	var n int32
-	for i := range copies {
-		if done, _ := intake.Finished(&copies[i]); !done {
+	for _, c := range copies {
+		if done, _ := c.Finished(); !done {
 			n++
 		}
 	}

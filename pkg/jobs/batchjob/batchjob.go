@@ -5,9 +5,12 @@ package batchjob
 
 import (
 	"context"
+	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -96,4 +99,60 @@ func (j Job) Finished() (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// ManagedBy is spec.managedBy.
+func (j Job) ManagedBy() string { return ptr.Deref(j.Spec.ManagedBy, "") }
+
+// serverLabels are set by the API server on a Job's pod template; a copy
+// must not carry them, the worker's API server sets its own.
+var serverLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidLabel, batchv1.JobNameLabel}
+
+// ForWorker is the Job without spec.managedBy, its TTL, and the selector
+// and template labels the hub's API server generated.
+func (j Job) ForWorker() jobs.Job {
+	c := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: maps.Clone(j.Labels), Annotations: maps.Clone(j.Annotations)},
+		Spec:       *j.Spec.DeepCopy(),
+	}
+	c.Spec.ManagedBy = nil
+	c.Spec.Suspend = ptr.To(true)
+	c.Spec.TTLSecondsAfterFinished = nil
+	c.Spec.Selector, c.Spec.ManualSelector = nil, nil
+	for _, l := range serverLabels {
+		delete(c.Spec.Template.Labels, l)
+	}
+	return Job{c}
+}
+
+// MirrorStatus copies from's status.
+func (j Job) MirrorStatus(from jobs.Job) bool {
+	src, ok := from.(Job)
+	if !ok || equality.Semantic.DeepEqual(j.Status, src.Status) {
+		return false
+	}
+	j.Status = *src.Status.DeepCopy()
+	return true
+}
+
+// ClearRun zeroes the active, ready and terminating pods, and the start
+// time of a suspended Job.
+func (j Job) ClearRun() bool {
+	if done, _ := j.Finished(); done {
+		return false
+	}
+	st := &j.Status
+	changed := st.Active != 0 || ptr.Deref(st.Ready, 0) != 0 || ptr.Deref(st.Terminating, 0) != 0
+	st.Active = 0
+	if st.Ready != nil {
+		st.Ready = ptr.To[int32](0)
+	}
+	if st.Terminating != nil {
+		st.Terminating = ptr.To[int32](0)
+	}
+	if j.Suspended() && st.StartTime != nil {
+		st.StartTime = nil
+		changed = true
+	}
+	return changed
 }

@@ -9,10 +9,13 @@ package jobset
 
 import (
 	"context"
+	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -134,4 +137,46 @@ func (j JobSet) Finished() (bool, string) {
 		return true, "Failed"
 	}
 	return false, ""
+}
+
+// ManagedBy is spec.managedBy.
+func (j JobSet) ManagedBy() string { return ptr.Deref(j.Spec.ManagedBy, "") }
+
+// ForWorker is the JobSet without spec.managedBy and its TTL.
+func (j JobSet) ForWorker() jobs.Job {
+	c := &jobsetapi.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: maps.Clone(j.Labels), Annotations: maps.Clone(j.Annotations)},
+		Spec:       *j.Spec.DeepCopy(),
+	}
+	c.Spec.ManagedBy = nil
+	c.Spec.Suspend = ptr.To(true)
+	c.Spec.TTLSecondsAfterFinished = nil
+	return JobSet{c}
+}
+
+// MirrorStatus copies from's status: conditions, restarts, terminal state
+// and each ReplicatedJob's Job counts.
+func (j JobSet) MirrorStatus(from jobs.Job) bool {
+	src, ok := from.(JobSet)
+	if !ok || equality.Semantic.DeepEqual(j.Status, src.Status) {
+		return false
+	}
+	j.Status = *src.Status.DeepCopy()
+	return true
+}
+
+// ClearRun zeroes each ReplicatedJob's active and ready Jobs.
+func (j JobSet) ClearRun() bool {
+	if done, _ := j.Finished(); done {
+		return false
+	}
+	changed := false
+	for i := range j.Status.ReplicatedJobsStatus {
+		st := &j.Status.ReplicatedJobsStatus[i]
+		if st.Active != 0 || st.Ready != 0 {
+			st.Active, st.Ready = 0, 0
+			changed = true
+		}
+	}
+	return changed
 }

@@ -21,9 +21,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	agentcontroller "strata.dev/strata/agent/controller"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
 	hubcontroller "strata.dev/strata/hub/controller"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/test/integration/framework"
@@ -74,11 +77,13 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{Verbosity: 2, LogTimestamp: true}))
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	var err error
+	// JobSet's CRD on the hub, w1 and w2; w3 does not serve JobSets.
+	jobSetCRDs, err := framework.JobSetCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
 	clusters, err = framework.Start(
-		framework.ClusterSpec{Name: "hub", Role: framework.Hub},
-		framework.ClusterSpec{Name: "w1", Role: framework.Worker},
-		framework.ClusterSpec{Name: "w2", Role: framework.Worker},
+		framework.ClusterSpec{Name: "hub", Role: framework.Hub, CRDPaths: jobSetCRDs},
+		framework.ClusterSpec{Name: "w1", Role: framework.Worker, CRDPaths: jobSetCRDs},
+		framework.ClusterSpec{Name: "w2", Role: framework.Worker, CRDPaths: jobSetCRDs},
 		framework.ClusterSpec{Name: "w3", Role: framework.Worker},
 	)
 	Expect(err).NotTo(HaveOccurred())
@@ -91,6 +96,19 @@ var _ = BeforeSuite(func() {
 	for _, w := range workers {
 		kubectlApply(w, filepath.Join("charts", "strata-agent", "templates", "admission-policy.yaml"))
 	}
+
+	// The hub and the agents take in JobSets only if their API is served
+	// when they start; the hub's admission policy must mark JobSets managed
+	// by the hub before a spec creates one: wait for both (a dry run).
+	Eventually(func(g Gomega) {
+		ctx := context.Background()
+		for _, c := range []*framework.Cluster{hub, workers[0], workers[1]} {
+			g.Expect(c.Client.List(ctx, &jobsetapi.JobSetList{})).To(Succeed())
+		}
+		js := &jobsetapi.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: map[string]string{strata.QueueNameLabel: "probe"}}}
+		g.Expect(hub.Client.Create(ctx, js, client.DryRunAll)).To(Succeed())
+		g.Expect(js.Spec.ManagedBy).To(Equal(ptr.To(strata.ManagedByController)))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 
 	hubCfg, err = config.LoadHub("")
 	Expect(err).NotTo(HaveOccurred())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -150,7 +151,7 @@ topology domain. It works on a hub and on a worker.`,
 				if apierrors.IsNotFound(err) {
 					return fmt.Errorf("%s %s/%s not found on %s (-n picks the namespace)", strings.ToLower(kindName), s.namespace, name, s.where)
 				}
-				return apiError(err, kindName, strings.ToLower(kindName)+"s", s.where)
+				return jobReadError(err, kind, s.where)
 			}
 			job, _ := kind.Adapt(obj)
 			if err := checkManaged(job); err != nil {
@@ -212,6 +213,20 @@ func refOf(job pkgjobs.Job) ObjectRef {
 func describe(job pkgjobs.Job) string {
 	obj := job.Object()
 	return fmt.Sprintf("%s %s/%s", strings.ToLower(job.Kind().GroupVersionKind().Kind), obj.GetNamespace(), obj.GetName())
+}
+
+// jobReadError says why a job of kind could not be read from where: a
+// cluster that does not serve the kind is named as such (its CRD is not
+// installed), not taken for one without Strata.
+func jobReadError(err error, kind pkgjobs.Kind, where string) error {
+	gvk := kind.GroupVersionKind()
+	switch {
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("%s does not serve %s (%s): its CRD is not installed there, so Strata runs no %ss on it", where, pkgjobs.Resource(kind), gvk.GroupVersion(), gvk.Kind)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("you may not get %s on %s: ask for read access (%w)", pkgjobs.Resource(kind), where, err)
+	}
+	return apiError(err, gvk.Kind, strings.ToLower(gvk.Kind)+"s", where)
 }
 
 // checkManaged rejects a Job Strata does not manage.

@@ -2,16 +2,21 @@ package kubectlstrata
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -143,6 +148,14 @@ func TestExplainErrors(t *testing.T) {
 		},
 		"the Job's Workload": {
 			err: noWorkloadYet(batchjob.Adapt(job(nil)), explainWorkload()),
+		},
+		"a cluster without JobSet's CRD": {
+			err:  jobReadError(&meta.NoKindMatchError{GroupKind: jobset.Kind.GroupVersionKind().GroupKind(), SearchedVersions: []string{"v1alpha2"}}, jobset.Kind, "the hub"),
+			want: "the hub does not serve jobsets.jobset.x-k8s.io (jobset.x-k8s.io/v1alpha2): its CRD is not installed there, so Strata runs no JobSets on it",
+		},
+		"JobSets forbidden": {
+			err:  jobReadError(apierrors.NewForbidden(schema.GroupResource{Group: "jobset.x-k8s.io", Resource: "jobsets"}, "train", errors.New("no")), jobset.Kind, "w1"),
+			want: `you may not get jobsets.jobset.x-k8s.io on w1: ask for read access (jobsets.jobset.x-k8s.io "train" is forbidden: no)`,
 		},
 	}
 	for name, tc := range cases {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes binaries Strata's integration and e2e tests run on —
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok,
-# kwokctl and helm — from source through the Go module proxy. Nothing prebuilt is
+# kwokctl, helm and JobSet's controller — from source through the Go module proxy. Nothing prebuilt is
 # downloaded from anywhere.
 #
 # Binaries are kept in a version-keyed cache outside the work tree
@@ -11,13 +11,17 @@
 # binary that is already in the cache is skipped.
 #
 # Usage: hack/k8s-binaries.sh [component ...]
-#   components: kubernetes etcd kwok helm (default: all)
+#   components: kubernetes etcd kwok helm jobset (default: all but jobset, which
+#   no suite runs yet: the JobSet e2e is next)
 set -euo pipefail
 
 KUBERNETES_VERSION=${KUBERNETES_VERSION:-v1.37.1}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.5}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
+# JobSet's controller, for the e2e and the demo's workers: the version go.mod
+# pins for its API.
+JOBSET_VERSION=${JOBSET_VERSION:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && awk '$1 == "sigs.k8s.io/jobset" {print $2}' go.mod)}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE_DIR=${STRATA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata}
@@ -173,6 +177,10 @@ build_kwok() {
     sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
 }
 
+build_jobset() {
+  build_module jobset "${JOBSET_VERSION}" sigs.k8s.io/jobset sigs.k8s.io/jobset
+}
+
 build_helm() {
   build_module helm "${HELM_VERSION}" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm
 }
@@ -186,7 +194,8 @@ for c in "${components[@]}"; do
     etcd) build_etcd ;;
     kwok) build_kwok ;;
     helm) build_helm ;;
-    *) log "unknown component ${c} (want: kubernetes etcd kwok helm)"; exit 2 ;;
+    jobset) build_jobset ;;
+    *) log "unknown component ${c} (want: kubernetes etcd kwok helm jobset)"; exit 2 ;;
   esac
 done
 log "binaries ready in ${BIN_DIR} -> ${CACHE_DIR}"

@@ -268,7 +268,7 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 	r := &remote{identity: identity, cache: c, client: direct, cancel: cancel,
 		kinds: map[schema.GroupVersionKind]*kindWatch{}, discovered: map[schema.GroupVersionKind]bool{}}
 	go f.probe(ctx, name, r, ready)
-	go f.watchKinds(ctx, name, r, watchCfg)
+	go f.watchKinds(ctx, name, r, cfg, watchCfg)
 	return r, nil
 }
 

@@ -25,10 +25,14 @@ import (
 // cluster without JobSet's CRD would never sync an informer of JobSets,
 // and with it the whole connection. Each such kind gets its own cache,
 // started when discovery first finds the kind (asked at the connection and
-// then every kindRecheck while missing, so a CRD installed later is
-// found); until that cache is synced, copies of the kind on the worker are
-// not read (ErrNotConnected for them) and the dispatcher sends none there.
+// then every kindRecheck while missing, so a CRD installed later is found;
+// a failed discovery is retried after kindRetry); until that cache is
+// synced, copies of the kind on the worker are not read (ErrNotConnected
+// for them) and the dispatcher sends none there.
 var kindRecheck = 30 * time.Second
+
+// kindRetry is how soon discovery is asked again after it failed.
+var kindRetry = 3 * time.Second
 
 // kindWatch is the cache of one optional kind's copies on a worker.
 type kindWatch struct {
@@ -42,14 +46,16 @@ type kindWatch struct {
 var ErrKindNotServed = errors.New("kind not served")
 
 // watchKinds looks, until ctx ends, for the optional kinds the worker
-// serves and watches the hub's copies of each it finds.
-func (f *Fleet) watchKinds(ctx context.Context, name string, r *remote, cfg *rest.Config) {
+// serves (asking its discovery with cfg, whose timeout bounds each
+// request) and watches the hub's copies of each it finds (with watchCfg,
+// without one).
+func (f *Fleet) watchKinds(ctx context.Context, name string, r *remote, cfg, watchCfg *rest.Config) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return
 	}
 	for {
-		missing := 0
+		missing, unknown := 0, 0
 		for _, k := range kinds.All {
 			if k == batchjob.Kind {
 				continue
@@ -67,21 +73,29 @@ func (f *Fleet) watchKinds(ctx context.Context, name string, r *remote, cfg *res
 				r.discovered[gvk] = served
 			}
 			f.mu.Unlock()
+			if err != nil {
+				unknown++
+				continue
+			}
 			if !served {
 				missing++
 				continue
 			}
-			if err := f.watchKind(ctx, name, r, cfg, k); err != nil {
+			if err := f.watchKind(ctx, name, r, watchCfg, k); err != nil {
 				missing++
 			}
 		}
-		if missing == 0 {
+		if missing == 0 && unknown == 0 {
 			return
+		}
+		next := kindRecheck
+		if unknown > 0 {
+			next = kindRetry // the worker did not answer: ask again soon
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(kindRecheck):
+		case <-time.After(next):
 		}
 	}
 }

@@ -11,15 +11,14 @@
 # binary that is already in the cache is skipped.
 #
 # Usage: hack/k8s-binaries.sh [component ...]
-#   components: kubernetes etcd kwok helm jobset (default: all but jobset, which
-#   no suite runs yet: the JobSet e2e is next)
+#   components: kubernetes etcd kwok helm jobset (default: all)
 set -euo pipefail
 
 KUBERNETES_VERSION=${KUBERNETES_VERSION:-v1.37.1}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.5}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
-# JobSet's controller, for the e2e and the demo's workers: the version go.mod
+# JobSet's controller, for the e2e's and the demo's workers: the version go.mod
 # pins for its API.
 JOBSET_VERSION=${JOBSET_VERSION:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && awk '$1 == "sigs.k8s.io/jobset" {print $2}' go.mod)}
 
@@ -186,7 +185,7 @@ build_helm() {
 }
 
 components=("$@")
-[[ ${#components[@]} -gt 0 ]] || components=(etcd kubernetes kwok helm)
+[[ ${#components[@]} -gt 0 ]] || components=(etcd kubernetes kwok helm jobset)
 mkdir -p "${CACHE_DIR}"
 for c in "${components[@]}"; do
   case "${c}" in

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"strata.dev/strata/agent/controller/jobs"
 	strata "strata.dev/strata/api/v1beta1"
@@ -204,5 +205,16 @@ var _ = Describe("strata-agent on a kwok cluster", Ordered, Label("e2e"), func()
 		Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
 		Expect(ptr.Deref(got.Spec.Suspend, false)).To(BeTrue())
 		Expect(got.Status.Active).To(BeZero())
+	})
+
+	It("runs KEP-2724's two-level JobSet with JobSet's own controller: every Job's pods on one host, the JobSet in one block", Label("jobset"), func(ctx SpecContext) {
+		js := twoLevelJobSet("two-level", "default", "e2e")
+		Expect(kube.Create(ctx, js)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var got jobsetapi.JobSet
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+			g.Expect(jobSetCompleted(&got)).To(BeTrue(), "jobset status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+		expectJobsOnOneHostEach(ctx, kube, js)
 	})
 })

@@ -15,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
@@ -98,10 +100,12 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 	BeforeAll(func(ctx SpecContext) {
 		hubCluster = createCluster("strata-e2e-hub")
 		hubKube = adminClient(hubCluster)
+		hubCluster.InstallJobSet(false)
 		hubCluster.Deploy("strata-hub", hubConfig)
 
 		w2 := createCluster("strata-e2e-w2")
 		w2Kube = adminClient(w2)
+		w2.InstallJobSet(true)
 		w2.Deploy("strata-agent", "")
 		workers["w1"], workers["w2"] = kube, w2Kube
 
@@ -514,5 +518,25 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			g.Expect(complete(&got)).To(BeTrue(), "hub job status: %+v", got.Status)
 			g.Expect(hubWorkload(g, ctx, plain).Status.Placement.DispatchGeneration).To(Equal(int64(1)))
 		}, wait, time.Second).Should(Succeed())
+	})
+
+	It("dispatches KEP-2724's two-level JobSet to the worker whose hosts hold its Jobs; JobSet's controller runs it there; the hub JobSet shows it complete", Label("jobset"), func(ctx SpecContext) {
+		js := twoLevelJobSet("two-level", fleetNS, fleetQueue)
+		Expect(hubKube.Create(ctx, js)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var got jobsetapi.JobSet
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+			g.Expect(jobSetCompleted(&got)).To(BeTrue(), "hub jobset status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+		var wl strata.Workload
+		Expect(hubKube.Get(ctx, client.ObjectKey{Namespace: fleetNS, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
+		Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "only w1's hosts hold 4 pods of 2 CPUs")
+		Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "admitted the first time")
+		expectJobsOnOneHostEach(ctx, kube, js)
+
+		By("the hub ran nothing itself: no Jobs and no pods of the JobSet there")
+		var hubJobs batchv1.JobList
+		Expect(hubKube.List(ctx, &hubJobs, client.InNamespace(fleetNS), client.MatchingLabels{jobsetapi.JobSetNameKey: js.Name})).To(Succeed())
+		Expect(hubJobs.Items).To(BeEmpty())
 	})
 })

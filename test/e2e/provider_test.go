@@ -39,6 +39,10 @@ type cluster interface {
 	// Credential is a kubeconfig that authenticates as ServiceAccount sa
 	// of strata-system and reaches this cluster from where the hub runs.
 	Credential(sa string) []byte
+	// InstallJobSet installs JobSet's CRD and, with controller, its
+	// controller (the hub needs the CRD only), before the agent or the hub
+	// starts: they take in the kinds served when they start.
+	InstallJobSet(controller bool)
 	// CollectLogs copies the cluster's logs into dir.
 	CollectLogs(dir string) error
 	// Delete removes what the provider created.
@@ -84,6 +88,14 @@ func (c *kwokCluster) Deploy(chart, config string) {
 	}
 	pkg := map[string]string{"strata-agent": "./agent/cmd/strata-agent", "strata-hub": "./hub/cmd/strata-hub"}[chart]
 	start(chart+"-"+c.Name(), build(chart, pkg), args...)
+}
+
+func (c *kwokCluster) InstallJobSet(controller bool) {
+	GinkgoHelper()
+	installJobSetCRD(c)
+	if controller {
+		runJobSetController(c)
+	}
 }
 
 func (c *kwokCluster) Credential(sa string) []byte {
@@ -140,6 +152,22 @@ func (c *kindCluster) Deploy(chart, config string) {
 		// On kind's own nodes, not on the simulated ones (they have no OS label).
 		"--set", `nodeSelector.kubernetes\.io/os=linux`, "--wait", "--timeout", "3m")
 	c.run(nil, "kubectl", "rollout", "status", "deployment/"+chart, "--namespace", kwokcluster.Namespace, "--timeout", "3m")
+}
+
+// InstallJobSet applies JobSet's release manifests (CRD, controller and
+// webhooks, at the version go.mod requires; the nodes pull its image), or
+// its CRD only.
+func (c *kindCluster) InstallJobSet(controller bool) {
+	GinkgoHelper()
+	if !controller {
+		installJobSetCRD(c)
+		return
+	}
+	By("installing JobSet's release manifests on " + c.name)
+	version := jobSetVersion()
+	c.run(nil, "kubectl", "apply", "--server-side", "-f",
+		"https://github.com/kubernetes-sigs/jobset/releases/download/"+version+"/manifests.yaml")
+	c.run(nil, "kubectl", "rollout", "status", "deployment/jobset-controller-manager", "--namespace", "jobset-system", "--timeout", "5m")
 }
 
 func (c *kindCluster) Credential(sa string) []byte {

@@ -148,5 +148,6 @@ var _ = BeforeSuite(func() {
 
 	worker1 = createCluster(clusterName)
 	kube = adminClient(worker1)
+	worker1.InstallJobSet(true)
 	worker1.Deploy("strata-agent", "")
 })

@@ -126,6 +126,10 @@ func JobSetCRDPaths() ([]string, error) {
 	return []string{filepath.Join(dir, "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml")}, nil
 }
 
+// JobSetModuleDir is JobSet's module in the module cache, at the version
+// go.mod requires: its manifests (config/components) are there.
+func JobSetModuleDir() (string, error) { return moduleDir("sigs.k8s.io/jobset") }
+
 // moduleDir is where the go command keeps module, at the version the
 // repository requires.
 func moduleDir(module string) (string, error) {

@@ -8,9 +8,11 @@
 #   east  A100 nodes, fragmented racks    /  chart, running the same way
 #
 # west is registered through a kubeconfig Secret, east through a
-# ClusterProfile (with an exec credential plugin). The Jobs of
-# docs/examples/fleet/hub are submitted to the hub; the script prints where
-# each landed (cluster, flavor, racks) or why it waits, and the
+# ClusterProfile (with an exec credential plugin). JobSet's CRD is on every
+# cluster, its controller (bin/k8s/jobset) runs for each worker. The Jobs
+# and the JobSet of docs/examples/fleet/hub are submitted to the hub; the
+# script prints where each landed (cluster, flavor, racks; for the JobSet,
+# where each of its Jobs ran) or why it waits, and the
 # WorkerClusters. Everything keeps running; kubeconfigs and logs are in
 # .demo/. hack/demo.sh down removes it all. Running it again while the demo
 # is up only prints the results again.
@@ -40,9 +42,12 @@ running() {
 down() {
   local c
   for c in "${CLUSTERS[@]}"; do
-    if [[ -f "${DEMO}/${c}.pid" ]]; then
-      kill "$(cat "${DEMO}/${c}.pid")" 2>/dev/null || true
-    fi
+    local p
+    for p in "${DEMO}/${c}.pid" "${DEMO}/jobset-${c}.pid"; do
+      if [[ -f "${p}" ]]; then
+        kill "$(cat "${p}")" 2>/dev/null || true
+      fi
+    done
     "${BIN}/kwokctl" delete cluster --name "strata-demo-${c}" >/dev/null 2>&1 || true
   done
   rm -rf "${DEMO}"
@@ -70,6 +75,7 @@ results() {
   local wl job admitted cluster flavor reason nodes racks
   for wl in $(k hub get workloads -n ml -o jsonpath='{.items[*].metadata.name}'); do
     job=${wl#job-}
+    [[ "${wl}" == jobset-* ]] && job="jobset/${wl#jobset-}"
     admitted=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].status}')
     if [[ "${admitted}" != "True" ]]; then
       reason=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].message}')
@@ -83,6 +89,12 @@ results() {
       k "${cluster}" get node "${n}" -o jsonpath='{.metadata.labels.cloud\.provider\.com/topology-block}/{.metadata.labels.cloud\.provider\.com/topology-rack}{"\n"}'
     done | sort -u | tr '\n' ' ')
     printf '%-18s %-8s %-9s %-28s %s\n' "${job}" "${cluster}" "${flavor}" "${racks:-(pods not created yet)}" "${nodes}"
+    if [[ "${wl}" == jobset-* ]]; then
+      # Where each of the JobSet's Jobs ran: its pods by job index.
+      k "${cluster}" get pods -n ml -l "strata.dev/workload=${wl}" \
+        -o jsonpath='{range .items[*]}{.metadata.labels.jobset\.sigs\.k8s\.io/replicatedjob-name}-{.metadata.labels.jobset\.sigs\.k8s\.io/job-index} {.spec.nodeName}{"\n"}{end}' |
+        sort | uniq -c | awk '{printf "%-18s %-8s %-9s %-28s %s(%s)\n", "  Job " $2, "", "", "", $3, $1}'
+    fi
   done
   printf '\n'
   k hub get workerclusters
@@ -95,7 +107,7 @@ results() {
 The fleet keeps running. Look around:
   kubectl --kubeconfig .demo/hub.kubeconfig get jobs,workloads -n ml     # the hub's view
   kubectl --kubeconfig .demo/west.kubeconfig get jobs,pods -n ml -o wide # a worker's
-  logs: .demo/hub.log .demo/west.log .demo/east.log
+  logs: .demo/hub.log .demo/west.log .demo/east.log .demo/jobset-west.log .demo/jobset-east.log
 Offline, the same question: go run ./pkg/cmd/kubectl-strata simulate \\
   --cluster west=docs/examples/fleet/west --cluster east=docs/examples/fleet/east -f docs/examples/fleet/hub
 Remove it all: make demo-down
@@ -128,6 +140,23 @@ for c in "${CLUSTERS[@]}"; do
     --kube-scheduler-binary "${BIN}/kube-scheduler" \
     --kwok-controller-binary "${BIN}/kwok" --etcd-binary "${BIN}/etcd" \
     --kubeconfig "$(kc "${c}")" --wait 2m >"${DEMO}/kwokctl-${c}.log" 2>&1 || { cat "${DEMO}/kwokctl-${c}.log" >&2; exit 1; }
+done
+
+say "installing JobSet's CRD on every cluster and running its controller for west and east"
+jobset_dir=$(cd "${ROOT}" && go mod download sigs.k8s.io/jobset && go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)
+for c in "${CLUSTERS[@]}"; do
+  k "${c}" apply --server-side -f "${jobset_dir}/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml" >/dev/null
+  for _ in $(seq 60); do # until the API server serves JobSets
+    k "${c}" get jobsets -A >/dev/null 2>&1 && break
+    sleep 1
+  done
+done
+for w in "${WORKERS[@]}"; do
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  config=$(cd "${ROOT}" && go run ./test/kwokcluster/jobset-webhooks --kubeconfig "$(kc "${w}")" --dir "${DEMO}/jobset-${w}" --port "${port}")
+  "${BIN}/jobset" --kubeconfig "$(kc "${w}")" --config "${config}" --metrics-bind-address 0 \
+    --health-probe-bind-address 127.0.0.1:0 >"${DEMO}/jobset-${w}.log" 2>&1 &
+  echo $! >"${DEMO}/jobset-${w}.pid"
 done
 
 say "installing the strata-hub chart on hub, the strata-agent chart on west and east"
@@ -242,11 +271,12 @@ for w in "${WORKERS[@]}"; do
   fi
 done
 
-say "submitting the Jobs of docs/examples/fleet/hub to the hub"
+say "submitting the Jobs and the JobSet of docs/examples/fleet/hub to the hub"
 k hub create namespace ml >/dev/null
 k hub apply -f "${ROOT}/docs/examples/fleet/hub/queue.yaml" >/dev/null
 k hub apply -f "${ROOT}/docs/examples/fleet/hub/jobs.yaml"
-jobs=$(k hub get jobs -n ml --no-headers | wc -l)
+k hub apply -f "${ROOT}/docs/examples/fleet/hub/jobset.yaml"
+jobs=$(( $(k hub get jobs -n ml --no-headers | wc -l) + $(k hub get jobsets -n ml --no-headers | wc -l) ))
 for _ in $(seq 120); do
   decided=$(k hub get workloads -n ml -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Admitted")].reason}{"\n"}{end}' \
     | grep -c -e Admitted -e Pending -e NoClusterFits || true)

@@ -19,10 +19,13 @@ import (
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "an admin kubeconfig of the cluster")
-	dir := flag.String("dir", "", "where the certificate and the configuration go")
-	port := flag.Int("port", 0, "the port JobSet's webhooks listen on, on 127.0.0.1")
-	flag.Parse()
+	// Its own flag set: controller-runtime registers --kubeconfig on the
+	// default one.
+	fs := flag.NewFlagSet("jobset-webhooks", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "an admin kubeconfig of the cluster")
+	dir := fs.String("dir", "", "where the certificate and the configuration go")
+	port := fs.Int("port", 0, "the port JobSet's webhooks listen on, on 127.0.0.1")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits on a bad flag
 	if err := run(*kubeconfig, *dir, *port); err != nil {
 		fmt.Fprintln(os.Stderr, "jobset-webhooks:", err)
 		os.Exit(1)

@@ -270,6 +270,7 @@ var _ = Describe("The samples in docs/samples", Label("smoke", "samples"), func(
 			out, err := kubectl(c, append([]string{"apply"}, args...)...)
 			Expect(err).NotTo(HaveOccurred(), "%s: %s", c.Name, out)
 			Expect(out).To(ContainSubstring("workload.strata.dev/job-llm-pretrain created"), c.Name)
+			Expect(out).To(ContainSubstring("jobset.jobset.x-k8s.io/two-level created"), c.Name)
 			if c.Role == framework.Hub {
 				Expect(out).To(ContainSubstring("workercluster.strata.dev/worker-1 created"))
 			}

@@ -18,11 +18,13 @@ func TestSmoke(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	var err error
+	// JobSet's CRD, for the JobSet samples.
+	jobSetCRDs, err := framework.JobSetCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
 	clusters, err = framework.Start(
-		framework.ClusterSpec{Name: "hub", Role: framework.Hub},
-		framework.ClusterSpec{Name: "worker-1", Role: framework.Worker},
-		framework.ClusterSpec{Name: "worker-2", Role: framework.Worker},
+		framework.ClusterSpec{Name: "hub", Role: framework.Hub, CRDPaths: jobSetCRDs},
+		framework.ClusterSpec{Name: "worker-1", Role: framework.Worker, CRDPaths: jobSetCRDs},
+		framework.ClusterSpec{Name: "worker-2", Role: framework.Worker, CRDPaths: jobSetCRDs},
 	)
 	Expect(err).NotTo(HaveOccurred())
 })

@@ -64,13 +64,18 @@ func TestFleetExample(t *testing.T) {
 		// Slices of 2 per rack: west's rack-2 has two free hosts.
 		"sliced":  {"west", "tas-a100", rack("block-1", "rack-2", 4), 3},
 		"too-big": {"", "", nil, 3},
+		// KEP-2724's two-level JobSet: each Job's 4 pods on one host (a
+		// host of each of two racks of east's block-1), the JobSet in one
+		// block.
+		"two-level": {"east", "tas-a100", []Domain{{Values: []string{"block-1", "rack-1"}, Count: 4}, {Values: []string{"block-1", "rack-2"}, Count: 4}}, 3},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("choices (-want,+got):\n%s", diff)
 	}
-	last := results[len(results)-1]
-	if !strings.HasPrefix(last.Reason, "larger than every cluster, even empty: ") {
-		t.Errorf("too-big's reason: %s", last.Reason)
+	for _, r := range results {
+		if r.Name == "too-big" && !strings.HasPrefix(r.Reason, "larger than every cluster, even empty: ") {
+			t.Errorf("too-big's reason: %s", r.Reason)
+		}
 	}
 	// Every candidate of the first job says why.
 	wantCands := []Candidate{

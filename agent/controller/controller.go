@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"strata.dev/strata/agent/cache"
+	"strata.dev/strata/agent/controller/fencing"
 	"strata.dev/strata/agent/controller/jobs"
 	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/ungater"
@@ -71,6 +72,11 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	recorder := mgr.GetEventRecorder("strata-agent")
 	capacity := cache.New()
 	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder).WithAPIReader(mgr.GetAPIReader())
+	fence := fencing.New(mgr.GetClient(), recorder, clock.RealClock{}, cfg.Fencing.Namespace, sched.Wake)
+	sched.WithHolds(fence.Holds)
+	if err := fence.SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := capacity.SetupWithManager(ctx, mgr, cache.Hooks{Workload: sched.WorkloadEvent, Queue: sched.Wake}); err != nil {
 		return err
 	}

@@ -49,6 +49,9 @@ const (
 	// queue does not have (admissible again once the queue has it); it
 	// does not block a StrictFIFO queue.
 	ReasonInadmissible = "Inadmissible"
+	// ReasonHeld: the workload may not be admitted now whatever the
+	// capacity: a copy of a hub that has gone silent (fencing).
+	ReasonHeld = "Fenced"
 )
 
 // Scheduler admits workloads. It is a manager Runnable.
@@ -68,6 +71,9 @@ type Scheduler struct {
 	queueStatusAt map[string]time.Time
 	// queueStatusWake is set while a pass is due for a deferred write.
 	queueStatusWake atomic.Bool
+	// holds says why a workload may not be admitted now whatever the
+	// capacity ("" when it may): a copy of a fenced hub.
+	holds func(*strata.Workload) string
 
 	// Admissions are written asynchronously, as kube-scheduler binds: the
 	// capacity is taken in the cache at once (assumed), the status write
@@ -111,6 +117,14 @@ const queueStatusInterval = time.Second
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
 	return &Scheduler{client: c, reader: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
 		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters)}
+}
+
+// WithHolds makes the scheduler ask holds before it tries a workload: a
+// workload it says why of waits, Admitted=False with reason Held (see
+// ReasonHeld), without blocking its queue.
+func (s *Scheduler) WithHolds(holds func(*strata.Workload) string) *Scheduler {
+	s.holds = holds
+	return s
 }
 
 // WithAPIReader makes the scheduler read workloads whose admission write
@@ -298,6 +312,11 @@ func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.Namespa
 // workload (see inadmissibleError and flavorNotReadyError): it then does
 // not hold up a StrictFIFO queue.
 func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, wl *strata.Workload) (admitted, blocks bool, err error) {
+	if s.holds != nil {
+		if why := s.holds(wl); why != "" {
+			return false, false, s.setNotAdmitted(ctx, wl, ReasonHeld, why)
+		}
+	}
 	flavors, why := flavorsFor(cq, wl)
 	if why != "" {
 		return false, false, s.setNotAdmitted(ctx, wl, ReasonInadmissible, why)

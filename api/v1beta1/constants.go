@@ -78,6 +78,11 @@ const (
 	// (HubConfiguration.origin). The hub watches and collects only the copies
 	// labelled with its own origin.
 	OriginLabel = Prefix + "origin"
+	// FencingLeasePrefix starts the name of the Lease a hub renews on each
+	// worker, in the agent's namespace: strata-fence-<origin>. While the hub
+	// renews it, the agent runs the hub's copies; once it has not for the
+	// Lease's duration, the agent stops them.
+	FencingLeasePrefix = "strata-fence-"
 	// HubWorkloadUIDLabel holds the UID of the hub Workload the copy belongs
 	// to.
 	HubWorkloadUIDLabel = Prefix + "hub-workload-uid"

@@ -35,6 +35,12 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 	clk := clock.RealClock{}
 	recorder := mgr.GetEventRecorder("strata-hub")
 	f := fleet.New(mgr.GetScheme(), cfg.Origin)
+	f.SetFencing(fleet.Fencing{
+		Enabled:       cfg.Fencing.Mode == configv1beta1.FencingEnabled,
+		Namespace:     cfg.Dispatch.WorkerNamespace,
+		FenceAfter:    cfg.Fencing.FenceAfter.Duration,
+		RenewInterval: cfg.Fencing.RenewInterval.Duration,
+	})
 	if err := mgr.Add(f); err != nil {
 		return nil, err
 	}
@@ -67,9 +73,13 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 	if err := followed.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(copies.NewOrphanCollector(mgr.GetClient(), f, followed, cfg.Dispatch.OrphanCheckInterval.Duration, clk)); err != nil {
+	orphans := copies.NewOrphanCollector(mgr.GetClient(), f, followed, cfg.Dispatch.OrphanCheckInterval.Duration, clk)
+	if err := mgr.Add(orphans); err != nil {
 		return nil, err
 	}
+	// A worker that returns gets its fencing Lease renewed only once the
+	// copies placed elsewhere meanwhile are gone from it.
+	f.BeforeRenew(orphans.CollectWorker)
 	d := dispatch.New(mgr.GetClient(), f, cfg, recorder, clk)
 	if err := mgr.Add(d); err != nil {
 		return nil, err

@@ -55,11 +55,21 @@ type Fleet struct {
 	// connected are called with a worker's name once its informers are
 	// synced on a new connection.
 	connectedListeners []func(string)
+	// healthListeners are called with a worker's name when the health
+	// probe takes it as down or as answering again.
+	healthListeners []func(string)
 
 	// tmu guards targets, the placement targets of every worker by flavor,
 	// and their reservations.
 	tmu     sync.Mutex
 	targets map[string]map[string]*placement.Target
+
+	// fencing, when set, has the hub renew a fencing Lease on every
+	// worker; renewed is when it last did, per worker (fencing.go). Both
+	// guarded by mu.
+	fencing     *Fencing
+	renewed     map[string]time.Time
+	beforeRenew func(ctx context.Context, worker string) error
 
 	// hmu guards hints, the placement of each dispatch whose copy is to be
 	// created, by dispatch key: read by the copies controller without
@@ -97,7 +107,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}}
+		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}}
 }
 
 // Changed receives the names of workers whose summaries changed.
@@ -156,6 +166,11 @@ func (f *Fleet) Connect(ctx context.Context, name, identity string, cfg *rest.Co
 		return ctx.Err()
 	}
 	f.mu.Lock()
+	if _, ok := f.renewed[name]; !ok {
+		// Not renewed by this process yet: the hub may have renewed it just
+		// before it started.
+		f.renewed[name] = time.Now()
+	}
 	r := f.remotes[name]
 	if r != nil && r.identity != identity {
 		r.cancel()
@@ -269,6 +284,7 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 		kinds: map[schema.GroupVersionKind]*kindWatch{}, discovered: map[schema.GroupVersionKind]bool{}}
 	go f.probe(ctx, name, r, ready)
 	go f.watchKinds(ctx, name, r, cfg, watchCfg)
+	go f.renewFence(ctx, name, r)
 	return r, nil
 }
 

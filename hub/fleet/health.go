@@ -43,6 +43,14 @@ func (f *Fleet) Down(name string) string {
 	return ""
 }
 
+// OnHealth calls fn with a worker's name each time the health probe takes
+// it as down or as answering again. fn must not block.
+func (f *Fleet) OnHealth(fn func(worker string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.healthListeners = append(f.healthListeners, fn)
+}
+
 // probe asks a worker's API server for /readyz until ctx ends, and tells
 // the fleet's listeners when the worker goes down or comes back.
 func (f *Fleet) probe(ctx context.Context, name string, r *remote, ready func(context.Context) error) {
@@ -71,9 +79,13 @@ func (f *Fleet) probe(ctx context.Context, name string, r *remote, ready func(co
 			}
 		}
 		changed := (was == "") != (r.health.down == "")
+		healthListeners := f.healthListeners
 		f.mu.Unlock()
 		if changed {
 			f.notify(ctx, name)
+			for _, fn := range healthListeners {
+				fn(name)
+			}
 		}
 	}
 }

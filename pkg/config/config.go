@@ -52,6 +52,16 @@ const (
 	// DefaultExecAPIVersion is the ExecCredential version the hub asks
 	// access providers' plugins for.
 	DefaultExecAPIVersion = "client.authentication.k8s.io/v1"
+	// DefaultFenceAfter is long enough for a hub to be restarted or
+	// upgraded without stopping any copy.
+	DefaultFenceAfter = 10 * time.Minute
+	// DefaultReplaceAfter leaves the agents fenceAfter and 5 minutes to
+	// stop the copies of a worker the hub cannot reach.
+	DefaultReplaceAfter = 15 * time.Minute
+	// FencingClockMargin is the least replaceAfter must exceed fenceAfter
+	// by: the delay before an agent sees a renewal, the time a stopped
+	// copy's pods take to go, and the clocks' drift over fenceAfter.
+	FencingClockMargin = time.Minute
 )
 
 // LoadAgent reads an AgentConfiguration from path, or returns the defaults
@@ -134,6 +144,9 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 	setDuration(&cfg.Summary.MinInterval, DefaultSummaryMinInterval)
 	setDuration(&cfg.Summary.HeartbeatInterval, DefaultSummaryHeartbeatInterval)
 	setDuration(&cfg.Queueing.UngateBatchPeriod, DefaultUngateBatchPeriod)
+	if cfg.Fencing.Namespace == "" {
+		cfg.Fencing.Namespace = DefaultWorkerNamespace
+	}
 }
 
 // SetHubDefaults fills every unset field of cfg.
@@ -159,6 +172,13 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	if cfg.Dispatch.WorkerNamespace == "" {
 		cfg.Dispatch.WorkerNamespace = DefaultWorkerNamespace
 	}
+	fc := &cfg.Fencing
+	if fc.Mode == "" {
+		fc.Mode = configv1beta1.FencingEnabled
+	}
+	setDuration(&fc.FenceAfter, DefaultFenceAfter)
+	setDuration(&fc.ReplaceAfter, max(DefaultReplaceAfter, fc.FenceAfter.Duration+5*time.Minute))
+	setDuration(&fc.RenewInterval, fc.FenceAfter.Duration/5)
 	for i := range cfg.ClusterProfile.AccessProviders {
 		if e := cfg.ClusterProfile.AccessProviders[i].ExecConfig; e != nil {
 			if e.APIVersion == "" {
@@ -221,6 +241,9 @@ func ValidateAgent(cfg *configv1beta1.AgentConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(sp.Child("heartbeatInterval"), hb.String(), "must be at least summary.minInterval"))
 	}
 	errs = append(errs, positive(cfg.Queueing.UngateBatchPeriod, field.NewPath("queueing", "ungateBatchPeriod"), true)...)
+	for _, msg := range validation.IsDNS1123Label(cfg.Fencing.Namespace) {
+		errs = append(errs, field.Invalid(field.NewPath("fencing", "namespace"), cfg.Fencing.Namespace, msg))
+	}
 	return errs
 }
 
@@ -240,6 +263,10 @@ func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
 	if p := cfg.Dispatch.PlacementPolicy; p != configv1beta1.Compact && p != configv1beta1.Spread {
 		errs = append(errs, field.NotSupported(dp.Child("placementPolicy"), p, []configv1beta1.PlacementPolicy{configv1beta1.Compact, configv1beta1.Spread}))
 	}
+	errs = append(errs, validateFencing(&cfg.Fencing, field.NewPath("fencing"))...)
+	for _, msg := range validation.IsDNS1123Label(cfg.Dispatch.WorkerNamespace) {
+		errs = append(errs, field.Invalid(dp.Child("workerNamespace"), cfg.Dispatch.WorkerNamespace, msg))
+	}
 	errs = append(errs, validateAccessProviders(cfg.ClusterProfile.AccessProviders, field.NewPath("clusterProfile", "accessProviders"))...)
 	mc := field.NewPath("managedCluster")
 	for _, msg := range validation.IsDNS1123Subdomain(cfg.ManagedCluster.ServiceAccountName) {
@@ -258,6 +285,30 @@ var (
 		access.ProfileSourcedEnvVarsPolicyAppendIfNotExists, access.ProfileSourcedEnvVarsPolicyReplace, access.ProfileSourcedEnvVarsPolicyIgnore,
 	}
 )
+
+// validateFencing checks that replaceAfter exceeds fenceAfter by the
+// margin, and that renewals come often enough for a missed one or two not
+// to fence.
+func validateFencing(fc *configv1beta1.Fencing, p *field.Path) field.ErrorList {
+	if fc.Mode != configv1beta1.FencingEnabled && fc.Mode != configv1beta1.FencingDisabled {
+		return field.ErrorList{field.NotSupported(p.Child("mode"), fc.Mode, []configv1beta1.FencingMode{configv1beta1.FencingEnabled, configv1beta1.FencingDisabled})}
+	}
+	errs := positive(fc.FenceAfter, p.Child("fenceAfter"), false)
+	errs = append(errs, positive(fc.ReplaceAfter, p.Child("replaceAfter"), false)...)
+	errs = append(errs, positive(fc.RenewInterval, p.Child("renewInterval"), false)...)
+	if len(errs) > 0 || fc.Mode == configv1beta1.FencingDisabled {
+		return errs
+	}
+	fence, replace := fc.FenceAfter.Duration, fc.ReplaceAfter.Duration
+	if replace < fence+FencingClockMargin {
+		errs = append(errs, field.Invalid(p.Child("replaceAfter"), replace.String(), fmt.Sprintf(
+			"must be at least fenceAfter (%s) + %s: a copy cut off from the hub must be stopped before the hub places its workload elsewhere", fence, FencingClockMargin)))
+	}
+	if renew := fc.RenewInterval.Duration; renew*3 > fence {
+		errs = append(errs, field.Invalid(p.Child("renewInterval"), renew.String(), fmt.Sprintf("must be at most fenceAfter / 3 (%s)", fence/3)))
+	}
+	return errs
+}
 
 // validateAccessProviders checks that every provider has a unique name and
 // a plugin the hub can run without a terminal.

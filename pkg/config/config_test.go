@@ -40,6 +40,7 @@ func defaultAgent() *configv1beta1.AgentConfiguration {
 			HeartbeatInterval: duration(30 * time.Second),
 		},
 		Queueing: configv1beta1.Queueing{UngateBatchPeriod: duration(500 * time.Millisecond)},
+		Fencing:  configv1beta1.AgentFencing{Namespace: "strata-system"},
 	}
 }
 
@@ -263,6 +264,36 @@ func TestLoadHub(t *testing.T) {
 			content: hubHeader + "clusterProfile:\n  accessProviders:\n  - name: p\n    execConfig: {cmd: a}\n",
 			wantErr: `unknown field "clusterProfile.accessProviders[0].execConfig.cmd"`,
 		},
+		"fencing sooner: replaceAfter and renewInterval follow fenceAfter": {
+			content: hubHeader + "fencing:\n  fenceAfter: 2m\n",
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.Fencing.FenceAfter, c.Fencing.RenewInterval = duration(2*time.Minute), duration(24*time.Second)
+			},
+		},
+		"fencing later: replaceAfter stays 5m beyond fenceAfter": {
+			content: hubHeader + "fencing:\n  fenceAfter: 30m\n",
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.Fencing.FenceAfter, c.Fencing.ReplaceAfter, c.Fencing.RenewInterval = duration(30*time.Minute), duration(35*time.Minute), duration(6*time.Minute)
+			},
+		},
+		"replaceAfter within the clock margin of fenceAfter": {
+			content: hubHeader + "fencing:\n  fenceAfter: 10m\n  replaceAfter: 10m30s\n",
+			wantErr: `fencing.replaceAfter: Invalid value: "10m30s": must be at least fenceAfter (10m0s) + 1m0s`,
+		},
+		"renewals too rare": {
+			content: hubHeader + "fencing:\n  fenceAfter: 10m\n  renewInterval: 5m\n",
+			wantErr: `fencing.renewInterval: Invalid value: "5m0s": must be at most fenceAfter / 3 (3m20s)`,
+		},
+		"fencing disabled: no margin to keep": {
+			content: hubHeader + "fencing:\n  mode: Disabled\n  fenceAfter: 10m\n  replaceAfter: 1m\n",
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.Fencing.Mode, c.Fencing.ReplaceAfter = configv1beta1.FencingDisabled, duration(time.Minute)
+			},
+		},
+		"an unknown fencing mode": {
+			content: hubHeader + "fencing:\n  mode: Sometimes\n",
+			wantErr: `fencing.mode: Unsupported value: "Sometimes": supported values: "Enabled", "Disabled"`,
+		},
 		"an invalid ManagedServiceAccount name": {
 			content: hubHeader + "managedCluster:\n  serviceAccountName: Strata_Hub\n",
 			wantErr: `managedCluster.serviceAccountName: Invalid value: "Strata_Hub"`,
@@ -300,6 +331,8 @@ func TestLoadHub(t *testing.T) {
 				Origin:         "strata-hub",
 				Namespace:      "strata-system",
 				ManagedCluster: configv1beta1.ManagedCluster{ServiceAccountName: "strata-hub", ClusterProfileNamespace: "strata-system"},
+				Fencing: configv1beta1.Fencing{Mode: configv1beta1.FencingEnabled, FenceAfter: duration(10 * time.Minute),
+					ReplaceAfter: duration(15 * time.Minute), RenewInterval: duration(2 * time.Minute)},
 			}
 			tc.want(want)
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -50,6 +50,24 @@ type AgentConfiguration struct {
 	// queueing configures admission from the ClusterQueues.
 	// +optional
 	Queueing Queueing `json:"queueing,omitempty"`
+
+	// fencing configures how the agent stops the copies of a hub that has
+	// gone silent (the hub's fencing configuration, docs/reliability.md).
+	// +optional
+	Fencing AgentFencing `json:"fencing,omitempty"`
+}
+
+// AgentFencing configures the agent's side of fencing: the hubs renew a
+// Lease each (strata-fence-<origin>) in namespace; a hub's copies are
+// stopped once its Lease has not been renewed for the Lease's duration
+// (the hub's fencing.fenceAfter), measured on the agent's clock from when
+// the agent saw the renewal, and on the hub's from its renewTime,
+// whichever ends first.
+type AgentFencing struct {
+	// namespace holds the hubs' fencing Leases: the strata-agent chart's
+	// namespace (default strata-system). A Lease elsewhere is ignored.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // TopologyAwareScheduling chooses the engine's algorithm per request kind.
@@ -166,6 +184,11 @@ type HubConfiguration struct {
 	// +optional
 	ManagedCluster ManagedCluster `json:"managedCluster,omitempty"`
 
+	// fencing keeps a workload from running on two clusters when a worker
+	// is cut off from the hub (docs/reliability.md).
+	// +optional
+	Fencing Fencing `json:"fencing,omitempty"`
+
 	// kubeconfigs says what the kubeconfig of a WorkerCluster's
 	// kubeConfigSecretRef may use beyond an https server with embedded
 	// certificates and a token or embedded client certificate. Each is
@@ -174,6 +197,50 @@ type HubConfiguration struct {
 	// +optional
 	Kubeconfigs KubeconfigPolicy `json:"kubeconfigs,omitempty"`
 }
+
+// Fencing configures how a worker cut off from the hub stops the hub's
+// copies before the hub places them elsewhere. The hub renews a Lease per
+// worker, in that worker (dispatch.workerNamespace, named
+// strata-fence-<origin>); the worker's agent stops every copy of this hub
+// (suspends it; its pods go, its capacity is free) once the Lease has not
+// been renewed for fenceAfter, and admits none until it is renewed again.
+// The hub places the workloads of a worker it cannot reach elsewhere only
+// after replaceAfter, which must exceed fenceAfter by at least
+// FencingClockMargin.
+type Fencing struct {
+	// mode is Enabled (default) or Disabled. Disabled: no Lease, no agent
+	// ever stops a copy for the hub's silence, and the hub never places a
+	// workload elsewhere while its worker is unreachable (it waits, for as
+	// long as the partition lasts, and says so on the Workload).
+	// +optional
+	Mode FencingMode `json:"mode,omitempty"`
+	// fenceAfter is how long a worker's agent runs the hub's copies without
+	// the hub renewing its Lease there (default 10m).
+	// +optional
+	FenceAfter *metav1.Duration `json:"fenceAfter,omitempty"`
+	// replaceAfter is how long after the hub last renewed the Lease of an
+	// unreachable worker it places that worker's workloads elsewhere
+	// (default 15m; at least fenceAfter + 1m).
+	// +optional
+	ReplaceAfter *metav1.Duration `json:"replaceAfter,omitempty"`
+	// renewInterval is how often the hub renews each worker's Lease
+	// (default fenceAfter / 5; at most fenceAfter / 3).
+	// +optional
+	RenewInterval *metav1.Duration `json:"renewInterval,omitempty"`
+}
+
+// FencingMode says whether fencing is on.
+type FencingMode string
+
+const (
+	// FencingEnabled means agents stop the copies of a silent hub, and the hub
+	// places the workloads of an unreachable worker elsewhere after
+	// replaceAfter.
+	FencingEnabled FencingMode = "Enabled"
+	// FencingDisabled means nothing is stopped for the hub's silence, and
+	// nothing is placed elsewhere while its worker is unreachable.
+	FencingDisabled FencingMode = "Disabled"
+)
 
 // KubeconfigPolicy allows what worker kubeconfigs may use.
 type KubeconfigPolicy struct {
@@ -262,9 +329,9 @@ type Dispatch struct {
 	// the worker receives no new workloads (default 2m).
 	// +optional
 	SummaryStaleAfter *metav1.Duration `json:"summaryStaleAfter,omitempty"`
-	// workerNamespace is unused: summaries are cluster-scoped and the hub
-	// reads them cluster-wide. Accepted so that existing files load
-	// (default strata-system).
+	// workerNamespace is the namespace of the strata-agent chart on the
+	// workers, where the hub renews its fencing Lease (default
+	// strata-system). Summaries are cluster-scoped.
 	// +optional
 	WorkerNamespace string `json:"workerNamespace,omitempty"`
 	// placementPolicy ranks the (cluster, flavor) candidates where a

@@ -187,8 +187,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // copyEvents turns the fleet's copy events into generic events, and a new
-// connection to a worker into one event per hub Workload dispatched there:
-// what waited for the connection goes on at once.
+// connection to a worker, or a change of its health, into one event per
+// hub Workload dispatched there: what waited for the connection goes on
+// at once.
 func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workload] {
 	out := make(chan event.TypedGenericEvent[*strata.Workload], 1024)
 	send := func(key types.NamespacedName) {
@@ -199,7 +200,7 @@ func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workloa
 			send(key)
 		}
 	}()
-	r.fleet.OnConnected(func(worker string) {
+	placedOn := func(worker string) {
 		go func() {
 			var wls strata.WorkloadList
 			if err := r.client.List(context.Background(), &wls); err != nil {
@@ -211,7 +212,11 @@ func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workloa
 				}
 			}
 		}()
-	})
+	}
+	r.fleet.OnConnected(placedOn)
+	// A worker that stops answering, or answers again: its dispatches are
+	// looked at (fencing's replaceAfter counts from then).
+	r.fleet.OnHealth(placedOn)
 	return out
 }
 
@@ -272,6 +277,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"the "+kindName+" was suspended on the hub; it is dispatched again when resumed", true)
 	}
 
+	if down := r.fleet.Down(cluster); down != "" {
+		return r.unreachable(ctx, &wl, hubJob, jobRef, down)
+	}
 	copyJob, copyWL, err := r.fleet.Copy(ctx, cluster, kind, jobRef.key)
 	if errors.Is(err, fleet.ErrKindNotServed) {
 		return ctrl.Result{}, r.refuse(ctx, &wl, hubJob, jobRef, strata.PlacementRejected, dispatch.ReasonRejected, ReasonKindNotServed,
@@ -286,11 +294,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				fmt.Sprintf("WorkerCluster %s was deleted; its copy there, if any, is left to the worker's administrators; placing it again", cluster))
 		}
 		// The copy stays recorded; nothing is sent elsewhere while it may
-		// run. The connection's return brings the Workload back.
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		// run (until fencing says it cannot). The connection's return
+		// brings the Workload back.
+		return r.unreachable(ctx, &wl, hubJob, jobRef, err.Error())
 	}
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if meta.FindStatusCondition(wl.Status.Conditions, ConditionUnreachable) != nil {
+		// The worker answers again; the write's event brings the rest.
+		return ctrl.Result{}, r.reachable(ctx, &wl)
 	}
 	if copyJob != nil {
 		if uid, g, _ := dispatch.CopyOf(copyJob.Object()); uid != wl.UID || g != gen {
@@ -376,6 +389,93 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: wait}, r.mirrorWait(ctx, &wl, copyWL)
 }
 
+// ConditionUnreachable is a hub Workload's condition while the worker of
+// its dispatch does not answer.
+const ConditionUnreachable = "WorkerUnreachable"
+
+// ReasonWorkerUnreachable is the outcome of a dispatch whose worker did not
+// answer for fencing.replaceAfter.
+const ReasonWorkerUnreachable = "WorkerUnreachable"
+
+// unreachable handles a dispatch whose worker does not answer. Nothing is
+// sent elsewhere while the copy may run: with fencing, until
+// replaceAfter from the hub's last renewal of the worker's fencing Lease
+// (its agent stopped the copy after fenceAfter); without, for as long as
+// the worker is gone. The Workload says which.
+func (r *Reconciler) unreachable(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, jobRef ref, why string) (ctrl.Result, error) {
+	cluster, _, _, _ := dispatch.Placed(wl)
+	if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil // its copy goes once the worker answers
+	}
+	fc := r.cfg.Fencing
+	if fc.Mode != configv1beta1.FencingEnabled {
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.sayUnreachable(ctx, wl, fmt.Sprintf(
+			"worker %s does not answer (%s); fencing is Disabled: the workload waits for it and is never placed elsewhere while its copy may run", cluster, why))
+	}
+	since := r.fleet.LastRenewed(cluster)
+	if since.IsZero() {
+		since = r.clock.Now() // never reached by this process: count from now
+	}
+	at := since.Add(fc.ReplaceAfter.Duration)
+	if wait := at.Sub(r.clock.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: min(wait, 30*time.Second)}, r.sayUnreachable(ctx, wl, fmt.Sprintf(
+			"worker %s does not answer (%s); the hub last renewed its fencing Lease there at %s: its agent stops the copy %s after that, and the hub places the workload elsewhere at %s",
+			cluster, why, since.UTC().Format(time.RFC3339), fc.FenceAfter.Duration, at.UTC().Format(time.RFC3339)))
+	}
+	return ctrl.Result{}, r.abandon(ctx, wl, hubJob, jobRef, fmt.Sprintf(
+		"worker %s has not answered since the hub last renewed its fencing Lease there at %s, for longer than fencing.replaceAfter (%s); its agent stopped the copy after fenceAfter (%s); placing it again (the copy there is removed when the worker returns, before it is renewed)",
+		cluster, since.UTC().Format(time.RFC3339), fc.ReplaceAfter.Duration, fc.FenceAfter.Duration))
+}
+
+// sayUnreachable sets the Workload's WorkerUnreachable condition when its
+// meaning changes.
+func (r *Reconciler) sayUnreachable(ctx context.Context, wl *strata.Workload, message string) error {
+	message = intake.Truncate(message, intake.MaxConditionMessage)
+	if old := meta.FindStatusCondition(wl.Status.Conditions, ConditionUnreachable); old != nil && old.Status == metav1.ConditionTrue && workload.SameMeaning(old.Message, message) {
+		return nil
+	}
+	updated := wl.DeepCopy()
+	meta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{Type: ConditionUnreachable, Status: metav1.ConditionTrue, Reason: ReasonWorkerUnreachable, Message: message})
+	return client.IgnoreNotFound(r.client.Status().Update(ctx, updated))
+}
+
+// reachable removes the WorkerUnreachable condition of a Workload whose
+// worker answers again.
+func (r *Reconciler) reachable(ctx context.Context, wl *strata.Workload) error {
+	if meta.FindStatusCondition(wl.Status.Conditions, ConditionUnreachable) == nil {
+		return nil
+	}
+	updated := wl.DeepCopy()
+	meta.RemoveStatusCondition(&updated.Status.Conditions, ConditionUnreachable)
+	return client.IgnoreNotFound(r.client.Status().Update(ctx, updated))
+}
+
+// abandon ends a dispatch whose worker has been unreachable for
+// replaceAfter, without removing its copy (the worker cannot be reached;
+// its agent fenced the copy, and the hub removes it before it renews that
+// worker's Lease again): the reservation ends and the Workload is placed
+// again.
+func (r *Reconciler) abandon(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, jobRef ref, message string) error {
+	cluster, flavor, gen, _ := dispatch.Placed(wl)
+	key := dispatch.Key(wl.UID, gen)
+	r.release(cluster, flavor, key)
+	if err := r.clearRun(ctx, jobRef); err != nil {
+		return err
+	}
+	updated := wl.DeepCopy()
+	dispatch.RecordOutcome(&updated.Status, strata.PlacementUnreachable, ReasonWorkerUnreachable, message, r.clock.Now())
+	meta.RemoveStatusCondition(&updated.Status.Conditions, ConditionUnreachable)
+	if err := r.client.Status().Update(ctx, updated); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Placing a workload again: its worker did not answer for replaceAfter", "cluster", cluster, "dispatch", key)
+	metrics.HubRejections.WithLabelValues(cluster, ReasonWorkerUnreachable).Inc()
+	if hubJob != nil {
+		r.recorder.Eventf(hubJob.Object(), updated, corev1.EventTypeWarning, ReasonWorkerUnreachable, "Dispatch", "%s", intake.Truncate(message, intake.MaxEventNote))
+	}
+	return nil
+}
+
 // ReasonKindNotServed is the refusal of a copy whose kind the worker does
 // not serve (its CRD is not installed there).
 const ReasonKindNotServed = "KindNotServed"
@@ -441,14 +541,7 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 	if !ok {
 		return nil // never dispatched by this process: the orphan check finds its copy
 	}
-	dk := dispatch.Key(k.uid, k.generation)
-	r.fleet.Release(k.cluster, k.flavor, dk)
-	r.mu.Lock()
-	delete(r.admissions, dk)
-	delete(r.created, dk)
-	delete(r.seen, dk)
-	delete(r.undoing, dk)
-	r.mu.Unlock()
+	r.release(k.cluster, k.flavor, dispatch.Key(k.uid, k.generation))
 	copyJob, _, err := r.fleet.Copy(ctx, k.cluster, k.job.kind, k.job.key)
 	if errors.Is(err, fleet.ErrKindNotServed) {
 		err = nil // no copy of that kind can be there
@@ -467,6 +560,18 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 	delete(r.known, key)
 	r.mu.Unlock()
 	return nil
+}
+
+// release ends a dispatch's reservation and forgets what this process
+// knew of it.
+func (r *Reconciler) release(cluster, flavor, key string) {
+	r.fleet.Release(cluster, flavor, key)
+	r.mu.Lock()
+	delete(r.admissions, key)
+	delete(r.created, key)
+	delete(r.seen, key)
+	delete(r.undoing, key)
+	r.mu.Unlock()
 }
 
 // create sends the copy of the current dispatch to its worker.

@@ -66,31 +66,56 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 	removed := 0
 	var errs []error
 	for _, wc := range wcs.Items {
-		copies, err := o.fleet.Copies(ctx, wc.Name)
+		n, err := o.collect(ctx, wc.Name, creationGrace)
+		removed += n
 		if err != nil {
-			continue // not connected: looked at when it is
+			errs = append(errs, err)
 		}
-		for _, j := range copies {
-			cp := j.Object()
-			// A copy younger than the creation grace may belong to a
-			// dispatch the hub's informer does not show yet.
-			if o.clock.Since(cp.GetCreationTimestamp().Time) < creationGrace {
-				continue
-			}
-			orphan, err := o.orphaned(ctx, wc.Name, j)
-			if err != nil {
-				return removed, err // the hub's own API: the next round
-			}
-			if !orphan {
-				continue
-			}
-			// One worker refusing a deletion holds up no other.
-			if err := o.remove(ctx, wc.Name, cp); err != nil {
-				errs = append(errs, fmt.Errorf("removing orphaned copy %s/%s on %s: %w", cp.GetNamespace(), cp.GetName(), wc.Name, err))
-				continue
-			}
-			removed++
+	}
+	return removed, errors.Join(errs...)
+}
+
+// CollectWorker removes the orphaned copies on one worker, whatever their
+// age: the fleet calls it before it renews the fencing Lease of a worker
+// that returns, so that its agent never resumes a copy whose workload was
+// placed elsewhere meanwhile. It fails when a copy could not be removed,
+// or the worker's copies not read.
+func (o *OrphanCollector) CollectWorker(ctx context.Context, cluster string) error {
+	_, err := o.collect(ctx, cluster, 0)
+	return err
+}
+
+// collect removes the orphaned copies on cluster older than grace (a
+// younger copy may belong to a dispatch the hub's informer does not show
+// yet).
+func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace time.Duration) (int, error) {
+	copies, err := o.fleet.Copies(ctx, cluster)
+	if err != nil {
+		if grace > 0 && errors.Is(err, fleet.ErrNotConnected) {
+			return 0, nil // not connected: looked at when it is
 		}
+		return 0, err
+	}
+	removed := 0
+	var errs []error
+	for _, j := range copies {
+		cp := j.Object()
+		if grace > 0 && o.clock.Since(cp.GetCreationTimestamp().Time) < grace {
+			continue
+		}
+		orphan, err := o.orphaned(ctx, cluster, j)
+		if err != nil {
+			return removed, err // the hub's own API: the next round
+		}
+		if !orphan {
+			continue
+		}
+		// One worker refusing a deletion holds up no other.
+		if err := o.remove(ctx, cluster, cp); err != nil {
+			errs = append(errs, fmt.Errorf("removing orphaned copy %s/%s on %s: %w", cp.GetNamespace(), cp.GetName(), cluster, err))
+			continue
+		}
+		removed++
 	}
 	return removed, errors.Join(errs...)
 }

@@ -116,8 +116,8 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 test: test-unit test-integration bench-smoke ## Unit and integration tests, and every benchmark once at tiny sizes (builds the Kubernetes binaries on first use).
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no servers).
-	$(GO) test -race $$($(GO) list ./... | grep -v /test/)
+test-unit: ## Unit tests (no servers), and the kind e2e provider's offline checks.
+	$(GO) test -race $$($(GO) list ./... | grep -v /test/) ./test/kindcluster/...
 
 .PHONY: test-integration
 test-integration: k8s-binaries ## Integration suites on real kube-apiservers.
@@ -127,6 +127,14 @@ test-integration: k8s-binaries ## Integration suites on real kube-apiservers.
 .PHONY: test-e2e
 test-e2e: k8s-binaries ## kwok e2e suite: real control plane, simulated nodes, the agent chart.
 	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/e2e/... -timeout 30m -count=1 -v $(GINKGO_ARGS)
+
+.PHONY: test-e2e-kind
+test-e2e-kind: ## The same e2e specs on kind clusters made through kind's Go API (needs Docker; not run by CI).
+	hack/e2e-kind.sh
+
+.PHONY: test-e2e-kind-down
+test-e2e-kind-down: ## Delete the kind e2e clusters (after KEEP=1).
+	$(GO) run ./test/kindcluster/kind-down
 
 .PHONY: bench
 bench: ## Benchmarks (go test -bench), see docs/performance.md.

@@ -6,7 +6,7 @@
 //
 // The suite starts one worker cluster with its agent; the fleet specs add
 // a hub and a second worker. The same specs run on kind clusters with
-// STRATA_E2E_PROVIDER=kind (hack/e2e-kind.sh; see provider_test.go). Every component's log is written to a folder
+// STRATA_E2E_PROVIDER=kind (make test-e2e-kind; see provider_test.go). Every component's log is written to a folder
 // (STRATA_E2E_LOGS, default .e2e-logs/<time> in the repository), kept and
 // named in the output when a spec fails, removed otherwise.
 package e2e

@@ -1,6 +1,9 @@
 package fleet
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -155,5 +158,132 @@ var _ = Describe("Fencing", Serial, Label("fencing"), func() {
 		var cp batchv1.Job
 		Expect(worker(second).Client.Get(ctx, client.ObjectKeyFromObject(j), &cp)).To(Succeed())
 		Expect(cp.Labels[strata.DispatchGenerationLabel]).To(Equal("2"))
+	})
+
+	It("keeps every workload on one cluster when the hub is cut off from a worker whose agent runs on: fenced there, placed elsewhere after replaceAfter, stale copies removed on return", Label("partition"), func(ctx SpecContext) {
+		withFencing(4*time.Second, time.Second, 14*time.Second)
+		const n = 40
+		e := newEnv(ctx, "part", map[string][][]string{"w1": {{"16", "16", "16"}}})
+		jobs := make([]*batchv1.Job, n)
+		for i := range jobs {
+			jobs[i] = e.job(fmt.Sprintf("p%02d", i), 1, "1", nil)
+			Expect(hub.Client.Create(ctx, jobs[i])).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			for _, j := range jobs {
+				wl := hubWorkload(g, ctx, j)
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), j.Name)
+				g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+			}
+		}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+		By("w2 gets room for all of them")
+		for i := range 3 {
+			e.createNode(ctx, worker("w2"), fmt.Sprintf("part-w2-r0-n%d", i), "r0", "16")
+		}
+
+		By("sampling, every 100 ms, which copies may run (unsuspended) on each worker")
+		var mu sync.Mutex
+		overlaps, samples := 0, 0
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				running := map[string]int{}
+				ok := true
+				for _, w := range []string{"w1", "w2"} {
+					var list batchv1.JobList
+					if err := worker(w).Client.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
+						ok = false
+						break
+					}
+					for _, cp := range list.Items {
+						if !ptr.Deref(cp.Spec.Suspend, false) {
+							running[cp.Name]++
+						}
+					}
+				}
+				if !ok {
+					continue
+				}
+				mu.Lock()
+				samples++
+				for _, c := range running {
+					if c > 1 {
+						overlaps++
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+		DeferCleanup(func() {
+			select {
+			case <-stop:
+			default:
+				close(stop)
+			}
+			<-sampled
+		})
+
+		By("cutting the hub's path to w1; w1's agent still reaches its API server")
+		links["w1"].Cut()
+		cut := time.Now()
+		healed := false
+		DeferCleanup(func() {
+			if !healed {
+				links["w1"].Heal()
+			}
+		})
+		var fenced time.Duration
+		Eventually(func(g Gomega) {
+			var list batchv1.JobList
+			g.Expect(worker("w1").Client.List(ctx, &list, client.InNamespace(e.ns))).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(n))
+			for _, cp := range list.Items {
+				g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeTrue(), "%s still runs on w1", cp.Name)
+			}
+			fenced = time.Since(cut)
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		var replaced time.Duration
+		Eventually(func(g Gomega) {
+			for _, j := range jobs {
+				wl := hubWorkload(g, ctx, j)
+				g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"), j.Name)
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), j.Name)
+			}
+			replaced = time.Since(cut)
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("healing: w1's stale copies go before its Lease is renewed")
+		links["w1"].Heal()
+		healed = true
+		Eventually(func(g Gomega) {
+			var list batchv1.JobList
+			g.Expect(worker("w1").Client.List(ctx, &list, client.InNamespace(e.ns))).To(Succeed())
+			g.Expect(list.Items).To(BeEmpty())
+			g.Expect(fenceLease(g, ctx, "w1").Spec.RenewTime.Time).To(BeTemporally(">", cut.Add(replaced)))
+		}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+		close(stop)
+		<-sampled
+		Eventually(func(g Gomega) {
+			var list batchv1.JobList
+			g.Expect(worker("w2").Client.List(ctx, &list, client.InNamespace(e.ns))).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(n))
+			for _, j := range jobs {
+				g.Expect(hubWorkload(g, ctx, j).Status.Admission).NotTo(BeNil(), "%s lost", j.Name)
+			}
+		}).Should(Succeed())
+		mu.Lock()
+		defer mu.Unlock()
+		GinkgoWriter.Printf("partition of %d workloads: all stopped on w1 %s after the cut (fenceAfter 4s); all admitted on w2 %s after it (replaceAfter 14s); %d samples, %d with a workload unsuspended on both clusters\n",
+			n, fenced.Round(100*time.Millisecond), replaced.Round(100*time.Millisecond), samples, overlaps)
+		Expect(samples).To(BeNumerically(">", 100))
+		Expect(overlaps).To(BeZero(), "a workload ran on two clusters at once")
+		Expect(replaced).To(BeNumerically(">=", 12*time.Second))
 	})
 })

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,6 +17,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/testutil"
 )
 
 // jobSet returns a JobSet of the env's queue: one ReplicatedJob of
@@ -80,6 +83,18 @@ var _ = Describe("JobSets through the hub", Label("jobset"), func() {
 			strata.PodSetRequiredTopologyAnnotation:      rack,
 			strata.PodSetSliceRequiredTopologyAnnotation: host,
 		})
+		By("the hub has every worker's summary of the flavor, w3's too")
+		Eventually(func(g Gomega) {
+			for _, w := range []string{"w1", "w2", "w3"} {
+				var wc strata.WorkerCluster
+				g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: w}, &wc)).To(Succeed())
+				var flavors []string
+				for _, sm := range wc.Status.Summaries {
+					flavors = append(flavors, sm.Flavor)
+				}
+				g.Expect(flavors).To(ContainElement(e.flavor), w)
+			}
+		}).Should(Succeed())
 		Expect(hub.Client.Create(ctx, js)).To(Succeed())
 
 		By("the hub takes it in: managed by the hub, one Workload of one pod set of 4 pods")
@@ -164,6 +179,59 @@ var _ = Describe("JobSets through the hub", Label("jobset"), func() {
 			err := hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: jobset.Kind.WorkloadName(second.Name)}, &strata.Workload{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the hub Workload goes with its JobSet: %v", err)
 		}).Should(Succeed())
+	})
+
+	It("takes a JobSet's copy back when the hub JobSet is suspended, and dispatches it again on resume; a refusing worker's copy goes elsewhere", func(ctx SpecContext) {
+		e := newEnv(ctx, "jssusp", map[string][][]string{
+			"w1": {{"4", "4"}},
+			"w2": {{"4", "4"}},
+		})
+		js := e.jobSet("pausable", 2, 1, "2", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
+		Expect(hub.Client.Create(ctx, js)).To(Succeed())
+		var first string
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			first = wl.Status.Placement.Cluster
+		}).Should(Succeed())
+
+		By("suspending the hub JobSet takes the copy back")
+		Eventually(func(g Gomega) {
+			var got jobsetapi.JobSet
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+			got.Spec.Suspend = ptr.To(true)
+			g.Expect(hub.Client.Update(ctx, &got)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			cp, _ := jobSetCopyOn(g, ctx, first, js)
+			g.Expect(cp).To(BeNil())
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal("Suspended"))
+		}).Should(Succeed())
+
+		By("the worker it went to refuses it on resume (its LocalQueue is gone): it goes to the other")
+		Expect(worker(first).Client.Delete(ctx, testutil.MakeLocalQueue("lq", e.ns, "cq-jssusp"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			var got jobsetapi.JobSet
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+			got.Spec.Suspend = ptr.To(false)
+			g.Expect(hub.Client.Update(ctx, &got)).To(Succeed())
+		}).Should(Succeed())
+		other := map[string]string{"w1": "w2", "w2": "w1"}[first]
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal(other))
+			cp, _ := jobSetCopyOn(g, ctx, other, js)
+			g.Expect(cp).NotTo(BeNil())
+			stale, _ := jobSetCopyOn(g, ctx, first, js)
+			g.Expect(stale).To(BeNil())
+		}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 
 	It("holds a JobSet that fits on no single worker, and says why per worker", func(ctx SpecContext) {

@@ -6,6 +6,7 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +44,10 @@ var (
 	// hubIdentity is the hub chart's ServiceAccount on the hub cluster,
 	// with the chart's RBAC and nothing more.
 	hubIdentity *rest.Config
+	// links are the hub's network paths to each worker's API server, which
+	// a spec may cut (a partition: the worker's agent still reaches its
+	// own API server).
+	links = map[string]*framework.Link{}
 )
 
 // chartIdentity renders the hub chart with helm, applies its ServiceAccount
@@ -131,11 +137,32 @@ var _ = BeforeSuite(func() {
 	stopHub = startHub()
 	DeferCleanup(func() { stopHub() })
 
-	By("registering the workers through kubeconfig Secrets")
+	By("registering the workers through kubeconfig Secrets, each through a link the specs can cut")
 	for _, w := range workers {
-		registerWorker(ctx, w.Name, w.Kubeconfig)
+		registerWorker(ctx, w.Name, linked(w))
 	}
 })
+
+// linked returns w's kubeconfig with its server behind a new Link, kept in
+// links.
+func linked(w *framework.Cluster) []byte {
+	GinkgoHelper()
+	cfg, err := clientcmd.Load(w.Kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		Expect(err).NotTo(HaveOccurred())
+		l, err := framework.NewLink(u.Host)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(l.Close)
+		links[w.Name] = l
+		u.Host = l.Addr()
+		c.Server = u.String()
+	}
+	out, err := clientcmd.Write(*cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
 
 // kubectlApply applies a file of the repository on cluster c.
 func kubectlApply(c *framework.Cluster, path string) {

@@ -18,6 +18,7 @@ package fencing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -211,18 +212,35 @@ func (f *Fence) evictCopies(ctx context.Context, origin, message string) error {
 	if err := f.client.List(ctx, &wls, client.MatchingLabels{strata.OriginLabel: origin}); err != nil {
 		return err
 	}
+	// A few at a time: a worker may hold hundreds of the hub's copies, and
+	// all must stop well within the margin before replaceAfter.
+	sem := make(chan struct{}, evictWriters)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if wl.Status.Admission == nil || wl.Labels[strata.HubWorkloadUIDLabel] == "" ||
 			meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 			continue
 		}
-		if err := f.evict(ctx, wl, message); err != nil {
-			return err
-		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f.evict(ctx, wl, message); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
+
+// evictWriters bounds the concurrent evictions of a fenced hub's copies.
+const evictWriters = 16
 
 // evict sends a copy's Workload back to its queue; the job controller
 // suspends the copy, and the scheduler holds it while the hub is fenced.

@@ -162,11 +162,11 @@ var _ = Describe("Fencing", Serial, Label("fencing"), func() {
 
 	It("keeps every workload on one cluster when the hub is cut off from a worker whose agent runs on: fenced there, placed elsewhere after replaceAfter, stale copies removed on return", Label("partition"), func(ctx SpecContext) {
 		withFencing(4*time.Second, time.Second, 14*time.Second)
-		const n = 40
+		const n = 200 // the reliability issue's count
 		e := newEnv(ctx, "part", map[string][][]string{"w1": {{"16", "16", "16"}}})
 		jobs := make([]*batchv1.Job, n)
 		for i := range jobs {
-			jobs[i] = e.job(fmt.Sprintf("p%02d", i), 1, "1", nil)
+			jobs[i] = e.job(fmt.Sprintf("p%03d", i), 1, "100m", nil)
 			Expect(hub.Client.Create(ctx, jobs[i])).To(Succeed())
 		}
 		Eventually(func(g Gomega) {

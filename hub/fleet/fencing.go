@@ -44,13 +44,19 @@ func (f *Fleet) BeforeRenew(fn func(ctx context.Context, worker string) error) {
 }
 
 // LastRenewed is when the hub last renewed a worker's fencing Lease, or,
-// if this process never did, when it first tried to connect to the worker
-// (the hub may have renewed it just before it restarted). Zero for a
-// worker never seen.
+// if this process never did, when it first tried to connect to the worker,
+// or else when it started (an earlier hub process may have renewed it until
+// then).
 func (f *Fleet) LastRenewed(name string) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.renewed[name]
+	if t, ok := f.renewed[name]; ok {
+		return t
+	}
+	if f.startedAt.IsZero() {
+		return time.Now() // not started yet: nothing has been silent for long
+	}
+	return f.startedAt
 }
 
 // renewFence renews the worker's fencing Lease every renewInterval until

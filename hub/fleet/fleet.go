@@ -69,6 +69,7 @@ type Fleet struct {
 	// guarded by mu.
 	fencing     *Fencing
 	renewed     map[string]time.Time
+	startedAt   time.Time
 	beforeRenew func(ctx context.Context, worker string) error
 
 	// hmu guards hints, the placement of each dispatch whose copy is to be
@@ -140,6 +141,7 @@ func (f *Fleet) Origin() string { return f.origin }
 func (f *Fleet) Start(ctx context.Context) error {
 	f.mu.Lock()
 	f.ctx = ctx
+	f.startedAt = time.Now()
 	close(f.started)
 	f.mu.Unlock()
 	<-ctx.Done()

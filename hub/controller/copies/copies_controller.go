@@ -278,7 +278,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	if down := r.fleet.Down(cluster); down != "" {
-		return r.unreachable(ctx, &wl, hubJob, jobRef, down)
+		return r.unreachable(ctx, &wl, hubJob, jobRef, down, true)
 	}
 	copyJob, copyWL, err := r.fleet.Copy(ctx, cluster, kind, jobRef.key)
 	if errors.Is(err, fleet.ErrKindNotServed) {
@@ -296,7 +296,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The copy stays recorded; nothing is sent elsewhere while it may
 		// run (until fencing says it cannot). The connection's return
 		// brings the Workload back.
-		return r.unreachable(ctx, &wl, hubJob, jobRef, err.Error())
+		return r.unreachable(ctx, &wl, hubJob, jobRef, err.Error(), false)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -389,6 +389,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: wait}, r.mirrorWait(ctx, &wl, copyWL)
 }
 
+// connectGrace is how long a worker may take to connect before the
+// Workloads dispatched there say it does not answer.
+const connectGrace = 30 * time.Second
+
 // ConditionUnreachable is a hub Workload's condition while the worker of
 // its dispatch does not answer.
 const ConditionUnreachable = "WorkerUnreachable"
@@ -402,10 +406,15 @@ const ReasonWorkerUnreachable = "WorkerUnreachable"
 // replaceAfter from the hub's last renewal of the worker's fencing Lease
 // (its agent stopped the copy after fenceAfter); without, for as long as
 // the worker is gone. The Workload says which.
-func (r *Reconciler) unreachable(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, jobRef ref, why string) (ctrl.Result, error) {
+func (r *Reconciler) unreachable(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, jobRef ref, why string, down bool) (ctrl.Result, error) {
 	cluster, _, _, _ := dispatch.Placed(wl)
 	if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil // its copy goes once the worker answers
+	}
+	if !down && r.clock.Since(r.fleet.LastRenewed(cluster)) < connectGrace {
+		// Not connected yet (a hub that just started, a new credential):
+		// nothing to say before the connection had its chance.
+		return ctrl.Result{RequeueAfter: connectGrace}, nil
 	}
 	fc := r.cfg.Fencing
 	if fc.Mode != configv1beta1.FencingEnabled {
@@ -413,9 +422,6 @@ func (r *Reconciler) unreachable(ctx context.Context, wl *strata.Workload, hubJo
 			"worker %s does not answer (%s); fencing is Disabled: the workload waits for it and is never placed elsewhere while its copy may run", cluster, why))
 	}
 	since := r.fleet.LastRenewed(cluster)
-	if since.IsZero() {
-		since = r.clock.Now() // never reached by this process: count from now
-	}
 	at := since.Add(fc.ReplaceAfter.Duration)
 	if wait := at.Sub(r.clock.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: min(wait, 30*time.Second)}, r.sayUnreachable(ctx, wl, fmt.Sprintf(

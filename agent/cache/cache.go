@@ -474,11 +474,9 @@ func (c *Cache) Capture(name string) (capacity *tas.Capacity, dispatches []strin
 	for k := range f.dispatches {
 		dispatches = append(dispatches, k)
 	}
-	capacity = f.snapshot.Capture()
 	// Every pod admitted on the flavor gets its tolerations: taints they
 	// tolerate keep no pod of the flavor away.
-	capacity.Tolerate(f.def.Spec.Tolerations)
-	return capacity, dispatches, true
+	return f.snapshot.CaptureForFlavor(f.def.Spec.Tolerations), dispatches, true
 }
 
 // Flavor gives fn exclusive access to a flavor's snapshot and topology.

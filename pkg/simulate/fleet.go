@@ -101,7 +101,9 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			if st == nil {
 				continue
 			}
-			sum, err := st.snapshot.Summarize(budget)
+			// As the agent publishes it: without the taints the flavor's
+			// tolerations tolerate.
+			sum, err := st.snapshot.CaptureForFlavor(fl.Spec.Tolerations).Summarize(budget)
 			if err != nil {
 				return nil, fmt.Errorf("cluster %s: flavor %s: %w", c.Name, fl.Name, err)
 			}

@@ -1,6 +1,8 @@
 package simulate
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -192,5 +194,100 @@ func TestFleetJobSets(t *testing.T) {
 	lw := byName["leader-workers"]
 	if lw.Admitted || !strings.Contains(lw.Reason, "pod set workers: rack required") {
 		t.Errorf("leader-workers: admitted %t, reason %q; want it waiting, naming the pod set workers", lw.Admitted, lw.Reason)
+	}
+}
+
+// TestFleetSummariesAsTheAgentPublishes: a cluster whose only rack holds
+// the Job exactly, through its flavor's toleration of the nodes' taint,
+// gets it, as the live hub would decide: simulate builds each cluster's
+// summary as the agent publishes it (without the tolerated taints), not
+// from the raw nodes.
+func TestFleetSummariesAsTheAgentPublishes(t *testing.T) {
+	dir := t.TempDir()
+	nodes := func(cluster string, n int, taint string) string {
+		var b strings.Builder
+		b.WriteString("apiVersion: v1\nkind: NodeList\nitems:\n")
+		for i := range n {
+			fmt.Fprintf(&b, `- apiVersion: v1
+  kind: Node
+  metadata:
+    name: %[1]s-h%[2]d
+    labels: {kubernetes.io/hostname: %[1]s-h%[2]d, pool: gpu, rack: %[1]s-r0}
+  spec:
+    taints: %[3]s
+  status:
+    allocatable: {cpu: "1", pods: "110"}
+    conditions: [{type: Ready, status: "True"}]
+`, cluster, i, taint)
+		}
+		return b.String()
+	}
+	flavor := func(tolerations string) string {
+		return `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: racks}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: gpu}
+spec:
+  nodeLabels: {pool: gpu}
+  topologyName: racks
+  tolerations: ` + tolerations + "\n---\n"
+	}
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// tight: one rack of 5 tainted hosts, the taint tolerated by its flavor;
+	// loose: one rack of 8 untainted hosts.
+	write(filepath.Join(dir, "tight", "cluster.yaml"), flavor(`[{key: dedicated, operator: Equal, value: training, effect: NoSchedule}]`)+
+		nodes("tight", 5, `[{key: dedicated, value: training, effect: NoSchedule}]`))
+	write(filepath.Join(dir, "loose", "cluster.yaml"), flavor("[]")+nodes("loose", 8, "[]"))
+	write(filepath.Join(dir, "hub", "jobs.yaml"), `apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  flavors: [{name: gpu}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: q, namespace: ml}
+spec: {clusterQueue: q}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: five
+  namespace: ml
+  labels: {strata.dev/queue-name: q}
+spec:
+  parallelism: 5
+  completions: 5
+  template:
+    metadata:
+      annotations: {kueue.x-k8s.io/podset-required-topology: rack}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+`)
+	clusters := []ClusterArg{{Name: "loose", Path: filepath.Join(dir, "loose")}, {Name: "tight", Path: filepath.Join(dir, "tight")}}
+	results, err := runFleet(t, clusters, filepath.Join(dir, "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 {
+		t.Fatalf("%d results, want 1", len(results))
+	}
+	if r := results[0]; !r.Admitted || r.Cluster == nil || *r.Cluster != "tight" {
+		t.Errorf("the Job went elsewhere (%s); want the tight cluster, whose rack holds it exactly through the flavor's toleration", r.Reason)
 	}
 }

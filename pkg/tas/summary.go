@@ -165,6 +165,17 @@ func (c *Capacity) Tolerate(tolerations []corev1.Toleration) {
 	}
 }
 
+// CaptureForFlavor captures the capacity a flavor's summary describes: the
+// snapshot's, with the taints the flavor's tolerations tolerate left out
+// (every pod admitted on it gets them). The agent's publisher and
+// `kubectl strata simulate --cluster` both build summaries from it, so that
+// the hub's answer offline is the one it gives on the live fleet.
+func (s *Snapshot) CaptureForFlavor(tolerations []corev1.Toleration) *Capacity {
+	c := s.Capture()
+	c.Tolerate(tolerations)
+	return c
+}
+
 // Summarize describes the snapshot's free capacity for the hub; see
 // Capacity.Summarize.
 func (s *Snapshot) Summarize(maxBytes int) (strata.CapacitySummaryStatus, error) {

@@ -539,4 +539,57 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		Expect(hubKube.List(ctx, &hubJobs, client.InNamespace(fleetNS), client.MatchingLabels{jobsetapi.JobSetNameKey: js.Name})).To(Succeed())
 		Expect(hubJobs.Items).To(BeEmpty())
 	})
+
+	It("loses nothing and dispatches nothing twice when the hub is killed (SIGKILL) in the middle of a burst of 500 Jobs", Label("faults"), func(ctx SpecContext) {
+		processesMu.Lock()
+		hubProc := processes["strata-hub-strata-e2e-hub"]
+		processesMu.Unlock()
+		if hubProc == nil {
+			Skip("kills the hub's process: the kwok provider's")
+		}
+		const n, killAt = 500, 150
+		jobs := make([]*batchv1.Job, n)
+		var killed time.Time
+		burst := time.Now()
+		for i := range jobs {
+			jobs[i] = fleetJob(fmt.Sprintf("burst-%03d", i), 1, "100m", nil)
+			Expect(hubKube.Create(ctx, jobs[i])).To(Succeed())
+			if i == killAt {
+				By(fmt.Sprintf("kill -9 of strata-hub after %d of %d Jobs", killAt+1, n))
+				hubProc.Kill()
+				killed = time.Now()
+			}
+		}
+		By("restarting strata-hub once all are submitted")
+		hubProc.Restart()
+		restarted := time.Now()
+		var completeAfter time.Duration
+		Eventually(func(g Gomega) {
+			for _, j := range jobs {
+				var got batchv1.Job
+				g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+				g.Expect(complete(&got)).To(BeTrue(), j.Name)
+				g.Expect(got.Status.Succeeded).To(Equal(int32(1)), j.Name)
+			}
+			completeAfter = time.Since(restarted)
+		}, 5*time.Minute, 2*time.Second).Should(Succeed())
+		By("no hub Workload says it still waits for its worker")
+		Eventually(func(g Gomega) {
+			for _, j := range jobs {
+				c := meta.FindStatusCondition(hubWorkload(g, ctx, j).Status.Conditions, strata.WorkloadAdmitted)
+				g.Expect(c).NotTo(BeNil(), j.Name)
+				g.Expect(c.Reason).NotTo(Equal(dispatch.ReasonDispatched), "%s: %s", j.Name, c.Message)
+			}
+		}, time.Minute, 2*time.Second).Should(Succeed())
+		twice := 0
+		for _, j := range jobs {
+			if g := hubWorkload(Default, ctx, j).Status.Placement.DispatchGeneration; g != 1 {
+				twice++
+			}
+		}
+		GinkgoWriter.Printf("hub killed (SIGKILL) %s into a burst of %d Jobs, down while %d more were submitted, restarted after %s: all %d complete %s after the restart, %d dispatched more than once\n",
+			killed.Sub(burst).Round(100*time.Millisecond), n, n-killAt-1, restarted.Sub(killed).Round(100*time.Millisecond),
+			n, completeAfter.Round(100*time.Millisecond), twice)
+		Expect(twice).To(BeZero(), "a Job dispatched twice")
+	})
 })

@@ -73,18 +73,57 @@ func build(name, pkg string) string {
 
 // start runs a binary with its log in logDir/<name>.log, stopped when the
 // container that started it ends.
-func start(name, bin string, args ...string) {
+func start(name, bin string, args ...string) *process {
 	GinkgoHelper()
 	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
 	Expect(err).NotTo(HaveOccurred())
 	args = append(args, "--metrics-bind-address", freeAddress(), "--health-probe-bind-address", freeAddress())
-	session, err := gexec.Start(exec.Command(bin, args...), logFile, logFile)
-	Expect(err).NotTo(HaveOccurred())
+	p := &process{name: name, bin: bin, args: args, log: logFile}
+	p.run()
+	processesMu.Lock()
+	processes[name] = p
+	processesMu.Unlock()
 	DeferCleanup(func() {
-		session.Terminate()
-		Eventually(session, 30*time.Second).Should(gexec.Exit())
+		p.session.Terminate()
+		Eventually(p.session, 30*time.Second).Should(gexec.Exit())
 		_ = logFile.Close()
 	})
+	return p
+}
+
+// process is a component the suite runs as a process (strata-hub,
+// strata-agent and JobSet's controller on kwok), by the name its log has.
+type process struct {
+	name, bin string
+	args      []string
+	log       *os.File
+	session   *gexec.Session
+}
+
+var (
+	processesMu sync.Mutex
+	processes   = map[string]*process{}
+)
+
+func (p *process) run() {
+	GinkgoHelper()
+	session, err := gexec.Start(exec.Command(p.bin, p.args...), p.log, p.log)
+	Expect(err).NotTo(HaveOccurred())
+	p.session = session
+}
+
+// Kill sends SIGKILL, as a node's OOM killer or a crash would: no
+// shutdown, no final write.
+func (p *process) Kill() {
+	GinkgoHelper()
+	p.session.Kill()
+	Eventually(p.session, 30*time.Second).Should(gexec.Exit())
+}
+
+// Restart starts the process again with the same arguments.
+func (p *process) Restart() {
+	GinkgoHelper()
+	p.run()
 }
 
 // createCluster makes a cluster with the suite's provider; its logs are

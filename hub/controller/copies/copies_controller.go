@@ -312,6 +312,17 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, r.deleteCopy(ctx, cluster, copyJob.Object())
 		}
 	}
+	if finished && wl.Status.Admission == nil {
+		// Finished on the worker before this hub recorded its admission (a
+		// one-second copy, a hub that just restarted): the record says
+		// where it ran, never that it still waits.
+		if copyWL != nil && copyWL.Status.Admission != nil {
+			return ctrl.Result{}, r.admitted(ctx, &wl, hubJob, copyWL)
+		}
+		if err := r.ranUnseen(ctx, &wl); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if finished {
 		return r.cleanFinished(ctx, &wl, cluster, flavor, key, copyJob)
 	}
@@ -334,6 +345,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if done, _ := copyJob.Finished(); done {
 		r.fleet.Release(cluster, flavor, key) // the worker released it
+		if wl.Status.Admission == nil && copyWL != nil && copyWL.Status.Admission != nil {
+			// Admitted and finished on the worker before this hub recorded
+			// the admission (a one-second copy, a hub that just restarted):
+			// the record says where it ran, not that it still waits.
+			return ctrl.Result{}, r.admitted(ctx, &wl, hubJob, copyWL)
+		}
 		return ctrl.Result{}, nil
 	}
 	verdict, reason, message := dispatch.Judge(copyWL)
@@ -907,6 +924,24 @@ func (r *Reconciler) admitted(ctx context.Context, wl *strata.Workload, hubJob j
 		r.recorder.Eventf(hubJob.Object(), updated, corev1.EventTypeNormal, "Admitted", "Dispatch", "Admitted on %s (flavor %s)", cluster, flavor)
 	}
 	return nil
+}
+
+// ReasonRanUnseen is the Admitted condition of a hub Workload whose copy
+// finished before the hub saw its admission.
+const ReasonRanUnseen = "FinishedBeforeAdmissionSeen"
+
+// ranUnseen replaces a finished Workload's "waiting for the worker"
+// condition when its copy's admission can no longer be read.
+func (r *Reconciler) ranUnseen(ctx context.Context, wl *strata.Workload) error {
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+	if c == nil || c.Reason != dispatch.ReasonDispatched {
+		return nil
+	}
+	cluster, flavor, _, _ := dispatch.Placed(wl)
+	updated := wl.DeepCopy()
+	meta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonRanUnseen,
+		Message: fmt.Sprintf("ran on %s (flavor %s) and finished before the hub saw its admission", cluster, flavor)})
+	return client.IgnoreNotFound(r.client.Status().Update(ctx, updated))
 }
 
 // mirrorWait shows on the hub why the worker has not admitted the copy

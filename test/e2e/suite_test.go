@@ -72,8 +72,9 @@ func build(name, pkg string) string {
 }
 
 // start runs a binary with its log in logDir/<name>.log, stopped when the
-// container that started it ends.
-func start(name, bin string, args ...string) *process {
+// container that started it ends; processes[name] is its handle (Kill,
+// Restart).
+func start(name, bin string, args ...string) {
 	GinkgoHelper()
 	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
 	Expect(err).NotTo(HaveOccurred())
@@ -88,7 +89,6 @@ func start(name, bin string, args ...string) *process {
 		Eventually(p.session, 30*time.Second).Should(gexec.Exit())
 		_ = logFile.Close()
 	})
-	return p
 }
 
 // process is a component the suite runs as a process (strata-hub,

@@ -106,4 +106,21 @@ const (
 	// its capacity is taken where the hub counted it; otherwise it places
 	// the pod set on its own.
 	TopologyHintAnnotation = Prefix + "topology-hint"
+
+	// DrainFinalizer on a WorkerCluster keeps it, once deleted, until no
+	// hub Workload is dispatched there any more: its copies are taken back
+	// (and their pods gone) before their workloads are placed elsewhere.
+	DrainFinalizer = Prefix + "drain"
+	// AcceptClusterIDAnnotation on a WorkerCluster, set to the cluster ID
+	// its credential now reaches, accepts that the worker changed: the
+	// copies the hub dispatched to the cluster it reached before are given
+	// up (their workloads are placed again) and the new cluster is
+	// recorded. Without it, a credential that reaches another cluster is
+	// refused.
+	AcceptClusterIDAnnotation = Prefix + "accept-cluster-id"
+	// AbandonCopiesAnnotation ("true") on a WorkerCluster being deleted
+	// gives up its copies without waiting for them to be known gone: an
+	// administrator's statement that the worker is lost for good, or that
+	// its copies were stopped there by other means.
+	AbandonCopiesAnnotation = Prefix + "abandon-copies"
 )

@@ -109,6 +109,17 @@ type WorkerClusterStatus struct {
 	//
 	// +optional
 	Workloads int32 `json:"workloads"`
+
+	// clusterID identifies the cluster the hub reached and dispatched to:
+	// the UID of its kube-system namespace. A credential that later
+	// reaches a cluster of another ID is refused (Connected=False,
+	// ClusterChanged) until the WorkerCluster's
+	// strata.dev/accept-cluster-id annotation names the new one; two
+	// WorkerClusters never connect to the same cluster.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ClusterID string `json:"clusterID,omitempty"`
 }
 
 // WorkerSummaryStatus is the hub's view of one of a worker's summaries.
@@ -155,6 +166,7 @@ const (
 // +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.unschedulable`
 // +kubebuilder:printcolumn:name="Workloads",type=integer,JSONPath=`.status.workloads`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].reason`
+// +kubebuilder:printcolumn:name="Cluster ID",type=string,JSONPath=`.status.clusterID`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkerCluster struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -149,7 +149,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	clusterLabels := map[string]labels.Set{}
 	for i := range wcs.Items {
 		wc := &wcs.Items[i]
-		w := fleet.Worker{Name: wc.Name, Cordoned: wc.Spec.Unschedulable}
+		w := fleet.Worker{Name: wc.Name, Cordoned: wc.Spec.Unschedulable, Deleting: !wc.DeletionTimestamp.IsZero()}
 		if c := meta.FindStatusCondition(wc.Status.Conditions, strata.WorkerClusterConnected); c == nil || c.Status != metav1.ConditionTrue {
 			w.NotConnected = "not connected"
 			if c != nil {

@@ -21,6 +21,8 @@ type Worker struct {
 	Name string
 	// Cordoned: spec.unschedulable.
 	Cordoned bool
+	// Deleting: the WorkerCluster is being deleted (drained).
+	Deleting bool
 	// NotConnected, when set, says why the hub cannot reach the worker.
 	NotConnected string
 }
@@ -223,7 +225,10 @@ func refresh(targets map[string]*placement.Target, w Worker, connected bool, sum
 	}
 	for _, t := range targets {
 		t.Unavailable = "unreachable: " + w.NotConnected
-		if w.Cordoned {
+		switch {
+		case w.Deleting:
+			t.Unavailable = "being deleted; " + t.Unavailable
+		case w.Cordoned:
 			t.Unavailable = "cordoned; " + t.Unavailable
 		}
 	}
@@ -233,6 +238,8 @@ func refresh(targets map[string]*placement.Target, w Worker, connected bool, sum
 // unavailable says why a connected worker's flavor gets no new work, or "".
 func unavailable(w Worker, s *strata.CapacitySummary, now time.Time, staleAfter time.Duration) string {
 	switch {
+	case w.Deleting:
+		return "the WorkerCluster is being deleted (its copies are taken back)"
 	case w.Cordoned:
 		return "cordoned (spec.unschedulable)"
 	case s.Status.ObservedTime == nil:

@@ -182,8 +182,35 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return o.GetLabels()[strata.QueueNameLabel] != ""
 		})))
 	}
+	// A WorkerCluster deleted (drained), given up or gone: the Workloads
+	// dispatched there are looked at.
+	b = b.Watches(&strata.WorkerCluster{}, handler.EnqueueRequestsFromMapFunc(r.dispatchedTo), builder.WithPredicates(predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+				e.ObjectOld.GetAnnotations()[strata.AbandonCopiesAnnotation] != e.ObjectNew.GetAnnotations()[strata.AbandonCopiesAnnotation]
+		},
+	}))
 	return b.WatchesRawSource(source.Channel(r.copyEvents(), &handler.TypedEnqueueRequestForObject[*strata.Workload]{})).
 		Complete(r)
+}
+
+// dispatchedTo maps a WorkerCluster to the hub Workloads dispatched there.
+func (r *Reconciler) dispatchedTo(ctx context.Context, wc client.Object) []ctrl.Request {
+	var wls strata.WorkloadList
+	if err := r.client.List(ctx, &wls, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Workloads dispatched to a WorkerCluster", "workercluster", wc.GetName())
+		return nil
+	}
+	var reqs []ctrl.Request
+	for i := range wls.Items {
+		if cluster, _, _, ok := dispatch.Placed(&wls.Items[i]); ok && cluster == wc.GetName() {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&wls.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // copyEvents turns the fleet's copy events into generic events, and a new
@@ -223,6 +250,11 @@ func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workloa
 // Reconcile brings one hub Workload's copy in line with its record.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := r.reconcile(ctx, req)
+	if errors.Is(err, errCopyGoing) {
+		// The copy's deletion waits for its pods; its informer event
+		// brings the Workload back, this only bounds the wait.
+		return ctrl.Result{RequeueAfter: copyGoingRetry}, nil
+	}
 	if apierrors.IsConflict(err) {
 		// Acted on an outdated hub object: look again in a moment, with
 		// the newer one (not an error worth a log line).
@@ -277,6 +309,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"the "+kindName+" was suspended on the hub; it is dispatched again when resumed", true)
 	}
 
+	var wc strata.WorkerCluster
+	if err := r.client.Get(ctx, types.NamespacedName{Name: cluster}, &wc); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	} else if err == nil && !wc.DeletionTimestamp.IsZero() && !finished {
+		return r.draining(ctx, &wl, hubJob, jobRef, &wc)
+	}
 	if down := r.fleet.Down(cluster); down != "" {
 		return r.unreachable(ctx, &wl, hubJob, jobRef, down, true)
 	}
@@ -308,8 +346,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if copyJob != nil {
 		if uid, g, _ := dispatch.CopyOf(copyJob.Object()); uid != wl.UID || g != gen {
 			// A copy of an earlier dispatch, or of an earlier Workload of
-			// this name: it goes before this one is created.
-			return ctrl.Result{}, r.deleteCopy(ctx, cluster, copyJob.Object())
+			// this name: it and its pods go before this one is created.
+			return ctrl.Result{}, r.removeCopy(ctx, cluster, copyJob.Object(), true)
 		}
 	}
 	if finished && wl.Status.Admission == nil {
@@ -326,14 +364,20 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if finished {
 		return r.cleanFinished(ctx, &wl, cluster, flavor, key, copyJob)
 	}
+	r.mu.Lock()
+	o, undoing := r.undoing[key]
+	r.mu.Unlock()
+	if undoing {
+		// Being taken back: its copy's pods are not gone yet, or the
+		// record's write did not land.
+		return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, o.result, o.reason, o.message, true)
+	}
+	if copyJob != nil && !copyJob.Object().GetDeletionTimestamp().IsZero() {
+		// Going (taken back by an earlier hub process, or deleted on the
+		// worker): nothing more is decided until it and its pods are gone.
+		return ctrl.Result{RequeueAfter: copyGoingRetry}, nil
+	}
 	if copyJob == nil {
-		r.mu.Lock()
-		o, undoing := r.undoing[key]
-		r.mu.Unlock()
-		if undoing {
-			// Taken back, but the record's write did not land.
-			return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, o.result, o.reason, o.message, true)
-		}
 		if wl.Status.Admission != nil {
 			return r.vanished(ctx, &wl, hubJob, cluster, jobRef)
 		}
@@ -404,6 +448,39 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		wait = min(wait, left)
 	}
 	return ctrl.Result{RequeueAfter: wait}, r.mirrorWait(ctx, &wl, copyWL)
+}
+
+// errCopyGoing says a copy being taken back still exists on its worker:
+// its deletion waits for its pods (foreground), and its workload is placed
+// elsewhere only once it is gone.
+var errCopyGoing = errors.New("the copy is being deleted; waiting for its pods to be gone")
+
+// copyGoingRetry bounds the wait for a going copy's deletion event.
+const copyGoingRetry = 5 * time.Second
+
+// ReasonWorkerClusterDeleted is the outcome of a dispatch whose
+// WorkerCluster was deleted.
+const ReasonWorkerClusterDeleted = "WorkerClusterDeleted"
+
+// draining handles a dispatch to a WorkerCluster being deleted: its copy
+// is taken back, and the workload placed elsewhere once the copy and its
+// pods are gone; while the worker does not answer, as for any unreachable
+// worker (with fencing, placed elsewhere after replaceAfter); at once when
+// an administrator gave up the worker's copies.
+func (r *Reconciler) draining(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, jobRef ref, wc *strata.WorkerCluster) (ctrl.Result, error) {
+	if wc.Annotations[strata.AbandonCopiesAnnotation] == "true" {
+		return ctrl.Result{}, r.abandonWith(ctx, wl, hubJob, jobRef, ReasonWorkerClusterDeleted, fmt.Sprintf(
+			"WorkerCluster %s is being deleted and its copies were given up (%s=true); placing it again without knowing whether its copy there still runs",
+			wc.Name, strata.AbandonCopiesAnnotation))
+	}
+	if down := r.fleet.Down(wc.Name); down != "" {
+		return r.unreachable(ctx, wl, hubJob, jobRef, down, true)
+	}
+	if _, err := r.fleet.Client(wc.Name); err != nil {
+		return r.unreachable(ctx, wl, hubJob, jobRef, err.Error(), false)
+	}
+	return ctrl.Result{}, r.refuse(ctx, wl, hubJob, jobRef, strata.PlacementEvicted, dispatch.ReasonRejected, ReasonWorkerClusterDeleted,
+		fmt.Sprintf("WorkerCluster %s is being deleted: its copy is taken back, and the workload placed elsewhere once the copy's pods are gone", wc.Name))
 }
 
 // connectGrace is how long a worker may take to connect before the
@@ -479,6 +556,11 @@ func (r *Reconciler) reachable(ctx context.Context, wl *strata.Workload) error {
 // worker's Lease again): the reservation ends and the Workload is placed
 // again.
 func (r *Reconciler) abandon(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, jobRef ref, message string) error {
+	return r.abandonWith(ctx, wl, hubJob, jobRef, ReasonWorkerUnreachable, message)
+}
+
+// abandonWith ends a dispatch without removing its copy, for reason.
+func (r *Reconciler) abandonWith(ctx context.Context, wl *strata.Workload, hubJob jobs.Job, jobRef ref, reason, message string) error {
 	cluster, flavor, gen, _ := dispatch.Placed(wl)
 	key := dispatch.Key(wl.UID, gen)
 	r.release(cluster, flavor, key)
@@ -486,15 +568,15 @@ func (r *Reconciler) abandon(ctx context.Context, wl *strata.Workload, hubJob jo
 		return err
 	}
 	updated := wl.DeepCopy()
-	dispatch.RecordOutcome(&updated.Status, strata.PlacementUnreachable, ReasonWorkerUnreachable, message, r.clock.Now())
+	dispatch.RecordOutcome(&updated.Status, strata.PlacementUnreachable, reason, message, r.clock.Now())
 	meta.RemoveStatusCondition(&updated.Status.Conditions, ConditionUnreachable)
 	if err := r.client.Status().Update(ctx, updated); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Placing a workload again: its worker did not answer for replaceAfter", "cluster", cluster, "dispatch", key)
-	metrics.HubRejections.WithLabelValues(cluster, ReasonWorkerUnreachable).Inc()
+	ctrl.LoggerFrom(ctx).Info("Placing a workload again without its copy known gone", "cluster", cluster, "dispatch", key, "reason", reason)
+	metrics.HubRejections.WithLabelValues(cluster, reason).Inc()
 	if hubJob != nil {
-		r.recorder.Eventf(hubJob.Object(), updated, corev1.EventTypeWarning, ReasonWorkerUnreachable, "Dispatch", "%s", intake.Truncate(message, intake.MaxEventNote))
+		r.recorder.Eventf(hubJob.Object(), updated, corev1.EventTypeWarning, reason, "Dispatch", "%s", intake.Truncate(message, intake.MaxEventNote))
 	}
 	return nil
 }
@@ -744,14 +826,17 @@ func (r *Reconciler) refuse(ctx context.Context, wl *strata.Workload, hubJob job
 			return err
 		}
 	}
-	if err := r.takeBack(ctx, wl, jobRef, result, condReason, message, true); err != nil {
+	// A copy still going is waited for through the undoing record; the
+	// refusal is told once.
+	err := r.takeBack(ctx, wl, jobRef, result, condReason, message, true)
+	if err != nil && !errors.Is(err, errCopyGoing) {
 		return err
 	}
 	metrics.HubRejections.WithLabelValues(cluster, reason).Inc()
 	if hubJob != nil {
 		r.recorder.Eventf(hubJob.Object(), wl, corev1.EventTypeWarning, condReason, "Dispatch", "%s", intake.Truncate(cluster+": "+message, intake.MaxEventNote))
 	}
-	return nil
+	return err
 }
 
 // takeBack removes the current dispatch's copy, ends its reservation and,
@@ -783,18 +868,22 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobRef r
 		}
 		// The WorkerCluster is gone, and with it the hub's way there.
 	}
+	// The workload is placed again only once its copy and the copy's pods
+	// are gone (foreground deletion): never two runs at once.
+	wait := record && wl.DeletionTimestamp.IsZero()
 	if copyJob != nil {
 		if uid, _, _ := dispatch.CopyOf(copyJob.Object()); uid == wl.UID {
-			if err := r.deleteCopy(ctx, cluster, copyJob.Object()); err != nil {
+			if err := r.removeCopy(ctx, cluster, copyJob.Object(), wait); err != nil {
 				return err
 			}
 		}
 	} else if c, cerr := r.fleet.Client(cluster); cerr == nil {
-		// The informer may not show a copy created a moment ago.
+		// The informer may not show a copy created a moment ago, and
+		// shows a going one until it is gone.
 		existing := jobRef.kind.NewObject()
 		if err := c.Get(ctx, jobRef.key, existing); err == nil {
 			if uid, _, _ := dispatch.CopyOf(existing); uid == wl.UID {
-				if err := r.deleteCopy(ctx, cluster, existing); err != nil {
+				if err := r.removeCopy(ctx, cluster, existing, wait); err != nil {
 					return err
 				}
 			}
@@ -845,8 +934,8 @@ func (r *Reconciler) clearRun(ctx context.Context, jobRef ref) error {
 	return nil
 }
 
-// workerGone says whether the WorkerCluster of a worker no longer exists
-// (or is being deleted).
+// workerGone says whether the WorkerCluster of a worker no longer exists.
+// One being deleted is drained first (strata.dev/drain).
 func (r *Reconciler) workerGone(ctx context.Context, cluster string) (bool, error) {
 	var wc strata.WorkerCluster
 	if err := r.client.Get(ctx, types.NamespacedName{Name: cluster}, &wc); err != nil {
@@ -855,18 +944,38 @@ func (r *Reconciler) workerGone(ctx context.Context, cluster string) (bool, erro
 		}
 		return false, err
 	}
-	return !wc.DeletionTimestamp.IsZero(), nil
+	return false, nil
 }
 
-// deleteCopy deletes a copy on a worker, that object only.
+// removeCopy deletes a copy whose workload may be placed again; with
+// wait, in the foreground (the copy stays until its pods are gone) and it
+// returns errCopyGoing until the copy is gone.
+func (r *Reconciler) removeCopy(ctx context.Context, cluster string, copyJob client.Object, wait bool) error {
+	if !wait {
+		return r.deleteCopy(ctx, cluster, copyJob)
+	}
+	if copyJob.GetDeletionTimestamp().IsZero() {
+		if err := r.delete(ctx, cluster, copyJob, metav1.DeletePropagationForeground); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%s/%s on %s: %w", copyJob.GetNamespace(), copyJob.GetName(), cluster, errCopyGoing)
+}
+
+// deleteCopy deletes a copy on a worker, its pods after it.
 func (r *Reconciler) deleteCopy(ctx context.Context, cluster string, copyJob client.Object) error {
+	return r.delete(ctx, cluster, copyJob, metav1.DeletePropagationBackground)
+}
+
+// delete deletes a copy on a worker with the given propagation.
+func (r *Reconciler) delete(ctx context.Context, cluster string, copyJob client.Object, propagation metav1.DeletionPropagation) error {
 	c, err := r.fleet.Client(cluster)
 	if err != nil {
 		return err
 	}
 	uid := copyJob.GetUID()
-	ctrl.LoggerFrom(ctx).V(2).Info("Deleting a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(copyJob), "labels", copyJob.GetLabels())
-	err = c.Delete(ctx, copyJob, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
+	ctrl.LoggerFrom(ctx).V(2).Info("Deleting a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(copyJob), "labels", copyJob.GetLabels(), "propagation", propagation)
+	err = c.Delete(ctx, copyJob, client.PropagationPolicy(propagation), client.Preconditions{UID: &uid})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}

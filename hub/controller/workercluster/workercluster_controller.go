@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -62,7 +63,23 @@ const (
 	ReasonInvalidTokenSecret          = "InvalidTokenSecret"
 	ReasonUnreachable                 = "Unreachable"
 	ReasonForbidden                   = "Forbidden"
+	// ReasonClusterChanged: the credential reaches another cluster than the
+	// one the hub dispatched to (status.clusterID).
+	ReasonClusterChanged = "ClusterChanged"
+	// ReasonDuplicateCluster: another WorkerCluster already stands for the
+	// cluster the credential reaches.
+	ReasonDuplicateCluster = "DuplicateCluster"
 )
+
+// Reasons of the Draining condition of a WorkerCluster being deleted.
+const (
+	ReasonDraining = "Draining"
+	ReasonDrained  = "Drained"
+)
+
+// ConditionDraining is True while a deleted WorkerCluster waits for the
+// copies of the hub Workloads dispatched there to be taken back.
+const ConditionDraining = "Draining"
 
 // Reasons of the SummariesFresh condition.
 const (
@@ -107,12 +124,17 @@ type Reconciler struct {
 	// checked is, per worker, the credential whose permissions were last
 	// found complete there, and when.
 	checked map[string]permissionCheck
+	// claims is, per cluster ID, the WorkerCluster this process connected
+	// to it: the status of the other WorkerClusters may not show it yet.
+	claims map[string]string
 }
 
-// permissionCheck is a credential found to have every needed permission.
+// permissionCheck is a credential found to have every needed permission,
+// and the cluster it reaches.
 type permissionCheck struct {
-	identity string
-	at       time.Time
+	identity  string
+	at        time.Time
+	clusterID string
 }
 
 // permissionRecheck is how often the permissions of a connected worker's
@@ -134,11 +156,13 @@ func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *
 		client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace,
 		accessProviders: cfg.ClusterProfile.AccessProviders, managedCluster: cfg.ManagedCluster, kubeconfigs: cfg.Kubeconfigs, apis: apis,
 		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk, written: throttle.New[string](clk, countsInterval), checked: map[string]permissionCheck{},
+		claims: map[string]string{},
 	}
 }
 
-// +kubebuilder:rbac:groups=strata.dev,resources=workerclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=strata.dev,resources=workerclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=workerclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=strata.dev,resources=workerclusters/finalizers,verbs=update
 
 // SetupWithManager registers the reconciler. A worker whose summaries
 // change is reconciled again, and so is a WorkerCluster whose
@@ -210,13 +234,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if wc.DeletionTimestamp != nil {
+	deleting := wc.DeletionTimestamp != nil
+	if deleting && !controllerutil.ContainsFinalizer(&wc, strata.DrainFinalizer) {
 		r.forget(wc.Name)
 		return ctrl.Result{}, nil
 	}
+	if !deleting && !controllerutil.ContainsFinalizer(&wc, strata.DrainFinalizer) {
+		// Deleting the WorkerCluster must not re-place what still runs
+		// there: it stays until drained.
+		patch := client.MergeFromWithOptions(wc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(&wc, strata.DrainFinalizer)
+		if err := r.client.Patch(ctx, &wc, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
 	now := r.clock.Now()
 	status := wc.Status.DeepCopy()
-	connected := r.connect(ctx, &wc)
+	connected := r.connect(ctx, &wc, status)
 	connected.ObservedGeneration = wc.Generation
 	setCondition(status, connected, now)
 	fresh := metav1.Condition{Type: strata.WorkerClusterSummariesFresh, Status: metav1.ConditionUnknown, Reason: ReasonNotRead,
@@ -248,6 +282,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	fresh.ObservedGeneration = wc.Generation
 	setCondition(status, fresh, now)
+	if deleting {
+		left, err := r.dispatchedTo(ctx, wc.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if left == 0 {
+			return ctrl.Result{}, r.release(ctx, &wc)
+		}
+		setCondition(status, metav1.Condition{Type: ConditionDraining, Status: metav1.ConditionTrue, Reason: ReasonDraining, ObservedGeneration: wc.Generation,
+			Message: fmt.Sprintf("being deleted: %d workloads are still dispatched here; their copies are taken back (and their pods gone) before they are placed elsewhere. "+
+				"If the worker is lost for good, annotate the WorkerCluster %s=true to give them up", left, strata.AbandonCopiesAnnotation)}, now)
+		requeue = min(requeue, 5*time.Second)
+		if requeue == 0 {
+			requeue = 5 * time.Second
+		}
+	}
 	up := 0.0
 	if connected.Status == metav1.ConditionTrue {
 		up = 1
@@ -313,9 +363,39 @@ func setCondition(status *strata.WorkerClusterStatus, c metav1.Condition, now ti
 	meta.SetStatusCondition(&status.Conditions, c)
 }
 
+// dispatchedTo counts the hub Workloads dispatched to a worker that have
+// not finished.
+func (r *Reconciler) dispatchedTo(ctx context.Context, name string) (int, error) {
+	var wls strata.WorkloadList
+	if err := r.client.List(ctx, &wls, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if p := wl.Status.Placement; p != nil && p.Cluster == name && !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// release lets a drained WorkerCluster go.
+func (r *Reconciler) release(ctx context.Context, wc *strata.WorkerCluster) error {
+	patch := client.MergeFromWithOptions(wc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(wc, strata.DrainFinalizer)
+	if err := r.client.Patch(ctx, wc, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	ctrl.LoggerFrom(ctx).Info("WorkerCluster drained: no workload is dispatched there any more", "workercluster", wc.Name)
+	r.forget(wc.Name)
+	return nil
+}
+
 // connect resolves the worker's credential, connects, and checks the
-// hub's permissions there. It returns the Connected condition.
-func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster) metav1.Condition {
+// hub's permissions there and which cluster it reaches (recorded in
+// status). It returns the Connected condition.
+func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster, status *strata.WorkerClusterStatus) metav1.Condition {
 	notConnected := func(reason, format string, args ...any) metav1.Condition {
 		r.fleet.Disconnect(wc.Name)
 		r.mu.Lock()
@@ -339,10 +419,21 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster) meta
 		} else if len(missing) > 0 {
 			return notConnected(ReasonForbidden, "the hub's credential (%s) may not %s on the worker", cred.via, strings.Join(missing, "; "))
 		}
+		id, err := clusterID(ctx, cfg)
+		if apierrors.IsForbidden(err) {
+			return notConnected(ReasonForbidden, "the hub's credential (%s) may not get namespace kube-system on the worker (its cluster ID): %v", cred.via, err)
+		} else if err != nil {
+			return notConnected(ReasonUnreachable, "%v", err)
+		}
+		last = permissionCheck{identity: cred.identity, at: now, clusterID: id}
 		r.mu.Lock()
-		r.checked[wc.Name] = permissionCheck{identity: cred.identity, at: now}
+		r.checked[wc.Name] = last
 		r.mu.Unlock()
 	}
+	if reason, message := r.claim(ctx, wc, last.clusterID); reason != "" {
+		return notConnected(reason, "%s", message)
+	}
+	status.ClusterID = last.clusterID
 	if err := r.fleet.Connect(ctx, wc.Name, cred.identity, cfg, connectTimeout); err != nil {
 		return notConnected(ReasonUnreachable, "%v", err)
 	}
@@ -353,6 +444,56 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster) meta
 	}
 	return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionTrue, Reason: ReasonConnected,
 		Message: fmt.Sprintf("connected to %s through %s", cfg.Host, cred.via)}
+}
+
+// clusterID reads the UID of the worker's kube-system namespace: the
+// cluster's identity, which no credential or address change alters.
+func clusterID(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("a client for the worker: %w", err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading the worker's identity (the UID of namespace kube-system) at %s: %w", cfg.Host, err)
+	}
+	return string(ns.UID), nil
+}
+
+// claim checks that the cluster the credential reaches (id) is the one
+// this WorkerCluster dispatched to, and that no other WorkerCluster stands
+// for it; it returns the Connected condition's reason and message when
+// not. A changed cluster is accepted when the WorkerCluster's
+// strata.dev/accept-cluster-id annotation names it.
+func (r *Reconciler) claim(ctx context.Context, wc *strata.WorkerCluster, id string) (string, string) {
+	if rec := wc.Status.ClusterID; rec != "" && rec != id && wc.Annotations[strata.AcceptClusterIDAnnotation] != id {
+		return ReasonClusterChanged, fmt.Sprintf("the credential now reaches another cluster (ID %s) than the one the hub dispatched to (ID %s), whose copies may still run there; "+
+			"the hub dispatches nothing until the credential reaches %s again, or the WorkerCluster is annotated %s=%s to give up those copies (their workloads are placed again) and use the new cluster",
+			id, rec, rec, strata.AcceptClusterIDAnnotation, id)
+	}
+	var list strata.WorkerClusterList
+	if err := r.client.List(ctx, &list); err != nil {
+		return ReasonUnreachable, fmt.Sprintf("listing WorkerClusters: %v", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	exists := map[string]bool{}
+	for _, other := range list.Items {
+		exists[other.Name] = true
+		if other.Name != wc.Name && other.Status.ClusterID == id {
+			return ReasonDuplicateCluster, fmt.Sprintf("the credential reaches cluster %s, which WorkerCluster %s already stands for; two WorkerClusters of one cluster would take each other's copies for orphans", id, other.Name)
+		}
+	}
+	if holder, ok := r.claims[id]; ok && holder != wc.Name && exists[holder] {
+		return ReasonDuplicateCluster, fmt.Sprintf("the credential reaches cluster %s, which WorkerCluster %s already stands for; two WorkerClusters of one cluster would take each other's copies for orphans", id, holder)
+	}
+	for other, name := range r.claims {
+		if name == wc.Name && other != id {
+			delete(r.claims, other)
+		}
+	}
+	r.claims[id] = wc.Name
+	return "", ""
 }
 
 // needed are the permissions the hub needs on a worker to place on it and
@@ -447,6 +588,11 @@ func (r *Reconciler) forget(name string) {
 	r.fleet.Forget(name)
 	r.mu.Lock()
 	delete(r.checked, name)
+	for id, holder := range r.claims {
+		if holder == name {
+			delete(r.claims, id)
+		}
+	}
 	r.mu.Unlock()
 	r.written.Forget(name)
 	metrics.HubConnected.DeleteLabelValues(name)

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,13 +18,14 @@ import (
 
 var _ = Describe("Permissions", func() {
 	It("names a permission the hub lacks on one worker, and the others keep working", func(ctx SpecContext) {
-		By("registering w3 a second time, as a user that may read but not create Jobs")
+		By("w3's credential replaced by a user's that may read but not create Jobs (the same cluster)")
 		w3 := worker("w3")
 		Expect(w3.Client.Create(ctx, &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: "hub-reader"},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{"strata.dev"}, Resources: []string{"capacitysummaries", "workloads"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}, ResourceNames: []string{metav1.NamespaceSystem}},
 			},
 		})).To(Succeed())
 		Expect(w3.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
@@ -35,17 +37,15 @@ var _ = Describe("Permissions", func() {
 		Expect(err).NotTo(HaveOccurred())
 		kubeconfig, err := user.KubeConfig()
 		Expect(err).NotTo(HaveOccurred())
-		registerWorker(ctx, "w3-reader", kubeconfig)
+		var w3Secret corev1.Secret
+		Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: hubCfg.Namespace, Name: "w3-kubeconfig"}, &w3Secret)).To(Succeed())
+		original := w3Secret.Data["kubeconfig"]
+		setKubeconfig(ctx, "w3", kubeconfig)
 		DeferCleanup(func(ctx SpecContext) {
-			// The same cluster as w3: no other spec may see it twice.
-			Expect(hub.Client.Delete(ctx, &strata.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "w3-reader"}})).To(Succeed())
+			setKubeconfig(ctx, "w3", original)
+			setWCLabels(ctx, "w3", nil)
 		})
-		Eventually(func(g Gomega) { // the hub writes its status meanwhile
-			var wc strata.WorkerCluster
-			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w3-reader"}, &wc)).To(Succeed())
-			wc.Labels = map[string]string{"access": "read-only"}
-			g.Expect(hub.Client.Update(ctx, &wc)).To(Succeed())
-		}).Should(Succeed())
+		setWCLabels(ctx, "w3", map[string]string{"access": "read-only"})
 
 		e := newEnv(ctx, "perm", map[string][][]string{"w3": {{"4"}}})
 		Eventually(func(g Gomega) { // the hub writes its status meanwhile
@@ -58,10 +58,10 @@ var _ = Describe("Permissions", func() {
 		job := e.job("denied", 1, "1", nil)
 		Expect(hub.Client.Create(ctx, job)).To(Succeed())
 		Eventually(func(g Gomega) {
-			c := wcCondition(g, ctx, "w3-reader", strata.WorkerClusterDispatching)
+			c := wcCondition(g, ctx, "w3", strata.WorkerClusterDispatching)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Reason).To(Equal(hubcopies.ReasonForbidden))
-			g.Expect(c.Message).To(ContainSubstring("may not create jobs.batch in namespace ns-perm on w3-reader"))
+			g.Expect(c.Message).To(ContainSubstring("may not create jobs.batch in namespace ns-perm on w3"))
 			wl := hubWorkload(g, ctx, job)
 			g.Expect(wl.Status.Placement).NotTo(BeNil())
 			g.Expect(wl.Status.Placement.Attempts).NotTo(BeEmpty())
@@ -69,7 +69,7 @@ var _ = Describe("Permissions", func() {
 			c2 := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
 			g.Expect(c2).NotTo(BeNil())
 			g.Expect(c2.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(strings.Contains(c2.Message, "w3-reader")).To(BeTrue(), c2.Message)
+			g.Expect(strings.Contains(c2.Message, "w3")).To(BeTrue(), c2.Message)
 			g.Expect(copies(g, ctx, job)).To(BeEmpty())
 		}).Should(Succeed())
 

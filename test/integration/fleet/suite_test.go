@@ -88,9 +88,9 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	clusters, err = framework.Start(
 		framework.ClusterSpec{Name: "hub", Role: framework.Hub, CRDPaths: jobSetCRDs},
-		framework.ClusterSpec{Name: "w1", Role: framework.Worker, CRDPaths: jobSetCRDs},
-		framework.ClusterSpec{Name: "w2", Role: framework.Worker, CRDPaths: jobSetCRDs},
-		framework.ClusterSpec{Name: "w3", Role: framework.Worker},
+		framework.ClusterSpec{Name: "w1", Role: framework.Worker, CRDPaths: jobSetCRDs, GarbageCollector: true},
+		framework.ClusterSpec{Name: "w2", Role: framework.Worker, CRDPaths: jobSetCRDs, GarbageCollector: true},
+		framework.ClusterSpec{Name: "w3", Role: framework.Worker, GarbageCollector: true},
 	)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })

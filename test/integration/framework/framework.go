@@ -44,6 +44,10 @@ type ClusterSpec struct {
 	// APIServerFlags are kube-apiserver flags (name without dashes → value)
 	// set besides envtest's, e.g. max-requests-inflight for benchmarks.
 	APIServerFlags map[string]string
+	// GarbageCollector runs kube-controller-manager's garbage collector
+	// (and nothing else of it) against the API server: owned objects are
+	// deleted after their owners, and foreground deletions complete.
+	GarbageCollector bool
 }
 
 // Cluster is one running API server.
@@ -60,6 +64,8 @@ type Cluster struct {
 	KubeconfigPath string
 
 	env *envtest.Environment
+	// gc is the garbage collector's process, when it runs.
+	gc *exec.Cmd
 }
 
 // Clusters is a set of running API servers.
@@ -209,7 +215,30 @@ func startOne(spec ClusterSpec, bin, tmp string) (*Cluster, error) {
 	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		return fail(fmt.Errorf("client for %s: %w", spec.Name, err))
 	}
+	if spec.GarbageCollector {
+		if err := c.startGC(bin, tmp); err != nil {
+			return fail(err)
+		}
+	}
 	return c, nil
+}
+
+// startGC starts kube-controller-manager with its garbage collector only,
+// its log in tmp.
+func (c *Cluster) startGC(bin, tmp string) error {
+	log, err := os.Create(filepath.Join(tmp, c.Name+"-gc.log"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }()
+	cmd := exec.Command(filepath.Join(bin, "kube-controller-manager"), "--kubeconfig="+c.KubeconfigPath,
+		"--controllers=garbagecollector", "--leader-elect=false", "--secure-port=0", "--concurrent-gc-syncs=5")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the garbage collector of %s: %w", c.Name, err)
+	}
+	c.gc = cmd
+	return nil
 }
 
 // AddUser adds a user to the cluster's API server, authenticated by a
@@ -237,6 +266,10 @@ func (cs *Clusters) Stop() error {
 	var errs []error
 	for _, c := range cs.Items {
 		if c != nil {
+			if c.gc != nil {
+				_ = c.gc.Process.Kill()
+				_ = c.gc.Wait()
+			}
 			if err := c.env.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("stopping %s: %w", c.Name, err))
 			}

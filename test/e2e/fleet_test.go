@@ -94,7 +94,7 @@ func queues(ctx SpecContext, k client.Client, topology bool) {
 
 var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet"), func() {
 	var hubKube, w2Kube client.Client
-	var hubCluster cluster
+	var hubCluster, w2Cluster cluster
 	workers := map[string]client.Client{}
 
 	BeforeAll(func(ctx SpecContext) {
@@ -104,6 +104,7 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		hubCluster.Deploy("strata-hub", hubConfig)
 
 		w2 := createCluster("strata-e2e-w2")
+		w2Cluster = w2
 		w2Kube = adminClient(w2)
 		w2.InstallJobSet(true)
 		w2.Deploy("strata-agent", "")
@@ -541,9 +542,7 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 	})
 
 	It("loses nothing and dispatches nothing twice when the hub is killed (SIGKILL) in the middle of a burst of 500 Jobs", Label("faults"), func(ctx SpecContext) {
-		processesMu.Lock()
-		hubProc := processes["strata-hub-strata-e2e-hub"]
-		processesMu.Unlock()
+		hubProc := proc("strata-hub-strata-e2e-hub")
 		if hubProc == nil {
 			Skip("kills the hub's process: the kwok provider's")
 		}
@@ -591,5 +590,103 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			killed.Sub(burst).Round(100*time.Millisecond), n, n-killAt-1, restarted.Sub(killed).Round(100*time.Millisecond),
 			n, completeAfter.Round(100*time.Millisecond), twice)
 		Expect(twice).To(BeZero(), "a Job dispatched twice")
+	})
+
+	It("admits nothing twice and over-fills no node when a worker's agent is killed (SIGKILL) in the middle of a burst", Label("faults"), func(ctx SpecContext) {
+		agent := proc("strata-agent-" + clusterName)
+		if agent == nil {
+			Skip("kills w1's agent process: the kwok provider's")
+		}
+		const n, killAt = 150, 40
+		s := watchAdmissions(ctx, workers)
+		jobs := make([]*batchv1.Job, n)
+		var killed time.Time
+		for i := range jobs {
+			jobs[i] = fleetJob(fmt.Sprintf("agentkill-%03d", i), 2, "2", map[string]string{kwokcluster.RunForAnnotation: "4s"})
+			Expect(hubKube.Create(ctx, jobs[i])).To(Succeed())
+			if i == killAt {
+				By(fmt.Sprintf("kill -9 of w1's strata-agent after %d of %d Jobs", killAt+1, n))
+				agent.Kill()
+				killed = time.Now()
+			}
+		}
+		By("restarting w1's strata-agent once all are submitted")
+		agent.Restart()
+		restarted := time.Now()
+		var completeAfter time.Duration
+		Eventually(func(g Gomega) {
+			for _, j := range jobs {
+				var got batchv1.Job
+				g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+				g.Expect(complete(&got)).To(BeTrue(), j.Name)
+				g.Expect(got.Status.Succeeded).To(Equal(int32(2)), j.Name)
+			}
+			completeAfter = time.Since(restarted)
+		}, 5*time.Minute, 2*time.Second).Should(Succeed())
+		r := s.stop()
+		twice := 0
+		for _, j := range jobs {
+			if hubWorkload(Default, ctx, j).Status.Placement.DispatchGeneration != 1 {
+				twice++
+			}
+		}
+		GinkgoWriter.Printf("w1's agent killed (SIGKILL) after %d of %d Jobs (2 pods of 2 CPUs, 4 s each), down %s: all complete %s after its restart; %d samples of both workers' admissions, %d admissions changed while admitted, %d samples with a node assigned more CPU than it has (worst: %s); %d dispatched more than once\n",
+			killAt+1, n, restarted.Sub(killed).Round(100*time.Millisecond), completeAfter.Round(100*time.Millisecond), r.samples, r.readmitted, r.overfilled, r.worst, twice)
+		Expect(r.samples).To(BeNumerically(">", 10))
+		Expect(r.readmitted).To(BeZero(), "admitted twice")
+		Expect(r.overfilled).To(BeZero(), "over-filled: %s", r.worst)
+	})
+
+	It("loses nothing when a worker's control plane restarts (etcd data kept) while the hub dispatches to it", Label("faults"), func(ctx SpecContext) {
+		const n, restartAt = 150, 30
+		jobs := make([]*batchv1.Job, n)
+		done := make(chan time.Duration, 1)
+		for i := range jobs {
+			jobs[i] = fleetJob(fmt.Sprintf("cprestart-%03d", i), 1, "1", map[string]string{kwokcluster.RunForAnnotation: "2s"})
+			Expect(hubKube.Create(ctx, jobs[i])).To(Succeed())
+			if i == restartAt {
+				By(fmt.Sprintf("restarting w2's control plane after %d of %d Jobs, while the rest are submitted", restartAt+1, n))
+				go func() {
+					defer GinkgoRecover()
+					start := time.Now()
+					if !w2Cluster.RestartControlPlane() {
+						done <- -1
+						return
+					}
+					done <- time.Since(start)
+				}()
+			}
+		}
+		took := <-done
+		if took < 0 {
+			Skip("the provider cannot restart a control plane alone")
+		}
+		restarted := time.Now()
+		var completeAfter time.Duration
+		Eventually(func(g Gomega) {
+			for _, j := range jobs {
+				var got batchv1.Job
+				g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+				g.Expect(complete(&got)).To(BeTrue(), j.Name)
+				g.Expect(got.Status.Succeeded).To(Equal(int32(1)), j.Name)
+			}
+			completeAfter = time.Since(restarted)
+		}, 5*time.Minute, 2*time.Second).Should(Succeed())
+		twice, onW2 := 0, 0
+		for _, j := range jobs {
+			p := hubWorkload(Default, ctx, j).Status.Placement
+			if p.DispatchGeneration != 1 {
+				twice++
+			}
+			for _, a := range p.Attempts {
+				if a.Cluster == "w2" && a.Result == strata.PlacementAdmitted {
+					onW2++
+					break
+				}
+			}
+			Expect(len(copies(Default, ctx, j))).To(BeNumerically("<=", 1), j.Name)
+		}
+		GinkgoWriter.Printf("w2's control plane stopped and started again (%s) after %d of %d one-pod Jobs: all complete %s after it was back, %d admitted on w2, %d dispatched more than once\n",
+			took.Round(100*time.Millisecond), restartAt+1, n, completeAfter.Round(100*time.Millisecond), onW2, twice)
 	})
 })

@@ -134,6 +134,10 @@ func (c *kindCluster) Credential(sa string) []byte {
 	return kc
 }
 
+// RestartControlPlane: a kind node container restarts as a whole (its
+// kubelet and the workload too), which is not the fault the specs inject.
+func (c *kindCluster) RestartControlPlane() bool { return false }
+
 func (c *kindCluster) CollectLogs(dir string) error {
 	dst := filepath.Join(dir, c.Name())
 	if err := os.MkdirAll(dst, 0o755); err != nil {

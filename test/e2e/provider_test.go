@@ -37,6 +37,9 @@ type cluster interface {
 	// controller (the hub needs the CRD only), before the agent or the hub
 	// starts: they take in the kinds served when they start.
 	InstallJobSet(controller bool)
+	// RestartControlPlane stops the cluster's control plane and starts it
+	// again, its etcd data kept; false when the provider cannot.
+	RestartControlPlane() bool
 	// CollectLogs copies the cluster's logs into dir.
 	CollectLogs(dir string) error
 	// Delete removes what the provider created.
@@ -85,6 +88,12 @@ func (c *kwokCluster) InstallJobSet(controller bool) {
 	if controller {
 		runJobSetController(c)
 	}
+}
+
+func (c *kwokCluster) RestartControlPlane() bool {
+	GinkgoHelper()
+	Expect(c.Restart()).To(Succeed())
+	return true
 }
 
 func (c *kwokCluster) Credential(sa string) []byte {

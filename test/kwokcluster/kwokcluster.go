@@ -94,6 +94,17 @@ func (c *Cluster) Delete() error {
 	return err
 }
 
+// Restart stops every component of the cluster (kube-apiserver, etcd,
+// controller-manager, scheduler, kwok) and starts them again; etcd's data
+// stays.
+func (c *Cluster) Restart() error {
+	if _, err := c.run("kwokctl", "stop", "cluster", "--name", c.Name); err != nil {
+		return err
+	}
+	_, err := c.run("kwokctl", "start", "cluster", "--name", c.Name)
+	return err
+}
+
 // Run runs one of the built binaries (kubectl, helm, ...) with KWOK_WORKDIR set.
 func (c *Cluster) run(name string, args ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(c.bin, name), args...)

@@ -599,6 +599,13 @@ func wantHubAccess(t *testing.T, r *rendered, create, createNamespaces bool) {
 			case "secrets", "pods", "nodes":
 				t.Errorf("%s rule %d grants %v on %s", o, i, rule.Verbs, res)
 			case "namespaces":
+				if len(rule.ResourceNames) > 0 {
+					// The cluster's identity: get of kube-system only.
+					if !slices.Equal(rule.ResourceNames, []string{"kube-system"}) || !slices.Equal(rule.Verbs, []string{"get"}) {
+						t.Errorf("%s rule %d grants %v on namespaces %v: want get of kube-system only", o, i, rule.Verbs, rule.ResourceNames)
+					}
+					continue
+				}
 				namespaces = append(namespaces, rule.Verbs...)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	pkgjobs "strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/jobs/mpijob"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -121,10 +122,10 @@ const maxDomainLines = 16
 func newExplainCommand() *cobra.Command {
 	var f liveFlags
 	cmd := &cobra.Command{
-		Use:   "explain [job/|jobset/]NAME [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
-		Short: "Why a Job or JobSet waits or where it runs: its Workload's queue, conditions, placement and admission",
+		Use:   "explain [job/|jobset/|mpijob/]NAME [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
+		Short: "Why a Job, JobSet or MPIJob waits or where it runs: its Workload's queue, conditions, placement and admission",
 		Long: `explain finds the Workload of a batch/v1 Job (NAME or job/NAME) or a
-JobSet (jobset/NAME) and prints its queue, its
+JobSet (jobset/NAME) or an MPIJob (mpijob/NAME) and prints its queue, its
 Admitted condition (reason and message: why it waits), and its Invalid
 condition when it has one. On a hub it adds the placement record: the
 worker and flavor of the current dispatch and the last attempts with their
@@ -133,6 +134,7 @@ worker admitted the copy, it lists the admission: flavor, and the pods per
 topology domain. It works on a hub and on a worker.`,
 		Example: `  kubectl strata explain train-llm -n ml
   kubectl strata explain jobset/two-level -n ml
+  kubectl strata explain mpijob/pi -n ml
   kubectl strata explain train-llm -n ml --context hub -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -183,7 +185,7 @@ topology domain. It works on a hub and on a worker.`,
 }
 
 // parseJobArg reads explain's argument: NAME or job/NAME (a batch/v1
-// Job), jobset/NAME (a JobSet); plurals and group suffixes as kubectl
+// Job), jobset/NAME (a JobSet), mpijob/NAME (an MPIJob); plurals and group suffixes as kubectl
 // takes them.
 func parseJobArg(arg string) (pkgjobs.Kind, string, error) {
 	kind, name, found := strings.Cut(arg, "/")
@@ -195,8 +197,10 @@ func parseJobArg(arg string) (pkgjobs.Kind, string, error) {
 		return batchjob.Kind, name, nil
 	case "jobset", "jobsets", "jobset.jobset.x-k8s.io", "jobsets.jobset.x-k8s.io":
 		return jobset.Kind, name, nil
+	case "mpijob", "mpijobs", "mpijob.kubeflow.org", "mpijobs.kubeflow.org":
+		return mpijob.Kind, name, nil
 	}
-	return nil, "", fmt.Errorf("explain takes a Job (NAME or job/NAME) or a JobSet (jobset/NAME), not %q", kind)
+	return nil, "", fmt.Errorf("explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME) or an MPIJob (mpijob/NAME), not %q", kind)
 }
 
 // refOf names a job in the view.

@@ -275,7 +275,8 @@ func TestParseJobArg(t *testing.T) {
 	for arg, want := range map[string]string{
 		"train": "Job/train", "job/train": "Job/train", "jobs.batch/train": "Job/train",
 		"jobset/two-level": "JobSet/two-level", "jobsets.jobset.x-k8s.io/two-level": "JobSet/two-level",
-		"pod/x": `explain takes a Job (NAME or job/NAME) or a JobSet (jobset/NAME), not "pod"`,
+		"mpijob/pi": "MPIJob/pi", "mpijobs.kubeflow.org/pi": "MPIJob/pi",
+		"pod/x": `explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME) or an MPIJob (mpijob/NAME), not "pod"`,
 	} {
 		kind, name, err := parseJobArg(arg)
 		got := ""

@@ -2,10 +2,11 @@
 // Kubernetes built-in kinds, strata.dev/v1beta1, and the kinds the hub reads
 // worker clusters' credentials from: cluster-inventory-api's ClusterProfile
 // and Open Cluster Management's ManagedCluster; and the workload kinds
-// beyond batch/v1 (JobSet).
+// beyond batch/v1 (JobSet, MPIJob).
 package scheme
 
 import (
+	kubeflowv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -25,5 +26,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(inventoryv1alpha1.AddToScheme(s))
 	utilruntime.Must(ocmclusterv1.Install(s))
 	utilruntime.Must(jobsetv1alpha2.AddToScheme(s))
+	utilruntime.Must(kubeflowv2beta1.AddToScheme(s))
 	return s
 }

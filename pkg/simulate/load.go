@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ import (
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/jobs/mpijob"
 	"strata.dev/strata/pkg/scheme"
 )
 
@@ -121,7 +123,7 @@ func (in *Input) loadFile(path string) error {
 }
 
 // Kinds simulate reads.
-var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Job", "JobSet", "Workload", "and lists of them"}
+var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Job", "JobSet", "MPIJob", "Workload", "and lists of them"}
 
 func (in *Input) add(raw []byte, where string) error {
 	obj, gvk, err := decoder.Decode(raw, nil, nil)
@@ -178,6 +180,13 @@ func (in *Input) add(raw []byte, where string) error {
 		for i := range o.Items {
 			j := &o.Items[i]
 			in.Workloads = append(in.Workloads, Item{Job: jobset.Adapt(j), Source: fmt.Sprintf("%s (JobSet %s)", where, name(j))})
+		}
+	case *kubeflow.MPIJob:
+		in.Workloads = append(in.Workloads, Item{Job: mpijob.Adapt(o), Source: fmt.Sprintf("%s (MPIJob %s)", where, name(o))})
+	case *kubeflow.MPIJobList:
+		for i := range o.Items {
+			j := &o.Items[i]
+			in.Workloads = append(in.Workloads, Item{Job: mpijob.Adapt(j), Source: fmt.Sprintf("%s (MPIJob %s)", where, name(j))})
 		}
 	case *strata.Workload:
 		in.Workloads = append(in.Workloads, Item{Workload: o, Source: fmt.Sprintf("%s (Workload %s)", where, name(o))})

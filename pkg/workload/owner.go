@@ -72,12 +72,13 @@ func withoutNumbers(m string) string {
 	return b.String()
 }
 
-// OwnerJob is a reference to the batch/v1 Job that controls the workload,
-// by UID, or nil: the Job of that name now may be another one, and its
-// events must not describe this workload.
+// OwnerJob is a reference to the job (a batch/v1 Job, a JobSet, an
+// MPIJob, ...) that controls the workload, by UID, or nil: the job of that
+// name now may be another one, and its events must not describe this
+// workload.
 func OwnerJob(wl *strata.Workload) *corev1.ObjectReference {
 	owner := metav1.GetControllerOfNoCopy(wl)
-	if owner == nil || owner.Kind != "Job" || owner.APIVersion != "batch/v1" {
+	if owner == nil {
 		return nil
 	}
 	return &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Namespace: wl.Namespace, Name: owner.Name, UID: owner.UID}

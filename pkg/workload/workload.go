@@ -327,3 +327,30 @@ func Request(ps *strata.PodSet) tas.Request {
 	}
 	return req
 }
+
+// RankedPodSet returns pod set i of podSets as its pods are ranked: a pod
+// set of a group (podset-group-name) whose pod indexes have no offset of
+// their own gets the group's, the number of pods in the group's earlier
+// pod sets — KEP-2724 leaves the offset of grouped pod sets to the group:
+// an LWS leader and its workers, or an MPIJob's launcher running as rank
+// 0 and its workers, are ranked 0, 1, ... across the group. Otherwise the
+// pod set itself.
+func RankedPodSet(podSets []strata.PodSet, i int) *strata.PodSet {
+	ps := &podSets[i]
+	r := ps.TopologyRequest
+	if r == nil || r.PodSetGroupName == nil || r.PodIndexLabel == nil || r.PodIndexOffset != nil {
+		return ps
+	}
+	var offset int32
+	for j := range i {
+		if o := podSets[j].TopologyRequest; o != nil && o.PodSetGroupName != nil && *o.PodSetGroupName == *r.PodSetGroupName {
+			offset += podSets[j].Count
+		}
+	}
+	if offset == 0 {
+		return ps
+	}
+	out := ps.DeepCopy()
+	out.TopologyRequest.PodIndexOffset = &offset
+	return out
+}

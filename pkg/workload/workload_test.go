@@ -323,3 +323,47 @@ func TestDispatchKey(t *testing.T) {
 		})
 	}
 }
+
+func TestRankedPodSet(t *testing.T) {
+	idx := ptr.To("index")
+	ps := func(name string, count int32, group string, offset *int32) strata.PodSet {
+		r := &strata.PodSetTopologyRequest{Required: ptr.To(rack), PodIndexLabel: idx, PodIndexOffset: offset}
+		if group != "" {
+			r.PodSetGroupName = ptr.To(group)
+		}
+		return strata.PodSet{Name: name, Count: count, TopologyRequest: r}
+	}
+	cases := map[string]struct {
+		podSets []strata.PodSet
+		i       int
+		want    *int32
+	}{
+		"a leader and its workers grouped: the workers start after the leader": {
+			podSets: []strata.PodSet{ps("leader", 1, "g", nil), ps("workers", 3, "g", nil)}, i: 1, want: ptr.To[int32](1),
+		},
+		"the first pod set of a group": {
+			podSets: []strata.PodSet{ps("leader", 1, "g", nil), ps("workers", 3, "g", nil)}, i: 0,
+		},
+		"an offset of its own is kept": {
+			podSets: []strata.PodSet{ps("leader", 1, "g", nil), ps("workers", 3, "g", ptr.To[int32](0))}, i: 1, want: ptr.To[int32](0),
+		},
+		"another group's pod sets do not count": {
+			podSets: []strata.PodSet{ps("a", 2, "g1", nil), ps("b", 1, "g2", nil), ps("c", 3, "g2", nil)}, i: 2, want: ptr.To[int32](1),
+		},
+		"not grouped": {
+			podSets: []strata.PodSet{ps("leader", 1, "", nil), ps("workers", 3, "", nil)}, i: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := tc.podSets[tc.i].DeepCopy()
+			got := RankedPodSet(tc.podSets, tc.i)
+			if diff := cmp.Diff(tc.want, got.TopologyRequest.PodIndexOffset); diff != "" {
+				t.Errorf("offset (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, &tc.podSets[tc.i]); diff != "" {
+				t.Errorf("the Workload's pod set changed (-before,+after):\n%s", diff)
+			}
+		})
+	}
+}

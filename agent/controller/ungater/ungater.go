@@ -174,7 +174,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("pod set %s: %w", psa.Name, err))
 		}
-		if err := r.ungate(ctx, req.NamespacedName, workload.PodSet(&wl, psa.Name), a, pods.Items); err != nil {
+		var ps *strata.PodSet
+		if i := slices.IndexFunc(wl.Spec.PodSets, func(ps strata.PodSet) bool { return ps.Name == psa.Name }); i >= 0 {
+			ps = workload.RankedPodSet(wl.Spec.PodSets, i)
+		}
+		if err := r.ungate(ctx, req.NamespacedName, ps, a, pods.Items); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

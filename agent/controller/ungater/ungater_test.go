@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs/mpijob"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 const hostLabel = strata.HostnameLabel
@@ -256,6 +259,76 @@ func TestRanks(t *testing.T) {
 			rank, ok := rankFunc(&strata.PodSet{Name: "workers", Count: 8, TopologyRequest: tc.req})(tc.pod)
 			if diff := cmp.Diff(tc.want, want{rank, ok}); diff != "" {
 				t.Errorf("rank (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestKindRanksPerNode: the pod sets a kind's adapter builds rank its pods
+// as KEP-2724 says, through plan: exact pods per node.
+func TestKindRanksPerNode(t *testing.T) {
+	mpi := func(asWorker bool, group string) *kubeflow.MPIJob {
+		ann := map[string]string{strata.PodSetRequiredTopologyAnnotation: hostLabel}
+		if group != "" {
+			ann[strata.PodSetGroupNameAnnotation] = group
+		}
+		tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann}}
+		return &kubeflow.MPIJob{Spec: kubeflow.MPIJobSpec{RunLauncherAsWorker: ptr.To(asWorker),
+			MPIReplicaSpecs: map[kubeflow.MPIReplicaType]*kubeflow.ReplicaSpec{
+				kubeflow.MPIReplicaTypeLauncher: {Replicas: ptr.To[int32](1), Template: tmpl},
+				kubeflow.MPIReplicaTypeWorker:   {Replicas: ptr.To[int32](4), Template: tmpl},
+			}}}
+	}
+	// Ranks 0-1 on h1, 2 on h2, 3 on h3.
+	a := &tas.Assignment{Levels: []string{hostLabel}, Domains: []tas.DomainAssignment{
+		{Values: []string{"h1"}, Count: 2}, {Values: []string{"h2"}, Count: 1}, {Values: []string{"h3"}, Count: 1}}}
+	workers := func(first int) []corev1.Pod {
+		var out []corev1.Pod
+		for i := first; i < first+4; i++ {
+			p := pod("w"+strconv.Itoa(i), -1, "")
+			p.Labels[strata.PodSetLabel] = mpijob.Worker
+			p.Labels[mpijob.ReplicaIndexLabel] = strconv.Itoa(i)
+			out = append(out, p)
+		}
+		return out
+	}
+	cases := map[string]struct {
+		job  *kubeflow.MPIJob
+		pods []corev1.Pod
+		want map[string]string
+	}{
+		// KEP-2724 "MPIJob with runLauncherAsWorker": workers' replica
+		// indexes are 1-4; worker 1 is rank 0.
+		"MPIJob, runLauncherAsWorker: indexes from 1": {
+			job: mpi(true, ""), pods: workers(1),
+			want: map[string]string{"w1": "h1", "w2": "h1", "w3": "h2", "w4": "h3"},
+		},
+		"MPIJob, a separate launcher: indexes from 0": {
+			job: mpi(false, ""), pods: workers(0),
+			want: map[string]string{"w0": "h1", "w1": "h1", "w2": "h2", "w3": "h3"},
+		},
+		// Grouped, the offset is the group's: the launcher's one pod.
+		"MPIJob, runLauncherAsWorker, launcher and workers grouped": {
+			job: mpi(true, "g"), pods: workers(1),
+			want: map[string]string{"w1": "h1", "w2": "h1", "w3": "h2", "w4": "h3"},
+		},
+		"MPIJob, a separate launcher, grouped: indexes from 0 still": {
+			job: mpi(false, "g"), pods: workers(0),
+			want: map[string]string{"w0": "h1", "w1": "h1", "w2": "h2", "w3": "h3"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			podSets, errs := mpijob.Adapt(tc.job).PodSets()
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			got := map[string]string{}
+			for _, rel := range plan(workload.RankedPodSet(podSets, 1), a, tc.pods, map[types.UID]placed{}) {
+				got[rel.pod.Name] = a.Domains[rel.domain].Values[0]
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("pods per node (-want,+got):\n%s", diff)
 			}
 		})
 	}

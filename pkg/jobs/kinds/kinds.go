@@ -8,10 +8,11 @@ import (
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/jobs/mpijob"
 )
 
 // All are the kinds, batch/v1 Job first.
-var All = []jobs.Kind{batchjob.Kind, jobset.Kind}
+var All = []jobs.Kind{batchjob.Kind, jobset.Kind, mpijob.Kind}
 
 // Served splits the kinds into those whose API the cluster serves and
 // those it does not (a CRD not installed): a controller of a kind whose

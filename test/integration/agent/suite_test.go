@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -39,15 +40,18 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(GinkgoLogr)
 	jobSetCRDs, err := framework.JobSetCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
-	clusters, err = framework.Start(framework.ClusterSpec{Name: "worker", Role: framework.Worker, CRDPaths: jobSetCRDs})
+	mpiJobCRDs, err := framework.MPIJobCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
+	clusters, err = framework.Start(framework.ClusterSpec{Name: "worker", Role: framework.Worker, CRDPaths: append(jobSetCRDs, mpiJobCRDs...)})
 	Expect(err).NotTo(HaveOccurred())
 	// Cleanups run last-in first-out: the manager stops before its API server.
 	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })
 	worker = clusters.Get("worker")
 	// The agent runs a controller for JobSets only if their API is served
 	// when it starts: wait until the CRD is.
-	Eventually(func() error {
-		return worker.Client.List(context.Background(), &jobsetapi.JobSetList{})
+	Eventually(func(g Gomega) {
+		g.Expect(worker.Client.List(context.Background(), &jobsetapi.JobSetList{})).To(Succeed())
+		g.Expect(worker.Client.List(context.Background(), &kubeflow.MPIJobList{})).To(Succeed())
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 
 	By("installing the chart's admission policy with kubectl")
@@ -58,7 +62,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred(), string(out))
 
 	// The API server takes a moment to apply a new admission policy (and to
-	// know the JobSet CRD's schema for it): wait until both policies
+	// know the JobSet and MPIJob CRDs' schemas for it): wait until the policies
 	// suspend what they should, with dry-run creations.
 	Eventually(func(g Gomega) {
 		ctx := context.Background()
@@ -70,6 +74,12 @@ var _ = BeforeSuite(func() {
 		js := &jobsetapi.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: labels}}
 		g.Expect(worker.Client.Create(ctx, js, client.DryRunAll)).To(Succeed())
 		g.Expect(js.Spec.Suspend).To(Equal(ptr.To(true)))
+		mj := &kubeflow.MPIJob{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: labels},
+			Spec: kubeflow.MPIJobSpec{MPIReplicaSpecs: map[kubeflow.MPIReplicaType]*kubeflow.ReplicaSpec{
+				kubeflow.MPIReplicaTypeLauncher: {Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}},
+			}}}
+		g.Expect(worker.Client.Create(ctx, mj, client.DryRunAll)).To(Succeed())
+		g.Expect(mj.Spec.RunPolicy.Suspend).To(Equal(ptr.To(true)))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 
 	stopAgent = startAgent()

@@ -25,12 +25,12 @@ func clusterIDOf(ctx SpecContext, w string) string {
 	return string(ns.UID)
 }
 
-// setKubeconfig replaces the kubeconfig of a WorkerCluster's Secret.
-func setKubeconfig(ctx SpecContext, name string, kubeconfig []byte) {
+// setW3Kubeconfig replaces the kubeconfig of WorkerCluster w3's Secret.
+func setW3Kubeconfig(ctx SpecContext, kubeconfig []byte) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		var s corev1.Secret
-		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: hubCfg.Namespace, Name: name + "-kubeconfig"}, &s)).To(Succeed())
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: hubCfg.Namespace, Name: "w3-kubeconfig"}, &s)).To(Succeed())
 		s.Data["kubeconfig"] = kubeconfig
 		g.Expect(hub.Client.Update(ctx, &s)).To(Succeed())
 	}).Should(Succeed())
@@ -131,7 +131,7 @@ var _ = Describe("Worker identity", Serial, func() {
 		var w3Secret corev1.Secret
 		Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: hubCfg.Namespace, Name: "w3-kubeconfig"}, &w3Secret)).To(Succeed())
 		original := w3Secret.Data["kubeconfig"]
-		setKubeconfig(ctx, "w3", worker("w2").Kubeconfig)
+		setW3Kubeconfig(ctx, worker("w2").Kubeconfig)
 		Eventually(func(g Gomega) {
 			c := wcCondition(g, ctx, "w3", strata.WorkerClusterConnected)
 			g.Expect(c.Reason).To(Equal(workercluster.ReasonClusterChanged))
@@ -147,7 +147,7 @@ var _ = Describe("Worker identity", Serial, func() {
 		}).Should(Succeed())
 		By("the credential reaches w3 again: connected, the recorded ID unchanged")
 		annotateWC(ctx, "w3", strata.AcceptClusterIDAnnotation, "")
-		setKubeconfig(ctx, "w3", original)
+		setW3Kubeconfig(ctx, original)
 		Eventually(func(g Gomega) {
 			g.Expect(wcCondition(g, ctx, "w3", strata.WorkerClusterConnected).Status).To(Equal(metav1.ConditionTrue))
 			var wc strata.WorkerCluster

@@ -40,9 +40,9 @@ var _ = Describe("Permissions", func() {
 		var w3Secret corev1.Secret
 		Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: hubCfg.Namespace, Name: "w3-kubeconfig"}, &w3Secret)).To(Succeed())
 		original := w3Secret.Data["kubeconfig"]
-		setKubeconfig(ctx, "w3", kubeconfig)
+		setW3Kubeconfig(ctx, kubeconfig)
 		DeferCleanup(func(ctx SpecContext) {
-			setKubeconfig(ctx, "w3", original)
+			setW3Kubeconfig(ctx, original)
 			setWCLabels(ctx, "w3", nil)
 		})
 		setWCLabels(ctx, "w3", map[string]string{"access": "read-only"})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -83,9 +84,12 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{Verbosity: 2, LogTimestamp: true}))
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	// JobSet's CRD on the hub, w1 and w2; w3 does not serve JobSets.
+	// JobSet's and MPIJob's CRDs on the hub, w1 and w2; w3 serves neither.
 	jobSetCRDs, err := framework.JobSetCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
+	mpiJobCRDs, err := framework.MPIJobCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
+	jobSetCRDs = append(jobSetCRDs, mpiJobCRDs...) // w3 serves neither
 	clusters, err = framework.Start(
 		framework.ClusterSpec{Name: "hub", Role: framework.Hub, CRDPaths: jobSetCRDs},
 		framework.ClusterSpec{Name: "w1", Role: framework.Worker, CRDPaths: jobSetCRDs, GarbageCollector: true},
@@ -110,10 +114,17 @@ var _ = BeforeSuite(func() {
 		ctx := context.Background()
 		for _, c := range []*framework.Cluster{hub, workers[0], workers[1]} {
 			g.Expect(c.Client.List(ctx, &jobsetapi.JobSetList{})).To(Succeed())
+			g.Expect(c.Client.List(ctx, &kubeflow.MPIJobList{})).To(Succeed())
 		}
 		js := &jobsetapi.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: map[string]string{strata.QueueNameLabel: "probe"}}}
 		g.Expect(hub.Client.Create(ctx, js, client.DryRunAll)).To(Succeed())
 		g.Expect(js.Spec.ManagedBy).To(Equal(ptr.To(strata.ManagedByController)))
+		mj := &kubeflow.MPIJob{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: map[string]string{strata.QueueNameLabel: "probe"}},
+			Spec: kubeflow.MPIJobSpec{MPIReplicaSpecs: map[kubeflow.MPIReplicaType]*kubeflow.ReplicaSpec{
+				kubeflow.MPIReplicaTypeLauncher: {Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}},
+			}}}
+		g.Expect(hub.Client.Create(ctx, mj, client.DryRunAll)).To(Succeed())
+		g.Expect(mj.Spec.RunPolicy.ManagedBy).To(Equal(ptr.To(strata.ManagedByController)))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 
 	hubCfg, err = config.LoadHub("")

@@ -132,6 +132,16 @@ func JobSetCRDPaths() ([]string, error) {
 	return []string{filepath.Join(dir, "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml")}, nil
 }
 
+// MPIJobCRDPaths is the MPIJob CRD (kubeflow.org/v2beta1), from the module
+// cache at the version go.mod requires (github.com/kubeflow/mpi-operator).
+func MPIJobCRDPaths() ([]string, error) {
+	dir, err := moduleDir("github.com/kubeflow/mpi-operator")
+	if err != nil {
+		return nil, err
+	}
+	return []string{filepath.Join(dir, "manifests", "base", "kubeflow.org_mpijobs.yaml")}, nil
+}
+
 // JobSetModuleDir is JobSet's module in the module cache, at the version
 // go.mod requires: its manifests (config/components) are there.
 func JobSetModuleDir() (string, error) { return moduleDir("sigs.k8s.io/jobset") }

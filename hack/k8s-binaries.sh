@@ -11,7 +11,7 @@
 # binary that is already in the cache is skipped.
 #
 # Usage: hack/k8s-binaries.sh [component ...]
-#   components: kubernetes etcd kwok helm jobset (default: all)
+#   components: kubernetes etcd kwok helm jobset mpi-operator (default: all)
 set -euo pipefail
 
 KUBERNETES_VERSION=${KUBERNETES_VERSION:-v1.37.1}
@@ -21,6 +21,7 @@ HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # JobSet's controller, for the e2e's and the demo's workers: the version go.mod
 # pins for its API.
 JOBSET_VERSION=${JOBSET_VERSION:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && awk '$1 == "sigs.k8s.io/jobset" {print $2}' go.mod)}
+MPI_OPERATOR_VERSION=${MPI_OPERATOR_VERSION:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && awk '$1 == "github.com/kubeflow/mpi-operator" {print $2}' go.mod)}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE_DIR=${STRATA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata}
@@ -180,12 +181,18 @@ build_jobset() {
   build_module jobset "${JOBSET_VERSION}" sigs.k8s.io/jobset sigs.k8s.io/jobset
 }
 
+# The MPI operator (kubeflow.org/v2beta1 MPIJobs), for the e2e's workers:
+# the version go.mod requires for its API.
+build_mpi_operator() {
+  build_module mpi-operator "${MPI_OPERATOR_VERSION}" github.com/kubeflow/mpi-operator github.com/kubeflow/mpi-operator/cmd/mpi-operator
+}
+
 build_helm() {
   build_module helm "${HELM_VERSION}" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm
 }
 
 components=("$@")
-[[ ${#components[@]} -gt 0 ]] || components=(etcd kubernetes kwok helm jobset)
+[[ ${#components[@]} -gt 0 ]] || components=(etcd kubernetes kwok helm jobset mpi-operator)
 mkdir -p "${CACHE_DIR}"
 for c in "${components[@]}"; do
   case "${c}" in
@@ -194,7 +201,8 @@ for c in "${components[@]}"; do
     kwok) build_kwok ;;
     helm) build_helm ;;
     jobset) build_jobset ;;
-    *) log "unknown component ${c} (want: kubernetes etcd kwok helm jobset)"; exit 2 ;;
+    mpi-operator) build_mpi_operator ;;
+    *) log "unknown component ${c} (want: kubernetes etcd kwok helm jobset mpi-operator)"; exit 2 ;;
   esac
 done
 log "binaries ready in ${BIN_DIR} -> ${CACHE_DIR}"

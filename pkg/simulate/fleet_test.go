@@ -291,3 +291,34 @@ spec:
 		t.Errorf("the Job went elsewhere (%s); want the tight cluster, whose rack holds it exactly through the flavor's toleration", r.Reason)
 	}
 }
+
+// TestFleetMPIJob: after the hub examples' Jobs and JobSet, the hub places
+// an MPIJob's launcher and workers, grouped in one rack, on one worker,
+// flavor and rack.
+func TestFleetMPIJob(t *testing.T) {
+	results, err := runFleet(t, fleetClusters(), filepath.Join(fleetExamples, "hub"), filepath.Join(examples, "mpijobs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pi Result
+	for _, r := range results {
+		if r.Name == "pi" {
+			pi = r
+		}
+	}
+	if !pi.Admitted || len(pi.PodSets) != 2 || pi.PodSets[0].Name != "launcher" || pi.PodSets[1].Name != "worker" {
+		t.Fatalf("pi: %+v", pi)
+	}
+	if pi.Cluster == nil || *pi.Cluster == "" || pi.PodSets[0].Flavor != pi.PodSets[1].Flavor {
+		t.Errorf("pi: cluster %v, launcher on flavor %s, workers on %s: want one cluster and flavor", pi.Cluster, pi.PodSets[0].Flavor, pi.PodSets[1].Flavor)
+	}
+	racks := map[string]bool{}
+	for _, ps := range pi.PodSets {
+		for _, d := range ps.Domains {
+			racks[strings.Join(d.Values[:2], "/")] = true
+		}
+	}
+	if len(racks) != 1 {
+		t.Errorf("pi spans racks %v: want launcher and workers in one", racks)
+	}
+}

@@ -57,6 +57,10 @@ func TestExamples(t *testing.T) {
 		// A leader (CPU only) and 2 Jobs of 2 workers, each pod set in a
 		// rack of its own: the leader in the tightest rack that holds it.
 		"leader-workers": map[string]int32{"b2-r2-h3": 1, "b1-r2-h3": 2, "b1-r2-h4": 2},
+		// mpijobs.yaml, KEP-2724's MPIJob with runLauncherAsWorker: the
+		// launcher and its 2 workers (2 CPUs each) grouped in one rack,
+		// the one with the least CPU left that holds all three.
+		"pi": map[string]int32{"b2-r2-h3": 1, "b2-r2-h4": 2},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want,+got):\n%s", diff)

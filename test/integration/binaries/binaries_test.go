@@ -147,7 +147,9 @@ var _ = Describe("kubectl-strata simulate", Label("binaries", "simulate"), func(
 		Expect(code).To(Equal(0), out)
 		var results []map[string]any
 		Expect(json.Unmarshal([]byte(out), &results)).To(Succeed(), out)
-		Expect(results).To(HaveLen(6), "jobs.yaml's 4 Jobs and jobsets.yaml's 2 JobSets")
+		Expect(results).To(HaveLen(7), "jobs.yaml's 4 Jobs, jobsets.yaml's 2 JobSets and mpijobs.yaml's MPIJob")
+		Expect(results[6]).To(HaveKeyWithValue("name", "pi"))
+		Expect(results[6]).To(HaveKeyWithValue("admitted", true))
 		Expect(results[0]).To(HaveKeyWithValue("admitted", true))
 		Expect(results[3]).To(HaveKeyWithValue("admitted", false))
 		Expect(results[3]["reason"]).To(ContainSubstring("rack required: the best rack fits 8 of 10 pods"))

@@ -200,7 +200,7 @@ demo-down: ## Remove the demo's clusters and processes.
 ##@ Tools
 
 .PHONY: k8s-binaries
-k8s-binaries: ## Build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok, helm (cached).
+k8s-binaries: ## Build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok, helm, JobSet and the MPI operator (cached).
 	hack/k8s-binaries.sh
 
 $(CONTROLLER_GEN): $(TOOLS_MOD)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes binaries Strata's integration and e2e tests run on —
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok,
-# kwokctl, helm and JobSet's controller — from source through the Go module proxy. Nothing prebuilt is
+# kwokctl, helm, JobSet's controller and the MPI operator's — from source through the Go module proxy. Nothing prebuilt is
 # downloaded from anywhere.
 #
 # Binaries are kept in a version-keyed cache outside the work tree
@@ -181,10 +181,82 @@ build_jobset() {
   build_module jobset "${JOBSET_VERSION}" sigs.k8s.io/jobset sigs.k8s.io/jobset
 }
 
-# The MPI operator (kubeflow.org/v2beta1 MPIJobs), for the e2e's workers:
-# the version go.mod requires for its API.
+# The MPI operator's controller (kubeflow.org/v2beta1 MPIJobs), for the
+# e2e's workers, at the version go.mod requires for its API. Its own main
+# serves health checks on :8080 of every interface and always runs a leader
+# election: this small main runs the same controller (its package, as its
+# main builds it) without either, with --kubeconfig and --threadiness.
 build_mpi_operator() {
-  build_module mpi-operator "${MPI_OPERATOR_VERSION}" github.com/kubeflow/mpi-operator github.com/kubeflow/mpi-operator/cmd/mpi-operator
+  local out=${CACHE_DIR}/mpi-operator-${MPI_OPERATOR_VERSION}
+  if have "${out}" mpi-operator; then link "${out}" mpi-operator; return; fi
+  log "building the MPI operator's controller ${MPI_OPERATOR_VERSION}"
+  local work=${CACHE_DIR}/.build/mpi-operator-${MPI_OPERATOR_VERSION}
+  scratch_module "${work}" strata.dev/build/mpi-operator
+  cat >"${work}/main.go" <<'EOF'
+// Command mpi-operator runs the MPI operator's MPIJob controller against
+// one cluster, without a health server or leader election.
+package main
+
+import (
+	"flag"
+	"os"
+	"os/signal"
+	"syscall"
+
+	clientset "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned"
+	kubeflowscheme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
+	informers "github.com/kubeflow/mpi-operator/pkg/client/informers/externalversions"
+	"github.com/kubeflow/mpi-operator/pkg/controller"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
+	threadiness := flag.Int("threadiness", 2, "MPIJobs reconciled at once")
+	flag.Parse()
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		klog.Fatalf("kubeconfig: %v", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	kubeClient := kubernetes.NewForConfigOrDie(cfg)
+	mpiClient := clientset.NewForConfigOrDie(cfg)
+	if err := kubeflowscheme.AddToScheme(clientgoscheme.Scheme); err != nil {
+		klog.Fatalf("scheme: %v", err)
+	}
+	kubeInformers := kubeinformers.NewSharedInformerFactory(kubeClient, 0)
+	mpiInformers := informers.NewSharedInformerFactory(mpiClient, 0)
+	c, err := controller.NewMPIJobController(kubeClient, mpiClient, nil, nil,
+		kubeInformers.Core().V1().ConfigMaps(), kubeInformers.Core().V1().Secrets(), kubeInformers.Core().V1().Services(),
+		kubeInformers.Batch().V1().Jobs(), kubeInformers.Core().V1().Pods(), kubeInformers.Scheduling().V1().PriorityClasses(),
+		mpiInformers.Kubeflow().V2beta1().MPIJobs(), "", "")
+	if err != nil {
+		klog.Fatalf("controller: %v", err)
+	}
+	stop := make(chan struct{})
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	go func() { <-signals; close(stop) }()
+	kubeInformers.Start(stop)
+	mpiInformers.Start(stop)
+	if err := c.Run(*threadiness, stop); err != nil {
+		klog.Fatalf("controller: %v", err)
+	}
+}
+EOF
+  (
+    cd "${work}"
+    GOFLAGS=-mod=mod "${GO}" get "github.com/kubeflow/mpi-operator@${MPI_OPERATOR_VERSION}"
+    GOFLAGS=-mod=mod "${GO}" mod tidy
+    mkdir -p "${out}.tmp"
+    CGO_ENABLED=0 GOFLAGS=-mod=mod "${GO}" build -trimpath -ldflags "-s -w" -o "${out}.tmp/mpi-operator" .
+  )
+  rm -rf "${out}" && mv "${out}.tmp" "${out}"
+  link "${out}" mpi-operator
 }
 
 build_helm() {

@@ -96,6 +96,19 @@ type ChildPods interface {
 	ChildPods() bool
 }
 
+// ChildSync is implemented by jobs whose controller creates child objects
+// from the pod templates while the job is suspended and, when it resumes,
+// does not bring their templates up to date (the MPI operator's launcher
+// Job): the agent calls SyncChildren with the job's templates admitted and
+// written, the job still suspended, and resumes it only once it
+// succeeded — so that no pod of a child runs without the admission.
+type ChildSync interface {
+	// SyncChildren makes the children's pod templates carry the job's
+	// scheduling directives: labels, annotations, node selector,
+	// tolerations and scheduling gates.
+	SyncChildren(ctx context.Context, c client.Client) error
+}
+
 // LabelsOwner says whether an admission labels j's templates with its UID.
 func LabelsOwner(j Job) bool {
 	c, ok := j.(ChildPods)

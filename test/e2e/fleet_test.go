@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -20,6 +21,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/jobs/mpijob"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
@@ -95,18 +97,21 @@ func queues(ctx SpecContext, k client.Client, topology bool) {
 var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet"), func() {
 	var hubKube, w2Kube client.Client
 	var hubCluster, w2Cluster cluster
+	var mpiOperator bool // w2 runs the MPI operator
 	workers := map[string]client.Client{}
 
 	BeforeAll(func(ctx SpecContext) {
 		hubCluster = createCluster("strata-e2e-hub")
 		hubKube = adminClient(hubCluster)
 		hubCluster.InstallJobSet(false)
+		hubCluster.InstallMPIJob(false)
 		hubCluster.Deploy("strata-hub", hubConfig)
 
 		w2 := createCluster("strata-e2e-w2")
 		w2Cluster = w2
 		w2Kube = adminClient(w2)
 		w2.InstallJobSet(true)
+		mpiOperator = w2.InstallMPIJob(true)
 		w2.Deploy("strata-agent", "")
 		workers["w1"], workers["w2"] = kube, w2Kube
 
@@ -539,6 +544,37 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		var hubJobs batchv1.JobList
 		Expect(hubKube.List(ctx, &hubJobs, client.InNamespace(fleetNS), client.MatchingLabels{jobsetapi.JobSetNameKey: js.Name})).To(Succeed())
 		Expect(hubJobs.Items).To(BeEmpty())
+	})
+
+	It("dispatches KEP-2724's MPIJob with runLauncherAsWorker to the worker that serves MPIJobs; the MPI operator runs it there, launcher and workers in one rack; the hub MPIJob shows it succeeded", Label("mpijob"), func(ctx SpecContext) {
+		if !mpiOperator {
+			Skip("the provider does not run the MPI operator")
+		}
+		j := piMPIJob("pi", fleetNS, fleetQueue, "5s")
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		var wl strata.Workload
+		Eventually(func(g Gomega) {
+			g.Expect(hubKube.Get(ctx, client.ObjectKey{Namespace: fleetNS, Name: mpijob.Kind.WorkloadName(j.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+		}, wait, time.Second).Should(Succeed())
+		Expect(wl.Status.Placement.Cluster).To(Equal("w2"), "w1 does not serve MPIJobs")
+		Expect(wl.Status.Placement.Attempts[0].Message).To(ContainSubstring("w1/fleet: the worker does not serve mpijobs.kubeflow.org"))
+		By("launcher and workers in one rack of w2")
+		racks := map[string]bool{}
+		for _, psa := range wl.Status.Admission.PodSetAssignments {
+			for r := range podsPerRack(Default, ctx, w2Kube, &strata.Admission{PodSetAssignments: []strata.PodSetAssignment{psa}}) {
+				racks[r] = true
+			}
+		}
+		Expect(racks).To(HaveLen(1))
+		By("the MPI operator runs it on w2: the launcher's pod completes, the MPIJob succeeds, and so does the hub's")
+		Eventually(func(g Gomega) {
+			var got kubeflow.MPIJob
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			done, how := mpijob.Adapt(&got).Finished()
+			g.Expect(done).To(BeTrue(), "conditions %+v", got.Status.Conditions)
+			g.Expect(how).To(Equal("Succeeded"))
+		}, 3*time.Minute, 2*time.Second).Should(Succeed())
 	})
 
 	It("loses nothing and dispatches nothing twice when the hub is killed (SIGKILL) in the middle of a burst of 500 Jobs", Label("faults"), func(ctx SpecContext) {

@@ -134,6 +134,14 @@ func (c *kindCluster) Credential(sa string) []byte {
 	return kc
 }
 
+// InstallMPIJob installs the MPIJob CRD; the MPI operator is not run on
+// kind (no image of it is built here).
+func (c *kindCluster) InstallMPIJob(controller bool) bool {
+	GinkgoHelper()
+	installMPIJobCRD(c)
+	return !controller
+}
+
 // RestartControlPlane: a kind node container restarts as a whole (its
 // kubelet and the workload too), which is not the fault the specs inject.
 func (c *kindCluster) RestartControlPlane() bool { return false }

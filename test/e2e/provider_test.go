@@ -37,6 +37,10 @@ type cluster interface {
 	// controller (the hub needs the CRD only), before the agent or the hub
 	// starts: they take in the kinds served when they start.
 	InstallJobSet(controller bool)
+	// InstallMPIJob installs the MPIJob CRD and, with controller, the MPI
+	// operator's controller, before the agent or the hub starts; false
+	// when the provider cannot run the controller.
+	InstallMPIJob(controller bool) bool
 	// RestartControlPlane stops the cluster's control plane and starts it
 	// again, its etcd data kept; false when the provider cannot.
 	RestartControlPlane() bool
@@ -88,6 +92,15 @@ func (c *kwokCluster) InstallJobSet(controller bool) {
 	if controller {
 		runJobSetController(c)
 	}
+}
+
+func (c *kwokCluster) InstallMPIJob(controller bool) bool {
+	GinkgoHelper()
+	installMPIJobCRD(c)
+	if controller {
+		runMPIOperator(c)
+	}
+	return true
 }
 
 func (c *kwokCluster) RestartControlPlane() bool {

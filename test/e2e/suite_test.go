@@ -76,9 +76,15 @@ func build(name, pkg string) string {
 // Restart).
 func start(name, bin string, args ...string) {
 	GinkgoHelper()
+	startPlain(name, bin, append(args, "--metrics-bind-address", freeAddress(), "--health-probe-bind-address", freeAddress())...)
+}
+
+// startPlain is start for a binary without metrics and health probe
+// flags.
+func startPlain(name, bin string, args ...string) {
+	GinkgoHelper()
 	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
 	Expect(err).NotTo(HaveOccurred())
-	args = append(args, "--metrics-bind-address", freeAddress(), "--health-probe-bind-address", freeAddress())
 	p := &process{name: name, bin: bin, args: args, log: logFile}
 	p.run()
 	processesMu.Lock()

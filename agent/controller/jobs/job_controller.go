@@ -402,6 +402,16 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 	if err := recordAdded(job, added); err != nil {
 		return err
 	}
+	if cs, ok := job.(pkgjobs.ChildSync); ok {
+		// Its controller made children from the templates while it was
+		// suspended: the admitted templates go to them before it resumes.
+		if err := r.client.Update(ctx, job.Object()); err != nil {
+			return fmt.Errorf("starting Job: %w", err)
+		}
+		if err := cs.SyncChildren(ctx, r.client); err != nil {
+			return fmt.Errorf("starting Job: bringing its children's templates to the admission: %w", err)
+		}
+	}
 	job.SetSuspended(false)
 	if err := r.client.Update(ctx, job.Object()); err != nil {
 		return fmt.Errorf("starting Job: %w", err)

@@ -20,9 +20,13 @@ package mpijob
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -223,4 +227,61 @@ func (j MPIJob) ClearRun() bool {
 		}
 	}
 	return changed
+}
+
+// LauncherSuffix ends the name of the launcher Job the MPI operator
+// creates for an MPIJob.
+const LauncherSuffix = "-launcher"
+
+// SyncChildren brings the launcher Job's pod template to the MPIJob's
+// launcher template: the MPI operator creates the launcher Job at once
+// (launcherCreationPolicy AtStartup), suspended while the MPIJob is, from
+// the template of that moment, and on resume only unsuspends it. A
+// suspended Job that has not started lets its template's labels,
+// annotations, node selector, tolerations and scheduling gates change.
+// The operator's own labels and annotations stay; Strata's follow the
+// MPIJob's template.
+func (j MPIJob) SyncChildren(ctx context.Context, c client.Client) error {
+	spec := j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher]
+	if spec == nil {
+		return nil
+	}
+	var launcher batchv1.Job
+	if err := c.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name + LauncherSuffix}, &launcher); err != nil {
+		return client.IgnoreNotFound(err) // not created yet: it will be from the admitted template
+	}
+	if !metav1.IsControlledBy(&launcher, j.MPIJob) {
+		return nil
+	}
+	want := &spec.Template
+	got := &launcher.Spec.Template
+	before := got.DeepCopy()
+	got.Labels = syncStrata(got.Labels, want.Labels)
+	got.Annotations = syncStrata(got.Annotations, want.Annotations)
+	got.Spec.NodeSelector = maps.Clone(want.Spec.NodeSelector)
+	got.Spec.Tolerations = slices.Clone(want.Spec.Tolerations)
+	got.Spec.SchedulingGates = slices.Clone(want.Spec.SchedulingGates)
+	if equality.Semantic.DeepEqual(before, got) {
+		return nil
+	}
+	if !ptr.Deref(launcher.Spec.Suspend, false) {
+		return fmt.Errorf("launcher Job %s/%s runs already; its template cannot take the admission", launcher.Namespace, launcher.Name)
+	}
+	return c.Update(ctx, &launcher)
+}
+
+// syncStrata returns to: the keys of from set, and the strata.dev/ keys
+// from does not have removed.
+func syncStrata(to, from map[string]string) map[string]string {
+	out := maps.Clone(to)
+	for k := range out {
+		if _, ok := from[k]; !ok && strings.HasPrefix(k, strata.Prefix) {
+			delete(out, k)
+		}
+	}
+	if out == nil && len(from) > 0 {
+		out = map[string]string{}
+	}
+	maps.Copy(out, from)
+	return out
 }

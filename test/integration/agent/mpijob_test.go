@@ -8,6 +8,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -211,6 +212,39 @@ var _ = Describe("MPIJob", Ordered, Label("agent", "mpijob"), func() {
 		Expect(worker.Client.Delete(ctx, j)).To(Succeed())
 		Expect(worker.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns),
 			client.MatchingLabels{strata.WorkloadLabel: mpijob.Kind.WorkloadName(j.Name)}, client.GracePeriodSeconds(0))).To(Succeed())
+	})
+
+	It("brings the launcher Job the MPI operator made while the MPIJob was suspended to the admission before resuming it", func(ctx SpecContext) {
+		ns2 := createNamespace(ctx, nil) // its LocalQueue comes later: the MPIJob waits
+		j := piMPIJob(ns2, "mpi-q", "early", 2, "")
+		Expect(worker.Client.Create(ctx, j)).To(Succeed())
+		By("the launcher Job, as the operator creates it at startup: suspended, from the template of that moment")
+		tmpl := j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.DeepCopy()
+		tmpl.Labels = map[string]string{"training.kubeflow.org/job-role": "launcher"}
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+		launcher := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: j.Name + mpijob.LauncherSuffix, Namespace: ns2,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, kubeflow.SchemeGroupVersionKind)}},
+			Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: *tmpl},
+		}
+		Expect(worker.Client.Create(ctx, launcher)).To(Succeed())
+		createLocalQueue(ctx, ns2, "mpi-q")
+
+		By("admitted and resumed: the launcher Job's template carries the admission, the operator's label kept")
+		Eventually(func(g Gomega) {
+			var got kubeflow.MPIJob
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(ptr.Deref(got.Spec.RunPolicy.Suspend, true)).To(BeFalse())
+			var l batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(launcher), &l)).To(Succeed())
+			lt := l.Spec.Template
+			g.Expect(lt.Spec.NodeSelector).To(HaveKeyWithValue("pool", "mpi"))
+			g.Expect(lt.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}))
+			g.Expect(lt.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, mpijob.Kind.WorkloadName(j.Name)))
+			g.Expect(lt.Labels).To(HaveKeyWithValue(strata.PodSetLabel, mpijob.Launcher))
+			g.Expect(lt.Labels).To(HaveKeyWithValue("training.kubeflow.org/job-role", "launcher"))
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, j)).To(Succeed())
 	})
 
 	It("keeps an MPIJob whose group no rack holds waiting, saying why on the Workload and in an event on the MPIJob", func(ctx SpecContext) {

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/test/integration/framework"
+	"strata.dev/strata/test/kwokcluster"
+)
+
+// MPIJobs on the suite's clusters: the MPIJob CRD (from the module cache,
+// at the version go.mod requires) where MPIJobs are submitted, and on a
+// worker the MPI operator's controller, built from the module proxy by
+// hack/k8s-binaries.sh (bin/k8s/mpi-operator: the operator's controller
+// package behind a small main without its health server on :8080 and its
+// leader election), run as a process with the admin kubeconfig.
+
+// installMPIJobCRD applies the MPIJob CRD on a cluster and waits until it
+// is served.
+func installMPIJobCRD(c cluster) {
+	GinkgoHelper()
+	By("installing the MPIJob CRD on " + c.Name())
+	paths, err := framework.MPIJobCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
+	kubectl(c, "apply", "--server-side", "-f", paths[0])
+	k := adminClient(c)
+	Eventually(func() error {
+		return k.List(context.Background(), &kubeflow.MPIJobList{})
+	}, wait, 200*time.Millisecond).Should(Succeed())
+}
+
+// runMPIOperator runs the MPI operator's controller for a kwok cluster.
+func runMPIOperator(c cluster) {
+	GinkgoHelper()
+	By("running the MPI operator for " + c.Name())
+	bin, err := framework.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	startPlain("mpi-operator-"+c.Name(), filepath.Join(bin, "mpi-operator"), "--kubeconfig", c.Kubeconfig())
+}
+
+// piMPIJob is KEP-2724's MPIJob with runLauncherAsWorker: a launcher (rank
+// 0) and 2 workers of 1 CPU, launcher and workers in one rack (one
+// podset-group-name). kwok completes the launcher's pod (its Job's) after
+// runFor; the workers run until the operator ends them.
+func piMPIJob(name, namespace, queue, runFor string) *kubeflow.MPIJob {
+	ann := map[string]string{strata.PodSetRequiredTopologyAnnotation: rack, strata.PodSetGroupNameAnnotation: name}
+	tmpl := func(container string, extra map[string]string) corev1.PodTemplateSpec {
+		a := map[string]string{}
+		for k, v := range ann {
+			a[k] = v
+		}
+		for k, v := range extra {
+			a[k] = v
+		}
+		return corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Annotations: a},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: container, Image: "mpioperator/mpi-pi:openmpi",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		}
+	}
+	return &kubeflow.MPIJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{strata.QueueNameLabel: queue}},
+		Spec: kubeflow.MPIJobSpec{
+			SlotsPerWorker:      ptr.To[int32](1),
+			RunLauncherAsWorker: ptr.To(true),
+			MPIReplicaSpecs: map[kubeflow.MPIReplicaType]*kubeflow.ReplicaSpec{
+				kubeflow.MPIReplicaTypeLauncher: {Replicas: ptr.To[int32](1), Template: tmpl("mpi-launcher", map[string]string{kwokcluster.RunForAnnotation: runFor})},
+				kubeflow.MPIReplicaTypeWorker:   {Replicas: ptr.To[int32](2), Template: tmpl("mpi-worker", nil)},
+			},
+		},
+	}
+}

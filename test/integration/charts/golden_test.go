@@ -113,6 +113,26 @@ func TestGolden(t *testing.T) {
 				wantHubAccess(t, r, false, false)
 			},
 		},
+		"agent-hub-namespaces": {
+			chart:     "strata-agent",
+			namespace: "strata-system",
+			set:       []string{"hubAccess.namespaces={team-a,team-b}"},
+			check: func(t *testing.T, r *rendered) {
+				wantHubAccess(t, r, true, false)
+				if r.find("ClusterRoleBinding", hubAccessName+"-copies") != nil {
+					t.Errorf("hubAccess.namespaces set, yet the copies role is bound cluster-wide")
+				}
+				var where []string
+				for _, o := range r.all("RoleBinding") {
+					if o.Name == hubAccessName+"-copies" {
+						where = append(where, o.Namespace)
+					}
+				}
+				if diff := cmp.Diff([]string{"team-a", "team-b"}, where); diff != "" {
+					t.Errorf("copies RoleBindings (-want,+got):\n%s", diff)
+				}
+			},
+		},
 		"agent-create-namespaces-team-a": {
 			chart:     "strata-agent",
 			namespace: "team-a",
@@ -334,7 +354,8 @@ func decode[T any](t *testing.T, o *object) *T {
 }
 
 // clusterScoped are the kinds the charts render without a namespace.
-var clusterScoped = []string{"ClusterRole", "ClusterRoleBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
+var clusterScoped = []string{"ClusterRole", "ClusterRoleBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+	"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 // checkCommon checks what every rendering must satisfy.
 func checkCommon(t *testing.T, r *rendered) {
@@ -352,7 +373,8 @@ func checkCommon(t *testing.T, r *rendered) {
 			if o.Namespace != "" {
 				t.Errorf("%s is cluster-scoped but has namespace %q", o, o.Namespace)
 			}
-		} else if o.Namespace != r.namespace {
+		} else if o.Namespace != r.namespace && !(o.Kind == "RoleBinding" && o.Name == hubAccessName+"-copies") {
+			// The hub's copies RoleBindings go to hubAccess.namespaces.
 			t.Errorf("%s is in namespace %q, want the release's, %q", o, o.Namespace, r.namespace)
 		}
 	}
@@ -580,6 +602,15 @@ func wantHubAccess(t *testing.T, r *rendered, create, createNamespaces bool) {
 	for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
 		if r.find(kind, hubAccessName) == nil {
 			t.Errorf("no %s %s", kind, hubAccessName)
+		}
+	}
+	for _, kind := range []string{"ClusterRole", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		name := hubAccessName + "-copies"
+		if kind != "ClusterRole" {
+			name = hubAccessName + "-protected-namespaces"
+		}
+		if r.find(kind, name) == nil {
+			t.Errorf("no %s %s", kind, name)
 		}
 	}
 	if o := r.find("Secret", hubAccessName+"-token"); o == nil {

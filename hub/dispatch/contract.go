@@ -84,6 +84,21 @@ func Backoffs(wl *strata.Workload, base time.Duration, now time.Time) map[string
 	return out
 }
 
+// LastRefusal is the message of the workload's last refusal by cluster
+// (its attempt's), "" when it has none.
+func LastRefusal(wl *strata.Workload, cluster string) string {
+	if wl.Status.Placement == nil {
+		return ""
+	}
+	attempts := wl.Status.Placement.Attempts
+	for i := len(attempts) - 1; i >= 0; i-- {
+		if a := attempts[i]; a.Cluster == cluster && (a.Result == strata.PlacementRejected || a.Result == strata.PlacementTimedOut) {
+			return a.Message
+		}
+	}
+	return ""
+}
+
 // RecordDispatch sets the Workload's placement to a new dispatch to
 // cluster and flavor, one generation after the last, and records the
 // attempt with the decision's reason; now is the dispatch time the copy

@@ -263,3 +263,23 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+func TestLastRefusal(t *testing.T) {
+	at := func(cluster string, r strata.PlacementResult, msg string) strata.PlacementAttempt {
+		return strata.PlacementAttempt{Cluster: cluster, Result: r, Message: msg}
+	}
+	wl := &strata.Workload{Status: strata.WorkloadStatus{Placement: &strata.Placement{Attempts: []strata.PlacementAttempt{
+		at("w1", strata.PlacementRejected, "first"),
+		at("w2", strata.PlacementTimedOut, "slow"),
+		at("w1", strata.PlacementRejected, "second"),
+		at("w1", strata.PlacementAdmitted, ""),
+	}}}}
+	for cluster, want := range map[string]string{"w1": "second", "w2": "slow", "w3": ""} {
+		if got := LastRefusal(wl, cluster); got != want {
+			t.Errorf("LastRefusal(%s) = %q, want %q", cluster, got, want)
+		}
+	}
+	if got := LastRefusal(&strata.Workload{}, "w1"); got != "" {
+		t.Errorf("no placement: %q", got)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/metrics"
@@ -506,12 +507,18 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		}
 		selector = s
 	}
-	eligible, excluded, retry := eligibleTargets(targets, selector, clusterLabels, Backoffs(wl, d.backoff, now), flavors, now)
+	eligible, excluded, retry := eligibleTargets(targets, selector, clusterLabels, Backoffs(wl, d.backoff, now), flavors, now,
+		func(cluster string) string { return LastRefusal(wl, cluster) })
 	eligible, excluded = servingKind(eligible, excluded, p.kind, flavors, d.fleet.Serves)
 	dec := d.policy.Decide(wl, flavors, eligible)
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := dec.Reason
-	if len(excluded) > 0 {
+	switch {
+	case len(dec.Candidates) == 0 && len(excluded) > 0:
+		// Workers offer the flavors, but none may take it now: say why,
+		// not that none offers them.
+		reason = "no worker may take it now: " + strings.Join(excluded, "; ")
+	case len(excluded) > 0:
 		reason += "; " + strings.Join(excluded, "; ")
 	}
 	if len(notes) > 0 {
@@ -549,19 +556,27 @@ func (d *Dispatcher) checkLevels(ctx context.Context, flavor string, wl *strata.
 	return nil
 }
 
+// maxRefusalInReason bounds a worker's refusal message quoted in a
+// waiting reason.
+const maxRefusalInReason = 200
+
 // eligibleTargets returns the targets on workers the queue's selector
 // takes, less those of workers in backoff for the workload; for those, a
 // reason per target of the queue's flavors, and when the first backoff
 // ends.
 func eligibleTargets(targets []*placement.Target, selector labels.Selector, clusterLabels map[string]labels.Set,
-	backoffs map[string]time.Time, flavors []string, now time.Time) (eligible []*placement.Target, excluded []string, retry time.Duration) {
+	backoffs map[string]time.Time, flavors []string, now time.Time, refusal func(cluster string) string) (eligible []*placement.Target, excluded []string, retry time.Duration) {
 	for _, t := range targets {
 		if !selector.Matches(clusterLabels[t.Cluster]) {
 			continue
 		}
 		if until, ok := backoffs[t.Cluster]; ok {
 			if slices.Contains(flavors, t.Flavor) {
-				excluded = append(excluded, fmt.Sprintf("%s/%s: refused this workload; not again before %s", t.Cluster, t.Flavor, until.UTC().Format(time.RFC3339)))
+				why := ""
+				if m := refusal(t.Cluster); m != "" {
+					why = " (" + intake.Truncate(m, maxRefusalInReason) + ")"
+				}
+				excluded = append(excluded, fmt.Sprintf("%s/%s: refused this workload%s; not again before %s", t.Cluster, t.Flavor, why, until.UTC().Format(time.RFC3339)))
 			}
 			if r := until.Sub(now); retry == 0 || r < retry {
 				retry = r

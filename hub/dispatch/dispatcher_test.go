@@ -68,14 +68,16 @@ func TestEligibleTargets(t *testing.T) {
 			backoffs: map[string]time.Time{"w1": t0.Add(2 * time.Minute), "w3": t0.Add(time.Minute)},
 			want:     []string{"w2/gpu"},
 			wantExcluded: []string{
-				"w1/gpu: refused this workload; not again before 2026-11-23T12:02:00Z",
+				`w1/gpu: refused this workload (LocalQueue "q" does not exist in namespace "ml"); not again before 2026-11-23T12:02:00Z`,
 			},
 			wantRetry: 2 * time.Minute,
 		},
 	}
+	refusals := map[string]string{"w1": `LocalQueue "q" does not exist in namespace "ml"`}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, excluded, retry := eligibleTargets(targets, tc.selector, clusterLabels, tc.backoffs, []string{"gpu"}, t0)
+			got, excluded, retry := eligibleTargets(targets, tc.selector, clusterLabels, tc.backoffs, []string{"gpu"}, t0,
+				func(c string) string { return refusals[c] })
 			if diff := cmp.Diff(tc.want, names(got)); diff != "" {
 				t.Errorf("eligible (-want,+got):\n%s", diff)
 			}

@@ -164,7 +164,7 @@ say "installing the strata-hub chart on hub, the strata-agent chart on west and 
   --namespace strata-system --create-namespace --set replicas=0 --wait >/dev/null
 for w in "${WORKERS[@]}"; do
   "${BIN}/helm" install strata-agent "${ROOT}/charts/strata-agent" --kubeconfig "$(kc "${w}")" \
-    --namespace strata-system --create-namespace --set replicas=0 --wait >/dev/null
+    --namespace strata-system --create-namespace --set replicas=0 --set hubAccess.onboarding=true --wait >/dev/null
 done
 
 for w in "${WORKERS[@]}"; do
@@ -209,6 +209,11 @@ spec:
   kubeConfigSecretRef:
     namespace: strata-system
     name: west-kubeconfig
+  # A team onboarded on the hub (a namespace and a LocalQueue there) runs
+  # here without anything made by hand: the hub creates its namespace and
+  # LocalQueue, pointing at ClusterQueue training.
+  onboarding:
+    clusterQueue: training
 YAML
 
 say "registering east through a ClusterProfile, its token from an exec credential plugin"
@@ -247,6 +252,8 @@ spec:
   clusterProfileRef:
     namespace: strata-system
     name: east
+  onboarding:
+    clusterQueue: training
 YAML
 k hub patch clusterprofile east -n strata-system --subresource status --type merge -p "{\"status\":{\"accessProviders\":[{\"name\":\"${PROVIDER}\",\"cluster\":{\"server\":\"${server}\",\"certificate-authority-data\":\"${ca}\"}}]}}" >/dev/null
 

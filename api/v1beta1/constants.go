@@ -107,6 +107,9 @@ const (
 	// the pod set on its own.
 	TopologyHintAnnotation = Prefix + "topology-hint"
 
+	// OnboardedByLabel marks the namespaces and LocalQueues a hub created
+	// on a worker for WorkerCluster.spec.onboarding: the hub's origin.
+	OnboardedByLabel = Prefix + "onboarded-by"
 	// DrainFinalizer on a WorkerCluster keeps it, once deleted, until no
 	// hub Workload is dispatched there any more: its copies are taken back
 	// (and their pods gone) before their workloads are placed elsewhere.

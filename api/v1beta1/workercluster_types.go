@@ -43,6 +43,29 @@ type WorkerClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	LocalQueueName string `json:"localQueueName,omitempty"`
+
+	// onboarding, when set, opts the worker in to the teams onboarded on
+	// the hub: before it sends a copy there, the hub creates the copy's
+	// namespace and the LocalQueue the copy uses in it (pointing at
+	// onboarding.clusterQueue) when they do not exist, so that a namespace
+	// and LocalQueue made on the hub are enough. It never changes or
+	// deletes what exists; the worker's ClusterQueue and its
+	// namespaceSelector still decide what runs. The agent chart's hub
+	// identity needs hubAccess.onboarding.
+	//
+	// +optional
+	Onboarding *WorkerOnboarding `json:"onboarding,omitempty"`
+}
+
+// WorkerOnboarding says how the hub onboards teams on a worker.
+type WorkerOnboarding struct {
+	// clusterQueue is the worker's ClusterQueue the LocalQueues the hub
+	// creates there point at.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClusterQueue string `json:"clusterQueue"`
 }
 
 // SecretKeyReference names a key of a Secret.

@@ -50,13 +50,12 @@ func installJobSetCRD(c cluster) {
 }
 
 // kubectl runs the built kubectl against cluster c.
-func kubectl(c cluster, args ...string) string {
+func kubectl(c cluster, args ...string) {
 	GinkgoHelper()
 	bin, err := framework.BinDir()
 	Expect(err).NotTo(HaveOccurred())
 	out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "kubectl %v: %s", args, out)
-	return string(out)
 }
 
 // runJobSetController starts JobSet's controller for a kwok cluster

@@ -119,6 +119,9 @@ type Reconciler struct {
 	// outcome is not recorded yet: a reconcile that meets one records it
 	// again instead of creating the copy anew.
 	undoing map[string]outcome
+	// onboarded is, by "worker/namespace/queue", when this process last
+	// made sure of a namespace and LocalQueue on a worker (onboard).
+	onboarded map[string]time.Time
 }
 
 // outcome is the record a take-back is to write.
@@ -149,7 +152,8 @@ func (j ref) String() string {
 // given kinds (those the hub serves).
 func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, served []jobs.Kind, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
 	return &Reconciler{client: c, fleet: f, cfg: cfg, served: served, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{},
-		created: map[string]time.Time{}, seen: map[string]time.Time{}, admissions: map[string]bool{}, undoing: map[string]outcome{}}
+		created: map[string]time.Time{}, seen: map[string]time.Time{}, admissions: map[string]bool{}, undoing: map[string]outcome{},
+		onboarded: map[string]time.Time{}}
 }
 
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
@@ -708,6 +712,15 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob job
 	if err != nil {
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
+	if ob := wc.Spec.Onboarding; ob != nil {
+		if err := r.onboard(ctx, c, cluster, hubJob.Object().GetNamespace(), queueName, ob.ClusterQueue); err != nil {
+			if apierrors.IsForbidden(err) {
+				return ctrl.Result{}, r.workerRefused(ctx, wl, hubJob, cluster, ReasonForbidden, fmt.Sprintf(
+					"onboarding (WorkerCluster %s spec.onboarding): %v; the hub's identity there needs the agent chart's hubAccess.onboarding=true", cluster, err))
+			}
+			return ctrl.Result{}, err
+		}
+	}
 	// The placement the hub reserved for this dispatch, so that the agent
 	// takes the capacity where the hub counted it (a hub restarted since
 	// the decision has the one it rebuilt).
@@ -773,6 +786,37 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob job
 	r.created[key] = r.clock.Now()
 	r.mu.Unlock()
 	return ctrl.Result{RequeueAfter: r.cfg.Dispatch.AdmissionTimeout.Duration}, nil
+}
+
+// onboardTTL is how long a namespace and LocalQueue the hub made sure of
+// on a worker are taken to still be there: one deleted meanwhile is made
+// again at the next copy after that.
+const onboardTTL = time.Minute
+
+// onboard makes sure namespace ns and its LocalQueue queue (pointing at
+// the worker's ClusterQueue cq) exist on a worker, creating what is
+// missing; what exists is left as it is. It needs only create: an
+// existing object answers AlreadyExists.
+func (r *Reconciler) onboard(ctx context.Context, c client.Client, cluster, ns, queue, cq string) error {
+	key := cluster + "/" + ns + "/" + queue
+	r.mu.Lock()
+	at, ok := r.onboarded[key]
+	r.mu.Unlock()
+	if ok && r.clock.Since(at) < onboardTTL {
+		return nil
+	}
+	labels := map[string]string{strata.OnboardedByLabel: r.fleet.Origin()}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s on %s: %w", ns, cluster, err)
+	}
+	lq := &strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: queue, Namespace: ns, Labels: labels}, Spec: strata.LocalQueueSpec{ClusterQueue: cq}}
+	if err := c.Create(ctx, lq); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating LocalQueue %s/%s (ClusterQueue %s) on %s: %w", ns, queue, cq, cluster, err)
+	}
+	r.mu.Lock()
+	r.onboarded[key] = r.clock.Now()
+	r.mu.Unlock()
+	return nil
 }
 
 // confirmLive re-reads a copy's Workload from the worker itself before a

@@ -373,7 +373,7 @@ func checkCommon(t *testing.T, r *rendered) {
 			if o.Namespace != "" {
 				t.Errorf("%s is cluster-scoped but has namespace %q", o, o.Namespace)
 			}
-		} else if o.Namespace != r.namespace && !(o.Kind == "RoleBinding" && o.Name == hubAccessName+"-copies") {
+		} else if o.Namespace != r.namespace && (o.Kind != "RoleBinding" || o.Name != hubAccessName+"-copies") {
 			// The hub's copies RoleBindings go to hubAccess.namespaces.
 			t.Errorf("%s is in namespace %q, want the release's, %q", o, o.Namespace, r.namespace)
 		}

@@ -874,8 +874,15 @@ func (r *Reconciler) refuse(ctx context.Context, wl *strata.Workload, hubJob job
 	}
 	// A copy still going is waited for through the undoing record; the
 	// refusal is told once.
+	_, _, gen, _ := dispatch.Placed(wl)
+	r.mu.Lock()
+	_, told := r.undoing[dispatch.Key(wl.UID, gen)]
+	r.mu.Unlock()
 	err := r.takeBack(ctx, wl, jobRef, result, condReason, message, true)
 	if err != nil && !errors.Is(err, errCopyGoing) {
+		return err
+	}
+	if told {
 		return err
 	}
 	metrics.HubRejections.WithLabelValues(cluster, reason).Inc()

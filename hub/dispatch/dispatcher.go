@@ -752,7 +752,25 @@ func (d *Dispatcher) wait(ctx context.Context, p pending, reason, message string
 	d.waiting[key] = reason + ": " + message
 	d.mu.Unlock()
 	d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, reason, "Dispatch", "%s", truncateNote(message))
+	d.markWaiting(ctx, p.job, reason, message)
 	return nil
+}
+
+// markWaiting has a hub job that runs nowhere say so in its status, when
+// its kind can (jobs.WaitMarker): kubectl then shows it Suspended, not
+// Running. Best effort: the Workload's condition is the record.
+func (d *Dispatcher) markWaiting(ctx context.Context, obj client.Object, reason, message string) {
+	j, ok := jobs.AdaptAny(kinds.All, obj)
+	if !ok {
+		return
+	}
+	m, ok := j.(jobs.WaitMarker)
+	if !ok || !m.MarkWaiting(reason, message) {
+		return
+	}
+	if err := d.client.Status().Update(ctx, obj); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		ctrl.LoggerFrom(ctx).V(2).Info("Could not mark the hub job waiting", "job", client.ObjectKeyFromObject(obj), "error", err.Error())
+	}
 }
 
 // maxEventNote is the API's limit on an event's note.

@@ -96,6 +96,15 @@ type ChildPods interface {
 	ChildPods() bool
 }
 
+// WaitMarker is implemented by hub jobs whose status can say that they
+// run nowhere while the hub has not dispatched them (a batch/v1 Job's
+// Suspended condition: kubectl shows it Suspended, not Running).
+type WaitMarker interface {
+	// MarkWaiting sets that status with reason and message; false when it
+	// says so already.
+	MarkWaiting(reason, message string) bool
+}
+
 // ChildSync is implemented by jobs whose controller creates child objects
 // from the pod templates while the job is suspended and, when it resumes,
 // does not bring their templates up to date (the MPI operator's launcher

@@ -156,3 +156,43 @@ func (j Job) ClearRun() bool {
 	}
 	return changed
 }
+
+// ReasonWaitingOnHub is the reason of the Suspended condition a hub Job
+// has while the hub has not dispatched it.
+const ReasonWaitingOnHub = "WaitingOnHub"
+
+// MarkWaiting sets the Job's Suspended condition (reason WaitingOnHub)
+// with the hub's reason and message: a hub Job that waits runs nowhere,
+// and kubectl shows it Suspended, not Running. A started Job's status
+// (mirrored from its copy) is left alone.
+func (j Job) MarkWaiting(reason, message string) bool {
+	if done, _ := j.Finished(); done || j.Status.StartTime != nil || j.Status.Active != 0 {
+		return false
+	}
+	message = reason + ": " + message
+	if len(message) > maxConditionMessage {
+		message = message[:maxConditionMessage-3] + "..."
+	}
+	for i := range j.Status.Conditions {
+		c := &j.Status.Conditions[i]
+		if c.Type != batchv1.JobSuspended {
+			continue
+		}
+		if c.Status == corev1.ConditionTrue && c.Reason == ReasonWaitingOnHub && c.Message == message {
+			return false
+		}
+		now := metav1.Now()
+		if c.Status != corev1.ConditionTrue {
+			c.LastTransitionTime = now
+		}
+		c.Status, c.Reason, c.Message, c.LastProbeTime = corev1.ConditionTrue, ReasonWaitingOnHub, message, now
+		return true
+	}
+	now := metav1.Now()
+	j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue,
+		Reason: ReasonWaitingOnHub, Message: message, LastProbeTime: now, LastTransitionTime: now})
+	return true
+}
+
+// maxConditionMessage bounds a Job condition's message.
+const maxConditionMessage = 1024

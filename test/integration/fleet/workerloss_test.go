@@ -5,11 +5,27 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs/batchjob"
 )
+
+// hubJobSuspended returns the hub Job's Suspended=True condition, or nil.
+func hubJobSuspended(g Gomega, ctx SpecContext, job *batchv1.Job) *batchv1.JobCondition {
+	var j batchv1.Job
+	g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+	for i := range j.Status.Conditions {
+		if c := &j.Status.Conditions[i]; c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
 
 var _ = Describe("Worker loss", Serial, func() {
 	It("takes a worker whose API server stops answering off dispatch within 15 s, and runs the work waiting for it within 30 s of its return", func(ctx SpecContext) {
@@ -59,6 +75,11 @@ var _ = Describe("Worker loss", Serial, func() {
 			g.Expect(wl.Status.Placement == nil || wl.Status.Placement.Cluster == "").To(BeTrue(), "placement %+v", wl.Status.Placement)
 		}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
 
+		By("the hub Job says it runs nowhere: Suspended (WaitingOnHub), not Running")
+		Eventually(func(g Gomega) {
+			g.Expect(hubJobSuspended(g, ctx, big)).To(HaveField("Reason", batchjob.ReasonWaitingOnHub))
+		}).Should(Succeed())
+
 		By("w1 answers again: the waiting Job is admitted there within 30 s")
 		Expect(resume()).To(Succeed())
 		resumed = true
@@ -70,6 +91,9 @@ var _ = Describe("Worker loss", Serial, func() {
 			g.Expect(wl.Status.Admission).NotTo(BeNil())
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 		GinkgoWriter.Printf("the Job waiting for w1 admitted there %s after it answered again\n", time.Since(back).Round(100*time.Millisecond))
+		Eventually(func(g Gomega) {
+			g.Expect(hubJobSuspended(g, ctx, big)).To(BeNil(), "the copy's status is mirrored once it exists")
+		}).Should(Succeed())
 		Expect(copies(Default, ctx, small)).To(Equal([]string{"w2"}), "dispatched once")
 	})
 })

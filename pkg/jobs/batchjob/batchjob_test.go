@@ -1,0 +1,42 @@
+package batchjob
+
+import (
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestMarkWaiting(t *testing.T) {
+	suspended := func(j Job) *batchv1.JobCondition {
+		for i := range j.Status.Conditions {
+			if j.Status.Conditions[i].Type == batchv1.JobSuspended {
+				return &j.Status.Conditions[i]
+			}
+		}
+		return nil
+	}
+	j := Adapt(&batchv1.Job{})
+	if !j.MarkWaiting("Pending", "no rack holds 12 pods") {
+		t.Fatal("a fresh Job: want it marked")
+	}
+	c := suspended(j)
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonWaitingOnHub || c.Message != "Pending: no rack holds 12 pods" {
+		t.Fatalf("condition %+v", c)
+	}
+	if j.MarkWaiting("Pending", "no rack holds 12 pods") {
+		t.Error("the same reason again: want no change")
+	}
+	if !j.MarkWaiting("NoClusterFits", "larger than every cluster") || suspended(j).Message != "NoClusterFits: larger than every cluster" || len(j.Status.Conditions) != 1 {
+		t.Errorf("a new reason: want the condition updated in place, got %+v", j.Status.Conditions)
+	}
+	started := Adapt(&batchv1.Job{Status: batchv1.JobStatus{StartTime: &metav1.Time{}, Active: 2}})
+	if started.MarkWaiting("Pending", "x") {
+		t.Error("a Job whose copy runs: want its mirrored status left alone")
+	}
+	done := Adapt(&batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}})
+	if done.MarkWaiting("Pending", "x") {
+		t.Error("a finished Job: want it left alone")
+	}
+}

@@ -71,6 +71,9 @@ type Fleet struct {
 	renewed     map[string]time.Time
 	startedAt   time.Time
 	beforeRenew func(ctx context.Context, worker string) error
+	// recounting are the workers whose recount is due (recount); guarded
+	// by mu.
+	recounting map[string]bool
 
 	// hmu guards hints, the placement of each dispatch whose copy is to be
 	// created, by dispatch key: read by the copies controller without
@@ -108,7 +111,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}}
+		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}, recounting: map[string]bool{}}
 }
 
 // Changed receives the names of workers whose summaries changed.
@@ -259,9 +262,9 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 			return nil, fmt.Errorf("watching the hub's copies on the worker: %w", err)
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { f.copyChanged(o) },
-			UpdateFunc: func(_, o any) { f.copyChanged(o) },
-			DeleteFunc: func(o any) { f.copyChanged(o) },
+			AddFunc:    func(o any) { f.copyChanged(name, o) },
+			UpdateFunc: func(_, o any) { f.copyChanged(name, o) },
+			DeleteFunc: func(o any) { f.copyChanged(name, o) },
 		}); err != nil {
 			cancel()
 			return nil, err
@@ -308,8 +311,10 @@ func (f *Fleet) notify(ctx context.Context, name string) {
 }
 
 // copyChanged queues the hub Workload of a copy (a Job or its Workload)
-// that changed on a worker.
-func (f *Fleet) copyChanged(o any) {
+// that changed on worker, and has the worker's WorkerCluster counted again
+// soon.
+func (f *Fleet) copyChanged(worker string, o any) {
+	f.recount(worker)
 	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
 	}
@@ -327,6 +332,32 @@ func (f *Fleet) copyChanged(o any) {
 	case f.copies <- types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}:
 	case <-f.ctx.Done():
 	}
+}
+
+// recountDelay coalesces a worker's copy events into one recount of its
+// WorkerCluster (status.workloads).
+const recountDelay = time.Second
+
+// recount has the WorkerCluster controller look at a worker once, a
+// moment after its copies changed: a burst of copy events costs one
+// reconcile, not one each.
+func (f *Fleet) recount(worker string) {
+	f.mu.Lock()
+	if f.recounting[worker] {
+		f.mu.Unlock()
+		return
+	}
+	f.recounting[worker] = true
+	f.mu.Unlock()
+	time.AfterFunc(recountDelay, func() {
+		f.mu.Lock()
+		delete(f.recounting, worker)
+		f.mu.Unlock()
+		select {
+		case f.changed <- worker:
+		default: // the controller is busy with this worker's summaries anyway
+		}
+	})
 }
 
 // Forget drops a worker: its connection and its targets, with their

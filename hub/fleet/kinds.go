@@ -136,9 +136,9 @@ func (f *Fleet) watchKind(ctx context.Context, name string, r *remote, cfg *rest
 		return err
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { f.copyChanged(o) },
-		UpdateFunc: func(_, o any) { f.copyChanged(o) },
-		DeleteFunc: func(o any) { f.copyChanged(o) },
+		AddFunc:    func(o any) { f.copyChanged(name, o) },
+		UpdateFunc: func(_, o any) { f.copyChanged(name, o) },
+		DeleteFunc: func(o any) { f.copyChanged(name, o) },
 	}); err != nil {
 		return err
 	}

@@ -146,8 +146,9 @@ const permissionRecheck = 5 * time.Minute
 // countsInterval bounds the status writes of a WorkerCluster that only
 // refresh its summaries' generations and its copy count: a busy worker
 // publishes several summaries a second. A change of condition is written
-// at once.
-const countsInterval = 10 * time.Second
+// at once; a copy created or finished there is counted within a second
+// (the fleet's recount) plus what is left of this interval.
+const countsInterval = 3 * time.Second
 
 // NewReconciler returns a WorkerCluster reconciler for a hub serving apis
 // of the optional source kinds (see DetectAPIs).

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +47,12 @@ var _ = Describe("Onboarding", Serial, func() {
 			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
 			g.Expect(wl.Status.Placement.Attempts).To(HaveLen(1), "admitted the first time")
 		}).Should(Succeed())
+		By("WorkerCluster w1 counts the copy within seconds")
+		Eventually(func(g Gomega) {
+			var wc strata.WorkerCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w1"}, &wc)).To(Succeed())
+			g.Expect(wc.Status.Workloads).To(BeNumerically(">=", 1))
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 		w1 := worker("w1")
 		var ns corev1.Namespace
 		Expect(w1.Client.Get(ctx, client.ObjectKey{Name: team}, &ns)).To(Succeed())

@@ -74,7 +74,6 @@ const (
 // Reasons of the Draining condition of a WorkerCluster being deleted.
 const (
 	ReasonDraining = "Draining"
-	ReasonDrained  = "Drained"
 )
 
 // ConditionDraining is True while a deleted WorkerCluster waits for the

@@ -685,16 +685,27 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 				go func() {
 					defer GinkgoRecover()
 					start := time.Now()
+					sent := false
+					defer func() {
+						if !sent {
+							done <- -2 // the restart failed (recorded by GinkgoRecover)
+						}
+					}()
 					if !w2Cluster.RestartControlPlane() {
+						sent = true
 						done <- -1
 						return
 					}
+					sent = true
 					done <- time.Since(start)
 				}()
 			}
 		}
 		took := <-done
-		if took < 0 {
+		switch {
+		case took == -2:
+			return // the restart failed; GinkgoRecover recorded why
+		case took < 0:
 			Skip("the provider cannot restart a control plane alone")
 		}
 		restarted := time.Now()

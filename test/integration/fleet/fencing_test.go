@@ -30,10 +30,22 @@ func withFencing(fenceAfter, renewInterval, replaceAfter time.Duration) {
 	hubCfg.Fencing = configv1beta1.Fencing{Mode: configv1beta1.FencingEnabled, FenceAfter: &metav1.Duration{Duration: fenceAfter},
 		RenewInterval: &metav1.Duration{Duration: renewInterval}, ReplaceAfter: &metav1.Duration{Duration: replaceAfter}}
 	stopHub = startHub()
-	DeferCleanup(func() {
+	DeferCleanup(func(ctx SpecContext) {
 		stopHub()
 		hubCfg.Fencing = old
+		restarted := time.Now()
 		stopHub = startHub()
+		// The next spec must not meet an agent that fenced while the hub
+		// restarted with the short times' Lease: wait until every worker's
+		// Lease is renewed with the suite's.
+		Eventually(func(g Gomega) {
+			for _, w := range workers {
+				l := fenceLease(g, ctx, w.Name)
+				g.Expect(l.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(int32(old.FenceAfter.Seconds()))), w.Name)
+				g.Expect(l.Spec.RenewTime).NotTo(BeNil())
+				g.Expect(l.Spec.RenewTime.Time).To(BeTemporally(">=", restarted.Add(-time.Second)), w.Name)
+			}
+		}).Should(Succeed())
 	})
 }
 

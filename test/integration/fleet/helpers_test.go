@@ -80,7 +80,45 @@ func newEnv(ctx context.Context, name string, racks map[string][][]string) *env 
 			}
 		}
 	}
+	waitSummaries(ctx, e.flavor, racks)
 	return e
+}
+
+// waitSummaries waits until every worker with nodes of a flavor (racks,
+// as newEnv takes it) publishes a summary of them all and the hub has read
+// that summary or a later one: a spec that expects the tightest fit must
+// not race the summaries of a flavor made a moment ago.
+func waitSummaries(ctx context.Context, flavor string, racks map[string][][]string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for w, rs := range racks {
+			want := 0
+			for _, nodes := range rs {
+				want += len(nodes)
+			}
+			if want == 0 {
+				continue
+			}
+			var list strata.CapacitySummaryList
+			g.Expect(worker(w).Client.List(ctx, &list)).To(Succeed())
+			var gen int64 = -1
+			for _, s := range list.Items {
+				if s.Spec.Flavor == flavor && int(s.Status.Nodes) == want {
+					gen = s.Status.SummaryGeneration
+				}
+			}
+			g.Expect(gen).NotTo(BeEquivalentTo(-1), "%s has not summarized its %d nodes of %s yet", w, want, flavor)
+			var wc strata.WorkerCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: w}, &wc)).To(Succeed())
+			read := int64(-1)
+			for _, s := range wc.Status.Summaries {
+				if s.Flavor == flavor {
+					read = s.SummaryGeneration
+				}
+			}
+			g.Expect(read).To(BeNumerically(">=", gen), "the hub has not read %s's summary of %s yet", w, flavor)
+		}
+	}).Should(Succeed())
 }
 
 // createNode creates a Ready, untainted node of the env's pool.

@@ -48,7 +48,7 @@ func setWCLabels(ctx SpecContext, name string, labels map[string]string) {
 }
 
 // summarized waits until each of the named workers publishes a summary of
-// flavor with its nodes, and the hub has read one.
+// flavor with its nodes, and the hub has read one (see waitSummaries).
 func summarized(ctx SpecContext, flavor string, names ...string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {

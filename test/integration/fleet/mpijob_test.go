@@ -90,6 +90,7 @@ var _ = Describe("MPIJobs through the hub", Label("mpijob"), func() {
 			g.Expect(cp.Spec.RunPolicy.ManagedBy).To(BeNil())
 			g.Expect(ptr.Deref(cp.Spec.RunPolicy.Suspend, true)).To(BeFalse(), "the agent resumes the admitted copy")
 			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
 			g.Expect(cwl.Status.Admission.PodSetAssignments).To(HaveLen(2))
 			for _, w := range []string{"w1", "w3"} {
 				other, _ := mpiJobCopyOn(g, ctx, w, j)

@@ -83,6 +83,17 @@ type CapacitySummaryStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	TaintSets []TaintSet `json:"taintSets,omitempty"`
 
+	// nodeLabels are the labels of the summarized nodes that can decide
+	// where pods go, other than the topology's levels: the labels every
+	// node shares, and the distinct sets of the others that the domains'
+	// freeLabels and capacityLabels refer to. With them the hub evaluates
+	// node selectors and required node affinity as the worker would.
+	// Absent from summaries of agents that do not publish labels: the hub
+	// then checks no selector.
+	//
+	// +optional
+	NodeLabels *SummaryNodeLabels `json:"nodeLabels,omitempty"`
+
 	// nodes is the number of schedulable nodes summarized.
 	//
 	// +optional
@@ -173,6 +184,27 @@ type SummaryDomain struct {
 	// +kubebuilder:validation:items:Maximum=64
 	FreeTaints []int32 `json:"freeTaints,omitempty"`
 
+	// freeLabels, when the summary has label sets and some of the domain's
+	// schedulable nodes carry listed keys, holds one number per pair of
+	// free: 0 when the pair's nodes have none of the listed keys, otherwise
+	// 1 + the position of their labels in nodeLabels.sets.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=131072
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=64
+	FreeLabels []int32 `json:"freeLabels,omitempty"`
+
+	// capacityLabels is freeLabels for the pairs of capacity.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=131072
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=64
+	CapacityLabels []int32 `json:"capacityLabels,omitempty"`
+
 	// capacity lists all of the domain's nodes, schedulable or not, by
 	// allocatable capacity, as pairs like free: what the domain holds when
 	// empty, which tells "never fits here" from "not now".
@@ -195,6 +227,56 @@ type TaintSet struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	Taints []corev1.Taint `json:"taints"`
+}
+
+// SummaryNodeLabels are the labels of a summary's nodes. A key is known
+// for every node: its value is in common, or in the node's set when keys
+// lists it, or the node does not have it — unless omittedKeys lists it,
+// which the hub then cannot check.
+type SummaryNodeLabels struct {
+	// common are the labels that every summarized node has, with the same
+	// value (a flavor's nodeLabels among them).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Common map[string]string `json:"common,omitempty"`
+
+	// keys are the keys whose values sets list, sorted.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=317
+	Keys []string `json:"keys,omitempty"`
+
+	// omittedKeys are keys that some nodes have but the summary does not
+	// list, to stay within its bounds (too many distinct values, such as a
+	// node's own name or ID), sorted. Selectors on them are not checked.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=317
+	OmittedKeys []string `json:"omittedKeys,omitempty"`
+
+	// sets are the distinct labels of keys that nodes have, referred to
+	// from 1 by the domains' freeLabels and capacityLabels.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Sets []LabelSet `json:"sets,omitempty"`
+}
+
+// LabelSet is the labels of some of a summary's nodes, of the summary's
+// listed keys.
+type LabelSet struct {
+	// labels of the nodes.
+	//
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels"`
 }
 
 // UnderstatedResource is a resource the summary reports less of than there

@@ -200,7 +200,7 @@ func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target
 	case d.NeverFits && mismatch:
 		d.Reason = "no cluster can ever hold it: " + others(d.Candidates)
 	case d.NeverFits:
-		d.Reason = "larger than every cluster, even empty: " + others(d.Candidates)
+		d.Reason = "fits no cluster, even empty: " + others(d.Candidates)
 	default:
 		d.Reason = "fits nowhere now: " + others(d.Candidates)
 	}
@@ -297,7 +297,7 @@ func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer 
 		if err != nil {
 			return &answer{reason: err.Error()}
 		}
-		return describe(t, &answer{fits: true, assignments: []*tas.Assignment{assignment}, domain: domain, room: room}, s.Unchecked(req))
+		return describe(t, &answer{fits: true, assignments: []*tas.Assignment{assignment}, domain: domain, room: room}, s.UncheckedReason(s.Unchecked(req)))
 	}
 	assignments, usage, err := workload.Place(s, topology, nil, wl, p.opts)
 	if err != nil {
@@ -327,11 +327,12 @@ func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer 
 		}
 	}
 	a.room, _ = s.Room(a.domain, workload.Request(&wl.Spec.PodSets[main]))
-	return describe(t, a, unchecked)
+	return describe(t, a, s.UncheckedReason(unchecked))
 }
 
-// describe writes the reason of an answer that fits.
-func describe(t *Target, a *answer, unchecked []string) *answer {
+// describe writes the reason of an answer that fits, with what of it
+// could not be checked.
+func describe(t *Target, a *answer, unchecked string) *answer {
 	levels := t.Levels()
 	if len(a.domain) == 0 {
 		a.reason = fmt.Sprintf("fits spread over %s domains", tas.LevelName(levels[0]))
@@ -339,8 +340,8 @@ func describe(t *Target, a *answer, unchecked []string) *answer {
 		a.reason = fmt.Sprintf("fits in %s %s", tas.LevelName(levels[len(a.domain)-1]), strings.Join(a.domain, "/"))
 	}
 	a.reason += fmt.Sprintf(", room for %d more", a.room)
-	if len(unchecked) > 0 {
-		a.reason += fmt.Sprintf(" (%s not checked: the summary has no node labels)", strings.Join(unchecked, ", "))
+	if unchecked != "" {
+		a.reason += " (" + unchecked + ")"
 	}
 	return a
 }

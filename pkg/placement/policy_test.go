@@ -3,6 +3,7 @@ package placement
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -179,7 +180,7 @@ func TestDecide(t *testing.T) {
 			},
 			reason: "fits nowhere now: a/gpu: summary stale (observed 5m ago); b/gpu: rack required: the best rack fits 3 of 4 pods; limited by nvidia.com/gpu (4 nodes)",
 		},
-		"larger than every cluster": {
+		"fits no cluster even empty": {
 			targets: func() []*Target {
 				return []*Target{target(t, "a", "gpu", free()), target(t, "b", "gpu", fragmented())}
 			},
@@ -270,15 +271,66 @@ func TestBurstIsAdmittedOnce(t *testing.T) {
 	}
 }
 
-// TestUncheckedIsSaid: what a summary cannot evaluate is named.
+// TestUncheckedIsSaid: what a summary cannot evaluate is named: a
+// selector on the hosts, which a summary does not list; any selector with
+// a summary of an agent that publishes no labels.
 func TestUncheckedIsSaid(t *testing.T) {
-	targets := []*Target{target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(2, 8)}}))}
+	noLabels := cluster(t, [][][]int64{{rackOf(2, 8)}})
+	noLabels.NodeLabels = nil
+	for name, tc := range map[string]struct {
+		st       *strata.CapacitySummaryStatus
+		selector map[string]string
+		want     string
+	}{
+		"no labels": {noLabels, map[string]string{"pool": "training"},
+			"a/gpu: fits in rack b0/r0, room for 1 more (node selector not checked: the summary has no node labels)"},
+		"host": {cluster(t, [][][]int64{{rackOf(2, 8)}}), map[string]string{host: "n1"},
+			"a/gpu: fits in rack b0/r0, room for 1 more (node selector on kubernetes.io/hostname not checked: the worker's summary does not carry it)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wl := job(1, "8", nil)
+			wl.Spec.PodSets[0].Template.Spec.NodeSelector = tc.selector
+			d := New("", tas.DefaultOptions(), 0).Decide(wl, nil, []*Target{target(t, "a", "gpu", tc.st)})
+			if d.Reason != tc.want {
+				t.Errorf("reason:\n got %s\nwant %s", d.Reason, tc.want)
+			}
+		})
+	}
+}
+
+// TestSelectorsChooseTheCluster: the hub evaluates node selectors and
+// required affinity on the summaries' node labels, as the workers would:
+// the workload goes to the one cluster whose nodes match, never to one
+// whose nodes cannot, and a selector no node of any cluster matches never
+// fits (the dispatcher then says NoClusterFits, without a copy).
+func TestSelectorsChooseTheCluster(t *testing.T) {
+	labelled := func(model string) *strata.CapacitySummaryStatus {
+		st := cluster(t, [][][]int64{{rackOf(4, 8)}})
+		// Every node the same model: a common label.
+		st.NodeLabels.Common = map[string]string{"gpu.example/model": model}
+		return st
+	}
+	targets := []*Target{target(t, "east", "gpu", labelled("a100")), target(t, "west", "gpu", labelled("h100"))}
+	p := New("", tas.DefaultOptions(), 0)
+	for _, model := range []string{"a100", "h100"} {
+		wl := job(2, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) })
+		wl.Spec.PodSets[0].Template.Spec.NodeSelector = map[string]string{"gpu.example/model": model}
+		want := map[string]string{"a100": "east", "h100": "west"}[model]
+		if d := p.Decide(wl, nil, targets); d.Cluster != want || d.NeverFits {
+			t.Errorf("%s: placed on %q (never fits: %t), want %s: %s", model, d.Cluster, d.NeverFits, want, d.Reason)
+		}
+	}
 	wl := job(1, "8", nil)
-	wl.Spec.PodSets[0].Template.Spec.NodeSelector = map[string]string{"pool": "training"}
-	d := New("", tas.DefaultOptions(), 0).Decide(wl, nil, targets)
-	want := "a/gpu: fits in rack b0/r0, room for 1 more (node selector not checked: the summary has no node labels)"
-	if d.Reason != want {
-		t.Errorf("reason:\n got %s\nwant %s", d.Reason, want)
+	wl.Spec.PodSets[0].Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu.example/model", Operator: corev1.NodeSelectorOpIn, Values: []string{"b200"}}},
+		}}}}}
+	d := p.Decide(wl, nil, targets)
+	if d.Cluster != "" || !d.NeverFits {
+		t.Fatalf("a b200 pod placed on %q (never fits: %t): %s", d.Cluster, d.NeverFits, d.Reason)
+	}
+	if !strings.Contains(d.Reason, "node selector/affinity") {
+		t.Errorf("the reason does not say the selector excluded the nodes: %s", d.Reason)
 	}
 }
 

@@ -75,7 +75,7 @@ func TestFleetExample(t *testing.T) {
 		t.Errorf("choices (-want,+got):\n%s", diff)
 	}
 	for _, r := range results {
-		if r.Name == "too-big" && !strings.HasPrefix(r.Reason, "larger than every cluster, even empty: ") {
+		if r.Name == "too-big" && !strings.HasPrefix(r.Reason, "fits no cluster, even empty: ") {
 			t.Errorf("too-big's reason: %s", r.Reason)
 		}
 	}

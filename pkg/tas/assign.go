@@ -23,10 +23,11 @@ type plan struct {
 	// units[k] is the group size pods are placed in at domain level k: the
 	// size of the coarsest slice layer at level k or below, else 1.
 	units []int64
-	// filter: node selector, affinity and taints apply to bins.
-	filter   bool
-	affinity nodeaffinity.RequiredNodeAffinity
-	excluded int64
+	// filter: node selector, affinity and taints apply to bins; selects:
+	// the selector and affinity (what of them the snapshot can check).
+	filter, selects bool
+	affinity        nodeaffinity.RequiredNodeAffinity
+	excluded        int64
 	// target is the index of the required/preferred level, -1 if none.
 	target int
 	layers []layerIndex
@@ -45,7 +46,7 @@ func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error
 	if err != nil || !s.summary {
 		return a, err
 	}
-	return s.project(a, req.Tolerations), nil
+	return s.project(a, req), nil
 }
 
 func (s *Snapshot) findAssignment(req Request, opts Options) (*Assignment, error) {
@@ -105,11 +106,12 @@ func (s *Snapshot) newPlan(req Request, opts Options) (*plan, error) {
 	if p.layers, err = s.layerIndexes(req, p.target); err != nil {
 		return nil, err
 	}
-	// A summary's nodes have taints but no labels (see Unchecked).
-	selects := !s.summary && (len(req.NodeSelector) > 0 || req.NodeAffinity != nil)
-	p.filter = s.hostIsLowest && selects || s.taintsCount()
-	if p.filter && !s.summary {
-		p.affinity = requiredAffinity(req)
+	// A summary's nodes have the labels it lists (see checkable).
+	selector, affinity, _ := s.checkable(req)
+	p.selects = s.hostIsLowest && (len(selector) > 0 || affinity != nil)
+	p.filter = p.selects || s.taintsCount()
+	if p.selects {
+		p.affinity = requiredAffinity(selector, affinity)
 	}
 	p.setUnits(p.layers)
 	return p, nil
@@ -218,10 +220,9 @@ func (p *plan) computeCaps() {
 	}
 }
 
-// admits applies the node selector, required affinity and taints (on a
-// summary's nodes: the taints).
+// admits applies the node selector, required affinity and taints.
 func (p *plan) admits(b *bin) bool {
-	if !p.s.summary && (len(p.req.NodeSelector) > 0 || p.req.NodeAffinity != nil) {
+	if p.selects {
 		if ok, _ := p.affinity.Match(b.node); !ok {
 			return false
 		}
@@ -248,12 +249,12 @@ func (s *Snapshot) anyTaints() bool { return s.tainted > 0 }
 // taints.
 func (s *Snapshot) taintsCount() bool { return s.hostIsLowest && s.anyTaints() }
 
-func requiredAffinity(req Request) nodeaffinity.RequiredNodeAffinity {
+func requiredAffinity(selector map[string]string, required *corev1.NodeSelector) nodeaffinity.RequiredNodeAffinity {
 	var affinity *corev1.Affinity
-	if req.NodeAffinity != nil {
-		affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: req.NodeAffinity}}
+	if required != nil {
+		affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required}}
 	}
-	return nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: corev1.PodSpec{NodeSelector: req.NodeSelector, Affinity: affinity}})
+	return nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: corev1.PodSpec{NodeSelector: selector, Affinity: affinity}})
 }
 
 func (p *plan) fitsOne(lvl int, count int64) bool {

@@ -86,14 +86,16 @@ func BenchmarkUpdateNode(b *testing.B) {
 // node a different memory size, which only rounding memory keeps small.
 func BenchmarkSummarize(b *testing.B) {
 	for _, c := range []struct {
-		name   string
-		jitter bool
-		budget int
+		name     string
+		jitter   bool
+		labelled bool
+		budget   int
 	}{
-		{"nodes=10000", false, math.MaxInt},
-		{"nodes=10000/memory-jitter", true, 64 * 1024},
+		{"nodes=10000", false, false, math.MaxInt},
+		{"nodes=10000/labelled", false, true, math.MaxInt},
+		{"nodes=10000/memory-jitter", true, false, 64 * 1024},
 	} {
-		s := gpuCluster(rand.New(rand.NewPCG(1, 1)), gpuClusterOptions{nodes: 10000, hostLowest: true, busy: 0.7, memoryJitter: c.jitter})
+		s := gpuCluster(rand.New(rand.NewPCG(1, 1)), gpuClusterOptions{nodes: 10000, hostLowest: true, busy: 0.7, memoryJitter: c.jitter, labelled: c.labelled})
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var st strata.CapacitySummaryStatus

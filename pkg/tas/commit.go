@@ -46,7 +46,7 @@ func (s *Snapshot) CommitDispatched(a *Assignment, podRequests corev1.ResourceLi
 	perPod := WithPod(podRequests)
 	usage := Usage{}
 	for _, d := range a.Domains {
-		if err := s.commitSummaryDomain(d, a.Tolerations, dem, perPod, usage, false, s.packBestFit); err != nil {
+		if err := s.commitSummaryDomain(d, a, dem, perPod, usage, false, s.packBestFit); err != nil {
 			s.Release(usage)
 			return nil, err
 		}
@@ -64,7 +64,7 @@ func (s *Snapshot) commit(a *Assignment, podRequests corev1.ResourceList, fit bo
 		if exact {
 			err = s.commitDomain(d, dem, perPod, usage, fit)
 		} else {
-			err = s.commitSummaryDomain(d, a.Tolerations, dem, perPod, usage, fit, s.packLargestFirst)
+			err = s.commitSummaryDomain(d, a, dem, perPod, usage, fit, s.packLargestFirst)
 		}
 		if err != nil {
 			s.Release(usage)
@@ -104,7 +104,7 @@ func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.Re
 // commitSummaryDomain commits an entry of a summary snapshot's assignment:
 // a domain of the leaf level (the summary's own reporting level), whose
 // pods are packed onto its nodes.
-func (s *Snapshot) commitSummaryDomain(d DomainAssignment, tolerations []corev1.Toleration, dem demand, perPod corev1.ResourceList, usage Usage, fit bool,
+func (s *Snapshot) commitSummaryDomain(d DomainAssignment, a *Assignment, dem demand, perPod corev1.ResourceList, usage Usage, fit bool,
 	pack func(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage, fit bool, values []string) error) error {
 	dom := s.root
 	if len(d.Values) != s.leafDepth {
@@ -123,11 +123,18 @@ func (s *Snapshot) commitSummaryDomain(d DomainAssignment, tolerations []corev1.
 	if len(bins) == 0 {
 		return fmt.Errorf("domain %v has no nodes", d.Values)
 	}
-	if s.taintsCount() {
-		// Only the nodes the pods tolerate, as they were counted; all of
+	p := &plan{s: s}
+	selector, affinity, _ := s.checkable(Request{NodeSelector: a.NodeSelector, NodeAffinity: a.NodeAffinity})
+	p.req.Tolerations = a.Tolerations
+	p.selects = s.hostIsLowest && (len(selector) > 0 || affinity != nil)
+	if p.selects {
+		p.affinity = requiredAffinity(selector, affinity)
+	}
+	if p.selects || s.taintsCount() {
+		// Only the nodes the pods may use, as they were counted; all of
 		// them if none is (pods are recorded, never dropped).
-		if tolerated := slices.DeleteFunc(slices.Clone(bins), func(b *bin) bool { return !tolerates(b, tolerations) }); len(tolerated) > 0 {
-			bins = tolerated
+		if admitted := slices.DeleteFunc(slices.Clone(bins), func(b *bin) bool { return !p.admits(b) }); len(admitted) > 0 {
+			bins = admitted
 		}
 	}
 	return pack(bins, int64(d.Count), dem, perPod, usage, fit, d.Values)

@@ -56,7 +56,7 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 						case err != nil:
 							t.Errorf("%s: FindAssignmentAs: %v", name, err)
 						case o.BalancedPlacement || reqs[0].Mode == Unconstrained || reqs[0].Mode == Preferred && reqs[0].Level == host:
-							if diff := cmp.Diff(h, projectAgent(agent, as), cmpopts.IgnoreFields(Assignment{}, "Tolerations")); diff != "" {
+							if diff := cmp.Diff(h, projectAgent(agent, as), cmpopts.IgnoreFields(Assignment{}, "Tolerations", "NodeSelector", "NodeAffinity")); diff != "" {
 								t.Errorf("%s: FindAssignmentAs, projected (-hint,+hinted):\n%s", name, diff)
 							}
 						default:
@@ -80,7 +80,7 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 			}
 			fits++
 			for j := range want {
-				if diff := cmp.Diff(projectAgent(agent, want[j]), got[j], cmpopts.IgnoreFields(Assignment{}, "Tolerations")); diff != "" {
+				if diff := cmp.Diff(projectAgent(agent, want[j]), got[j], cmpopts.IgnoreFields(Assignment{}, "Tolerations", "NodeSelector", "NodeAffinity")); diff != "" {
 					t.Errorf("%s: pod set %d (-agent,+hub):\n%s", name, j, diff)
 				}
 			}
@@ -123,9 +123,14 @@ func randomCluster(rng *rand.Rand) (*Snapshot, []string) {
 				i++
 				cpus := []int64{2, 4, 8}[rng.IntN(3)]
 				gpus := []int64{0, 4, 8}[rng.IntN(3)]
+				labels := map[string]string{block: fmt.Sprintf("b%d", b), rack: fmt.Sprintf("b%d-r%d", b, r), host: name,
+					"node-id": fmt.Sprintf("id-%d", rng.Int()), gpuMem: []string{"40", "80", "141"}[rng.IntN(3)]}
+				if m := []string{"", "a100", "h100"}[rng.IntN(3)]; m != "" {
+					labels[model] = m
+				}
 				s.SetNode(Node{
 					Name:   name,
-					Labels: map[string]string{block: fmt.Sprintf("b%d", b), rack: fmt.Sprintf("b%d-r%d", b, r), host: name},
+					Labels: labels,
 					Allocatable: corev1.ResourceList{
 						corev1.ResourceCPU:  *resource.NewQuantity(cpus, resource.DecimalSI),
 						corev1.ResourcePods: *resource.NewQuantity(int64(4+rng.IntN(20)), resource.DecimalSI),
@@ -155,6 +160,27 @@ var randomTaints = [][]corev1.Taint{nil, nil, nil, nil,
 	{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}, {Key: "maintenance", Effect: corev1.TaintEffectNoExecute}},
 }
 
+// Labels of generated nodes besides the topology's: a GPU model (or none),
+// GPU memory, and a node ID, unique per node.
+const (
+	model  = "gpu.example/model"
+	gpuMem = "gpu.example/memory-gb"
+)
+
+// randomRequirements are the node affinity requirements of generated
+// requests: every operator, on the generated labels and a topology level.
+var randomRequirements = []corev1.NodeSelectorRequirement{
+	{Key: model, Operator: corev1.NodeSelectorOpIn, Values: []string{"a100", "h100"}},
+	{Key: model, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"h100"}},
+	{Key: model, Operator: corev1.NodeSelectorOpExists},
+	{Key: model, Operator: corev1.NodeSelectorOpDoesNotExist},
+	{Key: gpuMem, Operator: corev1.NodeSelectorOpGt, Values: []string{"60"}},
+	{Key: gpuMem, Operator: corev1.NodeSelectorOpLt, Values: []string{"100"}},
+	{Key: rack, Operator: corev1.NodeSelectorOpIn, Values: []string{"b0-r0", "b0-r1", "b1-r2"}},
+	{Key: block, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"b1"}},
+	{Key: "absent.example/key", Operator: corev1.NodeSelectorOpDoesNotExist},
+}
+
 // randomTolerations are the tolerations of generated requests.
 var randomTolerations = [][]corev1.Toleration{nil, nil,
 	{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}},
@@ -166,6 +192,19 @@ func randomRequest(rng *rand.Rand, levels []string, count int32, mode Mode, leve
 		Tolerations: randomTolerations[rng.IntN(len(randomTolerations))]}
 	if rng.IntN(3) == 0 {
 		req.PodRequests[gpu] = resource.MustParse("1")
+	}
+	if rng.IntN(3) == 0 {
+		req.NodeSelector = map[string]string{model: []string{"a100", "h100", "b200"}[rng.IntN(3)]}
+	}
+	if rng.IntN(4) == 0 {
+		req.NodeAffinity = &corev1.NodeSelector{}
+		for range 1 + rng.IntN(2) {
+			var term corev1.NodeSelectorTerm
+			for range 1 + rng.IntN(2) {
+				term.MatchExpressions = append(term.MatchExpressions, randomRequirements[rng.IntN(len(randomRequirements))])
+			}
+			req.NodeAffinity.NodeSelectorTerms = append(req.NodeAffinity.NodeSelectorTerms, term)
+		}
 	}
 	target := 0
 	if mode != Unconstrained {
@@ -220,7 +259,7 @@ func divisors(n int32) []int32 {
 func describe(reqs []Request) string {
 	var parts []string
 	for _, r := range reqs {
-		parts = append(parts, fmt.Sprintf("{%d x %v %s %s layers %v}", r.Count, r.PodRequests, r.Mode, r.Level, r.Layers))
+		parts = append(parts, fmt.Sprintf("{%d x %v %s %s layers %v selector %v affinity %v}", r.Count, r.PodRequests, r.Mode, r.Level, r.Layers, r.NodeSelector, r.NodeAffinity))
 	}
 	return fmt.Sprint(parts)
 }

@@ -33,12 +33,32 @@ type gpuClusterOptions struct {
 	notReady float64
 	// tainted is the share of nodes tainted nvidia.com/gpu=present:NoSchedule.
 	tainted float64
+	// labelled: nodes carry labels besides the topology's (see nodeLabels).
+	labelled bool
 }
 
 // gpuCluster is a cluster of 8-GPU nodes (8 CPU, 64 GiB, 110 pods), 16
 // nodes per rack and 16 racks per block, with usage drawn at random from
 // whole pods of 1, 2, 4 or 8 GPUs, so that free vectors repeat as they do
 // in real GPU clusters. Node names follow the topology's natural order.
+// nodeLabels are a generated node's labels: the topology's and, when
+// labelled, those a cloud's GPU nodes carry — the same on every node
+// (instance type, OS), a GPU model per block, and a unique node ID.
+func nodeLabels(o gpuClusterOptions, i int, name string) map[string]string {
+	l := map[string]string{
+		block: fmt.Sprintf("block-%d", i/256),
+		rack:  fmt.Sprintf("rack-%d", i/16%16),
+		host:  name,
+	}
+	if o.labelled {
+		l["node.kubernetes.io/instance-type"] = "gpu-8x"
+		l["kubernetes.io/os"] = "linux"
+		l["gpu.example/model"] = []string{"a100", "h100"}[i/256%2]
+		l["node.example/id"] = fmt.Sprintf("i-%08x", i)
+	}
+	return l
+}
+
 func gpuCluster(rng *rand.Rand, o gpuClusterOptions) *Snapshot {
 	levels := []string{block, rack}
 	if o.hostLowest {
@@ -52,12 +72,8 @@ func gpuCluster(rng *rand.Rand, o gpuClusterOptions) *Snapshot {
 			mem -= int64(rng.IntN(1<<20)) * 4096
 		}
 		s.SetNode(Node{
-			Name: name,
-			Labels: map[string]string{
-				block: fmt.Sprintf("block-%d", i/256),
-				rack:  fmt.Sprintf("rack-%d", i/16%16),
-				host:  name,
-			},
+			Name:   name,
+			Labels: nodeLabels(o, i, name),
 			Allocatable: corev1.ResourceList{
 				corev1.ResourceCPU:    resource.MustParse("8"),
 				corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),

@@ -19,7 +19,7 @@ func (s *Snapshot) FindGroupAssignment(reqs []Request, opts Options) ([]*Assignm
 		return out, err
 	}
 	for i, a := range out {
-		out[i] = s.project(a, reqs[i].Tolerations)
+		out[i] = s.project(a, reqs[i])
 	}
 	return out, nil
 }

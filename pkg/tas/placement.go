@@ -74,21 +74,22 @@ func (s *Snapshot) Room(values []string, req Request) (int64, error) {
 	return s.podCap[d.id], nil
 }
 
-// Unchecked lists what of req a summary snapshot cannot evaluate: the
-// nodes' labels other than the topology's are not in a summary (their
-// taints are).
+// Unchecked lists what of req's node selector and required node affinity
+// a summary snapshot cannot evaluate (see checkable): labels the summary
+// does not list, the host level's, a node's fields; everything when the
+// summary has no node labels. UncheckedReason says why.
 func (s *Snapshot) Unchecked(req Request) []string {
-	if !s.summary {
-		return nil
+	_, _, unchecked := s.checkable(req)
+	return unchecked
+}
+
+// UncheckedReason says what of the union of some requests' Unchecked
+// lists is not checked, and why; "" when nothing.
+func (s *Snapshot) UncheckedReason(unchecked []string) string {
+	if len(unchecked) == 0 {
+		return ""
 	}
-	var out []string
-	if len(req.NodeSelector) > 0 {
-		out = append(out, "node selector")
-	}
-	if req.NodeAffinity != nil {
-		out = append(out, "node affinity")
-	}
-	return out
+	return s.uncheckedReason(unchecked)
 }
 
 // FindWithRoom is FindAssignment that also returns the smallest domain
@@ -111,7 +112,7 @@ func (s *Snapshot) FindWithRoom(req Request, opts Options) (*Assignment, []strin
 	}
 	room -= int64(req.Count)
 	if s.summary {
-		a = s.project(a, req.Tolerations)
+		a = s.project(a, req)
 	}
 	return a, enclosing, room, nil
 }

@@ -38,9 +38,10 @@ func (s *Snapshot) FindReplacementNear(req Request, current *Assignment, failed 
 		used[d.Values[0]] = true
 	}
 	p := &plan{s: s, req: req, dem: s.res.newDemand(req.PodRequests)}
-	p.filter = len(req.NodeSelector) > 0 || req.NodeAffinity != nil || s.anyTaints()
-	if p.filter {
-		p.affinity = requiredAffinity(req)
+	p.selects = len(req.NodeSelector) > 0 || req.NodeAffinity != nil
+	p.filter = p.selects || s.anyTaints()
+	if p.selects {
+		p.affinity = requiredAffinity(req.NodeSelector, req.NodeAffinity)
 	}
 
 	scopes, err := s.replacementScopes(req, current, pos, failedValues)

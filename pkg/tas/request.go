@@ -112,6 +112,10 @@ type Assignment struct {
 	// whose taints they tolerate, as they were counted. Not part of the
 	// placement itself.
 	Tolerations []corev1.Toleration `json:"-"`
+	// NodeSelector and NodeAffinity of the pods, noted as Tolerations:
+	// committing packs the pods onto the nodes they select.
+	NodeSelector map[string]string    `json:"-"`
+	NodeAffinity *corev1.NodeSelector `json:"-"`
 }
 
 // DomainAssignment is the pod count of one domain.

@@ -38,6 +38,8 @@ type Snapshot struct {
 	// and affinity are honoured.
 	hostIsLowest bool
 	nodeLabels   map[string]string
+	// labels: what a summary says of its nodes' labels.
+	labels labelKnowledge
 
 	res     *resourceIndex
 	root    *domain
@@ -309,19 +311,20 @@ func (s *Snapshot) addNodes(values []string, alloc Vector, count int64) error {
 	if s.leafDepth > 0 {
 		parent = s.leafFor(values)
 	}
-	s.addNodesTo(parent, alloc, count, nil)
+	s.addNodesTo(parent, alloc, count, nil, nil)
 	return nil
 }
 
 // addNodesTo adds count anonymous nodes under parent, the leaf-level
 // domain.
-func (s *Snapshot) addNodesTo(parent *domain, alloc Vector, count int64, taints []corev1.Taint) {
+func (s *Snapshot) addNodesTo(parent *domain, alloc Vector, count int64, taints []corev1.Taint, node *corev1.Node) {
 	for range count {
 		b := s.newBin("", 1)
 		// Anonymous nodes are named by their slot: found without a map.
 		b.name = anonPrefix + strconv.Itoa(int(b.slot))
 		b.alloc = alloc
 		b.usable = true
+		b.node = node
 		if len(taints) > 0 {
 			s.setTaints(b, taints)
 		}

@@ -30,6 +30,11 @@ type Capacity struct {
 	// NoExecute taints, otherwise 1 + its set's position in taintSets.
 	freeTaint []int32
 	taintSets [][]corev1.Taint
+	// nodeLabels holds, per row of alloc, the node's labels (never
+	// changed in place: read outside the snapshot's lock); freeNode, per
+	// row of free, its row in alloc.
+	nodeLabels []map[string]string
+	freeNode   []int32
 }
 
 type capacityDomain struct {
@@ -62,10 +67,15 @@ func (s *Snapshot) Capture() *Capacity {
 		d := &c.domains[len(c.domains)-1]
 		for _, b := range leaf.bins {
 			row := s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride]
+			var labels map[string]string
+			if b.node != nil {
+				labels = b.node.Labels
+			}
 			for range b.count {
 				for r := range c.stride {
 					c.alloc = append(c.alloc, b.alloc.at(r))
 				}
+				c.nodeLabels = append(c.nodeLabels, labels)
 				d.allocEnd++
 				if !b.usable {
 					continue
@@ -78,6 +88,7 @@ func (s *Snapshot) Capture() *Capacity {
 					c.free = append(c.free, max(v, 0))
 				}
 				c.freeTaint = append(c.freeTaint, taint)
+				c.freeNode = append(c.freeNode, int32(len(c.nodeLabels)-1))
 				d.freeEnd++
 			}
 		}
@@ -211,8 +222,9 @@ func (c *Capacity) Summarize(maxBytes int) (strata.CapacitySummaryStatus, error)
 	}
 	var st strata.CapacitySummaryStatus
 	var size int
+	labels := chooseLabels(c.nodeLabels, c.levels)
 	for i, stage := range stages {
-		st = c.summarize(counted, stage.digits, stage.merge, stage.lossy)
+		st = c.summarize(counted, stage.digits, stage.merge, stage.lossy, labels)
 		data, err := json.Marshal(st)
 		if err != nil {
 			return st, err
@@ -271,12 +283,21 @@ func roundingStep(v int64, digits int) int64 {
 }
 
 // summarize builds the status for one coarsening stage.
-func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) strata.CapacitySummaryStatus {
+func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool, labels labelChoice) strata.CapacitySummaryStatus {
 	st := strata.CapacitySummaryStatus{
 		Levels:     slices.Clone(c.levels),
 		LeafLevels: int32(c.leafDepth),
 		Resources:  slices.Clone(c.resources),
 		Domains:    make([]strata.SummaryDomain, 0, len(c.domains)),
+		NodeLabels: labels.out,
+	}
+	// Each free row's label set, from its node's.
+	var freeLabels []int32
+	if labels.out != nil && len(labels.out.Sets) > 0 {
+		freeLabels = make([]int32, len(c.freeNode))
+		for i, n := range c.freeNode {
+			freeLabels[i] = labels.nodeSet[n]
+		}
 	}
 	stride := c.stride
 	vectors := map[string]int32{}
@@ -295,28 +316,32 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 	}
 	left := make([]int64, stride) // understated totals
 	type group struct {
-		val   []int64
-		n     int32
-		taint int32
+		val          []int64
+		n            int32
+		taint, label int32
 	}
 	groups := map[string]int{}
 	var list []group
 	key := make([]int64, stride)
-	groupKey := make([]byte, 8*stride+4)
-	// bucket groups the rows of one domain's nodes: by equal taints (when
-	// taints, one per row, is given) and equal key (counted amounts exact,
-	// others rounded; in merging stages the others or everything ignored),
-	// each group's vector the minimum of its rows (capacities: the
-	// maximum), rounded the same way. It returns the pairs of vector and
-	// node count, and with taints, the taint of each pair.
-	bucket := func(rows []int64, taints []int32, capacity bool) ([]int32, []int32) {
+	groupKey := make([]byte, 8*stride+8)
+	// bucket groups the rows of one domain's nodes: by equal taints and
+	// labels (when taints or labels, one per row, are given) and equal key
+	// (counted amounts exact, others rounded; in merging stages the others
+	// or everything ignored), each group's vector the minimum of its rows
+	// (capacities: the maximum), rounded the same way. It returns the
+	// pairs of vector and node count, and with taints or labels, those of
+	// each pair.
+	bucket := func(rows []int64, taints, labels []int32, capacity bool) (pairs, pairTaints, pairLabels []int32) {
 		clear(groups)
 		list = list[:0]
 		for at := 0; at+stride <= len(rows); at += stride {
 			row := rows[at : at+stride]
-			var taint int32
+			var taint, label int32
 			if taints != nil {
 				taint = taints[at/stride]
+			}
+			if labels != nil {
+				label = labels[at/stride]
 			}
 			for r, v := range row {
 				switch {
@@ -332,11 +357,12 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 				binary.LittleEndian.PutUint64(groupKey[8*r:], uint64(key[r]))
 			}
 			binary.LittleEndian.PutUint32(groupKey[8*stride:], uint32(taint))
+			binary.LittleEndian.PutUint32(groupKey[8*stride+4:], uint32(label))
 			g, ok := groups[string(groupKey)]
 			if !ok {
 				g = len(list)
 				groups[string(groupKey)] = g
-				list = append(list, group{val: slices.Clone(row), taint: taint})
+				list = append(list, group{val: slices.Clone(row), taint: taint, label: label})
 			}
 			gr := &list[g]
 			gr.n++
@@ -348,10 +374,12 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 				}
 			}
 		}
-		pairs := make([]int32, 0, 2*len(list))
-		var pairTaints []int32
+		pairs = make([]int32, 0, 2*len(list))
 		if taints != nil {
 			pairTaints = make([]int32, 0, len(list))
+		}
+		if labels != nil {
+			pairLabels = make([]int32, 0, len(list))
 		}
 		for _, g := range list {
 			for r, v := range g.val {
@@ -367,8 +395,18 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 			if taints != nil {
 				pairTaints = append(pairTaints, g.taint)
 			}
+			if labels != nil {
+				pairLabels = append(pairLabels, g.label)
+			}
 		}
-		return pairs, pairTaints
+		return pairs, pairTaints, pairLabels
+	}
+	// nonZero is rows, or nil when all are 0.
+	nonZero := func(rows []int32) []int32 {
+		if slices.ContainsFunc(rows, func(t int32) bool { return t != 0 }) {
+			return rows
+		}
+		return nil
 	}
 	for _, set := range c.taintSets {
 		st.TaintSets = append(st.TaintSets, strata.TaintSet{Taints: slices.Clone(set)})
@@ -376,12 +414,14 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 	freeStart, allocStart := 0, 0
 	for _, d := range c.domains {
 		free := c.free[freeStart*stride : d.freeEnd*stride]
-		var taints []int32
-		if t := c.freeTaint[freeStart:d.freeEnd]; slices.ContainsFunc(t, func(t int32) bool { return t != 0 }) {
-			taints = t
+		taints := nonZero(c.freeTaint[freeStart:d.freeEnd])
+		var rowLabels, allocLabels []int32
+		if freeLabels != nil {
+			rowLabels = nonZero(freeLabels[freeStart:d.freeEnd])
+			allocLabels = nonZero(labels.nodeSet[allocStart:d.allocEnd])
 		}
 		sd := strata.SummaryDomain{Values: slices.Clone(d.values)}
-		sd.Free, sd.FreeTaints = bucket(free, taints, false)
+		sd.Free, sd.FreeTaints, sd.FreeLabels = bucket(free, taints, rowLabels, false)
 		// What was left out of free: every row minus its bucket's vector.
 		for at := 0; at+stride <= len(free); at += stride {
 			for r := range stride {
@@ -395,7 +435,7 @@ func (c *Capacity) summarize(counted []bool, digits int, merge, lossy bool) stra
 			}
 		}
 		st.Nodes += int32(d.freeEnd - freeStart)
-		sd.Capacity, _ = bucket(c.alloc[allocStart*stride:d.allocEnd*stride], nil, true)
+		sd.Capacity, _, sd.CapacityLabels = bucket(c.alloc[allocStart*stride:d.allocEnd*stride], nil, allocLabels, true)
 		freeStart, allocStart = d.freeEnd, d.allocEnd
 		st.Domains = append(st.Domains, sd)
 	}
@@ -487,6 +527,9 @@ func ValidateSummary(st *strata.CapacitySummaryStatus) error {
 	if err := checkTaintSets(st); err != nil {
 		return err
 	}
+	if err := validateNodeLabels(st); err != nil {
+		return err
+	}
 	var free, capacity int64
 	for i := range st.Domains {
 		d := &st.Domains[i]
@@ -526,6 +569,8 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 		return nil, err
 	}
 	s := NewSummarySnapshot(st.Levels)
+	s.labels = knowledgeOf(st)
+	nodes := newSummaryNodes(st, s.leafDepth)
 	if int(st.LeafLevels) != s.leafDepth {
 		return nil, fmt.Errorf("the summary's domains cover %d levels, want %d for levels %s", st.LeafLevels, s.leafDepth, strings.Join(st.Levels, ", "))
 	}
@@ -614,7 +659,7 @@ func snapshotFromSummary(st *strata.CapacitySummaryStatus, empty bool) (*Snapsho
 			if !empty {
 				nodeTaints = freeTaintsOf(st, &d, j/2)
 			}
-			s.addNodesTo(parent, vectors[v], int64(n), nodeTaints)
+			s.addNodesTo(parent, vectors[v], int64(n), nodeTaints, nodes.node(i, j/2, empty))
 		}
 	}
 	s.Freeze()
@@ -660,13 +705,14 @@ func freeTaintsOf(st *strata.CapacitySummaryStatus, d *strata.SummaryDomain, k i
 
 // project reports an assignment of a summary snapshot at the summary's
 // leaf level: the pods of consecutive hosts of one leaf domain are merged.
-// It notes the pods' tolerations (with the host as lowest level, where they
-// count), also before the snapshot has tainted nodes: a reservation is
-// packed again onto newer summaries' nodes.
-func (s *Snapshot) project(a *Assignment, tolerations []corev1.Toleration) *Assignment {
+// It notes the pods' tolerations, node selector and affinity (with the
+// host as lowest level, where they count), also before the snapshot has
+// tainted or labelled nodes: a reservation is packed again onto newer
+// summaries' nodes.
+func (s *Snapshot) project(a *Assignment, req Request) *Assignment {
 	out := &Assignment{Levels: s.levels[:s.leafDepth], Domains: make([]DomainAssignment, 0, len(a.Domains))}
 	if s.hostIsLowest {
-		out.Tolerations = tolerations
+		out.Tolerations, out.NodeSelector, out.NodeAffinity = req.Tolerations, req.NodeSelector, req.NodeAffinity
 	}
 	if !s.hostIsLowest {
 		out.Domains = append(out.Domains, a.Domains...)
@@ -730,6 +776,7 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 	type change struct {
 		bins []*bin
 		d    *strata.SummaryDomain
+		i    int
 	}
 	changes := make([]change, 0, len(st.Domains))
 	total := 0
@@ -762,20 +809,24 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 			return false
 		}
 		total += n
-		changes = append(changes, change{bins, d})
+		changes = append(changes, change{bins, d, i})
 	}
 	if total != len(s.binByID)-len(s.freeSlots) {
 		return false
 	}
 	clear(s.binUsed)
+	s.labels = knowledgeOf(st)
+	nodes := newSummaryNodes(st, s.leafDepth)
 	for _, c := range changes {
 		k := 0
 		for j := 0; j < len(c.d.Free); j += 2 {
 			taints := freeTaintsOf(st, c.d, j/2)
+			node := nodes.node(c.i, j/2, false)
 			for range c.d.Free[j+1] {
 				b := c.bins[k]
 				k++
 				b.alloc = vectors[c.d.Free[j]]
+				b.node = node
 				s.setTaints(b, taints)
 				s.recompute(b)
 			}

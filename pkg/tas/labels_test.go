@@ -1,13 +1,16 @@
 package tas
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -252,5 +255,45 @@ func TestValidateNodeLabels(t *testing.T) {
 				t.Error("NewSnapshotFromSummary read it")
 			}
 		})
+	}
+}
+
+// TestSummaryLabelsRoundTrip: a summary with node labels reads back from
+// its JSON (as the API server stores it) semantically equal, so that the
+// agent does not publish an unchanged summary as a new generation.
+func TestSummaryLabelsRoundTrip(t *testing.T) {
+	s := gpuCluster(rand.New(rand.NewPCG(1, 1)), gpuClusterOptions{nodes: 600, hostLowest: true, busy: 0.5, labelled: true})
+	st, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NodeLabels == nil || len(st.NodeLabels.Sets) != 2 || len(st.NodeLabels.OmittedKeys) != 1 {
+		t.Fatalf("node labels: %+v", st.NodeLabels)
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back strata.CapacitySummaryStatus
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(st, back) {
+		t.Errorf("read back differently:\n%s", cmp.Diff(st, back))
+	}
+	plain := gpuCluster(rand.New(rand.NewPCG(1, 1)), gpuClusterOptions{nodes: 32, hostLowest: true})
+	st, err = plain.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err = json.Marshal(st); err != nil {
+		t.Fatal(err)
+	}
+	back = strata.CapacitySummaryStatus{}
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(st, back) || back.NodeLabels == nil {
+		t.Errorf("a summary without labels beyond the topology's reads back as %+v, want an empty nodeLabels", back.NodeLabels)
 	}
 }

@@ -61,6 +61,23 @@ func fleetJob(name string, pods int32, cpu string, annotations map[string]string
 	}
 }
 
+// gpuModel labels the fleet's nodes: a100 on w1, h100 on w2.
+const gpuModel = "gpu.example/model"
+
+// setChartValues upgrades chart on c, keeping its values but for set.
+func setChartValues(c cluster, chart string, set ...string) {
+	GinkgoHelper()
+	bin, err := framework.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	args := []string{"upgrade", chart, filepath.Join(framework.RepoRoot(), "charts", chart), "--kubeconfig", c.Kubeconfig(),
+		"--namespace", kwokcluster.Namespace, "--reuse-values", "--wait"}
+	for _, v := range set {
+		args = append(args, "--set", v)
+	}
+	out, err := exec.Command(filepath.Join(bin, "helm"), args...).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "helm %v: %s", args, out)
+}
+
 // fleetNodes creates racks of n nodes of cpu CPUs on a worker, in pool fleet.
 func fleetNodes(ctx SpecContext, k client.Client, worker string, racks, n int, cpu string) {
 	GinkgoHelper()
@@ -70,6 +87,7 @@ func fleetNodes(ctx SpecContext, k client.Client, worker string, racks, n int, c
 			node := &corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 					"pool": fleetFlavor, block: "fb", rack: fmt.Sprintf("%s-rack-%d", worker, r), host: name, "type": "kwok",
+					gpuModel: map[string]string{"w1": "a100", "w2": "h100"}[worker],
 				}, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
 				Status: corev1.NodeStatus{
 					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
@@ -228,6 +246,87 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		var pods corev1.PodList
 		Expect(hubKube.List(ctx, &pods, client.InNamespace(fleetNS))).To(Succeed())
 		Expect(pods.Items).To(BeEmpty())
+	})
+
+	It("sends a Job only to the worker whose nodes its selector matches, and one no node matches nowhere", func(ctx SpecContext) {
+		h100 := fleetJob("select-h100", 2, "1", map[string]string{"kueue.x-k8s.io/podset-required-topology": rack})
+		h100.Spec.Template.Spec.NodeSelector = map[string]string{gpuModel: "h100"}
+		Expect(hubKube.Create(ctx, h100)).To(Succeed())
+		at, _ := admittedOn(ctx, h100)
+		Expect(at).To(Equal("w2"))
+		Expect(hubWorkload(Default, ctx, h100).Status.Placement.Attempts).To(HaveLen(1), "admitted the first time")
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(h100), &got)).To(Succeed())
+			g.Expect(complete(&got)).To(BeTrue(), "hub job status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+
+		b200 := fleetJob("select-b200", 1, "1", nil)
+		b200.Spec.Template.Spec.NodeSelector = map[string]string{gpuModel: "b200"}
+		Expect(hubKube.Create(ctx, b200)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(hubWorkload(g, ctx, b200).Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonNeverFits), c.Message)
+			g.Expect(c.Message).To(ContainSubstring("node selector/affinity"))
+		}, wait, time.Second).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(copies(g, ctx, b200)).To(BeEmpty())
+		}, 3*time.Second).Should(Succeed())
+		Expect(hubKube.Delete(ctx, b200, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+
+	It("runs a team onboarded on the hub alone on workers that opt in, through the agent chart's onboarding permission", func(ctx SpecContext) {
+		for name, c := range map[string]cluster{"w1": worker1, "w2": w2Cluster} {
+			By("letting the hub onboard teams on " + name + " (agent chart hubAccess.onboarding=true), and " + name + " opting in")
+			setChartValues(c, "strata-agent", "hubAccess.onboarding=true")
+			Eventually(func(g Gomega) {
+				var wc strata.WorkerCluster
+				g.Expect(hubKube.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
+				wc.Spec.Onboarding = &strata.WorkerOnboarding{ClusterQueue: fleetQueue}
+				g.Expect(hubKube.Update(ctx, &wc)).To(Succeed())
+			}).Should(Succeed())
+			DeferCleanup(func(ctx SpecContext) { // the later specs make their workers' queues themselves
+				Eventually(func(g Gomega) {
+					var wc strata.WorkerCluster
+					g.Expect(hubKube.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
+					wc.Spec.Onboarding = nil
+					g.Expect(hubKube.Update(ctx, &wc)).To(Succeed())
+				}).Should(Succeed())
+			})
+		}
+		By("a namespace and a LocalQueue created on the hub only")
+		const team = "onboarded-team"
+		Expect(hubKube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}})).To(Succeed())
+		Expect(hubKube.Create(ctx, testutil.MakeLocalQueue("team-q", team, fleetQueue))).To(Succeed())
+		var jobs []*batchv1.Job
+		for i := range 4 {
+			j := fleetJob(fmt.Sprintf("onboarded-%d", i), 2, "2", nil)
+			j.Namespace = team
+			j.Labels[strata.QueueNameLabel] = "team-q"
+			Expect(hubKube.Create(ctx, j)).To(Succeed())
+			jobs = append(jobs, j)
+		}
+		Eventually(func(g Gomega) {
+			for _, j := range jobs {
+				var got batchv1.Job
+				g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+				g.Expect(complete(&got)).To(BeTrue(), "%s: %+v", j.Name, got.Status)
+			}
+		}, wait, time.Second).Should(Succeed())
+		for _, j := range jobs {
+			Expect(hubWorkload(Default, ctx, j).Status.Placement.Attempts).To(HaveLen(1), "%s: admitted the first time", j.Name)
+		}
+		By("the namespace and LocalQueue the copies used exist on the workers they ran on, marked as the hub's")
+		for _, j := range jobs {
+			at := hubWorkload(Default, ctx, j).Status.Placement.Cluster
+			var ns corev1.Namespace
+			Expect(workers[at].Get(ctx, client.ObjectKey{Name: team}, &ns)).To(Succeed())
+			Expect(ns.Labels).To(HaveKey(strata.OnboardedByLabel))
+			var lq strata.LocalQueue
+			Expect(workers[at].Get(ctx, client.ObjectKey{Namespace: team, Name: "team-q"}, &lq)).To(Succeed())
+			Expect(lq.Spec.ClusterQueue).To(Equal(fleetQueue))
+		}
 	})
 
 	It("keeps a Job larger than every worker waiting on the hub, with the reason", func(ctx SpecContext) {

@@ -14,6 +14,7 @@ import (
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/fencing"
 	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/agent/controller/lws"
 	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/index"
@@ -22,6 +23,7 @@ import (
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/pkg/jobs/kinds"
+	lwsjobs "strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -109,5 +111,13 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 			return err
 		}
 	}
-	return nil
+	// LeaderWorkerSets are one workload per group, without suspension:
+	// their own intake.
+	gvk := lwsjobs.GVK
+	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		ctrl.Log.WithName("setup").Info("Not running this workload kind: the cluster does not serve its API; install its CRD and restart strata-agent",
+			"kind", gvk.String())
+		return nil
+	}
+	return lws.NewReconciler(mgr.GetClient(), recorder).SetupWithManager(mgr)
 }

@@ -13,6 +13,7 @@ import (
 	ocmclusterv1 "open-cluster-management.io/api/cluster/v1"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strataapi "strata.dev/strata/api/v1beta1"
 )
@@ -27,5 +28,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(ocmclusterv1.Install(s))
 	utilruntime.Must(jobsetv1alpha2.AddToScheme(s))
 	utilruntime.Must(kubeflowv2beta1.AddToScheme(s))
+	utilruntime.Must(lwsv1.AddToScheme(s))
 	return s
 }

@@ -167,7 +167,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// the same name may have left pods with the same label.
 	pods.Items = workload.OwnedPods(&wl, pods.Items)
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		// The flavor's node labels and tolerations, for pods whose
+		// templates do not carry them; a flavor deleted since the
+		// admission gives none (an admission wrote them into the
+		// templates of every kind but LeaderWorkerSet).
+		var flavor strata.ResourceFlavor
+		if err := r.client.Get(ctx, types.NamespacedName{Name: psa.Flavor}, &flavor); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("pod set %s: flavor %s: %w", psa.Name, psa.Flavor, err)
+		}
 		if psa.TopologyAssignment == nil {
+			// Pods gated although their pod set has no topology
+			// assignment come from templates an admission did not write
+			// (a LeaderWorkerSet's): they go on the flavor's nodes.
+			if err := r.releaseAll(ctx, psa.Name, &flavor, pods.Items); err != nil {
+				return ctrl.Result{}, err
+			}
 			continue
 		}
 		a, err := tas.Decode(psa.TopologyAssignment)
@@ -178,7 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if i := slices.IndexFunc(wl.Spec.PodSets, func(ps strata.PodSet) bool { return ps.Name == psa.Name }); i >= 0 {
 			ps = workload.RankedPodSet(wl.Spec.PodSets, i)
 		}
-		if err := r.ungate(ctx, req.NamespacedName, ps, a, pods.Items); err != nil {
+		if err := r.ungate(ctx, req.NamespacedName, ps, a, &flavor, pods.Items); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -186,7 +200,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // ungate gives the gated pods of one pod set their domains.
-func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod) error {
+func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *strata.PodSet, a *tas.Assignment, flavor *strata.ResourceFlavor, all []corev1.Pod) error {
 	if ps == nil {
 		return nil
 	}
@@ -203,7 +217,7 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 	g.SetLimit(releaseWriters)
 	for i, rel := range releases {
 		g.Go(func() error {
-			err := r.release(ctx, rel.pod, a, rel.domain)
+			err := r.release(ctx, rel.pod, a, rel.domain, flavor)
 			if err != nil {
 				errs[i] = fmt.Errorf("pod %s: %w", rel.pod.Name, err)
 				if cache.OutcomeKnown(err) {
@@ -324,20 +338,53 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 	return out
 }
 
-// release sets the domain's node selector on the pod and removes the gate.
-func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignment, d int) error {
+// release sets the domain's node selector on the pod (none when a is nil)
+// and removes the gate. A pod whose template an admission did not write (a
+// LeaderWorkerSet's) gets the flavor's node labels and tolerations too.
+func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignment, d int, flavor *strata.ResourceFlavor) error {
 	patch := client.MergeFrom(p.DeepCopy())
 	if p.Spec.NodeSelector == nil {
 		p.Spec.NodeSelector = map[string]string{}
 	}
-	for i, level := range a.Levels {
-		p.Spec.NodeSelector[level] = a.Domains[d].Values[i]
+	for k, v := range flavor.Spec.NodeLabels {
+		if _, ok := p.Spec.NodeSelector[k]; !ok {
+			p.Spec.NodeSelector[k] = v
+		}
+	}
+	for _, t := range flavor.Spec.Tolerations {
+		if !slices.ContainsFunc(p.Spec.Tolerations, func(have corev1.Toleration) bool { return have.MatchToleration(&t) }) {
+			p.Spec.Tolerations = append(p.Spec.Tolerations, t)
+		}
+	}
+	if a != nil {
+		for i, level := range a.Levels {
+			p.Spec.NodeSelector[level] = a.Domains[d].Values[i]
+		}
+	}
+	if len(p.Spec.NodeSelector) == 0 {
+		p.Spec.NodeSelector = nil
 	}
 	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, workload.IsTopologyGate)
 	if err := r.client.Patch(ctx, p, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil
+}
+
+// releaseAll releases the gated pods of a pod set admitted without a
+// topology assignment onto the flavor's nodes.
+func (r *Reconciler) releaseAll(ctx context.Context, podSet string, flavor *strata.ResourceFlavor, all []corev1.Pod) error {
+	var errs []error
+	for i := range all {
+		p := &all[i]
+		if p.Labels[strata.PodSetLabel] != podSet || !active(p) || !workload.TopologyGated(p) {
+			continue
+		}
+		if err := r.release(ctx, p, nil, 0, flavor); err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: %w", p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {

@@ -198,7 +198,7 @@ func TestUngateUnknownOutcome(t *testing.T) {
 			}).Build()
 			r := NewReconciler(c, 0)
 			key := types.NamespacedName{Namespace: "ns", Name: "w"}
-			err := r.ungate(context.Background(), key, ps, a, pods)
+			err := r.ungate(context.Background(), key, ps, a, &strata.ResourceFlavor{}, pods)
 			if (err != nil) != (tc.err != nil) {
 				t.Errorf("ungate() = %v, want an error: %v", err, tc.err != nil)
 			}

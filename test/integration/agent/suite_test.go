@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"strata.dev/strata/agent/controller"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
@@ -42,7 +44,9 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	mpiJobCRDs, err := framework.MPIJobCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
-	clusters, err = framework.Start(framework.ClusterSpec{Name: "worker", Role: framework.Worker, CRDPaths: append(jobSetCRDs, mpiJobCRDs...)})
+	lwsCRDs, err := framework.LeaderWorkerSetCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
+	clusters, err = framework.Start(framework.ClusterSpec{Name: "worker", Role: framework.Worker, CRDPaths: slices.Concat(jobSetCRDs, mpiJobCRDs, lwsCRDs)})
 	Expect(err).NotTo(HaveOccurred())
 	// Cleanups run last-in first-out: the manager stops before its API server.
 	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })
@@ -52,6 +56,7 @@ var _ = BeforeSuite(func() {
 	Eventually(func(g Gomega) {
 		g.Expect(worker.Client.List(context.Background(), &jobsetapi.JobSetList{})).To(Succeed())
 		g.Expect(worker.Client.List(context.Background(), &kubeflow.MPIJobList{})).To(Succeed())
+		g.Expect(worker.Client.List(context.Background(), &lwsapi.LeaderWorkerSetList{})).To(Succeed())
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 
 	By("installing the chart's admission policy with kubectl")
@@ -80,6 +85,16 @@ var _ = BeforeSuite(func() {
 			}}}
 		g.Expect(worker.Client.Create(ctx, mj, client.DryRunAll)).To(Succeed())
 		g.Expect(mj.Spec.RunPolicy.Suspend).To(Equal(ptr.To(true)))
+		l := &lwsapi.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: labels},
+			Spec: lwsapi.LeaderWorkerSetSpec{StartupPolicy: lwsapi.LeaderCreatedStartupPolicy, RolloutStrategy: lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
+				LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{
+					LeaderTemplate: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}},
+					WorkerTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}},
+				}}}
+		g.Expect(worker.Client.Create(ctx, l, client.DryRunAll)).To(Succeed())
+		gate := corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}
+		g.Expect(l.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.SchedulingGates).To(ConsistOf(gate))
+		g.Expect(l.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.SchedulingGates).To(ConsistOf(gate))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 
 	stopAgent = startAgent()

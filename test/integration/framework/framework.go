@@ -142,6 +142,16 @@ func MPIJobCRDPaths() ([]string, error) {
 	return []string{filepath.Join(dir, "manifests", "base", "kubeflow.org_mpijobs.yaml")}, nil
 }
 
+// LeaderWorkerSetCRDPaths is the LeaderWorkerSet CRD, from the module cache
+// at the version go.mod requires (sigs.k8s.io/lws).
+func LeaderWorkerSetCRDPaths() ([]string, error) {
+	dir, err := moduleDir("sigs.k8s.io/lws")
+	if err != nil {
+		return nil, err
+	}
+	return []string{filepath.Join(dir, "config", "crd", "bases", "leaderworkerset.x-k8s.io_leaderworkersets.yaml")}, nil
+}
+
 // JobSetModuleDir is JobSet's module in the module cache, at the version
 // go.mod requires: its manifests (config/components) are there.
 func JobSetModuleDir() (string, error) { return moduleDir("sigs.k8s.io/jobset") }

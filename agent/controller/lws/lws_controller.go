@@ -1,0 +1,186 @@
+// Package lws is the agent's intake of LeaderWorkerSets labelled with
+// strata.dev/queue-name: it keeps one Workload per group (replica), as
+// pkg/jobs/lws defines them — created for every group the set asks for,
+// removed for the groups a scale-down or the set's deletion drops, which
+// releases their capacity — and labels each gated pod with its group's
+// Workload, pod set and set UID, so that the ungater releases it into its
+// domain once the group is admitted. A LeaderWorkerSet has no suspension:
+// the agent chart's admission policy puts the topology scheduling gate in
+// its templates when it is created, so that none of its pods runs before
+// its group is admitted and placed.
+package lws
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/jobs"
+	lwsjobs "strata.dev/strata/pkg/jobs/lws"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Reconciler keeps the Workloads of queue-labelled LeaderWorkerSets and
+// labels their pods.
+type Reconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	intake   *intake.Keeper
+}
+
+// NewReconciler returns a Reconciler.
+func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
+	return &Reconciler{client: c, recorder: recorder, intake: intake.New(lwsjobs.GroupKind(0), c, recorder)}
+}
+
+// SetupWithManager watches queue-labelled LeaderWorkerSets, their
+// Workloads, their pods, and what intake watches for their validity.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("leaderworkerset").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Watches(&lwsapi.LeaderWorkerSet{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[strata.QueueNameLabel] != ""
+		}))).
+		// A pod the set's controller creates is labelled here: only gated
+		// pods of a set matter, and only until they carry their Workload.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			name := o.GetLabels()[lwsjobs.NameLabel]
+			if name == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			p, ok := o.(*corev1.Pod)
+			return ok && workload.TopologyGated(p) && o.GetLabels()[strata.WorkloadLabel] == ""
+		})))
+	return r.intake.Watch(mgr, b).Complete(r)
+}
+
+// Reconcile keeps a LeaderWorkerSet's Workloads and labels its pods.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	err := r.reconcile(ctx, req)
+	if intake.Superseded(err) {
+		ctrl.LoggerFrom(ctx).V(2).Info("Acted on an outdated object; waiting for the newer one", "error", err.Error())
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
+	var l lwsapi.LeaderWorkerSet
+	if err := r.client.Get(ctx, req.NamespacedName, &l); err != nil {
+		if apierrors.IsNotFound(err) {
+			return r.dropWorkloads(ctx, req.NamespacedName, nil, 0)
+		}
+		return err
+	}
+	if l.Labels[strata.QueueNameLabel] == "" || !l.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	replicas := lwsjobs.Replicas(&l)
+	for g := range replicas {
+		if _, err := r.intake.Sync(ctx, lwsjobs.Group{LeaderWorkerSet: &l, Index: g}); err != nil {
+			if apierrors.IsInvalid(err) {
+				r.recorder.Eventf(&l, nil, corev1.EventTypeWarning, intake.ReasonInvalidJob, "Validate", "%s",
+					intake.Truncate("The API server rejected the Workload of group "+strconv.Itoa(int(g))+"; change the LeaderWorkerSet: "+err.Error(), intake.MaxEventNote))
+				return reconcile.TerminalError(err)
+			}
+			return err
+		}
+	}
+	// A scale-down: the groups past replicas go, and their capacity with
+	// them (the set's controller deletes their pods).
+	if err := r.dropWorkloads(ctx, req.NamespacedName, &l, replicas); err != nil {
+		return err
+	}
+	return r.labelPods(ctx, &l, replicas)
+}
+
+// dropWorkloads deletes the Workloads of the set's groups from index
+// keep on (all of them when the set is gone: l nil): those controlled by
+// a LeaderWorkerSet of that name, and, when l is given, by that one.
+func (r *Reconciler) dropWorkloads(ctx context.Context, set types.NamespacedName, l *lwsapi.LeaderWorkerSet, keep int32) error {
+	var wls strata.WorkloadList
+	if err := r.client.List(ctx, &wls, client.InNamespace(set.Namespace)); err != nil {
+		return err
+	}
+	keepNames := make([]string, 0, keep)
+	for g := range keep {
+		keepNames = append(keepNames, lwsjobs.GroupWorkloadName(set.Name, g))
+	}
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		owner := metav1.GetControllerOfNoCopy(wl)
+		if !jobs.IsKind(lwsjobs.GroupKind(0), owner) || owner.Name != set.Name || slices.Contains(keepNames, wl.Name) {
+			continue
+		}
+		if l != nil && owner.UID != l.UID {
+			continue // an earlier set's: garbage collection takes it
+		}
+		ctrl.LoggerFrom(ctx).V(2).Info("Deleting the Workload of a group the LeaderWorkerSet no longer has", "workload", wl.Name)
+		if err := r.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// labelPods labels each gated pod of the set with its group's Workload,
+// its pod set and the set's UID (which tells its pods from those of an
+// earlier set of the same name): the ungater finds a Workload's pods by
+// them. Pods the set's controller has not labelled with their group and
+// index yet, and pods of groups past replicas, are left alone.
+func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, replicas int32) error {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name}); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !workload.TopologyGated(p) || p.Labels[strata.WorkloadLabel] != "" || !controlledBySetsChild(p) {
+			continue
+		}
+		group, podSet, ok := lwsjobs.PodOf(l, p)
+		if !ok || group >= replicas {
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Labels[strata.WorkloadLabel] = lwsjobs.GroupWorkloadName(l.Name, group)
+		p.Labels[strata.PodSetLabel] = podSet
+		p.Labels[strata.OwnerUIDLabel] = string(l.UID)
+		if err := r.client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("labelling pod %s: %w", p.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%v", errs)
+	}
+	return nil
+}
+
+// controlledBySetsChild says whether a pod is a StatefulSet's, as the
+// LeaderWorkerSet controller's pods are; a pod made by hand with the
+// set's labels is not the set's.
+func controlledBySetsChild(p *corev1.Pod) bool {
+	c := metav1.GetControllerOfNoCopy(p)
+	return c != nil && c.Kind == "StatefulSet"
+}

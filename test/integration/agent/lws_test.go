@@ -1,0 +1,227 @@
+package agent
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	lwsjobs "strata.dev/strata/pkg/jobs/lws"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// hostLWS is KEP-2724's "Co-locate Leader with Workers" example: replicas
+// groups of a leader and size−1 workers of 1 CPU, each group on one host.
+func hostLWS(ns, queue, name string, replicas, size int32) *lwsapi.LeaderWorkerSet {
+	ann := map[string]string{strata.PodSetRequiredTopologyAnnotation: host, strata.PodSetGroupNameAnnotation: "lws-group"}
+	tmpl := func() corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann, Labels: map[string]string{"app": name}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	}
+	leader := tmpl()
+	return &lwsapi.LeaderWorkerSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{strata.QueueNameLabel: queue}},
+		Spec: lwsapi.LeaderWorkerSetSpec{
+			Replicas:             ptr.To(replicas),
+			StartupPolicy:        lwsapi.LeaderCreatedStartupPolicy,
+			RolloutStrategy:      lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
+			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{LeaderTemplate: &leader, WorkerTemplate: tmpl(), Size: ptr.To(size)},
+		},
+	}
+}
+
+// lwsPods creates the pods of a group as the LeaderWorkerSet controller
+// does — the leader from its StatefulSet, the workers from the group's —
+// from the created set's templates (gates included), in a random order.
+func lwsPods(ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32) {
+	GinkgoHelper()
+	var got lwsapi.LeaderWorkerSet
+	Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+	size := lwsjobs.Size(&got)
+	var pods []*corev1.Pod
+	for w := range size {
+		tmpl := got.Spec.LeaderWorkerTemplate.WorkerTemplate.DeepCopy()
+		name, sts := fmt.Sprintf("%s-%d-%d", l.Name, group, w), fmt.Sprintf("%s-%d", l.Name, group)
+		if w == 0 {
+			tmpl = got.Spec.LeaderWorkerTemplate.LeaderTemplate.DeepCopy()
+			name, sts = fmt.Sprintf("%s-%d", l.Name, group), l.Name
+		}
+		labels := map[string]string{lwsjobs.NameLabel: l.Name, lwsjobs.GroupIndexLabel: strconv.Itoa(int(group)), lwsjobs.WorkerIndexLabel: strconv.Itoa(int(w))}
+		for k, v := range tmpl.Labels {
+			labels[k] = v
+		}
+		pods = append(pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.Namespace, Labels: labels, Annotations: tmpl.Annotations,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts, UID: types.UID("sts-" + sts), Controller: ptr.To(true)}}},
+			Spec: tmpl.Spec,
+		})
+	}
+	rand.Shuffle(len(pods), func(a, b int) { pods[a], pods[b] = pods[b], pods[a] })
+	for _, p := range pods {
+		Expect(worker.Client.Create(ctx, p)).To(Succeed())
+	}
+}
+
+func groupWorkload(g Gomega, ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32) *strata.Workload {
+	var wl strata.Workload
+	g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: lwsjobs.GroupWorkloadName(l.Name, group)}, &wl)).To(Succeed())
+	return &wl
+}
+
+var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
+	var ns string
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("lws-topology", block, rack, host).Obj())).To(Succeed())
+		flavor := testutil.MakeResourceFlavor("tas-lws").NodeLabel("pool", "lws").TopologyName("lws-topology").Obj()
+		flavor.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/inference", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		Expect(worker.Client.Create(ctx, flavor)).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("lws-q").Flavor("tas-lws", "cpu", "64").Obj())).To(Succeed())
+		// Two racks of two hosts of 3 CPUs: a group of three on each.
+		for i := range 4 {
+			createPoolNode(ctx, "lws", fmt.Sprintf("lws-r%d-h%d", i/2+1, i), "b1", fmt.Sprintf("r%d", i/2+1), "3")
+		}
+		ns = createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "lws-q")
+	})
+
+	It("runs KEP-2724's example: each group of a leader and two workers gated until admitted, then on one host, leader first in rank", func(ctx SpecContext) {
+		l := hostLWS(ns, "lws-q", "tas-example-lws", 2, 3)
+		Expect(worker.Client.Create(ctx, l)).To(Succeed())
+		gate := corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}
+		Expect(l.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.SchedulingGates).To(ConsistOf(gate), "the chart's admission policy gates the templates")
+		Expect(l.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.SchedulingGates).To(ConsistOf(gate))
+
+		By("one Workload per group, leader and worker pod sets, grouped, each admitted on one host")
+		hosts := map[int32]string{}
+		Eventually(func(g Gomega) {
+			for group := range int32(2) {
+				wl := groupWorkload(g, ctx, l, group)
+				g.Expect(metav1.IsControlledBy(wl, l)).To(BeTrue())
+				g.Expect(wl.Spec.PodSets).To(HaveLen(2))
+				g.Expect(wl.Spec.PodSets[0].Name).To(Equal(lwsjobs.Leader))
+				g.Expect(wl.Spec.PodSets[1].Count).To(Equal(int32(2)))
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), "group %d: %v", group, wl.Status.Conditions)
+				var onHosts []string
+				for _, psa := range wl.Status.Admission.PodSetAssignments {
+					a, err := tas.Decode(psa.TopologyAssignment)
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(a.Domains).To(HaveLen(1))
+					onHosts = append(onHosts, a.Domains[0].Values[len(a.Domains[0].Values)-1])
+				}
+				g.Expect(onHosts).To(HaveLen(2))
+				g.Expect(onHosts[0]).To(Equal(onHosts[1]), "group %d: leader and workers on one host", group)
+				hosts[group] = onHosts[0]
+			}
+			g.Expect(hosts[0]).NotTo(Equal(hosts[1]))
+		}, timeout).Should(Succeed())
+
+		By("the pods, created in any order, labelled with their group's Workload and released onto its host with the flavor's labels and tolerations")
+		for group := range int32(2) {
+			lwsPods(ctx, l, group)
+		}
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(6))
+			for _, p := range pods.Items {
+				group, podSet, ok := lwsjobs.PodOf(l, &p)
+				g.Expect(ok).To(BeTrue())
+				g.Expect(p.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, lwsjobs.GroupWorkloadName(l.Name, group)))
+				g.Expect(p.Labels).To(HaveKeyWithValue(strata.PodSetLabel, podSet))
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "pod %s", p.Name)
+				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(host, hosts[group]), "pod %s", p.Name)
+				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue("pool", "lws"))
+				g.Expect(p.Spec.Tolerations).To(ContainElement(HaveField("Key", "example.com/inference")))
+			}
+		}, timeout).Should(Succeed())
+	})
+
+	It("adds a group's Workload on scale-up and removes it, releasing its host, on scale-down", func(ctx SpecContext) {
+		l := hostLWS(ns, "lws-q", "scaled", 1, 3)
+		Expect(worker.Client.Create(ctx, l)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(groupWorkload(g, ctx, l, 0).Status.Admission).NotTo(BeNil())
+		}, timeout).Should(Succeed())
+
+		By("scaling to 2: the second group gets a Workload, admitted on the last free host")
+		Eventually(func(g Gomega) {
+			var got lwsapi.LeaderWorkerSet
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+			got.Spec.Replicas = ptr.To[int32](2)
+			g.Expect(worker.Client.Update(ctx, &got)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(groupWorkload(g, ctx, l, 1).Status.Admission).NotTo(BeNil())
+		}, timeout).Should(Succeed())
+
+		By("a third group fits nowhere now: it waits, saying why on its Workload and in an event on the set")
+		Eventually(func(g Gomega) {
+			var got lwsapi.LeaderWorkerSet
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+			got.Spec.Replicas = ptr.To[int32](3)
+			g.Expect(worker.Client.Update(ctx, &got)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := groupWorkload(g, ctx, l, 2)
+			g.Expect(wl.Status.Admission).To(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("host"))
+			var evs eventsv1.EventList
+			g.Expect(worker.Client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+			g.Expect(evs.Items).To(ContainElement(And(
+				HaveField("Regarding.Kind", "LeaderWorkerSet"), HaveField("Regarding.Name", l.Name), HaveField("Reason", "Pending"))))
+		}, timeout).Should(Succeed())
+
+		By("scaling to 1: groups 1 and 2 lose their Workloads; the freed host takes the next set's group")
+		Eventually(func(g Gomega) {
+			var got lwsapi.LeaderWorkerSet
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+			got.Spec.Replicas = ptr.To[int32](1)
+			g.Expect(worker.Client.Update(ctx, &got)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var wls strata.WorkloadList
+			g.Expect(worker.Client.List(ctx, &wls, client.InNamespace(ns))).To(Succeed())
+			var names []string
+			for _, wl := range wls.Items {
+				if metav1.IsControlledBy(&wl, l) {
+					names = append(names, wl.Name)
+				}
+			}
+			g.Expect(names).To(ConsistOf(lwsjobs.GroupWorkloadName(l.Name, 0)))
+		}, timeout).Should(Succeed())
+		next := hostLWS(ns, "lws-q", "next", 1, 3)
+		Expect(worker.Client.Create(ctx, next)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(groupWorkload(g, ctx, next, 0).Status.Admission).NotTo(BeNil())
+		}, timeout).Should(Succeed())
+
+		By("deleting the sets removes every group's Workload")
+		Expect(worker.Client.Delete(ctx, l)).To(Succeed())
+		Expect(worker.Client.Delete(ctx, next)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wls strata.WorkloadList
+			g.Expect(worker.Client.List(ctx, &wls, client.InNamespace(ns))).To(Succeed())
+			for _, wl := range wls.Items {
+				owner := metav1.GetControllerOf(&wl)
+				g.Expect(owner == nil || owner.Kind != "LeaderWorkerSet" || owner.Name == "tas-example-lws").To(BeTrue(), "workload %s", wl.Name)
+			}
+		}, timeout).Should(Succeed())
+	})
+})

@@ -11,7 +11,7 @@
 # binary that is already in the cache is skipped.
 #
 # Usage: hack/k8s-binaries.sh [component ...]
-#   components: kubernetes etcd kwok helm jobset mpi-operator (default: all)
+#   components: kubernetes etcd kwok helm jobset mpi-operator lws (default: all)
 set -euo pipefail
 
 KUBERNETES_VERSION=${KUBERNETES_VERSION:-v1.37.1}
@@ -22,6 +22,7 @@ HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # pins for its API.
 JOBSET_VERSION=${JOBSET_VERSION:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && awk '$1 == "sigs.k8s.io/jobset" {print $2}' go.mod)}
 MPI_OPERATOR_VERSION=${MPI_OPERATOR_VERSION:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && awk '$1 == "github.com/kubeflow/mpi-operator" {print $2}' go.mod)}
+LWS_VERSION=${LWS_VERSION:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && awk '$1 == "sigs.k8s.io/lws" {print $2}' go.mod)}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE_DIR=${STRATA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata}
@@ -259,12 +260,31 @@ EOF
   link "${out}" mpi-operator
 }
 
+# The LeaderWorkerSet controller (its module's cmd, webhooks included), for
+# the e2e's workers, at the version go.mod requires for its API; built as
+# bin/k8s/lws.
+build_lws() {
+  local out=${CACHE_DIR}/lws-${LWS_VERSION}
+  if have "${out}" lws; then link "${out}" lws; return; fi
+  log "building the LeaderWorkerSet controller ${LWS_VERSION}"
+  local work=${CACHE_DIR}/.build/lws-${LWS_VERSION}
+  scratch_module "${work}" strata.dev/build/lws
+  (
+    cd "${work}"
+    GOFLAGS=-mod=mod "${GO}" get "sigs.k8s.io/lws@${LWS_VERSION}"
+    mkdir -p "${out}.tmp"
+    CGO_ENABLED=0 GOFLAGS=-mod=mod "${GO}" build -trimpath -ldflags "-s -w" -o "${out}.tmp/lws" sigs.k8s.io/lws/cmd
+  )
+  rm -rf "${out}" && mv "${out}.tmp" "${out}"
+  link "${out}" lws
+}
+
 build_helm() {
   build_module helm "${HELM_VERSION}" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm
 }
 
 components=("$@")
-[[ ${#components[@]} -gt 0 ]] || components=(etcd kubernetes kwok helm jobset mpi-operator)
+[[ ${#components[@]} -gt 0 ]] || components=(etcd kubernetes kwok helm jobset mpi-operator lws)
 mkdir -p "${CACHE_DIR}"
 for c in "${components[@]}"; do
   case "${c}" in
@@ -274,7 +294,8 @@ for c in "${components[@]}"; do
     helm) build_helm ;;
     jobset) build_jobset ;;
     mpi-operator) build_mpi_operator ;;
-    *) log "unknown component ${c} (want: kubernetes etcd kwok helm jobset mpi-operator)"; exit 2 ;;
+    lws) build_lws ;;
+    *) log "unknown component ${c} (want: kubernetes etcd kwok helm jobset mpi-operator lws)"; exit 2 ;;
   esac
 done
 log "binaries ready in ${BIN_DIR} -> ${CACHE_DIR}"

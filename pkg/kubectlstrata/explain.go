@@ -1,6 +1,7 @@
 package kubectlstrata
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -12,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 	pkgjobs "strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/jobset"
+	lwsjobs "strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/jobs/mpijob"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
@@ -122,10 +125,11 @@ const maxDomainLines = 16
 func newExplainCommand() *cobra.Command {
 	var f liveFlags
 	cmd := &cobra.Command{
-		Use:   "explain [job/|jobset/|mpijob/]NAME [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
-		Short: "Why a Job, JobSet or MPIJob waits or where it runs: its Workload's queue, conditions, placement and admission",
-		Long: `explain finds the Workload of a batch/v1 Job (NAME or job/NAME) or a
-JobSet (jobset/NAME) or an MPIJob (mpijob/NAME) and prints its queue, its
+		Use:   "explain [job/|jobset/|mpijob/|lws/]NAME [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
+		Short: "Why a Job, JobSet, MPIJob or LeaderWorkerSet waits or where it runs: its Workload's queue, conditions, placement and admission",
+		Long: `explain finds the Workload of a batch/v1 Job (NAME or job/NAME), a
+JobSet (jobset/NAME) or an MPIJob (mpijob/NAME) — or the Workload of every
+group of a LeaderWorkerSet (lws/NAME), one after the other — and prints its queue, its
 Admitted condition (reason and message: why it waits), and its Invalid
 condition when it has one. On a hub it adds the placement record: the
 worker and flavor of the current dispatch and the last attempts with their
@@ -135,6 +139,7 @@ topology domain. It works on a hub and on a worker.`,
 		Example: `  kubectl strata explain train-llm -n ml
   kubectl strata explain jobset/two-level -n ml
   kubectl strata explain mpijob/pi -n ml
+  kubectl strata explain lws/tas-example-lws -n ml
   kubectl strata explain train-llm -n ml --context hub -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -147,33 +152,13 @@ topology domain. It works on a hub and on a worker.`,
 			if err != nil {
 				return err
 			}
-			kindName := kind.GroupVersionKind().Kind
-			obj := kind.NewObject()
-			if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("%s %s/%s not found on %s (-n picks the namespace)", strings.ToLower(kindName), s.namespace, name, s.where)
-				}
-				return jobReadError(err, kind, s.where)
+			if group, ok := kind.(lwsjobs.GroupKind); ok && group < 0 {
+				return explainLeaderWorkerSet(cmd, s, name, f.output)
 			}
-			job, _ := kind.Adapt(obj)
-			if err := checkManaged(job); err != nil {
-				return err
-			}
-			var wl strata.Workload
-			if err := s.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: kind.WorkloadName(name)}, &wl); err != nil {
-				if apierrors.IsNotFound(err) {
-					return noWorkloadYet(job, nil)
-				}
-				return apiError(err, "Workload", "workloads", s.where)
-			}
-			if err := noWorkloadYet(job, &wl); err != nil {
-				return err
-			}
-			hub, err := s.servesKind("WorkerCluster")
+			v, err := explainOne(ctx, s, kind, name)
 			if err != nil {
-				return apiError(err, "WorkerCluster", "workerclusters", s.where)
+				return err
 			}
-			v := newExplainView(job, &wl, hub)
 			if f.output != "table" {
 				return writeStructured(cmd.OutOrStdout(), v, f.output)
 			}
@@ -182,6 +167,71 @@ topology domain. It works on a hub and on a worker.`,
 	}
 	f.add(cmd, true)
 	return cmd
+}
+
+// explainOne builds the view of the Workload of the job of kind named
+// name in the session's namespace.
+func explainOne(ctx context.Context, s *session, kind pkgjobs.Kind, name string) (ExplainView, error) {
+	kindName := kind.GroupVersionKind().Kind
+	obj := kind.NewObject()
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ExplainView{}, fmt.Errorf("%s %s/%s not found on %s (-n picks the namespace)", strings.ToLower(kindName), s.namespace, name, s.where)
+		}
+		return ExplainView{}, jobReadError(err, kind, s.where)
+	}
+	job, _ := kind.Adapt(obj)
+	if err := checkManaged(job); err != nil {
+		return ExplainView{}, err
+	}
+	var wl strata.Workload
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: kind.WorkloadName(name)}, &wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ExplainView{}, noWorkloadYet(job, nil)
+		}
+		return ExplainView{}, apiError(err, "Workload", "workloads", s.where)
+	}
+	if err := noWorkloadYet(job, &wl); err != nil {
+		return ExplainView{}, err
+	}
+	hub, err := s.servesKind("WorkerCluster")
+	if err != nil {
+		return ExplainView{}, apiError(err, "WorkerCluster", "workerclusters", s.where)
+	}
+	return newExplainView(job, &wl, hub), nil
+}
+
+// explainLeaderWorkerSet explains each group of a LeaderWorkerSet: every
+// group is a Workload of its own.
+func explainLeaderWorkerSet(cmd *cobra.Command, s *session, name, output string) error {
+	ctx := cmd.Context()
+	var l lwsapi.LeaderWorkerSet
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, &l); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("leaderworkerset %s/%s not found on %s (-n picks the namespace)", s.namespace, name, s.where)
+		}
+		return jobReadError(err, lwsjobs.GroupKind(0), s.where)
+	}
+	views := []ExplainView{}
+	for g := range lwsjobs.Replicas(&l) {
+		v, err := explainOne(ctx, s, lwsjobs.GroupKind(g), name)
+		if err != nil {
+			return fmt.Errorf("group %d: %w", g, err)
+		}
+		views = append(views, v)
+	}
+	if output != "table" {
+		return writeStructured(cmd.OutOrStdout(), views, output)
+	}
+	for i, v := range views {
+		if i > 0 {
+			fmt.Fprintln(cmd.OutOrStdout())
+		}
+		if err := writeExplain(cmd.OutOrStdout(), v, time.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parseJobArg reads explain's argument: NAME or job/NAME (a batch/v1
@@ -199,8 +249,10 @@ func parseJobArg(arg string) (pkgjobs.Kind, string, error) {
 		return jobset.Kind, name, nil
 	case "mpijob", "mpijobs", "mpijob.kubeflow.org", "mpijobs.kubeflow.org":
 		return mpijob.Kind, name, nil
+	case "lws", "leaderworkerset", "leaderworkersets", "leaderworkerset.leaderworkerset.x-k8s.io", "leaderworkersets.leaderworkerset.x-k8s.io":
+		return lwsjobs.GroupKind(-1), name, nil // every group
 	}
-	return nil, "", fmt.Errorf("explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME) or an MPIJob (mpijob/NAME), not %q", kind)
+	return nil, "", fmt.Errorf("explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME), an MPIJob (mpijob/NAME) or a LeaderWorkerSet (lws/NAME), not %q", kind)
 }
 
 // refOf names a job in the view.

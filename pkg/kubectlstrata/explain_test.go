@@ -276,7 +276,8 @@ func TestParseJobArg(t *testing.T) {
 		"train": "Job/train", "job/train": "Job/train", "jobs.batch/train": "Job/train",
 		"jobset/two-level": "JobSet/two-level", "jobsets.jobset.x-k8s.io/two-level": "JobSet/two-level",
 		"mpijob/pi": "MPIJob/pi", "mpijobs.kubeflow.org/pi": "MPIJob/pi",
-		"pod/x": `explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME) or an MPIJob (mpijob/NAME), not "pod"`,
+		"lws/tas-example-lws": "LeaderWorkerSet/tas-example-lws", "leaderworkersets.leaderworkerset.x-k8s.io/x": "LeaderWorkerSet/x",
+		"pod/x": `explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME), an MPIJob (mpijob/NAME) or a LeaderWorkerSet (lws/NAME), not "pod"`,
 	} {
 		kind, name, err := parseJobArg(arg)
 		got := ""

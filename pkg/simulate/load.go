@@ -21,11 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/jobs/mpijob"
 	"strata.dev/strata/pkg/scheme"
 )
@@ -123,7 +125,7 @@ func (in *Input) loadFile(path string) error {
 }
 
 // Kinds simulate reads.
-var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Job", "JobSet", "MPIJob", "Workload", "and lists of them"}
+var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Job", "JobSet", "MPIJob", "LeaderWorkerSet", "Workload", "and lists of them"}
 
 func (in *Input) add(raw []byte, where string) error {
 	obj, gvk, err := decoder.Decode(raw, nil, nil)
@@ -188,12 +190,27 @@ func (in *Input) add(raw []byte, where string) error {
 			j := &o.Items[i]
 			in.Workloads = append(in.Workloads, Item{Job: mpijob.Adapt(j), Source: fmt.Sprintf("%s (MPIJob %s)", where, name(j))})
 		}
+	case *lwsapi.LeaderWorkerSet:
+		in.addLeaderWorkerSet(o, where, name(o))
+	case *lwsapi.LeaderWorkerSetList:
+		for i := range o.Items {
+			in.addLeaderWorkerSet(&o.Items[i], where, name(&o.Items[i]))
+		}
 	case *strata.Workload:
 		in.Workloads = append(in.Workloads, Item{Workload: o, Source: fmt.Sprintf("%s (Workload %s)", where, name(o))})
 	default:
 		return fmt.Errorf("%s: %s is not read by simulate; it reads %s", where, gvk.Kind, strings.Join(kinds, ", "))
 	}
 	return nil
+}
+
+// addLeaderWorkerSet adds a LeaderWorkerSet's groups: each is a workload
+// of its own, placed in turn, as an agent admits them.
+func (in *Input) addLeaderWorkerSet(l *lwsapi.LeaderWorkerSet, where, name string) {
+	for g := range lws.Replicas(l) {
+		in.Workloads = append(in.Workloads, Item{Job: lws.Group{LeaderWorkerSet: l, Index: g},
+			Source: fmt.Sprintf("%s (LeaderWorkerSet %s, group %d)", where, name, g)})
+	}
 }
 
 // flavorOrder returns the flavors to try for a workload's queue: the

@@ -11,6 +11,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -130,6 +131,9 @@ func toWorkload(item Item, queueOptional bool) (*strata.Workload, Result, error)
 			})
 		}
 		wl.Name = item.Job.Object().GetName()
+		if g, ok := item.Job.(lws.Group); ok {
+			wl.Name = fmt.Sprintf("%s-%d", wl.Name, g.Index) // the group's leader pod's name
+		}
 	}
 	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}
 	errs = append(errs, workload.ValidatePodSets(wl.Spec.PodSets, field.NewPath("spec", "podSets"))...)

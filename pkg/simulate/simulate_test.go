@@ -57,10 +57,16 @@ func TestExamples(t *testing.T) {
 		// A leader (CPU only) and 2 Jobs of 2 workers, each pod set in a
 		// rack of its own: the leader in the tightest rack that holds it.
 		"leader-workers": map[string]int32{"b2-r2-h3": 1, "b1-r2-h3": 2, "b1-r2-h4": 2},
+		// lws.yaml, KEP-2724's LeaderWorkerSet: each group of a leader and
+		// 2 workers (2 CPUs each) on one host, the hosts with exactly 6
+		// CPUs left (b1-r1-h1 has 4: a DaemonSet pod and rack-pretrain's).
+		"tas-example-lws-0": map[string]int32{"b1-r1-h2": 3},
+		"tas-example-lws-1": map[string]int32{"b1-r1-h3": 3},
 		// mpijobs.yaml, KEP-2724's MPIJob with runLauncherAsWorker: the
 		// launcher and its 2 workers (2 CPUs each) grouped in one rack,
-		// the one with the least CPU left that holds all three.
-		"pi": map[string]int32{"b2-r2-h3": 1, "b2-r2-h4": 2},
+		// the one with the least CPU left that holds all three (the rest
+		// of b1-r1 after the LeaderWorkerSet's groups).
+		"pi": map[string]int32{"b1-r1-h4": 1, "b1-r1-h1": 2},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want,+got):\n%s", diff)

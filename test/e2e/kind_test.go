@@ -142,6 +142,14 @@ func (c *kindCluster) InstallMPIJob(controller bool) bool {
 	return !controller
 }
 
+// InstallLWS installs the LeaderWorkerSet CRD; its controller is not run
+// on kind (no image of it is built here).
+func (c *kindCluster) InstallLWS(controller bool) bool {
+	GinkgoHelper()
+	installLWSCRD(c)
+	return !controller
+}
+
 // RestartControlPlane: a kind node container restarts as a whole (its
 // kubelet and the workload too), which is not the fault the specs inject.
 func (c *kindCluster) RestartControlPlane() bool { return false }

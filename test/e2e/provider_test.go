@@ -41,6 +41,10 @@ type cluster interface {
 	// operator's controller, before the agent or the hub starts; false
 	// when the provider cannot run the controller.
 	InstallMPIJob(controller bool) bool
+	// InstallLWS installs the LeaderWorkerSet CRD and, with controller,
+	// its controller, before the agent starts; false when the provider
+	// cannot run the controller.
+	InstallLWS(controller bool) bool
 	// RestartControlPlane stops the cluster's control plane and starts it
 	// again, its etcd data kept; false when the provider cannot.
 	RestartControlPlane() bool
@@ -99,6 +103,15 @@ func (c *kwokCluster) InstallMPIJob(controller bool) bool {
 	installMPIJobCRD(c)
 	if controller {
 		runMPIOperator(c)
+	}
+	return true
+}
+
+func (c *kwokCluster) InstallLWS(controller bool) bool {
+	GinkgoHelper()
+	installLWSCRD(c)
+	if controller {
+		runLWSController(c)
 	}
 	return true
 }

@@ -39,6 +39,8 @@ var (
 	kube client.Client
 	// worker1 is the first worker cluster.
 	worker1 cluster
+	// lwsController: worker1 runs the LeaderWorkerSet controller.
+	lwsController bool
 	// tmp holds the suite's kubeconfigs and binaries.
 	tmp string
 	// logDir holds every component's log.
@@ -194,5 +196,6 @@ var _ = BeforeSuite(func() {
 	worker1 = createCluster(clusterName)
 	kube = adminClient(worker1)
 	worker1.InstallJobSet(true)
+	lwsController = worker1.InstallLWS(true)
 	worker1.Deploy("strata-agent", "")
 })

@@ -76,12 +76,22 @@ func registerJobSetWebhooks(ctx context.Context, c client.Client, url string, ca
 	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "config", "components", "webhook", "manifests.yaml"))
+	create := []admissionv1.OperationType{admissionv1.Create}
+	return registerWebhooks(ctx, c, filepath.Join(dir, "config", "components", "webhook", "manifests.yaml"), "jobset", url, ca,
+		jobsetapi.JobSetNameKey, map[string][]admissionv1.OperationType{"mpod.kb.io": create, "vpod.kb.io": create})
+}
+
+// registerWebhooks creates the webhook configurations of a controller's
+// manifests (a kubebuilder webhook/manifests.yaml), named after the
+// controller, served at url (the manifests' paths) with the CA ca; the
+// pod webhooks named in podOps see only the pods carrying podLabel, on
+// those operations, as the controllers' kustomize patches make them.
+func registerWebhooks(ctx context.Context, c client.Client, manifests, controller, url string, ca []byte, podLabel string, podOps map[string][]admissionv1.OperationType) error {
+	raw, err := os.ReadFile(manifests)
 	if err != nil {
 		return err
 	}
-	podsOfJobSets := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: jobsetapi.JobSetNameKey, Operator: metav1.LabelSelectorOpExists}}}
+	pods := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: podLabel, Operator: metav1.LabelSelectorOpExists}}}
 	byURL := func(cc *admissionv1.WebhookClientConfig) {
 		path := ""
 		if cc.Service != nil {
@@ -89,7 +99,6 @@ func registerJobSetWebhooks(ctx context.Context, c client.Client, url string, ca
 		}
 		*cc = admissionv1.WebhookClientConfig{URL: ptr.To(url + path), CABundle: ca}
 	}
-	podWebhook := map[string]bool{"mpod.kb.io": true, "vpod.kb.io": true}
 	for _, doc := range bytes.Split(raw, []byte("\n---")) {
 		var tm metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &tm); err != nil {
@@ -102,12 +111,12 @@ func registerJobSetWebhooks(ctx context.Context, c client.Client, url string, ca
 			if err := yaml.Unmarshal(doc, &m); err != nil {
 				return err
 			}
-			m.Name = "jobset-mutating-webhook-configuration"
+			m.Name = controller + "-mutating-webhook-configuration"
 			for i := range m.Webhooks {
 				w := &m.Webhooks[i]
 				byURL(&w.ClientConfig)
-				if podWebhook[w.Name] {
-					w.ObjectSelector, w.Rules[0].Operations = podsOfJobSets, []admissionv1.OperationType{admissionv1.Create}
+				if ops, ok := podOps[w.Name]; ok {
+					w.ObjectSelector, w.Rules[0].Operations = pods, ops
 				}
 			}
 			obj = &m
@@ -116,12 +125,12 @@ func registerJobSetWebhooks(ctx context.Context, c client.Client, url string, ca
 			if err := yaml.Unmarshal(doc, &v); err != nil {
 				return err
 			}
-			v.Name = "jobset-validating-webhook-configuration"
+			v.Name = controller + "-validating-webhook-configuration"
 			for i := range v.Webhooks {
 				w := &v.Webhooks[i]
 				byURL(&w.ClientConfig)
-				if podWebhook[w.Name] {
-					w.ObjectSelector, w.Rules[0].Operations = podsOfJobSets, []admissionv1.OperationType{admissionv1.Create}
+				if ops, ok := podOps[w.Name]; ok {
+					w.ObjectSelector, w.Rules[0].Operations = pods, ops
 				}
 			}
 			obj = &v
@@ -129,7 +138,7 @@ func registerJobSetWebhooks(ctx context.Context, c client.Client, url string, ca
 			continue
 		}
 		if err := c.Create(ctx, obj); err != nil {
-			return fmt.Errorf("registering JobSet's webhooks: %w", err)
+			return fmt.Errorf("registering %s's webhooks: %w", controller, err)
 		}
 	}
 	return nil
@@ -147,7 +156,7 @@ func writeServingCert(dir string) ([]byte, error) {
 		return nil, err
 	}
 	now := time.Now()
-	caTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "strata-jobset-webhook-ca"},
+	caTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "strata-e2e-webhook-ca"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)

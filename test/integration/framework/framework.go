@@ -152,6 +152,10 @@ func LeaderWorkerSetCRDPaths() ([]string, error) {
 	return []string{filepath.Join(dir, "config", "crd", "bases", "leaderworkerset.x-k8s.io_leaderworkersets.yaml")}, nil
 }
 
+// LeaderWorkerSetModuleDir is the LeaderWorkerSet module in the module
+// cache, at the version go.mod requires: its manifests (config/) are there.
+func LeaderWorkerSetModuleDir() (string, error) { return moduleDir("sigs.k8s.io/lws") }
+
 // JobSetModuleDir is JobSet's module in the module cache, at the version
 // go.mod requires: its manifests (config/components) are there.
 func JobSetModuleDir() (string, error) { return moduleDir("sigs.k8s.io/jobset") }

@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	lwsjobs "strata.dev/strata/pkg/jobs/lws"
+	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/test/integration/framework"
+	"strata.dev/strata/test/kwokcluster"
+)
+
+// LeaderWorkerSets on the suite's first worker: the LeaderWorkerSet CRDs
+// (from the module cache, at the version go.mod requires) and the
+// controller built from the module proxy by hack/k8s-binaries.sh
+// (bin/k8s/lws), run as a process with its webhooks served on 127.0.0.1.
+
+// installLWSCRD applies the LeaderWorkerSet CRDs (the controller watches
+// DisaggregatedSets too) and waits until they are served.
+func installLWSCRD(c cluster) {
+	GinkgoHelper()
+	By("installing the LeaderWorkerSet CRDs on " + c.Name())
+	dir, err := framework.LeaderWorkerSetModuleDir()
+	Expect(err).NotTo(HaveOccurred())
+	for _, crd := range []string{"leaderworkerset.x-k8s.io_leaderworkersets.yaml", "disaggregatedset.x-k8s.io_disaggregatedsets.yaml"} {
+		kubectl(c, "apply", "--server-side", "-f", filepath.Join(dir, "config", "crd", "bases", crd))
+	}
+	k := adminClient(c)
+	Eventually(func() error {
+		return k.List(context.Background(), &lwsapi.LeaderWorkerSetList{})
+	}, wait, 200*time.Millisecond).Should(Succeed())
+}
+
+// runLWSController runs the LeaderWorkerSet controller for a kwok cluster
+// and waits until its defaulting webhook answers.
+func runLWSController(c cluster) {
+	GinkgoHelper()
+	By("running the LeaderWorkerSet controller for " + c.Name())
+	bin, err := framework.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	_, portText, err := net.SplitHostPort(freeAddress())
+	Expect(err).NotTo(HaveOccurred())
+	port, err := strconv.Atoi(portText)
+	Expect(err).NotTo(HaveOccurred())
+	k := adminClient(c)
+	config, err := kwokcluster.PrepareLWSController(context.Background(), k, filepath.Join(tmp, c.Name()+"-lws"), port)
+	Expect(err).NotTo(HaveOccurred())
+	start("lws-"+c.Name(), filepath.Join(bin, "lws"), "--kubeconfig", c.Kubeconfig(), "--config", config)
+	Eventually(func(g Gomega) {
+		// A Go client sends the enum startupPolicy even when empty, which
+		// the schema refuses: set, as by every Go client.
+		l := &lwsapi.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
+			Spec: lwsapi.LeaderWorkerSetSpec{StartupPolicy: lwsapi.LeaderCreatedStartupPolicy, LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{
+				WorkerTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "fake"}}}}}}}
+		g.Expect(k.Create(context.Background(), l, client.DryRunAll)).To(Succeed())
+		g.Expect(l.Spec.RolloutStrategy.RollingUpdateConfiguration).NotTo(BeNil(), "the LeaderWorkerSet defaulting webhook fills in the rollout strategy")
+	}, wait, time.Second).Should(Succeed())
+}
+
+// kepLWS is KEP-2724's "Co-locate Leader with Workers" example: replicas
+// groups of a leader and two workers, each group on one host.
+func kepLWS(name, namespace, queue string, replicas int32) *lwsapi.LeaderWorkerSet {
+	ann := map[string]string{"kueue.x-k8s.io/podset-required-topology": host, "kueue.x-k8s.io/podset-group-name": "lws-group"}
+	tmpl := func() corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}}}
+	}
+	leader := tmpl()
+	return &lwsapi.LeaderWorkerSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{strata.QueueNameLabel: queue}},
+		Spec: lwsapi.LeaderWorkerSetSpec{Replicas: ptr.To(replicas), StartupPolicy: lwsapi.LeaderCreatedStartupPolicy,
+			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{LeaderTemplate: &leader, WorkerTemplate: tmpl(), Size: ptr.To[int32](3)}},
+	}
+}
+
+var _ = Describe("LeaderWorkerSets on a kwok worker", Ordered, Label("e2e", "lws"), func() {
+	BeforeAll(func(ctx SpecContext) {
+		if !lwsController {
+			Skip("the provider does not run the LeaderWorkerSet controller")
+		}
+		By("two racks of two fake nodes of 6 CPUs: a group of three 2-CPU pods fills a host")
+		for r := range 2 {
+			for h := range 2 {
+				name := fmt.Sprintf("lws-r%d-h%d", r, h)
+				Expect(kube.Create(ctx, &corev1.Node{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+						"pool": "lws", block: "b1", rack: fmt.Sprintf("lws-rack-%d", r), host: name, "type": "kwok",
+					}, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+					Status: corev1.NodeStatus{
+						Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6"), corev1.ResourcePods: resource.MustParse("110")},
+						Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6"), corev1.ResourcePods: resource.MustParse("110")},
+					},
+				})).To(Succeed())
+			}
+		}
+		Expect(kube.Create(ctx, testutil.MakeTopology("lws", block, rack, host).Obj())).To(Succeed())
+		Expect(kube.Create(ctx, testutil.MakeResourceFlavor("lws").NodeLabel("pool", "lws").TopologyName("lws").Obj())).To(Succeed())
+		Expect(kube.Create(ctx, testutil.MakeClusterQueue("lws").Flavor("lws").Obj())).To(Succeed())
+		Expect(kube.Create(ctx, testutil.MakeLocalQueue("lws", "default", "lws"))).To(Succeed())
+	})
+
+	It("runs KEP-2724's LeaderWorkerSet with every group's leader and workers on one host", func(ctx SpecContext) {
+		l := kepLWS("tas-example-lws", "default", "lws", 2)
+		Expect(kube.Create(ctx, l)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(6))
+			nodes := map[string]map[string]bool{} // group -> nodes
+			for _, p := range pods.Items {
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				group := p.Labels[lwsjobs.GroupIndexLabel]
+				if nodes[group] == nil {
+					nodes[group] = map[string]bool{}
+				}
+				nodes[group][p.Spec.NodeName] = true
+				index, err := strconv.Atoi(group)
+				g.Expect(err).NotTo(HaveOccurred(), "pod %s: group index %q", p.Name, group)
+				g.Expect(p.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, lwsjobs.GroupWorkloadName(l.Name, int32(index))))
+			}
+			g.Expect(nodes).To(HaveLen(2))
+			g.Expect(nodes["0"]).To(HaveLen(1), "group 0 ran on %v", nodes["0"])
+			g.Expect(nodes["1"]).To(HaveLen(1), "group 1 ran on %v", nodes["1"])
+			g.Expect(nodes["0"]).NotTo(Equal(nodes["1"]))
+			var got lwsapi.LeaderWorkerSet
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+			g.Expect(got.Status.ReadyReplicas).To(Equal(int32(2)), "status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+		Expect(kube.Delete(ctx, l)).To(Succeed())
+	})
+})

@@ -20,6 +20,7 @@ import (
 	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
+	lwsjobs "strata.dev/strata/pkg/jobs/lws"
 )
 
 // SetupControllers adds the hub's field indexes, fleet, controllers and
@@ -60,6 +61,12 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 	}
 	for _, k := range served {
 		if err := jobs.NewReconciler(k, mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
+	}
+	// LeaderWorkerSets are not dispatched: submitting one says so.
+	if _, err := mgr.GetRESTMapper().RESTMapping(lwsjobs.GVK.GroupKind(), lwsjobs.GVK.Version); err == nil {
+		if err := jobs.NewLeaderWorkerSetNotice(mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/hub/controller"
@@ -37,8 +38,10 @@ var _ = BeforeSuite(func() {
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	sourceCRDs, err := framework.SourceCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
+	lwsCRDs, err := framework.LeaderWorkerSetCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
 	clusters, err = framework.Start(
-		framework.ClusterSpec{Name: "hub", Role: framework.Hub, CRDPaths: sourceCRDs},
+		framework.ClusterSpec{Name: "hub", Role: framework.Hub, CRDPaths: append(sourceCRDs, lwsCRDs...)},
 		framework.ClusterSpec{Name: "w1", Role: framework.Worker},
 		framework.ClusterSpec{Name: "w2", Role: framework.Worker},
 	)
@@ -51,6 +54,12 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	addAccessProvider(hubCfg)
 	Expect(hub.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Namespace}})).To(Succeed())
+
+	// The hub takes notice of LeaderWorkerSets only if their API is served
+	// when it starts.
+	Eventually(func() error {
+		return hub.Client.List(context.Background(), &lwsapi.LeaderWorkerSetList{})
+	}, time.Minute).Should(Succeed())
 
 	By("starting the hub's controllers")
 	mgr, err := framework.NewManager(hub.Config)

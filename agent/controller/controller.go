@@ -119,5 +119,5 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 			"kind", gvk.String())
 		return nil
 	}
-	return lws.NewReconciler(mgr.GetClient(), recorder).SetupWithManager(mgr)
+	return lws.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder).SetupWithManager(mgr)
 }

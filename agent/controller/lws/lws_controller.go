@@ -7,7 +7,9 @@
 // domain once the group is admitted. A LeaderWorkerSet has no suspension:
 // the agent chart's admission policy puts the topology scheduling gate in
 // its templates when it is created, so that none of its pods runs before
-// its group is admitted and placed.
+// its group is admitted and placed; a group that loses its admission
+// (evicted) has its running pods deleted, and the set's controller makes
+// them again, gated.
 package lws
 
 import (
@@ -34,6 +36,7 @@ import (
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	lwsjobs "strata.dev/strata/pkg/jobs/lws"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -41,13 +44,15 @@ import (
 // labels their pods.
 type Reconciler struct {
 	client   client.Client
+	live     client.Reader
 	recorder events.EventRecorder
 	intake   *intake.Keeper
 }
 
-// NewReconciler returns a Reconciler.
-func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, intake: intake.New(lwsjobs.GroupKind(0), c, recorder)}
+// NewReconciler returns a Reconciler; live reads past the cache (a group's
+// admission is confirmed there before its pods are stopped).
+func NewReconciler(c client.Client, live client.Reader, recorder events.EventRecorder) *Reconciler {
+	return &Reconciler{client: c, live: live, recorder: recorder, intake: intake.New(lwsjobs.GroupKind(0), c, recorder)}
 }
 
 // SetupWithManager watches queue-labelled LeaderWorkerSets, their
@@ -111,7 +116,102 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	if err := r.dropWorkloads(ctx, req.NamespacedName, &l, replicas); err != nil {
 		return err
 	}
-	return r.labelPods(ctx, &l, replicas)
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name}); err != nil {
+		return err
+	}
+	if err := r.labelPods(ctx, &l, replicas, pods.Items); err != nil {
+		return err
+	}
+	return r.stopUnadmitted(ctx, &l, pods.Items)
+}
+
+// stopUnadmitted deletes the released pods of a group that run without
+// its admission: its Workload lost the admission (evicted: its node failed
+// beyond repair, its hub fenced this worker), or was admitted again
+// elsewhere than where the pod runs. A LeaderWorkerSet cannot be
+// suspended, and its pods must not run without the capacity an admission
+// holds for them. The set's controller makes them again from the
+// templates, gated: they wait for their group's admission and go where it
+// says. What the cache shows is confirmed on the API server first; a group
+// whose Workload is gone (a scale-down) is left to the set's controller.
+func (r *Reconciler) stopUnadmitted(ctx context.Context, l *lwsapi.LeaderWorkerSet, pods []corev1.Pod) error {
+	var errs []error
+	stopped := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		name := p.Labels[strata.WorkloadLabel]
+		if name == "" || workload.TopologyGated(p) || !p.DeletionTimestamp.IsZero() ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.Labels[strata.OwnerUIDLabel] != string(l.UID) {
+			continue
+		}
+		var wl strata.Workload
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: name}, &wl); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if runsAsAdmitted(&wl, p) {
+			continue
+		}
+		if err := r.live.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: name}, &wl); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if runsAsAdmitted(&wl, p) {
+			continue
+		}
+		if !stopped[name] {
+			stopped[name] = true
+			r.recorder.Eventf(l, &wl, corev1.EventTypeWarning, "Stopped", "Evict",
+				"Pods of group Workload %s ran without its admission (evicted, or admitted again elsewhere); they are deleted and come back gated, to go where the group is admitted", name)
+		}
+		if err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("stopping pod %s: %w", p.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%v", errs)
+	}
+	return nil
+}
+
+// runsAsAdmitted says whether a released pod runs as its Workload's
+// admission says: the Workload is admitted and, when its pod set has a
+// topology assignment, the pod's node selector names one of its domains.
+func runsAsAdmitted(wl *strata.Workload, p *corev1.Pod) bool {
+	if wl.Status.Admission == nil {
+		return false
+	}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.Name != p.Labels[strata.PodSetLabel] {
+			continue
+		}
+		if psa.TopologyAssignment == nil {
+			return true
+		}
+		a, err := tas.Decode(psa.TopologyAssignment)
+		if err != nil {
+			return true // not this controller's to judge: the ungater says so
+		}
+		for _, d := range a.Domains {
+			match := true
+			for k, level := range a.Levels {
+				if p.Spec.NodeSelector[level] != d.Values[k] {
+					match = false
+					break
+				}
+			}
+			if match {
+				return true
+			}
+		}
+		return false
+	}
+	return false
 }
 
 // dropWorkloads deletes the Workloads of the set's groups from index
@@ -148,14 +248,10 @@ func (r *Reconciler) dropWorkloads(ctx context.Context, set types.NamespacedName
 // earlier set of the same name): the ungater finds a Workload's pods by
 // them. Pods the set's controller has not labelled with their group and
 // index yet, and pods of groups past replicas, are left alone.
-func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, replicas int32) error {
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name}); err != nil {
-		return err
-	}
+func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, replicas int32, pods []corev1.Pod) error {
 	var errs []error
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if !workload.TopologyGated(p) || p.Labels[strata.WorkloadLabel] != "" || !controlledBySetsChild(p) {
 			continue
 		}

@@ -76,6 +76,17 @@ func lwsPods(ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32) {
 	}
 }
 
+// setCPUQuota sets the CPU quota of a ClusterQueue's first flavor.
+func setCPUQuota(ctx SpecContext, cq, quota string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var q strata.ClusterQueue
+		g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: cq}, &q)).To(Succeed())
+		q.Spec.Flavors[0].Resources[0].NominalQuota = resource.MustParse(quota)
+		g.Expect(worker.Client.Update(ctx, &q)).To(Succeed())
+	}, timeout).Should(Succeed())
+}
+
 func groupWorkload(g Gomega, ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32) *strata.Workload {
 	var wl strata.Workload
 	g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: lwsjobs.GroupWorkloadName(l.Name, group)}, &wl)).To(Succeed())
@@ -148,6 +159,25 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue("pool", "lws"))
 				g.Expect(p.Spec.Tolerations).To(ContainElement(HaveField("Key", "example.com/inference")))
 			}
+		}, timeout).Should(Succeed())
+
+		By("group 1 evicted while the queue's quota holds group 0 only: its released pods are deleted (the set's controller makes them again, gated); group 0's run on")
+		setCPUQuota(ctx, "lws-q", "3")
+		DeferCleanup(func(ctx SpecContext) { setCPUQuota(ctx, "lws-q", "64") })
+		Eventually(func(g Gomega) {
+			wl := groupWorkload(g, ctx, l, 1)
+			wl.Status.Admission = nil
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Evicted", Message: "evicted by the test"})
+			g.Expect(worker.Client.Status().Update(ctx, wl)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+			groups := map[string]int{}
+			for _, p := range pods.Items {
+				groups[p.Labels[lwsjobs.GroupIndexLabel]]++
+			}
+			g.Expect(groups).To(Equal(map[string]int{"0": 3}))
 		}, timeout).Should(Succeed())
 	})
 

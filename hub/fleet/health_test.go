@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,32 +19,24 @@ func TestProbe(t *testing.T) {
 	f.ctx = ctx
 	r := &remote{}
 	f.remotes["w"] = r
-	var failing atomic.Bool
-	answers := make(chan struct{})
-	ready := func(context.Context) error {
-		answers <- struct{}{}
-		if failing.Load() {
-			return errors.New("connection refused")
-		}
-		return nil
-	}
+	// Each probe answers what the test hands it, so that no probe's
+	// outcome depends on when its goroutine runs.
+	answers := make(chan error)
+	ready := func(context.Context) error { return <-answers }
 	go f.probe(ctx, "w", r, ready)
-	step := func() { <-answers }
+	refused := errors.New("connection refused")
 
-	step()
+	answers <- nil
 	if got := f.Down("w"); got != "" {
 		t.Fatalf("an answering worker is down: %s", got)
 	}
-	failing.Store(true)
-	step() // the first failure: not down yet
-	step() // let the first failure's state settle behind the next probe
+	answers <- refused // the first failure: not down yet
+	answers <- refused // the second: down
 	<-f.Changed()
 	if got := f.Down("w"); got != "the worker's API server did not answer 2 health probes in a row: connection refused" {
 		t.Errorf("Down() = %q", got)
 	}
-	failing.Store(false)
-	step()
-	step()
+	answers <- nil
 	<-f.Changed()
 	if got := f.Down("w"); got != "" {
 		t.Errorf("an answering worker is still down: %s", got)

@@ -39,13 +39,22 @@ import (
 // served.
 func installJobSetCRD(c cluster) {
 	GinkgoHelper()
-	By("installing JobSet's CRD on " + c.Name())
 	paths, err := framework.JobSetCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
-	kubectl(c, "apply", "--server-side", "-f", paths[0])
+	installCRDs(c, "JobSet's CRD", paths, &jobsetapi.JobSetList{})
+}
+
+// installCRDs applies CRDs (what names them) on a cluster and waits until
+// list, a list of their kind, can be read.
+func installCRDs(c cluster, what string, paths []string, list client.ObjectList) {
+	GinkgoHelper()
+	By("installing " + what + " on " + c.Name())
+	for _, p := range paths {
+		kubectl(c, "apply", "--server-side", "-f", p)
+	}
 	k := adminClient(c)
 	Eventually(func() error {
-		return k.List(context.Background(), &jobsetapi.JobSetList{})
+		return k.List(context.Background(), list)
 	}, wait, 200*time.Millisecond).Should(Succeed())
 }
 

@@ -33,16 +33,13 @@ import (
 // DisaggregatedSets too) and waits until they are served.
 func installLWSCRD(c cluster) {
 	GinkgoHelper()
-	By("installing the LeaderWorkerSet CRDs on " + c.Name())
 	dir, err := framework.LeaderWorkerSetModuleDir()
 	Expect(err).NotTo(HaveOccurred())
+	var paths []string
 	for _, crd := range []string{"leaderworkerset.x-k8s.io_leaderworkersets.yaml", "disaggregatedset.x-k8s.io_disaggregatedsets.yaml"} {
-		kubectl(c, "apply", "--server-side", "-f", filepath.Join(dir, "config", "crd", "bases", crd))
+		paths = append(paths, filepath.Join(dir, "config", "crd", "bases", crd))
 	}
-	k := adminClient(c)
-	Eventually(func() error {
-		return k.List(context.Background(), &lwsapi.LeaderWorkerSetList{})
-	}, wait, 200*time.Millisecond).Should(Succeed())
+	installCRDs(c, "the LeaderWorkerSet CRDs", paths, &lwsapi.LeaderWorkerSetList{})
 }
 
 // runLWSController runs the LeaderWorkerSet controller for a kwok cluster

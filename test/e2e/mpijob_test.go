@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"context"
 	"path/filepath"
-	"time"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	. "github.com/onsi/ginkgo/v2"
@@ -29,14 +27,9 @@ import (
 // is served.
 func installMPIJobCRD(c cluster) {
 	GinkgoHelper()
-	By("installing the MPIJob CRD on " + c.Name())
 	paths, err := framework.MPIJobCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
-	kubectl(c, "apply", "--server-side", "-f", paths[0])
-	k := adminClient(c)
-	Eventually(func() error {
-		return k.List(context.Background(), &kubeflow.MPIJobList{})
-	}, wait, 200*time.Millisecond).Should(Succeed())
+	installCRDs(c, "the MPIJob CRD", paths, &kubeflow.MPIJobList{})
 }
 
 // runMPIOperator runs the MPI operator's controller for a kwok cluster.

@@ -87,6 +87,17 @@ func setCPUQuota(ctx SpecContext, cq, quota string) {
 	}, timeout).Should(Succeed())
 }
 
+// scale sets a LeaderWorkerSet's replicas.
+func scale(ctx SpecContext, l *lwsapi.LeaderWorkerSet, replicas int32) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var got lwsapi.LeaderWorkerSet
+		g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+		got.Spec.Replicas = ptr.To(replicas)
+		g.Expect(worker.Client.Update(ctx, &got)).To(Succeed())
+	}, timeout).Should(Succeed())
+}
+
 func groupWorkload(g Gomega, ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32) *strata.Workload {
 	var wl strata.Workload
 	g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: lwsjobs.GroupWorkloadName(l.Name, group)}, &wl)).To(Succeed())
@@ -189,23 +200,13 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 		}, timeout).Should(Succeed())
 
 		By("scaling to 2: the second group gets a Workload, admitted on the last free host")
-		Eventually(func(g Gomega) {
-			var got lwsapi.LeaderWorkerSet
-			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
-			got.Spec.Replicas = ptr.To[int32](2)
-			g.Expect(worker.Client.Update(ctx, &got)).To(Succeed())
-		}, timeout).Should(Succeed())
+		scale(ctx, l, 2)
 		Eventually(func(g Gomega) {
 			g.Expect(groupWorkload(g, ctx, l, 1).Status.Admission).NotTo(BeNil())
 		}, timeout).Should(Succeed())
 
 		By("a third group fits nowhere now: it waits, saying why on its Workload and in an event on the set")
-		Eventually(func(g Gomega) {
-			var got lwsapi.LeaderWorkerSet
-			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
-			got.Spec.Replicas = ptr.To[int32](3)
-			g.Expect(worker.Client.Update(ctx, &got)).To(Succeed())
-		}, timeout).Should(Succeed())
+		scale(ctx, l, 3)
 		Eventually(func(g Gomega) {
 			wl := groupWorkload(g, ctx, l, 2)
 			g.Expect(wl.Status.Admission).To(BeNil())
@@ -219,12 +220,7 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 		}, timeout).Should(Succeed())
 
 		By("scaling to 1: groups 1 and 2 lose their Workloads; the freed host takes the next set's group")
-		Eventually(func(g Gomega) {
-			var got lwsapi.LeaderWorkerSet
-			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
-			got.Spec.Replicas = ptr.To[int32](1)
-			g.Expect(worker.Client.Update(ctx, &got)).To(Succeed())
-		}, timeout).Should(Succeed())
+		scale(ctx, l, 1)
 		Eventually(func(g Gomega) {
 			var wls strata.WorkloadList
 			g.Expect(worker.Client.List(ctx, &wls, client.InNamespace(ns))).To(Succeed())

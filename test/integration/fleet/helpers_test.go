@@ -223,3 +223,28 @@ func completeCopy(ctx context.Context, w *framework.Cluster, job *batchv1.Job) {
 		g.Expect(w.Client.Status().Update(ctx, cp)).To(Succeed())
 	}).Should(Succeed())
 }
+
+// hubReads waits until a worker publishes a summary of flavor that
+// satisfies check, and then until the hub has read that generation or a
+// later one: a spec's next decision is made on it.
+func hubReads(ctx SpecContext, name, flavor string, check func(g Gomega, st *strata.CapacitySummaryStatus)) {
+	GinkgoHelper()
+	var generation int64
+	Eventually(func(g Gomega) {
+		var cs strata.CapacitySummary
+		g.Expect(worker(name).Client.Get(ctx, client.ObjectKey{Name: flavor}, &cs)).To(Succeed())
+		check(g, &cs.Status)
+		generation = cs.Status.SummaryGeneration
+	}).Should(Succeed())
+	Eventually(func(g Gomega) {
+		var wc strata.WorkerCluster
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
+		read := int64(0)
+		for _, s := range wc.Status.Summaries {
+			if s.Flavor == flavor {
+				read = s.SummaryGeneration
+			}
+		}
+		g.Expect(read).To(BeNumerically(">=", generation))
+	}).Should(Succeed())
+}

@@ -33,25 +33,10 @@ var _ = Describe("Node selectors", func() {
 				n.Labels[model] = value
 				Expect(w.Client.Update(ctx, n)).To(Succeed())
 			}
-			var generation int64
-			Eventually(func(g Gomega) {
-				var cs strata.CapacitySummary
-				g.Expect(w.Client.Get(ctx, client.ObjectKey{Name: e.flavor}, &cs)).To(Succeed())
-				g.Expect(cs.Status.NodeLabels).NotTo(BeNil())
-				g.Expect(cs.Status.NodeLabels.Common).To(HaveKeyWithValue(model, value))
-				generation = cs.Status.SummaryGeneration
-			}).Should(Succeed())
-			Eventually(func(g Gomega) {
-				var wc strata.WorkerCluster
-				g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
-				read := int64(0)
-				for _, s := range wc.Status.Summaries {
-					if s.Flavor == e.flavor {
-						read = s.SummaryGeneration
-					}
-				}
-				g.Expect(read).To(BeNumerically(">=", generation))
-			}).Should(Succeed())
+			hubReads(ctx, name, e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+				g.Expect(st.NodeLabels).NotTo(BeNil())
+				g.Expect(st.NodeLabels.Common).To(HaveKeyWithValue(model, value))
+			})
 		}
 
 		By("a Job selecting h100 goes to w2, one selecting a100 by affinity to w1")

@@ -27,26 +27,11 @@ var _ = Describe("Taints", func() {
 			n.Spec.Taints = append(n.Spec.Taints, gpuTaint)
 			Expect(w1.Client.Update(ctx, n)).To(Succeed())
 		}
-		var generation int64
-		Eventually(func(g Gomega) {
-			var cs strata.CapacitySummary
-			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: e.flavor}, &cs)).To(Succeed())
-			g.Expect(cs.Status.TaintSets).To(Equal([]strata.TaintSet{{Taints: []corev1.Taint{gpuTaint}}}))
-			g.Expect(cs.Status.Domains).To(HaveLen(1))
-			g.Expect(cs.Status.Domains[0].FreeTaints).To(Equal([]int32{1}))
-			generation = cs.Status.SummaryGeneration
-		}).Should(Succeed())
-		Eventually(func(g Gomega) {
-			var wc strata.WorkerCluster
-			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w1"}, &wc)).To(Succeed())
-			read := int64(0)
-			for _, s := range wc.Status.Summaries {
-				if s.Flavor == e.flavor {
-					read = s.SummaryGeneration
-				}
-			}
-			g.Expect(read).To(BeNumerically(">=", generation))
-		}).Should(Succeed())
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.TaintSets).To(Equal([]strata.TaintSet{{Taints: []corev1.Taint{gpuTaint}}}))
+			g.Expect(st.Domains).To(HaveLen(1))
+			g.Expect(st.Domains[0].FreeTaints).To(Equal([]int32{1}))
+		})
 
 		By("a Job that does not tolerate the taint goes to w2")
 		plain := e.job("plain", 2, "1", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})

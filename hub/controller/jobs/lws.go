@@ -38,9 +38,9 @@ func (r *LeaderWorkerSetNotice) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("leaderworkerset-notice").
 		For(&lwsapi.LeaderWorkerSet{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool {
-				return e.Object.GetLabels()[strata.QueueNameLabel] != "" && !e.IsInInitialList
-			},
+			// Sets listed when the hub starts are told too: one created
+			// while it was starting comes only in that list.
+			CreateFunc:  func(e event.CreateEvent) bool { return e.Object.GetLabels()[strata.QueueNameLabel] != "" },
 			UpdateFunc:  func(e event.UpdateEvent) bool { return false },
 			DeleteFunc:  func(e event.DeleteEvent) bool { return false },
 			GenericFunc: func(e event.GenericEvent) bool { return false },

@@ -253,9 +253,21 @@ func (f *Fence) evict(ctx context.Context, wl *strata.Workload, message string) 
 		return client.IgnoreNotFound(err)
 	}
 	f.recorder.Eventf(wl, nil, corev1.EventTypeWarning, ReasonFenced, "Evict", "%s", message)
-	if copyObj := f.copyOf(ctx, wl); copyObj != nil {
-		f.recorder.Eventf(copyObj, wl, corev1.EventTypeWarning, ReasonFenced, "Suspend", "%s", message)
+	copyObj := f.copyOf(ctx, wl)
+	if copyObj == nil {
+		return nil
 	}
+	// Suspended here, at once, rather than when the job controller sees
+	// the eviction: with hundreds of copies on a busy worker, that second
+	// hop doubled the time the last one ran on (the job controller then
+	// only restores its templates).
+	if j, ok := jobs.AdaptAny(kinds.All, copyObj); ok && !j.Suspended() {
+		j.SetSuspended(true)
+		if err := f.client.Update(ctx, j.Object()); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	f.recorder.Eventf(copyObj, wl, corev1.EventTypeWarning, ReasonFenced, "Suspend", "%s", message)
 	return nil
 }
 

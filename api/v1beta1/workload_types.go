@@ -359,6 +359,14 @@ type PlacementAttempt struct {
 	// +required
 	Time metav1.Time `json:"time"`
 
+	// reason is the result's cause in CamelCase, when the hub knows one
+	// (a worker's refusal: NamespaceNotFound, LocalQueueNotFound,
+	// NamespaceNotAllowed, QuotaExceeded, ...).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+
 	// message explains the result.
 	//
 	// +optional

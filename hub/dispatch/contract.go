@@ -60,13 +60,19 @@ const maxBackoffDoublings = 9
 // refusal, doubled with each further one. Workers whose backoff ended by
 // now are left out.
 func Backoffs(wl *strata.Workload, base time.Duration, now time.Time) map[string]time.Time {
+	return BackoffsExcept(wl, base, now, func(*strata.PlacementAttempt) bool { return false })
+}
+
+// BackoffsExcept is Backoffs without the refusals skip says to leave out.
+func BackoffsExcept(wl *strata.Workload, base time.Duration, now time.Time, skip func(*strata.PlacementAttempt) bool) map[string]time.Time {
 	if wl.Status.Placement == nil {
 		return nil
 	}
 	refusals := map[string]int{}
 	last := map[string]time.Time{}
-	for _, a := range wl.Status.Placement.Attempts {
-		if a.Result != strata.PlacementRejected && a.Result != strata.PlacementTimedOut {
+	for i := range wl.Status.Placement.Attempts {
+		a := &wl.Status.Placement.Attempts[i]
+		if a.Result != strata.PlacementRejected && a.Result != strata.PlacementTimedOut || skip(a) {
 			continue
 		}
 		refusals[a.Cluster]++
@@ -119,15 +125,17 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 }
 
 // RecordOutcome ends the current dispatch with result: the copy was
-// refused, timed out, is unreachable or was taken back. The placement is
-// cleared (its generation stays), as is the admission the worker gave.
-func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult, reason, message string, now time.Time) {
+// refused, timed out, is unreachable or was taken back. reason is the
+// Workload's condition reason, cause the attempt's (the worker's refusal
+// reason, "" when none is known). The placement is cleared (its
+// generation stays), as is the admission the worker gave.
+func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult, reason, cause, message string, now time.Time) {
 	p := status.Placement
 	if p == nil || p.Cluster == "" {
 		return
 	}
 	a := strata.PlacementAttempt{Cluster: p.Cluster, Flavor: p.Flavor, DispatchGeneration: p.DispatchGeneration, Result: result,
-		Time: metav1.NewTime(now), Message: truncate(message)}
+		Time: metav1.NewTime(now), Reason: truncateReason(cause), Message: truncate(message)}
 	if n := len(p.Attempts); n > 0 && p.Attempts[n-1].DispatchGeneration == p.DispatchGeneration && p.Attempts[n-1].Cluster == p.Cluster {
 		p.Attempts[n-1] = a
 	} else {
@@ -182,6 +190,17 @@ const (
 
 // maxMessage is metav1.Condition's limit on a message.
 const maxMessage = 32768
+
+// truncateReason bounds an attempt's reason to what the API takes.
+func truncateReason(r string) string {
+	if len(r) <= maxAttemptReason {
+		return r
+	}
+	return r[:maxAttemptReason]
+}
+
+// maxAttemptReason is the API's bound on an attempt's reason.
+const maxAttemptReason = 128
 
 func truncate(m string) string {
 	if len(m) <= maxMessage {

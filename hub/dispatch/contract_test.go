@@ -32,6 +32,7 @@ func TestBackoffs(t *testing.T) {
 	cases := map[string]struct {
 		attempts []strata.PlacementAttempt
 		now      time.Duration
+		skip     func(*strata.PlacementAttempt) bool
 		want     map[string]time.Time
 	}{
 		"never dispatched": {},
@@ -59,6 +60,15 @@ func TestBackoffs(t *testing.T) {
 			now:      time.Minute,
 			want:     map[string]time.Time{},
 		},
+		"queue refusals skipped where the hub reads the worker's queues": {
+			attempts: []strata.PlacementAttempt{
+				withReason(attempt("w1", 1, strata.PlacementRejected, 0), "LocalQueueNotFound"),
+				withReason(attempt("w2", 2, strata.PlacementRejected, 0), "NamespaceNotFound"),
+				withReason(attempt("w3", 3, strata.PlacementRejected, 0), "QuotaExceeded"),
+			},
+			skip: func(a *strata.PlacementAttempt) bool { return QueueCauses[a.Reason] && a.Cluster != "w2" },
+			want: map[string]time.Time{"w2": t0.Add(time.Minute), "w3": t0.Add(time.Minute)},
+		},
 		"capped at base·2⁹": {
 			attempts: func() []strata.PlacementAttempt {
 				var out []strata.PlacementAttempt
@@ -77,11 +87,19 @@ func TestBackoffs(t *testing.T) {
 				wl.Status.Placement = &strata.Placement{Attempts: tc.attempts}
 			}
 			got := Backoffs(wl, base, t0.Add(tc.now))
+			if tc.skip != nil {
+				got = BackoffsExcept(wl, base, t0.Add(tc.now), tc.skip)
+			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Backoffs() (-want,+got):\n%s", diff)
 			}
 		})
 	}
+}
+
+func withReason(a strata.PlacementAttempt, reason string) strata.PlacementAttempt {
+	a.Reason = reason
+	return a
 }
 
 // TestDispatchRecords follows one Workload's record: dispatched, timed
@@ -91,7 +109,7 @@ func TestDispatchRecords(t *testing.T) {
 	if gen := RecordDispatch(&st, "w1", "gpu", "w1/gpu: fits in rack r1", t0); gen != 1 {
 		t.Fatalf("first dispatch: generation %d, want 1", gen)
 	}
-	RecordOutcome(&st, strata.PlacementTimedOut, ReasonTimedOut, "not admitted within 5m0s", t0.Add(5*time.Minute))
+	RecordOutcome(&st, strata.PlacementTimedOut, ReasonTimedOut, "", "not admitted within 5m0s", t0.Add(5*time.Minute))
 	if gen := RecordDispatch(&st, "w2", "gpu", "w2/gpu: fits in rack r3", t0.Add(5*time.Minute)); gen != 2 {
 		t.Fatalf("second dispatch: generation %d, want 2", gen)
 	}
@@ -120,7 +138,7 @@ func TestDispatchRecords(t *testing.T) {
 	}
 
 	// Outcomes clear the placement and the admission, keep the generation.
-	RecordOutcome(&st, strata.PlacementEvicted, ReasonSuspended, "the Job was suspended", t0.Add(8*time.Minute))
+	RecordOutcome(&st, strata.PlacementEvicted, ReasonSuspended, "", "the Job was suspended", t0.Add(8*time.Minute))
 	if _, _, _, ok := Placed(&strata.Workload{Status: st}); ok || st.Admission != nil || st.Placement.DispatchGeneration != 2 || st.Placement.DispatchTime != nil {
 		t.Errorf("after the outcome: placement %+v, admission %v", st.Placement, st.Admission)
 	}
@@ -130,13 +148,13 @@ func TestAttemptsAreBounded(t *testing.T) {
 	var st strata.WorkloadStatus
 	for i := range 40 {
 		RecordDispatch(&st, fmt.Sprintf("w%d", i), "gpu", "", t0)
-		RecordOutcome(&st, strata.PlacementRejected, ReasonRejected, "no", t0)
+		RecordOutcome(&st, strata.PlacementRejected, ReasonRejected, "NamespaceNotFound", "no", t0)
 	}
 	if n := len(st.Placement.Attempts); n != maxAttempts {
 		t.Fatalf("%d attempts kept, want %d", n, maxAttempts)
 	}
-	if got := st.Placement.Attempts[maxAttempts-1].Cluster; got != "w39" {
-		t.Errorf("last attempt on %s, want w39", got)
+	if got := st.Placement.Attempts[maxAttempts-1]; got.Cluster != "w39" || got.Reason != "NamespaceNotFound" {
+		t.Errorf("last attempt on %s for %q, want w39 for NamespaceNotFound", got.Cluster, got.Reason)
 	}
 }
 

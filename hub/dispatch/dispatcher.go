@@ -50,6 +50,9 @@ type Dispatcher struct {
 	clock      clock.Clock
 	staleAfter time.Duration
 	backoff    time.Duration
+	// createsNamespaces: the copies controller creates a copy's missing
+	// namespace on a worker (dispatch.createNamespaces).
+	createsNamespaces bool
 
 	wake chan struct{}
 	// rebuilt are the targets whose reservations were rebuilt from the
@@ -77,13 +80,14 @@ type recorded struct {
 func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, recorder events.EventRecorder, clk clock.Clock) *Dispatcher {
 	return &Dispatcher{
 		client: c, fleet: f, recorder: recorder, clock: clk,
-		policy:     placement.New(cfg.Dispatch.PlacementPolicy, tas.OptionsFrom(cfg.TopologyAwareScheduling), 0),
-		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration,
-		backoff:    cfg.Dispatch.RejectionBackoff.Duration,
-		wake:       make(chan struct{}, 1),
-		rebuilt:    map[*placement.Target]bool{},
-		waiting:    map[types.NamespacedName]string{},
-		recorded:   map[types.UID]recorded{},
+		policy:            placement.New(cfg.Dispatch.PlacementPolicy, tas.OptionsFrom(cfg.TopologyAwareScheduling), 0),
+		staleAfter:        cfg.Dispatch.SummaryStaleAfter.Duration,
+		backoff:           cfg.Dispatch.RejectionBackoff.Duration,
+		createsNamespaces: cfg.Dispatch.CreateNamespaces,
+		wake:              make(chan struct{}, 1),
+		rebuilt:           map[*placement.Target]bool{},
+		waiting:           map[types.NamespacedName]string{},
+		recorded:          map[types.UID]recorded{},
 	}
 }
 
@@ -147,7 +151,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	workers := make([]fleet.Worker, 0, len(wcs.Items))
-	clusterLabels := map[string]labels.Set{}
+	view := &passView{clusterLabels: map[string]labels.Set{}, queueOf: map[string]workerQueue{}, refusals: map[string]queueRefusal{}}
 	for i := range wcs.Items {
 		wc := &wcs.Items[i]
 		w := fleet.Worker{Name: wc.Name, Cordoned: wc.Spec.Unschedulable, Deleting: !wc.DeletionTimestamp.IsZero()}
@@ -158,7 +162,12 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 			}
 		}
 		workers = append(workers, w)
-		clusterLabels[wc.Name] = labels.Set(wc.Labels)
+		view.clusterLabels[wc.Name] = labels.Set(wc.Labels)
+		wq := workerQueue{localQueue: wc.Spec.LocalQueueName}
+		if wc.Spec.Onboarding != nil {
+			wq.onboarding = wc.Spec.Onboarding.ClusterQueue
+		}
+		view.queueOf[wc.Name] = wq
 	}
 
 	var placed []*strata.Workload
@@ -220,7 +229,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
 		d.rebuild(ctx, targets, placed)
 		var err error
-		next, err = d.place(ctx, targets, waiting, queues, usage, clusterLabels, now)
+		next, err = d.place(ctx, targets, waiting, queues, usage, view, now)
 		metrics.HubReservations.Set(float64(countReservations(targets)))
 		return err
 	})
@@ -413,7 +422,7 @@ func countReservations(targets []*placement.Target) int {
 // are made one after the other; their records are written concurrently
 // and all written (or their reservations released) when it returns.
 func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, waiting []pending, queues map[string]*strata.ClusterQueue,
-	usage map[string]map[string]corev1.ResourceList, clusterLabels map[string]labels.Set, now time.Time) (time.Duration, error) {
+	usage map[string]map[string]corev1.ResourceList, view *passView, now time.Time) (time.Duration, error) {
 	records := newRecordWrites()
 	byQueue := map[string]*queue.Turn[pending]{}
 	for _, p := range waiting {
@@ -436,7 +445,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 			if usage[cq.Name] == nil {
 				usage[cq.Name] = map[string]corev1.ResourceList{}
 			}
-			blocks, retry, err := d.placeOne(ctx, targets, cq, usage[cq.Name], clusterLabels, p, now, records)
+			blocks, retry, err := d.placeOne(ctx, targets, cq, usage[cq.Name], view, p, now, records)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -467,7 +476,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 // waits for capacity (not when it can never fit); retry is when a backoff
 // that keeps a worker out ends.
 func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, used map[string]corev1.ResourceList,
-	clusterLabels map[string]labels.Set, p pending, now time.Time, records *recordWrites) (blocks bool, retry time.Duration, err error) {
+	view *passView, p pending, now time.Time, records *recordWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
 	start := time.Now()
 	// Flavors in the queue's order, within quota.
@@ -507,9 +516,23 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		}
 		selector = s
 	}
-	eligible, excluded, retry := eligibleTargets(targets, selector, clusterLabels, Backoffs(wl, d.backoff, now), flavors, now,
+	// A refusal for a queue fact of the worker's (no namespace, no
+	// LocalQueue) keeps no backoff where the hub reads those facts: they
+	// are checked below, and the workload goes there once they are fixed.
+	backoffs := BackoffsExcept(wl, d.backoff, now, func(a *strata.PlacementAttempt) bool {
+		if !QueueCauses[a.Reason] {
+			return false
+		}
+		_, known := d.queueRefusal(view, a.Cluster, p)
+		return known
+	})
+	eligible, excluded, retry := eligibleTargets(targets, selector, view.clusterLabels, backoffs, flavors, now,
 		func(cluster string) string { return LastRefusal(wl, cluster) })
 	eligible, excluded = servingKind(eligible, excluded, p.kind, flavors, d.fleet.Serves)
+	eligible, excluded = admittingQueues(eligible, excluded, flavors, func(cluster string) string {
+		m, _ := d.queueRefusal(view, cluster, p)
+		return m
+	})
 	dec := d.policy.Decide(wl, flavors, eligible)
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := dec.Reason
@@ -554,6 +577,87 @@ func (d *Dispatcher) checkLevels(ctx context.Context, flavor string, wl *strata.
 		}
 	}
 	return nil
+}
+
+// passView is what a pass knows of the workers besides their targets.
+type passView struct {
+	clusterLabels map[string]labels.Set
+	// queueOf is how each worker's copies are queued (its WorkerCluster's
+	// localQueueName and onboarding).
+	queueOf map[string]workerQueue
+	// refusals memoizes queueRefusal by worker, namespace and LocalQueue.
+	refusals map[string]queueRefusal
+}
+
+type workerQueue struct {
+	localQueue, onboarding string
+}
+
+type queueRefusal struct {
+	message string
+	known   bool
+}
+
+// QueueCauses are the refusals of a worker that hold for every workload
+// queued as the refused one was, whatever the capacity: the hub checks
+// them before dispatching (fleet.QueueRefusal).
+var QueueCauses = map[string]bool{
+	fleet.ReasonNamespaceNotFound:    true,
+	queue.ReasonLocalQueueNotFound:   true,
+	queue.ReasonClusterQueueNotFound: true,
+	queue.ReasonNamespaceNotAllowed:  true,
+}
+
+// queueRefusal says why a worker would refuse p's copy for its queue
+// ("" when it would not), and whether the hub knows (it reads the
+// worker's queues).
+func (d *Dispatcher) queueRefusal(view *passView, cluster string, p pending) (string, bool) {
+	wq := view.queueOf[cluster]
+	lq := wq.localQueue
+	if lq == "" {
+		lq = p.wl.Spec.QueueName
+	}
+	key := cluster + "/" + p.wl.Namespace + "/" + lq
+	if r, ok := view.refusals[key]; ok {
+		return r.message, r.known
+	}
+	_, message, known := d.fleet.QueueRefusal(cluster, fleet.QueueTarget{Namespace: p.wl.Namespace, LocalQueue: lq,
+		CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding})
+	view.refusals[key] = queueRefusal{message: message, known: known}
+	return message, known
+}
+
+// admittingQueues keeps the targets on workers whose queues take the
+// workload's copy (refusal says why a worker's would not, "" when they
+// would or the hub does not know); for the others of the queue's flavors
+// it says what is missing there, naming together (in name order) the
+// targets refused for one reason.
+func admittingQueues(targets []*placement.Target, excluded, flavors []string, refusal func(cluster string) string) ([]*placement.Target, []string) {
+	out := targets[:0:0]
+	var messages []string
+	where := map[string][]string{}
+	for _, t := range targets {
+		m := refusal(t.Cluster)
+		switch {
+		case m == "":
+			out = append(out, t)
+		case slices.Contains(flavors, t.Flavor):
+			if where[m] == nil {
+				messages = append(messages, m)
+			}
+			where[m] = append(where[m], t.Cluster+"/"+t.Flavor)
+		}
+	}
+	// In name order, whatever the targets' order: a reason written only
+	// when it changes stays the same while nothing does.
+	for _, m := range messages {
+		slices.Sort(where[m])
+	}
+	slices.SortFunc(messages, func(a, b string) int { return strings.Compare(where[a][0], where[b][0]) })
+	for _, m := range messages {
+		excluded = append(excluded, fmt.Sprintf("%s: %s", strings.Join(where[m], ", "), m))
+	}
+	return out, excluded
 }
 
 // maxRefusalInReason bounds a worker's refusal message quoted in a

@@ -91,6 +91,48 @@ func TestEligibleTargets(t *testing.T) {
 	}
 }
 
+func TestAdmittingQueues(t *testing.T) {
+	// Not in name order: the message names them in name order.
+	targets := []*placement.Target{target(t, "w3", "gpu"), target(t, "w1", "gpu"), target(t, "w1", "cpu"), target(t, "w2", "gpu"), target(t, "w4", "gpu")}
+	cases := map[string]struct {
+		refusals     map[string]string
+		want         []string
+		wantExcluded []string
+	}{
+		"every worker takes it, or the hub does not know": {
+			want: []string{"w3/gpu", "w1/gpu", "w1/cpu", "w2/gpu", "w4/gpu"},
+		},
+		"workers refusing for one reason are named together, the queue's flavors only": {
+			refusals: map[string]string{
+				"w1": "namespace ml does not exist there",
+				"w2": `LocalQueue "q" does not exist in namespace "ml"`,
+				"w3": "namespace ml does not exist there",
+			},
+			want: []string{"w4/gpu"},
+			wantExcluded: []string{
+				"earlier: kept",
+				"w1/gpu, w3/gpu: namespace ml does not exist there",
+				`w2/gpu: LocalQueue "q" does not exist in namespace "ml"`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, excluded := admittingQueues(targets, []string{"earlier: kept"}, []string{"gpu"}, func(c string) string { return tc.refusals[c] })
+			if diff := cmp.Diff(tc.want, names(got)); diff != "" {
+				t.Errorf("eligible (-want,+got):\n%s", diff)
+			}
+			want := tc.wantExcluded
+			if want == nil {
+				want = []string{"earlier: kept"}
+			}
+			if diff := cmp.Diff(want, excluded); diff != "" {
+				t.Errorf("excluded (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestDispatchTime: dispatches decided in one pass (one clock reading)
 // get increasing times, in the microseconds the API keeps; a later clock
 // reading is taken as it is.

@@ -99,6 +99,9 @@ type remote struct {
 	// its discovery said of each (see kinds.go).
 	kinds      map[schema.GroupVersionKind]*kindWatch
 	discovered map[schema.GroupVersionKind]bool
+	// queues are the worker's Namespaces, LocalQueues and ClusterQueues
+	// (queues.go).
+	queues queuesWatch
 }
 
 // Client rate limits towards each worker.
@@ -121,8 +124,9 @@ func (f *Fleet) Changed() <-chan string { return f.changed }
 // worker: created, admitted, running, finished, deleted.
 func (f *Fleet) CopyEvents() <-chan types.NamespacedName { return f.copies }
 
-// OnSummaries calls fn with a worker's name whenever its summaries change
-// or its connection ends. fn must not block.
+// OnSummaries calls fn with a worker's name whenever its summaries change,
+// its connection ends, or its queues change (queues.go). fn must not
+// block.
 func (f *Fleet) OnSummaries(fn func(worker string)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -289,6 +293,7 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 		kinds: map[schema.GroupVersionKind]*kindWatch{}, discovered: map[schema.GroupVersionKind]bool{}}
 	go f.probe(ctx, name, r, ready)
 	go f.watchKinds(ctx, name, r, cfg, watchCfg)
+	go f.watchQueues(ctx, name, r, direct, watchCfg)
 	go f.renewFence(ctx, name, r)
 	return r, nil
 }

@@ -47,7 +47,7 @@ import (
 // finds itself.
 const (
 	ReasonDispatching       = "Dispatching"
-	ReasonNamespaceNotFound = "NamespaceNotFound"
+	ReasonNamespaceNotFound = fleet.ReasonNamespaceNotFound
 	ReasonForbidden         = "Forbidden"
 	ReasonNameTaken         = "NameTaken"
 	// ReasonQuotaExceeded: a ResourceQuota of the worker refused the copy.
@@ -126,8 +126,10 @@ type Reconciler struct {
 
 // outcome is the record a take-back is to write.
 type outcome struct {
-	result          strata.PlacementResult
-	reason, message string
+	result strata.PlacementResult
+	// reason is the hub Workload's condition reason; cause the attempt's
+	// (the worker's refusal reason, when there is one).
+	reason, cause, message string
 }
 
 type known struct {
@@ -309,10 +311,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch {
 	case hubJob == nil || !wl.DeletionTimestamp.IsZero():
 		// The job is gone: its Workload follows; the copy goes first.
-		return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, strata.PlacementEvicted, dispatch.ReasonSuspended, "the "+kindName+" was deleted", false)
+		return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended, message: "the " + kindName + " was deleted"}, false)
 	case !finished && hubJob.Suspended():
-		return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, strata.PlacementEvicted, dispatch.ReasonSuspended,
-			"the "+kindName+" was suspended on the hub; it is dispatched again when resumed", true)
+		return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended,
+			message: "the " + kindName + " was suspended on the hub; it is dispatched again when resumed"}, true)
 	}
 
 	var wc strata.WorkerCluster
@@ -376,7 +378,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if undoing {
 		// Being taken back: its copy's pods are not gone yet, or the
 		// record's write did not land.
-		return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, o.result, o.reason, o.message, true)
+		return ctrl.Result{}, r.takeBack(ctx, &wl, jobRef, o, true)
 	}
 	if copyJob != nil && !copyJob.Object().GetDeletionTimestamp().IsZero() {
 		// Going (taken back by an earlier hub process, or deleted on the
@@ -574,7 +576,7 @@ func (r *Reconciler) abandonWith(ctx context.Context, wl *strata.Workload, hubJo
 		return err
 	}
 	updated := wl.DeepCopy()
-	dispatch.RecordOutcome(&updated.Status, strata.PlacementUnreachable, reason, message, r.clock.Now())
+	dispatch.RecordOutcome(&updated.Status, strata.PlacementUnreachable, reason, reason, message, r.clock.Now())
 	meta.RemoveStatusCondition(&updated.Status.Conditions, ConditionUnreachable)
 	if err := r.client.Status().Update(ctx, updated); err != nil {
 		return client.IgnoreNotFound(err)
@@ -878,7 +880,7 @@ func (r *Reconciler) refuse(ctx context.Context, wl *strata.Workload, hubJob job
 	r.mu.Lock()
 	_, told := r.undoing[dispatch.Key(wl.UID, gen)]
 	r.mu.Unlock()
-	err := r.takeBack(ctx, wl, jobRef, result, condReason, message, true)
+	err := r.takeBack(ctx, wl, jobRef, outcome{result: result, reason: condReason, cause: reason, message: message}, true)
 	if err != nil && !errors.Is(err, errCopyGoing) {
 		return err
 	}
@@ -894,12 +896,12 @@ func (r *Reconciler) refuse(ctx context.Context, wl *strata.Workload, hubJob job
 
 // takeBack removes the current dispatch's copy, ends its reservation and,
 // when record is set, records the outcome on the Workload.
-func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobRef ref, result strata.PlacementResult, condReason, message string, record bool) error {
+func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobRef ref, o outcome, record bool) error {
 	cluster, flavor, gen, _ := dispatch.Placed(wl)
 	key := dispatch.Key(wl.UID, gen)
 	if record && wl.DeletionTimestamp.IsZero() {
 		r.mu.Lock()
-		r.undoing[key] = outcome{result: result, reason: condReason, message: message}
+		r.undoing[key] = o
 		r.mu.Unlock()
 	}
 	copyJob, _, err := r.fleet.Copy(ctx, cluster, jobRef.kind, jobRef.key)
@@ -957,7 +959,7 @@ func (r *Reconciler) takeBack(ctx context.Context, wl *strata.Workload, jobRef r
 		return nil
 	}
 	wl = wl.DeepCopy()
-	dispatch.RecordOutcome(&wl.Status, result, condReason, message, r.clock.Now())
+	dispatch.RecordOutcome(&wl.Status, o.result, o.reason, o.cause, o.message, r.clock.Now())
 	if err := r.client.Status().Update(ctx, wl); client.IgnoreNotFound(err) != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
 )
@@ -72,6 +73,11 @@ var _ = Describe("Least privilege", Serial, Label("rbac"), func() {
 			{"create a Job in a tenant namespace", func() error { return as.Create(ctx, job(tenant), client.DryRunAll) }},
 			{"read the worker's identity (namespace kube-system)", func() error { return as.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{}) }},
 			{"list Jobs", func() error { return as.List(ctx, &batchv1.JobList{}) }},
+			// Which namespaces and queues exist: the hub sends no copy a
+			// worker would refuse for its queue.
+			{"list namespaces", func() error { return as.List(ctx, &corev1.NamespaceList{}) }},
+			{"list LocalQueues", func() error { return as.List(ctx, &strata.LocalQueueList{}) }},
+			{"list ClusterQueues", func() error { return as.List(ctx, &strata.ClusterQueueList{}) }},
 			// create cannot be limited to a name (the hub's own Lease may
 			// exist already: another name proves the permission).
 			{"create a Lease in its namespace", func() error {
@@ -88,7 +94,13 @@ var _ = Describe("Least privilege", Serial, Label("rbac"), func() {
 			{"create a namespace", func() error {
 				return as.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lp-new"}}, client.DryRunAll)
 			}},
-			{"read another namespace", func() error { return as.Get(ctx, client.ObjectKey{Name: tenant}, &corev1.Namespace{}) }},
+			{"change a namespace", func() error {
+				return as.Update(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}, client.DryRunAll)
+			}},
+			{"create a LocalQueue", func() error {
+				return as.Create(ctx, &strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "lp", Namespace: tenant},
+					Spec: strata.LocalQueueSpec{ClusterQueue: "x"}}, client.DryRunAll)
+			}},
 			{"create a Job in kube-system", func() error {
 				j := job(metav1.NamespaceSystem)
 				j.Name = "lp-new"

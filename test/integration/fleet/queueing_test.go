@@ -12,7 +12,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
-	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/testutil"
 )
 
 var _ = Describe("Hub queueing", func() {
@@ -69,22 +69,26 @@ var _ = Describe("Hub queueing", func() {
 		}).Should(Succeed())
 	})
 
-	It("says when a worker lacks the copy's LocalQueue", func(ctx SpecContext) {
+	It("says when a worker lacks the copy's LocalQueue, sends no copy there, and sends it once the LocalQueue is back", func(ctx SpecContext) {
 		e := newEnv(ctx, "nolq", map[string][][]string{"w2": {{"4"}}})
-		Expect(worker("w2").Client.Delete(ctx, &strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "lq"}})).To(Succeed())
+		w2 := worker("w2")
+		Expect(w2.Client.Delete(ctx, &strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "lq"}})).To(Succeed())
 		job := e.job("lost", 1, "1", nil)
 		Expect(hub.Client.Create(ctx, job)).To(Succeed())
 		Eventually(func(g Gomega) {
-			c := wcCondition(g, ctx, "w2", strata.WorkerClusterDispatching)
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(intake.ReasonLocalQueueNotFound))
 			wl := hubWorkload(g, ctx, job)
-			g.Expect(wl.Status.Placement).NotTo(BeNil())
-			g.Expect(wl.Status.Placement.Attempts).NotTo(BeEmpty())
-			a := wl.Status.Placement.Attempts[0]
-			g.Expect(a.Result).To(Equal(strata.PlacementRejected))
-			g.Expect(a.Message).To(ContainSubstring("LocalQueueNotFound"))
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonPending))
+			g.Expect(c.Message).To(ContainSubstring(`w2/f-nolq: LocalQueue "lq" does not exist in namespace "ns-nolq"`))
+			g.Expect(wl.Status.Placement == nil || len(wl.Status.Placement.Attempts) == 0).To(BeTrue(), "no copy sent")
 			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}).Should(Succeed())
+		Expect(w2.Client.Create(ctx, testutil.MakeLocalQueue("lq", e.ns, "cq-nolq"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Attempts).To(HaveLen(1), "admitted the first time")
 		}).Should(Succeed())
 	})
 })

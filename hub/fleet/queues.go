@@ -1,0 +1,234 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
+)
+
+// The hub reads each worker's Namespaces, LocalQueues and ClusterQueues,
+// so that it sends no copy where the worker would refuse it whatever its
+// capacity (no namespace, no LocalQueue, a ClusterQueue that does not take
+// the namespace), and places such a workload as soon as the worker is
+// fixed: a change to one of them wakes the dispatcher. What the hub cannot
+// read (an agent chart older than these permissions) it does not judge:
+// such a worker is tried, and its refusals back off, as before.
+
+// queuesRecheck is how soon reading a worker's queues is tried again after
+// its identity was found not to have the permissions.
+var queuesRecheck = 30 * time.Second
+
+// queuesWatch is the cache of a worker's Namespaces, LocalQueues and
+// ClusterQueues.
+type queuesWatch struct {
+	cache  crcache.Cache
+	synced bool
+	// denied says why the hub may not read them ("" when it may).
+	denied string
+}
+
+// queueObjects are what the watch reads on a worker.
+func queueObjects() []client.Object {
+	return []client.Object{&corev1.Namespace{}, &strata.LocalQueue{}, &strata.ClusterQueue{}}
+}
+
+// watchQueues starts reading the worker's queues once its identity may
+// (asked with direct, at the connection and every queuesRecheck while it
+// may not), and watches them with cfg until ctx ends.
+func (f *Fleet) watchQueues(ctx context.Context, name string, r *remote, direct client.Client, cfg *rest.Config) {
+	for {
+		denied, err := mayReadQueues(ctx, direct)
+		f.mu.Lock()
+		r.queues.denied = denied
+		f.mu.Unlock()
+		if err == nil && denied == "" {
+			if err = f.startQueues(ctx, name, r, cfg); err == nil {
+				return
+			}
+		}
+		next := queuesRecheck
+		if err != nil {
+			next = kindRetry
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(next):
+		}
+	}
+}
+
+// mayReadQueues lists one of each queue object on the worker: denied says
+// which one the hub's identity may not read; err that the worker did not
+// answer.
+func mayReadQueues(ctx context.Context, c client.Client) (denied string, err error) {
+	lists := []client.ObjectList{&corev1.NamespaceList{}, &strata.LocalQueueList{}, &strata.ClusterQueueList{}}
+	for _, l := range lists {
+		err := c.List(ctx, l, client.Limit(1))
+		switch {
+		case apierrors.IsForbidden(err), apierrors.IsNotFound(err):
+			return fmt.Sprintf("the hub's identity may not list %T there: %v", l, err), nil
+		case err != nil:
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// startQueues starts the cache of the worker's queues; once synced, a
+// change to any of them wakes the listeners (the dispatcher).
+func (f *Fleet) startQueues(ctx context.Context, name string, r *remote, cfg *rest.Config) error {
+	byObject := map[client.Object]crcache.ByObject{}
+	for _, o := range queueObjects() {
+		byObject[o] = crcache.ByObject{}
+	}
+	c, err := crcache.New(cfg, crcache.Options{Scheme: f.scheme, ByObject: byObject, ReaderFailOnMissingInformer: true})
+	if err != nil {
+		return err
+	}
+	changed := func() {
+		f.mu.Lock()
+		synced := r.queues.synced
+		listeners := f.listeners
+		f.mu.Unlock()
+		if !synced {
+			return // the initial list: one wake when synced
+		}
+		for _, fn := range listeners {
+			fn(name)
+		}
+	}
+	for _, o := range queueObjects() {
+		inf, err := c.GetInformer(ctx, o, crcache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { changed() },
+			UpdateFunc: func(any, any) { changed() },
+			DeleteFunc: func(any) { changed() },
+		}); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	r.queues.cache = c
+	f.mu.Unlock()
+	go func() { _ = c.Start(ctx) }()
+	go func() {
+		if !c.WaitForCacheSync(ctx) {
+			return
+		}
+		f.mu.Lock()
+		r.queues.synced = true
+		f.mu.Unlock()
+		changed()
+	}()
+	return nil
+}
+
+// QueueTarget is where a worker's copies of a hub workload are queued:
+// the namespace and LocalQueue, and what the hub does for them there.
+type QueueTarget struct {
+	Namespace, LocalQueue string
+	// CreatesNamespace: the hub creates a missing namespace
+	// (dispatch.createNamespaces).
+	CreatesNamespace bool
+	// OnboardingClusterQueue, when set, is the worker's ClusterQueue the
+	// hub creates a missing namespace and LocalQueue for (the
+	// WorkerCluster's spec.onboarding).
+	OnboardingClusterQueue string
+}
+
+// QueueRefusal says why the worker would refuse, whatever its capacity,
+// a copy queued to t: its reason (queue.Reason* or
+// ReasonNamespaceNotFound) and message, both "" when it would not. known
+// is false when the hub does not know: the worker's queues are not read
+// (yet, or the hub's identity may not read them).
+func (f *Fleet) QueueRefusal(name string, t QueueTarget) (reason, message string, known bool) {
+	f.mu.Lock()
+	r := f.remotes[name]
+	if r == nil || !r.queues.synced {
+		f.mu.Unlock()
+		return "", "", false
+	}
+	c := r.queues.cache
+	f.mu.Unlock()
+	ctx := context.Background()
+	ns, err := getOrNil(ctx, c, types.NamespacedName{Name: t.Namespace}, &corev1.Namespace{})
+	if err != nil {
+		return "", "", false
+	}
+	lq, err := getOrNil(ctx, c, types.NamespacedName{Namespace: t.Namespace, Name: t.LocalQueue}, &strata.LocalQueue{})
+	if err != nil {
+		return "", "", false
+	}
+	cqName := t.OnboardingClusterQueue
+	if lq != nil {
+		cqName = lq.Spec.ClusterQueue
+	}
+	var cq *strata.ClusterQueue
+	if cqName != "" {
+		if cq, err = getOrNil(ctx, c, types.NamespacedName{Name: cqName}, &strata.ClusterQueue{}); err != nil {
+			return "", "", false
+		}
+	}
+	reason, message = JudgeQueue(name, t, ns, lq, cq)
+	return reason, message, true
+}
+
+// getOrNil reads an object: nil when it does not exist.
+func getOrNil[T client.Object](ctx context.Context, c client.Reader, key types.NamespacedName, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return none, nil
+		}
+		return none, err
+	}
+	return obj, nil
+}
+
+// JudgeQueue says why worker would refuse a copy queued to t, given its
+// namespace, the LocalQueue t names and that LocalQueue's ClusterQueue
+// (or, when the hub onboards and the LocalQueue does not exist, the
+// onboarding ClusterQueue), each nil when it does not exist. Both are ""
+// when it would not.
+func JudgeQueue(worker string, t QueueTarget, ns *corev1.Namespace, lq *strata.LocalQueue, cq *strata.ClusterQueue) (reason, message string) {
+	onboards := t.OnboardingClusterQueue != ""
+	if ns == nil {
+		switch {
+		case !t.CreatesNamespace && !onboards:
+			return ReasonNamespaceNotFound, fmt.Sprintf("namespace %s does not exist there", t.Namespace)
+		case !onboards:
+			return queue.ReasonLocalQueueNotFound, fmt.Sprintf("LocalQueue %s does not exist in namespace %s there (the hub creates the namespace, not the LocalQueue)",
+				t.LocalQueue, t.Namespace)
+		case cq == nil:
+			return queue.ReasonClusterQueueNotFound, fmt.Sprintf("ClusterQueue %s (WorkerCluster %s spec.onboarding) does not exist there", t.OnboardingClusterQueue, worker)
+		}
+		// Created with the copy, labelled by the hub: its ClusterQueue's
+		// namespaceSelector is the worker's admin's to get right.
+		return "", ""
+	}
+	if lq == nil && onboards {
+		// The hub creates it, for the onboarding ClusterQueue.
+		lq = &strata.LocalQueue{Spec: strata.LocalQueueSpec{ClusterQueue: t.OnboardingClusterQueue}}
+	}
+	res := queue.Resolve(t.Namespace, t.LocalQueue, ns.Labels, lq, cq)
+	return res.Reason, res.Message
+}
+
+// ReasonNamespaceNotFound is a worker's refusal of a copy whose namespace
+// does not exist there.
+const ReasonNamespaceNotFound = "NamespaceNotFound"

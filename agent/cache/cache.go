@@ -82,8 +82,9 @@ type flavor struct {
 	snapshot *tas.Snapshot
 	// dispatches are the hub dispatches (workload.DispatchKey) of the
 	// workloads whose usage the snapshot counts, with the number of such
-	// workloads carrying each.
+	// workloads carrying each; parts how many each has in all.
 	dispatches map[string]int
+	parts      map[string]int
 }
 
 type podUsage struct {
@@ -104,8 +105,10 @@ type admitted struct {
 	// recorded, to tell newer events from stale ones.
 	version int64
 	// dispatch is the hub dispatch the workload belongs to
-	// (workload.DispatchKey), "" when none.
+	// (workload.DispatchKey), "" when none; parts how many Workloads that
+	// dispatch has here (workload.DispatchWorkloads).
 	dispatch string
+	parts    int
 }
 
 // flavorUsage is the usage of one pod set on a flavor's snapshot.
@@ -210,7 +213,7 @@ func (c *Cache) rebuildLocked() {
 		for i, l := range t.Spec.Levels {
 			levels[i] = l.NodeLabel
 		}
-		f := &flavor{def: def, topology: t, snapshot: tas.NewSnapshot(levels, def.Spec.NodeLabels), dispatches: map[string]int{}}
+		f := &flavor{def: def, topology: t, snapshot: tas.NewSnapshot(levels, def.Spec.NodeLabels), dispatches: map[string]int{}, parts: map[string]int{}}
 		for _, n := range c.nodes {
 			f.snapshot.SetNode(tas.NodeFromAPI(n, false))
 		}
@@ -471,8 +474,12 @@ func (c *Cache) Capture(name string) (capacity *tas.Capacity, dispatches []strin
 		return nil, nil, false
 	}
 	dispatches = make([]string, 0, len(f.dispatches))
-	for k := range f.dispatches {
-		dispatches = append(dispatches, k)
+	for k, n := range f.dispatches {
+		// A dispatch of several Workloads (a LeaderWorkerSet's groups)
+		// counts once all of them do: the hub's reservation covers them all.
+		if n >= f.parts[k] {
+			dispatches = append(dispatches, k)
+		}
 	}
 	// Every pod admitted on the flavor gets its tolerations: taints they
 	// tolerate keep no pod of the flavor away.
@@ -607,7 +614,7 @@ func (c *Cache) commitFitLocked(key types.NamespacedName, wl *strata.Workload, f
 		}
 		a.usage = append(a.usage, flavorUsage{flavor: p.flavor, usage: u})
 	}
-	a.dispatch = workload.DispatchKey(wl)
+	a.dispatch, a.parts = workload.DispatchKey(wl), workload.DispatchWorkloads(wl)
 	c.countDispatchLocked(&a, 1)
 	return nil
 }
@@ -628,6 +635,9 @@ func (c *Cache) countDispatchLocked(a *admitted, sign int) {
 		}
 		if f.dispatches[a.dispatch] += sign; f.dispatches[a.dispatch] <= 0 {
 			delete(f.dispatches, a.dispatch)
+			delete(f.parts, a.dispatch)
+		} else if sign > 0 {
+			f.parts[a.dispatch] = a.parts
 		}
 	}
 }
@@ -774,7 +784,7 @@ func (c *Cache) SyncAdmitted(key types.NamespacedName, wl *strata.Workload) erro
 			a.version = v
 			if d := workload.DispatchKey(wl); d != a.dispatch {
 				c.countDispatchLocked(&a, -1)
-				a.wl, a.dispatch = wl.DeepCopy(), d
+				a.wl, a.dispatch, a.parts = wl.DeepCopy(), d, workload.DispatchWorkloads(wl)
 				c.countDispatchLocked(&a, 1)
 				c.touched()
 			}

@@ -1079,6 +1079,31 @@ func TestCaptureDispatches(t *testing.T) {
 			},
 			want: map[string][]string{flavorName: {"u1/1"}, "other": {}},
 		},
+		"a dispatch of 2 Workloads (a LeaderWorkerSet's groups): listed once both count": {
+			steps: func(t *testing.T, c *Cache) {
+				groups := func(wl *strata.Workload) *strata.Workload {
+					metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.DispatchWorkloadsAnnotation, "2")
+					return dispatched(wl, "u1", "1")
+				}
+				addWorkload(t, c, groups(admittedWorkload("g0", "10", onHost("n1", 1))))
+				if _, dispatches, _ := c.Capture(flavorName); len(dispatches) != 0 {
+					t.Errorf("one group of two admitted: listed %v", dispatches)
+				}
+				addWorkload(t, c, groups(admittedWorkload("g1", "10", onHost("n2", 1))))
+			},
+			want: map[string][]string{flavorName: {"u1/1"}, "other": {}},
+		},
+		"a dispatch of 2 Workloads, one released: no longer listed": {
+			steps: func(t *testing.T, c *Cache) {
+				for _, name := range []string{"g0", "g1"} {
+					wl := dispatched(admittedWorkload(name, "10", onHost("n1", 1)), "u1", "1")
+					metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.DispatchWorkloadsAnnotation, "2")
+					addWorkload(t, c, wl)
+				}
+				c.RemoveWorkload(key("g0"))
+			},
+			want: map[string][]string{flavorName: {}, "other": {}},
+		},
 		"moved by hot swap: still listed": {
 			steps: func(t *testing.T, c *Cache) {
 				addWorkload(t, c, dispatched(admittedWorkload("a", "10", onHost("n1", 1)), "u1", "1"))

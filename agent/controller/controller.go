@@ -101,7 +101,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := localqueue.NewReconciler(mgr.GetClient(), clock.RealClock{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	served, missing := kinds.Served(mgr.GetRESTMapper())
+	served, missing := kinds.Served(kinds.All, mgr.GetRESTMapper())
 	for _, k := range missing {
 		ctrl.Log.WithName("setup").Info("Not running this workload kind: the cluster does not serve its API; install its CRD and restart strata-agent",
 			"kind", k.GroupVersionKind().String())

@@ -99,6 +99,10 @@ const (
 	// priority by it rather than by their creation time, so that it admits
 	// them in the order the hub reserved their placements.
 	DispatchTimeAnnotation = Prefix + "dispatch-time"
+	// DispatchWorkloadsAnnotation holds, on a copy the worker admits as
+	// several Workloads (a LeaderWorkerSet's groups), how many: the agent's
+	// summary lists the dispatch once all of them count.
+	DispatchWorkloadsAnnotation = Prefix + "dispatch-workloads"
 	// TopologyHintAnnotation holds, per pod set, the placement the hub
 	// reserved for the copy on the worker's summary (JSON: pod set name to
 	// TopologyAssignment, at the summary's leaf level). The agent places

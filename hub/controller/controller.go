@@ -20,7 +20,6 @@ import (
 	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
-	lwsjobs "strata.dev/strata/pkg/jobs/lws"
 )
 
 // SetupControllers adds the hub's field indexes, fleet, controllers and
@@ -54,19 +53,13 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, apis, clk).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	served, missing := kinds.Served(mgr.GetRESTMapper())
+	served, missing := kinds.Served(kinds.Hub, mgr.GetRESTMapper())
 	for _, k := range missing {
 		ctrl.Log.WithName("setup").Info("Not taking in this workload kind: the hub does not serve its API; install its CRD (the strata-hub chart can) and restart strata-hub",
 			"kind", k.GroupVersionKind().String())
 	}
 	for _, k := range served {
 		if err := jobs.NewReconciler(k, mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
-			return nil, err
-		}
-	}
-	// LeaderWorkerSets are not dispatched: submitting one says so.
-	if _, err := mgr.GetRESTMapper().RESTMapping(lwsjobs.GVK.GroupKind(), lwsjobs.GVK.Version); err == nil {
-		if err := jobs.NewLeaderWorkerSetNotice(mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 	}

@@ -237,6 +237,9 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 	if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
 		annotations[strata.DispatchTimeAnnotation] = p.DispatchTime.UTC().Format(metav1.RFC3339Micro)
 	}
+	if _, grouped := job.Kind().(jobs.GroupedWorkloads); !grouped {
+		delete(annotations, strata.DispatchWorkloadsAnnotation) // a user's, not the hub's
+	}
 	delete(annotations, strata.TopologyHintAnnotation)
 	if hint != "" {
 		annotations[strata.TopologyHintAnnotation] = hint

@@ -328,7 +328,7 @@ func (d *Dispatcher) job(ctx context.Context, wl *strata.Workload) (jobs.Job, er
 // nil when there is none (any more).
 func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload) (jobs.Job, error) {
 	owner := metav1.GetControllerOfNoCopy(wl)
-	k := jobs.KindOf(kinds.All, owner)
+	k := jobs.KindOf(kinds.Hub, owner)
 	if k == nil {
 		return nil, nil
 	}
@@ -864,7 +864,7 @@ func (d *Dispatcher) wait(ctx context.Context, p pending, reason, message string
 // its kind can (jobs.WaitMarker): kubectl then shows it Suspended, not
 // Running. Best effort: the Workload's condition is the record.
 func (d *Dispatcher) markWaiting(ctx context.Context, obj client.Object, reason, message string) {
-	j, ok := jobs.AdaptAny(kinds.All, obj)
+	j, ok := jobs.AdaptAny(kinds.Hub, obj)
 	if !ok {
 		return
 	}

@@ -328,8 +328,10 @@ func (f *Fleet) copyChanged(worker string, o any) {
 		return
 	}
 	name := obj.GetName()
-	if j, isJob := jobs.AdaptAny(kinds.All, obj); isJob {
+	if j, isJob := jobs.AdaptAny(kinds.Hub, obj); isJob {
 		name = j.Kind().WorkloadName(name)
+	} else if wl, ok := obj.(*strata.Workload); ok {
+		name = hubWorkloadOf(wl)
 	}
 	// Informer handlers may block (client-go buffers behind them): no
 	// change of a copy is dropped.
@@ -337,6 +339,20 @@ func (f *Fleet) copyChanged(worker string, o any) {
 	case f.copies <- types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}:
 	case <-f.ctx.Done():
 	}
+}
+
+// hubWorkloadOf is the name of the hub Workload whose copy's Workload wl
+// is: wl's own name, or for a kind whose copy has several Workloads (a
+// LeaderWorkerSet's groups) the one the kind says.
+func hubWorkloadOf(wl *strata.Workload) string {
+	for _, k := range kinds.Hub {
+		if g, ok := k.(jobs.GroupedWorkloads); ok {
+			if name, ok := g.HubWorkload(wl); ok {
+				return name
+			}
+		}
+	}
+	return wl.Name
 }
 
 // recountDelay coalesces a worker's copy events into one recount of its
@@ -429,15 +445,13 @@ func (f *Fleet) Copy(ctx context.Context, name string, k jobs.Kind, key types.Na
 		if !apierrors.IsNotFound(err) {
 			return nil, nil, err
 		}
+		obj = nil
 	} else {
 		j, _ = k.Adapt(obj)
 	}
-	wl := &strata.Workload{}
-	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: k.WorkloadName(key.Name)}, wl); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, nil, err
-		}
-		wl = nil
+	wl, err := jobs.WorkerWorkload(ctx, r.cache, k, key, obj)
+	if err != nil {
+		return nil, nil, err
 	}
 	return j, wl, nil
 }
@@ -459,7 +473,7 @@ func (f *Fleet) Copies(ctx context.Context, name string) ([]jobs.Job, error) {
 	}
 	f.mu.Unlock()
 	var out []jobs.Job
-	for _, k := range kinds.All {
+	for _, k := range kinds.Hub {
 		reader, ok := readers[k]
 		if !ok {
 			continue

@@ -56,7 +56,7 @@ func (f *Fleet) watchKinds(ctx context.Context, name string, r *remote, cfg, wat
 	}
 	for {
 		missing, unknown := 0, 0
-		for _, k := range kinds.All {
+		for _, k := range kinds.Hub {
 			if k == batchjob.Kind {
 				continue
 			}

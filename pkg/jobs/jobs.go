@@ -18,8 +18,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -118,6 +120,57 @@ type ChildSync interface {
 	SyncChildren(ctx context.Context, c client.Client) error
 }
 
+// GroupedWorkloads is implemented by kinds whose object the hub keeps as
+// one Workload while a worker admits its copy as several (a
+// LeaderWorkerSet's groups): the hub reads them all and judges them as
+// one.
+type GroupedWorkloads interface {
+	// WorkerWorkloads are the names of the Workloads a worker keeps for
+	// the object.
+	WorkerWorkloads(obj client.Object) []string
+	// HubWorkload is the name of the hub Workload whose copy's Workload
+	// wl is; false when wl is not one of the kind's.
+	HubWorkload(wl *strata.Workload) (string, bool)
+	// Aggregate is one Workload standing for the object's Workloads on a
+	// worker (in the order of WorkerWorkloads, nil where there is none
+	// yet), named as the hub Workload; nil when there is none at all.
+	Aggregate(obj client.Object, wls []*strata.Workload) *strata.Workload
+}
+
+// WorkerWorkload reads with r the Workload a worker keeps for the copy of
+// kind k at key, obj being that copy as read (nil when it was not found):
+// its Workload, or the aggregate of a GroupedWorkloads kind's. nil when
+// there is none.
+func WorkerWorkload(ctx context.Context, r client.Reader, k Kind, key types.NamespacedName, obj client.Object) (*strata.Workload, error) {
+	get := func(name string) (*strata.Workload, error) {
+		wl := &strata.Workload{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: name}, wl); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		return wl, nil
+	}
+	g, grouped := k.(GroupedWorkloads)
+	if !grouped {
+		return get(k.WorkloadName(key.Name))
+	}
+	if obj == nil {
+		return nil, nil
+	}
+	names := g.WorkerWorkloads(obj)
+	wls := make([]*strata.Workload, len(names))
+	for i, name := range names {
+		wl, err := get(name)
+		if err != nil {
+			return nil, err
+		}
+		wls[i] = wl
+	}
+	return g.Aggregate(obj, wls), nil
+}
+
 // LabelsOwner says whether an admission labels j's templates with its UID.
 func LabelsOwner(j Job) bool {
 	c, ok := j.(ChildPods)
@@ -131,7 +184,18 @@ func WorkloadFor(j Job) (*strata.Workload, field.ErrorList) {
 	obj := j.Object()
 	podSets, errs := j.PodSets()
 	meta := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}
-	return workload.Build(j.Kind().GroupVersionKind().Kind, &meta, j.Kind().WorkloadName(obj.GetName()), podSets, errs)
+	wl, errs := workload.Build(j.Kind().GroupVersionKind().Kind, &meta, j.Kind().WorkloadName(obj.GetName()), podSets, errs)
+	if a, ok := j.(WorkloadAdjuster); ok {
+		a.AdjustWorkload(wl)
+	}
+	return wl, errs
+}
+
+// WorkloadAdjuster is implemented by jobs whose Workload differs from what
+// their object's metadata gives (a LeaderWorkerSet group's topology hint
+// is its part of the set's).
+type WorkloadAdjuster interface {
+	AdjustWorkload(wl *strata.Workload)
 }
 
 // KindOf returns the kind among ks that an owner reference points at; nil

@@ -201,8 +201,9 @@ func explainOne(ctx context.Context, s *session, kind pkgjobs.Kind, name string)
 	return newExplainView(job, &wl, hub), nil
 }
 
-// explainLeaderWorkerSet explains each group of a LeaderWorkerSet: every
-// group is a Workload of its own.
+// explainLeaderWorkerSet explains each group of a LeaderWorkerSet on a
+// worker, where every group is a Workload of its own; on the hub, the
+// set's one Workload.
 func explainLeaderWorkerSet(cmd *cobra.Command, s *session, name, output string) error {
 	ctx := cmd.Context()
 	var l lwsapi.LeaderWorkerSet
@@ -211,6 +212,21 @@ func explainLeaderWorkerSet(cmd *cobra.Command, s *session, name, output string)
 			return fmt.Errorf("leaderworkerset %s/%s not found on %s (-n picks the namespace)", s.namespace, name, s.where)
 		}
 		return jobReadError(err, lwsjobs.GroupKind(0), s.where)
+	}
+	hub, err := s.servesKind("WorkerCluster")
+	if err != nil {
+		return apiError(err, "WorkerCluster", "workerclusters", s.where)
+	}
+	if hub {
+		// On the hub the whole set is one Workload.
+		v, err := explainOne(ctx, s, lwsjobs.SetKind, name)
+		if err != nil {
+			return err
+		}
+		if output != "table" {
+			return writeStructured(cmd.OutOrStdout(), v, output)
+		}
+		return writeExplain(cmd.OutOrStdout(), v, time.Now())
 	}
 	views := []ExplainView{}
 	for g := range lwsjobs.Replicas(&l) {

@@ -7,6 +7,7 @@ import (
 
 	"strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/tas"
 )
@@ -134,8 +135,9 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		}
 	}
 	policy := placement.New(cfg.Dispatch.PlacementPolicy, tas.OptionsFrom(cfg.TopologyAwareScheduling), 0)
-	results := make([]Result, 0, len(f.Hub.Workloads))
-	for i, item := range f.Hub.Workloads {
+	items := hubItems(f.Hub.Workloads)
+	results := make([]Result, 0, len(items))
+	for i, item := range items {
 		// Offline, a Job's queue label is not resolved: the ClusterQueue in
 		// the input, or none, gives the flavor order.
 		wl, res, err := toWorkload(item, true)
@@ -165,4 +167,23 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// hubItems are the workloads as the hub takes them in: a LeaderWorkerSet,
+// read as its groups, is one workload of all of them (lws.Set), placed on
+// one cluster and flavor.
+func hubItems(in []Item) []Item {
+	out := make([]Item, 0, len(in))
+	for _, item := range in {
+		g, ok := item.Job.(lws.Group)
+		if !ok {
+			out = append(out, item)
+			continue
+		}
+		if g.Index == 0 {
+			source, _, _ := strings.Cut(item.Source, ", group 0)")
+			out = append(out, Item{Job: lws.Set{LeaderWorkerSet: g.LeaderWorkerSet}, Source: source + ")"})
+		}
+	}
+	return out
 }

@@ -322,3 +322,35 @@ func TestFleetMPIJob(t *testing.T) {
 		t.Errorf("pi spans racks %v: want launcher and workers in one", racks)
 	}
 }
+
+// TestFleetLeaderWorkerSet: with --cluster, a LeaderWorkerSet is placed as
+// the hub places it: one workload of every group, on one cluster and
+// flavor.
+func TestFleetLeaderWorkerSet(t *testing.T) {
+	results, err := runFleet(t, fleetClusters(), filepath.Join(fleetExamples, "hub"), filepath.Join(examples, "lws.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set *Result
+	for i := range results {
+		if strings.HasPrefix(results[i].Name, "tas-example-lws") {
+			if set != nil {
+				t.Fatalf("the set is placed as more than one workload: %s and %s", set.Name, results[i].Name)
+			}
+			set = &results[i]
+		}
+	}
+	if set == nil || !set.Admitted || set.Cluster == nil || *set.Cluster == "" {
+		t.Fatalf("the set: %+v", set)
+	}
+	var names []string
+	for _, ps := range set.PodSets {
+		names = append(names, ps.Name)
+		if ps.Flavor != set.PodSets[0].Flavor {
+			t.Errorf("pod set %s on flavor %s, %s on %s: want one flavor", ps.Name, ps.Flavor, set.PodSets[0].Name, set.PodSets[0].Flavor)
+		}
+	}
+	if diff := cmp.Diff([]string{"leader-0", "worker-0", "leader-1", "worker-1"}, names); diff != "" {
+		t.Errorf("pod sets (-want,+got):\n%s", diff)
+	}
+}

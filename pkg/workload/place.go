@@ -45,15 +45,16 @@ func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.T
 			// A new slice: the pod set's may be shared with a cache.
 			reqs[k].Tolerations = slices.Concat(reqs[k].Tolerations, flavorTolerations)
 		}
-		var as []*tas.Assignment
+		var as, commit []*tas.Assignment
 		if h := hints[podSets[i].Name]; h != nil && len(members) == 1 {
 			if a, err := snap.FindAssignmentAs(reqs[0], h, opts); err == nil {
 				as = []*tas.Assignment{a}
+				commit = as
 			}
 		}
 		var err error
 		if as == nil {
-			as, err = snap.FindGroupAssignment(reqs, opts)
+			commit, as, err = snap.FindGroupAssignmentToCommit(reqs, opts)
 		}
 		if err != nil {
 			if len(podSets) > 1 {
@@ -62,7 +63,7 @@ func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.T
 			return fail(err)
 		}
 		for k, m := range members {
-			u, err := snap.Commit(as[k], reqs[k].PodRequests)
+			u, err := snap.Commit(commit[k], reqs[k].PodRequests)
 			if err != nil {
 				return fail(err)
 			}

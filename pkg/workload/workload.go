@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -79,7 +80,7 @@ var dispatchLabels = []string{strata.OriginLabel, strata.HubWorkloadUIDLabel, st
 
 // dispatchAnnotations are the annotations a hub puts on its copy of a Job,
 // which the copy's Workload carries.
-var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeAnnotation, strata.TopologyHintAnnotation}
+var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeAnnotation, strata.TopologyHintAnnotation, strata.DispatchWorkloadsAnnotation}
 
 // CarryDispatch copies to dst the dispatch contract's labels and
 // annotations that src has and dst lacks or holds with another value; it
@@ -115,6 +116,17 @@ func DispatchKey(wl *strata.Workload) string {
 		return ""
 	}
 	return uid + "/" + gen
+}
+
+// DispatchWorkloads is how many Workloads a worker keeps for the hub
+// dispatch wl belongs to (the strata.dev/dispatch-workloads annotation; 1
+// without it, or when it does not parse).
+func DispatchWorkloads(wl *strata.Workload) int {
+	n, err := strconv.Atoi(wl.Annotations[strata.DispatchWorkloadsAnnotation])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 // PinnedFlavor is the ResourceFlavor a hub pinned the Workload to (the

@@ -11,16 +11,19 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/pkg/jobs/jobset"
+	lwsjobs "strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/jobs/mpijob"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
@@ -123,6 +126,7 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		hubKube = adminClient(hubCluster)
 		hubCluster.InstallJobSet(false)
 		hubCluster.InstallMPIJob(false)
+		hubCluster.InstallLWS(false)
 		hubCluster.Deploy("strata-hub", hubConfig)
 
 		w2 := createCluster("strata-e2e-w2")
@@ -674,6 +678,41 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			g.Expect(done).To(BeTrue(), "conditions %+v", got.Status.Conditions)
 			g.Expect(how).To(Equal("Succeeded"))
 		}, 3*time.Minute, 2*time.Second).Should(Succeed())
+	})
+
+	It("dispatches KEP-2724's LeaderWorkerSet whole to the worker that runs LeaderWorkerSets; each group's leader and workers run on one host there; the hub's set shows them ready", Label("lws"), func(ctx SpecContext) {
+		if !lwsController {
+			Skip("the provider does not run the LeaderWorkerSet controller")
+		}
+		l := kepLWS("infer", fleetNS, fleetQueue, 2)
+		Expect(hubKube.Create(ctx, l)).To(Succeed())
+		By("the hub's admission policy gates the set's templates: nothing could run it on the hub")
+		var onHub lwsapi.LeaderWorkerSet
+		Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(l), &onHub)).To(Succeed())
+		Expect(onHub.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.SchedulingGates).To(ContainElement(HaveField("Name", strata.TopologySchedulingGate)))
+		var wl strata.Workload
+		Eventually(func(g Gomega) {
+			g.Expect(hubKube.Get(ctx, client.ObjectKey{Namespace: fleetNS, Name: lwsjobs.SetKind.WorkloadName(l.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+		}, wait, time.Second).Should(Succeed())
+		Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "w2 does not serve LeaderWorkerSets")
+		Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "admitted the first time")
+		By("the LeaderWorkerSet controller runs it on w1, each group on one host, and the hub's set shows both groups ready")
+		Eventually(func(g Gomega) {
+			groupsOnOneHostEach(g, ctx, kube, l, true)
+			var got lwsapi.LeaderWorkerSet
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+			g.Expect(got.Status.ReadyReplicas).To(Equal(int32(2)), "hub status: %+v", got.Status)
+		}, 3*time.Minute, 2*time.Second).Should(Succeed())
+		By("no pods of it on the hub; deleting the hub's set removes the copy on w1")
+		var hubPods corev1.PodList
+		Expect(hubKube.List(ctx, &hubPods, client.InNamespace(fleetNS), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+		Expect(hubPods.Items).To(BeEmpty())
+		Expect(hubKube.Delete(ctx, l)).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := kube.Get(ctx, client.ObjectKeyFromObject(l), &lwsapi.LeaderWorkerSet{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the copy on w1: %v", err)
+		}, wait, time.Second).Should(Succeed())
 	})
 
 	It("loses nothing and dispatches nothing twice when the hub is killed (SIGKILL) in the middle of a burst of 500 Jobs", Label("faults"), func(ctx SpecContext) {

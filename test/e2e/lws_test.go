@@ -85,6 +85,34 @@ func kepLWS(name, namespace, queue string, replicas int32) *lwsapi.LeaderWorkerS
 	}
 }
 
+// groupsOnOneHostEach checks that set l of KEP-2724's example (groups of
+// 3) runs on cluster k with each group's pods on a host of its own; with
+// labelled, each pod carries its group's Workload label.
+func groupsOnOneHostEach(g Gomega, ctx context.Context, k client.Client, l *lwsapi.LeaderWorkerSet, labelled bool) {
+	var pods corev1.PodList
+	g.Expect(k.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(3 * int(lwsjobs.Replicas(l))))
+	nodes := map[string]map[string]bool{} // group -> nodes
+	for _, p := range pods.Items {
+		g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
+		g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+		group := p.Labels[lwsjobs.GroupIndexLabel]
+		if nodes[group] == nil {
+			nodes[group] = map[string]bool{}
+		}
+		nodes[group][p.Spec.NodeName] = true
+		if labelled {
+			index, err := strconv.Atoi(group)
+			g.Expect(err).NotTo(HaveOccurred(), "pod %s: group index %q", p.Name, group)
+			g.Expect(p.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, lwsjobs.GroupWorkloadName(l.Name, int32(index))))
+		}
+	}
+	g.Expect(nodes).To(HaveLen(2))
+	g.Expect(nodes["0"]).To(HaveLen(1), "group 0 ran on %v", nodes["0"])
+	g.Expect(nodes["1"]).To(HaveLen(1), "group 1 ran on %v", nodes["1"])
+	g.Expect(nodes["0"]).NotTo(Equal(nodes["1"]))
+}
+
 var _ = Describe("LeaderWorkerSets on a kwok worker", Ordered, Label("e2e", "lws"), func() {
 	BeforeAll(func(ctx SpecContext) {
 		if !lwsController {
@@ -115,26 +143,7 @@ var _ = Describe("LeaderWorkerSets on a kwok worker", Ordered, Label("e2e", "lws
 		l := kepLWS("tas-example-lws", "default", "lws", 2)
 		Expect(kube.Create(ctx, l)).To(Succeed())
 		Eventually(func(g Gomega) {
-			var pods corev1.PodList
-			g.Expect(kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
-			g.Expect(pods.Items).To(HaveLen(6))
-			nodes := map[string]map[string]bool{} // group -> nodes
-			for _, p := range pods.Items {
-				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
-				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
-				group := p.Labels[lwsjobs.GroupIndexLabel]
-				if nodes[group] == nil {
-					nodes[group] = map[string]bool{}
-				}
-				nodes[group][p.Spec.NodeName] = true
-				index, err := strconv.Atoi(group)
-				g.Expect(err).NotTo(HaveOccurred(), "pod %s: group index %q", p.Name, group)
-				g.Expect(p.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, lwsjobs.GroupWorkloadName(l.Name, int32(index))))
-			}
-			g.Expect(nodes).To(HaveLen(2))
-			g.Expect(nodes["0"]).To(HaveLen(1), "group 0 ran on %v", nodes["0"])
-			g.Expect(nodes["1"]).To(HaveLen(1), "group 1 ran on %v", nodes["1"])
-			g.Expect(nodes["0"]).NotTo(Equal(nodes["1"]))
+			groupsOnOneHostEach(g, ctx, kube, l, true)
 			var got lwsapi.LeaderWorkerSet
 			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
 			g.Expect(got.Status.ReadyReplicas).To(Equal(int32(2)), "status: %+v", got.Status)

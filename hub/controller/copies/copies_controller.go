@@ -166,6 +166,8 @@ func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfig
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kubeflow.org,resources=mpijobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=kubeflow.org,resources=mpijobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=workerclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -289,7 +291,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).Info("Deleting a hub Workload whose Job is gone (orphaned); its copy goes with it", "workload", req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
 	}
-	kind := jobs.KindOf(kinds.All, owner)
+	kind := jobs.KindOf(kinds.Hub, owner)
 	if !placed || kind == nil {
 		r.mu.Lock()
 		delete(r.known, req.NamespacedName)
@@ -832,16 +834,28 @@ func (r *Reconciler) confirmLive(ctx context.Context, wl *strata.Workload, hubJo
 	if err != nil {
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, true, nil
 	}
-	var live strata.Workload
-	if err := c.Get(ctx, types.NamespacedName{Namespace: jobRef.key.Namespace, Name: jobRef.kind.WorkloadName(jobRef.key.Name)}, &live); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, false, nil // no Workload at all: the agent never took the copy in
+	var obj client.Object
+	if _, grouped := jobRef.kind.(jobs.GroupedWorkloads); grouped {
+		// Its Workloads are named after what the copy holds.
+		obj = jobRef.kind.NewObject()
+		if err := c.Get(ctx, jobRef.key, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return ctrl.Result{}, false, nil
+			}
+			ctrl.LoggerFrom(ctx).V(2).Info("Could not re-read the copy before its timeout; looking again shortly", "cluster", cluster, "error", err.Error())
+			return ctrl.Result{RequeueAfter: 10 * time.Second}, true, nil
 		}
+	}
+	live, err := jobs.WorkerWorkload(ctx, c, jobRef.kind, jobRef.key, obj)
+	if err != nil {
 		ctrl.LoggerFrom(ctx).V(2).Info("Could not re-read the copy before its timeout; looking again shortly", "cluster", cluster, "error", err.Error())
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, true, nil
 	}
-	if verdict, _, _ := dispatch.Judge(&live); verdict == dispatch.Admitted {
-		return ctrl.Result{}, true, r.admitted(ctx, wl, hubJob, &live)
+	if live == nil {
+		return ctrl.Result{}, false, nil // no Workload at all: the agent never took the copy in
+	}
+	if verdict, _, _ := dispatch.Judge(live); verdict == dispatch.Admitted {
+		return ctrl.Result{}, true, r.admitted(ctx, wl, hubJob, live)
 	}
 	return ctrl.Result{}, false, nil
 }
@@ -1036,7 +1050,7 @@ func (r *Reconciler) delete(ctx context.Context, cluster string, copyJob client.
 	}
 	if apierrors.IsForbidden(err) {
 		resource := "jobs"
-		if j, ok := jobs.AdaptAny(kinds.All, copyJob); ok {
+		if j, ok := jobs.AdaptAny(kinds.Hub, copyJob); ok {
 			resource = jobs.Resource(j.Kind())
 		}
 		message := fmt.Sprintf("the hub's credential may not delete %s in namespace %s on %s: its copies there cannot be taken back", resource, copyJob.GetNamespace(), cluster)

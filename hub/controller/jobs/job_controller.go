@@ -1,11 +1,12 @@
 // Package jobs is the hub's intake: for every job of a served kind (a
-// batch/v1 Job, a JobSet) labelled with strata.dev/queue-name it keeps a
-// hub Workload, checked by the same code and with the same reasons as on
-// the agents. The kind's own controller never runs such a job on the hub:
-// the hub chart's admission policies set its spec.managedBy to
-// strata.dev/hub when it is created (a JobSet's controller need not even
-// be installed there, only its CRD); a job that escaped the policy is
-// marked invalid, not dispatched.
+// batch/v1 Job, a JobSet, an MPIJob, a LeaderWorkerSet) labelled with
+// strata.dev/queue-name it keeps a hub Workload, checked by the same code
+// and with the same reasons as on the agents. The kind's own controller
+// never runs such a job on the hub: the hub chart's admission policies set
+// its spec.managedBy to strata.dev/hub when it is created (a JobSet's
+// controller need not even be installed there, only its CRD), or, for a
+// LeaderWorkerSet (which has no managedBy), gate its pod templates; a job
+// that escaped the policy is marked invalid, not dispatched.
 package jobs
 
 import (
@@ -48,6 +49,12 @@ func managedByHub(j pkgjobs.Job) (string, string) {
 		return "", ""
 	}
 	kind := j.Kind().GroupVersionKind().Kind
+	if _, grouped := j.Kind().(pkgjobs.GroupedWorkloads); grouped {
+		// A LeaderWorkerSet: no spec.managedBy; the gate holds its pods.
+		return ReasonNotManagedByHub, fmt.Sprintf("its pod templates lack the scheduling gate %s: a %s controller on the hub would run this %s here; "+
+			"install the strata-hub chart's admission policies (they gate the templates on creation) and create the %s again",
+			strata.TopologySchedulingGate, kind, kind, kind)
+	}
 	return ReasonNotManagedByHub, fmt.Sprintf("spec.managedBy is %q, not %q: the hub's own %s controller would run this %s here; "+
 		"install the strata-hub chart's admission policies (they set spec.managedBy on creation) and create the %s again",
 		j.ManagedBy(), strata.ManagedByController, kind, kind, kind)
@@ -56,6 +63,7 @@ func managedByHub(j pkgjobs.Job) (string, string) {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kubeflow.org,resources=mpijobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=localqueues;clusterqueues,verbs=get;list;watch

@@ -156,6 +156,23 @@ func (g Group) PodSets() ([]strata.PodSet, field.ErrorList) {
 	return out, errs
 }
 
+// AdjustWorkload gives the group's Workload its part of the set's
+// topology hint (a hub's copy carries the placement of every group, by
+// the hub's pod set names); a hint that does not parse is left out, and
+// the agent places the group on its own.
+func (g Group) AdjustWorkload(wl *strata.Workload) {
+	hint, ok := wl.Annotations[strata.TopologyHintAnnotation]
+	if !ok {
+		return
+	}
+	mine, err := GroupHint(hint, g.Index)
+	if err != nil || mine == "" {
+		delete(wl.Annotations, strata.TopologyHintAnnotation)
+		return
+	}
+	wl.Annotations[strata.TopologyHintAnnotation] = mine
+}
+
 // Templates are the leader's (when the set has one) and the workers' pod
 // templates, in the order of PodSets.
 func (g Group) Templates() []*corev1.PodTemplateSpec {

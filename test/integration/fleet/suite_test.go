@@ -84,12 +84,15 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{Verbosity: 2, LogTimestamp: true}))
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	// JobSet's and MPIJob's CRDs on the hub, w1 and w2; w3 serves neither.
+	// JobSet's, MPIJob's and LeaderWorkerSet's CRDs on the hub, w1 and w2;
+	// w3 serves none of them.
 	jobSetCRDs, err := framework.JobSetCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
 	mpiJobCRDs, err := framework.MPIJobCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
-	jobSetCRDs = append(jobSetCRDs, mpiJobCRDs...) // w3 serves neither
+	lwsCRDs, err := framework.LeaderWorkerSetCRDPaths()
+	Expect(err).NotTo(HaveOccurred())
+	jobSetCRDs = append(append(jobSetCRDs, mpiJobCRDs...), lwsCRDs...) // w3 serves none
 	clusters, err = framework.Start(
 		framework.ClusterSpec{Name: "hub", Role: framework.Hub, CRDPaths: jobSetCRDs},
 		framework.ClusterSpec{Name: "w1", Role: framework.Worker, CRDPaths: jobSetCRDs, GarbageCollector: true},

@@ -4,7 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,29 +12,72 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/controller/jobs"
+	"strata.dev/strata/pkg/intake"
 )
 
-var _ = Describe("LeaderWorkerSets on the hub", func() {
-	It("says, with a Warning event on a queue-labelled set, that the hub does not dispatch it", func(ctx SpecContext) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lws-"}}
-		Expect(hub.Client.Create(ctx, ns)).To(Succeed())
-		l := &lwsapi.LeaderWorkerSet{
-			ObjectMeta: metav1.ObjectMeta{Name: "inference", Namespace: ns.Name, Labels: map[string]string{strata.QueueNameLabel: "q"}},
-			Spec: lwsapi.LeaderWorkerSetSpec{Replicas: ptr.To[int32](2), StartupPolicy: lwsapi.LeaderCreatedStartupPolicy,
-				RolloutStrategy: lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
-				LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{Size: ptr.To[int32](2),
-					WorkerTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}},
+// leaderWorkerSet is a queue-labelled set of replicas groups of a leader
+// and size-1 workers, its templates gated when gated (as the hub chart's
+// admission policy makes them).
+func leaderWorkerSet(ns, name string, replicas, size int32, gated bool) *lwsapi.LeaderWorkerSet {
+	tmpl := func() corev1.PodTemplateSpec {
+		t := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		if gated {
+			t.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: strata.TopologySchedulingGate}}
 		}
-		Expect(hub.Client.Create(ctx, l)).To(Succeed())
+		return t
+	}
+	leader := tmpl()
+	return &lwsapi.LeaderWorkerSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{strata.QueueNameLabel: "q"}},
+		Spec: lwsapi.LeaderWorkerSetSpec{Replicas: ptr.To(replicas), StartupPolicy: lwsapi.LeaderCreatedStartupPolicy,
+			RolloutStrategy:      lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
+			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{Size: ptr.To(size), LeaderTemplate: &leader, WorkerTemplate: tmpl()}},
+	}
+}
+
+var _ = Describe("LeaderWorkerSets on the hub", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lws-"}}
+		Expect(hub.Client.Create(ctx, n)).To(Succeed())
+		ns = n.Name
+	})
+	invalid := func(ctx SpecContext, name string) *metav1.Condition {
+		var c *metav1.Condition
 		Eventually(func(g Gomega) {
-			var evs eventsv1.EventList
-			g.Expect(hub.Client.List(ctx, &evs, client.InNamespace(ns.Name))).To(Succeed())
-			g.Expect(evs.Items).To(ContainElement(And(HaveField("Regarding.Kind", "LeaderWorkerSet"), HaveField("Regarding.Name", "inference"),
-				HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", jobs.ReasonNotDispatched),
-				HaveField("Note", ContainSubstring("create it on a worker cluster")))))
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lwsset-" + name}, &wl)).To(Succeed())
+			c = meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		}).Should(Succeed())
-		var wls strata.WorkloadList
-		Expect(hub.Client.List(ctx, &wls, client.InNamespace(ns.Name))).To(Succeed())
-		Expect(wls.Items).To(BeEmpty(), "no hub Workload: nothing waits to be dispatched")
+		return c
+	}
+
+	It("keeps one hub Workload of every group's pod sets for a gated set", func(ctx SpecContext) {
+		Expect(hub.Client.Create(ctx, leaderWorkerSet(ns, "inference", 2, 3, true))).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lwsset-inference"}, &wl)).To(Succeed())
+			var got []string
+			for _, ps := range wl.Spec.PodSets {
+				got = append(got, ps.Name+"="+string(rune('0'+ps.Count)))
+			}
+			g.Expect(got).To(Equal([]string{"leader-0=1", "worker-0=2", "leader-1=1", "worker-1=2"}))
+		}).Should(Succeed())
+	})
+
+	It("does not dispatch a set whose pods could run on the hub (not gated), and says how to fix it", func(ctx SpecContext) {
+		Expect(hub.Client.Create(ctx, leaderWorkerSet(ns, "ungated", 1, 2, false))).To(Succeed())
+		c := invalid(ctx, "ungated")
+		Expect(c.Reason).To(Equal(jobs.ReasonNotManagedByHub))
+		Expect(c.Message).To(ContainSubstring("lack the scheduling gate strata.dev/topology"))
+	})
+
+	It("says a set has more groups than the hub dispatches", func(ctx SpecContext) {
+		Expect(hub.Client.Create(ctx, leaderWorkerSet(ns, "wide", 5, 2, true))).To(Succeed())
+		c := invalid(ctx, "wide")
+		Expect(c.Reason).To(Equal(intake.ReasonInvalidJob))
+		Expect(c.Message).To(ContainSubstring("through the hub a LeaderWorkerSet has at most 4 groups"))
 	})
 })

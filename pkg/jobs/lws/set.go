@@ -1,0 +1,322 @@
+package lws
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Through the hub a LeaderWorkerSet is one workload: it goes to one worker
+// and flavor, where every group must fit. Its hub Workload has the pod
+// sets of every group, named after the group's ("leader-0", "worker-0",
+// "leader-1", ...), each group's podset-group-name suffixed with its index
+// so that groups stay independent of each other; a Workload holds at most
+// MaxPodSets pod sets, so a set through the hub has at most that many
+// groups' worth. On the worker, the copy is admitted group by group, as
+// any LeaderWorkerSet there; the hub reads the groups' Workloads as one
+// (Aggregate).
+
+// SetWorkloadPrefix starts the names of the hub Workloads of whole
+// LeaderWorkerSets.
+const SetWorkloadPrefix = "lwsset-"
+
+// MaxPodSets is the most pod sets a Workload holds (the API's bound).
+const MaxPodSets = 8
+
+// setKind is the jobs.Kind of whole LeaderWorkerSets.
+type setKind struct{}
+
+// SetKind is the kind of whole LeaderWorkerSets, as the hub dispatches
+// them.
+var SetKind jobs.Kind = setKind{}
+
+// GroupVersionKind is LeaderWorkerSet's.
+func (setKind) GroupVersionKind() schema.GroupVersionKind { return GVK }
+
+// WorkloadName is the hub Workload of the LeaderWorkerSet name.
+func (setKind) WorkloadName(name string) string { return workload.NameFor(SetWorkloadPrefix, name) }
+
+// NewObject returns an empty LeaderWorkerSet.
+func (setKind) NewObject() client.Object { return &lwsapi.LeaderWorkerSet{} }
+
+// Adapt wraps a LeaderWorkerSet.
+func (setKind) Adapt(obj client.Object) (jobs.Job, bool) {
+	l, ok := obj.(*lwsapi.LeaderWorkerSet)
+	if !ok {
+		return nil, false
+	}
+	return Set{LeaderWorkerSet: l}, true
+}
+
+// List lists LeaderWorkerSets.
+func (setKind) List(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]jobs.Job, error) {
+	var list lwsapi.LeaderWorkerSetList
+	if err := c.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	out := make([]jobs.Job, len(list.Items))
+	for i := range list.Items {
+		out[i] = Set{LeaderWorkerSet: &list.Items[i]}
+	}
+	return out, nil
+}
+
+// WorkerWorkloads are the Workloads a worker keeps for the set: one per
+// group.
+func (setKind) WorkerWorkloads(obj client.Object) []string {
+	l, ok := obj.(*lwsapi.LeaderWorkerSet)
+	if !ok {
+		return nil
+	}
+	out := make([]string, Replicas(l))
+	for i := range out {
+		out[i] = GroupWorkloadName(l.Name, int32(i))
+	}
+	return out
+}
+
+// HubWorkload is the hub Workload whose copy's group Workload wl is: the
+// set's, named after the LeaderWorkerSet that owns wl; false for another
+// Workload.
+func (setKind) HubWorkload(wl *strata.Workload) (string, bool) {
+	for _, ref := range wl.OwnerReferences {
+		if ref.Kind == GVK.Kind && strings.HasPrefix(ref.APIVersion, GVK.Group+"/") {
+			return SetKind.WorkloadName(ref.Name), true
+		}
+	}
+	return "", false
+}
+
+// Aggregate is one Workload standing for a set's group Workloads on a
+// worker (nil where a group has none yet), as the hub judges a copy:
+// Invalid or Inadmissible when a group is; admitted once every group is,
+// with each group's pod set assignments under the hub's pod set names;
+// otherwise waiting as the first group not admitted waits. nil when no
+// group has a Workload yet.
+func (setKind) Aggregate(obj client.Object, wls []*strata.Workload) *strata.Workload {
+	l, ok := obj.(*lwsapi.LeaderWorkerSet)
+	if !ok {
+		return nil
+	}
+	var first *strata.Workload
+	for _, wl := range wls {
+		if wl != nil {
+			first = wl
+			break
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	out := &strata.Workload{ObjectMeta: *first.ObjectMeta.DeepCopy()}
+	out.Name = SetKind.WorkloadName(l.Name)
+	admission := &strata.Admission{}
+	var waiting *strata.Workload
+	for i, wl := range wls {
+		if wl == nil {
+			if waiting == nil {
+				waiting = &strata.Workload{}
+			}
+			continue
+		}
+		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid); c != nil && c.Status == metav1.ConditionTrue {
+			meta.SetStatusCondition(&out.Status.Conditions, groupCondition(*c, i))
+			return out
+		}
+		if wl.Status.Admission == nil {
+			if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Reason == "Inadmissible" {
+				meta.SetStatusCondition(&out.Status.Conditions, groupCondition(*c, i))
+				return out
+			}
+			if waiting == nil {
+				waiting = wl
+			}
+			continue
+		}
+		admission.ClusterQueue = wl.Status.Admission.ClusterQueue
+		for _, a := range wl.Status.Admission.PodSetAssignments {
+			a = *a.DeepCopy()
+			a.Name = groupPodSetName(a.Name, int32(i))
+			admission.PodSetAssignments = append(admission.PodSetAssignments, a)
+		}
+	}
+	if waiting != nil {
+		out.Status.Conditions = nil
+		for _, c := range waiting.Status.Conditions {
+			meta.SetStatusCondition(&out.Status.Conditions, c)
+		}
+		return out
+	}
+	out.Status.Admission = admission
+	meta.SetStatusCondition(&out.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue,
+		Reason: "Admitted", Message: fmt.Sprintf("all %d groups admitted", len(wls))})
+	return out
+}
+
+// groupCondition is a group Workload's condition, said of its group.
+func groupCondition(c metav1.Condition, group int) metav1.Condition {
+	c.Message = fmt.Sprintf("group %d: %s", group, c.Message)
+	return c
+}
+
+// groupPodSetName is the hub's name of a group's pod set.
+func groupPodSetName(name string, group int32) string {
+	return name + "-" + strconv.Itoa(int(group))
+}
+
+// GroupHint is the part of a copy's topology hint annotation (the hub's
+// placement of the whole set, by the hub's pod set names) that concerns
+// group index, by the group's pod set names: the hint of the group's
+// Workload. "" when the hint has nothing for the group.
+func GroupHint(hint string, group int32) (string, error) {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(hint), &all); err != nil {
+		return "", fmt.Errorf("annotation %s: %w", strata.TopologyHintAnnotation, err)
+	}
+	out := map[string]json.RawMessage{}
+	for _, name := range []string{Leader, Worker} {
+		if a, ok := all[groupPodSetName(name, group)]; ok {
+			out[name] = a
+		}
+	}
+	if len(out) == 0 {
+		return "", nil
+	}
+	data, err := json.Marshal(out)
+	return string(data), err
+}
+
+// Set is a whole LeaderWorkerSet as a jobs.Job, as the hub sees it.
+type Set struct {
+	*lwsapi.LeaderWorkerSet
+}
+
+// Object is the LeaderWorkerSet.
+func (s Set) Object() client.Object { return s.LeaderWorkerSet }
+
+// Kind is SetKind.
+func (Set) Kind() jobs.Kind { return SetKind }
+
+// PodSets are every group's pod sets, in group order, named after their
+// group, each group's podset-group-name suffixed with its index.
+func (s Set) PodSets() (out []strata.PodSet, errs field.ErrorList) {
+	replicas := Replicas(s.LeaderWorkerSet)
+	perGroup := int32(len(Group{LeaderWorkerSet: s.LeaderWorkerSet}.Templates()))
+	path := field.NewPath("spec", "replicas")
+	// An invalid set still gets the pod sets of the groups a Workload
+	// holds (at least one): its Workload must pass the API's schema to
+	// carry the Invalid condition that says what to fix.
+	var invalid field.ErrorList
+	switch {
+	case replicas == 0:
+		invalid = field.ErrorList{field.Invalid(path, replicas, "a LeaderWorkerSet of no groups has nothing to dispatch")}
+		replicas = 1
+	case replicas*perGroup > MaxPodSets:
+		invalid = field.ErrorList{field.Invalid(path, replicas, fmt.Sprintf(
+			"through the hub a LeaderWorkerSet has at most %d groups (a Workload holds %d pod sets, %d per group): submit it on a worker cluster, or split it",
+			MaxPodSets/perGroup, MaxPodSets, perGroup))}
+		replicas = MaxPodSets / perGroup
+	}
+	defer func() { errs = append(invalid, errs...) }()
+	for i := range replicas {
+		sets, gerrs := Group{LeaderWorkerSet: s.LeaderWorkerSet, Index: i}.PodSets()
+		if i == 0 {
+			errs = gerrs // the same templates: said once
+		}
+		for _, ps := range sets {
+			ps.Name = groupPodSetName(ps.Name, i)
+			if r := ps.TopologyRequest; r != nil && r.PodSetGroupName != nil {
+				r.PodSetGroupName = ptr.To(groupPodSetName(*r.PodSetGroupName, i))
+			}
+			out = append(out, ps)
+		}
+	}
+	return out, errs
+}
+
+// Templates are every group's templates, in the order of PodSets (the
+// set's templates, once per group).
+func (s Set) Templates() []*corev1.PodTemplateSpec {
+	var out []*corev1.PodTemplateSpec
+	perGroup := len(Group{LeaderWorkerSet: s.LeaderWorkerSet}.Templates())
+	groups := min(max(Replicas(s.LeaderWorkerSet), 1), int32(MaxPodSets/perGroup))
+	for range groups {
+		out = append(out, Group{LeaderWorkerSet: s.LeaderWorkerSet}.Templates()...)
+	}
+	return out
+}
+
+// Suspended is false: a LeaderWorkerSet cannot be suspended.
+func (Set) Suspended() bool { return false }
+
+// SetSuspended does nothing: a LeaderWorkerSet cannot be suspended.
+func (Set) SetSuspended(bool) {}
+
+// TemplatesMutable is false: a template change rolls the groups.
+func (Set) TemplatesMutable() bool { return false }
+
+// Finished is false: a LeaderWorkerSet serves until it is deleted.
+func (Set) Finished() (bool, string) { return false, "" }
+
+// ManagedBy is strata.ManagedByController when every pod template of the
+// set carries the topology scheduling gate (the hub chart's admission
+// policy puts it there on creation): LeaderWorkerSet v0.9 has no
+// spec.managedBy, and a LeaderWorkerSet controller on the hub would
+// create pods that nothing there ungates. "" otherwise.
+func (s Set) ManagedBy() string {
+	for _, t := range (Group{LeaderWorkerSet: s.LeaderWorkerSet}).Templates() {
+		gated := false
+		for _, g := range t.Spec.SchedulingGates {
+			gated = gated || workload.IsTopologyGate(g)
+		}
+		if !gated {
+			return ""
+		}
+	}
+	return strata.ManagedByController
+}
+
+// ForWorker is the LeaderWorkerSet as a group's ForWorker makes it (its
+// templates keep their gate: the worker's agent releases the pods), the
+// API's defaults set where a Go object leaves them empty, and
+// strata.dev/dispatch-workloads its number of groups.
+func (s Set) ForWorker() jobs.Job {
+	c := Group{LeaderWorkerSet: s.LeaderWorkerSet}.ForWorker().(Group).LeaderWorkerSet
+	if c.Spec.StartupPolicy == "" {
+		c.Spec.StartupPolicy = lwsapi.LeaderCreatedStartupPolicy
+	}
+	if c.Spec.RolloutStrategy.Type == "" {
+		c.Spec.RolloutStrategy.Type = lwsapi.RollingUpdateStrategyType
+	}
+	// The worker admits it group by group: its summary counts the dispatch
+	// once every group's Workload is admitted.
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[strata.DispatchWorkloadsAnnotation] = strconv.Itoa(int(Replicas(c)))
+	return Set{LeaderWorkerSet: c}
+}
+
+// MirrorStatus copies from's status.
+func (s Set) MirrorStatus(from jobs.Job) bool {
+	src, ok := from.(Set)
+	return ok && Group{LeaderWorkerSet: s.LeaderWorkerSet}.MirrorStatus(Group{LeaderWorkerSet: src.LeaderWorkerSet})
+}
+
+// ClearRun zeroes the ready replicas.
+func (s Set) ClearRun() bool { return Group{LeaderWorkerSet: s.LeaderWorkerSet}.ClearRun() }

@@ -80,7 +80,10 @@ func kepLWS(name, namespace, queue string, replicas int32) *lwsapi.LeaderWorkerS
 	leader := tmpl()
 	return &lwsapi.LeaderWorkerSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{strata.QueueNameLabel: queue}},
+		// A Go client sends the enums even when empty, which the schema
+		// refuses where no webhook defaults them (the hub): set.
 		Spec: lwsapi.LeaderWorkerSetSpec{Replicas: ptr.To(replicas), StartupPolicy: lwsapi.LeaderCreatedStartupPolicy,
+			RolloutStrategy:      lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
 			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{LeaderTemplate: &leader, WorkerTemplate: tmpl(), Size: ptr.To[int32](3)}},
 	}
 }

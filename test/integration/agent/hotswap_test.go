@@ -324,11 +324,14 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 
 			By("a node joins the rack; the next retry, a backoff step later, takes it")
 			createPoolNode(ctx, "retry", "t2", "b1", "r1", "4")
+			// 2s of the node clock every 250ms of real time: the 5m recovery
+			// timeout stays beyond the 30s this waits, however slowly the
+			// agent sees the new node on a loaded machine.
 			Eventually(func(g Gomega) {
 				nodeClock.Step(2 * time.Second)
 				g.Expect(assignedHosts(g, ctx, job)).To(Equal([]string{"t2"}))
 				g.Expect(meta.IsStatusConditionTrue(workloadOf(g, ctx, job).Status.Conditions, nodefailure.ConditionNodeReplacement)).To(BeTrue())
-			}, timeout).Should(Succeed())
+			}, timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 		})
 
 		It("evicts and requeues the workload when the recovery timeout passes", func(ctx SpecContext) {

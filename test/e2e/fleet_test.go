@@ -699,7 +699,7 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "admitted the first time")
 		By("the LeaderWorkerSet controller runs it on w1, each group on one host, and the hub's set shows both groups ready")
 		Eventually(func(g Gomega) {
-			groupsOnOneHostEach(g, ctx, kube, l, true)
+			groupsOnOneHostEach(g, ctx, kube, l)
 			var got lwsapi.LeaderWorkerSet
 			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
 			g.Expect(got.Status.ReadyReplicas).To(Equal(int32(2)), "hub status: %+v", got.Status)

@@ -89,9 +89,9 @@ func kepLWS(name, namespace, queue string, replicas int32) *lwsapi.LeaderWorkerS
 }
 
 // groupsOnOneHostEach checks that set l of KEP-2724's example (groups of
-// 3) runs on cluster k with each group's pods on a host of its own; with
-// labelled, each pod carries its group's Workload label.
-func groupsOnOneHostEach(g Gomega, ctx context.Context, k client.Client, l *lwsapi.LeaderWorkerSet, labelled bool) {
+// 3) runs on cluster k with each group's pods on a host of its own, each
+// pod with its group's Workload label.
+func groupsOnOneHostEach(g Gomega, ctx context.Context, k client.Client, l *lwsapi.LeaderWorkerSet) {
 	var pods corev1.PodList
 	g.Expect(k.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(3 * int(lwsjobs.Replicas(l))))
@@ -104,11 +104,9 @@ func groupsOnOneHostEach(g Gomega, ctx context.Context, k client.Client, l *lwsa
 			nodes[group] = map[string]bool{}
 		}
 		nodes[group][p.Spec.NodeName] = true
-		if labelled {
-			index, err := strconv.Atoi(group)
-			g.Expect(err).NotTo(HaveOccurred(), "pod %s: group index %q", p.Name, group)
-			g.Expect(p.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, lwsjobs.GroupWorkloadName(l.Name, int32(index))))
-		}
+		index, err := strconv.Atoi(group)
+		g.Expect(err).NotTo(HaveOccurred(), "pod %s: group index %q", p.Name, group)
+		g.Expect(p.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, lwsjobs.GroupWorkloadName(l.Name, int32(index))))
 	}
 	g.Expect(nodes).To(HaveLen(2))
 	g.Expect(nodes["0"]).To(HaveLen(1), "group 0 ran on %v", nodes["0"])
@@ -146,10 +144,62 @@ var _ = Describe("LeaderWorkerSets on a kwok worker", Ordered, Label("e2e", "lws
 		l := kepLWS("tas-example-lws", "default", "lws", 2)
 		Expect(kube.Create(ctx, l)).To(Succeed())
 		Eventually(func(g Gomega) {
-			groupsOnOneHostEach(g, ctx, kube, l, true)
+			groupsOnOneHostEach(g, ctx, kube, l)
 			var got lwsapi.LeaderWorkerSet
 			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
 			g.Expect(got.Status.ReadyReplicas).To(Equal(int32(2)), "status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+		Expect(kube.Delete(ctx, l)).To(Succeed())
+	})
+
+	It("rolls a set to a new template group by group, each group a new Workload placed on one host", func(ctx SpecContext) {
+		l := kepLWS("rolled", "default", "lws", 2)
+		Expect(kube.Create(ctx, l)).To(Succeed())
+		var before string
+		Eventually(func(g Gomega) {
+			groupsOnOneHostEach(g, ctx, kube, l)
+			var pods corev1.PodList
+			g.Expect(kube.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+			before = pods.Items[0].Labels[lwsjobs.RevisionLabel]
+			g.Expect(before).NotTo(BeEmpty())
+		}, wait, time.Second).Should(Succeed())
+		uids := map[int32]string{}
+		for group := range int32(2) {
+			var wl strata.Workload
+			Expect(kube.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: lwsjobs.GroupWorkloadName(l.Name, group)}, &wl)).To(Succeed())
+			Expect(wl.Annotations).To(HaveKeyWithValue(lwsjobs.RevisionAnnotation, before))
+			uids[group] = string(wl.UID)
+		}
+
+		By("a new image in both templates: the controller rolls the groups; each comes back as a new Workload of the new revision")
+		Eventually(func(g Gomega) {
+			var got lwsapi.LeaderWorkerSet
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+			got.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0].Image = "registry.k8s.io/e2e-test-images/agnhost:2.54"
+			got.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0].Image = "registry.k8s.io/e2e-test-images/agnhost:2.54"
+			g.Expect(kube.Update(ctx, &got)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var got lwsapi.LeaderWorkerSet
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+			g.Expect(got.Status.UpdatedReplicas).To(Equal(int32(2)), "status: %+v", got.Status)
+			g.Expect(got.Status.ReadyReplicas).To(Equal(int32(2)), "status: %+v", got.Status)
+			groupsOnOneHostEach(g, ctx, kube, l)
+			var pods corev1.PodList
+			g.Expect(kube.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+			after := pods.Items[0].Labels[lwsjobs.RevisionLabel]
+			g.Expect(after).NotTo(Equal(before))
+			for _, p := range pods.Items {
+				g.Expect(p.Labels).To(HaveKeyWithValue(lwsjobs.RevisionLabel, after), "pod %s", p.Name)
+				g.Expect(p.Spec.Containers[0].Image).To(HaveSuffix(":2.54"))
+			}
+			for group := range int32(2) {
+				var wl strata.Workload
+				g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: lwsjobs.GroupWorkloadName(l.Name, group)}, &wl)).To(Succeed())
+				g.Expect(string(wl.UID)).NotTo(Equal(uids[group]), "group %d rolled: a new Workload", group)
+				g.Expect(wl.Annotations).To(HaveKeyWithValue(lwsjobs.RevisionAnnotation, after))
+				g.Expect(wl.Status.Admission).NotTo(BeNil())
+			}
 		}, wait, time.Second).Should(Succeed())
 		Expect(kube.Delete(ctx, l)).To(Succeed())
 	})

@@ -9,7 +9,10 @@
 // its templates when it is created, so that none of its pods runs before
 // its group is admitted and placed; a group that loses its admission
 // (evicted) has its running pods deleted, and the set's controller makes
-// them again, gated.
+// them again, gated. A rolling update replaces a group whole, leader
+// first: a leader of a new template revision makes the group a new
+// Workload, admitted again, while the old template's pods count as plain
+// pods until they are gone (labelPods, roll).
 package lws
 
 import (
@@ -65,7 +68,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return o.GetLabels()[strata.QueueNameLabel] != ""
 		}))).
 		// A pod the set's controller creates is labelled here: only gated
-		// pods of a set matter, and only until they carry their Workload.
+		// pods of a set matter, and only until they carry their Workload;
+		// and leaders, whose revision says when a group was rolled and
+		// whose coming and going says which surge groups exist.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			name := o.GetLabels()[lwsjobs.NameLabel]
 			if name == "" {
@@ -74,7 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			p, ok := o.(*corev1.Pod)
-			return ok && workload.TopologyGated(p) && o.GetLabels()[strata.WorkloadLabel] == ""
+			return ok && (workload.TopologyGated(p) && o.GetLabels()[strata.WorkloadLabel] == "" || lwsjobs.IsLeader(p))
 		})))
 	return r.intake.Watch(mgr, b).Complete(r)
 }
@@ -100,7 +105,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	if l.Labels[strata.QueueNameLabel] == "" || !l.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	replicas := lwsjobs.Replicas(&l)
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name}); err != nil {
+		return err
+	}
+	replicas := groups(&l, pods.Items)
 	for g := range replicas {
 		if _, err := r.intake.Sync(ctx, lwsjobs.Group{LeaderWorkerSet: &l, Index: g}); err != nil {
 			if apierrors.IsInvalid(err) {
@@ -116,14 +125,28 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	if err := r.dropWorkloads(ctx, req.NamespacedName, &l, replicas); err != nil {
 		return err
 	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name}); err != nil {
-		return err
-	}
 	if err := r.labelPods(ctx, &l, replicas, pods.Items); err != nil {
 		return err
 	}
 	return r.stopUnadmitted(ctx, &l, pods.Items)
+}
+
+// groups is the number of groups the set has Workloads for: its replicas,
+// and while a rolling update surges (maxSurge), the surge groups past them
+// whose leader the set's controller made and has not deleted yet.
+func groups(l *lwsapi.LeaderWorkerSet, pods []corev1.Pod) int32 {
+	n, surge := lwsjobs.Replicas(l), lwsjobs.MaxSurge(l)
+	limit := n + surge
+	for i := range pods {
+		p := &pods[i]
+		if !lwsjobs.IsLeader(p) || !p.DeletionTimestamp.IsZero() || !controlledBySetsChild(p) {
+			continue
+		}
+		if g, _, ok := lwsjobs.PodOf(l, p); ok && g < limit {
+			n = max(n, g+1)
+		}
+	}
+	return n
 }
 
 // stopUnadmitted deletes the released pods of a group that run without
@@ -151,6 +174,9 @@ func (r *Reconciler) stopUnadmitted(ctx context.Context, l *lwsapi.LeaderWorkerS
 				continue
 			}
 			return err
+		}
+		if rev, ok := wl.Annotations[lwsjobs.RevisionAnnotation]; ok && p.Labels[lwsjobs.RevisionLabel] != rev {
+			continue // a rolled group's old pod, its label not yet gone from the cache
 		}
 		if runsAsAdmitted(&wl, p) {
 			continue
@@ -248,15 +274,45 @@ func (r *Reconciler) dropWorkloads(ctx context.Context, set types.NamespacedName
 // earlier set of the same name): the ungater finds a Workload's pods by
 // them. Pods the set's controller has not labelled with their group and
 // index yet, and pods of groups past replicas, are left alone.
+//
+// A group's template revision is its leader's: the set's controller makes
+// a group's workers from its leader's revision, and a leader of a new
+// revision only once the old leader is gone (a rolling update replaces a
+// group whole). A group's Workload records the revision of its pods when
+// it labels the first of them; a leader of another revision means the
+// group was rolled, and roll makes its Workload again. Pods of a revision
+// other than their leader's wait.
 func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, replicas int32, pods []corev1.Pod) error {
-	var errs []error
+	leaders := map[int32]*corev1.Pod{}
 	for i := range pods {
 		p := &pods[i]
-		if !workload.TopologyGated(p) || p.Labels[strata.WorkloadLabel] != "" || !controlledBySetsChild(p) {
+		if !p.DeletionTimestamp.IsZero() || !controlledBySetsChild(p) || !lwsjobs.IsLeader(p) {
+			continue
+		}
+		if group, _, ok := lwsjobs.PodOf(l, p); ok && group < replicas {
+			leaders[group] = p
+		}
+	}
+	var errs []error
+	revisions := map[int32]string{}
+	for group, leader := range leaders {
+		rev, ok, err := r.groupRevision(ctx, l, group, leader.Labels[lwsjobs.RevisionLabel], pods)
+		if err != nil {
+			errs = append(errs, err)
+		} else if ok {
+			revisions[group] = rev
+		}
+	}
+	for i := range pods {
+		p := &pods[i]
+		if !workload.TopologyGated(p) || p.Labels[strata.WorkloadLabel] != "" || !controlledBySetsChild(p) || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
 		group, podSet, ok := lwsjobs.PodOf(l, p)
 		if !ok || group >= replicas {
+			continue
+		}
+		if rev, ok := revisions[group]; !ok || p.Labels[lwsjobs.RevisionLabel] != rev {
 			continue
 		}
 		patch := client.MergeFrom(p.DeepCopy())
@@ -271,6 +327,61 @@ func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, r
 		return fmt.Errorf("%v", errs)
 	}
 	return nil
+}
+
+// groupRevision returns the template revision whose pods the group's
+// Workload holds, given its leader's revision, and whether the group's
+// pods may be labelled now: a Workload that recorded no revision yet
+// takes the leader's; one of another revision is rolled, and its pods wait
+// for the new Workload.
+func (r *Reconciler) groupRevision(ctx context.Context, l *lwsapi.LeaderWorkerSet, group int32, leader string, pods []corev1.Pod) (string, bool, error) {
+	var wl strata.Workload
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: lwsjobs.GroupWorkloadName(l.Name, group)}, &wl); err != nil {
+		return "", false, client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(&wl, l) {
+		return "", false, nil // an earlier set's: intake replaces it
+	}
+	have, recorded := wl.Annotations[lwsjobs.RevisionAnnotation]
+	switch {
+	case !recorded:
+		patch := client.MergeFrom(wl.DeepCopy())
+		metav1.SetMetaDataAnnotation(&wl.ObjectMeta, lwsjobs.RevisionAnnotation, leader)
+		if err := r.client.Patch(ctx, &wl, patch); err != nil {
+			return "", false, client.IgnoreNotFound(err)
+		}
+		return leader, true, nil
+	case have == leader:
+		return leader, true, nil
+	default:
+		return "", false, r.roll(ctx, l, group, &wl, leader, pods)
+	}
+}
+
+// roll replaces the Workload of a group the set's controller moved to the
+// template revision rev: the new template is a new workload, admitted
+// (and placed) again, since its requests may differ. The old revision's
+// pods lose their Workload label first, so that they count as the pods
+// they are — the capacity they hold stays taken until they are gone —
+// and not through the new Workload's admission; then the old Workload
+// goes, and the next reconcile makes the new one from the set.
+func (r *Reconciler) roll(ctx context.Context, l *lwsapi.LeaderWorkerSet, group int32, wl *strata.Workload, rev string, pods []corev1.Pod) error {
+	for i := range pods {
+		p := &pods[i]
+		if p.Labels[strata.WorkloadLabel] != wl.Name || p.Labels[strata.OwnerUIDLabel] != string(l.UID) || p.Labels[lwsjobs.RevisionLabel] == rev {
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		delete(p.Labels, strata.WorkloadLabel)
+		delete(p.Labels, strata.PodSetLabel)
+		if err := r.client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("unlabelling pod %s of the group's old template: %w", p.Name, err)
+		}
+	}
+	r.recorder.Eventf(l, wl, corev1.EventTypeNormal, "GroupRolled", "Update",
+		"Group %d moved to template revision %s: Workload %s is made again for the new template and waits for admission; the old pods keep their capacity until they are gone", group, rev, wl.Name)
+	ctrl.LoggerFrom(ctx).V(2).Info("Replacing the Workload of a group rolled to a new template", "workload", wl.Name, "revision", rev)
+	return client.IgnoreNotFound(r.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}))
 }
 
 // controlledBySetsChild says whether a pod is a StatefulSet's, as the

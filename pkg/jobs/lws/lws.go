@@ -17,6 +17,10 @@
 // worker pod set gets podIndexOffset 1 when there is a leader template and
 // no podset-group-name, which leaves offsets to the group
 // (workload.RankedPodSet), and no offset without a leader template.
+//
+// A rolling update replaces groups whole; a group's Workload records the
+// template revision of its pods (RevisionAnnotation), and a group rolled to
+// another revision gets a new Workload (the agent's lws controller).
 package lws
 
 import (
@@ -27,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +54,18 @@ const (
 	GroupIndexLabel  = lwsapi.GroupIndexLabelKey
 	WorkerIndexLabel = lwsapi.WorkerIndexLabelKey
 )
+
+// RevisionLabel is the LeaderWorkerSet controller's label of the template
+// revision a pod was made from; a group's pods (leader and workers) share
+// their leader's.
+const RevisionLabel = lwsapi.RevisionKey
+
+// RevisionAnnotation on a group's Workload records the template revision
+// of the pods it holds. A group's leader made from another revision means
+// the set's controller rolled that group to a new template: the group is
+// then a new Workload, and the old one's pods count on their own until
+// they are gone.
+const RevisionAnnotation = "strata.dev/lws-template-revision"
 
 // WorkloadPrefix starts the names of LeaderWorkerSet groups' Workloads.
 const WorkloadPrefix = "lws-"
@@ -99,6 +116,23 @@ func (k GroupKind) List(ctx context.Context, c client.Reader, opts ...client.Lis
 
 // Replicas is the number of groups a LeaderWorkerSet asks for.
 func Replicas(l *lwsapi.LeaderWorkerSet) int32 { return max(ptr.Deref(l.Spec.Replicas, 1), 0) }
+
+// MaxSurge is the number of groups past Replicas a rolling update may add
+// for a while (rolloutStrategy.rollingUpdateConfiguration.maxSurge, a
+// percentage of the replicas rounded up, at most the replicas); 0 when it
+// is unset or malformed.
+func MaxSurge(l *lwsapi.LeaderWorkerSet) int32 {
+	c := l.Spec.RolloutStrategy.RollingUpdateConfiguration
+	if c == nil {
+		return 0
+	}
+	replicas := Replicas(l)
+	surge, err := intstr.GetScaledValueFromIntOrPercent(&c.MaxSurge, int(replicas), true)
+	if err != nil || surge < 0 {
+		return 0
+	}
+	return min(int32(surge), replicas)
+}
 
 // Size is the number of pods of each group, the leader included.
 func Size(l *lwsapi.LeaderWorkerSet) int32 {
@@ -228,6 +262,10 @@ func (g Group) ClearRun() bool {
 	g.Status.ReadyReplicas = 0
 	return true
 }
+
+// IsLeader says whether a pod of a LeaderWorkerSet is its group's leader
+// (worker index 0), with or without a leader template.
+func IsLeader(p *corev1.Pod) bool { return p.Labels[WorkerIndexLabel] == "0" }
 
 // PodOf says which group and pod set a pod of a LeaderWorkerSet belongs
 // to, from the labels its controller gives it; false when they are

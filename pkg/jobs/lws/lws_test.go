@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -222,5 +223,40 @@ func TestPodOf(t *testing.T) {
 				t.Errorf("PodOf = %d, %q, %t; want %d, %q, %t", g, ps, ok, tc.group, tc.podSet, tc.matches)
 			}
 		})
+	}
+}
+
+func TestMaxSurge(t *testing.T) {
+	cases := map[string]struct {
+		replicas int32
+		surge    *intstr.IntOrString
+		want     int32
+	}{
+		"no rolling update configuration": {replicas: 4, want: 0},
+		"a number":                        {replicas: 4, surge: ptr.To(intstr.FromInt32(1)), want: 1},
+		"a percentage, rounded up":        {replicas: 4, surge: ptr.To(intstr.FromString("30%")), want: 2},
+		"at most the replicas":            {replicas: 2, surge: ptr.To(intstr.FromInt32(5)), want: 2},
+		"malformed":                       {replicas: 4, surge: ptr.To(intstr.FromString("many")), want: 0},
+		"negative":                        {replicas: 4, surge: ptr.To(intstr.FromInt32(-1)), want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := leaderWorkerSet(tc.replicas, 2, false, nil, nil)
+			if tc.surge != nil {
+				l.Spec.RolloutStrategy.RollingUpdateConfiguration = &lwsapi.RollingUpdateConfiguration{MaxSurge: *tc.surge}
+			}
+			if diff := cmp.Diff(tc.want, MaxSurge(l)); diff != "" {
+				t.Errorf("MaxSurge (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestIsLeader(t *testing.T) {
+	for index, want := range map[string]bool{"0": true, "1": false, "": false} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{WorkerIndexLabel: index}}}
+		if got := IsLeader(p); got != want {
+			t.Errorf("IsLeader(worker index %q) = %v, want %v", index, got, want)
+		}
 	}
 }

@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -24,8 +27,8 @@ import (
 )
 
 // hostLWS is KEP-2724's "Co-locate Leader with Workers" example: replicas
-// groups of a leader and size−1 workers of 1 CPU, each group on one host.
-func hostLWS(ns, queue, name string, replicas, size int32) *lwsapi.LeaderWorkerSet {
+// groups of a leader and two workers of 1 CPU, each group on one host.
+func hostLWS(ns, queue, name string, replicas int32) *lwsapi.LeaderWorkerSet {
 	ann := map[string]string{strata.PodSetRequiredTopologyAnnotation: host, strata.PodSetGroupNameAnnotation: "lws-group"}
 	tmpl := func() corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann, Labels: map[string]string{"app": name}},
@@ -39,7 +42,7 @@ func hostLWS(ns, queue, name string, replicas, size int32) *lwsapi.LeaderWorkerS
 			Replicas:             ptr.To(replicas),
 			StartupPolicy:        lwsapi.LeaderCreatedStartupPolicy,
 			RolloutStrategy:      lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
-			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{LeaderTemplate: &leader, WorkerTemplate: tmpl(), Size: ptr.To(size)},
+			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{LeaderTemplate: &leader, WorkerTemplate: tmpl(), Size: ptr.To[int32](3)},
 		},
 	}
 }
@@ -48,6 +51,14 @@ func hostLWS(ns, queue, name string, replicas, size int32) *lwsapi.LeaderWorkerS
 // does — the leader from its StatefulSet, the workers from the group's —
 // from the created set's templates (gates included), in a random order.
 func lwsPods(ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32) {
+	GinkgoHelper()
+	lwsPodsAt(ctx, l, group, "", "")
+}
+
+// lwsPodsAt is lwsPods with the template revision label the set's
+// controller gives its pods (none when revision is empty), and suffix
+// after each pod's name.
+func lwsPodsAt(ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32, revision, suffix string) []*corev1.Pod {
 	GinkgoHelper()
 	var got lwsapi.LeaderWorkerSet
 	Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
@@ -64,8 +75,11 @@ func lwsPods(ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32) {
 		for k, v := range tmpl.Labels {
 			labels[k] = v
 		}
+		if revision != "" {
+			labels[lwsjobs.RevisionLabel] = revision
+		}
 		pods = append(pods, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.Namespace, Labels: labels, Annotations: tmpl.Annotations,
+			ObjectMeta: metav1.ObjectMeta{Name: name + suffix, Namespace: l.Namespace, Labels: labels, Annotations: tmpl.Annotations,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts, UID: types.UID("sts-" + sts), Controller: ptr.To(true)}}},
 			Spec: tmpl.Spec,
 		})
@@ -74,6 +88,7 @@ func lwsPods(ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32) {
 	for _, p := range pods {
 		Expect(worker.Client.Create(ctx, p)).To(Succeed())
 	}
+	return pods
 }
 
 // setCPUQuota sets the CPU quota of a ClusterQueue's first flavor.
@@ -122,7 +137,7 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 	})
 
 	It("runs KEP-2724's example: each group of a leader and two workers gated until admitted, then on one host, leader first in rank", func(ctx SpecContext) {
-		l := hostLWS(ns, "lws-q", "tas-example-lws", 2, 3)
+		l := hostLWS(ns, "lws-q", "tas-example-lws", 2)
 		Expect(worker.Client.Create(ctx, l)).To(Succeed())
 		gate := corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}
 		Expect(l.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.SchedulingGates).To(ConsistOf(gate), "the chart's admission policy gates the templates")
@@ -193,7 +208,7 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 	})
 
 	It("adds a group's Workload on scale-up and removes it, releasing its host, on scale-down", func(ctx SpecContext) {
-		l := hostLWS(ns, "lws-q", "scaled", 1, 3)
+		l := hostLWS(ns, "lws-q", "scaled", 1)
 		Expect(worker.Client.Create(ctx, l)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(groupWorkload(g, ctx, l, 0).Status.Admission).NotTo(BeNil())
@@ -232,7 +247,7 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 			}
 			g.Expect(names).To(ConsistOf(lwsjobs.GroupWorkloadName(l.Name, 0)))
 		}, timeout).Should(Succeed())
-		next := hostLWS(ns, "lws-q", "next", 1, 3)
+		next := hostLWS(ns, "lws-q", "next", 1)
 		Expect(worker.Client.Create(ctx, next)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(groupWorkload(g, ctx, next, 0).Status.Admission).NotTo(BeNil())
@@ -248,6 +263,139 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 				owner := metav1.GetControllerOf(&wl)
 				g.Expect(owner == nil || owner.Kind != "LeaderWorkerSet" || owner.Name == "tas-example-lws").To(BeTrue(), "workload %s", wl.Name)
 			}
+		}, timeout).Should(Succeed())
+	})
+})
+
+var _ = Describe("LeaderWorkerSet rolling update", Ordered, Label("agent", "lws"), func() {
+	var ns string
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("lwsroll-topology", block, rack, host).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeResourceFlavor("tas-lwsroll").NodeLabel("pool", "lwsroll").TopologyName("lwsroll-topology").Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("lwsroll-q").Flavor("tas-lwsroll", "cpu", "64").Obj())).To(Succeed())
+		// One host of 3 CPUs: one group of three at a time.
+		createPoolNode(ctx, "lwsroll", "lwsroll-h1", "b1", "r1", "3")
+		ns = createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "lwsroll-q")
+	})
+
+	It("makes a rolled group a new Workload, admitted once the old template's pods are gone", func(ctx SpecContext) {
+		l := hostLWS(ns, "lwsroll-q", "rolled", 1)
+		Expect(worker.Client.Create(ctx, l)).To(Succeed())
+		var first types.UID
+		Eventually(func(g Gomega) {
+			wl := groupWorkload(g, ctx, l, 0)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			first = wl.UID
+		}, timeout).Should(Succeed())
+
+		By("the pods of revision r1, released onto the host and running there")
+		old := lwsPodsAt(ctx, l, 0, "r1", "")
+		Eventually(func(g Gomega) {
+			g.Expect(groupWorkload(g, ctx, l, 0).Annotations).To(HaveKeyWithValue(lwsjobs.RevisionAnnotation, "r1"))
+			for _, p := range old {
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+				g.Expect(p.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, lwsjobs.GroupWorkloadName(l.Name, 0)))
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty())
+			}
+		}, timeout).Should(Succeed())
+		for _, p := range old {
+			Expect(worker.Client.SubResource("binding").Create(ctx, p, &corev1.Binding{Target: corev1.ObjectReference{Kind: "Node", Name: "lwsroll-h1"}})).To(Succeed())
+			Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+			p.Status.Phase = corev1.PodRunning
+			Expect(worker.Client.Status().Update(ctx, p)).To(Succeed())
+		}
+
+		By("a new template, applied without the gate: the chart's policy keeps it")
+		Eventually(func(g Gomega) {
+			var got lwsapi.LeaderWorkerSet
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &got)).To(Succeed())
+			for _, t := range []*corev1.PodTemplateSpec{got.Spec.LeaderWorkerTemplate.LeaderTemplate, &got.Spec.LeaderWorkerTemplate.WorkerTemplate} {
+				t.Spec.Containers[0].Image = "registry.k8s.io/e2e-test-images/agnhost:2.54"
+				t.Spec.SchedulingGates = nil
+			}
+			g.Expect(worker.Client.Update(ctx, &got)).To(Succeed())
+			gate := corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}
+			g.Expect(got.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.SchedulingGates).To(ConsistOf(gate))
+			g.Expect(got.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.SchedulingGates).To(ConsistOf(gate))
+		}, timeout).Should(Succeed())
+		Consistently(func(g Gomega) {
+			wl := groupWorkload(g, ctx, l, 0)
+			g.Expect(wl.UID).To(Equal(first), "a group the set's controller has not rolled keeps its Workload")
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("the set's controller rolls the group: the old pods terminate (the kubelet is slow), the new revision's are made")
+		for _, p := range old {
+			Expect(worker.Client.Delete(ctx, p)).To(Succeed())
+		}
+		rolled := lwsPodsAt(ctx, l, 0, "r2", "-r2")
+		Eventually(func(g Gomega) {
+			wl := groupWorkload(g, ctx, l, 0)
+			g.Expect(wl.UID).NotTo(Equal(first))
+			g.Expect(wl.Annotations).To(HaveKeyWithValue(lwsjobs.RevisionAnnotation, "r2"))
+			g.Expect(wl.Spec.PodSets[0].Template.Spec.Containers[0].Image).To(HaveSuffix(":2.54"))
+			for _, p := range old {
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+				g.Expect(p.DeletionTimestamp).NotTo(BeNil())
+				g.Expect(p.Labels).NotTo(HaveKey(strata.WorkloadLabel), "an old pod counts on its own, not through the new admission")
+			}
+			var evs eventsv1.EventList
+			g.Expect(worker.Client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+			g.Expect(evs.Items).To(ContainElement(And(HaveField("Regarding.Name", l.Name), HaveField("Reason", "GroupRolled"))))
+		}, timeout).Should(Succeed())
+		Consistently(func(g Gomega) {
+			wl := groupWorkload(g, ctx, l, 0)
+			g.Expect(wl.Status.Admission).To(BeNil(), "the old pods still hold the host")
+			for _, p := range rolled {
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+				g.Expect(p.Spec.SchedulingGates).NotTo(BeEmpty())
+			}
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("the old pods gone, the new group is admitted on the host and its pods released")
+		for _, p := range old {
+			Expect(worker.Client.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(groupWorkload(g, ctx, l, 0).Status.Admission).NotTo(BeNil())
+			for _, p := range rolled {
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+				g.Expect(p.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, lwsjobs.GroupWorkloadName(l.Name, 0)))
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty())
+				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(host, "lwsroll-h1"))
+			}
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, l)).To(Succeed())
+	})
+
+	It("gives a surge group a Workload while the rollout keeps its leader, and removes it with the leader", func(ctx SpecContext) {
+		l := hostLWS(ns, "lwsroll-q", "surged", 1)
+		l.Spec.RolloutStrategy.RollingUpdateConfiguration = &lwsapi.RollingUpdateConfiguration{MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(1)}
+		Expect(worker.Client.Create(ctx, l)).To(Succeed())
+		Eventually(func(g Gomega) { groupWorkload(g, ctx, l, 0) }, timeout).Should(Succeed())
+
+		By("the set's controller surges a group 1 during a rollout: it gets a Workload and its pods its label")
+		surge := lwsPodsAt(ctx, l, 1, "r2", "")
+		Eventually(func(g Gomega) {
+			wl := groupWorkload(g, ctx, l, 1)
+			g.Expect(metav1.IsControlledBy(wl, l)).To(BeTrue())
+			for _, p := range surge {
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+				g.Expect(p.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, lwsjobs.GroupWorkloadName(l.Name, 1)))
+			}
+		}, timeout).Should(Succeed())
+
+		By("the rollout done, the controller deletes the surge group: its Workload goes")
+		for _, p := range surge {
+			Expect(worker.Client.Delete(ctx, p)).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			err := worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: lwsjobs.GroupWorkloadName(l.Name, 1)}, &wl)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "group 1's Workload: %v", err)
+			groupWorkload(g, ctx, l, 0)
 		}, timeout).Should(Succeed())
 	})
 })

@@ -14,7 +14,7 @@ type WorkloadSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=32
 	PodSets []PodSet `json:"podSets"`
 
 	// queueName is the LocalQueue, in the workload's namespace, that the
@@ -228,7 +228,7 @@ type Admission struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=32
 	PodSetAssignments []PodSetAssignment `json:"podSetAssignments"`
 }
 

@@ -12,7 +12,10 @@ import (
 
 // Bounds of the Workload CRD schema (api/v1beta1/workload_types.go).
 const (
-	maxPodSets         = 8
+	// MaxPodSets is the most pod sets a Workload holds: 8 in Kueue; 32
+	// here, so that the hub's Workload of a whole LeaderWorkerSet (two
+	// pod sets per group) holds 16 groups.
+	MaxPodSets         = 32
 	maxNameLength      = 253 // queueName, priorityClassName
 	maxLevelLength     = 316 // a node label key: the levels and the index labels
 	maxGroupNameLength = 63
@@ -31,8 +34,8 @@ func ValidateSpec(spec *strata.WorkloadSpec, path *field.Path) field.ErrorList {
 	switch n := len(spec.PodSets); {
 	case n == 0:
 		errs = append(errs, field.Required(psPath, "a Workload needs at least one pod set"))
-	case n > maxPodSets:
-		errs = append(errs, field.TooMany(psPath, n, maxPodSets))
+	case n > MaxPodSets:
+		errs = append(errs, field.TooMany(psPath, n, MaxPodSets))
 	}
 	names := sets.New[string]()
 	for i := range spec.PodSets {

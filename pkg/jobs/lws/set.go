@@ -36,7 +36,7 @@ import (
 const SetWorkloadPrefix = "lwsset-"
 
 // MaxPodSets is the most pod sets a Workload holds (the API's bound).
-const MaxPodSets = 8
+const MaxPodSets = workload.MaxPodSets
 
 // setKind is the jobs.Kind of whole LeaderWorkerSets.
 type setKind struct{}

@@ -22,12 +22,6 @@ import (
 func TestSetPodSets(t *testing.T) {
 	grouped := map[string]string{strata.PodSetRequiredTopologyAnnotation: host, strata.PodSetGroupNameAnnotation: "lws-group"}
 	onHost := map[string]string{strata.PodSetRequiredTopologyAnnotation: host}
-	type podSet struct {
-		Name   string
-		Count  int32
-		Group  string
-		Offset int32
-	}
 	cases := map[string]struct {
 		lws  *lwsapi.LeaderWorkerSet
 		want []podSet
@@ -47,15 +41,13 @@ func TestSetPodSets(t *testing.T) {
 			want: []podSet{{"worker-0", 2, "", 0}, {"worker-1", 2, "", 0}, {"worker-2", 2, "", 0}},
 		},
 		"as many groups as a Workload holds": {
-			lws: leaderWorkerSet(4, 2, false, nil, nil),
-			want: []podSet{{"leader-0", 1, "", 0}, {"worker-0", 1, "", 0}, {"leader-1", 1, "", 0}, {"worker-1", 1, "", 0},
-				{"leader-2", 1, "", 0}, {"worker-2", 1, "", 0}, {"leader-3", 1, "", 0}, {"worker-3", 1, "", 0}},
+			lws:  leaderWorkerSet(16, 2, false, nil, nil),
+			want: groupPodSets(16),
 		},
 		"more groups than a Workload holds: invalid, with those it holds": {
-			lws: leaderWorkerSet(5, 2, false, nil, nil),
-			want: []podSet{{"leader-0", 1, "", 0}, {"worker-0", 1, "", 0}, {"leader-1", 1, "", 0}, {"worker-1", 1, "", 0},
-				{"leader-2", 1, "", 0}, {"worker-2", 1, "", 0}, {"leader-3", 1, "", 0}, {"worker-3", 1, "", 0}},
-			errs: []string{"spec.replicas: Invalid value: 5: through the hub a LeaderWorkerSet has at most 4 groups"},
+			lws:  leaderWorkerSet(17, 2, false, nil, nil),
+			want: groupPodSets(16),
+			errs: []string{"spec.replicas: Invalid value: 17: through the hub a LeaderWorkerSet has at most 16 groups"},
 		},
 		"no groups: invalid, with one group's pod sets": {
 			lws:  leaderWorkerSet(0, 2, false, nil, nil),
@@ -246,4 +238,22 @@ func TestSetManagedByAndForWorker(t *testing.T) {
 	if !(Set{LeaderWorkerSet: l}).ClearRun() || l.Status.ReadyReplicas != 0 {
 		t.Error("ClearRun did not clear the ready replicas")
 	}
+}
+
+// podSet is what TestSetPodSets compares of a pod set.
+type podSet struct {
+	Name   string
+	Count  int32
+	Group  string
+	Offset int32
+}
+
+// groupPodSets are the pod sets of n groups of a leader and one worker,
+// without topology requests.
+func groupPodSets(n int) []podSet {
+	var out []podSet
+	for i := range n {
+		out = append(out, podSet{fmt.Sprintf("leader-%d", i), 1, "", 0}, podSet{fmt.Sprintf("worker-%d", i), 1, "", 0})
+	}
+	return out
 }

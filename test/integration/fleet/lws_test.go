@@ -139,4 +139,39 @@ var _ = Describe("LeaderWorkerSets through the hub", Label("lws"), func() {
 			g.Expect(wls.Items).To(BeEmpty())
 		}).Should(Succeed())
 	})
+
+	It("dispatches a set of more groups than a Kueue Workload holds pod sets to the one worker with a host for each group", func(ctx SpecContext) {
+		// 6 groups of a leader and a worker (12 pod sets on the hub),
+		// each group on a host of 2 CPUs: w1 has 5 such hosts, w2 6.
+		e := newEnv(ctx, "lwsw", map[string][][]string{
+			"w1": {{"2", "2", "2"}, {"2", "2"}},
+			"w2": {{"2", "2", "2"}, {"2", "2", "2"}},
+		})
+		l := e.leaderWorkerSet("wide", 6, 2, "1", map[string]string{strata.PodSetRequiredTopologyAnnotation: host, strata.PodSetGroupNameAnnotation: "lws-group"})
+		summarized(ctx, e.flavor, "w1", "w2")
+		Expect(hub.Client.Create(ctx, l)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var hubWL strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: lws.SetKind.WorkloadName(l.Name)}, &hubWL)).To(Succeed())
+			g.Expect(hubWL.Spec.PodSets).To(HaveLen(12))
+			g.Expect(hubWL.Status.Admission).NotTo(BeNil(), "%v", hubWL.Status.Conditions)
+			g.Expect(hubWL.Status.Placement.Cluster).To(Equal("w2"))
+			g.Expect(hubWL.Status.Placement.Attempts).To(HaveLen(1), "admitted the first time")
+			g.Expect(hubWL.Status.Admission.PodSetAssignments).To(HaveLen(12))
+		}).Should(Succeed())
+		w2 := worker("w2")
+		Eventually(func(g Gomega) {
+			seen := map[string]bool{}
+			for i := range int32(6) {
+				var wl strata.Workload
+				g.Expect(w2.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: lws.GroupWorkloadName(l.Name, i)}, &wl)).To(Succeed())
+				hosts := groupHosts(g, &wl)
+				g.Expect(hosts).To(HaveLen(2))
+				g.Expect(hosts[0]).To(Equal(hosts[1]), "group %d on one host", i)
+				g.Expect(seen[hosts[0]]).To(BeFalse(), "groups share host %s", hosts[0])
+				seen[hosts[0]] = true
+			}
+		}).Should(Succeed())
+		Expect(hub.Client.Delete(ctx, l)).To(Succeed())
+	})
 })

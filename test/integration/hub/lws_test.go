@@ -75,9 +75,9 @@ var _ = Describe("LeaderWorkerSets on the hub", func() {
 	})
 
 	It("says a set has more groups than the hub dispatches", func(ctx SpecContext) {
-		Expect(hub.Client.Create(ctx, leaderWorkerSet(ns, "wide", 5, 2, true))).To(Succeed())
+		Expect(hub.Client.Create(ctx, leaderWorkerSet(ns, "wide", 17, 2, true))).To(Succeed())
 		c := invalid(ctx, "wide")
 		Expect(c.Reason).To(Equal(intake.ReasonInvalidJob))
-		Expect(c.Message).To(ContainSubstring("through the hub a LeaderWorkerSet has at most 4 groups"))
+		Expect(c.Message).To(ContainSubstring("through the hub a LeaderWorkerSet has at most 16 groups"))
 	})
 })

@@ -1,12 +1,16 @@
 package kubectlstrata
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/replay"
 	"strata.dev/strata/pkg/simulate"
 	"strata.dev/strata/pkg/tas"
 )
@@ -17,9 +21,19 @@ func newSimulateCommand() *cobra.Command {
 		clusters   []string
 		configFile string
 		output     string
+		trace      string
+		policies   string
+		plot       string
+		seed       uint64
+		generate   int
+		rate       float64
+		// --generate-cluster
+		generateNodes int
+		clusterName   string
+		busy          float64
 	)
 	cmd := &cobra.Command{
-		Use:   "simulate [--cluster NAME=FILE_OR_DIR ...] -f FILE_OR_DIR [-f ...] [--config CONFIG] [-o table|json|yaml]",
+		Use:   "simulate [--cluster NAME=FILE_OR_DIR ...] (-f FILE_OR_DIR [-f ...] | --trace FILE) [--config CONFIG] [-o table|json|yaml]",
 		Short: "Place workloads on a cluster, or a fleet of clusters, described by files, offline",
 		Long: `simulate answers "where would this job land on this cluster?" with the
 engine strata-agent runs. It reads multi-document YAML or JSON: Nodes (as
@@ -37,12 +51,47 @@ and flavor would the hub choose?": each --cluster input is one worker
 summarizer; the -f inputs are the hub's side: an optional ClusterQueue
 (flavor order) and the workloads, placed in file order with the hub's
 placement policy, each reserving capacity on its cluster for the ones after
-it. --config is then a HubConfiguration (algorithms, placement policy).`,
+it. --config is then a HubConfiguration (algorithms, placement policy).
+
+With --trace FILE and --cluster, simulate replays a workload trace (CSV:
+name, arrival_seconds, duration_seconds, pods, gpus_per_pod, topology) over
+the fleet in simulated time under several dispatch policies side by side —
+the hub's compact and spread, first-fit, any-fit and no-topology — and
+reports waits, makespan, GPU utilisation and how often topology requests
+were met; --plot writes utilisation and queue length over time as a PNG.
+--generate-trace N writes a synthetic trace, --generate-cluster N a cluster of
+N GPU hosts to replay it over.`,
 		Example: `  kubectl strata simulate -f cluster.yaml -f jobs/
   kubectl strata simulate --cluster west=west/ --cluster east=east.yaml -f queue.yaml -f jobs/
+  kubectl strata simulate --generate-trace 2000 --arrivals-per-hour 900 > trace.csv
+  kubectl strata simulate --generate-cluster 2000 --busy 0.25 --name c1 > c1.yaml
+  kubectl strata simulate --cluster c1=c1.yaml --cluster c2=c2.yaml --trace trace.csv --plot replay.png
   kubectl get nodes -o yaml > nodes.yaml && kubectl strata simulate -f nodes.yaml -f tas.yaml -f job.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if generate > 0 || generateNodes > 0 {
+				switch {
+				case generate > 0 && generateNodes > 0:
+					return fmt.Errorf("--generate-trace and --generate-cluster: one at a time")
+				case len(files) > 0 || len(clusters) > 0 || trace != "":
+					return fmt.Errorf("--generate-trace and --generate-cluster write to standard output and take no -f, --cluster or --trace")
+				case generateNodes > 0:
+					return simulate.GenerateCluster(cmd.OutOrStdout(), simulate.ClusterOptions{Name: clusterName, Nodes: generateNodes, Busy: busy, Seed: seed})
+				}
+				return replay.WriteCSV(cmd.OutOrStdout(), replay.Generate(replay.GenerateOptions{Jobs: generate, Seed: seed, ArrivalsPerHour: rate}))
+			}
+			if trace != "" {
+				if len(files) > 0 {
+					return fmt.Errorf("--trace gives the Jobs: pass the clusters with --cluster NAME=FILE_OR_DIR, not -f")
+				}
+				if len(clusters) == 0 {
+					return fmt.Errorf("--trace replays over a fleet: pass its clusters with --cluster NAME=FILE_OR_DIR")
+				}
+				if !validFormat(output) {
+					return fmt.Errorf("unknown output format %q (want one of %s)", output, strings.Join(simulate.Formats, ", "))
+				}
+				return simulateTrace(cmd, clusters, trace, policies, plot, configFile, output, seed)
+			}
 			if len(files) == 0 {
 				return fmt.Errorf("no input: pass the cluster and the workloads with -f FILE_OR_DIR")
 			}
@@ -74,7 +123,86 @@ it. --config is then a HubConfiguration (algorithms, placement policy).`,
 	cmd.Flags().StringArrayVar(&clusters, "cluster", nil, "a worker cluster NAME=FILE_OR_DIR (repeatable): simulate the hub's choice over these clusters")
 	cmd.Flags().StringVar(&configFile, "config", "", "configuration file: the AgentConfiguration (algorithms), or with --cluster the HubConfiguration; defaults apply when unset")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	cmd.Flags().StringVar(&trace, "trace", "", "a workload trace (CSV, docs/performance.md#trace-replay) to replay over the --cluster fleet in simulated time, under each of --policies")
+	cmd.Flags().StringVar(&policies, "policies", "all", "with --trace: the dispatch policies to compare, comma-separated: compact, spread, first-fit, any-fit, no-topology")
+	cmd.Flags().StringVar(&plot, "plot", "", "with --trace: write a PNG of GPU utilisation and queue length over time per policy to this file")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "with --trace, the seed of any-fit's draws; with --generate-trace, of the trace")
+	cmd.Flags().IntVar(&generate, "generate-trace", 0, "write a synthetic trace of this many Jobs (CSV) to standard output")
+	cmd.Flags().Float64Var(&rate, "arrivals-per-hour", 600, "with --generate-trace: the mean arrival rate")
+	cmd.Flags().IntVar(&generateNodes, "generate-cluster", 0, "write a cluster of this many 8-GPU hosts (16 to a rack, 8 racks to a block; YAML for --cluster) to standard output")
+	cmd.Flags().StringVar(&clusterName, "name", "gpu", "with --generate-cluster: the prefix of the nodes' names")
+	cmd.Flags().Float64Var(&busy, "busy", 0, "with --generate-cluster: the share of hosts running a pod of 1, 2 or 4 GPUs of someone else's, for good")
 	return cmd
+}
+
+// simulateTrace is simulate --trace: the trace replayed over the fleet
+// under each policy, a table (or JSON/YAML) of the outcomes, and a plot.
+func simulateTrace(cmd *cobra.Command, clusterArgs []string, trace, policyList, plot, configFile, output string, seed uint64) error {
+	ps, err := replay.ParsePolicies(policyList)
+	if err != nil {
+		return err
+	}
+	clusters, err := simulate.ParseClusterArgs(clusterArgs)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.LoadHub(configFile)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(trace)
+	if err != nil {
+		return err
+	}
+	jobs, err := replay.ReadCSV(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", trace, err)
+	}
+	fleet, err := simulate.LoadClusters(clusters)
+	if err != nil {
+		return err
+	}
+	summaries, err := fleet.Summaries()
+	if err != nil {
+		return err
+	}
+	var results []*replay.Result
+	for _, p := range ps {
+		r, err := replay.Run(summaries, jobs, p, replay.Options{Seed: seed, TAS: tas.OptionsFrom(cfg.TopologyAwareScheduling)})
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	if plot != "" {
+		out, err := os.Create(plot)
+		if err != nil {
+			return err
+		}
+		if err := replay.WritePNG(out, results); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+	}
+	switch output {
+	case "table":
+		return replay.WriteTable(cmd.OutOrStdout(), results)
+	case "json":
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	default:
+		b, err := yaml.Marshal(results)
+		if err != nil {
+			return err
+		}
+		_, err = cmd.OutOrStdout().Write(b)
+		return err
+	}
 }
 
 // simulateFleet is simulate --cluster.

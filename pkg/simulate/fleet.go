@@ -9,6 +9,7 @@ import (
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/replay"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -57,16 +58,9 @@ type FleetCluster struct {
 
 // LoadFleet reads every cluster and the hub's files.
 func LoadFleet(clusters []ClusterArg, hubFiles []string) (*Fleet, error) {
-	f := &Fleet{}
-	for _, c := range clusters {
-		in, err := Load(c.Path)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
-		}
-		if len(in.Workloads) > 0 {
-			return nil, fmt.Errorf("cluster %s: %s: workloads are placed by the hub; pass them with -f, not in --cluster", c.Name, in.Workloads[0].Source)
-		}
-		f.Clusters = append(f.Clusters, FleetCluster{Name: c.Name, Path: c.Path, In: in})
+	f, err := LoadClusters(clusters)
+	if err != nil {
+		return nil, err
 	}
 	hub, err := Load(hubFiles...)
 	if err != nil {
@@ -89,39 +83,22 @@ func LoadFleet(clusters []ClusterArg, hubFiles []string) (*Fleet, error) {
 // clusters' capacity summaries (built with the agent's summarizer), and
 // reserves its capacity there for the workloads after it.
 func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
+	summaries, err := f.Summaries()
+	if err != nil {
+		return nil, err
+	}
 	var targets []*placement.Target
 	var seen []string // flavors in the order first seen
-	budget := config.DefaultSummaryMaxBytes - 1024
-	for _, c := range f.Clusters {
-		flavors, err := buildFlavors(c.In)
+	for _, c := range summaries {
+		t, err := placement.NewTarget(c.Name, c.Flavor, c.Summary)
 		if err != nil {
-			return nil, fmt.Errorf("cluster %s (%s): %w", c.Name, c.Path, err)
+			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
-		for _, fl := range c.In.Flavors {
-			st := flavors[fl.Name]
-			if st == nil {
-				continue
-			}
-			// As the agent publishes it: without the taints the flavor's
-			// tolerations tolerate.
-			sum, err := st.snapshot.CaptureForFlavor(fl.Spec.Tolerations).Summarize(budget)
-			if err != nil {
-				return nil, fmt.Errorf("cluster %s: flavor %s: %w", c.Name, fl.Name, err)
-			}
-			sum.SummaryGeneration = 1
-			t, err := placement.NewTarget(c.Name, fl.Name, &sum)
-			if err != nil {
-				return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
-			}
-			t.Topology = st.topology.Name
-			targets = append(targets, t)
-			if !slices.Contains(seen, fl.Name) {
-				seen = append(seen, fl.Name)
-			}
+		t.Topology = c.Topology
+		targets = append(targets, t)
+		if !slices.Contains(seen, c.Flavor) {
+			seen = append(seen, c.Flavor)
 		}
-	}
-	if len(targets) == 0 {
-		return nil, fmt.Errorf("no cluster has a topology-aware ResourceFlavor (with a topologyName and its Topology)")
 	}
 	order := seen
 	for name, cq := range f.Hub.ClusterQueues {
@@ -167,6 +144,54 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// Summaries are the capacity summaries of every cluster's topology-aware
+// flavors, built as each cluster's agent publishes them (its summarizer,
+// within the default size budget, without the taints the flavor
+// tolerates), in the order of the clusters and of their flavors.
+func (f *Fleet) Summaries() ([]replay.Cluster, error) {
+	var out []replay.Cluster
+	budget := config.DefaultSummaryMaxBytes - 1024
+	for _, c := range f.Clusters {
+		flavors, err := buildFlavors(c.In)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s (%s): %w", c.Name, c.Path, err)
+		}
+		for _, fl := range c.In.Flavors {
+			st := flavors[fl.Name]
+			if st == nil {
+				continue
+			}
+			sum, err := st.snapshot.CaptureForFlavor(fl.Spec.Tolerations).Summarize(budget)
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: flavor %s: %w", c.Name, fl.Name, err)
+			}
+			sum.SummaryGeneration = 1
+			out = append(out, replay.Cluster{Name: c.Name, Flavor: fl.Name, Topology: st.topology.Name, Summary: &sum})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no cluster has a topology-aware ResourceFlavor (with a topologyName and its Topology)")
+	}
+	return out, nil
+}
+
+// LoadClusters reads the clusters of a fleet, without the hub's side (a
+// trace replay takes its Jobs from the trace).
+func LoadClusters(clusters []ClusterArg) (*Fleet, error) {
+	f := &Fleet{}
+	for _, c := range clusters {
+		in, err := Load(c.Path)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+		if len(in.Workloads) > 0 {
+			return nil, fmt.Errorf("cluster %s: %s: workloads are placed by the hub; pass them with -f (or a trace), not in --cluster", c.Name, in.Workloads[0].Source)
+		}
+		f.Clusters = append(f.Clusters, FleetCluster{Name: c.Name, Path: c.Path, In: in})
+	}
+	return f, nil
 }
 
 // hubItems are the workloads as the hub takes them in: a LeaderWorkerSet,

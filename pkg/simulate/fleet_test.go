@@ -118,7 +118,7 @@ func TestFleetBadInput(t *testing.T) {
 		"workloads in a cluster's files": {
 			clusters: []ClusterArg{{"west", west}, {"more", jobs}},
 			files:    func(*testing.T) []string { return []string{jobs} },
-			wantErr:  "cluster more: " + jobs + ": document 1 (Job ml/rack-pretrain): workloads are placed by the hub; pass them with -f, not in --cluster",
+			wantErr:  "cluster more: " + jobs + ": document 1 (Job ml/rack-pretrain): workloads are placed by the hub; pass them with -f (or a trace), not in --cluster",
 		},
 		"cluster objects in the hub's files": {
 			clusters: []ClusterArg{{"west", west}},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -173,6 +174,59 @@ var _ = Describe("kubectl-strata simulate", Label("binaries", "simulate"), func(
 		code, out := run("kubectl-strata", "simulate", "-f", examples, "-f", bad)
 		Expect(code).To(Equal(1), out)
 		Expect(out).To(ContainSubstring(bad + ": document 1: Service is not read by simulate"))
+	})
+
+	It("replays a generated trace over generated clusters under every policy, with a plot", func() {
+		dir := GinkgoT().TempDir()
+		var clusterArgs []string
+		for _, name := range []string{"c1", "c2"} {
+			code, out := run("kubectl-strata", "simulate", "--generate-cluster", "48", "--busy", "0.1", "--name", name)
+			Expect(code).To(Equal(0), out)
+			path := filepath.Join(dir, name+".yaml")
+			Expect(os.WriteFile(path, []byte(out), 0o600)).To(Succeed())
+			clusterArgs = append(clusterArgs, "--cluster", name+"="+path)
+		}
+		code, out := run("kubectl-strata", "simulate", "--generate-trace", "200", "--arrivals-per-hour", "60")
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(HavePrefix("name,arrival_seconds,duration_seconds,pods,gpus_per_pod,topology\n"))
+		trace := filepath.Join(dir, "trace.csv")
+		Expect(os.WriteFile(trace, []byte(out), 0o600)).To(Succeed())
+		plot := filepath.Join(dir, "replay.png")
+		code, out = run("kubectl-strata", append(append([]string{"simulate"}, clusterArgs...), "--trace", trace, "--plot", plot, "-o", "json")...)
+		Expect(code).To(Equal(0), out)
+		var results []map[string]any
+		Expect(json.Unmarshal([]byte(out), &results)).To(Succeed(), out)
+		Expect(results).To(HaveLen(5))
+		for i, policy := range []string{"compact", "spread", "first-fit", "any-fit", "no-topology"} {
+			Expect(results[i]).To(HaveKeyWithValue("policy", policy))
+			Expect(results[i]["started"].(float64) + results[i]["never"].(float64)).To(BeEquivalentTo(200))
+		}
+		png, err := os.ReadFile(plot)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(png[:8])).To(Equal("\x89PNG\r\n\x1a\n"))
+		code, out = run("kubectl-strata", append(append([]string{"simulate"}, clusterArgs...), "--trace", trace, "--policies", "compact,first-fit")...)
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(HavePrefix("POLICY"))
+		Expect(strings.Count(out, "\n")).To(Equal(3), out)
+	})
+
+	It("says what is wrong with a replay's input", func() {
+		code, out := run("kubectl-strata", "simulate", "--trace", "t.csv")
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring("--trace replays over a fleet: pass its clusters with --cluster NAME=FILE_OR_DIR"))
+		code, out = run("kubectl-strata", "simulate", "--trace", "t.csv", "--cluster", "a=x", "-f", "y")
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring("--trace gives the Jobs"))
+		bad := configFile("name,arrival_seconds,duration_seconds,pods,gpus_per_pod,topology\nj,0,1,1,1,rack\n")
+		code, out = run("kubectl-strata", "simulate", "--trace", bad, "--cluster", "west="+filepath.Join(framework.RepoRoot(), "docs", "examples", "fleet", "west"))
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring(bad + `: trace line 2: topology "rack": want none, required:LEVEL or preferred:LEVEL`))
+		code, out = run("kubectl-strata", "simulate", "--trace", bad, "--cluster", "west=x", "--policies", "best")
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring(`unknown policy "best"`))
+		code, out = run("kubectl-strata", "simulate", "--generate-trace", "5", "--generate-cluster", "5")
+		Expect(code).To(Equal(1), out)
+		Expect(out).To(ContainSubstring("one at a time"))
 	})
 
 	It("fails without input or with an unknown format", func() {

@@ -127,8 +127,8 @@ func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target
 		}
 	}
 	shape := shapeOf(wl)
-	d := &Decision{}
-	answers := map[*Target]*answer{}
+	d := &Decision{Candidates: make([]Candidate, 0, len(targets))}
+	answers := make(map[*Target]*answer, len(targets))
 	for _, t := range targets {
 		if !slices.Contains(flavors, t.Flavor) {
 			continue
@@ -245,11 +245,23 @@ func label(c Candidate) string { return c.Cluster + "/" + c.Flavor }
 
 // others lists candidates' reasons: "b/gpu: rack required: ...; c/gpu: summary stale".
 func others(cs []Candidate) string {
-	parts := make([]string, 0, len(cs))
+	n := 0
 	for _, c := range cs {
-		parts = append(parts, label(c)+": "+c.Reason)
+		n += len(c.Cluster) + len(c.Flavor) + len(c.Reason) + 5
 	}
-	return strings.Join(parts, "; ")
+	var b strings.Builder
+	b.Grow(n)
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(c.Cluster)
+		b.WriteByte('/')
+		b.WriteString(c.Flavor)
+		b.WriteString(": ")
+		b.WriteString(c.Reason)
+	}
+	return b.String()
 }
 
 func (p *Policy) evaluate(t *Target, wl *strata.Workload, shape string) *answer {

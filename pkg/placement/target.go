@@ -49,7 +49,7 @@ type reservation struct {
 	seq         uint64
 	assignments []*tas.Assignment
 	requests    []corev1.ResourceList
-	usage       []tas.Usage
+	usage       []*tas.Dispatched
 }
 
 // NewTarget returns the view of a flavor on a cluster from its summary.
@@ -176,7 +176,7 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 		u, err := t.free.CommitDispatched(a, requests[i])
 		if err != nil {
 			for _, taken := range r.usage {
-				t.free.Release(taken)
+				t.free.ReleaseDispatched(taken)
 			}
 			return fmt.Errorf("reserving %s on %s/%s: %w", key, t.Cluster, t.Flavor, err)
 		}
@@ -211,7 +211,7 @@ func (t *Target) Release(key string) {
 		return
 	}
 	for _, u := range r.usage {
-		t.free.Release(u)
+		t.free.ReleaseDispatched(u)
 	}
 	delete(t.reservations, key)
 	t.version++

@@ -177,26 +177,45 @@ func (p *plan) setUnits(layers []layerIndex) {
 func (p *plan) computeCaps() {
 	s := p.s
 	p.excluded = 0
-	clear(s.podCap)
-	clear(s.unitCap)
 	clear(s.assigned)
 	podCap, unitCap := s.podCap, s.unitCap
-	stride := s.stride
-	for slot, leaf := range s.binLeaf {
-		if leaf < 0 || !s.binUsable[slot] {
-			continue
+	if p.filter {
+		clear(podCap)
+		clear(unitCap)
+		stride := s.stride
+		for slot, leaf := range s.binLeaf {
+			if leaf < 0 || !s.binUsable[slot] {
+				continue
+			}
+			if !p.admits(s.binByID[slot]) {
+				p.excluded += s.binCount[slot]
+				continue
+			}
+			f := p.dem.fit(s.binFree[slot*stride : (slot+1)*stride])
+			if f == 0 {
+				continue
+			}
+			c := s.binCount[slot]
+			podCap[leaf] += f * c
+			unitCap[leaf] += f * c // pods, made groups below
 		}
-		if p.filter && !p.admits(s.binByID[slot]) {
-			p.excluded += s.binCount[slot]
-			continue
+	} else {
+		// Without a filter every domain's capacity depends on the demand
+		// alone: kept per demand, brought up to date from the bins that
+		// changed since. Without slice layers it is the answer.
+		caps := s.domainCaps(p.dem)
+		if !p.layered() {
+			copy(podCap, caps)
+			copy(unitCap, caps)
+			return
 		}
-		f := p.dem.fit(s.binFree[slot*stride : (slot+1)*stride])
-		if f == 0 {
-			continue
+		clear(podCap)
+		clear(unitCap)
+		if s.depth > 0 {
+			for _, id := range s.levelIDs[s.depth-1] {
+				podCap[id], unitCap[id] = caps[id], caps[id] // pods, made groups below
+			}
 		}
-		c := s.binCount[slot]
-		podCap[leaf] += f * c
-		unitCap[leaf] += f * c // pods, made groups below
 	}
 	if s.depth == 0 {
 		return
@@ -218,6 +237,17 @@ func (p *plan) computeCaps() {
 			}
 		}
 	}
+}
+
+// layered says whether pods are placed in groups (slice layers) at some
+// level.
+func (p *plan) layered() bool {
+	for _, u := range p.units {
+		if u != 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // admits applies the node selector, required affinity and taints.

@@ -33,25 +33,80 @@ func (s *Snapshot) CommitFit(a *Assignment, podRequests corev1.ResourceList) (Us
 	return s.commit(a, podRequests, true)
 }
 
+// Dispatched is the capacity a hub's reservation took (CommitDispatched):
+// on a summary snapshot, pods per anonymous node, kept as compactly as a
+// hub holding thousands of reservations needs and given back without
+// resource lists; else the Usage of Commit. Give it back with
+// ReleaseDispatched, on the snapshot that took it.
+type Dispatched struct {
+	usage Usage
+	takes []take
+	dem   demand
+}
+
+// take is n pods of a reservation on one bin.
+type take struct {
+	b *bin
+	n int64
+}
+
 // CommitDispatched is Commit for a hub's in-flight reservation on a
 // summary snapshot: the pods of each domain go onto its anonymous nodes as
 // an agent's BestFit puts them on real ones (see packBestFit), so that the
 // hub's view fragments a domain's nodes as the worker will. On other
 // snapshots it is Commit.
-func (s *Snapshot) CommitDispatched(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
+func (s *Snapshot) CommitDispatched(a *Assignment, podRequests corev1.ResourceList) (*Dispatched, error) {
 	if !s.summary || s.hostLevel(a) {
-		return s.commit(a, podRequests, false)
+		u, err := s.commit(a, podRequests, false)
+		if err != nil {
+			return nil, err
+		}
+		return &Dispatched{usage: u}, nil
 	}
 	dem := s.res.newDemand(podRequests)
-	perPod := WithPod(podRequests)
-	usage := Usage{}
+	if len(s.res.names) != s.stride {
+		s.restride()
+	}
+	out := &Dispatched{dem: dem}
+	record := func(b *bin, n int64) {
+		s.takeBin(b, dem, n)
+		out.takes = append(out.takes, take{b, n})
+	}
 	for _, d := range a.Domains {
-		if err := s.commitSummaryDomain(d, a, dem, perPod, usage, false, s.packBestFit); err != nil {
-			s.Release(usage)
+		if err := s.commitSummaryDomain(d, a, dem, false, s.packBestFit, record); err != nil {
+			s.ReleaseDispatched(out)
 			return nil, err
 		}
 	}
-	return usage, nil
+	return out, nil
+}
+
+// takeBin adds (n > 0) or removes (n < 0) n pods of dem on bin b.
+func (s *Snapshot) takeBin(b *bin, dem demand, n int64) {
+	at := int(b.slot) * s.stride
+	for _, r := range dem {
+		s.binUsed[at+r.idx] += n * r.amount
+	}
+	s.recompute(b)
+}
+
+// ReleaseDispatched gives back what CommitDispatched took.
+func (s *Snapshot) ReleaseDispatched(d *Dispatched) {
+	if d == nil {
+		return
+	}
+	if d.usage != nil {
+		s.Release(d.usage)
+	}
+	for _, t := range d.takes {
+		s.takeBin(t.b, d.dem, -t.n)
+	}
+	d.usage, d.takes = nil, nil
+}
+
+// usageRecorder records pods taken on a bin into usage, by node name.
+func (s *Snapshot) usageRecorder(usage Usage, perPod corev1.ResourceList) func(*bin, int64) {
+	return func(b *bin, n int64) { addUsage(s, usage, b.name, perPod, n) }
 }
 
 func (s *Snapshot) commit(a *Assignment, podRequests corev1.ResourceList, fit bool) (Usage, error) {
@@ -64,7 +119,7 @@ func (s *Snapshot) commit(a *Assignment, podRequests corev1.ResourceList, fit bo
 		if exact {
 			err = s.commitDomain(d, dem, perPod, usage, fit)
 		} else {
-			err = s.commitSummaryDomain(d, a, dem, perPod, usage, fit, s.packLargestFirst)
+			err = s.commitSummaryDomain(d, a, dem, fit, s.packLargestFirst, s.usageRecorder(usage, perPod))
 		}
 		if err != nil {
 			s.Release(usage)
@@ -98,14 +153,14 @@ func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.Re
 	}
 	// One host: its pods stay on it, schedulable or not.
 	host := s.hostIsLowest && len(d.Values) == 1
-	return s.pack(leaf.bins, int64(d.Count), dem, perPod, usage, fit, host, d.Values)
+	return s.pack(leaf.bins, int64(d.Count), dem, fit, host, d.Values, s.usageRecorder(usage, perPod))
 }
 
 // commitSummaryDomain commits an entry of a summary snapshot's assignment:
 // a domain of the leaf level (the summary's own reporting level), whose
 // pods are packed onto its nodes.
-func (s *Snapshot) commitSummaryDomain(d DomainAssignment, a *Assignment, dem demand, perPod corev1.ResourceList, usage Usage, fit bool,
-	pack func(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage, fit bool, values []string) error) error {
+func (s *Snapshot) commitSummaryDomain(d DomainAssignment, a *Assignment, dem demand, fit bool,
+	pack func(bins []*bin, count int64, dem demand, fit bool, values []string, record func(*bin, int64)) error, record func(*bin, int64)) error {
 	dom := s.root
 	if len(d.Values) != s.leafDepth {
 		return fmt.Errorf("domain %v: want %d values, one per level %v", d.Values, s.leafDepth, s.levels[:s.leafDepth])
@@ -116,10 +171,7 @@ func (s *Snapshot) commitSummaryDomain(d DomainAssignment, a *Assignment, dem de
 			return fmt.Errorf("domain %v is not in the summary", d.Values)
 		}
 	}
-	var bins []*bin
-	for _, leaf := range s.leavesUnder(dom) {
-		bins = append(bins, leaf.bins...)
-	}
+	bins := s.binsOf(dom) // shared: read only
 	if len(bins) == 0 {
 		return fmt.Errorf("domain %v has no nodes", d.Values)
 	}
@@ -137,13 +189,13 @@ func (s *Snapshot) commitSummaryDomain(d DomainAssignment, a *Assignment, dem de
 			bins = admitted
 		}
 	}
-	return pack(bins, int64(d.Count), dem, perPod, usage, fit, d.Values)
+	return pack(bins, int64(d.Count), dem, fit, d.Values, record)
 }
 
 // packLargestFirst packs a summary domain's pods as FindAssignment counted
 // them (see pack).
-func (s *Snapshot) packLargestFirst(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage, fit bool, values []string) error {
-	return s.pack(bins, count, dem, perPod, usage, fit, false, values)
+func (s *Snapshot) packLargestFirst(bins []*bin, count int64, dem demand, fit bool, values []string, record func(*bin, int64)) error {
+	return s.pack(bins, count, dem, fit, false, values, record)
 }
 
 // packBestFit records count pods on a summary domain's anonymous nodes the
@@ -152,7 +204,7 @@ func (s *Snapshot) packLargestFirst(bins []*bin, count int64, dem demand, perPod
 // whole while the rest fits in no single node, then the tightest node
 // that holds the rest. Pods that find no room are recorded all the same,
 // unless fit is set: that is then a *FitError naming the domain.
-func (s *Snapshot) packBestFit(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage, fit bool, values []string) error {
+func (s *Snapshot) packBestFit(bins []*bin, count int64, dem demand, fit bool, values []string, record func(*bin, int64)) error {
 	type candidate struct {
 		b   *bin
 		fit int64
@@ -183,10 +235,10 @@ func (s *Snapshot) packBestFit(bins []*bin, count int64, dem demand, perPod core
 			}
 		}
 		if last >= 0 {
-			addUsage(s, usage, cands[last].b.name, perPod, left)
+			record(cands[last].b, left)
 			return nil
 		}
-		addUsage(s, usage, cands[0].b.name, perPod, cands[0].fit)
+		record(cands[0].b, cands[0].fit)
 		left -= cands[0].fit
 		cands = cands[1:]
 	}
@@ -194,7 +246,7 @@ func (s *Snapshot) packBestFit(bins []*bin, count int64, dem demand, perPod core
 		// No room left (the usage of a workload admitted earlier is
 		// replayed): record the pods anyway, so that capacity is never
 		// overstated.
-		addUsage(s, usage, bins[0].name, perPod, left)
+		record(bins[0], left)
 	}
 	return nil
 }
@@ -218,7 +270,7 @@ func (s *Snapshot) leavesUnder(d *domain) []*domain {
 // FindAssignment counted them (any bin with room when anyNode is set, else
 // the schedulable ones). Pods that find no room are recorded all the same,
 // unless fit is set: that is then a *FitError naming the domain.
-func (s *Snapshot) pack(bins []*bin, count int64, dem demand, perPod corev1.ResourceList, usage Usage, fit, anyNode bool, values []string) error {
+func (s *Snapshot) pack(bins []*bin, count int64, dem demand, fit, anyNode bool, values []string, record func(*bin, int64)) error {
 	type candidate struct {
 		b   *bin
 		fit int64
@@ -245,15 +297,15 @@ func (s *Snapshot) pack(bins []*bin, count int64, dem demand, perPod corev1.Reso
 		if left == 0 {
 			return nil
 		}
-		take := min(c.fit, left)
-		addUsage(s, usage, c.b.name, perPod, take)
-		left -= take
+		n := min(c.fit, left)
+		record(c.b, n)
+		left -= n
 	}
 	if left > 0 {
 		// No room left (a node went NotReady, or the usage of a workload
 		// admitted earlier is replayed): record the pods anyway, so that
 		// capacity is never overstated.
-		addUsage(s, usage, bins[0].name, perPod, left)
+		record(bins[0], left)
 	}
 	return nil
 }

@@ -242,6 +242,43 @@ func (n *summaryNodes) node(i, k int, capacity bool) *corev1.Node {
 	return node
 }
 
+// labelSetOf is the label set (0: none) of pair k of a domain's list.
+func labelSetOf(refs []int32, k int) int32 {
+	if k < len(refs) {
+		return refs[k]
+	}
+	return 0
+}
+
+// labelSetPrints names the labels of each label set of a summary (the
+// common labels with the set's), by set index: equal names, equal labels.
+func labelSetPrints(st *strata.CapacitySummaryStatus) []string {
+	nl := st.NodeLabels
+	if nl == nil {
+		return []string{"-"}
+	}
+	out := make([]string, len(nl.Sets)+1)
+	for set := range out {
+		labels := maps.Clone(nl.Common)
+		if set > 0 {
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			maps.Copy(labels, nl.Sets[set-1].Labels)
+		}
+		var b strings.Builder
+		b.WriteString("+")
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			b.WriteString(k)
+			b.WriteByte('=')
+			b.WriteString(labels[k])
+			b.WriteByte(0)
+		}
+		out[set] = b.String()
+	}
+	return out
+}
+
 // labelKnowledge is what a summary snapshot knows of its nodes' labels.
 type labelKnowledge struct {
 	// known: the summary has node labels (else no selector is checked).

@@ -194,7 +194,7 @@ func TestSummaryLabelsSelect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer hub.Release(u)
+			defer hub.ReleaseDispatched(u)
 			if tc.req.NodeSelector["model"] == "h100" {
 				other := Request{Count: 8, PodRequests: cpu("1"), NodeSelector: map[string]string{"model": "a100"}}
 				if _, err := hub.FindAssignment(other, Options{}); err != nil {

@@ -78,6 +78,27 @@ type Snapshot struct {
 	// checks when there are none.
 	tainted int
 	scratch []*domain
+
+	// Per-demand pod capacity of the leaves, kept up to date from the
+	// bins whose free capacity changed (see leafCaps): capsEpoch changes
+	// with the bins' layout (a bin made, freed, attached, detached, the
+	// rows widened), capsLog lists the bins recomputed since.
+	capsEpoch uint64
+	capsLog   []int32
+	caps      []*capsCache
+	// layout changes with the tree's shape and the bins' places in it;
+	// binsUnder caches Refresh's bins of each summary domain while it
+	// does not.
+	layout          uint64
+	binsUnder       map[*domain][]*bin
+	binsUnderLayout uint64
+}
+
+// layoutChanged notes a change of the tree's shape or of where its bins
+// are: what is kept per layout is worked out again.
+func (s *Snapshot) layoutChanged() {
+	s.layout++
+	s.capsEpoch++
 }
 
 // domain is a topology domain: a node of the tree.
@@ -110,6 +131,9 @@ type bin struct {
 	// the taints change, not on every summary.
 	hardTaints []corev1.Taint
 	taintKey   string
+	// labelPrint names the label set of a summary bin's node stand-in,
+	// so that a Refresh that keeps the set keeps the stand-in.
+	labelPrint string
 }
 
 // Node is what the engine needs to know of a Kubernetes Node.
@@ -426,6 +450,7 @@ func (s *Snapshot) Clone() *Snapshot {
 	c.unitCap = make([]int64, len(s.unitCap))
 	c.assigned = make([]int64, len(s.assigned))
 	c.scratch = nil
+	c.caps, c.capsLog, c.binsUnder = nil, nil, nil
 	return &c
 }
 
@@ -468,6 +493,7 @@ func (s *Snapshot) newBin(name string, count int64) *bin {
 	s.binByID[b.slot] = b
 	s.binCount[b.slot] = count
 	s.binLeaf[b.slot] = -1
+	s.layoutChanged()
 	return b
 }
 
@@ -488,12 +514,14 @@ func (s *Snapshot) freeBin(b *bin) {
 	s.binLeaf[b.slot] = -1
 	s.binUsable[b.slot] = false
 	s.freeSlots = append(s.freeSlots, b.slot)
+	s.layoutChanged()
 }
 
 func (s *Snapshot) attach(b *bin, leaf *domain) {
 	b.leaf, b.pos = leaf, len(leaf.bins)
 	leaf.bins = append(leaf.bins, b)
 	s.binLeaf[b.slot] = leaf.id
+	s.layoutChanged()
 }
 
 // recompute writes the bin's free capacity, alloc - used, to its dense row.
@@ -507,6 +535,7 @@ func (s *Snapshot) recompute(b *bin) {
 		row[i] = b.alloc.at(i) - used[i]
 	}
 	s.binUsable[b.slot] = b.usable
+	s.logCaps(b.slot)
 }
 
 // restride widens the bin rows after a new resource name appeared.
@@ -516,6 +545,7 @@ func (s *Snapshot) restride() {
 		return
 	}
 	s.stride = len(s.res.names)
+	s.layoutChanged()
 	widen := func(old []int64) []int64 {
 		rows := make([]int64, len(s.binByID)*s.stride)
 		for slot := range s.binByID {
@@ -573,6 +603,7 @@ func (s *Snapshot) leafFor(values []string) *domain {
 }
 
 func (s *Snapshot) newDomainID(parent int32) int32 {
+	s.layoutChanged()
 	if n := len(s.freeIDs); n > 0 {
 		id := s.freeIDs[n-1]
 		s.freeIDs = s.freeIDs[:n-1]
@@ -615,6 +646,7 @@ func (s *Snapshot) detach(b *bin) {
 	leaf.bins = leaf.bins[:last]
 	b.leaf = nil
 	s.binLeaf[b.slot] = -1
+	s.layoutChanged()
 	if len(leaf.bins) > 0 {
 		return
 	}

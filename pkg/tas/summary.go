@@ -801,10 +801,7 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 				return false
 			}
 		}
-		var bins []*bin
-		for _, leaf := range s.leavesUnder(dom) {
-			bins = append(bins, leaf.bins...)
-		}
+		bins := s.binsOf(dom)
 		if len(bins) != n {
 			return false
 		}
@@ -817,20 +814,46 @@ func (s *Snapshot) Refresh(st *strata.CapacitySummaryStatus) bool {
 	clear(s.binUsed)
 	s.labels = knowledgeOf(st)
 	nodes := newSummaryNodes(st, s.leafDepth)
+	prints := labelSetPrints(st)
 	for _, c := range changes {
 		k := 0
 		for j := 0; j < len(c.d.Free); j += 2 {
 			taints := freeTaintsOf(st, c.d, j/2)
-			node := nodes.node(c.i, j/2, false)
+			print := "?" // a stand-in of its own
+			if set := labelSetOf(c.d.FreeLabels, j/2); set >= 0 && int(set) < len(prints) {
+				print = prints[set]
+			}
 			for range c.d.Free[j+1] {
 				b := c.bins[k]
 				k++
 				b.alloc = vectors[c.d.Free[j]]
-				b.node = node
+				// The bin stays in its domain: its stand-in's labels
+				// change only with its label set.
+				if b.node == nil || b.labelPrint != print {
+					b.node, b.labelPrint = nodes.node(c.i, j/2, false), print
+				}
 				s.setTaints(b, taints)
 				s.recompute(b)
 			}
 		}
 	}
 	return true
+}
+
+// binsOf returns the bins under a domain, kept while the layout does not
+// change (Refresh asks for every domain at every summary, a hub's
+// reservation for its domains). The slice is shared: read it only.
+func (s *Snapshot) binsOf(d *domain) []*bin {
+	if s.binsUnder == nil || s.binsUnderLayout != s.layout {
+		s.binsUnder, s.binsUnderLayout = map[*domain][]*bin{}, s.layout
+	}
+	if bins, ok := s.binsUnder[d]; ok {
+		return bins
+	}
+	var bins []*bin
+	for _, leaf := range s.leavesUnder(d) {
+		bins = append(bins, leaf.bins...)
+	}
+	s.binsUnder[d] = bins
+	return bins
 }

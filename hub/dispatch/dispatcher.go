@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,6 +173,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 
 	var placed []*strata.Workload
 	var waiting []pending
+	writes := &passWrites{}
 	usage := map[string]map[string]corev1.ResourceList{} // ClusterQueue → flavor → usage
 	var errs []error
 	queues := map[string]*strata.ClusterQueue{}
@@ -218,8 +220,8 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 		}
 		if job.Suspended() {
 			// On the hub, spec.suspend is the user's: nothing is sent.
-			errs = append(errs, d.wait(ctx, pending{wl: wl, job: job.Object()}, ReasonSuspended,
-				fmt.Sprintf("the %s is suspended on the hub; it is dispatched when spec.suspend is false", job.Kind().GroupVersionKind().Kind)))
+			d.wait(ctx, writes, pending{wl: wl, job: job.Object()}, ReasonSuspended,
+				fmt.Sprintf("the %s is suspended on the hub; it is dispatched when spec.suspend is false", job.Kind().GroupVersionKind().Kind))
 			continue
 		}
 		waiting = append(waiting, pending{wl: wl, job: job.Object(), kind: job.Kind(), queue: cq.Name})
@@ -229,11 +231,20 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
 		d.rebuild(ctx, targets, placed)
 		var err error
-		next, err = d.place(ctx, targets, waiting, queues, usage, view, now)
+		next, err = d.place(ctx, targets, waiting, queues, usage, view, now, writes)
 		metrics.HubReservations.Set(float64(countReservations(targets)))
 		return err
 	})
 	errs = append(errs, err)
+	// The pass's writes — dispatch records, waiting reasons — go out now,
+	// with the fleet's targets unlocked: the copies controller and the
+	// summaries need them meanwhile. A record not written undoes its
+	// reservation; the quota it took in this pass stays taken until the
+	// next pass, which its failure brings.
+	for _, f := range writes.run() {
+		d.fleet.Release(f.cluster, f.flavor, f.key)
+		errs = append(errs, f.err)
+	}
 	return next, errors.Join(errs...)
 }
 
@@ -319,21 +330,22 @@ func (d *Dispatcher) clusterQueue(ctx context.Context, wl *strata.Workload, loca
 }
 
 // job returns the hub job (of any kind) that controls a Workload, nil
-// when there is none (any more).
+// when there is none (any more). It is the informer's object, not a copy
+// (a pass reads every waiting Workload's job): copy it before changing it.
 func (d *Dispatcher) job(ctx context.Context, wl *strata.Workload) (jobs.Job, error) {
-	return HubJob(ctx, d.client, wl)
+	return HubJob(ctx, d.client, wl, client.UnsafeDisableDeepCopy)
 }
 
 // HubJob returns the hub job (of any kind) that controls a hub Workload,
 // nil when there is none (any more).
-func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload) (jobs.Job, error) {
+func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload, opts ...client.GetOption) (jobs.Job, error) {
 	owner := metav1.GetControllerOfNoCopy(wl)
 	k := jobs.KindOf(kinds.Hub, owner)
 	if k == nil {
 		return nil, nil
 	}
 	obj := k.NewObject()
-	if err := c.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}, obj); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}, obj, opts...); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	if obj.GetUID() != owner.UID {
@@ -422,8 +434,7 @@ func countReservations(targets []*placement.Target) int {
 // are made one after the other; their records are written concurrently
 // and all written (or their reservations released) when it returns.
 func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, waiting []pending, queues map[string]*strata.ClusterQueue,
-	usage map[string]map[string]corev1.ResourceList, view *passView, now time.Time) (time.Duration, error) {
-	records := newRecordWrites()
+	usage map[string]map[string]corev1.ResourceList, view *passView, now time.Time, writes *passWrites) (time.Duration, error) {
 	byQueue := map[string]*queue.Turn[pending]{}
 	for _, p := range waiting {
 		t := byQueue[p.queue]
@@ -445,7 +456,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 			if usage[cq.Name] == nil {
 				usage[cq.Name] = map[string]corev1.ResourceList{}
 			}
-			blocks, retry, err := d.placeOne(ctx, targets, cq, usage[cq.Name], view, p, now, records)
+			blocks, retry, err := d.placeOne(ctx, targets, cq, usage[cq.Name], view, p, now, writes)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -456,19 +467,10 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 		},
 		func(cq *strata.ClusterQueue, behind []pending) {
 			for _, p := range behind {
-				errs = append(errs, d.wait(ctx, p, ReasonPending,
-					fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", cq.Name)))
+				d.wait(ctx, writes, p, ReasonPending,
+					fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", cq.Name))
 			}
 		})
-	// A record not written undoes its reservation; the quota it took in
-	// this pass stays taken until the next pass, which its failure brings.
-	for _, f := range records.wait() {
-		if t := placement.Find(targets, f.cluster, f.flavor); t != nil {
-			t.Release(f.key)
-		}
-		d.fleet.ForgetHint(f.key)
-		errs = append(errs, f.err)
-	}
 	return next, errors.Join(errs...)
 }
 
@@ -476,7 +478,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 // waits for capacity (not when it can never fit); retry is when a backoff
 // that keeps a worker out ends.
 func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, used map[string]corev1.ResourceList,
-	view *passView, p pending, now time.Time, records *recordWrites) (blocks bool, retry time.Duration, err error) {
+	view *passView, p pending, now time.Time, writes *passWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
 	start := time.Now()
 	// Flavors in the queue's order, within quota.
@@ -489,7 +491,8 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		flavors = append(flavors, fq.Name)
 	}
 	if len(flavors) == 0 {
-		return true, 0, d.wait(ctx, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
+		d.wait(ctx, writes, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
+		return true, 0, nil
 	}
 	// Levels are checked against the hub's Topology of a flavor when it
 	// has one; otherwise each worker's summary says which levels it has.
@@ -503,7 +506,8 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		withLevels = append(withLevels, f)
 	}
 	if len(withLevels) == 0 {
-		return false, 0, d.wait(ctx, p, ReasonNeverFits, "no flavor of ClusterQueue "+cq.Name+" has the topology levels the Job names: "+strings.Join(mismatches, "; "))
+		d.wait(ctx, writes, p, ReasonNeverFits, "no flavor of ClusterQueue "+cq.Name+" has the topology levels the Job names: "+strings.Join(mismatches, "; "))
+		return false, 0, nil
 	}
 	flavors = withLevels
 	notes = append(notes, mismatches...)
@@ -512,7 +516,8 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	if cq.Spec.ClusterSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector)
 		if err != nil {
-			return false, 0, d.wait(ctx, p, ReasonPending, fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err))
+			d.wait(ctx, writes, p, ReasonPending, fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err))
+			return false, 0, nil
 		}
 		selector = s
 	}
@@ -549,11 +554,13 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	}
 	if dec.Cluster == "" {
 		if dec.NeverFits && len(excluded) == 0 {
-			return false, retry, d.wait(ctx, p, ReasonNeverFits, reason)
+			d.wait(ctx, writes, p, ReasonNeverFits, reason)
+			return false, retry, nil
 		}
-		return true, retry, d.wait(ctx, p, ReasonPending, reason)
+		d.wait(ctx, writes, p, ReasonPending, reason)
+		return true, retry, nil
 	}
-	return false, retry, d.dispatch(ctx, targets, p, dec, reason, now, used, records)
+	return false, retry, d.dispatch(ctx, targets, p, dec, reason, now, used, writes)
 }
 
 // checkLevels checks a workload's topology requests against the hub's
@@ -735,7 +742,7 @@ func (d *Dispatcher) dispatchTime(now time.Time) time.Time {
 // the copies controller creates the copy. The decision counts against
 // the queue's quota for the rest of the pass at once.
 func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, p pending, dec *placement.Decision, reason string, now time.Time,
-	used map[string]corev1.ResourceList, records *recordWrites) error {
+	used map[string]corev1.ResourceList, writes *passWrites) error {
 	wl := p.wl.DeepCopy()
 	gen := RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, d.dispatchTime(now))
 	key := Key(wl.UID, gen)
@@ -748,7 +755,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 		psas = append(psas, strata.PodSetAssignment{Flavor: dec.Flavor, ResourceUsage: queue.TotalRequests(&wl.Spec.PodSets[i])})
 	}
 	queue.AddUsage(used, psas)
-	records.write(dec.Cluster, dec.Flavor, key, func() error {
+	writes.record(dec.Cluster, dec.Flavor, key, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
 			if apierrors.IsConflict(err) {
 				// The informer's copy was behind; its update event brings
@@ -772,98 +779,134 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	return nil
 }
 
-// maxRecordWrites bounds the dispatch records a pass writes at once. A
-// burst of Jobs is placed in one pass; written one after the other, the
-// hub API server's write latency (tens of milliseconds when it is busy)
-// would set the pace of dispatch.
-const maxRecordWrites = 16
+// maxPassWrites bounds the writes a pass makes at once. A burst of Jobs is
+// placed in one pass; written one after the other, the hub API server's
+// write latency (tens of milliseconds when it is busy) would set the pace
+// of dispatch.
+const maxPassWrites = 16
 
 // errReleaseOnly is a failed record write that needs no retry of its own:
 // its reservation is released, and the event that made it fail (a newer
 // Workload, or its deletion) brings the next pass.
 var errReleaseOnly = errors.New("release only")
 
-// recordWrites runs a pass's record writes, at most maxRecordWrites at a
-// time, and collects those that failed.
-type recordWrites struct {
-	slots  chan struct{}
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	failed []failedRecord
+// passWrites are a pass's API writes — dispatch records and waiting
+// reasons — gathered while the pass holds the fleet's targets and run
+// after it let them go (run), at most maxPassWrites at a time: no lock is
+// held across an API call.
+type passWrites struct {
+	writes []passWrite
 }
 
-// failedRecord is a record write that failed: its reservation is to be
-// released, and err (nil when there is nothing to report) returned.
+// passWrite is one write; a record's (key set) undoes its reservation
+// when it fails.
+type passWrite struct {
+	cluster, flavor, key string
+	fn                   func() error
+}
+
+// failedRecord is a write that failed: a record's reservation is to be
+// released (key set), and err (nil when there is nothing to report)
+// returned.
 type failedRecord struct {
 	cluster, flavor, key string
 	err                  error
 }
 
-func newRecordWrites() *recordWrites {
-	return &recordWrites{slots: make(chan struct{}, maxRecordWrites)}
+// record adds fn, the record of the reservation key on cluster and flavor.
+func (w *passWrites) record(cluster, flavor, key string, fn func() error) {
+	w.writes = append(w.writes, passWrite{cluster: cluster, flavor: flavor, key: key, fn: fn})
 }
 
-// write runs fn, the record of the reservation key on cluster and flavor,
-// once a slot is free.
-func (r *recordWrites) write(cluster, flavor, key string, fn func() error) {
-	r.slots <- struct{}{}
-	r.wg.Go(func() {
-		defer func() { <-r.slots }()
-		if err := fn(); err != nil {
+// do adds fn, a write that undoes nothing when it fails.
+func (w *passWrites) do(fn func() error) {
+	w.writes = append(w.writes, passWrite{fn: fn})
+}
+
+// run runs the writes, records first, and returns those that failed:
+// records to release, and errors to report.
+func (w *passWrites) run() []failedRecord {
+	slices.SortStableFunc(w.writes, func(a, b passWrite) int {
+		return cmp.Compare(boolRank(a.key == ""), boolRank(b.key == ""))
+	})
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed []failedRecord
+		slots  = make(chan struct{}, maxPassWrites)
+	)
+	for _, pw := range w.writes {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			err := pw.fn()
+			if err == nil {
+				return
+			}
 			if errors.Is(err, errReleaseOnly) {
 				err = nil
 			}
-			r.mu.Lock()
-			r.failed = append(r.failed, failedRecord{cluster: cluster, flavor: flavor, key: key, err: err})
-			r.mu.Unlock()
-		}
-	})
+			if pw.key == "" && err == nil {
+				return
+			}
+			mu.Lock()
+			failed = append(failed, failedRecord{cluster: pw.cluster, flavor: pw.flavor, key: pw.key, err: err})
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	w.writes = nil
+	return failed
 }
 
-// wait waits for every write and returns those that failed.
-func (r *recordWrites) wait() []failedRecord {
-	r.wg.Wait()
-	return r.failed
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
-// wait writes why a Workload waits, when that changed in more than its
-// numbers, with an event on its Job.
-func (d *Dispatcher) wait(ctx context.Context, p pending, reason, message string) error {
+// wait has writes say why a Workload waits, when that changed in more
+// than its numbers, with an event on its Job; otherwise it writes nothing.
+func (d *Dispatcher) wait(ctx context.Context, writes *passWrites, p pending, reason, message string) {
 	key := client.ObjectKeyFromObject(p.wl)
 	message = truncate(message)
 	d.mu.Lock()
 	last, seen := d.waiting[key]
 	d.mu.Unlock()
 	if seen && workload.SameMeaning(last, reason+": "+message) {
-		return nil
+		return
 	}
 	c := meta.FindStatusCondition(p.wl.Status.Conditions, strata.WorkloadAdmitted)
 	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, message) {
 		d.mu.Lock()
 		d.waiting[key] = reason + ": " + message
 		d.mu.Unlock()
-		return nil
+		return
 	}
 	wl := p.wl.DeepCopy()
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: message})
-	if err := d.client.Status().Update(ctx, wl); err != nil {
-		if apierrors.IsConflict(err) {
-			return nil // the newer Workload brings another pass
+	writes.do(func() error {
+		if err := d.client.Status().Update(ctx, wl); err != nil {
+			if apierrors.IsConflict(err) {
+				return nil // the newer Workload brings another pass
+			}
+			return client.IgnoreNotFound(err)
 		}
-		return client.IgnoreNotFound(err)
-	}
-	d.mu.Lock()
-	d.waiting[key] = reason + ": " + message
-	d.mu.Unlock()
-	d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, reason, "Dispatch", "%s", truncateNote(message))
-	d.markWaiting(ctx, p.job, reason, message)
-	return nil
+		d.mu.Lock()
+		d.waiting[key] = reason + ": " + message
+		d.mu.Unlock()
+		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, reason, "Dispatch", "%s", truncateNote(message))
+		d.markWaiting(ctx, p.job, reason, message)
+		return nil
+	})
 }
 
 // markWaiting has a hub job that runs nowhere say so in its status, when
 // its kind can (jobs.WaitMarker): kubectl then shows it Suspended, not
 // Running. Best effort: the Workload's condition is the record.
 func (d *Dispatcher) markWaiting(ctx context.Context, obj client.Object, reason, message string) {
+	obj = obj.DeepCopyObject().(client.Object) // the pass's is the informer's
 	j, ok := jobs.AdaptAny(kinds.Hub, obj)
 	if !ok {
 		return

@@ -510,7 +510,7 @@ func (p *plan) pick(cands []*domain, n, u int64) bool {
 			return true
 		}
 	}
-	ordered := p.order(cands, !lfc)
+	ordered := p.order(cands, !lfc, u != 1)
 	if lfc {
 		for _, d := range ordered {
 			if n == 0 {
@@ -547,12 +547,26 @@ func (p *plan) pick(cands []*domain, n, u int64) bool {
 	return false
 }
 
-// order sorts cands by unitCap (descending if desc), then podCap ascending,
-// stable, into a reused buffer. Large lists use a counting sort.
-func (p *plan) order(cands []*domain, desc bool) []*domain {
+// order sorts the cands that hold a group (unitCap > 0; pick takes
+// nothing from the others) by unitCap (descending if desc), then podCap
+// ascending, stable, into a reused buffer. Large lists use a counting
+// sort; without groups (grouped false: unitCap is podCap) the counting
+// sort is the whole order.
+func (p *plan) order(cands []*domain, desc, grouped bool) []*domain {
 	s := p.s
-	p.s.scratch = append(p.s.scratch[:0], cands...)
-	out := p.s.scratch
+	out := p.s.scratch[:0]
+	for _, d := range cands {
+		if s.unitCap[d.id] > 0 {
+			out = append(out, d)
+		}
+	}
+	p.s.scratch = out
+	cands = out
+	if len(cands) > 256 {
+		// The counting sort below reads cands while it writes out.
+		s.scratch2 = append(s.scratch2[:0], cands...)
+		cands = s.scratch2
+	}
 	cmpDomains := func(a, b *domain) int {
 		c := cmp.Compare(s.unitCap[a.id], s.unitCap[b.id])
 		if desc {
@@ -592,6 +606,9 @@ func (p *plan) order(cands []*domain, desc bool) []*domain {
 		c := s.unitCap[d.id]
 		out[start[c]] = d
 		start[c]++
+	}
+	if !grouped {
+		return out
 	}
 	for lo := 0; lo < len(out); {
 		hi := lo + 1

@@ -442,30 +442,42 @@ func TestPreferredSpillIsMinimal(t *testing.T) {
 }
 
 // TestOrderLargeLists checks the counting sort used for long candidate
-// lists against a plain stable sort.
+// lists against a plain stable sort of the candidates that hold a group:
+// with groups (podCap apart from unitCap), and without (podCap is
+// unitCap), short and long lists.
 func TestOrderLargeLists(t *testing.T) {
-	s := NewSnapshot([]string{host}, nil)
-	var cands []*domain
-	for i := range 1000 {
-		d := s.leafFor([]string{fmt.Sprintf("h%04d", i)})
-		s.unitCap[d.id] = int64((i * 7919) % 13)
-		s.podCap[d.id] = int64((i * 104729) % 5)
-		cands = append(cands, d)
-	}
-	p := &plan{s: s}
-	for _, desc := range []bool{false, true} {
-		want := append([]*domain(nil), cands...)
-		slices.SortStableFunc(want, func(a, b *domain) int {
-			c := stdcmp.Compare(s.unitCap[a.id], s.unitCap[b.id])
-			if desc {
-				c = -c
+	for _, n := range []int{200, 1000} {
+		for _, grouped := range []bool{true, false} {
+			s := NewSnapshot([]string{host}, nil)
+			var cands []*domain
+			for i := range n {
+				d := s.leafFor([]string{fmt.Sprintf("h%04d", i)})
+				s.unitCap[d.id] = int64((i * 7919) % 13)
+				s.podCap[d.id] = int64((i * 104729) % 5)
+				if !grouped {
+					s.podCap[d.id] = s.unitCap[d.id]
+				}
+				cands = append(cands, d)
 			}
-			return stdcmp.Or(c, stdcmp.Compare(s.podCap[a.id], s.podCap[b.id]))
-		})
-		got := p.order(cands, desc)
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("order(desc=%v)[%d] = %v, want %v", desc, i, got[i].values, want[i].values)
+			p := &plan{s: s}
+			for _, desc := range []bool{false, true} {
+				want := slices.DeleteFunc(slices.Clone(cands), func(d *domain) bool { return s.unitCap[d.id] == 0 })
+				slices.SortStableFunc(want, func(a, b *domain) int {
+					c := stdcmp.Compare(s.unitCap[a.id], s.unitCap[b.id])
+					if desc {
+						c = -c
+					}
+					return stdcmp.Or(c, stdcmp.Compare(s.podCap[a.id], s.podCap[b.id]))
+				})
+				got := p.order(cands, desc, grouped)
+				if len(got) != len(want) {
+					t.Fatalf("n=%d grouped=%v desc=%v: %d ordered, want %d", n, grouped, desc, len(got), len(want))
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("n=%d grouped=%v: order(desc=%v)[%d] = %v, want %v", n, grouped, desc, i, got[i].values, want[i].values)
+					}
+				}
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -227,13 +228,9 @@ func (s *Snapshot) packBestFit(bins []*bin, count int64, dem demand, fit bool, v
 	slices.SortStableFunc(cands, func(x, y candidate) int { return cmp.Compare(y.fit, x.fit) })
 	left := count
 	for len(cands) > 0 && left > 0 {
-		// The tightest node that holds the rest, if one does.
-		last := -1
-		for i, c := range cands {
-			if c.fit >= left {
-				last = i
-			}
-		}
+		// The tightest node that holds the rest, if one does: the last of
+		// the prefix that holds it (largest first, stable).
+		last := sort.Search(len(cands), func(i int) bool { return cands[i].fit < left }) - 1
 		if last >= 0 {
 			record(cands[last].b, left)
 			return nil

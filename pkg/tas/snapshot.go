@@ -76,8 +76,9 @@ type Snapshot struct {
 	order     []int32
 	// tainted counts nodes with taints, so that placements skip taint
 	// checks when there are none.
-	tainted int
-	scratch []*domain
+	tainted  int
+	scratch  []*domain
+	scratch2 []*domain
 
 	// Per-demand pod capacity of the leaves, kept up to date from the
 	// bins whose free capacity changed (see leafCaps): capsEpoch changes
@@ -449,7 +450,7 @@ func (s *Snapshot) Clone() *Snapshot {
 	c.podCap = make([]int64, len(s.podCap))
 	c.unitCap = make([]int64, len(s.unitCap))
 	c.assigned = make([]int64, len(s.assigned))
-	c.scratch = nil
+	c.scratch, c.scratch2 = nil, nil
 	c.caps, c.capsLog, c.binsUnder = nil, nil, nil
 	return &c
 }

@@ -431,8 +431,9 @@ func countReservations(targets []*placement.Target) int {
 }
 
 // place serves the queues head by head, as the agent does. Decisions
-// are made one after the other; their records are written concurrently
-// and all written (or their reservations released) when it returns.
+// are made one after the other, each reserved at once; their records and
+// the waiting reasons go to writes, which Pass runs once the fleet's
+// targets are let go.
 func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, waiting []pending, queues map[string]*strata.ClusterQueue,
 	usage map[string]map[string]corev1.ResourceList, view *passView, now time.Time, writes *passWrites) (time.Duration, error) {
 	byQueue := map[string]*queue.Turn[pending]{}

@@ -141,6 +141,7 @@ type pending struct {
 // an event (a backoff ending), 0 when none is.
 func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	now := d.clock.Now()
+	start := time.Now()
 	// Without deep copies: a pass reads the Workloads and copies only
 	// those it writes.
 	var wls strata.WorkloadList
@@ -236,6 +237,8 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 		return err
 	})
 	errs = append(errs, err)
+	metrics.HubDispatchPass.Observe(time.Since(start).Seconds())
+	metrics.HubPendingWorkloads.Set(float64(len(waiting)))
 	// The pass's writes — dispatch records, waiting reasons — go out now,
 	// with the fleet's targets unlocked: the copies controller and the
 	// summaries need them meanwhile. A record not written undoes its

@@ -90,6 +90,21 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
 	})
 
+	// HubDispatchPass is the time one dispatch pass takes, from reading
+	// the pending Workloads to the last decision (its writes excluded).
+	HubDispatchPass = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strata_hub_dispatch_pass_seconds",
+		Help:    "Time one dispatch pass takes to read the pending workloads and decide, its API writes excluded.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 1.5, 32),
+	})
+
+	// HubPendingWorkloads is the number of Workloads the last pass found
+	// waiting to be placed.
+	HubPendingWorkloads = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "strata_hub_pending_workloads",
+		Help: "Workloads waiting to be dispatched, as the last dispatch pass found them.",
+	})
+
 	// HubDecisions counts dispatches per worker and flavor.
 	HubDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strata_hub_dispatches_total",
@@ -130,5 +145,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(HubPlacementLatency, HubDecisions, HubRejections, HubReservations, HubSummaryAge, HubConnected, HubAdmissionLatency)
+	metrics.Registry.MustRegister(HubPlacementLatency, HubDispatchPass, HubPendingWorkloads, HubDecisions, HubRejections, HubReservations, HubSummaryAge, HubConnected, HubAdmissionLatency)
 }

@@ -116,8 +116,8 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 test: test-unit test-integration bench-smoke ## Unit and integration tests, and every benchmark once at tiny sizes (builds the Kubernetes binaries on first use).
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no servers), and the kind e2e provider's offline checks.
-	$(GO) test -race $$($(GO) list ./... | grep -v /test/) ./test/kindcluster/...
+test-unit: ## Unit tests (no servers), the kind e2e provider's offline checks and the benchmarks' parsers.
+	$(GO) test -race $$($(GO) list ./... | grep -v /test/) ./test/kindcluster/... ./test/perf/
 
 .PHONY: test-integration
 test-integration: k8s-binaries ## Integration suites on real kube-apiservers.

@@ -67,9 +67,18 @@ type Dispatcher struct {
 	recorded map[types.UID]recorded
 	// waiting records the last reason written per waiting Workload, so
 	// that a pass writes only what changed.
-	waiting map[types.NamespacedName]string
+	// By UID: a Workload made again under the same name is another.
+	waiting map[types.UID]written
 	// lastDispatch is the dispatch time of the last dispatch decided.
 	lastDispatch time.Time
+	// shapes keeps each Workload's placement.Shape.
+	shapes map[types.UID]keptShape
+}
+
+// written is a waiting reason written: its condition's reason, and its
+// message without numbers (workload.WithoutNumbers).
+type written struct {
+	reason, meaning string
 }
 
 type recorded struct {
@@ -87,8 +96,9 @@ func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, r
 		createsNamespaces: cfg.Dispatch.CreateNamespaces,
 		wake:              make(chan struct{}, 1),
 		rebuilt:           map[*placement.Target]bool{},
-		waiting:           map[types.NamespacedName]string{},
+		waiting:           map[types.UID]written{},
 		recorded:          map[types.UID]recorded{},
+		shapes:            map[types.UID]keptShape{},
 	}
 }
 
@@ -153,7 +163,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	workers := make([]fleet.Worker, 0, len(wcs.Items))
-	view := &passView{clusterLabels: map[string]labels.Set{}, queueOf: map[string]workerQueue{}, refusals: map[string]queueRefusal{}}
+	view := &passView{clusterLabels: map[string]labels.Set{}, queueOf: map[string]workerQueue{}, refusals: map[string]queueRefusal{}, waits: map[waitKey]waitOutcome{}}
 	for i := range wcs.Items {
 		wc := &wcs.Items[i]
 		w := fleet.Worker{Name: wc.Name, Cordoned: wc.Spec.Unschedulable, Deleting: !wc.DeletionTimestamp.IsZero()}
@@ -269,31 +279,45 @@ func (d *Dispatcher) pruneHints(wls []strata.Workload) {
 }
 
 // forgetRecorded drops the dispatches the informer shows now, and those
-// of Workloads that are gone, and the reasons of Workloads that are gone.
+// of Workloads that are gone; and, once they hold more than the
+// Workloads there are, the reasons and shapes of Workloads that are gone
+// (keyed by UID, a stale one is never read).
 func (d *Dispatcher) forgetRecorded(wls []strata.Workload) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.waiting) > 0 {
-		// The reasons written for Workloads that are gone.
-		live := make(map[types.NamespacedName]bool, len(wls))
+	if len(d.waiting) > len(wls) || len(d.shapes) > len(wls) {
+		live := make(map[types.UID]bool, len(wls))
 		for i := range wls {
-			live[client.ObjectKeyFromObject(&wls[i])] = true
+			live[wls[i].UID] = true
 		}
-		for key := range d.waiting {
-			if !live[key] {
-				delete(d.waiting, key)
+		for uid := range d.waiting {
+			if !live[uid] {
+				delete(d.waiting, uid)
+			}
+		}
+		for uid := range d.shapes {
+			if !live[uid] {
+				delete(d.shapes, uid)
 			}
 		}
 	}
 	if len(d.recorded) == 0 {
 		return
 	}
-	seen := make(map[types.UID]int64, len(wls))
+	seen := make(map[types.UID]bool, len(d.recorded))
 	for i := range wls {
-		seen[wls[i].UID] = Generation(&wls[i])
+		uid := wls[i].UID
+		r, ok := d.recorded[uid]
+		if !ok {
+			continue
+		}
+		seen[uid] = true
+		if Generation(&wls[i]) >= r.generation {
+			delete(d.recorded, uid)
+		}
 	}
-	for uid, r := range d.recorded {
-		if gen, ok := seen[uid]; !ok || gen >= r.generation {
+	for uid := range d.recorded {
+		if !seen[uid] {
 			delete(d.recorded, uid)
 		}
 	}
@@ -484,7 +508,6 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, used map[string]corev1.ResourceList,
 	view *passView, p pending, now time.Time, writes *passWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
-	start := time.Now()
 	// Flavors in the queue's order, within quota.
 	var flavors, notes []string
 	for _, fq := range cq.Spec.Flavors {
@@ -498,6 +521,101 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		d.wait(ctx, writes, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
 		return true, 0, nil
 	}
+	// A refusal for a queue fact of the worker's (no namespace, no
+	// LocalQueue) keeps no backoff where the hub reads those facts: they
+	// are checked below, and the workload goes there once they are fixed.
+	backoffs := BackoffsExcept(wl, d.backoff, now, func(a *strata.PlacementAttempt) bool {
+		if !QueueCauses[a.Reason] {
+			return false
+		}
+		_, known := d.queueRefusal(view, a.Cluster, p)
+		return known
+	})
+	shape := d.shape(wl)
+	// Within a pass capacity is only taken, never given back: a workload
+	// that waits, waits for the same reason as every later one of its
+	// queue, shape, flavors, kind and LocalQueue that no backoff singles
+	// out. A backlog of thousands of a few shapes costs a decision per
+	// shape, not per workload.
+	var same *waitKey
+	if len(backoffs) == 0 {
+		same = &waitKey{queue: cq.Name, namespace: wl.Namespace, localQueue: wl.Spec.QueueName, kind: kindName(p.kind), shape: shape,
+			flavors: strings.Join(append(flavors, notes...), "\x00")}
+		if o, ok := view.waits[*same]; ok {
+			d.waitFor(ctx, writes, p, o)
+			return o.blocks, 0, nil
+		}
+	}
+	o, dec := d.decide(ctx, targets, cq, view, p, shape, flavors, notes, backoffs, now)
+	if dec == nil {
+		o = withMeaning(o)
+		if same != nil {
+			view.waits[*same] = o
+		}
+		d.waitFor(ctx, writes, p, o)
+		return o.blocks, o.retry, nil
+	}
+	return false, o.retry, d.dispatch(ctx, targets, p, dec, o.message, now, used, writes)
+}
+
+// waitOutcome is why a workload waits: its condition's reason and
+// message, whether it holds its queue (blocks), and when a backoff that
+// keeps a worker out ends (retry).
+type waitOutcome struct {
+	reason, message string
+	// meaning is the message without its numbers (newWait).
+	meaning string
+	blocks  bool
+	retry   time.Duration
+}
+
+// withMeaning is o with its message truncated and its meaning computed.
+func withMeaning(o waitOutcome) waitOutcome {
+	w := newWait(o.reason, o.message)
+	o.message, o.meaning = w.message, w.meaning
+	return o
+}
+
+// waitKey is what decides a waiting outcome in a pass, besides backoffs.
+type waitKey struct {
+	queue, namespace, localQueue, kind, shape string
+	// flavors are those within quota, and the notes on the others.
+	flavors string
+}
+
+// kindName names a job kind for the pass's memo.
+func kindName(k jobs.Kind) string {
+	if k == nil {
+		return ""
+	}
+	return k.GroupVersionKind().String()
+}
+
+// shape is placement.Shape of wl, kept per Workload and spec generation.
+func (d *Dispatcher) shape(wl *strata.Workload) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.shapes[wl.UID]; ok && s.generation == wl.Generation {
+		return s.shape
+	}
+	s := placement.Shape(wl)
+	d.shapes[wl.UID] = keptShape{generation: wl.Generation, shape: s}
+	return s
+}
+
+type keptShape struct {
+	generation int64
+	shape      string
+}
+
+// decide places p on the best eligible target of flavors (the queue's
+// within quota; notes say why others are not): dec is the decision when
+// it goes somewhere, nil when it waits (o says why); o.message is the
+// reason of either.
+func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, view *passView, p pending,
+	shape string, flavors, notes []string, backoffs map[string]time.Time, now time.Time) (waitOutcome, *placement.Decision) {
+	wl := p.wl
+	start := time.Now()
 	// Levels are checked against the hub's Topology of a flavor when it
 	// has one; otherwise each worker's summary says which levels it has.
 	withLevels := flavors[:0:0]
@@ -510,8 +628,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		withLevels = append(withLevels, f)
 	}
 	if len(withLevels) == 0 {
-		d.wait(ctx, writes, p, ReasonNeverFits, "no flavor of ClusterQueue "+cq.Name+" has the topology levels the Job names: "+strings.Join(mismatches, "; "))
-		return false, 0, nil
+		return waitOutcome{reason: ReasonNeverFits, message: "no flavor of ClusterQueue " + cq.Name + " has the topology levels the Job names: " + strings.Join(mismatches, "; ")}, nil
 	}
 	flavors = withLevels
 	notes = append(notes, mismatches...)
@@ -520,21 +637,10 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	if cq.Spec.ClusterSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector)
 		if err != nil {
-			d.wait(ctx, writes, p, ReasonPending, fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err))
-			return false, 0, nil
+			return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err)}, nil
 		}
 		selector = s
 	}
-	// A refusal for a queue fact of the worker's (no namespace, no
-	// LocalQueue) keeps no backoff where the hub reads those facts: they
-	// are checked below, and the workload goes there once they are fixed.
-	backoffs := BackoffsExcept(wl, d.backoff, now, func(a *strata.PlacementAttempt) bool {
-		if !QueueCauses[a.Reason] {
-			return false
-		}
-		_, known := d.queueRefusal(view, a.Cluster, p)
-		return known
-	})
 	eligible, excluded, retry := eligibleTargets(targets, selector, view.clusterLabels, backoffs, flavors, now,
 		func(cluster string) string { return LastRefusal(wl, cluster) })
 	eligible, excluded = servingKind(eligible, excluded, p.kind, flavors, d.fleet.Serves)
@@ -542,7 +648,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		m, _ := d.queueRefusal(view, cluster, p)
 		return m
 	})
-	dec := d.policy.Decide(wl, flavors, eligible)
+	dec := d.policy.DecideShape(wl, shape, flavors, eligible)
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := dec.Reason
 	switch {
@@ -558,13 +664,11 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	}
 	if dec.Cluster == "" {
 		if dec.NeverFits && len(excluded) == 0 {
-			d.wait(ctx, writes, p, ReasonNeverFits, reason)
-			return false, retry, nil
+			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil
 		}
-		d.wait(ctx, writes, p, ReasonPending, reason)
-		return true, retry, nil
+		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil
 	}
-	return false, retry, d.dispatch(ctx, targets, p, dec, reason, now, used, writes)
+	return waitOutcome{message: reason, retry: retry}, dec
 }
 
 // checkLevels checks a workload's topology requests against the hub's
@@ -598,6 +702,9 @@ type passView struct {
 	queueOf map[string]workerQueue
 	// refusals memoizes queueRefusal by worker, namespace and LocalQueue.
 	refusals map[string]queueRefusal
+	// waits are the outcomes of workloads that wait, by what decided them
+	// (placeOne).
+	waits map[waitKey]waitOutcome
 }
 
 type workerQueue struct {
@@ -773,7 +880,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 		}
 		d.mu.Lock()
 		d.recorded[wl.UID] = recorded{generation: gen, flavor: dec.Flavor}
-		delete(d.waiting, client.ObjectKeyFromObject(wl))
+		delete(d.waiting, wl.UID)
 		d.mu.Unlock()
 		metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
 		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Dispatch", "%s",
@@ -873,23 +980,36 @@ func boolRank(b bool) int {
 // wait has writes say why a Workload waits, when that changed in more
 // than its numbers, with an event on its Job; otherwise it writes nothing.
 func (d *Dispatcher) wait(ctx context.Context, writes *passWrites, p pending, reason, message string) {
-	key := client.ObjectKeyFromObject(p.wl)
+	d.waitFor(ctx, writes, p, newWait(reason, message))
+}
+
+// newWait is a waiting outcome of reason and message (truncated to the
+// API's bound), its meaning computed.
+func newWait(reason, message string) waitOutcome {
 	message = truncate(message)
+	return waitOutcome{reason: reason, message: message, meaning: workload.WithoutNumbers(message)}
+}
+
+// waitFor is wait for an outcome whose meaning is computed: a pass
+// compares thousands of waiting reasons, most of them unchanged.
+func (d *Dispatcher) waitFor(ctx context.Context, writes *passWrites, p pending, o waitOutcome) {
+	key := p.wl.UID
+	now := written{reason: o.reason, meaning: o.meaning}
 	d.mu.Lock()
 	last, seen := d.waiting[key]
 	d.mu.Unlock()
-	if seen && workload.SameMeaning(last, reason+": "+message) {
+	if seen && last == now {
 		return
 	}
 	c := meta.FindStatusCondition(p.wl.Status.Conditions, strata.WorkloadAdmitted)
-	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, message) {
+	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == o.reason && workload.WithoutNumbers(c.Message) == o.meaning {
 		d.mu.Lock()
-		d.waiting[key] = reason + ": " + message
+		d.waiting[key] = now
 		d.mu.Unlock()
 		return
 	}
 	wl := p.wl.DeepCopy()
-	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: message})
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message})
 	writes.do(func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
 			if apierrors.IsConflict(err) {
@@ -898,10 +1018,10 @@ func (d *Dispatcher) wait(ctx context.Context, writes *passWrites, p pending, re
 			return client.IgnoreNotFound(err)
 		}
 		d.mu.Lock()
-		d.waiting[key] = reason + ": " + message
+		d.waiting[key] = now
 		d.mu.Unlock()
-		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, reason, "Dispatch", "%s", truncateNote(message))
-		d.markWaiting(ctx, p.job, reason, message)
+		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, o.reason, "Dispatch", "%s", truncateNote(o.message))
+		d.markWaiting(ctx, p.job, o.reason, o.message)
 		return nil
 	})
 }

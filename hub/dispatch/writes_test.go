@@ -10,6 +10,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	strata "strata.dev/strata/api/v1beta1"
 )
 
 // TestPassWrites: a pass's writes run after it, at most maxPassWrites at a
@@ -92,5 +96,48 @@ func TestPassWrites(t *testing.T) {
 	}
 	if len(w.writes) != 0 {
 		t.Errorf("%d writes left after run", len(w.writes))
+	}
+}
+
+// TestWaitWritesWhatChanged: a waiting reason is written when its meaning
+// changes, not when only its numbers do, nor when the Workload already
+// says it (a restarted hub); a Workload made again under the same name
+// is another.
+func TestWaitWritesWhatChanged(t *testing.T) {
+	d := &Dispatcher{waiting: map[types.UID]written{}}
+	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-a", UID: "1"}}
+	p := pending{wl: wl}
+	// wrote runs as a successful write would: the reason is now recorded.
+	wrote := func(o waitOutcome) { d.waiting[p.wl.UID] = written{reason: o.reason, meaning: o.meaning} }
+	steps := []struct {
+		name            string
+		reason, message string
+		uid             types.UID
+		condition       *metav1.Condition
+		wantWrite       bool
+	}{
+		{name: "first reason", reason: ReasonPending, message: "fits nowhere now: w1/gpu: 3 of 8 GPUs free", uid: "1", wantWrite: true},
+		{name: "numbers only", reason: ReasonPending, message: "fits nowhere now: w1/gpu: 5 of 8 GPUs free", uid: "1"},
+		{name: "another meaning", reason: ReasonPending, message: "fits nowhere now: w1/gpu: summary stale", uid: "1", wantWrite: true},
+		{name: "another reason", reason: ReasonNeverFits, message: "fits nowhere now: w1/gpu: summary stale", uid: "1", wantWrite: true},
+		{name: "made again", reason: ReasonNeverFits, message: "fits nowhere now: w1/gpu: summary stale", uid: "2", wantWrite: true},
+		{name: "said already, after a restart", reason: ReasonPending, message: "fits nowhere now: w2/gpu: 1 of 8 GPUs free", uid: "3",
+			condition: &metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonPending, Message: "fits nowhere now: w2/gpu: 4 of 8 GPUs free"}},
+	}
+	for _, s := range steps {
+		wl.UID = s.uid
+		wl.Status.Conditions = nil
+		if s.condition != nil {
+			wl.Status.Conditions = []metav1.Condition{*s.condition}
+		}
+		var w passWrites
+		o := newWait(s.reason, s.message)
+		d.waitFor(t.Context(), &w, p, o)
+		if got := len(w.writes) > 0; got != s.wantWrite {
+			t.Errorf("%s: wrote %v, want %v", s.name, got, s.wantWrite)
+		}
+		if len(w.writes) > 0 {
+			wrote(o)
+		}
 	}
 }

@@ -21,6 +21,7 @@ type Options struct {
 	ConfigFile              string
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
+	PprofBindAddress        string
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	KubeAPIQPS              float32
@@ -35,6 +36,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.ConfigFile, "config", "", "path of the configuration file; defaults apply when unset")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "address of Go's /debug/pprof/ profiling endpoints (for example 127.0.0.1:8082); empty (the default) disables them")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that only one replica acts at a time")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease; defaults to the pod's namespace")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", -1, "client-side limit of queries per second to the API server; negative (the default) leaves it to the server's API Priority and Fairness")
@@ -61,6 +63,7 @@ func (o *Options) NewManager(name string, scheme *runtime.Scheme) (ctrl.Manager,
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		PprofBindAddress:        o.PprofBindAddress,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        name + ".strata.dev",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,

@@ -119,6 +119,11 @@ type Candidate struct {
 // empty, every target is, in the order of first appearance of its flavor.
 // It does not reserve: call the decision's Reserve.
 func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target) *Decision {
+	return p.DecideShape(wl, Shape(wl), flavors, targets)
+}
+
+// DecideShape is Decide for a workload whose Shape the caller keeps.
+func (p *Policy) DecideShape(wl *strata.Workload, shape string, flavors []string, targets []*Target) *Decision {
 	if len(flavors) == 0 {
 		for _, t := range targets {
 			if !slices.Contains(flavors, t.Flavor) {
@@ -126,7 +131,6 @@ func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target
 			}
 		}
 	}
-	shape := shapeOf(wl)
 	d := &Decision{Candidates: make([]Candidate, 0, len(targets))}
 	answers := make(map[*Target]*answer, len(targets))
 	for _, t := range targets {
@@ -358,9 +362,9 @@ func describe(t *Target, a *answer, unchecked string) *answer {
 	return a
 }
 
-// shapeOf identifies what the engine's answer depends on in a workload:
+// Shape identifies what the engine's answer depends on in a workload:
 // its pod sets without names or metadata.
-func shapeOf(wl *strata.Workload) string {
+func Shape(wl *strata.Workload) string {
 	type podSet struct {
 		Count    int32
 		Requests corev1.ResourceList

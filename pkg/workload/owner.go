@@ -49,11 +49,12 @@ func SameMeaning(a, b string) bool {
 	if a == b {
 		return true
 	}
-	return withoutNumbers(a) == withoutNumbers(b)
+	return WithoutNumbers(a) == WithoutNumbers(b)
 }
 
-// withoutNumbers replaces every run of digits with '#'.
-func withoutNumbers(m string) string {
+// WithoutNumbers replaces every run of digits with '#': two messages of
+// the same meaning (SameMeaning) give the same string.
+func WithoutNumbers(m string) string {
 	var b strings.Builder
 	b.Grow(len(m))
 	digits := false

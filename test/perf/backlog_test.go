@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -51,7 +52,8 @@ const gpuResource = corev1.ResourceName("nvidia.com/gpu")
 // with STRATA_BACKLOG_BLOCKS (2) blocks of 4 racks of 16 hosts of 8 GPUs;
 // the agents run in this process, the hub as its own process (the
 // strata-hub binary, built here), so that its CPU time and resident
-// memory are its own. STRATA_BACKLOG_JOBS (20,000) Jobs drawn as
+// memory are its own. STRATA_PERF_CPUPROFILE writes a CPU profile of the
+// hub during the second window. STRATA_BACKLOG_JOBS (20,000) Jobs drawn as
 // `kubectl strata simulate --generate-trace` draws them (1–64 pods of 1,
 // 2, 4 or 8 GPUs; rack- and block-required and -preferred, or
 // unconstrained) are created on the hub at once by 8 creators. Nothing
@@ -69,7 +71,10 @@ const gpuResource = corev1.ResourceName("nvidia.com/gpu")
 // submission pending, the hub's dispatch pass time p50/p99 in each window
 // (strata_hub_dispatch_pass_seconds) with the pending count, API writes on
 // the hub per Job, and the time from a copy's completion on a worker to
-// the next admission on that worker.
+// the next admission on that worker. Last, completions stop and, once the
+// fleet is quiet, ten passes over everything still pending are timed
+// ("quiet"): on two cores shared by every API server, the windows' pass
+// times are mostly waiting for a CPU.
 func BenchmarkHubBacklog(b *testing.B) {
 	workerCount := envInt("STRATA_BACKLOG_WORKERS", 8)
 	blocks := envInt("STRATA_BACKLOG_BLOCKS", 2)
@@ -182,12 +187,41 @@ func BenchmarkHubBacklog(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var createdJobs atomic.Int64
 	submit := func(from, to int) {
+		t0 := time.Now()
+		done := make(chan struct{})
+		go func() {
+			tick := time.NewTicker(10 * time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					fmt.Fprintf(os.Stderr, "  %4.0fs: creating, %d created; %s\n", time.Since(t0).Seconds(), createdJobs.Load(), run.counts())
+				}
+			}
+		}()
+		defer close(done)
 		if err := parallel(to-from, creators, func(i int) error {
+			defer createdJobs.Add(1)
 			return creator.Create(ctx, backlogJob(fmt.Sprintf("bl-%06d", from+i), &trace[from+i]))
 		}); err != nil {
 			b.Fatalf("creating the Jobs: %v", err)
 		}
+	}
+	// waitIntake waits until the hub has made a Workload of each of n Jobs,
+	// or until, and reports how long that took (or how many it had made).
+	waitIntake := func(n int, since, until time.Time, key string) {
+		for run.hubWorkloads() < n && time.Now().Before(until) {
+			time.Sleep(time.Second)
+		}
+		if got := run.hubWorkloads(); got < n {
+			out.add(key+"_hub_workloads_made_by_deadline", got)
+			return
+		}
+		out.add(key+"_all_hub_workloads_s", seconds(time.Since(since)))
 	}
 	progress := func(start time.Time, until time.Time, what string) {
 		for time.Now().Before(until) {
@@ -204,7 +238,7 @@ func BenchmarkHubBacklog(b *testing.B) {
 	start := time.Now()
 	submit(0, jobs)
 	out.add("create_s", seconds(time.Since(start)))
-	waitFor(b, window, "the hub's Workloads of the first submission", func() (bool, error) { return run.hubWorkloads() >= jobs, nil })
+	waitIntake(jobs, start, start.Add(window), "first_submission")
 	out.add("rss_mib_first_submission", hubProc.rssMiB(b))
 	out.add("pending_first_submission", hubProc.gauge(b, "strata_hub_pending_workloads"))
 	progress(start, start.Add(window), "first window")
@@ -239,12 +273,20 @@ func BenchmarkHubBacklog(b *testing.B) {
 	if more > 0 {
 		start2 := time.Now()
 		submit(jobs, jobs+more)
-		waitFor(b, 10*time.Minute, "the hub's Workloads of both submissions", func() (bool, error) { return run.hubWorkloads() >= jobs+more, nil })
+		out.add("create_s_second_submission", seconds(time.Since(start2)))
+		waitIntake(jobs+more, start2, time.Now().Add(window2), "second_submission")
 		out.add("rss_mib_second_submission", hubProc.rssMiB(b))
 		out.add("pending_second_submission", hubProc.gauge(b, "strata_hub_pending_workloads"))
 		passA := hubProc.passes(b)
 		cpuA := hubProc.cpu(b)
 		admittedA, _, _ := run.admissions(start, time.Now())
+		if path := os.Getenv("STRATA_PERF_CPUPROFILE"); path != "" {
+			go func() {
+				if err := hubProc.profile(path, window2-5*time.Second); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
 		progress(start2, time.Now().Add(window2), "second window")
 		admittedB, _, _ := run.admissions(start, time.Now())
 		reportPasses(out, "second_window", hubProc.passes(b).since(passA))
@@ -252,6 +294,26 @@ func BenchmarkHubBacklog(b *testing.B) {
 		out.add("hub_cpu_s_second_window", f2(hubProc.cpu(b)-cpuA))
 		out.add("rss_mib_end", hubProc.rssMiB(b))
 	}
+	// Pass time without contention: completions stop, the fleet quiets
+	// down, and ten passes are brought by touching a WorkerCluster, one
+	// every two seconds, over everything still pending.
+	run.freeze()
+	time.Sleep(15 * time.Second)
+	quiet0 := hubProc.passes(b)
+	out.add("pending_quiet", hubProc.gauge(b, "strata_hub_pending_workloads"))
+	for i := range 10 {
+		wc := &strata.WorkerCluster{}
+		if err := hub.Client.Get(ctx, types.NamespacedName{Name: workers[0].Name}, wc); err != nil {
+			b.Fatal(err)
+		}
+		patch := client.MergeFrom(wc.DeepCopy())
+		metav1.SetMetaDataLabel(&wc.ObjectMeta, "bench.strata.dev/touch", strconv.Itoa(i))
+		if err := hub.Client.Patch(ctx, wc, patch); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	reportPasses(out, "quiet", hubProc.passes(b).since(quiet0))
 	b.StopTimer()
 	out.print()
 	b.ReportMetric(float64(admitted1)/end1.Sub(start).Seconds(), "admissions/s")
@@ -363,7 +425,12 @@ type backlogRun struct {
 	admittedOn  [][]time.Time
 	completedOn [][]time.Time
 	started     map[types.UID]bool // copies whose completion is scheduled
+	// frozen: no more completions.
+	frozen atomic.Bool
 }
+
+// freeze stops completions.
+func (r *backlogRun) freeze() { r.frozen.Store(true) }
 
 func newBacklogRun(workers []*framework.Cluster, origin string, durations []time.Duration) *backlogRun {
 	return &backlogRun{workers: workers, origin: origin, durations: durations, hubSeen: map[string]bool{}, admitted: map[string]time.Time{},
@@ -410,7 +477,7 @@ func (r *backlogRun) onCopyWorkload(ctx context.Context, worker int, o any, gone
 // pods succeed.
 func (r *backlogRun) complete(ctx context.Context, worker int, name string) {
 	c := r.workers[worker].Client
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !r.frozen.Load() {
 		var j batchv1.Job
 		if err := c.Get(ctx, types.NamespacedName{Namespace: hubBenchNamespace, Name: name}, &j); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -524,6 +591,7 @@ func buildHub(b *testing.B) string {
 type hubProcess struct {
 	cmd     *exec.Cmd
 	metrics string // its metrics URL
+	pprof   string // its profiles' URL
 	done    chan error
 }
 
@@ -545,22 +613,17 @@ func startHubProcess(b *testing.B, bin, kubeconfig string) *hubProcess {
 			}
 		}
 	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--zap-log-level", "error")
+	addr := freeAddr(b)
+	pprofAddr := freeAddr(b)
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0",
+		"--pprof-bind-address", pprofAddr, "--zap-log-level", "error")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Gone with this process, whatever ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	p := &hubProcess{cmd: cmd, metrics: "http://" + addr + "/metrics", done: make(chan error, 1)}
+	p := &hubProcess{cmd: cmd, metrics: "http://" + addr + "/metrics", pprof: "http://" + pprofAddr + "/debug/pprof/", done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
 	waitFor(b, time.Minute, "the hub's metrics endpoint", func() (bool, error) {
 		select {
@@ -572,6 +635,34 @@ func startHubProcess(b *testing.B, bin, kubeconfig string) *hubProcess {
 		return err == nil, nil
 	})
 	return p
+}
+
+// freeAddr is a free local TCP address.
+func freeAddr(b *testing.B) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return addr
+}
+
+// profile writes a CPU profile of the hub over d into path.
+func (p *hubProcess) profile(path string, d time.Duration) error {
+	resp, err := http.Get(fmt.Sprintf("%sprofile?seconds=%d", p.pprof, max(1, int(d.Seconds())))) //nolint:noctx // a local scrape
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 func (p *hubProcess) stop() {
@@ -650,17 +741,29 @@ func (p *hubProcess) gauge(b *testing.B, name string) string {
 	return "unknown"
 }
 
-func (p *hubProcess) passes(b *testing.B) histogram {
+// passStats are the hub's dispatch passes and placement decisions so far.
+type passStats struct {
+	passes, decisions histogram
+}
+
+func (p *hubProcess) passes(b *testing.B) passStats {
 	b.Helper()
 	text, err := p.scrape()
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := parseHistogram(text, "strata_hub_dispatch_pass_seconds")
-	if err != nil {
+	var st passStats
+	if st.passes, err = parseHistogram(text, "strata_hub_dispatch_pass_seconds"); err != nil {
 		b.Fatal(err)
 	}
-	return h
+	if st.decisions, err = parseHistogram(text, "strata_hub_placement_latency_seconds"); err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
+
+func (st passStats) since(earlier passStats) passStats {
+	return passStats{passes: st.passes.since(earlier.passes), decisions: st.decisions.since(earlier.decisions)}
 }
 
 // histogram is a Prometheus histogram's cumulative buckets.
@@ -740,8 +843,11 @@ func (h histogram) quantile(q float64) float64 {
 	return lower
 }
 
-// reportPasses adds a window's pass count, mean, p50 and p99 to out.
-func reportPasses(out *keyValues, window string, h histogram) {
+// reportPasses adds a window's pass count, mean, p50 and p99, and the
+// placement decisions made (the engine run on the targets), to out.
+func reportPasses(out *keyValues, window string, st passStats) {
+	h := st.passes
+	out.add("decisions_"+window, st.decisions.count())
 	out.add("passes_"+window, h.count())
 	if h.count() == 0 {
 		return

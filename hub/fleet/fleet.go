@@ -457,8 +457,10 @@ func (f *Fleet) Copy(ctx context.Context, name string, k jobs.Kind, key types.Na
 }
 
 // Copies lists the copies (of every kind it reads there) this hub
-// dispatched to a worker, as last read.
-func (f *Fleet) Copies(ctx context.Context, name string) ([]jobs.Job, error) {
+// dispatched to a worker, as last read. opts go to every kind's List:
+// client.UnsafeDisableDeepCopy for a caller that only reads them (a
+// worker holds thousands of copies, finished ones included).
+func (f *Fleet) Copies(ctx context.Context, name string, opts ...client.ListOption) ([]jobs.Job, error) {
 	f.mu.Lock()
 	r := f.remotes[name]
 	if r == nil || !r.synced {
@@ -478,7 +480,7 @@ func (f *Fleet) Copies(ctx context.Context, name string) ([]jobs.Job, error) {
 		if !ok {
 			continue
 		}
-		list, err := k.List(ctx, reader)
+		list, err := k.List(ctx, reader, opts...)
 		if err != nil {
 			return nil, err
 		}

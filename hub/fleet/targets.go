@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
@@ -125,7 +126,7 @@ func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.T
 		}
 		if connected && newGeneration(f.targets[w.Name], summaries) {
 			// Only this worker's own copies may end its reservations.
-			if copies, err := f.Copies(ctx, w.Name); err == nil {
+			if copies, err := f.Copies(ctx, w.Name, client.UnsafeDisableDeepCopy); err == nil {
 				summaries = ownDispatches(summaries, copyKeys(copies))
 			} else {
 				summaries = ownDispatches(summaries, nil)

@@ -273,7 +273,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// must go on growing while a worker publishes nothing.
 		requeue = min(next, ageInterval)
 		metrics.HubSummaryAge.WithLabelValues(wc.Name).Set(oldest(summaries, now).Seconds())
-		if copies, err := r.fleet.Copies(ctx, wc.Name); err == nil {
+		if copies, err := r.fleet.Copies(ctx, wc.Name, client.UnsafeDisableDeepCopy); err == nil {
 			status.Workloads = live(copies)
 		}
 	} else {

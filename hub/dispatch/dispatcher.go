@@ -73,6 +73,8 @@ type Dispatcher struct {
 	lastDispatch time.Time
 	// shapes keeps each Workload's placement.Shape.
 	shapes map[types.UID]keptShape
+	// reasons writes waiting reasons, apart from the passes.
+	reasons *reasonQueue
 }
 
 // written is a waiting reason written: its condition's reason, and its
@@ -99,6 +101,7 @@ func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, r
 		waiting:           map[types.UID]written{},
 		recorded:          map[types.UID]recorded{},
 		shapes:            map[types.UID]keptShape{},
+		reasons:           newReasonQueue(),
 	}
 }
 
@@ -117,6 +120,7 @@ func (d *Dispatcher) NeedLeaderElection() bool { return true }
 func (d *Dispatcher) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("dispatcher")
 	ctx = ctrl.LoggerInto(ctx, log)
+	go d.reasons.run(ctx, maxPassWrites)
 	d.Wake()
 	var timer <-chan time.Time
 	for {
@@ -231,7 +235,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 		}
 		if job.Suspended() {
 			// On the hub, spec.suspend is the user's: nothing is sent.
-			d.wait(ctx, writes, pending{wl: wl, job: job.Object()}, ReasonSuspended,
+			d.wait(ctx, pending{wl: wl, job: job.Object()}, ReasonSuspended,
 				fmt.Sprintf("the %s is suspended on the hub; it is dispatched when spec.suspend is false", job.Kind().GroupVersionKind().Kind))
 			continue
 		}
@@ -495,7 +499,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 		},
 		func(cq *strata.ClusterQueue, behind []pending) {
 			for _, p := range behind {
-				d.wait(ctx, writes, p, ReasonPending,
+				d.wait(ctx, p, ReasonPending,
 					fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", cq.Name))
 			}
 		})
@@ -518,7 +522,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		flavors = append(flavors, fq.Name)
 	}
 	if len(flavors) == 0 {
-		d.wait(ctx, writes, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
+		d.wait(ctx, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
 		return true, 0, nil
 	}
 	// A refusal for a queue fact of the worker's (no namespace, no
@@ -542,7 +546,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		same = &waitKey{queue: cq.Name, namespace: wl.Namespace, localQueue: wl.Spec.QueueName, kind: kindName(p.kind), shape: shape,
 			flavors: strings.Join(append(flavors, notes...), "\x00")}
 		if o, ok := view.waits[*same]; ok {
-			d.waitFor(ctx, writes, p, o)
+			d.waitFor(ctx, p, o)
 			return o.blocks, 0, nil
 		}
 	}
@@ -552,7 +556,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		if same != nil {
 			view.waits[*same] = o
 		}
-		d.waitFor(ctx, writes, p, o)
+		d.waitFor(ctx, p, o)
 		return o.blocks, o.retry, nil
 	}
 	return false, o.retry, d.dispatch(ctx, targets, p, dec, o.message, now, used, writes)
@@ -977,10 +981,11 @@ func boolRank(b bool) int {
 	return 0
 }
 
-// wait has writes say why a Workload waits, when that changed in more
-// than its numbers, with an event on its Job; otherwise it writes nothing.
-func (d *Dispatcher) wait(ctx context.Context, writes *passWrites, p pending, reason, message string) {
-	d.waitFor(ctx, writes, p, newWait(reason, message))
+// wait has the reason queue say why a Workload waits, when that changed
+// in more than its numbers, with an event on its Job; otherwise it writes
+// nothing.
+func (d *Dispatcher) wait(ctx context.Context, p pending, reason, message string) {
+	d.waitFor(ctx, p, newWait(reason, message))
 }
 
 // newWait is a waiting outcome of reason and message (truncated to the
@@ -991,14 +996,16 @@ func newWait(reason, message string) waitOutcome {
 }
 
 // waitFor is wait for an outcome whose meaning is computed: a pass
-// compares thousands of waiting reasons, most of them unchanged.
-func (d *Dispatcher) waitFor(ctx context.Context, writes *passWrites, p pending, o waitOutcome) {
+// compares thousands of waiting reasons, most of them unchanged. The
+// write goes to the reason queue, not to the pass's writes: a pass does
+// not wait for reasons.
+func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
 	key := p.wl.UID
 	now := written{reason: o.reason, meaning: o.meaning}
 	d.mu.Lock()
 	last, seen := d.waiting[key]
 	d.mu.Unlock()
-	if seen && last == now {
+	if seen && last == now || d.reasons.has(key, now) {
 		return
 	}
 	c := meta.FindStatusCondition(p.wl.Status.Conditions, strata.WorkloadAdmitted)
@@ -1010,12 +1017,17 @@ func (d *Dispatcher) waitFor(ctx context.Context, writes *passWrites, p pending,
 	}
 	wl := p.wl.DeepCopy()
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message})
-	writes.do(func() error {
+	d.reasons.add(key, now, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
 			if apierrors.IsConflict(err) {
 				return nil // the newer Workload brings another pass
 			}
-			return client.IgnoreNotFound(err)
+			if err := client.IgnoreNotFound(err); err != nil {
+				ctrl.LoggerFrom(ctx).V(2).Info("Could not write a waiting reason", "workload", client.ObjectKeyFromObject(wl), "error", err.Error())
+				// Not recorded written: a pass a second from now queues it again.
+				time.AfterFunc(time.Second, d.Wake)
+			}
+			return err
 		}
 		d.mu.Lock()
 		d.waiting[key] = now

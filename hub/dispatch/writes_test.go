@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -104,7 +105,7 @@ func TestPassWrites(t *testing.T) {
 // says it (a restarted hub); a Workload made again under the same name
 // is another.
 func TestWaitWritesWhatChanged(t *testing.T) {
-	d := &Dispatcher{waiting: map[types.UID]written{}}
+	d := &Dispatcher{waiting: map[types.UID]written{}, reasons: newReasonQueue()}
 	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-a", UID: "1"}}
 	p := pending{wl: wl}
 	// wrote runs as a successful write would: the reason is now recorded.
@@ -130,14 +131,54 @@ func TestWaitWritesWhatChanged(t *testing.T) {
 		if s.condition != nil {
 			wl.Status.Conditions = []metav1.Condition{*s.condition}
 		}
-		var w passWrites
 		o := newWait(s.reason, s.message)
-		d.waitFor(t.Context(), &w, p, o)
-		if got := len(w.writes) > 0; got != s.wantWrite {
-			t.Errorf("%s: wrote %v, want %v", s.name, got, s.wantWrite)
+		d.waitFor(t.Context(), p, o)
+		// Asked again before it is written: still one write queued.
+		d.waitFor(t.Context(), p, o)
+		if got := d.reasons.len(); got != map[bool]int{true: 1}[s.wantWrite] {
+			t.Errorf("%s: %d writes queued, want a write %v", s.name, got, s.wantWrite)
 		}
-		if len(w.writes) > 0 {
+		if _, ok := d.reasons.next(); ok {
 			wrote(o)
 		}
+	}
+}
+
+// TestReasonQueue: the latest reason of a Workload replaces one not yet
+// written, in its place; every reason queued is written by run.
+func TestReasonQueue(t *testing.T) {
+	q := newReasonQueue()
+	var mu sync.Mutex
+	var got []string
+	write := func(s string) func() error {
+		return func() error {
+			mu.Lock()
+			got = append(got, s)
+			mu.Unlock()
+			return nil
+		}
+	}
+	q.add("a", written{reason: "Pending", meaning: "one"}, write("a1"))
+	q.add("b", written{reason: "Pending", meaning: "one"}, write("b1"))
+	q.add("a", written{reason: "Pending", meaning: "two"}, write("a2"))
+	if !q.has("a", written{reason: "Pending", meaning: "two"}) || q.has("a", written{reason: "Pending", meaning: "one"}) {
+		t.Error("has: want the latest reason of a only")
+	}
+	r, _ := q.next()
+	_ = r.write()
+	if diff := cmp.Diff([]string{"a2"}, got); diff != "" {
+		t.Errorf("first written (-want,+got):\n%s", diff)
+	}
+	q.add("c", written{reason: "Pending", meaning: "one"}, write("c1"))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { q.run(ctx, 2); close(done) }()
+	for q.len() > 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	<-done
+	if diff := cmp.Diff([]string{"a2", "b1", "c1"}, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("written (-want,+got):\n%s", diff)
 	}
 }

@@ -240,6 +240,7 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 		// A worker the hub cannot reach must not block the hub: reads fail
 		// fast and the informer retries with its own backoff.
 		ReaderFailOnMissingInformer: true,
+		DefaultTransform:            crcache.TransformStripManagedFields(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("a client for the worker: %w", err)

@@ -127,6 +127,7 @@ func (f *Fleet) watchKind(ctx context.Context, name string, r *remote, cfg *rest
 		Scheme:                      f.scheme,
 		ByObject:                    map[client.Object]crcache.ByObject{k.NewObject(): {Label: mine}},
 		ReaderFailOnMissingInformer: true,
+		DefaultTransform:            crcache.TransformStripManagedFields(),
 	})
 	if err != nil {
 		return err

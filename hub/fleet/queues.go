@@ -93,7 +93,8 @@ func (f *Fleet) startQueues(ctx context.Context, name string, r *remote, cfg *re
 	for _, o := range queueObjects() {
 		byObject[o] = crcache.ByObject{}
 	}
-	c, err := crcache.New(cfg, crcache.Options{Scheme: f.scheme, ByObject: byObject, ReaderFailOnMissingInformer: true})
+	c, err := crcache.New(cfg, crcache.Options{Scheme: f.scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,
+		DefaultTransform: crcache.TransformStripManagedFields()})
 	if err != nil {
 		return err
 	}

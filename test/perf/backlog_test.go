@@ -78,7 +78,7 @@ const gpuResource = corev1.ResourceName("nvidia.com/gpu")
 func BenchmarkHubBacklog(b *testing.B) {
 	workerCount := envInt("STRATA_BACKLOG_WORKERS", 8)
 	blocks := envInt("STRATA_BACKLOG_BLOCKS", 2)
-	jobs, more := envInt("STRATA_BACKLOG_JOBS", 20000), envInt("STRATA_BACKLOG_MORE_JOBS", 30000)
+	jobs, more := envInt("STRATA_BACKLOG_JOBS", 20000), envCount("STRATA_BACKLOG_MORE_JOBS", 30000)
 	window := time.Duration(envInt("STRATA_BACKLOG_SECONDS", 300)) * time.Second
 	window2 := time.Duration(envInt("STRATA_BACKLOG_SECONDS2", 120)) * time.Second
 	scale := float64(envInt("STRATA_BACKLOG_TIME_SCALE", 360))
@@ -628,7 +628,7 @@ func startHubProcess(b *testing.B, bin, kubeconfig string) *hubProcess {
 	waitFor(b, time.Minute, "the hub's metrics endpoint", func() (bool, error) {
 		select {
 		case err := <-p.done:
-			return false, fmt.Errorf("strata-hub exited: %v", err)
+			return false, fmt.Errorf("strata-hub exited: %w", err)
 		default:
 		}
 		_, err := p.scrape()
@@ -668,10 +668,12 @@ func (p *hubProcess) profile(path string, d time.Duration) error {
 func (p *hubProcess) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		_ = err // stopped by a signal: not a failure
 	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		err := <-p.done
+		_ = err
 	}
 }
 
@@ -704,15 +706,15 @@ func (p *hubProcess) rssMiB(b *testing.B) int {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kib, err := parseVmRSS(data)
+	kib, err := parseVMRSS(data)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return int(kib / 1024)
 }
 
-// parseVmRSS reads the VmRSS line of /proc/<pid>/status, in KiB.
-func parseVmRSS(status []byte) (int64, error) {
+// parseVMRSS reads the VmRSS line of /proc/<pid>/status, in KiB.
+func parseVMRSS(status []byte) (int64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {

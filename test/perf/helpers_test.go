@@ -41,6 +41,14 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// envCount is envInt for a count that may be 0.
+func envCount(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
+}
+
 // startCPUProfile profiles this process into path until the returned
 // function is called; with no path it does nothing.
 func startCPUProfile(b *testing.B, path string) func() {

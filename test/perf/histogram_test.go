@@ -46,12 +46,12 @@ strata_hub_dispatch_pass_seconds_count 100
 	}
 }
 
-func TestParseVmRSS(t *testing.T) {
-	got, err := parseVmRSS([]byte("Name:\tstrata-hub\nVmPeak:\t 2000 kB\nVmRSS:\t  123456 kB\nThreads:\t12\n"))
+func TestParseVMRSS(t *testing.T) {
+	got, err := parseVMRSS([]byte("Name:\tstrata-hub\nVmPeak:\t 2000 kB\nVmRSS:\t  123456 kB\nThreads:\t12\n"))
 	if err != nil || got != 123456 {
-		t.Errorf("parseVmRSS = %d, %v; want 123456", got, err)
+		t.Errorf("parseVMRSS = %d, %v; want 123456", got, err)
 	}
-	if _, err := parseVmRSS([]byte("Name:\tx\n")); err == nil {
-		t.Error("parseVmRSS without VmRSS: no error")
+	if _, err := parseVMRSS([]byte("Name:\tx\n")); err == nil {
+		t.Error("parseVMRSS without VmRSS: no error")
 	}
 }

@@ -1,0 +1,105 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// reasonQueue writes waiting reasons in the background, at most a few at
+// a time, the latest reason of each Workload only. A backlog of thousands
+// of new Workloads needs thousands of reason writes; a pass that waited
+// for them would keep the workloads that fit from being dispatched. A
+// reason written late is harmless: its write carries the Workload's
+// resourceVersion as the pass read it, and a Workload dispatched since
+// refuses it (Conflict).
+type reasonQueue struct {
+	mu     sync.Mutex
+	queued map[types.UID]queuedReason
+	order  []types.UID // first queued first written
+	wake   chan struct{}
+}
+
+type queuedReason struct {
+	reason written
+	write  func() error
+}
+
+func newReasonQueue() *reasonQueue {
+	return &reasonQueue{queued: map[types.UID]queuedReason{}, wake: make(chan struct{}, 1)}
+}
+
+// add queues write, which writes reason on Workload uid, in place of any
+// reason queued for it and not written yet.
+func (q *reasonQueue) add(uid types.UID, reason written, write func() error) {
+	q.mu.Lock()
+	if _, ok := q.queued[uid]; !ok {
+		q.order = append(q.order, uid)
+	}
+	q.queued[uid] = queuedReason{reason: reason, write: write}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// has says whether reason is queued for Workload uid.
+func (q *reasonQueue) has(uid types.UID, reason written) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r, ok := q.queued[uid]
+	return ok && r.reason == reason
+}
+
+// len is the number of reasons queued.
+func (q *reasonQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queued)
+}
+
+// next takes the first reason queued, false when there is none.
+func (q *reasonQueue) next() (queuedReason, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.order) > 0 {
+		uid := q.order[0]
+		q.order = q.order[1:]
+		if r, ok := q.queued[uid]; ok {
+			delete(q.queued, uid)
+			return r, true
+		}
+	}
+	return queuedReason{}, false
+}
+
+// run writes the queued reasons with workers writers until ctx ends;
+// failed writes are dropped (the next pass queues the reason again, as it
+// was not recorded written).
+func (q *reasonQueue) run(ctx context.Context, workers int) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				r, ok := q.next()
+				if !ok {
+					select {
+					case <-ctx.Done():
+						return
+					case <-q.wake:
+						// Pass the wake on: other writers may be idle too.
+						select {
+						case q.wake <- struct{}{}:
+						default:
+						}
+						continue
+					}
+				}
+				_ = r.write()
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -208,7 +207,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 		if _, flavor, _, ok := Placed(wl); ok {
 			placed = append(placed, wl)
 			if cq != nil {
-				chargeUsage(usage, cq.Name, flavor, wl)
+				d.chargeUsage(usage, cq.Name, flavor, wl)
 			}
 			continue
 		}
@@ -218,7 +217,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 		if written && r.generation > Generation(wl) {
 			// Dispatched by this process; the informer is behind.
 			if cq != nil {
-				chargeUsage(usage, cq.Name, r.flavor, wl)
+				d.chargeUsage(usage, cq.Name, r.flavor, wl)
 			}
 			continue
 		}
@@ -388,11 +387,11 @@ func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload, opts ...c
 
 // chargeUsage adds a dispatched Workload's requests to its queue's usage
 // of its flavor.
-func chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor string, wl *strata.Workload) {
+func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor string, wl *strata.Workload) {
 	if usage[cq] == nil {
 		usage[cq] = map[string]corev1.ResourceList{}
 	}
-	ChargeUsage(usage[cq], flavor, wl)
+	queue.AddUsage(usage[cq], []strata.PodSetAssignment{{Flavor: flavor, ResourceUsage: d.kept(wl).need}})
 }
 
 // ChargeUsage adds a Workload's requests to usage (by flavor) of the
@@ -478,7 +477,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	}
 	turns := make([]*queue.Turn[pending], 0, len(byQueue))
 	for _, t := range byQueue {
-		sort.SliceStable(t.Items, func(i, j int) bool { return queue.Before(t.Items[i].wl, t.Items[j].wl) })
+		slices.SortStableFunc(t.Items, func(a, b pending) int { return queue.Compare(a.wl, b.wl) })
 		turns = append(turns, t)
 	}
 	var errs []error
@@ -512,10 +511,11 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, used map[string]corev1.ResourceList,
 	view *passView, p pending, now time.Time, writes *passWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
+	kept := d.kept(wl)
 	// Flavors in the queue's order, within quota.
 	var flavors, notes []string
 	for _, fq := range cq.Spec.Flavors {
-		if err, _ := queue.CheckQuota(fq, used[fq.Name], wl); err != nil {
+		if err, _ := queue.CheckQuotaOf(fq, used[fq.Name], kept.need); err != nil {
 			notes = append(notes, fmt.Sprintf("flavor %s: %v", fq.Name, err))
 			continue
 		}
@@ -535,7 +535,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		_, known := d.queueRefusal(view, a.Cluster, p)
 		return known
 	})
-	shape := d.shape(wl)
+	shape := kept.shape
 	// Within a pass capacity is only taken, never given back: a workload
 	// that waits, waits for the same reason as every later one of its
 	// queue, shape, flavors, kind and LocalQueue that no backoff singles
@@ -595,21 +595,26 @@ func kindName(k jobs.Kind) string {
 	return k.GroupVersionKind().String()
 }
 
-// shape is placement.Shape of wl, kept per Workload and spec generation.
-func (d *Dispatcher) shape(wl *strata.Workload) string {
+// kept is what a pass reads of wl's pod sets, kept per Workload and spec
+// generation: computed, they cost more than the rest of a pass's look at a
+// Workload that waits.
+func (d *Dispatcher) kept(wl *strata.Workload) keptShape {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s, ok := d.shapes[wl.UID]; ok && s.generation == wl.Generation {
-		return s.shape
+		return s
 	}
-	s := placement.Shape(wl)
-	d.shapes[wl.UID] = keptShape{generation: wl.Generation, shape: s}
+	s := keptShape{generation: wl.Generation, shape: placement.Shape(wl), need: queue.WorkloadRequests(wl)}
+	d.shapes[wl.UID] = s
 	return s
 }
 
+// keptShape is a Workload's placement.Shape and its requests in all
+// (queue.WorkloadRequests), read only.
 type keptShape struct {
 	generation int64
 	shape      string
+	need       corev1.ResourceList
 }
 
 // decide places p on the best eligible target of flavors (the queue's

@@ -15,15 +15,51 @@ import (
 
 // Before orders workloads: higher priority first, then the one queued
 // first (see QueuedAt), then by namespace and name.
-func Before(a, b *strata.Workload) bool {
+func Before(a, b *strata.Workload) bool { return Compare(a, b) < 0 }
+
+// Compare is Before as a three-way comparison (for slices.SortFunc): -1
+// when a comes first, 1 when b does, 0 for the same namespace and name.
+func Compare(a, b *strata.Workload) int {
 	pa, pb := Priority(a), Priority(b)
 	if pa != pb {
-		return pa > pb
+		if pa > pb {
+			return -1
+		}
+		return 1
 	}
 	if ta, tb := QueuedAt(a), QueuedAt(b); !ta.Equal(tb) {
-		return ta.Before(tb)
+		return ta.Compare(tb)
 	}
-	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	switch {
+	case keyLess(a.Namespace, a.Name, b.Namespace, b.Name):
+		return -1
+	case keyLess(b.Namespace, b.Name, a.Namespace, a.Name):
+		return 1
+	}
+	return 0
+}
+
+// keyLess is nsA+"/"+nameA < nsB+"/"+nameB without building either: a
+// dispatch pass sorts tens of thousands of Workloads, many created in
+// the same second.
+func keyLess(nsA, nameA, nsB, nameB string) bool {
+	at := func(ns, name string, i int) byte {
+		switch {
+		case i < len(ns):
+			return ns[i]
+		case i == len(ns):
+			return '/'
+		default:
+			return name[i-len(ns)-1]
+		}
+	}
+	la, lb := len(nsA)+1+len(nameA), len(nsB)+1+len(nameB)
+	for i := 0; i < la && i < lb; i++ {
+		if ca, cb := at(nsA, nameA, i), at(nsB, nameB, i); ca != cb {
+			return ca < cb
+		}
+	}
+	return la < lb
 }
 
 // QueuedAt is when a workload joined its queue: for the copy of a hub
@@ -72,6 +108,12 @@ func CheckQuota(fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Wor
 	if len(fq.Resources) == 0 {
 		return nil, false
 	}
+	return CheckQuotaOf(fq, used, WorkloadRequests(wl))
+}
+
+// WorkloadRequests is what a workload requests in all, every pod set's
+// TotalRequests summed.
+func WorkloadRequests(wl *strata.Workload) corev1.ResourceList {
 	need := corev1.ResourceList{}
 	for i := range wl.Spec.PodSets {
 		for name, v := range TotalRequests(&wl.Spec.PodSets[i]) {
@@ -80,6 +122,12 @@ func CheckQuota(fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Wor
 			need[name] = sum
 		}
 	}
+	return need
+}
+
+// CheckQuotaOf is CheckQuota for a workload that requests need in all
+// (WorkloadRequests), for a caller that keeps it.
+func CheckQuotaOf(fq strata.FlavorQuotas, used, need corev1.ResourceList) (err error, never bool) {
 	for _, rq := range fq.Resources {
 		n, ok := need[rq.Name]
 		if !ok {

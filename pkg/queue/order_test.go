@@ -251,3 +251,15 @@ func TestAddUsage(t *testing.T) {
 		})
 	}
 }
+
+func TestKeyLess(t *testing.T) {
+	keys := [][2]string{{"a", "b"}, {"a", "a"}, {"a-b", "x"}, {"a", ""}, {"", "a"}, {"ab", "c"}, {"a", "bc"}, {"a/b", "c"}, {"a", "b/c"}}
+	for _, x := range keys {
+		for _, y := range keys {
+			want := x[0]+"/"+x[1] < y[0]+"/"+y[1]
+			if got := keyLess(x[0], x[1], y[0], y[1]); got != want {
+				t.Errorf("keyLess(%q, %q, %q, %q) = %v, want %v", x[0], x[1], y[0], y[1], got, want)
+			}
+		}
+	}
+}

@@ -53,7 +53,7 @@ const gpuResource = corev1.ResourceName("nvidia.com/gpu")
 // the agents run in this process, the hub as its own process (the
 // strata-hub binary, built here), so that its CPU time and resident
 // memory are its own. STRATA_PERF_CPUPROFILE writes a CPU profile of the
-// hub during the second window. STRATA_BACKLOG_JOBS (20,000) Jobs drawn as
+// hub during the quiet passes (below). STRATA_BACKLOG_JOBS (20,000) Jobs drawn as
 // `kubectl strata simulate --generate-trace` draws them (1–64 pods of 1,
 // 2, 4 or 8 GPUs; rack- and block-required and -preferred, or
 // unconstrained) are created on the hub at once by 8 creators. Nothing
@@ -280,13 +280,6 @@ func BenchmarkHubBacklog(b *testing.B) {
 		passA := hubProc.passes(b)
 		cpuA := hubProc.cpu(b)
 		admittedA, _, _ := run.admissions(start, time.Now())
-		if path := os.Getenv("STRATA_PERF_CPUPROFILE"); path != "" {
-			go func() {
-				if err := hubProc.profile(path, window2-5*time.Second); err != nil {
-					b.Error(err)
-				}
-			}()
-		}
 		progress(start2, time.Now().Add(window2), "second window")
 		admittedB, _, _ := run.admissions(start, time.Now())
 		reportPasses(out, "second_window", hubProc.passes(b).since(passA))
@@ -301,6 +294,13 @@ func BenchmarkHubBacklog(b *testing.B) {
 	time.Sleep(15 * time.Second)
 	quiet0 := hubProc.passes(b)
 	out.add("pending_quiet", hubProc.gauge(b, "strata_hub_pending_workloads"))
+	out.add("rss_mib_quiet", hubProc.rssMiB(b))
+	profiled := make(chan error, 1)
+	if path := os.Getenv("STRATA_PERF_CPUPROFILE"); path != "" {
+		go func() { profiled <- hubProc.profile(path, 20*time.Second) }()
+	} else {
+		profiled <- nil
+	}
 	for i := range 10 {
 		wc := &strata.WorkerCluster{}
 		if err := hub.Client.Get(ctx, types.NamespacedName{Name: workers[0].Name}, wc); err != nil {
@@ -314,6 +314,9 @@ func BenchmarkHubBacklog(b *testing.B) {
 		time.Sleep(2 * time.Second)
 	}
 	reportPasses(out, "quiet", hubProc.passes(b).since(quiet0))
+	if err := <-profiled; err != nil {
+		b.Error(err)
+	}
 	b.StopTimer()
 	out.print()
 	b.ReportMetric(float64(admitted1)/end1.Sub(start).Seconds(), "admissions/s")

@@ -3,6 +3,7 @@ package tas
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -373,6 +374,11 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 		} else {
 			lvl = min(lvl, p.layers[0].level) // a summarized host level: its leaf above
 		}
+		if len(p.layers) == 0 && !p.filter && leafBucketsOn {
+			if b := s.leafBuckets(p.dem); b != nil {
+				return p.leastFreeLeaves(b, count)
+			}
+		}
 		d := p.tightest(s.byLevel[first], count/p.units[first])
 		p.leastFirst = true
 		if d == nil {
@@ -399,6 +405,59 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 		lvl = min(lvl, p.layers[0].level) // a summarized host level: its leaf above
 	}
 	return p.fillLevel(lvl, count)
+}
+
+// leafBucketsOn: unconstrained LeastFreeCapacity reads the leaves grouped
+// by capacity; off, it orders them (tests compare the two).
+var leafBucketsOn = true
+
+// leastFreeLeaves is unconstrained's LeastFreeCapacity without slices or
+// a filter, read from the leaves grouped by capacity (b): the tightest
+// leaf that holds all pods, else the leaves from the least free up, ties
+// in natural order — what tightest and fillLevel give, without ordering
+// every leaf of the flavor.
+func (p *plan) leastFreeLeaves(b *capBuckets, count int64) (*Assignment, error) {
+	s := p.s
+	p.leastFirst = true
+	i, _ := slices.BinarySearch(b.values, count)
+	for ; i < len(b.values); i++ {
+		if b.counts[i] > 0 {
+			d := s.leafOrder[b.first(i)]
+			s.assigned[d.id] = count
+			return p.result([]*domain{d}), nil
+		}
+	}
+	ranks := s.ranks[:0]
+	n := count
+	for i := 0; i < len(b.values) && n > 0; i++ {
+		if b.counts[i] == 0 {
+			continue
+		}
+		v := b.values[i]
+		for w, word := range b.sets[i] {
+			for ; word != 0 && n > 0; word &= word - 1 {
+				r := w*64 + bits.TrailingZeros64(word)
+				take := min(v, n)
+				s.assigned[s.leafOrder[r].id] = take
+				n -= take
+				ranks = append(ranks, r)
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	s.ranks = ranks
+	if n > 0 {
+		// unconstrained checked the flavor's room first.
+		panic(fmt.Sprintf("tas: the flavor holds %d pods but its leaves do not", count))
+	}
+	slices.Sort(ranks)
+	leaves := make([]*domain, len(ranks))
+	for j, r := range ranks {
+		leaves[j] = s.leafOrder[r]
+	}
+	return p.result(leaves), nil
 }
 
 // fillLevel distributes the pods over the domains of level lvl across the

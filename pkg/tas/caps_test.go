@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 )
 
 // fullCaps is domainCaps worked out from scratch: every bin's pods of dem,
@@ -127,4 +129,153 @@ func TestDomainCapsStayExact(t *testing.T) {
 			check(t, fmt.Sprintf("seed %d: refreshed hub", seed), hub, rng)
 		}
 	}
+}
+
+// TestLeastFreeLeavesAsOrdered: unconstrained LeastFreeCapacity read from
+// the leaves grouped by capacity (leastFreeLeaves) gives what ordering
+// every leaf gives — the same leaves, counts, errors and room — on agents'
+// and hubs' snapshots, as usage, nodes and reservations change between
+// placements (the groups follow the changes rather than being built
+// anew).
+func TestLeastFreeLeavesAsOrdered(t *testing.T) {
+	opts := Options{Required: configv1beta1.BestFit, Preferred: configv1beta1.BestFit, Unconstrained: configv1beta1.LeastFreeCapacity}
+	demands := []corev1.ResourceList{cpu("1"), cpu("2"), {corev1.ResourceCPU: resource.MustParse("1"), gpu: resource.MustParse("1")}, {gpu: resource.MustParse("4")}}
+	compare := func(t *testing.T, name string, s *Snapshot, rng *rand.Rand) {
+		t.Helper()
+		for range 4 {
+			req := Request{Count: int32(1 + rng.IntN(40)), PodRequests: demands[rng.IntN(len(demands))]}
+			fast, fastEnclosing, fastRoom, fastErr := s.FindWithRoom(req, opts)
+			leafBucketsOn = false
+			slow, slowEnclosing, slowRoom, slowErr := s.FindWithRoom(req, opts)
+			leafBucketsOn = true
+			if diff := cmp.Diff(fmt.Sprint(slowErr), fmt.Sprint(fastErr)); diff != "" {
+				t.Fatalf("%s: %d x %v: errors differ (-ordered +grouped):\n%s", name, req.Count, req.PodRequests, diff)
+			}
+			if diff := cmp.Diff(slow, fast); diff != "" {
+				t.Fatalf("%s: %d x %v: assignments differ (-ordered +grouped):\n%s", name, req.Count, req.PodRequests, diff)
+			}
+			if diff := cmp.Diff([]any{slowEnclosing, slowRoom}, []any{fastEnclosing, fastRoom}); diff != "" {
+				t.Fatalf("%s: %d x %v: room differs (-ordered +grouped):\n%s", name, req.Count, req.PodRequests, diff)
+			}
+		}
+	}
+	grouped := 0
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		agent, levels := randomCluster(rng)
+		for step := range 30 {
+			name := fmt.Sprintf("seed %d step %d: agent", seed, step)
+			node := fmt.Sprintf("n-%03d", rng.IntN(30))
+			switch rng.IntN(4) {
+			case 0, 1:
+				sign := []int64{1, -1}[rng.IntN(2)]
+				agent.AddUsage(node, corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(1+rng.Int64N(2), resource.DecimalSI)}, sign)
+			case 2:
+				labels := map[string]string{host: node}
+				for _, l := range levels {
+					if l != host {
+						labels[l] = fmt.Sprintf("%s-%d", l, rng.IntN(3))
+					}
+				}
+				agent.SetNode(Node{Name: node, Labels: labels, Ready: rng.IntN(5) > 0, Allocatable: corev1.ResourceList{
+					corev1.ResourceCPU: *resource.NewQuantity(int64(2+rng.IntN(8)), resource.DecimalSI), gpu: resource.MustParse("8"),
+					corev1.ResourcePods: resource.MustParse("20"),
+				}})
+			default:
+				agent.RemoveNode(node)
+			}
+			compare(t, name, agent, rng)
+		}
+		st, err := agent.Summarize(math.MaxInt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hub, err := NewSnapshotFromSummary(&st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held []*Dispatched
+		for step := range 30 {
+			name := fmt.Sprintf("seed %d step %d: hub", seed, step)
+			compare(t, name, hub, rng)
+			if len(hub.caps) > 0 && hub.caps[0].buckets.built {
+				grouped++
+			}
+			req := Request{Count: int32(1 + rng.IntN(20)), PodRequests: demands[rng.IntN(len(demands))]}
+			switch {
+			case rng.IntN(3) > 0:
+				if a, err := hub.FindAssignment(req, opts); err == nil {
+					d, err := hub.CommitDispatched(a, req.PodRequests)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					held = append(held, d)
+				}
+			case len(held) > 0:
+				i := rng.IntN(len(held))
+				hub.ReleaseDispatched(held[i])
+				held = append(held[:i], held[i+1:]...)
+			}
+		}
+		if hub.Refresh(&st) {
+			compare(t, fmt.Sprintf("seed %d: refreshed hub", seed), hub, rng)
+		}
+	}
+	if grouped == 0 {
+		t.Fatal("no placement read the grouped leaves")
+	}
+}
+
+// TestLeafBucketsTooManyCapacities: past maxBucketValues distinct leaf
+// capacities the leaves are not grouped (a set costs a bit per leaf), and
+// a change that makes one more drops the groups; placements give what
+// ordering every leaf gives either way.
+func TestLeafBucketsTooManyCapacities(t *testing.T) {
+	s := NewSnapshot([]string{rack, host}, nil)
+	for i := range maxBucketValues {
+		name := fmt.Sprintf("n-%03d", i)
+		s.SetNode(Node{Name: name, Ready: true, Labels: map[string]string{rack: fmt.Sprintf("r-%d", i/16), host: name}, Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: *resource.NewQuantity(int64(i+1), resource.DecimalSI), corev1.ResourcePods: resource.MustParse("1000"),
+		}})
+	}
+	opts := DefaultOptions()
+	dem := s.res.newDemand(cpu("1"))
+	place := func(name string, count int32) {
+		t.Helper()
+		req := Request{Count: count, PodRequests: cpu("1")}
+		fast, fastErr := s.FindAssignment(req, opts)
+		leafBucketsOn = false
+		slow, slowErr := s.FindAssignment(req, opts)
+		leafBucketsOn = true
+		if diff := cmp.Diff(fmt.Sprint(slowErr), fmt.Sprint(fastErr)); diff != "" {
+			t.Fatalf("%s: errors differ (-ordered +grouped):\n%s", name, diff)
+		}
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Fatalf("%s: assignments differ (-ordered +grouped):\n%s", name, diff)
+		}
+	}
+	if s.leafBuckets(dem) == nil {
+		t.Fatalf("%d distinct capacities: not grouped", maxBucketValues)
+	}
+	place("grouped", 300)
+	// Node 0 (1 CPU) with 999 CPUs more free: the groups kept would need
+	// one set more (that of the capacity it leaves is kept), so they are
+	// dropped, and made again without it.
+	s.AddUsage("n-000", cpu("999"), -1)
+	s.domainCaps(dem)
+	if s.caps[0].buckets.built {
+		t.Fatal("groups kept past their bound")
+	}
+	place("one capacity more", 300)
+	if b := s.leafBuckets(dem); b == nil || len(b.values) != maxBucketValues {
+		t.Fatalf("%d distinct capacities again: not grouped as many", maxBucketValues)
+	}
+	// A node more, with a capacity of its own: too many.
+	s.SetNode(Node{Name: "n-999", Ready: true, Labels: map[string]string{rack: "r-99", host: "n-999"}, Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("2000"), corev1.ResourcePods: resource.MustParse("5000"),
+	}})
+	if b := s.leafBuckets(dem); b != nil {
+		t.Fatalf("%d distinct capacities: grouped in %d sets", maxBucketValues+1, len(b.values))
+	}
+	place("too many to group", 5000)
 }

@@ -108,10 +108,13 @@ func (d demand) fit(free Vector) int64 {
 // limiting returns the position of the resource that allows the fewest pods
 // in free, or -1 when none limits.
 func (d demand) limiting(free Vector) int {
-	idx, best := -1, int64(-1)
+	idx, best := -1, int64(0)
 	for _, r := range d {
 		n := free.at(r.idx) / r.amount
-		if best < 0 || n < best {
+		// Ties go to the first resource of the index: a demand's order is
+		// its request map's, and a reason must not change with it. Free
+		// capacity may be negative (usage over allocatable).
+		if idx < 0 || n < best || n == best && r.idx < idx {
 			idx, best = r.idx, n
 		}
 	}

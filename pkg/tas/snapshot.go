@@ -74,11 +74,17 @@ type Snapshot struct {
 	// changed since.
 	leafOrder []*domain
 	order     []int32
+	// leafRank is each leaf's position in leafOrder (by domain id), and
+	// orderGen counts the times leafOrder was worked out: what is kept by
+	// leaf rank (capBuckets) is valid for one generation.
+	leafRank []int32
+	orderGen uint64
 	// tainted counts nodes with taints, so that placements skip taint
 	// checks when there are none.
 	tainted  int
 	scratch  []*domain
 	scratch2 []*domain
+	ranks    []int
 
 	// Per-demand pod capacity of the leaves, kept up to date from the
 	// bins whose free capacity changed (see leafCaps): capsEpoch changes
@@ -450,7 +456,7 @@ func (s *Snapshot) Clone() *Snapshot {
 	c.podCap = make([]int64, len(s.podCap))
 	c.unitCap = make([]int64, len(s.unitCap))
 	c.assigned = make([]int64, len(s.assigned))
-	c.scratch, c.scratch2 = nil, nil
+	c.scratch, c.scratch2, c.ranks = nil, nil, nil
 	c.caps, c.capsLog, c.binsUnder = nil, nil, nil
 	return &c
 }
@@ -695,12 +701,16 @@ func (s *Snapshot) ensureOrder() {
 	if len(s.order) < len(s.parentID) {
 		s.order = make([]int32, len(s.parentID))
 	}
+	// A new slice: a clone shares the old one.
+	s.leafRank = make([]int32, len(s.parentID))
+	s.orderGen++
 	next := int32(0)
 	var walk func(d *domain)
 	walk = func(d *domain) {
 		s.order[d.id] = next
 		next++
 		if len(d.children) == 0 && d != s.root {
+			s.leafRank[d.id] = int32(len(s.leafOrder))
 			s.leafOrder = append(s.leafOrder, d)
 		}
 		for _, c := range d.children {

@@ -156,6 +156,10 @@ bench-hub: k8s-binaries ## The hub and three workers (agents in-process), 1,000 
 bench-hub-backlog: k8s-binaries ## The hub (its own process) and eight workers with a backlog of 20,000 and then 50,000 GPU Jobs completing continuously: admissions/s, pass time, memory (twenty minutes).
 	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/perf/ -run '^$$' -bench BenchmarkHubBacklog -benchtime 1x -timeout 90m -v
 
+.PHONY: bench-hub-pass
+bench-hub-pass: k8s-binaries ## One dispatch pass over 50,000 pending Workloads and 16 full workers (the queues on an API server; a minute).
+	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./hub/dispatch/ -run '^$$' -bench BenchmarkPass -benchtime 10x -count 3 -timeout 30m
+
 .PHONY: bench-hotswap
 bench-hotswap: k8s-binaries ## Hot swap: node failure to new assignment, on a real API server (a minute).
 	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/perf/ -run '^$$' -bench BenchmarkHotSwap -benchtime 1x -timeout 30m -v
@@ -167,7 +171,7 @@ bench-hotswap: k8s-binaries ## Hot swap: node failure to new assignment, on a re
 PERF_ENV := STRATA_K8S_BIN=$(K8S_BIN)
 .PHONY: bench-smoke
 bench-smoke: k8s-binaries ## Every benchmark once at tiny sizes (part of make test, a few minutes).
-	$(GO) test -run '^$$' -bench . -benchtime 1x -short $$($(GO) list ./... | grep -v /test/)
+	$(PERF_ENV) STRATA_PASS_PENDING=2000 STRATA_PASS_WORKERS=4 $(GO) test -run '^$$' -bench . -benchtime 1x -short $$($(GO) list ./... | grep -v /test/)
 	$(PERF_ENV) STRATA_PERF_CLUSTER=apiserver STRATA_PERF_NODES=64 STRATA_PERF_JOBS=12 STRATA_PERF_LATENCY_JOBS=4 \
 		$(GO) test ./test/perf/ -run '^$$' -bench BenchmarkAgent -benchtime 1x -timeout 10m -count=1
 	$(PERF_ENV) STRATA_PERF_CLUSTER=kwok STRATA_PERF_NODES=32 STRATA_PERF_JOBS=8 STRATA_PERF_LATENCY_JOBS=4 \

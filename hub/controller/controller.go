@@ -91,17 +91,33 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 		UpdateFunc: func(any, any) { d.Wake() },
 		DeleteFunc: func(any) { d.Wake() },
 	}
-	watched := []client.Object{&strata.Workload{}, &strata.WorkerCluster{}, &strata.LocalQueue{}, &strata.ClusterQueue{}}
-	for _, k := range served {
-		watched = append(watched, k.NewObject())
+	// Workloads and jobs also feed the dispatcher's index, which its
+	// passes read instead of listing them.
+	type watch struct {
+		obj     client.Object
+		handler toolscache.ResourceEventHandler
+		indexed bool // feeds the index: passes wait for its initial list
 	}
-	for _, obj := range watched {
-		inf, err := mgr.GetCache().GetInformer(ctx, obj)
+	handlers := []watch{
+		{&strata.Workload{}, d.WorkloadEvents(), true},
+		{&strata.WorkerCluster{}, wake, false},
+		{&strata.LocalQueue{}, wake, false},
+		{&strata.ClusterQueue{}, wake, false},
+	}
+	for _, k := range served {
+		handlers = append(handlers, watch{k.NewObject(), d.JobEvents(k), true})
+	}
+	for _, h := range handlers {
+		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := inf.AddEventHandler(wake); err != nil {
+		reg, err := inf.AddEventHandler(h.handler)
+		if err != nil {
 			return nil, err
+		}
+		if h.indexed {
+			d.Synced(reg.HasSynced)
 		}
 	}
 	return f, nil

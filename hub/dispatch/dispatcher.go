@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -41,10 +42,11 @@ import (
 // which the status update wakes. A pass runs when something that can
 // change a decision changes — a Workload, a Job's suspension, a queue, a
 // WorkerCluster, a worker's summaries — and when a backoff ends; never by
-// polling.
+// polling. A pass reads the Workloads and jobs from an index its
+// informers' events keep (WorkloadEvents, JobEvents), not from a list.
 type Dispatcher struct {
 	client     client.Client
-	fleet      *fleet.Fleet
+	fleet      targetSource
 	policy     *placement.Policy
 	recorder   events.EventRecorder
 	clock      clock.Clock
@@ -70,10 +72,11 @@ type Dispatcher struct {
 	waiting map[types.UID]written
 	// lastDispatch is the dispatch time of the last dispatch decided.
 	lastDispatch time.Time
-	// shapes keeps each Workload's placement.Shape.
-	shapes map[types.UID]keptShape
 	// reasons writes waiting reasons, apart from the passes.
 	reasons *reasonQueue
+	// index holds the Workloads and jobs a pass reads, from their
+	// informers' events (WorkloadEvents, JobEvents).
+	index *index
 }
 
 // written is a waiting reason written: its condition's reason, and its
@@ -85,6 +88,19 @@ type written struct {
 type recorded struct {
 	generation int64
 	flavor     string
+}
+
+// targetSource is what the dispatcher asks of the fleet (*fleet.Fleet):
+// the workers' targets, held while a pass decides, the topology hints of
+// its dispatches, and what the hub knows of each worker's kinds and
+// queues.
+type targetSource interface {
+	WithTargets(ctx context.Context, workers []fleet.Worker, now time.Time, staleAfter time.Duration, fn func([]*placement.Target) error) error
+	Release(worker, flavor, key string)
+	SetHint(key string, assignments []*tas.Assignment)
+	PruneHints(live func(key string) bool)
+	Serves(worker string, k jobs.Kind) (served, known bool)
+	QueueRefusal(worker string, t fleet.QueueTarget) (reason, message string, known bool)
 }
 
 // New returns a Dispatcher.
@@ -99,8 +115,8 @@ func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, r
 		rebuilt:           map[*placement.Target]bool{},
 		waiting:           map[types.UID]written{},
 		recorded:          map[types.UID]recorded{},
-		shapes:            map[types.UID]keptShape{},
 		reasons:           newReasonQueue(),
+		index:             newIndex(),
 	}
 }
 
@@ -144,9 +160,8 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 
 // pending is a Workload waiting to be placed, with its queue.
 type pending struct {
-	wl    *strata.Workload
+	*entry
 	job   client.Object
-	kind  jobs.Kind
 	queue string // its ClusterQueue
 }
 
@@ -155,18 +170,19 @@ type pending struct {
 func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	now := d.clock.Now()
 	start := time.Now()
-	// Without deep copies: a pass reads the Workloads and copies only
-	// those it writes.
-	var wls strata.WorkloadList
-	if err := d.client.List(ctx, &wls, client.UnsafeDisableDeepCopy); err != nil {
-		return 0, err
+	if !d.index.hasSynced() {
+		return 100 * time.Millisecond, nil
 	}
+	// The informer's Workloads that have not finished, as the index's
+	// entries: a pass copies only those it writes.
+	entries := d.index.list()
 	var wcs strata.WorkerClusterList
 	if err := d.client.List(ctx, &wcs); err != nil {
 		return 0, err
 	}
 	workers := make([]fleet.Worker, 0, len(wcs.Items))
-	view := &passView{clusterLabels: map[string]labels.Set{}, queueOf: map[string]workerQueue{}, refusals: map[string]queueRefusal{}, waits: map[waitKey]waitOutcome{}}
+	view := &passView{clusterLabels: map[string]labels.Set{}, queueOf: map[string]workerQueue{}, refusals: map[string]queueRefusal{},
+		waits: map[waitKey]waitOutcome{}, quota: map[quotaKey]quotaOutcome{}}
 	for i := range wcs.Items {
 		wc := &wcs.Items[i]
 		w := fleet.Worker{Name: wc.Name, Cordoned: wc.Spec.Unschedulable, Deleting: !wc.DeletionTimestamp.IsZero()}
@@ -186,59 +202,58 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	}
 
 	var placed []*strata.Workload
-	var waiting []pending
+	waiting := make([]pending, 0, len(entries))
 	writes := &passWrites{}
 	usage := map[string]map[string]corev1.ResourceList{} // ClusterQueue → flavor → usage
 	var errs []error
 	queues := map[string]*strata.ClusterQueue{}
 	localQueues := map[types.NamespacedName]string{}
-	d.forgetRecorded(wls.Items)
-	d.pruneHints(wls.Items)
-	for i := range wls.Items {
-		wl := &wls.Items[i]
-		if !wl.DeletionTimestamp.IsZero() || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+	d.forgetRecorded(entries)
+	d.pruneHints(entries)
+	for _, e := range entries {
+		if e.deleting {
 			continue
 		}
-		cq, err := d.clusterQueue(ctx, wl, localQueues, queues)
+		cq, err := d.clusterQueue(ctx, e.localQueue, localQueues, queues)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if _, flavor, _, ok := Placed(wl); ok {
-			placed = append(placed, wl)
+		if e.placed {
+			placed = append(placed, e.wl)
 			if cq != nil {
-				d.chargeUsage(usage, cq.Name, flavor, wl)
+				d.chargeUsage(usage, cq.Name, e.flavor, e)
 			}
 			continue
 		}
 		d.mu.Lock()
-		r, written := d.recorded[wl.UID]
+		r, written := d.recorded[e.uid]
 		d.mu.Unlock()
-		if written && r.generation > Generation(wl) {
+		if written && r.generation > e.generation {
 			// Dispatched by this process; the informer is behind.
 			if cq != nil {
-				d.chargeUsage(usage, cq.Name, r.flavor, wl)
+				d.chargeUsage(usage, cq.Name, r.flavor, e)
 			}
 			continue
 		}
-		if cq == nil || wl.Annotations[strata.InvalidAnnotation] != "" {
+		if cq == nil || e.invalid {
 			continue // intake says why on the Workload
 		}
-		job, err := d.job(ctx, wl)
+		job, err := d.job(ctx, e)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if job == nil || !job.Object().GetDeletionTimestamp().IsZero() {
+		if job == nil || job.deleting {
 			continue
 		}
-		if job.Suspended() {
+		if job.suspended {
 			// On the hub, spec.suspend is the user's: nothing is sent.
-			d.wait(ctx, pending{wl: wl, job: job.Object()}, ReasonSuspended,
-				fmt.Sprintf("the %s is suspended on the hub; it is dispatched when spec.suspend is false", job.Kind().GroupVersionKind().Kind))
+			d.wait(ctx, pending{entry: e, job: job.job.Object()}, ReasonSuspended,
+				fmt.Sprintf("the %s is suspended on the hub; it is dispatched when spec.suspend is false", e.kind.GroupVersionKind().Kind))
 			continue
 		}
-		waiting = append(waiting, pending{wl: wl, job: job.Object(), kind: job.Kind(), queue: cq.Name})
+		waiting = append(waiting, pending{entry: e, job: job.job.Object(), queue: cq.Name})
 	}
 
 	var next time.Duration
@@ -266,11 +281,11 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 
 // pruneHints drops the topology hints of dispatches that are no longer
 // current: of Workloads gone or dispatched again.
-func (d *Dispatcher) pruneHints(wls []strata.Workload) {
-	current := make(map[string]bool, len(wls))
-	for i := range wls {
-		if _, _, gen, ok := Placed(&wls[i]); ok {
-			current[Key(wls[i].UID, gen)] = true
+func (d *Dispatcher) pruneHints(entries []*entry) {
+	current := make(map[string]bool)
+	for _, e := range entries {
+		if e.placed {
+			current[Key(e.uid, e.generation)] = true
 		}
 	}
 	d.mu.Lock()
@@ -283,24 +298,19 @@ func (d *Dispatcher) pruneHints(wls []strata.Workload) {
 
 // forgetRecorded drops the dispatches the informer shows now, and those
 // of Workloads that are gone; and, once they hold more than the
-// Workloads there are, the reasons and shapes of Workloads that are gone
-// (keyed by UID, a stale one is never read).
-func (d *Dispatcher) forgetRecorded(wls []strata.Workload) {
+// Workloads there are, the reasons of Workloads that are gone (keyed by
+// UID, a stale one is never read).
+func (d *Dispatcher) forgetRecorded(entries []*entry) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.waiting) > len(wls) || len(d.shapes) > len(wls) {
-		live := make(map[types.UID]bool, len(wls))
-		for i := range wls {
-			live[wls[i].UID] = true
+	if len(d.waiting) > len(entries) {
+		live := make(map[types.UID]bool, len(entries))
+		for _, e := range entries {
+			live[e.uid] = true
 		}
 		for uid := range d.waiting {
 			if !live[uid] {
 				delete(d.waiting, uid)
-			}
-		}
-		for uid := range d.shapes {
-			if !live[uid] {
-				delete(d.shapes, uid)
 			}
 		}
 	}
@@ -308,15 +318,14 @@ func (d *Dispatcher) forgetRecorded(wls []strata.Workload) {
 		return
 	}
 	seen := make(map[types.UID]bool, len(d.recorded))
-	for i := range wls {
-		uid := wls[i].UID
-		r, ok := d.recorded[uid]
+	for _, e := range entries {
+		r, ok := d.recorded[e.uid]
 		if !ok {
 			continue
 		}
-		seen[uid] = true
-		if Generation(&wls[i]) >= r.generation {
-			delete(d.recorded, uid)
+		seen[e.uid] = true
+		if e.generation >= r.generation {
+			delete(d.recorded, e.uid)
 		}
 	}
 	for uid := range d.recorded {
@@ -330,9 +339,8 @@ func (d *Dispatcher) forgetRecorded(wls []strata.Workload) {
 // when either is missing (intake marks the Workload invalid then). local
 // (LocalQueue → its ClusterQueue's name, "" when missing) and seen hold
 // what the pass has read: most Workloads share a few queues.
-func (d *Dispatcher) clusterQueue(ctx context.Context, wl *strata.Workload, local map[types.NamespacedName]string,
+func (d *Dispatcher) clusterQueue(ctx context.Context, key types.NamespacedName, local map[types.NamespacedName]string,
 	seen map[string]*strata.ClusterQueue) (*strata.ClusterQueue, error) {
-	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}
 	name, ok := local[key]
 	if !ok {
 		var lq strata.LocalQueue
@@ -362,8 +370,20 @@ func (d *Dispatcher) clusterQueue(ctx context.Context, wl *strata.Workload, loca
 // job returns the hub job (of any kind) that controls a Workload, nil
 // when there is none (any more). It is the informer's object, not a copy
 // (a pass reads every waiting Workload's job): copy it before changing it.
-func (d *Dispatcher) job(ctx context.Context, wl *strata.Workload) (jobs.Job, error) {
-	return HubJob(ctx, d.client, wl, client.UnsafeDisableDeepCopy)
+func (d *Dispatcher) job(ctx context.Context, e *entry) (*jobEntry, error) {
+	if e.kind == nil {
+		return nil, nil
+	}
+	je, known := d.index.job(e)
+	if known {
+		return je, nil
+	}
+	// A kind no informer feeds the index with: read it.
+	j, err := HubJob(ctx, d.client, e.wl, client.UnsafeDisableDeepCopy)
+	if j == nil || err != nil {
+		return nil, err
+	}
+	return &jobEntry{job: j, suspended: j.Suspended(), deleting: !j.Object().GetDeletionTimestamp().IsZero()}, nil
 }
 
 // HubJob returns the hub job (of any kind) that controls a hub Workload,
@@ -387,11 +407,11 @@ func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload, opts ...c
 
 // chargeUsage adds a dispatched Workload's requests to its queue's usage
 // of its flavor.
-func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor string, wl *strata.Workload) {
+func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor string, e *entry) {
 	if usage[cq] == nil {
 		usage[cq] = map[string]corev1.ResourceList{}
 	}
-	queue.AddUsage(usage[cq], []strata.PodSetAssignment{{Flavor: flavor, ResourceUsage: d.kept(wl).need}})
+	queue.AddUsage(usage[cq], []strata.PodSetAssignment{{Flavor: flavor, ResourceUsage: e.need}})
 }
 
 // ChargeUsage adds a Workload's requests to usage (by flavor) of the
@@ -466,18 +486,23 @@ func countReservations(targets []*placement.Target) int {
 // targets are let go.
 func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, waiting []pending, queues map[string]*strata.ClusterQueue,
 	usage map[string]map[string]corev1.ResourceList, view *passView, now time.Time, writes *passWrites) (time.Duration, error) {
-	byQueue := map[string]*queue.Turn[pending]{}
+	counts := map[string]int{}
+	for _, p := range waiting {
+		counts[p.queue]++
+	}
+	byQueue := make(map[string]*queue.Turn[pending], len(counts))
+	for name, n := range counts {
+		byQueue[name] = &queue.Turn[pending]{Queue: queues[name], Items: make([]pending, 0, n)}
+	}
 	for _, p := range waiting {
 		t := byQueue[p.queue]
-		if t == nil {
-			t = &queue.Turn[pending]{Queue: queues[p.queue]}
-			byQueue[p.queue] = t
-		}
 		t.Items = append(t.Items, p)
 	}
 	turns := make([]*queue.Turn[pending], 0, len(byQueue))
 	for _, t := range byQueue {
-		slices.SortStableFunc(t.Items, func(a, b pending) int { return queue.Compare(a.wl, b.wl) })
+		// A total order (namespace and name break ties): no stable sort
+		// needed.
+		slices.SortFunc(t.Items, func(a, b pending) int { return compareEntries(a.entry, b.entry) })
 		turns = append(turns, t)
 	}
 	var errs []error
@@ -511,16 +536,22 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, used map[string]corev1.ResourceList,
 	view *passView, p pending, now time.Time, writes *passWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
-	kept := d.kept(wl)
-	// Flavors in the queue's order, within quota.
-	var flavors, notes []string
-	for _, fq := range cq.Spec.Flavors {
-		if err, _ := queue.CheckQuotaOf(fq, used[fq.Name], kept.need); err != nil {
-			notes = append(notes, fmt.Sprintf("flavor %s: %v", fq.Name, err))
-			continue
+	// Flavors in the queue's order, within quota: the same for every
+	// workload of the queue that needs as much, until a dispatch.
+	qk := quotaKey{queue: cq.Name, need: p.needKey}
+	q, ok := view.quota[qk]
+	if !ok {
+		for _, fq := range cq.Spec.Flavors {
+			if err, _ := queue.CheckQuotaOf(fq, used[fq.Name], p.need); err != nil {
+				q.notes = append(q.notes, fmt.Sprintf("flavor %s: %v", fq.Name, err))
+				continue
+			}
+			q.flavors = append(q.flavors, fq.Name)
 		}
-		flavors = append(flavors, fq.Name)
+		q.key = strings.Join(append(slices.Clip(q.flavors), q.notes...), "\x00")
+		view.quota[qk] = q
 	}
+	flavors, notes := slices.Clip(q.flavors), slices.Clip(q.notes) // shared: appends copy
 	if len(flavors) == 0 {
 		d.wait(ctx, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
 		return true, 0, nil
@@ -528,14 +559,17 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	// A refusal for a queue fact of the worker's (no namespace, no
 	// LocalQueue) keeps no backoff where the hub reads those facts: they
 	// are checked below, and the workload goes there once they are fixed.
-	backoffs := BackoffsExcept(wl, d.backoff, now, func(a *strata.PlacementAttempt) bool {
-		if !QueueCauses[a.Reason] {
-			return false
-		}
-		_, known := d.queueRefusal(view, a.Cluster, p)
-		return known
-	})
-	shape := kept.shape
+	var backoffs map[string]time.Time
+	if p.attempts {
+		backoffs = BackoffsExcept(wl, d.backoff, now, func(a *strata.PlacementAttempt) bool {
+			if !QueueCauses[a.Reason] {
+				return false
+			}
+			_, known := d.queueRefusal(view, a.Cluster, p)
+			return known
+		})
+	}
+	shape := p.shape
 	// Within a pass capacity is only taken, never given back: a workload
 	// that waits, waits for the same reason as every later one of its
 	// queue, shape, flavors, kind and LocalQueue that no backoff singles
@@ -543,8 +577,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	// shape, not per workload.
 	var same *waitKey
 	if len(backoffs) == 0 {
-		same = &waitKey{queue: cq.Name, namespace: wl.Namespace, localQueue: wl.Spec.QueueName, kind: kindName(p.kind), shape: shape,
-			flavors: strings.Join(append(flavors, notes...), "\x00")}
+		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key}
 		if o, ok := view.waits[*same]; ok {
 			d.waitFor(ctx, p, o)
 			return o.blocks, 0, nil
@@ -559,6 +592,8 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		d.waitFor(ctx, p, o)
 		return o.blocks, o.retry, nil
 	}
+	// The queue's usage changes: its quota is checked again.
+	clear(view.quota)
 	return false, o.retry, d.dispatch(ctx, targets, p, dec, o.message, now, used, writes)
 }
 
@@ -582,39 +617,27 @@ func withMeaning(o waitOutcome) waitOutcome {
 
 // waitKey is what decides a waiting outcome in a pass, besides backoffs.
 type waitKey struct {
-	queue, namespace, localQueue, kind, shape string
-	// flavors are those within quota, and the notes on the others.
+	queue      string
+	localQueue types.NamespacedName
+	kind       schema.GroupVersionKind
+	shape      string
+	// flavors are those within quota, and the notes on the others
+	// (quotaOutcome.key).
 	flavors string
 }
 
-// kindName names a job kind for the pass's memo.
-func kindName(k jobs.Kind) string {
-	if k == nil {
-		return ""
-	}
-	return k.GroupVersionKind().String()
+// quotaKey is what decides which flavors of a queue have quota left for
+// a workload in a pass, until a dispatch: the queue, and the workload's
+// requests in all (entry.needKey).
+type quotaKey struct {
+	queue, need string
 }
 
-// kept is what a pass reads of wl's pod sets, kept per Workload and spec
-// generation: computed, they cost more than the rest of a pass's look at a
-// Workload that waits.
-func (d *Dispatcher) kept(wl *strata.Workload) keptShape {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if s, ok := d.shapes[wl.UID]; ok && s.generation == wl.Generation {
-		return s
-	}
-	s := keptShape{generation: wl.Generation, shape: placement.Shape(wl), need: queue.WorkloadRequests(wl)}
-	d.shapes[wl.UID] = s
-	return s
-}
-
-// keptShape is a Workload's placement.Shape and its requests in all
-// (queue.WorkloadRequests), read only.
-type keptShape struct {
-	generation int64
-	shape      string
-	need       corev1.ResourceList
+// quotaOutcome are the flavors of a queue within quota, in its order,
+// and why the others are not; key joins both.
+type quotaOutcome struct {
+	flavors, notes []string
+	key            string
 }
 
 // decide places p on the best eligible target of flavors (the queue's
@@ -714,6 +737,9 @@ type passView struct {
 	// waits are the outcomes of workloads that wait, by what decided them
 	// (placeOne).
 	waits map[waitKey]waitOutcome
+	// quota are the flavors within quota by queue and requests, until a
+	// dispatch.
+	quota map[quotaKey]quotaOutcome
 }
 
 type workerQueue struct {
@@ -1005,19 +1031,16 @@ func newWait(reason, message string) waitOutcome {
 // write goes to the reason queue, not to the pass's writes: a pass does
 // not wait for reasons.
 func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
-	key := p.wl.UID
+	key := p.uid
 	now := written{reason: o.reason, meaning: o.meaning}
+	if p.waitingAs == now {
+		// The Workload says so already.
+		return
+	}
 	d.mu.Lock()
 	last, seen := d.waiting[key]
 	d.mu.Unlock()
 	if seen && last == now || d.reasons.has(key, now) {
-		return
-	}
-	c := meta.FindStatusCondition(p.wl.Status.Conditions, strata.WorkloadAdmitted)
-	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == o.reason && workload.WithoutNumbers(c.Message) == o.meaning {
-		d.mu.Lock()
-		d.waiting[key] = now
-		d.mu.Unlock()
 		return
 	}
 	wl := p.wl.DeepCopy()

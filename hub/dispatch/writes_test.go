@@ -107,9 +107,9 @@ func TestPassWrites(t *testing.T) {
 func TestWaitWritesWhatChanged(t *testing.T) {
 	d := &Dispatcher{waiting: map[types.UID]written{}, reasons: newReasonQueue()}
 	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-a", UID: "1"}}
-	p := pending{wl: wl}
+	var p pending
 	// wrote runs as a successful write would: the reason is now recorded.
-	wrote := func(o waitOutcome) { d.waiting[p.wl.UID] = written{reason: o.reason, meaning: o.meaning} }
+	wrote := func(o waitOutcome) { d.waiting[p.uid] = written{reason: o.reason, meaning: o.meaning} }
 	steps := []struct {
 		name            string
 		reason, message string
@@ -131,6 +131,7 @@ func TestWaitWritesWhatChanged(t *testing.T) {
 		if s.condition != nil {
 			wl.Status.Conditions = []metav1.Condition{*s.condition}
 		}
+		p = pending{entry: newEntry(wl, nil)}
 		o := newWait(s.reason, s.message)
 		d.waitFor(t.Context(), p, o)
 		// Asked again before it is written: still one write queued.

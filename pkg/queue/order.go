@@ -30,10 +30,15 @@ func Compare(a, b *strata.Workload) int {
 	if ta, tb := QueuedAt(a), QueuedAt(b); !ta.Equal(tb) {
 		return ta.Compare(tb)
 	}
+	return CompareKeys(a.Namespace, a.Name, b.Namespace, b.Name)
+}
+
+// CompareKeys compares the keys namespace/name of two workloads.
+func CompareKeys(nsA, nameA, nsB, nameB string) int {
 	switch {
-	case keyLess(a.Namespace, a.Name, b.Namespace, b.Name):
+	case keyLess(nsA, nameA, nsB, nameB):
 		return -1
-	case keyLess(b.Namespace, b.Name, a.Namespace, a.Name):
+	case keyLess(nsB, nameB, nsA, nameA):
 		return 1
 	}
 	return 0

@@ -1,7 +1,7 @@
 package queue
 
 import (
-	"sort"
+	"slices"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -30,7 +30,9 @@ func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload,
 		}
 	}
 	for len(live) > 0 {
-		sort.Slice(live, func(i, j int) bool { return Before(workload(live[i].Items[0]), workload(live[j].Items[0])) })
+		if len(live) > 1 {
+			slices.SortFunc(live, func(a, b *Turn[T]) int { return Compare(workload(a.Items[0]), workload(b.Items[0])) })
+		}
 		next := live[:0]
 		for _, t := range live {
 			item := t.Items[0]

@@ -393,30 +393,7 @@ func gpuNode(name string, labels map[string]string, gpus int) *corev1.Node {
 
 // backlogJob is a Job of j's shape in the hub's LocalQueue.
 func backlogJob(name string, j *replay.Job) *batchv1.Job {
-	ann := map[string]string{}
-	level := map[string]string{"rack": rack, "block": block}[j.Level]
-	switch j.Mode {
-	case replay.Required:
-		ann[strata.PodSetRequiredTopologyAnnotation] = level
-	case replay.Preferred:
-		ann[strata.PodSetPreferredTopologyAnnotation] = level
-	}
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubBenchNamespace, Labels: map[string]string{strata.QueueNameLabel: "lq"}},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To(j.Pods), Completions: ptr.To(j.Pods),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: ann},
-				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-					Name: "c", Image: "registry.k8s.io/pause:3.10",
-					Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{gpuResource: *resource.NewQuantity(j.GPUsPerPod, resource.DecimalSI)},
-						Limits:   corev1.ResourceList{gpuResource: *resource.NewQuantity(j.GPUsPerPod, resource.DecimalSI)},
-					},
-				}}},
-			},
-		},
-	}
+	return j.BatchJob(name, hubBenchNamespace, "lq", map[string]string{"rack": rack, "block": block})
 }
 
 // backlogRun follows the hub's Workloads and the copies' Workloads on the

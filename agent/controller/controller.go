@@ -22,6 +22,7 @@ import (
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/controller/localqueue"
+	queueindex "strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
 	lwsjobs "strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/tas"
@@ -98,7 +99,11 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := ungater.NewReconciler(mgr.GetClient(), cfg.Queueing.UngateBatchPeriod.Duration).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := localqueue.NewReconciler(mgr.GetClient(), clock.RealClock{}).SetupWithManager(mgr); err != nil {
+	queueWorkloads, err := queueindex.SetupQueueWorkloads(ctx, mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	if err := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clock.RealClock{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	served, missing := kinds.Served(kinds.All, mgr.GetRESTMapper())

@@ -63,10 +63,14 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 			return nil, err
 		}
 	}
-	if err := localqueue.NewReconciler(mgr.GetClient(), clk).SetupWithManager(mgr); err != nil {
+	queueWorkloads, err := index.SetupQueueWorkloads(ctx, mgr.GetCache())
+	if err != nil {
 		return nil, err
 	}
-	if err := clusterqueue.NewReconciler(mgr.GetClient(), clk).SetupWithManager(mgr); err != nil {
+	if err := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := clusterqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	followed := copies.NewReconciler(mgr.GetClient(), f, cfg, served, recorder, clk)

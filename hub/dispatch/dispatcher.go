@@ -1043,9 +1043,13 @@ func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
 	if seen && last == now || d.reasons.has(key, now) {
 		return
 	}
-	wl := p.wl.DeepCopy()
-	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message})
+	// Copied when written, not when queued: thousands may wait in the
+	// queue (the informer's object is not changed meanwhile; a newer one
+	// replaces it there).
+	src := p.wl
 	d.reasons.add(key, now, func() error {
+		wl := src.DeepCopy()
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message})
 		if err := d.client.Status().Update(ctx, wl); err != nil {
 			if apierrors.IsConflict(err) {
 				return nil // the newer Workload brings another pass

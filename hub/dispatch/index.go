@@ -37,6 +37,9 @@ type index struct {
 	jobs      map[types.UID]*jobEntry
 	// kinds are those whose informer feeds jobs.
 	kinds map[schema.GroupVersionKind]bool
+	// shared holds one copy of each shape and request total the entries
+	// have: a backlog of 50,000 Workloads has a few dozen of each.
+	shared map[string]sharedShape
 	// synced says whether each handler has seen its informer's initial
 	// list; a pass before that would take missing Workloads for gone.
 	synced []func() bool
@@ -75,6 +78,17 @@ type entry struct {
 	// when it has none.
 	waitingAs written
 }
+
+// sharedShape is a shape and request total the index keeps one copy of.
+type sharedShape struct {
+	shape   string
+	need    corev1.ResourceList
+	needKey string
+}
+
+// maxShared bounds the shapes the index shares; past it, it starts over
+// (the entries keep theirs).
+const maxShared = 4096
 
 // newEntry works out wl's entry; the shape and requests of prev (the
 // entry of the Workload's previous version, or nil) are kept when its
@@ -137,7 +151,8 @@ type jobEntry struct {
 }
 
 func newIndex() *index {
-	return &index{workloads: map[types.UID]*entry{}, jobs: map[types.UID]*jobEntry{}, kinds: map[schema.GroupVersionKind]bool{}}
+	return &index{workloads: map[types.UID]*entry{}, jobs: map[types.UID]*jobEntry{}, kinds: map[schema.GroupVersionKind]bool{},
+		shared: map[string]sharedShape{}}
 }
 
 // live says whether a Workload is one a pass looks at: not finished.
@@ -156,8 +171,19 @@ func (x *index) setWorkload(wl *strata.Workload) {
 	x.mu.Unlock()
 	e := newEntry(wl, prev)
 	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e != prev && (prev == nil || e.shape != prev.shape || e.needKey != prev.needKey) {
+		key := e.needKey + "\x00" + e.shape
+		if sh, ok := x.shared[key]; ok {
+			e.shape, e.need, e.needKey = sh.shape, sh.need, sh.needKey
+		} else {
+			if len(x.shared) >= maxShared {
+				clear(x.shared)
+			}
+			x.shared[key] = sharedShape{shape: e.shape, need: e.need, needKey: e.needKey}
+		}
+	}
 	x.workloads[wl.UID] = e
-	x.mu.Unlock()
 }
 
 func (x *index) deleteWorkload(wl *strata.Workload) {

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +19,7 @@ import (
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/testutil"
 )
 
 // TestIndex: the dispatcher's index follows its informers' events — a
@@ -72,6 +74,19 @@ func TestIndex(t *testing.T) {
 		if !woken() {
 			t.Errorf("%s: no pass asked for", step.name)
 		}
+	}
+
+	// Workloads of one shape share its requests: one copy for a backlog.
+	a, b := workload("d", false), workload("e", false)
+	for _, wl := range []*strata.Workload{a, b} {
+		wl.Spec.PodSets = []strata.PodSet{testutil.MakePodSet("main", 4, "cpu", "2").Obj()}
+		wls.OnAdd(wl, false)
+	}
+	d.index.mu.Lock()
+	ea, eb := d.index.workloads["d"], d.index.workloads["e"]
+	d.index.mu.Unlock()
+	if reflect.ValueOf(ea.need).Pointer() != reflect.ValueOf(eb.need).Pointer() || ea.needKey != "cpu=8;pods=4;" && ea.needKey != "cpu=8;" {
+		t.Errorf("two Workloads of one shape: requests %v (%s) and %v, want one shared copy", ea.need, ea.needKey, eb.need)
 	}
 
 	job := func(uid string) *batchv1.Job {

@@ -35,13 +35,15 @@ const statusInterval = time.Second
 
 // Reconciler writes the hub's ClusterQueue status.
 type Reconciler struct {
-	client  client.Client
-	written *throttle.Throttle[string]
+	client    client.Client
+	workloads *index.QueueWorkloads
+	written   *throttle.Throttle[string]
 }
 
-// NewReconciler returns a Reconciler.
-func NewReconciler(c client.Client, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, written: throttle.New[string](clk, statusInterval)}
+// NewReconciler returns a Reconciler that reads each LocalQueue's
+// Workloads from workloads.
+func NewReconciler(c client.Client, workloads *index.QueueWorkloads, clk clock.Clock) *Reconciler {
+	return &Reconciler{client: c, workloads: workloads, written: throttle.New[string](clk, statusInterval)}
 }
 
 // SetupWithManager registers the reconciler: a ClusterQueue's creation or
@@ -111,15 +113,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var wls []*strata.Workload
 	for i := range lqs.Items {
-		lq := &lqs.Items[i]
-		var list strata.WorkloadList
-		if err := r.client.List(ctx, &list, client.InNamespace(lq.Namespace), client.MatchingFields{index.WorkloadQueue: lq.Name},
-			client.UnsafeDisableDeepCopy); err != nil {
+		list, err := r.workloads.List(ctx, client.ObjectKeyFromObject(&lqs.Items[i]))
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		for j := range list.Items {
-			wls = append(wls, &list.Items[j])
-		}
+		wls = append(wls, list...)
 	}
 	st := Status(&cq, wls)
 	if equality.Semantic.DeepEqual(st, cq.Status) {

@@ -30,13 +30,15 @@ const statusInterval = time.Second
 
 // Reconciler writes LocalQueue status.
 type Reconciler struct {
-	client  client.Client
-	written *throttle.Throttle[types.NamespacedName]
+	client    client.Client
+	workloads *index.QueueWorkloads
+	written   *throttle.Throttle[types.NamespacedName]
 }
 
-// NewReconciler returns a Reconciler.
-func NewReconciler(c client.Client, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, written: throttle.New[types.NamespacedName](clk, statusInterval)}
+// NewReconciler returns a Reconciler that reads each queue's Workloads
+// from workloads.
+func NewReconciler(c client.Client, workloads *index.QueueWorkloads, clk clock.Clock) *Reconciler {
+	return &Reconciler{client: c, workloads: workloads, written: throttle.New[types.NamespacedName](clk, statusInterval)}
 }
 
 // SetupWithManager registers the reconciler: a LocalQueue's creation or
@@ -94,13 +96,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Write the numbers as they are then.
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	var wls strata.WorkloadList
-	if err := r.client.List(ctx, &wls, client.InNamespace(lq.Namespace), client.MatchingFields{index.WorkloadQueue: lq.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	wls, err := r.workloads.List(ctx, req.NamespacedName)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	var c queue.Counts
-	for i := range wls.Items {
-		c.Count(&wls.Items[i])
+	for _, wl := range wls {
+		c.Count(wl)
 	}
 	exists := true
 	if err := r.client.Get(ctx, types.NamespacedName{Name: lq.Spec.ClusterQueue}, &strata.ClusterQueue{}); err != nil {

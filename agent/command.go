@@ -29,7 +29,7 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mgr, err := opts.NewManager(Name, scheme.New())
+			mgr, err := opts.NewManager(Name, scheme.New(), nil)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"strata.dev/strata/hub/controller"
 	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/version"
 )
@@ -29,7 +30,7 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mgr, err := opts.NewManager(Name, scheme.New())
+			mgr, err := opts.NewManager(Name, scheme.New(), kinds.HubTransform())
 			if err != nil {
 				return err
 			}

@@ -73,7 +73,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 	if err := clusterqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	followed := copies.NewReconciler(mgr.GetClient(), f, cfg, served, recorder, clk)
+	followed := copies.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, served, recorder, clk)
 	if err := followed.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

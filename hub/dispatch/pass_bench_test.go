@@ -91,7 +91,7 @@ func BenchmarkPass(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	mgr, err := framework.NewManager(hub.Config)
+	mgr, err := framework.NewHubManager(hub.Config)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -51,21 +52,31 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 }
 
 // NewManager creates the controller manager for a daemon named name, with
-// health checks, metrics and (optionally) leader election.
-func (o *Options) NewManager(name string, scheme *runtime.Scheme) (ctrl.Manager, error) {
+// health checks, metrics and (optionally) leader election. transform,
+// when not nil, replaces the informers' default transform (which drops
+// managedFields).
+func (o *Options) NewManager(name string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (ctrl.Manager, error) {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
+	if soft, err := SoftMemoryLimit(); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "Not setting a soft memory limit; set GOMEMLIMIT below the container's memory limit")
+	} else if soft > 0 {
+		ctrl.Log.WithName("setup").Info("Soft memory limit set from the container's memory limit (GOMEMLIMIT overrides it)", "bytes", soft)
+	}
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
 		return nil, fmt.Errorf("no cluster to connect to: %w (pass --kubeconfig, set KUBECONFIG, or run in a pod)", err)
 	}
 	restConfig.UserAgent = name
 	restConfig.QPS, restConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	if transform == nil {
+		transform = cache.TransformStripManagedFields()
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: scheme,
 		// Nothing reads managedFields; without them the informers' copies
 		// of Jobs, Workloads and Pods take about half the memory. An
 		// update sent without them keeps the server's.
-		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Cache:                   cache.Options{DefaultTransform: transform},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		PprofBindAddress:        o.PprofBindAddress,

@@ -69,6 +69,7 @@ type Keeper struct {
 	recorder events.EventRecorder
 	checks   []Check
 	orphans  bool
+	lean     bool
 }
 
 // New returns a Keeper of the Jobs of kind; checks run after the Job's own
@@ -83,6 +84,16 @@ func New(kind jobs.Kind, c client.Client, recorder events.EventRecorder, checks 
 // leave its copy running and its quota charged.
 func (k *Keeper) WithOrphans() *Keeper {
 	k.orphans = true
+	return k
+}
+
+// WithLeanWorkloads makes the Workloads' pod templates lean
+// (workload.LeanTemplate). For the hub, which never runs a Workload, only
+// places and charges it, and keeps its informers' jobs and Workloads lean
+// (kinds.HubTransform): the Workload it compares with the one it would
+// write must be as lean as the one it reads.
+func (k *Keeper) WithLeanWorkloads() *Keeper {
+	k.lean = true
 	return k
 }
 
@@ -191,6 +202,9 @@ func Superseded(err error) bool {
 // missed: only a change to the Job can help.
 func (k *Keeper) Sync(ctx context.Context, job jobs.Job) (*strata.Workload, error) {
 	desired, errs := DesiredWorkload(job)
+	if k.lean {
+		workload.LeanWorkload(desired)
+	}
 	var reason, message string
 	if len(errs) > 0 {
 		reason, message = ReasonInvalidJob, errs.ToAggregate().Error()

@@ -35,6 +35,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	hubcontroller "strata.dev/strata/hub/controller"
 	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/test/integration/framework"
@@ -374,6 +375,7 @@ func startHub(b *testing.B, cfg *rest.Config, hubCfg *configv1beta1.HubConfigura
 		HealthProbeBindAddress: "0",
 		// The agents register controllers of the same names in this process.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      crcache.Options{DefaultTransform: kinds.HubTransform()},
 	})
 	if err != nil {
 		b.Fatal(err)

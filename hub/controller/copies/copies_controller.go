@@ -96,7 +96,10 @@ const creationGrace = 30 * time.Second
 
 // Reconciler follows the copies of hub Workloads.
 type Reconciler struct {
-	client   client.Client
+	client client.Client
+	// reader reads from the API server: the job a copy is made of, whole
+	// (the informers' jobs are lean, see kinds.HubTransform).
+	reader   client.Reader
 	fleet    *fleet.Fleet
 	recorder events.EventRecorder
 	clock    clock.Clock
@@ -152,8 +155,8 @@ func (j ref) String() string {
 
 // NewReconciler returns a Reconciler of the copies of hub jobs of the
 // given kinds (those the hub serves).
-func NewReconciler(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, served []jobs.Kind, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, fleet: f, cfg: cfg, served: served, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{},
+func NewReconciler(c client.Client, reader client.Reader, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, served []jobs.Kind, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
+	return &Reconciler{client: c, reader: reader, fleet: f, cfg: cfg, served: served, recorder: recorder, clock: clk, known: map[types.NamespacedName]known{},
 		created: map[string]time.Time{}, seen: map[string]time.Time{}, admissions: map[string]bool{}, undoing: map[string]outcome{},
 		onboarded: map[string]time.Time{}}
 }
@@ -735,7 +738,16 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, hubJob job
 			hint = ""
 		}
 	}
-	cp := dispatch.NewCopy(hubJob, wl, r.fleet.Origin(), queueName, flavor, gen, hint).Object()
+	// The informer's job is lean (kinds.HubTransform): the copy is made of
+	// the job as the API server has it, whole.
+	whole, err := dispatch.HubJob(ctx, r.reader, wl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if whole == nil {
+		return ctrl.Result{RequeueAfter: time.Second}, nil // gone meanwhile: its deletion comes as an event
+	}
+	cp := dispatch.NewCopy(whole, wl, r.fleet.Origin(), queueName, flavor, gen, hint).Object()
 	err = c.Create(ctx, cp)
 	if apierrors.IsNotFound(err) && r.cfg.Dispatch.CreateNamespaces {
 		if nsErr := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.GetNamespace()}}); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {

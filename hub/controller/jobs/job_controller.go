@@ -39,7 +39,7 @@ type Reconciler struct {
 
 // NewReconciler returns a Reconciler of kind's jobs.
 func NewReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{kind: kind, client: c, intake: intake.New(kind, c, recorder, managedByHub).WithOrphans()}
+	return &Reconciler{kind: kind, client: c, intake: intake.New(kind, c, recorder, managedByHub).WithOrphans().WithLeanWorkloads()}
 }
 
 // managedByHub checks that the kind's controller on the hub leaves the job

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,13 +17,21 @@ import (
 )
 
 var _ = Describe("Dispatch", func() {
-	It("sends a rack-required Job to the only worker with a free rack, once", func(ctx SpecContext) {
+	It("sends a rack-required Job to the only worker with a free rack, once, whole", func(ctx SpecContext) {
 		e := newEnv(ctx, "rack", map[string][][]string{
 			"w1": {{"8", "8"}, {"8", "8"}},           // racks of two nodes
 			"w2": {{"8", "8", "8", "8"}},             // one rack of four
 			"w3": {{"8", "8", "8"}, {"8", "8", "8"}}, // racks of three
 		})
 		job := e.job("train", 4, "8", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
+		// What the hub's informers drop from its jobs and Workloads (lean
+		// templates): the copy still carries it.
+		c := &job.Spec.Template.Spec.Containers[0]
+		c.Command = []string{"sh", "-c", "train"}
+		c.Env = []corev1.EnvVar{{Name: "EPOCHS", Value: "90"}}
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		job.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		job.Spec.Template.Labels = map[string]string{"app": "train"}
 		Expect(hub.Client.Create(ctx, job)).To(Succeed())
 		Expect(ptr.Deref(job.Spec.ManagedBy, "")).To(Equal(strata.ManagedByController), "the hub's admission policy sets spec.managedBy")
 
@@ -45,6 +54,18 @@ var _ = Describe("Dispatch", func() {
 			g.Expect(cp.Spec.ManagedBy).To(BeNil())
 			g.Expect(racksOf(g, cwl.Status.Admission)).To(Equal(map[string]int32{"r0": 4}))
 			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w2"}))
+			// The copy is the whole Job; the hub Workload keeps of the
+			// template only what placing it reads.
+			g.Expect(cp.Spec.Template.Spec.Containers[0].Image).To(Equal("busybox"))
+			g.Expect(cp.Spec.Template.Spec.Containers[0].Command).To(Equal(c.Command))
+			g.Expect(cp.Spec.Template.Spec.Containers[0].Env).To(Equal(c.Env))
+			g.Expect(cp.Spec.Template.Spec.Containers[0].VolumeMounts).To(Equal(c.VolumeMounts))
+			g.Expect(cp.Spec.Template.Spec.Volumes).To(HaveLen(1))
+			g.Expect(cp.Spec.Template.Labels).To(HaveKeyWithValue("app", "train"))
+			tmpl := wl.Spec.PodSets[0].Template
+			g.Expect(tmpl.Spec.Containers[0].Image).To(BeEmpty())
+			g.Expect(tmpl.Spec.Containers[0].Resources.Requests).To(Equal(c.Resources.Requests))
+			g.Expect(tmpl.Spec.Volumes).To(BeEmpty())
 		}).Should(Succeed())
 	})
 

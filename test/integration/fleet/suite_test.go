@@ -211,7 +211,7 @@ func startAgent(w *framework.Cluster) func() {
 func startHub() func() {
 	GinkgoHelper()
 	By("starting the hub's controllers")
-	mgr, err := framework.NewManager(hubIdentity)
+	mgr, err := framework.NewHubManager(hubIdentity)
 	Expect(err).NotTo(HaveOccurred())
 	_, err = hubcontroller.SetupControllers(mgr, hubCfg)
 	Expect(err).NotTo(HaveOccurred())

@@ -13,6 +13,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/scheme"
 )
 
@@ -20,12 +21,24 @@ import (
 // scheme, no metrics or probe listeners, and controller names that may
 // repeat in the process (agents of several workers, a restarted hub).
 func NewManager(cfg *rest.Config) (ctrl.Manager, error) {
-	return ctrl.NewManager(cfg, ctrl.Options{
+	return ctrl.NewManager(cfg, options())
+}
+
+// NewHubManager is NewManager with the hub's informers as strata-hub has
+// them (kinds.HubTransform: lean pod templates).
+func NewHubManager(cfg *rest.Config) (ctrl.Manager, error) {
+	opts := options()
+	opts.Cache.DefaultTransform = kinds.HubTransform()
+	return ctrl.NewManager(cfg, opts)
+}
+
+func options() ctrl.Options {
+	return ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
 }
 
 // Run starts mgr with a context it cancels in the function it returns,

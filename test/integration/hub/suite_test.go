@@ -62,7 +62,7 @@ var _ = BeforeSuite(func() {
 	}, time.Minute).Should(Succeed())
 
 	By("starting the hub's controllers")
-	mgr, err := framework.NewManager(hub.Config)
+	mgr, err := framework.NewHubManager(hub.Config)
 	Expect(err).NotTo(HaveOccurred())
 	hubFleet, err = controller.SetupControllers(mgr, hubCfg)
 	Expect(err).NotTo(HaveOccurred())

@@ -614,7 +614,11 @@ func (s *Scheduler) updateQueues(ctx context.Context, v *indexView, pending map[
 		}
 		s.queueStatusAt[cq.Name] = time.Now()
 		cq.Status = *st
-		errs = append(errs, client.IgnoreNotFound(s.client.Status().Update(ctx, cq)))
+		// A conflict is no error: the newer queue comes as an event, whose
+		// pass writes the numbers then (after the interval).
+		if err := s.client.Status().Update(ctx, cq); !apierrors.IsConflict(err) {
+			errs = append(errs, client.IgnoreNotFound(err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -648,6 +652,12 @@ func (s *Scheduler) setNotAdmitted(ctx context.Context, wl *strata.Workload, rea
 		return nil
 	}
 	if err := s.client.Status().Update(ctx, wl); err != nil {
+		if apierrors.IsConflict(err) {
+			// The cache is behind: the newer Workload comes as an event
+			// (WorkloadEvent), whose pass decides again. Not worth an
+			// error, nor a second's wait.
+			return nil
+		}
 		return client.IgnoreNotFound(err)
 	}
 	// Once per change of the condition, which is written only when its

@@ -78,6 +78,18 @@ type Publisher struct {
 	flavors map[string]*retry
 	// gc is the backoff of deleting orphaned summaries.
 	gc retry
+	// written is, by flavor, the summary as the last write returned it
+	// and the resourceVersion that write replaced: until the informer
+	// shows the write, its object is the one to write on (an update of
+	// the informer's older copy would only conflict).
+	written map[string]writtenSummary
+}
+
+type writtenSummary struct {
+	obj      *strata.CapacitySummary
+	replaced string
+	// unseen: created by the publisher, not shown by the informer yet.
+	unseen bool
 }
 
 // retry is the backoff state of something that failed.
@@ -111,7 +123,7 @@ func backoff(failures int, minInterval, heartbeat time.Duration) time.Duration {
 // (a resource no one else writes, empty on a new cluster) can take over a
 // second to sync — admissions would wait for it after every restart.
 func NewPublisher(c client.Client, summaries client.Reader, cc *cache.Cache, cfg configv1beta1.Summary, clk clock.Clock) *Publisher {
-	return &Publisher{client: c, summaries: summaries, cache: cc, cfg: cfg, clock: clk, flavors: map[string]*retry{}}
+	return &Publisher{client: c, summaries: summaries, cache: cc, cfg: cfg, clock: clk, flavors: map[string]*retry{}, written: map[string]writtenSummary{}}
 }
 
 // NewSummaryCache returns the cache NewPublisher's summaries reads from.
@@ -232,6 +244,7 @@ func (p *Publisher) PublishAll(ctx context.Context) (time.Time, error) {
 	for name := range p.flavors {
 		if !current[name] {
 			delete(p.flavors, name)
+			delete(p.written, name)
 			forget(name)
 		}
 	}
@@ -279,11 +292,23 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	sum, sumErr = summarize(capacity, dispatches, maxBytes)
 	var cs strata.CapacitySummary
 	err := p.summaries.Get(ctx, types.NamespacedName{Name: flavor}, &cs)
-	if apierrors.IsNotFound(err) {
+	w, wrote := p.written[flavor]
+	// unseen: created here, and the informer has not shown it yet.
+	unseen := wrote && w.unseen && apierrors.IsNotFound(err)
+	switch {
+	case unseen, wrote && err == nil && cs.UID == w.obj.UID && cs.ResourceVersion == w.replaced:
+		// The informer does not show the last write yet.
+		cs = *w.obj.DeepCopy()
+		err = nil
+	case apierrors.IsNotFound(err):
 		cs = strata.CapacitySummary{ObjectMeta: metav1.ObjectMeta{Name: flavor}, Spec: strata.CapacitySummarySpec{Flavor: flavor}}
-		err = p.client.Create(ctx, &cs)
+		if err = p.client.Create(ctx, &cs); err == nil {
+			unseen = true
+			p.written[flavor] = writtenSummary{obj: cs.DeepCopy(), unseen: true}
+		}
 	}
 	if err != nil {
+		delete(p.written, flavor)
 		return time.Time{}, fmt.Errorf("capacity summary %s: %w", flavor, err)
 	}
 	want := build(&cs.Status, sum, sumErr, maxBytes, now)
@@ -297,9 +322,12 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	// costs (a summary of 5,000 nodes is about 25 KB). resourceVersion
 	// guards against a concurrent write as the patch's optimistic lock did.
 	cs.Status = st
+	replaced := cs.ResourceVersion
 	if err := p.client.Status().Update(ctx, &cs); err != nil {
+		delete(p.written, flavor)
 		return time.Time{}, fmt.Errorf("capacity summary %s: %w", flavor, err)
 	}
+	p.written[flavor] = writtenSummary{obj: cs.DeepCopy(), replaced: replaced, unseen: unseen}
 	record(flavor, &st)
 	return now, nil
 }

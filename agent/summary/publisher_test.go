@@ -823,3 +823,68 @@ func TestPublishAllTooManyDispatches(t *testing.T) {
 	}
 	seriesOf("f")
 }
+
+// laggingReader serves CapacitySummaries as they were when sync was last
+// called, as an informer behind the publisher's own writes does.
+type laggingReader struct {
+	client.Client
+	seen map[string]*strata.CapacitySummary
+}
+
+func (r *laggingReader) sync(t *testing.T) {
+	t.Helper()
+	var list strata.CapacitySummaryList
+	if err := r.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	r.seen = map[string]*strata.CapacitySummary{}
+	for i := range list.Items {
+		r.seen[list.Items[i].Name] = &list.Items[i]
+	}
+}
+
+func (r *laggingReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	cs, ok := r.seen[key.Name]
+	if !ok {
+		return apierrors.NewNotFound(strata.GroupVersion.WithResource("capacitysummaries").GroupResource(), key.Name)
+	}
+	cs.DeepCopyInto(obj.(*strata.CapacitySummary))
+	return nil
+}
+
+// TestPublishAllCacheBehind: writes on the summary the informer does not
+// show yet go on the object the publisher's last write returned, not on
+// the informer's older one (which would conflict, or create it twice).
+func TestPublishAllCacheBehind(t *testing.T) {
+	e := newEnv(t, configv1beta1.Summary{}, "lagging")
+	e.racks(0, 2)
+	lag := &laggingReader{Client: e.client}
+	lag.sync(t)
+	e.pub = NewPublisher(e.client, lag, e.cache, e.pub.cfg, e.clock)
+	steps := []struct {
+		at    time.Duration
+		racks int
+		sync  bool
+	}{
+		{at: 0, racks: 2},                           // created; the informer shows nothing
+		{at: time.Second, racks: 3},                 // updated on the created object
+		{at: 2 * time.Second, racks: 4},             // and on the updated one
+		{at: 3 * time.Second, racks: 5, sync: true}, // the informer caught up
+		{at: 4 * time.Second, racks: 6},
+	}
+	for i, s := range steps {
+		if s.racks > 2 {
+			e.racks(s.racks-1, 1)
+		}
+		if s.sync {
+			lag.sync(t)
+		}
+		if _, err := e.publish(s.at); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := e.summary("lagging").Status.Nodes; got != int32(s.racks) {
+			t.Errorf("step %d: the summary lists %d nodes, want %d", i, got, s.racks)
+		}
+	}
+	seriesOf("lagging")
+}

@@ -196,3 +196,19 @@ func TestServingKind(t *testing.T) {
 		})
 	}
 }
+
+func TestPassGap(t *testing.T) {
+	cases := map[time.Duration]time.Duration{
+		0:                      0,
+		5 * time.Millisecond:   0,
+		19 * time.Millisecond:  0,
+		20 * time.Millisecond:  20 * time.Millisecond,
+		150 * time.Millisecond: 150 * time.Millisecond,
+		3 * time.Second:        time.Second,
+	}
+	for took, want := range cases {
+		if got := passGap(took); got != want {
+			t.Errorf("passGap(%v) = %v, want %v", took, got, want)
+		}
+	}
+}

@@ -106,6 +106,12 @@ func TestHubTransform(t *testing.T) {
 				kubeflow.MPIReplicaTypeWorker:   {Replicas: ptr.To[int32](8), Template: richTemplate(preferred, "8")},
 			},
 		}},
+		"LeaderWorkerSet of one pod per group": &lwsapi.LeaderWorkerSet{ObjectMeta: meta("lws1"), Spec: lwsapi.LeaderWorkerSetSpec{
+			Replicas: ptr.To[int32](2),
+			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{
+				Size: ptr.To[int32](1), LeaderTemplate: ptr.To(richTemplate(required, "8")), WorkerTemplate: richTemplate(required, "8"),
+			},
+		}},
 		"LeaderWorkerSet": &lwsapi.LeaderWorkerSet{ObjectMeta: meta("lws"), Spec: lwsapi.LeaderWorkerSetSpec{
 			Replicas: ptr.To[int32](3),
 			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{
@@ -133,6 +139,10 @@ func TestHubTransform(t *testing.T) {
 				if c := tmpl.Spec.Containers[0]; c.Image != "" || len(c.Env) > 0 || len(tmpl.Spec.Volumes) > 0 || len(tmpl.Labels) > 0 {
 					t.Errorf("a lean template keeps what placement does not read: %+v", tmpl)
 				}
+			}
+
+			if l, ok := lean.(*lwsapi.LeaderWorkerSet); ok && l.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0].Image != "" {
+				t.Errorf("the workers' template of a LeaderWorkerSet is not lean")
 			}
 
 			want, wantErrs := intake.DesiredWorkload(wholeJob)

@@ -84,10 +84,14 @@ func TestGolden(t *testing.T) {
 			chart:     "strata-hub",
 			namespace: "strata-system",
 			set: []string{"extraArgs={--zap-log-level=2}", "extraVolumes[0].name=plugins", "extraVolumes[0].hostPath.path=/opt/strata/plugins",
-				"extraVolumeMounts[0].name=plugins", "extraVolumeMounts[0].mountPath=/plugins", "extraVolumeMounts[0].readOnly=true"},
+				"extraVolumeMounts[0].name=plugins", "extraVolumeMounts[0].mountPath=/plugins", "extraVolumeMounts[0].readOnly=true",
+				"extraEnv[0].name=GOMEMLIMIT", "extraEnv[0].value=3GiB"},
 			check: func(t *testing.T, r *rendered) {
 				d := decode[appsv1.Deployment](t, r.all("Deployment")[0])
 				pod := d.Spec.Template.Spec
+				if env := pod.Containers[0].Env; len(env) != 1 || env[0].Name != "GOMEMLIMIT" || env[0].Value != "3GiB" {
+					t.Errorf("container env %+v: want GOMEMLIMIT=3GiB", env)
+				}
 				if c := pod.Containers[0]; !slices.Contains(c.Args, "--zap-log-level=2") || len(c.VolumeMounts) != 2 || c.VolumeMounts[1].MountPath != "/plugins" {
 					t.Errorf("container args %v, mounts %+v: want the extra argument and the plugins mount", c.Args, c.VolumeMounts)
 				}

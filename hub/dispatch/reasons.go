@@ -18,7 +18,10 @@ type reasonQueue struct {
 	mu     sync.Mutex
 	queued map[types.UID]queuedReason
 	order  []types.UID // first queued first written
-	wake   chan struct{}
+	// ready wakes an idle writer when a reason is queued, and every
+	// writer when the queue stops.
+	ready   *sync.Cond
+	stopped bool
 }
 
 type queuedReason struct {
@@ -27,7 +30,9 @@ type queuedReason struct {
 }
 
 func newReasonQueue() *reasonQueue {
-	return &reasonQueue{queued: map[types.UID]queuedReason{}, wake: make(chan struct{}, 1)}
+	q := &reasonQueue{queued: map[types.UID]queuedReason{}}
+	q.ready = sync.NewCond(&q.mu)
+	return q
 }
 
 // add queues write, which writes reason on Workload uid, in place of any
@@ -39,10 +44,7 @@ func (q *reasonQueue) add(uid types.UID, reason written, write func() error) {
 	}
 	q.queued[uid] = queuedReason{reason: reason, write: write}
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	q.ready.Signal()
 }
 
 // has says whether reason is queued for Workload uid.
@@ -64,6 +66,10 @@ func (q *reasonQueue) len() int {
 func (q *reasonQueue) next() (queuedReason, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.nextLocked()
+}
+
+func (q *reasonQueue) nextLocked() (queuedReason, bool) {
 	for len(q.order) > 0 {
 		uid := q.order[0]
 		q.order = q.order[1:]
@@ -75,27 +81,41 @@ func (q *reasonQueue) next() (queuedReason, bool) {
 	return queuedReason{}, false
 }
 
+// wait takes the first reason queued, waiting for one; false once the
+// queue stopped.
+func (q *reasonQueue) wait() (queuedReason, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.stopped {
+			return queuedReason{}, false
+		}
+		if r, ok := q.nextLocked(); ok {
+			return r, true
+		}
+		q.ready.Wait()
+	}
+}
+
 // run writes the queued reasons with workers writers until ctx ends;
 // failed writes are dropped (the next pass queues the reason again, as it
-// was not recorded written).
+// was not recorded written). An idle writer sleeps until a reason is
+// queued.
 func (q *reasonQueue) run(ctx context.Context, workers int) {
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		q.stopped = true
+		q.mu.Unlock()
+		q.ready.Broadcast()
+	})
+	defer stop()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for {
-				r, ok := q.next()
+				r, ok := q.wait()
 				if !ok {
-					select {
-					case <-ctx.Done():
-						return
-					case <-q.wake:
-						// Pass the wake on: other writers may be idle too.
-						select {
-						case q.wake <- struct{}{}:
-						default:
-						}
-						continue
-					}
+					return
 				}
 				_ = r.write()
 			}

@@ -174,12 +174,28 @@ func TestReasonQueue(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { q.run(ctx, 2); close(done) }()
-	for q.len() > 0 {
-		runtime.Gosched()
+	waitWritten := func(n int) {
+		for {
+			mu.Lock()
+			l := len(got)
+			mu.Unlock()
+			if l >= n {
+				return
+			}
+			runtime.Gosched()
+		}
 	}
+	waitWritten(3)
+	// The writers are idle now (asleep, not spinning): a reason queued
+	// later wakes one.
+	q.add("d", written{reason: "Pending", meaning: "one"}, write("d1"))
+	waitWritten(4)
 	cancel()
 	<-done
-	if diff := cmp.Diff([]string{"a2", "b1", "c1"}, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+	if _, ok := q.wait(); ok {
+		t.Error("wait on a stopped queue took a reason")
+	}
+	if diff := cmp.Diff([]string{"a2", "b1", "c1", "d1"}, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("written (-want,+got):\n%s", diff)
 	}
 }

@@ -180,7 +180,7 @@ const (
 	maxPassGap   = time.Second
 )
 
-// passGap is how long to wait after a pass that took took before the
+// passGap is how long to wait after a pass of the given length before the
 // next.
 func passGap(took time.Duration) time.Duration {
 	if took < minPacedPass {

@@ -16,7 +16,8 @@ LDFLAGS := -X strata.dev/strata/pkg/version.Version=$(VERSION)
 # Label filters for the ginkgo suites, e.g. make test-integration GINKGO_LABELS=smoke
 GINKGO_LABELS ?=
 # (ginkgo flags go only to packages with ginkgo suites: a plain go test
-# package, such as test/integration/charts, refuses flags it does not know.)
+# package, such as test/integration/charts or k8sbinaries, refuses flags it
+# does not know.)
 GINKGO_ARGS := $(if $(GINKGO_LABELS),-ginkgo.label-filter='$(GINKGO_LABELS)')
 # No colours in CI logs; ginkgo reads this from the environment.
 ifneq ($(CI),)
@@ -121,8 +122,9 @@ test-unit: ## Unit tests (no servers), the kind e2e provider's offline checks an
 
 .PHONY: test-integration
 test-integration: k8s-binaries ## Integration suites on real kube-apiservers.
-	KUBEBUILDER_ASSETS=$(K8S_BIN) STRATA_K8S_BIN=$(K8S_BIN) $(GO) test $$($(GO) list ./test/integration/... | grep -v -e /charts$$ -e /framework$$) -timeout 30m -count=1 -v $(GINKGO_ARGS)
+	KUBEBUILDER_ASSETS=$(K8S_BIN) STRATA_K8S_BIN=$(K8S_BIN) $(GO) test $$($(GO) list ./test/integration/... | grep -v -e /charts$$ -e /framework$$ -e /k8sbinaries$$) -timeout 30m -count=1 -v $(GINKGO_ARGS)
 	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/integration/charts/ -count=1 -v
+	$(GO) test ./test/integration/k8sbinaries/ -count=1 -v
 
 .PHONY: test-e2e
 test-e2e: k8s-binaries ## kwok e2e suite: real control plane, simulated nodes, the agent chart.

@@ -9,6 +9,7 @@
 package dispatch
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -18,9 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/kinds"
 )
 
 // Key names a dispatch: "<hub workload UID>/<dispatch generation>", as
@@ -207,6 +210,25 @@ func truncate(m string) string {
 		return m
 	}
 	return m[:maxMessage-3] + "..."
+}
+
+// HubJob returns the hub job (of any kind) that controls a hub Workload,
+// nil when there is none (any more).
+func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload, opts ...client.GetOption) (jobs.Job, error) {
+	owner := metav1.GetControllerOfNoCopy(wl)
+	k := jobs.KindOf(kinds.Hub, owner)
+	if k == nil {
+		return nil, nil
+	}
+	obj := k.NewObject()
+	if err := c.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}, obj, opts...); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if obj.GetUID() != owner.UID {
+		return nil, nil
+	}
+	j, _ := k.Adapt(obj)
+	return j, nil
 }
 
 // NewCopy is the copy of hub job (of any kind) that the given dispatch

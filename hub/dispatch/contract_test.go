@@ -66,7 +66,7 @@ func TestBackoffs(t *testing.T) {
 				withReason(attempt("w2", 2, strata.PlacementRejected, 0), "NamespaceNotFound"),
 				withReason(attempt("w3", 3, strata.PlacementRejected, 0), "QuotaExceeded"),
 			},
-			skip: func(a *strata.PlacementAttempt) bool { return QueueCauses[a.Reason] && a.Cluster != "w2" },
+			skip: func(a *strata.PlacementAttempt) bool { return QueueRefusalReasons[a.Reason] && a.Cluster != "w2" },
 			want: map[string]time.Time{"w2": t0.Add(time.Minute), "w3": t0.Add(time.Minute)},
 		},
 		"capped at base·2⁹": {

@@ -94,16 +94,29 @@ func Priority(wl *strata.Workload) int32 {
 // usage per flavor.
 func AddUsage(usage map[string]corev1.ResourceList, psas []strata.PodSetAssignment) {
 	for _, psa := range psas {
-		rl := usage[psa.Flavor]
-		if rl == nil {
-			rl = corev1.ResourceList{}
-			usage[psa.Flavor] = rl
-		}
-		for name, v := range psa.ResourceUsage {
-			sum := rl[name]
-			sum.Add(v)
-			rl[name] = sum
-		}
+		AddRequests(usage, psa.Flavor, psa.ResourceUsage)
+	}
+}
+
+// AddRequests adds requests to a queue's usage (by flavor) of flavor.
+func AddRequests(usage map[string]corev1.ResourceList, flavor string, requests corev1.ResourceList) {
+	rl := usage[flavor]
+	if rl == nil {
+		rl = corev1.ResourceList{}
+		usage[flavor] = rl
+	}
+	for name, v := range requests {
+		sum := rl[name]
+		sum.Add(v)
+		rl[name] = sum
+	}
+}
+
+// ChargeUsage adds a Workload's requests to usage (by flavor) of the
+// flavor it is dispatched on, pod set by pod set (TotalRequests).
+func ChargeUsage(usage map[string]corev1.ResourceList, flavor string, wl *strata.Workload) {
+	for i := range wl.Spec.PodSets {
+		AddRequests(usage, flavor, TotalRequests(&wl.Spec.PodSets[i]))
 	}
 }
 

@@ -147,7 +147,7 @@ func Status(cq *strata.ClusterQueue, wls []*strata.Workload) strata.ClusterQueue
 		s := contribution(wl)
 		c.Pending, c.Admitted = c.Pending+s.counts.Pending, c.Admitted+s.counts.Admitted
 		if s.flavor != "" {
-			dispatch.ChargeUsage(usage, s.flavor, wl)
+			queue.ChargeUsage(usage, s.flavor, wl)
 		}
 	}
 	st.PendingWorkloads, st.AdmittedWorkloads = c.Pending, c.Admitted

@@ -1,0 +1,160 @@
+package dispatch
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/queue"
+)
+
+// passView is what a pass knows of the workers besides their targets.
+type passView struct {
+	clusterLabels map[string]labels.Set
+	// queueOf is how each worker's copies are queued (its WorkerCluster's
+	// localQueueName and onboarding).
+	queueOf map[string]workerQueue
+	// refusals memoizes queueRefusal by worker, namespace and LocalQueue.
+	refusals map[string]queueRefusal
+	// waits are the outcomes of workloads that wait, by what decided them
+	// (placeOne).
+	waits map[waitKey]waitOutcome
+	// quota are the flavors within quota by queue and requests, until a
+	// dispatch.
+	quota map[quotaKey]quotaOutcome
+}
+
+type workerQueue struct {
+	localQueue, onboarding string
+}
+
+type queueRefusal struct {
+	message string
+	known   bool
+}
+
+// QueueRefusalReasons are the reasons of a worker's refusals that hold
+// for every workload queued as the refused one was, whatever the
+// capacity: the hub checks them before dispatching (fleet.QueueRefusal).
+var QueueRefusalReasons = map[string]bool{
+	fleet.ReasonNamespaceNotFound:    true,
+	queue.ReasonLocalQueueNotFound:   true,
+	queue.ReasonClusterQueueNotFound: true,
+	queue.ReasonNamespaceNotAllowed:  true,
+}
+
+// queueRefusal says why a worker would refuse p's copy for its queue
+// ("" when it would not), and whether the hub knows (it reads the
+// worker's queues).
+func (d *Dispatcher) queueRefusal(view *passView, cluster string, p pending) (string, bool) {
+	wq := view.queueOf[cluster]
+	lq := wq.localQueue
+	if lq == "" {
+		lq = p.wl.Spec.QueueName
+	}
+	key := cluster + "/" + p.wl.Namespace + "/" + lq
+	if r, ok := view.refusals[key]; ok {
+		return r.message, r.known
+	}
+	_, message, known := d.fleet.QueueRefusal(cluster, fleet.QueueTarget{Namespace: p.wl.Namespace, LocalQueue: lq,
+		CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding})
+	view.refusals[key] = queueRefusal{message: message, known: known}
+	return message, known
+}
+
+// admittingQueues keeps the targets on workers whose queues take the
+// workload's copy. refusal says why a worker's would not ("" when they
+// would or the hub does not know); for the others of the queue's flavors
+// it says what is missing there, naming together (in name order) the
+// targets refused for one reason.
+func admittingQueues(targets []*placement.Target, excluded, flavors []string, refusal func(cluster string) string) ([]*placement.Target, []string) {
+	out := targets[:0:0]
+	var messages []string
+	where := map[string][]string{}
+	for _, t := range targets {
+		m := refusal(t.Cluster)
+		switch {
+		case m == "":
+			out = append(out, t)
+		case slices.Contains(flavors, t.Flavor):
+			if where[m] == nil {
+				messages = append(messages, m)
+			}
+			where[m] = append(where[m], t.Cluster+"/"+t.Flavor)
+		}
+	}
+	// In name order, whatever the targets' order: a reason written only
+	// when it changes stays the same while nothing does.
+	for _, m := range messages {
+		slices.Sort(where[m])
+	}
+	slices.SortFunc(messages, func(a, b string) int { return strings.Compare(where[a][0], where[b][0]) })
+	for _, m := range messages {
+		excluded = append(excluded, fmt.Sprintf("%s: %s", strings.Join(where[m], ", "), m))
+	}
+	return out, excluded
+}
+
+// maxRefusalInReason bounds a worker's refusal message quoted in a
+// waiting reason.
+const maxRefusalInReason = 200
+
+// eligibleTargets returns the targets on workers the queue's selector
+// takes, less those of workers in backoff for the workload. For those it
+// returns a reason per target of the queue's flavors, and when the first
+// backoff ends.
+func eligibleTargets(targets []*placement.Target, selector labels.Selector, clusterLabels map[string]labels.Set,
+	backoffs map[string]time.Time, flavors []string, now time.Time, refusal func(cluster string) string) (eligible []*placement.Target, excluded []string, retry time.Duration) {
+	for _, t := range targets {
+		if !selector.Matches(clusterLabels[t.Cluster]) {
+			continue
+		}
+		if until, ok := backoffs[t.Cluster]; ok {
+			if slices.Contains(flavors, t.Flavor) {
+				why := ""
+				if m := refusal(t.Cluster); m != "" {
+					why = " (" + intake.Truncate(m, maxRefusalInReason) + ")"
+				}
+				excluded = append(excluded, fmt.Sprintf("%s/%s: refused this workload%s; not again before %s", t.Cluster, t.Flavor, why, until.UTC().Format(time.RFC3339)))
+			}
+			if r := until.Sub(now); retry == 0 || r < retry {
+				retry = r
+			}
+			continue
+		}
+		eligible = append(eligible, t)
+	}
+	return eligible, excluded, retry
+}
+
+// servingKind keeps the targets on workers that serve kind (its CRD is
+// installed there). For the others of the queue's flavors it says why
+// they are left out.
+func servingKind(targets []*placement.Target, excluded []string, kind jobs.Kind, flavors []string,
+	serves func(cluster string, kind jobs.Kind) (served, known bool)) ([]*placement.Target, []string) {
+	if kind == nil {
+		return targets, excluded
+	}
+	out := targets[:0:0]
+	for _, t := range targets {
+		served, known := serves(t.Cluster, kind)
+		switch {
+		case served:
+			out = append(out, t)
+			continue
+		case !slices.Contains(flavors, t.Flavor):
+		case known:
+			excluded = append(excluded, fmt.Sprintf("%s/%s: the worker does not serve %s (install its CRD there)", t.Cluster, t.Flavor, jobs.Resource(kind)))
+		default:
+			excluded = append(excluded, fmt.Sprintf("%s/%s: not known yet whether the worker serves %s", t.Cluster, t.Flavor, jobs.Resource(kind)))
+		}
+	}
+	return out, excluded
+}

@@ -1,0 +1,135 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/tas"
+)
+
+// targetSource is what the dispatcher asks of the fleet (*fleet.Fleet):
+// the workers' targets, held while a pass decides, the topology hints of
+// its dispatches, and what the hub knows of each worker's kinds and
+// queues.
+type targetSource interface {
+	WithTargets(ctx context.Context, workers []fleet.Worker, now time.Time, staleAfter time.Duration, fn func([]*placement.Target) error) error
+	Release(worker, flavor, key string)
+	SetHint(key string, assignments []*tas.Assignment)
+	PruneHints(live func(key string) bool)
+	Serves(worker string, k jobs.Kind) (served, known bool)
+	QueueRefusal(worker string, t fleet.QueueTarget) (reason, message string, known bool)
+}
+
+// seeWorkers lists the WorkerClusters: the workers whose targets a pass
+// holds, and what the pass knows of them besides their targets.
+func (d *Dispatcher) seeWorkers(ctx context.Context) ([]fleet.Worker, *passView, error) {
+	var wcs strata.WorkerClusterList
+	if err := d.client.List(ctx, &wcs); err != nil {
+		return nil, nil, err
+	}
+	workers := make([]fleet.Worker, 0, len(wcs.Items))
+	view := &passView{clusterLabels: map[string]labels.Set{}, queueOf: map[string]workerQueue{}, refusals: map[string]queueRefusal{},
+		waits: map[waitKey]waitOutcome{}, quota: map[quotaKey]quotaOutcome{}}
+	for i := range wcs.Items {
+		wc := &wcs.Items[i]
+		w := fleet.Worker{Name: wc.Name, Cordoned: wc.Spec.Unschedulable, Deleting: !wc.DeletionTimestamp.IsZero()}
+		if c := meta.FindStatusCondition(wc.Status.Conditions, strata.WorkerClusterConnected); c == nil || c.Status != metav1.ConditionTrue {
+			w.NotConnected = "not connected"
+			if c != nil {
+				w.NotConnected = c.Reason + ": " + c.Message
+			}
+		}
+		workers = append(workers, w)
+		view.clusterLabels[wc.Name] = labels.Set(wc.Labels)
+		wq := workerQueue{localQueue: wc.Spec.LocalQueueName}
+		if wc.Spec.Onboarding != nil {
+			wq.onboarding = wc.Spec.Onboarding.ClusterQueue
+		}
+		view.queueOf[wc.Name] = wq
+	}
+	return workers, view, nil
+}
+
+// rebuild reserves the dispatches recorded on hub Workloads on each
+// target first seen available. It takes nothing for those its summary
+// counts: after a restart the hub holds what it held before. A
+// dispatch the summary counts whose placement no longer fits the summary's
+// free capacity is not held (it needs its capacity only if the worker
+// gives its admission back).
+func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, placed []*strata.Workload) {
+	// Forget targets that are gone (a worker removed, a flavor's summary
+	// replaced by a new target): a target seen again is rebuilt, and
+	// Holds keeps that from reserving anything twice.
+	current := make(map[*placement.Target]bool, len(targets))
+	for _, t := range targets {
+		current[t] = true
+	}
+	for t := range d.rebuilt {
+		if !current[t] {
+			delete(d.rebuilt, t)
+		}
+	}
+	for _, t := range targets {
+		if d.rebuilt[t] || t.Unavailable != "" {
+			// An unavailable target gets no new work; its dispatches are
+			// reserved again when it is available (Decide skips it now).
+			continue
+		}
+		d.rebuilt[t] = true
+		for _, wl := range placed {
+			cluster, flavor, gen, _ := Placed(wl)
+			key := Key(wl.UID, gen)
+			if cluster != t.Cluster || flavor != t.Flavor || t.Holds(key) {
+				continue
+			}
+			if dec := d.policy.Decide(wl, []string{flavor}, []*placement.Target{t}); dec.Cluster != "" {
+				if err := dec.Reserve(targets, key); err != nil {
+					ctrl.LoggerFrom(ctx).Error(err, "Rebuilding a reservation", "workload", client.ObjectKeyFromObject(wl))
+					continue
+				}
+				if t.Reserved(key) {
+					// Not in the summary yet: maybe its copy is not created
+					// either (the copies controller forgets the hint when
+					// it sees the copy).
+					d.fleet.SetHint(key, dec.Assignments())
+				}
+			}
+		}
+	}
+}
+
+// countReservations counts the reservations held on targets.
+func countReservations(targets []*placement.Target) int {
+	n := 0
+	for _, t := range targets {
+		n += t.Reservations()
+	}
+	return n
+}
+
+// pruneHints drops the topology hints of dispatches that are no longer
+// current: of Workloads gone or dispatched again.
+func (d *Dispatcher) pruneHints(entries []*entry) {
+	current := make(map[string]bool)
+	for _, e := range entries {
+		if e.placed {
+			current[Key(e.uid, e.generation)] = true
+		}
+	}
+	d.mu.Lock()
+	for uid, r := range d.recorded {
+		current[Key(uid, r.generation)] = true // written, not shown yet
+	}
+	d.mu.Unlock()
+	d.fleet.PruneHints(func(key string) bool { return current[key] })
+}

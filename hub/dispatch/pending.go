@@ -1,0 +1,199 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
+)
+
+// pending is a Workload waiting to be placed, with its queue.
+type pending struct {
+	*entry
+	job   client.Object
+	queue string // its ClusterQueue
+}
+
+// collected is what a pass collects from the index's entries (collect).
+type collected struct {
+	// placed are the dispatched Workloads, as the informer shows them:
+	// their reservations are rebuilt (rebuild).
+	placed []*strata.Workload
+	// waiting are the Workloads to place, with their queues.
+	waiting []pending
+	// queues are the ClusterQueues read, by name (nil when missing).
+	queues map[string]*strata.ClusterQueue
+	usage  map[string]map[string]corev1.ResourceList // ClusterQueue → flavor → usage
+}
+
+// collect sorts the index's entries for a pass: the dispatched ones
+// charge their queue's usage, a suspended one has its reason written,
+// and the others that may go somewhere are to place. It first forgets
+// what the informer shows now (forgetRecorded, pruneHints).
+func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected, []error) {
+	c := &collected{
+		waiting: make([]pending, 0, len(entries)),
+		usage:   map[string]map[string]corev1.ResourceList{},
+		queues:  map[string]*strata.ClusterQueue{},
+	}
+	var errs []error
+	localQueues := map[types.NamespacedName]string{}
+	d.forgetRecorded(entries)
+	d.pruneHints(entries)
+	for _, e := range entries {
+		if e.deleting {
+			continue
+		}
+		cq, err := d.clusterQueue(ctx, e.localQueue, localQueues, c.queues)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if e.placed {
+			c.placed = append(c.placed, e.wl)
+			if cq != nil {
+				d.chargeUsage(c.usage, cq.Name, e.flavor, e)
+			}
+			continue
+		}
+		d.mu.Lock()
+		r, written := d.recorded[e.uid]
+		d.mu.Unlock()
+		if written && r.generation > e.generation {
+			// Dispatched by this process; the informer is behind.
+			if cq != nil {
+				d.chargeUsage(c.usage, cq.Name, r.flavor, e)
+			}
+			continue
+		}
+		if cq == nil || e.invalid {
+			continue // intake says why on the Workload
+		}
+		job, err := d.job(ctx, e)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if job == nil || job.deleting {
+			continue
+		}
+		if job.suspended {
+			// On the hub, spec.suspend is the user's: nothing is sent.
+			d.wait(ctx, pending{entry: e, job: job.job.Object()}, ReasonSuspended,
+				fmt.Sprintf("the %s is suspended on the hub; it is dispatched when spec.suspend is false", e.kind.GroupVersionKind().Kind))
+			continue
+		}
+		c.waiting = append(c.waiting, pending{entry: e, job: job.job.Object(), queue: cq.Name})
+	}
+	return c, errs
+}
+
+// recorded is a dispatch this process wrote: its generation and flavor.
+type recorded struct {
+	generation int64
+	flavor     string
+}
+
+// forgetRecorded drops the dispatches the informer shows now, and those
+// of Workloads that are gone; and, once they hold more than the
+// Workloads there are, the reasons of Workloads that are gone (keyed by
+// UID, a stale one is never read).
+func (d *Dispatcher) forgetRecorded(entries []*entry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.waiting) > len(entries) {
+		live := make(map[types.UID]bool, len(entries))
+		for _, e := range entries {
+			live[e.uid] = true
+		}
+		for uid := range d.waiting {
+			if !live[uid] {
+				delete(d.waiting, uid)
+			}
+		}
+	}
+	if len(d.recorded) == 0 {
+		return
+	}
+	seen := make(map[types.UID]bool, len(d.recorded))
+	for _, e := range entries {
+		r, ok := d.recorded[e.uid]
+		if !ok {
+			continue
+		}
+		seen[e.uid] = true
+		if e.generation >= r.generation {
+			delete(d.recorded, e.uid)
+		}
+	}
+	for uid := range d.recorded {
+		if !seen[uid] {
+			delete(d.recorded, uid)
+		}
+	}
+}
+
+// clusterQueue returns the ClusterQueue of a Workload's LocalQueue, nil
+// when either is missing (intake marks the Workload invalid then). local
+// (LocalQueue → its ClusterQueue's name, "" when missing) and seen hold
+// what the pass has read: most Workloads share a few queues.
+func (d *Dispatcher) clusterQueue(ctx context.Context, key types.NamespacedName, local map[types.NamespacedName]string,
+	seen map[string]*strata.ClusterQueue) (*strata.ClusterQueue, error) {
+	name, ok := local[key]
+	if !ok {
+		var lq strata.LocalQueue
+		if err := d.client.Get(ctx, key, &lq); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		name = lq.Spec.ClusterQueue
+		local[key] = name
+	}
+	if name == "" {
+		return nil, nil
+	}
+	if cq, ok := seen[name]; ok {
+		return cq, nil
+	}
+	cq := &strata.ClusterQueue{}
+	if err := d.client.Get(ctx, types.NamespacedName{Name: name}, cq); err != nil {
+		cq = nil
+		if client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+	}
+	seen[name] = cq
+	return cq, nil
+}
+
+// job returns the hub job (of any kind) that controls a Workload, nil
+// when there is none (any more). It is the informer's object, not a copy
+// (a pass reads every waiting Workload's job): copy it before changing it.
+func (d *Dispatcher) job(ctx context.Context, e *entry) (*jobEntry, error) {
+	if e.kind == nil {
+		return nil, nil
+	}
+	je, known := d.index.job(e)
+	if known {
+		return je, nil
+	}
+	// A kind no informer feeds the index with: read it.
+	j, err := HubJob(ctx, d.client, e.wl, client.UnsafeDisableDeepCopy)
+	if j == nil || err != nil {
+		return nil, err
+	}
+	return &jobEntry{job: j, suspended: j.Suspended(), deleting: !j.Object().GetDeletionTimestamp().IsZero()}, nil
+}
+
+// chargeUsage adds a dispatched Workload's requests to its queue's usage
+// of its flavor.
+func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor string, e *entry) {
+	if usage[cq] == nil {
+		usage[cq] = map[string]corev1.ResourceList{}
+	}
+	queue.AddRequests(usage[cq], flavor, e.need)
+}

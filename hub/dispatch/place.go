@@ -1,0 +1,308 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/workload"
+)
+
+// placeOnTargets holds the fleet's targets of workers while it rebuilds
+// their reservations (rebuild) and places what waits (place). It returns
+// when the next pass is due, as place does.
+func (d *Dispatcher) placeOnTargets(ctx context.Context, workers []fleet.Worker, c *collected, view *passView, now time.Time,
+	writes *passWrites) (time.Duration, error) {
+	var next time.Duration
+	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
+		d.rebuild(ctx, targets, c.placed)
+		var err error
+		next, err = d.place(ctx, targets, c.waiting, c.queues, c.usage, view, now, writes)
+		metrics.HubReservations.Set(float64(countReservations(targets)))
+		return err
+	})
+	return next, err
+}
+
+// place serves the queues head by head, as the agent does. Decisions
+// are made one after the other, each reserved at once; their records and
+// the waiting reasons go to writes, which Pass runs once the fleet's
+// targets are let go.
+func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, waiting []pending, queues map[string]*strata.ClusterQueue,
+	usage map[string]map[string]corev1.ResourceList, view *passView, now time.Time, writes *passWrites) (time.Duration, error) {
+	counts := map[string]int{}
+	for _, p := range waiting {
+		counts[p.queue]++
+	}
+	byQueue := make(map[string]*queue.Turn[pending], len(counts))
+	for name, n := range counts {
+		byQueue[name] = &queue.Turn[pending]{Queue: queues[name], Items: make([]pending, 0, n)}
+	}
+	for _, p := range waiting {
+		t := byQueue[p.queue]
+		t.Items = append(t.Items, p)
+	}
+	turns := make([]*queue.Turn[pending], 0, len(byQueue))
+	for _, t := range byQueue {
+		// A total order (namespace and name break ties): no stable sort
+		// needed.
+		slices.SortFunc(t.Items, func(a, b pending) int { return compareEntries(a.entry, b.entry) })
+		turns = append(turns, t)
+	}
+	var errs []error
+	var next time.Duration
+	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
+		func(cq *strata.ClusterQueue, p pending) bool {
+			if usage[cq.Name] == nil {
+				usage[cq.Name] = map[string]corev1.ResourceList{}
+			}
+			blocks, retry, err := d.placeOne(ctx, targets, cq, usage[cq.Name], view, p, now, writes)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if retry > 0 && (next == 0 || retry < next) {
+				next = retry
+			}
+			return blocks
+		},
+		func(cq *strata.ClusterQueue, behind []pending) {
+			for _, p := range behind {
+				d.wait(ctx, p, ReasonPending,
+					fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", cq.Name))
+			}
+		})
+	return next, errors.Join(errs...)
+}
+
+// placeOne decides and dispatches one Workload. blocks is true when it
+// waits for capacity (not when it can never fit); retry is when a backoff
+// that keeps a worker out ends.
+func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, used map[string]corev1.ResourceList,
+	view *passView, p pending, now time.Time, writes *passWrites) (blocks bool, retry time.Duration, err error) {
+	wl := p.wl
+	// Flavors in the queue's order, within quota: the same for every
+	// workload of the queue that needs as much, until a dispatch.
+	qk := quotaKey{queue: cq.Name, need: p.needKey}
+	q, ok := view.quota[qk]
+	if !ok {
+		for _, fq := range cq.Spec.Flavors {
+			if err, _ := queue.CheckQuotaOf(fq, used[fq.Name], p.need); err != nil {
+				q.notes = append(q.notes, fmt.Sprintf("flavor %s: %v", fq.Name, err))
+				continue
+			}
+			q.flavors = append(q.flavors, fq.Name)
+		}
+		q.key = strings.Join(append(slices.Clip(q.flavors), q.notes...), "\x00")
+		view.quota[qk] = q
+	}
+	flavors, notes := slices.Clip(q.flavors), slices.Clip(q.notes) // shared: appends copy
+	if len(flavors) == 0 {
+		d.wait(ctx, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
+		return true, 0, nil
+	}
+	// A refusal for a queue fact of the worker's (no namespace, no
+	// LocalQueue) keeps no backoff where the hub reads those facts: they
+	// are checked below, and the workload goes there once they are fixed.
+	var backoffs map[string]time.Time
+	if p.attempts {
+		backoffs = BackoffsExcept(wl, d.backoff, now, func(a *strata.PlacementAttempt) bool {
+			if !QueueRefusalReasons[a.Reason] {
+				return false
+			}
+			_, known := d.queueRefusal(view, a.Cluster, p)
+			return known
+		})
+	}
+	shape := p.shape
+	// Within a pass capacity is only taken, never given back: a workload
+	// that waits, waits for the same reason as every later one of its
+	// queue, shape, flavors, kind and LocalQueue that no backoff singles
+	// out. A backlog of thousands of a few shapes costs a decision per
+	// shape, not per workload.
+	var same *waitKey
+	if len(backoffs) == 0 {
+		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key}
+		if o, ok := view.waits[*same]; ok {
+			d.waitFor(ctx, p, o)
+			return o.blocks, 0, nil
+		}
+	}
+	o, dec := d.decide(ctx, targets, cq, view, p, shape, flavors, notes, backoffs, now)
+	if dec == nil {
+		o = withMeaning(o)
+		if same != nil {
+			view.waits[*same] = o
+		}
+		d.waitFor(ctx, p, o)
+		return o.blocks, o.retry, nil
+	}
+	// The queue's usage changes: its quota is checked again.
+	clear(view.quota)
+	return false, o.retry, d.dispatch(ctx, targets, p, dec, o.message, now, used, writes)
+}
+
+// quotaKey is what decides which flavors of a queue have quota left for
+// a workload in a pass, until a dispatch: the queue, and the workload's
+// requests in all (entry.needKey).
+type quotaKey struct {
+	queue, need string
+}
+
+// quotaOutcome are the flavors of a queue within quota, in its order,
+// and why the others are not; key joins both.
+type quotaOutcome struct {
+	flavors, notes []string
+	key            string
+}
+
+// decide places p on the best eligible target of flavors. flavors are
+// the queue's within quota (notes say why others are not); dec is the
+// decision when it goes somewhere, nil when it waits (o says why);
+// o.message is the reason of either.
+func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, view *passView, p pending,
+	shape string, flavors, notes []string, backoffs map[string]time.Time, now time.Time) (waitOutcome, *placement.Decision) {
+	wl := p.wl
+	start := time.Now()
+	// Levels are checked against the hub's Topology of a flavor when it
+	// has one; otherwise each worker's summary says which levels it has.
+	withLevels := flavors[:0:0]
+	var mismatches []string
+	for _, f := range flavors {
+		if err := d.checkLevels(ctx, f, wl); err != nil {
+			mismatches = append(mismatches, fmt.Sprintf("flavor %s: %v", f, err))
+			continue
+		}
+		withLevels = append(withLevels, f)
+	}
+	if len(withLevels) == 0 {
+		return waitOutcome{reason: ReasonNeverFits, message: "no flavor of ClusterQueue " + cq.Name + " has the topology levels the Job names: " + strings.Join(mismatches, "; ")}, nil
+	}
+	flavors = withLevels
+	notes = append(notes, mismatches...)
+	// Workers the queue may use, less those in backoff for this workload.
+	selector := labels.Everything()
+	if cq.Spec.ClusterSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector)
+		if err != nil {
+			return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err)}, nil
+		}
+		selector = s
+	}
+	eligible, excluded, retry := eligibleTargets(targets, selector, view.clusterLabels, backoffs, flavors, now,
+		func(cluster string) string { return LastRefusal(wl, cluster) })
+	eligible, excluded = servingKind(eligible, excluded, p.kind, flavors, d.fleet.Serves)
+	eligible, excluded = admittingQueues(eligible, excluded, flavors, func(cluster string) string {
+		m, _ := d.queueRefusal(view, cluster, p)
+		return m
+	})
+	dec := d.policy.DecideShape(wl, shape, flavors, eligible)
+	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
+	reason := dec.Reason
+	switch {
+	case len(dec.Candidates) == 0 && len(excluded) > 0:
+		// Workers offer the flavors, but none may take it now: say why,
+		// not that none offers them.
+		reason = "no worker may take it now: " + strings.Join(excluded, "; ")
+	case len(excluded) > 0:
+		reason += "; " + strings.Join(excluded, "; ")
+	}
+	if len(notes) > 0 {
+		reason += "; " + strings.Join(notes, "; ")
+	}
+	if dec.Cluster == "" {
+		if dec.NeverFits && len(excluded) == 0 {
+			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil
+		}
+		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil
+	}
+	return waitOutcome{message: reason, retry: retry}, dec
+}
+
+// checkLevels checks a workload's topology requests against the hub's
+// Topology of a flavor, when the hub has the flavor and its Topology.
+func (d *Dispatcher) checkLevels(ctx context.Context, flavor string, wl *strata.Workload) error {
+	var rf strata.ResourceFlavor
+	if err := d.client.Get(ctx, types.NamespacedName{Name: flavor}, &rf); err != nil || rf.Spec.TopologyName == nil {
+		return nil
+	}
+	var topo strata.Topology
+	if err := d.client.Get(ctx, types.NamespacedName{Name: *rf.Spec.TopologyName}, &topo); err != nil {
+		return nil
+	}
+	levels := make([]string, 0, len(topo.Spec.Levels))
+	for _, l := range topo.Spec.Levels {
+		levels = append(levels, l.NodeLabel)
+	}
+	for i := range wl.Spec.PodSets {
+		if err := workload.ValidateAgainstTopology(wl.Spec.PodSets[i].TopologyRequest, topo.Name, levels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dispatchTime returns the time a dispatch decided at now carries. It is
+// later than every earlier one of this process, in the microseconds the
+// API keeps, so that the copies of one pass are ordered as the pass
+// placed them.
+func (d *Dispatcher) dispatchTime(now time.Time) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := now.Truncate(time.Microsecond)
+	if !t.After(d.lastDispatch) {
+		t = d.lastDispatch.Add(time.Microsecond)
+	}
+	d.lastDispatch = t
+	return t
+}
+
+// dispatch reserves a decision and queues its record on the Workload in
+// writes. The copies controller creates the copy. The decision counts
+// against the queue's quota for the rest of the pass at once.
+func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, p pending, dec *placement.Decision, reason string, now time.Time,
+	used map[string]corev1.ResourceList, writes *passWrites) error {
+	wl := p.wl.DeepCopy()
+	gen := RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, d.dispatchTime(now))
+	key := Key(wl.UID, gen)
+	if err := dec.Reserve(targets, key); err != nil {
+		return err
+	}
+	d.fleet.SetHint(key, dec.Assignments())
+	queue.ChargeUsage(used, dec.Flavor, wl)
+	writes.record(dec.Cluster, dec.Flavor, key, func() error {
+		if err := d.client.Status().Update(ctx, wl); err != nil {
+			if apierrors.IsConflict(err) {
+				// The informer's copy was behind; its update event brings
+				// another pass.
+				return errReleaseOnly
+			}
+			if apierrors.IsNotFound(err) {
+				return errReleaseOnly
+			}
+			return err
+		}
+		d.mu.Lock()
+		d.recorded[wl.UID] = recorded{generation: gen, flavor: dec.Flavor}
+		delete(d.waiting, wl.UID)
+		d.mu.Unlock()
+		metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
+		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Dispatch", "%s",
+			truncateNote(fmt.Sprintf("Dispatched to %s (flavor %s): %s", dec.Cluster, dec.Flavor, reason)))
+		return nil
+	})
+	return nil
+}

@@ -1,0 +1,142 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/workload"
+)
+
+// written is a waiting reason written: its condition's reason, and its
+// message without numbers (workload.WithoutNumbers).
+type written struct {
+	reason, meaning string
+}
+
+// waitOutcome is why a workload waits: its condition's reason and
+// message, whether it holds its queue (blocks), and when a backoff that
+// keeps a worker out ends (retry).
+type waitOutcome struct {
+	reason, message string
+	// meaning is the message without its numbers (newWait).
+	meaning string
+	blocks  bool
+	retry   time.Duration
+}
+
+// withMeaning truncates o's message and computes its meaning.
+func withMeaning(o waitOutcome) waitOutcome {
+	w := newWait(o.reason, o.message)
+	o.message, o.meaning = w.message, w.meaning
+	return o
+}
+
+// waitKey is what decides a waiting outcome in a pass, besides backoffs.
+type waitKey struct {
+	queue      string
+	localQueue types.NamespacedName
+	kind       schema.GroupVersionKind
+	shape      string
+	// flavors are those within quota, and the notes on the others
+	// (quotaOutcome.key).
+	flavors string
+}
+
+// wait queues why a Workload waits on the reason queue, with an event on
+// its Job, when that changed in more than its numbers. Otherwise it
+// writes nothing.
+func (d *Dispatcher) wait(ctx context.Context, p pending, reason, message string) {
+	d.waitFor(ctx, p, newWait(reason, message))
+}
+
+// newWait makes a waiting outcome of reason and message (truncated to
+// the API's bound) and computes its meaning.
+func newWait(reason, message string) waitOutcome {
+	message = truncate(message)
+	return waitOutcome{reason: reason, message: message, meaning: workload.WithoutNumbers(message)}
+}
+
+// waitFor does what wait does for an outcome whose meaning is computed.
+// A pass compares thousands of waiting reasons, most of them unchanged.
+// The write goes to the reason queue, not to the pass's writes: a pass
+// does not wait for reasons.
+func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
+	key := p.uid
+	now := written{reason: o.reason, meaning: o.meaning}
+	if p.waitingAs == now {
+		// The Workload says so already.
+		return
+	}
+	d.mu.Lock()
+	last, seen := d.waiting[key]
+	d.mu.Unlock()
+	if seen && last == now || d.reasons.has(key, now) {
+		return
+	}
+	// Copied when written, not when queued: thousands may wait in the
+	// queue (the informer's object is not changed meanwhile; a newer one
+	// replaces it there).
+	src := p.wl
+	d.reasons.add(key, now, func() error {
+		wl := src.DeepCopy()
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message})
+		if err := d.client.Status().Update(ctx, wl); err != nil {
+			if apierrors.IsConflict(err) {
+				return nil // the newer Workload brings another pass
+			}
+			if err := client.IgnoreNotFound(err); err != nil {
+				ctrl.LoggerFrom(ctx).V(2).Info("Could not write a waiting reason", "workload", client.ObjectKeyFromObject(wl), "error", err.Error())
+				// Not recorded written: a pass a second from now queues it again.
+				time.AfterFunc(time.Second, d.Wake)
+			}
+			return err
+		}
+		d.mu.Lock()
+		d.waiting[key] = now
+		d.mu.Unlock()
+		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, o.reason, "Dispatch", "%s", truncateNote(o.message))
+		d.markWaiting(ctx, p.job, o.reason, o.message)
+		return nil
+	})
+}
+
+// markWaiting marks a hub job that runs nowhere as waiting in its
+// status, when its kind can (jobs.WaitMarker). kubectl then shows it
+// Suspended, not Running. Best effort: the Workload's condition is the record.
+func (d *Dispatcher) markWaiting(ctx context.Context, obj client.Object, reason, message string) {
+	obj = obj.DeepCopyObject().(client.Object) // the pass's is the informer's
+	j, ok := jobs.AdaptAny(kinds.Hub, obj)
+	if !ok {
+		return
+	}
+	m, ok := j.(jobs.WaitMarker)
+	if !ok || !m.MarkWaiting(reason, message) {
+		return
+	}
+	if err := d.client.Status().Update(ctx, obj); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		ctrl.LoggerFrom(ctx).V(2).Info("Could not mark the hub job waiting", "job", client.ObjectKeyFromObject(obj), "error", err.Error())
+	}
+}
+
+// maxEventNote is the API's limit on an event's note.
+const maxEventNote = 1024
+
+// truncateNote truncates m to maxEventNote.
+func truncateNote(m string) string {
+	if len(m) <= maxEventNote {
+		return m
+	}
+	return m[:maxEventNote-3] + "..."
+}

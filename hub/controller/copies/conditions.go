@@ -1,0 +1,101 @@
+package copies
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/workload"
+)
+
+// ConditionUnreachable is a hub Workload's condition while the worker of
+// its dispatch does not answer.
+const ConditionUnreachable = "WorkerUnreachable"
+
+// ReasonWorkerUnreachable is the outcome of a dispatch whose worker did not
+// answer for fencing.replaceAfter.
+const ReasonWorkerUnreachable = "WorkerUnreachable"
+
+// ReasonRanUnseen is the Admitted condition of a hub Workload whose copy
+// finished before the hub saw its admission.
+const ReasonRanUnseen = "FinishedBeforeAdmissionSeen"
+
+// The functions below change a hub Workload's status in memory and say
+// whether they changed it; the reconcile writes the status once.
+
+// setUnreachable sets the WorkerUnreachable condition when its meaning
+// changes.
+func setUnreachable(st *strata.WorkloadStatus, message string) bool {
+	message = intake.Truncate(message, intake.MaxConditionMessage)
+	if old := meta.FindStatusCondition(st.Conditions, ConditionUnreachable); old != nil && old.Status == metav1.ConditionTrue && workload.SameMeaning(old.Message, message) {
+		return false
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionUnreachable, Status: metav1.ConditionTrue, Reason: ReasonWorkerUnreachable, Message: message})
+	return true
+}
+
+// clearUnreachable removes the WorkerUnreachable condition.
+func clearUnreachable(st *strata.WorkloadStatus) bool {
+	return meta.RemoveStatusCondition(&st.Conditions, ConditionUnreachable)
+}
+
+// setRanUnseen replaces a finished Workload's "waiting for the worker"
+// Admitted condition when its copy's admission can no longer be read.
+func setRanUnseen(st *strata.WorkloadStatus, cluster, flavor string) bool {
+	c := meta.FindStatusCondition(st.Conditions, strata.WorkloadAdmitted)
+	if c == nil || c.Reason != dispatch.ReasonDispatched {
+		return false
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonRanUnseen,
+		Message: fmt.Sprintf("ran on %s (flavor %s) and finished before the hub saw its admission", cluster, flavor)})
+	return true
+}
+
+// setWaitingOnWorker shows on the hub why the worker has not admitted the
+// copy yet, when the copy's Workload says so.
+func setWaitingOnWorker(st *strata.WorkloadStatus, cluster, flavor string, copyWL *strata.Workload) bool {
+	if copyWL == nil {
+		return false
+	}
+	c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadAdmitted)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return false
+	}
+	message := intake.Truncate(fmt.Sprintf("dispatched to %s (flavor %s); the worker has not admitted it yet: %s", cluster, flavor, c.Message), intake.MaxConditionMessage)
+	if old := meta.FindStatusCondition(st.Conditions, strata.WorkloadAdmitted); old != nil && old.Reason == dispatch.ReasonDispatched && workload.SameMeaning(old.Message, message) {
+		return false
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: dispatch.ReasonDispatched, Message: message})
+	return true
+}
+
+// setDispatching sets a WorkerCluster's Dispatching condition when it
+// changes.
+func (r *Reconciler) setDispatching(ctx context.Context, cluster string, status metav1.ConditionStatus, reason, message string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var wc strata.WorkerCluster
+		if err := r.client.Get(ctx, types.NamespacedName{Name: cluster}, &wc); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		old := meta.FindStatusCondition(wc.Status.Conditions, strata.WorkerClusterDispatching)
+		if old == nil && status == metav1.ConditionTrue {
+			return nil // never refused: nothing to say
+		}
+		if old != nil && old.Status == status && old.Reason == reason && strings.EqualFold(old.Message, message) {
+			return nil
+		}
+		meta.SetStatusCondition(&wc.Status.Conditions, metav1.Condition{Type: strata.WorkerClusterDispatching, Status: status, Reason: reason,
+			Message: intake.Truncate(message, intake.MaxConditionMessage), ObservedGeneration: wc.Generation})
+		return client.IgnoreNotFound(r.client.Status().Update(ctx, &wc))
+	})
+}

@@ -1,0 +1,329 @@
+package copies
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/hub/fleet"
+)
+
+// action is what a reconcile does for a hub Workload's dispatch.
+type action string
+
+// The actions, each carried out by the function named after it.
+const (
+	// actNone does nothing but requeue when step.requeue says.
+	actNone action = "None"
+	// actFail returns step.err: a read failed.
+	actFail action = "Fail"
+	// actForget takes back the copy of a Workload that is gone (forget).
+	actForget action = "Forget"
+	// actDeleteOrphan deletes a hub Workload whose job is gone.
+	actDeleteOrphan action = "DeleteOrphan"
+	// actUntrack forgets a Workload that is not dispatched.
+	actUntrack action = "Untrack"
+	// actTakeBack removes the copy and, with step.record, records
+	// step.outcome (takeBack).
+	actTakeBack action = "TakeBack"
+	// actRefuse undoes the dispatch for step.outcome (refuse).
+	actRefuse action = "Refuse"
+	// actConfirmThenRefuse re-reads the copy from the worker; unless it
+	// was admitted meanwhile or cannot be read, it refuses (a timeout).
+	actConfirmThenRefuse action = "ConfirmThenRefuse"
+	// actAbandon ends the dispatch without removing its copy (abandon).
+	actAbandon action = "Abandon"
+	// actMarkUnreachable says the worker does not answer (step.message).
+	actMarkUnreachable action = "MarkUnreachable"
+	// actMarkReachable removes the WorkerUnreachable condition.
+	actMarkReachable action = "MarkReachable"
+	// actRemoveStale removes a copy of an earlier dispatch.
+	actRemoveStale action = "RemoveStale"
+	// actRecordAdmission records the worker's admission (recordAdmission).
+	actRecordAdmission action = "RecordAdmission"
+	// actCleanFinished ends a finished Workload's reservation and, with
+	// step.deleteCopy, removes its copy (cleanFinished).
+	actCleanFinished action = "CleanFinished"
+	// actConfirmGone confirms that an admitted copy is gone from the
+	// worker, then refuses (confirmGone).
+	actConfirmGone action = "ConfirmGone"
+	// actCreate sends the copy (createCopy).
+	actCreate action = "Create"
+	// actMarkWaiting shows why the worker has not admitted the copy yet.
+	actMarkWaiting action = "MarkWaiting"
+)
+
+// step is what nextStep decided, and why.
+type step struct {
+	action action
+	// why says what in the observation led to the step.
+	why string
+	// requeue is when to look again; 0 leaves it to events.
+	requeue time.Duration
+	// err is a failed read (actFail).
+	err error
+	// outcome is what the undone dispatch records (actTakeBack,
+	// actRefuse, actConfirmThenRefuse, actAbandon: reason and message).
+	outcome outcome
+	// record: the take-back records its outcome (actTakeBack).
+	record bool
+	// message is the WorkerUnreachable condition's (actMarkUnreachable).
+	message string
+	// ranUnseen: the finished Workload's admission is no longer to be
+	// seen (actCleanFinished).
+	ranUnseen bool
+	// deleteCopy: the finished copy's retention is over (actCleanFinished).
+	deleteCopy bool
+	// mirror: the copy exists; its status is mirrored onto the hub job
+	// first and its topology hint forgotten.
+	mirror bool
+	// release: the worker released the finished copy's capacity.
+	release bool
+	// noteSeen: remember that this process saw the copy now.
+	noteSeen bool
+}
+
+// The requeue intervals of the copies controller.
+const (
+	// conflictRetry is how soon a reconcile that met a newer object runs
+	// again.
+	conflictRetry = 200 * time.Millisecond
+	// creationGrace is how long a copy the hub created may be missing from
+	// the worker's informer before the hub creates it again.
+	creationGrace = 30 * time.Second
+	// copyGoingRetry bounds the wait for a going copy's deletion event.
+	copyGoingRetry = 5 * time.Second
+	// connectGrace is how long a worker may take to connect before the
+	// Workloads dispatched there say it does not answer.
+	connectGrace = 30 * time.Second
+	// unreachableRetry is how often a dispatch to a worker that does not
+	// answer is looked at again.
+	unreachableRetry = 30 * time.Second
+	// notConnectedRetry is how soon an action that needs a worker's
+	// client looks again when there is none.
+	notConnectedRetry = 10 * time.Second
+	// informerBehindRetry is how soon a reconcile looks again when the
+	// worker has what its informer does not show yet.
+	informerBehindRetry = time.Second
+)
+
+// Outcome reasons of dispatches the hub undoes.
+const (
+	// ReasonWorkerClusterDeleted is the outcome of a dispatch whose
+	// WorkerCluster was deleted.
+	ReasonWorkerClusterDeleted = "WorkerClusterDeleted"
+	// ReasonKindNotServed is the refusal of a copy whose kind the worker
+	// does not serve (its CRD is not installed there).
+	ReasonKindNotServed = "KindNotServed"
+	// ReasonPendingOnWorker is the refusal of a copy its worker's agent
+	// kept Pending for dispatch.pendingTimeout.
+	ReasonPendingOnWorker = "PendingOnWorker"
+	// ReasonCopyDeleted is the refusal of an admitted copy deleted on its
+	// worker before it finished.
+	ReasonCopyDeleted = "CopyDeleted"
+	// ReasonAdmissionTimeout is the cause of a copy not admitted within
+	// dispatch.admissionTimeout.
+	ReasonAdmissionTimeout = "AdmissionTimeout"
+)
+
+// nextStep decides what to do for one hub Workload's dispatch from what
+// was observed, at now. It reads nothing else and changes nothing: each
+// branch is a row of its table test.
+func nextStep(o *observed, now time.Time) step {
+	switch {
+	case o.wl == nil:
+		return step{action: actForget, why: "the hub Workload is gone"}
+	case o.owner == nil && o.wl.DeletionTimestamp.IsZero():
+		// On the hub a Workload exists only for its job: one without an
+		// owner was orphaned (the job deleted with --cascade=orphan). It
+		// goes, and with it its copy and its quota charge; nothing else
+		// would ever end them.
+		return step{action: actDeleteOrphan, why: "the hub Workload has no job"}
+	case !o.placed || o.job.kind == nil:
+		return step{action: actUntrack, why: "not dispatched"}
+	case o.hubJobErr != nil:
+		return step{action: actFail, why: "reading the hub job", err: o.hubJobErr}
+	case o.hubJob == nil || !o.wl.DeletionTimestamp.IsZero():
+		// The job is gone: its Workload follows; the copy goes first.
+		return step{action: actTakeBack, why: "the hub job was deleted",
+			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended, message: "the " + o.kindName() + " was deleted"}}
+	case !o.finished() && o.hubJob.Suspended():
+		return step{action: actTakeBack, why: "the hub job was suspended", record: true,
+			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended,
+				message: "the " + o.kindName() + " was suspended on the hub; it is dispatched again when resumed"}}
+	case o.wcErr != nil:
+		return step{action: actFail, why: "reading the WorkerCluster", err: o.wcErr}
+	case o.wc != nil && !o.wc.DeletionTimestamp.IsZero() && !o.finished():
+		return drainingStep(o, now)
+	case o.down != "":
+		return unreachableStep(o, o.down, true, now)
+	case errors.Is(o.copyErr, fleet.ErrKindNotServed):
+		return refuseStep("the worker does not serve the kind", strata.PlacementRejected, dispatch.ReasonRejected, ReasonKindNotServed,
+			fmt.Sprintf("%v; placing it again", o.copyErr))
+	case errors.Is(o.copyErr, fleet.ErrNotConnected) && o.wc == nil:
+		return refuseStep("the WorkerCluster is gone", strata.PlacementUnreachable, dispatch.ReasonRejected, ReasonWorkerClusterDeleted,
+			fmt.Sprintf("WorkerCluster %s was deleted; its copy there, if any, is left to the worker's administrators; placing it again", o.cluster))
+	case errors.Is(o.copyErr, fleet.ErrNotConnected):
+		// The copy stays recorded; nothing is sent elsewhere while it may
+		// run (until fencing says it cannot). The connection's return
+		// brings the Workload back.
+		return unreachableStep(o, o.copyErr.Error(), false, now)
+	case o.copyErr != nil:
+		return step{action: actFail, why: "reading the copy", err: o.copyErr}
+	case meta.FindStatusCondition(o.wl.Status.Conditions, ConditionUnreachable) != nil:
+		// The worker answers again; the write's event brings the rest.
+		return step{action: actMarkReachable, why: "the worker answers again"}
+	case o.copyJob != nil && !o.copyIsCurrent():
+		// A copy of an earlier dispatch, or of an earlier Workload of
+		// this name: it and its pods go before this one is created.
+		return step{action: actRemoveStale, why: "a copy of an earlier dispatch is there"}
+	case o.finished():
+		return finishedStep(o, now)
+	case o.undoing != nil:
+		// Being taken back: its copy's pods are not gone yet, or the
+		// record's write did not land.
+		return step{action: actTakeBack, why: "a take-back is under way", outcome: *o.undoing, record: true}
+	case o.copyJob != nil && !o.copyJob.Object().GetDeletionTimestamp().IsZero():
+		// Going (taken back by an earlier hub process, or deleted on the
+		// worker): nothing more is decided until it and its pods are gone.
+		return step{action: actNone, why: "the copy is being deleted", requeue: copyGoingRetry}
+	case o.copyJob == nil && o.wl.Status.Admission != nil:
+		return step{action: actConfirmGone, why: "the admitted copy is not in the worker's informer"}
+	case o.copyJob == nil:
+		return step{action: actCreate, why: "no copy yet"}
+	}
+	return followStep(o, now)
+}
+
+// copyIsCurrent says whether the copy belongs to the current dispatch.
+func (o *observed) copyIsCurrent() bool {
+	uid, gen, _ := dispatch.CopyOf(o.copyJob.Object())
+	return uid == o.wl.UID && gen == o.gen
+}
+
+func refuseStep(why string, result strata.PlacementResult, reason, cause, message string) step {
+	return step{action: actRefuse, why: why, outcome: outcome{result: result, reason: reason, cause: cause, message: message}}
+}
+
+// finishedStep decides on a finished Workload: its reservation ends, and
+// its copy goes once it has been finished for finishedRetention. One that
+// finished on the worker before this hub recorded its admission (a
+// one-second copy, a hub that just restarted) says where it ran, never
+// that it still waits.
+func finishedStep(o *observed, now time.Time) step {
+	unrecorded := o.wl.Status.Admission == nil
+	if unrecorded && o.copyWL != nil && o.copyWL.Status.Admission != nil {
+		return step{action: actRecordAdmission, why: "finished before its admission was recorded"}
+	}
+	s := step{action: actCleanFinished, why: "finished", ranUnseen: unrecorded}
+	if o.copyJob == nil {
+		return s
+	}
+	finishedAt := o.wl.CreationTimestamp.Time
+	if c := meta.FindStatusCondition(o.wl.Status.Conditions, strata.WorkloadFinished); c != nil {
+		finishedAt = c.LastTransitionTime.Time
+	}
+	if wait := finishedAt.Add(o.cfg.Dispatch.FinishedRetention.Duration).Sub(now); wait > 0 {
+		s.requeue = wait
+	} else {
+		s.deleteCopy = true
+	}
+	return s
+}
+
+// followStep decides on a copy that is there: the worker's verdict on it,
+// and the timeouts that bound the wait for one. The copy's status is
+// mirrored onto the hub job first in every case.
+func followStep(o *observed, now time.Time) step {
+	if done, _ := o.copyJob.Finished(); done {
+		// The worker released its capacity. Admitted and finished before
+		// this hub recorded the admission (a one-second copy, a hub that
+		// just restarted): the record says where it ran, not that it
+		// still waits.
+		s := step{action: actNone, why: "the copy finished", mirror: true, release: true}
+		if o.wl.Status.Admission == nil && o.copyWL != nil && o.copyWL.Status.Admission != nil {
+			s.action = actRecordAdmission
+		}
+		return s
+	}
+	verdict, reason, message := dispatch.Judge(o.copyWL)
+	switch verdict {
+	case dispatch.Refused:
+		s := refuseStep("the worker refused the copy", strata.PlacementRejected, dispatch.ReasonRejected, reason,
+			fmt.Sprintf("the worker refused the copy (%s): %s; placing it again", reason, message))
+		s.mirror = true
+		return s
+	case dispatch.Admitted:
+		return step{action: actRecordAdmission, why: "the worker admitted the copy", mirror: true}
+	}
+	// The worker has admissionTimeout from when the copy is there: from
+	// the dispatch, or from when this hub process first saw the copy, if
+	// later (a hub that restarted, or waited for the connection, does not
+	// count that time against the worker).
+	s := step{mirror: true}
+	dispatched, seen := dispatchTime(o.wl), o.seen
+	if seen.IsZero() {
+		seen, s.noteSeen = now, true
+	}
+	if seen.After(dispatched) {
+		dispatched = seen
+	}
+	timeout := o.cfg.Dispatch.AdmissionTimeout.Duration
+	wait := dispatched.Add(timeout).Sub(now)
+	if wait <= 0 {
+		s.action, s.why = actConfirmThenRefuse, "not admitted within admissionTimeout"
+		s.outcome = outcome{result: strata.PlacementTimedOut, reason: dispatch.ReasonTimedOut, cause: ReasonAdmissionTimeout,
+			message: fmt.Sprintf("the worker did not admit the copy within %s; placing it again", timeout)}
+		return s
+	}
+	// A worker whose agent says it cannot admit the copy now (no room as
+	// its nodes are packed, its quota, workloads ahead of it) keeps it for
+	// pendingTimeout; the hub then places it where it fits now.
+	if since, message, pending := PendingSince(o.copyWL); pending {
+		pendingTimeout := o.cfg.Dispatch.PendingTimeout.Duration
+		left := since.Add(pendingTimeout).Sub(now)
+		if left <= 0 {
+			s.action, s.why = actConfirmThenRefuse, "pending on the worker for pendingTimeout"
+			s.outcome = outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonPendingOnWorker,
+				message: fmt.Sprintf("the worker has not been able to admit the copy for %s (%s); placing it where it fits now", pendingTimeout, message)}
+			return s
+		}
+		wait = min(wait, left)
+	}
+	s.action, s.why, s.requeue = actMarkWaiting, "waiting for the worker's admission", wait
+	return s
+}
+
+// PendingSince says since when a copy's Workload has been Pending on its
+// worker (the agent tried and cannot admit it now), with the agent's
+// message; false when it is not.
+func PendingSince(copyWL *strata.Workload) (time.Time, string, bool) {
+	if copyWL == nil || copyWL.Status.Admission != nil {
+		return time.Time{}, "", false
+	}
+	c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadAdmitted)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != workerPending {
+		return time.Time{}, "", false
+	}
+	return c.LastTransitionTime.Time, c.Message, true
+}
+
+// workerPending is the reason of an agent's Admitted=False condition on a
+// workload it tried and cannot admit now (agent/scheduler.ReasonPending).
+const workerPending = "Pending"
+
+// dispatchTime is when the current dispatch was recorded.
+func dispatchTime(wl *strata.Workload) time.Time {
+	p := wl.Status.Placement
+	for i := len(p.Attempts) - 1; i >= 0; i-- {
+		if a := p.Attempts[i]; a.DispatchGeneration == p.DispatchGeneration && a.Cluster == p.Cluster {
+			return a.Time.Time
+		}
+	}
+	return wl.CreationTimestamp.Time
+}

@@ -1,0 +1,327 @@
+package copies
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/jobs/batchjob"
+)
+
+// TestNextStep: one row per rung of the copies controller's decision.
+func TestNextStep(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	dispatched := now.Add(-time.Minute)
+	cfg := &configv1beta1.HubConfiguration{
+		Dispatch: configv1beta1.Dispatch{
+			AdmissionTimeout:  &metav1.Duration{Duration: 5 * time.Minute},
+			PendingTimeout:    &metav1.Duration{Duration: 2 * time.Minute},
+			FinishedRetention: &metav1.Duration{Duration: 10 * time.Minute},
+		},
+		Fencing: configv1beta1.Fencing{Mode: configv1beta1.FencingEnabled,
+			FenceAfter: &metav1.Duration{Duration: 10 * time.Minute}, ReplaceAfter: &metav1.Duration{Duration: 15 * time.Minute}},
+	}
+	job := func(mut ...func(*batchv1.Job)) *batchv1.Job {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "team-a", UID: "job-uid"}}
+		for _, m := range mut {
+			m(j)
+		}
+		return j
+	}
+	ours := func(gen string) func(*batchv1.Job) {
+		return func(j *batchv1.Job) {
+			j.Labels = map[string]string{strata.HubWorkloadUIDLabel: "wl-uid", strata.DispatchGenerationLabel: gen}
+		}
+	}
+	suspended := func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) }
+	complete := func(j *batchv1.Job) {
+		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: "True"}}
+	}
+	cond := func(typ string, status metav1.ConditionStatus, reason string, at time.Time) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
+	}
+	copyWL := func(admitted bool, conds ...metav1.Condition) *strata.Workload {
+		wl := &strata.Workload{Status: strata.WorkloadStatus{Conditions: conds}}
+		if admitted {
+			wl.Status.Admission = &strata.Admission{ClusterQueue: "cq"}
+		}
+		return wl
+	}
+	// base is a Job dispatched to w1 a minute ago, not created there yet.
+	base := func() *observed {
+		owner := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-uid", Controller: ptr.To(true)}
+		wl := &strata.Workload{
+			ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "team-a", UID: "wl-uid", OwnerReferences: []metav1.OwnerReference{owner}},
+			Status: strata.WorkloadStatus{Placement: &strata.Placement{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 2,
+				Attempts: []strata.PlacementAttempt{{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 2, Time: metav1.NewTime(dispatched)}}}},
+		}
+		return &observed{
+			key: types.NamespacedName{Namespace: "team-a", Name: "job-train"}, wl: wl, owner: &wl.OwnerReferences[0],
+			cluster: "w1", flavor: "gpu", gen: 2, placed: true, dispatch: dispatch.Key("wl-uid", 2),
+			job:    ref{kind: batchjob.Kind, key: types.NamespacedName{Namespace: "team-a", Name: "train"}},
+			hubJob: batchjob.Adapt(job()), wc: &strata.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "w1"}},
+			lastRenewed: now.Add(-5 * time.Second), cfg: cfg,
+		}
+	}
+	withCopy := func(o *observed, cwl *strata.Workload, mut ...func(*batchv1.Job)) *observed {
+		o.copyJob, o.copyWL = batchjob.Adapt(job(append([]func(*batchv1.Job){ours("2")}, mut...)...)), cwl
+		return o
+	}
+	finished := func(o *observed, at time.Time) *observed {
+		o.wl.Status.Conditions = append(o.wl.Status.Conditions, cond(strata.WorkloadFinished, metav1.ConditionTrue, "Succeeded", at))
+		return o
+	}
+	admittedOnHub := func(o *observed) *observed {
+		o.wl.Status.Admission = &strata.Admission{ClusterQueue: "hub-cq"}
+		return o
+	}
+	draining := func(o *observed) *observed {
+		o.wc.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+		o.wc.Finalizers = []string{"strata.dev/drain"}
+		return o
+	}
+	readErr := errors.New("cache not started")
+	notConnected := func(o *observed) *observed {
+		o.copyErr = errors.Join(errors.New("worker w1"), fleet.ErrNotConnected)
+		o.connErr = o.copyErr
+		return o
+	}
+
+	cases := map[string]struct {
+		o    func() *observed
+		want step
+	}{
+		"the hub Workload is gone": {
+			o:    func() *observed { return &observed{cfg: cfg} },
+			want: step{action: actForget},
+		},
+		"orphaned (its job deleted with --cascade=orphan)": {
+			o:    func() *observed { o := base(); o.owner = nil; return o },
+			want: step{action: actDeleteOrphan},
+		},
+		"not dispatched": {
+			o:    func() *observed { o := base(); o.placed = false; return o },
+			want: step{action: actUntrack},
+		},
+		"the hub job cannot be read": {
+			o:    func() *observed { o := base(); o.hubJobErr = readErr; return o },
+			want: step{action: actFail, err: readErr},
+		},
+		"deleted: taken back, nothing recorded": {
+			o:    func() *observed { o := base(); o.hubJob = nil; return o },
+			want: step{action: actTakeBack, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended}},
+		},
+		"suspended on the hub: taken back and recorded": {
+			o:    func() *observed { o := base(); o.hubJob = batchjob.Adapt(job(suspended)); return o },
+			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended}},
+		},
+		"suspended after it finished: cleaned, not taken back": {
+			o: func() *observed {
+				o := finished(admittedOnHub(base()), now)
+				o.hubJob = batchjob.Adapt(job(suspended))
+				return o
+			},
+			want: step{action: actCleanFinished},
+		},
+		"the WorkerCluster cannot be read": {
+			o:    func() *observed { o := base(); o.wcErr = readErr; return o },
+			want: step{action: actFail, err: readErr},
+		},
+		"draining: the copy is taken back": {
+			o:    func() *observed { return draining(withCopy(admittedOnHub(base()), copyWL(true))) },
+			want: step{action: actRefuse, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonRejected, cause: ReasonWorkerClusterDeleted}},
+		},
+		"draining, copies given up: placed again without taking back": {
+			o: func() *observed {
+				o := draining(base())
+				o.wc.Annotations = map[string]string{strata.AbandonCopiesAnnotation: "true"}
+				return o
+			},
+			want: step{action: actAbandon, outcome: outcome{reason: ReasonWorkerClusterDeleted}},
+		},
+		"draining and down: as any unreachable worker": {
+			o:    func() *observed { o := draining(base()); o.down = "readyz: connection refused"; return o },
+			want: step{action: actMarkUnreachable, requeue: unreachableRetry},
+		},
+		"unreachable within replaceAfter: says so, waits": {
+			o: func() *observed {
+				o := base()
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-14*time.Minute-50*time.Second)
+				return o
+			},
+			want: step{action: actMarkUnreachable, requeue: 10 * time.Second},
+		},
+		"unreachable past replaceAfter: placed again": {
+			o: func() *observed {
+				o := base()
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-15*time.Minute)
+				return o
+			},
+			want: step{action: actAbandon, outcome: outcome{reason: ReasonWorkerUnreachable}},
+		},
+		"unreachable without fencing: waits for ever": {
+			o: func() *observed {
+				o := base()
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-time.Hour)
+				o.cfg = &configv1beta1.HubConfiguration{Dispatch: cfg.Dispatch, Fencing: configv1beta1.Fencing{Mode: configv1beta1.FencingDisabled}}
+				return o
+			},
+			want: step{action: actMarkUnreachable, requeue: unreachableRetry},
+		},
+		"unreachable after it finished: its copy goes later": {
+			o:    func() *observed { o := finished(base(), now); o.down = "readyz: timeout"; return o },
+			want: step{action: actNone, requeue: unreachableRetry},
+		},
+		"not connected yet: the connection has its chance": {
+			o:    func() *observed { return notConnected(base()) },
+			want: step{action: actNone, requeue: connectGrace},
+		},
+		"not connected for long": {
+			o:    func() *observed { o := notConnected(base()); o.lastRenewed = now.Add(-time.Minute); return o },
+			want: step{action: actMarkUnreachable, requeue: unreachableRetry},
+		},
+		"not connected, its WorkerCluster gone: placed again": {
+			o:    func() *observed { o := notConnected(base()); o.wc = nil; return o },
+			want: step{action: actRefuse, outcome: outcome{result: strata.PlacementUnreachable, reason: dispatch.ReasonRejected, cause: ReasonWorkerClusterDeleted}},
+		},
+		"the worker does not serve the kind": {
+			o:    func() *observed { o := base(); o.copyErr = fleet.ErrKindNotServed; return o },
+			want: step{action: actRefuse, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonKindNotServed}},
+		},
+		"the copy cannot be read": {
+			o:    func() *observed { o := base(); o.copyErr = readErr; return o },
+			want: step{action: actFail, err: readErr},
+		},
+		"the worker answers again": {
+			o: func() *observed {
+				o := withCopy(base(), nil)
+				o.wl.Status.Conditions = []metav1.Condition{cond(ConditionUnreachable, metav1.ConditionTrue, ReasonWorkerUnreachable, now)}
+				return o
+			},
+			want: step{action: actMarkReachable},
+		},
+		"a copy of an earlier dispatch": {
+			o:    func() *observed { return withCopy(base(), nil, ours("1")) },
+			want: step{action: actRemoveStale},
+		},
+		"finished, admission never seen": {
+			o:    func() *observed { return finished(base(), now) },
+			want: step{action: actCleanFinished, ranUnseen: true},
+		},
+		"finished, its copy's admission still readable": {
+			o:    func() *observed { return finished(withCopy(base(), copyWL(true), complete), now) },
+			want: step{action: actRecordAdmission},
+		},
+		"finished, its copy kept for finishedRetention": {
+			o: func() *observed {
+				return finished(withCopy(admittedOnHub(base()), copyWL(true), complete), now.Add(-time.Minute))
+			},
+			want: step{action: actCleanFinished, requeue: 9 * time.Minute},
+		},
+		"finished, retention over: the copy goes": {
+			o: func() *observed {
+				return finished(withCopy(admittedOnHub(base()), copyWL(true), complete), now.Add(-10*time.Minute))
+			},
+			want: step{action: actCleanFinished, deleteCopy: true},
+		},
+		"taken back, its record not written yet": {
+			o: func() *observed {
+				o := withCopy(base(), nil)
+				o.undoing = &outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: "Inadmissible"}
+				return o
+			},
+			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: "Inadmissible"}},
+		},
+		"the copy is being deleted": {
+			o: func() *observed {
+				return withCopy(base(), nil, func(j *batchv1.Job) { j.DeletionTimestamp = ptr.To(metav1.NewTime(now)) })
+			},
+			want: step{action: actNone, requeue: copyGoingRetry},
+		},
+		"admitted, then vanished from the worker": {
+			o:    func() *observed { return admittedOnHub(base()) },
+			want: step{action: actConfirmGone},
+		},
+		"no copy yet": {
+			o:    func() *observed { return base() },
+			want: step{action: actCreate},
+		},
+		"the copy finished": {
+			o:    func() *observed { return withCopy(admittedOnHub(base()), copyWL(true), complete) },
+			want: step{action: actNone, mirror: true, release: true},
+		},
+		"the copy finished before its admission was recorded": {
+			o:    func() *observed { return withCopy(base(), copyWL(true), complete) },
+			want: step{action: actRecordAdmission, mirror: true, release: true},
+		},
+		"refused by the worker": {
+			o: func() *observed {
+				return withCopy(base(), copyWL(false, cond(strata.WorkloadInvalid, metav1.ConditionTrue, "InvalidPodSets", now)))
+			},
+			want: step{action: actRefuse, mirror: true, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: "InvalidPodSets"}},
+		},
+		"admitted by the worker": {
+			o:    func() *observed { return withCopy(base(), copyWL(true)) },
+			want: step{action: actRecordAdmission, mirror: true},
+		},
+		"waiting for the admission, first seen now": {
+			o:    func() *observed { return withCopy(base(), nil) },
+			want: step{action: actMarkWaiting, mirror: true, noteSeen: true, requeue: 5 * time.Minute},
+		},
+		"waiting for the admission, seen at the dispatch": {
+			o:    func() *observed { o := withCopy(base(), nil); o.seen = dispatched; return o },
+			want: step{action: actMarkWaiting, mirror: true, requeue: 4 * time.Minute},
+		},
+		"not admitted within admissionTimeout": {
+			o: func() *observed {
+				o := withCopy(base(), nil)
+				o.seen = now.Add(-10 * time.Minute)
+				o.wl.Status.Placement.Attempts[0].Time = metav1.NewTime(now.Add(-10 * time.Minute))
+				return o
+			},
+			want: step{action: actConfirmThenRefuse, mirror: true, outcome: outcome{result: strata.PlacementTimedOut, reason: dispatch.ReasonTimedOut, cause: ReasonAdmissionTimeout}},
+		},
+		"pending on the worker, within pendingTimeout": {
+			o: func() *observed {
+				o := withCopy(base(), copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, workerPending, now.Add(-90*time.Second))))
+				o.seen = dispatched
+				return o
+			},
+			want: step{action: actMarkWaiting, mirror: true, requeue: 30 * time.Second},
+		},
+		"pending on the worker for pendingTimeout": {
+			o: func() *observed {
+				o := withCopy(base(), copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, workerPending, now.Add(-2*time.Minute))))
+				o.seen = dispatched
+				return o
+			},
+			want: step{action: actConfirmThenRefuse, mirror: true, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonPendingOnWorker}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := nextStep(tc.o(), now)
+			if got.why == "" {
+				t.Errorf("nextStep() says no why")
+			}
+			if got.outcome.message == "" && (got.action == actRefuse || got.action == actAbandon || got.action == actConfirmThenRefuse || got.action == actTakeBack && tc.want.outcome.cause == "") {
+				t.Errorf("nextStep() = %s with no message", got.action)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(step{}, outcome{}), cmpopts.EquateErrors(),
+				cmpopts.IgnoreFields(step{}, "why", "message"), cmpopts.IgnoreFields(outcome{}, "message")); diff != "" {
+				t.Errorf("nextStep() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

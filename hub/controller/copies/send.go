@@ -1,0 +1,200 @@
+package copies
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Reasons of a worker's Dispatching condition and of refusals the hub
+// finds itself.
+const (
+	ReasonDispatching       = "Dispatching"
+	ReasonNamespaceNotFound = fleet.ReasonNamespaceNotFound
+	ReasonForbidden         = "Forbidden"
+	ReasonNameTaken         = "NameTaken"
+	// ReasonQuotaExceeded: a ResourceQuota of the worker refused the copy.
+	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonAdmissionDenied: an admission webhook or policy of the worker
+	// refused the copy.
+	ReasonAdmissionDenied = "AdmissionDenied"
+	// ReasonRefused: the worker's API server refused the copy otherwise
+	// (a 4xx answer).
+	ReasonRefused = "Refused"
+	// ReasonNotCreated: the copy could not be created (the worker failed
+	// or did not answer) within the admission timeout from the dispatch.
+	ReasonNotCreated = "CopyNotCreated"
+	// ReasonInvalid: the worker's API server found the copy invalid.
+	ReasonInvalid = "Invalid"
+	// ReasonWorkerClusterNotFound: the WorkerCluster of the dispatch is
+	// gone.
+	ReasonWorkerClusterNotFound = "WorkerClusterNotFound"
+)
+
+// createRefusal says whether an error creating a copy is the worker's
+// refusal — for a reason to name, then the hub places the workload
+// elsewhere — or a failure worth retrying (reason ""): the worker's
+// server errors, throttling, timeouts, a connection that failed. Missing
+// namespaces, taken names and invalid copies are handled before.
+func createRefusal(err error) string {
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) {
+		return ""
+	}
+	msg := status.Status().Message
+	switch code := status.Status().Code; {
+	case code == 403 && strings.Contains(msg, "exceeded quota"):
+		return ReasonQuotaExceeded
+	case code == 403 && (strings.Contains(msg, "admission webhook") || strings.Contains(msg, "ValidatingAdmissionPolicy")):
+		return ReasonAdmissionDenied
+	case code == 403:
+		return ReasonForbidden
+	case code >= 400 && code < 500:
+		return ReasonRefused
+	}
+	return ""
+}
+
+// createCopy sends the copy of the current dispatch to its worker, after
+// onboarding its namespace there when the WorkerCluster asks for it.
+func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, error) {
+	wl, hubJob, cluster, flavor, gen, key, jobRef := s.wl, s.hubJob, s.cluster, s.flavor, s.gen, s.dispatch, s.job
+	if at, sent := r.memory.createdAt(key); sent {
+		if wait := at.Add(creationGrace).Sub(r.clock.Now()); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil // the informer has not shown it yet
+		}
+	}
+	wc := s.wc
+	if wc == nil {
+		return ctrl.Result{}, r.refuse(ctx, s, outcome{result: strata.PlacementUnreachable, reason: dispatch.ReasonRejected, cause: ReasonWorkerClusterNotFound,
+			message: fmt.Sprintf("WorkerCluster %s no longer exists", cluster)})
+	}
+	queueName := wc.Spec.LocalQueueName
+	if queueName == "" {
+		queueName = hubJob.Object().GetLabels()[strata.QueueNameLabel]
+	}
+	c, err := r.fleet.Client(cluster)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
+	}
+	if ob := wc.Spec.Onboarding; ob != nil {
+		if err := r.onboard(ctx, c, cluster, hubJob.Object().GetNamespace(), queueName, ob.ClusterQueue); err != nil {
+			if apierrors.IsForbidden(err) {
+				return ctrl.Result{}, r.workerRefused(ctx, s, ReasonForbidden, fmt.Sprintf(
+					"onboarding (WorkerCluster %s spec.onboarding): %v; the hub's identity there needs the agent chart's hubAccess.onboarding=true", cluster, err))
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	// The placement the hub reserved for this dispatch, so that the agent
+	// takes the capacity where the hub counted it (a hub restarted since
+	// the decision has the one it rebuilt).
+	var hint string
+	if reserved := r.fleet.Hint(key); reserved != nil {
+		if hint, err = workload.EncodeTopologyHints(wl.Spec.PodSets, reserved); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Encoding the topology hint; the copy goes without one", "cluster", cluster)
+			hint = ""
+		}
+	}
+	// The informer's job is lean (kinds.HubTransform): the copy is made of
+	// the job as the API server has it, whole.
+	whole, err := dispatch.HubJob(ctx, r.reader, wl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if whole == nil {
+		return ctrl.Result{RequeueAfter: informerBehindRetry}, nil // gone meanwhile: its deletion comes as an event
+	}
+	cp := dispatch.NewCopy(whole, wl, r.fleet.Origin(), queueName, flavor, gen, hint).Object()
+	err = c.Create(ctx, cp)
+	if apierrors.IsNotFound(err) && r.cfg.Dispatch.CreateNamespaces {
+		if nsErr := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.GetNamespace()}}); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
+			return ctrl.Result{}, r.workerRefused(ctx, s, ReasonForbidden, fmt.Sprintf("creating namespace %s on %s: %v", cp.GetNamespace(), cluster, nsErr))
+		}
+		err = c.Create(ctx, cp)
+	}
+	switch {
+	case err == nil:
+	case apierrors.IsAlreadyExists(err):
+		existing := jobRef.kind.NewObject()
+		if getErr := c.Get(ctx, client.ObjectKeyFromObject(cp), existing); getErr != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(getErr)
+		}
+		if uid, g, ok := dispatch.CopyOf(existing); ok && uid == wl.UID && g == gen {
+			break // created before, by this hub: the informer is behind
+		}
+		if existing.GetLabels()[strata.OriginLabel] == r.fleet.Origin() {
+			return ctrl.Result{}, r.deleteCopy(ctx, cluster, existing) // a stale copy of ours
+		}
+		return ctrl.Result{}, r.workerRefused(ctx, s, ReasonNameTaken,
+			fmt.Sprintf("%s exists on %s and is not a copy from this hub", jobRef, cluster))
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, r.workerRefused(ctx, s, ReasonNamespaceNotFound,
+			fmt.Sprintf("namespace %s does not exist on %s (the hub creates it only with dispatch.createNamespaces)", cp.GetNamespace(), cluster))
+	case apierrors.IsInvalid(err):
+		return ctrl.Result{}, r.refuse(ctx, s, outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonInvalid,
+			message: fmt.Sprintf("the worker's API server rejected the copy: %v", err)})
+	default:
+		switch reason := createRefusal(err); reason {
+		case ReasonForbidden:
+			return ctrl.Result{}, r.workerRefused(ctx, s, reason,
+				fmt.Sprintf("the hub's credential may not create %s in namespace %s on %s: %v", jobs.Resource(jobRef.kind), cp.GetNamespace(), cluster, err))
+		case ReasonQuotaExceeded, ReasonAdmissionDenied, ReasonRefused:
+			return ctrl.Result{}, r.workerRefused(ctx, s, reason,
+				fmt.Sprintf("%s refused the copy: %v", cluster, err))
+		}
+		// The admission timeout counts from the dispatch, also while no
+		// copy could be created: the Workload must not say "dispatched"
+		// for ever while the worker fails.
+		if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
+			if timeout := r.cfg.Dispatch.AdmissionTimeout.Duration; r.clock.Since(p.DispatchTime.Time) >= timeout {
+				return ctrl.Result{}, r.refuse(ctx, s, outcome{result: strata.PlacementTimedOut, reason: dispatch.ReasonRejected, cause: ReasonNotCreated,
+					message: fmt.Sprintf("the copy could not be created on %s within the admission timeout of %s: %v; placing it again", cluster, timeout, err)})
+			}
+		}
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Created a copy", "cluster", cluster, "job", jobRef.String(), "dispatch", key)
+	r.fleet.ForgetHint(key)
+	r.memory.noteCreated(key, r.clock.Now())
+	return ctrl.Result{RequeueAfter: r.cfg.Dispatch.AdmissionTimeout.Duration}, nil
+}
+
+// onboardTTL is how long a namespace and LocalQueue the hub made sure of
+// on a worker are taken to still be there: one deleted meanwhile is made
+// again at the next copy after that.
+const onboardTTL = time.Minute
+
+// onboard makes sure namespace ns and its LocalQueue queue (pointing at
+// the worker's ClusterQueue cq) exist on a worker, creating what is
+// missing; what exists is left as it is. It needs only create: an
+// existing object answers AlreadyExists.
+func (r *Reconciler) onboard(ctx context.Context, c client.Client, cluster, ns, queue, cq string) error {
+	key := cluster + "/" + ns + "/" + queue
+	if at, ok := r.memory.onboardedAt(key); ok && r.clock.Since(at) < onboardTTL {
+		return nil
+	}
+	labels := map[string]string{strata.OnboardedByLabel: r.fleet.Origin()}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s on %s: %w", ns, cluster, err)
+	}
+	lq := &strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: queue, Namespace: ns, Labels: labels}, Spec: strata.LocalQueueSpec{ClusterQueue: cq}}
+	if err := c.Create(ctx, lq); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating LocalQueue %s/%s (ClusterQueue %s) on %s: %w", ns, queue, cq, cluster, err)
+	}
+	r.memory.noteOnboarded(key, r.clock.Now())
+	return nil
+}

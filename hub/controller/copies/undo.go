@@ -1,0 +1,277 @@
+package copies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/metrics"
+)
+
+// errCopyGoing says a copy being taken back still exists on its worker:
+// its deletion waits for its pods (foreground), and its workload is placed
+// elsewhere only once it is gone.
+var errCopyGoing = errors.New("the copy is being deleted; waiting for its pods to be gone")
+
+// workerReasons are the refusals that say something about the worker, not
+// the workload: the WorkerCluster's Dispatching condition names them.
+var workerReasons = map[string]bool{
+	intake.ReasonLocalQueueNotFound:  true,
+	intake.ReasonQueueNotFound:       true,
+	intake.ReasonNamespaceNotAllowed: true,
+}
+
+// refuse undoes the current dispatch: the copy goes first, then the
+// record; the dispatcher then places the Workload again, without this
+// worker for a backoff.
+func (r *Reconciler) refuse(ctx context.Context, s *scope, o outcome) error {
+	if workerReasons[o.cause] {
+		if err := r.setDispatching(ctx, s.cluster, metav1.ConditionFalse, o.cause, o.message); err != nil {
+			return err
+		}
+	}
+	// A copy still going is waited for through the undoing record; the
+	// refusal is told once.
+	_, told := r.memory.undoingOf(s.dispatch)
+	err := r.takeBack(ctx, s, o, true)
+	if err != nil && !errors.Is(err, errCopyGoing) {
+		return err
+	}
+	if !told {
+		s.afterWrite(func(context.Context) error {
+			metrics.HubRejections.WithLabelValues(s.cluster, o.cause).Inc()
+			if s.hubJob != nil {
+				r.recorder.Eventf(s.hubJob.Object(), s.wl, corev1.EventTypeWarning, o.reason, "Dispatch", "%s", intake.Truncate(s.cluster+": "+o.message, intake.MaxEventNote))
+			}
+			return nil
+		})
+	}
+	return err
+}
+
+// workerRefused undoes a dispatch for a reason of the worker's, and says
+// so on the WorkerCluster too.
+func (r *Reconciler) workerRefused(ctx context.Context, s *scope, cause, message string) error {
+	if err := r.setDispatching(ctx, s.cluster, metav1.ConditionFalse, cause, message); err != nil {
+		return err
+	}
+	return r.refuse(ctx, s, outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: cause, message: message})
+}
+
+// takeBack removes the current dispatch's copy, ends its reservation and,
+// when record is set, records the outcome on the Workload.
+func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record bool) error {
+	record = record && s.wl.DeletionTimestamp.IsZero()
+	if record {
+		r.memory.noteUndoing(s.dispatch, o)
+	}
+	copyJob, err := s.copyJob, s.copyErr
+	if errors.Is(err, fleet.ErrKindNotServed) {
+		err = nil // no copy of that kind can be there
+	}
+	if err != nil && !errors.Is(err, fleet.ErrNotConnected) {
+		return err
+	}
+	if errors.Is(err, fleet.ErrNotConnected) {
+		if s.wcErr != nil {
+			return s.wcErr
+		}
+		if s.wc != nil {
+			// At most one live copy: nothing else is sent until this one
+			// is known to be gone.
+			return fmt.Errorf("cannot remove the copy on %s: %w", s.cluster, err)
+		}
+		// The WorkerCluster is gone, and with it the hub's way there.
+	}
+	// The workload is placed again only once its copy and the copy's pods
+	// are gone (foreground deletion): never two runs at once.
+	if copyJob != nil {
+		if uid, _, _ := dispatch.CopyOf(copyJob.Object()); uid == s.wl.UID {
+			if err := r.removeCopy(ctx, s.cluster, copyJob.Object(), record); err != nil {
+				return err
+			}
+		}
+	} else if c, cerr := r.fleet.Client(s.cluster); cerr == nil {
+		// The informer may not show a copy created a moment ago, and
+		// shows a going one until it is gone.
+		existing := s.job.kind.NewObject()
+		if err := c.Get(ctx, s.job.key, existing); err == nil {
+			if uid, _, _ := dispatch.CopyOf(existing); uid == s.wl.UID {
+				if err := r.removeCopy(ctx, s.cluster, existing, record); err != nil {
+					return err
+				}
+			}
+		} else if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+			return err
+		}
+	}
+	r.fleet.Release(s.cluster, s.flavor, s.dispatch)
+	r.memory.forgetCopy(s.dispatch)
+	if err := r.clearRun(ctx, s.job); err != nil {
+		return err
+	}
+	if !record {
+		return nil
+	}
+	dispatch.RecordOutcome(s.status(), o.result, o.reason, o.cause, o.message, r.clock.Now())
+	s.afterWrite(func(context.Context) error {
+		r.memory.undone(s.dispatch)
+		return nil
+	})
+	return nil
+}
+
+// abandon ends a dispatch without removing its copy, for reason: the
+// worker cannot be reached (its agent fenced the copy, and the hub removes
+// it before it renews that worker's Lease again), or its administrators
+// gave its copies up. The reservation ends and the Workload is placed
+// again.
+func (r *Reconciler) abandon(ctx context.Context, s *scope, reason, message string) error {
+	r.release(s.cluster, s.flavor, s.dispatch)
+	if err := r.clearRun(ctx, s.job); err != nil {
+		return err
+	}
+	st := s.status()
+	dispatch.RecordOutcome(st, strata.PlacementUnreachable, reason, reason, message, r.clock.Now())
+	meta.RemoveStatusCondition(&st.Conditions, ConditionUnreachable)
+	s.afterWrite(func(ctx context.Context) error {
+		ctrl.LoggerFrom(ctx).Info("Placing a workload again without its copy known gone", "cluster", s.cluster, "dispatch", s.dispatch, "reason", reason)
+		metrics.HubRejections.WithLabelValues(s.cluster, reason).Inc()
+		if s.hubJob != nil {
+			r.recorder.Eventf(s.hubJob.Object(), s.updated, corev1.EventTypeWarning, reason, "Dispatch", "%s", intake.Truncate(message, intake.MaxEventNote))
+		}
+		return nil
+	})
+	return nil
+}
+
+// confirmGone handles an admitted copy that the worker's informer no
+// longer shows: confirmed gone by a read from the worker, it was deleted
+// there (by its administrators, or with its namespace) before it
+// finished. It is never created again under the same dispatch — it may
+// have run — but recorded as a refusal by that worker (it goes into
+// backoff) and placed again.
+func (r *Reconciler) confirmGone(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c, err := r.fleet.Client(s.cluster)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
+	}
+	if err := c.Get(ctx, s.job.key, s.job.kind.NewObject()); err == nil {
+		return ctrl.Result{RequeueAfter: informerBehindRetry}, nil // the informer is behind
+	} else if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.refuse(ctx, s, outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonCopyDeleted,
+		message: fmt.Sprintf("the admitted copy was deleted on %s before it finished; placing it again", s.cluster)})
+}
+
+// forget takes back the copy of a hub Workload that is gone.
+func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error {
+	k, ok := r.memory.knownOf(key)
+	if !ok {
+		return nil // never dispatched by this process: the orphan check finds its copy
+	}
+	r.release(k.cluster, k.flavor, dispatch.Key(k.uid, k.generation))
+	copyJob, _, err := r.fleet.Copy(ctx, k.cluster, k.job.kind, k.job.key)
+	if errors.Is(err, fleet.ErrKindNotServed) {
+		err = nil // no copy of that kind can be there
+	}
+	if err != nil {
+		return err
+	}
+	if copyJob != nil {
+		if uid, _, _ := dispatch.CopyOf(copyJob.Object()); uid == k.uid {
+			if err := r.deleteCopy(ctx, k.cluster, copyJob.Object()); err != nil {
+				return err
+			}
+		}
+	}
+	r.memory.untrack(key)
+	return nil
+}
+
+// release ends a dispatch's reservation and forgets what this process
+// knew of it.
+func (r *Reconciler) release(cluster, flavor, key string) {
+	r.fleet.Release(cluster, flavor, key)
+	r.memory.forgetDispatch(key)
+}
+
+// clearRun takes a removed copy's run off the hub job's status: nothing
+// of it is active or ready any more.
+func (r *Reconciler) clearRun(ctx context.Context, jobRef ref) error {
+	obj := jobRef.kind.NewObject()
+	if err := r.client.Get(ctx, jobRef.key, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	j, _ := jobRef.kind.Adapt(obj)
+	if !j.ClearRun() {
+		return nil
+	}
+	if err := r.client.Status().Update(ctx, obj); err != nil && !apierrors.IsInvalid(err) {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+// removeCopy deletes a copy whose workload may be placed again; with
+// wait, in the foreground (the copy stays until its pods are gone) and it
+// returns errCopyGoing until the copy is gone.
+func (r *Reconciler) removeCopy(ctx context.Context, cluster string, copyJob client.Object, wait bool) error {
+	if !wait {
+		return r.deleteCopy(ctx, cluster, copyJob)
+	}
+	if copyJob.GetDeletionTimestamp().IsZero() {
+		if err := r.delete(ctx, cluster, copyJob, metav1.DeletePropagationForeground); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%s/%s on %s: %w", copyJob.GetNamespace(), copyJob.GetName(), cluster, errCopyGoing)
+}
+
+// deleteCopy deletes a copy on a worker, its pods after it.
+func (r *Reconciler) deleteCopy(ctx context.Context, cluster string, copyJob client.Object) error {
+	return r.delete(ctx, cluster, copyJob, metav1.DeletePropagationBackground)
+}
+
+// delete deletes a copy on a worker with the given propagation.
+func (r *Reconciler) delete(ctx context.Context, cluster string, copyJob client.Object, propagation metav1.DeletionPropagation) error {
+	c, err := r.fleet.Client(cluster)
+	if err != nil {
+		return err
+	}
+	uid := copyJob.GetUID()
+	ctrl.LoggerFrom(ctx).V(2).Info("Deleting a copy", "cluster", cluster, "job", client.ObjectKeyFromObject(copyJob), "labels", copyJob.GetLabels(), "propagation", propagation)
+	err = c.Delete(ctx, copyJob, client.PropagationPolicy(propagation), client.Preconditions{UID: &uid})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if apierrors.IsForbidden(err) {
+		resource := "jobs"
+		if j, ok := jobs.AdaptAny(kinds.Hub, copyJob); ok {
+			resource = jobs.Resource(j.Kind())
+		}
+		message := fmt.Sprintf("the hub's credential may not delete %s in namespace %s on %s: its copies there cannot be taken back", resource, copyJob.GetNamespace(), cluster)
+		if cerr := r.setDispatching(ctx, cluster, metav1.ConditionFalse, ReasonForbidden, message); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+	}
+	return err
+}

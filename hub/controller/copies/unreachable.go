@@ -1,0 +1,63 @@
+package copies
+
+import (
+	"fmt"
+	"time"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+)
+
+// drainingStep decides on a dispatch to a WorkerCluster being deleted: its
+// copy is taken back, and the workload placed elsewhere once the copy and
+// its pods are gone; while the worker does not answer, as for any
+// unreachable worker (with fencing, placed elsewhere after replaceAfter);
+// at once when an administrator gave up the worker's copies.
+func drainingStep(o *observed, now time.Time) step {
+	switch {
+	case o.wc.Annotations[strata.AbandonCopiesAnnotation] == "true":
+		return step{action: actAbandon, why: "the draining worker's copies were given up", outcome: outcome{reason: ReasonWorkerClusterDeleted, message: fmt.Sprintf(
+			"WorkerCluster %s is being deleted and its copies were given up (%s=true); placing it again without knowing whether its copy there still runs",
+			o.wc.Name, strata.AbandonCopiesAnnotation)}}
+	case o.down != "":
+		return unreachableStep(o, o.down, true, now)
+	case o.connErr != nil:
+		return unreachableStep(o, o.connErr.Error(), false, now)
+	}
+	s := refuseStep("the WorkerCluster is being deleted", strata.PlacementEvicted, dispatch.ReasonRejected, ReasonWorkerClusterDeleted,
+		fmt.Sprintf("WorkerCluster %s is being deleted: its copy is taken back, and the workload placed elsewhere once the copy's pods are gone", o.wc.Name))
+	return s
+}
+
+// unreachableStep decides on a dispatch whose worker does not answer
+// (why; down when the health probe says so). Nothing is sent elsewhere
+// while the copy may run: with fencing, until replaceAfter from the hub's
+// last renewal of the worker's fencing Lease (its agent stopped the copy
+// after fenceAfter); without, for as long as the worker is gone. The
+// Workload says which.
+func unreachableStep(o *observed, why string, down bool, now time.Time) step {
+	if o.finished() {
+		return step{action: actNone, why: "finished; its copy goes once the worker answers", requeue: unreachableRetry}
+	}
+	if !down && now.Sub(o.lastRenewed) < connectGrace {
+		// Not connected yet (a hub that just started, a new credential):
+		// nothing to say before the connection had its chance.
+		return step{action: actNone, why: "the worker is not connected yet", requeue: connectGrace}
+	}
+	fc := o.cfg.Fencing
+	if fc.Mode != configv1beta1.FencingEnabled {
+		return step{action: actMarkUnreachable, why: "the worker does not answer; no fencing", requeue: unreachableRetry, message: fmt.Sprintf(
+			"worker %s does not answer (%s); fencing is Disabled: the workload waits for it and is never placed elsewhere while its copy may run", o.cluster, why)}
+	}
+	since := o.lastRenewed
+	at := since.Add(fc.ReplaceAfter.Duration)
+	if wait := at.Sub(now); wait > 0 {
+		return step{action: actMarkUnreachable, why: "the worker does not answer; fenced within replaceAfter", requeue: min(wait, unreachableRetry), message: fmt.Sprintf(
+			"worker %s does not answer (%s); the hub last renewed its fencing Lease there at %s: its agent stops the copy %s after that, and the hub places the workload elsewhere at %s",
+			o.cluster, why, since.UTC().Format(time.RFC3339), fc.FenceAfter.Duration, at.UTC().Format(time.RFC3339))}
+	}
+	return step{action: actAbandon, why: "the worker has not answered for replaceAfter", outcome: outcome{reason: ReasonWorkerUnreachable, message: fmt.Sprintf(
+		"worker %s has not answered since the hub last renewed its fencing Lease there at %s, for longer than fencing.replaceAfter (%s); its agent stopped the copy after fenceAfter (%s); placing it again (the copy there is removed when the worker returns, before it is renewed)",
+		o.cluster, since.UTC().Format(time.RFC3339), fc.ReplaceAfter.Duration, fc.FenceAfter.Duration)}}
+}

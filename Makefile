@@ -88,7 +88,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into the charts.
 	$(CONTROLLER_GEN) crd paths=./api/v1beta1/... output:crd:artifacts:config=$(HUB_CRDS)
 	mkdir -p $(AGENT_CRDS)
 	for k in $(AGENT_KINDS); do cp $(HUB_CRDS)/strata.dev_$$k.yaml $(AGENT_CRDS)/; done
-	$(CONTROLLER_GEN) rbac:roleName=strata-agent paths=./agent/... output:rbac:artifacts:config=charts/strata-agent/templates/rbac
+	# The agent's permissions on the workload kinds are in the kinds' packages (pkg/jobs/*), the hub's in hub/.
+	$(CONTROLLER_GEN) rbac:roleName=strata-agent paths="./agent/...;./pkg/jobs/..." output:rbac:artifacts:config=charts/strata-agent/templates/rbac
 	$(CONTROLLER_GEN) rbac:roleName=strata-hub paths=./hub/... output:rbac:artifacts:config=charts/strata-hub/templates/rbac
 	# The hub's Role (Secrets in its own namespace) goes where the chart is installed.
 	sed -i 's/namespace: strata-system/namespace: {{ .Release.Namespace }}/' charts/strata-hub/templates/rbac/role.yaml

@@ -1,7 +1,8 @@
 package agent
 
 // The permissions strata-agent needs on its worker cluster; `make manifests`
-// turns them into the chart's ClusterRole.
+// turns them into the chart's ClusterRole, with those on the workload kinds,
+// which each kind's package under pkg/jobs gives (roleName=strata-agent).
 //
 // +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues;localqueues,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strata.dev,resources=clusterqueues/status;localqueues/status,verbs=get;update;patch
@@ -9,10 +10,6 @@ package agent
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=capacitysummaries,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=strata.dev,resources=capacitysummaries/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=kubeflow.org,resources=mpijobs,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes;namespaces,verbs=get;list;watch

@@ -14,7 +14,6 @@ import (
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/fencing"
 	"strata.dev/strata/agent/controller/jobs"
-	"strata.dev/strata/agent/controller/lws"
 	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/index"
@@ -24,7 +23,6 @@ import (
 	"strata.dev/strata/pkg/controller/localqueue"
 	queueindex "strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
-	lwsjobs "strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -58,9 +56,9 @@ func WithNodeFailureClock(c clock.WithDelayedExecution) Option {
 }
 
 // SetupControllers registers every controller of strata-agent with mgr:
-// the capacity cache fed by informers, the scheduler, the summary publisher,
-// the Job controller, the LocalQueue status controller, the ungater and hot
-// swap.
+// the capacity cache fed by informers, the scheduler, the summary
+// publisher, the controllers of the registered workload kinds served
+// here, the LocalQueue status controller, the ungater and hot swap.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration, opts ...Option) error {
 	o := options{nodeFailureClock: clock.RealClock{}}
 	for _, opt := range opts {
@@ -106,23 +104,23 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clock.RealClock{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	served, missing := kinds.Served(kinds.All, mgr.GetRESTMapper())
-	for _, k := range missing {
-		ctrl.Log.WithName("setup").Info("Not running this workload kind: the cluster does not serve its API; install its CRD and restart strata-agent",
-			"kind", k.GroupVersionKind().String())
-	}
-	for _, k := range served {
-		if err := jobs.NewKindReconciler(k, mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
+	for _, r := range kinds.Registered {
+		if !kinds.Serves(r.Kind, mgr.GetRESTMapper()) {
+			ctrl.Log.WithName("setup").Info("Not running this workload kind: the cluster does not serve its API; install its CRD and restart strata-agent",
+				"kind", r.Kind.GroupVersionKind().String())
+			continue
+		}
+		// A kind with a controller of its own (LeaderWorkerSets: one
+		// workload per group, without suspension) has its own intake.
+		if r.AgentController != nil {
+			if err := r.AgentController(mgr, recorder); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := jobs.NewKindReconciler(r.Kind, mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}
-	// LeaderWorkerSets are one workload per group, without suspension:
-	// their own intake.
-	gvk := lwsjobs.GVK
-	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-		ctrl.Log.WithName("setup").Info("Not running this workload kind: the cluster does not serve its API; install its CRD and restart strata-agent",
-			"kind", gvk.String())
-		return nil
-	}
-	return lws.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder).SetupWithManager(mgr)
+	return nil
 }

@@ -196,6 +196,19 @@ func Superseded(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 }
 
+// Result is what a reconcile of a job's intake that ended with err
+// returns: err, but nothing to retry when the write was superseded. The
+// informer is then behind the API server: the newer object that made the
+// write fail comes as an event and brings the job back. Retrying now
+// would only fail again, and logging it would be noise.
+func Result(ctx context.Context, err error) (ctrl.Result, error) {
+	if Superseded(err) {
+		ctrl.LoggerFrom(ctx).V(2).Info("Acted on an outdated object; waiting for the newer one", "error", err.Error())
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
+}
+
 // Sync creates the Workload of a Job that has not finished, or brings an
 // unadmitted one up to date, with its Invalid condition. An error the API
 // server returns as Invalid means the Workload breaks a rule the checks

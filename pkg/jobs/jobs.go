@@ -15,7 +15,6 @@ package jobs
 
 import (
 	"context"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,6 +134,26 @@ type GroupedWorkloads interface {
 	// worker (in the order of WorkerWorkloads, nil where there is none
 	// yet), named as the hub Workload; nil when there is none at all.
 	Aggregate(obj client.Object, wls []*strata.Workload) *strata.Workload
+	// WorkerJobs are the jobs a worker admits for the object, one per
+	// Workload of WorkerWorkloads, in that order (its groups).
+	WorkerJobs(obj client.Object) []Job
+}
+
+// AllTemplates is implemented by jobs whose object has pod templates
+// that Templates leaves out (a LeaderWorkerSet's workers' template when
+// each group is its leader alone, every template when it has no groups).
+type AllTemplates interface {
+	// AllTemplates are every pod template of the object, each once.
+	AllTemplates() []*corev1.PodTemplateSpec
+}
+
+// ObjectTemplates are every pod template of j's object: its AllTemplates,
+// or else its Templates.
+func ObjectTemplates(j Job) []*corev1.PodTemplateSpec {
+	if a, ok := j.(AllTemplates); ok {
+		return a.AllTemplates()
+	}
+	return j.Templates()
 }
 
 // WorkerWorkload reads with r the Workload a worker keeps for the copy of
@@ -222,8 +241,7 @@ func AdaptAny(ks []Kind, obj client.Object) (Job, bool) {
 // Resource names a kind's objects as RBAC and API errors do:
 // "jobs.batch", "jobsets.jobset.x-k8s.io".
 func Resource(k Kind) string {
-	gvk := k.GroupVersionKind()
-	return strings.ToLower(gvk.Kind) + "s." + gvk.Group
+	return plural(k) + "." + k.GroupVersionKind().Group
 }
 
 // IsKind says whether an owner reference points at an object of kind k.

@@ -4,23 +4,22 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 	pkgjobs "strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
-	"strata.dev/strata/pkg/jobs/jobset"
-	lwsjobs "strata.dev/strata/pkg/jobs/lws"
-	"strata.dev/strata/pkg/jobs/mpijob"
+	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -125,7 +124,7 @@ const maxDomainLines = 16
 func newExplainCommand() *cobra.Command {
 	var f liveFlags
 	cmd := &cobra.Command{
-		Use:   "explain [job/|jobset/|mpijob/|lws/]NAME [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
+		Use:   "explain [" + explainKinds() + "]NAME [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
 		Short: "Why a Job, JobSet, MPIJob or LeaderWorkerSet waits or where it runs: its Workload's queue, conditions, placement and admission",
 		Long: `explain finds the Workload of a batch/v1 Job (NAME or job/NAME), a
 JobSet (jobset/NAME) or an MPIJob (mpijob/NAME) — or the Workload of every
@@ -152,8 +151,8 @@ topology domain. It works on a hub and on a worker.`,
 			if err != nil {
 				return err
 			}
-			if group, ok := kind.(lwsjobs.GroupKind); ok && group < 0 {
-				return explainLeaderWorkerSet(cmd, s, name, f.output)
+			if grouped, ok := kind.(pkgjobs.GroupedWorkloads); ok {
+				return explainGroups(cmd, s, kind, grouped, name, f.output)
 			}
 			v, err := explainOne(ctx, s, kind, name)
 			if err != nil {
@@ -172,13 +171,9 @@ topology domain. It works on a hub and on a worker.`,
 // explainOne builds the view of the Workload of the job of kind named
 // name in the session's namespace.
 func explainOne(ctx context.Context, s *session, kind pkgjobs.Kind, name string) (ExplainView, error) {
-	kindName := kind.GroupVersionKind().Kind
-	obj := kind.NewObject()
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ExplainView{}, fmt.Errorf("%s %s/%s not found on %s (-n picks the namespace)", strings.ToLower(kindName), s.namespace, name, s.where)
-		}
-		return ExplainView{}, jobReadError(err, kind, s.where)
+	obj, err := getJob(ctx, s, kind, name)
+	if err != nil {
+		return ExplainView{}, err
 	}
 	job, _ := kind.Adapt(obj)
 	if err := checkManaged(job); err != nil {
@@ -201,25 +196,34 @@ func explainOne(ctx context.Context, s *session, kind pkgjobs.Kind, name string)
 	return newExplainView(job, &wl, hub), nil
 }
 
-// explainLeaderWorkerSet explains each group of a LeaderWorkerSet on a
-// worker, where every group is a Workload of its own; on the hub, the
-// set's one Workload.
-func explainLeaderWorkerSet(cmd *cobra.Command, s *session, name, output string) error {
-	ctx := cmd.Context()
-	var l lwsapi.LeaderWorkerSet
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, &l); err != nil {
+// getJob reads the object of kind named name in the session's namespace.
+func getJob(ctx context.Context, s *session, kind pkgjobs.Kind, name string) (client.Object, error) {
+	obj := kind.NewObject()
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("leaderworkerset %s/%s not found on %s (-n picks the namespace)", s.namespace, name, s.where)
+			return nil, fmt.Errorf("%s %s/%s not found on %s (-n picks the namespace)", strings.ToLower(kind.GroupVersionKind().Kind), s.namespace, name, s.where)
 		}
-		return jobReadError(err, lwsjobs.GroupKind(0), s.where)
+		return nil, jobReadError(err, kind, s.where)
+	}
+	return obj, nil
+}
+
+// explainGroups explains each group of a job of a GroupedWorkloads kind
+// (a LeaderWorkerSet) on a worker, where every group is a Workload of its
+// own; on the hub, the job's one Workload.
+func explainGroups(cmd *cobra.Command, s *session, kind pkgjobs.Kind, grouped pkgjobs.GroupedWorkloads, name, output string) error {
+	ctx := cmd.Context()
+	obj, err := getJob(ctx, s, kind, name)
+	if err != nil {
+		return err
 	}
 	hub, err := s.servesKind("WorkerCluster")
 	if err != nil {
 		return apiError(err, "WorkerCluster", "workerclusters", s.where)
 	}
 	if hub {
-		// On the hub the whole set is one Workload.
-		v, err := explainOne(ctx, s, lwsjobs.SetKind, name)
+		// On the hub the whole job is one Workload.
+		v, err := explainOne(ctx, s, kind, name)
 		if err != nil {
 			return err
 		}
@@ -229,8 +233,8 @@ func explainLeaderWorkerSet(cmd *cobra.Command, s *session, name, output string)
 		return writeExplain(cmd.OutOrStdout(), v, time.Now())
 	}
 	views := []ExplainView{}
-	for g := range lwsjobs.Replicas(&l) {
-		v, err := explainOne(ctx, s, lwsjobs.GroupKind(g), name)
+	for g, group := range grouped.WorkerJobs(obj) {
+		v, err := explainOne(ctx, s, group.Kind(), name)
 		if err != nil {
 			return fmt.Errorf("group %d: %w", g, err)
 		}
@@ -250,25 +254,53 @@ func explainLeaderWorkerSet(cmd *cobra.Command, s *session, name, output string)
 	return nil
 }
 
-// parseJobArg reads explain's argument: NAME or job/NAME (a batch/v1
-// Job), jobset/NAME (a JobSet), mpijob/NAME (an MPIJob); plurals and group suffixes as kubectl
-// takes them.
+// parseJobArg reads explain's argument: NAME (a batch/v1 Job) or
+// KIND/NAME, KIND one of the names of a registered kind (its short name,
+// kind or resource, with or without its group, as kubectl takes them:
+// job/NAME, jobsets.jobset.x-k8s.io/NAME, lws/NAME).
 func parseJobArg(arg string) (pkgjobs.Kind, string, error) {
 	kind, name, found := strings.Cut(arg, "/")
 	if !found {
 		return batchjob.Kind, arg, nil
 	}
-	switch kind {
-	case "job", "jobs", "job.batch", "jobs.batch":
-		return batchjob.Kind, name, nil
-	case "jobset", "jobsets", "jobset.jobset.x-k8s.io", "jobsets.jobset.x-k8s.io":
-		return jobset.Kind, name, nil
-	case "mpijob", "mpijobs", "mpijob.kubeflow.org", "mpijobs.kubeflow.org":
-		return mpijob.Kind, name, nil
-	case "lws", "leaderworkerset", "leaderworkersets", "leaderworkerset.leaderworkerset.x-k8s.io", "leaderworkersets.leaderworkerset.x-k8s.io":
-		return lwsjobs.GroupKind(-1), name, nil // every group
+	for _, r := range kinds.Registered {
+		if slices.Contains(r.Names(), kind) {
+			return r.Kind, name, nil
+		}
 	}
-	return nil, "", fmt.Errorf("explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME), an MPIJob (mpijob/NAME) or a LeaderWorkerSet (lws/NAME), not %q", kind)
+	var takes []string
+	for _, r := range kinds.Registered {
+		k, form := r.Kind.GroupVersionKind().Kind, r.Names()[0]+"/NAME"
+		if r.Kind == batchjob.Kind {
+			form = "NAME or " + form
+		}
+		takes = append(takes, fmt.Sprintf("%s %s (%s)", article(k), k, form))
+	}
+	return nil, "", fmt.Errorf("explain takes %s or %s, not %q", strings.Join(takes[:len(takes)-1], ", "), takes[len(takes)-1], kind)
+}
+
+// explainKinds is "job/|jobset/|...|": the first name of every registered
+// kind, as explain's usage shows them.
+func explainKinds() string {
+	var out strings.Builder
+	for _, r := range kinds.Registered {
+		out.WriteString(r.Names()[0] + "/|")
+	}
+	return strings.TrimSuffix(out.String(), "|")
+}
+
+// article is the indefinite article of a kind's name: "an" when it is
+// said with a vowel first (a vowel, or an initialism's A, E, F, H, I, L,
+// M, N, O, R, S or X: "an MPIJob"), else "a".
+func article(kind string) string {
+	vowels := "AEIOU"
+	if len(kind) > 1 && unicode.IsUpper(rune(kind[1])) {
+		vowels = "AEFHILMNORSX"
+	}
+	if kind != "" && strings.ContainsRune(vowels, rune(kind[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // refOf names a job in the view.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/testutil"
@@ -273,11 +274,15 @@ Unhealthy:  node-3 (replacements being searched)
 
 func TestParseJobArg(t *testing.T) {
 	for arg, want := range map[string]string{
-		"train": "Job/train", "job/train": "Job/train", "jobs.batch/train": "Job/train",
-		"jobset/two-level": "JobSet/two-level", "jobsets.jobset.x-k8s.io/two-level": "JobSet/two-level",
-		"mpijob/pi": "MPIJob/pi", "mpijobs.kubeflow.org/pi": "MPIJob/pi",
-		"lws/tas-example-lws": "LeaderWorkerSet/tas-example-lws", "leaderworkersets.leaderworkerset.x-k8s.io/x": "LeaderWorkerSet/x",
-		"pod/x": `explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME), an MPIJob (mpijob/NAME) or a LeaderWorkerSet (lws/NAME), not "pod"`,
+		"train": "Job/train", "job/train": "Job/train", "jobs/train": "Job/train", "job.batch/train": "Job/train", "jobs.batch/train": "Job/train",
+		"jobset/two-level": "JobSet/two-level", "jobsets/two-level": "JobSet/two-level",
+		"jobset.jobset.x-k8s.io/two-level": "JobSet/two-level", "jobsets.jobset.x-k8s.io/two-level": "JobSet/two-level",
+		"mpijob/pi": "MPIJob/pi", "mpijobs/pi": "MPIJob/pi", "mpijob.kubeflow.org/pi": "MPIJob/pi", "mpijobs.kubeflow.org/pi": "MPIJob/pi",
+		"lws/tas-example-lws": "LeaderWorkerSet/tas-example-lws (every group)", "leaderworkerset/x": "LeaderWorkerSet/x (every group)",
+		"leaderworkersets/x": "LeaderWorkerSet/x (every group)", "leaderworkerset.leaderworkerset.x-k8s.io/x": "LeaderWorkerSet/x (every group)",
+		"leaderworkersets.leaderworkerset.x-k8s.io/x": "LeaderWorkerSet/x (every group)",
+		"pod/x":     `explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME), an MPIJob (mpijob/NAME) or a LeaderWorkerSet (lws/NAME), not "pod"`,
+		"Job/train": `explain takes a Job (NAME or job/NAME), a JobSet (jobset/NAME), an MPIJob (mpijob/NAME) or a LeaderWorkerSet (lws/NAME), not "Job"`,
 	} {
 		kind, name, err := parseJobArg(arg)
 		got := ""
@@ -285,9 +290,15 @@ func TestParseJobArg(t *testing.T) {
 			got = err.Error()
 		} else {
 			got = kind.GroupVersionKind().Kind + "/" + name
+			if _, grouped := kind.(jobs.GroupedWorkloads); grouped {
+				got += " (every group)"
+			}
 		}
 		if got != want {
 			t.Errorf("parseJobArg(%q) = %s, want %s", arg, got, want)
 		}
+	}
+	if got, want := newExplainCommand().Use, "explain [job/|jobset/|mpijob/|lws/]NAME [-n NAMESPACE] [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]"; got != want {
+		t.Errorf("Use = %q, want %q", got, want)
 	}
 }

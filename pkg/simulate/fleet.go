@@ -7,7 +7,6 @@ import (
 
 	"strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/config"
-	"strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/replay"
 	"strata.dev/strata/pkg/tas"
@@ -194,20 +193,19 @@ func LoadClusters(clusters []ClusterArg) (*Fleet, error) {
 	return f, nil
 }
 
-// hubItems are the workloads as the hub takes them in: a LeaderWorkerSet,
-// read as its groups, is one workload of all of them (lws.Set), placed on
-// one cluster and flavor.
+// hubItems are the workloads as the hub takes them in: a job read as its
+// groups (a LeaderWorkerSet) is one workload of all of them, placed on one
+// cluster and flavor.
 func hubItems(in []Item) []Item {
 	out := make([]Item, 0, len(in))
 	for _, item := range in {
-		g, ok := item.Job.(lws.Group)
-		if !ok {
+		if item.whole == nil {
 			out = append(out, item)
 			continue
 		}
-		if g.Index == 0 {
+		if item.group == 0 {
 			source, _, _ := strings.Cut(item.Source, ", group 0)")
-			out = append(out, Item{Job: lws.Set{LeaderWorkerSet: g.LeaderWorkerSet}, Source: source + ")"})
+			out = append(out, Item{Job: item.whole, Source: source + ")"})
 		}
 	}
 	return out

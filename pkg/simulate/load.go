@@ -13,22 +13,18 @@ import (
 	"slices"
 	"strings"
 
-	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
-	"strata.dev/strata/pkg/jobs/batchjob"
-	"strata.dev/strata/pkg/jobs/jobset"
-	"strata.dev/strata/pkg/jobs/lws"
-	"strata.dev/strata/pkg/jobs/mpijob"
+	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/scheme"
 )
 
@@ -46,12 +42,19 @@ type Input struct {
 	sources map[string]string
 }
 
-// Item is one workload to place: a job of a supported kind (a Job, a
-// JobSet) or a Workload, and where it came from.
+// Item is one workload to place: a job of a registered kind (a Job, a
+// JobSet, a group of a LeaderWorkerSet, ...) or a Workload, and where it
+// came from.
 type Item struct {
 	Job      jobs.Job
 	Workload *strata.Workload
 	Source   string // "file.yaml: Job ml/train"
+
+	// whole is, when Job is one group of a job a worker admits as several
+	// (a LeaderWorkerSet), that job as the hub takes it in; group is the
+	// group's index.
+	whole jobs.Job
+	group int
 }
 
 var decoder = serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
@@ -124,22 +127,23 @@ func (in *Input) loadFile(path string) error {
 	}
 }
 
-// Kinds simulate reads.
-var kinds = []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Job", "JobSet", "MPIJob", "LeaderWorkerSet", "Workload", "and lists of them"}
+// readKinds are the kinds simulate reads: the cluster's, the registered
+// workload kinds' and Workloads.
+func readKinds() string {
+	out := []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue"}
+	for _, r := range kinds.Registered {
+		out = append(out, r.Kind.GroupVersionKind().Kind)
+	}
+	return strings.Join(append(out, "Workload", "and lists of them"), ", ")
+}
 
 func (in *Input) add(raw []byte, where string) error {
 	obj, gvk, err := decoder.Decode(raw, nil, nil)
 	if err != nil {
 		if runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) {
-			return fmt.Errorf("%s: %w; simulate reads %s", where, err, strings.Join(kinds, ", "))
+			return fmt.Errorf("%s: %w; simulate reads %s", where, err, readKinds())
 		}
 		return fmt.Errorf("%s: %w", where, err)
-	}
-	name := func(o metav1.Object) string {
-		if o.GetNamespace() != "" {
-			return o.GetNamespace() + "/" + o.GetName()
-		}
-		return o.GetName()
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:
@@ -169,48 +173,75 @@ func (in *Input) add(raw []byte, where string) error {
 		in.ClusterQueues[o.Name] = o
 	case *strata.LocalQueue:
 		in.LocalQueues[o.Namespace+"/"+o.Name] = o
-	case *batchv1.Job:
-		in.Workloads = append(in.Workloads, Item{Job: batchjob.Adapt(o), Source: fmt.Sprintf("%s (Job %s)", where, name(o))})
-	case *batchv1.JobList:
-		for i := range o.Items {
-			j := &o.Items[i]
-			in.Workloads = append(in.Workloads, Item{Job: batchjob.Adapt(j), Source: fmt.Sprintf("%s (Job %s)", where, name(j))})
-		}
-	case *jobsetapi.JobSet:
-		in.Workloads = append(in.Workloads, Item{Job: jobset.Adapt(o), Source: fmt.Sprintf("%s (JobSet %s)", where, name(o))})
-	case *jobsetapi.JobSetList:
-		for i := range o.Items {
-			j := &o.Items[i]
-			in.Workloads = append(in.Workloads, Item{Job: jobset.Adapt(j), Source: fmt.Sprintf("%s (JobSet %s)", where, name(j))})
-		}
-	case *kubeflow.MPIJob:
-		in.Workloads = append(in.Workloads, Item{Job: mpijob.Adapt(o), Source: fmt.Sprintf("%s (MPIJob %s)", where, name(o))})
-	case *kubeflow.MPIJobList:
-		for i := range o.Items {
-			j := &o.Items[i]
-			in.Workloads = append(in.Workloads, Item{Job: mpijob.Adapt(j), Source: fmt.Sprintf("%s (MPIJob %s)", where, name(j))})
-		}
-	case *lwsapi.LeaderWorkerSet:
-		in.addLeaderWorkerSet(o, where, name(o))
-	case *lwsapi.LeaderWorkerSetList:
-		for i := range o.Items {
-			in.addLeaderWorkerSet(&o.Items[i], where, name(&o.Items[i]))
-		}
 	case *strata.Workload:
-		in.Workloads = append(in.Workloads, Item{Workload: o, Source: fmt.Sprintf("%s (Workload %s)", where, name(o))})
+		in.Workloads = append(in.Workloads, Item{Workload: o, Source: fmt.Sprintf("%s (Workload %s)", where, objectName(o))})
 	default:
-		return fmt.Errorf("%s: %s is not read by simulate; it reads %s", where, gvk.Kind, strings.Join(kinds, ", "))
+		if ok, err := in.addJobs(obj, gvk, where); ok || err != nil {
+			return err
+		}
+		return fmt.Errorf("%s: %s is not read by simulate; it reads %s", where, gvk.Kind, readKinds())
 	}
 	return nil
 }
 
-// addLeaderWorkerSet adds a LeaderWorkerSet's groups: each is a workload
-// of its own, placed in turn, as an agent admits them.
-func (in *Input) addLeaderWorkerSet(l *lwsapi.LeaderWorkerSet, where, name string) {
-	for g := range lws.Replicas(l) {
-		in.Workloads = append(in.Workloads, Item{Job: lws.Group{LeaderWorkerSet: l, Index: g},
-			Source: fmt.Sprintf("%s (LeaderWorkerSet %s, group %d)", where, name, g)})
+// objectName is "namespace/name", or the name of a cluster-scoped object.
+func objectName(o metav1.Object) string {
+	if o.GetNamespace() != "" {
+		return o.GetNamespace() + "/" + o.GetName()
 	}
+	return o.GetName()
+}
+
+// addJobs adds obj, of kind gvk, when it is an object or a list of a
+// registered kind; false when it is neither.
+func (in *Input) addJobs(obj runtime.Object, gvk *schema.GroupVersionKind, where string) (bool, error) {
+	for _, r := range kinds.Registered {
+		k := r.Kind.GroupVersionKind()
+		if gvk.Group != k.Group {
+			continue
+		}
+		switch gvk.Kind {
+		case k.Kind:
+			return in.addJob(r.Kind, obj, where), nil
+		case k.Kind + "List":
+			items, err := meta.ExtractList(obj)
+			if err != nil {
+				return false, fmt.Errorf("%s: %w", where, err)
+			}
+			for _, item := range items {
+				if !in.addJob(r.Kind, item, where) {
+					return false, nil
+				}
+			}
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// addJob adds a job of kind k; a job a worker admits as several groups
+// (a LeaderWorkerSet) adds its groups, each a workload of its own, placed
+// in turn, as an agent admits them. False when obj is not of kind k.
+func (in *Input) addJob(k jobs.Kind, obj runtime.Object, where string) bool {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return false
+	}
+	j, ok := k.Adapt(o)
+	if !ok {
+		return false
+	}
+	kind := k.GroupVersionKind().Kind
+	grouped, ok := k.(jobs.GroupedWorkloads)
+	if !ok {
+		in.Workloads = append(in.Workloads, Item{Job: j, Source: fmt.Sprintf("%s (%s %s)", where, kind, objectName(o))})
+		return true
+	}
+	for g, group := range grouped.WorkerJobs(o) {
+		in.Workloads = append(in.Workloads, Item{Job: group, whole: j, group: g,
+			Source: fmt.Sprintf("%s (%s %s, group %d)", where, kind, objectName(o), g)})
+	}
+	return true
 }
 
 // flavorOrder returns the flavors to try for a workload's queue: the

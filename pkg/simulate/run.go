@@ -11,7 +11,6 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
-	"strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -131,8 +130,8 @@ func toWorkload(item Item, queueOptional bool) (*strata.Workload, Result, error)
 			})
 		}
 		wl.Name = item.Job.Object().GetName()
-		if g, ok := item.Job.(lws.Group); ok {
-			wl.Name = fmt.Sprintf("%s-%d", wl.Name, g.Index) // the group's leader pod's name
+		if item.whole != nil {
+			wl.Name = fmt.Sprintf("%s-%d", wl.Name, item.group) // the group's leader pod's name
 		}
 	}
 	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}

@@ -145,16 +145,7 @@ func startedAs(job pkgjobs.Job) string {
 // Reconcile creates or updates the Workload of a Job and its Invalid
 // condition.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	err := r.reconcile(ctx, req)
-	if intake.Superseded(err) {
-		// The informer is behind the API server: the newer Job or
-		// Workload that made this write fail comes as an event and
-		// brings the Job back. Retrying now would only fail again, and
-		// logging it would be noise.
-		ctrl.LoggerFrom(ctx).V(2).Info("Acted on an outdated object; waiting for the newer one", "error", err.Error())
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, err
+	return intake.Result(ctx, r.reconcile(ctx, req))
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {

@@ -24,6 +24,16 @@ import (
 // Kind is the batch/v1 Job kind.
 var Kind jobs.Kind = kind{}
 
+// What strata-agent may do with Jobs on its cluster: its job reconciler
+// reads them, and suspends and resumes them. (`make manifests` reads the
+// kinds' packages into strata-agent's ClusterRole only; the hub's
+// permissions on a kind are in hub/.)
+//
+// +kubebuilder:rbac:roleName=strata-agent,groups=batch,resources=jobs,verbs=get;list;watch;update;patch
+
+// Registration registers batch/v1 Jobs (pkg/jobs/kinds).
+var Registration = jobs.Registration{Kind: Kind, AddToScheme: batchv1.AddToScheme}
+
 type kind struct{}
 
 func (kind) GroupVersionKind() schema.GroupVersionKind {

@@ -30,6 +30,14 @@ import (
 // Kind is the JobSet kind.
 var Kind jobs.Kind = kind{}
 
+// What strata-agent may do with JobSets on its cluster: its job
+// reconciler reads them, and suspends and resumes them.
+//
+// +kubebuilder:rbac:roleName=strata-agent,groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch
+
+// Registration registers JobSets (pkg/jobs/kinds).
+var Registration = jobs.Registration{Kind: Kind, AddToScheme: jobsetapi.AddToScheme}
+
 // WorkloadPrefix starts the names of JobSets' Workloads.
 const WorkloadPrefix = "jobset-"
 

@@ -4,7 +4,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
@@ -34,16 +33,12 @@ func HubTransform() toolscache.TransformFunc {
 		switch o := out.(type) {
 		case *strata.Workload:
 			workload.LeanWorkload(o)
-		case *lwsapi.LeaderWorkerSet:
-			// Both templates, also the workers' of a set of one pod per
-			// group, which its pod sets do not name.
-			if t := o.Spec.LeaderWorkerTemplate.LeaderTemplate; t != nil {
-				workload.LeanTemplate(t)
-			}
-			workload.LeanTemplate(&o.Spec.LeaderWorkerTemplate.WorkerTemplate)
 		case client.Object:
+			// Every template, also those the pod sets do not name (a
+			// LeaderWorkerSet's workers' template when each group is its
+			// leader alone).
 			if j, ok := jobs.AdaptAny(Hub, o); ok {
-				for _, t := range j.Templates() {
+				for _, t := range jobs.ObjectTemplates(j) {
 					workload.LeanTemplate(t)
 				}
 			}

@@ -20,7 +20,11 @@
 //
 // A rolling update replaces groups whole; a group's Workload records the
 // template revision of its pods (RevisionAnnotation), and a group rolled to
-// another revision gets a new Workload (the agent's lws controller).
+// another revision gets a new Workload.
+//
+// The agent runs LeaderWorkerSets with their own controller, Reconciler
+// (lws_controller.go), which Registration gives it; through the hub a set
+// is one job, SetKind (set.go).
 package lws
 
 import (
@@ -78,6 +82,11 @@ func GroupWorkloadName(name string, index int32) string {
 
 // GVK is the LeaderWorkerSet kind.
 var GVK = lwsapi.GroupVersion.WithKind("LeaderWorkerSet")
+
+// Registration registers LeaderWorkerSets (pkg/jobs/kinds): as whole
+// sets, SetKind, which the hub dispatches; the agent runs their groups
+// with Reconciler.
+var Registration = jobs.Registration{Kind: SetKind, ShortNames: []string{"lws"}, AddToScheme: lwsapi.AddToScheme, AgentController: setupAgent}
 
 // GroupKind is the jobs.Kind of group index of LeaderWorkerSets: the kind
 // of their Group jobs, whose Workload names are that group's.

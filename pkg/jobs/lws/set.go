@@ -90,6 +90,19 @@ func (setKind) WorkerWorkloads(obj client.Object) []string {
 	return out
 }
 
+// WorkerJobs are the set's groups, as a worker admits them.
+func (setKind) WorkerJobs(obj client.Object) []jobs.Job {
+	l, ok := obj.(*lwsapi.LeaderWorkerSet)
+	if !ok {
+		return nil
+	}
+	out := make([]jobs.Job, Replicas(l))
+	for i := range out {
+		out[i] = Group{LeaderWorkerSet: l, Index: int32(i)}
+	}
+	return out
+}
+
 // HubWorkload is the hub Workload whose copy's group Workload wl is: the
 // set's, named after the LeaderWorkerSet that owns wl; false for another
 // Workload.
@@ -259,6 +272,17 @@ func (s Set) Templates() []*corev1.PodTemplateSpec {
 		out = append(out, Group{LeaderWorkerSet: s.LeaderWorkerSet}.Templates()...)
 	}
 	return out
+}
+
+// AllTemplates are the set's leader template, when it has one, and its
+// workers' template, which Templates leaves out when each group is its
+// leader alone.
+func (s Set) AllTemplates() []*corev1.PodTemplateSpec {
+	tmpl := &s.Spec.LeaderWorkerTemplate
+	if tmpl.LeaderTemplate == nil {
+		return []*corev1.PodTemplateSpec{&tmpl.WorkerTemplate}
+	}
+	return []*corev1.PodTemplateSpec{tmpl.LeaderTemplate, &tmpl.WorkerTemplate}
 }
 
 // Suspended is false: a LeaderWorkerSet cannot be suspended.

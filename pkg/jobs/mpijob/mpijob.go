@@ -43,6 +43,14 @@ import (
 // Kind is the MPIJob kind.
 var Kind jobs.Kind = kind{}
 
+// What strata-agent may do with MPIJobs on its cluster: its job
+// reconciler reads them, and suspends and resumes them.
+//
+// +kubebuilder:rbac:roleName=strata-agent,groups=kubeflow.org,resources=mpijobs,verbs=get;list;watch;update;patch
+
+// Registration registers MPIJobs (pkg/jobs/kinds).
+var Registration = jobs.Registration{Kind: Kind, AddToScheme: kubeflow.AddToScheme}
+
 // WorkloadPrefix starts the names of MPIJobs' Workloads.
 const WorkloadPrefix = "mpijob-"
 

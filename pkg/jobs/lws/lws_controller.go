@@ -1,18 +1,3 @@
-// Package lws is the agent's intake of LeaderWorkerSets labelled with
-// strata.dev/queue-name: it keeps one Workload per group (replica), as
-// pkg/jobs/lws defines them — created for every group the set asks for,
-// removed for the groups a scale-down or the set's deletion drops, which
-// releases their capacity — and labels each gated pod with its group's
-// Workload, pod set and set UID, so that the ungater releases it into its
-// domain once the group is admitted. A LeaderWorkerSet has no suspension:
-// the agent chart's admission policy puts the topology scheduling gate in
-// its templates when it is created, so that none of its pods runs before
-// its group is admitted and placed; a group that loses its admission
-// (evicted) has its running pods deleted, and the set's controller makes
-// them again, gated. A rolling update replaces a group whole, leader
-// first: a leader of a new template revision makes the group a new
-// Workload, admitted again, while the old template's pods count as plain
-// pods until they are gone (labelPods, roll).
 package lws
 
 import (
@@ -31,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -38,13 +24,25 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
-	lwsjobs "strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
 
-// Reconciler keeps the Workloads of queue-labelled LeaderWorkerSets and
-// labels their pods.
+// Reconciler is the agent's intake of LeaderWorkerSets labelled with
+// strata.dev/queue-name: it keeps one Workload per group (replica), as
+// this package defines them — created for every group the set asks for,
+// removed for the groups a scale-down or the set's deletion drops, which
+// releases their capacity — and labels each gated pod with its group's
+// Workload, pod set and set UID, so that the ungater releases it into its
+// domain once the group is admitted. A LeaderWorkerSet has no suspension:
+// the agent chart's admission policy puts the topology scheduling gate in
+// its templates when it is created, so that none of its pods runs before
+// its group is admitted and placed; a group that loses its admission
+// (evicted) has its running pods deleted, and the set's controller makes
+// them again, gated. A rolling update replaces a group whole, leader
+// first: a leader of a new template revision makes the group a new
+// Workload, admitted again, while the old template's pods count as plain
+// pods until they are gone (labelPods, roll).
 type Reconciler struct {
 	client   client.Client
 	live     client.Reader
@@ -55,7 +53,19 @@ type Reconciler struct {
 // NewReconciler returns a Reconciler; live reads past the cache (a group's
 // admission is confirmed there before its pods are stopped).
 func NewReconciler(c client.Client, live client.Reader, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, live: live, recorder: recorder, intake: intake.New(lwsjobs.GroupKind(0), c, recorder)}
+	return &Reconciler{client: c, live: live, recorder: recorder, intake: intake.New(GroupKind(0), c, recorder)}
+}
+
+// What strata-agent may do with LeaderWorkerSets on its cluster: its
+// Reconciler only reads them (a LeaderWorkerSet is never suspended: its
+// pods are gated, labelled and released).
+//
+// +kubebuilder:rbac:roleName=strata-agent,groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch
+
+// setupAgent registers the agent's Reconciler of LeaderWorkerSets with
+// mgr (Registration's AgentController).
+func setupAgent(mgr manager.Manager, recorder events.EventRecorder) error {
+	return NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder).SetupWithManager(mgr)
 }
 
 // SetupWithManager watches queue-labelled LeaderWorkerSets, their
@@ -72,26 +82,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// and leaders, whose revision says when a group was rolled and
 		// whose coming and going says which surge groups exist.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name := o.GetLabels()[lwsjobs.NameLabel]
+			name := o.GetLabels()[NameLabel]
 			if name == "" {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			p, ok := o.(*corev1.Pod)
-			return ok && (workload.TopologyGated(p) && o.GetLabels()[strata.WorkloadLabel] == "" || lwsjobs.IsLeader(p))
+			return ok && (workload.TopologyGated(p) && o.GetLabels()[strata.WorkloadLabel] == "" || IsLeader(p))
 		})))
 	return r.intake.Watch(mgr, b).Complete(r)
 }
 
 // Reconcile keeps a LeaderWorkerSet's Workloads and labels its pods.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	err := r.reconcile(ctx, req)
-	if intake.Superseded(err) {
-		ctrl.LoggerFrom(ctx).V(2).Info("Acted on an outdated object; waiting for the newer one", "error", err.Error())
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, err
+	return intake.Result(ctx, r.reconcile(ctx, req))
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
@@ -106,12 +111,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 		return nil
 	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{lwsjobs.NameLabel: l.Name}); err != nil {
+	if err := r.client.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{NameLabel: l.Name}); err != nil {
 		return err
 	}
-	replicas := groups(&l, pods.Items)
+	replicas := workloadGroups(&l, pods.Items)
 	for g := range replicas {
-		if _, err := r.intake.Sync(ctx, lwsjobs.Group{LeaderWorkerSet: &l, Index: g}); err != nil {
+		if _, err := r.intake.Sync(ctx, Group{LeaderWorkerSet: &l, Index: g}); err != nil {
 			if apierrors.IsInvalid(err) {
 				r.recorder.Eventf(&l, nil, corev1.EventTypeWarning, intake.ReasonInvalidJob, "Validate", "%s",
 					intake.Truncate("The API server rejected the Workload of group "+strconv.Itoa(int(g))+"; change the LeaderWorkerSet: "+err.Error(), intake.MaxEventNote))
@@ -131,18 +136,18 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	return r.stopUnadmitted(ctx, &l, pods.Items)
 }
 
-// groups is the number of groups the set has Workloads for: its replicas,
+// workloadGroups is the number of groups the set has Workloads for: its replicas,
 // and while a rolling update surges (maxSurge), the surge groups past them
 // whose leader the set's controller made and has not deleted yet.
-func groups(l *lwsapi.LeaderWorkerSet, pods []corev1.Pod) int32 {
-	n, surge := lwsjobs.Replicas(l), lwsjobs.MaxSurge(l)
+func workloadGroups(l *lwsapi.LeaderWorkerSet, pods []corev1.Pod) int32 {
+	n, surge := Replicas(l), MaxSurge(l)
 	limit := n + surge
 	for i := range pods {
 		p := &pods[i]
-		if !lwsjobs.IsLeader(p) || !p.DeletionTimestamp.IsZero() || !controlledBySetsChild(p) {
+		if !IsLeader(p) || !p.DeletionTimestamp.IsZero() || !controlledBySetsChild(p) {
 			continue
 		}
-		if g, _, ok := lwsjobs.PodOf(l, p); ok && g < limit {
+		if g, _, ok := PodOf(l, p); ok && g < limit {
 			n = max(n, g+1)
 		}
 	}
@@ -175,7 +180,7 @@ func (r *Reconciler) stopUnadmitted(ctx context.Context, l *lwsapi.LeaderWorkerS
 			}
 			return err
 		}
-		if rev, ok := wl.Annotations[lwsjobs.RevisionAnnotation]; ok && p.Labels[lwsjobs.RevisionLabel] != rev {
+		if rev, ok := wl.Annotations[RevisionAnnotation]; ok && p.Labels[RevisionLabel] != rev {
 			continue // a rolled group's old pod, its label not yet gone from the cache
 		}
 		if runsAsAdmitted(&wl, p) {
@@ -250,12 +255,12 @@ func (r *Reconciler) dropWorkloads(ctx context.Context, set types.NamespacedName
 	}
 	keepNames := make([]string, 0, keep)
 	for g := range keep {
-		keepNames = append(keepNames, lwsjobs.GroupWorkloadName(set.Name, g))
+		keepNames = append(keepNames, GroupWorkloadName(set.Name, g))
 	}
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		owner := metav1.GetControllerOfNoCopy(wl)
-		if !jobs.IsKind(lwsjobs.GroupKind(0), owner) || owner.Name != set.Name || slices.Contains(keepNames, wl.Name) {
+		if !jobs.IsKind(GroupKind(0), owner) || owner.Name != set.Name || slices.Contains(keepNames, wl.Name) {
 			continue
 		}
 		if l != nil && owner.UID != l.UID {
@@ -286,17 +291,17 @@ func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, r
 	leaders := map[int32]*corev1.Pod{}
 	for i := range pods {
 		p := &pods[i]
-		if !p.DeletionTimestamp.IsZero() || !controlledBySetsChild(p) || !lwsjobs.IsLeader(p) {
+		if !p.DeletionTimestamp.IsZero() || !controlledBySetsChild(p) || !IsLeader(p) {
 			continue
 		}
-		if group, _, ok := lwsjobs.PodOf(l, p); ok && group < replicas {
+		if group, _, ok := PodOf(l, p); ok && group < replicas {
 			leaders[group] = p
 		}
 	}
 	var errs []error
 	revisions := map[int32]string{}
 	for group, leader := range leaders {
-		rev, ok, err := r.groupRevision(ctx, l, group, leader.Labels[lwsjobs.RevisionLabel], pods)
+		rev, ok, err := r.groupRevision(ctx, l, group, leader.Labels[RevisionLabel], pods)
 		if err != nil {
 			errs = append(errs, err)
 		} else if ok {
@@ -308,15 +313,15 @@ func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, r
 		if !workload.TopologyGated(p) || p.Labels[strata.WorkloadLabel] != "" || !controlledBySetsChild(p) || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		group, podSet, ok := lwsjobs.PodOf(l, p)
+		group, podSet, ok := PodOf(l, p)
 		if !ok || group >= replicas {
 			continue
 		}
-		if rev, ok := revisions[group]; !ok || p.Labels[lwsjobs.RevisionLabel] != rev {
+		if rev, ok := revisions[group]; !ok || p.Labels[RevisionLabel] != rev {
 			continue
 		}
 		patch := client.MergeFrom(p.DeepCopy())
-		p.Labels[strata.WorkloadLabel] = lwsjobs.GroupWorkloadName(l.Name, group)
+		p.Labels[strata.WorkloadLabel] = GroupWorkloadName(l.Name, group)
 		p.Labels[strata.PodSetLabel] = podSet
 		p.Labels[strata.OwnerUIDLabel] = string(l.UID)
 		if err := r.client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
@@ -336,17 +341,17 @@ func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, r
 // for the new Workload.
 func (r *Reconciler) groupRevision(ctx context.Context, l *lwsapi.LeaderWorkerSet, group int32, leader string, pods []corev1.Pod) (string, bool, error) {
 	var wl strata.Workload
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: lwsjobs.GroupWorkloadName(l.Name, group)}, &wl); err != nil {
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: GroupWorkloadName(l.Name, group)}, &wl); err != nil {
 		return "", false, client.IgnoreNotFound(err)
 	}
 	if !metav1.IsControlledBy(&wl, l) {
 		return "", false, nil // an earlier set's: intake replaces it
 	}
-	have, recorded := wl.Annotations[lwsjobs.RevisionAnnotation]
+	have, recorded := wl.Annotations[RevisionAnnotation]
 	switch {
 	case !recorded:
 		patch := client.MergeFrom(wl.DeepCopy())
-		metav1.SetMetaDataAnnotation(&wl.ObjectMeta, lwsjobs.RevisionAnnotation, leader)
+		metav1.SetMetaDataAnnotation(&wl.ObjectMeta, RevisionAnnotation, leader)
 		if err := r.client.Patch(ctx, &wl, patch); err != nil {
 			return "", false, client.IgnoreNotFound(err)
 		}
@@ -368,7 +373,7 @@ func (r *Reconciler) groupRevision(ctx context.Context, l *lwsapi.LeaderWorkerSe
 func (r *Reconciler) roll(ctx context.Context, l *lwsapi.LeaderWorkerSet, group int32, wl *strata.Workload, rev string, pods []corev1.Pod) error {
 	for i := range pods {
 		p := &pods[i]
-		if p.Labels[strata.WorkloadLabel] != wl.Name || p.Labels[strata.OwnerUIDLabel] != string(l.UID) || p.Labels[lwsjobs.RevisionLabel] == rev {
+		if p.Labels[strata.WorkloadLabel] != wl.Name || p.Labels[strata.OwnerUIDLabel] != string(l.UID) || p.Labels[RevisionLabel] == rev {
 			continue
 		}
 		patch := client.MergeFrom(p.DeepCopy())

@@ -559,7 +559,7 @@ func (c *Cache) commitLocked(key types.NamespacedName, wl *strata.Workload) erro
 }
 
 // commitFitLocked is commitLocked; with fit, a placement that does not fit
-// in the free capacity is an error (see tas.Snapshot.CommitFit).
+// in the free capacity is an error (see tas.Snapshot.CommitIfFree).
 func (c *Cache) commitFitLocked(key types.NamespacedName, wl *strata.Workload, fit bool) error {
 	a := admitted{wl: wl.DeepCopy(), version: Version(wl)}
 	delete(c.uncommitted, key)
@@ -603,7 +603,7 @@ func (c *Cache) commitFitLocked(key types.NamespacedName, wl *strata.Workload, f
 	for _, p := range parts {
 		commit := c.flavors[p.flavor].snapshot.Commit
 		if fit {
-			commit = c.flavors[p.flavor].snapshot.CommitFit
+			commit = c.flavors[p.flavor].snapshot.CommitIfFree
 		}
 		u, err := commit(p.assignment, podRequests(p.podSet))
 		if err != nil {

@@ -31,6 +31,7 @@ type Option func(*options)
 
 type options struct {
 	nodeFailureClock clock.WithDelayedExecution
+	fencingClock     clock.Clock
 }
 
 // startInformersWithCache creates the informers of every kind the
@@ -55,12 +56,19 @@ func WithNodeFailureClock(c clock.WithDelayedExecution) Option {
 	return func(o *options) { o.nodeFailureClock = c }
 }
 
+// WithFencingClock replaces the real clock that measures how long a hub's
+// fencing Lease has been silent (tests give hub and worker clocks that
+// disagree).
+func WithFencingClock(c clock.Clock) Option {
+	return func(o *options) { o.fencingClock = c }
+}
+
 // SetupControllers registers every controller of strata-agent with mgr:
 // the capacity cache fed by informers, the scheduler, the summary
 // publisher, the controllers of the registered workload kinds served
 // here, the LocalQueue status controller, the ungater and hot swap.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration, opts ...Option) error {
-	o := options{nodeFailureClock: clock.RealClock{}}
+	o := options{nodeFailureClock: clock.RealClock{}, fencingClock: clock.RealClock{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -73,7 +81,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	recorder := mgr.GetEventRecorder("strata-agent")
 	capacity := cache.New()
 	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder).WithAPIReader(mgr.GetAPIReader())
-	fence := fencing.New(mgr.GetClient(), recorder, clock.RealClock{}, cfg.Fencing.Namespace, sched.Wake)
+	fence := fencing.New(mgr.GetClient(), recorder, o.fencingClock, cfg.Fencing.Namespace, sched.Wake)
 	sched.WithHolds(fence.Holds)
 	if err := fence.SetupWithManager(mgr); err != nil {
 		return err

@@ -114,6 +114,13 @@ const (
 	// OnboardedByLabel marks the namespaces and LocalQueues a hub created
 	// on a worker for WorkerCluster.spec.onboarding: the hub's origin.
 	OnboardedByLabel = Prefix + "onboarded-by"
+	// HubOnboardingLabel on a worker namespace, set to
+	// HubOnboardingAllowed by the worker's administrators, lets a hub's
+	// onboarding create LocalQueues in it although the hub did not create
+	// the namespace.
+	HubOnboardingLabel = Prefix + "hub-onboarding"
+	// HubOnboardingAllowed is HubOnboardingLabel's opt-in value.
+	HubOnboardingAllowed = "allowed"
 	// DrainFinalizer on a WorkerCluster keeps it, once deleted, until no
 	// hub Workload is dispatched there any more: its copies are taken back
 	// (and their pods gone) before their workloads are placed elsewhere.

@@ -176,6 +176,10 @@ const (
 	// last copy for a reason of the worker's (a missing LocalQueue or
 	// namespace, a permission the hub's credential lacks), naming it.
 	WorkerClusterDispatching = "Dispatching"
+	// WorkerClusterFenced is True while the hub renews its fencing Lease on
+	// the worker, and False, naming the error, while it cannot (the worker
+	// then gets no new copies). Set only with fencing Enabled.
+	WorkerClusterFenced = "Fenced"
 )
 
 // WorkerCluster is a worker cluster the hub may dispatch workloads to

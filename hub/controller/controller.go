@@ -22,9 +22,26 @@ import (
 	"strata.dev/strata/pkg/jobs/kinds"
 )
 
+// Option changes how SetupControllers wires the hub.
+type Option func(*options)
+
+type options struct {
+	clock clock.Clock
+}
+
+// WithClock replaces the real clock the hub measures its timeouts and
+// fencing with (tests give hub and worker clocks that disagree).
+func WithClock(c clock.Clock) Option {
+	return func(o *options) { o.clock = c }
+}
+
 // SetupControllers adds the hub's field indexes, fleet, controllers and
 // dispatcher to mgr and returns the fleet.
-func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*fleet.Fleet, error) {
+func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opts ...Option) (*fleet.Fleet, error) {
+	o := options{clock: clock.RealClock{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ctx := context.Background()
 	if err := index.SetupQueues(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
@@ -32,9 +49,10 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration) (*f
 	if err := workercluster.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	clk := clock.RealClock{}
+	clk := o.clock
 	recorder := mgr.GetEventRecorder("strata-hub")
 	f := fleet.New(mgr.GetScheme(), cfg.Origin)
+	f.SetClock(clk)
 	f.SetFencing(fleet.Fencing{
 		Enabled:       cfg.Fencing.Mode == configv1beta1.FencingEnabled,
 		Namespace:     cfg.Dispatch.WorkerNamespace,

@@ -89,7 +89,7 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, p
 		for _, wl := range placed {
 			cluster, flavor, gen, _ := Placed(wl)
 			key := Key(wl.UID, gen)
-			if cluster != t.Cluster || flavor != t.Flavor || t.Holds(key) {
+			if cluster != t.Cluster || flavor != t.Flavor || t.HasReservation(key) {
 				continue
 			}
 			if dec := d.policy.Decide(wl, []string{flavor}, []*placement.Target{t}); dec.Cluster != "" {
@@ -97,7 +97,7 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, p
 					ctrl.LoggerFrom(ctx).Error(err, "Rebuilding a reservation", "workload", client.ObjectKeyFromObject(wl))
 					continue
 				}
-				if t.Reserved(key) {
+				if t.TakesCapacity(key) {
 					// Not in the summary yet: maybe its copy is not created
 					// either (the copies controller forgets the hint when
 					// it sees the copy).

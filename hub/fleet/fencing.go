@@ -8,10 +8,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
 )
 
 // Fencing is the hub's side of fencing (HubConfiguration.fencing): a Lease
@@ -23,6 +25,14 @@ type Fencing struct {
 	Namespace     string
 	FenceAfter    time.Duration
 	RenewInterval time.Duration
+}
+
+// SetClock replaces the real clock that fencing measures the hub's side
+// with (tests give the hub a clock of its own); call it before Start.
+func (f *Fleet) SetClock(c clock.PassiveClock) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clock = c
 }
 
 // SetFencing configures the fencing Leases; call it before Start.
@@ -43,10 +53,11 @@ func (f *Fleet) BeforeRenew(fn func(ctx context.Context, worker string) error) {
 	f.beforeRenew = fn
 }
 
-// LastRenewed is when the hub last renewed a worker's fencing Lease, or,
-// if this process never did, when it first tried to connect to the worker,
-// or else when it started (an earlier hub process may have renewed it until
-// then).
+// LastRenewed is when the hub last attempted a renewal of a worker's
+// fencing Lease that may have reached it (one that succeeded, or whose
+// outcome is unknown), on the hub's clock; if this process never did, when
+// it first tried to connect to the worker, or else when it started (an
+// earlier hub process may have renewed it until then).
 func (f *Fleet) LastRenewed(name string) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -54,9 +65,84 @@ func (f *Fleet) LastRenewed(name string) time.Time {
 		return t
 	}
 	if f.startedAt.IsZero() {
-		return time.Now() // not started yet: nothing has been silent for long
+		return f.clock.Now() // not started yet: nothing has been silent for long
 	}
 	return f.startedAt
+}
+
+// fenceState is how a worker's last Lease renewal went.
+type fenceState struct {
+	// failed says why the last renewal failed for certain (the Lease was
+	// not written); "" when it was written or may have been.
+	failed string
+	// reason names the failure: the API error's reason, or
+	// ReasonSweepFailed, ReasonUnreachable.
+	reason string
+}
+
+// Reasons of a failed renewal that are not the API's.
+const (
+	// ReasonSweepFailed: the copies placed elsewhere meanwhile could not
+	// be removed from the worker, so its Lease is not renewed.
+	ReasonSweepFailed = "SweepFailed"
+	// ReasonRenewalUnreachable: the renewal never reached the worker.
+	ReasonRenewalUnreachable = "Unreachable"
+)
+
+// FenceFailure says why the hub cannot renew a worker's fencing Lease now
+// (reason and message); "" when the last renewal wrote it, may have, or
+// none was tried yet. While fencing is on, such a worker is not a dispatch
+// target: its agent is about to stop the hub's copies.
+func (f *Fleet) FenceFailure(name string) (reason, message string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.fences[name]
+	return st.reason, st.failed
+}
+
+// fenceBlocks is FenceFailure while fencing is on, and "" otherwise.
+func (f *Fleet) fenceBlocks(name string) (reason, message string) {
+	f.mu.Lock()
+	enabled := f.fencing != nil && f.fencing.Enabled
+	f.mu.Unlock()
+	if !enabled {
+		return "", ""
+	}
+	return f.FenceFailure(name)
+}
+
+// noteRenewal records how a renewal of a worker's Lease went, and tells
+// the WorkerCluster controller and the dispatcher when that changes.
+func (f *Fleet) noteRenewal(ctx context.Context, name string, st fenceState, renewedAt time.Time) {
+	f.mu.Lock()
+	if !renewedAt.IsZero() {
+		f.renewed[name] = renewedAt
+	}
+	was := f.fences[name]
+	f.fences[name] = st
+	f.mu.Unlock()
+	if st.failed != "" {
+		metrics.HubFenceRenewalFailures.WithLabelValues(name, st.reason).Inc()
+	}
+	if was != st {
+		f.notify(ctx, name)
+	}
+}
+
+// renewalFailure describes a renewal that certainly did not write the
+// Lease; ok is false when it may have (its outcome is unknown).
+func renewalFailure(err error) (st fenceState, ok bool) {
+	switch RequestOutcome(err) {
+	case NotSent:
+		return fenceState{reason: ReasonRenewalUnreachable, failed: err.Error()}, true
+	case Refused:
+		reason := string(apierrors.ReasonForError(err))
+		if reason == "" {
+			reason = "Refused"
+		}
+		return fenceState{reason: reason, failed: err.Error()}, true
+	}
+	return fenceState{}, false
 }
 
 // renewFence renews the worker's fencing Lease every renewInterval until
@@ -71,24 +157,39 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 	log := ctrl.Log.WithName("fencing").WithValues("cluster", name)
 	current := false // renewed since the connection, and the last renewal succeeded
 	for {
-		err := f.prepareRenewal(ctx, name, current)
-		if err == nil {
-			err = f.renewOnce(ctx, fc, r)
-		}
-		if err != nil {
+		if err := f.prepareRenewal(ctx, name, current); err != nil {
 			current = false
 			if ctx.Err() != nil {
 				return
 			}
-			log.V(2).Info("Could not renew the fencing Lease", "error", err.Error())
+			log.Info("Not renewing the fencing Lease: the copies placed elsewhere could not be removed from the worker first", "error", err.Error())
+			f.noteRenewal(ctx, name, fenceState{reason: ReasonSweepFailed,
+				failed: "the copies placed elsewhere meanwhile could not be removed from the worker, so its Lease is not renewed: " + err.Error()}, time.Time{})
 		} else {
-			if !current {
-				log.V(2).Info("Renewed the fencing Lease")
+			err := f.renewOnce(ctx, fc, r)
+			// The clock reads after the attempt: a renewal whose outcome
+			// is unknown may have landed up to then.
+			at := f.clock.Now()
+			switch failure, certain := renewalFailure(err); {
+			case ctx.Err() != nil:
+				return
+			case err == nil:
+				if !current {
+					log.V(2).Info("Renewed the fencing Lease")
+				}
+				current = true
+				f.noteRenewal(ctx, name, fenceState{}, at)
+			case certain:
+				current = false
+				log.Info("Could not renew the fencing Lease", "reason", failure.reason, "error", err.Error())
+				f.noteRenewal(ctx, name, failure, time.Time{})
+			default:
+				// It may have been written: the agent may count from it, so
+				// the hub's replaceAfter does too.
+				current = false
+				log.V(2).Info("A renewal of the fencing Lease has an unknown outcome; counting it as done", "error", err.Error())
+				f.noteRenewal(ctx, name, fenceState{}, at)
 			}
-			current = true
-			f.mu.Lock()
-			f.renewed[name] = time.Now()
-			f.mu.Unlock()
 		}
 		next := fc.RenewInterval
 		if !current {
@@ -126,7 +227,7 @@ func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, r *remote) error {
 		return err
 	}
 	lease.Spec.HolderIdentity = ptr.To(f.origin)
-	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(f.clock.Now()))
 	lease.Spec.LeaseDurationSeconds = nil
 	if fc.Enabled {
 		lease.Spec.LeaseDurationSeconds = ptr.To(int32(fc.FenceAfter / time.Second))

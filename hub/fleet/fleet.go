@@ -11,24 +11,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
-	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/tas"
@@ -67,13 +65,22 @@ type Fleet struct {
 	// fencing, when set, has the hub renew a fencing Lease on every
 	// worker; renewed is when it last did, per worker (fencing.go). Both
 	// guarded by mu.
-	fencing     *Fencing
-	renewed     map[string]time.Time
-	startedAt   time.Time
+	fencing *Fencing
+	renewed map[string]time.Time
+	// fences is the state of each worker's Lease renewals (fencing.go).
+	fences    map[string]fenceState
+	startedAt time.Time
+	// clock is the hub's: what fencing measures (renewals, startedAt).
+	clock       clock.PassiveClock
 	beforeRenew func(ctx context.Context, worker string) error
 	// recounting are the workers whose recount is due (recount); guarded
 	// by mu.
 	recounting map[string]bool
+
+	// smu guards sightings: per worker and summary name, when the hub saw
+	// the summary's observedTime change, on its own clock (summaryAge).
+	smu       sync.Mutex
+	sightings map[string]sighting
 
 	// hmu guards hints, the placement of each dispatch whose copy is to be
 	// created, by dispatch key: read by the copies controller without
@@ -114,7 +121,8 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}, recounting: map[string]bool{}}
+		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, sightings: map[string]sighting{}, recounting: map[string]bool{},
+		clock: clock.RealClock{}}
 }
 
 // Changed receives the names of workers whose summaries changed.
@@ -148,7 +156,7 @@ func (f *Fleet) Origin() string { return f.origin }
 func (f *Fleet) Start(ctx context.Context) error {
 	f.mu.Lock()
 	f.ctx = ctx
-	f.startedAt = time.Now()
+	f.startedAt = f.clock.Now()
 	close(f.started)
 	f.mu.Unlock()
 	<-ctx.Done()
@@ -159,6 +167,14 @@ func (f *Fleet) Start(ctx context.Context) error {
 		delete(f.remotes, name)
 	}
 	return nil
+}
+
+// StartedAt is when this process started leading (the hub's clock);
+// zero before.
+func (f *Fleet) StartedAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.startedAt
 }
 
 // NeedLeaderElection is true: only the leader talks to the workers.
@@ -178,7 +194,7 @@ func (f *Fleet) Connect(ctx context.Context, name, identity string, cfg *rest.Co
 	if _, ok := f.renewed[name]; !ok {
 		// Not renewed by this process yet: the hub may have renewed it just
 		// before it started.
-		f.renewed[name] = time.Now()
+		f.renewed[name] = f.clock.Now()
 	}
 	r := f.remotes[name]
 	if r != nil && r.identity != identity {
@@ -253,9 +269,9 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 	}
 	notify := func() { f.notify(ctx, name) }
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
+		AddFunc:    func(o any) { f.sawSummary(name, o); notify() },
+		UpdateFunc: func(_, o any) { f.sawSummary(name, o); notify() },
+		DeleteFunc: func(o any) { f.sawSummary(name, o); notify() },
 	}); err != nil {
 		cancel()
 		return nil, err
@@ -422,96 +438,4 @@ func (f *Fleet) Client(name string) (client.Client, error) {
 		return nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
 	}
 	return r.client, nil
-}
-
-// Copy returns the copy of a hub job of kind k on a worker as last read:
-// the object (namespace/name) and its Workload, each nil when the worker
-// has none labelled with this hub's origin. ErrKindNotServed says the
-// worker does not serve k.
-func (f *Fleet) Copy(ctx context.Context, name string, k jobs.Kind, key types.NamespacedName) (jobs.Job, *strata.Workload, error) {
-	f.mu.Lock()
-	r := f.remotes[name]
-	if r == nil || !r.synced {
-		f.mu.Unlock()
-		return nil, nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
-	}
-	reader, err := r.reader(name, k)
-	f.mu.Unlock()
-	if err != nil {
-		return nil, nil, err
-	}
-	var j jobs.Job
-	obj := k.NewObject()
-	if err := reader.Get(ctx, key, obj); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, nil, err
-		}
-		obj = nil
-	} else {
-		j, _ = k.Adapt(obj)
-	}
-	wl, err := jobs.WorkerWorkload(ctx, r.cache, k, key, obj)
-	if err != nil {
-		return nil, nil, err
-	}
-	return j, wl, nil
-}
-
-// Copies lists the copies (of every kind it reads there) this hub
-// dispatched to a worker, as last read. opts go to every kind's List:
-// client.UnsafeDisableDeepCopy for a caller that only reads them (a
-// worker holds thousands of copies, finished ones included).
-func (f *Fleet) Copies(ctx context.Context, name string, opts ...client.ListOption) ([]jobs.Job, error) {
-	f.mu.Lock()
-	r := f.remotes[name]
-	if r == nil || !r.synced {
-		f.mu.Unlock()
-		return nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
-	}
-	readers := map[jobs.Kind]client.Reader{batchjob.Kind: r.cache}
-	for _, w := range r.kinds {
-		if w.synced {
-			readers[w.kind] = w.cache
-		}
-	}
-	f.mu.Unlock()
-	var out []jobs.Job
-	for _, k := range kinds.Hub {
-		reader, ok := readers[k]
-		if !ok {
-			continue
-		}
-		list, err := k.List(ctx, reader, opts...)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, list...)
-	}
-	return out, nil
-}
-
-// Summaries returns a worker's capacity summaries as last read, sorted by
-// flavor; false when the worker is not connected (or not read yet).
-func (f *Fleet) Summaries(ctx context.Context, name string) ([]strata.CapacitySummary, bool, error) {
-	f.mu.Lock()
-	r := f.remotes[name]
-	ok := r != nil && r.synced
-	f.mu.Unlock()
-	if !ok {
-		return nil, false, nil
-	}
-	var list strata.CapacitySummaryList
-	if err := r.cache.List(ctx, &list); err != nil {
-		return nil, true, err
-	}
-	slices.SortFunc(list.Items, func(a, b strata.CapacitySummary) int {
-		switch {
-		case a.Spec.Flavor < b.Spec.Flavor:
-			return -1
-		case a.Spec.Flavor > b.Spec.Flavor:
-			return 1
-		}
-		return 0
-	})
-	return list.Items, true, nil
 }

@@ -32,9 +32,9 @@ type health struct {
 	down string
 }
 
-// Down says why a connected worker is taken as unreachable by the health
+// DownReason says why a connected worker is taken as unreachable by the health
 // probe, or "" when it answers (or is not connected: see Connect).
-func (f *Fleet) Down(name string) string {
+func (f *Fleet) DownReason(name string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r := f.remotes[name]; r != nil {

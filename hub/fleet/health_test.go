@@ -27,18 +27,18 @@ func TestProbe(t *testing.T) {
 	refused := errors.New("connection refused")
 
 	answers <- nil
-	if got := f.Down("w"); got != "" {
+	if got := f.DownReason("w"); got != "" {
 		t.Fatalf("an answering worker is down: %s", got)
 	}
 	answers <- refused // the first failure: not down yet
 	answers <- refused // the second: down
 	<-f.Changed()
-	if got := f.Down("w"); got != "the worker's API server did not answer 2 health probes in a row: connection refused" {
+	if got := f.DownReason("w"); got != "the worker's API server did not answer 2 health probes in a row: connection refused" {
 		t.Errorf("Down() = %q", got)
 	}
 	answers <- nil
 	<-f.Changed()
-	if got := f.Down("w"); got != "" {
+	if got := f.DownReason("w"); got != "" {
 		t.Errorf("an answering worker is still down: %s", got)
 	}
 }

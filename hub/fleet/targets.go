@@ -106,8 +106,13 @@ func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.T
 	var out []*placement.Target
 	for _, w := range workers {
 		var summaries []strata.CapacitySummary
-		if down := f.Down(w.Name); down != "" && w.NotConnected == "" {
+		if down := f.DownReason(w.Name); down != "" && w.NotConnected == "" {
 			w.NotConnected = down // the probe knows before the WorkerCluster says so
+		}
+		if reason, failed := f.fenceBlocks(w.Name); failed != "" && w.NotConnected == "" {
+			// Its agent is about to stop the hub's copies: sending more
+			// there would only have them stopped.
+			w.NotConnected = fmt.Sprintf("its fencing Lease cannot be renewed (%s): %s", reason, failed)
 		}
 		connected := w.NotConnected == ""
 		if connected {
@@ -132,7 +137,7 @@ func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.T
 				summaries = ownDispatches(summaries, nil)
 			}
 		}
-		targets := refresh(f.targets[w.Name], w, connected, summaries, now, staleAfter)
+		targets := refresh(f.targets[w.Name], w, connected, summaries, f.SummaryAge(w.Name, now), staleAfter)
 		if targets == nil {
 			delete(f.targets, w.Name)
 		} else {
@@ -198,7 +203,9 @@ func ownDispatches(summaries []strata.CapacitySummary, keys map[string]bool) []s
 // summaries when connected, and sets why each gets no new work. A summary
 // the hub cannot read makes its own target unavailable, saying what is
 // wrong; it never stops the others.
-func refresh(targets map[string]*placement.Target, w Worker, connected bool, summaries []strata.CapacitySummary, now time.Time, staleAfter time.Duration) map[string]*placement.Target {
+//
+// age says how old a summary is, on the hub's clock (SummaryAge).
+func refresh(targets map[string]*placement.Target, w Worker, connected bool, summaries []strata.CapacitySummary, age SummaryAgeFunc, staleAfter time.Duration) map[string]*placement.Target {
 	if connected {
 		next := make(map[string]*placement.Target, len(summaries))
 		for i := range summaries {
@@ -214,7 +221,7 @@ func refresh(targets map[string]*placement.Target, w Worker, connected bool, sum
 			if msg, bad := t.Invalid(); t.Generation() != gen && (msg == "" || bad != gen) {
 				_ = t.SetSummary(&s.Status) // an error is kept in t.Invalid
 			}
-			t.Unavailable = unavailable(w, s, now, staleAfter)
+			t.Unavailable = unavailable(w, s, age, staleAfter)
 			if msg, _ := t.Invalid(); msg != "" {
 				t.Unavailable = "summary invalid: " + msg
 			} else if !t.Loaded() {
@@ -237,15 +244,16 @@ func refresh(targets map[string]*placement.Target, w Worker, connected bool, sum
 }
 
 // unavailable says why a connected worker's flavor gets no new work, or "".
-func unavailable(w Worker, s *strata.CapacitySummary, now time.Time, staleAfter time.Duration) string {
+func unavailable(w Worker, s *strata.CapacitySummary, age SummaryAgeFunc, staleAfter time.Duration) string {
+	a, published := age(s)
 	switch {
 	case w.Deleting:
 		return "the WorkerCluster is being deleted (its copies are taken back)"
 	case w.Cordoned:
 		return "cordoned (spec.unschedulable)"
-	case s.Status.ObservedTime == nil:
+	case !published:
 		return "summary never observed"
-	case now.Sub(s.Status.ObservedTime.Time) >= staleAfter:
+	case a >= staleAfter:
 		return fmt.Sprintf("summary stale: observed %s, more than %s ago", s.Status.ObservedTime.UTC().Format(time.RFC3339), staleAfter)
 	}
 	if c := meta.FindStatusCondition(s.Status.Conditions, "Ready"); c != nil && c.Status == metav1.ConditionFalse && len(s.Status.Domains) == 0 {

@@ -53,7 +53,7 @@ func TestRefresh(t *testing.T) {
 	views := func(ts map[string]*placement.Target) []view {
 		var out []view
 		for flavor, tg := range ts {
-			out = append(out, view{flavor, tg.Unavailable, tg.Generation(), tg.Reserved("job")})
+			out = append(out, view{flavor, tg.Unavailable, tg.Generation(), tg.TakesCapacity("job")})
 		}
 		slices.SortFunc(out, func(a, b view) int { return strings.Compare(a.Flavor, b.Flavor) })
 		return out
@@ -148,7 +148,7 @@ func TestRefresh(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var targets map[string]*placement.Target
 			if tc.before != nil {
-				targets = refresh(nil, Worker{Name: "w"}, true, tc.before[:1], now, stale)
+				targets = refresh(nil, Worker{Name: "w"}, true, tc.before[:1], ObservedAge(now), stale)
 				a, err := targets["a100"].Snapshot().FindAssignment(tas.Request{Count: 1, PodRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}, tas.DefaultOptions())
 				if err != nil {
 					t.Fatal(err)
@@ -158,9 +158,9 @@ func TestRefresh(t *testing.T) {
 				}
 			}
 			for _, s := range tc.before[min(1, len(tc.before)):] {
-				targets = refresh(targets, Worker{Name: "w"}, true, []strata.CapacitySummary{s}, now, stale)
+				targets = refresh(targets, Worker{Name: "w"}, true, []strata.CapacitySummary{s}, ObservedAge(now), stale)
 			}
-			got := refresh(targets, tc.worker, tc.connected, tc.summaries, now, stale)
+			got := refresh(targets, tc.worker, tc.connected, tc.summaries, ObservedAge(now), stale)
 			if diff := cmp.Diff(tc.want, views(got)); diff != "" {
 				t.Errorf("targets (-want,+got):\n%s", diff)
 			}
@@ -206,7 +206,7 @@ func TestOwnDispatches(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			targets := refresh(nil, Worker{Name: "w"}, true, []strata.CapacitySummary{summary(t, "a100", 1, time.Second)}, now, time.Minute)
+			targets := refresh(nil, Worker{Name: "w"}, true, []strata.CapacitySummary{summary(t, "a100", 1, time.Second)}, ObservedAge(now), time.Minute)
 			a, err := targets["a100"].Snapshot().FindAssignment(tas.Request{Count: 1, PodRequests: cpu}, tas.DefaultOptions())
 			if err != nil {
 				t.Fatal(err)
@@ -217,8 +217,8 @@ func TestOwnDispatches(t *testing.T) {
 			next := summary(t, "a100", 2, time.Second)
 			next.Status.Dispatches = []string{"uid/2", "other/1"}
 			summaries := ownDispatches([]strata.CapacitySummary{next}, copyKeys(tc.copies))
-			targets = refresh(targets, Worker{Name: "w"}, true, summaries, now, time.Minute)
-			if got := targets["a100"].Reserved("uid/2"); got != tc.wantReserved {
+			targets = refresh(targets, Worker{Name: "w"}, true, summaries, ObservedAge(now), time.Minute)
+			if got := targets["a100"].TakesCapacity("uid/2"); got != tc.wantReserved {
 				t.Errorf("Reserved() = %v, want %v", got, tc.wantReserved)
 			}
 			if diff := cmp.Diff([]string{"uid/2", "other/1"}, next.Status.Dispatches); diff != "" {

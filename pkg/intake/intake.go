@@ -14,7 +14,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -37,7 +36,6 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs"
-	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
 )
@@ -287,9 +285,6 @@ func Truncate(s string, n int) string {
 	}
 	return s[:cut] + mark
 }
-
-// Finished says whether a batch/v1 Job completed or failed, and how.
-func Finished(job *batchv1.Job) (bool, string) { return batchjob.Adapt(job).Finished() }
 
 // Finish marks the Workload of a finished Job Finished, which releases
 // what it holds.

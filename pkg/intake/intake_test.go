@@ -18,32 +18,6 @@ import (
 	"strata.dev/strata/pkg/workload"
 )
 
-func TestFinished(t *testing.T) {
-	cond := func(typ batchv1.JobConditionType, status corev1.ConditionStatus) batchv1.JobCondition {
-		return batchv1.JobCondition{Type: typ, Status: status}
-	}
-	cases := map[string]struct {
-		conditions []batchv1.JobCondition
-		wantDone   bool
-		wantReason string
-	}{
-		"running":                      {},
-		"suspended":                    {conditions: []batchv1.JobCondition{cond(batchv1.JobSuspended, corev1.ConditionTrue)}},
-		"complete":                     {conditions: []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue), cond(batchv1.JobComplete, corev1.ConditionTrue)}, wantDone: true, wantReason: "Succeeded"},
-		"failed":                       {conditions: []batchv1.JobCondition{cond(batchv1.JobFailureTarget, corev1.ConditionTrue), cond(batchv1.JobFailed, corev1.ConditionTrue)}, wantDone: true, wantReason: "Failed"},
-		"failure target only: not yet": {conditions: []batchv1.JobCondition{cond(batchv1.JobFailureTarget, corev1.ConditionTrue)}},
-		"complete=False":               {conditions: []batchv1.JobCondition{cond(batchv1.JobComplete, corev1.ConditionFalse)}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			done, reason := Finished(&batchv1.Job{Status: batchv1.JobStatus{Conditions: tc.conditions}})
-			if diff := cmp.Diff([]any{tc.wantDone, tc.wantReason}, []any{done, reason}); diff != "" {
-				t.Errorf("Finished() (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
-
 const (
 	ns        = "ml"
 	queueName = "training"

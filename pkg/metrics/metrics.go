@@ -118,6 +118,13 @@ var (
 		Help: "Dispatches undone because the worker refused them or did not admit them in time, per worker cluster and reason.",
 	}, []string{"cluster", "reason"})
 
+	// HubFenceRenewalFailures counts renewals of a worker's fencing Lease
+	// that certainly failed, per worker and reason.
+	HubFenceRenewalFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_hub_fence_renewal_failures_total",
+		Help: "Renewals of a worker's fencing Lease that failed (the Lease was not written), per worker cluster and reason; while they fail, the worker gets no new copies.",
+	}, []string{"cluster", "reason"})
+
 	// HubReservations is the number of in-flight reservations.
 	HubReservations = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "strata_hub_inflight_reservations",
@@ -145,5 +152,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(HubPlacementLatency, HubDispatchPass, HubPendingWorkloads, HubDecisions, HubRejections, HubReservations, HubSummaryAge, HubConnected, HubAdmissionLatency)
+	metrics.Registry.MustRegister(HubPlacementLatency, HubDispatchPass, HubPendingWorkloads, HubDecisions, HubRejections, HubFenceRenewalFailures, HubReservations, HubSummaryAge, HubConnected, HubAdmissionLatency)
 }

@@ -354,7 +354,7 @@ func TestSummaryCountsReflectedReservations(t *testing.T) {
 		decisions[key] = d
 	}
 	reserved := func() map[string]bool {
-		return map[string]bool{"uid-0/1": a.Reserved("uid-0/1"), "uid-1/1": a.Reserved("uid-1/1")}
+		return map[string]bool{"uid-0/1": a.TakesCapacity("uid-0/1"), "uid-1/1": a.TakesCapacity("uid-1/1")}
 	}
 	// Generation 2 counts uid-0's copy (its rack is used) and lists it;
 	// uid-1's is not admitted yet.
@@ -370,8 +370,8 @@ func TestSummaryCountsReflectedReservations(t *testing.T) {
 	if d := p.Decide(wl, nil, targets); d.Cluster != "" {
 		t.Errorf("placed on %s; want nowhere: one rack used, the other reserved", d.Cluster)
 	}
-	if !a.Holds("uid-0/1") || a.Reservations() != 1 {
-		t.Errorf("uid-0/1 held: %t, %d reservations taking capacity; want held, 1", a.Holds("uid-0/1"), a.Reservations())
+	if !a.HasReservation("uid-0/1") || a.Reservations() != 1 {
+		t.Errorf("uid-0/1 held: %t, %d reservations taking capacity; want held, 1", a.HasReservation("uid-0/1"), a.Reservations())
 	}
 
 	// Generation 3: the agent gave uid-0's admission back (a failed
@@ -404,7 +404,7 @@ func TestSummaryCountsReflectedReservations(t *testing.T) {
 	if err := decisions["uid-0/1"].Reserve(targets, "uid-0/1"); err != nil {
 		t.Fatal(err)
 	}
-	if a.Reserved("uid-0/1") || !a.Holds("uid-0/1") || a.Reservations() != 0 {
+	if a.TakesCapacity("uid-0/1") || !a.HasReservation("uid-0/1") || a.Reservations() != 0 {
 		t.Errorf("uid-0/1 takes capacity again (%d reservations)", a.Reservations())
 	}
 }

@@ -144,7 +144,7 @@ func (t *Target) setSummary(st *strata.CapacitySummaryStatus) error {
 			continue // counted by the summary: never twice
 		}
 		for i, a := range r.assignments {
-			u, err := t.free.CommitDispatched(a, r.requests[i])
+			u, err := t.free.CommitReservation(a, r.requests[i])
 			if err != nil {
 				// The domain is gone from the new summary: its nodes left.
 				// The reservation holds nothing there any more.
@@ -173,7 +173,7 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 		return nil
 	}
 	for i, a := range assignments {
-		u, err := t.free.CommitDispatched(a, requests[i])
+		u, err := t.free.CommitReservation(a, requests[i])
 		if err != nil {
 			for _, taken := range r.usage {
 				t.free.ReleaseDispatched(taken)
@@ -187,9 +187,9 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 	return nil
 }
 
-// Reflects says whether the summary counts dispatch key in its free
+// SummaryCounts says whether the summary counts dispatch key in its free
 // capacity already, so that no reservation must hold it.
-func (t *Target) Reflects(key string) bool { return t.reflected[key] }
+func (t *Target) SummaryCounts(key string) bool { return t.reflected[key] }
 
 // Reservations is the number of reservations that take capacity: held
 // and not counted by the summary.
@@ -229,15 +229,16 @@ func (t *Target) emptySnapshot() (*tas.Snapshot, error) {
 	return t.empty, nil
 }
 
-// Reserved says whether key holds a reservation that takes capacity (one
-// the summary does not count).
-func (t *Target) Reserved(key string) bool {
+// TakesCapacity says whether key holds a reservation that takes capacity
+// (one the summary does not count).
+func (t *Target) TakesCapacity(key string) bool {
 	_, ok := t.reservations[key]
 	return ok && !t.reflected[key]
 }
 
-// Holds says whether key holds a reservation, taking capacity or not.
-func (t *Target) Holds(key string) bool {
+// HasReservation says whether key holds a reservation, taking capacity or
+// not.
+func (t *Target) HasReservation(key string) bool {
 	_, ok := t.reservations[key]
 	return ok
 }

@@ -101,7 +101,7 @@ func TestDomainCapsStayExact(t *testing.T) {
 			case rng.IntN(3) > 0:
 				req := randomRequests(rng, levels)[0]
 				if a, err := hub.FindAssignment(req, randomOptions(rng)); err == nil {
-					d, err := hub.CommitDispatched(a, req.PodRequests)
+					d, err := hub.CommitReservation(a, req.PodRequests)
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
@@ -117,7 +117,7 @@ func TestDomainCapsStayExact(t *testing.T) {
 		clone := hub.Clone()
 		if req := randomRequests(rng, levels)[0]; true {
 			if a, err := clone.FindAssignment(req, Options{}); err == nil {
-				if _, err := clone.CommitDispatched(a, req.PodRequests); err != nil {
+				if _, err := clone.CommitReservation(a, req.PodRequests); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -205,7 +205,7 @@ func TestLeastFreeLeavesAsOrdered(t *testing.T) {
 			switch {
 			case rng.IntN(3) > 0:
 				if a, err := hub.FindAssignment(req, opts); err == nil {
-					d, err := hub.CommitDispatched(a, req.PodRequests)
+					d, err := hub.CommitReservation(a, req.PodRequests)
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}

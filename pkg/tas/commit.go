@@ -25,16 +25,16 @@ func (s *Snapshot) Commit(a *Assignment, podRequests corev1.ResourceList) (Usage
 	return s.commit(a, podRequests, false)
 }
 
-// CommitFit is Commit for a new placement: it takes only capacity that is
+// CommitIfFree is Commit for a new placement: it takes only capacity that is
 // free, and fails with a *FitError, taking nothing, when a domain has no
 // room left for its pods (the placement was found on an older state).
 // Nodes that are not schedulable count with their free capacity: pods
 // already there are not moved by a new placement of the others.
-func (s *Snapshot) CommitFit(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
+func (s *Snapshot) CommitIfFree(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
 	return s.commit(a, podRequests, true)
 }
 
-// Dispatched is the capacity a hub's reservation took (CommitDispatched):
+// Dispatched is the capacity a hub's reservation took (CommitReservation):
 // on a summary snapshot, pods per anonymous node, kept as compactly as a
 // hub holding thousands of reservations needs and given back without
 // resource lists; else the Usage of Commit. Give it back with
@@ -51,12 +51,12 @@ type take struct {
 	n int64
 }
 
-// CommitDispatched is Commit for a hub's in-flight reservation on a
+// CommitReservation is Commit for a hub's in-flight reservation on a
 // summary snapshot: the pods of each domain go onto its anonymous nodes as
 // an agent's BestFit puts them on real ones (see packBestFit), so that the
 // hub's view fragments a domain's nodes as the worker will. On other
 // snapshots it is Commit.
-func (s *Snapshot) CommitDispatched(a *Assignment, podRequests corev1.ResourceList) (*Dispatched, error) {
+func (s *Snapshot) CommitReservation(a *Assignment, podRequests corev1.ResourceList) (*Dispatched, error) {
 	if !s.summary || s.hostLevel(a) {
 		u, err := s.commit(a, podRequests, false)
 		if err != nil {
@@ -91,7 +91,7 @@ func (s *Snapshot) takeBin(b *bin, dem demand, n int64) {
 	s.recompute(b)
 }
 
-// ReleaseDispatched gives back what CommitDispatched took.
+// ReleaseDispatched gives back what CommitReservation took.
 func (s *Snapshot) ReleaseDispatched(d *Dispatched) {
 	if d == nil {
 		return

@@ -64,8 +64,8 @@ func TestCommitDispatchedFragmentsAsTheAgent(t *testing.T) {
 		commit    func(*Snapshot, *Assignment, Request) error
 		largeFits bool
 	}{
-		"CommitDispatched": {func(s *Snapshot, a *Assignment, r Request) error {
-			_, err := s.CommitDispatched(a, r.PodRequests)
+		"CommitReservation": {func(s *Snapshot, a *Assignment, r Request) error {
+			_, err := s.CommitReservation(a, r.PodRequests)
 			return err
 		}, true},
 		"Commit": {func(s *Snapshot, a *Assignment, r Request) error {
@@ -97,7 +97,7 @@ func TestCommitDispatchedFragmentsAsTheAgent(t *testing.T) {
 }
 
 // TestAgentAdmitsWhatTheHubReservedInOrder: the hub reserves placements
-// on a summary (CommitDispatched) one after another, mixed pod sizes
+// on a summary (CommitReservation) one after another, mixed pod sizes
 // smaller than a node, until the racks are full; the agent, admitting the
 // same requests in the same order on the real nodes, finds room for them
 // (the hub's dispatch times give it that order, see queue.QueuedAt). Kept
@@ -131,7 +131,7 @@ func TestAgentAdmitsWhatTheHubReservedInOrder(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			if _, err := hub.CommitDispatched(h, r.PodRequests); err != nil {
+			if _, err := hub.CommitReservation(h, r.PodRequests); err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
 			accepted++

@@ -51,17 +51,17 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 					// unconstrained and preferred-host placements, which it
 					// packs per domain rather than over the whole flavor.
 					if wantErr == nil && agent.hostIsLowest {
-						as, err := agent.FindAssignmentAs(reqs[0], h, o)
+						as, err := agent.FindAssignmentFollowingHint(reqs[0], h, o)
 						switch {
 						case err != nil:
-							t.Errorf("%s: FindAssignmentAs: %v", name, err)
+							t.Errorf("%s: FindAssignmentFollowingHint: %v", name, err)
 						case o.BalancedPlacement || reqs[0].Mode == Unconstrained || reqs[0].Mode == Preferred && reqs[0].Level == host:
 							if diff := cmp.Diff(h, projectAgent(agent, as), cmpopts.IgnoreFields(Assignment{}, "Tolerations", "NodeSelector", "NodeAffinity")); diff != "" {
-								t.Errorf("%s: FindAssignmentAs, projected (-hint,+hinted):\n%s", name, diff)
+								t.Errorf("%s: FindAssignmentFollowingHint, projected (-hint,+hinted):\n%s", name, diff)
 							}
 						default:
 							if diff := cmp.Diff(a, as); diff != "" {
-								t.Errorf("%s: FindAssignmentAs (-own,+hinted):\n%s", name, diff)
+								t.Errorf("%s: FindAssignmentFollowingHint (-own,+hinted):\n%s", name, diff)
 							}
 						}
 					}

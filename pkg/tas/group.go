@@ -14,16 +14,16 @@ import (
 // snapshot is unchanged afterwards; assignments are returned in the order of
 // reqs.
 func (s *Snapshot) FindGroupAssignment(reqs []Request, opts Options) ([]*Assignment, error) {
-	_, out, err := s.FindGroupAssignmentToCommit(reqs, opts)
+	_, out, err := s.FindGroupAssignmentWithNodes(reqs, opts)
 	return out, err
 }
 
-// FindGroupAssignmentToCommit is FindGroupAssignment, also returning the
+// FindGroupAssignmentWithNodes is FindGroupAssignment, also returning the
 // assignments to Commit: on a summary snapshot, the group's pods on the
 // very nodes found (the reported assignments are projected to the
 // summary's leaf level, and committing them pod set by pod set could put
 // a group's pod sets on different nodes of a domain); elsewhere the same.
-func (s *Snapshot) FindGroupAssignmentToCommit(reqs []Request, opts Options) (commit, report []*Assignment, err error) {
+func (s *Snapshot) FindGroupAssignmentWithNodes(reqs []Request, opts Options) (commit, report []*Assignment, err error) {
 	out, err := s.findGroupAssignment(reqs, opts)
 	if err != nil || !s.summary {
 		return out, out, err

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// FindAssignmentAs places req the way hint divides it among domains — a
+// FindAssignmentFollowingHint places req the way hint divides it among domains — a
 // hub's placement on this cluster's summary, at the summary's leaf level
 // or above — putting each domain's pods onto its nodes as FindAssignment
 // would there. It does not change the snapshot. It returns a *FitError
@@ -15,7 +15,7 @@ import (
 // counted differently or not in whole slices, a required domain split, a
 // required level below the hint's): the caller then places req on its
 // own.
-func (s *Snapshot) FindAssignmentAs(req Request, hint *Assignment, opts Options) (*Assignment, error) {
+func (s *Snapshot) FindAssignmentFollowingHint(req Request, hint *Assignment, opts Options) (*Assignment, error) {
 	if s.summary {
 		return nil, errors.New("a hint is placed on a cluster's own nodes, not on a summary")
 	}

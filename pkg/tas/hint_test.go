@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestFindAssignmentAs(t *testing.T) {
+func TestFindAssignmentFollowingHint(t *testing.T) {
 	// Block b1: rack r1 (4 + 2 CPUs), rack r2 (4 + 4); block b2: rack r3 (8).
 	cluster := func() *Snapshot {
 		return snapshotOf([]string{block, rack, host},
@@ -96,13 +96,13 @@ func TestFindAssignmentAs(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := cluster()
-			got, err := s.FindAssignmentAs(tc.req, tc.hint, bestFit)
+			got, err := s.FindAssignmentFollowingHint(tc.req, tc.hint, bestFit)
 			var fe *FitError
 			if isFit := errors.As(err, &fe); isFit != tc.fitErr || (err != nil && !isFit) != tc.anyErr {
 				t.Fatalf("error %v: want a FitError %t, another error %t", err, tc.fitErr, tc.anyErr)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("FindAssignmentAs() (-want,+got):\n%s", diff)
+				t.Errorf("FindAssignmentFollowingHint() (-want,+got):\n%s", diff)
 			}
 			if tc.without != nil {
 				own, err := s.FindAssignment(tc.req, bestFit)

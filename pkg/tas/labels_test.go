@@ -190,7 +190,7 @@ func TestSummaryLabelsSelect(t *testing.T) {
 			}
 			// The reservation goes onto the selected nodes: what is left
 			// for the others is intact.
-			u, err := hub.CommitDispatched(a, tc.req.PodRequests)
+			u, err := hub.CommitReservation(a, tc.req.PodRequests)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -473,7 +473,7 @@ func TestSummaryTaints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hub.CommitDispatched(a, cpu("1")); err != nil {
+	if _, err := hub.CommitReservation(a, cpu("1")); err != nil {
 		t.Fatal(err)
 	}
 	if fits(hub, request(7, nil)) || !fits(hub, request(6, nil)) || !fits(hub, request(4, tolerating)) || fits(hub, request(11, tolerating)) {

@@ -14,7 +14,7 @@ import (
 // group (podset-group-name) together in one domain — and takes their
 // capacity. A pod set (not of a group) with a hub's topology hint goes
 // into the hinted domains when they have room for it (see
-// tas.Snapshot.FindAssignmentAs), else where the engine puts it. It
+// tas.Snapshot.FindAssignmentFollowingHint), else where the engine puts it. It
 // returns the assignment of each pod set (in spec order) and the usage
 // taken; Release the usage to undo. On error nothing is taken.
 func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.Toleration, wl *strata.Workload, opts tas.Options) ([]*tas.Assignment, []tas.Usage, error) {
@@ -47,14 +47,14 @@ func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.T
 		}
 		var as, commit []*tas.Assignment
 		if h := hints[podSets[i].Name]; h != nil && len(members) == 1 {
-			if a, err := snap.FindAssignmentAs(reqs[0], h, opts); err == nil {
+			if a, err := snap.FindAssignmentFollowingHint(reqs[0], h, opts); err == nil {
 				as = []*tas.Assignment{a}
 				commit = as
 			}
 		}
 		var err error
 		if as == nil {
-			commit, as, err = snap.FindGroupAssignmentToCommit(reqs, opts)
+			commit, as, err = snap.FindGroupAssignmentWithNodes(reqs, opts)
 		}
 		if err != nil {
 			if len(podSets) > 1 {

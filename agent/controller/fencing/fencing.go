@@ -1,19 +1,28 @@
 // Package fencing stops the copies of a hub that has gone silent. Every
 // hub renews a Lease on this worker, strata-fence-<origin>, in the agent's
 // fencing namespace, with its fencing.fenceAfter as the Lease's duration.
-// Once a hub's Lease has not been renewed for that long, every admitted
-// copy of that hub here is evicted (its job suspended by the job
-// controller, its pods gone, its capacity free; condition Evicted, reason
-// Fenced, and events), and the scheduler admits none of its copies until
-// the Lease is renewed again. The hub places that worker's workloads
-// elsewhere only after its fencing.replaceAfter, which exceeds fenceAfter
-// by a margin: a workload never runs on two clusters at once, as long as
-// this agent runs and the clocks are within the margin.
+// Once the agent has not seen a hub's Lease change for that long, every
+// admitted copy of that hub here is evicted (its job suspended, its pods
+// gone, its capacity free; condition Evicted, reason Fenced, and events),
+// and the scheduler admits none of its copies until the agent sees the
+// Lease change again. The hub places that worker's workloads elsewhere
+// only after its fencing.replaceAfter, measured on its own clock from its
+// last renewal attempt, which exceeds fenceAfter by a margin: a workload
+// never runs on two clusters at once, as long as this agent runs and the
+// Lease's changes reach it within the margin.
 //
-// The time since the last renewal is measured twice, on the hub's clock
-// (the Lease's renewTime) and on the agent's (when it saw that renewTime),
-// and the earlier deadline counts: a watch that lags, or an agent that
-// restarts, never lets a copy run longer.
+// Only durations are measured, each on one side's own clock: the agent
+// never compares the hub's renewTime with its clock (it only notes that it
+// changed), so hub and worker clocks may disagree by any amount.
+//
+// An agent that restarts cannot have watched the Lease meanwhile. It keeps
+// when it last saw each hub's Lease change in a Lease of its own,
+// strata-agent-fence-<origin> (spec.renewTime, on the agent's clock), and
+// counts from there; with no such record it assumes the worst, that the
+// Lease has been silent for fenceAfter already. It admits no copy of a hub
+// whose Lease it has not read, and a Lease deleted is not taken as the
+// hub's word: only a Lease without a duration (fencing Disabled on the
+// hub) lets a hub's copies run without renewals.
 package fencing
 
 import (
@@ -32,6 +41,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,14 +76,24 @@ type Fence struct {
 
 	mu     sync.Mutex
 	leases map[string]*observed // by origin
+	// atStart are the origins whose Lease existed when this process
+	// started watching; nil until read (atStartRead).
+	atStart map[string]bool
 }
 
 // observed is what the agent knows of one hub's Lease.
 type observed struct {
-	renewTime time.Time     // the hub's last renewal, on its clock
-	seen      time.Time     // when the agent first saw that renewal
-	duration  time.Duration // 0: the hub does not fence
-	fenced    bool
+	// renewTime is the Lease's renewTime as the hub wrote it, on the hub's
+	// clock: only compared with the next one, to see a change.
+	renewTime time.Time
+	// seen is when a change of the Lease was last seen, on the agent's
+	// clock (restored: by an earlier agent process; zero: unknown, taken
+	// as long ago).
+	seen     time.Time
+	duration time.Duration // 0: the hub does not fence
+	// deleted: the Lease is gone; what was last seen still counts.
+	deleted bool
+	fenced  bool
 }
 
 // deadline is when the hub's copies are to be stopped; zero when never.
@@ -81,11 +101,59 @@ func (o *observed) deadline() time.Time {
 	if o.duration == 0 {
 		return time.Time{}
 	}
-	from := o.seen
-	if !o.renewTime.IsZero() && o.renewTime.Before(from) {
-		from = o.renewTime
+	if o.seen.IsZero() {
+		return time.Unix(0, 0) // nothing known of the Lease's last change: the worst
 	}
-	return from.Add(o.duration)
+	return o.seen.Add(o.duration)
+}
+
+// leaseView is what a Lease says: its renewTime and duration.
+func leaseView(lease *coordinationv1.Lease) (renew time.Time, duration time.Duration) {
+	if lease.Spec.RenewTime != nil {
+		renew = lease.Spec.RenewTime.Time
+	}
+	if d := lease.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
+		duration = time.Duration(*d) * time.Second
+	}
+	return renew, duration
+}
+
+// next returns what the agent knows of a hub's Lease once it read it at
+// now (its clock): prev is what this process knew (nil: nothing), lease
+// the Lease (nil: not found), restored what an earlier agent process
+// recorded (nil: nothing); appeared says the Lease did not exist when this
+// process started watching (its creation was a change seen live). A nil
+// result means nothing is known yet.
+//
+// The Lease's last change counts from when this process saw it; a Lease
+// this process has not seen change counts from the earlier process's
+// record (it changed at the earliest then), and without one from long ago.
+func next(prev *observed, lease *coordinationv1.Lease, restored *observed, appeared bool, now time.Time) *observed {
+	var o observed
+	switch {
+	case lease == nil && prev != nil:
+		o = *prev
+		o.deleted = true
+	case lease == nil && restored != nil:
+		o = *restored
+		o.deleted = true
+	case lease == nil:
+		return nil
+	default:
+		renew, duration := leaseView(lease)
+		o = observed{renewTime: renew, duration: duration}
+		switch {
+		case prev != nil && prev.renewTime.Equal(renew):
+			o.seen = prev.seen
+		case prev != nil, appeared:
+			o.seen = now // a change, seen live
+		case restored != nil:
+			o.seen = restored.seen
+		}
+	}
+	dl := o.deadline()
+	o.fenced = !dl.IsZero() && !now.Before(dl)
+	return &o
 }
 
 // New returns a Fence of the Leases in namespace; changed is called when a
@@ -95,7 +163,8 @@ func New(c client.Client, recorder events.EventRecorder, clk clock.Clock, namesp
 }
 
 // Holds says why a workload may not be admitted now: it is a copy of a
-// fenced hub. "" when it may.
+// fenced hub, or of a hub whose Lease this agent has not read. "" when
+// it may.
 func (f *Fence) Holds(wl *strata.Workload) string {
 	origin := wl.Labels[strata.OriginLabel]
 	if origin == "" || wl.Labels[strata.HubWorkloadUIDLabel] == "" {
@@ -104,15 +173,28 @@ func (f *Fence) Holds(wl *strata.Workload) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o := f.leases[origin]
-	if o == nil || !o.fenced {
+	if o == nil {
+		return fmt.Sprintf("waiting for hub %s's fencing Lease %s/%s: no copy of a hub is admitted before the agent has read its Lease "+
+			"(a hub writes it once it connects; if it never appears, the hub's dispatch.workerNamespace is not this agent's fencing namespace)",
+			origin, f.namespace, LeaseName(origin))
+	}
+	if !o.fenced {
 		return ""
 	}
 	return fenceMessage(origin, f.namespace, o)
 }
 
 func fenceMessage(origin, namespace string, o *observed) string {
-	return fmt.Sprintf("hub %s has not renewed its fencing Lease %s/%s since %s (fenceAfter %s): its copies on this worker stay stopped until it renews the Lease",
-		origin, namespace, LeaseName(origin), o.renewTime.UTC().Format(time.RFC3339), o.duration)
+	switch {
+	case o.seen.IsZero():
+		return fmt.Sprintf("hub %s's fencing Lease %s/%s has not changed since this agent started, and no earlier agent recorded when it last did (fenceAfter %s): "+
+			"its copies on this worker stay stopped until the hub renews the Lease", origin, namespace, LeaseName(origin), o.duration)
+	case o.deleted:
+		return fmt.Sprintf("hub %s's fencing Lease %s/%s was deleted, and last changed at %s on this agent's clock (fenceAfter %s): "+
+			"its copies on this worker stay stopped until the hub renews the Lease", origin, namespace, LeaseName(origin), o.seen.UTC().Format(time.RFC3339), o.duration)
+	}
+	return fmt.Sprintf("hub %s has not renewed its fencing Lease %s/%s since %s on this agent's clock (fenceAfter %s): its copies on this worker stay stopped until it renews the Lease",
+		origin, namespace, LeaseName(origin), o.seen.UTC().Format(time.RFC3339), o.duration)
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
@@ -130,22 +212,39 @@ func (f *Fence) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(f)
 }
 
-// Reconcile follows one hub's Lease: it records the renewal, and evicts
+// Reconcile follows one hub's Lease: it records each change, and evicts
 // the hub's admitted copies once the deadline passed.
 func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	origin := strings.TrimPrefix(req.Name, LeasePrefix)
-	var lease coordinationv1.Lease
-	if err := f.client.Get(ctx, req.NamespacedName, &lease); err != nil {
-		if !apierrors.IsNotFound(err) {
+	var lease *coordinationv1.Lease
+	var l coordinationv1.Lease
+	if err := f.client.Get(ctx, req.NamespacedName, &l); err == nil {
+		lease = &l
+	} else if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	if err := f.readAtStart(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	f.mu.Lock()
+	_, known := f.leases[origin]
+	appeared := !f.atStart[origin]
+	f.mu.Unlock()
+	var restored *observed
+	if !known {
+		var err error
+		if restored, err = f.restore(ctx, origin); err != nil {
 			return ctrl.Result{}, err
 		}
-		// No Lease: that hub does not fence (or is gone); its copies are
-		// not held.
-		f.set(origin, nil)
-		return ctrl.Result{}, nil
 	}
 	now := f.clock.Now()
-	o := f.observe(origin, &lease, now)
+	o := f.observe(origin, lease, restored, appeared, now)
+	if o == nil {
+		return ctrl.Result{}, nil // no Lease, never seen: its copies wait for one
+	}
+	if lease != nil && o.seen.Equal(now) {
+		f.record(ctx, origin, o)
+	}
 	dl := o.deadline()
 	if dl.IsZero() {
 		return ctrl.Result{}, nil
@@ -158,51 +257,123 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	return ctrl.Result{RequeueAfter: 10 * time.Second}, f.evictCopies(ctx, origin, fenceMessage(origin, f.namespace, o))
 }
 
-// observe records a Lease's renewal and says whether the hub is fenced now.
-func (f *Fence) observe(origin string, lease *coordinationv1.Lease, now time.Time) *observed {
-	var renew time.Time
-	if lease.Spec.RenewTime != nil {
-		renew = lease.Spec.RenewTime.Time
-	}
-	var duration time.Duration
-	if d := lease.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
-		duration = time.Duration(*d) * time.Second
-	}
+// observe records what a read of a hub's Lease says (nil: not found) and
+// returns what is known of it now; nil when nothing is.
+func (f *Fence) observe(origin string, lease *coordinationv1.Lease, restored *observed, appeared bool, now time.Time) *observed {
 	f.mu.Lock()
-	o := f.leases[origin]
-	was := o != nil && o.fenced
-	if o == nil || !o.renewTime.Equal(renew) {
-		o = &observed{renewTime: renew, seen: now}
+	prev := f.leases[origin]
+	o := next(prev, lease, restored, appeared, now)
+	if o != nil {
 		f.leases[origin] = o
 	}
-	o.duration = duration
-	dl := o.deadline()
-	o.fenced = !dl.IsZero() && !now.Before(dl)
-	out := *o
+	wasHeld := prev == nil || prev.fenced
+	held := o == nil || o.fenced
+	var out *observed
+	if o != nil {
+		c := *o
+		out = &c
+	}
 	f.mu.Unlock()
-	if was != out.fenced {
-		if out.fenced {
-			ctrl.Log.WithName("fencing").Info("Fencing a silent hub: stopping its copies", "origin", origin, "lastRenewal", renew, "fenceAfter", duration)
+	if wasHeld != held {
+		log := ctrl.Log.WithName("fencing")
+		if held {
+			log.Info("Fencing a silent hub: stopping its copies", "origin", origin, "lastChangeSeen", o.seen, "fenceAfter", o.duration)
 		} else {
-			ctrl.Log.WithName("fencing").Info("The hub renewed its Lease: its copies may run again", "origin", origin)
+			log.Info("The hub's Lease is current: its copies may run", "origin", origin)
 		}
 		f.changed()
 	}
-	return &out
+	return out
 }
 
-// set replaces what is known of a hub's Lease (nil: none).
-func (f *Fence) set(origin string, o *observed) {
+// readAtStart notes, once, the origins whose Lease exists as this process
+// starts watching (the cache is synced before the first reconcile): a
+// Lease that appears later was created under the agent's eyes.
+func (f *Fence) readAtStart(ctx context.Context) error {
 	f.mu.Lock()
-	was := f.leases[origin] != nil && f.leases[origin].fenced
-	if o == nil {
-		delete(f.leases, origin)
-	} else {
-		f.leases[origin] = o
+	done := f.atStart != nil
+	f.mu.Unlock()
+	if done {
+		return nil
+	}
+	var list coordinationv1.LeaseList
+	if err := f.client.List(ctx, &list, client.InNamespace(f.namespace)); err != nil {
+		return err
+	}
+	atStart := map[string]bool{}
+	for i := range list.Items {
+		if name := list.Items[i].Name; strings.HasPrefix(name, LeasePrefix) {
+			atStart[strings.TrimPrefix(name, LeasePrefix)] = true
+		}
+	}
+	f.mu.Lock()
+	if f.atStart == nil {
+		f.atStart = atStart
 	}
 	f.mu.Unlock()
-	if was {
-		f.changed()
+	return nil
+}
+
+// RecordPrefix starts the names of the Leases in which the agent keeps,
+// per hub, when it last saw that hub's fencing Lease change.
+const RecordPrefix = "strata-agent-fence-"
+
+// restore reads what an earlier agent process recorded of a hub's Lease;
+// nil when nothing.
+func (f *Fence) restore(ctx context.Context, origin string) (*observed, error) {
+	var rec coordinationv1.Lease
+	if err := f.client.Get(ctx, types.NamespacedName{Namespace: f.namespace, Name: RecordPrefix + origin}, &rec); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	o := &observed{}
+	if rec.Spec.RenewTime != nil {
+		o.seen = rec.Spec.RenewTime.Time
+	}
+	if d := rec.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
+		o.duration = time.Duration(*d) * time.Second
+	}
+	if t, err := time.Parse(time.RFC3339Nano, rec.Annotations[observedRenewTimeAnnotation]); err == nil {
+		o.renewTime = t
+	}
+	return o, nil
+}
+
+// observedRenewTimeAnnotation holds, on the agent's record, the hub's
+// renewTime that the agent saw change at the record's renewTime.
+const observedRenewTimeAnnotation = "strata.dev/observed-renew-time"
+
+// record keeps when this agent saw a hub's Lease change, for the agent
+// that follows it. A record that cannot be written leaves the earlier one,
+// which only fences sooner after a restart.
+func (f *Fence) record(ctx context.Context, origin string, o *observed) {
+	key := types.NamespacedName{Namespace: f.namespace, Name: RecordPrefix + origin}
+	var rec coordinationv1.Lease
+	err := f.client.Get(ctx, key, &rec)
+	if err != nil && !apierrors.IsNotFound(err) {
+		ctrl.LoggerFrom(ctx).V(2).Info("Could not read the fencing record", "lease", key, "error", err.Error())
+		return
+	}
+	create := apierrors.IsNotFound(err)
+	if create {
+		rec = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	}
+	if rec.Annotations == nil {
+		rec.Annotations = map[string]string{}
+	}
+	rec.Annotations[observedRenewTimeAnnotation] = o.renewTime.UTC().Format(time.RFC3339Nano)
+	rec.Spec.HolderIdentity = ptr.To("strata-agent")
+	rec.Spec.RenewTime = ptr.To(metav1.NewMicroTime(o.seen))
+	rec.Spec.LeaseDurationSeconds = nil
+	if o.duration > 0 {
+		rec.Spec.LeaseDurationSeconds = ptr.To(int32(o.duration / time.Second))
+	}
+	if create {
+		err = f.client.Create(ctx, &rec)
+	} else {
+		err = f.client.Update(ctx, &rec)
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(2).Info("Could not write the fencing record", "lease", key, "error", err.Error())
 	}
 }
 

@@ -23,40 +23,82 @@ func lease(renew time.Time, seconds int32) *coordinationv1.Lease {
 }
 
 // TestObserve follows one hub's Lease through the agent's eyes: the
-// deadline is the earlier of the hub's renewTime and the agent's sighting
-// plus the duration; a Lease without a duration never fences.
+// deadline is the duration after the agent last saw the Lease change, on
+// its own clock, whatever the hub's clock says; a restarted agent counts
+// from its record, or from long ago without one; a deleted Lease keeps
+// its deadline; a Lease without a duration never fences.
 func TestObserve(t *testing.T) {
 	type step struct {
-		lease      *coordinationv1.Lease
-		at         time.Duration // the agent's clock, from t0
+		lease      *coordinationv1.Lease // nil: not found
+		restored   *observed             // the earlier agent's record
+		appeared   bool                  // created after the agent started watching
+		at         time.Duration         // the agent's clock, from t0
 		wantFenced bool
+		wantHeld   bool // held but not fenced: the Lease never read
 		wantWake   bool
 	}
+	hubBehind := t0.Add(-15 * time.Minute)
+	hubAhead := t0.Add(15 * time.Minute)
 	cases := map[string][]step{
 		"renewed in time: never fenced": {
-			{lease: lease(t0, 10), at: 0},
+			{lease: lease(t0, 10), restored: &observed{seen: t0}, at: 0, wantWake: true},
 			{lease: lease(t0.Add(5*time.Second), 10), at: 5 * time.Second},
 			{lease: lease(t0.Add(5*time.Second), 10), at: 14 * time.Second},
 		},
 		"silent for the duration: fenced, and free again on renewal": {
-			{lease: lease(t0, 10), at: 0},
+			{lease: lease(t0, 10), restored: &observed{seen: t0}, at: 0, wantWake: true},
 			{lease: lease(t0, 10), at: 10 * time.Second, wantFenced: true, wantWake: true},
 			{lease: lease(t0, 10), at: 20 * time.Second, wantFenced: true},
 			{lease: lease(t0.Add(21*time.Second), 10), at: 21 * time.Second, wantWake: true},
 		},
-		"a watch that lags: the hub's renewTime counts": {
-			{lease: lease(t0, 10), at: 8 * time.Second},
-			{lease: lease(t0, 10), at: 10 * time.Second, wantFenced: true, wantWake: true},
+		"a hub clock 15 minutes behind: renewals count when seen": {
+			{lease: lease(hubBehind, 10), restored: &observed{seen: t0}, at: 0, wantWake: true},
+			{lease: lease(hubBehind.Add(5*time.Second), 10), at: 5 * time.Second},
+			{lease: lease(hubBehind.Add(10*time.Second), 10), at: 10 * time.Second},
+			{lease: lease(hubBehind.Add(10*time.Second), 10), at: 19 * time.Second},
+			{lease: lease(hubBehind.Add(10*time.Second), 10), at: 20 * time.Second, wantFenced: true, wantWake: true},
 		},
-		"a hub clock ahead of the agent's: the sighting counts": {
-			{lease: lease(t0.Add(time.Hour), 10), at: 0},
-			{lease: lease(t0.Add(time.Hour), 10), at: 10 * time.Second, wantFenced: true, wantWake: true},
+		"a hub clock 15 minutes ahead: silence still fences after the duration": {
+			{lease: lease(hubAhead, 10), restored: &observed{seen: t0}, at: 0, wantWake: true},
+			{lease: lease(hubAhead.Add(5*time.Second), 10), at: 5 * time.Second},
+			{lease: lease(hubAhead.Add(5*time.Second), 10), at: 15 * time.Second, wantFenced: true, wantWake: true},
 		},
-		"an agent that restarts during the silence fences at once": {
-			{lease: lease(t0, 10), at: 30 * time.Second, wantFenced: true, wantWake: true},
+		"a restarted agent counts from its record, not from its start": {
+			{lease: lease(hubAhead, 10), restored: &observed{renewTime: hubAhead, seen: t0}, at: 8 * time.Second, wantWake: true},
+			{lease: lease(hubAhead, 10), at: 10 * time.Second, wantFenced: true, wantWake: true},
+		},
+		"a restarted agent whose Lease changed meanwhile counts from its record": {
+			{lease: lease(hubAhead.Add(3*time.Second), 10), restored: &observed{renewTime: hubAhead, seen: t0}, at: 10 * time.Second, wantFenced: true},
+			{lease: lease(hubAhead.Add(12*time.Second), 10), at: 12 * time.Second, wantWake: true},
+		},
+		"a restarted agent without a record assumes the worst": {
+			{lease: lease(t0, 10), at: time.Second, wantFenced: true},
+			{lease: lease(t0.Add(2*time.Second), 10), at: 2 * time.Second, wantWake: true},
+		},
+		"a deleted Lease keeps its deadline": {
+			{lease: lease(t0, 10), restored: &observed{seen: t0}, at: 0, wantWake: true},
+			{at: 5 * time.Second},
+			{at: 10 * time.Second, wantFenced: true, wantWake: true},
+			{at: time.Hour, wantFenced: true},
+			{lease: lease(t0.Add(time.Hour), 10), at: time.Hour, wantWake: true},
+		},
+		"a deleted Lease after a restart: the record's deadline": {
+			{restored: &observed{renewTime: t0, seen: t0, duration: 10 * time.Second}, at: 5 * time.Second, wantWake: true},
+			{at: 10 * time.Second, wantFenced: true, wantWake: true},
+		},
+		"a Lease created while the agent watches: its creation is a change seen live": {
+			{at: 0, wantHeld: true},
+			{lease: lease(t0.Add(-time.Hour), 10), appeared: true, at: 5 * time.Second, wantWake: true},
+			{lease: lease(t0.Add(-time.Hour), 10), at: 14 * time.Second},
+			{lease: lease(t0.Add(-time.Hour), 10), at: 15 * time.Second, wantFenced: true, wantWake: true},
+		},
+		"no Lease ever: held, not fenced": {
+			{at: 0, wantHeld: true},
+			{at: time.Hour, wantHeld: true},
 		},
 		"fencing disabled on the hub: a Lease without a duration": {
-			{lease: lease(t0, 0), at: time.Hour},
+			{lease: lease(t0, 0), at: time.Hour, wantWake: true},
+			{lease: lease(t0, 0), at: 2 * time.Hour},
 		},
 	}
 	for name, steps := range cases {
@@ -65,18 +107,22 @@ func TestObserve(t *testing.T) {
 			f := New(nil, nil, nil, "strata-system", func() { wakes++ })
 			for i, s := range steps {
 				before := wakes
-				o := f.observe("hub", s.lease, t0.Add(s.at))
-				got := []any{o.fenced, wakes > before}
-				if diff := cmp.Diff([]any{s.wantFenced, s.wantWake}, got); diff != "" {
+				o := f.observe("hub", s.lease, s.restored, s.appeared, t0.Add(s.at))
+				fenced := o != nil && o.fenced
+				if diff := cmp.Diff([]any{s.wantFenced, s.wantWake}, []any{fenced, wakes > before}); diff != "" {
 					t.Errorf("step %d: fenced, woke (-want,+got):\n%s", i, diff)
 				}
 				wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.OriginLabel: "hub", strata.HubWorkloadUIDLabel: "u"}}}
-				if held := f.Holds(wl) != ""; held != s.wantFenced {
-					t.Errorf("step %d: Holds() = %t, want %t", i, held, s.wantFenced)
+				if held := f.Holds(wl) != ""; held != (s.wantFenced || s.wantHeld) {
+					t.Errorf("step %d: Holds() = %t, want %t", i, held, s.wantFenced || s.wantHeld)
 				}
 				other := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.OriginLabel: "other-hub", strata.HubWorkloadUIDLabel: "u"}}}
-				if f.Holds(other) != "" {
-					t.Errorf("step %d: another hub's copy is held", i)
+				if f.Holds(other) == "" {
+					t.Errorf("step %d: a copy of a hub whose Lease was never read is admitted", i)
+				}
+				local := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{}}}
+				if f.Holds(local) != "" {
+					t.Errorf("step %d: a workload of the worker's own is held", i)
 				}
 			}
 		})

@@ -79,6 +79,19 @@ func setWaitingOnWorker(st *strata.WorkloadStatus, cluster, flavor string, copyW
 	return true
 }
 
+// setCreateUnknown says on the hub Workload that creating its copy failed
+// with an unknown outcome: the copy may exist and run.
+func setCreateUnknown(st *strata.WorkloadStatus, cluster, flavor string, err error) bool {
+	message := intake.Truncate(fmt.Sprintf("dispatched to %s (flavor %s); creating the copy there has an unknown outcome (%v): it may exist and run there, "+
+		"so the workload is placed elsewhere only once the worker answers, or once its fencing Lease has expired", cluster, flavor, err), intake.MaxConditionMessage)
+	if old := meta.FindStatusCondition(st.Conditions, strata.WorkloadAdmitted); old != nil && old.Reason == dispatch.ReasonDispatched && workload.SameMeaning(old.Message, message) {
+		return false
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: dispatch.ReasonDispatched, Message: message})
+	return true
+}
+
 // setDispatching sets a WorkerCluster's Dispatching condition when it
 // changes.
 func (r *Reconciler) setDispatching(ctx context.Context, cluster string, status metav1.ConditionStatus, reason, message string) error {

@@ -144,7 +144,7 @@ func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workloa
 	placedOn := func(worker string) {
 		go func() {
 			var wls strata.WorkloadList
-			if err := r.client.List(context.Background(), &wls); err != nil {
+			if err := r.client.List(context.Background(), &wls, client.UnsafeDisableDeepCopy); err != nil {
 				return // the periodic requeue of those waiting covers it
 			}
 			for i := range wls.Items {
@@ -241,6 +241,9 @@ func (s *scope) afterWrite(fn func(context.Context) error) {
 func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, error) {
 	if st.noteSeen {
 		r.memory.noteSeen(s.dispatch, r.clock.Now())
+	}
+	if st.notePending != nil {
+		r.memory.notePending(s.dispatch, *st.notePending)
 	}
 	if st.mirror {
 		r.fleet.ForgetHint(s.dispatch) // the copy exists: it has its hint

@@ -2,13 +2,14 @@ package copies
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -81,6 +82,57 @@ func TestCreateRefusal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := createRefusal(tc.err); got != tc.want {
 				t.Errorf("createRefusal(%v) = %q, want %q", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOnboardable: the hub creates LocalQueues only in namespaces its
+// onboarding made or that the worker's administrators opted in.
+func TestOnboardable(t *testing.T) {
+	cases := map[string]struct {
+		labels map[string]string
+		want   bool
+	}{
+		"made by this hub's onboarding":   {map[string]string{strata.OnboardedByLabel: "hub-a"}, true},
+		"made by another hub's":           {map[string]string{strata.OnboardedByLabel: "hub-b"}, false},
+		"opted in by the worker's admin":  {map[string]string{strata.HubOnboardingLabel: strata.HubOnboardingAllowed}, true},
+		"opt-in label with another value": {map[string]string{strata.HubOnboardingLabel: "true"}, false},
+		"a namespace of the worker's own": {nil, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: tc.labels}}
+			if got := Onboardable(ns, "hub-a"); got != tc.want {
+				t.Errorf("Onboardable() = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOnboardRefusal: what the worker's side caused is named, with a
+// message that says what to do; the rest is retried.
+func TestOnboardRefusal(t *testing.T) {
+	nsGR := schema.GroupResource{Resource: "namespaces"}
+	lqGR := schema.GroupResource{Group: "strata.dev", Resource: "localqueues"}
+	cases := map[string]struct {
+		err        error
+		wantReason string
+		wantIn     string
+	}{
+		"a namespace the hub may not use": {&notOnboardable{"namespace team exists on w1 and ..."}, ReasonNamespaceNotOnboardable, "namespace team exists"},
+		"a namespace being deleted": {apierrors.NewForbidden(lqGR, "q", errors.New("unable to create new content in namespace team because it is being terminated")),
+			ReasonNamespaceTerminating, "being deleted"},
+		"a policy of the worker": {apierrors.NewForbidden(lqGR, "q", errors.New(`ValidatingAdmissionPolicy 'strata-hub-access' denied request: protected`)),
+			ReasonAdmissionDenied, "a policy of the worker refused it"},
+		"RBAC":           {apierrors.NewForbidden(nsGR, "team", errors.New(`User "hub" cannot create resource "namespaces"`)), ReasonForbidden, "hubAccess.onboarding=true"},
+		"a server error": {apierrors.NewInternalError(errors.New("etcd")), "", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			reason, message := onboardRefusal("w1", tc.err)
+			if reason != tc.wantReason || !strings.Contains(message, tc.wantIn) {
+				t.Errorf("onboardRefusal() = %q, %q; want %q containing %q", reason, message, tc.wantReason, tc.wantIn)
 			}
 		})
 	}

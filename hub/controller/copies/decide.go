@@ -86,6 +86,8 @@ type step struct {
 	release bool
 	// noteSeen: remember that this process saw the copy now.
 	noteSeen bool
+	// notePending: remember the copy's Pending spell as seen begin now.
+	notePending *pendingSighting
 }
 
 // The requeue intervals of the copies controller.
@@ -126,6 +128,10 @@ const (
 	// ReasonCopyDeleted is the refusal of an admitted copy deleted on its
 	// worker before it finished.
 	ReasonCopyDeleted = "CopyDeleted"
+	// ReasonCopyNotSent is the outcome of a dispatch whose copy provably
+	// never reached its worker (the connection was refused, the name did
+	// not resolve, the TLS handshake failed): placed again at once.
+	ReasonCopyNotSent = "CopyNotSent"
 	// ReasonAdmissionTimeout is the cause of a copy not admitted within
 	// dispatch.admissionTimeout.
 	ReasonAdmissionTimeout = "AdmissionTimeout"
@@ -284,7 +290,16 @@ func followStep(o *observed, now time.Time) step {
 	// A worker whose agent says it cannot admit the copy now (no room as
 	// its nodes are packed, its quota, workloads ahead of it) keeps it for
 	// pendingTimeout; the hub then places it where it fits now.
-	if since, message, pending := PendingSince(o.copyWL); pending {
+	//
+	// The spell counts on the hub's clock, from when the hub saw it begin:
+	// the worker's transition time only tells one spell from the next.
+	if workerSince, message, pending := PendingSince(o.copyWL); pending {
+		since := now
+		if o.pending != nil && o.pending.workerSince.Equal(workerSince) {
+			since = o.pending.at
+		} else {
+			s.notePending = &pendingSighting{workerSince: workerSince, at: now}
+		}
 		pendingTimeout := o.cfg.Dispatch.PendingTimeout.Duration
 		left := since.Add(pendingTimeout).Sub(now)
 		if left <= 0 {

@@ -23,6 +23,9 @@ import (
 func TestNextStep(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	dispatched := now.Add(-time.Minute)
+	// workerClock is a time on a worker's clock, 30 s behind the hub's:
+	// only ever compared with the worker's own times.
+	workerClock := now.Add(-30 * time.Second)
 	cfg := &configv1beta1.HubConfiguration{
 		Dispatch: configv1beta1.Dispatch{
 			AdmissionTimeout:  &metav1.Duration{Duration: 5 * time.Minute},
@@ -71,7 +74,7 @@ func TestNextStep(t *testing.T) {
 			cluster: "w1", flavor: "gpu", gen: 2, placed: true, dispatch: dispatch.Key("wl-uid", 2),
 			job:    ref{kind: batchjob.Kind, key: types.NamespacedName{Namespace: "team-a", Name: "train"}},
 			hubJob: batchjob.Adapt(job()), wc: &strata.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: "w1"}},
-			lastRenewed: now.Add(-5 * time.Second), cfg: cfg,
+			lastRenewed: now.Add(-5 * time.Second), copyMayExist: true, cfg: cfg,
 		}
 	}
 	withCopy := func(o *observed, cwl *strata.Workload, mut ...func(*batchv1.Job)) *observed {
@@ -183,6 +186,10 @@ func TestNextStep(t *testing.T) {
 			o:    func() *observed { o := finished(base(), now); o.down = "readyz: timeout"; return o },
 			want: step{action: actNone, requeue: unreachableRetry},
 		},
+		"unreachable, its copy never sent: placed again at once": {
+			o:    func() *observed { o := base(); o.down, o.copyMayExist = "readyz: connection refused", false; return o },
+			want: step{action: actAbandon, outcome: outcome{reason: ReasonCopyNotSent}},
+		},
 		"not connected yet: the connection has its chance": {
 			o:    func() *observed { return notConnected(base()) },
 			want: step{action: actNone, requeue: connectGrace},
@@ -292,18 +299,34 @@ func TestNextStep(t *testing.T) {
 			},
 			want: step{action: actConfirmThenRefuse, mirror: true, outcome: outcome{result: strata.PlacementTimedOut, reason: dispatch.ReasonTimedOut, cause: ReasonAdmissionTimeout}},
 		},
-		"pending on the worker, within pendingTimeout": {
+		"pending on the worker, first seen now: pendingTimeout from now": {
 			o: func() *observed {
-				o := withCopy(base(), copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, workerPending, now.Add(-90*time.Second))))
+				o := withCopy(base(), copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, workerPending, workerClock)))
 				o.seen = dispatched
+				return o
+			},
+			want: step{action: actMarkWaiting, mirror: true, requeue: 2 * time.Minute, notePending: &pendingSighting{workerSince: workerClock, at: now}},
+		},
+		"pending on the worker, within pendingTimeout on the hub's clock": {
+			o: func() *observed {
+				o := withCopy(base(), copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, workerPending, workerClock)))
+				o.seen, o.pending = dispatched, &pendingSighting{workerSince: workerClock, at: now.Add(-90 * time.Second)}
 				return o
 			},
 			want: step{action: actMarkWaiting, mirror: true, requeue: 30 * time.Second},
 		},
-		"pending on the worker for pendingTimeout": {
+		"pending again, a new spell: counted anew": {
 			o: func() *observed {
-				o := withCopy(base(), copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, workerPending, now.Add(-2*time.Minute))))
-				o.seen = dispatched
+				o := withCopy(base(), copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, workerPending, workerClock.Add(time.Second))))
+				o.seen, o.pending = dispatched, &pendingSighting{workerSince: workerClock, at: now.Add(-3 * time.Minute)}
+				return o
+			},
+			want: step{action: actMarkWaiting, mirror: true, requeue: 2 * time.Minute, notePending: &pendingSighting{workerSince: workerClock.Add(time.Second), at: now}},
+		},
+		"pending on the worker for pendingTimeout on the hub's clock": {
+			o: func() *observed {
+				o := withCopy(base(), copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, workerPending, workerClock)))
+				o.seen, o.pending = dispatched, &pendingSighting{workerSince: workerClock, at: now.Add(-2 * time.Minute)}
 				return o
 			},
 			want: step{action: actConfirmThenRefuse, mirror: true, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonPendingOnWorker}},
@@ -318,7 +341,7 @@ func TestNextStep(t *testing.T) {
 			if got.outcome.message == "" && (got.action == actRefuse || got.action == actAbandon || got.action == actConfirmThenRefuse || got.action == actTakeBack && tc.want.outcome.cause == "") {
 				t.Errorf("nextStep() = %s with no message", got.action)
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(step{}, outcome{}), cmpopts.EquateErrors(),
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(step{}, outcome{}, pendingSighting{}), cmpopts.EquateErrors(),
 				cmpopts.IgnoreFields(step{}, "why", "message"), cmpopts.IgnoreFields(outcome{}, "message")); diff != "" {
 				t.Errorf("nextStep() (-want +got):\n%s", diff)
 			}

@@ -115,7 +115,9 @@ func (r *Reconciler) cleanFinished(ctx context.Context, s *scope, st step) (ctrl
 	if st.ranUnseen {
 		setRanUnseen(s.status(), s.cluster, s.flavor)
 	}
-	r.fleet.Release(s.cluster, s.flavor, s.dispatch)
+	// Its reservation ends, and this process forgets the dispatch's
+	// creation, sightings and admission: nothing more counts from them.
+	r.release(s.cluster, s.flavor, s.dispatch)
 	if st.deleteCopy {
 		return ctrl.Result{}, r.deleteCopy(ctx, s.cluster, s.copyJob.Object())
 	}

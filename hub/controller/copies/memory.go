@@ -21,8 +21,14 @@ type memory struct {
 	known map[types.NamespacedName]known
 	// created is when the hub created each dispatch's copy.
 	created map[string]time.Time
+	// sent are the dispatches whose copy this process may have created: a
+	// create that succeeded, found it there, or has an unknown outcome.
+	sent map[string]bool
 	// seen is when this process first saw each dispatch's copy.
 	seen map[string]time.Time
+	// pending is, per dispatch, when this process first saw the copy's
+	// current Pending spell on its worker (on the hub's clock).
+	pending map[string]pendingSighting
 	// admissions are the dispatches whose admission this process wrote
 	// and the cache does not show yet.
 	admissions map[string]bool
@@ -54,6 +60,14 @@ func (j ref) String() string {
 	return j.kind.GroupVersionKind().Kind + " " + j.key.String()
 }
 
+// pendingSighting is a copy's Pending spell as the hub saw it begin: the
+// worker's transition time (only compared, never with the hub's clock)
+// and the hub's time when it first saw that transition.
+type pendingSighting struct {
+	workerSince time.Time
+	at          time.Time
+}
+
 // outcome is how a dispatch ended, as the hub Workload records it.
 type outcome struct {
 	result strata.PlacementResult
@@ -63,8 +77,8 @@ type outcome struct {
 }
 
 func newMemory() *memory {
-	return &memory{known: map[types.NamespacedName]known{}, created: map[string]time.Time{}, seen: map[string]time.Time{},
-		admissions: map[string]bool{}, undoing: map[string]outcome{}, onboarded: map[string]time.Time{}}
+	return &memory{known: map[types.NamespacedName]known{}, created: map[string]time.Time{}, sent: map[string]bool{}, seen: map[string]time.Time{},
+		pending: map[string]pendingSighting{}, admissions: map[string]bool{}, undoing: map[string]outcome{}, onboarded: map[string]time.Time{}}
 }
 
 // track notes the dispatch of Workload key.
@@ -104,6 +118,21 @@ func (m *memory) noteCreated(d string, t time.Time) {
 	m.created[d] = t
 }
 
+// noteSent notes that dispatch d's copy may exist on its worker.
+func (m *memory) noteSent(d string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent[d] = true
+}
+
+// wasSent says whether dispatch d's copy may exist on its worker by this
+// process's doing.
+func (m *memory) wasSent(d string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sent[d]
+}
+
 // seenAt returns when this process first saw dispatch d's copy; zero
 // when it has not.
 func (m *memory) seenAt(d string) time.Time {
@@ -120,6 +149,22 @@ func (m *memory) noteSeen(d string, t time.Time) {
 	if _, ok := m.seen[d]; !ok {
 		m.seen[d] = t
 	}
+}
+
+// pendingOf returns the Pending spell of dispatch d's copy this process
+// saw begin; ok is false when it saw none.
+func (m *memory) pendingOf(d string) (pendingSighting, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.pending[d]
+	return p, ok
+}
+
+// notePending notes that dispatch d's copy began Pending spell p.
+func (m *memory) notePending(d string, p pendingSighting) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending[d] = p
 }
 
 // admissionWritten says whether this process wrote dispatch d's admission
@@ -171,6 +216,7 @@ func (m *memory) forgetCopy(d string) {
 	defer m.mu.Unlock()
 	delete(m.created, d)
 	delete(m.seen, d)
+	delete(m.pending, d)
 	delete(m.admissions, d)
 }
 
@@ -181,12 +227,16 @@ func (m *memory) forgetTimers(d string) {
 	defer m.mu.Unlock()
 	delete(m.created, d)
 	delete(m.seen, d)
+	delete(m.pending, d)
 }
 
 // forgetDispatch forgets everything noted of dispatch d but its Workload.
 func (m *memory) forgetDispatch(d string) {
 	m.forgetCopy(d)
 	m.undone(d)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.sent, d)
 }
 
 // onboardedAt returns when this process last made sure of a namespace and

@@ -62,6 +62,14 @@ type observed struct {
 	// seen is when this process first saw the dispatch's copy; zero when
 	// it has not.
 	seen time.Time
+	// copyMayExist says whether a copy of this dispatch may exist on the
+	// worker: this process sent one (or tried, with an unknown outcome),
+	// the informer shows one, or the dispatch is older than this process's
+	// lead (an earlier hub process may have sent it).
+	copyMayExist bool
+	// pending is the copy's Pending spell this process saw begin; nil
+	// when none.
+	pending *pendingSighting
 
 	cfg *configv1beta1.HubConfiguration
 }
@@ -108,7 +116,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	} else if !apierrors.IsNotFound(err) {
 		o.wcErr = err
 	}
-	o.down = r.fleet.Down(o.cluster)
+	o.down = r.fleet.DownReason(o.cluster)
 	_, o.connErr = r.fleet.Client(o.cluster)
 	o.lastRenewed = r.fleet.LastRenewed(o.cluster)
 	o.copyJob, o.copyWL, o.copyErr = r.fleet.Copy(ctx, o.cluster, o.job.kind, o.job.key)
@@ -116,5 +124,9 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		o.undoing = &u
 	}
 	o.seen = r.memory.seenAt(o.dispatch)
+	o.copyMayExist = o.copyJob != nil || r.memory.wasSent(o.dispatch) || !dispatchTime(&wl).After(r.fleet.StartedAt())
+	if p, ok := r.memory.pendingOf(o.dispatch); ok {
+		o.pending = &p
+	}
 	return o, nil
 }

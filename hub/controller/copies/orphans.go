@@ -66,7 +66,15 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 	removed := 0
 	var errs []error
 	for _, wc := range wcs.Items {
-		n, err := o.collect(ctx, wc.Name, creationGrace)
+		copies, err := o.fleet.Copies(ctx, wc.Name)
+		if errors.Is(err, fleet.ErrNotConnected) {
+			continue // not connected: looked at when it is
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n, err := o.collect(ctx, wc.Name, creationGrace, copies)
 		removed += n
 		if err != nil {
 			errs = append(errs, err)
@@ -80,22 +88,22 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 // that returns, so that its agent never resumes a copy whose workload was
 // placed elsewhere meanwhile. It fails when a copy could not be removed,
 // or the worker's copies not read.
+//
+// It lists the copies from the worker's API server, every kind: a copy of a
+// kind whose informer is not synced yet must not be missed.
 func (o *OrphanCollector) CollectWorker(ctx context.Context, cluster string) error {
-	_, err := o.collect(ctx, cluster, 0)
+	copies, err := o.fleet.LiveCopies(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	_, err = o.collect(ctx, cluster, 0, copies)
 	return err
 }
 
-// collect removes the orphaned copies on cluster older than grace (a
-// younger copy may belong to a dispatch the hub's informer does not show
-// yet).
-func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace time.Duration) (int, error) {
-	copies, err := o.fleet.Copies(ctx, cluster)
-	if err != nil {
-		if grace > 0 && errors.Is(err, fleet.ErrNotConnected) {
-			return 0, nil // not connected: looked at when it is
-		}
-		return 0, err
-	}
+// collect removes the orphaned copies on cluster among copies, those older
+// than grace (a younger copy may belong to a dispatch the hub's informer
+// does not show yet).
+func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace time.Duration, copies []jobs.Job) (int, error) {
 	removed := 0
 	var errs []error
 	for _, j := range copies {

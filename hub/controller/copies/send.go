@@ -2,6 +2,7 @@ package copies
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,6 +39,11 @@ const (
 	// ReasonNotCreated: the copy could not be created (the worker failed
 	// or did not answer) within the admission timeout from the dispatch.
 	ReasonNotCreated = "CopyNotCreated"
+	// ReasonNamespaceNotOnboardable: onboarding would create a LocalQueue
+	// in a worker namespace it did not make and no administrator opted in.
+	ReasonNamespaceNotOnboardable = "NamespaceNotOnboardable"
+	// ReasonNamespaceTerminating: the worker namespace is being deleted.
+	ReasonNamespaceTerminating = "NamespaceTerminating"
 	// ReasonInvalid: the worker's API server found the copy invalid.
 	ReasonInvalid = "Invalid"
 	// ReasonWorkerClusterNotFound: the WorkerCluster of the dispatch is
@@ -92,9 +99,8 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 	}
 	if ob := wc.Spec.Onboarding; ob != nil {
 		if err := r.onboard(ctx, c, cluster, hubJob.Object().GetNamespace(), queueName, ob.ClusterQueue); err != nil {
-			if apierrors.IsForbidden(err) {
-				return ctrl.Result{}, r.workerRefused(ctx, s, ReasonForbidden, fmt.Sprintf(
-					"onboarding (WorkerCluster %s spec.onboarding): %v; the hub's identity there needs the agent chart's hubAccess.onboarding=true", cluster, err))
+			if reason, message := onboardRefusal(cluster, err); reason != "" {
+				return ctrl.Result{}, r.workerRefused(ctx, s, reason, message)
 			}
 			return ctrl.Result{}, err
 		}
@@ -126,6 +132,9 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 		}
 		err = c.Create(ctx, cp)
 	}
+	if err == nil || apierrors.IsAlreadyExists(err) || fleet.RequestOutcome(err) == fleet.Unknown {
+		r.memory.noteSent(key)
+	}
 	switch {
 	case err == nil:
 	case apierrors.IsAlreadyExists(err):
@@ -147,6 +156,11 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 	case apierrors.IsInvalid(err):
 		return ctrl.Result{}, r.refuse(ctx, s, outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonInvalid,
 			message: fmt.Sprintf("the worker's API server rejected the copy: %v", err)})
+	case fleet.RequestOutcome(err) == fleet.NotSent && !s.copyMayExist:
+		// Provably nothing reached the worker, now or before: no copy can
+		// run there.
+		return ctrl.Result{}, r.abandon(ctx, s, ReasonCopyNotSent, fmt.Sprintf(
+			"creating the copy on %s never reached it (%v): no copy can run there; placing it again at once", cluster, err))
 	default:
 		switch reason := createRefusal(err); reason {
 		case ReasonForbidden:
@@ -165,6 +179,12 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 					message: fmt.Sprintf("the copy could not be created on %s within the admission timeout of %s: %v; placing it again", cluster, timeout, err)})
 			}
 		}
+		if fleet.RequestOutcome(err) == fleet.Unknown {
+			// It may exist: say so, and look again; it is placed elsewhere
+			// only once the worker answers, or its fencing Lease expired.
+			setCreateUnknown(s.status(), cluster, flavor, err)
+			return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created a copy", "cluster", cluster, "job", jobRef.String(), "dispatch", key)
@@ -180,15 +200,38 @@ const onboardTTL = time.Minute
 
 // onboard makes sure namespace ns and its LocalQueue queue (pointing at
 // the worker's ClusterQueue cq) exist on a worker, creating what is
-// missing; what exists is left as it is. It needs only create: an
-// existing object answers AlreadyExists.
+// missing; what exists is left as it is. A LocalQueue is created only in
+// a namespace this hub's onboarding created (strata.dev/onboarded-by) or
+// that the worker's administrators opted in (strata.dev/hub-onboarding:
+// allowed), never in the agent's own namespace. It needs create, and get
+// of namespaces and LocalQueues.
 func (r *Reconciler) onboard(ctx context.Context, c client.Client, cluster, ns, queue, cq string) error {
 	key := cluster + "/" + ns + "/" + queue
 	if at, ok := r.memory.onboardedAt(key); ok && r.clock.Since(at) < onboardTTL {
 		return nil
 	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: queue}, &strata.LocalQueue{}); err == nil {
+		r.memory.noteOnboarded(key, r.clock.Now())
+		return nil // there already: nothing to make
+	} else if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("reading LocalQueue %s/%s on %s: %w", ns, queue, cluster, err)
+	}
+	if ns == r.cfg.Dispatch.WorkerNamespace {
+		return &notOnboardable{fmt.Sprintf("namespace %s on %s is the agent's own: the hub never creates a LocalQueue there", ns, cluster)}
+	}
 	labels := map[string]string{strata.OnboardedByLabel: r.fleet.Origin()}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
+	if apierrors.IsAlreadyExists(err) {
+		var existing corev1.Namespace
+		if err := c.Get(ctx, types.NamespacedName{Name: ns}, &existing); err != nil {
+			return fmt.Errorf("reading namespace %s on %s: %w", ns, cluster, err)
+		}
+		if !Onboardable(&existing, r.fleet.Origin()) {
+			return &notOnboardable{fmt.Sprintf("namespace %s exists on %s and neither this hub's onboarding made it (label %s=%s) nor the worker's administrators opted it in (label %s=%s): "+
+				"the hub does not create LocalQueue %s there; create it on the worker, or label the namespace", ns, cluster, strata.OnboardedByLabel, r.fleet.Origin(),
+				strata.HubOnboardingLabel, strata.HubOnboardingAllowed, queue)}
+		}
+	} else if err != nil {
 		return fmt.Errorf("creating namespace %s on %s: %w", ns, cluster, err)
 	}
 	lq := &strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: queue, Namespace: ns, Labels: labels}, Spec: strata.LocalQueueSpec{ClusterQueue: cq}}
@@ -197,4 +240,33 @@ func (r *Reconciler) onboard(ctx context.Context, c client.Client, cluster, ns, 
 	}
 	r.memory.noteOnboarded(key, r.clock.Now())
 	return nil
+}
+
+// Onboardable says whether the hub of origin may create a LocalQueue in
+// an existing worker namespace: its onboarding made it, or the worker's
+// administrators opted it in.
+func Onboardable(ns *corev1.Namespace, origin string) bool {
+	return ns.Labels[strata.OnboardedByLabel] == origin || ns.Labels[strata.HubOnboardingLabel] == strata.HubOnboardingAllowed
+}
+
+// notOnboardable says why the hub does not onboard a namespace.
+type notOnboardable struct{ message string }
+
+func (e *notOnboardable) Error() string { return e.message }
+
+// onboardRefusal names an onboarding error the worker's side caused, with
+// the message to show; "" when it is worth retrying.
+func onboardRefusal(cluster string, err error) (reason, message string) {
+	var no *notOnboardable
+	switch {
+	case errors.As(err, &no):
+		return ReasonNamespaceNotOnboardable, no.message
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "is being terminated"):
+		return ReasonNamespaceTerminating, fmt.Sprintf("onboarding on %s: %v; the namespace is being deleted there", cluster, err)
+	case apierrors.IsForbidden(err) && createRefusal(err) == ReasonAdmissionDenied:
+		return ReasonAdmissionDenied, fmt.Sprintf("onboarding on %s: a policy of the worker refused it: %v", cluster, err)
+	case apierrors.IsForbidden(err):
+		return ReasonForbidden, fmt.Sprintf("onboarding (WorkerCluster %s spec.onboarding): %v; the hub's identity there needs the agent chart's hubAccess.onboarding=true", cluster, err)
+	}
+	return "", ""
 }

@@ -40,6 +40,12 @@ func unreachableStep(o *observed, why string, down bool, now time.Time) step {
 	if o.finished() {
 		return step{action: actNone, why: "finished; its copy goes once the worker answers", requeue: unreachableRetry}
 	}
+	if !o.copyMayExist {
+		// Nothing of this dispatch reached the worker: no copy can run
+		// there, so nothing waits for fencing.
+		return step{action: actAbandon, why: "the worker does not answer and the copy was never sent", outcome: outcome{reason: ReasonCopyNotSent, message: fmt.Sprintf(
+			"worker %s does not answer (%s) and the copy of this dispatch was never sent there: no copy can run there; placing it again at once", o.cluster, why)}}
+	}
 	if !down && now.Sub(o.lastRenewed) < connectGrace {
 		// Not connected yet (a hub that just started, a new credential):
 		// nothing to say before the connection had its chance.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/fleet"
 )
 
 func TestFreshness(t *testing.T) {
@@ -57,7 +58,7 @@ func TestFreshness(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, next := freshness(tc.summaries, now, 2*time.Minute)
+			got, next := freshness(tc.summaries, fleet.ObservedAge(now), 2*time.Minute)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("condition (-want,+got):\n%s", diff)
 			}

@@ -14,14 +14,11 @@ import (
 	"sync"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ocmclusterv1 "open-cluster-management.io/api/cluster/v1"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -39,6 +36,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/controller/throttle"
+	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/tas"
@@ -115,7 +113,9 @@ type Reconciler struct {
 	// apis are the optional source kinds the hub serves, known at setup.
 	apis       APIs
 	staleAfter time.Duration
-	clock      clock.Clock
+	// fencing says whether the hub fences (fencing.mode Enabled).
+	fencing bool
+	clock   clock.Clock
 
 	mu sync.Mutex
 	// written spaces out status writes that only refresh counts.
@@ -155,7 +155,7 @@ func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *
 	return &Reconciler{
 		client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace,
 		accessProviders: cfg.ClusterProfile.AccessProviders, managedCluster: cfg.ManagedCluster, kubeconfigs: cfg.Kubeconfigs, apis: apis,
-		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, clock: clk, written: throttle.New[string](clk, countsInterval), checked: map[string]permissionCheck{},
+		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, fencing: cfg.Fencing.Mode == configv1beta1.FencingEnabled, clock: clk, written: throttle.New[string](clk, countsInterval), checked: map[string]permissionCheck{},
 		claims: map[string]string{},
 	}
 }
@@ -268,11 +268,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			})
 		}
 		var next time.Duration
-		fresh, next = freshness(summaries, now, r.staleAfter)
+		age := r.fleet.SummaryAge(wc.Name, now)
+		fresh, next = freshness(summaries, age, r.staleAfter)
 		// Look again at least every ageInterval: the summary age metric
 		// must go on growing while a worker publishes nothing.
 		requeue = min(next, ageInterval)
-		metrics.HubSummaryAge.WithLabelValues(wc.Name).Set(oldest(summaries, now).Seconds())
+		metrics.HubSummaryAge.WithLabelValues(wc.Name).Set(oldest(summaries, age).Seconds())
 		if copies, err := r.fleet.Copies(ctx, wc.Name, client.UnsafeDisableDeepCopy); err == nil {
 			status.Workloads = live(copies)
 		}
@@ -282,6 +283,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	fresh.ObservedGeneration = wc.Generation
 	setCondition(status, fresh, now)
+	if r.fencing {
+		fenced := r.fenced(wc.Name, connected.Status == metav1.ConditionTrue)
+		fenced.ObservedGeneration = wc.Generation
+		setCondition(status, fenced, now)
+	}
 	if deleting {
 		left, err := r.dispatchedTo(ctx, wc.Name)
 		if err != nil {
@@ -320,6 +326,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
+// Reasons of the Fenced condition besides a renewal's failure.
+const (
+	// ReasonRenewed: the hub's last renewal of its fencing Lease there
+	// wrote it, or may have.
+	ReasonRenewed = "Renewed"
+	// ReasonNotRenewedYet: the hub has not tried to renew its Lease there.
+	ReasonNotRenewedYet = "NotRenewedYet"
+)
+
+// fenced is the Fenced condition of a worker: whether the hub's renewals
+// of its fencing Lease there go through.
+func (r *Reconciler) fenced(name string, connected bool) metav1.Condition {
+	if reason, failed := r.fleet.FenceFailure(name); failed != "" {
+		return metav1.Condition{Type: strata.WorkerClusterFenced, Status: metav1.ConditionFalse, Reason: reason, Message: intake.Truncate(
+			"the hub cannot renew its fencing Lease on the worker, so the worker gets no new copies (its agent stops this hub's copies fenceAfter after the last renewal): "+failed,
+			intake.MaxConditionMessage)}
+	}
+	if !connected {
+		return metav1.Condition{Type: strata.WorkerClusterFenced, Status: metav1.ConditionUnknown, Reason: ReasonNotRenewedYet,
+			Message: "the worker is not connected: the hub renews its fencing Lease there once it is"}
+	}
+	return metav1.Condition{Type: strata.WorkerClusterFenced, Status: metav1.ConditionTrue, Reason: ReasonRenewed,
+		Message: "the hub renews its fencing Lease on the worker"}
+}
+
 // countsWait says how long to wait before writing a status that differs
 // from the one written only in its summaries' generations and times and
 // its copy count; 0 when it is to be written now.
@@ -346,15 +377,15 @@ func live(copies []jobs.Job) int32 {
 	return n
 }
 
-// oldest is the age of the oldest summary.
-func oldest(summaries []strata.CapacitySummary, now time.Time) time.Duration {
-	var age time.Duration
-	for _, s := range summaries {
-		if s.Status.ObservedTime != nil {
-			age = max(age, now.Sub(s.Status.ObservedTime.Time))
+// oldest is the age of the oldest summary, on the hub's clock.
+func oldest(summaries []strata.CapacitySummary, age fleet.SummaryAgeFunc) time.Duration {
+	var oldest time.Duration
+	for i := range summaries {
+		if a, ok := age(&summaries[i]); ok {
+			oldest = max(oldest, a)
 		}
 	}
-	return age
+	return oldest
 }
 
 // setCondition sets c, keeping the transition time when its status stays.
@@ -392,151 +423,11 @@ func (r *Reconciler) release(ctx context.Context, wc *strata.WorkerCluster) erro
 	return nil
 }
 
-// connect resolves the worker's credential, connects, and checks the
-// hub's permissions there and which cluster it reaches (recorded in
-// status). It returns the Connected condition.
-func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster, status *strata.WorkerClusterStatus) metav1.Condition {
-	notConnected := func(reason, format string, args ...any) metav1.Condition {
-		r.fleet.Disconnect(wc.Name)
-		r.mu.Lock()
-		delete(r.checked, wc.Name)
-		r.mu.Unlock()
-		return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(format, args...)}
-	}
-	cred, failed := r.resolve(ctx, wc)
-	if failed != nil {
-		return notConnected(failed.reason, "%s", failed.message)
-	}
-	cfg := cred.config
-	cfg.Timeout = connectTimeout
-	now := r.clock.Now()
-	r.mu.Lock()
-	last, ok := r.checked[wc.Name]
-	r.mu.Unlock()
-	if !ok || last.identity != cred.identity || now.Sub(last.at) >= permissionRecheck {
-		if missing, err := missingPermissions(ctx, cfg); err != nil {
-			return notConnected(ReasonUnreachable, "%v", err)
-		} else if len(missing) > 0 {
-			return notConnected(ReasonForbidden, "the hub's credential (%s) may not %s on the worker", cred.via, strings.Join(missing, "; "))
-		}
-		id, err := clusterID(ctx, cfg)
-		if apierrors.IsForbidden(err) {
-			return notConnected(ReasonForbidden, "the hub's credential (%s) may not get namespace kube-system on the worker (its cluster ID): %v", cred.via, err)
-		} else if err != nil {
-			return notConnected(ReasonUnreachable, "%v", err)
-		}
-		last = permissionCheck{identity: cred.identity, at: now, clusterID: id}
-		r.mu.Lock()
-		r.checked[wc.Name] = last
-		r.mu.Unlock()
-	}
-	if reason, message := r.claim(ctx, wc, last.clusterID); reason != "" {
-		return notConnected(reason, "%s", message)
-	}
-	status.ClusterID = last.clusterID
-	if err := r.fleet.Connect(ctx, wc.Name, cred.identity, cfg, connectTimeout); err != nil {
-		return notConnected(ReasonUnreachable, "%v", err)
-	}
-	if down := r.fleet.Down(wc.Name); down != "" {
-		// Not disconnected: the probe goes on and says when it answers
-		// again, and the informers resume where they were.
-		return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionFalse, Reason: ReasonUnreachable, Message: down}
-	}
-	return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionTrue, Reason: ReasonConnected,
-		Message: fmt.Sprintf("connected to %s through %s", cfg.Host, cred.via)}
-}
-
-// clusterID reads the UID of the worker's kube-system namespace: the
-// cluster's identity, which no credential or address change alters.
-func clusterID(ctx context.Context, cfg *rest.Config) (string, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", fmt.Errorf("a client for the worker: %w", err)
-	}
-	ns, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("reading the worker's identity (the UID of namespace kube-system) at %s: %w", cfg.Host, err)
-	}
-	return string(ns.UID), nil
-}
-
-// claim checks that the cluster the credential reaches (id) is the one
-// this WorkerCluster dispatched to, and that no other WorkerCluster stands
-// for it; it returns the Connected condition's reason and message when
-// not. A changed cluster is accepted when the WorkerCluster's
-// strata.dev/accept-cluster-id annotation names it.
-func (r *Reconciler) claim(ctx context.Context, wc *strata.WorkerCluster, id string) (string, string) {
-	if rec := wc.Status.ClusterID; rec != "" && rec != id && wc.Annotations[strata.AcceptClusterIDAnnotation] != id {
-		return ReasonClusterChanged, fmt.Sprintf("the credential now reaches another cluster (ID %s) than the one the hub dispatched to (ID %s), whose copies may still run there; "+
-			"the hub dispatches nothing until the credential reaches %s again, or the WorkerCluster is annotated %s=%s to give up those copies (their workloads are placed again) and use the new cluster",
-			id, rec, rec, strata.AcceptClusterIDAnnotation, id)
-	}
-	var list strata.WorkerClusterList
-	if err := r.client.List(ctx, &list); err != nil {
-		return ReasonUnreachable, fmt.Sprintf("listing WorkerClusters: %v", err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	exists := map[string]bool{}
-	for _, other := range list.Items {
-		exists[other.Name] = true
-		if other.Name != wc.Name && other.Status.ClusterID == id {
-			return ReasonDuplicateCluster, fmt.Sprintf("the credential reaches cluster %s, which WorkerCluster %s already stands for; two WorkerClusters of one cluster would take each other's copies for orphans", id, other.Name)
-		}
-	}
-	if holder, ok := r.claims[id]; ok && holder != wc.Name && exists[holder] {
-		return ReasonDuplicateCluster, fmt.Sprintf("the credential reaches cluster %s, which WorkerCluster %s already stands for; two WorkerClusters of one cluster would take each other's copies for orphans", id, holder)
-	}
-	for other, name := range r.claims {
-		if name == wc.Name && other != id {
-			delete(r.claims, other)
-		}
-	}
-	r.claims[id] = wc.Name
-	return "", ""
-}
-
-// needed are the permissions the hub needs on a worker to place on it and
-// follow its copies there. Creating and deleting Jobs is checked where it
-// happens, per namespace: a refusal there is the WorkerCluster's
-// Dispatching condition.
-var needed = []authorizationv1.ResourceAttributes{
-	{Verb: "list", Group: "strata.dev", Resource: "capacitysummaries"},
-	{Verb: "watch", Group: "strata.dev", Resource: "capacitysummaries"},
-	{Verb: "list", Group: "strata.dev", Resource: "workloads"},
-	{Verb: "watch", Group: "strata.dev", Resource: "workloads"},
-	{Verb: "list", Group: "batch", Resource: "jobs"},
-	{Verb: "watch", Group: "batch", Resource: "jobs"},
-}
-
-// missingPermissions asks the worker which of the needed permissions the
-// credential lacks ("list capacitysummaries.strata.dev (cluster-wide)").
-func missingPermissions(ctx context.Context, cfg *rest.Config) ([]string, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("a client for the worker: %w", err)
-	}
-	var missing []string
-	for _, attrs := range needed {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
-		got, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("the worker at %s does not answer: %w", cfg.Host, err)
-		}
-		if !got.Status.Allowed {
-			where := "cluster-wide"
-			if attrs.Namespace != "" {
-				where = "in namespace " + attrs.Namespace
-			}
-			missing = append(missing, fmt.Sprintf("%s %s.%s (%s)", attrs.Verb, attrs.Resource, attrs.Group, where))
-		}
-	}
-	return missing, nil
-}
-
 // freshness is the SummariesFresh condition of a worker's summaries, and
 // when it next changes by itself (a summary becoming stale).
-func freshness(summaries []strata.CapacitySummary, now time.Time, staleAfter time.Duration) (metav1.Condition, time.Duration) {
+//
+// age says how old a summary is, on the hub's clock (fleet.SummaryAge).
+func freshness(summaries []strata.CapacitySummary, age fleet.SummaryAgeFunc, staleAfter time.Duration) (metav1.Condition, time.Duration) {
 	c := metav1.Condition{Type: strata.WorkerClusterSummariesFresh}
 	if len(summaries) == 0 {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoSummaries, "the worker publishes no capacity summaries yet: is strata-agent running there?"
@@ -551,16 +442,16 @@ func freshness(summaries []strata.CapacitySummary, now time.Time, staleAfter tim
 				continue
 			}
 		}
-		if s.Status.ObservedTime == nil {
+		a, published := age(&s)
+		if !published {
 			stale = append(stale, fmt.Sprintf("%s (never observed)", s.Spec.Flavor))
 			continue
 		}
-		age := now.Sub(s.Status.ObservedTime.Time)
-		if age >= staleAfter {
+		if a >= staleAfter {
 			stale = append(stale, fmt.Sprintf("%s (observed %s)", s.Spec.Flavor, s.Status.ObservedTime.UTC().Format(time.RFC3339)))
 			continue
 		}
-		next = min(next, staleAfter-age)
+		next = min(next, staleAfter-a)
 	}
 	if len(invalid) > 0 {
 		sort.Strings(invalid)

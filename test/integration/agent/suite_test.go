@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
@@ -96,6 +97,14 @@ var _ = BeforeSuite(func() {
 		g.Expect(l.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.SchedulingGates).To(ConsistOf(gate))
 		g.Expect(l.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.SchedulingGates).To(ConsistOf(gate))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+
+	By("the test hub's fencing Lease: it does not fence (no duration)")
+	// The agent admits no copy of a hub whose Lease it has not read; the
+	// specs' copies say they come from hub "strata-hub".
+	ctx := context.Background()
+	Expect(client.IgnoreAlreadyExists(worker.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: config.DefaultWorkerNamespace}}))).To(Succeed())
+	Expect(worker.Client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: config.DefaultWorkerNamespace, Name: strata.FencingLeasePrefix + "strata-hub"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("strata-hub"), RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))}})).To(Succeed())
 
 	stopAgent = startAgent()
 	DeferCleanup(func() { stopAgent() })

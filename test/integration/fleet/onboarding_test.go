@@ -62,4 +62,31 @@ var _ = Describe("Onboarding", Serial, func() {
 		Expect(lq.Spec.ClusterQueue).To(Equal("cq-onb"))
 		Expect(lq.Labels).To(HaveKeyWithValue(strata.OnboardedByLabel, hubCfg.Origin))
 	})
+
+	It("does not create a LocalQueue in a worker namespace it did not make and no administrator opted in", func(ctx SpecContext) {
+		e := newEnv(ctx, "onbno", map[string][][]string{"w1": {{"4"}}})
+		summarized(ctx, e.flavor, "w1")
+		By("namespace " + e.ns + " exists on w1, made by its administrators; the hub's queue for it is another")
+		Expect(hub.Client.Create(ctx, testutil.MakeLocalQueue("hub-only-q", e.ns, "cq-onbno"))).To(Succeed())
+		setOnboarding(ctx, "w1", &strata.WorkerOnboarding{ClusterQueue: "cq-onbno"})
+		DeferCleanup(func(ctx SpecContext) { setOnboarding(ctx, "w1", nil) })
+		job := e.job("foreign", 1, "1", nil)
+		job.Labels[strata.QueueNameLabel] = "hub-only-q"
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Attempts).NotTo(BeEmpty())
+			a := wl.Status.Placement.Attempts[0]
+			g.Expect(a.Cluster).To(Equal("w1"))
+			g.Expect(a.Reason).To(Equal("NamespaceNotOnboardable"))
+			g.Expect(a.Message).To(ContainSubstring(strata.HubOnboardingLabel))
+			c := wcCondition(g, ctx, "w1", strata.WorkerClusterDispatching)
+			g.Expect(c.Reason).To(Equal("NamespaceNotOnboardable"))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		var lq strata.LocalQueue
+		err := worker("w1").Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "hub-only-q"}, &lq)
+		Expect(client.IgnoreNotFound(err)).To(Succeed())
+		Expect(err).To(HaveOccurred(), "the hub created a LocalQueue in a namespace it does not own")
+	})
 })

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +50,13 @@ var (
 	// a spec may cut (a partition: the worker's agent still reaches its
 	// own API server).
 	links = map[string]*framework.Link{}
+	// stopAgents stop each worker's running agent.
+	stopAgents = map[string]func(){}
+	// hubClock is the clock of the hub startHub starts; agentClocks, by
+	// worker, those of the agents startAgent starts (the real one when
+	// absent): specs give them clocks that disagree.
+	hubClock    clock.Clock = clock.RealClock{}
+	agentClocks             = map[string]clock.Clock{}
 )
 
 // chartIdentity renders the hub chart with helm, applies its ServiceAccount
@@ -145,8 +153,8 @@ var _ = BeforeSuite(func() {
 
 	for _, w := range workers {
 		Expect(w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Dispatch.WorkerNamespace}})).To(Succeed())
-		stop := startAgent(w)
-		DeferCleanup(stop)
+		stopAgents[w.Name] = startAgent(w)
+		DeferCleanup(func() { stopAgents[w.Name]() })
 	}
 	stopHub = startHub()
 	DeferCleanup(func() { stopHub() })
@@ -198,7 +206,11 @@ func startAgent(w *framework.Cluster) func() {
 	mgr, err := framework.NewManager(w.Config)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	Expect(agentcontroller.SetupControllers(ctx, mgr, cfg)).To(Succeed())
+	agentClock := agentClocks[w.Name]
+	if agentClock == nil {
+		agentClock = clock.RealClock{}
+	}
+	Expect(agentcontroller.SetupControllers(ctx, mgr, cfg, agentcontroller.WithFencingClock(agentClock))).To(Succeed())
 	stop := framework.Run(ctx, mgr)
 	return func() {
 		cancel()
@@ -213,7 +225,7 @@ func startHub() func() {
 	By("starting the hub's controllers")
 	mgr, err := framework.NewHubManager(hubIdentity)
 	Expect(err).NotTo(HaveOccurred())
-	_, err = hubcontroller.SetupControllers(mgr, hubCfg)
+	_, err = hubcontroller.SetupControllers(mgr, hubCfg, hubcontroller.WithClock(hubClock))
 	Expect(err).NotTo(HaveOccurred())
 	stop := framework.Run(context.Background(), mgr)
 	return func() { Expect(stop()).To(Succeed()) }

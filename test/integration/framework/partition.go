@@ -15,12 +15,14 @@ import (
 // not affected. It listens on 127.0.0.1 only.
 type Link struct {
 	ln     net.Listener
+	addr   string
 	target string
 
-	mu     sync.Mutex
-	cut    bool
-	conns  map[net.Conn]bool
-	closed bool
+	mu      sync.Mutex
+	stopped bool
+	cut     bool
+	conns   map[net.Conn]bool
+	closed  bool
 }
 
 // NewLink listens on a free port of 127.0.0.1 and forwards to target
@@ -30,13 +32,36 @@ func NewLink(target string) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Link{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	go l.serve()
+	l := &Link{ln: ln, addr: ln.Addr().String(), target: target, conns: map[net.Conn]bool{}}
+	go l.serve(ln)
 	return l, nil
 }
 
 // Addr is the address to dial instead of the target.
-func (l *Link) Addr() string { return l.ln.Addr().String() }
+func (l *Link) Addr() string { return l.addr }
+
+// Stop makes the path refuse, as a stopped API server's address does:
+// open connections close and new ones are refused (nothing listens).
+func (l *Link) Stop() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	l.closeAll()
+	return l.ln.Close()
+}
+
+// Start listens again on the same address after Stop.
+func (l *Link) Start() error {
+	ln, err := net.Listen("tcp", l.addr)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.ln, l.stopped = ln, false
+	l.mu.Unlock()
+	go l.serve(ln)
+	return nil
+}
 
 // Cut partitions the path: open connections close, new ones hang.
 func (l *Link) Cut() {
@@ -60,8 +85,12 @@ func (l *Link) Close() error {
 	l.mu.Lock()
 	l.closed = true
 	l.closeAll()
+	ln := l.ln
 	l.mu.Unlock()
-	return l.ln.Close()
+	if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // closeAll closes every connection. l.mu is held.
@@ -72,9 +101,9 @@ func (l *Link) closeAll() {
 	}
 }
 
-func (l *Link) serve() {
+func (l *Link) serve(ln net.Listener) {
 	for {
-		c, err := l.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -82,7 +111,8 @@ func (l *Link) serve() {
 			continue
 		}
 		l.mu.Lock()
-		if l.closed {
+		if l.closed || l.stopped || l.ln != ln {
+			// Accepted just before Stop or Close: refused as they are.
 			l.mu.Unlock()
 			_ = c.Close()
 			return
@@ -105,6 +135,12 @@ func (l *Link) forward(c net.Conn) {
 		return
 	}
 	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		_ = up.Close()
+		_ = c.Close()
+		return
+	}
 	if l.cut || l.closed {
 		l.mu.Unlock()
 		_ = up.Close()

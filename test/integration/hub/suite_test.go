@@ -24,6 +24,8 @@ var (
 	hub      *framework.Cluster
 	workers  []*framework.Cluster
 	hubFleet *fleet.Fleet
+	// hubClock is the hub's clock; specs shift it instead of waiting.
+	hubClock = &framework.ShiftingClock{}
 	hubCfg   *configv1beta1.HubConfiguration
 )
 
@@ -64,7 +66,7 @@ var _ = BeforeSuite(func() {
 	By("starting the hub's controllers")
 	mgr, err := framework.NewHubManager(hub.Config)
 	Expect(err).NotTo(HaveOccurred())
-	hubFleet, err = controller.SetupControllers(mgr, hubCfg)
+	hubFleet, err = controller.SetupControllers(mgr, hubCfg, controller.WithClock(hubClock))
 	Expect(err).NotTo(HaveOccurred())
 	stop := framework.Run(context.Background(), mgr)
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })

@@ -62,6 +62,20 @@ func publish(ctx SpecContext, w *framework.Cluster, flavor string, observed time
 	}).Should(Succeed())
 }
 
+// touch has WorkerCluster name reconciled again, by an annotation.
+func touch(ctx SpecContext, name string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var wc strata.WorkerCluster
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
+		if wc.Annotations == nil {
+			wc.Annotations = map[string]string{}
+		}
+		wc.Annotations["test.strata.dev/touched"] = time.Now().Format(time.RFC3339Nano)
+		g.Expect(hub.Client.Update(ctx, &wc)).To(Succeed())
+	}).Should(Succeed())
+}
+
 var _ = Describe("WorkerCluster", func() {
 	It("connects through a kubeconfig Secret and reports the worker's summaries", func(ctx SpecContext) {
 		w := workers[0]
@@ -98,13 +112,24 @@ var _ = Describe("WorkerCluster", func() {
 		Expect(targets[0].Unavailable).To(BeEmpty())
 		Expect(targets[0].Snapshot().NodeCount()).To(Equal(int64(4)))
 
-		By("marking it stale when the worker stops publishing")
+		By("a worker whose clock is an hour behind: its summaries are fresh, as the hub saw them published")
 		publish(ctx, w, "tas-a100", time.Now().Add(-time.Hour))
+		Consistently(func(g Gomega) {
+			g.Expect(condition(g, ctx, "w1", strata.WorkerClusterSummariesFresh).Status).To(Equal(metav1.ConditionTrue))
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+		targets, err = hubFleet.Targets(ctx, []fleet.Worker{{Name: "w1"}}, hubClock.Now(), staleAfter)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(targets[0].Unavailable).To(BeEmpty())
+
+		By("marking it stale when the worker stops publishing: the hub's clock moves on by summaryStaleAfter")
+		hubClock.Shift(staleAfter)
+		DeferCleanup(func() { hubClock.Shift(-staleAfter) })
+		touch(ctx, "w1")
 		Eventually(func(g Gomega) {
 			c := condition(g, ctx, "w1", strata.WorkerClusterSummariesFresh)
 			g.Expect(c.Reason).To(Equal(workercluster.ReasonStale))
 			g.Expect(c.Message).To(ContainSubstring("tas-a100 (observed"))
-			targets, err := hubFleet.Targets(ctx, []fleet.Worker{{Name: "w1"}}, time.Now(), hubCfg.Dispatch.SummaryStaleAfter.Duration)
+			targets, err := hubFleet.Targets(ctx, []fleet.Worker{{Name: "w1"}}, hubClock.Now(), hubCfg.Dispatch.SummaryStaleAfter.Duration)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(targets).To(HaveLen(1))
 			g.Expect(targets[0].Unavailable).To(HavePrefix("summary stale: observed"))

@@ -1,0 +1,79 @@
+package fleet
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Outcome is what a failed request to a worker's API server says of its
+// effect there.
+type Outcome int
+
+const (
+	// NotSent: the request provably never reached the worker's API server
+	// (the connection was refused, the name did not resolve, the TLS
+	// handshake failed before anything was sent).
+	NotSent Outcome = iota
+	// Refused: the API server answered and did not carry the request out
+	// (a 4xx answer other than a timeout).
+	Refused
+	// Unknown: the request may have been carried out (a timeout after it
+	// was sent, a connection lost mid-way, a server error).
+	Unknown
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case NotSent:
+		return "NotSent"
+	case Refused:
+		return "Refused"
+	}
+	return "Unknown"
+}
+
+// RequestOutcome says what err, returned by a write to a worker, says of
+// the write's effect. Only what is certain counts as NotSent or Refused:
+// anything else may have been carried out.
+func RequestOutcome(err error) Outcome {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		switch {
+		case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || code == 0 || code >= 500:
+			return Unknown
+		case code == 429:
+			return Refused // throttled before it was looked at
+		case code >= 400:
+			return Refused
+		}
+		return Unknown
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+		return NotSent
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return NotSent
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" && !errors.Is(err, context.DeadlineExceeded) && !opErr.Timeout() {
+		return NotSent
+	}
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var recordHeader tls.RecordHeaderError
+	var certVerify *tls.CertificateVerificationError
+	if errors.As(err, &unknownAuthority) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &recordHeader) || errors.As(err, &certVerify) {
+		return NotSent
+	}
+	return Unknown
+}

@@ -1,0 +1,54 @@
+package fleet
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"syscall"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestRequestOutcome: only an error that proves the request never reached
+// the worker, or that the worker turned it down, is taken as such.
+func TestRequestOutcome(t *testing.T) {
+	gr := schema.GroupResource{Group: "batch", Resource: "jobs"}
+	post := func(err error) error {
+		return &url.Error{Op: "Post", URL: "https://w1:6443/apis/batch/v1/namespaces/a/jobs", Err: err}
+	}
+	cases := map[string]struct {
+		err  error
+		want Outcome
+	}{
+		"connection refused":                 {post(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), NotSent},
+		"no route to host":                   {post(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}), NotSent},
+		"DNS":                                {post(&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "w1"}}), NotSent},
+		"a certificate of another authority": {post(fmt.Errorf("tls: failed to verify certificate: %w", x509.UnknownAuthorityError{})), NotSent},
+		"a dial that timed out":              {post(&net.OpError{Op: "dial", Net: "tcp", Err: context.DeadlineExceeded}), Unknown},
+		"a timeout after sending":            {post(context.DeadlineExceeded), Unknown},
+		"the connection lost mid-way":        {post(io.ErrUnexpectedEOF), Unknown},
+		"connection reset":                   {post(&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}), Unknown},
+		"the server's timeout":               {apierrors.NewTimeoutError("request timed out", 1), Unknown},
+		"a server error":                     {apierrors.NewInternalError(errors.New("etcd leader changed")), Unknown},
+		"unavailable":                        {apierrors.NewServiceUnavailable("shutting down"), Unknown},
+		"forbidden":                          {apierrors.NewForbidden(gr, "train", errors.New("no")), Refused},
+		"namespace not found":                {apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "a"), Refused},
+		"throttled":                          {apierrors.NewTooManyRequests("slow down", 1), Refused},
+		"invalid":                            {apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, "train", nil), Refused},
+		"anything else":                      {errors.New("something"), Unknown},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := RequestOutcome(tc.err); got != tc.want {
+				t.Errorf("RequestOutcome(%v) = %s, want %s", tc.err, got, tc.want)
+			}
+		})
+	}
+}

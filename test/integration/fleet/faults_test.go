@@ -1,0 +1,314 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	hubcopies "strata.dev/strata/hub/controller/copies"
+	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/test/integration/framework"
+)
+
+// withHubClock restarts the hub with a clock offset from the real one for
+// one spec (after withFencing, whose cleanup restarts it with the real
+// clock).
+func withHubClock(offset time.Duration) {
+	GinkgoHelper()
+	stopHub()
+	hubClock = framework.SkewedClock{Offset: offset}
+	stopHub = startHub()
+	DeferCleanup(func() { hubClock = clock.RealClock{} })
+}
+
+// runningOn waits until job's copy runs (is admitted and unsuspended) on
+// worker w, and its hub Workload says so.
+func runningOn(ctx context.Context, j *batchv1.Job, w string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		wl := hubWorkload(g, ctx, j)
+		g.Expect(wl.Status.Placement).NotTo(BeNil())
+		g.Expect(wl.Status.Placement.Cluster).To(Equal(w))
+		g.Expect(wl.Status.Admission).NotTo(BeNil())
+		cp, _ := copyOn(g, ctx, worker(w), j)
+		g.Expect(cp).NotTo(BeNil())
+		g.Expect(ptr.Deref(cp.Spec.Suspend, true)).To(BeFalse())
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// fencedOn waits until job's copy on worker w is stopped by fencing.
+func fencedOn(ctx context.Context, j *batchv1.Job, w string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cp, cwl := copyOn(g, ctx, worker(w), j)
+		g.Expect(cwl).NotTo(BeNil())
+		g.Expect(cwl.Status.Admission).To(BeNil())
+		c := meta.FindStatusCondition(cwl.Status.Conditions, strata.WorkloadEvicted)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal("Fenced"))
+		g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeTrue())
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// cut partitions the hub from worker w until the spec ends or heal is
+// called.
+func cut(w string) (heal func()) {
+	links[w].Cut()
+	healed := false
+	heal = func() {
+		if !healed {
+			healed = true
+			links[w].Heal()
+		}
+	}
+	DeferCleanup(heal)
+	return heal
+}
+
+var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Serial, Label("fencing", "faults"), func() {
+	DescribeTable("a hub whose clock is off by 15 minutes: never fenced while healthy; a cut-off copy stops before it is placed elsewhere",
+		func(ctx SpecContext, name string, offset time.Duration) {
+			withFencing(4*time.Second, time.Second, 12*time.Second)
+			withHubClock(offset)
+			e := newEnv(ctx, name, map[string][][]string{"w1": {{"4"}}})
+			j := e.job("skewed", 1, "1", nil)
+			Expect(hub.Client.Create(ctx, j)).To(Succeed())
+			runningOn(ctx, j, "w1")
+
+			By("three fenceAfter periods of a healthy hub: the copy runs on")
+			Consistently(func(g Gomega) {
+				cp, cwl := copyOn(g, ctx, worker("w1"), j)
+				g.Expect(cwl.Status.Admission).NotTo(BeNil(), "the copy was stopped while its hub renews: %v", cwl.Status.Conditions)
+				g.Expect(ptr.Deref(cp.Spec.Suspend, true)).To(BeFalse())
+			}, 12*time.Second, 200*time.Millisecond).Should(Succeed())
+
+			By("cutting the hub off w1, with room on w2: stopped on w1 before placed on w2")
+			e.createNode(ctx, worker("w2"), name+"-w2-n0", "r0", "4")
+			followCtx, stopFollowing := context.WithCancel(context.Background())
+			DeferCleanup(stopFollowing)
+			seen := followRunning(followCtx, e.ns, "w1", "w2")
+			heal := cut("w1")
+			fencedOn(ctx, j, "w1")
+			runningOn(ctx, j, "w2")
+			heal()
+			Eventually(func(g Gomega) {
+				cp, _ := copyOn(g, ctx, worker("w1"), j)
+				g.Expect(cp).To(BeNil(), "the stale copy on w1 is removed on return")
+			}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+			stopFollowing()
+			events, overlaps := seen.result()
+			GinkgoWriter.Printf("hub clock %s: %d changes watched, %d workloads unsuspended on two clusters at once\n", offset, events, len(overlaps))
+			Expect(overlaps).To(BeEmpty(), "a workload ran on two clusters at once")
+		},
+		Entry("15 minutes ahead", "skew-ahead", 15*time.Minute),
+		Entry("15 minutes behind", "skew-behind", -15*time.Minute),
+	)
+
+	It("keeps a copy stopped when its agent restarts in the middle of a partition, with the hub's clock ahead", func(ctx SpecContext) {
+		// A margin of 2 s: an agent that restarted and counted the Lease's
+		// silence from its own start would let the copy run 4 s more,
+		// into the time it runs on w2.
+		withFencing(4*time.Second, time.Second, 6*time.Second)
+		withHubClock(15 * time.Minute)
+		e := newEnv(ctx, "restart", map[string][][]string{"w1": {{"4"}}})
+		j := e.job("restarted", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		runningOn(ctx, j, "w1")
+		e.createNode(ctx, worker("w2"), "restart-w2-n0", "r0", "4")
+		followCtx, stopFollowing := context.WithCancel(context.Background())
+		DeferCleanup(stopFollowing)
+		seen := followRunning(followCtx, e.ns, "w1", "w2")
+
+		By("cutting the hub off w1; the copy is fenced; w1's agent restarts")
+		heal := cut("w1")
+		fencedOn(ctx, j, "w1")
+		stopAgents["w1"]()
+		stopAgents["w1"] = startAgent(worker("w1"))
+		By("the restarted agent holds the copy while it is placed on w2")
+		runningOn(ctx, j, "w2")
+		Consistently(func(g Gomega) {
+			_, cwl := copyOn(g, ctx, worker("w1"), j)
+			if cwl != nil {
+				g.Expect(cwl.Status.Admission).To(BeNil(), "the restarted agent admitted the fenced copy again")
+			}
+		}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+		heal()
+		stopFollowing()
+		_, overlaps := seen.result()
+		Expect(overlaps).To(BeEmpty(), "a workload ran on two clusters at once")
+		var rec coordinationv1.Lease
+		Expect(worker("w1").Client.Get(ctx, client.ObjectKey{Namespace: hubCfg.Dispatch.WorkerNamespace, Name: "strata-agent-fence-" + hubCfg.Origin}, &rec)).To(Succeed())
+		Expect(rec.Spec.RenewTime).NotTo(BeNil(), "the agent records when it last saw the hub's Lease change")
+	})
+
+	It("removes a JobSet copy placed elsewhere before renewing its worker's Lease, though the restarted hub's JobSet cache there is not synced", Label("jobset"), func(ctx SpecContext) {
+		withFencing(4*time.Second, time.Second, 8*time.Second)
+		e := newEnv(ctx, "jsheal", map[string][][]string{"w1": {{"8"}}})
+		js := e.jobSet("healed", 1, 1, "1", nil)
+		Expect(hub.Client.Create(ctx, js)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("cutting w1 off and restarting the hub: its JobSet cache of w1 cannot sync")
+		heal := cut("w1")
+		stopHub()
+		stopHub = startHub()
+		e.createNode(ctx, worker("w2"), "jsheal-w2-n0", "r0", "8")
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"))
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("healing: w1's JobSet copy goes before the Lease is renewed, never admitted again")
+		heal()
+		resumed := false
+		Eventually(func(g Gomega) {
+			cp, cwl := jobSetCopyOn(g, ctx, "w1", js)
+			if cwl != nil && cwl.Status.Admission != nil {
+				resumed = true
+			}
+			g.Expect(cp).To(BeNil())
+		}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+		Expect(resumed).To(BeFalse(), "w1's agent resumed a JobSet copy placed elsewhere")
+	})
+
+	It("keeps evicted copies evicted when the hub's Lease is deleted during a partition", func(ctx SpecContext) {
+		withFencing(4*time.Second, time.Second, time.Hour)
+		e := newEnv(ctx, "leasegone", map[string][][]string{"w1": {{"4"}}})
+		j := e.job("unleased", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		runningOn(ctx, j, "w1")
+		heal := cut("w1")
+		fencedOn(ctx, j, "w1")
+
+		By("deleting the fencing Lease on w1")
+		Expect(worker("w1").Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Namespace: hubCfg.Dispatch.WorkerNamespace, Name: strata.FencingLeasePrefix + hubCfg.Origin}})).To(Succeed())
+		Consistently(func(g Gomega) {
+			cp, cwl := copyOn(g, ctx, worker("w1"), j)
+			g.Expect(cwl.Status.Admission).To(BeNil(), "a deleted Lease released the fenced copy")
+			g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeTrue())
+		}, 6*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("healing: the hub writes its Lease again, and the same dispatch runs again")
+		heal()
+		runningOn(ctx, j, "w1")
+	})
+
+	It("sends no new copy to a worker whose fencing Lease it may not renew, and says why on the WorkerCluster", func(ctx SpecContext) {
+		withFencing(4*time.Second, time.Second, time.Hour)
+		e := newEnv(ctx, "norenew", map[string][][]string{"w1": {{"4"}}, "w2": {{"2"}}})
+
+		By("a policy on w1 that refuses writes of the hub's fencing Lease")
+		w1 := worker("w1")
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "no-fence-renewals"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"leases"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: fmt.Sprintf("object.metadata.name != '%s'", strata.FencingLeasePrefix+hubCfg.Origin),
+					Message:    "fencing Lease renewals are refused here",
+				}},
+			},
+		}
+		Expect(w1.Client.Create(ctx, policy)).To(Succeed())
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "no-fence-renewals"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-fence-renewals",
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+		}
+		Expect(w1.Client.Create(ctx, binding)).To(Succeed())
+		removed := false
+		remove := func() {
+			if !removed {
+				removed = true
+				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, binding))).To(Succeed())
+				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, policy))).To(Succeed())
+			}
+		}
+		DeferCleanup(remove)
+		Eventually(func(g Gomega) {
+			c := wcCondition(g, ctx, "w1", strata.WorkerClusterFenced)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("fencing Lease renewals are refused here"))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("a Job that fits w1 best goes to w2")
+		j := e.job("elsewhere", 1, "2", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		runningOn(ctx, j, "w2")
+
+		By("renewals allowed again: Fenced=True")
+		remove()
+		Eventually(func(g Gomega) {
+			c := wcCondition(g, ctx, "w1", strata.WorkerClusterFenced)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
+
+	It("places Jobs sent to a worker whose control plane just stopped elsewhere within 30 s", func(ctx SpecContext) {
+		e := newEnv(ctx, "cpdown", map[string][][]string{"w1": {{"8"}}})
+		jobs := make([]*batchv1.Job, 6)
+		for i := range jobs {
+			jobs[i] = e.job(fmt.Sprintf("sent%d", i), 1, "1", nil)
+		}
+		By("stopping w1's API server address (connections refused) and submitting 6 Jobs in the same second")
+		Expect(links["w1"].Stop()).To(Succeed())
+		started := false
+		DeferCleanup(func() {
+			if !started {
+				Expect(links["w1"].Start()).To(Succeed())
+			}
+		})
+		stopped := time.Now()
+		for _, j := range jobs {
+			Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		}
+		e.createNode(ctx, worker("w2"), "cpdown-w2-n0", "r0", "8")
+		for _, j := range jobs {
+			runningOn(ctx, j, "w2")
+		}
+		took := time.Since(stopped)
+		GinkgoWriter.Printf("6 Jobs sent as w1's control plane stopped: all running on w2 %s after the stop\n", took.Round(100*time.Millisecond))
+		Expect(took).To(BeNumerically("<", 30*time.Second))
+		tried := 0
+		for _, j := range jobs {
+			wl := hubWorkload(Default, ctx, j)
+			for _, a := range wl.Status.Placement.Attempts {
+				if a.Cluster == "w1" {
+					tried++
+					Expect(a.Reason).To(Equal(hubcopies.ReasonCopyNotSent), "%s: %+v", j.Name, a)
+				}
+			}
+		}
+		GinkgoWriter.Printf("%d of the 6 were dispatched to w1 first\n", tried)
+		Expect(links["w1"].Start()).To(Succeed())
+		started = true
+	})
+})

@@ -191,6 +191,8 @@ bench-smoke: k8s-binaries ## Every benchmark once at tiny sizes (part of make te
 # run found, kept in testdata/fuzz) run as plain tests in make test.
 FUZZ_TARGETS := ./pkg/tas:FuzzDecode ./pkg/tas:FuzzSummarySnapshot \
 	./pkg/workload:FuzzParseTopologyRequest ./pkg/workload:FuzzTopologyHints ./pkg/workload:FuzzJobPodSets \
+	./pkg/jobs/kinds:FuzzJobSizes ./pkg/jobs/kinds:FuzzJobSetSizes ./pkg/jobs/kinds:FuzzMPIJobSizes \
+	./pkg/jobs/kinds:FuzzLeaderWorkerSetSizes \
 	./hub/dispatch:FuzzCopyOf
 FUZZTIME ?= 60s
 .PHONY: fuzz

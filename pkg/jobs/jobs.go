@@ -125,7 +125,8 @@ type ChildSync interface {
 // one.
 type GroupedWorkloads interface {
 	// WorkerWorkloads are the names of the Workloads a worker keeps for
-	// the object.
+	// the object: at most workload.MaxGroups, whatever size the object
+	// asks for (the hub reads them at each event of a copy).
 	WorkerWorkloads(obj client.Object) []string
 	// HubWorkload is the name of the hub Workload whose copy's Workload
 	// wl is; false when wl is not one of the kind's.

@@ -56,10 +56,12 @@ func FuzzTopologyHints(f *testing.F) {
 }
 
 // FuzzJobPodSets: any Job's counts and annotations give pod sets without
-// panicking, and never a negative count.
+// panicking, and never a negative count, nor one over MaxPodSetPods
+// without an error.
 func FuzzJobPodSets(f *testing.F) {
 	f.Add(int32(4), int32(8), "kueue.x-k8s.io/podset-required-topology", "r", true)
 	f.Add(int32(-1), int32(0), "strata.dev/podset-slice-size", "-2", false)
+	f.Add(int32(2147483647), int32(MaxPodSetPods+1), "", "", true)
 	f.Fuzz(func(t *testing.T, parallelism, completions int32, k, v string, indexed bool) {
 		j := &batchv1.Job{Spec: batchv1.JobSpec{Parallelism: ptr.To(parallelism), Completions: ptr.To(completions),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{k: v}}}}}
@@ -72,6 +74,9 @@ func FuzzJobPodSets(f *testing.F) {
 		}
 		if len(errs) > 0 && podSets[0].TopologyRequest != nil {
 			t.Fatalf("invalid annotations %q=%q kept a topology request", k, v)
+		}
+		if n := podSets[0].Count; n < 0 || n > MaxPodSetPods && len(errs) == 0 {
+			t.Fatalf("parallelism %d, completions %d: a count of %d (errors: %v)", parallelism, completions, n, errs)
 		}
 	})
 }

@@ -22,6 +22,47 @@ const (
 	maxLayers          = 3
 )
 
+// Bounds on the sizes a job's spec asks for, beyond the CRD's: each kind
+// checks them where it reads the sizes (its PodSets, and a
+// jobs.GroupedWorkloads kind's names of its groups), before it builds or
+// loops over anything in proportion, so that a number a user typed
+// (replicas: 2147483647) is Invalid, with a message naming the field,
+// and never memory or work of that size on the hub or an agent, nor an
+// int32 product that wraps.
+const (
+	// MaxPodSetPods is the most pods one pod set may count: Kubernetes'
+	// own bound on an Indexed Job's parallelism and completions (10^5),
+	// and about what one cluster runs in all (150,000 pods). A JobSet's
+	// pod set counts replicas × the pods of each Job; a LeaderWorkerSet
+	// group's pods (its size) are checked against it as a whole.
+	// Workloads of 32 pod sets of that many pods sum to 3,200,000: no
+	// sum over pod sets wraps.
+	MaxPodSetPods = 100_000
+	// MaxGroups is the most groups (replicas) of a LeaderWorkerSet. A
+	// worker keeps a Workload per group, each with the group's pod
+	// templates, and its agent builds and compares every group's Workload
+	// at each change of the set or of one of its gated pods: with a small
+	// template, 10 µs and 11 kB a group (measured), so 1,000 groups are
+	// 10 ms and 11 MB of short-lived memory per reconcile, and 1,000
+	// Workload objects in the worker's etcd and the agent's cache; 10,000
+	// would be ten times that at every pod event. (Through the hub a set
+	// has at most MaxPodSets/2 groups.)
+	MaxGroups = 1_000
+)
+
+// ValidatePodCount refuses n, the pods one pod set of a job asks for,
+// when it is more than MaxPodSetPods: an error at path, showing the
+// field's value, with how saying what n counts ("parallelism, capped by
+// completions"). n is an int64 so that a product of sizes cannot wrap.
+func ValidatePodCount(n int64, path *field.Path, value any, how string) field.ErrorList {
+	if n <= MaxPodSetPods {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, value, fmt.Sprintf(
+		"%s: %d pods, more than the %d one pod set may have under Strata; lower it, or split the workload",
+		how, n, MaxPodSetPods))}
+}
+
 // ValidateSpec checks a WorkloadSpec against the Workload CRD schema: the
 // bounds, patterns and CEL rules of api/v1beta1/workload_types.go. A spec
 // that passes is not rejected by the API server. path is the path of the

@@ -32,13 +32,16 @@ func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
 
 // JobPodSets returns the pod set of a batch/v1 Job: "main", of the pods it
 // runs at once, with the topology request of its template's annotations,
-// ranked by completion index when the Job is Indexed. Annotation errors
-// point into the Job; the pod set then has no topology request, since
-// invalid values may break the Workload schema.
+// ranked by completion index when the Job is Indexed. Errors point into
+// the Job: more pods than MaxPodSetPods, annotations; the pod set then has
+// no topology request, since invalid values may break the Workload
+// schema.
 func JobPodSets(job *batchv1.Job) ([]strata.PodSet, field.ErrorList) {
 	count := JobPodCount(job)
+	errs := validateJobPodCount(job, count)
 	ps := strata.PodSet{Name: MainPodSet, Count: count, Template: *job.Spec.Template.DeepCopy()}
-	req, errs := ParseTopologyRequest(job.Spec.Template.Annotations, count, 0, field.NewPath("spec", "template", "metadata", "annotations"))
+	req, reqErrs := ParseTopologyRequest(job.Spec.Template.Annotations, count, 0, field.NewPath("spec", "template", "metadata", "annotations"))
+	errs = append(errs, reqErrs...)
 	if len(errs) > 0 {
 		req = nil
 	}
@@ -180,13 +183,23 @@ func PodSet(wl *strata.Workload, name string) *strata.PodSet {
 }
 
 // JobPodCount is the number of pods a Job runs at once: its parallelism,
-// capped by its completions.
+// capped by its completions; never negative.
 func JobPodCount(job *batchv1.Job) int32 {
 	n := ptr.Deref(job.Spec.Parallelism, 1)
 	if c := job.Spec.Completions; c != nil && *c < n {
 		n = *c
 	}
-	return n
+	return max(n, 0)
+}
+
+// validateJobPodCount refuses a Job's count of pods at once (JobPodCount)
+// over MaxPodSetPods, at the field it comes from.
+func validateJobPodCount(job *batchv1.Job, count int32) field.ErrorList {
+	path, value := field.NewPath("spec", "parallelism"), ptr.Deref(job.Spec.Parallelism, 1)
+	if c := job.Spec.Completions; c != nil && *c == count && *c < value {
+		path, value = field.NewPath("spec", "completions"), *c
+	}
+	return ValidatePodCount(int64(count), path, value, "parallelism, capped by completions")
 }
 
 // ValidatePodSets checks the rules that span pod sets: when one pod set

@@ -3,6 +3,8 @@ package workload
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,6 +135,42 @@ func TestPodCountAndImplicitDefault(t *testing.T) {
 	wl, _ := FromJob(j)
 	if r := Request(&wl.Spec.PodSets[0]); r.Mode != tas.Unconstrained || r.Count != 4 {
 		t.Errorf("Request() without annotations = %v count %d, want unconstrained 4", r.Mode, r.Count)
+	}
+}
+
+// TestJobPodSetsBound: a Job's pods at once are never negative; at
+// MaxPodSetPods they are taken, one over refused at the field that
+// counts them.
+func TestJobPodSetsBound(t *testing.T) {
+	type result struct {
+		Count  int32
+		Errors []string
+	}
+	over := func(path string, n int) []string {
+		return []string{path + ": Invalid value: " + strconv.Itoa(n) + ": parallelism, capped by completions: " + strconv.Itoa(n) +
+			" pods, more than the 100000 one pod set may have under Strata; lower it, or split the workload"}
+	}
+	cases := map[string]struct {
+		parallelism, completions int32
+		want                     result
+	}{
+		"negative parallelism: no pods":          {parallelism: -1, completions: 4, want: result{Count: 0}},
+		"at the bound":                           {parallelism: MaxPodSetPods, completions: math.MaxInt32, want: result{Count: MaxPodSetPods}},
+		"parallelism one over":                   {parallelism: MaxPodSetPods + 1, completions: math.MaxInt32, want: result{Count: MaxPodSetPods + 1, Errors: over("spec.parallelism", MaxPodSetPods+1)}},
+		"completions one over, parallelism more": {parallelism: math.MaxInt32, completions: MaxPodSetPods + 1, want: result{Count: MaxPodSetPods + 1, Errors: over("spec.completions", MaxPodSetPods+1)}},
+		"int32's end":                            {parallelism: math.MaxInt32, completions: math.MaxInt32, want: result{Count: math.MaxInt32, Errors: over("spec.parallelism", math.MaxInt32)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			podSets, errs := JobPodSets(job(tc.parallelism, tc.completions, nil))
+			got := result{Count: podSets[0].Count}
+			for _, e := range errs {
+				got.Errors = append(got.Errors, e.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("JobPodSets() (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }
 

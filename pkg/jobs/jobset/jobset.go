@@ -9,7 +9,9 @@ package jobset
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"math"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -84,16 +86,32 @@ func (j JobSet) Object() client.Object { return j.JobSet }
 func (JobSet) Kind() jobs.Kind { return Kind }
 
 // PodSets are one per ReplicatedJob, named after it, with the topology
-// request of its pod template's annotations.
+// request of its pod template's annotations. A JobSet of more
+// ReplicatedJobs than a Workload holds pod sets (workload.MaxPodSets), or
+// whose ReplicatedJob runs more pods than a pod set may have
+// (workload.MaxPodSetPods), is invalid; it still gets the pod sets of the
+// first ReplicatedJobs a Workload holds, so that its Workload passes the
+// API's schema and carries the Invalid condition that says what to fix.
 func (j JobSet) PodSets() ([]strata.PodSet, field.ErrorList) {
 	var errs field.ErrorList
-	out := make([]strata.PodSet, 0, len(j.Spec.ReplicatedJobs))
-	for i := range j.Spec.ReplicatedJobs {
-		rj := &j.Spec.ReplicatedJobs[i]
-		path := field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "spec", "template", "metadata", "annotations")
+	rjs := j.Spec.ReplicatedJobs
+	if n := len(rjs); n > workload.MaxPodSets {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "replicatedJobs"), n, fmt.Sprintf(
+			"%d ReplicatedJobs, more than the %d pod sets a Workload holds (one per ReplicatedJob); merge those of one template, or split the JobSet",
+			n, workload.MaxPodSets)))
+		rjs = rjs[:workload.MaxPodSets]
+	}
+	out := make([]strata.PodSet, 0, len(rjs))
+	for i := range rjs {
+		rj := &rjs[i]
+		rjPath := field.NewPath("spec", "replicatedJobs").Index(i)
+		path := rjPath.Child("template", "spec", "template", "metadata", "annotations")
 		perJob := workload.JobPodCount(&batchv1.Job{Spec: rj.Template.Spec})
 		replicas := max(rj.Replicas, 0)
-		count := replicas * perJob
+		pods := int64(replicas) * int64(perJob)
+		errs = append(errs, workload.ValidatePodCount(pods, rjPath.Child("replicas"), rj.Replicas,
+			fmt.Sprintf("%d Jobs of %d pods each (parallelism, capped by completions)", replicas, perJob))...)
+		count := int32(min(pods, math.MaxInt32))
 		ps := strata.PodSet{Name: rj.Name, Count: count, Template: *rj.Template.Spec.Template.DeepCopy()}
 		req, reqErrs := workload.ParseTopologyRequest(rj.Template.Spec.Template.Annotations, count, perJob, path)
 		errs = append(errs, reqErrs...)

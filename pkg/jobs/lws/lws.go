@@ -29,6 +29,7 @@ package lws
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strconv"
 
@@ -140,7 +141,39 @@ func MaxSurge(l *lwsapi.LeaderWorkerSet) int32 {
 	if err != nil || surge < 0 {
 		return 0
 	}
-	return min(int32(surge), replicas)
+	return int32(min(surge, int(replicas)))
+}
+
+// MaxGroups is the most groups (replicas) a LeaderWorkerSet may have
+// (workload.MaxGroups): a worker keeps a Workload per group.
+const MaxGroups = workload.MaxGroups
+
+// validateSizes refuses a set's replicas over MaxGroups and its size
+// over workload.MaxPodSetPods (a group's pods).
+func validateSizes(l *lwsapi.LeaderWorkerSet) field.ErrorList {
+	var errs field.ErrorList
+	if replicas := Replicas(l); replicas > MaxGroups {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "replicas"), replicas, fmt.Sprintf(
+			"%d groups, more than the %d a LeaderWorkerSet may have under Strata (its worker cluster keeps a Workload per group); lower it, or split the set",
+			replicas, MaxGroups)))
+	}
+	return append(errs, validateSize(l)...)
+}
+
+// validateSize refuses a set's size over workload.MaxPodSetPods.
+func validateSize(l *lwsapi.LeaderWorkerSet) field.ErrorList {
+	size := Size(l)
+	return workload.ValidatePodCount(int64(size), field.NewPath("spec", "leaderWorkerTemplate", "size"), size, "size, a group's pods")
+}
+
+// workerGroups is the number of groups whose Workloads a worker keeps
+// for the set: its replicas; only group 0, whose Workload says the set is
+// Invalid, when they are more than MaxGroups.
+func workerGroups(l *lwsapi.LeaderWorkerSet) int32 {
+	if n := Replicas(l); n <= MaxGroups {
+		return n
+	}
+	return 1
 }
 
 // Size is the number of pods of each group, the leader included.
@@ -163,8 +196,15 @@ func (g Group) Kind() jobs.Kind { return GroupKind(g.Index) }
 
 // PodSets are leader (1 pod) and worker (size − 1 pods), or worker alone
 // (size pods) without a leader template, with the topology requests of
-// their templates' annotations.
+// their templates' annotations. A set of more than MaxGroups groups, or
+// of groups of more than workload.MaxPodSetPods pods, is invalid.
 func (g Group) PodSets() ([]strata.PodSet, field.ErrorList) {
+	out, errs := g.podSets()
+	return out, append(validateSizes(g.LeaderWorkerSet), errs...)
+}
+
+// podSets are PodSets without the checks of the set's sizes.
+func (g Group) podSets() ([]strata.PodSet, field.ErrorList) {
 	var errs field.ErrorList
 	var out []strata.PodSet
 	size := Size(g.LeaderWorkerSet)

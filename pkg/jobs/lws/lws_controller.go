@@ -125,6 +125,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 			return err
 		}
 	}
+	if workerGroups(&l) < Replicas(&l) {
+		// More groups than MaxGroups: group 0's Workload says the set is
+		// Invalid. The other groups' Workloads stay as they are (their
+		// pods may run, and hold their capacity), and no pod is labelled,
+		// until the set is fixed.
+		return r.stopUnadmitted(ctx, &l, pods.Items)
+	}
 	// A scale-down: the groups past replicas go, and their capacity with
 	// them (the set's controller deletes their pods).
 	if err := r.dropWorkloads(ctx, req.NamespacedName, &l, replicas); err != nil {
@@ -138,9 +145,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 
 // workloadGroups is the number of groups the set has Workloads for: its replicas,
 // and while a rolling update surges (maxSurge), the surge groups past them
-// whose leader the set's controller made and has not deleted yet.
+// whose leader the set's controller made and has not deleted yet; group
+// 0 alone when the replicas are more than MaxGroups (workerGroups).
 func workloadGroups(l *lwsapi.LeaderWorkerSet, pods []corev1.Pod) int32 {
-	n, surge := Replicas(l), MaxSurge(l)
+	n, surge := workerGroups(l), MaxSurge(l)
+	if n < Replicas(l) {
+		return n
+	}
 	limit := n + surge
 	for i := range pods {
 		p := &pods[i]

@@ -17,6 +17,7 @@ import (
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/workload"
 )
@@ -77,26 +78,28 @@ func (setKind) List(ctx context.Context, c client.Reader, opts ...client.ListOpt
 }
 
 // WorkerWorkloads are the Workloads a worker keeps for the set: one per
-// group.
+// group; group 0's alone, which says the set is Invalid, when it has more
+// than MaxGroups (never a name per group the set merely asks for).
 func (setKind) WorkerWorkloads(obj client.Object) []string {
 	l, ok := obj.(*lwsapi.LeaderWorkerSet)
 	if !ok {
 		return nil
 	}
-	out := make([]string, Replicas(l))
+	out := make([]string, workerGroups(l))
 	for i := range out {
 		out[i] = GroupWorkloadName(l.Name, int32(i))
 	}
 	return out
 }
 
-// WorkerJobs are the set's groups, as a worker admits them.
+// WorkerJobs are the set's groups, as a worker admits them: group 0
+// alone, invalid, when the set has more than MaxGroups.
 func (setKind) WorkerJobs(obj client.Object) []jobs.Job {
 	l, ok := obj.(*lwsapi.LeaderWorkerSet)
 	if !ok {
 		return nil
 	}
-	out := make([]jobs.Job, Replicas(l))
+	out := make([]jobs.Job, workerGroups(l))
 	for i := range out {
 		out[i] = Group{LeaderWorkerSet: l, Index: int32(i)}
 	}
@@ -117,10 +120,11 @@ func (setKind) HubWorkload(wl *strata.Workload) (string, bool) {
 
 // Aggregate is one Workload standing for a set's group Workloads on a
 // worker (nil where a group has none yet), as the hub judges a copy:
-// Invalid or Inadmissible when a group is; admitted once every group is,
-// with each group's pod set assignments under the hub's pod set names;
-// otherwise waiting as the first group not admitted waits. nil when no
-// group has a Workload yet.
+// Invalid when the set has more than MaxGroups groups or a group of more
+// than workload.MaxPodSetPods pods; Invalid or Inadmissible when a group
+// is; admitted once every group is, with each group's pod set assignments
+// under the hub's pod set names; otherwise waiting as the first group not
+// admitted waits. nil when no group has a Workload yet.
 func (setKind) Aggregate(obj client.Object, wls []*strata.Workload) *strata.Workload {
 	l, ok := obj.(*lwsapi.LeaderWorkerSet)
 	if !ok {
@@ -138,6 +142,13 @@ func (setKind) Aggregate(obj client.Object, wls []*strata.Workload) *strata.Work
 	}
 	out := &strata.Workload{ObjectMeta: *first.ObjectMeta.DeepCopy()}
 	out.Name = SetKind.WorkloadName(l.Name)
+	if errs := validateSizes(l); len(errs) > 0 {
+		// Its agent keeps group 0's Workload alone, and may not have said
+		// so yet: the copy is what a tenant of the worker made it.
+		meta.SetStatusCondition(&out.Status.Conditions, metav1.Condition{Type: strata.WorkloadInvalid, Status: metav1.ConditionTrue,
+			Reason: intake.ReasonInvalidJob, Message: errs.ToAggregate().Error()})
+		return out
+	}
 	admission := &strata.Admission{}
 	var waiting *strata.Workload
 	for i, wl := range wls {
@@ -234,20 +245,20 @@ func (s Set) PodSets() (out []strata.PodSet, errs field.ErrorList) {
 	// An invalid set still gets the pod sets of the groups a Workload
 	// holds (at least one): its Workload must pass the API's schema to
 	// carry the Invalid condition that says what to fix.
-	var invalid field.ErrorList
+	invalid := validateSize(s.LeaderWorkerSet)
 	switch {
 	case replicas == 0:
-		invalid = field.ErrorList{field.Invalid(path, replicas, "a LeaderWorkerSet of no groups has nothing to dispatch")}
+		invalid = append(field.ErrorList{field.Invalid(path, replicas, "a LeaderWorkerSet of no groups has nothing to dispatch")}, invalid...)
 		replicas = 1
-	case replicas*perGroup > MaxPodSets:
-		invalid = field.ErrorList{field.Invalid(path, replicas, fmt.Sprintf(
+	case replicas > MaxPodSets/perGroup: // not replicas × perGroup: it would wrap
+		invalid = append(field.ErrorList{field.Invalid(path, replicas, fmt.Sprintf(
 			"through the hub a LeaderWorkerSet has at most %d groups (a Workload holds %d pod sets, %d per group): submit it on a worker cluster, or split it",
-			MaxPodSets/perGroup, MaxPodSets, perGroup))}
+			MaxPodSets/perGroup, MaxPodSets, perGroup))}, invalid...)
 		replicas = MaxPodSets / perGroup
 	}
 	defer func() { errs = append(invalid, errs...) }()
 	for i := range replicas {
-		sets, gerrs := Group{LeaderWorkerSet: s.LeaderWorkerSet, Index: i}.PodSets()
+		sets, gerrs := Group{LeaderWorkerSet: s.LeaderWorkerSet, Index: i}.podSets()
 		if i == 0 {
 			errs = gerrs // the same templates: said once
 		}

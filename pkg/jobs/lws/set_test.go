@@ -2,6 +2,8 @@ package lws
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -256,4 +259,63 @@ func groupPodSets(n int) []podSet {
 		out = append(out, podSet{fmt.Sprintf("leader-%d", i), 1, "", 0}, podSet{fmt.Sprintf("worker-%d", i), 1, "", 0})
 	}
 	return out
+}
+
+// TestGroupBounds: a worker keeps a Workload per group up to MaxGroups
+// groups (and the surge groups of a rolling update whose leaders exist);
+// past it, group 0's alone, which says the set is Invalid, and so does
+// the hub's aggregate of the copy — never a name per group the set asks
+// for.
+func TestGroupBounds(t *testing.T) {
+	leader := func(group int) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Labels:          map[string]string{NameLabel: "tas-example-lws", GroupIndexLabel: strconv.Itoa(group), WorkerIndexLabel: "0"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "s", Controller: ptr.To(true)}}}}
+	}
+	type result struct {
+		Groups    int32 // workloadGroups
+		Names     []string
+		Jobs      int
+		Aggregate string // its Invalid condition's message, or "valid"
+	}
+	overMessage := func(replicas int) string {
+		return "spec.replicas: Invalid value: " + strconv.Itoa(replicas) + ": " + strconv.Itoa(replicas) +
+			" groups, more than the 1000 a LeaderWorkerSet may have under Strata (its worker cluster keeps a Workload per group); lower it, or split the set"
+	}
+	cases := map[string]struct {
+		replicas int32
+		surge    bool
+		pods     []corev1.Pod
+		want     result
+	}{
+		"two groups": {replicas: 2,
+			want: result{Groups: 2, Names: []string{"lws-tas-example-lws-0", "lws-tas-example-lws-1"}, Jobs: 2, Aggregate: "valid"}},
+		"MaxGroups groups, and a surge group whose leader exists": {replicas: MaxGroups, surge: true, pods: []corev1.Pod{leader(MaxGroups)},
+			want: result{Groups: MaxGroups + 1, Jobs: MaxGroups, Aggregate: "valid"}},
+		"one group over: group 0's Workload alone, and no surge": {replicas: MaxGroups + 1, surge: true, pods: []corev1.Pod{leader(MaxGroups + 1)},
+			want: result{Groups: 1, Names: []string{"lws-tas-example-lws-0"}, Jobs: 1, Aggregate: overMessage(MaxGroups + 1)}},
+		"int32's end": {replicas: math.MaxInt32, surge: true,
+			want: result{Groups: 1, Names: []string{"lws-tas-example-lws-0"}, Jobs: 1, Aggregate: overMessage(math.MaxInt32)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := leaderWorkerSet(tc.replicas, 3, false, nil, nil)
+			if tc.surge {
+				l.Spec.RolloutStrategy.RollingUpdateConfiguration = &lwsapi.RollingUpdateConfiguration{MaxSurge: intstr.FromString("100%")}
+			}
+			g := SetKind.(jobs.GroupedWorkloads)
+			got := result{Groups: workloadGroups(l, tc.pods), Names: g.WorkerWorkloads(l), Jobs: len(g.WorkerJobs(l)), Aggregate: "valid"}
+			wls := make([]*strata.Workload, len(got.Names))
+			wls[0], _ = jobs.WorkloadFor(g.WorkerJobs(l)[0])
+			if c := meta.FindStatusCondition(g.Aggregate(l, wls).Status.Conditions, strata.WorkloadInvalid); c != nil {
+				got.Aggregate = c.Message
+			}
+			if len(got.Names) > 2 {
+				got.Names = nil // many: their number is Jobs's
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
 }

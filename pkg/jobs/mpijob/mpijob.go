@@ -127,13 +127,16 @@ type replica struct {
 }
 
 // PodSets are launcher (1 pod) and worker (its replicas), with the
-// topology requests of their templates' annotations.
+// topology requests of their templates' annotations; replicas over
+// workload.MaxPodSetPods are invalid.
 func (j MPIJob) PodSets() ([]strata.PodSet, field.ErrorList) {
 	var errs field.ErrorList
 	var out []strata.PodSet
 	for _, r := range j.replicas() {
-		path := field.NewPath("spec", "mpiReplicaSpecs").Key(string(r.t)).Child("template", "metadata", "annotations")
+		specPath := field.NewPath("spec", "mpiReplicaSpecs").Key(string(r.t))
+		path := specPath.Child("template", "metadata", "annotations")
 		count := max(ptr.Deref(r.spec.Replicas, 1), 0)
+		errs = append(errs, workload.ValidatePodCount(int64(count), specPath.Child("replicas"), count, "replicas")...)
 		ps := strata.PodSet{Name: r.name, Count: count, Template: *r.spec.Template.DeepCopy()}
 		req, reqErrs := workload.ParseTopologyRequest(r.spec.Template.Annotations, count, 0, path)
 		errs = append(errs, reqErrs...)

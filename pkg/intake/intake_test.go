@@ -7,14 +7,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -121,16 +119,6 @@ func TestTruncate(t *testing.T) {
 // makeJob is a Job of 4 pods in queue training, suspended as the admission
 // policy leaves it.
 func makeJob(name string, annotations map[string]string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(name + "-uid"), Labels: map[string]string{strata.QueueNameLabel: queueName}},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](4),
-			Completions: ptr.To[int32](4),
-			Suspend:     ptr.To(true),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-			},
-		},
-	}
+	return testutil.MakeJob(name, ns).UID(name + "-uid").Queue(queueName).Parallelism(4).Completions(4).Suspend(true).
+		RestartPolicy("").PodAnnotations(annotations).Obj()
 }

@@ -18,30 +18,22 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
 )
 
 func job(parallelism, completions int32, annotations map[string]string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", Labels: map[string]string{strata.QueueNameLabel: "training"}},
-		Spec: batchv1.JobSpec{
-			Parallelism:    ptr.To(parallelism),
-			Completions:    ptr.To(completions),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"gpu": "h100"},
-					Tolerations:  []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
-					InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}},
-					Containers: []corev1.Container{
-						{Name: "a", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}},
-						{Name: "b", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), "nvidia.com/gpu": resource.MustParse("1")}}},
-					},
-				},
-			},
+	pod := corev1.PodSpec{
+		NodeSelector: map[string]string{"gpu": "h100"},
+		Tolerations:  []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
+		InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}},
+		Containers: []corev1.Container{
+			{Name: "a", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}},
+			{Name: "b", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), "nvidia.com/gpu": resource.MustParse("1")}}},
 		},
 	}
+	return testutil.MakeJob("train", "ml").Queue("training").Parallelism(parallelism).Completions(completions).Indexed().
+		PodAnnotations(annotations).PodSpec(pod).Obj()
 }
 
 func TestFromJobAndRequest(t *testing.T) {

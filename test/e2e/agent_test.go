@@ -30,23 +30,8 @@ const (
 )
 
 func job(name string, pods int32, cpu string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{strata.QueueNameLabel: "e2e"}},
-		Spec: batchv1.JobSpec{
-			Parallelism:    ptr.To(pods),
-			Completions:    ptr.To(pods),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kueue.x-k8s.io/podset-required-topology": rack}},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
-					}}},
-				},
-			},
-		},
-	}
+	return testutil.MakeJob(name, "default").Queue("e2e").Parallelism(pods).Completions(pods).Indexed().Image("fake").
+		Request("cpu", cpu).PodAnnotations(map[string]string{"kueue.x-k8s.io/podset-required-topology": rack}).Obj()
 }
 
 var _ = Describe("strata-agent on a kwok cluster", Ordered, Label("e2e"), func() {

@@ -45,23 +45,8 @@ const hubConfig = `dispatch:
 `
 
 func fleetJob(name string, pods int32, cpu string, annotations map[string]string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNS, Labels: map[string]string{strata.QueueNameLabel: fleetQueue}},
-		Spec: batchv1.JobSpec{
-			Parallelism:    ptr.To(pods),
-			Completions:    ptr.To(pods),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
-					}}},
-				},
-			},
-		},
-	}
+	return testutil.MakeJob(name, fleetNS).Queue(fleetQueue).Parallelism(pods).Completions(pods).Indexed().Image("fake").
+		Request("cpu", cpu).PodAnnotations(annotations).Obj()
 }
 
 // gpuModel labels the fleet's nodes: a100 on w1, h100 on w2.

@@ -14,13 +14,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/test/integration/framework"
 	"strata.dev/strata/test/kwokcluster"
 )
@@ -109,30 +107,12 @@ func jobSetVersion() string {
 // CPUs, the JobSet in one block, each Job's pods on one host (the slice
 // size defaults to the Jobs' parallelism).
 func twoLevelJobSet(name, namespace, queue string) *jobsetapi.JobSet {
-	return &jobsetapi.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{strata.QueueNameLabel: queue}},
-		Spec: jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{{
-			Name:     "workers",
-			Replicas: 2,
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				Parallelism:    ptr.To[int32](4),
-				Completions:    ptr.To[int32](4),
-				CompletionMode: ptr.To(batchv1.IndexedCompletion),
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-						"kueue.x-k8s.io/podset-required-topology":       block,
-						"kueue.x-k8s.io/podset-slice-required-topology": host,
-					}},
-					Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
-						}}},
-					},
-				},
-			}},
-		}}},
-	}
+	workers := testutil.MakeJob("workers", "").Parallelism(4).Completions(4).Indexed().Image("fake").Request("cpu", "2").
+		PodAnnotations(map[string]string{
+			"kueue.x-k8s.io/podset-required-topology":       block,
+			"kueue.x-k8s.io/podset-slice-required-topology": host,
+		}).Obj()
+	return testutil.MakeJobSet(name, namespace).Queue(queue).ReplicatedJob(2, workers).Obj()
 }
 
 // jobSetCompleted says whether a JobSet completed.

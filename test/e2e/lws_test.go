@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -72,20 +71,8 @@ func runLWSController(c cluster) {
 // groups of a leader and two workers, each group on one host.
 func kepLWS(name, namespace, queue string, replicas int32) *lwsapi.LeaderWorkerSet {
 	ann := map[string]string{"kueue.x-k8s.io/podset-required-topology": host, "kueue.x-k8s.io/podset-group-name": "lws-group"}
-	tmpl := func() corev1.PodTemplateSpec {
-		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}}}
-	}
-	leader := tmpl()
-	return &lwsapi.LeaderWorkerSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{strata.QueueNameLabel: queue}},
-		// A Go client sends the enums even when empty, which the schema
-		// refuses where no webhook defaults them (the hub): set.
-		Spec: lwsapi.LeaderWorkerSetSpec{Replicas: ptr.To(replicas), StartupPolicy: lwsapi.LeaderCreatedStartupPolicy,
-			RolloutStrategy:      lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
-			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{LeaderTemplate: &leader, WorkerTemplate: tmpl(), Size: ptr.To[int32](3)}},
-	}
+	return testutil.MakeLeaderWorkerSet(name, namespace).Queue(queue).Replicas(replicas).Size(3).Defaulted().Request("cpu", "2").
+		LeaderAnnotations(ann).WorkerAnnotations(ann).Obj()
 }
 
 // groupsOnOneHostEach checks that set l of KEP-2724's example (groups of

@@ -6,12 +6,9 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/test/integration/framework"
 	"strata.dev/strata/test/kwokcluster"
 )
@@ -47,29 +44,6 @@ func runMPIOperator(c cluster) {
 // runFor; the workers run until the operator ends them.
 func piMPIJob(name, namespace, queue, runFor string) *kubeflow.MPIJob {
 	ann := map[string]string{strata.PodSetRequiredTopologyAnnotation: rack, strata.PodSetGroupNameAnnotation: name}
-	tmpl := func(container string, extra map[string]string) corev1.PodTemplateSpec {
-		a := map[string]string{}
-		for k, v := range ann {
-			a[k] = v
-		}
-		for k, v := range extra {
-			a[k] = v
-		}
-		return corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: a},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: container, Image: "mpioperator/mpi-pi:openmpi",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
-		}
-	}
-	return &kubeflow.MPIJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{strata.QueueNameLabel: queue}},
-		Spec: kubeflow.MPIJobSpec{
-			SlotsPerWorker:      ptr.To[int32](1),
-			RunLauncherAsWorker: ptr.To(true),
-			MPIReplicaSpecs: map[kubeflow.MPIReplicaType]*kubeflow.ReplicaSpec{
-				kubeflow.MPIReplicaTypeLauncher: {Replicas: ptr.To[int32](1), Template: tmpl("mpi-launcher", map[string]string{kwokcluster.RunForAnnotation: runFor})},
-				kubeflow.MPIReplicaTypeWorker:   {Replicas: ptr.To[int32](2), Template: tmpl("mpi-worker", nil)},
-			},
-		},
-	}
+	return testutil.MakeMPIJob(name, namespace).Queue(queue).SlotsPerWorker(1).RunLauncherAsWorker(true).Workers(2).Request("cpu", "1").
+		LauncherAnnotations(ann).LauncherAnnotations(map[string]string{kwokcluster.RunForAnnotation: runFor}).WorkerAnnotations(ann).Obj()
 }

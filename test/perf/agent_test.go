@@ -23,8 +23,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -49,19 +47,8 @@ const (
 )
 
 func job(name string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{strata.QueueNameLabel: "perf"}},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"strata.dev/podset-preferred-topology": rack}},
-				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-					Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-				}}},
-			},
-		},
-	}
+	return testutil.MakeJob(name, "default").Queue("perf").Parallelism(2).Completions(2).Indexed().Image("fake").Request("cpu", "1").
+		PodAnnotations(map[string]string{"strata.dev/podset-preferred-topology": rack}).Obj()
 }
 
 // benchCluster is where BenchmarkAgent runs the agent.

@@ -17,7 +17,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -347,15 +346,8 @@ func setupHubBench(b *testing.B, ctx context.Context, hub *framework.Cluster, wo
 // MultiKueue's tool creates them (the hub's admission policy sets
 // spec.managedBy).
 func hubBenchJob(name string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubBenchNamespace, Labels: map[string]string{strata.QueueNameLabel: "lq"}},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-				Name: "c", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-			}}}},
-		},
-	}
+	return testutil.MakeJob(name, hubBenchNamespace).Queue("lq").Parallelism(1).Completions(1).Image("registry.k8s.io/pause:3.10").
+		Request("cpu", "1").Obj()
 }
 
 // unlimited is a copy of cfg without a client-side rate limit: the

@@ -22,6 +22,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/testutil"
 )
 
 const (
@@ -32,18 +33,8 @@ const (
 // makeJob is a Job of 4 pods in queue training, suspended as the admission
 // policy leaves it.
 func makeJob(name string, annotations map[string]string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(name + "-uid"), Labels: map[string]string{strata.QueueNameLabel: queueName}},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](4),
-			Completions: ptr.To[int32](4),
-			Suspend:     ptr.To(true),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-			},
-		},
-	}
+	return testutil.MakeJob(name, ns).UID(name + "-uid").Queue(queueName).Parallelism(4).Completions(4).Suspend(true).
+		RestartPolicy("").PodAnnotations(annotations).Obj()
 }
 
 func TestWorkloadName(t *testing.T) {

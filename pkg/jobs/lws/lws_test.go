@@ -16,6 +16,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -28,23 +29,12 @@ const (
 // of size pods, the leader's and the workers' templates with the given
 // annotations; no leader template when leaderAnn is nil and noLeader.
 func leaderWorkerSet(replicas, size int32, noLeader bool, leaderAnn, workerAnn map[string]string) *lwsapi.LeaderWorkerSet {
-	tmpl := func(ann map[string]string) corev1.PodTemplateSpec {
-		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	l := testutil.MakeLeaderWorkerSet("tas-example-lws", "default").Queue("user-queue").Replicas(replicas).Size(size).
+		Request("cpu", "1").LeaderAnnotations(leaderAnn).WorkerAnnotations(workerAnn)
+	if noLeader {
+		l.NoLeader()
 	}
-	l := &lwsapi.LeaderWorkerSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "tas-example-lws", Namespace: "default", Labels: map[string]string{strata.QueueNameLabel: "user-queue"}},
-		Spec: lwsapi.LeaderWorkerSetSpec{
-			Replicas:             ptr.To(replicas),
-			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{Size: ptr.To(size), WorkerTemplate: tmpl(workerAnn)},
-		},
-	}
-	if !noLeader {
-		t := tmpl(leaderAnn)
-		l.Spec.LeaderWorkerTemplate.LeaderTemplate = &t
-	}
-	return l
+	return l.Obj()
 }
 
 func TestPodSets(t *testing.T) {

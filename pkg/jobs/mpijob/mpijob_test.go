@@ -6,10 +6,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
 )
 
 const rack = "cloud.provider.com/topology-rack"
@@ -17,21 +17,8 @@ const rack = "cloud.provider.com/topology-rack"
 // mpiJob is KEP-2724's "MPIJob with runLauncherAsWorker" example: one
 // launcher, workers replicas, with the given template annotations.
 func mpiJob(asWorker bool, workers int32, launcherAnn, workerAnn map[string]string) *kubeflow.MPIJob {
-	tmpl := func(ann map[string]string, name string) corev1.PodTemplateSpec {
-		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "mpioperator/mpi-pi:openmpi"}}}}
-	}
-	return &kubeflow.MPIJob{
-		ObjectMeta: metav1.ObjectMeta{Name: "pi", Namespace: "ml"},
-		Spec: kubeflow.MPIJobSpec{
-			SlotsPerWorker:      ptr.To[int32](1),
-			RunLauncherAsWorker: ptr.To(asWorker),
-			MPIReplicaSpecs: map[kubeflow.MPIReplicaType]*kubeflow.ReplicaSpec{
-				kubeflow.MPIReplicaTypeLauncher: {Replicas: ptr.To[int32](1), Template: tmpl(launcherAnn, "mpi-launcher")},
-				kubeflow.MPIReplicaTypeWorker:   {Replicas: ptr.To(workers), Template: tmpl(workerAnn, "mpi-worker")},
-			},
-		},
-	}
+	return testutil.MakeMPIJob("pi", "ml").SlotsPerWorker(1).RunLauncherAsWorker(asWorker).Workers(workers).
+		LauncherAnnotations(launcherAnn).WorkerAnnotations(workerAnn).Obj()
 }
 
 func TestPodSets(t *testing.T) {

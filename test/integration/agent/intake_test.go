@@ -11,7 +11,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,27 +31,8 @@ var jobCounter int
 // (none when empty), with the given pod-template annotations.
 func newJob(ns, queue string, n int32, annotations map[string]string) *batchv1.Job {
 	jobCounter++
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%d", jobCounter), Namespace: ns, Labels: map[string]string{}},
-		Spec: batchv1.JobSpec{
-			Parallelism:    ptr.To(n),
-			Completions:    ptr.To(n),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("1")},
-					}}},
-				},
-			},
-		},
-	}
-	if queue != "" {
-		j.Labels[strata.QueueNameLabel] = queue
-	}
-	return j
+	return testutil.MakeJob(fmt.Sprintf("job-%d", jobCounter), ns).Queue(queue).Parallelism(n).Completions(n).Indexed().
+		Request("cpu", "1").PodAnnotations(annotations).Obj()
 }
 
 func invalidCondition(g Gomega, ctx SpecContext, job *batchv1.Job) *metav1.Condition {
@@ -249,11 +229,6 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 		}, timeout).Should(Succeed())
 	})
 })
-
-func resourceQuantity(s string) *resource.Quantity {
-	q := resource.MustParse(s)
-	return &q
-}
 
 var _ = Describe("Priority", Label("agent", "intake"), func() {
 	It("takes the priority of the Job's PriorityClass, and marks an unknown one", func(ctx SpecContext) {

@@ -7,11 +7,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,25 +25,12 @@ import (
 // workers (Indexed, 1 CPU each), the JobSet in one block, each Job's pods
 // on one host (the slice size defaults to the Jobs' parallelism).
 func twoLevelJobSet(ns, queue, name string, replicas int32) *jobsetapi.JobSet {
-	return &jobsetapi.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{strata.QueueNameLabel: queue}},
-		Spec: jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{{
-			Name: "workers", Replicas: replicas,
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				Parallelism: ptr.To[int32](4), Completions: ptr.To[int32](4), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-						"kueue.x-k8s.io/podset-required-topology":       block,
-						"kueue.x-k8s.io/podset-slice-required-topology": host,
-					}},
-					Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-						Name: "c", Image: "fake",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-					}}},
-				},
-			}},
-		}}},
-	}
+	workers := testutil.MakeJob("workers", "").Parallelism(4).Completions(4).Indexed().Image("fake").Request("cpu", "1").
+		PodAnnotations(map[string]string{
+			"kueue.x-k8s.io/podset-required-topology":       block,
+			"kueue.x-k8s.io/podset-slice-required-topology": host,
+		}).Obj()
+	return testutil.MakeJobSet(name, ns).Queue(queue).ReplicatedJob(replicas, workers).Obj()
 }
 
 // deleteJobSet deletes a JobSet and the pods jobSetPods made for it (no

@@ -30,21 +30,8 @@ import (
 // groups of a leader and two workers of 1 CPU, each group on one host.
 func hostLWS(ns, queue, name string, replicas int32) *lwsapi.LeaderWorkerSet {
 	ann := map[string]string{strata.PodSetRequiredTopologyAnnotation: host, strata.PodSetGroupNameAnnotation: "lws-group"}
-	tmpl := func() corev1.PodTemplateSpec {
-		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann, Labels: map[string]string{"app": name}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
-	}
-	leader := tmpl()
-	return &lwsapi.LeaderWorkerSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{strata.QueueNameLabel: queue}},
-		Spec: lwsapi.LeaderWorkerSetSpec{
-			Replicas:             ptr.To(replicas),
-			StartupPolicy:        lwsapi.LeaderCreatedStartupPolicy,
-			RolloutStrategy:      lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
-			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{LeaderTemplate: &leader, WorkerTemplate: tmpl(), Size: ptr.To[int32](3)},
-		},
-	}
+	return testutil.MakeLeaderWorkerSet(name, ns).Queue(queue).Replicas(replicas).Size(3).Defaulted().PodLabel("app", name).
+		Request("cpu", "1").LeaderAnnotations(ann).WorkerAnnotations(ann).Obj()
 }
 
 // lwsPods creates the pods of a group as the LeaderWorkerSet controller

@@ -13,7 +13,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,24 +31,8 @@ func piMPIJob(ns, queue, name string, workers int32, group string) *kubeflow.MPI
 	if group != "" {
 		ann[strata.PodSetGroupNameAnnotation] = group
 	}
-	tmpl := func(container string) corev1.PodTemplateSpec {
-		return corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: ann},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: container, Image: "mpioperator/mpi-pi:openmpi",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
-		}
-	}
-	return &kubeflow.MPIJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{strata.QueueNameLabel: queue}},
-		Spec: kubeflow.MPIJobSpec{
-			SlotsPerWorker:      ptr.To[int32](1),
-			RunLauncherAsWorker: ptr.To(true),
-			MPIReplicaSpecs: map[kubeflow.MPIReplicaType]*kubeflow.ReplicaSpec{
-				kubeflow.MPIReplicaTypeLauncher: {Replicas: ptr.To[int32](1), Template: tmpl("mpi-launcher")},
-				kubeflow.MPIReplicaTypeWorker:   {Replicas: ptr.To(workers), Template: tmpl("mpi-worker")},
-			},
-		},
-	}
+	return testutil.MakeMPIJob(name, ns).Queue(queue).SlotsPerWorker(1).RunLauncherAsWorker(true).Workers(workers).
+		Request("cpu", "1").LauncherAnnotations(ann).WorkerAnnotations(ann).Obj()
 }
 
 func mpiJobWorkload(g Gomega, ctx SpecContext, j *kubeflow.MPIJob) *strata.Workload {

@@ -11,7 +11,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,22 +129,8 @@ func (e *env) createNode(ctx context.Context, w *framework.Cluster, name, rackNa
 // job returns a Job of the env's queue: its pods, of cpu CPUs each, with
 // the given pod template annotations.
 func (e *env) job(name string, pods int32, cpu string, annotations map[string]string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{strata.QueueNameLabel: "lq"}},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To(pods),
-			Completions: ptr.To(pods),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
-					}}},
-				},
-			},
-		},
-	}
+	return testutil.MakeJob(name, e.ns).Queue("lq").Parallelism(pods).Completions(pods).Request("cpu", cpu).
+		PodAnnotations(annotations).Obj()
 }
 
 // hubWorkload returns the hub Workload of a Job.

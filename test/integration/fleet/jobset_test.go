@@ -5,11 +5,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,27 +21,9 @@ import (
 // replicas Jobs of parallelism pods, cpu CPUs each, the pod template
 // annotated.
 func (e *env) jobSet(name string, replicas, parallelism int32, cpu string, annotations map[string]string) *jobsetapi.JobSet {
-	return &jobsetapi.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{strata.QueueNameLabel: "lq"}},
-		Spec: jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{{
-			Name:     "workers",
-			Replicas: replicas,
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				Parallelism:    ptr.To(parallelism),
-				Completions:    ptr.To(parallelism),
-				CompletionMode: ptr.To(batchv1.IndexedCompletion),
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-					Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
-						}}},
-					},
-				},
-			}},
-		}}},
-	}
+	workers := testutil.MakeJob("workers", "").Parallelism(parallelism).Completions(parallelism).Indexed().Request("cpu", cpu).
+		PodAnnotations(annotations).Obj()
+	return testutil.MakeJobSet(name, e.ns).Queue("lq").ReplicatedJob(replicas, workers).Obj()
 }
 
 // jobSetCopyOn returns the copy of a hub JobSet on a worker and its

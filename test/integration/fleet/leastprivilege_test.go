@@ -17,6 +17,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/scheme"
+	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/test/integration/framework"
 )
 
@@ -55,11 +56,7 @@ var _ = Describe("Least privilege", Serial, Label("rbac"), func() {
 		as, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 
-		job := func(namespace string) *batchv1.Job {
-			return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "lp", Namespace: namespace},
-				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
-		}
+		job := func(namespace string) *batchv1.Job { return testutil.MakeJob("lp", namespace).Image("x").Obj() }
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lp", Namespace: tenant}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 		By("a Job in kube-system, made by an administrator, for the hub to try to delete")
 		Expect(w.Client.Create(ctx, job(metav1.NamespaceSystem))).To(Succeed())

@@ -5,37 +5,22 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
 )
 
 // leaderWorkerSet is a LeaderWorkerSet of the env's queue: replicas groups
 // of a leader and size-1 workers, cpu CPUs each, the given annotations on
 // both templates, which are gated as the hub chart's policy gates them.
 func (e *env) leaderWorkerSet(name string, replicas, size int32, cpu string, annotations map[string]string) *lwsapi.LeaderWorkerSet {
-	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}},
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: strata.TopologySchedulingGate}}},
-	}
-	return &lwsapi.LeaderWorkerSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{strata.QueueNameLabel: "lq"}},
-		Spec: lwsapi.LeaderWorkerSetSpec{
-			Replicas: ptr.To(replicas), StartupPolicy: lwsapi.LeaderCreatedStartupPolicy,
-			RolloutStrategy:      lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
-			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{Size: ptr.To(size), LeaderTemplate: tmpl.DeepCopy(), WorkerTemplate: tmpl},
-		},
-	}
+	return testutil.MakeLeaderWorkerSet(name, e.ns).Queue("lq").Replicas(replicas).Size(size).Defaulted().Gated().
+		Request("cpu", cpu).LeaderAnnotations(annotations).WorkerAnnotations(annotations).Obj()
 }
 
 // groupHosts is the hosts a group Workload's admission puts its pods on.

@@ -7,34 +7,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/mpijob"
+	"strata.dev/strata/pkg/testutil"
 )
 
 // mpiJob is an MPIJob of the env's queue: a launcher running as rank 0
 // and workers workers, cpu CPUs each, the given annotations on both
 // templates.
 func (e *env) mpiJob(name string, workers int32, cpu string, annotations map[string]string) *kubeflow.MPIJob {
-	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mpioperator/mpi-pi:openmpi",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
-	}
-	return &kubeflow.MPIJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{strata.QueueNameLabel: "lq"}},
-		Spec: kubeflow.MPIJobSpec{
-			RunLauncherAsWorker: ptr.To(true),
-			MPIReplicaSpecs: map[kubeflow.MPIReplicaType]*kubeflow.ReplicaSpec{
-				kubeflow.MPIReplicaTypeLauncher: {Replicas: ptr.To[int32](1), Template: tmpl},
-				kubeflow.MPIReplicaTypeWorker:   {Replicas: ptr.To(workers), Template: *tmpl.DeepCopy()},
-			},
-		},
-	}
+	return testutil.MakeMPIJob(name, e.ns).Queue("lq").RunLauncherAsWorker(true).Workers(workers).ContainerName("c").
+		Request("cpu", cpu).LauncherAnnotations(annotations).WorkerAnnotations(annotations).Obj()
 }
 
 // mpiJobCopyOn returns the copy of a hub MPIJob on worker w and its

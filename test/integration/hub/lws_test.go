@@ -6,33 +6,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/controller/jobs"
 	"strata.dev/strata/pkg/intake"
+	"strata.dev/strata/pkg/testutil"
 )
 
 // leaderWorkerSet is a queue-labelled set of replicas groups of a leader
 // and size-1 workers, its templates gated when gated (as the hub chart's
 // admission policy makes them).
 func leaderWorkerSet(ns, name string, replicas, size int32, gated bool) *lwsapi.LeaderWorkerSet {
-	tmpl := func() corev1.PodTemplateSpec {
-		t := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-		if gated {
-			t.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: strata.TopologySchedulingGate}}
-		}
-		return t
+	l := testutil.MakeLeaderWorkerSet(name, ns).Queue("q").Replicas(replicas).Size(size).Defaulted().Image("x")
+	if gated {
+		l.Gated()
 	}
-	leader := tmpl()
-	return &lwsapi.LeaderWorkerSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{strata.QueueNameLabel: "q"}},
-		Spec: lwsapi.LeaderWorkerSetSpec{Replicas: ptr.To(replicas), StartupPolicy: lwsapi.LeaderCreatedStartupPolicy,
-			RolloutStrategy:      lwsapi.RolloutStrategy{Type: lwsapi.RollingUpdateStrategyType},
-			LeaderWorkerTemplate: lwsapi.LeaderWorkerTemplate{Size: ptr.To(size), LeaderTemplate: &leader, WorkerTemplate: tmpl()}},
-	}
+	return l.Obj()
 }
 
 var _ = Describe("LeaderWorkerSets on the hub", func() {

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -55,20 +54,7 @@ func hubWorkload(name string) *strata.Workload {
 // job is a suspended Job of 6 pods with the queue label unless queue is
 // empty.
 func job(name, queue string) *batchv1.Job {
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](6), Completions: ptr.To[int32](6), Suspend: ptr.To(true),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "c", Image: "busybox"}},
-			}},
-		},
-	}
-	if queue != "" {
-		j.Labels = map[string]string{strata.QueueNameLabel: queue}
-	}
-	return j
+	return testutil.MakeJob(name, namespace).Queue(queue).Parallelism(6).Completions(6).Suspend(true).Obj()
 }
 
 // jobWorkload is the Workload of j, owned by it.

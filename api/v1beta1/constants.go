@@ -83,6 +83,12 @@ const (
 	// renews it, the agent runs the hub's copies; once it has not for the
 	// Lease's duration, the agent stops them.
 	FencingLeasePrefix = "strata-fence-"
+	// RevokedDispatchesAnnotation on a hub's fencing Lease lists, comma
+	// separated, the dispatches (hub Workload UID "/" dispatch generation)
+	// whose copies on that worker must not run: the hub placed their
+	// workloads elsewhere while it could not reach the worker, or could not
+	// delete them. The agent admits none of them and stops those admitted.
+	RevokedDispatchesAnnotation = Prefix + "revoked-dispatches"
 	// HubWorkloadUIDLabel holds the UID of the hub Workload the copy belongs
 	// to.
 	HubWorkloadUIDLabel = Prefix + "hub-workload-uid"

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,9 +93,24 @@ func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
 	src := p.wl
 	d.reasons.add(key, now, func() error {
 		wl := src.DeepCopy()
-		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message})
-		if err := d.client.Status().Update(ctx, wl); err != nil {
-			if apierrors.IsConflict(err) {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message})
+			err := d.client.Status().Update(ctx, wl)
+			if !apierrors.IsConflict(err) {
+				return err
+			}
+			// The Workload changed since the pass read it: the reason is
+			// written on the newer one, unless it was dispatched meanwhile.
+			if gerr := d.client.Get(ctx, client.ObjectKeyFromObject(wl), wl); gerr != nil {
+				return gerr
+			}
+			if wl.UID != src.UID || (wl.Status.Placement != nil && wl.Status.Placement.Cluster != "") || !wl.DeletionTimestamp.IsZero() {
+				return errStaleReason
+			}
+			return err
+		})
+		if err != nil {
+			if errors.Is(err, errStaleReason) || apierrors.IsConflict(err) {
 				return nil // the newer Workload brings another pass
 			}
 			if err := client.IgnoreNotFound(err); err != nil {
@@ -125,10 +142,31 @@ func (d *Dispatcher) markWaiting(ctx context.Context, obj client.Object, reason,
 	if !ok || !m.MarkWaiting(reason, message) {
 		return
 	}
-	if err := d.client.Status().Update(ctx, obj); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := d.client.Status().Update(ctx, obj)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		// The job changed since it was read (its controller wrote its
+		// status): marked again on the newer one.
+		if gerr := d.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); gerr != nil {
+			return gerr
+		}
+		if j, ok := jobs.AdaptAny(kinds.Hub, obj); !ok {
+			return nil
+		} else if m, ok := j.(jobs.WaitMarker); !ok || !m.MarkWaiting(reason, message) {
+			return nil
+		}
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
 		ctrl.LoggerFrom(ctx).V(2).Info("Could not mark the hub job waiting", "job", client.ObjectKeyFromObject(obj), "error", err.Error())
 	}
 }
+
+// errStaleReason says a waiting reason no longer applies: its Workload was
+// dispatched, deleted or replaced since.
+var errStaleReason = errors.New("the Workload moved on since the reason was decided")
 
 // maxEventNote is the API's limit on an event's note.
 const maxEventNote = 1024

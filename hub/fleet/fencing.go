@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -44,10 +45,13 @@ func (f *Fleet) SetFencing(fc Fencing) {
 
 // BeforeRenew sets what runs before the hub renews the fencing Lease of a
 // worker it has not renewed since it connected or since a renewal failed
-// (a worker that returns): the Lease is renewed only once fn succeeds.
-// The hub removes there the copies whose workloads it placed elsewhere
-// meanwhile, which the worker's agent would otherwise resume.
-func (f *Fleet) BeforeRenew(fn func(ctx context.Context, worker string) error) {
+// (a worker that returns), or that has revoked dispatches: the Lease is
+// renewed only once fn succeeds. The hub removes there the copies whose
+// workloads it placed elsewhere meanwhile, which the worker's agent would
+// otherwise resume; fn reports those it could not remove (revoked in the
+// Lease instead) and the dispatches of every copy there (revocations of
+// copies gone end).
+func (f *Fleet) BeforeRenew(fn func(ctx context.Context, worker string) (Sweep, error)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.beforeRenew = fn
@@ -166,12 +170,18 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 			f.noteRenewal(ctx, name, fenceState{reason: ReasonSweepFailed,
 				failed: "the copies placed elsewhere meanwhile could not be removed from the worker, so its Lease is not renewed: " + err.Error()}, time.Time{})
 		} else {
-			err := f.renewOnce(ctx, fc, r)
+			// The worker's renewing lock spans the write and its record:
+			// a revocation (Revoke) lands either in this write or after
+			// it, never between what the write read and its record.
+			lock := f.renewLock(name)
+			lock.Lock()
+			err := f.renewOnce(ctx, fc, r, f.Revoked(name))
 			// The clock reads after the attempt: a renewal whose outcome
 			// is unknown may have landed up to then.
 			at := f.clock.Now()
 			switch failure, certain := renewalFailure(err); {
 			case ctx.Err() != nil:
+				lock.Unlock()
 				return
 			case err == nil:
 				if !current {
@@ -190,6 +200,7 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 				log.V(2).Info("A renewal of the fencing Lease has an unknown outcome; counting it as done", "error", err.Error())
 				f.noteRenewal(ctx, name, fenceState{}, at)
 			}
+			lock.Unlock()
 		}
 		next := fc.RenewInterval
 		if !current {
@@ -204,20 +215,29 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 }
 
 // prepareRenewal runs the BeforeRenew hook for a worker whose Lease is not
-// current.
+// current, or that has revoked dispatches, and settles its revocations.
 func (f *Fleet) prepareRenewal(ctx context.Context, name string, current bool) error {
 	f.mu.Lock()
 	fn := f.beforeRenew
+	pending := len(f.revoked[name])
 	f.mu.Unlock()
-	if current || fn == nil {
+	if (current && pending == 0) || fn == nil {
 		return nil
 	}
-	return fn(ctx, name)
+	sweep, err := fn(ctx, name)
+	if err != nil {
+		return err
+	}
+	f.settle(name, sweep)
+	if n := len(f.Revoked(name)); n > MaxRevoked {
+		return fmt.Errorf("%d dispatches to revoke on the worker, more than a fencing Lease lists (%d)", n, MaxRevoked)
+	}
+	return nil
 }
 
 // renewOnce writes the worker's fencing Lease: this hub holds it, renewed
 // now, for fenceAfter (no duration when fencing is off).
-func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, r *remote) error {
+func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, r *remote, revoked []string) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	key := types.NamespacedName{Namespace: fc.Namespace, Name: strata.FencingLeasePrefix + f.origin}
@@ -226,14 +246,25 @@ func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, r *remote) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	create := apierrors.IsNotFound(err)
+	if create {
+		lease = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	}
 	lease.Spec.HolderIdentity = ptr.To(f.origin)
 	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(f.clock.Now()))
+	if len(revoked) > 0 {
+		if lease.Annotations == nil {
+			lease.Annotations = map[string]string{}
+		}
+		lease.Annotations[strata.RevokedDispatchesAnnotation] = revokedValue(revoked)
+	} else {
+		delete(lease.Annotations, strata.RevokedDispatchesAnnotation)
+	}
 	lease.Spec.LeaseDurationSeconds = nil
 	if fc.Enabled {
 		lease.Spec.LeaseDurationSeconds = ptr.To(int32(fc.FenceAfter / time.Second))
 	}
-	if apierrors.IsNotFound(err) {
-		lease.ObjectMeta = metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}
+	if create {
 		return r.client.Create(ctx, &lease)
 	}
 	return r.client.Update(ctx, &lease)

@@ -72,7 +72,17 @@ type Fleet struct {
 	startedAt time.Time
 	// clock is the hub's: what fencing measures (renewals, startedAt).
 	clock       clock.PassiveClock
-	beforeRenew func(ctx context.Context, worker string) error
+	beforeRenew func(ctx context.Context, worker string) (Sweep, error)
+	// revoked are, per worker, the dispatches whose copies there must not
+	// run, written into its fencing Lease (revocations.go); renewing holds
+	// the worker's renewing lock while it writes them.
+	revoked  map[string]map[string]bool
+	renewing map[string]*sync.Mutex
+	// clusterIDs are the identities of the clusters the hub dispatched to,
+	// by worker, and identityChecked when each was last confirmed
+	// (identity.go); guarded by mu.
+	clusterIDs      map[string]string
+	identityChecked map[string]time.Time
 	// recounting are the workers whose recount is due (recount); guarded
 	// by mu.
 	recounting map[string]bool
@@ -121,7 +131,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, sightings: map[string]sighting{}, recounting: map[string]bool{},
+		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
 }
 

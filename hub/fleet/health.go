@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -43,6 +44,13 @@ func (f *Fleet) DownReason(name string) string {
 	return ""
 }
 
+// downNow returns why r is taken as down now.
+func (f *Fleet) downNow(r *remote) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return r.health.down
+}
+
 // OnHealth calls fn with a worker's name each time the health probe takes
 // it as down or as answering again. fn must not block.
 func (f *Fleet) OnHealth(fn func(worker string)) {
@@ -68,10 +76,20 @@ func (f *Fleet) probe(ctx context.Context, name string, r *remote, ready func(co
 		if ctx.Err() != nil {
 			return
 		}
+		if err == nil && f.downNow(r) != "" {
+			// Answering again: through the same address, maybe another
+			// cluster (a name repointed meanwhile).
+			if ierr := f.SameCluster(ctx, name); errors.Is(ierr, ErrClusterChanged) {
+				err = ierr
+			}
+		}
 		f.mu.Lock()
 		was := r.health.down
 		if err == nil {
 			r.health = health{}
+		} else if errors.Is(err, ErrClusterChanged) {
+			r.health.failures = probeFailures
+			r.health.down = err.Error()
 		} else {
 			r.health.failures++
 			if r.health.failures >= probeFailures {

@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -77,8 +78,10 @@ type Fence struct {
 	mu     sync.Mutex
 	leases map[string]*observed // by origin
 	// atStart are the origins whose Lease existed when this process
-	// started watching; nil until read (atStartRead).
-	atStart map[string]bool
+	// started watching (the informer's initial list), complete once
+	// atStartSynced says so.
+	atStart       map[string]bool
+	atStartSynced func() bool
 }
 
 // observed is what the agent knows of one hub's Lease.
@@ -94,6 +97,9 @@ type observed struct {
 	// deleted: the Lease is gone; what was last seen still counts.
 	deleted bool
 	fenced  bool
+	// revoked are the hub's dispatches (uid/generation) whose copies here
+	// must not run (strata.dev/revoked-dispatches).
+	revoked map[string]bool
 }
 
 // deadline is when the hub's copies are to be stopped; zero when never.
@@ -116,6 +122,31 @@ func leaseView(lease *coordinationv1.Lease) (renew time.Time, duration time.Dura
 		duration = time.Duration(*d) * time.Second
 	}
 	return renew, duration
+}
+
+// revokedOf reads the dispatches a hub's Lease revokes.
+func revokedOf(lease *coordinationv1.Lease) map[string]bool {
+	v := lease.Annotations[strata.RevokedDispatchesAnnotation]
+	if v == "" {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, k := range strings.Split(v, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// dispatchOf is the dispatch a copy's Workload belongs to, "" for a
+// workload that is no hub's copy.
+func dispatchOf(wl *strata.Workload) string {
+	uid, gen := wl.Labels[strata.HubWorkloadUIDLabel], wl.Labels[strata.DispatchGenerationLabel]
+	if uid == "" {
+		return ""
+	}
+	return uid + "/" + gen
 }
 
 // next returns what the agent knows of a hub's Lease once it read it at
@@ -141,7 +172,7 @@ func next(prev *observed, lease *coordinationv1.Lease, restored *observed, appea
 		return nil
 	default:
 		renew, duration := leaseView(lease)
-		o = observed{renewTime: renew, duration: duration}
+		o = observed{renewTime: renew, duration: duration, revoked: revokedOf(lease)}
 		switch {
 		case prev != nil && prev.renewTime.Equal(renew):
 			o.seen = prev.seen
@@ -159,7 +190,7 @@ func next(prev *observed, lease *coordinationv1.Lease, restored *observed, appea
 // New returns a Fence of the Leases in namespace; changed is called when a
 // hub's copies become admissible or stop being so.
 func New(c client.Client, recorder events.EventRecorder, clk clock.Clock, namespace string, changed func()) *Fence {
-	return &Fence{client: c, recorder: recorder, clock: clk, namespace: namespace, changed: changed, leases: map[string]*observed{}}
+	return &Fence{client: c, recorder: recorder, clock: clk, namespace: namespace, changed: changed, leases: map[string]*observed{}, atStart: map[string]bool{}}
 }
 
 // Holds says why a workload may not be admitted now: it is a copy of a
@@ -178,10 +209,17 @@ func (f *Fence) Holds(wl *strata.Workload) string {
 			"(a hub writes it once it connects; if it never appears, the hub's dispatch.workerNamespace is not this agent's fencing namespace)",
 			origin, f.namespace, LeaseName(origin))
 	}
+	if o.revoked[dispatchOf(wl)] {
+		return revokedMessage(origin)
+	}
 	if !o.fenced {
 		return ""
 	}
 	return fenceMessage(origin, f.namespace, o)
+}
+
+func revokedMessage(origin string) string {
+	return fmt.Sprintf("hub %s revoked this dispatch (its fencing Lease lists it): it placed the workload elsewhere while it could not reach this worker, or could not remove this copy; it never runs here again", origin)
 }
 
 func fenceMessage(origin, namespace string, o *observed) string {
@@ -202,8 +240,29 @@ func fenceMessage(origin, namespace string, o *observed) string {
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// SetupWithManager registers the Lease controller.
+// SetupWithManager registers the Lease controller, and notes which hubs'
+// Leases exist as the agent starts watching: a Lease that appears later
+// was created under its eyes, a change seen live.
 func (f *Fence) SetupWithManager(mgr ctrl.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &coordinationv1.Lease{})
+	if err != nil {
+		return err
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			l, ok := obj.(*coordinationv1.Lease)
+			if !initial || !ok || l.Namespace != f.namespace || !strings.HasPrefix(l.Name, LeasePrefix) {
+				return
+			}
+			f.mu.Lock()
+			f.atStart[strings.TrimPrefix(l.Name, LeasePrefix)] = true
+			f.mu.Unlock()
+		},
+	})
+	if err != nil {
+		return err
+	}
+	f.atStartSynced = reg.HasSynced
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fencing").
 		For(&coordinationv1.Lease{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -223,8 +282,8 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	if err := f.readAtStart(ctx); err != nil {
-		return ctrl.Result{}, err
+	if f.atStartSynced != nil && !f.atStartSynced() {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil // which Leases existed at start is not known yet
 	}
 	f.mu.Lock()
 	_, known := f.leases[origin]
@@ -245,6 +304,12 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if lease != nil && o.seen.Equal(now) {
 		f.record(ctx, origin, o)
 	}
+	if len(o.revoked) > 0 {
+		// Revoked dispatches stop whether the hub is fenced or not.
+		if err := f.evictCopies(ctx, origin, revokedMessage(origin), func(wl *strata.Workload) bool { return o.revoked[dispatchOf(wl)] }); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	dl := o.deadline()
 	if dl.IsZero() {
 		return ctrl.Result{}, nil
@@ -254,7 +319,7 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	}
 	// Fenced: stop every admitted copy of that hub; look again while the
 	// Lease is silent, for copies admitted meanwhile by an older view.
-	return ctrl.Result{RequeueAfter: 10 * time.Second}, f.evictCopies(ctx, origin, fenceMessage(origin, f.namespace, o))
+	return ctrl.Result{RequeueAfter: 10 * time.Second}, f.evictCopies(ctx, origin, fenceMessage(origin, f.namespace, o), nil)
 }
 
 // observe records what a read of a hub's Lease says (nil: not found) and
@@ -284,34 +349,6 @@ func (f *Fence) observe(origin string, lease *coordinationv1.Lease, restored *ob
 		f.changed()
 	}
 	return out
-}
-
-// readAtStart notes, once, the origins whose Lease exists as this process
-// starts watching (the cache is synced before the first reconcile): a
-// Lease that appears later was created under the agent's eyes.
-func (f *Fence) readAtStart(ctx context.Context) error {
-	f.mu.Lock()
-	done := f.atStart != nil
-	f.mu.Unlock()
-	if done {
-		return nil
-	}
-	var list coordinationv1.LeaseList
-	if err := f.client.List(ctx, &list, client.InNamespace(f.namespace)); err != nil {
-		return err
-	}
-	atStart := map[string]bool{}
-	for i := range list.Items {
-		if name := list.Items[i].Name; strings.HasPrefix(name, LeasePrefix) {
-			atStart[strings.TrimPrefix(name, LeasePrefix)] = true
-		}
-	}
-	f.mu.Lock()
-	if f.atStart == nil {
-		f.atStart = atStart
-	}
-	f.mu.Unlock()
-	return nil
 }
 
 // RecordPrefix starts the names of the Leases in which the agent keeps,
@@ -377,8 +414,9 @@ func (f *Fence) record(ctx context.Context, origin string, o *observed) {
 	}
 }
 
-// evictCopies evicts the admitted copies of the hub of origin.
-func (f *Fence) evictCopies(ctx context.Context, origin, message string) error {
+// evictCopies evicts the admitted copies of the hub of origin (those
+// which, when set, selects).
+func (f *Fence) evictCopies(ctx context.Context, origin, message string, which func(*strata.Workload) bool) error {
 	var wls strata.WorkloadList
 	if err := f.client.List(ctx, &wls, client.MatchingLabels{strata.OriginLabel: origin}); err != nil {
 		return err
@@ -392,7 +430,7 @@ func (f *Fence) evictCopies(ctx context.Context, origin, message string) error {
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if wl.Status.Admission == nil || wl.Labels[strata.HubWorkloadUIDLabel] == "" ||
-			meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+			meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) || (which != nil && !which(wl)) {
 			continue
 		}
 		sem <- struct{}{}

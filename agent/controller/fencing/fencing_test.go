@@ -128,3 +128,28 @@ func TestObserve(t *testing.T) {
 		})
 	}
 }
+
+// TestRevoked: a dispatch the hub's Lease revokes is held whether the hub
+// is fenced or not, and stays revoked when the Lease is deleted; other
+// copies of that hub are not.
+func TestRevoked(t *testing.T) {
+	f := New(nil, nil, nil, "strata-system", func() {})
+	copyOf := func(uid, gen string) *strata.Workload {
+		return &strata.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.OriginLabel: "hub", strata.HubWorkloadUIDLabel: uid, strata.DispatchGenerationLabel: gen}}}
+	}
+	l := lease(t0, 10)
+	l.Annotations = map[string]string{strata.RevokedDispatchesAnnotation: "u1/2,u3/1"}
+	f.observe("hub", l, &observed{seen: t0}, false, t0)
+	for _, tc := range []struct {
+		wl   *strata.Workload
+		want bool
+	}{{copyOf("u1", "2"), true}, {copyOf("u3", "1"), true}, {copyOf("u1", "3"), false}, {copyOf("u2", "2"), false}} {
+		if held := f.Holds(tc.wl) != ""; held != tc.want {
+			t.Errorf("Holds(%s/%s) = %t, want %t", tc.wl.Labels[strata.HubWorkloadUIDLabel], tc.wl.Labels[strata.DispatchGenerationLabel], held, tc.want)
+		}
+	}
+	f.observe("hub", nil, nil, false, t0.Add(time.Second))
+	if f.Holds(copyOf("u1", "2")) == "" {
+		t.Error("a deleted Lease released a revoked dispatch")
+	}
+}

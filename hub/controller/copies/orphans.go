@@ -74,7 +74,7 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		n, err := o.collect(ctx, wc.Name, creationGrace, copies)
+		n, err := o.collect(ctx, wc.Name, creationGrace, copies, nil)
 		removed += n
 		if err != nil {
 			errs = append(errs, err)
@@ -86,24 +86,46 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 // CollectWorker removes the orphaned copies on one worker, whatever their
 // age: the fleet calls it before it renews the fencing Lease of a worker
 // that returns, so that its agent never resumes a copy whose workload was
-// placed elsewhere meanwhile. It fails when a copy could not be removed,
-// or the worker's copies not read.
+// placed elsewhere meanwhile. A copy it may not delete does not hold the
+// renewal up: it is reported (the WorkerCluster's Dispatching condition,
+// the log) and revoked in the Lease instead, so that the agent never runs
+// it. It fails only when the worker's copies cannot be listed.
 //
 // It lists the copies from the worker's API server, every kind: a copy of a
 // kind whose informer is not synced yet must not be missed.
-func (o *OrphanCollector) CollectWorker(ctx context.Context, cluster string) error {
+func (o *OrphanCollector) CollectWorker(ctx context.Context, cluster string) (fleet.Sweep, error) {
 	copies, err := o.fleet.LiveCopies(ctx, cluster)
 	if err != nil {
-		return err
+		return fleet.Sweep{}, err
 	}
-	_, err = o.collect(ctx, cluster, 0, copies)
-	return err
+	sweep := fleet.Sweep{Present: map[string]bool{}}
+	for _, j := range copies {
+		if uid, gen, ok := dispatch.CopyOf(j.Object()); ok {
+			sweep.Present[dispatch.Key(uid, gen)] = true
+		}
+	}
+	_, err = o.collect(ctx, cluster, 0, copies, func(cp client.Object, err error) {
+		if uid, gen, ok := dispatch.CopyOf(cp); ok {
+			sweep.Stuck = append(sweep.Stuck, dispatch.Key(uid, gen))
+		}
+		ctrl.LoggerFrom(ctx).Info("An orphaned copy cannot be removed; revoking it in the fencing Lease instead", "cluster", cluster,
+			"copy", client.ObjectKeyFromObject(cp), "error", err.Error())
+	})
+	if errors.Is(err, errHubRead) {
+		return fleet.Sweep{}, err
+	}
+	return sweep, nil
 }
+
+// errHubRead marks a failure to read the hub's own objects.
+var errHubRead = errors.New("reading the hub's Workloads")
 
 // collect removes the orphaned copies on cluster among copies, those older
 // than grace (a younger copy may belong to a dispatch the hub's informer
 // does not show yet).
-func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace time.Duration, copies []jobs.Job) (int, error) {
+//
+// stuck, when set, is told of each orphan whose deletion failed.
+func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace time.Duration, copies []jobs.Job, stuck func(client.Object, error)) (int, error) {
 	removed := 0
 	var errs []error
 	for _, j := range copies {
@@ -113,13 +135,16 @@ func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace tim
 		}
 		orphan, err := o.orphaned(ctx, cluster, j)
 		if err != nil {
-			return removed, err // the hub's own API: the next round
+			return removed, fmt.Errorf("%w: %w", errHubRead, err) // the next round
 		}
 		if !orphan {
 			continue
 		}
 		// One worker refusing a deletion holds up no other.
 		if err := o.remove(ctx, cluster, cp); err != nil {
+			if stuck != nil {
+				stuck(cp, err)
+			}
 			errs = append(errs, fmt.Errorf("removing orphaned copy %s/%s on %s: %w", cp.GetNamespace(), cp.GetName(), cluster, err))
 			continue
 		}

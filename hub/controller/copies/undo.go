@@ -27,6 +27,11 @@ import (
 // elsewhere only once it is gone.
 var errCopyGoing = errors.New("the copy is being deleted; waiting for its pods to be gone")
 
+// errRenewedMeanwhile says the hub renewed the worker's fencing Lease
+// after the decision to place its workload elsewhere was taken: the worker
+// answers, and the decision is taken again.
+var errRenewedMeanwhile = errors.New("the worker's fencing Lease was renewed since; deciding again")
+
 // workerReasons are the refusals that say something about the worker, not
 // the workload: the WorkerCluster's Dispatching condition names them.
 var workerReasons = map[string]bool{
@@ -117,6 +122,8 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 			}
 		} else if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 			return err
+		} else if err := r.fleet.SameCluster(ctx, s.cluster); err != nil {
+			return err // gone from another cluster: nothing is known of the copy
 		}
 	}
 	r.fleet.Release(s.cluster, s.flavor, s.dispatch)
@@ -140,7 +147,15 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 // it before it renews that worker's Lease again), or its administrators
 // gave its copies up. The reservation ends and the Workload is placed
 // again.
+//
+// Unless the copy was never sent, the dispatch is first revoked in the
+// worker's fencing Lease, so that its agent never resumes the copy; a
+// renewal that reached the worker since the decision's view makes the
+// reconcile decide again (errRenewedMeanwhile).
 func (r *Reconciler) abandon(ctx context.Context, s *scope, reason, message string) error {
+	if reason != ReasonCopyNotSent && !r.fleet.Revoke(s.cluster, s.dispatch, s.lastRenewed) {
+		return errRenewedMeanwhile
+	}
 	r.release(s.cluster, s.flavor, s.dispatch)
 	if err := r.clearRun(ctx, s.job); err != nil {
 		return err
@@ -174,6 +189,12 @@ func (r *Reconciler) confirmGone(ctx context.Context, s *scope) (ctrl.Result, er
 		return ctrl.Result{RequeueAfter: informerBehindRetry}, nil // the informer is behind
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
+	}
+	if err := r.fleet.SameCluster(ctx, s.cluster); err != nil {
+		// Gone from another cluster than the one it was sent to: nothing
+		// is known of the copy; the WorkerCluster says so.
+		ctrl.LoggerFrom(ctx).Info("Not acting on a copy found gone: the worker's identity could not be confirmed", "cluster", s.cluster, "error", err.Error())
+		return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
 	}
 	return ctrl.Result{}, r.refuse(ctx, s, outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonCopyDeleted,
 		message: fmt.Sprintf("the admitted copy was deleted on %s before it finished; placing it again", s.cluster)})

@@ -59,6 +59,7 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster, stat
 		return notConnected(reason, "%s", message)
 	}
 	status.ClusterID = last.clusterID
+	r.fleet.SetClusterID(wc.Name, last.clusterID)
 	if err := r.fleet.Connect(ctx, wc.Name, cred.identity, cfg, connectTimeout); err != nil {
 		return notConnected(ReasonUnreachable, "%v", err)
 	}

@@ -15,10 +15,12 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 	hubcopies "strata.dev/strata/hub/controller/copies"
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/test/integration/framework"
 )
 
@@ -122,11 +124,11 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		// into the time it runs on w2.
 		withFencing(4*time.Second, time.Second, 6*time.Second)
 		withHubClock(15 * time.Minute)
-		e := newEnv(ctx, "restart", map[string][][]string{"w1": {{"4"}}})
+		e := newEnv(ctx, "agentrestart", map[string][][]string{"w1": {{"4"}}})
 		j := e.job("restarted", 1, "1", nil)
 		Expect(hub.Client.Create(ctx, j)).To(Succeed())
 		runningOn(ctx, j, "w1")
-		e.createNode(ctx, worker("w2"), "restart-w2-n0", "r0", "4")
+		e.createNode(ctx, worker("w2"), "agentrestart-w2-n0", "r0", "4")
 		followCtx, stopFollowing := context.WithCancel(context.Background())
 		DeferCleanup(stopFollowing)
 		seen := followRunning(followCtx, e.ns, "w1", "w2")
@@ -190,6 +192,119 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 			g.Expect(cp).To(BeNil())
 		}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
 		Expect(resumed).To(BeFalse(), "w1's agent resumed a JobSet copy placed elsewhere")
+	})
+
+	It("renews a worker's Lease though an orphaned copy there may not be deleted: that copy is revoked in the Lease instead, and never runs", func(ctx SpecContext) {
+		withFencing(4*time.Second, time.Second, time.Hour)
+		e := newEnv(ctx, "stuck", map[string][][]string{"w1": {{"4"}}})
+		w1 := worker("w1")
+		By("a policy on w1 that refuses deleting one Job, and that Job labelled as a copy of this hub with no hub Workload")
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "keep-forged"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: fmt.Sprintf("!has(oldObject.metadata.labels) || !('%s' in oldObject.metadata.labels) || oldObject.metadata.labels['%s'] != 'forged-uid'",
+						strata.HubWorkloadUIDLabel, strata.HubWorkloadUIDLabel),
+					Message: "this Job may not be deleted",
+				}},
+			},
+		}
+		Expect(w1.Client.Create(ctx, policy)).To(Succeed())
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "keep-forged"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "keep-forged",
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+		}
+		Expect(w1.Client.Create(ctx, binding)).To(Succeed())
+		removed := false
+		remove := func() {
+			if !removed {
+				removed = true
+				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, binding))).To(Succeed())
+				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, policy))).To(Succeed())
+			}
+		}
+		DeferCleanup(remove)
+		forged := e.job("forged", 1, "1", nil)
+		forged.Labels[strata.OriginLabel] = hubCfg.Origin
+		forged.Labels[strata.HubWorkloadUIDLabel] = "forged-uid"
+		forged.Labels[strata.DispatchGenerationLabel] = "1"
+		forged.Spec.Suspend = ptr.To(true)
+		Expect(w1.Client.Create(ctx, forged)).To(Succeed())
+
+		By("a new hub process sweeps w1 before its first renewal")
+		stopHub()
+		stopHub = startHub()
+		Eventually(func(g Gomega) {
+			l := fenceLease(g, ctx, "w1")
+			g.Expect(l.Annotations).To(HaveKeyWithValue(strata.RevokedDispatchesAnnotation, ContainSubstring("forged-uid/1")))
+			c := wcCondition(g, ctx, "w1", strata.WorkerClusterFenced)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		Consistently(func(g Gomega) {
+			cp, cwl := copyOn(g, ctx, w1, forged)
+			g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeTrue(), "the revoked copy runs")
+			if cwl != nil {
+				g.Expect(cwl.Status.Admission).To(BeNil(), "the revoked copy was admitted")
+			}
+		}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("w1 still takes new work")
+		j := e.job("after", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		runningOn(ctx, j, "w1")
+
+		By("the policy gone: the orphan is deleted and its revocation ends")
+		remove()
+		Eventually(func(g Gomega) {
+			cp, _ := copyOn(g, ctx, w1, forged)
+			g.Expect(cp).To(BeNil())
+			g.Expect(fenceLease(g, ctx, "w1").Annotations).NotTo(HaveKey(strata.RevokedDispatchesAnnotation))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
+
+	It("stays up when a tenant on a worker sets a LeaderWorkerSet copy's replicas to 2^31-1: the copy is Invalid", Label("lws"), func(ctx SpecContext) {
+		e := newEnv(ctx, "lwshuge", map[string][][]string{"w2": {{"4", "4"}}})
+		l := e.leaderWorkerSet("huge", 2, 1, "1", map[string]string{strata.PodSetRequiredTopologyAnnotation: host})
+		Expect(hub.Client.Create(ctx, l)).To(Succeed())
+		var hubWL strata.Workload
+		Eventually(func(g Gomega) {
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: lws.SetKind.WorkloadName(l.Name)}, &hubWL)).To(Succeed())
+			g.Expect(hubWL.Status.Admission).NotTo(BeNil(), "%v", hubWL.Status.Conditions)
+			g.Expect(hubWL.Status.Placement.Cluster).To(Equal("w2"))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("a tenant of w2 sets the copy's replicas to 2147483647")
+		w2 := worker("w2")
+		Eventually(func(g Gomega) {
+			var cp lwsapi.LeaderWorkerSet
+			g.Expect(w2.Client.Get(ctx, client.ObjectKeyFromObject(l), &cp)).To(Succeed())
+			cp.Spec.Replicas = ptr.To[int32](2147483647)
+			g.Expect(w2.Client.Update(ctx, &cp)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			err := w2.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: lws.GroupWorkloadName(l.Name, 0)}, &wl)
+			if err == nil && meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) {
+				g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid).Message).To(ContainSubstring("spec.replicas"))
+				return
+			}
+			// Or already refused by the hub for it.
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(&hubWL), &hubWL)).To(Succeed())
+			g.Expect(hubWL.Status.Placement.Attempts).To(ContainElement(HaveField("Message", ContainSubstring("spec.replicas"))))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("the hub and w2's agent still work: a new Job runs on w2")
+		j := e.job("still-up", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		runningOn(ctx, j, "w2")
 	})
 
 	It("keeps evicted copies evicted when the hub's Lease is deleted during a partition", func(ctx SpecContext) {

@@ -26,6 +26,9 @@ var _ = Describe("Permissions", func() {
 				{APIGroups: []string{"strata.dev"}, Resources: []string{"capacitysummaries", "workloads"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}, ResourceNames: []string{metav1.NamespaceSystem}},
+				// Its fencing Lease, as the agent chart grants: a worker the
+				// hub cannot fence gets no copies at all.
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 			},
 		})).To(Succeed())
 		Expect(w3.Client.Create(ctx, &rbacv1.ClusterRoleBinding{

@@ -56,6 +56,11 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	addAccessProvider(hubCfg)
 	Expect(hub.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Namespace}})).To(Succeed())
+	// The agent chart's namespace on each worker: the hub renews its
+	// fencing Lease there, and a worker it cannot fence gets no work.
+	for _, w := range workers {
+		Expect(w.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Dispatch.WorkerNamespace}})).To(Succeed())
+	}
 
 	// The hub takes notice of LeaderWorkerSets only if their API is served
 	// when it starts.

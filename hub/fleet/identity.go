@@ -1,0 +1,74 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ErrClusterChanged says a worker's credential now reaches another cluster
+// than the one the hub dispatched to.
+var ErrClusterChanged = errors.New("the worker's address now reaches another cluster")
+
+// identityTTL is how long a check of a worker's identity is taken as
+// current.
+const identityTTL = 10 * time.Second
+
+// SetClusterID records the identity (the UID of namespace kube-system) of
+// the cluster the hub dispatched to under a worker's name.
+func (f *Fleet) SetClusterID(name, id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.clusterIDs[name] != id {
+		delete(f.identityChecked, name)
+	}
+	f.clusterIDs[name] = id
+}
+
+// SameCluster checks, with a read from the worker, that its address still
+// reaches the cluster the hub dispatched to: call it before acting on a
+// copy found gone there (a DNS or load-balancer name repointed to another
+// cluster makes every copy look gone). nil when it does, or when no
+// identity is recorded yet; a check is reused for identityTTL.
+func (f *Fleet) SameCluster(ctx context.Context, name string) error {
+	f.mu.Lock()
+	r, want, at := f.remotes[name], f.clusterIDs[name], f.identityChecked[name]
+	f.mu.Unlock()
+	if want == "" || (!at.IsZero() && f.clock.Since(at) < identityTTL) {
+		return nil
+	}
+	if r == nil {
+		return fmt.Errorf("worker %s: %w", name, ErrNotConnected)
+	}
+	got, err := readClusterID(ctx, r.client)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		f.mu.Lock()
+		delete(f.identityChecked, name)
+		f.mu.Unlock()
+		return fmt.Errorf("worker %s: %w (ID %s, not %s)", name, ErrClusterChanged, got, want)
+	}
+	f.mu.Lock()
+	f.identityChecked[name] = f.clock.Now()
+	f.mu.Unlock()
+	return nil
+}
+
+// readClusterID reads the UID of the kube-system namespace through c.
+func readClusterID(ctx context.Context, c client.Client) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var ns corev1.Namespace
+	if err := c.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, &ns); err != nil {
+		return "", fmt.Errorf("reading the worker's identity (the UID of namespace kube-system): %w", err)
+	}
+	return string(ns.UID), nil
+}

@@ -16,14 +16,14 @@ import (
 type Outcome int
 
 const (
-	// NotSent: the request provably never reached the worker's API server
+	// NotSent means the request provably never reached the worker's API server
 	// (the connection was refused, the name did not resolve, the TLS
 	// handshake failed before anything was sent).
 	NotSent Outcome = iota
-	// Refused: the API server answered and did not carry the request out
+	// Refused means the API server answered and did not carry the request out
 	// (a 4xx answer other than a timeout).
 	Refused
-	// Unknown: the request may have been carried out (a timeout after it
+	// Unknown means the request may have been carried out (a timeout after it
 	// was sent, a connection lost mid-way, a server error).
 	Unknown
 )

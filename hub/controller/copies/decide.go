@@ -169,10 +169,10 @@ func nextStep(o *observed, now time.Time) step {
 	case o.down != "":
 		return unreachableStep(o, o.down, true, now)
 	case errors.Is(o.copyErr, fleet.ErrKindNotServed):
-		return refuseStep("the worker does not serve the kind", strata.PlacementRejected, dispatch.ReasonRejected, ReasonKindNotServed,
+		return refuseStep("the worker does not serve the kind", strata.PlacementRejected, ReasonKindNotServed,
 			fmt.Sprintf("%v; placing it again", o.copyErr))
 	case errors.Is(o.copyErr, fleet.ErrNotConnected) && o.wc == nil:
-		return refuseStep("the WorkerCluster is gone", strata.PlacementUnreachable, dispatch.ReasonRejected, ReasonWorkerClusterDeleted,
+		return refuseStep("the WorkerCluster is gone", strata.PlacementUnreachable, ReasonWorkerClusterDeleted,
 			fmt.Sprintf("WorkerCluster %s was deleted; its copy there, if any, is left to the worker's administrators; placing it again", o.cluster))
 	case errors.Is(o.copyErr, fleet.ErrNotConnected):
 		// The copy stays recorded; nothing is sent elsewhere while it may
@@ -212,8 +212,10 @@ func (o *observed) copyIsCurrent() bool {
 	return uid == o.wl.UID && gen == o.gen
 }
 
-func refuseStep(why string, result strata.PlacementResult, reason, cause, message string) step {
-	return step{action: actRefuse, why: why, outcome: outcome{result: result, reason: reason, cause: cause, message: message}}
+// refuseStep undoes the dispatch (the hub Workload's condition reason
+// Rejected) for cause.
+func refuseStep(why string, result strata.PlacementResult, cause, message string) step {
+	return step{action: actRefuse, why: why, outcome: outcome{result: result, reason: dispatch.ReasonRejected, cause: cause, message: message}}
 }
 
 // finishedStep decides on a finished Workload: its reservation ends, and
@@ -260,7 +262,7 @@ func followStep(o *observed, now time.Time) step {
 	verdict, reason, message := dispatch.Judge(o.copyWL)
 	switch verdict {
 	case dispatch.Refused:
-		s := refuseStep("the worker refused the copy", strata.PlacementRejected, dispatch.ReasonRejected, reason,
+		s := refuseStep("the worker refused the copy", strata.PlacementRejected, reason,
 			fmt.Sprintf("the worker refused the copy (%s): %s; placing it again", reason, message))
 		s.mirror = true
 		return s

@@ -6,7 +6,6 @@ import (
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
-	"strata.dev/strata/hub/dispatch"
 )
 
 // drainingStep decides on a dispatch to a WorkerCluster being deleted: its
@@ -25,7 +24,7 @@ func drainingStep(o *observed, now time.Time) step {
 	case o.connErr != nil:
 		return unreachableStep(o, o.connErr.Error(), false, now)
 	}
-	s := refuseStep("the WorkerCluster is being deleted", strata.PlacementEvicted, dispatch.ReasonRejected, ReasonWorkerClusterDeleted,
+	s := refuseStep("the WorkerCluster is being deleted", strata.PlacementEvicted, ReasonWorkerClusterDeleted,
 		fmt.Sprintf("WorkerCluster %s is being deleted: its copy is taken back, and the workload placed elsewhere once the copy's pods are gone", o.wc.Name))
 	return s
 }

@@ -75,7 +75,7 @@ func allocated(f func()) uint64 {
 // or more, and its errors name every field of over (the fields over
 // their bound), or, over empty, there are none and every pod set counts
 // at most MaxPodSetPods pods. It returns the Workload and its errors.
-func checkWorkload(t *testing.T, j jobs.Job, over ...string) (*strata.Workload, field.ErrorList) {
+func checkWorkload(t *testing.T, j jobs.Job, over ...string) *strata.Workload {
 	t.Helper()
 	var wl *strata.Workload
 	var errs field.ErrorList
@@ -97,7 +97,7 @@ func checkWorkload(t *testing.T, j jobs.Job, over ...string) (*strata.Workload, 
 		}
 	}
 	wantErrors(t, errs.ToAggregate(), over...)
-	return wl, errs
+	return wl
 }
 
 // wantErrors fails unless err names every field of over, or, over empty,
@@ -159,7 +159,7 @@ func FuzzJobSizes(f *testing.F) {
 			path, pods = "spec.completions", completions
 		}
 		pods = max(pods, 0)
-		wl, _ := checkWorkload(t, adapt(t, job), overIf(pods > workload.MaxPodSetPods, path)...)
+		wl := checkWorkload(t, adapt(t, job), overIf(pods > workload.MaxPodSetPods, path)...)
 		if got := wl.Spec.PodSets[0].Count; got != pods {
 			t.Fatalf("count %d, want %d", got, pods)
 		}
@@ -194,7 +194,7 @@ func FuzzJobSetSizes(f *testing.F) {
 		pods := int64(max(replicas, 0)) * int64(max(min(parallelism, completions), 0))
 		over := overIf(len(js.Spec.ReplicatedJobs) > workload.MaxPodSets, "spec.replicatedJobs")
 		over = append(over, overIf(pods > workload.MaxPodSetPods, "spec.replicatedJobs[0].replicas")...)
-		wl, _ := checkWorkload(t, adapt(t, js), over...)
+		wl := checkWorkload(t, adapt(t, js), over...)
 		if got := wl.Spec.PodSets[0].Count; pods <= workload.MaxPodSetPods && int64(got) != pods {
 			t.Fatalf("count %d, want %d", got, pods)
 		}
@@ -223,7 +223,7 @@ func FuzzMPIJobSizes(f *testing.F) {
 		launcher, workers = max(launcher, 0), max(workers, 0)
 		over := overIf(launcher > workload.MaxPodSetPods, "spec.mpiReplicaSpecs[Launcher].replicas")
 		over = append(over, overIf(workers > workload.MaxPodSetPods, "spec.mpiReplicaSpecs[Worker].replicas")...)
-		wl, _ := checkWorkload(t, adapt(t, j), over...)
+		wl := checkWorkload(t, adapt(t, j), over...)
 		if got := []int32{wl.Spec.PodSets[0].Count, wl.Spec.PodSets[1].Count}; got[0] != launcher || got[1] != workers {
 			t.Fatalf("counts %v, want [%d %d]", got, launcher, workers)
 		}
@@ -306,7 +306,7 @@ func checkGroups(t *testing.T, l *lwsapi.LeaderWorkerSet, groups int, over ...st
 		if want := groupJobs[i].Kind().WorkloadName(l.Name); names[i] != want {
 			t.Fatalf("group %d's Workload %s, its job's %s", i, names[i], want)
 		}
-		wls[i], _ = checkWorkload(t, groupJobs[i], over...)
+		wls[i] = checkWorkload(t, groupJobs[i], over...)
 	}
 	agg := g.Aggregate(l, wls)
 	invalid := meta.FindStatusCondition(agg.Status.Conditions, strata.WorkloadInvalid)

@@ -64,15 +64,15 @@ func fencedOn(ctx context.Context, j *batchv1.Job, w string) {
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
-// cut partitions the hub from worker w until the spec ends or heal is
+// cutW1 partitions the hub from worker w1 until the spec ends or heal is
 // called.
-func cut(w string) (heal func()) {
-	links[w].Cut()
+func cutW1() (heal func()) {
+	links["w1"].Cut()
 	healed := false
 	heal = func() {
 		if !healed {
 			healed = true
-			links[w].Heal()
+			links["w1"].Heal()
 		}
 	}
 	DeferCleanup(heal)
@@ -82,7 +82,7 @@ func cut(w string) (heal func()) {
 var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Serial, Label("fencing", "faults"), func() {
 	DescribeTable("a hub whose clock is off by 15 minutes: never fenced while healthy; a cut-off copy stops before it is placed elsewhere",
 		func(ctx SpecContext, name string, offset time.Duration) {
-			withFencing(4*time.Second, time.Second, 12*time.Second)
+			withFencing(12 * time.Second)
 			withHubClock(offset)
 			e := newEnv(ctx, name, map[string][][]string{"w1": {{"4"}}})
 			j := e.job("skewed", 1, "1", nil)
@@ -101,7 +101,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 			followCtx, stopFollowing := context.WithCancel(context.Background())
 			DeferCleanup(stopFollowing)
 			seen := followRunning(followCtx, e.ns, "w1", "w2")
-			heal := cut("w1")
+			heal := cutW1()
 			fencedOn(ctx, j, "w1")
 			runningOn(ctx, j, "w2")
 			heal()
@@ -122,7 +122,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		// A margin of 2 s: an agent that restarted and counted the Lease's
 		// silence from its own start would let the copy run 4 s more,
 		// into the time it runs on w2.
-		withFencing(4*time.Second, time.Second, 6*time.Second)
+		withFencing(6 * time.Second)
 		withHubClock(15 * time.Minute)
 		e := newEnv(ctx, "agentrestart", map[string][][]string{"w1": {{"4"}}})
 		j := e.job("restarted", 1, "1", nil)
@@ -134,7 +134,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		seen := followRunning(followCtx, e.ns, "w1", "w2")
 
 		By("cutting the hub off w1; the copy is fenced; w1's agent restarts")
-		heal := cut("w1")
+		heal := cutW1()
 		fencedOn(ctx, j, "w1")
 		stopAgents["w1"]()
 		stopAgents["w1"] = startAgent(worker("w1"))
@@ -156,7 +156,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 	})
 
 	It("removes a JobSet copy placed elsewhere before renewing its worker's Lease, though the restarted hub's JobSet cache there is not synced", Label("jobset"), func(ctx SpecContext) {
-		withFencing(4*time.Second, time.Second, 8*time.Second)
+		withFencing(8 * time.Second)
 		e := newEnv(ctx, "jsheal", map[string][][]string{"w1": {{"8"}}})
 		js := e.jobSet("healed", 1, 1, "1", nil)
 		Expect(hub.Client.Create(ctx, js)).To(Succeed())
@@ -169,7 +169,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 
 		By("cutting w1 off and restarting the hub: its JobSet cache of w1 cannot sync")
-		heal := cut("w1")
+		heal := cutW1()
 		stopHub()
 		stopHub = startHub()
 		e.createNode(ctx, worker("w2"), "jsheal-w2-n0", "r0", "8")
@@ -195,7 +195,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 	})
 
 	It("renews a worker's Lease though an orphaned copy there may not be deleted: that copy is revoked in the Lease instead, and never runs", func(ctx SpecContext) {
-		withFencing(4*time.Second, time.Second, time.Hour)
+		withFencing(time.Hour)
 		e := newEnv(ctx, "stuck", map[string][][]string{"w1": {{"4"}}})
 		w1 := worker("w1")
 		By("a policy on w1 that refuses deleting one Job, and that Job labelled as a copy of this hub with no hub Workload")
@@ -308,12 +308,12 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 	})
 
 	It("keeps evicted copies evicted when the hub's Lease is deleted during a partition", func(ctx SpecContext) {
-		withFencing(4*time.Second, time.Second, time.Hour)
+		withFencing(time.Hour)
 		e := newEnv(ctx, "leasegone", map[string][][]string{"w1": {{"4"}}})
 		j := e.job("unleased", 1, "1", nil)
 		Expect(hub.Client.Create(ctx, j)).To(Succeed())
 		runningOn(ctx, j, "w1")
-		heal := cut("w1")
+		heal := cutW1()
 		fencedOn(ctx, j, "w1")
 
 		By("deleting the fencing Lease on w1")
@@ -331,7 +331,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 	})
 
 	It("sends no new copy to a worker whose fencing Lease it may not renew, and says why on the WorkerCluster", func(ctx SpecContext) {
-		withFencing(4*time.Second, time.Second, time.Hour)
+		withFencing(time.Hour)
 		e := newEnv(ctx, "norenew", map[string][][]string{"w1": {{"4"}}, "w2": {{"2"}}})
 
 		By("a policy on w1 that refuses writes of the hub's fencing Lease")

@@ -25,12 +25,20 @@ import (
 	"strata.dev/strata/test/integration/framework"
 )
 
-// withFencing restarts the hub with short fencing times for one spec, and
-// with the suite's afterwards. The times keep the order production
-// enforces (renewInterval ≤ fenceAfter/3 < replaceAfter) with a margin
-// of seconds instead of config validation's minute.
-func withFencing(fenceAfter, renewInterval, replaceAfter time.Duration) {
+// The fenceAfter and renewInterval of the specs that shorten fencing.
+const (
+	specFenceAfter    = 4 * time.Second
+	specRenewInterval = time.Second
+)
+
+// withFencing restarts the hub with short fencing times for one spec
+// (specFenceAfter, specRenewInterval), and with the suite's afterwards. The times
+// keep the order production enforces (renewInterval ≤ fenceAfter/3 <
+// replaceAfter) with a margin of seconds instead of config validation's
+// minute.
+func withFencing(replaceAfter time.Duration) {
 	GinkgoHelper()
+	fenceAfter, renewInterval := specFenceAfter, specRenewInterval
 	stopHub()
 	old := hubCfg.Fencing
 	hubCfg.Fencing = configv1beta1.Fencing{Mode: configv1beta1.FencingEnabled, FenceAfter: &metav1.Duration{Duration: fenceAfter},
@@ -156,7 +164,7 @@ func copyState(ctx context.Context, w *framework.Cluster, cp *batchv1.Job) strin
 
 var _ = Describe("Fencing", Serial, Label("fencing"), func() {
 	It("stops a copy whose hub stopped renewing its Lease after fenceAfter, and runs it again once the hub renews", func(ctx SpecContext) {
-		withFencing(4*time.Second, time.Second, 8*time.Second)
+		withFencing(8 * time.Second)
 		e := newEnv(ctx, "fence", map[string][][]string{"w1": {{"4", "4"}}})
 		j := e.job("guarded", 2, "2", nil)
 		Expect(hub.Client.Create(ctx, j)).To(Succeed())
@@ -213,7 +221,7 @@ var _ = Describe("Fencing", Serial, Label("fencing"), func() {
 	It("places a workload elsewhere only after replaceAfter when its worker stops answering, and removes the stale copy before renewing there", func(ctx SpecContext) {
 		// replaceAfter leaves a few seconds between the health probe taking
 		// the worker as down (about 7 s) and the re-placement.
-		withFencing(4*time.Second, time.Second, 14*time.Second)
+		withFencing(14 * time.Second)
 		e := newEnv(ctx, "replace", map[string][][]string{"w1": {{"4", "4"}}, "w2": {{"4", "4"}}})
 		j := e.job("moved", 2, "2", nil)
 		Expect(hub.Client.Create(ctx, j)).To(Succeed())
@@ -274,7 +282,7 @@ var _ = Describe("Fencing", Serial, Label("fencing"), func() {
 		// Stopping 200 copies takes the agent 3 s on a free machine and was
 		// seen to take over 25 s with two suites' API servers on two cores:
 		// replaceAfter leaves that margin, as production's (minutes) does.
-		withFencing(4*time.Second, time.Second, 30*time.Second)
+		withFencing(30 * time.Second)
 		const n = 200 // the reliability issue's count
 		e := newEnv(ctx, "part", map[string][][]string{"w1": {{"16", "16", "16"}}})
 		jobs := make([]*batchv1.Job, n)

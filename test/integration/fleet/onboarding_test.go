@@ -13,12 +13,12 @@ import (
 	"strata.dev/strata/pkg/testutil"
 )
 
-// setOnboarding sets or clears a WorkerCluster's spec.onboarding.
-func setOnboarding(ctx SpecContext, name string, ob *strata.WorkerOnboarding) {
+// setW1Onboarding sets or clears WorkerCluster w1's spec.onboarding.
+func setW1Onboarding(ctx SpecContext, ob *strata.WorkerOnboarding) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		var wc strata.WorkerCluster
-		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w1"}, &wc)).To(Succeed())
 		wc.Spec.Onboarding = ob
 		g.Expect(hub.Client.Update(ctx, &wc)).To(Succeed())
 	}).Should(Succeed())
@@ -34,8 +34,8 @@ var _ = Describe("Onboarding", Serial, func() {
 		Expect(hub.Client.Create(ctx, testutil.MakeLocalQueue("team-q", team, "cq-onb"))).To(Succeed())
 
 		By("w1 opts in, its LocalQueues to point at its ClusterQueue cq-onb")
-		setOnboarding(ctx, "w1", &strata.WorkerOnboarding{ClusterQueue: "cq-onb"})
-		DeferCleanup(func(ctx SpecContext) { setOnboarding(ctx, "w1", nil) })
+		setW1Onboarding(ctx, &strata.WorkerOnboarding{ClusterQueue: "cq-onb"})
+		DeferCleanup(func(ctx SpecContext) { setW1Onboarding(ctx, nil) })
 
 		job := e.job("onboarded", 2, "1", nil)
 		job.Namespace = team
@@ -68,8 +68,8 @@ var _ = Describe("Onboarding", Serial, func() {
 		summarized(ctx, e.flavor, "w1")
 		By("namespace " + e.ns + " exists on w1, made by its administrators; the hub's queue for it is another")
 		Expect(hub.Client.Create(ctx, testutil.MakeLocalQueue("hub-only-q", e.ns, "cq-onbno"))).To(Succeed())
-		setOnboarding(ctx, "w1", &strata.WorkerOnboarding{ClusterQueue: "cq-onbno"})
-		DeferCleanup(func(ctx SpecContext) { setOnboarding(ctx, "w1", nil) })
+		setW1Onboarding(ctx, &strata.WorkerOnboarding{ClusterQueue: "cq-onbno"})
+		DeferCleanup(func(ctx SpecContext) { setW1Onboarding(ctx, nil) })
 		job := e.job("foreign", 1, "1", nil)
 		job.Labels[strata.QueueNameLabel] = "hub-only-q"
 		Expect(hub.Client.Create(ctx, job)).To(Succeed())

@@ -59,10 +59,11 @@ type AgentConfiguration struct {
 
 // AgentFencing configures the agent's side of fencing: the hubs renew a
 // Lease each (strata-fence-<origin>) in namespace; a hub's copies are
-// stopped once its Lease has not been renewed for the Lease's duration
-// (the hub's fencing.fenceAfter), measured on the agent's clock from when
-// the agent saw the renewal, and on the hub's from its renewTime,
-// whichever ends first.
+// stopped once the agent has not seen its Lease change for the Lease's
+// duration (the hub's fencing.fenceAfter), measured on the agent's clock
+// only. The agent keeps when it last saw each change in a Lease of its
+// own (strata-agent-fence-<origin>), so that a restart never extends a
+// copy's life.
 type AgentFencing struct {
 	// namespace holds the hubs' fencing Leases: the strata-agent chart's
 	// namespace (default strata-system). A Lease elsewhere is ignored.

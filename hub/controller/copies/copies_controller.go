@@ -224,12 +224,19 @@ type scope struct {
 	after []func(context.Context) error
 }
 
-// status returns the hub Workload's status for an action to change.
-func (s *scope) status() *strata.WorkloadStatus {
-	if s.updated == nil {
-		s.updated = s.wl.DeepCopy()
+// change applies fn to the hub Workload's status, to be written at the
+// end of the reconcile when fn says it changed it; it returns what fn
+// returned. An unchanged status is not written.
+func (s *scope) change(fn func(*strata.WorkloadStatus) bool) bool {
+	if s.updated != nil {
+		return fn(&s.updated.Status)
 	}
-	return &s.updated.Status
+	updated := s.wl.DeepCopy()
+	if !fn(&updated.Status) {
+		return false
+	}
+	s.updated = updated
+	return true
 }
 
 // afterWrite runs fn once the status write landed.
@@ -280,10 +287,10 @@ func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, e
 	case actAbandon:
 		return ctrl.Result{}, r.abandon(ctx, s, st.outcome.reason, st.outcome.message)
 	case actMarkUnreachable:
-		setUnreachable(s.status(), st.message)
+		s.change(func(ws *strata.WorkloadStatus) bool { return setUnreachable(ws, st.message) })
 		return result, nil
 	case actMarkReachable:
-		clearUnreachable(s.status())
+		s.change(clearUnreachable)
 		return result, nil
 	case actRemoveStale:
 		return ctrl.Result{}, r.removeCopy(ctx, s.cluster, s.copyJob.Object(), true)
@@ -296,7 +303,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, e
 	case actCreate:
 		return r.createCopy(ctx, s)
 	case actMarkWaiting:
-		setWaitingOnWorker(s.status(), s.cluster, s.flavor, s.copyWL)
+		s.change(func(ws *strata.WorkloadStatus) bool { return setWaitingOnWorker(ws, s.cluster, s.flavor, s.copyWL) })
 		return result, nil
 	}
 	return ctrl.Result{}, fmt.Errorf("unknown action %q", st.action)

@@ -348,3 +348,24 @@ func TestNextStep(t *testing.T) {
 		})
 	}
 }
+
+// TestScopeChange: a reconcile writes the hub Workload's status only when
+// an action changed it.
+func TestScopeChange(t *testing.T) {
+	wl := &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
+		{Type: ConditionUnreachable, Status: metav1.ConditionTrue, Reason: ReasonWorkerUnreachable, Message: "worker w1 does not answer"},
+	}}}
+	s := &scope{observed: &observed{wl: wl}}
+	if s.change(func(ws *strata.WorkloadStatus) bool { return setUnreachable(ws, "worker w1 does not answer") }) || s.updated != nil {
+		t.Fatal("the same condition again: want nothing to write")
+	}
+	if !s.change(clearUnreachable) || s.updated == nil || len(s.updated.Status.Conditions) != 0 {
+		t.Fatalf("a removed condition: want it written, got %+v", s.updated)
+	}
+	if len(wl.Status.Conditions) != 1 {
+		t.Error("the observed Workload was changed in place")
+	}
+	if s.change(clearUnreachable) || s.updated == nil {
+		t.Error("a second action that changes nothing keeps the first's change")
+	}
+}

@@ -33,7 +33,9 @@ func (r *Reconciler) recordAdmission(ctx context.Context, s *scope, copyWL *stra
 		return err
 	}
 	now := r.clock.Now()
-	if !dispatch.RecordAdmission(s.status(), lq.Spec.ClusterQueue, copyWL, now) {
+	if !s.change(func(ws *strata.WorkloadStatus) bool {
+		return dispatch.RecordAdmission(ws, lq.Spec.ClusterQueue, copyWL, now)
+	}) {
 		return nil
 	}
 	s.afterWrite(func(ctx context.Context) error {
@@ -113,7 +115,7 @@ func (r *Reconciler) syncJobStatus(ctx context.Context, hubJob, copyJob jobs.Job
 // retention is over (st.deleteCopy).
 func (r *Reconciler) cleanFinished(ctx context.Context, s *scope, st step) (ctrl.Result, error) {
 	if st.ranUnseen {
-		setRanUnseen(s.status(), s.cluster, s.flavor)
+		s.change(func(ws *strata.WorkloadStatus) bool { return setRanUnseen(ws, s.cluster, s.flavor) })
 	}
 	// Its reservation ends, and this process forgets the dispatch's
 	// creation, sightings and admission: nothing more counts from them.

@@ -182,7 +182,7 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 		if fleet.RequestOutcome(err) == fleet.Unknown {
 			// It may exist: say so, and look again; it is placed elsewhere
 			// only once the worker answers, or its fencing Lease expired.
-			setCreateUnknown(s.status(), cluster, flavor, err)
+			s.change(func(ws *strata.WorkloadStatus) bool { return setCreateUnknown(ws, cluster, flavor, err) })
 			return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
 		}
 		return ctrl.Result{}, err

@@ -134,7 +134,10 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 	if !record {
 		return nil
 	}
-	dispatch.RecordOutcome(s.status(), o.result, o.reason, o.cause, o.message, r.clock.Now())
+	s.change(func(ws *strata.WorkloadStatus) bool {
+		dispatch.RecordOutcome(ws, o.result, o.reason, o.cause, o.message, r.clock.Now())
+		return true
+	})
 	s.afterWrite(func(context.Context) error {
 		r.memory.undone(s.dispatch)
 		return nil
@@ -160,9 +163,11 @@ func (r *Reconciler) abandon(ctx context.Context, s *scope, reason, message stri
 	if err := r.clearRun(ctx, s.job); err != nil {
 		return err
 	}
-	st := s.status()
-	dispatch.RecordOutcome(st, strata.PlacementUnreachable, reason, reason, message, r.clock.Now())
-	meta.RemoveStatusCondition(&st.Conditions, ConditionUnreachable)
+	s.change(func(ws *strata.WorkloadStatus) bool {
+		dispatch.RecordOutcome(ws, strata.PlacementUnreachable, reason, reason, message, r.clock.Now())
+		meta.RemoveStatusCondition(&ws.Conditions, ConditionUnreachable)
+		return true
+	})
 	s.afterWrite(func(ctx context.Context) error {
 		ctrl.LoggerFrom(ctx).Info("Placing a workload again without its copy known gone", "cluster", s.cluster, "dispatch", s.dispatch, "reason", reason)
 		metrics.HubRejections.WithLabelValues(s.cluster, reason).Inc()

@@ -176,7 +176,9 @@ const ReasonWaitingOnHub = "WaitingOnHub"
 // and kubectl shows it Suspended, not Running. A started Job's status
 // (mirrored from its copy) is left alone.
 func (j Job) MarkWaiting(reason, message string) bool {
-	if done, _ := j.Finished(); done || j.Status.StartTime != nil || j.Status.Active != 0 {
+	// A Job re-placed after a run keeps its startTime (immutable once set
+	// on a Job that is not suspended), so only what runs now counts.
+	if done, _ := j.Finished(); done || j.Status.Active != 0 || ptr.Deref(j.Status.Ready, 0) != 0 {
 		return false
 	}
 	message = reason + ": " + message

@@ -36,6 +36,10 @@ func TestMarkWaiting(t *testing.T) {
 	if started.MarkWaiting("Pending", "x") {
 		t.Error("a Job whose copy runs: want its mirrored status left alone")
 	}
+	replaced := Adapt(&batchv1.Job{Status: batchv1.JobStatus{StartTime: &metav1.Time{}}})
+	if !replaced.MarkWaiting("Pending", "x") {
+		t.Error("a Job whose earlier copy ran and was taken back (startTime kept, nothing active): want it marked waiting, not left looking Running")
+	}
 	done := Adapt(&batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}})
 	if done.MarkWaiting("Pending", "x") {
 		t.Error("a finished Job: want it left alone")

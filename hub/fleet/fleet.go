@@ -83,6 +83,7 @@ type Fleet struct {
 	// (identity.go); guarded by mu.
 	clusterIDs      map[string]string
 	identityChecked map[string]time.Time
+	switches        map[string]ClusterSwitch
 	// recounting are the workers whose recount is due (recount); guarded
 	// by mu.
 	recounting map[string]bool
@@ -131,7 +132,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, recounting: map[string]bool{},
+		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
 }
 

@@ -22,13 +22,43 @@ const identityTTL = 10 * time.Second
 
 // SetClusterID records the identity (the UID of namespace kube-system) of
 // the cluster the hub dispatched to under a worker's name.
+//
+// A changed identity (the WorkerCluster accepted another cluster, by
+// strata.dev/accept-cluster-id) is remembered with the hub's last renewal
+// of the old cluster's fencing Lease: the workloads dispatched there are
+// placed again only replaceAfter after it (ClusterSwitch).
 func (f *Fleet) SetClusterID(name, id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.clusterIDs[name] != id {
+	prev := f.clusterIDs[name]
+	if prev != id {
 		delete(f.identityChecked, name)
 	}
+	if prev != "" && prev != id {
+		last, ok := f.renewed[name]
+		if !ok {
+			last = f.startedAt
+		}
+		f.switches[name] = ClusterSwitch{At: f.clock.Now(), LastRenewal: last, From: prev, To: id}
+	}
 	f.clusterIDs[name] = id
+}
+
+// ClusterSwitch is a worker name that came to stand for another cluster:
+// when, the hub's last renewal of the old cluster's fencing Lease, and
+// both identities.
+type ClusterSwitch struct {
+	At, LastRenewal time.Time
+	From, To        string
+}
+
+// Switched returns the last cluster switch of a worker name this process
+// saw; ok is false when it saw none.
+func (f *Fleet) Switched(name string) (ClusterSwitch, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.switches[name]
+	return s, ok
 }
 
 // SameCluster checks, with a read from the worker, that its address still

@@ -132,6 +132,9 @@ const (
 	// never reached its worker (the connection was refused, the name did
 	// not resolve, the TLS handshake failed): placed again at once.
 	ReasonCopyNotSent = "CopyNotSent"
+	// ReasonClusterChanged is the outcome of a dispatch to a cluster the
+	// worker's name no longer stands for (strata.dev/accept-cluster-id).
+	ReasonClusterChanged = "ClusterChanged"
 	// ReasonAdmissionTimeout is the cause of a copy not admitted within
 	// dispatch.admissionTimeout.
 	ReasonAdmissionTimeout = "AdmissionTimeout"
@@ -166,6 +169,8 @@ func nextStep(o *observed, now time.Time) step {
 		return step{action: actFail, why: "reading the WorkerCluster", err: o.wcErr}
 	case o.wc != nil && !o.wc.DeletionTimestamp.IsZero() && !o.finished():
 		return drainingStep(o, now)
+	case o.switched != nil && !o.finished() && !dispatchTime(o.wl).After(o.switched.At):
+		return oldClusterStep(o, now)
 	case o.down != "":
 		return unreachableStep(o, o.down, true, now)
 	case errors.Is(o.copyErr, fleet.ErrKindNotServed):

@@ -190,6 +190,31 @@ func TestNextStep(t *testing.T) {
 			o:    func() *observed { o := base(); o.down, o.copyMayExist = "readyz: connection refused", false; return o },
 			want: step{action: actAbandon, outcome: outcome{reason: ReasonCopyNotSent}},
 		},
+		"dispatched to the cluster the worker stood for before it accepted another: waits for replaceAfter from the old cluster's last renewal": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), nil)
+				o.switched = &fleet.ClusterSwitch{At: now.Add(-30 * time.Second), LastRenewal: now.Add(-time.Minute), From: "old", To: "new"}
+				return o
+			},
+			want: step{action: actMarkUnreachable, requeue: unreachableRetry},
+		},
+		"dispatched to the old cluster, replaceAfter over: placed again": {
+			o: func() *observed {
+				o := admittedOnHub(base())
+				o.switched = &fleet.ClusterSwitch{At: now.Add(-14 * time.Minute), LastRenewal: now.Add(-15 * time.Minute), From: "old", To: "new"}
+				o.wl.Status.Placement.Attempts[0].Time = metav1.NewTime(now.Add(-20 * time.Minute))
+				return o
+			},
+			want: step{action: actAbandon, outcome: outcome{reason: ReasonClusterChanged}},
+		},
+		"dispatched after the switch: followed as usual": {
+			o: func() *observed {
+				o := base()
+				o.switched = &fleet.ClusterSwitch{At: now.Add(-5 * time.Minute), LastRenewal: now.Add(-6 * time.Minute), From: "old", To: "new"}
+				return o
+			},
+			want: step{action: actCreate},
+		},
 		"not connected yet: the connection has its chance": {
 			o:    func() *observed { return notConnected(base()) },
 			want: step{action: actNone, requeue: connectGrace},

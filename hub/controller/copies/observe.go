@@ -12,6 +12,7 @@ import (
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
 )
@@ -62,6 +63,9 @@ type observed struct {
 	// seen is when this process first saw the dispatch's copy; zero when
 	// it has not.
 	seen time.Time
+	// switched is set when the worker's name came to stand for another
+	// cluster while this process ran (strata.dev/accept-cluster-id).
+	switched *fleet.ClusterSwitch
 	// copyMayExist says whether a copy of this dispatch may exist on the
 	// worker: this process sent one (or tried, with an unknown outcome),
 	// the informer shows one, or the dispatch is older than this process's
@@ -124,6 +128,9 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		o.undoing = &u
 	}
 	o.seen = r.memory.seenAt(o.dispatch)
+	if sw, ok := r.fleet.Switched(o.cluster); ok {
+		o.switched = &sw
+	}
 	o.copyMayExist = o.copyJob != nil || r.memory.wasSent(o.dispatch) || !dispatchTime(&wl).After(r.fleet.StartedAt())
 	if p, ok := r.memory.pendingOf(o.dispatch); ok {
 		o.pending = &p

@@ -156,7 +156,9 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 // renewal that reached the worker since the decision's view makes the
 // reconcile decide again (errRenewedMeanwhile).
 func (r *Reconciler) abandon(ctx context.Context, s *scope, reason, message string) error {
-	if reason != ReasonCopyNotSent && !r.fleet.Revoke(s.cluster, s.dispatch, s.lastRenewed) {
+	// A copy never sent, or on a cluster the worker's name no longer
+	// reaches, is not revoked: no Lease the hub writes reaches it.
+	if reason != ReasonCopyNotSent && reason != ReasonClusterChanged && !r.fleet.Revoke(s.cluster, s.dispatch, s.lastRenewed) {
 		return errRenewedMeanwhile
 	}
 	r.release(s.cluster, s.flavor, s.dispatch)

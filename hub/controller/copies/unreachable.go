@@ -66,3 +66,23 @@ func unreachableStep(o *observed, why string, down bool, now time.Time) step {
 		"worker %s has not answered since the hub last renewed its fencing Lease there at %s, for longer than fencing.replaceAfter (%s); its agent stopped the copy after fenceAfter (%s); placing it again (the copy there is removed when the worker returns, before it is renewed)",
 		o.cluster, since.UTC().Format(time.RFC3339), fc.ReplaceAfter.Duration, fc.FenceAfter.Duration)}}
 }
+
+// oldClusterStep decides on a dispatch made to the cluster a worker's name
+// stood for before its WorkerCluster accepted another: its copy may still
+// run there, out of the hub's reach. With fencing, it is placed again
+// replaceAfter after the hub's last renewal of the old cluster's Lease
+// (its agent stopped the copy by then); without, at once (accepting the
+// new cluster gave those copies up).
+func oldClusterStep(o *observed, now time.Time) step {
+	sw, fc := o.switched, o.cfg.Fencing
+	if fc.Mode == configv1beta1.FencingEnabled {
+		at := sw.LastRenewal.Add(fc.ReplaceAfter.Duration)
+		if wait := at.Sub(now); wait > 0 {
+			return step{action: actMarkUnreachable, why: "dispatched to the cluster the worker stood for before", requeue: min(wait, unreachableRetry), message: fmt.Sprintf(
+				"worker %s now reaches another cluster (ID %s, accepted); this workload's copy may still run on the one it was sent to (ID %s) until its agent stops it, fenceAfter (%s) after the hub's last renewal there at %s: the hub places it elsewhere at %s",
+				o.cluster, sw.To, sw.From, fc.FenceAfter.Duration, sw.LastRenewal.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))}
+		}
+	}
+	return step{action: actAbandon, why: "dispatched to the cluster the worker stood for before", outcome: outcome{reason: ReasonClusterChanged, message: fmt.Sprintf(
+		"worker %s now reaches another cluster (ID %s, accepted) than the one this workload was sent to (ID %s); placing it again", o.cluster, sw.To, sw.From)}}
+}

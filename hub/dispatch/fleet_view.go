@@ -25,6 +25,7 @@ type targetSource interface {
 	WithTargets(ctx context.Context, workers []fleet.Worker, now time.Time, staleAfter time.Duration, fn func([]*placement.Target) error) error
 	Release(worker, flavor, key string)
 	SetHint(key string, assignments []*tas.Assignment)
+	NoteDispatched(key string)
 	PruneHints(live func(key string) bool)
 	Serves(worker string, k jobs.Kind) (served, known bool)
 	QueueRefusal(worker string, t fleet.QueueTarget) (reason, message string, known bool)

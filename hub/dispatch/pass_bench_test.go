@@ -213,6 +213,8 @@ func (s *benchTargets) SetHint(string, []*tas.Assignment) {}
 
 func (s *benchTargets) PruneHints(func(key string) bool) {}
 
+func (s *benchTargets) NoteDispatched(string) {}
+
 func (s *benchTargets) Serves(string, jobs.Kind) (served, known bool) { return true, true }
 
 func (s *benchTargets) QueueRefusal(string, fleet.QueueTarget) (reason, message string, known bool) {

@@ -282,6 +282,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 		return err
 	}
 	d.fleet.SetHint(key, dec.Assignments())
+	d.fleet.NoteDispatched(key)
 	queue.ChargeUsage(used, dec.Flavor, wl)
 	writes.record(dec.Cluster, dec.Flavor, key, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {

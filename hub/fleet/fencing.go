@@ -179,10 +179,19 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 			// The clock reads after the attempt: a renewal whose outcome
 			// is unknown may have landed up to then.
 			at := f.clock.Now()
-			switch failure, certain := renewalFailure(err); {
-			case ctx.Err() != nil:
+			failure, certain := renewalFailure(err)
+			if ctx.Err() != nil {
+				// The connection ends; a renewal that may have landed
+				// still counts for replaceAfter.
+				if err == nil || !certain {
+					f.mu.Lock()
+					f.renewed[name] = at
+					f.mu.Unlock()
+				}
 				lock.Unlock()
 				return
+			}
+			switch {
 			case err == nil:
 				if !current {
 					log.V(2).Info("Renewed the fencing Lease")

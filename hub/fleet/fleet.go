@@ -98,6 +98,9 @@ type Fleet struct {
 	// waiting for a dispatch pass, which holds tmu.
 	hmu   sync.Mutex
 	hints map[string][]*tas.Assignment
+	// dispatchedHere are the dispatches this process decided whose
+	// reservation has not ended (NoteDispatched); guarded by hmu.
+	dispatchedHere map[string]bool
 }
 
 // remote is one worker's connection.
@@ -132,7 +135,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, recounting: map[string]bool{},
+		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
 }
 

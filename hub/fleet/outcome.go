@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"strings"
 	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,10 @@ const (
 	Unknown
 )
 
+// previousAttempt is how client-go's retries name an earlier attempt's
+// error in the one they return.
+const previousAttempt = " - error from a previous attempt: "
+
 func (o Outcome) String() string {
 	switch o {
 	case NotSent:
@@ -42,6 +47,11 @@ func (o Outcome) String() string {
 // the write's effect. Only what is certain counts as NotSent or Refused:
 // anything else may have been carried out.
 func RequestOutcome(err error) Outcome {
+	if strings.Contains(err.Error(), previousAttempt) {
+		// client-go retried after a 5xx or 429 answer: an earlier attempt
+		// may have been carried out, whatever the last one says.
+		return Unknown
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		code := status.Status().Code

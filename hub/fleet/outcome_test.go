@@ -43,6 +43,8 @@ func TestRequestOutcome(t *testing.T) {
 		"throttled":                          {apierrors.NewTooManyRequests("slow down", 1), Refused},
 		"invalid":                            {apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, "train", nil), Refused},
 		"anything else":                      {errors.New("something"), Unknown},
+		"refused after a retried server error": {fmt.Errorf("%w - error from a previous attempt: the server is currently unable to handle the request",
+			post(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})), Unknown},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -45,11 +45,30 @@ func (f *Fleet) WithTargets(ctx context.Context, workers []Worker, now time.Time
 // dispatch was undone, or its copy finished.
 func (f *Fleet) Release(worker, flavor, key string) {
 	f.ForgetHint(key)
+	f.hmu.Lock()
+	delete(f.dispatchedHere, key)
+	f.hmu.Unlock()
 	f.tmu.Lock()
 	defer f.tmu.Unlock()
 	if t := f.targets[worker][flavor]; t != nil {
 		t.Release(key)
 	}
+}
+
+// NoteDispatched notes that this hub process decided dispatch key: until
+// its copy is created, no other process can have sent one.
+func (f *Fleet) NoteDispatched(key string) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	f.dispatchedHere[key] = true
+}
+
+// DispatchedHere says whether this hub process decided dispatch key (and
+// its reservation has not ended).
+func (f *Fleet) DispatchedHere(key string) bool {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	return f.dispatchedHere[key]
 }
 
 // SetHint notes the placement reserved for dispatch key (one assignment

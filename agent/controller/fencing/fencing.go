@@ -77,11 +77,12 @@ type Fence struct {
 
 	mu     sync.Mutex
 	leases map[string]*observed // by origin
-	// atStart are the origins whose Lease existed when this process
-	// started watching (the informer's initial list), complete once
-	// atStartSynced says so.
-	atStart       map[string]bool
-	atStartSynced func() bool
+	// sightings are, by origin, the last change of each hub's Lease the
+	// informer delivered live (not in its initial list), noted by an
+	// event handler whether or not this replica leads; complete once
+	// synced says so.
+	sightings map[string]sighting
+	synced    func() bool
 }
 
 // observed is what the agent knows of one hub's Lease.
@@ -152,14 +153,14 @@ func dispatchOf(wl *strata.Workload) string {
 // next returns what the agent knows of a hub's Lease once it read it at
 // now (its clock): prev is what this process knew (nil: nothing), lease
 // the Lease (nil: not found), restored what an earlier agent process
-// recorded (nil: nothing); appeared says the Lease did not exist when this
-// process started watching (its creation was a change seen live). A nil
-// result means nothing is known yet.
+// recorded (nil: nothing); sighted is the last change of the Lease this
+// process's informer delivered live (nil: none, e.g. the Lease existed
+// when it started). A nil result means nothing is known yet.
 //
 // The Lease's last change counts from when this process saw it; a Lease
 // this process has not seen change counts from the earlier process's
 // record (it changed at the earliest then), and without one from long ago.
-func next(prev *observed, lease *coordinationv1.Lease, restored *observed, appeared bool, now time.Time) *observed {
+func next(prev *observed, lease *coordinationv1.Lease, restored *observed, sighted *sighting, now time.Time) *observed {
 	var o observed
 	switch {
 	case lease == nil && prev != nil:
@@ -176,7 +177,9 @@ func next(prev *observed, lease *coordinationv1.Lease, restored *observed, appea
 		switch {
 		case prev != nil && prev.renewTime.Equal(renew):
 			o.seen = prev.seen
-		case prev != nil, appeared:
+		case sighted != nil && sighted.renewTime.Equal(renew):
+			o.seen = sighted.at // the change, as the informer delivered it
+		case prev != nil:
 			o.seen = now // a change, seen live
 		case restored != nil:
 			o.seen = restored.seen
@@ -187,10 +190,16 @@ func next(prev *observed, lease *coordinationv1.Lease, restored *observed, appea
 	return &o
 }
 
+// sighting is a change of a hub's Lease as the informer delivered it live:
+// its renewTime, and the agent's time then.
+type sighting struct {
+	renewTime, at time.Time
+}
+
 // New returns a Fence of the Leases in namespace; changed is called when a
 // hub's copies become admissible or stop being so.
 func New(c client.Client, recorder events.EventRecorder, clk clock.Clock, namespace string, changed func()) *Fence {
-	return &Fence{client: c, recorder: recorder, clock: clk, namespace: namespace, changed: changed, leases: map[string]*observed{}, atStart: map[string]bool{}}
+	return &Fence{client: c, recorder: recorder, clock: clk, namespace: namespace, changed: changed, leases: map[string]*observed{}, sightings: map[string]sighting{}}
 }
 
 // Holds says why a workload may not be admitted now: it is a copy of a
@@ -240,29 +249,47 @@ func fenceMessage(origin, namespace string, o *observed) string {
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// SetupWithManager registers the Lease controller, and notes which hubs'
-// Leases exist as the agent starts watching: a Lease that appears later
-// was created under its eyes, a change seen live.
+// SetupWithManager registers the Lease controller, and an event handler
+// that notes each change of a hub's Lease as it arrives (a Lease created
+// after the agent started watching is such a change), also while this
+// replica waits to lead.
 func (f *Fence) SetupWithManager(mgr ctrl.Manager) error {
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &coordinationv1.Lease{})
 	if err != nil {
 		return err
 	}
+	sight := func(obj any) {
+		l, ok := obj.(*coordinationv1.Lease)
+		if !ok || l.Namespace != f.namespace || !strings.HasPrefix(l.Name, LeasePrefix) {
+			return
+		}
+		renew, _ := leaseView(l)
+		origin := strings.TrimPrefix(l.Name, LeasePrefix)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if prev, ok := f.sightings[origin]; !ok || !prev.renewTime.Equal(renew) {
+			f.sightings[origin] = sighting{renewTime: renew, at: f.clock.Now()}
+		}
+	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			l, ok := obj.(*coordinationv1.Lease)
-			if !initial || !ok || l.Namespace != f.namespace || !strings.HasPrefix(l.Name, LeasePrefix) {
-				return
+			if !initial {
+				sight(obj)
 			}
-			f.mu.Lock()
-			f.atStart[strings.TrimPrefix(l.Name, LeasePrefix)] = true
-			f.mu.Unlock()
+		},
+		UpdateFunc: func(old, obj any) {
+			if o, ok := old.(*coordinationv1.Lease); ok {
+				if n, ok := obj.(*coordinationv1.Lease); ok && ptr.Equal(o.Spec.RenewTime, n.Spec.RenewTime) {
+					return // the same renewal
+				}
+			}
+			sight(obj)
 		},
 	})
 	if err != nil {
 		return err
 	}
-	f.atStartSynced = reg.HasSynced
+	f.synced = reg.HasSynced
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fencing").
 		For(&coordinationv1.Lease{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -282,12 +309,15 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	if f.atStartSynced != nil && !f.atStartSynced() {
-		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil // which Leases existed at start is not known yet
+	if f.synced != nil && !f.synced() {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil // the Leases' sightings are not complete yet
 	}
 	f.mu.Lock()
 	_, known := f.leases[origin]
-	appeared := !f.atStart[origin]
+	var sighted *sighting
+	if sg, ok := f.sightings[origin]; ok {
+		sighted = &sg
+	}
 	f.mu.Unlock()
 	var restored *observed
 	if !known {
@@ -297,7 +327,7 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		}
 	}
 	now := f.clock.Now()
-	o := f.observe(origin, lease, restored, appeared, now)
+	o := f.observe(origin, lease, restored, sighted, now)
 	if o == nil {
 		return ctrl.Result{}, nil // no Lease, never seen: its copies wait for one
 	}
@@ -310,12 +340,22 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 			return ctrl.Result{}, err
 		}
 	}
+	// While dispatches are revoked, look again soon: a copy admitted by a
+	// view older than the revocation is stopped within seconds.
+	var recheck time.Duration
+	if len(o.revoked) > 0 {
+		recheck = 10 * time.Second
+	}
 	dl := o.deadline()
 	if dl.IsZero() {
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: recheck}, nil
 	}
 	if now.Before(dl) {
-		return ctrl.Result{RequeueAfter: dl.Sub(now)}, nil
+		wait := dl.Sub(now)
+		if recheck > 0 {
+			wait = min(wait, recheck)
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	// Fenced: stop every admitted copy of that hub; look again while the
 	// Lease is silent, for copies admitted meanwhile by an older view.
@@ -324,10 +364,10 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 
 // observe records what a read of a hub's Lease says (nil: not found) and
 // returns what is known of it now; nil when nothing is.
-func (f *Fence) observe(origin string, lease *coordinationv1.Lease, restored *observed, appeared bool, now time.Time) *observed {
+func (f *Fence) observe(origin string, lease *coordinationv1.Lease, restored *observed, sighted *sighting, now time.Time) *observed {
 	f.mu.Lock()
 	prev := f.leases[origin]
-	o := next(prev, lease, restored, appeared, now)
+	o := next(prev, lease, restored, sighted, now)
 	if o != nil {
 		f.leases[origin] = o
 	}

@@ -68,8 +68,8 @@ type observed struct {
 	switched *fleet.ClusterSwitch
 	// copyMayExist says whether a copy of this dispatch may exist on the
 	// worker: this process sent one (or tried, with an unknown outcome),
-	// the informer shows one, or the dispatch is older than this process's
-	// lead (an earlier hub process may have sent it).
+	// the informer shows one, or another hub process decided the dispatch
+	// (and may have sent it).
 	copyMayExist bool
 	// pending is the copy's Pending spell this process saw begin; nil
 	// when none.
@@ -131,7 +131,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	if sw, ok := r.fleet.Switched(o.cluster); ok {
 		o.switched = &sw
 	}
-	o.copyMayExist = o.copyJob != nil || r.memory.wasSent(o.dispatch) || !dispatchTime(&wl).After(r.fleet.StartedAt())
+	o.copyMayExist = o.copyJob != nil || r.memory.wasSent(o.dispatch) || !r.fleet.DispatchedHere(o.dispatch)
 	if p, ok := r.memory.pendingOf(o.dispatch); ok {
 		o.pending = &p
 	}

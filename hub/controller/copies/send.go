@@ -97,6 +97,15 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 	if err != nil {
 		return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
 	}
+	if s.copyMayExist {
+		// Sent before and not in the informer: on the same cluster, or
+		// the worker's name now reaches another, where a new copy would
+		// run beside the first.
+		if err := r.fleet.SameCluster(ctx, cluster); err != nil {
+			ctrl.LoggerFrom(ctx).Info("Not sending the copy again: the worker's identity could not be confirmed", "cluster", cluster, "error", err.Error())
+			return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
+		}
+	}
 	if ob := wc.Spec.Onboarding; ob != nil {
 		if err := r.onboard(ctx, c, cluster, hubJob.Object().GetNamespace(), queueName, ob.ClusterQueue); err != nil {
 			if reason, message := onboardRefusal(cluster, err); reason != "" {

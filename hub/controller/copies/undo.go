@@ -192,8 +192,13 @@ func (r *Reconciler) confirmGone(ctx context.Context, s *scope) (ctrl.Result, er
 	if err != nil {
 		return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
 	}
-	if err := c.Get(ctx, s.job.key, s.job.kind.NewObject()); err == nil {
-		return ctrl.Result{RequeueAfter: informerBehindRetry}, nil // the informer is behind
+	live := s.job.kind.NewObject()
+	if err := c.Get(ctx, s.job.key, live); err == nil {
+		if uid, gen, _ := dispatch.CopyOf(live); uid == s.wl.UID && gen == s.gen {
+			return ctrl.Result{RequeueAfter: informerBehindRetry}, nil // the informer is behind
+		}
+		// Another object of that name (another hub's, a user's): ours is
+		// gone.
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}

@@ -120,7 +120,9 @@ if [[ "${1:-}" == "down" ]]; then
   exit 0
 fi
 
-"${ROOT}/hack/k8s-binaries.sh"
+# Only what the demo runs: not the MPI operator's or LeaderWorkerSet's
+# controllers (the e2e's workers run those).
+"${ROOT}/hack/k8s-binaries.sh" etcd kubernetes kwok helm jobset
 if running; then
   say "the demo is already running (make demo-down removes it)"
   results

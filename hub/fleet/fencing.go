@@ -136,6 +136,9 @@ func (f *Fleet) noteRenewal(ctx context.Context, name string, st fenceState, ren
 // renewalFailure describes a renewal that certainly did not write the
 // Lease; ok is false when it may have (its outcome is unknown).
 func renewalFailure(err error) (st fenceState, ok bool) {
+	if err == nil {
+		return fenceState{}, false
+	}
 	switch RequestOutcome(err) {
 	case NotSent:
 		return fenceState{reason: ReasonRenewalUnreachable, failed: err.Error()}, true

@@ -47,6 +47,9 @@ func (o Outcome) String() string {
 // the write's effect. Only what is certain counts as NotSent or Refused:
 // anything else may have been carried out.
 func RequestOutcome(err error) Outcome {
+	if err == nil {
+		return Unknown // not a failure: it may well have been carried out
+	}
 	if strings.Contains(err.Error(), previousAttempt) {
 		// client-go retried after a 5xx or 429 answer: an earlier attempt
 		// may have been carried out, whatever the last one says.

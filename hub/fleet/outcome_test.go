@@ -43,6 +43,7 @@ func TestRequestOutcome(t *testing.T) {
 		"throttled":                          {apierrors.NewTooManyRequests("slow down", 1), Refused},
 		"invalid":                            {apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, "train", nil), Refused},
 		"anything else":                      {errors.New("something"), Unknown},
+		"no error":                           {nil, Unknown},
 		"refused after a retried server error": {fmt.Errorf("%w - error from a previous attempt: the server is currently unable to handle the request",
 			post(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})), Unknown},
 	}
@@ -52,5 +53,21 @@ func TestRequestOutcome(t *testing.T) {
 				t.Errorf("RequestOutcome(%v) = %s, want %s", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRenewalFailure: only an error that proves the Lease was not written
+// is a failure; a renewal without an error is none.
+func TestRenewalFailure(t *testing.T) {
+	if _, certain := renewalFailure(nil); certain {
+		t.Error("renewalFailure(nil): want no failure")
+	}
+	gr := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	st, certain := renewalFailure(apierrors.NewForbidden(gr, "strata-fence-hub", errors.New("no")))
+	if !certain || st.reason != "Forbidden" || st.failed == "" {
+		t.Errorf("renewalFailure(Forbidden) = %+v, %t; want a certain Forbidden failure", st, certain)
+	}
+	if _, certain := renewalFailure(context.DeadlineExceeded); certain {
+		t.Error("renewalFailure(timeout): want an unknown outcome, not a failure")
 	}
 }

@@ -82,7 +82,10 @@ type Fence struct {
 	// event handler whether or not this replica leads; complete once
 	// synced says so.
 	sightings map[string]sighting
-	synced    func() bool
+	// atStart are the origins whose Lease was in the informer's initial
+	// list.
+	atStart map[string]bool
+	synced  func() bool
 }
 
 // observed is what the agent knows of one hub's Lease.
@@ -154,13 +157,14 @@ func dispatchOf(wl *strata.Workload) string {
 // now (its clock): prev is what this process knew (nil: nothing), lease
 // the Lease (nil: not found), restored what an earlier agent process
 // recorded (nil: nothing); sighted is the last change of the Lease this
-// process's informer delivered live (nil: none, e.g. the Lease existed
-// when it started). A nil result means nothing is known yet.
+// process's informer delivered live (nil: none yet); atStart says the
+// Lease existed when this process started watching. A nil result means
+// nothing is known yet.
 //
 // The Lease's last change counts from when this process saw it; a Lease
 // this process has not seen change counts from the earlier process's
 // record (it changed at the earliest then), and without one from long ago.
-func next(prev *observed, lease *coordinationv1.Lease, restored *observed, sighted *sighting, now time.Time) *observed {
+func next(prev *observed, lease *coordinationv1.Lease, restored *observed, sighted *sighting, atStart bool, now time.Time) *observed {
 	var o observed
 	switch {
 	case lease == nil && prev != nil:
@@ -179,8 +183,10 @@ func next(prev *observed, lease *coordinationv1.Lease, restored *observed, sight
 			o.seen = prev.seen
 		case sighted != nil && sighted.renewTime.Equal(renew):
 			o.seen = sighted.at // the change, as the informer delivered it
-		case prev != nil:
-			o.seen = now // a change, seen live
+		case prev != nil, !atStart:
+			// A change, seen live (a Lease created after this process
+			// started watching is one).
+			o.seen = now
 		case restored != nil:
 			o.seen = restored.seen
 		}
@@ -199,7 +205,7 @@ type sighting struct {
 // New returns a Fence of the Leases in namespace; changed is called when a
 // hub's copies become admissible or stop being so.
 func New(c client.Client, recorder events.EventRecorder, clk clock.Clock, namespace string, changed func()) *Fence {
-	return &Fence{client: c, recorder: recorder, clock: clk, namespace: namespace, changed: changed, leases: map[string]*observed{}, sightings: map[string]sighting{}}
+	return &Fence{client: c, recorder: recorder, clock: clk, namespace: namespace, changed: changed, leases: map[string]*observed{}, sightings: map[string]sighting{}, atStart: map[string]bool{}}
 }
 
 // Holds says why a workload may not be admitted now: it is a copy of a
@@ -275,6 +281,12 @@ func (f *Fence) SetupWithManager(mgr ctrl.Manager) error {
 		AddFunc: func(obj any, initial bool) {
 			if !initial {
 				sight(obj)
+				return
+			}
+			if l, ok := obj.(*coordinationv1.Lease); ok && l.Namespace == f.namespace && strings.HasPrefix(l.Name, LeasePrefix) {
+				f.mu.Lock()
+				f.atStart[strings.TrimPrefix(l.Name, LeasePrefix)] = true
+				f.mu.Unlock()
 			}
 		},
 		UpdateFunc: func(old, obj any) {
@@ -318,6 +330,7 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if sg, ok := f.sightings[origin]; ok {
 		sighted = &sg
 	}
+	atStart := f.atStart[origin]
 	f.mu.Unlock()
 	var restored *observed
 	if !known {
@@ -327,7 +340,7 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		}
 	}
 	now := f.clock.Now()
-	o := f.observe(origin, lease, restored, sighted, now)
+	o := f.observe(origin, lease, restored, sighted, atStart, now)
 	if o == nil {
 		return ctrl.Result{}, nil // no Lease, never seen: its copies wait for one
 	}
@@ -364,10 +377,10 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 
 // observe records what a read of a hub's Lease says (nil: not found) and
 // returns what is known of it now; nil when nothing is.
-func (f *Fence) observe(origin string, lease *coordinationv1.Lease, restored *observed, sighted *sighting, now time.Time) *observed {
+func (f *Fence) observe(origin string, lease *coordinationv1.Lease, restored *observed, sighted *sighting, atStart bool, now time.Time) *observed {
 	f.mu.Lock()
 	prev := f.leases[origin]
-	o := next(prev, lease, restored, sighted, now)
+	o := next(prev, lease, restored, sighted, atStart, now)
 	if o != nil {
 		f.leases[origin] = o
 	}

@@ -32,6 +32,7 @@ func TestObserve(t *testing.T) {
 		lease      *coordinationv1.Lease // nil: not found
 		restored   *observed             // the earlier agent's record
 		sighted    *sighting             // the informer's live delivery of a change
+		appeared   bool                  // not in the informer's initial list
 		at         time.Duration         // the agent's clock, from t0
 		wantFenced bool
 		wantHeld   bool // held but not fenced: the Lease never read
@@ -88,8 +89,13 @@ func TestObserve(t *testing.T) {
 		},
 		"a Lease created while the agent watches: its creation is a change seen live": {
 			{at: 0, wantHeld: true},
-			{lease: lease(t0.Add(-time.Hour), 10), sighted: &sighting{renewTime: t0.Add(-time.Hour), at: t0.Add(5 * time.Second)}, at: 5 * time.Second, wantWake: true},
+			{lease: lease(t0.Add(-time.Hour), 10), sighted: &sighting{renewTime: t0.Add(-time.Hour), at: t0.Add(5 * time.Second)}, appeared: true, at: 5 * time.Second, wantWake: true},
 			{lease: lease(t0.Add(-time.Hour), 10), at: 14 * time.Second},
+			{lease: lease(t0.Add(-time.Hour), 10), at: 15 * time.Second, wantFenced: true, wantWake: true},
+		},
+		"a Lease created while the agent watches, reconciled before the informer's sighting is noted: a change seen now": {
+			{at: 0, wantHeld: true},
+			{lease: lease(t0.Add(-time.Hour), 10), appeared: true, at: 5 * time.Second, wantWake: true},
 			{lease: lease(t0.Add(-time.Hour), 10), at: 15 * time.Second, wantFenced: true, wantWake: true},
 		},
 		"a standby that starts to lead counts from the change its informer saw, not from now": {
@@ -111,7 +117,7 @@ func TestObserve(t *testing.T) {
 			f := New(nil, nil, nil, "strata-system", func() { wakes++ })
 			for i, s := range steps {
 				before := wakes
-				o := f.observe("hub", s.lease, s.restored, s.sighted, t0.Add(s.at))
+				o := f.observe("hub", s.lease, s.restored, s.sighted, !s.appeared, t0.Add(s.at))
 				fenced := o != nil && o.fenced
 				if diff := cmp.Diff([]any{s.wantFenced, s.wantWake}, []any{fenced, wakes > before}); diff != "" {
 					t.Errorf("step %d: fenced, woke (-want,+got):\n%s", i, diff)
@@ -143,7 +149,7 @@ func TestRevoked(t *testing.T) {
 	}
 	l := lease(t0, 10)
 	l.Annotations = map[string]string{strata.RevokedDispatchesAnnotation: "u1/2,u3/1"}
-	f.observe("hub", l, &observed{seen: t0}, nil, t0)
+	f.observe("hub", l, &observed{seen: t0}, nil, true, t0)
 	for _, tc := range []struct {
 		wl   *strata.Workload
 		want bool
@@ -152,7 +158,7 @@ func TestRevoked(t *testing.T) {
 			t.Errorf("Holds(%s/%s) = %t, want %t", tc.wl.Labels[strata.HubWorkloadUIDLabel], tc.wl.Labels[strata.DispatchGenerationLabel], held, tc.want)
 		}
 	}
-	f.observe("hub", nil, nil, nil, t0.Add(time.Second))
+	f.observe("hub", nil, nil, nil, true, t0.Add(time.Second))
 	if f.Holds(copyOf("u1", "2")) == "" {
 		t.Error("a deleted Lease released a revoked dispatch")
 	}

@@ -340,11 +340,19 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		}
 	}
 	now := f.clock.Now()
+	f.mu.Lock()
+	var before time.Time
+	if prev := f.leases[origin]; prev != nil {
+		before = prev.seen
+	}
+	f.mu.Unlock()
 	o := f.observe(origin, lease, restored, sighted, atStart, now)
 	if o == nil {
 		return ctrl.Result{}, nil // no Lease, never seen: its copies wait for one
 	}
-	if lease != nil && o.seen.Equal(now) {
+	if lease != nil && !o.seen.IsZero() && !o.seen.Equal(before) {
+		// A change seen (or this process's first view): kept for the
+		// agent process that follows.
 		f.record(ctx, origin, o)
 	}
 	if len(o.revoked) > 0 {

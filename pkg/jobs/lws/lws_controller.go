@@ -58,9 +58,12 @@ func NewReconciler(c client.Client, live client.Reader, recorder events.EventRec
 
 // What strata-agent may do with LeaderWorkerSets on its cluster: its
 // Reconciler only reads them (a LeaderWorkerSet is never suspended: its
-// pods are gated, labelled and released).
+// pods are gated, labelled and released). It deletes the pods of a group
+// that runs without an admission (stopUnadmitted), so that the
+// LeaderWorkerSet's controller makes them again, gated.
 //
 // +kubebuilder:rbac:roleName=strata-agent,groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch
+// +kubebuilder:rbac:roleName=strata-agent,groups="",resources=pods,verbs=delete
 
 // setupAgent registers the agent's Reconciler of LeaderWorkerSets with
 // mgr (Registration's AgentController).

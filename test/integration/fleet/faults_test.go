@@ -396,11 +396,22 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		By("stopping w1's API server address (connections refused) and submitting 6 Jobs in the same second")
 		Expect(links["w1"].Stop()).To(Succeed())
 		started := false
-		DeferCleanup(func() {
-			if !started {
-				Expect(links["w1"].Start()).To(Succeed())
+		start := func(ctx context.Context) {
+			if started {
+				return
 			}
-		})
+			started = true
+			Expect(links["w1"].Start()).To(Succeed())
+			// The hub's informers of w1 retry with a backoff of up to
+			// half a minute: the next spec must not meet a view of w1
+			// from before the stop. A new hub process connects afresh.
+			stopHub()
+			stopHub = startHub()
+			Eventually(func(g Gomega) {
+				g.Expect(wcCondition(g, ctx, "w1", strata.WorkerClusterConnected).Status).To(Equal(metav1.ConditionTrue))
+			}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}
+		DeferCleanup(func(ctx SpecContext) { start(ctx) })
 		stopped := time.Now()
 		for _, j := range jobs {
 			Expect(hub.Client.Create(ctx, j)).To(Succeed())
@@ -423,7 +434,6 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 			}
 		}
 		GinkgoWriter.Printf("%d of the 6 were dispatched to w1 first\n", tried)
-		Expect(links["w1"].Start()).To(Succeed())
-		started = true
+		start(ctx)
 	})
 })

@@ -7,11 +7,14 @@ package kwokcluster
 import (
 	"bytes"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -101,8 +104,36 @@ func (c *Cluster) Restart() error {
 	if _, err := c.run("kwokctl", "stop", "cluster", "--name", c.Name); err != nil {
 		return err
 	}
+	// kwokctl stop does not wait for the old kube-apiserver to let go of
+	// its port: one that still holds it makes the new one fail to bind
+	// ("address already in use") while kwokctl start reports success.
+	if addr, err := c.apiServerAddr(); err == nil {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				break // nothing listens any more
+			}
+			_ = conn.Close()
+		}
+	}
 	_, err := c.run("kwokctl", "start", "cluster", "--name", c.Name)
 	return err
+}
+
+// apiServerAddr is the host:port of the cluster's kube-apiserver.
+func (c *Cluster) apiServerAddr() (string, error) {
+	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	for _, cl := range cfg.Clusters {
+		u, err := url.Parse(cl.Server)
+		if err != nil {
+			return "", err
+		}
+		return u.Host, nil
+	}
+	return "", fmt.Errorf("no cluster in %s", c.Kubeconfig)
 }
 
 // Run runs one of the built binaries (kubectl, helm, ...) with KWOK_WORKDIR set.

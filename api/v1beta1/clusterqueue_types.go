@@ -21,9 +21,18 @@ const (
 )
 
 // ClusterQueueSpec says which namespaces may submit to the queue, which
-// flavors it admits on (in order of preference) and how it queues.
+// flavors it admits on (in order of preference) with what quota, what it
+// shares with its cohort, and when its workloads may preempt others.
 //
-// +kubebuilder:validation:XValidation:rule="self.flavors.all(f, self.flavors.exists_one(o, o.name == f.name))",message="each flavor may appear only once in flavors"
+// The quota is given in Kueue's shape, resourceGroups. The flat list
+// flavors, Strata's first shape, keeps working: it is read as one resource
+// group per flavor that covers only the resources it lists (see
+// queue.Flavors). A queue has one or the other.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.flavors) != has(self.resourceGroups)",message="exactly one of flavors and resourceGroups must be set (flavors is the older shape of resourceGroups)"
+// +kubebuilder:validation:XValidation:rule="!has(self.flavors) || self.flavors.all(f, self.flavors.exists_one(o, o.name == f.name))",message="each flavor may appear only once in flavors"
+// +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, self.resourceGroups.exists_one(o, o.flavors.exists(x, x.name == f.name)) && g.flavors.exists_one(x, x.name == f.name)))",message="each flavor may appear in only one resource group, once"
+// +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(g, g.coveredResources.all(r, self.resourceGroups.exists_one(o, r in o.coveredResources)))",message="each resource may be covered by only one resource group"
 type ClusterQueueSpec struct {
 	// namespaceSelector selects the namespaces whose Jobs may use this queue.
 	// An empty selector ({}) admits every namespace; when unset, no namespace
@@ -39,6 +48,70 @@ type ClusterQueueSpec struct {
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 
+	// flavors is the older, flat shape of resourceGroups: the flavors are
+	// tried in this order, and a resource a flavor does not list is limited
+	// only by capacity. Prefer resourceGroups.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Flavors []FlavorQuotas `json:"flavors,omitempty"`
+
+	// resourceGroups are Kueue's quota: each group covers some resources
+	// and lists flavors, in the order they are tried, with a quota for each
+	// covered resource. A workload requesting a resource no group covers
+	// is not admitted by this queue.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	ResourceGroups []ResourceGroup `json:"resourceGroups,omitempty"`
+
+	// cohort is the name of the cohort this queue belongs to: the queues of
+	// one cohort lend each other the nominal quota they do not use, within
+	// each one's borrowingLimit and lendingLimit. Flat cohorts: the name is
+	// all there is (no Cohort object).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Cohort string `json:"cohort,omitempty"`
+
+	// queueingStrategy is StrictFIFO or BestEffortFIFO (the default).
+	//
+	// +optional
+	// +kubebuilder:default=BestEffortFIFO
+	QueueingStrategy QueueingStrategy `json:"queueingStrategy,omitempty"`
+
+	// preemption says which admitted workloads a pending workload of this
+	// queue may preempt. By default it preempts none.
+	//
+	// +optional
+	Preemption *ClusterQueuePreemption `json:"preemption,omitempty"`
+
+	// flavorFungibility says whether a workload takes the first flavor
+	// where it fits by borrowing or preempting, or tries the next flavors
+	// first.
+	//
+	// +optional
+	FlavorFungibility *FlavorFungibility `json:"flavorFungibility,omitempty"`
+}
+
+// ResourceGroup is a set of resources whose quotas are given together, per
+// flavor.
+//
+// +kubebuilder:validation:XValidation:rule="self.flavors.all(f, size(f.resources) == size(self.coveredResources) && f.resources.all(r, r.name in self.coveredResources))",message="each flavor must give a quota for every covered resource, and only for those"
+type ResourceGroup struct {
+	// coveredResources are the resources this group gives quota for.
+	//
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	CoveredResources []corev1.ResourceName `json:"coveredResources"`
+
 	// flavors are tried in this order when admitting a workload.
 	//
 	// +required
@@ -46,12 +119,112 @@ type ClusterQueueSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	Flavors []FlavorQuotas `json:"flavors"`
+}
 
-	// queueingStrategy is StrictFIFO or BestEffortFIFO (the default).
+// PreemptionPolicy says which workloads may be preempted.
+//
+// +kubebuilder:validation:Enum=Never;LowerPriority;LowerOrNewerEqualPriority;Any
+type PreemptionPolicy string
+
+// Preemption policies (Kueue's names).
+const (
+	PreemptionNever                     PreemptionPolicy = "Never"
+	PreemptionLowerPriority             PreemptionPolicy = "LowerPriority"
+	PreemptionLowerOrNewerEqualPriority PreemptionPolicy = "LowerOrNewerEqualPriority"
+	PreemptionAny                       PreemptionPolicy = "Any"
+)
+
+// ClusterQueuePreemption are a queue's preemption policies (Kueue's).
+//
+// +kubebuilder:validation:XValidation:rule="self.withinClusterQueue != 'Any'",message="withinClusterQueue may be Never, LowerPriority or LowerOrNewerEqualPriority"
+// +kubebuilder:validation:XValidation:rule="self.reclaimWithinCohort != 'LowerOrNewerEqualPriority'",message="reclaimWithinCohort may be Never, LowerPriority or Any"
+type ClusterQueuePreemption struct {
+	// withinClusterQueue: whether a pending workload may preempt admitted
+	// workloads of its own queue: Never (the default), LowerPriority, or
+	// LowerOrNewerEqualPriority (also those of equal priority that joined
+	// the queue after it).
 	//
 	// +optional
-	// +kubebuilder:default=BestEffortFIFO
-	QueueingStrategy QueueingStrategy `json:"queueingStrategy,omitempty"`
+	// +kubebuilder:default=Never
+	WithinClusterQueue PreemptionPolicy `json:"withinClusterQueue,omitempty"`
+
+	// reclaimWithinCohort: whether a pending workload that fits in its
+	// queue's nominal quota may preempt workloads of other queues of the
+	// cohort that borrow: Never (the default), LowerPriority, or Any.
+	//
+	// +optional
+	// +kubebuilder:default=Never
+	ReclaimWithinCohort PreemptionPolicy `json:"reclaimWithinCohort,omitempty"`
+
+	// borrowWithinCohort: whether a pending workload that must borrow may
+	// preempt workloads of other queues of the cohort.
+	//
+	// +optional
+	BorrowWithinCohort *BorrowWithinCohort `json:"borrowWithinCohort,omitempty"`
+}
+
+// BorrowWithinCohortPolicy says whether a borrowing workload may preempt in
+// its cohort.
+//
+// +kubebuilder:validation:Enum=Never;LowerPriority
+type BorrowWithinCohortPolicy string
+
+// Borrow-within-cohort policies.
+const (
+	BorrowWithinCohortNever         BorrowWithinCohortPolicy = "Never"
+	BorrowWithinCohortLowerPriority BorrowWithinCohortPolicy = "LowerPriority"
+)
+
+// BorrowWithinCohort is Kueue's borrowWithinCohort.
+type BorrowWithinCohort struct {
+	// policy: Never (the default) or LowerPriority: a workload that must
+	// borrow may preempt workloads of lower priority of other queues of
+	// the cohort.
+	//
+	// +optional
+	// +kubebuilder:default=Never
+	Policy BorrowWithinCohortPolicy `json:"policy,omitempty"`
+
+	// maxPriorityThreshold: only workloads of at most this priority may be
+	// preempted so (and always lower than the preemptor's).
+	//
+	// +optional
+	MaxPriorityThreshold *int32 `json:"maxPriorityThreshold,omitempty"`
+}
+
+// FlavorFungibilityPolicy says what a workload does at the first flavor
+// where it could be admitted only by borrowing or preempting.
+//
+// +kubebuilder:validation:Enum=Borrow;Preempt;TryNextFlavor
+type FlavorFungibilityPolicy string
+
+// Flavor fungibility policies (Kueue v1beta1's names).
+const (
+	FungibilityBorrow        FlavorFungibilityPolicy = "Borrow"
+	FungibilityPreempt       FlavorFungibilityPolicy = "Preempt"
+	FungibilityTryNextFlavor FlavorFungibilityPolicy = "TryNextFlavor"
+)
+
+// FlavorFungibility is Kueue's flavorFungibility.
+//
+// +kubebuilder:validation:XValidation:rule="self.whenCanBorrow != 'Preempt'",message="whenCanBorrow may be Borrow or TryNextFlavor"
+// +kubebuilder:validation:XValidation:rule="self.whenCanPreempt != 'Borrow'",message="whenCanPreempt may be Preempt or TryNextFlavor"
+type FlavorFungibility struct {
+	// whenCanBorrow: Borrow (the default) admits on the first flavor where
+	// the workload fits by borrowing; TryNextFlavor first tries the next
+	// flavors without borrowing.
+	//
+	// +optional
+	// +kubebuilder:default=Borrow
+	WhenCanBorrow FlavorFungibilityPolicy `json:"whenCanBorrow,omitempty"`
+
+	// whenCanPreempt: TryNextFlavor (the default) tries every flavor
+	// without preemption before preempting on the first flavor where that
+	// helps; Preempt preempts on the first flavor where it helps.
+	//
+	// +optional
+	// +kubebuilder:default=TryNextFlavor
+	WhenCanPreempt FlavorFungibilityPolicy `json:"whenCanPreempt,omitempty"`
 }
 
 // FlavorQuotas names a ResourceFlavor and optionally caps what the queue may
@@ -81,10 +254,24 @@ type ResourceQuota struct {
 	// +required
 	Name corev1.ResourceName `json:"name"`
 
-	// nominalQuota is the most of this resource the queue may use on the flavor.
+	// nominalQuota is the most of this resource the queue may use on the
+	// flavor without borrowing from its cohort.
 	//
 	// +required
 	NominalQuota resource.Quantity `json:"nominalQuota"`
+
+	// borrowingLimit is the most the queue may borrow from its cohort
+	// beyond nominalQuota; unlimited when unset. Only with a cohort.
+	//
+	// +optional
+	BorrowingLimit *resource.Quantity `json:"borrowingLimit,omitempty"`
+
+	// lendingLimit is the most of nominalQuota the queue lends to its
+	// cohort when it does not use it; all of it when unset. The rest is
+	// kept for the queue alone. Only with a cohort.
+	//
+	// +optional
+	LendingLimit *resource.Quantity `json:"lendingLimit,omitempty"`
 }
 
 // ClusterQueueStatus reports the queue's state.
@@ -116,6 +303,57 @@ type ClusterQueueStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	FlavorsUsage []FlavorUsage `json:"flavorsUsage,omitempty"`
+
+	// flavorsReservation is the quota admitted workloads hold per flavor
+	// and resource, in Kueue's shape: the total, the part of it borrowed
+	// from the cohort, and (Strata's addition) the part of this queue's
+	// unused nominal quota that other queues of the cohort borrow.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	FlavorsReservation []FlavorReservation `json:"flavorsReservation,omitempty"`
+}
+
+// FlavorReservation is the quota held on one flavor.
+type FlavorReservation struct {
+	// name of the ResourceFlavor.
+	//
+	// +required
+	Name string `json:"name"`
+
+	// resources held on the flavor.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Resources []ResourceReservation `json:"resources,omitempty"`
+}
+
+// ResourceReservation is the quota held of one resource.
+type ResourceReservation struct {
+	// name of the resource.
+	//
+	// +required
+	Name corev1.ResourceName `json:"name"`
+
+	// total held by admitted workloads of the queue.
+	//
+	// +optional
+	Total resource.Quantity `json:"total,omitempty"`
+
+	// borrowed is the part of total beyond nominalQuota.
+	//
+	// +optional
+	Borrowed resource.Quantity `json:"borrowed,omitempty"`
+
+	// lent is the part of this queue's unused nominal quota that other
+	// queues of the cohort use now.
+	//
+	// +optional
+	Lent resource.Quantity `json:"lent,omitempty"`
 }
 
 // FlavorUsage is the usage of one flavor.
@@ -138,6 +376,7 @@ type FlavorUsage struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cq
+// +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.queueingStrategy`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingWorkloads`
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedWorkloads`

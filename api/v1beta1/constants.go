@@ -16,6 +16,11 @@ const (
 	// Jobs with this label are managed by Strata.
 	QueueNameLabel = Prefix + "queue-name"
 
+	// PriorityClassLabel on a Job names the WorkloadPriorityClass that
+	// gives its workload a priority (kueue.x-k8s.io/priority-class is also
+	// read on a Job with QueueNameLabel).
+	PriorityClassLabel = Prefix + "priority-class"
+
 	// PodSetRequiredTopologyAnnotation asks for all pods of the pod set in one
 	// domain of the named level (a node label key of the Topology).
 	PodSetRequiredTopologyAnnotation = Prefix + "podset-required-topology"

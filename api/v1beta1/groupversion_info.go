@@ -25,6 +25,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Workload{}, &WorkloadList{},
 		&CapacitySummary{}, &CapacitySummaryList{},
 		&WorkerCluster{}, &WorkerClusterList{},
+		&WorkloadPriorityClass{}, &WorkloadPriorityClassList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -25,11 +25,22 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	QueueName string `json:"queueName"`
 
-	// priorityClassName is the PriorityClass the priority was taken from.
+	// priorityClassName is the class the priority was taken from: a
+	// WorkloadPriorityClass or a PriorityClass, as priorityClassSource says.
 	//
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// priorityClassSource says what kind of class priorityClassName names:
+	// strata.dev/workloadpriorityclass (a WorkloadPriorityClass, chosen by
+	// the job's strata.dev/priority-class label) or
+	// scheduling.k8s.io/priorityclass (the pods' PriorityClass); empty
+	// without a class.
+	//
+	// +optional
+	// +kubebuilder:validation:Enum="";strata.dev/workloadpriorityclass;scheduling.k8s.io/priorityclass
+	PriorityClassSource string `json:"priorityClassSource,omitempty"`
 
 	// priority orders workloads within a queue: higher first, then older first.
 	//
@@ -385,6 +396,25 @@ const (
 	// WorkloadInvalid is True when the Job cannot be admitted as written
 	// (bad annotations, unknown queue, namespace not allowed).
 	WorkloadInvalid = "Invalid"
+	// WorkloadPreempted is True when the workload was evicted to make room
+	// for another; its reason says under which policy (InClusterQueue,
+	// InCohortReclamation, InCohortReclaimWhileBorrowing, Kueue's names).
+	WorkloadPreempted = "Preempted"
+)
+
+// Priority class sources (Workload spec.priorityClassSource).
+const (
+	WorkloadPriorityClassSource = "strata.dev/workloadpriorityclass"
+	PodPriorityClassSource      = "scheduling.k8s.io/priorityclass"
+)
+
+// Reasons of the Preempted condition, and the Evicted condition's reason
+// for a preempted workload.
+const (
+	PreemptedInClusterQueue                = "InClusterQueue"
+	PreemptedInCohortReclamation           = "InCohortReclamation"
+	PreemptedInCohortReclaimWhileBorrowing = "InCohortReclaimWhileBorrowing"
+	EvictedByPreemption                    = "Preempted"
 )
 
 // Workload is Strata's record of a Job: what it asks for and how it was

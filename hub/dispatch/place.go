@@ -99,7 +99,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	qk := quotaKey{queue: cq.Name, need: p.needKey}
 	q, ok := view.quota[qk]
 	if !ok {
-		for _, fq := range cq.Spec.Flavors {
+		for _, fq := range queue.Flavors(cq) {
 			if err, _ := queue.CheckQuotaOf(fq, used[fq.Name], p.need); err != nil {
 				q.notes = append(q.notes, fmt.Sprintf("flavor %s: %v", fq.Name, err))
 				continue

@@ -8,6 +8,7 @@ import (
 	"strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/replay"
 	"strata.dev/strata/pkg/tas"
 )
@@ -102,7 +103,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 	order := seen
 	for name, cq := range f.Hub.ClusterQueues {
 		order = nil
-		for _, fq := range cq.Spec.Flavors {
+		for _, fq := range queue.Flavors(cq) {
 			if !slices.Contains(seen, fq.Name) {
 				return nil, fmt.Errorf("%s: ClusterQueue %s lists flavor %q, which no cluster has (clusters' topology-aware flavors: %s)",
 					f.Hub.sources["ClusterQueue/"+name], name, fq.Name, strings.Join(seen, ", "))

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	strataqueue "strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/scheme"
@@ -269,7 +270,7 @@ func (in *Input) flavorOrder(namespace, queue string) ([]*strata.ResourceFlavor,
 		return in.Flavors, nil
 	}
 	var out []*strata.ResourceFlavor
-	for _, fq := range cq.Spec.Flavors {
+	for _, fq := range strataqueue.Flavors(cq) {
 		i := slices.IndexFunc(in.Flavors, func(f *strata.ResourceFlavor) bool { return f.Name == fq.Name })
 		if i < 0 {
 			return nil, fmt.Errorf("ClusterQueue %q lists flavor %q, which is not in the input", queue, fq.Name)

@@ -152,7 +152,7 @@ func Status(cq *strata.ClusterQueue, wls []*strata.Workload) strata.ClusterQueue
 	}
 	st.PendingWorkloads, st.AdmittedWorkloads = c.Pending, c.Admitted
 	st.FlavorsUsage = nil
-	for _, fq := range cq.Spec.Flavors {
+	for _, fq := range queue.Flavors(cq) {
 		if u := usage[fq.Name]; len(u) > 0 {
 			st.FlavorsUsage = append(st.FlavorsUsage, strata.FlavorUsage{Name: fq.Name, Resources: u})
 		}

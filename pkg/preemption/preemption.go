@@ -1,0 +1,499 @@
+// Package preemption chooses which admitted workloads a pending workload
+// preempts, with Kueue's policies and candidate order (KEP-1283, Kueue's
+// "Preemption" concept page) and the topology in view: a victim set is
+// good only when the engine then places the preemptor's whole topology
+// request. It is plain Go: the caller says, through Capacity, what fits
+// once a set of workloads is gone.
+package preemption
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/tas"
+)
+
+// Workload is an admitted workload on the flavor being tried: a possible
+// victim.
+type Workload struct {
+	Key      types.NamespacedName
+	Queue    string
+	Priority int32
+	// QueuedAt is when it joined its queue (queue.QueuedAt): equal
+	// priorities are "newer" by it.
+	QueuedAt time.Time
+	// AdmittedAt orders candidates: the most recently admitted go first.
+	AdmittedAt time.Time
+	// Requests is what it holds of its queue's quota on the flavor.
+	Requests corev1.ResourceList
+}
+
+// Preemptor is the pending workload.
+type Preemptor struct {
+	Key      types.NamespacedName
+	Queue    string
+	Priority int32
+	QueuedAt time.Time
+	// Requests is what it needs of its queue's quota on the flavor.
+	Requests corev1.ResourceList
+}
+
+// Capacity is the topology side of the search: Release and Take move a
+// candidate's capacity out of and back into the caller's snapshot, and
+// Fits runs the engine's real check of the preemptor's whole request on
+// what is free. When it fits, touches says whether a candidate's capacity
+// lies where that placement put pods: a candidate that it does not touch
+// can be put back without changing the placement.
+type Capacity interface {
+	Release(i int)
+	Take(i int)
+	Fits() (ok bool, touches func(i int) bool)
+}
+
+// Victim is a workload to preempt and why it may be (the Preempted
+// condition's reason: strata.PreemptedInClusterQueue, ...).
+type Victim struct {
+	Workload
+	Reason string
+}
+
+// Result is the outcome of Find.
+type Result struct {
+	// Victims is the minimal set found, in candidate order; empty when no
+	// allowed preemption lets the preemptor in (Why says why then).
+	Victims []Victim
+	// Borrows: once the victims are gone, the preemptor is admitted
+	// beyond its queue's nominal quota.
+	Borrows bool
+	Why     string
+}
+
+// Policy is a queue's preemption policy with Kueue's defaults filled in.
+type Policy struct {
+	WithinClusterQueue   strata.PreemptionPolicy
+	ReclaimWithinCohort  strata.PreemptionPolicy
+	BorrowWithinCohort   strata.BorrowWithinCohortPolicy
+	MaxPriorityThreshold *int32
+}
+
+// PolicyOf returns a queue's policy, Never where it says nothing.
+func PolicyOf(cq *strata.ClusterQueue) Policy {
+	p := Policy{WithinClusterQueue: strata.PreemptionNever, ReclaimWithinCohort: strata.PreemptionNever, BorrowWithinCohort: strata.BorrowWithinCohortNever}
+	if pr := cq.Spec.Preemption; pr != nil {
+		if pr.WithinClusterQueue != "" {
+			p.WithinClusterQueue = pr.WithinClusterQueue
+		}
+		if pr.ReclaimWithinCohort != "" {
+			p.ReclaimWithinCohort = pr.ReclaimWithinCohort
+		}
+		if b := pr.BorrowWithinCohort; b != nil && b.Policy != "" {
+			p.BorrowWithinCohort = b.Policy
+			p.MaxPriorityThreshold = b.MaxPriorityThreshold
+		}
+	}
+	if cq.Spec.Cohort == "" {
+		p.ReclaimWithinCohort, p.BorrowWithinCohort = strata.PreemptionNever, strata.BorrowWithinCohortNever
+	}
+	return p
+}
+
+// Any says whether the policy lets a workload preempt anything at all.
+func (p Policy) Any() bool {
+	return p.WithinClusterQueue != strata.PreemptionNever || p.ReclaimWithinCohort != strata.PreemptionNever ||
+		p.BorrowWithinCohort != strata.BorrowWithinCohortNever
+}
+
+// mode is one of Kueue's two attempts: reclaiming (the preemptor stays
+// within its nominal quota and may take back what other queues of the
+// cohort borrow) or borrowing (it goes beyond its nominal quota, and may
+// preempt in the cohort only under borrowWithinCohort).
+type mode struct {
+	borrowing bool
+}
+
+// allowed says whether the preemptor may preempt w in a mode, and under
+// which reason. Workloads of another queue must also belong to a queue
+// that borrows when they are removed (checked by the search).
+func (p Policy) allowed(pre Preemptor, w Workload, m mode, cohort string, cohortOf func(string) string) (string, bool) {
+	if w.Queue == pre.Queue {
+		switch p.WithinClusterQueue {
+		case strata.PreemptionLowerPriority:
+			return strata.PreemptedInClusterQueue, w.Priority < pre.Priority
+		case strata.PreemptionLowerOrNewerEqualPriority:
+			return strata.PreemptedInClusterQueue, w.Priority < pre.Priority || w.Priority == pre.Priority && pre.QueuedAt.Before(w.QueuedAt)
+		}
+		return "", false
+	}
+	if cohort == "" || cohortOf(w.Queue) != cohort {
+		return "", false
+	}
+	if !m.borrowing {
+		switch p.ReclaimWithinCohort {
+		case strata.PreemptionAny:
+			return strata.PreemptedInCohortReclamation, true
+		case strata.PreemptionLowerPriority:
+			return strata.PreemptedInCohortReclamation, w.Priority < pre.Priority
+		}
+		return "", false
+	}
+	if p.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority || w.Priority >= pre.Priority {
+		return "", false
+	}
+	if t := p.MaxPriorityThreshold; t != nil && w.Priority > *t {
+		return "", false
+	}
+	return strata.PreemptedInCohortReclaimWhileBorrowing, true
+}
+
+// Order sorts candidates as Kueue does: workloads of other queues (which
+// borrow) first, then lower priority first, then the most recently
+// admitted first; the key breaks ties.
+func Order(pre Preemptor, cands []Workload) {
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if oa, ob := a.Queue != pre.Queue, b.Queue != pre.Queue; oa != ob {
+			return oa
+		}
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		if !a.AdmittedAt.Equal(b.AdmittedAt) {
+			return a.AdmittedAt.After(b.AdmittedAt)
+		}
+		return queue.CompareKeys(a.Key.Namespace, a.Key.Name, b.Key.Namespace, b.Key.Name) < 0
+	})
+}
+
+// Find returns the minimal set of admitted workloads on flavor whose
+// preemption lets pre in: within its queue's quota (books, with every
+// admitted workload charged) and the topology (capacity, whose candidate
+// indexes are those of admitted). Kueue's two attempts are made in turn:
+// first without borrowing (own queue, and reclaiming from borrowers of
+// the cohort), then, when the queue has a cohort, with borrowing (own
+// queue, and the cohort under borrowWithinCohort). In each, candidates are
+// removed in Order until the preemptor fits, then every one not needed is
+// put back, last removed first. books and capacity are left as they were.
+func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admitted []Workload, capacity Capacity) Result {
+	cohort := books.Cohort(pre.Queue)
+	modes := []mode{{borrowing: false}}
+	if cohort != "" {
+		modes = append(modes, mode{borrowing: true})
+	}
+	for _, m := range modes {
+		if fit := books.Check(pre.Queue, flavor, pre.Requests, !m.borrowing); fit.Never {
+			continue
+		}
+		var cands []int
+		var reasons []string
+		for i, w := range admitted {
+			if why, ok := policy.allowed(pre, w, m, cohort, books.Cohort); ok {
+				cands = append(cands, i)
+				reasons = append(reasons, why)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		byIndex := make(map[int]string, len(cands))
+		for k, i := range cands {
+			byIndex[i] = reasons[k]
+		}
+		ordered := make([]Workload, len(cands))
+		pos := map[types.NamespacedName]int{}
+		for k, i := range cands {
+			ordered[k] = admitted[i]
+			pos[admitted[i].Key] = i
+		}
+		Order(pre, ordered)
+		seq := make([]int, len(ordered))
+		for k, w := range ordered {
+			seq[k] = pos[w.Key]
+		}
+		s := &search{pre: pre, books: books, flavor: flavor, admitted: admitted, capacity: capacity, within: !m.borrowing}
+		victims, ok := s.run(seq)
+		if !ok {
+			continue
+		}
+		out := Result{Borrows: m.borrowing}
+		for _, i := range victims {
+			out.Victims = append(out.Victims, Victim{Workload: admitted[i], Reason: byIndex[i]})
+		}
+		return out
+	}
+	return Result{Why: whyNot(pre, policy, books, flavor, admitted, capacity)}
+}
+
+// search is one attempt: candidates in order, the books and capacity
+// moved as they are removed and put back.
+type search struct {
+	pre      Preemptor
+	books    *queue.Books
+	flavor   string
+	admitted []Workload
+	capacity Capacity
+	within   bool
+	// anyQueue: workloads of other queues are removed whether or not
+	// their queue borrows (for whyNot's hypothetical).
+	anyQueue bool
+	removed  []int
+}
+
+func (s *search) remove(i int) {
+	w := s.admitted[i]
+	s.books.Charge(w.Queue, s.flavor, w.Requests, -1)
+	s.capacity.Release(i)
+	s.removed = append(s.removed, i)
+}
+
+func (s *search) putBack(i int) {
+	w := s.admitted[i]
+	s.books.Charge(w.Queue, s.flavor, w.Requests, 1)
+	s.capacity.Take(i)
+}
+
+func (s *search) quotaFits() bool {
+	return s.books.Check(s.pre.Queue, s.flavor, s.pre.Requests, s.within).Err == nil
+}
+
+// run finds the victims among the candidates seq (indexes into admitted,
+// in order). A workload of another queue is a candidate only while its
+// queue borrows once the candidates before it are gone (Kueue checks it
+// at removal): that makes the sequence of removals, fixed here by the
+// quota alone. The shortest prefix of it after which the preemptor fits is
+// found by bisection (fitting is monotone in what is removed); then the
+// put-back pass.
+func (s *search) run(seq []int) ([]int, bool) {
+	defer func() {
+		for _, i := range s.removed {
+			s.putBack(i)
+		}
+	}()
+	var order []int
+	for _, i := range seq {
+		w := s.admitted[i]
+		if !s.anyQueue && w.Queue != s.pre.Queue && !s.books.Borrowing(w.Queue, s.flavor, s.pre.Requests) {
+			continue
+		}
+		s.remove(i)
+		order = append(order, i)
+	}
+	if len(order) == 0 || !s.quotaFits() {
+		return nil, false
+	}
+	if ok, _ := s.capacity.Fits(); !ok {
+		return nil, false
+	}
+	// All of order is removed now. Bisect: fits(order[:hi]) holds.
+	lo, hi := 0, len(order)
+	at := len(order) // how many of order are removed now
+	moveTo := func(k int) {
+		for at > k {
+			at--
+			s.putBack(order[at])
+		}
+		for at < k {
+			w := s.admitted[order[at]]
+			s.books.Charge(w.Queue, s.flavor, w.Requests, -1)
+			s.capacity.Release(order[at])
+			at++
+		}
+	}
+	fits := func() (bool, func(int) bool) {
+		if !s.quotaFits() {
+			return false, nil
+		}
+		return s.capacity.Fits()
+	}
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		moveTo(mid)
+		if ok, _ := fits(); ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	// hi = 0 cannot fit: the caller tried without preemption first.
+	moveTo(hi)
+	s.removed = append(s.removed[:0], order[:hi]...)
+	ok, touches := fits()
+	if !ok {
+		return nil, false // not monotone after all: give up rather than guess
+	}
+	inSet := make([]bool, hi)
+	for k := range inSet {
+		inSet[k] = true
+	}
+	// Put back, last removed first, every victim not needed. The last one
+	// is needed: without it the prefix did not fit.
+	for k := hi - 2; k >= 0; k-- {
+		i := order[k]
+		s.putBack(i)
+		if !s.quotaFits() {
+			s.releaseAgain(i)
+			continue
+		}
+		if !touches(i) {
+			inSet[k] = false
+			continue
+		}
+		if ok2, t2 := s.capacity.Fits(); ok2 {
+			inSet[k] = false
+			touches = t2
+			continue
+		}
+		s.releaseAgain(i)
+	}
+	var victims []int
+	s.removed = s.removed[:0]
+	for k, in := range inSet {
+		if in {
+			victims = append(victims, order[k])
+			s.removed = append(s.removed, order[k])
+		}
+	}
+	return victims, true
+}
+
+func (s *search) releaseAgain(i int) {
+	w := s.admitted[i]
+	s.books.Charge(w.Queue, s.flavor, w.Requests, -1)
+	s.capacity.Release(i)
+}
+
+// whyNot says why no allowed preemption helps: whether preempting
+// workloads the policy protects would, and how many of which kind it
+// would take, or that nothing on the flavor would.
+func whyNot(pre Preemptor, policy Policy, books *queue.Books, flavor string, admitted []Workload, capacity Capacity) string {
+	if !policy.Any() {
+		return "preemption is not enabled for its ClusterQueue"
+	}
+	if len(admitted) == 0 {
+		return "no workload is admitted on the flavor"
+	}
+	// Remove everything on the flavor, own queue first as candidates go.
+	all := make([]Workload, len(admitted))
+	copy(all, admitted)
+	pos := map[types.NamespacedName]int{}
+	for i, w := range admitted {
+		pos[w.Key] = i
+	}
+	Order(pre, all)
+	s := &search{pre: pre, books: books, flavor: flavor, admitted: admitted, capacity: capacity, anyQueue: true}
+	seq := make([]int, len(all))
+	for k, w := range all {
+		seq[k] = pos[w.Key]
+	}
+	var needed []int
+	func() {
+		defer func() {
+			for _, i := range s.removed {
+				s.putBack(i)
+			}
+		}()
+		for _, i := range seq {
+			s.remove(i)
+		}
+		if !s.quotaFits() {
+			return
+		}
+		if ok, _ := capacity.Fits(); !ok {
+			return
+		}
+		for _, i := range s.removed {
+			s.putBack(i)
+		}
+		s.removed = nil
+		needed, _ = s.run(seq)
+	}()
+	if len(needed) == 0 {
+		return "it would not fit even with every workload on the flavor preempted"
+	}
+	cohort := books.Cohort(pre.Queue)
+	var higher, other int
+	for _, i := range needed {
+		w := admitted[i]
+		_, reclaim := policy.allowed(pre, w, mode{}, cohort, books.Cohort)
+		_, borrow := policy.allowed(pre, w, mode{borrowing: true}, cohort, books.Cohort)
+		switch {
+		case reclaim || borrow:
+		case w.Queue != pre.Queue:
+			other++
+		default:
+			higher++
+		}
+	}
+	if higher+other == 0 {
+		return fmt.Sprintf("the %d workloads it would need to preempt are allowed, but their queues do not borrow what it needs", len(needed))
+	}
+	var parts []string
+	if higher > 0 {
+		what := "of priority ≥ own"
+		if policy.WithinClusterQueue == strata.PreemptionNever {
+			what = "of its own ClusterQueue, where withinClusterQueue is Never"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s %s", higher, plural(higher), what))
+	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s of other ClusterQueues that its policy or their quota protects", other, plural(other)))
+	}
+	return "would need to preempt " + strings.Join(parts, " and ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return "workload"
+	}
+	return "workloads"
+}
+
+// SnapshotCapacity is Capacity on an engine snapshot, as the agent and
+// simulate hold it: Usages[i] is what candidate i holds there, and Place
+// places the preemptor on the snapshot, taking its capacity (Fits gives
+// it back at once).
+type SnapshotCapacity struct {
+	Snap   *tas.Snapshot
+	Usages []tas.Usage
+	Place  func(*tas.Snapshot) ([]tas.Usage, error)
+}
+
+// Release frees candidate i's capacity.
+func (c *SnapshotCapacity) Release(i int) { c.Snap.Release(c.Usages[i]) }
+
+// Take takes candidate i's capacity again.
+func (c *SnapshotCapacity) Take(i int) {
+	for node, rl := range c.Usages[i] {
+		c.Snap.AddUsage(node, rl, 1)
+	}
+}
+
+// Fits places the preemptor; a candidate touches the placement when it
+// holds capacity on a node the placement uses.
+func (c *SnapshotCapacity) Fits() (bool, func(int) bool) {
+	taken, err := c.Place(c.Snap)
+	if err != nil {
+		return false, nil
+	}
+	nodes := map[string]bool{}
+	for _, u := range taken {
+		c.Snap.Release(u)
+		for n := range u {
+			nodes[n] = true
+		}
+	}
+	return true, func(i int) bool {
+		for n := range c.Usages[i] {
+			if nodes[n] {
+				return true
+			}
+		}
+		return false
+	}
+}

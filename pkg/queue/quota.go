@@ -1,0 +1,336 @@
+package queue
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// Flavors returns a ClusterQueue's flavors with their quotas, in the order
+// they are tried: spec.flavors as they are, or the flavors of
+// spec.resourceGroups, group by group.
+func Flavors(cq *strata.ClusterQueue) []strata.FlavorQuotas {
+	if len(cq.Spec.ResourceGroups) == 0 {
+		return cq.Spec.Flavors
+	}
+	var out []strata.FlavorQuotas
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, f := range g.Flavors {
+			if !slices.ContainsFunc(out, func(o strata.FlavorQuotas) bool { return o.Name == f.Name }) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// Books keeps the quota of a set of ClusterQueues and what their admitted
+// workloads use of it, and answers whether a workload fits: within its
+// queue's nominal quota, or by borrowing what the other queues of its
+// cohort do not use (Kueue's flat cohorts). Quantities are kept in
+// milli-units.
+type Books struct {
+	queues  map[string]*books
+	cohorts map[string][]*books
+}
+
+type books struct {
+	name, cohort string
+	// groups: the queue gives its quota as resourceGroups, which must
+	// cover every resource a workload requests; covered says by which
+	// group's flavors. With spec.flavors a resource a flavor does not list
+	// is limited only by capacity.
+	groups  bool
+	covered map[corev1.ResourceName][]string
+	quota   map[flavorResource]quota
+	usage   map[flavorResource]int64
+}
+
+type flavorResource struct {
+	flavor   string
+	resource corev1.ResourceName
+}
+
+// quota of one resource on one flavor, in milli-units; nil limits are
+// unlimited (borrowing) or all of nominal (lending).
+type quota struct {
+	nominal            int64
+	borrowing, lending *int64
+	// as written, for messages
+	written resource.Quantity
+}
+
+// guaranteed is the part of the nominal quota the queue does not lend.
+func (q quota) guaranteed() int64 {
+	if q.lending == nil {
+		return 0
+	}
+	return max(0, q.nominal-*q.lending)
+}
+
+// lendable is the part of the nominal quota the cohort may use.
+func (q quota) lendable() int64 { return q.nominal - q.guaranteed() }
+
+// NewBooks returns the books of the given queues, with nothing used.
+func NewBooks(cqs []*strata.ClusterQueue) *Books {
+	b := &Books{queues: map[string]*books{}, cohorts: map[string][]*books{}}
+	for _, cq := range cqs {
+		q := &books{name: cq.Name, cohort: cq.Spec.Cohort, groups: len(cq.Spec.ResourceGroups) > 0,
+			covered: map[corev1.ResourceName][]string{}, quota: map[flavorResource]quota{}, usage: map[flavorResource]int64{}}
+		for _, g := range cq.Spec.ResourceGroups {
+			for _, r := range g.CoveredResources {
+				for _, f := range g.Flavors {
+					q.covered[r] = append(q.covered[r], f.Name)
+				}
+			}
+		}
+		for _, f := range Flavors(cq) {
+			for _, r := range f.Resources {
+				qt := quota{nominal: r.NominalQuota.MilliValue(), written: r.NominalQuota}
+				if cq.Spec.Cohort != "" {
+					qt.borrowing = milli(r.BorrowingLimit)
+					qt.lending = milli(r.LendingLimit)
+				} else {
+					qt.borrowing = new(int64)
+				}
+				q.quota[flavorResource{f.Name, r.Name}] = qt
+			}
+		}
+		b.queues[cq.Name] = q
+		if q.cohort != "" {
+			b.cohorts[q.cohort] = append(b.cohorts[q.cohort], q)
+		}
+	}
+	return b
+}
+
+func milli(q *resource.Quantity) *int64 {
+	if q == nil {
+		return nil
+	}
+	v := q.MilliValue()
+	return &v
+}
+
+// Charge adds (sign 1) or takes back (-1) what a workload admitted on a
+// flavor through a queue holds.
+func (b *Books) Charge(queue, flavor string, requests corev1.ResourceList, sign int64) {
+	q := b.queues[queue]
+	if q == nil {
+		return
+	}
+	for r, v := range requests {
+		q.usage[flavorResource{flavor, r}] += sign * v.MilliValue()
+	}
+}
+
+// ChargeAll charges every queue's usage per flavor.
+func (b *Books) ChargeAll(usage map[string]map[string]corev1.ResourceList) {
+	for q, byFlavor := range usage {
+		for f, rl := range byFlavor {
+			b.Charge(q, f, rl, 1)
+		}
+	}
+}
+
+// Fit is the answer of Check.
+type Fit struct {
+	// Err says why the workload does not fit now; nil when it does.
+	Err error
+	// Never: no change of usage lets it in (it asks for more than the
+	// queue could ever have, or for a resource the queue has no quota of
+	// on the flavor).
+	Never bool
+	// Borrows: it fits, or would, only beyond the queue's nominal quota.
+	Borrows bool
+}
+
+// Check says whether a workload requesting need in all fits on a flavor of
+// a queue. With withinNominal it must fit in the queue's nominal quota
+// (Kueue's reclaim: the preemptor does not borrow).
+func (b *Books) Check(queue, flavor string, need corev1.ResourceList, withinNominal bool) Fit {
+	q := b.queues[queue]
+	if q == nil {
+		return Fit{Err: fmt.Errorf("quota: ClusterQueue %s is not known", queue), Never: true}
+	}
+	names := make([]corev1.ResourceName, 0, len(need))
+	for r := range need {
+		names = append(names, r)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	var fit Fit
+	for _, r := range names {
+		n := need[r]
+		if n.IsZero() {
+			continue
+		}
+		fr := flavorResource{flavor, r}
+		qt, ok := q.quota[fr]
+		if !ok {
+			if !q.groups {
+				continue // spec.flavors: limited only by capacity
+			}
+			if fl, covered := q.covered[r]; covered {
+				return Fit{Err: fmt.Errorf("quota: flavor %s has no quota for %s in ClusterQueue %s (its resource group lists flavors %s; a workload is admitted on one flavor)",
+					flavor, r, queue, strings.Join(fl, ", ")), Never: true}
+			}
+			return Fit{Err: fmt.Errorf("quota: %s is not covered by any resource group of ClusterQueue %s", r, queue), Never: true}
+		}
+		want := n.MilliValue()
+		used := q.usage[fr]
+		if want > b.most(q, fr) {
+			return Fit{Err: fmt.Errorf("quota: %s needs %s, more than the whole quota of %s%s", r, n.String(), qt.written.String(), b.cohortNote(q, fr)), Never: true}
+		}
+		if used+want > qt.nominal {
+			fit.Borrows = true
+			if withinNominal {
+				fit.Err = fmt.Errorf("quota: %s needs %s, more than is left of the nominal quota of %s", r, n.String(), qt.written.String())
+				continue
+			}
+		}
+		if want > b.available(q, fr) && fit.Err == nil {
+			if q.cohort == "" {
+				// No live usage in the message: it would change, and be
+				// written again with an event, whenever any workload of the
+				// queue is admitted or finishes. The ClusterQueue's status
+				// has the usage.
+				fit.Err = fmt.Errorf("quota: %s needs %s, more than is left of the quota of %s", r, n.String(), qt.written.String())
+			} else {
+				fit.Err = fmt.Errorf("quota: %s needs %s, more than is left of the nominal quota of %s and of what cohort %s lends", r, n.String(), qt.written.String(), q.cohort)
+			}
+		}
+	}
+	return fit
+}
+
+func (b *Books) cohortNote(q *books, fr flavorResource) string {
+	if q.cohort == "" {
+		return ""
+	}
+	return fmt.Sprintf(" with all that cohort %s could lend (%s)", q.cohort, resource.NewMilliQuantity(b.most(q, fr), resource.DecimalSI).String())
+}
+
+// most is the most a queue could ever use of a flavor's resource: its
+// nominal quota, plus what its cohort could lend within its borrowing
+// limit.
+func (b *Books) most(q *books, fr flavorResource) int64 {
+	qt := q.quota[fr]
+	if q.cohort == "" {
+		return qt.nominal
+	}
+	most := qt.guaranteed()
+	for _, m := range b.cohorts[q.cohort] {
+		most += m.quota[fr].lendable()
+	}
+	if qt.borrowing != nil {
+		most = min(most, qt.nominal+*qt.borrowing)
+	}
+	return most
+}
+
+// available is what a queue may still take of a flavor's resource: what
+// is left of the part of its nominal quota it does not lend, plus what is
+// left of what the cohort's queues lend, within its borrowing limit.
+func (b *Books) available(q *books, fr flavorResource) int64 {
+	qt := q.quota[fr]
+	used := q.usage[fr]
+	if q.cohort == "" {
+		return qt.nominal - used
+	}
+	avail := max(0, qt.guaranteed()-used)
+	var pool, taken int64
+	for _, m := range b.cohorts[q.cohort] {
+		mq := m.quota[fr]
+		pool += mq.lendable()
+		taken += max(0, m.usage[fr]-mq.guaranteed())
+	}
+	avail += max(0, pool-taken)
+	if qt.borrowing != nil {
+		avail = min(avail, qt.nominal+*qt.borrowing-used)
+	}
+	return avail
+}
+
+// Borrowing says whether a queue uses more than its nominal quota of any
+// of the given resources on a flavor.
+func (b *Books) Borrowing(queue, flavor string, resources corev1.ResourceList) bool {
+	q := b.queues[queue]
+	if q == nil || q.cohort == "" {
+		return false
+	}
+	for r := range resources {
+		fr := flavorResource{flavor, r}
+		if qt, ok := q.quota[fr]; ok && q.usage[fr] > qt.nominal {
+			return true
+		}
+	}
+	return false
+}
+
+// Cohort returns a queue's cohort, "" when it has none or is not known.
+func (b *Books) Cohort(queue string) string {
+	if q := b.queues[queue]; q != nil {
+		return q.cohort
+	}
+	return ""
+}
+
+// Reservation is a queue's quota held per flavor and resource, in the
+// order of its flavors: the total, the part borrowed, and the part of its
+// unused nominal quota that other queues of its cohort use (what they
+// borrow in all, shared among the lenders in proportion to what each has
+// unused to lend).
+func (b *Books) Reservation(cq *strata.ClusterQueue) []strata.FlavorReservation {
+	q := b.queues[cq.Name]
+	if q == nil {
+		return nil
+	}
+	var out []strata.FlavorReservation
+	for _, f := range Flavors(cq) {
+		fr := strata.FlavorReservation{Name: f.Name}
+		for _, r := range f.Resources {
+			k := flavorResource{f.Name, r.Name}
+			qt := q.quota[k]
+			used := q.usage[k]
+			rr := strata.ResourceReservation{Name: r.Name,
+				Total:    *resource.NewMilliQuantity(used, r.NominalQuota.Format),
+				Borrowed: *resource.NewMilliQuantity(max(0, used-qt.nominal), r.NominalQuota.Format),
+				Lent:     *resource.NewMilliQuantity(b.lent(q, k), r.NominalQuota.Format),
+			}
+			fr.Resources = append(fr.Resources, rr)
+		}
+		out = append(out, fr)
+	}
+	return out
+}
+
+// lent is q's share of what its cohort borrows of a flavor's resource.
+func (b *Books) lent(q *books, fr flavorResource) int64 {
+	if q.cohort == "" {
+		return 0
+	}
+	unused := func(m *books) int64 {
+		mq := m.quota[fr]
+		return min(mq.lendable(), max(0, mq.nominal-m.usage[fr]))
+	}
+	var borrowed, offered int64
+	for _, m := range b.cohorts[q.cohort] {
+		borrowed += max(0, m.usage[fr]-m.quota[fr].nominal)
+		offered += unused(m)
+	}
+	if borrowed == 0 || offered == 0 {
+		return 0
+	}
+	own := unused(q)
+	if borrowed >= offered {
+		return own
+	}
+	// own*borrowed/offered without overflowing on large memory quotas.
+	return int64(float64(own) * float64(borrowed) / float64(offered))
+}

@@ -1,0 +1,118 @@
+package queue
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+func groupQueue(name, cohort, nominal string, lending, borrowing *string) *strata.ClusterQueue {
+	rq := strata.ResourceQuota{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse(nominal)}
+	if lending != nil {
+		rq.LendingLimit = ptr.To(resource.MustParse(*lending))
+	}
+	if borrowing != nil {
+		rq.BorrowingLimit = ptr.To(resource.MustParse(*borrowing))
+	}
+	cq := &strata.ClusterQueue{}
+	cq.Name, cq.Spec.Cohort = name, cohort
+	cq.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"nvidia.com/gpu"},
+		Flavors: []strata.FlavorQuotas{{Name: "h100", Resources: []strata.ResourceQuota{rq}}}}}
+	return cq
+}
+
+func gpus(n string) corev1.ResourceList { return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)} }
+
+func TestBooksCheck(t *testing.T) {
+	type use struct {
+		queue, gpus string
+	}
+	cases := []struct {
+		name          string
+		queues        []*strata.ClusterQueue
+		used          []use
+		need          corev1.ResourceList
+		withinNominal bool
+		want          Fit
+		wantErr       string
+	}{
+		{name: "no cohort: within quota", queues: []*strata.ClusterQueue{groupQueue("a", "", "8", nil, nil)}, used: []use{{"a", "4"}}, need: gpus("4")},
+		{name: "no cohort: over quota", queues: []*strata.ClusterQueue{groupQueue("a", "", "8", nil, nil)}, used: []use{{"a", "6"}}, need: gpus("4"),
+			want: Fit{Borrows: true}, wantErr: "quota: nvidia.com/gpu needs 4, more than is left of the quota of 8"},
+		{name: "no cohort: more than the whole quota", queues: []*strata.ClusterQueue{groupQueue("a", "", "8", nil, nil)}, need: gpus("9"),
+			want: Fit{Never: true}, wantErr: "quota: nvidia.com/gpu needs 9, more than the whole quota of 8"},
+		{name: "cohort: borrows unused quota", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", nil, nil)},
+			used: []use{{"a", "8"}}, need: gpus("8"), want: Fit{Borrows: true}},
+		{name: "cohort: not what the others use", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", nil, nil)},
+			used: []use{{"a", "8"}, {"b", "4"}}, need: gpus("8"), want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 8, more than is left of the nominal quota of 8 and of what cohort team lends"},
+		{name: "cohort: borrowingLimit", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, ptr.To("2")), groupQueue("b", "team", "8", nil, nil)},
+			used: []use{{"a", "8"}}, need: gpus("4"), want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 4, more than is left of the nominal quota of 8 and of what cohort team lends"},
+		{name: "cohort: more than nominal and borrowingLimit", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, ptr.To("2")), groupQueue("b", "team", "8", nil, nil)},
+			need: gpus("11"), want: Fit{Never: true},
+			wantErr: "quota: nvidia.com/gpu needs 11, more than the whole quota of 8 with all that cohort team could lend (10)"},
+		{name: "cohort: lendingLimit keeps the rest for the lender", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", ptr.To("2"), nil)},
+			used: []use{{"a", "8"}}, need: gpus("3"), want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 3, more than is left of the nominal quota of 8 and of what cohort team lends"},
+		{name: "cohort: up to the lendingLimit", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", ptr.To("2"), nil)},
+			used: []use{{"a", "8"}}, need: gpus("2"), want: Fit{Borrows: true}},
+		{name: "cohort: more than the cohort could ever lend", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", ptr.To("2"), nil)},
+			need: gpus("11"), want: Fit{Never: true},
+			wantErr: "quota: nvidia.com/gpu needs 11, more than the whole quota of 8 with all that cohort team could lend (10)"},
+		{name: "cohort: the lender uses what it keeps", queues: []*strata.ClusterQueue{groupQueue("b", "team", "8", nil, nil), groupQueue("a", "team", "8", ptr.To("2"), nil)},
+			used: []use{{"b", "10"}}, need: gpus("6")},
+		{name: "reclaim: within nominal only", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", nil, nil)},
+			used: []use{{"a", "6"}}, need: gpus("4"), withinNominal: true, want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 4, more than is left of the nominal quota of 8"},
+		{name: "resourceGroups: an uncovered resource", queues: []*strata.ClusterQueue{groupQueue("a", "", "8", nil, nil)}, need: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+			want: Fit{Never: true}, wantErr: "quota: cpu is not covered by any resource group of ClusterQueue a"},
+		{name: "flavors: an unlisted resource is limited by capacity only", queues: []*strata.ClusterQueue{{ObjectMeta: metaName("a"), Spec: strata.ClusterQueueSpec{Flavors: []strata.FlavorQuotas{{Name: "h100"}}}}},
+			need: gpus("100")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBooks(tc.queues)
+			for _, u := range tc.used {
+				b.Charge(u.queue, "h100", gpus(u.gpus), 1)
+			}
+			got := b.Check("a", "h100", tc.need, tc.withinNominal)
+			var gotErr string
+			if got.Err != nil {
+				gotErr = got.Err.Error()
+			}
+			got.Err = nil
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Check (-want +got):\n%s", diff)
+			}
+			if gotErr != tc.wantErr {
+				t.Errorf("Check error = %q, want %q", gotErr, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestBooksReservation(t *testing.T) {
+	a, b, c := groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", nil, nil), groupQueue("c", "team", "8", ptr.To("4"), nil)
+	books := NewBooks([]*strata.ClusterQueue{a, b, c})
+	books.Charge("a", "h100", gpus("14"), 1) // borrows 6
+	books.Charge("b", "h100", gpus("2"), 1)  // 6 unused to lend
+	// c lends at most 4, has 8 unused: offers 4. 10 offered, 6 borrowed.
+	got := map[string]string{}
+	for _, q := range []*strata.ClusterQueue{a, b, c} {
+		r := books.Reservation(q)[0].Resources[0]
+		got[q.Name] = r.Total.String() + "/" + r.Borrowed.String() + "/" + r.Lent.String()
+	}
+	want := map[string]string{"a": "14/6/0", "b": "2/0/3600m", "c": "0/0/2400m"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Reservation total/borrowed/lent (-want +got):\n%s", diff)
+	}
+}
+
+func metaName(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n} }

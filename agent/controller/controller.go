@@ -20,6 +20,7 @@ import (
 	"strata.dev/strata/agent/scheduler"
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/controller/localqueue"
 	queueindex "strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
@@ -39,10 +40,11 @@ type options struct {
 // watch, so that they start with the manager's cache instead of when their
 // controller starts. Every controller waits for all of the cache's
 // informers to sync; an informer created meanwhile (the Job controller's
-// Namespaces and PriorityClasses, before this) added up to a second and a
-// half before the first admission after a restart.
+// Namespaces, PriorityClasses and WorkloadPriorityClasses, before this)
+// added up to a second and a half before the first admission after a
+// restart.
 func startInformersWithCache(ctx context.Context, mgr ctrl.Manager) error {
-	for _, o := range []client.Object{&batchv1.Job{}, &corev1.Namespace{}, &schedulingv1.PriorityClass{}} {
+	for _, o := range []client.Object{&batchv1.Job{}, &corev1.Namespace{}, &schedulingv1.PriorityClass{}, &strata.WorkloadPriorityClass{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, o); err != nil {
 			return err
 		}

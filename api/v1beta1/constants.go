@@ -20,6 +20,9 @@ const (
 	// gives its workload a priority (kueue.x-k8s.io/priority-class is also
 	// read on a Job with QueueNameLabel).
 	PriorityClassLabel = Prefix + "priority-class"
+	// KueuePriorityClassLabel is Kueue's label naming a
+	// WorkloadPriorityClass, read on a Job without PriorityClassLabel.
+	KueuePriorityClassLabel = KueuePrefix + "priority-class"
 
 	// PodSetRequiredTopologyAnnotation asks for all pods of the pod set in one
 	// domain of the named level (a node label key of the Topology).

@@ -1,7 +1,7 @@
 // Package intake keeps the Workload of every queue-labelled job of a
 // workload kind (see pkg/jobs), checked the same way on the hub and on the
 // agents: the job's own validity, its LocalQueue and ClusterQueue, the
-// namespace the queue admits, its PriorityClass. What it finds is the
+// namespace the queue admits, its WorkloadPriorityClass or PriorityClass. What it finds is the
 // Workload's Invalid condition, with an event on the job when it cannot be
 // admitted as written. What to do with a job once its Workload is current
 // — start it on a worker, dispatch it from the hub — is the caller's.
@@ -101,7 +101,7 @@ func (k *Keeper) Kind() jobs.Kind { return k.kind }
 // Watch adds to b what changes a Job's Workload: the Workload itself,
 // every Job of a LocalQueue when the LocalQueue or its ClusterQueue is
 // created, deleted or changes its spec, and the Jobs whose Workloads wait
-// for a namespace's labels or a PriorityClass.
+// for a namespace's labels, a PriorityClass or a WorkloadPriorityClass.
 func (k *Keeper) Watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
 	return b.
 		Watches(&strata.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.kind.NewObject(), handler.OnlyControllerOwner())).
@@ -116,11 +116,25 @@ func (k *Keeper) Watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
 		// they change (one that lost its label must stop being admissible,
 		// one that gained it may become so).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(k.jobsOfNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		// A new PriorityClass can clear the Invalid condition of Jobs that
-		// wait for it.
-		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return k.invalidJobs(ctx, ReasonPriorityClassNotFound, func(wl *strata.Workload) bool { return wl.Spec.PriorityClassName == o.GetName() })
-		}))
+		// A new PriorityClass or WorkloadPriorityClass can clear the
+		// Invalid condition of Jobs that wait for it.
+		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(k.jobsWaitingFor(strata.PodPriorityClassSource))).
+		Watches(&strata.WorkloadPriorityClass{}, handler.EnqueueRequestsFromMapFunc(k.jobsWaitingFor(strata.WorkloadPriorityClassSource)))
+}
+
+// jobsWaitingFor returns the Jobs whose Workloads are invalid for want of
+// the class of source (a Workload's priorityClassSource) with the object's
+// name. A Workload written before it had a source names a PriorityClass.
+func (k *Keeper) jobsWaitingFor(source string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []ctrl.Request {
+		return k.invalidJobs(ctx, ReasonPriorityClassNotFound, func(wl *strata.Workload) bool {
+			s := wl.Spec.PriorityClassSource
+			if s == "" {
+				s = strata.PodPriorityClassSource
+			}
+			return wl.Spec.PriorityClassName == o.GetName() && s == source
+		})
+	}
 }
 
 // invalidJobs returns the Jobs whose Workloads are marked invalid for
@@ -229,7 +243,8 @@ func (k *Keeper) Sync(ctx context.Context, job jobs.Job) (*strata.Workload, erro
 }
 
 // check runs the checks beyond the Job itself; it sets the Workload's
-// priority from its PriorityClass.
+// priority from its WorkloadPriorityClass or PriorityClass (as its
+// priorityClassSource says). The pods' priority is not intake's.
 func (k *Keeper) check(ctx context.Context, job jobs.Job, desired *strata.Workload) (string, string, error) {
 	for _, c := range k.checks {
 		if reason, message := c(job); reason != "" {
@@ -239,18 +254,41 @@ func (k *Keeper) check(ctx context.Context, job jobs.Job, desired *strata.Worklo
 	if reason, message, err := k.checkQueue(ctx, job); err != nil || reason != "" {
 		return reason, message, err
 	}
-	if name := desired.Spec.PriorityClassName; name != "" {
-		var pc schedulingv1.PriorityClass
-		switch err := k.client.Get(ctx, types.NamespacedName{Name: name}, &pc); {
-		case apierrors.IsNotFound(err):
-			return ReasonPriorityClassNotFound, fmt.Sprintf("PriorityClass %q does not exist", name), nil
-		case err != nil:
-			return "", "", err
-		default:
-			desired.Spec.Priority = ptr.To(pc.Value)
-		}
+	return k.checkPriority(ctx, desired)
+}
+
+// checkPriority sets the Workload's priority from the class its spec
+// names: a WorkloadPriorityClass or a PriorityClass, as its
+// priorityClassSource says. A class that does not exist makes the Workload
+// invalid until it is created.
+func (k *Keeper) checkPriority(ctx context.Context, desired *strata.Workload) (string, string, error) {
+	name := desired.Spec.PriorityClassName
+	if name == "" {
+		return ReasonValid, "", nil
 	}
+	kind, value, err := k.priorityClassValue(ctx, desired.Spec.PriorityClassSource, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ReasonPriorityClassNotFound, fmt.Sprintf("%s %q does not exist", kind, name), nil
+	case err != nil:
+		return "", "", err
+	}
+	desired.Spec.Priority = ptr.To(value)
 	return ReasonValid, "", nil
+}
+
+// priorityClassValue reads the value of the class name of source: a
+// WorkloadPriorityClass, or else a PriorityClass; kind is the class's
+// kind.
+func (k *Keeper) priorityClassValue(ctx context.Context, source, name string) (kind string, value int32, err error) {
+	if source == strata.WorkloadPriorityClassSource {
+		var wpc strata.WorkloadPriorityClass
+		err = k.client.Get(ctx, types.NamespacedName{Name: name}, &wpc)
+		return "WorkloadPriorityClass", wpc.Value, err
+	}
+	var pc schedulingv1.PriorityClass
+	err = k.client.Get(ctx, types.NamespacedName{Name: name}, &pc)
+	return "PriorityClass", pc.Value, err
 }
 
 // DesiredWorkload builds the Workload of a Job and checks the Job. The

@@ -50,6 +50,10 @@ const (
 	MaxGroups = 1_000
 )
 
+// priorityClassSources are the values of the Workload's
+// priorityClassSource enum.
+var priorityClassSources = sets.New("", strata.WorkloadPriorityClassSource, strata.PodPriorityClassSource)
+
 // ValidatePodCount refuses n, the pods one pod set of a job asks for,
 // when it is more than MaxPodSetPods: an error at path, showing the
 // field's value, with how saying what n counts ("parallelism, capped by
@@ -71,6 +75,9 @@ func ValidateSpec(spec *strata.WorkloadSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateString(spec.QueueName, 1, maxNameLength, path.Child("queueName"))...)
 	errs = append(errs, validateString(spec.PriorityClassName, 0, maxNameLength, path.Child("priorityClassName"))...)
+	if !priorityClassSources.Has(spec.PriorityClassSource) {
+		errs = append(errs, field.NotSupported(path.Child("priorityClassSource"), spec.PriorityClassSource, sets.List(priorityClassSources)))
+	}
 	psPath := path.Child("podSets")
 	switch n := len(spec.PodSets); {
 	case n == 0:

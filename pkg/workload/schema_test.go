@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +56,8 @@ func dig(v any, keys ...string) any {
 }
 
 // checkSchema lists where the JSON value v breaks the structural part of
-// the OpenAPI schema s: required properties, string lengths and patterns,
+// the OpenAPI schema s: required properties, string lengths, patterns and
+// enums,
 // list sizes and map keys, integer minimums. CEL rules
 // (x-kubernetes-validations) are left to ValidateSpec's own cases.
 func checkSchema(s map[string]any, v any, path string) []string {
@@ -117,6 +119,9 @@ func checkSchema(s map[string]any, v any, path string) []string {
 		if p, ok := s["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(x) {
 			fail("%q does not match %s", x, p)
 		}
+		if e, ok := s["enum"].([]any); ok && !slices.Contains(e, any(x)) {
+			fail("%q is not one of %v", x, e)
+		}
 	case float64:
 		if m, ok := s["minimum"].(float64); ok && x < m {
 			fail("%v, at least %v", x, m)
@@ -175,6 +180,13 @@ func TestValidateSpec(t *testing.T) {
 		"33 pod sets": {spec: spec(make([]*strata.PodSetTopologyRequest, MaxPodSets+1)...),
 			want: []string{"spec.podSets: Too many: 33: must have at most 32 items"}},
 		"empty queue": {spec: &strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "main"}}}, want: []string{"spec.queueName: Required value"}},
+		"WorkloadPriorityClass source": {spec: &strata.WorkloadSpec{QueueName: "q", PodSets: []strata.PodSet{{Name: "main"}},
+			PriorityClassName: "high", PriorityClassSource: strata.WorkloadPriorityClassSource}},
+		"PriorityClass source": {spec: &strata.WorkloadSpec{QueueName: "q", PodSets: []strata.PodSet{{Name: "main"}},
+			PriorityClassName: "high", PriorityClassSource: strata.PodPriorityClassSource}},
+		"unknown priority class source": {spec: &strata.WorkloadSpec{QueueName: "q", PodSets: []strata.PodSet{{Name: "main"}},
+			PriorityClassName: "high", PriorityClassSource: "kueue.x-k8s.io/workloadpriorityclass"},
+			want: []string{`spec.priorityClassSource: Unsupported value: "kueue.x-k8s.io/workloadpriorityclass": supported values: "", "scheduling.k8s.io/priorityclass", "strata.dev/workloadpriorityclass"`}},
 		"bad pod set name": {spec: &strata.WorkloadSpec{QueueName: "q", PodSets: []strata.PodSet{{Name: "Main"}}},
 			want: []string{`spec.podSets[0].name: Invalid value: "Main": a lowercase RFC 1123 label`}},
 		"duplicate pod set names": {spec: &strata.WorkloadSpec{QueueName: "q", PodSets: []strata.PodSet{{Name: "a"}, {Name: "a"}}},

@@ -53,10 +53,10 @@ func JobPodSets(job *batchv1.Job) ([]strata.PodSet, field.ErrorList) {
 }
 
 // Build builds the Workload, named name, of a queue-labelled object of
-// the given kind with its pod sets: the queue, the priority class of the
-// first pod set's template, and the labels and the annotation of the
-// dispatch contract that a hub's copy carries (see CarryDispatch). errs
-// are the pod sets' errors; the missing queue label is added to them. The
+// the given kind with its pod sets: the queue, the priority class (see
+// PriorityClass), and the labels and the annotation of the dispatch
+// contract that a hub's copy carries (see CarryDispatch). errs are the
+// pod sets' errors; the missing queue label is added to them. The
 // Workload is returned with the errors, so that callers can record them
 // on it.
 func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.PodSet, errs field.ErrorList) (*strata.Workload, field.ErrorList) {
@@ -65,16 +65,33 @@ func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.Po
 		errs = append(field.ErrorList{field.Required(field.NewPath("metadata", "labels").Key(strata.QueueNameLabel),
 			"names the ClusterQueue of the "+kind)}, errs...)
 	}
-	priority := ""
-	if len(podSets) > 0 {
-		priority = podSets[0].Template.Spec.PriorityClassName
-	}
+	class, source := PriorityClass(obj.Labels, podSets)
 	wl := &strata.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.Namespace},
-		Spec:       strata.WorkloadSpec{QueueName: queue, PriorityClassName: priority, PodSets: podSets},
+		Spec:       strata.WorkloadSpec{QueueName: queue, PriorityClassName: class, PriorityClassSource: source, PodSets: podSets},
 	}
 	CarryDispatch(&wl.ObjectMeta, obj)
 	return wl, errs
+}
+
+// PriorityClass is the class a job's Workload takes its priority from,
+// and the Workload's priorityClassSource, as in Kueue: the
+// WorkloadPriorityClass the job's labels name (strata.dev/priority-class,
+// else kueue.x-k8s.io/priority-class), which leaves the pods' priority
+// alone; without one, the PriorityClass of the first pod set's template;
+// "" and "" when there is neither.
+func PriorityClass(labels map[string]string, podSets []strata.PodSet) (name, source string) {
+	for _, l := range []string{strata.PriorityClassLabel, strata.KueuePriorityClassLabel} {
+		if v := labels[l]; v != "" {
+			return v, strata.WorkloadPriorityClassSource
+		}
+	}
+	if len(podSets) > 0 {
+		if v := podSets[0].Template.Spec.PriorityClassName; v != "" {
+			return v, strata.PodPriorityClassSource
+		}
+	}
+	return "", ""
 }
 
 // dispatchLabels are the labels a hub puts on its copy of a Job, which the

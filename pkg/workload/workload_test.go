@@ -253,6 +253,64 @@ func TestFromJobDispatchMetadata(t *testing.T) {
 	}
 }
 
+// TestFromJobPriorityClass: the Job's labels name a WorkloadPriorityClass
+// (Strata's label before Kueue's), which leaves the pods' PriorityClass
+// alone; without one, the Workload takes the pods' PriorityClass.
+func TestFromJobPriorityClass(t *testing.T) {
+	type class struct{ Name, Source string }
+	cases := map[string]struct {
+		labels   map[string]string
+		podClass string
+		want     class
+	}{
+		"strata label": {
+			labels:   map[string]string{strata.PriorityClassLabel: "high"},
+			podClass: "pods",
+			want:     class{Name: "high", Source: strata.WorkloadPriorityClassSource},
+		},
+		"kueue label": {
+			labels:   map[string]string{strata.KueuePriorityClassLabel: "kueue-high"},
+			podClass: "pods",
+			want:     class{Name: "kueue-high", Source: strata.WorkloadPriorityClassSource},
+		},
+		"both labels: strata's wins": {
+			labels: map[string]string{strata.PriorityClassLabel: "high", strata.KueuePriorityClassLabel: "kueue-high"},
+			want:   class{Name: "high", Source: strata.WorkloadPriorityClassSource},
+		},
+		"empty strata label: kueue's": {
+			labels: map[string]string{strata.PriorityClassLabel: "", strata.KueuePriorityClassLabel: "kueue-high"},
+			want:   class{Name: "kueue-high", Source: strata.WorkloadPriorityClassSource},
+		},
+		"no label: the pods' PriorityClass": {
+			podClass: "pods",
+			want:     class{Name: "pods", Source: strata.PodPriorityClassSource},
+		},
+		"no class at all": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			j := job(2, 2, nil)
+			for k, v := range tc.labels {
+				j.Labels[k] = v
+			}
+			j.Spec.Template.Spec.PriorityClassName = tc.podClass
+			wl, errs := FromJob(j)
+			if len(errs) != 0 {
+				t.Fatalf("FromJob() errors: %v", errs)
+			}
+			if diff := cmp.Diff(tc.want, class{Name: wl.Spec.PriorityClassName, Source: wl.Spec.PriorityClassSource}); diff != "" {
+				t.Errorf("priority class (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.podClass, wl.Spec.PodSets[0].Template.Spec.PriorityClassName); diff != "" {
+				t.Errorf("pod template's PriorityClass (-want,+got):\n%s", diff)
+			}
+			if wl.Spec.Priority != nil {
+				t.Errorf("priority = %d, want none before intake resolves the class", *wl.Spec.Priority)
+			}
+		})
+	}
+}
+
 func TestCarryDispatch(t *testing.T) {
 	copyOf := metav1.ObjectMeta{
 		Labels: map[string]string{

@@ -260,6 +260,54 @@ var _ = Describe("Priority", Label("agent", "intake"), func() {
 			g.Expect(wl.Spec.Priority).To(Equal(ptr.To[int32](7)))
 		}, timeout).Should(Succeed())
 	})
+
+	It("takes the priority of the Job's WorkloadPriorityClass, leaving its pods' PriorityClass, and marks an unknown one", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, &strata.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000})).To(Succeed())
+		Expect(worker.Client.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "wpc-pods"}, Value: 5})).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("wpc-q").Flavor("tas").Obj())).To(Succeed())
+		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "wpc-q")
+		high := newJob(ns, "wpc-q", 1, nil)
+		high.Labels[strata.PriorityClassLabel] = "high"
+		high.Spec.Template.Spec.PriorityClassName = "wpc-pods"
+		Expect(worker.Client.Create(ctx, high)).To(Succeed())
+		unknown := newJob(ns, "wpc-q", 1, nil)
+		unknown.Labels[strata.PriorityClassLabel] = "wpc-later"
+		Expect(worker.Client.Create(ctx, unknown)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(high.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Spec.Priority).To(Equal(ptr.To[int32](1000)))
+			g.Expect(wl.Spec.PriorityClassName).To(Equal("high"))
+			g.Expect(wl.Spec.PriorityClassSource).To(Equal(strata.WorkloadPriorityClassSource))
+			g.Expect(wl.Spec.PodSets[0].Template.Spec.PriorityClassName).To(Equal("wpc-pods"))
+			c := invalidCondition(g, ctx, unknown)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonPriorityClassNotFound))
+			g.Expect(c.Message).To(Equal(`WorkloadPriorityClass "wpc-later" does not exist`))
+		}, timeout).Should(Succeed())
+		var job batchv1.Job
+		Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(high), &job)).To(Succeed())
+		Expect(job.Spec.Template.Spec.PriorityClassName).To(Equal("wpc-pods"))
+
+		By("a PriorityClass of the missing name does not stand in for the WorkloadPriorityClass")
+		Expect(worker.Client.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "wpc-later"}, Value: 3})).To(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(invalidCondition(g, ctx, unknown).Reason).To(Equal(jobs.ReasonPriorityClassNotFound))
+		}, 2*time.Second).Should(Succeed())
+
+		By("the WorkloadPriorityClass is created: the Job is valid and takes its priority")
+		Expect(worker.Client.Create(ctx, &strata.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "wpc-later"}, Value: 7})).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, unknown)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(jobs.ReasonValid))
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(unknown.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Spec.Priority).To(Equal(ptr.To[int32](7)))
+			g.Expect(wl.Spec.PriorityClassSource).To(Equal(strata.WorkloadPriorityClassSource))
+		}, timeout).Should(Succeed())
+	})
 })
 
 var _ = Describe("ClusterQueue status", Label("agent"), func() {

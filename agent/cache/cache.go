@@ -825,3 +825,62 @@ func OutcomeKnown(err error) bool {
 	}
 	return false
 }
+
+// AdmittedOn is an admitted workload with usage on a flavor, and that
+// usage (all its pod sets' on the flavor).
+type AdmittedOn struct {
+	Workload *strata.Workload
+	Usage    tas.Usage
+}
+
+// WithAdmitted gives fn exclusive access to a flavor's snapshot and
+// topology and the admitted workloads with usage on it, for a preemption
+// search; fn must leave the snapshot as it found it. It returns false when
+// the flavor is not known.
+func (c *Cache) WithAdmitted(flavor string, fn func(s *tas.Snapshot, t *strata.Topology, admitted []AdmittedOn)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.flavors[flavor]
+	if !ok {
+		return false
+	}
+	var out []AdmittedOn
+	for _, a := range c.workloads {
+		var merged tas.Usage
+		for _, u := range a.usage {
+			if u.flavor != flavor {
+				continue
+			}
+			if merged == nil {
+				merged = tas.Usage{}
+			}
+			for node, rl := range u.usage {
+				sum := merged[node].DeepCopy()
+				if sum == nil {
+					sum = corev1.ResourceList{}
+				}
+				for r, q := range rl {
+					v := sum[r]
+					v.Add(q)
+					sum[r] = v
+				}
+				merged[node] = sum
+			}
+		}
+		if merged != nil {
+			out = append(out, AdmittedOn{Workload: a.wl, Usage: merged})
+		}
+	}
+	fn(f.snapshot, f.topology, out)
+	return true
+}
+
+// Holds says whether a workload still holds capacity: it is admitted, or
+// pods of it still run (a preempted or evicted workload until its pods
+// are gone).
+func (c *Cache) Holds(key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.workloads[key]
+	return ok || len(c.tasPods[key]) > 0
+}

@@ -83,6 +83,16 @@ type Scheduler struct {
 	mu       sync.Mutex
 	inflight map[types.NamespacedName]*inflightAdmission
 	writers  chan struct{}
+
+	// preemptions under way, by preemptor; read and written by passes
+	// only. victimOf is their victims' preemptors, as of this pass, and
+	// searches the preemption searches left to this pass.
+	preemptions map[types.NamespacedName]*pendingPreemption
+	victimOf    map[types.NamespacedName]types.NamespacedName
+	searches    int
+	// cohortsUnknown: this pass could not list the ClusterQueues, so the
+	// usage of cohorts is not known.
+	cohortsUnknown bool
 }
 
 // inflightAdmission is an admission being written, or written and not
@@ -116,7 +126,8 @@ const queueStatusInterval = time.Second
 // recorder.
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
 	return &Scheduler{client: c, reader: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
-		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters)}
+		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters),
+		preemptions: map[types.NamespacedName]*pendingPreemption{}}
 }
 
 // WithHolds makes the scheduler ask holds before it tries a workload: a
@@ -227,11 +238,42 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		return err
 	}
 	queues, byQueue, err := s.resolveQueues(ctx, v.pending)
+	// The quota books need every queue of a cohort. When they cannot be
+	// listed, the queues of this pass are booked alone and those with a
+	// cohort admit nothing (see try): the error retries the pass.
+	var all strata.ClusterQueueList
+	listErr := s.client.List(ctx, &all)
+	var cqs []*strata.ClusterQueue
+	if listErr == nil {
+		for i := range all.Items {
+			cqs = append(cqs, &all.Items[i])
+		}
+	} else {
+		for _, cq := range queues {
+			if cq != nil {
+				cqs = append(cqs, cq)
+			}
+		}
+	}
+	s.cohortsUnknown = listErr != nil
+	books := queue.NewBooks(cqs)
+	books.ChargeAll(usage)
 	recordQueues(v, byQueue)
-	// A failed status write of one ClusterQueue (or the list of them) does
-	// not hold up admission: the error is returned with the others, so
-	// the pass is retried.
-	errs := []error{err, s.updateQueues(ctx, v, byQueue)}
+	pendingKeys := map[types.NamespacedName]bool{}
+	for _, wls := range byQueue {
+		for _, wl := range wls {
+			pendingKeys[client.ObjectKeyFromObject(wl)] = true
+		}
+	}
+	s.victimOf = s.forgetPreemptions(pendingKeys)
+	s.searches = preemptionSearchesPerPass
+	// A failed status write of one ClusterQueue does not hold up
+	// admission: the error is returned with the others, so the pass is
+	// retried.
+	errs := []error{err, listErr}
+	if listErr == nil {
+		errs = append(errs, s.updateQueues(ctx, cqs, v, byQueue, books))
+	}
 	turns := make([]*queue.Turn[*strata.Workload], 0, len(byQueue))
 	for q, wls := range byQueue {
 		sort.SliceStable(wls, func(i, j int) bool { return queue.Before(wls[i], wls[j]) })
@@ -242,7 +284,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	}
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
 		func(cq *strata.ClusterQueue, wl *strata.Workload) bool {
-			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], wl)
+			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], books, wl)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -308,37 +350,120 @@ func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.Namespa
 
 // try admits one workload on the first flavor of the queue where it fits;
 // a workload a hub pinned to a flavor is tried on that flavor alone (see
-// flavorsFor). blocks is false when no change of capacity can admit the
-// workload (see inadmissibleError and flavorNotReadyError): it then does
-// not hold up a StrictFIFO queue.
-func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, wl *strata.Workload) (admitted, blocks bool, err error) {
+// flavorsFor). Under the queue's flavorFungibility a flavor where it fits
+// only by borrowing may wait until the others were tried
+// (whenCanBorrow: TryNextFlavor), and when it fits nowhere it preempts on
+// the first flavor where an allowed preemption helps, after trying every
+// flavor (whenCanPreempt: TryNextFlavor) or at once (Preempt). blocks is
+// false when no change of capacity can admit the workload (see
+// inadmissibleError and flavorNotReadyError): it then does not hold up a
+// StrictFIFO queue.
+func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, books *queue.Books, wl *strata.Workload) (admitted, blocks bool, err error) {
 	if s.holds != nil {
 		if why := s.holds(wl); why != "" {
 			return false, false, s.setNotAdmitted(ctx, wl, ReasonHeld, why)
 		}
 	}
+	if cq.Spec.Cohort != "" && s.cohortsUnknown {
+		return false, true, nil
+	}
+	key := client.ObjectKeyFromObject(wl)
+	if by, ok := s.victimOf[key]; ok {
+		// What it frees is its preemptor's: it does not take it back.
+		return false, false, s.setNotAdmitted(ctx, wl, ReasonPending, fmt.Sprintf("preempted to make room for %s; waits until that workload is admitted", by))
+	}
+	if p := s.preemptions[key]; p != nil {
+		if held := s.stillHeld(p); len(held) > 0 {
+			return false, true, s.setNotAdmitted(ctx, wl, ReasonPending, preemptingMessage(p, held))
+		}
+		// Its victims are gone: it is placed as any workload. If it is
+		// not admitted, what they freed was taken meanwhile: the
+		// preemption is over (its victims may be admitted again) and it
+		// may preempt again.
+		defer func() {
+			if !admitted && s.preemptions[key] == p {
+				delete(s.preemptions, key)
+			}
+		}()
+	}
 	flavors, why := flavorsFor(cq, wl)
 	if why != "" {
 		return false, false, s.setNotAdmitted(ctx, wl, ReasonInadmissible, why)
 	}
-	var reasons []string
+	fung := fungibility(cq)
+	preempts := mayPreempt(cq, wl)
+	need := queue.WorkloadRequests(wl)
+	var reasons, cannotPreempt []string
 	// never: no change of capacity lets the workload in; asWritten: only
 	// a change of the workload would (no flavor is merely not ready).
 	never, asWritten := true, true
-	for _, fq := range flavors {
-		admitted, err := s.place(cq, fq, usage[fq.Name], wl)
-		if err != nil {
-			if errors.As(err, new(flavorNotReadyError)) {
-				reasons = append(reasons, err.Error()) // it names the flavor
-				asWritten = false
+	// borrowing: flavors skipped at first because the workload fits
+	// there only by borrowing; preemptable: flavors where it does not fit
+	// now, for the preemption search.
+	var borrowing, preemptable []strata.FlavorQuotas
+	tryFlavor := func(fq strata.FlavorQuotas) bool {
+		admitted, err := s.place(cq, fq, books, wl)
+		if err == nil {
+			s.admit(ctx, admitted, fq.Name, usage, books)
+			return true
+		}
+		if errors.As(err, new(flavorNotReadyError)) {
+			reasons = append(reasons, err.Error()) // it names the flavor
+			asWritten = false
+			return false
+		}
+		reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fq.Name, err))
+		inadmissible := errors.As(err, new(inadmissibleError))
+		never = never && inadmissible
+		if !inadmissible {
+			preemptable = append(preemptable, fq)
+		}
+		return false
+	}
+	// tryPreempt searches one flavor; done when it preempted, admitted
+	// when the victims had no running pods and the workload took their
+	// place at once.
+	tryPreempt := func(fq strata.FlavorQuotas) (done, admitted bool, err error) {
+		if !preempts || s.searches <= 0 {
+			return false, false, nil
+		}
+		s.searches--
+		done, why, err := s.preempt(ctx, cq, fq, books, wl)
+		if why != "" {
+			cannotPreempt = append(cannotPreempt, why)
+		}
+		if done && len(s.stillHeld(s.preemptions[key])) == 0 && tryFlavor(fq) {
+			return true, true, err
+		}
+		return done, false, err
+	}
+	for i, fq := range flavors {
+		if fung.WhenCanBorrow == strata.FungibilityTryNextFlavor && i < len(flavors)-1 {
+			if fit := books.Check(cq.Name, fq.Name, need, false); fit.Err == nil && fit.Borrows {
+				borrowing = append(borrowing, fq)
 				continue
 			}
-			reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fq.Name, err))
-			never = never && errors.As(err, new(inadmissibleError))
-			continue
 		}
-		s.admit(ctx, admitted, fq.Name, usage)
-		return true, true, nil
+		if tryFlavor(fq) {
+			return true, true, nil
+		}
+		if fung.WhenCanPreempt == strata.FungibilityPreempt && len(preemptable) > 0 && preemptable[len(preemptable)-1].Name == fq.Name {
+			if done, admitted, err := tryPreempt(fq); done || err != nil {
+				return admitted, true, err
+			}
+		}
+	}
+	for _, fq := range borrowing {
+		if tryFlavor(fq) {
+			return true, true, nil
+		}
+	}
+	if fung.WhenCanPreempt == strata.FungibilityTryNextFlavor {
+		for _, fq := range preemptable {
+			if done, admitted, err := tryPreempt(fq); done || err != nil {
+				return admitted, true, err
+			}
+		}
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "the ClusterQueue has no flavors")
@@ -350,7 +475,17 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		}
 		return false, false, s.setNotAdmitted(ctx, wl, ReasonInadmissible, by+": "+strings.Join(reasons, "; "))
 	}
-	return false, true, s.setNotAdmitted(ctx, wl, ReasonPending, "waiting for capacity: "+strings.Join(reasons, "; "))
+	message := "waiting for capacity: " + strings.Join(reasons, "; ")
+	switch {
+	case len(cannotPreempt) > 0:
+		message += "; cannot preempt: " + strings.Join(cannotPreempt, "; ")
+	case preempts && s.searches <= 0:
+		// Not searched in this pass: the reason a search gave stands.
+		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && strings.Contains(c.Message, "; cannot preempt: ") {
+			return false, true, nil
+		}
+	}
+	return false, true, s.setNotAdmitted(ctx, wl, ReasonPending, message)
 }
 
 // flavorsFor returns the flavors of the queue to try a workload on: all of
@@ -361,14 +496,15 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 // workload in.
 func flavorsFor(cq *strata.ClusterQueue, wl *strata.Workload) ([]strata.FlavorQuotas, string) {
 	pinned := workload.PinnedFlavor(wl)
+	flavors := queue.Flavors(cq)
 	if pinned == "" {
-		return cq.Spec.Flavors, ""
+		return flavors, ""
 	}
-	i := slices.IndexFunc(cq.Spec.Flavors, func(fq strata.FlavorQuotas) bool { return fq.Name == pinned })
+	i := slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return fq.Name == pinned })
 	if i < 0 {
 		return nil, fmt.Sprintf("the hub pinned flavor %q (annotation %s), which ClusterQueue %q does not have", pinned, strata.FlavorAnnotation, cq.Name)
 	}
-	return cq.Spec.Flavors[i : i+1], ""
+	return flavors[i : i+1], ""
 }
 
 // inadmissibleError is a reason no change of capacity or usage lifts: the
@@ -413,13 +549,16 @@ func topologyMissing(def *strata.ResourceFlavor) error {
 // nothing else, hot swap included, can be given the same capacity in
 // between. It returns the workload with its admission, not yet written. A
 // flavor that is not ready is its reason before the quota.
-func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) (*strata.Workload, error) {
+func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) (*strata.Workload, error) {
 	flavorDef, err := s.flavorReady(fq.Name)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkQuota(fq, used, wl); err != nil {
-		return nil, err
+	if fit := books.Check(cq.Name, fq.Name, queue.WorkloadRequests(wl), false); fit.Err != nil {
+		if fit.Never {
+			return nil, inadmissibleError{fit.Err}
+		}
+		return nil, fit.Err
 	}
 	var admitted *strata.Workload
 	found, placeErr := s.cache.Reserve(fq.Name, client.ObjectKeyFromObject(wl), func(snap *tas.Snapshot, topo *strata.Topology) (*strata.Workload, error) {
@@ -476,10 +615,13 @@ func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.
 // admit writes an admission whose capacity place took in the cache,
 // asynchronously; a failed write gives the capacity back and wakes the
 // scheduler.
-func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, flavorName string, usage map[string]corev1.ResourceList) {
+func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, flavorName string, usage map[string]corev1.ResourceList, books *queue.Books) {
 	admission := wl.Status.Admission
 	key := client.ObjectKeyFromObject(wl)
 	queue.AddUsage(usage, admission.PodSetAssignments)
+	for _, psa := range admission.PodSetAssignments {
+		books.Charge(admission.ClusterQueue, psa.Flavor, psa.ResourceUsage, 1)
+	}
 	// A copy: the write below decodes the server's answer into wl, and with
 	// it into admission, while later passes read the in-flight admission
 	// (a pass seeing its pod set assignments half decoded would not count
@@ -570,26 +712,27 @@ const (
 // updateQueues writes every ClusterQueue's status: pending and admitted
 // workloads, usage per flavor (v's, with the in-flight admissions), and
 // whether it can admit at all.
-func (s *Scheduler) updateQueues(ctx context.Context, v *indexView, pending map[string][]*strata.Workload) error {
-	var cqs strata.ClusterQueueList
-	if err := s.client.List(ctx, &cqs); err != nil {
-		return err
-	}
+func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue, v *indexView, pending map[string][]*strata.Workload, books *queue.Books) error {
 	var errs []error
-	for i := range cqs.Items {
-		cq := &cqs.Items[i]
+	metrics.BorrowedQuota.Reset()
+	metrics.LentQuota.Reset()
+	for _, cq := range cqs {
+		cq = cq.DeepCopy()
 		st := cq.Status.DeepCopy()
 		st.PendingWorkloads = int32(len(pending[cq.Name]))
 		st.AdmittedWorkloads = v.admitted[cq.Name]
 		st.FlavorsUsage = nil
-		for _, fq := range cq.Spec.Flavors {
+		flavors := queue.Flavors(cq)
+		for _, fq := range flavors {
 			if u := v.usage[cq.Name][fq.Name]; len(u) > 0 {
 				st.FlavorsUsage = append(st.FlavorsUsage, strata.FlavorUsage{Name: fq.Name, Resources: u})
 			}
 		}
+		st.FlavorsReservation = books.Reservation(cq)
+		recordBorrowing(cq.Name, st.FlavorsReservation)
 		active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"}
 		var missing []string
-		for _, fq := range cq.Spec.Flavors {
+		for _, fq := range flavors {
 			if !s.cache.Flavor(fq.Name, func(*tas.Snapshot, *strata.Topology) {}) {
 				missing = append(missing, fq.Name)
 			}
@@ -621,6 +764,20 @@ func (s *Scheduler) updateQueues(ctx context.Context, v *indexView, pending map[
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// recordBorrowing sets the borrowed and lent gauges of a queue.
+func recordBorrowing(cq string, reservation []strata.FlavorReservation) {
+	for _, f := range reservation {
+		for _, r := range f.Resources {
+			if !r.Borrowed.IsZero() {
+				metrics.BorrowedQuota.WithLabelValues(cq, f.Name, string(r.Name)).Set(r.Borrowed.AsApproximateFloat64())
+			}
+			if !r.Lent.IsZero() {
+				metrics.LentQuota.WithLabelValues(cq, f.Name, string(r.Name)).Set(r.Lent.AsApproximateFloat64())
+			}
+		}
+	}
 }
 
 // recordQueues sets the pending and admitted gauges from one pass's view
@@ -702,14 +859,4 @@ func truncate(m string) string {
 		cut--
 	}
 	return m[:cut] + "..."
-}
-
-// checkQuota says whether the workload fits in the flavor's quotas; a
-// workload larger than a whole quota is inadmissible.
-func checkQuota(fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) error {
-	err, never := queue.CheckQuota(fq, used, wl)
-	if never {
-		return inadmissibleError{err}
-	}
-	return err
 }

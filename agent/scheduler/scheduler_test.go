@@ -27,6 +27,7 @@ import (
 
 	"strata.dev/strata/agent/cache"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
@@ -119,15 +120,19 @@ func TestCheckQuota(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			wl := testutil.MakeWorkload("w", "ns").PodSets(tc.podSets...).Obj()
 			var gotErr string
-			err := checkQuota(tc.fq, tc.used, wl)
-			if err != nil {
-				gotErr = err.Error()
+			cq := testutil.MakeClusterQueue("cq").Obj()
+			cq.Spec.Flavors = []strata.FlavorQuotas{tc.fq}
+			books := queue.NewBooks([]*strata.ClusterQueue{cq})
+			books.Charge("cq", tc.fq.Name, tc.used, 1)
+			fit := books.Check("cq", tc.fq.Name, queue.WorkloadRequests(wl), false)
+			if fit.Err != nil {
+				gotErr = fit.Err.Error()
 			}
 			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
-				t.Errorf("checkQuota() error (-want,+got):\n%s", diff)
+				t.Errorf("Check() error (-want,+got):\n%s", diff)
 			}
-			if never := errors.As(err, new(inadmissibleError)); never != tc.wantNever {
-				t.Errorf("checkQuota() error is inadmissible: %t, want %t", never, tc.wantNever)
+			if fit.Never != tc.wantNever {
+				t.Errorf("Check() never: %t, want %t", fit.Never, tc.wantNever)
 			}
 		})
 	}
@@ -353,7 +358,7 @@ func TestAdmitKeepsItsOwnAdmission(t *testing.T) {
 	want := admission.DeepCopy()
 	admitted := wl.DeepCopy()
 	admitted.Status.Admission = admission
-	s.admit(context.Background(), admitted, "f", map[string]corev1.ResourceList{})
+	s.admit(context.Background(), admitted, "f", map[string]corev1.ResourceList{}, queue.NewBooks(nil))
 	<-written
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -49,8 +49,33 @@ var (
 	}, []string{"flavor"})
 )
 
+var (
+	// PreemptedWorkloads counts the workloads an agent preempted, by the
+	// preempting workload's ClusterQueue and the reason (Kueue's:
+	// InClusterQueue, InCohortReclamation, InCohortReclaimWhileBorrowing).
+	PreemptedWorkloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_preempted_workloads_total",
+		Help: "Workloads preempted, by the preempting workload's ClusterQueue and the reason.",
+	}, []string{"preempting_cluster_queue", "reason"})
+
+	// BorrowedQuota is what a ClusterQueue's admitted workloads hold beyond
+	// its nominal quota, per flavor and resource.
+	BorrowedQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_cluster_queue_borrowed_quota",
+		Help: "Quota a ClusterQueue borrows from its cohort, per flavor and resource (cpu in cores, memory in bytes).",
+	}, []string{"cluster_queue", "flavor", "resource"})
+
+	// LentQuota is the part of a ClusterQueue's unused nominal quota that
+	// other queues of its cohort use, per flavor and resource.
+	LentQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_cluster_queue_lent_quota",
+		Help: "Quota of a ClusterQueue that other queues of its cohort use, per flavor and resource (cpu in cores, memory in bytes).",
+	}, []string{"cluster_queue", "flavor", "resource"})
+)
+
 func init() {
-	metrics.Registry.MustRegister(AdmissionLatency, PendingWorkloads, AdmittedPods, FreeCapacity, SummaryBytes, SummaryTimestamp)
+	metrics.Registry.MustRegister(AdmissionLatency, PendingWorkloads, AdmittedPods, FreeCapacity, SummaryBytes, SummaryTimestamp,
+		PreemptedWorkloads, BorrowedQuota, LentQuota)
 }
 
 var (

@@ -242,14 +242,6 @@ type search struct {
 	// anyQueue: workloads of other queues are removed whether or not
 	// their queue borrows (for whyNot's hypothetical).
 	anyQueue bool
-	removed  []int
-}
-
-func (s *search) remove(i int) {
-	w := s.admitted[i]
-	s.books.Charge(w.Queue, s.flavor, w.Requests, -1)
-	s.capacity.Release(i)
-	s.removed = append(s.removed, i)
 }
 
 func (s *search) putBack(i int) {
@@ -265,34 +257,35 @@ func (s *search) quotaFits() bool {
 // run finds the victims among the candidates seq (indexes into admitted,
 // in order). A workload of another queue is a candidate only while its
 // queue borrows once the candidates before it are gone (Kueue checks it
-// at removal): that makes the sequence of removals, fixed here by the
-// quota alone. The shortest prefix of it after which the preemptor fits is
-// found by bisection (fitting is monotone in what is removed); then the
-// put-back pass.
+// at removal): that fixes the sequence of removals, by the quota alone.
+// The shortest prefix of it after which the preemptor fits is found by
+// doubling, then bisection (fitting is monotone in what is removed), so
+// that a preemptor helped by a few candidates costs a few removals however
+// many there are; then the put-back pass.
 func (s *search) run(seq []int) ([]int, bool) {
-	defer func() {
-		for _, i := range s.removed {
-			s.putBack(i)
-		}
-	}()
 	var order []int
 	for _, i := range seq {
 		w := s.admitted[i]
 		if !s.anyQueue && w.Queue != s.pre.Queue && !s.books.Borrowing(w.Queue, s.flavor, s.pre.Requests) {
 			continue
 		}
-		s.remove(i)
+		s.books.Charge(w.Queue, s.flavor, w.Requests, -1)
 		order = append(order, i)
 	}
-	if len(order) == 0 || !s.quotaFits() {
+	for _, i := range order {
+		w := s.admitted[i]
+		s.books.Charge(w.Queue, s.flavor, w.Requests, 1)
+	}
+	if len(order) == 0 {
 		return nil, false
 	}
-	if ok, _ := s.capacity.Fits(); !ok {
-		return nil, false
-	}
-	// All of order is removed now. Bisect: fits(order[:hi]) holds.
-	lo, hi := 0, len(order)
-	at := len(order) // how many of order are removed now
+	at := 0 // order[:at] is removed
+	defer func() {
+		for at > 0 {
+			at--
+			s.putBack(order[at])
+		}
+	}()
 	moveTo := func(k int) {
 		for at > k {
 			at--
@@ -311,6 +304,21 @@ func (s *search) run(seq []int) ([]int, bool) {
 		}
 		return s.capacity.Fits()
 	}
+	// Doubling: lo does not fit (0: the caller tried without preemption),
+	// hi does.
+	lo, hi := 0, 0
+	for k := 1; ; k *= 2 {
+		k = min(k, len(order))
+		moveTo(k)
+		if ok, _ := fits(); ok {
+			hi = k
+			break
+		}
+		if k == len(order) {
+			return nil, false
+		}
+		lo = k
+	}
 	for lo+1 < hi {
 		mid := (lo + hi) / 2
 		moveTo(mid)
@@ -320,45 +328,44 @@ func (s *search) run(seq []int) ([]int, bool) {
 			lo = mid
 		}
 	}
-	// hi = 0 cannot fit: the caller tried without preemption first.
 	moveTo(hi)
-	s.removed = append(s.removed[:0], order[:hi]...)
 	ok, touches := fits()
 	if !ok {
 		return nil, false // not monotone after all: give up rather than guess
 	}
+	// Put back, last removed first, every victim not needed. The last one
+	// is needed: without it the prefix did not fit. The ones put back
+	// leave order[:at] for the deferred put-back, which must skip them.
 	inSet := make([]bool, hi)
 	for k := range inSet {
 		inSet[k] = true
 	}
-	// Put back, last removed first, every victim not needed. The last one
-	// is needed: without it the prefix did not fit.
 	for k := hi - 2; k >= 0; k-- {
 		i := order[k]
 		s.putBack(i)
-		if !s.quotaFits() {
-			s.releaseAgain(i)
-			continue
-		}
-		if !touches(i) {
+		switch {
+		case !s.quotaFits():
+		case !touches(i):
 			inSet[k] = false
 			continue
-		}
-		if ok2, t2 := s.capacity.Fits(); ok2 {
-			inSet[k] = false
-			touches = t2
-			continue
+		default:
+			if ok2, t2 := s.capacity.Fits(); ok2 {
+				inSet[k] = false
+				touches = t2
+				continue
+			}
 		}
 		s.releaseAgain(i)
 	}
 	var victims []int
-	s.removed = s.removed[:0]
 	for k, in := range inSet {
 		if in {
 			victims = append(victims, order[k])
-			s.removed = append(s.removed, order[k])
 		}
 	}
+	// Hand the removed ones to the deferred put-back.
+	order = victims
+	at = len(victims)
 	return victims, true
 }
 
@@ -391,28 +398,7 @@ func whyNot(pre Preemptor, policy Policy, books *queue.Books, flavor string, adm
 	for k, w := range all {
 		seq[k] = pos[w.Key]
 	}
-	var needed []int
-	func() {
-		defer func() {
-			for _, i := range s.removed {
-				s.putBack(i)
-			}
-		}()
-		for _, i := range seq {
-			s.remove(i)
-		}
-		if !s.quotaFits() {
-			return
-		}
-		if ok, _ := capacity.Fits(); !ok {
-			return
-		}
-		for _, i := range s.removed {
-			s.putBack(i)
-		}
-		s.removed = nil
-		needed, _ = s.run(seq)
-	}()
+	needed, _ := s.run(seq)
 	if len(needed) == 0 {
 		return "it would not fit even with every workload on the flavor preempted"
 	}

@@ -50,13 +50,10 @@ type running struct {
 	hosts            []string
 }
 
-func cq(name, cohort string, nominal string, pre *strata.ClusterQueuePreemption, lending, borrowing *string) *strata.ClusterQueue {
+func cq(name, cohort string, nominal string, pre *strata.ClusterQueuePreemption, lending *string) *strata.ClusterQueue {
 	rq := strata.ResourceQuota{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(nominal)}
 	if lending != nil {
 		rq.LendingLimit = ptr.To(resource.MustParse(*lending))
-	}
-	if borrowing != nil {
-		rq.BorrowingLimit = ptr.To(resource.MustParse(*borrowing))
 	}
 	q := &strata.ClusterQueue{}
 	q.Name = name
@@ -86,7 +83,7 @@ func TestFind(t *testing.T) {
 	}{
 		{
 			name: "lower priority first, then the most recently admitted", racks: 1, hosts: 4,
-			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil, nil)},
+			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil)},
 			running: []running{
 				{name: "p1-old", queue: "a", priority: 1, admitted: 1, hosts: []string{"r0h0"}},
 				{name: "p1-new", queue: "a", priority: 1, admitted: 2, hosts: []string{"r0h1"}},
@@ -98,7 +95,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name: "two victims, lowest priority ones", racks: 1, hosts: 4,
-			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil, nil)},
+			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil)},
 			running: []running{
 				{name: "p1-old", queue: "a", priority: 1, admitted: 1, hosts: []string{"r0h0"}},
 				{name: "p1-new", queue: "a", priority: 1, admitted: 2, hosts: []string{"r0h1"}},
@@ -110,7 +107,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name: "LowerPriority never preempts equal or higher priority", racks: 1, hosts: 2,
-			queues: []*strata.ClusterQueue{cq("a", "", "8", lower, nil, nil)},
+			queues: []*strata.ClusterQueue{cq("a", "", "8", lower, nil)},
 			running: []running{
 				{name: "eq", queue: "a", priority: 10, admitted: 1, hosts: []string{"r0h0"}},
 				{name: "hi", queue: "a", priority: 20, admitted: 2, hosts: []string{"r0h1"}},
@@ -120,7 +117,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name: "LowerOrNewerEqualPriority takes an equal one queued later, not one queued earlier", racks: 1, hosts: 2,
-			queues: []*strata.ClusterQueue{cq("a", "", "8", &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerOrNewerEqualPriority}, nil, nil)},
+			queues: []*strata.ClusterQueue{cq("a", "", "8", &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerOrNewerEqualPriority}, nil)},
 			running: []running{
 				{name: "older", queue: "a", priority: 10, queued: 1, admitted: 5, hosts: []string{"r0h0"}},
 				{name: "newer", queue: "a", priority: 10, queued: 9, admitted: 4, hosts: []string{"r0h1"}},
@@ -131,8 +128,8 @@ func TestFind(t *testing.T) {
 		{
 			name: "reclaim from a borrower of the cohort, whatever its priority (Any)", racks: 1, hosts: 4,
 			queues: []*strata.ClusterQueue{
-				cq("a", "team", "8", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}, nil, nil),
-				cq("b", "team", "8", nil, nil, nil),
+				cq("a", "team", "8", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}, nil),
+				cq("b", "team", "8", nil, nil),
 			},
 			running: []running{
 				{name: "b1", queue: "b", priority: 100, admitted: 1, hosts: []string{"r0h0"}},
@@ -147,9 +144,9 @@ func TestFind(t *testing.T) {
 		{
 			name: "reclaim takes only from queues that borrow", racks: 1, hosts: 4,
 			queues: []*strata.ClusterQueue{
-				cq("a", "team", "4", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}, nil, nil),
-				cq("b", "team", "8", nil, nil, nil),
-				cq("c", "team", "4", nil, nil, nil),
+				cq("a", "team", "4", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}, nil),
+				cq("b", "team", "8", nil, nil),
+				cq("c", "team", "4", nil, nil),
 			},
 			running: []running{
 				{name: "b1", queue: "b", priority: 1, admitted: 1, hosts: []string{"r0h0"}},
@@ -164,9 +161,9 @@ func TestFind(t *testing.T) {
 		{
 			name: "borrowWithinCohort preempts lower priority up to the threshold", racks: 1, hosts: 4,
 			queues: []*strata.ClusterQueue{
-				cq("a", "team", "4", &strata.ClusterQueuePreemption{BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](20)}}, nil, nil),
-				cq("b", "team", "4", nil, nil, nil),
-				cq("c", "team", "8", nil, nil, nil),
+				cq("a", "team", "4", &strata.ClusterQueuePreemption{BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](20)}}, nil),
+				cq("b", "team", "4", nil, nil),
+				cq("c", "team", "8", nil, nil),
 			},
 			running: []running{
 				{name: "a1", queue: "a", priority: 100, admitted: 1, hosts: []string{"r0h0"}},
@@ -181,9 +178,9 @@ func TestFind(t *testing.T) {
 		{
 			name: "borrowWithinCohort does not go above the threshold", racks: 1, hosts: 3,
 			queues: []*strata.ClusterQueue{
-				cq("a", "team", "4", &strata.ClusterQueuePreemption{BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](20)}}, nil, nil),
-				cq("b", "team", "4", nil, nil, nil),
-				cq("c", "team", "4", nil, nil, nil),
+				cq("a", "team", "4", &strata.ClusterQueuePreemption{BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](20)}}, nil),
+				cq("b", "team", "4", nil, nil),
+				cq("c", "team", "4", nil, nil),
 			},
 			running: []running{
 				{name: "a1", queue: "a", priority: 100, admitted: 1, hosts: []string{"r0h0"}},
@@ -196,8 +193,8 @@ func TestFind(t *testing.T) {
 		{
 			name: "lendingLimit: what a queue does not lend cannot be borrowed, so the preemptor preempts in its own queue", racks: 1, hosts: 4,
 			queues: []*strata.ClusterQueue{
-				cq("a", "team", "12", lower, nil, nil),
-				cq("b", "team", "4", nil, ptr.To("0"), nil),
+				cq("a", "team", "12", lower, nil),
+				cq("b", "team", "4", nil, ptr.To("0")),
 			},
 			running: []running{
 				{name: "a1", queue: "a", priority: 1, admitted: 1, hosts: []string{"r0h0"}},
@@ -209,7 +206,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name: "a rack-required preemptor takes victims only in the rack where it then fits", racks: 2, hosts: 2,
-			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil, nil)},
+			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil)},
 			running: []running{
 				{name: "r0-low", queue: "a", priority: 1, admitted: 1, hosts: []string{"r0h0"}},
 				{name: "r0-mid", queue: "a", priority: 5, admitted: 9, hosts: []string{"r0h1"}},
@@ -224,7 +221,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name: "a workload spanning racks frees capacity in both", racks: 2, hosts: 2,
-			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil, nil)},
+			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil)},
 			running: []running{
 				{name: "wide", queue: "a", priority: 1, admitted: 1, hosts: []string{"r0h0", "r1h0"}},
 				{name: "r0", queue: "a", priority: 5, admitted: 2, hosts: []string{"r0h1"}},
@@ -235,7 +232,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name: "no victim set helps", racks: 1, hosts: 2,
-			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil, nil)},
+			queues: []*strata.ClusterQueue{cq("a", "", "16", lower, nil)},
 			running: []running{
 				{name: "x", queue: "a", priority: 1, admitted: 1, hosts: []string{"r0h0"}},
 			},
@@ -244,7 +241,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name: "preemption off", racks: 1, hosts: 1,
-			queues: []*strata.ClusterQueue{cq("a", "", "16", nil, nil, nil)},
+			queues: []*strata.ClusterQueue{cq("a", "", "16", nil, nil)},
 			running: []running{
 				{name: "x", queue: "a", priority: 1, admitted: 1, hosts: []string{"r0h0"}},
 			},

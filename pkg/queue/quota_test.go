@@ -12,8 +12,8 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 )
 
-func groupQueue(name, cohort, nominal string, lending, borrowing *string) *strata.ClusterQueue {
-	rq := strata.ResourceQuota{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse(nominal)}
+func groupQueue(name, cohort string, lending, borrowing *string) *strata.ClusterQueue {
+	rq := strata.ResourceQuota{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8")}
 	if lending != nil {
 		rq.LendingLimit = ptr.To(resource.MustParse(*lending))
 	}
@@ -27,7 +27,9 @@ func groupQueue(name, cohort, nominal string, lending, borrowing *string) *strat
 	return cq
 }
 
-func gpus(n string) corev1.ResourceList { return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)} }
+func gpus(n string) corev1.ResourceList {
+	return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+}
 
 func TestBooksCheck(t *testing.T) {
 	type use struct {
@@ -42,36 +44,36 @@ func TestBooksCheck(t *testing.T) {
 		want          Fit
 		wantErr       string
 	}{
-		{name: "no cohort: within quota", queues: []*strata.ClusterQueue{groupQueue("a", "", "8", nil, nil)}, used: []use{{"a", "4"}}, need: gpus("4")},
-		{name: "no cohort: over quota", queues: []*strata.ClusterQueue{groupQueue("a", "", "8", nil, nil)}, used: []use{{"a", "6"}}, need: gpus("4"),
+		{name: "no cohort: within quota", queues: []*strata.ClusterQueue{groupQueue("a", "", nil, nil)}, used: []use{{"a", "4"}}, need: gpus("4")},
+		{name: "no cohort: over quota", queues: []*strata.ClusterQueue{groupQueue("a", "", nil, nil)}, used: []use{{"a", "6"}}, need: gpus("4"),
 			want: Fit{Borrows: true}, wantErr: "quota: nvidia.com/gpu needs 4, more than is left of the quota of 8"},
-		{name: "no cohort: more than the whole quota", queues: []*strata.ClusterQueue{groupQueue("a", "", "8", nil, nil)}, need: gpus("9"),
+		{name: "no cohort: more than the whole quota", queues: []*strata.ClusterQueue{groupQueue("a", "", nil, nil)}, need: gpus("9"),
 			want: Fit{Never: true}, wantErr: "quota: nvidia.com/gpu needs 9, more than the whole quota of 8"},
-		{name: "cohort: borrows unused quota", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", nil, nil)},
+		{name: "cohort: borrows unused quota", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("b", "team", nil, nil)},
 			used: []use{{"a", "8"}}, need: gpus("8"), want: Fit{Borrows: true}},
-		{name: "cohort: not what the others use", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", nil, nil)},
+		{name: "cohort: not what the others use", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("b", "team", nil, nil)},
 			used: []use{{"a", "8"}, {"b", "4"}}, need: gpus("8"), want: Fit{Borrows: true},
 			wantErr: "quota: nvidia.com/gpu needs 8, more than is left of the nominal quota of 8 and of what cohort team lends"},
-		{name: "cohort: borrowingLimit", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, ptr.To("2")), groupQueue("b", "team", "8", nil, nil)},
+		{name: "cohort: borrowingLimit", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, ptr.To("2")), groupQueue("b", "team", nil, nil)},
 			used: []use{{"a", "8"}}, need: gpus("4"), want: Fit{Borrows: true},
 			wantErr: "quota: nvidia.com/gpu needs 4, more than is left of the nominal quota of 8 and of what cohort team lends"},
-		{name: "cohort: more than nominal and borrowingLimit", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, ptr.To("2")), groupQueue("b", "team", "8", nil, nil)},
+		{name: "cohort: more than nominal and borrowingLimit", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, ptr.To("2")), groupQueue("b", "team", nil, nil)},
 			need: gpus("11"), want: Fit{Never: true},
 			wantErr: "quota: nvidia.com/gpu needs 11, more than the whole quota of 8 with all that cohort team could lend (10)"},
-		{name: "cohort: lendingLimit keeps the rest for the lender", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", ptr.To("2"), nil)},
+		{name: "cohort: lendingLimit keeps the rest for the lender", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("b", "team", ptr.To("2"), nil)},
 			used: []use{{"a", "8"}}, need: gpus("3"), want: Fit{Borrows: true},
 			wantErr: "quota: nvidia.com/gpu needs 3, more than is left of the nominal quota of 8 and of what cohort team lends"},
-		{name: "cohort: up to the lendingLimit", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", ptr.To("2"), nil)},
+		{name: "cohort: up to the lendingLimit", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("b", "team", ptr.To("2"), nil)},
 			used: []use{{"a", "8"}}, need: gpus("2"), want: Fit{Borrows: true}},
-		{name: "cohort: more than the cohort could ever lend", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", ptr.To("2"), nil)},
+		{name: "cohort: more than the cohort could ever lend", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("b", "team", ptr.To("2"), nil)},
 			need: gpus("11"), want: Fit{Never: true},
 			wantErr: "quota: nvidia.com/gpu needs 11, more than the whole quota of 8 with all that cohort team could lend (10)"},
-		{name: "cohort: the lender uses what it keeps", queues: []*strata.ClusterQueue{groupQueue("b", "team", "8", nil, nil), groupQueue("a", "team", "8", ptr.To("2"), nil)},
+		{name: "cohort: the lender uses what it keeps", queues: []*strata.ClusterQueue{groupQueue("b", "team", nil, nil), groupQueue("a", "team", ptr.To("2"), nil)},
 			used: []use{{"b", "10"}}, need: gpus("6")},
-		{name: "reclaim: within nominal only", queues: []*strata.ClusterQueue{groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", nil, nil)},
+		{name: "reclaim: within nominal only", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("b", "team", nil, nil)},
 			used: []use{{"a", "6"}}, need: gpus("4"), withinNominal: true, want: Fit{Borrows: true},
 			wantErr: "quota: nvidia.com/gpu needs 4, more than is left of the nominal quota of 8"},
-		{name: "resourceGroups: an uncovered resource", queues: []*strata.ClusterQueue{groupQueue("a", "", "8", nil, nil)}, need: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		{name: "resourceGroups: an uncovered resource", queues: []*strata.ClusterQueue{groupQueue("a", "", nil, nil)}, need: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 			want: Fit{Never: true}, wantErr: "quota: cpu is not covered by any resource group of ClusterQueue a"},
 		{name: "flavors: an unlisted resource is limited by capacity only", queues: []*strata.ClusterQueue{{ObjectMeta: metaName("a"), Spec: strata.ClusterQueueSpec{Flavors: []strata.FlavorQuotas{{Name: "h100"}}}}},
 			need: gpus("100")},
@@ -99,7 +101,7 @@ func TestBooksCheck(t *testing.T) {
 }
 
 func TestBooksReservation(t *testing.T) {
-	a, b, c := groupQueue("a", "team", "8", nil, nil), groupQueue("b", "team", "8", nil, nil), groupQueue("c", "team", "8", ptr.To("4"), nil)
+	a, b, c := groupQueue("a", "team", nil, nil), groupQueue("b", "team", nil, nil), groupQueue("c", "team", ptr.To("4"), nil)
 	books := NewBooks([]*strata.ClusterQueue{a, b, c})
 	books.Charge("a", "h100", gpus("14"), 1) // borrows 6
 	books.Charge("b", "h100", gpus("2"), 1)  // 6 unused to lend

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
-	strataqueue "strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
+	strataqueue "strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/scheme"
 )
 

@@ -79,8 +79,67 @@ func (w *ClusterQueueWrapper) Flavor(name string, quotas ...string) *ClusterQueu
 	return w
 }
 
+// ResourceGroup appends a resource group covering resources, with flavors
+// added by GroupFlavor.
+func (w *ClusterQueueWrapper) ResourceGroup(resources ...string) *ClusterQueueWrapper {
+	g := strata.ResourceGroup{}
+	for _, r := range resources {
+		g.CoveredResources = append(g.CoveredResources, corev1.ResourceName(r))
+	}
+	w.Spec.ResourceGroups = append(w.Spec.ResourceGroups, g)
+	return w
+}
+
+// GroupFlavor appends to the last resource group a flavor with the nominal
+// quota of each covered resource, in order.
+func (w *ClusterQueueWrapper) GroupFlavor(name string, nominal ...string) *ClusterQueueWrapper {
+	g := &w.Spec.ResourceGroups[len(w.Spec.ResourceGroups)-1]
+	fq := strata.FlavorQuotas{Name: name}
+	for i, r := range g.CoveredResources {
+		fq.Resources = append(fq.Resources, strata.ResourceQuota{Name: r, NominalQuota: resource.MustParse(nominal[i])})
+	}
+	g.Flavors = append(g.Flavors, fq)
+	return w
+}
+
+// Limits sets the borrowing and lending limits ("" for none) of a
+// resource on the last flavor of the last resource group.
+func (w *ClusterQueueWrapper) Limits(res, borrowing, lending string) *ClusterQueueWrapper {
+	g := &w.Spec.ResourceGroups[len(w.Spec.ResourceGroups)-1]
+	fq := &g.Flavors[len(g.Flavors)-1]
+	for i := range fq.Resources {
+		if fq.Resources[i].Name != corev1.ResourceName(res) {
+			continue
+		}
+		if borrowing != "" {
+			fq.Resources[i].BorrowingLimit = ptr.To(resource.MustParse(borrowing))
+		}
+		if lending != "" {
+			fq.Resources[i].LendingLimit = ptr.To(resource.MustParse(lending))
+		}
+	}
+	return w
+}
+
+// Cohort sets the cohort.
+func (w *ClusterQueueWrapper) Cohort(name string) *ClusterQueueWrapper {
+	w.Spec.Cohort = name
+	return w
+}
+
+// Preemption sets the preemption policies.
+func (w *ClusterQueueWrapper) Preemption(p strata.ClusterQueuePreemption) *ClusterQueueWrapper {
+	w.Spec.Preemption = &p
+	return w
+}
+
 // Obj returns the ClusterQueue.
 func (w *ClusterQueueWrapper) Obj() *strata.ClusterQueue { return &w.ClusterQueue }
+
+// MakeWorkloadPriorityClass returns a WorkloadPriorityClass.
+func MakeWorkloadPriorityClass(name string, value int32) *strata.WorkloadPriorityClass {
+	return &strata.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+}
 
 // MakeLocalQueue returns a LocalQueue in namespace ns pointing at
 // ClusterQueue cq.

@@ -1,0 +1,231 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"strata.dev/strata/agent/cache"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
+)
+
+// pendingPreemption is a preemption under way: its victims were evicted
+// and the preemptor waits until their pods are gone. Meanwhile the victims
+// are not admitted again (the capacity they free is the preemptor's).
+type pendingPreemption struct {
+	flavor  string
+	victims []types.NamespacedName
+}
+
+// preemptionSearchesPerPass bounds the preemption searches of one pass: a
+// long queue of workloads that cannot be helped does not make every pass
+// search for each of them. The others keep the reason they have.
+const preemptionSearchesPerPass = 16
+
+// mayPreempt says whether a workload may preempt at all: its queue's
+// policy allows something, and it is not the copy of a hub dispatch (the
+// hub chooses the one worker that preempts for a copy).
+func mayPreempt(cq *strata.ClusterQueue, wl *strata.Workload) bool {
+	return preemption.PolicyOf(cq).Any() && wl.Labels[strata.HubWorkloadUIDLabel] == ""
+}
+
+// stillHeld returns the victims of a preemption whose capacity is not
+// free yet.
+func (s *Scheduler) stillHeld(p *pendingPreemption) []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, v := range p.victims {
+		if s.cache.Holds(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// forgetPreemptions drops the preemptions whose preemptor is no longer
+// pending (admitted, finished or deleted) and returns, for each victim of
+// the others, its preemptor.
+func (s *Scheduler) forgetPreemptions(pending map[types.NamespacedName]bool) map[types.NamespacedName]types.NamespacedName {
+	victimOf := map[types.NamespacedName]types.NamespacedName{}
+	for key, p := range s.preemptions {
+		if !pending[key] {
+			delete(s.preemptions, key)
+			continue
+		}
+		for _, v := range p.victims {
+			victimOf[v] = key
+		}
+	}
+	return victimOf
+}
+
+// preempt looks for the minimal set of admitted workloads on one flavor
+// whose preemption lets wl in, and evicts them. It returns whether it did,
+// or why it cannot; once the victims' pods are gone (at once when they had
+// none) a pass admits wl.
+func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) (bool, string, error) {
+	flavorDef, err := s.flavorReady(fq.Name)
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	key := client.ObjectKeyFromObject(wl)
+	// An admission the informer does not show yet is not a candidate: the
+	// eviction would be written on an object older than it.
+	s.mu.Lock()
+	writing := make(map[types.NamespacedName]bool, len(s.inflight))
+	for k := range s.inflight {
+		writing[k] = true
+	}
+	s.mu.Unlock()
+	var result preemption.Result
+	pre := preemption.Preemptor{Key: key, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}
+	found := s.cache.WithAdmitted(fq.Name, func(snap *tas.Snapshot, topo *strata.Topology, admitted []cache.AdmittedOn) {
+		cands := make([]preemption.Workload, 0, len(admitted))
+		usages := make([]tas.Usage, 0, len(admitted))
+		for _, a := range admitted {
+			k := client.ObjectKeyFromObject(a.Workload)
+			if k == key || writing[k] || a.Workload.Status.Admission == nil {
+				continue
+			}
+			cands = append(cands, candidate(a.Workload, fq.Name))
+			usages = append(usages, a.Usage)
+		}
+		capacity := &preemption.SnapshotCapacity{Snap: snap, Usages: usages, Place: func(sn *tas.Snapshot) ([]tas.Usage, error) {
+			_, taken, err := workload.Place(sn, topo.Name, flavorDef.Spec.Tolerations, wl, s.opts)
+			return taken, err
+		}}
+		result = preemption.Find(pre, preemption.PolicyOf(cq), books, fq.Name, cands, capacity)
+	})
+	if !found {
+		return false, topologyMissing(flavorDef).Error(), nil
+	}
+	if len(result.Victims) == 0 {
+		return false, fmt.Sprintf("flavor %s: %s", fq.Name, result.Why), nil
+	}
+	p := &pendingPreemption{flavor: fq.Name}
+	var errs []error
+	for _, v := range result.Victims {
+		evicted, err := s.evictVictim(ctx, v, wl, cq)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if evicted {
+			p.victims = append(p.victims, v.Key)
+			books.Charge(v.Queue, fq.Name, v.Requests, -1)
+		}
+	}
+	if len(p.victims) == 0 {
+		return false, "", errors.Join(errs...)
+	}
+	s.preemptions[key] = p
+	if held := s.stillHeld(p); len(held) > 0 {
+		return true, "", errors.Join(append(errs, s.setNotAdmitted(ctx, wl, ReasonPending, preemptingMessage(p, held)))...)
+	}
+	return true, "", errors.Join(errs...)
+}
+
+// candidate describes an admitted workload for the search.
+func candidate(wl *strata.Workload, flavor string) preemption.Workload {
+	requests := map[string]corev1.ResourceList{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.Flavor == flavor {
+			queue.AddRequests(requests, flavor, psa.ResourceUsage)
+		}
+	}
+	var admittedAt time.Time
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil {
+		admittedAt = c.LastTransitionTime.Time
+	}
+	return preemption.Workload{Key: client.ObjectKeyFromObject(wl), Queue: wl.Status.Admission.ClusterQueue, Priority: queue.Priority(wl),
+		QueuedAt: queue.QueuedAt(wl), AdmittedAt: admittedAt, Requests: requests[flavor]}
+}
+
+// preemptingMessage is the preemptor's waiting reason.
+func preemptingMessage(p *pendingPreemption, held []types.NamespacedName) string {
+	names := make([]string, len(held))
+	for i, k := range held {
+		names[i] = k.String()
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("preempting %d workload(s) on flavor %s; admitted once the pods of %s are gone", len(p.victims), p.flavor, strings.Join(names, ", "))
+}
+
+// evictVictim preempts one workload: its admission goes, with
+// Evicted=True (reason Preempted) and Preempted=True (the policy's
+// reason) naming the preemptor; the Job controller then stops its job
+// and restores its templates, and the workload waits in its queue again.
+// Its capacity stays taken until its pods are gone.
+func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *strata.Workload, cq *strata.ClusterQueue) (bool, error) {
+	// Read from the API server: the informer may lag the admission the
+	// cache holds, and an eviction written on an older object conflicts.
+	cur := &strata.Workload{}
+	if err := s.reader.Get(ctx, v.Key, cur); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if cur.Status.Admission == nil {
+		return false, nil
+	}
+	message := fmt.Sprintf("Preempted to make room for %s (priority %d) of ClusterQueue %s: %s", client.ObjectKeyFromObject(by), queue.Priority(by), cq.Name, policyNote(v.Reason, cq))
+	cur = cur.DeepCopy()
+	cur.Status.Admission = nil
+	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: message})
+	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: v.Reason, Message: message})
+	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: strata.EvictedByPreemption, Message: message})
+	if err := s.client.Status().Update(ctx, cur); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("preempting %s: %w", v.Key, err)
+	}
+	s.cache.RemoveWorkload(v.Key)
+	metrics.PreemptedWorkloads.WithLabelValues(cq.Name, v.Reason).Inc()
+	note := truncateNote(message)
+	s.recorder.Eventf(cur, by, corev1.EventTypeWarning, strata.EvictedByPreemption, "Preempt", "%s", note)
+	if job := workload.OwnerJob(cur); job != nil {
+		s.recorder.Eventf(job, by, corev1.EventTypeWarning, strata.EvictedByPreemption, "Preempt", "%s", note)
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Preempted", "workload", v.Key, "by", client.ObjectKeyFromObject(by), "reason", v.Reason)
+	return true, nil
+}
+
+// policyNote names the policy a preemption was made under.
+func policyNote(reason string, cq *strata.ClusterQueue) string {
+	p := preemption.PolicyOf(cq)
+	switch reason {
+	case strata.PreemptedInClusterQueue:
+		return "withinClusterQueue: " + string(p.WithinClusterQueue)
+	case strata.PreemptedInCohortReclamation:
+		return fmt.Sprintf("reclaimWithinCohort: %s (cohort %s)", p.ReclaimWithinCohort, cq.Spec.Cohort)
+	default:
+		return fmt.Sprintf("borrowWithinCohort: %s (cohort %s)", p.BorrowWithinCohort, cq.Spec.Cohort)
+	}
+}
+
+// fungibility returns a queue's flavorFungibility with Kueue's defaults.
+func fungibility(cq *strata.ClusterQueue) strata.FlavorFungibility {
+	f := strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityBorrow, WhenCanPreempt: strata.FungibilityTryNextFlavor}
+	if ff := cq.Spec.FlavorFungibility; ff != nil {
+		if ff.WhenCanBorrow != "" {
+			f.WhenCanBorrow = ff.WhenCanBorrow
+		}
+		if ff.WhenCanPreempt != "" {
+			f.WhenCanPreempt = ff.WhenCanPreempt
+		}
+	}
+	return f
+}

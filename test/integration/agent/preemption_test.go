@@ -1,0 +1,173 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"strata.dev/strata/agent/scheduler"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/test/integration/framework"
+)
+
+// prioritizedJob is a rack-required newJob of 4 pods with a
+// WorkloadPriorityClass.
+func prioritizedJob(ns, queue, class string) *batchv1.Job {
+	job := newJob(ns, queue, 4, map[string]string{"strata.dev/podset-required-topology": rack})
+	job.Labels[strata.PriorityClassLabel] = class
+	return job
+}
+
+// expectPreempted waits for the Job's Workload to be preempted with
+// reason, and its Job to be suspended again.
+func expectPreempted(ctx SpecContext, job *batchv1.Job, reason, by string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		wl := workloadOf(g, ctx, job)
+		g.Expect(wl.Status.Admission).To(BeNil())
+		ev := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+		g.Expect(ev).NotTo(BeNil())
+		g.Expect(ev.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(ev.Reason).To(Equal(strata.EvictedByPreemption), "conditions: %v", wl.Status.Conditions)
+		g.Expect(ev.Message).To(ContainSubstring(by))
+		pc := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)
+		g.Expect(pc).NotTo(BeNil())
+		g.Expect(pc.Reason).To(Equal(reason))
+		var j batchv1.Job
+		g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+		g.Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue(), "the preempted Job is suspended again")
+	}, timeout).Should(Succeed())
+}
+
+// hostsOf returns the hosts of the Job's admission.
+func hostsOf(ctx SpecContext, job *batchv1.Job) []string {
+	GinkgoHelper()
+	var out []string
+	Eventually(func(g Gomega) {
+		out = nil
+		wl := workloadOf(g, ctx, job)
+		g.Expect(wl.Status.Admission).NotTo(BeNil())
+		a, err := tas.Decode(wl.Status.Admission.PodSetAssignments[0].TopologyAssignment)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, d := range a.Domains {
+			out = append(out, d.Values[len(d.Values)-1])
+		}
+	}, timeout).Should(Succeed())
+	return out
+}
+
+var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
+	var ns string
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("preempt-topology", block, rack, host).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeResourceFlavor("tas-preempt").NodeLabel("pool", "preempt").TopologyName("preempt-topology").Obj())).To(Succeed())
+		// Two racks of one 4-CPU node each.
+		createPoolNode(ctx, "preempt", "pr1", "b1", "r1", "4")
+		createPoolNode(ctx, "preempt", "pr2", "b1", "r2", "4")
+		for name, v := range map[string]int32{"low": 10, "mid": 100, "high": 1000} {
+			Expect(worker.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, v))).To(Succeed())
+		}
+		ns = createNamespace(ctx, nil)
+	})
+
+	It("withinClusterQueue LowerPriority: evicts the lower priority Job in the rack the preemptor needs, waits for its pods, never takes equal priority", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("within-q").ResourceGroup("cpu").GroupFlavor("tas-preempt", "8").
+			Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj())).To(Succeed())
+		createLocalQueue(ctx, ns, "within-q")
+
+		low := prioritizedJob(ns, "within-q", "low")
+		Expect(worker.Client.Create(ctx, low)).To(Succeed())
+		expectAdmitted(ctx, low)
+		mid := prioritizedJob(ns, "within-q", "mid")
+		Expect(worker.Client.Create(ctx, mid)).To(Succeed())
+		expectAdmitted(ctx, mid)
+		lowHosts := hostsOf(ctx, low)
+		runningPodOn(ctx, low, lowHosts[0])
+
+		By("a second mid Job may not preempt the first (equal priority)")
+		mid2 := prioritizedJob(ns, "within-q", "mid")
+		Expect(worker.Client.Create(ctx, mid2)).To(Succeed())
+		// low is lower and preemptible: mid2 preempts it, not mid.
+		expectPreempted(ctx, low, strata.PreemptedInClusterQueue, "(priority 100) of ClusterQueue within-q: withinClusterQueue: LowerPriority")
+		expectWaiting(ctx, mid2, scheduler.ReasonPending, "admitted once the pods of "+ns+"/")
+
+		By("the victim's pod ends: the preemptor is admitted on its rack, the victim waits")
+		Expect(worker.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: low.Name + "-running"}}, client.GracePeriodSeconds(0))).To(Succeed())
+		expectAdmitted(ctx, mid2)
+		Expect(hostsOf(ctx, mid2)).To(Equal(lowHosts))
+		expectWaiting(ctx, low, scheduler.ReasonPending, "cannot preempt")
+
+		By("a third mid Job cannot preempt anything: the reason says why")
+		mid3 := prioritizedJob(ns, "within-q", "mid")
+		Expect(worker.Client.Create(ctx, mid3)).To(Succeed())
+		expectWaiting(ctx, mid3, scheduler.ReasonPending, "would need to preempt 1 workload of priority ≥ own")
+		expectAdmitted(ctx, mid)
+
+		for _, j := range []*batchv1.Job{low, mid, mid2, mid3} {
+			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		}
+	})
+
+	It("reclaimWithinCohort: a queue takes back its nominal quota from a borrower of its cohort, and the status shows borrowing and lending", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("team-a").Cohort("teams").ResourceGroup("cpu").GroupFlavor("tas-preempt", "4").
+			Preemption(strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("team-b").Cohort("teams").ResourceGroup("cpu").GroupFlavor("tas-preempt", "4").Obj())).To(Succeed())
+		createLocalQueue(ctx, ns, "team-a")
+		createLocalQueue(ctx, ns, "team-b")
+
+		By("team-b borrows team-a's idle quota")
+		b1 := prioritizedJob(ns, "team-b", "high")
+		b2 := prioritizedJob(ns, "team-b", "high")
+		Expect(worker.Client.Create(ctx, b1)).To(Succeed())
+		expectAdmitted(ctx, b1)
+		Expect(worker.Client.Create(ctx, b2)).To(Succeed())
+		expectAdmitted(ctx, b2)
+		Eventually(func(g Gomega) {
+			var a, b strata.ClusterQueue
+			g.Expect(worker.Client.Get(ctx, types.NamespacedName{Name: "team-a"}, &a)).To(Succeed())
+			g.Expect(worker.Client.Get(ctx, types.NamespacedName{Name: "team-b"}, &b)).To(Succeed())
+			g.Expect(b.Status.FlavorsReservation).To(HaveLen(1))
+			g.Expect(b.Status.FlavorsReservation[0].Resources[0].Borrowed.String()).To(Equal("4"))
+			g.Expect(a.Status.FlavorsReservation[0].Resources[0].Lent.String()).To(Equal("4"))
+		}, timeout).Should(Succeed())
+
+		By("team-a's Job, of lower priority, reclaims: the most recently admitted borrower goes")
+		a1 := prioritizedJob(ns, "team-a", "low")
+		Expect(worker.Client.Create(ctx, a1)).To(Succeed())
+		expectAdmitted(ctx, a1)
+		expectPreempted(ctx, b2, strata.PreemptedInCohortReclamation, "reclaimWithinCohort: Any")
+		expectAdmitted(ctx, b1)
+
+		for _, j := range []*batchv1.Job{a1, b1, b2} {
+			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		}
+	})
+
+	It("a Kueue ClusterQueue with a cohort and preemption policies applies with only its apiVersion changed", func(ctx SpecContext) {
+		data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "test", "integration", "agent", "testdata", "kueue-clusterqueue.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var cq strata.ClusterQueue
+		Expect(yaml.UnmarshalStrict(data, &cq)).To(Succeed())
+		Expect(cq.APIVersion).To(Equal("strata.dev/v1beta1"))
+		Expect(worker.Client.Create(ctx, &cq)).To(Succeed())
+		Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(&cq), &cq)).To(Succeed())
+		Expect(cq.Spec.Cohort).To(Equal("team-ab"))
+		Expect(cq.Spec.Preemption.WithinClusterQueue).To(Equal(strata.PreemptionLowerPriority))
+		Expect(cq.Spec.Preemption.BorrowWithinCohort.MaxPriorityThreshold).To(Equal(ptr.To[int32](100)))
+		Expect(cq.Spec.ResourceGroups[0].Flavors[0].Resources[2].LendingLimit.String()).To(Equal("4"))
+		Expect(cq.Spec.FlavorFungibility.WhenCanPreempt).To(Equal(strata.FungibilityTryNextFlavor), "Kueue's default")
+	})
+})

@@ -77,7 +77,7 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 		// Two racks of one 4-CPU node each.
 		createPoolNode(ctx, "preempt", "pr1", "b1", "r1", "4")
 		createPoolNode(ctx, "preempt", "pr2", "b1", "r2", "4")
-		for name, v := range map[string]int32{"low": 10, "mid": 100, "high": 1000} {
+		for name, v := range map[string]int32{"pre-low": 10, "pre-mid": 100, "pre-high": 1000} {
 			Expect(worker.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, v))).To(Succeed())
 		}
 		ns = createNamespace(ctx, nil)
@@ -88,17 +88,17 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 			Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj())).To(Succeed())
 		createLocalQueue(ctx, ns, "within-q")
 
-		low := prioritizedJob(ns, "within-q", "low")
+		low := prioritizedJob(ns, "within-q", "pre-low")
 		Expect(worker.Client.Create(ctx, low)).To(Succeed())
 		expectAdmitted(ctx, low)
-		mid := prioritizedJob(ns, "within-q", "mid")
+		mid := prioritizedJob(ns, "within-q", "pre-mid")
 		Expect(worker.Client.Create(ctx, mid)).To(Succeed())
 		expectAdmitted(ctx, mid)
 		lowHosts := hostsOf(ctx, low)
 		runningPodOn(ctx, low, lowHosts[0])
 
 		By("a second mid Job may not preempt the first (equal priority)")
-		mid2 := prioritizedJob(ns, "within-q", "mid")
+		mid2 := prioritizedJob(ns, "within-q", "pre-mid")
 		Expect(worker.Client.Create(ctx, mid2)).To(Succeed())
 		// low is lower and preemptible: mid2 preempts it, not mid.
 		expectPreempted(ctx, low, strata.PreemptedInClusterQueue, "(priority 100) of ClusterQueue within-q: withinClusterQueue: LowerPriority")
@@ -111,7 +111,7 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 		expectWaiting(ctx, low, scheduler.ReasonPending, "cannot preempt")
 
 		By("a third mid Job cannot preempt anything: the reason says why")
-		mid3 := prioritizedJob(ns, "within-q", "mid")
+		mid3 := prioritizedJob(ns, "within-q", "pre-mid")
 		Expect(worker.Client.Create(ctx, mid3)).To(Succeed())
 		expectWaiting(ctx, mid3, scheduler.ReasonPending, "would need to preempt 1 workload of priority ≥ own")
 		expectAdmitted(ctx, mid)
@@ -129,8 +129,8 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 		createLocalQueue(ctx, ns, "team-b")
 
 		By("team-b borrows team-a's idle quota")
-		b1 := prioritizedJob(ns, "team-b", "high")
-		b2 := prioritizedJob(ns, "team-b", "high")
+		b1 := prioritizedJob(ns, "team-b", "pre-high")
+		b2 := prioritizedJob(ns, "team-b", "pre-high")
 		Expect(worker.Client.Create(ctx, b1)).To(Succeed())
 		expectAdmitted(ctx, b1)
 		Expect(worker.Client.Create(ctx, b2)).To(Succeed())
@@ -145,7 +145,7 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 		}, timeout).Should(Succeed())
 
 		By("team-a's Job, of lower priority, reclaims: the most recently admitted borrower goes")
-		a1 := prioritizedJob(ns, "team-a", "low")
+		a1 := prioritizedJob(ns, "team-a", "pre-low")
 		Expect(worker.Client.Create(ctx, a1)).To(Succeed())
 		expectAdmitted(ctx, a1)
 		expectPreempted(ctx, b2, strata.PreemptedInCohortReclamation, "reclaimWithinCohort: Any")

@@ -194,7 +194,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		Expect(resumed).To(BeFalse(), "w1's agent resumed a JobSet copy placed elsewhere")
 	})
 
-	It("renews a worker's Lease though an orphaned copy there may not be deleted: that copy is revoked in the Lease instead, and never runs", func(ctx SpecContext) {
+	It("renews a worker's Lease though an orphaned copy there may not be deleted: that copy is revoked in the Lease instead, and stays stopped", func(ctx SpecContext) {
 		withFencing(time.Hour)
 		e := newEnv(ctx, "stuck", map[string][][]string{"w1": {{"4"}}})
 		w1 := worker("w1")
@@ -247,6 +247,16 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 			g.Expect(l.Annotations).To(HaveKeyWithValue(strata.RevokedDispatchesAnnotation, ContainSubstring("forged-uid/1")))
 			c := wcCondition(g, ctx, "w1", strata.WorkerClusterFenced)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		// Until the Lease revokes it, w1's agent cannot tell the forged
+		// copy from a real one and may have started it (copies are not
+		// signed yet); once revoked it is stopped and stays so.
+		Eventually(func(g Gomega) {
+			cp, cwl := copyOn(g, ctx, w1, forged)
+			g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeTrue(), "the revoked copy runs")
+			if cwl != nil {
+				g.Expect(cwl.Status.Admission).To(BeNil(), "the revoked copy is admitted")
+			}
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 		Consistently(func(g Gomega) {
 			cp, cwl := copyOn(g, ctx, w1, forged)

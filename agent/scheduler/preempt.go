@@ -180,7 +180,7 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 	if cur.Status.Admission == nil {
 		return false, nil
 	}
-	message := fmt.Sprintf("Preempted to make room for %s (priority %d) of ClusterQueue %s: %s", client.ObjectKeyFromObject(by), queue.Priority(by), cq.Name, policyNote(v.Reason, cq))
+	message := fmt.Sprintf("preempted to make room for %s (priority %d) of ClusterQueue %s: %s", client.ObjectKeyFromObject(by), queue.Priority(by), cq.Name, policyNote(v.Reason, cq))
 	cur = cur.DeepCopy()
 	cur.Status.Admission = nil
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: message})

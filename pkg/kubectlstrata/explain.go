@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -32,12 +33,17 @@ type ExplainView struct {
 	Job      ObjectRef `json:"job"`
 	Workload string    `json:"workload"`
 	Queue    string    `json:"queue"`
-	// Admitted, Invalid, Evicted and Finished are the Workload's
-	// conditions of those types, when it has them.
-	Admitted *ConditionView `json:"admitted,omitempty"`
-	Invalid  *ConditionView `json:"invalid,omitempty"`
-	Evicted  *ConditionView `json:"evicted,omitempty"`
-	Finished *ConditionView `json:"finished,omitempty"`
+	// Priority is the Workload's priority and the class it came from.
+	Priority *PriorityView `json:"priority,omitempty"`
+	// Admitted, Invalid, Evicted, Preempted and Finished are the
+	// Workload's conditions of those types, when it has them. A
+	// preemptor's Admitted message says whom it preempts and waits for,
+	// or why no preemption helps it.
+	Admitted  *ConditionView `json:"admitted,omitempty"`
+	Invalid   *ConditionView `json:"invalid,omitempty"`
+	Evicted   *ConditionView `json:"evicted,omitempty"`
+	Preempted *ConditionView `json:"preempted,omitempty"`
+	Finished  *ConditionView `json:"finished,omitempty"`
 	// Dispatch is set on a worker for a hub's copy: the hub dispatch it
 	// belongs to.
 	Dispatch *DispatchView `json:"dispatch,omitempty"`
@@ -48,6 +54,14 @@ type ExplainView struct {
 	Admission *AdmissionView `json:"admission,omitempty"`
 	// UnhealthyNodes are failed nodes running its pods, being replaced.
 	UnhealthyNodes []string `json:"unhealthyNodes,omitempty"`
+}
+
+// PriorityView is a Workload's priority: its value, and the
+// WorkloadPriorityClass or PriorityClass it was taken from.
+type PriorityView struct {
+	Value  int32  `json:"value"`
+	Class  string `json:"class,omitempty"`
+	Source string `json:"source,omitempty"`
 }
 
 // ObjectRef names a namespaced object; Kind is set for kinds other than
@@ -368,6 +382,10 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 		Evicted:  conditionOf(wl.Status.Conditions, strata.WorkloadEvicted),
 		Finished: conditionOf(wl.Status.Conditions, strata.WorkloadFinished),
 	}
+	v.Preempted = conditionOf(wl.Status.Conditions, strata.WorkloadPreempted)
+	if wl.Spec.Priority != nil || wl.Spec.PriorityClassName != "" {
+		v.Priority = &PriorityView{Value: ptr.Deref(wl.Spec.Priority, 0), Class: wl.Spec.PriorityClassName, Source: wl.Spec.PriorityClassSource}
+	}
 	if hub {
 		v.Role = roleHub
 	}
@@ -432,12 +450,25 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 	add(fmt.Sprintf("%-12s%s/%s", kind, v.Job.Namespace, v.Job.Name),
 		fmt.Sprintf("Workload:   %s (on the %s)", v.Workload, v.Role),
 		fmt.Sprintf("Queue:      %s", v.Queue))
+	if p := v.Priority; p != nil {
+		line := fmt.Sprintf("Priority:   %d", p.Value)
+		switch {
+		case p.Source == strata.WorkloadPriorityClassSource:
+			line += fmt.Sprintf(" (WorkloadPriorityClass %s)", p.Class)
+		case p.Class != "":
+			line += fmt.Sprintf(" (PriorityClass %s)", p.Class)
+		}
+		add(line)
+	}
 	add(conditionLines("Admitted:", v.Admitted, now)...)
 	if v.Invalid != nil && v.Invalid.Status == metav1.ConditionTrue {
 		add(conditionLines("Invalid:", v.Invalid, now)...)
 	}
 	if v.Evicted != nil && v.Evicted.Status == metav1.ConditionTrue {
 		add(conditionLines("Evicted:", v.Evicted, now)...)
+	}
+	if v.Preempted != nil && v.Preempted.Status == metav1.ConditionTrue {
+		add(conditionLines("Preempted:", v.Preempted, now)...)
 	}
 	if v.Finished != nil && v.Finished.Status == metav1.ConditionTrue {
 		add(conditionLines("Finished:", v.Finished, now)...)

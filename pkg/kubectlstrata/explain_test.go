@@ -241,6 +241,29 @@ Admission:  ClusterQueue cq
     node-12  8 pods
 `,
 		},
+		"a worker's Workload preempted, and its preemptor": {
+			view: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "sweep"}, Workload: "job-sweep", Queue: "team-a",
+				Priority: &PriorityView{Value: 10, Class: "low", Source: strata.WorkloadPriorityClassSource},
+				Admitted: &ConditionView{Status: metav1.ConditionFalse, Reason: "Pending", Message: "preempted to make room for ml/job-train; waits until that workload is admitted"},
+				Evicted:  &ConditionView{Status: metav1.ConditionTrue, Reason: "Preempted", Message: "preempted to make room for ml/job-train (priority 1000) of ClusterQueue team-a: withinClusterQueue: LowerPriority"},
+				Preempted: &ConditionView{Status: metav1.ConditionTrue, Reason: strata.PreemptedInClusterQueue,
+					Message: "preempted to make room for ml/job-train (priority 1000) of ClusterQueue team-a: withinClusterQueue: LowerPriority"},
+			},
+			want: `Job:        ml/sweep
+Workload:   job-sweep (on the worker)
+Queue:      team-a
+Priority:   10 (WorkloadPriorityClass low)
+Admitted:   False  Pending
+            preempted to make room for ml/job-train; waits until that workload is admitted
+Evicted:    True  Preempted
+            preempted to make room for ml/job-train (priority 1000) of ClusterQueue team-a:
+            withinClusterQueue: LowerPriority
+Preempted:  True  InClusterQueue
+            preempted to make room for ml/job-train (priority 1000) of ClusterQueue team-a:
+            withinClusterQueue: LowerPriority
+`,
+		},
 		"a worker's Workload, invalid": {
 			view: ExplainView{
 				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",

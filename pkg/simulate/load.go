@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,7 +39,15 @@ type Input struct {
 	ClusterQueues map[string]*strata.ClusterQueue
 	// LocalQueues by namespace/name.
 	LocalQueues map[string]*strata.LocalQueue
-	Workloads   []Item
+	// WorkloadPriorityClasses and PriorityClasses give workloads their
+	// priority; a class not in the input counts as priority 0.
+	WorkloadPriorityClasses map[string]*strata.WorkloadPriorityClass
+	PriorityClasses         map[string]*schedulingv1.PriorityClass
+	// Workloads are placed in order. Those with a status.admission are
+	// running already: they hold their capacity (placed first, in order,
+	// where their admission has no topology assignment) and may be
+	// preempted.
+	Workloads []Item
 	// sources says where each object was read, by kind and name.
 	sources map[string]string
 }
@@ -63,7 +72,8 @@ var decoder = serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
 // Load reads the files, and the .yaml/.yml/.json files of the directories,
 // in order.
 func Load(paths ...string) (*Input, error) {
-	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}, LocalQueues: map[string]*strata.LocalQueue{}, sources: map[string]string{}}
+	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}, LocalQueues: map[string]*strata.LocalQueue{},
+		WorkloadPriorityClasses: map[string]*strata.WorkloadPriorityClass{}, PriorityClasses: map[string]*schedulingv1.PriorityClass{}, sources: map[string]string{}}
 	for _, p := range paths {
 		files, err := expand(p)
 		if err != nil {
@@ -131,7 +141,7 @@ func (in *Input) loadFile(path string) error {
 // readKinds are the kinds simulate reads: the cluster's, the registered
 // workload kinds' and Workloads.
 func readKinds() string {
-	out := []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue"}
+	out := []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "PriorityClass"}
 	for _, r := range kinds.Registered {
 		out = append(out, r.Kind.GroupVersionKind().Kind)
 	}
@@ -174,6 +184,10 @@ func (in *Input) add(raw []byte, where string) error {
 		in.ClusterQueues[o.Name] = o
 	case *strata.LocalQueue:
 		in.LocalQueues[o.Namespace+"/"+o.Name] = o
+	case *strata.WorkloadPriorityClass:
+		in.WorkloadPriorityClasses[o.Name] = o
+	case *schedulingv1.PriorityClass:
+		in.PriorityClasses[o.Name] = o
 	case *strata.Workload:
 		in.Workloads = append(in.Workloads, Item{Workload: o, Source: fmt.Sprintf("%s (Workload %s)", where, objectName(o))})
 	default:
@@ -251,6 +265,15 @@ func (in *Input) addJob(k jobs.Kind, obj runtime.Object, where string) bool {
 // a cluster, when the input has that LocalQueue; without it, the name is
 // taken as the ClusterQueue's (so that a cluster dump without LocalQueues
 // still works).
+// clusterQueueOf returns the ClusterQueue a workload's queue names (through
+// its LocalQueue, or directly), nil when the input has none.
+func (in *Input) clusterQueueOf(namespace, queue string) *strata.ClusterQueue {
+	if lq, ok := in.LocalQueues[namespace+"/"+queue]; ok {
+		queue = lq.Spec.ClusterQueue
+	}
+	return in.ClusterQueues[queue]
+}
+
 func (in *Input) flavorOrder(namespace, queue string) ([]*strata.ResourceFlavor, error) {
 	what := fmt.Sprintf("neither LocalQueue %s/%s nor ClusterQueue %q is in the input", namespace, queue, queue)
 	if lq, ok := in.LocalQueues[namespace+"/"+queue]; ok {

@@ -59,8 +59,12 @@ func writeTable(w io.Writer, results []Result) error {
 			fmt.Fprintf(tw, "%s\t%s\tfalse\t%s-\t-\t-\t%s\n", r.Namespace, r.Name, cluster, r.Reason)
 			continue
 		}
-		for _, ps := range r.PodSets {
-			fmt.Fprintf(tw, "%s\t%s\ttrue\t%s%s\t%s\t%d\t%s\n", r.Namespace, r.Name, cluster, ps.Flavor, ps.Name, ps.Count, placementOf(ps))
+		for i, ps := range r.PodSets {
+			placement := placementOf(ps)
+			if i == 0 && len(r.Preempts) > 0 {
+				placement += "; would preempt " + strings.Join(r.Preempts, ", ")
+			}
+			fmt.Fprintf(tw, "%s\t%s\ttrue\t%s%s\t%s\t%d\t%s\n", r.Namespace, r.Name, cluster, ps.Flavor, ps.Name, ps.Count, placement)
 		}
 	}
 	return tw.Flush()

@@ -11,6 +11,8 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -27,7 +29,10 @@ type Result struct {
 	// first.
 	Cluster    *string     `json:"cluster,omitempty"`
 	Candidates []Candidate `json:"candidates,omitempty"`
-	source     string
+	// Preempts are the running workloads (namespace/name) this one is
+	// admitted in place of, by its ClusterQueue's preemption policy.
+	Preempts []string `json:"preempts,omitempty"`
+	source   string
 }
 
 // Candidate is the hub's verdict on one (cluster, flavor) for a workload.
@@ -64,16 +69,30 @@ type flavorState struct {
 }
 
 // Run places the workloads in order, each taking capacity from the next.
-// Errors are about the cluster description; a workload that cannot be
-// placed gets a Result with admitted false and the reason.
+// Workloads with an admission are running: they take their capacity
+// first, and a workload that fits nowhere may preempt them as the agent
+// would, under its ClusterQueue's policies. Errors are about the cluster
+// description; a workload that cannot be placed gets a Result with
+// admitted false and the reason.
 func Run(in *Input, opts tas.Options) ([]Result, error) {
 	flavors, err := buildFlavors(in)
 	if err != nil {
 		return nil, err
 	}
+	st := newRunState(in)
+	for _, item := range in.Workloads {
+		if item.Workload != nil && item.Workload.Status.Admission != nil {
+			if err := st.addRunning(flavors, item, opts); err != nil {
+				return nil, err
+			}
+		}
+	}
 	results := make([]Result, 0, len(in.Workloads))
 	for _, item := range in.Workloads {
-		r, err := place(in, flavors, item, opts)
+		if item.Workload != nil && item.Workload.Status.Admission != nil {
+			continue
+		}
+		r, err := place(in, flavors, st, item, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +139,7 @@ func buildFlavors(in *Input) (map[string]*flavorState, error) {
 // toWorkload converts an input item and checks it. Invalid annotations are
 // an error naming the file and object.
 func toWorkload(item Item, queueOptional bool) (*strata.Workload, Result, error) {
-	wl, errs := item.Workload, field.ErrorList(nil)
+	wl, errs := item.Workload.DeepCopy(), field.ErrorList(nil)
 	if item.Job != nil {
 		wl, errs = jobs.WorkloadFor(item.Job)
 		if queueOptional {
@@ -144,7 +163,7 @@ func toWorkload(item Item, queueOptional bool) (*strata.Workload, Result, error)
 
 // place places one workload. Invalid annotations are an error naming the
 // file and object; not fitting is a Result with the reason.
-func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Options) (Result, error) {
+func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, opts tas.Options) (Result, error) {
 	// Without ClusterQueues in the input, a queue label is optional.
 	wl, res, err := toWorkload(item, len(in.ClusterQueues) == 0)
 	if err != nil {
@@ -155,36 +174,60 @@ func place(in *Input, flavors map[string]*flavorState, item Item, opts tas.Optio
 		res.Reason = err.Error()
 		return res, nil
 	}
+	cq := in.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
+	st.prioritize(wl)
 	var reasons []string
+	var preemptable []*flavorState
 	for _, f := range order {
-		st := flavors[f.Name]
-		if st == nil {
+		fs := flavors[f.Name]
+		if fs == nil {
 			reasons = append(reasons, fmt.Sprintf("flavor %s: not topology-aware", f.Name))
 			continue
 		}
-		podSets, err := st.placeAll(wl, opts)
+		if cq != nil {
+			if fit := st.books.Check(cq.Name, f.Name, queue.WorkloadRequests(wl), false); fit.Err != nil {
+				reasons = append(reasons, fmt.Sprintf("flavor %s: %v", f.Name, fit.Err))
+				if !fit.Never {
+					preemptable = append(preemptable, fs)
+				}
+				continue
+			}
+		}
+		podSets, err := st.admit(fs, cq, wl, opts)
 		if err != nil {
 			reasons = append(reasons, fmt.Sprintf("flavor %s: %v", f.Name, err))
+			if !errors.As(err, new(*workload.TopologyMismatchError)) {
+				preemptable = append(preemptable, fs)
+			}
 			continue
 		}
 		res.Admitted, res.PodSets = true, podSets
 		return res, nil
+	}
+	if cq != nil && preemption.PolicyOf(cq).Any() {
+		var cannot []string
+		for _, fs := range preemptable {
+			victims, why := st.preempt(fs, cq, wl, opts)
+			if why != "" {
+				cannot = append(cannot, fmt.Sprintf("flavor %s: %s", fs.flavor.Name, why))
+				continue
+			}
+			podSets, err := st.admit(fs, cq, wl, opts)
+			if err != nil {
+				return res, fmt.Errorf("%s: placing after preempting %s: %w", item.Source, strings.Join(victims, ", "), err)
+			}
+			res.Admitted, res.PodSets, res.Preempts = true, podSets, victims
+			return res, nil
+		}
+		if len(cannot) > 0 {
+			reasons = append(reasons, "cannot preempt: "+strings.Join(cannot, "; "))
+		}
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "no flavor to try")
 	}
 	res.Reason = strings.Join(reasons, "; ")
 	return res, nil
-}
-
-// placeAll places every pod set on the flavor, or none, keeping the
-// capacity for the workloads after it.
-func (st *flavorState) placeAll(wl *strata.Workload, opts tas.Options) ([]PodSetResult, error) {
-	assignments, _, err := workload.Place(st.snapshot, st.topology.Name, st.flavor.Spec.Tolerations, wl, opts)
-	if err != nil {
-		return nil, err
-	}
-	return podSetResults(wl, st.flavor.Name, assignments), nil
 }
 
 // podSetResults reports where the pod sets of wl go on flavor.

@@ -417,3 +417,49 @@ spec:
 		t.Errorf("results (-want,+got):\n%s", diff)
 	}
 }
+
+// TestPreemption runs docs/examples/preemption, as the user guide shows it.
+func TestPreemption(t *testing.T) {
+	// r1h1 and r2h1 run low-priority work (one given where, one placed),
+	// r1h2 high-priority work: a rack-required high Job of 8 pods can only
+	// take rack r2, preempting the low work there and not r1's.
+	in, err := Load(filepath.Join("..", "..", "docs", "examples", "preemption"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Name     string
+		Admitted bool
+		Preempts []string
+		Hosts    map[string]int32
+		Reason   string
+	}
+	var got []outcome
+	for _, r := range results {
+		o := outcome{Name: r.Name, Admitted: r.Admitted, Preempts: r.Preempts, Reason: r.Reason}
+		if r.Admitted {
+			o.Hosts = hostsOf(r)
+		}
+		got = append(got, o)
+	}
+	want := []outcome{
+		{Name: "big-high", Admitted: true, Preempts: []string{"ml/low-placed"}, Hosts: map[string]int32{"r2h1": 4, "r2h2": 4}},
+		// Quota and racks are full; only big-high's rack would do, and it
+		// has a higher priority.
+		{Name: "big-low", Reason: "flavor f: quota: cpu needs 8, more than is left of the quota of 16; cannot preempt: flavor f: would need to preempt 1 workload of priority ≥ own"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
+	}
+	var table bytes.Buffer
+	if err := Write(&table, results, "table"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "would preempt ml/low-placed") {
+		t.Errorf("the table does not say what big-high would preempt:\n%s", table.String())
+	}
+}

@@ -1,0 +1,221 @@
+package simulate
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
+)
+
+// runState is what a simulation has admitted so far: the running
+// workloads per flavor, with their capacity and quota, which later
+// workloads may preempt.
+type runState struct {
+	in      *Input
+	books   *queue.Books
+	running map[string][]*running // by flavor
+	// clock orders admissions and queueing in the simulation: each
+	// workload is queued and admitted after the ones before it.
+	clock time.Time
+}
+
+// running is an admitted workload holding capacity on one flavor.
+type running struct {
+	wl       *strata.Workload
+	queue    string
+	usage    tas.Usage
+	requests corev1.ResourceList
+	admitted time.Time
+}
+
+func newRunState(in *Input) *runState {
+	cqs := make([]*strata.ClusterQueue, 0, len(in.ClusterQueues))
+	for _, cq := range in.ClusterQueues {
+		cqs = append(cqs, cq)
+	}
+	return &runState{in: in, books: queue.NewBooks(cqs), running: map[string][]*running{},
+		clock: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+// tick returns the simulation's next instant.
+func (st *runState) tick() time.Time {
+	st.clock = st.clock.Add(time.Second)
+	return st.clock
+}
+
+// prioritize sets a workload's priority from its class in the input (0 for
+// a class the input does not have), unless it has one.
+func (st *runState) prioritize(wl *strata.Workload) {
+	if wl.Spec.Priority != nil || wl.Spec.PriorityClassName == "" {
+		return
+	}
+	var v int32
+	if wl.Spec.PriorityClassSource == strata.WorkloadPriorityClassSource {
+		if c := st.in.WorkloadPriorityClasses[wl.Spec.PriorityClassName]; c != nil {
+			v = c.Value
+		}
+	} else if c := st.in.PriorityClasses[wl.Spec.PriorityClassName]; c != nil {
+		v = c.Value
+	}
+	wl.Spec.Priority = ptr.To(v)
+}
+
+// addRunning takes the capacity of a workload the input gives as admitted:
+// on each pod set's assignment, or, for a pod set admitted without one,
+// where the engine places it now.
+func (st *runState) addRunning(flavors map[string]*flavorState, item Item, opts tas.Options) error {
+	wl := item.Workload.DeepCopy()
+	st.prioritize(wl)
+	if wl.CreationTimestamp.IsZero() {
+		wl.CreationTimestamp.Time = st.tick()
+	}
+	byFlavor := map[string]*running{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		fs := flavors[psa.Flavor]
+		if fs == nil {
+			return fmt.Errorf("%s: admitted on flavor %q, which is not a topology-aware flavor of the input", item.Source, psa.Flavor)
+		}
+		ps := workload.PodSet(wl, psa.Name)
+		if ps == nil {
+			return fmt.Errorf("%s: the admission names pod set %q, which the workload does not have", item.Source, psa.Name)
+		}
+		var u tas.Usage
+		if psa.TopologyAssignment != nil {
+			a, err := tas.Decode(psa.TopologyAssignment)
+			if err != nil {
+				return fmt.Errorf("%s: pod set %s: %w", item.Source, psa.Name, err)
+			}
+			if u, err = fs.snapshot.Commit(a, workload.Request(ps).PodRequests); err != nil {
+				return fmt.Errorf("%s: pod set %s: %w", item.Source, psa.Name, err)
+			}
+		} else {
+			one := wl.DeepCopy()
+			one.Spec.PodSets = []strata.PodSet{*ps}
+			_, taken, err := workload.Place(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, one, opts)
+			if err != nil {
+				return fmt.Errorf("%s: running, but pod set %s fits nowhere on flavor %s: %w", item.Source, psa.Name, psa.Flavor, err)
+			}
+			u = merge(taken)
+		}
+		r := byFlavor[psa.Flavor]
+		if r == nil {
+			r = &running{wl: wl, queue: wl.Status.Admission.ClusterQueue, usage: tas.Usage{}, requests: corev1.ResourceList{}, admitted: admittedAt(wl, st)}
+			byFlavor[psa.Flavor] = r
+			st.running[psa.Flavor] = append(st.running[psa.Flavor], r)
+		}
+		addUsage(r.usage, u)
+		total := queue.TotalRequests(ps)
+		for name, v := range total {
+			sum := r.requests[name]
+			sum.Add(v)
+			r.requests[name] = sum
+		}
+		st.books.Charge(r.queue, psa.Flavor, total, 1)
+	}
+	return nil
+}
+
+// admittedAt is when a running workload of the input was admitted (its
+// Admitted condition), else now in the simulation.
+func admittedAt(wl *strata.Workload, st *runState) time.Time {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && !c.LastTransitionTime.IsZero() {
+		return c.LastTransitionTime.Time
+	}
+	return st.tick()
+}
+
+// admit places a workload on a flavor, taking its capacity and quota.
+func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]PodSetResult, error) {
+	assignments, taken, err := workload.Place(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, opts)
+	if err != nil {
+		return nil, err
+	}
+	name := ""
+	if cq != nil {
+		name = cq.Name
+	}
+	need := queue.WorkloadRequests(wl)
+	st.books.Charge(name, fs.flavor.Name, need, 1)
+	if wl.CreationTimestamp.IsZero() {
+		wl.CreationTimestamp.Time = st.tick()
+	}
+	st.running[fs.flavor.Name] = append(st.running[fs.flavor.Name], &running{wl: wl, queue: name, usage: merge(taken), requests: need, admitted: st.tick()})
+	return podSetResults(wl, fs.flavor.Name, assignments), nil
+}
+
+// preempt looks for the victims that let wl in on a flavor and, when
+// there are, takes them out of the simulation (their capacity and quota
+// are free) and returns their names; otherwise why not.
+func (st *runState) preempt(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]string, string) {
+	if wl.CreationTimestamp.IsZero() {
+		wl.CreationTimestamp.Time = st.tick()
+	}
+	runs := st.running[fs.flavor.Name]
+	cands := make([]preemption.Workload, len(runs))
+	usages := make([]tas.Usage, len(runs))
+	for i, r := range runs {
+		cands[i] = preemption.Workload{Key: types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}, Queue: r.queue,
+			Priority: queue.Priority(r.wl), QueuedAt: queue.QueuedAt(r.wl), AdmittedAt: r.admitted, Requests: r.requests}
+		usages[i] = r.usage
+	}
+	capacity := &preemption.SnapshotCapacity{Snap: fs.snapshot, Usages: usages, Place: func(s *tas.Snapshot) ([]tas.Usage, error) {
+		_, taken, err := workload.Place(s, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, opts)
+		return taken, err
+	}}
+	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl),
+		QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}
+	result := preemption.Find(pre, preemption.PolicyOf(cq), st.books, fs.flavor.Name, cands, capacity)
+	if len(result.Victims) == 0 {
+		return nil, result.Why
+	}
+	gone := map[types.NamespacedName]bool{}
+	var names []string
+	for _, v := range result.Victims {
+		gone[v.Key] = true
+		names = append(names, v.Key.String())
+	}
+	kept := runs[:0]
+	for i, r := range runs {
+		if !gone[cands[i].Key] {
+			kept = append(kept, r)
+			continue
+		}
+		fs.snapshot.Release(r.usage)
+		st.books.Charge(r.queue, fs.flavor.Name, r.requests, -1)
+	}
+	st.running[fs.flavor.Name] = kept
+	return names, ""
+}
+
+// merge sums usages node by node.
+func merge(us []tas.Usage) tas.Usage {
+	out := tas.Usage{}
+	for _, u := range us {
+		addUsage(out, u)
+	}
+	return out
+}
+
+func addUsage(dst, u tas.Usage) {
+	for node, rl := range u {
+		sum := dst[node].DeepCopy()
+		if sum == nil {
+			sum = corev1.ResourceList{}
+		}
+		for name, q := range rl {
+			v := sum[name]
+			v.Add(q)
+			sum[name] = v
+		}
+		dst[node] = sum
+	}
+}

@@ -30,14 +30,15 @@ kubeconfig as kubectl does (--kubeconfig, --context, -n):
              agent's capacity summaries
   explain    on a hub or a worker: why a Job waits, or where it runs
 
-and answers "where would this job land?" offline, from files (simulate).`,
+and answers "where would this job land?" offline, from files (simulate),
+and writes the Strata objects that mean the same as Kueue's (migrate).`,
 		Version: version.String(Name),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newClustersCommand(), newTopologyCommand(), newExplainCommand(), newSimulateCommand())
+	cmd.AddCommand(newClustersCommand(), newTopologyCommand(), newExplainCommand(), newSimulateCommand(), newMigrateCommand())
 	cmd.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version",

@@ -1,0 +1,480 @@
+// Package migrate turns Kueue's objects into the Strata objects that mean
+// the same ("kubectl strata migrate"): Topologies, ResourceFlavors,
+// ClusterQueues, LocalQueues and WorkloadPriorityClasses as they are (the
+// names and shapes are Kueue's), and MultiKueue's clusters, configs and
+// admission checks as WorkerClusters a hub ClusterQueue selects. What it
+// cannot carry over it says, field by field, with the reason: nothing is
+// dropped silently. It is plain Go over unstructured objects, so it reads
+// every Kueue API version without Kueue's Go types.
+package migrate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// KueueGroup is Kueue's API group.
+const KueueGroup = "kueue.x-k8s.io"
+
+// multiKueueController is the controllerName of MultiKueue's admission
+// checks.
+const multiKueueController = "kueue.x-k8s.io/multikueue"
+
+// ConfigLabelPrefix prefixes the label a migrated WorkerCluster gets for
+// each MultiKueueConfig that listed its MultiKueueCluster; a migrated hub
+// ClusterQueue selects WorkerClusters by it.
+const ConfigLabelPrefix = "multikueue-config.strata.dev/"
+
+// Options say where the hub looks for what the WorkerClusters name.
+type Options struct {
+	// HubNamespace is the namespace of strata-hub, where WorkerClusters'
+	// kubeconfig Secrets must be (MultiKueue's are in Kueue's namespace).
+	HubNamespace string
+	// ClusterProfileNamespace is the namespace of the ClusterProfiles
+	// MultiKueueClusters name (Kueue's configuration gives it).
+	ClusterProfileNamespace string
+}
+
+// Note is something not carried over, and why; or, with ToDo, something
+// the user must do for what was carried over to work.
+type Note struct {
+	// Object is "Kind namespace/name" of the Kueue object.
+	Object string `json:"object"`
+	// Field is the field path, "" for the whole object.
+	Field string `json:"field,omitempty"`
+	Why   string `json:"why"`
+	ToDo  bool   `json:"todo,omitempty"`
+}
+
+func (n Note) String() string {
+	if n.Field == "" {
+		return fmt.Sprintf("%s: %s", n.Object, n.Why)
+	}
+	return fmt.Sprintf("%s: %s: %s", n.Object, n.Field, n.Why)
+}
+
+// Result is the Strata objects, in a stable order (kind, then name), and
+// the notes.
+type Result struct {
+	Objects []client.Object
+	Notes   []Note
+}
+
+// Convert migrates the Kueue objects. Objects of other groups are noted
+// and skipped.
+func Convert(objs []*unstructured.Unstructured, opts Options) Result {
+	c := &converter{opts: opts, configs: map[string][]string{}, checks: map[string]string{}}
+	// MultiKueue's objects first: the ClusterQueues' admission checks
+	// resolve through them.
+	for _, o := range objs {
+		if o.GroupVersionKind().Group != KueueGroup {
+			continue
+		}
+		switch o.GetKind() {
+		case "MultiKueueConfig":
+			c.config(o)
+		case "AdmissionCheck":
+			c.admissionCheck(o)
+		}
+	}
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if gvk.Group != KueueGroup {
+			c.note(o, "", fmt.Sprintf("not a Kueue object (%s): migrate reads %s objects only", gvk.GroupVersion(), KueueGroup))
+			continue
+		}
+		switch o.GetKind() {
+		case "Topology":
+			c.topology(o)
+		case "ResourceFlavor":
+			c.resourceFlavor(o)
+		case "ClusterQueue":
+			c.clusterQueue(o)
+		case "LocalQueue":
+			c.localQueue(o)
+		case "WorkloadPriorityClass":
+			c.priorityClass(o)
+		case "MultiKueueCluster":
+			c.multiKueueCluster(o)
+		case "MultiKueueConfig", "AdmissionCheck":
+			// Carried by the WorkerClusters and ClusterQueues.
+		case "Cohort":
+			c.note(o, "", "Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; "+
+				"its quota, parent and fair-sharing weight are not carried over (the ClusterQueues naming it keep sharing with each other)")
+		case "Workload":
+			c.note(o, "", "Workloads are not migrated: Strata creates one for each job; run the job through Strata's queue label instead")
+		default:
+			c.note(o, "", fmt.Sprintf("Strata has no %s", o.GetKind()))
+		}
+	}
+	sort.SliceStable(c.out, func(i, j int) bool {
+		a, b := c.out[i], c.out[j]
+		if ka, kb := kindOrder(a), kindOrder(b); ka != kb {
+			return ka < kb
+		}
+		return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
+	})
+	return Result{Objects: c.out, Notes: c.notes}
+}
+
+// kindOrder orders the output so that it applies in one pass: what others
+// name comes first.
+func kindOrder(o client.Object) int {
+	switch o.(type) {
+	case *strata.Topology:
+		return 0
+	case *strata.ResourceFlavor:
+		return 1
+	case *strata.WorkloadPriorityClass:
+		return 2
+	case *strata.ClusterQueue:
+		return 3
+	case *strata.LocalQueue:
+		return 4
+	}
+	return 5
+}
+
+type converter struct {
+	opts  Options
+	out   []client.Object
+	notes []Note
+	// configs: MultiKueueConfig name -> its clusters; checks: MultiKueue
+	// AdmissionCheck name -> its MultiKueueConfig.
+	configs map[string][]string
+	checks  map[string]string
+}
+
+func objectName(o *unstructured.Unstructured) string {
+	if o.GetNamespace() != "" {
+		return fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+	}
+	return fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
+}
+
+func (c *converter) note(o *unstructured.Unstructured, field, why string) {
+	c.notes = append(c.notes, Note{Object: objectName(o), Field: field, Why: why})
+}
+
+func (c *converter) todo(o *unstructured.Unstructured, field, what string) {
+	c.notes = append(c.notes, Note{Object: objectName(o), Field: field, Why: what, ToDo: true})
+}
+
+// meta is the Strata object's metadata: name, namespace, labels and
+// annotations (kubectl's last-applied configuration and Kueue's own
+// annotations left out, with a note).
+func (c *converter) meta(o *unstructured.Unstructured) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), Labels: o.GetLabels()}
+	for k, v := range o.GetAnnotations() {
+		switch {
+		case k == "kubectl.kubernetes.io/last-applied-configuration":
+			continue
+		case strings.HasPrefix(k, KueueGroup+"/"):
+			c.note(o, "metadata.annotations."+k, "Kueue's own annotation; Strata does not read it")
+			continue
+		}
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[k] = v
+	}
+	return m
+}
+
+// spec returns a copy of the object's spec; fields are taken out of it as
+// they are carried over, and what is left is noted (see leftovers).
+func spec(o *unstructured.Unstructured) map[string]any {
+	s, _, _ := unstructured.NestedMap(o.Object, "spec")
+	if s == nil {
+		s = map[string]any{}
+	}
+	return s
+}
+
+// take removes a field from m and returns it.
+func take(m map[string]any, key string) (any, bool) {
+	v, ok := m[key]
+	delete(m, key)
+	return v, ok
+}
+
+// decode converts v into out strictly: a field the Strata type does not
+// have is noted under path and the rest decoded.
+func (c *converter) decode(o *unstructured.Unstructured, path string, v any, out any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		c.note(o, path, "cannot be read: "+err.Error())
+		return
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(out); err != nil {
+		c.note(o, path, "partly carried over: "+err.Error())
+		if err := json.Unmarshal(data, out); err != nil {
+			c.note(o, path, "cannot be read: "+err.Error())
+		}
+	}
+}
+
+// leftovers notes the spec fields nothing carried over, with the reason
+// when it is known.
+func (c *converter) leftovers(o *unstructured.Unstructured, s map[string]any, known map[string]string) {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		why, ok := known[k]
+		if !ok {
+			why = "Strata has no such field"
+		}
+		c.note(o, "spec."+k, why)
+	}
+}
+
+func (c *converter) topology(o *unstructured.Unstructured) {
+	s := spec(o)
+	t := &strata.Topology{TypeMeta: typeMeta("Topology"), ObjectMeta: c.meta(o)}
+	if v, ok := take(s, "levels"); ok {
+		c.decode(o, "spec.levels", v, &t.Spec.Levels)
+	}
+	c.leftovers(o, s, nil)
+	c.out = append(c.out, t)
+}
+
+func (c *converter) resourceFlavor(o *unstructured.Unstructured) {
+	s := spec(o)
+	f := &strata.ResourceFlavor{TypeMeta: typeMeta("ResourceFlavor"), ObjectMeta: c.meta(o)}
+	c.decode(o, "spec", pick(s, "nodeLabels", "nodeTaints", "tolerations", "topologyName"), &f.Spec)
+	switch {
+	case f.Spec.TopologyName == nil:
+		c.note(o, "spec.topologyName", "not set: Strata admits only on topology-aware flavors, so ClusterQueues cannot admit on this one until it names a Topology")
+	case len(f.Spec.NodeLabels) == 0:
+		c.todo(o, "spec.nodeLabels", "Strata needs nodeLabels beside topologyName (they select the topology's nodes): add the labels of this flavor's nodes, or the API server refuses the flavor")
+	}
+	c.leftovers(o, s, nil)
+	c.out = append(c.out, f)
+}
+
+// clusterQueueOnly are ClusterQueue fields Strata does not have, and why.
+var clusterQueueOnly = map[string]string{
+	"stopPolicy":              "Strata has no stop policy: to stop admission, remove the ClusterQueue's LocalQueues or its quota",
+	"fairSharing":             "Strata has no fair sharing",
+	"admissionScope":          "Strata has no admission scope",
+	"admissionChecks":         "Strata has no admission checks",
+	"admissionChecksStrategy": "Strata has no admission checks",
+}
+
+// dropDefault removes a field set to Kueue's default, which means what
+// Strata does without it.
+func dropDefault(s map[string]any, key string, def any) {
+	if s[key] == def {
+		delete(s, key)
+	}
+}
+
+func (c *converter) clusterQueue(o *unstructured.Unstructured) {
+	s := spec(o)
+	dropDefault(s, "stopPolicy", "None")
+	cq := &strata.ClusterQueue{TypeMeta: typeMeta("ClusterQueue"), ObjectMeta: c.meta(o)}
+	// Kueue v1beta2 names the cohort cohortName.
+	if v, ok := take(s, "cohortName"); ok {
+		s["cohort"] = v
+	}
+	if ff, ok := s["flavorFungibility"].(map[string]any); ok {
+		s["flavorFungibility"] = fungibility(ff)
+	}
+	// MultiKueue: the queue's admission checks name the clusters its
+	// workloads may go to; on a Strata hub the queue selects them.
+	var checks []string
+	if v, ok := s["admissionChecks"].([]any); ok {
+		for _, n := range v {
+			if name, ok := n.(string); ok {
+				checks = append(checks, name)
+			}
+		}
+	}
+	if v, ok := s["admissionChecksStrategy"].(map[string]any); ok {
+		if list, ok := v["admissionChecks"].([]any); ok {
+			for _, r := range list {
+				if m, ok := r.(map[string]any); ok {
+					if name, ok := m["name"].(string); ok {
+						checks = append(checks, name)
+					}
+					if _, ok := m["onFlavors"]; ok {
+						c.note(o, "spec.admissionChecksStrategy.admissionChecks.onFlavors", "a Strata hub dispatches every flavor of the queue the same way")
+					}
+				}
+			}
+		}
+	}
+	var others []string
+	for _, name := range checks {
+		config, mk := c.checks[name]
+		switch {
+		case !mk:
+			others = append(others, name)
+		case cq.Spec.ClusterSelector != nil:
+			c.note(o, "spec.admissionChecks", fmt.Sprintf("MultiKueue check %s not carried over: the queue already selects the clusters of another MultiKueue check", name))
+		default:
+			cq.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{ConfigLabelPrefix + config: "true"}}
+		}
+	}
+	delete(s, "admissionChecks")
+	delete(s, "admissionChecksStrategy")
+	if len(others) > 0 {
+		c.note(o, "spec.admissionChecks", fmt.Sprintf("Strata has no admission checks: %s not carried over (only MultiKueue's become the hub's clusterSelector)", strings.Join(others, ", ")))
+	}
+	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility"), &cq.Spec)
+	c.leftovers(o, s, clusterQueueOnly)
+	c.out = append(c.out, cq)
+}
+
+// fungibility maps Kueue v1beta2's flavorFungibility values to v1beta1's,
+// which Strata uses.
+func fungibility(ff map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range ff {
+		out[k] = v
+	}
+	if out["whenCanBorrow"] == "MayStopSearch" {
+		out["whenCanBorrow"] = string(strata.FungibilityBorrow)
+	}
+	if out["whenCanPreempt"] == "MayStopSearch" {
+		out["whenCanPreempt"] = string(strata.FungibilityPreempt)
+	}
+	return out
+}
+
+func (c *converter) localQueue(o *unstructured.Unstructured) {
+	s := spec(o)
+	dropDefault(s, "stopPolicy", "None")
+	lq := &strata.LocalQueue{TypeMeta: typeMeta("LocalQueue"), ObjectMeta: c.meta(o)}
+	c.decode(o, "spec", pick(s, "clusterQueue"), &lq.Spec)
+	c.leftovers(o, s, map[string]string{
+		"stopPolicy":  "Strata has no stop policy: to stop the queue, delete the LocalQueue (its pending jobs wait, marked)",
+		"fairSharing": "Strata has no fair sharing",
+	})
+	c.out = append(c.out, lq)
+}
+
+func (c *converter) priorityClass(o *unstructured.Unstructured) {
+	wpc := &strata.WorkloadPriorityClass{TypeMeta: typeMeta("WorkloadPriorityClass"), ObjectMeta: c.meta(o)}
+	rest := map[string]any{}
+	for k, v := range o.Object {
+		switch k {
+		case "apiVersion", "kind", "metadata":
+		case "value", "description":
+		default:
+			rest[k] = v
+		}
+	}
+	c.decode(o, "", pick(o.DeepCopy().Object, "value", "description"), wpc)
+	for k := range rest {
+		c.note(o, k, "Strata has no such field")
+	}
+	c.out = append(c.out, wpc)
+}
+
+func (c *converter) config(o *unstructured.Unstructured) {
+	clusters, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "clusters")
+	c.configs[o.GetName()] = clusters
+}
+
+func (c *converter) admissionCheck(o *unstructured.Unstructured) {
+	controller, _, _ := unstructured.NestedString(o.Object, "spec", "controllerName")
+	if controller != multiKueueController {
+		c.note(o, "", fmt.Sprintf("Strata has no admission checks (controller %s)", controller))
+		return
+	}
+	kind, _, _ := unstructured.NestedString(o.Object, "spec", "parameters", "kind")
+	name, _, _ := unstructured.NestedString(o.Object, "spec", "parameters", "name")
+	if kind != "MultiKueueConfig" || name == "" {
+		c.note(o, "spec.parameters", "a MultiKueue check without a MultiKueueConfig: its ClusterQueues select no clusters")
+		return
+	}
+	c.checks[o.GetName()] = name
+}
+
+// multiKueueCluster becomes a WorkerCluster with the same credentials,
+// labelled for every MultiKueueConfig that lists it.
+func (c *converter) multiKueueCluster(o *unstructured.Unstructured) {
+	s := spec(o)
+	wc := &strata.WorkerCluster{TypeMeta: typeMeta("WorkerCluster"), ObjectMeta: c.meta(o)}
+	wc.Namespace = ""
+	for _, config := range sortedKeys(c.configs) {
+		if slices.Contains(c.configs[config], o.GetName()) {
+			if wc.Labels == nil {
+				wc.Labels = map[string]string{}
+			}
+			wc.Labels[ConfigLabelPrefix+config] = "true"
+		}
+	}
+	// v1beta2 puts the source under clusterSource.
+	if src, ok := take(s, "clusterSource"); ok {
+		if m, ok := src.(map[string]any); ok {
+			for k, v := range m {
+				s[k] = v
+			}
+		}
+	}
+	kubeConfig, hasKC := take(s, "kubeConfig")
+	profile, hasProfile := take(s, "clusterProfileRef")
+	switch {
+	case hasProfile && profile != nil:
+		name, _, _ := unstructured.NestedString(map[string]any{"p": profile}, "p", "name")
+		wc.Spec.ClusterProfileRef = &strata.ObjectReference{Namespace: c.opts.ClusterProfileNamespace, Name: name}
+		if hasKC && kubeConfig != nil {
+			c.note(o, "spec.kubeConfig", "the ClusterProfile is used; a WorkerCluster has one source")
+		}
+	case hasKC:
+		m, _ := kubeConfig.(map[string]any)
+		location, _ := m["location"].(string)
+		locationType, _ := m["locationType"].(string)
+		if locationType == "Path" {
+			c.note(o, "spec.kubeConfig", fmt.Sprintf("a kubeconfig file on Kueue's disk (%s) cannot be carried over: put it in a Secret in namespace %s (key kubeconfig) and set spec.kubeConfigSecretRef", location, c.opts.HubNamespace))
+			break
+		}
+		wc.Spec.KubeConfigSecretRef = &strata.SecretKeyReference{Namespace: c.opts.HubNamespace, Name: location, Key: "kubeconfig"}
+		c.todo(o, "spec.kubeConfig", fmt.Sprintf("copy Secret %s (key kubeconfig) from Kueue's namespace to %s, where strata-hub reads it; the hub's identity on the worker needs the permissions in docs/admin-guide.md, which MultiKueue's does not all have", location, c.opts.HubNamespace))
+	default:
+		c.note(o, "spec", "no kubeConfig or clusterProfileRef: the WorkerCluster has no source to connect with")
+	}
+	c.leftovers(o, s, nil)
+	c.out = append(c.out, wc)
+}
+
+// pick returns the given keys of m that are set, and removes them from m.
+func pick(m map[string]any, keys ...string) map[string]any {
+	out := map[string]any{}
+	for _, k := range keys {
+		if v, ok := take(m, k); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func typeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: strata.GroupVersion.String(), Kind: kind}
+}

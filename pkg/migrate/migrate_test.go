@@ -1,0 +1,259 @@
+package migrate
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+func objects(t *testing.T, docs ...string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, d := range docs {
+		m := map[string]any{}
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out
+}
+
+func tm(kind string) metav1.TypeMeta { return typeMeta(kind) }
+
+var opts = Options{HubNamespace: "strata-system", ClusterProfileNamespace: "fleet"}
+
+func TestConvert(t *testing.T) {
+	cases := []struct {
+		name      string
+		in        []string
+		want      []client.Object
+		wantNotes []string
+	}{
+		{
+			name: "Topology (v1beta1 and v1alpha1)",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: Topology
+metadata: {name: default}
+spec:
+  levels: [{nodeLabel: cloud.provider.com/topology-block}, {nodeLabel: kubernetes.io/hostname}]`},
+			want: []client.Object{&strata.Topology{TypeMeta: tm("Topology"), ObjectMeta: metav1.ObjectMeta{Name: "default"},
+				Spec: strata.TopologySpec{Levels: []strata.TopologyLevel{{NodeLabel: "cloud.provider.com/topology-block"}, {NodeLabel: "kubernetes.io/hostname"}}}}},
+		},
+		{
+			name: "ResourceFlavor, and one without a topology",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata:
+  name: tas-gpu
+  annotations: {kubectl.kubernetes.io/last-applied-configuration: "{}", team: ml}
+spec:
+  nodeLabels: {cloud.provider.com/node-group: tas-gpu}
+  tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]
+  topologyName: default`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: plain}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: all-nodes}
+spec: {topologyName: default}`},
+			want: []client.Object{
+				&strata.ResourceFlavor{TypeMeta: tm("ResourceFlavor"), ObjectMeta: metav1.ObjectMeta{Name: "all-nodes"}, Spec: strata.ResourceFlavorSpec{TopologyName: ptr.To("default")}},
+				&strata.ResourceFlavor{TypeMeta: tm("ResourceFlavor"), ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
+				&strata.ResourceFlavor{TypeMeta: tm("ResourceFlavor"), ObjectMeta: metav1.ObjectMeta{Name: "tas-gpu", Annotations: map[string]string{"team": "ml"}},
+					Spec: strata.ResourceFlavorSpec{NodeLabels: map[string]string{"cloud.provider.com/node-group": "tas-gpu"}, TopologyName: ptr.To("default"),
+						Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}},
+			},
+			wantNotes: []string{
+				"ResourceFlavor plain: spec.topologyName: not set: Strata admits only on topology-aware flavors, so ClusterQueues cannot admit on this one until it names a Topology",
+				"to do: ResourceFlavor all-nodes: spec.nodeLabels: Strata needs nodeLabels beside topologyName (they select the topology's nodes): add the labels of this flavor's nodes, or the API server refuses the flavor",
+			},
+		},
+		{
+			name: "ClusterQueue with cohort, limits, preemption, fungibility; what Strata lacks is noted",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  namespaceSelector: {}
+  cohort: research
+  queueingStrategy: StrictFIFO
+  stopPolicy: Hold
+  fairSharing: {weight: "2"}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: tas-gpu
+      resources: [{name: nvidia.com/gpu, nominalQuota: 8, borrowingLimit: 4, lendingLimit: 2}]
+  preemption:
+    withinClusterQueue: LowerPriority
+    reclaimWithinCohort: Any
+    borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: Preempt}`},
+			want: []client.Object{&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: strata.ClusterQueueSpec{
+				NamespaceSelector: &metav1.LabelSelector{}, Cohort: "research", QueueingStrategy: strata.StrictFIFO,
+				ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"nvidia.com/gpu"}, Flavors: []strata.FlavorQuotas{{Name: "tas-gpu",
+					Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8"), BorrowingLimit: ptr.To(resource.MustParse("4")), LendingLimit: ptr.To(resource.MustParse("2"))}}}}}},
+				Preemption: &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority, ReclaimWithinCohort: strata.PreemptionAny,
+					BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](100)}},
+				FlavorFungibility: &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor, WhenCanPreempt: strata.FungibilityPreempt},
+			}}},
+			wantNotes: []string{
+				"ClusterQueue team-a: spec.fairSharing: Strata has no fair sharing",
+				"ClusterQueue team-a: spec.stopPolicy: Strata has no stop policy: to stop admission, remove the ClusterQueue's LocalQueues or its quota",
+			},
+		},
+		{
+			name: "ClusterQueue of Kueue v1beta2: cohortName and MayStopSearch",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-b}
+spec:
+  cohortName: research
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4}]}]
+  flavorFungibility: {whenCanBorrow: MayStopSearch, whenCanPreempt: MayStopSearch}`},
+			want: []client.Object{&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "team-b"}, Spec: strata.ClusterQueueSpec{
+				Cohort: "research",
+				ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
+					Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("4")}}}}}},
+				FlavorFungibility: &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityBorrow, WhenCanPreempt: strata.FungibilityPreempt},
+			}}},
+		},
+		{
+			name: "LocalQueue and WorkloadPriorityClass",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: team-a, namespace: ml}
+spec: {clusterQueue: team-a, stopPolicy: Hold}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+description: urgent`},
+			want: []client.Object{
+				&strata.WorkloadPriorityClass{TypeMeta: tm("WorkloadPriorityClass"), ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000, Description: "urgent"},
+				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "ml"}, Spec: strata.LocalQueueSpec{ClusterQueue: "team-a"}},
+			},
+			wantNotes: []string{"LocalQueue ml/team-a: spec.stopPolicy: Strata has no stop policy: to stop the queue, delete the LocalQueue (its pending jobs wait, marked)"},
+		},
+		{
+			name: "stopPolicy None is Kueue's default: nothing is lost",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: q, namespace: ml}
+spec: {clusterQueue: cq, stopPolicy: None}`},
+			want: []client.Object{&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ml"}, Spec: strata.LocalQueueSpec{ClusterQueue: "cq"}}},
+		},
+		{
+			name: "MultiKueue: clusters become WorkerClusters, the check a clusterSelector",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: hub-q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 100}]}]
+  admissionChecks: [sample-multikueue, provisioning]`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata: {name: sample-multikueue}
+spec:
+  controllerName: kueue.x-k8s.io/multikueue
+  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: multikueue-test}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata: {name: provisioning}
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueConfig
+metadata: {name: multikueue-test}
+spec: {clusters: [worker1, worker2]}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueCluster
+metadata: {name: worker1}
+spec:
+  kubeConfig: {locationType: Secret, location: worker1-secret}`, `apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueCluster
+metadata: {name: worker2}
+spec:
+  clusterSource: {clusterProfileRef: {name: worker2-profile}}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueCluster
+metadata: {name: on-disk}
+spec:
+  kubeConfig: {locationType: Path, location: /etc/kueue/w3.kubeconfig}`},
+			want: []client.Object{
+				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "hub-q"}, Spec: strata.ClusterQueueSpec{
+					NamespaceSelector: &metav1.LabelSelector{},
+					ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{ConfigLabelPrefix + "multikueue-test": "true"}},
+					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
+						Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("100")}}}}}},
+				}},
+				&strata.WorkerCluster{TypeMeta: tm("WorkerCluster"), ObjectMeta: metav1.ObjectMeta{Name: "on-disk"}},
+				&strata.WorkerCluster{TypeMeta: tm("WorkerCluster"), ObjectMeta: metav1.ObjectMeta{Name: "worker1", Labels: map[string]string{ConfigLabelPrefix + "multikueue-test": "true"}},
+					Spec: strata.WorkerClusterSpec{KubeConfigSecretRef: &strata.SecretKeyReference{Namespace: "strata-system", Name: "worker1-secret", Key: "kubeconfig"}}},
+				&strata.WorkerCluster{TypeMeta: tm("WorkerCluster"), ObjectMeta: metav1.ObjectMeta{Name: "worker2", Labels: map[string]string{ConfigLabelPrefix + "multikueue-test": "true"}},
+					Spec: strata.WorkerClusterSpec{ClusterProfileRef: &strata.ObjectReference{Namespace: "fleet", Name: "worker2-profile"}}},
+			},
+			wantNotes: []string{
+				"AdmissionCheck provisioning: Strata has no admission checks (controller kueue.x-k8s.io/provisioning-request)",
+				"ClusterQueue hub-q: spec.admissionChecks: Strata has no admission checks: provisioning not carried over (only MultiKueue's become the hub's clusterSelector)",
+				"to do: MultiKueueCluster worker1: spec.kubeConfig: copy Secret worker1-secret (key kubeconfig) from Kueue's namespace to strata-system, where strata-hub reads it; the hub's identity on the worker needs the permissions in docs/admin-guide.md, which MultiKueue's does not all have",
+				"MultiKueueCluster on-disk: spec.kubeConfig: a kubeconfig file on Kueue's disk (/etc/kueue/w3.kubeconfig) cannot be carried over: put it in a Secret in namespace strata-system (key kubeconfig) and set spec.kubeConfigSecretRef",
+			},
+		},
+		{
+			name: "what is not a queue object: Cohort, Workload, other groups",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: Cohort
+metadata: {name: research}
+spec: {parent: org}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata: {name: job-x, namespace: ml}`, `apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: ml}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: odd}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]
+  someNewField: x`},
+			want: []client.Object{&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "odd"}, Spec: strata.ClusterQueueSpec{
+				ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
+					Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("1")}}}}}},
+			}}},
+			wantNotes: []string{
+				"Cohort research: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues naming it keep sharing with each other)",
+				"Workload ml/job-x: Workloads are not migrated: Strata creates one for each job; run the job through Strata's queue label instead",
+				"ConfigMap ml/c: not a Kueue object (v1): migrate reads kueue.x-k8s.io objects only",
+				"ClusterQueue odd: spec.someNewField: Strata has no such field",
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Convert(objects(t, tc.in...), opts)
+			if diff := cmp.Diff(tc.want, res.Objects); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+			var notes []string
+			for _, n := range res.Notes {
+				s := n.String()
+				if n.ToDo {
+					s = "to do: " + s
+				}
+				notes = append(notes, s)
+			}
+			if diff := cmp.Diff(tc.wantNotes, notes); diff != "" {
+				t.Errorf("notes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

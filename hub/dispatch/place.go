@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
@@ -63,14 +64,15 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 		slices.SortFunc(t.Items, func(a, b pending) int { return compareEntries(a.entry, b.entry) })
 		turns = append(turns, t)
 	}
+	books, err := d.books(ctx, queues, usage)
+	if err != nil {
+		return 0, err
+	}
 	var errs []error
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
 		func(cq *strata.ClusterQueue, p pending) bool {
-			if usage[cq.Name] == nil {
-				usage[cq.Name] = map[string]corev1.ResourceList{}
-			}
-			blocks, retry, err := d.placeOne(ctx, targets, cq, usage[cq.Name], view, p, now, writes)
+			blocks, retry, err := d.placeOne(ctx, targets, cq, books, view, p, now, writes)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -91,7 +93,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 // placeOne decides and dispatches one Workload. blocks is true when it
 // waits for capacity (not when it can never fit); retry is when a backoff
 // that keeps a worker out ends.
-func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, used map[string]corev1.ResourceList,
+func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, books *queue.Books,
 	view *passView, p pending, now time.Time, writes *passWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
 	// Flavors in the queue's order, within quota: the same for every
@@ -100,8 +102,8 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	q, ok := view.quota[qk]
 	if !ok {
 		for _, fq := range queue.Flavors(cq) {
-			if err, _ := queue.CheckQuotaOf(fq, used[fq.Name], p.need); err != nil {
-				q.notes = append(q.notes, fmt.Sprintf("flavor %s: %v", fq.Name, err))
+			if fit := books.Check(cq.Name, fq.Name, p.need, false); fit.Err != nil {
+				q.notes = append(q.notes, fmt.Sprintf("flavor %s: %v", fq.Name, fit.Err))
 				continue
 			}
 			q.flavors = append(q.flavors, fq.Name)
@@ -152,7 +154,28 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	}
 	// The queue's usage changes: its quota is checked again.
 	clear(view.quota)
-	return false, o.retry, d.dispatch(ctx, targets, p, dec, o.message, now, used, writes)
+	return false, o.retry, d.dispatch(ctx, targets, cq, p, dec, o.message, now, books, writes)
+}
+
+// books returns the quota books of a pass: every hub ClusterQueue (a
+// cohort's unused quota is lent by queues that may have no workload at
+// all), charged with what the dispatched Workloads use.
+func (d *Dispatcher) books(ctx context.Context, read map[string]*strata.ClusterQueue, usage map[string]map[string]corev1.ResourceList) (*queue.Books, error) {
+	var list strata.ClusterQueueList
+	if err := d.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	cqs := make([]*strata.ClusterQueue, 0, len(list.Items))
+	for i := range list.Items {
+		cq := &list.Items[i]
+		if r, ok := read[cq.Name]; ok && r != nil {
+			cq = r // the one the pass serves
+		}
+		cqs = append(cqs, cq)
+	}
+	books := queue.NewBooks(cqs)
+	books.ChargeAll(usage)
+	return books, nil
 }
 
 // quotaKey is what decides which flavors of a queue have quota left for
@@ -273,8 +296,8 @@ func (d *Dispatcher) dispatchTime(now time.Time) time.Time {
 // dispatch reserves a decision and queues its record on the Workload in
 // writes. The copies controller creates the copy. The decision counts
 // against the queue's quota for the rest of the pass at once.
-func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, p pending, dec *placement.Decision, reason string, now time.Time,
-	used map[string]corev1.ResourceList, writes *passWrites) error {
+func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, p pending, dec *placement.Decision, reason string, now time.Time,
+	books *queue.Books, writes *passWrites) error {
 	wl := p.wl.DeepCopy()
 	gen := RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, d.dispatchTime(now))
 	key := Key(wl.UID, gen)
@@ -283,7 +306,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	}
 	d.fleet.SetHint(key, dec.Assignments())
 	d.fleet.NoteDispatched(key)
-	queue.ChargeUsage(used, dec.Flavor, wl)
+	books.Charge(cq.Name, dec.Flavor, p.need, 1)
 	writes.record(dec.Cluster, dec.Flavor, key, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
 			if apierrors.IsConflict(err) {

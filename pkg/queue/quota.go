@@ -281,8 +281,8 @@ func (b *Books) Cohort(queue string) string {
 	return ""
 }
 
-// Reservation is a queue's quota held per flavor and resource, in the
-// order of its flavors: the total, the part borrowed, and the part of its
+// Reservation is a queue's quota held per flavor and resource that has a
+// quota, in the order of its flavors: the total, the part borrowed, and the part of its
 // unused nominal quota that other queues of its cohort use (what they
 // borrow in all, shared among the lenders in proportion to what each has
 // unused to lend).
@@ -305,7 +305,9 @@ func (b *Books) Reservation(cq *strata.ClusterQueue) []strata.FlavorReservation 
 			}
 			fr.Resources = append(fr.Resources, rr)
 		}
-		out = append(out, fr)
+		if len(fr.Resources) > 0 {
+			out = append(out, fr)
+		}
 	}
 	return out
 }

@@ -63,7 +63,35 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return old.Spec.QueueName != cur.Spec.QueueName || contribution(old) != contribution(cur)
 			},
 		})).
+		// What a queue lends depends on what the others of its cohort use:
+		// a change of one's usage brings the others.
+		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.cohortPeers), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				old, cur := e.ObjectOld.(*strata.ClusterQueue), e.ObjectNew.(*strata.ClusterQueue)
+				return cur.Spec.Cohort != "" && !equality.Semantic.DeepEqual(old.Status.FlavorsUsage, cur.Status.FlavorsUsage)
+			},
+		})).
 		Complete(r)
+}
+
+// cohortPeers maps a ClusterQueue to the other queues of its cohort.
+func (r *Reconciler) cohortPeers(ctx context.Context, o client.Object) []ctrl.Request {
+	cq := o.(*strata.ClusterQueue)
+	if cq.Spec.Cohort == "" {
+		return nil
+	}
+	var list strata.ClusterQueueList
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var out []ctrl.Request
+	for i := range list.Items {
+		if p := &list.Items[i]; p.Name != cq.Name && p.Spec.Cohort == cq.Spec.Cohort {
+			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+	}
+	return out
 }
 
 // share is what one Workload adds to its ClusterQueue's status.
@@ -119,7 +147,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		wls = append(wls, list...)
 	}
-	st := Status(&cq, wls)
+	var peers []*strata.ClusterQueue
+	if cq.Spec.Cohort != "" {
+		var list strata.ClusterQueueList
+		if err := r.client.List(ctx, &list); err != nil {
+			return ctrl.Result{}, err
+		}
+		for i := range list.Items {
+			if p := &list.Items[i]; p.Name != cq.Name && p.Spec.Cohort == cq.Spec.Cohort {
+				peers = append(peers, p)
+			}
+		}
+	}
+	st := Status(&cq, wls, peers...)
 	if equality.Semantic.DeepEqual(st, cq.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -134,9 +174,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // Status is a hub ClusterQueue's status from the Workloads of its
 // LocalQueues: pending (not admitted on a worker yet), admitted (on a
 // worker, unfinished), the requests of the dispatched ones per flavor in
-// the queue's flavor order, and Active (the hub dispatches from every
-// ClusterQueue; only an invalid clusterSelector stops it).
-func Status(cq *strata.ClusterQueue, wls []*strata.Workload) strata.ClusterQueueStatus {
+// the queue's flavor order, what of them it borrows and lends within its
+// cohort (from the usage its peers' status shows), and Active (the hub
+// dispatches from every ClusterQueue; only an invalid clusterSelector
+// stops it).
+func Status(cq *strata.ClusterQueue, wls []*strata.Workload, peers ...*strata.ClusterQueue) strata.ClusterQueueStatus {
 	st := *cq.Status.DeepCopy()
 	var c queue.Counts
 	usage := map[string]corev1.ResourceList{}
@@ -157,6 +199,16 @@ func Status(cq *strata.ClusterQueue, wls []*strata.Workload) strata.ClusterQueue
 			st.FlavorsUsage = append(st.FlavorsUsage, strata.FlavorUsage{Name: fq.Name, Resources: u})
 		}
 	}
+	books := queue.NewBooks(append([]*strata.ClusterQueue{cq}, peers...))
+	for f, rl := range usage {
+		books.Charge(cq.Name, f, rl, 1)
+	}
+	for _, p := range peers {
+		for _, fu := range p.Status.FlavorsUsage {
+			books.Charge(p.Name, fu.Name, fu.Resources, 1)
+		}
+	}
+	st.FlavorsReservation = books.Reservation(cq)
 	active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "dispatches to the workers its clusterSelector takes"}
 	if cq.Spec.ClusterSelector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector); err != nil {

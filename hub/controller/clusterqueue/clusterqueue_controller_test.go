@@ -35,11 +35,29 @@ func TestStatus(t *testing.T) {
 		}
 	}
 	active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "dispatches to the workers its clusterSelector takes"}
+	cohortCQ := testutil.MakeClusterQueue("cq").Cohort("fleet").ResourceGroup("cpu", "nvidia.com/gpu").GroupFlavor("a100", "8", "16").Obj()
+	peer := testutil.MakeClusterQueue("peer").Cohort("fleet").ResourceGroup("cpu", "nvidia.com/gpu").GroupFlavor("a100", "64", "128").Obj()
+	peer.Status.FlavorsUsage = []strata.FlavorUsage{{Name: "a100", Resources: usage(1)}}
 	cases := map[string]struct {
-		cq   *strata.ClusterQueue
-		wls  []*strata.Workload
-		want strata.ClusterQueueStatus
+		cq    *strata.ClusterQueue
+		peers []*strata.ClusterQueue
+		wls   []*strata.Workload
+		want  strata.ClusterQueueStatus
 	}{
+		"a queue that borrows from its cohort": {
+			cq:    cohortCQ,
+			peers: []*strata.ClusterQueue{peer},
+			wls:   []*strata.Workload{wl("big", "w1", "a100", true, false), wl("big-too", "w2", "a100", true, false)},
+			want: strata.ClusterQueueStatus{
+				Conditions:        []metav1.Condition{active},
+				AdmittedWorkloads: 2,
+				FlavorsUsage:      []strata.FlavorUsage{{Name: "a100", Resources: usage(4)}},
+				FlavorsReservation: []strata.FlavorReservation{{Name: "a100", Resources: []strata.ResourceReservation{
+					{Name: corev1.ResourceCPU, Total: resource.MustParse("16"), Borrowed: resource.MustParse("8")},
+					{Name: "nvidia.com/gpu", Total: resource.MustParse("32"), Borrowed: resource.MustParse("16")},
+				}}},
+			},
+		},
 		"an empty queue": {
 			cq:   cq,
 			want: strata.ClusterQueueStatus{Conditions: []metav1.Condition{active}},
@@ -75,7 +93,7 @@ func TestStatus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Status(tc.cq, tc.wls)
+			got := Status(tc.cq, tc.wls, tc.peers...)
 			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
 				cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 				t.Errorf("Status() (-want,+got):\n%s", diff)

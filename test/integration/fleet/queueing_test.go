@@ -69,6 +69,47 @@ var _ = Describe("Hub queueing", func() {
 		}).Should(Succeed())
 	})
 
+	It("lets a hub ClusterQueue borrow its cohort's unused fleet quota, and shows the borrowing and lending", func(ctx SpecContext) {
+		e := newEnv(ctx, "cohort", map[string][][]string{"w1": {{"8", "8"}}})
+		Expect(hub.Client.Create(ctx, testutil.MakeClusterQueue("cq-cohort-lender").Cohort("fleet-teams").
+			ResourceGroup("cpu").GroupFlavor(e.flavor, "6").Obj())).To(Succeed())
+		Eventually(func(g Gomega) { // the hub writes the queue's status meanwhile
+			var cq strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-cohort"}, &cq)).To(Succeed())
+			cq.Spec.Flavors = nil
+			cq.Spec.Cohort = "fleet-teams"
+			cq.Spec.ResourceGroups = testutil.MakeClusterQueue("x").ResourceGroup("cpu").GroupFlavor(e.flavor, "2").Obj().Spec.ResourceGroups
+			g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+
+		By("a Job of 4 CPUs, twice the queue's nominal quota, goes with 2 borrowed")
+		borrower := e.job("borrower", 1, "4", nil)
+		Expect(hub.Client.Create(ctx, borrower)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, borrower).Status.Admission).NotTo(BeNil())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var cq, lender strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-cohort"}, &cq)).To(Succeed())
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-cohort-lender"}, &lender)).To(Succeed())
+			g.Expect(cq.Status.FlavorsReservation).To(HaveLen(1))
+			g.Expect(cq.Status.FlavorsReservation[0].Resources[0].Total.String()).To(Equal("4"))
+			g.Expect(cq.Status.FlavorsReservation[0].Resources[0].Borrowed.String()).To(Equal("2"))
+			g.Expect(lender.Status.FlavorsReservation).To(HaveLen(1))
+			g.Expect(lender.Status.FlavorsReservation[0].Resources[0].Lent.String()).To(Equal("2"))
+		}).Should(Succeed())
+
+		By("a Job of 6 more CPUs waits: the cohort has 4 left to lend")
+		more := e.job("more", 1, "6", nil)
+		Expect(hub.Client.Create(ctx, more)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(hubWorkload(g, ctx, more).Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonPending))
+			g.Expect(c.Message).To(ContainSubstring("more than is left of the nominal quota of 2 and of what cohort fleet-teams lends"))
+		}).Should(Succeed())
+	})
+
 	It("says when a worker lacks the copy's LocalQueue, sends no copy there, and sends it once the LocalQueue is back", func(ctx SpecContext) {
 		e := newEnv(ctx, "nolq", map[string][][]string{"w2": {{"4"}}})
 		w2 := worker("w2")

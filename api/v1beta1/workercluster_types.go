@@ -143,6 +143,16 @@ type WorkerClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	ClusterID string `json:"clusterID,omitempty"`
+
+	// clusterSwitch is the last time the WorkerCluster was made to stand
+	// for another cluster (strata.dev/accept-cluster-id). The workloads
+	// dispatched to the old cluster before it are placed again only
+	// replaceAfter after the hub's last renewal of the old cluster's
+	// fencing Lease; a hub that restarted since, and so does not know
+	// that renewal, counts replaceAfter from its own start.
+	//
+	// +optional
+	ClusterSwitch *ClusterSwitchStatus `json:"clusterSwitch,omitempty"`
 }
 
 // WorkerSummaryStatus is the hub's view of one of a worker's summaries.
@@ -181,6 +191,27 @@ const (
 	// then gets no new copies). Set only with fencing Enabled.
 	WorkerClusterFenced = "Fenced"
 )
+
+// ClusterSwitchStatus is a change of the cluster a WorkerCluster stands
+// for.
+type ClusterSwitchStatus struct {
+	// from is the ID of the cluster the hub dispatched to before.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	From string `json:"from"`
+
+	// to is the ID of the cluster accepted instead.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	To string `json:"to"`
+
+	// time is when the hub accepted it.
+	//
+	// +required
+	Time metav1.Time `json:"time"`
+}
 
 // WorkerCluster is a worker cluster the hub may dispatch workloads to
 // (hub only).

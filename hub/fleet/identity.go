@@ -44,6 +44,21 @@ func (f *Fleet) SetClusterID(name, id string) {
 	f.clusterIDs[name] = id
 }
 
+// RestoreSwitch takes back a cluster switch a WorkerCluster's status
+// records (written by an earlier hub process) when this process saw none
+// of its own for that cluster. It does not know the earlier process's
+// last renewal of the old cluster's Lease, so it assumes the worst: the
+// moment this process started (every renewal of the old cluster came
+// before it).
+func (f *Fleet) RestoreSwitch(name, from, to string, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if sw, ok := f.switches[name]; ok && sw.To == to {
+		return
+	}
+	f.switches[name] = ClusterSwitch{At: at, LastRenewal: f.startedAt, From: from, To: to}
+}
+
 // ClusterSwitch is a worker name that came to stand for another cluster:
 // when, the hub's last renewal of the old cluster's fencing Lease, and
 // both identities.

@@ -33,3 +33,35 @@ func TestSetClusterID(t *testing.T) {
 		t.Errorf("Switched (-want,+got):\n%s", diff)
 	}
 }
+
+// TestRestoreSwitch: a hub process that finds a switch in a WorkerCluster's
+// status, and saw none itself, takes it back with the worst last renewal
+// it can know: its own start. One it saw itself is kept as it is.
+func TestRestoreSwitch(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	clk := testingclock.NewFakeClock(t0)
+	f := New(nil, "hub")
+	f.SetClock(clk)
+	started := f.startedAt
+	clk.Step(time.Minute)
+	f.SetClusterID("w1", "new") // a restarted hub: the new cluster first
+	f.RestoreSwitch("w1", "old", "new", t0.Add(-time.Hour))
+	got, ok := f.Switched("w1")
+	if !ok {
+		t.Fatal("want the switch restored")
+	}
+	want := ClusterSwitch{At: t0.Add(-time.Hour), LastRenewal: started, From: "old", To: "new"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("restored (-want,+got):\n%s", diff)
+	}
+
+	f.renewed["w2"] = t0
+	f.SetClusterID("w2", "a")
+	clk.Step(time.Second)
+	f.SetClusterID("w2", "b") // seen by this process
+	f.RestoreSwitch("w2", "a", "b", t0.Add(-time.Hour))
+	got, _ = f.Switched("w2")
+	if want := (ClusterSwitch{At: t0.Add(time.Minute + time.Second), LastRenewal: t0, From: "a", To: "b"}); !cmp.Equal(want, got) {
+		t.Errorf("a switch this process saw was replaced: %+v", got)
+	}
+}

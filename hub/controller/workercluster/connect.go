@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,8 +59,12 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster, stat
 	if reason, message := r.claim(ctx, wc, last.clusterID); reason != "" {
 		return notConnected(reason, "%s", message)
 	}
+	status.ClusterSwitch = switchOf(wc.Status, last.clusterID, now)
 	status.ClusterID = last.clusterID
 	r.fleet.SetClusterID(wc.Name, last.clusterID)
+	if sw := status.ClusterSwitch; sw != nil && sw.To == last.clusterID {
+		r.fleet.RestoreSwitch(wc.Name, sw.From, sw.To, sw.Time.Time)
+	}
 	if err := r.fleet.Connect(ctx, wc.Name, cred.identity, cfg, connectTimeout); err != nil {
 		return notConnected(ReasonUnreachable, "%v", err)
 	}
@@ -70,6 +75,16 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster, stat
 	}
 	return metav1.Condition{Type: strata.WorkerClusterConnected, Status: metav1.ConditionTrue, Reason: ReasonConnected,
 		Message: fmt.Sprintf("connected to %s through %s", cfg.Host, cred.via)}
+}
+
+// switchOf is the cluster switch a WorkerCluster's status records once
+// the hub connects to cluster id: a new one when the recorded cluster was
+// another (the switch was accepted, see claim), else the one recorded.
+func switchOf(st strata.WorkerClusterStatus, id string, now time.Time) *strata.ClusterSwitchStatus {
+	if st.ClusterID != "" && st.ClusterID != id {
+		return &strata.ClusterSwitchStatus{From: st.ClusterID, To: id, Time: metav1.NewTime(now)}
+	}
+	return st.ClusterSwitch
 }
 
 // clusterID reads the UID of the worker's kube-system namespace: the

@@ -29,6 +29,7 @@ kubeconfig as kubectl does (--kubeconfig, --context, -n):
   topology   on a worker: free capacity per topology domain, from the
              agent's capacity summaries
   explain    on a hub or a worker: why a Job waits, or where it runs
+  queue      on a hub or a worker: what waits in a queue, in order
 
 and answers "where would this job land?" offline, from files (simulate),
 and writes the Strata objects that mean the same as Kueue's (migrate).`,
@@ -38,7 +39,7 @@ and writes the Strata objects that mean the same as Kueue's (migrate).`,
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newClustersCommand(), newTopologyCommand(), newExplainCommand(), newSimulateCommand(), newMigrateCommand())
+	cmd.AddCommand(newClustersCommand(), newTopologyCommand(), newExplainCommand(), newSimulateCommand(), newMigrateCommand(), newQueueCommand())
 	cmd.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version",

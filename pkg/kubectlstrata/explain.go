@@ -21,6 +21,7 @@ import (
 	pkgjobs "strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -35,6 +36,8 @@ type ExplainView struct {
 	Queue    string    `json:"queue"`
 	// Priority is the Workload's priority and the class it came from.
 	Priority *PriorityView `json:"priority,omitempty"`
+	// Position is, while it waits, its place in its ClusterQueue's order.
+	Position *PositionView `json:"position,omitempty"`
 	// Admitted, Invalid, Evicted, Preempted and Finished are the
 	// Workload's conditions of those types, when it has them. A
 	// preemptor's Admitted message says whom it preempts and waits for,
@@ -62,6 +65,14 @@ type PriorityView struct {
 	Value  int32  `json:"value"`
 	Class  string `json:"class,omitempty"`
 	Source string `json:"source,omitempty"`
+}
+
+// PositionView is a waiting Workload's place in its ClusterQueue: 1 is
+// served next.
+type PositionView struct {
+	ClusterQueue string `json:"clusterQueue"`
+	Position     int    `json:"position"`
+	Of           int    `json:"of"`
 }
 
 // ObjectRef names a namespaced object; Kind is set for kinds other than
@@ -207,7 +218,18 @@ func explainOne(ctx context.Context, s *session, kind pkgjobs.Kind, name string)
 	if err != nil {
 		return ExplainView{}, apiError(err, "WorkerCluster", "workerclusters", s.where)
 	}
-	return newExplainView(job, &wl, hub), nil
+	v := newExplainView(job, &wl, hub)
+	if pendingHere(&wl, hub) {
+		var lq strata.LocalQueue
+		if err := s.client.Get(ctx, queue.Key(&wl), &lq); err == nil {
+			if qv, err := readQueue(ctx, s, lq.Spec.ClusterQueue, nil); err == nil {
+				if at, of := positionOf(qv, &wl); at > 0 {
+					v.Position = &PositionView{ClusterQueue: lq.Spec.ClusterQueue, Position: at, Of: of}
+				}
+			}
+		}
+	}
+	return v, nil
 }
 
 // getJob reads the object of kind named name in the session's namespace.
@@ -459,6 +481,9 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 			line += fmt.Sprintf(" (PriorityClass %s)", p.Class)
 		}
 		add(line)
+	}
+	if p := v.Position; p != nil {
+		add(fmt.Sprintf("Position:   %d of %d in ClusterQueue %s", p.Position, p.Of, p.ClusterQueue))
 	}
 	add(conditionLines("Admitted:", v.Admitted, now)...)
 	if v.Invalid != nil && v.Invalid.Status == metav1.ConditionTrue {

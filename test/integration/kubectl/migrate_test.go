@@ -68,6 +68,7 @@ func applyAll(ctx context.Context, c *framework.Cluster, objs []*unstructured.Un
 			}
 		}
 		Expect(c.Client.Create(ctx, o)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Client.Delete(ctx, o))).To(Succeed()) })
 	}
 }
 
@@ -145,6 +146,14 @@ var _ = Describe("kubectl strata migrate", Ordered, Label("kubectl", "migrate"),
 				}
 			}
 		}).Should(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			for _, o := range kueueObjs {
+				Expect(client.IgnoreNotFound(hub.Client.Delete(ctx, o.DeepCopy()))).To(Succeed())
+			}
+			for _, crd := range []string{"topologies", "resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses"} {
+				Expect(client.IgnoreNotFound(crds.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd + ".kueue.x-k8s.io"}}))).To(Succeed())
+			}
+		})
 
 		fromFiles, _, err := runSplit(ctx, "migrate", "-f", kueueExample("worker.yaml"))
 		Expect(err).NotTo(HaveOccurred())

@@ -1,0 +1,228 @@
+package kubectlstrata
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
+)
+
+// QueueView is the pending workloads of a ClusterQueue, or of one of its
+// LocalQueues, in admission order, as Kueue's visibility API lists them.
+type QueueView struct {
+	Role         string `json:"role"`
+	ClusterQueue string `json:"clusterQueue"`
+	// LocalQueue is set when the view is of one LocalQueue
+	// (namespace/name); Pending then lists its workloads only, with their
+	// positions in both queues.
+	LocalQueue string        `json:"localQueue,omitempty"`
+	Pending    []PendingView `json:"pending"`
+}
+
+// PendingView is one pending workload.
+type PendingView struct {
+	// Position is its place in its ClusterQueue's order (1 is next),
+	// LocalQueuePosition among the workloads of its LocalQueue.
+	Position           int          `json:"positionInClusterQueue"`
+	LocalQueuePosition int          `json:"positionInLocalQueue"`
+	Namespace          string       `json:"namespace"`
+	Name               string       `json:"name"`
+	LocalQueue         string       `json:"localQueue"`
+	Priority           int32        `json:"priority"`
+	Created            *metav1.Time `json:"created,omitempty"`
+	// Reason and Message are those of its Admitted condition: why it
+	// waits.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// pendingHere says whether a Workload waits in its queue: on a worker,
+// not admitted; on a hub, not dispatched. Finished and invalid ones do
+// not.
+func pendingHere(wl *strata.Workload, hub bool) bool {
+	if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) ||
+		meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) || !wl.DeletionTimestamp.IsZero() {
+		return false
+	}
+	if hub {
+		return wl.Status.Placement == nil || wl.Status.Placement.Cluster == ""
+	}
+	return wl.Status.Admission == nil
+}
+
+// newQueueView orders the pending Workloads of the LocalQueues that point
+// at ClusterQueue cq (lqs: namespace/name → its ClusterQueue) as the
+// scheduler serves them: priority, then queue time, then name. When
+// onlyLocal is set, only that LocalQueue's workloads are listed.
+func newQueueView(cq string, lqs map[types.NamespacedName]string, wls []strata.Workload, hub bool, onlyLocal *types.NamespacedName) QueueView {
+	v := QueueView{Role: roleWorker, ClusterQueue: cq, Pending: []PendingView{}}
+	if hub {
+		v.Role = roleHub
+	}
+	if onlyLocal != nil {
+		v.LocalQueue = onlyLocal.String()
+	}
+	var pending []*strata.Workload
+	for i := range wls {
+		wl := &wls[i]
+		if lqs[queue.Key(wl)] == cq && pendingHere(wl, hub) {
+			pending = append(pending, wl)
+		}
+	}
+	slices.SortStableFunc(pending, queue.Compare)
+	perLocal := map[types.NamespacedName]int{}
+	for i, wl := range pending {
+		lq := queue.Key(wl)
+		perLocal[lq]++
+		if onlyLocal != nil && lq != *onlyLocal {
+			continue
+		}
+		p := PendingView{Position: i + 1, LocalQueuePosition: perLocal[lq], Namespace: wl.Namespace, Name: wl.Name,
+			LocalQueue: wl.Spec.QueueName, Priority: queue.Priority(wl)}
+		if !wl.CreationTimestamp.IsZero() {
+			p.Created = wl.CreationTimestamp.DeepCopy()
+		}
+		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status != metav1.ConditionTrue {
+			p.Reason, p.Message = c.Reason, c.Message
+		}
+		v.Pending = append(v.Pending, p)
+	}
+	return v
+}
+
+// positionOf returns a Workload's position in its ClusterQueue and the
+// number of pending workloads there, 0 when it is not pending.
+func positionOf(v QueueView, wl *strata.Workload) (int, int) {
+	for _, p := range v.Pending {
+		if p.Namespace == wl.Namespace && p.Name == wl.Name {
+			return p.Position, len(v.Pending)
+		}
+	}
+	return 0, len(v.Pending)
+}
+
+// maxReasonWidth bounds the REASON column of the queue table.
+const maxReasonWidth = 80
+
+func writeQueueTable(w io.Writer, v QueueView, now time.Time) error {
+	head := fmt.Sprintf("ClusterQueue %s (on the %s): %d pending", v.ClusterQueue, v.Role, len(v.Pending))
+	if v.LocalQueue != "" {
+		head = fmt.Sprintf("LocalQueue %s of ClusterQueue %s (on the %s): %d pending", v.LocalQueue, v.ClusterQueue, v.Role, len(v.Pending))
+	}
+	if _, err := fmt.Fprintln(w, head); err != nil {
+		return err
+	}
+	if len(v.Pending) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POSITION\tIN LOCALQUEUE\tNAMESPACE\tWORKLOAD\tLOCALQUEUE\tPRIORITY\tAGE\tREASON")
+	for _, p := range v.Pending {
+		reason := p.Reason
+		if p.Message != "" {
+			reason += ": " + p.Message
+		}
+		if len(reason) > maxReasonWidth {
+			reason = reason[:maxReasonWidth-3] + "..."
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Position, p.LocalQueuePosition, p.Namespace, p.Name, p.LocalQueue, p.Priority,
+			age(p.Created, now), orDash(reason))
+	}
+	return tw.Flush()
+}
+
+func newQueueCommand() *cobra.Command {
+	var f liveFlags
+	cmd := &cobra.Command{
+		Use:   "queue (LOCALQUEUE [-n NAMESPACE] | cq/CLUSTERQUEUE) [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
+		Short: "The pending workloads of a LocalQueue or ClusterQueue in admission order, with their positions and why they wait",
+		Long: `queue lists the workloads waiting in a ClusterQueue (cq/NAME), or in one
+of its LocalQueues (NAME, in -n's namespace), in the order the agent or the
+hub serves them: higher priority first, then older first. Each has its
+position in the ClusterQueue and in its LocalQueue (Kueue's
+positionInClusterQueue and positionInLocalQueue) and its Admitted
+condition's reason. On a worker a workload waits until the agent admits it;
+on a hub, until the hub dispatches it.`,
+		Example: `  kubectl strata queue team-a -n ml
+  kubectl strata queue cq/training --context hub -o yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.connect()
+			if err != nil {
+				return err
+			}
+			v, err := queueView(cmd.Context(), s, args[0])
+			if err != nil {
+				return err
+			}
+			if f.output != "table" {
+				return writeStructured(cmd.OutOrStdout(), v, f.output)
+			}
+			return writeQueueTable(cmd.OutOrStdout(), v, time.Now())
+		},
+	}
+	f.add(cmd, true)
+	return cmd
+}
+
+// queueView reads what the view of arg (LOCALQUEUE or cq/CLUSTERQUEUE)
+// needs: the LocalQueues, the Workloads and the cluster's role.
+func queueView(ctx context.Context, s *session, arg string) (QueueView, error) {
+	var cq string
+	var only *types.NamespacedName
+	if name, ok := strings.CutPrefix(arg, "cq/"); ok {
+		cq = name
+		var c strata.ClusterQueue
+		if err := s.client.Get(ctx, types.NamespacedName{Name: name}, &c); err != nil {
+			if client.IgnoreNotFound(err) == nil {
+				return QueueView{}, fmt.Errorf("ClusterQueue %s not found on %s", name, s.where)
+			}
+			return QueueView{}, apiError(err, "ClusterQueue", "clusterqueues", s.where)
+		}
+	} else {
+		var lq strata.LocalQueue
+		key := types.NamespacedName{Namespace: s.namespace, Name: arg}
+		if err := s.client.Get(ctx, key, &lq); err != nil {
+			if client.IgnoreNotFound(err) == nil {
+				return QueueView{}, fmt.Errorf("LocalQueue %s not found on %s (-n picks the namespace; cq/NAME names a ClusterQueue)", key, s.where)
+			}
+			return QueueView{}, apiError(err, "LocalQueue", "localqueues", s.where)
+		}
+		cq, only = lq.Spec.ClusterQueue, &key
+	}
+	return readQueue(ctx, s, cq, only)
+}
+
+// readQueue reads the LocalQueues and Workloads of the cluster and builds
+// the view of ClusterQueue cq.
+func readQueue(ctx context.Context, s *session, cq string, only *types.NamespacedName) (QueueView, error) {
+	var lqList strata.LocalQueueList
+	if err := s.client.List(ctx, &lqList); err != nil {
+		return QueueView{}, apiError(err, "LocalQueue", "localqueues", s.where)
+	}
+	lqs := map[types.NamespacedName]string{}
+	for _, lq := range lqList.Items {
+		lqs[types.NamespacedName{Namespace: lq.Namespace, Name: lq.Name}] = lq.Spec.ClusterQueue
+	}
+	var wls strata.WorkloadList
+	if err := s.client.List(ctx, &wls); err != nil {
+		return QueueView{}, apiError(err, "Workload", "workloads", s.where)
+	}
+	hub, err := s.servesKind("WorkerCluster")
+	if err != nil {
+		return QueueView{}, apiError(err, "WorkerCluster", "workerclusters", s.where)
+	}
+	return newQueueView(cq, lqs, wls.Items, hub, only), nil
+}

@@ -1,0 +1,85 @@
+package kubectlstrata
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+)
+
+func TestNewQueueView(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	wl := func(ns, name, lq string, prio int32, minute int) strata.Workload {
+		w := testutil.MakeWorkload(name, ns).Queue(lq).Obj()
+		w.Spec.Priority = ptr.To(prio)
+		w.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(minute) * time.Minute))
+		w.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Pending", Message: "waiting for capacity"}}
+		return *w
+	}
+	admitted := wl("ml", "running", "a", 100, 0)
+	admitted.Status.Admission = &strata.Admission{ClusterQueue: "cq"}
+	dispatched := wl("ml", "sent", "a", 100, 0)
+	dispatched.Status.Placement = &strata.Placement{Cluster: "w1"}
+	finished := wl("ml", "done", "a", 100, 0)
+	finished.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue}}
+	wls := []strata.Workload{
+		wl("ml", "old-low", "a", 1, 1), wl("ml", "new-high", "a", 10, 5), wl("web", "mid", "b", 5, 2), wl("ml", "old-high", "a", 10, 3),
+		wl("other", "elsewhere", "c", 99, 0), admitted, dispatched, finished,
+	}
+	lqs := map[types.NamespacedName]string{{Namespace: "ml", Name: "a"}: "cq", {Namespace: "web", Name: "b"}: "cq", {Namespace: "other", Name: "c"}: "other-cq"}
+	names := func(v QueueView) []string {
+		var out []string
+		for _, p := range v.Pending {
+			out = append(out, p.Namespace+"/"+p.Name+" "+string(rune('0'+p.Position))+"/"+string(rune('0'+p.LocalQueuePosition)))
+		}
+		return out
+	}
+	cases := map[string]struct {
+		hub  bool
+		only *types.NamespacedName
+		want []string
+	}{
+		"a worker's ClusterQueue: priority, then age; admitted and finished ones are not pending": {
+			// sent has a hub placement but no admission here: it waits.
+			want: []string{"ml/sent 1/1", "ml/old-high 2/2", "ml/new-high 3/3", "web/mid 4/1", "ml/old-low 5/4"},
+		},
+		"on a hub a dispatched one is not pending, an admitted-looking one without a placement is": {
+			hub:  true,
+			want: []string{"ml/running 1/1", "ml/old-high 2/2", "ml/new-high 3/3", "web/mid 4/1", "ml/old-low 5/4"},
+		},
+		"one LocalQueue, with positions in both": {
+			only: &types.NamespacedName{Namespace: "web", Name: "b"},
+			want: []string{"web/mid 4/1"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := newQueueView("cq", lqs, wls, tc.hub, tc.only)
+			if diff := cmp.Diff(tc.want, names(v)); diff != "" {
+				t.Errorf("pending (-want,+got):\n%s", diff)
+			}
+		})
+	}
+	v := newQueueView("cq", lqs, wls, false, nil)
+	if at, of := positionOf(v, &wls[1]); at != 3 || of != 5 {
+		t.Errorf("positionOf(new-high) = %d of %d, want 3 of 5", at, of)
+	}
+	var out bytes.Buffer
+	if err := writeQueueTable(&out, newQueueView("cq", lqs, wls, false, &types.NamespacedName{Namespace: "web", Name: "b"}), t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	want := `LocalQueue web/b of ClusterQueue cq (on the worker): 1 pending
+POSITION  IN LOCALQUEUE  NAMESPACE  WORKLOAD  LOCALQUEUE  PRIORITY  AGE  REASON
+4         1              web        mid       b           5         58m  Pending: waiting for capacity
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("table (-want,+got):\n%s", diff)
+	}
+}

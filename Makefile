@@ -94,12 +94,16 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into the charts.
 	# The hub's Role (Secrets in its own namespace) goes where the chart is installed.
 	sed -i 's/namespace: strata-system/namespace: {{ .Release.Namespace }}/' charts/strata-hub/templates/rbac/role.yaml
 
+.PHONY: docs
+docs: ## Generate docs/reference (the CRDs' fields, the configuration files' fields, the charts' values) from their sources.
+	$(GO) run ./hack/docgen
+
 .PHONY: verify
-verify: generate manifests ## Regenerate everything and fail if the tree changed.
+verify: generate manifests docs ## Regenerate everything and fail if the tree changed.
 	$(GO) mod tidy
 	cd hack/tools && $(GO) mod tidy
 	@if [ -n "$$(git status --porcelain -- . )" ]; then \
-		echo "Generated files are out of date; run 'make generate manifests' and 'go mod tidy', then commit:"; \
+		echo "Generated files are out of date; run 'make generate manifests docs' and 'go mod tidy', then commit:"; \
 		git status --porcelain -- .; git --no-pager diff --stat; exit 1; fi
 
 ##@ Checks

@@ -156,18 +156,32 @@ func writeFields(b *bytes.Buffer, path string, s apiextensionsv1.JSONSchemaProps
 // with their Go type and doc comment.
 func ConfigReference(root, dir string) ([]byte, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go") && !strings.HasPrefix(fi.Name(), "zz_")
-	}, parser.ParseComments)
+	names, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 	if err != nil {
 		return nil, err
+	}
+	sort.Strings(names)
+	var files []*ast.File
+	for _, n := range names {
+		base := filepath.Base(n)
+		if strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "zz_") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, n, nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, header, filepath.ToSlash(dir))
 	b.WriteString("# Configuration reference\n\nThe configuration files of `strata-agent` (AgentConfiguration) and `strata-hub` (HubConfiguration), ")
 	b.WriteString("`config.strata.dev/v1beta1`, type by type. The charts take them under `config`.\n")
-	for _, name := range sortedKeys(pkgs) {
-		p := doc.New(pkgs[name], "", doc.AllDecls)
+	{
+		p, err := doc.NewFromFiles(fset, files, "strata.dev/strata/"+filepath.ToSlash(dir), doc.AllDecls)
+		if err != nil {
+			return nil, err
+		}
 		types := slices.Clone(p.Types)
 		sort.Slice(types, func(i, j int) bool { return types[i].Name < types[j].Name })
 		for _, t := range types {
@@ -196,15 +210,6 @@ func ConfigReference(root, dir string) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func jsonTag(f *ast.Field) string {

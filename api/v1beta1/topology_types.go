@@ -7,7 +7,11 @@ type TopologySpec struct {
 	// levels are the topology levels, from the highest (e.g. block) to the
 	// lowest (e.g. rack or kubernetes.io/hostname). Every node used for
 	// topology-aware scheduling carries one label per level; label values need
-	// not be unique across parents. The levels cannot change after creation.
+	// not be unique across parents. The levels may change while
+	// kubernetes.io/hostname is the lowest level, before and after (as in
+	// Kueue v0.20): admitted workloads keep their assignments (they name
+	// hosts), pending ones are placed on the new levels. Otherwise create a
+	// new Topology.
 	//
 	// +required
 	// +listType=atomic
@@ -15,7 +19,7 @@ type TopologySpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.all(l, self.exists_one(o, o.nodeLabel == l.nodeLabel))",message="each nodeLabel may appear in only one level"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(l, l.nodeLabel == 'kubernetes.io/hostname') || self[size(self) - 1].nodeLabel == 'kubernetes.io/hostname'",message="kubernetes.io/hostname can only be the last (lowest) level"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="levels are immutable; create a new Topology instead"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf || (oldSelf[size(oldSelf) - 1].nodeLabel == 'kubernetes.io/hostname' && self[size(self) - 1].nodeLabel == 'kubernetes.io/hostname')",message="levels may change only while kubernetes.io/hostname is the lowest level, before and after; create a new Topology instead"
 	Levels []TopologyLevel `json:"levels"`
 }
 

@@ -162,14 +162,22 @@ var _ = DescribeTable("CEL and schema validation rejects",
 		"spec.levels[0].nodeLabel: Invalid value"),
 	Entry("a Topology level whose name part is too long", create(testutil.MakeTopology("long-key", "example.com/"+strings.Repeat("x", 64)).Obj()),
 		"the name part of a label key (after the last '/') must be at most 63 characters"),
-	Entry("a change of a Topology's levels", func(ctx SpecContext, c client.Client) error {
+	Entry("a change of a Topology's levels without the host as the lowest", func(ctx SpecContext, c client.Client) error {
 		t := testutil.MakeTopology("immutable", block, rack).Obj()
 		if err := c.Create(ctx, t); err != nil {
 			return err
 		}
 		t.Spec.Levels = t.Spec.Levels[:1]
 		return c.Update(ctx, t)
-	}, "levels are immutable; create a new Topology instead"),
+	}, "levels may change only while kubernetes.io/hostname is the lowest level, before and after; create a new Topology instead"),
+	Entry("a change of a Topology's levels that drops the host level", func(ctx SpecContext, c client.Client) error {
+		t := testutil.MakeTopology("drops-host", block, rack, host).Obj()
+		if err := c.Create(ctx, t); err != nil {
+			return err
+		}
+		t.Spec.Levels = t.Spec.Levels[:2]
+		return c.Update(ctx, t)
+	}, "levels may change only while kubernetes.io/hostname is the lowest level, before and after; create a new Topology instead"),
 	Entry("a topology-aware ResourceFlavor without node labels", create(testutil.MakeResourceFlavor("no-labels").TopologyName("t").Obj()),
 		"nodeLabels must have at least one entry when topologyName is set"),
 	Entry("a ClusterQueue listing a flavor twice", create(testutil.MakeClusterQueue("dup-flavor").Flavor("a").Flavor("a").Obj()),

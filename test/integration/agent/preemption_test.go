@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -152,6 +153,73 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 		expectAdmitted(ctx, b1)
 
 		for _, j := range []*batchv1.Job{a1, b1, b2} {
+			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		}
+	})
+
+	It("LowerOrNewerEqualPriority: preempts an equal-priority Job queued after the preemptor, never one queued before", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("newer-q").ResourceGroup("cpu").GroupFlavor("tas-preempt", "8").
+			Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerOrNewerEqualPriority}).Obj())).To(Succeed())
+		createLocalQueue(ctx, ns, "newer-q")
+
+		By("an older Job on one rack; the preemptor queued next, through a LocalQueue that does not exist yet; a newer Job on the other rack")
+		older := prioritizedJob(ns, "newer-q", "pre-mid")
+		Expect(worker.Client.Create(ctx, older)).To(Succeed())
+		expectAdmitted(ctx, older)
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, older)
+			g.Expect(time.Now().After(wl.CreationTimestamp.Add(time.Second))).To(BeTrue())
+		}, timeout).Should(Succeed())
+		preemptor := prioritizedJob(ns, "newer-late", "pre-mid")
+		Expect(worker.Client.Create(ctx, preemptor)).To(Succeed())
+		expectInvalid(ctx, preemptor, "LocalQueueNotFound", "newer-late")
+		// Queue order is by creation time, which the API server keeps to
+		// the second: the newer Job is created in a later second.
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, preemptor)
+			g.Expect(time.Now().After(wl.CreationTimestamp.Add(time.Second))).To(BeTrue())
+		}, timeout).Should(Succeed())
+		newer := prioritizedJob(ns, "newer-q", "pre-mid")
+		Expect(worker.Client.Create(ctx, newer)).To(Succeed())
+		expectAdmitted(ctx, newer)
+
+		By("its LocalQueue appears: it preempts the newer Job, not the older one")
+		Expect(worker.Client.Create(ctx, testutil.MakeLocalQueue("newer-late", ns, "newer-q"))).To(Succeed())
+		expectAdmitted(ctx, preemptor)
+		expectPreempted(ctx, newer, strata.PreemptedInClusterQueue, "withinClusterQueue: LowerOrNewerEqualPriority")
+		expectAdmitted(ctx, older)
+
+		for _, j := range []*batchv1.Job{older, newer, preemptor} {
+			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		}
+	})
+
+	It("borrowWithinCohort: a Job that must borrow preempts a lower-priority borrower of another queue, under the threshold", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("bw-a").Cohort("bw").ResourceGroup("cpu").GroupFlavor("tas-preempt", "4").
+			Preemption(strata.ClusterQueuePreemption{BorrowWithinCohort: &strata.BorrowWithinCohort{
+				Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](50)}}).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("bw-b").Cohort("bw").ResourceGroup("cpu").GroupFlavor("tas-preempt", "0").Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("bw-c").Cohort("bw").ResourceGroup("cpu").GroupFlavor("tas-preempt", "4").Obj())).To(Succeed())
+		for _, q := range []string{"bw-a", "bw-b"} {
+			createLocalQueue(ctx, ns, q)
+		}
+
+		By("bw-b, with no quota of its own, borrows a rack; bw-a fills the other within its quota")
+		borrower := prioritizedJob(ns, "bw-b", "pre-low")
+		Expect(worker.Client.Create(ctx, borrower)).To(Succeed())
+		expectAdmitted(ctx, borrower)
+		own := prioritizedJob(ns, "bw-a", "pre-high")
+		Expect(worker.Client.Create(ctx, own)).To(Succeed())
+		expectAdmitted(ctx, own)
+
+		By("bw-a's next Job must borrow: it preempts bw-b's (priority 10, under the threshold 50)")
+		more := prioritizedJob(ns, "bw-a", "pre-mid")
+		Expect(worker.Client.Create(ctx, more)).To(Succeed())
+		expectAdmitted(ctx, more)
+		expectPreempted(ctx, borrower, strata.PreemptedInCohortReclaimWhileBorrowing, "borrowWithinCohort: LowerPriority (cohort bw)")
+		expectAdmitted(ctx, own)
+
+		for _, j := range []*batchv1.Job{borrower, own, more} {
 			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		}
 	})

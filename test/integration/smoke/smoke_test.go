@@ -264,9 +264,14 @@ func expectation(path string) string {
 var _ = Describe("The samples in docs/samples", Label("smoke", "samples"), func() {
 	samples := filepath.Join(framework.RepoRoot(), "docs", "samples")
 
-	It("apply cleanly with kubectl, the hub's kinds on the hub and the agent's on the workers", func() {
+	It("apply cleanly with kubectl, the hub's kinds on the hub and the agent's on the workers, and the reference objects are valid", func() {
 		files, err := filepath.Glob(filepath.Join(samples, "valid", "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
+		// The reference objects (what Strata writes) are valid too; they are
+		// applied here to check them, not meant for a real cluster.
+		reference, err := filepath.Glob(filepath.Join(samples, "reference", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		files = append(files, reference...)
 		for _, c := range clusters.Items {
 			var args []string
 			for _, f := range files {

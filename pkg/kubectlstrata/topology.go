@@ -78,6 +78,10 @@ type DomainView struct {
 // agent's summary publisher sets it).
 const summaryReady = "Ready"
 
+// onHubWithoutCluster is the message of topology on a hub without
+// --cluster.
+const onHubWithoutCluster = "this is a hub: its workers publish the summaries; pass --cluster NAME to read one worker's (kubectl strata clusters lists them)"
+
 // noSummaries is the message for a cluster without CapacitySummaries.
 const noSummaries = "no CapacitySummary on this cluster: is strata-agent running here? (on a hub, use 'kubectl strata clusters')"
 
@@ -120,6 +124,12 @@ read with their own kubeconfig).`,
 			var list strata.CapacitySummaryList
 			if err := s.client.List(cmd.Context(), &list); err != nil {
 				return apiError(err, "CapacitySummary", "capacitysummaries", s.where)
+			}
+			if len(list.Items) == 0 && cluster == "" {
+				// On a hub the summaries are the workers': say how to read them.
+				if hub, herr := s.servesKind("WorkerCluster"); herr == nil && hub {
+					return errors.New(onHubWithoutCluster)
+				}
 			}
 			summaries, err := selectFlavor(list.Items, flavor)
 			if err != nil {

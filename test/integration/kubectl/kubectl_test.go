@@ -203,7 +203,7 @@ var _ = Describe("kubectl strata topology", Label("kubectl"), func() {
 
 	It("says where to look on a cluster without summaries", func(ctx SpecContext) {
 		_, err := run(ctx, "topology", "--kubeconfig", hub.KubeconfigPath)
-		Expect(err).To(MatchError("no CapacitySummary on this cluster: is strata-agent running here? (on a hub, use 'kubectl strata clusters')"))
+		Expect(err).To(MatchError("this is a hub: its workers publish the summaries; pass --cluster NAME to read one worker's (kubectl strata clusters lists them)"))
 	})
 })
 

@@ -214,7 +214,7 @@ func explainOne(ctx context.Context, s *session, kind pkgjobs.Kind, name string)
 	if err := noWorkloadYet(job, &wl); err != nil {
 		return ExplainView{}, err
 	}
-	hub, err := s.servesKind("WorkerCluster")
+	hub, err := s.isHub()
 	if err != nil {
 		return ExplainView{}, apiError(err, "WorkerCluster", "workerclusters", s.where)
 	}
@@ -253,7 +253,7 @@ func explainGroups(cmd *cobra.Command, s *session, kind pkgjobs.Kind, grouped pk
 	if err != nil {
 		return err
 	}
-	hub, err := s.servesKind("WorkerCluster")
+	hub, err := s.isHub()
 	if err != nil {
 		return apiError(err, "WorkerCluster", "workerclusters", s.where)
 	}

@@ -122,10 +122,10 @@ func groupOf(kind string) string {
 	return strata.GroupVersion.Group
 }
 
-// servesKind says whether the cluster serves the Strata kind: false when
-// its CRD is not installed.
-func (s *session) servesKind(kind string) (bool, error) {
-	_, err := s.client.RESTMapper().RESTMapping(schema.GroupKind{Group: strata.GroupVersion.Group, Kind: kind}, strata.GroupVersion.Version)
+// isHub says whether the cluster is a Strata hub: it serves
+// WorkerClusters (false when their CRD is not installed).
+func (s *session) isHub() (bool, error) {
+	_, err := s.client.RESTMapper().RESTMapping(schema.GroupKind{Group: strata.GroupVersion.Group, Kind: "WorkerCluster"}, strata.GroupVersion.Version)
 	if meta.IsNoMatchError(err) {
 		return false, nil
 	}

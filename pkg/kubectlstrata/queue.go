@@ -220,7 +220,7 @@ func readQueue(ctx context.Context, s *session, cq string, only *types.Namespace
 	if err := s.client.List(ctx, &wls); err != nil {
 		return QueueView{}, apiError(err, "Workload", "workloads", s.where)
 	}
-	hub, err := s.servesKind("WorkerCluster")
+	hub, err := s.isHub()
 	if err != nil {
 		return QueueView{}, apiError(err, "WorkerCluster", "workerclusters", s.where)
 	}

@@ -127,7 +127,7 @@ read with their own kubeconfig).`,
 			}
 			if len(list.Items) == 0 && cluster == "" {
 				// On a hub the summaries are the workers': say how to read them.
-				if hub, herr := s.servesKind("WorkerCluster"); herr == nil && hub {
+				if hub, herr := s.isHub(); herr == nil && hub {
 					return errors.New(onHubWithoutCluster)
 				}
 			}

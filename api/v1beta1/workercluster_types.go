@@ -1,6 +1,10 @@
 package v1beta1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // WorkerClusterSpec says how the hub reaches a worker cluster: exactly one of
 // a kubeconfig Secret, a ClusterProfile or an Open Cluster Management
@@ -172,6 +176,47 @@ type WorkerSummaryStatus struct {
 	//
 	// +optional
 	ObservedTime *metav1.Time `json:"observedTime,omitempty"`
+
+	// free is the free capacity of the flavor's schedulable nodes on the
+	// worker, in all, as that summary tells it.
+	//
+	// +optional
+	Free corev1.ResourceList `json:"free,omitempty"`
+
+	// largestFree is, for each level above the host, the domain with the
+	// most free of the summary's main resource (a GPU, else the first
+	// extended resource, else cpu) and how much: where the largest job
+	// of that level could go.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	LargestFree []DomainFree `json:"largestFree,omitempty"`
+}
+
+// DomainFree is the free capacity of one resource in one domain.
+type DomainFree struct {
+	// level is the node label key of the domain's level.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=316
+	Level string `json:"level"`
+
+	// domain is the domain's values from the top level down, joined by '/'.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=1024
+	Domain string `json:"domain"`
+
+	// resource is the resource counted.
+	//
+	// +required
+	Resource corev1.ResourceName `json:"resource"`
+
+	// free is how much of it is free there.
+	//
+	// +required
+	Free resource.Quantity `json:"free"`
 }
 
 // WorkerCluster condition types.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -51,11 +52,15 @@ type ClusterView struct {
 	Summaries []SummaryStatusView `json:"summaries,omitempty"`
 }
 
-// SummaryStatusView is the hub's record of one of a worker's summaries.
+// SummaryStatusView is the hub's record of one of a worker's summaries:
+// which one, and the free capacity it tells, in all and in the freest
+// domain of each level.
 type SummaryStatusView struct {
-	Flavor       string       `json:"flavor"`
-	Generation   int64        `json:"generation"`
-	ObservedTime *metav1.Time `json:"observedTime,omitempty"`
+	Flavor       string              `json:"flavor"`
+	Generation   int64               `json:"generation"`
+	ObservedTime *metav1.Time        `json:"observedTime,omitempty"`
+	Free         corev1.ResourceList `json:"free,omitempty"`
+	LargestFree  []strata.DomainFree `json:"largestFree,omitempty"`
 }
 
 // NotDispatchedView counts the hub Workloads that wait on the hub.
@@ -156,7 +161,8 @@ func newClustersView(wcs []strata.WorkerCluster, wls []strata.Workload) Clusters
 			Copies:         wc.Status.Workloads,
 		}
 		for _, s := range wc.Status.Summaries {
-			c.Summaries = append(c.Summaries, SummaryStatusView{Flavor: s.Flavor, Generation: s.SummaryGeneration, ObservedTime: s.ObservedTime.DeepCopy()})
+			c.Summaries = append(c.Summaries, SummaryStatusView{Flavor: s.Flavor, Generation: s.SummaryGeneration, ObservedTime: s.ObservedTime.DeepCopy(),
+				Free: s.Free.DeepCopy(), LargestFree: slices.Clone(s.LargestFree)})
 		}
 		slices.SortFunc(c.Summaries, func(a, b SummaryStatusView) int { return strings.Compare(a.Flavor, b.Flavor) })
 		if n := dispatched[wc.Name]; n != nil {
@@ -219,6 +225,11 @@ func writeClustersTable(w io.Writer, v ClustersView, now time.Time) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		if free := freeLines(v.Clusters); len(free) > 0 {
+			if err := writeLines(w, append([]string{"", "Free capacity (from the summaries the hub last read):"}, free...)...); err != nil {
+				return err
+			}
+		}
 		if notes := clusterNotes(v.Clusters); len(notes) > 0 {
 			if err := writeLines(w, append([]string{""}, notes...)...); err != nil {
 				return err
@@ -227,6 +238,35 @@ func writeClustersTable(w io.Writer, v ClustersView, now time.Time) error {
 	}
 	_, err := fmt.Fprintln(w, notDispatchedLine(v.NotDispatched))
 	return err
+}
+
+// freeLines are "  w1/gpu: 120 nvidia.com/gpu free; freest block b1 64,
+// rack b1/r2 16": each flavor of each worker with its free capacity of its
+// main resource, in all and in the freest domain of each level.
+func freeLines(cs []ClusterView) []string {
+	var out []string
+	for _, c := range cs {
+		for _, s := range c.Summaries {
+			if len(s.LargestFree) == 0 {
+				continue
+			}
+			main := s.LargestFree[0].Resource
+			total := s.Free[main]
+			parts := make([]string, 0, len(s.LargestFree))
+			for _, l := range s.LargestFree {
+				parts = append(parts, fmt.Sprintf("%s %s %s", levelName(l.Level), l.Domain, l.Free.String()))
+			}
+			out = append(out, fmt.Sprintf("  %s/%s: %s %s free; freest %s", c.Name, s.Flavor, total.String(), main, strings.Join(parts, ", ")))
+		}
+	}
+	return out
+}
+
+// levelName is the short name of a level's label key: "rack" for
+// cloud.provider.com/topology-rack.
+func levelName(label string) string {
+	name := label[strings.LastIndex(label, "/")+1:]
+	return strings.TrimPrefix(name, "topology-")
 }
 
 // summaryAges is "cpu 40s, gpu 2m": each flavor and its summary's age.

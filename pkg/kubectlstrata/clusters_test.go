@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -174,5 +176,20 @@ Not dispatched: 3 hub Workloads (Invalid 1, Pending 2)
 				t.Errorf("writeClustersTable (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestFreeLines(t *testing.T) {
+	cs := []ClusterView{{Name: "w1", Summaries: []SummaryStatusView{{
+		Flavor: "gpu",
+		Free:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("120"), corev1.ResourceCPU: resource.MustParse("900")},
+		LargestFree: []strata.DomainFree{
+			{Level: "cloud.provider.com/topology-block", Domain: "b1", Resource: "nvidia.com/gpu", Free: resource.MustParse("64")},
+			{Level: "cloud.provider.com/topology-rack", Domain: "b1/r2", Resource: "nvidia.com/gpu", Free: resource.MustParse("16")},
+		},
+	}, {Flavor: "not-read-yet"}}}}
+	want := []string{"  w1/gpu: 120 nvidia.com/gpu free; freest block b1 64, rack b1/r2 16"}
+	if diff := cmp.Diff(want, freeLines(cs)); diff != "" {
+		t.Errorf("freeLines (-want,+got):\n%s", diff)
 	}
 }

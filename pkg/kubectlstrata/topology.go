@@ -189,7 +189,7 @@ func newFlavorTopology(cs *strata.CapacitySummary) FlavorTopologyView {
 		ObservedTime: st.ObservedTime.DeepCopy(),
 		Levels:       slices.Clone(st.Levels),
 		LeafLevels:   st.LeafLevels,
-		Resource:     shownResource(st.Resources),
+		Resource:     tas.MainResource(st.Resources),
 		Ready:        conditionOf(st.Conditions, summaryReady),
 		Coarsened:    st.Coarsened,
 		Understated:  slices.Clone(st.Understated),
@@ -302,34 +302,6 @@ func quantity(name corev1.ResourceName, milli int64) resource.Quantity {
 		return *resource.NewQuantity(milli/1000, resource.BinarySI)
 	}
 	return *resource.NewMilliQuantity(milli, resource.DecimalSI)
-}
-
-// shownResource picks the resource the table draws: a GPU, else the
-// first extended resource, else cpu, else pods.
-func shownResource(names []corev1.ResourceName) corev1.ResourceName {
-	for _, n := range names {
-		if isExtended(n) && strings.Contains(strings.ToLower(string(n)), "gpu") {
-			return n
-		}
-	}
-	for _, n := range names {
-		if isExtended(n) {
-			return n
-		}
-	}
-	for _, want := range []corev1.ResourceName{corev1.ResourceCPU, tas.PodsResource} {
-		if slices.Contains(names, want) {
-			return want
-		}
-	}
-	return ""
-}
-
-// isExtended says whether a resource is an extended one
-// (vendor.example/thing), not a Kubernetes one.
-func isExtended(n corev1.ResourceName) bool {
-	s := string(n)
-	return strings.Contains(s, "/") && !strings.HasPrefix(s, "kubernetes.io/") && !strings.HasPrefix(s, "requests.")
 }
 
 // writeTopology prints every flavor's header and indented domain tree.

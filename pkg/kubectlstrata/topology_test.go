@@ -121,25 +121,6 @@ func TestNewFlavorTopology(t *testing.T) {
 	}
 }
 
-func TestShownResource(t *testing.T) {
-	cases := map[string]struct {
-		names []corev1.ResourceName
-		want  corev1.ResourceName
-	}{
-		"a GPU first":                 {names: []corev1.ResourceName{"cpu", "pods", "example.com/fpga", "amd.com/gpu"}, want: "amd.com/gpu"},
-		"else an extended resource":   {names: []corev1.ResourceName{"cpu", "pods", "hugepages-2Mi", "example.com/fpga"}, want: "example.com/fpga"},
-		"else cpu":                    {names: []corev1.ResourceName{"memory", "pods", "cpu"}, want: "cpu"},
-		"kubernetes.io names are not": {names: []corev1.ResourceName{"kubernetes.io/batch-cpu", "cpu"}, want: "cpu"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := shownResource(tc.names); got != tc.want {
-				t.Errorf("shownResource(%v) = %q, want %q", tc.names, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestSelectFlavor(t *testing.T) {
 	a, b := *testutil.MakeCapacitySummary("a100").Obj(), *testutil.MakeCapacitySummary("h100").Obj()
 	cases := map[string]struct {

@@ -14,9 +14,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -262,10 +264,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		status.Summaries = nil
-		for _, s := range summaries {
-			status.Summaries = append(status.Summaries, strata.WorkerSummaryStatus{
-				Flavor: s.Spec.Flavor, SummaryGeneration: s.Status.SummaryGeneration, ObservedTime: s.Status.ObservedTime,
-			})
+		for i := range summaries {
+			status.Summaries = append(status.Summaries, summaryStatus(&summaries[i]))
 		}
 		var next time.Duration
 		age := r.fleet.SummaryAge(wc.Name, now)
@@ -488,4 +488,34 @@ func (r *Reconciler) forget(name string) {
 	r.written.Forget(name)
 	metrics.HubConnected.DeleteLabelValues(name)
 	metrics.HubSummaryAge.DeleteLabelValues(name)
+}
+
+// summaryStatus is what a WorkerCluster's status shows of one of the
+// worker's summaries: which one, and its free capacity, in all and in the
+// freest domain of each level.
+func summaryStatus(s *strata.CapacitySummary) strata.WorkerSummaryStatus {
+	out := strata.WorkerSummaryStatus{Flavor: s.Spec.Flavor, SummaryGeneration: s.Status.SummaryGeneration, ObservedTime: s.Status.ObservedTime}
+	main := tas.MainResource(s.Status.Resources)
+	total, largest := tas.SummaryFree(&s.Status, main)
+	for i, name := range s.Status.Resources {
+		if i < len(total) && total[i] > 0 {
+			if out.Free == nil {
+				out.Free = corev1.ResourceList{}
+			}
+			out.Free[name] = summaryQuantity(name, total[i])
+		}
+	}
+	for _, l := range largest {
+		out.LargestFree = append(out.LargestFree, strata.DomainFree{Level: l.Level, Domain: l.Domain, Resource: main, Free: summaryQuantity(main, l.Free)})
+	}
+	return out
+}
+
+// summaryQuantity is a summary amount (milli-units): bytes in binary
+// units, the rest in decimal ones.
+func summaryQuantity(name corev1.ResourceName, milli int64) resource.Quantity {
+	if milli%1000 == 0 && (name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage) {
+		return *resource.NewQuantity(milli/1000, resource.BinarySI)
+	}
+	return *resource.NewMilliQuantity(milli, resource.DecimalSI)
 }

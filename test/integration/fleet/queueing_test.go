@@ -71,6 +71,23 @@ var _ = Describe("Hub queueing", func() {
 
 	It("lets a hub ClusterQueue borrow its cohort's unused fleet quota, and shows the borrowing and lending", func(ctx SpecContext) {
 		e := newEnv(ctx, "cohort", map[string][][]string{"w1": {{"8", "8"}}})
+		By("the WorkerCluster shows the flavor's free capacity, in all and in its freest rack")
+		Eventually(func(g Gomega) {
+			var wc strata.WorkerCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "w1"}, &wc)).To(Succeed())
+			var found bool
+			for _, s := range wc.Status.Summaries {
+				if s.Flavor == e.flavor {
+					found = true
+					g.Expect(s.Free.Cpu().String()).To(Equal("16"))
+					g.Expect(s.LargestFree).To(HaveLen(1))
+					g.Expect(s.LargestFree[0].Level).To(Equal(rack))
+					g.Expect(s.LargestFree[0].Domain).To(Equal("r0"))
+					g.Expect(s.LargestFree[0].Free.String()).To(Equal("16"))
+				}
+			}
+			g.Expect(found).To(BeTrue())
+		}).Should(Succeed())
 		Expect(hub.Client.Create(ctx, testutil.MakeClusterQueue("cq-cohort-lender").Cohort("fleet-teams").
 			ResourceGroup("cpu").GroupFlavor(e.flavor, "6").Obj())).To(Succeed())
 		Eventually(func(g Gomega) { // the hub writes the queue's status meanwhile

@@ -341,8 +341,8 @@ type Dispatch struct {
 	PlacementPolicy PlacementPolicy `json:"placementPolicy,omitempty"`
 	// rejectionBackoff is how long a worker that refused a workload (or did
 	// not admit it in time) gets no new copy of that workload; doubled at
-	// every further refusal of the same worker, up to 10 times (default
-	// 1m).
+	// every further refusal of the same worker, up to 512 times this value
+	// (default 1m).
 	// +optional
 	RejectionBackoff *metav1.Duration `json:"rejectionBackoff,omitempty"`
 	// finishedRetention is how long a finished copy stays on its worker once

@@ -19,7 +19,7 @@ var _ = Describe("A Topology whose levels change", Ordered, Label("agent", "topo
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("mutable-q").Flavor("tas-mutable").Obj())).To(Succeed())
 		// Two racks of two 4-CPU nodes, in two zones (zone label set on the
 		// nodes beside block and rack).
-		for _, n := range []struct{ name, rack, zone string }{{"m1", "r1", "z1"}, {"m2", "r1", "z1"}, {"m3", "r2", "z2"}, {"m4", "r2", "z2"}} {
+		for _, n := range []struct{ name, rack, zone string }{{"mutable-1", "r1", "z1"}, {"mutable-2", "r1", "z1"}, {"mutable-3", "r2", "z2"}, {"mutable-4", "r2", "z2"}} {
 			Expect(framework.CreateReadyNode(ctx, worker.Client, n.name,
 				map[string]string{"pool": "mutable", block: "b1", rack: n.rack, host: n.name, zone: n.zone}, "4")).To(Succeed())
 		}

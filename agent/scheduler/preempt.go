@@ -31,6 +31,10 @@ import (
 type pendingPreemption struct {
 	flavor  string
 	victims []types.NamespacedName
+	// queue and requests are the preemptor's: its quota on the flavor is
+	// held while the victims' pods end.
+	queue    string
+	requests corev1.ResourceList
 }
 
 // preemptionSearchesPerPass bounds the preemption searches of one pass: a
@@ -117,7 +121,7 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 	if len(result.Victims) == 0 {
 		return false, fmt.Sprintf("flavor %s: %s", fq.Name, result.Why), nil
 	}
-	p := &pendingPreemption{flavor: fq.Name}
+	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: pre.Requests}
 	var errs []error
 	for _, v := range result.Victims {
 		evicted, err := s.evictVictim(ctx, v, wl, cq)

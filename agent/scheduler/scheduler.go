@@ -266,6 +266,11 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		}
 	}
 	s.victimOf = s.forgetPreemptions(pendingKeys)
+	// The quota a preemption frees is held for its preemptor until it is
+	// admitted (see try).
+	for _, p := range s.preemptions {
+		books.Charge(p.queue, p.flavor, p.requests, 1)
+	}
 	s.searches = preemptionSearchesPerPass
 	// A failed status write of one ClusterQueue does not hold up
 	// admission: the error is returned with the others, so the pass is
@@ -373,7 +378,10 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		return false, false, s.setNotAdmitted(ctx, wl, ReasonPending, fmt.Sprintf("preempted to make room for %s; waits until that workload is admitted", by))
 	}
 	if p := s.preemptions[key]; p != nil {
+		// Its own reservation is not in its way.
+		books.Charge(p.queue, p.flavor, p.requests, -1)
 		if held := s.stillHeld(p); len(held) > 0 {
+			books.Charge(p.queue, p.flavor, p.requests, 1)
 			return false, true, s.setNotAdmitted(ctx, wl, ReasonPending, preemptingMessage(p, held))
 		}
 		// Its victims are gone: it is placed as any workload. If it is
@@ -433,12 +441,28 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			cannotPreempt = append(cannotPreempt, why)
 		}
 		if done && len(s.stillHeld(s.preemptions[key])) == 0 && tryFlavor(fq) {
+			// The victims held no running pods: their capacity was free
+			// at once.
 			return true, true, err
+		}
+		if done {
+			// What the victims free is the preemptor's: its quota is
+			// held for it for the rest of the pass (and in the next ones,
+			// see Schedule), so that no other workload takes it.
+			books.Charge(cq.Name, fq.Name, need, 1)
 		}
 		return done, false, err
 	}
-	for i, fq := range flavors {
-		if fung.WhenCanBorrow == strata.FungibilityTryNextFlavor && i < len(flavors)-1 {
+	searched := map[string]bool{}
+	tryPreemptOnce := func(fq strata.FlavorQuotas) (done, admitted bool, err error) {
+		if searched[fq.Name] {
+			return false, false, nil
+		}
+		searched[fq.Name] = true
+		return tryPreempt(fq)
+	}
+	for _, fq := range flavors {
+		if fung.WhenCanBorrow == strata.FungibilityTryNextFlavor {
 			if fit := books.Check(cq.Name, fq.Name, need, false); fit.Err == nil && fit.Borrows {
 				borrowing = append(borrowing, fq)
 				continue
@@ -448,21 +472,28 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			return true, true, nil
 		}
 		if fung.WhenCanPreempt == strata.FungibilityPreempt && len(preemptable) > 0 && preemptable[len(preemptable)-1].Name == fq.Name {
-			if done, admitted, err := tryPreempt(fq); done || err != nil {
+			// A flavor where it fits by borrowing comes before preempting
+			// (as in Kueue, a fit beats a preemption).
+			for _, b := range borrowing {
+				if tryFlavor(b) {
+					return true, true, nil
+				}
+			}
+			borrowing = nil
+			if done, admitted, err := tryPreemptOnce(fq); done || err != nil {
 				return admitted, true, err
 			}
 		}
 	}
+	// The flavors where it fits only by borrowing, first one first.
 	for _, fq := range borrowing {
 		if tryFlavor(fq) {
 			return true, true, nil
 		}
 	}
-	if fung.WhenCanPreempt == strata.FungibilityTryNextFlavor {
-		for _, fq := range preemptable {
-			if done, admitted, err := tryPreempt(fq); done || err != nil {
-				return admitted, true, err
-			}
+	for _, fq := range preemptable {
+		if done, admitted, err := tryPreemptOnce(fq); done || err != nil {
+			return admitted, true, err
 		}
 	}
 	if len(reasons) == 0 {

@@ -138,6 +138,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="self.withinClusterQueue != 'Any'",message="withinClusterQueue may be Never, LowerPriority or LowerOrNewerEqualPriority"
 // +kubebuilder:validation:XValidation:rule="self.reclaimWithinCohort != 'LowerOrNewerEqualPriority'",message="reclaimWithinCohort may be Never, LowerPriority or Any"
+// +kubebuilder:validation:XValidation:rule="!has(self.borrowWithinCohort) || self.borrowWithinCohort.policy == 'Never' || self.reclaimWithinCohort != 'Never'",message="borrowWithinCohort needs reclaimWithinCohort LowerPriority or Any (as in Kueue)"
 type ClusterQueuePreemption struct {
 	// withinClusterQueue: whether a pending workload may preempt admitted
 	// workloads of its own queue: Never (the default), LowerPriority, or

@@ -143,7 +143,9 @@ func (p Policy) allowed(pre Preemptor, w Workload, m mode, cohort string, cohort
 		}
 		return "", false
 	}
-	if p.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority || w.Priority >= pre.Priority {
+	// Kueue allows borrowWithinCohort only with reclaimWithinCohort (the
+	// CRD refuses it otherwise).
+	if p.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority || p.ReclaimWithinCohort == strata.PreemptionNever || w.Priority >= pre.Priority {
 		return "", false
 	}
 	if t := p.MaxPriorityThreshold; t != nil && w.Priority > *t {
@@ -182,7 +184,14 @@ func Order(pre Preemptor, cands []Workload) {
 // put back, last removed first. books and capacity are left as they were.
 func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admitted []Workload, capacity Capacity) Result {
 	cohort := books.Cohort(pre.Queue)
-	modes := []mode{{borrowing: false}}
+	// As in Kueue, the attempt without borrowing is made only while the
+	// queue is within its nominal quota of what the preemptor needs: a
+	// queue that borrows already goes straight to the borrowing attempt
+	// (which may need fewer victims).
+	var modes []mode
+	if cohort == "" || !books.Borrowing(pre.Queue, flavor, pre.Requests) {
+		modes = append(modes, mode{borrowing: false})
+	}
 	if cohort != "" {
 		modes = append(modes, mode{borrowing: true})
 	}
@@ -403,13 +412,15 @@ func whyNot(pre Preemptor, policy Policy, books *queue.Books, flavor string, adm
 		return "it would not fit even with every workload on the flavor preempted"
 	}
 	cohort := books.Cohort(pre.Queue)
+	// Which policy would apply: borrowWithinCohort when the preemptor
+	// cannot stay within its nominal quota as things stand.
+	m := mode{borrowing: cohort != "" && books.Check(pre.Queue, flavor, pre.Requests, true).Err != nil}
 	var higher, other int
 	for _, i := range needed {
 		w := admitted[i]
-		_, reclaim := policy.allowed(pre, w, mode{}, cohort, books.Cohort)
-		_, borrow := policy.allowed(pre, w, mode{borrowing: true}, cohort, books.Cohort)
+		_, ok := policy.allowed(pre, w, m, cohort, books.Cohort)
 		switch {
-		case reclaim || borrow:
+		case ok:
 		case w.Queue != pre.Queue:
 			other++
 		default:

@@ -161,7 +161,7 @@ func TestFind(t *testing.T) {
 		{
 			name: "borrowWithinCohort preempts lower priority up to the threshold", racks: 1, hosts: 4,
 			queues: []*strata.ClusterQueue{
-				cq("a", "team", "4", &strata.ClusterQueuePreemption{BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](20)}}, nil),
+				cq("a", "team", "4", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionLowerPriority, BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](20)}}, nil),
 				cq("b", "team", "4", nil, nil),
 				cq("c", "team", "8", nil, nil),
 			},
@@ -178,7 +178,7 @@ func TestFind(t *testing.T) {
 		{
 			name: "borrowWithinCohort does not go above the threshold", racks: 1, hosts: 3,
 			queues: []*strata.ClusterQueue{
-				cq("a", "team", "4", &strata.ClusterQueuePreemption{BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](20)}}, nil),
+				cq("a", "team", "4", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionLowerPriority, BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](20)}}, nil),
 				cq("b", "team", "4", nil, nil),
 				cq("c", "team", "4", nil, nil),
 			},
@@ -203,6 +203,24 @@ func TestFind(t *testing.T) {
 			},
 			priority: 10, pods: 1,
 			want: []string{"a1/InClusterQueue"},
+		},
+		{
+			name: "a queue that borrows already goes straight to the borrowing attempt, which needs fewer victims", racks: 1, hosts: 4,
+			queues: []*strata.ClusterQueue{
+				cq("a", "team", "8", lower, nil),
+				cq("b", "team", "8", nil, nil),
+			},
+			running: []running{
+				{name: "a1", queue: "a", priority: 1, admitted: 1, hosts: []string{"r0h0"}},
+				{name: "a2", queue: "a", priority: 1, admitted: 2, hosts: []string{"r0h1"}},
+				{name: "a3", queue: "a", priority: 1, admitted: 3, hosts: []string{"r0h2"}},
+				{name: "b1", queue: "b", priority: 1, admitted: 4, hosts: []string{"r0h3"}},
+			},
+			// a uses 12 of its 8: within nominal it would need two victims,
+			// by borrowing one.
+			priority: 10, pods: 1,
+			want:    []string{"a3/InClusterQueue"},
+			borrows: true,
 		},
 		{
 			name: "a rack-required preemptor takes victims only in the rack where it then fits", racks: 2, hosts: 2,

@@ -246,7 +246,10 @@ func (b *Books) available(q *books, fr flavorResource) int64 {
 	avail := max(0, qt.guaranteed()-used)
 	var pool, taken int64
 	for _, m := range b.cohorts[q.cohort] {
-		mq := m.quota[fr]
+		mq, ok := m.quota[fr]
+		if !ok {
+			continue // no quota of it there (spec.flavors): its use is not the cohort's
+		}
 		pool += mq.lendable()
 		taken += max(0, m.usage[fr]-mq.guaranteed())
 	}
@@ -323,7 +326,11 @@ func (b *Books) lent(q *books, fr flavorResource) int64 {
 	}
 	var borrowed, offered int64
 	for _, m := range b.cohorts[q.cohort] {
-		borrowed += max(0, m.usage[fr]-m.quota[fr].nominal)
+		mq, ok := m.quota[fr]
+		if !ok {
+			continue
+		}
+		borrowed += max(0, m.usage[fr]-mq.nominal)
 		offered += unused(m)
 	}
 	if borrowed == 0 || offered == 0 {

@@ -118,3 +118,22 @@ func TestBooksReservation(t *testing.T) {
 }
 
 func metaName(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n} }
+
+// TestBooksIgnoreUsageWithoutQuota: what a queue of the older flat shape
+// uses of a resource it gives no quota for is not taken from its
+// cohort's pool.
+func TestBooksIgnoreUsageWithoutQuota(t *testing.T) {
+	flat := &strata.ClusterQueue{ObjectMeta: metaName("flat"), Spec: strata.ClusterQueueSpec{Cohort: "team",
+		Flavors: []strata.FlavorQuotas{{Name: "h100", Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8")}}}}}}
+	cpuQueue := &strata.ClusterQueue{ObjectMeta: metaName("a"), Spec: strata.ClusterQueueSpec{Cohort: "team",
+		ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+			Flavors: []strata.FlavorQuotas{{Name: "h100", Resources: []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("10")}}}}}}}}
+	b := NewBooks([]*strata.ClusterQueue{flat, cpuQueue})
+	b.Charge("flat", "h100", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")}, 1)
+	if fit := b.Check("a", "h100", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, false); fit.Err != nil {
+		t.Errorf("a within its nominal quota: %v", fit.Err)
+	}
+	if got := b.Reservation(cpuQueue)[0].Resources[0].Lent; !got.IsZero() {
+		t.Errorf("a lends %s, want 0", got.String())
+	}
+}

@@ -196,7 +196,7 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 
 	It("borrowWithinCohort: a Job that must borrow preempts a lower-priority borrower of another queue, under the threshold", func(ctx SpecContext) {
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("bw-a").Cohort("bw").ResourceGroup("cpu").GroupFlavor("tas-preempt", "4").
-			Preemption(strata.ClusterQueuePreemption{BorrowWithinCohort: &strata.BorrowWithinCohort{
+			Preemption(strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionLowerPriority, BorrowWithinCohort: &strata.BorrowWithinCohort{
 				Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](50)}}).Obj())).To(Succeed())
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("bw-b").Cohort("bw").ResourceGroup("cpu").GroupFlavor("tas-preempt", "0").Obj())).To(Succeed())
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("bw-c").Cohort("bw").ResourceGroup("cpu").GroupFlavor("tas-preempt", "4").Obj())).To(Succeed())

@@ -23,6 +23,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -466,7 +467,7 @@ func (c *Cache) addPodLocked(u podUsage, sign int64) {
 // workloads whose usage it counts, unsorted and without duplicates. Both
 // are taken in one step, so the list matches the capacity exactly. It
 // returns false when the flavor is unknown or not topology-aware.
-func (c *Cache) Capture(name string) (capacity *tas.Capacity, dispatches []string, ok bool) {
+func (c *Cache) Capture(name string, preemptible func(queue string) bool) (capacity *tas.Capacity, dispatches []string, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, ok := c.flavors[name]
@@ -481,9 +482,19 @@ func (c *Cache) Capture(name string) (capacity *tas.Capacity, dispatches []strin
 			dispatches = append(dispatches, k)
 		}
 	}
+	// What preempting the workloads of the queues that preempt would free
+	// (tas.CapturePreemptible), for the hub's fleet preemption.
+	var held []tas.Held
+	if preemptible != nil {
+		for _, a := range c.admittedOn(name) {
+			if adm := a.Workload.Status.Admission; adm != nil && preemptible(adm.ClusterQueue) {
+				held = append(held, tas.Held{Queue: adm.ClusterQueue, Priority: queue.Priority(a.Workload), Usage: a.Usage})
+			}
+		}
+	}
 	// Every pod admitted on the flavor gets its tolerations: taints they
 	// tolerate keep no pod of the flavor away.
-	return f.snapshot.CaptureForFlavor(f.def.Spec.Tolerations), dispatches, true
+	return f.snapshot.CapturePreemptible(f.def.Spec.Tolerations, held), dispatches, true
 }
 
 // Flavor gives fn exclusive access to a flavor's snapshot and topology.
@@ -844,6 +855,13 @@ func (c *Cache) WithAdmitted(flavor string, fn func(s *tas.Snapshot, t *strata.T
 	if !ok {
 		return false
 	}
+	fn(f.snapshot, f.topology, c.admittedOn(flavor))
+	return true
+}
+
+// admittedOn returns the admitted workloads with usage on a flavor, each
+// with its usage there merged; c.mu is held.
+func (c *Cache) admittedOn(flavor string) []AdmittedOn {
 	var out []AdmittedOn
 	for _, a := range c.workloads {
 		var merged tas.Usage
@@ -871,8 +889,7 @@ func (c *Cache) WithAdmitted(flavor string, fn func(s *tas.Snapshot, t *strata.T
 			out = append(out, AdmittedOn{Workload: a.wl, Usage: merged})
 		}
 	}
-	fn(f.snapshot, f.topology, out)
-	return true
+	return out
 }
 
 // Holds says whether a workload still holds capacity: it is admitted, or

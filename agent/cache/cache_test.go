@@ -1086,7 +1086,7 @@ func TestCaptureDispatches(t *testing.T) {
 					return dispatched(wl, "u1", "1")
 				}
 				addWorkload(t, c, groups(admittedWorkload("g0", "10", onHost("n1", 1))))
-				if _, dispatches, _ := c.Capture(flavorName); len(dispatches) != 0 {
+				if _, dispatches, _ := c.Capture(flavorName, nil); len(dispatches) != 0 {
 					t.Errorf("one group of two admitted: listed %v", dispatches)
 				}
 				addWorkload(t, c, groups(admittedWorkload("g1", "10", onHost("n2", 1))))
@@ -1132,7 +1132,7 @@ func TestCaptureDispatches(t *testing.T) {
 			tc.steps(t, c)
 			got := map[string][]string{}
 			for _, f := range []string{flavorName, "other"} {
-				capacity, dispatches, ok := c.Capture(f)
+				capacity, dispatches, ok := c.Capture(f, nil)
 				if !ok || capacity == nil {
 					t.Fatalf("Capture(%s) found no flavor", f)
 				}
@@ -1146,7 +1146,7 @@ func TestCaptureDispatches(t *testing.T) {
 	}
 	t.Run("an unknown flavor", func(t *testing.T) {
 		c, _ := newCache(t, node("n1", "r1"))
-		if _, _, ok := c.Capture("nope"); ok {
+		if _, _, ok := c.Capture("nope", nil); ok {
 			t.Error("Capture() found flavor nope")
 		}
 	})

@@ -31,6 +31,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -285,7 +286,7 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	// Copy the capacity and its dispatches under the cache's lock,
 	// summarize outside it: the scheduler and the informers' handlers wait
 	// for that lock.
-	capacity, dispatches, ok := p.cache.Capture(flavor)
+	capacity, dispatches, ok := p.cache.Capture(flavor, p.preemptingQueues(ctx))
 	if !ok {
 		return time.Time{}, nil
 	}
@@ -330,6 +331,26 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	p.written[flavor] = writtenSummary{obj: cs.DeepCopy(), replaced: replaced, unseen: unseen}
 	record(flavor, &st)
 	return now, nil
+}
+
+// preemptingQueues says which ClusterQueues preempt within themselves
+// (withinClusterQueue not Never): the summary tells the hub what
+// preempting their workloads would free. nil when they cannot be listed.
+func (p *Publisher) preemptingQueues(ctx context.Context) func(string) bool {
+	var list strata.ClusterQueueList
+	if err := p.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	preempting := map[string]bool{}
+	for i := range list.Items {
+		if preemption.PolicyOf(&list.Items[i]).WithinClusterQueue != strata.PreemptionNever {
+			preempting[list.Items[i].Name] = true
+		}
+	}
+	if len(preempting) == 0 {
+		return nil
+	}
+	return func(q string) bool { return preempting[q] }
 }
 
 // summaryBudget is the budget of tas's summary and the dispatches together:

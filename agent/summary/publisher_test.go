@@ -296,7 +296,7 @@ func TestSummarize(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, configv1beta1.Summary{}, "f")
 			e.racks(0, tc.racks)
-			capacity, _, ok := e.cache.Capture("f")
+			capacity, _, ok := e.cache.Capture("f", nil)
 			if !ok {
 				t.Fatal("Capture() found no flavor f")
 			}

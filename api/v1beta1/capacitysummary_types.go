@@ -135,6 +135,20 @@ type CapacitySummaryStatus struct {
 	// +kubebuilder:validation:items:MaxLength=96
 	Dispatches []string `json:"dispatches,omitempty"`
 
+	// preemptible tells the hub what preempting would free: per
+	// ClusterQueue and priority, the flavor's free capacity once every
+	// workload of that ClusterQueue admitted on the flavor with that
+	// priority or lower is gone. A hub that finds a workload fits nowhere
+	// looks here for the one worker where a preemption lets it in (see
+	// docs/placement.md). Ordered by clusterQueue, then priority; bounded
+	// by the summary's size budget (entries that do not fit are left out,
+	// never approximated upwards).
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Preemptible []PreemptibleCapacity `json:"preemptible,omitempty"`
+
 	// conditions: Ready says whether the summary is current and complete.
 	//
 	// +optional
@@ -142,6 +156,63 @@ type CapacitySummaryStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PreemptibleCapacity is a flavor's free capacity once the workloads of
+// one ClusterQueue up to a priority are preempted.
+type PreemptibleCapacity struct {
+	// clusterQueue is the worker's ClusterQueue whose workloads go.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	ClusterQueue string `json:"clusterQueue"`
+
+	// priority: every workload of clusterQueue admitted on the flavor
+	// with this priority or lower goes.
+	//
+	// +required
+	Priority int32 `json:"priority"`
+
+	// workloads is how many workloads that is.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Workloads int32 `json:"workloads"`
+
+	// domains are the domains whose free capacity then differs from
+	// the summary's; every other domain is as the summary lists it.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=65536
+	Domains []PreemptibleDomain `json:"domains,omitempty"`
+}
+
+// PreemptibleDomain is one domain's free capacity in a
+// PreemptibleCapacity, encoded as a SummaryDomain's free.
+type PreemptibleDomain struct {
+	// index is the domain's position in the summary's domains.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Index int32 `json:"index"`
+
+	// free, freeTaints and freeLabels replace the domain's.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=262144
+	Free []int32 `json:"free,omitempty"`
+
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=131072
+	FreeTaints []int32 `json:"freeTaints,omitempty"`
+
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=131072
+	FreeLabels []int32 `json:"freeLabels,omitempty"`
 }
 
 // ResourceVector holds one amount per resource of a summary's resources,

@@ -113,6 +113,12 @@ const (
 	// priority by it rather than by their creation time, so that it admits
 	// them in the order the hub reserved their placements.
 	DispatchTimeAnnotation = Prefix + "dispatch-time"
+	// PreemptUpToAnnotation, on a hub's copy, is the priority up to which
+	// the copy may preempt workloads of its ClusterQueue on the worker
+	// (the hub's Workload status.placement.preemptUpTo). A copy of the
+	// hub without it never preempts: the hub chooses the one worker that
+	// preempts for a workload.
+	PreemptUpToAnnotation = Prefix + "preempt-up-to"
 	// DispatchWorkloadsAnnotation holds, on a copy the worker admits as
 	// several Workloads (a LeaderWorkerSet's groups), how many: the agent's
 	// summary lists the dispatch once all of them count.

@@ -332,6 +332,16 @@ type Placement struct {
 	// +optional
 	DispatchTime *metav1.MicroTime `json:"dispatchTime,omitempty"`
 
+	// preemptUpTo, when set, is the priority up to which the current copy
+	// may preempt workloads of its ClusterQueue on the worker: the hub
+	// found that the workload fits nowhere as the fleet stands and chose
+	// this worker as the one where preempting costs least. The copy
+	// carries it (annotation strata.dev/preempt-up-to); a copy without it
+	// never preempts.
+	//
+	// +optional
+	PreemptUpTo *int32 `json:"preemptUpTo,omitempty"`
+
 	// attempts are the most recent dispatches, oldest first.
 	//
 	// +optional

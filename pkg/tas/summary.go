@@ -35,6 +35,8 @@ type Capacity struct {
 	// row of free, its row in alloc.
 	nodeLabels []map[string]string
 	freeNode   []int32
+	// layers are the preemptible entries (CapturePreemptible).
+	layers []preemptibleLayer
 }
 
 type capacityDomain struct {
@@ -232,6 +234,9 @@ func (c *Capacity) Summarize(maxBytes int) (strata.CapacitySummaryStatus, error)
 		size = len(data)
 		if size <= maxBytes {
 			st.Coarsened = i > 0
+			// What preempting would free gets what the budget leaves
+			// (with room for "coarsened":true).
+			c.addPreemptible(&st, counted, stage.digits, stage.merge, stage.lossy, labels, size+len(`,"coarsened":true`), maxBytes)
 			return st, nil
 		}
 	}

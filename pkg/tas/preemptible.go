@@ -1,0 +1,264 @@
+package tas
+
+import (
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// A summary's preemptible capacity (status.preemptible) tells the hub what
+// preempting would free on a flavor: per ClusterQueue and priority p, the
+// free capacity once every workload of the queue with priority ≤ p is
+// gone. It is captured on the agent's own snapshot with those workloads
+// released, exactly as the agent's preemption search releases them, so
+// that the hub's "fits after preempting up to p" is the agent's answer.
+
+// MaxPreemptible bounds the entries of a summary's preemptible capacity.
+const MaxPreemptible = 32
+
+// Held is an admitted workload's hold on a flavor, as a possible victim.
+type Held struct {
+	Queue    string
+	Priority int32
+	Usage    Usage
+}
+
+// preemptibleLayer is one entry's free rows, aligned with Capacity.free.
+type preemptibleLayer struct {
+	queue     string
+	priority  int32
+	workloads int32
+	free      []int64
+}
+
+// CapturePreemptible captures the flavor's capacity (CaptureForFlavor)
+// and, per queue and distinct priority of held (at most MaxPreemptible
+// entries, queues by name, priorities ascending), the free capacity once
+// the queue's workloads up to that priority are released. The snapshot
+// is left as it was.
+func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []Held) *Capacity {
+	c := s.CaptureForFlavor(tolerations)
+	if len(held) == 0 {
+		return c
+	}
+	sorted := slices.Clone(held)
+	slices.SortStableFunc(sorted, func(a, b Held) int {
+		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Priority, b.Priority))
+	})
+	var released []Usage
+	defer func() {
+		for _, u := range released {
+			for node, rl := range u {
+				s.AddUsage(node, rl, 1)
+			}
+		}
+	}()
+	for i := 0; i < len(sorted) && len(c.layers) < MaxPreemptible; {
+		q := sorted[i].Queue
+		var count int32
+		for i < len(sorted) && sorted[i].Queue == q && len(c.layers) < MaxPreemptible {
+			p := sorted[i].Priority
+			for ; i < len(sorted) && sorted[i].Queue == q && sorted[i].Priority == p; i++ {
+				s.Release(sorted[i].Usage)
+				released = append(released, sorted[i].Usage)
+				count++
+			}
+			after := s.Capture()
+			if len(after.free) != len(c.free) {
+				// Releasing changed which nodes are listed (it cannot:
+				// usage does not make a node usable): leave the rest out.
+				return c
+			}
+			c.layers = append(c.layers, preemptibleLayer{queue: q, priority: p, workloads: count, free: after.free})
+		}
+		for i < len(sorted) && sorted[i].Queue == q {
+			i++
+		}
+		// The next queue's entries start from the flavor as it is.
+		for _, u := range released {
+			for node, rl := range u {
+				s.AddUsage(node, rl, 1)
+			}
+		}
+		released = released[:0]
+	}
+	return c
+}
+
+// addPreemptible encodes the captured preemptible entries into st (built
+// by summarize with the same stage), each only while the JSON stays within
+// budget bytes (size: st's so far). Entries are added in order; one that
+// does not fit ends the list (a later one may be smaller, but a hub then
+// could not tell which priorities are missing).
+func (c *Capacity) addPreemptible(st *strata.CapacitySummaryStatus, counted []bool, digits int, merge, lossy bool, labels labelChoice, size, budget int) {
+	if len(c.layers) == 0 {
+		return
+	}
+	stride := c.stride
+	var freeLabels []int32
+	if labels.out != nil && len(labels.out.Sets) > 0 {
+		freeLabels = make([]int32, len(c.freeNode))
+		for i, n := range c.freeNode {
+			freeLabels[i] = labels.nodeSet[n]
+		}
+	}
+	vectors := make(map[string]int32, len(st.Vectors))
+	keyBuf := make([]byte, 8*stride)
+	keyOf := func(v []int64) string {
+		for r, x := range v {
+			binary.LittleEndian.PutUint64(keyBuf[8*r:], uint64(x))
+		}
+		return string(keyBuf)
+	}
+	for i, v := range st.Vectors {
+		vectors[keyOf(v)] = int32(i)
+	}
+	size += len(`,"preemptible":[]`)
+	for _, l := range c.layers {
+		before := len(st.Vectors)
+		entry := strata.PreemptibleCapacity{ClusterQueue: l.queue, Priority: l.priority, Workloads: l.workloads}
+		freeStart := 0
+		for di, d := range c.domains {
+			base, rows := c.free[freeStart*stride:d.freeEnd*stride], l.free[freeStart*stride:d.freeEnd*stride]
+			if slices.Equal(base, rows) {
+				freeStart = d.freeEnd
+				continue
+			}
+			taints := nonZeroRows(c.freeTaint[freeStart:d.freeEnd])
+			var rowLabels []int32
+			if freeLabels != nil {
+				rowLabels = nonZeroRows(freeLabels[freeStart:d.freeEnd])
+			}
+			pd := strata.PreemptibleDomain{Index: int32(di)}
+			pd.Free, pd.FreeTaints, pd.FreeLabels = bucketRows(rows, stride, taints, rowLabels, counted, digits, merge, lossy, func(v []int64) int32 {
+				k := keyOf(v)
+				if i, ok := vectors[k]; ok {
+					return i
+				}
+				i := int32(len(st.Vectors))
+				vectors[k] = i
+				st.Vectors = append(st.Vectors, slices.Clone(v))
+				return i
+			})
+			entry.Domains = append(entry.Domains, pd)
+			freeStart = d.freeEnd
+		}
+		data, _ := json.Marshal(entry)
+		add := len(data) + 1
+		for _, v := range st.Vectors[before:] {
+			vd, _ := json.Marshal(v)
+			add += len(vd) + 1
+		}
+		if size+add > budget {
+			for _, v := range st.Vectors[before:] {
+				delete(vectors, keyOf(v))
+			}
+			st.Vectors = st.Vectors[:before]
+			return
+		}
+		size += add
+		st.Preemptible = append(st.Preemptible, entry)
+	}
+}
+
+// nonZeroRows is rows, or nil when all are 0.
+func nonZeroRows(rows []int32) []int32 {
+	if slices.ContainsFunc(rows, func(t int32) bool { return t != 0 }) {
+		return rows
+	}
+	return nil
+}
+
+// bucketRows groups free rows as summarize does for a domain's free
+// nodes: by taint and label set and equal key, each group's vector the
+// minimum of its rows, rounded down; intern gives a vector's position.
+func bucketRows(rows []int64, stride int, taints, labels []int32, counted []bool, digits int, merge, lossy bool,
+	intern func([]int64) int32) (pairs, pairTaints, pairLabels []int32) {
+	type group struct {
+		val          []int64
+		n            int32
+		taint, label int32
+	}
+	groups := map[string]int{}
+	var list []group
+	groupKey := make([]byte, 8*stride+8)
+	for at := 0; at+stride <= len(rows); at += stride {
+		row := rows[at : at+stride]
+		var taint, label int32
+		if taints != nil {
+			taint = taints[at/stride]
+		}
+		if labels != nil {
+			label = labels[at/stride]
+		}
+		for r, v := range row {
+			var k int64
+			switch {
+			case lossy, merge && !counted[r]:
+			case counted[r]:
+				k = v
+			default:
+				k = roundDown(v, digits)
+			}
+			binary.LittleEndian.PutUint64(groupKey[8*r:], uint64(k))
+		}
+		binary.LittleEndian.PutUint32(groupKey[8*stride:], uint32(taint))
+		binary.LittleEndian.PutUint32(groupKey[8*stride+4:], uint32(label))
+		g, ok := groups[string(groupKey)]
+		if !ok {
+			g = len(list)
+			groups[string(groupKey)] = g
+			list = append(list, group{val: slices.Clone(row), taint: taint, label: label})
+		}
+		gr := &list[g]
+		gr.n++
+		for r, v := range row {
+			gr.val[r] = min(gr.val[r], v)
+		}
+	}
+	for _, g := range list {
+		for r, v := range g.val {
+			if !counted[r] {
+				g.val[r] = roundDown(v, digits)
+			}
+		}
+		pairs = append(pairs, intern(g.val), g.n)
+		if taints != nil {
+			pairTaints = append(pairTaints, g.taint)
+		}
+		if labels != nil {
+			pairLabels = append(pairLabels, g.label)
+		}
+	}
+	return pairs, pairTaints, pairLabels
+}
+
+// PreemptibleStatus returns the summary as it would read once entry i of
+// its preemptible capacity is preempted: its domains with the entry's
+// free capacity, for NewSnapshotFromSummary (which checks the rest).
+func PreemptibleStatus(st *strata.CapacitySummaryStatus, i int) (*strata.CapacitySummaryStatus, error) {
+	if i < 0 || i >= len(st.Preemptible) {
+		return nil, fmt.Errorf("preemptible[%d] does not exist (%d entries)", i, len(st.Preemptible))
+	}
+	e := &st.Preemptible[i]
+	out := *st
+	out.Preemptible, out.Dispatches = nil, nil
+	out.Domains = slices.Clone(st.Domains)
+	last := int32(-1)
+	for j, d := range e.Domains {
+		if d.Index <= last || int(d.Index) >= len(st.Domains) {
+			return nil, fmt.Errorf("preemptible[%d].domains[%d]: index %d is not after %d and below %d", i, j, d.Index, last, len(st.Domains))
+		}
+		last = d.Index
+		sd := out.Domains[d.Index]
+		sd.Free, sd.FreeTaints, sd.FreeLabels = d.Free, d.FreeTaints, d.FreeLabels
+		out.Domains[d.Index] = sd
+	}
+	return &out, nil
+}

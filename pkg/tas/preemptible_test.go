@@ -1,0 +1,227 @@
+package tas
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// randomHeld adds running workloads to a generated cluster: each of a
+// random queue and priority, holding CPUs (and GPUs) on one to three
+// nodes. It returns them as the agent's cache would.
+func randomHeld(rng *rand.Rand, s *Snapshot) []Held {
+	var names []string
+	for _, l := range s.orderedLeaves() {
+		for _, b := range l.bins {
+			if b.node != nil {
+				names = append(names, b.node.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	var held []Held
+	for range rng.IntN(2 * len(names)) {
+		h := Held{Queue: []string{"a", "b"}[rng.IntN(2)], Priority: []int32{-5, 0, 10, 100, 1000}[rng.IntN(5)], Usage: Usage{}}
+		for range 1 + rng.IntN(3) {
+			n := names[rng.IntN(len(names))]
+			rl := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(1+rng.IntN(2)), resource.DecimalSI)}
+			if rng.IntN(3) == 0 {
+				rl[gpu] = *resource.NewQuantity(int64(1+rng.IntN(4)), resource.DecimalSI)
+			}
+			h.Usage[n] = rl
+		}
+		for n, rl := range h.Usage {
+			s.AddUsage(n, rl, 1)
+		}
+		held = append(held, h)
+	}
+	return held
+}
+
+// TestHubAnswersAsTheAgentAfterPreempting: on generated clusters with
+// running workloads of random queues and priorities, the hub's answer on
+// a summary's preemptible capacity — "fits once the queue's workloads of
+// priority below P are preempted" — is the agent's on its own nodes with
+// exactly those workloads released: same fit or no fit, same leaf domains
+// and counts. The summary leaves the agent's snapshot as it found it.
+func TestHubAnswersAsTheAgentAfterPreempting(t *testing.T) {
+	const clusters, requestsPerCluster = 300, 8
+	fits, misses, helped := 0, 0, 0
+	for seed := range uint64(clusters) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		agent, levels := randomCluster(rng)
+		held := randomHeld(rng, agent)
+		before, err := agent.Summarize(math.MaxInt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := agent.CapturePreemptible(nil, held).Summarize(math.MaxInt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := agent.Summarize(math.MaxInt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Fatalf("seed %d: CapturePreemptible changed the snapshot (-before,+after):\n%s", seed, diff)
+		}
+		for i := range requestsPerCluster {
+			reqs := randomRequests(rng, levels)
+			o := randomOptions(rng)
+			q := []string{"a", "b"}[rng.IntN(2)]
+			p := []int32{0, 50, 500, 5000}[rng.IntN(4)]
+			name := fmt.Sprintf("seed %d request %d: queue %s priority %d: %s with %+v", seed, i, q, p, describe(reqs), o)
+			// The hub: the entry of q with the highest priority below p.
+			entry := -1
+			for k, e := range st.Preemptible {
+				if e.ClusterQueue == q && e.Priority < p {
+					entry = k
+				}
+			}
+			view := &st
+			if entry >= 0 {
+				if view, err = PreemptibleStatus(&st, entry); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+			}
+			hub, err := NewSnapshotFromSummary(view)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			// The agent: those workloads released.
+			var released []Usage
+			for _, h := range held {
+				if h.Queue == q && h.Priority < p {
+					agent.Release(h.Usage)
+					released = append(released, h.Usage)
+				}
+			}
+			want, wantErr := agent.FindGroupAssignment(reqs, o)
+			got, gotErr := hub.FindGroupAssignment(reqs, o)
+			for _, u := range released {
+				for n, rl := range u {
+					agent.AddUsage(n, rl, 1)
+				}
+			}
+			if (wantErr == nil) != (gotErr == nil) {
+				t.Errorf("%s: agent error %v, hub error %v", name, wantErr, gotErr)
+				continue
+			}
+			if wantErr != nil {
+				misses++
+				continue
+			}
+			fits++
+			if len(released) > 0 {
+				helped++
+			}
+			for j := range want {
+				if diff := cmp.Diff(projectAgent(agent, want[j]), got[j], cmpopts.IgnoreFields(Assignment{}, "Tolerations", "NodeSelector", "NodeAffinity")); diff != "" {
+					t.Errorf("%s: pod set %d (-agent,+hub):\n%s", name, j, diff)
+				}
+			}
+		}
+	}
+	if total := fits + misses; fits < total/5 || misses < total/10 || helped < fits/5 {
+		t.Errorf("%d of %d requests fit, %d with workloads released: the generated cases do not cover enough", fits, total, helped)
+	}
+	t.Logf("%d requests fit (%d with workloads released), %d did not", fits, helped, misses)
+}
+
+// TestPreemptibleCapacity: entries per queue and priority, cumulative,
+// listing only the domains that change; left out in order when the
+// budget is short.
+func TestPreemptibleCapacity(t *testing.T) {
+	s := NewSnapshot([]string{rack, host}, nil)
+	for i, r := range []string{"r0", "r0", "r1"} {
+		name := fmt.Sprintf("n%d", i)
+		s.SetNode(Node{Name: name, Labels: map[string]string{rack: r, host: name}, Ready: true,
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}})
+	}
+	use := func(node, c string) Usage {
+		u := Usage{node: {corev1.ResourceCPU: resource.MustParse(c)}}
+		s.AddUsage(node, u[node], 1)
+		return u
+	}
+	held := []Held{
+		{Queue: "b", Priority: 5, Usage: use("n2", "4")},
+		{Queue: "a", Priority: 10, Usage: use("n0", "2")},
+		{Queue: "a", Priority: 1, Usage: use("n1", "1")},
+		{Queue: "a", Priority: 10, Usage: use("n1", "1")},
+	}
+	st, err := s.CapturePreemptible(nil, held).Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		Queue     string
+		Priority  int32
+		Workloads int32
+		Domains   []int32
+		Free      [][]int64 // per listed domain, the free CPUs of its pairs' vectors
+	}
+	summarize := func(st strata.CapacitySummaryStatus) []entry {
+		var out []entry
+		for _, e := range st.Preemptible {
+			got := entry{Queue: e.ClusterQueue, Priority: e.Priority, Workloads: e.Workloads}
+			for _, d := range e.Domains {
+				got.Domains = append(got.Domains, d.Index)
+				var free []int64
+				for k := 0; k < len(d.Free); k += 2 {
+					for range d.Free[k+1] {
+						free = append(free, st.Vectors[d.Free[k]][0]/1000)
+					}
+				}
+				got.Free = append(got.Free, free)
+			}
+			out = append(out, got)
+		}
+		return out
+	}
+	if st.Resources[0] != corev1.ResourceCPU {
+		t.Fatalf("resources %v: the test reads cpu first", st.Resources)
+	}
+	want := []entry{
+		{Queue: "a", Priority: 1, Workloads: 1, Domains: []int32{0}, Free: [][]int64{{2, 3}}},
+		{Queue: "a", Priority: 10, Workloads: 3, Domains: []int32{0}, Free: [][]int64{{4, 4}}},
+		{Queue: "b", Priority: 5, Workloads: 1, Domains: []int32{1}, Free: [][]int64{{4}}},
+	}
+	if diff := cmp.Diff(want, summarize(st)); diff != "" {
+		t.Errorf("preemptible (-want,+got):\n%s", diff)
+	}
+	// A budget that holds the summary and one entry.
+	plain, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(plain)
+	budget := len(data) + 200
+	one, err := s.CapturePreemptible(nil, held).Summarize(budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want[:1], summarize(one)); diff != "" {
+		t.Errorf("preemptible within a short budget (-want,+got):\n%s", diff)
+	}
+	if data, _ := json.Marshal(one); len(data) > budget {
+		t.Errorf("the summary takes %d bytes", len(data))
+	}
+	// A view with a bad index is refused.
+	bad := st.DeepCopy()
+	bad.Preemptible[0].Domains[0].Index = 7
+	if _, err := PreemptibleStatus(bad, 0); err == nil {
+		t.Errorf("PreemptibleStatus accepted a domain index beyond the domains")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,11 +43,36 @@ type pendingPreemption struct {
 // search for each of them. The others keep the reason they have.
 const preemptionSearchesPerPass = 16
 
-// mayPreempt says whether a workload may preempt at all: its queue's
-// policy allows something, and it is not the copy of a hub dispatch (the
-// hub chooses the one worker that preempts for a copy).
-func mayPreempt(cq *strata.ClusterQueue, wl *strata.Workload) bool {
-	return preemption.PolicyOf(cq).Any() && wl.Labels[strata.HubWorkloadUIDLabel] == ""
+// mayPreempt says whether a workload may preempt at all, and up to which
+// priority: its queue's policy allows something, and it is not the copy
+// of a hub dispatch unless the hub marked it (strata.dev/preempt-up-to):
+// the hub chooses the one worker that preempts for a copy, and how far.
+func mayPreempt(cq *strata.ClusterQueue, wl *strata.Workload) (bool, *int32) {
+	if !preemption.PolicyOf(cq).Any() {
+		return false, nil
+	}
+	if wl.Labels[strata.HubWorkloadUIDLabel] == "" {
+		return true, nil
+	}
+	upTo, ok := PreemptUpTo(wl)
+	if !ok {
+		return false, nil
+	}
+	return true, &upTo
+}
+
+// PreemptUpTo reads a hub copy's mark: the priority up to which it may
+// preempt; ok is false when it has none or it is not a number.
+func PreemptUpTo(wl *strata.Workload) (int32, bool) {
+	v, ok := wl.Annotations[strata.PreemptUpToAnnotation]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(n), true
 }
 
 // stillHeld returns the victims of a preemption whose capacity is not
@@ -82,7 +108,7 @@ func (s *Scheduler) forgetPreemptions(pending map[types.NamespacedName]bool) map
 // whose preemption lets wl in, and evicts them. It returns whether it did,
 // or why it cannot; once the victims' pods are gone (at once when they had
 // none) a pass admits wl.
-func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) (bool, string, error) {
+func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, upTo *int32) (bool, string, error) {
 	flavorDef, err := s.flavorReady(fq.Name)
 	if err != nil {
 		return false, err.Error(), nil
@@ -105,6 +131,9 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 			k := client.ObjectKeyFromObject(a.Workload)
 			if k == key || writing[k] || a.Workload.Status.Admission == nil {
 				continue
+			}
+			if upTo != nil && queue.Priority(a.Workload) > *upTo {
+				continue // beyond what the hub chose this worker to preempt
 			}
 			cands = append(cands, candidate(a.Workload, fq.Name))
 			usages = append(usages, a.Usage)

@@ -399,7 +399,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		return false, false, s.setNotAdmitted(ctx, wl, ReasonInadmissible, why)
 	}
 	fung := fungibility(cq)
-	preempts := mayPreempt(cq, wl)
+	preempts, upTo := mayPreempt(cq, wl)
 	need := queue.WorkloadRequests(wl)
 	var reasons, cannotPreempt []string
 	// never: no change of capacity lets the workload in; asWritten: only
@@ -436,7 +436,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			return false, false, nil
 		}
 		s.searches--
-		done, why, err := s.preempt(ctx, cq, fq, books, wl)
+		done, why, err := s.preempt(ctx, cq, fq, books, wl, upTo)
 		if why != "" {
 			cannotPreempt = append(cannotPreempt, why)
 		}

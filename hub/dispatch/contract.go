@@ -120,6 +120,7 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 	p.Cluster, p.Flavor = cluster, flavor
 	p.DispatchTime = ptr.To(metav1.NewMicroTime(now))
 	p.DispatchGeneration++
+	p.PreemptUpTo = nil
 	addAttempt(p, strata.PlacementAttempt{Cluster: cluster, Flavor: flavor, DispatchGeneration: p.DispatchGeneration,
 		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncate(reason)})
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
@@ -261,6 +262,10 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 	}
 	if _, grouped := job.Kind().(jobs.GroupedWorkloads); !grouped {
 		delete(annotations, strata.DispatchWorkloadsAnnotation) // a user's, not the hub's
+	}
+	delete(annotations, strata.PreemptUpToAnnotation)
+	if p := wl.Status.Placement; p != nil && p.PreemptUpTo != nil {
+		annotations[strata.PreemptUpToAnnotation] = strconv.FormatInt(int64(*p.PreemptUpTo), 10)
 	}
 	delete(annotations, strata.TopologyHintAnnotation)
 	if hint != "" {

@@ -29,6 +29,7 @@ type targetSource interface {
 	PruneHints(live func(key string) bool)
 	Serves(worker string, k jobs.Kind) (served, known bool)
 	QueueRefusal(worker string, t fleet.QueueTarget) (reason, message string, known bool)
+	PreemptingQueue(worker string, t fleet.QueueTarget) string
 }
 
 // seeWorkers lists the WorkerClusters: the workers whose targets a pass
@@ -91,6 +92,12 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, p
 			cluster, flavor, gen, _ := Placed(wl)
 			key := Key(wl.UID, gen)
 			if cluster != t.Cluster || flavor != t.Flavor || t.HasReservation(key) {
+				continue
+			}
+			if p := wl.Status.Placement; p.PreemptUpTo != nil && !t.SummaryCounts(key) {
+				// A preemption in flight: it takes no capacity, and no
+				// other preemptor counts on its victims.
+				t.ReservePreemption(key)
 				continue
 			}
 			if dec := d.policy.Decide(wl, []string{flavor}, []*placement.Target{t}); dec.Cluster != "" {

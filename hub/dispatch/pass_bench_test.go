@@ -220,3 +220,5 @@ func (s *benchTargets) Serves(string, jobs.Kind) (served, known bool) { return t
 func (s *benchTargets) QueueRefusal(string, fleet.QueueTarget) (reason, message string, known bool) {
 	return "", "", true
 }
+
+func (s *benchTargets) PreemptingQueue(string, fleet.QueueTarget) string { return "" }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -137,13 +138,17 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	// shape, not per workload.
 	var same *waitKey
 	if len(backoffs) == 0 {
-		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key}
+		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key, priority: queue.Priority(wl)}
 		if o, ok := view.waits[*same]; ok {
 			d.waitFor(ctx, p, o)
 			return o.blocks, 0, nil
 		}
 	}
-	o, dec := d.decide(ctx, targets, cq, view, p, shape, flavors, notes, backoffs, now)
+	o, dec, choice := d.decide(ctx, targets, cq, view, p, shape, flavors, notes, backoffs, now)
+	if choice != nil {
+		clear(view.quota)
+		return false, o.retry, d.dispatchPreemption(ctx, targets, cq, p, choice, now, books, writes)
+	}
 	if dec == nil {
 		o = withMeaning(o)
 		if same != nil {
@@ -194,10 +199,11 @@ type quotaOutcome struct {
 
 // decide places p on the best eligible target of flavors. flavors are
 // the queue's within quota (notes say why others are not); dec is the
-// decision when it goes somewhere, nil when it waits (o says why);
-// o.message is the reason of either.
+// decision when it goes somewhere; choice, when it fits nowhere, the one
+// worker where preempting lets it in; both nil when it waits (o says
+// why); o.message is the reason of any.
 func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, view *passView, p pending,
-	shape string, flavors, notes []string, backoffs map[string]time.Time, now time.Time) (waitOutcome, *placement.Decision) {
+	shape string, flavors, notes []string, backoffs map[string]time.Time, now time.Time) (waitOutcome, *placement.Decision, *placement.PreemptionChoice) {
 	wl := p.wl
 	start := time.Now()
 	// Levels are checked against the hub's Topology of a flavor when it
@@ -212,7 +218,7 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		withLevels = append(withLevels, f)
 	}
 	if len(withLevels) == 0 {
-		return waitOutcome{reason: ReasonNeverFits, message: "no flavor of ClusterQueue " + cq.Name + " has the topology levels the Job names: " + strings.Join(mismatches, "; ")}, nil
+		return waitOutcome{reason: ReasonNeverFits, message: "no flavor of ClusterQueue " + cq.Name + " has the topology levels the Job names: " + strings.Join(mismatches, "; ")}, nil, nil
 	}
 	flavors = withLevels
 	notes = append(notes, mismatches...)
@@ -221,7 +227,7 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	if cq.Spec.ClusterSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector)
 		if err != nil {
-			return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err)}, nil
+			return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err)}, nil, nil
 		}
 		selector = s
 	}
@@ -248,11 +254,33 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	}
 	if dec.Cluster == "" {
 		if dec.NeverFits && len(excluded) == 0 {
-			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil
+			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
 		}
-		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil
+		if !dec.NeverFits {
+			choice, why := d.policy.DecidePreemption(wl, flavors, eligible, queue.Priority(wl), func(t *placement.Target) string {
+				return d.preemptingQueue(view, t.Cluster, p)
+			})
+			if choice != nil {
+				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice
+			}
+			reason += "; no preemption helps: " + why
+		}
+		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil, nil
 	}
-	return waitOutcome{message: reason, retry: retry}, dec
+	return waitOutcome{message: reason, retry: retry}, dec, nil
+}
+
+// preemptingQueue names the worker ClusterQueue p's copy would land in
+// on cluster when it preempts within itself ("" otherwise, or when the
+// hub does not read the worker's queues).
+func (d *Dispatcher) preemptingQueue(view *passView, cluster string, p pending) string {
+	wq := view.queueOf[cluster]
+	lq := wq.localQueue
+	if lq == "" {
+		lq = p.wl.Spec.QueueName
+	}
+	return d.fleet.PreemptingQueue(cluster, fleet.QueueTarget{Namespace: p.wl.Namespace, LocalQueue: lq,
+		CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding})
 }
 
 // checkLevels checks a workload's topology requests against the hub's
@@ -326,6 +354,43 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 		metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
 		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Dispatch", "%s",
 			truncateNote(fmt.Sprintf("Dispatched to %s (flavor %s): %s", dec.Cluster, dec.Flavor, reason)))
+		return nil
+	})
+	return nil
+}
+
+// dispatchPreemption dispatches p to the one worker where preempting lets
+// it in: its copy is marked to preempt up to the chosen priority there
+// (status.placement.preemptUpTo), and the target holds a preemption in
+// flight, so that no other preemptor counts on the same victims until the
+// worker's summary shows the outcome. The copy carries no topology hint:
+// the worker places it once its victims are gone.
+func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, p pending, choice *placement.PreemptionChoice,
+	now time.Time, books *queue.Books, writes *passWrites) error {
+	wl := p.wl.DeepCopy()
+	gen := RecordDispatch(&wl.Status, choice.Cluster, choice.Flavor, choice.Reason, d.dispatchTime(now))
+	wl.Status.Placement.PreemptUpTo = ptr.To(choice.UpTo)
+	key := Key(wl.UID, gen)
+	if err := choice.Reserve(targets, key); err != nil {
+		return err
+	}
+	d.fleet.NoteDispatched(key)
+	books.Charge(cq.Name, choice.Flavor, p.need, 1)
+	writes.record(choice.Cluster, choice.Flavor, key, func() error {
+		if err := d.client.Status().Update(ctx, wl); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return errReleaseOnly
+			}
+			return err
+		}
+		d.mu.Lock()
+		d.recorded[wl.UID] = recorded{generation: gen, flavor: choice.Flavor}
+		delete(d.waiting, wl.UID)
+		d.mu.Unlock()
+		metrics.HubDecisions.WithLabelValues(choice.Cluster, choice.Flavor).Inc()
+		metrics.HubPreemptionDispatches.WithLabelValues(choice.Cluster, choice.Flavor).Inc()
+		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Preempt", "%s",
+			truncateNote(fmt.Sprintf("Dispatched to %s (flavor %s) to preempt workloads of priority ≤ %d there: %s", choice.Cluster, choice.Flavor, choice.UpTo, choice.Reason)))
 		return nil
 	})
 	return nil

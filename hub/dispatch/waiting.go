@@ -54,6 +54,9 @@ type waitKey struct {
 	// flavors are those within quota, and the notes on the others
 	// (quotaOutcome.key).
 	flavors string
+	// priority: a workload that fits nowhere may preempt workloads of a
+	// lower priority.
+	priority int32
 }
 
 // wait queues why a Workload waits on the reason queue, with an event on

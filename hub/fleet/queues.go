@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
 )
 
@@ -187,6 +188,38 @@ func (f *Fleet) QueueRefusal(name string, t QueueTarget) (reason, message string
 	}
 	reason, message = JudgeQueue(name, t, ns, lq, cq)
 	return reason, message, true
+}
+
+// PreemptingQueue names the worker ClusterQueue a copy queued to t lands
+// in, when the worker would take it and that queue preempts within itself
+// (withinClusterQueue not Never); "" otherwise, or when the hub does not
+// read the worker's queues.
+func (f *Fleet) PreemptingQueue(name string, t QueueTarget) string {
+	f.mu.Lock()
+	r := f.remotes[name]
+	if r == nil || !r.queues.synced {
+		f.mu.Unlock()
+		return ""
+	}
+	c := r.queues.cache
+	f.mu.Unlock()
+	ctx := context.Background()
+	cqName := t.OnboardingClusterQueue
+	lq, err := getOrNil(ctx, c, types.NamespacedName{Namespace: t.Namespace, Name: t.LocalQueue}, &strata.LocalQueue{})
+	if err != nil {
+		return ""
+	}
+	if lq != nil {
+		cqName = lq.Spec.ClusterQueue
+	}
+	if cqName == "" {
+		return ""
+	}
+	cq, err := getOrNil(ctx, c, types.NamespacedName{Name: cqName}, &strata.ClusterQueue{})
+	if err != nil || cq == nil || preemption.PolicyOf(cq).WithinClusterQueue == strata.PreemptionNever {
+		return ""
+	}
+	return cq.Name
 }
 
 // getOrNil reads an object: nil when it does not exist.

@@ -130,6 +130,12 @@ var (
 		Help: "Workloads waiting to be dispatched, as the last dispatch pass found them.",
 	})
 
+	// HubPreemptionDispatches counts dispatches marked to preempt, per
+	// worker and flavor.
+	HubPreemptionDispatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_hub_preemption_dispatches_total",
+		Help: "Dispatches of workloads that fit nowhere, to the one worker chosen to preempt for them, per worker and flavor.",
+	}, []string{"cluster", "flavor"})
 	// HubDecisions counts dispatches per worker and flavor.
 	HubDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strata_hub_dispatches_total",
@@ -177,5 +183,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(HubPlacementLatency, HubDispatchPass, HubPendingWorkloads, HubDecisions, HubRejections, HubFenceRenewalFailures, HubReservations, HubSummaryAge, HubConnected, HubAdmissionLatency)
+	metrics.Registry.MustRegister(HubPlacementLatency, HubDispatchPass, HubPendingWorkloads, HubDecisions, HubPreemptionDispatches, HubRejections, HubFenceRenewalFailures, HubReservations, HubSummaryAge, HubConnected, HubAdmissionLatency)
 }

@@ -42,6 +42,10 @@ type Target struct {
 	// new work until a newer summary reads.
 	invalid    string
 	invalidGen int64
+	// preempted are the snapshots of preemptible entries, by position, for
+	// version preemptedVersion.
+	preempted        map[int]*tas.Snapshot
+	preemptedVersion uint64
 }
 
 type reservation struct {
@@ -50,6 +54,8 @@ type reservation struct {
 	assignments []*tas.Assignment
 	requests    []corev1.ResourceList
 	usage       []*tas.Dispatched
+	// preempt: a preemption in flight, taking no capacity.
+	preempt bool
 }
 
 // NewTarget returns the view of a flavor on a cluster from its summary.
@@ -195,8 +201,8 @@ func (t *Target) SummaryCounts(key string) bool { return t.reflected[key] }
 // and not counted by the summary.
 func (t *Target) Reservations() int {
 	n := 0
-	for key := range t.reservations {
-		if !t.reflected[key] {
+	for key, r := range t.reservations {
+		if !t.reflected[key] && !r.preempt {
 			n++
 		}
 	}
@@ -232,8 +238,8 @@ func (t *Target) emptySnapshot() (*tas.Snapshot, error) {
 // TakesCapacity says whether key holds a reservation that takes capacity
 // (one the summary does not count).
 func (t *Target) TakesCapacity(key string) bool {
-	_, ok := t.reservations[key]
-	return ok && !t.reflected[key]
+	r, ok := t.reservations[key]
+	return ok && !t.reflected[key] && !r.preempt
 }
 
 // HasReservation says whether key holds a reservation, taking capacity or

@@ -100,7 +100,8 @@ var dispatchLabels = []string{strata.OriginLabel, strata.HubWorkloadUIDLabel, st
 
 // dispatchAnnotations are the annotations a hub puts on its copy of a Job,
 // which the copy's Workload carries.
-var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeAnnotation, strata.TopologyHintAnnotation, strata.DispatchWorkloadsAnnotation}
+var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeAnnotation, strata.TopologyHintAnnotation, strata.DispatchWorkloadsAnnotation,
+	strata.PreemptUpToAnnotation}
 
 // CarryDispatch copies to dst the dispatch contract's labels and
 // annotations that src has and dst lacks or holds with another value; it

@@ -1,0 +1,193 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Fleet preemption: when a workload fits on no worker as the fleet stands,
+// the hub looks, on every eligible (cluster, flavor), for the lowest
+// priority band of the worker ClusterQueue its copy would land in whose
+// preemption lets it in (the summary's preemptible capacity, see
+// tas.CapturePreemptible), and chooses the one worker where preempting
+// costs least. Only that worker's copy is marked to preempt, up to the
+// band's priority.
+
+// PreemptionChoice is where a workload fits once workloads are preempted.
+type PreemptionChoice struct {
+	Cluster, Flavor string
+	// Queue is the worker's ClusterQueue whose workloads it preempts.
+	Queue string
+	// UpTo is the priority up to which it may preempt there.
+	UpTo int32
+	// Workloads is how many workloads of the queue with priority ≤ UpTo
+	// the worker holds on the flavor: the most it preempts.
+	Workloads int32
+	// PodSets are the placement once they are gone.
+	PodSets []PodSetPlacement
+	Reason  string
+}
+
+// preemptionOption is one target's lowest band that lets the workload in.
+type preemptionOption struct {
+	t     *Target
+	entry strata.PreemptibleCapacity
+	a     *answer
+}
+
+// DecidePreemption finds where wl, of priority, fits once workloads of a
+// lower priority are preempted, among targets of flavors. queueOf names
+// the worker ClusterQueue a copy on a target lands in, "" when it is not
+// known or does not preempt within itself. A target with a preemption in
+// flight (ReservePreemption) is not considered: its next summary tells
+// what that one freed. The choice, best first: fewest workloads in the
+// band (the most the worker may preempt), then the lowest band, then the
+// placement order of Decide (the smallest enclosing domain, then room).
+// It returns nil and why not when nothing helps.
+func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets []*Target, priority int32,
+	queueOf func(*Target) string) (*PreemptionChoice, string) {
+	var options []preemptionOption
+	var why []string
+	for _, t := range targets {
+		if !slices.Contains(flavors, t.Flavor) || t.Unavailable != "" || t.summary == nil {
+			continue
+		}
+		q := queueOf(t)
+		if q == "" {
+			continue
+		}
+		if t.Preempting() {
+			why = append(why, fmt.Sprintf("%s/%s: a preemption is already under way there", t.Cluster, t.Flavor))
+			continue
+		}
+		found := false
+		lower := 0
+		for i, e := range t.summary.Preemptible {
+			if e.ClusterQueue != q || e.Priority >= priority {
+				continue
+			}
+			lower++
+			s, err := t.preemptedSnapshot(i)
+			if err != nil {
+				why = append(why, fmt.Sprintf("%s/%s: %v", t.Cluster, t.Flavor, err))
+				break
+			}
+			if a := p.place(t, s, wl); a.fits {
+				options = append(options, preemptionOption{t: t, entry: e, a: a})
+				found = true
+				break
+			}
+		}
+		switch {
+		case found:
+		case lower == 0:
+			why = append(why, fmt.Sprintf("%s/%s: no workload of ClusterQueue %s there has a priority below %d", t.Cluster, t.Flavor, q, priority))
+		default:
+			why = append(why, fmt.Sprintf("%s/%s: it would not fit even with every workload of ClusterQueue %s of priority below %d preempted", t.Cluster, t.Flavor, q, priority))
+		}
+	}
+	if len(options) == 0 {
+		if len(why) == 0 {
+			return nil, "no worker's ClusterQueue for it preempts within itself"
+		}
+		return nil, strings.Join(why, "; ")
+	}
+	flavorPos := func(f string) int { return slices.Index(flavors, f) }
+	slices.SortStableFunc(options, func(a, b preemptionOption) int {
+		return cmp.Or(cmp.Compare(a.entry.Workloads, b.entry.Workloads), cmp.Compare(a.entry.Priority, b.entry.Priority),
+			cmp.Compare(len(b.a.domain), len(a.a.domain)), cmp.Compare(a.a.room, b.a.room),
+			cmp.Compare(flavorPos(a.t.Flavor), flavorPos(b.t.Flavor)), cmp.Compare(a.t.Cluster, b.t.Cluster))
+	})
+	best := options[0]
+	c := &PreemptionChoice{Cluster: best.t.Cluster, Flavor: best.t.Flavor, Queue: best.entry.ClusterQueue, UpTo: best.entry.Priority, Workloads: best.entry.Workloads}
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		c.PodSets = append(c.PodSets, PodSetPlacement{Name: ps.Name, Assignment: best.a.assignments[i], Requests: workload.Request(ps).PodRequests})
+	}
+	c.Reason = fmt.Sprintf("fits nowhere now; %s/%s %s once workloads of ClusterQueue %s of priority ≤ %d are preempted there (%d such workloads hold the flavor)",
+		c.Cluster, c.Flavor, best.a.reason, c.Queue, c.UpTo, c.Workloads)
+	if len(options) > 1 {
+		var others []string
+		for _, o := range options[1:] {
+			others = append(others, fmt.Sprintf("%s/%s: up to priority %d, %d workloads", o.t.Cluster, o.t.Flavor, o.entry.Priority, o.entry.Workloads))
+		}
+		c.Reason += "; also possible: " + strings.Join(others, "; ")
+	}
+	return c, ""
+}
+
+// preemptedSnapshot is the target's free capacity once preemptible entry
+// i is preempted, less the in-flight reservations: built on first use for
+// the target's current version.
+func (t *Target) preemptedSnapshot(i int) (*tas.Snapshot, error) {
+	if t.preempted == nil || t.preemptedVersion != t.version {
+		t.preempted, t.preemptedVersion = map[int]*tas.Snapshot{}, t.version
+	}
+	if s, ok := t.preempted[i]; ok {
+		return s, nil
+	}
+	view, err := tas.PreemptibleStatus(t.summary, i)
+	if err != nil {
+		return nil, err
+	}
+	s, err := tas.NewSnapshotFromSummary(view)
+	if err != nil {
+		return nil, fmt.Errorf("preemptible capacity %d: %w", i, err)
+	}
+	for _, r := range t.reservations {
+		if t.reflected[r.key] {
+			continue
+		}
+		for k, a := range r.assignments {
+			_, _ = s.CommitReservation(a, r.requests[k]) // a domain gone holds nothing
+		}
+	}
+	t.preempted[i] = s
+	return s, nil
+}
+
+// ReservePreemption holds dispatch key as a preemption in flight on the
+// target: it takes no capacity (what it needs is freed by its victims),
+// and the target is offered for no other preemption until Release, or a
+// summary that counts the dispatch (the worker admitted it).
+func (t *Target) ReservePreemption(key string) {
+	t.Release(key)
+	t.reservations[key] = &reservation{key: key, seq: t.version + 1, preempt: true}
+	t.version++
+}
+
+// Preempting says whether a preemption is in flight on the target.
+func (t *Target) Preempting() bool {
+	for key, r := range t.reservations {
+		if r.preempt && !t.reflected[key] {
+			return true
+		}
+	}
+	return false
+}
+
+// Reserve holds the choice as a preemption in flight on its target (one
+// of targets).
+func (c *PreemptionChoice) Reserve(targets []*Target, key string) error {
+	t := Find(targets, c.Cluster, c.Flavor)
+	if t == nil {
+		return fmt.Errorf("no target %s/%s to reserve %s on", c.Cluster, c.Flavor, key)
+	}
+	t.ReservePreemption(key)
+	return nil
+}
+
+// Assignments returns the choice's assignment of each pod set.
+func (c *PreemptionChoice) Assignments() []*tas.Assignment {
+	out := make([]*tas.Assignment, len(c.PodSets))
+	for i, ps := range c.PodSets {
+		out[i] = ps.Assignment
+	}
+	return out
+}

@@ -1,0 +1,150 @@
+package placement
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// fullCluster builds a worker whose every node (8 GPUs) runs one workload
+// of queue "cq" taking all its GPUs: priorities[r][n] is the priority of
+// the workload on node n of rack r (one block).
+func fullCluster(t *testing.T, name string, priorities [][]int32) *Target {
+	t.Helper()
+	s := tas.NewSnapshot([]string{block, rack, host}, nil)
+	var held []tas.Held
+	for r, nodes := range priorities {
+		for n, p := range nodes {
+			node := fmt.Sprintf("%s-r%d-n%d", name, r, n)
+			s.SetNode(tas.Node{Name: node, Labels: map[string]string{block: "b0", rack: fmt.Sprintf("r%d", r), host: node}, Ready: true,
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+			u := tas.Usage{node: {gpu: resource.MustParse("8")}}
+			s.AddUsage(node, u[node], 1)
+			held = append(held, tas.Held{Queue: "cq", Priority: p, Usage: u})
+		}
+	}
+	st, err := s.CapturePreemptible(nil, held).Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SummaryGeneration = 1
+	return target(t, name, "f", &st)
+}
+
+func TestDecidePreemption(t *testing.T) {
+	const hi, lo, mid = 1000, 10, 50
+	cases := map[string]struct {
+		clusters   map[string][][]int32
+		preempting string // a cluster with a preemption in flight
+		queue      string // the worker queue of copies ("" : none preempts)
+		want       *PreemptionChoice
+		why        string
+	}{
+		"only the worker whose rack holds lower priorities": {
+			clusters: map[string][][]int32{
+				"w1": {{hi, hi}, {hi, hi}},
+				"w2": {{hi, lo}, {lo, hi}},
+				"w3": {{hi, hi}, {lo, lo}},
+			},
+			want: &PreemptionChoice{Cluster: "w3", Flavor: "f", Queue: "cq", UpTo: lo, Workloads: 2},
+		},
+		"fewest workloads first": {
+			clusters: map[string][][]int32{
+				"w1": {{lo, lo}, {lo, hi}},
+				"w2": {{hi, hi}, {mid, mid}},
+			},
+			want: &PreemptionChoice{Cluster: "w2", Flavor: "f", Queue: "cq", UpTo: mid, Workloads: 2},
+		},
+		"then the lowest priorities": {
+			clusters: map[string][][]int32{
+				"w1": {{mid, mid}, {hi, hi}},
+				"w2": {{hi, hi}, {lo, lo}},
+			},
+			want: &PreemptionChoice{Cluster: "w2", Flavor: "f", Queue: "cq", UpTo: lo, Workloads: 2},
+		},
+		"the lowest band that lets it in": {
+			clusters: map[string][][]int32{
+				"w1": {{lo, mid}, {hi, hi}},
+			},
+			want: &PreemptionChoice{Cluster: "w1", Flavor: "f", Queue: "cq", UpTo: mid, Workloads: 2},
+		},
+		"nothing of lower priority": {
+			clusters: map[string][][]int32{"w1": {{hi, hi}, {hi, hi}}},
+			why:      "w1/f: no workload of ClusterQueue cq there has a priority below 100",
+		},
+		"spread over racks does not help a rack-required job": {
+			clusters: map[string][][]int32{"w1": {{lo, hi}, {hi, lo}}},
+			why:      "w1/f: it would not fit even with every workload of ClusterQueue cq of priority below 100 preempted",
+		},
+		"a preemption already under way": {
+			clusters:   map[string][][]int32{"w1": {{lo, lo}, {hi, hi}}},
+			preempting: "w1",
+			why:        "w1/f: a preemption is already under way there",
+		},
+		"no worker queue preempts": {
+			clusters: map[string][][]int32{"w1": {{lo, lo}, {hi, hi}}},
+			queue:    "-",
+			why:      "no worker's ClusterQueue for it preempts within itself",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var targets []*Target
+			for _, c := range []string{"w1", "w2", "w3"} {
+				if ps, ok := tc.clusters[c]; ok {
+					tg := fullCluster(t, c, ps)
+					if c == tc.preempting {
+						tg.ReservePreemption("other/1")
+					}
+					targets = append(targets, tg)
+				}
+			}
+			wl := job(2, "8", func(ps *testutil.PodSetWrapper) { ps.Required(rack) })
+			p := New(configv1beta1.Compact, tas.Options{}, 0)
+			if d := p.Decide(wl, []string{"f"}, targets); d.Cluster != "" {
+				t.Fatalf("it fits without preempting on %s", d.Cluster)
+			}
+			queue := "cq"
+			if tc.queue == "-" {
+				queue = ""
+			}
+			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) string { return queue })
+			if got != nil {
+				got = &PreemptionChoice{Cluster: got.Cluster, Flavor: got.Flavor, Queue: got.Queue, UpTo: got.UpTo, Workloads: got.Workloads}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("DecidePreemption (-want,+got):\n%s", diff)
+			}
+			if !strings.Contains(why, tc.why) {
+				t.Errorf("why = %q, want it to say %q", why, tc.why)
+			}
+		})
+	}
+}
+
+// TestPreemptionInFlightEnds: a preemption in flight takes no capacity
+// and ends with a summary that counts the dispatch.
+func TestPreemptionInFlightEnds(t *testing.T) {
+	tg := fullCluster(t, "w1", [][]int32{{10, 10}, {1000, 1000}})
+	tg.ReservePreemption("uid/1")
+	if !tg.Preempting() || tg.Reservations() != 0 || tg.TakesCapacity("uid/1") {
+		t.Fatalf("Preempting %v, Reservations %d, TakesCapacity %v: want a preemption that takes nothing", tg.Preempting(), tg.Reservations(), tg.TakesCapacity("uid/1"))
+	}
+	st := *tg.summary
+	st.SummaryGeneration, st.Dispatches = 2, []string{"uid/1"}
+	if err := tg.SetSummary(&st); err != nil {
+		t.Fatal(err)
+	}
+	if tg.Preempting() {
+		t.Errorf("a summary that counts the dispatch leaves the preemption in flight")
+	}
+}

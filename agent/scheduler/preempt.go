@@ -167,7 +167,7 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 	}
 	s.preemptions[key] = p
 	if held := s.stillHeld(p); len(held) > 0 {
-		return true, "", errors.Join(append(errs, s.setNotAdmitted(ctx, wl, ReasonPending, preemptingMessage(p, held)))...)
+		return true, "", errors.Join(append(errs, s.setNotAdmitted(ctx, wl, ReasonPreempting, preemptingMessage(p, held)))...)
 	}
 	return true, "", errors.Join(errs...)
 }

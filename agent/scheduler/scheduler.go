@@ -41,6 +41,10 @@ import (
 const (
 	ReasonAdmitted = "Admitted"
 	ReasonPending  = "Pending"
+	// ReasonPreempting: the workload preempted workloads and waits until
+	// their pods are gone. A hub does not take back a copy that says so
+	// before dispatch.admissionTimeout: its preemption is under way.
+	ReasonPreempting = "Preempting"
 	// ReasonInadmissible: no capacity that may free up lets the workload in
 	// as written (a level its flavors' Topologies lack, more than a whole
 	// quota), or its queue's flavors cannot be used as they are (missing,
@@ -382,7 +386,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		books.Charge(p.queue, p.flavor, p.requests, -1)
 		if held := s.stillHeld(p); len(held) > 0 {
 			books.Charge(p.queue, p.flavor, p.requests, 1)
-			return false, true, s.setNotAdmitted(ctx, wl, ReasonPending, preemptingMessage(p, held))
+			return false, true, s.setNotAdmitted(ctx, wl, ReasonPreempting, preemptingMessage(p, held))
 		}
 		// Its victims are gone: it is placed as any workload. If it is
 		// not admitted, what they freed was taken meanwhile: the

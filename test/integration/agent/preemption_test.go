@@ -103,7 +103,7 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 		Expect(worker.Client.Create(ctx, mid2)).To(Succeed())
 		// low is lower and preemptible: mid2 preempts it, not mid.
 		expectPreempted(ctx, low, strata.PreemptedInClusterQueue, "(priority 100) of ClusterQueue within-q: withinClusterQueue: LowerPriority")
-		expectWaiting(ctx, mid2, scheduler.ReasonPending, "admitted once the pods of "+ns+"/")
+		expectWaiting(ctx, mid2, scheduler.ReasonPreempting, "admitted once the pods of "+ns+"/")
 
 		By("the victim's pod ends: the preemptor is admitted on its rack, the victim waits")
 		Expect(worker.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: low.Name + "-running"}}, client.GracePeriodSeconds(0))).To(Succeed())

@@ -1,0 +1,109 @@
+package fleet
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
+	"strata.dev/strata/test/integration/framework"
+)
+
+var _ = Describe("Fleet preemption", func() {
+	It("preempts on exactly the one worker whose rack frees room, and only the workloads needed there", func(ctx SpecContext) {
+		racks := [][]string{{"4", "4"}, {"4", "4"}}
+		e := newEnv(ctx, "fpre", map[string][][]string{"w1": racks, "w2": racks, "w3": racks})
+		const low, high, urgent = "fpre-low", "fpre-high", "fpre-urgent"
+		for _, c := range append([]*framework.Cluster{hub}, workers...) {
+			for name, value := range map[string]int32{low: 10, high: 1000, urgent: 500} {
+				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
+			}
+		}
+		By("letting the workers' ClusterQueue preempt lower priorities within itself")
+		for _, w := range workers {
+			Eventually(func(g Gomega) {
+				var cq strata.ClusterQueue
+				g.Expect(w.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+				cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+				g.Expect(w.Client.Update(ctx, &cq)).To(Succeed())
+			}).Should(Succeed())
+		}
+
+		By("filling every node of every worker with a one-pod Job submitted there: w1 and w2 have one low-priority pod per rack, w3 a whole rack of them")
+		classes := map[string][][]string{
+			"w1": {{low, high}, {low, high}},
+			"w2": {{high, low}, {low, high}},
+			"w3": {{high, high}, {low, low}},
+		}
+		local := map[string][]*batchv1.Job{}
+		for w, rs := range classes {
+			for r, nodes := range rs {
+				for n, class := range nodes {
+					node := fmt.Sprintf("%s-%s-r%d-n%d", e.name, w, r, n)
+					job := e.job("local-"+node, 1, "4", nil)
+					job.Labels[strata.PriorityClassLabel] = class
+					job.Spec.Template.Spec.NodeSelector = map[string]string{host: node}
+					Expect(worker(w).Client.Create(ctx, job)).To(Succeed())
+					local[w] = append(local[w], job)
+				}
+			}
+		}
+		for w, jobs := range local {
+			for _, job := range jobs {
+				Eventually(func(g Gomega) {
+					_, wl := copyOn(g, ctx, worker(w), job)
+					g.Expect(wl).NotTo(BeNil())
+					g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s on %s: %v", job.Name, w, wl.Status.Conditions)
+				}).Should(Succeed())
+			}
+		}
+		hubReads(ctx, "w3", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Preemptible).NotTo(BeEmpty(), "w3's summary tells what preempting would free")
+			g.Expect(st.Preemptible[0].ClusterQueue).To(Equal("cq-" + e.name))
+			g.Expect(st.Preemptible[0].Priority).To(BeEquivalentTo(10))
+		})
+
+		By("submitting a rack-required Job of priority 500 that needs a whole rack, on the hub")
+		job := e.job("urgent", 2, "4", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
+		job.Labels[strata.PriorityClassLabel] = urgent
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w3"), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PreemptUpTo).To(Equal(ptr.To[int32](10)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w3"}))
+			_, cp := copyOn(g, ctx, worker("w3"), job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(racksOf(g, cp.Status.Admission)).To(Equal(map[string]int32{"r1": 2}))
+		}).Should(Succeed())
+
+		By("w3's two low-priority workloads of rack r1 were preempted, and nothing else anywhere")
+		Eventually(func(g Gomega) {
+			for w, jobs := range local {
+				for _, lj := range jobs {
+					_, wl := copyOn(g, ctx, worker(w), lj)
+					g.Expect(wl).NotTo(BeNil())
+					preempted := meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadPreempted)
+					want := w == "w3" && lj.Labels[strata.PriorityClassLabel] == low
+					g.Expect(preempted).To(Equal(want), "%s on %s", lj.Name, w)
+					if want {
+						c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)
+						g.Expect(c.Message).To(ContainSubstring(workload.JobWorkloadName(job.Name)))
+					} else {
+						g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s on %s keeps its admission", lj.Name, w)
+					}
+				}
+			}
+		}).Should(Succeed())
+	})
+})

@@ -96,10 +96,13 @@ type DispatchView struct {
 type PlacementView struct {
 	// Cluster holds the live copy; empty while the Workload waits on the
 	// hub.
-	Cluster            string        `json:"cluster,omitempty"`
-	Flavor             string        `json:"flavor,omitempty"`
-	DispatchGeneration int64         `json:"dispatchGeneration"`
-	Attempts           []AttemptView `json:"attempts,omitempty"`
+	Cluster            string `json:"cluster,omitempty"`
+	Flavor             string `json:"flavor,omitempty"`
+	DispatchGeneration int64  `json:"dispatchGeneration"`
+	// PreemptUpTo: the copy may preempt workloads of priority ≤ it on
+	// Cluster (the hub's fleet preemption).
+	PreemptUpTo *int32        `json:"preemptUpTo,omitempty"`
+	Attempts    []AttemptView `json:"attempts,omitempty"`
 }
 
 // AttemptView is one dispatch and its outcome.
@@ -423,7 +426,7 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 		}
 	}
 	if p := wl.Status.Placement; p != nil {
-		v.Placement = &PlacementView{Cluster: p.Cluster, Flavor: p.Flavor, DispatchGeneration: p.DispatchGeneration}
+		v.Placement = &PlacementView{Cluster: p.Cluster, Flavor: p.Flavor, DispatchGeneration: p.DispatchGeneration, PreemptUpTo: p.PreemptUpTo}
 		for _, a := range p.Attempts {
 			v.Placement.Attempts = append(v.Placement.Attempts, AttemptView{
 				Cluster: a.Cluster, Flavor: a.Flavor, DispatchGeneration: a.DispatchGeneration,
@@ -506,6 +509,9 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 		switch {
 		case p.Cluster != "":
 			add(fmt.Sprintf("Placement:  %s, flavor %s (dispatch generation %d)", p.Cluster, orDash(p.Flavor), p.DispatchGeneration))
+			if p.PreemptUpTo != nil {
+				add(fmt.Sprintf("            fits nowhere as the fleet stands: %s preempts workloads of priority ≤ %d for it", p.Cluster, *p.PreemptUpTo))
+			}
 		case p.DispatchGeneration > 0:
 			add(fmt.Sprintf("Placement:  waiting on the hub (last dispatch generation %d)", p.DispatchGeneration))
 		default:

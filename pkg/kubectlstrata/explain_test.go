@@ -222,6 +222,22 @@ Admitted:   False  Pending (for 2m)
 Placement:  waiting on the hub, never dispatched
 `,
 		},
+		"a hub Workload sent to preempt on one worker": {
+			view: ExplainView{
+				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "urgent"}, Workload: "job-urgent", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionFalse, Reason: "Dispatched", LastTransitionTime: minutes(1),
+					Message: "dispatched to w3 (flavor gpu); waiting for the worker to admit it."},
+				Placement: &PlacementView{Cluster: "w3", Flavor: "gpu", DispatchGeneration: 1, PreemptUpTo: ptr.To[int32](10)},
+			},
+			want: `Job:        ml/urgent
+Workload:   job-urgent (on the hub)
+Queue:      team-a
+Admitted:   False  Dispatched (for 60s)
+            dispatched to w3 (flavor gpu); waiting for the worker to admit it.
+Placement:  w3, flavor gpu (dispatch generation 1)
+            fits nowhere as the fleet stands: w3 preempts workloads of priority ≤ 10 for it
+`,
+		},
 		"a worker's Workload on hosts": {
 			view: ExplainView{
 				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",

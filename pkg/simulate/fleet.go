@@ -5,9 +5,13 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/replay"
 	"strata.dev/strata/pkg/tas"
@@ -112,6 +116,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		}
 	}
 	policy := placement.New(cfg.Dispatch.PlacementPolicy, tas.OptionsFrom(cfg.TopologyAwareScheduling), 0)
+	hub := newRunState(f.Hub)
 	items := hubItems(f.Hub.Workloads)
 	results := make([]Result, 0, len(items))
 	for i, item := range items {
@@ -124,6 +129,22 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		d := policy.Decide(wl, order, targets)
 		res.Cluster = &d.Cluster
 		res.Reason = d.Reason
+		if d.Cluster == "" && !d.NeverFits {
+			// As the hub: the one worker where preempting lets it in.
+			hub.prioritize(wl)
+			choice, why := policy.DecidePreemption(wl, order, targets, queue.Priority(wl), func(t *placement.Target) string {
+				return f.preemptingQueue(t.Cluster, wl)
+			})
+			if choice != nil {
+				if err := choice.Reserve(targets, fmt.Sprint(i)); err != nil {
+					return nil, fmt.Errorf("%s: %w", item.Source, err)
+				}
+				res.Cluster, res.PreemptUpTo = &choice.Cluster, ptr.To(choice.UpTo)
+				res.Reason = fmt.Sprintf("would preempt up to %d workloads of priority ≤ %d there: %s", choice.Workloads, choice.UpTo, choice.Reason)
+			} else {
+				res.Reason += "; no preemption helps: " + why
+			}
+		}
 		for _, c := range d.Candidates {
 			cand := Candidate{Cluster: c.Cluster, Flavor: c.Flavor, Fits: c.Fits, Reason: c.Reason}
 			if c.Fits && c.Level > 0 {
@@ -158,12 +179,28 @@ func (f *Fleet) Summaries() ([]replay.Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s (%s): %w", c.Name, c.Path, err)
 		}
+		// Its running workloads hold their capacity; those of queues that
+		// preempt within themselves are what preempting would free.
+		run := newRunState(c.In)
+		for _, item := range c.In.Workloads {
+			if err := run.addRunning(flavors, item, tas.Options{}); err != nil {
+				return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+			}
+		}
+		held := map[string][]tas.Held{}
+		for flavor, rs := range run.running {
+			for _, r := range rs {
+				if cq := c.In.ClusterQueues[r.queue]; cq != nil && preemption.PolicyOf(cq).WithinClusterQueue != strata.PreemptionNever {
+					held[flavor] = append(held[flavor], tas.Held{Queue: r.queue, Priority: queue.Priority(r.wl), Usage: r.usage})
+				}
+			}
+		}
 		for _, fl := range c.In.Flavors {
 			st := flavors[fl.Name]
 			if st == nil {
 				continue
 			}
-			sum, err := st.snapshot.CaptureForFlavor(fl.Spec.Tolerations).Summarize(budget)
+			sum, err := st.snapshot.CapturePreemptible(fl.Spec.Tolerations, held[fl.Name]).Summarize(budget)
 			if err != nil {
 				return nil, fmt.Errorf("cluster %s: flavor %s: %w", c.Name, fl.Name, err)
 			}
@@ -186,12 +223,34 @@ func LoadClusters(clusters []ClusterArg) (*Fleet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
-		if len(in.Workloads) > 0 {
-			return nil, fmt.Errorf("cluster %s: %s: workloads are placed by the hub; pass them with -f (or a trace), not in --cluster", c.Name, in.Workloads[0].Source)
+		for _, item := range in.Workloads {
+			if item.Workload == nil || item.Workload.Status.Admission == nil {
+				return nil, fmt.Errorf("cluster %s: %s: workloads are placed by the hub; pass them with -f (or a trace), not in --cluster (a cluster's files hold only what runs there: Workloads with a status.admission)",
+					c.Name, item.Source)
+			}
 		}
 		f.Clusters = append(f.Clusters, FleetCluster{Name: c.Name, Path: c.Path, In: in})
 	}
 	return f, nil
+}
+
+// preemptingQueue names the ClusterQueue of cluster that a copy of wl
+// lands in (its LocalQueue there), when that queue preempts within
+// itself; "" otherwise.
+func (f *Fleet) preemptingQueue(cluster string, wl *strata.Workload) string {
+	for _, c := range f.Clusters {
+		if c.Name != cluster {
+			continue
+		}
+		lq := c.In.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName]
+		if lq == nil {
+			return ""
+		}
+		if cq := c.In.ClusterQueues[lq.Spec.ClusterQueue]; cq != nil && preemption.PolicyOf(cq).WithinClusterQueue != strata.PreemptionNever {
+			return cq.Name
+		}
+	}
+	return ""
 }
 
 // hubItems are the workloads as the hub takes them in: a job read as its

@@ -354,3 +354,47 @@ func TestFleetLeaderWorkerSet(t *testing.T) {
 		t.Errorf("pod sets (-want,+got):\n%s", diff)
 	}
 }
+
+// TestFleetPreemption: on docs/examples/fleet-preemption, a Job that fits
+// nowhere goes to the one cluster where preempting frees a rack, marked
+// to preempt the lowest priority there; the next finds that preemption
+// under way and waits, saying why for each cluster.
+func TestFleetPreemption(t *testing.T) {
+	dir := "../../docs/examples/fleet-preemption"
+	clusters := []ClusterArg{{Name: "a", Path: filepath.Join(dir, "a")}, {Name: "b", Path: filepath.Join(dir, "b")}}
+	results, err := runFleet(t, clusters, filepath.Join(dir, "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Admitted    bool
+		Cluster     string
+		PreemptUpTo *int32
+	}
+	got := map[string]outcome{}
+	for _, r := range results {
+		got[r.Name] = outcome{Admitted: r.Admitted, Cluster: *r.Cluster, PreemptUpTo: r.PreemptUpTo}
+	}
+	one := int32(1)
+	want := map[string]outcome{
+		"urgent-1": {Cluster: "b", PreemptUpTo: &one},
+		"urgent-2": {},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
+	}
+	for _, r := range results {
+		switch r.Name {
+		case "urgent-1":
+			if !strings.Contains(r.Reason, "would preempt up to 2 workloads of priority ≤ 1 there") || !strings.Contains(r.Reason, "fits in rack r2") {
+				t.Errorf("urgent-1: reason %q", r.Reason)
+			}
+		case "urgent-2":
+			for _, part := range []string{"a/f: it would not fit even with every workload of ClusterQueue q of priority below 50 preempted", "b/f: a preemption is already under way there"} {
+				if !strings.Contains(r.Reason, part) {
+					t.Errorf("urgent-2: reason %q does not say %q", r.Reason, part)
+				}
+			}
+		}
+	}
+}

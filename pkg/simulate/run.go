@@ -32,7 +32,11 @@ type Result struct {
 	// Preempts are the running workloads (namespace/name) this one is
 	// admitted in place of, by its ClusterQueue's preemption policy.
 	Preempts []string `json:"preempts,omitempty"`
-	source   string
+	// PreemptUpTo is set by RunFleet for a workload that fits nowhere as
+	// the fleet stands: the hub sends it to Cluster to preempt workloads
+	// of priority ≤ it there.
+	PreemptUpTo *int32 `json:"preemptUpTo,omitempty"`
+	source      string
 }
 
 // Candidate is the hub's verdict on one (cluster, flavor) for a workload.

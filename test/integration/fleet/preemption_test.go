@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -102,6 +104,97 @@ var _ = Describe("Fleet preemption", func() {
 					} else {
 						g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s on %s keeps its admission", lj.Name, w)
 					}
+				}
+			}
+		}).Should(Succeed())
+	})
+
+	It("does not storm: 20 high-priority Jobs on a full fleet preempt one workload each, each on the one worker where it then runs", func(ctx SpecContext) {
+		racks := [][]string{{"4", "4"}, {"4", "4"}}
+		e := newEnv(ctx, "fstorm", map[string][][]string{"w1": racks, "w2": racks, "w3": racks})
+		const low, urgent = "fstorm-low", "fstorm-urgent"
+		for _, c := range append([]*framework.Cluster{hub}, workers...) {
+			for name, value := range map[string]int32{low: 10, urgent: 500} {
+				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
+			}
+		}
+		for _, w := range workers {
+			Eventually(func(g Gomega) {
+				var cq strata.ClusterQueue
+				g.Expect(w.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+				cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+				g.Expect(w.Client.Update(ctx, &cq)).To(Succeed())
+			}).Should(Succeed())
+		}
+		By("filling each of the 12 nodes with a low-priority one-pod Job submitted on its worker")
+		local := map[string][]*batchv1.Job{}
+		for _, w := range workers {
+			for r := range 2 {
+				for n := range 2 {
+					node := fmt.Sprintf("%s-%s-r%d-n%d", e.name, w.Name, r, n)
+					job := e.job("local-"+node, 1, "4", nil)
+					job.Labels[strata.PriorityClassLabel] = low
+					job.Spec.Template.Spec.NodeSelector = map[string]string{host: node}
+					Expect(w.Client.Create(ctx, job)).To(Succeed())
+					local[w.Name] = append(local[w.Name], job)
+				}
+			}
+		}
+		for w, jobs := range local {
+			for _, job := range jobs {
+				Eventually(func(g Gomega) {
+					_, wl := copyOn(g, ctx, worker(w), job)
+					g.Expect(wl).NotTo(BeNil())
+					g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s on %s: %v", job.Name, w, wl.Status.Conditions)
+				}).Should(Succeed())
+			}
+		}
+		By("submitting 20 one-pod Jobs of priority 500 on the hub at once")
+		var urgentJobs []*batchv1.Job
+		for i := range 20 {
+			job := e.job(fmt.Sprintf("urgent-%02d", i), 1, "4", nil)
+			job.Labels[strata.PriorityClassLabel] = urgent
+			Expect(hub.Client.Create(ctx, job)).To(Succeed())
+			urgentJobs = append(urgentJobs, job)
+		}
+		By("12 of them run, each in the place of exactly one low-priority workload preempted on the worker where it runs")
+		Eventually(func(g Gomega) {
+			running := map[string]string{} // preemptor workload -> worker
+			for _, job := range urgentJobs {
+				wl := hubWorkload(g, ctx, job)
+				if wl.Status.Admission != nil {
+					running[job.Namespace+"/"+workload.JobWorkloadName(job.Name)] = wl.Status.Placement.Cluster
+				}
+			}
+			g.Expect(running).To(HaveLen(12))
+			victims := map[string][]string{} // preemptor -> workers where it preempted
+			for w, jobs := range local {
+				for _, lj := range jobs {
+					_, wl := copyOn(g, ctx, worker(w), lj)
+					g.Expect(wl).NotTo(BeNil())
+					c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)
+					g.Expect(c).NotTo(BeNil(), "%s on %s was not preempted", lj.Name, w)
+					found := false
+					for preemptor := range running {
+						if strings.Contains(c.Message, preemptor+" ") {
+							victims[preemptor] = append(victims[preemptor], w)
+							found = true
+						}
+					}
+					g.Expect(found).To(BeTrue(), "%s on %s was preempted for a workload that does not run: %s", lj.Name, w, c.Message)
+				}
+			}
+			for preemptor, where := range victims {
+				g.Expect(where).To(Equal([]string{running[preemptor]}), "%s preempted on %v and runs on %s", preemptor, where, running[preemptor])
+			}
+			g.Expect(victims).To(HaveLen(12))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		By("the other 8 wait on the hub, with no copy anywhere")
+		Eventually(func(g Gomega) {
+			for _, job := range urgentJobs {
+				wl := hubWorkload(g, ctx, job)
+				if wl.Status.Admission == nil {
+					g.Expect(wl.Status.Placement == nil || wl.Status.Placement.Cluster == "").To(BeTrue(), "%s: %v", job.Name, wl.Status.Placement)
 				}
 			}
 		}).Should(Succeed())

@@ -238,4 +238,58 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 		Expect(cq.Spec.ResourceGroups[0].Flavors[0].Resources[2].LendingLimit.String()).To(Equal("4"))
 		Expect(cq.Spec.FlavorFungibility.WhenCanPreempt).To(Equal(strata.FungibilityTryNextFlavor), "Kueue's default")
 	})
+
+	It("a hub copy preempts only when the hub marked it, only up to the mark, and not at all when what it needs is free", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("copy-q").ResourceGroup("cpu").GroupFlavor("tas-preempt", "8").
+			Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj())).To(Succeed())
+		createLocalQueue(ctx, ns, "copy-q")
+		low := prioritizedJob(ns, "copy-q", "pre-low")
+		Expect(worker.Client.Create(ctx, low)).To(Succeed())
+		expectAdmitted(ctx, low)
+		mid := prioritizedJob(ns, "copy-q", "pre-mid")
+		Expect(worker.Client.Create(ctx, mid)).To(Succeed())
+		expectAdmitted(ctx, mid)
+		copyOf := func(uid, upTo string) *batchv1.Job {
+			job := hubCopy(ns, "copy-q", 4, uid, "1", "tas-preempt")
+			job.Labels[strata.PriorityClassLabel] = "pre-high"
+			if upTo != "" {
+				job.Annotations[strata.PreemptUpToAnnotation] = upTo
+			}
+			return job
+		}
+
+		By("a copy of priority 1000 without the hub's mark waits and preempts nothing")
+		unmarked := copyOf("3f1c2b8e-0000-4000-8000-000000000001", "")
+		Expect(worker.Client.Create(ctx, unmarked)).To(Succeed())
+		expectWaiting(ctx, unmarked, scheduler.ReasonPending, "waiting for capacity")
+		expectAdmitted(ctx, low)
+		expectAdmitted(ctx, mid)
+		Expect(worker.Client.Delete(ctx, unmarked, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+
+		By("a copy marked up to priority 10 preempts the priority-10 Job, not the priority-100 one, and runs in its rack")
+		lowHosts := hostsOf(ctx, low)
+		marked := copyOf("3f1c2b8e-0000-4000-8000-000000000002", "10")
+		Expect(worker.Client.Create(ctx, marked)).To(Succeed())
+		expectPreempted(ctx, low, strata.PreemptedInClusterQueue, "(priority 1000) of ClusterQueue copy-q")
+		expectAdmitted(ctx, marked)
+		Expect(hostsOf(ctx, marked)).To(Equal(lowHosts))
+		expectAdmitted(ctx, mid)
+
+		By("another copy marked up to 10 finds nothing of priority <= 10 admitted and leaves the priority-100 Job alone")
+		second := copyOf("3f1c2b8e-0000-4000-8000-000000000003", "10")
+		Expect(worker.Client.Create(ctx, second)).To(Succeed())
+		expectWaiting(ctx, second, scheduler.ReasonPending, "waiting for capacity")
+		expectAdmitted(ctx, mid)
+
+		By("once the priority-100 Job is gone, that copy is admitted without preempting anything")
+		Expect(worker.Client.Delete(ctx, mid, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		expectAdmitted(ctx, second)
+		Consistently(func(g Gomega) {
+			wl := workloadOf(g, ctx, marked)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "the first copy keeps its admission")
+		}, "2s").Should(Succeed())
+		for _, j := range []*batchv1.Job{low, marked, second} {
+			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		}
+	})
 })

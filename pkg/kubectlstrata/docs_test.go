@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// docCommand is a `kubectl strata simulate` command shown in a page,
+// docCommand is an offline `kubectl strata` command shown in a page,
 // with the output the page shows for it (none when it shows none).
 type docCommand struct {
 	where  string // page:line
@@ -17,10 +18,25 @@ type docCommand struct {
 	output []string
 }
 
-// simulatePrefixes are how the pages write the plugin's simulate command.
-var simulatePrefixes = []string{"kubectl strata simulate ", "kubectl-strata simulate ", "go run ./pkg/cmd/kubectl-strata simulate "}
+// pluginPrefixes are how the pages write the plugin.
+var pluginPrefixes = []string{"kubectl strata ", "kubectl-strata ", "go run ./pkg/cmd/kubectl-strata "}
 
-// docCommands finds the simulate commands in a page's code (indented four
+// offline says whether a command runs on files alone: simulate, and
+// migrate of files (not --from-cluster).
+func offline(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0] {
+	case "simulate":
+		return true
+	case "migrate":
+		return !slices.Contains(args, "--from-cluster")
+	}
+	return false
+}
+
+// docCommands finds the offline plugin commands in a page's code (indented four
 // spaces or fenced): a command may continue over lines ending in "\";
 // after a command written "$ kubectl ...", the lines up to a blank line
 // or the next "$ " are its output. Commands that need what a reader
@@ -42,7 +58,7 @@ func docCommands(page string, data []byte) []docCommand {
 		prompt := strings.HasPrefix(text, "$ ")
 		text = strings.TrimPrefix(text, "$ ")
 		prefix := ""
-		for _, p := range simulatePrefixes {
+		for _, p := range pluginPrefixes {
 			if strings.HasPrefix(text, p) {
 				prefix = p
 			}
@@ -58,6 +74,9 @@ func docCommands(page string, data []byte) []docCommand {
 		}
 		if c := strings.Index(cmd, " #"); c >= 0 {
 			cmd = cmd[:c] // a comment
+		}
+		if c := strings.Index(cmd, " > "); c >= 0 && !strings.ContainsAny(cmd[c+3:], " |<>") {
+			cmd = cmd[:c] // its output to a file: compared here instead
 		}
 		var output []string
 		if prompt {
@@ -76,7 +95,7 @@ func docCommands(page string, data []byte) []docCommand {
 				i++
 			}
 		}
-		if needsReader(cmd) {
+		if needsReader(cmd) || !offline(strings.Fields(cmd)) {
 			continue
 		}
 		out = append(out, docCommand{where: page + ":" + strconv.Itoa(start+1), args: strings.Fields(cmd), output: output})
@@ -126,11 +145,12 @@ func matches(shown, got string) bool {
 	return true
 }
 
-// TestDocsSimulateCommands runs every `kubectl strata simulate` command
-// the README and docs/ show that a reader can run offline, from the
+// TestDocsCommands runs every offline `kubectl strata` command (simulate,
+// migrate of files)
+// that the README and docs/ show and a reader can run as written, from the
 // repository's root as the pages assume, and compares the output they
 // show, line by line in order ("..." in a shown line stands for anything).
-func TestDocsSimulateCommands(t *testing.T) {
+func TestDocsCommands(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +176,7 @@ func TestDocsSimulateCommands(t *testing.T) {
 		}
 	}
 	if len(cmds) < 8 || withOutput < 6 {
-		t.Fatalf("found %d simulate commands in the pages, %d with output: the scan is broken", len(cmds), withOutput)
+		t.Fatalf("found %d offline commands in the pages, %d with output: the scan is broken", len(cmds), withOutput)
 	}
 	// The pages' paths are relative to the repository's root; what a
 	// command writes (a plot) goes to a directory of the test's.
@@ -171,9 +191,9 @@ func TestDocsSimulateCommands(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			cmd.SetOut(&stdout)
 			cmd.SetErr(&stderr)
-			cmd.SetArgs(append([]string{"simulate"}, c.args...))
+			cmd.SetArgs(c.args)
 			if err := cmd.Execute(); err != nil {
-				t.Fatalf("kubectl strata simulate %s: %v\n%s", strings.Join(c.args, " "), err, stderr.String())
+				t.Fatalf("kubectl strata %s: %v\n%s", strings.Join(c.args, " "), err, stderr.String())
 			}
 			got := strings.Split(stdout.String(), "\n")
 			at := 0

@@ -145,7 +145,7 @@ func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult,
 	} else {
 		addAttempt(p, a)
 	}
-	p.Cluster, p.Flavor, p.DispatchTime = "", "", nil
+	p.Cluster, p.Flavor, p.DispatchTime, p.PreemptUpTo = "", "", nil, nil
 	status.Admission = nil
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: reason, Message: truncate(fmt.Sprintf("%s: %s", a.Cluster, message))})

@@ -137,10 +137,19 @@ func TestDispatchRecords(t *testing.T) {
 		t.Error("Placed() = false for an admitted dispatch")
 	}
 
-	// Outcomes clear the placement and the admission, keep the generation.
+	// Outcomes clear the placement (a preemption mark too) and the
+	// admission, keep the generation.
+	st.Placement.PreemptUpTo = ptr.To[int32](10)
 	RecordOutcome(&st, strata.PlacementEvicted, ReasonSuspended, "", "the Job was suspended", t0.Add(8*time.Minute))
-	if _, _, _, ok := Placed(&strata.Workload{Status: st}); ok || st.Admission != nil || st.Placement.DispatchGeneration != 2 || st.Placement.DispatchTime != nil {
+	if _, _, _, ok := Placed(&strata.Workload{Status: st}); ok || st.Admission != nil || st.Placement.DispatchGeneration != 2 || st.Placement.DispatchTime != nil ||
+		st.Placement.PreemptUpTo != nil {
 		t.Errorf("after the outcome: placement %+v, admission %v", st.Placement, st.Admission)
+	}
+	// A new dispatch starts without the mark; the dispatcher sets it.
+	st.Placement.PreemptUpTo = ptr.To[int32](10)
+	RecordDispatch(&st, "w3", "gpu", "", t0.Add(9*time.Minute))
+	if st.Placement.PreemptUpTo != nil {
+		t.Errorf("a new dispatch keeps the last one's preemption mark %d", *st.Placement.PreemptUpTo)
 	}
 }
 
@@ -233,6 +242,35 @@ func TestNewCopy(t *testing.T) {
 			}
 			if _, _, ok := CopyOf(hub.Object()); ok {
 				t.Error("CopyOf() = true for an object without dispatch labels")
+			}
+		})
+	}
+}
+
+// TestNewCopyPreemptionMark: a copy carries the hub's preemption mark
+// only when its dispatch has one; a user's annotation of that name never
+// reaches the worker.
+func TestNewCopyPreemptionMark(t *testing.T) {
+	hubJob := func() jobs.Job {
+		return batchjob.Adapt(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml",
+			Annotations: map[string]string{strata.PreemptUpToAnnotation: "100000"}}})
+	}
+	for name, tc := range map[string]struct {
+		upTo *int32
+		want map[string]string
+	}{
+		"not marked": {},
+		"marked":     {upTo: ptr.To[int32](-5), want: map[string]string{strata.PreemptUpToAnnotation: "-5"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: "wl-uid"}, Status: strata.WorkloadStatus{Placement: &strata.Placement{PreemptUpTo: tc.upTo}}}
+			got := NewCopy(hubJob(), wl, "hub-a", "q", "gpu", 1, "").Object().GetAnnotations()
+			mark := map[string]string{}
+			if v, ok := got[strata.PreemptUpToAnnotation]; ok {
+				mark[strata.PreemptUpToAnnotation] = v
+			}
+			if diff := cmp.Diff(tc.want, mark, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("the copy's mark (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -263,7 +263,9 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 			if choice != nil {
 				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice
 			}
-			reason += "; no preemption helps: " + why
+			if why != "" {
+				reason += "; no preemption helps: " + why
+			}
 		}
 		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil, nil
 	}

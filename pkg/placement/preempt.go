@@ -49,7 +49,8 @@ type preemptionOption struct {
 // what that one freed. The choice, best first: fewest workloads in the
 // band (the most the worker may preempt), then the lowest band, then the
 // placement order of Decide (the smallest enclosing domain, then room).
-// It returns nil and why not when nothing helps.
+// It returns nil and why not when nothing helps ("" when no target's
+// queue preempts within itself, so that preemption is not in question).
 func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets []*Target, priority int32,
 	queueOf func(*Target) string) (*PreemptionChoice, string) {
 	var options []preemptionOption
@@ -93,9 +94,7 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 		}
 	}
 	if len(options) == 0 {
-		if len(why) == 0 {
-			return nil, "no worker's ClusterQueue for it preempts within itself"
-		}
+		// "" when no target's queue preempts: nothing to say then.
 		return nil, strings.Join(why, "; ")
 	}
 	flavorPos := func(f string) int { return slices.Index(flavors, f) }

@@ -141,7 +141,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				}
 				res.Cluster, res.PreemptUpTo = &choice.Cluster, ptr.To(choice.UpTo)
 				res.Reason = fmt.Sprintf("would preempt up to %d workloads of priority ≤ %d there: %s", choice.Workloads, choice.UpTo, choice.Reason)
-			} else {
+			} else if why != "" {
 				res.Reason += "; no preemption helps: " + why
 			}
 		}

@@ -114,3 +114,78 @@ func BenchmarkPlace(b *testing.B) {
 		})
 	}
 }
+
+// preemptibleTarget is a target of n GPU nodes (16 per rack, 16 racks per
+// block), every node busy with one 8-GPU workload of queue "cq" whose
+// priority is drawn per rack from 10, 100 and 1000; its summary carries
+// the preemptible capacity of each priority, within budget bytes.
+func preemptibleTarget(b *testing.B, rng *rand.Rand, name string, n, budget int) *Target {
+	s := tas.NewSnapshot([]string{block, rack, host}, nil)
+	alloc := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+		gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110"),
+	}
+	var held []tas.Held
+	var priority int32
+	for i := range n {
+		node := fmt.Sprintf("node-%05d", i)
+		if i%16 == 0 {
+			priority = []int32{10, 100, 1000}[rng.IntN(3)]
+		}
+		s.SetNode(tas.Node{Name: node, Ready: true, Allocatable: alloc, Labels: map[string]string{
+			block: fmt.Sprintf("block-%d", i/256), rack: fmt.Sprintf("rack-%d", i/16%16), host: node,
+		}})
+		u := tas.Usage{node: tas.WithPod(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse("8")})}
+		s.AddUsage(node, u[node], 1)
+		held = append(held, tas.Held{Queue: "cq", Priority: priority, Usage: u})
+	}
+	st, err := s.CapturePreemptible(nil, held).Summarize(budget)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st.SummaryGeneration = 1
+	t, err := NewTarget(name, "f", &st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return t
+}
+
+// BenchmarkDecidePreemption: one op is the hub's fleet preemption search
+// for a rack-required workload of 16 whole-GPU-node pods (priority 500)
+// over 3 full clusters of 10,000 nodes, with summaries within the default
+// 64 KiB budget. "rebuilt": every op follows a reservation (the worst
+// case: each entry's snapshot is built again); "cached": it does not.
+func BenchmarkDecidePreemption(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	nodes := 10000
+	if testing.Short() {
+		nodes = 512 // make bench-smoke
+	}
+	var targets []*Target
+	for c := range 3 {
+		targets = append(targets, preemptibleTarget(b, rng, fmt.Sprintf("c%d", c), nodes, 64<<10))
+	}
+	entries := 0
+	for _, t := range targets {
+		entries += len(t.summary.Preemptible)
+	}
+	wl := job(16, "8", func(ps *testutil.PodSetWrapper) { ps.Required(rack) })
+	for _, mode := range []string{"rebuilt", "cached"} {
+		b.Run(mode, func(b *testing.B) {
+			p := New("", tas.Options{}, 0)
+			for b.Loop() {
+				if mode == "rebuilt" {
+					for _, t := range targets {
+						t.version++
+					}
+				}
+				c, why := p.DecidePreemption(wl, []string{"f"}, targets, 500, func(*Target) string { return "cq" })
+				if c == nil {
+					b.Fatalf("no preemption found: %s", why)
+				}
+			}
+			b.ReportMetric(float64(entries), "entries")
+		})
+	}
+}

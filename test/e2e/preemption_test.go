@@ -46,7 +46,12 @@ var _ = Describe("preemption on a kwok worker", Ordered, Label("e2e", "jobset", 
 		objs := []client.Object{
 			testutil.MakeTopology(pool, block, rack, host).Obj(),
 			testutil.MakeResourceFlavor(pool).NodeLabel("pool", pool).TopologyName(pool).Obj(),
-			testutil.MakeClusterQueue(pool).ResourceGroup("cpu").GroupFlavor(pool, "32").
+			// Quota above the 32 CPUs of the four hosts: the topology alone
+			// decides. With quota 32, a preempted Job could preempt again
+			// by quota in the moment the JobSet's pods are done but its
+			// Workload still holds its quota (a legitimate preemption the
+			// spec does not expect).
+			testutil.MakeClusterQueue(pool).ResourceGroup("cpu").GroupFlavor(pool, "64").
 				Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj(),
 			testutil.MakeLocalQueue(pool, "default", pool),
 			testutil.MakeWorkloadPriorityClass("e2e-p1", 1),

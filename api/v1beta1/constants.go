@@ -130,6 +130,13 @@ const (
 	// its capacity is taken where the hub counted it; otherwise it places
 	// the pod set on its own.
 	TopologyHintAnnotation = Prefix + "topology-hint"
+	// CopySignatureAnnotation holds, on a hub's copy, the hub's keyed
+	// signature (HMAC-SHA256) of the copy's origin, kind, namespace, name,
+	// hub Workload UID and dispatch generation. Labels alone do not make
+	// a copy the hub's: anyone who may label a Job on a worker can put the
+	// hub's on it. The hub deletes, as an orphan, only a copy it signed or
+	// one its own records name; the key stays on the hub.
+	CopySignatureAnnotation = Prefix + "copy-signature"
 
 	// OnboardedByLabel marks the namespaces and LocalQueues a hub created
 	// on a worker for WorkerCluster.spec.onboarding: the hub's origin.

@@ -267,6 +267,7 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 	if p := wl.Status.Placement; p != nil && p.PreemptUpTo != nil {
 		annotations[strata.PreemptUpToAnnotation] = strconv.FormatInt(int64(*p.PreemptUpTo), 10)
 	}
+	delete(annotations, strata.CopySignatureAnnotation) // the hub signs the copy as sent (Sign)
 	delete(annotations, strata.TopologyHintAnnotation)
 	if hint != "" {
 		annotations[strata.TopologyHintAnnotation] = hint

@@ -52,6 +52,8 @@ type Reconciler struct {
 	cfg      *configv1beta1.HubConfiguration
 	// served are the kinds whose hub objects are watched.
 	served []jobs.Kind
+	// signing is the key the hub signs its copies with.
+	signing *signingKey
 
 	memory *memory
 }
@@ -59,7 +61,8 @@ type Reconciler struct {
 // NewReconciler returns a Reconciler of the copies of hub jobs of the
 // given kinds (those the hub serves).
 func NewReconciler(c client.Client, reader client.Reader, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, served []jobs.Kind, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, reader: reader, fleet: f, cfg: cfg, served: served, recorder: recorder, clock: clk, memory: newMemory()}
+	return &Reconciler{client: c, reader: reader, fleet: f, cfg: cfg, served: served, recorder: recorder, clock: clk, memory: newMemory(),
+		signing: newSigningKey(c, reader, cfg.Namespace)}
 }
 
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,11 +30,12 @@ type OrphanCollector struct {
 	clock    clock.Clock
 	interval time.Duration
 	remove   func(ctx context.Context, cluster string, copyJob client.Object) error
+	signing  *signingKey
 }
 
 // NewOrphanCollector returns an OrphanCollector that looks every interval.
 func NewOrphanCollector(c client.Client, f *fleet.Fleet, r *Reconciler, interval time.Duration, clk clock.Clock) *OrphanCollector {
-	return &OrphanCollector{client: c, fleet: f, clock: clk, interval: interval, remove: r.deleteCopy}
+	return &OrphanCollector{client: c, fleet: f, clock: clk, interval: interval, remove: r.deleteCopy, signing: r.signing}
 }
 
 // NeedLeaderElection is true: one hub collects.
@@ -122,22 +124,33 @@ var errHubRead = errors.New("reading the hub's Workloads")
 
 // collect removes the orphaned copies on cluster among copies, those older
 // than grace (a younger copy may belong to a dispatch the hub's informer
-// does not show yet).
+// does not show yet). Only copies this hub made count (Made): an object
+// that merely carries its labels is left alone, and reported.
 //
 // stuck, when set, is told of each orphan whose deletion failed.
 func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace time.Duration, copies []jobs.Job, stuck func(client.Object, error)) (int, error) {
+	key, err := o.signing.Get(ctx)
+	if err != nil {
+		// The records still tell the copies of existing Workloads.
+		ctrl.LoggerFrom(ctx).Error(err, "Only copies of existing hub Workloads can be told as this hub's")
+	}
 	removed := 0
 	var errs []error
+	var notOurs []string
 	for _, j := range copies {
 		cp := j.Object()
 		if grace > 0 && o.clock.Since(cp.GetCreationTimestamp().Time) < grace {
 			continue
 		}
-		orphan, err := o.orphaned(ctx, cluster, j)
+		wl, err := o.hubWorkload(ctx, j)
 		if err != nil {
 			return removed, fmt.Errorf("%w: %w", errHubRead, err) // the next round
 		}
-		if !orphan {
+		if !Orphaned(cp, cluster, wl) {
+			continue
+		}
+		if !Made(key, j.Kind().GroupVersionKind().GroupKind(), cp, wl) {
+			notOurs = append(notOurs, cp.GetNamespace()+"/"+cp.GetName())
 			continue
 		}
 		// One worker refusing a deletion holds up no other.
@@ -150,20 +163,45 @@ func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace tim
 		}
 		removed++
 	}
+	if len(notOurs) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Leaving alone objects that carry this hub's copy labels but that it did not make (no valid signature, no hub Workload of theirs)",
+			"cluster", cluster, "count", len(notOurs), "objects", firstOf(notOurs, 5))
+	}
 	return removed, errors.Join(errs...)
 }
 
-// orphaned says whether no hub Workload stands for a copy on cluster.
-func (o *OrphanCollector) orphaned(ctx context.Context, cluster string, j jobs.Job) (bool, error) {
+// firstOf returns at most n of names, with how many more there are.
+func firstOf(names []string, n int) []string {
+	if len(names) <= n {
+		return names
+	}
+	return append(names[:n:n], fmt.Sprintf("and %d more", len(names)-n))
+}
+
+// hubWorkload returns the hub Workload of a copy's name; nil when there is
+// none.
+func (o *OrphanCollector) hubWorkload(ctx context.Context, j jobs.Job) (*strata.Workload, error) {
 	cp := j.Object()
 	var wl strata.Workload
 	if err := o.client.Get(ctx, types.NamespacedName{Namespace: cp.GetNamespace(), Name: j.Kind().WorkloadName(cp.GetName())}, &wl); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			return Orphaned(cp, cluster, nil), nil
-		}
-		return false, err
+		return nil, client.IgnoreNotFound(err)
 	}
-	return Orphaned(cp, cluster, &wl), nil
+	return &wl, nil
+}
+
+// Made says whether this hub made cp, an object of kind gk with its origin
+// label, given wl, the hub Workload of its name (nil: none): the copy
+// carries the hub's signature (key), or the hub's own records name it (it
+// is a copy of wl, by UID). Labels alone are not enough: anyone who may
+// label a Job on a worker can put the hub's on it, and the hub must not
+// delete, on a tenant's word, what it did not make. The records cover the
+// copies hubs made before they signed.
+func Made(key []byte, gk schema.GroupKind, cp metav1.Object, wl *strata.Workload) bool {
+	if dispatch.Signed(key, gk, cp) {
+		return true
+	}
+	uid, _, ok := dispatch.CopyOf(cp)
+	return ok && wl != nil && wl.UID == uid
 }
 
 // Orphaned says whether a copy on cluster stands for no dispatch of hub

@@ -5,9 +5,11 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
 )
 
 func TestOrphaned(t *testing.T) {
@@ -42,6 +44,42 @@ func TestOrphaned(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := Orphaned(tc.copy, "w1", tc.wl); got != tc.want {
 				t.Errorf("Orphaned() = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMade(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	gk := schema.GroupKind{Group: "batch", Kind: "Job"}
+	copyOf := func(uid string, signed bool) *batchv1.Job {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", Labels: map[string]string{
+			strata.OriginLabel: "hub", strata.HubWorkloadUIDLabel: uid, strata.DispatchGenerationLabel: "1",
+		}}}
+		if signed {
+			dispatch.Sign(key, gk, j)
+		}
+		return j
+	}
+	hubWL := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}
+	cases := map[string]struct {
+		copy *batchv1.Job
+		key  []byte
+		wl   *strata.Workload
+		want bool
+	}{
+		"signed, its Workload gone":               {copy: copyOf("u0", true), key: key, want: true},
+		"signed, another Workload of its name":    {copy: copyOf("u0", true), key: key, wl: hubWL, want: true},
+		"unsigned, a copy of the Workload":        {copy: copyOf("u1", false), key: key, wl: hubWL, want: true},
+		"unsigned, no Workload of its name":       {copy: copyOf("u1", false), key: key},
+		"unsigned, another Workload of its name":  {copy: copyOf("u0", false), key: key, wl: hubWL},
+		"signed, the key unreadable":              {copy: copyOf("u0", true)},
+		"the key unreadable, the records name it": {copy: copyOf("u1", true), wl: hubWL, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Made(tc.key, gk, tc.copy, tc.wl); got != tc.want {
+				t.Errorf("Made() = %t, want %t", got, tc.want)
 			}
 		})
 	}

@@ -133,7 +133,12 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 	if whole == nil {
 		return ctrl.Result{RequeueAfter: informerBehindRetry}, nil // gone meanwhile: its deletion comes as an event
 	}
+	signKey, err := r.signing.Get(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	cp := dispatch.NewCopy(whole, wl, r.fleet.Origin(), queueName, flavor, gen, hint).Object()
+	dispatch.Sign(signKey, jobRef.kind.GroupVersionKind().GroupKind(), cp)
 	err = c.Create(ctx, cp)
 	if apierrors.IsNotFound(err) && r.cfg.Dispatch.CreateNamespaces {
 		if nsErr := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.GetNamespace()}}); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
@@ -154,7 +159,7 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 		if uid, g, ok := dispatch.CopyOf(existing); ok && uid == wl.UID && g == gen {
 			break // created before, by this hub: the informer is behind
 		}
-		if existing.GetLabels()[strata.OriginLabel] == r.fleet.Origin() {
+		if existing.GetLabels()[strata.OriginLabel] == r.fleet.Origin() && Made(signKey, jobRef.kind.GroupVersionKind().GroupKind(), existing, wl) {
 			return ctrl.Result{}, r.deleteCopy(ctx, cluster, existing) // a stale copy of ours
 		}
 		return ctrl.Result{}, r.workerRefused(ctx, s, ReasonNameTaken,

@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -21,6 +22,7 @@ import (
 	hubcopies "strata.dev/strata/hub/controller/copies"
 	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/jobs/lws"
+	"strata.dev/strata/pkg/workload"
 	"strata.dev/strata/test/integration/framework"
 )
 
@@ -194,13 +196,13 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		Expect(resumed).To(BeFalse(), "w1's agent resumed a JobSet copy placed elsewhere")
 	})
 
-	It("renews a worker's Lease though an orphaned copy there may not be deleted: that copy is revoked in the Lease instead, and stays stopped", func(ctx SpecContext) {
+	It("renews a worker's Lease though an orphaned copy there may not be deleted: that copy is revoked in the Lease instead, and stays stopped; a Job merely labelled as a copy is left alone", func(ctx SpecContext) {
 		withFencing(time.Hour)
 		e := newEnv(ctx, "stuck", map[string][][]string{"w1": {{"4"}}})
 		w1 := worker("w1")
-		By("a policy on w1 that refuses deleting one Job, and that Job labelled as a copy of this hub with no hub Workload")
+		By("a policy on w1 that refuses deleting the Jobs named kept*, in force")
 		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "keep-forged"},
+			ObjectMeta: metav1.ObjectMeta{Name: "keep-kept"},
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -210,16 +212,15 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 					},
 				}}},
 				Validations: []admissionregistrationv1.Validation{{
-					Expression: fmt.Sprintf("!has(oldObject.metadata.labels) || !('%s' in oldObject.metadata.labels) || oldObject.metadata.labels['%s'] != 'forged-uid'",
-						strata.HubWorkloadUIDLabel, strata.HubWorkloadUIDLabel),
-					Message: "this Job may not be deleted",
+					Expression: fmt.Sprintf("oldObject.metadata.namespace != '%s' || !oldObject.metadata.name.startsWith('kept')", e.ns),
+					Message:    "this Job may not be deleted",
 				}},
 			},
 		}
 		Expect(w1.Client.Create(ctx, policy)).To(Succeed())
 		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "keep-forged"},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "keep-forged",
+			ObjectMeta: metav1.ObjectMeta{Name: "keep-kept"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "keep-kept",
 				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
 		}
 		Expect(w1.Client.Create(ctx, binding)).To(Succeed())
@@ -232,6 +233,34 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 			}
 		}
 		DeferCleanup(remove)
+		probe := e.job("kept-probe", 1, "1", nil)
+		probe.Labels = nil
+		probe.Spec.Suspend = ptr.To(true)
+		Expect(w1.Client.Create(ctx, probe)).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := w1.Client.Delete(ctx, probe, client.DryRunAll)
+			g.Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "the policy is not in force yet: %v", err)
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("a Job the hub dispatches to w1, signed, then deleted on the hub: its copy is an orphan the hub may not delete")
+		kept := e.job("kept", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, kept)).To(Succeed())
+		runningOn(ctx, kept, "w1")
+		var keptKey string
+		Eventually(func(g Gomega) {
+			cp, _ := copyOn(g, ctx, w1, kept)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Annotations).To(HaveKey(strata.CopySignatureAnnotation))
+			keptKey = cp.Labels[strata.HubWorkloadUIDLabel] + "/" + cp.Labels[strata.DispatchGenerationLabel]
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(hub.Client.Delete(ctx, kept, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			err := hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: workload.JobWorkloadName(kept.Name)}, &wl)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the hub Workload is still there: %v", err)
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("a tenant's Job on w1 labelled as a copy of this hub, with no signature and no hub Workload")
 		forged := e.job("forged", 1, "1", nil)
 		forged.Labels[strata.OriginLabel] = hubCfg.Origin
 		forged.Labels[strata.HubWorkloadUIDLabel] = "forged-uid"
@@ -244,40 +273,38 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		stopHub = startHub()
 		Eventually(func(g Gomega) {
 			l := fenceLease(g, ctx, "w1")
-			g.Expect(l.Annotations).To(HaveKeyWithValue(strata.RevokedDispatchesAnnotation, ContainSubstring("forged-uid/1")))
+			g.Expect(l.Annotations).To(HaveKeyWithValue(strata.RevokedDispatchesAnnotation, ContainSubstring(keptKey)))
+			g.Expect(l.Annotations[strata.RevokedDispatchesAnnotation]).NotTo(ContainSubstring("forged-uid"), "the hub revoked what it did not make")
 			c := wcCondition(g, ctx, "w1", strata.WorkerClusterFenced)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
-		// Until the Lease revokes it, w1's agent cannot tell the forged
-		// copy from a real one and may have started it (copies are not
-		// signed yet); once revoked it is stopped and stays so.
-		Eventually(func(g Gomega) {
-			cp, cwl := copyOn(g, ctx, w1, forged)
+		stopped := func(g Gomega) {
+			cp, cwl := copyOn(g, ctx, w1, kept)
+			g.Expect(cp).NotTo(BeNil())
 			g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeTrue(), "the revoked copy runs")
 			if cwl != nil {
 				g.Expect(cwl.Status.Admission).To(BeNil(), "the revoked copy is admitted")
 			}
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
-		Consistently(func(g Gomega) {
-			cp, cwl := copyOn(g, ctx, w1, forged)
-			g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeTrue(), "the revoked copy runs")
-			if cwl != nil {
-				g.Expect(cwl.Status.Admission).To(BeNil(), "the revoked copy was admitted")
-			}
-		}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+		}
+		Eventually(stopped, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		Consistently(stopped, 3*time.Second, 200*time.Millisecond).Should(Succeed())
 
 		By("w1 still takes new work")
 		j := e.job("after", 1, "1", nil)
 		Expect(hub.Client.Create(ctx, j)).To(Succeed())
 		runningOn(ctx, j, "w1")
 
-		By("the policy gone: the orphan is deleted and its revocation ends")
+		By("the policy gone: the orphan is deleted and its revocation ends; the tenant's Job stays")
 		remove()
 		Eventually(func(g Gomega) {
-			cp, _ := copyOn(g, ctx, w1, forged)
+			cp, _ := copyOn(g, ctx, w1, kept)
 			g.Expect(cp).To(BeNil())
-			g.Expect(fenceLease(g, ctx, "w1").Annotations).NotTo(HaveKey(strata.RevokedDispatchesAnnotation))
+			g.Expect(fenceLease(g, ctx, "w1").Annotations[strata.RevokedDispatchesAnnotation]).NotTo(ContainSubstring(keptKey))
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		Consistently(func(g Gomega) {
+			cp, _ := copyOn(g, ctx, w1, forged)
+			g.Expect(cp).NotTo(BeNil(), "the hub deleted a Job it did not make")
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 
 	It("stays up when a tenant on a worker sets a LeaderWorkerSet copy's replicas to 2^31-1: the copy is Invalid", Label("lws"), func(ctx SpecContext) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,9 @@ func newSimulateCommand() *cobra.Command {
 		output     string
 		trace      string
 		policies   string
+		preempt    string
 		plot       string
+		highShare  float64
 		seed       uint64
 		generate   int
 		rate       float64
@@ -54,11 +57,15 @@ placement policy, each reserving capacity on its cluster for the ones after
 it. --config is then a HubConfiguration (algorithms, placement policy).
 
 With --trace FILE and --cluster, simulate replays a workload trace (CSV:
-name, arrival_seconds, duration_seconds, pods, gpus_per_pod, topology) over
-the fleet in simulated time under several dispatch policies side by side —
-the hub's compact and spread, first-fit, any-fit and no-topology — and
-reports waits, makespan, GPU utilisation and how often topology requests
-were met; --plot writes utilisation and queue length over time as a PNG.
+name, arrival_seconds, duration_seconds, pods, gpus_per_pod, topology, and
+optionally priority) over the fleet in simulated time under several
+dispatch policies side by side — the hub's compact and spread, first-fit,
+any-fit and no-topology — and reports waits, makespan, GPU utilisation and
+how often topology requests were met; --plot writes utilisation and queue
+length over time as a PNG. A trace with priorities is replayed under each
+--preemption mode too (none, first-cluster: preempt on the first cluster
+where it helps, fleet: the hub's choice of the one cluster where it costs
+least), with the high-priority Jobs' waits and the preemptions reported.
 --generate-trace N writes a synthetic trace, --generate-cluster N a cluster of
 N GPU hosts to replay it over.`,
 		Example: `  kubectl strata simulate -f cluster.yaml -f jobs/
@@ -78,7 +85,10 @@ N GPU hosts to replay it over.`,
 				case generateNodes > 0:
 					return simulate.GenerateCluster(cmd.OutOrStdout(), simulate.ClusterOptions{Name: clusterName, Nodes: generateNodes, Busy: busy, Seed: seed})
 				}
-				return replay.WriteCSV(cmd.OutOrStdout(), replay.Generate(replay.GenerateOptions{Jobs: generate, Seed: seed, ArrivalsPerHour: rate}))
+				if highShare < 0 || highShare > 1 {
+					return fmt.Errorf("--high-priority-share %v: want a share between 0 and 1", highShare)
+				}
+				return replay.WriteCSV(cmd.OutOrStdout(), replay.Generate(replay.GenerateOptions{Jobs: generate, Seed: seed, ArrivalsPerHour: rate, HighPriorityShare: highShare}))
 			}
 			if trace != "" {
 				if len(files) > 0 {
@@ -90,7 +100,7 @@ N GPU hosts to replay it over.`,
 				if !validFormat(output) {
 					return fmt.Errorf("unknown output format %q (want one of %s)", output, strings.Join(simulate.Formats, ", "))
 				}
-				return simulateTrace(cmd, clusters, trace, policies, plot, configFile, output, seed)
+				return simulateTrace(cmd, clusters, trace, traceOptions{policies: policies, preemptions: preempt, plot: plot, config: configFile, output: output, seed: seed})
 			}
 			if len(files) == 0 {
 				return fmt.Errorf("no input: pass the cluster and the workloads with -f FILE_OR_DIR")
@@ -125,6 +135,8 @@ N GPU hosts to replay it over.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	cmd.Flags().StringVar(&trace, "trace", "", "a workload trace (CSV, docs/performance.md#trace-replay) to replay over the --cluster fleet in simulated time, under each of --policies")
 	cmd.Flags().StringVar(&policies, "policies", "all", "with --trace: the dispatch policies to compare, comma-separated: compact, spread, first-fit, any-fit, no-topology")
+	cmd.Flags().StringVar(&preempt, "preemption", "", "with --trace: the preemption modes to compare, comma-separated: none, first-cluster, fleet, or all (default: all when the trace has priorities, else none)")
+	cmd.Flags().Float64Var(&highShare, "high-priority-share", 0, "with --generate-trace: the share of Jobs of priority 100 (the others 0); the trace then has a priority column")
 	cmd.Flags().StringVar(&plot, "plot", "", "with --trace: write a PNG of GPU utilisation and queue length over time per policy to this file")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "with --trace, the seed of any-fit's draws; with --generate-trace, of the trace")
 	cmd.Flags().IntVar(&generate, "generate-trace", 0, "write a synthetic trace of this many Jobs (CSV) to standard output")
@@ -135,13 +147,20 @@ N GPU hosts to replay it over.`,
 	return cmd
 }
 
+// traceOptions are simulate --trace's flags.
+type traceOptions struct {
+	policies, preemptions, plot, config, output string
+	seed                                        uint64
+}
+
 // simulateTrace is simulate --trace: the trace replayed over the fleet
 // under each policy, a table (or JSON/YAML) of the outcomes, and a plot.
-func simulateTrace(cmd *cobra.Command, clusterArgs []string, trace, policyList, plot, configFile, output string, seed uint64) error {
-	ps, err := replay.ParsePolicies(policyList)
+func simulateTrace(cmd *cobra.Command, clusterArgs []string, trace string, o traceOptions) error {
+	ps, err := replay.ParsePolicies(o.policies)
 	if err != nil {
 		return err
 	}
+	plot, configFile, output, seed := o.plot, o.config, o.output, o.seed
 	clusters, err := simulate.ParseClusterArgs(clusterArgs)
 	if err != nil {
 		return err
@@ -167,13 +186,23 @@ func simulateTrace(cmd *cobra.Command, clusterArgs []string, trace, policyList, 
 	if err != nil {
 		return err
 	}
+	preemptions := o.preemptions
+	if preemptions == "" && slices.ContainsFunc(jobs, func(j replay.Job) bool { return j.Priority != jobs[0].Priority }) {
+		preemptions = "all"
+	}
+	modes, err := replay.ParsePreemptions(preemptions)
+	if err != nil {
+		return err
+	}
 	var results []*replay.Result
 	for _, p := range ps {
-		r, err := replay.Run(summaries, jobs, p, replay.Options{Seed: seed, TAS: tas.OptionsFrom(cfg.TopologyAwareScheduling)})
-		if err != nil {
-			return err
+		for _, m := range modes {
+			r, err := replay.Run(summaries, jobs, p, replay.Options{Seed: seed, TAS: tas.OptionsFrom(cfg.TopologyAwareScheduling), Preemption: m})
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
 		}
-		results = append(results, r)
 	}
 	if plot != "" {
 		out, err := os.Create(plot)

@@ -15,13 +15,12 @@ import (
 
 // Plot size and margins, in pixels.
 const (
-	plotWidth  = 1000
-	panelH     = 260
-	marginL    = 70
-	marginR    = 20
-	marginTop  = 40
-	panelGap   = 50
-	plotHeight = marginTop + 2*panelH + panelGap + 60
+	plotWidth = 1000
+	panelH    = 260
+	marginL   = 70
+	marginR   = 20
+	marginTop = 40
+	panelGap  = 50
 )
 
 // palette gives each policy, in Policies order, its colour.
@@ -34,19 +33,28 @@ var palette = []color.RGBA{
 	{140, 86, 75, 255},
 }
 
-// WritePNG draws the GPU utilisation (top) and the queue length (bottom)
-// of each result over simulated time, one line per policy, with a legend.
+// WritePNG draws the GPU utilisation (top) and the queue length (below)
+// of each result over simulated time, and, when the trace has priorities,
+// the high-priority Jobs waiting (bottom): one line per policy (and
+// preemption), with a legend.
 func WritePNG(w io.Writer, results []*Result) error {
-	img := image.NewRGBA(image.Rect(0, 0, plotWidth, plotHeight))
-	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	var end float64
-	maxQueue := 1
+	maxQueue, maxHigh, high := 1, 1, false
 	for _, r := range results {
+		high = high || r.HighPriority > 0
 		for _, s := range r.Series {
 			end = max(end, s.Time)
 			maxQueue = max(maxQueue, s.Queued)
+			maxHigh = max(maxHigh, s.HighQueued)
 		}
 	}
+	n := 2
+	if high {
+		n = 3
+	}
+	plotHeight := marginTop + n*panelH + (n-1)*panelGap + 60
+	img := image.NewRGBA(image.Rect(0, 0, plotWidth, plotHeight))
+	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	if end <= 0 {
 		end = 1
 	}
@@ -59,6 +67,15 @@ func WritePNG(w io.Writer, results []*Result) error {
 	}{
 		{"GPUs in use (% of the fleet's)", marginTop, func(r *Result, s Sample) float64 { return 100 * float64(s.UsedGPUs) / float64(r.TotalGPUs) }, 100, "%"},
 		{"Jobs waiting", marginTop + panelH + panelGap, func(_ *Result, s Sample) float64 { return float64(s.Queued) }, float64(maxQueue), ""},
+	}
+	if high {
+		panels = append(panels, struct {
+			title string
+			top   int
+			value func(*Result, Sample) float64
+			max   float64
+			unit  string
+		}{"High-priority Jobs waiting", marginTop + 2*(panelH+panelGap), func(_ *Result, s Sample) float64 { return float64(s.HighQueued) }, float64(maxHigh), ""})
 	}
 	grey := color.RGBA{200, 200, 200, 255}
 	for _, p := range panels {
@@ -84,7 +101,7 @@ func WritePNG(w io.Writer, results []*Result) error {
 			}
 		}
 	}
-	axis := marginTop + 2*panelH + panelGap
+	axis := marginTop + n*panelH + (n-1)*panelGap
 	text(img, marginL, axis+18, "0", color.Black)
 	last := fmt.Sprintf("%.1f h of simulated time", end/3600)
 	text(img, plotWidth-marginR-7*len(last), axis+18, last, color.Black)
@@ -96,6 +113,9 @@ func WritePNG(w io.Writer, results []*Result) error {
 			line(img, x, y-4+k, x+24, y-4+k, c)
 		}
 		label := string(r.Policy)
+		if r.Preemption != "" && r.Preemption != NoPreemption {
+			label += " + preempt " + string(r.Preemption)
+		}
 		text(img, x+30, y, label, color.Black)
 		x += 30 + 7*len(label) + 30
 	}

@@ -258,3 +258,75 @@ func TestReadCSVErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPreemption: a high-priority rack-required Job of two 8-GPU pods
+// arrives at t=10 on a full fleet: a, one rack of 4 hosts, each held by a
+// one-pod low-priority Job; b, one rack of 2 hosts held by one two-pod
+// low-priority Job (compact put it there: b's rack was the tightest).
+//
+//   - none: it waits for the first end, t=1000.
+//   - first-cluster: it preempts on a, the first cluster where preempting
+//     helps: two of the one-pod Jobs (the minimal set), which restart when
+//     it ends at t=110.
+//   - fleet: it preempts on b, where one Job is enough.
+func TestPreemption(t *testing.T) {
+	clusters := []Cluster{
+		cluster(t, "a", [][]int64{{0, 0, 0, 0}}),
+		cluster(t, "b", [][]int64{{0, 0}}),
+	}
+	low := func(name string, pods int32, mode string) Job {
+		return Job{Name: name, Duration: 1000, Pods: pods, GPUsPerPod: 8, Mode: mode, Level: "rack"}
+	}
+	trace := []Job{
+		low("l1", 2, Required), low("l2", 1, ""), low("l3", 1, ""), low("l4", 1, ""), low("l5", 1, ""),
+		{Name: "high", Arrival: 10, Duration: 100, Pods: 2, GPUsPerPod: 8, Mode: Required, Level: "rack", Priority: 100},
+	}
+	type got struct {
+		Started, Preempted, HighPriority int
+		HighMeanWait, Makespan           float64
+		LostGPUSeconds                   float64
+	}
+	cases := map[Preemption]got{
+		NoPreemption:    {Started: 6, HighPriority: 1, HighMeanWait: 990, Makespan: 1100},
+		FirstPreempting: {Started: 6, Preempted: 2, HighPriority: 1, HighMeanWait: 0, Makespan: 1110, LostGPUSeconds: 2 * 8 * 10},
+		FleetPreemption: {Started: 6, Preempted: 1, HighPriority: 1, HighMeanWait: 0, Makespan: 1110, LostGPUSeconds: 16 * 10},
+	}
+	for mode, want := range cases {
+		t.Run(string(mode), func(t *testing.T) {
+			r, err := Run(clusters, trace, Compact, Options{Preemption: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := got{r.Started, r.Preempted, r.HighPriority, r.HighMeanWait, r.Makespan, math.Round(r.LostGPUHours * 3600)}
+			if diff := cmp.Diff(want, g); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPriorityColumn(t *testing.T) {
+	in := "name,arrival_seconds,duration_seconds,pods,gpus_per_pod,topology,priority\nlow,0,10,1,1,none,0\nhigh,5,10,2,8,required:rack,100\n"
+	jobs, err := ReadCSV(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Job{
+		{Name: "low", Duration: 10, Pods: 1, GPUsPerPod: 1},
+		{Name: "high", Arrival: 5, Duration: 10, Pods: 2, GPUsPerPod: 8, Mode: Required, Level: "rack", Priority: 100},
+	}
+	if diff := cmp.Diff(want, jobs); diff != "" {
+		t.Errorf("ReadCSV (-want +got):\n%s", diff)
+	}
+	var out bytes.Buffer
+	if err := WriteCSV(&out, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != in {
+		t.Errorf("WriteCSV:\n%s\nwant:\n%s", out.String(), in)
+	}
+	if _, err := ReadCSV(strings.NewReader("name,arrival_seconds,duration_seconds,pods,gpus_per_pod,topology,priority\nx,0,1,1,1,none,high\n")); err == nil ||
+		!strings.Contains(err.Error(), `priority "high": want a whole number`) {
+		t.Errorf("a priority that is not a number: err = %v", err)
+	}
+}

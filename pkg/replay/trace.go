@@ -36,30 +36,40 @@ type Job struct {
 	// Level is a topology level: a node label key, or its short name
 	// (tas.LevelName: "rack" for cloud.provider.com/topology-rack).
 	Level string
+	// Priority is the Job's priority (the optional priority column; 0
+	// without it). With Options.Preemption a Job may preempt running Jobs
+	// of lower priority.
+	Priority int32
 }
 
 // GPUs is what the Job holds while it runs.
 func (j *Job) GPUs() int64 { return int64(j.Pods) * j.GPUsPerPod }
 
-// csvHeader is the trace format's header line.
-var csvHeader = []string{"name", "arrival_seconds", "duration_seconds", "pods", "gpus_per_pod", "topology"}
+// csvHeader is the trace format's header line; a trace may add the
+// priority column after it (csvHeaderPriority).
+var (
+	csvHeader         = []string{"name", "arrival_seconds", "duration_seconds", "pods", "gpus_per_pod", "topology"}
+	csvHeaderPriority = append(slices.Clip(csvHeader), "priority")
+)
 
 // ReadCSV reads a trace: a header line, then one Job per line —
 // name, arrival_seconds, duration_seconds, pods, gpus_per_pod, topology
-// (none, required:LEVEL or preferred:LEVEL). Lines starting with # are
-// comments.
+// (none, required:LEVEL or preferred:LEVEL), and, when the header names
+// it, priority (an integer, as a WorkloadPriorityClass's value). Lines
+// starting with # are comments.
 func ReadCSV(r io.Reader) ([]Job, error) {
 	cr := csv.NewReader(r)
 	cr.Comment = '#'
-	cr.FieldsPerRecord = len(csvHeader)
+	cr.FieldsPerRecord = -1 // set by the header
 	cr.TrimLeadingSpace = true
 	header, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("reading the trace's header: %w", err)
 	}
-	if !slices.Equal(header, csvHeader) {
-		return nil, fmt.Errorf("the trace's header is %q; want %q", strings.Join(header, ","), strings.Join(csvHeader, ","))
+	if !slices.Equal(header, csvHeader) && !slices.Equal(header, csvHeaderPriority) {
+		return nil, fmt.Errorf("the trace's header is %q; want %q, optionally followed by \",priority\"", strings.Join(header, ","), strings.Join(csvHeader, ","))
 	}
+	cr.FieldsPerRecord = len(header)
 	var jobs []Job
 	names := map[string]bool{}
 	for {
@@ -127,13 +137,25 @@ func parseJob(rec []string) (Job, error) {
 	default:
 		return j, fmt.Errorf("topology %q: want none, required:LEVEL or preferred:LEVEL", rec[5])
 	}
+	if len(rec) > 6 {
+		p, err := strconv.ParseInt(rec[6], 10, 32)
+		if err != nil {
+			return j, fmt.Errorf("priority %q: want a whole number (int32)", rec[6])
+		}
+		j.Priority = int32(p)
+	}
 	return j, nil
 }
 
-// WriteCSV writes jobs in the format ReadCSV reads.
+// WriteCSV writes jobs in the format ReadCSV reads, with the priority
+// column when a Job has a priority.
 func WriteCSV(w io.Writer, jobs []Job) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(csvHeader); err != nil {
+	header := csvHeader
+	if slices.ContainsFunc(jobs, func(j Job) bool { return j.Priority != 0 }) {
+		header = csvHeaderPriority
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	for _, j := range jobs {
@@ -141,8 +163,12 @@ func WriteCSV(w io.Writer, jobs []Job) error {
 		if j.Mode != "" {
 			topology = j.Mode + ":" + j.Level
 		}
-		if err := cw.Write([]string{j.Name, strconv.FormatFloat(j.Arrival, 'f', -1, 64), strconv.FormatFloat(j.Duration, 'f', -1, 64),
-			strconv.Itoa(int(j.Pods)), strconv.FormatInt(j.GPUsPerPod, 10), topology}); err != nil {
+		rec := []string{j.Name, strconv.FormatFloat(j.Arrival, 'f', -1, 64), strconv.FormatFloat(j.Duration, 'f', -1, 64),
+			strconv.Itoa(int(j.Pods)), strconv.FormatInt(j.GPUsPerPod, 10), topology}
+		if len(header) > len(csvHeader) {
+			rec = append(rec, strconv.FormatInt(int64(j.Priority), 10))
+		}
+		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}
@@ -158,7 +184,13 @@ type GenerateOptions struct {
 	Seed uint64
 	// ArrivalsPerHour is the mean rate of the Poisson arrivals.
 	ArrivalsPerHour float64
+	// HighPriorityShare is the share of Jobs, drawn at random, of
+	// priority HighPriority; the others have priority 0.
+	HighPriorityShare float64
 }
+
+// HighPriority is the priority Generate gives its high-priority Jobs.
+const HighPriority = 100
 
 // weighted draws one of values by weight.
 func weighted[T any](rng *rand.Rand, values []T, weights []int) T {
@@ -211,6 +243,9 @@ func Generate(o GenerateOptions) []Job {
 		}
 		d := math.Exp(math.Log(1800) + 1.5*rng.NormFloat64())
 		j.Duration = math.Round(min(max(d, 60), 86400))
+		if o.HighPriorityShare > 0 && rng.Float64() < o.HighPriorityShare {
+			j.Priority = HighPriority
+		}
 		jobs[i] = j
 	}
 	return jobs

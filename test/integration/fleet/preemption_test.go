@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -198,5 +199,94 @@ var _ = Describe("Fleet preemption", func() {
 				}
 			}
 		}).Should(Succeed())
+	})
+
+	It("preempts nothing when the chosen worker's victims finish before its agent acts: the marked copy is admitted on the room they left", func(ctx SpecContext) {
+		e := newEnv(ctx, "fgone", map[string][][]string{"w1": {{"4", "4"}}})
+		const low, urgent = "fgone-low", "fgone-urgent"
+		for _, c := range append([]*framework.Cluster{hub}, workers...) {
+			for name, value := range map[string]int32{low: 10, urgent: 500} {
+				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
+			}
+		}
+		w1 := worker("w1")
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+			g.Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+		By("filling w1's rack with two low-priority Jobs submitted there")
+		var local []*batchv1.Job
+		for n := range 2 {
+			node := fmt.Sprintf("%s-w1-r0-n%d", e.name, n)
+			job := e.job("local-"+node, 1, "4", nil)
+			job.Labels[strata.PriorityClassLabel] = low
+			job.Spec.Template.Spec.NodeSelector = map[string]string{host: node}
+			Expect(w1.Client.Create(ctx, job)).To(Succeed())
+			local = append(local, job)
+		}
+		for _, job := range local {
+			Eventually(func(g Gomega) {
+				_, wl := copyOn(g, ctx, w1, job)
+				g.Expect(wl).NotTo(BeNil())
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			}).Should(Succeed())
+		}
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Preemptible).NotTo(BeEmpty())
+		})
+
+		By("w1's agent stopped; a rack-required Job of priority 500 needing the whole rack, on the hub: the hub marks w1's copy to preempt up to 10")
+		stopAgents["w1"]()
+		restarted := false
+		DeferCleanup(func() {
+			if !restarted {
+				stopAgents["w1"] = startAgent(w1)
+			}
+		})
+		job := e.job("urgent", 2, "4", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
+		job.Labels[strata.PriorityClassLabel] = urgent
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PreemptUpTo).To(Equal(ptr.To[int32](10)))
+			cp, _ := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.PreemptUpToAnnotation, "10"))
+		}).Should(Succeed())
+
+		By("both low-priority Jobs finish before w1's agent is back")
+		for _, lj := range local {
+			completeCopy(ctx, w1, lj)
+			Eventually(func(g Gomega) {
+				_, wl := copyOn(g, ctx, w1, lj)
+				g.Expect(wl).NotTo(BeNil())
+				meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue,
+					Reason: "Succeeded", Message: "the Job succeeded"})
+				g.Expect(w1.Client.Status().Update(ctx, wl)).To(Succeed())
+			}).Should(Succeed())
+		}
+		stopAgents["w1"] = startAgent(w1)
+		restarted = true
+
+		By("the copy is admitted in the rack; neither finished Job was preempted")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			_, cp := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(racksOf(g, cp.Status.Admission)).To(Equal(map[string]int32{"r0": 2}))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			for _, lj := range local {
+				_, wl := copyOn(g, ctx, w1, lj)
+				g.Expect(wl).NotTo(BeNil())
+				g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)).To(BeNil(), "%s was preempted", lj.Name)
+				g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)).To(BeNil(), "%s was evicted", lj.Name)
+			}
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 })

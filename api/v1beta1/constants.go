@@ -137,6 +137,13 @@ const (
 	// hub's on it. The hub deletes, as an orphan, only a copy it signed or
 	// one its own records name; the key stays on the hub.
 	CopySignatureAnnotation = Prefix + "copy-signature"
+	// GoingPodsAnnotation, on a hub's copy being deleted, lists the pods
+	// that still keep it (at most 10: name, phase or Terminating since
+	// when, node). The worker's agent writes it; the hub, which may not
+	// read pods on workers, shows it on the hub Workload (CopyGoing) and
+	// on a draining WorkerCluster, so that a take-back held by pods stuck
+	// Terminating (a node that does not answer) says which.
+	GoingPodsAnnotation = Prefix + "going-pods"
 
 	// OnboardedByLabel marks the namespaces and LocalQueues a hub created
 	// on a worker for WorkerCluster.spec.onboarding: the hub's origin.

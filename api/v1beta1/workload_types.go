@@ -403,6 +403,11 @@ const (
 	WorkloadFinished = "Finished"
 	// WorkloadEvicted is True when an admitted workload was sent back to the queue.
 	WorkloadEvicted = "Evicted"
+	// WorkloadCopyGoing is True on a hub Workload while the hub takes its
+	// copy back and waits for the copy and its pods to be gone before
+	// placing it again; its message names the pods the worker's agent
+	// reported (strata.dev/going-pods).
+	WorkloadCopyGoing = "CopyGoing"
 	// WorkloadInvalid is True when the Job cannot be admitted as written
 	// (bad annotations, unknown queue, namespace not allowed).
 	WorkloadInvalid = "Invalid"

@@ -38,14 +38,16 @@ type ExplainView struct {
 	Priority *PriorityView `json:"priority,omitempty"`
 	// Position is, while it waits, its place in its ClusterQueue's order.
 	Position *PositionView `json:"position,omitempty"`
-	// Admitted, Invalid, Evicted, Preempted and Finished are the
-	// Workload's conditions of those types, when it has them. A
+	// Admitted, Invalid, Evicted, Preempted, CopyGoing and Finished are
+	// the Workload's conditions of those types, when it has them. A
 	// preemptor's Admitted message says whom it preempts and waits for,
-	// or why no preemption helps it.
+	// or why no preemption helps it; a hub Workload's CopyGoing, which
+	// pods on its worker a take-back waits for.
 	Admitted  *ConditionView `json:"admitted,omitempty"`
 	Invalid   *ConditionView `json:"invalid,omitempty"`
 	Evicted   *ConditionView `json:"evicted,omitempty"`
 	Preempted *ConditionView `json:"preempted,omitempty"`
+	CopyGoing *ConditionView `json:"copyGoing,omitempty"`
 	Finished  *ConditionView `json:"finished,omitempty"`
 	// Dispatch is set on a worker for a hub's copy: the hub dispatch it
 	// belongs to.
@@ -408,6 +410,7 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 		Finished: conditionOf(wl.Status.Conditions, strata.WorkloadFinished),
 	}
 	v.Preempted = conditionOf(wl.Status.Conditions, strata.WorkloadPreempted)
+	v.CopyGoing = conditionOf(wl.Status.Conditions, strata.WorkloadCopyGoing)
 	if wl.Spec.Priority != nil || wl.Spec.PriorityClassName != "" {
 		v.Priority = &PriorityView{Value: ptr.Deref(wl.Spec.Priority, 0), Class: wl.Spec.PriorityClassName, Source: wl.Spec.PriorityClassSource}
 	}
@@ -497,6 +500,9 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 	}
 	if v.Preempted != nil && v.Preempted.Status == metav1.ConditionTrue {
 		add(conditionLines("Preempted:", v.Preempted, now)...)
+	}
+	if v.CopyGoing != nil && v.CopyGoing.Status == metav1.ConditionTrue {
+		add(conditionLines("Copy going:", v.CopyGoing, now)...)
 	}
 	if v.Finished != nil && v.Finished.Status == metav1.ConditionTrue {
 		add(conditionLines("Finished:", v.Finished, now)...)

@@ -280,6 +280,22 @@ Preempted:  True  InClusterQueue
             withinClusterQueue: LowerPriority
 `,
 		},
+		"a worker's Workload whose take-back waits for a pod": {
+			view: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionTrue, Reason: "Admitted"},
+				CopyGoing: &ConditionView{Status: metav1.ConditionTrue, Reason: "WaitingForPods",
+					Message: "taking the copy back from w2: it is placed again once its pods are gone there; waiting for train-0 (Terminating since 2026-11-28T16:40:00Z, node n1)"},
+			},
+			want: `Job:        ml/train
+Workload:   job-train (on the worker)
+Queue:      team-a
+Admitted:   True  Admitted
+Copy going: True  WaitingForPods
+            taking the copy back from w2: it is placed again once its pods are gone there; waiting
+            for train-0 (Terminating since 2026-11-28T16:40:00Z, node n1)
+`,
+		},
 		"a worker's Workload, invalid": {
 			view: ExplainView{
 				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
 	pkgjobs "strata.dev/strata/pkg/jobs"
@@ -145,10 +147,15 @@ func startedAs(job pkgjobs.Job) string {
 // Reconcile creates or updates the Workload of a Job and its Invalid
 // condition.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return intake.Result(ctx, r.reconcile(ctx, req))
+	var again time.Duration
+	res, err := intake.Result(ctx, r.reconcile(ctx, req, &again))
+	if err == nil && again > 0 {
+		res.RequeueAfter = again
+	}
+	return res, err
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *time.Duration) error {
 	obj := r.kind.NewObject()
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -157,6 +164,18 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 		return err
 	}
 	job, _ := r.kind.Adapt(obj)
+	if !obj.GetDeletionTimestamp().IsZero() && obj.GetLabels()[strata.OriginLabel] != "" {
+		// A hub's copy being deleted: say which pods keep it.
+		var pods corev1.PodList
+		if err := r.client.List(ctx, &pods, index.PodsOf(obj.GetNamespace(), r.kind.WorkloadName(obj.GetName()))...); err != nil {
+			return err
+		}
+		remain, err := intake.ReportGoingPods(ctx, r.client, obj, pods.Items)
+		if remain {
+			*again = intake.GoingPodsInterval
+		}
+		return err
+	}
 	if obj.GetLabels()[strata.QueueNameLabel] == "" || !obj.GetDeletionTimestamp().IsZero() {
 		return nil
 	}

@@ -25,6 +25,15 @@ const ConditionUnreachable = "WorkerUnreachable"
 // answer for fencing.replaceAfter.
 const ReasonWorkerUnreachable = "WorkerUnreachable"
 
+// ConditionCopyGoing is a hub Workload's condition while the hub takes
+// its copy back and waits for the copy and its pods to be gone before
+// placing it again; ReasonWaitingForPods its reason.
+const (
+	ConditionCopyGoing   = "CopyGoing"
+	ReasonWaitingForPods = "WaitingForPods"
+	ReasonWaitingForCopy = "WaitingForCopy"
+)
+
 // ReasonRanUnseen is the Admitted condition of a hub Workload whose copy
 // finished before the hub saw its admission.
 const ReasonRanUnseen = "FinishedBeforeAdmissionSeen"
@@ -76,6 +85,25 @@ func setWaitingOnWorker(st *strata.WorkloadStatus, cluster, flavor string, copyW
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: dispatch.ReasonDispatched, Message: message})
+	return true
+}
+
+// setCopyGoing says on the hub Workload that its copy on cluster is being
+// taken back, with the pods that keep it when the worker's agent reported
+// them (strata.GoingPodsAnnotation on the copy).
+func setCopyGoing(st *strata.WorkloadStatus, cluster string, copyJob metav1.Object) bool {
+	c := metav1.Condition{Type: ConditionCopyGoing, Status: metav1.ConditionTrue, Reason: ReasonWaitingForCopy,
+		Message: fmt.Sprintf("taking the copy back from %s: it is placed again once the copy and its pods are gone there", cluster)}
+	if pods := copyJob.GetAnnotations()[strata.GoingPodsAnnotation]; pods != "" {
+		c.Reason = ReasonWaitingForPods
+		c.Message = fmt.Sprintf("taking the copy back from %s: it is placed again once its pods are gone there; waiting for %s "+
+			"(a pod Terminating for long is on a node that does not answer: once that node is known gone, force-delete the pod there)", cluster, pods)
+	}
+	c.Message = intake.Truncate(c.Message, intake.MaxConditionMessage)
+	if old := meta.FindStatusCondition(st.Conditions, ConditionCopyGoing); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
+		return false
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
 	return true
 }
 

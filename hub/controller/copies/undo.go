@@ -107,7 +107,7 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 	if copyJob != nil {
 		if uid, _, _ := dispatch.CopyOf(copyJob.Object()); uid == s.wl.UID {
 			if err := r.removeCopy(ctx, s.cluster, copyJob.Object(), record); err != nil {
-				return err
+				return s.copyGoing(err, copyJob.Object())
 			}
 		}
 	} else if c, cerr := r.fleet.Client(s.cluster); cerr == nil {
@@ -117,7 +117,7 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		if err := c.Get(ctx, s.job.key, existing); err == nil {
 			if uid, _, _ := dispatch.CopyOf(existing); uid == s.wl.UID {
 				if err := r.removeCopy(ctx, s.cluster, existing, record); err != nil {
-					return err
+					return s.copyGoing(err, existing)
 				}
 			}
 		} else if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
@@ -136,6 +136,7 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 	}
 	s.change(func(ws *strata.WorkloadStatus) bool {
 		dispatch.RecordOutcome(ws, o.result, o.reason, o.cause, o.message, r.clock.Now())
+		meta.RemoveStatusCondition(&ws.Conditions, ConditionCopyGoing)
 		return true
 	})
 	s.afterWrite(func(context.Context) error {
@@ -143,6 +144,15 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		return nil
 	})
 	return nil
+}
+
+// copyGoing passes err on; when it says the copy is still going, the hub
+// Workload says so first, with what keeps the copy.
+func (s *scope) copyGoing(err error, copyJob client.Object) error {
+	if errors.Is(err, errCopyGoing) && s.wl.DeletionTimestamp.IsZero() {
+		s.change(func(ws *strata.WorkloadStatus) bool { return setCopyGoing(ws, s.cluster, copyJob) })
+	}
+	return err
 }
 
 // abandon ends a dispatch without removing its copy, for reason: the

@@ -258,6 +258,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	fresh := metav1.Condition{Type: strata.WorkerClusterSummariesFresh, Status: metav1.ConditionUnknown, Reason: ReasonNotRead,
 		Message: "the worker is not connected"}
 	requeue := time.Duration(0)
+	going := ""
 	if connected.Status == metav1.ConditionTrue {
 		summaries, _, err := r.fleet.Summaries(ctx, wc.Name)
 		if err != nil {
@@ -276,6 +277,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		metrics.HubSummaryAge.WithLabelValues(wc.Name).Set(oldest(summaries, age).Seconds())
 		if copies, err := r.fleet.Copies(ctx, wc.Name, client.UnsafeDisableDeepCopy); err == nil {
 			status.Workloads = live(copies)
+			going = goingCopies(copies)
 		}
 	} else {
 		// Retry the connection; the informer retries on its own too.
@@ -298,7 +300,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		setCondition(status, metav1.Condition{Type: ConditionDraining, Status: metav1.ConditionTrue, Reason: ReasonDraining, ObservedGeneration: wc.Generation,
 			Message: fmt.Sprintf("being deleted: %d workloads are still dispatched here; their copies are taken back (and their pods gone) before they are placed elsewhere. "+
-				"If the worker is lost for good, annotate the WorkerCluster %s=true to give them up", left, strata.AbandonCopiesAnnotation)}, now)
+				"If the worker is lost for good, annotate the WorkerCluster %s=true to give them up%s", left, strata.AbandonCopiesAnnotation, going)}, now)
 		requeue = min(requeue, 5*time.Second)
 		if requeue == 0 {
 			requeue = 5 * time.Second

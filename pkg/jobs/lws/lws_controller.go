@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,11 +59,13 @@ func NewReconciler(c client.Client, live client.Reader, recorder events.EventRec
 
 // What strata-agent may do with LeaderWorkerSets on its cluster: its
 // Reconciler only reads them (a LeaderWorkerSet is never suspended: its
-// pods are gated, labelled and released). It deletes the pods of a group
+// pods are gated, labelled and released), but for a hub's copy being
+// deleted, on which it writes the pods that keep it
+// (intake.ReportGoingPods). It deletes the pods of a group
 // that runs without an admission (stopUnadmitted), so that the
 // LeaderWorkerSet's controller makes them again, gated.
 //
-// +kubebuilder:rbac:roleName=strata-agent,groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch
+// +kubebuilder:rbac:roleName=strata-agent,groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:roleName=strata-agent,groups="",resources=pods,verbs=delete
 
 // setupAgent registers the agent's Reconciler of LeaderWorkerSets with
@@ -99,10 +102,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile keeps a LeaderWorkerSet's Workloads and labels its pods.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return intake.Result(ctx, r.reconcile(ctx, req))
+	var again time.Duration
+	res, err := intake.Result(ctx, r.reconcile(ctx, req, &again))
+	if err == nil && again > 0 {
+		res.RequeueAfter = again
+	}
+	return res, err
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *time.Duration) error {
 	var l lwsapi.LeaderWorkerSet
 	if err := r.client.Get(ctx, req.NamespacedName, &l); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -110,11 +118,22 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 		}
 		return err
 	}
-	if l.Labels[strata.QueueNameLabel] == "" || !l.DeletionTimestamp.IsZero() {
+	if l.Labels[strata.QueueNameLabel] == "" {
 		return nil
 	}
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(l.Namespace), client.MatchingLabels{NameLabel: l.Name}); err != nil {
+		return err
+	}
+	if !l.DeletionTimestamp.IsZero() {
+		if l.Labels[strata.OriginLabel] == "" {
+			return nil
+		}
+		// A hub's copy being deleted: say which pods keep it.
+		remain, err := intake.ReportGoingPods(ctx, r.client, &l, pods.Items)
+		if remain {
+			*again = intake.GoingPodsInterval
+		}
 		return err
 	}
 	replicas := workloadGroups(&l, pods.Items)

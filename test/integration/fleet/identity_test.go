@@ -8,13 +8,16 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	hubcopies "strata.dev/strata/hub/controller/copies"
 	"strata.dev/strata/hub/controller/workercluster"
 	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
 )
 
 // clusterIDOf reads the UID of a worker's kube-system namespace.
@@ -178,6 +181,7 @@ var _ = Describe("Worker identity", Serial, func() {
 		const hold = "test.strata.dev/hold"
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "drained-0", Namespace: e.ns, Finalizers: []string{hold},
+				Labels: map[string]string{strata.WorkloadLabel: workload.JobWorkloadName(cp.Name)},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: cp.Name, UID: cp.UID,
 					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
@@ -214,6 +218,15 @@ var _ = Describe("Worker identity", Serial, func() {
 			g.Expect(w2.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)).To(Succeed())
 			g.Expect(p.DeletionTimestamp).NotTo(BeNil(), "the garbage collector deletes the pod first")
 		}).Should(Succeed())
+		By("the hub Workload and the Draining condition name the pod the take-back waits for, as w2's agent reports it")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, hubcopies.ConditionCopyGoing)
+			g.Expect(c).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(c.Reason).To(Equal(hubcopies.ReasonWaitingForPods))
+			g.Expect(c.Message).To(ContainSubstring("drained-0 (Terminating since "))
+			g.Expect(wcCondition(g, ctx, "w2", workercluster.ConditionDraining).Message).To(ContainSubstring(e.ns + "/drained: drained-0 (Terminating since "))
+		}).Should(Succeed())
 
 		By("the pod goes: the copy goes, then the workload runs on w1, never on two workers at once")
 		Eventually(func(g Gomega) {
@@ -235,5 +248,6 @@ var _ = Describe("Worker identity", Serial, func() {
 		last := wl.Status.Placement.Attempts[len(wl.Status.Placement.Attempts)-2]
 		Expect(last.Cluster).To(Equal("w2"))
 		Expect(last.Message).To(ContainSubstring("being deleted"))
+		Expect(meta.FindStatusCondition(wl.Status.Conditions, hubcopies.ConditionCopyGoing)).To(BeNil(), "the take-back is over")
 	})
 })

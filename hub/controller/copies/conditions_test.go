@@ -1,0 +1,46 @@
+package copies
+
+import (
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+func TestSetCopyGoing(t *testing.T) {
+	going := func(pods string) *batchv1.Job {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml"}}
+		if pods != "" {
+			j.Annotations = map[string]string{strata.GoingPodsAnnotation: pods}
+		}
+		return j
+	}
+	cases := map[string]struct {
+		copy        *batchv1.Job
+		wantReason  string
+		wantMessage string
+	}{
+		"the agent reported no pod": {going(""), ReasonWaitingForCopy,
+			"taking the copy back from w1: it is placed again once the copy and its pods are gone there"},
+		"a pod stuck Terminating": {going("train-0 (Terminating since 2026-11-28T16:40:00Z, node n1)"), ReasonWaitingForPods,
+			"taking the copy back from w1: it is placed again once its pods are gone there; waiting for train-0 (Terminating since 2026-11-28T16:40:00Z, node n1) " +
+				"(a pod Terminating for long is on a node that does not answer: once that node is known gone, force-delete the pod there)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var st strata.WorkloadStatus
+			if !setCopyGoing(&st, "w1", tc.copy) {
+				t.Fatal("setCopyGoing changed nothing")
+			}
+			c := st.Conditions[0]
+			if c.Type != ConditionCopyGoing || c.Status != metav1.ConditionTrue || c.Reason != tc.wantReason || c.Message != tc.wantMessage {
+				t.Errorf("condition = %+v, want reason %s and message %q", c, tc.wantReason, tc.wantMessage)
+			}
+			if setCopyGoing(&st, "w1", tc.copy) {
+				t.Error("setCopyGoing changed the status again with nothing new")
+			}
+		})
+	}
+}

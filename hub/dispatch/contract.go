@@ -128,6 +128,22 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 	return p.DispatchGeneration
 }
 
+// ChoiceReason is why the hub chose the current dispatch's worker, as
+// RecordDispatch noted it in the attempt (kept when the admission is
+// recorded); "" when there is no current dispatch.
+func ChoiceReason(wl *strata.Workload) string {
+	p := wl.Status.Placement
+	if p == nil {
+		return ""
+	}
+	for i := len(p.Attempts) - 1; i >= 0; i-- {
+		if a := p.Attempts[i]; a.DispatchGeneration == p.DispatchGeneration && (a.Result == strata.PlacementDispatched || a.Result == strata.PlacementAdmitted) {
+			return a.Message
+		}
+	}
+	return ""
+}
+
 // RecordOutcome ends the current dispatch with result: the copy was
 // refused, timed out, is unreachable or was taken back. reason is the
 // Workload's condition reason, cause the attempt's (the worker's refusal

@@ -339,3 +339,25 @@ func TestLastRefusal(t *testing.T) {
 		t.Errorf("no placement: %q", got)
 	}
 }
+
+func TestChoiceReason(t *testing.T) {
+	now := time.Date(2026, 11, 28, 17, 0, 0, 0, time.UTC)
+	var st strata.WorkloadStatus
+	if got := ChoiceReason(&strata.Workload{Status: st}); got != "" {
+		t.Errorf("no placement: ChoiceReason = %q", got)
+	}
+	RecordDispatch(&st, "w1", "gpu", "fits in rack r0, room for 3 more", now)
+	RecordOutcome(&st, strata.PlacementRejected, ReasonRejected, "Inadmissible", "no", now)
+	RecordDispatch(&st, "w2", "gpu", "fits in rack r4, room for none more", now)
+	if got, want := ChoiceReason(&strata.Workload{Status: st}), "fits in rack r4, room for none more"; got != want {
+		t.Errorf("ChoiceReason = %q, want %q (the current dispatch's)", got, want)
+	}
+	RecordAdmission(&st, "cq", &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "cq"}}}, now)
+	if got, want := ChoiceReason(&strata.Workload{Status: st}), "fits in rack r4, room for none more"; got != want {
+		t.Errorf("admitted: ChoiceReason = %q, want %q", got, want)
+	}
+	RecordOutcome(&st, strata.PlacementRejected, ReasonRejected, "Inadmissible", "no", now)
+	if got := ChoiceReason(&strata.Workload{Status: st}); got != "" {
+		t.Errorf("no current dispatch: ChoiceReason = %q", got)
+	}
+}

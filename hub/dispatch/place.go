@@ -354,8 +354,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 		delete(d.waiting, wl.UID)
 		d.mu.Unlock()
 		metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
-		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Dispatch", "%s",
-			truncateNote(fmt.Sprintf("Dispatched to %s (flavor %s): %s", dec.Cluster, dec.Flavor, reason)))
+		// No event here: the admission's event says where and why, as
+		// Kueue has one event per admission (the dispatch is in the
+		// Workload's status.placement and Admitted condition meanwhile).
 		return nil
 	})
 	return nil

@@ -2,6 +2,7 @@ package copies
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/metrics"
 )
@@ -48,7 +50,11 @@ func (r *Reconciler) recordAdmission(ctx context.Context, s *scope, copyWL *stra
 		}
 		if first {
 			metrics.HubAdmissionLatency.WithLabelValues(s.cluster).Observe(now.Sub(dispatchTime(wl)).Seconds())
-			r.recorder.Eventf(s.hubJob.Object(), s.updated, corev1.EventTypeNormal, "Admitted", "Dispatch", "Admitted on %s (flavor %s)", s.cluster, s.flavor)
+			note := fmt.Sprintf("Admitted on %s (flavor %s)", s.cluster, s.flavor)
+			if why := dispatch.ChoiceReason(wl); why != "" {
+				note += ", dispatched there: " + why
+			}
+			r.recorder.Eventf(s.hubJob.Object(), s.updated, corev1.EventTypeNormal, "Admitted", "Dispatch", "%s", intake.Truncate(note, intake.MaxEventNote))
 		}
 		return nil
 	})

@@ -125,6 +125,8 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncate(reason)})
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: ReasonDispatched, Message: truncate(fmt.Sprintf("dispatched to %s (flavor %s); waiting for the worker to admit it. %s", cluster, flavor, reason))})
+	// Any take-back of an earlier dispatch is over.
+	meta.RemoveStatusCondition(&status.Conditions, strata.WorkloadCopyGoing)
 	return p.DispatchGeneration
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -359,5 +360,15 @@ func TestChoiceReason(t *testing.T) {
 	RecordOutcome(&st, strata.PlacementRejected, ReasonRejected, "Inadmissible", "no", now)
 	if got := ChoiceReason(&strata.Workload{Status: st}); got != "" {
 		t.Errorf("no current dispatch: ChoiceReason = %q", got)
+	}
+}
+
+// TestDispatchEndsTakeBack: a new dispatch ends whatever a take-back of
+// the one before said.
+func TestDispatchEndsTakeBack(t *testing.T) {
+	st := strata.WorkloadStatus{Conditions: []metav1.Condition{{Type: strata.WorkloadCopyGoing, Status: metav1.ConditionTrue, Reason: "WaitingForPods"}}}
+	RecordDispatch(&st, "w1", "gpu", "fits", time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC))
+	if c := meta.FindStatusCondition(st.Conditions, strata.WorkloadCopyGoing); c != nil {
+		t.Errorf("CopyGoing left after a new dispatch: %+v", c)
 	}
 }

@@ -178,6 +178,7 @@ func (r *Reconciler) abandon(ctx context.Context, s *scope, reason, message stri
 	s.change(func(ws *strata.WorkloadStatus) bool {
 		dispatch.RecordOutcome(ws, strata.PlacementUnreachable, reason, reason, message, r.clock.Now())
 		meta.RemoveStatusCondition(&ws.Conditions, ConditionUnreachable)
+		meta.RemoveStatusCondition(&ws.Conditions, ConditionCopyGoing)
 		return true
 	})
 	s.afterWrite(func(ctx context.Context) error {

@@ -155,7 +155,9 @@ type PodSetTopologyRequest struct {
 	// +kubebuilder:validation:MaxLength=316
 	PodSetSliceRequiredTopology *string `json:"podSetSliceRequiredTopology,omitempty"`
 
-	// podSetSliceSize is the number of pods in one slice; it divides count.
+	// podSetSliceSize is the number of pods in one slice. When it does not
+	// divide count, the last count % podSetSliceSize pods form one partial
+	// slice, held by the last slice-level domain of the assignment.
 	//
 	// +optional
 	// +kubebuilder:validation:Minimum=1
@@ -163,6 +165,8 @@ type PodSetTopologyRequest struct {
 
 	// podSetSliceRequiredTopologyConstraints are up to three slice layers,
 	// coarsest first; each layer's size is a multiple of the next one's.
+	// With more than one layer, the first layer's size divides count; a
+	// single layer may leave a partial slice, as podSetSliceSize does.
 	//
 	// +optional
 	// +listType=atomic

@@ -160,12 +160,12 @@ spec:
       annotations:
         strata.dev/podset-required-topology: cloud.provider.com/topology-block
         strata.dev/podset-slice-required-topology: kubernetes.io/hostname
-        strata.dev/podset-slice-size: "2"
+        strata.dev/podset-slice-size: "two"
     spec:
       containers: [{name: c, image: busybox}]
 `)}
 			},
-			wantErr: `job.yaml: document 1 (Job ml/odd): invalid: spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "2": must evenly divide the pod count 3`,
+			wantErr: `job.yaml: document 1 (Job ml/odd): invalid: spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "two": must be a whole number of pods, at least 1`,
 		},
 		"a level the topology does not have": {
 			files: func(t *testing.T) []string {

@@ -36,6 +36,17 @@ type plan struct {
 	// first looking for one domain that holds all (an unconstrained
 	// request, once its single host or top-level domain is chosen).
 	leastFirst bool
+	// tail is the size of the partial slice (Kueue's TASPartialSlices):
+	// with a single slice layer whose size does not divide the pod count,
+	// the last Count % size pods form one shorter slice, held like the
+	// whole ones by one domain of the slice level (sliceLvl). 0 when every
+	// slice is whole.
+	tail     int64
+	sliceLvl int
+	// tailCap[id], for domains at or above the slice level and the root:
+	// the whole slices the domain holds while it also holds the partial
+	// one, or -1 when it cannot hold the partial one.
+	tailCap []int64
 }
 
 // FindAssignment places req in the snapshot without changing it. It returns
@@ -107,6 +118,9 @@ func (s *Snapshot) newPlan(req Request, opts Options) (*plan, error) {
 	if p.layers, err = s.layerIndexes(req, p.target); err != nil {
 		return nil, err
 	}
+	if len(p.layers) == 1 {
+		p.tail, p.sliceLvl = int64(req.Count)%p.layers[0].size, p.layers[0].level
+	}
 	// A summary's nodes have the labels it lists (see checkable).
 	selector, affinity, _ := s.checkable(req)
 	p.selects = s.hostIsLowest && (len(selector) > 0 || affinity != nil)
@@ -140,8 +154,10 @@ func (s *Snapshot) layerIndexes(req Request, target int) ([]layerIndex, error) {
 		if err != nil {
 			return nil, fmt.Errorf("slice layer %d: %w", i, err)
 		}
-		if l.Size < 1 || req.Count%l.Size != 0 {
-			return nil, fmt.Errorf("slice layer %d: size %d does not divide the pod count %d", i, l.Size, req.Count)
+		if l.Size < 1 || len(req.Layers) > 1 && req.Count%l.Size != 0 {
+			// One layer may end with a partial slice (Kueue's
+			// TASPartialSlices); several must divide the count.
+			return nil, fmt.Errorf("slice layer %d: size %d does not divide the pod count %d, as it must with more than one layer", i, l.Size, req.Count)
 		}
 		if idx < target {
 			return nil, fmt.Errorf("slice layer %d: level %q is above the %s level %q", i, l.Level, req.Mode, req.Level)
@@ -221,6 +237,7 @@ func (p *plan) computeCaps() {
 	if s.depth == 0 {
 		return
 	}
+	defer p.computeTailCaps()
 	last := s.depth - 1
 	for _, id := range s.levelIDs[last] {
 		unitCap[id] /= p.units[last]
@@ -288,10 +305,80 @@ func requiredAffinity(selector map[string]string, required *corev1.NodeSelector)
 	return nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: corev1.PodSpec{NodeSelector: selector, Affinity: affinity}})
 }
 
+// computeTailCaps fills tailCap for a request with a partial slice: at the
+// slice level what is left for whole slices once the partial one is in,
+// above it the domain's whole slices less the fewest any one child gives up
+// for holding the partial slice (the child that holds it).
+func (p *plan) computeTailCaps() {
+	if p.tail == 0 {
+		return
+	}
+	s := p.s
+	if cap(p.tailCap) < len(s.unitCap) {
+		p.tailCap = make([]int64, len(s.unitCap))
+	}
+	p.tailCap = p.tailCap[:len(s.unitCap)]
+	tc := p.tailCap
+	size := p.units[p.sliceLvl]
+	for _, d := range s.byLevel[p.sliceLvl] {
+		tc[d.id] = -1
+		if pc := s.podCap[d.id]; pc >= p.tail {
+			tc[d.id] = (pc - p.tail) / size
+		}
+	}
+	up := func(d *domain, children []*domain) {
+		least := int64(-1)
+		for _, c := range children {
+			if tc[c.id] >= 0 && (least < 0 || s.unitCap[c.id]-tc[c.id] < least) {
+				least = s.unitCap[c.id] - tc[c.id]
+			}
+		}
+		tc[d.id] = -1
+		if least >= 0 {
+			tc[d.id] = s.unitCap[d.id] - least
+		}
+	}
+	for lvl := p.sliceLvl - 1; lvl >= 0; lvl-- {
+		for _, d := range s.byLevel[lvl] {
+			up(d, d.children)
+		}
+	}
+	up(s.root, s.byLevel[0])
+}
+
+// room says how a domain of level lvl (-1: the root) holding pods is
+// checked: caps[id] >= need, in groups of the level's unit. At or above
+// the slice level of a request with a partial slice, pods % unit is that
+// slice and caps is tailCap (tail true). caps is nil when pods cannot be
+// cut into whole groups and the partial slice.
+func (p *plan) room(lvl int, pods int64) (caps []int64, need int64, tail bool) {
+	u := int64(1)
+	if len(p.units) > 0 {
+		u = p.units[max(lvl, 0)]
+	}
+	switch t := pods % u; {
+	case t == 0:
+		return p.s.unitCap, pods / u, false
+	case t == p.tail:
+		return p.tailCap, pods / u, true
+	}
+	return nil, 0, false
+}
+
+// holds says whether domain d (of any level, or the root) has room for
+// pods (see room).
+func (p *plan) holds(d *domain, pods int64) bool {
+	caps, need, _ := p.room(d.level, pods)
+	return caps != nil && caps[d.id] >= need
+}
+
 func (p *plan) fitsOne(lvl int, count int64) bool {
-	need := count / p.units[lvl]
+	caps, need, _ := p.room(lvl, count)
+	if caps == nil {
+		return false
+	}
 	for _, id := range p.s.levelIDs[lvl] {
-		if p.s.unitCap[id] >= need {
+		if caps[id] >= need {
 			return true
 		}
 	}
@@ -302,7 +389,7 @@ func (p *plan) fitsOne(lvl int, count int64) bool {
 // them and distributes them below it. label names the level in errors.
 func (p *plan) oneDomain(lvl int, label string, count int64) ([]*domain, error) {
 	s := p.s
-	best := p.tightest(s.byLevel[lvl], count/p.units[lvl])
+	best := p.tightest(s.byLevel[lvl], count)
 	if best == nil {
 		var biggest *domain
 		for _, d := range s.byLevel[lvl] {
@@ -317,12 +404,19 @@ func (p *plan) oneDomain(lvl int, label string, count int64) ([]*domain, error) 
 	return p.descend([]*domain{best}), nil
 }
 
-// tightest returns the tightest of ds that holds need groups (see
-// tighter), or nil when none does.
-func (p *plan) tightest(ds []*domain, need int64) *domain {
+// tightest returns the tightest of ds (domains of one level) that holds
+// pods (see tighter), or nil when none does.
+func (p *plan) tightest(ds []*domain, pods int64) *domain {
+	if len(ds) == 0 {
+		return nil
+	}
+	caps, need, tail := p.room(ds[0].level, pods)
+	if caps == nil {
+		return nil
+	}
 	var best *domain
 	for _, d := range ds {
-		if p.s.unitCap[d.id] >= need && (best == nil || p.tighter(d, best)) {
+		if caps[d.id] >= need && (best == nil || p.tighter2(d, best, tail)) {
 			best = d
 		}
 	}
@@ -330,8 +424,15 @@ func (p *plan) tightest(ds []*domain, need int64) *domain {
 }
 
 // tighter orders fitting domains: fewest groups, then fewest pods, then by name.
-func (p *plan) tighter(a, b *domain) bool {
+func (p *plan) tighter(a, b *domain) bool { return p.tighter2(a, b, false) }
+
+// tighter2 is tighter, first by the whole slices left beside the partial
+// one when tail says the domain is to hold it.
+func (p *plan) tighter2(a, b *domain, tail bool) bool {
 	s := p.s
+	if tail && p.tailCap[a.id] != p.tailCap[b.id] {
+		return p.tailCap[a.id] < p.tailCap[b.id]
+	}
 	if s.unitCap[a.id] != s.unitCap[b.id] {
 		return s.unitCap[a.id] < s.unitCap[b.id]
 	}
@@ -362,7 +463,7 @@ func (p *plan) tighter(a, b *domain) bool {
 // the flavor, the largest first.
 func (p *plan) unconstrained(count int64) (*Assignment, error) {
 	s := p.s
-	if s.depth == 0 || s.unitCap[0]*p.units[0] < count {
+	if s.depth == 0 || !p.holds(s.root, count) {
 		return nil, p.flavorError(count)
 	}
 	if p.alg == configv1beta1.LeastFreeCapacity {
@@ -379,7 +480,7 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 				return p.leastFreeLeaves(b, count)
 			}
 		}
-		d := p.tightest(s.byLevel[first], count/p.units[first])
+		d := p.tightest(s.byLevel[first], count)
 		p.leastFirst = true
 		if d == nil {
 			return p.fillLevel(lvl, count)
@@ -389,13 +490,13 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 			return p.result(p.descend([]*domain{d})), nil
 		}
 		cands := p.inOrderUnder(d, lvl)
-		if !p.pick(cands, count/p.units[lvl], p.units[lvl]) {
+		if !p.pick(cands, count, p.units[lvl]) {
 			panic(fmt.Sprintf("tas: domain %v holds %d pods but its domains of level %d do not", d.values, count, lvl))
 		}
 		return p.result(p.descend(p.withPods(cands))), nil
 	}
 	for lvl := s.depth - 1; lvl >= 0; lvl-- {
-		if d := p.tightest(s.byLevel[lvl], count/p.units[lvl]); d != nil {
+		if d := p.tightest(s.byLevel[lvl], count); d != nil {
 			s.assigned[d.id] = count
 			return p.result(p.descend([]*domain{d})), nil
 		}
@@ -470,7 +571,7 @@ func (p *plan) fillLevel(lvl int, count int64) (*Assignment, error) {
 		return nil, p.flavorError(count)
 	}
 	cands := p.inOrder(lvl)
-	if !p.pick(cands, count/p.units[lvl], p.units[lvl]) {
+	if !p.pick(cands, count, p.units[lvl]) {
 		return nil, p.flavorError(count)
 	}
 	return p.result(p.descend(p.withPods(cands))), nil
@@ -535,7 +636,7 @@ func (p *plan) descend(frontier []*domain) []*domain {
 		var next []*domain
 		for _, d := range frontier {
 			u := p.units[d.level+1]
-			if !p.pick(d.children, s.assigned[d.id]/u, u) {
+			if !p.pick(d.children, s.assigned[d.id], u) {
 				panic(fmt.Sprintf("tas: domain %v holds %d pods but its children do not", d.values, s.assigned[d.id]))
 			}
 			for _, c := range d.children {
@@ -549,22 +650,27 @@ func (p *plan) descend(frontier []*domain) []*domain {
 	return frontier
 }
 
-// pick assigns n groups of u pods among cands (in natural order) with the
-// plan's algorithm: LeastFreeCapacity puts them all in the tightest domain
+// pick assigns pods, in groups of u, among cands (in natural order, all of
+// one level) with the plan's algorithm; pods % u is a partial slice (see
+// pickTail). The algorithm: LeastFreeCapacity puts them all in the tightest domain
 // that holds them (KEP-2724: "a tight fit among all domains that could
 // fit") and, when none does or for an unconstrained request's pods below
 // its first choice (leastFirst), fills the smallest domains first; BestFit
 // fills the largest first but takes the tightest domain that holds what is
 // left as the last one (so a single domain when one holds all). Ties keep
 // natural order.
-func (p *plan) pick(cands []*domain, n, u int64) bool {
+func (p *plan) pick(cands []*domain, pods, u int64) bool {
+	if pods%u != 0 {
+		return p.pickTail(cands, pods, u)
+	}
+	n := pods / u
 	if n == 0 {
 		return true
 	}
 	s := p.s
 	lfc := p.alg == configv1beta1.LeastFreeCapacity
 	if lfc && !p.leastFirst {
-		if d := p.tightest(cands, n); d != nil {
+		if d := p.tightest(cands, pods); d != nil {
 			s.assigned[d.id] += n * u
 			return true
 		}
@@ -604,6 +710,58 @@ func (p *plan) pick(cands []*domain, n, u int64) bool {
 		n -= c
 	}
 	return false
+}
+
+// pickTail is pick for whole slices of u pods and one partial slice
+// (pods % u). One domain holds them all when one can (the tightest, for
+// both algorithms). Else the whole slices are picked as usual and the
+// partial one goes, as Kueue places it, to a domain already given whole
+// slices that has room for it beside them, else to the tightest unused
+// domain that holds it. When neither has room (the whole slices took it),
+// the partial slice goes first to the domain where it costs the fewest
+// whole slices, and the whole slices are picked around it: the parent's
+// tailCap says that always fits.
+func (p *plan) pickTail(cands []*domain, pods, u int64) bool {
+	s := p.s
+	n, tail := pods/u, pods%u
+	if d := p.tightest(cands, pods); d != nil {
+		s.assigned[d.id] += pods
+		return true
+	}
+	if p.pick(cands, n*u, u) {
+		var unused *domain
+		for _, d := range cands {
+			switch a := s.assigned[d.id]; {
+			case a > 0 && p.tailCap[d.id] >= a/u:
+				s.assigned[d.id] += tail
+				return true
+			case a == 0 && p.tailCap[d.id] >= 0 && (unused == nil || p.tighter2(d, unused, true)):
+				unused = d
+			}
+		}
+		if unused != nil {
+			s.assigned[unused.id] = tail
+			return true
+		}
+	}
+	for _, d := range cands {
+		s.assigned[d.id] = 0
+	}
+	var home *domain
+	for _, d := range cands {
+		if p.tailCap[d.id] >= 0 && (home == nil || s.unitCap[d.id]-p.tailCap[d.id] < s.unitCap[home.id]-p.tailCap[home.id]) {
+			home = d
+		}
+	}
+	if home == nil {
+		return false
+	}
+	whole := s.unitCap[home.id]
+	s.unitCap[home.id] = p.tailCap[home.id]
+	ok := p.pick(cands, n*u, u)
+	s.unitCap[home.id] = whole
+	s.assigned[home.id] += tail
+	return ok
 }
 
 // order sorts the cands that hold a group (unitCap > 0; pick takes
@@ -685,6 +843,7 @@ func (p *plan) order(cands []*domain, desc, grouped bool) []*domain {
 
 func (p *plan) result(leaves []*domain) *Assignment {
 	s := p.s
+	p.tailLast(leaves)
 	a := &Assignment{Levels: s.levels[:s.depth]}
 	if s.hostIsLowest {
 		a.Levels = s.levels[s.depth-1:]
@@ -698,6 +857,39 @@ func (p *plan) result(leaves []*domain) *Assignment {
 		a.Domains = append(a.Domains, DomainAssignment{Values: values, Count: int32(s.assigned[l.id])})
 	}
 	return a
+}
+
+// tailLast puts the leaves of the domain holding the partial slice last in
+// rank order, level by level down to the slice level, so that every slice
+// is a run of consecutive ranks and only the last slice-level domain of the
+// assignment holds a partial one (as Kueue orders it).
+func (p *plan) tailLast(leaves []*domain) {
+	if p.tail == 0 || len(leaves) < 2 {
+		return
+	}
+	s := p.s
+	lo := 0
+	var rest, run []*domain
+	for lvl := 0; lvl <= p.sliceLvl; lvl++ {
+		rest, run = rest[:0], run[:0]
+		for _, l := range leaves[lo:] {
+			a := l
+			for a != nil && a.level > lvl {
+				a = a.parent
+			}
+			if a != nil && a.level == lvl && s.assigned[a.id]%p.units[lvl] != 0 {
+				run = append(run, l)
+			} else {
+				rest = append(rest, l)
+			}
+		}
+		if len(run) == 0 {
+			continue
+		}
+		copy(leaves[lo:], rest)
+		copy(leaves[lo+len(rest):], run)
+		lo += len(rest)
+	}
 }
 
 // noDomainError explains why no domain of level lvl holds count pods.

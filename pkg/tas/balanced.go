@@ -13,12 +13,12 @@ const maxCombinations = 20000
 // L: it finds, within one domain of level L-1, the fewest domains of levels
 // L and L+1 that hold the pods and spreads the pods evenly over the latter.
 // It returns false when it does not apply (no level below L, slice layers
-// above L+1, or no domain of L-1 holds the request); the caller then uses
+// above L+1, a partial slice, or no domain of L-1 holds the request); the caller then uses
 // the standard algorithm.
 func (p *plan) balanced(count int64) ([]*domain, bool) {
 	s := p.s
 	L := p.target
-	if L+1 >= s.depth {
+	if L+1 >= s.depth || p.tail != 0 {
 		return nil, false
 	}
 	u := p.units[L+1]

@@ -21,7 +21,7 @@ import (
 // domains, same counts. Seeded, so a failure names a reproducible case.
 func TestHubAnswersAsTheAgent(t *testing.T) {
 	const clusters, requestsPerCluster = 400, 12
-	fits, misses := 0, 0
+	fits, misses, partials := 0, 0, 0
 	for seed := range uint64(clusters) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		agent, levels := randomCluster(rng)
@@ -79,6 +79,11 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 				continue
 			}
 			fits++
+			for _, r := range reqs {
+				if len(r.Layers) == 1 && r.Count%r.Layers[0].Size != 0 {
+					partials++
+				}
+			}
 			for j := range want {
 				if diff := cmp.Diff(projectAgent(agent, want[j]), got[j], cmpopts.IgnoreFields(Assignment{}, "Tolerations", "NodeSelector", "NodeAffinity")); diff != "" {
 					t.Errorf("%s: pod set %d (-agent,+hub):\n%s", name, j, diff)
@@ -90,7 +95,10 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 	if total := fits + misses; fits < total/5 || misses < total/10 {
 		t.Errorf("%d of %d requests fit: the generated cases do not cover fit and no-fit", fits, total)
 	}
-	t.Logf("%d requests fit, %d did not", fits, misses)
+	if partials < fits/40 {
+		t.Errorf("only %d of the %d fits have a partial slice", partials, fits)
+	}
+	t.Logf("%d requests fit (%d with a partial slice), %d did not", fits, partials, misses)
 }
 
 // projectAgent reports an agent assignment at the leaf level.
@@ -214,9 +222,14 @@ func randomRequest(rng *rand.Rand, levels []string, count int32, mode Mode, leve
 		// One or two slice layers at or below the target level.
 		sizes := divisors(count)
 		size := sizes[rng.IntN(len(sizes))]
+		partial := rng.IntN(2) == 0
+		if partial {
+			// One layer whose size need not divide: a partial slice.
+			size = int32(1 + rng.IntN(int(count)))
+		}
 		l := target + rng.IntN(len(levels)-target)
 		req.Layers = []Layer{{levels[l], size}}
-		if l+1 < len(levels) && rng.IntN(2) == 0 {
+		if !partial && l+1 < len(levels) && rng.IntN(2) == 0 {
 			inner := divisors(size)
 			req.Layers = append(req.Layers, Layer{levels[l+1+rng.IntN(len(levels)-l-1)], inner[rng.IntN(len(inner))]})
 		}

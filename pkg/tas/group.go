@@ -92,10 +92,9 @@ func (s *Snapshot) groupAt(reqs []Request, order []int, lvl int, opts Options) (
 		return nil, false, err
 	}
 	p.computeCaps()
-	need := int64(mainReq.Count) / p.units[lvl]
 	var cands []*domain
 	for _, d := range s.byLevel[lvl] {
-		if s.unitCap[d.id] >= need {
+		if p.holds(d, int64(mainReq.Count)) {
 			cands = append(cands, d)
 		}
 	}
@@ -120,7 +119,7 @@ func (s *Snapshot) groupAt(reqs []Request, order []int, lvl int, opts Options) (
 			}
 			q.computeCaps()
 			count := int64(reqs[i].Count)
-			if s.unitCap[cand.id] < count/q.units[lvl] {
+			if !q.holds(cand, count) {
 				ok = false
 				break
 			}

@@ -33,20 +33,21 @@ func (s *Snapshot) FindAssignmentFollowingHint(req Request, hint *Assignment, op
 	p.computeCaps()
 	u := p.units[lvl]
 	frontier := make([]*domain, 0, len(hint.Domains))
-	total := int64(0)
+	total, partial := int64(0), false
 	for _, d := range hint.Domains {
 		dom := s.domains[domainKey(d.Values)]
 		if dom == nil || dom.level != lvl {
 			return nil, &FitError{Reason: fmt.Sprintf("%s %s of the hint has no nodes here", LevelName(hint.Levels[lvl]), d.Values[len(d.Values)-1])}
 		}
 		c := int64(d.Count)
-		if c <= 0 || c%u != 0 || s.assigned[dom.id] != 0 {
-			return nil, fmt.Errorf("the hint gives %s %v %d pods: not a positive number of whole slices of %d, or twice", LevelName(hint.Levels[lvl]), d.Values, c, u)
+		if c <= 0 || c%u != 0 && (c%u != p.tail || partial) || s.assigned[dom.id] != 0 {
+			return nil, fmt.Errorf("the hint gives %s %v %d pods: not a positive number of whole slices of %d (and at most one partial slice of %d), or twice", LevelName(hint.Levels[lvl]), d.Values, c, u, p.tail)
 		}
+		partial = partial || c%u != 0
 		if req.Mode == Required && p.target <= lvl && !slices.Equal(d.Values[:p.target+1], hint.Domains[0].Values[:p.target+1]) {
 			return nil, fmt.Errorf("the hint spreads the pods over more than one %s, which the request requires", LevelName(req.Level))
 		}
-		if s.unitCap[dom.id] < c/u {
+		if !p.holds(dom, c) {
 			return nil, &FitError{Reason: fmt.Sprintf("%s %s has room for %d of the %d pods the hint gives it", LevelName(hint.Levels[lvl]), d.Values[len(d.Values)-1], s.unitCap[dom.id]*u, c)}
 		}
 		s.assigned[dom.id] = c

@@ -129,13 +129,11 @@ func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, pa
 				errs = append(errs, field.Invalid(a.field(sliceSizeName), sliceSize, "must be a whole number of pods, at least 1"))
 			}
 		}
-		switch {
-		case size < 1 && !hasSliceSize:
+		// A size that does not divide the count leaves one partial slice,
+		// held by the last domain (Kueue's TASPartialSlices).
+		if size < 1 && !hasSliceSize {
 			errs = append(errs, field.Required(path.Key(strata.Prefix+sliceSizeName),
 				"podset-slice-size is required with podset-slice-required-topology"))
-		case size >= 1 && count%size != 0:
-			errs = append(errs, field.Invalid(a.field(sliceSizeName), sliceSize,
-				fmt.Sprintf("must evenly divide the pod count %d", count)))
 		}
 		if size >= 1 {
 			req.PodSetSliceSize = ptr.To(size)
@@ -190,8 +188,10 @@ func parseConstraints(v string, count int32, path *field.Path) ([]strata.PodSetS
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: \"size\" must be a whole number of pods, at least 1 and at most %d", i, math.MaxInt32)))
 			continue
 		}
-		if count%size != 0 {
-			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: size %d must evenly divide the pod count %d", i, size, count)))
+		if len(raw) > 1 && i == 0 && count%size != 0 {
+			// One layer may leave a partial slice; with more, the inner
+			// layers assume whole slices (the sizes below divide this one).
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: size %d must evenly divide the pod count %d when more than one layer is given", i, size, count)))
 		}
 		if n := len(out); n > 0 && out[n-1].Size%size != 0 {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: size %d must evenly divide the size %d of layer %d above it", i, size, out[n-1].Size, n-1)))

@@ -87,11 +87,29 @@ func TestParseTopologyRequest(t *testing.T) {
 			defSlice:    8,
 			want:        &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopology: ptr.To(host), PodSetSliceSize: ptr.To[int32](8)},
 		},
-		"slice size that does not divide": {
+		"slice size that does not divide: a partial slice": {
 			annotations: map[string]string{"strata.dev/podset-required-topology": block, "strata.dev/podset-slice-required-topology": host, "strata.dev/podset-slice-size": "3"},
 			count:       16,
 			want:        &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopology: ptr.To(host), PodSetSliceSize: ptr.To[int32](3)},
-			wantErrs:    []string{`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "3": must evenly divide the pod count 16`},
+		},
+		"one layer of constraints that does not divide: a partial slice": {
+			annotations: map[string]string{
+				"kueue.x-k8s.io/podset-required-topology":                   block,
+				"kueue.x-k8s.io/podset-slice-required-topology-constraints": `[{"topology": "` + rack + `", "size": 16}]`,
+			},
+			count: 20,
+			want: &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopologyConstraints: []strata.PodSetSliceTopologyConstraint{
+				{Topology: rack, Size: 16}}},
+		},
+		"several layers whose first size does not divide the count": {
+			annotations: map[string]string{
+				"kueue.x-k8s.io/podset-required-topology":                   block,
+				"kueue.x-k8s.io/podset-slice-required-topology-constraints": `[{"topology": "` + rack + `", "size": 16}, {"topology": "` + host + `", "size": 4}]`,
+			},
+			count: 20,
+			want: &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopologyConstraints: []strata.PodSetSliceTopologyConstraint{
+				{Topology: rack, Size: 16}, {Topology: host, Size: 4}}},
+			wantErrs: []string{`layer 0: size 16 must evenly divide the pod count 20 when more than one layer is given`},
 		},
 		"slice size not a number": {
 			annotations: map[string]string{"strata.dev/podset-required-topology": block, "strata.dev/podset-slice-required-topology": host, "strata.dev/podset-slice-size": "four"},

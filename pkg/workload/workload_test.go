@@ -103,12 +103,12 @@ func TestFromJobSlicesAlone(t *testing.T) {
 }
 
 func TestFromJobErrors(t *testing.T) {
-	j := job(3, 3, map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-slice-required-topology": host, "strata.dev/podset-slice-size": "2"})
+	j := job(3, 3, map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-slice-required-topology": host, "strata.dev/podset-slice-size": "0"})
 	delete(j.Labels, strata.QueueNameLabel)
 	_, errs := FromJob(j)
 	want := []string{
 		"metadata.labels[strata.dev/queue-name]: Required value: names the ClusterQueue of the Job",
-		`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "2": must evenly divide the pod count 3`,
+		`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "0": must be a whole number of pods, at least 1`,
 	}
 	var got []string
 	for _, e := range errs {

@@ -103,14 +103,14 @@ var _ = Describe("Intake", Label("agent", "intake"), func() {
 		job := newJob(ns, queue, 3, map[string]string{
 			"strata.dev/podset-required-topology":       rack,
 			"strata.dev/podset-slice-required-topology": "kubernetes.io/hostname",
-			"strata.dev/podset-slice-size":              "2",
+			"strata.dev/podset-slice-size":              "two",
 		})
 		Expect(worker.Client.Create(ctx, job)).To(Succeed())
 		Eventually(func(g Gomega) {
 			c := invalidCondition(g, ctx, job)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(jobs.ReasonInvalidJob))
-			g.Expect(c.Message).To(ContainSubstring(`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "2": must evenly divide the pod count 3`))
+			g.Expect(c.Message).To(ContainSubstring(`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "two": must be a whole number of pods, at least 1`))
 			var wl strata.Workload
 			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
 			g.Expect(wl.Annotations).To(HaveKeyWithValue(strata.InvalidAnnotation, jobs.ReasonInvalidJob))

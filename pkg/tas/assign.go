@@ -356,10 +356,11 @@ func (p *plan) room(lvl int, pods int64) (caps []int64, need int64, tail bool) {
 	if len(p.units) > 0 {
 		u = p.units[max(lvl, 0)]
 	}
-	switch t := pods % u; {
-	case t == 0:
+	t := pods % u
+	if t == 0 {
 		return p.s.unitCap, pods / u, false
-	case t == p.tail:
+	}
+	if t == p.tail {
 		return p.tailCap, pods / u, true
 	}
 	return nil, 0, false

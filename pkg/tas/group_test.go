@@ -42,6 +42,36 @@ func TestFindGroupAssignment(t *testing.T) {
 				{Levels: []string{host}, Domains: hosts("a1", 2, "a2", 2, "c2", 2)},
 			},
 		},
+		// Kueue's TASGroupedPodSetSlicing: a group's pod sets may have slices.
+		"a leader and workers in host slices share the block": {
+			reqs: []Request{
+				{Count: 1, PodRequests: cpu("2"), Mode: Required, Level: block},
+				{Count: 8, PodRequests: cpu("1"), Mode: Required, Level: block, Layers: []Layer{{host, 4}}},
+			},
+			want: []*Assignment{
+				{Levels: []string{host}, Domains: hosts("a1", 1)},
+				{Levels: []string{host}, Domains: hosts("c1", 4, "c2", 4)},
+			},
+		},
+		"a leader and workers with a partial host slice share the block": {
+			reqs: []Request{
+				{Count: 1, PodRequests: cpu("2"), Mode: Required, Level: block},
+				{Count: 6, PodRequests: cpu("1"), Mode: Required, Level: block, Layers: []Layer{{host, 4}}},
+			},
+			// The workers' whole slice and partial one in rack r2, the
+			// partial one last; the leader beside it.
+			want: []*Assignment{
+				{Levels: []string{host}, Domains: hosts("c2", 1)},
+				{Levels: []string{host}, Domains: hosts("c1", 4, "c2", 2)},
+			},
+		},
+		"a group whose workers' slices do not fit whole beside the leader": {
+			reqs: []Request{
+				{Count: 1, PodRequests: cpu("4"), Mode: Required, Level: rack},
+				{Count: 6, PodRequests: cpu("1"), Mode: Required, Level: rack, Layers: []Layer{{host, 4}}},
+			},
+			wantErr: "rack required: no rack holds all 2 pod sets of the group together",
+		},
 		"different levels": {
 			reqs:    []Request{leader, {Count: 4, PodRequests: cpu("1"), Mode: Required, Level: block}},
 			wantErr: "the pod sets of a group must ask for the same topology level",

@@ -302,6 +302,22 @@ func TestValidatePodSets(t *testing.T) {
 			podSets:  []strata.PodSet{ps("a", &strata.PodSetTopologyRequest{Required: ptr.To(rack)}), ps("b", nil)},
 			wantErrs: []string{"pod sets b have no podset-required-topology or podset-preferred-topology while a do; set one on every pod set"},
 		},
+		// Kueue v0.20 (TASGroupedPodSetSlicing, on by default): the pod
+		// sets of a group may have slices, and need not have the same ones.
+		"a leader and workers in slices, grouped": {
+			podSets: []strata.PodSet{
+				ps("leader", &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetGroupName: ptr.To("g")}),
+				ps("workers", &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetGroupName: ptr.To("g"),
+					PodSetSliceRequiredTopologyConstraints: []strata.PodSetSliceTopologyConstraint{{Topology: rack, Size: 2}}}),
+			},
+		},
+		"a group with slices but neither required nor preferred": {
+			podSets: []strata.PodSet{
+				ps("leader", &strata.PodSetTopologyRequest{PodSetGroupName: ptr.To("g")}),
+				ps("workers", &strata.PodSetTopologyRequest{PodSetGroupName: ptr.To("g"), PodSetSliceRequiredTopology: ptr.To(host), PodSetSliceSize: ptr.To[int32](1)}),
+			},
+			wantErrs: []string{`spec.podSets[0]: Required value: pod set group "g" needs podset-required-topology or podset-preferred-topology`},
+		},
 		"a group with different levels": {
 			podSets: []strata.PodSet{
 				ps("leader", &strata.PodSetTopologyRequest{Required: ptr.To(rack), PodSetGroupName: ptr.To("g")}),

@@ -9,6 +9,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/workload"
 )
 
 // workloadIndex is the scheduler's view of the Workloads, kept from the
@@ -38,6 +39,7 @@ const (
 	stateAdmitted                      // counts against its queue
 	stateFinished                      // ignored
 	stateInvalid                       // the Job cannot be admitted as written: ignored
+	stateInactive                      // spec.active false, the user's hold: ignored
 )
 
 // indexed is a workload as the informer last showed it; wl is the
@@ -72,6 +74,9 @@ func stateOf(wl *strata.Workload) workloadState {
 	}
 	if _, invalid := wl.Annotations[strata.InvalidAnnotation]; invalid || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) {
 		return stateInvalid
+	}
+	if !workload.IsActive(wl) {
+		return stateInactive
 	}
 	return statePending
 }

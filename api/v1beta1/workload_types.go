@@ -46,6 +46,17 @@ type WorkloadSpec struct {
 	//
 	// +optional
 	Priority *int32 `json:"priority,omitempty"`
+
+	// active false holds the workload, as Kueue's Workload spec.active: it
+	// is not dispatched or admitted, and one already dispatched or admitted
+	// is taken back (evicted, reason Deactivated) and waits until active
+	// is true again. On the hub this is how a user holds a job: the job's
+	// own suspend field is Strata's, so a Kueue manifest with suspend: true
+	// runs. Defaults to true.
+	//
+	// +optional
+	// +kubebuilder:default=true
+	Active *bool `json:"active,omitempty"`
 }
 
 // PodSet is a group of identical pods.

@@ -208,6 +208,10 @@ const (
 	ReasonRejected   = "Rejected"
 	ReasonTimedOut   = "AdmissionTimedOut"
 	ReasonSuspended  = "Suspended"
+	// ReasonDeactivated: the hub Workload's spec.active is false (the
+	// user's hold, Kueue's deactivation); it is dispatched once it is
+	// true again.
+	ReasonDeactivated = "Deactivated"
 )
 
 // maxMessage is metav1.Condition's limit on a message.

@@ -56,6 +56,7 @@ type entry struct {
 	localQueue      types.NamespacedName
 	deleting        bool
 	invalid         bool
+	inactive        bool
 	// owner is the UID of the Workload's hub job; kind is its kind (nil when
 	// it has no controller of a hub kind).
 	owner types.UID
@@ -95,7 +96,7 @@ const maxShared = 4096
 // spec did not change.
 func newEntry(wl *strata.Workload, prev *entry) *entry {
 	e := &entry{wl: wl, uid: wl.UID, namespace: wl.Namespace, name: wl.Name, priority: queue.Priority(wl), queuedAt: queue.QueuedAt(wl),
-		localQueue: queue.Key(wl), deleting: !wl.DeletionTimestamp.IsZero(), invalid: wl.Annotations[strata.InvalidAnnotation] != "",
+		localQueue: queue.Key(wl), deleting: !wl.DeletionTimestamp.IsZero(), invalid: wl.Annotations[strata.InvalidAnnotation] != "", inactive: !workload.IsActive(wl),
 		generation: Generation(wl), specGeneration: wl.Generation}
 	if owner := metav1.GetControllerOfNoCopy(wl); owner != nil {
 		e.owner, e.kind = owner.UID, jobs.KindOf(kinds.Hub, owner)
@@ -145,9 +146,8 @@ func compareEntries(a, b *entry) int {
 
 // jobEntry is what a pass reads of a hub job.
 type jobEntry struct {
-	job       jobs.Job
-	suspended bool
-	deleting  bool
+	job      jobs.Job
+	deleting bool
 }
 
 func newIndex() *index {
@@ -208,7 +208,7 @@ func (x *index) setJob(k jobs.Kind, obj client.Object) {
 	if !ok {
 		return
 	}
-	je := &jobEntry{job: j, suspended: j.Suspended(), deleting: !obj.GetDeletionTimestamp().IsZero()}
+	je := &jobEntry{job: j, deleting: !obj.GetDeletionTimestamp().IsZero()}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.jobs[obj.GetUID()] = je

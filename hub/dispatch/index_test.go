@@ -96,20 +96,19 @@ func TestIndex(t *testing.T) {
 		return &entry{owner: types.UID(uid), kind: k}
 	}
 	jobsEvents.OnAdd(job("1"), true)
-	if je, known := d.index.job(owned("1", batchjob.Kind)); !known || je == nil || je.job.Object().GetUID() != "1" || !je.suspended {
-		t.Errorf("job added: got %+v, known %v; want it, suspended", je, known)
+	if je, known := d.index.job(owned("1", batchjob.Kind)); !known || je == nil || je.job.Object().GetUID() != "1" {
+		t.Errorf("job added: got %+v, known %v; want it", je, known)
 	}
 	// A Job made again under the same name: the Workload of the first
 	// does not find the second.
 	j2 := job("2")
-	j2.Spec.Suspend = ptr.To(false)
 	jobsEvents.OnAdd(j2, false)
 	jobsEvents.OnDelete(job("1"))
 	if je, _ := d.index.job(owned("1", batchjob.Kind)); je != nil {
 		t.Errorf("job deleted: got %+v", je)
 	}
-	if je, _ := d.index.job(owned("2", batchjob.Kind)); je == nil || je.suspended {
-		t.Errorf("job made again: got %+v, want it, not suspended", je)
+	if je, _ := d.index.job(owned("2", batchjob.Kind)); je == nil || je.job.Object().GetUID() != "2" {
+		t.Errorf("job made again: got %+v, want it", je)
 	}
 	jobsEvents.OnDelete(toolscache.DeletedFinalStateUnknown{Obj: j2})
 	if je, known := d.index.job(owned("2", batchjob.Kind)); !known || je != nil {

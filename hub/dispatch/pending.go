@@ -32,7 +32,7 @@ type collected struct {
 }
 
 // collect sorts the index's entries for a pass: the dispatched ones
-// charge their queue's usage, a suspended one has its reason written,
+// charge their queue's usage, a deactivated one has its reason written,
 // and the others that may go somewhere are to place. It first forgets
 // what the informer shows now (forgetRecorded, pruneHints).
 func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected, []error) {
@@ -82,10 +82,12 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 		if job == nil || job.deleting {
 			continue
 		}
-		if job.suspended {
-			// On the hub, spec.suspend is the user's: nothing is sent.
-			d.wait(ctx, pending{entry: e, job: job.job.Object()}, ReasonSuspended,
-				fmt.Sprintf("the %s is suspended on the hub; it is dispatched when spec.suspend is false", e.kind.GroupVersionKind().Kind))
+		if e.inactive {
+			// The user's hold (Kueue's deactivation). A job's own
+			// spec.suspend is Strata's on the hub, as Kueue's: a
+			// manifest created suspended is dispatched.
+			d.wait(ctx, pending{entry: e, job: job.job.Object()}, ReasonDeactivated,
+				fmt.Sprintf("the Workload is deactivated (spec.active: false); it is dispatched when spec.active is true: kubectl patch workload %s -n %s --type merge -p '{\"spec\":{\"active\":true}}'", e.name, e.namespace))
 			continue
 		}
 		c.waiting = append(c.waiting, pending{entry: e, job: job.job.Object(), queue: cq.Name})
@@ -186,7 +188,7 @@ func (d *Dispatcher) job(ctx context.Context, e *entry) (*jobEntry, error) {
 	if j == nil || err != nil {
 		return nil, err
 	}
-	return &jobEntry{job: j, suspended: j.Suspended(), deleting: !j.Object().GetDeletionTimestamp().IsZero()}, nil
+	return &jobEntry{job: j, deleting: !j.Object().GetDeletionTimestamp().IsZero()}, nil
 }
 
 // chargeUsage adds a dispatched Workload's requests to its queue's usage

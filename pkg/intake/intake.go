@@ -453,6 +453,9 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		return nil, err
 	default:
 		update := false
+		// spec.active is the user's (or Kueue's deactivation), not the
+		// job's: kept as it is.
+		desired.Spec.Active = wl.Spec.Active
 		if wl.Status.Admission == nil && (!equality.Semantic.DeepEqual(wl.Spec, desired.Spec) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]) {
 			wl.Spec = desired.Spec
 			if invalid {

@@ -150,6 +150,10 @@ func DispatchWorkloads(wl *strata.Workload) int {
 	return n
 }
 
+// IsActive says whether the workload may be dispatched or admitted:
+// spec.active is not false (Kueue's deactivation holds it).
+func IsActive(wl *strata.Workload) bool { return wl.Spec.Active == nil || *wl.Spec.Active }
+
 // PinnedFlavor is the ResourceFlavor a hub pinned the Workload to (the
 // strata.dev/flavor annotation), or "" when it is not pinned.
 func PinnedFlavor(wl *strata.Workload) string { return wl.Annotations[strata.FlavorAnnotation] }

@@ -354,8 +354,9 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		}
 	})
 
-	It("takes the copy back when the hub Job is suspended or deleted, and dispatches it again on resume", func(ctx SpecContext) {
+	It("runs a Job created suspended (a Kueue manifest), takes the copy back when its Workload is deactivated or it is deleted, and dispatches it again on reactivation", func(ctx SpecContext) {
 		j := fleetJob("suspend", 2, "1", map[string]string{kwokcluster.RunForAnnotation: "10m"})
+		j.Spec.Suspend = ptr.To(true) // Strata's on the hub, as Kueue's
 		Expect(hubKube.Create(ctx, j)).To(Succeed())
 		var at string
 		Eventually(func(g Gomega) {
@@ -365,13 +366,16 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			at = hubWorkload(g, ctx, j).Status.Placement.Cluster
 		}, wait, time.Second).Should(Succeed())
 
-		By("suspending it on the hub")
-		Eventually(func(g Gomega) {
-			var got batchv1.Job
-			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
-			got.Spec.Suspend = ptr.To(true)
-			g.Expect(hubKube.Update(ctx, &got)).To(Succeed())
-		}, wait, time.Second).Should(Succeed())
+		setActive := func(active bool) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				wl := hubWorkload(g, ctx, j)
+				wl.Spec.Active = ptr.To(active)
+				g.Expect(hubKube.Update(ctx, wl)).To(Succeed())
+			}, wait, time.Second).Should(Succeed())
+		}
+		By("deactivating its hub Workload (spec.active: false), the user's hold")
+		setActive(false)
 		Eventually(func(g Gomega) {
 			g.Expect(copies(g, ctx, j)).To(BeEmpty())
 			var pods corev1.PodList
@@ -382,13 +386,8 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			g.Expect(got.Status.Active).To(BeZero())
 		}, wait, time.Second).Should(Succeed())
 
-		By("resuming it")
-		Eventually(func(g Gomega) {
-			var got batchv1.Job
-			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
-			got.Spec.Suspend = ptr.To(false)
-			g.Expect(hubKube.Update(ctx, &got)).To(Succeed())
-		}, wait, time.Second).Should(Succeed())
+		By("reactivating it")
+		setActive(true)
 		Eventually(func(g Gomega) {
 			wl := hubWorkload(g, ctx, j)
 			g.Expect(wl.Status.Admission).NotTo(BeNil())

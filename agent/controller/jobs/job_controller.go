@@ -199,6 +199,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 		return r.hold(ctx, job, holdNote(wl))
 	case stepRequeue:
 		return r.requeue(ctx, job, wl)
+	case stepDeactivate:
+		return r.deactivate(ctx, job, wl)
 	case stepStart:
 		return r.start(ctx, job, wl)
 	}
@@ -209,11 +211,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 type step int
 
 const (
-	stepNone    step = iota
-	stepStop         // the Workload lost the admission the Job was started with
-	stepHold         // the Job runs but was not started by Strata: suspend it
-	stepRequeue      // the user suspended a started Job: take its admission back
-	stepStart        // the suspended Job is admitted: start it
+	stepNone       step = iota
+	stepStop            // the Workload lost the admission the Job was started with
+	stepHold            // the Job runs but was not started by Strata: suspend it
+	stepRequeue         // the user suspended a started Job: take its admission back
+	stepStart           // the suspended Job is admitted: start it
+	stepDeactivate      // the Workload's spec.active is false: take its admission back, say so
 )
 
 // nextStep decides what to do with a Job that has not finished, given its
@@ -231,6 +234,11 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload) step {
 		return stepNone
 	case !suspended && !started:
 		return stepHold
+	case !workload.IsActive(wl):
+		if admitted || !deactivatedSaid(wl) {
+			return stepDeactivate
+		}
+		return stepNone
 	case !admitted:
 		return stepNone
 	case suspended && started && !startedWith(job, wl):
@@ -377,6 +385,42 @@ func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Wo
 	}
 	r.takeBackAdmission(ctx, job)
 	return r.client.Update(ctx, job.Object())
+}
+
+// deactivate takes back the admission of a Workload whose spec.active is
+// false (the user's hold, Kueue's deactivation), as requeue does for a
+// suspended Job; the next reconcile stops the Job. A Workload not admitted
+// gets its Admitted condition's reason, Deactivated, and waits.
+func (r *Reconciler) deactivate(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
+	admitted := wl.Status.Admission != nil
+	wl.Status.Admission = nil
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonDeactivated,
+		Message: "the Workload is deactivated (spec.active: false); it waits until spec.active is true",
+	})
+	if admitted {
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+			Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: ReasonDeactivated, Message: "the Workload was deactivated after it had been admitted",
+		})
+	}
+	if err := r.client.Status().Update(ctx, wl); err != nil {
+		return err
+	}
+	if admitted {
+		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, ReasonDeactivated, "Evict", "The Workload was deactivated; the Job waits until its spec.active is true")
+	}
+	return nil
+}
+
+// ReasonDeactivated is the Admitted and Evicted reason of a Workload whose
+// spec.active is false.
+const ReasonDeactivated = "Deactivated"
+
+// deactivatedSaid says whether a Workload's Admitted condition already
+// says it is deactivated.
+func deactivatedSaid(wl *strata.Workload) bool {
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+	return c != nil && c.Reason == ReasonDeactivated
 }
 
 // start applies an admission to the Job's pod template — the flavor's node

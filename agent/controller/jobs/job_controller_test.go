@@ -72,6 +72,9 @@ func TestNextStep(t *testing.T) {
 		started   bool // the template carries the Workload's label
 		admission *strata.Admission
 		finished  bool
+		// inactive: spec.active false; said: its Admitted condition
+		// already says Deactivated.
+		inactive, said bool
 		// startedAt is when the admission the Job was started with was
 		// made, when not the current one's admittedAt.
 		startedAt time.Time
@@ -86,6 +89,10 @@ func TestNextStep(t *testing.T) {
 		"running without admission":            {want: stepHold},
 		"running, admitted, not started by us": {admission: admission, want: stepHold},
 		"workload finished":                    {admission: admission, finished: true, want: stepNone},
+		"deactivated while running":            {started: true, admission: admission, inactive: true, want: stepDeactivate},
+		"deactivated while waiting":            {suspended: true, inactive: true, want: stepDeactivate},
+		"deactivated, waiting, said so":        {suspended: true, inactive: true, said: true, want: stepNone},
+		"deactivated, admission taken back":    {started: true, inactive: true, said: true, want: stepStop},
 		"being stopped, admitted again meanwhile": {
 			suspended: true, started: true, admission: admission, want: stepStop, startedAt: admittedAt.Add(-time.Minute),
 		},
@@ -119,6 +126,12 @@ func TestNextStep(t *testing.T) {
 			}
 			if tc.finished {
 				wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue})
+			}
+			if tc.inactive {
+				wl.Spec.Active = ptr.To(false)
+			}
+			if tc.said {
+				wl.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonDeactivated}}
 			}
 			if diff := cmp.Diff(tc.want, nextStep(batchjob.Adapt(job), wl)); diff != "" {
 				t.Errorf("nextStep() (-want,+got):\n%s", diff)

@@ -11,6 +11,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/workload"
 )
 
 // action is what a reconcile does for a hub Workload's dispatch.
@@ -161,10 +162,12 @@ func nextStep(o *observed, now time.Time) step {
 		// The job is gone: its Workload follows; the copy goes first.
 		return step{action: actTakeBack, why: "the hub job was deleted",
 			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended, message: "the " + o.kindName() + " was deleted"}}
-	case !o.finished() && o.hubJob.Suspended():
-		return step{action: actTakeBack, why: "the hub job was suspended", record: true,
-			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended,
-				message: "the " + o.kindName() + " was suspended on the hub; it is dispatched again when resumed"}}
+	case !o.finished() && !workload.IsActive(o.wl):
+		// The user's hold, Kueue's way. The hub job's own suspend is
+		// Strata's: a job created or set suspended on the hub runs on.
+		return step{action: actTakeBack, why: "the hub Workload was deactivated", record: true,
+			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated,
+				message: "the Workload was deactivated (spec.active: false); it is dispatched again when spec.active is true"}}
 	case o.wcErr != nil:
 		return step{action: actFail, why: "reading the WorkerCluster", err: o.wcErr}
 	case o.wc != nil && !o.wc.DeletionTimestamp.IsZero() && !o.finished():

@@ -125,17 +125,27 @@ func TestNextStep(t *testing.T) {
 			o:    func() *observed { o := base(); o.hubJob = nil; return o },
 			want: step{action: actTakeBack, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended}},
 		},
-		"suspended on the hub: taken back and recorded": {
-			o:    func() *observed { o := base(); o.hubJob = batchjob.Adapt(job(suspended)); return o },
-			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended}},
+		"deactivated on the hub: taken back and recorded": {
+			o:    func() *observed { o := base(); o.wl.Spec.Active = ptr.To(false); return o },
+			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated}},
 		},
-		"suspended after it finished: cleaned, not taken back": {
+		"deactivated after it finished: cleaned, not taken back": {
 			o: func() *observed {
 				o := finished(admittedOnHub(base()), now)
-				o.hubJob = batchjob.Adapt(job(suspended))
+				o.wl.Spec.Active = ptr.To(false)
 				return o
 			},
 			want: step{action: actCleanFinished},
+		},
+		// The hub job's suspend is Strata's, as Kueue's: a job suspended
+		// on the hub (a Kueue manifest's suspend: true) runs on.
+		"suspended on the hub: its copy runs on": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true))
+				o.hubJob = batchjob.Adapt(job(suspended))
+				return o
+			},
+			want: nextStep(withCopy(admittedOnHub(base()), copyWL(true)), now),
 		},
 		"the WorkerCluster cannot be read": {
 			o:    func() *observed { o := base(); o.wcErr = readErr; return o },

@@ -13,6 +13,7 @@ import (
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/testutil"
 )
@@ -160,12 +161,13 @@ var _ = Describe("JobSets through the hub", Label("jobset"), func() {
 		}).Should(Succeed())
 	})
 
-	It("takes a JobSet's copy back when the hub JobSet is suspended, and dispatches it again on resume; a refusing worker's copy goes elsewhere", func(ctx SpecContext) {
+	It("takes a JobSet's copy back when its hub Workload is deactivated, and dispatches it again on reactivation; a refusing worker's copy goes elsewhere", func(ctx SpecContext) {
 		e := newEnv(ctx, "jssusp", map[string][][]string{
 			"w1": {{"4", "4"}},
 			"w2": {{"4", "4"}},
 		})
 		js := e.jobSet("pausable", 2, 1, "2", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
+		js.Spec.Suspend = ptr.To(true) // a Kueue manifest's: dispatched all the same
 		Expect(hub.Client.Create(ctx, js)).To(Succeed())
 		var first string
 		Eventually(func(g Gomega) {
@@ -175,13 +177,8 @@ var _ = Describe("JobSets through the hub", Label("jobset"), func() {
 			first = wl.Status.Placement.Cluster
 		}).Should(Succeed())
 
-		By("suspending the hub JobSet takes the copy back")
-		Eventually(func(g Gomega) {
-			var got jobsetapi.JobSet
-			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
-			got.Spec.Suspend = ptr.To(true)
-			g.Expect(hub.Client.Update(ctx, &got)).To(Succeed())
-		}).Should(Succeed())
+		By("deactivating the hub Workload takes the copy back")
+		setWorkloadActive(ctx, e.ns, jobset.Kind.WorkloadName(js.Name), false)
 		Eventually(func(g Gomega) {
 			cp, _ := jobSetCopyOn(g, ctx, first, js)
 			g.Expect(cp).To(BeNil())
@@ -189,17 +186,12 @@ var _ = Describe("JobSets through the hub", Label("jobset"), func() {
 			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
 			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
 			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal("Suspended"))
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonDeactivated))
 		}).Should(Succeed())
 
-		By("the worker it went to refuses it on resume (its LocalQueue is gone): it goes to the other")
+		By("the worker it went to refuses it on reactivation (its LocalQueue is gone): it goes to the other")
 		Expect(worker(first).Client.Delete(ctx, testutil.MakeLocalQueue("lq", e.ns, "cq-jssusp"))).To(Succeed())
-		Eventually(func(g Gomega) {
-			var got jobsetapi.JobSet
-			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
-			got.Spec.Suspend = ptr.To(false)
-			g.Expect(hub.Client.Update(ctx, &got)).To(Succeed())
-		}).Should(Succeed())
+		setWorkloadActive(ctx, e.ns, jobset.Kind.WorkloadName(js.Name), true)
 		other := map[string]string{"w1": "w2", "w2": "w1"}[first]
 		Eventually(func(g Gomega) {
 			var wl strata.Workload

@@ -57,9 +57,10 @@ var _ = Describe("Dispatch lifecycle", func() {
 		}, 2*time.Minute).Should(Succeed())
 	})
 
-	It("takes the copy back when the hub Job is suspended or deleted, and dispatches again on resume", func(ctx SpecContext) {
+	It("dispatches a Job created suspended (Kueue's way), runs on when it is suspended, takes the copy back when its Workload is deactivated or it is deleted, and dispatches again on reactivation", func(ctx SpecContext) {
 		e := newEnv(ctx, "life", map[string][][]string{"w3": {{"4", "4"}}})
 		job := e.job("life", 2, "1", nil)
+		job.Spec.Suspend = ptr.To(true) // as every Kueue manifest has it
 		Expect(hub.Client.Create(ctx, job)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil())
@@ -81,10 +82,22 @@ var _ = Describe("Dispatch lifecycle", func() {
 			g.Expect(j.Status.Active).To(Equal(int32(2)))
 		}).Should(Succeed())
 
-		By("suspending the hub Job")
-		Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-		job.Spec.Suspend = ptr.To(true)
-		Expect(hub.Client.Update(ctx, job)).To(Succeed())
+		By("suspending the hub Job changes nothing: its suspend is Strata's, as Kueue's")
+		Eventually(func(g Gomega) {
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+			job.Spec.Suspend = ptr.To(false)
+			g.Expect(hub.Client.Update(ctx, job)).To(Succeed())
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+			job.Spec.Suspend = ptr.To(true)
+			g.Expect(hub.Client.Update(ctx, job)).To(Succeed())
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w3"}))
+			g.Expect(hubWorkload(g, ctx, job).Status.Placement.DispatchGeneration).To(Equal(int64(1)))
+		}, 2*time.Second).Should(Succeed())
+
+		By("deactivating the hub Workload (spec.active: false), the user's hold")
+		setActive(ctx, job, false)
 		Eventually(func(g Gomega) {
 			g.Expect(copies(g, ctx, job)).To(BeEmpty())
 			var j batchv1.Job
@@ -95,16 +108,16 @@ var _ = Describe("Dispatch lifecycle", func() {
 			g.Expect(wl.Status.Placement.Cluster).To(BeEmpty())
 			g.Expect(wl.Status.Admission).To(BeNil())
 			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
-			g.Expect(c.Reason).To(Equal(dispatch.ReasonSuspended))
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonDeactivated))
+			g.Expect(c.Message).To(ContainSubstring("spec.active"))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+			g.Expect(ptr.Deref(hubWorkload(g, ctx, job).Spec.Active, true)).To(BeFalse(), "the intake keeps the user's spec.active")
 		}, 2*time.Second).Should(Succeed())
 
-		By("resuming it")
-		Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-		job.Spec.Suspend = ptr.To(false)
-		Expect(hub.Client.Update(ctx, job)).To(Succeed())
+		By("reactivating it")
+		setActive(ctx, job, true)
 		Eventually(func(g Gomega) {
 			wl := hubWorkload(g, ctx, job)
 			g.Expect(wl.Status.Admission).NotTo(BeNil())
@@ -274,3 +287,20 @@ var _ = Describe("Dispatch lifecycle", func() {
 		}
 	})
 })
+
+// setActive sets the hub Workload's spec.active of job: the user's hold.
+func setActive(ctx SpecContext, job client.Object, active bool) {
+	GinkgoHelper()
+	setWorkloadActive(ctx, job.GetNamespace(), workload.JobWorkloadName(job.GetName()), active)
+}
+
+// setWorkloadActive sets spec.active of the hub Workload ns/name.
+func setWorkloadActive(ctx SpecContext, ns, name string, active bool) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var wl strata.Workload
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wl)).To(Succeed())
+		wl.Spec.Active = ptr.To(active)
+		g.Expect(hub.Client.Update(ctx, &wl)).To(Succeed())
+	}).Should(Succeed())
+}

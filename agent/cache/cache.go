@@ -57,6 +57,11 @@ type Cache struct {
 	// goneNodes keeps the labels of deleted nodes that admitted workloads
 	// are still assigned to, so that hot swap knows their domains.
 	goneNodes map[string]map[string]string
+	// finished are the succeeded pods of topology-aware workloads, by
+	// workload: where they ran and their pod set. A workload's
+	// status.reclaimablePods is released on those nodes (commitFitLocked).
+	finished map[types.NamespacedName]map[types.UID]finishedPod
+
 	// uncommitted are admitted workloads recorded without usage because
 	// their domains were not known yet (a node informer behind the
 	// workload informer); a new node retries them.
@@ -86,6 +91,11 @@ type flavor struct {
 	// workloads carrying each; parts how many each has in all.
 	dispatches map[string]int
 	parts      map[string]int
+}
+
+// finishedPod is a succeeded pod of a topology-aware workload.
+type finishedPod struct {
+	node, podSet string
 }
 
 type podUsage struct {
@@ -132,6 +142,7 @@ func New() *Cache {
 		onNode:      map[string]map[types.NamespacedName]struct{}{},
 		goneNodes:   map[string]map[string]string{},
 		uncommitted: map[types.NamespacedName]struct{}{},
+		finished:    map[types.NamespacedName]map[types.UID]finishedPod{},
 		changed:     make(chan struct{}, 1),
 	}
 }
@@ -340,9 +351,13 @@ func (c *Cache) SetPod(p *corev1.Pod) {
 	defer c.mu.Unlock()
 	running := p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 	if wl := p.Labels[strata.WorkloadLabel]; p.Labels[strata.TASLabel] != "" && wl != "" {
+		key := types.NamespacedName{Namespace: p.Namespace, Name: wl}
 		c.removePodLocked(p.UID)
 		if running {
-			c.setTASPodLocked(types.NamespacedName{Namespace: p.Namespace, Name: wl}, p)
+			c.setTASPodLocked(key, p)
+		}
+		if p.Status.Phase == corev1.PodSucceeded && p.Spec.NodeName != "" {
+			c.noteFinishedLocked(key, p)
 		}
 		return
 	}
@@ -374,6 +389,60 @@ func (c *Cache) setTASPodLocked(key types.NamespacedName, p *corev1.Pod) {
 	c.podWorkload[p.UID] = key
 	c.countTASPodsLocked(key, u.node)
 	c.touched()
+}
+
+// noteFinishedLocked records a succeeded pod of a topology-aware workload;
+// when the workload already counts reclaimable pods (its status came
+// first), its usage is recorded again, released on this pod's node too.
+func (c *Cache) noteFinishedLocked(key types.NamespacedName, p *corev1.Pod) {
+	if _, ok := c.finished[key][p.UID]; ok {
+		return
+	}
+	if c.finished[key] == nil {
+		c.finished[key] = map[types.UID]finishedPod{}
+	}
+	c.finished[key][p.UID] = finishedPod{node: p.Spec.NodeName, podSet: p.Labels[strata.PodSetLabel]}
+	if a, ok := c.workloads[key]; ok && len(a.wl.Status.ReclaimablePods) > 0 {
+		c.dropWorkloadLocked(key)
+		_ = c.commitLocked(key, a.wl) // on error, kept without usage (uncommitted), as commitLocked says
+		c.touched()
+	}
+}
+
+// ForgetWorkload gives back a deleted workload's usage and forgets its
+// finished pods.
+func (c *Cache) ForgetWorkload(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeWorkloadLocked(key)
+	delete(c.finished, key)
+}
+
+// lessFinished returns a pod set's host-level assignment without up to n
+// of its pods on the nodes where its pods succeeded: the pods
+// status.reclaimablePods releases. Other assignments are returned as they
+// are (a pod's node names no domain of theirs).
+func (c *Cache) lessFinished(key types.NamespacedName, podSet string, a *tas.Assignment, n int32) *tas.Assignment {
+	if n <= 0 || len(a.Levels) == 0 || a.Levels[len(a.Levels)-1] != strata.HostnameLabel || len(c.finished[key]) == 0 {
+		return a
+	}
+	done := map[string]int32{}
+	for _, f := range c.finished[key] {
+		if f.podSet == podSet {
+			done[f.node]++
+		}
+	}
+	out := &tas.Assignment{Levels: a.Levels, Domains: make([]tas.DomainAssignment, 0, len(a.Domains))}
+	for _, d := range a.Domains {
+		host := d.Values[len(d.Values)-1]
+		take := min(done[host], d.Count, n)
+		done[host] -= take
+		n -= take
+		if d.Count > take {
+			out.Domains = append(out.Domains, tas.DomainAssignment{Values: d.Values, Count: d.Count - take})
+		}
+	}
+	return out
 }
 
 // removePodLocked forgets a pod, giving back what it counted on its own.
@@ -608,6 +677,7 @@ func (c *Cache) commitFitLocked(key types.NamespacedName, wl *strata.Workload, f
 			}
 		}
 		if c.flavors[psa.Flavor] != nil {
+			assignment = c.lessFinished(key, psa.Name, assignment, workload.Reclaimable(wl, psa.Name))
 			parts = append(parts, part{flavor: psa.Flavor, podSet: ps, assignment: assignment})
 		}
 	}
@@ -791,7 +861,8 @@ func (c *Cache) SyncAdmitted(key types.NamespacedName, wl *strata.Workload) erro
 		if v <= a.version {
 			return nil
 		}
-		if equality.Semantic.DeepEqual(a.wl.Status.Admission, wl.Status.Admission) {
+		if equality.Semantic.DeepEqual(a.wl.Status.Admission, wl.Status.Admission) &&
+			equality.Semantic.DeepEqual(a.wl.Status.ReclaimablePods, wl.Status.ReclaimablePods) {
 			a.version = v
 			if d := workload.DispatchKey(wl); d != a.dispatch {
 				c.countDispatchLocked(&a, -1)

@@ -132,6 +132,17 @@ func key(name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: "ns", Name: name}
 }
 
+// succeededPod is a succeeded pod of workload a's pod set "main" that ran
+// on node.
+func succeededPod(name, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("a-" + name),
+			Labels: map[string]string{strata.WorkloadLabel: "a", strata.TASLabel: "true", strata.PodSetLabel: podSetName}},
+		Spec:   corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded},
+	}
+}
+
 // addWorkload adds an admitted workload, failing the test on error.
 func addWorkload(t *testing.T, c *Cache, wl *strata.Workload) {
 	t.Helper()
@@ -438,6 +449,38 @@ func TestWorkloadCapacity(t *testing.T) {
 			},
 			count:      5,
 			want:       "rack required: the best rack fits 4 of 5 pods; limited by cpu (2 nodes)",
+			wantSignal: true,
+		},
+		// Kueue's reclaimable pods: finished for good, they free their
+		// nodes before the workload ends.
+		"reclaimable pods free the nodes where they succeeded": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 4), onHost("n2", 4)))
+				c.SetPod(succeededPod("p1", "n2"))
+				c.SetPod(succeededPod("p2", "n2"))
+				c.SetPod(succeededPod("p3", "n1"))
+				wl := admittedWorkload("a", "11", onHost("n1", 4), onHost("n2", 4))
+				wl.Status.ReclaimablePods = []strata.ReclaimablePod{{Name: podSetName, Count: 2}}
+				if err := c.SyncAdmitted(key("a"), wl); err != nil {
+					t.Fatal(err)
+				}
+			},
+			count:      2,
+			want:       map[string]int32{"n1": 1, "n2": 1},
+			wantSignal: true,
+		},
+		"reclaimable pods counted before their pods are seen free their nodes once seen": {
+			steps: func(t *testing.T, c *Cache) {
+				wl := admittedWorkload("a", "10", onHost("n1", 4), onHost("n2", 4))
+				wl.Status.ReclaimablePods = []strata.ReclaimablePod{{Name: podSetName, Count: 3}}
+				addWorkload(t, c, wl)
+				c.SetPod(succeededPod("p1", "n2"))
+				c.SetPod(succeededPod("p2", "n2"))
+				c.SetPod(succeededPod("p3", "n2"))
+				c.SetPod(succeededPod("p4", "n2")) // beyond the 3: not released
+			},
+			count:      3,
+			want:       map[string]int32{"n2": 3},
 			wantSignal: true,
 		},
 		"usage is kept across a rebuild": {

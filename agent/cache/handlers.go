@@ -63,7 +63,7 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 			}
 		}, func(o any) {
 			wl := o.(*strata.Workload)
-			c.RemoveWorkload(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
+			c.ForgetWorkload(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
 			if hooks.Workload != nil {
 				hooks.Workload(wl, true)
 			}

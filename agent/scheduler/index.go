@@ -104,9 +104,11 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 			x.admitted[a.ClusterQueue] = t
 		}
 		t.workloads++
-		queue.AddUsage(t.usage, a.PodSetAssignments)
 		for _, psa := range a.PodSetAssignments {
-			t.pods[psa.Flavor] += psa.Count
+			// Reclaimable pods (finished for good) no longer count.
+			r := workload.Reclaimable(wl, psa.Name)
+			queue.AddRequests(t.usage, psa.Flavor, queue.LessReclaimable(psa, r))
+			t.pods[psa.Flavor] += max(psa.Count-r, 0)
 		}
 		x.recheck[key] = struct{}{}
 	}
@@ -137,9 +139,9 @@ func (x *workloadIndex) deleteLocked(key types.NamespacedName) {
 		a := e.wl.Status.Admission
 		t := x.admitted[a.ClusterQueue]
 		t.workloads--
-		subUsage(t.usage, a.PodSetAssignments)
+		subUsage(t.usage, e.wl)
 		for _, psa := range a.PodSetAssignments {
-			if t.pods[psa.Flavor] -= psa.Count; t.pods[psa.Flavor] == 0 {
+			if t.pods[psa.Flavor] -= max(psa.Count-workload.Reclaimable(e.wl, psa.Name), 0); t.pods[psa.Flavor] == 0 {
 				delete(t.pods, psa.Flavor)
 			}
 		}
@@ -214,13 +216,13 @@ func (x *workloadIndex) view(keys []types.NamespacedName) *indexView {
 
 // subUsage takes the resource usage of pod set assignments off a queue's
 // usage per flavor; what reaches zero is removed.
-func subUsage(usage map[string]corev1.ResourceList, psas []strata.PodSetAssignment) {
-	for _, psa := range psas {
+func subUsage(usage map[string]corev1.ResourceList, wl *strata.Workload) {
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		rl := usage[psa.Flavor]
 		if rl == nil {
 			continue
 		}
-		for name, v := range psa.ResourceUsage {
+		for name, v := range queue.LessReclaimable(psa, workload.Reclaimable(wl, psa.Name)) {
 			sum := rl[name]
 			sum.Sub(v)
 			if sum.IsZero() {

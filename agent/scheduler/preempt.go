@@ -177,7 +177,7 @@ func candidate(wl *strata.Workload, flavor string) preemption.Workload {
 	requests := map[string]corev1.ResourceList{}
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.Flavor == flavor {
-			queue.AddRequests(requests, flavor, psa.ResourceUsage)
+			queue.AddRequests(requests, flavor, queue.LessReclaimable(psa, workload.Reclaimable(wl, psa.Name)))
 		}
 	}
 	var admittedAt time.Time

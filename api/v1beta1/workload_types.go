@@ -237,6 +237,34 @@ type WorkloadStatus struct {
 	//
 	// +optional
 	Placement *Placement `json:"placement,omitempty"`
+
+	// reclaimablePods are, per pod set, the pods that finished and whose
+	// places will not be taken again (Kueue's reclaimablePods): of a Job,
+	// its parallelism less the completions it still needs; of a JobSet,
+	// the pods of its succeeded Jobs. Their capacity, on the nodes where
+	// they ran, and their quota are released before the workload ends.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	ReclaimablePods []ReclaimablePod `json:"reclaimablePods,omitempty"`
+}
+
+// ReclaimablePod is how many pods of a pod set are reclaimable.
+type ReclaimablePod struct {
+	// name of the pod set.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// count of its pods whose capacity and quota are released.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
 }
 
 // Admission is how a workload was admitted.

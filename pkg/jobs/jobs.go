@@ -70,6 +70,10 @@ type Job interface {
 	// "Failed".
 	Finished() (bool, string)
 
+	// ReclaimablePods are, per pod set, the pods that finished and whose
+	// places will not be taken again (none when no pod set has any).
+	ReclaimablePods() []strata.ReclaimablePod
+
 	// ManagedBy is the controller its spec.managedBy names ("" when
 	// unset: the kind's own).
 	ManagedBy() string

@@ -98,6 +98,20 @@ func AddUsage(usage map[string]corev1.ResourceList, psas []strata.PodSetAssignme
 	}
 }
 
+// LessReclaimable is a pod set assignment's usage without that of r of its
+// pods (status.reclaimablePods): each uses ResourceUsage / Count.
+func LessReclaimable(psa strata.PodSetAssignment, r int32) corev1.ResourceList {
+	if r <= 0 || psa.Count <= 0 {
+		return psa.ResourceUsage
+	}
+	keep := int64(max(psa.Count-r, 0))
+	out := make(corev1.ResourceList, len(psa.ResourceUsage))
+	for name, q := range psa.ResourceUsage {
+		out[name] = *resource.NewMilliQuantity(q.MilliValue()*keep/int64(psa.Count), q.Format)
+	}
+	return out
+}
+
 // AddRequests adds requests to a queue's usage (by flavor) of flavor.
 func AddRequests(usage map[string]corev1.ResourceList, flavor string, requests corev1.ResourceList) {
 	rl := usage[flavor]

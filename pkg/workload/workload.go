@@ -150,6 +150,17 @@ func DispatchWorkloads(wl *strata.Workload) int {
 	return n
 }
 
+// Reclaimable is how many pods of pod set podSet status.reclaimablePods
+// releases.
+func Reclaimable(wl *strata.Workload, podSet string) int32 {
+	for _, r := range wl.Status.ReclaimablePods {
+		if r.Name == podSet {
+			return r.Count
+		}
+	}
+	return 0
+}
+
 // IsActive says whether the workload may be dispatched or admitted:
 // spec.active is not false (Kueue's deactivation holds it).
 func IsActive(wl *strata.Workload) bool { return wl.Spec.Active == nil || *wl.Spec.Active }

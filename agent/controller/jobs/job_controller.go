@@ -15,6 +15,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,6 +191,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 		return r.rejected(ctx, job, err)
 	}
 	if err != nil || wl == nil {
+		return err
+	}
+	if err := r.syncReclaimable(ctx, job, wl); err != nil {
 		return err
 	}
 	switch nextStep(job, wl) {
@@ -385,6 +389,21 @@ func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Wo
 	}
 	r.takeBackAdmission(ctx, job)
 	return r.client.Update(ctx, job.Object())
+}
+
+// syncReclaimable records on an admitted Workload the pods of its job that
+// finished for good (status.reclaimablePods), so that the cache and the
+// queues release their capacity and quota now, not at the end.
+func (r *Reconciler) syncReclaimable(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
+	if wl.Status.Admission == nil {
+		return nil
+	}
+	want := job.ReclaimablePods()
+	if len(want) == 0 && len(wl.Status.ReclaimablePods) == 0 || equality.Semantic.DeepEqual(want, wl.Status.ReclaimablePods) {
+		return nil
+	}
+	wl.Status.ReclaimablePods = want
+	return r.client.Status().Update(ctx, wl)
 }
 
 // deactivate takes back the admission of a Workload whose spec.active is

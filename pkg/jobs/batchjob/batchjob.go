@@ -95,6 +95,21 @@ func (j Job) SetSuspended(s bool) { j.Spec.Suspend = ptr.To(s) }
 // change.
 func (j Job) TemplatesMutable() bool { return j.Suspended() && j.Status.StartTime == nil }
 
+// ReclaimablePods are, as Kueue counts them, the pods beyond the
+// completions the Job still needs: a Job of 4 pods and 4 completions with
+// 3 succeeded needs only 1 pod more.
+func (j Job) ReclaimablePods() []strata.ReclaimablePod {
+	pods := workload.JobPodCount(j.Job)
+	if pods <= 1 || j.Status.Succeeded == 0 {
+		return nil
+	}
+	remaining := ptr.Deref(j.Spec.Completions, pods) - j.Status.Succeeded
+	if remaining >= pods {
+		return nil
+	}
+	return []strata.ReclaimablePod{{Name: workload.MainPodSet, Count: pods - max(remaining, 0)}}
+}
+
 // Finished reads the Complete and Failed conditions.
 func (j Job) Finished() (bool, string) {
 	for _, c := range j.Status.Conditions {

@@ -7,6 +7,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
 )
 
 func TestMarkWaiting(t *testing.T) {
@@ -67,6 +70,32 @@ func TestFinished(t *testing.T) {
 			done, reason := Adapt(&batchv1.Job{Status: batchv1.JobStatus{Conditions: tc.conditions}}).Finished()
 			if diff := cmp.Diff([]any{tc.wantDone, tc.wantReason}, []any{done, reason}); diff != "" {
 				t.Errorf("Finished() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReclaimablePods covers Kueue's count: the pods beyond the
+// completions the Job still needs.
+func TestReclaimablePods(t *testing.T) {
+	cases := map[string]struct {
+		parallelism, completions *int32
+		succeeded                int32
+		want                     []strata.ReclaimablePod
+	}{
+		"none succeeded":                    {parallelism: ptr.To[int32](4), completions: ptr.To[int32](4)},
+		"one pod":                           {parallelism: ptr.To[int32](1), completions: ptr.To[int32](1), succeeded: 1},
+		"3 of 4 succeeded, 4 completions":   {parallelism: ptr.To[int32](4), completions: ptr.To[int32](4), succeeded: 3, want: []strata.ReclaimablePod{{Name: "main", Count: 3}}},
+		"more completions than pods":        {parallelism: ptr.To[int32](4), completions: ptr.To[int32](10), succeeded: 5},
+		"the last completions need fewer":   {parallelism: ptr.To[int32](4), completions: ptr.To[int32](10), succeeded: 8, want: []strata.ReclaimablePod{{Name: "main", Count: 2}}},
+		"no completions: parallelism":       {parallelism: ptr.To[int32](4), succeeded: 1, want: []strata.ReclaimablePod{{Name: "main", Count: 1}}},
+		"parallelism capped by completions": {parallelism: ptr.To[int32](8), completions: ptr.To[int32](4), succeeded: 2, want: []strata.ReclaimablePod{{Name: "main", Count: 2}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			j := Adapt(&batchv1.Job{Spec: batchv1.JobSpec{Parallelism: tc.parallelism, Completions: tc.completions}, Status: batchv1.JobStatus{Succeeded: tc.succeeded}})
+			if diff := cmp.Diff(tc.want, j.ReclaimablePods()); diff != "" {
+				t.Errorf("ReclaimablePods() (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -153,6 +154,28 @@ func (j JobSet) SetSuspended(s bool) { j.Spec.Suspend = ptr.To(s) }
 // child Jobs and, on resume, brings their pod templates' node selectors,
 // tolerations, labels and scheduling gates to the JobSet's.
 func (j JobSet) TemplatesMutable() bool { return j.Suspended() }
+
+// ReclaimablePods are the pods of each ReplicatedJob's succeeded Jobs:
+// they are done, and no other Job takes their places.
+func (j JobSet) ReclaimablePods() []strata.ReclaimablePod {
+	var out []strata.ReclaimablePod
+	for _, st := range j.Status.ReplicatedJobsStatus {
+		if st.Succeeded <= 0 {
+			continue
+		}
+		i := slices.IndexFunc(j.Spec.ReplicatedJobs, func(rj jobsetapi.ReplicatedJob) bool { return rj.Name == st.Name })
+		if i < 0 || i >= workload.MaxPodSets {
+			continue
+		}
+		rj := &j.Spec.ReplicatedJobs[i]
+		done := min(st.Succeeded, max(rj.Replicas, 0))
+		perJob := workload.JobPodCount(&batchv1.Job{Spec: rj.Template.Spec})
+		if n := int64(done) * int64(perJob); n > 0 {
+			out = append(out, strata.ReclaimablePod{Name: rj.Name, Count: int32(min(n, math.MaxInt32))})
+		}
+	}
+	return out
+}
 
 // Finished reads the Completed and Failed conditions.
 func (j JobSet) Finished() (bool, string) {

@@ -127,3 +127,20 @@ func TestJobSet(t *testing.T) {
 		}
 	}
 }
+
+// TestReclaimablePods: the pods of a ReplicatedJob's succeeded Jobs are
+// reclaimable, per pod set.
+func TestReclaimablePods(t *testing.T) {
+	js := &jobsetapi.JobSet{Spec: jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{
+		replicated("leader", 1, 1, false, nil),
+		replicated("workers", 3, 4, true, nil),
+	}}}
+	if got := Adapt(js).ReclaimablePods(); got != nil {
+		t.Errorf("nothing succeeded: got %v", got)
+	}
+	js.Status.ReplicatedJobsStatus = []jobsetapi.ReplicatedJobStatus{{Name: "leader", Active: 1}, {Name: "workers", Succeeded: 2, Active: 1}, {Name: "gone", Succeeded: 1}}
+	want := []strata.ReclaimablePod{{Name: "workers", Count: 8}}
+	if diff := cmp.Diff(want, Adapt(js).ReclaimablePods()); diff != "" {
+		t.Errorf("two of three worker Jobs succeeded (-want,+got):\n%s", diff)
+	}
+}

@@ -281,6 +281,9 @@ func (Group) TemplatesMutable() bool { return false }
 // Finished is false: a LeaderWorkerSet serves until it is deleted.
 func (Group) Finished() (bool, string) { return false, "" }
 
+// ReclaimablePods are none: a group serves until it is deleted.
+func (Group) ReclaimablePods() []strata.ReclaimablePod { return nil }
+
 // ManagedBy is "": LeaderWorkerSet v0.9 has no spec.managedBy.
 func (Group) ManagedBy() string { return "" }
 

@@ -308,6 +308,9 @@ func (Set) TemplatesMutable() bool { return false }
 // Finished is false: a LeaderWorkerSet serves until it is deleted.
 func (Set) Finished() (bool, string) { return false, "" }
 
+// ReclaimablePods are none: a group serves until it is deleted.
+func (Set) ReclaimablePods() []strata.ReclaimablePod { return nil }
+
 // ManagedBy is strata.ManagedByController when every pod template of the
 // set carries the topology scheduling gate (the hub chart's admission
 // policy puts it there on creation): LeaderWorkerSet v0.9 has no

@@ -184,6 +184,9 @@ func (j MPIJob) SetSuspended(s bool) { j.Spec.RunPolicy.Suspend = ptr.To(s) }
 // MPI operator creates the pods from them on resume).
 func (j MPIJob) TemplatesMutable() bool { return j.Suspended() }
 
+// ReclaimablePods are none: an MPIJob's workers run until its launcher ends.
+func (MPIJob) ReclaimablePods() []strata.ReclaimablePod { return nil }
+
 // Finished reads the Succeeded and Failed conditions.
 func (j MPIJob) Finished() (bool, string) {
 	for _, c := range j.Status.Conditions {

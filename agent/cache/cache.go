@@ -963,6 +963,21 @@ func (c *Cache) admittedOn(flavor string) []AdmittedOn {
 	return out
 }
 
+// AdmittedIn returns the admitted workloads of a namespace whose usage the
+// cache holds (those admitted in the current pass included), for topology
+// spreading's counts.
+func (c *Cache) AdmittedIn(namespace string) []*strata.Workload {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*strata.Workload
+	for key, a := range c.workloads {
+		if key.Namespace == namespace {
+			out = append(out, a.wl)
+		}
+	}
+	return out
+}
+
 // Holds says whether a workload still holds capacity: it is admitted, or
 // pods of it still run (a preempted or evicted workload until its pods
 // are gone).

@@ -596,8 +596,12 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books
 		return nil, fit.Err
 	}
 	var admitted *strata.Workload
+	var others []*strata.Workload
+	if workload.Spreads(wl) {
+		others = s.cache.AdmittedIn(wl.Namespace)
+	}
 	found, placeErr := s.cache.Reserve(fq.Name, client.ObjectKeyFromObject(wl), func(snap *tas.Snapshot, topo *strata.Topology) (*strata.Workload, error) {
-		admission, err := placeOnFlavor(snap, topo, flavorDef, cq.Name, wl, s.opts)
+		admission, err := placeOnFlavor(snap, topo, flavorDef, cq.Name, wl, others, s.opts)
 		if err != nil {
 			return nil, err
 		}
@@ -625,8 +629,8 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books
 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod
 // sets of one group share a domain. The snapshot is left unchanged.
-func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.ResourceFlavor, clusterQueue string, wl *strata.Workload, opts tas.Options) (*strata.Admission, error) {
-	assignments, taken, err := workload.Place(snap, topo.Name, flavorDef.Spec.Tolerations, wl, opts)
+func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.ResourceFlavor, clusterQueue string, wl *strata.Workload, others []*strata.Workload, opts tas.Options) (*strata.Admission, error) {
+	assignments, taken, err := workload.PlaceSpread(snap, topo.Name, flavorDef.Spec.Tolerations, wl, others, opts)
 	if err != nil {
 		return nil, err
 	}

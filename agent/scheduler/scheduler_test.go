@@ -261,7 +261,7 @@ func TestPlaceOnFlavor(t *testing.T) {
 				snap.SetNode(tas.NodeFromAPI(n, false))
 			}
 			wl := testutil.MakeWorkload("w", "ns").PodSets(tc.podSets...).Obj()
-			got, err := placeOnFlavor(snap, topo, flavor, "cq", wl, tas.DefaultOptions())
+			got, err := placeOnFlavor(snap, topo, flavor, "cq", wl, nil, tas.DefaultOptions())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("placeOnFlavor() error = %v, want one containing %q", err, tc.wantErr)
@@ -285,7 +285,7 @@ func TestPlaceOnFlavor(t *testing.T) {
 				t.Errorf("placeOnFlavor() hosts per pod set (-want,+got):\n%s", diff)
 			}
 			// The snapshot is left unchanged: the same placement again.
-			again, err := placeOnFlavor(snap, topo, flavor, "cq", wl, tas.DefaultOptions())
+			again, err := placeOnFlavor(snap, topo, flavor, "cq", wl, nil, tas.DefaultOptions())
 			if err != nil {
 				t.Fatalf("placeOnFlavor() a second time: %v", err)
 			}

@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -187,7 +188,68 @@ type PodSetTopologyRequest struct {
 	// +kubebuilder:validation:XValidation:rule="size(self) < 2 || self[0].size % self[1].size == 0",message="the size of layer 0 must be a multiple of the size of layer 1"
 	// +kubebuilder:validation:XValidation:rule="size(self) < 3 || self[1].size % self[2].size == 0",message="the size of layer 1 must be a multiple of the size of layer 2"
 	PodSetSliceRequiredTopologyConstraints []PodSetSliceTopologyConstraint `json:"podSetSliceRequiredTopologyConstraints,omitempty"`
+
+	// topologySpreading spreads the pod sets of matching workloads over the
+	// domains of a level (Kueue v0.20's podset-topology-spreading
+	// annotation): a domain may take this pod set (or its pod-set group)
+	// only while its share of the matching admitted ones is at most
+	// maxShareAllowingPlacement.
+	//
+	// +optional
+	TopologySpreading *TopologySpreading `json:"topologySpreading,omitempty"`
 }
+
+// TopologySpreading is the podset-topology-spreading annotation.
+type TopologySpreading struct {
+	// workloadLabelSelectors select, among the admitted Workloads of the
+	// namespace, those whose pod sets the rules count (all must match the
+	// Workload's labels, its job's labels copied). Empty: the Workloads of
+	// the same job (the same controller).
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	WorkloadLabelSelectors []metav1.LabelSelectorRequirement `json:"workloadLabelSelectors,omitempty"`
+
+	// rules, one or two, each on its own level.
+	//
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	Rules []TopologySpreadingRule `json:"rules"`
+}
+
+// TopologySpreadingRule spreads over the domains of one level.
+type TopologySpreadingRule struct {
+	// topologyKey is the level (node label key).
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	TopologyKey string `json:"topologyKey"`
+
+	// maxShareAllowingPlacement, between 0 and 1 exclusive: a domain whose
+	// share of the matching admitted pod sets is above it takes no more
+	// (checked before this one is counted; with none admitted, any may).
+	//
+	// +required
+	MaxShareAllowingPlacement resource.Quantity `json:"maxShareAllowingPlacement"`
+
+	// enforcementMode: Required (default) keeps the pod set out of domains
+	// above the share; Preferred places it there only when no other domain
+	// holds it.
+	//
+	// +optional
+	// +kubebuilder:validation:Enum=Required;Preferred
+	EnforcementMode string `json:"enforcementMode,omitempty"`
+}
+
+// Enforcement modes of a TopologySpreadingRule.
+const (
+	SpreadingRequired  = "Required"
+	SpreadingPreferred = "Preferred"
+)
 
 // PodSetSliceTopologyConstraint is one layer of a multi-layer slice request.
 type PodSetSliceTopologyConstraint struct {
@@ -504,4 +566,13 @@ type WorkloadList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Workload `json:"items"`
+}
+
+// GetTopologySpreading returns the request's topology spreading; nil for a
+// nil request.
+func (r *PodSetTopologyRequest) GetTopologySpreading() *TopologySpreading {
+	if r == nil {
+		return nil
+	}
+	return r.TopologySpreading
 }

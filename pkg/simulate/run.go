@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
@@ -156,6 +158,15 @@ func toWorkload(item Item, queueOptional bool) (*strata.Workload, Result, error)
 		if item.whole != nil {
 			wl.Name = fmt.Sprintf("%s-%d", wl.Name, item.group) // the group's leader pod's name
 		}
+		// Its job is its controller, as on a cluster (topology spreading
+		// without selectors counts the workloads of one job).
+		owner := item.Job.Object()
+		if item.whole != nil {
+			owner = item.whole.Object()
+		}
+		gvk := item.Job.Kind().GroupVersionKind()
+		wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+			Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true)}}
 	}
 	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}
 	errs = append(errs, workload.ValidatePodSets(wl.Spec.PodSets, field.NewPath("spec", "podSets"))...)

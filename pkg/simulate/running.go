@@ -135,9 +135,24 @@ func admittedAt(wl *strata.Workload, st *runState) time.Time {
 
 // admit places a workload on a flavor, taking its capacity and quota.
 func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]PodSetResult, error) {
-	assignments, taken, err := workload.Place(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, opts)
+	var others []*strata.Workload
+	if workload.Spreads(wl) {
+		for _, r := range st.running[fs.flavor.Name] {
+			others = append(others, r.wl)
+		}
+	}
+	assignments, taken, err := workload.PlaceSpread(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, others, opts)
 	if err != nil {
 		return nil, err
+	}
+	// Admitted as the agent would record it: what topology spreading
+	// counts for the workloads after it.
+	wl = wl.DeepCopy()
+	wl.Status.Admission = &strata.Admission{ClusterQueue: "-"}
+	for i, a := range assignments {
+		ps := &wl.Spec.PodSets[i]
+		wl.Status.Admission.PodSetAssignments = append(wl.Status.Admission.PodSetAssignments,
+			strata.PodSetAssignment{Name: ps.Name, Flavor: fs.flavor.Name, Count: ps.Count, TopologyAssignment: tas.Encode(a)})
 	}
 	name := ""
 	if cq != nil {

@@ -2,6 +2,7 @@ package tas
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -32,6 +33,10 @@ type plan struct {
 	// target is the index of the required/preferred level, -1 if none.
 	target int
 	layers []layerIndex
+	// avoidLeaf are the leaves under domains the request avoids (nil when
+	// none); avoided counts the nodes they hold.
+	avoidLeaf map[int32]bool
+	avoided   int64
 	// leastFirst: LeastFreeCapacity from the least free domain up, without
 	// first looking for one domain that holds all (an unconstrained
 	// request, once its single host or top-level domain is chosen).
@@ -62,6 +67,29 @@ func (s *Snapshot) FindAssignment(req Request, opts Options) (*Assignment, error
 }
 
 func (s *Snapshot) findAssignment(req Request, opts Options) (*Assignment, error) {
+	if strict, ok := withoutPreferredAvoid(req); ok {
+		// Preferred: out of those domains if the pods fit elsewhere.
+		a, err := s.findAssignment1(req, opts)
+		var fit *FitError
+		if err == nil || !errors.As(err, &fit) {
+			return a, err
+		}
+		req = strict
+	}
+	return s.findAssignment1(req, opts)
+}
+
+// withoutPreferredAvoid returns req without its preferred Avoid entries,
+// and whether it had any.
+func withoutPreferredAvoid(req Request) (Request, bool) {
+	if !slices.ContainsFunc(req.Avoid, func(a Avoid) bool { return a.Preferred }) {
+		return req, false
+	}
+	req.Avoid = slices.DeleteFunc(slices.Clone(req.Avoid), func(a Avoid) bool { return a.Preferred })
+	return req, true
+}
+
+func (s *Snapshot) findAssignment1(req Request, opts Options) (*Assignment, error) {
 	if req.Count == 0 {
 		return (&plan{s: s}).result(nil), nil
 	}
@@ -129,7 +157,39 @@ func (s *Snapshot) newPlan(req Request, opts Options) (*plan, error) {
 		p.affinity = requiredAffinity(selector, affinity)
 	}
 	p.setUnits(p.layers)
+	p.avoidLeaf = s.avoidLeaves(req.Avoid)
 	return p, nil
+}
+
+// avoidLeaves returns the leaves under the domains avoid names, nil when
+// it names none the snapshot has.
+func (s *Snapshot) avoidLeaves(avoid []Avoid) map[int32]bool {
+	var out map[int32]bool
+	for _, a := range avoid {
+		lvl, err := s.levelIndex(a.Level)
+		if err != nil || lvl >= s.depth || len(a.Values) != lvl+1 {
+			continue
+		}
+		d := s.domains[domainKey(a.Values)]
+		if d == nil {
+			continue
+		}
+		if out == nil {
+			out = map[int32]bool{}
+		}
+		var walk func(d *domain)
+		walk = func(d *domain) {
+			if len(d.children) == 0 {
+				out[d.id] = true
+				return
+			}
+			for _, c := range d.children {
+				walk(c)
+			}
+		}
+		walk(d)
+	}
+	return out
 }
 
 type layerIndex struct {
@@ -193,10 +253,10 @@ func (p *plan) setUnits(layers []layerIndex) {
 // one pass over the dense bin rows, then one over the domains per level.
 func (p *plan) computeCaps() {
 	s := p.s
-	p.excluded = 0
+	p.excluded, p.avoided = 0, 0
 	clear(s.assigned)
 	podCap, unitCap := s.podCap, s.unitCap
-	if p.filter {
+	if p.filter || p.avoidLeaf != nil {
 		clear(podCap)
 		clear(unitCap)
 		stride := s.stride
@@ -204,7 +264,11 @@ func (p *plan) computeCaps() {
 			if leaf < 0 || !s.binUsable[slot] {
 				continue
 			}
-			if !p.admits(s.binByID[slot]) {
+			if p.avoidLeaf[leaf] {
+				p.avoided += s.binCount[slot]
+				continue
+			}
+			if p.filter && !p.admits(s.binByID[slot]) {
 				p.excluded += s.binCount[slot]
 				continue
 			}
@@ -935,6 +999,9 @@ func (p *plan) explain(b *strings.Builder, d *domain) {
 	if p.excluded > 0 {
 		fmt.Fprintf(b, "; %s skipped: untolerated taints or node selector/affinity", nodes(p.excluded))
 	}
+	if p.avoided > 0 {
+		fmt.Fprintf(b, "; %s skipped: topology spreading (their domains are above their share)", nodes(p.avoided))
+	}
 }
 
 // bottlenecks lists the resources that limit the usable nodes of d, with
@@ -942,6 +1009,9 @@ func (p *plan) explain(b *strings.Builder, d *domain) {
 func (p *plan) bottlenecks(d *domain) string {
 	nodes := map[int]int64{}
 	for _, leaf := range p.collectLeaves(d, nil) {
+		if p.avoidLeaf[leaf.id] {
+			continue
+		}
 		for _, bn := range leaf.bins {
 			if !bn.usable || p.filter && !p.admits(bn) {
 				continue

@@ -1,6 +1,7 @@
 package tas
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -36,6 +37,26 @@ func (s *Snapshot) FindGroupAssignmentWithNodes(reqs []Request, opts Options) (c
 }
 
 func (s *Snapshot) findGroupAssignment(reqs []Request, opts Options) ([]*Assignment, error) {
+	strict := make([]Request, len(reqs))
+	preferred := false
+	for i, r := range reqs {
+		var had bool
+		strict[i], had = withoutPreferredAvoid(r)
+		preferred = preferred || had
+	}
+	if preferred {
+		// Preferred spreading: out of those domains if the group fits elsewhere.
+		out, err := s.findGroupAssignment1(reqs, opts)
+		var fit *FitError
+		if err == nil || !errors.As(err, &fit) {
+			return out, err
+		}
+		reqs = strict
+	}
+	return s.findGroupAssignment1(reqs, opts)
+}
+
+func (s *Snapshot) findGroupAssignment1(reqs []Request, opts Options) ([]*Assignment, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}

@@ -60,6 +60,20 @@ type Request struct {
 	NodeSelector map[string]string
 	NodeAffinity *corev1.NodeSelector
 	Tolerations  []corev1.Toleration
+
+	// Avoid are domains the pods may not use (topology spreading: domains
+	// above their share). Preferred ones are used only when the pods fit
+	// nowhere else. A domain the snapshot does not have, or of a level
+	// below a summary's leaf level, is left alone.
+	Avoid []Avoid
+}
+
+// Avoid is a domain of Level, named by its values from the top level
+// down to Level, that a request keeps out of.
+type Avoid struct {
+	Level     string
+	Values    []string
+	Preferred bool
 }
 
 // Options choose the algorithms, normally from the binary's configuration.

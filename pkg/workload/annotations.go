@@ -28,7 +28,7 @@ const (
 	groupName         = "podset-group-name"
 )
 
-var annotationNames = []string{requiredName, preferredName, unconstrainedName, sliceTopologyName, sliceSizeName, constraintsName, groupName}
+var annotationNames = []string{requiredName, preferredName, unconstrainedName, sliceTopologyName, sliceSizeName, constraintsName, groupName, spreadingName}
 
 // annotations reads the pod-set annotations under either prefix.
 type annotations struct {
@@ -152,6 +152,15 @@ func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, pa
 			errs = append(errs, field.Invalid(a.field(groupName), v, fmt.Sprintf("must be 1 to %d characters", maxGroupNameLength)))
 		}
 		req.PodSetGroupName = ptr.To(v)
+	}
+	if v, ok := a.get(spreadingName); ok {
+		sp, serrs := parseSpreading(v, a.field(spreadingName))
+		errs = append(errs, serrs...)
+		if req.Required == nil && req.Preferred == nil {
+			errs = append(errs, field.Invalid(a.field(spreadingName), v,
+				"needs podset-required-topology or podset-preferred-topology: each pod set (or group) packs into one domain, and the domains are spread"))
+		}
+		req.TopologySpreading = sp
 	}
 	return req, errs
 }

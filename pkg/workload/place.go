@@ -18,6 +18,15 @@ import (
 // returns the assignment of each pod set (in spec order) and the usage
 // taken; Release the usage to undo. On error nothing is taken.
 func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.Toleration, wl *strata.Workload, opts tas.Options) ([]*tas.Assignment, []tas.Usage, error) {
+	return PlaceSpread(snap, topologyName, flavorTolerations, wl, nil, opts)
+}
+
+// PlaceSpread is Place with topology spreading (podset-topology-spreading):
+// a pod set that asks for it keeps out of the domains that hold more than
+// their share of the units of admitted that count for it (SpreadCounts,
+// SpreadAvoid). admitted are the workloads admitted on snap; nil counts
+// none.
+func PlaceSpread(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.Toleration, wl *strata.Workload, admitted []*strata.Workload, opts tas.Options) ([]*tas.Assignment, []tas.Usage, error) {
 	podSets := wl.Spec.PodSets
 	// A hint that does not parse is only a hint: the pods are placed
 	// without it.
@@ -44,6 +53,15 @@ func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.T
 			reqs[k] = Request(ps)
 			// A new slice: the pod set's may be shared with a cache.
 			reqs[k].Tolerations = slices.Concat(reqs[k].Tolerations, flavorTolerations)
+			if sp := ps.TopologyRequest.GetTopologySpreading(); sp != nil {
+				for _, rule := range sp.Rules {
+					// A level this topology lacks: the rule does not apply
+					// here (Kueue's: the rule is ignored for the flavor).
+					if slices.Contains(snap.Levels(), rule.TopologyKey) {
+						reqs[k].Avoid = append(reqs[k].Avoid, SpreadAvoid(rule, SpreadCounts(snap, admitted, wl, sp, rule.TopologyKey))...)
+					}
+				}
+			}
 		}
 		var as, commit []*tas.Assignment
 		if h := hints[podSets[i].Name]; h != nil && len(members) == 1 {

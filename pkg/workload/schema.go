@@ -155,7 +155,11 @@ func validateTopologyRequest(r *strata.PodSetTopologyRequest, path *field.Path) 
 	if len(r.PodSetSliceRequiredTopologyConstraints) > 0 && r.PodSetSliceRequiredTopology != nil {
 		errs = append(errs, field.Invalid(path, "", "podSetSliceRequiredTopologyConstraints cannot be combined with podSetSliceRequiredTopology and podSetSliceSize"))
 	}
-	return append(errs, validateLayers(r.PodSetSliceRequiredTopologyConstraints, path.Child("podSetSliceRequiredTopologyConstraints"))...)
+	errs = append(errs, validateLayers(r.PodSetSliceRequiredTopologyConstraints, path.Child("podSetSliceRequiredTopologyConstraints"))...)
+	if sp := r.TopologySpreading; sp != nil {
+		errs = append(errs, ValidateSpreading(sp, path.Child("topologySpreading"), "")...)
+	}
+	return errs
 }
 
 // validateLayers checks slice layers against the schema of

@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -67,7 +69,8 @@ func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.Po
 	}
 	class, source := PriorityClass(obj.Labels, podSets)
 	wl := &strata.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.Namespace},
+		// The job's labels, for topology spreading's workloadLabelSelectors.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.Namespace, Labels: maps.Clone(obj.Labels)},
 		Spec:       strata.WorkloadSpec{QueueName: queue, PriorityClassName: class, PriorityClassSource: source, PodSets: podSets},
 	}
 	CarryDispatch(&wl.ObjectMeta, obj)
@@ -277,6 +280,12 @@ func ValidatePodSets(podSets []strata.PodSet, path *field.Path) field.ErrorList 
 		if first.Required == nil && first.Preferred == nil {
 			errs = append(errs, field.Required(path.Index(members[0]), fmt.Sprintf(
 				"pod set group %q needs podset-required-topology or podset-preferred-topology", g)))
+		}
+		for _, i := range members[1:] {
+			if !equality.Semantic.DeepEqual(podSets[i].TopologyRequest.TopologySpreading, first.TopologySpreading) {
+				errs = append(errs, field.Invalid(path.Index(i), podSets[i].Name, fmt.Sprintf(
+					"pod set group %q: every member must carry the same podset-topology-spreading as pod set %q, or none may", g, podSets[members[0]].Name)))
+			}
 		}
 	}
 	return errs

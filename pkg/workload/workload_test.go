@@ -210,7 +210,7 @@ func TestFromJobDispatchMetadata(t *testing.T) {
 		labels, annotations         map[string]string
 		wantLabels, wantAnnotations map[string]string
 	}{
-		"a Job of no hub: nothing carried": {
+		"a Job of no hub: its labels, nothing else": {
 			labels: map[string]string{"team": "ml"},
 		},
 		"a hub's copy: the three labels and the pinned flavor": {
@@ -243,7 +243,18 @@ func TestFromJobDispatchMetadata(t *testing.T) {
 			if len(errs) != 0 {
 				t.Fatalf("FromJob() errors: %v", errs)
 			}
-			if diff := cmp.Diff(tc.wantLabels, wl.Labels); diff != "" {
+			// Every label of the Job is the Workload's (the dispatch
+			// contract's, and the rest for topology spreading's selectors).
+			want := map[string]string{strata.QueueNameLabel: j.Labels[strata.QueueNameLabel]}
+			for k, v := range tc.labels {
+				want[k] = v
+			}
+			for k, v := range tc.wantLabels {
+				if want[k] != v {
+					t.Errorf("label %s = %q in the Job, want %q carried", k, want[k], v)
+				}
+			}
+			if diff := cmp.Diff(want, wl.Labels); diff != "" {
 				t.Errorf("labels (-want,+got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantAnnotations, wl.Annotations); diff != "" {

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -525,7 +526,11 @@ func TestReconcileCarriesDispatchMetadata(t *testing.T) {
 				t.Fatal(err)
 			}
 			wl := e.workload(WorkloadName("train"))
-			got := meta{Labels: wl.Labels, Annotations: wl.Annotations, Admitted: wl.Status.Admission != nil}
+			// The job's own labels are copied at creation too (for topology
+			// spreading's selectors): here, its queue label.
+			labels := maps.Clone(wl.Labels)
+			delete(labels, strata.QueueNameLabel)
+			got := meta{Labels: labels, Annotations: wl.Annotations, Admitted: wl.Status.Admission != nil}
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Workload (-want,+got):\n%s", diff)
 			}

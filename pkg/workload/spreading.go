@@ -1,0 +1,205 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+// spreadingName is Kueue v0.20's topology spreading annotation.
+const spreadingName = "podset-topology-spreading"
+
+// maxSpreadingRules is how many rules one annotation may have (Kueue's).
+const maxSpreadingRules = 2
+
+// parseSpreading reads the podset-topology-spreading JSON:
+// {"workloadLabelSelectors": [{"key", "operator", "values"}],
+// "rules": [{"topologyKey", "maxShareAllowingPlacement", "enforcementMode"}]}.
+func parseSpreading(v string, path *field.Path) (*strata.TopologySpreading, field.ErrorList) {
+	var sp strata.TopologySpreading
+	dec := json.NewDecoder(bytes.NewReader([]byte(v)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sp); err != nil {
+		return nil, field.ErrorList{field.Invalid(path, v, `must be a JSON object like {"workloadLabelSelectors": [{"key": "app", "operator": "In", "values": ["x"]}], `+
+			`"rules": [{"topologyKey": "<level>", "maxShareAllowingPlacement": "0.5", "enforcementMode": "Required"}]}: `+err.Error())}
+	}
+	for i := range sp.Rules {
+		if sp.Rules[i].EnforcementMode == "" {
+			sp.Rules[i].EnforcementMode = strata.SpreadingRequired
+		}
+	}
+	return &sp, ValidateSpreading(&sp, path, v)
+}
+
+// ValidateSpreading checks a topology spreading request: one or two rules
+// on distinct levels, each share between 0 and 1 exclusive, Kueue's
+// enforcement modes, and label selector requirements that parse. value is
+// what errors show as the bad value.
+func ValidateSpreading(sp *strata.TopologySpreading, path *field.Path, value any) field.ErrorList {
+	var errs field.ErrorList
+	if n := len(sp.Rules); n < 1 || n > maxSpreadingRules {
+		errs = append(errs, field.Invalid(path, value, fmt.Sprintf("rules: must have 1 to %d rules, has %d", maxSpreadingRules, n)))
+	}
+	seen := map[string]int{}
+	for i, r := range sp.Rules {
+		if err := validLevel(r.TopologyKey, path); err != nil {
+			errs = append(errs, field.Invalid(path, value, fmt.Sprintf("rules[%d].topologyKey: %s", i, err.Detail)))
+		}
+		if j, dup := seen[r.TopologyKey]; dup {
+			errs = append(errs, field.Invalid(path, value, fmt.Sprintf("rules[%d].topologyKey: %q is already rule %d's; one rule per level", i, r.TopologyKey, j)))
+		}
+		seen[r.TopologyKey] = i
+		if r.MaxShareAllowingPlacement.Sign() <= 0 || r.MaxShareAllowingPlacement.Cmp(resource.MustParse("1")) >= 0 {
+			errs = append(errs, field.Invalid(path, value, fmt.Sprintf("rules[%d].maxShareAllowingPlacement: %s must be greater than 0 and less than 1", i, r.MaxShareAllowingPlacement.String())))
+		}
+		if m := r.EnforcementMode; m != "" && m != strata.SpreadingRequired && m != strata.SpreadingPreferred {
+			errs = append(errs, field.Invalid(path, value, fmt.Sprintf("rules[%d].enforcementMode: %q must be Required or Preferred", i, m)))
+		}
+	}
+	if _, err := spreadingSelector(sp.WorkloadLabelSelectors); err != nil {
+		errs = append(errs, field.Invalid(path, value, "workloadLabelSelectors: "+err.Error()))
+	}
+	return errs
+}
+
+// spreadingSelector makes a selector of all the requirements.
+func spreadingSelector(reqs []metav1.LabelSelectorRequirement) (labels.Selector, error) {
+	sel := labels.NewSelector()
+	for _, r := range reqs {
+		var op selection.Operator
+		switch r.Operator {
+		case metav1.LabelSelectorOpIn:
+			op = selection.In
+		case metav1.LabelSelectorOpNotIn:
+			op = selection.NotIn
+		case metav1.LabelSelectorOpExists:
+			op = selection.Exists
+		case metav1.LabelSelectorOpDoesNotExist:
+			op = selection.DoesNotExist
+		default:
+			return nil, fmt.Errorf("operator %q of key %q must be In, NotIn, Exists or DoesNotExist", r.Operator, r.Key)
+		}
+		req, err := labels.NewRequirement(r.Key, op, r.Values)
+		if err != nil {
+			return nil, err
+		}
+		sel = sel.Add(*req)
+	}
+	return sel, nil
+}
+
+// Spreads says whether a pod set of wl asks for topology spreading.
+func Spreads(wl *strata.Workload) bool {
+	for i := range wl.Spec.PodSets {
+		if wl.Spec.PodSets[i].TopologyRequest.GetTopologySpreading() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// spreadingUnit is one pod set, or the pod sets of one group, of an
+// admitted workload: the unit topology spreading counts.
+func spreadingUnits(wl *strata.Workload) [][]string {
+	var units [][]string
+	groups := map[string]int{}
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		if r := ps.TopologyRequest; r != nil && r.PodSetGroupName != nil {
+			if u, ok := groups[*r.PodSetGroupName]; ok {
+				units[u] = append(units[u], ps.Name)
+				continue
+			}
+			groups[*r.PodSetGroupName] = len(units)
+		}
+		units = append(units, []string{ps.Name})
+	}
+	return units
+}
+
+// spreadMatches says whether admitted workload other counts for wl's
+// spreading sp: the same namespace and, without selectors, the same
+// controller; with them, labels that satisfy every one.
+func spreadMatches(wl, other *strata.Workload, sp *strata.TopologySpreading) bool {
+	if other.Namespace != wl.Namespace || other.UID == wl.UID && other.Name == wl.Name {
+		return false
+	}
+	if len(sp.WorkloadLabelSelectors) == 0 {
+		a, b := metav1.GetControllerOf(wl), metav1.GetControllerOf(other)
+		// By UID; by kind and name where there is none (simulate's files).
+		return a != nil && b != nil && a.UID == b.UID && (a.UID != "" || a.Kind == b.Kind && a.Name == b.Name)
+	}
+	sel, err := spreadingSelector(sp.WorkloadLabelSelectors)
+	return err == nil && sel.Matches(labels.Set(other.Labels))
+}
+
+// SpreadCounts counts, per domain of level on snap (its values joined by
+// "/"), the units (spreadingUnits) of the admitted workloads that count
+// for wl's spreading sp: a unit counts once in every domain its pods are
+// in. Domains snap cannot tell are left out.
+func SpreadCounts(snap *tas.Snapshot, admitted []*strata.Workload, wl *strata.Workload, sp *strata.TopologySpreading, level string) map[string]int {
+	counts := map[string]int{}
+	for _, other := range admitted {
+		if other.Status.Admission == nil || !spreadMatches(wl, other, sp) {
+			continue
+		}
+		for _, unit := range spreadingUnits(other) {
+			in := map[string]bool{}
+			for _, psa := range other.Status.Admission.PodSetAssignments {
+				if !slices.Contains(unit, psa.Name) || psa.TopologyAssignment == nil {
+					continue
+				}
+				a, err := tas.Decode(psa.TopologyAssignment)
+				if err != nil {
+					continue
+				}
+				for _, d := range a.Domains {
+					if values, ok := snap.DomainAt(a.Levels, d.Values, level); ok {
+						in[strings.Join(values, "/")] = true
+					}
+				}
+			}
+			for k := range in {
+				counts[k]++
+			}
+		}
+	}
+	return counts
+}
+
+// SpreadAvoid turns a rule's counts into the domains a new unit must avoid:
+// with N units counted, those whose count exceeds maxShareAllowingPlacement
+// × N (none while N is 0). The check is made before the new unit counts.
+func SpreadAvoid(rule strata.TopologySpreadingRule, counts map[string]int) []tas.Avoid {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	if n == 0 {
+		return nil
+	}
+	share := rule.MaxShareAllowingPlacement.MilliValue()
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []tas.Avoid
+	for _, k := range keys {
+		if int64(counts[k])*1000 > share*int64(n) {
+			out = append(out, tas.Avoid{Level: rule.TopologyKey, Values: strings.Split(k, "/"), Preferred: rule.EnforcementMode == strata.SpreadingPreferred})
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 // proc returns the handle of a component the suite runs as a process,
@@ -80,8 +82,23 @@ func (w *admissionWatch) stop() admissionReport {
 func (w *admissionWatch) sample(ctx SpecContext, worker string, k client.Client) {
 	var wls strata.WorkloadList
 	var nodes corev1.NodeList
-	if k.List(ctx, &wls, client.InNamespace(fleetNS)) != nil || k.List(ctx, &nodes) != nil {
+	var pods corev1.PodList
+	if k.List(ctx, &wls, client.InNamespace(fleetNS)) != nil || k.List(ctx, &nodes) != nil || k.List(ctx, &pods, client.InNamespace(fleetNS)) != nil {
 		return // the worker may be restarting: the next sample
+	}
+	// Succeeded pods per workload, pod set and node: a workload's
+	// reclaimable pods (status.reclaimablePods) free their nodes at once,
+	// as the agent counts them.
+	succeeded := map[string]map[string]int32{}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded || p.Spec.NodeName == "" || p.Labels[strata.WorkloadLabel] == "" {
+			continue
+		}
+		key := p.Labels[strata.WorkloadLabel] + "/" + p.Labels[strata.PodSetLabel]
+		if succeeded[key] == nil {
+			succeeded[key] = map[string]int32{}
+		}
+		succeeded[key][p.Spec.NodeName]++
 	}
 	allocatable := map[string]int64{}
 	for _, n := range nodes.Items {
@@ -101,7 +118,7 @@ func (w *admissionWatch) sample(ctx SpecContext, worker string, k client.Client)
 			w.result.readmitted++
 		}
 		w.seen[wl.UID] = string(b)
-		addAssignedCPU(wl, assigned)
+		addAssignedCPU(wl, succeeded, assigned)
 	}
 	for host, milli := range assigned {
 		if have, ok := allocatable[host]; ok && milli > have {
@@ -112,8 +129,10 @@ func (w *admissionWatch) sample(ctx SpecContext, worker string, k client.Client)
 }
 
 // addAssignedCPU adds, per host, the CPU requests of the pods an admitted
-// Workload's topology assignments put there.
-func addAssignedCPU(wl *strata.Workload, into map[string]int64) {
+// Workload's topology assignments put there, less its reclaimable pods on
+// the hosts where pods of their pod set succeeded (succeeded: by
+// "workload/pod set", then host).
+func addAssignedCPU(wl *strata.Workload, succeeded map[string]map[string]int32, into map[string]int64) {
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.TopologyAssignment == nil {
 			continue
@@ -130,8 +149,16 @@ func addAssignedCPU(wl *strata.Workload, into map[string]int64) {
 				}
 			}
 		}
+		reclaim := workload.Reclaimable(wl, psa.Name)
+		done := maps.Clone(succeeded[wl.Name+"/"+psa.Name])
 		for _, d := range a.Domains {
-			into[d.Values[len(d.Values)-1]] += int64(d.Count) * perPod
+			host := d.Values[len(d.Values)-1]
+			if take := min(done[host], d.Count, reclaim); take > 0 {
+				done[host] -= take
+				reclaim -= take
+				into[host] -= int64(take) * perPod
+			}
+			into[host] += int64(d.Count) * perPod
 		}
 	}
 }

@@ -181,7 +181,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 			g.Expect(wl.Status.Placement).NotTo(BeNil())
 			g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"))
 			g.Expect(wl.Status.Admission).NotTo(BeNil())
-		}, 2*time.Minute, 100*time.Millisecond).Should(Succeed()) // the restarted hub reconnects every worker and places again what it could not reach: slow when the suite has left hundreds of Jobs
+		}, 4*time.Minute, 100*time.Millisecond).Should(Succeed()) // the restarted hub reconnects every worker and places again what it could not reach: slow when the suite has left hundreds of Jobs; under CI's load its first copy on w2 may time out (admissionTimeout 8 s here) and wait out one rejectionBackoff (1 m) before w2 is tried again
 
 		By("healing: w1's JobSet copy goes before the Lease is renewed, never admitted again")
 		heal()

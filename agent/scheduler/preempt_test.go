@@ -1,13 +1,22 @@
 package scheduler
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
 )
 
 // TestMayPreempt: a workload submitted on the worker preempts as its
@@ -44,5 +53,66 @@ func TestMayPreempt(t *testing.T) {
 				t.Errorf("up to (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPreemptionOutlivesAFailedAdmissionWrite: the preemptor's admission
+// write conflicts while the next pass runs. The capacity it gives back in
+// the middle of that pass is still the preemptor's: its victim is not
+// admitted into it, and the preemptor is admitted in the pass after.
+func TestPreemptionOutlivesAFailedAdmissionWrite(t *testing.T) {
+	release := make(chan struct{})
+	var armed, written atomic.Bool
+	var e *schedEnv
+	funcs := interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if wl, ok := obj.(*strata.Workload); ok && wl.Name == "high" && wl.Status.Admission != nil && written.CompareAndSwap(false, true) {
+				<-release
+				return apierrors.NewConflict(schema.GroupResource{Group: "strata.dev", Resource: "workloads"}, "high", errors.New("changed"))
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*strata.ClusterQueueList); ok && armed.CompareAndSwap(true, false) {
+				// The write fails, and gives the capacity back, while this
+				// pass runs.
+				close(release)
+				e.settle()
+			}
+			return c.List(ctx, list, opts...)
+		},
+	}
+	cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	e = newSchedEnv(t, []client.Object{cq, job("low", "cq", 4, ptr.To[int32](1), 0)}, nil, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, funcs)
+	pass := func() map[string]outcome {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		got := withoutMessages(e.outcomes(t), map[string]outcome{"low": {}, "high": {}})
+		e.informed(t)
+		return got
+	}
+	if diff := cmp.Diff(map[string]outcome{"low": admitted}, pass()); diff != "" {
+		t.Fatalf("first pass (-want,+got):\n%s", diff)
+	}
+	if err := e.c.Create(t.Context(), job("high", "cq", 4, ptr.To[int32](10), 1)); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	// high preempts low, which had no pods, and is admitted at once; its
+	// write waits for release.
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	e.informed(t)
+	armed.Store(true)
+	want := map[string]outcome{"low": {Reason: ReasonPending}, "high": {}}
+	if diff := cmp.Diff(want, withoutMessages(pass(), want)); diff != "" {
+		t.Errorf("the pass during which the write failed (-want,+got):\n%s", diff)
+	}
+	want = map[string]outcome{"low": {Reason: ReasonPending}, "high": admitted}
+	if diff := cmp.Diff(want, withoutMessages(pass(), want)); diff != "" {
+		t.Errorf("the pass after (-want,+got):\n%s", diff)
 	}
 }

@@ -269,11 +269,20 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			pendingKeys[client.ObjectKeyFromObject(wl)] = true
 		}
 	}
+	// A preemptor whose admission is being written keeps its preemption
+	// until the informer shows it admitted: should the write fail (a
+	// conflict gives its capacity back), its victims must still not take
+	// their place again.
+	for key := range writing {
+		pendingKeys[key] = true
+	}
 	s.victimOf = s.forgetPreemptions(pendingKeys)
 	// The quota a preemption frees is held for its preemptor until it is
-	// admitted (see try).
-	for _, p := range s.preemptions {
-		books.Charge(p.queue, p.flavor, p.requests, 1)
+	// admitted (see try); one being written is charged as admitted above.
+	for key, p := range s.preemptions {
+		if !writing[key] {
+			books.Charge(p.queue, p.flavor, p.requests, 1)
+		}
 	}
 	s.searches = preemptionSearchesPerPass
 	// A failed status write of one ClusterQueue does not hold up

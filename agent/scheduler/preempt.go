@@ -213,7 +213,7 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 	if cur.Status.Admission == nil {
 		return false, nil
 	}
-	message := fmt.Sprintf("preempted to make room for %s (priority %d) of ClusterQueue %s: %s", client.ObjectKeyFromObject(by), queue.Priority(by), cq.Name, policyNote(v.Reason, cq))
+	message := fmt.Sprintf("preempted to make room for %s (priority %d) of ClusterQueue %s: %s", client.ObjectKeyFromObject(by), queue.Priority(by), cq.Name, preemption.PolicyNote(v.Reason, cq))
 	cur = cur.DeepCopy()
 	cur.Status.Admission = nil
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: message})
@@ -234,19 +234,6 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Preempted", "workload", v.Key, "by", client.ObjectKeyFromObject(by), "reason", v.Reason)
 	return true, nil
-}
-
-// policyNote names the policy a preemption was made under.
-func policyNote(reason string, cq *strata.ClusterQueue) string {
-	p := preemption.PolicyOf(cq)
-	switch reason {
-	case strata.PreemptedInClusterQueue:
-		return "withinClusterQueue: " + string(p.WithinClusterQueue)
-	case strata.PreemptedInCohortReclamation:
-		return fmt.Sprintf("reclaimWithinCohort: %s (cohort %s)", p.ReclaimWithinCohort, cq.Spec.Cohort)
-	default:
-		return fmt.Sprintf("borrowWithinCohort: %s (cohort %s)", p.BorrowWithinCohort, cq.Spec.Cohort)
-	}
 }
 
 // fungibility returns a queue's flavorFungibility with Kueue's defaults.

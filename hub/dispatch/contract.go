@@ -125,8 +125,15 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncate(reason)})
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: ReasonDispatched, Message: truncate(fmt.Sprintf("dispatched to %s (flavor %s); waiting for the worker to admit it. %s", cluster, flavor, reason))})
-	// Any take-back of an earlier dispatch is over.
+	// Any take-back of an earlier dispatch is over, and so is an eviction
+	// at the hub (Evicting): True again would take this copy back.
 	meta.RemoveStatusCondition(&status.Conditions, strata.WorkloadCopyGoing)
+	for _, t := range []string{strata.WorkloadEvicted, strata.WorkloadPreempted} {
+		if c := meta.FindStatusCondition(status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+			meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonDispatched,
+				Message: truncate(fmt.Sprintf("dispatched again, to %s", cluster))})
+		}
+	}
 	return p.DispatchGeneration
 }
 

@@ -372,3 +372,31 @@ func TestDispatchEndsTakeBack(t *testing.T) {
 		t.Errorf("CopyGoing left after a new dispatch: %+v", c)
 	}
 }
+
+// TestDispatchEndsEviction: a Workload evicted at the hub and dispatched
+// again is no longer Evicting (else its new copy would be taken back), and
+// says where it went.
+func TestDispatchEndsEviction(t *testing.T) {
+	wl := &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
+		{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption},
+		{Type: strata.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: strata.PreemptedInCohortReclamation},
+	}}}
+	if !Evicting(wl) {
+		t.Fatal("Evicting() = false before the dispatch")
+	}
+	RecordDispatch(&wl.Status, "w1", "gpu", "fits", time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC))
+	if Evicting(wl) {
+		t.Errorf("Evicting() = true after a new dispatch")
+	}
+	for _, ty := range []string{strata.WorkloadEvicted, strata.WorkloadPreempted} {
+		if c := meta.FindStatusCondition(wl.Status.Conditions, ty); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonDispatched {
+			t.Errorf("%s after a new dispatch = %+v, want False, %s", ty, c, ReasonDispatched)
+		}
+	}
+	// Never set: not added.
+	st := strata.WorkloadStatus{}
+	RecordDispatch(&st, "w1", "gpu", "fits", time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC))
+	if c := meta.FindStatusCondition(st.Conditions, strata.WorkloadEvicted); c != nil {
+		t.Errorf("Evicted added by a first dispatch: %+v", c)
+	}
+}

@@ -61,6 +61,9 @@ type Dispatcher struct {
 	// index holds the Workloads and jobs a pass reads, from their
 	// informers' events (WorkloadEvents, JobEvents).
 	index *index
+	// reclaims are the quota preemptions under way, by preemptor UID; only
+	// passes use them.
+	reclaims map[types.UID]*reclaim
 }
 
 // New returns a Dispatcher.

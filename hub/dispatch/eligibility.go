@@ -29,6 +29,8 @@ type passView struct {
 	// quota are the flavors within quota by queue and requests, until a
 	// dispatch.
 	quota map[quotaKey]quotaOutcome
+	// dispatched are the pass's dispatched Workloads (collected).
+	dispatched []dispatched
 }
 
 type workerQueue struct {

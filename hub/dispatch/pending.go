@@ -29,6 +29,9 @@ type collected struct {
 	// queues are the ClusterQueues read, by name (nil when missing).
 	queues map[string]*strata.ClusterQueue
 	usage  map[string]map[string]corev1.ResourceList // ClusterQueue → flavor → usage
+	// dispatched are the placed Workloads with their hub ClusterQueue: the
+	// candidates of a quota preemption at the hub (reclaimQuota).
+	dispatched []dispatched
 }
 
 // collect sorts the index's entries for a pass: the dispatched ones
@@ -58,6 +61,7 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 			c.placed = append(c.placed, e.wl)
 			if cq != nil {
 				d.chargeUsage(c.usage, cq.Name, e.flavor, e)
+				c.dispatched = append(c.dispatched, dispatched{e: e, queue: cq.Name})
 			}
 			continue
 		}

@@ -32,6 +32,7 @@ func (d *Dispatcher) placeOnTargets(ctx context.Context, workers []fleet.Worker,
 	var next time.Duration
 	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
 		d.rebuild(ctx, targets, c.placed)
+		view.dispatched = c.dispatched
 		var err error
 		next, err = d.place(ctx, targets, c.waiting, c.queues, c.usage, view, now, writes)
 		metrics.HubReservations.Set(float64(countReservations(targets)))
@@ -69,6 +70,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	if err != nil {
 		return 0, err
 	}
+	d.holdReclaims(waiting, books)
 	var errs []error
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
@@ -97,6 +99,18 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, books *queue.Books,
 	view *passView, p pending, now time.Time, writes *passWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
+	if r := d.reclaims[p.uid]; r != nil {
+		// Its own hold is not in its way; it is held again while it
+		// waits (unless a new reclaim replaced it, or it ended).
+		books.Charge(r.queue, r.flavor, r.need, -1)
+		clear(view.quota)
+		defer func() {
+			if d.reclaims[p.uid] == r {
+				books.Charge(r.queue, r.flavor, r.need, 1)
+				clear(view.quota)
+			}
+		}()
+	}
 	// Flavors in the queue's order, within quota: the same for every
 	// workload of the queue that needs as much, until a dispatch.
 	qk := quotaKey{queue: cq.Name, need: p.needKey}
@@ -114,7 +128,11 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	}
 	flavors, notes := slices.Clip(q.flavors), slices.Clip(q.notes) // shared: appends copy
 	if len(flavors) == 0 {
-		d.wait(ctx, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left: "+strings.Join(notes, "; "))
+		message := "no flavor of ClusterQueue " + cq.Name + " has quota left: " + strings.Join(notes, "; ")
+		if reclaiming := d.reclaimQuota(ctx, cq, books, view, p, writes); reclaiming != "" {
+			message += "; " + reclaiming
+		}
+		d.wait(ctx, p, ReasonPending, message)
 		return true, 0, nil
 	}
 	// A refusal for a queue fact of the worker's (no namespace, no
@@ -336,6 +354,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	}
 	d.fleet.SetHint(key, dec.Assignments())
 	d.fleet.NoteDispatched(key)
+	delete(d.reclaims, p.uid)
 	books.Charge(cq.Name, dec.Flavor, p.need, 1)
 	writes.record(dec.Cluster, dec.Flavor, key, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
@@ -378,6 +397,7 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 		return err
 	}
 	d.fleet.NoteDispatched(key)
+	delete(d.reclaims, p.uid)
 	books.Charge(cq.Name, choice.Flavor, p.need, 1)
 	writes.record(choice.Cluster, choice.Flavor, key, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {

@@ -104,6 +104,20 @@ func PolicyOf(cq *strata.ClusterQueue) Policy {
 	return p
 }
 
+// PolicyNote names the policy of cq a preemption with reason (the
+// Preempted condition's) was made under, for messages.
+func PolicyNote(reason string, cq *strata.ClusterQueue) string {
+	p := PolicyOf(cq)
+	switch reason {
+	case strata.PreemptedInClusterQueue:
+		return "withinClusterQueue: " + string(p.WithinClusterQueue)
+	case strata.PreemptedInCohortReclamation:
+		return fmt.Sprintf("reclaimWithinCohort: %s (cohort %s)", p.ReclaimWithinCohort, cq.Spec.Cohort)
+	default:
+		return fmt.Sprintf("borrowWithinCohort: %s (cohort %s)", p.BorrowWithinCohort, cq.Spec.Cohort)
+	}
+}
+
 // Any says whether the policy lets a workload preempt anything at all.
 func (p Policy) Any() bool {
 	return p.WithinClusterQueue != strata.PreemptionNever || p.ReclaimWithinCohort != strata.PreemptionNever ||

@@ -168,6 +168,11 @@ func nextStep(o *observed, now time.Time) step {
 		return step{action: actTakeBack, why: "the hub Workload was deactivated", record: true,
 			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated,
 				message: "the Workload was deactivated (spec.active: false); it is dispatched again when spec.active is true"}}
+	case !o.finished() && dispatch.Evicting(o.wl):
+		// Preempted at the hub for its queue's quota: the copy goes, and
+		// the Workload waits again.
+		return step{action: actTakeBack, why: "the hub evicted the Workload", record: true,
+			outcome: outcome{result: strata.PlacementEvicted, reason: strata.EvictedByPreemption, message: evictedMessage(o.wl)}}
 	case o.wcErr != nil:
 		return step{action: actFail, why: "reading the WorkerCluster", err: o.wcErr}
 	case o.wc != nil && !o.wc.DeletionTimestamp.IsZero() && !o.finished():
@@ -212,6 +217,15 @@ func nextStep(o *observed, now time.Time) step {
 		return step{action: actCreate, why: "no copy yet"}
 	}
 	return followStep(o, now)
+}
+
+// evictedMessage is why the hub evicted a Workload (its Evicted
+// condition's message).
+func evictedMessage(wl *strata.Workload) string {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted); c != nil && c.Message != "" {
+		return c.Message
+	}
+	return "evicted at the hub"
 }
 
 // copyIsCurrent says whether the copy belongs to the current dispatch.

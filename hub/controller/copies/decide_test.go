@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -128,6 +129,30 @@ func TestNextStep(t *testing.T) {
 		"deactivated on the hub: taken back and recorded": {
 			o:    func() *observed { o := base(); o.wl.Spec.Active = ptr.To(false); return o },
 			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated}},
+		},
+		"evicted at the hub (preempted for quota): taken back and recorded": {
+			o: func() *observed {
+				o := admittedOnHub(base())
+				meta.SetStatusCondition(&o.wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: "preempted at the hub"})
+				return o
+			},
+			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: strata.EvictedByPreemption}},
+		},
+		"an eviction of an earlier dispatch (Evicted=False): followed": {
+			o: func() *observed {
+				o := admittedOnHub(base())
+				meta.SetStatusCondition(&o.wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionFalse, Reason: dispatch.ReasonDispatched})
+				return o
+			},
+			want: nextStep(admittedOnHub(base()), now),
+		},
+		"evicted at the hub after it finished: cleaned, not taken back": {
+			o: func() *observed {
+				o := finished(admittedOnHub(base()), now)
+				meta.SetStatusCondition(&o.wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption})
+				return o
+			},
+			want: step{action: actCleanFinished},
 		},
 		"deactivated after it finished: cleaned, not taken back": {
 			o: func() *observed {

@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"context"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -90,14 +93,7 @@ var _ = Describe("Hub queueing", func() {
 		}).Should(Succeed())
 		Expect(hub.Client.Create(ctx, testutil.MakeClusterQueue("cq-cohort-lender").Cohort("fleet-teams").
 			ResourceGroup("cpu").GroupFlavor(e.flavor, "6").Obj())).To(Succeed())
-		Eventually(func(g Gomega) { // the hub writes the queue's status meanwhile
-			var cq strata.ClusterQueue
-			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-cohort"}, &cq)).To(Succeed())
-			cq.Spec.Flavors = nil
-			cq.Spec.Cohort = "fleet-teams"
-			cq.Spec.ResourceGroups = testutil.MakeClusterQueue("x").ResourceGroup("cpu").GroupFlavor(e.flavor, "2").Obj().Spec.ResourceGroups
-			g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
-		}).Should(Succeed())
+		e.intoCohort(ctx, "cq-cohort", "fleet-teams", "2")
 
 		By("a Job of 4 CPUs, twice the queue's nominal quota, goes with 2 borrowed")
 		borrower := e.job("borrower", 1, "4", nil)
@@ -127,6 +123,61 @@ var _ = Describe("Hub queueing", func() {
 		}).Should(Succeed())
 	})
 
+	It("reclaims at the hub the fleet quota a cohort peer borrows: the newest borrower's copy is taken back, and the reclaiming Job runs where it ran", func(ctx SpecContext) {
+		e := newEnv(ctx, "reclaim", map[string][][]string{"w1": {{"4"}}, "w2": {{"4"}}})
+		By("team A's queue (2 CPUs) and team B's (6 CPUs, reclaimWithinCohort: Any) sharing a cohort")
+		Expect(hub.Client.Create(ctx, testutil.MakeClusterQueue("cq-reclaim-b").Cohort("reclaim-teams").
+			ResourceGroup("cpu").GroupFlavor(e.flavor, "6").Preemption(strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}).Obj())).To(Succeed())
+		Expect(hub.Client.Create(ctx, testutil.MakeLocalQueue("lq-b", e.ns, "cq-reclaim-b"))).To(Succeed())
+		for _, w := range workers {
+			Expect(w.Client.Create(ctx, testutil.MakeLocalQueue("lq-b", e.ns, "cq-reclaim"))).To(Succeed())
+		}
+		e.intoCohort(ctx, "cq-reclaim", "reclaim-teams", "2")
+
+		By("team A borrowing 6 CPUs of B's unused quota, one Job on each worker")
+		a1, a2 := e.job("a1", 1, "4", nil), e.job("a2", 1, "4", nil)
+		ranOn := map[string]string{}
+		for _, job := range []*batchv1.Job{a1, a2} {
+			Expect(hub.Client.Create(ctx, job)).To(Succeed())
+			Eventually(func(g Gomega) {
+				wl := hubWorkload(g, ctx, job)
+				g.Expect(wl.Status.Admission).NotTo(BeNil())
+				ranOn[job.Name] = wl.Status.Placement.Cluster
+			}).Should(Succeed())
+		}
+		Expect(ranOn["a1"]).NotTo(Equal(ranOn["a2"]))
+
+		By("team B's Job, within B's nominal quota, reclaiming it")
+		b1 := testutil.MakeJob("b1", e.ns).Queue("lq-b").Parallelism(1).Completions(1).Request("cpu", "4").Obj()
+		Expect(hub.Client.Create(ctx, b1)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, b1)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal(ranOn["a2"]), "it runs where the reclaimed Job ran")
+		}).Should(Succeed())
+		By("only a2, the most recently admitted borrower, preempted, and waiting again")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, a2)
+			g.Expect(wl.Status.Placement == nil || wl.Status.Placement.Cluster == "").To(BeTrue(), "a2 is not dispatched")
+			p := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)
+			g.Expect(p).NotTo(BeNil())
+			g.Expect(p.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(p.Reason).To(Equal(strata.PreemptedInCohortReclamation))
+			g.Expect(p.Message).To(ContainSubstring("ns-reclaim/job-b1"))
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(copies(g, ctx, a2)).To(BeEmpty())
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			wl := hubWorkload(g, ctx, a1)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal(ranOn["a1"]))
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)).To(BeNil())
+			g.Expect(hubWorkload(g, ctx, a2).Status.Placement.Cluster).To(BeEmpty(), "the quota B reclaimed is not lent again")
+		}, "3s").Should(Succeed())
+	})
+
 	It("says when a worker lacks the copy's LocalQueue, sends no copy there, and sends it once the LocalQueue is back", func(ctx SpecContext) {
 		e := newEnv(ctx, "nolq", map[string][][]string{"w2": {{"4"}}})
 		w2 := worker("w2")
@@ -150,3 +201,17 @@ var _ = Describe("Hub queueing", func() {
 		}).Should(Succeed())
 	})
 })
+
+// intoCohort gives the env's hub ClusterQueue q a nominal CPU quota of the
+// env's flavor in cohort.
+func (e *env) intoCohort(ctx context.Context, q, cohort, cpu string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) { // the hub writes the queue's status meanwhile
+		var cq strata.ClusterQueue
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: q}, &cq)).To(Succeed())
+		cq.Spec.Flavors = nil
+		cq.Spec.Cohort = cohort
+		cq.Spec.ResourceGroups = testutil.MakeClusterQueue("x").ResourceGroup("cpu").GroupFlavor(e.flavor, cpu).Obj().Spec.ResourceGroups
+		g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+	}).Should(Succeed())
+}

@@ -1,0 +1,216 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
+)
+
+// A hub ClusterQueue's quota is the fleet's: when a waiting Workload does
+// not fit its queue's quota, and the queue's preemption policy lets it,
+// the hub evicts dispatched Workloads of the queue (lower priority) or of
+// its cohort (which borrow: reclaimWithinCohort), as Kueue's manager
+// does on its quota. The victims are chosen by quota alone, with the
+// agent's search (preemption.Find) and Kueue's order; where the preemptor
+// then runs is decided on capacity, as for any Workload. An evicted
+// Workload's copy is taken back by the copies controller, fencing-safe,
+// and it waits again; the quota it held stays charged until then.
+
+// reclaim is a quota preemption under way at the hub: its victims are
+// being evicted, and the quota they free is held for the preemptor.
+type reclaim struct {
+	queue, flavor string
+	need          corev1.ResourceList
+	victims       []types.UID
+	// why is the policy each victim was evicted under, by UID.
+	why map[types.UID]string
+}
+
+// dispatched is a dispatched Workload of a pass, with its hub
+// ClusterQueue.
+type dispatched struct {
+	e     *entry
+	queue string
+}
+
+// Evicting says whether a dispatched hub Workload is being evicted by the
+// hub (Evicted=True while it is placed): the copies controller takes its
+// copy back. A new dispatch sets Evicted to False (RecordDispatch).
+func Evicting(wl *strata.Workload) bool {
+	return meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadEvicted)
+}
+
+// holdReclaims charges the books with the quota of every reclaim under
+// way whose preemptor still waits, and forgets the others: what the
+// victims free is their preemptor's.
+func (d *Dispatcher) holdReclaims(waiting []pending, books *queue.Books) {
+	if len(d.reclaims) == 0 {
+		return
+	}
+	live := make(map[types.UID]bool, len(waiting))
+	for _, p := range waiting {
+		live[p.uid] = true
+	}
+	for uid, r := range d.reclaims {
+		if !live[uid] {
+			delete(d.reclaims, uid)
+			continue
+		}
+		books.Charge(r.queue, r.flavor, r.need, 1)
+	}
+}
+
+// reclaimQuota is called for p when no flavor of its queue has quota left
+// for it. It returns the waiting reason to show: a reclaim under way (its
+// victims named), or why none helps; "" when the queue's policy preempts
+// nothing.
+func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, writes *passWrites) string {
+	policy := preemption.PolicyOf(cq)
+	if !policy.Any() {
+		return ""
+	}
+	byUID := make(map[types.UID]*dispatched, len(view.dispatched))
+	for i := range view.dispatched {
+		byUID[view.dispatched[i].e.uid] = &view.dispatched[i]
+	}
+	if r := d.reclaims[p.uid]; r != nil {
+		var left []string
+		for _, uid := range r.victims {
+			if v := byUID[uid]; v != nil {
+				left = append(left, v.e.namespace+"/"+v.e.name)
+				d.markEvicted(ctx, v, p, cq, r.why[uid], writes)
+			}
+		}
+		if len(left) > 0 {
+			return reclaimingMessage(r.flavor, left)
+		}
+		// Its victims are gone and it still does not fit: what they freed
+		// was taken. A new search may start.
+		delete(d.reclaims, p.uid)
+	}
+	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: p.namespace, Name: p.name}, Queue: cq.Name, Priority: p.priority, QueuedAt: p.queuedAt, Requests: p.need}
+	var whys []string
+	for _, fq := range queue.Flavors(cq) {
+		// Victims being evicted already (by an earlier pass, or an
+		// earlier hub process) count as gone.
+		var going []*dispatched
+		var cands []preemption.Workload
+		var candOf []*dispatched
+		for i := range view.dispatched {
+			v := &view.dispatched[i]
+			if v.e.flavor != fq.Name || v.e.uid == p.uid || (v.queue != cq.Name && (books.Cohort(cq.Name) == "" || books.Cohort(v.queue) != books.Cohort(cq.Name))) {
+				continue
+			}
+			if Evicting(v.e.wl) {
+				going = append(going, v)
+				continue
+			}
+			cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
+				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.need})
+			candOf = append(candOf, v)
+		}
+		for _, v := range going {
+			books.Charge(v.queue, fq.Name, v.e.need, -1)
+		}
+		fits := books.Check(cq.Name, fq.Name, p.need, false).Err == nil
+		var result preemption.Result
+		if !fits {
+			result = preemption.Find(pre, policy, books, fq.Name, cands, quotaOnly{})
+		}
+		for _, v := range going {
+			books.Charge(v.queue, fq.Name, v.e.need, 1)
+		}
+		r := &reclaim{queue: cq.Name, flavor: fq.Name, need: p.need, why: map[types.UID]string{}}
+		var names []string
+		for _, v := range going {
+			r.victims = append(r.victims, v.e.uid)
+			names = append(names, v.e.namespace+"/"+v.e.name)
+		}
+		if !fits && len(result.Victims) == 0 {
+			whys = append(whys, fmt.Sprintf("flavor %s: %s", fq.Name, result.Why))
+			continue
+		}
+		for _, victim := range result.Victims {
+			i := slices.IndexFunc(cands, func(c preemption.Workload) bool { return c.Key == victim.Key })
+			v := candOf[i]
+			r.victims = append(r.victims, v.e.uid)
+			r.why[v.e.uid] = victim.Reason
+			names = append(names, v.e.namespace+"/"+v.e.name)
+			d.markEvicted(ctx, v, p, cq, victim.Reason, writes)
+		}
+		if d.reclaims == nil {
+			d.reclaims = map[types.UID]*reclaim{}
+		}
+		d.reclaims[p.uid] = r
+		books.Charge(cq.Name, fq.Name, p.need, 1)
+		clear(view.quota)
+		return reclaimingMessage(fq.Name, names)
+	}
+	return "no preemption at the hub frees quota: " + strings.Join(whys, "; ")
+}
+
+// reclaimingMessage is the waiting reason of a preemptor whose victims
+// are being evicted at the hub.
+func reclaimingMessage(flavor string, victims []string) string {
+	slices.Sort(victims)
+	return fmt.Sprintf("preempting %d workload(s) at the hub to free quota of flavor %s; dispatched once their copies are taken back: %s",
+		len(victims), flavor, strings.Join(victims, ", "))
+}
+
+// markEvicted queues the write that evicts a victim at the hub: Evicted
+// and Preempted become True, naming its preemptor; the copies controller
+// then takes its copy back. A victim already marked is left alone.
+func (d *Dispatcher) markEvicted(ctx context.Context, v *dispatched, by pending, cq *strata.ClusterQueue, reason string, writes *passWrites) {
+	if Evicting(v.e.wl) {
+		return
+	}
+	if reason == "" {
+		reason = strata.PreemptedInCohortReclamation
+	}
+	wl := v.e.wl.DeepCopy()
+	message := fmt.Sprintf("preempted at the hub to free quota for %s/%s (priority %d) of ClusterQueue %s: %s", by.namespace, by.name, by.priority, cq.Name, preemption.PolicyNote(reason, cq))
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: truncate(message)})
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: reason, Message: truncate(message)})
+	writes.do(func() error {
+		if err := d.client.Status().Update(ctx, wl); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return nil // the newer Workload's event brings a pass, which marks it again
+			}
+			return fmt.Errorf("evicting %s/%s at the hub: %w", wl.Namespace, wl.Name, err)
+		}
+		d.recorder.Eventf(wl, nil, corev1.EventTypeWarning, strata.EvictedByPreemption, "Preempt", "%s", truncateNote(message))
+		return nil
+	})
+}
+
+// admittedAt is when a hub Workload took its queue's quota: its
+// dispatch (microseconds, and distinct per dispatch), as Kueue's "most
+// recently admitted" reads its quota reservation.
+func admittedAt(wl *strata.Workload) time.Time {
+	if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
+		return p.DispatchTime.Time
+	}
+	return wl.CreationTimestamp.Time
+}
+
+// quotaOnly is the capacity side of a hub search: the hub decides on
+// quota; where the preemptor runs is decided on capacity afterwards.
+type quotaOnly struct{}
+
+func (quotaOnly) Release(int) {}
+func (quotaOnly) Take(int)    {}
+func (quotaOnly) Fits() (bool, func(int) bool) {
+	return true, func(int) bool { return false }
+}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -198,6 +199,32 @@ func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL 
 	}
 	return changed
 }
+
+// WorkerPreempting is the reason of a copy's Admitted=False condition
+// while the worker's agent preempts for it (the agent's
+// scheduler.ReasonPreempting): its message names the victims.
+const WorkerPreempting = "Preempting"
+
+// NotePreemption keeps what the worker reported preempting for the
+// current dispatch (message, the copy's condition's) in that dispatch's
+// attempt, once: the Admitted condition moves on when the copy is
+// admitted, the attempt stays. It returns whether it changed anything.
+func NotePreemption(status *strata.WorkloadStatus, cluster, message string) bool {
+	p := status.Placement
+	if p == nil || p.Cluster == "" {
+		return false
+	}
+	n := len(p.Attempts)
+	if n == 0 || p.Attempts[n-1].DispatchGeneration != p.DispatchGeneration || strings.Contains(p.Attempts[n-1].Message, preemptedNote) {
+		return false
+	}
+	a := &p.Attempts[n-1]
+	a.Message = truncate(fmt.Sprintf("%s%s%s: %s", a.Message, preemptedNote, cluster, message))
+	return true
+}
+
+// preemptedNote starts what NotePreemption adds to an attempt's message.
+const preemptedNote = "; the worker preempted for it on "
 
 func addAttempt(p *strata.Placement, a strata.PlacementAttempt) {
 	p.Attempts = append(p.Attempts, a)

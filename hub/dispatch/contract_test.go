@@ -400,3 +400,32 @@ func TestDispatchEndsEviction(t *testing.T) {
 		t.Errorf("Evicted added by a first dispatch: %+v", c)
 	}
 }
+
+// TestNotePreemption: what the worker preempts for a copy stays in the
+// dispatch's attempt, once, after the copy is admitted.
+func TestNotePreemption(t *testing.T) {
+	at := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	const worker = "preempting 2 workload(s) on flavor gpu; admitted once the pods of ns/a, ns/b are gone"
+	st := strata.WorkloadStatus{}
+	if NotePreemption(&st, "w3", worker) {
+		t.Errorf("noted with no dispatch")
+	}
+	RecordDispatch(&st, "w3", "gpu", "w3/gpu: fits once priorities ≤ 10 are preempted", at)
+	if !NotePreemption(&st, "w3", worker) {
+		t.Fatalf("not noted")
+	}
+	if NotePreemption(&st, "w3", "preempting 1 workload(s) on flavor gpu; admitted once the pods of ns/b are gone") {
+		t.Errorf("noted twice")
+	}
+	RecordAdmission(&st, "cq", &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "w-cq"}}}, at)
+	want := "w3/gpu: fits once priorities ≤ 10 are preempted; the worker preempted for it on w3: " + worker
+	if got := ChoiceReason(&strata.Workload{Status: st}); got != want {
+		t.Errorf("ChoiceReason after the admission = %q, want %q", got, want)
+	}
+	// A later dispatch starts a new attempt, which notes its own.
+	RecordOutcome(&st, strata.PlacementEvicted, ReasonDeactivated, "", "held", at)
+	RecordDispatch(&st, "w1", "gpu", "fits", at)
+	if !NotePreemption(&st, "w1", worker) {
+		t.Errorf("the next dispatch's preemption not noted")
+	}
+}

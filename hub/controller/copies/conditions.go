@@ -79,9 +79,10 @@ func setWaitingOnWorker(st *strata.WorkloadStatus, cluster, flavor string, copyW
 	if c == nil || c.Status != metav1.ConditionFalse {
 		return false
 	}
+	noted := c.Reason == dispatch.WorkerPreempting && dispatch.NotePreemption(st, cluster, c.Message)
 	message := intake.Truncate(fmt.Sprintf("dispatched to %s (flavor %s); the worker has not admitted it yet: %s", cluster, flavor, c.Message), intake.MaxConditionMessage)
 	if old := meta.FindStatusCondition(st.Conditions, strata.WorkloadAdmitted); old != nil && old.Reason == dispatch.ReasonDispatched && workload.SameMeaning(old.Message, message) {
-		return false
+		return noted
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: dispatch.ReasonDispatched, Message: message})

@@ -1,13 +1,49 @@
 package copies
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
 )
+
+// TestSetWaitingOnWorkerKeepsThePreemption: a copy the worker preempts
+// for shows it on the hub Workload's Admitted condition, and its victims
+// stay in the dispatch's attempt; a copy merely pending adds nothing
+// there.
+func TestSetWaitingOnWorkerKeepsThePreemption(t *testing.T) {
+	copyWaiting := func(reason, message string) *strata.Workload {
+		return &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
+			{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: message}}}}
+	}
+	const victims = "preempting 2 workload(s) on flavor gpu; admitted once the pods of ns/a, ns/b are gone"
+	for _, tc := range []struct {
+		reason     string
+		wantNoted  bool
+		wantChange bool
+	}{
+		{reason: dispatch.WorkerPreempting, wantNoted: true, wantChange: true},
+		{reason: "Pending", wantChange: true},
+	} {
+		var st strata.WorkloadStatus
+		dispatch.RecordDispatch(&st, "w3", "gpu", "chosen", time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC))
+		if got := setWaitingOnWorker(&st, "w3", "gpu", copyWaiting(tc.reason, victims)); got != tc.wantChange {
+			t.Errorf("%s: setWaitingOnWorker = %v, want %v", tc.reason, got, tc.wantChange)
+		}
+		noted := strings.Contains(dispatch.ChoiceReason(&strata.Workload{Status: st}), "ns/a, ns/b")
+		if noted != tc.wantNoted {
+			t.Errorf("%s: the attempt names the victims: %v, want %v", tc.reason, noted, tc.wantNoted)
+		}
+		if setWaitingOnWorker(&st, "w3", "gpu", copyWaiting(tc.reason, victims)) {
+			t.Errorf("%s: a second report of the same changed something", tc.reason)
+		}
+	}
+}
 
 func TestSetCopyGoing(t *testing.T) {
 	going := func(pods string) *batchv1.Job {

@@ -1,0 +1,180 @@
+package dispatch
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/scheme"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// TestReclaimQuota: a Workload that fits no flavor of its hub queue's
+// quota evicts dispatched Workloads as the queue's policy allows, the
+// fewest by Kueue's order; victims being evicted already count as gone;
+// a reclaim under way waits for its victims and starts no other.
+func TestReclaimQuota(t *testing.T) {
+	const flavor = "gpu"
+	base := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	// dispatchedWL is a Workload of 4 CPUs dispatched at base+sec.
+	dispatchedWL := func(name string, priority int32, sec int, evicting bool) *strata.Workload {
+		wl := testutil.MakeWorkload(name, "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
+		wl.UID = types.UID("uid-" + name)
+		wl.Spec.Priority = &priority
+		RecordDispatch(&wl.Status, "w1", flavor, "fits", base.Add(time.Duration(sec)*time.Second))
+		if evicting {
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption})
+		}
+		return wl
+	}
+	four := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	queues := func(bPolicy *strata.ClusterQueuePreemption) []*strata.ClusterQueue {
+		a := testutil.MakeClusterQueue("a").Cohort("teams").ResourceGroup("cpu").GroupFlavor(flavor, "2").Obj()
+		b := testutil.MakeClusterQueue("b").Cohort("teams").ResourceGroup("cpu").GroupFlavor(flavor, "6").Obj()
+		b.Spec.Preemption = bPolicy
+		return []*strata.ClusterQueue{a, b}
+	}
+	reclaimAny := &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}
+	type running struct {
+		wl    *strata.Workload
+		queue string
+	}
+	cases := map[string]struct {
+		policy  *strata.ClusterQueuePreemption
+		running []running
+		// under is a reclaim under way for the preemptor, of these victims.
+		under       []string
+		wantMessage string
+		wantVictims []string // the reclaim recorded
+		wantMarked  []string // evicted by this call's writes
+	}{
+		"the newest borrower goes": {
+			policy:      reclaimAny,
+			running:     []running{{dispatchedWL("a1", 0, 1, false), "a"}, {dispatchedWL("a2", 0, 2, false), "a"}},
+			wantMessage: "preempting 1 workload(s) at the hub to free quota of flavor gpu; dispatched once their copies are taken back: ns/a2",
+			wantVictims: []string{"a2"},
+			wantMarked:  []string{"a2"},
+		},
+		"a queue that preempts nothing": {
+			running: []running{{dispatchedWL("a1", 0, 1, false), "a"}, {dispatchedWL("a2", 0, 2, false), "a"}},
+		},
+		"reclaiming lower priority only: nothing helps": {
+			policy:      &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionLowerPriority},
+			running:     []running{{dispatchedWL("a1", 5, 1, false), "a"}, {dispatchedWL("a2", 5, 2, false), "a"}},
+			wantMessage: "no preemption at the hub frees quota: flavor gpu: ",
+		},
+		"a victim being evicted already (a restarted hub) is enough: none more": {
+			policy:      reclaimAny,
+			running:     []running{{dispatchedWL("a1", 0, 1, true), "a"}, {dispatchedWL("a2", 0, 2, false), "a"}},
+			wantMessage: "preempting 1 workload(s) at the hub to free quota of flavor gpu; dispatched once their copies are taken back: ns/a1",
+			wantVictims: []string{"a1"},
+		},
+		"a reclaim under way waits for its victims": {
+			policy:      reclaimAny,
+			running:     []running{{dispatchedWL("a1", 0, 1, false), "a"}, {dispatchedWL("a2", 0, 2, true), "a"}},
+			under:       []string{"a2"},
+			wantMessage: "preempting 1 workload(s) at the hub to free quota of flavor gpu; dispatched once their copies are taken back: ns/a2",
+			wantVictims: []string{"a2"},
+		},
+		"a reclaim whose victims are gone and still no room: a new one": {
+			policy:      reclaimAny,
+			running:     []running{{dispatchedWL("a1", 0, 1, false), "a"}, {dispatchedWL("a2", 0, 2, false), "a"}},
+			under:       []string{"gone"},
+			wantMessage: "preempting 1 workload(s) at the hub to free quota of flavor gpu; dispatched once their copies are taken back: ns/a2",
+			wantVictims: []string{"a2"},
+			wantMarked:  []string{"a2"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cqs := queues(tc.policy)
+			var objs []client.Object
+			view := &passView{quota: map[quotaKey]quotaOutcome{}}
+			usage := map[string]map[string]corev1.ResourceList{}
+			for _, r := range tc.running {
+				objs = append(objs, r.wl)
+				e := newEntry(r.wl, nil)
+				view.dispatched = append(view.dispatched, dispatched{e: e, queue: r.queue})
+				if usage[r.queue] == nil {
+					usage[r.queue] = map[string]corev1.ResourceList{}
+				}
+				queue.AddRequests(usage[r.queue], flavor, e.need)
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&strata.Workload{}).Build()
+			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}}
+			books := queue.NewBooks(cqs)
+			books.ChargeAll(usage)
+			pre := testutil.MakeWorkload("b1", "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
+			pre.UID = "uid-b1"
+			p := pending{entry: newEntry(pre, nil), queue: "b"}
+			if diff := cmp.Diff(four, p.need); diff != "" {
+				t.Fatalf("the preemptor's need (-want,+got):\n%s", diff)
+			}
+			if tc.under != nil {
+				r := &reclaim{queue: "b", flavor: flavor, need: p.need}
+				for _, v := range tc.under {
+					r.victims = append(r.victims, types.UID("uid-"+v))
+				}
+				d.reclaims = map[types.UID]*reclaim{p.uid: r}
+			}
+			writes := &passWrites{}
+			got := d.reclaimQuota(t.Context(), cqs[1], books, view, p, writes)
+			if tc.wantMessage == "" || tc.wantMessage[len(tc.wantMessage)-2:] != ": " {
+				if got != tc.wantMessage {
+					t.Errorf("message = %q, want %q", got, tc.wantMessage)
+				}
+			} else if len(got) < len(tc.wantMessage) || got[:len(tc.wantMessage)] != tc.wantMessage {
+				t.Errorf("message = %q, want it to start with %q", got, tc.wantMessage)
+			}
+			var victims []string
+			if r := d.reclaims[p.uid]; r != nil {
+				for _, uid := range r.victims {
+					victims = append(victims, string(uid)[len("uid-"):])
+				}
+			}
+			if diff := cmp.Diff(tc.wantVictims, victims); diff != "" {
+				t.Errorf("the reclaim's victims (-want,+got):\n%s", diff)
+			}
+			if errs := d.runWrites(writes); len(errs) > 0 {
+				t.Fatalf("writes: %v", errs)
+			}
+			var marked []string
+			for _, r := range tc.running {
+				var wl strata.Workload
+				if err := c.Get(t.Context(), client.ObjectKeyFromObject(r.wl), &wl); err != nil {
+					t.Fatal(err)
+				}
+				if Evicting(&wl) && !Evicting(r.wl) {
+					marked = append(marked, wl.Name)
+					pc := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)
+					if pc == nil || pc.Reason != strata.PreemptedInCohortReclamation {
+						t.Errorf("%s: Preempted = %+v, want reason %s", wl.Name, pc, strata.PreemptedInCohortReclamation)
+					}
+				}
+			}
+			slices.Sort(marked)
+			if diff := cmp.Diff(tc.wantMarked, marked); diff != "" {
+				t.Errorf("evicted now (-want,+got):\n%s", diff)
+			}
+			// The preemptor's hold: B's quota taken, so A cannot borrow it
+			// back meanwhile.
+			if len(tc.wantVictims) > 0 {
+				if fit := books.Check("a", flavor, four, false); fit.Err == nil {
+					t.Errorf("a may borrow 4 more while B's reclaim is under way")
+				}
+			}
+		})
+	}
+}

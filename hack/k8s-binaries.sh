@@ -50,14 +50,14 @@ have() {
 }
 
 # link DIR NAME...: expose cached binaries under BIN_DIR. Each symlink is made
-# under a name of this run's own and renamed over the old one, so that runs
+# under a name of this (sub)shell's own and renamed over the old one, so that runs
 # linking the same names at once replace each other's links without failing.
 link() {
   local dir=$1; shift
   mkdir -p "${BIN_DIR}"
   local n tmp
   for n in "$@"; do
-    tmp=${BIN_DIR}/.${n}.$$.tmp
+    tmp=${BIN_DIR}/.${n}.${BASHPID}.tmp
     ln -sfn "${dir}/${n}" "${tmp}"
     mv -fT "${tmp}" "${BIN_DIR}/${n}"
   done
@@ -354,18 +354,37 @@ build_helm() {
 }
 
 components=("$@")
-[[ ${#components[@]} -gt 0 ]] || components=(etcd kubernetes kwok helm jobset mpi-operator lws)
-mkdir -p "${CACHE_DIR}"
+[[ ${#components[@]} -gt 0 ]] || components=(kubernetes etcd kwok helm jobset mpi-operator lws)
 for c in "${components[@]}"; do
   case "${c}" in
-    kubernetes) build_kubernetes ;;
-    etcd) build_etcd ;;
-    kwok) build_kwok ;;
-    helm) build_helm ;;
-    jobset) build_jobset ;;
-    mpi-operator) build_mpi_operator ;;
-    lws) build_lws ;;
+    kubernetes | etcd | kwok | helm | jobset | mpi-operator | lws) ;;
     *) log "unknown component ${c} (want: kubernetes etcd kwok helm jobset mpi-operator lws)"; exit 2 ;;
   esac
 done
+mkdir -p "${CACHE_DIR}"
+# Components that are not cached yet build side by side, at most
+# STRATA_BUILD_JOBS at once (default: the core count): a Go build does not
+# keep every core busy all the time (module downloads, linking), and the
+# longest, Kubernetes, goes first. Each writes only its own cache entry and
+# symlinks, under its own lock. Every build runs to its end; the script fails
+# if any failed.
+max_jobs=${STRATA_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}
+declare -A building=()
+failed=()
+reap() {
+  local pid status=0
+  wait -n -p pid || status=$?
+  [[ ${status} -eq 0 ]] || { log "building ${building[${pid}]} failed (exit ${status})"; failed+=("${building[${pid}]}"); }
+  unset "building[${pid}]"
+}
+for c in "${components[@]}"; do
+  while [[ ${#building[@]} -ge ${max_jobs} ]]; do reap; done
+  ( "build_${c//-/_}" ) &
+  building[$!]=${c}
+done
+while [[ ${#building[@]} -gt 0 ]]; do reap; done
+if [[ ${#failed[@]} -gt 0 ]]; then
+  log "failed: ${failed[*]}"
+  exit 1
+fi
 log "binaries ready in ${BIN_DIR} -> ${CACHE_DIR}"

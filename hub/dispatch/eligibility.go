@@ -31,6 +31,20 @@ type passView struct {
 	quota map[quotaKey]quotaOutcome
 	// dispatched are the pass's dispatched Workloads (collected).
 	dispatched []dispatched
+	// reclaimSearches are the quota preemption searches this pass may
+	// still start (reclaimQuota); noReclaim memoizes the searches that
+	// found nothing, by queue, priority and requests, until one finds
+	// victims.
+	reclaimSearches int
+	noReclaim       map[reclaimKey]string
+}
+
+// reclaimKey is what decides a quota preemption search in a pass: the
+// preemptor's queue, priority and requests.
+type reclaimKey struct {
+	queue    string
+	priority int32
+	need     string
 }
 
 type workerQueue struct {

@@ -100,6 +100,18 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		// was taken. A new search may start.
 		delete(d.reclaims, p.uid)
 	}
+	// A backlog in a queue out of quota would otherwise search once per
+	// waiting Workload: identical searches are made once per pass, and
+	// at most reclaimSearchesPerPass are made (the others keep their
+	// quota reason until a later pass).
+	key := reclaimKey{queue: cq.Name, priority: p.priority, need: p.needKey}
+	if why, ok := view.noReclaim[key]; ok {
+		return why
+	}
+	if view.reclaimSearches <= 0 {
+		return ""
+	}
+	view.reclaimSearches--
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: p.namespace, Name: p.name}, Queue: cq.Name, Priority: p.priority, QueuedAt: p.queuedAt, Requests: p.need}
 	var whys []string
 	for _, fq := range queue.Flavors(cq) {
@@ -156,10 +168,19 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		d.reclaims[p.uid] = r
 		books.Charge(cq.Name, fq.Name, p.need, 1)
 		clear(view.quota)
+		clear(view.noReclaim)
 		return reclaimingMessage(fq.Name, names)
 	}
-	return "no preemption at the hub frees quota: " + strings.Join(whys, "; ")
+	why := "no preemption at the hub frees quota: " + strings.Join(whys, "; ")
+	if view.noReclaim != nil {
+		view.noReclaim[key] = why
+	}
+	return why
 }
+
+// reclaimSearchesPerPass bounds the quota preemption searches of a pass,
+// as the agent bounds its preemption searches.
+const reclaimSearchesPerPass = 16
 
 // reclaimingMessage is the waiting reason of a preemptor whose victims
 // are being evicted at the hub.

@@ -59,7 +59,14 @@ func TestReclaimQuota(t *testing.T) {
 		wantMessage string
 		wantVictims []string // the reclaim recorded
 		wantMarked  []string // evicted by this call's writes
+		// noSearchLeft: the pass made its reclaimSearchesPerPass searches.
+		noSearchLeft bool
 	}{
+		"no search left in this pass: nothing said, nothing done": {
+			policy:       reclaimAny,
+			running:      []running{{dispatchedWL("a1", 0, 1, false), "a"}, {dispatchedWL("a2", 0, 2, false), "a"}},
+			noSearchLeft: true,
+		},
 		"the newest borrower goes": {
 			policy:      reclaimAny,
 			running:     []running{{dispatchedWL("a1", 0, 1, false), "a"}, {dispatchedWL("a2", 0, 2, false), "a"}},
@@ -101,7 +108,10 @@ func TestReclaimQuota(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cqs := queues(tc.policy)
 			var objs []client.Object
-			view := &passView{quota: map[quotaKey]quotaOutcome{}}
+			view := &passView{quota: map[quotaKey]quotaOutcome{}, reclaimSearches: reclaimSearchesPerPass, noReclaim: map[reclaimKey]string{}}
+			if tc.noSearchLeft {
+				view.reclaimSearches = 0
+			}
 			usage := map[string]map[string]corev1.ResourceList{}
 			for _, r := range tc.running {
 				objs = append(objs, r.wl)

@@ -188,6 +188,22 @@ func candidate(wl *strata.Workload, flavor string) preemption.Workload {
 		QueuedAt: queue.QueuedAt(wl), AdmittedAt: admittedAt, Requests: requests[flavor]}
 }
 
+// notePreempted adds the victims of its preemption to an admitted
+// workload's Admitted condition (strata.AdmittedAfterPreempting): a hub
+// keeps them in its dispatch's attempt.
+func notePreempted(wl *strata.Workload, p *pendingPreemption) {
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+	if c == nil || len(p.victims) == 0 {
+		return
+	}
+	names := make([]string, len(p.victims))
+	for i, k := range p.victims {
+		names[i] = k.String()
+	}
+	slices.Sort(names)
+	c.Message = truncate(fmt.Sprintf("%s; %s%d workload(s): %s", c.Message, strata.AdmittedAfterPreempting, len(names), strings.Join(names, ", ")))
+}
+
 // preemptingMessage is the preemptor's waiting reason.
 func preemptingMessage(p *pendingPreemption, held []types.NamespacedName) string {
 	names := make([]string, len(held))

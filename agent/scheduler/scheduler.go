@@ -425,6 +425,9 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	tryFlavor := func(fq strata.FlavorQuotas) bool {
 		admitted, err := s.place(cq, fq, books, wl)
 		if err == nil {
+			if p := s.preemptions[key]; p != nil && p.flavor == fq.Name {
+				notePreempted(admitted, p)
+			}
 			s.admit(ctx, admitted, fq.Name, usage, books)
 			return true
 		}

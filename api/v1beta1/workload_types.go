@@ -537,6 +537,12 @@ const (
 	EvictedByPreemption                    = "Preempted"
 )
 
+// AdmittedAfterPreempting starts the part of an agent's Admitted=True
+// message that names the workloads it preempted to admit this one
+// ("admitted by ClusterQueue q on flavor f; after preempting 2
+// workload(s): ns/a, ns/b"); the hub keeps it in the dispatch's attempt.
+const AdmittedAfterPreempting = "after preempting "
+
 // Workload is Strata's record of a Job: what it asks for and how it was
 // admitted.
 //

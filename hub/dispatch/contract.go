@@ -188,6 +188,11 @@ func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL 
 	admission := copyWL.Status.Admission.DeepCopy()
 	admission.ClusterQueue = clusterQueue
 	changed := !equality.Semantic.DeepEqual(status.Admission, admission)
+	if c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+		if i := strings.Index(c.Message, strata.AdmittedAfterPreempting); i >= 0 {
+			changed = NotePreemption(status, p.Cluster, c.Message[i:]) || changed
+		}
+	}
 	status.Admission = admission
 	if n := len(p.Attempts); n > 0 && p.Attempts[n-1].DispatchGeneration == p.DispatchGeneration && p.Attempts[n-1].Result != strata.PlacementAdmitted {
 		p.Attempts[n-1].Result, p.Attempts[n-1].Time = strata.PlacementAdmitted, metav1.NewTime(now)

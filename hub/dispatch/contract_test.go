@@ -422,6 +422,18 @@ func TestNotePreemption(t *testing.T) {
 	if got := ChoiceReason(&strata.Workload{Status: st}); got != want {
 		t.Errorf("ChoiceReason after the admission = %q, want %q", got, want)
 	}
+	// A worker that admitted at once after preempting (its victims held no
+	// running pods) says so in its Admitted condition: the attempt keeps
+	// that.
+	st2 := strata.WorkloadStatus{}
+	RecordDispatch(&st2, "w2", "gpu", "chosen", at)
+	copyWL := &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "w-cq"}, Conditions: []metav1.Condition{{
+		Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
+		Message: "admitted by ClusterQueue w-cq on flavor gpu; " + strata.AdmittedAfterPreempting + "1 workload(s): ns/a"}}}}
+	RecordAdmission(&st2, "cq", copyWL, at)
+	if got, want := ChoiceReason(&strata.Workload{Status: st2}), "chosen; the worker preempted for it on w2: "+strata.AdmittedAfterPreempting+"1 workload(s): ns/a"; got != want {
+		t.Errorf("ChoiceReason after an admission that preempted = %q, want %q", got, want)
+	}
 	// A later dispatch starts a new attempt, which notes its own.
 	RecordOutcome(&st, strata.PlacementEvicted, ReasonDeactivated, "", "held", at)
 	RecordDispatch(&st, "w1", "gpu", "fits", at)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
 	"strata.dev/strata/test/integration/framework"
@@ -105,6 +106,17 @@ var _ = Describe("Fleet preemption", func() {
 					} else {
 						g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s on %s keeps its admission", lj.Name, w)
 					}
+				}
+			}
+		}).Should(Succeed())
+
+		By("the hub Workload's attempt names what w3 preempted for it")
+		Eventually(func(g Gomega) {
+			reason := dispatch.ChoiceReason(hubWorkload(g, ctx, job))
+			g.Expect(reason).To(ContainSubstring("the worker preempted for it on w3"))
+			for _, lj := range local["w3"] {
+				if lj.Labels[strata.PriorityClassLabel] == low { // w3's low-priority Jobs are rack r1's
+					g.Expect(reason).To(ContainSubstring(e.ns + "/" + workload.JobWorkloadName(lj.Name)))
 				}
 			}
 		}).Should(Succeed())

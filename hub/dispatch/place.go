@@ -100,13 +100,18 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, books *queue.Books,
 	view *passView, p pending, now time.Time, writes *passWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
+	// dispatched: this call dispatched p (its quota is charged).
+	var dispatched bool
 	if r := d.reclaims[p.uid]; r != nil {
 		// Its own hold is not in its way; it is held again while it
-		// waits (unless a new reclaim replaced it, or it ended).
+		// waits (unless a new reclaim replaced it, or it ended). Once
+		// dispatched, the hold is dropped only when the dispatch is
+		// recorded (holdReclaims): should the record's write fail, it
+		// waits again, and the quota is still its own.
 		books.Charge(r.queue, r.flavor, r.need, -1)
 		clear(view.quota)
 		defer func() {
-			if d.reclaims[p.uid] == r {
+			if d.reclaims[p.uid] == r && !dispatched {
 				books.Charge(r.queue, r.flavor, r.need, 1)
 				clear(view.quota)
 			}
@@ -166,7 +171,9 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	o, dec, choice := d.decide(ctx, targets, cq, view, p, shape, flavors, notes, backoffs, now)
 	if choice != nil {
 		clear(view.quota)
-		return false, o.retry, d.dispatchPreemption(ctx, targets, cq, p, choice, now, books, writes)
+		err := d.dispatchPreemption(ctx, targets, cq, p, choice, now, books, writes)
+		dispatched = err == nil
+		return false, o.retry, err
 	}
 	if dec == nil {
 		o = withMeaning(o)
@@ -178,7 +185,9 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	}
 	// The queue's usage changes: its quota is checked again.
 	clear(view.quota)
-	return false, o.retry, d.dispatch(ctx, targets, cq, p, dec, o.message, now, books, writes)
+	err = d.dispatch(ctx, targets, cq, p, dec, o.message, now, books, writes)
+	dispatched = err == nil
+	return false, o.retry, err
 }
 
 // books returns the quota books of a pass: every hub ClusterQueue (a
@@ -355,7 +364,6 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	}
 	d.fleet.SetHint(key, dec.Assignments())
 	d.fleet.NoteDispatched(key)
-	delete(d.reclaims, p.uid)
 	books.Charge(cq.Name, dec.Flavor, p.need, 1)
 	writes.record(dec.Cluster, dec.Flavor, key, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
@@ -398,7 +406,6 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 		return err
 	}
 	d.fleet.NoteDispatched(key)
-	delete(d.reclaims, p.uid)
 	books.Charge(cq.Name, choice.Flavor, p.need, 1)
 	writes.record(choice.Cluster, choice.Flavor, key, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {

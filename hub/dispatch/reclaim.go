@@ -53,7 +53,8 @@ func Evicting(wl *strata.Workload) bool {
 }
 
 // holdReclaims charges the books with the quota of every reclaim under
-// way whose preemptor still waits, and forgets the others: what the
+// way whose preemptor still waits, and forgets the others (dispatched as
+// the informer or this process's record shows, or gone): what the
 // victims free is their preemptor's.
 func (d *Dispatcher) holdReclaims(waiting []pending, books *queue.Books) {
 	if len(d.reclaims) == 0 {

@@ -44,6 +44,15 @@ const (
 	// PodSetGroupNameAnnotation puts pod sets (e.g. leader and workers) into one
 	// group that gets one flavor and one common domain.
 	PodSetGroupNameAnnotation = Prefix + "podset-group-name"
+	// UnhealthyNodesEvictionThresholdAnnotation on a Job (Kueue's
+	// tas-unhealthy-nodes-eviction-threshold, TASReplaceMultipleFailedNodes)
+	// is how many failed nodes, 1 to 8, its workload keeps running with
+	// while they are replaced one at a time, head of the queue first; one
+	// more evicts it. While within it, a replacement search that finds
+	// nothing waits for room (until the recovery timeout) instead of
+	// evicting at once. Without it, a second failed node evicts. The Job's
+	// Workload carries it.
+	UnhealthyNodesEvictionThresholdAnnotation = Prefix + "tas-unhealthy-nodes-eviction-threshold"
 )
 
 // Labels, annotations and gates Strata writes.

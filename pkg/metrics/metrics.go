@@ -87,10 +87,10 @@ var (
 	}, []string{"result"})
 
 	// NodeFailureEvictions counts workloads evicted by hot swap, by reason
-	// (MultipleNodes, MultiplePodSets, NoReplacement).
+	// (MultipleNodes, MultiplePodSets, ThresholdExceeded, NoReplacement).
 	NodeFailureEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strata_node_failure_evictions_total",
-		Help: "Workloads evicted and requeued because a failed node could not be replaced, by reason (MultipleNodes, MultiplePodSets, NoReplacement).",
+		Help: "Workloads evicted and requeued because a failed node could not be replaced, by reason (MultipleNodes, MultiplePodSets, ThresholdExceeded, NoReplacement).",
 	}, []string{"reason"})
 
 	// ReplacementLatency is the time from a node failure being first

@@ -29,7 +29,8 @@ func (s *Snapshot) Commit(a *Assignment, podRequests corev1.ResourceList) (Usage
 // free, and fails with a *FitError, taking nothing, when a domain has no
 // room left for its pods (the placement was found on an older state).
 // Nodes that are not schedulable count with their free capacity: pods
-// already there are not moved by a new placement of the others.
+// already there are not moved by a new placement of the others. A host not
+// in the tree (deleted) is recorded as Commit records it.
 func (s *Snapshot) CommitIfFree(a *Assignment, podRequests corev1.ResourceList) (Usage, error) {
 	return s.commit(a, podRequests, true)
 }
@@ -143,9 +144,12 @@ func (s *Snapshot) leafOf(d DomainAssignment) *domain {
 
 func (s *Snapshot) commitDomain(d DomainAssignment, dem demand, perPod corev1.ResourceList, usage Usage, fit bool) error {
 	leaf := s.leafOf(d)
-	if leaf == nil && s.hostIsLowest && len(d.Values) == 1 && !fit {
+	if leaf == nil && s.hostIsLowest && len(d.Values) == 1 {
 		// A host not (yet) in the tree: record the usage on the node of that
-		// name; it applies when the node appears.
+		// name; it applies when the node appears. A new placement never names
+		// one; a replacement keeps the pods of a deleted node that still waits
+		// for its own replacement (a workload within its unhealthy-nodes
+		// eviction threshold), and those take nothing anyone else could have.
 		addUsage(s, usage, d.Values[0], perPod, int64(d.Count))
 		return nil
 	}

@@ -149,3 +149,18 @@ func TestAgentAdmitsWhatTheHubReservedInOrder(t *testing.T) {
 		t.Errorf("the agent found no room for %d of the %d placements the hub reserved, want at most 0.1%%", misses, accepted)
 	}
 }
+
+// A replacement keeps the pods of a deleted node that waits for its own
+// replacement: CommitIfFree records them as Commit does, and still refuses
+// a node that has no room.
+func TestCommitIfFreeKeepsADeletedHost(t *testing.T) {
+	s := snapshotOf([]string{rack, host}, node{"n1", "b1", "r1", "4"}, node{"n2", "b1", "r1", "2"})
+	keep := &Assignment{Levels: []string{host}, Domains: []DomainAssignment{{Values: []string{"n1"}, Count: 2}, {Values: []string{"gone"}, Count: 2}}}
+	if _, err := s.CommitIfFree(keep, cpu("1")); err != nil {
+		t.Fatalf("CommitIfFree with a deleted host: %v", err)
+	}
+	tooMuch := &Assignment{Levels: []string{host}, Domains: []DomainAssignment{{Values: []string{"n2"}, Count: 3}, {Values: []string{"gone"}, Count: 1}}}
+	if _, err := s.CommitIfFree(tooMuch, cpu("1")); err == nil {
+		t.Error("CommitIfFree took 3 pods on a 2-CPU node")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -246,4 +247,56 @@ func validLevel(v string, path *field.Path) *field.Error {
 		return field.Invalid(path, v, fmt.Sprintf("must be at most %d characters", maxLevelLength))
 	}
 	return nil
+}
+
+// unhealthyNodesThresholdName is the name, after either prefix, of the
+// annotation that bounds the failed nodes a workload keeps running with.
+var unhealthyNodesThresholdName = strings.TrimPrefix(strata.UnhealthyNodesEvictionThresholdAnnotation, strata.Prefix)
+
+// Bounds of the unhealthy-nodes eviction threshold, as in Kueue.
+const (
+	MinUnhealthyNodesThreshold = 1
+	MaxUnhealthyNodesThreshold = 8
+)
+
+// UnhealthyNodesThreshold reads the unhealthy-nodes eviction threshold
+// (strata.dev/ or kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold)
+// from an object's annotations: the number and true when it is set and
+// valid; 0 and false when it is not set; errors, pointing into path (the
+// annotations map), when it is not an integer between 1 and 8 or the two
+// prefixes disagree.
+func UnhealthyNodesThreshold(m map[string]string, path *field.Path) (int, bool, field.ErrorList) {
+	sv, sok := m[strata.Prefix+unhealthyNodesThresholdName]
+	kv, kok := m[strata.KueuePrefix+unhealthyNodesThresholdName]
+	key, v := strata.Prefix+unhealthyNodesThresholdName, sv
+	switch {
+	case sok && kok && sv != kv:
+		return 0, false, field.ErrorList{field.Invalid(path.Key(strata.KueuePrefix+unhealthyNodesThresholdName), kv,
+			fmt.Sprintf("conflicts with %s=%q; set only one of them", key, sv))}
+	case !sok && !kok:
+		return 0, false, nil
+	case !sok:
+		key, v = strata.KueuePrefix+unhealthyNodesThresholdName, kv
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < MinUnhealthyNodesThreshold || n > MaxUnhealthyNodesThreshold {
+		return 0, false, field.ErrorList{field.Invalid(path.Key(key), v,
+			fmt.Sprintf("must be an integer between %d and %d", MinUnhealthyNodesThreshold, MaxUnhealthyNodesThreshold))}
+	}
+	return n, true, nil
+}
+
+// carryUnhealthyNodesThreshold copies to dst the threshold annotations src
+// has under either prefix, and says whether dst changed.
+func carryUnhealthyNodesThreshold(dst, src *metav1.ObjectMeta) bool {
+	changed := false
+	for _, k := range []string{strata.Prefix + unhealthyNodesThresholdName, strata.KueuePrefix + unhealthyNodesThresholdName} {
+		if v, ok := src.Annotations[k]; ok {
+			if old, had := dst.Annotations[k]; !had || old != v {
+				metav1.SetMetaDataAnnotation(dst, k, v)
+				changed = true
+			}
+		}
+	}
+	return changed
 }

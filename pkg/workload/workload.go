@@ -56,9 +56,10 @@ func JobPodSets(job *batchv1.Job) ([]strata.PodSet, field.ErrorList) {
 
 // Build builds the Workload, named name, of a queue-labelled object of
 // the given kind with its pod sets: the queue, the priority class (see
-// PriorityClass), and the labels and the annotation of the dispatch
-// contract that a hub's copy carries (see CarryDispatch). errs are the
-// pod sets' errors; the missing queue label is added to them. The
+// PriorityClass), and the labels and the annotations of the dispatch
+// contract that a hub's copy carries and the unhealthy-nodes eviction
+// threshold (see CarryDispatch). errs are the pod sets' errors; the
+// missing queue label and an invalid threshold are added to them. The
 // Workload is returned with the errors, so that callers can record them
 // on it.
 func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.PodSet, errs field.ErrorList) (*strata.Workload, field.ErrorList) {
@@ -66,6 +67,9 @@ func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.Po
 	if queue == "" {
 		errs = append(field.ErrorList{field.Required(field.NewPath("metadata", "labels").Key(strata.QueueNameLabel),
 			"names the ClusterQueue of the "+kind)}, errs...)
+	}
+	if _, _, terrs := UnhealthyNodesThreshold(obj.Annotations, field.NewPath("metadata", "annotations")); len(terrs) > 0 {
+		errs = append(errs, terrs...)
 	}
 	class, source := PriorityClass(obj.Labels, podSets)
 	wl := &strata.Workload{
@@ -107,10 +111,11 @@ var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeA
 	strata.PreemptUpToAnnotation}
 
 // CarryDispatch copies to dst the dispatch contract's labels and
-// annotations that src has and dst lacks or holds with another value; it
-// removes nothing. It says whether dst changed.
+// annotations, and the unhealthy-nodes eviction threshold, that src has
+// and dst lacks or holds with another value; it removes nothing. It says
+// whether dst changed.
 func CarryDispatch(dst, src *metav1.ObjectMeta) bool {
-	changed := false
+	changed := carryUnhealthyNodesThreshold(dst, src)
 	for _, k := range dispatchLabels {
 		if v, ok := src.Labels[k]; ok {
 			if old, had := dst.Labels[k]; !had || old != v {

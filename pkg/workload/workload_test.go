@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -464,5 +465,64 @@ func TestRankedPodSet(t *testing.T) {
 				t.Errorf("the Workload's pod set changed (-before,+after):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestUnhealthyNodesThreshold(t *testing.T) {
+	const (
+		own   = "strata.dev/tas-unhealthy-nodes-eviction-threshold"
+		kueue = "kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold"
+	)
+	cases := map[string]struct {
+		annotations map[string]string
+		want        int
+		wantSet     bool
+		wantErrs    []string
+	}{
+		"not set":          {},
+		"strata.dev":       {annotations: map[string]string{own: "3"}, want: 3, wantSet: true},
+		"kueue.x-k8s.io":   {annotations: map[string]string{kueue: "8"}, want: 8, wantSet: true},
+		"both, same value": {annotations: map[string]string{own: "1", kueue: "1"}, want: 1, wantSet: true},
+		"both, different values": {annotations: map[string]string{own: "1", kueue: "2"},
+			wantErrs: []string{`metadata.annotations[kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold]: Invalid value: "2": conflicts with strata.dev/tas-unhealthy-nodes-eviction-threshold="1"; set only one of them`}},
+		"zero": {annotations: map[string]string{kueue: "0"},
+			wantErrs: []string{`metadata.annotations[kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold]: Invalid value: "0": must be an integer between 1 and 8`}},
+		"nine": {annotations: map[string]string{own: "9"},
+			wantErrs: []string{`metadata.annotations[strata.dev/tas-unhealthy-nodes-eviction-threshold]: Invalid value: "9": must be an integer between 1 and 8`}},
+		"not a number": {annotations: map[string]string{own: "two"},
+			wantErrs: []string{`metadata.annotations[strata.dev/tas-unhealthy-nodes-eviction-threshold]: Invalid value: "two": must be an integer between 1 and 8`}},
+		"spaces": {annotations: map[string]string{own: " 2"},
+			wantErrs: []string{`metadata.annotations[strata.dev/tas-unhealthy-nodes-eviction-threshold]: Invalid value: " 2": must be an integer between 1 and 8`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n, set, errs := UnhealthyNodesThreshold(tc.annotations, field.NewPath("metadata", "annotations"))
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tc.wantErrs, got); diff != "" {
+				t.Errorf("errors (-want,+got):\n%s", diff)
+			}
+			if n != tc.want || set != tc.wantSet {
+				t.Errorf("UnhealthyNodesThreshold() = %d, %t; want %d, %t", n, set, tc.want, tc.wantSet)
+			}
+		})
+	}
+}
+
+func TestFromJobCarriesTheUnhealthyNodesThreshold(t *testing.T) {
+	j := job(2, 2, nil)
+	j.Annotations = map[string]string{"kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold": "2", "unrelated": "x"}
+	wl, errs := FromJob(j)
+	if len(errs) > 0 {
+		t.Fatalf("FromJob: %v", errs)
+	}
+	if diff := cmp.Diff(map[string]string{"kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold": "2"}, wl.Annotations); diff != "" {
+		t.Errorf("Workload annotations (-want,+got):\n%s", diff)
+	}
+	j.Annotations["kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold"] = "10"
+	if _, errs := FromJob(j); len(errs) != 1 || !strings.Contains(errs[0].Error(), "must be an integer between 1 and 8") {
+		t.Errorf("FromJob with 10: errors %v, want one naming the range", errs)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -210,7 +211,7 @@ func TestMatrix(t *testing.T) {
 		if replaced, err := snap.FindReplacementNear(req, current, "n1", nil); err == nil {
 			return "replace with " + replaced.Domains[0].Values[0]
 		}
-		next := afterFailedSearch(cfg, now, now, 0)
+		next := afterFailedSearch(cfg, false, now, now, 0)
 		if next.evict {
 			return "evict"
 		}
@@ -250,11 +251,20 @@ func TestAfterFailedSearch(t *testing.T) {
 	start := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	retrying := configv1beta1.NodeFailure{FailFast: ptr.To(false), RecoveryTimeout: &metav1.Duration{Duration: 10 * time.Minute}}
 	cases := map[string]struct {
-		cfg     configv1beta1.NodeFailure
-		now     time.Time
-		attempt int
-		want    nextAfterFailure
+		cfg      configv1beta1.NodeFailure
+		tolerant bool
+		now      time.Time
+		attempt  int
+		want     nextAfterFailure
 	}{
+		"within the unhealthy-nodes threshold, fail-fast waits": {
+			cfg: configv1beta1.NodeFailure{FailFast: ptr.To(true), RecoveryTimeout: &metav1.Duration{Duration: 10 * time.Minute}}, tolerant: true, now: start,
+			want: nextAfterFailure{retryIn: time.Second, why: "; the workload runs on within its unhealthy-nodes eviction threshold and waits for room until the recovery timeout of 10m0s evicts it"},
+		},
+		"within the unhealthy-nodes threshold, the recovery timeout still evicts": {
+			cfg: configv1beta1.NodeFailure{FailFast: ptr.To(true), RecoveryTimeout: &metav1.Duration{Duration: 10 * time.Minute}}, tolerant: true, now: start.Add(11 * time.Minute),
+			want: nextAfterFailure{evict: true, why: "; no replacement within the recovery timeout of 10m0s"},
+		},
 		"fail-fast unset means on": {
 			cfg: configv1beta1.NodeFailure{}, now: start,
 			want: nextAfterFailure{evict: true, why: "; fail-fast is on, so the workload goes back to its queue"},
@@ -282,10 +292,85 @@ func TestAfterFailedSearch(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := afterFailedSearch(tc.cfg, start, tc.now, tc.attempt)
+			got := afterFailedSearch(tc.cfg, tc.tolerant, start, tc.now, tc.attempt)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(nextAfterFailure{})); diff != "" {
 				t.Errorf("afterFailedSearch() (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestPlanFailures(t *testing.T) {
+	fail := func(podSet int, node string) failure { return failure{podSet: podSet, node: node, reason: "deleted"} }
+	queued := func(names ...string) []strata.UnhealthyNode {
+		var out []strata.UnhealthyNode
+		for _, n := range names {
+			out = append(out, strata.UnhealthyNode{Name: n})
+		}
+		return out
+	}
+	cases := map[string]struct {
+		queued    []strata.UnhealthyNode
+		failed    []failure
+		threshold int
+		want      failurePlan
+	}{
+		"one node, no threshold": {
+			failed: []failure{fail(0, "n1")},
+			want:   failurePlan{head: fail(0, "n1"), unhealthy: []string{"n1"}},
+		},
+		"two nodes without a threshold evict": {
+			failed: []failure{fail(0, "n1"), fail(0, "n2")},
+			want: failurePlan{unhealthy: []string{"n1", "n2"}, metric: "MultipleNodes",
+				evict: "2 nodes failed at once: n1 (deleted), n2 (deleted); Strata replaces one node at a time unless the Job sets strata.dev/tas-unhealthy-nodes-eviction-threshold, so the workload goes back to its queue"},
+		},
+		"one node under two pod sets without a threshold evicts": {
+			failed: []failure{fail(0, "n1"), fail(1, "n1")},
+			want: failurePlan{unhealthy: []string{"n1"}, metric: "MultiplePodSets",
+				evict: "node n1 failed under 2 pod sets; Strata replaces a node under one pod set at a time unless the Job sets strata.dev/tas-unhealthy-nodes-eviction-threshold, so the workload goes back to its queue"},
+		},
+		"two nodes within a threshold of 2: the first found is the head": {
+			failed: []failure{fail(0, "n1"), fail(0, "n2")}, threshold: 2,
+			want: failurePlan{head: fail(0, "n1"), unhealthy: []string{"n1", "n2"}},
+		},
+		"the queue keeps its order: an earlier failure stays the head": {
+			queued: queued("n2"), failed: []failure{fail(0, "n1"), fail(0, "n2")}, threshold: 2,
+			want: failurePlan{head: fail(0, "n2"), unhealthy: []string{"n2", "n1"}},
+		},
+		"a queued node that is healthy again leaves the queue": {
+			queued: queued("n3", "n2"), failed: []failure{fail(0, "n2")}, threshold: 2,
+			want: failurePlan{head: fail(0, "n2"), unhealthy: []string{"n2"}},
+		},
+		"one node more than the threshold evicts": {
+			queued: queued("n1"), failed: []failure{fail(0, "n1"), fail(0, "n2"), fail(0, "n3")}, threshold: 2,
+			want: failurePlan{unhealthy: []string{"n1", "n2", "n3"}, metric: "ThresholdExceeded",
+				evict: "3 nodes failed: n1 (deleted), n2 (deleted), n3 (deleted); the workload's strata.dev/tas-unhealthy-nodes-eviction-threshold allows 2, so it goes back to its queue"},
+		},
+		"a threshold of 1 keeps one node under two pod sets": {
+			failed: []failure{fail(0, "n1"), fail(1, "n1")}, threshold: 1,
+			want: failurePlan{head: fail(0, "n1"), unhealthy: []string{"n1"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := planFailures(tc.queued, tc.failed, tc.threshold)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(failurePlan{}, failure{})); diff != "" {
+				t.Errorf("planFailures() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRemaining(t *testing.T) {
+	plan := failurePlan{unhealthy: []string{"n1", "n2"}}
+	failed := []failure{{podSet: 0, node: "n1"}, {podSet: 1, node: "n1"}, {podSet: 0, node: "n2"}}
+	got := remaining(plan, failed, failed[0])
+	want := []strata.UnhealthyNode{{Name: "n1"}, {Name: "n2"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("n1 still fails under pod set 1 (-want,+got):\n%s", diff)
+	}
+	got = remaining(plan, failed[2:], failed[2])
+	if diff := cmp.Diff([]strata.UnhealthyNode{{Name: "n1"}}, got); diff != "" {
+		t.Errorf("n2 replaced (-want,+got):\n%s", diff)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -112,9 +113,11 @@ type nextAfterFailure struct {
 // afterFailedSearch decides what follows a failed replacement search: with
 // fail-fast, eviction; else a retry after a backoff (the attempt-th
 // failure in a row, from 0), until the recovery timeout, counted from
-// searchingSince, evicts.
-func afterFailedSearch(cfg configv1beta1.NodeFailure, searchingSince, now time.Time, attempt int) nextAfterFailure {
-	if cfg.FailFast == nil || *cfg.FailFast {
+// searchingSince, evicts. A workload within its unhealthy-nodes eviction
+// threshold (tolerant) waits for room as with fail-fast off, whatever
+// fail-fast says (Kueue's TASReplaceMultipleFailedNodes).
+func afterFailedSearch(cfg configv1beta1.NodeFailure, tolerant bool, searchingSince, now time.Time, attempt int) nextAfterFailure {
+	if !tolerant && (cfg.FailFast == nil || *cfg.FailFast) {
 		return nextAfterFailure{evict: true, why: "; fail-fast is on, so the workload goes back to its queue"}
 	}
 	var timeout time.Duration // unset (configurations are defaulted): no retries
@@ -125,10 +128,11 @@ func afterFailedSearch(cfg configv1beta1.NodeFailure, searchingSince, now time.T
 	if left <= 0 {
 		return nextAfterFailure{evict: true, why: fmt.Sprintf("; no replacement within the recovery timeout of %s", timeout)}
 	}
-	return nextAfterFailure{
-		retryIn: min(retryInitial<<min(attempt, 10), retryMax, left),
-		why:     fmt.Sprintf("; retrying (fail-fast is off) until the recovery timeout of %s evicts it", timeout),
+	why := fmt.Sprintf("; retrying (fail-fast is off) until the recovery timeout of %s evicts it", timeout)
+	if tolerant {
+		why = fmt.Sprintf("; the workload runs on within its unhealthy-nodes eviction threshold and waits for room until the recovery timeout of %s evicts it", timeout)
 	}
+	return nextAfterFailure{retryIn: min(retryInitial<<min(attempt, 10), retryMax, left), why: why}
 }
 
 // replaceEnabled says whether hot swap replaces failed nodes at all.
@@ -143,6 +147,15 @@ func (r *Reconciler) searched(key types.NamespacedName) {
 	defer r.mu.Unlock()
 	delete(r.searches, key)
 	delete(r.failures, key)
+}
+
+// replacedOne forgets one replaced node of a workload whose other failed
+// nodes still wait: the next search starts a fresh backoff.
+func (r *Reconciler) replacedOne(key types.NamespacedName, node string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.searches, key)
+	delete(r.failures[key], node)
 }
 
 // SetupWithManager watches admitted Workloads, the Nodes they use and their pods.
@@ -314,27 +327,83 @@ func (r *Reconciler) failingSince(key types.NamespacedName, node string, since t
 	return since
 }
 
-// handle replaces a single failed node, or evicts the workload.
-func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []failure, pods []corev1.Pod, hosts assignedHosts, now time.Time) (ctrl.Result, error) {
+// failurePlan is what to do about a workload's failed nodes: evict it
+// (evict is the message, metric the reason), or replace the failure at
+// head; unhealthy is the queue of failed nodes, head first.
+type failurePlan struct {
+	evict, metric string
+	head          failure
+	unhealthy     []string
+}
+
+// planFailures decides what to do about the failures found under a
+// workload. queued is its status.unhealthyNodes, the queue so far: nodes
+// still failed keep their place, new ones join at the end in the order
+// found. threshold, when set (> 0), is the workload's unhealthy-nodes
+// eviction threshold: up to that many failed nodes are replaced one at a
+// time, head first (Kueue's TASReplaceMultipleFailedNodes); one more
+// evicts. Without it, a second failed node evicts, and so does a node
+// under more than one pod set.
+func planFailures(queued []strata.UnhealthyNode, failed []failure, threshold int) failurePlan {
+	isFailed := map[string]bool{}
+	for _, f := range failed {
+		isFailed[f.node] = true
+	}
+	var order []string
+	inOrder := map[string]bool{}
+	add := func(node string) {
+		if isFailed[node] && !inOrder[node] {
+			order = append(order, node)
+			inOrder[node] = true
+		}
+	}
+	for _, n := range queued {
+		add(n.Name)
+	}
+	for _, f := range failed {
+		add(f.node)
+	}
 	names := make([]string, len(failed))
-	nodes := map[string]bool{}
-	wl.Status.UnhealthyNodes = nil
 	for i, f := range failed {
 		names[i] = fmt.Sprintf("%s (%s)", f.node, f.reason)
-		if !nodes[f.node] {
-			wl.Status.UnhealthyNodes = append(wl.Status.UnhealthyNodes, strata.UnhealthyNode{Name: f.node})
-		}
-		nodes[f.node] = true
 	}
+	plan := failurePlan{unhealthy: order}
 	switch {
-	case len(nodes) > 1:
-		metrics.NodeFailureEvictions.WithLabelValues("MultipleNodes").Inc()
-		return ctrl.Result{}, r.evict(ctx, wl, fmt.Sprintf("%d nodes failed at once: %s; Strata replaces one node at a time, so the workload goes back to its queue", len(nodes), strings.Join(names, ", ")))
-	case len(failed) > 1:
-		metrics.NodeFailureEvictions.WithLabelValues("MultiplePodSets").Inc()
-		return ctrl.Result{}, r.evict(ctx, wl, fmt.Sprintf("node %s failed under %d pod sets; Strata replaces a node under one pod set at a time, so the workload goes back to its queue", failed[0].node, len(failed)))
+	case threshold > 0 && len(order) > threshold:
+		plan.evict, plan.metric = fmt.Sprintf("%d nodes failed: %s; the workload's %s allows %d, so it goes back to its queue",
+			len(order), strings.Join(names, ", "), strata.UnhealthyNodesEvictionThresholdAnnotation, threshold), "ThresholdExceeded"
+	case threshold == 0 && len(order) > 1:
+		plan.evict, plan.metric = fmt.Sprintf("%d nodes failed at once: %s; Strata replaces one node at a time unless the Job sets %s, so the workload goes back to its queue",
+			len(order), strings.Join(names, ", "), strata.UnhealthyNodesEvictionThresholdAnnotation), "MultipleNodes"
+	case threshold == 0 && len(failed) > 1:
+		plan.evict, plan.metric = fmt.Sprintf("node %s failed under %d pod sets; Strata replaces a node under one pod set at a time unless the Job sets %s, so the workload goes back to its queue",
+			failed[0].node, len(failed), strata.UnhealthyNodesEvictionThresholdAnnotation), "MultiplePodSets"
+	default:
+		for _, f := range failed {
+			if f.node == order[0] {
+				plan.head = f
+				break
+			}
+		}
 	}
-	f := failed[0]
+	return plan
+}
+
+// handle replaces the failed node at the head of the workload's queue, or
+// evicts the workload.
+func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []failure, pods []corev1.Pod, hosts assignedHosts, now time.Time) (ctrl.Result, error) {
+	threshold, _, _ := workload.UnhealthyNodesThreshold(wl.Annotations, field.NewPath("metadata", "annotations"))
+	plan := planFailures(wl.Status.UnhealthyNodes, failed, threshold)
+	wl.Status.UnhealthyNodes = nil
+	for _, n := range plan.unhealthy {
+		wl.Status.UnhealthyNodes = append(wl.Status.UnhealthyNodes, strata.UnhealthyNode{Name: n})
+	}
+	if plan.evict != "" {
+		metrics.NodeFailureEvictions.WithLabelValues(plan.metric).Inc()
+		return ctrl.Result{}, r.evict(ctx, wl, plan.evict)
+	}
+	tolerant := threshold > 0
+	f := plan.head
 	key := client.ObjectKeyFromObject(wl)
 	psa := &wl.Status.Admission.PodSetAssignments[f.podSet]
 	ps := workload.PodSet(wl, psa.Name)
@@ -370,7 +439,7 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		}
 		next := wl.DeepCopy()
 		next.Status.Admission.PodSetAssignments[f.podSet].TopologyAssignment = tas.Encode(replaced)
-		next.Status.UnhealthyNodes = nil
+		next.Status.UnhealthyNodes = remaining(plan, failed, f)
 		return next, nil
 	})
 	if !found {
@@ -386,7 +455,7 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		if c := meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement); c != nil && c.Status == metav1.ConditionFalse {
 			searchingSince = c.LastTransitionTime.Time
 		}
-		next := afterFailedSearch(r.cfg, searchingSince, now, r.attempt(key))
+		next := afterFailedSearch(r.cfg, tolerant, searchingSince, now, r.attempt(key))
 		if next.evict {
 			metrics.NodeFailureEvictions.WithLabelValues("NoReplacement").Inc()
 			return ctrl.Result{}, r.evict(ctx, wl, msg+next.why)
@@ -408,8 +477,15 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		}
 	}
 	psa.TopologyAssignment = tas.Encode(replaced)
-	wl.Status.UnhealthyNodes = nil
+	wl.Status.UnhealthyNodes = remaining(plan, failed, f)
 	msg := fmt.Sprintf("node %s (%s) replaced by %s", f.node, f.reason, newHost)
+	if n := len(wl.Status.UnhealthyNodes); n > 0 {
+		left := make([]string, n)
+		for i, u := range wl.Status.UnhealthyNodes {
+			left[i] = u.Name
+		}
+		msg += fmt.Sprintf("; %d failed node(s) wait their turn: %s", n, strings.Join(left, ", "))
+	}
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: ConditionNodeReplacement, Status: metav1.ConditionTrue, Reason: "Replaced", Message: msg, LastTransitionTime: metav1.NewTime(now)})
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		// Give the capacity back only when the write certainly failed. With
@@ -421,12 +497,34 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		}
 		return ctrl.Result{}, err
 	}
-	r.searched(key)
+	if len(wl.Status.UnhealthyNodes) == 0 {
+		r.searched(key)
+	} else {
+		r.replacedOne(key, f.node)
+	}
 	metrics.Replacements.WithLabelValues("succeeded").Inc()
 	metrics.ReplacementLatency.Observe(r.clock.Since(f.since).Seconds())
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, "NodeReplaced", "Replace", "%s", msg)
 	hosts.set(psa.Name, replaced)
 	return ctrl.Result{}, r.failStrandedPods(ctx, pods, hosts)
+}
+
+// remaining is the queue of failed nodes once done's failure is replaced:
+// its node leaves the queue unless it fails under another pod set too.
+func remaining(plan failurePlan, failed []failure, done failure) []strata.UnhealthyNode {
+	var out []strata.UnhealthyNode
+	for _, n := range plan.unhealthy {
+		keep := n != done.node
+		for _, f := range failed {
+			if f.node == n && f.podSet != done.podSet {
+				keep = true
+			}
+		}
+		if keep {
+			out = append(out, strata.UnhealthyNode{Name: n})
+		}
+	}
+	return out
 }
 
 // restore records in the cache the workload as the informer shows it now,

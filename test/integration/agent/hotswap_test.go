@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -291,6 +292,106 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 		Eventually(func(g Gomega) {
 			g.Expect(assignedHosts(g, ctx, job)).To(ConsistOf(left))
 		}, timeout).Should(Succeed())
+	})
+
+	Context("with the Job's unhealthy-nodes eviction threshold (Kueue's annotation)", func() {
+		// thresholdJob admits a rack-required Job of 8 one-CPU pods, on two
+		// of the pool's 4-CPU nodes, with the threshold set on the Job.
+		thresholdJob := func(ctx SpecContext, queue, threshold string) (*batchv1.Job, []string) {
+			createLocalQueue(ctx, ns, queue)
+			j := newJob(ns, queue, 8, map[string]string{"strata.dev/podset-required-topology": rack})
+			j.Annotations = map[string]string{"kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold": threshold}
+			Expect(worker.Client.Create(ctx, j)).To(Succeed())
+			var hosts []string
+			Eventually(func(g Gomega) { hosts = assignedHosts(g, ctx, j) }, timeout).Should(Succeed())
+			Expect(hosts).To(HaveLen(2))
+			return j, hosts
+		}
+		unhealthy := func(wl *strata.Workload) []string {
+			var out []string
+			for _, n := range wl.Status.UnhealthyNodes {
+				out = append(out, n.Name)
+			}
+			return out
+		}
+
+		It("runs on with two failed nodes and no room, then replaces them one at a time as nodes join", func(ctx SpecContext) {
+			queue := hotSwapPool(ctx, "queued", [3]string{"hq1", "r1", "4"}, [3]string{"hq2", "r1", "4"})
+			job, hosts := thresholdJob(ctx, queue, "2")
+			var uid types.UID
+			Eventually(func(g Gomega) {
+				wl := workloadOf(g, ctx, job)
+				g.Expect(wl.Annotations).To(HaveKeyWithValue("kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold", "2"))
+				uid = wl.UID
+			}, timeout).Should(Succeed())
+
+			By("the first node goes, with no room left in the rack: fail-fast does not evict within the threshold")
+			Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hosts[0]}})).To(Succeed())
+			Eventually(func(g Gomega) {
+				wl := workloadOf(g, ctx, job)
+				g.Expect(wl.Status.Admission).NotTo(BeNil())
+				g.Expect(unhealthy(wl)).To(Equal([]string{hosts[0]}))
+				c := meta.FindStatusCondition(wl.Status.Conditions, nodefailure.ConditionNodeReplacement)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Reason).To(Equal("Searching"))
+				g.Expect(c.Message).To(ContainSubstring("runs on within its unhealthy-nodes eviction threshold"))
+			}, timeout).Should(Succeed())
+
+			By("the second node goes: both wait, head first, and the Job keeps running")
+			Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hosts[1]}})).To(Succeed())
+			Eventually(func(g Gomega) {
+				wl := workloadOf(g, ctx, job)
+				g.Expect(wl.Status.Admission).NotTo(BeNil())
+				g.Expect(unhealthy(wl)).To(Equal(hosts))
+			}, timeout).Should(Succeed())
+			var j batchv1.Job
+			Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+
+			By("a node joins the rack: the head of the queue is replaced, the other keeps its place")
+			createPoolNode(ctx, "queued", "hq3", "b1", "r1", "4")
+			Eventually(func(g Gomega) {
+				nodeClock.Step(2 * time.Second) // the retry backoff runs on the node clock
+				wl := workloadOf(g, ctx, job)
+				g.Expect(assignedHosts(g, ctx, job)).To(Equal([]string{"hq3", hosts[1]}))
+				g.Expect(unhealthy(wl)).To(Equal([]string{hosts[1]}))
+			}, timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+			By("another node joins: the second is replaced, in the same Workload, never evicted")
+			createPoolNode(ctx, "queued", "hq4", "b1", "r1", "4")
+			Eventually(func(g Gomega) {
+				nodeClock.Step(2 * time.Second)
+				wl := workloadOf(g, ctx, job)
+				g.Expect(wl.UID).To(Equal(uid))
+				g.Expect(assignedHosts(g, ctx, job)).To(Equal([]string{"hq3", "hq4"}))
+				g.Expect(wl.Status.UnhealthyNodes).To(BeEmpty())
+				g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)).To(BeNil())
+				g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, nodefailure.ConditionNodeReplacement)).To(BeTrue())
+			}, timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+		})
+
+		It("evicts the workload when more nodes fail than the threshold allows", func(ctx SpecContext) {
+			queue := hotSwapPool(ctx, "capped", [3]string{"hc1", "r1", "4"}, [3]string{"hc2", "r1", "4"})
+			job, hosts := thresholdJob(ctx, queue, "1")
+			Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hosts[0]}})).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(unhealthy(workloadOf(g, ctx, job))).To(Equal([]string{hosts[0]}))
+			}, timeout).Should(Succeed())
+			Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hosts[1]}})).To(Succeed())
+			expectEvictedForNodeFailure(ctx, job, "2 nodes failed", "tas-unhealthy-nodes-eviction-threshold allows 1")
+		})
+
+		It("refuses a threshold outside 1 to 8, saying so", func(ctx SpecContext) {
+			createLocalQueue(ctx, ns, "swap-q")
+			j := newJob(ns, "swap-q", 1, nil)
+			j.Annotations = map[string]string{"strata.dev/tas-unhealthy-nodes-eviction-threshold": "9"}
+			Expect(worker.Client.Create(ctx, j)).To(Succeed())
+			Eventually(func(g Gomega) {
+				c := meta.FindStatusCondition(workloadOf(g, ctx, j).Status.Conditions, strata.WorkloadInvalid)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Message).To(ContainSubstring(`metadata.annotations[strata.dev/tas-unhealthy-nodes-eviction-threshold]: Invalid value: "9": must be an integer between 1 and 8`))
+			}, timeout).Should(Succeed())
+		})
 	})
 
 	Context("with fail-fast off", func() {

@@ -609,7 +609,10 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books
 	}
 	var admitted *strata.Workload
 	var others []*strata.Workload
-	if workload.Spreads(wl) {
+	// A hub's copy was spread by the hub, over the whole fleet (this
+	// worker's share included): counting this worker alone again would
+	// refuse what the fleet's rule allows.
+	if workload.Spreads(wl) && workload.DispatchKey(wl) == "" {
 		others = s.cache.AdmittedIn(wl.Namespace)
 	}
 	found, placeErr := s.cache.Reserve(fq.Name, client.ObjectKeyFromObject(wl), func(snap *tas.Snapshot, topo *strata.Topology) (*strata.Workload, error) {

@@ -447,6 +447,16 @@ type Placement struct {
 	// +optional
 	PreemptUpTo *int32 `json:"preemptUpTo,omitempty"`
 
+	// topologyHint is the placement the hub planned for the current
+	// dispatch, per pod set at the worker summary's leaf level (what the
+	// copy's strata.dev/topology-hint carries). The hub counts it for
+	// topology spreading across the fleet; it is left out when longer
+	// than 16 KiB.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=16384
+	TopologyHint string `json:"topologyHint,omitempty"`
+
 	// attempts are the most recent dispatches, oldest first.
 	//
 	// +optional

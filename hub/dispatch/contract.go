@@ -121,7 +121,7 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 	p.Cluster, p.Flavor = cluster, flavor
 	p.DispatchTime = ptr.To(metav1.NewMicroTime(now))
 	p.DispatchGeneration++
-	p.PreemptUpTo = nil
+	p.PreemptUpTo, p.TopologyHint = nil, ""
 	addAttempt(p, strata.PlacementAttempt{Cluster: cluster, Flavor: flavor, DispatchGeneration: p.DispatchGeneration,
 		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncate(reason)})
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
@@ -171,7 +171,7 @@ func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult,
 	} else {
 		addAttempt(p, a)
 	}
-	p.Cluster, p.Flavor, p.DispatchTime, p.PreemptUpTo = "", "", nil, nil
+	p.Cluster, p.Flavor, p.DispatchTime, p.PreemptUpTo, p.TopologyHint = "", "", nil, nil, ""
 	status.Admission = nil
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: reason, Message: truncate(fmt.Sprintf("%s: %s", a.Cluster, message))})

@@ -64,6 +64,10 @@ type Dispatcher struct {
 	// reclaims are the quota preemptions under way, by preemptor UID; only
 	// passes use them.
 	reclaims map[types.UID]*reclaim
+	// spread are the dispatches this process decided, for topology
+	// spreading across the fleet until the informer shows them recorded;
+	// only passes use them.
+	spread map[types.UID]spreadEntry
 }
 
 // New returns a Dispatcher.
@@ -78,6 +82,7 @@ func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, r
 		rebuilt:           map[*placement.Target]bool{},
 		waiting:           map[types.UID]written{},
 		recorded:          map[types.UID]recorded{},
+		spread:            map[types.UID]spreadEntry{},
 		reasons:           newReasonQueue(),
 		index:             newIndex(),
 	}

@@ -13,6 +13,7 @@ import (
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/workload"
 )
 
 // passView is what a pass knows of the workers besides their targets.
@@ -37,6 +38,9 @@ type passView struct {
 	// victims.
 	reclaimSearches int
 	noReclaim       map[reclaimKey]string
+	// spread are the dispatched Workloads topology spreading counts, by
+	// namespace (spreadAvoider), until a dispatch there.
+	spread map[string][]workload.Dispatched
 }
 
 // reclaimKey is what decides a quota preemption search in a pass: the

@@ -161,7 +161,9 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	// out. A backlog of thousands of a few shapes costs a decision per
 	// shape, not per workload.
 	var same *waitKey
-	if len(backoffs) == 0 {
+	// A workload that spreads waits for reasons of its own: where others
+	// of its kind went.
+	if len(backoffs) == 0 && !workload.Spreads(wl) {
 		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key, priority: queue.Priority(wl)}
 		if o, ok := view.waits[*same]; ok {
 			d.waitFor(ctx, p, o)
@@ -183,8 +185,10 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		d.waitFor(ctx, p, o)
 		return o.blocks, o.retry, nil
 	}
-	// The queue's usage changes: its quota is checked again.
+	// The queue's usage changes: its quota is checked again; so does what
+	// topology spreading counts in the namespace.
 	clear(view.quota)
+	delete(view.spread, wl.Namespace)
 	err = d.dispatch(ctx, targets, cq, p, dec, o.message, now, books, writes)
 	dispatched = err == nil
 	return false, o.retry, err
@@ -266,7 +270,11 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		m, _ := d.queueRefusal(view, cluster, p)
 		return m
 	})
-	dec := d.policy.DecideShape(wl, shape, flavors, eligible)
+	avoid, err := d.spreadAvoider(ctx, view, wl)
+	if err != nil {
+		return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("counting the workloads topology spreading counts: %v", err), retry: retry}, nil, nil
+	}
+	dec := d.policy.DecideAvoiding(wl, shape, flavors, eligible, avoid)
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := dec.Reason
 	switch {
@@ -362,11 +370,21 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	if err := dec.Reserve(targets, key); err != nil {
 		return err
 	}
+	// The plan, for topology spreading across the fleet: kept on the
+	// record (when not too long), and by this process until the informer
+	// shows the record.
+	if hint, err := workload.EncodeTopologyHints(wl.Spec.PodSets, dec.Assignments()); err == nil && len(hint) <= maxPlacementHint {
+		wl.Status.Placement.TopologyHint = hint
+	}
+	d.mu.Lock()
+	d.noteSpread(wl, gen, dec.Cluster, dec.Assignments())
+	d.mu.Unlock()
 	d.fleet.SetHint(key, dec.Assignments())
 	d.fleet.NoteDispatched(key)
 	books.Charge(cq.Name, dec.Flavor, p.need, 1)
 	writes.record(dec.Cluster, dec.Flavor, key, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
+			d.forgetSpread(wl.UID, gen)
 			if apierrors.IsConflict(err) {
 				// The informer's copy was behind; its update event brings
 				// another pass.

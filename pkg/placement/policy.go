@@ -124,6 +124,17 @@ func (p *Policy) Decide(wl *strata.Workload, flavors []string, targets []*Target
 
 // DecideShape is Decide for a workload whose Shape the caller keeps.
 func (p *Policy) DecideShape(wl *strata.Workload, shape string, flavors []string, targets []*Target) *Decision {
+	return p.DecideAvoiding(wl, shape, flavors, targets, nil)
+}
+
+// Avoider gives the domains a pod set must keep out of on a target:
+// topology spreading across the fleet, counted by the caller.
+type Avoider func(t *Target, ps *strata.PodSet) []tas.Avoid
+
+// DecideAvoiding is DecideShape where, with avoid not nil, each pod set
+// keeps out of the domains avoid gives on each target. Such answers
+// depend on more than the target and the shape, so they are not memoized.
+func (p *Policy) DecideAvoiding(wl *strata.Workload, shape string, flavors []string, targets []*Target, avoid Avoider) *Decision {
 	if len(flavors) == 0 {
 		for _, t := range targets {
 			if !slices.Contains(flavors, t.Flavor) {
@@ -143,7 +154,12 @@ func (p *Policy) DecideShape(wl *strata.Workload, shape string, flavors []string
 			d.Candidates = append(d.Candidates, c)
 			continue
 		}
-		a := p.evaluate(t, wl, shape)
+		var a *answer
+		if avoid != nil {
+			a = p.place(t, t.free, wl, avoid)
+		} else {
+			a = p.evaluate(t, wl, shape)
+		}
 		answers[t] = a
 		c.Fits, c.Domain, c.Level, c.Room, c.Reason = a.fits, a.domain, len(a.domain), a.room, a.reason
 		d.Candidates = append(d.Candidates, c)
@@ -274,7 +290,7 @@ func (p *Policy) evaluate(t *Target, wl *strata.Workload, shape string) *answer 
 	if a, ok := p.memo.Get(key); ok {
 		return a
 	}
-	a := p.place(t, t.free, wl)
+	a := p.place(t, t.free, wl, nil)
 	p.memo.Add(key, a)
 	return a
 }
@@ -289,15 +305,16 @@ func (p *Policy) fitsWhenEmpty(t *Target, wl *strata.Workload, shape string) boo
 		if err != nil {
 			e = &answer{reason: err.Error()}
 		} else {
-			e = p.place(t, empty, wl)
+			e = p.place(t, empty, wl, nil)
 		}
 		p.memo.Add(key, e)
 	}
 	return e.fits
 }
 
-// place runs the engine on s and gives the capacity back.
-func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer {
+// place runs the engine on s and gives the capacity back; with avoid,
+// each pod set keeps out of the domains it gives on t.
+func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload, avoid Avoider) *answer {
 	topology := t.Topology
 	if topology == "" {
 		topology = "of flavor " + t.Flavor
@@ -309,13 +326,20 @@ func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload) *answer 
 			return &answer{reason: fmt.Sprintf("pod set %s: %v", ps.Name, err), mismatch: true}
 		}
 		req := workload.Request(ps)
+		if avoid != nil {
+			req.Avoid = slices.Concat(req.Avoid, avoid(t, ps))
+		}
 		assignment, domain, room, err := s.FindWithRoom(req, p.opts)
 		if err != nil {
 			return &answer{reason: err.Error()}
 		}
 		return describe(t, &answer{fits: true, assignments: []*tas.Assignment{assignment}, domain: domain, room: room}, s.UncheckedReason(s.Unchecked(req)))
 	}
-	assignments, usage, err := workload.Place(s, topology, nil, wl, p.opts)
+	var avoidOn func(ps *strata.PodSet) []tas.Avoid
+	if avoid != nil {
+		avoidOn = func(ps *strata.PodSet) []tas.Avoid { return avoid(t, ps) }
+	}
+	assignments, usage, err := workload.PlaceAvoiding(s, topology, nil, wl, avoidOn, p.opts)
 	if err != nil {
 		a := &answer{reason: err.Error()}
 		var mismatch *workload.TopologyMismatchError
@@ -384,4 +408,41 @@ func Shape(wl *strata.Workload) string {
 		return fmt.Sprintf("%p", wl) // never shared
 	}
 	return string(data)
+}
+
+// SpreadAvoider is topology spreading across a fleet for wl: each of its
+// pod sets that asks for it keeps out, on each target, of the domains that
+// hold more than their share of the units of dispatched that count for it
+// (Kueue's rule over the whole fleet, workload.FleetSpreadCounts and
+// FleetSpreadAvoid). A rule whose level a target lacks does not apply
+// there. nil when wl does not spread.
+func SpreadAvoider(wl *strata.Workload, dispatched []workload.Dispatched) Avoider {
+	if !workload.Spreads(wl) {
+		return nil
+	}
+	// Per pod set, per cluster.
+	avoid := map[string]map[string][]tas.Avoid{}
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		sp := ps.TopologyRequest.GetTopologySpreading()
+		if sp == nil {
+			continue
+		}
+		avoid[ps.Name] = map[string][]tas.Avoid{}
+		for _, rule := range sp.Rules {
+			for cluster, a := range workload.FleetSpreadAvoid(rule, workload.FleetSpreadCounts(dispatched, wl, sp, rule.TopologyKey)) {
+				avoid[ps.Name][cluster] = append(avoid[ps.Name][cluster], a...)
+			}
+		}
+	}
+	return func(t *Target, ps *strata.PodSet) []tas.Avoid {
+		var out []tas.Avoid
+		levels := t.Levels()
+		for _, a := range avoid[ps.Name][t.Cluster] {
+			if slices.Contains(levels, a.Level) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
 }

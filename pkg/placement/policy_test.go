@@ -408,3 +408,34 @@ func TestSummaryCountsReflectedReservations(t *testing.T) {
 		t.Errorf("uid-0/1 takes capacity again (%d reservations)", a.Reservations())
 	}
 }
+
+// DecideAvoiding keeps each pod set out of the domains the avoider names
+// on each target, and does not memoize those answers.
+func TestDecideAvoiding(t *testing.T) {
+	// a's rack is the tighter one: without avoiding, the job goes there.
+	targets := []*Target{
+		target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(2, 8)}})),
+		target(t, "b", "gpu", cluster(t, [][][]int64{{rackOf(4, 8)}})),
+	}
+	wl := job(2, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) })
+	p := New(configv1beta1.Compact, tas.DefaultOptions(), 0)
+	if d := p.DecideShape(wl, Shape(wl), nil, targets); d.Cluster != "a" {
+		t.Fatalf("without avoiding: cluster %q, want a (%s)", d.Cluster, d.Reason)
+	}
+	avoidA := func(tg *Target, _ *strata.PodSet) []tas.Avoid {
+		if tg.Cluster == "a" {
+			return []tas.Avoid{{Level: block, Values: []string{"b0"}}}
+		}
+		return nil
+	}
+	d := p.DecideAvoiding(wl, Shape(wl), nil, targets, avoidA)
+	if d.Cluster != "b" {
+		t.Fatalf("avoiding a's block: cluster %q, want b (%s)", d.Cluster, d.Reason)
+	}
+	if !strings.Contains(d.Reason, "topology spreading") {
+		t.Errorf("reason %q does not say a's nodes were skipped for topology spreading", d.Reason)
+	}
+	if d := p.DecideShape(wl, Shape(wl), nil, targets); d.Cluster != "a" {
+		t.Errorf("after an avoiding decision: cluster %q, want a: the avoiding answer was memoized", d.Cluster)
+	}
+}

@@ -79,7 +79,7 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 				why = append(why, fmt.Sprintf("%s/%s: %v", t.Cluster, t.Flavor, err))
 				break
 			}
-			if a := p.place(t, s, wl); a.fits {
+			if a := p.place(t, s, wl, nil); a.fits {
 				options = append(options, preemptionOption{t: t, entry: e, a: a})
 				found = true
 				break

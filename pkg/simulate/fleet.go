@@ -15,6 +15,7 @@ import (
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/replay"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 // ClusterArg is one --cluster NAME=FILE_OR_DIR.
@@ -119,6 +120,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 	hub := newRunState(f.Hub)
 	items := hubItems(f.Hub.Workloads)
 	results := make([]Result, 0, len(items))
+	var dispatched []workload.Dispatched
 	for i, item := range items {
 		// Offline, a Job's queue label is not resolved: the ClusterQueue in
 		// the input, or none, gives the flavor order.
@@ -126,7 +128,8 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		d := policy.Decide(wl, order, targets)
+		// Topology spreading counts, fleet-wide, what was placed before.
+		d := policy.DecideAvoiding(wl, placement.Shape(wl), order, targets, placement.SpreadAvoider(wl, dispatched))
 		res.Cluster = &d.Cluster
 		res.Reason = d.Reason
 		if d.Cluster == "" && !d.NeverFits {
@@ -161,6 +164,11 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				assignments[k] = ps.Assignment
 			}
 			res.Admitted, res.PodSets = true, podSetResults(wl, d.Flavor, assignments)
+			hints := map[string]*tas.Assignment{}
+			for k, ps := range d.PodSets {
+				hints[ps.Name] = assignments[k]
+			}
+			dispatched = append(dispatched, workload.Dispatched{Workload: wl, Cluster: d.Cluster, Hints: hints})
 		}
 		results = append(results, res)
 	}

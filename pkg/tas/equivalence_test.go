@@ -21,7 +21,7 @@ import (
 // domains, same counts. Seeded, so a failure names a reproducible case.
 func TestHubAnswersAsTheAgent(t *testing.T) {
 	const clusters, requestsPerCluster = 400, 12
-	fits, misses, partials := 0, 0, 0
+	fits, misses, partials, avoided := 0, 0, 0, 0
 	for seed := range uint64(clusters) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		agent, levels := randomCluster(rng)
@@ -33,10 +33,26 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
+		avoidRng := rand.New(rand.NewPCG(seed, 13)) // apart, so that the other cases stay as they were
 		for i := range requestsPerCluster {
 			reqs := randomRequests(rng, levels)
 			o := randomOptions(rng)
-			name := fmt.Sprintf("seed %d request %d: %s with %+v", seed, i, describe(reqs), o)
+			// Topology spreading's avoided domains, at the top level (the
+			// summary's leaf is at or below it): a block, or a rack where
+			// racks are the top.
+			if avoidRng.IntN(4) == 0 {
+				b := avoidRng.IntN(3)
+				values := []string{fmt.Sprintf("b%d", b)}
+				if levels[0] == rack {
+					values = []string{fmt.Sprintf("b%d-r%d", b, avoidRng.IntN(4))}
+				}
+				avoid := []Avoid{{Level: levels[0], Values: values, Preferred: avoidRng.IntN(2) == 0}}
+				for k := range reqs {
+					reqs[k].Avoid = avoid
+				}
+				avoided++
+			}
+			name := fmt.Sprintf("seed %d request %d: %s avoiding %+v with %+v", seed, i, describe(reqs), reqs[0].Avoid, o)
 			var want, got []*Assignment
 			var wantErr, gotErr error
 			if len(reqs) == 1 {
@@ -45,13 +61,21 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 				h, gotErr = hub.FindAssignment(reqs[0], o)
 				want, got = []*Assignment{a}, []*Assignment{h}
 				if gotErr == nil {
-					checkRoom(t, name, hub, reqs[0], o)
+					// A hub copy is placed on the worker without avoiding
+					// (the hub spread it). Room is checked on requests that
+					// avoid nothing: with avoiding, the room leaves the avoided
+					// domains' capacity out.
+					plain := reqs[0]
+					plain.Avoid = nil
+					if len(reqs[0].Avoid) == 0 {
+						checkRoom(t, name, hub, reqs[0], o)
+					}
 					// The agent, told the hub's answer, places the pods in its
 					// domains; as it would on its own, but for balanced,
 					// unconstrained and preferred-host placements, which it
 					// packs per domain rather than over the whole flavor.
 					if wantErr == nil && agent.hostIsLowest {
-						as, err := agent.FindAssignmentFollowingHint(reqs[0], h, o)
+						as, err := agent.FindAssignmentFollowingHint(plain, h, o)
 						switch {
 						case err != nil:
 							t.Errorf("%s: FindAssignmentFollowingHint: %v", name, err)
@@ -98,7 +122,10 @@ func TestHubAnswersAsTheAgent(t *testing.T) {
 	if partials < fits/40 {
 		t.Errorf("only %d of the %d fits have a partial slice", partials, fits)
 	}
-	t.Logf("%d requests fit (%d with a partial slice), %d did not", fits, partials, misses)
+	if avoided < (fits+misses)/8 {
+		t.Errorf("only %d of %d requests avoid a domain", avoided, fits+misses)
+	}
+	t.Logf("%d requests fit (%d with a partial slice), %d did not; %d avoided a domain", fits, partials, misses, avoided)
 }
 
 // projectAgent reports an agent assignment at the leaf level.

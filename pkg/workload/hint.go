@@ -33,20 +33,9 @@ func TopologyHints(wl *strata.Workload) (map[string]*tas.Assignment, error) {
 	if !ok {
 		return nil, nil
 	}
-	var hints map[string]*strata.TopologyAssignment
-	if err := json.Unmarshal([]byte(v), &hints); err != nil {
+	out, err := DecodeHints(v)
+	if err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", strata.TopologyHintAnnotation, err)
-	}
-	out := make(map[string]*tas.Assignment, len(hints))
-	for name, ta := range hints {
-		if ta == nil {
-			continue
-		}
-		a, err := tas.Decode(ta)
-		if err != nil {
-			return nil, fmt.Errorf("annotation %s, pod set %s: %w", strata.TopologyHintAnnotation, name, err)
-		}
-		out[name] = a
 	}
 	return out, nil
 }

@@ -27,6 +27,26 @@ func Place(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.T
 // SpreadAvoid). admitted are the workloads admitted on snap; nil counts
 // none.
 func PlaceSpread(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.Toleration, wl *strata.Workload, admitted []*strata.Workload, opts tas.Options) ([]*tas.Assignment, []tas.Usage, error) {
+	return PlaceAvoiding(snap, topologyName, flavorTolerations, wl, func(ps *strata.PodSet) []tas.Avoid {
+		var avoid []tas.Avoid
+		if sp := ps.TopologyRequest.GetTopologySpreading(); sp != nil {
+			for _, rule := range sp.Rules {
+				// A level this topology lacks: the rule does not apply
+				// here (Kueue's: the rule is ignored for the flavor).
+				if slices.Contains(snap.Levels(), rule.TopologyKey) {
+					avoid = append(avoid, SpreadAvoid(rule, SpreadCounts(snap, admitted, wl, sp, rule.TopologyKey))...)
+				}
+			}
+		}
+		return avoid
+	}, opts)
+}
+
+// PlaceAvoiding is Place where each pod set also keeps out of the domains
+// avoid gives for it (nil: none): topology spreading, counted by the
+// caller.
+func PlaceAvoiding(snap *tas.Snapshot, topologyName string, flavorTolerations []corev1.Toleration, wl *strata.Workload,
+	avoid func(ps *strata.PodSet) []tas.Avoid, opts tas.Options) ([]*tas.Assignment, []tas.Usage, error) {
 	podSets := wl.Spec.PodSets
 	// A hint that does not parse is only a hint: the pods are placed
 	// without it.
@@ -53,14 +73,8 @@ func PlaceSpread(snap *tas.Snapshot, topologyName string, flavorTolerations []co
 			reqs[k] = Request(ps)
 			// A new slice: the pod set's may be shared with a cache.
 			reqs[k].Tolerations = slices.Concat(reqs[k].Tolerations, flavorTolerations)
-			if sp := ps.TopologyRequest.GetTopologySpreading(); sp != nil {
-				for _, rule := range sp.Rules {
-					// A level this topology lacks: the rule does not apply
-					// here (Kueue's: the rule is ignored for the flavor).
-					if slices.Contains(snap.Levels(), rule.TopologyKey) {
-						reqs[k].Avoid = append(reqs[k].Avoid, SpreadAvoid(rule, SpreadCounts(snap, admitted, wl, sp, rule.TopologyKey))...)
-					}
-				}
+			if avoid != nil {
+				reqs[k].Avoid = slices.Concat(reqs[k].Avoid, avoid(ps))
 			}
 		}
 		var as, commit []*tas.Assignment

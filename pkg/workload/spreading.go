@@ -203,3 +203,81 @@ func SpreadAvoid(rule strata.TopologySpreadingRule, counts map[string]int) []tas
 	}
 	return out
 }
+
+// Dispatched is a workload the hub has sent to a worker, as topology
+// spreading across the fleet counts it: the cluster and the placement the
+// hub planned there, per pod set name, at the summary's leaf level.
+type Dispatched struct {
+	Workload *strata.Workload
+	Cluster  string
+	Hints    map[string]*tas.Assignment
+}
+
+// FleetSpreadCounts is SpreadCounts across a fleet: per (cluster, domain
+// of level), keyed "<cluster>/<values joined by "/">", the units of the
+// dispatched workloads that count for wl's spreading sp. A unit counts once
+// in every domain its planned pods are in; a plan whose levels lack level
+// (a summary that stops above it) tells nothing and is left out.
+func FleetSpreadCounts(dispatched []Dispatched, wl *strata.Workload, sp *strata.TopologySpreading, level string) map[string]int {
+	counts := map[string]int{}
+	for _, d := range dispatched {
+		if !spreadMatches(wl, d.Workload, sp) {
+			continue
+		}
+		for _, unit := range spreadingUnits(d.Workload) {
+			in := map[string]bool{}
+			for _, name := range unit {
+				a := d.Hints[name]
+				if a == nil {
+					continue
+				}
+				idx := slices.Index(a.Levels, level)
+				if idx < 0 {
+					continue
+				}
+				for _, dom := range a.Domains {
+					if len(dom.Values) > idx {
+						in[d.Cluster+"/"+strings.Join(dom.Values[:idx+1], "/")] = true
+					}
+				}
+			}
+			for k := range in {
+				counts[k]++
+			}
+		}
+	}
+	return counts
+}
+
+// FleetSpreadAvoid turns fleet counts (FleetSpreadCounts) into the domains
+// a new unit must avoid on each cluster, by SpreadAvoid's rule over the
+// whole fleet: N counts every cluster's units.
+func FleetSpreadAvoid(rule strata.TopologySpreadingRule, counts map[string]int) map[string][]tas.Avoid {
+	out := map[string][]tas.Avoid{}
+	for _, a := range SpreadAvoid(rule, counts) {
+		cluster := a.Values[0]
+		a.Values = a.Values[1:]
+		out[cluster] = append(out[cluster], a)
+	}
+	return out
+}
+
+// DecodeHints reads hints as EncodeTopologyHints writes them.
+func DecodeHints(v string) (map[string]*tas.Assignment, error) {
+	var hints map[string]*strata.TopologyAssignment
+	if err := json.Unmarshal([]byte(v), &hints); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*tas.Assignment, len(hints))
+	for name, ta := range hints {
+		if ta == nil {
+			continue
+		}
+		a, err := tas.Decode(ta)
+		if err != nil {
+			return nil, fmt.Errorf("pod set %s: %w", name, err)
+		}
+		out[name] = a
+	}
+	return out, nil
+}

@@ -150,3 +150,43 @@ func TestSpreadCounts(t *testing.T) {
 		t.Errorf("SpreadCounts() (-want,+got):\n%s", diff)
 	}
 }
+
+func TestFleetSpreadCounts(t *testing.T) {
+	plan := func(values ...[]string) map[string]*tas.Assignment {
+		a := &tas.Assignment{Levels: []string{"block", "rack"}}
+		for _, v := range values {
+			a.Domains = append(a.Domains, tas.DomainAssignment{Values: v, Count: 1})
+		}
+		return map[string]*tas.Assignment{"main": a}
+	}
+	wl := func(name, app string) *strata.Workload {
+		w := &strata.Workload{}
+		w.Name, w.Namespace, w.Labels = name, "ns", map[string]string{"app": app}
+		w.Spec.PodSets = []strata.PodSet{{Name: "main", Count: 1}}
+		return w
+	}
+	sp := &strata.TopologySpreading{WorkloadLabelSelectors: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "In", Values: []string{"web"}}}}
+	me := wl("me", "web")
+	dispatched := []Dispatched{
+		{Workload: wl("a", "web"), Cluster: "w1", Hints: plan([]string{"b1", "r1"}, []string{"b1", "r2"})}, // one unit in w1's b1
+		{Workload: wl("b", "web"), Cluster: "w2", Hints: plan([]string{"b1", "r1"})},                       // the same names, another worker
+		{Workload: wl("c", "db"), Cluster: "w2", Hints: plan([]string{"b2", "r1"})},                        // not selected
+		{Workload: wl("d", "web"), Cluster: "w3"},                                                          // no plan: tells nothing
+		{Workload: wl("e", "web"), Cluster: "w3", Hints: map[string]*tas.Assignment{"main": {Levels: []string{"zone"}, Domains: []tas.DomainAssignment{{Values: []string{"z1"}, Count: 1}}}}},
+	}
+	got := FleetSpreadCounts(dispatched, me, sp, "block")
+	if diff := cmp.Diff(map[string]int{"w1/b1": 1, "w2/b1": 1}, got); diff != "" {
+		t.Errorf("FleetSpreadCounts(block) (-want,+got):\n%s", diff)
+	}
+	got = FleetSpreadCounts(dispatched, me, sp, "rack")
+	if diff := cmp.Diff(map[string]int{"w1/b1/r1": 1, "w1/b1/r2": 1, "w2/b1/r1": 1}, got); diff != "" {
+		t.Errorf("FleetSpreadCounts(rack) (-want,+got):\n%s", diff)
+	}
+
+	rule := strata.TopologySpreadingRule{TopologyKey: "block", MaxShareAllowingPlacement: resource.MustParse("0.34")}
+	avoid := FleetSpreadAvoid(rule, map[string]int{"w1/b1": 2, "w2/b1": 1, "w2/b2": 1})
+	want := map[string][]tas.Avoid{"w1": {{Level: "block", Values: []string{"b1"}}}}
+	if diff := cmp.Diff(want, avoid); diff != "" {
+		t.Errorf("FleetSpreadAvoid() (-want,+got):\n%s", diff)
+	}
+}

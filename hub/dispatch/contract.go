@@ -11,6 +11,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -178,8 +179,8 @@ func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult,
 }
 
 // RecordAdmission copies the worker's admission of the current dispatch
-// into the hub Workload's status, under the hub's ClusterQueue; false when
-// nothing changed.
+// into the hub Workload's status, under the hub's ClusterQueue, with the
+// copy's reclaimable pods; false when nothing changed.
 func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL *strata.Workload, now time.Time) bool {
 	p := status.Placement
 	if p == nil || p.Cluster == "" || copyWL.Status.Admission == nil {
@@ -194,6 +195,12 @@ func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL 
 		}
 	}
 	status.Admission = admission
+	// The finished part of the copy (Kueue's reclaimable pods) frees its
+	// quota at the hub as it does on the worker.
+	if !equality.Semantic.DeepEqual(status.ReclaimablePods, copyWL.Status.ReclaimablePods) {
+		status.ReclaimablePods = slices.Clone(copyWL.Status.ReclaimablePods)
+		changed = true
+	}
 	if n := len(p.Attempts); n > 0 && p.Attempts[n-1].DispatchGeneration == p.DispatchGeneration && p.Attempts[n-1].Result != strata.PlacementAdmitted {
 		p.Attempts[n-1].Result, p.Attempts[n-1].Time = strata.PlacementAdmitted, metav1.NewTime(now)
 		changed = true

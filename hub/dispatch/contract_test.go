@@ -137,6 +137,13 @@ func TestDispatchRecords(t *testing.T) {
 	if _, _, _, ok := Placed(&strata.Workload{Status: st}); !ok {
 		t.Error("Placed() = false for an admitted dispatch")
 	}
+	copyWL.Status.ReclaimablePods = []strata.ReclaimablePod{{Name: "main", Count: 3}}
+	if !RecordAdmission(&st, "hub-cq", copyWL, t0.Add(8*time.Minute)) {
+		t.Error("RecordAdmission() = false when the copy's reclaimable pods changed")
+	}
+	if diff := cmp.Diff(copyWL.Status.ReclaimablePods, st.ReclaimablePods); diff != "" {
+		t.Errorf("reclaimable pods (-copy,+hub):\n%s", diff)
+	}
 
 	// Outcomes clear the placement (a preemption mark too) and the
 	// admission, keep the generation.

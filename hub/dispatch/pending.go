@@ -195,11 +195,16 @@ func (d *Dispatcher) job(ctx context.Context, e *entry) (*jobEntry, error) {
 	return &jobEntry{job: j, deleting: !j.Object().GetDeletionTimestamp().IsZero()}, nil
 }
 
-// chargeUsage adds a dispatched Workload's requests to its queue's usage
-// of its flavor.
+// chargeUsage adds a dispatched Workload's requests, less its reclaimable
+// pods', to its queue's usage of its flavor.
 func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor string, e *entry) {
 	if usage[cq] == nil {
 		usage[cq] = map[string]corev1.ResourceList{}
 	}
-	queue.AddRequests(usage[cq], flavor, e.need)
+	used := e.need
+	if len(e.wl.Status.ReclaimablePods) > 0 {
+		// Its finished part gives its quota back (reclaimable pods).
+		used = queue.WorkloadUsage(e.wl)
+	}
+	queue.AddRequests(usage[cq], flavor, used)
 }

@@ -157,6 +157,30 @@ func WorkloadRequests(wl *strata.Workload) corev1.ResourceList {
 	return need
 }
 
+// WorkloadUsage is what an admitted workload uses of quota:
+// WorkloadRequests less its reclaimable pods (status.reclaimablePods, the
+// finished part Kueue gives back), each pod using its pod set's requests.
+func WorkloadUsage(wl *strata.Workload) corev1.ResourceList {
+	if len(wl.Status.ReclaimablePods) == 0 {
+		return WorkloadRequests(wl)
+	}
+	used := corev1.ResourceList{}
+	for i := range wl.Spec.PodSets {
+		ps := wl.Spec.PodSets[i]
+		for _, r := range wl.Status.ReclaimablePods {
+			if r.Name == ps.Name {
+				ps.Count = max(ps.Count-r.Count, 0)
+			}
+		}
+		for name, v := range TotalRequests(&ps) {
+			sum := used[name]
+			sum.Add(v)
+			used[name] = sum
+		}
+	}
+	return used
+}
+
 // CheckQuotaOf is CheckQuota for a workload that requests need in all
 // (WorkloadRequests), for a caller that keeps it.
 func CheckQuotaOf(fq strata.FlavorQuotas, used, need corev1.ResourceList) (err error, never bool) {

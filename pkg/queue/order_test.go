@@ -263,3 +263,20 @@ func TestKeyLess(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkloadUsage(t *testing.T) {
+	wl := testutil.MakeWorkload("w", "ns").PodSets(
+		testutil.MakePodSet("leader", 1, "cpu", "2").Obj(),
+		testutil.MakePodSet("workers", 4, "cpu", "1", "nvidia.com/gpu", "1").Obj(),
+	).Obj()
+	if diff := cmp.Diff(rl("cpu", "6", "nvidia.com/gpu", "4"), WorkloadUsage(wl)); diff != "" {
+		t.Errorf("without reclaimable pods (-want,+got):\n%s", diff)
+	}
+	wl.Status.ReclaimablePods = []strata.ReclaimablePod{{Name: "workers", Count: 3}, {Name: "gone", Count: 9}}
+	if diff := cmp.Diff(rl("cpu", "3", "nvidia.com/gpu", "1"), WorkloadUsage(wl)); diff != "" {
+		t.Errorf("3 workers reclaimable (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(rl("cpu", "6", "nvidia.com/gpu", "4"), WorkloadRequests(wl)); diff != "" {
+		t.Errorf("WorkloadRequests changed (-want,+got):\n%s", diff)
+	}
+}

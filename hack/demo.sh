@@ -8,11 +8,14 @@
 #   east  A100 nodes, fragmented racks    /  chart, running the same way
 #
 # west is registered through a kubeconfig Secret, east through a
-# ClusterProfile (with an exec credential plugin). JobSet's CRD is on every
-# cluster, its controller (bin/k8s/jobset) runs for each worker. The Jobs
-# and the JobSet of docs/examples/fleet/hub are submitted to the hub; the
-# script prints where each landed (cluster, flavor, racks; for the JobSet,
-# where each of its Jobs ran) or why it waits, and the
+# ClusterProfile (with an exec credential plugin). The CRDs of JobSet,
+# LeaderWorkerSet and MPIJob are on every cluster; their controllers
+# (bin/k8s/jobset, lws, mpi-operator) run for each worker. The Jobs and the
+# JobSet of docs/examples/fleet/hub, and the LeaderWorkerSet and the MPIJob
+# of docs/examples/fleet/hub-kinds, are submitted to the hub; the script
+# prints where each landed (cluster, flavor, racks; for the JobSet, where
+# each of its Jobs ran; for the LeaderWorkerSet, each group; for the
+# MPIJob, the launcher and the workers) or why it waits, and the
 # WorkerClusters. Everything keeps running; kubeconfigs and logs are in
 # .demo/. hack/demo.sh down removes it all. Running it again while the demo
 # is up only prints the results again.
@@ -43,7 +46,7 @@ down() {
   local c
   for c in "${CLUSTERS[@]}"; do
     local p
-    for p in "${DEMO}/${c}.pid" "${DEMO}/jobset-${c}.pid"; do
+    for p in "${DEMO}/${c}.pid" "${DEMO}/jobset-${c}.pid" "${DEMO}/lws-${c}.pid" "${DEMO}/mpi-operator-${c}.pid"; do
       if [[ -f "${p}" ]]; then
         kill "$(cat "${p}")" 2>/dev/null || true
       fi
@@ -72,10 +75,15 @@ start() {
 
 results() {
   printf '\n%-18s %-8s %-9s %-28s %s\n' JOB CLUSTER FLAVOR RACKS "NODES (pods) / WHY IT WAITS"
-  local wl job admitted cluster flavor reason nodes racks
+  local wl job sel admitted cluster flavor reason nodes racks
   for wl in $(k hub get workloads -n ml -o jsonpath='{.items[*].metadata.name}'); do
     job=${wl#job-}
-    [[ "${wl}" == jobset-* ]] && job="jobset/${wl#jobset-}"
+    sel="strata.dev/workload=${wl}"
+    case "${wl}" in
+      jobset-*) job="jobset/${wl#jobset-}" ;;
+      mpijob-*) job="mpijob/${wl#mpijob-}" ;;
+      lwsset-*) job="lws/${wl#lwsset-}" sel="leaderworkerset.sigs.k8s.io/name=${wl#lwsset-}" ;;
+    esac
     admitted=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].status}')
     if [[ "${admitted}" != "True" ]]; then
       reason=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].message}')
@@ -84,8 +92,8 @@ results() {
     fi
     cluster=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.placement.cluster}')
     flavor=$(k hub get workload -n ml "${wl}" -o jsonpath='{.status.placement.flavor}')
-    nodes=$(k "${cluster}" get pods -n ml -l "strata.dev/workload=${wl}" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort | uniq -c | awk '{printf "%s(%s) ", $2, $1}')
-    racks=$(for n in $(k "${cluster}" get pods -n ml -l "strata.dev/workload=${wl}" -o jsonpath='{.items[*].spec.nodeName}'); do
+    nodes=$(k "${cluster}" get pods -n ml -l "${sel}" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort | uniq -c | awk '{printf "%s(%s) ", $2, $1}')
+    racks=$(for n in $(k "${cluster}" get pods -n ml -l "${sel}" -o jsonpath='{.items[*].spec.nodeName}'); do
       k "${cluster}" get node "${n}" -o jsonpath='{.metadata.labels.cloud\.provider\.com/topology-block}/{.metadata.labels.cloud\.provider\.com/topology-rack}{"\n"}'
     done | sort -u | tr '\n' ' ')
     printf '%-18s %-8s %-9s %-28s %s\n' "${job}" "${cluster}" "${flavor}" "${racks:-(pods not created yet)}" "${nodes}"
@@ -95,6 +103,17 @@ results() {
         -o jsonpath='{range .items[*]}{.metadata.labels.jobset\.sigs\.k8s\.io/replicatedjob-name}-{.metadata.labels.jobset\.sigs\.k8s\.io/job-index} {.spec.nodeName}{"\n"}{end}' |
         sort | uniq -c | awk '{printf "%-18s %-8s %-9s %-28s %s(%s)\n", "  Job " $2, "", "", "", $3, $1}'
     fi
+  done
+  # The LeaderWorkerSet's groups and the MPIJob's pods, by role, on the
+  # worker each went to.
+  local w
+  for w in "${WORKERS[@]}"; do
+    k "${w}" get pods -n ml -l leaderworkerset.sigs.k8s.io/name \
+      -o jsonpath='{range .items[*]}{"lws/"}{.metadata.labels.leaderworkerset\.sigs\.k8s\.io/name}{" group "}{.metadata.labels.leaderworkerset\.sigs\.k8s\.io/group-index}{" "}{.spec.nodeName}{"\n"}{end}' 2>/dev/null |
+      sort | uniq -c | awk -v w="${w}" '{printf "%-18s %-8s %-9s %-28s %s(%s)\n", $2 " " $3 " " $4, w, "", "", $5, $1}'
+    k "${w}" get pods -n ml -l training.kubeflow.org/job-role \
+      -o jsonpath='{range .items[*]}{"mpijob/"}{.metadata.labels.training\.kubeflow\.org/job-name}{" "}{.metadata.labels.training\.kubeflow\.org/job-role}{" "}{.spec.nodeName}{"\n"}{end}' 2>/dev/null |
+      sort | uniq -c | awk -v w="${w}" '{printf "%-18s %-8s %-9s %-28s %s(%s)\n", $2 " " $3, w, "", "", $4, $1}'
   done
   printf '\n'
   k hub get workerclusters
@@ -107,7 +126,7 @@ results() {
 The fleet keeps running. Look around:
   kubectl --kubeconfig .demo/hub.kubeconfig get jobs,workloads -n ml     # the hub's view
   kubectl --kubeconfig .demo/west.kubeconfig get jobs,pods -n ml -o wide # a worker's
-  logs: .demo/hub.log .demo/west.log .demo/east.log .demo/jobset-west.log .demo/jobset-east.log
+  logs: .demo/hub.log .demo/west.log .demo/east.log, and .demo/{jobset,lws,mpi-operator}-{west,east}.log
 Offline, the same question: go run ./pkg/cmd/kubectl-strata simulate \\
   --cluster west=docs/examples/fleet/west --cluster east=docs/examples/fleet/east -f docs/examples/fleet/hub
 Remove it all: make demo-down
@@ -120,9 +139,8 @@ if [[ "${1:-}" == "down" ]]; then
   exit 0
 fi
 
-# Only what the demo runs: not the MPI operator's or LeaderWorkerSet's
-# controllers (the e2e's workers run those).
-"${ROOT}/hack/k8s-binaries.sh" etcd kubernetes kwok helm jobset
+# Only what the demo runs (it runs every kind's controller).
+"${ROOT}/hack/k8s-binaries.sh" etcd kubernetes kwok helm jobset mpi-operator lws
 if running; then
   say "the demo is already running (make demo-down removes it)"
   results
@@ -159,6 +177,26 @@ for w in "${WORKERS[@]}"; do
   "${BIN}/jobset" --kubeconfig "$(kc "${w}")" --config "${config}" --metrics-bind-address 0 \
     --health-probe-bind-address 127.0.0.1:0 >"${DEMO}/jobset-${w}.log" 2>&1 &
   echo $! >"${DEMO}/jobset-${w}.pid"
+done
+
+say "installing the LeaderWorkerSet and MPIJob CRDs on every cluster and running their controllers for west and east"
+lws_dir=$(cd "${ROOT}" && go mod download sigs.k8s.io/lws && go list -m -f '{{.Dir}}' sigs.k8s.io/lws)
+mpi_dir=$(cd "${ROOT}" && go mod download github.com/kubeflow/mpi-operator && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)
+for c in "${CLUSTERS[@]}"; do
+  k "${c}" apply --server-side -f "${lws_dir}/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" >/dev/null
+  k "${c}" apply --server-side -f "${mpi_dir}/manifests/base/kubeflow.org_mpijobs.yaml" >/dev/null
+  for _ in $(seq 60); do # until the API server serves them
+    k "${c}" get leaderworkersets,mpijobs -A >/dev/null 2>&1 && break
+    sleep 1
+  done
+done
+for w in "${WORKERS[@]}"; do
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  config=$(cd "${ROOT}" && go run ./test/kwokcluster/jobset-webhooks --controller lws --kubeconfig "$(kc "${w}")" --dir "${DEMO}/lws-${w}" --port "${port}")
+  "${BIN}/lws" --kubeconfig "$(kc "${w}")" --config "${config}" >"${DEMO}/lws-${w}.log" 2>&1 &
+  echo $! >"${DEMO}/lws-${w}.pid"
+  "${BIN}/mpi-operator" --kubeconfig "$(kc "${w}")" >"${DEMO}/mpi-operator-${w}.log" 2>&1 &
+  echo $! >"${DEMO}/mpi-operator-${w}.pid"
 done
 
 say "installing the strata-hub chart on hub, the strata-agent chart on west and east"
@@ -280,17 +318,31 @@ for w in "${WORKERS[@]}"; do
   fi
 done
 
-say "submitting the Jobs and the JobSet of docs/examples/fleet/hub to the hub"
+say "submitting the Jobs and the JobSet of docs/examples/fleet/hub, the LeaderWorkerSet and the MPIJob of docs/examples/fleet/hub-kinds to the hub"
 k hub create namespace ml >/dev/null
 k hub apply -f "${ROOT}/docs/examples/fleet/hub/queue.yaml" >/dev/null
 k hub apply -f "${ROOT}/docs/examples/fleet/hub/jobs.yaml"
 k hub apply -f "${ROOT}/docs/examples/fleet/hub/jobset.yaml"
-jobs=$(( $(k hub get jobs -n ml --no-headers | wc -l) + $(k hub get jobsets -n ml --no-headers | wc -l) ))
+k hub apply -f "${ROOT}/docs/examples/fleet/hub-kinds/"
+# At least one Workload per object (a LeaderWorkerSet may have one per
+# group); every one decided.
+objects=$(k hub get jobs,jobsets,leaderworkersets,mpijobs -n ml --no-headers | wc -l)
 for _ in $(seq 120); do
+  total=$(k hub get workloads -n ml --no-headers 2>/dev/null | wc -l)
   decided=$(k hub get workloads -n ml -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Admitted")].reason}{"\n"}{end}' \
     | grep -c -e Admitted -e Pending -e NoClusterFits || true)
-  [[ "${decided}" -ge "${jobs}" ]] && break
+  [[ "${total}" -ge "${objects}" && "${decided}" -ge "${total}" ]] && break
   sleep 1
 done
-sleep 2 # the workers' Job controllers create the admitted Jobs' pods
+# The workers' controllers create the admitted jobs' pods: the
+# LeaderWorkerSet's 2 groups of 3, the MPIJob's launcher and 2 workers.
+for _ in $(seq 60); do
+  pods=0
+  for w in "${WORKERS[@]}"; do
+    pods=$(( pods + $(k "${w}" get pods -n ml -l 'leaderworkerset.sigs.k8s.io/name' --no-headers 2>/dev/null | wc -l) \
+      + $(k "${w}" get pods -n ml -l 'training.kubeflow.org/job-role' --no-headers 2>/dev/null | wc -l) ))
+  done
+  [[ "${pods}" -ge 9 ]] && break
+  sleep 1
+done
 results

@@ -1,8 +1,10 @@
-// Command jobset-webhooks prepares JobSet's controller for a kwok cluster
-// (see kwokcluster.PrepareJobSetController) and prints its configuration
-// file: hack/demo.sh runs bin/k8s/jobset with it.
+// Command jobset-webhooks prepares JobSet's controller, or with
+// --controller lws LeaderWorkerSet's, for a kwok cluster (see
+// kwokcluster.PrepareJobSetController, PrepareLWSController) and prints its
+// configuration file: hack/demo.sh runs bin/k8s/jobset (bin/k8s/lws) with
+// it.
 //
-//	go run ./test/kwokcluster/jobset-webhooks --kubeconfig K --dir D --port P
+//	go run ./test/kwokcluster/jobset-webhooks --kubeconfig K --dir D --port P [--controller lws]
 package main
 
 import (
@@ -24,15 +26,16 @@ func main() {
 	fs := flag.NewFlagSet("jobset-webhooks", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "an admin kubeconfig of the cluster")
 	dir := fs.String("dir", "", "where the certificate and the configuration go")
-	port := fs.Int("port", 0, "the port JobSet's webhooks listen on, on 127.0.0.1")
+	port := fs.Int("port", 0, "the port the controller's webhooks listen on, on 127.0.0.1")
+	controller := fs.String("controller", "jobset", "jobset or lws")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits on a bad flag
-	if err := run(*kubeconfig, *dir, *port); err != nil {
+	if err := run(*kubeconfig, *dir, *port, *controller); err != nil {
 		fmt.Fprintln(os.Stderr, "jobset-webhooks:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, dir string, port int) error {
+func run(kubeconfig, dir string, port int, controller string) error {
 	if kubeconfig == "" || dir == "" || port == 0 {
 		return fmt.Errorf("--kubeconfig, --dir and --port are required")
 	}
@@ -44,7 +47,15 @@ func run(kubeconfig, dir string, port int) error {
 	if err != nil {
 		return err
 	}
-	config, err := kwokcluster.PrepareJobSetController(context.Background(), c, dir, port)
+	prepare := kwokcluster.PrepareJobSetController
+	switch controller {
+	case "jobset":
+	case "lws":
+		prepare = kwokcluster.PrepareLWSController
+	default:
+		return fmt.Errorf("--controller %q: want jobset or lws", controller)
+	}
+	config, err := prepare(context.Background(), c, dir, port)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,8 @@ engine strata-agent runs. It reads multi-document YAML or JSON: Nodes (as
 count as used), Topology, ResourceFlavor, optional ClusterQueue (flavor
 order) and LocalQueues (a Job's strata.dev/queue-name names a LocalQueue of
 its namespace when the input has one, else a ClusterQueue), and the
-workloads: batch/v1 Jobs with the pod-set annotations, or
+workloads: batch/v1 Jobs, JobSets, MPIJobs (kubeflow.org/v2beta1) and
+LeaderWorkerSets (one workload per group) with the pod-set annotations, or
 Workloads. Workloads are placed in file order, each taking capacity from the
 next.
 

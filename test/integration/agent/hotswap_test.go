@@ -379,6 +379,7 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 			}, timeout).Should(Succeed())
 			Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hosts[1]}})).To(Succeed())
 			expectEvictedForNodeFailure(ctx, job, "2 nodes failed", "tas-unhealthy-nodes-eviction-threshold allows 1")
+			Expect(workloadOf(Default, ctx, job).Status.UnhealthyNodes).To(BeEmpty(), "requeued, it has no node to replace")
 		})
 
 		It("refuses a threshold outside 1 to 8, saying so", func(ctx SpecContext) {

@@ -71,7 +71,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	if err != nil {
 		return 0, err
 	}
-	d.holdReclaims(waiting, books)
+	d.holdReclaims(waiting, view.dispatched, books)
 	var errs []error
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },

@@ -53,10 +53,14 @@ func Evicting(wl *strata.Workload) bool {
 }
 
 // holdReclaims charges the books with the quota of every reclaim under
-// way whose preemptor still waits, and forgets the others (dispatched as
-// the informer or this process's record shows, or gone): what the
-// victims free is their preemptor's.
-func (d *Dispatcher) holdReclaims(waiting []pending, books *queue.Books) {
+// way whose preemptor still waits: what the victims free is their
+// preemptor's. A preemptor dispatched but not admitted yet (dispatched,
+// as the informer shows them, or this process's record) keeps its reclaim
+// uncharged (its dispatch
+// charges its quota), so that should its worker refuse it, the quota is
+// held again while it waits, and the victims do not take it back first.
+// The others are forgotten: admitted, or gone.
+func (d *Dispatcher) holdReclaims(waiting []pending, dispatched []dispatched, books *queue.Books) {
 	if len(d.reclaims) == 0 {
 		return
 	}
@@ -64,12 +68,28 @@ func (d *Dispatcher) holdReclaims(waiting []pending, books *queue.Books) {
 	for _, p := range waiting {
 		live[p.uid] = true
 	}
-	for uid, r := range d.reclaims {
-		if !live[uid] {
-			delete(d.reclaims, uid)
-			continue
+	inFlight := map[types.UID]bool{}
+	for _, x := range dispatched {
+		if x.e.wl.Status.Admission == nil {
+			inFlight[x.e.uid] = true
 		}
-		books.Charge(r.queue, r.flavor, r.need, 1)
+	}
+	// Dispatches this process recorded that the informer does not show
+	// yet are in flight too.
+	d.mu.Lock()
+	for uid := range d.reclaims {
+		if _, ok := d.recorded[uid]; ok {
+			inFlight[uid] = true
+		}
+	}
+	d.mu.Unlock()
+	for uid, r := range d.reclaims {
+		switch {
+		case live[uid]:
+			books.Charge(r.queue, r.flavor, r.need, 1)
+		case !inFlight[uid]:
+			delete(d.reclaims, uid)
+		}
 	}
 }
 

@@ -188,3 +188,47 @@ func TestReclaimQuota(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldReclaims: a waiting preemptor's reclaim holds its quota; one
+// dispatched but not admitted keeps its reclaim without charging it (its
+// dispatch does), so that a refusal finds the quota held again; an
+// admitted or gone one's reclaim ends.
+func TestHoldReclaims(t *testing.T) {
+	const flavor = "gpu"
+	four := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	wl := func(name string, dispatched, admitted bool) *entry {
+		w := testutil.MakeWorkload(name, "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
+		w.UID = types.UID("uid-" + name)
+		if dispatched {
+			RecordDispatch(&w.Status, "w1", flavor, "fits", time.Now())
+		}
+		if admitted {
+			w.Status.Admission = &strata.Admission{ClusterQueue: "b"}
+		}
+		return newEntry(w, nil)
+	}
+	waiting, inFlight, admitted, recordedOnly := wl("waiting", false, false), wl("in-flight", true, false), wl("admitted", true, true), wl("recorded", false, false)
+	d := &Dispatcher{recorded: map[types.UID]recorded{recordedOnly.uid: {generation: 1, flavor: flavor}}, reclaims: map[types.UID]*reclaim{}}
+	for _, e := range []*entry{waiting, inFlight, admitted, recordedOnly, wl("gone", false, false)} {
+		d.reclaims[e.uid] = &reclaim{queue: "b", flavor: flavor, need: four}
+	}
+	cq := testutil.MakeClusterQueue("b").ResourceGroup("cpu").GroupFlavor(flavor, "8").Obj()
+	books := queue.NewBooks([]*strata.ClusterQueue{cq})
+	d.holdReclaims([]pending{{entry: waiting, queue: "b"}},
+		[]dispatched{{e: inFlight, queue: "b"}, {e: admitted, queue: "b"}}, books)
+	var kept []string
+	for uid := range d.reclaims {
+		kept = append(kept, string(uid))
+	}
+	slices.Sort(kept)
+	if diff := cmp.Diff([]string{"uid-in-flight", "uid-recorded", "uid-waiting"}, kept); diff != "" {
+		t.Errorf("reclaims kept (-want,+got):\n%s", diff)
+	}
+	// Only the waiting one's 4 CPUs are held: 4 of 8 are left.
+	if fit := books.Check("b", flavor, four, false); fit.Err != nil {
+		t.Errorf("4 CPUs do not fit after one hold: %v", fit.Err)
+	}
+	if fit := books.Check("b", flavor, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}, false); fit.Err == nil {
+		t.Error("5 CPUs fit: the waiting preemptor's hold is not charged")
+	}
+}

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,18 +89,24 @@ func (st *runState) addRunning(flavors map[string]*flavorState, item Item, opts 
 		if ps == nil {
 			return fmt.Errorf("%s: the admission names pod set %q, which the workload does not have", item.Source, psa.Name)
 		}
+		// Its finished pods (status.reclaimablePods) hold nothing: offline
+		// the input does not say where they ran, so they are the
+		// assignment's last (its highest ranks).
+		reclaimable := workload.Reclaimable(wl, psa.Name)
 		var u tas.Usage
 		if psa.TopologyAssignment != nil {
 			a, err := tas.Decode(psa.TopologyAssignment)
 			if err != nil {
 				return fmt.Errorf("%s: pod set %s: %w", item.Source, psa.Name, err)
 			}
+			a = withoutLast(a, reclaimable)
 			if u, err = fs.snapshot.Commit(a, workload.Request(ps).PodRequests); err != nil {
 				return fmt.Errorf("%s: pod set %s: %w", item.Source, psa.Name, err)
 			}
-		} else {
+		} else if ps.Count > reclaimable {
 			one := wl.DeepCopy()
 			one.Spec.PodSets = []strata.PodSet{*ps}
+			one.Spec.PodSets[0].Count = ps.Count - reclaimable
 			_, taken, err := workload.Place(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, one, opts)
 			if err != nil {
 				return fmt.Errorf("%s: running, but pod set %s fits nowhere on flavor %s: %w", item.Source, psa.Name, psa.Flavor, err)
@@ -113,7 +120,9 @@ func (st *runState) addRunning(flavors map[string]*flavorState, item Item, opts 
 			st.running[psa.Flavor] = append(st.running[psa.Flavor], r)
 		}
 		addUsage(r.usage, u)
-		total := queue.TotalRequests(ps)
+		held := *ps
+		held.Count = max(ps.Count-reclaimable, 0)
+		total := queue.TotalRequests(&held)
 		for name, v := range total {
 			sum := r.requests[name]
 			sum.Add(v)
@@ -122,6 +131,21 @@ func (st *runState) addRunning(flavors map[string]*flavorState, item Item, opts 
 		st.books.Charge(r.queue, psa.Flavor, total, 1)
 	}
 	return nil
+}
+
+// withoutLast is a without its last n pods, taken from its last domains.
+func withoutLast(a *tas.Assignment, n int32) *tas.Assignment {
+	if n <= 0 {
+		return a
+	}
+	out := &tas.Assignment{Levels: a.Levels, Domains: slices.Clone(a.Domains)}
+	for i := len(out.Domains) - 1; i >= 0 && n > 0; i-- {
+		take := min(out.Domains[i].Count, n)
+		out.Domains[i].Count -= take
+		n -= take
+	}
+	out.Domains = slices.DeleteFunc(out.Domains, func(d tas.DomainAssignment) bool { return d.Count == 0 })
+	return out
 }
 
 // admittedAt is when a running workload of the input was admitted (its

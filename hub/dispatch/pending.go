@@ -106,7 +106,8 @@ type recorded struct {
 }
 
 // forgetRecorded drops the dispatches the informer shows now, and those
-// of Workloads that are gone; and, once they hold more than the
+// of Workloads that are gone (recorded, and the decisions topology
+// spreading counts); and, once they hold more than the
 // Workloads there are, the reasons of Workloads that are gone (keyed by
 // UID, a stale one is never read).
 func (d *Dispatcher) forgetRecorded(entries []*entry) {
@@ -123,6 +124,7 @@ func (d *Dispatcher) forgetRecorded(entries []*entry) {
 			}
 		}
 	}
+	d.forgetSpreadShown(entries)
 	if len(d.recorded) == 0 {
 		return
 	}

@@ -47,6 +47,31 @@ func (d *Dispatcher) forgetSpread(uid types.UID, gen int64) {
 	}
 }
 
+// forgetSpreadShown drops the decisions the informer shows recorded, and
+// those of Workloads that are gone, as forgetRecorded does for records:
+// every dispatch is noted, so they must not outlive that. d.mu is held.
+func (d *Dispatcher) forgetSpreadShown(entries []*entry) {
+	if len(d.spread) == 0 {
+		return
+	}
+	seen := make(map[types.UID]bool, len(d.spread))
+	for _, e := range entries {
+		s, ok := d.spread[e.uid]
+		if !ok {
+			continue
+		}
+		seen[e.uid] = true
+		if e.generation >= s.generation {
+			delete(d.spread, e.uid)
+		}
+	}
+	for uid := range d.spread {
+		if !seen[uid] {
+			delete(d.spread, uid)
+		}
+	}
+}
+
 // spreadAvoider returns, for a workload that asks for topology spreading,
 // the domains each of its pod sets keeps out of on each target: Kueue's
 // rule over the whole fleet. Every dispatched hub Workload of its

@@ -74,3 +74,20 @@ var cmpSortUIDs = cmp.Transformer("sort", func(in []types.UID) []string {
 	slices.Sort(out)
 	return out
 })
+
+// Every dispatch is noted for spreading; the notes end as the records do.
+func TestForgetSpreadShown(t *testing.T) {
+	d := &Dispatcher{spread: map[types.UID]spreadEntry{
+		"shown":   {generation: 2},
+		"pending": {generation: 3},
+		"gone":    {generation: 1},
+	}}
+	d.forgetSpreadShown([]*entry{{uid: "shown", generation: 2}, {uid: "pending", generation: 2}})
+	var kept []types.UID
+	for uid := range d.spread {
+		kept = append(kept, uid)
+	}
+	if diff := cmp.Diff([]types.UID{"pending"}, kept); diff != "" {
+		t.Errorf("kept (-want,+got):\n%s", diff)
+	}
+}

@@ -14,10 +14,10 @@ import (
 
 var _ = Describe("Reclaimable pods at the hub", func() {
 	It("gives a finished part of a dispatched Job its fleet quota back at once", func(ctx SpecContext) {
-		e := newEnv(ctx, "reclaim", map[string][][]string{"w1": {{"8"}}})
+		e := newEnv(ctx, "finished", map[string][][]string{"w1": {{"8"}}})
 		Eventually(func(g Gomega) {
 			var cq strata.ClusterQueue
-			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-reclaim"}, &cq)).To(Succeed())
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-finished"}, &cq)).To(Succeed())
 			cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("4")}}
 			g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
 		}).Should(Succeed())

@@ -15,6 +15,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -119,9 +120,17 @@ type WaitMarker interface {
 type ChildSync interface {
 	// SyncChildren makes the children's pod templates carry the job's
 	// scheduling directives: labels, annotations, node selector,
-	// tolerations and scheduling gates.
+	// tolerations and scheduling gates. It returns ErrChildrenPending
+	// while a child its controller makes before the job resumes is not
+	// there yet: made later, it could come from the templates the
+	// controller's cache held before the admission, and resuming it would
+	// run pods without the admission.
 	SyncChildren(ctx context.Context, c client.Client) error
 }
+
+// ErrChildrenPending says that a job's children are not all made yet, so
+// that it cannot resume: the agent tries again shortly.
+var ErrChildrenPending = errors.New("waiting for the job's controller to create its children")
 
 // GroupedWorkloads is implemented by kinds whose object the hub keeps as
 // one Workload while a worker admits its copy as several (a

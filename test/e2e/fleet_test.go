@@ -659,7 +659,7 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			var got kubeflow.MPIJob
 			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
 			done, how := mpijob.Adapt(&got).Finished()
-			g.Expect(done).To(BeTrue(), "conditions %+v", got.Status.Conditions)
+			g.Expect(done).To(BeTrue(), "conditions %+v; on w2: %s", got.Status.Conditions, mpiJobOnWorker(ctx, w2Kube, j))
 			g.Expect(how).To(Equal("Succeeded"))
 		}, 3*time.Minute, 2*time.Second).Should(Succeed())
 	})

@@ -1,13 +1,21 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs/mpijob"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/test/integration/framework"
 	"strata.dev/strata/test/kwokcluster"
@@ -46,4 +54,34 @@ func piMPIJob(name, namespace, queue, runFor string) *kubeflow.MPIJob {
 	ann := map[string]string{strata.PodSetRequiredTopologyAnnotation: rack, strata.PodSetGroupNameAnnotation: name}
 	return testutil.MakeMPIJob(name, namespace).Queue(queue).SlotsPerWorker(1).RunLauncherAsWorker(true).Workers(2).Request("cpu", "1").
 		LauncherAnnotations(ann).LauncherAnnotations(map[string]string{kwokcluster.RunForAnnotation: runFor}).WorkerAnnotations(ann).Obj()
+}
+
+// mpiJobOnWorker describes an MPIJob's copy on a worker, its launcher Job
+// and its pods, for a failure message: where an MPIJob that does not
+// finish stopped.
+func mpiJobOnWorker(ctx context.Context, c client.Client, j *kubeflow.MPIJob) string {
+	var b strings.Builder
+	var cp kubeflow.MPIJob
+	if err := c.Get(ctx, client.ObjectKeyFromObject(j), &cp); err != nil {
+		return fmt.Sprintf("the copy: %v", err)
+	}
+	fmt.Fprintf(&b, "copy: suspend=%v conditions=%+v replicas=%+v", ptr.Deref(cp.Spec.RunPolicy.Suspend, false), cp.Status.Conditions, cp.Status.ReplicaStatuses)
+	var launcher batchv1.Job
+	if err := c.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name + mpijob.LauncherSuffix}, &launcher); err != nil {
+		fmt.Fprintf(&b, "; launcher Job: %v", err)
+	} else {
+		fmt.Fprintf(&b, "; launcher Job: suspend=%v labels=%v gates=%v status=%+v", ptr.Deref(launcher.Spec.Suspend, false),
+			launcher.Spec.Template.Labels, launcher.Spec.Template.Spec.SchedulingGates, launcher.Status)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(j.Namespace)); err != nil {
+		fmt.Fprintf(&b, "; pods: %v", err)
+	}
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, j.Name+"-") {
+			continue
+		}
+		fmt.Fprintf(&b, "; pod %s: phase=%s node=%q gates=%v podset=%q", p.Name, p.Status.Phase, p.Spec.NodeName, p.Spec.SchedulingGates, p.Labels[strata.PodSetLabel])
+	}
+	return b.String()
 }

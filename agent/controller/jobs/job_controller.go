@@ -8,6 +8,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -206,7 +207,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 	case stepDeactivate:
 		return r.deactivate(ctx, job, wl)
 	case stepStart:
-		return r.start(ctx, job, wl)
+		return r.start(ctx, job, wl, again)
 	}
 	return nil
 }
@@ -442,10 +443,14 @@ func deactivatedSaid(wl *strata.Workload) bool {
 	return c != nil && c.Reason == ReasonDeactivated
 }
 
+// childrenWait is how long an admitted Job whose controller has not made
+// its children yet waits before the agent looks again (ChildSync).
+const childrenWait = 250 * time.Millisecond
+
 // start applies an admission to the Job's pod template — the flavor's node
 // labels and tolerations, the topology scheduling gate, the labels that tie
 // pods to the workload — records what it added, and unsuspends the Job.
-func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
+func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Workload, again *time.Duration) error {
 	if !job.TemplatesMutable() {
 		return nil // suspended, but the Job controller has not caught up yet
 	}
@@ -482,6 +487,14 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 			return fmt.Errorf("starting Job: %w", err)
 		}
 		if err := cs.SyncChildren(ctx, r.client); err != nil {
+			if errors.Is(err, pkgjobs.ErrChildrenPending) {
+				// The Job stays suspended, its templates admitted: the
+				// next try finds the same record and resumes it once
+				// its children are there.
+				ctrl.LoggerFrom(ctx).V(1).Info("Not resuming the admitted Job yet", "job", klog.KObj(job.Object()), "reason", err.Error())
+				*again = childrenWait
+				return nil
+			}
 			return fmt.Errorf("starting Job: bringing its children's templates to the admission: %w", err)
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -262,7 +263,17 @@ func (j MPIJob) SyncChildren(ctx context.Context, c client.Client) error {
 	}
 	var launcher batchv1.Job
 	if err := c.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name + LauncherSuffix}, &launcher); err != nil {
-		return client.IgnoreNotFound(err) // not created yet: it will be from the admitted template
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if j.Spec.LauncherCreationPolicy == kubeflow.LauncherCreationPolicyWaitForWorkersReady {
+			return nil // made once the workers run, from the admitted template
+		}
+		// AtStartup: the operator makes it while the MPIJob is suspended,
+		// from the template its cache holds, which may be from before
+		// the admission; and once the MPIJob resumes it only resumes
+		// the launcher. Resume only what was brought up to date.
+		return jobs.ErrChildrenPending
 	}
 	if !metav1.IsControlledBy(&launcher, j.MPIJob) {
 		return nil

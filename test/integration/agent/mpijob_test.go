@@ -67,6 +67,22 @@ func mpiWorkerPods(ctx SpecContext, j *kubeflow.MPIJob) {
 	}
 }
 
+// operatorLauncher creates the launcher Job as the MPI operator does at
+// startup: suspended, from template, with the operator's label.
+func operatorLauncher(ctx SpecContext, j *kubeflow.MPIJob, template *corev1.PodTemplateSpec) *batchv1.Job {
+	GinkgoHelper()
+	tmpl := template.DeepCopy()
+	tmpl.Labels = map[string]string{"training.kubeflow.org/job-role": "launcher"}
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	launcher := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name + mpijob.LauncherSuffix, Namespace: j.Namespace,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, kubeflow.SchemeGroupVersionKind)}},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: *tmpl},
+	}
+	Expect(worker.Client.Create(ctx, launcher)).To(Succeed())
+	return launcher
+}
+
 // setPoolTaint puts a NoSchedule taint on every node of a pool, or takes
 // it off.
 func setPoolTaint(ctx SpecContext, pool string, on bool) {
@@ -146,16 +162,28 @@ var _ = Describe("MPIJob", Ordered, Label("agent", "mpijob"), func() {
 			g.Expect(racks).To(Equal(map[string]bool{"r1": true}), "launcher and workers in the one rack that holds exactly three pods")
 		}, timeout).Should(Succeed())
 
-		By("started: the flavor's node labels, Strata's labels and the scheduling gate in both templates")
+		By("the flavor's node labels, Strata's labels and the scheduling gate in both templates, but suspended while the operator has not made the launcher Job")
 		Eventually(func(g Gomega) {
 			var got kubeflow.MPIJob
 			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
-			g.Expect(ptr.Deref(got.Spec.RunPolicy.Suspend, true)).To(BeFalse())
 			for _, s := range got.Spec.MPIReplicaSpecs {
 				g.Expect(s.Template.Spec.NodeSelector).To(HaveKeyWithValue("pool", "mpi"))
 				g.Expect(s.Template.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, mpijob.Kind.WorkloadName(j.Name)))
 				g.Expect(s.Template.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}))
 			}
+			g.Expect(ptr.Deref(got.Spec.RunPolicy.Suspend, false)).To(BeTrue(), "an operator whose cache is behind would make the launcher from the template before the admission")
+		}, timeout).Should(Succeed())
+
+		By("the launcher Job comes late, from the template before the admission: brought to the admission, then resumed")
+		launcher := operatorLauncher(ctx, j, originals[kubeflow.MPIReplicaTypeLauncher])
+		Eventually(func(g Gomega) {
+			var got kubeflow.MPIJob
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(ptr.Deref(got.Spec.RunPolicy.Suspend, true)).To(BeFalse())
+			var l batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(launcher), &l)).To(Succeed())
+			g.Expect(l.Spec.Template.Labels).To(HaveKeyWithValue(strata.PodSetLabel, mpijob.Launcher))
+			g.Expect(l.Spec.Template.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}))
 		}, timeout).Should(Succeed())
 
 		By("the workers, indexes 1 and 2, ungated in rank order on the hosts assigned to the worker pod set")
@@ -202,15 +230,7 @@ var _ = Describe("MPIJob", Ordered, Label("agent", "mpijob"), func() {
 		j := piMPIJob(ns2, "mpi-q", "early", 2, "")
 		Expect(worker.Client.Create(ctx, j)).To(Succeed())
 		By("the launcher Job, as the operator creates it at startup: suspended, from the template of that moment")
-		tmpl := j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.DeepCopy()
-		tmpl.Labels = map[string]string{"training.kubeflow.org/job-role": "launcher"}
-		tmpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-		launcher := &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{Name: j.Name + mpijob.LauncherSuffix, Namespace: ns2,
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, kubeflow.SchemeGroupVersionKind)}},
-			Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: *tmpl},
-		}
-		Expect(worker.Client.Create(ctx, launcher)).To(Succeed())
+		launcher := operatorLauncher(ctx, j, &j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template)
 		createLocalQueue(ctx, ns2, "mpi-q")
 
 		By("admitted and resumed: the launcher Job's template carries the admission, the operator's label kept")

@@ -4,6 +4,7 @@ import (
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,6 +44,21 @@ func mpiJobCopyOn(g Gomega, ctx SpecContext, w string, j *kubeflow.MPIJob) (*kub
 	return &cp, &wl
 }
 
+// launcherAsTheOperatorMakesIt creates the launcher Job of an MPIJob copy
+// on worker w as the MPI operator does at startup: suspended, from the
+// launcher's template (the agent resumes an admitted MPIJob only once it
+// is there).
+func launcherAsTheOperatorMakesIt(g Gomega, ctx SpecContext, w string, cp *kubeflow.MPIJob) {
+	tmpl := cp.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template.DeepCopy()
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	launcher := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: cp.Name + mpijob.LauncherSuffix, Namespace: cp.Namespace,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cp, kubeflow.SchemeGroupVersionKind)}},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: *tmpl},
+	}
+	g.Expect(client.IgnoreAlreadyExists(worker(w).Client.Create(ctx, launcher))).To(Succeed())
+}
+
 var _ = Describe("MPIJobs through the hub", Label("mpijob"), func() {
 	It("dispatches an MPIJob whole to the worker whose rack holds launcher and workers, mirrors its status, and takes it back on deletion", func(ctx SpecContext) {
 		// A launcher and 3 workers of 2 CPUs, all in one rack (grouped):
@@ -67,7 +83,12 @@ var _ = Describe("MPIJobs through the hub", Label("mpijob"), func() {
 			g.Expect(hubWL.Spec.PodSets).To(HaveLen(2))
 		}).Should(Succeed())
 
-		By("exactly one copy, on w2, admitted there with launcher and workers in its one rack")
+		By("exactly one copy, on w2, admitted there with launcher and workers in its one rack, resumed once the launcher Job the operator makes is there")
+		Eventually(func(g Gomega) {
+			cp, _ := mpiJobCopyOn(g, ctx, "w2", j)
+			g.Expect(cp).NotTo(BeNil())
+			launcherAsTheOperatorMakesIt(g, ctx, "w2", cp)
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(&hubWL), &hubWL)).To(Succeed())
 			g.Expect(hubWL.Status.Admission).NotTo(BeNil(), "%v", hubWL.Status.Conditions)

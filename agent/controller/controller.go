@@ -21,6 +21,7 @@ import (
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/admitevents"
 	"strata.dev/strata/pkg/controller/localqueue"
 	queueindex "strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
@@ -33,6 +34,7 @@ type Option func(*options)
 type options struct {
 	nodeFailureClock clock.WithDelayedExecution
 	fencingClock     clock.Clock
+	eventsClock      clock.WithTicker
 }
 
 // startInformersWithCache creates the informers of every kind the
@@ -65,12 +67,18 @@ func WithFencingClock(c clock.Clock) Option {
 	return func(o *options) { o.fencingClock = c }
 }
 
+// WithEventsClock replaces the real clock that paces the ClusterQueues'
+// admission digests (events.admissions PerClusterQueue).
+func WithEventsClock(c clock.WithTicker) Option {
+	return func(o *options) { o.eventsClock = c }
+}
+
 // SetupControllers registers every controller of strata-agent with mgr:
 // the capacity cache fed by informers, the scheduler, the summary
 // publisher, the controllers of the registered workload kinds served
 // here, the LocalQueue status controller, the ungater and hot swap.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration, opts ...Option) error {
-	o := options{nodeFailureClock: clock.RealClock{}, fencingClock: clock.RealClock{}}
+	o := options{nodeFailureClock: clock.RealClock{}, fencingClock: clock.RealClock{}, eventsClock: clock.RealClock{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -81,6 +89,10 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 		return err
 	}
 	recorder := mgr.GetEventRecorder("strata-agent")
+	admissions := admitevents.New(recorder, cfg.Events.Admissions, "Admit").WithClock(o.eventsClock)
+	if err := mgr.Add(admissions); err != nil {
+		return err
+	}
 	capacity := cache.New()
 	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder).WithAPIReader(mgr.GetAPIReader())
 	fence := fencing.New(mgr.GetClient(), recorder, o.fencingClock, cfg.Fencing.Namespace, sched.Wake)
@@ -128,7 +140,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 			}
 			continue
 		}
-		if err := jobs.NewKindReconciler(r.Kind, mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
+		if err := jobs.NewKindReconciler(r.Kind, mgr.GetClient(), recorder).WithAdmissionEvents(admissions).SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}

@@ -147,6 +147,22 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 	if cfg.Fencing.Namespace == "" {
 		cfg.Fencing.Namespace = DefaultWorkerNamespace
 	}
+	setEventsDefaults(&cfg.Events)
+}
+
+func setEventsDefaults(e *configv1beta1.Events) {
+	if e.Admissions == "" {
+		e.Admissions = configv1beta1.AdmissionEventsPerClusterQueue
+	}
+}
+
+func validateEvents(e *configv1beta1.Events, p *field.Path) field.ErrorList {
+	switch e.Admissions {
+	case configv1beta1.AdmissionEventsPerClusterQueue, configv1beta1.AdmissionEventsPerWorkload:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p.Child("admissions"), e.Admissions,
+		[]configv1beta1.AdmissionEvents{configv1beta1.AdmissionEventsPerClusterQueue, configv1beta1.AdmissionEventsPerWorkload})}
 }
 
 // SetHubDefaults fills every unset field of cfg.
@@ -195,6 +211,7 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	if cfg.ManagedCluster.ClusterProfileNamespace == "" {
 		cfg.ManagedCluster.ClusterProfileNamespace = cfg.Namespace
 	}
+	setEventsDefaults(&cfg.Events)
 }
 
 func setTASDefaults(t *configv1beta1.TopologyAwareScheduling) {
@@ -244,6 +261,7 @@ func ValidateAgent(cfg *configv1beta1.AgentConfiguration) field.ErrorList {
 	for _, msg := range validation.IsDNS1123Label(cfg.Fencing.Namespace) {
 		errs = append(errs, field.Invalid(field.NewPath("fencing", "namespace"), cfg.Fencing.Namespace, msg))
 	}
+	errs = append(errs, validateEvents(&cfg.Events, field.NewPath("events"))...)
 	return errs
 }
 
@@ -275,6 +293,7 @@ func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
 	for _, msg := range validation.IsDNS1123Label(cfg.ManagedCluster.ClusterProfileNamespace) {
 		errs = append(errs, field.Invalid(mc.Child("clusterProfileNamespace"), cfg.ManagedCluster.ClusterProfileNamespace, msg))
 	}
+	errs = append(errs, validateEvents(&cfg.Events, field.NewPath("events"))...)
 	return errs
 }
 

@@ -41,6 +41,7 @@ func defaultAgent() *configv1beta1.AgentConfiguration {
 		},
 		Queueing: configv1beta1.Queueing{UngateBatchPeriod: duration(500 * time.Millisecond)},
 		Fencing:  configv1beta1.AgentFencing{Namespace: "strata-system"},
+		Events:   configv1beta1.Events{Admissions: configv1beta1.AdmissionEventsPerClusterQueue},
 	}
 }
 
@@ -111,6 +112,10 @@ summary:
 			content: header + "topologyAwareScheduling:\n  preferredAlgorithm: MostFreeCapacity\n",
 			wantErr: `topologyAwareScheduling.preferredAlgorithm: Unsupported value: "MostFreeCapacity": supported values: "BestFit", "LeastFreeCapacity"`,
 		},
+		"an unknown way to record admissions": {
+			content: header + "events:\n  admissions: PerJob\n",
+			wantErr: `events.admissions: Unsupported value: "PerJob": supported values: "PerClusterQueue", "PerWorkload"`,
+		},
 		"a negative delay": {
 			content: header + "nodeFailure:\n  notReadyDelay: -1s\n",
 			wantErr: "nodeFailure.notReadyDelay: Invalid value: \"-1s\": must be a positive duration",
@@ -180,6 +185,12 @@ func TestLoadHub(t *testing.T) {
 			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\ndispatch:\n  placementPolicy: Spread\n",
 			want: func(c *configv1beta1.HubConfiguration) {
 				c.Dispatch.PlacementPolicy = configv1beta1.Spread
+			},
+		},
+		"an event per admission": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\nevents:\n  admissions: PerWorkload\n",
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.Events.Admissions = configv1beta1.AdmissionEventsPerWorkload
 			},
 		},
 		"an unknown policy": {
@@ -333,6 +344,7 @@ func TestLoadHub(t *testing.T) {
 				ManagedCluster: configv1beta1.ManagedCluster{ServiceAccountName: "strata-hub", ClusterProfileNamespace: "strata-system"},
 				Fencing: configv1beta1.Fencing{Mode: configv1beta1.FencingEnabled, FenceAfter: duration(10 * time.Minute),
 					ReplaceAfter: duration(15 * time.Minute), RenewInterval: duration(2 * time.Minute)},
+				Events: configv1beta1.Events{Admissions: configv1beta1.AdmissionEventsPerClusterQueue},
 			}
 			tc.want(want)
 			if diff := cmp.Diff(want, got); diff != "" {

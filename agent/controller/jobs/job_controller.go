@@ -36,6 +36,7 @@ import (
 
 	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/admitevents"
 	"strata.dev/strata/pkg/intake"
 	pkgjobs "strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
@@ -54,10 +55,11 @@ const (
 
 // Reconciler keeps the Workload of each queue-labelled Job of one kind.
 type Reconciler struct {
-	kind     pkgjobs.Kind
-	client   client.Client
-	recorder events.EventRecorder
-	intake   *intake.Keeper
+	kind       pkgjobs.Kind
+	client     client.Client
+	recorder   events.EventRecorder
+	admissions *admitevents.Recorder
+	intake     *intake.Keeper
 }
 
 // NewReconciler returns a Reconciler of batch/v1 Jobs.
@@ -68,6 +70,14 @@ func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
 // NewKindReconciler returns a Reconciler of the Jobs of kind.
 func NewKindReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
 	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder)}
+}
+
+// WithAdmissionEvents records the Jobs it starts through a: one Started
+// event each, or a digest per ClusterQueue. Without it each gets its
+// Started event.
+func (r *Reconciler) WithAdmissionEvents(a *admitevents.Recorder) *Reconciler {
+	r.admissions = a
+	return r
 }
 
 // WorkloadName is the name of a Job's Workload, which is also the value
@@ -502,9 +512,24 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 	if err := r.client.Update(ctx, job.Object()); err != nil {
 		return fmt.Errorf("starting Job: %w", err)
 	}
-	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, "Started", "Admit", "Admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
+	r.started(job, wl)
 	return nil
 }
+
+// started records that the Job started on wl's admission.
+func (r *Reconciler) started(job pkgjobs.Job, wl *strata.Workload) {
+	note := "Admitted by ClusterQueue " + wl.Status.Admission.ClusterQueue
+	if r.admissions == nil {
+		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, ReasonStarted, "Admit", "%s", note)
+		return
+	}
+	r.admissions.Admitted(admitevents.Admission{ClusterQueue: wl.Status.Admission.ClusterQueue, Workload: wl.Namespace + "/" + wl.Name,
+		Regarding: job.Object(), Related: wl, Reason: ReasonStarted, Note: note})
+}
+
+// ReasonStarted is the reason of the event on a Job that its admission
+// started (events.admissions PerWorkload).
+const ReasonStarted = "Started"
 
 // deleteLegacyWorkload removes the Workload that agents before
 // workload.JobWorkloadName named "job-" + the Job's name when that name is

@@ -55,6 +55,10 @@ type AgentConfiguration struct {
 	// gone silent (the hub's fencing configuration, docs/reliability.md).
 	// +optional
 	Fencing AgentFencing `json:"fencing,omitempty"`
+
+	// events configures the events the agent records.
+	// +optional
+	Events Events `json:"events,omitempty"`
 }
 
 // AgentFencing configures the agent's side of fencing: the hubs renew a
@@ -197,7 +201,36 @@ type HubConfiguration struct {
 	// and what it names runs or is read inside the hub's container.
 	// +optional
 	Kubeconfigs KubeconfigPolicy `json:"kubeconfigs,omitempty"`
+
+	// events configures the events the hub records.
+	// +optional
+	Events Events `json:"events,omitempty"`
 }
+
+// Events configures the events recorded on the hot path.
+type Events struct {
+	// admissions is PerClusterQueue (default) or PerWorkload.
+	// PerClusterQueue records one event on the ClusterQueue at most every
+	// 30s, counting the workloads it admitted and naming the first five:
+	// no API write per Job for a record each Workload's Admitted condition
+	// already keeps. PerWorkload records an event on each Job when it is
+	// admitted (Admitted on the hub, with the worker and why there; Started
+	// on the agent), as Kueue does: one more API write per Job. Events
+	// about refusals, evictions, preemptions and node failures are one per
+	// workload either way.
+	// +optional
+	Admissions AdmissionEvents `json:"admissions,omitempty"`
+}
+
+// AdmissionEvents says how admissions are recorded as events.
+type AdmissionEvents string
+
+const (
+	// AdmissionEventsPerClusterQueue records a digest per ClusterQueue.
+	AdmissionEventsPerClusterQueue AdmissionEvents = "PerClusterQueue"
+	// AdmissionEventsPerWorkload records an event per admitted workload.
+	AdmissionEventsPerWorkload AdmissionEvents = "PerWorkload"
+)
 
 // Fencing configures how a worker cut off from the hub stops the hub's
 // copies before the hub places them elsewhere. The hub renews a Lease per

@@ -37,6 +37,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/admitevents"
 	"strata.dev/strata/pkg/jobs"
 )
 
@@ -48,8 +49,11 @@ type Reconciler struct {
 	reader   client.Reader
 	fleet    *fleet.Fleet
 	recorder events.EventRecorder
-	clock    clock.Clock
-	cfg      *configv1beta1.HubConfiguration
+	// admissions records the admissions on workers: an event per hub
+	// Job, or a digest per hub ClusterQueue (events.admissions).
+	admissions *admitevents.Recorder
+	clock      clock.Clock
+	cfg        *configv1beta1.HubConfiguration
 	// served are the kinds whose hub objects are watched.
 	served []jobs.Kind
 	// signing is the key the hub signs its copies with.
@@ -62,7 +66,7 @@ type Reconciler struct {
 // given kinds (those the hub serves).
 func NewReconciler(c client.Client, reader client.Reader, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, served []jobs.Kind, recorder events.EventRecorder, clk clock.Clock) *Reconciler {
 	return &Reconciler{client: c, reader: reader, fleet: f, cfg: cfg, served: served, recorder: recorder, clock: clk, memory: newMemory(),
-		signing: newSigningKey(c, reader, cfg.Namespace)}
+		admissions: admitevents.New(recorder, cfg.Events.Admissions, "Dispatch"), signing: newSigningKey(c, reader, cfg.Namespace)}
 }
 
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
@@ -88,6 +92,9 @@ const concurrentReconciles = 32
 // SetupWithManager registers the reconciler: hub Workloads, their jobs
 // of every served kind, and every change of a copy on a worker.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(r.admissions); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("copies").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentReconciles}).

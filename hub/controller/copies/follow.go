@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +12,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/admitevents"
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/metrics"
@@ -54,7 +54,8 @@ func (r *Reconciler) recordAdmission(ctx context.Context, s *scope, copyWL *stra
 			if why := dispatch.ChoiceReason(wl); why != "" {
 				note += ", dispatched there: " + why
 			}
-			r.recorder.Eventf(s.hubJob.Object(), s.updated, corev1.EventTypeNormal, "Admitted", "Dispatch", "%s", intake.Truncate(note, intake.MaxEventNote))
+			r.admissions.Admitted(admitevents.Admission{ClusterQueue: lq.Spec.ClusterQueue, Workload: wl.Namespace + "/" + wl.Name,
+				Regarding: s.hubJob.Object(), Related: s.updated, Reason: "Admitted", Note: intake.Truncate(note, intake.MaxEventNote)})
 		}
 		return nil
 	})

@@ -116,6 +116,8 @@ var (
 	// nodeClock measures hot swap's delays and timeouts in the running
 	// agent; specs step it instead of waiting. It starts at the real time.
 	nodeClock *testingclock.FakeClock
+	// eventsClock paces the ClusterQueues' admission digests.
+	eventsClock *testingclock.FakeClock
 )
 
 // startAgent starts the agent's controllers in a new manager (with a new,
@@ -129,10 +131,11 @@ func startAgent(configure ...func(*configv1beta1.AgentConfiguration)) func() {
 		c(cfg)
 	}
 	nodeClock = testingclock.NewFakeClock(time.Now())
+	eventsClock = testingclock.NewFakeClock(time.Now())
 	mgr, err := framework.NewManager(worker.Config)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	Expect(controller.SetupControllers(ctx, mgr, cfg, controller.WithNodeFailureClock(nodeClock))).To(Succeed())
+	Expect(controller.SetupControllers(ctx, mgr, cfg, controller.WithNodeFailureClock(nodeClock), controller.WithEventsClock(eventsClock))).To(Succeed())
 	stop := framework.Run(ctx, mgr)
 	return func() {
 		cancel()

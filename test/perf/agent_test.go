@@ -212,6 +212,10 @@ func BenchmarkAgent(b *testing.B) {
 	// STRATA_PERF_CPUPROFILE names a file for a CPU profile of this
 	// process (the agent and the harness) while the backlog is admitted.
 	stopProfile := startCPUProfile(b, os.Getenv("STRATA_PERF_CPUPROFILE"))
+	// STRATA_PERF_APISERVER_PROFILE names a file for a CPU profile of the
+	// API server over the first 8 seconds after the agent starts.
+	apiProfile := apiServerProfile(ctx, b, bc.admin, os.Getenv("STRATA_PERF_APISERVER_PROFILE"), 8)
+	defer apiProfile()
 	stop := startAgent(b, agentCfg)
 	defer stop()
 	start := time.Now()

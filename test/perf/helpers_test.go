@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,6 +69,31 @@ func startCPUProfile(b *testing.B, path string) func() {
 			b.Error(err)
 		}
 	}
+}
+
+// apiServerProfile takes a CPU profile of the API server cfg reaches over
+// the next seconds into path (nothing when path is empty); the returned
+// function waits until it is written.
+func apiServerProfile(ctx context.Context, b *testing.B, cfg *rest.Config, path string, seconds int) func() {
+	if path == "" {
+		return func() {}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(path, data, 0o644)
+		}
+		if err != nil {
+			b.Errorf("the API server's profile: %v", err)
+		}
+	}()
+	return func() { <-done }
 }
 
 // parallel runs f(i) for i in [0, n) on workers goroutines.

@@ -105,8 +105,8 @@ func (r *Recorder) Admitted(a Admission) {
 	}
 }
 
-// NeedLeaderElection: the digests follow admissions, which only the
-// leader makes.
+// NeedLeaderElection is true: the digests follow admissions, which only
+// the leader makes.
 func (r *Recorder) NeedLeaderElection() bool { return true }
 
 // Start records the digests every interval until ctx ends, and what is
@@ -151,10 +151,10 @@ func (r *Recorder) Flush() {
 func Message(count int, names []string, interval time.Duration) string {
 	var b strings.Builder
 	if count == 1 {
-		fmt.Fprintf(&b, "Admitted 1 workload in the last %s: %s", interval, names[0])
+		fmt.Fprintf(&b, "1 workload admitted in the last %s: %s", interval, names[0])
 		return b.String()
 	}
-	fmt.Fprintf(&b, "Admitted %d workloads in the last %s: %s", count, interval, strings.Join(names, ", "))
+	fmt.Fprintf(&b, "%d workloads admitted in the last %s: %s", count, interval, strings.Join(names, ", "))
 	if rest := count - len(names); rest > 0 {
 		fmt.Fprintf(&b, " and %d more", rest)
 	}

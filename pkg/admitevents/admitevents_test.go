@@ -19,10 +19,10 @@ func TestMessage(t *testing.T) {
 		names []string
 		want  string
 	}{
-		{name: "one", count: 1, names: []string{"ml/a"}, want: "Admitted 1 workload in the last 30s: ml/a"},
-		{name: "all named", count: 3, names: []string{"ml/a", "ml/b", "ml/c"}, want: "Admitted 3 workloads in the last 30s: ml/a, ml/b, ml/c"},
+		{name: "one", count: 1, names: []string{"ml/a"}, want: "1 workload admitted in the last 30s: ml/a"},
+		{name: "all named", count: 3, names: []string{"ml/a", "ml/b", "ml/c"}, want: "3 workloads admitted in the last 30s: ml/a, ml/b, ml/c"},
 		{name: "more than named", count: 12, names: []string{"ml/a", "ml/b", "ml/c", "ml/d", "ml/e"},
-			want: "Admitted 12 workloads in the last 30s: ml/a, ml/b, ml/c, ml/d, ml/e and 7 more"},
+			want: "12 workloads admitted in the last 30s: ml/a, ml/b, ml/c, ml/d, ml/e and 7 more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Message(tc.count, tc.names, 30*time.Second)); diff != "" {
@@ -74,8 +74,8 @@ func TestRecorder(t *testing.T) {
 			mode:       configv1beta1.AdmissionEventsPerClusterQueue,
 			admissions: []Admission{admission("q2", "ml/c"), admission("q1", "ml/a"), admission("q1", "ml/b")},
 			flushed: []string{
-				"Normal Admitted Admitted 2 workloads in the last 30s: ml/a, ml/b",
-				"Normal Admitted Admitted 1 workload in the last 30s: ml/c",
+				"Normal Admitted 2 workloads admitted in the last 30s: ml/a, ml/b",
+				"Normal Admitted 1 workload admitted in the last 30s: ml/c",
 			},
 		},
 	} {
@@ -115,13 +115,13 @@ func TestRecorderStartsADigestEveryInterval(t *testing.T) {
 	}
 	r.Admitted(admission("q1", "ml/a"))
 	clk.Step(DefaultInterval)
-	if got, want := <-rec.Events, "Normal Admitted Admitted 1 workload in the last 30s: ml/a"; got != want {
+	if got, want := <-rec.Events, "Normal Admitted 1 workload admitted in the last 30s: ml/a"; got != want {
 		t.Errorf("after an interval: %q, want %q", got, want)
 	}
 	r.Admitted(admission("q1", "ml/b"))
 	cancel()
 	<-done
-	if got, want := drain(rec), []string{"Normal Admitted Admitted 1 workload in the last 30s: ml/b"}; !cmp.Equal(got, want) {
+	if got, want := drain(rec), []string{"Normal Admitted 1 workload admitted in the last 30s: ml/b"}; !cmp.Equal(got, want) {
 		t.Errorf("on stop: %v, want %v", got, want)
 	}
 }

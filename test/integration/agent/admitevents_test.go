@@ -50,7 +50,7 @@ var _ = Describe("Admission events", Ordered, Label("agent", "admission"), func(
 				}
 			}
 			g.Expect(notes).To(ConsistOf(SatisfyAll(
-				HavePrefix("Admitted 2 workloads in the last 30s: "),
+				HavePrefix("2 workloads admitted in the last 30s: "),
 				ContainSubstring(ns+"/"+jobs.WorkloadName(a.Name)),
 				ContainSubstring(ns+"/"+jobs.WorkloadName(b.Name)))))
 		}, timeout, 250*time.Millisecond).Should(Succeed())

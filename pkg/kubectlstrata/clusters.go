@@ -40,6 +40,9 @@ type ClusterView struct {
 	// Dispatching is set when the worker refused the hub's last copy for a
 	// reason of its own, or was admitting again since.
 	Dispatching *ConditionView `json:"dispatching,omitempty"`
+	// Fencing is the WorkerCluster's Fenced condition: whether the hub
+	// renews its fencing Lease there (absent with fencing disabled).
+	Fencing *ConditionView `json:"fencing,omitempty"`
 	// Cordoned is spec.unschedulable: no new dispatches.
 	Cordoned bool `json:"cordoned"`
 	// Copies is status.workloads: the live copies the hub has there.
@@ -157,6 +160,7 @@ func newClustersView(wcs []strata.WorkerCluster, wls []strata.Workload) Clusters
 			Connected:      orUnknown(conditionOf(wc.Status.Conditions, strata.WorkerClusterConnected)),
 			SummariesFresh: orUnknown(conditionOf(wc.Status.Conditions, strata.WorkerClusterSummariesFresh)),
 			Dispatching:    conditionOf(wc.Status.Conditions, strata.WorkerClusterDispatching),
+			Fencing:        conditionOf(wc.Status.Conditions, strata.WorkerClusterFenced),
 			Cordoned:       wc.Spec.Unschedulable,
 			Copies:         wc.Status.Workloads,
 		}

@@ -30,6 +30,7 @@ kubeconfig as kubectl does (--kubeconfig, --context, -n):
              agent's capacity summaries
   explain    on a hub or a worker: why a Job waits, or where it runs
   queue      on a hub or a worker: what waits in a queue, in order
+  dashboard  all of the above as a live web page on localhost
 
 and answers "where would this job land?" offline, from files (simulate),
 and writes the Strata objects that mean the same as Kueue's (migrate).`,
@@ -39,7 +40,7 @@ and writes the Strata objects that mean the same as Kueue's (migrate).`,
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newClustersCommand(), newTopologyCommand(), newExplainCommand(), newSimulateCommand(), newMigrateCommand(), newQueueCommand())
+	cmd.AddCommand(newClustersCommand(), newTopologyCommand(), newExplainCommand(), newSimulateCommand(), newMigrateCommand(), newQueueCommand(), newDashboardCommand())
 	cmd.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version",

@@ -75,7 +75,7 @@ func (f *liveFlags) connect() (*session, error) {
 			contextName = raw.CurrentContext
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}

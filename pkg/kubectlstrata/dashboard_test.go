@@ -1,0 +1,84 @@
+package kubectlstrata
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+func TestLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1:8001":        true,
+		"localhost:8001":        true,
+		"[::1]:8001":            true,
+		"127.0.0.1":             true,
+		"dashboard.example:80":  false,
+		"10.0.0.1:8001":         false,
+		"127.0.0.1.nip.io:8001": false,
+	} {
+		if got := loopbackHost(host); got != want {
+			t.Errorf("loopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+func TestNewWorkloadRows(t *testing.T) {
+	wl := func(name string, set func(*strata.Workload)) strata.Workload {
+		w := strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}, Spec: strata.WorkloadSpec{QueueName: "team-a"}}
+		w.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, Controller: new(true)}}
+		set(&w)
+		return w
+	}
+	cond := func(w *strata.Workload, t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg})
+	}
+	got := newWorkloadRows([]strata.Workload{
+		wl("running", func(w *strata.Workload) {
+			w.Status.Placement = &strata.Placement{Cluster: "w1", Flavor: "gpu"}
+			w.Status.Admission = &strata.Admission{ClusterQueue: "cq"}
+			cond(w, strata.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "admitted on w1")
+		}),
+		wl("waits", func(w *strata.Workload) {
+			cond(w, strata.WorkloadAdmitted, metav1.ConditionFalse, "Pending", "no rack holds 8 pods")
+		}),
+		wl("sent", func(w *strata.Workload) {
+			w.Status.Placement = &strata.Placement{Cluster: "w2", Flavor: "gpu"}
+			cond(w, strata.WorkloadAdmitted, metav1.ConditionFalse, "Dispatched", "waiting for w2")
+		}),
+		wl("bad", func(w *strata.Workload) {
+			cond(w, strata.WorkloadInvalid, metav1.ConditionTrue, "InvalidTopologyRequest", "two levels")
+		}),
+		wl("done", func(w *strata.Workload) {
+			cond(w, strata.WorkloadFinished, metav1.ConditionTrue, "Succeeded", "")
+			w.OwnerReferences = nil
+		}),
+	})
+	want := []WorkloadRowView{
+		{Namespace: "ml", Name: "sent", Job: "job/sent", LocalQueue: "team-a", State: stateDispatched, Cluster: "w2", Flavor: "gpu", Reason: "Dispatched", Message: "waiting for w2"},
+		{Namespace: "ml", Name: "waits", Job: "job/waits", LocalQueue: "team-a", State: statePending, Reason: "Pending", Message: "no rack holds 8 pods"},
+		{Namespace: "ml", Name: "bad", Job: "job/bad", LocalQueue: "team-a", State: stateInvalid, Reason: "InvalidTopologyRequest", Message: "two levels"},
+		{Namespace: "ml", Name: "done", LocalQueue: "team-a", State: stateFinished},
+		{Namespace: "ml", Name: "running", Job: "job/running", LocalQueue: "team-a", State: stateAdmitted, Cluster: "w1", Flavor: "gpu", Reason: "Admitted", Message: "admitted on w1"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("newWorkloadRows (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlacedDomains(t *testing.T) {
+	const rack, host = "cloud.provider.com/topology-rack", "kubernetes.io/hostname"
+	wl := &strata.Workload{Status: strata.WorkloadStatus{
+		Placement: &strata.Placement{TopologyHint: `{"main":{"levels":["` + rack + `"],"slices":[{"domainCount":2,"valuesPerLevel":[{"individual":{"roots":["r1","r2"]}}],"podCounts":{"universal":2}}]}}`},
+		Admission: &strata.Admission{PodSetAssignments: []strata.PodSetAssignment{{Name: "main", TopologyAssignment: &strata.TopologyAssignment{
+			Levels: []string{host}, Slices: []strata.TopologyAssignmentSlice{{DomainCount: 1, ValuesPerLevel: []strata.TopologyAssignmentSliceLevelValues{{Universal: new("n1")}}, PodCounts: strata.TopologyAssignmentSlicePodCounts{Universal: new(int32(4))}}},
+		}}}},
+	}}
+	want := []string{rack + "=r1", rack + "=r2", host + "=n1"}
+	if diff := cmp.Diff(want, placedDomains(wl)); diff != "" {
+		t.Errorf("placedDomains (-want +got):\n%s", diff)
+	}
+}

@@ -135,6 +135,16 @@ test-integration: k8s-binaries ## Integration suites on real kube-apiservers.
 test-e2e: k8s-binaries ## kwok e2e suite: real control plane, simulated nodes, the agent chart.
 	STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/e2e/... -timeout 30m -count=1 -v $(GINKGO_ARGS)
 
+.PHONY: test-browser
+test-browser: k8s-binaries ## kubectl strata dashboard in headless Chromium (installs Debian's chromium package when missing).
+	hack/chromium.sh
+	KUBEBUILDER_ASSETS=$(K8S_BIN) STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/browser/ -count=1 -v
+
+.PHONY: dashboard-screenshots
+dashboard-screenshots: k8s-binaries ## Take docs/images/dashboard-*.png with the browser test.
+	hack/chromium.sh
+	STRATA_SCREENSHOTS=$(CURDIR)/docs/images KUBEBUILDER_ASSETS=$(K8S_BIN) STRATA_K8S_BIN=$(K8S_BIN) $(GO) test ./test/browser/ -count=1
+
 .PHONY: test-e2e-kind
 test-e2e-kind: ## The same e2e specs on kind clusters made through kind's Go API (needs Docker; not run by CI).
 	hack/e2e-kind.sh

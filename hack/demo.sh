@@ -130,6 +130,9 @@ The fleet keeps running. Look around:
 Offline, the same question: go run ./pkg/cmd/kubectl-strata simulate \\
   --cluster west=docs/examples/fleet/west --cluster east=docs/examples/fleet/east -f docs/examples/fleet/hub
 Remove it all: make demo-down
+
+See the fleet in a browser (on this machine; Ctrl-C stops it):
+  bin/kubectl-strata dashboard --kubeconfig .demo/hub.kubeconfig
 EOM
 }
 

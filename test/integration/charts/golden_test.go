@@ -100,6 +100,31 @@ func TestGolden(t *testing.T) {
 				}
 			},
 		},
+		"hub-dashboard": {
+			chart:     "strata-hub",
+			namespace: "strata-system",
+			set:       []string{"dashboard.enabled=true", "dashboard.readWorkerKubeconfigs=true"},
+			check: func(t *testing.T, r *rendered) {
+				d := decode[appsv1.Deployment](t, r.find("Deployment", "strata-dashboard"))
+				c := d.Spec.Template.Spec.Containers[0]
+				if want := []string{"dashboard", "--address", "127.0.0.1:8001"}; !slices.Equal(c.Args, want) {
+					t.Errorf("dashboard args %v, want %v: loopback only, reached by port-forward", c.Args, want)
+				}
+				if d.Spec.Template.Spec.ServiceAccountName != "strata-dashboard" {
+					t.Errorf("dashboard service account %q, want its own", d.Spec.Template.Spec.ServiceAccountName)
+				}
+				for _, kind := range []string{"ClusterRole", "Role"} {
+					role := decode[rbacv1.ClusterRole](t, r.find(kind, "strata-dashboard"))
+					for _, rule := range role.Rules {
+						for _, v := range rule.Verbs {
+							if v != "get" && v != "list" && v != "watch" {
+								t.Errorf("%s strata-dashboard grants %q on %v: want reads only", kind, v, rule.Resources)
+							}
+						}
+					}
+				}
+			},
+		},
 		"agent-defaults": {
 			chart:     "strata-agent",
 			namespace: "strata-system",
@@ -430,52 +455,31 @@ func checkRBAC(t *testing.T, r *rendered) {
 	}
 }
 
-// checkDeployment checks the one Deployment's pod and returns its template.
+// checkDeployment checks the chart's Deployments and returns the
+// template of the binary's. Besides the binary's, the hub chart may run
+// the dashboard (its own ServiceAccount, the same hardening).
 func checkDeployment(t *testing.T, r *rendered) *corev1.PodTemplateSpec {
 	t.Helper()
-	deployments := r.all("Deployment")
-	if len(deployments) != 1 {
-		t.Fatalf("got %d Deployments, want 1", len(deployments))
-	}
-	d := decode[appsv1.Deployment](t, deployments[0])
-	pod := &d.Spec.Template
-	if !mapContains(pod.Labels, d.Spec.Selector.MatchLabels) {
-		t.Errorf("the pod's labels %v do not match the Deployment's selector %v", pod.Labels, d.Spec.Selector.MatchLabels)
-	}
-	if r.find("ServiceAccount", pod.Spec.ServiceAccountName) == nil {
-		t.Errorf("the pod runs as ServiceAccount %q, which the chart does not render", pod.Spec.ServiceAccountName)
-	}
-	for _, v := range pod.Spec.Volumes {
-		if v.ConfigMap != nil && r.find("ConfigMap", v.ConfigMap.Name) == nil {
-			t.Errorf("volume %s mounts ConfigMap %q, which the chart does not render", v.Name, v.ConfigMap.Name)
+	var main *appsv1.Deployment
+	for _, o := range r.all("Deployment") {
+		d := decode[appsv1.Deployment](t, o)
+		checkPod(t, r, d)
+		switch o.Name {
+		case r.chart:
+			main = d
+		case "strata-dashboard":
+		default:
+			t.Errorf("unexpected Deployment %s", o)
 		}
 	}
-
-	wantPod := &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr(true),
-		RunAsUser:      ptr[int64](nonRootID),
-		RunAsGroup:     ptr[int64](nonRootID),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	if main == nil {
+		t.Fatalf("no Deployment %s", r.chart)
 	}
-	if diff := cmp.Diff(wantPod, pod.Spec.SecurityContext); diff != "" {
-		t.Errorf("pod securityContext (-want,+got):\n%s", diff)
-	}
-	if len(pod.Spec.Containers) != 1 {
-		t.Fatalf("got %d containers, want 1", len(pod.Spec.Containers))
-	}
+	pod := &main.Spec.Template
 	c := pod.Spec.Containers[0]
-	wantContainer := &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr(false),
-		ReadOnlyRootFilesystem:   ptr(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
-	if diff := cmp.Diff(wantContainer, c.SecurityContext); diff != "" {
-		t.Errorf("container %s securityContext (-want,+got):\n%s", c.Name, diff)
-	}
-
 	replicas := int32(1)
-	if d.Spec.Replicas != nil {
-		replicas = *d.Spec.Replicas
+	if main.Spec.Replicas != nil {
+		replicas = *main.Spec.Replicas
 	}
 	for _, arg := range []string{"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--leader-election-namespace=" + r.namespace} {
 		if !slices.Contains(c.Args, arg) {
@@ -498,6 +502,46 @@ func checkDeployment(t *testing.T, r *rendered) *corev1.PodTemplateSpec {
 		t.Errorf("container %s resources %v: want requests and, by default, no limits", c.Name, c.Resources)
 	}
 	return pod
+}
+
+// checkPod checks what every Deployment of the charts must have: labels
+// its selector matches, a rendered ServiceAccount and ConfigMaps, one
+// container, non-root and hardened.
+func checkPod(t *testing.T, r *rendered, d *appsv1.Deployment) {
+	t.Helper()
+	pod := &d.Spec.Template
+	if !mapContains(pod.Labels, d.Spec.Selector.MatchLabels) {
+		t.Errorf("%s: the pod's labels %v do not match the Deployment's selector %v", d.Name, pod.Labels, d.Spec.Selector.MatchLabels)
+	}
+	if r.find("ServiceAccount", pod.Spec.ServiceAccountName) == nil {
+		t.Errorf("%s: the pod runs as ServiceAccount %q, which the chart does not render", d.Name, pod.Spec.ServiceAccountName)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.ConfigMap != nil && r.find("ConfigMap", v.ConfigMap.Name) == nil {
+			t.Errorf("%s: volume %s mounts ConfigMap %q, which the chart does not render", d.Name, v.Name, v.ConfigMap.Name)
+		}
+	}
+	wantPod := &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr(true),
+		RunAsUser:      ptr[int64](nonRootID),
+		RunAsGroup:     ptr[int64](nonRootID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if diff := cmp.Diff(wantPod, pod.Spec.SecurityContext); diff != "" {
+		t.Errorf("%s: pod securityContext (-want,+got):\n%s", d.Name, diff)
+	}
+	if len(pod.Spec.Containers) != 1 {
+		t.Fatalf("%s: got %d containers, want 1", d.Name, len(pod.Spec.Containers))
+	}
+	c := pod.Spec.Containers[0]
+	wantContainer := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+	if diff := cmp.Diff(wantContainer, c.SecurityContext); diff != "" {
+		t.Errorf("%s: container %s securityContext (-want,+got):\n%s", d.Name, c.Name, diff)
+	}
 }
 
 // checkMetrics: the metrics Service reaches the pod's metrics port, and a

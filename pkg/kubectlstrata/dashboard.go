@@ -19,13 +19,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -218,6 +222,64 @@ func (d *dashboard) clusters(w http.ResponseWriter, r *http.Request) {
 	reply(w, newClustersView(wcs.Items, wls.Items), nil, 0)
 }
 
+// DashboardQueueView is a ClusterQueue on the dashboard: its quota and
+// usage, and its pending workloads (queue's view).
+type DashboardQueueView struct {
+	Quota QueueQuotaView `json:"quota"`
+	QueueView
+}
+
+// QueueQuotaView is a ClusterQueue's quota against its usage, per flavor
+// and resource, as its status reports them.
+type QueueQuotaView struct {
+	ClusterQueue string `json:"clusterQueue"`
+	Cohort       string `json:"cohort,omitempty"`
+	Admitted     int32  `json:"admitted"`
+	Pending      int32  `json:"pending"`
+	// Resources are in the order of the queue's flavors, then resources.
+	Resources []QuotaRowView `json:"resources"`
+}
+
+// QuotaRowView is one flavor's quota of one resource and its use.
+type QuotaRowView struct {
+	Flavor   string              `json:"flavor"`
+	Resource corev1.ResourceName `json:"resource"`
+	Nominal  resource.Quantity   `json:"nominal"`
+	// BorrowingLimit and LendingLimit are unset when the queue sets none.
+	BorrowingLimit *resource.Quantity `json:"borrowingLimit,omitempty"`
+	LendingLimit   *resource.Quantity `json:"lendingLimit,omitempty"`
+	// Used is what admitted workloads hold, Borrowed the part of it above
+	// the nominal quota, Lent what the cohort uses of this queue's quota.
+	Used     resource.Quantity `json:"used"`
+	Borrowed resource.Quantity `json:"borrowed"`
+	Lent     resource.Quantity `json:"lent"`
+}
+
+// newQueueQuota builds a ClusterQueue's quota view from its spec and
+// status.
+func newQueueQuota(cq *strata.ClusterQueue) QueueQuotaView {
+	v := QueueQuotaView{ClusterQueue: cq.Name, Cohort: cq.Spec.Cohort, Admitted: cq.Status.AdmittedWorkloads, Pending: cq.Status.PendingWorkloads,
+		Resources: []QuotaRowView{}}
+	reserved := map[string]map[corev1.ResourceName]strata.ResourceReservation{}
+	for _, f := range cq.Status.FlavorsReservation {
+		m := map[corev1.ResourceName]strata.ResourceReservation{}
+		for _, r := range f.Resources {
+			m[r.Name] = r
+		}
+		reserved[f.Name] = m
+	}
+	for _, f := range queue.Flavors(cq) {
+		for _, q := range f.Resources {
+			row := QuotaRowView{Flavor: f.Name, Resource: q.Name, Nominal: q.NominalQuota, BorrowingLimit: q.BorrowingLimit, LendingLimit: q.LendingLimit}
+			if r, ok := reserved[f.Name][q.Name]; ok {
+				row.Used, row.Borrowed, row.Lent = r.Total, r.Borrowed, r.Lent
+			}
+			v.Resources = append(v.Resources, row)
+		}
+	}
+	return v
+}
+
 func (d *dashboard) queues(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var cqs strata.ClusterQueueList
@@ -225,14 +287,14 @@ func (d *dashboard) queues(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, apiError(err, "ClusterQueue", "clusterqueues", d.s.where), http.StatusBadGateway)
 		return
 	}
-	views := make([]QueueView, 0, len(cqs.Items))
-	for _, cq := range cqs.Items {
-		v, err := readQueue(ctx, d.s, cq.Name, nil)
+	views := make([]DashboardQueueView, 0, len(cqs.Items))
+	for i := range cqs.Items {
+		v, err := readQueue(ctx, d.s, cqs.Items[i].Name, nil)
 		if err != nil {
 			reply(w, nil, err, http.StatusBadGateway)
 			return
 		}
-		views = append(views, v)
+		views = append(views, DashboardQueueView{Quota: newQueueQuota(&cqs.Items[i]), QueueView: v})
 	}
 	reply(w, views, nil, 0)
 }
@@ -282,18 +344,64 @@ func (d *dashboard) explain(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err, http.StatusBadGateway)
 		return
 	}
-	out := DashboardExplainView{Explain: v, Domains: []string{}}
+	out := DashboardExplainView{Explain: v, Domains: []string{}, Events: []EventView{}}
 	var wl strata.Workload
 	if err := s.client.Get(r.Context(), client.ObjectKey{Namespace: s.namespace, Name: kind.WorkloadName(name)}, &wl); err == nil {
 		out.Domains = placedDomains(&wl)
 	}
+	var evs eventsv1.EventList
+	if err := s.client.List(r.Context(), &evs, client.InNamespace(s.namespace)); err == nil {
+		out.Events = eventsOf(evs.Items, map[string]bool{kind.GroupVersionKind().Kind + "/" + name: true, "Workload/" + kind.WorkloadName(name): true})
+	}
 	reply(w, out, nil, 0)
+}
+
+// EventView is one event about a workload or its job.
+type EventView struct {
+	Time   metav1.Time `json:"time"`
+	Type   string      `json:"type"`
+	Reason string      `json:"reason"`
+	// Object is KIND/NAME of what the event is about.
+	Object string `json:"object"`
+	Note   string `json:"note"`
+	Count  int32  `json:"count,omitempty"`
+}
+
+// maxEvents is how many events the dashboard shows of a workload.
+const maxEvents = 20
+
+// eventsOf returns the events regarding the objects ("KIND/NAME"), the
+// latest first, at most maxEvents.
+func eventsOf(evs []eventsv1.Event, objects map[string]bool) []EventView {
+	out := []EventView{}
+	for _, e := range evs {
+		obj := e.Regarding.Kind + "/" + e.Regarding.Name
+		if !objects[obj] {
+			continue
+		}
+		v := EventView{Time: metav1.Time{Time: e.EventTime.Time}, Type: e.Type, Reason: e.Reason, Object: obj, Note: e.Note}
+		if e.Series != nil {
+			v.Count = e.Series.Count
+			v.Time = metav1.Time{Time: e.Series.LastObservedTime.Time}
+		}
+		if v.Time.IsZero() {
+			v.Time = e.DeprecatedLastTimestamp
+		}
+		out = append(out, v)
+	}
+	slices.SortStableFunc(out, func(a, b EventView) int { return b.Time.Compare(a.Time.Time) })
+	if len(out) > maxEvents {
+		out = out[:maxEvents]
+	}
+	return out
 }
 
 // DashboardExplainView is explain's view of a workload and the domains
 // its pods are placed in, for the heatmap to highlight.
 type DashboardExplainView struct {
 	Explain ExplainView `json:"explain"`
+	// Events are the latest events about the workload and its job.
+	Events []EventView `json:"events"`
 	// Domains are "LEVEL=VALUE" for every domain, at every level, that
 	// holds pods of the workload: from the worker's admission and, on a
 	// hub, from the plan the hub dispatched it with (its topology hint,

@@ -2,9 +2,13 @@ package kubectlstrata
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -80,5 +84,42 @@ func TestPlacedDomains(t *testing.T) {
 	want := []string{rack + "=r1", rack + "=r2", host + "=n1"}
 	if diff := cmp.Diff(want, placedDomains(wl)); diff != "" {
 		t.Errorf("placedDomains (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewQueueQuota(t *testing.T) {
+	q := resource.MustParse
+	cq := &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "training"}, Spec: strata.ClusterQueueSpec{Cohort: "research",
+		ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu", "nvidia.com/gpu"}, Flavors: []strata.FlavorQuotas{
+			{Name: "a100", Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: q("64")}, {Name: "nvidia.com/gpu", NominalQuota: q("16"), BorrowingLimit: new(q("8"))}}},
+		}}}},
+		Status: strata.ClusterQueueStatus{AdmittedWorkloads: 3, PendingWorkloads: 2, FlavorsReservation: []strata.FlavorReservation{
+			{Name: "a100", Resources: []strata.ResourceReservation{{Name: "nvidia.com/gpu", Total: q("20"), Borrowed: q("4")}}},
+		}},
+	}
+	want := QueueQuotaView{ClusterQueue: "training", Cohort: "research", Admitted: 3, Pending: 2, Resources: []QuotaRowView{
+		{Flavor: "a100", Resource: "cpu", Nominal: q("64")},
+		{Flavor: "a100", Resource: "nvidia.com/gpu", Nominal: q("16"), BorrowingLimit: new(q("8")), Used: q("20"), Borrowed: q("4")},
+	}}
+	if diff := cmp.Diff(want, newQueueQuota(cq)); diff != "" {
+		t.Errorf("newQueueQuota (-want +got):\n%s", diff)
+	}
+}
+
+func TestEventsOf(t *testing.T) {
+	at := func(s int) metav1.MicroTime { return metav1.MicroTime{Time: time.Unix(int64(1000+s), 0)} }
+	ev := func(kind, name, reason string, s int) eventsv1.Event {
+		return eventsv1.Event{EventTime: at(s), Type: "Normal", Reason: reason, Regarding: corev1.ObjectReference{Kind: kind, Name: name}, Note: reason + " note"}
+	}
+	repeated := ev("Workload", "job-a", "Pending", 1)
+	repeated.Series = &eventsv1.EventSeries{Count: 4, LastObservedTime: at(9)}
+	got := eventsOf([]eventsv1.Event{ev("Job", "a", "Admitted", 5), ev("Job", "b", "Admitted", 6), repeated},
+		map[string]bool{"Job/a": true, "Workload/job-a": true})
+	want := []EventView{
+		{Time: metav1.Time{Time: at(9).Time}, Type: "Normal", Reason: "Pending", Object: "Workload/job-a", Note: "Pending note", Count: 4},
+		{Time: metav1.Time{Time: at(5).Time}, Type: "Normal", Reason: "Admitted", Object: "Job/a", Note: "Admitted note"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("eventsOf (-want +got):\n%s", diff)
 	}
 }

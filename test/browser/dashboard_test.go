@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,8 +125,12 @@ func browser() context.Context {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium()), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 800))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
+	browserCtx, cancel := chromedp.NewContext(allocCtx)
+	// Every wait ends: a page that never shows what a spec waits for fails
+	// it instead of hanging the suite.
+	ctx, cancelTimeout := context.WithTimeout(browserCtx, 2*time.Minute)
 	DeferCleanup(func() {
+		cancelTimeout()
 		cancel()
 		cancelAlloc()
 	})
@@ -222,7 +227,7 @@ var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func(
 			wc.Status.Summaries = []strata.WorkerSummaryStatus{{Flavor: "gpu", SummaryGeneration: 7, ObservedTime: &metav1.Time{Time: time.Now()},
 				Free: corev1.ResourceList{gpu: resource.MustParse("36")}}}
 		})
-		create(ctx, hub, testutil.MakeClusterQueue("training").Flavor("gpu").Obj(), nil)
+		create(ctx, hub, testutil.MakeClusterQueue("training").Flavor("gpu", "nvidia.com/gpu", "32").Obj(), nil)
 		create(ctx, hub, testutil.MakeLocalQueue("team-a", namespace, "training"), nil)
 		job := create(ctx, hub, testutil.MakeJob("train", namespace).Queue("team-a").Parallelism(2).Completions(2).Suspend(true).Obj(), nil)
 		wl := testutil.MakeWorkload(workload.JobWorkloadName(job.Name), namespace).Queue("team-a").PodSets(testutil.MakePodSet("main", 2, "nvidia.com/gpu", "8").Obj()).Obj()
@@ -252,6 +257,7 @@ var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func(
 		By("the waiting job's reason, in its queue and in the workloads")
 		visible(b, `table[data-queue="training"] td.reason`)
 		Expect(text(b, `table[data-queue="training"]`)).To(ContainSubstring(why))
+		Expect(text(b, `table[data-quota="training"] tr[data-flavor="gpu"][data-resource="nvidia.com/gpu"]`)).To(ContainSubstring("gpu"))
 		row := `#workloads tr[data-workload="` + namespace + `/` + wl.Name + `"]`
 		state, err := attr(b, row, "data-state")
 		Expect(err).NotTo(HaveOccurred())
@@ -272,12 +278,18 @@ var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func(
 			condition(&cur.Status.Conditions, strata.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "admitted on w1, flavor gpu")
 			g.Expect(hub.Client.Status().Update(ctx, &cur)).To(Succeed())
 		}).Should(Succeed())
+		create(ctx, hub, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "train.admitted"},
+			EventTime: metav1.NowMicro(), ReportingController: "strata-hub", ReportingInstance: "strata-hub-0", Action: "Dispatch",
+			Type: corev1.EventTypeNormal, Reason: "Admitted", Note: "Admitted on w1 (flavor gpu)",
+			Regarding: corev1.ObjectReference{Kind: "Job", Namespace: namespace, Name: job.Name}}, nil)
 		visible(b, row+`[data-state="Admitted"]`)
 		Expect(chromedp.Do(b, chromedp.Click(chromedp.CSS(row)))).To(Succeed())
 		visible(b, `#heatmaps button.cell.highlight[data-domain="b1/r2"]`)
 		highlighted, err := chromedp.Run(b, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#heatmaps button.cell.highlight")).map(e => e.dataset.domain)`))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(highlighted).To(Equal([]string{"b1/r2"}))
+		visible(b, `#explain table.events`)
+		Expect(text(b, `#explain table.events`)).To(ContainSubstring("Admitted on w1 (flavor gpu)"))
 		Expect(text(b, `#explain pre`)).To(SatisfyAll(ContainSubstring("Worker: w1, flavor gpu"), ContainSubstring("n3: 1"), ContainSubstring("n4: 1")))
 		screenshot(b, "placed")
 	})

@@ -158,12 +158,29 @@ function drawTopology(v) {
 
 // ---- Queues
 
+function drawQuota(q) {
+  const t = el("table", { class: "quota", "data-quota": q.clusterQueue },
+    el("caption", {}, "ClusterQueue " + q.clusterQueue + (q.cohort ? " in cohort " + q.cohort : "") + ": " + q.admitted + " admitted, " + q.pending + " pending"),
+    el("thead", {}, el("tr", {}, ...["Flavor", "Resource", "Used", "Nominal quota", "Borrowed", "Borrowing limit", "Lent", "Lending limit"].map((h) => el("th", { scope: "col" }, h)))));
+  const body = el("tbody");
+  for (const r of q.resources) {
+    const used = amount(r.used), nominal = amount(r.nominal);
+    body.append(el("tr", { "data-flavor": r.flavor, "data-resource": r.resource },
+      el("td", {}, r.flavor), el("td", {}, r.resource),
+      el("td", {}, el("meter", { min: "0", max: String(Math.max(nominal, used) || 1), value: String(used), "aria-label": r.resource + " used " + r.used + " of " + r.nominal }), " " + r.used),
+      el("td", {}, r.nominal), el("td", {}, r.borrowed || "0"), el("td", {}, r.borrowingLimit || "-"), el("td", {}, r.lent || "0"), el("td", {}, r.lendingLimit || "-")));
+  }
+  t.append(body);
+  return t;
+}
+
 function drawQueues(vs) {
   const root = document.getElementById("queues");
   root.replaceChildren();
   for (const q of vs) {
+    root.append(drawQuota(q.quota));
     const t = el("table", { "data-queue": q.clusterQueue },
-      el("caption", {}, "ClusterQueue " + q.clusterQueue + ": " + q.pending.length + " pending"),
+      el("caption", {}, "Pending in " + q.clusterQueue + ", in admission order: " + q.pending.length),
       el("thead", {}, el("tr", {}, ...["#", "Namespace", "Workload", "LocalQueue", "Priority", "Waiting", "Why"].map((h) => el("th", { scope: "col" }, h)))));
     const body = el("tbody");
     for (const p of q.pending) {
@@ -225,7 +242,11 @@ async function refreshExplain() {
       }
     }
     if (v.placement && v.placement.cluster) state.worker = v.placement.cluster;
-    box.replaceChildren(el("pre", { "data-explain": sel.key }, lines.join("\n")));
+    const events = el("table", { class: "events" }, el("caption", {}, "Events"),
+      el("thead", {}, el("tr", {}, ...["When", "Type", "Reason", "About", "Message"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, ...out.events.map((e) => el("tr", {}, el("td", {}, ageOf(e.time) + " ago" + (e.count ? " (×" + e.count + ")" : "")),
+        el("td", {}, e.type), el("td", {}, e.reason), el("td", {}, e.object), el("td", {}, e.note)))));
+    box.replaceChildren(el("pre", { "data-explain": sel.key }, lines.join("\n")), out.events.length ? events : el("p", {}, "No events."));
   } catch (err) {
     box.replaceChildren(el("p", { class: "error" }, String(err.message || err)));
   }

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -85,7 +86,7 @@ var _ = Describe("kubectl strata dashboard", Label("kubectl", "dashboard"), func
 			condition(&wc.Status.Conditions, strata.WorkerClusterFenced, metav1.ConditionTrue, "LeaseRenewed", "renewed")
 			wc.Status.Workloads = 1
 		})
-		create(ctx, hub, testutil.MakeClusterQueue("dash-q").Flavor("gpu").Obj(), nil)
+		create(ctx, hub, testutil.MakeClusterQueue("dash-q").Flavor("gpu", "nvidia.com/gpu", "32").Obj(), nil)
 		create(ctx, hub, testutil.MakeLocalQueue("team-a", namespace, "dash-q"), nil)
 		placedJob := create(ctx, hub, job("dash-placed", "team-a"), nil)
 		create(ctx, hub, jobWorkload(placedJob), func(wl *strata.Workload) {
@@ -126,20 +127,26 @@ var _ = Describe("kubectl strata dashboard", Label("kubectl", "dashboard"), func
 		Expect(free.Value()).To(Equal(int64(8)), "n1's 8 GPUs are taken, n2's free")
 
 		By("the queue, the waiting workload first with its reason")
-		var queues []kubectlstrata.QueueView
+		var queues []kubectlstrata.DashboardQueueView
 		getJSON(Default, url+"api/queues", &queues)
 		Expect(queues).To(ContainElement(SatisfyAll(HaveField("ClusterQueue", "dash-q"),
-			HaveField("Pending", ContainElement(HaveField("Message", "dash/gpu: rack required: the best rack holds 6 of 8 pods"))))))
+			HaveField("Pending", ContainElement(HaveField("Message", "dash/gpu: rack required: the best rack holds 6 of 8 pods"))),
+			HaveField("Quota.Resources", ContainElement(SatisfyAll(HaveField("Flavor", "gpu"), HaveField("Resource", gpu)))))))
 		var rows []kubectlstrata.WorkloadRowView
 		getJSON(Default, url+"api/workloads", &rows)
 		Expect(rows).To(ContainElement(SatisfyAll(HaveField("Job", "job/dash-waits"), HaveField("State", "Pending"), HaveField("Reason", "Pending"))))
 		Expect(rows).To(ContainElement(SatisfyAll(HaveField("Job", "job/dash-placed"), HaveField("State", "Dispatched"), HaveField("Cluster", "dash"))))
 
 		By("a workload: explain's view, and the rack the hub placed it in for the heatmap")
+		create(ctx, hub, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "dash-placed.admitted"},
+			EventTime: metav1.NowMicro(), ReportingController: "strata-hub", ReportingInstance: "strata-hub-0", Action: "Dispatch",
+			Type: corev1.EventTypeNormal, Reason: "Admitted", Note: "Admitted on dash (flavor gpu)",
+			Regarding: corev1.ObjectReference{Kind: "Job", Namespace: namespace, Name: "dash-placed"}}, nil)
 		var ex kubectlstrata.DashboardExplainView
 		getJSON(Default, url+"api/explain?namespace="+namespace+"&job=job/dash-placed", &ex)
 		Expect(ex.Explain.Placement).To(HaveField("Cluster", "dash"))
 		Expect(ex.Domains).To(Equal([]string{rackLevel + "=r2"}))
+		Expect(ex.Events).To(ConsistOf(SatisfyAll(HaveField("Reason", "Admitted"), HaveField("Object", "Job/dash-placed"), HaveField("Note", "Admitted on dash (flavor gpu)"))))
 
 		By("refusing a request that does not name a loopback host")
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"api/clusters", nil)

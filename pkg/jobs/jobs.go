@@ -118,13 +118,17 @@ type WaitMarker interface {
 // written, the job still suspended, and resumes it only once it
 // succeeded — so that no pod of a child runs without the admission.
 type ChildSync interface {
+	// ChildrenMade returns ErrChildrenPending while a child its
+	// controller makes before the job resumes is not there yet: made
+	// later, it could come from the templates the controller's cache held
+	// before the admission, and resuming the job would run its pods
+	// without the admission. The agent starts the job only once it
+	// returns nil, so that the job is not left admitted-but-suspended
+	// (which reads as suspended by its user).
+	ChildrenMade(ctx context.Context, c client.Reader) error
 	// SyncChildren makes the children's pod templates carry the job's
 	// scheduling directives: labels, annotations, node selector,
-	// tolerations and scheduling gates. It returns ErrChildrenPending
-	// while a child its controller makes before the job resumes is not
-	// there yet: made later, it could come from the templates the
-	// controller's cache held before the admission, and resuming it would
-	// run pods without the admission.
+	// tolerations and scheduling gates.
 	SyncChildren(ctx context.Context, c client.Client) error
 }
 

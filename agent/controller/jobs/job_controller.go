@@ -464,6 +464,19 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 	if !job.TemplatesMutable() {
 		return nil // suspended, but the Job controller has not caught up yet
 	}
+	if cs, ok := job.(pkgjobs.ChildSync); ok {
+		if err := cs.ChildrenMade(ctx, r.client); err != nil {
+			if errors.Is(err, pkgjobs.ErrChildrenPending) {
+				// Untouched and suspended until they are: the next try
+				// starts it.
+				ctrl.LoggerFrom(ctx).V(1).Info("Not starting the admitted Job yet", "job", klog.KObj(job.Object()), "reason", err.Error())
+				*again = childrenWait
+				return nil
+			}
+			return fmt.Errorf("starting Job: %w", err)
+		}
+	}
+	before := job.Object().DeepCopyObject()
 	if _, ok, _ := recordedAdded(job); ok {
 		// Left from an admission that was not fully taken back.
 		r.takeBackAdmission(ctx, job)
@@ -493,18 +506,14 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 	if cs, ok := job.(pkgjobs.ChildSync); ok {
 		// Its controller made children from the templates while it was
 		// suspended: the admitted templates go to them before it resumes.
-		if err := r.client.Update(ctx, job.Object()); err != nil {
-			return fmt.Errorf("starting Job: %w", err)
+		// Written once: a Job that waits for its children (below) is
+		// looked at again with the same admission, which changes nothing.
+		if !equality.Semantic.DeepEqual(before, job.Object()) {
+			if err := r.client.Update(ctx, job.Object()); err != nil {
+				return fmt.Errorf("starting Job: %w", err)
+			}
 		}
 		if err := cs.SyncChildren(ctx, r.client); err != nil {
-			if errors.Is(err, pkgjobs.ErrChildrenPending) {
-				// The Job stays suspended, its templates admitted: the
-				// next try finds the same record and resumes it once
-				// its children are there.
-				ctrl.LoggerFrom(ctx).V(1).Info("Not resuming the admitted Job yet", "job", klog.KObj(job.Object()), "reason", err.Error())
-				*again = childrenWait
-				return nil
-			}
 			return fmt.Errorf("starting Job: bringing its children's templates to the admission: %w", err)
 		}
 	}

@@ -248,6 +248,24 @@ func (j MPIJob) ClearRun() bool {
 // creates for an MPIJob.
 const LauncherSuffix = "-launcher"
 
+// ChildrenMade returns ErrChildrenPending while the launcher Job is not
+// there with launcherCreationPolicy AtStartup (the default): the operator
+// makes it while the MPIJob is suspended, from the template its cache
+// holds, which may be from before the admission, and once the MPIJob
+// resumes it only resumes the launcher. With WaitForWorkersReady it is
+// made after the resume, from the admitted template.
+func (j MPIJob) ChildrenMade(ctx context.Context, c client.Reader) error {
+	if j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher] == nil || j.Spec.LauncherCreationPolicy == kubeflow.LauncherCreationPolicyWaitForWorkersReady {
+		return nil
+	}
+	var launcher batchv1.Job
+	err := c.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name + LauncherSuffix}, &launcher)
+	if apierrors.IsNotFound(err) {
+		return jobs.ErrChildrenPending
+	}
+	return err
+}
+
 // SyncChildren brings the launcher Job's pod template to the MPIJob's
 // launcher template: the MPI operator creates the launcher Job at once
 // (launcherCreationPolicy AtStartup), suspended while the MPIJob is, from
@@ -263,17 +281,7 @@ func (j MPIJob) SyncChildren(ctx context.Context, c client.Client) error {
 	}
 	var launcher batchv1.Job
 	if err := c.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name + LauncherSuffix}, &launcher); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return err
-		}
-		if j.Spec.LauncherCreationPolicy == kubeflow.LauncherCreationPolicyWaitForWorkersReady {
-			return nil // made once the workers run, from the admitted template
-		}
-		// AtStartup: the operator makes it while the MPIJob is suspended,
-		// from the template its cache holds, which may be from before
-		// the admission; and once the MPIJob resumes it only resumes
-		// the launcher. Resume only what was brought up to date.
-		return jobs.ErrChildrenPending
+		return client.IgnoreNotFound(err) // gone since ChildrenMade: made again from the admitted template
 	}
 	if !metav1.IsControlledBy(&launcher, j.MPIJob) {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	. "github.com/onsi/ginkgo/v2"
@@ -162,17 +163,15 @@ var _ = Describe("MPIJob", Ordered, Label("agent", "mpijob"), func() {
 			g.Expect(racks).To(Equal(map[string]bool{"r1": true}), "launcher and workers in the one rack that holds exactly three pods")
 		}, timeout).Should(Succeed())
 
-		By("the flavor's node labels, Strata's labels and the scheduling gate in both templates, but suspended while the operator has not made the launcher Job")
-		Eventually(func(g Gomega) {
+		By("admitted, but untouched and suspended while the operator has not made the launcher Job: an operator whose cache is behind would make it from the template before the admission")
+		resourceVersion := func() string {
 			var got kubeflow.MPIJob
-			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
-			for _, s := range got.Spec.MPIReplicaSpecs {
-				g.Expect(s.Template.Spec.NodeSelector).To(HaveKeyWithValue("pool", "mpi"))
-				g.Expect(s.Template.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, mpijob.Kind.WorkloadName(j.Name)))
-				g.Expect(s.Template.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}))
-			}
-			g.Expect(ptr.Deref(got.Spec.RunPolicy.Suspend, false)).To(BeTrue(), "an operator whose cache is behind would make the launcher from the template before the admission")
-		}, timeout).Should(Succeed())
+			Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			Expect(ptr.Deref(got.Spec.RunPolicy.Suspend, false)).To(BeTrue())
+			return got.ResourceVersion
+		}
+		Consistently(resourceVersion, time.Second, 100*time.Millisecond).Should(Equal(resourceVersion()))
+		Expect(mpiJobWorkload(Default, ctx, j).Status.Admission).NotTo(BeNil(), "still admitted: not taken for a Job its user suspended")
 
 		By("the launcher Job comes late, from the template before the admission: brought to the admission, then resumed")
 		launcher := operatorLauncher(ctx, j, originals[kubeflow.MPIReplicaTypeLauncher])
@@ -180,6 +179,11 @@ var _ = Describe("MPIJob", Ordered, Label("agent", "mpijob"), func() {
 			var got kubeflow.MPIJob
 			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
 			g.Expect(ptr.Deref(got.Spec.RunPolicy.Suspend, true)).To(BeFalse())
+			for _, s := range got.Spec.MPIReplicaSpecs {
+				g.Expect(s.Template.Spec.NodeSelector).To(HaveKeyWithValue("pool", "mpi"))
+				g.Expect(s.Template.Labels).To(HaveKeyWithValue(strata.WorkloadLabel, mpijob.Kind.WorkloadName(j.Name)))
+				g.Expect(s.Template.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}))
+			}
 			var l batchv1.Job
 			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(launcher), &l)).To(Succeed())
 			g.Expect(l.Spec.Template.Labels).To(HaveKeyWithValue(strata.PodSetLabel, mpijob.Launcher))

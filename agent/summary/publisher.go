@@ -32,6 +32,7 @@ import (
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/summarycopy"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -131,7 +132,9 @@ func NewPublisher(c client.Client, summaries client.Reader, cc *cache.Cache, cfg
 func NewSummaryCache(mgr ctrl.Manager) (crcache.Cache, error) {
 	return crcache.New(mgr.GetConfig(), crcache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		ByObject: map[client.Object]crcache.ByObject{&strata.CapacitySummary{}: {}},
+		// A hub's copies of its workers' summaries, on a hub cluster that
+		// is also a worker, are not this agent's to publish or collect.
+		ByObject: map[client.Object]crcache.ByObject{&strata.CapacitySummary{}: {Label: summarycopy.Published()}},
 	})
 }
 
@@ -514,7 +517,7 @@ func (p *Publisher) collect(ctx context.Context, current map[string]bool) error 
 	var errs []error
 	for i := range list.Items {
 		cs := &list.Items[i]
-		if current[cs.Name] || cs.DeletionTimestamp != nil {
+		if _, hubCopy := cs.Labels[strata.WorkerClusterLabel]; hubCopy || current[cs.Name] || cs.DeletionTimestamp != nil {
 			continue
 		}
 		tasFlavor, err := p.topologyAware(ctx, cs.Name)

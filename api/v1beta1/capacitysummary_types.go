@@ -149,6 +149,17 @@ type CapacitySummaryStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	Preemptible []PreemptibleCapacity `json:"preemptible,omitempty"`
 
+	// inFlight is set only on the hub's copy of a worker's summary (see
+	// WorkerClusterLabel): the hub's in-flight reservations on the flavor
+	// there, per leaf domain — the capacity of workloads the hub
+	// dispatched that this summary does not count yet. Agents never set
+	// it.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=65536
+	InFlight []InFlightDomain `json:"inFlight,omitempty"`
+
 	// conditions: Ready says whether the summary is current and complete.
 	//
 	// +optional
@@ -156,6 +167,34 @@ type CapacitySummaryStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// InFlightDomain is what the hub's in-flight reservations take in one
+// leaf domain of a summary.
+type InFlightDomain struct {
+	// values of the domain, as the summary's domains list them.
+	//
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Values []string `json:"values"`
+
+	// workloads is how many dispatches hold a reservation there.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Workloads int32 `json:"workloads"`
+
+	// pods is how many of their pods the reservations put there.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Pods int32 `json:"pods"`
+
+	// requests are those pods' requests, summed.
+	//
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 
 // PreemptibleCapacity is a flavor's free capacity once the workloads of

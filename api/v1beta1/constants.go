@@ -88,6 +88,14 @@ const (
 	JobCompletionIndexLabel = "batch.kubernetes.io/job-completion-index"
 )
 
+// WorkerClusterLabel on a CapacitySummary in the hub cluster names the
+// WorkerCluster whose summary it copies: the hub keeps one such copy per
+// worker and flavor, named "<worker>.<flavor>", for readers of the hub's
+// API alone (kubectl strata dashboard). An agent publishes and collects
+// only unlabelled summaries, and the hub reads only unlabelled ones from
+// its workers, so a hub cluster that is also a worker is not confused.
+const WorkerClusterLabel = Prefix + "worker-cluster"
+
 // The dispatch contract: what the hub puts on the copy of a Job it creates
 // on a worker, and the agent carries from that Job to its Workload.
 const (

@@ -183,6 +183,13 @@ type WorkerSummaryStatus struct {
 	// +optional
 	Free corev1.ResourceList `json:"free,omitempty"`
 
+	// capacity is the allocatable capacity of all of the flavor's nodes on
+	// the worker, schedulable or not, as that summary tells it: what free
+	// is out of.
+	//
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+
 	// largestFree is, for each level above the host, the domain with the
 	// most free of the summary's main resource (a GPU, else the first
 	// extended resource, else cpu) and how much: where the largest job

@@ -14,6 +14,7 @@ import (
 	"strata.dev/strata/hub/controller/clusterqueue"
 	"strata.dev/strata/hub/controller/copies"
 	"strata.dev/strata/hub/controller/jobs"
+	"strata.dev/strata/hub/controller/summarycopies"
 	"strata.dev/strata/hub/controller/workercluster"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/hub/fleet"
@@ -70,6 +71,11 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	}
 	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, apis, clk).SetupWithManager(mgr); err != nil {
 		return nil, err
+	}
+	if interval := cfg.Dispatch.SummaryCopyInterval.Duration; interval > 0 {
+		if err := summarycopies.NewReconciler(mgr.GetClient(), f, interval, clk).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
 	}
 	served, missing := kinds.Served(kinds.Hub, mgr.GetRESTMapper())
 	for _, k := range missing {

@@ -29,6 +29,7 @@ import (
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/summarycopy"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -263,7 +264,9 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 	c, err := crcache.New(watchCfg, crcache.Options{
 		Scheme: f.scheme,
 		ByObject: map[client.Object]crcache.ByObject{
-			&strata.CapacitySummary{}: {},
+			// Not the copies a hub keeps of its workers' summaries, should
+			// this worker be a hub cluster too.
+			&strata.CapacitySummary{}: {Label: summarycopy.Published()},
 			&strata.Workload{}:        {Label: mine},
 			&batchv1.Job{}:            {Label: mine},
 		},

@@ -107,6 +107,21 @@ func (f *Fleet) ForgetHint(key string) {
 	delete(f.hints, key)
 }
 
+// InFlight is what the in-flight reservations on a worker hold, per
+// flavor and leaf domain (placement.Target.InFlight); flavors without any
+// are left out.
+func (f *Fleet) InFlight(worker string) map[string][]strata.InFlightDomain {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	out := map[string][]strata.InFlightDomain{}
+	for flavor, t := range f.targets[worker] {
+		if held := t.InFlight(); len(held) > 0 {
+			out[flavor] = held
+		}
+	}
+	return out
+}
+
 // Reservations is the number of in-flight reservations per worker.
 func (f *Fleet) Reservations() map[string]int {
 	f.tmu.Lock()

@@ -46,6 +46,9 @@ const (
 	DefaultRejectionBackoff    = time.Minute
 	DefaultFinishedRetention   = 10 * time.Minute
 	DefaultOrphanCheckInterval = time.Minute
+	// DefaultSummaryCopyInterval spaces the hub's writes of its copies of
+	// the workers' summaries.
+	DefaultSummaryCopyInterval = 10 * time.Second
 	// DefaultManagedServiceAccount is the ManagedServiceAccount whose token
 	// the hub uses on an OCM ManagedCluster.
 	DefaultManagedServiceAccount = "strata-hub"
@@ -182,6 +185,7 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	setDuration(&cfg.Dispatch.RejectionBackoff, DefaultRejectionBackoff)
 	setDuration(&cfg.Dispatch.FinishedRetention, DefaultFinishedRetention)
 	setDuration(&cfg.Dispatch.OrphanCheckInterval, DefaultOrphanCheckInterval)
+	setDuration(&cfg.Dispatch.SummaryCopyInterval, DefaultSummaryCopyInterval)
 	if cfg.Dispatch.PlacementPolicy == "" {
 		cfg.Dispatch.PlacementPolicy = configv1beta1.Compact
 	}
@@ -275,6 +279,7 @@ func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
 	errs = append(errs, positive(cfg.Dispatch.RejectionBackoff, dp.Child("rejectionBackoff"), false)...)
 	errs = append(errs, positive(cfg.Dispatch.FinishedRetention, dp.Child("finishedRetention"), true)...)
 	errs = append(errs, positive(cfg.Dispatch.OrphanCheckInterval, dp.Child("orphanCheckInterval"), false)...)
+	errs = append(errs, positive(cfg.Dispatch.SummaryCopyInterval, dp.Child("summaryCopyInterval"), true)...)
 	for _, msg := range validation.IsValidLabelValue(cfg.Origin) {
 		errs = append(errs, field.Invalid(field.NewPath("origin"), cfg.Origin, msg))
 	}

@@ -338,6 +338,7 @@ func TestLoadHub(t *testing.T) {
 					RejectionBackoff:    duration(time.Minute),
 					FinishedRetention:   duration(10 * time.Minute),
 					OrphanCheckInterval: duration(time.Minute),
+					SummaryCopyInterval: duration(10 * time.Second),
 				},
 				Origin:         "strata-hub",
 				Namespace:      "strata-system",

@@ -44,6 +44,9 @@ type FlavorTopologyView struct {
 	Understated []strata.UnderstatedResource `json:"understated,omitempty"`
 	// Dispatches is the number of hub dispatches the free capacity counts.
 	Dispatches int `json:"dispatches"`
+	// InFlight is the number of the hub's in-flight reservations' pods
+	// on the flavor (only on the hub's copies of summaries).
+	InFlight int32 `json:"inFlight,omitempty"`
 	// Taints are the sets of NoSchedule/NoExecute taints some schedulable
 	// nodes carry (key=value:effect, joined by ", "): only pods that
 	// tolerate a set use its nodes.
@@ -71,7 +74,38 @@ type DomainView struct {
 	TaintedNodes int32               `json:"taintedNodes,omitempty"`
 	Free         corev1.ResourceList `json:"free"`
 	Capacity     corev1.ResourceList `json:"capacity"`
-	Children     []*DomainView       `json:"children,omitempty"`
+	// InFlight is what the hub's in-flight reservations take in the
+	// domain: workloads it dispatched there that the summary does not
+	// count yet. Only the hub's copies of summaries have it.
+	InFlight *InFlightView `json:"inFlight,omitempty"`
+	// Hosts, on a leaf domain, are its nodes grouped as the summary lists
+	// them (summaries do not name hosts): the schedulable ones by free
+	// capacity, then the unschedulable ones.
+	Hosts    []HostsView   `json:"hosts,omitempty"`
+	Children []*DomainView `json:"children,omitempty"`
+}
+
+// InFlightView is what the hub's in-flight reservations take in a domain.
+type InFlightView struct {
+	Workloads int32               `json:"workloads"`
+	Pods      int32               `json:"pods"`
+	Requests  corev1.ResourceList `json:"requests,omitempty"`
+}
+
+// DeepCopy copies the view.
+func (v InFlightView) DeepCopy() *InFlightView {
+	v.Requests = v.Requests.DeepCopy()
+	return &v
+}
+
+// HostsView is a group of a leaf domain's nodes alike in a summary.
+type HostsView struct {
+	Nodes int32 `json:"nodes"`
+	// Free is each node's free capacity; absent for unschedulable nodes.
+	Free corev1.ResourceList `json:"free,omitempty"`
+	// Tainted: the nodes carry NoSchedule or NoExecute taints.
+	Tainted       bool `json:"tainted,omitempty"`
+	Unschedulable bool `json:"unschedulable,omitempty"`
 }
 
 // summaryReady is the condition type of a complete, current summary (the
@@ -215,6 +249,7 @@ func newFlavorTopology(cs *strata.CapacitySummary) FlavorTopologyView {
 		return v
 	}
 	root := newSumNode("", cs.Spec.Flavor, len(st.Resources))
+	leaves := map[string]*sumNode{}
 	for _, d := range st.Domains {
 		path := []*sumNode{root}
 		n := root
@@ -222,6 +257,7 @@ func newFlavorTopology(cs *strata.CapacitySummary) FlavorTopologyView {
 			n = n.child(st.Levels[l], value, len(st.Resources))
 			path = append(path, n)
 		}
+		leaves[strings.Join(d.Values, "\x00")] = n
 		var tainted int32
 		for j, t := range d.FreeTaints {
 			if t != 0 && 2*j+1 < len(d.Free) {
@@ -233,9 +269,56 @@ func newFlavorTopology(cs *strata.CapacitySummary) FlavorTopologyView {
 			p.schedulable += addPairs(p.free, d.Free, st.Vectors)
 			p.tainted += tainted
 		}
+		n.hosts = append(n.hosts, hostGroups(&d, st)...)
+	}
+	for _, held := range st.InFlight {
+		n := leaves[strings.Join(held.Values, "\x00")]
+		if n == nil {
+			continue // a domain the summary no longer lists
+		}
+		v.InFlight += held.Pods
+		for p := n; p != nil; p = p.parent {
+			p.inFlight.Workloads += held.Workloads
+			p.inFlight.Pods += held.Pods
+			for name, q := range held.Requests {
+				if p.inFlight.Requests == nil {
+					p.inFlight.Requests = corev1.ResourceList{}
+				}
+				sum := p.inFlight.Requests[name]
+				sum.Add(q)
+				p.inFlight.Requests[name] = sum
+			}
+		}
 	}
 	v.Root = root.view(st.Resources)
 	return v
+}
+
+// hostGroups are a leaf domain's nodes as the summary groups them: its
+// schedulable nodes by free vector and taints, then its unschedulable
+// nodes (all nodes less the schedulable ones).
+func hostGroups(d *strata.SummaryDomain, st *strata.CapacitySummaryStatus) []HostsView {
+	var out []HostsView
+	var schedulable, all int32
+	for j := 0; j+1 < len(d.Free); j += 2 {
+		h := HostsView{Nodes: d.Free[j+1], Free: corev1.ResourceList{}}
+		vec := st.Vectors[d.Free[j]]
+		for r, name := range st.Resources {
+			if r < len(vec) {
+				h.Free[name] = quantity(name, vec[r])
+			}
+		}
+		h.Tainted = j/2 < len(d.FreeTaints) && d.FreeTaints[j/2] != 0
+		schedulable += h.Nodes
+		out = append(out, h)
+	}
+	for j := 1; j < len(d.Capacity); j += 2 {
+		all += d.Capacity[j]
+	}
+	if all > schedulable {
+		out = append(out, HostsView{Nodes: all - schedulable, Unschedulable: true})
+	}
+	return out
 }
 
 // sumNode is a domain while its sums are built.
@@ -243,6 +326,9 @@ type sumNode struct {
 	level, name                 string
 	nodes, schedulable, tainted int32
 	free, capacity              []int64
+	inFlight                    InFlightView
+	hosts                       []HostsView
+	parent                      *sumNode
 	children                    []*sumNode
 	index                       map[string]*sumNode
 }
@@ -257,6 +343,7 @@ func (n *sumNode) child(level, value string, resources int) *sumNode {
 	c := n.index[value]
 	if c == nil {
 		c = newSumNode(level, value, resources)
+		c.parent = n
 		n.index[value] = c
 		n.children = append(n.children, c)
 	}
@@ -286,6 +373,10 @@ func (n *sumNode) view(resources []corev1.ResourceName) *DomainView {
 		d.Free[name] = quantity(name, n.free[r])
 		d.Capacity[name] = quantity(name, n.capacity[r])
 	}
+	if n.inFlight.Workloads > 0 {
+		d.InFlight = n.inFlight.DeepCopy()
+	}
+	d.Hosts = n.hosts
 	for _, c := range n.children {
 		d.Children = append(d.Children, c.view(resources))
 	}

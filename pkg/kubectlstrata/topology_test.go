@@ -60,6 +60,46 @@ func amounts(cpu, memGi, pods, gpus int64) corev1.ResourceList {
 	}
 }
 
+// tree is gpuSummary's tree of domains, with inFlight's reservations
+// (2 pods in r1, 1 in r2) when given, and r2's hosts changed by hosts.
+func tree(inFlight func(workloads, pods int32, gpus int64) *InFlightView, hosts func([]HostsView)) *DomainView {
+	held := func(workloads, pods int32, gpus int64) *InFlightView {
+		if inFlight == nil {
+			return nil
+		}
+		return inFlight(workloads, pods, gpus)
+	}
+	idle, busy := amounts(96, 512, 110, 8), amounts(0, 0, 109, 0)
+	r2 := []HostsView{{Nodes: 1, Free: idle}, {Nodes: 1, Free: busy}}
+	if hosts != nil {
+		hosts(r2)
+	}
+	return &DomainView{
+		Name: "gpu", Nodes: 6, SchedulableNodes: 5,
+		Free: amounts(384, 2048, 549, 32), Capacity: amounts(576, 3072, 660, 48), InFlight: held(2, 3, 24),
+		Children: []*DomainView{
+			{
+				Level: blockLevel, Name: "b1", Nodes: 4, SchedulableNodes: 4,
+				Free: amounts(288, 1536, 439, 24), Capacity: amounts(384, 2048, 440, 32), InFlight: held(2, 3, 24),
+				Children: []*DomainView{
+					{Level: rackLevel, Name: "r1", Nodes: 2, SchedulableNodes: 2, Free: amounts(192, 1024, 220, 16), Capacity: amounts(192, 1024, 220, 16),
+						InFlight: held(1, 2, 16), Hosts: []HostsView{{Nodes: 2, Free: idle}}},
+					{Level: rackLevel, Name: "r2", Nodes: 2, SchedulableNodes: 2, Free: amounts(96, 512, 219, 8), Capacity: amounts(192, 1024, 220, 16),
+						InFlight: held(1, 1, 8), Hosts: r2},
+				},
+			},
+			{
+				Level: blockLevel, Name: "b2", Nodes: 2, SchedulableNodes: 1,
+				Free: amounts(96, 512, 110, 8), Capacity: amounts(192, 1024, 220, 16),
+				Children: []*DomainView{
+					{Level: rackLevel, Name: "r3", Nodes: 2, SchedulableNodes: 1, Free: amounts(96, 512, 110, 8), Capacity: amounts(192, 1024, 220, 16),
+						Hosts: []HostsView{{Nodes: 1, Free: idle}, {Nodes: 1, Unschedulable: true}}},
+				},
+			},
+		},
+	}
+}
+
 func TestNewFlavorTopology(t *testing.T) {
 	ready := &ConditionView{Status: metav1.ConditionTrue, Reason: "Published"}
 	header := func(f FlavorTopologyView) FlavorTopologyView {
@@ -72,28 +112,27 @@ func TestNewFlavorTopology(t *testing.T) {
 		summary func(*strata.CapacitySummary)
 		want    FlavorTopologyView
 	}{
-		"racks summed into blocks and the flavor": {
-			want: header(FlavorTopologyView{Root: &DomainView{
-				Name: "gpu", Nodes: 6, SchedulableNodes: 5,
-				Free: amounts(384, 2048, 549, 32), Capacity: amounts(576, 3072, 660, 48),
-				Children: []*DomainView{
-					{
-						Level: blockLevel, Name: "b1", Nodes: 4, SchedulableNodes: 4,
-						Free: amounts(288, 1536, 439, 24), Capacity: amounts(384, 2048, 440, 32),
-						Children: []*DomainView{
-							{Level: rackLevel, Name: "r1", Nodes: 2, SchedulableNodes: 2, Free: amounts(192, 1024, 220, 16), Capacity: amounts(192, 1024, 220, 16)},
-							{Level: rackLevel, Name: "r2", Nodes: 2, SchedulableNodes: 2, Free: amounts(96, 512, 219, 8), Capacity: amounts(192, 1024, 220, 16)},
-						},
-					},
-					{
-						Level: blockLevel, Name: "b2", Nodes: 2, SchedulableNodes: 1,
-						Free: amounts(96, 512, 110, 8), Capacity: amounts(192, 1024, 220, 16),
-						Children: []*DomainView{
-							{Level: rackLevel, Name: "r3", Nodes: 2, SchedulableNodes: 1, Free: amounts(96, 512, 110, 8), Capacity: amounts(192, 1024, 220, 16)},
-						},
-					},
-				},
-			}}),
+		"racks summed into blocks and the flavor, with their hosts": {
+			want: header(FlavorTopologyView{Root: tree(nil, nil)}),
+		},
+		"the hub's copy: its in-flight reservations, summed up the tree; a tainted node": {
+			summary: func(cs *strata.CapacitySummary) {
+				cs.Status.Domains[1].FreeTaints = []int32{1, 0}
+				cs.Status.TaintSets = []strata.TaintSet{{Taints: []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}}}}
+				cs.Status.InFlight = []strata.InFlightDomain{
+					{Values: []string{"b1", "r1"}, Workloads: 1, Pods: 2, Requests: corev1.ResourceList{gpu: resource.MustParse("16")}},
+					{Values: []string{"b1", "r2"}, Workloads: 1, Pods: 1, Requests: corev1.ResourceList{gpu: resource.MustParse("8")}},
+					{Values: []string{"b9", "r9"}, Workloads: 1, Pods: 1},
+				}
+			},
+			want: func() FlavorTopologyView {
+				inFlight := func(workloads, pods int32, gpus int64) *InFlightView {
+					return &InFlightView{Workloads: workloads, Pods: pods, Requests: corev1.ResourceList{gpu: *resource.NewQuantity(gpus, resource.DecimalSI)}}
+				}
+				root := tree(inFlight, func(r2 []HostsView) { r2[0].Tainted = true })
+				root.TaintedNodes, root.Children[0].TaintedNodes, root.Children[0].Children[1].TaintedNodes = 1, 1, 1
+				return header(FlavorTopologyView{InFlight: 3, Taints: []string{"maintenance:NoSchedule"}, Root: root})
+			}(),
 		},
 		"not published yet": {
 			summary: func(cs *strata.CapacitySummary) {

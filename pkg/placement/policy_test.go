@@ -439,3 +439,50 @@ func TestDecideAvoiding(t *testing.T) {
 		t.Errorf("after an avoiding decision: cluster %q, want a: the avoiding answer was memoized", d.Cluster)
 	}
 }
+
+// InFlight sums, per leaf domain, what the reservations that take
+// capacity hold: not those a summary counts already.
+func TestInFlight(t *testing.T) {
+	p := New("", tas.DefaultOptions(), 0)
+	a := target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(4, 8)}, {rackOf(4, 8)}}))
+	targets := []*Target{a}
+	reserve := func(key string, wl *strata.Workload) {
+		t.Helper()
+		d := p.Decide(wl, nil, targets)
+		if d.Cluster != "a" {
+			t.Fatalf("%s not placed: %s", key, d.Reason)
+		}
+		if err := d.Reserve(targets, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]strata.InFlightDomain{}, a.InFlight()); diff != "" {
+		t.Errorf("in flight before any reservation (-want,+got):\n%s", diff)
+	}
+	// Two 2-pod jobs of 4 GPUs a pod, each in one rack: the most compact
+	// placement puts both in the same rack.
+	twoPods := func() *strata.Workload { return job(2, "4", func(p *testutil.PodSetWrapper) { p.Required(rack) }) }
+	reserve("uid-0/1", twoPods())
+	reserve("uid-1/1", twoPods())
+	got := a.InFlight()
+	want := []strata.InFlightDomain{{Values: []string{"b0", "r0"}, Workloads: 2, Pods: 4, Requests: corev1.ResourceList{gpu: resource.MustParse("16")}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("in flight (-want,+got):\n%s", diff)
+	}
+
+	// A summary that counts uid-0's dispatch: only uid-1 is in flight.
+	next := cluster(t, [][][]int64{{rackOf(4, 8)}, {rackOf(4, 8)}})
+	next.SummaryGeneration = 2
+	next.Dispatches = []string{"uid-0/1"}
+	if err := a.SetSummary(next); err != nil {
+		t.Fatal(err)
+	}
+	want[0].Workloads, want[0].Pods, want[0].Requests = 1, 2, corev1.ResourceList{gpu: resource.MustParse("8")}
+	if diff := cmp.Diff(want, a.InFlight()); diff != "" {
+		t.Errorf("in flight once the summary counts uid-0/1 (-want,+got):\n%s", diff)
+	}
+	a.Release("uid-1/1")
+	if got := a.InFlight(); len(got) != 0 {
+		t.Errorf("in flight after every release: %v", got)
+	}
+}

@@ -2,7 +2,9 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -207,6 +209,48 @@ func (t *Target) Reservations() int {
 		}
 	}
 	return n
+}
+
+// InFlight is what the reservations that take capacity hold, per leaf
+// domain of the summary, sorted by the domains' values: how many
+// dispatches, how many pods and their requests.
+func (t *Target) InFlight() []strata.InFlightDomain {
+	type held struct {
+		d    strata.InFlightDomain
+		keys map[string]bool
+	}
+	byDomain := map[string]*held{}
+	for key, r := range t.reservations {
+		if t.reflected[key] || r.preempt {
+			continue
+		}
+		for i, a := range r.assignments {
+			for _, d := range a.Domains {
+				id := strings.Join(d.Values, "\x00")
+				h := byDomain[id]
+				if h == nil {
+					h = &held{d: strata.InFlightDomain{Values: slices.Clone(d.Values), Requests: corev1.ResourceList{}}, keys: map[string]bool{}}
+					byDomain[id] = h
+				}
+				h.keys[key] = true
+				h.d.Pods += d.Count
+				for name, q := range r.requests[i] {
+					sum := h.d.Requests[name]
+					for range d.Count {
+						sum.Add(q)
+					}
+					h.d.Requests[name] = sum
+				}
+			}
+		}
+	}
+	out := make([]strata.InFlightDomain, 0, len(byDomain))
+	for _, h := range byDomain {
+		h.d.Workloads = int32(len(h.keys))
+		out = append(out, h.d)
+	}
+	slices.SortFunc(out, func(a, b strata.InFlightDomain) int { return slices.Compare(a.Values, b.Values) })
+	return out
 }
 
 // Release ends a reservation: its workload's usage now shows in the

@@ -102,3 +102,24 @@ func SummaryFree(st *strata.CapacitySummaryStatus, main corev1.ResourceName) ([]
 	}
 	return total, largest
 }
+
+// SummaryCapacity sums the allocatable capacity of all of a summary's
+// nodes, schedulable or not, per resource (milli-units, in the order of
+// st.Resources): what SummaryFree's total is out of.
+func SummaryCapacity(st *strata.CapacitySummaryStatus) []int64 {
+	total := make([]int64, len(st.Resources))
+	for _, d := range st.Domains {
+		for i := 0; i+1 < len(d.Capacity); i += 2 {
+			if int(d.Capacity[i]) >= len(st.Vectors) {
+				continue
+			}
+			vec, count := st.Vectors[d.Capacity[i]], int64(d.Capacity[i+1])
+			for j := range total {
+				if j < len(vec) {
+					total[j] += vec[j] * count
+				}
+			}
+		}
+	}
+	return total
+}

@@ -58,4 +58,11 @@ func TestSummaryFree(t *testing.T) {
 	if diff := cmp.Diff(want, largest); diff != "" {
 		t.Errorf("largest free (-want,+got):\n%s", diff)
 	}
+	// SummaryCapacity counts every node, used or not: 8 nodes of 8 GPUs.
+	capacity := SummaryCapacity(&st)
+	for i, n := range st.Resources {
+		if n == gpu && capacity[i] != 64_000 {
+			t.Errorf("GPU capacity = %d milli, want 64000", capacity[i])
+		}
+	}
 }

@@ -387,6 +387,13 @@ type Dispatch struct {
 	// 1m).
 	// +optional
 	OrphanCheckInterval *metav1.Duration `json:"orphanCheckInterval,omitempty"`
+	// summaryCopyInterval is how often, at most, the hub writes its copy
+	// of each worker's capacity summary into the hub cluster: a
+	// CapacitySummary "<worker>.<flavor>" labelled strata.dev/worker-cluster,
+	// with the hub's in-flight reservations there, which kubectl strata
+	// dashboard reads (default 10s). 0 stops the copies.
+	// +optional
+	SummaryCopyInterval *metav1.Duration `json:"summaryCopyInterval,omitempty"`
 	// createNamespaces lets the hub create a copy's namespace on a worker
 	// that does not have it; otherwise the worker refuses the copy, and the
 	// WorkerCluster's Dispatching condition names the namespace.

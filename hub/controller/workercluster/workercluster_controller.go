@@ -507,6 +507,14 @@ func summaryStatus(s *strata.CapacitySummary) strata.WorkerSummaryStatus {
 			out.Free[name] = summaryQuantity(name, total[i])
 		}
 	}
+	for i, amount := range tas.SummaryCapacity(&s.Status) {
+		if amount > 0 {
+			if out.Capacity == nil {
+				out.Capacity = corev1.ResourceList{}
+			}
+			out.Capacity[s.Status.Resources[i]] = summaryQuantity(s.Status.Resources[i], amount)
+		}
+	}
 	for _, l := range largest {
 		out.LargestFree = append(out.LargestFree, strata.DomainFree{Level: l.Level, Domain: l.Domain, Resource: main, Free: summaryQuantity(main, l.Free)})
 	}

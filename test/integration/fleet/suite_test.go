@@ -145,6 +145,7 @@ var _ = BeforeSuite(func() {
 	hubCfg.Dispatch.RejectionBackoff = &metav1.Duration{Duration: time.Minute}
 	hubCfg.Dispatch.OrphanCheckInterval = &metav1.Duration{Duration: 2 * time.Second}
 	hubCfg.Dispatch.FinishedRetention = &metav1.Duration{Duration: 2 * time.Second}
+	hubCfg.Dispatch.SummaryCopyInterval = &metav1.Duration{Duration: time.Second}
 	ctx := context.Background()
 	Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Namespace}})).To(Succeed())
 

@@ -63,7 +63,9 @@ type SummaryStatusView struct {
 	Generation   int64               `json:"generation"`
 	ObservedTime *metav1.Time        `json:"observedTime,omitempty"`
 	Free         corev1.ResourceList `json:"free,omitempty"`
-	LargestFree  []strata.DomainFree `json:"largestFree,omitempty"`
+	// Capacity is what Free is out of: all of the flavor's nodes.
+	Capacity    corev1.ResourceList `json:"capacity,omitempty"`
+	LargestFree []strata.DomainFree `json:"largestFree,omitempty"`
 }
 
 // NotDispatchedView counts the hub Workloads that wait on the hub.
@@ -166,7 +168,7 @@ func newClustersView(wcs []strata.WorkerCluster, wls []strata.Workload) Clusters
 		}
 		for _, s := range wc.Status.Summaries {
 			c.Summaries = append(c.Summaries, SummaryStatusView{Flavor: s.Flavor, Generation: s.SummaryGeneration, ObservedTime: s.ObservedTime.DeepCopy(),
-				Free: s.Free.DeepCopy(), LargestFree: slices.Clone(s.LargestFree)})
+				Free: s.Free.DeepCopy(), Capacity: s.Capacity.DeepCopy(), LargestFree: slices.Clone(s.LargestFree)})
 		}
 		slices.SortFunc(c.Summaries, func(a, b SummaryStatusView) int { return strings.Compare(a.Flavor, b.Flavor) })
 		if n := dispatched[wc.Name]; n != nil {
@@ -260,7 +262,11 @@ func freeLines(cs []ClusterView) []string {
 			for _, l := range s.LargestFree {
 				parts = append(parts, fmt.Sprintf("%s %s %s", levelName(l.Level), l.Domain, l.Free.String()))
 			}
-			out = append(out, fmt.Sprintf("  %s/%s: %s %s free; freest %s", c.Name, s.Flavor, total.String(), main, strings.Join(parts, ", ")))
+			of := ""
+			if c, ok := s.Capacity[main]; ok {
+				of = " of " + c.String()
+			}
+			out = append(out, fmt.Sprintf("  %s/%s: %s%s %s free; freest %s", c.Name, s.Flavor, total.String(), of, main, strings.Join(parts, ", ")))
 		}
 	}
 	return out

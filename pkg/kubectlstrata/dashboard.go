@@ -24,12 +24,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/summarycopy"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -314,17 +316,18 @@ func (d *dashboard) topology(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, errors.New("name a worker: ?cluster=NAME"), http.StatusBadRequest)
 		return
 	}
-	ws, err := d.s.worker(r.Context(), cluster)
-	if err != nil {
-		reply(w, nil, err, http.StatusBadGateway)
-		return
-	}
+	// The hub's copies of the worker's summaries: the dashboard reads the
+	// hub alone, with no credential for any worker.
 	var list strata.CapacitySummaryList
-	if err := ws.client.List(r.Context(), &list); err != nil {
-		reply(w, nil, apiError(err, "CapacitySummary", "capacitysummaries", ws.where), http.StatusBadGateway)
+	if err := d.s.client.List(r.Context(), &list, client.MatchingLabelsSelector{Selector: summarycopy.Of(cluster)}); err != nil {
+		reply(w, nil, apiError(err, "CapacitySummary", "capacitysummaries", d.s.where), http.StatusBadGateway)
 		return
 	}
-	reply(w, newTopologyView(list.Items), nil, 0)
+	v := newTopologyView(list.Items)
+	if len(list.Items) == 0 {
+		v.Problem = fmt.Sprintf(noCopies, cluster)
+	}
+	reply(w, v, nil, 0)
 }
 
 func (d *dashboard) explain(w http.ResponseWriter, r *http.Request) {
@@ -491,11 +494,23 @@ func (d *dashboard) notify() {
 // watch follows the hub's objects the views are made of until ctx ends,
 // watching each list again when its watch closes.
 func (d *dashboard) watch(ctx context.Context, wc client.WithWatch) {
-	lists := []client.ObjectList{&strata.WorkerClusterList{}, &strata.WorkloadList{}, &strata.ClusterQueueList{}, &strata.LocalQueueList{}}
+	type watched struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}
+	copies, err := labels.Parse(strata.WorkerClusterLabel)
+	if err != nil {
+		panic(err) // a constant key
+	}
+	lists := []watched{
+		{list: &strata.WorkerClusterList{}}, {list: &strata.WorkloadList{}}, {list: &strata.ClusterQueueList{}}, {list: &strata.LocalQueueList{}},
+		// The hub's copies of the workers' summaries (the heatmaps).
+		{list: &strata.CapacitySummaryList{}, opts: []client.ListOption{client.MatchingLabelsSelector{Selector: copies}}},
+	}
 	for _, l := range lists {
 		go func() {
 			for ctx.Err() == nil {
-				wi, err := wc.Watch(ctx, l)
+				wi, err := wc.Watch(ctx, l.list, l.opts...)
 				if err == nil {
 					for ev := range wi.ResultChan() {
 						if ev.Type != watch.Bookmark {

@@ -22,7 +22,13 @@ import (
 // domain tree of the worker's capacity summary.
 type TopologyView struct {
 	Flavors []FlavorTopologyView `json:"flavors"`
+	// Problem says why there is no flavor to show.
+	Problem string `json:"problem,omitempty"`
 }
+
+// noCopies is the dashboard's message for a worker the hub keeps no copy
+// of the summaries of.
+const noCopies = "the hub keeps no copy of %s's capacity summaries yet: the hub copies them once it has read them (see its WorkerCluster's SummariesFresh condition), unless its dispatch.summaryCopyInterval is 0"
 
 // FlavorTopologyView is one CapacitySummary as a tree of domains.
 type FlavorTopologyView struct {

@@ -1,6 +1,6 @@
 // Package browser drives kubectl strata dashboard in a real, headless
 // Chromium (Debian's package, through the DevTools protocol with
-// chromedp) against real hub and worker API servers (envtest), their
+// chromedp) against a real hub API server (envtest), its
 // objects written directly, no controllers running. make test-browser
 // installs Chromium when it is missing.
 package browser
@@ -30,6 +30,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/kubectlstrata"
+	"strata.dev/strata/pkg/summarycopy"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
@@ -43,7 +44,7 @@ const (
 	gpu        = corev1.ResourceName("nvidia.com/gpu")
 )
 
-var hub, worker *framework.Cluster
+var hub *framework.Cluster
 
 var batchJobKind = batchv1.SchemeGroupVersion.WithKind("Job")
 
@@ -56,16 +57,12 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(GinkgoLogr)
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	clusters, err := framework.Start(
-		framework.ClusterSpec{Name: "hub", Role: framework.Hub},
-		framework.ClusterSpec{Name: "w1", Role: framework.Worker},
-	)
+	// The hub alone: the dashboard reads nothing else.
+	clusters, err := framework.Start(framework.ClusterSpec{Name: "hub", Role: framework.Hub})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })
-	hub, worker = clusters.Get("hub"), clusters.Get("w1")
-	for _, c := range []*framework.Cluster{hub, worker} {
-		Expect(c.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
-	}
+	hub = clusters.Get("hub")
+	Expect(hub.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
 })
 
 // chromium is Debian's Chromium, or $STRATA_CHROMIUM.
@@ -216,16 +213,17 @@ func visible(ctx context.Context, sel string) {
 
 var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func() {
 	It("lists the workers, draws the summary's free capacity, and follows a job from waiting, with its reason, to placed on the rack it is highlighted on", func(ctx SpecContext) {
-		summary := create(ctx, worker, testutil.MakeCapacitySummary("gpu").Obj(), func(cs *strata.CapacitySummary) { cs.Status = gpuSummary() })
-		create(ctx, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "strata-system"}}, nil)
-		create(ctx, hub, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "strata-system", Name: "w1-kubeconfig"},
-			Data: map[string][]byte{"kubeconfig": worker.Kubeconfig}}, nil)
+		// The hub's copy of w1's summary, as the hub's summarycopies
+		// controller writes it: the dashboard reads the hub alone.
+		hubCopy := testutil.MakeCapacitySummary("gpu").Obj()
+		hubCopy.Name, hubCopy.Labels = summarycopy.Name("w1", "gpu"), map[string]string{strata.WorkerClusterLabel: "w1"}
+		summary := create(ctx, hub, hubCopy, func(cs *strata.CapacitySummary) { cs.Status = gpuSummary() })
 		create(ctx, hub, testutil.MakeWorkerCluster("w1").KubeConfigSecret("strata-system", "w1-kubeconfig").Obj(), func(wc *strata.WorkerCluster) {
 			condition(&wc.Status.Conditions, strata.WorkerClusterConnected, metav1.ConditionTrue, "Connected", "connected")
 			condition(&wc.Status.Conditions, strata.WorkerClusterSummariesFresh, metav1.ConditionTrue, "Fresh", "fresh")
 			condition(&wc.Status.Conditions, strata.WorkerClusterFenced, metav1.ConditionTrue, "LeaseRenewed", "renewed")
 			wc.Status.Summaries = []strata.WorkerSummaryStatus{{Flavor: "gpu", SummaryGeneration: 7, ObservedTime: &metav1.Time{Time: time.Now()},
-				Free: corev1.ResourceList{gpu: resource.MustParse("36")}}}
+				Free: corev1.ResourceList{gpu: resource.MustParse("36")}, Capacity: corev1.ResourceList{gpu: resource.MustParse("48")}}}
 		})
 		create(ctx, hub, testutil.MakeClusterQueue("training").Flavor("gpu", "nvidia.com/gpu", "32").Obj(), nil)
 		create(ctx, hub, testutil.MakeLocalQueue("team-a", namespace, "training"), nil)
@@ -241,9 +239,9 @@ var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func(
 		b := browser()
 		Expect(chromedp.Do(b, chromedp.Navigate(url))).To(Succeed())
 
-		By("the workers listed")
+		By("the workers listed, with free GPUs against the total")
 		visible(b, `#fleet tr[data-worker="w1"]`)
-		Expect(text(b, `#fleet tr[data-worker="w1"]`)).To(ContainSubstring("True"))
+		Expect(text(b, `#fleet tr[data-worker="w1"]`)).To(SatisfyAll(ContainSubstring("True"), ContainSubstring("nvidia.com/gpu 36 of 48")))
 
 		By("a heatmap cell's free count is the summary's: rack r1 has n2's 8 GPUs free, r3 has 4 + 8")
 		free, err := attr(b, `#heatmaps button.cell[data-domain="b1/r1"]`, "data-free")
@@ -253,6 +251,10 @@ var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func(
 		Expect(err).NotTo(HaveOccurred())
 		Expect(free).To(Equal("12"))
 		Expect(summary.Status.Domains).NotTo(BeEmpty())
+		By("rack r1's hosts: one full, one free")
+		hosts, err := chromedp.Run(b, chromedp.Evaluate[int](`document.querySelectorAll('#heatmaps button.cell[data-domain="b1/r1"] .host').length`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hosts).To(Equal(2))
 
 		By("the waiting job's reason, in its queue and in the workloads")
 		visible(b, `table[data-queue="training"] td.reason`)
@@ -263,6 +265,19 @@ var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func(
 		Expect(err).NotTo(HaveOccurred())
 		Expect(state).To(Equal("Pending"))
 		screenshot(b, "pending")
+
+		By("dispatched to w1's rack r2 and not admitted there yet: the hub's copy shows it in flight, and the page follows")
+		Eventually(func(g Gomega) {
+			var cur strata.CapacitySummary
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(summary), &cur)).To(Succeed())
+			cur.Status.InFlight = []strata.InFlightDomain{{Values: []string{"b1", "r2"}, Workloads: 1, Pods: 2, Requests: corev1.ResourceList{gpu: resource.MustParse("16")}}}
+			g.Expect(hub.Client.Status().Update(ctx, &cur)).To(Succeed())
+		}).Should(Succeed())
+		visible(b, `#heatmaps button.cell.inflight[data-domain="b1/r2"][data-in-flight="2"]`)
+		label, err := attr(b, `#heatmaps button.cell[data-domain="b1/r2"]`, "aria-label")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(label).To(ContainSubstring("in flight: 1 workload(s), 2 pod(s)"))
+		screenshot(b, "in-flight")
 
 		By("placed on w1 in rack r2: the page follows without a reload, and selecting the job outlines r2")
 		Eventually(func(g Gomega) {
@@ -276,6 +291,13 @@ var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func(
 					ValuesPerLevel: []strata.TopologyAssignmentSliceLevelValues{{Individual: &strata.TopologyAssignmentSliceLevelIndividualValues{Roots: []string{"n3", "n4"}}}},
 					PodCounts:      strata.TopologyAssignmentSlicePodCounts{Universal: ptr.To[int32](1)}}}}}}}
 			condition(&cur.Status.Conditions, strata.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "admitted on w1, flavor gpu")
+			g.Expect(hub.Client.Status().Update(ctx, &cur)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			// Admitted: w1's summary counts it, no longer in flight.
+			var cur strata.CapacitySummary
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(summary), &cur)).To(Succeed())
+			cur.Status.InFlight = nil
 			g.Expect(hub.Client.Status().Update(ctx, &cur)).To(Succeed())
 		}).Should(Succeed())
 		create(ctx, hub, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "train.admitted"},

@@ -46,6 +46,12 @@ function resources(list) {
   return Object.entries(list || {}).map(([k, v]) => k + " " + v).join(", ") || "-";
 }
 
+// ofCapacity is "nvidia.com/gpu 8 of 16, cpu 90 of 96": free amounts
+// against the capacity they are out of.
+function ofCapacity(free, capacity) {
+  return Object.entries(free || {}).map(([k, v]) => k + " " + v + (capacity && capacity[k] !== undefined ? " of " + capacity[k] : "")).join(", ") || "-";
+}
+
 function ageOf(t) {
   if (!t) return "-";
   const s = Math.max(0, Math.round((Date.now() - Date.parse(t)) / 1000));
@@ -62,7 +68,7 @@ function drawFleet(v) {
   for (const c of v.clusters) {
     names.push(c.name);
     const sums = (c.summaries || []).map((s) => s.flavor + " (" + ageOf(s.observedTime) + ")").join(", ");
-    const free = (c.summaries || []).map((s) => s.flavor + ": " + resources(s.free)).join("; ");
+    const free = (c.summaries || []).map((s) => s.flavor + ": " + ofCapacity(s.free, s.capacity)).join("; ");
     const largest = (c.summaries || []).flatMap((s) => (s.largestFree || []).map((d) => d.domain + " " + d.resource + " " + d.free)).join("; ");
     const connected = el("td", { class: c.connected.status === "True" ? "" : "bad" }, cond(c.connected));
     body.append(el("tr", { "data-worker": c.name },
@@ -109,16 +115,42 @@ function leaves(d, path, out) {
 function drawLegend() {
   const lg = document.getElementById("legend");
   lg.replaceChildren(el("span", {}, "full"), ...SCALE.map((c) => el("span", { class: "swatch", style: "background:" + c })), el("span", {}, "empty"),
-    el("span", {}, "  dashed: tainted nodes; hatched: unschedulable nodes; red outline: the selected workload"));
+    el("span", {}, "  small squares: the domain's hosts; dashed: tainted nodes; hatched: unschedulable nodes; +N: pods the hub dispatched that the summary does not count yet; red outline: the selected workload"));
+}
+
+// maxHostTiles bounds the hosts drawn in one cell; a larger domain shows
+// its totals only.
+const maxHostTiles = 64;
+
+// hostTiles draws a leaf domain's nodes as small squares, each coloured
+// by its free share of the drawn resource (against the domain's capacity
+// per node: summaries do not name hosts); unschedulable ones hatched.
+function hostTiles(d, res, cap) {
+  if (!d.hosts || d.nodes === 0 || d.nodes > maxHostTiles) return null;
+  const perNode = cap / d.nodes;
+  const box = el("span", { class: "hosts", "aria-hidden": "true" });
+  for (const h of d.hosts) {
+    for (let i = 0; i < h.nodes; i++) {
+      if (h.unschedulable) {
+        box.append(el("i", { class: "host unschedulable" }));
+        continue;
+      }
+      const share = perNode > 0 ? amount((h.free || {})[res]) / perNode : 0;
+      const step = Math.min(SCALE.length - 1, Math.floor(share * SCALE.length));
+      box.append(el("i", { class: "host" + (h.tainted ? " tainted" : ""), style: "background:" + SCALE[step] }));
+    }
+  }
+  return box;
 }
 
 function drawTopology(v) {
   const root = document.getElementById("heatmaps");
   root.replaceChildren();
+  if (v.problem) root.append(el("p", { class: "note" }, v.problem));
   for (const f of v.flavors) {
     const box = el("div", { class: "flavor", "data-flavor": f.flavor });
     box.append(el("h3", {}, f.flavor + " — " + (f.resource || "") + " free of capacity, summary " + ageOf(f.observedTime) + " old" +
-      (f.dispatches ? ", " + f.dispatches + " hub dispatch(es) counted" : "")));
+      (f.inFlight ? "; " + f.inFlight + " pod(s) the hub dispatched are in flight (marked +N)" : "")));
     if (f.problem) {
       box.append(el("p", { class: "error" }, f.problem));
       root.append(box);
@@ -137,18 +169,27 @@ function drawTopology(v) {
         const cap = amount((d.capacity || {})[f.resource]);
         const share = cap > 0 ? free / cap : 0;
         const step = Math.min(SCALE.length - 1, Math.floor(share * SCALE.length));
-        const label = path.join("/") + ": " + (d.free || {})[f.resource] + " of " + (d.capacity || {})[f.resource] + " " + f.resource +
+        let label = path.join("/") + ": " + (d.free || {})[f.resource] + " of " + (d.capacity || {})[f.resource] + " " + f.resource +
           " free; " + d.schedulableNodes + " of " + d.nodes + " nodes schedulable" + (d.taintedNodes ? ", " + d.taintedNodes + " tainted" : "");
         const cls = ["cell"];
         if (d.taintedNodes) cls.push("tainted");
         if (d.schedulableNodes < d.nodes) cls.push("unschedulable");
         const placed = state.highlight && state.highlight.has(d.level + "=" + d.name);
         if (placed) cls.push("highlight");
+        const parts = [el("span", {}, d.name), el("span", {}, String((d.free || {})[f.resource] || "0"))];
+        if (d.inFlight) {
+          cls.push("inflight");
+          label += "; in flight: " + d.inFlight.workloads + " workload(s), " + d.inFlight.pods + " pod(s) the hub dispatched here (" +
+            resources(d.inFlight.requests) + ") that the summary does not count yet";
+          parts.push(el("span", { class: "badge" }, "+" + d.inFlight.pods));
+        }
+        const hosts = hostTiles(d, f.resource, cap);
+        if (hosts) parts.push(hosts);
         line.append(el("button", {
           class: cls.join(" "), role: "listitem", title: label, "aria-label": label + (placed ? "; holds the selected workload's pods" : ""), "data-domain": path.join("/"),
-          "data-free": (d.free || {})[f.resource] || "0",
+          "data-free": (d.free || {})[f.resource] || "0", "data-in-flight": d.inFlight ? String(d.inFlight.pods) : "0",
           style: "background:" + SCALE[step] + ";color:" + (step < DARK ? "#fff" : "#000"),
-        }, el("span", {}, d.name), el("span", {}, String((d.free || {})[f.resource] || "0"))));
+        }, ...parts));
       }
       box.append(el("div", { class: "block" }, el("span", { class: "block-name" }, name), line));
     }

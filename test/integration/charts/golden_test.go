@@ -103,7 +103,7 @@ func TestGolden(t *testing.T) {
 		"hub-dashboard": {
 			chart:     "strata-hub",
 			namespace: "strata-system",
-			set:       []string{"dashboard.enabled=true", "dashboard.readWorkerKubeconfigs=true"},
+			set:       []string{"dashboard.enabled=true"},
 			check: func(t *testing.T, r *rendered) {
 				d := decode[appsv1.Deployment](t, r.find("Deployment", "strata-dashboard"))
 				c := d.Spec.Template.Spec.Containers[0]
@@ -113,15 +113,19 @@ func TestGolden(t *testing.T) {
 				if d.Spec.Template.Spec.ServiceAccountName != "strata-dashboard" {
 					t.Errorf("dashboard service account %q, want its own", d.Spec.Template.Spec.ServiceAccountName)
 				}
-				for _, kind := range []string{"ClusterRole", "Role"} {
-					role := decode[rbacv1.ClusterRole](t, r.find(kind, "strata-dashboard"))
-					for _, rule := range role.Rules {
-						for _, v := range rule.Verbs {
-							if v != "get" && v != "list" && v != "watch" {
-								t.Errorf("%s strata-dashboard grants %q on %v: want reads only", kind, v, rule.Resources)
-							}
+				role := decode[rbacv1.ClusterRole](t, r.find("ClusterRole", "strata-dashboard"))
+				for _, rule := range role.Rules {
+					for _, v := range rule.Verbs {
+						if v != "get" && v != "list" && v != "watch" {
+							t.Errorf("ClusterRole strata-dashboard grants %q on %v: want reads only", v, rule.Resources)
 						}
 					}
+					if slices.Contains(rule.Resources, "secrets") {
+						t.Errorf("ClusterRole strata-dashboard grants %v on Secrets: it reads the hub's copies of the summaries, no worker credential", rule.Verbs)
+					}
+				}
+				if r.find("Role", "strata-dashboard") != nil {
+					t.Error("a Role strata-dashboard: the dashboard needs nothing in the hub's namespace")
 				}
 			},
 		},

@@ -13,13 +13,16 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/kubectlstrata"
+	"strata.dev/strata/pkg/summarycopy"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -77,10 +80,16 @@ func getJSON(g Gomega, url string, v any) {
 
 var _ = Describe("kubectl strata dashboard", Label("kubectl", "dashboard"), func() {
 	It("serves the page and the views of the fleet, a worker's topology, the queues and a workload, and says when something changes", func(ctx SpecContext) {
-		create(ctx, worker, testutil.MakeCapacitySummary("gpu").Obj(), func(cs *strata.CapacitySummary) { cs.Status = gpuSummary() })
-		Expect(client.IgnoreAlreadyExists(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "strata-system"}}))).To(Succeed())
-		create(ctx, hub, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "strata-system", Name: "dash-kubeconfig"},
-			Data: map[string][]byte{"kubeconfig": worker.Kubeconfig}}, nil)
+		// The hub's copy of the worker's summary, as its summarycopies
+		// controller writes it, with one workload in flight on rack r2.
+		// No credential for the worker is needed.
+		hubCopy := testutil.MakeCapacitySummary("gpu").Obj()
+		hubCopy.Name, hubCopy.Labels = summarycopy.Name("dash", "gpu"), map[string]string{strata.WorkerClusterLabel: "dash"}
+		create(ctx, hub, hubCopy, func(cs *strata.CapacitySummary) {
+			cs.Status = gpuSummary()
+			cs.Status.InFlight = []strata.InFlightDomain{{Values: []string{"b1", "r2"}, Workloads: 1, Pods: 2,
+				Requests: corev1.ResourceList{gpu: resource.MustParse("8")}}}
+		})
 		create(ctx, hub, testutil.MakeWorkerCluster("dash").KubeConfigSecret("strata-system", "dash-kubeconfig").Obj(), func(wc *strata.WorkerCluster) {
 			condition(&wc.Status.Conditions, strata.WorkerClusterConnected, metav1.ConditionTrue, "Connected", "connected")
 			condition(&wc.Status.Conditions, strata.WorkerClusterFenced, metav1.ConditionTrue, "LeaseRenewed", "renewed")
@@ -115,7 +124,7 @@ var _ = Describe("kubectl strata dashboard", Label("kubectl", "dashboard"), func
 		Expect(clusters.Clusters).To(ContainElement(SatisfyAll(HaveField("Name", "dash"), HaveField("Copies", int32(1)),
 			HaveField("Fencing", HaveField("Reason", "LeaseRenewed")))))
 
-		By("the worker's topology, read with the hub's credential for it: rack r1's free GPUs are the summary's")
+		By("the worker's topology, from the hub's copy of its summary: rack r1's free GPUs are the summary's, its hosts listed, r2's reservation in flight")
 		var topo kubectlstrata.TopologyView
 		getJSON(Default, url+"api/topology?cluster=dash", &topo)
 		Expect(topo.Flavors).To(HaveLen(1))
@@ -125,6 +134,15 @@ var _ = Describe("kubectl strata dashboard", Label("kubectl", "dashboard"), func
 		Expect(r1.Name).To(Equal("r1"))
 		free := r1.Free[gpu]
 		Expect(free.Value()).To(Equal(int64(8)), "n1's 8 GPUs are taken, n2's free")
+		Expect(r1.Hosts).To(HaveLen(2), "a full host and a free one")
+		Expect(topo.Flavors[0].InFlight).To(BeEquivalentTo(2))
+		Expect(b1.Children[1].InFlight).To(PointTo(HaveField("Workloads", int32(1))))
+
+		By("a worker the hub keeps no copy for says so")
+		var none kubectlstrata.TopologyView
+		getJSON(Default, url+"api/topology?cluster=elsewhere", &none)
+		Expect(none.Flavors).To(BeEmpty())
+		Expect(none.Problem).To(ContainSubstring("no copy of elsewhere's capacity summaries"))
 
 		By("the queue, the waiting workload first with its reason")
 		var queues []kubectlstrata.DashboardQueueView

@@ -418,11 +418,13 @@ func placedDomains(wl *strata.Workload) []string {
 	set := map[string]bool{}
 	add := func(a *tas.Assignment) {
 		for _, d := range a.Domains {
+			pairs := make([]string, 0, len(d.Values))
 			for i, v := range d.Values {
 				if i < len(a.Levels) {
-					set[a.Levels[i]+"="+v] = true
+					pairs = append(pairs, a.Levels[i]+"="+v)
 				}
 			}
+			set[strings.Join(pairs, ",")] = true
 		}
 	}
 	if wl.Status.Admission != nil {

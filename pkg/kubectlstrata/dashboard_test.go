@@ -85,6 +85,14 @@ func TestPlacedDomains(t *testing.T) {
 	if diff := cmp.Diff(want, placedDomains(wl)); diff != "" {
 		t.Errorf("placedDomains (-want +got):\n%s", diff)
 	}
+	// The hub's hints name every level down to the rack: a rack is told
+	// from a rack of the same name in another block.
+	const block = "cloud.provider.com/topology-block"
+	wl.Status.Admission = nil
+	wl.Status.Placement.TopologyHint = `{"main":{"levels":["` + block + `","` + rack + `"],"slices":[{"domainCount":1,"valuesPerLevel":[{"universal":"b2"},{"universal":"r1"}],"podCounts":{"universal":2}}]}}`
+	if diff := cmp.Diff([]string{block + "=b2," + rack + "=r1"}, placedDomains(wl)); diff != "" {
+		t.Errorf("placedDomains of a block and rack hint (-want +got):\n%s", diff)
+	}
 }
 
 func TestNewQueueQuota(t *testing.T) {

@@ -285,7 +285,8 @@ var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func(
 			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(wl), &cur)).To(Succeed())
 			cur.Status.Placement = &strata.Placement{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1, Attempts: []strata.PlacementAttempt{
 				{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1, Result: strata.PlacementAdmitted, Time: metav1.Now(), Message: "w1/gpu: fits in rack r2, room for 0 more"}},
-				TopologyHint: `{"main":{"levels":["` + rackLevel + `"],"slices":[{"domainCount":1,"valuesPerLevel":[{"universal":"r2"}],"podCounts":{"universal":2}}]}}`}
+				// As the hub writes it: every level down to the rack.
+				TopologyHint: `{"main":{"levels":["` + blockLevel + `","` + rackLevel + `"],"slices":[{"domainCount":1,"valuesPerLevel":[{"universal":"b1"},{"universal":"r2"}],"podCounts":{"universal":2}}]}}`}
 			cur.Status.Admission = &strata.Admission{ClusterQueue: "training", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "gpu", Count: 2,
 				TopologyAssignment: &strata.TopologyAssignment{Levels: []string{strata.HostnameLabel}, Slices: []strata.TopologyAssignmentSlice{{DomainCount: 2,
 					ValuesPerLevel: []strata.TopologyAssignmentSliceLevelValues{{Individual: &strata.TopologyAssignmentSliceLevelIndividualValues{Roots: []string{"n3", "n4"}}}},

@@ -102,14 +102,29 @@ function amount(q) {
   return parseFloat(m[1]) * (units[m[2]] || 1);
 }
 
-function leaves(d, path, out) {
+function leaves(d, path, out, pairs) {
   const here = d.level ? path.concat([d.name]) : path;
+  const chain = d.level ? (pairs || []).concat([d.level + "=" + d.name]) : (pairs || []);
   if (!d.children || d.children.length === 0) {
-    out.push({ path: here, d });
+    out.push({ path: here, d, chain });
   } else {
-    for (const c of d.children) leaves(c, here, out);
+    for (const c of d.children) leaves(c, here, out, chain);
   }
   return out;
+}
+
+// holds says whether a leaf domain holds one of the placed domains: each
+// is "level=value,..." for one or more levels in a row (the hub's hint
+// names every level down to the rack; an admission may name fewer), so
+// any run of the leaf's chain from its block down may match.
+function holds(chain, placed) {
+  if (!placed) return false;
+  for (let i = 0; i < chain.length; i++) {
+    for (let j = i + 1; j <= chain.length; j++) {
+      if (placed.has(chain.slice(i, j).join(","))) return true;
+    }
+  }
+  return false;
 }
 
 function drawLegend() {
@@ -164,7 +179,7 @@ function drawTopology(v) {
     }
     for (const [name, cells] of rows) {
       const line = el("div", { class: "cells", role: "list" });
-      for (const { path, d } of cells) {
+      for (const { path, d, chain } of cells) {
         const free = amount((d.free || {})[f.resource]);
         const cap = amount((d.capacity || {})[f.resource]);
         const share = cap > 0 ? free / cap : 0;
@@ -174,7 +189,7 @@ function drawTopology(v) {
         const cls = ["cell"];
         if (d.taintedNodes) cls.push("tainted");
         if (d.schedulableNodes < d.nodes) cls.push("unschedulable");
-        const placed = state.highlight && state.highlight.has(d.level + "=" + d.name);
+        const placed = holds(chain, state.highlight);
         if (placed) cls.push("highlight");
         const parts = [el("span", {}, d.name), el("span", {}, String((d.free || {})[f.resource] || "0"))];
         if (d.inFlight) {

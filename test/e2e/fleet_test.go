@@ -144,6 +144,12 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 				g.Expect(hubKube.Get(ctx, client.ObjectKey{Name: name}, &wc)).To(Succeed())
 				g.Expect(meta.IsStatusConditionTrue(wc.Status.Conditions, strata.WorkerClusterConnected)).To(BeTrue(), "%s: %+v", name, wc.Status.Conditions)
 				g.Expect(meta.IsStatusConditionTrue(wc.Status.Conditions, strata.WorkerClusterSummariesFresh)).To(BeTrue(), "%s: %+v", name, wc.Status.Conditions)
+				// The hub's copies of the worker's summaries, which the
+				// dashboard draws, written with the chart's RBAC.
+				var hubCopies strata.CapacitySummaryList
+				g.Expect(hubKube.List(ctx, &hubCopies, client.MatchingLabels{strata.WorkerClusterLabel: name})).To(Succeed())
+				g.Expect(hubCopies.Items).NotTo(BeEmpty(), "no copy of %s's summaries on the hub", name)
+				g.Expect(hubCopies.Items[0].Status.Domains).NotTo(BeEmpty(), "%s's copy has no domains", name)
 			}
 		}, wait, time.Second).Should(Succeed())
 	})

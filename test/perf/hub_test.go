@@ -74,6 +74,7 @@ var hubStageNames = [hubStages]string{"created", "hub_workload", "dispatched", "
 // STRATA_PERF_CPUPROFILE writes a CPU profile of this process during the
 // window; its samples carry a "component" label (hub, agent, harness), so
 // that `go tool pprof -tags` splits the process's CPU among them.
+// STRATA_PERF_APISERVER_PROFILE writes one of the hub's API server.
 // STRATA_PERF_HUB_CONFIG and STRATA_PERF_AGENT_CONFIG name configuration
 // files to measure instead of the defaults.
 func BenchmarkHub(b *testing.B) {
@@ -204,6 +205,10 @@ func BenchmarkHub(b *testing.B) {
 	out.add("loadavg_before", loadavg())
 	cpu0 := groups.sample()
 	stopProfile := startCPUProfile(b, os.Getenv("STRATA_PERF_CPUPROFILE"))
+	// STRATA_PERF_APISERVER_PROFILE names a file for a CPU profile of the
+	// hub's API server over the window's first 15 seconds.
+	apiProfile := apiServerProfile(ctx, b, hub.Config, os.Getenv("STRATA_PERF_APISERVER_PROFILE"), 15)
+	defer apiProfile()
 	b.ResetTimer()
 	start := time.Now()
 	created := make(chan error, 1)

@@ -187,8 +187,16 @@ func TestFreeLines(t *testing.T) {
 			{Level: "cloud.provider.com/topology-block", Domain: "b1", Resource: "nvidia.com/gpu", Free: resource.MustParse("64")},
 			{Level: "cloud.provider.com/topology-rack", Domain: "b1/r2", Resource: "nvidia.com/gpu", Free: resource.MustParse("16")},
 		},
+	}, {
+		Flavor:      "h100",
+		Free:        corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+		Capacity:    corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("64")},
+		LargestFree: []strata.DomainFree{{Level: "cloud.provider.com/topology-block", Domain: "b2", Resource: "nvidia.com/gpu", Free: resource.MustParse("8")}},
 	}, {Flavor: "not-read-yet"}}}}
-	want := []string{"  w1/gpu: 120 nvidia.com/gpu free; freest block b1 64, rack b1/r2 16"}
+	want := []string{
+		"  w1/gpu: 120 nvidia.com/gpu free; freest block b1 64, rack b1/r2 16",
+		"  w1/h100: 8 of 64 nvidia.com/gpu free; freest block b2 8",
+	}
 	if diff := cmp.Diff(want, freeLines(cs)); diff != "" {
 		t.Errorf("freeLines (-want,+got):\n%s", diff)
 	}

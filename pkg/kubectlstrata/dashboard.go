@@ -1,6 +1,7 @@
 package kubectlstrata
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -228,7 +229,41 @@ func (d *dashboard) clusters(w http.ResponseWriter, r *http.Request) {
 // usage, and its pending workloads (queue's view).
 type DashboardQueueView struct {
 	Quota QueueQuotaView `json:"quota"`
+	// LocalQueues are the LocalQueues that point at the ClusterQueue.
+	LocalQueues []LocalQueueRowView `json:"localQueues"`
 	QueueView
+}
+
+// LocalQueueRowView is one LocalQueue with its counts, as its status
+// reports them.
+type LocalQueueRowView struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Pending   int32  `json:"pending"`
+	Admitted  int32  `json:"admitted"`
+	// Problem is the message of its Active condition when that is False
+	// (its ClusterQueue missing, or stopped).
+	Problem string `json:"problem,omitempty"`
+}
+
+// newLocalQueueRows lists, per ClusterQueue, the LocalQueues that point
+// at it, sorted by namespace and name.
+func newLocalQueueRows(lqs []strata.LocalQueue) map[string][]LocalQueueRowView {
+	out := map[string][]LocalQueueRowView{}
+	for i := range lqs {
+		lq := &lqs[i]
+		row := LocalQueueRowView{Namespace: lq.Namespace, Name: lq.Name, Pending: lq.Status.PendingWorkloads, Admitted: lq.Status.AdmittedWorkloads}
+		if c := meta.FindStatusCondition(lq.Status.Conditions, strata.LocalQueueActive); c != nil && c.Status == metav1.ConditionFalse {
+			row.Problem = c.Message
+		}
+		out[lq.Spec.ClusterQueue] = append(out[lq.Spec.ClusterQueue], row)
+	}
+	for _, rows := range out {
+		slices.SortFunc(rows, func(a, b LocalQueueRowView) int {
+			return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+		})
+	}
+	return out
 }
 
 // QueueQuotaView is a ClusterQueue's quota against its usage, per flavor
@@ -289,6 +324,12 @@ func (d *dashboard) queues(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, apiError(err, "ClusterQueue", "clusterqueues", d.s.where), http.StatusBadGateway)
 		return
 	}
+	var lqs strata.LocalQueueList
+	if err := d.s.client.List(ctx, &lqs); err != nil {
+		reply(w, nil, apiError(err, "LocalQueue", "localqueues", d.s.where), http.StatusBadGateway)
+		return
+	}
+	locals := newLocalQueueRows(lqs.Items)
 	views := make([]DashboardQueueView, 0, len(cqs.Items))
 	for i := range cqs.Items {
 		v, err := readQueue(ctx, d.s, cqs.Items[i].Name, nil)
@@ -296,7 +337,7 @@ func (d *dashboard) queues(w http.ResponseWriter, r *http.Request) {
 			reply(w, nil, err, http.StatusBadGateway)
 			return
 		}
-		views = append(views, DashboardQueueView{Quota: newQueueQuota(&cqs.Items[i]), QueueView: v})
+		views = append(views, DashboardQueueView{Quota: newQueueQuota(&cqs.Items[i]), LocalQueues: append([]LocalQueueRowView{}, locals[cqs.Items[i].Name]...), QueueView: v})
 	}
 	reply(w, views, nil, 0)
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
 )
 
 func TestLoopbackHost(t *testing.T) {
@@ -129,5 +130,30 @@ func TestEventsOf(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("eventsOf (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewLocalQueueRows(t *testing.T) {
+	lq := func(ns, name, cq string, pending, admitted int32, inactive string) strata.LocalQueue {
+		q := *testutil.MakeLocalQueue(name, ns, cq)
+		q.Status.PendingWorkloads, q.Status.AdmittedWorkloads = pending, admitted
+		if inactive != "" {
+			q.Status.Conditions = []metav1.Condition{{Type: strata.LocalQueueActive, Status: metav1.ConditionFalse, Reason: "ClusterQueueNotFound", Message: inactive}}
+		} else {
+			q.Status.Conditions = []metav1.Condition{{Type: strata.LocalQueueActive, Status: metav1.ConditionTrue, Reason: "Ready"}}
+		}
+		return q
+	}
+	got := newLocalQueueRows([]strata.LocalQueue{
+		lq("web", "team-b", "training", 1, 0, ""),
+		lq("ml", "team-a", "training", 2, 3, ""),
+		lq("ml", "lost", "gone", 4, 0, "ClusterQueue gone does not exist"),
+	})
+	want := map[string][]LocalQueueRowView{
+		"training": {{Namespace: "ml", Name: "team-a", Pending: 2, Admitted: 3}, {Namespace: "web", Name: "team-b", Pending: 1}},
+		"gone":     {{Namespace: "ml", Name: "lost", Pending: 4, Problem: "ClusterQueue gone does not exist"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("newLocalQueueRows (-want +got):\n%s", diff)
 	}
 }

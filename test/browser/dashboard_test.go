@@ -260,6 +260,7 @@ var _ = Describe("kubectl strata dashboard in Chromium", Label("browser"), func(
 		visible(b, `table[data-queue="training"] td.reason`)
 		Expect(text(b, `table[data-queue="training"]`)).To(ContainSubstring(why))
 		Expect(text(b, `table[data-quota="training"] tr[data-flavor="gpu"][data-resource="nvidia.com/gpu"]`)).To(ContainSubstring("gpu"))
+		visible(b, `table[data-localqueues="training"] tr[data-localqueue="`+namespace+`/team-a"]`)
 		row := `#workloads tr[data-workload="` + namespace + `/` + wl.Name + `"]`
 		state, err := attr(b, row, "data-state")
 		Expect(err).NotTo(HaveOccurred())

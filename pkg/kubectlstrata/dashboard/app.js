@@ -235,6 +235,18 @@ function drawQueues(vs) {
   root.replaceChildren();
   for (const q of vs) {
     root.append(drawQuota(q.quota));
+    if (q.localQueues && q.localQueues.length) {
+      const lt = el("table", { class: "localqueues", "data-localqueues": q.clusterQueue },
+        el("caption", {}, "LocalQueues of " + q.clusterQueue + ": " + q.localQueues.length),
+        el("thead", {}, el("tr", {}, ...["Namespace", "LocalQueue", "Admitted", "Pending", "Problem"].map((h) => el("th", { scope: "col" }, h)))));
+      const lb = el("tbody");
+      for (const l of q.localQueues) {
+        lb.append(el("tr", { "data-localqueue": l.namespace + "/" + l.name }, el("td", {}, l.namespace), el("td", {}, l.name),
+          el("td", {}, String(l.admitted)), el("td", {}, String(l.pending)), el("td", { class: l.problem ? "bad" : "" }, l.problem || "-")));
+      }
+      lt.append(lb);
+      root.append(lt);
+    }
     const t = el("table", { "data-queue": q.clusterQueue },
       el("caption", {}, "Pending in " + q.clusterQueue + ", in admission order: " + q.pending.length),
       el("thead", {}, el("tr", {}, ...["#", "Namespace", "Workload", "LocalQueue", "Priority", "Waiting", "Why"].map((h) => el("th", { scope: "col" }, h)))));

@@ -149,7 +149,8 @@ var _ = Describe("kubectl strata dashboard", Label("kubectl", "dashboard"), func
 		getJSON(Default, url+"api/queues", &queues)
 		Expect(queues).To(ContainElement(SatisfyAll(HaveField("ClusterQueue", "dash-q"),
 			HaveField("Pending", ContainElement(HaveField("Message", "dash/gpu: rack required: the best rack holds 6 of 8 pods"))),
-			HaveField("Quota.Resources", ContainElement(SatisfyAll(HaveField("Flavor", "gpu"), HaveField("Resource", gpu)))))))
+			HaveField("Quota.Resources", ContainElement(SatisfyAll(HaveField("Flavor", "gpu"), HaveField("Resource", gpu)))),
+			HaveField("LocalQueues", ContainElement(SatisfyAll(HaveField("Namespace", namespace), HaveField("Name", "team-a")))))))
 		var rows []kubectlstrata.WorkloadRowView
 		getJSON(Default, url+"api/workloads", &rows)
 		Expect(rows).To(ContainElement(SatisfyAll(HaveField("Job", "job/dash-waits"), HaveField("State", "Pending"), HaveField("Reason", "Pending"))))

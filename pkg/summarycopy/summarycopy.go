@@ -4,7 +4,7 @@
 // API alone (kubectl strata dashboard, or anyone with get on
 // capacitysummaries there) see each worker's topology and the hub's
 // in-flight reservations on it. The functions are pure: the hub's
-// summarymirror controller reads and writes.
+// summarycopies controller reads and writes.
 package summarycopy
 
 import (

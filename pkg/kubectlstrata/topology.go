@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/summarycopy"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -142,11 +144,14 @@ first extended resource, else cpu, drawn as a bar, then pods and nodes.
 The free capacity is the schedulable nodes'; summaries never overstate it.
 
 Run it with a worker's kubeconfig, or on the hub with --cluster NAME: the
-hub keeps no copy of the workers' domains, so the command reads the
-summaries from the worker with the hub's own credential for it, the
-kubeconfig Secret its WorkerCluster names (you need get on that Secret;
-workers registered through a ClusterProfile or an OCM ManagedCluster are
-read with their own kubeconfig).`,
+command reads the summaries from the worker with the hub's own credential
+for it, the kubeconfig Secret its WorkerCluster names (you need get on
+that Secret; workers registered through a ClusterProfile or an OCM
+ManagedCluster are read with their own kubeconfig). When the worker
+cannot be read that way, it shows the hub's copy of the worker's
+summaries (CapacitySummaries labelled strata.dev/worker-cluster, at most
+dispatch.summaryCopyInterval old, with the hub's in-flight reservations)
+and says so on stderr.`,
 		Example: `  kubectl strata topology --kubeconfig worker.kubeconfig
   kubectl strata topology --context w1 --flavor gpu-a100 -o yaml
   kubectl strata topology --kubeconfig hub.kubeconfig --cluster w1`,
@@ -156,14 +161,28 @@ read with their own kubeconfig).`,
 			if err != nil {
 				return err
 			}
+			var list strata.CapacitySummaryList
+			read := true
 			if cluster != "" {
-				if s, err = s.worker(cmd.Context(), cluster); err != nil {
-					return err
+				ws, werr := s.worker(cmd.Context(), cluster)
+				if werr != nil {
+					// The hub's copy of the worker's summaries, when it
+					// keeps one: no credential for the worker is needed.
+					if err := s.client.List(cmd.Context(), &list, client.MatchingLabelsSelector{Selector: summarycopy.Of(cluster)}); err != nil || len(list.Items) == 0 {
+						return werr
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "Showing the hub's copy of %s's summaries (written at most every dispatch.summaryCopyInterval, with the hub's in-flight reservations), as the worker could not be read: %v\n", cluster, werr)
+					read = false
+				} else {
+					s = ws
 				}
 			}
-			var list strata.CapacitySummaryList
-			if err := s.client.List(cmd.Context(), &list); err != nil {
-				return apiError(err, "CapacitySummary", "capacitysummaries", s.where)
+			// Not the copies a hub keeps of other workers' summaries, on a
+			// cluster that is both.
+			if read {
+				if err := s.client.List(cmd.Context(), &list, client.MatchingLabelsSelector{Selector: summarycopy.Published()}); err != nil {
+					return apiError(err, "CapacitySummary", "capacitysummaries", s.where)
+				}
 			}
 			if len(list.Items) == 0 && cluster == "" {
 				// On a hub the summaries are the workers': say how to read them.
@@ -484,6 +503,13 @@ func writeDomain(w io.Writer, d *DomainView, res corev1.ResourceName, depth int)
 	}
 	if d.TaintedNodes > 0 {
 		notes = append(notes, fmt.Sprintf("%d tainted", d.TaintedNodes))
+	}
+	if d.InFlight != nil {
+		if d.InFlight.Pods == 1 {
+			notes = append(notes, "1 pod in flight")
+		} else {
+			notes = append(notes, fmt.Sprintf("%d pods in flight", d.InFlight.Pods))
+		}
 	}
 	if len(notes) > 0 {
 		nodes += " (" + strings.Join(notes, ", ") + ")"

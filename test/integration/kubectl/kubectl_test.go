@@ -177,7 +177,10 @@ var _ = Describe("kubectl strata topology", Label("kubectl"), func() {
 		Expect(out).To(ContainSubstring("flavor: gpu\n"))
 		Expect(out).To(ContainSubstring("nvidia.com/gpu: \"24\"\n"))
 
-		By("naming the flavors there are when asked for another")
+		By("naming the flavors there are when asked for another, leaving out a hub's copy of another worker's summary (a cluster that is both)")
+		hubCopy := testutil.MakeCapacitySummary("h100").Obj()
+		hubCopy.Name, hubCopy.Labels = "w9.h100", map[string]string{strata.WorkerClusterLabel: "w9"}
+		create(ctx, worker, hubCopy, func(cs *strata.CapacitySummary) { cs.Status = gpuSummary() })
 		_, err = run(ctx, "topology", "--kubeconfig", worker.KubeconfigPath, "--flavor", "h100")
 		Expect(err).To(MatchError(`no CapacitySummary of flavor "h100" on this cluster (it has gpu)`))
 	})
@@ -197,6 +200,18 @@ var _ = Describe("kubectl strata topology", Label("kubectl"), func() {
 		create(ctx, hub, testutil.MakeWorkerCluster("topo-profile").ClusterProfile("fleet", "topo-profile").Obj(), nil)
 		_, err = run(ctx, "topology", "--kubeconfig", hub.KubeconfigPath, "--cluster", "topo-profile")
 		Expect(err).To(MatchError(ContainSubstring("is not registered through a kubeconfig Secret: run 'kubectl strata topology' with the worker's own kubeconfig")))
+
+		By("showing the hub's copy of that worker's summaries once the hub keeps one, and saying so")
+		hubCopy := testutil.MakeCapacitySummary("gpu").Obj()
+		hubCopy.Name, hubCopy.Labels = "topo-profile.gpu", map[string]string{strata.WorkerClusterLabel: "topo-profile"}
+		create(ctx, hub, hubCopy, func(cs *strata.CapacitySummary) {
+			cs.Status = gpuSummary()
+			cs.Status.InFlight = []strata.InFlightDomain{{Values: []string{"b1", "r2"}, Workloads: 1, Pods: 1}}
+		})
+		out, err = run(ctx, "topology", "--kubeconfig", hub.KubeconfigPath, "--cluster", "topo-profile")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("Showing the hub's copy of topo-profile's summaries"))
+		Expect(out).To(MatchRegexp(`(?m)^    r2\s+\[##########\]\s+8/8 nvidia.com/gpu free\s+pods 110/110\s+1 node \(1 pod in flight\)$`))
 		_, err = run(ctx, "topology", "--kubeconfig", hub.KubeconfigPath, "--cluster", "nowhere")
 		Expect(err).To(MatchError(ContainSubstring("no WorkerCluster nowhere on")))
 	})

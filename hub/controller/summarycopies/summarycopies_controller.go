@@ -100,6 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	summaries, connected, err := r.fleet.Summaries(ctx, wc.Name)
 	if err != nil || !connected {
+		// Its connection reports when it is back (OnSummaries).
 		return ctrl.Result{}, err
 	}
 	if wait := r.written.Wait(wc.Name); wait > 0 {
@@ -159,12 +160,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := errors.Join(errs...); err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(inFlight) > 0 {
-		// Reservations end without a summary change when a dispatch is
-		// undone: look again.
-		return ctrl.Result{RequeueAfter: r.interval}, nil
-	}
-	return ctrl.Result{}, nil
+	// Reservations are made and end without a summary change (a
+	// dispatch to a worker whose agent is slow or down, or undone): look
+	// again every interval while the worker is connected.
+	return ctrl.Result{RequeueAfter: r.interval}, nil
 }
 
 // deleteCopies deletes a worker's copies whose names keep does not hold.

@@ -71,4 +71,39 @@ var _ = Describe("The hub's copies of the workers' summaries", func() {
 		}
 		Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &strata.CapacitySummary{})).To(Succeed(), "w1's copy stays")
 	})
+
+	It("shows a dispatch in flight on its rack until the worker's summary counts it", Serial, func(ctx SpecContext) {
+		e := newEnv(ctx, "inflight", map[string][][]string{"w1": {{"4", "4"}}})
+		summarized(ctx, e.flavor, "w1")
+		name := summarycopy.Name("w1", e.flavor)
+
+		By("w1's agent stopped: the copy is sent, and nothing on w1 admits it")
+		stopAgents["w1"]()
+		restarted := false
+		DeferCleanup(func() {
+			if !restarted {
+				stopAgents["w1"] = startAgent(worker("w1"))
+			}
+		})
+		job := e.job("held", 2, "2", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var cp strata.CapacitySummary
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &cp)).To(Succeed())
+			g.Expect(cp.Status.InFlight).To(ConsistOf(And(HaveField("Values", ConsistOf("r0")), HaveField("Workloads", int32(1)), HaveField("Pods", int32(2)))))
+			cpu := cp.Status.InFlight[0].Requests[corev1.ResourceCPU]
+			g.Expect(cpu.Cmp(resource.MustParse("4"))).To(BeZero(), "requests %v", cp.Status.InFlight[0].Requests)
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("w1's agent back: the copy is admitted, the summary counts it, and nothing is in flight any more")
+		stopAgents["w1"] = startAgent(worker("w1"))
+		restarted = true
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			var cp strata.CapacitySummary
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &cp)).To(Succeed())
+			g.Expect(cp.Status.InFlight).To(BeEmpty())
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	})
 })

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,6 +217,16 @@ func BenchmarkAgent(b *testing.B) {
 	// API server over the first 8 seconds after the agent starts.
 	apiProfile := apiServerProfile(ctx, b, bc.admin, os.Getenv("STRATA_PERF_APISERVER_PROFILE"), 8)
 	defer apiProfile()
+	// On the apiserver setup the API server and etcd are this process's
+	// children: their CPU, and this process's, over the admission window
+	// says what an admission costs whatever the machine's speed that day.
+	var groups cpuGroups
+	if !bc.jobController {
+		if groups, err = findCPUGroups(map[string]string{bc.admin.Host: "perf"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu0 := groups.sample()
 	stop := startAgent(b, agentCfg)
 	defer stop()
 	start := time.Now()
@@ -223,6 +234,7 @@ func BenchmarkAgent(b *testing.B) {
 	waitFor(b, 10*time.Minute, "the backlog admitted", func() (bool, error) {
 		return backlog.count(backlogAdmitted) == jobs, nil
 	})
+	cpu1, admittedAt := groups.sample(), time.Now()
 	stopProfile()
 	// The rate is taken from the first admission to the last; the time
 	// before the first is the agent's start-up (its informers' initial
@@ -235,6 +247,18 @@ func BenchmarkAgent(b *testing.B) {
 		jobs, rate, last.Sub(first).Round(time.Millisecond), first.Sub(start).Round(time.Millisecond), float64(jobs)/last.Sub(start).Seconds())
 	b.Logf("  Workloads created (0/10/50/100%%): %s; admitted: %s", backlog.quantiles(start, backlogCreated), backlog.quantiles(start, backlogAdmitted))
 	b.Logf("  agent API writes per Job while admitting: %s", reqs.perJob(jobs))
+	if groups != nil {
+		var total float64
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(cpu1)) {
+			d := cpu1[name] - cpu0[name]
+			total += d
+			parts = append(parts, fmt.Sprintf("%s %.2fs", name, d))
+		}
+		b.ReportMetric(1000*total/float64(jobs), "cpu-ms/admission")
+		b.Logf("  CPU from the agent's start to the last admission: %.2fs (%s), %.2f cores busy, %.2f ms per admission",
+			total, strings.Join(parts, ", "), total/admittedAt.Sub(start).Seconds(), 1000*total/float64(jobs))
+	}
 
 	// The backlog's Jobs are started, their pods created by the Job
 	// controller and ungated; phase 2 measures a settled system.

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -261,6 +262,7 @@ wait:
 	out.add("complete", complete)
 	progress.report(out, start, createTime, workers)
 	reportFinal(b, ctx, out, hubWatch, workerWatches, hubCfg.Origin, jobs)
+	reportObjectSizes(b, ctx, out, hub, workers)
 
 	hubWrites := writes1[hub.Name].since(writes0[hub.Name])
 	workerWrites := apiWrites{}
@@ -738,6 +740,51 @@ func reportFinal(b *testing.B, ctx context.Context, out *keyValues, hubWatch crc
 	out.add("remote_jobs_final", finalJobs)
 	out.add("remote_workloads_final", finalWls)
 	out.add("remote_workloads_final_admitted", finalAdmitted)
+}
+
+// reportObjectSizes records the size of one stored object of each kind a Job
+// makes (as JSON, and of it the managed fields), read from the API servers
+// with the admin client: what every write, watch event and decode of that
+// kind costs in proportion to. STRATA_PERF_DUMP_DIR keeps the objects.
+func reportObjectSizes(b *testing.B, ctx context.Context, out *keyValues, hub *framework.Cluster, workers []*framework.Cluster) {
+	b.Helper()
+	dir := os.Getenv("STRATA_PERF_DUMP_DIR")
+	size := func(name string, c client.Client, list client.ObjectList) {
+		if err := c.List(ctx, list, client.Limit(1)); err != nil {
+			b.Fatal(err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil || len(items) == 0 {
+			return
+		}
+		obj := items[0].(client.Object)
+		whole, err := json.Marshal(obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mf, err := json.Marshal(obj.GetManagedFields())
+		if err != nil {
+			b.Fatal(err)
+		}
+		out.add("object_bytes_"+name, len(whole))
+		out.add("object_bytes_"+name+"_managed_fields", len(mf))
+		if dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, name+".json"), whole, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	size("hub_job", hub.Client, &batchv1.JobList{})
+	size("hub_workload", hub.Client, &strata.WorkloadList{})
+	for _, w := range workers {
+		var wl strata.WorkloadList
+		if err := w.Client.List(ctx, &wl, client.Limit(1)); err != nil || len(wl.Items) == 0 {
+			continue
+		}
+		size("worker_job", w.Client, &batchv1.JobList{})
+		size("worker_workload", w.Client, &strata.WorkloadList{})
+		break
+	}
 }
 
 // scrapeAllWrites reads every cluster's write counts, by cluster name.

@@ -20,7 +20,6 @@ import (
 	"strata.dev/strata/agent/scheduler"
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
-	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/admitevents"
 	"strata.dev/strata/pkg/controller/localqueue"
 	queueindex "strata.dev/strata/pkg/index"
@@ -42,11 +41,16 @@ type options struct {
 // watch, so that they start with the manager's cache instead of when their
 // controller starts. Every controller waits for all of the cache's
 // informers to sync; an informer created meanwhile (the Job controller's
-// Namespaces, PriorityClasses and WorkloadPriorityClasses, before this)
-// added up to a second and a half before the first admission after a
-// restart.
+// Namespaces and PriorityClasses, before this) added up to a second and a
+// half before the first admission after a restart.
+//
+// Not WorkloadPriorityClasses: the manager starts no controller before
+// every informer of its cache has synced, and on a cluster that has none,
+// their list answers only at the API server's next progress notification,
+// more than half a second later. The Job controller starts without waiting
+// for them (see intake.Keeper.Watch).
 func startInformersWithCache(ctx context.Context, mgr ctrl.Manager) error {
-	for _, o := range []client.Object{&batchv1.Job{}, &corev1.Namespace{}, &schedulingv1.PriorityClass{}, &strata.WorkloadPriorityClass{}} {
+	for _, o := range []client.Object{&batchv1.Job{}, &corev1.Namespace{}, &schedulingv1.PriorityClass{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, o); err != nil {
 			return err
 		}

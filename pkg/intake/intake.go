@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/index"
@@ -119,8 +121,23 @@ func (k *Keeper) Watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
 		// A new PriorityClass or WorkloadPriorityClass can clear the
 		// Invalid condition of Jobs that wait for it.
 		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(k.jobsWaitingFor(strata.PodPriorityClassSource))).
-		Watches(&strata.WorkloadPriorityClass{}, handler.EnqueueRequestsFromMapFunc(k.jobsWaitingFor(strata.WorkloadPriorityClassSource)))
+		// The controller does not wait for the WorkloadPriorityClasses'
+		// initial list to start: a cluster that has none, the common case,
+		// answers a list of them only at the API server's next progress
+		// notification (streaming lists), and that held every Job back for
+		// a second at each start. A Job that names one still reads it
+		// through the cache, which waits for that list.
+		WatchesRawSource(withoutSyncWait{source.Kind[client.Object](mgr.GetCache(), &strata.WorkloadPriorityClass{},
+			handler.EnqueueRequestsFromMapFunc(k.jobsWaitingFor(strata.WorkloadPriorityClassSource)))})
 }
+
+// priorityClassListWait bounds how long a Job naming a
+// WorkloadPriorityClass waits for the classes' initial list.
+const priorityClassListWait = 30 * time.Second
+
+// withoutSyncWait is a source whose controller starts without waiting for
+// it to sync: the wrapper hides the source's WaitForSync.
+type withoutSyncWait struct{ source.Source }
 
 // jobsWaitingFor returns the Jobs whose Workloads are invalid for want of
 // the class of source (a Workload's priorityClassSource) with the object's
@@ -282,8 +299,15 @@ func (k *Keeper) checkPriority(ctx context.Context, desired *strata.Workload) (s
 // kind.
 func (k *Keeper) priorityClassValue(ctx context.Context, source, name string) (kind string, value int32, err error) {
 	if source == strata.WorkloadPriorityClassSource {
+		// The cache waits for the classes' initial list (the controller
+		// started without it), for a while: a list that never comes, such
+		// as one the role does not allow, is an error that says so.
+		ctx, cancel := context.WithTimeout(ctx, priorityClassListWait)
+		defer cancel()
 		var wpc strata.WorkloadPriorityClass
-		err = k.client.Get(ctx, types.NamespacedName{Name: name}, &wpc)
+		if err = k.client.Get(ctx, types.NamespacedName{Name: name}, &wpc); err != nil && !apierrors.IsNotFound(err) {
+			err = fmt.Errorf("reading WorkloadPriorityClass %q (is list and watch of workloadpriorityclasses.strata.dev allowed?): %w", name, err)
+		}
 		return "WorkloadPriorityClass", wpc.Value, err
 	}
 	var pc schedulingv1.PriorityClass

@@ -261,6 +261,36 @@ var _ = Describe("Priority", Label("agent", "intake"), func() {
 		}, timeout).Should(Succeed())
 	})
 
+	// The Job controller starts without waiting for the classes' initial
+	// list (on a cluster without any it comes late); a Job that names one
+	// still waits for it and takes the class's value.
+	It("gives a Job created while the agent was stopped its WorkloadPriorityClass's priority", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("wpc-restart-q").Flavor("tas").Obj())).To(Succeed())
+		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "wpc-restart-q")
+		stopAgent()
+		Expect(worker.Client.Create(ctx, &strata.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "restart-high"}, Value: 900})).To(Succeed())
+		named := newJob(ns, "wpc-restart-q", 1, nil)
+		named.Labels[strata.PriorityClassLabel] = "restart-high"
+		Expect(worker.Client.Create(ctx, named)).To(Succeed())
+		plain := newJob(ns, "wpc-restart-q", 1, nil)
+		Expect(worker.Client.Create(ctx, plain)).To(Succeed())
+		stopAgent = startAgent()
+		Eventually(func(g Gomega) {
+			for _, j := range []*batchv1.Job{named, plain} {
+				var wl strata.Workload
+				g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(j.Name)}, &wl)).To(Succeed())
+				if j == named {
+					g.Expect(wl.Spec.Priority).To(Equal(ptr.To[int32](900)))
+					g.Expect(wl.Spec.PriorityClassSource).To(Equal(strata.WorkloadPriorityClassSource))
+				}
+				if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid); c != nil {
+					g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "%s: %s", j.Name, c.Message)
+				}
+			}
+		}, timeout).Should(Succeed())
+	})
+
 	It("takes the priority of the Job's WorkloadPriorityClass, leaving its pods' PriorityClass, and marks an unknown one", func(ctx SpecContext) {
 		Expect(worker.Client.Create(ctx, &strata.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000})).To(Succeed())
 		Expect(worker.Client.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "wpc-pods"}, Value: 5})).To(Succeed())

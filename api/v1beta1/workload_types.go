@@ -83,6 +83,7 @@ type PodSet struct {
 	// +required
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
+	// +mapType=atomic
 	// +kubebuilder:validation:Type=object
 	Template corev1.PodTemplateSpec `json:"template"`
 

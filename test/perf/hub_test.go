@@ -210,6 +210,9 @@ func BenchmarkHub(b *testing.B) {
 	// hub's API server over the window's first 15 seconds.
 	apiProfile := apiServerProfile(ctx, b, hub.Config, os.Getenv("STRATA_PERF_APISERVER_PROFILE"), 15)
 	defer apiProfile()
+	// STRATA_PERF_WORKER_APISERVER_PROFILE the same for w1's.
+	workerAPIProfile := apiServerProfile(ctx, b, workers[0].Config, os.Getenv("STRATA_PERF_WORKER_APISERVER_PROFILE"), 15)
+	defer workerAPIProfile()
 	b.ResetTimer()
 	start := time.Now()
 	created := make(chan error, 1)

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
@@ -195,6 +197,42 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %+v", wl.Status.Conditions)
 		}, wait, time.Second).Should(Succeed())
 		return wl.Status.Placement.Cluster, wl.Status.Admission
+	}
+	// whereStuck describes a hub Job that does not complete, for a failure
+	// message: its hub Workload's placement and conditions, and on each
+	// worker its copy, the copy's Workload and pods.
+	whereStuck := func(ctx context.Context, j *batchv1.Job) string {
+		var b strings.Builder
+		var wl strata.Workload
+		if err := hubKube.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: workload.JobWorkloadName(j.Name)}, &wl); err != nil {
+			fmt.Fprintf(&b, "hub Workload: %v", err)
+		} else {
+			fmt.Fprintf(&b, "hub Workload: placement=%+v admitted=%v conditions=%+v", wl.Status.Placement, wl.Status.Admission != nil, wl.Status.Conditions)
+		}
+		for _, name := range []string{"w1", "w2"} {
+			k := workers[name]
+			var cp batchv1.Job
+			if err := k.Get(ctx, client.ObjectKeyFromObject(j), &cp); err != nil {
+				fmt.Fprintf(&b, "; %s copy: %v", name, err)
+				continue
+			}
+			fmt.Fprintf(&b, "; %s copy: suspend=%v labels=%v active=%d succeeded=%d conditions=%+v", name, ptr.Deref(cp.Spec.Suspend, false),
+				cp.Labels, cp.Status.Active, cp.Status.Succeeded, cp.Status.Conditions)
+			var cwl strata.Workload
+			if err := k.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: workload.JobWorkloadName(j.Name)}, &cwl); err != nil {
+				fmt.Fprintf(&b, "; %s Workload: %v", name, err)
+			} else {
+				fmt.Fprintf(&b, "; %s Workload: admitted=%v conditions=%+v", name, cwl.Status.Admission != nil, cwl.Status.Conditions)
+			}
+			var pods corev1.PodList
+			if err := k.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{"job-name": j.Name}); err != nil {
+				fmt.Fprintf(&b, "; %s pods: %v", name, err)
+			}
+			for _, p := range pods.Items {
+				fmt.Fprintf(&b, "; %s pod %s: phase=%s node=%q gates=%v", name, p.Name, p.Status.Phase, p.Spec.NodeName, p.Spec.SchedulingGates)
+			}
+		}
+		return b.String()
 	}
 	complete := func(j *batchv1.Job) bool {
 		for _, c := range j.Status.Conditions {
@@ -731,7 +769,7 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			for _, j := range jobs {
 				var got batchv1.Job
 				g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
-				g.Expect(complete(&got)).To(BeTrue(), j.Name)
+				g.Expect(complete(&got)).To(BeTrue(), func() string { return j.Name + ": " + whereStuck(ctx, j) })
 				g.Expect(got.Status.Succeeded).To(Equal(int32(1)), j.Name)
 			}
 			completeAfter = time.Since(restarted)
@@ -842,7 +880,7 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			for _, j := range jobs {
 				var got batchv1.Job
 				g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
-				g.Expect(complete(&got)).To(BeTrue(), j.Name)
+				g.Expect(complete(&got)).To(BeTrue(), func() string { return j.Name + ": " + whereStuck(ctx, j) })
 				g.Expect(got.Status.Succeeded).To(Equal(int32(1)), j.Name)
 			}
 			completeAfter = time.Since(restarted)

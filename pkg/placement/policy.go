@@ -194,7 +194,7 @@ func (p *Policy) DecideAvoiding(wl *strata.Workload, shape string, flavors []str
 		}
 		d.Reason = fmt.Sprintf("%s: %s", label(best), best.Reason)
 		if len(d.Candidates) > 1 {
-			d.Reason += "; " + others(d.Candidates[1:])
+			d.Reason += "; " + runnersUp(d.Candidates[1:])
 		}
 		return d
 	}
@@ -262,6 +262,22 @@ func (d *Decision) Reserve(targets []*Target, key string) error {
 }
 
 func label(c Candidate) string { return c.Cluster + "/" + c.Flavor }
+
+// MaxRunnersUp is how many candidates after the chosen one the reason of
+// a placement names. The reason goes into the Workload's status with each
+// dispatch; naming every (cluster, flavor) of a large fleet would make
+// every status write of every Job grow with the fleet, and what a reader
+// asks of a placement is which came next, not the whole field.
+const MaxRunnersUp = 3
+
+// runnersUp is others of the first MaxRunnersUp of cs, and how many more
+// there were.
+func runnersUp(cs []Candidate) string {
+	if len(cs) <= MaxRunnersUp {
+		return others(cs)
+	}
+	return fmt.Sprintf("%s; and %d more", others(cs[:MaxRunnersUp]), len(cs)-MaxRunnersUp)
+}
 
 // others lists candidates' reasons: "b/gpu: rack required: ...; c/gpu: summary stale".
 func others(cs []Candidate) string {

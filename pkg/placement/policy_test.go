@@ -110,6 +110,25 @@ func TestDecide(t *testing.T) {
 			},
 			reason: "b-free/gpu: fits in rack b0/r0, room for 0 more; a-frag/gpu: rack required: the best rack fits 3 of 4 pods; limited by nvidia.com/gpu (4 nodes)",
 		},
+		"the reason names three runners-up, then how many more": {
+			targets: func() []*Target {
+				var ts []*Target
+				for i, name := range []string{"c1", "c2", "c3", "c4", "c5"} {
+					ts = append(ts, target(t, name, "gpu", cluster(t, [][][]int64{{rackOf(4, int64(2+i))}})))
+				}
+				return ts
+			},
+			workload: job(4, "2", func(p *testutil.PodSetWrapper) { p.Required(rack) }),
+			want: []Candidate{
+				{Cluster: "c1", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 0, Reason: "fits in rack b0/r0, room for 0 more"},
+				{Cluster: "c2", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 0, Reason: "fits in rack b0/r0, room for 0 more"},
+				{Cluster: "c3", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 4, Reason: "fits in rack b0/r0, room for 4 more"},
+				{Cluster: "c4", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 4, Reason: "fits in rack b0/r0, room for 4 more"},
+				{Cluster: "c5", Flavor: "gpu", Fits: true, Level: 2, Domain: []string{"b0", "r0"}, Room: 8, Reason: "fits in rack b0/r0, room for 8 more"},
+			},
+			reason: "c1/gpu: fits in rack b0/r0, room for 0 more; c2/gpu: fits in rack b0/r0, room for 0 more; " +
+				"c3/gpu: fits in rack b0/r0, room for 4 more; c4/gpu: fits in rack b0/r0, room for 4 more; and 1 more",
+		},
 		"a rack beats a block even with more room left": {
 			targets: func() []*Target {
 				return []*Target{

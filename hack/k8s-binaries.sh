@@ -149,7 +149,7 @@ build_kubernetes() {
 compile_kubernetes() {
   local work=$1 out=$2; shift 2
   local bins=("$@")
-  log "building Kubernetes ${KUBERNETES_VERSION} (about 7 minutes cold on 2 cores)"
+  log "building Kubernetes ${KUBERNETES_VERSION} (the longest: about 20 minutes cold on 2 cores, beside the other builds)"
   cd "${work}"
   # k8s.io/kubernetes replaces its staging modules with local paths; a module that
   # depends on it has to point each of them at the matching published version.

@@ -247,7 +247,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		patch := client.MergeFromWithOptions(wc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(&wc, strata.DrainFinalizer)
 		if err := r.client.Patch(ctx, &wc, patch); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+			return ctrl.Result{}, ignoreStale(err)
 		}
 	}
 	now := r.clock.Now()
@@ -321,11 +321,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		wc.Status = *status
 		if err := r.client.Status().Update(ctx, &wc); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+			return ctrl.Result{}, ignoreStale(err)
 		}
 		r.written.Wrote(wc.Name)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// ignoreStale is nil for a write that failed because the WorkerCluster
+// changed or went since it was read: the change's watch event brings
+// another reconcile, of the object as it is now, so the conflict is no
+// error to log or back off from (it happens at every start, when the
+// workers' first summaries and this controller's first writes cross).
+func ignoreStale(err error) error {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // Reasons of the Fenced condition besides a renewal's failure.

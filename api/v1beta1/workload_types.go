@@ -7,7 +7,10 @@ import (
 )
 
 // WorkloadSpec is what a Job asks for: its pod sets, its queue and priority.
-// Strata writes it from the Job; users do not edit it.
+// Strata writes it from the Job; users do not edit it. Managed fields
+// track it as one field.
+//
+// +structType=atomic
 type WorkloadSpec struct {
 	// podSets are the groups of identical pods of the workload.
 	//
@@ -268,7 +271,10 @@ type PodSetSliceTopologyConstraint struct {
 	Size int32 `json:"size"`
 }
 
-// WorkloadStatus is where the workload stands.
+// WorkloadStatus is where the workload stands. Strata's controllers write
+// it whole, with updates; managed fields track it as one field.
+//
+// +structType=atomic
 type WorkloadStatus struct {
 	// conditions: Admitted, Finished, Evicted and Invalid, each with a reason
 	// a person can act on.

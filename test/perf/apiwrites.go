@@ -15,41 +15,54 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// apiWrites are the write requests an API server served, from its own
-// apiserver_request_total metric: by "VERB resource[/subresource]" (POST
-// jobs, PUT workloads/status), whoever sent them. Unlike a client-side
-// counter (requests), this counts every client of the server, including
-// those a benchmark cannot wrap, such as the hub's connections to its
-// workers.
-type apiWrites map[string]float64
+// apiCounts are the requests of some verbs (writes, or reads) an API
+// server served, from its own apiserver_request_total metric: by "VERB
+// resource[/subresource]" (POST jobs, PUT workloads/status, GET jobs),
+// whoever sent them. Unlike a client-side counter (requests), this counts
+// every client of the server, including those a benchmark cannot wrap,
+// such as the hub's connections to its workers.
+type apiCounts map[string]float64
 
 // writeVerbs are the verbs of apiserver_request_total that change state.
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "DELETECOLLECTION": true, "APPLY": true}
 
-// conflictPrefix starts the apiWrites keys of writes answered 409
+// readVerbs are the verbs of apiserver_request_total that read. Watches
+// are left out: they are long-lived, not per Job.
+var readVerbs = map[string]bool{"GET": true, "LIST": true}
+
+// conflictPrefix starts the apiCounts keys of writes answered 409
 // Conflict ("conflict PUT workloads/status"), counted under their own key
 // too.
 const conflictPrefix = "conflict "
 
 var metricLabel = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
 
-// scrapeWrites reads the write counts of the API server of cfg.
-func scrapeWrites(ctx context.Context, cfg *rest.Config) (apiWrites, error) {
+// scrapeRequests reads the write and the read counts of the API server of
+// cfg.
+func scrapeRequests(ctx context.Context, cfg *rest.Config) (writes, reads apiCounts, err error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	text, err := dc.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+		return nil, nil, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	return parseWrites(text)
+	if writes, err = parseRequests(text, writeVerbs); err != nil {
+		return nil, nil, err
+	}
+	reads, err = parseRequests(text, readVerbs)
+	return writes, reads, err
 }
 
 // parseWrites sums apiserver_request_total's write verbs in a metrics
 // text by verb and resource.
-func parseWrites(text []byte) (apiWrites, error) {
-	out := apiWrites{}
+func parseWrites(text []byte) (apiCounts, error) { return parseRequests(text, writeVerbs) }
+
+// parseRequests sums apiserver_request_total's counts of the given verbs
+// in a metrics text by verb and resource.
+func parseRequests(text []byte, verbs map[string]bool) (apiCounts, error) {
+	out := apiCounts{}
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	for sc.Scan() {
@@ -66,7 +79,7 @@ func parseWrites(text []byte) (apiWrites, error) {
 		for _, m := range metricLabel.FindAllStringSubmatch(rest[:end], -1) {
 			labels[m[1]] = m[2]
 		}
-		if !writeVerbs[labels["verb"]] {
+		if !verbs[labels["verb"]] {
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.Fields(rest[end+1:])[0], 64)
@@ -86,8 +99,8 @@ func parseWrites(text []byte) (apiWrites, error) {
 }
 
 // since is what was written after before.
-func (w apiWrites) since(before apiWrites) apiWrites {
-	out := apiWrites{}
+func (w apiCounts) since(before apiCounts) apiCounts {
+	out := apiCounts{}
 	for k, v := range w {
 		if d := v - before[k]; d > 0 {
 			out[k] = d
@@ -97,14 +110,14 @@ func (w apiWrites) since(before apiWrites) apiWrites {
 }
 
 // add adds o's counts to w.
-func (w apiWrites) add(o apiWrites) {
+func (w apiCounts) add(o apiCounts) {
 	for k, v := range o {
 		w[k] += v
 	}
 }
 
 // total is the number of writes (conflicts included once).
-func (w apiWrites) total() float64 {
+func (w apiCounts) total() float64 {
 	t := 0.0
 	for k, v := range w {
 		if !strings.HasPrefix(k, conflictPrefix) {
@@ -116,7 +129,7 @@ func (w apiWrites) total() float64 {
 
 // perJob describes the writes divided by jobs: the total, then each kind,
 // most frequent first, "POST jobs:1.00,PUT workloads/status:2.00".
-func (w apiWrites) perJob(jobs int) string {
+func (w apiCounts) perJob(jobs int) string {
 	keys := slices.Collect(maps.Keys(w))
 	slices.SortFunc(keys, func(a, b string) int {
 		if w[a] != w[b] {

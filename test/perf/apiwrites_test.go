@@ -20,18 +20,25 @@ apiserver_request_duration_seconds_bucket{verb="POST",le="0.1"} 5
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := apiWrites{"POST jobs": 1000, "PUT workloads/status": 2000, "conflict PUT workloads/status": 10}
+	want := apiCounts{"POST jobs": 1000, "PUT workloads/status": 2000, "conflict PUT workloads/status": 10}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
 	}
 	if got, want := got.total(), 3000.0; got != want {
 		t.Errorf("total() = %v, want %v", got, want)
 	}
-	later := apiWrites{"POST jobs": 1500, "PUT workloads/status": 2000, "conflict PUT workloads/status": 10, "POST events": 4}
-	if diff := cmp.Diff(apiWrites{"POST jobs": 500, "POST events": 4}, later.since(got)); diff != "" {
+	later := apiCounts{"POST jobs": 1500, "PUT workloads/status": 2000, "conflict PUT workloads/status": 10, "POST events": 4}
+	if diff := cmp.Diff(apiCounts{"POST jobs": 500, "POST events": 4}, later.since(got)); diff != "" {
 		t.Errorf("since (-want,+got):\n%s", diff)
 	}
 	if got, want := later.since(got).perJob(4), "POST jobs:125.00,POST events:1.00"; got != want {
 		t.Errorf("perJob = %q, want %q", got, want)
+	}
+	reads, err := parseRequests([]byte(text), readVerbs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(apiCounts{"LIST workloads": 7}, reads); diff != "" {
+		t.Errorf("reads (-want,+got):\n%s", diff)
 	}
 }

@@ -233,7 +233,7 @@ func BenchmarkHubBacklog(b *testing.B) {
 	}
 
 	// The first submission.
-	writes0 := scrapeAllWrites(b, ctx, clusters.Items)
+	writes0, _ := scrapeAllRequests(b, ctx, clusters.Items)
 	cpu0 := hubProc.cpu(b)
 	pass0 := hubProc.passes(b)
 	b.ResetTimer()
@@ -251,7 +251,7 @@ func BenchmarkHubBacklog(b *testing.B) {
 	end1 := time.Now()
 	cpu1 := hubProc.cpu(b)
 	pass1 := hubProc.passes(b)
-	writes1 := scrapeAllWrites(b, ctx, clusters.Items)
+	writes1, _ := scrapeAllRequests(b, ctx, clusters.Items)
 	admitted1, steady, firstDone := run.admissions(start, end1)
 	out.add("admitted_first_window", admitted1)
 	out.add("completed_first_window", run.completedCount())

@@ -202,7 +202,7 @@ func BenchmarkHub(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	writes0 := scrapeAllWrites(b, ctx, clusters.Items)
+	writes0, reads0 := scrapeAllRequests(b, ctx, clusters.Items)
 	out.add("loadavg_before", loadavg())
 	cpu0 := groups.sample()
 	stopProfile := startCPUProfile(b, os.Getenv("STRATA_PERF_CPUPROFILE"))
@@ -251,7 +251,7 @@ wait:
 	stopProfile()
 	tick.Stop()
 	out.add("loadavg_after", loadavg())
-	writes1 := scrapeAllWrites(b, ctx, clusters.Items)
+	writes1, reads1 := scrapeAllRequests(b, ctx, clusters.Items)
 	if created != nil {
 		if err := <-created; err != nil {
 			b.Fatalf("creating the Jobs: %v", err)
@@ -268,7 +268,7 @@ wait:
 	reportObjectSizes(b, ctx, out, hub, workers)
 
 	hubWrites := writes1[hub.Name].since(writes0[hub.Name])
-	workerWrites := apiWrites{}
+	workerWrites := apiCounts{}
 	for _, w := range workers {
 		workerWrites.add(writes1[w.Name].since(writes0[w.Name]))
 	}
@@ -276,6 +276,14 @@ wait:
 	out.add("api_writes_per_job_hub_by_kind", fmt.Sprintf("%q", hubWrites.perJob(jobs)))
 	out.add("api_writes_per_job_workers", f2(workerWrites.total()/float64(jobs)))
 	out.add("api_writes_per_job_workers_by_kind", fmt.Sprintf("%q", workerWrites.perJob(jobs)))
+	// Reads that reach the API server, not an informer: the hub reads each
+	// Job whole once to copy it (its informer keeps Jobs lean).
+	workerReads := apiCounts{}
+	for _, w := range workers {
+		workerReads.add(reads1[w.Name].since(reads0[w.Name]))
+	}
+	out.add("api_reads_per_job_hub_by_kind", fmt.Sprintf("%q", reads1[hub.Name].since(reads0[hub.Name]).perJob(jobs)))
+	out.add("api_reads_per_job_workers_by_kind", fmt.Sprintf("%q", workerReads.perJob(jobs)))
 
 	out.add("measured_wall_s", seconds(wall))
 	cpu := map[string]float64{}
@@ -790,18 +798,19 @@ func reportObjectSizes(b *testing.B, ctx context.Context, out *keyValues, hub *f
 	}
 }
 
-// scrapeAllWrites reads every cluster's write counts, by cluster name.
-func scrapeAllWrites(b *testing.B, ctx context.Context, clusters []*framework.Cluster) map[string]apiWrites {
+// scrapeAllRequests reads every cluster's write and read counts, by
+// cluster name.
+func scrapeAllRequests(b *testing.B, ctx context.Context, clusters []*framework.Cluster) (writes, reads map[string]apiCounts) {
 	b.Helper()
-	out := map[string]apiWrites{}
+	writes, reads = map[string]apiCounts{}, map[string]apiCounts{}
 	for _, c := range clusters {
-		w, err := scrapeWrites(ctx, c.Config)
+		w, r, err := scrapeRequests(ctx, c.Config)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out[c.Name] = w
+		writes[c.Name], reads[c.Name] = w, r
 	}
-	return out
+	return writes, reads
 }
 
 // waitUntil polls cond for up to timeout.

@@ -245,11 +245,7 @@ func (c *Cache) rebuildLocked() {
 	for key, a := range c.workloads {
 		_ = c.commitLocked(key, a.wl) // on error it is kept without usage, as when it was first added
 	}
-	for name := range c.goneNodes {
-		if len(c.onNode[name]) == 0 {
-			delete(c.goneNodes, name)
-		}
-	}
+	c.pruneGoneLocked()
 	c.signal()
 }
 
@@ -414,6 +410,7 @@ func (c *Cache) noteFinishedLocked(key types.NamespacedName, p *corev1.Pod) {
 func (c *Cache) ForgetWorkload(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.pruneGoneLocked()
 	c.removeWorkloadLocked(key)
 	delete(c.finished, key)
 }
@@ -605,6 +602,7 @@ func (c *Cache) TASFlavors() []string {
 func (c *Cache) AddWorkload(key types.NamespacedName, wl *strata.Workload) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.pruneGoneLocked()
 	c.removeWorkloadLocked(key)
 	if wl == nil || wl.Status.Admission == nil {
 		return nil
@@ -774,6 +772,7 @@ func (c *Cache) releaseLocked(usage []flavorUsage) {
 func (c *Cache) RemoveWorkloadIfNewer(key types.NamespacedName, wl *strata.Workload) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.pruneGoneLocked()
 	if a, ok := c.workloads[key]; ok && Version(wl) > a.version {
 		c.removeWorkloadLocked(key)
 	}
@@ -794,6 +793,7 @@ func Version(wl *strata.Workload) int64 {
 func (c *Cache) RemoveWorkload(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.pruneGoneLocked()
 	c.removeWorkloadLocked(key)
 }
 
@@ -819,12 +819,24 @@ func (c *Cache) dropWorkloadLocked(key types.NamespacedName) bool {
 		delete(c.onNode[h], key)
 		if len(c.onNode[h]) == 0 {
 			delete(c.onNode, h)
-			delete(c.goneNodes, h)
 		}
 	}
 	delete(c.uncommitted, key)
 	c.signal()
 	return true
+}
+
+// pruneGoneLocked forgets the labels of deleted nodes that no admitted
+// workload is assigned to any more. It runs once a change is settled, not
+// in dropWorkloadLocked: a workload dropped and recorded again (a finished
+// pod, a replacement reserved whose write then failed and is restored)
+// still needs its deleted node's domain for hot swap.
+func (c *Cache) pruneGoneLocked() {
+	for name := range c.goneNodes {
+		if len(c.onNode[name]) == 0 {
+			delete(c.goneNodes, name)
+		}
+	}
 }
 
 // WorkloadsOnNode returns the admitted workloads with pods assigned to the
@@ -856,6 +868,7 @@ func (c *Cache) DeletedNodeLabels(name string) map[string]string {
 func (c *Cache) SyncAdmitted(key types.NamespacedName, wl *strata.Workload) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.pruneGoneLocked()
 	if a, ok := c.workloads[key]; ok {
 		v := Version(wl)
 		if v <= a.version {

@@ -592,6 +592,36 @@ func TestDeletedNodeLabels(t *testing.T) {
 			},
 			node: "n2",
 		},
+		"a deleted node whose replacement was reserved and then given back (the write failed)": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.DeleteNode("n1")
+				reserve(t, c, admittedWorkload("a", "10", onHost("n2", 2)))
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2))) // hot swap's restore
+			},
+			node: "n1",
+			want: n1.Labels,
+		},
+		"a deleted node whose replacement was written": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.DeleteNode("n1")
+				reserve(t, c, admittedWorkload("a", "10", onHost("n2", 2)))
+				if err := c.SyncAdmitted(key("a"), admittedWorkload("a", "11", onHost("n2", 2))); err != nil {
+					t.Fatalf("SyncAdmitted: %v", err)
+				}
+			},
+			node: "n1",
+		},
+		"a deleted node whose workload is recorded again in place": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.DeleteNode("n1")
+				addWorkload(t, c, admittedWorkload("a", "11", onHost("n1", 2)))
+			},
+			node: "n1",
+			want: n1.Labels,
+		},
 		"a deleted node re-added": {
 			steps: func(t *testing.T, c *Cache) {
 				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
@@ -613,6 +643,15 @@ func TestDeletedNodeLabels(t *testing.T) {
 				t.Errorf("DeletedNodeLabels(%q) (-want,+got):\n%s", tc.node, diff)
 			}
 		})
+	}
+}
+
+// reserve records wl's admission through Reserve, as hot swap does.
+func reserve(t *testing.T, c *Cache, wl *strata.Workload) {
+	t.Helper()
+	found, err := c.Reserve(flavorName, key(wl.Name), func(*tas.Snapshot, *strata.Topology) (*strata.Workload, error) { return wl, nil })
+	if !found || err != nil {
+		t.Fatalf("Reserve(%s) = %v, %v", wl.Name, found, err)
 	}
 }
 

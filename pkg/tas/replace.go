@@ -12,7 +12,9 @@ import (
 // replacement lies inside the domain the request constrains the pods to:
 // the required domain, the domain of the finest slice layer holding the
 // failed node's pods, or, for preferred requests, the preferred domain if it
-// has room and the smallest domain above it that has. It is a node with
+// has room and the smallest domain above it that has. A failed node that
+// holds all of the assignment's pods (not of a group) may move them to
+// another domain, as for a preferred request: they stay together. It is a node with
 // room for all of the failed node's pods, not failed and not already used by
 // the assignment; among those, the tightest. The result keeps the rank order:
 // the new node takes the failed node's place.
@@ -115,6 +117,13 @@ func (s *Snapshot) replacementScopes(req Request, current *Assignment, pos int, 
 	}
 	if level < 0 {
 		return []scope{{domain: s.root, where: "in the flavor"}}, nil
+	}
+	// A failed node that holds all of the pod set's pods keeps them in one
+	// domain of every level wherever they go: its domain is then only a
+	// preference, nearest first (Kueue requires no domain either). A pod
+	// set of a group stays with the group's other pod sets.
+	if len(current.Domains) == 1 && mode == Required && !req.Grouped {
+		mode = Preferred
 	}
 	// Find the domain at level from a surviving node of the assignment.
 	candidates := sliceHosts

@@ -78,12 +78,30 @@ func TestFindReplacement(t *testing.T) {
 			// h3 in r1 has more room, but the slice lives in r2; h5 is used.
 			wantErr: "no replacement for node h7 in rack b1/r2: the best free node there fits 0 of its 2 pods",
 		},
-		"a deleted node alone in the assignment: no node is left to tell its rack": {
+		"a deleted node alone in the assignment, its rack unknown: its pods stay together on the tightest node of the flavor": {
 			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack},
 			current: &Assignment{Levels: []string{host}, Domains: hosts("h1", 2)},
 			failed:  "h1",
 			change:  func(s *Snapshot) { s.RemoveNode("h1") },
+			want:    &Assignment{Levels: []string{host}, Domains: hosts("h2", 2)},
+		},
+		"a grouped pod set's deleted node alone in the assignment: no node is left to tell its rack": {
+			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack, Grouped: true},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h1", 2)},
+			failed:  "h1",
+			change:  func(s *Snapshot) { s.RemoveNode("h1") },
 			wantErr: "no replacement: none of the workload's nodes is left to tell which rack it runs in",
+		},
+		"a node alone in the assignment, its rack full: its pods move to another rack": {
+			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h3", 4)},
+			failed:  "h3",
+			change: func(s *Snapshot) {
+				n := node{"h3", "b1", "r1", "4"}.engineNode()
+				n.Ready = false
+				s.SetNode(n)
+			},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("h5", 4)},
 		},
 		"a deleted node alone in the assignment, its rack remembered: replaced in that rack": {
 			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack},
@@ -92,8 +110,15 @@ func TestFindReplacement(t *testing.T) {
 			change: func(s *Snapshot) { s.RemoveNode("h1") },
 			want:   &Assignment{Levels: []string{host}, Domains: hosts("h2", 2)},
 		},
-		"a deleted node alone in its rack, rack required: the rack is gone, no replacement": {
+		"a deleted node alone in its rack, rack required: the rack is gone, its pods go elsewhere together": {
 			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h6", 2)},
+			failed:  "h6", failedValues: []string{"b2", "r1", "h6"},
+			change: func(s *Snapshot) { s.RemoveNode("h6") },
+			want:   &Assignment{Levels: []string{host}, Domains: hosts("h1", 2)},
+		},
+		"a grouped pod set's deleted node alone in its rack, rack required: the rack is gone, no replacement": {
+			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack, Grouped: true},
 			current: &Assignment{Levels: []string{host}, Domains: hosts("h6", 2)},
 			failed:  "h6", failedValues: []string{"b2", "r1", "h6"},
 			change:  func(s *Snapshot) { s.RemoveNode("h6") },

@@ -53,6 +53,10 @@ type Request struct {
 	// Layers are the slice constraints, coarsest first; each size divides
 	// the previous one and Count.
 	Layers []Layer
+	// Grouped says the pod set shares its domain with the other pod sets
+	// of its group (podset-group-name): a replacement for its node stays
+	// in that domain even when the node holds all of the pod set's pods.
+	Grouped bool
 
 	// Only when the lowest level is the host: nodes whose labels do not
 	// match, or whose NoSchedule/NoExecute taints are not tolerated, are

@@ -397,6 +397,7 @@ func Request(ps *strata.PodSet) tas.Request {
 	for _, c := range r.PodSetSliceRequiredTopologyConstraints {
 		req.Layers = append(req.Layers, tas.Layer{Level: c.Topology, Size: c.Size})
 	}
+	req.Grouped = r.PodSetGroupName != nil
 	return req
 }
 

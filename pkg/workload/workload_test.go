@@ -63,6 +63,10 @@ func TestFromJobAndRequest(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 		t.Errorf("Request() (-want,+got):\n%s", diff)
 	}
+	ps.TopologyRequest.PodSetGroupName = ptr.To("leader-and-workers")
+	if !Request(&ps).Grouped {
+		t.Errorf("Request() of a pod set with podset-group-name is not Grouped")
+	}
 }
 
 // TestFromJobSlicesAlone: a Kueue manifest with slice annotations and no

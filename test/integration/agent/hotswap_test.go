@@ -78,21 +78,25 @@ var _ = Describe("Hot swap", Ordered, Label("agent", "hotswap"), func() {
 		}, timeout).Should(Succeed())
 	})
 
-	It("evicts and requeues a rack-required workload whose rack has no spare node", func(ctx SpecContext) {
+	It("moves a rack-required workload whose pods are all on the failed node to another rack when its rack has no spare node", func(ctx SpecContext) {
 		job := swapJob(ctx, ns, 4) // rack r2 is a single node
 		var hosts []string
 		Eventually(func(g Gomega) { hosts = assignedHosts(g, ctx, job) }, timeout).Should(Succeed())
 		Expect(hosts).To(Equal([]string{"w4"}))
+		uid := workloadOf(Default, ctx, job).UID
 		Eventually(func(g Gomega) {
 			var j batchv1.Job
 			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
 			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
 		}, timeout).Should(Succeed())
 		Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w4"}})).To(Succeed())
-		expectEvictedForNodeFailure(ctx, job, "node w4 failed (the node was deleted): no replacement", "fail-fast is on")
-		By("requeued, it is admitted again on a rack that has room")
+		By("its pods stay together, on one node of rack r3, in the same admitted Workload")
 		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.UID).To(Equal(uid))
 			g.Expect(assignedHosts(g, ctx, job)).To(ConsistOf(BeElementOf("w5", "w6", "w7", "w8")))
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, nodefailure.ConditionNodeReplacement)).To(BeTrue())
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)).To(BeNil())
 		}, timeout).Should(Succeed())
 	})
 	It("fails a pending pod stranded on a NoSchedule-tainted node and moves the node's pods", func(ctx SpecContext) {
@@ -271,6 +275,18 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 		}, timeout).Should(Succeed())
 	})
 
+	It("evicts and requeues the workload when the failed node has no replacement (fail-fast)", func(ctx SpecContext) {
+		queue := hotSwapPool(ctx, "full", [3]string{"f1", "r1", "4"}, [3]string{"f2", "r1", "4"})
+		job, hosts := admitJob(ctx, ns, queue, 8)
+		Expect(hosts).To(ConsistOf("f1", "f2"))
+		Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "f1"}})).To(Succeed())
+		expectEvictedForNodeFailure(ctx, job, "node f1 failed (the node was deleted): no replacement for node f1 in rack b1/r1", "fail-fast is on")
+		By("requeued, it waits for room")
+		Eventually(func(g Gomega) {
+			g.Expect(workloadOf(g, ctx, job).Status.Admission).To(BeNil())
+		}, timeout).Should(Succeed())
+	})
+
 	It("evicts the workload, saying why, when two of its nodes fail at once", func(ctx SpecContext) {
 		queue := hotSwapPool(ctx, "multi", [3]string{"m1", "r1", "4"}, [3]string{"m2", "r1", "4"}, [3]string{"m3", "r1", "4"}, [3]string{"m4", "r1", "4"})
 		job, hosts := admitJob(ctx, ns, queue, 8)
@@ -421,7 +437,7 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 				g.Expect(c).NotTo(BeNil())
 				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 				g.Expect(c.Reason).To(Equal("Searching"))
-				g.Expect(c.Message).To(ContainSubstring("node t1 failed (the node was deleted): no replacement: rack b1/r1 has no node left; retrying"))
+				g.Expect(c.Message).To(ContainSubstring("node t1 failed (the node was deleted): no replacement for node t1 in the flavor: the best free node there fits 0 of its 4 pods; retrying"))
 			}, timeout).Should(Succeed())
 
 			By("a node joins the rack; the next retry, a backoff step later, takes it")

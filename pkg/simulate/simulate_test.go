@@ -64,9 +64,10 @@ func TestExamples(t *testing.T) {
 		"tas-example-lws-1": map[string]int32{"b1-r1-h3": 3},
 		// mpijobs.yaml, KEP-2724's MPIJob with runLauncherAsWorker: the
 		// launcher and its 2 workers (2 CPUs each) grouped in one rack,
-		// the one with the least CPU left that holds all three (the rest
-		// of b1-r1 after the LeaderWorkerSet's groups).
-		"pi": map[string]int32{"b1-r1-h4": 1, "b1-r1-h1": 2},
+		// the one with the fewest workers beside the launcher that holds
+		// all three (the rest of b1-r1 after the LeaderWorkerSet's
+		// groups), all on b1-r1-h4, the host that holds them all.
+		"pi": map[string]int32{"b1-r1-h4": 3},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want,+got):\n%s", diff)

@@ -62,6 +62,28 @@ func BenchmarkFindAssignment(b *testing.B) {
 	}
 }
 
+// BenchmarkFindGroupAssignment places a leader and its workers (an LWS
+// group) in one rack: one 8-CPU pod a node, so the group takes a rack's
+// 16 nodes.
+func BenchmarkFindGroupAssignment(b *testing.B) {
+	reqs := []Request{
+		{Count: 1, PodRequests: cpu("8"), Mode: Required, Level: rack},
+		{Count: 15, PodRequests: cpu("8"), Mode: Required, Level: rack},
+	}
+	for _, n := range benchSizes {
+		s := benchSnapshot(n)
+		b.Run(fmt.Sprintf("nodes=%d/lws-rack-required-1+15x8cpu", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := s.FindGroupAssignment(reqs, DefaultOptions())
+				if err != nil || out[0].PodCount() != 1 || out[1].PodCount() != 15 {
+					b.Fatalf("FindGroupAssignment() = %v, %v", out, err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkUpdateNode is the cost of bringing the snapshot up to date after
 // the usage of one node changes (a pod bound or finished).
 func BenchmarkUpdateNode(b *testing.B) {

@@ -9,11 +9,12 @@ import (
 // FindGroupAssignment places the pod sets of one pod set group (e.g. a
 // leader and its workers, KEP-2724 "Cross-PodSet Topology Aware
 // scheduling") so that they share one domain of the requested level. All
-// requests must ask for the same mode and level. The largest pod set picks
-// the candidate domains, tightest first; a candidate is taken when every
-// other pod set fits in it too, with the capacity the first ones took. The
-// snapshot is unchanged afterwards; assignments are returned in the order of
-// reqs.
+// requests must ask for the same mode and level. A leader and its workers
+// are placed as Kueue's engine places them (leader.go). Other groups: the
+// largest pod set picks the candidate domains, tightest first; a candidate
+// is taken when every other pod set fits in it too, with the capacity the
+// first ones took. The snapshot is unchanged afterwards; assignments are
+// returned in the order of reqs.
 func (s *Snapshot) FindGroupAssignment(reqs []Request, opts Options) ([]*Assignment, error) {
 	_, out, err := s.FindGroupAssignmentWithNodes(reqs, opts)
 	return out, err
@@ -93,6 +94,15 @@ func (s *Snapshot) findGroupAssignment1(reqs []Request, opts Options) ([]*Assign
 		lastLevel = 0
 	}
 	for lvl := target; lvl >= lastLevel; lvl-- {
+		if li, wi, leader := s.leaderShape(reqs, opts); leader {
+			out, ok, applies, err := s.groupWithLeader(reqs, li, wi, lvl, opts)
+			if err != nil || ok {
+				return out, err
+			}
+			if applies {
+				continue
+			}
+		}
 		if out, ok, err := s.groupAt(reqs, order, lvl, opts); err != nil || ok {
 			return out, err
 		}

@@ -85,6 +85,9 @@ type Snapshot struct {
 	scratch  []*domain
 	scratch2 []*domain
 	ranks    []int
+	// leaderMemo and leaderKnown are leader.go's per-domain rooms, reused.
+	leaderMemo  []leaderRoom
+	leaderKnown []bool
 
 	// Per-demand pod capacity of the leaves, kept up to date from the
 	// bins whose free capacity changed (see leafCaps): capsEpoch changes
@@ -457,6 +460,7 @@ func (s *Snapshot) Clone() *Snapshot {
 	c.unitCap = make([]int64, len(s.unitCap))
 	c.assigned = make([]int64, len(s.assigned))
 	c.scratch, c.scratch2, c.ranks = nil, nil, nil
+	c.leaderMemo, c.leaderKnown = nil, nil
 	c.caps, c.capsLog, c.binsUnder = nil, nil, nil
 	return &c
 }

@@ -52,6 +52,11 @@ type plan struct {
 	// the whole slices the domain holds while it also holds the partial
 	// one, or -1 when it cannot hold the partial one.
 	tailCap []int64
+	// keepCounts: the frontier descend starts from holds the answer's
+	// counts per domain (balanced placement, a hub's hint), each split
+	// among its own children; else BestFit fills the children of all the
+	// chosen domains together.
+	keepCounts bool
 }
 
 // FindAssignment places req in the snapshot without changing it. It returns
@@ -699,6 +704,26 @@ func (p *plan) descend(frontier []*domain) []*domain {
 	s := p.s
 	for len(frontier) > 0 && frontier[0].level < s.depth-1 {
 		var next []*domain
+		if len(frontier) > 1 && p.alg == configv1beta1.BestFit && !p.layered() && !p.keepCounts && p.req.Mode != Unconstrained {
+			// BestFit without slices fills the children of all the chosen
+			// domains together, as Kueue's engine does above the slice level.
+			var cands []*domain
+			var pods int64
+			for _, d := range frontier {
+				cands = append(cands, d.children...)
+				pods += s.assigned[d.id]
+			}
+			if !p.pick(cands, pods, 1) {
+				panic(fmt.Sprintf("tas: %d domains hold %d pods but their children do not", len(frontier), pods))
+			}
+			for _, c := range cands {
+				if s.assigned[c.id] > 0 {
+					next = append(next, c)
+				}
+			}
+			frontier = next
+			continue
+		}
 		for _, d := range frontier {
 			u := p.units[d.level+1]
 			if !p.pick(d.children, s.assigned[d.id], u) {

@@ -103,6 +103,21 @@ func TestFindAssignment(t *testing.T) {
 			req:  Request{Count: 7, PodRequests: cpu("1"), Mode: Required, Level: rack},
 			want: &Assignment{Levels: []string{host}, Domains: hosts("n1", 3, "n2", 3, "n4", 1)},
 		},
+		"block over racks: BestFit fills the hosts of both racks together, the largest first (Kueue)": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"r1a", "b1", "r1", "3"}, {"r1b", "b1", "r1", "3"}, {"r2a", "b1", "r2", "6"}},
+			req:   Request{Count: 9, PodRequests: cpu("1"), Mode: Required, Level: block},
+			// Racks r1 (6) then r2 (3); the hosts of both together: r2a's 6,
+			// then r1a, the first that holds the 3 left: two hosts, not
+			// r1a, r1b and r2a.
+			want: &Assignment{Levels: []string{host}, Domains: hosts("r1a", 3, "r2a", 6)},
+		},
+		"block over racks: LeastFreeCapacity splits each rack's pods among its own hosts": {
+			levels: threeLevel, opts: lfc,
+			nodes: []node{{"r1a", "b1", "r1", "3"}, {"r1b", "b1", "r1", "3"}, {"r2a", "b1", "r2", "5"}},
+			req:   Request{Count: 9, PodRequests: cpu("1"), Mode: Required, Level: block},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("r1a", 3, "r1b", 1, "r2a", 5)},
+		},
 		"KEP 3,3,2,1 rack: LeastFreeCapacity fills from the smallest": {
 			levels: twoLevel, nodes: kepRack, opts: lfc,
 			req:  Request{Count: 7, PodRequests: cpu("1"), Mode: Required, Level: rack},

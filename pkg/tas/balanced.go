@@ -98,6 +98,7 @@ func (p *plan) balanced(count int64) ([]*domain, bool) {
 		s.assigned[l.id] *= u
 	}
 	slices.SortFunc(leaves, func(a, b *domain) int { return int(s.order[a.id] - s.order[b.id]) })
+	p.keepCounts = true
 	return p.descend(leaves), true
 }
 

@@ -57,6 +57,7 @@ func (s *Snapshot) FindAssignmentFollowingHint(req Request, hint *Assignment, op
 	if total != int64(req.Count) {
 		return nil, fmt.Errorf("the hint places %d pods, the request has %d", total, req.Count)
 	}
+	p.keepCounts = true
 	leaves := p.descend(frontier)
 	if req.Mode == Required && p.target > lvl {
 		// Required below the hint's level: the pods must have gone into one

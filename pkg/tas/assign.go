@@ -585,7 +585,7 @@ var leafBucketsOn = true
 // leastFreeLeaves is unconstrained's LeastFreeCapacity without slices or
 // a filter, read from the leaves grouped by capacity (b): the tightest
 // leaf that holds all pods, else the leaves from the least free up, ties
-// in natural order — what tightest and fillLevel give, without ordering
+// in name order — what tightest and fillLevel give, without ordering
 // every leaf of the flavor.
 func (p *plan) leastFreeLeaves(b *capBuckets, count int64) (*Assignment, error) {
 	s := p.s
@@ -658,7 +658,7 @@ func (p *plan) withPods(ds []*domain) []*domain {
 	return chosen
 }
 
-// inOrder returns the domains of level lvl in natural order.
+// inOrder returns the domains of level lvl in name order.
 func (p *plan) inOrder(lvl int) []*domain {
 	s := p.s
 	if lvl == s.depth-1 {
@@ -667,7 +667,7 @@ func (p *plan) inOrder(lvl int) []*domain {
 	return p.inOrderUnder(s.root, lvl)
 }
 
-// inOrderUnder returns the domains of level lvl under d in natural order.
+// inOrderUnder returns the domains of level lvl under d in name order.
 func (p *plan) inOrderUnder(d *domain, lvl int) []*domain {
 	var out []*domain
 	var walk func(d *domain)
@@ -684,7 +684,7 @@ func (p *plan) inOrderUnder(d *domain, lvl int) []*domain {
 	return out
 }
 
-// collectLeaves appends the leaves under d in natural order.
+// collectLeaves appends the leaves under d in name order.
 func (p *plan) collectLeaves(d *domain, out []*domain) []*domain {
 	if len(d.children) == 0 {
 		if d != p.s.root {
@@ -704,16 +704,14 @@ func (p *plan) descend(frontier []*domain) []*domain {
 	s := p.s
 	for len(frontier) > 0 && frontier[0].level < s.depth-1 {
 		var next []*domain
-		if len(frontier) > 1 && p.alg == configv1beta1.BestFit && !p.layered() && !p.keepCounts && p.req.Mode != Unconstrained {
-			// BestFit without slices fills the children of all the chosen
-			// domains together, as Kueue's engine does above the slice level.
+		if len(frontier) > 1 && p.together(frontier[0].level) {
 			var cands []*domain
 			var pods int64
 			for _, d := range frontier {
 				cands = append(cands, d.children...)
 				pods += s.assigned[d.id]
 			}
-			if !p.pick(cands, pods, 1) {
+			if !p.pick(cands, pods, p.units[frontier[0].level+1]) {
 				panic(fmt.Sprintf("tas: %d domains hold %d pods but their children do not", len(frontier), pods))
 			}
 			for _, c := range cands {
@@ -740,7 +738,19 @@ func (p *plan) descend(frontier []*domain) []*domain {
 	return frontier
 }
 
-// pick assigns pods, in groups of u, among cands (in natural order, all of
+// together says whether descend fills the children of the domains of level
+// lvl it holds together rather than each domain's among its own: with
+// BestFit, as Kueue's engine does, down to the outermost slice level (to
+// the leaves without slices); not where counts are fixed per domain
+// (keepCounts), for an unconstrained request, or with a partial slice.
+func (p *plan) together(lvl int) bool {
+	if p.alg != configv1beta1.BestFit || p.keepCounts || p.req.Mode == Unconstrained || p.tail != 0 {
+		return false
+	}
+	return len(p.layers) == 0 || lvl < p.layers[0].level
+}
+
+// pick assigns pods, in groups of u, among cands (in name order, all of
 // one level) with the plan's algorithm; pods % u is a partial slice (see
 // pickTail). The algorithm: LeastFreeCapacity puts them all in the tightest domain
 // that holds them (KEP-2724: "a tight fit among all domains that could
@@ -748,7 +758,7 @@ func (p *plan) descend(frontier []*domain) []*domain {
 // its first choice (leastFirst), fills the smallest domains first; BestFit
 // fills the largest first but takes the tightest domain that holds what is
 // left as the last one (so a single domain when one holds all). Ties keep
-// natural order.
+// name order.
 func (p *plan) pick(cands []*domain, pods, u int64) bool {
 	if pods%u != 0 {
 		return p.pickTail(cands, pods, u)

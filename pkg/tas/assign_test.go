@@ -112,6 +112,23 @@ func TestFindAssignment(t *testing.T) {
 			// r1a, r1b and r2a.
 			want: &Assignment{Levels: []string{host}, Domains: hosts("r1a", 3, "r2a", 6)},
 		},
+		"block over racks in host slices: the hosts of both racks together, in slices (Kueue)": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"h1", "b1", "r1", "4"}, {"h2", "b1", "r1", "2"}, {"h3", "b1", "r2", "6"}},
+			req:   Request{Count: 8, PodRequests: cpu("1"), Mode: Required, Level: block, Layers: []Layer{{host, 2}}},
+			// Racks r1 (3 slices) then r2 (1); the hosts together in
+			// slices: h3's 3, then h2, the tightest that holds the last
+			// one: two hosts, where r1's own hosts and r2's take three.
+			want: &Assignment{Levels: []string{host}, Domains: hosts("h2", 2, "h3", 6)},
+		},
+		"block over racks in rack slices: below the slice level each rack's own hosts": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"h1", "b1", "r1", "3"}, {"h2", "b1", "r2", "1"}, {"h3", "b1", "r2", "1"}},
+			req:   Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: block, Layers: []Layer{{rack, 2}}},
+			// A slice per rack; h1 takes only r1's two pods, though it has
+			// room for three: filling the hosts together would split r2's slice.
+			want: &Assignment{Levels: []string{host}, Domains: hosts("h1", 2, "h2", 1, "h3", 1)},
+		},
 		"block over racks: LeastFreeCapacity splits each rack's pods among its own hosts": {
 			levels: threeLevel, opts: lfc,
 			nodes: []node{{"r1a", "b1", "r1", "3"}, {"r1b", "b1", "r1", "3"}, {"r2a", "b1", "r2", "5"}},
@@ -321,11 +338,17 @@ func TestFindAssignment(t *testing.T) {
 			req:     Request{Count: 10, PodRequests: cpu("1"), Mode: Unconstrained},
 			wantErr: "the flavor fits only 9 of 10 pods; limited by cpu (4 nodes)",
 		},
-		"rank order follows the tree, numbers sorted as numbers": {
+		"rank order follows the tree, names in byte order as Kueue's": {
 			levels: threeLevel, opts: bestFit,
 			nodes: []node{{"h10", "b1", "r10", "1"}, {"h9", "b1", "r9", "1"}, {"h2", "b1", "r2", "1"}},
 			req:   Request{Count: 3, PodRequests: cpu("1"), Mode: Required, Level: block},
-			want:  &Assignment{Levels: []string{host}, Domains: hosts("h2", 1, "h9", 1, "h10", 1)},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("h10", 1, "h2", 1, "h9", 1)},
+		},
+		"ties between equal hosts go to the first name in byte order, as Kueue's": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"h1", "b1", "r1", "4"}, {"h2", "b1", "r1", "4"}, {"h10", "b1", "r1", "4"}, {"h11", "b1", "r1", "4"}},
+			req:   Request{Count: 8, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("h1", 4, "h10", 4)},
 		},
 		"rack as the lowest level still fits pods node by node": {
 			levels: []string{block, rack}, opts: bestFit,

@@ -183,7 +183,7 @@ func (p *plan) entropy(set []*domain, t int64) float64 {
 }
 
 // subset picks size domains of ds whose room reaches need with the least
-// total room, ties broken by the smallest penalty, then natural order. It
+// total room, ties broken by the smallest penalty, then name order. It
 // tries every combination when there are few, else takes the size-1 largest
 // and the smallest domain that completes them.
 func (p *plan) subset(ds []*domain, size int, need int64, room func(*domain) int64, penalty func([]*domain) float64) []*domain {

@@ -137,9 +137,9 @@ func (s *Snapshot) domainCaps(dem demand) []int64 {
 const maxBucketValues = 128
 
 // capBuckets are the leaves of a snapshot grouped by their pod capacity
-// for a demand, each group a bit set over the leaves' natural order
+// for a demand, each group a bit set over the leaves' name order
 // (leafRank): LeastFreeCapacity takes leaves from the least free up, ties
-// in natural order, and finds the tightest leaf that holds a count, by
+// in name order, and finds the tightest leaf that holds a count, by
 // reading the few groups and leaves it needs rather than ordering every
 // leaf.
 type capBuckets struct {

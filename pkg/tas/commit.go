@@ -252,7 +252,7 @@ func (s *Snapshot) packBestFit(bins []*bin, count int64, dem demand, fit bool, v
 	return nil
 }
 
-// leavesUnder returns the leaf domains under d in natural order.
+// leavesUnder returns the leaf domains under d in name order.
 func (s *Snapshot) leavesUnder(d *domain) []*domain {
 	if len(d.children) == 0 {
 		if d == s.root {

@@ -40,7 +40,7 @@ type gpuClusterOptions struct {
 // gpuCluster is a cluster of 8-GPU nodes (8 CPU, 64 GiB, 110 pods), 16
 // nodes per rack and 16 racks per block, with usage drawn at random from
 // whole pods of 1, 2, 4 or 8 GPUs, so that free vectors repeat as they do
-// in real GPU clusters. Node names follow the topology's natural order.
+// in real GPU clusters. Node names follow the topology's name order.
 // nodeLabels are a generated node's labels: the topology's and, when
 // labelled, those a cloud's GPU nodes carry — the same on every node
 // (instance type, OS), a GPU model per block, and a unique node ID.

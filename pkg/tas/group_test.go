@@ -177,11 +177,11 @@ func TestLeaderFirst(t *testing.T) {
 				{Levels: []string{host}, Domains: hosts("a1", 1, "a2", 2, "c1", 2)},
 			},
 		},
-		"the common domain: the fewest workers beside the leader, ties in natural order": {
+		"the common domain: the fewest workers beside the leader, ties in name order": {
 			nodes: []node{{"a1", "b1", "r1", "4"}, {"c1", "b1", "r2", "2"}, {"c2", "b1", "r2", "2"}},
 			reqs:  []Request{lead("1", Required, rack), work(3, Required, rack)},
 			// r1: 4 alone, 3 beside the leader; r2: 4 alone, 3 beside it too,
-			// ties in natural order.
+			// ties in name order.
 			want: []*Assignment{
 				{Levels: []string{host}, Domains: hosts("a1", 1)},
 				{Levels: []string{host}, Domains: hosts("a1", 3)},

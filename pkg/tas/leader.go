@@ -18,9 +18,9 @@ import (
 //     leader gives up for it);
 //   - the common domain is the one of the level that holds the leader and
 //     every worker with the fewest workers beside the leader, ties in
-//     natural order;
+//     name order;
 //   - below it, level by level, the children are walked from the most
-//     workers they hold down (ties in natural order): the first child that
+//     workers they hold down (ties in name order): the first child that
 //     holds the leader takes it and as many workers as fit beside it,
 //     unless a child holds the leader and every worker left (then the
 //     tightest such child takes them all); the workers left go as a single
@@ -138,7 +138,7 @@ func (s *Snapshot) groupWithLeader(reqs []Request, li, wi, lvl int, opts Options
 	rooms := &leaderRooms{s: s, lp: lp, wp: wp, memo: s.leaderMemo, known: s.leaderKnown, free: make(Vector, max(s.stride, len(s.res.names)))}
 	count := int64(reqs[wi].Count)
 	// The domain with the fewest workers beside the leader, ties in
-	// natural order. A domain holds at most as many beside the leader as
+	// name order. A domain holds at most as many beside the leader as
 	// alone (podCap, kept per demand) and at least that less the most a
 	// host loses to the leader (lost): domains are looked at from the
 	// fewest workers alone up, and one that cannot beat the best so far
@@ -146,7 +146,7 @@ func (s *Snapshot) groupWithLeader(reqs []Request, li, wi, lvl int, opts Options
 	wp.computeCaps()
 	type candidate struct {
 		d   *domain
-		pos int // in natural order
+		pos int // in name order
 	}
 	var cands []candidate
 	for _, d := range wp.inOrder(lvl) {
@@ -217,7 +217,7 @@ type leafCount struct {
 }
 
 // descend splits the leader and count workers under d, level by level,
-// and returns the leader's host and the workers' hosts in natural order;
+// and returns the leader's host and the workers' hosts in name order;
 // a nil leader when they do not fit (d's room said they do).
 func (r *leaderRooms) descend(d *domain, count int64) (*domain, []leafCount) {
 	var leader *domain
@@ -253,7 +253,7 @@ func (r *leaderRooms) descend(d *domain, count int64) (*domain, []leafCount) {
 }
 
 // split divides n workers, and the leader when lead, among children (in
-// natural order): the walk described above; when it cannot place them
+// name order): the walk described above; when it cannot place them
 // all, the leader goes to the child where it costs the fewest workers and
 // the workers are walked around it. It returns the workers per child, the
 // leader's child (-1: none) and whether everything was placed.
@@ -282,13 +282,13 @@ func (r *leaderRooms) split(children []*domain, n int64, lead bool) ([]int64, in
 }
 
 // walkLeaderFirst is the walk over one domain's children, given their
-// rooms in natural order.
+// rooms in name order.
 func walkLeaderFirst(rooms []leaderRoom, n int64, lead bool) ([]int64, int, bool) {
 	order := make([]int, len(rooms))
 	for i := range order {
 		order[i] = i
 	}
-	// The most workers first; ties keep natural order (insertion sort:
+	// The most workers first; ties keep name order (insertion sort:
 	// the children of one domain are few).
 	for i := 1; i < len(order); i++ {
 		for j := i; j > 0 && rooms[order[j]].alone > rooms[order[j-1]].alone; j-- {

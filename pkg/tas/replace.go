@@ -60,7 +60,7 @@ func (s *Snapshot) FindReplacementNear(req Request, current *Assignment, failed 
 				}
 				f := p.dem.fit(s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride])
 				biggest = max(biggest, f)
-				if f >= count && (best == nil || f < bestFit || f == bestFit && naturalLess(b.name, best.name)) {
+				if f >= count && (best == nil || f < bestFit || f == bestFit && b.name < best.name) {
 					best, bestFit = b, f
 				}
 			}

@@ -69,7 +69,7 @@ type Snapshot struct {
 	binByID   []*bin
 	freeSlots []int32
 
-	// leafOrder caches the leaves in natural (rank) order and order the
+	// leafOrder caches the leaves in name (rank) order and order the
 	// natural pre-order position of every domain; nil when the tree's shape
 	// changed since.
 	leafOrder []*domain
@@ -118,7 +118,7 @@ type domain struct {
 	values   []string
 	key      string
 	parent   *domain
-	children []*domain // natural order of values
+	children []*domain // name order of values
 	bins     []*bin    // leaves only
 	levelPos int       // position in byLevel[level] and levelIDs[level]
 	leafPos  int       // position in leaves
@@ -373,7 +373,7 @@ func (s *Snapshot) addNodesTo(parent *domain, alloc Vector, count int64, taints 
 
 // newHostDomain adds the host domain of an anonymous node of a summary
 // under its leaf domain. Hosts are numbered in the order they are added,
-// so appending keeps the children in natural order; they are found by
+// so appending keeps the children in name order; they are found by
 // name through hostLeaves only.
 func (s *Snapshot) newHostDomain(parent *domain, name string) *domain {
 	lvl := s.depth - 1
@@ -637,7 +637,7 @@ func DomainKey(values []string) string { return domainKey(values) }
 func (d *domain) insertChild(c *domain) {
 	name := c.values[len(c.values)-1]
 	i := len(d.children)
-	for i > 0 && naturalLess(name, d.children[i-1].values[len(c.values)-1]) {
+	for i > 0 && name < d.children[i-1].values[len(c.values)-1] {
 		i--
 	}
 	d.children = append(d.children, nil)
@@ -688,7 +688,7 @@ func (s *Snapshot) detach(b *bin) {
 	}
 }
 
-// orderedLeaves returns the leaves in natural order, cached until the
+// orderedLeaves returns the leaves in name order, cached until the
 // tree's shape changes.
 func (s *Snapshot) orderedLeaves() []*domain {
 	s.ensureOrder()
@@ -722,42 +722,4 @@ func (s *Snapshot) ensureOrder() {
 		}
 	}
 	walk(s.root)
-}
-
-// naturalLess orders strings with embedded numbers numerically, so that
-// rack-2 comes before rack-10.
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		if isDigit(a[0]) && isDigit(b[0]) {
-			na, ra := splitDigits(a)
-			nb, rb := splitDigits(b)
-			ta, tb := strings.TrimLeft(na, "0"), strings.TrimLeft(nb, "0")
-			if len(ta) != len(tb) {
-				return len(ta) < len(tb)
-			}
-			if ta != tb {
-				return ta < tb
-			}
-			if len(na) != len(nb) {
-				return len(na) < len(nb)
-			}
-			a, b = ra, rb
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-func splitDigits(s string) (string, string) {
-	i := 0
-	for i < len(s) && isDigit(s[i]) {
-		i++
-	}
-	return s[:i], s[i:]
 }

@@ -553,17 +553,16 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 		d := p.tightest(s.byLevel[first], count)
 		p.leastFirst = true
 		if d == nil {
-			return p.fillLevel(lvl, count)
+			if first == lvl {
+				return p.fillLevel(lvl, count)
+			}
+			return p.leastFirstDown(s.byLevel[0], count, lvl)
 		}
+		s.assigned[d.id] = count
 		if first == lvl {
-			s.assigned[d.id] = count
 			return p.result(p.descend([]*domain{d})), nil
 		}
-		cands := p.inOrderUnder(d, lvl)
-		if !p.pick(cands, count, p.units[lvl]) {
-			panic(fmt.Sprintf("tas: domain %v holds %d pods but its domains of level %d do not", d.values, count, lvl))
-		}
-		return p.result(p.descend(p.withPods(cands))), nil
+		return p.leastFirstDown(d.children, count, lvl)
 	}
 	for lvl := s.depth - 1; lvl >= 0; lvl-- {
 		if d := p.tightest(s.byLevel[lvl], count); d != nil {
@@ -576,6 +575,28 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 		lvl = min(lvl, p.layers[0].level) // a summarized host level: its leaf above
 	}
 	return p.fillLevel(lvl, count)
+}
+
+// leastFirstDown places count pods over cands (domains of one level, in
+// name order) from the least free up, then over the children of the
+// chosen ones together, level by level down to lvl, as Kueue's engine
+// walks the levels above the slice level; below lvl each domain's among
+// its own children.
+func (p *plan) leastFirstDown(cands []*domain, count int64, lvl int) (*Assignment, error) {
+	for {
+		l := cands[0].level
+		if !p.pick(cands, count, p.units[l]) {
+			return nil, p.flavorError(count)
+		}
+		chosen := p.withPods(cands)
+		if l >= lvl {
+			return p.result(p.descend(chosen)), nil
+		}
+		cands = cands[:0:0]
+		for _, d := range chosen {
+			cands = append(cands, d.children...)
+		}
+	}
 }
 
 // leafBucketsOn: unconstrained LeastFreeCapacity reads the leaves grouped

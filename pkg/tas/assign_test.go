@@ -129,6 +129,14 @@ func TestFindAssignment(t *testing.T) {
 			// room for three: filling the hosts together would split r2's slice.
 			want: &Assignment{Levels: []string{host}, Domains: hosts("h1", 2, "h2", 1, "h3", 1)},
 		},
+		"unconstrained host slices: the least free rack of the block first, then its hosts (Kueue)": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"h1", "b1", "r1", "2"}, {"h2", "b1", "r1", "6"}, {"h3", "b1", "r2", "2"}, {"h4", "b1", "r2", "2"}},
+			req:   Request{Count: 4, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{host, 2}}},
+			// r2 (2 slices) before r1 (4): both slices in r2, where the
+			// hosts of the block from the least free up take h1 and h3.
+			want: &Assignment{Levels: []string{host}, Domains: hosts("h3", 2, "h4", 2)},
+		},
 		"block over racks: LeastFreeCapacity splits each rack's pods among its own hosts": {
 			levels: threeLevel, opts: lfc,
 			nodes: []node{{"r1a", "b1", "r1", "3"}, {"r1b", "b1", "r1", "3"}, {"r2a", "b1", "r2", "5"}},

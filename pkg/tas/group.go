@@ -108,6 +108,11 @@ func (s *Snapshot) findGroupAssignment1(reqs []Request, opts Options) ([]*Assign
 		}
 	}
 	if main.Mode == Preferred {
+		if li, wi, leader := s.leaderShape(reqs, opts); leader {
+			if out, ok, _, err := s.groupWithLeaderSpread(reqs, li, wi, opts); err != nil || ok {
+				return out, err
+			}
+		}
 		// Nothing holds the group in one domain: spread, one pod set after another.
 		return s.placeInOrder(reqs, opts)
 	}

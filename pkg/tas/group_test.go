@@ -187,6 +187,29 @@ func TestLeaderFirst(t *testing.T) {
 				{Levels: []string{host}, Domains: hosts("a1", 3)},
 			},
 		},
+		"below the common domain, the hosts of every chosen rack together (Kueue)": {
+			nodes: []node{{"a1", "b1", "r1", "6"}, {"a2", "b1", "r1", "4"}, {"b1", "b1", "r2", "8"}, {"b2", "b1", "r2", "2"}, {"b3", "b1", "r2", "2"}},
+			reqs: []Request{{Count: 1, PodRequests: cpu("2"), Mode: Required, Level: block},
+				{Count: 7, PodRequests: cpu("2"), Mode: Required, Level: block}},
+			// Racks: r2 the leader and 5, r1 2. The hosts of both together:
+			// b1 the leader and 3, a1 3, b2 the last; splitting each rack's
+			// count among its own hosts takes four.
+			want: []*Assignment{
+				{Levels: []string{host}, Domains: hosts("b1", 1)},
+				{Levels: []string{host}, Domains: hosts("a1", 3, "b1", 3, "b2", 1)},
+			},
+		},
+		"preferred, no block holds it: the leader where the most workers fit beside it (Kueue)": {
+			nodes: []node{{"h1", "b1", "r1", "4"}, {"h2", "b2", "r2", "6"}, {"h3", "b2", "r3", "2"}},
+			reqs: []Request{{Count: 1, PodRequests: cpu("2"), Mode: Preferred, Level: rack},
+				{Count: 5, PodRequests: cpu("2"), Mode: Preferred, Level: rack}},
+			// b2 the leader and 3 workers, b1 the other 2; then the racks of
+			// both together.
+			want: []*Assignment{
+				{Levels: []string{host}, Domains: hosts("h2", 1)},
+				{Levels: []string{host}, Domains: hosts("h1", 2, "h2", 2, "h3", 1)},
+			},
+		},
 		"LeastFreeCapacity keeps the group search's split": {
 			nodes: []node{{"h1", "b1", "r1", "1"}, {"h2", "b1", "r1", "1"}, {"h3", "b1", "r1", "1"}, {"h4", "b1", "r1", "1"}},
 			reqs:  []Request{lead("1", Required, rack), work(3, Required, rack)},

@@ -26,10 +26,10 @@ import (
 //     tightest such child takes them all); the workers left go as a single
 //     pod set's, the last child the tightest that holds what is left.
 //
-// Strata splits each domain's pods among its own children (Kueue, above
-// the hosts, walks the children of all chosen domains together), and when
-// the walk cannot place everything it puts the leader where it costs the
-// fewest workers, which always fits.
+// Each level is walked over the children of all the domains chosen at the
+// level above together, as Kueue's engine does. When the walk cannot place
+// everything, Strata puts the leader where it costs the fewest workers,
+// which always fits (Kueue gives up).
 
 // leaderShape says whether reqs is a leader-and-workers group placed this
 // way, and which request leads (Kueue's choice: the second unless it is
@@ -122,20 +122,11 @@ func (r *leaderRooms) of(d *domain) leaderRoom {
 // returns applies false, having done nothing, for a tree it does not walk
 // (a host with other than one node).
 func (s *Snapshot) groupWithLeader(reqs []Request, li, wi, lvl int, opts Options) (out []*Assignment, ok, applies bool, err error) {
-	lp, err := s.newPlan(reqs[li], opts)
+	rooms, err := s.newLeaderRooms(reqs, li, wi, opts)
 	if err != nil {
 		return nil, false, true, err
 	}
-	wp, err := s.newPlan(reqs[wi], opts)
-	if err != nil {
-		return nil, false, true, err
-	}
-	n := len(s.parentID)
-	if len(s.leaderKnown) < n {
-		s.leaderMemo, s.leaderKnown = make([]leaderRoom, n), make([]bool, n)
-	}
-	clear(s.leaderKnown)
-	rooms := &leaderRooms{s: s, lp: lp, wp: wp, memo: s.leaderMemo, known: s.leaderKnown, free: make(Vector, max(s.stride, len(s.res.names)))}
+	wp := rooms.wp
 	count := int64(reqs[wi].Count)
 	// The domain with the fewest workers beside the leader, ties in
 	// name order. A domain holds at most as many beside the leader as
@@ -155,7 +146,7 @@ func (s *Snapshot) groupWithLeader(reqs []Request, li, wi, lvl int, opts Options
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(s.podCap[a.d.id], s.podCap[b.d.id]) })
-	lost := mostLost(lp.dem, wp.dem)
+	lost := mostLost(rooms.lp.dem, wp.dem)
 	var cand *domain
 	var fewest int64
 	candPos := 0
@@ -174,7 +165,78 @@ func (s *Snapshot) groupWithLeader(reqs []Request, li, wi, lvl int, opts Options
 	if cand == nil {
 		return nil, false, true, nil
 	}
-	leaderLeaf, workerLeaves := rooms.descend(cand, count)
+	return s.leaderResult(rooms, []leaderPart{{cand, count, true}}, li, wi)
+}
+
+// groupWithLeaderSpread places a leader-and-workers group (leaderShape)
+// that no domain holds, as Kueue's engine places a preferred group then:
+// the leader in the top-level domain with the most workers beside it
+// (ties in name order), with those workers; the workers left in the other
+// top-level domains, the most first and the last the tightest that holds
+// the rest; then level by level below them all together. ok is false
+// when they do not fit so (the caller then places the pod sets one after
+// the other); applies as for groupWithLeader.
+func (s *Snapshot) groupWithLeaderSpread(reqs []Request, li, wi int, opts Options) (out []*Assignment, ok, applies bool, err error) {
+	rooms, err := s.newLeaderRooms(reqs, li, wi, opts)
+	if err != nil || s.depth == 0 {
+		return nil, false, true, err
+	}
+	tops := s.byLevel[0]
+	rs := make([]leaderRoom, len(tops))
+	lead := -1
+	for i, d := range tops {
+		rs[i] = rooms.of(d)
+		if rs[i].leads && (lead < 0 || rs[i].withLeader > rs[lead].withLeader) {
+			lead = i
+		}
+	}
+	if rooms.odd {
+		return nil, false, false, nil
+	}
+	if lead < 0 {
+		return nil, false, true, nil
+	}
+	count := int64(reqs[wi].Count)
+	first := min(rs[lead].withLeader, count)
+	rs[lead].alone = 0
+	take, _, fits := walkLeaderFirst(rs, count-first, false)
+	if !fits {
+		return nil, false, true, nil
+	}
+	take[lead] += first
+	var parts []leaderPart
+	for i, d := range tops {
+		if take[i] > 0 || i == lead {
+			parts = append(parts, leaderPart{d, take[i], i == lead})
+		}
+	}
+	return s.leaderResult(rooms, parts, li, wi)
+}
+
+// newLeaderRooms makes the plans of a leader-and-workers group and their
+// rooms.
+func (s *Snapshot) newLeaderRooms(reqs []Request, li, wi int, opts Options) (*leaderRooms, error) {
+	lp, err := s.newPlan(reqs[li], opts)
+	if err != nil {
+		return nil, err
+	}
+	wp, err := s.newPlan(reqs[wi], opts)
+	if err != nil {
+		return nil, err
+	}
+	n := len(s.parentID)
+	if len(s.leaderKnown) < n {
+		s.leaderMemo, s.leaderKnown = make([]leaderRoom, n), make([]bool, n)
+	}
+	clear(s.leaderKnown)
+	return &leaderRooms{s: s, lp: lp, wp: wp, memo: s.leaderMemo, known: s.leaderKnown, free: make(Vector, max(s.stride, len(s.res.names)))}, nil
+}
+
+// leaderResult walks the group down from parts (domains of one level) to
+// the hosts and returns the assignments; applies false when the walk
+// meets a tree it does not walk.
+func (s *Snapshot) leaderResult(rooms *leaderRooms, parts []leaderPart, li, wi int) (out []*Assignment, ok, applies bool, err error) {
+	leaderLeaf, workerLeaves := rooms.descend(parts)
 	if rooms.odd || leaderLeaf == nil {
 		return nil, false, false, nil
 	}
@@ -216,38 +278,49 @@ type leafCount struct {
 	n int64
 }
 
-// descend splits the leader and count workers under d, level by level,
-// and returns the leader's host and the workers' hosts in name order;
-// a nil leader when they do not fit (d's room said they do).
-func (r *leaderRooms) descend(d *domain, count int64) (*domain, []leafCount) {
+// leaderPart is n workers, and the leader when lead, in domain d.
+type leaderPart struct {
+	d    *domain
+	n    int64
+	lead bool
+}
+
+// descend splits the leader and the workers of frontier (domains of one
+// level, one of them leading) level by level and returns the leader's
+// host and the workers' hosts in name order; a nil leader when they do
+// not fit (the rooms said they do). Each level splits over the children of
+// all the domains the level above chose together, as Kueue's engine does.
+func (r *leaderRooms) descend(frontier []leaderPart) (*domain, []leafCount) {
+	for len(frontier[0].d.children) > 0 {
+		var cands []*domain
+		var n int64
+		lead := false
+		for _, p := range frontier {
+			cands = append(cands, p.d.children...)
+			n += p.n
+			lead = lead || p.lead
+		}
+		take, at, ok := r.split(cands, n, lead)
+		if !ok {
+			return nil, nil
+		}
+		next := frontier[:0:0]
+		for i, c := range cands {
+			if take[i] > 0 || at == i {
+				next = append(next, leaderPart{c, take[i], at == i})
+			}
+		}
+		frontier = next
+	}
 	var leader *domain
 	var workers []leafCount
-	var walk func(d *domain, n int64, lead bool) bool
-	walk = func(d *domain, n int64, lead bool) bool {
-		if len(d.children) == 0 {
-			if lead {
-				leader = d
-			}
-			if n > 0 {
-				workers = append(workers, leafCount{d, n})
-			}
-			return true
+	for _, p := range frontier {
+		if p.lead {
+			leader = p.d
 		}
-		take, leadAt, ok := r.split(d.children, n, lead)
-		if !ok {
-			return false
+		if p.n > 0 {
+			workers = append(workers, leafCount{p.d, p.n})
 		}
-		for i, c := range d.children {
-			if take[i] > 0 || leadAt == i {
-				if !walk(c, take[i], leadAt == i) {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	if !walk(d, count, true) {
-		return nil, nil
 	}
 	return leader, workers
 }
@@ -288,13 +361,8 @@ func walkLeaderFirst(rooms []leaderRoom, n int64, lead bool) ([]int64, int, bool
 	for i := range order {
 		order[i] = i
 	}
-	// The most workers first; ties keep name order (insertion sort:
-	// the children of one domain are few).
-	for i := 1; i < len(order); i++ {
-		for j := i; j > 0 && rooms[order[j]].alone > rooms[order[j-1]].alone; j-- {
-			order[j], order[j-1] = order[j-1], order[j]
-		}
-	}
+	// The most workers first; ties keep name order.
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rooms[b].alone, rooms[a].alone) })
 	take := make([]int64, len(rooms))
 	at := -1
 	// tightest is the first of order[from:] with the fewest (of) >= need

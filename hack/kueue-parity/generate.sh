@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Records what Kueue v0.19.0's own TAS engine answers on generated cases,
+# for pkg/tas's TestKueueParity (pkg/tas/testdata/kueue-v0.19-parity.json).
+# It builds nothing of Strata: it copies Kueue's module from the module
+# proxy into a scratch directory, drops corpus_test.go.in (Strata's
+# generator, which needs the snapshot API internal to Kueue's
+# pkg/cache/scheduler) into it and runs it there.
+#
+#   hack/kueue-parity/generate.sh [cases] [seed]
+set -euo pipefail
+cases=${1:-600}
+seed=${2:-11}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+version=v0.19.0
+GOFLAGS=-mod=mod go mod download "sigs.k8s.io/kueue@${version}"
+src="$(go env GOMODCACHE)/sigs.k8s.io/kueue@${version}"
+scratch=$(mktemp -d)
+trap 'chmod -R u+w "$scratch"; rm -rf "$scratch"' EXIT
+cp -r "$src/." "$scratch/"
+chmod -R u+w "$scratch"
+cp "$root/hack/kueue-parity/corpus_test.go.in" "$scratch/pkg/cache/scheduler/zz_strata_parity_test.go"
+out="$root/pkg/tas/testdata/kueue-${version%.*}-parity.json"
+mkdir -p "$(dirname "$out")"
+(cd "$scratch" && PARITY_CASES=$cases PARITY_SEED=$seed PARITY_OUT="$out" \
+	go test ./pkg/cache/scheduler/ -run '^TestStrataParityCorpus$' -count=1)
+echo "wrote $out ($cases cases, seed $seed)"

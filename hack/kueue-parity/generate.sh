@@ -8,8 +8,8 @@
 #
 #   hack/kueue-parity/generate.sh [cases] [seed]
 set -euo pipefail
-cases=${1:-600}
-seed=${2:-11}
+cases=${1:-800}
+seed=${2:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 version=v0.19.0
 GOFLAGS=-mod=mod go mod download "sigs.k8s.io/kueue@${version}"

@@ -13,8 +13,9 @@ import (
 // kueueCase is one case of testdata/kueue-v0.19-parity.json: what Kueue
 // v0.19.0's own TAS engine answered (hack/kueue-parity/generate.sh).
 type kueueCase struct {
-	ID    int
-	Racks []struct {
+	ID        int
+	TwoLevels bool // rack and host, no block level
+	Racks     []struct {
 		Block, Rack string
 		CPU         []int
 	}
@@ -24,6 +25,8 @@ type kueueCase struct {
 		CPU                     int
 		Mode, Level, SliceLevel string
 		SliceSize               int32
+		InnerLevel              string
+		InnerSize               int32
 		Group                   string
 	}
 	Kueue map[string]struct{ Hosts, Reason string }
@@ -45,7 +48,6 @@ func TestKueueParity(t *testing.T) {
 	if err := json.Unmarshal(raw, &cases); err != nil {
 		t.Fatal(err)
 	}
-	levels := []string{block, rack, host}
 	same, asCompact, compacter, total := 0, 0, 0, 0
 	for _, c := range cases {
 		rackOf, blockOf := map[string]string{}, map[string]string{}
@@ -56,6 +58,10 @@ func TestKueueParity(t *testing.T) {
 				nodes = append(nodes, node{name, r.Block, r.Rack, strconv.Itoa(cpus)})
 				rackOf[name], blockOf[name] = r.Rack, r.Block
 			}
+		}
+		levels := []string{block, rack, host}
+		if c.TwoLevels {
+			levels = levels[1:]
 		}
 		s := snapshotOf(levels, nodes...)
 		var reqs []Request
@@ -71,6 +77,9 @@ func TestKueueParity(t *testing.T) {
 			}
 			if ps.SliceSize > 0 {
 				r.Layers = []Layer{{ps.SliceLevel, ps.SliceSize}}
+			}
+			if ps.InnerSize > 0 {
+				r.Layers = append(r.Layers, Layer{ps.InnerLevel, ps.InnerSize})
 			}
 			reqs = append(reqs, r)
 		}
@@ -99,14 +108,19 @@ func TestKueueParity(t *testing.T) {
 				same++
 				continue
 			}
-			// Both spill or neither: no block holds the pods, whoever places them.
-			spill := ps.Mode == "preferred" && len(spread(k.Hosts, blockOf)) > 1
+			counts := func(assigned string) []int {
+				c := []int{len(spread(assigned, blockOf)), len(spread(assigned, rackOf)), len(spread(assigned, nil))}
+				return c[3-len(levels):]
+			}
+			// A preferred request that no top-level domain holds (whoever
+			// places it): the domains of its level count first.
+			spill, at := ps.Mode == "preferred" && counts(k.Hosts)[0] > 1, slices.Index(levels, ps.Level)
 			key := func(assigned string) []int {
-				k := []int{len(spread(assigned, blockOf)), len(spread(assigned, rackOf)), len(spread(assigned, nil))}
+				c := counts(assigned)
 				if spill {
-					k = append([]int{k[map[string]int{block: 0, rack: 1, host: 2}[ps.Level]]}, k...)
+					c = append([]int{c[at]}, c...)
 				}
-				return k
+				return c
 			}
 			kk, mk := key(k.Hosts), key(mine)
 			switch d := slices.Compare(mk, kk); {

@@ -143,6 +143,14 @@ var _ = Describe("Cordon", func() {
 		}
 		setUnschedulable(ctx, true)
 		DeferCleanup(func(ctx SpecContext) { setUnschedulable(ctx, false) })
+		// The cordon holds from when the hub sees it: a Job created in the
+		// same instant may still go to w1 (watches of different kinds are
+		// not ordered), as a pod may land on a node cordoned in its instant.
+		Eventually(func(g Gomega) {
+			var wc strata.WorkerCluster
+			g.Expect(hubCache.Get(ctx, client.ObjectKey{Name: "w1"}, &wc)).To(Succeed())
+			g.Expect(wc.Spec.Unschedulable).To(BeTrue())
+		}).Should(Succeed())
 		second := e.job("after", 1, "1", nil)
 		Expect(hub.Client.Create(ctx, second)).To(Succeed())
 		Eventually(func(g Gomega) {

@@ -41,8 +41,10 @@ var (
 	hub      *framework.Cluster
 	workers  []*framework.Cluster
 	hubCfg   *configv1beta1.HubConfiguration
-	// stopHub stops the running hub's manager.
-	stopHub func()
+	// stopHub stops the running hub's manager; hubCache is its cache (what
+	// its dispatcher reads).
+	stopHub  func()
+	hubCache client.Reader
 	// hubIdentity is the hub chart's ServiceAccount on the hub cluster,
 	// with the chart's RBAC and nothing more.
 	hubIdentity *rest.Config
@@ -228,6 +230,7 @@ func startHub() func() {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = hubcontroller.SetupControllers(mgr, hubCfg, hubcontroller.WithClock(hubClock))
 	Expect(err).NotTo(HaveOccurred())
+	hubCache = mgr.GetCache()
 	stop := framework.Run(context.Background(), mgr)
 	return func() { Expect(stop()).To(Succeed()) }
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // kueueCase is one case of testdata/kueue-v0.19-parity.json: what Kueue
@@ -18,6 +20,8 @@ type kueueCase struct {
 	Racks     []struct {
 		Block, Rack string
 		CPU         []int
+		Zone        []string // label zone, per host
+		Tainted     []bool   // dedicated=batch:NoSchedule, per host
 	}
 	PodSets []struct {
 		Name                    string
@@ -28,6 +32,9 @@ type kueueCase struct {
 		InnerLevel              string
 		InnerSize               int32
 		Group                   string
+		Zone                    string // a node selector zone=Zone
+		Tolerate                bool   // tolerates dedicated=batch
+
 	}
 	Kueue map[string]struct{ Hosts, Reason string }
 }
@@ -51,19 +58,27 @@ func TestKueueParity(t *testing.T) {
 	same, asCompact, compacter, total := 0, 0, 0, 0
 	for _, c := range cases {
 		rackOf, blockOf := map[string]string{}, map[string]string{}
-		var nodes []node
-		for _, r := range c.Racks {
-			for _, cpus := range r.CPU {
-				name := "n" + strconv.Itoa(len(nodes)+1)
-				nodes = append(nodes, node{name, r.Block, r.Rack, strconv.Itoa(cpus)})
-				rackOf[name], blockOf[name] = r.Rack, r.Block
-			}
-		}
 		levels := []string{block, rack, host}
 		if c.TwoLevels {
 			levels = levels[1:]
 		}
-		s := snapshotOf(levels, nodes...)
+		s := NewSnapshot(levels, map[string]string{"pool": "tas"})
+		n := 0
+		for _, r := range c.Racks {
+			for h, cpus := range r.CPU {
+				n++
+				name := "n" + strconv.Itoa(n)
+				en := node{name, r.Block, r.Rack, strconv.Itoa(cpus)}.engineNode()
+				if len(r.Zone) > 0 {
+					en.Labels["zone"] = r.Zone[h]
+				}
+				if len(r.Tainted) > 0 && r.Tainted[h] {
+					en.Taints = []corev1.Taint{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
+				}
+				s.SetNode(en)
+				rackOf[name], blockOf[name] = r.Rack, r.Block
+			}
+		}
 		var reqs []Request
 		for _, ps := range c.PodSets {
 			r := Request{Count: ps.Count, PodRequests: cpu(strconv.Itoa(ps.CPU)), Level: ps.Level, Grouped: ps.Group != ""}
@@ -80,6 +95,12 @@ func TestKueueParity(t *testing.T) {
 			}
 			if ps.InnerSize > 0 {
 				r.Layers = append(r.Layers, Layer{ps.InnerLevel, ps.InnerSize})
+			}
+			if ps.Zone != "" {
+				r.NodeSelector = map[string]string{"zone": ps.Zone}
+			}
+			if ps.Tolerate {
+				r.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
 			}
 			reqs = append(reqs, r)
 		}

@@ -1,6 +1,7 @@
 package tas
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,30 +51,124 @@ func (s *Snapshot) FindReplacementNear(req Request, current *Assignment, failed 
 	if err != nil {
 		return nil, err
 	}
+	unit, splitBelow := s.replacementUnit(req)
 	var lastErr error
-	for _, scope := range scopes {
-		best, bestFit, biggest := (*bin)(nil), int64(0), int64(0)
+	for i, scope := range scopes {
+		var free []freeNode
+		best, biggest, total := -1, int64(0), int64(0)
 		for _, leaf := range p.collectLeaves(scope.domain, nil) {
 			for _, b := range leaf.bins {
 				if used[leaf.values[len(leaf.values)-1]] || !b.usable || p.filter && !p.admits(b) {
 					continue
 				}
 				f := p.dem.fit(s.binFree[int(b.slot)*s.stride : int(b.slot+1)*s.stride])
-				biggest = max(biggest, f)
-				if f >= count && (best == nil || f < bestFit || f == bestFit && b.name < best.name) {
-					best, bestFit = b, f
+				if f == 0 {
+					continue
+				}
+				free = append(free, freeNode{b.name, f})
+				biggest, total = max(biggest, f), total+f/unit*unit
+				if f >= count && (best < 0 || f < free[best].fit || f == free[best].fit && b.name < free[best].name) {
+					best = len(free) - 1
 				}
 			}
 		}
-		if best != nil {
-			out := &Assignment{Levels: current.Levels, Domains: slices.Clone(current.Domains)}
-			out.Domains[pos] = DomainAssignment{Values: []string{best.leaf.values[len(best.leaf.values)-1]}, Count: int32(count)}
-			return out, nil
+		if best >= 0 {
+			return splice(current, pos, []DomainAssignment{{Values: []string{free[best].name}, Count: int32(count)}}), nil
+		}
+		// In the narrowest domain, several nodes may share the failed
+		// node's pods (Kueue's replacement is a placement of those pods in
+		// that domain), in whole host slices, when every slice stays in
+		// its domain.
+		if i == 0 && scope.domain.level >= splitBelow {
+			if parts := splitReplacement(free, count, unit); parts != nil {
+				return splice(current, pos, parts), nil
+			}
+			lastErr = &FitError{Reason: fmt.Sprintf("no replacement for node %s %s: the free nodes there fit %d of its %s",
+				failed, scope.where, total, pods(count))}
+			continue
 		}
 		lastErr = &FitError{Reason: fmt.Sprintf("no replacement for node %s %s: the best free node there fits %d of its %s",
 			failed, scope.where, biggest, pods(count))}
 	}
 	return nil, lastErr
+}
+
+// freeNode is a node with room for fit more pods.
+type freeNode struct {
+	name string
+	fit  int64
+}
+
+// replacementUnit is how many of a failed node's pods must go to one node
+// (the size of a slice layer at the host level, else 1), and the level at
+// or below which a replacement domain keeps the pods in one domain of the
+// request's level and every slice of a coarser layer in its domain (-1:
+// every level).
+func (s *Snapshot) replacementUnit(req Request) (unit int64, splitBelow int) {
+	unit, splitBelow = 1, -1
+	if req.Mode != Unconstrained {
+		if idx, err := s.levelIndex(req.Level); err == nil {
+			splitBelow = idx
+		}
+	}
+	for _, l := range req.Layers {
+		idx, err := s.levelIndex(l.Level)
+		if err != nil {
+			continue
+		}
+		if idx >= s.depth-1 {
+			unit = int64(l.Size)
+		} else {
+			splitBelow = max(splitBelow, idx)
+		}
+	}
+	return unit, splitBelow
+}
+
+// splitReplacement puts count pods, in groups of unit, on free nodes as
+// BestFit does: the most room first, the last the tightest that holds the
+// rest (ties in name order). It returns the nodes in name order, nil when
+// they do not hold them all.
+func splitReplacement(free []freeNode, count, unit int64) []DomainAssignment {
+	slices.SortStableFunc(free, func(a, b freeNode) int {
+		return cmp.Or(cmp.Compare(b.fit/unit, a.fit/unit), strings.Compare(a.name, b.name))
+	})
+	var out []DomainAssignment
+	left := count
+	for i := 0; i < len(free) && left > 0; i++ {
+		take := free[i].fit / unit * unit
+		if take == 0 {
+			break
+		}
+		if take >= left {
+			last := i
+			for j := i + 1; j < len(free); j++ {
+				if f := free[j].fit / unit * unit; f >= left && f < free[last].fit/unit*unit {
+					last = j
+				}
+			}
+			out = append(out, DomainAssignment{Values: []string{free[last].name}, Count: int32(left)})
+			left = 0
+			break
+		}
+		out = append(out, DomainAssignment{Values: []string{free[i].name}, Count: int32(take)})
+		left -= take
+	}
+	if left > 0 {
+		return nil
+	}
+	slices.SortFunc(out, func(a, b DomainAssignment) int { return strings.Compare(a.Values[0], b.Values[0]) })
+	return out
+}
+
+// splice returns current with the domain at pos replaced by parts: the
+// failed node's ranks go to them in order, every other pod keeps its rank.
+func splice(current *Assignment, pos int, parts []DomainAssignment) *Assignment {
+	out := &Assignment{Levels: current.Levels, Domains: make([]DomainAssignment, 0, len(current.Domains)+len(parts)-1)}
+	out.Domains = append(out.Domains, current.Domains[:pos]...)
+	out.Domains = append(out.Domains, parts...)
+	out.Domains = append(out.Domains, current.Domains[pos+1:]...)
+	return out
 }
 
 type scope struct {

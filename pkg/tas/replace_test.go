@@ -38,7 +38,7 @@ func TestFindReplacement(t *testing.T) {
 				s.AddUsage("h3", cpu("3"), 1)
 				s.AddUsage("h4", cpu("2"), 1)
 			},
-			wantErr: "no replacement for node h2 in rack b1/r1: the best free node there fits 1 of its 2 pods",
+			wantErr: "no replacement for node h2 in rack b1/r1: the free nodes there fit 1 of its 2 pods",
 		},
 		"a NotReady node is not a replacement": {
 			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
@@ -59,7 +59,7 @@ func TestFindReplacement(t *testing.T) {
 			},
 			want: &Assignment{Levels: []string{host}, Domains: hosts("h1", 2, "h5", 2)},
 		},
-		"unconstrained looks everywhere": {
+		"unconstrained looks everywhere, and two nodes may share the failed node's pods": {
 			req:     Request{Count: 4, PodRequests: cpu("2"), Mode: Unconstrained},
 			current: &Assignment{Levels: []string{host}, Domains: hosts("h1", 1, "h2", 1, "h5", 2)},
 			failed:  "h5",
@@ -67,7 +67,38 @@ func TestFindReplacement(t *testing.T) {
 				s.AddUsage("h3", cpu("4"), 1)
 				s.AddUsage("h5", cpu("4"), 1)
 			},
-			wantErr: "no replacement for node h5 in the flavor: the best free node there fits 1 of its 2 pods",
+			// No node has room for both; h4 and h6 one each, in h5's ranks.
+			want: &Assignment{Levels: []string{host}, Domains: hosts("h1", 1, "h2", 1, "h4", 1, "h6", 1)},
+		},
+		"required rack: no node holds the failed node's pods, two of the rack do (Kueue)": {
+			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			current: onH1H2, failed: "h2",
+			change: func(s *Snapshot) {
+				s.AddUsage("h3", cpu("3"), 1)
+				s.AddUsage("h4", cpu("1"), 1)
+			},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("h1", 2, "h3", 1, "h4", 1)},
+		},
+		"host slices: shared by whole slices only": {
+			req: Request{Count: 8, PodRequests: cpu("1"), Mode: Required, Level: block,
+				Layers: []Layer{{host, 2}}},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h3", 4, "h5", 4)},
+			failed:  "h3",
+			change: func(s *Snapshot) {
+				s.AddUsage("h1", cpu("1"), 1)
+				s.AddUsage("h5", cpu("4"), 1)
+			},
+			// h1 has room for 1 pod, no slice: h2 and h4 take one slice each.
+			want: &Assignment{Levels: []string{host}, Domains: hosts("h2", 2, "h4", 2, "h5", 4)},
+		},
+		"a rack slice on one node: shared only inside the slice's rack": {
+			req: Request{Count: 8, PodRequests: cpu("1"), Mode: Required, Level: block,
+				Layers: []Layer{{rack, 4}}},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h3", 4, "h5", 4)},
+			failed:  "h5",
+			// h5's slice lives in r2 alone: the block's other nodes would
+			// split it over racks, and no node there holds all four.
+			wantErr: "no replacement for node h5 in block b1: the best free node there fits 2 of its 4 pods",
 		},
 		"a slice layer pins the replacement to the slice's rack": {
 			nodes: append(nodes[:len(nodes):len(nodes)], node{"h7", "b1", "r2", "2"}),
@@ -76,7 +107,7 @@ func TestFindReplacement(t *testing.T) {
 			current: &Assignment{Levels: []string{host}, Domains: hosts("h5", 2, "h7", 2)},
 			failed:  "h7",
 			// h3 in r1 has more room, but the slice lives in r2; h5 is used.
-			wantErr: "no replacement for node h7 in rack b1/r2: the best free node there fits 0 of its 2 pods",
+			wantErr: "no replacement for node h7 in rack b1/r2: the free nodes there fit 0 of its 2 pods",
 		},
 		"a deleted node alone in the assignment, its rack unknown: its pods stay together on the tightest node of the flavor": {
 			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack},
@@ -92,7 +123,7 @@ func TestFindReplacement(t *testing.T) {
 			change:  func(s *Snapshot) { s.RemoveNode("h1") },
 			wantErr: "no replacement: none of the workload's nodes is left to tell which rack it runs in",
 		},
-		"a node alone in the assignment, its rack full: its pods move to another rack": {
+		"a node alone in the assignment: its rack's nodes share its pods first (Kueue)": {
 			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
 			current: &Assignment{Levels: []string{host}, Domains: hosts("h3", 4)},
 			failed:  "h3",
@@ -101,6 +132,21 @@ func TestFindReplacement(t *testing.T) {
 				n.Ready = false
 				s.SetNode(n)
 			},
+			want: &Assignment{Levels: []string{host}, Domains: hosts("h1", 2, "h2", 2)},
+		},
+		"a node alone in the assignment, its rack full: its pods move to another rack": {
+			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h3", 4)},
+			failed:  "h3",
+			change: func(s *Snapshot) {
+				n := node{"h3", "b1", "r1", "4"}.engineNode()
+				n.Ready = false
+				s.SetNode(n)
+				s.AddUsage("h1", cpu("2"), 1)
+				s.AddUsage("h2", cpu("1"), 1)
+			},
+			// r1 has room for 3 of the 4 pods; the tightest node that holds
+			// them all together is h5 in r2.
 			want: &Assignment{Levels: []string{host}, Domains: hosts("h5", 4)},
 		},
 		"a deleted node alone in the assignment, its rack remembered: replaced in that rack": {
@@ -116,6 +162,16 @@ func TestFindReplacement(t *testing.T) {
 			failed:  "h6", failedValues: []string{"b2", "r1", "h6"},
 			change: func(s *Snapshot) { s.RemoveNode("h6") },
 			want:   &Assignment{Levels: []string{host}, Domains: hosts("h1", 2)},
+		},
+		"a deleted node alone in its rack, rack required, the rack gone: no nodes share its pods outside a rack": {
+			req:     Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			current: &Assignment{Levels: []string{host}, Domains: hosts("h5", 4)},
+			failed:  "h5", failedValues: []string{"b1", "r2", "h5"},
+			change: func(s *Snapshot) {
+				s.RemoveNode("h5")
+				s.AddUsage("h3", cpu("3"), 1)
+			},
+			wantErr: "no replacement for node h5 in the flavor: the best free node there fits 2 of its 4 pods",
 		},
 		"a grouped pod set's deleted node alone in its rack, rack required: the rack is gone, no replacement": {
 			req:     Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack, Grouped: true},

@@ -470,15 +470,9 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		r.after(key, next.retryIn)
 		return ctrl.Result{}, nil
 	}
-	newHost := ""
-	for i, d := range replaced.Domains {
-		if current.Domains[i].Values[0] != d.Values[0] {
-			newHost = d.Values[0]
-		}
-	}
 	psa.TopologyAssignment = tas.Encode(replaced)
 	wl.Status.UnhealthyNodes = remaining(plan, failed, f)
-	msg := fmt.Sprintf("node %s (%s) replaced by %s", f.node, f.reason, newHost)
+	msg := fmt.Sprintf("node %s (%s) replaced by %s", f.node, f.reason, strings.Join(newHosts(current, replaced), ", "))
 	if n := len(wl.Status.UnhealthyNodes); n > 0 {
 		left := make([]string, n)
 		for i, u := range wl.Status.UnhealthyNodes {
@@ -507,6 +501,22 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, "NodeReplaced", "Replace", "%s", msg)
 	hosts.set(psa.Name, replaced)
 	return ctrl.Result{}, r.failStrandedPods(ctx, pods, hosts)
+}
+
+// newHosts lists the hosts of replaced that current does not have: the
+// replacement, one node or several sharing the failed node's pods.
+func newHosts(current, replaced *tas.Assignment) []string {
+	had := map[string]bool{}
+	for _, d := range current.Domains {
+		had[d.Values[0]] = true
+	}
+	var out []string
+	for _, d := range replaced.Domains {
+		if !had[d.Values[0]] {
+			out = append(out, d.Values[0])
+		}
+	}
+	return out
 }
 
 // remaining is the queue of failed nodes once done's failure is replaced:

@@ -275,6 +275,23 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 		}, timeout).Should(Succeed())
 	})
 
+	It("shares the failed node's pods among free nodes of its rack when no one node has room for them all", func(ctx SpecContext) {
+		queue := hotSwapPool(ctx, "share", [3]string{"s1", "r1", "4"}, [3]string{"s2", "r1", "4"}, [3]string{"s3", "r1", "2"}, [3]string{"s4", "r1", "2"})
+		job, hosts := admitJob(ctx, ns, queue, 8)
+		Expect(hosts).To(Equal([]string{"s1", "s2"}))
+		uid := workloadOf(Default, ctx, job).UID
+		Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "s1"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(assignedHosts(g, ctx, job)).To(Equal([]string{"s3", "s4", "s2"}), "s1's ranks go to s3 and s4; s2 keeps its own")
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.UID).To(Equal(uid))
+			c := meta.FindStatusCondition(wl.Status.Conditions, nodefailure.ConditionNodeReplacement)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Message).To(Equal("node s1 (the node was deleted) replaced by s3, s4"))
+		}, timeout).Should(Succeed())
+	})
+
 	It("evicts and requeues the workload when the failed node has no replacement (fail-fast)", func(ctx SpecContext) {
 		queue := hotSwapPool(ctx, "full", [3]string{"f1", "r1", "4"}, [3]string{"f2", "r1", "4"})
 		job, hosts := admitJob(ctx, ns, queue, 8)

@@ -124,9 +124,7 @@ func (s *Snapshot) findAssignment1(req Request, opts Options) (*Assignment, erro
 				return p.result(leaves), err
 			}
 		}
-		// It spills: as few domains of the preferred level as the algorithm
-		// gives (BestFit: the fewest), taken across the whole flavor.
-		return p.fillLevel(target, count)
+		return p.spill(target, count)
 	default:
 		// Unconstrained, also with slice layers alone (Kueue: an
 		// unconstrained request with slices of the given size).
@@ -658,6 +656,14 @@ func (p *plan) leastFreeLeaves(b *capBuckets, count int64) (*Assignment, error) 
 // domains of lvl (the largest first, the last the tightest that holds the
 // rest), then the fewest below each.
 func (p *plan) fillLevel(lvl int, count int64) (*Assignment, error) {
+	leaves, err := p.fillLevelLeaves(lvl, count)
+	if err != nil {
+		return nil, err
+	}
+	return p.result(leaves), nil
+}
+
+func (p *plan) fillLevelLeaves(lvl int, count int64) ([]*domain, error) {
 	if lvl < 0 {
 		return nil, p.flavorError(count)
 	}
@@ -665,7 +671,61 @@ func (p *plan) fillLevel(lvl int, count int64) (*Assignment, error) {
 	if !p.pick(cands, count, p.units[lvl]) {
 		return nil, p.flavorError(count)
 	}
-	return p.result(p.descend(p.withPods(cands))), nil
+	return p.descend(p.withPods(cands)), nil
+}
+
+// spill places a preferred request that no domain of any level holds: as
+// few domains of the preferred level (lvl) as the algorithm gives, taken
+// across the whole flavor. With BestFit, Kueue's placement as well (the
+// top-level domains, the largest first, then level by level below them
+// together), and the one with fewer domains of lvl, then of the levels
+// from the top down: never less compact than Kueue's.
+func (p *plan) spill(lvl int, count int64) (*Assignment, error) {
+	s := p.s
+	first, err := p.fillLevelLeaves(lvl, count)
+	if err != nil {
+		return nil, err
+	}
+	if lvl == 0 || p.alg != configv1beta1.BestFit || p.tail != 0 {
+		return p.result(first), nil
+	}
+	counts := make([]int64, len(first))
+	for i, l := range first {
+		counts[i] = s.assigned[l.id]
+	}
+	p.computeCaps()
+	if second, err := p.fillLevelLeaves(0, count); err == nil && s.moreCompact(second, first, lvl) {
+		return p.result(second), nil
+	}
+	p.computeCaps()
+	for i, l := range first {
+		s.assigned[l.id] = counts[i]
+	}
+	return p.result(first), nil
+}
+
+// moreCompact says whether the placement on leaves a uses fewer domains
+// than the one on leaves b: of level lvl first, then of each level from
+// the top down.
+func (s *Snapshot) moreCompact(a, b []*domain, lvl int) bool {
+	ka, kb := s.domainsPerLevel(a), s.domainsPerLevel(b)
+	if ka[lvl] != kb[lvl] {
+		return ka[lvl] < kb[lvl]
+	}
+	return slices.Compare(ka, kb) < 0
+}
+
+// domainsPerLevel counts, per level, the domains the leaves are in.
+func (s *Snapshot) domainsPerLevel(leaves []*domain) []int {
+	n := make([]int, s.depth)
+	seen := map[*domain]bool{}
+	for _, l := range leaves {
+		for d := l; d != nil && d != s.root && !seen[d]; d = d.parent {
+			seen[d] = true
+			n[d.level]++
+		}
+	}
+	return n
 }
 
 // withPods returns the domains of ds that were assigned pods, in order.

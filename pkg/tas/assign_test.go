@@ -137,6 +137,15 @@ func TestFindAssignment(t *testing.T) {
 			// hosts of the block from the least free up take h1 and h3.
 			want: &Assignment{Levels: []string{host}, Domains: hosts("h3", 2, "h4", 2)},
 		},
+		"preferred host that nothing holds: of the placements with the fewest hosts, the one in fewer racks (Kueue's)": {
+			levels: twoLevel, opts: bestFit,
+			nodes: []node{{"a1", "", "r1", "4"}, {"a2", "", "r1", "4"}, {"b1", "", "r2", "4"}, {"c1", "", "r3", "3"}, {"c2", "", "r3", "3"}, {"c3", "", "r3", "3"}},
+			req:   Request{Count: 14, PodRequests: cpu("1"), Mode: Preferred, Level: host},
+			// The largest hosts of the flavor take a1, a2, b1 and c1: four
+			// hosts in three racks; racks r3 and r1 first, then their hosts,
+			// take four hosts in two.
+			want: &Assignment{Levels: []string{host}, Domains: hosts("a1", 4, "a2", 4, "c1", 3, "c2", 3)},
+		},
 		"block over racks: LeastFreeCapacity splits each rack's pods among its own hosts": {
 			levels: threeLevel, opts: lfc,
 			nodes: []node{{"r1a", "b1", "r1", "3"}, {"r1b", "b1", "r1", "3"}, {"r2a", "b1", "r2", "5"}},

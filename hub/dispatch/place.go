@@ -270,6 +270,10 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		m, _ := d.queueRefusal(view, cluster, p)
 		return m
 	})
+	// In name order, whatever the targets' order from one pass to the
+	// next: a reason that changed only in its order was written again on
+	// every pass, and each write woke the next pass.
+	slices.Sort(excluded)
 	avoid, err := d.spreadAvoider(ctx, view, wl)
 	if err != nil {
 		return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("counting the workloads topology spreading counts: %v", err), retry: retry}, nil, nil

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -210,5 +211,55 @@ func TestPassGap(t *testing.T) {
 		if got := passGap(took); got != want {
 			t.Errorf("passGap(%v) = %v, want %v", took, got, want)
 		}
+	}
+}
+
+func TestPlaceReason(t *testing.T) {
+	w2 := "w2/gpu: refused this workload (queue stopped); not again before 2026-11-23T12:02:00Z"
+	w3 := "w3/gpu: does not serve batch/v1 Jobs"
+	cases := map[string]struct {
+		policy     string
+		candidates int
+		excluded   []string
+		notes      []string
+		want       string
+	}{
+		"the policy's reason alone": {
+			policy: "fits on w1/gpu", candidates: 1,
+			want: "fits on w1/gpu",
+		},
+		"workers left out follow the policy's reason, in name order": {
+			policy: "fits on w1/gpu", candidates: 1, excluded: []string{w3, w2},
+			want: "fits on w1/gpu; " + w2 + "; " + w3,
+		},
+		"the same workers in the other order say the same": {
+			policy: "fits on w1/gpu", candidates: 1, excluded: []string{w2, w3},
+			want: "fits on w1/gpu; " + w2 + "; " + w3,
+		},
+		"no candidate: why the workers were left out, not the policy's reason": {
+			policy: "no worker offers flavor gpu", excluded: []string{w3, w2},
+			want: "no worker may take it now: " + w2 + "; " + w3,
+		},
+		"no candidate and none left out: the policy's reason": {
+			policy: "no worker offers flavor gpu",
+			want:   "no worker offers flavor gpu",
+		},
+		"notes come last, in their order": {
+			policy: "fits on w1/gpu", candidates: 1, excluded: []string{w3},
+			notes: []string{"flavor cpu: no level rack", "flavor arm: no level block"},
+			want:  "fits on w1/gpu; " + w3 + "; flavor cpu: no level rack; flavor arm: no level block",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			excluded := slices.Clone(tc.excluded)
+			got := placeReason(tc.policy, tc.candidates, excluded, tc.notes)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("placeReason (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.excluded, excluded); diff != "" {
+				t.Errorf("placeReason changed its argument (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -270,28 +270,13 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		m, _ := d.queueRefusal(view, cluster, p)
 		return m
 	})
-	// In name order, whatever the targets' order from one pass to the
-	// next: a reason that changed only in its order was written again on
-	// every pass, and each write woke the next pass.
-	slices.Sort(excluded)
 	avoid, err := d.spreadAvoider(ctx, view, wl)
 	if err != nil {
 		return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("counting the workloads topology spreading counts: %v", err), retry: retry}, nil, nil
 	}
 	dec := d.policy.DecideAvoiding(wl, shape, flavors, eligible, avoid)
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
-	reason := dec.Reason
-	switch {
-	case len(dec.Candidates) == 0 && len(excluded) > 0:
-		// Workers offer the flavors, but none may take it now: say why,
-		// not that none offers them.
-		reason = "no worker may take it now: " + strings.Join(excluded, "; ")
-	case len(excluded) > 0:
-		reason += "; " + strings.Join(excluded, "; ")
-	}
-	if len(notes) > 0 {
-		reason += "; " + strings.Join(notes, "; ")
-	}
+	reason := placeReason(dec.Reason, len(dec.Candidates), excluded, notes)
 	if dec.Cluster == "" {
 		if dec.NeverFits && len(excluded) == 0 {
 			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
@@ -310,6 +295,27 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil, nil
 	}
 	return waitOutcome{message: reason, retry: retry}, dec, nil
+}
+
+// placeReason is what a placement says: the policy's reason, why workers
+// were left out, and notes. When no worker is a candidate and some were
+// left out, it says why they were, not that none offers the flavors.
+// The workers' reasons come in name order, whatever the targets' order
+// from one pass to the next: a reason that changed only in its order was
+// written again on every pass, and each write woke the next pass.
+func placeReason(policyReason string, candidates int, excluded, notes []string) string {
+	excluded = slices.Sorted(slices.Values(excluded))
+	reason := policyReason
+	switch {
+	case candidates == 0 && len(excluded) > 0:
+		reason = "no worker may take it now: " + strings.Join(excluded, "; ")
+	case len(excluded) > 0:
+		reason += "; " + strings.Join(excluded, "; ")
+	}
+	if len(notes) > 0 {
+		reason += "; " + strings.Join(notes, "; ")
+	}
+	return reason
 }
 
 // preemptingQueue names the worker ClusterQueue p's copy would land in

@@ -195,6 +195,15 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if k, ok := r.memory.knownOf(key); ok && o.wl != nil && k.uid != o.wl.UID {
+		// The Workload was replaced under its name (its job deleted and
+		// created again) before this process saw it go: the earlier one's
+		// copy is taken back first, or it would run on beside the new
+		// one's.
+		if err := r.forget(ctx, key); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if o.placed && o.job.kind != nil {
 		// Remembered so that the copy of a Workload deleted meanwhile is
 		// taken back.

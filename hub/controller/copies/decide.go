@@ -207,6 +207,11 @@ func nextStep(o *observed, now time.Time) step {
 		// Being taken back: its copy's pods are not gone yet, or the
 		// record's write did not land.
 		return step{action: actTakeBack, why: "a take-back is under way", outcome: *o.undoing, record: true}
+	case o.takenBack:
+		// This process took the copy back and recorded it; the cache is
+		// behind that write. Sending the copy again now would run it
+		// beside the one the next dispatch sends elsewhere.
+		return step{action: actNone, why: "the take-back's record is not in the cache yet", requeue: informerBehindRetry}
 	case o.copyJob != nil && !o.copyJob.Object().GetDeletionTimestamp().IsZero():
 		// Going (taken back by an earlier hub process, or deleted on the
 		// worker): nothing more is decided until it and its pods are gone.

@@ -310,6 +310,14 @@ func TestNextStep(t *testing.T) {
 			},
 			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: "Inadmissible"}},
 		},
+		"taken back and recorded, the cache not showing the record yet: nothing is sent again": {
+			o: func() *observed {
+				o := base()
+				o.takenBack = true
+				return o
+			},
+			want: step{action: actNone, requeue: informerBehindRetry},
+		},
 		"the copy is being deleted": {
 			o: func() *observed {
 				return withCopy(base(), nil, func(j *batchv1.Job) { j.DeletionTimestamp = ptr.To(metav1.NewTime(now)) })

@@ -36,6 +36,11 @@ type memory struct {
 	// outcome is not recorded yet: a reconcile that meets one records it
 	// again instead of creating the copy anew.
 	undoing map[string]outcome
+	// takenBack is, by hub Workload, the dispatch whose take-back this
+	// process recorded and the cache may still show placed: a reconcile
+	// that meets it waits for the cache instead of sending the copy
+	// again.
+	takenBack map[types.NamespacedName]string
 	// onboarded is, by "worker/namespace/queue", when this process last
 	// made sure of a namespace and LocalQueue on a worker (onboard).
 	onboarded map[string]time.Time
@@ -78,7 +83,8 @@ type outcome struct {
 
 func newMemory() *memory {
 	return &memory{known: map[types.NamespacedName]known{}, created: map[string]time.Time{}, sent: map[string]bool{}, seen: map[string]time.Time{},
-		pending: map[string]pendingSighting{}, admissions: map[string]bool{}, undoing: map[string]outcome{}, onboarded: map[string]time.Time{}}
+		pending: map[string]pendingSighting{}, admissions: map[string]bool{}, undoing: map[string]outcome{},
+		takenBack: map[types.NamespacedName]string{}, onboarded: map[string]time.Time{}}
 }
 
 // track notes the dispatch of Workload key.
@@ -93,6 +99,7 @@ func (m *memory) untrack(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.known, key)
+	delete(m.takenBack, key)
 }
 
 // knownOf returns the dispatch noted for Workload key.
@@ -207,6 +214,32 @@ func (m *memory) undone(d string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.undoing, d)
+}
+
+// noteTakenBack notes that the take-back of Workload key's dispatch d is
+// recorded.
+func (m *memory) noteTakenBack(key types.NamespacedName, d string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.takenBack[key] = d
+}
+
+// takenBackShown says whether the cache still shows Workload key placed
+// with dispatch d, whose take-back this process recorded; d is what the
+// cache shows now ("" when not placed). The note is dropped once the
+// cache shows anything else.
+func (m *memory) takenBackShown(key types.NamespacedName, d string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	taken, ok := m.takenBack[key]
+	if !ok {
+		return false
+	}
+	if taken == d {
+		return true
+	}
+	delete(m.takenBack, key)
+	return false
 }
 
 // forgetCopy forgets what was noted of dispatch d's copy: its creation,

@@ -60,6 +60,9 @@ type observed struct {
 	// undoing is the outcome a take-back of this dispatch is to record;
 	// nil when none is under way.
 	undoing *outcome
+	// takenBack says that this process recorded the dispatch's take-back
+	// and the cache does not show the record yet.
+	takenBack bool
 	// seen is when this process first saw the dispatch's copy; zero when
 	// it has not.
 	seen time.Time
@@ -127,6 +130,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	if u, ok := r.memory.undoingOf(o.dispatch); ok {
 		o.undoing = &u
 	}
+	o.takenBack = r.memory.takenBackShown(key, o.dispatch)
 	o.seen = r.memory.seenAt(o.dispatch)
 	if sw, ok := r.fleet.Switched(o.cluster); ok {
 		o.switched = &sw

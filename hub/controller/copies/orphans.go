@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,11 +32,18 @@ type OrphanCollector struct {
 	interval time.Duration
 	remove   func(ctx context.Context, cluster string, copyJob client.Object) error
 	signing  *signingKey
+
+	// sightings is, per worker, when this process first saw each copy
+	// (by the object's UID), on its own clock: a copy's age is never read
+	// from the worker's creationTimestamp, whose clock may differ.
+	mu        sync.Mutex
+	sightings map[string]map[types.UID]time.Time
 }
 
 // NewOrphanCollector returns an OrphanCollector that looks every interval.
 func NewOrphanCollector(c client.Client, f *fleet.Fleet, r *Reconciler, interval time.Duration, clk clock.Clock) *OrphanCollector {
-	return &OrphanCollector{client: c, fleet: f, clock: clk, interval: interval, remove: r.deleteCopy, signing: r.signing}
+	return &OrphanCollector{client: c, fleet: f, clock: clk, interval: interval, remove: r.deleteCopy, signing: r.signing,
+		sightings: map[string]map[types.UID]time.Time{}}
 }
 
 // NeedLeaderElection is true: one hub collects.
@@ -137,9 +145,13 @@ func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace tim
 	removed := 0
 	var errs []error
 	var notOurs []string
+	var seen map[types.UID]time.Time
+	if grace > 0 {
+		seen = o.sighted(cluster, copies)
+	}
 	for _, j := range copies {
 		cp := j.Object()
-		if grace > 0 && o.clock.Since(cp.GetCreationTimestamp().Time) < grace {
+		if grace > 0 && o.clock.Since(seen[cp.GetUID()]) < grace {
 			continue
 		}
 		wl, err := o.hubWorkload(ctx, j)
@@ -168,6 +180,26 @@ func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace tim
 			"cluster", cluster, "count", len(notOurs), "objects", firstOf(notOurs, 5))
 	}
 	return removed, errors.Join(errs...)
+}
+
+// sighted notes the copies on cluster this process sees for the first
+// time, forgets those gone, and returns when each was first seen.
+func (o *OrphanCollector) sighted(cluster string, copies []jobs.Job) map[types.UID]time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	before := o.sightings[cluster]
+	now := o.clock.Now()
+	seen := make(map[types.UID]time.Time, len(copies))
+	for _, j := range copies {
+		uid := j.Object().GetUID()
+		if t, ok := before[uid]; ok {
+			seen[uid] = t
+		} else {
+			seen[uid] = now
+		}
+	}
+	o.sightings[cluster] = seen
+	return seen
 }
 
 // firstOf returns at most n of names, with how many more there are.

@@ -160,7 +160,9 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 			break // created before, by this hub: the informer is behind
 		}
 		if existing.GetLabels()[strata.OriginLabel] == r.fleet.Origin() && Made(signKey, jobRef.kind.GroupVersionKind().GroupKind(), existing, wl) {
-			return ctrl.Result{}, r.deleteCopy(ctx, cluster, existing) // a stale copy of ours
+			// A stale copy of ours: it and its pods go before this one is
+			// created, as for actRemoveStale.
+			return ctrl.Result{}, r.removeCopy(ctx, cluster, existing, true)
 		}
 		return ctrl.Result{}, r.workerRefused(ctx, s, ReasonNameTaken,
 			fmt.Sprintf("%s exists on %s and is not a copy from this hub", jobRef, cluster))

@@ -141,6 +141,9 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 	})
 	s.afterWrite(func(context.Context) error {
 		r.memory.undone(s.dispatch)
+		// Until the cache shows the record, a reconcile would see the
+		// dispatch placed and its copy gone, and send it again.
+		r.memory.noteTakenBack(s.key, s.dispatch)
 		return nil
 	})
 	return nil

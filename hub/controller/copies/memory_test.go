@@ -1,0 +1,28 @@
+package copies
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestTakenBackShown follows a take-back's note from its record's write
+// until the cache shows the Workload unplaced or placed anew.
+func TestTakenBackShown(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ml", Name: "w"}
+	m := newMemory()
+	var got []bool
+	got = append(got, m.takenBackShown(key, "u/1")) // nothing noted
+	m.noteTakenBack(key, "u/1")
+	got = append(got, m.takenBackShown(key, "u/1")) // the cache is behind
+	got = append(got, m.takenBackShown(key, "u/1")) // still behind
+	got = append(got, m.takenBackShown(key, "u/2")) // placed anew: dropped
+	got = append(got, m.takenBackShown(key, "u/1")) // gone for good
+	m.noteTakenBack(key, "u/2")
+	m.untrack(key) // seen unplaced
+	got = append(got, m.takenBackShown(key, "u/2"))
+	if diff := cmp.Diff([]bool{false, true, true, false, false, false}, got); diff != "" {
+		t.Errorf("takenBackShown (-want,+got):\n%s", diff)
+	}
+}

@@ -65,9 +65,11 @@ func (s *Snapshot) FindReplacementNear(req Request, current *Assignment, failed 
 				if f == 0 {
 					continue
 				}
-				free = append(free, freeNode{b.name, f})
+				// The node's hostname label, as every assignment names it
+				// (and the ungater's node selector matches), not its name.
+				free = append(free, freeNode{leaf.values[len(leaf.values)-1], f})
 				biggest, total = max(biggest, f), total+f/unit*unit
-				if f >= count && (best < 0 || f < free[best].fit || f == free[best].fit && b.name < free[best].name) {
+				if f >= count && (best < 0 || f < free[best].fit || f == free[best].fit && free[len(free)-1].name < free[best].name) {
 					best = len(free) - 1
 				}
 			}
@@ -157,7 +159,12 @@ func splitReplacement(free []freeNode, count, unit int64) []DomainAssignment {
 	if left > 0 {
 		return nil
 	}
-	slices.SortFunc(out, func(a, b DomainAssignment) int { return strings.Compare(a.Values[0], b.Values[0]) })
+	// In name order, but a part that is not whole slices last: it holds
+	// the failed node's partial slice, which ends its ranks.
+	slices.SortFunc(out, func(a, b DomainAssignment) int {
+		partial := func(d DomainAssignment) int { return min(1, int(int64(d.Count)%unit)) }
+		return cmp.Or(cmp.Compare(partial(a), partial(b)), strings.Compare(a.Values[0], b.Values[0]))
+	})
 	return out
 }
 
@@ -206,7 +213,9 @@ func (s *Snapshot) replacementScopes(req Request, current *Assignment, pos int, 
 				others = append(others, i)
 			}
 		}
-		if len(others) > 0 && idx > level {
+		// A slice at the request's own level pins a preferred request too:
+		// the slice must stay in one domain, the request only prefers to.
+		if len(others) > 0 && (idx > level || idx == level && mode != Required) {
 			level, mode, sliceHosts = idx, Required, others
 		}
 	}

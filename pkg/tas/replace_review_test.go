@@ -1,0 +1,87 @@
+package tas
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestFindReplacementKeepsSlicesAndHostnames: a slice at a preferred
+// request's own level pins the replacement to its domain; a split puts
+// the failed node's partial slice last; replacements are named by the
+// hostname label, as assignments are, not by the Node's name.
+func TestFindReplacementKeepsSlicesAndHostnames(t *testing.T) {
+	type result struct {
+		Domains []DomainAssignment
+		Err     bool
+	}
+	cases := map[string]struct {
+		snap   func() *Snapshot
+		req    Request
+		failed string
+		fail   func(*Snapshot)
+		want   result
+	}{
+		"preferred rack with rack slices: the slice's rack or nothing": {
+			snap: func() *Snapshot {
+				return snapshotOf([]string{block, rack, host},
+					node{"h1", "b1", "r1", "2"}, node{"h2", "b1", "r1", "2"},
+					node{"h5", "b1", "r2", "4"}, node{"h6", "b1", "r3", "2"})
+			},
+			req:    Request{Count: 8, PodRequests: cpu("1"), Mode: Preferred, Level: rack, Layers: []Layer{{rack, 4}}},
+			failed: "h2",
+			fail:   func(s *Snapshot) { s.RemoveNode("h2") },
+			want:   result{Err: true},
+		},
+		"a split keeps the failed node's partial host slice last": {
+			snap: func() *Snapshot {
+				return snapshotOf([]string{block, rack, host}, node{"a", "b1", "r1", "2"}, node{"b", "b1", "r1", "4"}, node{"c", "b1", "r1", "5"})
+			},
+			req:    Request{Count: 5, PodRequests: cpu("1"), Mode: Required, Level: rack, Layers: []Layer{{host, 2}}},
+			failed: "c",
+			fail: func(s *Snapshot) {
+				n := node{"c", "b1", "r1", "5"}.engineNode()
+				n.Ready = false
+				s.SetNode(n)
+			},
+			want: result{Domains: []DomainAssignment{{Values: []string{"b"}, Count: 4}, {Values: []string{"a"}, Count: 1}}},
+		},
+		"named by the hostname label": {
+			snap: func() *Snapshot {
+				s := NewSnapshot([]string{rack, host}, nil)
+				for _, n := range []string{"n1", "n2", "n3"} {
+					s.SetNode(Node{Name: n + ".example.internal", Labels: map[string]string{rack: "r1", host: n},
+						Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")}, Ready: true})
+				}
+				return s
+			},
+			req:    Request{Count: 4, PodRequests: cpu("1"), Mode: Required, Level: rack},
+			failed: "n1",
+			fail:   func(*Snapshot) {},
+			want:   result{Domains: []DomainAssignment{{Values: []string{"n3"}, Count: 2}, {Values: []string{"n2"}, Count: 2}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := tc.snap()
+			cur, err := s.FindAssignment(tc.req, bestFit)
+			if err != nil {
+				t.Fatalf("FindAssignment: %v", err)
+			}
+			s.Commit(cur, tc.req.PodRequests)
+			tc.fail(s)
+			r, err := s.FindReplacement(tc.req, cur, tc.failed)
+			var got result
+			if err != nil {
+				got.Err = true
+			} else {
+				got.Domains = r.Domains
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("replacement of %s in %v (-want,+got):\n%s", tc.failed, cur.Domains, diff)
+			}
+		})
+	}
+}

@@ -124,48 +124,86 @@ func (p Policy) Any() bool {
 		p.BorrowWithinCohort != strata.BorrowWithinCohortNever
 }
 
-// mode is one of Kueue's two attempts: reclaiming (the preemptor stays
-// within its nominal quota and may take back what other queues of the
-// cohort borrow) or borrowing (it goes beyond its nominal quota, and may
-// preempt in the cohort only under borrowWithinCohort).
-type mode struct {
-	borrowing bool
+// variant is what may make an admitted workload a victim (Kueue's
+// preemption variants, for flat cohorts).
+type variant int
+
+const (
+	never variant = iota
+	// inQueue: a workload of the preemptor's own queue, under
+	// withinClusterQueue.
+	inQueue
+	// reclaim: a workload of a borrowing queue of the cohort, while the
+	// preemptor fits in what is left of its own nominal quota: in either
+	// attempt.
+	reclaim
+	// reclaimUnborrowed: as reclaim, but only in the attempt where the
+	// preemptor does not borrow once admitted.
+	reclaimUnborrowed
+	// reclaimWhileBorrowing: under borrowWithinCohort, in either attempt.
+	reclaimWhileBorrowing
+)
+
+// reason is the Preempted condition's reason for a victim of variant v.
+func (v variant) reason() string {
+	switch v {
+	case inQueue:
+		return strata.PreemptedInClusterQueue
+	case reclaimWhileBorrowing:
+		return strata.PreemptedInCohortReclaimWhileBorrowing
+	}
+	return strata.PreemptedInCohortReclamation
 }
 
-// allowed says whether the preemptor may preempt w in a mode, and under
-// which reason. Workloads of another queue must also belong to a queue
-// that borrows when they are removed (checked by the search).
-func (p Policy) allowed(pre Preemptor, w Workload, m mode, cohort string, cohortOf func(string) string) (string, bool) {
+// classify says how the policy lets the preemptor preempt w. advantage
+// says that the preemptor fits in what is left of its queue's nominal
+// quota: the cohort's borrowers then give back whatever their priority
+// under reclaimWithinCohort, and borrowWithinCohort does not matter.
+func (p Policy) classify(pre Preemptor, w Workload, cohort string, cohortOf func(string) string, advantage bool) variant {
 	if w.Queue == pre.Queue {
 		switch p.WithinClusterQueue {
 		case strata.PreemptionLowerPriority:
-			return strata.PreemptedInClusterQueue, w.Priority < pre.Priority
+			if w.Priority < pre.Priority {
+				return inQueue
+			}
 		case strata.PreemptionLowerOrNewerEqualPriority:
-			return strata.PreemptedInClusterQueue, w.Priority < pre.Priority || w.Priority == pre.Priority && pre.QueuedAt.Before(w.QueuedAt)
+			if w.Priority < pre.Priority || w.Priority == pre.Priority && pre.QueuedAt.Before(w.QueuedAt) {
+				return inQueue
+			}
 		}
-		return "", false
+		return never
 	}
 	if cohort == "" || cohortOf(w.Queue) != cohort {
-		return "", false
+		return never
 	}
-	if !m.borrowing {
-		switch p.ReclaimWithinCohort {
-		case strata.PreemptionAny:
-			return strata.PreemptedInCohortReclamation, true
-		case strata.PreemptionLowerPriority:
-			return strata.PreemptedInCohortReclamation, w.Priority < pre.Priority
+	switch p.ReclaimWithinCohort {
+	case strata.PreemptionAny:
+	case strata.PreemptionLowerPriority:
+		if w.Priority >= pre.Priority {
+			return never
 		}
-		return "", false
+	default:
+		return never
 	}
-	// Kueue allows borrowWithinCohort only with reclaimWithinCohort (the
-	// CRD refuses it otherwise).
-	if p.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority || p.ReclaimWithinCohort == strata.PreemptionNever || w.Priority >= pre.Priority {
-		return "", false
+	switch {
+	case advantage:
+		return reclaim
+	case p.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority, w.Priority >= pre.Priority:
+		return reclaimUnborrowed
+	case p.MaxPriorityThreshold != nil && w.Priority > *p.MaxPriorityThreshold:
+		return reclaimUnborrowed
 	}
-	if t := p.MaxPriorityThreshold; t != nil && w.Priority > *t {
-		return "", false
+	return reclaimWhileBorrowing
+}
+
+// usesAny says whether a workload holds any of the given resources.
+func usesAny(held, resources corev1.ResourceList) bool {
+	for r := range resources {
+		if q, ok := held[r]; ok && !q.IsZero() {
+			return true
+		}
 	}
-	return strata.PreemptedInCohortReclaimWhileBorrowing, true
+	return false
 }
 
 // Order sorts candidates as Kueue does: workloads of other queues (which
@@ -190,65 +228,89 @@ func Order(pre Preemptor, cands []Workload) {
 // Find returns the minimal set of admitted workloads on flavor whose
 // preemption lets pre in: within its queue's quota (books, with every
 // admitted workload charged) and the topology (capacity, whose candidate
-// indexes are those of admitted). Kueue's two attempts are made in turn:
-// first without borrowing (own queue, and reclaiming from borrowers of
-// the cohort), then, when the queue has a cohort, with borrowing (own
-// queue, and the cohort under borrowWithinCohort). In each, candidates are
-// removed in Order until the preemptor fits, then every one not needed is
-// put back, last removed first. books and capacity are left as they were.
+// indexes are those of admitted). It follows Kueue's classical preemption
+// for flat cohorts:
+//
+//   - The resources to free are those the preemptor cannot take now, even
+//     by borrowing (all it asks for when only the topology is short).
+//     Without borrowWithinCohort, a preemptor that asks for more of one of
+//     them than its queue's nominal quota preempts nothing.
+//   - Candidates hold some of those resources: workloads of its own queue
+//     under withinClusterQueue, and workloads of the cohort's queues that
+//     borrow them, under reclaimWithinCohort (and borrowWithinCohort).
+//   - Two attempts, borrowing or not once admitted, in Kueue's order: only
+//     borrowing when no other queue has a candidate, or when the queue
+//     may not preempt while borrowing and is not under its nominal quota;
+//     not borrowing first when it may not preempt while borrowing and does
+//     not fit in its nominal quota as things stand; borrowing first
+//     otherwise.
+//
+// In each attempt candidates are removed in Order (a workload of another
+// queue only while its queue still borrows what is needed) until the
+// preemptor fits, then every one not needed is put back, last removed
+// first. books and capacity are left as they were.
 func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admitted []Workload, capacity Capacity) Result {
 	cohort := books.Cohort(pre.Queue)
-	// As in Kueue, the attempt without borrowing is made only while the
-	// queue is within its nominal quota of what the preemptor needs: a
-	// queue that borrows already goes straight to the borrowing attempt
-	// (which may need fewer victims).
-	var modes []mode
-	if cohort == "" || !books.Borrowing(pre.Queue, flavor, pre.Requests) {
-		modes = append(modes, mode{borrowing: false})
+	short := books.Short(pre.Queue, flavor, pre.Requests)
+	borrowForbidden := policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority
+	if len(short) > 0 && borrowForbidden && !books.NominalCovers(pre.Queue, flavor, short) {
+		return Result{Why: "it asks for more than the nominal quota of its ClusterQueue, which may preempt only within it (borrowWithinCohort is Never)"}
 	}
-	if cohort != "" {
-		modes = append(modes, mode{borrowing: true})
+	if len(short) == 0 {
+		short = pre.Requests // only the topology is short
 	}
-	for _, m := range modes {
-		if fit := books.Check(pre.Queue, flavor, pre.Requests, !m.borrowing); fit.Never {
+	advantage := cohort != "" && books.WithinNominal(pre.Queue, flavor, pre.Requests)
+	variants := make([]variant, len(admitted))
+	var cands []Workload
+	pos := map[types.NamespacedName]int{}
+	others := false
+	for i, w := range admitted {
+		if !usesAny(w.Requests, short) {
 			continue
 		}
-		var cands []int
-		var reasons []string
-		for i, w := range admitted {
-			if why, ok := policy.allowed(pre, w, m, cohort, books.Cohort); ok {
-				cands = append(cands, i)
-				reasons = append(reasons, why)
+		if w.Queue != pre.Queue && !books.Borrowing(w.Queue, flavor, short) {
+			continue
+		}
+		if variants[i] = policy.classify(pre, w, cohort, books.Cohort, advantage); variants[i] == never {
+			continue
+		}
+		others = others || w.Queue != pre.Queue
+		cands = append(cands, w)
+		pos[w.Key] = i
+	}
+	if len(cands) > 0 {
+		Order(pre, cands)
+		var attempts []bool // borrowing once admitted, or not
+		switch {
+		case !others || borrowForbidden && !books.UnderNominal(pre.Queue, flavor, short):
+			attempts = []bool{true}
+		case borrowForbidden && !advantage:
+			attempts = []bool{false, true}
+		default:
+			attempts = []bool{true, false}
+		}
+		for _, borrowing := range attempts {
+			if fit := books.Check(pre.Queue, flavor, pre.Requests, !borrowing); fit.Never {
+				continue
 			}
+			var seq []int
+			for _, w := range cands {
+				if i := pos[w.Key]; !borrowing || variants[i] != reclaimUnborrowed {
+					seq = append(seq, i)
+				}
+			}
+			s := &search{pre: pre, books: books, flavor: flavor, admitted: admitted, capacity: capacity, within: !borrowing, short: short}
+			victims, ok := s.run(seq)
+			if !ok {
+				continue
+			}
+			var out Result
+			for _, i := range victims {
+				out.Victims = append(out.Victims, Victim{Workload: admitted[i], Reason: variants[i].reason()})
+			}
+			out.Borrows = cohort != "" && !s.withinAfter(victims)
+			return out
 		}
-		if len(cands) == 0 {
-			continue
-		}
-		byIndex := make(map[int]string, len(cands))
-		for k, i := range cands {
-			byIndex[i] = reasons[k]
-		}
-		ordered := make([]Workload, len(cands))
-		pos := map[types.NamespacedName]int{}
-		for k, i := range cands {
-			ordered[k] = admitted[i]
-			pos[admitted[i].Key] = i
-		}
-		Order(pre, ordered)
-		seq := make([]int, len(ordered))
-		for k, w := range ordered {
-			seq[k] = pos[w.Key]
-		}
-		s := &search{pre: pre, books: books, flavor: flavor, admitted: admitted, capacity: capacity, within: !m.borrowing}
-		victims, ok := s.run(seq)
-		if !ok {
-			continue
-		}
-		out := Result{Borrows: m.borrowing}
-		for _, i := range victims {
-			out.Victims = append(out.Victims, Victim{Workload: admitted[i], Reason: byIndex[i]})
-		}
-		return out
 	}
 	return Result{Why: whyNot(pre, policy, books, flavor, admitted, capacity)}
 }
@@ -262,9 +324,27 @@ type search struct {
 	admitted []Workload
 	capacity Capacity
 	within   bool
+	// short are the resources to free: a workload of another queue is
+	// removed only while its queue borrows some of them.
+	short corev1.ResourceList
 	// anyQueue: workloads of other queues are removed whether or not
 	// their queue borrows (for whyNot's hypothetical).
 	anyQueue bool
+}
+
+// withinAfter says whether the preemptor fits in its queue's nominal
+// quota once victims are gone.
+func (s *search) withinAfter(victims []int) bool {
+	for _, i := range victims {
+		w := s.admitted[i]
+		s.books.Charge(w.Queue, s.flavor, w.Requests, -1)
+	}
+	within := s.books.WithinNominal(s.pre.Queue, s.flavor, s.pre.Requests)
+	for _, i := range victims {
+		w := s.admitted[i]
+		s.books.Charge(w.Queue, s.flavor, w.Requests, 1)
+	}
+	return within
 }
 
 func (s *search) putBack(i int) {
@@ -289,7 +369,7 @@ func (s *search) run(seq []int) ([]int, bool) {
 	var order []int
 	for _, i := range seq {
 		w := s.admitted[i]
-		if !s.anyQueue && w.Queue != s.pre.Queue && !s.books.Borrowing(w.Queue, s.flavor, s.pre.Requests) {
+		if !s.anyQueue && w.Queue != s.pre.Queue && !s.books.Borrowing(w.Queue, s.flavor, s.short) {
 			continue
 		}
 		s.books.Charge(w.Queue, s.flavor, w.Requests, -1)
@@ -428,13 +508,13 @@ func whyNot(pre Preemptor, policy Policy, books *queue.Books, flavor string, adm
 	cohort := books.Cohort(pre.Queue)
 	// Which policy would apply: borrowWithinCohort when the preemptor
 	// cannot stay within its nominal quota as things stand.
-	m := mode{borrowing: cohort != "" && books.Check(pre.Queue, flavor, pre.Requests, true).Err != nil}
+	advantage := cohort != "" && books.WithinNominal(pre.Queue, flavor, pre.Requests)
 	var higher, other int
 	for _, i := range needed {
 		w := admitted[i]
-		_, ok := policy.allowed(pre, w, m, cohort, books.Cohort)
+		v := policy.classify(pre, w, cohort, books.Cohort, advantage)
 		switch {
-		case ok:
+		case v != never && (advantage || v != reclaimUnborrowed):
 		case w.Queue != pre.Queue:
 			other++
 		default:

@@ -276,6 +276,72 @@ func (b *Books) Borrowing(queue, flavor string, resources corev1.ResourceList) b
 	return false
 }
 
+// Short returns the resources of need that a queue has a quota of on a
+// flavor and cannot take now, even by borrowing: the resources a
+// preemption must free (Kueue's flavor-resources that need preemption).
+func (b *Books) Short(queue, flavor string, need corev1.ResourceList) corev1.ResourceList {
+	q := b.queues[queue]
+	if q == nil {
+		return nil
+	}
+	short := corev1.ResourceList{}
+	for r, n := range need {
+		fr := flavorResource{flavor, r}
+		if _, ok := q.quota[fr]; ok && !n.IsZero() && n.MilliValue() > b.available(q, fr) {
+			short[r] = n
+		}
+	}
+	return short
+}
+
+// NominalCovers says whether a queue's nominal quota on a flavor holds
+// each of need on its own (whatever is used): only then may a workload
+// preempt for it without borrowing within the cohort.
+func (b *Books) NominalCovers(queue, flavor string, need corev1.ResourceList) bool {
+	q := b.queues[queue]
+	if q == nil {
+		return false
+	}
+	for r, n := range need {
+		if qt, ok := q.quota[flavorResource{flavor, r}]; ok && n.MilliValue() > qt.nominal {
+			return false
+		}
+	}
+	return true
+}
+
+// WithinNominal says whether need fits in what is left of a queue's
+// nominal quota on a flavor, whatever the cohort lends or borrows.
+func (b *Books) WithinNominal(queue, flavor string, need corev1.ResourceList) bool {
+	q := b.queues[queue]
+	if q == nil {
+		return false
+	}
+	for r, n := range need {
+		fr := flavorResource{flavor, r}
+		if qt, ok := q.quota[fr]; ok && q.usage[fr]+n.MilliValue() > qt.nominal {
+			return false
+		}
+	}
+	return true
+}
+
+// UnderNominal says whether a queue uses strictly less than its nominal
+// quota of each of the given resources on a flavor.
+func (b *Books) UnderNominal(queue, flavor string, resources corev1.ResourceList) bool {
+	q := b.queues[queue]
+	if q == nil {
+		return false
+	}
+	for r := range resources {
+		fr := flavorResource{flavor, r}
+		if qt, ok := q.quota[fr]; ok && q.usage[fr] >= qt.nominal {
+			return false
+		}
+	}
+	return true
+}
+
 // Cohort returns a queue's cohort, "" when it has none or is not known.
 func (b *Books) Cohort(queue string) string {
 	if q := b.queues[queue]; q != nil {

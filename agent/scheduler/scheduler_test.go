@@ -601,6 +601,15 @@ func TestScheduleServesQueuesFairly(t *testing.T) {
 			rackCPU: "4",
 			want:    map[string]outcome{"a1": pending, "a2": admitted, "b1": admitted},
 		},
+		"in a round, a head that fits within its nominal quota before a higher-priority one that must borrow (Kueue)": {
+			queues: []*strata.ClusterQueue{
+				testutil.MakeClusterQueue("a").Cohort("c").Flavor("tas-flavor", "cpu", "4").Obj(),
+				testutil.MakeClusterQueue("b").Cohort("c").Flavor("tas-flavor", "cpu", "4").Obj(),
+			},
+			workloads: []*strata.Workload{job("a1", "a", 6, ptr.To[int32](10), 0), job("b1", "b", 4, nil, 1)},
+			rackCPU:   "10",
+			want:      map[string]outcome{"a1": pending, "b1": admitted},
+		},
 		"workloads of a ClusterQueue that does not exist are left alone": {
 			queues:    []*strata.ClusterQueue{queue("b")},
 			workloads: []*strata.Workload{job("a1", "a", 1, nil, 0), job("b1", "b", 1, nil, 1)},

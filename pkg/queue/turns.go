@@ -17,11 +17,14 @@ type Turn[T any] struct {
 // dispatches: each round takes the head of every queue still to serve,
 // heads in the order one queue orders its workloads (priority, then age),
 // so that no queue is served its whole backlog first because of its name.
+// As in Kueue, heads that would borrow beyond their queue's nominal quota
+// come after those that would not, whatever their priority: borrows, when
+// set, says which would as the round begins.
 // serve handles one item and says whether it blocks: in a StrictFIFO
 // queue the items behind a blocking head are not served in this pass, and
 // blocked is told which they are. workload is the Workload of an item.
 // A round costs O(q log q) for its q queues; a pass O(items log queues).
-func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload,
+func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload, borrows func(q *strata.ClusterQueue, item T) bool,
 	serve func(q *strata.ClusterQueue, item T) (blocks bool), blocked func(q *strata.ClusterQueue, behind []T)) {
 	live := make([]*Turn[T], 0, len(turns))
 	for _, t := range turns {
@@ -31,7 +34,21 @@ func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload,
 	}
 	for len(live) > 0 {
 		if len(live) > 1 {
-			slices.SortFunc(live, func(a, b *Turn[T]) int { return Compare(workload(a.Items[0]), workload(b.Items[0])) })
+			borrowing := map[*Turn[T]]bool{}
+			if borrows != nil {
+				for _, t := range live {
+					borrowing[t] = borrows(t.Queue, t.Items[0])
+				}
+			}
+			slices.SortFunc(live, func(a, b *Turn[T]) int {
+				if ba, bb := borrowing[a], borrowing[b]; ba != bb {
+					if ba {
+						return 1
+					}
+					return -1
+				}
+				return Compare(workload(a.Items[0]), workload(b.Items[0]))
+			})
 		}
 		next := live[:0]
 		for _, t := range live {

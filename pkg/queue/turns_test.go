@@ -18,6 +18,7 @@ func TestServe(t *testing.T) {
 	cases := map[string]struct {
 		turns   func() []*Turn[*strata.Workload]
 		blocks  map[string]bool // by workload name
+		borrows map[string]bool // by workload name; nil: no borrows func
 		want    []string        // served, in order
 		blocked map[string][]string
 	}{
@@ -29,6 +30,16 @@ func TestServe(t *testing.T) {
 				}
 			},
 			want: []string{"s1", "b1", "s2", "b2", "b3"},
+		},
+		"heads that would borrow come after those that would not, whatever their priority": {
+			turns: func() []*Turn[*strata.Workload] {
+				return []*Turn[*strata.Workload]{
+					{Queue: best, Items: []*strata.Workload{queued("a", "b1", ptr.To[int32](10), 1), queued("a", "b2", ptr.To[int32](10), 2)}},
+					{Queue: strict, Items: []*strata.Workload{queued("a", "s1", nil, 3), queued("a", "s2", nil, 4)}},
+				}
+			},
+			borrows: map[string]bool{"b1": true},
+			want:    []string{"s1", "b1", "b2", "s2"},
 		},
 		"a blocking head holds a StrictFIFO queue for the pass": {
 			turns: func() []*Turn[*strata.Workload] {
@@ -65,7 +76,11 @@ func TestServe(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var served []string
 			blocked := map[string][]string{}
-			Serve(tc.turns(), func(wl *strata.Workload) *strata.Workload { return wl },
+			var borrows func(*strata.ClusterQueue, *strata.Workload) bool
+			if tc.borrows != nil {
+				borrows = func(_ *strata.ClusterQueue, wl *strata.Workload) bool { return tc.borrows[wl.Name] }
+			}
+			Serve(tc.turns(), func(wl *strata.Workload) *strata.Workload { return wl }, borrows,
 				func(_ *strata.ClusterQueue, wl *strata.Workload) bool {
 					served = append(served, wl.Name)
 					return tc.blocks[wl.Name]

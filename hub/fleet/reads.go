@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +15,7 @@ import (
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/workload"
 )
 
 // This file reads what a worker holds: the hub's copies there and the
@@ -109,6 +111,54 @@ func (f *Fleet) LiveCopies(ctx context.Context, name string) ([]jobs.Job, error)
 		out = append(out, list...)
 	}
 	return out, nil
+}
+
+// LiveDispatches lists, from a worker's API server, the dispatch keys
+// (workload.DispatchKey) of its Workloads that carry this hub's origin:
+// the agent keeps a copy's dispatch labels on its Workload whatever
+// becomes of the Job's, so a copy whose Job lost them (a tenant's edit)
+// is still found here.
+func (f *Fleet) LiveDispatches(ctx context.Context, name string) ([]string, error) {
+	f.mu.Lock()
+	r := f.remotes[name]
+	f.mu.Unlock()
+	if r == nil {
+		return nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
+	}
+	var list strata.WorkloadList
+	if err := r.client.List(ctx, &list, client.MatchingLabels{strata.OriginLabel: f.origin}); err != nil {
+		return nil, fmt.Errorf("listing the copies' Workloads on %s: %w", name, err)
+	}
+	var keys []string
+	for i := range list.Items {
+		if k := workload.DispatchKey(&list.Items[i]); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// DispatchOn reads from a worker's API server whether a Workload there
+// carries dispatch uid/generation of this hub, and whether one of them
+// is admitted.
+func (f *Fleet) DispatchOn(ctx context.Context, name string, uid types.UID, generation int64) (exists, admitted bool, err error) {
+	f.mu.Lock()
+	r := f.remotes[name]
+	f.mu.Unlock()
+	if r == nil {
+		return false, false, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
+	}
+	var list strata.WorkloadList
+	if err := r.client.List(ctx, &list, client.MatchingLabels{strata.OriginLabel: f.origin, strata.HubWorkloadUIDLabel: string(uid),
+		strata.DispatchGenerationLabel: strconv.FormatInt(generation, 10)}); err != nil {
+		return false, false, fmt.Errorf("listing the Workloads of a dispatch on %s: %w", name, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Status.Admission != nil {
+			return true, true, nil
+		}
+	}
+	return len(list.Items) > 0, false, nil
 }
 
 // Summaries returns a worker's capacity summaries as last read, sorted by

@@ -111,14 +111,17 @@ var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeA
 	strata.PreemptUpToAnnotation}
 
 // CarryDispatch copies to dst the dispatch contract's labels and
-// annotations, and the unhealthy-nodes eviction threshold, that src has
-// and dst lacks or holds with another value; it removes nothing. It says
+// annotations that src has and dst lacks, and the unhealthy-nodes
+// eviction threshold; it removes and overwrites nothing. A hub's copy is
+// created with them and they never change: a value changed on the copy
+// afterwards is a tenant's edit, and carrying it would let the copy's
+// Workload pass for another dispatch (one not fenced or revoked). It says
 // whether dst changed.
 func CarryDispatch(dst, src *metav1.ObjectMeta) bool {
 	changed := carryUnhealthyNodesThreshold(dst, src)
 	for _, k := range dispatchLabels {
 		if v, ok := src.Labels[k]; ok {
-			if old, had := dst.Labels[k]; !had || old != v {
+			if _, had := dst.Labels[k]; !had {
 				metav1.SetMetaDataLabel(dst, k, v)
 				changed = true
 			}
@@ -126,7 +129,7 @@ func CarryDispatch(dst, src *metav1.ObjectMeta) bool {
 	}
 	for _, k := range dispatchAnnotations {
 		if v, ok := src.Annotations[k]; ok {
-			if old, had := dst.Annotations[k]; !had || old != v {
+			if _, had := dst.Annotations[k]; !had {
 				metav1.SetMetaDataAnnotation(dst, k, v)
 				changed = true
 			}

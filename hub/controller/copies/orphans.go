@@ -114,6 +114,16 @@ func (o *OrphanCollector) CollectWorker(ctx context.Context, cluster string) (fl
 			sweep.Present[dispatch.Key(uid, gen)] = true
 		}
 	}
+	// A copy whose Job lost the hub's labels keeps its revocation while
+	// its Workload carries the dispatch: otherwise the agent would resume
+	// it with the next renewal.
+	live, err := o.fleet.LiveDispatches(ctx, cluster)
+	if err != nil {
+		return fleet.Sweep{}, err
+	}
+	for _, k := range live {
+		sweep.Present[k] = true
+	}
 	_, err = o.collect(ctx, cluster, 0, copies, func(cp client.Object, err error) {
 		if uid, gen, ok := dispatch.CopyOf(cp); ok {
 			sweep.Stuck = append(sweep.Stuck, dispatch.Key(uid, gen))

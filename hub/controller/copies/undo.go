@@ -109,6 +109,8 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 			if err := r.removeCopy(ctx, s.cluster, copyJob.Object(), record); err != nil {
 				return s.copyGoing(err, copyJob.Object())
 			}
+		} else if err := r.revokeStray(ctx, s); err != nil {
+			return err
 		}
 	} else if c, cerr := r.fleet.Client(s.cluster); cerr == nil {
 		// The informer may not show a copy created a moment ago, and
@@ -124,6 +126,9 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 			return err
 		} else if err := r.fleet.SameCluster(ctx, s.cluster); err != nil {
 			return err // gone from another cluster: nothing is known of the copy
+		}
+		if err := r.revokeStray(ctx, s); err != nil {
+			return err
 		}
 	}
 	r.fleet.Release(s.cluster, s.flavor, s.dispatch)
@@ -212,8 +217,18 @@ func (r *Reconciler) confirmGone(ctx context.Context, s *scope) (ctrl.Result, er
 			return ctrl.Result{RequeueAfter: informerBehindRetry}, nil // the informer is behind
 		}
 		// Another object of that name (another hub's, a user's): ours is
-		// gone.
+		// gone, unless a Workload there still carries this dispatch.
 	} else if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	// The agent keeps a copy's dispatch labels on its Workload: one that
+	// still carries this dispatch is the copy, its Job's labels edited
+	// (or the Job going while its Workload stays). It is revoked in the
+	// fencing Lease, so that the agent stops it and never admits it again,
+	// and the workload is placed again only once it does not run.
+	if err := r.revokeStray(ctx, s); errors.Is(err, errCopyGoing) {
+		return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.fleet.SameCluster(ctx, s.cluster); err != nil {
@@ -224,6 +239,29 @@ func (r *Reconciler) confirmGone(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	return ctrl.Result{}, r.refuse(ctx, s, outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonCopyDeleted,
 		message: fmt.Sprintf("the admitted copy was deleted on %s before it finished; placing it again", s.cluster)})
+}
+
+// revokeStray handles a dispatch whose copy the hub cannot find by its
+// Job: the agent keeps a copy's dispatch labels on its Workload, so a
+// Workload there that still carries the dispatch is the copy, its Job's
+// labels edited (or the Job going while its Workload stays). The dispatch
+// is revoked in the worker's fencing Lease, so that the agent stops it
+// and never admits it again; while it is admitted, errCopyGoing says to
+// wait before placing the workload again.
+func (r *Reconciler) revokeStray(ctx context.Context, s *scope) error {
+	exists, admitted, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
+	if err != nil || !exists {
+		return err
+	}
+	if !r.fleet.Revoke(s.cluster, s.dispatch, s.lastRenewed) {
+		return fmt.Errorf("revoking dispatch %s on %s: %w", s.dispatch, s.cluster, errCopyGoing) // renewed since: the next reconcile decides again
+	}
+	if admitted {
+		ctrl.LoggerFrom(ctx).Info("A Workload of the dispatch is admitted though its Job no longer carries this hub's labels: revoked, waiting for the agent to stop it",
+			"cluster", s.cluster, "dispatch", s.dispatch)
+		return fmt.Errorf("dispatch %s on %s is revoked and still admitted: %w", s.dispatch, s.cluster, errCopyGoing)
+	}
+	return nil
 }
 
 // forget takes back the copy of a hub Workload that is gone.

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -345,6 +346,52 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		j := e.job("still-up", 1, "1", nil)
 		Expect(hub.Client.Create(ctx, j)).To(Succeed())
 		runningOn(ctx, j, "w2")
+	})
+
+	It("stops a copy whose Job a tenant relabelled as not the hub's before its workload runs elsewhere", func(ctx SpecContext) {
+		withFencing(time.Hour)
+		e := newEnv(ctx, "relabel", map[string][][]string{"w1": {{"4"}}})
+		j := e.job("relabelled", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		runningOn(ctx, j, "w1")
+		e.createNode(ctx, worker("w2"), "relabel-w2-n0", "r0", "4")
+		followCtx, stopFollowing := context.WithCancel(context.Background())
+		DeferCleanup(stopFollowing)
+		seen := followRunning(followCtx, e.ns, "w1", "w2")
+
+		By("a tenant of w1 takes the hub's origin off the copy's Job and forges its hub Workload UID")
+		Eventually(func(g Gomega) {
+			cp, _ := copyOn(g, ctx, worker("w1"), j)
+			g.Expect(cp).NotTo(BeNil())
+			delete(cp.Labels, strata.OriginLabel)
+			cp.Labels[strata.HubWorkloadUIDLabel] = "forged"
+			g.Expect(worker("w1").Client.Update(ctx, cp)).To(Succeed())
+		}).Should(Succeed())
+
+		By("the dispatch is revoked in w1's Lease, the copy stops there, and only then the workload runs on w2")
+		uid := string(func() types.UID {
+			var wl *strata.Workload
+			Eventually(func(g Gomega) { wl = hubWorkload(g, ctx, j) }).Should(Succeed())
+			return wl.UID
+		}())
+		Eventually(func(g Gomega) {
+			g.Expect(fenceLease(g, ctx, "w1").Annotations[strata.RevokedDispatchesAnnotation]).To(ContainSubstring(uid))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"))
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+		Consistently(func(g Gomega) {
+			_, cwl := copyOn(g, ctx, worker("w1"), j)
+			if cwl != nil {
+				g.Expect(cwl.Status.Admission).To(BeNil(), "the relabelled copy was admitted again on w1")
+			}
+		}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+		stopFollowing()
+		_, overlaps := seen.result()
+		Expect(overlaps).To(BeEmpty(), "a workload ran on two clusters at once")
 	})
 
 	It("keeps evicted copies evicted when the hub's Lease is deleted during a partition", func(ctx SpecContext) {

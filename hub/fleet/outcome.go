@@ -68,15 +68,18 @@ func RequestOutcome(err error) Outcome {
 		}
 		return Unknown
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+	var opErr *net.OpError
+	dial := errors.As(err, &opErr) && opErr.Op == "dial"
+	// A refused connection is a connect's error only; an unreachable host
+	// or network may also end a connection the request was sent on.
+	if errors.Is(err, syscall.ECONNREFUSED) || dial && (errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)) {
 		return NotSent
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return NotSent
 	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Op == "dial" && !errors.Is(err, context.DeadlineExceeded) && !opErr.Timeout() {
+	if dial && !errors.Is(err, context.DeadlineExceeded) && !opErr.Timeout() {
 		return NotSent
 	}
 	var unknownAuthority x509.UnknownAuthorityError

@@ -30,6 +30,7 @@ func TestRequestOutcome(t *testing.T) {
 		"connection refused":                 {post(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), NotSent},
 		"no route to host":                   {post(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}), NotSent},
 		"DNS":                                {post(&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "w1"}}), NotSent},
+		"no route to host once sent":         {post(&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.EHOSTUNREACH)}), Unknown},
 		"a certificate of another authority": {post(fmt.Errorf("tls: failed to verify certificate: %w", x509.UnknownAuthorityError{})), NotSent},
 		"a dial that timed out":              {post(&net.OpError{Op: "dial", Net: "tcp", Err: context.DeadlineExceeded}), Unknown},
 		"a timeout after sending":            {post(context.DeadlineExceeded), Unknown},

@@ -133,7 +133,9 @@ func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, pa
 		// A size that does not divide the count leaves one partial slice,
 		// held by the last domain (Kueue's TASPartialSlices).
 		if size < 1 && !hasSliceSize {
-			errs = append(errs, field.Required(path.Key(strata.Prefix+sliceSizeName),
+			// Named with the prefix the slice level was written with.
+			prefix := strings.TrimSuffix(a.keys[sliceTopologyName], sliceTopologyName)
+			errs = append(errs, field.Required(path.Key(prefix+sliceSizeName),
 				"podset-slice-size is required with podset-slice-required-topology"))
 		}
 		if size >= 1 {

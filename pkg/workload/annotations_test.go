@@ -151,7 +151,8 @@ func TestParseTopologyRequest(t *testing.T) {
 			annotations: map[string]string{"kueue.x-k8s.io/podset-slice-required-topology": host},
 			count:       16,
 			want:        &strata.PodSetTopologyRequest{PodSetSliceRequiredTopology: ptr.To(host)},
-			wantErrs:    []string{`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Required value: podset-slice-size is required with podset-slice-required-topology`},
+			// Named with the prefix the user wrote.
+			wantErrs: []string{`spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Required value: podset-slice-size is required with podset-slice-required-topology`},
 		},
 		"multi-layer constraints alone": {
 			annotations: map[string]string{

@@ -1051,6 +1051,15 @@ func (p *plan) tailLast(leaves []*domain) {
 	s := p.s
 	lo := 0
 	var rest, run []*domain
+	// What each domain holds is read from the leaves: a descent that walks
+	// the children of several domains together may leave a coarser
+	// domain's own count as its level's pass set it.
+	held := map[*domain]int64{}
+	for _, l := range leaves {
+		for a := l; a != nil; a = a.parent {
+			held[a] += s.assigned[l.id]
+		}
+	}
 	for lvl := 0; lvl <= p.sliceLvl; lvl++ {
 		rest, run = rest[:0], run[:0]
 		for _, l := range leaves[lo:] {
@@ -1058,7 +1067,7 @@ func (p *plan) tailLast(leaves []*domain) {
 			for a != nil && a.level > lvl {
 				a = a.parent
 			}
-			if a != nil && a.level == lvl && s.assigned[a.id]%p.units[lvl] != 0 {
+			if a != nil && a.level == lvl && held[a]%p.units[lvl] != 0 {
 				run = append(run, l)
 			} else {
 				rest = append(rest, l)

@@ -85,3 +85,20 @@ func TestFindReplacementKeepsSlicesAndHostnames(t *testing.T) {
 		})
 	}
 }
+
+// TestPartialSliceLastAcrossTopDomains: with LeastFreeCapacity an
+// unconstrained request walks the children of all chosen blocks together;
+// the partial slice goes last by what each block's leaves hold, not by the
+// count the block pass gave it.
+func TestPartialSliceLastAcrossTopDomains(t *testing.T) {
+	s := snapshotOf([]string{block, rack, host}, node{"x1", "b1", "r1", "2"}, node{"x2", "b1", "r1", "3"}, node{"y1", "b2", "r1", "6"})
+	req := Request{Count: 8, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{host, 3}}}
+	a, err := s.FindAssignment(req, DefaultOptions())
+	if err != nil {
+		t.Fatalf("FindAssignment: %v", err)
+	}
+	want := []DomainAssignment{{Values: []string{"x2"}, Count: 3}, {Values: []string{"y1"}, Count: 5}}
+	if diff := cmp.Diff(want, a.Domains); diff != "" {
+		t.Errorf("assignment (-want,+got):\n%s", diff)
+	}
+}

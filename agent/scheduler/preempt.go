@@ -104,14 +104,14 @@ func (s *Scheduler) forgetPreemptions(pending map[types.NamespacedName]bool) map
 	return victimOf
 }
 
-// preempt looks for the minimal set of admitted workloads on one flavor
-// whose preemption lets wl in, and evicts them. It returns whether it did,
-// or why it cannot; once the victims' pods are gone (at once when they had
-// none) a pass admits wl.
-func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, upTo *int32) (bool, string, error) {
+// search looks for the minimal set of admitted workloads on one flavor
+// whose preemption lets wl in, without preempting them. It returns the
+// result, or why no search could be made (the flavor not ready, no
+// topology).
+func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, upTo *int32) (preemption.Result, string) {
 	flavorDef, err := s.flavorReady(fq.Name)
 	if err != nil {
-		return false, err.Error(), nil
+		return preemption.Result{}, err.Error()
 	}
 	key := client.ObjectKeyFromObject(wl)
 	// An admission the informer does not show yet is not a candidate: the
@@ -145,12 +145,43 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 		result = preemption.Find(pre, preemption.PolicyOf(cq), books, fq.Name, cands, capacity)
 	})
 	if !found {
-		return false, topologyMissing(flavorDef).Error(), nil
+		return preemption.Result{}, topologyMissing(flavorDef).Error()
 	}
 	if len(result.Victims) == 0 {
-		return false, fmt.Sprintf("flavor %s: %s", fq.Name, result.Why), nil
+		return result, fmt.Sprintf("flavor %s: %s", fq.Name, result.Why)
 	}
-	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: pre.Requests}
+	return result, ""
+}
+
+// reclaims says whether a preemption takes only workloads of other
+// queues (Kueue's reclaim, which it prefers to preempting in the
+// preemptor's own queue).
+func reclaims(r preemption.Result, queueName string) bool {
+	for _, v := range r.Victims {
+		if v.Queue == queueName {
+			return false
+		}
+	}
+	return true
+}
+
+// betterPreemption says whether preempting a on its flavor is better
+// than preempting b, as Kueue ranks flavors: reclaiming from other queues
+// over preempting in its own, then not borrowing over borrowing; an
+// earlier flavor wins a tie (the caller keeps the first).
+func betterPreemption(a, b preemption.Result, queueName string) bool {
+	if ra, rb := reclaims(a, queueName), reclaims(b, queueName); ra != rb {
+		return ra
+	}
+	return !a.Borrows && b.Borrows
+}
+
+// preempt evicts the victims a search found on one flavor. It returns
+// whether it did; once the victims' pods are gone (at once when they had
+// none) a pass admits wl.
+func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, result preemption.Result) (bool, error) {
+	key := client.ObjectKeyFromObject(wl)
+	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: queue.WorkloadRequests(wl)}
 	var errs []error
 	for _, v := range result.Victims {
 		evicted, err := s.evictVictim(ctx, v, wl, cq)
@@ -163,13 +194,13 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 		}
 	}
 	if len(p.victims) == 0 {
-		return false, "", errors.Join(errs...)
+		return false, errors.Join(errs...)
 	}
 	s.preemptions[key] = p
 	if held := s.stillHeld(p); len(held) > 0 {
-		return true, "", errors.Join(append(errs, s.setNotAdmitted(ctx, wl, ReasonPreempting, preemptingMessage(p, held)))...)
+		return true, errors.Join(append(errs, s.setNotAdmitted(ctx, wl, ReasonPreempting, preemptingMessage(p, held)))...)
 	}
-	return true, "", errors.Join(errs...)
+	return true, errors.Join(errs...)
 }
 
 // candidate describes an admitted workload for the search.

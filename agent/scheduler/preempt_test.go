@@ -123,3 +123,78 @@ func TestPreemptionOutlivesAFailedAdmissionWrite(t *testing.T) {
 		t.Errorf("high's Admitted message = %q, want it to end with %q", m, wantNote)
 	}
 }
+
+// TestPreemptionFlavorChoice: which flavor a preemptor preempts on, as
+// Kueue's flavor assigner chooses it. Pass 1 admits the running
+// workloads; pass 2 brings the preemptor.
+func TestPreemptionFlavorChoice(t *testing.T) {
+	onOther := outcome{Reason: ReasonAdmitted, Flavor: "other"}
+	cases := map[string]struct {
+		queues   []*strata.ClusterQueue
+		running  []*strata.Workload
+		nodes    []*corev1.Node
+		want     map[string]outcome
+		wantPass map[string]outcome
+	}{
+		"whenCanPreempt TryNextFlavor: reclaiming from a borrower on a later flavor beats preempting its own on the first": {
+			queues: []*strata.ClusterQueue{
+				testutil.MakeClusterQueue("a").Cohort("c").Flavor("tas-flavor", "cpu", "10").Flavor("other", "cpu", "10").
+					Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority, ReclaimWithinCohort: strata.PreemptionAny}).Obj(),
+				testutil.MakeClusterQueue("b").Cohort("c").Flavor("tas-flavor", "cpu", "0").Flavor("other", "cpu", "10").Obj(),
+			},
+			running: []*strata.Workload{job("a1", "a", 10, nil, 0), job("b2", "b", 14, nil, 1), job("b1", "b", 6, nil, 2)},
+			nodes:   []*corev1.Node{tasNode("r1-n1", "r1", "16"), otherNode("r2-n1", "r2", "24")},
+			wantPass: map[string]outcome{"a1": admitted, "b2": onOther, "b1": onOther},
+			want:     map[string]outcome{"a1": admitted, "b2": onOther, "b1": {Reason: ReasonPending}, "pre": onOther},
+		},
+		"whenCanPreempt Preempt: preempting without borrowing on a later flavor beats borrowing on the first (whenCanBorrow TryNextFlavor)": {
+			queues: []*strata.ClusterQueue{
+				func() *strata.ClusterQueue {
+					q := testutil.MakeClusterQueue("a").Cohort("c").Flavor("tas-flavor", "cpu", "2").Flavor("other", "cpu", "10").
+						Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+					q.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor, WhenCanPreempt: strata.FungibilityPreempt}
+					return q
+				}(),
+				testutil.MakeClusterQueue("b").Cohort("c").Flavor("tas-flavor", "cpu", "10").Flavor("other", "cpu", "0").Obj(),
+			},
+			running:  []*strata.Workload{job("a1", "a", 10, nil, 0)},
+			nodes:    []*corev1.Node{tasNode("r1-n1", "r1", "16"), otherNode("r2-n1", "r2", "10")},
+			wantPass: map[string]outcome{"a1": onOther},
+			// a1, preempted, then fits on the first flavor by borrowing.
+			want: map[string]outcome{"a1": admitted, "pre": onOther},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var objs []client.Object
+			for _, q := range tc.queues {
+				objs = append(objs, q)
+			}
+			for _, wl := range tc.running {
+				objs = append(objs, wl)
+			}
+			e := newSchedEnv(t, objs, twoFlavors, tc.nodes, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.wantPass, withoutMessages(e.outcomes(t), tc.wantPass)); diff != "" {
+				t.Fatalf("first pass (-want,+got):\n%s", diff)
+			}
+			e.informed(t)
+			if err := e.c.Create(t.Context(), job("pre", "a", 4, ptr.To[int32](10), 10)); err != nil {
+				t.Fatal(err)
+			}
+			e.informed(t)
+			for range 2 { // the preemption, then the admission into what it freed
+				if err := e.s.Schedule(t.Context()); err != nil {
+					t.Fatalf("Schedule(): %v", err)
+				}
+				e.settle()
+				e.informed(t)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("after the preemptor (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"strata.dev/strata/agent/cache"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
@@ -459,18 +460,29 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		}
 		return false
 	}
-	// tryPreempt searches one flavor; done when it preempted, admitted
-	// when the victims had no running pods and the workload took their
-	// place at once.
-	tryPreempt := func(fq strata.FlavorQuotas) (done, admitted bool, err error) {
+	// searchOn searches one flavor for victims, once per flavor and within
+	// the pass's budget; ok when it found some.
+	searched := map[string]*preemption.Result{}
+	searchOn := func(fq strata.FlavorQuotas) (preemption.Result, bool) {
+		if r, done := searched[fq.Name]; done {
+			return *r, r != nil && len(r.Victims) > 0
+		}
 		if !preempts || s.searches <= 0 {
-			return false, false, nil
+			return preemption.Result{}, false
 		}
 		s.searches--
-		done, why, err := s.preempt(ctx, cq, fq, books, wl, upTo)
+		r, why := s.search(cq, fq, books, wl, upTo)
 		if why != "" {
 			cannotPreempt = append(cannotPreempt, why)
 		}
+		searched[fq.Name] = &r
+		return r, len(r.Victims) > 0
+	}
+	// preemptOn preempts what the search found on one flavor; admitted
+	// when the victims had no running pods and the workload took their
+	// place at once.
+	preemptOn := func(fq strata.FlavorQuotas, r preemption.Result) (done, admitted bool, err error) {
+		done, err = s.preempt(ctx, cq, fq, books, wl, r)
 		if done && len(s.stillHeld(s.preemptions[key])) == 0 && tryFlavor(fq) {
 			// The victims held no running pods: their capacity was free
 			// at once.
@@ -484,14 +496,12 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		}
 		return done, false, err
 	}
-	searched := map[string]bool{}
-	tryPreemptOnce := func(fq strata.FlavorQuotas) (done, admitted bool, err error) {
-		if searched[fq.Name] {
-			return false, false, nil
-		}
-		searched[fq.Name] = true
-		return tryPreempt(fq)
-	}
+	// Flavors in order, as Kueue's flavor assigner walks them: a flavor
+	// where it fits is taken at once (one where it fits only by borrowing
+	// is put aside under whenCanBorrow: TryNextFlavor); under
+	// whenCanPreempt: Preempt, the first flavor where a preemption lets it
+	// in is taken, unless the workload would then borrow and
+	// whenCanBorrow is TryNextFlavor.
 	for _, fq := range flavors {
 		if fung.WhenCanBorrow == strata.FungibilityTryNextFlavor {
 			if fit := books.Check(cq.Name, fq.Name, need, false); fit.Err == nil && fit.Borrows {
@@ -503,27 +513,31 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			return true, true, nil
 		}
 		if fung.WhenCanPreempt == strata.FungibilityPreempt && len(preemptable) > 0 && preemptable[len(preemptable)-1].Name == fq.Name {
-			// A flavor where it fits by borrowing comes before preempting
-			// (as in Kueue, a fit beats a preemption).
-			for _, b := range borrowing {
-				if tryFlavor(b) {
-					return true, true, nil
+			if r, ok := searchOn(fq); ok && !(r.Borrows && fung.WhenCanBorrow == strata.FungibilityTryNextFlavor) {
+				if done, admitted, err := preemptOn(fq, r); done || err != nil {
+					return admitted, true, err
 				}
-			}
-			borrowing = nil
-			if done, admitted, err := tryPreemptOnce(fq); done || err != nil {
-				return admitted, true, err
 			}
 		}
 	}
-	// The flavors where it fits only by borrowing, first one first.
+	// A fit by borrowing beats any preemption.
 	for _, fq := range borrowing {
 		if tryFlavor(fq) {
 			return true, true, nil
 		}
 	}
-	for _, fq := range preemptable {
-		if done, admitted, err := tryPreemptOnce(fq); done || err != nil {
+	// The best preemption over the flavors, as Kueue ranks them
+	// (betterPreemption), the first flavor winning a tie.
+	var best *strata.FlavorQuotas
+	var bestResult preemption.Result
+	for i, fq := range preemptable {
+		r, ok := searchOn(fq)
+		if ok && (best == nil || betterPreemption(r, bestResult, cq.Name)) {
+			best, bestResult = &preemptable[i], r
+		}
+	}
+	if best != nil {
+		if done, admitted, err := preemptOn(*best, bestResult); done || err != nil {
 			return admitted, true, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // FindAssignmentFollowingHint places req the way hint divides it among domains — a
@@ -57,6 +58,9 @@ func (s *Snapshot) FindAssignmentFollowingHint(req Request, hint *Assignment, op
 	if total != int64(req.Count) {
 		return nil, fmt.Errorf("the hint places %d pods, the request has %d", total, req.Count)
 	}
+	if err := p.hintKeepsSlices(hint, lvl); err != nil {
+		return nil, err
+	}
 	p.keepCounts = true
 	leaves := p.descend(frontier)
 	if req.Mode == Required && p.target > lvl {
@@ -69,6 +73,41 @@ func (s *Snapshot) FindAssignmentFollowingHint(req Request, hint *Assignment, op
 		}
 	}
 	return p.result(leaves), nil
+}
+
+// hintKeepsSlices checks the levels above the hint's (lvl): the domains
+// of each domain there come together in the hint, and hold whole slices
+// of that level (one of them, at most, also the partial slice), so that
+// no slice of a coarser layer is split across them.
+func (p *plan) hintKeepsSlices(hint *Assignment, lvl int) error {
+	for l := range lvl {
+		u := p.units[l]
+		if u == 1 {
+			continue
+		}
+		sums := map[string]int64{}
+		var order []string
+		for _, d := range hint.Domains {
+			k := domainKey(d.Values[:l+1])
+			if n := len(order); n == 0 || order[n-1] != k {
+				if _, seen := sums[k]; seen {
+					return fmt.Errorf("the hint does not keep the domains of %s %s together", LevelName(hint.Levels[l]), d.Values[l])
+				}
+				order = append(order, k)
+			}
+			sums[k] += int64(d.Count)
+		}
+		partial := false
+		for _, k := range order {
+			if r := sums[k] % u; r != 0 {
+				if partial || r != p.tail || l > p.sliceLvl {
+					return fmt.Errorf("the hint gives %s %s %d pods: not whole slices of %d", LevelName(hint.Levels[l]), k[strings.LastIndexByte(k, 0)+1:], sums[k], u)
+				}
+				partial = true
+			}
+		}
+	}
+	return nil
 }
 
 func levelsOf(a *Assignment) []string {

@@ -102,3 +102,27 @@ func TestPartialSliceLastAcrossTopDomains(t *testing.T) {
 		t.Errorf("assignment (-want,+got):\n%s", diff)
 	}
 }
+
+// TestHintKeepsCoarserSlices: a hint at the rack level that splits a
+// block slice across blocks is refused (the caller then places the pods
+// itself); one that keeps each block's pods whole slices is followed.
+func TestHintKeepsCoarserSlices(t *testing.T) {
+	s := snapshotOf([]string{block, rack, host}, node{"a", "b1", "r1", "8"}, node{"b", "b2", "r1", "8"})
+	req := Request{Count: 8, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{block, 4}}}
+	hint := func(x, y int32) *Assignment {
+		return &Assignment{Levels: []string{block, rack}, Domains: []DomainAssignment{{Values: []string{"b1", "r1"}, Count: x}, {Values: []string{"b2", "r1"}, Count: y}}}
+	}
+	if a, err := s.FindAssignmentFollowingHint(req, hint(2, 6), DefaultOptions()); err == nil {
+		t.Errorf("a hint splitting a block slice was followed: %v", a.Domains)
+	} else if _, fit := err.(*FitError); fit {
+		t.Errorf("a hint splitting a block slice: a FitError (%v), want a plain error", err)
+	}
+	a, err := s.FindAssignmentFollowingHint(req, hint(4, 4), DefaultOptions())
+	if err != nil {
+		t.Fatalf("a hint in whole block slices: %v", err)
+	}
+	want := []DomainAssignment{{Values: []string{"a"}, Count: 4}, {Values: []string{"b"}, Count: 4}}
+	if diff := cmp.Diff(want, a.Domains); diff != "" {
+		t.Errorf("assignment (-want,+got):\n%s", diff)
+	}
+}

@@ -7,6 +7,9 @@
 # pkg/cache/scheduler) into it and runs it there.
 #
 #   hack/kueue-parity/generate.sh [cases] [seed]
+#
+# generate-preemption.sh, next to it, records pkg/preemption's corpus the
+# same way.
 set -euo pipefail
 cases=${1:-800}
 seed=${2:-5}

@@ -253,7 +253,10 @@ func (b *Books) available(q *books, fr flavorResource) int64 {
 		pool += mq.lendable()
 		taken += max(0, m.usage[fr]-mq.guaranteed())
 	}
-	avail += max(0, pool-taken)
+	// A cohort overdrawn (quotas lowered under running workloads) has
+	// negative room, which eats into the part its queues keep unlent, as
+	// in Kueue: what is left may be negative.
+	avail += pool - taken
 	if qt.borrowing != nil {
 		avail = min(avail, qt.nominal+*qt.borrowing-used)
 	}

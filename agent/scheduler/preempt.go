@@ -153,29 +153,6 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 	return result, ""
 }
 
-// reclaims says whether a preemption takes only workloads of other
-// queues (Kueue's reclaim, which it prefers to preempting in the
-// preemptor's own queue).
-func reclaims(r preemption.Result, queueName string) bool {
-	for _, v := range r.Victims {
-		if v.Queue == queueName {
-			return false
-		}
-	}
-	return true
-}
-
-// betterPreemption says whether preempting a on its flavor is better
-// than preempting b, as Kueue ranks flavors: reclaiming from other queues
-// over preempting in its own, then not borrowing over borrowing; an
-// earlier flavor wins a tie (the caller keeps the first).
-func betterPreemption(a, b preemption.Result, queueName string) bool {
-	if ra, rb := reclaims(a, queueName), reclaims(b, queueName); ra != rb {
-		return ra
-	}
-	return !a.Borrows && b.Borrows
-}
-
 // preempt evicts the victims a search found on one flavor. It returns
 // whether it did; once the victims' pods are gone (at once when they had
 // none) a pass admits wl.
@@ -281,18 +258,4 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Preempted", "workload", v.Key, "by", client.ObjectKeyFromObject(by), "reason", v.Reason)
 	return true, nil
-}
-
-// fungibility returns a queue's flavorFungibility with Kueue's defaults.
-func fungibility(cq *strata.ClusterQueue) strata.FlavorFungibility {
-	f := strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityBorrow, WhenCanPreempt: strata.FungibilityTryNextFlavor}
-	if ff := cq.Spec.FlavorFungibility; ff != nil {
-		if ff.WhenCanBorrow != "" {
-			f.WhenCanBorrow = ff.WhenCanBorrow
-		}
-		if ff.WhenCanPreempt != "" {
-			f.WhenCanPreempt = ff.WhenCanPreempt
-		}
-	}
-	return f
 }

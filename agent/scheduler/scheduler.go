@@ -427,7 +427,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	if why != "" {
 		return false, false, s.setNotAdmitted(ctx, wl, ReasonInadmissible, why)
 	}
-	fung := fungibility(cq)
+	fung := queue.Fungibility(cq)
 	preempts, upTo := mayPreempt(cq, wl)
 	need := queue.WorkloadRequests(wl)
 	var reasons, cannotPreempt []string
@@ -527,12 +527,12 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		}
 	}
 	// The best preemption over the flavors, as Kueue ranks them
-	// (betterPreemption), the first flavor winning a tie.
+	// (preemption.Better), the first flavor winning a tie.
 	var best *strata.FlavorQuotas
 	var bestResult preemption.Result
 	for i, fq := range preemptable {
 		r, ok := searchOn(fq)
-		if ok && (best == nil || betterPreemption(r, bestResult, cq.Name)) {
+		if ok && (best == nil || preemption.Better(r, bestResult, cq.Name)) {
 			best, bestResult = &preemptable[i], r
 		}
 	}

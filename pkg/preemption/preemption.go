@@ -315,6 +315,30 @@ func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admit
 	return Result{Why: whyNot(pre, policy, books, flavor, admitted, capacity)}
 }
 
+// reclaims says whether a preemption takes only workloads of other
+// queues (Kueue's reclaim, which it prefers to preempting in the
+// preemptor's own queue).
+func (r Result) reclaims(queueName string) bool {
+	for _, v := range r.Victims {
+		if v.Queue == queueName {
+			return false
+		}
+	}
+	return true
+}
+
+// Better says whether preempting as a says, on its flavor, is better for
+// a preemptor of queue queueName than preempting as b says on its own, as
+// Kueue's flavor assigner ranks flavors: reclaiming from other queues over
+// preempting in its own, then not borrowing afterwards over borrowing. A
+// tie is not better: the caller keeps the earlier flavor.
+func Better(a, b Result, queueName string) bool {
+	if ra, rb := a.reclaims(queueName), b.reclaims(queueName); ra != rb {
+		return ra
+	}
+	return !a.Borrows && b.Borrows
+}
+
 // search is one attempt: candidates in order, the books and capacity
 // moved as they are removed and put back.
 type search struct {

@@ -30,6 +30,24 @@ func Flavors(cq *strata.ClusterQueue) []strata.FlavorQuotas {
 	return out
 }
 
+// Fungibility returns a queue's flavorFungibility with Kueue's defaults
+// (whenCanBorrow: Borrow, whenCanPreempt: TryNextFlavor).
+func Fungibility(cq *strata.ClusterQueue) strata.FlavorFungibility {
+	f := strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityBorrow, WhenCanPreempt: strata.FungibilityTryNextFlavor}
+	if cq == nil {
+		return f
+	}
+	if ff := cq.Spec.FlavorFungibility; ff != nil {
+		if ff.WhenCanBorrow != "" {
+			f.WhenCanBorrow = ff.WhenCanBorrow
+		}
+		if ff.WhenCanPreempt != "" {
+			f.WhenCanPreempt = ff.WhenCanPreempt
+		}
+	}
+	return f
+}
+
 // Books keeps the quota of a set of ClusterQueues and what their admitted
 // workloads use of it, and answers whether a workload fits: within its
 // queue's nominal quota, or by borrowing what the other queues of its

@@ -191,48 +191,91 @@ func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, 
 	}
 	cq := in.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
 	st.prioritize(wl)
-	var reasons []string
-	var preemptable []*flavorState
+	fung := queue.Fungibility(cq)
+	preempts := cq != nil && preemption.PolicyOf(cq).Any()
+	var reasons, cannot []string
+	var borrowing, preemptable []*flavorState
+	// tryFlavor admits wl on a flavor where its quota and topology fit.
+	tryFlavor := func(fs *flavorState) bool {
+		if cq != nil {
+			if fit := st.books.Check(cq.Name, fs.flavor.Name, queue.WorkloadRequests(wl), false); fit.Err != nil {
+				reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fs.flavor.Name, fit.Err))
+				if !fit.Never {
+					preemptable = append(preemptable, fs)
+				}
+				return false
+			}
+		}
+		podSets, err := st.admit(fs, cq, wl, opts)
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fs.flavor.Name, err))
+			if !errors.As(err, new(*workload.TopologyMismatchError)) {
+				preemptable = append(preemptable, fs)
+			}
+			return false
+		}
+		res.Admitted, res.PodSets = true, podSets
+		return true
+	}
+	searched := map[string]*preemption.Result{}
+	searchOn := func(fs *flavorState) (preemption.Result, bool) {
+		if r, ok := searched[fs.flavor.Name]; ok {
+			return *r, len(r.Victims) > 0
+		}
+		r := st.search(fs, cq, wl, opts)
+		searched[fs.flavor.Name] = &r
+		if len(r.Victims) == 0 {
+			cannot = append(cannot, fmt.Sprintf("flavor %s: %s", fs.flavor.Name, r.Why))
+		}
+		return r, len(r.Victims) > 0
+	}
+	preemptOn := func(fs *flavorState, r preemption.Result) (Result, error) {
+		victims := st.preempt(fs, r)
+		podSets, err := st.admit(fs, cq, wl, opts)
+		if err != nil {
+			return res, fmt.Errorf("%s: placing after preempting %s: %w", item.Source, strings.Join(victims, ", "), err)
+		}
+		res.Admitted, res.PodSets, res.Preempts = true, podSets, victims
+		return res, nil
+	}
+	// The flavors in order, as the agent walks them (Kueue's flavor
+	// assigner; see the agent's scheduler).
 	for _, f := range order {
 		fs := flavors[f.Name]
 		if fs == nil {
 			reasons = append(reasons, fmt.Sprintf("flavor %s: not topology-aware", f.Name))
 			continue
 		}
-		if cq != nil {
-			if fit := st.books.Check(cq.Name, f.Name, queue.WorkloadRequests(wl), false); fit.Err != nil {
-				reasons = append(reasons, fmt.Sprintf("flavor %s: %v", f.Name, fit.Err))
-				if !fit.Never {
-					preemptable = append(preemptable, fs)
-				}
+		if cq != nil && fung.WhenCanBorrow == strata.FungibilityTryNextFlavor {
+			if fit := st.books.Check(cq.Name, f.Name, queue.WorkloadRequests(wl), false); fit.Err == nil && fit.Borrows {
+				borrowing = append(borrowing, fs)
 				continue
 			}
 		}
-		podSets, err := st.admit(fs, cq, wl, opts)
-		if err != nil {
-			reasons = append(reasons, fmt.Sprintf("flavor %s: %v", f.Name, err))
-			if !errors.As(err, new(*workload.TopologyMismatchError)) {
-				preemptable = append(preemptable, fs)
-			}
-			continue
-		}
-		res.Admitted, res.PodSets = true, podSets
-		return res, nil
-	}
-	if cq != nil && preemption.PolicyOf(cq).Any() {
-		var cannot []string
-		for _, fs := range preemptable {
-			victims, why := st.preempt(fs, cq, wl, opts)
-			if why != "" {
-				cannot = append(cannot, fmt.Sprintf("flavor %s: %s", fs.flavor.Name, why))
-				continue
-			}
-			podSets, err := st.admit(fs, cq, wl, opts)
-			if err != nil {
-				return res, fmt.Errorf("%s: placing after preempting %s: %w", item.Source, strings.Join(victims, ", "), err)
-			}
-			res.Admitted, res.PodSets, res.Preempts = true, podSets, victims
+		if tryFlavor(fs) {
 			return res, nil
+		}
+		if preempts && fung.WhenCanPreempt == strata.FungibilityPreempt && len(preemptable) > 0 && preemptable[len(preemptable)-1] == fs {
+			if r, ok := searchOn(fs); ok && !(r.Borrows && fung.WhenCanBorrow == strata.FungibilityTryNextFlavor) {
+				return preemptOn(fs, r)
+			}
+		}
+	}
+	for _, fs := range borrowing {
+		if tryFlavor(fs) {
+			return res, nil
+		}
+	}
+	if preempts {
+		var best *flavorState
+		var bestResult preemption.Result
+		for _, fs := range preemptable {
+			if r, ok := searchOn(fs); ok && (best == nil || preemption.Better(r, bestResult, cq.Name)) {
+				best, bestResult = fs, r
+			}
+		}
+		if best != nil {
+			return preemptOn(best, bestResult)
 		}
 		if len(cannot) > 0 {
 			reasons = append(reasons, "cannot preempt: "+strings.Join(cannot, "; "))

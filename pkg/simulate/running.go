@@ -191,10 +191,9 @@ func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.W
 	return podSetResults(wl, fs.flavor.Name, assignments), nil
 }
 
-// preempt looks for the victims that let wl in on a flavor and, when
-// there are, takes them out of the simulation (their capacity and quota
-// are free) and returns their names; otherwise why not.
-func (st *runState) preempt(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]string, string) {
+// search looks for the victims that let wl in on a flavor, changing
+// nothing.
+func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) preemption.Result {
 	if wl.CreationTimestamp.IsZero() {
 		wl.CreationTimestamp.Time = st.tick()
 	}
@@ -212,19 +211,22 @@ func (st *runState) preempt(fs *flavorState, cq *strata.ClusterQueue, wl *strata
 	}}
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl),
 		QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}
-	result := preemption.Find(pre, preemption.PolicyOf(cq), st.books, fs.flavor.Name, cands, capacity)
-	if len(result.Victims) == 0 {
-		return nil, result.Why
-	}
+	return preemption.Find(pre, preemption.PolicyOf(cq), st.books, fs.flavor.Name, cands, capacity)
+}
+
+// preempt takes a search's victims out of the simulation (their capacity
+// and quota are free) and returns their names.
+func (st *runState) preempt(fs *flavorState, result preemption.Result) []string {
 	gone := map[types.NamespacedName]bool{}
 	var names []string
 	for _, v := range result.Victims {
 		gone[v.Key] = true
 		names = append(names, v.Key.String())
 	}
+	runs := st.running[fs.flavor.Name]
 	kept := runs[:0]
-	for i, r := range runs {
-		if !gone[cands[i].Key] {
+	for _, r := range runs {
+		if !gone[types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}] {
 			kept = append(kept, r)
 			continue
 		}
@@ -232,7 +234,7 @@ func (st *runState) preempt(fs *flavorState, cq *strata.ClusterQueue, wl *strata
 		st.books.Charge(r.queue, fs.flavor.Name, r.requests, -1)
 	}
 	st.running[fs.flavor.Name] = kept
-	return names, ""
+	return names
 }
 
 // merge sums usages node by node.

@@ -464,3 +464,113 @@ func TestPreemption(t *testing.T) {
 		t.Errorf("the table does not say what big-high would preempt:\n%s", table.String())
 	}
 }
+
+// TestFlavorFungibility: simulate walks a ClusterQueue's flavors as the
+// agent does. With whenCanPreempt Preempt and whenCanBorrow
+// TryNextFlavor, preempting a lower-priority workload on the second flavor
+// comes before borrowing on the first.
+func TestFlavorFungibility(t *testing.T) {
+	dir := t.TempDir()
+	cluster := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {topologyName: t, nodeLabels: {pool: p1}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f2}
+spec: {topologyName: t, nodeLabels: {pool: p2}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: a}
+spec:
+  namespaceSelector: {}
+  cohort: c
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f1, resources: [{name: cpu, nominalQuota: 2}]}, {name: f2, resources: [{name: cpu, nominalQuota: 10}]}]
+  preemption: {withinClusterQueue: LowerPriority}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: Preempt}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: b}
+spec:
+  namespaceSelector: {}
+  cohort: c
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f1, resources: [{name: cpu, nominalQuota: 10}]}, {name: f2, resources: [{name: cpu, nominalQuota: 0}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: p1h1, labels: {pool: p1, rack: r1, kubernetes.io/hostname: p1h1}}, status: {allocatable: {cpu: "16", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: p2h1, labels: {pool: p2, rack: r2, kubernetes.io/hostname: p2h1}}, status: {allocatable: {cpu: "10", pods: "110"}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: a1, namespace: ml}
+spec:
+  queueName: a
+  podSets:
+  - name: main
+    count: 10
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}
+status:
+  admission:
+    clusterQueue: a
+    podSetAssignments:
+    - {name: main, flavor: f2, count: 10}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: pre, namespace: ml, labels: {strata.dev/queue-name: a, strata.dev/priority-class: high}}
+spec:
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(cluster), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 {
+		t.Fatalf("results = %+v, want one", results)
+	}
+	r := results[0]
+	var flavor string
+	if len(r.PodSets) > 0 {
+		flavor = r.PodSets[0].Flavor
+	}
+	type outcome struct {
+		Admitted bool
+		Flavor   string
+		Preempts []string
+	}
+	if diff := cmp.Diff(outcome{Admitted: true, Flavor: "f2", Preempts: []string{"ml/a1"}}, outcome{r.Admitted, flavor, r.Preempts}); diff != "" {
+		t.Errorf("pre (-want,+got):\n%s (reason %q)", diff, r.Reason)
+	}
+}

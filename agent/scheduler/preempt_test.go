@@ -158,7 +158,7 @@ func TestPreemptionFlavorChoice(t *testing.T) {
 				testutil.MakeClusterQueue("b").Cohort("c").Flavor("tas-flavor", "cpu", "10").Flavor("other", "cpu", "0").Obj(),
 			},
 			running:  []*strata.Workload{job("a1", "a", 10, nil, 0)},
-			nodes:    []*corev1.Node{tasNode("r1-n1", "r1", "16"), otherNode("r2-n1", "r2", "10")},
+			nodes:    []*corev1.Node{tasNode("r1-n1", "r1", "16"), otherNode("r3-n1", "r3", "10")},
 			wantPass: map[string]outcome{"a1": onOther},
 			// a1, preempted, then fits on the first flavor by borrowing.
 			want: map[string]outcome{"a1": admitted, "pre": onOther},

@@ -513,7 +513,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			return true, true, nil
 		}
 		if fung.WhenCanPreempt == strata.FungibilityPreempt && len(preemptable) > 0 && preemptable[len(preemptable)-1].Name == fq.Name {
-			if r, ok := searchOn(fq); ok && !(r.Borrows && fung.WhenCanBorrow == strata.FungibilityTryNextFlavor) {
+			if r, ok := searchOn(fq); ok && (!r.Borrows || fung.WhenCanBorrow != strata.FungibilityTryNextFlavor) {
 				if done, admitted, err := preemptOn(fq, r); done || err != nil {
 					return admitted, true, err
 				}

@@ -23,10 +23,11 @@ func (quotaOnly) Fits() (bool, func(int) bool) {
 	return true, func(int) bool { return true }
 }
 
-// cqOf is a ClusterQueue of one flavor with the given nominal quotas.
-func cqOf(name, cohort string, pre *strata.ClusterQueuePreemption, nominal corev1.ResourceList) *strata.ClusterQueue {
+// cqOf is a ClusterQueue of cohort "c" with one flavor and the given
+// nominal quotas.
+func cqOf(name string, pre *strata.ClusterQueuePreemption, nominal corev1.ResourceList) *strata.ClusterQueue {
 	q := &strata.ClusterQueue{}
-	q.Name, q.Spec.Cohort, q.Spec.Preemption = name, cohort, pre
+	q.Name, q.Spec.Cohort, q.Spec.Preemption = name, "c", pre
 	var covered []corev1.ResourceName
 	var rqs []strata.ResourceQuota
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -69,7 +70,7 @@ func TestFindKueueClassical(t *testing.T) {
 		wantWhy     string
 	}{
 		"a queue with no other queue's candidate preempts borrowing first: the small newer one, not the big one": {
-			queues: []*strata.ClusterQueue{cqOf("a", "c", lower, res("10", "")), cqOf("b", "c", nil, res("10", ""))},
+			queues: []*strata.ClusterQueue{cqOf("a", lower, res("10", "")), cqOf("b", nil, res("10", ""))},
 			running: []wl{
 				{"a-big", "a", 0, 1, res("8", "")}, {"a-small", "a", 0, 2, res("2", "")}, {"b1", "b", 0, 3, res("8", "")},
 			},
@@ -78,9 +79,9 @@ func TestFindKueueClassical(t *testing.T) {
 		},
 		"with borrowWithinCohort the borrowing attempt comes first: a borrower of the cohort, not its own": {
 			queues: []*strata.ClusterQueue{
-				cqOf("a", "c", &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority, ReclaimWithinCohort: strata.PreemptionAny,
+				cqOf("a", &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority, ReclaimWithinCohort: strata.PreemptionAny,
 					BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority}}, res("10", "")),
-				cqOf("b", "c", nil, res("10", "")), cqOf("cc", "c", nil, res("10", "")),
+				cqOf("b", nil, res("10", "")), cqOf("cc", nil, res("10", "")),
 			},
 			running: []wl{
 				{"a1", "a", 0, 1, res("8", "")}, {"b1", "b", 0, 9, res("6", "")}, {"b2", "b", 0, 2, res("6", "")}, {"b3", "b", 0, 3, res("10", "")},
@@ -89,15 +90,15 @@ func TestFindKueueClassical(t *testing.T) {
 			want: []string{"b1/InCohortReclaimWhileBorrowing"}, wantBorrows: true,
 		},
 		"more than its nominal quota without borrowWithinCohort: nothing is preempted": {
-			queues:   []*strata.ClusterQueue{cqOf("a", "c", lower, res("10", "")), cqOf("b", "c", nil, res("10", ""))},
+			queues:   []*strata.ClusterQueue{cqOf("a", lower, res("10", "")), cqOf("b", nil, res("10", ""))},
 			running:  []wl{{"a1", "a", 0, 1, res("6", "")}, {"b1", "b", 0, 2, res("6", "")}},
 			priority: 10, needs: res("12", ""),
 			wantWhy: "it asks for more than the nominal quota of its ClusterQueue, which may preempt only within it (borrowWithinCohort is Never)",
 		},
 		"only a queue that borrows what is short gives back: not one that borrows another resource": {
 			queues: []*strata.ClusterQueue{
-				cqOf("a", "c", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}, res("10", "10Gi")),
-				cqOf("b", "c", nil, res("10", "10Gi")), cqOf("cc", "c", nil, res("10", "10Gi")),
+				cqOf("a", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}, res("10", "10Gi")),
+				cqOf("b", nil, res("10", "10Gi")), cqOf("cc", nil, res("10", "10Gi")),
 			},
 			running: []wl{
 				{"a1", "a", 0, 1, res("6", "")}, {"b1", "b", 0, 9, res("8", "14Gi")}, {"c1", "cc", 5, 2, res("16", "2Gi")},

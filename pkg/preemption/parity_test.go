@@ -165,7 +165,7 @@ func TestKueuePreemptionParity(t *testing.T) {
 		}
 		if k := slices.IndexFunc(kueuePreemptionKnown, func(k knownDifference) bool { return k.applies(c) }); k >= 0 {
 			known++
-			t.Logf("case %d (known difference: %s): Kueue %s %v, Strata %v\n%s", c.ID, kueuePreemptionKnown[k].name, mode, want, got, describeKueueCase(c))
+			t.Logf("case %d (known difference: %s, %s): Kueue %s %v, Strata %v\n%s", c.ID, kueuePreemptionKnown[k].name, kueuePreemptionKnown[k].why, mode, want, got, describeKueueCase(c))
 			continue
 		}
 		disagree++

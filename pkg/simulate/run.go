@@ -256,7 +256,7 @@ func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, 
 			return res, nil
 		}
 		if preempts && fung.WhenCanPreempt == strata.FungibilityPreempt && len(preemptable) > 0 && preemptable[len(preemptable)-1] == fs {
-			if r, ok := searchOn(fs); ok && !(r.Borrows && fung.WhenCanBorrow == strata.FungibilityTryNextFlavor) {
+			if r, ok := searchOn(fs); ok && (!r.Borrows || fung.WhenCanBorrow != strata.FungibilityTryNextFlavor) {
 				return preemptOn(fs, r)
 			}
 		}

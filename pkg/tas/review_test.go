@@ -1,6 +1,7 @@
 package tas
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,7 +71,9 @@ func TestFindReplacementKeepsSlicesAndHostnames(t *testing.T) {
 			if err != nil {
 				t.Fatalf("FindAssignment: %v", err)
 			}
-			s.Commit(cur, tc.req.PodRequests)
+			if _, err := s.Commit(cur, tc.req.PodRequests); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
 			tc.fail(s)
 			r, err := s.FindReplacement(tc.req, cur, tc.failed)
 			var got result
@@ -114,7 +117,7 @@ func TestHintKeepsCoarserSlices(t *testing.T) {
 	}
 	if a, err := s.FindAssignmentFollowingHint(req, hint(2, 6), DefaultOptions()); err == nil {
 		t.Errorf("a hint splitting a block slice was followed: %v", a.Domains)
-	} else if _, fit := err.(*FitError); fit {
+	} else if fe := new(FitError); errors.As(err, &fe) {
 		t.Errorf("a hint splitting a block slice: a FitError (%v), want a plain error", err)
 	}
 	a, err := s.FindAssignmentFollowingHint(req, hint(4, 4), DefaultOptions())

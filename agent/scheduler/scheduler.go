@@ -302,7 +302,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		turns = append(turns, &queue.Turn[*strata.Workload]{Queue: queues[q], Items: wls})
 	}
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
-		func(cq *strata.ClusterQueue, wl *strata.Workload) bool { return wouldBorrow(books, cq, wl) },
+		func(cq *strata.ClusterQueue, wl *strata.Workload) bool { return books.WouldBorrow(cq, wl) },
 		func(cq *strata.ClusterQueue, wl *strata.Workload) bool {
 			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], books, wl)
 			if err != nil {
@@ -322,20 +322,6 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			}
 		})
 	return errors.Join(errs...)
-}
-
-// wouldBorrow says whether wl, at the head of cq, fits first (in cq's
-// flavor order) on a flavor only by borrowing from the cohort: Kueue
-// serves such heads after those that fit within their nominal quota.
-// Quota alone decides here; the topology is checked when it is served.
-func wouldBorrow(books *queue.Books, cq *strata.ClusterQueue, wl *strata.Workload) bool {
-	need := queue.WorkloadRequests(wl)
-	for _, fq := range queue.Flavors(cq) {
-		if fit := books.Check(cq.Name, fq.Name, need, false); fit.Err == nil {
-			return fit.Borrows
-		}
-	}
-	return false
 }
 
 // resolveQueues groups the pending workloads of each LocalQueue by the

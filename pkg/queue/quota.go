@@ -48,6 +48,20 @@ func Fungibility(cq *strata.ClusterQueue) strata.FlavorFungibility {
 	return f
 }
 
+// WouldBorrow says whether wl, at the head of cq, fits first (in cq's
+// flavor order) on a flavor only by borrowing from the cohort: Kueue
+// serves such heads after those that fit within their nominal quota.
+// Quota alone decides; the topology is checked when it is served.
+func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) bool {
+	need := WorkloadRequests(wl)
+	for _, fq := range Flavors(cq) {
+		if fit := b.Check(cq.Name, fq.Name, need, false); fit.Err == nil {
+			return fit.Borrows
+		}
+	}
+	return false
+}
+
 // Books keeps the quota of a set of ClusterQueues and what their admitted
 // workloads use of it, and answers whether a workload fits: within its
 // queue's nominal quota, or by borrowing what the other queues of its

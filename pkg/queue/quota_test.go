@@ -137,3 +137,32 @@ func TestBooksIgnoreUsageWithoutQuota(t *testing.T) {
 		t.Errorf("a lends %s, want 0", got.String())
 	}
 }
+
+// TestWouldBorrow: a head would borrow when the first flavor where it
+// fits takes it beyond its queue's nominal quota.
+func TestWouldBorrow(t *testing.T) {
+	wl := func(n string) *strata.Workload {
+		return &strata.Workload{Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "main", Count: 1,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Requests: gpus(n)}}}}}}}}}
+	}
+	cases := map[string]struct {
+		used, need string
+		want       bool
+	}{
+		"within its nominal quota":       {used: "2", need: "6"},
+		"beyond it, from the cohort":     {used: "4", need: "6", want: true},
+		"fits nowhere: not borrowing":    {used: "8", need: "9"},
+		"nothing used, all of its quota": {used: "0", need: "8"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a, b := groupQueue("a", "c", nil, nil), groupQueue("b", "c", nil, nil)
+			books := NewBooks([]*strata.ClusterQueue{a, b})
+			books.Charge("a", "h100", gpus(tc.used), 1)
+			if got := books.WouldBorrow(a, wl(tc.need)); got != tc.want {
+				t.Errorf("WouldBorrow = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

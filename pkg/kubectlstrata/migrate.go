@@ -155,8 +155,18 @@ func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 			if err != nil {
 				return nil, fmt.Errorf("document %d: %w", doc, err)
 			}
+			// A typed list (ClusterQueueList, as the API returns it) leaves
+			// its items' apiVersion and kind out: they are the list's.
+			kind, hasKind := strings.CutSuffix(u.GetKind(), "List")
 			for i := range list.Items {
-				out = append(out, &list.Items[i])
+				item := &list.Items[i]
+				if item.GetKind() == "" && hasKind && kind != "" {
+					item.SetKind(kind)
+				}
+				if item.GetAPIVersion() == "" {
+					item.SetAPIVersion(u.GetAPIVersion())
+				}
+				out = append(out, item)
 			}
 			continue
 		}

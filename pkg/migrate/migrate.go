@@ -10,6 +10,8 @@ package migrate
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -18,6 +20,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -73,7 +76,7 @@ type Result struct {
 // Convert migrates the Kueue objects. Objects of other groups are noted
 // and skipped.
 func Convert(objs []*unstructured.Unstructured, opts Options) Result {
-	c := &converter{opts: opts, configs: map[string][]string{}, checks: map[string]string{}}
+	c := &converter{opts: opts, configs: map[string][]string{}, checks: map[string]string{}, parents: map[string]string{}, configLabels: map[string]string{}}
 	// MultiKueue's objects first: the ClusterQueues' admission checks
 	// resolve through them.
 	for _, o := range objs {
@@ -85,12 +88,17 @@ func Convert(objs []*unstructured.Unstructured, opts Options) Result {
 			c.config(o)
 		case "AdmissionCheck":
 			c.admissionCheck(o)
+		case "Cohort":
+			parent, _, _ := unstructured.NestedString(o.Object, "spec", "parentName")
+			c.parents[o.GetName()] = parent
 		}
 	}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		if gvk.Group != KueueGroup {
-			c.note(o, "", fmt.Sprintf("not a Kueue object (%s): migrate reads %s objects only", gvk.GroupVersion(), KueueGroup))
+			if !c.kueueJob(o) {
+				c.note(o, "", fmt.Sprintf("not a Kueue object (%s): migrate reads %s objects only", gvk.GroupVersion(), KueueGroup))
+			}
 			continue
 		}
 		switch o.GetKind() {
@@ -109,8 +117,8 @@ func Convert(objs []*unstructured.Unstructured, opts Options) Result {
 		case "MultiKueueConfig", "AdmissionCheck":
 			// Carried by the WorkerClusters and ClusterQueues.
 		case "Cohort":
-			c.note(o, "", "Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; "+
-				"its quota, parent and fair-sharing weight are not carried over (the ClusterQueues naming it keep sharing with each other)")
+			c.note(o, "", fmt.Sprintf("Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; "+
+				"its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort %s)", c.rootOf(o.GetName())))
 		case "Workload":
 			c.note(o, "", "Workloads are not migrated: Strata creates one for each job; run the job through Strata's queue label instead")
 		default:
@@ -153,6 +161,11 @@ type converter struct {
 	// AdmissionCheck name -> its MultiKueueConfig.
 	configs map[string][]string
 	checks  map[string]string
+	// parents: Kueue Cohort name -> its parentName ("" at a root).
+	parents map[string]string
+	// configLabels: MultiKueueConfig name -> the label key that stands
+	// for it (shortened when the name is no valid label name).
+	configLabels map[string]string
 }
 
 func objectName(o *unstructured.Unstructured) string {
@@ -328,7 +341,7 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 		case cq.Spec.ClusterSelector != nil:
 			c.note(o, "spec.admissionChecks", fmt.Sprintf("MultiKueue check %s not carried over: the queue already selects the clusters of another MultiKueue check", name))
 		default:
-			cq.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{ConfigLabelPrefix + config: "true"}}
+			cq.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{c.configLabel(config): "true"}}
 		}
 	}
 	delete(s, "admissionChecks")
@@ -337,8 +350,85 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 		c.note(o, "spec.admissionChecks", fmt.Sprintf("Strata has no admission checks: %s not carried over (only MultiKueue's become the hub's clusterSelector)", strings.Join(others, ", ")))
 	}
 	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility"), &cq.Spec)
+	if root := c.rootOf(cq.Spec.Cohort); root != cq.Spec.Cohort {
+		c.note(o, "spec.cohort", fmt.Sprintf("Kueue's cohort %s is in the tree of cohort %s; Strata's cohorts are flat, so the queue shares with every queue of that tree, in cohort %s", cq.Spec.Cohort, root, root))
+		cq.Spec.Cohort = root
+	}
+	if len(cq.Spec.ResourceGroups) == 0 {
+		why := "Kueue allows a ClusterQueue without quota; Strata needs resourceGroups: give it the quota it should have, or the API server refuses it"
+		if cq.Spec.Cohort != "" {
+			why += fmt.Sprintf(" (in Kueue its quota may have been its Cohort's, %s, which Strata does not have)", cq.Spec.Cohort)
+		}
+		c.todo(o, "spec.resourceGroups", why)
+	}
+	c.checkLimits(o, cq)
 	c.leftovers(o, s, clusterQueueOnly)
 	c.out = append(c.out, cq)
+}
+
+// maxListItems is the most items Strata's ClusterQueue lists hold
+// (Kueue's hold 64).
+const maxListItems = 16
+
+// checkLimits notes the lists of a ClusterQueue longer than Strata's
+// API allows: the API server would refuse it.
+func (c *converter) checkLimits(o *unstructured.Unstructured, cq *strata.ClusterQueue) {
+	over := func(field string, n int) {
+		if n > maxListItems {
+			c.todo(o, field, fmt.Sprintf("%d items, more than the %d Strata allows: split the queue or trim the list, or the API server refuses it", n, maxListItems))
+		}
+	}
+	over("spec.resourceGroups", len(cq.Spec.ResourceGroups))
+	for i, g := range cq.Spec.ResourceGroups {
+		over(fmt.Sprintf("spec.resourceGroups[%d].coveredResources", i), len(g.CoveredResources))
+		over(fmt.Sprintf("spec.resourceGroups[%d].flavors", i), len(g.Flavors))
+		for j, f := range g.Flavors {
+			over(fmt.Sprintf("spec.resourceGroups[%d].flavors[%d].resources", i, j), len(f.Resources))
+		}
+	}
+}
+
+// rootOf is the root of a Kueue cohort's tree ("" stays ""); a cycle
+// ends at the cohort met twice.
+func (c *converter) rootOf(cohort string) string {
+	seen := map[string]bool{}
+	for cohort != "" && !seen[cohort] {
+		seen[cohort] = true
+		parent := c.parents[cohort]
+		if parent == "" {
+			break
+		}
+		cohort = parent
+	}
+	return cohort
+}
+
+// kueueJob notes what a job that Kueue queued needs to run through
+// Strata: its queue label, and the Kueue labels and annotations Strata
+// does not read. It says whether the object had any.
+func (c *converter) kueueJob(o *unstructured.Unstructured) bool {
+	found := false
+	for _, k := range sortedKeys(o.GetLabels()) {
+		if !strings.HasPrefix(k, KueueGroup+"/") {
+			continue
+		}
+		found = true
+		switch k {
+		case KueueGroup + "/queue-name":
+			c.todo(o, "metadata.labels."+k, fmt.Sprintf("Strata reads its own label: label it %s: %s (migrate converts Kueue's objects, not jobs)", strata.QueueNameLabel, o.GetLabels()[k]))
+		case KueueGroup + "/priority-class":
+			// Strata reads it as Kueue does.
+		default:
+			c.note(o, "metadata.labels."+k, "Kueue's label; Strata does not read it")
+		}
+	}
+	for _, k := range sortedKeys(o.GetAnnotations()) {
+		if strings.HasPrefix(k, KueueGroup+"/") {
+			found = true
+			c.note(o, "metadata.annotations."+k, "Kueue's annotation; Strata does not read it")
+		}
+	}
+	return found
 }
 
 // fungibility maps Kueue v1beta2's flavorFungibility values to v1beta1's,
@@ -362,6 +452,9 @@ func (c *converter) localQueue(o *unstructured.Unstructured) {
 	dropDefault(s, "stopPolicy", "None")
 	lq := &strata.LocalQueue{TypeMeta: typeMeta("LocalQueue"), ObjectMeta: c.meta(o)}
 	c.decode(o, "spec", pick(s, "clusterQueue"), &lq.Spec)
+	if lq.Spec.ClusterQueue == "" {
+		c.todo(o, "spec.clusterQueue", "not set (Kueue allows it): name the ClusterQueue this LocalQueue leads to, or the API server refuses it")
+	}
 	c.leftovers(o, s, map[string]string{
 		"stopPolicy":  "Strata has no stop policy: to stop the queue, delete the LocalQueue (its pending jobs wait, marked)",
 		"fairSharing": "Strata has no fair sharing",
@@ -388,8 +481,30 @@ func (c *converter) priorityClass(o *unstructured.Unstructured) {
 }
 
 func (c *converter) config(o *unstructured.Unstructured) {
+	s := spec(o)
 	clusters, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "clusters")
+	delete(s, "clusters")
 	c.configs[o.GetName()] = clusters
+	key := ConfigLabelPrefix + o.GetName()
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		sum := sha256.Sum256([]byte(o.GetName()))
+		short := strings.TrimRight(o.GetName()[:min(len(o.GetName()), 54)], "-.") + "-" + hex.EncodeToString(sum[:4])
+		key = ConfigLabelPrefix + short
+		c.note(o, "metadata.name", fmt.Sprintf("not a valid label name (%s): its WorkerClusters and ClusterQueues use label %s instead", strings.Join(errs, "; "), key))
+	}
+	c.configLabels[o.GetName()] = key
+	if len(clusters) > 1 {
+		c.note(o, "spec.clusters", "their order is not kept: a Strata hub places each job on the worker where it fits best, not on the first listed")
+	}
+	c.leftovers(o, s, map[string]string{"quotaManagement": "a Strata hub keeps the quota itself (its ClusterQueues); the workers' quotas are their own"})
+}
+
+// configLabel is the label key that stands for a MultiKueueConfig.
+func (c *converter) configLabel(config string) string {
+	if k, ok := c.configLabels[config]; ok {
+		return k
+	}
+	return ConfigLabelPrefix + config
 }
 
 func (c *converter) admissionCheck(o *unstructured.Unstructured) {
@@ -418,7 +533,7 @@ func (c *converter) multiKueueCluster(o *unstructured.Unstructured) {
 			if wc.Labels == nil {
 				wc.Labels = map[string]string{}
 			}
-			wc.Labels[ConfigLabelPrefix+config] = "true"
+			wc.Labels[c.configLabel(config)] = "true"
 		}
 	}
 	// v1beta2 puts the source under clusterSource.
@@ -443,13 +558,13 @@ func (c *converter) multiKueueCluster(o *unstructured.Unstructured) {
 		location, _ := m["location"].(string)
 		locationType, _ := m["locationType"].(string)
 		if locationType == "Path" {
-			c.note(o, "spec.kubeConfig", fmt.Sprintf("a kubeconfig file on Kueue's disk (%s) cannot be carried over: put it in a Secret in namespace %s (key kubeconfig) and set spec.kubeConfigSecretRef", location, c.opts.HubNamespace))
+			c.todo(o, "spec.kubeConfig", fmt.Sprintf("a kubeconfig file on Kueue's disk (%s) cannot be carried over: put it in a Secret in namespace %s (key kubeconfig) and set spec.kubeConfigSecretRef, or the API server refuses the WorkerCluster", location, c.opts.HubNamespace))
 			break
 		}
 		wc.Spec.KubeConfigSecretRef = &strata.SecretKeyReference{Namespace: c.opts.HubNamespace, Name: location, Key: "kubeconfig"}
 		c.todo(o, "spec.kubeConfig", fmt.Sprintf("copy Secret %s (key kubeconfig) from Kueue's namespace to %s, where strata-hub reads it; the hub's identity on the worker needs the permissions in docs/admin-guide.md, which MultiKueue's does not all have", location, c.opts.HubNamespace))
 	default:
-		c.note(o, "spec", "no kubeConfig or clusterProfileRef: the WorkerCluster has no source to connect with")
+		c.todo(o, "spec", "no kubeConfig or clusterProfileRef: give the WorkerCluster a source (kubeConfigSecretRef, clusterProfileRef or managedClusterName), or the API server refuses it")
 	}
 	c.leftovers(o, s, nil)
 	c.out = append(c.out, wc)

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -203,9 +204,10 @@ spec:
 			},
 			wantNotes: []string{
 				"AdmissionCheck provisioning: Strata has no admission checks (controller kueue.x-k8s.io/provisioning-request)",
+				"MultiKueueConfig multikueue-test: spec.clusters: their order is not kept: a Strata hub places each job on the worker where it fits best, not on the first listed",
 				"ClusterQueue hub-q: spec.admissionChecks: Strata has no admission checks: provisioning not carried over (only MultiKueue's become the hub's clusterSelector)",
 				"to do: MultiKueueCluster worker1: spec.kubeConfig: copy Secret worker1-secret (key kubeconfig) from Kueue's namespace to strata-system, where strata-hub reads it; the hub's identity on the worker needs the permissions in docs/admin-guide.md, which MultiKueue's does not all have",
-				"MultiKueueCluster on-disk: spec.kubeConfig: a kubeconfig file on Kueue's disk (/etc/kueue/w3.kubeconfig) cannot be carried over: put it in a Secret in namespace strata-system (key kubeconfig) and set spec.kubeConfigSecretRef",
+				"to do: MultiKueueCluster on-disk: spec.kubeConfig: a kubeconfig file on Kueue's disk (/etc/kueue/w3.kubeconfig) cannot be carried over: put it in a Secret in namespace strata-system (key kubeconfig) and set spec.kubeConfigSecretRef, or the API server refuses the WorkerCluster",
 			},
 		},
 		{
@@ -230,10 +232,66 @@ spec:
 					Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("1")}}}}}},
 			}}},
 			wantNotes: []string{
-				"Cohort research: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues naming it keep sharing with each other)",
+				"Cohort research: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort research)",
 				"Workload ml/job-x: Workloads are not migrated: Strata creates one for each job; run the job through Strata's queue label instead",
 				"ConfigMap ml/c: not a Kueue object (v1): migrate reads kueue.x-k8s.io objects only",
 				"ClusterQueue odd: spec.someNewField: Strata has no such field",
+			},
+		},
+		{
+			name: "hierarchical cohorts become the root's flat cohort; a queue without quota, a LocalQueue without a ClusterQueue: to do",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: team-a}
+spec: {parentName: root}`, `apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: root}`, `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: qa}
+spec:
+  cohortName: team-a
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]`, `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: qb}
+spec: {cohortName: root}`, `apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: ml}
+spec: {}`},
+			want: []client.Object{
+				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "qa"}, Spec: strata.ClusterQueueSpec{Cohort: "root",
+					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
+						Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("1")}}}}}}}},
+				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "qb"}, Spec: strata.ClusterQueueSpec{Cohort: "root"}},
+				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "lq", Namespace: "ml"}},
+			},
+			wantNotes: []string{
+				"Cohort team-a: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort root)",
+				"Cohort root: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort root)",
+				"ClusterQueue qa: spec.cohort: Kueue's cohort team-a is in the tree of cohort root; Strata's cohorts are flat, so the queue shares with every queue of that tree, in cohort root",
+				"to do: ClusterQueue qb: spec.resourceGroups: Kueue allows a ClusterQueue without quota; Strata needs resourceGroups: give it the quota it should have, or the API server refuses it (in Kueue its quota may have been its Cohort's, root, which Strata does not have)",
+				"to do: LocalQueue ml/lq: spec.clusterQueue: not set (Kueue allows it): name the ClusterQueue this LocalQueue leads to, or the API server refuses it",
+			},
+		},
+		{
+			name: "a MultiKueueConfig whose name is no label name, its other fields; a job queued by Kueue",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueConfig
+metadata: {name: gpu-training-clusters-us-east-and-us-west-production-configuration}
+spec: {clusters: [west, east], quotaManagement: Automated}`, `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: ml
+  labels: {kueue.x-k8s.io/queue-name: team-a, kueue.x-k8s.io/priority-class: high}
+  annotations: {kueue.x-k8s.io/max-exec-time-seconds: "600"}`},
+			wantNotes: []string{
+				"MultiKueueConfig gpu-training-clusters-us-east-and-us-west-production-configuration: metadata.name: not a valid label name (name part must be no more than 63 bytes): its WorkerClusters and ClusterQueues use label multikueue-config.strata.dev/gpu-training-clusters-us-east-and-us-west-production-c-7aa2a6cf instead",
+				"MultiKueueConfig gpu-training-clusters-us-east-and-us-west-production-configuration: spec.clusters: their order is not kept: a Strata hub places each job on the worker where it fits best, not on the first listed",
+				"MultiKueueConfig gpu-training-clusters-us-east-and-us-west-production-configuration: spec.quotaManagement: a Strata hub keeps the quota itself (its ClusterQueues); the workers' quotas are their own",
+				"to do: Job ml/train: metadata.labels.kueue.x-k8s.io/queue-name: Strata reads its own label: label it strata.dev/queue-name: team-a (migrate converts Kueue's objects, not jobs)",
+				"Job ml/train: metadata.annotations.kueue.x-k8s.io/max-exec-time-seconds: Kueue's annotation; Strata does not read it",
 			},
 		},
 	}
@@ -255,5 +313,26 @@ spec:
 				t.Errorf("notes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestConvertLimits: a Kueue ClusterQueue whose lists are longer than
+// Strata's API allows is a to do, not an object the API server refuses
+// without a word.
+func TestConvertLimits(t *testing.T) {
+	var flavors []any
+	for i := range 17 {
+		flavors = append(flavors, map[string]any{"name": fmt.Sprintf("f%d", i), "resources": []any{map[string]any{"name": "cpu", "nominalQuota": "1"}}})
+	}
+	cq := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": map[string]any{"name": "wide"},
+		"spec": map[string]any{"resourceGroups": []any{map[string]any{"coveredResources": []any{"cpu"}, "flavors": flavors}}}}}
+	res := Convert([]*unstructured.Unstructured{cq}, opts)
+	var notes []string
+	for _, n := range res.Notes {
+		notes = append(notes, fmt.Sprintf("%v %s", n.ToDo, n))
+	}
+	want := []string{"true ClusterQueue wide: spec.resourceGroups[0].flavors: 17 items, more than the 16 Strata allows: split the queue or trim the list, or the API server refuses it"}
+	if diff := cmp.Diff(want, notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
 	}
 }

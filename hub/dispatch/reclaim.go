@@ -134,50 +134,72 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 	}
 	view.reclaimSearches--
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: p.namespace, Name: p.name}, Queue: cq.Name, Priority: p.priority, QueuedAt: p.queuedAt, Requests: p.need}
+	// Every flavor is searched, then one is chosen as Kueue's flavor
+	// assigner chooses (see the agent): a flavor where the workload fits
+	// once the victims already going are gone, else the best preemption
+	// (preemption.Better; under whenCanPreempt: Preempt, the first that
+	// lets it in without borrowing afterwards, or with whenCanBorrow:
+	// Borrow).
+	type option struct {
+		fq     strata.FlavorQuotas
+		going  []*dispatched
+		cands  []preemption.Workload
+		candOf []*dispatched
+		fits   bool
+		result preemption.Result
+	}
+	fung := queue.Fungibility(cq)
 	var whys []string
+	var best *option
 	for _, fq := range queue.Flavors(cq) {
 		// Victims being evicted already (by an earlier pass, or an
 		// earlier hub process) count as gone.
-		var going []*dispatched
-		var cands []preemption.Workload
-		var candOf []*dispatched
+		o := &option{fq: fq}
 		for i := range view.dispatched {
 			v := &view.dispatched[i]
 			if v.e.flavor != fq.Name || v.e.uid == p.uid || (v.queue != cq.Name && (books.Cohort(cq.Name) == "" || books.Cohort(v.queue) != books.Cohort(cq.Name))) {
 				continue
 			}
 			if Evicting(v.e.wl) {
-				going = append(going, v)
+				o.going = append(o.going, v)
 				continue
 			}
-			cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
+			o.cands = append(o.cands, preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
 				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.need})
-			candOf = append(candOf, v)
+			o.candOf = append(o.candOf, v)
 		}
-		for _, v := range going {
+		for _, v := range o.going {
 			books.Charge(v.queue, fq.Name, v.e.need, -1)
 		}
-		fits := books.Check(cq.Name, fq.Name, p.need, false).Err == nil
-		var result preemption.Result
-		if !fits {
-			result = preemption.Find(pre, policy, books, fq.Name, cands, quotaOnly{})
+		o.fits = books.Check(cq.Name, fq.Name, p.need, false).Err == nil
+		if !o.fits {
+			o.result = preemption.Find(pre, policy, books, fq.Name, o.cands, quotaOnly{})
 		}
-		for _, v := range going {
+		for _, v := range o.going {
 			books.Charge(v.queue, fq.Name, v.e.need, 1)
 		}
-		r := &reclaim{queue: cq.Name, flavor: fq.Name, need: p.need, why: map[types.UID]string{}}
+		if !o.fits && len(o.result.Victims) == 0 {
+			whys = append(whys, fmt.Sprintf("flavor %s: %s", fq.Name, o.result.Why))
+			continue
+		}
+		if o.fits || fung.WhenCanPreempt == strata.FungibilityPreempt && (!o.result.Borrows || fung.WhenCanBorrow != strata.FungibilityTryNextFlavor) {
+			best = o
+			break
+		}
+		if best == nil || preemption.Better(o.result, best.result, cq.Name) {
+			best = o
+		}
+	}
+	if best != nil {
+		r := &reclaim{queue: cq.Name, flavor: best.fq.Name, need: p.need, why: map[types.UID]string{}}
 		var names []string
-		for _, v := range going {
+		for _, v := range best.going {
 			r.victims = append(r.victims, v.e.uid)
 			names = append(names, v.e.namespace+"/"+v.e.name)
 		}
-		if !fits && len(result.Victims) == 0 {
-			whys = append(whys, fmt.Sprintf("flavor %s: %s", fq.Name, result.Why))
-			continue
-		}
-		for _, victim := range result.Victims {
-			i := slices.IndexFunc(cands, func(c preemption.Workload) bool { return c.Key == victim.Key })
-			v := candOf[i]
+		for _, victim := range best.result.Victims {
+			i := slices.IndexFunc(best.cands, func(c preemption.Workload) bool { return c.Key == victim.Key })
+			v := best.candOf[i]
 			r.victims = append(r.victims, v.e.uid)
 			r.why[v.e.uid] = victim.Reason
 			names = append(names, v.e.namespace+"/"+v.e.name)
@@ -187,10 +209,10 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 			d.reclaims = map[types.UID]*reclaim{}
 		}
 		d.reclaims[p.uid] = r
-		books.Charge(cq.Name, fq.Name, p.need, 1)
+		books.Charge(cq.Name, best.fq.Name, p.need, 1)
 		clear(view.quota)
 		clear(view.noReclaim)
-		return reclaimingMessage(fq.Name, names)
+		return reclaimingMessage(best.fq.Name, names)
 	}
 	why := "no preemption at the hub frees quota: " + strings.Join(whys, "; ")
 	if view.noReclaim != nil {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -230,5 +231,54 @@ func TestHoldReclaims(t *testing.T) {
 	}
 	if fit := books.Check("b", flavor, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}, false); fit.Err == nil {
 		t.Error("5 CPUs fit: the waiting preemptor's hold is not charged")
+	}
+}
+
+// TestReclaimQuotaChoosesTheFlavor: with two flavors, the hub reclaims
+// where Kueue's flavor assigner would: from a borrower of the cohort on
+// the second flavor rather than in its own queue on the first.
+func TestReclaimQuotaChoosesTheFlavor(t *testing.T) {
+	base := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	dispatchedOn := func(name, flavor string, sec int) *strata.Workload {
+		wl := testutil.MakeWorkload(name, "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
+		wl.UID = types.UID("uid-" + name)
+		wl.Spec.Priority = new(int32)
+		RecordDispatch(&wl.Status, "w1", flavor, "fits", base.Add(time.Duration(sec)*time.Second))
+		return wl
+	}
+	a := testutil.MakeClusterQueue("a").Cohort("teams").ResourceGroup("cpu").GroupFlavor("f1", "4").GroupFlavor("f2", "4").Obj()
+	a.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority, ReclaimWithinCohort: strata.PreemptionAny}
+	b := testutil.MakeClusterQueue("b").Cohort("teams").ResourceGroup("cpu").GroupFlavor("f1", "0").GroupFlavor("f2", "4").Obj()
+	running := []struct {
+		wl            *strata.Workload
+		queue, flavor string
+	}{
+		{dispatchedOn("own", "f1", 1), "a", "f1"},
+		{dispatchedOn("b1", "f2", 2), "b", "f2"},
+		{dispatchedOn("b2", "f2", 3), "b", "f2"},
+	}
+	var objs []client.Object
+	view := &passView{quota: map[quotaKey]quotaOutcome{}, reclaimSearches: reclaimSearchesPerPass, noReclaim: map[reclaimKey]string{}}
+	usage := map[string]map[string]corev1.ResourceList{}
+	for _, r := range running {
+		objs = append(objs, r.wl)
+		e := newEntry(r.wl, nil)
+		view.dispatched = append(view.dispatched, dispatched{e: e, queue: r.queue})
+		if usage[r.queue] == nil {
+			usage[r.queue] = map[string]corev1.ResourceList{}
+		}
+		queue.AddRequests(usage[r.queue], r.flavor, e.need)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&strata.Workload{}).Build()
+	d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}}
+	books := queue.NewBooks([]*strata.ClusterQueue{a, b})
+	books.ChargeAll(usage)
+	pre := testutil.MakeWorkload("pre", "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
+	pre.UID = "uid-pre"
+	pre.Spec.Priority = ptr.To[int32](10)
+	p := pending{entry: newEntry(pre, nil), queue: "a"}
+	got := d.reclaimQuota(t.Context(), a, books, view, p, &passWrites{})
+	if want := "preempting 1 workload(s) at the hub to free quota of flavor f2; dispatched once their copies are taken back: ns/b2"; got != want {
+		t.Errorf("message = %q, want %q", got, want)
 	}
 }

@@ -14,12 +14,8 @@ cases=${1:-600}
 seed=${2:-7}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 version=v0.19.0
-GOFLAGS=-mod=mod go mod download "sigs.k8s.io/kueue@${version}"
-src="$(go env GOMODCACHE)/sigs.k8s.io/kueue@${version}"
-scratch=$(mktemp -d)
-trap 'chmod -R u+w "$scratch"; rm -rf "$scratch"' EXIT
-cp -r "$src/." "$scratch/"
-chmod -R u+w "$scratch"
+# shellcheck source=scratch.sh
+. "$root/hack/kueue-parity/scratch.sh"
 mkdir -p "$scratch/pkg/strataparity"
 cp "$root/hack/kueue-parity/preemption_corpus_test.go.in" "$scratch/pkg/strataparity/zz_strata_preemption_parity_test.go"
 out="$root/pkg/preemption/testdata/kueue-${version%.*}-preemption-parity.json"

@@ -15,12 +15,8 @@ cases=${1:-800}
 seed=${2:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 version=v0.19.0
-GOFLAGS=-mod=mod go mod download "sigs.k8s.io/kueue@${version}"
-src="$(go env GOMODCACHE)/sigs.k8s.io/kueue@${version}"
-scratch=$(mktemp -d)
-trap 'chmod -R u+w "$scratch"; rm -rf "$scratch"' EXIT
-cp -r "$src/." "$scratch/"
-chmod -R u+w "$scratch"
+# shellcheck source=scratch.sh
+. "$root/hack/kueue-parity/scratch.sh"
 cp "$root/hack/kueue-parity/corpus_test.go.in" "$scratch/pkg/cache/scheduler/zz_strata_parity_test.go"
 out="$root/pkg/tas/testdata/kueue-${version%.*}-parity.json"
 mkdir -p "$(dirname "$out")"

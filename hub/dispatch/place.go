@@ -284,7 +284,7 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		}
 		if !dec.NeverFits {
 			choice, why := d.policy.DecidePreemption(wl, flavors, eligible, queue.Priority(wl), func(t *placement.Target) string {
-				return d.preemptingQueue(view, t.Cluster, p)
+				return d.preemptingQueue(view, t, p)
 			})
 			if choice != nil {
 				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice
@@ -320,16 +320,17 @@ func placeReason(policyReason string, candidates int, excluded, notes []string) 
 }
 
 // preemptingQueue names the worker ClusterQueue p's copy would land in
-// on cluster when it preempts within itself ("" otherwise, or when the
-// hub does not read the worker's queues).
-func (d *Dispatcher) preemptingQueue(view *passView, cluster string, p pending) string {
-	wq := view.queueOf[cluster]
+// on t's worker when it preempts within itself and may preempt for p on
+// t's flavor (preemption.MayPreemptFor); "" otherwise, or when the hub
+// does not read the worker's queues.
+func (d *Dispatcher) preemptingQueue(view *passView, t *placement.Target, p pending) string {
+	wq := view.queueOf[t.Cluster]
 	lq := wq.localQueue
 	if lq == "" {
 		lq = p.wl.Spec.QueueName
 	}
-	return d.fleet.PreemptingQueue(cluster, fleet.QueueTarget{Namespace: p.wl.Namespace, LocalQueue: lq,
-		CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding})
+	return d.fleet.PreemptingQueue(t.Cluster, fleet.QueueTarget{Namespace: p.wl.Namespace, LocalQueue: lq,
+		CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding, Flavor: t.Flavor, Requests: p.need})
 }
 
 // checkLevels checks a workload's topology requests against the hub's

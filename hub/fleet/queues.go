@@ -151,6 +151,11 @@ type QueueTarget struct {
 	// hub creates a missing namespace and LocalQueue for (the
 	// WorkerCluster's spec.onboarding).
 	OnboardingClusterQueue string
+	// Flavor and Requests, when set, are the copy's: PreemptingQueue
+	// names no queue that may not preempt for them
+	// (preemption.MayPreemptFor).
+	Flavor   string
+	Requests corev1.ResourceList
 }
 
 // QueueRefusal says why the worker would refuse, whatever its capacity,
@@ -217,6 +222,9 @@ func (f *Fleet) PreemptingQueue(name string, t QueueTarget) string {
 	}
 	cq, err := getOrNil(ctx, c, types.NamespacedName{Name: cqName}, &strata.ClusterQueue{})
 	if err != nil || cq == nil || preemption.PolicyOf(cq).WithinClusterQueue == strata.PreemptionNever {
+		return ""
+	}
+	if t.Flavor != "" && !preemption.MayPreemptFor(cq, t.Flavor, t.Requests) {
 		return ""
 	}
 	return cq.Name

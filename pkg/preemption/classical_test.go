@@ -134,3 +134,32 @@ func TestFindKueueClassical(t *testing.T) {
 		})
 	}
 }
+
+// TestMayPreemptFor: without borrowWithinCohort a workload asking for
+// more than its queue's nominal quota of a resource on the flavor may not
+// preempt (the hub does not mark such a copy); with it, it may.
+func TestMayPreemptFor(t *testing.T) {
+	lower := &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+	borrowing := &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority, ReclaimWithinCohort: strata.PreemptionAny,
+		BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority}}
+	cases := map[string]struct {
+		pre    *strata.ClusterQueuePreemption
+		flavor string
+		needs  corev1.ResourceList
+		want   bool
+	}{
+		"within the nominal quota":                     {pre: lower, flavor: flavor, needs: res("8", ""), want: true},
+		"more than the nominal quota":                  {pre: lower, flavor: flavor, needs: res("9", "")},
+		"more than the nominal quota of one resource":  {pre: lower, flavor: flavor, needs: res("4", "9Gi")},
+		"more, with borrowWithinCohort":                {pre: borrowing, flavor: flavor, needs: res("9", ""), want: true},
+		"another flavor than the queue's: not its say": {pre: lower, flavor: "other", needs: res("9", ""), want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cq := cqOf("a", tc.pre, res("8", "8Gi"))
+			if got := MayPreemptFor(cq, tc.flavor, tc.needs); got != tc.want {
+				t.Errorf("MayPreemptFor = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -118,6 +118,28 @@ func PolicyNote(reason string, cq *strata.ClusterQueue) string {
 	}
 }
 
+// MayPreemptFor says whether a workload asking for requests on flavor may
+// preempt at all in cq, as far as its nominal quota goes: without
+// borrowWithinCohort, not when it asks for more of a resource than the
+// queue's nominal quota on that flavor (Kueue's NoFit; Find's first
+// check). The hub asks it before it marks a copy to preempt there.
+func MayPreemptFor(cq *strata.ClusterQueue, flavor string, requests corev1.ResourceList) bool {
+	if PolicyOf(cq).BorrowWithinCohort == strata.BorrowWithinCohortLowerPriority {
+		return true
+	}
+	for _, fq := range queue.Flavors(cq) {
+		if fq.Name != flavor {
+			continue
+		}
+		for _, rq := range fq.Resources {
+			if n, ok := requests[rq.Name]; ok && n.Cmp(rq.NominalQuota) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Any says whether the policy lets a workload preempt anything at all.
 func (p Policy) Any() bool {
 	return p.WithinClusterQueue != strata.PreemptionNever || p.ReclaimWithinCohort != strata.PreemptionNever ||

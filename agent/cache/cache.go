@@ -554,7 +554,8 @@ func (c *Cache) Capture(name string, preemptible func(queue string) bool) (capac
 	if preemptible != nil {
 		for _, a := range c.admittedOn(name) {
 			if adm := a.Workload.Status.Admission; adm != nil && preemptible(adm.ClusterQueue) {
-				held = append(held, tas.Held{Queue: adm.ClusterQueue, Priority: queue.Priority(a.Workload), Usage: a.Usage})
+				held = append(held, tas.Held{Queue: adm.ClusterQueue, Priority: queue.Priority(a.Workload), Usage: a.Usage,
+					Requests: queue.WorkloadUsage(a.Workload)})
 			}
 		}
 	}

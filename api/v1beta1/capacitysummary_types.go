@@ -218,6 +218,15 @@ type PreemptibleCapacity struct {
 	// +kubebuilder:validation:Minimum=0
 	Workloads int32 `json:"workloads"`
 
+	// requests is the quota those workloads hold on the flavor in
+	// clusterQueue (their requests, less their reclaimable pods'): what
+	// preempting them gives back to the queue. The hub checks the queue's
+	// quota with it when the queue, not the capacity, keeps a workload
+	// out. Absent from agents older than this field.
+	//
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+
 	// domains are the domains whose free capacity then differs from
 	// the summary's; every other domain is as the summary lists it.
 	//

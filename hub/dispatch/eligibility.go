@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"strata.dev/strata/hub/fleet"
@@ -41,6 +42,12 @@ type passView struct {
 	// spread are the dispatched Workloads topology spreading counts, by
 	// namespace (spreadAvoider), until a dispatch there.
 	spread map[string][]workload.Dispatched
+	// landing memoizes the worker ClusterQueue a copy lands in, by worker,
+	// namespace and LocalQueue ("" when not known); workerBooks the quota
+	// books of each worker's queues (nil when not known), charged with
+	// the pass's dispatches (workerQuotaOf).
+	landing     map[string]string
+	workerBooks map[string]*queue.Books
 }
 
 // reclaimKey is what decides a quota preemption search in a pass: the
@@ -92,22 +99,31 @@ func (d *Dispatcher) queueRefusal(view *passView, cluster string, p pending) (st
 // admittingQueues keeps the targets on workers whose queues take the
 // workload's copy. refusal says why a worker's would not ("" when they
 // would or the hub does not know); for the others of the queue's flavors
-// it says what is missing there, naming together (in name order) the
-// targets refused for one reason.
+// it says what is missing there (splitTargets).
 func admittingQueues(targets []*placement.Target, excluded, flavors []string, refusal func(cluster string) string) ([]*placement.Target, []string) {
-	out := targets[:0:0]
+	out, _, excluded := splitTargets(targets, excluded, flavors, func(t *placement.Target) string { return refusal(t.Cluster) })
+	return out, excluded
+}
+
+// splitTargets keeps the targets for which why says nothing. Those of the
+// queue's flavors it does not keep are returned apart, and excluded says
+// why, naming together (in name order) the targets left out for one
+// reason.
+func splitTargets(targets []*placement.Target, excluded, flavors []string, why func(*placement.Target) string) (kept, left []*placement.Target, _ []string) {
+	kept = targets[:0:0]
 	var messages []string
 	where := map[string][]string{}
 	for _, t := range targets {
-		m := refusal(t.Cluster)
+		m := why(t)
 		switch {
 		case m == "":
-			out = append(out, t)
+			kept = append(kept, t)
 		case slices.Contains(flavors, t.Flavor):
 			if where[m] == nil {
 				messages = append(messages, m)
 			}
 			where[m] = append(where[m], t.Cluster+"/"+t.Flavor)
+			left = append(left, t)
 		}
 	}
 	// In name order, whatever the targets' order: a reason written only
@@ -119,7 +135,67 @@ func admittingQueues(targets []*placement.Target, excluded, flavors []string, re
 	for _, m := range messages {
 		excluded = append(excluded, fmt.Sprintf("%s: %s", strings.Join(where[m], ", "), m))
 	}
-	return out, excluded
+	return kept, left, excluded
+}
+
+// workerQuotaOf returns the name of the worker ClusterQueue p's copy
+// lands in on a worker and the books of that worker's queues, read once
+// per pass (and charged with the pass's dispatches there); "" and nil
+// when the hub does not know them.
+func (d *Dispatcher) workerQuotaOf(view *passView, cluster string, p pending) (string, *queue.Books) {
+	wq := view.queueOf[cluster]
+	lq := wq.localQueue
+	if lq == "" {
+		lq = p.wl.Spec.QueueName
+	}
+	key := cluster + "/" + p.wl.Namespace + "/" + lq
+	cq, ok := view.landing[key]
+	if !ok {
+		cq, _ = d.fleet.LandingQueue(cluster, fleet.QueueTarget{Namespace: p.wl.Namespace, LocalQueue: lq,
+			CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding})
+		view.landing[key] = cq
+	}
+	if cq == "" {
+		return "", nil
+	}
+	books, ok := view.workerBooks[cluster]
+	if !ok {
+		books, _ = d.fleet.WorkerBooks(cluster)
+		view.workerBooks[cluster] = books
+	}
+	if books == nil {
+		return "", nil
+	}
+	return cq, books
+}
+
+// workerQuotaShort says why the worker ClusterQueue p's copy lands in on
+// t's worker has no quota for it on t's flavor once freed is given back
+// ("" when it has, or the hub does not know). The hub reads the worker's
+// queues and their status; without this, a copy the worker's quota keeps
+// out waits there until it is refused (PendingOnWorker), and no worker
+// is ever asked to preempt for it.
+func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pending, freed corev1.ResourceList) string {
+	cq, books := d.workerQuotaOf(view, t.Cluster, p)
+	if books == nil {
+		return ""
+	}
+	if len(freed) > 0 {
+		books.Charge(cq, t.Flavor, freed, -1)
+		defer books.Charge(cq, t.Flavor, freed, 1)
+	}
+	if fit := books.Check(cq, t.Flavor, p.need, false); fit.Err != nil {
+		return fmt.Sprintf("ClusterQueue %s there has no room for it: %v", cq, fit.Err)
+	}
+	return ""
+}
+
+// chargeWorker charges a dispatch to the worker queue's books of the
+// pass: the status the books come from does not show it yet.
+func (d *Dispatcher) chargeWorker(view *passView, cluster, flavor string, p pending) {
+	if cq, books := d.workerQuotaOf(view, cluster, p); books != nil {
+		books.Charge(cq, flavor, p.need, 1)
+	}
 }
 
 // maxRefusalInReason bounds a worker's refusal message quoted in a

@@ -14,6 +14,7 @@ import (
 	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -30,6 +31,15 @@ type targetSource interface {
 	Serves(worker string, k jobs.Kind) (served, known bool)
 	QueueRefusal(worker string, t fleet.QueueTarget) (reason, message string, known bool)
 	PreemptingQueue(worker string, t fleet.QueueTarget) string
+	LandingQueue(worker string, t fleet.QueueTarget) (cq string, ok bool)
+	WorkerBooks(worker string) (*queue.Books, bool)
+}
+
+// newPassView is a pass's view before it sees the workers.
+func newPassView() *passView {
+	return &passView{clusterLabels: map[string]labels.Set{}, queueOf: map[string]workerQueue{}, refusals: map[string]queueRefusal{},
+		waits: map[waitKey]waitOutcome{}, quota: map[quotaKey]quotaOutcome{},
+		landing: map[string]string{}, workerBooks: map[string]*queue.Books{}}
 }
 
 // seeWorkers lists the WorkerClusters: the workers whose targets a pass
@@ -40,8 +50,7 @@ func (d *Dispatcher) seeWorkers(ctx context.Context) ([]fleet.Worker, *passView,
 		return nil, nil, err
 	}
 	workers := make([]fleet.Worker, 0, len(wcs.Items))
-	view := &passView{clusterLabels: map[string]labels.Set{}, queueOf: map[string]workerQueue{}, refusals: map[string]queueRefusal{},
-		waits: map[waitKey]waitOutcome{}, quota: map[quotaKey]quotaOutcome{}}
+	view := newPassView()
 	for i := range wcs.Items {
 		wc := &wcs.Items[i]
 		w := fleet.Worker{Name: wc.Name, Cordoned: wc.Spec.Unschedulable, Deleting: !wc.DeletionTimestamp.IsZero()}

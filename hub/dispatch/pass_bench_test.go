@@ -29,6 +29,7 @@ import (
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/replay"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
@@ -222,3 +223,7 @@ func (s *benchTargets) QueueRefusal(string, fleet.QueueTarget) (reason, message 
 }
 
 func (s *benchTargets) PreemptingQueue(string, fleet.QueueTarget) string { return "" }
+
+func (s *benchTargets) LandingQueue(string, fleet.QueueTarget) (string, bool) { return "", false }
+
+func (s *benchTargets) WorkerBooks(string) (*queue.Books, bool) { return nil, false }

@@ -176,6 +176,9 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		clear(view.quota)
 		err := d.dispatchPreemption(ctx, targets, cq, p, choice, now, books, writes)
 		dispatched = err == nil
+		if dispatched {
+			d.chargeWorker(view, choice.Cluster, choice.Flavor, p)
+		}
 		return false, o.retry, err
 	}
 	if dec == nil {
@@ -192,6 +195,9 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	delete(view.spread, wl.Namespace)
 	err = d.dispatch(ctx, targets, cq, p, dec, o.message, now, books, writes)
 	dispatched = err == nil
+	if dispatched {
+		d.chargeWorker(view, dec.Cluster, dec.Flavor, p)
+	}
 	return false, o.retry, err
 }
 
@@ -271,6 +277,12 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		m, _ := d.queueRefusal(view, cluster, p)
 		return m
 	})
+	// Workers whose queue has no quota left for it now are not sent a
+	// copy; preempting there may still let it in.
+	var short []*placement.Target
+	eligible, short, excluded = splitTargets(eligible, excluded, flavors, func(t *placement.Target) string {
+		return d.workerQuotaShort(view, t, p, nil)
+	})
 	avoid, err := d.spreadAvoider(ctx, view, wl)
 	if err != nil {
 		return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("counting the workloads topology spreading counts: %v", err), retry: retry}, nil, nil
@@ -282,9 +294,11 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		if dec.NeverFits && len(excluded) == 0 {
 			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
 		}
-		if !dec.NeverFits {
-			choice, why := d.policy.DecidePreemption(wl, flavors, eligible, queue.Priority(wl), func(t *placement.Target) string {
+		if !dec.NeverFits || len(short) > 0 {
+			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) string {
 				return d.preemptingQueue(view, t, p)
+			}, func(t *placement.Target, freed corev1.ResourceList) string {
+				return d.workerQuotaShort(view, t, p, freed)
 			})
 			if choice != nil {
 				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice

@@ -164,14 +164,10 @@ type QueueTarget struct {
 // is false when the hub does not know: the worker's queues are not read
 // (yet, or the hub's identity may not read them).
 func (f *Fleet) QueueRefusal(name string, t QueueTarget) (reason, message string, known bool) {
-	f.mu.Lock()
-	r := f.remotes[name]
-	if r == nil || !r.queues.synced {
-		f.mu.Unlock()
+	c := f.queuesCache(name)
+	if c == nil {
 		return "", "", false
 	}
-	c := r.queues.cache
-	f.mu.Unlock()
 	ctx := context.Background()
 	ns, err := getOrNil(ctx, c, types.NamespacedName{Name: t.Namespace}, &corev1.Namespace{})
 	if err != nil {
@@ -200,27 +196,11 @@ func (f *Fleet) QueueRefusal(name string, t QueueTarget) (reason, message string
 // (withinClusterQueue not Never); "" otherwise, or when the hub does not
 // read the worker's queues.
 func (f *Fleet) PreemptingQueue(name string, t QueueTarget) string {
-	f.mu.Lock()
-	r := f.remotes[name]
-	if r == nil || !r.queues.synced {
-		f.mu.Unlock()
+	c := f.queuesCache(name)
+	if c == nil {
 		return ""
 	}
-	c := r.queues.cache
-	f.mu.Unlock()
-	ctx := context.Background()
-	cqName := t.OnboardingClusterQueue
-	lq, err := getOrNil(ctx, c, types.NamespacedName{Namespace: t.Namespace, Name: t.LocalQueue}, &strata.LocalQueue{})
-	if err != nil {
-		return ""
-	}
-	if lq != nil {
-		cqName = lq.Spec.ClusterQueue
-	}
-	if cqName == "" {
-		return ""
-	}
-	cq, err := getOrNil(ctx, c, types.NamespacedName{Name: cqName}, &strata.ClusterQueue{})
+	cq, err := landingQueue(context.Background(), c, t)
 	if err != nil || cq == nil || preemption.PolicyOf(cq).WithinClusterQueue == strata.PreemptionNever {
 		return ""
 	}
@@ -228,6 +208,78 @@ func (f *Fleet) PreemptingQueue(name string, t QueueTarget) string {
 		return ""
 	}
 	return cq.Name
+}
+
+// LandingQueue names the worker ClusterQueue a copy queued to t lands in.
+// ok is false when the hub does not know: it does not read the worker's
+// queues, or there is no such queue (QueueRefusal says so).
+func (f *Fleet) LandingQueue(name string, t QueueTarget) (cq string, ok bool) {
+	c := f.queuesCache(name)
+	if c == nil {
+		return "", false
+	}
+	landing, err := landingQueue(context.Background(), c, t)
+	if err != nil || landing == nil {
+		return "", false
+	}
+	return landing.Name, true
+}
+
+// WorkerBooks returns the quota books of a worker's ClusterQueues (its
+// cohorts lend and borrow among them) charged with what their status
+// says their admitted workloads use; false when the hub does not read
+// them. The status is the agent's, written at most once a second per
+// queue: copies the hub sent since are not in it.
+func (f *Fleet) WorkerBooks(name string) (*queue.Books, bool) {
+	c := f.queuesCache(name)
+	if c == nil {
+		return nil, false
+	}
+	var list strata.ClusterQueueList
+	if err := c.List(context.Background(), &list); err != nil {
+		return nil, false
+	}
+	cqs := make([]*strata.ClusterQueue, len(list.Items))
+	for i := range list.Items {
+		cqs[i] = &list.Items[i]
+	}
+	books := queue.NewBooks(cqs)
+	for _, q := range cqs {
+		for _, u := range q.Status.FlavorsUsage {
+			books.Charge(q.Name, u.Name, u.Resources, 1)
+		}
+	}
+	return books, true
+}
+
+// queuesCache is the synced cache of a worker's queues; nil when the hub
+// does not read them (yet).
+func (f *Fleet) queuesCache(name string) crcache.Cache {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.remotes[name]
+	if r == nil || !r.queues.synced {
+		return nil
+	}
+	return r.queues.cache
+}
+
+// landingQueue is the worker ClusterQueue a copy queued to t lands in
+// (its LocalQueue's, or the onboarding one when the hub creates the
+// LocalQueue); nil when there is none.
+func landingQueue(ctx context.Context, c client.Reader, t QueueTarget) (*strata.ClusterQueue, error) {
+	cqName := t.OnboardingClusterQueue
+	lq, err := getOrNil(ctx, c, types.NamespacedName{Namespace: t.Namespace, Name: t.LocalQueue}, &strata.LocalQueue{})
+	if err != nil {
+		return nil, err
+	}
+	if lq != nil {
+		cqName = lq.Spec.ClusterQueue
+	}
+	if cqName == "" {
+		return nil, nil
+	}
+	return getOrNil(ctx, c, types.NamespacedName{Name: cqName}, &strata.ClusterQueue{})
 }
 
 // getOrNil reads an object: nil when it does not exist.

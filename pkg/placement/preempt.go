@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
@@ -49,10 +51,13 @@ type preemptionOption struct {
 // what that one freed. The choice, best first: fewest workloads in the
 // band (the most the worker may preempt), then the lowest band, then the
 // placement order of Decide (the smallest enclosing domain, then room).
+// quota, when not nil, says why the worker queue on a target has no
+// quota for wl once the band's workloads give back freed ("" when it
+// has): a band must free both the capacity and the quota it needs.
 // It returns nil and why not when nothing helps ("" when no target's
 // queue preempts within itself, so that preemption is not in question).
 func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets []*Target, priority int32,
-	queueOf func(*Target) string) (*PreemptionChoice, string) {
+	queueOf func(*Target) string, quota func(t *Target, freed corev1.ResourceList) string) (*PreemptionChoice, string) {
 	var options []preemptionOption
 	var why []string
 	for _, t := range targets {
@@ -69,11 +74,17 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 		}
 		found := false
 		lower := 0
+		short := ""
 		for i, e := range t.summary.Preemptible {
 			if e.ClusterQueue != q || e.Priority >= priority {
 				continue
 			}
 			lower++
+			if quota != nil {
+				if short = quota(t, e.Requests); short != "" {
+					continue
+				}
+			}
 			s, err := t.preemptedSnapshot(i)
 			if err != nil {
 				why = append(why, fmt.Sprintf("%s/%s: %v", t.Cluster, t.Flavor, err))
@@ -89,6 +100,9 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 		case found:
 		case lower == 0:
 			why = append(why, fmt.Sprintf("%s/%s: no workload of ClusterQueue %s there has a priority below %d", t.Cluster, t.Flavor, q, priority))
+		case short != "":
+			// The last band frees the most: its quota still falls short.
+			why = append(why, fmt.Sprintf("%s/%s: with every workload of ClusterQueue %s of priority below %d preempted, %s", t.Cluster, t.Flavor, q, priority, short))
 		default:
 			why = append(why, fmt.Sprintf("%s/%s: it would not fit even with every workload of ClusterQueue %s of priority below %d preempted", t.Cluster, t.Flavor, q, priority))
 		}

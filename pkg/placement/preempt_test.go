@@ -29,7 +29,7 @@ func fullCluster(t *testing.T, name string, priorities [][]int32) *Target {
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
 			u := tas.Usage{node: {gpu: resource.MustParse("8")}}
 			s.AddUsage(node, u[node], 1)
-			held = append(held, tas.Held{Queue: "cq", Priority: p, Usage: u})
+			held = append(held, tas.Held{Queue: "cq", Priority: p, Usage: u, Requests: corev1.ResourceList{gpu: resource.MustParse("8")}})
 		}
 	}
 	st, err := s.CapturePreemptible(nil, held).Summarize(math.MaxInt)
@@ -46,8 +46,12 @@ func TestDecidePreemption(t *testing.T) {
 		clusters   map[string][][]int32
 		preempting string // a cluster with a preemption in flight
 		queue      string // the worker queue of copies ("" : none preempts)
-		want       *PreemptionChoice
-		why        string
+		// room, when set, is the GPU quota the worker queue has left per
+		// cluster (negative: over): a band must free what the job's 16
+		// GPUs need beyond it.
+		room map[string]int64
+		want *PreemptionChoice
+		why  string
 	}{
 		"only the worker whose rack holds lower priorities": {
 			clusters: map[string][][]int32{
@@ -90,6 +94,21 @@ func TestDecidePreemption(t *testing.T) {
 			preempting: "w1",
 			why:        "w1/f: a preemption is already under way there",
 		},
+		"the queue's quota, not the capacity, decides the band": {
+			clusters: map[string][][]int32{"w1": {{lo, lo}, {mid, mid}}},
+			room:     map[string]int64{"w1": -16},
+			want:     &PreemptionChoice{Cluster: "w1", Flavor: "f", Queue: "cq", UpTo: mid, Workloads: 4},
+		},
+		"a band must free both the capacity and the quota": {
+			clusters: map[string][][]int32{"w1": {{lo, hi}, {hi, hi}}, "w2": {{hi, hi}, {lo, lo}}},
+			room:     map[string]int64{"w1": 0, "w2": 0},
+			want:     &PreemptionChoice{Cluster: "w2", Flavor: "f", Queue: "cq", UpTo: lo, Workloads: 2},
+		},
+		"the quota falls short even with every lower band": {
+			clusters: map[string][][]int32{"w1": {{lo, lo}, {hi, hi}}},
+			room:     map[string]int64{"w1": -16},
+			why:      "w1/f: with every workload of ClusterQueue cq of priority below 100 preempted, short by 16",
+		},
 		"no worker queue preempts": {
 			clusters: map[string][][]int32{"w1": {{lo, lo}, {hi, hi}}},
 			queue:    "-",
@@ -117,7 +136,17 @@ func TestDecidePreemption(t *testing.T) {
 			if tc.queue == "-" {
 				queue = ""
 			}
-			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) string { return queue })
+			var quota func(*Target, corev1.ResourceList) string
+			if tc.room != nil {
+				quota = func(t *Target, freed corev1.ResourceList) string {
+					f := freed[gpu]
+					if left := tc.room[t.Cluster] + f.Value(); left < 16 {
+						return fmt.Sprintf("short by %d", 16-left)
+					}
+					return ""
+				}
+			}
+			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) string { return queue }, quota)
 			if got != nil {
 				got = &PreemptionChoice{Cluster: got.Cluster, Flavor: got.Flavor, Queue: got.Queue, UpTo: got.UpTo, Workloads: got.Workloads}
 			}

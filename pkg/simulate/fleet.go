@@ -137,7 +137,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			hub.prioritize(wl)
 			choice, why := policy.DecidePreemption(wl, order, targets, queue.Priority(wl), func(t *placement.Target) string {
 				return f.preemptingQueue(t.Cluster, wl)
-			})
+			}, nil)
 			if choice != nil {
 				if err := choice.Reserve(targets, fmt.Sprint(i)); err != nil {
 					return nil, fmt.Errorf("%s: %w", item.Source, err)

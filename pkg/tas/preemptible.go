@@ -27,6 +27,8 @@ type Held struct {
 	Queue    string
 	Priority int32
 	Usage    Usage
+	// Requests is the quota the workload holds on the flavor.
+	Requests corev1.ResourceList
 }
 
 // preemptibleLayer is one entry's free rows, aligned with Capacity.free.
@@ -34,7 +36,9 @@ type preemptibleLayer struct {
 	queue     string
 	priority  int32
 	workloads int32
-	free      []int64
+	// requests is the quota those workloads hold on the flavor.
+	requests corev1.ResourceList
+	free     []int64
 }
 
 // CapturePreemptible captures the flavor's capacity (CaptureForFlavor)
@@ -62,12 +66,18 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 	for i := 0; i < len(sorted) && len(c.layers) < MaxPreemptible; {
 		q := sorted[i].Queue
 		var count int32
+		requests := corev1.ResourceList{}
 		for i < len(sorted) && sorted[i].Queue == q && len(c.layers) < MaxPreemptible {
 			p := sorted[i].Priority
 			for ; i < len(sorted) && sorted[i].Queue == q && sorted[i].Priority == p; i++ {
 				s.Release(sorted[i].Usage)
 				released = append(released, sorted[i].Usage)
 				count++
+				for r, v := range sorted[i].Requests {
+					sum := requests[r]
+					sum.Add(v)
+					requests[r] = sum
+				}
 			}
 			after := s.Capture()
 			if len(after.free) != len(c.free) {
@@ -75,7 +85,11 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 				// usage does not make a node usable): leave the rest out.
 				return c
 			}
-			c.layers = append(c.layers, preemptibleLayer{queue: q, priority: p, workloads: count, free: after.free})
+			var held corev1.ResourceList
+			if len(requests) > 0 {
+				held = requests.DeepCopy()
+			}
+			c.layers = append(c.layers, preemptibleLayer{queue: q, priority: p, workloads: count, requests: held, free: after.free})
 		}
 		for i < len(sorted) && sorted[i].Queue == q {
 			i++
@@ -122,7 +136,7 @@ func (c *Capacity) addPreemptible(st *strata.CapacitySummaryStatus, counted []bo
 	size += len(`,"preemptible":[]`)
 	for _, l := range c.layers {
 		before := len(st.Vectors)
-		entry := strata.PreemptibleCapacity{ClusterQueue: l.queue, Priority: l.priority, Workloads: l.workloads}
+		entry := strata.PreemptibleCapacity{ClusterQueue: l.queue, Priority: l.priority, Workloads: l.workloads, Requests: l.requests}
 		freeStart := 0
 		for di, d := range c.domains {
 			base, rows := c.free[freeStart*stride:d.freeEnd*stride], l.free[freeStart*stride:d.freeEnd*stride]

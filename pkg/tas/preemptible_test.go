@@ -155,11 +155,14 @@ func TestPreemptibleCapacity(t *testing.T) {
 		s.AddUsage(node, u[node], 1)
 		return u
 	}
+	quota := func(c string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(c)}
+	}
 	held := []Held{
-		{Queue: "b", Priority: 5, Usage: use("n2", "4")},
-		{Queue: "a", Priority: 10, Usage: use("n0", "2")},
-		{Queue: "a", Priority: 1, Usage: use("n1", "1")},
-		{Queue: "a", Priority: 10, Usage: use("n1", "1")},
+		{Queue: "b", Priority: 5, Usage: use("n2", "4"), Requests: quota("4")},
+		{Queue: "a", Priority: 10, Usage: use("n0", "2"), Requests: quota("2")},
+		{Queue: "a", Priority: 1, Usage: use("n1", "1"), Requests: quota("1")},
+		{Queue: "a", Priority: 10, Usage: use("n1", "1"), Requests: quota("1")},
 	}
 	st, err := s.CapturePreemptible(nil, held).Summarize(math.MaxInt)
 	if err != nil {
@@ -169,13 +172,14 @@ func TestPreemptibleCapacity(t *testing.T) {
 		Queue     string
 		Priority  int32
 		Workloads int32
+		CPUs      int64 // the quota the band's workloads hold
 		Domains   []int32
 		Free      [][]int64 // per listed domain, the free CPUs of its pairs' vectors
 	}
 	summarize := func(st strata.CapacitySummaryStatus) []entry {
 		var out []entry
 		for _, e := range st.Preemptible {
-			got := entry{Queue: e.ClusterQueue, Priority: e.Priority, Workloads: e.Workloads}
+			got := entry{Queue: e.ClusterQueue, Priority: e.Priority, Workloads: e.Workloads, CPUs: e.Requests.Cpu().Value()}
 			for _, d := range e.Domains {
 				got.Domains = append(got.Domains, d.Index)
 				var free []int64
@@ -194,9 +198,9 @@ func TestPreemptibleCapacity(t *testing.T) {
 		t.Fatalf("resources %v: the test reads cpu first", st.Resources)
 	}
 	want := []entry{
-		{Queue: "a", Priority: 1, Workloads: 1, Domains: []int32{0}, Free: [][]int64{{2, 3}}},
-		{Queue: "a", Priority: 10, Workloads: 3, Domains: []int32{0}, Free: [][]int64{{4, 4}}},
-		{Queue: "b", Priority: 5, Workloads: 1, Domains: []int32{1}, Free: [][]int64{{4}}},
+		{Queue: "a", Priority: 1, Workloads: 1, CPUs: 1, Domains: []int32{0}, Free: [][]int64{{2, 3}}},
+		{Queue: "a", Priority: 10, Workloads: 3, CPUs: 4, Domains: []int32{0}, Free: [][]int64{{4, 4}}},
+		{Queue: "b", Priority: 5, Workloads: 1, CPUs: 4, Domains: []int32{1}, Free: [][]int64{{4}}},
 	}
 	if diff := cmp.Diff(want, summarize(st)); diff != "" {
 		t.Errorf("preemptible (-want,+got):\n%s", diff)

@@ -26,11 +26,12 @@ var _ = Describe("Dispatch lifecycle", func() {
 			"w1": {{"4", "4"}},
 			"w2": {{"4", "4"}},
 		})
-		By("taking w1's quota with a Job submitted there directly")
+		By("blocking w1's StrictFIFO ClusterQueue with Jobs submitted there directly: one admitted, one that waits at its head")
 		w1 := worker("w1")
 		var cq strata.ClusterQueue
 		Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-gone"}, &cq)).To(Succeed())
-		cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("4")}}
+		cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("8")}}
+		cq.Spec.QueueingStrategy = strata.StrictFIFO
 		Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
 		local := e.job("local", 1, "2", nil)
 		Expect(w1.Client.Create(ctx, local)).To(Succeed())
@@ -38,6 +39,16 @@ var _ = Describe("Dispatch lifecycle", func() {
 			_, wl := copyOn(g, ctx, w1, local)
 			g.Expect(wl).NotTo(BeNil())
 			g.Expect(wl.Status.Admission).NotTo(BeNil())
+		}).Should(Succeed())
+		// Its 8 CPUs fit neither the quota nor the nodes while "local"
+		// runs: it waits at the head, and the queue behind it. The hub
+		// sees the queue's quota (2 of 8 used), not its order.
+		head := e.job("head", 2, "4", nil)
+		Expect(w1.Client.Create(ctx, head)).To(Succeed())
+		Eventually(func(g Gomega) {
+			_, wl := copyOn(g, ctx, w1, head)
+			g.Expect(wl).NotTo(BeNil())
+			g.Expect(meta.IsStatusConditionFalse(wl.Status.Conditions, strata.WorkloadAdmitted)).To(BeTrue(), "%v", wl.Status.Conditions)
 		}).Should(Succeed())
 
 		By("dispatching a Job that w1's summary still has room for")
@@ -50,7 +61,7 @@ var _ = Describe("Dispatch lifecycle", func() {
 			g.Expect(wl.Status.Placement.Attempts).To(HaveLen(2))
 			first := wl.Status.Placement.Attempts[0]
 			g.Expect(first.Cluster).To(Equal("w1"), "the tightest fit, as the summaries say")
-			g.Expect(first.Result).To(Equal(strata.PlacementRejected), "w1's agent keeps it Pending: its quota is taken")
+			g.Expect(first.Result).To(Equal(strata.PlacementRejected), "w1's agent keeps it Pending behind the head of its queue")
 			g.Expect(first.Message).To(ContainSubstring("has not been able to admit the copy for 3s"))
 			g.Expect(wl.Status.Placement.Attempts[1].Result).To(Equal(strata.PlacementAdmitted))
 			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w2"}), "w1's copy is gone")

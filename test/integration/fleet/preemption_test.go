@@ -8,7 +8,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,6 +121,82 @@ var _ = Describe("Fleet preemption", func() {
 					g.Expect(reason).To(ContainSubstring(e.ns + "/" + workload.JobWorkloadName(lj.Name)))
 				}
 			}
+		}).Should(Succeed())
+	})
+
+	It("preempts on the one worker whose ClusterQueue's quota, not its capacity, keeps a high-priority Job out", func(ctx SpecContext) {
+		racks := [][]string{{"8", "8"}}
+		e := newEnv(ctx, "fquota", map[string][][]string{"w1": racks, "w2": racks})
+		const low, urgent = "fquota-low", "fquota-urgent"
+		for _, c := range append([]*framework.Cluster{hub}, workers...) {
+			for name, value := range map[string]int32{low: 10, urgent: 500} {
+				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
+			}
+		}
+		By("giving each worker's ClusterQueue 4 of its 16 CPUs, preempting lower priorities within itself")
+		for _, w := range []string{"w1", "w2"} {
+			Eventually(func(g Gomega) {
+				var cq strata.ClusterQueue
+				g.Expect(worker(w).Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+				cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("4")}}
+				cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+				g.Expect(worker(w).Client.Update(ctx, &cq)).To(Succeed())
+			}).Should(Succeed())
+		}
+		By("filling both quotas with low-priority Jobs submitted on the workers: two of 2 CPUs on w1, four of 1 CPU on w2")
+		local := map[string][]*batchv1.Job{}
+		for w, shape := range map[string]struct {
+			n   int
+			cpu string
+		}{"w1": {2, "2"}, "w2": {4, "1"}} {
+			for i := range shape.n {
+				job := e.job(fmt.Sprintf("local-%s-%d", w, i), 1, shape.cpu, nil)
+				job.Labels[strata.PriorityClassLabel] = low
+				Expect(worker(w).Client.Create(ctx, job)).To(Succeed())
+				local[w] = append(local[w], job)
+			}
+		}
+		for w, jobs := range local {
+			for _, job := range jobs {
+				Eventually(func(g Gomega) {
+					_, wl := copyOn(g, ctx, worker(w), job)
+					g.Expect(wl).NotTo(BeNil())
+					g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s on %s: %v", job.Name, w, wl.Status.Conditions)
+				}).Should(Succeed())
+			}
+		}
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Preemptible).To(HaveLen(1))
+			g.Expect(st.Preemptible[0].Requests.Cpu().String()).To(Equal("4"), "the quota the band holds")
+		})
+
+		By("submitting a Job of priority 500 asking 2 CPUs on the hub: it fits every worker's nodes and no worker's quota")
+		job := e.job("urgent", 1, "2", nil)
+		job.Labels[strata.PriorityClassLabel] = urgent
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "two workloads in w1's band against four in w2's: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PreemptUpTo).To(Equal(ptr.To[int32](10)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w1"}))
+		}).Should(Succeed())
+
+		By("one of w1's workloads was preempted, and nothing on w2")
+		Eventually(func(g Gomega) {
+			preempted := 0
+			for w, jobs := range local {
+				for _, lj := range jobs {
+					_, wl := copyOn(g, ctx, worker(w), lj)
+					g.Expect(wl).NotTo(BeNil())
+					if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadPreempted) {
+						g.Expect(w).To(Equal("w1"), "%s was preempted", lj.Name)
+						preempted++
+					}
+				}
+			}
+			g.Expect(preempted).To(Equal(1))
 		}).Should(Succeed())
 	})
 

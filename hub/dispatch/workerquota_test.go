@@ -1,0 +1,119 @@
+package dispatch
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// quotaFleet is a fleet whose worker w1 has the given ClusterQueues, the
+// copies landing in "train"; other workers' queues are not read.
+type quotaFleet struct {
+	targetSource
+	cqs   []*strata.ClusterQueue
+	usage map[string]corev1.ResourceList // queue → usage of flavor gpu
+	reads int
+}
+
+func (f *quotaFleet) LandingQueue(worker string, _ fleet.QueueTarget) (string, bool) {
+	if worker != "w1" {
+		return "", false
+	}
+	return "train", true
+}
+
+func (f *quotaFleet) WorkerBooks(worker string) (*queue.Books, bool) {
+	if worker != "w1" {
+		return nil, false
+	}
+	f.reads++
+	b := queue.NewBooks(f.cqs)
+	for q, u := range f.usage {
+		b.Charge(q, "gpu", u, 1)
+	}
+	return b, true
+}
+
+// TestWorkerQuotaShort: the hub keeps no copy from a worker whose queue
+// has room for it, says why when it has none, counts what a preemption
+// gives back, and charges its own dispatches in the pass.
+func TestWorkerQuotaShort(t *testing.T) {
+	cpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
+	}
+	train := testutil.MakeClusterQueue("train").Cohort("teams").ResourceGroup("cpu").GroupFlavor("gpu", "4").Obj()
+	lender := testutil.MakeClusterQueue("lender").Cohort("teams").ResourceGroup("cpu").GroupFlavor("gpu", "2").Obj()
+	alone := testutil.MakeClusterQueue("train").ResourceGroup("cpu").GroupFlavor("gpu", "4").Obj()
+	cases := map[string]struct {
+		cqs     []*strata.ClusterQueue
+		usage   map[string]corev1.ResourceList
+		cluster string
+		freed   corev1.ResourceList
+		want    string
+	}{
+		"room left": {
+			cqs: []*strata.ClusterQueue{alone}, usage: map[string]corev1.ResourceList{"train": cpus("2")}, cluster: "w1",
+		},
+		"the hub does not read the worker's queues": {
+			cqs: []*strata.ClusterQueue{alone}, usage: map[string]corev1.ResourceList{"train": cpus("4")}, cluster: "w2",
+		},
+		"no room left": {
+			cqs: []*strata.ClusterQueue{alone}, usage: map[string]corev1.ResourceList{"train": cpus("3")}, cluster: "w1",
+			want: "ClusterQueue train there has no room for it: quota: cpu needs 2, more than is left of the quota of 4",
+		},
+		"a preemption gives room back": {
+			cqs: []*strata.ClusterQueue{alone}, usage: map[string]corev1.ResourceList{"train": cpus("4")}, cluster: "w1", freed: cpus("2"),
+		},
+		"the cohort lends what its peer does not use": {
+			cqs: []*strata.ClusterQueue{train, lender}, usage: map[string]corev1.ResourceList{"train": cpus("4")}, cluster: "w1",
+		},
+		"nor when the peer uses it": {
+			cqs: []*strata.ClusterQueue{train, lender}, usage: map[string]corev1.ResourceList{"train": cpus("4"), "lender": cpus("1")}, cluster: "w1",
+			want: "ClusterQueue train there has no room for it: quota: cpu needs 2, more than is left of the nominal quota of 4 and of what cohort teams lends",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &quotaFleet{cqs: tc.cqs, usage: tc.usage}
+			d := &Dispatcher{fleet: f}
+			view := newPassView()
+			wl := testutil.MakeWorkload("job", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
+			p := pending{entry: &entry{wl: wl, need: queue.WorkloadRequests(wl)}}
+			got := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, tc.freed)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("workerQuotaShort (-want,+got):\n%s", diff)
+			}
+			if tc.freed != nil {
+				// What a preemption would give back is not kept.
+				if again := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, nil); again == "" {
+					t.Errorf("the freed quota stayed in the pass's books")
+				}
+			}
+		})
+	}
+	t.Run("a dispatch in the pass takes the room", func(t *testing.T) {
+		f := &quotaFleet{cqs: []*strata.ClusterQueue{alone}, usage: map[string]corev1.ResourceList{"train": cpus("2")}}
+		d := &Dispatcher{fleet: f}
+		view := newPassView()
+		wl := testutil.MakeWorkload("job", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
+		p := pending{entry: &entry{wl: wl, need: queue.WorkloadRequests(wl)}}
+		tg := target(t, "w1", "gpu")
+		if got := d.workerQuotaShort(view, tg, p, nil); got != "" {
+			t.Fatalf("first: %q, want room", got)
+		}
+		d.chargeWorker(view, "w1", "gpu", p)
+		if got := d.workerQuotaShort(view, tg, p, nil); got == "" {
+			t.Errorf("after a dispatch of 2 of the 2 CPUs left: room, want none")
+		}
+		if f.reads != 1 {
+			t.Errorf("the worker's queues were read %d times in a pass, want once", f.reads)
+		}
+	})
+}

@@ -336,24 +336,25 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	return now, nil
 }
 
-// preemptingQueues says which ClusterQueues preempt within themselves
-// (withinClusterQueue not Never): the summary tells the hub what
-// preempting their workloads would free. nil when they cannot be listed.
+// preemptingQueues says which ClusterQueues hold workloads some workload
+// may preempt (preemption.VictimQueues: those that preempt within
+// themselves, and those whose cohort has a queue that reclaims): the
+// summary tells the hub what preempting their workloads would free. nil
+// when they cannot be listed.
 func (p *Publisher) preemptingQueues(ctx context.Context) func(string) bool {
 	var list strata.ClusterQueueList
 	if err := p.client.List(ctx, &list); err != nil {
 		return nil
 	}
-	preempting := map[string]bool{}
+	cqs := make([]*strata.ClusterQueue, len(list.Items))
 	for i := range list.Items {
-		if preemption.PolicyOf(&list.Items[i]).WithinClusterQueue != strata.PreemptionNever {
-			preempting[list.Items[i].Name] = true
-		}
+		cqs[i] = &list.Items[i]
 	}
-	if len(preempting) == 0 {
+	victims := preemption.VictimQueues(cqs)
+	if len(victims) == 0 {
 		return nil
 	}
-	return func(q string) bool { return preempting[q] }
+	return func(q string) bool { return victims[q] }
 }
 
 // summaryBudget is the budget of tas's summary and the dispatches together:

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -9,10 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
 )
@@ -43,10 +46,10 @@ type passView struct {
 	// namespace (spreadAvoider), until a dispatch there.
 	spread map[string][]workload.Dispatched
 	// landing memoizes the worker ClusterQueue a copy lands in, by worker,
-	// namespace and LocalQueue ("" when not known); workerBooks the quota
+	// namespace and LocalQueue (nil when not known); workerBooks the quota
 	// books of each worker's queues (nil when not known), charged with
 	// the pass's dispatches (workerQuotaOf).
-	landing     map[string]string
+	landing     map[string]*strata.ClusterQueue
 	workerBooks map[string]*queue.Books
 }
 
@@ -138,11 +141,11 @@ func splitTargets(targets []*placement.Target, excluded, flavors []string, why f
 	return kept, left, excluded
 }
 
-// workerQuotaOf returns the name of the worker ClusterQueue p's copy
-// lands in on a worker and the books of that worker's queues, read once
-// per pass (and charged with the pass's dispatches there); "" and nil
-// when the hub does not know them.
-func (d *Dispatcher) workerQuotaOf(view *passView, cluster string, p pending) (string, *queue.Books) {
+// workerQuotaOf returns the worker ClusterQueue p's copy lands in on a
+// worker and the books of that worker's queues, read once per pass (and
+// charged with the pass's dispatches there); nil and nil when the hub
+// does not know them.
+func (d *Dispatcher) workerQuotaOf(view *passView, cluster string, p pending) (*strata.ClusterQueue, *queue.Books) {
 	wq := view.queueOf[cluster]
 	lq := wq.localQueue
 	if lq == "" {
@@ -155,8 +158,8 @@ func (d *Dispatcher) workerQuotaOf(view *passView, cluster string, p pending) (s
 			CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding})
 		view.landing[key] = cq
 	}
-	if cq == "" {
-		return "", nil
+	if cq == nil {
+		return nil, nil
 	}
 	books, ok := view.workerBooks[cluster]
 	if !ok {
@@ -164,28 +167,68 @@ func (d *Dispatcher) workerQuotaOf(view *passView, cluster string, p pending) (s
 		view.workerBooks[cluster] = books
 	}
 	if books == nil {
-		return "", nil
+		return nil, nil
 	}
 	return cq, books
 }
 
+// preemptionScope is whose workloads p's copy may preempt on t's worker,
+// as the hub reads the worker's queues (a zero scope when it does not).
+func (d *Dispatcher) preemptionScope(view *passView, t *placement.Target, p pending) placement.PreemptionScope {
+	cq, books := d.workerQuotaOf(view, t.Cluster, p)
+	return scopeFor(cq, t.Flavor, p.need, queue.Priority(p.wl), books)
+}
+
+// scopeFor is whose workloads a workload of priority asking need on
+// flavor may preempt when it lands in worker ClusterQueue cq, given the
+// books of the worker's queues: cq's own of a lower priority when it
+// preempts within itself, and, when it reclaims within its cohort, those
+// of the cohort's other queues that borrow on the flavor what it needs
+// (of a lower priority, or any with reclaimWithinCohort: Any). Nothing
+// when it may not preempt for it at all (preemption.MayPreemptFor).
+func scopeFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, priority int32, books *queue.Books) placement.PreemptionScope {
+	if cq == nil || !preemption.MayPreemptFor(cq, flavor, need) {
+		return placement.PreemptionScope{}
+	}
+	policy := preemption.PolicyOf(cq)
+	sc := placement.PreemptionScope{Queue: cq.Name, Within: policy.WithinClusterQueue != strata.PreemptionNever}
+	if policy.ReclaimWithinCohort != strata.PreemptionNever && books != nil {
+		limit := priority - 1
+		if policy.ReclaimWithinCohort == strata.PreemptionAny {
+			limit = math.MaxInt32
+		}
+		for _, peer := range books.Peers(cq.Name) {
+			if books.Borrowing(peer, flavor, need) {
+				if sc.Reclaim == nil {
+					sc.Reclaim = map[string]int32{}
+				}
+				sc.Reclaim[peer] = limit
+			}
+		}
+	}
+	if !sc.Within && len(sc.Reclaim) == 0 {
+		return placement.PreemptionScope{}
+	}
+	return sc
+}
+
 // workerQuotaShort says why the worker ClusterQueue p's copy lands in on
-// t's worker has no quota for it on t's flavor once freed is given back
-// ("" when it has, or the hub does not know). The hub reads the worker's
+// t's worker has no quota for it on t's flavor once queue freedFrom gives
+// back freed ("" when it has, or the hub does not know). The hub reads the worker's
 // queues and their status; without this, a copy the worker's quota keeps
 // out waits there until it is refused (PendingOnWorker), and no worker
 // is ever asked to preempt for it.
-func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pending, freed corev1.ResourceList) string {
+func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pending, freedFrom string, freed corev1.ResourceList) string {
 	cq, books := d.workerQuotaOf(view, t.Cluster, p)
 	if books == nil {
 		return ""
 	}
 	if len(freed) > 0 {
-		books.Charge(cq, t.Flavor, freed, -1)
-		defer books.Charge(cq, t.Flavor, freed, 1)
+		books.Charge(freedFrom, t.Flavor, freed, -1)
+		defer books.Charge(freedFrom, t.Flavor, freed, 1)
 	}
-	if fit := books.Check(cq, t.Flavor, p.need, false); fit.Err != nil {
-		return fmt.Sprintf("ClusterQueue %s there has no room for it: %v", cq, fit.Err)
+	if fit := books.Check(cq.Name, t.Flavor, p.need, false); fit.Err != nil {
+		return fmt.Sprintf("ClusterQueue %s there has no room for it: %v", cq.Name, fit.Err)
 	}
 	return ""
 }
@@ -194,7 +237,7 @@ func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pen
 // pass: the status the books come from does not show it yet.
 func (d *Dispatcher) chargeWorker(view *passView, cluster, flavor string, p pending) {
 	if cq, books := d.workerQuotaOf(view, cluster, p); books != nil {
-		books.Charge(cq, flavor, p.need, 1)
+		books.Charge(cq.Name, flavor, p.need, 1)
 	}
 }
 

@@ -30,8 +30,7 @@ type targetSource interface {
 	PruneHints(live func(key string) bool)
 	Serves(worker string, k jobs.Kind) (served, known bool)
 	QueueRefusal(worker string, t fleet.QueueTarget) (reason, message string, known bool)
-	PreemptingQueue(worker string, t fleet.QueueTarget) string
-	LandingQueue(worker string, t fleet.QueueTarget) (cq string, ok bool)
+	LandingQueue(worker string, t fleet.QueueTarget) (cq *strata.ClusterQueue, ok bool)
 	WorkerBooks(worker string) (*queue.Books, bool)
 }
 
@@ -39,7 +38,7 @@ type targetSource interface {
 func newPassView() *passView {
 	return &passView{clusterLabels: map[string]labels.Set{}, queueOf: map[string]workerQueue{}, refusals: map[string]queueRefusal{},
 		waits: map[waitKey]waitOutcome{}, quota: map[quotaKey]quotaOutcome{},
-		landing: map[string]string{}, workerBooks: map[string]*queue.Books{}}
+		landing: map[string]*strata.ClusterQueue{}, workerBooks: map[string]*queue.Books{}}
 }
 
 // seeWorkers lists the WorkerClusters: the workers whose targets a pass

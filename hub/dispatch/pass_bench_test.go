@@ -222,8 +222,8 @@ func (s *benchTargets) QueueRefusal(string, fleet.QueueTarget) (reason, message 
 	return "", "", true
 }
 
-func (s *benchTargets) PreemptingQueue(string, fleet.QueueTarget) string { return "" }
-
-func (s *benchTargets) LandingQueue(string, fleet.QueueTarget) (string, bool) { return "", false }
+func (s *benchTargets) LandingQueue(string, fleet.QueueTarget) (*strata.ClusterQueue, bool) {
+	return nil, false
+}
 
 func (s *benchTargets) WorkerBooks(string) (*queue.Books, bool) { return nil, false }

@@ -281,7 +281,7 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	// copy; preempting there may still let it in.
 	var short []*placement.Target
 	eligible, short, excluded = splitTargets(eligible, excluded, flavors, func(t *placement.Target) string {
-		return d.workerQuotaShort(view, t, p, nil)
+		return d.workerQuotaShort(view, t, p, "", nil)
 	})
 	avoid, err := d.spreadAvoider(ctx, view, wl)
 	if err != nil {
@@ -295,10 +295,10 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
 		}
 		if !dec.NeverFits || len(short) > 0 {
-			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) string {
-				return d.preemptingQueue(view, t, p)
-			}, func(t *placement.Target, freed corev1.ResourceList) string {
-				return d.workerQuotaShort(view, t, p, freed)
+			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) placement.PreemptionScope {
+				return d.preemptionScope(view, t, p)
+			}, func(t *placement.Target, queue string, freed corev1.ResourceList) string {
+				return d.workerQuotaShort(view, t, p, queue, freed)
 			})
 			if choice != nil {
 				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice
@@ -331,20 +331,6 @@ func placeReason(policyReason string, candidates int, excluded, notes []string) 
 		reason += "; " + strings.Join(notes, "; ")
 	}
 	return reason
-}
-
-// preemptingQueue names the worker ClusterQueue p's copy would land in
-// on t's worker when it preempts within itself and may preempt for p on
-// t's flavor (preemption.MayPreemptFor); "" otherwise, or when the hub
-// does not read the worker's queues.
-func (d *Dispatcher) preemptingQueue(view *passView, t *placement.Target, p pending) string {
-	wq := view.queueOf[t.Cluster]
-	lq := wq.localQueue
-	if lq == "" {
-		lq = p.wl.Spec.QueueName
-	}
-	return d.fleet.PreemptingQueue(t.Cluster, fleet.QueueTarget{Namespace: p.wl.Namespace, LocalQueue: lq,
-		CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding, Flavor: t.Flavor, Requests: p.need})
 }
 
 // checkLevels checks a workload's topology requests against the hub's

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +10,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/testutil"
 )
@@ -22,11 +24,16 @@ type quotaFleet struct {
 	reads int
 }
 
-func (f *quotaFleet) LandingQueue(worker string, _ fleet.QueueTarget) (string, bool) {
+func (f *quotaFleet) LandingQueue(worker string, _ fleet.QueueTarget) (*strata.ClusterQueue, bool) {
 	if worker != "w1" {
-		return "", false
+		return nil, false
 	}
-	return "train", true
+	for _, cq := range f.cqs {
+		if cq.Name == "train" {
+			return cq, true
+		}
+	}
+	return nil, false
 }
 
 func (f *quotaFleet) WorkerBooks(worker string) (*queue.Books, bool) {
@@ -86,13 +93,13 @@ func TestWorkerQuotaShort(t *testing.T) {
 			view := newPassView()
 			wl := testutil.MakeWorkload("job", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
 			p := pending{entry: &entry{wl: wl, need: queue.WorkloadRequests(wl)}}
-			got := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, tc.freed)
+			got := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, "train", tc.freed)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("workerQuotaShort (-want,+got):\n%s", diff)
 			}
 			if tc.freed != nil {
 				// What a preemption would give back is not kept.
-				if again := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, nil); again == "" {
+				if again := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, "", nil); again == "" {
 					t.Errorf("the freed quota stayed in the pass's books")
 				}
 			}
@@ -105,15 +112,72 @@ func TestWorkerQuotaShort(t *testing.T) {
 		wl := testutil.MakeWorkload("job", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
 		p := pending{entry: &entry{wl: wl, need: queue.WorkloadRequests(wl)}}
 		tg := target(t, "w1", "gpu")
-		if got := d.workerQuotaShort(view, tg, p, nil); got != "" {
+		if got := d.workerQuotaShort(view, tg, p, "", nil); got != "" {
 			t.Fatalf("first: %q, want room", got)
 		}
 		d.chargeWorker(view, "w1", "gpu", p)
-		if got := d.workerQuotaShort(view, tg, p, nil); got == "" {
+		if got := d.workerQuotaShort(view, tg, p, "", nil); got == "" {
 			t.Errorf("after a dispatch of 2 of the 2 CPUs left: room, want none")
 		}
 		if f.reads != 1 {
 			t.Errorf("the worker's queues were read %d times in a pass, want once", f.reads)
 		}
 	})
+}
+
+// TestScopeFor: whose workloads a copy may preempt on a worker, from the
+// queue it lands in, its policy and the worker's quota books.
+func TestScopeFor(t *testing.T) {
+	cpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
+	}
+	mk := func(name, nominal string, p *strata.ClusterQueuePreemption) *strata.ClusterQueue {
+		cq := testutil.MakeClusterQueue(name).Cohort("teams").ResourceGroup("cpu").GroupFlavor("gpu", nominal).Obj()
+		cq.Spec.Preemption = p
+		return cq
+	}
+	within := &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+	reclaimAny := &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}
+	reclaimLower := &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionLowerPriority, WithinClusterQueue: strata.PreemptionLowerPriority}
+	cases := map[string]struct {
+		cq    *strata.ClusterQueue
+		usage map[string]corev1.ResourceList
+		need  string
+		want  placement.PreemptionScope
+	}{
+		"no queue known":                {need: "1"},
+		"a queue that preempts nothing": {cq: mk("train", "4", nil), need: "1"},
+		"within itself":                 {cq: mk("train", "4", within), need: "1", want: placement.PreemptionScope{Queue: "train", Within: true}},
+		"asking more than its nominal quota: nothing (Kueue's NoFit)": {cq: mk("train", "4", within), need: "6"},
+		"reclaim-only, from the peer that borrows": {
+			cq: mk("train", "4", reclaimAny), need: "2",
+			usage: map[string]corev1.ResourceList{"infer": cpus("3"), "batch": cpus("1")},
+			want:  placement.PreemptionScope{Queue: "train", Reclaim: map[string]int32{"infer": math.MaxInt32}},
+		},
+		"reclaim-only and no peer borrows: nothing": {
+			cq: mk("train", "4", reclaimAny), need: "2",
+			usage: map[string]corev1.ResourceList{"infer": cpus("2"), "batch": cpus("1")},
+		},
+		"reclaiming lower priorities, within too": {
+			cq: mk("train", "4", reclaimLower), need: "2",
+			usage: map[string]corev1.ResourceList{"infer": cpus("3"), "batch": cpus("2")},
+			want:  placement.PreemptionScope{Queue: "train", Within: true, Reclaim: map[string]int32{"infer": 99, "batch": 99}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cqs := []*strata.ClusterQueue{mk("infer", "2", nil), mk("batch", "1", nil)}
+			if tc.cq != nil {
+				cqs = append(cqs, tc.cq)
+			}
+			books := queue.NewBooks(cqs)
+			for q, u := range tc.usage {
+				books.Charge(q, "gpu", u, 1)
+			}
+			got := scopeFor(tc.cq, "gpu", cpus(tc.need), 100, books)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("scopeFor (-want,+got):\n%s", diff)
+			}
+		})
+	}
 }

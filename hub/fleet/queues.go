@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
-	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
 )
 
@@ -151,11 +150,6 @@ type QueueTarget struct {
 	// hub creates a missing namespace and LocalQueue for (the
 	// WorkerCluster's spec.onboarding).
 	OnboardingClusterQueue string
-	// Flavor and Requests, when set, are the copy's: PreemptingQueue
-	// names no queue that may not preempt for them
-	// (preemption.MayPreemptFor).
-	Flavor   string
-	Requests corev1.ResourceList
 }
 
 // QueueRefusal says why the worker would refuse, whatever its capacity,
@@ -191,38 +185,20 @@ func (f *Fleet) QueueRefusal(name string, t QueueTarget) (reason, message string
 	return reason, message, true
 }
 
-// PreemptingQueue names the worker ClusterQueue a copy queued to t lands
-// in, when the worker would take it and that queue preempts within itself
-// (withinClusterQueue not Never); "" otherwise, or when the hub does not
-// read the worker's queues.
-func (f *Fleet) PreemptingQueue(name string, t QueueTarget) string {
+// LandingQueue returns the worker ClusterQueue a copy queued to t lands
+// in (a copy of the cached one). ok is false when the hub does not know:
+// it does not read the worker's queues, or there is no such queue
+// (QueueRefusal says so).
+func (f *Fleet) LandingQueue(name string, t QueueTarget) (cq *strata.ClusterQueue, ok bool) {
 	c := f.queuesCache(name)
 	if c == nil {
-		return ""
-	}
-	cq, err := landingQueue(context.Background(), c, t)
-	if err != nil || cq == nil || preemption.PolicyOf(cq).WithinClusterQueue == strata.PreemptionNever {
-		return ""
-	}
-	if t.Flavor != "" && !preemption.MayPreemptFor(cq, t.Flavor, t.Requests) {
-		return ""
-	}
-	return cq.Name
-}
-
-// LandingQueue names the worker ClusterQueue a copy queued to t lands in.
-// ok is false when the hub does not know: it does not read the worker's
-// queues, or there is no such queue (QueueRefusal says so).
-func (f *Fleet) LandingQueue(name string, t QueueTarget) (cq string, ok bool) {
-	c := f.queuesCache(name)
-	if c == nil {
-		return "", false
+		return nil, false
 	}
 	landing, err := landingQueue(context.Background(), c, t)
 	if err != nil || landing == nil {
-		return "", false
+		return nil, false
 	}
-	return landing.Name, true
+	return landing, true
 }
 
 // WorkerBooks returns the quota books of a worker's ClusterQueues (its

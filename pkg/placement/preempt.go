@@ -3,6 +3,7 @@ package placement
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -36,6 +37,32 @@ type PreemptionChoice struct {
 	Reason  string
 }
 
+// PreemptionScope is whose workloads a copy landing in a worker
+// ClusterQueue may preempt there, as bands of the summary's preemptible
+// capacity (each band is one queue's workloads up to a priority).
+type PreemptionScope struct {
+	// Queue is the worker ClusterQueue the copy lands in; "" when the hub
+	// does not know it or the copy may preempt nothing there.
+	Queue string
+	// Within: Queue's own workloads of a lower priority may go
+	// (withinClusterQueue).
+	Within bool
+	// Reclaim names the other queues of Queue's cohort whose workloads may
+	// go (reclaimWithinCohort: they borrow), each with the highest priority
+	// that may.
+	Reclaim map[string]int32
+}
+
+// allows says whether a band of queue q up to priority p is in the
+// scope of a workload of priority.
+func (s PreemptionScope) allows(q string, p, priority int32) bool {
+	if q == s.Queue {
+		return s.Within && p < priority
+	}
+	limit, ok := s.Reclaim[q]
+	return ok && p <= limit
+}
+
 // preemptionOption is one target's lowest band that lets the workload in.
 type preemptionOption struct {
 	t     *Target
@@ -44,28 +71,30 @@ type preemptionOption struct {
 }
 
 // DecidePreemption finds where wl, of priority, fits once workloads of a
-// lower priority are preempted, among targets of flavors. queueOf names
-// the worker ClusterQueue a copy on a target lands in, "" when it is not
-// known or does not preempt within itself. A target with a preemption in
-// flight (ReservePreemption) is not considered: its next summary tells
-// what that one freed. The choice, best first: fewest workloads in the
-// band (the most the worker may preempt), then the lowest band, then the
-// placement order of Decide (the smallest enclosing domain, then room).
-// quota, when not nil, says why the worker queue on a target has no
-// quota for wl once the band's workloads give back freed ("" when it
-// has): a band must free both the capacity and the quota it needs.
+// lower priority are preempted, among targets of flavors. scopeOf says
+// whose workloads a copy on a target may preempt (a zero scope when none:
+// the hub does not know the worker's queues, or they preempt nothing for
+// it). A target with a preemption in flight (ReservePreemption) is not
+// considered: its next summary tells what that one freed. The choice,
+// best first: fewest workloads in the band (the most the worker may
+// preempt), then the lowest band, then the placement order of Decide (the
+// smallest enclosing domain, then room).
+// quota, when not nil, says why the landing queue on a target has no
+// quota for wl once the band's workloads (of queue) give back freed (""
+// when it has): a band must free both the capacity and the quota it
+// needs.
 // It returns nil and why not when nothing helps ("" when no target's
-// queue preempts within itself, so that preemption is not in question).
+// queue preempts, so that preemption is not in question).
 func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets []*Target, priority int32,
-	queueOf func(*Target) string, quota func(t *Target, freed corev1.ResourceList) string) (*PreemptionChoice, string) {
+	scopeOf func(*Target) PreemptionScope, quota func(t *Target, queue string, freed corev1.ResourceList) string) (*PreemptionChoice, string) {
 	var options []preemptionOption
 	var why []string
 	for _, t := range targets {
 		if !slices.Contains(flavors, t.Flavor) || t.Unavailable != "" || t.summary == nil {
 			continue
 		}
-		q := queueOf(t)
-		if q == "" {
+		sc := scopeOf(t)
+		if sc.Queue == "" || !sc.Within && len(sc.Reclaim) == 0 {
 			continue
 		}
 		if t.Preempting() {
@@ -75,13 +104,16 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 		found := false
 		lower := 0
 		short := ""
+		// Per queue, its lowest band that lets the workload in: bands are
+		// cumulative within a queue, in ascending priority.
+		done := map[string]bool{}
 		for i, e := range t.summary.Preemptible {
-			if e.ClusterQueue != q || e.Priority >= priority {
+			if done[e.ClusterQueue] || !sc.allows(e.ClusterQueue, e.Priority, priority) {
 				continue
 			}
 			lower++
 			if quota != nil {
-				if short = quota(t, e.Requests); short != "" {
+				if short = quota(t, e.ClusterQueue, e.Requests); short != "" {
 					continue
 				}
 			}
@@ -93,16 +125,20 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 			if a := p.place(t, s, wl, nil); a.fits {
 				options = append(options, preemptionOption{t: t, entry: e, a: a})
 				found = true
-				break
+				done[e.ClusterQueue] = true
 			}
 		}
+		q := sc.Queue
 		switch {
 		case found:
-		case lower == 0:
+		case lower == 0 && len(sc.Reclaim) == 0:
 			why = append(why, fmt.Sprintf("%s/%s: no workload of ClusterQueue %s there has a priority below %d", t.Cluster, t.Flavor, q, priority))
+		case lower == 0:
+			why = append(why, fmt.Sprintf("%s/%s: no workload there that ClusterQueue %s may preempt for it (its own of a priority below %d, or those of its cohort's borrowing queues %s)",
+				t.Cluster, t.Flavor, q, priority, strings.Join(slices.Sorted(maps.Keys(sc.Reclaim)), ", ")))
 		case short != "":
 			// The last band frees the most: its quota still falls short.
-			why = append(why, fmt.Sprintf("%s/%s: with every workload of ClusterQueue %s of priority below %d preempted, %s", t.Cluster, t.Flavor, q, priority, short))
+			why = append(why, fmt.Sprintf("%s/%s: with every workload ClusterQueue %s may preempt there preempted, %s", t.Cluster, t.Flavor, q, short))
 		default:
 			why = append(why, fmt.Sprintf("%s/%s: it would not fit even with every workload of ClusterQueue %s of priority below %d preempted", t.Cluster, t.Flavor, q, priority))
 		}

@@ -50,8 +50,11 @@ func TestDecidePreemption(t *testing.T) {
 		// cluster (negative: over): a band must free what the job's 16
 		// GPUs need beyond it.
 		room map[string]int64
-		want *PreemptionChoice
-		why  string
+		// reclaim, when set, is the scope of a copy landing in queue
+		// "mine", which only reclaims from cq, up to a priority.
+		reclaim map[string]int32
+		want    *PreemptionChoice
+		why     string
 	}{
 		"only the worker whose rack holds lower priorities": {
 			clusters: map[string][][]int32{
@@ -107,7 +110,22 @@ func TestDecidePreemption(t *testing.T) {
 		"the quota falls short even with every lower band": {
 			clusters: map[string][][]int32{"w1": {{lo, lo}, {hi, hi}}},
 			room:     map[string]int64{"w1": -16},
-			why:      "w1/f: with every workload of ClusterQueue cq of priority below 100 preempted, short by 16",
+			why:      "w1/f: with every workload ClusterQueue cq may preempt there preempted, short by 16",
+		},
+		"reclaiming from a borrowing queue: its workloads of any priority up to the limit": {
+			clusters: map[string][][]int32{"w1": {{hi, hi}, {lo, lo}}, "w2": {{lo, hi}, {hi, hi}}},
+			reclaim:  map[string]int32{"cq": math.MaxInt32},
+			want:     &PreemptionChoice{Cluster: "w1", Flavor: "f", Queue: "cq", UpTo: lo, Workloads: 2},
+		},
+		"reclaiming up to a priority below the workload's": {
+			clusters: map[string][][]int32{"w1": {{hi, hi}, {mid, mid}}},
+			reclaim:  map[string]int32{"cq": lo},
+			why:      "w1/f: no workload there that ClusterQueue mine may preempt for it (its own of a priority below 100, or those of its cohort's borrowing queues cq)",
+		},
+		"reclaiming beyond the workload's own priority": {
+			clusters: map[string][][]int32{"w1": {{hi, hi}, {hi, hi}}},
+			reclaim:  map[string]int32{"cq": math.MaxInt32},
+			want:     &PreemptionChoice{Cluster: "w1", Flavor: "f", Queue: "cq", UpTo: hi, Workloads: 4},
 		},
 		"no worker queue preempts": {
 			clusters: map[string][][]int32{"w1": {{lo, lo}, {hi, hi}}},
@@ -136,9 +154,9 @@ func TestDecidePreemption(t *testing.T) {
 			if tc.queue == "-" {
 				queue = ""
 			}
-			var quota func(*Target, corev1.ResourceList) string
+			var quota func(*Target, string, corev1.ResourceList) string
 			if tc.room != nil {
-				quota = func(t *Target, freed corev1.ResourceList) string {
+				quota = func(t *Target, _ string, freed corev1.ResourceList) string {
 					f := freed[gpu]
 					if left := tc.room[t.Cluster] + f.Value(); left < 16 {
 						return fmt.Sprintf("short by %d", 16-left)
@@ -146,7 +164,11 @@ func TestDecidePreemption(t *testing.T) {
 					return ""
 				}
 			}
-			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) string { return queue }, quota)
+			scope := PreemptionScope{Queue: queue, Within: queue != ""}
+			if tc.reclaim != nil {
+				scope = PreemptionScope{Queue: "mine", Reclaim: tc.reclaim}
+			}
+			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) PreemptionScope { return scope }, quota)
 			if got != nil {
 				got = &PreemptionChoice{Cluster: got.Cluster, Flavor: got.Flavor, Queue: got.Queue, UpTo: got.UpTo, Workloads: got.Workloads}
 			}

@@ -8,6 +8,7 @@ package preemption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -138,6 +139,31 @@ func MayPreemptFor(cq *strata.ClusterQueue, flavor string, requests corev1.Resou
 		}
 	}
 	return true
+}
+
+// VictimQueues says which of a cluster's ClusterQueues hold workloads
+// that some workload may preempt: those that preempt within themselves,
+// and those whose cohort has another queue that reclaims within it
+// (reclaimWithinCohort not Never; it takes back what they borrow). A
+// summary lists what preempting their workloads would free
+// (CapacitySummary status.preemptible), for the hub.
+func VictimQueues(cqs []*strata.ClusterQueue) map[string]bool {
+	reclaimers := map[string][]string{} // cohort → queues that reclaim in it
+	for _, cq := range cqs {
+		if cq.Spec.Cohort != "" && PolicyOf(cq).ReclaimWithinCohort != strata.PreemptionNever {
+			reclaimers[cq.Spec.Cohort] = append(reclaimers[cq.Spec.Cohort], cq.Name)
+		}
+	}
+	out := map[string]bool{}
+	for _, cq := range cqs {
+		if PolicyOf(cq).WithinClusterQueue != strata.PreemptionNever {
+			out[cq.Name] = true
+		}
+		if r := reclaimers[cq.Spec.Cohort]; cq.Spec.Cohort != "" && slices.ContainsFunc(r, func(n string) bool { return n != cq.Name }) {
+			out[cq.Name] = true
+		}
+	}
+	return out
 }
 
 // Any says whether the policy lets a workload preempt anything at all.

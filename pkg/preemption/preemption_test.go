@@ -360,3 +360,28 @@ func TestOrder(t *testing.T) {
 		t.Errorf("Order (-want +got):\n%s", diff)
 	}
 }
+
+// TestVictimQueues: the queues a summary lists preemptible capacity of.
+func TestVictimQueues(t *testing.T) {
+	mk := func(name, cohort string, p *strata.ClusterQueuePreemption) *strata.ClusterQueue {
+		cq := &strata.ClusterQueue{}
+		cq.Name, cq.Spec.Cohort, cq.Spec.Preemption = name, cohort, p
+		return cq
+	}
+	within := &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+	reclaim := &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}
+	got := VictimQueues([]*strata.ClusterQueue{
+		mk("alone-within", "", within),
+		mk("alone", "", nil),
+		mk("lone-reclaimer", "solo", reclaim), // no other queue in its cohort
+		mk("train", "teams", reclaim),
+		mk("infer", "teams", nil),
+		mk("batch", "teams", reclaim),
+		mk("idle", "quiet", nil),
+		mk("idle2", "quiet", nil),
+	})
+	want := map[string]bool{"alone-within": true, "train": true, "infer": true, "batch": true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("VictimQueues (-want,+got):\n%s", diff)
+	}
+}

@@ -385,6 +385,22 @@ func (b *Books) Cohort(queue string) string {
 	return ""
 }
 
+// Peers returns the other queues of a queue's cohort, by name.
+func (b *Books) Peers(queue string) []string {
+	q := b.queues[queue]
+	if q == nil || q.cohort == "" {
+		return nil
+	}
+	var out []string
+	for _, o := range b.cohorts[q.cohort] {
+		if o.name != queue {
+			out = append(out, o.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Reservation is a queue's quota held per flavor and resource that has a
 // quota, in the order of its flavors: the total, the part borrowed, and the part of its
 // unused nominal quota that other queues of its cohort use (what they

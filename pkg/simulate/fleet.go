@@ -135,8 +135,8 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		if d.Cluster == "" && !d.NeverFits {
 			// As the hub: the one worker where preempting lets it in.
 			hub.prioritize(wl)
-			choice, why := policy.DecidePreemption(wl, order, targets, queue.Priority(wl), func(t *placement.Target) string {
-				return f.preemptingQueue(t.Cluster, wl)
+			choice, why := policy.DecidePreemption(wl, order, targets, queue.Priority(wl), func(t *placement.Target) placement.PreemptionScope {
+				return f.preemptionScope(t, wl)
 			}, nil)
 			if choice != nil {
 				if err := choice.Reserve(targets, fmt.Sprint(i)); err != nil {
@@ -242,23 +242,28 @@ func LoadClusters(clusters []ClusterArg) (*Fleet, error) {
 	return f, nil
 }
 
-// preemptingQueue names the ClusterQueue of cluster that a copy of wl
-// lands in (its LocalQueue there), when that queue preempts within
-// itself; "" otherwise.
-func (f *Fleet) preemptingQueue(cluster string, wl *strata.Workload) string {
+// preemptionScope is whose workloads a copy of wl on t's cluster may
+// preempt: those of a lower priority in the ClusterQueue it lands in (its
+// LocalQueue there), when that queue preempts within itself and may
+// preempt for it (preemption.MayPreemptFor). The hub also reclaims from a
+// cohort's borrowing queues; simulate's fleet does not keep the workers'
+// quota books, so it does not.
+func (f *Fleet) preemptionScope(t *placement.Target, wl *strata.Workload) placement.PreemptionScope {
 	for _, c := range f.Clusters {
-		if c.Name != cluster {
+		if c.Name != t.Cluster {
 			continue
 		}
 		lq := c.In.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName]
 		if lq == nil {
-			return ""
+			return placement.PreemptionScope{}
 		}
-		if cq := c.In.ClusterQueues[lq.Spec.ClusterQueue]; cq != nil && preemption.PolicyOf(cq).WithinClusterQueue != strata.PreemptionNever {
-			return cq.Name
+		cq := c.In.ClusterQueues[lq.Spec.ClusterQueue]
+		if cq != nil && preemption.PolicyOf(cq).WithinClusterQueue != strata.PreemptionNever &&
+			preemption.MayPreemptFor(cq, t.Flavor, queue.WorkloadRequests(wl)) {
+			return placement.PreemptionScope{Queue: cq.Name, Within: true}
 		}
 	}
-	return ""
+	return placement.PreemptionScope{}
 }
 
 // hubItems are the workloads as the hub takes them in: a job read as its

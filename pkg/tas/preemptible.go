@@ -42,10 +42,13 @@ type preemptibleLayer struct {
 }
 
 // CapturePreemptible captures the flavor's capacity (CaptureForFlavor)
-// and, per queue and distinct priority of held (at most MaxPreemptible
-// entries, queues by name, priorities ascending), the free capacity once
-// the queue's workloads up to that priority are released. The snapshot
-// is left as it was.
+// and, per queue and priority of held (queues by name, priorities
+// ascending), the free capacity once the queue's workloads up to that
+// priority are released. At most MaxPreemptible entries, shared fairly
+// among the queues (bandsPerQueue): a queue with more distinct priorities
+// than its share keeps bands spread from its lowest priority to its
+// highest (each band is exact on its own). The snapshot is left as it
+// was.
 func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []Held) *Capacity {
 	c := s.CaptureForFlavor(tolerations)
 	if len(held) == 0 {
@@ -55,19 +58,45 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 	slices.SortStableFunc(sorted, func(a, b Held) int {
 		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Priority, b.Priority))
 	})
+	// The distinct priorities of each queue, in order.
+	var queues []string
+	priorities := map[string][]int32{}
+	for _, h := range sorted {
+		ps := priorities[h.Queue]
+		if len(ps) == 0 {
+			queues = append(queues, h.Queue)
+		}
+		if len(ps) == 0 || ps[len(ps)-1] != h.Priority {
+			priorities[h.Queue] = append(ps, h.Priority)
+		}
+	}
+	counts := make([]int, len(queues))
+	for i, q := range queues {
+		counts[i] = len(priorities[q])
+	}
+	shares := bandsPerQueue(counts, MaxPreemptible)
+	keep := map[string]map[int32]bool{}
+	for i, q := range queues {
+		keep[q] = map[int32]bool{}
+		for _, p := range spreadBands(priorities[q], shares[i]) {
+			keep[q][p] = true
+		}
+	}
 	var released []Usage
-	defer func() {
+	restore := func() {
 		for _, u := range released {
 			for node, rl := range u {
 				s.AddUsage(node, rl, 1)
 			}
 		}
-	}()
-	for i := 0; i < len(sorted) && len(c.layers) < MaxPreemptible; {
+		released = released[:0]
+	}
+	defer restore()
+	for i := 0; i < len(sorted); {
 		q := sorted[i].Queue
 		var count int32
 		requests := corev1.ResourceList{}
-		for i < len(sorted) && sorted[i].Queue == q && len(c.layers) < MaxPreemptible {
+		for i < len(sorted) && sorted[i].Queue == q {
 			p := sorted[i].Priority
 			for ; i < len(sorted) && sorted[i].Queue == q && sorted[i].Priority == p; i++ {
 				s.Release(sorted[i].Usage)
@@ -78,6 +107,9 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 					sum.Add(v)
 					requests[r] = sum
 				}
+			}
+			if !keep[q][p] {
+				continue
 			}
 			after := s.Capture()
 			if len(after.free) != len(c.free) {
@@ -91,18 +123,55 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 			}
 			c.layers = append(c.layers, preemptibleLayer{queue: q, priority: p, workloads: count, requests: held, free: after.free})
 		}
-		for i < len(sorted) && sorted[i].Queue == q {
-			i++
-		}
 		// The next queue's entries start from the flavor as it is.
-		for _, u := range released {
-			for node, rl := range u {
-				s.AddUsage(node, rl, 1)
-			}
-		}
-		released = released[:0]
+		restore()
 	}
 	return c
+}
+
+// bandsPerQueue shares limit bands among queues that have counts[i]
+// distinct priorities each: every queue gets as many as it has up to an
+// equal share, and what a queue leaves goes to the others (the smallest
+// share first; ties to the queue first by name).
+func bandsPerQueue(counts []int, limit int) []int {
+	shares := make([]int, len(counts))
+	left := limit
+	for left > 0 {
+		gave := false
+		for i, n := range counts {
+			if left == 0 {
+				break
+			}
+			if shares[i] < n {
+				shares[i]++
+				left--
+				gave = true
+			}
+		}
+		if !gave {
+			break
+		}
+	}
+	return shares
+}
+
+// spreadBands picks k of a queue's ascending priorities: all when k is
+// not less, else the lowest, the highest and the others evenly between.
+func spreadBands(priorities []int32, k int) []int32 {
+	n := len(priorities)
+	switch {
+	case k >= n:
+		return priorities
+	case k <= 0:
+		return nil
+	case k == 1:
+		return priorities[:1]
+	}
+	out := make([]int32, 0, k)
+	for j := range k {
+		out = append(out, priorities[j*(n-1)/(k-1)])
+	}
+	return out
 }
 
 // addPreemptible encodes the captured preemptible entries into st (built

@@ -229,3 +229,54 @@ func TestPreemptibleCapacity(t *testing.T) {
 		t.Errorf("PreemptibleStatus accepted a domain index beyond the domains")
 	}
 }
+
+// TestPreemptibleBandsShared: the entries' bound is shared among the
+// queues, each keeping bands from its lowest priority to its highest.
+func TestPreemptibleBandsShared(t *testing.T) {
+	cases := map[string]struct {
+		counts []int
+		want   []int
+	}{
+		"all fit":                       {counts: []int{3, 5}, want: []int{3, 5}},
+		"equal shares":                  {counts: []int{40, 40}, want: []int{16, 16}},
+		"a small queue leaves the rest": {counts: []int{2, 50, 40}, want: []int{2, 15, 15}},
+		"more queues than bands":        {counts: []int{1, 1, 1}, want: []int{1, 1, 1}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, bandsPerQueue(tc.counts, MaxPreemptible)); diff != "" {
+				t.Errorf("bandsPerQueue (-want,+got):\n%s", diff)
+			}
+		})
+	}
+	if diff := cmp.Diff([]int32{1, 4, 7, 10}, spreadBands([]int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 4)); diff != "" {
+		t.Errorf("spreadBands (-want,+got):\n%s", diff)
+	}
+
+	// Two queues of 40 priorities each on one node: 16 bands each, where
+	// the first queue took all 32 before.
+	s := NewSnapshot([]string{rack, host}, nil)
+	s.SetNode(Node{Name: "n0", Labels: map[string]string{rack: "r0", host: "n0"}, Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourcePods: resource.MustParse("110")}})
+	var held []Held
+	for _, q := range []string{"a", "b"} {
+		for p := range int32(40) {
+			u := Usage{"n0": {corev1.ResourceCPU: resource.MustParse("1")}}
+			s.AddUsage("n0", u["n0"], 1)
+			held = append(held, Held{Queue: q, Priority: p, Usage: u})
+		}
+	}
+	st, err := s.CapturePreemptible(nil, held).Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string][]int32{}
+	for _, e := range st.Preemptible {
+		per[e.ClusterQueue] = append(per[e.ClusterQueue], e.Priority)
+	}
+	for _, q := range []string{"a", "b"} {
+		if got := per[q]; len(got) != 16 || got[0] != 0 || got[15] != 39 {
+			t.Errorf("queue %s: bands %v, want 16 from priority 0 to 39", q, got)
+		}
+	}
+}

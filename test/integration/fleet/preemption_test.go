@@ -200,6 +200,67 @@ var _ = Describe("Fleet preemption", func() {
 		}).Should(Succeed())
 	})
 
+	It("reclaims on a worker what a cohort peer borrows there, for a hub Job of a queue that only reclaims", func(ctx SpecContext) {
+		e := newEnv(ctx, "freclaim", map[string][][]string{"w1": {{"8", "8"}}})
+		w1 := worker("w1")
+		cohort, borrower := "teams-"+e.name, "borrower-"+e.name
+		By("giving w1's ClusterQueue 4 CPUs in a cohort, reclaiming within it and preempting nothing within itself")
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec.Cohort = cohort
+			cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("4")}}
+			cq.Spec.Preemption = &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}
+			g.Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+		By("letting a queue of no quota of its own borrow all 4 with Jobs submitted on w1")
+		Expect(w1.Client.Create(ctx, testutil.MakeClusterQueue(borrower).Cohort(cohort).Flavor(e.flavor, "cpu", "0").Obj())).To(Succeed())
+		Expect(w1.Client.Create(ctx, testutil.MakeLocalQueue("lq-b", e.ns, borrower))).To(Succeed())
+		var local []*batchv1.Job
+		for i := range 4 {
+			job := testutil.MakeJob(fmt.Sprintf("borrowed-%d", i), e.ns).Queue("lq-b").Parallelism(1).Completions(1).Request("cpu", "1").Obj()
+			Expect(w1.Client.Create(ctx, job)).To(Succeed())
+			local = append(local, job)
+		}
+		for _, job := range local {
+			Eventually(func(g Gomega) {
+				_, wl := copyOn(g, ctx, w1, job)
+				g.Expect(wl).NotTo(BeNil())
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s: %v", job.Name, wl.Status.Conditions)
+			}).Should(Succeed())
+		}
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Preemptible).To(HaveLen(1), "the borrower's workloads are what reclaiming frees")
+			g.Expect(st.Preemptible[0].ClusterQueue).To(Equal(borrower))
+			g.Expect(st.Preemptible[0].Requests.Cpu().String()).To(Equal("4"))
+		})
+
+		By("submitting a Job of 2 CPUs on the hub: w1's nodes have room, its queue's quota is lent")
+		job := e.job("reclaimer", 1, "2", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PreemptUpTo).To(Equal(ptr.To[int32](0)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+		}).Should(Succeed())
+
+		By("two of the borrower's workloads were reclaimed, the other two run on")
+		Eventually(func(g Gomega) {
+			preempted := 0
+			for _, lj := range local {
+				_, wl := copyOn(g, ctx, w1, lj)
+				g.Expect(wl).NotTo(BeNil())
+				if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted); c != nil && c.Status == metav1.ConditionTrue {
+					g.Expect(c.Reason).To(Equal(strata.PreemptedInCohortReclamation))
+					preempted++
+				}
+			}
+			g.Expect(preempted).To(Equal(2))
+		}).Should(Succeed())
+	})
+
 	It("does not storm: 20 high-priority Jobs on a full fleet preempt one workload each, each on the one worker where it then runs", func(ctx SpecContext) {
 		racks := [][]string{{"4", "4"}, {"4", "4"}}
 		e := newEnv(ctx, "fstorm", map[string][][]string{"w1": racks, "w2": racks, "w3": racks})

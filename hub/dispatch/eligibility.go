@@ -2,9 +2,7 @@ package dispatch
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +13,6 @@ import (
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/placement"
-	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
 )
@@ -102,43 +99,10 @@ func (d *Dispatcher) queueRefusal(view *passView, cluster string, p pending) (st
 // admittingQueues keeps the targets on workers whose queues take the
 // workload's copy. refusal says why a worker's would not ("" when they
 // would or the hub does not know); for the others of the queue's flavors
-// it says what is missing there (splitTargets).
+// it says what is missing there (placement.SplitTargets).
 func admittingQueues(targets []*placement.Target, excluded, flavors []string, refusal func(cluster string) string) ([]*placement.Target, []string) {
-	out, _, excluded := splitTargets(targets, excluded, flavors, func(t *placement.Target) string { return refusal(t.Cluster) })
+	out, _, excluded := placement.SplitTargets(targets, excluded, flavors, func(t *placement.Target) string { return refusal(t.Cluster) })
 	return out, excluded
-}
-
-// splitTargets keeps the targets for which why says nothing. Those of the
-// queue's flavors it does not keep are returned apart, and excluded says
-// why, naming together (in name order) the targets left out for one
-// reason.
-func splitTargets(targets []*placement.Target, excluded, flavors []string, why func(*placement.Target) string) (kept, left []*placement.Target, _ []string) {
-	kept = targets[:0:0]
-	var messages []string
-	where := map[string][]string{}
-	for _, t := range targets {
-		m := why(t)
-		switch {
-		case m == "":
-			kept = append(kept, t)
-		case slices.Contains(flavors, t.Flavor):
-			if where[m] == nil {
-				messages = append(messages, m)
-			}
-			where[m] = append(where[m], t.Cluster+"/"+t.Flavor)
-			left = append(left, t)
-		}
-	}
-	// In name order, whatever the targets' order: a reason written only
-	// when it changes stays the same while nothing does.
-	for _, m := range messages {
-		slices.Sort(where[m])
-	}
-	slices.SortFunc(messages, func(a, b string) int { return strings.Compare(where[a][0], where[b][0]) })
-	for _, m := range messages {
-		excluded = append(excluded, fmt.Sprintf("%s: %s", strings.Join(where[m], ", "), m))
-	}
-	return kept, left, excluded
 }
 
 // workerQuotaOf returns the worker ClusterQueue p's copy lands in on a
@@ -176,40 +140,7 @@ func (d *Dispatcher) workerQuotaOf(view *passView, cluster string, p pending) (*
 // as the hub reads the worker's queues (a zero scope when it does not).
 func (d *Dispatcher) preemptionScope(view *passView, t *placement.Target, p pending) placement.PreemptionScope {
 	cq, books := d.workerQuotaOf(view, t.Cluster, p)
-	return scopeFor(cq, t.Flavor, p.need, queue.Priority(p.wl), books)
-}
-
-// scopeFor is whose workloads a workload of priority asking need on
-// flavor may preempt when it lands in worker ClusterQueue cq, given the
-// books of the worker's queues: cq's own of a lower priority when it
-// preempts within itself, and, when it reclaims within its cohort, those
-// of the cohort's other queues that borrow on the flavor what it needs
-// (of a lower priority, or any with reclaimWithinCohort: Any). Nothing
-// when it may not preempt for it at all (preemption.MayPreemptFor).
-func scopeFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, priority int32, books *queue.Books) placement.PreemptionScope {
-	if cq == nil || !preemption.MayPreemptFor(cq, flavor, need) {
-		return placement.PreemptionScope{}
-	}
-	policy := preemption.PolicyOf(cq)
-	sc := placement.PreemptionScope{Queue: cq.Name, Within: policy.WithinClusterQueue != strata.PreemptionNever}
-	if policy.ReclaimWithinCohort != strata.PreemptionNever && books != nil {
-		limit := priority - 1
-		if policy.ReclaimWithinCohort == strata.PreemptionAny {
-			limit = math.MaxInt32
-		}
-		for _, peer := range books.Peers(cq.Name) {
-			if books.Borrowing(peer, flavor, need) {
-				if sc.Reclaim == nil {
-					sc.Reclaim = map[string]int32{}
-				}
-				sc.Reclaim[peer] = limit
-			}
-		}
-	}
-	if !sc.Within && len(sc.Reclaim) == 0 {
-		return placement.PreemptionScope{}
-	}
-	return sc
+	return placement.ScopeFor(cq, t.Flavor, p.need, queue.Priority(p.wl), books)
 }
 
 // workerQuotaShort says why the worker ClusterQueue p's copy lands in on
@@ -223,14 +154,7 @@ func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pen
 	if books == nil {
 		return ""
 	}
-	if len(freed) > 0 {
-		books.Charge(freedFrom, t.Flavor, freed, -1)
-		defer books.Charge(freedFrom, t.Flavor, freed, 1)
-	}
-	if fit := books.Check(cq.Name, t.Flavor, p.need, false); fit.Err != nil {
-		return fmt.Sprintf("ClusterQueue %s there has no room for it: %v", cq.Name, fit.Err)
-	}
-	return ""
+	return placement.QuotaShort(books, cq.Name, t.Flavor, p.need, freedFrom, freed)
 }
 
 // chargeWorker charges a dispatch to the worker queue's books of the

@@ -280,7 +280,7 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	// Workers whose queue has no quota left for it now are not sent a
 	// copy; preempting there may still let it in.
 	var short []*placement.Target
-	eligible, short, excluded = splitTargets(eligible, excluded, flavors, func(t *placement.Target) string {
+	eligible, short, excluded = placement.SplitTargets(eligible, excluded, flavors, func(t *placement.Target) string {
 		return d.workerQuotaShort(view, t, p, "", nil)
 	})
 	avoid, err := d.spreadAvoider(ctx, view, wl)

@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -51,6 +54,54 @@ type PreemptionScope struct {
 	// go (reclaimWithinCohort: they borrow), each with the highest priority
 	// that may.
 	Reclaim map[string]int32
+}
+
+// ScopeFor is whose workloads a workload of priority asking need on
+// flavor may preempt when it lands in worker ClusterQueue cq, given the
+// books of the worker's queues: cq's own of a lower priority when it
+// preempts within itself, and, when it reclaims within its cohort, those
+// of the cohort's other queues that borrow on the flavor what it needs
+// (of a lower priority, or any with reclaimWithinCohort: Any). Nothing
+// when it may not preempt for it at all (preemption.MayPreemptFor).
+func ScopeFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, priority int32, books *queue.Books) PreemptionScope {
+	if cq == nil || !preemption.MayPreemptFor(cq, flavor, need) {
+		return PreemptionScope{}
+	}
+	policy := preemption.PolicyOf(cq)
+	sc := PreemptionScope{Queue: cq.Name, Within: policy.WithinClusterQueue != strata.PreemptionNever}
+	if policy.ReclaimWithinCohort != strata.PreemptionNever && books != nil {
+		limit := priority - 1
+		if policy.ReclaimWithinCohort == strata.PreemptionAny {
+			limit = math.MaxInt32
+		}
+		for _, peer := range books.Peers(cq.Name) {
+			if books.Borrowing(peer, flavor, need) {
+				if sc.Reclaim == nil {
+					sc.Reclaim = map[string]int32{}
+				}
+				sc.Reclaim[peer] = limit
+			}
+		}
+	}
+	if !sc.Within && len(sc.Reclaim) == 0 {
+		return PreemptionScope{}
+	}
+	return sc
+}
+
+// QuotaShort says why worker ClusterQueue cq has no quota for a workload
+// asking need on flavor once queue freedFrom gives back freed (a
+// preemption's band), given the books of the worker's queues; "" when it
+// has. The books are left as they were.
+func QuotaShort(books *queue.Books, cq, flavor string, need corev1.ResourceList, freedFrom string, freed corev1.ResourceList) string {
+	if len(freed) > 0 {
+		books.Charge(freedFrom, flavor, freed, -1)
+		defer books.Charge(freedFrom, flavor, freed, 1)
+	}
+	if fit := books.Check(cq, flavor, need, false); fit.Err != nil {
+		return fmt.Sprintf("ClusterQueue %s there has no room for it: %v", cq, fit.Err)
+	}
+	return ""
 }
 
 // allows says whether a band of queue q up to priority p is in the

@@ -292,3 +292,36 @@ func (t *Target) HasReservation(key string) bool {
 	_, ok := t.reservations[key]
 	return ok
 }
+
+// SplitTargets keeps the targets for which why says nothing. Those of the
+// queue's flavors it does not keep are returned apart, and excluded says
+// why, naming together (in name order) the targets left out for one
+// reason.
+func SplitTargets(targets []*Target, excluded, flavors []string, why func(*Target) string) (kept, left []*Target, _ []string) {
+	kept = targets[:0:0]
+	var messages []string
+	where := map[string][]string{}
+	for _, t := range targets {
+		m := why(t)
+		switch {
+		case m == "":
+			kept = append(kept, t)
+		case slices.Contains(flavors, t.Flavor):
+			if where[m] == nil {
+				messages = append(messages, m)
+			}
+			where[m] = append(where[m], t.Cluster+"/"+t.Flavor)
+			left = append(left, t)
+		}
+	}
+	// In name order, whatever the targets' order: a reason written only
+	// when it changes stays the same while nothing does.
+	for _, m := range messages {
+		slices.Sort(where[m])
+	}
+	slices.SortFunc(messages, func(a, b string) int { return strings.Compare(where[a][0], where[b][0]) })
+	for _, m := range messages {
+		excluded = append(excluded, fmt.Sprintf("%s: %s", strings.Join(where[m], ", "), m))
+	}
+	return kept, left, excluded
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"strata.dev/strata/api/config/v1beta1"
@@ -52,6 +53,9 @@ func ParseClusterArgs(values []string) ([]ClusterArg, error) {
 type Fleet struct {
 	Clusters []FleetCluster
 	Hub      *Input
+	// books are each cluster's quota books, charged with its running
+	// workloads (Summaries).
+	books map[string]*queue.Books
 }
 
 // FleetCluster is one worker cluster read from files.
@@ -128,20 +132,50 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		// As the hub: no copy where the worker queue it lands in has no
+		// quota left for it (a preemption there may still let it in).
+		hub.prioritize(wl)
+		need := queue.WorkloadRequests(wl)
+		quotaShort := func(t *placement.Target, freedFrom string, freed corev1.ResourceList) string {
+			cq, books := f.landing(t.Cluster, wl), f.books[t.Cluster]
+			if cq == nil || books == nil {
+				return ""
+			}
+			return placement.QuotaShort(books, cq.Name, t.Flavor, need, freedFrom, freed)
+		}
+		var shortWhy []Candidate
+		eligible, short, excluded := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
+			why := quotaShort(t, "", nil)
+			if why != "" && slices.Contains(order, t.Flavor) {
+				shortWhy = append(shortWhy, Candidate{Cluster: t.Cluster, Flavor: t.Flavor, Reason: why})
+			}
+			return why
+		})
 		// Topology spreading counts, fleet-wide, what was placed before.
-		d := policy.DecideAvoiding(wl, placement.Shape(wl), order, targets, placement.SpreadAvoider(wl, dispatched))
+		d := policy.DecideAvoiding(wl, placement.Shape(wl), order, eligible, placement.SpreadAvoider(wl, dispatched))
 		res.Cluster = &d.Cluster
 		res.Reason = d.Reason
-		if d.Cluster == "" && !d.NeverFits {
+		switch {
+		case len(excluded) > 0 && len(d.Candidates) == 0:
+			res.Reason = "no worker may take it now: " + strings.Join(excluded, "; ")
+		case len(excluded) > 0:
+			res.Reason += "; " + strings.Join(excluded, "; ")
+		}
+		charge := func(cluster, flavor string) {
+			if cq, books := f.landing(cluster, wl), f.books[cluster]; cq != nil && books != nil {
+				books.Charge(cq.Name, flavor, need, 1)
+			}
+		}
+		if d.Cluster == "" && (!d.NeverFits || len(short) > 0) {
 			// As the hub: the one worker where preempting lets it in.
-			hub.prioritize(wl)
-			choice, why := policy.DecidePreemption(wl, order, targets, queue.Priority(wl), func(t *placement.Target) placement.PreemptionScope {
-				return f.preemptionScope(t, wl)
-			}, nil)
+			choice, why := policy.DecidePreemption(wl, order, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) placement.PreemptionScope {
+				return placement.ScopeFor(f.landing(t.Cluster, wl), t.Flavor, need, queue.Priority(wl), f.books[t.Cluster])
+			}, quotaShort)
 			if choice != nil {
 				if err := choice.Reserve(targets, fmt.Sprint(i)); err != nil {
 					return nil, fmt.Errorf("%s: %w", item.Source, err)
 				}
+				charge(choice.Cluster, choice.Flavor)
 				res.Cluster, res.PreemptUpTo = &choice.Cluster, ptr.To(choice.UpTo)
 				res.Reason = fmt.Sprintf("would preempt up to %d workloads of priority ≤ %d there: %s", choice.Workloads, choice.UpTo, choice.Reason)
 			} else if why != "" {
@@ -155,10 +189,12 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			}
 			res.Candidates = append(res.Candidates, cand)
 		}
+		res.Candidates = append(res.Candidates, shortWhy...)
 		if d.Cluster != "" {
 			if err := d.Reserve(targets, fmt.Sprint(i)); err != nil {
 				return nil, fmt.Errorf("%s: %w", item.Source, err)
 			}
+			charge(d.Cluster, d.Flavor)
 			assignments := make([]*tas.Assignment, len(d.PodSets))
 			for k, ps := range d.PodSets {
 				assignments[k] = ps.Assignment
@@ -187,19 +223,29 @@ func (f *Fleet) Summaries() ([]replay.Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s (%s): %w", c.Name, c.Path, err)
 		}
-		// Its running workloads hold their capacity; those of queues that
-		// preempt within themselves are what preempting would free.
+		// Its running workloads hold their capacity and quota; those of
+		// queues whose workloads may be preempted are what preempting
+		// would free.
 		run := newRunState(c.In)
 		for _, item := range c.In.Workloads {
 			if err := run.addRunning(flavors, item, tas.Options{}); err != nil {
 				return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 			}
 		}
+		if f.books == nil {
+			f.books = map[string]*queue.Books{}
+		}
+		f.books[c.Name] = run.books
+		cqs := make([]*strata.ClusterQueue, 0, len(c.In.ClusterQueues))
+		for _, cq := range c.In.ClusterQueues {
+			cqs = append(cqs, cq)
+		}
+		victims := preemption.VictimQueues(cqs)
 		held := map[string][]tas.Held{}
 		for flavor, rs := range run.running {
 			for _, r := range rs {
-				if cq := c.In.ClusterQueues[r.queue]; cq != nil && preemption.PolicyOf(cq).WithinClusterQueue != strata.PreemptionNever {
-					held[flavor] = append(held[flavor], tas.Held{Queue: r.queue, Priority: queue.Priority(r.wl), Usage: r.usage})
+				if victims[r.queue] {
+					held[flavor] = append(held[flavor], tas.Held{Queue: r.queue, Priority: queue.Priority(r.wl), Usage: r.usage, Requests: r.requests})
 				}
 			}
 		}
@@ -242,28 +288,18 @@ func LoadClusters(clusters []ClusterArg) (*Fleet, error) {
 	return f, nil
 }
 
-// preemptionScope is whose workloads a copy of wl on t's cluster may
-// preempt: those of a lower priority in the ClusterQueue it lands in (its
-// LocalQueue there), when that queue preempts within itself and may
-// preempt for it (preemption.MayPreemptFor). The hub also reclaims from a
-// cohort's borrowing queues; simulate's fleet does not keep the workers'
-// quota books, so it does not.
-func (f *Fleet) preemptionScope(t *placement.Target, wl *strata.Workload) placement.PreemptionScope {
+// landing is the ClusterQueue of cluster that a copy of wl lands in (its
+// LocalQueue there); nil when there is none.
+func (f *Fleet) landing(cluster string, wl *strata.Workload) *strata.ClusterQueue {
 	for _, c := range f.Clusters {
-		if c.Name != t.Cluster {
+		if c.Name != cluster {
 			continue
 		}
-		lq := c.In.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName]
-		if lq == nil {
-			return placement.PreemptionScope{}
-		}
-		cq := c.In.ClusterQueues[lq.Spec.ClusterQueue]
-		if cq != nil && preemption.PolicyOf(cq).WithinClusterQueue != strata.PreemptionNever &&
-			preemption.MayPreemptFor(cq, t.Flavor, queue.WorkloadRequests(wl)) {
-			return placement.PreemptionScope{Queue: cq.Name, Within: true}
+		if lq := c.In.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName]; lq != nil {
+			return c.In.ClusterQueues[lq.Spec.ClusterQueue]
 		}
 	}
-	return placement.PreemptionScope{}
+	return nil
 }
 
 // hubItems are the workloads as the hub takes them in: a job read as its

@@ -398,3 +398,122 @@ func TestFleetPreemption(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetWorkerQuota: as the hub, simulate sends no copy where the
+// worker ClusterQueue it lands in has no quota left, and reclaims on a
+// worker what a cohort peer borrows there for a queue that only reclaims.
+func TestFleetWorkerQuota(t *testing.T) {
+	dir := t.TempDir()
+	cluster := func(name, queues, running string) ClusterArg {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		base := `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {rack: r1, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: h2, labels: {rack: r1, kubernetes.io/hostname: h2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: h3, labels: {rack: r2, kubernetes.io/hostname: h3}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+`
+		if err := os.WriteFile(filepath.Join(p, "cluster.yaml"), []byte(base+queues+running), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return ClusterArg{Name: name, Path: p}
+	}
+	queue := func(name, nominal, extra string) string {
+		return fmt.Sprintf(`apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: %s}
+spec:
+  namespaceSelector: {}
+  cohort: teams
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: %s}]}]
+%s---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: %s, namespace: ml}
+spec: {clusterQueue: %s}
+---
+`, name, nominal, extra, name, name)
+	}
+	running := func(name, q, host string) string {
+		return fmt.Sprintf(`apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: %s, namespace: ml}
+spec:
+  queueName: %s
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]}}
+status:
+  admission:
+    clusterQueue: %s
+    podSetAssignments:
+    - {name: main, flavor: f, count: 1, topologyAssignment: {levels: [kubernetes.io/hostname], slices: [{domainCount: 1, valuesPerLevel: [{universal: %s}], podCounts: {universal: 1}}]}}
+---
+`, name, q, q, host)
+	}
+	reclaim := "  preemption: {reclaimWithinCohort: Any}\n"
+	clusters := []ClusterArg{
+		// full: train's 4 CPUs are its own workload's; h2 and h3 are free,
+		// but its queue is not, and nothing may be preempted for it.
+		cluster("full", queue("train", "4", reclaim)+queue("other", "0", ""), running("mine", "train", "h1")),
+		// lent: train's 8 CPUs are borrowed by other's two workloads.
+		cluster("lent", queue("train", "8", reclaim)+queue("other", "0", ""), running("b1", "other", "h1")+running("b2", "other", "h2")),
+	}
+	hub := filepath.Join(dir, "hub.yaml")
+	if err := os.WriteFile(hub, []byte(`apiVersion: batch/v1
+kind: Job
+metadata: {name: trainer, namespace: ml, labels: {strata.dev/queue-name: train}}
+spec:
+  parallelism: 1
+  completions: 1
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := runFleet(t, clusters, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 {
+		t.Fatalf("%d results, want 1", len(results))
+	}
+	r := results[0]
+	if *r.Cluster != "lent" || r.PreemptUpTo == nil || *r.PreemptUpTo != 0 {
+		t.Errorf("cluster %q, preemptUpTo %v, want lent, 0: %s", *r.Cluster, r.PreemptUpTo, r.Reason)
+	}
+	for _, part := range []string{"once workloads of ClusterQueue other of priority ≤ 0 are preempted there (2 such workloads"} {
+		if !strings.Contains(r.Reason, part) {
+			t.Errorf("reason %q does not say %q", r.Reason, part)
+		}
+	}
+	var said []string
+	for _, c := range r.Candidates {
+		if strings.Contains(c.Reason, "has no room for it") {
+			said = append(said, c.Cluster)
+		}
+	}
+	if diff := cmp.Diff([]string{"full", "lent"}, said); diff != "" {
+		t.Errorf("clusters whose queue has no room (-want,+got):\n%s", diff)
+	}
+}

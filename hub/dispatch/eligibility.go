@@ -48,6 +48,12 @@ type passView struct {
 	// the pass's dispatches (workerQuotaOf).
 	landing     map[string]*strata.ClusterQueue
 	workerBooks map[string]*queue.Books
+	// placed are the pass's dispatched Workloads and targets its
+	// targets, for the worker books (chargeInFlight).
+	placed  []*strata.Workload
+	targets []*placement.Target
+	// placedOn are placed by worker (chargeInFlight).
+	placedOn map[string][]*strata.Workload
 }
 
 // reclaimKey is what decides a quota preemption search in a pass: the
@@ -106,34 +112,73 @@ func admittingQueues(targets []*placement.Target, excluded, flavors []string, re
 }
 
 // workerQuotaOf returns the worker ClusterQueue p's copy lands in on a
-// worker and the books of that worker's queues, read once per pass (and
-// charged with the pass's dispatches there); nil and nil when the hub
-// does not know them.
+// worker and the books of that worker's queues, read once per pass
+// (chargeInFlight, and charged with the pass's dispatches there); nil and
+// nil when the hub does not know them.
 func (d *Dispatcher) workerQuotaOf(view *passView, cluster string, p pending) (*strata.ClusterQueue, *queue.Books) {
-	wq := view.queueOf[cluster]
-	lq := wq.localQueue
-	if lq == "" {
-		lq = p.wl.Spec.QueueName
-	}
-	key := cluster + "/" + p.wl.Namespace + "/" + lq
-	cq, ok := view.landing[key]
-	if !ok {
-		cq, _ = d.fleet.LandingQueue(cluster, fleet.QueueTarget{Namespace: p.wl.Namespace, LocalQueue: lq,
-			CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding})
-		view.landing[key] = cq
-	}
+	cq := d.landingOf(view, cluster, p.wl)
 	if cq == nil {
 		return nil, nil
 	}
 	books, ok := view.workerBooks[cluster]
 	if !ok {
 		books, _ = d.fleet.WorkerBooks(cluster)
+		if books != nil {
+			d.chargeInFlight(view, cluster, books)
+		}
 		view.workerBooks[cluster] = books
 	}
 	if books == nil {
 		return nil, nil
 	}
 	return cq, books
+}
+
+// landingOf is the worker ClusterQueue a copy of wl lands in on a worker
+// (memoized by worker, namespace and LocalQueue); nil when not known.
+func (d *Dispatcher) landingOf(view *passView, cluster string, wl *strata.Workload) *strata.ClusterQueue {
+	wq := view.queueOf[cluster]
+	lq := wq.localQueue
+	if lq == "" {
+		lq = wl.Spec.QueueName
+	}
+	key := cluster + "/" + wl.Namespace + "/" + lq
+	cq, ok := view.landing[key]
+	if !ok {
+		cq, _ = d.fleet.LandingQueue(cluster, fleet.QueueTarget{Namespace: wl.Namespace, LocalQueue: lq,
+			CreatesNamespace: d.createsNamespaces, OnboardingClusterQueue: wq.onboarding})
+		view.landing[key] = cq
+	}
+	return cq
+}
+
+// chargeInFlight charges a worker's books with the hub's dispatches there
+// that its summary does not count yet: their copies are not admitted, so
+// the queues' status, which the books come from, does not have them
+// either. Without this a burst sent a worker every copy its capacity
+// held, whatever its queue's quota, and the worker refused the rest
+// after dispatch.pendingTimeout. (A status written after the admission
+// but read before the summary counts it charges a copy twice until the
+// summary comes: the worker gets nothing more meanwhile.)
+func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue.Books) {
+	if view.placedOn == nil {
+		// Once per pass: the dispatched Workloads by worker.
+		view.placedOn = map[string][]*strata.Workload{}
+		for _, wl := range view.placed {
+			if c, _, _, ok := Placed(wl); ok {
+				view.placedOn[c] = append(view.placedOn[c], wl)
+			}
+		}
+	}
+	for _, wl := range view.placedOn[cluster] {
+		_, flavor, gen, _ := Placed(wl)
+		if t := placement.Find(view.targets, cluster, flavor); t == nil || t.SummaryCounts(Key(wl.UID, gen)) {
+			continue
+		}
+		if cq := d.landingOf(view, cluster, wl); cq != nil {
+			books.Charge(cq.Name, flavor, queue.WorkloadRequests(wl), 1)
+		}
+	}
 }
 
 // preemptionScope is whose workloads p's copy may preempt on t's worker,

@@ -33,6 +33,7 @@ func (d *Dispatcher) placeOnTargets(ctx context.Context, workers []fleet.Worker,
 	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
 		d.rebuild(ctx, targets, c.placed)
 		view.dispatched = c.dispatched
+		view.placed, view.targets = c.placed, targets
 		view.reclaimSearches, view.noReclaim = reclaimSearchesPerPass, map[reclaimKey]string{}
 		var err error
 		next, err = d.place(ctx, targets, c.waiting, c.queues, c.usage, view, now, writes)

@@ -1,7 +1,9 @@
 package dispatch
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +11,9 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -119,6 +123,40 @@ func TestWorkerQuotaShort(t *testing.T) {
 		}
 		if f.reads != 1 {
 			t.Errorf("the worker's queues were read %d times in a pass, want once", f.reads)
+		}
+	})
+	t.Run("a dispatch whose copy the worker has not admitted yet takes the room", func(t *testing.T) {
+		f := &quotaFleet{cqs: []*strata.ClusterQueue{alone}, usage: map[string]corev1.ResourceList{"train": cpus("2")}}
+		d := &Dispatcher{fleet: f}
+		wl := testutil.MakeWorkload("job", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
+		p := pending{entry: &entry{wl: wl, need: queue.WorkloadRequests(wl)}}
+		for _, counted := range []bool{false, true} {
+			earlier := testutil.MakeWorkload("earlier", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
+			earlier.UID = "uid-earlier"
+			gen := RecordDispatch(&earlier.Status, "w1", "gpu", "fits", time.Now())
+			s := tas.NewSnapshot([]string{"rack", strata.HostnameLabel}, nil)
+			s.SetNode(tas.Node{Name: "n", Ready: true, Labels: map[string]string{"rack": "r", strata.HostnameLabel: "n"},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+			st, err := s.Summarize(math.MaxInt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if counted {
+				st.Dispatches = []string{Key(earlier.UID, gen)}
+			}
+			shown, err := placement.NewTarget("w1", "gpu", &st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			view := newPassView()
+			view.placed, view.targets = []*strata.Workload{earlier}, []*placement.Target{shown}
+			got := d.workerQuotaShort(view, shown, p, "", nil)
+			if counted && got != "" {
+				t.Errorf("a dispatch the summary counts (the queue's status has it) was charged again: %q", got)
+			}
+			if !counted && got == "" {
+				t.Errorf("a dispatch the summary does not count yet took none of the room")
+			}
 		}
 	})
 }

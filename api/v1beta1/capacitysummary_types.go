@@ -140,9 +140,10 @@ type CapacitySummaryStatus struct {
 	// workload of that ClusterQueue admitted on the flavor with that
 	// priority or lower is gone. A hub that finds a workload fits nowhere
 	// looks here for the one worker where a preemption lets it in (see
-	// docs/placement.md). Ordered by clusterQueue, then priority; bounded
-	// by the summary's size budget (entries that do not fit are left out,
-	// never approximated upwards).
+	// docs/placement.md). In turns: every clusterQueue's lowest priority
+	// (queues by name), then every clusterQueue's next, so that within a
+	// queue priorities ascend; bounded by the summary's size budget
+	// (entries that do not fit are left out, never approximated upwards).
 	//
 	// +optional
 	// +listType=atomic

@@ -51,6 +51,7 @@ type passView struct {
 	// placed are the pass's dispatched Workloads and targets its
 	// targets, for the worker books (chargeInFlight).
 	placed  []*strata.Workload
+	behind  []inFlight
 	targets []*placement.Target
 	// placedOn are placed by worker (chargeInFlight).
 	placedOn map[string][]*strata.Workload
@@ -170,13 +171,27 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 			}
 		}
 	}
-	for _, wl := range view.placedOn[cluster] {
-		_, flavor, gen, _ := Placed(wl)
-		if t := placement.Find(view.targets, cluster, flavor); t == nil || t.SummaryCounts(Key(wl.UID, gen)) {
-			continue
+	charge := func(wl *strata.Workload, flavor, key string) {
+		if p := wl.Status.Placement; p != nil && p.PreemptUpTo != nil {
+			// A copy marked to preempt: the agent holds its quota in the
+			// queue's status while its victims' pods end.
+			return
+		}
+		if t := placement.Find(view.targets, cluster, flavor); t == nil || t.SummaryCounts(key) {
+			return
 		}
 		if cq := d.landingOf(view, cluster, wl); cq != nil {
 			books.Charge(cq.Name, flavor, queue.WorkloadRequests(wl), 1)
+		}
+	}
+	for _, wl := range view.placedOn[cluster] {
+		_, flavor, gen, _ := Placed(wl)
+		charge(wl, flavor, Key(wl.UID, gen))
+	}
+	// Recorded by this process, not shown by the informer yet.
+	for _, f := range view.behind {
+		if f.cluster == cluster {
+			charge(f.wl, f.flavor, f.key)
 		}
 	}
 }
@@ -190,14 +205,15 @@ func (d *Dispatcher) preemptionScope(view *passView, t *placement.Target, p pend
 
 // workerQuotaShort says why the worker ClusterQueue p's copy lands in on
 // t's worker has no quota for it on t's flavor once queue freedFrom gives
-// back freed ("" when it has, or the hub does not know). The hub reads the worker's
+// back freed ("" when it has, or the hub does not know), and whether it
+// never could. The hub reads the worker's
 // queues and their status; without this, a copy the worker's quota keeps
 // out waits there until it is refused (PendingOnWorker), and no worker
 // is ever asked to preempt for it.
-func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pending, freedFrom string, freed corev1.ResourceList) string {
+func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pending, freedFrom string, freed corev1.ResourceList) (why string, never bool) {
 	cq, books := d.workerQuotaOf(view, t.Cluster, p)
 	if books == nil {
-		return ""
+		return "", false
 	}
 	return placement.QuotaShort(books, cq.Name, t.Flavor, p.need, freedFrom, freed)
 }

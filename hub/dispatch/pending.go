@@ -32,6 +32,15 @@ type collected struct {
 	// dispatched are the placed Workloads with their hub ClusterQueue: the
 	// candidates of a quota preemption at the hub (reclaimQuota).
 	dispatched []dispatched
+	// behind are the dispatches this process recorded that the informer
+	// does not show yet.
+	behind []inFlight
+}
+
+// inFlight is a dispatch of a Workload: where, and its reservation key.
+type inFlight struct {
+	wl                   *strata.Workload
+	cluster, flavor, key string
 }
 
 // collect sorts the index's entries for a pass: the dispatched ones
@@ -73,6 +82,7 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 			if cq != nil {
 				d.chargeUsage(c.usage, cq.Name, r.flavor, e)
 			}
+			c.behind = append(c.behind, inFlight{wl: e.wl, cluster: r.cluster, flavor: r.flavor, key: Key(e.uid, r.generation)})
 			continue
 		}
 		if cq == nil || e.invalid {
@@ -101,8 +111,8 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 
 // recorded is a dispatch this process wrote: its generation and flavor.
 type recorded struct {
-	generation int64
-	flavor     string
+	generation      int64
+	cluster, flavor string
 }
 
 // forgetRecorded drops the dispatches the informer shows now, and those

@@ -33,7 +33,7 @@ func (d *Dispatcher) placeOnTargets(ctx context.Context, workers []fleet.Worker,
 	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
 		d.rebuild(ctx, targets, c.placed)
 		view.dispatched = c.dispatched
-		view.placed, view.targets = c.placed, targets
+		view.placed, view.behind, view.targets = c.placed, c.behind, targets
 		view.reclaimSearches, view.noReclaim = reclaimSearchesPerPass, map[reclaimKey]string{}
 		var err error
 		next, err = d.place(ctx, targets, c.waiting, c.queues, c.usage, view, now, writes)
@@ -281,9 +281,14 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	// Workers whose queue has no quota left for it now are not sent a
 	// copy; preempting there may still let it in.
 	var short []*placement.Target
+	never := map[*placement.Target]bool{}
 	eligible, short, excluded = placement.SplitTargets(eligible, excluded, flavors, func(t *placement.Target) string {
-		return d.workerQuotaShort(view, t, p, "", nil)
+		why, nv := d.workerQuotaShort(view, t, p, "", nil)
+		never[t] = nv
+		return why
 	})
+	// A queue that could never hold it is no place to preempt either.
+	short = slices.DeleteFunc(short, func(t *placement.Target) bool { return never[t] })
 	avoid, err := d.spreadAvoider(ctx, view, wl)
 	if err != nil {
 		return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("counting the workloads topology spreading counts: %v", err), retry: retry}, nil, nil
@@ -299,7 +304,8 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) placement.PreemptionScope {
 				return d.preemptionScope(view, t, p)
 			}, func(t *placement.Target, queue string, freed corev1.ResourceList) string {
-				return d.workerQuotaShort(view, t, p, queue, freed)
+				why, _ := d.workerQuotaShort(view, t, p, queue, freed)
+				return why
 			})
 			if choice != nil {
 				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice
@@ -409,7 +415,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 			return err
 		}
 		d.mu.Lock()
-		d.recorded[wl.UID] = recorded{generation: gen, flavor: dec.Flavor}
+		d.recorded[wl.UID] = recorded{generation: gen, cluster: dec.Cluster, flavor: dec.Flavor}
 		delete(d.waiting, wl.UID)
 		d.mu.Unlock()
 		metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
@@ -446,7 +452,7 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 			return err
 		}
 		d.mu.Lock()
-		d.recorded[wl.UID] = recorded{generation: gen, flavor: choice.Flavor}
+		d.recorded[wl.UID] = recorded{generation: gen, cluster: choice.Cluster, flavor: choice.Flavor}
 		delete(d.waiting, wl.UID)
 		d.mu.Unlock()
 		metrics.HubDecisions.WithLabelValues(choice.Cluster, choice.Flavor).Inc()

@@ -203,7 +203,7 @@ func (f *Fleet) LandingQueue(name string, t QueueTarget) (cq *strata.ClusterQueu
 
 // WorkerBooks returns the quota books of a worker's ClusterQueues (its
 // cohorts lend and borrow among them) charged with what their status
-// says their admitted workloads use; false when the hub does not read
+// says they hold (chargeStatus); false when the hub does not read
 // them. The status is the agent's, written at most once a second per
 // queue: copies the hub sent since are not in it.
 func (f *Fleet) WorkerBooks(name string) (*queue.Books, bool) {
@@ -221,11 +221,29 @@ func (f *Fleet) WorkerBooks(name string) (*queue.Books, bool) {
 	}
 	books := queue.NewBooks(cqs)
 	for _, q := range cqs {
+		chargeStatus(books, q)
+	}
+	return books, true
+}
+
+// chargeStatus charges a worker ClusterQueue's books with what its status
+// says it holds: flavorsReservation's totals, which count the quota the
+// agent holds for a preemptor while its victims' pods end, where the
+// agent writes them; else flavorsUsage (admitted workloads).
+func chargeStatus(books *queue.Books, q *strata.ClusterQueue) {
+	if len(q.Status.FlavorsReservation) == 0 {
 		for _, u := range q.Status.FlavorsUsage {
 			books.Charge(q.Name, u.Name, u.Resources, 1)
 		}
+		return
 	}
-	return books, true
+	for _, f := range q.Status.FlavorsReservation {
+		held := corev1.ResourceList{}
+		for _, r := range f.Resources {
+			held[r.Name] = r.Total
+		}
+		books.Charge(q.Name, f.Name, held, 1)
+	}
 }
 
 // queuesCache is the synced cache of a worker's queues; nil when the hub

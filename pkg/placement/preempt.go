@@ -69,13 +69,16 @@ func ScopeFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, 
 	}
 	policy := preemption.PolicyOf(cq)
 	sc := PreemptionScope{Queue: cq.Name, Within: policy.WithinClusterQueue != strata.PreemptionNever}
-	if policy.ReclaimWithinCohort != strata.PreemptionNever && books != nil {
-		limit := priority - 1
-		if policy.ReclaimWithinCohort == strata.PreemptionAny {
-			limit = math.MaxInt32
+	if policy.ReclaimWithinCohort != strata.PreemptionNever && books != nil && books.Cohort(cq.Name) != "" {
+		limit, reclaims := reclaimLimit(policy, priority, books.WithinNominal(cq.Name, flavor, need))
+		// The peers' workloads are candidates while their queue borrows
+		// what the workload is short of (preemption.Find).
+		short := books.Short(cq.Name, flavor, need)
+		if len(short) == 0 {
+			short = need
 		}
 		for _, peer := range books.Peers(cq.Name) {
-			if books.Borrowing(peer, flavor, need) {
+			if reclaims && books.Borrowing(peer, flavor, short) {
 				if sc.Reclaim == nil {
 					sc.Reclaim = map[string]int32{}
 				}
@@ -89,19 +92,50 @@ func ScopeFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, 
 	return sc
 }
 
+// reclaimLimit is the highest priority of a cohort peer's workload a
+// workload of priority may take back, and whether it may take any: as
+// Kueue, it reclaims under reclaimWithinCohort only when it then fits in
+// its queue's nominal quota (withinNominal); otherwise only under
+// borrowWithinCohort, workloads of a lower priority, up to its
+// maxPriorityThreshold.
+func reclaimLimit(policy preemption.Policy, priority int32, withinNominal bool) (int32, bool) {
+	lower := int32(math.MinInt32)
+	if priority > math.MinInt32 {
+		lower = priority - 1
+	}
+	if withinNominal {
+		if policy.ReclaimWithinCohort == strata.PreemptionAny {
+			return math.MaxInt32, true
+		}
+		return lower, priority > math.MinInt32
+	}
+	if policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority {
+		return 0, false
+	}
+	if t := policy.MaxPriorityThreshold; t != nil && *t < lower {
+		lower = *t
+	}
+	return lower, priority > math.MinInt32
+}
+
 // QuotaShort says why worker ClusterQueue cq has no quota for a workload
 // asking need on flavor once queue freedFrom gives back freed (a
 // preemption's band), given the books of the worker's queues; "" when it
-// has. The books are left as they were.
-func QuotaShort(books *queue.Books, cq, flavor string, need corev1.ResourceList, freedFrom string, freed corev1.ResourceList) string {
+// has. never: no usage lets it in. A cohort peer (freedFrom not cq) gives
+// back no more than it borrows: the agent's search stops taking its
+// workloads once it does not borrow. The books are left as they were.
+func QuotaShort(books *queue.Books, cq, flavor string, need corev1.ResourceList, freedFrom string, freed corev1.ResourceList) (why string, never bool) {
+	if freedFrom != cq {
+		freed = books.Borrowed(freedFrom, flavor, freed)
+	}
 	if len(freed) > 0 {
 		books.Charge(freedFrom, flavor, freed, -1)
 		defer books.Charge(freedFrom, flavor, freed, 1)
 	}
 	if fit := books.Check(cq, flavor, need, false); fit.Err != nil {
-		return fmt.Sprintf("ClusterQueue %s there has no room for it: %v", cq, fit.Err)
+		return fmt.Sprintf("ClusterQueue %s there has no room for it: %v", cq, fit.Err), fit.Never
 	}
-	return ""
+	return "", false
 }
 
 // allows says whether a band of queue q up to priority p is in the

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
@@ -46,6 +47,17 @@ func TestScopeFor(t *testing.T) {
 			cq: mk("train", "4", reclaimAny), need: "2",
 			usage: map[string]corev1.ResourceList{"infer": cpus("2"), "batch": cpus("1")},
 		},
+		"beyond its nominal quota it reclaims nothing without borrowWithinCohort (Kueue)": {
+			cq: mk("train", "4", reclaimAny), need: "2",
+			usage: map[string]corev1.ResourceList{"train": cpus("3"), "infer": cpus("3")},
+		},
+		"beyond its nominal quota, borrowWithinCohort: lower priorities up to the threshold": {
+			cq: mk("train", "4", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny,
+				BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](50)}}),
+			need:  "2",
+			usage: map[string]corev1.ResourceList{"train": cpus("3"), "infer": cpus("3")},
+			want:  PreemptionScope{Queue: "train", Reclaim: map[string]int32{"infer": 50}},
+		},
 		"reclaiming lower priorities, within too": {
 			cq: mk("train", "4", reclaimLower), need: "2",
 			usage: map[string]corev1.ResourceList{"infer": cpus("3"), "batch": cpus("2")},
@@ -67,5 +79,38 @@ func TestScopeFor(t *testing.T) {
 				t.Errorf("ScopeFor (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestQuotaShortFromAPeer: a cohort peer's band gives back no more than
+// the peer borrows, as the agent's search stops taking its workloads once
+// it does not borrow.
+func TestQuotaShortFromAPeer(t *testing.T) {
+	cpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
+	}
+	train := testutil.MakeClusterQueue("train").Cohort("teams").ResourceGroup("cpu").GroupFlavor("gpu", "4").Obj()
+	infer := testutil.MakeClusterQueue("infer").Cohort("teams").ResourceGroup("cpu").GroupFlavor("gpu", "2").Obj()
+	books := queue.NewBooks([]*strata.ClusterQueue{train, infer})
+	books.Charge("infer", "gpu", cpus("5"), 1) // borrows 3 of train's 4
+	books.Charge("train", "gpu", cpus("1"), 1)
+	for _, tc := range []struct {
+		need, band string
+		fits       bool
+	}{
+		{need: "3", band: "5", fits: true},  // 3 taken back, with 1 used: 4
+		{need: "4", band: "5", fits: false}, // its 2 of nominal quota stay
+		{need: "1", band: "1", fits: true},
+	} {
+		why, never := QuotaShort(books, "train", "gpu", cpus(tc.need), "infer", cpus(tc.band))
+		if (why == "") != tc.fits || never {
+			t.Errorf("need %s, band %s: why %q never %v, want fits %v", tc.need, tc.band, why, never, tc.fits)
+		}
+	}
+	if why, _ := QuotaShort(books, "train", "gpu", cpus("3"), "", nil); why == "" {
+		t.Errorf("without the band: room, want none")
+	}
+	if _, never := QuotaShort(books, "train", "gpu", cpus("9"), "", nil); !never {
+		t.Errorf("more than the whole quota: not never")
 	}
 }

@@ -385,6 +385,28 @@ func (b *Books) Cohort(queue string) string {
 	return ""
 }
 
+// Borrowed returns, of each of resources, the part a queue uses beyond
+// its nominal quota on a flavor (at most the given amount): what its
+// cohort may take back from it.
+func (b *Books) Borrowed(queue, flavor string, resources corev1.ResourceList) corev1.ResourceList {
+	q := b.queues[queue]
+	if q == nil {
+		return nil
+	}
+	out := corev1.ResourceList{}
+	for r, v := range resources {
+		fr := flavorResource{flavor, r}
+		qt, ok := q.quota[fr]
+		if !ok {
+			continue
+		}
+		if over := min(q.usage[fr]-qt.nominal, v.MilliValue()); over > 0 {
+			out[r] = *resource.NewMilliQuantity(over, v.Format)
+		}
+	}
+	return out
+}
+
 // Peers returns the other queues of a queue's cohort, by name.
 func (b *Books) Peers(queue string) []string {
 	q := b.queues[queue]

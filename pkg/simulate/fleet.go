@@ -136,21 +136,24 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		// quota left for it (a preemption there may still let it in).
 		hub.prioritize(wl)
 		need := queue.WorkloadRequests(wl)
-		quotaShort := func(t *placement.Target, freedFrom string, freed corev1.ResourceList) string {
+		quotaShort := func(t *placement.Target, freedFrom string, freed corev1.ResourceList) (string, bool) {
 			cq, books := f.landing(t.Cluster, wl), f.books[t.Cluster]
 			if cq == nil || books == nil {
-				return ""
+				return "", false
 			}
 			return placement.QuotaShort(books, cq.Name, t.Flavor, need, freedFrom, freed)
 		}
 		var shortWhy []Candidate
+		never := map[*placement.Target]bool{}
 		eligible, short, excluded := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
-			why := quotaShort(t, "", nil)
+			why, nv := quotaShort(t, "", nil)
+			never[t] = nv
 			if why != "" && slices.Contains(order, t.Flavor) {
 				shortWhy = append(shortWhy, Candidate{Cluster: t.Cluster, Flavor: t.Flavor, Reason: why})
 			}
 			return why
 		})
+		short = slices.DeleteFunc(short, func(t *placement.Target) bool { return never[t] })
 		// Topology spreading counts, fleet-wide, what was placed before.
 		d := policy.DecideAvoiding(wl, placement.Shape(wl), order, eligible, placement.SpreadAvoider(wl, dispatched))
 		res.Cluster = &d.Cluster
@@ -170,7 +173,10 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			// As the hub: the one worker where preempting lets it in.
 			choice, why := policy.DecidePreemption(wl, order, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) placement.PreemptionScope {
 				return placement.ScopeFor(f.landing(t.Cluster, wl), t.Flavor, need, queue.Priority(wl), f.books[t.Cluster])
-			}, quotaShort)
+			}, func(t *placement.Target, freedFrom string, freed corev1.ResourceList) string {
+				why, _ := quotaShort(t, freedFrom, freed)
+				return why
+			})
 			if choice != nil {
 				if err := choice.Reserve(targets, fmt.Sprint(i)); err != nil {
 					return nil, fmt.Errorf("%s: %w", item.Source, err)

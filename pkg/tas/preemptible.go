@@ -42,9 +42,9 @@ type preemptibleLayer struct {
 }
 
 // CapturePreemptible captures the flavor's capacity (CaptureForFlavor)
-// and, per queue and priority of held (queues by name, priorities
-// ascending), the free capacity once the queue's workloads up to that
-// priority are released. At most MaxPreemptible entries, shared fairly
+// and, per queue and priority of held, the free capacity once the
+// queue's workloads up to that priority are released, in turns (each
+// queue's lowest band by queue name, then each queue's next: interleave). At most MaxPreemptible entries, shared fairly
 // among the queues (bandsPerQueue): a queue with more distinct priorities
 // than its share keeps bands spread from its lowest priority to its
 // highest (each band is exact on its own). The snapshot is left as it
@@ -126,7 +126,34 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 		// The next queue's entries start from the flavor as it is.
 		restore()
 	}
+	c.layers = interleave(c.layers)
 	return c
+}
+
+// interleave orders layers (grouped by queue, priorities ascending) in
+// turns: every queue's lowest band, then every queue's next, and so on.
+// A summary's size budget ends the list at the first entry that does not
+// fit: in turns, every queue keeps its lowest bands, where in queue order
+// the queues last by name would keep none.
+func interleave(layers []preemptibleLayer) []preemptibleLayer {
+	var groups [][]preemptibleLayer
+	for i := 0; i < len(layers); {
+		j := i
+		for j < len(layers) && layers[j].queue == layers[i].queue {
+			j++
+		}
+		groups = append(groups, layers[i:j])
+		i = j
+	}
+	out := make([]preemptibleLayer, 0, len(layers))
+	for turn := 0; len(out) < len(layers); turn++ {
+		for _, g := range groups {
+			if turn < len(g) {
+				out = append(out, g[turn])
+			}
+		}
+	}
+	return out
 }
 
 // bandsPerQueue shares limit bands among queues that have counts[i]

@@ -199,8 +199,8 @@ func TestPreemptibleCapacity(t *testing.T) {
 	}
 	want := []entry{
 		{Queue: "a", Priority: 1, Workloads: 1, CPUs: 1, Domains: []int32{0}, Free: [][]int64{{2, 3}}},
-		{Queue: "a", Priority: 10, Workloads: 3, CPUs: 4, Domains: []int32{0}, Free: [][]int64{{4, 4}}},
 		{Queue: "b", Priority: 5, Workloads: 1, CPUs: 4, Domains: []int32{1}, Free: [][]int64{{4}}},
+		{Queue: "a", Priority: 10, Workloads: 3, CPUs: 4, Domains: []int32{0}, Free: [][]int64{{4, 4}}},
 	}
 	if diff := cmp.Diff(want, summarize(st)); diff != "" {
 		t.Errorf("preemptible (-want,+got):\n%s", diff)
@@ -278,5 +278,25 @@ func TestPreemptibleBandsShared(t *testing.T) {
 		if got := per[q]; len(got) != 16 || got[0] != 0 || got[15] != 39 {
 			t.Errorf("queue %s: bands %v, want 16 from priority 0 to 39", q, got)
 		}
+	}
+	// A budget for a few entries: each queue keeps its lowest band, where
+	// the queue last by name kept none.
+	plain, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(plain)
+	few, err := s.CapturePreemptible(nil, held).Summarize(len(data) + 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]int32{}
+	for _, e := range few.Preemptible {
+		if _, ok := kept[e.ClusterQueue]; !ok {
+			kept[e.ClusterQueue] = e.Priority
+		}
+	}
+	if diff := cmp.Diff(map[string]int32{"a": 0, "b": 0}, kept); diff != "" || len(few.Preemptible) >= 32 {
+		t.Errorf("%d entries within the budget; lowest band kept per queue (-want,+got):\n%s", len(few.Preemptible), diff)
 	}
 }

@@ -555,13 +555,26 @@ func (c *Cache) Capture(name string, preemptible func(queue string) bool) (capac
 		for _, a := range c.admittedOn(name) {
 			if adm := a.Workload.Status.Admission; adm != nil && preemptible(adm.ClusterQueue) {
 				held = append(held, tas.Held{Queue: adm.ClusterQueue, Priority: queue.Priority(a.Workload), Usage: a.Usage,
-					Requests: queue.WorkloadUsage(a.Workload)})
+					Requests: quotaOn(a.Workload, name)})
 			}
 		}
 	}
 	// Every pod admitted on the flavor gets its tolerations: taints they
 	// tolerate keep no pod of the flavor away.
 	return f.snapshot.CapturePreemptible(f.def.Spec.Tolerations, held), dispatches, true
+}
+
+// quotaOn is the quota an admitted workload holds on a flavor: its pod
+// sets admitted there, less their reclaimable pods, as the scheduler's
+// books charge it.
+func quotaOn(wl *strata.Workload, flavor string) corev1.ResourceList {
+	usage := map[string]corev1.ResourceList{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.Flavor == flavor {
+			queue.AddRequests(usage, flavor, queue.LessReclaimable(psa, workload.Reclaimable(wl, psa.Name)))
+		}
+	}
+	return usage[flavor]
 }
 
 // Flavor gives fn exclusive access to a flavor's snapshot and topology.

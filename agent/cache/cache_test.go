@@ -1233,3 +1233,23 @@ func TestCaptureDispatches(t *testing.T) {
 		}
 	})
 }
+
+// TestQuotaOn: a band's quota is what the workload's pod sets admitted on
+// the flavor hold, less their reclaimable pods.
+func TestQuotaOn(t *testing.T) {
+	cpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
+	}
+	wl := &strata.Workload{}
+	wl.Status.Admission = &strata.Admission{ClusterQueue: "q", PodSetAssignments: []strata.PodSetAssignment{
+		{Name: "a", Flavor: "gpu", Count: 4, ResourceUsage: cpus("8")},
+		{Name: "b", Flavor: "cpu", Count: 1, ResourceUsage: cpus("3")},
+	}}
+	wl.Status.ReclaimablePods = []strata.ReclaimablePod{{Name: "a", Count: 1}}
+	if diff := cmp.Diff(cpus("6"), quotaOn(wl, "gpu"), cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("quotaOn gpu (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(cpus("3"), quotaOn(wl, "cpu"), cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("quotaOn cpu (-want,+got):\n%s", diff)
+	}
+}

@@ -1,0 +1,143 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
+)
+
+// roomyCapacity is a topology where everything fits: the cases are about
+// quota alone.
+type roomyCapacity struct{}
+
+func (roomyCapacity) Release(int) {}
+func (roomyCapacity) Take(int)    {}
+func (roomyCapacity) Fits() (bool, func(int) bool) {
+	return true, func(int) bool { return true }
+}
+
+// TestHubAnswersAsTheAgentOnQuota: on generated cohorts of a worker, with
+// room on the nodes, whenever the hub counts on a band of a queue
+// (ScopeFor, QuotaShort) to let a copy into its worker ClusterQueue, the
+// agent's own search (preemption.Find) for the copy so marked finds
+// victims. The hub may miss a preemption the agent would find (it counts
+// one queue's band at a time); it must never mark a copy that the agent
+// then cannot admit.
+func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 1))
+	cpus := func(n int) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(n), resource.DecimalSI)}
+	}
+	policies := []strata.PreemptionPolicy{strata.PreemptionNever, strata.PreemptionLowerPriority, strata.PreemptionAny}
+	marked, missed := 0, 0
+	for c := range 3000 {
+		n := 2 + rng.IntN(2)
+		var cqs []*strata.ClusterQueue
+		for i := range n {
+			cq := &strata.ClusterQueue{}
+			cq.Name, cq.Spec.Cohort = fmt.Sprintf("q%d", i), "teams"
+			cq.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+				Flavors: []strata.FlavorQuotas{{Name: "f", Resources: []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: cpus(rng.IntN(7))[corev1.ResourceCPU]}}}}}}
+			cqs = append(cqs, cq)
+		}
+		pre := &strata.ClusterQueuePreemption{
+			WithinClusterQueue:  []strata.PreemptionPolicy{strata.PreemptionNever, strata.PreemptionLowerPriority}[rng.IntN(2)],
+			ReclaimWithinCohort: policies[rng.IntN(3)],
+		}
+		if pre.ReclaimWithinCohort != strata.PreemptionNever && rng.IntN(3) == 0 {
+			pre.BorrowWithinCohort = &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority}
+			if rng.IntN(2) == 0 {
+				pre.BorrowWithinCohort.MaxPriorityThreshold = ptr.To[int32](10)
+			}
+		}
+		cqs[0].Spec.Preemption = pre
+		books := queue.NewBooks(cqs)
+		type admitted struct {
+			w   preemption.Workload
+			req corev1.ResourceList
+		}
+		var running []admitted
+		base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+		for k := range 12 {
+			q := cqs[rng.IntN(n)].Name
+			req := cpus(1 + rng.IntN(3))
+			if books.Check(q, "f", req, false).Err != nil {
+				continue
+			}
+			books.Charge(q, "f", req, 1)
+			at := base.Add(time.Duration(k) * time.Second)
+			running = append(running, admitted{w: preemption.Workload{Key: types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("w%d", k)}, Queue: q,
+				Priority: []int32{0, 10, 100}[rng.IntN(3)], QueuedAt: at, AdmittedAt: at, Requests: req}, req: req})
+		}
+		priority := []int32{5, 50, 200}[rng.IntN(3)]
+		need := cpus(1 + rng.IntN(4))
+		if why, _ := QuotaShort(books, "q0", "f", need, "", nil); why == "" {
+			continue // it fits: nothing to preempt
+		}
+		scope := ScopeFor(cqs[0], "f", need, priority, books)
+		// The bands a summary lists, per queue in ascending priority, as
+		// DecidePreemption takes them: the first that lets it in.
+		var uptos []int32
+		for _, q := range cqs {
+			var ps []int32
+			for _, r := range running {
+				if r.w.Queue == q.Name && !slices.Contains(ps, r.w.Priority) {
+					ps = append(ps, r.w.Priority)
+				}
+			}
+			slices.Sort(ps)
+			for _, p := range ps {
+				if !scope.allows(q.Name, p, priority) {
+					continue
+				}
+				band := corev1.ResourceList{}
+				for _, r := range running {
+					if r.w.Queue == q.Name && r.w.Priority <= p {
+						queue.AddRequests(map[string]corev1.ResourceList{"f": band}, "f", r.req)
+					}
+				}
+				if why, _ := QuotaShort(books, "q0", "f", need, q.Name, band); why == "" {
+					uptos = append(uptos, p)
+					break
+				}
+			}
+		}
+		find := func(upTo *int32) preemption.Result {
+			var cands []preemption.Workload
+			for _, r := range running {
+				if upTo == nil || r.w.Priority <= *upTo {
+					cands = append(cands, r.w)
+				}
+			}
+			return preemption.Find(preemption.Preemptor{Key: types.NamespacedName{Namespace: "ns", Name: "copy"}, Queue: "q0", Priority: priority,
+				QueuedAt: base.Add(time.Hour), Requests: need}, preemption.PolicyOf(cqs[0]), books, "f", cands, roomyCapacity{})
+		}
+		for _, upTo := range uptos {
+			if res := find(&upTo); len(res.Victims) == 0 {
+				t.Errorf("case %d: the hub marks the copy up to %d, the agent finds nothing (%s); policy %+v, need %v, running %+v",
+					c, upTo, res.Why, *pre, need, running)
+			}
+		}
+		switch {
+		case len(uptos) > 0:
+			marked++
+		case len(find(nil).Victims) > 0:
+			missed++
+		}
+	}
+	t.Logf("hub marked %d copies, each of which the agent could admit; it missed %d preemptions the agent would make unmarked", marked, missed)
+	if marked == 0 {
+		t.Fatalf("no case where the hub marks a copy: the test checks nothing")
+	}
+}

@@ -196,26 +196,27 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 	}
 }
 
-// preemptionScope is whose workloads p's copy may preempt on t's worker,
-// as the hub reads the worker's queues (a zero scope when it does not).
-func (d *Dispatcher) preemptionScope(view *passView, t *placement.Target, p pending) placement.PreemptionScope {
+// preemptionScopes is whose workloads p's copy may preempt on t's worker,
+// as the hub reads the worker's queues (none when it does not).
+func (d *Dispatcher) preemptionScopes(view *passView, t *placement.Target, p pending) []placement.PreemptionScope {
 	cq, books := d.workerQuotaOf(view, t.Cluster, p)
-	return placement.ScopeFor(cq, t.Flavor, p.need, queue.Priority(p.wl), books)
+	return placement.ScopesFor(cq, t.Flavor, p.need, queue.Priority(p.wl), books)
 }
 
 // workerQuotaShort says why the worker ClusterQueue p's copy lands in on
-// t's worker has no quota for it on t's flavor once queue freedFrom gives
-// back freed ("" when it has, or the hub does not know), and whether it
+// t's worker has no quota for it on t's flavor once each queue of freed
+// gives back what it says (within its nominal quota when nominal; ""
+// when it has, or the hub does not know), and whether it
 // never could. The hub reads the worker's
 // queues and their status; without this, a copy the worker's quota keeps
 // out waits there until it is refused (PendingOnWorker), and no worker
 // is ever asked to preempt for it.
-func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pending, freedFrom string, freed corev1.ResourceList) (why string, never bool) {
+func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pending, freed map[string]corev1.ResourceList, nominal bool) (why string, never bool) {
 	cq, books := d.workerQuotaOf(view, t.Cluster, p)
 	if books == nil {
 		return "", false
 	}
-	return placement.QuotaShort(books, cq.Name, t.Flavor, p.need, freedFrom, freed)
+	return placement.QuotaShort(books, cq.Name, t.Flavor, p.need, freed, nominal)
 }
 
 // chargeWorker charges a dispatch to the worker queue's books of the

@@ -283,7 +283,7 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	var short []*placement.Target
 	never := map[*placement.Target]bool{}
 	eligible, short, excluded = placement.SplitTargets(eligible, excluded, flavors, func(t *placement.Target) string {
-		why, nv := d.workerQuotaShort(view, t, p, "", nil)
+		why, nv := d.workerQuotaShort(view, t, p, nil, false)
 		never[t] = nv
 		return why
 	})
@@ -301,10 +301,10 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
 		}
 		if !dec.NeverFits || len(short) > 0 {
-			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) placement.PreemptionScope {
-				return d.preemptionScope(view, t, p)
-			}, func(t *placement.Target, queue string, freed corev1.ResourceList) string {
-				why, _ := d.workerQuotaShort(view, t, p, queue, freed)
+			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) []placement.PreemptionScope {
+				return d.preemptionScopes(view, t, p)
+			}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
+				why, _ := d.workerQuotaShort(view, t, p, freed, nominal)
 				return why
 			})
 			if choice != nil {

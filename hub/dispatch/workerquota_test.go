@@ -95,13 +95,13 @@ func TestWorkerQuotaShort(t *testing.T) {
 			view := newPassView()
 			wl := testutil.MakeWorkload("job", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
 			p := pending{entry: &entry{wl: wl, need: queue.WorkloadRequests(wl)}}
-			got, _ := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, "train", tc.freed)
+			got, _ := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, freedBy("train", tc.freed), false)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("workerQuotaShort (-want,+got):\n%s", diff)
 			}
 			if tc.freed != nil {
 				// What a preemption would give back is not kept.
-				if again, _ := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, "", nil); again == "" {
+				if again, _ := d.workerQuotaShort(view, target(t, tc.cluster, "gpu"), p, nil, false); again == "" {
 					t.Errorf("the freed quota stayed in the pass's books")
 				}
 			}
@@ -114,11 +114,11 @@ func TestWorkerQuotaShort(t *testing.T) {
 		wl := testutil.MakeWorkload("job", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
 		p := pending{entry: &entry{wl: wl, need: queue.WorkloadRequests(wl)}}
 		tg := target(t, "w1", "gpu")
-		if got, _ := d.workerQuotaShort(view, tg, p, "", nil); got != "" {
+		if got, _ := d.workerQuotaShort(view, tg, p, nil, false); got != "" {
 			t.Fatalf("first: %q, want room", got)
 		}
 		d.chargeWorker(view, "w1", "gpu", p)
-		if got, _ := d.workerQuotaShort(view, tg, p, "", nil); got == "" {
+		if got, _ := d.workerQuotaShort(view, tg, p, nil, false); got == "" {
 			t.Errorf("after a dispatch of 2 of the 2 CPUs left: room, want none")
 		}
 		if f.reads != 1 {
@@ -150,7 +150,7 @@ func TestWorkerQuotaShort(t *testing.T) {
 			}
 			view := newPassView()
 			view.placed, view.targets = []*strata.Workload{earlier}, []*placement.Target{shown}
-			got, _ := d.workerQuotaShort(view, shown, p, "", nil)
+			got, _ := d.workerQuotaShort(view, shown, p, nil, false)
 			if counted && got != "" {
 				t.Errorf("a dispatch the summary counts (the queue's status has it) was charged again: %q", got)
 			}
@@ -159,4 +159,12 @@ func TestWorkerQuotaShort(t *testing.T) {
 			}
 		}
 	})
+}
+
+// freedBy is what one queue gives back (nil when nothing).
+func freedBy(q string, r corev1.ResourceList) map[string]corev1.ResourceList {
+	if r == nil {
+		return nil
+	}
+	return map[string]corev1.ResourceList{q: r}
 }

@@ -28,12 +28,14 @@ import (
 // PreemptionChoice is where a workload fits once workloads are preempted.
 type PreemptionChoice struct {
 	Cluster, Flavor string
-	// Queue is the worker's ClusterQueue whose workloads it preempts.
-	Queue string
+	// Queues are the worker's ClusterQueues whose workloads it preempts:
+	// the copy's own, or a cohort peer it reclaims from, or, when no one
+	// queue's workloads free enough, several.
+	Queues []string
 	// UpTo is the priority up to which it may preempt there.
 	UpTo int32
-	// Workloads is how many workloads of the queue with priority ≤ UpTo
-	// the worker holds on the flavor: the most it preempts.
+	// Workloads is how many workloads of those queues the bands counted
+	// on hold on the flavor: the most it preempts.
 	Workloads int32
 	// PodSets are the placement once they are gone.
 	PodSets []PodSetPlacement
@@ -54,42 +56,74 @@ type PreemptionScope struct {
 	// go (reclaimWithinCohort: they borrow), each with the highest priority
 	// that may.
 	Reclaim map[string]int32
+	// Nominal: only if the copy then fits in Queue's nominal quota.
+	Nominal bool
 }
 
-// ScopeFor is whose workloads a workload of priority asking need on
+// ScopesFor is whose workloads a workload of priority asking need on
 // flavor may preempt when it lands in worker ClusterQueue cq, given the
-// books of the worker's queues: cq's own of a lower priority when it
-// preempts within itself, and, when it reclaims within its cohort, those
-// of the cohort's other queues that borrow on the flavor what it needs
-// (of a lower priority, or any with reclaimWithinCohort: Any). Nothing
-// when it may not preempt for it at all (preemption.MayPreemptFor).
-func ScopeFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, priority int32, books *queue.Books) PreemptionScope {
+// books of the worker's queues, one scope per attempt of the agent's
+// search (preemption.Find) that may take them: cq's own of a lower
+// priority when it preempts within itself, and, when it reclaims within
+// its cohort, those of the cohort's other queues that borrow on the
+// flavor what it needs (of a lower priority, or any with
+// reclaimWithinCohort: Any). When it does not fit cq's nominal quota as
+// things stand, it reclaims while it would borrow only under
+// borrowWithinCohort; a second scope then takes the borrowers under
+// reclaimWithinCohort alone, on condition that it fits its nominal quota
+// once they and its own go (Nominal). None when it may not preempt for
+// it at all (preemption.MayPreemptFor).
+func ScopesFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, priority int32, books *queue.Books) []PreemptionScope {
 	if cq == nil || !preemption.MayPreemptFor(cq, flavor, need) {
-		return PreemptionScope{}
+		return nil
 	}
 	policy := preemption.PolicyOf(cq)
-	sc := PreemptionScope{Queue: cq.Name, Within: policy.WithinClusterQueue != strata.PreemptionNever}
+	within := policy.WithinClusterQueue != strata.PreemptionNever
+	base := PreemptionScope{Queue: cq.Name, Within: within}
+	nominal := PreemptionScope{Queue: cq.Name, Within: within, Nominal: true}
 	if policy.ReclaimWithinCohort != strata.PreemptionNever && books != nil && books.Cohort(cq.Name) != "" {
-		limit, reclaims := reclaimLimit(policy, priority, books.WithinNominal(cq.Name, flavor, need))
+		advantage := books.WithinNominal(cq.Name, flavor, need)
+		limit, reclaims := reclaimLimit(policy, priority, advantage)
+		full, fullOK := reclaimLimit(policy, priority, true)
 		// The peers' workloads are candidates while their queue borrows
 		// what the workload is short of (preemption.Find).
 		short := books.Short(cq.Name, flavor, need)
 		if len(short) == 0 {
 			short = need
 		}
+		// Find's attempt without borrowing, which takes every borrower
+		// reclaimWithinCohort allows: not made when the queue may not
+		// preempt while borrowing and already uses its nominal quota; of
+		// use only when its own workloads may go too (it does not fit its
+		// nominal quota as things stand).
+		borrowForbidden := policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority
+		unborrowed := !advantage && within && fullOK && (!borrowForbidden || books.UnderNominal(cq.Name, flavor, short))
 		for _, peer := range books.Peers(cq.Name) {
-			if reclaims && books.Borrowing(peer, flavor, short) {
-				if sc.Reclaim == nil {
-					sc.Reclaim = map[string]int32{}
+			if !books.Borrowing(peer, flavor, short) {
+				continue
+			}
+			if reclaims {
+				if base.Reclaim == nil {
+					base.Reclaim = map[string]int32{}
 				}
-				sc.Reclaim[peer] = limit
+				base.Reclaim[peer] = limit
+			}
+			if unborrowed {
+				if nominal.Reclaim == nil {
+					nominal.Reclaim = map[string]int32{}
+				}
+				nominal.Reclaim[peer] = full
 			}
 		}
 	}
-	if !sc.Within && len(sc.Reclaim) == 0 {
-		return PreemptionScope{}
+	var out []PreemptionScope
+	if base.Within || len(base.Reclaim) > 0 {
+		out = append(out, base)
 	}
-	return sc
+	if len(nominal.Reclaim) > 0 {
+		out = append(out, nominal)
+	}
+	return out
 }
 
 // reclaimLimit is the highest priority of a cohort peer's workload a
@@ -119,20 +153,31 @@ func reclaimLimit(policy preemption.Policy, priority int32, withinNominal bool) 
 }
 
 // QuotaShort says why worker ClusterQueue cq has no quota for a workload
-// asking need on flavor once queue freedFrom gives back freed (a
-// preemption's band), given the books of the worker's queues; "" when it
-// has. never: no usage lets it in. A cohort peer (freedFrom not cq) gives
-// back no more than it borrows: the agent's search stops taking its
-// workloads once it does not borrow. The books are left as they were.
-func QuotaShort(books *queue.Books, cq, flavor string, need corev1.ResourceList, freedFrom string, freed corev1.ResourceList) (why string, never bool) {
-	if freedFrom != cq {
-		freed = books.Borrowed(freedFrom, flavor, freed)
+// asking need on flavor (within its nominal quota when nominal) once each
+// queue of freed gives back what freed says (preemption bands), given the
+// books of the worker's queues; "" when it has. never: no usage lets it in. A cohort peer (a queue other
+// than cq) gives back no more than it borrows: the agent's search stops
+// taking its workloads once it does not borrow. The books are left as
+// they were.
+func QuotaShort(books *queue.Books, cq, flavor string, need corev1.ResourceList, freed map[string]corev1.ResourceList, nominal bool) (why string, never bool) {
+	back := make(map[string]corev1.ResourceList, len(freed))
+	for q, r := range freed {
+		if q != cq {
+			r = books.Borrowed(q, flavor, r)
+		}
+		if len(r) > 0 {
+			back[q] = r
+		}
 	}
-	if len(freed) > 0 {
-		books.Charge(freedFrom, flavor, freed, -1)
-		defer books.Charge(freedFrom, flavor, freed, 1)
+	for q, r := range back {
+		books.Charge(q, flavor, r, -1)
 	}
-	if fit := books.Check(cq, flavor, need, false); fit.Err != nil {
+	defer func() {
+		for q, r := range back {
+			books.Charge(q, flavor, r, 1)
+		}
+	}()
+	if fit := books.Check(cq, flavor, need, nominal); fit.Err != nil {
 		return fmt.Sprintf("ClusterQueue %s there has no room for it: %v", cq, fit.Err), fit.Never
 	}
 	return "", false
@@ -148,84 +193,160 @@ func (s PreemptionScope) allows(q string, p, priority int32) bool {
 	return ok && p <= limit
 }
 
-// preemptionOption is one target's lowest band that lets the workload in.
+// preemptionOption is the bands of one target whose preemption lets the
+// workload in.
 type preemptionOption struct {
-	t     *Target
-	entry strata.PreemptibleCapacity
-	a     *answer
+	t *Target
+	// bands are entries of the target's preemptible capacity, at most one
+	// per queue.
+	bands []int
+	// workloads is how many workloads the bands hold; upTo their highest
+	// priority.
+	workloads, upTo int32
+	a               *answer
+}
+
+// scopeBands returns, per queue whose workloads the scope lets go (the
+// copy's own queue first, then its peers by name), the entries of the
+// preemptible capacity that are its bands in scope, in ascending
+// priority (each cumulative: the next frees what the one before does and
+// more).
+func (s PreemptionScope) scopeBands(entries []strata.PreemptibleCapacity, priority int32) (queues []string, bands [][]int) {
+	at := map[string]int{}
+	for i, e := range entries {
+		if !s.allows(e.ClusterQueue, e.Priority, priority) {
+			continue
+		}
+		k, ok := at[e.ClusterQueue]
+		if !ok {
+			k = len(queues)
+			at[e.ClusterQueue] = k
+			queues, bands = append(queues, e.ClusterQueue), append(bands, nil)
+		}
+		bands[k] = append(bands[k], i)
+	}
+	order := make([]int, len(queues))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(b2i(queues[b] == s.Queue), b2i(queues[a] == s.Queue)), cmp.Compare(queues[a], queues[b]))
+	})
+	outQ, outB := make([]string, len(order)), make([][]int, len(order))
+	for i, k := range order {
+		outQ[i], outB[i] = queues[k], bands[k]
+	}
+	return outQ, outB
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pickBands finds the bands of one target whose preemption lets the
+// workload in, as try says of a set of bands (the quota they leave short,
+// "" when none; whether the workload then fits the capacity). Each
+// queue's lowest band that does on its own is an option. When no band
+// does on its own, the agent may still find victims across queues (its
+// own lower priorities and the borrowers it reclaims from, or several
+// borrowers): every queue's highest band together, then, queue by queue
+// (the copy's own first, so that, as Kueue, what the others borrow goes
+// first), the lowest band of it (or none) that still lets it in. short is
+// the quota still short with every band in scope gone.
+func pickBands(bands [][]int, try func(sel []int) (short string, a *answer, err error)) (options [][]int, answers []*answer, short string, err error) {
+	for _, qb := range bands {
+		for _, i := range qb {
+			s, a, err := try([]int{i})
+			if err != nil {
+				return nil, nil, "", err
+			}
+			short = s
+			if a != nil {
+				options, answers = append(options, []int{i}), append(answers, a)
+				break
+			}
+		}
+	}
+	if len(options) > 0 || len(bands) < 2 {
+		return options, answers, short, nil
+	}
+	sel := make([]int, len(bands))
+	for k, qb := range bands {
+		sel[k] = qb[len(qb)-1]
+	}
+	s, a, err := try(sel)
+	if err != nil || a == nil {
+		return nil, nil, s, err
+	}
+	const none = -1
+	for k, qb := range bands {
+		for _, lower := range append([]int{none}, qb[:len(qb)-1]...) {
+			cand := slices.Clone(sel)
+			cand[k] = lower
+			_, b, err := try(slices.DeleteFunc(slices.Clone(cand), func(i int) bool { return i == none }))
+			if err != nil {
+				return nil, nil, "", err
+			}
+			if b != nil {
+				sel, a = cand, b
+				break
+			}
+		}
+	}
+	return [][]int{slices.DeleteFunc(sel, func(i int) bool { return i == none })}, []*answer{a}, "", nil
 }
 
 // DecidePreemption finds where wl, of priority, fits once workloads of a
 // lower priority are preempted, among targets of flavors. scopeOf says
-// whose workloads a copy on a target may preempt (a zero scope when none:
-// the hub does not know the worker's queues, or they preempt nothing for
-// it). A target with a preemption in flight (ReservePreemption) is not
+// whose workloads a copy on a target may preempt, one scope per attempt
+// of the agent's search (none when the hub does not know the worker's
+// queues, or they preempt nothing for it). A target with a preemption in flight (ReservePreemption) is not
 // considered: its next summary tells what that one freed. The choice,
-// best first: fewest workloads in the band (the most the worker may
-// preempt), then the lowest band, then the placement order of Decide (the
-// smallest enclosing domain, then room).
+// best first: fewest workloads in the bands (the most the worker may
+// preempt), then the lowest priority, then the placement order of Decide
+// (the smallest enclosing domain, then room).
 // quota, when not nil, says why the landing queue on a target has no
-// quota for wl once the band's workloads (of queue) give back freed (""
-// when it has): a band must free both the capacity and the quota it
-// needs.
+// quota for wl once each queue of freed gives back what it holds there
+// ("" when it has; within its nominal quota when nominal): bands must
+// free both the capacity and the quota it needs.
 // It returns nil and why not when nothing helps ("" when no target's
 // queue preempts, so that preemption is not in question).
 func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets []*Target, priority int32,
-	scopeOf func(*Target) PreemptionScope, quota func(t *Target, queue string, freed corev1.ResourceList) string) (*PreemptionChoice, string) {
+	scopeOf func(*Target) []PreemptionScope, quota func(t *Target, freed map[string]corev1.ResourceList, nominal bool) string) (*PreemptionChoice, string) {
 	var options []preemptionOption
 	var why []string
 	for _, t := range targets {
 		if !slices.Contains(flavors, t.Flavor) || t.Unavailable != "" || t.summary == nil {
 			continue
 		}
-		sc := scopeOf(t)
-		if sc.Queue == "" || !sc.Within && len(sc.Reclaim) == 0 {
+		scopes := slices.DeleteFunc(scopeOf(t), func(sc PreemptionScope) bool { return sc.Queue == "" || !sc.Within && len(sc.Reclaim) == 0 })
+		if len(scopes) == 0 {
 			continue
 		}
 		if t.Preempting() {
 			why = append(why, fmt.Sprintf("%s/%s: a preemption is already under way there", t.Cluster, t.Flavor))
 			continue
 		}
-		found := false
-		lower := 0
-		short := ""
-		// Per queue, its lowest band that lets the workload in: bands are
-		// cumulative within a queue, in ascending priority.
-		done := map[string]bool{}
-		for i, e := range t.summary.Preemptible {
-			if done[e.ClusterQueue] || !sc.allows(e.ClusterQueue, e.Priority, priority) {
-				continue
-			}
-			lower++
-			if quota != nil {
-				if short = quota(t, e.ClusterQueue, e.Requests); short != "" {
-					continue
+		var whyHere string
+		for k, sc := range scopes {
+			opts, w := p.preemptionOptions(wl, t, sc, priority, quota)
+			for _, o := range opts {
+				if !slices.ContainsFunc(options, func(x preemptionOption) bool { return x.t == t && slices.Equal(x.bands, o.bands) }) {
+					options = append(options, o)
 				}
 			}
-			s, err := t.preemptedSnapshot(i)
-			if err != nil {
-				why = append(why, fmt.Sprintf("%s/%s: %v", t.Cluster, t.Flavor, err))
-				break
+			if k == 0 {
+				whyHere = w
 			}
-			if a := p.place(t, s, wl, nil); a.fits {
-				options = append(options, preemptionOption{t: t, entry: e, a: a})
-				found = true
-				done[e.ClusterQueue] = true
+			if len(opts) > 0 {
+				whyHere = ""
 			}
 		}
-		q := sc.Queue
-		switch {
-		case found:
-		case lower == 0 && len(sc.Reclaim) == 0:
-			why = append(why, fmt.Sprintf("%s/%s: no workload of ClusterQueue %s there has a priority below %d", t.Cluster, t.Flavor, q, priority))
-		case lower == 0:
-			why = append(why, fmt.Sprintf("%s/%s: no workload there that ClusterQueue %s may preempt for it (its own of a priority below %d, or those of its cohort's borrowing queues %s)",
-				t.Cluster, t.Flavor, q, priority, strings.Join(slices.Sorted(maps.Keys(sc.Reclaim)), ", ")))
-		case short != "":
-			// The last band frees the most: its quota still falls short.
-			why = append(why, fmt.Sprintf("%s/%s: with every workload ClusterQueue %s may preempt there preempted, %s", t.Cluster, t.Flavor, q, short))
-		default:
-			why = append(why, fmt.Sprintf("%s/%s: it would not fit even with every workload of ClusterQueue %s of priority below %d preempted", t.Cluster, t.Flavor, q, priority))
+		if whyHere != "" {
+			why = append(why, whyHere)
 		}
 	}
 	if len(options) == 0 {
@@ -234,45 +355,112 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 	}
 	flavorPos := func(f string) int { return slices.Index(flavors, f) }
 	slices.SortStableFunc(options, func(a, b preemptionOption) int {
-		return cmp.Or(cmp.Compare(a.entry.Workloads, b.entry.Workloads), cmp.Compare(a.entry.Priority, b.entry.Priority),
+		return cmp.Or(cmp.Compare(a.workloads, b.workloads), cmp.Compare(a.upTo, b.upTo),
 			cmp.Compare(len(b.a.domain), len(a.a.domain)), cmp.Compare(a.a.room, b.a.room),
 			cmp.Compare(flavorPos(a.t.Flavor), flavorPos(b.t.Flavor)), cmp.Compare(a.t.Cluster, b.t.Cluster))
 	})
 	best := options[0]
-	c := &PreemptionChoice{Cluster: best.t.Cluster, Flavor: best.t.Flavor, Queue: best.entry.ClusterQueue, UpTo: best.entry.Priority, Workloads: best.entry.Workloads}
+	c := &PreemptionChoice{Cluster: best.t.Cluster, Flavor: best.t.Flavor, UpTo: best.upTo, Workloads: best.workloads}
+	var bandWords []string
+	for _, i := range best.bands {
+		e := best.t.summary.Preemptible[i]
+		c.Queues = append(c.Queues, e.ClusterQueue)
+		bandWords = append(bandWords, fmt.Sprintf("workloads of ClusterQueue %s of priority ≤ %d", e.ClusterQueue, e.Priority))
+	}
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
 		c.PodSets = append(c.PodSets, PodSetPlacement{Name: ps.Name, Assignment: best.a.assignments[i], Requests: workload.Request(ps).PodRequests})
 	}
-	c.Reason = fmt.Sprintf("fits nowhere now; %s/%s %s once workloads of ClusterQueue %s of priority ≤ %d are preempted there (%d such workloads hold the flavor)",
-		c.Cluster, c.Flavor, best.a.reason, c.Queue, c.UpTo, c.Workloads)
+	c.Reason = fmt.Sprintf("fits nowhere now; %s/%s %s once %s are preempted there (%d such workloads hold the flavor)",
+		c.Cluster, c.Flavor, best.a.reason, strings.Join(bandWords, " and "), c.Workloads)
 	if len(options) > 1 {
 		var others []string
 		for _, o := range options[1:] {
-			others = append(others, fmt.Sprintf("%s/%s: up to priority %d, %d workloads", o.t.Cluster, o.t.Flavor, o.entry.Priority, o.entry.Workloads))
+			others = append(others, fmt.Sprintf("%s/%s: up to priority %d, %d workloads", o.t.Cluster, o.t.Flavor, o.upTo, o.workloads))
 		}
 		c.Reason += "; also possible: " + strings.Join(others, "; ")
 	}
 	return c, ""
 }
 
-// preemptedSnapshot is the target's free capacity once preemptible entry
-// i is preempted, less the in-flight reservations: built on first use for
-// the target's current version.
-func (t *Target) preemptedSnapshot(i int) (*tas.Snapshot, error) {
-	if t.preempted == nil || t.preemptedVersion != t.version {
-		t.preempted, t.preemptedVersion = map[int]*tas.Snapshot{}, t.version
+// preemptionOptions are the options on target t for a copy of scope sc,
+// or why there is none.
+func (p *Policy) preemptionOptions(wl *strata.Workload, t *Target, sc PreemptionScope, priority int32,
+	quota func(t *Target, freed map[string]corev1.ResourceList, nominal bool) string) ([]preemptionOption, string) {
+	entries := t.summary.Preemptible
+	queues, bands := sc.scopeBands(entries, priority)
+	picks, answers, short, err := pickBands(bands, func(sel []int) (string, *answer, error) {
+		if quota != nil {
+			freed := make(map[string]corev1.ResourceList, len(sel))
+			for _, i := range sel {
+				freed[entries[i].ClusterQueue] = entries[i].Requests
+			}
+			if short := quota(t, freed, sc.Nominal); short != "" {
+				return short, nil, nil
+			}
+		}
+		s, err := t.preemptedSnapshot(sel)
+		if err != nil {
+			return "", nil, err
+		}
+		if a := p.place(t, s, wl, nil); a.fits {
+			return "", a, nil
+		}
+		return "", nil, nil
+	})
+	q := sc.Queue
+	switch {
+	case err != nil:
+		return nil, fmt.Sprintf("%s/%s: %v", t.Cluster, t.Flavor, err)
+	case len(picks) > 0:
+		var out []preemptionOption
+		for k, sel := range picks {
+			o := preemptionOption{t: t, bands: sel, a: answers[k], upTo: math.MinInt32}
+			for _, i := range sel {
+				o.workloads += entries[i].Workloads
+				o.upTo = max(o.upTo, entries[i].Priority)
+			}
+			out = append(out, o)
+		}
+		return out, ""
+	case len(queues) == 0 && len(sc.Reclaim) == 0:
+		return nil, fmt.Sprintf("%s/%s: no workload of ClusterQueue %s there has a priority below %d", t.Cluster, t.Flavor, q, priority)
+	case len(queues) == 0:
+		return nil, fmt.Sprintf("%s/%s: no workload there that ClusterQueue %s may preempt for it (its own of a priority below %d, or those of its cohort's borrowing queues %s)",
+			t.Cluster, t.Flavor, q, priority, strings.Join(slices.Sorted(maps.Keys(sc.Reclaim)), ", "))
+	case short != "":
+		// The highest bands free the most: the quota still falls short.
+		return nil, fmt.Sprintf("%s/%s: with every workload ClusterQueue %s may preempt there preempted, %s", t.Cluster, t.Flavor, q, short)
 	}
-	if s, ok := t.preempted[i]; ok {
+	return nil, fmt.Sprintf("%s/%s: it would not fit even with every workload of %s preempted", t.Cluster, t.Flavor, scopeWords(sc, queues, priority))
+}
+
+// scopeWords names the workloads a scope lets go, for a reason.
+func scopeWords(sc PreemptionScope, queues []string, priority int32) string {
+	if len(queues) == 1 && queues[0] == sc.Queue {
+		return fmt.Sprintf("ClusterQueue %s of priority below %d", sc.Queue, priority)
+	}
+	return "ClusterQueues " + strings.Join(queues, ", ") + " it may preempt"
+}
+
+// preemptedSnapshot is the target's free capacity once preemptible
+// entries sel are preempted (tas.PreemptibleStatus), less the in-flight
+// reservations: built on first use for the target's current version.
+func (t *Target) preemptedSnapshot(sel []int) (*tas.Snapshot, error) {
+	if t.preempted == nil || t.preemptedVersion != t.version {
+		t.preempted, t.preemptedVersion = map[string]*tas.Snapshot{}, t.version
+	}
+	key := fmt.Sprint(sel)
+	if s, ok := t.preempted[key]; ok {
 		return s, nil
 	}
-	view, err := tas.PreemptibleStatus(t.summary, i)
+	view, err := tas.PreemptibleStatus(t.summary, sel...)
 	if err != nil {
 		return nil, err
 	}
 	s, err := tas.NewSnapshotFromSummary(view)
 	if err != nil {
-		return nil, fmt.Errorf("preemptible capacity %d: %w", i, err)
+		return nil, fmt.Errorf("preemptible capacity %v: %w", sel, err)
 	}
 	for _, r := range t.reservations {
 		if t.reflected[r.key] {
@@ -282,7 +470,7 @@ func (t *Target) preemptedSnapshot(i int) (*tas.Snapshot, error) {
 			_, _ = s.CommitReservation(a, r.requests[k]) // a domain gone holds nothing
 		}
 	}
-	t.preempted[i] = s
+	t.preempted[key] = s
 	return s, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/tas"
@@ -20,6 +21,13 @@ import (
 // the workload on node n of rack r (one block).
 func fullCluster(t *testing.T, name string, priorities [][]int32) *Target {
 	t.Helper()
+	return fullClusterOf(t, name, priorities, nil)
+}
+
+// fullClusterOf is fullCluster with queues[r][n] the queue of the
+// workload on node n of rack r ("cq" where queues does not say).
+func fullClusterOf(t *testing.T, name string, priorities [][]int32, queues [][]string) *Target {
+	t.Helper()
 	s := tas.NewSnapshot([]string{block, rack, host}, nil)
 	var held []tas.Held
 	for r, nodes := range priorities {
@@ -29,7 +37,11 @@ func fullCluster(t *testing.T, name string, priorities [][]int32) *Target {
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
 			u := tas.Usage{node: {gpu: resource.MustParse("8")}}
 			s.AddUsage(node, u[node], 1)
-			held = append(held, tas.Held{Queue: "cq", Priority: p, Usage: u, Requests: corev1.ResourceList{gpu: resource.MustParse("8")}})
+			q := "cq"
+			if r < len(queues) && n < len(queues[r]) {
+				q = queues[r][n]
+			}
+			held = append(held, tas.Held{Queue: q, Priority: p, Usage: u, Requests: corev1.ResourceList{gpu: resource.MustParse("8")}})
 		}
 	}
 	st, err := s.CapturePreemptible(nil, held).Summarize(math.MaxInt)
@@ -62,27 +74,27 @@ func TestDecidePreemption(t *testing.T) {
 				"w2": {{hi, lo}, {lo, hi}},
 				"w3": {{hi, hi}, {lo, lo}},
 			},
-			want: &PreemptionChoice{Cluster: "w3", Flavor: "f", Queue: "cq", UpTo: lo, Workloads: 2},
+			want: &PreemptionChoice{Cluster: "w3", Flavor: "f", Queues: []string{"cq"}, UpTo: lo, Workloads: 2},
 		},
 		"fewest workloads first": {
 			clusters: map[string][][]int32{
 				"w1": {{lo, lo}, {lo, hi}},
 				"w2": {{hi, hi}, {mid, mid}},
 			},
-			want: &PreemptionChoice{Cluster: "w2", Flavor: "f", Queue: "cq", UpTo: mid, Workloads: 2},
+			want: &PreemptionChoice{Cluster: "w2", Flavor: "f", Queues: []string{"cq"}, UpTo: mid, Workloads: 2},
 		},
 		"then the lowest priorities": {
 			clusters: map[string][][]int32{
 				"w1": {{mid, mid}, {hi, hi}},
 				"w2": {{hi, hi}, {lo, lo}},
 			},
-			want: &PreemptionChoice{Cluster: "w2", Flavor: "f", Queue: "cq", UpTo: lo, Workloads: 2},
+			want: &PreemptionChoice{Cluster: "w2", Flavor: "f", Queues: []string{"cq"}, UpTo: lo, Workloads: 2},
 		},
 		"the lowest band that lets it in": {
 			clusters: map[string][][]int32{
 				"w1": {{lo, mid}, {hi, hi}},
 			},
-			want: &PreemptionChoice{Cluster: "w1", Flavor: "f", Queue: "cq", UpTo: mid, Workloads: 2},
+			want: &PreemptionChoice{Cluster: "w1", Flavor: "f", Queues: []string{"cq"}, UpTo: mid, Workloads: 2},
 		},
 		"nothing of lower priority": {
 			clusters: map[string][][]int32{"w1": {{hi, hi}, {hi, hi}}},
@@ -100,12 +112,12 @@ func TestDecidePreemption(t *testing.T) {
 		"the queue's quota, not the capacity, decides the band": {
 			clusters: map[string][][]int32{"w1": {{lo, lo}, {mid, mid}}},
 			room:     map[string]int64{"w1": -16},
-			want:     &PreemptionChoice{Cluster: "w1", Flavor: "f", Queue: "cq", UpTo: mid, Workloads: 4},
+			want:     &PreemptionChoice{Cluster: "w1", Flavor: "f", Queues: []string{"cq"}, UpTo: mid, Workloads: 4},
 		},
 		"a band must free both the capacity and the quota": {
 			clusters: map[string][][]int32{"w1": {{lo, hi}, {hi, hi}}, "w2": {{hi, hi}, {lo, lo}}},
 			room:     map[string]int64{"w1": 0, "w2": 0},
-			want:     &PreemptionChoice{Cluster: "w2", Flavor: "f", Queue: "cq", UpTo: lo, Workloads: 2},
+			want:     &PreemptionChoice{Cluster: "w2", Flavor: "f", Queues: []string{"cq"}, UpTo: lo, Workloads: 2},
 		},
 		"the quota falls short even with every lower band": {
 			clusters: map[string][][]int32{"w1": {{lo, lo}, {hi, hi}}},
@@ -115,7 +127,7 @@ func TestDecidePreemption(t *testing.T) {
 		"reclaiming from a borrowing queue: its workloads of any priority up to the limit": {
 			clusters: map[string][][]int32{"w1": {{hi, hi}, {lo, lo}}, "w2": {{lo, hi}, {hi, hi}}},
 			reclaim:  map[string]int32{"cq": math.MaxInt32},
-			want:     &PreemptionChoice{Cluster: "w1", Flavor: "f", Queue: "cq", UpTo: lo, Workloads: 2},
+			want:     &PreemptionChoice{Cluster: "w1", Flavor: "f", Queues: []string{"cq"}, UpTo: lo, Workloads: 2},
 		},
 		"reclaiming up to a priority below the workload's": {
 			clusters: map[string][][]int32{"w1": {{hi, hi}, {mid, mid}}},
@@ -125,7 +137,7 @@ func TestDecidePreemption(t *testing.T) {
 		"reclaiming beyond the workload's own priority": {
 			clusters: map[string][][]int32{"w1": {{hi, hi}, {hi, hi}}},
 			reclaim:  map[string]int32{"cq": math.MaxInt32},
-			want:     &PreemptionChoice{Cluster: "w1", Flavor: "f", Queue: "cq", UpTo: hi, Workloads: 4},
+			want:     &PreemptionChoice{Cluster: "w1", Flavor: "f", Queues: []string{"cq"}, UpTo: hi, Workloads: 4},
 		},
 		"no worker queue preempts": {
 			clusters: map[string][][]int32{"w1": {{lo, lo}, {hi, hi}}},
@@ -154,10 +166,10 @@ func TestDecidePreemption(t *testing.T) {
 			if tc.queue == "-" {
 				queue = ""
 			}
-			var quota func(*Target, string, corev1.ResourceList) string
+			var quota func(*Target, map[string]corev1.ResourceList, bool) string
 			if tc.room != nil {
-				quota = func(t *Target, _ string, freed corev1.ResourceList) string {
-					f := freed[gpu]
+				quota = func(t *Target, freed map[string]corev1.ResourceList, _ bool) string {
+					f := freed["cq"][gpu]
 					if left := tc.room[t.Cluster] + f.Value(); left < 16 {
 						return fmt.Sprintf("short by %d", 16-left)
 					}
@@ -168,15 +180,111 @@ func TestDecidePreemption(t *testing.T) {
 			if tc.reclaim != nil {
 				scope = PreemptionScope{Queue: "mine", Reclaim: tc.reclaim}
 			}
-			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) PreemptionScope { return scope }, quota)
+			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) []PreemptionScope { return []PreemptionScope{scope} }, quota)
 			if got != nil {
-				got = &PreemptionChoice{Cluster: got.Cluster, Flavor: got.Flavor, Queue: got.Queue, UpTo: got.UpTo, Workloads: got.Workloads}
+				got = &PreemptionChoice{Cluster: got.Cluster, Flavor: got.Flavor, Queues: got.Queues, UpTo: got.UpTo, Workloads: got.Workloads}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("DecidePreemption (-want,+got):\n%s", diff)
 			}
 			if !strings.Contains(why, tc.why) || tc.why == "" && why != "" {
 				t.Errorf("why = %q, want it to say %q", why, tc.why)
+			}
+		})
+	}
+}
+
+// TestDecidePreemptionAcrossQueues: when no one queue's workloads free
+// enough, a copy may count on its own lower priorities and a borrower's
+// workloads together (the agent's search takes both), by capacity or by
+// quota.
+func TestDecidePreemptionAcrossQueues(t *testing.T) {
+	const hi, lo, mid = 1000, 10, 50
+	p := New(configv1beta1.Compact, tas.Options{}, 0)
+	scope := []PreemptionScope{{Queue: "mine", Within: true, Reclaim: map[string]int32{"cq": math.MaxInt32}}}
+	// One block; rack r0 holds a workload of "mine", rack r1 one of the
+	// borrower "cq", beside workloads of a high priority.
+	racks := [][]int32{{lo, hi}, {lo, hi}}
+	queues := [][]string{{"mine", "other"}, {"cq", "other"}}
+	cases := map[string]struct {
+		// level the job's pods of 8 GPUs require (block when ""), and
+		// how many (2 when 0).
+		level  string
+		pods   int
+		racks  [][]int32
+		queues [][]string
+		scope  []PreemptionScope
+		// room is the GPU quota the copy's queue has left; a queue's band
+		// gives back what its workloads hold (no limit when nil).
+		room *int64
+		want *PreemptionChoice
+		why  string
+	}{
+		"a node of each queue, in two racks of the block": {
+			scope: scope,
+			want:  &PreemptionChoice{Cluster: "w1", Flavor: "f", Queues: []string{"mine", "cq"}, UpTo: lo, Workloads: 2},
+		},
+		"its own queue alone may not: nothing": {
+			scope: []PreemptionScope{{Queue: "mine", Within: true}},
+			why:   "w1/f: it would not fit even with every workload of ClusterQueue mine of priority below 100 preempted",
+		},
+		"three pods: the lowest band of each queue that together lets it in": {
+			scope: scope, pods: 3,
+			racks: [][]int32{{lo, mid}, {lo, lo}}, queues: [][]string{{"mine", "mine"}, {"cq", "cq"}},
+			want: &PreemptionChoice{Cluster: "w1", Flavor: "f", Queues: []string{"mine", "cq"}, UpTo: lo, Workloads: 3},
+		},
+		"quota: the borrower's band and its own only together": {
+			scope: scope, room: ptr.To[int64](0),
+			want: &PreemptionChoice{Cluster: "w1", Flavor: "f", Queues: []string{"mine", "cq"}, UpTo: lo, Workloads: 2},
+		},
+		"quota short even with both": {
+			scope: scope, room: ptr.To[int64](-8),
+			why: "w1/f: with every workload ClusterQueue mine may preempt there preempted, short by 8",
+		},
+		// The summary says what each band frees in a domain, not on which
+		// node: where both queues' workloads share one, the hub counts on
+		// one band's there (the agent may still preempt for a copy
+		// unmarked; none is marked that it cannot admit).
+		"a node of each queue in one rack, for a rack: not counted on": {
+			scope: scope,
+			level: rack, racks: [][]int32{{lo, lo}, {hi, hi}}, queues: [][]string{{"mine", "cq"}, {"other", "other"}},
+			why: "w1/f: it would not fit even with every workload of ClusterQueues mine, cq it may preempt preempted",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			level, rs, qs := tc.level, racks, queues
+			if level == "" {
+				level = block
+			}
+			if tc.racks != nil {
+				rs, qs = tc.racks, tc.queues
+			}
+			wl := job(int32(max(tc.pods, 2)), "8", func(ps *testutil.PodSetWrapper) { ps.Required(level) })
+			targets := []*Target{fullClusterOf(t, "w1", rs, qs)}
+			var quota func(*Target, map[string]corev1.ResourceList, bool) string
+			if tc.room != nil {
+				quota = func(_ *Target, freed map[string]corev1.ResourceList, _ bool) string {
+					left := *tc.room
+					for _, r := range freed {
+						f := r[gpu]
+						left += f.Value()
+					}
+					if left < 16 {
+						return fmt.Sprintf("short by %d", 16-left)
+					}
+					return ""
+				}
+			}
+			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) []PreemptionScope { return tc.scope }, quota)
+			if got != nil {
+				got = &PreemptionChoice{Cluster: got.Cluster, Flavor: got.Flavor, Queues: got.Queues, UpTo: got.UpTo, Workloads: got.Workloads}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("DecidePreemption (-want,+got):\n%s", diff)
+			}
+			if why != tc.why {
+				t.Errorf("why = %q, want %q", why, tc.why)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -31,9 +32,8 @@ func (roomyCapacity) Fits() (bool, func(int) bool) {
 // room on the nodes, whenever the hub counts on a band of a queue
 // (ScopeFor, QuotaShort) to let a copy into its worker ClusterQueue, the
 // agent's own search (preemption.Find) for the copy so marked finds
-// victims. The hub may miss a preemption the agent would find (it counts
-// one queue's band at a time); it must never mark a copy that the agent
-// then cannot admit.
+// victims. The hub may miss a preemption the agent would find; it must
+// never mark a copy that the agent then cannot admit.
 func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 1))
 	cpus := func(n int) corev1.ResourceList {
@@ -82,13 +82,13 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 		}
 		priority := []int32{5, 50, 200}[rng.IntN(3)]
 		need := cpus(1 + rng.IntN(4))
-		if why, _ := QuotaShort(books, "q0", "f", need, "", nil); why == "" {
+		if why, _ := QuotaShort(books, "q0", "f", need, nil, false); why == "" {
 			continue // it fits: nothing to preempt
 		}
-		scope := ScopeFor(cqs[0], "f", need, priority, books)
-		// The bands a summary lists, per queue in ascending priority, as
-		// DecidePreemption takes them: the first that lets it in.
-		var uptos []int32
+		scopes := ScopesFor(cqs[0], "f", need, priority, books)
+		// The bands a summary lists, per queue in ascending priority, and
+		// the hub's choice among them (DecidePreemption's pickBands).
+		var entries []strata.PreemptibleCapacity
 		for _, q := range cqs {
 			var ps []int32
 			for _, r := range running {
@@ -98,20 +98,41 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 			}
 			slices.Sort(ps)
 			for _, p := range ps {
-				if !scope.allows(q.Name, p, priority) {
-					continue
-				}
-				band := corev1.ResourceList{}
+				e := strata.PreemptibleCapacity{ClusterQueue: q.Name, Priority: p, Requests: corev1.ResourceList{}}
 				for _, r := range running {
 					if r.w.Queue == q.Name && r.w.Priority <= p {
-						queue.AddRequests(map[string]corev1.ResourceList{"f": band}, "f", r.req)
+						queue.AddRequests(map[string]corev1.ResourceList{"f": e.Requests}, "f", r.req)
+						e.Workloads++
 					}
 				}
-				if why, _ := QuotaShort(books, "q0", "f", need, q.Name, band); why == "" {
-					uptos = append(uptos, p)
-					break
-				}
+				entries = append(entries, e)
 			}
+		}
+		var picks [][]int
+		for _, scope := range scopes {
+			_, bands := scope.scopeBands(entries, priority)
+			sel, _, _, err := pickBands(bands, func(sel []int) (string, *answer, error) {
+				freed := map[string]corev1.ResourceList{}
+				for _, i := range sel {
+					freed[entries[i].ClusterQueue] = entries[i].Requests
+				}
+				if why, _ := QuotaShort(books, "q0", "f", need, freed, scope.Nominal); why != "" {
+					return why, nil, nil
+				}
+				return "", &answer{fits: true}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			picks = append(picks, sel...)
+		}
+		var uptos []int32
+		for _, sel := range picks {
+			upTo := int32(math.MinInt32)
+			for _, i := range sel {
+				upTo = max(upTo, entries[i].Priority)
+			}
+			uptos = append(uptos, upTo)
 		}
 		find := func(upTo *int32) preemption.Result {
 			var cands []preemption.Workload
@@ -139,5 +160,12 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 	t.Logf("hub marked %d copies, each of which the agent could admit; it missed %d preemptions the agent would make unmarked", marked, missed)
 	if marked == 0 {
 		t.Fatalf("no case where the hub marks a copy: the test checks nothing")
+	}
+	// What is left missed: a borrower gives back more than it borrows when
+	// the agent takes a workload that crosses its nominal quota, which the
+	// bands' totals cannot tell (24 of 990 at this seed; 87 when the hub
+	// counted on one queue's band at a time).
+	if missed*100 > (marked+missed)*5 {
+		t.Errorf("the hub missed %d of %d preemptions the agent makes: more than 5%%", missed, marked+missed)
 	}
 }

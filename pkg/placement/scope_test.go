@@ -16,7 +16,7 @@ import (
 
 // TestScopeFor: whose workloads a copy may preempt on a worker, from the
 // queue it lands in, its policy and the worker's quota books.
-func TestScopeFor(t *testing.T) {
+func TestScopesFor(t *testing.T) {
 	cpus := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
 	}
@@ -32,16 +32,16 @@ func TestScopeFor(t *testing.T) {
 		cq    *strata.ClusterQueue
 		usage map[string]corev1.ResourceList
 		need  string
-		want  PreemptionScope
+		want  []PreemptionScope
 	}{
 		"no queue known":                {need: "1"},
 		"a queue that preempts nothing": {cq: mk("train", "4", nil), need: "1"},
-		"within itself":                 {cq: mk("train", "4", within), need: "1", want: PreemptionScope{Queue: "train", Within: true}},
+		"within itself":                 {cq: mk("train", "4", within), need: "1", want: []PreemptionScope{{Queue: "train", Within: true}}},
 		"asking more than its nominal quota: nothing (Kueue's NoFit)": {cq: mk("train", "4", within), need: "6"},
 		"reclaim-only, from the peer that borrows": {
 			cq: mk("train", "4", reclaimAny), need: "2",
 			usage: map[string]corev1.ResourceList{"infer": cpus("3"), "batch": cpus("1")},
-			want:  PreemptionScope{Queue: "train", Reclaim: map[string]int32{"infer": math.MaxInt32}},
+			want:  []PreemptionScope{{Queue: "train", Reclaim: map[string]int32{"infer": math.MaxInt32}}},
 		},
 		"reclaim-only and no peer borrows: nothing": {
 			cq: mk("train", "4", reclaimAny), need: "2",
@@ -56,12 +56,18 @@ func TestScopeFor(t *testing.T) {
 				BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](50)}}),
 			need:  "2",
 			usage: map[string]corev1.ResourceList{"train": cpus("3"), "infer": cpus("3")},
-			want:  PreemptionScope{Queue: "train", Reclaim: map[string]int32{"infer": 50}},
+			want:  []PreemptionScope{{Queue: "train", Reclaim: map[string]int32{"infer": 50}}},
 		},
 		"reclaiming lower priorities, within too": {
 			cq: mk("train", "4", reclaimLower), need: "2",
 			usage: map[string]corev1.ResourceList{"infer": cpus("3"), "batch": cpus("2")},
-			want:  PreemptionScope{Queue: "train", Within: true, Reclaim: map[string]int32{"infer": 99, "batch": 99}},
+			want:  []PreemptionScope{{Queue: "train", Within: true, Reclaim: map[string]int32{"infer": 99, "batch": 99}}},
+		},
+		"beyond its nominal quota, within itself: without borrowing once its own and the borrowers' go (Kueue's attempt without borrowing)": {
+			cq: mk("train", "4", &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority, ReclaimWithinCohort: strata.PreemptionAny}), need: "2",
+			usage: map[string]corev1.ResourceList{"train": cpus("3"), "infer": cpus("3")},
+			want: []PreemptionScope{{Queue: "train", Within: true},
+				{Queue: "train", Within: true, Reclaim: map[string]int32{"infer": math.MaxInt32}, Nominal: true}},
 		},
 	}
 	for name, tc := range cases {
@@ -74,9 +80,9 @@ func TestScopeFor(t *testing.T) {
 			for q, u := range tc.usage {
 				books.Charge(q, "gpu", u, 1)
 			}
-			got := ScopeFor(tc.cq, "gpu", cpus(tc.need), 100, books)
+			got := ScopesFor(tc.cq, "gpu", cpus(tc.need), 100, books)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ScopeFor (-want,+got):\n%s", diff)
+				t.Errorf("ScopesFor (-want,+got):\n%s", diff)
 			}
 		})
 	}
@@ -102,15 +108,15 @@ func TestQuotaShortFromAPeer(t *testing.T) {
 		{need: "4", band: "5", fits: false}, // its 2 of nominal quota stay
 		{need: "1", band: "1", fits: true},
 	} {
-		why, never := QuotaShort(books, "train", "gpu", cpus(tc.need), "infer", cpus(tc.band))
+		why, never := QuotaShort(books, "train", "gpu", cpus(tc.need), map[string]corev1.ResourceList{"infer": cpus(tc.band)}, false)
 		if (why == "") != tc.fits || never {
 			t.Errorf("need %s, band %s: why %q never %v, want fits %v", tc.need, tc.band, why, never, tc.fits)
 		}
 	}
-	if why, _ := QuotaShort(books, "train", "gpu", cpus("3"), "", nil); why == "" {
+	if why, _ := QuotaShort(books, "train", "gpu", cpus("3"), nil, false); why == "" {
 		t.Errorf("without the band: room, want none")
 	}
-	if _, never := QuotaShort(books, "train", "gpu", cpus("9"), "", nil); !never {
+	if _, never := QuotaShort(books, "train", "gpu", cpus("9"), nil, false); !never {
 		t.Errorf("more than the whole quota: not never")
 	}
 }

@@ -44,9 +44,9 @@ type Target struct {
 	// new work until a newer summary reads.
 	invalid    string
 	invalidGen int64
-	// preempted are the snapshots of preemptible entries, by position, for
-	// version preemptedVersion.
-	preempted        map[int]*tas.Snapshot
+	// preempted are the snapshots of sets of preemptible entries, by
+	// their positions, for version preemptedVersion.
+	preempted        map[string]*tas.Snapshot
 	preemptedVersion uint64
 }
 

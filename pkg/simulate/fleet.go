@@ -136,17 +136,17 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		// quota left for it (a preemption there may still let it in).
 		hub.prioritize(wl)
 		need := queue.WorkloadRequests(wl)
-		quotaShort := func(t *placement.Target, freedFrom string, freed corev1.ResourceList) (string, bool) {
+		quotaShort := func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) (string, bool) {
 			cq, books := f.landing(t.Cluster, wl), f.books[t.Cluster]
 			if cq == nil || books == nil {
 				return "", false
 			}
-			return placement.QuotaShort(books, cq.Name, t.Flavor, need, freedFrom, freed)
+			return placement.QuotaShort(books, cq.Name, t.Flavor, need, freed, nominal)
 		}
 		var shortWhy []Candidate
 		never := map[*placement.Target]bool{}
 		eligible, short, excluded := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
-			why, nv := quotaShort(t, "", nil)
+			why, nv := quotaShort(t, nil, false)
 			never[t] = nv
 			if why != "" && slices.Contains(order, t.Flavor) {
 				shortWhy = append(shortWhy, Candidate{Cluster: t.Cluster, Flavor: t.Flavor, Reason: why})
@@ -171,10 +171,10 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		}
 		if d.Cluster == "" && (!d.NeverFits || len(short) > 0) {
 			// As the hub: the one worker where preempting lets it in.
-			choice, why := policy.DecidePreemption(wl, order, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) placement.PreemptionScope {
-				return placement.ScopeFor(f.landing(t.Cluster, wl), t.Flavor, need, queue.Priority(wl), f.books[t.Cluster])
-			}, func(t *placement.Target, freedFrom string, freed corev1.ResourceList) string {
-				why, _ := quotaShort(t, freedFrom, freed)
+			choice, why := policy.DecidePreemption(wl, order, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) []placement.PreemptionScope {
+				return placement.ScopesFor(f.landing(t.Cluster, wl), t.Flavor, need, queue.Priority(wl), f.books[t.Cluster])
+			}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
+				why, _ := quotaShort(t, freed, nominal)
 				return why
 			})
 			if choice != nil {

@@ -349,26 +349,38 @@ func bucketRows(rows []int64, stride int, taints, labels []int32, counted []bool
 	return pairs, pairTaints, pairLabels
 }
 
-// PreemptibleStatus returns the summary as it would read once entry i of
-// its preemptible capacity is preempted: its domains with the entry's
-// free capacity, for NewSnapshotFromSummary (which checks the rest).
-func PreemptibleStatus(st *strata.CapacitySummaryStatus, i int) (*strata.CapacitySummaryStatus, error) {
-	if i < 0 || i >= len(st.Preemptible) {
-		return nil, fmt.Errorf("preemptible[%d] does not exist (%d entries)", i, len(st.Preemptible))
-	}
-	e := &st.Preemptible[i]
+// PreemptibleStatus returns the summary as it would read once entries
+// of its preemptible capacity are preempted (one entry, or one per queue:
+// their workloads are disjoint): its domains with the entries' free
+// capacity, for NewSnapshotFromSummary (which checks the rest). A domain
+// that more than one entry lists takes the first entry's: each entry's
+// free capacity there is at most what the domain would have with all of
+// them gone (the summary does not say which node each freed), so the view
+// never counts on more than they free.
+func PreemptibleStatus(st *strata.CapacitySummaryStatus, entries ...int) (*strata.CapacitySummaryStatus, error) {
 	out := *st
 	out.Preemptible, out.Dispatches = nil, nil
 	out.Domains = slices.Clone(st.Domains)
-	last := int32(-1)
-	for j, d := range e.Domains {
-		if d.Index <= last || int(d.Index) >= len(st.Domains) {
-			return nil, fmt.Errorf("preemptible[%d].domains[%d]: index %d is not after %d and below %d", i, j, d.Index, last, len(st.Domains))
+	set := make([]bool, len(st.Domains))
+	for _, i := range entries {
+		if i < 0 || i >= len(st.Preemptible) {
+			return nil, fmt.Errorf("preemptible[%d] does not exist (%d entries)", i, len(st.Preemptible))
 		}
-		last = d.Index
-		sd := out.Domains[d.Index]
-		sd.Free, sd.FreeTaints, sd.FreeLabels = d.Free, d.FreeTaints, d.FreeLabels
-		out.Domains[d.Index] = sd
+		e := &st.Preemptible[i]
+		last := int32(-1)
+		for j, d := range e.Domains {
+			if d.Index <= last || int(d.Index) >= len(st.Domains) {
+				return nil, fmt.Errorf("preemptible[%d].domains[%d]: index %d is not after %d and below %d", i, j, d.Index, last, len(st.Domains))
+			}
+			last = d.Index
+			if set[d.Index] {
+				continue
+			}
+			set[d.Index] = true
+			sd := out.Domains[d.Index]
+			sd.Free, sd.FreeTaints, sd.FreeLabels = d.Free, d.FreeTaints, d.FreeLabels
+			out.Domains[d.Index] = sd
+		}
 	}
 	return &out, nil
 }

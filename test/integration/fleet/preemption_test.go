@@ -205,30 +205,10 @@ var _ = Describe("Fleet preemption", func() {
 		w1 := worker("w1")
 		cohort, borrower := "teams-"+e.name, "borrower-"+e.name
 		By("giving w1's ClusterQueue 4 CPUs in a cohort, reclaiming within it and preempting nothing within itself")
-		Eventually(func(g Gomega) {
-			var cq strata.ClusterQueue
-			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
-			cq.Spec.Cohort = cohort
-			cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("4")}}
-			cq.Spec.Preemption = &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}
-			g.Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
-		}).Should(Succeed())
+		e.joinCohort(ctx, w1, cohort, "4", &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny})
 		By("letting a queue of no quota of its own borrow all 4 with Jobs submitted on w1")
-		Expect(w1.Client.Create(ctx, testutil.MakeClusterQueue(borrower).Cohort(cohort).Flavor(e.flavor, "cpu", "0").Obj())).To(Succeed())
-		Expect(w1.Client.Create(ctx, testutil.MakeLocalQueue("lq-b", e.ns, borrower))).To(Succeed())
-		var local []*batchv1.Job
-		for i := range 4 {
-			job := testutil.MakeJob(fmt.Sprintf("borrowed-%d", i), e.ns).Queue("lq-b").Parallelism(1).Completions(1).Request("cpu", "1").Obj()
-			Expect(w1.Client.Create(ctx, job)).To(Succeed())
-			local = append(local, job)
-		}
-		for _, job := range local {
-			Eventually(func(g Gomega) {
-				_, wl := copyOn(g, ctx, w1, job)
-				g.Expect(wl).NotTo(BeNil())
-				g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s: %v", job.Name, wl.Status.Conditions)
-			}).Should(Succeed())
-		}
+		local := e.borrow(ctx, w1, cohort, borrower, 4)
+		admittedOn(ctx, w1, local)
 		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
 			g.Expect(st.Preemptible).To(HaveLen(1), "the borrower's workloads are what reclaiming frees")
 			g.Expect(st.Preemptible[0].ClusterQueue).To(Equal(borrower))
@@ -258,6 +238,56 @@ var _ = Describe("Fleet preemption", func() {
 				}
 			}
 			g.Expect(preempted).To(Equal(2))
+		}).Should(Succeed())
+	})
+
+	It("preempts its queue's own lower priority and reclaims a cohort peer's borrowing together on a worker, for a hub Job neither frees enough for", func(ctx SpecContext) {
+		e := newEnv(ctx, "fcombo", map[string][][]string{"w1": {{"8", "8"}}})
+		w1 := worker("w1")
+		const low, urgent = "fcombo-low", "fcombo-urgent"
+		for _, c := range []*framework.Cluster{hub, w1} {
+			for name, value := range map[string]int32{low: 10, urgent: 500} {
+				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
+			}
+		}
+		cohort, borrower := "teams-"+e.name, "borrower-"+e.name
+		By("giving w1's ClusterQueue 4 CPUs in a cohort, preempting lower priorities within itself and reclaiming within the cohort")
+		e.joinCohort(ctx, w1, cohort, "4", &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority, ReclaimWithinCohort: strata.PreemptionAny})
+		By("running a low-priority Job of 2 CPUs in it, and letting a queue of no quota of its own borrow the other 2")
+		own := e.job("own-low", 1, "2", nil)
+		own.Labels[strata.PriorityClassLabel] = low
+		Expect(w1.Client.Create(ctx, own)).To(Succeed())
+		admittedOn(ctx, w1, []*batchv1.Job{own})
+		local := append([]*batchv1.Job{own}, e.borrow(ctx, w1, cohort, borrower, 2)...)
+		admittedOn(ctx, w1, local)
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Preemptible).To(HaveLen(2), "its own low-priority workload, and the borrower's")
+		})
+
+		By("submitting a high-priority Job of 4 CPUs on the hub: its own 2 and the 2 lent are both needed")
+		job := e.job("urgent", 1, "4", nil)
+		job.Labels[strata.PriorityClassLabel] = urgent
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PreemptUpTo).To(Equal(ptr.To[int32](10)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+		}).Should(Succeed())
+
+		By("its queue's own workload and both of the borrower's were preempted")
+		Eventually(func(g Gomega) {
+			reasons := map[string]string{}
+			for _, lj := range local {
+				_, wl := copyOn(g, ctx, w1, lj)
+				g.Expect(wl).NotTo(BeNil())
+				if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted); c != nil && c.Status == metav1.ConditionTrue {
+					reasons[lj.Name] = c.Reason
+				}
+			}
+			g.Expect(reasons).To(Equal(map[string]string{"own-low": strata.PreemptedInClusterQueue,
+				"borrowed-0": strata.PreemptedInCohortReclamation, "borrowed-1": strata.PreemptedInCohortReclamation}))
 		}).Should(Succeed())
 	})
 
@@ -441,3 +471,46 @@ var _ = Describe("Fleet preemption", func() {
 		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 })
+
+// joinCohort puts the env's ClusterQueue on w in cohort, with nominal
+// CPUs and the preemption policy.
+func (e *env) joinCohort(ctx SpecContext, w *framework.Cluster, cohort, nominal string, preemption *strata.ClusterQueuePreemption) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var cq strata.ClusterQueue
+		g.Expect(w.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+		cq.Spec.Cohort = cohort
+		cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(nominal)}}
+		cq.Spec.Preemption = preemption
+		g.Expect(w.Client.Update(ctx, &cq)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// borrow creates, on w, a ClusterQueue borrower of no quota of its own in
+// cohort and n Jobs of 1 CPU submitted to it (LocalQueue lq-b): what they
+// hold, they borrow.
+func (e *env) borrow(ctx SpecContext, w *framework.Cluster, cohort, borrower string, n int) []*batchv1.Job {
+	GinkgoHelper()
+	Expect(w.Client.Create(ctx, testutil.MakeClusterQueue(borrower).Cohort(cohort).Flavor(e.flavor, "cpu", "0").Obj())).To(Succeed())
+	Expect(w.Client.Create(ctx, testutil.MakeLocalQueue("lq-b", e.ns, borrower))).To(Succeed())
+	var jobs []*batchv1.Job
+	for i := range n {
+		job := testutil.MakeJob(fmt.Sprintf("borrowed-%d", i), e.ns).Queue("lq-b").Parallelism(1).Completions(1).Request("cpu", "1").Obj()
+		Expect(w.Client.Create(ctx, job)).To(Succeed())
+		jobs = append(jobs, job)
+	}
+	return jobs
+}
+
+// admittedOn waits until every one of jobs, submitted on w, is admitted
+// there.
+func admittedOn(ctx SpecContext, w *framework.Cluster, jobs []*batchv1.Job) {
+	GinkgoHelper()
+	for _, job := range jobs {
+		Eventually(func(g Gomega) {
+			_, wl := copyOn(g, ctx, w, job)
+			g.Expect(wl).NotTo(BeNil())
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s: %v", job.Name, wl.Status.Conditions)
+		}).Should(Succeed())
+	}
+}

@@ -17,12 +17,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
@@ -531,9 +533,13 @@ func (c *Cache) addPodLocked(u podUsage, sign int64) {
 // Capture copies a flavor's capacity for its summary (tas.Snapshot.Capture)
 // and lists the hub dispatches that capacity accounts for: those of the
 // workloads whose usage it counts, unsorted and without duplicates. Both
-// are taken in one step, so the list matches the capacity exactly. It
-// returns false when the flavor is unknown or not topology-aware.
-func (c *Cache) Capture(name string, preemptible func(queue string) bool) (capacity *tas.Capacity, dispatches []string, ok bool) {
+// are taken in one step, so the list matches the capacity exactly. With
+// victims, the capacity also says what preempting their workloads would
+// free (tas.CapturePreemptible): each Within queue's workloads up to a
+// priority, and each Reclaimed queue's, taken back while it borrows (what
+// it borrows counted from the workloads admitted here). It returns false
+// when the flavor is unknown or not topology-aware.
+func (c *Cache) Capture(name string, victims *preemption.Victims) (capacity *tas.Capacity, dispatches []string, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, ok := c.flavors[name]
@@ -548,20 +554,40 @@ func (c *Cache) Capture(name string, preemptible func(queue string) bool) (capac
 			dispatches = append(dispatches, k)
 		}
 	}
-	// What preempting the workloads of the queues that preempt would free
-	// (tas.CapturePreemptible), for the hub's fleet preemption.
 	var held []tas.Held
-	if preemptible != nil {
+	var v tas.Victims
+	if victims != nil && !victims.Empty() {
+		usage := map[string]corev1.ResourceList{}
 		for _, a := range c.admittedOn(name) {
-			if adm := a.Workload.Status.Admission; adm != nil && preemptible(adm.ClusterQueue) {
-				held = append(held, tas.Held{Queue: adm.ClusterQueue, Priority: queue.Priority(a.Workload), Usage: a.Usage,
-					Requests: quotaOn(a.Workload, name)})
+			adm := a.Workload.Status.Admission
+			if adm == nil {
+				continue
+			}
+			q := adm.ClusterQueue
+			_, reclaimed := victims.Reclaimed[q]
+			if !victims.Within[q] && !reclaimed {
+				continue
+			}
+			h := tas.Held{Queue: q, Priority: queue.Priority(a.Workload), Usage: a.Usage, Requests: quotaOn(a.Workload, name),
+				Key: a.Workload.Namespace + "/" + a.Workload.Name}
+			if cond := meta.FindStatusCondition(a.Workload.Status.Conditions, strata.WorkloadAdmitted); cond != nil {
+				h.AdmittedAt = cond.LastTransitionTime.Time
+			}
+			held = append(held, h)
+			if reclaimed {
+				queue.AddRequests(usage, q, h.Requests)
+			}
+		}
+		v = tas.Victims{Within: victims.Within, Borrowed: map[string]corev1.ResourceList{}}
+		for q, u := range usage {
+			if b := preemption.Borrowed(victims.Reclaimed[q], name, u); len(b) > 0 {
+				v.Borrowed[q] = b
 			}
 		}
 	}
 	// Every pod admitted on the flavor gets its tolerations: taints they
 	// tolerate keep no pod of the flavor away.
-	return f.snapshot.CapturePreemptible(f.def.Spec.Tolerations, held), dispatches, true
+	return f.snapshot.CapturePreemptible(f.def.Spec.Tolerations, held, v), dispatches, true
 }
 
 // quotaOn is the quota an admitted workload holds on a flavor: its pod

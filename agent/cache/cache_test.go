@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 )
@@ -1251,5 +1253,58 @@ func TestQuotaOn(t *testing.T) {
 	}
 	if diff := cmp.Diff(cpus("3"), quotaOn(wl, "cpu"), cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 		t.Errorf("quotaOn cpu (-want,+got):\n%s", diff)
+	}
+}
+
+// TestCaptureVictims: the summary's preemptible entries for the victims'
+// queues: all of a queue's workloads for one that preempts within
+// itself, and for one a peer reclaims from, what it borrows (counted from
+// the workloads admitted on the flavor) taken back in Kueue's order.
+func TestCaptureVictims(t *testing.T) {
+	c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"))
+	for _, wl := range []*strata.Workload{admittedWorkload("a", "10", onHost("n1", 2)), admittedWorkload("b", "10", onHost("n2", 1))} {
+		psa := &wl.Status.Admission.PodSetAssignments[0]
+		psa.ResourceUsage = corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(psa.Count), resource.DecimalSI)}
+		addWorkload(t, c, wl)
+	}
+	cq := testutil.MakeClusterQueue("cq").Cohort("teams").ResourceGroup("cpu").GroupFlavor(flavorName, "1").Obj()
+	type entry struct {
+		Queue               string
+		Priority, Workloads int32
+		Reclaim             bool
+		CPUs                string
+	}
+	for name, tc := range map[string]struct {
+		victims *preemption.Victims
+		want    []entry
+	}{
+		"none":   {},
+		"within": {victims: &preemption.Victims{Within: map[string]bool{"cq": true}}, want: []entry{{"cq", 0, 2, false, "3"}}},
+		"reclaimed: it borrows 2 of its 3, ns/a goes first and gives them back": {
+			victims: &preemption.Victims{Reclaimed: map[string]*strata.ClusterQueue{"cq": cq}},
+			want:    []entry{{"cq", 0, 1, true, "2"}},
+		},
+		"both": {
+			victims: &preemption.Victims{Within: map[string]bool{"cq": true}, Reclaimed: map[string]*strata.ClusterQueue{"cq": cq}},
+			want:    []entry{{"cq", 0, 2, false, "3"}, {"cq", 0, 1, true, "2"}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			capacity, _, ok := c.Capture(flavorName, tc.victims)
+			if !ok {
+				t.Fatal("Capture() found no flavor")
+			}
+			st, err := capacity.Summarize(math.MaxInt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []entry
+			for _, e := range st.Preemptible {
+				got = append(got, entry{e.ClusterQueue, e.Priority, e.Workloads, e.Reclaim, e.Requests.Cpu().String()})
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("preemptible (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

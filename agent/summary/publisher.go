@@ -341,7 +341,7 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 // themselves, and those whose cohort has a queue that reclaims): the
 // summary tells the hub what preempting their workloads would free. nil
 // when they cannot be listed.
-func (p *Publisher) preemptingQueues(ctx context.Context) func(string) bool {
+func (p *Publisher) preemptingQueues(ctx context.Context) *preemption.Victims {
 	var list strata.ClusterQueueList
 	if err := p.client.List(ctx, &list); err != nil {
 		return nil
@@ -351,10 +351,10 @@ func (p *Publisher) preemptingQueues(ctx context.Context) func(string) bool {
 		cqs[i] = &list.Items[i]
 	}
 	victims := preemption.VictimQueues(cqs)
-	if len(victims) == 0 {
+	if victims.Empty() {
 		return nil
 	}
-	return func(q string) bool { return victims[q] }
+	return &victims
 }
 
 // summaryBudget is the budget of tas's summary and the dispatches together:

@@ -219,6 +219,19 @@ type PreemptibleCapacity struct {
 	// +kubebuilder:validation:Minimum=0
 	Workloads int32 `json:"workloads"`
 
+	// reclaim: the entry is what a workload of another ClusterQueue of
+	// clusterQueue's cohort takes back when it reclaims: clusterQueue's
+	// workloads of priority ≤ priority in the order the agent's search
+	// takes them (the most recently admitted first within a priority),
+	// only while clusterQueue still borrows what it borrows now; workloads
+	// is how many that is, from the first. Without it, every workload of
+	// clusterQueue up to priority goes (for a workload of clusterQueue
+	// itself). Agents older than this field list only such entries, for
+	// both.
+	//
+	// +optional
+	Reclaim bool `json:"reclaim,omitempty"`
+
 	// requests is the quota those workloads hold on the flavor in
 	// clusterQueue (their requests, less their reclaimable pods'): what
 	// preempting them gives back to the queue. The hub checks the queue's

@@ -139,7 +139,7 @@ func preemptibleTarget(b *testing.B, rng *rand.Rand, name string, n, budget int)
 		s.AddUsage(node, u[node], 1)
 		held = append(held, tas.Held{Queue: "cq", Priority: priority, Usage: u})
 	}
-	st, err := s.CapturePreemptible(nil, held).Summarize(budget)
+	st, err := s.CapturePreemptible(nil, held, tas.WithinAll(held)).Summarize(budget)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -154,26 +154,16 @@ func reclaimLimit(policy preemption.Policy, priority int32, withinNominal bool) 
 
 // QuotaShort says why worker ClusterQueue cq has no quota for a workload
 // asking need on flavor (within its nominal quota when nominal) once each
-// queue of freed gives back what freed says (preemption bands), given the
-// books of the worker's queues; "" when it has. never: no usage lets it in. A cohort peer (a queue other
-// than cq) gives back no more than it borrows: the agent's search stops
-// taking its workloads once it does not borrow. The books are left as
-// they were.
+// queue of freed gives back what freed says (preemption bands: a cohort
+// peer's reclaim band is what the agent's search takes back from it),
+// given the books of the worker's queues; "" when it has. never: no usage
+// lets it in. The books are left as they were.
 func QuotaShort(books *queue.Books, cq, flavor string, need corev1.ResourceList, freed map[string]corev1.ResourceList, nominal bool) (why string, never bool) {
-	back := make(map[string]corev1.ResourceList, len(freed))
 	for q, r := range freed {
-		if q != cq {
-			r = books.Borrowed(q, flavor, r)
-		}
-		if len(r) > 0 {
-			back[q] = r
-		}
-	}
-	for q, r := range back {
 		books.Charge(q, flavor, r, -1)
 	}
 	defer func() {
-		for q, r := range back {
+		for q, r := range freed {
 			books.Charge(q, flavor, r, 1)
 		}
 	}()
@@ -183,14 +173,17 @@ func QuotaShort(books *queue.Books, cq, flavor string, need corev1.ResourceList,
 	return "", false
 }
 
-// allows says whether a band of queue q up to priority p is in the
-// scope of a workload of priority.
-func (s PreemptionScope) allows(q string, p, priority int32) bool {
-	if q == s.Queue {
-		return s.Within && p < priority
+// allows says whether a band is in the scope of a workload of priority:
+// a band of all its queue's workloads up to a priority when it is the
+// copy's own queue (within), a reclaim band when it is a peer's. (Agents
+// older than reclaim bands list only the former: the hub then counts on
+// no reclaim there.)
+func (s PreemptionScope) allows(e strata.PreemptibleCapacity, priority int32) bool {
+	if e.ClusterQueue == s.Queue {
+		return !e.Reclaim && s.Within && e.Priority < priority
 	}
-	limit, ok := s.Reclaim[q]
-	return ok && p <= limit
+	limit, ok := s.Reclaim[e.ClusterQueue]
+	return ok && e.Reclaim && e.Priority <= limit
 }
 
 // preemptionOption is the bands of one target whose preemption lets the
@@ -214,7 +207,7 @@ type preemptionOption struct {
 func (s PreemptionScope) scopeBands(entries []strata.PreemptibleCapacity, priority int32) (queues []string, bands [][]int) {
 	at := map[string]int{}
 	for i, e := range entries {
-		if !s.allows(e.ClusterQueue, e.Priority, priority) {
+		if !s.allows(e, priority) {
 			continue
 		}
 		k, ok := at[e.ClusterQueue]

@@ -44,7 +44,14 @@ func fullClusterOf(t *testing.T, name string, priorities [][]int32, queues [][]s
 			held = append(held, tas.Held{Queue: q, Priority: p, Usage: u, Requests: corev1.ResourceList{gpu: resource.MustParse("8")}})
 		}
 	}
-	st, err := s.CapturePreemptible(nil, held).Summarize(math.MaxInt)
+	// Every queue preempts within itself, and borrows all it holds (a
+	// cohort peer may reclaim it all).
+	victims := tas.WithinAll(held)
+	victims.Borrowed = map[string]corev1.ResourceList{}
+	for q := range victims.Within {
+		victims.Borrowed[q] = corev1.ResourceList{gpu: resource.MustParse("1000")}
+	}
+	st, err := s.CapturePreemptible(nil, held, victims).Summarize(math.MaxInt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,10 +88,11 @@ func TestScopesFor(t *testing.T) {
 	}
 }
 
-// TestQuotaShortFromAPeer: a cohort peer's band gives back no more than
-// the peer borrows, as the agent's search stops taking its workloads once
-// it does not borrow.
-func TestQuotaShortFromAPeer(t *testing.T) {
+// TestQuotaShortWithBands: a cohort peer's reclaim band gives back what
+// the agent's search takes from it, which may cross its nominal quota
+// (the last workload taken); within its nominal quota, the copy may not
+// count on what the peer then leaves unused.
+func TestQuotaShortWithBands(t *testing.T) {
 	cpus := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
 	}
@@ -102,15 +103,18 @@ func TestQuotaShortFromAPeer(t *testing.T) {
 	books.Charge("train", "gpu", cpus("1"), 1)
 	for _, tc := range []struct {
 		need, band string
+		nominal    bool
 		fits       bool
 	}{
-		{need: "3", band: "5", fits: true},  // 3 taken back, with 1 used: 4
-		{need: "4", band: "5", fits: false}, // its 2 of nominal quota stay
+		{need: "3", band: "3", fits: true},                 // 3 taken back, with 1 used: 4
+		{need: "4", band: "3", fits: false},                // infer's 2 of nominal quota stay
+		{need: "4", band: "4", fits: true},                 // the last workload taken crosses infer's nominal quota: train borrows 1 of it
+		{need: "4", band: "4", nominal: true, fits: false}, // not within train's nominal quota
 		{need: "1", band: "1", fits: true},
 	} {
-		why, never := QuotaShort(books, "train", "gpu", cpus(tc.need), map[string]corev1.ResourceList{"infer": cpus(tc.band)}, false)
+		why, never := QuotaShort(books, "train", "gpu", cpus(tc.need), map[string]corev1.ResourceList{"infer": cpus(tc.band)}, tc.nominal)
 		if (why == "") != tc.fits || never {
-			t.Errorf("need %s, band %s: why %q never %v, want fits %v", tc.need, tc.band, why, never, tc.fits)
+			t.Errorf("need %s, band %s, nominal %v: why %q never %v, want fits %v", tc.need, tc.band, tc.nominal, why, never, tc.fits)
 		}
 	}
 	if why, _ := QuotaShort(books, "train", "gpu", cpus("3"), nil, false); why == "" {

@@ -141,26 +141,55 @@ func MayPreemptFor(cq *strata.ClusterQueue, flavor string, requests corev1.Resou
 	return true
 }
 
-// VictimQueues says which of a cluster's ClusterQueues hold workloads
-// that some workload may preempt: those that preempt within themselves,
-// and those whose cohort has another queue that reclaims within it
-// (reclaimWithinCohort not Never; it takes back what they borrow). A
-// summary lists what preempting their workloads would free
-// (CapacitySummary status.preemptible), for the hub.
-func VictimQueues(cqs []*strata.ClusterQueue) map[string]bool {
+// Victims are a cluster's ClusterQueues that hold workloads some
+// workload may preempt. A summary lists what preempting their workloads
+// would free (CapacitySummary status.preemptible), for the hub.
+type Victims struct {
+	// Within: the queues that preempt within themselves.
+	Within map[string]bool
+	// Reclaimed: the queues whose cohort has another queue that reclaims
+	// within it (reclaimWithinCohort not Never; it takes back what they
+	// borrow).
+	Reclaimed map[string]*strata.ClusterQueue
+}
+
+// Empty says whether no queue's workloads may be preempted.
+func (v Victims) Empty() bool { return len(v.Within) == 0 && len(v.Reclaimed) == 0 }
+
+// VictimQueues returns the Victims among a cluster's ClusterQueues.
+func VictimQueues(cqs []*strata.ClusterQueue) Victims {
 	reclaimers := map[string][]string{} // cohort → queues that reclaim in it
 	for _, cq := range cqs {
 		if cq.Spec.Cohort != "" && PolicyOf(cq).ReclaimWithinCohort != strata.PreemptionNever {
 			reclaimers[cq.Spec.Cohort] = append(reclaimers[cq.Spec.Cohort], cq.Name)
 		}
 	}
-	out := map[string]bool{}
+	out := Victims{Within: map[string]bool{}, Reclaimed: map[string]*strata.ClusterQueue{}}
 	for _, cq := range cqs {
 		if PolicyOf(cq).WithinClusterQueue != strata.PreemptionNever {
-			out[cq.Name] = true
+			out.Within[cq.Name] = true
 		}
 		if r := reclaimers[cq.Spec.Cohort]; cq.Spec.Cohort != "" && slices.ContainsFunc(r, func(n string) bool { return n != cq.Name }) {
-			out[cq.Name] = true
+			out.Reclaimed[cq.Name] = cq
+		}
+	}
+	return out
+}
+
+// Borrowed returns what a queue borrows on a flavor when it uses usage
+// there: of each resource it has a quota of, what usage holds beyond the
+// nominal quota (only those beyond).
+func Borrowed(cq *strata.ClusterQueue, flavor string, usage corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, fq := range queue.Flavors(cq) {
+		if fq.Name != flavor {
+			continue
+		}
+		for _, rq := range fq.Resources {
+			if u, ok := usage[rq.Name]; ok && u.Cmp(rq.NominalQuota) > 0 {
+				u.Sub(rq.NominalQuota)
+				out[rq.Name] = u
+			}
 		}
 	}
 	return out

@@ -248,10 +248,25 @@ func (f *Fleet) Summaries() ([]replay.Cluster, error) {
 		}
 		victims := preemption.VictimQueues(cqs)
 		held := map[string][]tas.Held{}
+		borrowed := map[string]map[string]corev1.ResourceList{} // by flavor, queue
 		for flavor, rs := range run.running {
+			usage := map[string]corev1.ResourceList{}
 			for _, r := range rs {
-				if victims[r.queue] {
-					held[flavor] = append(held[flavor], tas.Held{Queue: r.queue, Priority: queue.Priority(r.wl), Usage: r.usage, Requests: r.requests})
+				_, reclaimed := victims.Reclaimed[r.queue]
+				if victims.Within[r.queue] || reclaimed {
+					held[flavor] = append(held[flavor], tas.Held{Queue: r.queue, Priority: queue.Priority(r.wl), Usage: r.usage, Requests: r.requests,
+						AdmittedAt: r.admitted, Key: r.wl.Namespace + "/" + r.wl.Name})
+				}
+				if reclaimed {
+					queue.AddRequests(usage, r.queue, r.requests)
+				}
+			}
+			for q, u := range usage {
+				if b := preemption.Borrowed(victims.Reclaimed[q], flavor, u); len(b) > 0 {
+					if borrowed[flavor] == nil {
+						borrowed[flavor] = map[string]corev1.ResourceList{}
+					}
+					borrowed[flavor][q] = b
 				}
 			}
 		}
@@ -260,7 +275,7 @@ func (f *Fleet) Summaries() ([]replay.Cluster, error) {
 			if st == nil {
 				continue
 			}
-			sum, err := st.snapshot.CapturePreemptible(fl.Spec.Tolerations, held[fl.Name]).Summarize(budget)
+			sum, err := st.snapshot.CapturePreemptible(fl.Spec.Tolerations, held[fl.Name], tas.Victims{Within: victims.Within, Borrowed: borrowed[fl.Name]}).Summarize(budget)
 			if err != nil {
 				return nil, fmt.Errorf("cluster %s: flavor %s: %w", c.Name, fl.Name, err)
 			}

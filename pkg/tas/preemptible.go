@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -29,6 +31,25 @@ type Held struct {
 	Usage    Usage
 	// Requests is the quota the workload holds on the flavor.
 	Requests corev1.ResourceList
+	// AdmittedAt and Key order a queue's workloads as the agent's search
+	// takes them back when it reclaims from the queue
+	// (preemption.Order: within a priority, the most recently admitted
+	// first, then by key).
+	AdmittedAt time.Time
+	Key        string
+}
+
+// Victims says whose workloads a flavor's preemptible capacity lists.
+type Victims struct {
+	// Within are the queues that preempt within themselves: each band
+	// releases every workload of the queue up to a priority.
+	Within map[string]bool
+	// Borrowed are the queues a cohort peer reclaims from, with what each
+	// borrows on the flavor (its usage beyond its nominal quota): each
+	// band releases the queue's workloads up to a priority, in the order
+	// the agent's search takes them back, only while the queue borrows
+	// what it borrows now (a reclaim band).
+	Borrowed map[string]corev1.ResourceList
 }
 
 // preemptibleLayer is one entry's free rows, aligned with Capacity.free.
@@ -36,52 +57,118 @@ type preemptibleLayer struct {
 	queue     string
 	priority  int32
 	workloads int32
+	reclaim   bool
 	// requests is the quota those workloads hold on the flavor.
 	requests corev1.ResourceList
 	free     []int64
 }
 
+// Band is one entry of a queue's preemptible capacity: the first
+// Workloads of its workloads in their order go, all of priority ≤
+// Priority, holding Requests.
+type Band struct {
+	Priority  int32
+	Workloads int32
+	Requests  corev1.ResourceList
+}
+
+// FullBands returns the bands of a queue's workloads (sorted by priority
+// in place): at each of their priorities, every workload up to it.
+func FullBands(held []Held) []Band {
+	slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Priority, b.Priority) })
+	var out []Band
+	requests := corev1.ResourceList{}
+	for i, h := range held {
+		addTo(requests, h.Requests)
+		if i == len(held)-1 || held[i+1].Priority != h.Priority {
+			out = append(out, Band{Priority: h.Priority, Workloads: int32(i + 1), Requests: requests.DeepCopy()})
+		}
+	}
+	return out
+}
+
+// ReclaimBands returns the bands of a queue that borrows borrowed, as the
+// agent's search takes its workloads back for a cohort peer (held sorted
+// in place, in that order): one at each priority while the queue still
+// borrows, the last where it stops borrowing (as soon as any resource it
+// borrows now is given back: on one resource, where the search stops;
+// on several, never after it). Nothing when it borrows nothing.
+func ReclaimBands(held []Held, borrowed corev1.ResourceList) []Band {
+	slices.SortStableFunc(held, func(a, b Held) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), b.AdmittedAt.Compare(a.AdmittedAt), cmp.Compare(a.Key, b.Key))
+	})
+	borrows := func(given corev1.ResourceList) bool {
+		for r, b := range borrowed {
+			if g := given[r]; g.Cmp(b) >= 0 {
+				return false
+			}
+		}
+		return len(borrowed) > 0
+	}
+	var out []Band
+	requests := corev1.ResourceList{}
+	for i, h := range held {
+		if !borrows(requests) {
+			break
+		}
+		addTo(requests, h.Requests)
+		if i == len(held)-1 || held[i+1].Priority != h.Priority || !borrows(requests) {
+			out = append(out, Band{Priority: h.Priority, Workloads: int32(i + 1), Requests: requests.DeepCopy()})
+		}
+	}
+	return out
+}
+
+func addTo(sum, add corev1.ResourceList) {
+	for r, v := range add {
+		q := sum[r]
+		q.Add(v)
+		sum[r] = q
+	}
+}
+
 // CapturePreemptible captures the flavor's capacity (CaptureForFlavor)
-// and, per queue and priority of held, the free capacity once the
-// queue's workloads up to that priority are released, in turns (each
-// queue's lowest band by queue name, then each queue's next: interleave). At most MaxPreemptible entries, shared fairly
-// among the queues (bandsPerQueue): a queue with more distinct priorities
-// than its share keeps bands spread from its lowest priority to its
-// highest (each band is exact on its own). The snapshot is left as it
-// was.
-func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []Held) *Capacity {
+// and the bands of victims' queues (FullBands for those that preempt
+// within themselves, ReclaimBands for those a peer reclaims from): per
+// band, the free capacity once its workloads are released. Bands come in
+// turns (each queue's lowest band by queue name, then each queue's next:
+// interleave). At most MaxPreemptible entries, shared fairly among the
+// queues (bandsPerQueue): a queue with more bands than its share keeps
+// bands spread from its lowest priority to its highest (each band is
+// exact on its own). The snapshot is left as it was.
+func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []Held, victims Victims) *Capacity {
 	c := s.CaptureForFlavor(tolerations)
 	if len(held) == 0 {
 		return c
 	}
-	sorted := slices.Clone(held)
-	slices.SortStableFunc(sorted, func(a, b Held) int {
-		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Priority, b.Priority))
-	})
-	// The distinct priorities of each queue, in order.
-	var queues []string
-	priorities := map[string][]int32{}
-	for _, h := range sorted {
-		ps := priorities[h.Queue]
-		if len(ps) == 0 {
-			queues = append(queues, h.Queue)
+	byQueue := map[string][]Held{}
+	for _, h := range held {
+		byQueue[h.Queue] = append(byQueue[h.Queue], h)
+	}
+	type group struct {
+		queue   string
+		reclaim bool
+		held    []Held
+		bands   []Band
+	}
+	var groups []group
+	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
+		if victims.Within[q] {
+			hs := slices.Clone(byQueue[q])
+			groups = append(groups, group{queue: q, held: hs, bands: FullBands(hs)})
 		}
-		if len(ps) == 0 || ps[len(ps)-1] != h.Priority {
-			priorities[h.Queue] = append(ps, h.Priority)
+		if b := victims.Borrowed[q]; len(b) > 0 {
+			hs := slices.Clone(byQueue[q])
+			if bands := ReclaimBands(hs, b); len(bands) > 0 {
+				groups = append(groups, group{queue: q, reclaim: true, held: hs, bands: bands})
+			}
 		}
 	}
-	counts := make([]int, len(queues))
-	for i, q := range queues {
-		counts[i] = len(priorities[q])
+	counts := make([]int, len(groups))
+	for i, g := range groups {
+		counts[i] = len(g.bands)
 	}
 	shares := bandsPerQueue(counts, MaxPreemptible)
-	keep := map[string]map[int32]bool{}
-	for i, q := range queues {
-		keep[q] = map[int32]bool{}
-		for _, p := range spreadBands(priorities[q], shares[i]) {
-			keep[q][p] = true
-		}
-	}
 	var released []Usage
 	restore := func() {
 		for _, u := range released {
@@ -92,23 +179,22 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 		released = released[:0]
 	}
 	defer restore()
-	for i := 0; i < len(sorted); {
-		q := sorted[i].Queue
-		var count int32
-		requests := corev1.ResourceList{}
-		for i < len(sorted) && sorted[i].Queue == q {
-			p := sorted[i].Priority
-			for ; i < len(sorted) && sorted[i].Queue == q && sorted[i].Priority == p; i++ {
-				s.Release(sorted[i].Usage)
-				released = append(released, sorted[i].Usage)
-				count++
-				for r, v := range sorted[i].Requests {
-					sum := requests[r]
-					sum.Add(v)
-					requests[r] = sum
-				}
+	for gi, g := range groups {
+		priorities := make([]int32, len(g.bands))
+		for i, b := range g.bands {
+			priorities[i] = b.Priority
+		}
+		keep := map[int32]bool{}
+		for _, p := range spreadBands(priorities, shares[gi]) {
+			keep[p] = true
+		}
+		next := 0
+		for _, b := range g.bands {
+			for ; next < int(b.Workloads); next++ {
+				s.Release(g.held[next].Usage)
+				released = append(released, g.held[next].Usage)
 			}
-			if !keep[q][p] {
+			if !keep[b.Priority] {
 				continue
 			}
 			after := s.Capture()
@@ -117,13 +203,13 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 				// usage does not make a node usable): leave the rest out.
 				return c
 			}
-			var held corev1.ResourceList
-			if len(requests) > 0 {
-				held = requests.DeepCopy()
+			var requests corev1.ResourceList
+			if len(b.Requests) > 0 {
+				requests = b.Requests
 			}
-			c.layers = append(c.layers, preemptibleLayer{queue: q, priority: p, workloads: count, requests: held, free: after.free})
+			c.layers = append(c.layers, preemptibleLayer{queue: g.queue, priority: b.Priority, workloads: b.Workloads, reclaim: g.reclaim, requests: requests, free: after.free})
 		}
-		// The next queue's entries start from the flavor as it is.
+		// The next group's entries start from the flavor as it is.
 		restore()
 	}
 	c.layers = interleave(c.layers)
@@ -139,7 +225,7 @@ func interleave(layers []preemptibleLayer) []preemptibleLayer {
 	var groups [][]preemptibleLayer
 	for i := 0; i < len(layers); {
 		j := i
-		for j < len(layers) && layers[j].queue == layers[i].queue {
+		for j < len(layers) && layers[j].queue == layers[i].queue && layers[j].reclaim == layers[i].reclaim {
 			j++
 		}
 		groups = append(groups, layers[i:j])
@@ -232,7 +318,7 @@ func (c *Capacity) addPreemptible(st *strata.CapacitySummaryStatus, counted []bo
 	size += len(`,"preemptible":[]`)
 	for _, l := range c.layers {
 		before := len(st.Vectors)
-		entry := strata.PreemptibleCapacity{ClusterQueue: l.queue, Priority: l.priority, Workloads: l.workloads, Requests: l.requests}
+		entry := strata.PreemptibleCapacity{ClusterQueue: l.queue, Priority: l.priority, Workloads: l.workloads, Reclaim: l.reclaim, Requests: l.requests}
 		freeStart := 0
 		for di, d := range c.domains {
 			base, rows := c.free[freeStart*stride:d.freeEnd*stride], l.free[freeStart*stride:d.freeEnd*stride]
@@ -383,4 +469,15 @@ func PreemptibleStatus(st *strata.CapacitySummaryStatus, entries ...int) (*strat
 		}
 	}
 	return &out, nil
+}
+
+// WithinAll is the Victims that list every queue of held as preempting
+// within itself: each band releases all of a queue's workloads up to a
+// priority.
+func WithinAll(held []Held) Victims {
+	v := Victims{Within: map[string]bool{}}
+	for _, h := range held {
+		v.Within[h.Queue] = true
+	}
+	return v
 }

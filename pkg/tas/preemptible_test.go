@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -66,7 +68,7 @@ func TestHubAnswersAsTheAgentAfterPreempting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := agent.CapturePreemptible(nil, held).Summarize(math.MaxInt)
+		st, err := agent.CapturePreemptible(nil, held, WithinAll(held)).Summarize(math.MaxInt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,17 +146,7 @@ func TestHubAnswersAsTheAgentAfterPreempting(t *testing.T) {
 // listing only the domains that change; left out in order when the
 // budget is short.
 func TestPreemptibleCapacity(t *testing.T) {
-	s := NewSnapshot([]string{rack, host}, nil)
-	for i, r := range []string{"r0", "r0", "r1"} {
-		name := fmt.Sprintf("n%d", i)
-		s.SetNode(Node{Name: name, Labels: map[string]string{rack: r, host: name}, Ready: true,
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}})
-	}
-	use := func(node, c string) Usage {
-		u := Usage{node: {corev1.ResourceCPU: resource.MustParse(c)}}
-		s.AddUsage(node, u[node], 1)
-		return u
-	}
+	s, use := threeNodes()
 	quota := func(c string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(c)}
 	}
@@ -164,7 +156,7 @@ func TestPreemptibleCapacity(t *testing.T) {
 		{Queue: "a", Priority: 1, Usage: use("n1", "1"), Requests: quota("1")},
 		{Queue: "a", Priority: 10, Usage: use("n1", "1"), Requests: quota("1")},
 	}
-	st, err := s.CapturePreemptible(nil, held).Summarize(math.MaxInt)
+	st, err := s.CapturePreemptible(nil, held, WithinAll(held)).Summarize(math.MaxInt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +204,7 @@ func TestPreemptibleCapacity(t *testing.T) {
 	}
 	data, _ := json.Marshal(plain)
 	budget := len(data) + 200
-	one, err := s.CapturePreemptible(nil, held).Summarize(budget)
+	one, err := s.CapturePreemptible(nil, held, WithinAll(held)).Summarize(budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +258,7 @@ func TestPreemptibleBandsShared(t *testing.T) {
 			held = append(held, Held{Queue: q, Priority: p, Usage: u})
 		}
 	}
-	st, err := s.CapturePreemptible(nil, held).Summarize(math.MaxInt)
+	st, err := s.CapturePreemptible(nil, held, WithinAll(held)).Summarize(math.MaxInt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +278,7 @@ func TestPreemptibleBandsShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := json.Marshal(plain)
-	few, err := s.CapturePreemptible(nil, held).Summarize(len(data) + 400)
+	few, err := s.CapturePreemptible(nil, held, WithinAll(held)).Summarize(len(data) + 400)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,5 +290,148 @@ func TestPreemptibleBandsShared(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int32{"a": 0, "b": 0}, kept); diff != "" || len(few.Preemptible) >= 32 {
 		t.Errorf("%d entries within the budget; lowest band kept per queue (-want,+got):\n%s", len(few.Preemptible), diff)
+	}
+}
+
+// TestReclaimBands: what the agent's search takes back from a queue that
+// borrows, for a cohort peer: its workloads in Kueue's order (lower
+// priority, then the most recently admitted, first), a band at each
+// priority, and none after the queue stops borrowing what it borrows now.
+func TestReclaimBands(t *testing.T) {
+	cpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
+	}
+	both := func(c, m string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(c), corev1.ResourceMemory: resource.MustParse(m)}
+	}
+	at := func(s int) time.Time { return time.Date(2026, 11, 30, 0, 0, s, 0, time.UTC) }
+	type band struct {
+		Priority, Workloads int32
+		Requests            string
+		First               string // the first workload taken
+	}
+	cases := map[string]struct {
+		held     []Held
+		borrowed corev1.ResourceList
+		want     []band
+	}{
+		"borrows nothing": {
+			held: []Held{{Key: "a", Priority: 1, Requests: cpus("1")}},
+		},
+		"a band per priority while it borrows": {
+			held: []Held{
+				{Key: "hi", Priority: 100, Requests: cpus("1")},
+				{Key: "lo", Priority: 1, Requests: cpus("1")},
+				{Key: "mid", Priority: 50, Requests: cpus("1")},
+			},
+			borrowed: cpus("5"),
+			want: []band{{Priority: 1, Workloads: 1, Requests: "1", First: "lo"}, {Priority: 50, Workloads: 2, Requests: "2", First: "lo"},
+				{Priority: 100, Workloads: 3, Requests: "3", First: "lo"}},
+		},
+		"the last band ends where it stops borrowing, and may give back more": {
+			held: []Held{
+				{Key: "old", Priority: 1, AdmittedAt: at(1), Requests: cpus("3")},
+				{Key: "new", Priority: 1, AdmittedAt: at(2), Requests: cpus("1")},
+				{Key: "later", Priority: 5, Requests: cpus("1")},
+			},
+			borrowed: cpus("2"),
+			want:     []band{{Priority: 1, Workloads: 2, Requests: "4", First: "new"}},
+		},
+		"on two resources, it ends where the first is given back": {
+			held: []Held{
+				{Key: "a", Priority: 1, Requests: both("2", "1Gi")},
+				{Key: "b", Priority: 2, Requests: both("2", "1Gi")},
+				{Key: "c", Priority: 3, Requests: both("2", "1Gi")},
+			},
+			borrowed: both("6", "2Gi"),
+			want:     []band{{Priority: 1, Workloads: 1, Requests: "2", First: "a"}, {Priority: 2, Workloads: 2, Requests: "4", First: "a"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			held := slices.Clone(tc.held)
+			var got []band
+			for _, b := range ReclaimBands(held, tc.borrowed) {
+				got = append(got, band{Priority: b.Priority, Workloads: b.Workloads, Requests: b.Requests.Cpu().String(), First: held[0].Key})
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ReclaimBands (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPreemptibleReclaimEntries: a queue that preempts within itself and
+// borrows gets both kinds of entries, the reclaim ones marked; and a view
+// of entries together takes, where both list a domain, the first's.
+func TestPreemptibleReclaimEntries(t *testing.T) {
+	s, use := threeNodes()
+	cpus := func(c string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(c)}
+	}
+	held := []Held{
+		{Queue: "a", Key: "a1", Priority: 1, Usage: use("n0", "4"), Requests: cpus("4")},
+		{Queue: "a", Key: "a2", Priority: 9, Usage: use("n2", "4"), Requests: cpus("4")},
+		{Queue: "b", Key: "b1", Priority: 1, Usage: use("n1", "4"), Requests: cpus("4")},
+	}
+	st, err := s.CapturePreemptible(nil, held, Victims{Within: map[string]bool{"a": true}, Borrowed: map[string]corev1.ResourceList{"a": cpus("2"), "b": cpus("8")}}).Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		Queue               string
+		Priority, Workloads int32
+		Reclaim             bool
+	}
+	var got []entry
+	for _, e := range st.Preemptible {
+		got = append(got, entry{e.ClusterQueue, e.Priority, e.Workloads, e.Reclaim})
+	}
+	want := []entry{{"a", 1, 1, false}, {"a", 1, 1, true}, {"b", 1, 1, true}, {"a", 9, 2, false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries (-want,+got):\n%s", diff)
+	}
+	// a's first band frees n0, b's n1, both in r0 (one domain): together
+	// the view takes the first's there.
+	view, err := PreemptibleStatus(&st, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := PreemptibleStatus(&st, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first.Domains, view.Domains); diff != "" {
+		t.Errorf("two bands on one domain: the view is not the first's (-first,+view):\n%s", diff)
+	}
+	// a's last band frees n0 and n2 (r0 and r1): with b's, r1 is a's and r0
+	// the first listed.
+	view, err = PreemptibleStatus(&st, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _ := PreemptibleStatus(&st, 3)
+	bOnly, _ := PreemptibleStatus(&st, 2)
+	if diff := cmp.Diff(bOnly.Domains[0], view.Domains[0]); diff != "" {
+		t.Errorf("r0: not b's band's (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(last.Domains[1], view.Domains[1]); diff != "" {
+		t.Errorf("r1: not a's band's (-want,+got):\n%s", diff)
+	}
+}
+
+// threeNodes is a snapshot of nodes n0 and n1 in rack r0 and n2 in r1, of
+// 4 CPUs each, and use, which has a workload take CPUs of a node.
+func threeNodes() (*Snapshot, func(node, cpus string) Usage) {
+	s := NewSnapshot([]string{rack, host}, nil)
+	for i, r := range []string{"r0", "r0", "r1"} {
+		name := fmt.Sprintf("n%d", i)
+		s.SetNode(Node{Name: name, Labels: map[string]string{rack: r, host: name}, Ready: true,
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}})
+	}
+	return s, func(node, c string) Usage {
+		u := Usage{node: {corev1.ResourceCPU: resource.MustParse(c)}}
+		s.AddUsage(node, u[node], 1)
+		return u
 	}
 }

@@ -530,42 +530,59 @@ func (c *Cache) addPodLocked(u podUsage, sign int64) {
 	}
 }
 
+// Captured is a flavor's capacity for its summary and what it accounts
+// for, taken in one step (Cache.Capture).
+type Captured struct {
+	Capacity *tas.Capacity
+	// Dispatches are the hub dispatches the capacity accounts for: those
+	// of the workloads whose usage it counts, unsorted and without
+	// duplicates.
+	Dispatches []string
+	// Usage is, per ClusterQueue, the quota its workloads whose usage the
+	// capacity counts hold on the flavor (quotaOn).
+	Usage map[string]corev1.ResourceList
+}
+
 // Capture copies a flavor's capacity for its summary (tas.Snapshot.Capture)
-// and lists the hub dispatches that capacity accounts for: those of the
-// workloads whose usage it counts, unsorted and without duplicates. Both
-// are taken in one step, so the list matches the capacity exactly. With
-// victims, the capacity also says what preempting their workloads would
-// free (tas.CapturePreemptible): each Within queue's workloads up to a
-// priority, and each Reclaimed queue's, taken back while it borrows (what
-// it borrows counted from the workloads admitted here). It returns false
-// when the flavor is unknown or not topology-aware.
-func (c *Cache) Capture(name string, victims *preemption.Victims) (capacity *tas.Capacity, dispatches []string, ok bool) {
+// with the hub dispatches and the queues' quota it accounts for. All are
+// taken in one step, so the list and the quota match the capacity
+// exactly. With victims, the capacity also says what preempting their
+// workloads would free (tas.CapturePreemptible): each Within queue's
+// workloads up to a priority, and each Reclaimed queue's, taken back
+// while it borrows (what it borrows counted from the workloads admitted
+// here). It returns false when the flavor is unknown or not
+// topology-aware.
+func (c *Cache) Capture(name string, victims *preemption.Victims) (Captured, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, ok := c.flavors[name]
 	if !ok {
-		return nil, nil, false
+		return Captured{}, false
 	}
-	dispatches = make([]string, 0, len(f.dispatches))
+	out := Captured{Dispatches: make([]string, 0, len(f.dispatches)), Usage: map[string]corev1.ResourceList{}}
 	for k, n := range f.dispatches {
 		// A dispatch of several Workloads (a LeaderWorkerSet's groups)
 		// counts once all of them do: the hub's reservation covers them all.
 		if n >= f.parts[k] {
-			dispatches = append(dispatches, k)
+			out.Dispatches = append(out.Dispatches, k)
 		}
 	}
 	var held []tas.Held
 	var v tas.Victims
+	admitted := c.admittedOn(name)
+	for _, a := range admitted {
+		if adm := a.Workload.Status.Admission; adm != nil {
+			queue.AddRequests(out.Usage, adm.ClusterQueue, quotaOn(a.Workload, name))
+		}
+	}
 	if victims != nil && !victims.Empty() {
-		usage := map[string]corev1.ResourceList{}
-		for _, a := range c.admittedOn(name) {
+		for _, a := range admitted {
 			adm := a.Workload.Status.Admission
 			if adm == nil {
 				continue
 			}
 			q := adm.ClusterQueue
-			_, reclaimed := victims.Reclaimed[q]
-			if !victims.Within[q] && !reclaimed {
+			if _, reclaimed := victims.Reclaimed[q]; !victims.Within[q] && !reclaimed {
 				continue
 			}
 			h := tas.Held{Queue: q, Priority: queue.Priority(a.Workload), Usage: a.Usage, Requests: quotaOn(a.Workload, name),
@@ -574,20 +591,18 @@ func (c *Cache) Capture(name string, victims *preemption.Victims) (capacity *tas
 				h.AdmittedAt = cond.LastTransitionTime.Time
 			}
 			held = append(held, h)
-			if reclaimed {
-				queue.AddRequests(usage, q, h.Requests)
-			}
 		}
 		v = tas.Victims{Within: victims.Within, Borrowed: map[string]corev1.ResourceList{}}
-		for q, u := range usage {
-			if b := preemption.Borrowed(victims.Reclaimed[q], name, u); len(b) > 0 {
+		for q, cq := range victims.Reclaimed {
+			if b := preemption.Borrowed(cq, name, out.Usage[q]); len(b) > 0 {
 				v.Borrowed[q] = b
 			}
 		}
 	}
 	// Every pod admitted on the flavor gets its tolerations: taints they
 	// tolerate keep no pod of the flavor away.
-	return f.snapshot.CapturePreemptible(f.def.Spec.Tolerations, held, v), dispatches, true
+	out.Capacity = f.snapshot.CapturePreemptible(f.def.Spec.Tolerations, held, v)
+	return out, true
 }
 
 // quotaOn is the quota an admitted workload holds on a flavor: its pod

@@ -1170,8 +1170,8 @@ func TestCaptureDispatches(t *testing.T) {
 					return dispatched(wl, "u1", "1")
 				}
 				addWorkload(t, c, groups(admittedWorkload("g0", "10", onHost("n1", 1))))
-				if _, dispatches, _ := c.Capture(flavorName, nil); len(dispatches) != 0 {
-					t.Errorf("one group of two admitted: listed %v", dispatches)
+				if got, _ := c.Capture(flavorName, nil); len(got.Dispatches) != 0 {
+					t.Errorf("one group of two admitted: listed %v", got.Dispatches)
 				}
 				addWorkload(t, c, groups(admittedWorkload("g1", "10", onHost("n2", 1))))
 			},
@@ -1216,7 +1216,8 @@ func TestCaptureDispatches(t *testing.T) {
 			tc.steps(t, c)
 			got := map[string][]string{}
 			for _, f := range []string{flavorName, "other"} {
-				capacity, dispatches, ok := c.Capture(f, nil)
+				captured, ok := c.Capture(f, nil)
+				capacity, dispatches := captured.Capacity, captured.Dispatches
 				if !ok || capacity == nil {
 					t.Fatalf("Capture(%s) found no flavor", f)
 				}
@@ -1230,7 +1231,7 @@ func TestCaptureDispatches(t *testing.T) {
 	}
 	t.Run("an unknown flavor", func(t *testing.T) {
 		c, _ := newCache(t, node("n1", "r1"))
-		if _, _, ok := c.Capture("nope", nil); ok {
+		if _, ok := c.Capture("nope", nil); ok {
 			t.Error("Capture() found flavor nope")
 		}
 	})
@@ -1290,11 +1291,14 @@ func TestCaptureVictims(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			capacity, _, ok := c.Capture(flavorName, tc.victims)
+			captured, ok := c.Capture(flavorName, tc.victims)
 			if !ok {
 				t.Fatal("Capture() found no flavor")
 			}
-			st, err := capacity.Summarize(math.MaxInt)
+			if got := captured.Usage["cq"][corev1.ResourceCPU]; got.String() != "3" {
+				t.Errorf("cq's usage: %s CPUs, want 3", got.String())
+			}
+			st, err := captured.Capacity.Summarize(math.MaxInt)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +33,7 @@ import (
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/summarycopy"
 	"strata.dev/strata/pkg/tas"
 )
@@ -289,11 +291,20 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	// Copy the capacity and its dispatches under the cache's lock,
 	// summarize outside it: the scheduler and the informers' handlers wait
 	// for that lock.
-	capacity, dispatches, ok := p.cache.Capture(flavor, p.preemptingQueues(ctx))
+	cqs, listed := p.clusterQueues(ctx)
+	var victims *preemption.Victims
+	if v := preemption.VictimQueues(cqs); listed && !v.Empty() {
+		victims = &v
+	}
+	captured, ok := p.cache.Capture(flavor, victims)
 	if !ok {
 		return time.Time{}, nil
 	}
-	sum, sumErr = summarize(capacity, dispatches, maxBytes)
+	var queues []strata.QueueUsage
+	if listed {
+		queues = queueUsage(cqs, flavor, captured.Usage)
+	}
+	sum, sumErr = summarize(captured.Capacity, captured.Dispatches, queues, maxBytes)
 	var cs strata.CapacitySummary
 	err := p.summaries.Get(ctx, types.NamespacedName{Name: flavor}, &cs)
 	w, wrote := p.written[flavor]
@@ -336,25 +347,56 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	return now, nil
 }
 
-// preemptingQueues says which ClusterQueues hold workloads some workload
-// may preempt (preemption.VictimQueues: those that preempt within
-// themselves, and those whose cohort has a queue that reclaims): the
-// summary tells the hub what preempting their workloads would free. nil
-// when they cannot be listed.
-func (p *Publisher) preemptingQueues(ctx context.Context) *preemption.Victims {
+// clusterQueues lists the worker's ClusterQueues; false when they cannot
+// be listed. The summary tells the hub what preempting the workloads of
+// those whose workloads may be preempted would free
+// (preemption.VictimQueues: those that preempt within themselves, and
+// those whose cohort has a queue that reclaims), and what every queue
+// with a quota on the flavor holds there (queueUsage).
+func (p *Publisher) clusterQueues(ctx context.Context) ([]*strata.ClusterQueue, bool) {
 	var list strata.ClusterQueueList
 	if err := p.client.List(ctx, &list); err != nil {
-		return nil
+		return nil, false
 	}
 	cqs := make([]*strata.ClusterQueue, len(list.Items))
 	for i := range list.Items {
 		cqs[i] = &list.Items[i]
 	}
-	victims := preemption.VictimQueues(cqs)
-	if victims.Empty() {
+	return cqs, true
+}
+
+// maxQueues bounds the summary's queues (the CRD's maxItems): beyond it
+// none are listed, and the hub reads the queues' status.
+const maxQueues = 1000
+
+// queueUsage is the summary's queues: every ClusterQueue with a quota on
+// the flavor, by name, with the quota usage says it holds there (of the
+// resources of its quota); nil when there are more than maxQueues.
+func queueUsage(cqs []*strata.ClusterQueue, flavor string, usage map[string]corev1.ResourceList) []strata.QueueUsage {
+	var out []strata.QueueUsage
+	for _, cq := range cqs {
+		for _, fq := range queue.Flavors(cq) {
+			if fq.Name != flavor {
+				continue
+			}
+			qu := strata.QueueUsage{Name: cq.Name}
+			for _, rq := range fq.Resources {
+				if v, ok := usage[cq.Name][rq.Name]; ok && !v.IsZero() {
+					if qu.Usage == nil {
+						qu.Usage = corev1.ResourceList{}
+					}
+					qu.Usage[rq.Name] = v
+				}
+			}
+			out = append(out, qu)
+			break
+		}
+	}
+	if len(out) > maxQueues {
 		return nil
 	}
-	return &victims
+	slices.SortFunc(out, func(a, b strata.QueueUsage) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // summaryBudget is the budget of tas's summary and the dispatches together:
@@ -365,14 +407,21 @@ func summaryBudget(maxBytes int) int { return max(maxBytes-statusReserve, 0) }
 // dispatches it accounts for, sorted (in place). The dispatches are listed
 // first: tas's Summarize gets the budget they leave. When they alone take
 // more than the budget, the error is a *tooManyDispatchesError.
-func summarize(capacity *tas.Capacity, dispatches []string, maxBytes int) (strata.CapacitySummaryStatus, error) {
+func summarize(capacity *tas.Capacity, dispatches []string, queues []strata.QueueUsage, maxBytes int) (strata.CapacitySummaryStatus, error) {
 	slices.Sort(dispatches)
 	budget := summaryBudget(maxBytes)
 	listed := dispatchesSize(dispatches)
 	if listed > budget {
 		return strata.CapacitySummaryStatus{}, &tooManyDispatchesError{count: len(dispatches), bytes: listed, budget: budget, maxBytes: maxBytes}
 	}
-	sum, err := capacity.Summarize(budget - listed)
+	if len(queues) > 0 {
+		data, err := json.Marshal(queues)
+		if err != nil {
+			return strata.CapacitySummaryStatus{}, err
+		}
+		listed += len(`,"queues":`) + len(data)
+	}
+	sum, err := capacity.Summarize(max(budget-listed, 0))
 	if err != nil {
 		if len(dispatches) > 0 {
 			err = fmt.Errorf("%w (the %d dispatches listed take %d bytes of it)", err, len(dispatches), listed)
@@ -382,6 +431,7 @@ func summarize(capacity *tas.Capacity, dispatches []string, maxBytes int) (strat
 	if len(dispatches) > 0 {
 		sum.Dispatches = dispatches
 	}
+	sum.Queues = queues
 	return sum, nil
 }
 

@@ -296,11 +296,12 @@ func TestSummarize(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, configv1beta1.Summary{}, "f")
 			e.racks(0, tc.racks)
-			capacity, _, ok := e.cache.Capture("f", nil)
+			captured, ok := e.cache.Capture("f", nil)
+			capacity := captured.Capacity
 			if !ok {
 				t.Fatal("Capture() found no flavor f")
 			}
-			sum, err := summarize(capacity, tc.dispatches, maxBytes)
+			sum, err := summarize(capacity, tc.dispatches, nil, maxBytes)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("summarize() error = %v, want one containing %q", err, tc.wantErr)
@@ -887,4 +888,26 @@ func TestPublishAllCacheBehind(t *testing.T) {
 		}
 	}
 	seriesOf("lagging")
+}
+
+// TestQueueUsage: the summary's queues are every ClusterQueue with a
+// quota on the flavor, by name, with what it holds there of the
+// resources of its quota.
+func TestQueueUsage(t *testing.T) {
+	cpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
+	}
+	cqs := []*strata.ClusterQueue{
+		testutil.MakeClusterQueue("train").ResourceGroup("cpu").GroupFlavor("f", "4").Obj(),
+		testutil.MakeClusterQueue("elsewhere").ResourceGroup("cpu").GroupFlavor("g", "4").Obj(),
+		testutil.MakeClusterQueue("idle").ResourceGroup("cpu").GroupFlavor("f", "4").Obj(),
+	}
+	usage := map[string]corev1.ResourceList{
+		"train":     {corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		"elsewhere": cpus("1"),
+	}
+	want := []strata.QueueUsage{{Name: "idle"}, {Name: "train", Usage: cpus("3")}}
+	if diff := cmp.Diff(want, queueUsage(cqs, "f", usage)); diff != "" {
+		t.Errorf("queueUsage (-want,+got):\n%s", diff)
+	}
 }

@@ -135,6 +135,21 @@ type CapacitySummaryStatus struct {
 	// +kubebuilder:validation:items:MaxLength=96
 	Dispatches []string `json:"dispatches,omitempty"`
 
+	// queues lists every worker ClusterQueue with a quota on the flavor,
+	// with the quota its workloads admitted on the flavor hold there (their
+	// requests, less their reclaimable pods), captured with dispatches: a
+	// hub keeps its books of the worker's queues from it rather than from
+	// the queues' status, which is written apart from the summary, so that
+	// each dispatch is counted exactly once — here once listed in
+	// dispatches, as in flight before. Absent from agents older than this
+	// field (the hub then reads the queues' status).
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	Queues []QueueUsage `json:"queues,omitempty"`
+
 	// preemptible tells the hub what preempting would free: per
 	// ClusterQueue and priority, the flavor's free capacity once every
 	// workload of that ClusterQueue admitted on the flavor with that
@@ -196,6 +211,21 @@ type InFlightDomain struct {
 	//
 	// +optional
 	Requests corev1.ResourceList `json:"requests,omitempty"`
+}
+
+// QueueUsage is the quota a ClusterQueue's workloads hold on a flavor.
+type QueueUsage struct {
+	// name is the ClusterQueue's.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// usage is the quota held, per resource of the queue's quota on the
+	// flavor (empty when nothing is admitted there).
+	//
+	// +optional
+	Usage corev1.ResourceList `json:"usage,omitempty"`
 }
 
 // PreemptibleCapacity is a flavor's free capacity once the workloads of

@@ -23,12 +23,21 @@ import (
 // target is a flavor on a worker: one node of 8 CPUs.
 func target(t *testing.T, cluster, flavor string) *placement.Target {
 	t.Helper()
+	return targetWith(t, cluster, flavor, nil)
+}
+
+// targetWith is target with its summary edited (when edit is not nil).
+func targetWith(t *testing.T, cluster, flavor string, edit func(*strata.CapacitySummaryStatus)) *placement.Target {
+	t.Helper()
 	s := tas.NewSnapshot([]string{"rack", strata.HostnameLabel}, nil)
 	s.SetNode(tas.Node{Name: "n", Ready: true, Labels: map[string]string{"rack": "r", strata.HostnameLabel: "n"},
 		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
 	st, err := s.Summarize(math.MaxInt)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&st)
 	}
 	tg, err := placement.NewTarget(cluster, flavor, &st)
 	if err != nil {

@@ -55,6 +55,9 @@ type passView struct {
 	targets []*placement.Target
 	// placedOn are placed by worker (chargeInFlight).
 	placedOn map[string][]*strata.Workload
+	// exact are the worker flavors ("cluster/flavor") whose books come
+	// from their summary's queues (summaryUsage), not the queues' status.
+	exact map[string]bool
 }
 
 // reclaimKey is what decides a quota preemption search in a pass: the
@@ -125,6 +128,7 @@ func (d *Dispatcher) workerQuotaOf(view *passView, cluster string, p pending) (*
 	if !ok {
 		books, _ = d.fleet.WorkerBooks(cluster)
 		if books != nil {
+			summaryUsage(view, cluster, books)
 			d.chargeInFlight(view, cluster, books)
 		}
 		view.workerBooks[cluster] = books
@@ -153,6 +157,29 @@ func (d *Dispatcher) landingOf(view *passView, cluster string, wl *strata.Worklo
 	return cq
 }
 
+// summaryUsage replaces, in a worker's books, what its queues' status says
+// they hold on each flavor whose summary says it (placement.Target.
+// QueueUsage): the summary's usage is captured with the dispatches it
+// counts, so that chargeInFlight counts every dispatch exactly once. The
+// status, written apart from the summary, could show a dispatch the
+// summary does not count yet (charged twice: the worker got nothing more
+// until the next summary) or miss one it counts (charged nowhere: one copy
+// more than the quota holds, refused after pendingTimeout).
+func summaryUsage(view *passView, cluster string, books *queue.Books) {
+	for _, t := range view.targets {
+		if t.Cluster != cluster {
+			continue
+		}
+		if usage, ok := t.QueueUsage(); ok {
+			books.SetFlavorUsage(t.Flavor, usage)
+			if view.exact == nil {
+				view.exact = map[string]bool{}
+			}
+			view.exact[cluster+"/"+t.Flavor] = true
+		}
+	}
+}
+
 // chargeInFlight charges a worker's books with the hub's dispatches there
 // that its summary does not count yet: their copies are not admitted, so
 // the queues' status, which the books come from, does not have them
@@ -172,9 +199,11 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 		}
 	}
 	charge := func(wl *strata.Workload, flavor, key string) {
-		if p := wl.Status.Placement; p != nil && p.PreemptUpTo != nil {
+		if p := wl.Status.Placement; p != nil && p.PreemptUpTo != nil && !view.exact[cluster+"/"+flavor] {
 			// A copy marked to preempt: the agent holds its quota in the
-			// queue's status while its victims' pods end.
+			// queue's status while its victims' pods end. (A summary's
+			// usage does not count the hold: the copy is charged until
+			// the summary counts it.)
 			return
 		}
 		if t := placement.Find(view.targets, cluster, flavor); t == nil || t.SummaryCounts(key) {

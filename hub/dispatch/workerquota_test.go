@@ -1,19 +1,18 @@
 package dispatch
 
 import (
-	"math"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
-	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -131,23 +130,12 @@ func TestWorkerQuotaShort(t *testing.T) {
 		wl := testutil.MakeWorkload("job", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
 		p := pending{entry: &entry{wl: wl, need: queue.WorkloadRequests(wl)}}
 		for _, counted := range []bool{false, true} {
-			earlier := testutil.MakeWorkload("earlier", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
-			earlier.UID = "uid-earlier"
-			gen := RecordDispatch(&earlier.Status, "w1", "gpu", "fits", time.Now())
-			s := tas.NewSnapshot([]string{"rack", strata.HostnameLabel}, nil)
-			s.SetNode(tas.Node{Name: "n", Ready: true, Labels: map[string]string{"rack": "r", strata.HostnameLabel: "n"},
-				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
-			st, err := s.Summarize(math.MaxInt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if counted {
-				st.Dispatches = []string{Key(earlier.UID, gen)}
-			}
-			shown, err := placement.NewTarget("w1", "gpu", &st)
-			if err != nil {
-				t.Fatal(err)
-			}
+			earlier, key := earlierDispatch(false)
+			shown := targetWith(t, "w1", "gpu", func(st *strata.CapacitySummaryStatus) {
+				if counted {
+					st.Dispatches = []string{key}
+				}
+			})
 			view := newPassView()
 			view.placed, view.targets = []*strata.Workload{earlier}, []*placement.Target{shown}
 			got, _ := d.workerQuotaShort(view, shown, p, nil, false)
@@ -161,10 +149,72 @@ func TestWorkerQuotaShort(t *testing.T) {
 	})
 }
 
+// TestWorkerBooksFromTheSummary: where a summary lists its queues' usage
+// (status.queues), the books take it in place of the queues' status,
+// which is written apart from the summary: each dispatch is counted
+// exactly once, in the summary's usage once it lists the dispatch, in
+// flight before, a copy marked to preempt too.
+func TestWorkerBooksFromTheSummary(t *testing.T) {
+	cpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
+	}
+	alone := testutil.MakeClusterQueue("train").ResourceGroup("cpu").GroupFlavor("gpu", "4").Obj()
+	cases := map[string]struct {
+		status  string // what the queue's status says train holds
+		summary string // what the summary says ("" : it says nothing)
+		counted bool   // the summary counts the earlier dispatch of 2
+		marked  bool   // the earlier dispatch is marked to preempt
+		room    bool
+	}{
+		"the status misses a dispatch the summary counts":        {status: "0", summary: "2", counted: true, room: true},
+		"the summary's usage decides, not the status's":          {status: "2", summary: "4", counted: true},
+		"the status still holds what is gone":                    {status: "4", summary: "0", room: true},
+		"the summary does not count the dispatch yet: in flight": {status: "0", summary: "2"},
+		"a copy marked to preempt, not counted yet, is charged":  {status: "0", summary: "2", marked: true},
+		"without the summary's queues, the status":               {status: "2", counted: true, room: true},
+		"without them, a marked copy's hold is in the status":    {status: "2", marked: true, room: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &quotaFleet{cqs: []*strata.ClusterQueue{alone}, usage: map[string]corev1.ResourceList{"train": cpus(tc.status)}}
+			d := &Dispatcher{fleet: f}
+			wl := testutil.MakeWorkload("job", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
+			p := pending{entry: &entry{wl: wl, need: queue.WorkloadRequests(wl)}}
+			earlier, key := earlierDispatch(tc.marked)
+			tg := targetWith(t, "w1", "gpu", func(st *strata.CapacitySummaryStatus) {
+				if tc.counted {
+					st.Dispatches = []string{key}
+				}
+				if tc.summary != "" {
+					st.Queues = []strata.QueueUsage{{Name: "train", Usage: cpus(tc.summary)}}
+				}
+			})
+			view := newPassView()
+			view.placed, view.targets = []*strata.Workload{earlier}, []*placement.Target{tg}
+			got, _ := d.workerQuotaShort(view, tg, p, nil, false)
+			if (got == "") != tc.room {
+				t.Errorf("room: %v (%q), want %v", got == "", got, tc.room)
+			}
+		})
+	}
+}
+
 // freedBy is what one queue gives back (nil when nothing).
 func freedBy(q string, r corev1.ResourceList) map[string]corev1.ResourceList {
 	if r == nil {
 		return nil
 	}
 	return map[string]corev1.ResourceList{q: r}
+}
+
+// earlierDispatch is a hub Workload of 2 CPUs dispatched to w1's flavor
+// gpu (marked to preempt when marked), and its dispatch key.
+func earlierDispatch(marked bool) (*strata.Workload, string) {
+	earlier := testutil.MakeWorkload("earlier", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 1, "cpu", "2").Obj()).Obj()
+	earlier.UID = "uid-earlier"
+	gen := RecordDispatch(&earlier.Status, "w1", "gpu", "fits", time.Now())
+	if marked {
+		earlier.Status.Placement.PreemptUpTo = ptr.To[int32](0)
+	}
+	return earlier, Key(earlier.UID, gen)
 }

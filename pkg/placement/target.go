@@ -195,6 +195,21 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 	return nil
 }
 
+// QueueUsage is what the summary says each worker ClusterQueue with a
+// quota on the flavor holds there, captured with the dispatches it counts
+// (status.queues); false when it says nothing (no summary, or an agent
+// older than the field).
+func (t *Target) QueueUsage() (map[string]corev1.ResourceList, bool) {
+	if t.summary == nil || len(t.summary.Queues) == 0 {
+		return nil, false
+	}
+	out := make(map[string]corev1.ResourceList, len(t.summary.Queues))
+	for _, q := range t.summary.Queues {
+		out[q.Name] = q.Usage
+	}
+	return out, true
+}
+
 // SummaryCounts says whether the summary counts dispatch key in its free
 // capacity already, so that no reservation must hold it.
 func (t *Target) SummaryCounts(key string) bool { return t.reflected[key] }

@@ -162,6 +162,19 @@ func (b *Books) Charge(queue, flavor string, requests corev1.ResourceList, sign 
 	}
 }
 
+// SetFlavorUsage replaces what every queue holds on a flavor with usage
+// (by queue; a queue it does not name holds nothing there).
+func (b *Books) SetFlavorUsage(flavor string, usage map[string]corev1.ResourceList) {
+	for name, q := range b.queues {
+		for fr := range q.usage {
+			if fr.flavor == flavor {
+				delete(q.usage, fr)
+			}
+		}
+		b.Charge(name, flavor, usage[name], 1)
+	}
+}
+
 // ChargeAll charges every queue's usage per flavor.
 func (b *Books) ChargeAll(usage map[string]map[string]corev1.ResourceList) {
 	for q, byFlavor := range usage {

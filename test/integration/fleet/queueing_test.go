@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -199,6 +200,48 @@ var _ = Describe("Hub queueing", func() {
 			g.Expect(wl.Status.Admission).NotTo(BeNil())
 			g.Expect(wl.Status.Placement.Attempts).To(HaveLen(1), "admitted the first time")
 		}).Should(Succeed())
+	})
+
+	It("sends a worker exactly what its ClusterQueue's quota holds, in a burst", func(ctx SpecContext) {
+		e := newEnv(ctx, "qburst", map[string][][]string{"w1": {{"8", "8"}}, "w2": {{"8"}}})
+		w1 := worker("w1")
+		By("giving w1's ClusterQueue 4 CPUs, a quarter of its nodes; w2's takes what its 8 CPUs hold")
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("4")}}
+			g.Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+		By("running a one-CPU Job submitted on w1 in it: the hub reads a summary that counts it")
+		local := e.job("local", 1, "1", nil)
+		Expect(w1.Client.Create(ctx, local)).To(Succeed())
+		admittedOn(ctx, w1, []*batchv1.Job{local})
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Queues).To(HaveLen(1))
+			g.Expect(st.Queues[0].Usage.Cpu().String()).To(Equal("1"))
+		})
+		By("submitting 11 one-CPU Jobs on the hub at once: 3 fit what is left of w1's quota, 8 w2's nodes")
+		var jobs []*batchv1.Job
+		for i := range 11 {
+			job := e.job(fmt.Sprintf("burst-%02d", i), 1, "1", nil)
+			Expect(hub.Client.Create(ctx, job)).To(Succeed())
+			jobs = append(jobs, job)
+		}
+		By("every one is admitted where it was first sent: 3 on w1, 8 on w2")
+		Eventually(func(g Gomega) {
+			on := map[string]int{}
+			for _, job := range jobs {
+				wl := hubWorkload(g, ctx, job)
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s: %v", job.Name, wl.Status.Conditions)
+				g.Expect(wl.Status.Placement.Attempts).To(HaveLen(1), "%s admitted the first time: %+v", job.Name, wl.Status.Placement.Attempts)
+				on[wl.Status.Placement.Cluster]++
+			}
+			g.Expect(on).To(Equal(map[string]int{"w1": 3, "w2": 8}))
+		}).Should(Succeed())
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Queues).To(HaveLen(1))
+			g.Expect(st.Queues[0].Usage.Cpu().String()).To(Equal("4"))
+		})
 	})
 })
 

@@ -53,6 +53,11 @@ type Cache struct {
 	podWorkload map[types.UID]types.NamespacedName
 	// workloads is the usage of admitted workloads, per flavor.
 	workloads map[types.NamespacedName]admitted
+	// holds is the quota the scheduler holds for its preemptors while
+	// their victims' pods end, by flavor and ClusterQueue
+	// (SetPreemptionHolds): a summary's queue usage counts it, as the
+	// scheduler's books do.
+	holds map[string]map[string]corev1.ResourceList
 	// onNode indexes the admitted workloads assigned to each node (when the
 	// lowest level of their assignment is the host).
 	onNode map[string]map[types.NamespacedName]struct{}
@@ -575,6 +580,9 @@ func (c *Cache) Capture(name string, victims *preemption.Victims) (Captured, boo
 			queue.AddRequests(out.Usage, adm.ClusterQueue, quotaOn(a.Workload, name))
 		}
 	}
+	for q, rl := range c.holds[name] {
+		queue.AddRequests(out.Usage, q, rl)
+	}
 	if victims != nil && !victims.Empty() {
 		for _, a := range admitted {
 			adm := a.Workload.Status.Admission
@@ -603,6 +611,19 @@ func (c *Cache) Capture(name string, victims *preemption.Victims) (Captured, boo
 	// tolerate keep no pod of the flavor away.
 	out.Capacity = f.snapshot.CapturePreemptible(f.def.Spec.Tolerations, held, v)
 	return out, true
+}
+
+// SetPreemptionHolds records the quota the scheduler holds for its
+// preemptors, by flavor and ClusterQueue, in place of what it recorded
+// before. A change signals the cache's subscribers (the summary says it).
+func (c *Cache) SetPreemptionHolds(holds map[string]map[string]corev1.ResourceList) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if equality.Semantic.DeepEqual(c.holds, holds) || len(c.holds) == 0 && len(holds) == 0 {
+		return
+	}
+	c.holds = holds
+	c.touched()
 }
 
 // quotaOn is the quota an admitted workload holds on a flavor: its pod

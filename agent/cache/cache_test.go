@@ -1311,4 +1311,15 @@ func TestCaptureVictims(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the scheduler's holds count in the queues' usage", func(t *testing.T) {
+		c.SetPreemptionHolds(map[string]map[string]corev1.ResourceList{flavorName: {"cq": {corev1.ResourceCPU: resource.MustParse("2")}, "other": {corev1.ResourceCPU: resource.MustParse("1")}}})
+		defer c.SetPreemptionHolds(nil)
+		captured, _ := c.Capture(flavorName, nil)
+		if got := captured.Usage["cq"][corev1.ResourceCPU]; got.String() != "5" {
+			t.Errorf("cq's usage with a hold of 2: %s CPUs, want 5", got.String())
+		}
+		if got := captured.Usage["other"][corev1.ResourceCPU]; got.String() != "1" {
+			t.Errorf("a queue with only a hold: %s CPUs, want 1", got.String())
+		}
+	})
 }

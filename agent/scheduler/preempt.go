@@ -75,6 +75,21 @@ func PreemptUpTo(wl *strata.Workload) (int32, bool) {
 	return int32(n), true
 }
 
+// publishHolds gives the cache the quota held for the preemptions under
+// way, by flavor and ClusterQueue: the capacity summary's queue usage
+// counts it, as the books do (a preemptor whose admission is being
+// written counts in both a moment, on the safe side).
+func (s *Scheduler) publishHolds() {
+	holds := map[string]map[string]corev1.ResourceList{}
+	for _, p := range s.preemptions {
+		if holds[p.flavor] == nil {
+			holds[p.flavor] = map[string]corev1.ResourceList{}
+		}
+		queue.AddRequests(holds[p.flavor], p.queue, p.requests)
+	}
+	s.cache.SetPreemptionHolds(holds)
+}
+
 // stillHeld returns the victims of a preemption whose capacity is not
 // free yet.
 func (s *Scheduler) stillHeld(p *pendingPreemption) []types.NamespacedName {
@@ -174,6 +189,7 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 		return false, errors.Join(errs...)
 	}
 	s.preemptions[key] = p
+	s.publishHolds()
 	if held := s.stillHeld(p); len(held) > 0 {
 		return true, errors.Join(append(errs, s.setNotAdmitted(ctx, wl, ReasonPreempting, preemptingMessage(p, held)))...)
 	}

@@ -285,6 +285,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			books.Charge(p.queue, p.flavor, p.requests, 1)
 		}
 	}
+	s.publishHolds()
 	s.searches = preemptionSearchesPerPass
 	// A failed status write of one ClusterQueue does not hold up
 	// admission: the error is returned with the others, so the pass is

@@ -414,14 +414,19 @@ func summarize(capacity *tas.Capacity, dispatches []string, queues []strata.Queu
 	if listed > budget {
 		return strata.CapacitySummaryStatus{}, &tooManyDispatchesError{count: len(dispatches), bytes: listed, budget: budget, maxBytes: maxBytes}
 	}
+	// The queues' usage takes at most an eighth of what the dispatches
+	// leave: beyond, none is listed (the hub then reads the queues'
+	// status), so that it never crowds out the capacity.
+	queued := 0
 	if len(queues) > 0 {
 		data, err := json.Marshal(queues)
-		if err != nil {
-			return strata.CapacitySummaryStatus{}, err
+		if err == nil && len(`,"queues":`)+len(data) <= (budget-listed)/8 {
+			queued = len(`,"queues":`) + len(data)
+		} else {
+			queues = nil
 		}
-		listed += len(`,"queues":`) + len(data)
 	}
-	sum, err := capacity.Summarize(max(budget-listed, 0))
+	sum, err := capacity.Summarize(budget - listed - queued)
 	if err != nil {
 		if len(dispatches) > 0 {
 			err = fmt.Errorf("%w (the %d dispatches listed take %d bytes of it)", err, len(dispatches), listed)

@@ -911,3 +911,31 @@ func TestQueueUsage(t *testing.T) {
 		t.Errorf("queueUsage (-want,+got):\n%s", diff)
 	}
 }
+
+// TestSummarizeQueuesWithinBudget: the queues' usage is listed while it
+// takes at most an eighth of the budget; beyond, it is left out (the hub
+// reads the queues' status) and the capacity is published as before.
+func TestSummarizeQueuesWithinBudget(t *testing.T) {
+	s := tas.NewSnapshot([]string{"rack", strata.HostnameLabel}, nil)
+	s.SetNode(tas.Node{Name: "n0", Labels: map[string]string{"rack": "r0", strata.HostnameLabel: "n0"}, Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+	few := []strata.QueueUsage{{Name: "train", Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
+	var many []strata.QueueUsage
+	for i := range 200 {
+		many = append(many, strata.QueueUsage{Name: fmt.Sprintf("%s-%03d", strings.Repeat("q", 60), i)})
+	}
+	for name, tc := range map[string]struct {
+		queues []strata.QueueUsage
+		listed int
+	}{"a few": {queues: few, listed: 1}, "more than an eighth of the budget": {queues: many}} {
+		t.Run(name, func(t *testing.T) {
+			sum, err := summarize(s.CapturePreemptible(nil, nil, tas.Victims{}), nil, tc.queues, 16384)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.Queues) != tc.listed || len(sum.Domains) == 0 {
+				t.Errorf("%d queues listed, %d domains; want %d queues and the domains", len(sum.Queues), len(sum.Domains), tc.listed)
+			}
+		})
+	}
+}

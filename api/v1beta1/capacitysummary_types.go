@@ -137,7 +137,9 @@ type CapacitySummaryStatus struct {
 
 	// queues lists every worker ClusterQueue with a quota on the flavor,
 	// with the quota its workloads admitted on the flavor hold there (their
-	// requests, less their reclaimable pods), captured with dispatches: a
+	// requests, less their reclaimable pods) and the agent holds there for
+	// its preemptors, captured with dispatches (left out when it would
+	// take more than an eighth of the summary's budget): a
 	// hub keeps its books of the worker's queues from it rather than from
 	// the queues' status, which is written apart from the summary, so that
 	// each dispatch is counted exactly once — here once listed in
@@ -261,6 +263,18 @@ type PreemptibleCapacity struct {
 	//
 	// +optional
 	Reclaim bool `json:"reclaim,omitempty"`
+
+	// resources are the resources every one of those workloads holds on
+	// the flavor (of a reclaim entry, only those clusterQueue borrows
+	// too): a preemption search takes a workload only when it holds some
+	// of what the preemptor is short of, so the hub counts on the entry
+	// only for a preemptor short of one of them. Absent from agents older
+	// than this field.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Resources []corev1.ResourceName `json:"resources,omitempty"`
 
 	// requests is the quota those workloads hold on the flavor in
 	// clusterQueue (their requests, less their reclaimable pods'): what

@@ -202,8 +202,9 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 		if p := wl.Status.Placement; p != nil && p.PreemptUpTo != nil && !view.exact[cluster+"/"+flavor] {
 			// A copy marked to preempt: the agent holds its quota in the
 			// queue's status while its victims' pods end. (A summary's
-			// usage does not count the hold: the copy is charged until
-			// the summary counts it.)
+			// usage counts the hold only once the agent preempts: the
+			// copy is charged until the summary counts it, meanwhile
+			// twice, on the safe side.)
 			return
 		}
 		if t := placement.Find(view.targets, cluster, flavor); t == nil || t.SummaryCounts(key) {

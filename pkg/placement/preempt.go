@@ -58,6 +58,18 @@ type PreemptionScope struct {
 	Reclaim map[string]int32
 	// Nominal: only if the copy then fits in Queue's nominal quota.
 	Nominal bool
+	// Short are the resources the copy is short of in Queue's quota (all
+	// it asks for when only the capacity is short): the agent's search
+	// takes a workload only when it holds some of them, so a band counts
+	// only when its workloads all do (its resources). nil: any band.
+	Short corev1.ResourceList
+	// roomy: the copy fits the target's capacity as it is, only the
+	// quota keeps it out. A band of the copy's own queue then counts
+	// whatever its workloads hold: what the search frees of the resources
+	// the copy is short of is the band's, and the capacity does not
+	// matter. (A reclaim band still must hold what the copy is short of:
+	// its queue must borrow it.)
+	roomy bool
 }
 
 // ScopesFor is whose workloads a workload of priority asking need on
@@ -72,25 +84,35 @@ type PreemptionScope struct {
 // borrowWithinCohort; a second scope then takes the borrowers under
 // reclaimWithinCohort alone, on condition that it fits its nominal quota
 // once they and its own go (Nominal). None when it may not preempt for
-// it at all (preemption.MayPreemptFor).
+// it at all (Kueue's NoFit, as Find decides it).
 func ScopesFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, priority int32, books *queue.Books) []PreemptionScope {
-	if cq == nil || !preemption.MayPreemptFor(cq, flavor, need) {
+	if cq == nil {
 		return nil
 	}
 	policy := preemption.PolicyOf(cq)
 	within := policy.WithinClusterQueue != strata.PreemptionNever
-	base := PreemptionScope{Queue: cq.Name, Within: within}
-	nominal := PreemptionScope{Queue: cq.Name, Within: within, Nominal: true}
+	// What the agent's search frees (preemption.Find): the resources the
+	// copy cannot take now, or all it asks for when only the capacity is
+	// short. Without borrowWithinCohort, it preempts nothing when it asks
+	// for more of one of those than the queue's nominal quota (Kueue's
+	// NoFit: Find's first check; without the books, of any resource).
+	short := need
+	if books != nil {
+		if s := books.Short(cq.Name, flavor, need); len(s) > 0 {
+			short = s
+			if policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority && !books.NominalCovers(cq.Name, flavor, s) {
+				return nil
+			}
+		}
+	} else if !preemption.MayPreemptFor(cq, flavor, need) {
+		return nil
+	}
+	base := PreemptionScope{Queue: cq.Name, Within: within, Short: short}
+	nominal := PreemptionScope{Queue: cq.Name, Within: within, Nominal: true, Short: short}
 	if policy.ReclaimWithinCohort != strata.PreemptionNever && books != nil && books.Cohort(cq.Name) != "" {
 		advantage := books.WithinNominal(cq.Name, flavor, need)
 		limit, reclaims := reclaimLimit(policy, priority, advantage)
 		full, fullOK := reclaimLimit(policy, priority, true)
-		// The peers' workloads are candidates while their queue borrows
-		// what the workload is short of (preemption.Find).
-		short := books.Short(cq.Name, flavor, need)
-		if len(short) == 0 {
-			short = need
-		}
 		// Find's attempt without borrowing, which takes every borrower
 		// reclaimWithinCohort allows: not made when the queue may not
 		// preempt while borrowing and already uses its nominal quota; of
@@ -174,11 +196,19 @@ func QuotaShort(books *queue.Books, cq, flavor string, need corev1.ResourceList,
 }
 
 // allows says whether a band is in the scope of a workload of priority:
-// a band of all its queue's workloads up to a priority when it is the
+// its workloads all hold some of what the copy is short of, and it is a
+// band of all its queue's workloads up to a priority when it is the
 // copy's own queue (within), a reclaim band when it is a peer's. (Agents
 // older than reclaim bands list only the former: the hub then counts on
 // no reclaim there.)
 func (s PreemptionScope) allows(e strata.PreemptibleCapacity, priority int32) bool {
+	if s.Short != nil && len(e.Resources) > 0 && (e.Reclaim || !s.roomy) &&
+		!slices.ContainsFunc(e.Resources, func(r corev1.ResourceName) bool { _, ok := s.Short[r]; return ok }) {
+		// Its workloads need not hold what the copy is short of: the
+		// agent's search would not take them. (Agents older than
+		// resources do not say: their bands count, as before.)
+		return false
+	}
 	if e.ClusterQueue == s.Queue {
 		return !e.Reclaim && s.Within && e.Priority < priority
 	}
@@ -381,6 +411,7 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 func (p *Policy) preemptionOptions(wl *strata.Workload, t *Target, sc PreemptionScope, priority int32,
 	quota func(t *Target, freed map[string]corev1.ResourceList, nominal bool) string) ([]preemptionOption, string) {
 	entries := t.summary.Preemptible
+	sc.roomy = p.place(t, t.free, wl, nil).fits
 	queues, bands := sc.scopeBands(entries, priority)
 	picks, answers, short, err := pickBands(bands, func(sel []int) (string, *answer, error) {
 		if quota != nil {
@@ -416,6 +447,9 @@ func (p *Policy) preemptionOptions(wl *strata.Workload, t *Target, sc Preemption
 			out = append(out, o)
 		}
 		return out, ""
+	case len(queues) == 0 && sc.Short != nil && anyBand(sc, entries, priority):
+		return nil, fmt.Sprintf("%s/%s: the workloads ClusterQueue %s may preempt there do not all hold %s, which it is short of (a preemption takes only those that do)",
+			t.Cluster, t.Flavor, q, strings.Join(resourceNames(sc.Short), ", "))
 	case len(queues) == 0 && len(sc.Reclaim) == 0:
 		return nil, fmt.Sprintf("%s/%s: no workload of ClusterQueue %s there has a priority below %d", t.Cluster, t.Flavor, q, priority)
 	case len(queues) == 0:
@@ -426,6 +460,24 @@ func (p *Policy) preemptionOptions(wl *strata.Workload, t *Target, sc Preemption
 		return nil, fmt.Sprintf("%s/%s: with every workload ClusterQueue %s may preempt there preempted, %s", t.Cluster, t.Flavor, q, short)
 	}
 	return nil, fmt.Sprintf("%s/%s: it would not fit even with every workload of %s preempted", t.Cluster, t.Flavor, scopeWords(sc, queues, priority))
+}
+
+// anyBand says whether some band would be in scope whatever its
+// workloads hold.
+func anyBand(sc PreemptionScope, entries []strata.PreemptibleCapacity, priority int32) bool {
+	sc.Short = nil
+	queues, _ := sc.scopeBands(entries, priority)
+	return len(queues) > 0
+}
+
+// resourceNames are the names of rl, sorted.
+func resourceNames(rl corev1.ResourceList) []string {
+	out := make([]string, 0, len(rl))
+	for r := range rl {
+		out = append(out, string(r))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // scopeWords names the workloads a scope lets go, for a reason.

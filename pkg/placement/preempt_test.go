@@ -5,15 +5,21 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
 )
 
 // fullCluster builds a worker whose every node (8 GPUs) runs one workload
@@ -312,5 +318,69 @@ func TestPreemptionInFlightEnds(t *testing.T) {
 	}
 	if tg.Preempting() {
 		t.Errorf("a summary that counts the dispatch leaves the preemption in flight")
+	}
+}
+
+// TestDecidePreemptionOnlyWhatTheSearchTakes: one node of 8 CPUs and 4
+// GPUs; queue q0 (withinClusterQueue LowerPriority) runs a (1 CPU, 4
+// GPUs) and b (7 CPUs, no GPU), both of priority 0. A copy of priority 100
+// asks for 4 CPUs and 4 GPUs and is short of GPU quota. The agent's search
+// takes only workloads that hold what the copy is short of (a), so the
+// node's CPUs stay taken and it preempts nothing: the hub, whose band of
+// q0 frees both, must not mark the copy (the band's resources, cpu only,
+// say b holds no GPU).
+func TestDecidePreemptionOnlyWhatTheSearchTakes(t *testing.T) {
+	p := New(configv1beta1.Compact, tas.Options{}, 0)
+	s := tas.NewSnapshot([]string{block, rack, host}, nil)
+	s.SetNode(tas.Node{Name: "n0", Labels: map[string]string{block: "b0", rack: "r0", host: "n0"}, Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}})
+	cq := &strata.ClusterQueue{}
+	cq.Name = "q0"
+	cq.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, gpu},
+		Flavors: []strata.FlavorQuotas{{Name: "f", Resources: []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("100")}, {Name: gpu, NominalQuota: resource.MustParse("4")}}}}}}
+	cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+	books := queue.NewBooks([]*strata.ClusterQueue{cq})
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	reqA := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), gpu: resource.MustParse("4")}
+	reqB := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7")}
+	running := []preemption.Workload{
+		{Key: types.NamespacedName{Namespace: "ns", Name: "a"}, Queue: "q0", AdmittedAt: base, Requests: reqA},
+		{Key: types.NamespacedName{Namespace: "ns", Name: "b"}, Queue: "q0", AdmittedAt: base, Requests: reqB},
+	}
+	var held []tas.Held
+	for _, w := range running {
+		books.Charge("q0", "f", w.Requests, 1)
+		s.AddUsage("n0", w.Requests, 1)
+		held = append(held, tas.Held{Queue: "q0", Usage: tas.Usage{"n0": w.Requests}, Requests: w.Requests, AdmittedAt: base, Key: w.Key.String()})
+	}
+	wl := testutil.MakeWorkload("w", "default").PodSets(testutil.MakePodSet("main", 1, gpu, "4", "cpu", "4").Obj()).Obj()
+	need := queue.WorkloadRequests(wl)
+	v := preemption.VictimQueues([]*strata.ClusterQueue{cq})
+	st, err := s.CapturePreemptible(nil, held, tas.Victims{Within: v.Within}).Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SummaryGeneration = 1
+	tg := target(t, "w", "f", &st)
+	scopes := ScopesFor(cq, "f", need, 100, books)
+	choice, why := p.DecidePreemption(wl, []string{"f"}, []*Target{tg}, 100, func(*Target) []PreemptionScope { return scopes },
+		func(_ *Target, freed map[string]corev1.ResourceList, nominal bool) string {
+			w, _ := QuotaShort(books, "q0", "f", need, freed, nominal)
+			return w
+		})
+	if choice != nil {
+		t.Errorf("the hub marks the copy: %s", choice.Reason)
+	}
+	if want := "w/f: the workloads ClusterQueue q0 may preempt there do not all hold nvidia.com/gpu, which it is short of"; !strings.Contains(why, want) {
+		t.Errorf("why = %q, want it to say %q", why, want)
+	}
+	capacity := &preemption.SnapshotCapacity{Snap: s, Usages: []tas.Usage{held[0].Usage, held[1].Usage}, Place: func(sn *tas.Snapshot) ([]tas.Usage, error) {
+		_, taken, err := workload.Place(sn, "default", nil, wl, tas.Options{})
+		return taken, err
+	}}
+	res := preemption.Find(preemption.Preemptor{Key: types.NamespacedName{Namespace: "ns", Name: "copy"}, Queue: "q0", Priority: 100, QueuedAt: base.Add(time.Hour), Requests: need},
+		preemption.PolicyOf(cq), books, "f", running, capacity)
+	if len(res.Victims) != 0 {
+		t.Errorf("the agent's search preempts %v: the case no longer shows what it should", res.Victims)
 	}
 }

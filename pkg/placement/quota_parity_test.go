@@ -41,15 +41,24 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 		return corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(n), resource.DecimalSI)}
 	}
 	policies := []strata.PreemptionPolicy{strata.PreemptionNever, strata.PreemptionLowerPriority, strata.PreemptionAny}
-	marked, missed := 0, 0
+	marked, missed, missedTwo := 0, 0, 0
 	for c := range 3000 {
 		n := 2 + rng.IntN(2)
+		// Half the cohorts have a quota of GPUs too, which some workloads
+		// and copies hold and some do not.
+		twoResources := c%2 == 1
 		var cqs []*strata.ClusterQueue
 		for i := range n {
 			cq := &strata.ClusterQueue{}
 			cq.Name, cq.Spec.Cohort = fmt.Sprintf("q%d", i), "teams"
-			cq.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
-				Flavors: []strata.FlavorQuotas{{Name: "f", Resources: []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: cpus(rng.IntN(7))[corev1.ResourceCPU]}}}}}}
+			quotas := []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: cpus(rng.IntN(7))[corev1.ResourceCPU]}}
+			covered := []corev1.ResourceName{corev1.ResourceCPU}
+			if twoResources {
+				quotas = append(quotas, strata.ResourceQuota{Name: gpu, NominalQuota: cpus(rng.IntN(5))[corev1.ResourceCPU]})
+				covered = append(covered, gpu)
+			}
+			cq.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: covered,
+				Flavors: []strata.FlavorQuotas{{Name: "f", Resources: quotas}}}}
 			cqs = append(cqs, cq)
 		}
 		pre := &strata.ClusterQueuePreemption{
@@ -73,16 +82,22 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 		for k := range 12 {
 			q := cqs[rng.IntN(n)].Name
 			req := cpus(1 + rng.IntN(3))
+			if twoResources && rng.IntN(2) == 0 {
+				req[gpu] = cpus(1 + rng.IntN(2))[corev1.ResourceCPU]
+			}
 			if books.Check(q, "f", req, false).Err != nil {
 				continue
 			}
 			books.Charge(q, "f", req, 1)
-			at := base.Add(time.Duration(k) * time.Second)
+			at := base.Add(time.Duration(k/2) * time.Second) // two at a time: ties by key
 			running = append(running, admitted{w: preemption.Workload{Key: types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("w%d", k)}, Queue: q,
 				Priority: []int32{0, 10, 100}[rng.IntN(3)], QueuedAt: at, AdmittedAt: at, Requests: req}, req: req})
 		}
-		priority := []int32{5, 50, 200}[rng.IntN(3)]
+		priority := []int32{5, 10, 50, 100, 200}[rng.IntN(5)]
 		need := cpus(1 + rng.IntN(4))
+		if twoResources && rng.IntN(2) == 0 {
+			need[gpu] = cpus(1 + rng.IntN(3))[corev1.ResourceCPU]
+		}
 		if why, _ := QuotaShort(books, "q0", "f", need, nil, false); why == "" {
 			continue // it fits: nothing to preempt
 		}
@@ -104,7 +119,8 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 			}
 			add := func(bands []tas.Band, reclaim bool) {
 				for _, b := range bands {
-					entries = append(entries, strata.PreemptibleCapacity{ClusterQueue: q.Name, Priority: b.Priority, Workloads: b.Workloads, Reclaim: reclaim, Requests: b.Requests})
+					entries = append(entries, strata.PreemptibleCapacity{ClusterQueue: q.Name, Priority: b.Priority, Workloads: b.Workloads, Reclaim: reclaim,
+						Requests: b.Requests, Resources: b.Resources})
 				}
 			}
 			if victims.Within[q.Name] {
@@ -116,6 +132,7 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 		}
 		var picks [][]int
 		for _, scope := range scopes {
+			scope.roomy = true // roomyCapacity
 			_, bands := scope.scopeBands(entries, priority)
 			sel, _, _, err := pickBands(bands, func(sel []int) (string, *answer, error) {
 				freed := map[string]corev1.ResourceList{}
@@ -161,17 +178,23 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 			marked++
 		case len(find(nil).Victims) > 0:
 			missed++
+			if twoResources {
+				missedTwo++
+			}
 		}
 	}
-	t.Logf("hub marked %d copies, each of which the agent could admit; it missed %d preemptions the agent would make unmarked", marked, missed)
+	t.Logf("hub marked %d copies, each of which the agent could admit; it missed %d preemptions the agent would make unmarked (%d with two resources)", marked, missed, missedTwo)
 	if marked == 0 {
 		t.Fatalf("no case where the hub marks a copy: the test checks nothing")
 	}
 	// With reclaim bands (what the agent's search takes back from a
-	// borrower, in its order) the hub misses none here; it missed 87 when
-	// it counted on one queue's band at a time and clipped a borrower's
-	// band to what it borrows.
-	if missed > 0 {
-		t.Errorf("the hub missed %d of %d preemptions the agent makes", missed, marked+missed)
+	// borrower, in its order) the hub misses none on one resource; it
+	// missed 87 when it counted on one queue's band at a time and clipped
+	// a borrower's band to what it borrows. On two, a reclaim band ends
+	// where the borrower stops borrowing either, and a band counts only
+	// for a copy short of what all its workloads hold: a few misses, on
+	// the safe side.
+	if missed-missedTwo > 0 || missedTwo*100 > (marked+missed)*3 {
+		t.Errorf("the hub missed %d of %d preemptions the agent makes (%d with two resources)", missed, marked+missed, missedTwo)
 	}
 }

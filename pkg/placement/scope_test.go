@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -37,7 +38,10 @@ func TestScopesFor(t *testing.T) {
 		"no queue known":                {need: "1"},
 		"a queue that preempts nothing": {cq: mk("train", "4", nil), need: "1"},
 		"within itself":                 {cq: mk("train", "4", within), need: "1", want: []PreemptionScope{{Queue: "train", Within: true}}},
-		"asking more than its nominal quota: nothing (Kueue's NoFit)": {cq: mk("train", "4", within), need: "6"},
+		"short of more than its nominal quota: nothing (Kueue's NoFit)": {cq: mk("train", "4", within), need: "6",
+			usage: map[string]corev1.ResourceList{"infer": cpus("2"), "batch": cpus("1")}},
+		"more than its nominal quota, which the cohort lends: only the capacity is short, as for Find": {cq: mk("train", "4", within), need: "6",
+			want: []PreemptionScope{{Queue: "train", Within: true}}},
 		"reclaim-only, from the peer that borrows": {
 			cq: mk("train", "4", reclaimAny), need: "2",
 			usage: map[string]corev1.ResourceList{"infer": cpus("3"), "batch": cpus("1")},
@@ -81,7 +85,12 @@ func TestScopesFor(t *testing.T) {
 				books.Charge(q, "gpu", u, 1)
 			}
 			got := ScopesFor(tc.cq, "gpu", cpus(tc.need), 100, books)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			for _, sc := range got {
+				if sc.Short == nil {
+					t.Errorf("scope %+v: no resources the copy is short of", sc)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(PreemptionScope{}, "Short"), cmpopts.IgnoreUnexported(PreemptionScope{})); diff != "" {
 				t.Errorf("ScopesFor (-want,+got):\n%s", diff)
 			}
 		})

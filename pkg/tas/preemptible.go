@@ -58,30 +58,57 @@ type preemptibleLayer struct {
 	priority  int32
 	workloads int32
 	reclaim   bool
-	// requests is the quota those workloads hold on the flavor.
-	requests corev1.ResourceList
-	free     []int64
+	// requests is the quota those workloads hold on the flavor;
+	// resources those every one of them holds.
+	requests  corev1.ResourceList
+	resources []corev1.ResourceName
+	free      []int64
 }
 
 // Band is one entry of a queue's preemptible capacity: the first
 // Workloads of its workloads in their order go, all of priority ≤
-// Priority, holding Requests.
+// Priority, holding Requests; each of them holds some of every one of
+// Resources (sorted; of a reclaim band, only resources the queue
+// borrows). A band whose workloads share no such resource is of no use
+// (a preemption search takes a workload only when it holds some of what
+// the preemptor is short of): the bands end before it.
 type Band struct {
 	Priority  int32
 	Workloads int32
 	Requests  corev1.ResourceList
+	Resources []corev1.ResourceName
+}
+
+// narrow keeps of common the resources requests holds some of.
+func narrow(common []corev1.ResourceName, requests corev1.ResourceList) []corev1.ResourceName {
+	return slices.DeleteFunc(common, func(r corev1.ResourceName) bool {
+		q, ok := requests[r]
+		return !ok || q.IsZero()
+	})
+}
+
+// resourceNames are the resources of rl, sorted.
+func resourceNames(rl corev1.ResourceList) []corev1.ResourceName {
+	return slices.Sorted(maps.Keys(rl))
 }
 
 // FullBands returns the bands of a queue's workloads (sorted by priority
 // in place): at each of their priorities, every workload up to it.
 func FullBands(held []Held) []Band {
 	slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Priority, b.Priority) })
+	var common []corev1.ResourceName
+	if len(held) > 0 {
+		common = resourceNames(held[0].Requests)
+	}
 	var out []Band
 	requests := corev1.ResourceList{}
 	for i, h := range held {
 		addTo(requests, h.Requests)
+		if common = narrow(common, h.Requests); len(common) == 0 {
+			break
+		}
 		if i == len(held)-1 || held[i+1].Priority != h.Priority {
-			out = append(out, Band{Priority: h.Priority, Workloads: int32(i + 1), Requests: requests.DeepCopy()})
+			out = append(out, Band{Priority: h.Priority, Workloads: int32(i + 1), Requests: requests.DeepCopy(), Resources: slices.Clone(common)})
 		}
 	}
 	return out
@@ -105,6 +132,7 @@ func ReclaimBands(held []Held, borrowed corev1.ResourceList) []Band {
 		}
 		return len(borrowed) > 0
 	}
+	common := resourceNames(borrowed)
 	var out []Band
 	requests := corev1.ResourceList{}
 	for i, h := range held {
@@ -112,8 +140,11 @@ func ReclaimBands(held []Held, borrowed corev1.ResourceList) []Band {
 			break
 		}
 		addTo(requests, h.Requests)
+		if common = narrow(common, h.Requests); len(common) == 0 {
+			break
+		}
 		if i == len(held)-1 || held[i+1].Priority != h.Priority || !borrows(requests) {
-			out = append(out, Band{Priority: h.Priority, Workloads: int32(i + 1), Requests: requests.DeepCopy()})
+			out = append(out, Band{Priority: h.Priority, Workloads: int32(i + 1), Requests: requests.DeepCopy(), Resources: slices.Clone(common)})
 		}
 	}
 	return out
@@ -207,7 +238,8 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 			if len(b.Requests) > 0 {
 				requests = b.Requests
 			}
-			c.layers = append(c.layers, preemptibleLayer{queue: g.queue, priority: b.Priority, workloads: b.Workloads, reclaim: g.reclaim, requests: requests, free: after.free})
+			c.layers = append(c.layers, preemptibleLayer{queue: g.queue, priority: b.Priority, workloads: b.Workloads, reclaim: g.reclaim, requests: requests,
+				resources: b.Resources, free: after.free})
 		}
 		// The next group's entries start from the flavor as it is.
 		restore()
@@ -318,7 +350,8 @@ func (c *Capacity) addPreemptible(st *strata.CapacitySummaryStatus, counted []bo
 	size += len(`,"preemptible":[]`)
 	for _, l := range c.layers {
 		before := len(st.Vectors)
-		entry := strata.PreemptibleCapacity{ClusterQueue: l.queue, Priority: l.priority, Workloads: l.workloads, Reclaim: l.reclaim, Requests: l.requests}
+		entry := strata.PreemptibleCapacity{ClusterQueue: l.queue, Priority: l.priority, Workloads: l.workloads, Reclaim: l.reclaim, Requests: l.requests,
+			Resources: l.resources}
 		freeStart := 0
 		for di, d := range c.domains {
 			base, rows := c.free[freeStart*stride:d.freeEnd*stride], l.free[freeStart*stride:d.freeEnd*stride]

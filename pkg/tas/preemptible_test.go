@@ -43,8 +43,10 @@ func randomHeld(rng *rand.Rand, s *Snapshot) []Held {
 			}
 			h.Usage[n] = rl
 		}
+		h.Requests = corev1.ResourceList{}
 		for n, rl := range h.Usage {
 			s.AddUsage(n, rl, 1)
+			addTo(h.Requests, rl)
 		}
 		held = append(held, h)
 	}
@@ -255,7 +257,7 @@ func TestPreemptibleBandsShared(t *testing.T) {
 		for p := range int32(40) {
 			u := Usage{"n0": {corev1.ResourceCPU: resource.MustParse("1")}}
 			s.AddUsage("n0", u["n0"], 1)
-			held = append(held, Held{Queue: q, Priority: p, Usage: u})
+			held = append(held, Held{Queue: q, Priority: p, Usage: u, Requests: u["n0"]})
 		}
 	}
 	st, err := s.CapturePreemptible(nil, held, WithinAll(held)).Summarize(math.MaxInt)

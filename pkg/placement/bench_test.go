@@ -137,7 +137,7 @@ func preemptibleTarget(b *testing.B, rng *rand.Rand, name string, n, budget int)
 		}})
 		u := tas.Usage{node: tas.WithPod(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse("8")})}
 		s.AddUsage(node, u[node], 1)
-		held = append(held, tas.Held{Queue: "cq", Priority: priority, Usage: u})
+		held = append(held, tas.Held{Queue: "cq", Priority: priority, Usage: u, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse("8")}})
 	}
 	st, err := s.CapturePreemptible(nil, held, tas.WithinAll(held)).Summarize(budget)
 	if err != nil {

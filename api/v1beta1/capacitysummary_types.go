@@ -264,6 +264,23 @@ type PreemptibleCapacity struct {
 	// +optional
 	Reclaim bool `json:"reclaim,omitempty"`
 
+	// holding, when set, makes the entry count only those workloads of
+	// clusterQueue that hold some of this resource on the flavor: all a
+	// preemption search takes for a preemptor short of it alone (a search
+	// takes a workload only when it holds some of what the preemptor is
+	// short of). workloads, requests, resources and domains are of those;
+	// a reclaim entry then ends where clusterQueue stops borrowing this
+	// resource. The agent lists such entries where clusterQueue's
+	// workloads do not all hold the same resources, beside the entries of
+	// all of them. The entries of one clusterQueue, reclaim and holding
+	// are one series, ascending in priority, each entry freeing what the
+	// one before it frees and more. Hubs older than this field take them
+	// for entries of the series of all the queue's workloads: they count
+	// on no more than the workloads each entry lists.
+	//
+	// +optional
+	Holding corev1.ResourceName `json:"holding,omitempty"`
+
 	// resources are the resources every one of those workloads holds on
 	// the flavor (of a reclaim entry, only those clusterQueue borrows
 	// too): a preemption search takes a workload only when it holds some

@@ -230,36 +230,43 @@ type preemptionOption struct {
 }
 
 // scopeBands returns, per queue whose workloads the scope lets go (the
-// copy's own queue first, then its peers by name), the entries of the
-// preemptible capacity that are its bands in scope, in ascending
-// priority (each cumulative: the next frees what the one before does and
-// more).
-func (s PreemptionScope) scopeBands(entries []strata.PreemptibleCapacity, priority int32) (queues []string, bands [][]int) {
-	at := map[string]int{}
+// copy's own queue first, then its peers by name), its series of bands in
+// scope: each a list of entries of the preemptible capacity in ascending
+// priority, each cumulative (the next frees what the one before does and
+// more). A queue has one series of all its workloads and, where they do
+// not all hold the same resources, one per resource of those holding it
+// (strata.PreemptibleCapacity.Holding); the series whose highest band in
+// scope frees the most workloads comes first (the series of all of them
+// on a tie).
+func (s PreemptionScope) scopeBands(entries []strata.PreemptibleCapacity, priority int32) (queues []string, series [][][]int) {
+	type key struct {
+		queue   string
+		holding corev1.ResourceName
+	}
+	at := map[key][]int{}
+	var keys []key
 	for i, e := range entries {
 		if !s.allows(e, priority) {
 			continue
 		}
-		k, ok := at[e.ClusterQueue]
-		if !ok {
-			k = len(queues)
-			at[e.ClusterQueue] = k
-			queues, bands = append(queues, e.ClusterQueue), append(bands, nil)
+		k := key{e.ClusterQueue, e.Holding}
+		if _, ok := at[k]; !ok {
+			keys = append(keys, k)
 		}
-		bands[k] = append(bands[k], i)
+		at[k] = append(at[k], i)
 	}
-	order := make([]int, len(queues))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(cmp.Compare(b2i(queues[b] == s.Queue), b2i(queues[a] == s.Queue)), cmp.Compare(queues[a], queues[b]))
+	widest := func(list []int) int32 { return entries[list[len(list)-1]].Workloads }
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(b2i(b.queue == s.Queue), b2i(a.queue == s.Queue)), cmp.Compare(a.queue, b.queue),
+			cmp.Compare(widest(at[b]), widest(at[a])), cmp.Compare(a.holding, b.holding))
 	})
-	outQ, outB := make([]string, len(order)), make([][]int, len(order))
-	for i, k := range order {
-		outQ[i], outB[i] = queues[k], bands[k]
+	for _, k := range keys {
+		if n := len(queues); n == 0 || queues[n-1] != k.queue {
+			queues, series = append(queues, k.queue), append(series, nil)
+		}
+		series[len(series)-1] = append(series[len(series)-1], at[k])
 	}
-	return outQ, outB
+	return queues, series
 }
 
 func b2i(b bool) int {
@@ -271,27 +278,35 @@ func b2i(b bool) int {
 
 // pickBands finds the bands of one target whose preemption lets the
 // workload in, as try says of a set of bands (the quota they leave short,
-// "" when none; whether the workload then fits the capacity). Each
-// queue's lowest band that does on its own is an option. When no band
-// does on its own, the agent may still find victims across queues (its
-// own lower priorities and the borrowers it reclaims from, or several
-// borrowers): every queue's highest band together, then, queue by queue
+// "" when none; whether the workload then fits the capacity), per queue
+// its series of bands (scopeBands). The lowest band of each series that
+// does on its own is an option. When no band does on its own, the agent
+// may still find victims across queues (its own lower priorities and the
+// borrowers it reclaims from, or several borrowers): every queue's
+// highest band of its first series together, then, queue by queue
 // (the copy's own first, so that, as Kueue, what the others borrow goes
 // first), the lowest band of it (or none) that still lets it in. short is
 // the quota still short with every band in scope gone.
-func pickBands(bands [][]int, try func(sel []int) (short string, a *answer, err error)) (options [][]int, answers []*answer, short string, err error) {
-	for _, qb := range bands {
-		for _, i := range qb {
-			s, a, err := try([]int{i})
-			if err != nil {
-				return nil, nil, "", err
-			}
-			short = s
-			if a != nil {
-				options, answers = append(options, []int{i}), append(answers, a)
-				break
+func pickBands(series [][][]int, try func(sel []int) (short string, a *answer, err error)) (options [][]int, answers []*answer, short string, err error) {
+	for _, qs := range series {
+		for _, qb := range qs {
+			for _, i := range qb {
+				s, a, err := try([]int{i})
+				if err != nil {
+					return nil, nil, "", err
+				}
+				short = s
+				if a != nil {
+					options, answers = append(options, []int{i}), append(answers, a)
+					break
+				}
 			}
 		}
+	}
+	// Across queues, one series each: the widest.
+	bands := make([][]int, len(series))
+	for k, qs := range series {
+		bands[k] = qs[0]
 	}
 	if len(options) > 0 || len(bands) < 2 {
 		return options, answers, short, nil
@@ -459,7 +474,11 @@ func (p *Policy) preemptionOptions(wl *strata.Workload, t *Target, sc Preemption
 		// The highest bands free the most: the quota still falls short.
 		return nil, fmt.Sprintf("%s/%s: with every workload ClusterQueue %s may preempt there preempted, %s", t.Cluster, t.Flavor, q, short)
 	}
-	return nil, fmt.Sprintf("%s/%s: it would not fit even with every workload of %s preempted", t.Cluster, t.Flavor, scopeWords(sc, queues, priority))
+	holding := make([]corev1.ResourceName, len(bands))
+	for k, qs := range bands {
+		holding[k] = entries[qs[0][0]].Holding
+	}
+	return nil, fmt.Sprintf("%s/%s: it would not fit even with every workload of %s preempted", t.Cluster, t.Flavor, scopeWords(sc, queues, holding, priority))
 }
 
 // anyBand says whether some band would be in scope whatever its
@@ -481,11 +500,23 @@ func resourceNames(rl corev1.ResourceList) []string {
 }
 
 // scopeWords names the workloads a scope lets go, for a reason.
-func scopeWords(sc PreemptionScope, queues []string, priority int32) string {
-	if len(queues) == 1 && queues[0] == sc.Queue {
-		return fmt.Sprintf("ClusterQueue %s of priority below %d", sc.Queue, priority)
+func scopeWords(sc PreemptionScope, queues []string, holding []corev1.ResourceName, priority int32) string {
+	// The search takes only those holding what the copy is short of, where
+	// the queue's workloads do not all hold it.
+	holds := func(k int) string {
+		if holding[k] == "" {
+			return ""
+		}
+		return " holding " + string(holding[k])
 	}
-	return "ClusterQueues " + strings.Join(queues, ", ") + " it may preempt"
+	if len(queues) == 1 && queues[0] == sc.Queue {
+		return fmt.Sprintf("ClusterQueue %s of priority below %d%s", sc.Queue, priority, holds(0))
+	}
+	names := make([]string, len(queues))
+	for k, q := range queues {
+		names[k] = q + holds(k)
+	}
+	return "ClusterQueues " + strings.Join(names, ", ") + " it may preempt"
 }
 
 // preemptedSnapshot is the target's free capacity once preemptible

@@ -327,8 +327,9 @@ func TestPreemptionInFlightEnds(t *testing.T) {
 // asks for 4 CPUs and 4 GPUs and is short of GPU quota. The agent's search
 // takes only workloads that hold what the copy is short of (a), so the
 // node's CPUs stay taken and it preempts nothing: the hub, whose band of
-// q0 frees both, must not mark the copy (the band's resources, cpu only,
-// say b holds no GPU).
+// all q0's workloads frees both, must not mark the copy (the band's
+// resources, cpu only, say b holds no GPU); the series of q0's workloads
+// holding GPUs (a alone) leaves the CPUs taken, and its reason says so.
 func TestDecidePreemptionOnlyWhatTheSearchTakes(t *testing.T) {
 	p := New(configv1beta1.Compact, tas.Options{}, 0)
 	s := tas.NewSnapshot([]string{block, rack, host}, nil)
@@ -371,7 +372,7 @@ func TestDecidePreemptionOnlyWhatTheSearchTakes(t *testing.T) {
 	if choice != nil {
 		t.Errorf("the hub marks the copy: %s", choice.Reason)
 	}
-	if want := "w/f: the workloads ClusterQueue q0 may preempt there do not all hold nvidia.com/gpu, which it is short of"; !strings.Contains(why, want) {
+	if want := "w/f: it would not fit even with every workload of ClusterQueue q0 of priority below 100 holding nvidia.com/gpu preempted"; !strings.Contains(why, want) {
 		t.Errorf("why = %q, want it to say %q", why, want)
 	}
 	capacity := &preemption.SnapshotCapacity{Snap: s, Usages: []tas.Usage{held[0].Usage, held[1].Usage}, Place: func(sn *tas.Snapshot) ([]tas.Usage, error) {
@@ -382,5 +383,81 @@ func TestDecidePreemptionOnlyWhatTheSearchTakes(t *testing.T) {
 		preemption.PolicyOf(cq), books, "f", running, capacity)
 	if len(res.Victims) != 0 {
 		t.Errorf("the agent's search preempts %v: the case no longer shows what it should", res.Victims)
+	}
+}
+
+// TestDecidePreemptionOfThoseHoldingWhatItNeeds: one node of 16 CPUs and
+// 4 GPUs; queue q0 (withinClusterQueue LowerPriority) runs c (4 CPUs, no
+// GPU) at priority 0 and g (1 CPU, 4 GPUs) at priority 10. A copy of
+// priority 100 asking for 1 CPU and 4 GPUs is short of GPU quota. The
+// agent's search takes g alone (c holds no GPU). The band of all q0's
+// workloads counts only for a copy short of CPUs (c holds no GPU), so
+// the hub counts on the series of those holding GPUs: it marks the copy
+// up to priority 10, one workload, and the agent's search so bounded
+// preempts g.
+func TestDecidePreemptionOfThoseHoldingWhatItNeeds(t *testing.T) {
+	p := New(configv1beta1.Compact, tas.Options{}, 0)
+	s := tas.NewSnapshot([]string{block, rack, host}, nil)
+	s.SetNode(tas.Node{Name: "n0", Labels: map[string]string{block: "b0", rack: "r0", host: "n0"}, Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), gpu: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}})
+	cq := &strata.ClusterQueue{}
+	cq.Name = "q0"
+	cq.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, gpu},
+		Flavors: []strata.FlavorQuotas{{Name: "f", Resources: []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("100")}, {Name: gpu, NominalQuota: resource.MustParse("4")}}}}}}
+	cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+	books := queue.NewBooks([]*strata.ClusterQueue{cq})
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	running := []preemption.Workload{
+		{Key: types.NamespacedName{Namespace: "ns", Name: "c"}, Queue: "q0", Priority: 0, AdmittedAt: base, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+		{Key: types.NamespacedName{Namespace: "ns", Name: "g"}, Queue: "q0", Priority: 10, AdmittedAt: base,
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), gpu: resource.MustParse("4")}},
+	}
+	var held []tas.Held
+	var usages []tas.Usage
+	for _, w := range running {
+		books.Charge("q0", "f", w.Requests, 1)
+		s.AddUsage("n0", w.Requests, 1)
+		held = append(held, tas.Held{Queue: "q0", Priority: w.Priority, Usage: tas.Usage{"n0": w.Requests}, Requests: w.Requests, AdmittedAt: base, Key: w.Key.String()})
+		usages = append(usages, tas.Usage{"n0": w.Requests})
+	}
+	wl := testutil.MakeWorkload("w", "default").PodSets(testutil.MakePodSet("main", 1, gpu, "4", "cpu", "1").Obj()).Obj()
+	need := queue.WorkloadRequests(wl)
+	v := preemption.VictimQueues([]*strata.ClusterQueue{cq})
+	st, err := s.CapturePreemptible(nil, held, tas.Victims{Within: v.Within}).Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SummaryGeneration = 1
+	scopes := ScopesFor(cq, "f", need, 100, books)
+	choice, why := p.DecidePreemption(wl, []string{"f"}, []*Target{target(t, "w", "f", &st)}, 100, func(*Target) []PreemptionScope { return scopes },
+		func(_ *Target, freed map[string]corev1.ResourceList, nominal bool) string {
+			w, _ := QuotaShort(books, "q0", "f", need, freed, nominal)
+			return w
+		})
+	if choice == nil {
+		t.Fatalf("the hub does not mark the copy: %s", why)
+	}
+	if diff := cmp.Diff([]any{int32(10), int32(1), []string{"q0"}}, []any{choice.UpTo, choice.Workloads, choice.Queues}); diff != "" {
+		t.Errorf("choice (-want +got) [upTo, workloads, queues]:\n%s", diff)
+	}
+	var cands []preemption.Workload
+	var candUsages []tas.Usage
+	for i, w := range running {
+		if w.Priority <= choice.UpTo {
+			cands, candUsages = append(cands, w), append(candUsages, usages[i])
+		}
+	}
+	capacity := &preemption.SnapshotCapacity{Snap: s, Usages: candUsages, Place: func(sn *tas.Snapshot) ([]tas.Usage, error) {
+		_, taken, err := workload.Place(sn, "default", nil, wl, tas.Options{})
+		return taken, err
+	}}
+	res := preemption.Find(preemption.Preemptor{Key: types.NamespacedName{Namespace: "ns", Name: "copy"}, Queue: "q0", Priority: 100, QueuedAt: base.Add(time.Hour), Requests: need},
+		preemption.PolicyOf(cq), books, "f", cands, capacity)
+	var victims []string
+	for _, v := range res.Victims {
+		victims = append(victims, v.Key.Name)
+	}
+	if diff := cmp.Diff([]string{"g"}, victims); diff != "" {
+		t.Errorf("the agent's victims (-want +got):\n%s (%s)", diff, res.Why)
 	}
 }

@@ -58,6 +58,7 @@ type preemptibleLayer struct {
 	priority  int32
 	workloads int32
 	reclaim   bool
+	holding   corev1.ResourceName
 	// requests is the quota those workloads hold on the flavor;
 	// resources those every one of them holds.
 	requests  corev1.ResourceList
@@ -158,6 +159,134 @@ func addTo(sum, add corev1.ResourceList) {
 	}
 }
 
+// Series is one list of a queue's bands, each band cumulative over the
+// one before it: the bands of all the queue's workloads that the search
+// may take (Holding empty), or of only those holding some of Holding
+// (for a preemptor short of it, whose search takes no other). Held are
+// the series' workloads in its order; a band's first Workloads of them
+// go.
+type Series struct {
+	Queue   string
+	Reclaim bool
+	Holding corev1.ResourceName
+	Held    []Held
+	Bands   []Band
+}
+
+// QueueSeries returns the series of bands of the victims' queues among
+// held, by queue name: for a queue that preempts within itself, its
+// FullBands; for one a peer reclaims from, its ReclaimBands. Where the
+// queue's workloads do not all hold the same resources, the bands of all
+// of them end early or count for fewer preemptors (a band counts only
+// for a preemptor short of what every one of its workloads holds), so a
+// series follows per resource of those holding it: a reclaim series of
+// resource r ends where the queue stops borrowing r, not where it stops
+// borrowing any resource. A series whose bands list the same workloads
+// as one before it is left out (addSeries).
+func QueueSeries(held []Held, victims Victims) []Series {
+	byQueue := map[string][]Held{}
+	for _, h := range held {
+		byQueue[h.Queue] = append(byQueue[h.Queue], h)
+	}
+	var out []Series
+	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
+		if victims.Within[q] {
+			hs := slices.Clone(byQueue[q])
+			out = addSeries(out, Series{Queue: q, Held: hs, Bands: FullBands(hs)})
+			for _, r := range heldResources(hs) {
+				sub := holding(hs, r)
+				if len(sub) == len(hs) {
+					continue // every one holds r: the series of all of them
+				}
+				out = addSeries(out, Series{Queue: q, Holding: r, Held: sub, Bands: FullBands(sub)})
+			}
+		}
+		if b := victims.Borrowed[q]; len(b) > 0 {
+			hs := slices.Clone(byQueue[q])
+			out = addSeries(out, Series{Queue: q, Reclaim: true, Held: hs, Bands: ReclaimBands(hs, b)})
+			if len(b) == 1 && !slices.ContainsFunc(hs, func(h Held) bool { return !holds(h, resourceNames(b)[0]) }) {
+				continue // one resource borrowed, held by every one: the series above
+			}
+			for _, r := range resourceNames(b) {
+				sub := holding(hs, r)
+				if len(sub) == 0 {
+					continue
+				}
+				out = addSeries(out, Series{Queue: q, Reclaim: true, Holding: r, Held: sub, Bands: ReclaimBands(sub, corev1.ResourceList{r: b[r]})})
+			}
+		}
+	}
+	return out
+}
+
+// holds says whether h holds some of r.
+func holds(h Held, r corev1.ResourceName) bool {
+	q, ok := h.Requests[r]
+	return ok && !q.IsZero()
+}
+
+// holding returns those of held (in order) that hold some of r.
+func holding(held []Held, r corev1.ResourceName) []Held {
+	var out []Held
+	for _, h := range held {
+		if holds(h, r) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// heldResources are the resources some of held holds, sorted.
+func heldResources(held []Held) []corev1.ResourceName {
+	set := map[corev1.ResourceName]bool{}
+	for _, h := range held {
+		for r, q := range h.Requests {
+			if !q.IsZero() {
+				set[r] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// addSeries appends s to out, unless a series of s's queue and kind in
+// out has the same bands of the same workloads: that one then also names
+// s's resources (each is held by every workload of the band, and, of a
+// reclaim band, borrowed).
+func addSeries(out []Series, s Series) []Series {
+	if len(s.Bands) == 0 {
+		return out
+	}
+	n := int(s.Bands[len(s.Bands)-1].Workloads)
+	for _, o := range out {
+		if o.Queue != s.Queue || o.Reclaim != s.Reclaim || len(o.Held) < n ||
+			!slices.EqualFunc(o.Bands, s.Bands, func(a, b Band) bool { return a.Priority == b.Priority && a.Workloads == b.Workloads }) ||
+			!slices.EqualFunc(o.Held[:n], s.Held[:n], func(a, b Held) bool {
+				return a.Key == b.Key && a.Priority == b.Priority && a.AdmittedAt.Equal(b.AdmittedAt) && sameList(a.Requests, b.Requests)
+			}) {
+			continue
+		}
+		for j := range o.Bands {
+			o.Bands[j].Resources = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(o.Bands[j].Resources), s.Bands[j].Resources...))))
+		}
+		return out
+	}
+	return append(out, s)
+}
+
+// sameList says whether two resource lists hold the same quantities.
+func sameList(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for r, q := range a {
+		if p, ok := b[r]; !ok || p.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // CapturePreemptible captures the flavor's capacity (CaptureForFlavor)
 // and the bands of victims' queues (FullBands for those that preempt
 // within themselves, ReclaimBands for those a peer reclaims from): per
@@ -172,32 +301,10 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 	if len(held) == 0 {
 		return c
 	}
-	byQueue := map[string][]Held{}
-	for _, h := range held {
-		byQueue[h.Queue] = append(byQueue[h.Queue], h)
-	}
-	type group struct {
-		queue   string
-		reclaim bool
-		held    []Held
-		bands   []Band
-	}
-	var groups []group
-	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
-		if victims.Within[q] {
-			hs := slices.Clone(byQueue[q])
-			groups = append(groups, group{queue: q, held: hs, bands: FullBands(hs)})
-		}
-		if b := victims.Borrowed[q]; len(b) > 0 {
-			hs := slices.Clone(byQueue[q])
-			if bands := ReclaimBands(hs, b); len(bands) > 0 {
-				groups = append(groups, group{queue: q, reclaim: true, held: hs, bands: bands})
-			}
-		}
-	}
+	groups := QueueSeries(held, victims)
 	counts := make([]int, len(groups))
 	for i, g := range groups {
-		counts[i] = len(g.bands)
+		counts[i] = len(g.Bands)
 	}
 	shares := bandsPerQueue(counts, MaxPreemptible)
 	var released []Usage
@@ -211,8 +318,8 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 	}
 	defer restore()
 	for gi, g := range groups {
-		priorities := make([]int32, len(g.bands))
-		for i, b := range g.bands {
+		priorities := make([]int32, len(g.Bands))
+		for i, b := range g.Bands {
 			priorities[i] = b.Priority
 		}
 		keep := map[int32]bool{}
@@ -220,10 +327,10 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 			keep[p] = true
 		}
 		next := 0
-		for _, b := range g.bands {
+		for _, b := range g.Bands {
 			for ; next < int(b.Workloads); next++ {
-				s.Release(g.held[next].Usage)
-				released = append(released, g.held[next].Usage)
+				s.Release(g.Held[next].Usage)
+				released = append(released, g.Held[next].Usage)
 			}
 			if !keep[b.Priority] {
 				continue
@@ -238,7 +345,7 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 			if len(b.Requests) > 0 {
 				requests = b.Requests
 			}
-			c.layers = append(c.layers, preemptibleLayer{queue: g.queue, priority: b.Priority, workloads: b.Workloads, reclaim: g.reclaim, requests: requests,
+			c.layers = append(c.layers, preemptibleLayer{queue: g.Queue, priority: b.Priority, workloads: b.Workloads, reclaim: g.Reclaim, holding: g.Holding, requests: requests,
 				resources: b.Resources, free: after.free})
 		}
 		// The next group's entries start from the flavor as it is.
@@ -257,7 +364,7 @@ func interleave(layers []preemptibleLayer) []preemptibleLayer {
 	var groups [][]preemptibleLayer
 	for i := 0; i < len(layers); {
 		j := i
-		for j < len(layers) && layers[j].queue == layers[i].queue && layers[j].reclaim == layers[i].reclaim {
+		for j < len(layers) && layers[j].queue == layers[i].queue && layers[j].reclaim == layers[i].reclaim && layers[j].holding == layers[i].holding {
 			j++
 		}
 		groups = append(groups, layers[i:j])
@@ -350,8 +457,8 @@ func (c *Capacity) addPreemptible(st *strata.CapacitySummaryStatus, counted []bo
 	size += len(`,"preemptible":[]`)
 	for _, l := range c.layers {
 		before := len(st.Vectors)
-		entry := strata.PreemptibleCapacity{ClusterQueue: l.queue, Priority: l.priority, Workloads: l.workloads, Reclaim: l.reclaim, Requests: l.requests,
-			Resources: l.resources}
+		entry := strata.PreemptibleCapacity{ClusterQueue: l.queue, Priority: l.priority, Workloads: l.workloads, Reclaim: l.reclaim, Holding: l.holding,
+			Requests: l.requests, Resources: l.resources}
 		freeStart := 0
 		for di, d := range c.domains {
 			base, rows := c.free[freeStart*stride:d.freeEnd*stride], l.free[freeStart*stride:d.freeEnd*stride]

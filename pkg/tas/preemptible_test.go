@@ -90,7 +90,7 @@ func TestHubAnswersAsTheAgentAfterPreempting(t *testing.T) {
 			// The hub: the entry of q with the highest priority below p.
 			entry := -1
 			for k, e := range st.Preemptible {
-				if e.ClusterQueue == q && e.Priority < p {
+				if e.ClusterQueue == q && e.Holding == "" && e.Priority < p {
 					entry = k
 				}
 			}
@@ -435,5 +435,123 @@ func threeNodes() (*Snapshot, func(node, cpus string) Usage) {
 		u := Usage{node: {corev1.ResourceCPU: resource.MustParse(c)}}
 		s.AddUsage(node, u[node], 1)
 		return u
+	}
+}
+
+// TestQueueSeries: a queue's series of bands, one of all its workloads
+// and, where they do not all hold the same resources, one per resource of
+// those holding it; a series listing the same workloads as one before it
+// only adds its resources to that one.
+func TestQueueSeries(t *testing.T) {
+	rl := func(cpu, gpus string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		if cpu != "" {
+			out[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if gpus != "" {
+			out[gpu] = resource.MustParse(gpus)
+		}
+		return out
+	}
+	at := func(s int) time.Time { return time.Date(2026, 11, 30, 0, 0, s, 0, time.UTC) }
+	type band struct {
+		Priority, Workloads int32
+		Resources           []corev1.ResourceName
+		Keys                []string
+	}
+	type series struct {
+		Queue   string
+		Reclaim bool
+		Holding corev1.ResourceName
+		Bands   []band
+	}
+	cpuGPU := []corev1.ResourceName{corev1.ResourceCPU, gpu}
+	cases := map[string]struct {
+		held    []Held
+		victims Victims
+		want    []series
+	}{
+		"the same resources: one series": {
+			held: []Held{
+				{Queue: "q", Key: "a", Priority: 0, Requests: rl("1", "1")},
+				{Queue: "q", Key: "b", Priority: 10, Requests: rl("2", "1")},
+			},
+			victims: Victims{Within: map[string]bool{"q": true}},
+			want: []series{{Queue: "q", Bands: []band{
+				{Priority: 0, Workloads: 1, Resources: cpuGPU, Keys: []string{"a"}},
+				{Priority: 10, Workloads: 2, Resources: cpuGPU, Keys: []string{"a", "b"}},
+			}}},
+		},
+		"CPU-only work below GPU work: a series of those holding GPUs": {
+			held: []Held{
+				{Queue: "q", Key: "cpu", Priority: 0, Requests: rl("4", "")},
+				{Queue: "q", Key: "g0", Priority: 0, Requests: rl("1", "2")},
+				{Queue: "q", Key: "g10", Priority: 10, Requests: rl("1", "2")},
+			},
+			victims: Victims{Within: map[string]bool{"q": true}},
+			want: []series{
+				{Queue: "q", Bands: []band{
+					{Priority: 0, Workloads: 2, Resources: []corev1.ResourceName{corev1.ResourceCPU}, Keys: []string{"cpu", "g0"}},
+					{Priority: 10, Workloads: 3, Resources: []corev1.ResourceName{corev1.ResourceCPU}, Keys: []string{"cpu", "g0", "g10"}},
+				}},
+				{Queue: "q", Holding: gpu, Bands: []band{
+					{Priority: 0, Workloads: 1, Resources: cpuGPU, Keys: []string{"g0"}},
+					{Priority: 10, Workloads: 2, Resources: cpuGPU, Keys: []string{"g0", "g10"}},
+				}},
+			},
+		},
+		"GPU-only and CPU-only work: the series of all ends at once, one per resource": {
+			held: []Held{
+				{Queue: "q", Key: "c", Priority: 0, Requests: rl("4", "")},
+				{Queue: "q", Key: "g", Priority: 5, Requests: rl("", "2")},
+			},
+			victims: Victims{Within: map[string]bool{"q": true}},
+			want: []series{
+				{Queue: "q", Bands: []band{{Priority: 0, Workloads: 1, Resources: []corev1.ResourceName{corev1.ResourceCPU}, Keys: []string{"c"}}}},
+				{Queue: "q", Holding: gpu, Bands: []band{{Priority: 5, Workloads: 1, Resources: []corev1.ResourceName{gpu}, Keys: []string{"g"}}}},
+			},
+		},
+		"a borrower of two resources: a reclaim series per resource, each while it borrows that one": {
+			held: []Held{
+				{Queue: "b", Key: "old", Priority: 0, AdmittedAt: at(1), Requests: rl("2", "2")},
+				{Queue: "b", Key: "new", Priority: 0, AdmittedAt: at(2), Requests: rl("1", "2")},
+			},
+			victims: Victims{Borrowed: map[string]corev1.ResourceList{"b": rl("1", "4")}},
+			want: []series{
+				// Ends where it stops borrowing CPUs; the series of CPUs
+				// is the same and is not listed twice.
+				{Queue: "b", Reclaim: true, Bands: []band{{Priority: 0, Workloads: 1, Resources: cpuGPU, Keys: []string{"new"}}}},
+				{Queue: "b", Reclaim: true, Holding: gpu, Bands: []band{{Priority: 0, Workloads: 2, Resources: []corev1.ResourceName{gpu}, Keys: []string{"new", "old"}}}},
+			},
+		},
+		"a borrower of one resource every workload holds: one series": {
+			held: []Held{
+				{Queue: "b", Key: "x", Priority: 0, Requests: rl("1", "1")},
+			},
+			victims: Victims{Borrowed: map[string]corev1.ResourceList{"b": rl("1", "")}},
+			want:    []series{{Queue: "b", Reclaim: true, Bands: []band{{Priority: 0, Workloads: 1, Resources: []corev1.ResourceName{corev1.ResourceCPU}, Keys: []string{"x"}}}}},
+		},
+		"queues neither within nor reclaimed from: none": {
+			held: []Held{{Queue: "z", Key: "x", Requests: rl("1", "")}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []series
+			for _, s := range QueueSeries(tc.held, tc.victims) {
+				out := series{Queue: s.Queue, Reclaim: s.Reclaim, Holding: s.Holding}
+				for _, b := range s.Bands {
+					var keys []string
+					for _, h := range s.Held[:b.Workloads] {
+						keys = append(keys, h.Key)
+					}
+					out.Bands = append(out.Bands, band{Priority: b.Priority, Workloads: b.Workloads, Resources: b.Resources, Keys: keys})
+				}
+				got = append(got, out)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("series (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -291,6 +291,76 @@ var _ = Describe("Fleet preemption", func() {
 		}).Should(Succeed())
 	})
 
+	It("preempts only the workloads holding what a hub Job is short of, though CPU-only work of a lower priority shares the node", func(ctx SpecContext) {
+		e := newEnv(ctx, "fhold", map[string][][]string{"w1": {{"16"}}})
+		w1 := worker("w1")
+		const gpus = corev1.ResourceName("nvidia.com/gpu")
+		const low, mid, urgent = "fhold-low", "fhold-mid", "fhold-urgent"
+		for _, c := range []*framework.Cluster{hub, w1} {
+			for name, value := range map[string]int32{low: 10, mid: 20, urgent: 500} {
+				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
+			}
+		}
+		By("giving w1's node 4 GPUs, and its ClusterQueue a quota of 4 GPUs (and CPUs enough), preempting lower priorities within itself")
+		Eventually(func(g Gomega) {
+			var n corev1.Node
+			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: e.name + "-w1-r0-n0"}, &n)).To(Succeed())
+			n.Status.Allocatable[gpus] = resource.MustParse("4")
+			n.Status.Capacity[gpus] = resource.MustParse("4")
+			g.Expect(w1.Client.Status().Update(ctx, &n)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("100")}, {Name: gpus, NominalQuota: resource.MustParse("4")}}
+			cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+			g.Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+
+		By("running, submitted on w1, a CPU-only Job of 8 CPUs at priority 10 and a Job of 1 CPU and 4 GPUs at priority 20")
+		cpuOnly := e.job("cpu-only", 1, "8", nil)
+		cpuOnly.Labels[strata.PriorityClassLabel] = low
+		gpuOne := gpuJob("gpu", e.ns, gpus)
+		gpuOne.Labels[strata.PriorityClassLabel] = mid
+		local := []*batchv1.Job{cpuOnly, gpuOne}
+		for _, j := range local {
+			Expect(w1.Client.Create(ctx, j)).To(Succeed())
+		}
+		admittedOn(ctx, w1, local)
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			var holding []string
+			for _, p := range st.Preemptible {
+				if p.Holding != "" {
+					holding = append(holding, fmt.Sprintf("%s ≤ %d: %d", p.Holding, p.Priority, p.Workloads))
+				}
+			}
+			g.Expect(holding).To(Equal([]string{"nvidia.com/gpu ≤ 20: 1"}), "the series of the GPU holders: %+v", st.Preemptible)
+		})
+
+		By("submitting a Job of 1 CPU and 4 GPUs at priority 500 on the hub: short of GPU quota, and of GPUs on the node")
+		job := gpuJob("urgent", e.ns, gpus)
+		job.Labels[strata.PriorityClassLabel] = urgent
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PreemptUpTo).To(Equal(ptr.To[int32](20)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+		}).Should(Succeed())
+
+		By("the GPU Job was preempted, the CPU-only one of a lower priority runs on")
+		Eventually(func(g Gomega) {
+			preempted := map[string]bool{}
+			for _, lj := range local {
+				_, wl := copyOn(g, ctx, w1, lj)
+				g.Expect(wl).NotTo(BeNil())
+				preempted[lj.Name] = meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadPreempted)
+			}
+			g.Expect(preempted).To(Equal(map[string]bool{"cpu-only": false, "gpu": true}))
+		}).Should(Succeed())
+	})
+
 	It("does not storm: 20 high-priority Jobs on a full fleet preempt one workload each, each on the one worker where it then runs", func(ctx SpecContext) {
 		racks := [][]string{{"4", "4"}, {"4", "4"}}
 		e := newEnv(ctx, "fstorm", map[string][][]string{"w1": racks, "w2": racks, "w3": racks})
@@ -500,6 +570,15 @@ func (e *env) borrow(ctx SpecContext, w *framework.Cluster, cohort, borrower str
 		jobs = append(jobs, job)
 	}
 	return jobs
+}
+
+// gpuJob is a Job of queue lq of one pod of 1 CPU and 4 GPUs (their
+// limit too: an extended resource's).
+func gpuJob(name, ns string, gpus corev1.ResourceName) *batchv1.Job {
+	job := testutil.MakeJob(name, ns).Queue("lq").Parallelism(1).Completions(1).Request("cpu", "1").Request(gpus, "4").Obj()
+	c := &job.Spec.Template.Spec.Containers[0]
+	c.Resources.Limits = corev1.ResourceList{gpus: resource.MustParse("4")}
+	return job
 }
 
 // admittedOn waits until every one of jobs, submitted on w, is admitted

@@ -309,6 +309,13 @@ func (s *Snapshot) AddUsage(nodeName string, usage corev1.ResourceList, sign int
 				continue
 			}
 			i = s.res.get(name)
+		}
+		if i >= s.stride {
+			// New here, or named by a request (newDemand) since the rows
+			// were last widened.
+			if s.frozen {
+				continue
+			}
 			s.restride()
 		}
 		s.binUsed[int(b.slot)*s.stride+i] += sign * q.MilliValue()

@@ -246,3 +246,28 @@ func TestSummarySnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitOfAResourceTheNodesDoNotList: an admitted workload's usage of
+// a resource no node of the snapshot lists yet (a device plugin registers
+// its GPUs after the node joined, and the agent's cache sees the workload
+// first) is recorded, not a crash; the node's capacity, once it lists the
+// resource, counts it as used.
+func TestCommitOfAResourceTheNodesDoNotList(t *testing.T) {
+	const gpu = corev1.ResourceName("nvidia.com/gpu")
+	s := NewSnapshot([]string{"rack", corev1.LabelHostname}, nil)
+	node := Node{Name: "n0", Labels: map[string]string{"rack": "r0", corev1.LabelHostname: "n0"}, Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}}
+	s.SetNode(node)
+	a := &Assignment{Levels: []string{corev1.LabelHostname}, Domains: []DomainAssignment{{Values: []string{"n0"}, Count: 1}}}
+	if _, err := s.Commit(a, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), gpu: resource.MustParse("4")}); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	node.Allocatable[gpu] = resource.MustParse("4")
+	s.SetNode(node)
+	if _, err := s.FindAssignment(Request{Count: 1, PodRequests: corev1.ResourceList{gpu: resource.MustParse("1")}}, Options{}); err == nil {
+		t.Errorf("a GPU fits where the committed workload holds all 4")
+	}
+	if _, err := s.FindAssignment(Request{Count: 1, PodRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7")}}, Options{}); err != nil {
+		t.Errorf("the 7 CPUs left do not fit: %v", err)
+	}
+}

@@ -6,6 +6,7 @@
 package summary
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -304,7 +306,11 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	if listed {
 		queues = queueUsage(cqs, flavor, captured.Usage)
 	}
-	sum, sumErr = summarize(captured.Capacity, captured.Dispatches, queues, maxBytes)
+	var classes []strata.SummaryPriorityClass
+	if victims != nil {
+		classes = p.priorityClasses(ctx)
+	}
+	sum, sumErr = summarize(captured.Capacity, captured.Dispatches, queues, classes, maxBytes)
 	var cs strata.CapacitySummary
 	err := p.summaries.Get(ctx, types.NamespacedName{Name: flavor}, &cs)
 	w, wrote := p.written[flavor]
@@ -365,6 +371,38 @@ func (p *Publisher) clusterQueues(ctx context.Context) ([]*strata.ClusterQueue, 
 	return cqs, true
 }
 
+// maxPriorityClasses bounds the summary's priority classes (the CRD's
+// maxItems): the first by source and name are listed.
+const maxPriorityClasses = 64
+
+// priorityClasses are the worker's WorkloadPriorityClasses and
+// PriorityClasses with their values, by source and name, at most
+// maxPriorityClasses; nil when they cannot be listed. The hub translates
+// a copy's priority into the worker's with them, to compare it with the
+// preemptible entries' (the agent's search compares the copy's priority
+// here).
+func (p *Publisher) priorityClasses(ctx context.Context) []strata.SummaryPriorityClass {
+	var wpcs strata.WorkloadPriorityClassList
+	var pcs schedulingv1.PriorityClassList
+	if p.client.List(ctx, &wpcs) != nil || p.client.List(ctx, &pcs) != nil {
+		return nil
+	}
+	out := make([]strata.SummaryPriorityClass, 0, len(wpcs.Items)+len(pcs.Items))
+	for i := range wpcs.Items {
+		out = append(out, strata.SummaryPriorityClass{Source: strata.WorkloadPriorityClassSource, Name: wpcs.Items[i].Name, Value: wpcs.Items[i].Value})
+	}
+	for i := range pcs.Items {
+		out = append(out, strata.SummaryPriorityClass{Source: strata.PodPriorityClassSource, Name: pcs.Items[i].Name, Value: pcs.Items[i].Value})
+	}
+	slices.SortFunc(out, func(a, b strata.SummaryPriorityClass) int {
+		return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.Name, b.Name))
+	})
+	if len(out) > maxPriorityClasses {
+		out = out[:maxPriorityClasses]
+	}
+	return out
+}
+
 // maxQueues bounds the summary's queues (the CRD's maxItems): beyond it
 // none are listed, and the hub reads the queues' status.
 const maxQueues = 1000
@@ -404,10 +442,11 @@ func queueUsage(cqs []*strata.ClusterQueue, flavor string, usage map[string]core
 func summaryBudget(maxBytes int) int { return max(maxBytes-statusReserve, 0) }
 
 // summarize returns the summary of a flavor's captured capacity with the
-// dispatches it accounts for, sorted (in place). The dispatches are listed
-// first: tas's Summarize gets the budget they leave. When they alone take
+// dispatches it accounts for, sorted (in place), the queues' usage and the
+// priority classes. The dispatches are listed first: tas's Summarize gets
+// the budget they leave. When they alone take
 // more than the budget, the error is a *tooManyDispatchesError.
-func summarize(capacity *tas.Capacity, dispatches []string, queues []strata.QueueUsage, maxBytes int) (strata.CapacitySummaryStatus, error) {
+func summarize(capacity *tas.Capacity, dispatches []string, queues []strata.QueueUsage, classes []strata.SummaryPriorityClass, maxBytes int) (strata.CapacitySummaryStatus, error) {
 	slices.Sort(dispatches)
 	budget := summaryBudget(maxBytes)
 	listed := dispatchesSize(dispatches)
@@ -426,7 +465,17 @@ func summarize(capacity *tas.Capacity, dispatches []string, queues []strata.Queu
 			queues = nil
 		}
 	}
-	sum, err := capacity.Summarize(budget - listed - queued)
+	// The priority classes likewise take at most a sixteenth.
+	classed := 0
+	if len(classes) > 0 {
+		data, err := json.Marshal(classes)
+		if err == nil && len(`,"priorityClasses":`)+len(data) <= (budget-listed)/16 {
+			classed = len(`,"priorityClasses":`) + len(data)
+		} else {
+			classes = nil
+		}
+	}
+	sum, err := capacity.Summarize(budget - listed - queued - classed)
 	if err != nil {
 		if len(dispatches) > 0 {
 			err = fmt.Errorf("%w (the %d dispatches listed take %d bytes of it)", err, len(dispatches), listed)
@@ -437,6 +486,7 @@ func summarize(capacity *tas.Capacity, dispatches []string, queues []strata.Queu
 		sum.Dispatches = dispatches
 	}
 	sum.Queues = queues
+	sum.PriorityClasses = classes
 	return sum, nil
 }
 

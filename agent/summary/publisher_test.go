@@ -301,7 +301,7 @@ func TestSummarize(t *testing.T) {
 			if !ok {
 				t.Fatal("Capture() found no flavor f")
 			}
-			sum, err := summarize(capacity, tc.dispatches, nil, maxBytes)
+			sum, err := summarize(capacity, tc.dispatches, nil, nil, maxBytes)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("summarize() error = %v, want one containing %q", err, tc.wantErr)
@@ -929,12 +929,41 @@ func TestSummarizeQueuesWithinBudget(t *testing.T) {
 		listed int
 	}{"a few": {queues: few, listed: 1}, "more than an eighth of the budget": {queues: many}} {
 		t.Run(name, func(t *testing.T) {
-			sum, err := summarize(s.CapturePreemptible(nil, nil, tas.Victims{}), nil, tc.queues, 16384)
+			sum, err := summarize(s.CapturePreemptible(nil, nil, tas.Victims{}), nil, tc.queues, nil, 16384)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(sum.Queues) != tc.listed || len(sum.Domains) == 0 {
 				t.Errorf("%d queues listed, %d domains; want %d queues and the domains", len(sum.Queues), len(sum.Domains), tc.listed)
+			}
+		})
+	}
+}
+
+// TestSummarizePriorityClassesWithinBudget: the priority classes are
+// listed while they take at most a sixteenth of the budget; beyond, they
+// are left out (the hub then counts a copy at its own priority) and the
+// capacity is published as before.
+func TestSummarizePriorityClassesWithinBudget(t *testing.T) {
+	s := tas.NewSnapshot([]string{"rack", strata.HostnameLabel}, nil)
+	s.SetNode(tas.Node{Name: "n0", Labels: map[string]string{"rack": "r0", strata.HostnameLabel: "n0"}, Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+	few := []strata.SummaryPriorityClass{{Source: strata.WorkloadPriorityClassSource, Name: "high", Value: 1000}}
+	var many []strata.SummaryPriorityClass
+	for i := range maxPriorityClasses {
+		many = append(many, strata.SummaryPriorityClass{Source: strata.WorkloadPriorityClassSource, Name: fmt.Sprintf("%s-%02d", strings.Repeat("c", 60), i)})
+	}
+	for name, tc := range map[string]struct {
+		classes []strata.SummaryPriorityClass
+		listed  int
+	}{"a few": {classes: few, listed: 1}, "more than a sixteenth of the budget": {classes: many}} {
+		t.Run(name, func(t *testing.T) {
+			sum, err := summarize(s.CapturePreemptible(nil, nil, tas.Victims{}), nil, nil, tc.classes, 16384)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.PriorityClasses) != tc.listed || len(sum.Domains) == 0 {
+				t.Errorf("%d classes listed, %d domains; want %d classes and the domains", len(sum.PriorityClasses), len(sum.Domains), tc.listed)
 			}
 		})
 	}

@@ -167,6 +167,21 @@ type CapacitySummaryStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	Preemptible []PreemptibleCapacity `json:"preemptible,omitempty"`
 
+	// priorityClasses are the worker's WorkloadPriorityClasses and
+	// PriorityClasses with their values, listed while some ClusterQueue
+	// there may preempt (at most 64 by source and name, and none when they
+	// would take more than a sixteenth of the summary's budget). A hub
+	// compares a copy's priority with the preemptible entries' in the
+	// worker's terms: the value its hub Workload's class has here, so
+	// that a class of another value on a worker does not mislead its
+	// choice. A class not listed counts at the hub's value. Absent from
+	// agents older than this field.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	PriorityClasses []SummaryPriorityClass `json:"priorityClasses,omitempty"`
+
 	// inFlight is set only on the hub's copy of a worker's summary (see
 	// WorkerClusterLabel): the hub's in-flight reservations on the flavor
 	// there, per leaf domain — the capacity of workloads the hub
@@ -185,6 +200,28 @@ type CapacitySummaryStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SummaryPriorityClass is a priority class of a worker and its value.
+type SummaryPriorityClass struct {
+	// source is the class's kind, as a Workload's priorityClassSource
+	// names it.
+	//
+	// +required
+	// +kubebuilder:validation:Enum=strata.dev/workloadpriorityclass;scheduling.k8s.io/priorityclass
+	Source string `json:"source"`
+
+	// name of the class.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// value is the class's priority on the worker.
+	//
+	// +required
+	Value int32 `json:"value"`
 }
 
 // InFlightDomain is what the hub's in-flight reservations take in one

@@ -227,10 +227,11 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 }
 
 // preemptionScopes is whose workloads p's copy may preempt on t's worker,
-// as the hub reads the worker's queues (none when it does not).
+// as the hub reads the worker's queues (none when it does not), at the
+// copy's priority there.
 func (d *Dispatcher) preemptionScopes(view *passView, t *placement.Target, p pending) []placement.PreemptionScope {
 	cq, books := d.workerQuotaOf(view, t.Cluster, p)
-	return placement.ScopesFor(cq, t.Flavor, p.need, queue.Priority(p.wl), books)
+	return placement.ScopesFor(cq, t.Flavor, p.need, t.Priority(p.wl), books)
 }
 
 // workerQuotaShort says why the worker ClusterQueue p's copy lands in on

@@ -301,7 +301,7 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
 		}
 		if !dec.NeverFits || len(short) > 0 {
-			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), queue.Priority(wl), func(t *placement.Target) []placement.PreemptionScope {
+			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), func(t *placement.Target) int32 { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
 				return d.preemptionScopes(view, t, p)
 			}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
 				why, _ := d.workerQuotaShort(view, t, p, freed, nominal)

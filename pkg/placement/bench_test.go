@@ -180,7 +180,7 @@ func BenchmarkDecidePreemption(b *testing.B) {
 						t.version++
 					}
 				}
-				c, why := p.DecidePreemption(wl, []string{"f"}, targets, 500, func(*Target) []PreemptionScope { return []PreemptionScope{{Queue: "cq", Within: true}} }, nil)
+				c, why := p.DecidePreemption(wl, []string{"f"}, targets, everywhere(500), func(*Target) []PreemptionScope { return []PreemptionScope{{Queue: "cq", Within: true}} }, nil)
 				if c == nil {
 					b.Fatalf("no preemption found: %s", why)
 				}

@@ -337,8 +337,9 @@ func pickBands(series [][][]int, try func(sel []int) (short string, a *answer, e
 	return [][]int{slices.DeleteFunc(sel, func(i int) bool { return i == none })}, []*answer{a}, "", nil
 }
 
-// DecidePreemption finds where wl, of priority, fits once workloads of a
-// lower priority are preempted, among targets of flavors. scopeOf says
+// DecidePreemption finds where wl fits once workloads of a lower priority
+// are preempted, among targets of flavors; priorityOf is wl's priority on
+// a target's worker (Target.Priority), in the terms of its bands. scopeOf says
 // whose workloads a copy on a target may preempt, one scope per attempt
 // of the agent's search (none when the hub does not know the worker's
 // queues, or they preempt nothing for it). A target with a preemption in flight (ReservePreemption) is not
@@ -352,7 +353,7 @@ func pickBands(series [][][]int, try func(sel []int) (short string, a *answer, e
 // free both the capacity and the quota it needs.
 // It returns nil and why not when nothing helps ("" when no target's
 // queue preempts, so that preemption is not in question).
-func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets []*Target, priority int32,
+func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets []*Target, priorityOf func(*Target) int32,
 	scopeOf func(*Target) []PreemptionScope, quota func(t *Target, freed map[string]corev1.ResourceList, nominal bool) string) (*PreemptionChoice, string) {
 	var options []preemptionOption
 	var why []string
@@ -369,6 +370,7 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 			continue
 		}
 		var whyHere string
+		priority := priorityOf(t)
 		for k, sc := range scopes {
 			opts, w := p.preemptionOptions(wl, t, sc, priority, quota)
 			for _, o := range opts {

@@ -193,7 +193,7 @@ func TestDecidePreemption(t *testing.T) {
 			if tc.reclaim != nil {
 				scope = PreemptionScope{Queue: "mine", Reclaim: tc.reclaim}
 			}
-			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) []PreemptionScope { return []PreemptionScope{scope} }, quota)
+			got, why := p.DecidePreemption(wl, []string{"f"}, targets, everywhere(100), func(*Target) []PreemptionScope { return []PreemptionScope{scope} }, quota)
 			if got != nil {
 				got = &PreemptionChoice{Cluster: got.Cluster, Flavor: got.Flavor, Queues: got.Queues, UpTo: got.UpTo, Workloads: got.Workloads}
 			}
@@ -289,7 +289,7 @@ func TestDecidePreemptionAcrossQueues(t *testing.T) {
 					return ""
 				}
 			}
-			got, why := p.DecidePreemption(wl, []string{"f"}, targets, 100, func(*Target) []PreemptionScope { return tc.scope }, quota)
+			got, why := p.DecidePreemption(wl, []string{"f"}, targets, everywhere(100), func(*Target) []PreemptionScope { return tc.scope }, quota)
 			if got != nil {
 				got = &PreemptionChoice{Cluster: got.Cluster, Flavor: got.Flavor, Queues: got.Queues, UpTo: got.UpTo, Workloads: got.Workloads}
 			}
@@ -364,7 +364,7 @@ func TestDecidePreemptionOnlyWhatTheSearchTakes(t *testing.T) {
 	st.SummaryGeneration = 1
 	tg := target(t, "w", "f", &st)
 	scopes := ScopesFor(cq, "f", need, 100, books)
-	choice, why := p.DecidePreemption(wl, []string{"f"}, []*Target{tg}, 100, func(*Target) []PreemptionScope { return scopes },
+	choice, why := p.DecidePreemption(wl, []string{"f"}, []*Target{tg}, everywhere(100), func(*Target) []PreemptionScope { return scopes },
 		func(_ *Target, freed map[string]corev1.ResourceList, nominal bool) string {
 			w, _ := QuotaShort(books, "q0", "f", need, freed, nominal)
 			return w
@@ -429,7 +429,7 @@ func TestDecidePreemptionOfThoseHoldingWhatItNeeds(t *testing.T) {
 	}
 	st.SummaryGeneration = 1
 	scopes := ScopesFor(cq, "f", need, 100, books)
-	choice, why := p.DecidePreemption(wl, []string{"f"}, []*Target{target(t, "w", "f", &st)}, 100, func(*Target) []PreemptionScope { return scopes },
+	choice, why := p.DecidePreemption(wl, []string{"f"}, []*Target{target(t, "w", "f", &st)}, everywhere(100), func(*Target) []PreemptionScope { return scopes },
 		func(_ *Target, freed map[string]corev1.ResourceList, nominal bool) string {
 			w, _ := QuotaShort(books, "q0", "f", need, freed, nominal)
 			return w
@@ -459,5 +459,81 @@ func TestDecidePreemptionOfThoseHoldingWhatItNeeds(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"g"}, victims); diff != "" {
 		t.Errorf("the agent's victims (-want +got):\n%s (%s)", diff, res.Why)
+	}
+}
+
+// everywhere is a workload's priority on every target: its classes have
+// the same values on the hub and every worker.
+func everywhere(p int32) func(*Target) int32 {
+	return func(*Target) int32 { return p }
+}
+
+// TestTargetPriority: a workload's priority on a worker is the value its
+// class has there, as the summary lists the worker's classes; the hub's
+// otherwise.
+func TestTargetPriority(t *testing.T) {
+	classes := []strata.SummaryPriorityClass{
+		{Source: strata.PodPriorityClassSource, Name: "high", Value: 7},
+		{Source: strata.WorkloadPriorityClassSource, Name: "high", Value: 5000},
+	}
+	cases := map[string]struct {
+		name, source string
+		listed       []strata.SummaryPriorityClass
+		want         int32
+	}{
+		"a WorkloadPriorityClass the worker lists":      {name: "high", source: strata.WorkloadPriorityClassSource, listed: classes, want: 5000},
+		"a PriorityClass of the same name":              {name: "high", source: strata.PodPriorityClassSource, listed: classes, want: 7},
+		"a class the worker does not list: the hub's":   {name: "urgent", source: strata.WorkloadPriorityClassSource, listed: classes, want: 100},
+		"no class: the hub's":                           {listed: classes, want: 100},
+		"an agent older than the list: the hub's value": {name: "high", source: strata.WorkloadPriorityClassSource, want: 100},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := tas.NewSnapshot([]string{block, rack, host}, nil)
+			s.SetNode(tas.Node{Name: "n0", Labels: map[string]string{block: "b0", rack: "r0", host: "n0"}, Ready: true,
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}})
+			st, err := s.Summarize(math.MaxInt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.SummaryGeneration, st.PriorityClasses = 1, tc.listed
+			tg := target(t, "w", "f", &st)
+			wl := testutil.MakeWorkload("w", "default").Obj()
+			wl.Spec.Priority = ptr.To[int32](100)
+			wl.Spec.PriorityClassName, wl.Spec.PriorityClassSource = tc.name, tc.source
+			if got := tg.Priority(wl); got != tc.want {
+				t.Errorf("Priority = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecidePreemptionInTheWorkersTerms: two full workers whose workloads
+// hold priority 10; the Job's class is worth 100 on the hub, 5 on w1 (its
+// copy could preempt nothing there) and 1000 on w2. The hub chooses w2,
+// though w1 comes first otherwise.
+func TestDecidePreemptionInTheWorkersTerms(t *testing.T) {
+	p := New(configv1beta1.Compact, tas.Options{}, 0)
+	w1 := fullCluster(t, "w1", [][]int32{{10}})
+	w2 := fullCluster(t, "w2", [][]int32{{10}})
+	wl := testutil.MakeWorkload("w", "default").PodSets(testutil.MakePodSet("main", 1, gpu, "8").Obj()).Obj()
+	wl.Spec.Priority = ptr.To[int32](100)
+	values := map[string]int32{"w1": 5, "w2": 1000}
+	scope := []PreemptionScope{{Queue: "cq", Within: true}}
+	for _, tc := range []struct {
+		name     string
+		priority func(*Target) int32
+		want     string
+	}{
+		{name: "the hub's value everywhere", priority: everywhere(100), want: "w1"},
+		{name: "each worker's value", priority: func(t *Target) int32 { return values[t.Cluster] }, want: "w2"},
+	} {
+		got, why := p.DecidePreemption(wl, []string{"f"}, []*Target{w1, w2}, tc.priority, func(*Target) []PreemptionScope { return scope }, nil)
+		if got == nil {
+			t.Fatalf("%s: no choice: %s", tc.name, why)
+		}
+		if got.Cluster != tc.want {
+			t.Errorf("%s: chose %s, want %s", tc.name, got.Cluster, tc.want)
+		}
 	}
 }

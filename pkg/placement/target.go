@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -208,6 +209,26 @@ func (t *Target) QueueUsage() (map[string]corev1.ResourceList, bool) {
 		out[q.Name] = q.Usage
 	}
 	return out, true
+}
+
+// Priority is wl's priority on the target's worker, as its agent sets it
+// on the copy: the value wl's class has there, when the summary lists the
+// worker's classes (status.priorityClasses) and that one among them; the
+// hub Workload's own priority otherwise (no class, an agent older than
+// the field, or a class the worker lacks: its agent refuses the copy).
+func (t *Target) Priority(wl *strata.Workload) int32 {
+	if name := wl.Spec.PriorityClassName; name != "" && t.summary != nil {
+		source := wl.Spec.PriorityClassSource
+		if source == "" {
+			source = strata.WorkloadPriorityClassSource
+		}
+		for _, c := range t.summary.PriorityClasses {
+			if c.Source == source && c.Name == name {
+				return c.Value
+			}
+		}
+	}
+	return queue.Priority(wl)
 }
 
 // SummaryCounts says whether the summary counts dispatch key in its free

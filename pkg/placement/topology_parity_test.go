@@ -147,7 +147,7 @@ func TestHubAnswersAsTheAgentOnTopology(t *testing.T) {
 		}
 		cases++
 		scopes := ScopesFor(cqs[0], "f", need, priority, books)
-		choice, _ := p.DecidePreemption(wl, []string{"f"}, []*Target{tg}, priority, func(*Target) []PreemptionScope { return scopes },
+		choice, _ := p.DecidePreemption(wl, []string{"f"}, []*Target{tg}, everywhere(priority), func(*Target) []PreemptionScope { return scopes },
 			func(_ *Target, freed map[string]corev1.ResourceList, nominal bool) string {
 				why, _ := QuotaShort(books, "q0", "f", need, freed, nominal)
 				return why

@@ -50,13 +50,14 @@ func Name(worker, flavor string) string {
 }
 
 // Status is the copy's status: the worker's summary as the hub last read
-// it, without what only placement reads (the dispatches it counts and what
-// preempting would free, which can be large), and with the hub's in-flight
-// reservations on it.
+// it, without what only placement reads (the dispatches it counts, what
+// preempting would free, which can be large, and the priority classes that
+// go with it), and with the hub's in-flight reservations on it.
 func Status(summary *strata.CapacitySummaryStatus, inFlight []strata.InFlightDomain) strata.CapacitySummaryStatus {
 	out := *summary.DeepCopy()
 	out.Dispatches = nil
 	out.Preemptible = nil
+	out.PriorityClasses = nil
 	out.InFlight = inFlight
 	if len(out.InFlight) == 0 {
 		out.InFlight = nil

@@ -348,6 +348,14 @@ func TestReclaimBands(t *testing.T) {
 			borrowed: both("6", "2Gi"),
 			want:     []band{{Priority: 1, Workloads: 1, Requests: "2", First: "a"}, {Priority: 2, Workloads: 2, Requests: "4", First: "a"}},
 		},
+		"admitted at the same time: by key, as the agent's search": {
+			held: []Held{
+				{Key: "ns/b", Priority: 1, AdmittedAt: at(1), Requests: cpus("3")},
+				{Key: "ns/a", Priority: 1, AdmittedAt: at(1), Requests: cpus("1")},
+			},
+			borrowed: cpus("1"),
+			want:     []band{{Priority: 1, Workloads: 1, Requests: "1", First: "ns/a"}},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

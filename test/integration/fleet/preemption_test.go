@@ -361,6 +361,60 @@ var _ = Describe("Fleet preemption", func() {
 		}).Should(Succeed())
 	})
 
+	It("chooses the worker where the Job's class outranks the victims there, when the workers give the class other values than the hub", func(ctx SpecContext) {
+		e := newEnv(ctx, "fprio", map[string][][]string{"w1": {{"4"}}, "w2": {{"4"}}})
+		const low, urgent = "fprio-low", "fprio-urgent"
+		values := map[*framework.Cluster]int32{hub: 500, worker("w1"): 5, worker("w2"): 500}
+		for c, v := range values {
+			Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(low, 10))).To(Succeed())
+			Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(urgent, v))).To(Succeed())
+		}
+		By("letting both workers' ClusterQueue preempt lower priorities within itself, and filling each with a Job of priority 10")
+		var local []*batchv1.Job
+		for _, w := range []string{"w1", "w2"} {
+			Eventually(func(g Gomega) {
+				var cq strata.ClusterQueue
+				g.Expect(worker(w).Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+				cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+				g.Expect(worker(w).Client.Update(ctx, &cq)).To(Succeed())
+			}).Should(Succeed())
+			job := e.job("local-"+w, 1, "4", nil)
+			job.Labels[strata.PriorityClassLabel] = low
+			Expect(worker(w).Client.Create(ctx, job)).To(Succeed())
+			admittedOn(ctx, worker(w), []*batchv1.Job{job})
+			local = append(local, job)
+		}
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Preemptible).NotTo(BeEmpty())
+			g.Expect(st.PriorityClasses).To(ContainElement(strata.SummaryPriorityClass{Source: strata.WorkloadPriorityClassSource, Name: urgent, Value: 5}))
+		})
+		hubReads(ctx, "w2", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.PriorityClasses).To(ContainElement(strata.SummaryPriorityClass{Source: strata.WorkloadPriorityClassSource, Name: urgent, Value: 500}))
+		})
+
+		By("submitting a Job of class urgent on the hub: 500 there and on w2, 5 on w1, below w1's victims")
+		job := e.job("urgent", 1, "4", nil)
+		job.Labels[strata.PriorityClassLabel] = urgent
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Attempts).NotTo(BeEmpty())
+			g.Expect(wl.Status.Placement.Attempts[0].Cluster).To(Equal("w2"), "the first choice: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PreemptUpTo).To(Equal(ptr.To[int32](10)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			preempted := map[string]bool{}
+			for i, w := range []string{"w1", "w2"} {
+				_, wl := copyOn(g, ctx, worker(w), local[i])
+				g.Expect(wl).NotTo(BeNil())
+				preempted[w] = meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadPreempted)
+			}
+			g.Expect(preempted).To(Equal(map[string]bool{"w1": false, "w2": true}))
+		}).Should(Succeed())
+	})
+
 	It("does not storm: 20 high-priority Jobs on a full fleet preempt one workload each, each on the one worker where it then runs", func(ctx SpecContext) {
 		racks := [][]string{{"4", "4"}, {"4", "4"}}
 		e := newEnv(ctx, "fstorm", map[string][][]string{"w1": racks, "w2": racks, "w3": racks})

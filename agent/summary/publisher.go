@@ -372,15 +372,16 @@ func (p *Publisher) clusterQueues(ctx context.Context) ([]*strata.ClusterQueue, 
 }
 
 // maxPriorityClasses bounds the summary's priority classes (the CRD's
-// maxItems): the first by source and name are listed.
+// maxItems): beyond, none are listed.
 const maxPriorityClasses = 64
 
 // priorityClasses are the worker's WorkloadPriorityClasses and
-// PriorityClasses with their values, by source and name, at most
-// maxPriorityClasses; nil when they cannot be listed. The hub translates
-// a copy's priority into the worker's with them, to compare it with the
-// preemptible entries' (the agent's search compares the copy's priority
-// here).
+// PriorityClasses with their values, by source and name; nil when they
+// cannot be listed or are more than maxPriorityClasses. The hub
+// translates a copy's priority into the worker's with them, to compare it
+// with the preemptible entries' (the agent's search compares the copy's
+// priority here), and takes a class they do not name for one the worker
+// lacks: the list is complete or absent.
 func (p *Publisher) priorityClasses(ctx context.Context) []strata.SummaryPriorityClass {
 	var wpcs strata.WorkloadPriorityClassList
 	var pcs schedulingv1.PriorityClassList
@@ -398,7 +399,7 @@ func (p *Publisher) priorityClasses(ctx context.Context) []strata.SummaryPriorit
 		return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.Name, b.Name))
 	})
 	if len(out) > maxPriorityClasses {
-		out = out[:maxPriorityClasses]
+		return nil
 	}
 	return out
 }

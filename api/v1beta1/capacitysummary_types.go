@@ -168,14 +168,16 @@ type CapacitySummaryStatus struct {
 	Preemptible []PreemptibleCapacity `json:"preemptible,omitempty"`
 
 	// priorityClasses are the worker's WorkloadPriorityClasses and
-	// PriorityClasses with their values, listed while some ClusterQueue
-	// there may preempt (at most 64 by source and name, and none when they
-	// would take more than a sixteenth of the summary's budget). A hub
-	// compares a copy's priority with the preemptible entries' in the
-	// worker's terms: the value its hub Workload's class has here, so
-	// that a class of another value on a worker does not mislead its
-	// choice. A class not listed counts at the hub's value. Absent from
-	// agents older than this field.
+	// PriorityClasses with their values, by source and name, listed while
+	// some ClusterQueue there may preempt: all of them, or none when they
+	// are more than 64 or would take more than a sixteenth of the
+	// summary's budget. A hub compares a copy's priority with the
+	// preemptible entries' in the worker's terms: the value its hub
+	// Workload's class has here, so that a class of another value on a
+	// worker does not mislead its choice; a class the list does not name
+	// is one the worker lacks (its agent refuses the copy), where the hub
+	// counts on no preemption. Without the list, a class counts at the
+	// hub's value. Absent from agents older than this field.
 	//
 	// +optional
 	// +listType=atomic

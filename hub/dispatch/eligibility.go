@@ -231,7 +231,8 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 // copy's priority there.
 func (d *Dispatcher) preemptionScopes(view *passView, t *placement.Target, p pending) []placement.PreemptionScope {
 	cq, books := d.workerQuotaOf(view, t.Cluster, p)
-	return placement.ScopesFor(cq, t.Flavor, p.need, t.Priority(p.wl), books)
+	priority, _ := t.Priority(p.wl) // a worker without its class: DecidePreemption passes it by
+	return placement.ScopesFor(cq, t.Flavor, p.need, priority, books)
 }
 
 // workerQuotaShort says why the worker ClusterQueue p's copy lands in on

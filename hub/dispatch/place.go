@@ -166,7 +166,8 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	// A workload that spreads waits for reasons of its own: where others
 	// of its kind went.
 	if len(backoffs) == 0 && !workload.Spreads(wl) {
-		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key, priority: queue.Priority(wl)}
+		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key, priority: queue.Priority(wl),
+			class: wl.Spec.PriorityClassName, classSource: wl.Spec.PriorityClassSource}
 		if o, ok := view.waits[*same]; ok {
 			d.waitFor(ctx, p, o)
 			return o.blocks, 0, nil
@@ -301,7 +302,7 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
 		}
 		if !dec.NeverFits || len(short) > 0 {
-			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), func(t *placement.Target) int32 { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
+			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
 				return d.preemptionScopes(view, t, p)
 			}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
 				why, _ := d.workerQuotaShort(view, t, p, freed, nominal)

@@ -55,8 +55,10 @@ type waitKey struct {
 	// (quotaOutcome.key).
 	flavors string
 	// priority: a workload that fits nowhere may preempt workloads of a
-	// lower priority.
-	priority int32
+	// lower priority; class and classSource, because its priority on a
+	// worker is its class's value there (placement.Target.Priority).
+	priority           int32
+	class, classSource string
 }
 
 // wait queues why a Workload waits on the reason queue, with an event on

@@ -339,7 +339,8 @@ func pickBands(series [][][]int, try func(sel []int) (short string, a *answer, e
 
 // DecidePreemption finds where wl fits once workloads of a lower priority
 // are preempted, among targets of flavors; priorityOf is wl's priority on
-// a target's worker (Target.Priority), in the terms of its bands. scopeOf says
+// a target's worker (Target.Priority), in the terms of its bands, and
+// false where the worker lacks its class (no preemption there). scopeOf says
 // whose workloads a copy on a target may preempt, one scope per attempt
 // of the agent's search (none when the hub does not know the worker's
 // queues, or they preempt nothing for it). A target with a preemption in flight (ReservePreemption) is not
@@ -353,7 +354,7 @@ func pickBands(series [][][]int, try func(sel []int) (short string, a *answer, e
 // free both the capacity and the quota it needs.
 // It returns nil and why not when nothing helps ("" when no target's
 // queue preempts, so that preemption is not in question).
-func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets []*Target, priorityOf func(*Target) int32,
+func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets []*Target, priorityOf func(*Target) (int32, bool),
 	scopeOf func(*Target) []PreemptionScope, quota func(t *Target, freed map[string]corev1.ResourceList, nominal bool) string) (*PreemptionChoice, string) {
 	var options []preemptionOption
 	var why []string
@@ -369,8 +370,12 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 			why = append(why, fmt.Sprintf("%s/%s: a preemption is already under way there", t.Cluster, t.Flavor))
 			continue
 		}
+		priority, ok := priorityOf(t)
+		if !ok {
+			why = append(why, fmt.Sprintf("%s/%s: its priority class %s does not exist there", t.Cluster, t.Flavor, wl.Spec.PriorityClassName))
+			continue
+		}
 		var whyHere string
-		priority := priorityOf(t)
 		for k, sc := range scopes {
 			opts, w := p.preemptionOptions(wl, t, sc, priority, quota)
 			for _, o := range opts {
@@ -405,7 +410,11 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 	for _, i := range best.bands {
 		e := best.t.summary.Preemptible[i]
 		c.Queues = append(c.Queues, e.ClusterQueue)
-		bandWords = append(bandWords, fmt.Sprintf("workloads of ClusterQueue %s of priority ≤ %d", e.ClusterQueue, e.Priority))
+		words := fmt.Sprintf("workloads of ClusterQueue %s of priority ≤ %d", e.ClusterQueue, e.Priority)
+		if e.Holding != "" {
+			words += " holding " + string(e.Holding)
+		}
+		bandWords = append(bandWords, words)
 	}
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]

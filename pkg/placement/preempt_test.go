@@ -464,8 +464,8 @@ func TestDecidePreemptionOfThoseHoldingWhatItNeeds(t *testing.T) {
 
 // everywhere is a workload's priority on every target: its classes have
 // the same values on the hub and every worker.
-func everywhere(p int32) func(*Target) int32 {
-	return func(*Target) int32 { return p }
+func everywhere(p int32) func(*Target) (int32, bool) {
+	return func(*Target) (int32, bool) { return p, true }
 }
 
 // TestTargetPriority: a workload's priority on a worker is the value its
@@ -480,12 +480,14 @@ func TestTargetPriority(t *testing.T) {
 		name, source string
 		listed       []strata.SummaryPriorityClass
 		want         int32
+		lacks        bool
 	}{
-		"a WorkloadPriorityClass the worker lists":      {name: "high", source: strata.WorkloadPriorityClassSource, listed: classes, want: 5000},
-		"a PriorityClass of the same name":              {name: "high", source: strata.PodPriorityClassSource, listed: classes, want: 7},
-		"a class the worker does not list: the hub's":   {name: "urgent", source: strata.WorkloadPriorityClassSource, listed: classes, want: 100},
-		"no class: the hub's":                           {listed: classes, want: 100},
-		"an agent older than the list: the hub's value": {name: "high", source: strata.WorkloadPriorityClassSource, want: 100},
+		"a WorkloadPriorityClass the worker lists":           {name: "high", source: strata.WorkloadPriorityClassSource, listed: classes, want: 5000},
+		"a PriorityClass of the same name":                   {name: "high", source: strata.PodPriorityClassSource, listed: classes, want: 7},
+		"no source, written before sources: a PriorityClass": {name: "high", listed: classes, want: 7},
+		"a class the worker does not have":                   {name: "urgent", source: strata.WorkloadPriorityClassSource, listed: classes, want: 100, lacks: true},
+		"no class: the hub's":                                {listed: classes, want: 100},
+		"no list (an older agent): the hub's value":          {name: "high", source: strata.WorkloadPriorityClassSource, want: 100},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -501,8 +503,8 @@ func TestTargetPriority(t *testing.T) {
 			wl := testutil.MakeWorkload("w", "default").Obj()
 			wl.Spec.Priority = ptr.To[int32](100)
 			wl.Spec.PriorityClassName, wl.Spec.PriorityClassSource = tc.name, tc.source
-			if got := tg.Priority(wl); got != tc.want {
-				t.Errorf("Priority = %d, want %d", got, tc.want)
+			if got, ok := tg.Priority(wl); got != tc.want || ok == tc.lacks {
+				t.Errorf("Priority = %d, %t; want %d, %t", got, ok, tc.want, !tc.lacks)
 			}
 		})
 	}
@@ -522,11 +524,12 @@ func TestDecidePreemptionInTheWorkersTerms(t *testing.T) {
 	scope := []PreemptionScope{{Queue: "cq", Within: true}}
 	for _, tc := range []struct {
 		name     string
-		priority func(*Target) int32
+		priority func(*Target) (int32, bool)
 		want     string
 	}{
 		{name: "the hub's value everywhere", priority: everywhere(100), want: "w1"},
-		{name: "each worker's value", priority: func(t *Target) int32 { return values[t.Cluster] }, want: "w2"},
+		{name: "each worker's value", priority: func(t *Target) (int32, bool) { return values[t.Cluster], true }, want: "w2"},
+		{name: "w1 lacks the class", priority: func(t *Target) (int32, bool) { return 100, t.Cluster != "w1" }, want: "w2"},
 	} {
 		got, why := p.DecidePreemption(wl, []string{"f"}, []*Target{w1, w2}, tc.priority, func(*Target) []PreemptionScope { return scope }, nil)
 		if got == nil {

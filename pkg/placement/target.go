@@ -213,22 +213,27 @@ func (t *Target) QueueUsage() (map[string]corev1.ResourceList, bool) {
 
 // Priority is wl's priority on the target's worker, as its agent sets it
 // on the copy: the value wl's class has there, when the summary lists the
-// worker's classes (status.priorityClasses) and that one among them; the
-// hub Workload's own priority otherwise (no class, an agent older than
-// the field, or a class the worker lacks: its agent refuses the copy).
-func (t *Target) Priority(wl *strata.Workload) int32 {
-	if name := wl.Spec.PriorityClassName; name != "" && t.summary != nil {
-		source := wl.Spec.PriorityClassSource
-		if source == "" {
-			source = strata.WorkloadPriorityClassSource
-		}
-		for _, c := range t.summary.PriorityClasses {
-			if c.Source == source && c.Name == name {
-				return c.Value
-			}
+// worker's classes (status.priorityClasses, all of them or none). ok is
+// false when it lists them and not wl's: the agent refuses the copy there
+// (PriorityClassNotFound). The hub Workload's own priority when wl names
+// no class or the summary lists none (an agent older than the field, or
+// no queue there preempts).
+func (t *Target) Priority(wl *strata.Workload) (priority int32, ok bool) {
+	name := wl.Spec.PriorityClassName
+	if name == "" || t.summary == nil || len(t.summary.PriorityClasses) == 0 {
+		return queue.Priority(wl), true
+	}
+	source := wl.Spec.PriorityClassSource
+	if source == "" {
+		// Written before Workloads had a source: the pods' PriorityClass.
+		source = strata.PodPriorityClassSource
+	}
+	for _, c := range t.summary.PriorityClasses {
+		if c.Source == source && c.Name == name {
+			return c.Value, true
 		}
 	}
-	return queue.Priority(wl)
+	return queue.Priority(wl), false
 }
 
 // SummaryCounts says whether the summary counts dispatch key in its free

@@ -302,11 +302,7 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 		return c
 	}
 	groups := QueueSeries(held, victims)
-	counts := make([]int, len(groups))
-	for i, g := range groups {
-		counts[i] = len(g.Bands)
-	}
-	shares := bandsPerQueue(counts, MaxPreemptible)
+	shares := seriesShares(groups, MaxPreemptible)
 	var released []Usage
 	restore := func() {
 		for _, u := range released {
@@ -355,8 +351,8 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 	return c
 }
 
-// interleave orders layers (grouped by queue, priorities ascending) in
-// turns: every queue's lowest band, then every queue's next, and so on.
+// interleave orders layers (grouped by series, priorities ascending) in
+// turns: every series' lowest band, then every series' next, and so on.
 // A summary's size budget ends the list at the first entry that does not
 // fit: in turns, every queue keeps its lowest bands, where in queue order
 // the queues last by name would keep none.
@@ -370,12 +366,57 @@ func interleave(layers []preemptibleLayer) []preemptibleLayer {
 		groups = append(groups, layers[i:j])
 		i = j
 	}
+	// In each turn the series of all a queue's workloads come before the
+	// series of those holding a resource, so that a budget that cuts the
+	// list leaves every queue its lowest bands first.
+	slices.SortStableFunc(groups, func(a, b []preemptibleLayer) int {
+		return cmp.Compare(b2i(a[0].holding != ""), b2i(b[0].holding != ""))
+	})
 	out := make([]preemptibleLayer, 0, len(layers))
 	for turn := 0; len(out) < len(layers); turn++ {
 		for _, g := range groups {
 			if turn < len(g) {
 				out = append(out, g[turn])
 			}
+		}
+	}
+	return out
+}
+
+// seriesShares shares limit bands among series (in QueueSeries's order):
+// first among the queues' kinds (a queue within itself, a queue reclaimed
+// from) by all the bands of their series, then within each kind among its
+// series, the series of all its workloads first. A queue with several
+// series takes no more than one with one.
+func seriesShares(series []Series, limit int) []int {
+	type kind struct {
+		queue   string
+		reclaim bool
+	}
+	var kinds []kind
+	members := map[kind][]int{}
+	for i, s := range series {
+		k := kind{s.Queue, s.Reclaim}
+		if _, ok := members[k]; !ok {
+			kinds = append(kinds, k)
+		}
+		members[k] = append(members[k], i)
+	}
+	counts := make([]int, len(kinds))
+	for i, k := range kinds {
+		for _, m := range members[k] {
+			counts[i] += len(series[m].Bands)
+		}
+	}
+	out := make([]int, len(series))
+	for i, share := range bandsPerQueue(counts, limit) {
+		ms := members[kinds[i]]
+		within := make([]int, len(ms))
+		for j, m := range ms {
+			within[j] = len(series[m].Bands)
+		}
+		for j, n := range bandsPerQueue(within, share) {
+			out[ms[j]] = n
 		}
 	}
 	return out
@@ -620,4 +661,11 @@ func WithinAll(held []Held) Victims {
 		v.Within[h.Queue] = true
 	}
 	return v
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -563,3 +563,25 @@ func TestQueueSeries(t *testing.T) {
 		})
 	}
 }
+
+// TestSeriesShares: the entries' limit is shared among queues first, then
+// among a queue's series (the series of all its workloads first), so that
+// a queue with series per resource does not crowd others out.
+func TestSeriesShares(t *testing.T) {
+	bands := func(n int) []Band { return make([]Band, n) }
+	series := []Series{
+		{Queue: "a", Bands: bands(3)},
+		{Queue: "a", Holding: gpu, Bands: bands(3)},
+		{Queue: "b", Bands: bands(3)},
+		{Queue: "b", Reclaim: true, Bands: bands(1)},
+	}
+	for limit, want := range map[int][]int{
+		3:  {1, 0, 1, 1},
+		4:  {1, 1, 1, 1},
+		32: {3, 3, 3, 1},
+	} {
+		if diff := cmp.Diff(want, seriesShares(series, limit)); diff != "" {
+			t.Errorf("limit %d (-want,+got):\n%s", limit, diff)
+		}
+	}
+}

@@ -114,6 +114,21 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 	}
 }
 
+// admittedWhere returns the admitted workloads keep takes (the
+// informer's objects: not to be modified), in no order. It reads every
+// workload: for the rare pass that drains a queue.
+func (x *workloadIndex) admittedWhere(keep func(*strata.Workload) bool) []*strata.Workload {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []*strata.Workload
+	for _, e := range x.entries {
+		if e.state == stateAdmitted && keep(e.wl) {
+			out = append(out, e.wl)
+		}
+	}
+	return out
+}
+
 // delete forgets a deleted workload.
 func (x *workloadIndex) delete(key types.NamespacedName) {
 	x.mu.Lock()

@@ -292,7 +292,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// retried.
 	errs := []error{err, listErr}
 	if listErr == nil {
-		errs = append(errs, s.updateQueues(ctx, cqs, v, byQueue, books))
+		errs = append(errs, s.updateQueues(ctx, cqs, v, byQueue, books), s.drain(ctx, cqs))
 	}
 	turns := make([]*queue.Turn[*strata.Workload], 0, len(byQueue))
 	for q, wls := range byQueue {
@@ -332,7 +332,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 // controller marks them invalid with the reason, and the LocalQueue,
 // ClusterQueue or Namespace event that lifts it brings them back. A pass
 // reads each LocalQueue with pending workloads, its ClusterQueue and its
-// namespace once, from the informers.
+// namespace once, from the informers. The workloads of a stopped
+// LocalQueue or ClusterQueue (stopPolicy) are left out too, each marked
+// Inadmissible once with the queue that stops it.
 func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.NamespacedName][]*strata.Workload) (map[string]*strata.ClusterQueue, map[string][]*strata.Workload, error) {
 	cqs := map[string]*strata.ClusterQueue{} // nil: missing or unreadable
 	byQueue := map[string][]*strata.Workload{}
@@ -362,6 +364,15 @@ func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.Namespa
 			continue
 		}
 		if !queue.Resolve(key.Namespace, key.Name, ns.Labels, lq, cq).OK() {
+			continue
+		}
+		if stop := queue.StopOf(lq, cq); stop.Stopped {
+			// Kueue's reason: a hub takes its copy elsewhere at once.
+			for _, wl := range wls {
+				if err := s.setNotAdmitted(ctx, wl, ReasonInadmissible, stop.Message); err != nil {
+					errs = append(errs, err)
+				}
+			}
 			continue
 		}
 		byQueue[name] = append(byQueue[name], wls...)
@@ -807,7 +818,11 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 				missing = append(missing, fq.Name)
 			}
 		}
-		if len(missing) > 0 {
+		switch {
+		case strata.Stopped(cq.Spec.StopPolicy):
+			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueStopped,
+				Message: fmt.Sprintf("stopped (stopPolicy %s): admits no workloads until the policy is None", *cq.Spec.StopPolicy)}
+		case len(missing) > 0:
 			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: "FlavorNotReady",
 				Message: fmt.Sprintf("flavors %s do not exist, are not topology-aware, or their Topology does not exist", strings.Join(missing, ", "))}
 		}
@@ -834,6 +849,73 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// drain evicts the admitted workloads of the ClusterQueues and
+// LocalQueues whose stopPolicy is HoldAndDrain (Kueue's semantics): each
+// gets Evicted=True with reason ClusterQueueStopped or LocalQueueStopped,
+// the Job controller stops its job, and it waits in its stopped queue. A
+// workload whose admission is still being written is drained by the pass
+// after the informer shows it.
+func (s *Scheduler) drain(ctx context.Context, cqs []*strata.ClusterQueue) error {
+	byName := make(map[string]*strata.ClusterQueue, len(cqs))
+	cqDrains := false
+	for _, cq := range cqs {
+		byName[cq.Name] = cq
+		cqDrains = cqDrains || strata.Drains(cq.Spec.StopPolicy)
+	}
+	var lqs strata.LocalQueueList
+	if err := s.client.List(ctx, &lqs, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	draining := map[types.NamespacedName]*strata.LocalQueue{}
+	for i := range lqs.Items {
+		if lq := &lqs.Items[i]; strata.Drains(lq.Spec.StopPolicy) {
+			draining[client.ObjectKeyFromObject(lq)] = lq
+		}
+	}
+	if !cqDrains && len(draining) == 0 {
+		return nil
+	}
+	stopOf := func(wl *strata.Workload) queue.Stop {
+		return queue.StopOf(draining[queue.Key(wl)], byName[wl.Status.Admission.ClusterQueue])
+	}
+	var errs []error
+	for _, wl := range s.index.admittedWhere(func(wl *strata.Workload) bool { return stopOf(wl).Drain }) {
+		stop := stopOf(wl)
+		errs = append(errs, s.evictStopped(ctx, client.ObjectKeyFromObject(wl), stop.Reason,
+			queue.DrainMessage(stop.Reason, wl.Spec.QueueName, wl.Status.Admission.ClusterQueue)))
+	}
+	return errors.Join(errs...)
+}
+
+// evictStopped takes back the admission of a workload its stopped queue
+// drains, as evictVictim does for a preempted one.
+func (s *Scheduler) evictStopped(ctx context.Context, key types.NamespacedName, reason, message string) error {
+	cur := &strata.Workload{}
+	if err := s.reader.Get(ctx, key, cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if cur.Status.Admission == nil {
+		return nil
+	}
+	cur.Status.Admission = nil
+	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: reason, Message: message})
+	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: message})
+	if err := s.client.Status().Update(ctx, cur); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil // the newer Workload comes as an event, and its pass drains it
+		}
+		return fmt.Errorf("draining %s: %w", key, err)
+	}
+	s.cache.RemoveWorkload(key)
+	note := truncateNote(message)
+	s.recorder.Eventf(cur, nil, corev1.EventTypeWarning, reason, "Evict", "%s", note)
+	if job := workload.OwnerJob(cur); job != nil {
+		s.recorder.Eventf(job, cur, corev1.EventTypeWarning, reason, "Evict", "%s", note)
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Drained", "workload", key, "reason", reason)
+	return nil
 }
 
 // recordBorrowing sets the borrowed and lent gauges of a queue.

@@ -97,7 +97,46 @@ type ClusterQueueSpec struct {
 	//
 	// +optional
 	FlavorFungibility *FlavorFungibility `json:"flavorFungibility,omitempty"`
+
+	// stopPolicy stops the queue, as Kueue's field does: Hold admits no
+	// more workloads (admitted ones keep running), HoldAndDrain also
+	// evicts the admitted ones, which wait in the queue again. None (the
+	// default) admits. On a hub, a stopped queue dispatches nothing and
+	// HoldAndDrain takes its dispatched workloads back from the workers.
+	//
+	// +optional
+	// +kubebuilder:default=None
+	StopPolicy *StopPolicy `json:"stopPolicy,omitempty"`
 }
+
+// StopPolicy stops a ClusterQueue or LocalQueue.
+//
+// +kubebuilder:validation:Enum=None;Hold;HoldAndDrain
+type StopPolicy string
+
+const (
+	// StopNone admits, the default.
+	StopNone StopPolicy = "None"
+	// StopHold admits nothing more; admitted workloads keep running.
+	StopHold StopPolicy = "Hold"
+	// StopHoldAndDrain admits nothing more and evicts the admitted workloads.
+	StopHoldAndDrain StopPolicy = "HoldAndDrain"
+)
+
+// Stopped says whether a stop policy stops the queue (Hold or HoldAndDrain).
+func Stopped(p *StopPolicy) bool { return p != nil && *p != "" && *p != StopNone }
+
+// Drains says whether a stop policy evicts the queue's admitted workloads.
+func Drains(p *StopPolicy) bool { return p != nil && *p == StopHoldAndDrain }
+
+// Reasons of a stopped queue: the Active=False condition of the queue
+// (Stopped), and the Evicted condition of a workload a HoldAndDrain queue
+// evicted (ClusterQueueStopped, LocalQueueStopped), as Kueue names them.
+const (
+	QueueStopped                 = "Stopped"
+	EvictedByClusterQueueStopped = "ClusterQueueStopped"
+	EvictedByLocalQueueStopped   = "LocalQueueStopped"
+)
 
 // ResourceGroup is a set of resources whose quotas are given together, per
 // flavor.

@@ -18,11 +18,21 @@ type LocalQueueSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ClusterQueue string `json:"clusterQueue"`
+
+	// stopPolicy stops the queue, as Kueue's field does: Hold admits no
+	// more of its workloads (admitted ones keep running), HoldAndDrain also
+	// evicts the admitted ones, which wait in the queue again. None (the
+	// default) admits.
+	//
+	// +optional
+	// +kubebuilder:default=None
+	StopPolicy *StopPolicy `json:"stopPolicy,omitempty"`
 }
 
 // LocalQueueActive is the condition type that says whether a LocalQueue's
 // workloads can be admitted: False with reason
-// LocalQueueClusterQueueMissing while its ClusterQueue does not exist.
+// LocalQueueClusterQueueMissing while its ClusterQueue does not exist,
+// and QueueStopped while it or its ClusterQueue is stopped.
 const (
 	LocalQueueActive = "Active"
 	// LocalQueueClusterQueueMissing is the reason of an Active=False

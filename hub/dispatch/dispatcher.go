@@ -183,6 +183,9 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	// 3. Place, holding the fleet's targets: their reservations rebuilt,
 	// then the queues served head by head, each in admission order.
 	writes := &passWrites{}
+	for _, v := range c.drained {
+		d.markDrained(ctx, v, writes)
+	}
 	next, err := d.placeOnTargets(ctx, workers, c, view, now, writes)
 	errs = append(errs, err)
 	metrics.HubDispatchPass.Observe(time.Since(start).Seconds())

@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,6 +38,16 @@ type collected struct {
 	// behind are the dispatches this process recorded that the informer
 	// does not show yet.
 	behind []inFlight
+	// drained are the dispatched Workloads whose queue's stopPolicy is
+	// HoldAndDrain: the hub evicts them (markDrained).
+	drained []drainedWorkload
+}
+
+// drainedWorkload is a dispatched Workload its stopped queue evicts.
+type drainedWorkload struct {
+	e    *entry
+	stop queue.Stop
+	cq   string
 }
 
 // inFlight is a dispatch of a Workload: where, and its reservation key.
@@ -54,7 +67,7 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 		queues:  map[string]*strata.ClusterQueue{},
 	}
 	var errs []error
-	localQueues := map[types.NamespacedName]string{}
+	localQueues := map[types.NamespacedName]*strata.LocalQueue{}
 	d.forgetRecorded(entries)
 	d.pruneHints(entries)
 	for _, e := range entries {
@@ -66,11 +79,15 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 			errs = append(errs, err)
 			continue
 		}
+		stop := queue.StopOf(localQueues[e.localQueue], cq)
 		if e.placed {
 			c.placed = append(c.placed, e.wl)
 			if cq != nil {
 				d.chargeUsage(c.usage, cq.Name, e.flavor, e)
 				c.dispatched = append(c.dispatched, dispatched{e: e, queue: cq.Name})
+				if stop.Drain {
+					c.drained = append(c.drained, drainedWorkload{e: e, stop: stop, cq: cq.Name})
+				}
 			}
 			continue
 		}
@@ -104,9 +121,38 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 				fmt.Sprintf("the Workload is deactivated (spec.active: false); it is dispatched when spec.active is true: kubectl patch workload %s -n %s --type merge -p '{\"spec\":{\"active\":true}}'", e.name, e.namespace))
 			continue
 		}
+		if stop.Stopped {
+			// Kueue's stopPolicy: the queue dispatches nothing.
+			d.wait(ctx, pending{entry: e, job: job.job.Object()}, strata.QueueStopped, stop.Message)
+			continue
+		}
 		c.waiting = append(c.waiting, pending{entry: e, job: job.job.Object(), queue: cq.Name})
 	}
 	return c, errs
+}
+
+// markDrained queues the write that evicts, at the hub, a dispatched
+// Workload whose LocalQueue or ClusterQueue is stopped with HoldAndDrain:
+// Evicted becomes True with reason LocalQueueStopped or
+// ClusterQueueStopped, the copies controller takes its copy back, and it
+// waits in its stopped queue. One already evicted is left alone.
+func (d *Dispatcher) markDrained(ctx context.Context, v drainedWorkload, writes *passWrites) {
+	if Evicting(v.e.wl) {
+		return
+	}
+	wl := v.e.wl.DeepCopy()
+	message := queue.DrainMessage(v.stop.Reason, wl.Spec.QueueName, v.cq) + "; its copy is taken back from " + v.e.cluster
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: v.stop.Reason, Message: truncate(message)})
+	writes.do(func() error {
+		if err := d.client.Status().Update(ctx, wl); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return nil // the newer Workload's event brings a pass, which marks it again
+			}
+			return fmt.Errorf("draining %s/%s at the hub: %w", wl.Namespace, wl.Name, err)
+		}
+		d.recorder.Eventf(wl, nil, corev1.EventTypeWarning, v.stop.Reason, "Evict", "%s", truncateNote(message))
+		return nil
+	})
 }
 
 // recorded is a dispatch this process wrote: its generation and flavor.
@@ -158,22 +204,25 @@ func (d *Dispatcher) forgetRecorded(entries []*entry) {
 
 // clusterQueue returns the ClusterQueue of a Workload's LocalQueue, nil
 // when either is missing (intake marks the Workload invalid then). local
-// (LocalQueue → its ClusterQueue's name, "" when missing) and seen hold
+// (the LocalQueues read, nil when missing) and seen hold
 // what the pass has read: most Workloads share a few queues.
-func (d *Dispatcher) clusterQueue(ctx context.Context, key types.NamespacedName, local map[types.NamespacedName]string,
+func (d *Dispatcher) clusterQueue(ctx context.Context, key types.NamespacedName, local map[types.NamespacedName]*strata.LocalQueue,
 	seen map[string]*strata.ClusterQueue) (*strata.ClusterQueue, error) {
-	name, ok := local[key]
+	lq, ok := local[key]
 	if !ok {
-		var lq strata.LocalQueue
-		if err := d.client.Get(ctx, key, &lq); client.IgnoreNotFound(err) != nil {
-			return nil, err
+		lq = &strata.LocalQueue{}
+		if err := d.client.Get(ctx, key, lq); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return nil, err
+			}
+			lq = nil
 		}
-		name = lq.Spec.ClusterQueue
-		local[key] = name
+		local[key] = lq
 	}
-	if name == "" {
+	if lq == nil || lq.Spec.ClusterQueue == "" {
 		return nil, nil
 	}
+	name := lq.Spec.ClusterQueue
 	if cq, ok := seen[name]; ok {
 		return cq, nil
 	}

@@ -307,6 +307,9 @@ func JudgeQueue(worker string, t QueueTarget, ns *corev1.Namespace, lq *strata.L
 		}
 		// Created with the copy, labelled by the hub: its ClusterQueue's
 		// namespaceSelector is the worker's admin's to get right.
+		if stop := queue.StopOf(nil, cq); stop.Stopped {
+			return strata.QueueStopped, stop.Message + " there"
+		}
 		return "", ""
 	}
 	if lq == nil && onboards {
@@ -314,6 +317,13 @@ func JudgeQueue(worker string, t QueueTarget, ns *corev1.Namespace, lq *strata.L
 		lq = &strata.LocalQueue{Spec: strata.LocalQueueSpec{ClusterQueue: t.OnboardingClusterQueue}}
 	}
 	res := queue.Resolve(t.Namespace, t.LocalQueue, ns.Labels, lq, cq)
+	if res.OK() {
+		// The agent would mark the copy Inadmissible: the hub places it
+		// elsewhere until the queue's stopPolicy is None again.
+		if stop := queue.StopOf(lq, cq); stop.Stopped {
+			return strata.QueueStopped, stop.Message + " there"
+		}
+	}
 	return res.Reason, res.Message
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
@@ -18,6 +19,10 @@ func TestJudgeQueue(t *testing.T) {
 		return &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq"}, Spec: strata.ClusterQueueSpec{NamespaceSelector: sel}}
 	}
 	all := cq(&metav1.LabelSelector{})
+	stoppedLQ := lq.DeepCopy()
+	stoppedLQ.Spec.StopPolicy = ptr.To(strata.StopHold)
+	stoppedCQ := all.DeepCopy()
+	stoppedCQ.Spec.StopPolicy = ptr.To(strata.StopHoldAndDrain)
 	target := QueueTarget{Namespace: "ml", LocalQueue: "q"}
 	creates := QueueTarget{Namespace: "ml", LocalQueue: "q", CreatesNamespace: true}
 	onboards := QueueTarget{Namespace: "ml", LocalQueue: "q", OnboardingClusterQueue: "cq"}
@@ -46,6 +51,15 @@ func TestJudgeQueue(t *testing.T) {
 		"no ClusterQueue": {t: target, ns: ns, lq: lq,
 			want: result{queue.ReasonClusterQueueNotFound, `ClusterQueue "cq" of LocalQueue "ml/q" does not exist; ask an admin to create it, or point the LocalQueue at another ClusterQueue`}},
 		"a ClusterQueue that takes no namespace": {t: target, ns: ns, lq: lq, cq: cq(nil),
+			want: result{queue.ReasonNamespaceNotAllowed, `ClusterQueue "cq" admits no namespace (it has no namespaceSelector)`}},
+		"a stopped LocalQueue": {t: target, ns: ns, lq: stoppedLQ, cq: all,
+			want: result{strata.QueueStopped, "LocalQueue q is stopped (stopPolicy Hold); its workloads wait until the policy is None there"}},
+		"a stopped ClusterQueue": {t: target, ns: ns, lq: lq, cq: stoppedCQ,
+			want: result{strata.QueueStopped, "ClusterQueue cq is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None there"}},
+		"no namespace, the hub onboards to a stopped ClusterQueue": {t: onboards, cq: stoppedCQ,
+			want: result{strata.QueueStopped, "ClusterQueue cq is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None there"}},
+		"a stopped ClusterQueue that does not take the namespace: that first": {t: target, ns: ns, lq: lq,
+			cq:   func() *strata.ClusterQueue { c := cq(nil); c.Spec.StopPolicy = ptr.To(strata.StopHold); return c }(),
 			want: result{queue.ReasonNamespaceNotAllowed, `ClusterQueue "cq" admits no namespace (it has no namespaceSelector)`}},
 		"a ClusterQueue whose selector takes the namespace": {t: target, ns: ns, lq: lq,
 			cq: cq(&metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}})},

@@ -282,7 +282,6 @@ func (c *converter) resourceFlavor(o *unstructured.Unstructured) {
 
 // clusterQueueOnly are ClusterQueue fields Strata does not have, and why.
 var clusterQueueOnly = map[string]string{
-	"stopPolicy":              "Strata has no stop policy: to stop admission, remove the ClusterQueue's LocalQueues or its quota",
 	"fairSharing":             "Strata has no fair sharing",
 	"admissionScope":          "Strata has no admission scope",
 	"admissionChecks":         "Strata has no admission checks",
@@ -349,7 +348,7 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 	if len(others) > 0 {
 		c.note(o, "spec.admissionChecks", fmt.Sprintf("Strata has no admission checks: %s not carried over (only MultiKueue's become the hub's clusterSelector)", strings.Join(others, ", ")))
 	}
-	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility"), &cq.Spec)
+	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility", "stopPolicy"), &cq.Spec)
 	if root := c.rootOf(cq.Spec.Cohort); root != cq.Spec.Cohort {
 		c.note(o, "spec.cohort", fmt.Sprintf("Kueue's cohort %s is in the tree of cohort %s; Strata's cohorts are flat, so the queue shares with every queue of that tree, in cohort %s", cq.Spec.Cohort, root, root))
 		cq.Spec.Cohort = root
@@ -451,12 +450,11 @@ func (c *converter) localQueue(o *unstructured.Unstructured) {
 	s := spec(o)
 	dropDefault(s, "stopPolicy", "None")
 	lq := &strata.LocalQueue{TypeMeta: typeMeta("LocalQueue"), ObjectMeta: c.meta(o)}
-	c.decode(o, "spec", pick(s, "clusterQueue"), &lq.Spec)
+	c.decode(o, "spec", pick(s, "clusterQueue", "stopPolicy"), &lq.Spec)
 	if lq.Spec.ClusterQueue == "" {
 		c.todo(o, "spec.clusterQueue", "not set (Kueue allows it): name the ClusterQueue this LocalQueue leads to, or the API server refuses it")
 	}
 	c.leftovers(o, s, map[string]string{
-		"stopPolicy":  "Strata has no stop policy: to stop the queue, delete the LocalQueue (its pending jobs wait, marked)",
 		"fairSharing": "Strata has no fair sharing",
 	})
 	c.out = append(c.out, lq)

@@ -106,10 +106,10 @@ spec:
 				Preemption: &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority, ReclaimWithinCohort: strata.PreemptionAny,
 					BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](100)}},
 				FlavorFungibility: &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor, WhenCanPreempt: strata.FungibilityPreempt},
+				StopPolicy:        ptr.To(strata.StopHold),
 			}}},
 			wantNotes: []string{
 				"ClusterQueue team-a: spec.fairSharing: Strata has no fair sharing",
-				"ClusterQueue team-a: spec.stopPolicy: Strata has no stop policy: to stop admission, remove the ClusterQueue's LocalQueues or its quota",
 			},
 		},
 		{
@@ -142,9 +142,8 @@ value: 1000
 description: urgent`},
 			want: []client.Object{
 				&strata.WorkloadPriorityClass{TypeMeta: tm("WorkloadPriorityClass"), ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000, Description: "urgent"},
-				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "ml"}, Spec: strata.LocalQueueSpec{ClusterQueue: "team-a"}},
+				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "ml"}, Spec: strata.LocalQueueSpec{ClusterQueue: "team-a", StopPolicy: ptr.To(strata.StopHold)}},
 			},
-			wantNotes: []string{"LocalQueue ml/team-a: spec.stopPolicy: Strata has no stop policy: to stop the queue, delete the LocalQueue (its pending jobs wait, marked)"},
 		},
 		{
 			name: "stopPolicy None is Kueue's default: nothing is lost",

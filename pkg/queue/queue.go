@@ -73,20 +73,69 @@ func Resolve(ns, name string, nsLabels map[string]string, lq *strata.LocalQueue,
 	return r
 }
 
-// Status is a LocalQueue's status given its workloads' counts and whether
-// its ClusterQueue exists; the other conditions of old are kept, and the
-// Active condition's transition time when its status stays.
-func Status(old *strata.LocalQueueStatus, clusterQueue string, clusterQueueExists bool, pending, admitted int32) strata.LocalQueueStatus {
+// Status is a LocalQueue's status given its workloads' counts and its
+// ClusterQueue (nil when it does not exist); the other conditions of old
+// are kept, and the Active condition's transition time when its status
+// stays.
+func Status(old *strata.LocalQueueStatus, lq *strata.LocalQueue, cq *strata.ClusterQueue, pending, admitted int32) strata.LocalQueueStatus {
 	st := old.DeepCopy()
 	st.PendingWorkloads, st.AdmittedWorkloads = pending, admitted
+	clusterQueue := lq.Spec.ClusterQueue
 	active := metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionTrue, Reason: strata.LocalQueueReady,
 		Message: fmt.Sprintf("workloads are admitted by ClusterQueue %s", clusterQueue)}
-	if !clusterQueueExists {
+	if stop := StopOf(lq, cq); stop.Stopped {
+		active = metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionFalse, Reason: strata.QueueStopped, Message: stop.Message}
+	}
+	if cq == nil {
 		active = metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionFalse, Reason: strata.LocalQueueClusterQueueMissing,
 			Message: fmt.Sprintf("ClusterQueue %q does not exist; the queue's workloads wait until it is created", clusterQueue)}
 	}
 	meta.SetStatusCondition(&st.Conditions, active)
 	return *st
+}
+
+// Stop is what the stopPolicy of a workload's LocalQueue and ClusterQueue
+// (Kueue's field) does to it.
+type Stop struct {
+	// Stopped: the workload is not admitted (Hold or HoldAndDrain on
+	// either queue); Message says which queue, for its pending condition.
+	Stopped bool
+	Message string
+	// Drain: an admitted workload is evicted (HoldAndDrain on either
+	// queue), with the Evicted reason Reason (strata.EvictedBy*Stopped:
+	// the LocalQueue's when it drains, else the ClusterQueue's).
+	Drain  bool
+	Reason string
+}
+
+// StopOf is what the stopPolicy of lq and cq (either may be nil) does to
+// their workloads.
+func StopOf(lq *strata.LocalQueue, cq *strata.ClusterQueue) Stop {
+	var s Stop
+	switch {
+	case lq != nil && strata.Stopped(lq.Spec.StopPolicy):
+		s.Stopped = true
+		s.Message = fmt.Sprintf("LocalQueue %s is stopped (stopPolicy %s); its workloads wait until the policy is None", lq.Name, *lq.Spec.StopPolicy)
+	case cq != nil && strata.Stopped(cq.Spec.StopPolicy):
+		s.Stopped = true
+		s.Message = fmt.Sprintf("ClusterQueue %s is stopped (stopPolicy %s); its workloads wait until the policy is None", cq.Name, *cq.Spec.StopPolicy)
+	}
+	switch {
+	case lq != nil && strata.Drains(lq.Spec.StopPolicy):
+		s.Drain, s.Reason = true, strata.EvictedByLocalQueueStopped
+	case cq != nil && strata.Drains(cq.Spec.StopPolicy):
+		s.Drain, s.Reason = true, strata.EvictedByClusterQueueStopped
+	}
+	return s
+}
+
+// DrainMessage is the Evicted message of a workload a stopped queue
+// evicts.
+func DrainMessage(reason, lq, cq string) string {
+	if reason == strata.EvictedByLocalQueueStopped {
+		return fmt.Sprintf("evicted: LocalQueue %s is stopped (stopPolicy HoldAndDrain); the workload waits in it until the policy is None", lq)
+	}
+	return fmt.Sprintf("evicted: ClusterQueue %s is stopped (stopPolicy HoldAndDrain); the workload waits in it until the policy is None", cq)
 }
 
 // Counts are a LocalQueue's workloads.

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/testutil"
@@ -62,6 +63,7 @@ func TestStatus(t *testing.T) {
 	cases := map[string]struct {
 		old               strata.LocalQueueStatus
 		exists            bool
+		lqStop, cqStop    *strata.StopPolicy
 		pending, admitted int32
 		want              strata.LocalQueueStatus
 	}{
@@ -70,6 +72,14 @@ func TestStatus(t *testing.T) {
 		"ClusterQueue missing": {pending: 3, want: strata.LocalQueueStatus{PendingWorkloads: 3,
 			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: "ClusterQueueDoesNotExist",
 				Message: `ClusterQueue "training" does not exist; the queue's workloads wait until it is created`}}}},
+		"stopped LocalQueue": {exists: true, lqStop: ptr.To(strata.StopHold), pending: 1, want: strata.LocalQueueStatus{PendingWorkloads: 1,
+			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: "Stopped",
+				Message: "LocalQueue team is stopped (stopPolicy Hold); its workloads wait until the policy is None"}}}},
+		"stopped ClusterQueue": {exists: true, cqStop: ptr.To(strata.StopHoldAndDrain), want: strata.LocalQueueStatus{
+			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: "Stopped",
+				Message: "ClusterQueue training is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None"}}}},
+		"None is not stopped": {exists: true, lqStop: ptr.To(strata.StopNone), cqStop: ptr.To(strata.StopNone), want: strata.LocalQueueStatus{
+			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "workloads are admitted by ClusterQueue training"}}}},
 		"keeps other conditions and the transition time": {
 			old: strata.LocalQueueStatus{PendingWorkloads: 5, Conditions: []metav1.Condition{other,
 				{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "old", LastTransitionTime: earlier}}},
@@ -79,7 +89,12 @@ func TestStatus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Status(&tc.old, "training", tc.exists, tc.pending, tc.admitted)
+			lq := &strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: strata.LocalQueueSpec{ClusterQueue: "training", StopPolicy: tc.lqStop}}
+			var cq *strata.ClusterQueue
+			if tc.exists {
+				cq = &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "training"}, Spec: strata.ClusterQueueSpec{StopPolicy: tc.cqStop}}
+			}
+			got := Status(&tc.old, lq, cq, tc.pending, tc.admitted)
 			// A new transition time is the current time.
 			ignoreNewTime := cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")
 			if tc.old.Conditions == nil {
@@ -113,5 +128,38 @@ func TestCounts(t *testing.T) {
 	}
 	if diff := cmp.Diff(Counts{Pending: 2, Admitted: 2}, c); diff != "" {
 		t.Errorf("Counts (-want +got):\n%s", diff)
+	}
+}
+
+func TestStopOf(t *testing.T) {
+	lq := func(p strata.StopPolicy) *strata.LocalQueue {
+		return &strata.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: strata.LocalQueueSpec{ClusterQueue: "training", StopPolicy: &p}}
+	}
+	cq := func(p strata.StopPolicy) *strata.ClusterQueue {
+		return &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "training"}, Spec: strata.ClusterQueueSpec{StopPolicy: &p}}
+	}
+	lqHeld := "LocalQueue team is stopped (stopPolicy Hold); its workloads wait until the policy is None"
+	cqDrained := "ClusterQueue training is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None"
+	cases := map[string]struct {
+		lq   *strata.LocalQueue
+		cq   *strata.ClusterQueue
+		want Stop
+	}{
+		"neither set":               {lq: &strata.LocalQueue{}, cq: &strata.ClusterQueue{}},
+		"missing queues":            {},
+		"None":                      {lq: lq(strata.StopNone), cq: cq(strata.StopNone)},
+		"LocalQueue Hold":           {lq: lq(strata.StopHold), cq: cq(strata.StopNone), want: Stop{Stopped: true, Message: lqHeld}},
+		"ClusterQueue HoldAndDrain": {lq: lq(strata.StopNone), cq: cq(strata.StopHoldAndDrain), want: Stop{Stopped: true, Message: cqDrained, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},
+		"LocalQueue held, ClusterQueue drains": {lq: lq(strata.StopHold), cq: cq(strata.StopHoldAndDrain),
+			want: Stop{Stopped: true, Message: lqHeld, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},
+		"both drain: the LocalQueue's reason": {lq: lq(strata.StopHoldAndDrain), cq: cq(strata.StopHoldAndDrain),
+			want: Stop{Stopped: true, Message: "LocalQueue team is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None", Drain: true, Reason: strata.EvictedByLocalQueueStopped}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, StopOf(tc.lq, tc.cq)); diff != "" {
+				t.Errorf("StopOf (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -190,6 +190,10 @@ func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, 
 		return res, nil
 	}
 	cq := in.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
+	if stop := queue.StopOf(in.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], cq); stop.Stopped {
+		res.Reason = stop.Message
+		return res, nil
+	}
 	st.prioritize(wl)
 	fung := queue.Fungibility(cq)
 	preempts := cq != nil && preemption.PolicyOf(cq).Any()

@@ -259,6 +259,19 @@ spec:
     spec:
       containers: [{name: c, image: busybox}]
 ---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: held, namespace: ml}
+spec: {clusterQueue: training, stopPolicy: Hold}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: through-held-lq, namespace: ml, labels: {strata.dev/queue-name: held}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox}]
+---
 apiVersion: batch/v1
 kind: Job
 metadata: {name: other-namespace, namespace: web, labels: {strata.dev/queue-name: team-a}}
@@ -286,6 +299,7 @@ spec:
 	}
 	want := []outcome{
 		{Name: "through-lq", Admitted: true},
+		{Name: "through-held-lq", Reason: "LocalQueue held is stopped (stopPolicy Hold); its workloads wait until the policy is None"},
 		{Name: "other-namespace", Reason: `neither LocalQueue web/team-a nor ClusterQueue "team-a" is in the input (ClusterQueues: training)`},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

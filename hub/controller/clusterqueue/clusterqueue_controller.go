@@ -6,6 +6,7 @@ package clusterqueue
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -214,6 +215,10 @@ func Status(cq *strata.ClusterQueue, wls []*strata.Workload, peers ...*strata.Cl
 		if _, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector); err != nil {
 			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: "InvalidClusterSelector", Message: err.Error()}
 		}
+	}
+	if active.Status == metav1.ConditionTrue && strata.Stopped(cq.Spec.StopPolicy) {
+		active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueStopped,
+			Message: fmt.Sprintf("stopped (stopPolicy %s): dispatches no workloads until the policy is None", *cq.Spec.StopPolicy)}
 	}
 	active.ObservedGeneration = cq.Generation
 	meta.SetStatusCondition(&st.Conditions, active)

@@ -169,10 +169,10 @@ func nextStep(o *observed, now time.Time) step {
 			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated,
 				message: "the Workload was deactivated (spec.active: false); it is dispatched again when spec.active is true"}}
 	case !o.finished() && dispatch.Evicting(o.wl):
-		// Preempted at the hub for its queue's quota: the copy goes, and
-		// the Workload waits again.
+		// Preempted at the hub for its queue's quota, or drained by its
+		// stopped queue: the copy goes, and the Workload waits again.
 		return step{action: actTakeBack, why: "the hub evicted the Workload", record: true,
-			outcome: outcome{result: strata.PlacementEvicted, reason: strata.EvictedByPreemption, message: evictedMessage(o.wl)}}
+			outcome: outcome{result: strata.PlacementEvicted, reason: evictedReason(o.wl), message: evictedMessage(o.wl)}}
 	case o.wcErr != nil:
 		return step{action: actFail, why: "reading the WorkerCluster", err: o.wcErr}
 	case o.wc != nil && !o.wc.DeletionTimestamp.IsZero() && !o.finished():
@@ -231,6 +231,15 @@ func evictedMessage(wl *strata.Workload) string {
 		return c.Message
 	}
 	return "evicted at the hub"
+}
+
+// evictedReason is the reason the hub evicted a Workload (its Evicted
+// condition's: Preempted, or a stopped queue's).
+func evictedReason(wl *strata.Workload) string {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted); c != nil && c.Reason != "" {
+		return c.Reason
+	}
+	return strata.EvictedByPreemption
 }
 
 // copyIsCurrent says whether the copy belongs to the current dispatch.

@@ -42,7 +42,7 @@ func NewReconciler(c client.Client, workloads *index.QueueWorkloads, clk clock.C
 }
 
 // SetupWithManager registers the reconciler: a LocalQueue's creation or
-// spec change, its ClusterQueue's creation or deletion, and a change of
+// spec change, its ClusterQueue's creation, deletion or stopPolicy, and a change of
 // what counts of its workloads (pending, admitted, finished, or another
 // queue).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -50,7 +50,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("localqueue").
 		For(&strata.LocalQueue{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.localQueuesOf), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(event.UpdateEvent) bool { return false },
+			// Its stopPolicy stops the LocalQueues too (their Active condition).
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return !equality.Semantic.DeepEqual(e.ObjectOld.(*strata.ClusterQueue).Spec.StopPolicy, e.ObjectNew.(*strata.ClusterQueue).Spec.StopPolicy)
+			},
 		})).
 		Watches(&strata.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return []ctrl.Request{{NamespacedName: queue.Key(o.(*strata.Workload))}}
@@ -104,14 +107,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, wl := range wls {
 		c.Count(wl)
 	}
-	exists := true
-	if err := r.client.Get(ctx, types.NamespacedName{Name: lq.Spec.ClusterQueue}, &strata.ClusterQueue{}); err != nil {
+	cq := &strata.ClusterQueue{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: lq.Spec.ClusterQueue}, cq); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		exists = false
+		cq = nil
 	}
-	st := queue.Status(&lq.Status, lq.Spec.ClusterQueue, exists, c.Pending, c.Admitted)
+	st := queue.Status(&lq.Status, &lq, cq, c.Pending, c.Admitted)
 	if equality.Semantic.DeepEqual(st, lq.Status) {
 		return ctrl.Result{}, nil
 	}

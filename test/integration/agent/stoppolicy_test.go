@@ -1,0 +1,124 @@
+package agent
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"strata.dev/strata/agent/scheduler"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// Kueue's stopPolicy on a ClusterQueue and a LocalQueue: Hold admits
+// nothing more, HoldAndDrain also evicts what is admitted, None admits
+// again.
+var _ = Describe("A stopped queue", Ordered, Label("agent", "localqueue"), func() {
+	var ns string
+	rackRequired := map[string]string{"kueue.x-k8s.io/podset-required-topology": rack}
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("stop-topology", block, rack, host).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeResourceFlavor("tas-stop").NodeLabel("pool", "stop").TopologyName("stop-topology").Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("stop-q").Flavor("tas-stop").Obj())).To(Succeed())
+		createPoolNode(ctx, "stop", "stop-1", "b1", "r1", "8")
+		ns = createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "stop-q")
+	})
+
+	setClusterQueue := func(ctx SpecContext, p strata.StopPolicy) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: "stop-q"}, &cq)).To(Succeed())
+			cq.Spec.StopPolicy = ptr.To(p)
+			g.Expect(worker.Client.Update(ctx, &cq)).To(Succeed())
+		}, timeout).Should(Succeed())
+	}
+	setLocalQueue := func(ctx SpecContext, p strata.StopPolicy) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			var lq strata.LocalQueue
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stop-q"}, &lq)).To(Succeed())
+			lq.Spec.StopPolicy = ptr.To(p)
+			g.Expect(worker.Client.Update(ctx, &lq)).To(Succeed())
+		}, timeout).Should(Succeed())
+	}
+	expectDrained := func(ctx SpecContext, job *batchv1.Job, reason string) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Status.Admission).To(BeNil())
+			g.Expect(wl.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", strata.WorkloadEvicted), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", reason))))
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue(), "the Job is stopped")
+		}, timeout).Should(Succeed())
+	}
+	expectRunning := func(ctx SpecContext, job *batchv1.Job) {
+		GinkgoHelper()
+		expectAdmitted(ctx, job)
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "the Job runs")
+		}, timeout).Should(Succeed())
+	}
+
+	It("holds a ClusterQueue's new workloads, keeps its admitted ones, drains them on HoldAndDrain, and admits all again on None", func(ctx SpecContext) {
+		running := newJob(ns, "stop-q", 2, rackRequired)
+		Expect(worker.Client.Create(ctx, running)).To(Succeed())
+		expectRunning(ctx, running)
+
+		By("Hold: nothing more is admitted, though it fits")
+		setClusterQueue(ctx, strata.StopHold)
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: "stop-q"}, &cq)).To(Succeed())
+			c := meta.FindStatusCondition(cq.Status.Conditions, "Active")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(strata.QueueStopped))
+		}, timeout).Should(Succeed())
+		expectLocalQueueStatus(ctx, ns, "stop-q", 0, 1, metav1.ConditionFalse, strata.QueueStopped)
+		waiting := newJob(ns, "stop-q", 2, rackRequired)
+		Expect(worker.Client.Create(ctx, waiting)).To(Succeed())
+		expectWaiting(ctx, waiting, scheduler.ReasonInadmissible, "ClusterQueue stop-q is stopped (stopPolicy Hold)")
+		expectNotAdmitted(ctx, waiting, "a held queue admits nothing")
+		expectAdmitted(ctx, running)
+
+		By("HoldAndDrain: the admitted workload is evicted and waits")
+		setClusterQueue(ctx, strata.StopHoldAndDrain)
+		expectDrained(ctx, running, strata.EvictedByClusterQueueStopped)
+		expectWaiting(ctx, running, scheduler.ReasonInadmissible, "ClusterQueue stop-q is stopped (stopPolicy HoldAndDrain)")
+
+		By("None: both are admitted again")
+		setClusterQueue(ctx, strata.StopNone)
+		expectRunning(ctx, running)
+		expectRunning(ctx, waiting)
+		expectLocalQueueStatus(ctx, ns, "stop-q", 0, 2, metav1.ConditionTrue, strata.LocalQueueReady)
+		for _, j := range []*batchv1.Job{running, waiting} {
+			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		}
+	})
+
+	It("drains a LocalQueue stopped with HoldAndDrain, and admits its workloads again on None", func(ctx SpecContext) {
+		job := newJob(ns, "stop-q", 2, rackRequired)
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		expectRunning(ctx, job)
+
+		setLocalQueue(ctx, strata.StopHoldAndDrain)
+		expectDrained(ctx, job, strata.EvictedByLocalQueueStopped)
+		expectWaiting(ctx, job, scheduler.ReasonInadmissible, "LocalQueue stop-q is stopped (stopPolicy HoldAndDrain)")
+		expectLocalQueueStatus(ctx, ns, "stop-q", 1, 0, metav1.ConditionFalse, strata.QueueStopped)
+
+		setLocalQueue(ctx, strata.StopNone)
+		expectRunning(ctx, job)
+		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+})

@@ -29,6 +29,9 @@ type workloadIndex struct {
 	// next pass makes sure of: admitted ones the informer delivered, and
 	// ones whose admission write failed (the server may have applied it).
 	recheck map[types.NamespacedName]struct{}
+	// admissions counts the workloads the informer showed admitted that
+	// were not before.
+	admissions uint64
 }
 
 // workloadState is what a pass does with a workload.
@@ -86,8 +89,12 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	wasAdmitted := x.entries[key].state == stateAdmitted
 	x.deleteLocked(key)
 	e := indexed{wl: wl, state: stateOf(wl)}
+	if e.state == stateAdmitted && !wasAdmitted {
+		x.admissions++
+	}
 	x.entries[key] = e
 	switch e.state {
 	case statePending:
@@ -127,6 +134,13 @@ func (x *workloadIndex) admittedWhere(keep func(*strata.Workload) bool) []*strat
 		}
 	}
 	return out
+}
+
+// admissionCount is how many times a workload became admitted.
+func (x *workloadIndex) admissionCount() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.admissions
 }
 
 // delete forgets a deleted workload.

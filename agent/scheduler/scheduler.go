@@ -57,6 +57,11 @@ const (
 	// ReasonHeld: the workload may not be admitted now whatever the
 	// capacity: a copy of a hub that has gone silent (fencing).
 	ReasonHeld = "Fenced"
+	// ReasonStopped: the workload's LocalQueue or ClusterQueue is stopped
+	// (stopPolicy: Hold or HoldAndDrain); the message names it. Kueue's
+	// reason for this is Suspended (Inadmissible before v0.14), which
+	// this agent's Job controller already gives a Job the user suspended.
+	ReasonStopped = strata.QueueStopped
 )
 
 // Scheduler admits workloads. It is a manager Runnable.
@@ -74,6 +79,8 @@ type Scheduler struct {
 	// queueStatusAt is when each ClusterQueue's status was last written;
 	// writes are at most one per queueStatusInterval.
 	queueStatusAt map[string]time.Time
+	// drained is the last drain scan that evicted all it found (drain).
+	drained drainScan
 	// queueStatusWake is set while a pass is due for a deferred write.
 	queueStatusWake atomic.Bool
 	// holds says why a workload may not be admitted now whatever the
@@ -242,7 +249,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	if err := s.cache.EnsureAccounted(v.recheck); err != nil {
 		return err
 	}
-	queues, byQueue, err := s.resolveQueues(ctx, v.pending)
+	queues, byQueue, held, err := s.resolveQueues(ctx, v.pending)
 	// The quota books need every queue of a cohort. When they cannot be
 	// listed, the queues of this pass are booked alone and those with a
 	// cohort admit nothing (see try): the error retries the pass.
@@ -263,7 +270,15 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	s.cohortsUnknown = listErr != nil
 	books := queue.NewBooks(cqs)
 	books.ChargeAll(usage)
-	recordQueues(v, byQueue)
+	// The workloads waiting in a stopped queue are pending there too.
+	counted := byQueue
+	if len(held) > 0 {
+		counted = maps.Clone(byQueue)
+		for q, wls := range held {
+			counted[q] = append(slices.Clip(counted[q]), wls...)
+		}
+	}
+	recordQueues(v, counted)
 	pendingKeys := map[types.NamespacedName]bool{}
 	for _, wls := range byQueue {
 		for _, wl := range wls {
@@ -292,7 +307,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// retried.
 	errs := []error{err, listErr}
 	if listErr == nil {
-		errs = append(errs, s.updateQueues(ctx, cqs, v, byQueue, books), s.drain(ctx, cqs))
+		errs = append(errs, s.updateQueues(ctx, cqs, v, counted, books), s.drain(ctx, cqs))
 	}
 	turns := make([]*queue.Turn[*strata.Workload], 0, len(byQueue))
 	for q, wls := range byQueue {
@@ -333,11 +348,12 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 // ClusterQueue or Namespace event that lifts it brings them back. A pass
 // reads each LocalQueue with pending workloads, its ClusterQueue and its
 // namespace once, from the informers. The workloads of a stopped
-// LocalQueue or ClusterQueue (stopPolicy) are left out too, each marked
-// Inadmissible once with the queue that stops it.
-func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.NamespacedName][]*strata.Workload) (map[string]*strata.ClusterQueue, map[string][]*strata.Workload, error) {
-	cqs := map[string]*strata.ClusterQueue{} // nil: missing or unreadable
-	byQueue := map[string][]*strata.Workload{}
+// LocalQueue or ClusterQueue (stopPolicy) are not to schedule: each is
+// marked Stopped once, naming the queue that stops it, and returned in
+// held by ClusterQueue, where they count as pending.
+func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.NamespacedName][]*strata.Workload) (cqs map[string]*strata.ClusterQueue, byQueue, held map[string][]*strata.Workload, err error) {
+	cqs = map[string]*strata.ClusterQueue{} // nil: missing or unreadable
+	byQueue, held = map[string][]*strata.Workload{}, map[string][]*strata.Workload{}
 	var errs []error
 	for key, wls := range pending {
 		lq := &strata.LocalQueue{}
@@ -367,17 +383,18 @@ func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.Namespa
 			continue
 		}
 		if stop := queue.StopOf(lq, cq); stop.Stopped {
-			// Kueue's reason: a hub takes its copy elsewhere at once.
+			// A hub takes a copy that says so elsewhere at once.
 			for _, wl := range wls {
-				if err := s.setNotAdmitted(ctx, wl, ReasonInadmissible, stop.Message); err != nil {
+				if err := s.setNotAdmitted(ctx, wl, ReasonStopped, stop.Message); err != nil {
 					errs = append(errs, err)
 				}
 			}
+			held[name] = append(held[name], wls...)
 			continue
 		}
 		byQueue[name] = append(byQueue[name], wls...)
 	}
-	return cqs, byQueue, errors.Join(errs...)
+	return cqs, byQueue, held, errors.Join(errs...)
 }
 
 // try admits one workload on the first flavor of the queue where it fits;
@@ -875,38 +892,79 @@ func (s *Scheduler) drain(ctx context.Context, cqs []*strata.ClusterQueue) error
 		}
 	}
 	if !cqDrains && len(draining) == 0 {
+		s.drained = drainScan{}
+		return nil
+	}
+	// A scan reads every workload: it is made again only when the
+	// draining queues change or a workload is admitted since the last
+	// one, or when that one failed.
+	scan := drainScan{queues: drainingKey(cqs, draining), admissions: s.index.admissionCount()}
+	if scan == s.drained {
 		return nil
 	}
 	stopOf := func(wl *strata.Workload) queue.Stop {
 		return queue.StopOf(draining[queue.Key(wl)], byName[wl.Status.Admission.ClusterQueue])
 	}
 	var errs []error
+	again := false
 	for _, wl := range s.index.admittedWhere(func(wl *strata.Workload) bool { return stopOf(wl).Drain }) {
 		stop := stopOf(wl)
-		errs = append(errs, s.evictStopped(ctx, client.ObjectKeyFromObject(wl), stop.Reason,
-			queue.DrainMessage(stop.Reason, wl.Spec.QueueName, wl.Status.Admission.ClusterQueue)))
+		done, err := s.evictStopped(ctx, client.ObjectKeyFromObject(wl), stop.Reason,
+			queue.DrainMessage(stop.Reason, strata.StopHoldAndDrain, wl.Spec.QueueName, wl.Status.Admission.ClusterQueue))
+		errs = append(errs, err)
+		again = again || !done
+	}
+	s.drained = drainScan{}
+	if !again {
+		s.drained = scan
 	}
 	return errors.Join(errs...)
 }
 
+// drainScan is what a drain scan saw: the draining queues and the
+// index's admission count.
+type drainScan struct {
+	queues     string
+	admissions uint64
+}
+
+// drainingKey names the draining ClusterQueues and LocalQueues.
+func drainingKey(cqs []*strata.ClusterQueue, lqs map[types.NamespacedName]*strata.LocalQueue) string {
+	var names []string
+	for _, cq := range cqs {
+		if strata.Drains(cq.Spec.StopPolicy) {
+			names = append(names, cq.Name)
+		}
+	}
+	for key := range lqs {
+		names = append(names, key.String())
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
 // evictStopped takes back the admission of a workload its stopped queue
-// drains, as evictVictim does for a preempted one.
-func (s *Scheduler) evictStopped(ctx context.Context, key types.NamespacedName, reason, message string) error {
+// drains, as evictVictim does for a preempted one. done is false when it
+// must be tried again (a conflict, or err).
+func (s *Scheduler) evictStopped(ctx context.Context, key types.NamespacedName, reason, message string) (done bool, err error) {
 	cur := &strata.Workload{}
 	if err := s.reader.Get(ctx, key, cur); err != nil {
-		return client.IgnoreNotFound(err)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}
 	if cur.Status.Admission == nil {
-		return nil
+		return true, nil
 	}
 	cur.Status.Admission = nil
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: reason, Message: message})
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: message})
 	if err := s.client.Status().Update(ctx, cur); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil // the newer Workload comes as an event, and its pass drains it
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, nil
+		case apierrors.IsConflict(err):
+			return false, nil // the newer Workload's event brings a pass, which drains it
 		}
-		return fmt.Errorf("draining %s: %w", key, err)
+		return false, fmt.Errorf("draining %s: %w", key, err)
 	}
 	s.cache.RemoveWorkload(key)
 	note := truncateNote(message)
@@ -915,7 +973,7 @@ func (s *Scheduler) evictStopped(ctx context.Context, key types.NamespacedName, 
 		s.recorder.Eventf(job, cur, corev1.EventTypeWarning, reason, "Evict", "%s", note)
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Drained", "workload", key, "reason", reason)
-	return nil
+	return true, nil
 }
 
 // recordBorrowing sets the borrowed and lent gauges of a queue.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -78,6 +79,10 @@ type Publisher struct {
 	cache     *cache.Cache
 	cfg       configv1beta1.Summary
 	clock     clock.Clock
+	// informers, when set, feed Start the changes a summary carries that
+	// the capacity cache does not: ClusterQueues' specs (queues,
+	// preemptible entries) and the priority classes (WithInformers).
+	informers crcache.Informers
 
 	// flavors is the write backoff of each flavor it publishes, by name;
 	// only Start's goroutine (or a test) uses it.
@@ -132,6 +137,58 @@ func NewPublisher(c client.Client, summaries client.Reader, cc *cache.Cache, cfg
 	return &Publisher{client: c, summaries: summaries, cache: cc, cfg: cfg, clock: clk, flavors: map[string]*retry{}, written: map[string]writtenSummary{}}
 }
 
+// WithInformers makes Start publish after a change of a ClusterQueue's
+// spec or of a WorkloadPriorityClass or PriorityClass too, not only at the
+// next capacity change or heartbeat: the summaries list the queues, what
+// their preemption frees, and the classes' values, which the hub counts
+// on. Their informers are started by Start (not with the manager's cache:
+// an informer of classes, which most clusters do not have, would hold up
+// every controller's start until it synced).
+func (p *Publisher) WithInformers(informers crcache.Informers) *Publisher {
+	p.informers = informers
+	return p
+}
+
+// watchSpecs signals specs after each change WithInformers names.
+func (p *Publisher) watchSpecs(ctx context.Context, specs chan<- struct{}) error {
+	signal := func() {
+		select {
+		case specs <- struct{}{}:
+		default:
+		}
+	}
+	watches := []struct {
+		obj client.Object
+		// changed says whether an update matters; nil: every one does.
+		changed func(old, cur any) bool
+	}{
+		// Not its status, which the scheduler writes as it admits.
+		{&strata.ClusterQueue{}, func(old, cur any) bool {
+			return old.(*strata.ClusterQueue).Generation != cur.(*strata.ClusterQueue).Generation
+		}},
+		{&strata.WorkloadPriorityClass{}, nil},
+		{&schedulingv1.PriorityClass{}, nil},
+	}
+	for _, w := range watches {
+		inf, err := p.informers.GetInformer(ctx, w.obj, crcache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("watching %T for the summaries: %w", w.obj, err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { signal() },
+			UpdateFunc: func(old, cur any) {
+				if w.changed == nil || w.changed(old, cur) {
+					signal()
+				}
+			},
+			DeleteFunc: func(any) { signal() },
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // NewSummaryCache returns the cache NewPublisher's summaries reads from.
 func NewSummaryCache(mgr ctrl.Manager) (crcache.Cache, error) {
 	return crcache.New(mgr.GetConfig(), crcache.Options{
@@ -155,6 +212,12 @@ func (p *Publisher) Start(ctx context.Context) error {
 	// admitted workloads hold.
 	if !p.cache.WaitForSync(ctx) {
 		return nil
+	}
+	specs := make(chan struct{}, 1)
+	if p.informers != nil {
+		if err := p.watchSpecs(ctx, specs); err != nil {
+			return err
+		}
 	}
 	if c, ok := p.summaries.(crcache.Cache); ok {
 		if _, err := c.GetInformer(ctx, &strata.CapacitySummary{}); err != nil {
@@ -204,6 +267,7 @@ func (p *Publisher) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-changes:
+		case <-specs:
 		case <-fire:
 		}
 		if timer != nil {

@@ -381,8 +381,15 @@ func Judge(copyWL *strata.Workload) (Verdict, string, string) {
 	if copyWL.Status.Admission != nil {
 		return Admitted, "", ""
 	}
-	if c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Inadmissible" {
-		return Refused, c.Reason, c.Message
+	if c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionFalse {
+		switch c.Reason {
+		case "Inadmissible":
+			return Refused, c.Reason, c.Message
+		case strata.QueueStopped, strata.EvictedByClusterQueueStopped, strata.EvictedByLocalQueueStopped:
+			// The worker's queue for it is stopped (stopPolicy): waiting
+			// there, or evicted by its drain.
+			return Refused, strata.QueueStopped, c.Message
+		}
 	}
 	return Waiting, "", ""
 }

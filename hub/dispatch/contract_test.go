@@ -306,6 +306,18 @@ func TestJudge(t *testing.T) {
 			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "Inadmissible")}}},
 			want: Refused, wantReason: "Inadmissible", wantMsg: "Inadmissible said",
 		},
+		"waiting in a stopped queue": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "Stopped")}}},
+			want: Refused, wantReason: "Stopped", wantMsg: "Stopped said",
+		},
+		"drained by its ClusterQueue": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "ClusterQueueStopped")}}},
+			want: Refused, wantReason: "Stopped", wantMsg: "ClusterQueueStopped said",
+		},
+		"drained by its LocalQueue": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "LocalQueueStopped")}}},
+			want: Refused, wantReason: "Stopped", wantMsg: "LocalQueueStopped said",
+		},
 		"invalid wins over everything": {
 			wl: &strata.Workload{Status: strata.WorkloadStatus{
 				Admission:  &strata.Admission{ClusterQueue: "q"},

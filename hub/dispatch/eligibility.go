@@ -85,6 +85,8 @@ var QueueRefusalReasons = map[string]bool{
 	queue.ReasonLocalQueueNotFound:   true,
 	queue.ReasonClusterQueueNotFound: true,
 	queue.ReasonNamespaceNotAllowed:  true,
+	// The worker's queue is stopped (Judge), which JudgeQueue sees too.
+	strata.QueueStopped: true,
 }
 
 // queueRefusal says why a worker would refuse p's copy for its queue

@@ -85,7 +85,10 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 			if cq != nil {
 				d.chargeUsage(c.usage, cq.Name, e.flavor, e)
 				c.dispatched = append(c.dispatched, dispatched{e: e, queue: cq.Name})
-				if stop.Drain {
+				// HoldAndDrain takes every copy back; Hold those not
+				// admitted on their worker yet (as Kueue takes back a
+				// quota reservation not admitted).
+				if stop.Drain || stop.Stopped && e.wl.Status.Admission == nil {
 					c.drained = append(c.drained, drainedWorkload{e: e, stop: stop, cq: cq.Name})
 				}
 			}
@@ -132,16 +135,21 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 }
 
 // markDrained queues the write that evicts, at the hub, a dispatched
-// Workload whose LocalQueue or ClusterQueue is stopped with HoldAndDrain:
-// Evicted becomes True with reason LocalQueueStopped or
-// ClusterQueueStopped, the copies controller takes its copy back, and it
-// waits in its stopped queue. One already evicted is left alone.
+// Workload whose LocalQueue or ClusterQueue is stopped with HoldAndDrain,
+// or with Hold before its worker admitted it: Evicted becomes True with
+// reason LocalQueueStopped or ClusterQueueStopped, the copies controller
+// takes its copy back, and it waits in its stopped queue. One already
+// evicted is left alone.
 func (d *Dispatcher) markDrained(ctx context.Context, v drainedWorkload, writes *passWrites) {
 	if Evicting(v.e.wl) {
 		return
 	}
 	wl := v.e.wl.DeepCopy()
-	message := queue.DrainMessage(v.stop.Reason, wl.Spec.QueueName, v.cq) + "; its copy is taken back from " + v.e.cluster
+	policy := strata.StopHoldAndDrain
+	if !v.stop.Drain {
+		policy = strata.StopHold
+	}
+	message := queue.DrainMessage(v.stop.Reason, policy, wl.Spec.QueueName, v.cq) + "; its copy is taken back from " + v.e.cluster
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: v.stop.Reason, Message: truncate(message)})
 	writes.do(func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {

@@ -83,12 +83,16 @@ func Status(old *strata.LocalQueueStatus, lq *strata.LocalQueue, cq *strata.Clus
 	clusterQueue := lq.Spec.ClusterQueue
 	active := metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionTrue, Reason: strata.LocalQueueReady,
 		Message: fmt.Sprintf("workloads are admitted by ClusterQueue %s", clusterQueue)}
-	if stop := StopOf(lq, cq); stop.Stopped {
+	// Its own stopPolicy first (as Kueue), then its ClusterQueue.
+	stop := StopOf(lq, cq)
+	switch {
+	case strata.Stopped(lq.Spec.StopPolicy):
 		active = metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionFalse, Reason: strata.QueueStopped, Message: stop.Message}
-	}
-	if cq == nil {
+	case cq == nil:
 		active = metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionFalse, Reason: strata.LocalQueueClusterQueueMissing,
 			Message: fmt.Sprintf("ClusterQueue %q does not exist; the queue's workloads wait until it is created", clusterQueue)}
+	case stop.Stopped:
+		active = metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionFalse, Reason: strata.QueueStopped, Message: stop.Message}
 	}
 	meta.SetStatusCondition(&st.Conditions, active)
 	return *st
@@ -102,9 +106,12 @@ type Stop struct {
 	Stopped bool
 	Message string
 	// Drain: an admitted workload is evicted (HoldAndDrain on either
-	// queue), with the Evicted reason Reason (strata.EvictedBy*Stopped:
-	// the LocalQueue's when it drains, else the ClusterQueue's).
-	Drain  bool
+	// queue).
+	Drain bool
+	// Reason is the Evicted reason of a workload the stop takes back
+	// (strata.EvictedBy*Stopped): the LocalQueue's when it drains, else
+	// the ClusterQueue's when it drains; without a drain, the queue's
+	// that stops it (the LocalQueue's first). Empty when not stopped.
 	Reason string
 }
 
@@ -114,10 +121,10 @@ func StopOf(lq *strata.LocalQueue, cq *strata.ClusterQueue) Stop {
 	var s Stop
 	switch {
 	case lq != nil && strata.Stopped(lq.Spec.StopPolicy):
-		s.Stopped = true
+		s.Stopped, s.Reason = true, strata.EvictedByLocalQueueStopped
 		s.Message = fmt.Sprintf("LocalQueue %s is stopped (stopPolicy %s); its workloads wait until the policy is None", lq.Name, *lq.Spec.StopPolicy)
 	case cq != nil && strata.Stopped(cq.Spec.StopPolicy):
-		s.Stopped = true
+		s.Stopped, s.Reason = true, strata.EvictedByClusterQueueStopped
 		s.Message = fmt.Sprintf("ClusterQueue %s is stopped (stopPolicy %s); its workloads wait until the policy is None", cq.Name, *cq.Spec.StopPolicy)
 	}
 	switch {
@@ -130,12 +137,12 @@ func StopOf(lq *strata.LocalQueue, cq *strata.ClusterQueue) Stop {
 }
 
 // DrainMessage is the Evicted message of a workload a stopped queue
-// evicts.
-func DrainMessage(reason, lq, cq string) string {
+// evicts (policy: the stopPolicy of the queue reason names).
+func DrainMessage(reason string, policy strata.StopPolicy, lq, cq string) string {
 	if reason == strata.EvictedByLocalQueueStopped {
-		return fmt.Sprintf("evicted: LocalQueue %s is stopped (stopPolicy HoldAndDrain); the workload waits in it until the policy is None", lq)
+		return fmt.Sprintf("evicted: LocalQueue %s is stopped (stopPolicy %s); the workload waits in it until the policy is None", lq, policy)
 	}
-	return fmt.Sprintf("evicted: ClusterQueue %s is stopped (stopPolicy HoldAndDrain); the workload waits in it until the policy is None", cq)
+	return fmt.Sprintf("evicted: ClusterQueue %s is stopped (stopPolicy %s); the workload waits in it until the policy is None", cq, policy)
 }
 
 // Counts are a LocalQueue's workloads.

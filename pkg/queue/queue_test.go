@@ -78,6 +78,9 @@ func TestStatus(t *testing.T) {
 		"stopped ClusterQueue": {exists: true, cqStop: ptr.To(strata.StopHoldAndDrain), want: strata.LocalQueueStatus{
 			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: "Stopped",
 				Message: "ClusterQueue training is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None"}}}},
+		"stopped LocalQueue whose ClusterQueue is missing: stopped first": {lqStop: ptr.To(strata.StopHold), pending: 1, want: strata.LocalQueueStatus{PendingWorkloads: 1,
+			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: "Stopped",
+				Message: "LocalQueue team is stopped (stopPolicy Hold); its workloads wait until the policy is None"}}}},
 		"None is not stopped": {exists: true, lqStop: ptr.To(strata.StopNone), cqStop: ptr.To(strata.StopNone), want: strata.LocalQueueStatus{
 			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "workloads are admitted by ClusterQueue training"}}}},
 		"keeps other conditions and the transition time": {
@@ -145,10 +148,12 @@ func TestStopOf(t *testing.T) {
 		cq   *strata.ClusterQueue
 		want Stop
 	}{
-		"neither set":               {lq: &strata.LocalQueue{}, cq: &strata.ClusterQueue{}},
-		"missing queues":            {},
-		"None":                      {lq: lq(strata.StopNone), cq: cq(strata.StopNone)},
-		"LocalQueue Hold":           {lq: lq(strata.StopHold), cq: cq(strata.StopNone), want: Stop{Stopped: true, Message: lqHeld}},
+		"neither set":     {lq: &strata.LocalQueue{}, cq: &strata.ClusterQueue{}},
+		"missing queues":  {},
+		"None":            {lq: lq(strata.StopNone), cq: cq(strata.StopNone)},
+		"LocalQueue Hold": {lq: lq(strata.StopHold), cq: cq(strata.StopNone), want: Stop{Stopped: true, Message: lqHeld, Reason: strata.EvictedByLocalQueueStopped}},
+		"ClusterQueue Hold": {lq: lq(strata.StopNone), cq: cq(strata.StopHold), want: Stop{Stopped: true, Reason: strata.EvictedByClusterQueueStopped,
+			Message: "ClusterQueue training is stopped (stopPolicy Hold); its workloads wait until the policy is None"}},
 		"ClusterQueue HoldAndDrain": {lq: lq(strata.StopNone), cq: cq(strata.StopHoldAndDrain), want: Stop{Stopped: true, Message: cqDrained, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},
 		"LocalQueue held, ClusterQueue drains": {lq: lq(strata.StopHold), cq: cq(strata.StopHoldAndDrain),
 			want: Stop{Stopped: true, Message: lqHeld, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},

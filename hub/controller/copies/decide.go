@@ -168,7 +168,7 @@ func nextStep(o *observed, now time.Time) step {
 		return step{action: actTakeBack, why: "the hub Workload was deactivated", record: true,
 			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated,
 				message: "the Workload was deactivated (spec.active: false); it is dispatched again when spec.active is true"}}
-	case !o.finished() && dispatch.Evicting(o.wl):
+	case !o.finished() && dispatch.Evicting(o.wl) && !o.copyFinished():
 		// Preempted at the hub for its queue's quota, or drained by its
 		// stopped queue: the copy goes, and the Workload waits again.
 		return step{action: actTakeBack, why: "the hub evicted the Workload", record: true,
@@ -231,6 +231,16 @@ func evictedMessage(wl *strata.Workload) string {
 		return c.Message
 	}
 	return "evicted at the hub"
+}
+
+// copyFinished says whether the copy's job finished on its worker: its
+// result is mirrored (followStep) before anything takes the copy back.
+func (o *observed) copyFinished() bool {
+	if o.copyJob == nil {
+		return false
+	}
+	done, _ := o.copyJob.Finished()
+	return done
 }
 
 // evictedReason is the reason the hub evicted a Workload (its Evicted

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -88,14 +90,14 @@ var _ = Describe("A stopped queue", Ordered, Label("agent", "localqueue"), func(
 		expectLocalQueueStatus(ctx, ns, "stop-q", 0, 1, metav1.ConditionFalse, strata.QueueStopped)
 		waiting := newJob(ns, "stop-q", 2, rackRequired)
 		Expect(worker.Client.Create(ctx, waiting)).To(Succeed())
-		expectWaiting(ctx, waiting, scheduler.ReasonInadmissible, "ClusterQueue stop-q is stopped (stopPolicy Hold)")
+		expectWaiting(ctx, waiting, scheduler.ReasonStopped, "ClusterQueue stop-q is stopped (stopPolicy Hold)")
 		expectNotAdmitted(ctx, waiting, "a held queue admits nothing")
 		expectAdmitted(ctx, running)
 
 		By("HoldAndDrain: the admitted workload is evicted and waits")
 		setClusterQueue(ctx, strata.StopHoldAndDrain)
 		expectDrained(ctx, running, strata.EvictedByClusterQueueStopped)
-		expectWaiting(ctx, running, scheduler.ReasonInadmissible, "ClusterQueue stop-q is stopped (stopPolicy HoldAndDrain)")
+		expectWaiting(ctx, running, scheduler.ReasonStopped, "ClusterQueue stop-q is stopped (stopPolicy HoldAndDrain)")
 
 		By("None: both are admitted again")
 		setClusterQueue(ctx, strata.StopNone)
@@ -114,11 +116,48 @@ var _ = Describe("A stopped queue", Ordered, Label("agent", "localqueue"), func(
 
 		setLocalQueue(ctx, strata.StopHoldAndDrain)
 		expectDrained(ctx, job, strata.EvictedByLocalQueueStopped)
-		expectWaiting(ctx, job, scheduler.ReasonInadmissible, "LocalQueue stop-q is stopped (stopPolicy HoldAndDrain)")
+		expectWaiting(ctx, job, scheduler.ReasonStopped, "LocalQueue stop-q is stopped (stopPolicy HoldAndDrain)")
 		expectLocalQueueStatus(ctx, ns, "stop-q", 1, 0, metav1.ConditionFalse, strata.QueueStopped)
 
 		setLocalQueue(ctx, strata.StopNone)
 		expectRunning(ctx, job)
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+})
+
+// The summaries carry what the hub counts on beyond capacity: the queues
+// with a quota on the flavor, what their preemption frees, and the
+// priority classes' values. A change to them is published at once, not
+// at the next capacity change or heartbeat (30 s here).
+var _ = Describe("Capacity summaries", Ordered, Label("agent", "summary"), func() {
+	summaryOf := func(g Gomega, ctx SpecContext) strata.CapacitySummaryStatus {
+		var cs strata.CapacitySummary
+		g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: "tas-specs"}, &cs)).To(Succeed())
+		return cs.Status
+	}
+
+	It("follow a new ClusterQueue and a new priority class within seconds", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("specs-topology", block, rack, host).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeResourceFlavor("tas-specs").NodeLabel("pool", "specs").TopologyName("specs-topology").Obj())).To(Succeed())
+		createPoolNode(ctx, "specs", "specs-1", "b1", "r1", "8")
+		Eventually(func(g Gomega) {
+			g.Expect(summaryOf(g, ctx).Nodes).To(Equal(int32(1)))
+		}, timeout).Should(Succeed())
+
+		By("a ClusterQueue that preempts, with a quota on the flavor")
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("specs-q").Flavor("tas-specs", "cpu", "8").
+			Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj())).To(Succeed())
+		Eventually(func(g Gomega) {
+			st := summaryOf(g, ctx)
+			g.Expect(st.Queues).To(ContainElement(HaveField("Name", "specs-q")))
+			g.Expect(st.PriorityClasses).NotTo(BeNil(), "the classes are listed once a queue may preempt")
+		}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("a new WorkloadPriorityClass")
+		Expect(worker.Client.Create(ctx, testutil.MakeWorkloadPriorityClass("specs-late", 77))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(summaryOf(g, ctx).PriorityClasses).To(ContainElement(strata.SummaryPriorityClass{
+				Source: strata.WorkloadPriorityClassSource, Name: "specs-late", Value: 77}))
+		}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 })

@@ -132,6 +132,12 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		// As the hub: a stopped hub queue dispatches nothing.
+		if stop := queue.StopOf(f.Hub.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)); stop.Stopped {
+			res.Reason = stop.Message
+			results = append(results, res)
+			continue
+		}
 		// As the hub: no copy where the worker queue it lands in has no
 		// quota left for it (a preemption there may still let it in).
 		hub.prioritize(wl)
@@ -146,6 +152,11 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		var shortWhy []Candidate
 		never := map[*placement.Target]bool{}
 		eligible, short, excluded := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
+			// No copy where its queue is stopped, nor a preemption there.
+			if stop := queue.StopOf(f.landingQueues(t.Cluster, wl)); stop.Stopped {
+				never[t] = true
+				return stop.Message + " there"
+			}
 			why, nv := quotaShort(t, nil, false)
 			never[t] = nv
 			if why != "" && slices.Contains(order, t.Flavor) {
@@ -313,15 +324,22 @@ func LoadClusters(clusters []ClusterArg) (*Fleet, error) {
 // landing is the ClusterQueue of cluster that a copy of wl lands in (its
 // LocalQueue there); nil when there is none.
 func (f *Fleet) landing(cluster string, wl *strata.Workload) *strata.ClusterQueue {
+	_, cq := f.landingQueues(cluster, wl)
+	return cq
+}
+
+// landingQueues are the LocalQueue and ClusterQueue of cluster that a copy
+// of wl lands in; nil when there are none.
+func (f *Fleet) landingQueues(cluster string, wl *strata.Workload) (*strata.LocalQueue, *strata.ClusterQueue) {
 	for _, c := range f.Clusters {
 		if c.Name != cluster {
 			continue
 		}
 		if lq := c.In.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName]; lq != nil {
-			return c.In.ClusterQueues[lq.Spec.ClusterQueue]
+			return lq, c.In.ClusterQueues[lq.Spec.ClusterQueue]
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // hubItems are the workloads as the hub takes them in: a job read as its

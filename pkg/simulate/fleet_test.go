@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"strata.dev/strata/pkg/config"
 )
@@ -515,5 +516,93 @@ spec:
 	}
 	if diff := cmp.Diff([]string{"full", "lent"}, said); diff != "" {
 		t.Errorf("clusters whose queue has no room (-want,+got):\n%s", diff)
+	}
+}
+
+func TestFleetStopPolicy(t *testing.T) {
+	dir := t.TempDir()
+	cluster := func(name, stop string) ClusterArg {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		in := fmt.Sprintf(`apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {rack: r1, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: {}
+  stopPolicy: %s
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+`, stop)
+		if err := os.WriteFile(filepath.Join(p, "cluster.yaml"), []byte(in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return ClusterArg{Name: name, Path: p}
+	}
+	// a would be chosen (the first of two alike) but its queue is held.
+	clusters := []ClusterArg{cluster("a", "Hold"), cluster("b", "None")}
+	hub := filepath.Join(dir, "hub.yaml")
+	job := func(name, q string) string {
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: %s}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+`, name, q)
+	}
+	if err := os.WriteFile(hub, []byte(job("trainer", "train")+job("waiter", "paused")+`apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: paused, namespace: ml}
+spec: {clusterQueue: train, stopPolicy: HoldAndDrain}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := runFleet(t, clusters, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Name, Cluster string
+		Admitted      bool
+	}
+	var got []outcome
+	for _, r := range results {
+		got = append(got, outcome{r.Name, ptr.Deref(r.Cluster, ""), r.Admitted})
+	}
+	if diff := cmp.Diff([]outcome{{"trainer", "b", true}, {"waiter", "", false}}, got); diff != "" {
+		t.Fatalf("results (-want,+got):\n%s", diff)
+	}
+	for i, want := range []string{"a/f: ClusterQueue train is stopped (stopPolicy Hold)",
+		"LocalQueue paused is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None"} {
+		if !strings.Contains(results[i].Reason, want) {
+			t.Errorf("%s: reason %q does not say %q", results[i].Name, results[i].Reason, want)
+		}
 	}
 }

@@ -279,6 +279,9 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		m, _ := d.queueRefusal(view, cluster, p)
 		return m
 	})
+	// Nor where its priority class does not exist (the summary lists the
+	// worker's classes, and not its).
+	eligible, _, excluded = placement.SplitTargets(eligible, excluded, flavors, func(t *placement.Target) string { return t.MissingClass(wl) })
 	// Workers whose queue has no quota left for it now are not sent a
 	// copy; preempting there may still let it in.
 	var short []*placement.Target

@@ -372,7 +372,7 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 		}
 		priority, ok := priorityOf(t)
 		if !ok {
-			why = append(why, fmt.Sprintf("%s/%s: its priority class %s does not exist there", t.Cluster, t.Flavor, wl.Spec.PriorityClassName))
+			why = append(why, fmt.Sprintf("%s/%s: %s", t.Cluster, t.Flavor, MissingClassMessage(wl)))
 			continue
 		}
 		var whyHere string

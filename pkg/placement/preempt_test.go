@@ -506,6 +506,13 @@ func TestTargetPriority(t *testing.T) {
 			if got, ok := tg.Priority(wl); got != tc.want || ok == tc.lacks {
 				t.Errorf("Priority = %d, %t; want %d, %t", got, ok, tc.want, !tc.lacks)
 			}
+			wantMissing := ""
+			if tc.lacks {
+				wantMissing = "its priority class " + tc.name + " does not exist there"
+			}
+			if got := tg.MissingClass(wl); got != wantMissing {
+				t.Errorf("MissingClass = %q, want %q", got, wantMissing)
+			}
 		})
 	}
 }

@@ -236,6 +236,22 @@ func (t *Target) Priority(wl *strata.Workload) (priority int32, ok bool) {
 	return queue.Priority(wl), false
 }
 
+// MissingClass says why t's worker would refuse a copy of wl for its
+// priority class (PriorityClassNotFound): the summary lists the worker's
+// classes, and not wl's. "" when it would not, or the hub cannot tell
+// (no list: an older agent, or no queue there may preempt).
+func (t *Target) MissingClass(wl *strata.Workload) string {
+	if _, ok := t.Priority(wl); ok {
+		return ""
+	}
+	return MissingClassMessage(wl)
+}
+
+// MissingClassMessage is MissingClass's reason.
+func MissingClassMessage(wl *strata.Workload) string {
+	return fmt.Sprintf("its priority class %s does not exist there", wl.Spec.PriorityClassName)
+}
+
 // SummaryCounts says whether the summary counts dispatch key in its free
 // capacity already, so that no reservation must hold it.
 func (t *Target) SummaryCounts(key string) bool { return t.reflected[key] }

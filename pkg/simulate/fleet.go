@@ -152,10 +152,15 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		var shortWhy []Candidate
 		never := map[*placement.Target]bool{}
 		eligible, short, excluded := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
-			// No copy where its queue is stopped, nor a preemption there.
+			// No copy where its queue is stopped or its priority class
+			// does not exist, nor a preemption there.
 			if stop := queue.StopOf(f.landingQueues(t.Cluster, wl)); stop.Stopped {
 				never[t] = true
 				return stop.Message + " there"
+			}
+			if why := t.MissingClass(wl); why != "" {
+				never[t] = true
+				return why
 			}
 			why, nv := quotaShort(t, nil, false)
 			never[t] = nv

@@ -415,6 +415,36 @@ var _ = Describe("Fleet preemption", func() {
 		}).Should(Succeed())
 	})
 
+	It("sends no copy to a worker that lists its priority classes and lacks the Job's, though it fits best there", func(ctx SpecContext) {
+		// w1 has the tighter fit (3 CPUs against 8), but not the class.
+		e := newEnv(ctx, "fnoclass", map[string][][]string{"w1": {{"3"}}, "w2": {{"8"}}})
+		const class = "fnoclass-batch"
+		for _, c := range []*framework.Cluster{hub, worker("w2")} {
+			Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(class, 50))).To(Succeed())
+		}
+		By("letting w1's ClusterQueue preempt, so that its summaries list its classes")
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(worker("w1").Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+			g.Expect(worker("w1").Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.PriorityClasses).NotTo(BeNil())
+			g.Expect(st.PriorityClasses).NotTo(ContainElement(HaveField("Name", class)))
+		})
+
+		job := e.job("batch", 1, "3", nil)
+		job.Labels[strata.PriorityClassLabel] = class
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Attempts).To(HaveLen(1), "admitted the first time")
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"))
+		}).Should(Succeed())
+	})
+
 	It("does not storm: 20 high-priority Jobs on a full fleet preempt one workload each, each on the one worker where it then runs", func(ctx SpecContext) {
 		racks := [][]string{{"4", "4"}, {"4", "4"}}
 		e := newEnv(ctx, "fstorm", map[string][][]string{"w1": racks, "w2": racks, "w3": racks})

@@ -15,6 +15,7 @@ import (
 	"strata.dev/strata/agent/controller/fencing"
 	"strata.dev/strata/agent/controller/jobs"
 	"strata.dev/strata/agent/controller/nodefailure"
+	"strata.dev/strata/agent/controller/podsready"
 	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/index"
 	"strata.dev/strata/agent/scheduler"
@@ -34,6 +35,7 @@ type options struct {
 	nodeFailureClock clock.WithDelayedExecution
 	fencingClock     clock.Clock
 	eventsClock      clock.WithTicker
+	podsReadyClock   clock.WithDelayedExecution
 }
 
 // startInformersWithCache creates the informers of every kind the
@@ -71,6 +73,12 @@ func WithFencingClock(c clock.Clock) Option {
 	return func(o *options) { o.fencingClock = c }
 }
 
+// WithPodsReadyClock replaces the real clock that measures
+// waitForPodsReady's timeouts and the requeued workloads' backoff.
+func WithPodsReadyClock(c clock.WithDelayedExecution) Option {
+	return func(o *options) { o.podsReadyClock = c }
+}
+
 // WithEventsClock replaces the real clock that paces the ClusterQueues'
 // admission digests (events.admissions PerClusterQueue).
 func WithEventsClock(c clock.WithTicker) Option {
@@ -82,7 +90,7 @@ func WithEventsClock(c clock.WithTicker) Option {
 // publisher, the controllers of the registered workload kinds served
 // here, the LocalQueue status controller, the ungater and hot swap.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.AgentConfiguration, opts ...Option) error {
-	o := options{nodeFailureClock: clock.RealClock{}, fencingClock: clock.RealClock{}, eventsClock: clock.RealClock{}}
+	o := options{nodeFailureClock: clock.RealClock{}, fencingClock: clock.RealClock{}, eventsClock: clock.RealClock{}, podsReadyClock: clock.RealClock{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -98,7 +106,8 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 		return err
 	}
 	capacity := cache.New()
-	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder).WithAPIReader(mgr.GetAPIReader())
+	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder).WithAPIReader(mgr.GetAPIReader()).
+		WithPodsReady(cfg.WaitForPodsReady, o.podsReadyClock)
 	fence := fencing.New(mgr.GetClient(), recorder, o.fencingClock, cfg.Fencing.Namespace, sched.Wake)
 	sched.WithHolds(fence.Holds)
 	if err := fence.SetupWithManager(mgr); err != nil {
@@ -122,6 +131,11 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	}
 	if err := ungater.NewReconciler(mgr.GetClient(), cfg.Queueing.UngateBatchPeriod.Duration).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if w := cfg.WaitForPodsReady; w.Enable == nil || *w.Enable {
+		if err := podsready.NewReconciler(mgr.GetClient(), w, o.podsReadyClock, recorder).SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	queueWorkloads, err := queueindex.SetupQueueWorkloads(ctx, mgr.GetCache())
 	if err != nil {

@@ -32,6 +32,9 @@ type workloadIndex struct {
 	// admissions counts the workloads the informer showed admitted that
 	// were not before.
 	admissions uint64
+	// notReady counts the admitted workloads whose PodsReady condition is
+	// not True (waitForPodsReady.blockAdmission).
+	notReady int
 }
 
 // workloadState is what a pass does with a workload.
@@ -111,6 +114,9 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 			x.admitted[a.ClusterQueue] = t
 		}
 		t.workloads++
+		if !podsReady(wl) {
+			x.notReady++
+		}
 		for _, psa := range a.PodSetAssignments {
 			// Reclaimable pods (finished for good) no longer count.
 			r := workload.Reclaimable(wl, psa.Name)
@@ -119,6 +125,12 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 		}
 		x.recheck[key] = struct{}{}
 	}
+}
+
+// podsReady says whether every pod of an admitted workload is ready or
+// succeeded (its PodsReady condition).
+func podsReady(wl *strata.Workload) bool {
+	return meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadPodsReady)
 }
 
 // admittedWhere returns the admitted workloads keep takes (the
@@ -168,6 +180,9 @@ func (x *workloadIndex) deleteLocked(key types.NamespacedName) {
 		a := e.wl.Status.Admission
 		t := x.admitted[a.ClusterQueue]
 		t.workloads--
+		if !podsReady(e.wl) {
+			x.notReady--
+		}
 		subUsage(t.usage, e.wl)
 		for _, psa := range a.PodSetAssignments {
 			if t.pods[psa.Flavor] -= max(psa.Count-workload.Reclaimable(e.wl, psa.Name), 0); t.pods[psa.Flavor] == 0 {
@@ -193,6 +208,9 @@ type indexView struct {
 	admitted map[string]int32                            // workloads by queue
 	usage    map[string]map[string]corev1.ResourceList   // queue -> flavor -> usage
 	pods     map[string]int32                            // admitted pods by flavor
+	// notReady is the number of admitted workloads whose pods are not
+	// all ready.
+	notReady int
 	// recheck are the admitted workloads to make sure of.
 	recheck []*strata.Workload
 	// asked are the entries of the keys view was asked for; a key
@@ -211,6 +229,7 @@ func (x *workloadIndex) view(keys []types.NamespacedName) *indexView {
 		usage:    make(map[string]map[string]corev1.ResourceList, len(x.admitted)),
 		pods:     map[string]int32{},
 		asked:    make(map[types.NamespacedName]indexed, len(keys)),
+		notReady: x.notReady,
 	}
 	for q, wls := range x.pending {
 		v.pending[q] = make([]*strata.Workload, 0, len(wls))

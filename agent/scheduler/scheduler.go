@@ -26,10 +26,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"strata.dev/strata/agent/cache"
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/preemption"
@@ -105,6 +107,18 @@ type Scheduler struct {
 	// cohortsUnknown: this pass could not list the ClusterQueues, so the
 	// usage of cohorts is not known.
 	cohortsUnknown bool
+
+	// podsReady is waitForPodsReady's configuration, nil when it is off:
+	// an admission starts the workload's PodsReady condition, and with
+	// blockAdmission nothing is admitted while an admitted workload's
+	// pods are not all ready (notReady, for the pass). clock tells when a
+	// requeued workload's backoff ends; wakeAt is the pass already asked
+	// for then.
+	podsReady *configv1beta1.WaitForPodsReady
+	notReady  bool
+	clock     clock.WithDelayedExecution
+	wakeMu    sync.Mutex
+	wakeAt    time.Time
 }
 
 // inflightAdmission is an admission being written, or written and not
@@ -139,7 +153,30 @@ const queueStatusInterval = time.Second
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
 	return &Scheduler{client: c, reader: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
 		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters),
-		preemptions: map[types.NamespacedName]*pendingPreemption{}}
+		preemptions: map[types.NamespacedName]*pendingPreemption{}, clock: clock.RealClock{}}
+}
+
+// WithPodsReady turns on waitForPodsReady's part in admission (cfg, when
+// enabled) and measures requeued workloads' backoff on clk.
+func (s *Scheduler) WithPodsReady(cfg configv1beta1.WaitForPodsReady, clk clock.WithDelayedExecution) *Scheduler {
+	if cfg.Enable == nil || *cfg.Enable {
+		s.podsReady = &cfg
+	}
+	s.clock = clk
+	return s
+}
+
+// wakeLater asks for a pass at t (on the scheduler's clock), unless one is
+// asked for by then already.
+func (s *Scheduler) wakeLater(t time.Time) {
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	now := s.clock.Now()
+	if !s.wakeAt.Before(now) && !s.wakeAt.After(t) {
+		return
+	}
+	s.wakeAt = t
+	s.clock.AfterFunc(t.Sub(now), s.Wake)
 }
 
 // WithHolds makes the scheduler ask holds before it tries a workload: a
@@ -302,6 +339,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	}
 	s.publishHolds()
 	s.searches = preemptionSearchesPerPass
+	// blockAdmission: an admission that the informer has not shown yet
+	// is not ready either.
+	s.notReady = s.podsReady != nil && *s.podsReady.BlockAdmission && (v.notReady > 0 || len(writing) > 0)
 	// A failed status write of one ClusterQueue does not hold up
 	// admission: the error is returned with the others, so the pass is
 	// retried.
@@ -416,6 +456,12 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	if cq.Spec.Cohort != "" && s.cohortsUnknown {
 		return false, true, nil
 	}
+	if at := workload.RequeueAt(wl); at.After(s.clock.Now()) {
+		// Evicted because its pods were not ready in time: it waits out
+		// its backoff, and the workloads behind it go ahead (Kueue's).
+		s.wakeLater(at)
+		return false, false, s.setNotAdmitted(ctx, wl, strata.EvictedByPodsReadyTimeout, workload.BackoffMessage(wl))
+	}
 	key := client.ObjectKeyFromObject(wl)
 	if by, ok := s.victimOf[key]; ok {
 		// What it frees is its preemptor's: it does not take it back.
@@ -453,13 +499,23 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	// there only by borrowing; preemptable: flavors where it does not fit
 	// now, for the preemption search.
 	var borrowing, preemptable []strata.FlavorQuotas
+	// fits: the workload fits on a flavor, but blockAdmission holds it
+	// (see fitted).
+	var fits bool
 	tryFlavor := func(fq strata.FlavorQuotas) bool {
+		if s.notReady {
+			if s.fits(cq, fq, books, wl) {
+				fits = true
+				return true
+			}
+		}
 		admitted, err := s.place(cq, fq, books, wl)
 		if err == nil {
 			if p := s.preemptions[key]; p != nil && p.flavor == fq.Name {
 				notePreempted(admitted, p)
 			}
 			s.admit(ctx, admitted, fq.Name, usage, books)
+			s.notReady = s.podsReady != nil && *s.podsReady.BlockAdmission
 			return true
 		}
 		if errors.As(err, new(flavorNotReadyError)) {
@@ -501,7 +557,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		if done && len(s.stillHeld(s.preemptions[key])) == 0 && tryFlavor(fq) {
 			// The victims held no running pods: their capacity was free
 			// at once.
-			return true, true, err
+			return true, !fits, err
 		}
 		if done {
 			// What the victims free is the preemptor's: its quota is
@@ -525,7 +581,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			}
 		}
 		if tryFlavor(fq) {
-			return true, true, nil
+			return s.fitted(ctx, wl, fits)
 		}
 		if fung.WhenCanPreempt == strata.FungibilityPreempt && len(preemptable) > 0 && preemptable[len(preemptable)-1].Name == fq.Name {
 			if r, ok := searchOn(fq); ok && (!r.Borrows || fung.WhenCanBorrow != strata.FungibilityTryNextFlavor) {
@@ -538,7 +594,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	// A fit by borrowing beats any preemption.
 	for _, fq := range borrowing {
 		if tryFlavor(fq) {
-			return true, true, nil
+			return s.fitted(ctx, wl, fits)
 		}
 	}
 	// The best preemption over the flavors, as Kueue ranks them
@@ -577,6 +633,18 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		}
 	}
 	return false, true, s.setNotAdmitted(ctx, wl, ReasonPending, message)
+}
+
+// fitted ends try for a workload that a flavor admitted, or, under
+// waitForPodsReady's blockAdmission, would have admitted (fits): that one
+// waits, Admitted=False with reason WaitingForPodsReady, and so does its
+// queue.
+func (s *Scheduler) fitted(ctx context.Context, wl *strata.Workload, fits bool) (admitted, blocks bool, err error) {
+	if !fits {
+		return true, true, nil
+	}
+	return false, true, s.setNotAdmitted(ctx, wl, strata.WaitingForPodsReady,
+		"fits, and waits until the pods of every admitted workload are ready (waitForPodsReady.blockAdmission)")
 }
 
 // flavorsFor returns the flavors of the queue to try a workload on: all of
@@ -641,6 +709,17 @@ func topologyMissing(def *strata.ResourceFlavor) error {
 // between. It returns the workload with its admission, not yet written. A
 // flavor that is not ready is its reason before the quota.
 func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) (*strata.Workload, error) {
+	return s.placeOn(cq, fq, books, wl, true)
+}
+
+// fits says whether place would admit the workload on the flavor, taking
+// nothing.
+func (s *Scheduler) fits(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) bool {
+	admitted, err := s.placeOn(cq, fq, books, wl, false)
+	return err == nil && admitted != nil
+}
+
+func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, take bool) (*strata.Workload, error) {
 	flavorDef, err := s.flavorReady(fq.Name)
 	if err != nil {
 		return nil, err
@@ -670,6 +749,20 @@ func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books
 			Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
 			Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", cq.Name, fq.Name),
 		})
+		if s.podsReady != nil {
+			// In the admission's write: a PodsReady of an earlier
+			// admission says nothing of this one's pods. Its time is the
+			// admission's, on the clock waitForPodsReady's timeout is
+			// measured on.
+			meta.SetStatusCondition(&admitted.Status.Conditions, metav1.Condition{
+				Type: strata.WorkloadPodsReady, Status: metav1.ConditionFalse, Reason: strata.PodsReadyWaitForStart,
+				Message: "waiting for the pods of this admission to be ready or to succeed",
+			})
+			meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadPodsReady).LastTransitionTime = metav1.NewTime(s.clock.Now())
+		}
+		if !take {
+			return nil, nil
+		}
 		return admitted, nil
 	})
 	if !found {

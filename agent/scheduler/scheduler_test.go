@@ -20,13 +20,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"strata.dev/strata/agent/cache"
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/tas"
@@ -1231,5 +1234,95 @@ func TestSchedulePinnedFlavorAddedToQueue(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]outcome{"w": admitted}, withoutMessages(e.outcomes(t), nil)); diff != "" {
 		t.Errorf("outcomes once the ClusterQueue has the flavor (-want,+got):\n%s", diff)
+	}
+}
+
+// podsReadyOn is waitForPodsReady on, with blockAdmission as given.
+func podsReadyOn(block bool) configv1beta1.WaitForPodsReady {
+	cfg := &configv1beta1.AgentConfiguration{}
+	config.SetAgentDefaults(cfg)
+	cfg.WaitForPodsReady.BlockAdmission = ptr.To(block)
+	return cfg.WaitForPodsReady
+}
+
+// TestScheduleBlockAdmission: under waitForPodsReady's blockAdmission, a
+// pass admits one workload, and none while an admitted one's pods are not
+// all ready (Kueue's).
+func TestScheduleBlockAdmission(t *testing.T) {
+	cq := testutil.MakeClusterQueue("a").Flavor("tas-flavor").Obj()
+	e := newSchedEnv(t, []client.Object{cq, job("a1", "a", 1, nil, 0), job("a2", "a", 1, nil, 1)}, nil,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+	clk := testingclock.NewFakeClock(created)
+	e.s.WithPodsReady(podsReadyOn(true), clk)
+	waiting := outcome{Reason: strata.WaitingForPodsReady}
+	pass := func(want map[string]outcome) {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		if diff := cmp.Diff(want, withoutMessages(e.outcomes(t), want)); diff != "" {
+			t.Errorf("outcomes (-want,+got):\n%s", diff)
+		}
+		e.informed(t)
+	}
+
+	// Both fit: the older is admitted, the other waits.
+	pass(map[string]outcome{"a1": admitted, "a2": waiting})
+	var a1 strata.Workload
+	if err := e.c.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: "a1"}, &a1); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(a1.Status.Conditions, strata.WorkloadPodsReady); c == nil || c.Status != metav1.ConditionFalse ||
+		c.Reason != strata.PodsReadyWaitForStart || !c.LastTransitionTime.Time.Equal(created) {
+		t.Errorf("the admission's PodsReady = %+v, want False, WaitForStart, at the clock's time", c)
+	}
+	// The admitted one's pods are not ready: nothing else is admitted.
+	pass(map[string]outcome{"a1": admitted, "a2": waiting})
+	// They are: the next one is.
+	meta.SetStatusCondition(&a1.Status.Conditions, metav1.Condition{Type: strata.WorkloadPodsReady, Status: metav1.ConditionTrue, Reason: strata.PodsReadyStarted})
+	if err := e.c.Status().Update(t.Context(), &a1); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	pass(map[string]outcome{"a1": admitted, "a2": admitted})
+}
+
+// TestScheduleRequeueBackoff: a workload evicted because its pods were not
+// ready in time waits until its requeueAt, and those behind it go ahead,
+// also in a StrictFIFO queue.
+func TestScheduleRequeueBackoff(t *testing.T) {
+	backoff := func(wl *strata.Workload, at time.Time) *strata.Workload {
+		wl.Status.RequeueState = &strata.RequeueState{Count: ptr.To[int32](2), RequeueAt: ptr.To(metav1.NewTime(at))}
+		return wl
+	}
+	cases := map[string]struct {
+		now  time.Time
+		want map[string]outcome
+	}{
+		"before requeueAt: it waits, the one behind is admitted": {
+			now: created.Add(time.Minute),
+			want: map[string]outcome{
+				"a1": {Reason: strata.EvictedByPodsReadyTimeout, Message: "evicted 2 time(s) because its pods were not ready in time (waitForPodsReady); it queues again at 2025-03-01T12:02:00Z"},
+				"a2": admitted,
+			},
+		},
+		"after requeueAt: it is the head again": {
+			now:  created.Add(3 * time.Minute),
+			want: map[string]outcome{"a1": admitted, "a2": pending},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cq := strictFIFO(testutil.MakeClusterQueue("a").Flavor("tas-flavor").Obj())
+			e := newSchedEnv(t, []client.Object{cq, backoff(job("a1", "a", 3, nil, 0), created.Add(2*time.Minute)), job("a2", "a", 3, nil, 1)}, nil,
+				[]*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+			e.s.WithPodsReady(podsReadyOn(false), testingclock.NewFakeClock(tc.now))
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -276,8 +276,8 @@ type PodSetSliceTopologyConstraint struct {
 //
 // +structType=atomic
 type WorkloadStatus struct {
-	// conditions: Admitted, Finished, Evicted and Invalid, each with a reason
-	// a person can act on.
+	// conditions: Admitted, Finished, Evicted, Invalid and PodsReady, each
+	// with a reason a person can act on.
 	//
 	// +optional
 	// +listType=map
@@ -318,6 +318,30 @@ type WorkloadStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	ReclaimablePods []ReclaimablePod `json:"reclaimablePods,omitempty"`
+
+	// requeueState counts the times the workload was evicted because its
+	// pods were not ready in time (Evicted reason PodsReadyTimeout) and
+	// says when it may be admitted again (Kueue's requeueState).
+	//
+	// +optional
+	RequeueState *RequeueState `json:"requeueState,omitempty"`
+}
+
+// RequeueState is the backoff of a workload evicted for pods not ready.
+type RequeueState struct {
+	// count is how many times the workload was evicted for pods not
+	// ready in time.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Count *int32 `json:"count,omitempty"`
+
+	// requeueAt is when the workload may be admitted again; before it,
+	// the agent leaves it out (Admitted=False, reason PodsReadyTimeout)
+	// and the workloads behind it in its queue go ahead.
+	//
+	// +optional
+	RequeueAt *metav1.Time `json:"requeueAt,omitempty"`
 }
 
 // ReclaimablePod is how many pods of a pod set are reclaimable.
@@ -537,6 +561,37 @@ const (
 	// for another; its reason says under which policy (InClusterQueue,
 	// InCohortReclamation, InCohortReclaimWhileBorrowing, Kueue's names).
 	WorkloadPreempted = "Preempted"
+	// WorkloadPodsReady is True once every pod of an admitted workload is
+	// ready or has succeeded (the agent's waitForPodsReady, Kueue's
+	// condition); False, reason WaitForStart or WaitForRecovery, while it
+	// waits for them.
+	WorkloadPodsReady = "PodsReady"
+)
+
+// Reasons of the PodsReady condition (Kueue's), and the Evicted and
+// Admitted reasons of a workload whose pods were not ready in time.
+const (
+	// PodsReadyStarted: every pod became ready since the admission.
+	PodsReadyStarted = "Started"
+	// PodsReadyRecovered: every pod is ready again after one failed.
+	PodsReadyRecovered = "Recovered"
+	// PodsReadyWaitForStart: not every pod has been ready since the
+	// admission.
+	PodsReadyWaitForStart = "WaitForStart"
+	// PodsReadyWaitForRecovery: every pod was ready, then one was not.
+	PodsReadyWaitForRecovery = "WaitForRecovery"
+	// EvictedByPodsReadyTimeout: the pods were not ready within
+	// waitForPodsReady's timeout (or recoveryTimeout); the workload waits
+	// for its requeueState.requeueAt, then queues again.
+	EvictedByPodsReadyTimeout = "PodsReadyTimeout"
+	// RequeuingLimitExceeded: evicted for pods not ready more times than
+	// waitForPodsReady's backoffLimitCount allows; the workload is
+	// deactivated (spec.active false).
+	RequeuingLimitExceeded = "RequeuingLimitExceeded"
+	// WaitingForPodsReady: the workload fits, but the agent admits nothing
+	// while an admitted workload's pods are not all ready
+	// (waitForPodsReady.blockAdmission).
+	WaitingForPodsReady = "WaitingForPodsReady"
 )
 
 // Priority class sources (Workload spec.priorityClassSource).

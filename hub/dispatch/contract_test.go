@@ -318,6 +318,10 @@ func TestJudge(t *testing.T) {
 			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "LocalQueueStopped")}}},
 			want: Refused, wantReason: "Stopped", wantMsg: "LocalQueueStopped said",
 		},
+		"evicted there because its pods were not ready in time": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "PodsReadyTimeout")}}},
+			want: Refused, wantReason: "PodsReadyTimeout", wantMsg: "PodsReadyTimeout said",
+		},
 		"invalid wins over everything": {
 			wl: &strata.Workload{Status: strata.WorkloadStatus{
 				Admission:  &strata.Admission{ClusterQueue: "q"},

@@ -37,10 +37,15 @@ const (
 	// so that a quiet worker's summary never looks stale to the hub.
 	DefaultSummaryHeartbeatInterval = 30 * time.Second
 	DefaultUngateBatchPeriod        = 500 * time.Millisecond
-	DefaultAdmissionTimeout         = 5 * time.Minute
-	DefaultPendingTimeout           = 30 * time.Second
-	DefaultSummaryStaleAfter        = 2 * time.Minute
-	DefaultWorkerNamespace          = "strata-system"
+	// DefaultPodsReadyTimeout and the requeuing backoff are Kueue's
+	// (configuration v1beta2).
+	DefaultPodsReadyTimeout     = 30 * time.Minute
+	DefaultRequeuingBackoffBase = 60
+	DefaultRequeuingBackoffMax  = 3600
+	DefaultAdmissionTimeout     = 5 * time.Minute
+	DefaultPendingTimeout       = 30 * time.Second
+	DefaultSummaryStaleAfter    = 2 * time.Minute
+	DefaultWorkerNamespace      = "strata-system"
 	// DefaultOrigin labels the copies a hub creates on its workers.
 	DefaultOrigin              = "strata-hub"
 	DefaultRejectionBackoff    = time.Minute
@@ -147,10 +152,57 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 	setDuration(&cfg.Summary.MinInterval, DefaultSummaryMinInterval)
 	setDuration(&cfg.Summary.HeartbeatInterval, DefaultSummaryHeartbeatInterval)
 	setDuration(&cfg.Queueing.UngateBatchPeriod, DefaultUngateBatchPeriod)
+	setWaitForPodsReadyDefaults(&cfg.WaitForPodsReady)
 	if cfg.Fencing.Namespace == "" {
 		cfg.Fencing.Namespace = DefaultWorkerNamespace
 	}
 	setEventsDefaults(&cfg.Events)
+}
+
+func setWaitForPodsReadyDefaults(w *configv1beta1.WaitForPodsReady) {
+	defaultTrue(&w.Enable)
+	setDuration(&w.Timeout, DefaultPodsReadyTimeout)
+	if w.BlockAdmission == nil {
+		w.BlockAdmission = ptr.To(false)
+	}
+	if w.RecoveryTimeout == nil {
+		w.RecoveryTimeout = &metav1.Duration{Duration: w.Timeout.Duration}
+	}
+	rs := &w.RequeuingStrategy
+	if rs.Timestamp == "" {
+		rs.Timestamp = configv1beta1.EvictionTimestamp
+	}
+	if rs.BackoffBaseSeconds == nil {
+		rs.BackoffBaseSeconds = ptr.To[int32](DefaultRequeuingBackoffBase)
+	}
+	if rs.BackoffMaxSeconds == nil {
+		rs.BackoffMaxSeconds = ptr.To[int32](DefaultRequeuingBackoffMax)
+	}
+}
+
+func validateWaitForPodsReady(w *configv1beta1.WaitForPodsReady, p *field.Path) field.ErrorList {
+	errs := positive(w.Timeout, p.Child("timeout"), false)
+	errs = append(errs, positive(w.RecoveryTimeout, p.Child("recoveryTimeout"), true)...)
+	rs, rp := &w.RequeuingStrategy, p.Child("requeuingStrategy")
+	switch rs.Timestamp {
+	case configv1beta1.EvictionTimestamp:
+	case configv1beta1.CreationTimestamp:
+		errs = append(errs, field.Invalid(rp.Child("timestamp"), rs.Timestamp,
+			"not supported: strata-agent queues a requeued workload from its eviction (Eviction, Kueue's default)"))
+	default:
+		errs = append(errs, field.NotSupported(rp.Child("timestamp"), rs.Timestamp,
+			[]configv1beta1.RequeuingTimestamp{configv1beta1.EvictionTimestamp}))
+	}
+	if n := rs.BackoffLimitCount; n != nil && *n < 0 {
+		errs = append(errs, field.Invalid(rp.Child("backoffLimitCount"), *n, "must not be negative"))
+	}
+	if b := *rs.BackoffBaseSeconds; b < 1 {
+		errs = append(errs, field.Invalid(rp.Child("backoffBaseSeconds"), b, "must be at least 1"))
+	}
+	if m := *rs.BackoffMaxSeconds; m < *rs.BackoffBaseSeconds {
+		errs = append(errs, field.Invalid(rp.Child("backoffMaxSeconds"), m, "must be at least backoffBaseSeconds"))
+	}
+	return errs
 }
 
 func setEventsDefaults(e *configv1beta1.Events) {
@@ -266,6 +318,7 @@ func ValidateAgent(cfg *configv1beta1.AgentConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("fencing", "namespace"), cfg.Fencing.Namespace, msg))
 	}
 	errs = append(errs, validateEvents(&cfg.Events, field.NewPath("events"))...)
+	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
 	return errs
 }
 

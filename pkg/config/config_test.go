@@ -42,6 +42,11 @@ func defaultAgent() *configv1beta1.AgentConfiguration {
 		Queueing: configv1beta1.Queueing{UngateBatchPeriod: duration(500 * time.Millisecond)},
 		Fencing:  configv1beta1.AgentFencing{Namespace: "strata-system"},
 		Events:   configv1beta1.Events{Admissions: configv1beta1.AdmissionEventsPerClusterQueue},
+		WaitForPodsReady: configv1beta1.WaitForPodsReady{
+			Enable: ptr.To(true), Timeout: duration(30 * time.Minute), BlockAdmission: ptr.To(false), RecoveryTimeout: duration(30 * time.Minute),
+			RequeuingStrategy: configv1beta1.RequeuingStrategy{Timestamp: configv1beta1.EvictionTimestamp,
+				BackoffBaseSeconds: ptr.To[int32](60), BackoffMaxSeconds: ptr.To[int32](3600)},
+		},
 	}
 }
 
@@ -91,6 +96,42 @@ summary:
 				c.Summary.HeartbeatInterval = duration(10 * time.Second)
 				return c
 			},
+		},
+		"waitForPodsReady: recoveryTimeout follows the timeout, a limit, blocking": {
+			content: header + `waitForPodsReady:
+  timeout: 10m
+  blockAdmission: true
+  requeuingStrategy:
+    backoffLimitCount: 3
+    backoffBaseSeconds: 5
+`,
+			want: func() *configv1beta1.AgentConfiguration {
+				c := defaultAgent()
+				w := &c.WaitForPodsReady
+				w.Timeout, w.RecoveryTimeout, w.BlockAdmission = duration(10*time.Minute), duration(10*time.Minute), ptr.To(true)
+				w.RequeuingStrategy.BackoffLimitCount, w.RequeuingStrategy.BackoffBaseSeconds = ptr.To[int32](3), ptr.To[int32](5)
+				return c
+			},
+		},
+		"waitForPodsReady off, and recovery not checked": {
+			content: header + "waitForPodsReady:\n  enable: false\n  recoveryTimeout: 0s\n",
+			want: func() *configv1beta1.AgentConfiguration {
+				c := defaultAgent()
+				c.WaitForPodsReady.Enable, c.WaitForPodsReady.RecoveryTimeout = ptr.To(false), duration(0)
+				return c
+			},
+		},
+		"waitForPodsReady: the Creation timestamp is refused with the reason": {
+			content: header + "waitForPodsReady:\n  requeuingStrategy:\n    timestamp: Creation\n",
+			wantErr: `waitForPodsReady.requeuingStrategy.timestamp: Invalid value: "Creation": not supported: strata-agent queues a requeued workload from its eviction`,
+		},
+		"waitForPodsReady: a zero timeout": {
+			content: header + "waitForPodsReady:\n  timeout: 0s\n",
+			wantErr: `waitForPodsReady.timeout: Invalid value: "0s": must be a positive duration`,
+		},
+		"waitForPodsReady: a backoff ceiling under its base": {
+			content: header + "waitForPodsReady:\n  requeuingStrategy:\n    backoffBaseSeconds: 120\n    backoffMaxSeconds: 60\n",
+			wantErr: "waitForPodsReady.requeuingStrategy.backoffMaxSeconds: Invalid value: 60: must be at least backoffBaseSeconds",
 		},
 		"an empty file": {
 			content: "\n",

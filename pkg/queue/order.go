@@ -6,7 +6,9 @@ import (
 
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -67,13 +69,20 @@ func keyLess(nsA, nameA, nsB, nameB string) bool {
 	return la < lb
 }
 
-// QueuedAt is when a workload joined its queue: for the copy of a hub
-// dispatch, when the hub decided it (strata.dev/dispatch-time, in
-// microseconds, so that copies are admitted in the order the hub reserved
-// their placements, also when several were created in one second);
-// otherwise (also when the workload has no dispatch labels, or the
-// annotation does not parse), its creation time.
+// QueuedAt is when a workload joined its queue: for one evicted because
+// its pods were not ready in time (Evicted=True, reason
+// PodsReadyTimeout), that eviction, so that it queues again behind the
+// workloads already waiting (Kueue's requeuing timestamp Eviction); for
+// the copy of a hub dispatch, when the hub decided it
+// (strata.dev/dispatch-time, in microseconds, so that copies are admitted
+// in the order the hub reserved their placements, also when several were
+// created in one second); otherwise (also when the workload has no
+// dispatch labels, or the annotation does not parse), its creation time.
 func QueuedAt(wl *strata.Workload) time.Time {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == strata.EvictedByPodsReadyTimeout {
+		return c.LastTransitionTime.Time
+	}
 	if v, ok := wl.Annotations[strata.DispatchTimeAnnotation]; ok && workload.DispatchKey(wl) != "" {
 		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			return t

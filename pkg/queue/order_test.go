@@ -43,6 +43,13 @@ func dispatched(name string, micros int) *strata.Workload {
 	return wl
 }
 
+// evicted is wl with Evicted=True for reason, two minutes after created.
+func evicted(wl *strata.Workload, reason string) *strata.Workload {
+	wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue,
+		Reason: reason, LastTransitionTime: metav1.NewTime(created.Add(2 * time.Minute))})
+	return wl
+}
+
 func TestBefore(t *testing.T) {
 	cases := map[string]struct {
 		a, b *strata.Workload
@@ -136,6 +143,26 @@ func TestBefore(t *testing.T) {
 			}(),
 			b:    queued("ns", "a", nil, 0),
 			want: false,
+		},
+		"evicted for pods not ready: queued again from the eviction, behind a younger one": {
+			a:    evicted(queued("ns", "a", nil, 0), strata.EvictedByPodsReadyTimeout),
+			b:    queued("ns", "b", nil, 60),
+			want: false,
+		},
+		"evicted for pods not ready: ahead of one created after the eviction": {
+			a:    evicted(queued("ns", "a", nil, 0), strata.EvictedByPodsReadyTimeout),
+			b:    queued("ns", "b", nil, 121),
+			want: true,
+		},
+		"a copy evicted for pods not ready: the eviction, not the dispatch time": {
+			a:    evicted(dispatched("a", 1), strata.EvictedByPodsReadyTimeout),
+			b:    dispatched("b", 2),
+			want: false,
+		},
+		"evicted otherwise (preempted): its creation time": {
+			a:    evicted(queued("ns", "a", nil, 0), strata.EvictedByPreemption),
+			b:    queued("ns", "b", nil, 60),
+			want: true,
 		},
 		"same workload is not before itself": {
 			a:    queued("ns", "a", ptr.To[int32](3), 0),

@@ -51,6 +51,14 @@ type AgentConfiguration struct {
 	// +optional
 	Queueing Queueing `json:"queueing,omitempty"`
 
+	// waitForPodsReady evicts and requeues an admitted workload whose pods
+	// are not all ready (or succeeded) within a timeout, Kueue's
+	// all-or-nothing with its defaults: on, a timeout of 30m, no blocking
+	// of admissions, requeued after 60s doubling up to 3600s, without a
+	// limit.
+	// +optional
+	WaitForPodsReady WaitForPodsReady `json:"waitForPodsReady,omitempty"`
+
 	// fencing configures how the agent stops the copies of a hub that has
 	// gone silent (the hub's fencing configuration, docs/reliability.md).
 	// +optional
@@ -149,6 +157,70 @@ type Queueing struct {
 	// +optional
 	UngateBatchPeriod *metav1.Duration `json:"ungateBatchPeriod,omitempty"`
 }
+
+// WaitForPodsReady configures how long the pods of an admitted workload
+// may take to be ready (Kueue's waitForPodsReady). The agent keeps the
+// workload's PodsReady condition: True once every admitted pod is ready or
+// has succeeded. A workload not there within timeout of its admission, or
+// within recoveryTimeout of a pod failing after that, is evicted (reason
+// PodsReadyTimeout), its job suspended, and queued again after a backoff.
+type WaitForPodsReady struct {
+	// enable turns it on (default true, as in Kueue's configuration
+	// v1beta2; false is Kueue's DisableWaitForPodsReady).
+	// +optional
+	Enable *bool `json:"enable,omitempty"`
+	// timeout is how long after its admission a workload's pods may take
+	// to be ready (default 30m).
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// blockAdmission admits nothing while an admitted workload's pods are
+	// not all ready, so that workloads start one at a time (default
+	// false).
+	// +optional
+	BlockAdmission *bool `json:"blockAdmission,omitempty"`
+	// recoveryTimeout is how long the pods of a workload that was running
+	// may take to be ready again after one failed (default: timeout; 0s
+	// turns the check off).
+	// +optional
+	RecoveryTimeout *metav1.Duration `json:"recoveryTimeout,omitempty"`
+	// requeuingStrategy says when and how often an evicted workload is
+	// queued again.
+	// +optional
+	RequeuingStrategy RequeuingStrategy `json:"requeuingStrategy,omitempty"`
+}
+
+// RequeuingStrategy is the backoff of a workload evicted for pods not
+// ready: it waits about backoffBaseSeconds*2^(n-1) after its n-th
+// eviction, at most backoffMaxSeconds, and is deactivated (spec.active
+// false, reason RequeuingLimitExceeded) at the eviction that would exceed
+// backoffLimitCount.
+type RequeuingStrategy struct {
+	// timestamp orders a requeued workload in its queue: Eviction (the
+	// default) from its eviction, behind the workloads already waiting;
+	// Creation from its creation, as before.
+	// +optional
+	Timestamp RequeuingTimestamp `json:"timestamp,omitempty"`
+	// backoffLimitCount is how many times a workload may be requeued;
+	// unset, without a limit.
+	// +optional
+	BackoffLimitCount *int32 `json:"backoffLimitCount,omitempty"`
+	// backoffBaseSeconds is the first delay (default 60).
+	// +optional
+	BackoffBaseSeconds *int32 `json:"backoffBaseSeconds,omitempty"`
+	// backoffMaxSeconds bounds the delay (default 3600).
+	// +optional
+	BackoffMaxSeconds *int32 `json:"backoffMaxSeconds,omitempty"`
+}
+
+// RequeuingTimestamp is the time a requeued workload is ordered by.
+type RequeuingTimestamp string
+
+const (
+	// EvictionTimestamp orders it from its eviction.
+	EvictionTimestamp RequeuingTimestamp = "Eviction"
+	// CreationTimestamp orders it from its creation.
+	CreationTimestamp RequeuingTimestamp = "Creation"
+)
 
 // HubConfiguration configures strata-hub.
 //

@@ -118,6 +118,9 @@ var (
 	nodeClock *testingclock.FakeClock
 	// eventsClock paces the ClusterQueues' admission digests.
 	eventsClock *testingclock.FakeClock
+	// podsReadyClock measures waitForPodsReady's timeouts and backoff in
+	// the running agent: no spec times out unless it moves it.
+	podsReadyClock *testingclock.FakeClock
 )
 
 // startAgent starts the agent's controllers in a new manager (with a new,
@@ -132,10 +135,12 @@ func startAgent(configure ...func(*configv1beta1.AgentConfiguration)) func() {
 	}
 	nodeClock = testingclock.NewFakeClock(time.Now())
 	eventsClock = testingclock.NewFakeClock(time.Now())
+	podsReadyClock = testingclock.NewFakeClock(time.Now())
 	mgr, err := framework.NewManager(worker.Config)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	Expect(controller.SetupControllers(ctx, mgr, cfg, controller.WithNodeFailureClock(nodeClock), controller.WithEventsClock(eventsClock))).To(Succeed())
+	Expect(controller.SetupControllers(ctx, mgr, cfg, controller.WithNodeFailureClock(nodeClock), controller.WithEventsClock(eventsClock),
+		controller.WithPodsReadyClock(podsReadyClock))).To(Succeed())
 	stop := framework.Run(ctx, mgr)
 	return func() {
 		cancel()

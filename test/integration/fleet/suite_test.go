@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +60,10 @@ var (
 	// absent): specs give them clocks that disagree.
 	hubClock    clock.Clock = clock.RealClock{}
 	agentClocks             = map[string]clock.Clock{}
+	// podsReadyClocks measure each running agent's waitForPodsReady
+	// timeouts (no pod is ever ready here): a new one at each start, which
+	// only a spec that moves it lets time out.
+	podsReadyClocks = map[string]*testingclock.FakeClock{}
 )
 
 // chartIdentity renders the hub chart with helm, applies its ServiceAccount
@@ -213,7 +218,9 @@ func startAgent(w *framework.Cluster) func() {
 	if agentClock == nil {
 		agentClock = clock.RealClock{}
 	}
-	Expect(agentcontroller.SetupControllers(ctx, mgr, cfg, agentcontroller.WithFencingClock(agentClock))).To(Succeed())
+	podsReadyClocks[w.Name] = testingclock.NewFakeClock(time.Now())
+	Expect(agentcontroller.SetupControllers(ctx, mgr, cfg, agentcontroller.WithFencingClock(agentClock),
+		agentcontroller.WithPodsReadyClock(podsReadyClocks[w.Name]))).To(Succeed())
 	stop := framework.Run(ctx, mgr)
 	return func() {
 		cancel()

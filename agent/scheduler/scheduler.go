@@ -176,7 +176,14 @@ func (s *Scheduler) wakeLater(t time.Time) {
 		return
 	}
 	s.wakeAt = t
-	s.clock.AfterFunc(t.Sub(now), s.Wake)
+	s.clock.AfterFunc(t.Sub(now), func() {
+		s.wakeMu.Lock()
+		if s.wakeAt.Equal(t) {
+			s.wakeAt = time.Time{}
+		}
+		s.wakeMu.Unlock()
+		s.Wake()
+	})
 }
 
 // WithHolds makes the scheduler ask holds before it tries a workload: a
@@ -463,6 +470,9 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		return false, false, s.setNotAdmitted(ctx, wl, strata.EvictedByPodsReadyTimeout, workload.BackoffMessage(wl))
 	}
 	key := client.ObjectKeyFromObject(wl)
+	// fits: the workload fits on a flavor, but blockAdmission holds it
+	// (see fitted).
+	var fits bool
 	if by, ok := s.victimOf[key]; ok {
 		// What it frees is its preemptor's: it does not take it back.
 		return false, false, s.setNotAdmitted(ctx, wl, ReasonPending, fmt.Sprintf("preempted to make room for %s; waits until that workload is admitted", by))
@@ -477,9 +487,14 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		// Its victims are gone: it is placed as any workload. If it is
 		// not admitted, what they freed was taken meanwhile: the
 		// preemption is over (its victims may be admitted again) and it
-		// may preempt again.
+		// may preempt again. One that fits, held by blockAdmission,
+		// keeps what its victims freed.
 		defer func() {
-			if !admitted && s.preemptions[key] == p {
+			switch {
+			case admitted || s.preemptions[key] != p:
+			case fits:
+				books.Charge(p.queue, p.flavor, p.requests, 1)
+			default:
 				delete(s.preemptions, key)
 			}
 		}()
@@ -499,9 +514,6 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	// there only by borrowing; preemptable: flavors where it does not fit
 	// now, for the preemption search.
 	var borrowing, preemptable []strata.FlavorQuotas
-	// fits: the workload fits on a flavor, but blockAdmission holds it
-	// (see fitted).
-	var fits bool
 	tryFlavor := func(fq strata.FlavorQuotas) bool {
 		if s.notReady {
 			if s.fits(cq, fq, books, wl) {

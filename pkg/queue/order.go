@@ -69,9 +69,9 @@ func keyLess(nsA, nameA, nsB, nameB string) bool {
 	return la < lb
 }
 
-// QueuedAt is when a workload joined its queue: for one evicted because
-// its pods were not ready in time (Evicted=True, reason
-// PodsReadyTimeout), that eviction, so that it queues again behind the
+// QueuedAt is when a workload joined its queue: for one waiting again
+// after an eviction because its pods were not ready in time (Evicted=True,
+// reason PodsReadyTimeout, no admission), that eviction, so that it queues again behind the
 // workloads already waiting (Kueue's requeuing timestamp Eviction); for
 // the copy of a hub dispatch, when the hub decided it
 // (strata.dev/dispatch-time, in microseconds, so that copies are admitted
@@ -79,7 +79,7 @@ func keyLess(nsA, nameA, nsB, nameB string) bool {
 // created in one second); otherwise (also when the workload has no
 // dispatch labels, or the annotation does not parse), its creation time.
 func QueuedAt(wl *strata.Workload) time.Time {
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted); c != nil &&
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted); c != nil && wl.Status.Admission == nil &&
 		c.Status == metav1.ConditionTrue && c.Reason == strata.EvictedByPodsReadyTimeout {
 		return c.LastTransitionTime.Time
 	}

@@ -159,6 +159,15 @@ func TestBefore(t *testing.T) {
 			b:    dispatched("b", 2),
 			want: false,
 		},
+		"admitted again after such an eviction: its creation time (as a preemption candidate)": {
+			a: func() *strata.Workload {
+				wl := evicted(queued("ns", "a", nil, 0), strata.EvictedByPodsReadyTimeout)
+				wl.Status.Admission = &strata.Admission{ClusterQueue: "q"}
+				return wl
+			}(),
+			b:    queued("ns", "b", nil, 60),
+			want: true,
+		},
 		"evicted otherwise (preempted): its creation time": {
 			a:    evicted(queued("ns", "a", nil, 0), strata.EvictedByPreemption),
 			b:    queued("ns", "b", nil, 60),

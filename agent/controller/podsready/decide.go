@@ -121,22 +121,36 @@ func evict(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, cause strin
 	return false
 }
 
-// deactivated is the eviction of a workload that exceeded backoffLimitCount:
-// its admission goes, its requeueState is cleared (Kueue's), and the
-// conditions say why; spec.active is set false separately.
-func deactivated(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, now time.Time) string {
-	message := fmt.Sprintf("deactivated (%s): its pods were not ready in time after %d requeue(s), waitForPodsReady's backoffLimitCount; set spec.active to true to queue it again",
-		strata.RequeuingLimitExceeded, *cfg.RequeuingStrategy.BackoffLimitCount)
+// deactivated is what becomes of a Workload whose spec.active is false:
+// its admission and its requeueState go (Kueue's), and the conditions say
+// why. When it was deactivated for exceeding backoffLimitCount (its
+// requeueState counts one eviction more, see Reconciler.timedOut) the
+// message names RequeuingLimitExceeded. evicted says whether it was
+// admitted, or exceeded the limit (the kind's controller may have taken
+// the admission back first, saying only that it was deactivated).
+func deactivated(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, now time.Time) (message string, evicted, exceeded bool) {
+	limit := cfg.RequeuingStrategy.BackoffLimitCount
+	exceeded = limit != nil && workload.RequeueCount(wl) > *limit
+	message = "the Workload is deactivated (spec.active: false); it waits until spec.active is true"
+	if exceeded {
+		message = fmt.Sprintf("deactivated (%s): its pods were not ready in time after %d requeue(s), waitForPodsReady's backoffLimitCount; set spec.active to true to queue it again",
+			strata.RequeuingLimitExceeded, *limit)
+	}
+	evicted = wl.Status.Admission != nil || exceeded
 	wl.Status.Admission = nil
 	wl.Status.RequeueState = nil
 	t := metav1.NewTime(now)
-	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue,
-		Reason: reasonDeactivated, Message: message, LastTransitionTime: t})
+	if evicted {
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue,
+			Reason: reasonDeactivated, Message: message, LastTransitionTime: t})
+	}
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: reasonDeactivated, Message: message, LastTransitionTime: t})
-	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadPodsReady, Status: metav1.ConditionFalse,
-		Reason: strata.PodsReadyWaitForStart, Message: "not admitted", LastTransitionTime: t})
-	return message
+	if meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPodsReady) != nil {
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadPodsReady, Status: metav1.ConditionFalse,
+			Reason: strata.PodsReadyWaitForStart, Message: "not admitted", LastTransitionTime: t})
+	}
+	return message, evicted, exceeded
 }
 
 // reasonDeactivated is the Evicted and Admitted reason of a deactivated

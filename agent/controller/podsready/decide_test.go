@@ -247,18 +247,70 @@ func TestEvict(t *testing.T) {
 }
 
 func TestDeactivated(t *testing.T) {
-	wl := admittedAt(t0)
-	wl.Status.RequeueState = &strata.RequeueState{Count: ptr.To[int32](3)}
-	msg := deactivated(wl, defaults(func(w *configv1beta1.WaitForPodsReady) { w.RequeuingStrategy.BackoffLimitCount = ptr.To[int32](3) }), t0)
-	want := "deactivated (RequeuingLimitExceeded): its pods were not ready in time after 3 requeue(s), waitForPodsReady's backoffLimitCount; set spec.active to true to queue it again"
-	if diff := cmp.Diff(want, msg); diff != "" {
-		t.Errorf("deactivated() message (-want,+got):\n%s", diff)
+	limit3 := defaults(func(w *configv1beta1.WaitForPodsReady) { w.RequeuingStrategy.BackoffLimitCount = ptr.To[int32](3) })
+	withCount := func(wl *strata.Workload, n int32) *strata.Workload {
+		wl.Status.RequeueState = &strata.RequeueState{Count: ptr.To(n)}
+		return wl
 	}
-	if wl.Status.Admission != nil || wl.Status.RequeueState != nil {
-		t.Errorf("deactivated() left admission %v, requeueState %v; want both gone", wl.Status.Admission, wl.Status.RequeueState)
+	type result struct {
+		Message           string
+		Evicted, Exceeded bool
+		Reasons           map[string]string
 	}
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted); c == nil || c.Reason != "Deactivated" || c.Message != want {
-		t.Errorf("Evicted condition = %+v, want reason Deactivated with the message", c)
+	const exceeded = "deactivated (RequeuingLimitExceeded): its pods were not ready in time after 3 requeue(s), waitForPodsReady's backoffLimitCount; set spec.active to true to queue it again"
+	const byUser = "the Workload is deactivated (spec.active: false); it waits until spec.active is true"
+	cases := map[string]struct {
+		wl   *strata.Workload
+		cfg  *configv1beta1.WaitForPodsReady
+		want result
+	}{
+		"past the limit (its count one more): evicted, saying so": {
+			wl: withCount(admittedAt(t0), 4), cfg: limit3,
+			want: result{Message: exceeded, Evicted: true, Exceeded: true,
+				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated"}},
+		},
+		"past the limit, its admission already taken back by the Job controller: the message still says why": {
+			wl: func() *strata.Workload {
+				wl := withCount(admittedAt(t0), 4)
+				wl.Status.Admission = nil
+				return wl
+			}(),
+			cfg: limit3,
+			want: result{Message: exceeded, Evicted: true, Exceeded: true,
+				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated"}},
+		},
+		"deactivated by its user at the limit's count: not the limit's doing": {
+			wl: withCount(admittedAt(t0), 3), cfg: limit3,
+			want: result{Message: byUser, Evicted: true,
+				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated"}},
+		},
+		"deactivated by its user while it waited out a backoff: its requeueState goes": {
+			wl: func() *strata.Workload {
+				wl := withCount(admittedAt(t0), 1)
+				wl.Status.Admission = nil
+				wl.Status.Conditions = nil
+				return wl
+			}(),
+			cfg:  defaults(nil),
+			want: result{Message: byUser, Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := tc.wl.DeepCopy()
+			var got result
+			got.Message, got.Evicted, got.Exceeded = deactivated(wl, tc.cfg, t0)
+			got.Reasons = map[string]string{}
+			for _, c := range wl.Status.Conditions {
+				got.Reasons[c.Type] = c.Reason
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("deactivated() (-want,+got):\n%s", diff)
+			}
+			if wl.Status.Admission != nil || wl.Status.RequeueState != nil {
+				t.Errorf("deactivated() left admission %v, requeueState %v; want both gone", wl.Status.Admission, wl.Status.RequeueState)
+			}
+		})
 	}
 }
 

@@ -92,6 +92,11 @@ func (r *Reconciler) after(key types.NamespacedName, d time.Duration) {
 	}
 	r.due[key] = at
 	r.clock.AfterFunc(d, func() {
+		r.mu.Lock()
+		if r.due[key].Equal(at) {
+			delete(r.due, key)
+		}
+		r.mu.Unlock()
 		r.requeue <- event.GenericEvent{Object: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
 	})
 }
@@ -108,10 +113,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !workload.IsActive(wl) && wl.Status.RequeueState != nil {
+	if !workload.IsActive(wl) {
 		// Deactivated, by this controller past backoffLimitCount or by
-		// its user: it queues from zero once active again (Kueue's).
-		return ctrl.Result{}, r.deactivated(ctx, wl)
+		// its user: it queues from zero once active again (Kueue's). The
+		// kinds' controllers take an inactive Workload's admission back
+		// too, but not every kind's (a LeaderWorkerSet group's).
+		if (wl.Status.RequeueState != nil || wl.Status.Admission != nil) && !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+			return ctrl.Result{}, r.deactivated(ctx, wl)
+		}
+		return ctrl.Result{}, nil
 	}
 	if wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) || !workload.IsActive(wl) {
 		return ctrl.Result{}, nil
@@ -148,8 +158,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) timedOut(ctx context.Context, wl *strata.Workload, cause string, ready, want int32, limit time.Duration) error {
 	now := r.clock.Now()
 	if evict(wl, &r.cfg, cause, ready, want, limit, now) {
-		// Held first, so that it is not admitted again in between; the
-		// update's event brings it back to say why (deactivated).
+		// Past backoffLimitCount: the eviction is counted first, while
+		// the workload keeps its admission (so that nothing admits it
+		// again in between), then it is deactivated; the update's event
+		// brings it back to be evicted, saying why (deactivated).
+		count := workload.RequeueCount(wl) + 1
+		if wl.Status.RequeueState == nil {
+			wl.Status.RequeueState = &strata.RequeueState{}
+		}
+		wl.Status.RequeueState.Count = &count
+		if err := r.client.Status().Update(ctx, wl); err != nil {
+			return ignoreConflict(client.IgnoreNotFound(err))
+		}
 		wl.Spec.Active = ptr.To(false)
 		return ignoreConflict(client.IgnoreNotFound(r.client.Update(ctx, wl)))
 	}
@@ -162,22 +182,19 @@ func (r *Reconciler) timedOut(ctx context.Context, wl *strata.Workload, cause st
 	return nil
 }
 
-// deactivated clears the requeueState of a deactivated Workload and, when
-// it was deactivated past backoffLimitCount, says so on it. The kind's
-// controller evicts it too, saying only that it was deactivated: whichever
-// writes last, the reason stays Deactivated.
+// deactivated takes back the admission and the requeueState of a
+// deactivated Workload and, when it was deactivated past
+// backoffLimitCount, says so on it (with a Warning event). The kind's
+// controller may evict it too, saying only that it was deactivated:
+// whichever writes last, the reason stays Deactivated.
 func (r *Reconciler) deactivated(ctx context.Context, wl *strata.Workload) error {
-	limit := r.cfg.RequeuingStrategy.BackoffLimitCount
-	exceeded := limit != nil && workload.RequeueCount(wl) >= *limit
-	if !exceeded {
-		wl.Status.RequeueState = nil
-		return ignoreConflict(client.IgnoreNotFound(r.client.Status().Update(ctx, wl)))
-	}
-	message := deactivated(wl, &r.cfg, r.clock.Now())
+	message, evicted, exceeded := deactivated(wl, &r.cfg, r.clock.Now())
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return ignoreConflict(client.IgnoreNotFound(err))
 	}
-	r.event(wl, reasonDeactivated, message)
+	if evicted && exceeded {
+		r.event(wl, reasonDeactivated, message)
+	}
 	return nil
 }
 

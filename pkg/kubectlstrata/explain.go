@@ -49,6 +49,11 @@ type ExplainView struct {
 	Preempted *ConditionView `json:"preempted,omitempty"`
 	CopyGoing *ConditionView `json:"copyGoing,omitempty"`
 	Finished  *ConditionView `json:"finished,omitempty"`
+	// PodsReady is, on a worker, whether the pods of its admission are
+	// all ready (waitForPodsReady); RequeueState its evictions for pods
+	// not ready in time and when it queues again.
+	PodsReady    *ConditionView       `json:"podsReady,omitempty"`
+	RequeueState *strata.RequeueState `json:"requeueState,omitempty"`
 	// Dispatch is set on a worker for a hub's copy: the hub dispatch it
 	// belongs to.
 	Dispatch *DispatchView `json:"dispatch,omitempty"`
@@ -411,6 +416,10 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 	}
 	v.Preempted = conditionOf(wl.Status.Conditions, strata.WorkloadPreempted)
 	v.CopyGoing = conditionOf(wl.Status.Conditions, strata.WorkloadCopyGoing)
+	if wl.Status.Admission != nil {
+		v.PodsReady = conditionOf(wl.Status.Conditions, strata.WorkloadPodsReady)
+	}
+	v.RequeueState = wl.Status.RequeueState
 	if wl.Spec.Priority != nil || wl.Spec.PriorityClassName != "" {
 		v.Priority = &PriorityView{Value: ptr.Deref(wl.Spec.Priority, 0), Class: wl.Spec.PriorityClassName, Source: wl.Spec.PriorityClassSource}
 	}
@@ -503,6 +512,16 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 	}
 	if v.CopyGoing != nil && v.CopyGoing.Status == metav1.ConditionTrue {
 		add(conditionLines("Copy going:", v.CopyGoing, now)...)
+	}
+	if v.PodsReady != nil {
+		add(conditionLines("Pods ready:", v.PodsReady, now)...)
+	}
+	if rs := v.RequeueState; rs != nil && rs.Count != nil {
+		line := fmt.Sprintf("Requeued:   %d time(s) for pods not ready in time", *rs.Count)
+		if rs.RequeueAt != nil {
+			line += "; queues again at " + rs.RequeueAt.UTC().Format(time.RFC3339)
+		}
+		add(line)
 	}
 	if v.Finished != nil && v.Finished.Status == metav1.ConditionTrue {
 		add(conditionLines("Finished:", v.Finished, now)...)

@@ -242,6 +242,9 @@ Placement:  w3, flavor gpu (dispatch generation 1)
 			view: ExplainView{
 				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
 				Admitted: &ConditionView{Status: metav1.ConditionTrue, Reason: "Admitted"},
+				PodsReady: &ConditionView{Status: metav1.ConditionFalse, Reason: "WaitForStart", LastTransitionTime: minutes(3),
+					Message: "14 of 16 pod(s) ready or succeeded, waiting for the rest"},
+				RequeueState: &strata.RequeueState{Count: ptr.To[int32](1)},
 				Admission: &AdmissionView{ClusterQueue: "cq", PodSets: []PodSetAdmissionView{{
 					Name: "main", Flavor: "gpu", Count: 16, Levels: []string{strata.HostnameLabel},
 					Domains: []AssignedDomainView{{Values: []string{"node-1"}, Pods: 8}, {Values: []string{"node-12"}, Pods: 8}},
@@ -251,6 +254,9 @@ Placement:  w3, flavor gpu (dispatch generation 1)
 Workload:   job-train (on the worker)
 Queue:      team-a
 Admitted:   True  Admitted
+Pods ready: False  WaitForStart (for 3m)
+            14 of 16 pod(s) ready or succeeded, waiting for the rest
+Requeued:   1 time(s) for pods not ready in time
 Admission:  ClusterQueue cq
   main: 16 pods on flavor gpu, on 2 hosts
     node-1   8 pods

@@ -386,3 +386,62 @@ var _ = Describe("LeaderWorkerSet rolling update", Ordered, Label("agent", "lws"
 		}, timeout).Should(Succeed())
 	})
 })
+
+// A LeaderWorkerSet group's Workload deactivated (spec.active: false) is
+// evicted like any other: its released pods go, and it is admitted again
+// once active.
+var _ = Describe("A deactivated LeaderWorkerSet group", Ordered, Label("agent", "lws"), func() {
+	It("loses its admission and its pods, and is admitted again once active", func(ctx SpecContext) {
+		flavor := testutil.MakeResourceFlavor("tas-lws-held").NodeLabel("pool", "lws-held").TopologyName("lws-topology").Obj()
+		flavor.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/inference", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		Expect(client.IgnoreAlreadyExists(worker.Client.Create(ctx, testutil.MakeTopology("lws-topology", block, rack, host).Obj()))).To(Succeed())
+		Expect(worker.Client.Create(ctx, flavor)).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("lws-held-q").Flavor("tas-lws-held").Obj())).To(Succeed())
+		createPoolNode(ctx, "lws-held", "lws-held-h1", "b1", "r1", "3")
+		ns := createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "lws-held-q")
+		l := hostLWS(ns, "lws-held-q", "held", 1)
+		Expect(worker.Client.Create(ctx, l)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(groupWorkload(g, ctx, l, 0).Status.Admission).NotTo(BeNil())
+		}, timeout).Should(Succeed())
+		lwsPods(ctx, l, 0)
+		groupPods := func(g Gomega) []corev1.Pod {
+			var pods corev1.PodList
+			g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+			return pods.Items
+		}
+		Eventually(func(g Gomega) {
+			pods := groupPods(g)
+			g.Expect(pods).To(HaveLen(3))
+			for _, p := range pods {
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "pod %s released", p.Name)
+			}
+		}, timeout).Should(Succeed())
+
+		setActive := func(active bool) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				wl := groupWorkload(g, ctx, l, 0)
+				wl.Spec.Active = ptr.To(active)
+				g.Expect(worker.Client.Update(ctx, wl)).To(Succeed())
+			}, timeout).Should(Succeed())
+		}
+		By("deactivating the group's Workload")
+		setActive(false)
+		Eventually(func(g Gomega) {
+			wl := groupWorkload(g, ctx, l, 0)
+			g.Expect(wl.Status.Admission).To(BeNil())
+			g.Expect(wl.Status.Conditions).To(ContainElement(And(HaveField("Type", strata.WorkloadEvicted),
+				HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "Deactivated"))))
+			g.Expect(groupPods(g)).To(BeEmpty(), "the released pods are deleted")
+		}, timeout).Should(Succeed())
+
+		By("activating it again")
+		setActive(true)
+		Eventually(func(g Gomega) {
+			g.Expect(groupWorkload(g, ctx, l, 0).Status.Admission).NotTo(BeNil())
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, l)).To(Succeed())
+	})
+})

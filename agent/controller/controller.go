@@ -132,10 +132,10 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := ungater.NewReconciler(mgr.GetClient(), cfg.Queueing.UngateBatchPeriod.Duration).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if w := cfg.WaitForPodsReady; w.Enable == nil || *w.Enable {
-		if err := podsready.NewReconciler(mgr.GetClient(), w, o.podsReadyClock, recorder).SetupWithManager(mgr); err != nil {
-			return err
-		}
+	// Also with waitForPodsReady off: it takes back the admissions of
+	// deactivated Workloads, which not every kind's controller does.
+	if err := podsready.NewReconciler(mgr.GetClient(), cfg.WaitForPodsReady, o.podsReadyClock, recorder).SetupWithManager(mgr); err != nil {
+		return err
 	}
 	queueWorkloads, err := queueindex.SetupQueueWorkloads(ctx, mgr.GetCache())
 	if err != nil {

@@ -7,7 +7,9 @@
 // status.requeueState and waits out a backoff before it queues again (the
 // scheduler honours requeueAt); past backoffLimitCount it is deactivated.
 // The kind's controller stops the job once its Workload has no admission,
-// as for any eviction.
+// as for any eviction. With waitForPodsReady on or off, it also takes back
+// the admission of a Workload whose spec.active is false (a
+// LeaderWorkerSet group's controller does not).
 package podsready
 
 import (
@@ -51,8 +53,8 @@ type Reconciler struct {
 	due map[types.NamespacedName]time.Time
 }
 
-// NewReconciler returns a Reconciler for a defaulted, enabled
-// configuration; clk measures the timeouts and the backoff.
+// NewReconciler returns a Reconciler for a defaulted configuration; clk
+// measures the timeouts and the backoff.
 func NewReconciler(c client.Client, cfg configv1beta1.WaitForPodsReady, clk clock.WithDelayedExecution, recorder events.EventRecorder) *Reconciler {
 	return &Reconciler{client: c, cfg: cfg, clock: clk, recorder: recorder,
 		requeue: make(chan event.GenericEvent, 1024), due: map[types.NamespacedName]time.Time{}}
@@ -65,21 +67,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		wl, ok := o.(*strata.Workload)
 		return ok && (wl.Status.Admission != nil || wl.Status.RequeueState != nil)
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podsready").
-		For(&strata.Workload{}, builder.WithPredicates(admitted)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name := o.GetLabels()[strata.WorkloadLabel]
-			if name == "" {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[strata.WorkloadLabel] != ""
-		}))).
+		For(&strata.Workload{}, builder.WithPredicates(admitted))
+	if !r.enabled() {
+		// Deactivated Workloads only.
+		return b.Complete(r)
+	}
+	return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[strata.WorkloadLabel]
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[strata.WorkloadLabel] != ""
+	}))).
 		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
+
+// enabled says whether waitForPodsReady is on; off, the Reconciler only
+// takes back deactivated Workloads' admissions.
+func (r *Reconciler) enabled() bool { return r.cfg.Enable == nil || *r.cfg.Enable }
 
 // after reconciles the Workload again when d has passed on the clock,
 // unless a timer is set for then or earlier already.
@@ -123,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
-	if wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) || !workload.IsActive(wl) {
+	if !r.enabled() || wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 		return ctrl.Result{}, nil
 	}
 	var pods corev1.PodList

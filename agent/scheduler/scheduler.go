@@ -470,9 +470,10 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		return false, false, s.setNotAdmitted(ctx, wl, strata.EvictedByPodsReadyTimeout, workload.BackoffMessage(wl))
 	}
 	key := client.ObjectKeyFromObject(wl)
-	// fits: the workload fits on a flavor, but blockAdmission holds it
-	// (see fitted).
+	// fits: the workload fits on flavor fitsOn, but blockAdmission holds
+	// it (see fitted).
 	var fits bool
+	var fitsOn string
 	if by, ok := s.victimOf[key]; ok {
 		// What it frees is its preemptor's: it does not take it back.
 		return false, false, s.setNotAdmitted(ctx, wl, ReasonPending, fmt.Sprintf("preempted to make room for %s; waits until that workload is admitted", by))
@@ -492,7 +493,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		defer func() {
 			switch {
 			case admitted || s.preemptions[key] != p:
-			case fits:
+			case fits && fitsOn == p.flavor:
 				books.Charge(p.queue, p.flavor, p.requests, 1)
 			default:
 				delete(s.preemptions, key)
@@ -517,7 +518,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	tryFlavor := func(fq strata.FlavorQuotas) bool {
 		if s.notReady {
 			if s.fits(cq, fq, books, wl) {
-				fits = true
+				fits, fitsOn = true, fq.Name
 				return true
 			}
 		}
@@ -568,7 +569,10 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		done, err = s.preempt(ctx, cq, fq, books, wl, r)
 		if done && len(s.stillHeld(s.preemptions[key])) == 0 && tryFlavor(fq) {
 			// The victims held no running pods: their capacity was free
-			// at once.
+			// at once. Held by blockAdmission, it keeps that quota.
+			if fits {
+				books.Charge(cq.Name, fq.Name, need, 1)
+			}
 			return true, !fits, err
 		}
 		if done {

@@ -518,7 +518,7 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 	}
 	if rs := v.RequeueState; rs != nil && rs.Count != nil {
 		line := fmt.Sprintf("Requeued:   %d time(s) for pods not ready in time", *rs.Count)
-		if rs.RequeueAt != nil {
+		if rs.RequeueAt != nil && v.Admission == nil && rs.RequeueAt.After(now) {
 			line += "; queues again at " + rs.RequeueAt.UTC().Format(time.RFC3339)
 		}
 		add(line)

@@ -172,13 +172,17 @@ func (r *Reconciler) timedOut(ctx context.Context, wl *strata.Workload, cause st
 		// the workload keeps its admission (so that nothing admits it
 		// again in between), then it is deactivated; the update's event
 		// brings it back to be evicted, saying why (deactivated).
-		count := workload.RequeueCount(wl) + 1
-		if wl.Status.RequeueState == nil {
-			wl.Status.RequeueState = &strata.RequeueState{}
-		}
-		wl.Status.RequeueState.Count = &count
-		if err := r.client.Status().Update(ctx, wl); err != nil {
-			return ignoreConflict(client.IgnoreNotFound(err))
+		// A retry after a failed spec write finds the count past the
+		// limit already: only the spec is written again.
+		if limit := r.cfg.RequeuingStrategy.BackoffLimitCount; workload.RequeueCount(wl) <= *limit {
+			count := workload.RequeueCount(wl) + 1
+			if wl.Status.RequeueState == nil {
+				wl.Status.RequeueState = &strata.RequeueState{}
+			}
+			wl.Status.RequeueState.Count = &count
+			if err := r.client.Status().Update(ctx, wl); err != nil {
+				return ignoreConflict(client.IgnoreNotFound(err))
+			}
 		}
 		wl.Spec.Active = ptr.To(false)
 		return ignoreConflict(client.IgnoreNotFound(r.client.Update(ctx, wl)))
@@ -202,8 +206,14 @@ func (r *Reconciler) deactivated(ctx context.Context, wl *strata.Workload) error
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return ignoreConflict(client.IgnoreNotFound(err))
 	}
-	if evicted && exceeded {
+	switch {
+	case exceeded:
 		r.event(wl, reasonDeactivated, message)
+	case evicted:
+		// As the Job controller says it, when this controller evicts first.
+		if job := workload.OwnerJob(wl); job != nil {
+			r.recorder.Eventf(job, wl, corev1.EventTypeNormal, reasonDeactivated, "Evict", "The Workload was deactivated; the Job waits until its spec.active is true")
+		}
 	}
 	return nil
 }

@@ -392,9 +392,9 @@ var _ = Describe("LeaderWorkerSet rolling update", Ordered, Label("agent", "lws"
 // once active.
 var _ = Describe("A deactivated LeaderWorkerSet group", Ordered, Label("agent", "lws"), func() {
 	It("loses its admission and its pods, and is admitted again once active", func(ctx SpecContext) {
-		flavor := testutil.MakeResourceFlavor("tas-lws-held").NodeLabel("pool", "lws-held").TopologyName("lws-topology").Obj()
+		flavor := testutil.MakeResourceFlavor("tas-lws-held").NodeLabel("pool", "lws-held").TopologyName("lws-held-topology").Obj()
 		flavor.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/inference", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-		Expect(client.IgnoreAlreadyExists(worker.Client.Create(ctx, testutil.MakeTopology("lws-topology", block, rack, host).Obj()))).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("lws-held-topology", block, rack, host).Obj())).To(Succeed())
 		Expect(worker.Client.Create(ctx, flavor)).To(Succeed())
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("lws-held-q").Flavor("tas-lws-held").Obj())).To(Succeed())
 		createPoolNode(ctx, "lws-held", "lws-held-h1", "b1", "r1", "3")

@@ -32,6 +32,16 @@ var _ = Describe("Hub queueing", func() {
 			pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "quota-high"}, Value: 100}
 			Expect(c.Client.Create(ctx, pc)).To(Succeed())
 		}
+		// The hub sends no copy where a worker's summary, listing its
+		// classes, lacks the Job's: "high" must not be kept from the
+		// quota by summaries older than its class.
+		for _, w := range []string{"w1", "w2"} {
+			hubReads(ctx, w, e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+				if st.PriorityClasses != nil {
+					g.Expect(st.PriorityClasses).To(ContainElement(HaveField("Name", "quota-high")))
+				}
+			})
+		}
 
 		first := e.job("first", 1, "2", nil)
 		Expect(hub.Client.Create(ctx, first)).To(Succeed())
@@ -68,8 +78,9 @@ var _ = Describe("Hub queueing", func() {
 		wl := hubWorkload(Default, ctx, first)
 		completeCopy(ctx, worker(wl.Status.Placement.Cluster), first)
 		Eventually(func(g Gomega) {
-			g.Expect(hubWorkload(g, ctx, high).Status.Admission).NotTo(BeNil())
-			g.Expect(hubWorkload(g, ctx, low).Status.Placement).To(BeNil(), "the quota holds one of them")
+			h, l := hubWorkload(g, ctx, high), hubWorkload(g, ctx, low)
+			g.Expect(h.Status.Admission).NotTo(BeNil(), "high: %+v %+v", h.Status.Conditions, h.Status.Placement)
+			g.Expect(l.Status.Placement).To(BeNil(), "the quota holds one of them; low: %+v", l.Status.Conditions)
 		}).Should(Succeed())
 	})
 

@@ -147,6 +147,13 @@ const (
 	// its capacity is taken where the hub counted it; otherwise it places
 	// the pod set on its own.
 	TopologyHintAnnotation = Prefix + "topology-hint"
+	// RequeueCountAnnotation holds, on a hub's copy, how many times the
+	// Job's earlier copies were evicted because their pods were not ready
+	// in time (the hub Workload's status.requeueState.count). The worker's
+	// waitForPodsReady counts on from it, so that its backoff and its
+	// backoffLimitCount apply to the Job across the fleet, not to each
+	// copy alone.
+	RequeueCountAnnotation = Prefix + "requeue-count"
 	// CopySignatureAnnotation holds, on a hub's copy, the hub's keyed
 	// signature (HMAC-SHA256) of the copy's origin, kind, namespace, name,
 	// hub Workload UID and dispatch generation. Labels alone do not make

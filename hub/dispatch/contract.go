@@ -26,6 +26,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/workload"
 )
 
 // Key names a dispatch: "<hub workload UID>/<dispatch generation>", as
@@ -308,7 +309,8 @@ func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload, opts ...c
 // pinned and its dispatch time noted (the order in which the worker's
 // agent admits copies of equal priority), and with hint, when not empty,
 // as its topology hint (the placement the hub reserved, see
-// workload.EncodeTopologyHints).
+// workload.EncodeTopologyHints), and with how many times its earlier
+// copies' pods were not ready in time, when they were.
 func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, generation int64, hint string) jobs.Job {
 	c := job.ForWorker()
 	obj := c.Object()
@@ -334,6 +336,10 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 	delete(annotations, strata.PreemptUpToAnnotation)
 	if p := wl.Status.Placement; p != nil && p.PreemptUpTo != nil {
 		annotations[strata.PreemptUpToAnnotation] = strconv.FormatInt(int64(*p.PreemptUpTo), 10)
+	}
+	delete(annotations, strata.RequeueCountAnnotation)
+	if n := workload.RequeueCount(wl); n > 0 {
+		annotations[strata.RequeueCountAnnotation] = strconv.FormatInt(int64(n), 10)
 	}
 	delete(annotations, strata.CopySignatureAnnotation) // the hub signs the copy as sent (Sign)
 	delete(annotations, strata.TopologyHintAnnotation)
@@ -393,7 +399,23 @@ func Judge(copyWL *strata.Workload) (Verdict, string, string) {
 			// Its pods were not all ready in time there (the worker's
 			// waitForPodsReady): placed again, where it may start.
 			return Refused, c.Reason, c.Message
+		case ReasonCopyDeactivated:
+			// Deactivated there (spec.active false): by the worker's
+			// waitForPodsReady past its backoffLimitCount, or by someone
+			// on the worker. Judged once the eviction is done (its
+			// requeueState cleared), when the message says which.
+			if workload.IsActive(copyWL) || copyWL.Status.RequeueState != nil {
+				return Waiting, "", ""
+			}
+			if strings.Contains(c.Message, strata.RequeuingLimitExceeded) {
+				return Refused, strata.RequeuingLimitExceeded, c.Message
+			}
+			return Refused, c.Reason, c.Message
 		}
 	}
 	return Waiting, "", ""
 }
+
+// ReasonCopyDeactivated is the Admitted=False reason of a copy's
+// Workload deactivated on its worker.
+const ReasonCopyDeactivated = "Deactivated"

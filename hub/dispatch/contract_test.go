@@ -322,6 +322,30 @@ func TestJudge(t *testing.T) {
 			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "PodsReadyTimeout")}}},
 			want: Refused, wantReason: "PodsReadyTimeout", wantMsg: "PodsReadyTimeout said",
 		},
+		"deactivated there past backoffLimitCount": {
+			wl: &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
+				{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Deactivated", Message: "deactivated (RequeuingLimitExceeded): ..."}}}},
+			want: Refused, wantReason: "RequeuingLimitExceeded", wantMsg: "deactivated (RequeuingLimitExceeded): ...",
+		},
+		"deactivated there by someone": {
+			wl:   &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "Deactivated")}}},
+			want: Refused, wantReason: "Deactivated", wantMsg: "Deactivated said",
+		},
+		"deactivated, its eviction not done yet (requeueState kept)": {
+			wl: &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{
+				RequeueState: &strata.RequeueState{Count: ptr.To[int32](2)},
+				Conditions:   []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "Deactivated")}}},
+			want: Waiting,
+		},
+		"active again after a deactivation": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "Deactivated")}}},
+			want: Waiting,
+		},
+		"deactivated while admitted: admitted until evicted": {
+			wl: &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "q"},
+				Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "True", "Admitted")}}},
+			want: Admitted,
+		},
 		"invalid wins over everything": {
 			wl: &strata.Workload{Status: strata.WorkloadStatus{
 				Admission:  &strata.Admission{ClusterQueue: "q"},
@@ -462,5 +486,36 @@ func TestNotePreemption(t *testing.T) {
 	RecordDispatch(&st, "w1", "gpu", "fits", at)
 	if !NotePreemption(&st, "w1", worker) {
 		t.Errorf("the next dispatch's preemption not noted")
+	}
+}
+
+// TestNewCopyRequeueCount: a copy carries how many times the Job's
+// earlier copies' pods were not ready in time, only when they were; a
+// user's annotation of that name never reaches the worker.
+func TestNewCopyRequeueCount(t *testing.T) {
+	hubJob := func() jobs.Job {
+		return batchjob.Adapt(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml",
+			Annotations: map[string]string{strata.RequeueCountAnnotation: "0"}}})
+	}
+	for name, tc := range map[string]struct {
+		rs   *strata.RequeueState
+		want map[string]string
+	}{
+		"never evicted":   {},
+		"count cleared":   {rs: &strata.RequeueState{}},
+		"evicted twice":   {rs: &strata.RequeueState{Count: ptr.To[int32](2)}, want: map[string]string{strata.RequeueCountAnnotation: "2"}},
+		"counted as zero": {rs: &strata.RequeueState{Count: ptr.To[int32](0)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: "wl-uid"}, Status: strata.WorkloadStatus{RequeueState: tc.rs}}
+			got := NewCopy(hubJob(), wl, "hub-a", "q", "gpu", 1, "").Object().GetAnnotations()
+			count := map[string]string{}
+			if v, ok := got[strata.RequeueCountAnnotation]; ok {
+				count[strata.RequeueCountAnnotation] = v
+			}
+			if diff := cmp.Diff(tc.want, count, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("the copy's count (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

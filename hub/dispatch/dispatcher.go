@@ -178,7 +178,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 
 	// 2. Collect what is pending, by ClusterQueue; what is dispatched
 	// charges its queue's usage.
-	c, errs := d.collect(ctx, entries)
+	c, errs := d.collect(ctx, entries, now)
 
 	// 3. Place, holding the fleet's targets: their reservations rebuilt,
 	// then the queues served head by head, each in admission order.
@@ -188,6 +188,9 @@ func (d *Dispatcher) Pass(ctx context.Context) (time.Duration, error) {
 	}
 	next, err := d.placeOnTargets(ctx, workers, c, view, now, writes)
 	errs = append(errs, err)
+	if c.retry > 0 && (next == 0 || c.retry < next) {
+		next = c.retry
+	}
 	metrics.HubDispatchPass.Observe(time.Since(start).Seconds())
 	metrics.HubPendingWorkloads.Set(float64(len(c.waiting)))
 

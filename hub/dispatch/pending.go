@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/workload"
 )
 
 // pending is a Workload waiting to be placed, with its queue.
@@ -38,6 +40,9 @@ type collected struct {
 	// behind are the dispatches this process recorded that the informer
 	// does not show yet.
 	behind []inFlight
+	// retry is when the first backoff of a waiting Workload whose pods
+	// were not ready in time ends (0: none).
+	retry time.Duration
 	// drained are the dispatched Workloads whose queue's stopPolicy is
 	// HoldAndDrain: the hub evicts them (markDrained).
 	drained []drainedWorkload
@@ -60,7 +65,7 @@ type inFlight struct {
 // charge their queue's usage, a deactivated one has its reason written,
 // and the others that may go somewhere are to place. It first forgets
 // what the informer shows now (forgetRecorded, pruneHints).
-func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected, []error) {
+func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Time) (*collected, []error) {
 	c := &collected{
 		waiting: make([]pending, 0, len(entries)),
 		usage:   map[string]map[string]corev1.ResourceList{},
@@ -117,11 +122,11 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 			continue
 		}
 		if e.inactive {
-			// The user's hold (Kueue's deactivation). A job's own
-			// spec.suspend is Strata's on the hub, as Kueue's: a
-			// manifest created suspended is dispatched.
-			d.wait(ctx, pending{entry: e, job: job.job.Object()}, ReasonDeactivated,
-				fmt.Sprintf("the Workload is deactivated (spec.active: false); it is dispatched when spec.active is true: kubectl patch workload %s -n %s --type merge -p '{\"spec\":{\"active\":true}}'", e.name, e.namespace))
+			// The user's hold (Kueue's deactivation), or the hub's past a
+			// worker's backoffLimitCount. A job's own spec.suspend is
+			// Strata's on the hub, as Kueue's: a manifest created
+			// suspended is dispatched.
+			d.wait(ctx, pending{entry: e, job: job.job.Object()}, ReasonDeactivated, deactivatedMessage(e.wl))
 			continue
 		}
 		if stop.Stopped {
@@ -129,9 +134,31 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry) (*collected,
 			d.wait(ctx, pending{entry: e, job: job.job.Object()}, strata.QueueStopped, stop.Message)
 			continue
 		}
+		if at := workload.RequeueAt(e.wl); at.After(now) {
+			// Its last copy's pods were not ready in time: it waits out
+			// the backoff that worker's waitForPodsReady set, as it would
+			// have there, and those behind it go ahead.
+			d.wait(ctx, pending{entry: e, job: job.job.Object()}, strata.EvictedByPodsReadyTimeout, workload.BackoffMessage(e.wl))
+			if left := at.Sub(now); c.retry == 0 || left < c.retry {
+				c.retry = left
+			}
+			continue
+		}
 		c.waiting = append(c.waiting, pending{entry: e, job: job.job.Object(), queue: cq.Name})
 	}
 	return c, errs
+}
+
+// deactivatedMessage says why an inactive hub Workload waits: the user's
+// deactivation, or its copies' pods not ready in time more often than a
+// worker's backoffLimitCount allows (its last attempt says so).
+func deactivatedMessage(wl *strata.Workload) string {
+	why := "the Workload is deactivated (spec.active: false)"
+	if p := wl.Status.Placement; p != nil && len(p.Attempts) > 0 && p.Attempts[len(p.Attempts)-1].Reason == strata.RequeuingLimitExceeded {
+		why = fmt.Sprintf("the Workload was deactivated (spec.active: false, %s): its pods were not ready in time on %s more often than waitForPodsReady's backoffLimitCount there allows",
+			strata.RequeuingLimitExceeded, p.Attempts[len(p.Attempts)-1].Cluster)
+	}
+	return fmt.Sprintf("%s; it is dispatched when spec.active is true: kubectl patch workload %s -n %s --type merge -p '{\"spec\":{\"active\":true}}'", why, wl.Name, wl.Namespace)
 }
 
 // markDrained queues the write that evicts, at the hub, a dispatched

@@ -2,7 +2,10 @@ package workload
 
 import (
 	"fmt"
+	"strconv"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -18,12 +21,35 @@ func RequeueAt(wl *strata.Workload) time.Time {
 }
 
 // RequeueCount is how many times a workload was evicted because its pods
-// were not ready in time.
+// were not ready in time: its requeueState's count, or, before it has
+// one, what a hub's copy carries of the Job's earlier copies
+// (strata.dev/requeue-count).
 func RequeueCount(wl *strata.Workload) int32 {
 	if rs := wl.Status.RequeueState; rs != nil && rs.Count != nil {
 		return *rs.Count
 	}
-	return 0
+	if DispatchKey(wl) == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(wl.Annotations[strata.RequeueCountAnnotation], 10, 32)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return int32(n)
+}
+
+// RequeueBackoff is the backoff of a workload's last eviction for pods
+// not ready in time: from that eviction to its requeueAt, both on the
+// clock of the cluster that evicted it; 0 when it has none. A hub
+// measures the wait on its own clock from it, so that a worker's clock
+// ahead or behind does not lengthen or shorten it.
+func RequeueBackoff(wl *strata.Workload) time.Duration {
+	at := RequeueAt(wl)
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+	if at.IsZero() || c == nil || c.Reason != strata.EvictedByPodsReadyTimeout {
+		return 0
+	}
+	return max(at.Sub(c.LastTransitionTime.Time), 0)
 }
 
 // BackoffMessage is the Admitted=False message (reason PodsReadyTimeout)

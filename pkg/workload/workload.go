@@ -108,7 +108,7 @@ var dispatchLabels = []string{strata.OriginLabel, strata.HubWorkloadUIDLabel, st
 // dispatchAnnotations are the annotations a hub puts on its copy of a Job,
 // which the copy's Workload carries.
 var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeAnnotation, strata.TopologyHintAnnotation, strata.DispatchWorkloadsAnnotation,
-	strata.PreemptUpToAnnotation}
+	strata.PreemptUpToAnnotation, strata.RequeueCountAnnotation}
 
 // CarryDispatch copies to dst the dispatch contract's labels and
 // annotations that src has and dst lacks, and the unhealthy-nodes

@@ -207,6 +207,28 @@ func TestEvict(t *testing.T) {
 				strata.WorkloadAdmitted: strata.EvictedByPodsReadyTimeout, strata.WorkloadEvicted: strata.EvictedByPodsReadyTimeout,
 				strata.WorkloadPodsReady: strata.PodsReadyWaitForStart}, EvictedAt: now},
 		},
+		"a hub's copy counts on from the Job's earlier copies": {
+			wl: func() *strata.Workload {
+				wl := admittedAt(t0)
+				wl.Labels = map[string]string{strata.HubWorkloadUIDLabel: "hub-uid", strata.DispatchGenerationLabel: "3"}
+				wl.Annotations = map[string]string{strata.RequeueCountAnnotation: "2"}
+				return wl
+			}(),
+			cfg: defaults(nil),
+			want: result{Count: 3, RequeueAt: now.Add(4 * time.Minute), Reasons: map[string]string{
+				strata.WorkloadAdmitted: strata.EvictedByPodsReadyTimeout, strata.WorkloadEvicted: strata.EvictedByPodsReadyTimeout,
+				strata.WorkloadPodsReady: strata.PodsReadyWaitForStart}, EvictedAt: now},
+		},
+		"a hub's copy at the limit with its earlier copies: deactivated": {
+			wl: func() *strata.Workload {
+				wl := admittedAt(t0)
+				wl.Labels = map[string]string{strata.HubWorkloadUIDLabel: "hub-uid", strata.DispatchGenerationLabel: "3"}
+				wl.Annotations = map[string]string{strata.RequeueCountAnnotation: "1"}
+				return wl
+			}(),
+			cfg:  defaults(func(w *configv1beta1.WaitForPodsReady) { w.RequeuingStrategy.BackoffLimitCount = ptr.To[int32](1) }),
+			want: result{Deactivate: true, Admitted: true, Reasons: map[string]string{strata.WorkloadAdmitted: "Admitted"}},
+		},
 		"past backoffLimitCount: deactivated instead, nothing changed": {
 			wl: func() *strata.Workload {
 				wl := admittedAt(t0)

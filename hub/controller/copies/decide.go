@@ -165,9 +165,16 @@ func nextStep(o *observed, now time.Time) step {
 	case !o.finished() && !workload.IsActive(o.wl):
 		// The user's hold, Kueue's way. The hub job's own suspend is
 		// Strata's: a job created or set suspended on the hub runs on.
-		return step{action: actTakeBack, why: "the hub Workload was deactivated", record: true,
+		st := step{action: actTakeBack, why: "the hub Workload was deactivated", record: true,
 			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated,
 				message: "the Workload was deactivated (spec.active: false); it is dispatched again when spec.active is true"}}
+		if o.undoing != nil {
+			// A take-back under way records its own outcome: the
+			// refusal that deactivated it (RequeuingLimitExceeded), or
+			// one before the user's hold.
+			st.outcome = *o.undoing
+		}
+		return st
 	case !o.finished() && dispatch.Evicting(o.wl) && !o.copyFinished():
 		// Preempted at the hub for its queue's quota, or drained by its
 		// stopped queue: the copy goes, and the Workload waits again.
@@ -260,6 +267,20 @@ func (o *observed) copyIsCurrent() bool {
 
 // refuseStep undoes the dispatch (the hub Workload's condition reason
 // Rejected) for cause.
+// requeueOf is the hub Workload's requeueState after its copy was evicted
+// because its pods were not ready in time: the copy's count (which counts
+// on from the Job's earlier copies, strata.dev/requeue-count), and its
+// backoff, measured on the worker's clock, from now on the hub's. nil
+// when the copy has no count.
+func requeueOf(copyWL *strata.Workload, now time.Time) *strata.RequeueState {
+	n := workload.RequeueCount(copyWL)
+	if n <= 0 {
+		return nil
+	}
+	at := metav1.NewTime(now.Add(workload.RequeueBackoff(copyWL)).Truncate(time.Second))
+	return &strata.RequeueState{Count: &n, RequeueAt: &at}
+}
+
 func refuseStep(why string, result strata.PlacementResult, cause, message string) step {
 	return step{action: actRefuse, why: why, outcome: outcome{result: result, reason: dispatch.ReasonRejected, cause: cause, message: message}}
 }
@@ -310,6 +331,17 @@ func followStep(o *observed, now time.Time) step {
 	case dispatch.Refused:
 		s := refuseStep("the worker refused the copy", strata.PlacementRejected, reason,
 			fmt.Sprintf("the worker refused the copy (%s): %s; placing it again", reason, message))
+		switch reason {
+		case strata.EvictedByPodsReadyTimeout:
+			s.outcome.requeue = requeueOf(o.copyWL, now)
+		case strata.RequeuingLimitExceeded:
+			// Evicted there, not refused: no worker is kept out for it
+			// once someone activates the Workload again.
+			s.outcome.result = strata.PlacementEvicted
+			s.outcome.reason = dispatch.ReasonDeactivated
+			s.outcome.message = fmt.Sprintf("the worker deactivated the copy (%s): %s; the Workload is deactivated (spec.active: false) and is dispatched again when spec.active is true",
+				reason, message)
+		}
 		s.mirror = true
 		return s
 	case dispatch.Admitted:

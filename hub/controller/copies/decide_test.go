@@ -130,6 +130,15 @@ func TestNextStep(t *testing.T) {
 			o:    func() *observed { o := base(); o.wl.Spec.Active = ptr.To(false); return o },
 			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated}},
 		},
+		"deactivated past a worker's backoffLimitCount, its copy still going: the refusal is what is recorded": {
+			o: func() *observed {
+				o := base()
+				o.wl.Spec.Active = ptr.To(false)
+				o.undoing = &outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated, cause: strata.RequeuingLimitExceeded, message: "the worker deactivated the copy"}
+				return o
+			},
+			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated, cause: strata.RequeuingLimitExceeded}},
+		},
 		"evicted at the hub (preempted for quota): taken back and recorded": {
 			o: func() *observed {
 				o := admittedOnHub(base())
@@ -345,6 +354,28 @@ func TestNextStep(t *testing.T) {
 				return withCopy(base(), copyWL(false, cond(strata.WorkloadInvalid, metav1.ConditionTrue, "InvalidPodSets", now)))
 			},
 			want: step{action: actRefuse, mirror: true, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: "InvalidPodSets"}},
+		},
+		"evicted by the worker: its pods were not ready in time": {
+			o: func() *observed {
+				// The worker's clock is off the hub's: the backoff (two
+				// minutes there) runs from the hub's now.
+				cw := copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, strata.EvictedByPodsReadyTimeout, workerClock),
+					cond(strata.WorkloadEvicted, metav1.ConditionTrue, strata.EvictedByPodsReadyTimeout, workerClock))
+				cw.Status.RequeueState = &strata.RequeueState{Count: ptr.To[int32](2), RequeueAt: ptr.To(metav1.NewTime(workerClock.Add(2 * time.Minute)))}
+				return withCopy(base(), cw)
+			},
+			want: step{action: actRefuse, mirror: true, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: strata.EvictedByPodsReadyTimeout,
+				requeue: &strata.RequeueState{Count: ptr.To[int32](2), RequeueAt: ptr.To(metav1.NewTime(now.Add(2 * time.Minute)))}}},
+		},
+		"deactivated by the worker past its backoffLimitCount": {
+			o: func() *observed {
+				c := cond(strata.WorkloadAdmitted, metav1.ConditionFalse, "Deactivated", workerClock)
+				c.Message = "deactivated (RequeuingLimitExceeded): its pods were not ready in time after 1 requeue(s)"
+				cw := copyWL(false, c)
+				cw.Spec.Active = ptr.To(false)
+				return withCopy(base(), cw)
+			},
+			want: step{action: actRefuse, mirror: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated, cause: strata.RequeuingLimitExceeded}},
 		},
 		"admitted by the worker": {
 			o:    func() *observed { return withCopy(base(), copyWL(true)) },

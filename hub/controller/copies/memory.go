@@ -79,6 +79,10 @@ type outcome struct {
 	// reason is the hub Workload's condition reason; cause the attempt's
 	// (the worker's refusal reason, when there is one).
 	reason, cause, message string
+	// requeue, after a refusal for pods not ready in time (cause
+	// PodsReadyTimeout), is the hub Workload's requeueState: the worker's
+	// count, and its backoff measured from the hub's now (requeueOf).
+	requeue *strata.RequeueState
 }
 
 func newMemory() *memory {

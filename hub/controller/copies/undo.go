@@ -20,6 +20,7 @@ import (
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/workload"
 )
 
 // errCopyGoing says a copy being taken back still exists on its worker:
@@ -49,6 +50,11 @@ func (r *Reconciler) refuse(ctx context.Context, s *scope, o outcome) error {
 			return err
 		}
 	}
+	if o.cause == strata.RequeuingLimitExceeded {
+		if err := r.deactivate(ctx, s); err != nil {
+			return err
+		}
+	}
 	// A copy still going is waited for through the undoing record; the
 	// refusal is told once.
 	_, told := r.memory.undoingOf(s.dispatch)
@@ -66,6 +72,27 @@ func (r *Reconciler) refuse(ctx context.Context, s *scope, o outcome) error {
 		})
 	}
 	return err
+}
+
+// deactivate sets the hub Workload's spec.active to false: its copy's
+// worker deactivated the copy past waitForPodsReady's backoffLimitCount,
+// and the Job is held at the hub as Kueue holds it, until someone sets
+// spec.active again. It is written before the refusal's record, so that
+// no pass places the Workload again in between; the record then follows
+// on the Workload as patched.
+func (r *Reconciler) deactivate(ctx context.Context, s *scope) error {
+	if !workload.IsActive(s.wl) {
+		return nil
+	}
+	patched := s.wl.DeepCopy()
+	if err := r.client.Patch(ctx, patched, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"active":false}}`))); err != nil {
+		return err
+	}
+	s.wl.Spec.Active, s.wl.ResourceVersion = patched.Spec.Active, patched.ResourceVersion
+	if s.updated != nil {
+		s.updated.Spec.Active, s.updated.ResourceVersion = patched.Spec.Active, patched.ResourceVersion
+	}
+	return nil
 }
 
 // workerRefused undoes a dispatch for a reason of the worker's, and says
@@ -142,6 +169,14 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 	s.change(func(ws *strata.WorkloadStatus) bool {
 		dispatch.RecordOutcome(ws, o.result, o.reason, o.cause, o.message, r.clock.Now())
 		meta.RemoveStatusCondition(&ws.Conditions, ConditionCopyGoing)
+		switch {
+		case o.requeue != nil:
+			ws.RequeueState = o.requeue
+		case o.cause == strata.RequeuingLimitExceeded:
+			// Deactivated (refuse): counted anew once active again, as
+			// Kueue does.
+			ws.RequeueState = nil
+		}
 		return true
 	})
 	s.afterWrite(func(context.Context) error {

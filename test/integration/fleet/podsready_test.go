@@ -29,7 +29,7 @@ var _ = Describe("Pods not ready in time on a worker", func() {
 		Expect(other).NotTo(BeEmpty())
 
 		By("the timeout passing on that worker, whose pods never become ready here")
-		podsReadyClocks[on].SetTime(time.Now().Add(31 * time.Minute))
+		podsReadyClocks[on].Step(31 * time.Minute)
 		Eventually(func(g Gomega) {
 			wl := hubWorkload(g, ctx, job)
 			g.Expect(wl.Status.Admission).NotTo(BeNil())
@@ -46,5 +46,64 @@ var _ = Describe("Pods not ready in time on a worker", func() {
 		c := meta.FindStatusCondition(hubWorkload(Default, ctx, job).Status.Conditions, strata.WorkloadAdmitted)
 		Expect(c).NotTo(BeNil())
 		Expect(c.Status).To(BeEquivalentTo("True"))
+	})
+
+	It("counts the evictions of the Job's copies across the fleet, and deactivates it at the hub past a worker's backoffLimitCount", func(ctx SpecContext) {
+		e := newEnv(ctx, "readylimit", map[string][][]string{"w1": {{"4"}}, "w2": {{"4"}}})
+		job := e.job("never-ready", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		var first string
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			first = wl.Status.Placement.Cluster
+		}).Should(Succeed())
+		second := map[string]string{"w1": "w2", "w2": "w1"}[first]
+
+		By("the first copy's timeout: the hub counts it, waits out the worker's backoff, and sends the count with the next copy")
+		podsReadyClocks[first].Step(31 * time.Minute)
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.RequeueState).NotTo(BeNil())
+			g.Expect(wl.Status.RequeueState.Count).To(HaveValue(BeEquivalentTo(1)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal(second))
+			cp, cwl := copyOn(g, ctx, worker(second), job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.RequeueCountAnnotation, "1"))
+			g.Expect(cwl).NotTo(BeNil())
+		}).Should(Succeed())
+
+		By("the second copy's timeout passes the limit of 1: the worker deactivates its copy, and the hub the Job")
+		podsReadyClocks[second].Step(31 * time.Minute)
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Spec.Active).To(HaveValue(BeFalse()))
+			g.Expect(wl.Status.Placement.Cluster).To(BeEmpty())
+			attempts := wl.Status.Placement.Attempts
+			g.Expect(attempts).NotTo(BeEmpty())
+			g.Expect(attempts[len(attempts)-1].Reason).To(Equal(strata.RequeuingLimitExceeded))
+			g.Expect(attempts[len(attempts)-1].Cluster).To(Equal(second))
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal("Deactivated"))
+			g.Expect(c.Message).To(ContainSubstring(strata.RequeuingLimitExceeded))
+			g.Expect(wl.Status.RequeueState).To(BeNil(), "counted anew once active again")
+			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}).Should(Succeed())
+
+		By("activated again, it is dispatched with a count of its own")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			wl.Spec.Active = nil
+			g.Expect(hub.Client.Update(ctx, wl)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			cp, _ := copyOn(g, ctx, worker(wl.Status.Placement.Cluster), job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Annotations).NotTo(HaveKey(strata.RequeueCountAnnotation))
+		}).Should(Succeed())
 	})
 })

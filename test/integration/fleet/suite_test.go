@@ -211,6 +211,11 @@ func startAgent(w *framework.Cluster) func() {
 	cfg, err := config.LoadAgent("")
 	Expect(err).NotTo(HaveOccurred())
 	cfg.Summary.MinInterval = &metav1.Duration{Duration: 100 * time.Millisecond}
+	// waitForPodsReady (on by default, its clock podsReadyClocks): a
+	// second's backoff, which the hub waits out before placing a copy
+	// again, and one requeue before a Job is deactivated.
+	cfg.WaitForPodsReady.RequeuingStrategy.BackoffBaseSeconds = ptr.To[int32](1)
+	cfg.WaitForPodsReady.RequeuingStrategy.BackoffLimitCount = ptr.To[int32](1)
 	mgr, err := framework.NewManager(w.Config)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,54 @@
+package dispatch
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// TestDeactivatedMessage: an inactive hub Workload says why: the user's
+// hold, or its copies' evictions past a worker's backoffLimitCount.
+func TestDeactivatedMessage(t *testing.T) {
+	meta := metav1.ObjectMeta{Name: "job-train", Namespace: "ml"}
+	cases := map[string]struct {
+		attempts []strata.PlacementAttempt
+		want     []string
+		not      []string
+	}{
+		"the user's hold": {
+			want: []string{"the Workload is deactivated (spec.active: false)", "kubectl patch workload job-train -n ml"},
+			not:  []string{strata.RequeuingLimitExceeded},
+		},
+		"an earlier refusal for another reason": {
+			attempts: []strata.PlacementAttempt{{Cluster: "w1", Reason: strata.RequeuingLimitExceeded}, {Cluster: "w2", Reason: "Inadmissible"}},
+			want:     []string{"the Workload is deactivated (spec.active: false)"},
+			not:      []string{strata.RequeuingLimitExceeded},
+		},
+		"past a worker's backoffLimitCount": {
+			attempts: []strata.PlacementAttempt{{Cluster: "w1", Reason: strata.EvictedByPodsReadyTimeout}, {Cluster: "w2", Reason: strata.RequeuingLimitExceeded}},
+			want:     []string{"spec.active: false, RequeuingLimitExceeded", "on w2", "kubectl patch workload job-train -n ml"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := &strata.Workload{ObjectMeta: meta}
+			if tc.attempts != nil {
+				wl.Status.Placement = &strata.Placement{Attempts: tc.attempts}
+			}
+			got := deactivatedMessage(wl)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("deactivatedMessage() = %q, want it to say %q", got, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("deactivatedMessage() = %q, want it not to say %q", got, n)
+				}
+			}
+		})
+	}
+}

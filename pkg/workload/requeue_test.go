@@ -1,0 +1,76 @@
+package workload
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+func TestRequeueCount(t *testing.T) {
+	copyMeta := func(count string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Labels:      map[string]string{strata.HubWorkloadUIDLabel: "u", strata.DispatchGenerationLabel: "2"},
+			Annotations: map[string]string{strata.RequeueCountAnnotation: count}}
+	}
+	cases := map[string]struct {
+		wl   *strata.Workload
+		want int32
+	}{
+		"never evicted": {wl: &strata.Workload{}},
+		"its own count": {wl: &strata.Workload{Status: strata.WorkloadStatus{RequeueState: &strata.RequeueState{Count: ptr.To[int32](3)}}}, want: 3},
+		"a copy's carried count, before one of its own": {
+			wl: &strata.Workload{ObjectMeta: copyMeta("2")}, want: 2},
+		"a copy's own count wins": {
+			wl: &strata.Workload{ObjectMeta: copyMeta("2"), Status: strata.WorkloadStatus{RequeueState: &strata.RequeueState{Count: ptr.To[int32](3)}}}, want: 3},
+		"not a copy: the annotation is a user's": {
+			wl: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.RequeueCountAnnotation: "2"}}}},
+		"malformed":    {wl: &strata.Workload{ObjectMeta: copyMeta("two")}},
+		"negative":     {wl: &strata.Workload{ObjectMeta: copyMeta("-1")}},
+		"out of range": {wl: &strata.Workload{ObjectMeta: copyMeta("99999999999")}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, RequeueCount(tc.wl)); diff != "" {
+				t.Errorf("RequeueCount() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRequeueBackoff(t *testing.T) {
+	evicted := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	wl := func(reason string, at time.Time) *strata.Workload {
+		w := &strata.Workload{}
+		if !at.IsZero() {
+			w.Status.RequeueState = &strata.RequeueState{Count: ptr.To[int32](1), RequeueAt: ptr.To(metav1.NewTime(at))}
+		}
+		if reason != "" {
+			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue,
+				Reason: reason, LastTransitionTime: metav1.NewTime(evicted)})
+		}
+		return w
+	}
+	cases := map[string]struct {
+		wl   *strata.Workload
+		want time.Duration
+	}{
+		"no backoff":                          {wl: wl(strata.EvictedByPodsReadyTimeout, time.Time{})},
+		"evicted, requeued two minutes later": {wl: wl(strata.EvictedByPodsReadyTimeout, evicted.Add(2*time.Minute)), want: 2 * time.Minute},
+		"evicted for another reason":          {wl: wl("Preempted", evicted.Add(2*time.Minute))},
+		"no eviction":                         {wl: wl("", evicted.Add(2*time.Minute))},
+		"requeueAt before the eviction":       {wl: wl(strata.EvictedByPodsReadyTimeout, evicted.Add(-time.Minute))},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, RequeueBackoff(tc.wl)); diff != "" {
+				t.Errorf("RequeueBackoff() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -21,18 +22,32 @@ func RequeueAt(wl *strata.Workload) time.Time {
 }
 
 // RequeueCount is how many times a workload was evicted because its pods
-// were not ready in time: its requeueState's count, or, before it has
-// one, what a hub's copy carries of the Job's earlier copies
-// (strata.dev/requeue-count).
+// were not ready in time: its requeueState's count.
 func RequeueCount(wl *strata.Workload) int32 {
 	if rs := wl.Status.RequeueState; rs != nil && rs.Count != nil {
 		return *rs.Count
 	}
+	return 0
+}
+
+// NextRequeueCount is the count the workload's next such eviction makes:
+// one more than its requeueState's, or, before it has one, than what a
+// hub's copy carries of the Job's earlier copies (strata.dev/requeue-count).
+func NextRequeueCount(wl *strata.Workload) int32 {
+	if rs := wl.Status.RequeueState; rs != nil && rs.Count != nil {
+		return *rs.Count + 1
+	}
+	return carriedRequeueCount(wl) + 1
+}
+
+// carriedRequeueCount is a hub copy's strata.dev/requeue-count; 0 for a
+// Workload that is not a copy, or a value that does not parse.
+func carriedRequeueCount(wl *strata.Workload) int32 {
 	if DispatchKey(wl) == "" {
 		return 0
 	}
 	n, err := strconv.ParseInt(wl.Annotations[strata.RequeueCountAnnotation], 10, 32)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n >= math.MaxInt32 {
 		return 0
 	}
 	return int32(n)

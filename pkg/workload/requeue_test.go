@@ -12,7 +12,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 )
 
-func TestRequeueCount(t *testing.T) {
+func TestNextRequeueCount(t *testing.T) {
 	copyMeta := func(count string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{
 			Labels:      map[string]string{strata.HubWorkloadUIDLabel: "u", strata.DispatchGenerationLabel: "2"},
@@ -22,22 +22,23 @@ func TestRequeueCount(t *testing.T) {
 		wl   *strata.Workload
 		want int32
 	}{
-		"never evicted": {wl: &strata.Workload{}},
-		"its own count": {wl: &strata.Workload{Status: strata.WorkloadStatus{RequeueState: &strata.RequeueState{Count: ptr.To[int32](3)}}}, want: 3},
+		"never evicted": {wl: &strata.Workload{}, want: 1},
+		"its own count": {wl: &strata.Workload{Status: strata.WorkloadStatus{RequeueState: &strata.RequeueState{Count: ptr.To[int32](3)}}}, want: 4},
 		"a copy's carried count, before one of its own": {
-			wl: &strata.Workload{ObjectMeta: copyMeta("2")}, want: 2},
+			wl: &strata.Workload{ObjectMeta: copyMeta("2")}, want: 3},
 		"a copy's own count wins": {
-			wl: &strata.Workload{ObjectMeta: copyMeta("2"), Status: strata.WorkloadStatus{RequeueState: &strata.RequeueState{Count: ptr.To[int32](3)}}}, want: 3},
+			wl: &strata.Workload{ObjectMeta: copyMeta("2"), Status: strata.WorkloadStatus{RequeueState: &strata.RequeueState{Count: ptr.To[int32](3)}}}, want: 4},
 		"not a copy: the annotation is a user's": {
-			wl: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.RequeueCountAnnotation: "2"}}}},
-		"malformed":    {wl: &strata.Workload{ObjectMeta: copyMeta("two")}},
-		"negative":     {wl: &strata.Workload{ObjectMeta: copyMeta("-1")}},
-		"out of range": {wl: &strata.Workload{ObjectMeta: copyMeta("99999999999")}},
+			wl: &strata.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.RequeueCountAnnotation: "2"}}}, want: 1},
+		"malformed":    {wl: &strata.Workload{ObjectMeta: copyMeta("two")}, want: 1},
+		"negative":     {wl: &strata.Workload{ObjectMeta: copyMeta("-1")}, want: 1},
+		"out of range": {wl: &strata.Workload{ObjectMeta: copyMeta("99999999999")}, want: 1},
+		"at the bound": {wl: &strata.Workload{ObjectMeta: copyMeta("2147483647")}, want: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, RequeueCount(tc.wl)); diff != "" {
-				t.Errorf("RequeueCount() (-want,+got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, NextRequeueCount(tc.wl)); diff != "" {
+				t.Errorf("NextRequeueCount() (-want,+got):\n%s", diff)
 			}
 		})
 	}

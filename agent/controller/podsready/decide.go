@@ -96,7 +96,7 @@ func backoff(n int32, base, ceiling time.Duration) time.Duration {
 // deactivated).
 func evict(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, cause string, ready, want int32, limit time.Duration, now time.Time) (deactivate bool) {
 	rs := &cfg.RequeuingStrategy
-	count := workload.RequeueCount(wl) + 1
+	count := workload.NextRequeueCount(wl)
 	if rs.BackoffLimitCount != nil && count > *rs.BackoffLimitCount {
 		return true
 	}

@@ -172,10 +172,12 @@ func (r *Reconciler) timedOut(ctx context.Context, wl *strata.Workload, cause st
 		// the workload keeps its admission (so that nothing admits it
 		// again in between), then it is deactivated; the update's event
 		// brings it back to be evicted, saying why (deactivated).
-		// A retry after a failed spec write finds the count past the
-		// limit already: only the spec is written again.
-		if limit := r.cfg.RequeuingStrategy.BackoffLimitCount; workload.RequeueCount(wl) <= *limit {
-			count := workload.RequeueCount(wl) + 1
+		// A retry after a failed spec write finds its own count past the
+		// limit already: only the spec is written again. A hub's copy
+		// that arrives past this worker's limit gets its count too, so
+		// that its deactivation says RequeuingLimitExceeded.
+		if limit := r.cfg.RequeuingStrategy.BackoffLimitCount; wl.Status.RequeueState == nil || workload.RequeueCount(wl) <= *limit {
+			count := workload.NextRequeueCount(wl)
 			if wl.Status.RequeueState == nil {
 				wl.Status.RequeueState = &strata.RequeueState{}
 			}

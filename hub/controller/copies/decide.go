@@ -265,8 +265,6 @@ func (o *observed) copyIsCurrent() bool {
 	return uid == o.wl.UID && gen == o.gen
 }
 
-// refuseStep undoes the dispatch (the hub Workload's condition reason
-// Rejected) for cause.
 // requeueOf is the hub Workload's requeueState after its copy was evicted
 // because its pods were not ready in time: the copy's count (which counts
 // on from the Job's earlier copies, strata.dev/requeue-count), and its
@@ -281,6 +279,8 @@ func requeueOf(copyWL *strata.Workload, now time.Time) *strata.RequeueState {
 	return &strata.RequeueState{Count: &n, RequeueAt: &at}
 }
 
+// refuseStep undoes the dispatch (the hub Workload's condition reason
+// Rejected) for cause.
 func refuseStep(why string, result strata.PlacementResult, cause, message string) step {
 	return step{action: actRefuse, why: why, outcome: outcome{result: result, reason: dispatch.ReasonRejected, cause: cause, message: message}}
 }
@@ -346,6 +346,12 @@ func followStep(o *observed, now time.Time) step {
 		return s
 	case dispatch.Admitted:
 		return step{action: actRecordAdmission, why: "the worker admitted the copy", mirror: true}
+	}
+	if o.copyWL != nil && !workload.IsActive(o.copyWL) {
+		// Deactivated on its worker, the eviction not done yet: its
+		// verdict (Judge) comes with it, not from a timeout; the copy's
+		// changes bring the Workload back.
+		return step{action: actNone, why: "the worker is deactivating the copy", mirror: true}
 	}
 	// The worker has admissionTimeout from when the copy is there: from
 	// the dispatch, or from when this hub process first saw the copy, if

@@ -377,6 +377,16 @@ func TestNextStep(t *testing.T) {
 			},
 			want: step{action: actRefuse, mirror: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated, cause: strata.RequeuingLimitExceeded}},
 		},
+		"deactivated on the worker, its eviction under way: no timeout": {
+			o: func() *observed {
+				c := cond(strata.WorkloadAdmitted, metav1.ConditionFalse, "Deactivated", workerClock)
+				cw := copyWL(false, c)
+				cw.Spec.Active = ptr.To(false)
+				cw.Status.RequeueState = &strata.RequeueState{Count: ptr.To[int32](2)}
+				return withCopy(base(), cw)
+			},
+			want: step{action: actNone, mirror: true},
+		},
 		"admitted by the worker": {
 			o:    func() *observed { return withCopy(base(), copyWL(true)) },
 			want: step{action: actRecordAdmission, mirror: true},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,14 +85,15 @@ func (r *Reconciler) deactivate(ctx context.Context, s *scope) error {
 	if !workload.IsActive(s.wl) {
 		return nil
 	}
+	// On the Workload as read (optimistic lock): a conflict brings it
+	// back; once patched, the status write that follows goes on the
+	// same object, nothing written in between.
 	patched := s.wl.DeepCopy()
-	if err := r.client.Patch(ctx, patched, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"active":false}}`))); err != nil {
+	patched.Spec.Active = ptr.To(false)
+	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(s.wl, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
 	s.wl.Spec.Active, s.wl.ResourceVersion = patched.Spec.Active, patched.ResourceVersion
-	if s.updated != nil {
-		s.updated.Spec.Active, s.updated.ResourceVersion = patched.Spec.Active, patched.ResourceVersion
-	}
 	return nil
 }
 
@@ -172,9 +174,10 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		switch {
 		case o.requeue != nil:
 			ws.RequeueState = o.requeue
-		case o.cause == strata.RequeuingLimitExceeded:
-			// Deactivated (refuse): counted anew once active again, as
-			// Kueue does.
+		case o.reason == dispatch.ReasonDeactivated:
+			// Deactivated, by its user or past a worker's
+			// backoffLimitCount (refuse): counted anew once active
+			// again, as Kueue does.
 			ws.RequeueState = nil
 		}
 		return true

@@ -1,14 +1,35 @@
 package fleet
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
+
+// timeOut makes the waitForPodsReady timeout of job's copy on worker w
+// pass: its PodsReady condition is dated 31 minutes before the agent's
+// clock (podsReadyClocks). Only that copy: stepping the worker's clock
+// would time out every Workload earlier specs left admitted there, a
+// storm of evictions the hub then works through.
+func timeOut(ctx context.Context, w string, job *batchv1.Job) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		_, cwl := copyOn(g, ctx, worker(w), job)
+		g.Expect(cwl).NotTo(BeNil())
+		g.Expect(cwl.Status.Admission).NotTo(BeNil())
+		c := meta.FindStatusCondition(cwl.Status.Conditions, strata.WorkloadPodsReady)
+		g.Expect(c).NotTo(BeNil())
+		c.LastTransitionTime = metav1.NewTime(podsReadyClocks[w].Now().Add(-31 * time.Minute))
+		g.Expect(worker(w).Client.Status().Update(ctx, cwl)).To(Succeed())
+	}).Should(Succeed())
+}
 
 // A worker's waitForPodsReady evicts a copy whose pods did not start in
 // time there: the hub takes it back and places it on another worker, and
@@ -29,7 +50,7 @@ var _ = Describe("Pods not ready in time on a worker", func() {
 		Expect(other).NotTo(BeEmpty())
 
 		By("the timeout passing on that worker, whose pods never become ready here")
-		podsReadyClocks[on].Step(31 * time.Minute)
+		timeOut(ctx, on, job)
 		Eventually(func(g Gomega) {
 			wl := hubWorkload(g, ctx, job)
 			g.Expect(wl.Status.Admission).NotTo(BeNil())
@@ -61,7 +82,7 @@ var _ = Describe("Pods not ready in time on a worker", func() {
 		second := map[string]string{"w1": "w2", "w2": "w1"}[first]
 
 		By("the first copy's timeout: the hub counts it, waits out the worker's backoff, and sends the count with the next copy")
-		podsReadyClocks[first].Step(31 * time.Minute)
+		timeOut(ctx, first, job)
 		Eventually(func(g Gomega) {
 			wl := hubWorkload(g, ctx, job)
 			g.Expect(wl.Status.RequeueState).NotTo(BeNil())
@@ -75,7 +96,7 @@ var _ = Describe("Pods not ready in time on a worker", func() {
 		}).Should(Succeed())
 
 		By("the second copy's timeout passes the limit of 1: the worker deactivates its copy, and the hub the Job")
-		podsReadyClocks[second].Step(31 * time.Minute)
+		timeOut(ctx, second, job)
 		Eventually(func(g Gomega) {
 			wl := hubWorkload(g, ctx, job)
 			g.Expect(wl.Spec.Active).To(HaveValue(BeFalse()))

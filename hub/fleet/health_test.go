@@ -18,12 +18,26 @@ func TestProbe(t *testing.T) {
 	defer cancel()
 	f.ctx = ctx
 	r := &remote{}
+	exited := make(chan struct{})
+	// The probe reads probeInterval and probeTimeout: it must be gone
+	// before the deferred restore writes them.
+	defer func() { cancel(); <-exited }()
 	f.remotes["w"] = r
 	// Each probe answers what the test hands it, so that no probe's
 	// outcome depends on when its goroutine runs.
 	answers := make(chan error)
-	ready := func(context.Context) error { return <-answers }
-	go f.probe(ctx, "w", r, ready)
+	ready := func(ctx context.Context) error {
+		select {
+		case err := <-answers:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	go func() {
+		defer close(exited)
+		f.probe(ctx, "w", r, ready)
+	}()
 	refused := errors.New("connection refused")
 
 	answers <- nil

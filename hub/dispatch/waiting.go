@@ -100,6 +100,13 @@ func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
 		wl := src.DeepCopy()
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message})
+			if o.reason == ReasonDeactivated && !workload.IsActive(wl) {
+				// Deactivated while it waited out a backoff: counted
+				// anew once active again, as Kueue does (and as a copy
+				// deactivated at its worker is, see the copies
+				// controller's takeBack).
+				wl.Status.RequeueState = nil
+			}
 			err := d.client.Status().Update(ctx, wl)
 			if !apierrors.IsConflict(err) {
 				return err

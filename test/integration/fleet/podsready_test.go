@@ -9,6 +9,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -123,6 +125,65 @@ var _ = Describe("Pods not ready in time on a worker", func() {
 			wl := hubWorkload(g, ctx, job)
 			g.Expect(wl.Status.Admission).NotTo(BeNil())
 			cp, _ := copyOn(g, ctx, worker(wl.Status.Placement.Cluster), job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Annotations).NotTo(HaveKey(strata.RequeueCountAnnotation))
+		}).Should(Succeed())
+	})
+
+	It("holds a Job through the backoff its last copy was given, and forgets the count when its user deactivates it", func(ctx SpecContext) {
+		e := newEnv(ctx, "readyhold", map[string][][]string{"w1": {{"4"}}})
+		stopHub := func(p strata.StopPolicy) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				var cq strata.ClusterQueue
+				g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-readyhold"}, &cq)).To(Succeed())
+				cq.Spec.StopPolicy = ptr.To(p)
+				g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+			}).Should(Succeed())
+		}
+		admittedReason := func(g Gomega, job *batchv1.Job) *metav1.Condition {
+			wl := hubWorkload(g, ctx, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			return c
+		}
+		stopHub(strata.StopHold)
+		job := e.job("held", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(admittedReason(g, job).Reason).To(Equal(strata.QueueStopped))
+		}).Should(Succeed())
+
+		By("an hour of backoff left from a copy's eviction: the Job waits it out, and says so")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			at := metav1.NewTime(hubClock.Now().Add(time.Hour).Truncate(time.Second))
+			wl.Status.RequeueState = &strata.RequeueState{Count: ptr.To[int32](2), RequeueAt: &at}
+			g.Expect(hub.Client.Status().Update(ctx, wl)).To(Succeed())
+		}).Should(Succeed())
+		stopHub(strata.StopNone)
+		Eventually(func(g Gomega) {
+			c := admittedReason(g, job)
+			g.Expect(c.Reason).To(Equal(strata.EvictedByPodsReadyTimeout))
+			g.Expect(c.Message).To(ContainSubstring("evicted 2 time(s)"))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, job).Status.Admission).To(BeNil())
+			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}, "2s").Should(Succeed())
+
+		By("deactivated by its user: the count goes, as Kueue's")
+		setActive(ctx, job, false)
+		Eventually(func(g Gomega) {
+			g.Expect(admittedReason(g, job).Reason).To(Equal("Deactivated"))
+			g.Expect(hubWorkload(g, ctx, job).Status.RequeueState).To(BeNil())
+		}).Should(Succeed())
+
+		By("active again, it is dispatched at once, with no count")
+		setActive(ctx, job, true)
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil())
+			cp, _ := copyOn(g, ctx, worker("w1"), job)
 			g.Expect(cp).NotTo(BeNil())
 			g.Expect(cp.Annotations).NotTo(HaveKey(strata.RequeueCountAnnotation))
 		}).Should(Succeed())

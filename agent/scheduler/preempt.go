@@ -259,6 +259,8 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: message})
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: v.Reason, Message: message})
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: strata.EvictedByPreemption, Message: message})
+	// Back in its queue at once (Kueue's).
+	workload.SetRequeued(cur, metav1.ConditionTrue, strata.EvictedByPreemption, message, s.clock.Now())
 	if err := s.client.Status().Update(ctx, cur); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil

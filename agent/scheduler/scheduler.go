@@ -776,6 +776,9 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 			})
 			meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadPodsReady).LastTransitionTime = metav1.NewTime(s.clock.Now())
 		}
+		// Back in its queue, and admitted: its backoff, deactivation or
+		// stopped queue is over (Kueue's Requeued=True), in this write.
+		workload.Requeue(admitted, true, s.clock.Now())
 		if !take {
 			return nil, nil
 		}
@@ -1066,6 +1069,8 @@ func (s *Scheduler) evictStopped(ctx context.Context, key types.NamespacedName, 
 	cur.Status.Admission = nil
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: reason, Message: message})
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: message})
+	// Out of its queue until the queue admits again (Kueue's).
+	workload.SetRequeued(cur, metav1.ConditionFalse, reason, message, s.clock.Now())
 	if err := s.client.Status().Update(ctx, cur); err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
@@ -1120,11 +1125,17 @@ func (s *Scheduler) setNotAdmitted(ctx context.Context, wl *strata.Workload, rea
 	// live numbers do ("the best rack fits 2 of 4 pods" and "3 of 4"): a
 	// capacity change would otherwise cost a write and an event for every
 	// waiting workload.
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, truncate(message)) {
+	// A workload its stopped queue holds is not back in the queue; any
+	// other reason is the queue's (Kueue's Requeued=True), written with it.
+	queueRuns := reason != strata.QueueStopped
+	now := s.clock.Now()
+	requeue := workload.RequeueDue(wl, queueRuns, now)
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); !requeue && c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, truncate(message)) {
 		return nil
 	}
 	wl = wl.DeepCopy()
-	if !meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(message)}) {
+	changed := meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(message)})
+	if !workload.Requeue(wl, queueRuns, now) && !changed {
 		return nil
 	}
 	if err := s.client.Status().Update(ctx, wl); err != nil {

@@ -566,6 +566,29 @@ const (
 	// condition); False, reason WaitForStart or WaitForRecovery, while it
 	// waits for them.
 	WorkloadPodsReady = "PodsReady"
+	// WorkloadRequeued says whether an evicted or deactivated workload
+	// is back in its queue (Kueue's condition): False while it waits out
+	// a waitForPodsReady backoff (reason PodsReadyTimeout), is
+	// deactivated (Deactivated) or its queue stopped it
+	// (ClusterQueueStopped, LocalQueueStopped); True once it queues
+	// again (BackoffFinished, Reactivated, ClusterQueueRestarted,
+	// LocalQueueRestarted), or at once after an eviction that needs no
+	// wait (reason Preempted).
+	WorkloadRequeued = "Requeued"
+)
+
+// Reasons of the Requeued condition once True, beside the eviction
+// reasons (Kueue's).
+const (
+	// RequeuedBackoffFinished: its waitForPodsReady backoff is over (its
+	// requeueState.requeueAt is cleared; the count stays).
+	RequeuedBackoffFinished = "BackoffFinished"
+	// RequeuedReactivated: spec.active became true again.
+	RequeuedReactivated = "Reactivated"
+	// RequeuedClusterQueueRestarted and RequeuedLocalQueueRestarted: the
+	// queue that stopped it admits again (stopPolicy None).
+	RequeuedClusterQueueRestarted = "ClusterQueueRestarted"
+	RequeuedLocalQueueRestarted   = "LocalQueueRestarted"
 )
 
 // Reasons of the PodsReady condition (Kueue's), and the Evicted and

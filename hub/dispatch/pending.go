@@ -178,6 +178,7 @@ func (d *Dispatcher) markDrained(ctx context.Context, v drainedWorkload, writes 
 	}
 	message := queue.DrainMessage(v.stop.Reason, policy, wl.Spec.QueueName, v.cq) + "; its copy is taken back from " + v.e.cluster
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: v.stop.Reason, Message: truncate(message)})
+	workload.SetRequeued(wl, metav1.ConditionFalse, v.stop.Reason, truncate(message), d.clock.Now())
 	writes.do(func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

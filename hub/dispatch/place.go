@@ -389,6 +389,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	books *queue.Books, writes *passWrites) error {
 	wl := p.wl.DeepCopy()
 	gen := RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, d.dispatchTime(now))
+	workload.Requeue(wl, true, now) // Kueue's Requeued=True, in the record's write
 	key := Key(wl.UID, gen)
 	if err := dec.Reserve(targets, key); err != nil {
 		return err
@@ -441,6 +442,7 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 	now time.Time, books *queue.Books, writes *passWrites) error {
 	wl := p.wl.DeepCopy()
 	gen := RecordDispatch(&wl.Status, choice.Cluster, choice.Flavor, choice.Reason, d.dispatchTime(now))
+	workload.Requeue(wl, true, now)
 	wl.Status.Placement.PreemptUpTo = ptr.To(choice.UpTo)
 	key := Key(wl.UID, gen)
 	if err := choice.Reserve(targets, key); err != nil {

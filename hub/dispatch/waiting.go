@@ -106,6 +106,11 @@ func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
 				// deactivated at its worker is, see the copies
 				// controller's takeBack).
 				wl.Status.RequeueState = nil
+				workload.SetRequeued(wl, metav1.ConditionFalse, ReasonDeactivated, "the Workload is deactivated (spec.active: false)", d.clock.Now())
+			} else {
+				// Waiting in its queue again, for another reason than
+				// its stopped queue: Kueue's Requeued=True.
+				workload.Requeue(wl, o.reason != strata.QueueStopped, d.clock.Now())
 			}
 			err := d.client.Status().Update(ctx, wl)
 			if !apierrors.IsConflict(err) {

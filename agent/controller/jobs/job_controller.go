@@ -433,6 +433,7 @@ func (r *Reconciler) deactivate(ctx context.Context, job pkgjobs.Job, wl *strata
 			Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: ReasonDeactivated, Message: "the Workload was deactivated after it had been admitted",
 		})
 	}
+	workload.SetRequeued(wl, metav1.ConditionFalse, ReasonDeactivated, "the Workload is deactivated (spec.active: false)", time.Now())
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return err
 	}

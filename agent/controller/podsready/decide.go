@@ -118,6 +118,7 @@ func evict(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, cause strin
 		Reason: strata.EvictedByPodsReadyTimeout, Message: workload.BackoffMessage(wl), LastTransitionTime: t})
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadPodsReady, Status: metav1.ConditionFalse,
 		Reason: strata.PodsReadyWaitForStart, Message: "not admitted", LastTransitionTime: t})
+	workload.SetRequeued(wl, metav1.ConditionFalse, strata.EvictedByPodsReadyTimeout, message, now)
 	return false
 }
 
@@ -146,6 +147,7 @@ func deactivated(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, now t
 	}
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: reasonDeactivated, Message: message, LastTransitionTime: t})
+	workload.SetRequeued(wl, metav1.ConditionFalse, reasonDeactivated, message, now)
 	if meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPodsReady) != nil {
 		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadPodsReady, Status: metav1.ConditionFalse,
 			Reason: strata.PodsReadyWaitForStart, Message: "not admitted", LastTransitionTime: t})

@@ -194,7 +194,7 @@ func TestEvict(t *testing.T) {
 			wl: admittedAt(t0), cfg: defaults(nil),
 			want: result{Count: 1, RequeueAt: now.Add(time.Minute), Reasons: map[string]string{
 				strata.WorkloadAdmitted: strata.EvictedByPodsReadyTimeout, strata.WorkloadEvicted: strata.EvictedByPodsReadyTimeout,
-				strata.WorkloadPodsReady: strata.PodsReadyWaitForStart}, EvictedAt: now},
+				strata.WorkloadPodsReady: strata.PodsReadyWaitForStart, strata.WorkloadRequeued: strata.EvictedByPodsReadyTimeout}, EvictedAt: now},
 		},
 		"the third: four times the base, from this eviction": {
 			wl: func() *strata.Workload {
@@ -205,7 +205,7 @@ func TestEvict(t *testing.T) {
 			cfg: defaults(nil),
 			want: result{Count: 3, RequeueAt: now.Add(4 * time.Minute), Reasons: map[string]string{
 				strata.WorkloadAdmitted: strata.EvictedByPodsReadyTimeout, strata.WorkloadEvicted: strata.EvictedByPodsReadyTimeout,
-				strata.WorkloadPodsReady: strata.PodsReadyWaitForStart}, EvictedAt: now},
+				strata.WorkloadPodsReady: strata.PodsReadyWaitForStart, strata.WorkloadRequeued: strata.EvictedByPodsReadyTimeout}, EvictedAt: now},
 		},
 		"a hub's copy counts on from the Job's earlier copies": {
 			wl: func() *strata.Workload {
@@ -217,7 +217,7 @@ func TestEvict(t *testing.T) {
 			cfg: defaults(nil),
 			want: result{Count: 3, RequeueAt: now.Add(4 * time.Minute), Reasons: map[string]string{
 				strata.WorkloadAdmitted: strata.EvictedByPodsReadyTimeout, strata.WorkloadEvicted: strata.EvictedByPodsReadyTimeout,
-				strata.WorkloadPodsReady: strata.PodsReadyWaitForStart}, EvictedAt: now},
+				strata.WorkloadPodsReady: strata.PodsReadyWaitForStart, strata.WorkloadRequeued: strata.EvictedByPodsReadyTimeout}, EvictedAt: now},
 		},
 		"a hub's copy at the limit with its earlier copies: deactivated": {
 			wl: func() *strata.Workload {
@@ -289,7 +289,7 @@ func TestDeactivated(t *testing.T) {
 		"past the limit (its count one more): evicted, saying so": {
 			wl: withCount(admittedAt(t0), 4), cfg: limit3,
 			want: result{Message: exceeded, Evicted: true, Exceeded: true,
-				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated"}},
+				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated", strata.WorkloadRequeued: "Deactivated"}},
 		},
 		"past the limit, its admission already taken back by the Job controller: the message still says why": {
 			wl: func() *strata.Workload {
@@ -299,12 +299,12 @@ func TestDeactivated(t *testing.T) {
 			}(),
 			cfg: limit3,
 			want: result{Message: exceeded, Evicted: true, Exceeded: true,
-				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated"}},
+				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated", strata.WorkloadRequeued: "Deactivated"}},
 		},
 		"deactivated by its user at the limit's count: not the limit's doing": {
 			wl: withCount(admittedAt(t0), 3), cfg: limit3,
 			want: result{Message: byUser, Evicted: true,
-				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated"}},
+				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated", strata.WorkloadRequeued: "Deactivated"}},
 		},
 		"deactivated by its user while it waited out a backoff: its requeueState goes": {
 			wl: func() *strata.Workload {
@@ -314,7 +314,7 @@ func TestDeactivated(t *testing.T) {
 				return wl
 			}(),
 			cfg:  defaults(nil),
-			want: result{Message: byUser, Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated"}},
+			want: result{Message: byUser, Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadRequeued: "Deactivated"}},
 		},
 	}
 	for name, tc := range cases {

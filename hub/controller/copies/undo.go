@@ -171,14 +171,21 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 	s.change(func(ws *strata.WorkloadStatus) bool {
 		dispatch.RecordOutcome(ws, o.result, o.reason, o.cause, o.message, r.clock.Now())
 		meta.RemoveStatusCondition(&ws.Conditions, ConditionCopyGoing)
+		now := metav1.NewTime(r.clock.Now())
 		switch {
 		case o.requeue != nil:
 			ws.RequeueState = o.requeue
+			// Kueue's Requeued=False until the backoff is over; the
+			// dispatcher's next write for it says when it is.
+			meta.SetStatusCondition(&ws.Conditions, metav1.Condition{Type: strata.WorkloadRequeued, Status: metav1.ConditionFalse,
+				Reason: strata.EvictedByPodsReadyTimeout, Message: "its copy's pods were not ready in time; it waits out the backoff", LastTransitionTime: now})
 		case o.reason == dispatch.ReasonDeactivated:
 			// Deactivated, by its user or past a worker's
 			// backoffLimitCount (refuse): counted anew once active
 			// again, as Kueue does.
 			ws.RequeueState = nil
+			meta.SetStatusCondition(&ws.Conditions, metav1.Condition{Type: strata.WorkloadRequeued, Status: metav1.ConditionFalse,
+				Reason: dispatch.ReasonDeactivated, Message: "the Workload is deactivated (spec.active: false)", LastTransitionTime: now})
 		}
 		return true
 	})

@@ -47,10 +47,12 @@ var _ = Describe("A deactivated Workload", Ordered, Label("agent", "intake"), fu
 			g.Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue(), "the Job is stopped")
 		}, timeout).Should(Succeed())
 		expectNotAdmitted(ctx, job, "an inactive Workload is not admitted, though it fits")
+		expectRequeued(ctx, job, metav1.ConditionFalse, jobs.ReasonDeactivated)
 
 		By("reactivating it")
 		setActive(true)
 		expectAdmitted(ctx, job)
+		expectRequeued(ctx, job, metav1.ConditionTrue, strata.RequeuedReactivated)
 		Eventually(func(g Gomega) {
 			var j batchv1.Job
 			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())

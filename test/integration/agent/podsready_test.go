@@ -112,6 +112,8 @@ var _ = Describe("Waiting for pods to be ready", Ordered, Label("agent", "podsre
 				HaveField("Message", ContainSubstring("0 of 1 ready")))))
 			g.Expect(wl.Status.RequeueState).NotTo(BeNil())
 			g.Expect(wl.Status.RequeueState.Count).To(Equal(ptr.To[int32](1)))
+			g.Expect(wl.Status.Conditions).To(ContainElement(And(HaveField("Type", strata.WorkloadRequeued),
+				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", strata.EvictedByPodsReadyTimeout))), "Kueue's Requeued, until the backoff is over")
 			g.Expect(suspended(g, ctx, second)).To(BeTrue(), "the Job is stopped")
 		}, timeout).Should(Succeed())
 		expectWaiting(ctx, second, strata.EvictedByPodsReadyTimeout, "queues again at")
@@ -131,6 +133,10 @@ var _ = Describe("Waiting for pods to be ready", Ordered, Label("agent", "podsre
 		Eventually(func(g Gomega) {
 			g.Expect(suspended(g, ctx, second)).To(BeFalse(), "the Job runs again")
 		}, timeout).Should(Succeed())
+		wl := workloadOf(Default, ctx, second)
+		Expect(wl.Status.Conditions).To(ContainElement(And(HaveField("Type", strata.WorkloadRequeued),
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", strata.RequeuedBackoffFinished))))
+		Expect(wl.Status.RequeueState).To(Equal(&strata.RequeueState{Count: ptr.To[int32](1)}), "the count stays; requeueAt is cleared (Kueue's)")
 	})
 
 	It("deactivates the workload when its pods miss the timeout more than backoffLimitCount allows", func(ctx SpecContext) {
@@ -143,6 +149,8 @@ var _ = Describe("Waiting for pods to be ready", Ordered, Label("agent", "podsre
 			g.Expect(wl.Status.Conditions).To(ContainElement(And(HaveField("Type", strata.WorkloadEvicted),
 				HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "Deactivated"),
 				HaveField("Message", ContainSubstring(strata.RequeuingLimitExceeded)))))
+			g.Expect(wl.Status.Conditions).To(ContainElement(And(HaveField("Type", strata.WorkloadRequeued),
+				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Deactivated"))))
 			g.Expect(suspended(g, ctx, second)).To(BeTrue(), "the Job is stopped")
 		}, timeout).Should(Succeed())
 		Expect(workloadOf(Default, ctx, first).Status.Admission).NotTo(BeNil(), "the first, whose pods are ready, stays")

@@ -36,6 +36,17 @@ func expectWaiting(ctx SpecContext, job *batchv1.Job, reason, message string) {
 	}, timeout).Should(Succeed())
 }
 
+// expectRequeued waits until the Job's Workload has Kueue's Requeued
+// condition with status and reason.
+func expectRequeued(ctx SpecContext, job *batchv1.Job, status metav1.ConditionStatus, reason string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		wl := workloadOf(g, ctx, job)
+		g.Expect(wl.Status.Conditions).To(ContainElement(And(HaveField("Type", strata.WorkloadRequeued),
+			HaveField("Status", status), HaveField("Reason", reason))))
+	}, timeout).Should(Succeed())
+}
+
 // expectNotAdmitted checks that the Job's Workload stays unadmitted for a
 // while.
 func expectNotAdmitted(ctx SpecContext, job *batchv1.Job, why string) {

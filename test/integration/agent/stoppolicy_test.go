@@ -98,10 +98,12 @@ var _ = Describe("A stopped queue", Ordered, Label("agent", "localqueue"), func(
 		setClusterQueue(ctx, strata.StopHoldAndDrain)
 		expectDrained(ctx, running, strata.EvictedByClusterQueueStopped)
 		expectWaiting(ctx, running, scheduler.ReasonStopped, "ClusterQueue stop-q is stopped (stopPolicy HoldAndDrain)")
+		expectRequeued(ctx, running, metav1.ConditionFalse, strata.EvictedByClusterQueueStopped)
 
 		By("None: both are admitted again")
 		setClusterQueue(ctx, strata.StopNone)
 		expectRunning(ctx, running)
+		expectRequeued(ctx, running, metav1.ConditionTrue, strata.RequeuedClusterQueueRestarted)
 		expectRunning(ctx, waiting)
 		expectLocalQueueStatus(ctx, ns, "stop-q", 0, 2, metav1.ConditionTrue, strata.LocalQueueReady)
 		for _, j := range []*batchv1.Job{running, waiting} {
@@ -119,8 +121,11 @@ var _ = Describe("A stopped queue", Ordered, Label("agent", "localqueue"), func(
 		expectWaiting(ctx, job, scheduler.ReasonStopped, "LocalQueue stop-q is stopped (stopPolicy HoldAndDrain)")
 		expectLocalQueueStatus(ctx, ns, "stop-q", 1, 0, metav1.ConditionFalse, strata.QueueStopped)
 
+		expectRequeued(ctx, job, metav1.ConditionFalse, strata.EvictedByLocalQueueStopped)
+
 		setLocalQueue(ctx, strata.StopNone)
 		expectRunning(ctx, job)
+		expectRequeued(ctx, job, metav1.ConditionTrue, strata.RequeuedLocalQueueRestarted)
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 })

@@ -95,6 +95,11 @@ var _ = Describe("Pods not ready in time on a worker", func() {
 			g.Expect(cp).NotTo(BeNil())
 			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.RequeueCountAnnotation, "1"))
 			g.Expect(cwl).NotTo(BeNil())
+			// Kueue's: the backoff over, requeueAt goes and the count stays.
+			g.Expect(wl.Status.RequeueState.RequeueAt).To(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadRequeued)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(strata.RequeuedBackoffFinished))
 		}).Should(Succeed())
 
 		By("the second copy's timeout passes the limit of 1: the worker deactivates its copy, and the hub the Job")
@@ -176,13 +181,23 @@ var _ = Describe("Pods not ready in time on a worker", func() {
 		setActive(ctx, job, false)
 		Eventually(func(g Gomega) {
 			g.Expect(admittedReason(g, job).Reason).To(Equal("Deactivated"))
-			g.Expect(hubWorkload(g, ctx, job).Status.RequeueState).To(BeNil())
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.RequeueState).To(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadRequeued)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal("Deactivated"))
 		}).Should(Succeed())
 
 		By("active again, it is dispatched at once, with no count")
 		setActive(ctx, job, true)
 		Eventually(func(g Gomega) {
-			g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil())
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadRequeued)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(strata.RequeuedReactivated))
 			cp, _ := copyOn(g, ctx, worker("w1"), job)
 			g.Expect(cp).NotTo(BeNil())
 			g.Expect(cp.Annotations).NotTo(HaveKey(strata.RequeueCountAnnotation))

@@ -18,6 +18,11 @@ type reasonQueue struct {
 	mu     sync.Mutex
 	queued map[types.UID]queuedReason
 	order  []types.UID // first queued first written
+	// inflight is the reason being written for a Workload: a pass that
+	// reads the Workload before that write lands must not queue it again
+	// (a second write, and a second event), and no second writer takes a
+	// newer reason for it until that write is done (written in order).
+	inflight map[types.UID]written
 	// ready wakes an idle writer when a reason is queued, and every
 	// writer when the queue stops.
 	ready   *sync.Cond
@@ -25,12 +30,13 @@ type reasonQueue struct {
 }
 
 type queuedReason struct {
+	uid    types.UID
 	reason written
 	write  func() error
 }
 
 func newReasonQueue() *reasonQueue {
-	q := &reasonQueue{queued: map[types.UID]queuedReason{}}
+	q := &reasonQueue{queued: map[types.UID]queuedReason{}, inflight: map[types.UID]written{}}
 	q.ready = sync.NewCond(&q.mu)
 	return q
 }
@@ -42,17 +48,21 @@ func (q *reasonQueue) add(uid types.UID, reason written, write func() error) {
 	if _, ok := q.queued[uid]; !ok {
 		q.order = append(q.order, uid)
 	}
-	q.queued[uid] = queuedReason{reason: reason, write: write}
+	q.queued[uid] = queuedReason{uid: uid, reason: reason, write: write}
 	q.mu.Unlock()
 	q.ready.Signal()
 }
 
-// has says whether reason is queued for Workload uid.
+// has says whether reason is queued, or being written, for Workload uid
+// (and no other reason is queued after it).
 func (q *reasonQueue) has(uid types.UID, reason written) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	r, ok := q.queued[uid]
-	return ok && r.reason == reason
+	if r, ok := q.queued[uid]; ok {
+		return r.reason == reason
+	}
+	w, ok := q.inflight[uid]
+	return ok && w == reason
 }
 
 // len is the number of reasons queued.
@@ -62,7 +72,8 @@ func (q *reasonQueue) len() int {
 	return len(q.queued)
 }
 
-// next takes the first reason queued, false when there is none.
+// next takes the first reason queued whose Workload has no write in
+// flight, false when there is none; done must follow its write.
 func (q *reasonQueue) next() (queuedReason, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -70,15 +81,34 @@ func (q *reasonQueue) next() (queuedReason, bool) {
 }
 
 func (q *reasonQueue) nextLocked() (queuedReason, bool) {
-	for len(q.order) > 0 {
+	for n := len(q.order); n > 0; n-- {
 		uid := q.order[0]
 		q.order = q.order[1:]
-		if r, ok := q.queued[uid]; ok {
-			delete(q.queued, uid)
-			return r, true
+		r, ok := q.queued[uid]
+		if !ok {
+			continue
 		}
+		if _, busy := q.inflight[uid]; busy {
+			q.order = append(q.order, uid) // after the write in flight
+			continue
+		}
+		delete(q.queued, uid)
+		q.inflight[uid] = r.reason
+		return r, true
 	}
 	return queuedReason{}, false
+}
+
+// done ends the write of r, taken by next: a newer reason queued for its
+// Workload meanwhile may be taken now.
+func (q *reasonQueue) done(r queuedReason) {
+	q.mu.Lock()
+	delete(q.inflight, r.uid)
+	_, more := q.queued[r.uid]
+	q.mu.Unlock()
+	if more {
+		q.ready.Signal()
+	}
 }
 
 // wait takes the first reason queued, waiting for one; false once the
@@ -118,6 +148,7 @@ func (q *reasonQueue) run(ctx context.Context, workers int) {
 					return
 				}
 				_ = r.write()
+				q.done(r)
 			}
 		})
 	}

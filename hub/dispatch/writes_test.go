@@ -139,8 +139,9 @@ func TestWaitWritesWhatChanged(t *testing.T) {
 		if got := d.reasons.len(); got != map[bool]int{true: 1}[s.wantWrite] {
 			t.Errorf("%s: %d writes queued, want a write %v", s.name, got, s.wantWrite)
 		}
-		if _, ok := d.reasons.next(); ok {
+		if r, ok := d.reasons.next(); ok {
 			wrote(o)
+			d.reasons.done(r)
 		}
 	}
 }
@@ -166,8 +167,21 @@ func TestReasonQueue(t *testing.T) {
 		t.Error("has: want the latest reason of a only")
 	}
 	r, _ := q.next()
+	if !q.has("a", written{reason: "Pending", meaning: "two"}) {
+		t.Error("has: want the reason being written")
+	}
+	// A newer reason of a while a's write is in flight: b's goes first,
+	// a's waits for the write in flight.
+	q.add("a", written{reason: "Pending", meaning: "three"}, write("a3"))
+	rb, _ := q.next()
+	if _, ok := q.next(); ok {
+		t.Error("next: took a's newer reason while its write is in flight")
+	}
 	_ = r.write()
-	if diff := cmp.Diff([]string{"a2"}, got); diff != "" {
+	q.done(r)
+	_ = rb.write()
+	q.done(rb)
+	if diff := cmp.Diff([]string{"a2", "b1"}, got); diff != "" {
 		t.Errorf("first written (-want,+got):\n%s", diff)
 	}
 	q.add("c", written{reason: "Pending", meaning: "one"}, write("c1"))
@@ -185,17 +199,17 @@ func TestReasonQueue(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
-	waitWritten(3)
+	waitWritten(4)
 	// The writers are idle now (asleep, not spinning): a reason queued
 	// later wakes one.
 	q.add("d", written{reason: "Pending", meaning: "one"}, write("d1"))
-	waitWritten(4)
+	waitWritten(5)
 	cancel()
 	<-done
 	if _, ok := q.wait(); ok {
 		t.Error("wait on a stopped queue took a reason")
 	}
-	if diff := cmp.Diff([]string{"a2", "b1", "c1", "d1"}, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+	if diff := cmp.Diff([]string{"a2", "a3", "b1", "c1", "d1"}, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("written (-want,+got):\n%s", diff)
 	}
 }

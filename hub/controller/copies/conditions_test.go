@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -78,5 +79,37 @@ func TestSetCopyGoing(t *testing.T) {
 				t.Error("setCopyGoing changed the status again with nothing new")
 			}
 		})
+	}
+}
+
+// TestKeepRequeue: a copy's backoff is written on the hub Workload once,
+// with Requeued=False; the same backoff again changes nothing, so the
+// CopyGoing writes that follow do not repeat it.
+func TestKeepRequeue(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	rq := func(n int32, at time.Time) *strata.RequeueState {
+		return &strata.RequeueState{Count: &n, RequeueAt: &metav1.Time{Time: at}}
+	}
+	var ws strata.WorkloadStatus
+	steps := []struct {
+		name string
+		rq   *strata.RequeueState
+		want bool
+	}{
+		{name: "first", rq: rq(2, now.Add(time.Minute)), want: true},
+		{name: "the same again", rq: rq(2, now.Add(time.Minute))},
+		{name: "another backoff", rq: rq(3, now.Add(2*time.Minute)), want: true},
+	}
+	for _, s := range steps {
+		if got := keepRequeue(&ws, s.rq, now); got != s.want {
+			t.Errorf("%s: keepRequeue() = %t, want %t", s.name, got, s.want)
+		}
+		if ws.RequeueState == s.rq || *ws.RequeueState.Count != *s.rq.Count {
+			t.Errorf("%s: requeueState %+v, want a copy of %+v", s.name, ws.RequeueState, s.rq)
+		}
+	}
+	c := meta.FindStatusCondition(ws.Conditions, strata.WorkloadRequeued)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != strata.EvictedByPodsReadyTimeout || !c.LastTransitionTime.Time.Equal(now) {
+		t.Errorf("Requeued = %+v, want False, PodsReadyTimeout, at %v", c, now)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,7 +138,7 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 	if copyJob != nil {
 		if uid, _, _ := dispatch.CopyOf(copyJob.Object()); uid == s.wl.UID {
 			if err := r.removeCopy(ctx, s.cluster, copyJob.Object(), record); err != nil {
-				return s.copyGoing(err, copyJob.Object())
+				return r.copyGoing(s, o, record, err, copyJob.Object())
 			}
 		} else if err := r.revokeStray(ctx, s); err != nil {
 			return err
@@ -148,7 +150,7 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		if err := c.Get(ctx, s.job.key, existing); err == nil {
 			if uid, _, _ := dispatch.CopyOf(existing); uid == s.wl.UID {
 				if err := r.removeCopy(ctx, s.cluster, existing, record); err != nil {
-					return s.copyGoing(err, existing)
+					return r.copyGoing(s, o, record, err, existing)
 				}
 			}
 		} else if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
@@ -174,11 +176,7 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		now := metav1.NewTime(r.clock.Now())
 		switch {
 		case o.requeue != nil:
-			ws.RequeueState = o.requeue
-			// Kueue's Requeued=False until the backoff is over; the
-			// dispatcher's next write for it says when it is.
-			meta.SetStatusCondition(&ws.Conditions, metav1.Condition{Type: strata.WorkloadRequeued, Status: metav1.ConditionFalse,
-				Reason: strata.EvictedByPodsReadyTimeout, Message: "its copy's pods were not ready in time; it waits out the backoff", LastTransitionTime: now})
+			keepRequeue(ws, o.requeue, r.clock.Now())
 		case o.reason == dispatch.ReasonDeactivated:
 			// Deactivated, by its user or past a worker's
 			// backoffLimitCount (refuse): counted anew once active
@@ -197,6 +195,30 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		return nil
 	})
 	return nil
+}
+
+// copyGoing is scope.copyGoing for a take-back that records outcome o
+// (record): the backoff of a copy whose pods were not ready in time is
+// written with the first CopyGoing, not only once the copy is gone. A
+// hub that restarts meanwhile forgets o (held in memory), and would
+// otherwise record the take-back without the count, and place the Job
+// again at once, counted anew.
+func (r *Reconciler) copyGoing(s *scope, o outcome, record bool, err error, copyJob client.Object) error {
+	if record && o.requeue != nil && errors.Is(err, errCopyGoing) && s.wl.DeletionTimestamp.IsZero() {
+		s.change(func(ws *strata.WorkloadStatus) bool { return keepRequeue(ws, o.requeue, r.clock.Now()) })
+	}
+	return s.copyGoing(err, copyJob)
+}
+
+// keepRequeue sets a hub Workload's requeueState to rq, the backoff of its
+// copy's eviction for pods not ready in time, and Kueue's Requeued=False
+// (reason PodsReadyTimeout) at now until the dispatcher finds the backoff
+// over. It returns whether it changed ws.
+func keepRequeue(ws *strata.WorkloadStatus, rq *strata.RequeueState, now time.Time) bool {
+	changed := !equality.Semantic.DeepEqual(ws.RequeueState, rq)
+	ws.RequeueState = rq.DeepCopy()
+	return meta.SetStatusCondition(&ws.Conditions, metav1.Condition{Type: strata.WorkloadRequeued, Status: metav1.ConditionFalse,
+		Reason: strata.EvictedByPodsReadyTimeout, Message: "its copy's pods were not ready in time; it waits out the backoff", LastTransitionTime: metav1.NewTime(now)}) || changed
 }
 
 // copyGoing passes err on; when it says the copy is still going, the hub

@@ -1127,15 +1127,22 @@ func (s *Scheduler) setNotAdmitted(ctx context.Context, wl *strata.Workload, rea
 	// waiting workload.
 	// A workload its stopped queue holds is not back in the queue; any
 	// other reason is the queue's (Kueue's Requeued=True), written with it.
+	// Not with the backoff's reason: the pass found the backoff not over,
+	// whatever the clock says a moment later.
 	queueRuns := reason != strata.QueueStopped
 	now := s.clock.Now()
-	requeue := workload.RequeueDue(wl, queueRuns, now)
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); !requeue && c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, truncate(message)) {
+	requeue := reason != strata.EvictedByPodsReadyTimeout && workload.RequeueDue(wl, queueRuns, now)
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+	said := c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, truncate(message))
+	if said && !requeue {
 		return nil
 	}
 	wl = wl.DeepCopy()
 	changed := meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(message)})
-	if !workload.Requeue(wl, queueRuns, now) && !changed {
+	if requeue {
+		workload.Requeue(wl, queueRuns, now)
+	}
+	if !changed && !requeue {
 		return nil
 	}
 	if err := s.client.Status().Update(ctx, wl); err != nil {
@@ -1151,7 +1158,10 @@ func (s *Scheduler) setNotAdmitted(ctx context.Context, wl *strata.Workload, rea
 	// reason or message changes: a pass that finds the same reason writes
 	// nothing and says nothing, and so does the first pass after a
 	// restart. The same goes on the Job, so that kubectl describe job says
-	// why it waits.
+	// why it waits. A write of Requeued alone says nothing.
+	if said {
+		return nil
+	}
 	note := truncateNote(message)
 	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Schedule", "%s", note)
 	if job := workload.OwnerJob(wl); job != nil {

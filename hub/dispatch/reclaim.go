@@ -16,6 +16,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/workload"
 )
 
 // A hub ClusterQueue's quota is the fleet's: when a waiting Workload does
@@ -247,6 +248,7 @@ func (d *Dispatcher) markEvicted(ctx context.Context, v *dispatched, by pending,
 	message := fmt.Sprintf("preempted at the hub to free quota for %s/%s (priority %d) of ClusterQueue %s: %s", by.namespace, by.name, by.priority, cq.Name, preemption.PolicyNote(reason, cq))
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: truncate(message)})
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: reason, Message: truncate(message)})
+	workload.SetRequeued(wl, metav1.ConditionTrue, strata.EvictedByPreemption, truncate(message), d.clock.Now())
 	writes.do(func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -124,7 +125,7 @@ func TestReclaimQuota(t *testing.T) {
 				queue.AddRequests(usage[r.queue], flavor, e.need)
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&strata.Workload{}).Build()
-			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}}
+			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}}
 			books := queue.NewBooks(cqs)
 			books.ChargeAll(usage)
 			pre := testutil.MakeWorkload("b1", "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
@@ -270,7 +271,7 @@ func TestReclaimQuotaChoosesTheFlavor(t *testing.T) {
 		queue.AddRequests(usage[r.queue], r.flavor, e.need)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&strata.Workload{}).Build()
-	d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}}
+	d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}}
 	books := queue.NewBooks([]*strata.ClusterQueue{a, b})
 	books.ChargeAll(usage)
 	pre := testutil.MakeWorkload("pre", "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()

@@ -107,9 +107,11 @@ func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
 				// controller's takeBack).
 				wl.Status.RequeueState = nil
 				workload.SetRequeued(wl, metav1.ConditionFalse, ReasonDeactivated, "the Workload is deactivated (spec.active: false)", d.clock.Now())
-			} else {
+			} else if o.reason != strata.EvictedByPodsReadyTimeout {
 				// Waiting in its queue again, for another reason than
-				// its stopped queue: Kueue's Requeued=True.
+				// its stopped queue: Kueue's Requeued=True. (Not with the
+				// backoff's reason: the pass found it not over, whatever
+				// the clock says by the time this is written.)
 				workload.Requeue(wl, o.reason != strata.QueueStopped, d.clock.Now())
 			}
 			err := d.client.Status().Update(ctx, wl)
@@ -121,14 +123,23 @@ func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
 			if gerr := d.client.Get(ctx, client.ObjectKeyFromObject(wl), wl); gerr != nil {
 				return gerr
 			}
-			if wl.UID != src.UID || (wl.Status.Placement != nil && wl.Status.Placement.Cluster != "") || !wl.DeletionTimestamp.IsZero() {
+			if wl.UID != src.UID || (wl.Status.Placement != nil && wl.Status.Placement.Cluster != "") || !wl.DeletionTimestamp.IsZero() ||
+				o.reason == ReasonDeactivated && workload.IsActive(wl) {
 				return errStaleReason
 			}
 			return err
 		})
 		if err != nil {
-			if errors.Is(err, errStaleReason) || apierrors.IsConflict(err) {
+			if errors.Is(err, errStaleReason) {
 				return nil // the newer Workload brings another pass
+			}
+			if apierrors.IsConflict(err) {
+				// Conflicts past the retries: the newer Workload's pass
+				// may have run while this write was in flight, and
+				// queued nothing (reasonQueue.has). A pass a second from
+				// now decides again.
+				time.AfterFunc(time.Second, d.Wake)
+				return nil
 			}
 			if err := client.IgnoreNotFound(err); err != nil {
 				ctrl.LoggerFrom(ctx).V(2).Info("Could not write a waiting reason", "workload", client.ObjectKeyFromObject(wl), "error", err.Error())

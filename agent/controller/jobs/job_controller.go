@@ -391,6 +391,7 @@ func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Wo
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "JobSuspended", Message: "the Job was suspended after it had been admitted",
 	})
+	workload.SetRequeued(wl, metav1.ConditionTrue, "JobSuspended", "the Job was suspended; it waits in its queue again", time.Now())
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return err
 	}

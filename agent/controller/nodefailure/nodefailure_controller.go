@@ -604,6 +604,8 @@ func (r *Reconciler) evict(ctx context.Context, wl *strata.Workload, message str
 	wl.Status.Admission, wl.Status.UnhealthyNodes = nil, nil
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: ReasonNodeFailure, Message: message})
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Evicted", Message: message})
+	// Back in its queue at once (Kueue's, for NodeFailures).
+	workload.SetRequeued(wl, metav1.ConditionTrue, ReasonNodeFailure, message, r.clock.Now())
 	meta.RemoveStatusCondition(&wl.Status.Conditions, ConditionNodeReplacement)
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return err

@@ -268,16 +268,23 @@ func (o *observed) copyIsCurrent() bool {
 // requeueOf is the hub Workload's requeueState after its copy was evicted
 // because its pods were not ready in time: the copy's count (which counts
 // on from the Job's earlier copies, strata.dev/requeue-count), and its
-// backoff, measured on the worker's clock, from now on the hub's. nil
-// when the copy has no count.
+// backoff, measured on the worker's clock, from now on the hub's, at most
+// maxHubBackoff. nil when the copy has no count.
 func requeueOf(copyWL *strata.Workload, now time.Time) *strata.RequeueState {
 	n := workload.RequeueCount(copyWL)
 	if n <= 0 {
 		return nil
 	}
-	at := metav1.NewTime(now.Add(workload.RequeueBackoff(copyWL)).Truncate(time.Second))
+	at := metav1.NewTime(now.Add(min(workload.RequeueBackoff(copyWL), maxHubBackoff)).Truncate(time.Second))
 	return &strata.RequeueState{Count: &n, RequeueAt: &at}
 }
+
+// maxHubBackoff bounds how long the hub holds a Job for one worker's
+// waitForPodsReady backoff (Kueue's default backoffMaxSeconds): a
+// worker's own configuration, or a copy's status written there, does not
+// hold the Job from the whole fleet for days. The worker that evicted it
+// still gets no copy of it for rejectionBackoff.
+const maxHubBackoff = time.Hour
 
 // refuseStep undoes the dispatch (the hub Workload's condition reason
 // Rejected) for cause.

@@ -367,6 +367,16 @@ func TestNextStep(t *testing.T) {
 			want: step{action: actRefuse, mirror: true, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: strata.EvictedByPodsReadyTimeout,
 				requeue: &strata.RequeueState{Count: ptr.To[int32](2), RequeueAt: ptr.To(metav1.NewTime(now.Add(2 * time.Minute)))}}},
 		},
+		"evicted by the worker with a backoff of days: the hub holds it an hour at most": {
+			o: func() *observed {
+				cw := copyWL(false, cond(strata.WorkloadAdmitted, metav1.ConditionFalse, strata.EvictedByPodsReadyTimeout, workerClock),
+					cond(strata.WorkloadEvicted, metav1.ConditionTrue, strata.EvictedByPodsReadyTimeout, workerClock))
+				cw.Status.RequeueState = &strata.RequeueState{Count: ptr.To[int32](9), RequeueAt: ptr.To(metav1.NewTime(workerClock.Add(72 * time.Hour)))}
+				return withCopy(base(), cw)
+			},
+			want: step{action: actRefuse, mirror: true, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: strata.EvictedByPodsReadyTimeout,
+				requeue: &strata.RequeueState{Count: ptr.To[int32](9), RequeueAt: ptr.To(metav1.NewTime(now.Add(time.Hour)))}}},
+		},
 		"deactivated by the worker past its backoffLimitCount": {
 			o: func() *observed {
 				c := cond(strata.WorkloadAdmitted, metav1.ConditionFalse, "Deactivated", workerClock)

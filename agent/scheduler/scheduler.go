@@ -53,8 +53,9 @@ const (
 	// quota), or its queue's flavors cannot be used as they are (missing,
 	// not topology-aware, their Topology missing: admissible again by
 	// itself once they are fixed), or a hub pinned it to a flavor its
-	// queue does not have (admissible again once the queue has it); it
-	// does not block a StrictFIFO queue.
+	// queue does not have (admissible again once the queue has it). As
+	// Kueue's, such a head holds up a StrictFIFO queue; a hub's pinned copy
+	// does not (its hub takes it back).
 	ReasonInadmissible = "Inadmissible"
 	// ReasonHeld: the workload may not be admitted now whatever the
 	// capacity: a copy of a hub that has gone silent (fencing).
@@ -450,10 +451,11 @@ func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.Namespa
 // only by borrowing may wait until the others were tried
 // (whenCanBorrow: TryNextFlavor), and when it fits nowhere it preempts on
 // the first flavor where an allowed preemption helps, after trying every
-// flavor (whenCanPreempt: TryNextFlavor) or at once (Preempt). blocks is
-// false when no change of capacity can admit the workload (see
-// inadmissibleError and flavorNotReadyError): it then does not hold up a
-// StrictFIFO queue.
+// flavor (whenCanPreempt: TryNextFlavor) or at once (Preempt). blocks
+// says whether a StrictFIFO queue waits behind it: true for a head not
+// admitted, whether capacity may free up or not (Kueue's); false for one
+// it leaves out for now (held, in its backoff, pinned by a hub to a
+// flavor the queue lacks, or preempted for another).
 func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, books *queue.Books, wl *strata.Workload) (admitted, blocks bool, err error) {
 	if s.holds != nil {
 		if why := s.holds(wl); why != "" {
@@ -636,7 +638,11 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		if asWritten {
 			by += " as written"
 		}
-		return false, false, s.setNotAdmitted(ctx, wl, ReasonInadmissible, by+": "+strings.Join(reasons, "; "))
+		// It still holds up a StrictFIFO queue, as any head Kueue cannot
+		// admit does ("older workloads that can't be admitted block newer
+		// ones"); Kueue's queue with a missing flavor or Topology admits
+		// nothing at all.
+		return false, true, s.setNotAdmitted(ctx, wl, ReasonInadmissible, by+": "+strings.Join(reasons, "; "))
 	}
 	message := "waiting for capacity: " + strings.Join(reasons, "; ")
 	switch {

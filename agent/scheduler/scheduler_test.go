@@ -868,13 +868,13 @@ func TestScheduleFlavorNotReady(t *testing.T) {
 			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
 				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`}},
 		},
-		"under StrictFIFO, a head on missing flavors does not block the queue": {
+		"under StrictFIFO, a head on missing flavors blocks the queue (Kueue's queue admits nothing then)": {
 			setup:     noFlavor,
 			queue:     strictFIFO(testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj()),
 			workloads: []*strata.Workload{job("w1", "cq", 1, nil, 0), job("w2", "cq", 1, nil, 1)},
 			want: map[string]outcome{
 				"w1": {Reason: ReasonInadmissible, Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`},
-				"w2": {Reason: ReasonInadmissible, Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "tas-flavor" does not exist`},
+				"w2": {Reason: ReasonPending, Message: "waiting in StrictFIFO ClusterQueue cq behind workloads that do not fit yet"},
 			},
 		},
 		"a missing flavor and one that cannot take the workload as written": {

@@ -79,44 +79,55 @@ var _ = Describe("Queueing", Ordered, Label("agent", "queueing"), func() {
 		createLocalQueue(ctx, ns, "besteffort-q")
 	})
 
-	It("under StrictFIFO, a head that can never be admitted does not block the queue; one that waits for quota does", func(ctx SpecContext) {
+	It("under StrictFIFO, a head that cannot be admitted blocks the queue, as Kueue's does, whether quota may free up or not", func(ctx SpecContext) {
 		cq := testutil.MakeClusterQueue("strict-q").Flavor("tas-fifo", "cpu", "4").Obj()
 		cq.Spec.QueueingStrategy = strata.StrictFIFO
 		Expect(worker.Client.Create(ctx, cq)).To(Succeed())
+		rackRequired := map[string]string{"strata.dev/podset-required-topology": rack}
+		behind := "waiting in StrictFIFO ClusterQueue strict-q behind workloads that do not fit yet"
 
-		By("a Job asking for a level the flavor's Topology does not have")
+		By("a Job asking for a level the flavor's Topology does not have holds up the Job behind it")
 		unknownLevel := newJob(ns, "strict-q", 1, map[string]string{"strata.dev/podset-required-topology": "example.com/zone"})
 		Expect(worker.Client.Create(ctx, unknownLevel)).To(Succeed())
 		expectWaiting(ctx, unknownLevel, scheduler.ReasonInadmissible, `"example.com/zone" is not a level of Topology "fifo-topology"`)
-
-		By("a Job larger than the whole quota")
-		overQuota := newJob(ns, "strict-q", 6, map[string]string{"strata.dev/podset-required-topology": rack})
-		Expect(worker.Client.Create(ctx, overQuota)).To(Succeed())
-		expectWaiting(ctx, overQuota, scheduler.ReasonInadmissible, "more than the whole quota of 4")
-
-		By("the Jobs behind them are admitted within the quota")
-		first := newJob(ns, "strict-q", 3, map[string]string{"strata.dev/podset-required-topology": rack})
+		first := newJob(ns, "strict-q", 3, rackRequired)
 		Expect(worker.Client.Create(ctx, first)).To(Succeed())
+		expectWaiting(ctx, first, scheduler.ReasonPending, behind)
+		expectNotAdmitted(ctx, first, "StrictFIFO: it fits the quota, but the head cannot be admitted")
+		Expect(worker.Client.Delete(ctx, unknownLevel, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		expectAdmitted(ctx, first)
 
+		By("so does a Job larger than the whole quota")
+		overQuota := newJob(ns, "strict-q", 6, rackRequired)
+		Expect(worker.Client.Create(ctx, overQuota)).To(Succeed())
+		expectWaiting(ctx, overQuota, scheduler.ReasonInadmissible, "more than the whole quota of 4")
+		small := newJob(ns, "strict-q", 1, rackRequired)
+		Expect(worker.Client.Create(ctx, small)).To(Succeed())
+		expectWaiting(ctx, small, scheduler.ReasonPending, behind)
+		expectNotAdmitted(ctx, small, "StrictFIFO: it fits what is left of the quota, but the head cannot be admitted")
+		Expect(worker.Client.Delete(ctx, overQuota, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		expectAdmitted(ctx, small)
+
 		By("a Job that waits for quota blocks a smaller one behind it")
-		second := newJob(ns, "strict-q", 2, map[string]string{"strata.dev/podset-required-topology": rack})
+		second := newJob(ns, "strict-q", 2, rackRequired)
 		Expect(worker.Client.Create(ctx, second)).To(Succeed())
 		expectWaiting(ctx, second, scheduler.ReasonPending, "quota: cpu needs 2, more than is left of the quota of 4")
-		small := newJob(ns, "strict-q", 1, map[string]string{"strata.dev/podset-required-topology": rack})
-		Expect(worker.Client.Create(ctx, small)).To(Succeed())
-		expectWaiting(ctx, small, scheduler.ReasonPending, "waiting in StrictFIFO ClusterQueue strict-q behind workloads that do not fit yet")
-		expectNotAdmitted(ctx, small, "StrictFIFO: it fits the quota, but the head waits")
+		smallest := newJob(ns, "strict-q", 1, rackRequired)
+		Expect(worker.Client.Create(ctx, smallest)).To(Succeed())
+		expectWaiting(ctx, smallest, scheduler.ReasonPending, behind)
+		expectNotAdmitted(ctx, smallest, "StrictFIFO: it fits the quota, but the head waits")
 
-		By("the first Job is deleted: the head and then the small Job are admitted")
+		By("the first Job is deleted: the head and then the smallest Job are admitted")
 		Expect(worker.Client.Delete(ctx, first, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		expectAdmitted(ctx, second)
-		expectAdmitted(ctx, small)
+		expectAdmitted(ctx, smallest)
+		// The specs below count on what this one leaves admitted: 3 pods.
+		Expect(worker.Client.Delete(ctx, small, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 
 	It("under BestEffortFIFO, a smaller Job passes one that waits", func(ctx SpecContext) {
 		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("besteffort-q").Flavor("tas-fifo", "cpu", "8").Obj())).To(Succeed())
-		// strict-q's second and small Jobs hold 3 CPUs of rack r1's 8.
+		// strict-q's second and smallest Jobs hold 3 CPUs of rack r1's 8.
 		big := newJob(ns, "besteffort-q", 6, map[string]string{"strata.dev/podset-required-topology": rack})
 		Expect(worker.Client.Create(ctx, big)).To(Succeed())
 		expectWaiting(ctx, big, scheduler.ReasonPending, "waiting for capacity")

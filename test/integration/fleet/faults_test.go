@@ -226,14 +226,17 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		}
 		Expect(w1.Client.Create(ctx, binding)).To(Succeed())
 		removed := false
-		remove := func() {
+		remove := func(ctx context.Context) {
 			if !removed {
 				removed = true
 				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, binding))).To(Succeed())
 				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, policy))).To(Succeed())
 			}
 		}
-		DeferCleanup(remove)
+		// With the cleanup's own context: the spec's is cancelled when it
+		// fails, and a policy left in place would break w1 for every
+		// spec after it.
+		DeferCleanup(func(ctx SpecContext) { remove(ctx) })
 		probe := e.job("kept-probe", 1, "1", nil)
 		probe.Labels = nil
 		probe.Spec.Suspend = ptr.To(true)
@@ -296,7 +299,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		runningOn(ctx, j, "w1")
 
 		By("the policy gone: the orphan is deleted and its revocation ends; the tenant's Job stays")
-		remove()
+		remove(ctx)
 		Eventually(func(g Gomega) {
 			cp, _ := copyOn(g, ctx, w1, kept)
 			g.Expect(cp).To(BeNil())
@@ -418,7 +421,9 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 	})
 
 	It("sends no new copy to a worker whose fencing Lease it may not renew, and says why on the WorkerCluster", func(ctx SpecContext) {
-		withFencing(time.Hour)
+		// w1's agent does not fence within the spec: what it does then is
+		// the fencing specs' subject, not this one's.
+		withFencingAfter(time.Minute, time.Hour)
 		e := newEnv(ctx, "norenew", map[string][][]string{"w1": {{"4"}}, "w2": {{"2"}}})
 
 		By("a policy on w1 that refuses writes of the hub's fencing Lease")
@@ -447,14 +452,17 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		}
 		Expect(w1.Client.Create(ctx, binding)).To(Succeed())
 		removed := false
-		remove := func() {
+		remove := func(ctx context.Context) {
 			if !removed {
 				removed = true
 				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, binding))).To(Succeed())
 				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, policy))).To(Succeed())
 			}
 		}
-		DeferCleanup(remove)
+		// With the cleanup's own context: the spec's is cancelled when it
+		// fails, and a policy left in place would break w1 for every
+		// spec after it.
+		DeferCleanup(func(ctx SpecContext) { remove(ctx) })
 		Eventually(func(g Gomega) {
 			c := wcCondition(g, ctx, "w1", strata.WorkerClusterFenced)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
@@ -467,7 +475,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		runningOn(ctx, j, "w2")
 
 		By("renewals allowed again: Fenced=True")
-		remove()
+		remove(ctx)
 		Eventually(func(g Gomega) {
 			c := wcCondition(g, ctx, "w1", strata.WorkerClusterFenced)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))

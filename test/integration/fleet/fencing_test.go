@@ -38,7 +38,18 @@ const (
 // minute.
 func withFencing(replaceAfter time.Duration) {
 	GinkgoHelper()
-	fenceAfter, renewInterval := specFenceAfter, specRenewInterval
+	withFencingAfter(specFenceAfter, replaceAfter)
+}
+
+// withFencingAfter is withFencing with the agents' fenceAfter: a spec that
+// keeps the hub from renewing a worker's Lease for longer than
+// specFenceAfter, and does not test what the agent then does, gives it
+// more, so that the worker does not fence every copy earlier specs left
+// there (a storm of take-backs the hub and the other workers then work
+// through while the spec waits).
+func withFencingAfter(fenceAfter, replaceAfter time.Duration) {
+	GinkgoHelper()
+	renewInterval := specRenewInterval
 	stopHub()
 	old := hubCfg.Fencing
 	hubCfg.Fencing = configv1beta1.Fencing{Mode: configv1beta1.FencingEnabled, FenceAfter: &metav1.Duration{Duration: fenceAfter},

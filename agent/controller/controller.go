@@ -153,12 +153,13 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 		// A kind with a controller of its own (LeaderWorkerSets: one
 		// workload per group, without suspension) has its own intake.
 		if r.AgentController != nil {
-			if err := r.AgentController(mgr, recorder); err != nil {
+			if err := r.AgentController(mgr, recorder, tas.OptionsFrom(cfg.TopologyAwareScheduling)); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := jobs.NewKindReconciler(r.Kind, mgr.GetClient(), recorder).WithAdmissionEvents(admissions).SetupWithManager(mgr); err != nil {
+		if err := jobs.NewKindReconciler(r.Kind, mgr.GetClient(), recorder).WithAdmissionEvents(admissions).
+			WithTAS(tas.OptionsFrom(cfg.TopologyAwareScheduling)).SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}

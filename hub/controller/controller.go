@@ -21,6 +21,7 @@ import (
 	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/tas"
 )
 
 // Option changes how SetupControllers wires the hub.
@@ -83,7 +84,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 			"kind", k.GroupVersionKind().String())
 	}
 	for _, k := range served {
-		if err := jobs.NewReconciler(k, mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
+		if err := jobs.NewReconciler(k, mgr.GetClient(), recorder).WithTAS(tas.OptionsFrom(cfg.TopologyAwareScheduling)).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 	}

@@ -123,7 +123,7 @@ func BenchmarkPass(b *testing.B) {
 		job := trace[i].BatchJob(fmt.Sprintf("job-%05d", i), ns, "lq", map[string]string{"rack": benchRack, "block": benchBlock})
 		job.Spec.Suspend = ptr.To(false)
 		job.UID = types.UID(fmt.Sprintf("job-uid-%05d", i))
-		wl, errs := intake.DesiredWorkload(batchjob.Adapt(job))
+		wl, errs := intake.DesiredWorkload(batchjob.Adapt(job), tas.Options{})
 		if len(errs) > 0 {
 			b.Fatal(errs.ToAggregate())
 		}

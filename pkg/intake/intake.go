@@ -39,6 +39,7 @@ import (
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -70,6 +71,7 @@ type Keeper struct {
 	checks   []Check
 	orphans  bool
 	lean     bool
+	tas      tas.Options
 }
 
 // New returns a Keeper of the Jobs of kind; checks run after the Job's own
@@ -94,6 +96,13 @@ func (k *Keeper) WithOrphans() *Keeper {
 // write must be as lean as the one it reads.
 func (k *Keeper) WithLeanWorkloads() *Keeper {
 	k.lean = true
+	return k
+}
+
+// WithTAS applies the topology rules of the cluster's configuration to
+// the Jobs' pod-set annotations (tas.Options.PartialSlices).
+func (k *Keeper) WithTAS(opts tas.Options) *Keeper {
+	k.tas = opts
 	return k
 }
 
@@ -243,7 +252,7 @@ func Result(ctx context.Context, err error) (ctrl.Result, error) {
 // server returns as Invalid means the Workload breaks a rule the checks
 // missed: only a change to the Job can help.
 func (k *Keeper) Sync(ctx context.Context, job jobs.Job) (*strata.Workload, error) {
-	desired, errs := DesiredWorkload(job)
+	desired, errs := DesiredWorkload(job, k.tas)
 	if k.lean {
 		workload.LeanWorkload(desired)
 	}
@@ -319,9 +328,11 @@ func (k *Keeper) priorityClassValue(ctx context.Context, source, name string) (k
 // Workload of an invalid Job has no topology requests: invalid ones could
 // break the Workload schema, and the API server would then reject the
 // Workload and with it the Invalid condition that tells the user what to
-// fix. An invalid Workload is not admitted, so nothing is lost.
-func DesiredWorkload(job jobs.Job) (*strata.Workload, field.ErrorList) {
+// fix. An invalid Workload is not admitted, so nothing is lost. opts
+// says whether a slice size may leave a partial slice.
+func DesiredWorkload(job jobs.Job, opts tas.Options) (*strata.Workload, field.ErrorList) {
 	desired, errs := jobs.WorkloadFor(job)
+	errs = workload.AllowPartialSlices(errs, opts.PartialSlices)
 	errs = append(errs, workload.ValidatePodSets(desired.Spec.PodSets, field.NewPath("spec", "template"))...)
 	if len(errs) == 0 {
 		// What the checks above let through must fit the schema too; this

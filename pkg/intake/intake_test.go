@@ -12,6 +12,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
 )
@@ -25,6 +26,7 @@ func TestDesiredWorkload(t *testing.T) {
 	rack := "cloud.provider.com/topology-rack"
 	cases := map[string]struct {
 		annotations map[string]string
+		partial     bool // topologyAwareScheduling.partialSlices
 		wantReq     *strata.PodSetTopologyRequest
 		wantErr     string
 	}{
@@ -68,6 +70,35 @@ func TestDesiredWorkload(t *testing.T) {
 			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-group-name": strings.Repeat("g", 64)},
 			wantErr:     "must be 1 to 63 characters",
 		},
+		// 4 pods (makeJob) in slices of 3.
+		"a slice size that does not divide the pod count (KEP-2724)": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "strata.dev/podset-slice-required-topology": "kubernetes.io/hostname", "strata.dev/podset-slice-size": "3"},
+			wantErr:     `spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "3": the slice size 3 must evenly divide the pod count 4 (KEP-2724)`,
+		},
+		"a slice size that does not divide the pod count, with partial slices": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "kueue.x-k8s.io/podset-slice-required-topology": "kubernetes.io/hostname", "kueue.x-k8s.io/podset-slice-size": "3"},
+			partial:     true,
+			wantReq: &strata.PodSetTopologyRequest{Required: ptr.To(rack), PodSetSliceRequiredTopology: ptr.To("kubernetes.io/hostname"),
+				PodSetSliceSize: ptr.To[int32](3)},
+		},
+		"one layer that does not divide the pod count (KEP-2724)": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack,
+				"strata.dev/podset-slice-required-topology-constraints": `[{"topology":"kubernetes.io/hostname","size":3}]`},
+			wantErr: "the slice size 3 must evenly divide the pod count 4 (KEP-2724)",
+		},
+		"one layer that does not divide the pod count, with partial slices": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack,
+				"strata.dev/podset-slice-required-topology-constraints": `[{"topology":"kubernetes.io/hostname","size":3}]`},
+			partial: true,
+			wantReq: &strata.PodSetTopologyRequest{Required: ptr.To(rack),
+				PodSetSliceRequiredTopologyConstraints: []strata.PodSetSliceTopologyConstraint{{Topology: "kubernetes.io/hostname", Size: 3}}},
+		},
+		"two layers, the first not dividing the pod count, even with partial slices": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": "a",
+				"strata.dev/podset-slice-required-topology-constraints": `[{"topology":"b","size":3},{"topology":"c","size":1}]`},
+			partial: true,
+			wantErr: "layer 0: size 3 must evenly divide the pod count 4 when more than one layer is given",
+		},
 		"group without a level": {
 			annotations: map[string]string{"strata.dev/podset-group-name": "g"},
 			wantErr:     `pod set group "g" needs podset-required-topology or podset-preferred-topology`,
@@ -75,7 +106,7 @@ func TestDesiredWorkload(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			wl, errs := DesiredWorkload(batchjob.Adapt(makeJob("train", tc.annotations)))
+			wl, errs := DesiredWorkload(batchjob.Adapt(makeJob("train", tc.annotations)), tas.Options{PartialSlices: tc.partial})
 			if got := errs.ToAggregate(); (got == nil) != (tc.wantErr == "") || (got != nil && !strings.Contains(got.Error(), tc.wantErr)) {
 				t.Errorf("errors = %v, want one containing %q", got, tc.wantErr)
 			}

@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"strata.dev/strata/pkg/tas"
 )
 
 // Registration is a kind as its package registers it (pkg/jobs/kinds):
@@ -25,7 +27,8 @@ type Registration struct {
 	// the kind's objects with mgr (LeaderWorkerSets, one workload per
 	// group); recorder is the agent's. Unset, the agent's job reconciler
 	// (agent/controller/jobs) runs them: it suspends and resumes them.
-	AgentController func(mgr manager.Manager, recorder events.EventRecorder) error
+	// opts are the agent's topology settings (its intake's rules).
+	AgentController func(mgr manager.Manager, recorder events.EventRecorder, opts tas.Options) error
 }
 
 // Names are the names of the kind on kubectl strata explain's command

@@ -120,7 +120,8 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			order = append(order, fq.Name)
 		}
 	}
-	policy := placement.New(cfg.Dispatch.PlacementPolicy, tas.OptionsFrom(cfg.TopologyAwareScheduling), 0)
+	opts := tas.OptionsFrom(cfg.TopologyAwareScheduling)
+	policy := placement.New(cfg.Dispatch.PlacementPolicy, opts, 0)
 	hub := newRunState(f.Hub)
 	items := hubItems(f.Hub.Workloads)
 	results := make([]Result, 0, len(items))
@@ -128,7 +129,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 	for i, item := range items {
 		// Offline, a Job's queue label is not resolved: the ClusterQueue in
 		// the input, or none, gives the flavor order.
-		wl, res, err := toWorkload(item, true)
+		wl, res, err := toWorkload(item, true, opts)
 		if err != nil {
 			return nil, err
 		}

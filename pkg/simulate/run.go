@@ -142,12 +142,14 @@ func buildFlavors(in *Input) (map[string]*flavorState, error) {
 	return flavors, nil
 }
 
-// toWorkload converts an input item and checks it. Invalid annotations are
-// an error naming the file and object.
-func toWorkload(item Item, queueOptional bool) (*strata.Workload, Result, error) {
+// toWorkload converts an input item and checks it, as the intake of a
+// cluster configured with opts does. Invalid annotations are an error
+// naming the file and object.
+func toWorkload(item Item, queueOptional bool, opts tas.Options) (*strata.Workload, Result, error) {
 	wl, errs := item.Workload.DeepCopy(), field.ErrorList(nil)
 	if item.Job != nil {
 		wl, errs = jobs.WorkloadFor(item.Job)
+		errs = workload.AllowPartialSlices(errs, opts.PartialSlices)
 		if queueOptional {
 			errs = errs.Filter(func(e error) bool {
 				var fe *field.Error
@@ -180,7 +182,7 @@ func toWorkload(item Item, queueOptional bool) (*strata.Workload, Result, error)
 // file and object; not fitting is a Result with the reason.
 func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, opts tas.Options) (Result, error) {
 	// Without ClusterQueues in the input, a queue label is optional.
-	wl, res, err := toWorkload(item, len(in.ClusterQueues) == 0)
+	wl, res, err := toWorkload(item, len(in.ClusterQueues) == 0, opts)
 	if err != nil {
 		return res, err
 	}

@@ -88,6 +88,13 @@ type Options struct {
 	// BalancedPlacement spreads preferred requests evenly (KEP-2724
 	// "Balanced placement") instead of packing them.
 	BalancedPlacement bool
+	// PartialSlices accepts a single slice layer whose size does not
+	// divide the pod count (Kueue v0.20's TASPartialSlices): the last
+	// count % size pods form one partial slice. Off, such a request is
+	// invalid, as KEP-2724 says. The engine places a partial slice either
+	// way; this is the rule the Jobs' intake applies
+	// (workload.AllowPartialSlices).
+	PartialSlices bool
 }
 
 // DefaultOptions are KEP-2724's recommended profile: BestFit for required
@@ -99,7 +106,7 @@ func DefaultOptions() Options {
 // OptionsFrom takes the algorithms of a configuration file.
 func OptionsFrom(c configv1beta1.TopologyAwareScheduling) Options {
 	return Options{Required: c.RequiredAlgorithm, Preferred: c.PreferredAlgorithm, Unconstrained: c.UnconstrainedAlgorithm,
-		BalancedPlacement: c.BalancedPlacement}
+		BalancedPlacement: c.BalancedPlacement, PartialSlices: c.PartialSlices}
 }
 
 func (o Options) algorithm(m Mode) configv1beta1.Algorithm {

@@ -130,8 +130,9 @@ func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, pa
 				errs = append(errs, field.Invalid(a.field(sliceSizeName), sliceSize, "must be a whole number of pods, at least 1"))
 			}
 		}
-		// A size that does not divide the count leaves one partial slice,
-		// held by the last domain (Kueue's TASPartialSlices).
+		if size >= 1 && count%size != 0 {
+			errs = append(errs, unevenSlices(a.field(sliceSizeName), sliceSize, size, count))
+		}
 		if size < 1 && !hasSliceSize {
 			// Named with the prefix the slice level was written with.
 			prefix := strings.TrimSuffix(a.keys[sliceTopologyName], sliceTopologyName)
@@ -168,6 +169,54 @@ func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, pa
 	return req, errs
 }
 
+// PartialSliceOrigin marks the error of a single slice layer whose size
+// does not divide the pod count (field.Error's Origin). KEP-2724 requires
+// slice sizes to divide the pod set; with Kueue v0.20's TASPartialSlices
+// (topologyAwareScheduling.partialSlices) the last count % size pods form
+// one partial slice instead, and AllowPartialSlices drops the error.
+const PartialSliceOrigin = "strata.dev/partial-slice"
+
+// unevenSlices is the error of a single slice layer of size pods that does
+// not divide count (see PartialSliceOrigin).
+func unevenSlices(path *field.Path, value string, size, count int32) *field.Error {
+	rest := fmt.Sprintf("the last %d pods", count%size)
+	if count%size == 1 {
+		rest = "the last pod"
+	}
+	return field.Invalid(path, value, fmt.Sprintf(
+		"the slice size %d must evenly divide the pod count %d (KEP-2724); for %s to form one partial slice (Kueue's TASPartialSlices), set topologyAwareScheduling.partialSlices in the hub's and the agents' configuration",
+		size, count, rest)).WithOrigin(PartialSliceOrigin)
+}
+
+// RequestUsable says whether a topology request read with errs may still
+// go into a Workload: it fits the Workload schema when every error is only
+// a partial slice (PartialSliceOrigin), which the cluster's configuration
+// may allow (AllowPartialSlices); any other error may break the schema.
+func RequestUsable(errs field.ErrorList) bool {
+	for _, e := range errs {
+		if e.Origin != PartialSliceOrigin {
+			return false
+		}
+	}
+	return true
+}
+
+// AllowPartialSlices returns errs without the errors of slice sizes that
+// leave a partial slice (PartialSliceOrigin) when partial is true, and errs
+// as they are otherwise.
+func AllowPartialSlices(errs field.ErrorList, partial bool) field.ErrorList {
+	if !partial {
+		return errs
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		if e.Origin != PartialSliceOrigin {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // parseConstraints reads the multi-layer JSON:
 // [{"topology": "<level>", "size": "<n>"}, ...], coarsest first.
 func parseConstraints(v string, count int32, path *field.Path) ([]strata.PodSetSliceTopologyConstraint, field.ErrorList) {
@@ -200,10 +249,15 @@ func parseConstraints(v string, count int32, path *field.Path) ([]strata.PodSetS
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: \"size\" must be a whole number of pods, at least 1 and at most %d", i, math.MaxInt32)))
 			continue
 		}
-		if len(raw) > 1 && i == 0 && count%size != 0 {
-			// One layer may leave a partial slice; with more, the inner
-			// layers assume whole slices (the sizes below divide this one).
+		switch {
+		case i > 0 || count%size == 0:
+		case len(raw) > 1:
+			// With partial slices, one layer may leave a partial slice;
+			// with more, the inner layers assume whole slices (the sizes
+			// below divide this one).
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: size %d must evenly divide the pod count %d when more than one layer is given", i, size, count)))
+		default:
+			errs = append(errs, unevenSlices(path, v, size, count))
 		}
 		if n := len(out); n > 0 && out[n-1].Size%size != 0 {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("layer %d: size %d must evenly divide the size %d of layer %d above it", i, size, out[n-1].Size, n-1)))

@@ -25,6 +25,9 @@ func TestParseTopologyRequest(t *testing.T) {
 		defSlice    int32
 		want        *strata.PodSetTopologyRequest
 		wantErrs    []string
+		// partialOnly: the errors are only a partial slice's, which
+		// topologyAwareScheduling.partialSlices allows.
+		partialOnly bool
 	}{
 		"no annotations": {count: 4},
 		"required, strata prefix": {
@@ -87,10 +90,15 @@ func TestParseTopologyRequest(t *testing.T) {
 			defSlice:    8,
 			want:        &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopology: ptr.To(host), PodSetSliceSize: ptr.To[int32](8)},
 		},
+		// KEP-2724: the size must divide the pod set; Kueue v0.20's partial
+		// slices (partialSlices) take the request as it is.
 		"slice size that does not divide: a partial slice": {
 			annotations: map[string]string{"strata.dev/podset-required-topology": block, "strata.dev/podset-slice-required-topology": host, "strata.dev/podset-slice-size": "3"},
 			count:       16,
 			want:        &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopology: ptr.To(host), PodSetSliceSize: ptr.To[int32](3)},
+			wantErrs: []string{`spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "3": the slice size 3 must evenly divide the pod count 16 (KEP-2724); ` +
+				`for the last pod to form one partial slice (Kueue's TASPartialSlices), set topologyAwareScheduling.partialSlices in the hub's and the agents' configuration`},
+			partialOnly: true,
 		},
 		"one layer of constraints that does not divide: a partial slice": {
 			annotations: map[string]string{
@@ -100,6 +108,8 @@ func TestParseTopologyRequest(t *testing.T) {
 			count: 20,
 			want: &strata.PodSetTopologyRequest{Required: ptr.To(block), PodSetSliceRequiredTopologyConstraints: []strata.PodSetSliceTopologyConstraint{
 				{Topology: rack, Size: 16}}},
+			wantErrs:    []string{"the slice size 16 must evenly divide the pod count 20 (KEP-2724); for the last 4 pods to form one partial slice"},
+			partialOnly: true,
 		},
 		"several layers whose first size does not divide the count": {
 			annotations: map[string]string{
@@ -243,6 +253,15 @@ func TestParseTopologyRequest(t *testing.T) {
 				if !strings.Contains(e.Error(), tc.wantErrs[i]) {
 					t.Errorf("error %d = %q, want it to contain %q", i, e.Error(), tc.wantErrs[i])
 				}
+			}
+			if got, want := RequestUsable(errs), len(errs) == 0 || tc.partialOnly; got != want {
+				t.Errorf("RequestUsable() = %v, want %v", got, want)
+			}
+			if got, want := len(AllowPartialSlices(errs, true)), len(errs); tc.partialOnly && got != 0 || !tc.partialOnly && got != want {
+				t.Errorf("AllowPartialSlices(errs, true) kept %d of %d errors (partial only: %v)", got, want, tc.partialOnly)
+			}
+			if got := AllowPartialSlices(errs, false); len(got) != len(errs) {
+				t.Errorf("AllowPartialSlices(errs, false) kept %d of %d errors", len(got), len(errs))
 			}
 		})
 	}

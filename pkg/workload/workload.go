@@ -44,7 +44,7 @@ func JobPodSets(job *batchv1.Job) ([]strata.PodSet, field.ErrorList) {
 	ps := strata.PodSet{Name: MainPodSet, Count: count, Template: *job.Spec.Template.DeepCopy()}
 	req, reqErrs := ParseTopologyRequest(job.Spec.Template.Annotations, count, 0, field.NewPath("spec", "template", "metadata", "annotations"))
 	errs = append(errs, reqErrs...)
-	if len(errs) > 0 {
+	if !RequestUsable(errs) {
 		req = nil
 	}
 	if req != nil && ptr.Deref(job.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion {

@@ -40,6 +40,7 @@ import (
 	"strata.dev/strata/pkg/intake"
 	pkgjobs "strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -77,6 +78,13 @@ func NewKindReconciler(kind pkgjobs.Kind, c client.Client, recorder events.Event
 // Started event.
 func (r *Reconciler) WithAdmissionEvents(a *admitevents.Recorder) *Reconciler {
 	r.admissions = a
+	return r
+}
+
+// WithTAS applies the topology rules of the agent's configuration to the
+// Jobs' pod-set annotations (tas.Options.PartialSlices).
+func (r *Reconciler) WithTAS(opts tas.Options) *Reconciler {
+	r.intake.WithTAS(opts)
 	return r
 }
 

@@ -31,6 +31,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -159,7 +160,7 @@ func (e *env) events() []string {
 // admittedWorkload is the Workload of job, admitted on flavor.
 func admittedWorkload(t *testing.T, job *batchv1.Job) *strata.Workload {
 	t.Helper()
-	wl, errs := intake.DesiredWorkload(batchjob.Adapt(job))
+	wl, errs := intake.DesiredWorkload(batchjob.Adapt(job), tas.Options{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -100,6 +100,15 @@ type TopologyAwareScheduling struct {
 	// placement"). Default false.
 	// +optional
 	BalancedPlacement bool `json:"balancedPlacement,omitempty"`
+	// partialSlices accepts a podset-slice-size (or a single layer of
+	// podset-slice-required-topology-constraints) that does not divide the
+	// pod count, as Kueue v0.20's TASPartialSlices does: the last
+	// count % size pods form one partial slice, held by one domain of the
+	// slice level and ranked last. Default false: KEP-2724 requires the
+	// size to divide the pod set, and such a Job is Invalid. Set it alike
+	// on the hub and on every agent.
+	// +optional
+	PartialSlices bool `json:"partialSlices,omitempty"`
 }
 
 // NodeFailure configures failed-node replacement.

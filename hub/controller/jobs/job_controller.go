@@ -23,6 +23,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
 	pkgjobs "strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/tas"
 )
 
 // ReasonNotManagedByHub says the job is not held off its kind's own
@@ -40,6 +41,13 @@ type Reconciler struct {
 // NewReconciler returns a Reconciler of kind's jobs.
 func NewReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
 	return &Reconciler{kind: kind, client: c, intake: intake.New(kind, c, recorder, managedByHub).WithOrphans().WithLeanWorkloads()}
+}
+
+// WithTAS applies the topology rules of the hub's configuration to the
+// jobs' pod-set annotations (tas.Options.PartialSlices).
+func (r *Reconciler) WithTAS(opts tas.Options) *Reconciler {
+	r.intake.WithTAS(opts)
+	return r
 }
 
 // managedByHub checks that the kind's controller on the hub leaves the job

@@ -116,7 +116,7 @@ func (j JobSet) PodSets() ([]strata.PodSet, field.ErrorList) {
 		ps := strata.PodSet{Name: rj.Name, Count: count, Template: *rj.Template.Spec.Template.DeepCopy()}
 		req, reqErrs := workload.ParseTopologyRequest(rj.Template.Spec.Template.Annotations, count, perJob, path)
 		errs = append(errs, reqErrs...)
-		if len(reqErrs) > 0 {
+		if !workload.RequestUsable(reqErrs) {
 			req = nil // invalid values may break the Workload schema
 		}
 		if req != nil {

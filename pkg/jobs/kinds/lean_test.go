@@ -21,6 +21,7 @@ import (
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -145,16 +146,16 @@ func TestHubTransform(t *testing.T) {
 				t.Errorf("the workers' template of a LeaderWorkerSet is not lean")
 			}
 
-			want, wantErrs := intake.DesiredWorkload(wholeJob)
+			want, wantErrs := intake.DesiredWorkload(wholeJob, tas.Options{})
 			workload.LeanWorkload(want)
-			got, gotErrs := intake.DesiredWorkload(leanJob)
+			got, gotErrs := intake.DesiredWorkload(leanJob, tas.Options{})
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Workload of the lean job (-whole, leaned +lean):\n%s", diff)
 			}
 			if diff := cmp.Diff(wantErrs.ToAggregate(), gotErrs.ToAggregate(), cmp.Comparer(func(a, b error) bool { return a.Error() == b.Error() })); diff != "" {
 				t.Errorf("errors (-whole +lean):\n%s", diff)
 			}
-			whole, _ := intake.DesiredWorkload(wholeJob)
+			whole, _ := intake.DesiredWorkload(wholeJob, tas.Options{})
 			if diff := cmp.Diff(placement.Shape(whole), placement.Shape(got)); diff != "" {
 				t.Errorf("shape (-whole +lean):\n%s", diff)
 			}

@@ -29,6 +29,7 @@ import (
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/jobs/lws"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -80,7 +81,7 @@ func checkWorkload(t *testing.T, j jobs.Job, over ...string) *strata.Workload {
 	var wl *strata.Workload
 	var errs field.ErrorList
 	if n := allocated(func() {
-		wl, errs = intake.DesiredWorkload(j)
+		wl, errs = intake.DesiredWorkload(j, tas.Options{})
 		j.ForWorker()
 		if _, err := kinds.HubTransform()(j.Object().DeepCopyObject()); err != nil {
 			t.Errorf("HubTransform: %v", err)

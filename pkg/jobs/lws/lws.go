@@ -214,7 +214,7 @@ func (g Group) podSets() ([]strata.PodSet, field.ErrorList) {
 		ps := strata.PodSet{Name: name, Count: count, Template: *t.DeepCopy()}
 		req, reqErrs := workload.ParseTopologyRequest(t.Annotations, count, 0, path.Child("metadata", "annotations"))
 		errs = append(errs, reqErrs...)
-		if len(reqErrs) > 0 {
+		if !workload.RequestUsable(reqErrs) {
 			req = nil // invalid values may break the Workload schema
 		}
 		if req != nil {

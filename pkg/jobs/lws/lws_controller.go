@@ -70,8 +70,10 @@ func NewReconciler(c client.Client, live client.Reader, recorder events.EventRec
 
 // setupAgent registers the agent's Reconciler of LeaderWorkerSets with
 // mgr (Registration's AgentController).
-func setupAgent(mgr manager.Manager, recorder events.EventRecorder) error {
-	return NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder).SetupWithManager(mgr)
+func setupAgent(mgr manager.Manager, recorder events.EventRecorder, opts tas.Options) error {
+	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder)
+	r.intake.WithTAS(opts)
+	return r.SetupWithManager(mgr)
 }
 
 // SetupWithManager watches queue-labelled LeaderWorkerSets, their

@@ -141,7 +141,7 @@ func (j MPIJob) PodSets() ([]strata.PodSet, field.ErrorList) {
 		ps := strata.PodSet{Name: r.name, Count: count, Template: *r.spec.Template.DeepCopy()}
 		req, reqErrs := workload.ParseTopologyRequest(r.spec.Template.Annotations, count, 0, path)
 		errs = append(errs, reqErrs...)
-		if len(reqErrs) > 0 {
+		if !workload.RequestUsable(reqErrs) {
 			req = nil // invalid values may break the Workload schema
 		}
 		if req != nil && r.t == kubeflow.MPIReplicaTypeWorker {

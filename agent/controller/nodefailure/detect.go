@@ -46,23 +46,37 @@ func Detect(node *corev1.Node, pods []*corev1.Pod, tolerations []corev1.Tolerati
 	}
 	replaceOnTaints := cfg.ReplaceOnTaints == nil || *cfg.ReplaceOnTaints
 	var recheck time.Duration
+	// Pods that succeeded there need nothing: they are not counted.
+	unfinished := slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	// gone: the workload's pods there are failed, terminating or
+	// unscheduled (recreated, only routed there), and some did not succeed.
+	gone := len(unfinished) > 0 && allPods(unfinished, func(p *corev1.Pod) bool { return failing(p) || p.Spec.NodeName == "" })
 	if replaceOnTaints {
 		for i := range node.Spec.Taints {
 			t := &node.Spec.Taints[i]
 			if t.Effect != corev1.TaintEffectNoExecute || readinessTaint(t) {
 				continue
 			}
+			// KEP-2724: the node is unhealthy (after any tolerationSeconds);
+			// the node controller terminates the pods, and once they are,
+			// the node is replaced. A change of the pods wakes the caller.
+			var v Verdict
 			tol, ok := tolerating(tolerations, t)
-			if !ok {
-				return Verdict{Failed: true, Reason: fmt.Sprintf("untolerated NoExecute taint %s", t.Key), Since: addedAt(t, now)}
-			}
-			if tol.TolerationSeconds != nil {
+			switch {
+			case !ok:
+				v = Verdict{Failed: true, Reason: fmt.Sprintf("untolerated NoExecute taint %s", t.Key), Since: addedAt(t, now)}
+			case tol.TolerationSeconds != nil:
 				deadline := addedAt(t, now).Add(time.Duration(*tol.TolerationSeconds) * time.Second)
-				left := deadline.Sub(now)
-				if left <= 0 {
-					return Verdict{Failed: true, Reason: fmt.Sprintf("NoExecute taint %s past its %ds toleration", t.Key, *tol.TolerationSeconds), Since: deadline}
+				if left := deadline.Sub(now); left > 0 {
+					recheck = minPositive(recheck, left)
+					continue
 				}
-				recheck = minPositive(recheck, left)
+				v = Verdict{Failed: true, Reason: fmt.Sprintf("NoExecute taint %s past its %ds toleration", t.Key, *tol.TolerationSeconds), Since: deadline}
+			default:
+				continue
+			}
+			if gone {
+				return v
 			}
 		}
 		noSchedule := node.Spec.Unschedulable
@@ -74,21 +88,26 @@ func Detect(node *corev1.Node, pods []*corev1.Pod, tolerations []corev1.Tolerati
 				}
 			}
 		}
-		// Pods that succeeded there need nothing: they are not counted.
-		unfinished := slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
-		if noSchedule && len(unfinished) > 0 && allPods(unfinished, func(p *corev1.Pod) bool { return failing(p) || p.Spec.NodeName == "" }) {
+		if noSchedule && gone {
 			return Verdict{Failed: true, Reason: "unschedulable (NoSchedule taint or cordoned) with the workload's pods there failed, terminating or unscheduled", Since: now}
 		}
 	}
 	ready := readyCondition(node)
 	if ready == nil || ready.Status != corev1.ConditionTrue {
-		replaceOnTermination := cfg.ReplaceOnPodTermination == nil || *cfg.ReplaceOnPodTermination
-		// The pods scheduled there are terminated or terminating: pods that
-		// were only routed there (recreated, waiting to be bound) cannot
-		// start on a NotReady node and do not hold the replacement back.
-		if replaceOnTermination && len(pods) > 0 && allPods(pods, func(p *corev1.Pod) bool { return terminatedOrTerminating(p) || p.Spec.NodeName == "" }) &&
-			slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodSucceeded }) {
-			return Verdict{Failed: true, Reason: ReasonPodsTerminated, Since: now}
+		// KEP-2724's two heuristics for a NotReady node exclude each other
+		// (the TAS user guide: with TASReplaceNodeOnPodTermination on, "the
+		// 30 seconds timeout is disregarded"): the pods' termination, or
+		// notReadyDelay.
+		if cfg.ReplaceOnPodTermination == nil || *cfg.ReplaceOnPodTermination {
+			// The pods scheduled there are terminated or terminating: pods
+			// that were only routed there (recreated, waiting to be bound)
+			// cannot start on a NotReady node and do not hold the
+			// replacement back. A change of the pods wakes the caller.
+			if len(pods) > 0 && allPods(pods, func(p *corev1.Pod) bool { return terminatedOrTerminating(p) || p.Spec.NodeName == "" }) &&
+				slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodSucceeded }) {
+				return Verdict{Failed: true, Reason: ReasonPodsTerminated, Since: now}
+			}
+			return Verdict{Recheck: recheck}
 		}
 		since := node.CreationTimestamp.Time // never Ready
 		if ready != nil {

@@ -72,13 +72,33 @@ func TestDetect(t *testing.T) {
 			node: node(corev1.ConditionUnknown, time.Second), pods: []*corev1.Pod{failed, terminating}, cfg: cfg(true),
 			want: Verdict{Failed: true, Reason: "NotReady, and the workload's pods on it are terminated or terminating"},
 		},
-		"NotReady with a running pod, termination trigger on: wait for the delay": {
+		// The two heuristics exclude each other (TAS user guide): with the
+		// termination trigger on, notReadyDelay is disregarded.
+		"NotReady with a running pod, termination trigger on: wait for the pods": {
 			node: node(corev1.ConditionUnknown, time.Second), pods: []*corev1.Pod{failed, running}, cfg: cfg(true),
-			want: Verdict{Recheck: 29 * time.Second},
 		},
-		"untolerated NoExecute taint": {
+		"NotReady for an hour with a running pod, termination trigger on: still waiting for the pods": {
+			node: node(corev1.ConditionFalse, time.Hour), pods: []*corev1.Pod{running}, cfg: cfg(true),
+		},
+		"NotReady for 10s with terminated pods, termination trigger off: the delay, not the pods": {
+			node: node(corev1.ConditionFalse, 10*time.Second), pods: []*corev1.Pod{failed, terminating}, cfg: cfg(false),
+			want: Verdict{Recheck: 20 * time.Second},
+		},
+		// KEP-2724: the node controller terminates the pods on a
+		// NoExecute-tainted node; once they are, the node is replaced.
+		"untolerated NoExecute taint, the pod still running: wait for it": {
 			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{running}, cfg: cfg(true),
+		},
+		"untolerated NoExecute taint, the pod terminating": {
+			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{terminating}, cfg: cfg(true),
 			want: Verdict{Failed: true, Reason: "untolerated NoExecute taint maintenance"},
+		},
+		"untolerated NoExecute taint, one pod failed and one recreated, routed there": {
+			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{failed, pending}, cfg: cfg(true),
+			want: Verdict{Failed: true, Reason: "untolerated NoExecute taint maintenance"},
+		},
+		"untolerated NoExecute taint, the pod succeeded: nothing to replace": {
+			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{succeeded}, cfg: cfg(true),
 		},
 		"NoExecute tolerated for 60s, added 10s ago": {
 			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{running}, cfg: cfg(true),
@@ -93,15 +113,22 @@ func TestDetect(t *testing.T) {
 			node: node(corev1.ConditionTrue, time.Hour, noSchedule), pods: []*corev1.Pod{running}, cfg: cfg(true),
 		},
 		"the lifecycle controller's not-ready taints wait for notReadyDelay": {
-			node: node(corev1.ConditionFalse, 10*time.Second, notReadyTaints...), pods: []*corev1.Pod{running}, cfg: cfg(true),
+			node: node(corev1.ConditionFalse, 10*time.Second, notReadyTaints...), pods: []*corev1.Pod{running}, cfg: cfg(false),
 			want: Verdict{Recheck: 20 * time.Second},
+		},
+		"the lifecycle controller's not-ready taints do not fail the node, termination trigger on": {
+			node: node(corev1.ConditionFalse, time.Hour, notReadyTaints...), pods: []*corev1.Pod{running}, cfg: cfg(true),
 		},
 		"the unreachable taint waits for notReadyDelay": {
 			node: node(corev1.ConditionUnknown, 10*time.Second, unreachable), pods: []*corev1.Pod{running}, cfg: cfg(false),
 			want: Verdict{Recheck: 20 * time.Second},
 		},
-		"NoExecute tolerated for 5s, added 10s ago": {
+		"NoExecute tolerated for 5s, added 10s ago, the pod still running": {
 			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{running}, cfg: cfg(true),
+			tolerations: []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](5)}},
+		},
+		"NoExecute tolerated for 5s, added 10s ago, the pod terminating": {
+			node: node(corev1.ConditionTrue, time.Hour, noExecute), pods: []*corev1.Pod{terminating}, cfg: cfg(true),
 			tolerations: []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](5)}},
 			want:        Verdict{Failed: true, Reason: "NoExecute taint maintenance past its 5s toleration"},
 		},
@@ -135,9 +162,8 @@ func TestDetect(t *testing.T) {
 			node: node(corev1.ConditionFalse, time.Second), pods: []*corev1.Pod{failed, pending}, cfg: cfg(true),
 			want: Verdict{Failed: true, Reason: "NotReady, and the workload's pods on it are terminated or terminating"},
 		},
-		"NotReady with only succeeded pods: the delay applies": {
-			node: node(corev1.ConditionFalse, time.Second), pods: []*corev1.Pod{succeeded}, cfg: cfg(true),
-			want: Verdict{Recheck: 29 * time.Second},
+		"NotReady with only succeeded pods, termination trigger on: nothing to replace": {
+			node: node(corev1.ConditionFalse, time.Hour), pods: []*corev1.Pod{succeeded}, cfg: cfg(true),
 		},
 		"never Ready: the delay counts from the node's creation": {
 			node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: metav1.NewTime(now.Add(-40 * time.Second))}},
@@ -181,6 +207,7 @@ func TestMatrix(t *testing.T) {
 		{"NotReady 10s, pod terminating", node(10 * time.Second), terminating, false},
 		{"NotReady 31s, pod running", node(31 * time.Second), running, false},
 		{"NotReady 31s, pod running, a spare node", node(31 * time.Second), running, true},
+		{"NotReady 10s, pod terminating, a spare node", node(10 * time.Second), terminating, true},
 	}
 	// outcome composes the steps as Reconcile does: detection, the
 	// engine's replacement search in the rack (on a real snapshot where n1
@@ -191,7 +218,10 @@ func TestMatrix(t *testing.T) {
 			return "nothing"
 		}
 		v := Detect(node, []*corev1.Pod{pod}, nil, cfg, now)
-		if !v.Failed {
+		switch {
+		case !v.Failed && v.Recheck == 0:
+			return "wait for the pods"
+		case !v.Failed:
 			return fmt.Sprintf("wait %s", v.Recheck)
 		}
 		snap := tas.NewSnapshot([]string{"rack", corev1.LabelHostname}, nil)
@@ -221,11 +251,13 @@ func TestMatrix(t *testing.T) {
 		replace, onTermination, failFast bool
 		want                             []string // per situation
 	}{
-		{false, true, true, []string{"nothing", "nothing", "nothing"}},
-		{true, false, false, []string{"wait 20s", "retry in 1s", "replace with n3"}},
-		{true, true, false, []string{"retry in 1s", "retry in 1s", "replace with n3"}},
-		{true, false, true, []string{"wait 20s", "evict", "replace with n3"}},
-		{true, true, true, []string{"evict", "evict", "replace with n3"}},
+		{false, true, true, []string{"nothing", "nothing", "nothing", "nothing"}},
+		{true, false, false, []string{"wait 20s", "retry in 1s", "replace with n3", "wait 20s"}},
+		// With the termination trigger, "the 30 seconds timeout is
+		// disregarded": a running pod holds the node as it is.
+		{true, true, false, []string{"retry in 1s", "wait for the pods", "wait for the pods", "replace with n3"}},
+		{true, false, true, []string{"wait 20s", "evict", "replace with n3", "wait 20s"}},
+		{true, true, true, []string{"evict", "wait for the pods", "wait for the pods", "replace with n3"}},
 	}
 	for _, row := range rows {
 		cfg := configv1beta1.NodeFailure{

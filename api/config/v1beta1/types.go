@@ -118,16 +118,19 @@ type NodeFailure struct {
 	// +optional
 	ReplaceFailedNodes *bool `json:"replaceFailedNodes,omitempty"`
 	// notReadyDelay is how long a node must be NotReady before it counts as
-	// failed (default 30s).
+	// failed (default 30s), when replaceOnPodTermination is off.
 	// +optional
 	NotReadyDelay *metav1.Duration `json:"notReadyDelay,omitempty"`
 	// replaceOnPodTermination treats a NotReady node as failed at once when
-	// all of the workload's pods on it are terminated or terminating
-	// (default true).
+	// all of the workload's pods on it are terminated or terminating, and
+	// not before, whatever notReadyDelay says (default true): as in
+	// KEP-2724 and Kueue's TASReplaceNodeOnPodTermination, the two rules
+	// exclude each other. Off, a NotReady node fails after notReadyDelay.
 	// +optional
 	ReplaceOnPodTermination *bool `json:"replaceOnPodTermination,omitempty"`
 	// replaceOnTaints treats untolerated NoExecute / NoSchedule taints as
-	// node failures (default true).
+	// node failures once the workload's pods there are failed, terminating
+	// or unscheduled (default true).
 	// +optional
 	ReplaceOnTaints *bool `json:"replaceOnTaints,omitempty"`
 	// failFast evicts and requeues a workload when the first replacement

@@ -239,7 +239,7 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 		ns = createNamespace(ctx, nil)
 	})
 
-	It("replaces a NotReady node once the NotReady delay has passed, and not before", func(ctx SpecContext) {
+	It("replaces a NotReady node whose pods still run only once the NotReady delay has passed, and only with replaceOnPodTermination off", func(ctx SpecContext) {
 		queue := hotSwapPool(ctx, "late", [3]string{"l1", "r1", "4"}, [3]string{"l2", "r1", "4"})
 		job, hosts := admitJob(ctx, ns, queue, 4)
 		Expect(hosts).To(HaveLen(1))
@@ -263,7 +263,26 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 			g.Expect(workloadOf(g, ctx, job).Status.UnhealthyNodes).To(BeEmpty())
 		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 
-		By("stepping past the 30s NotReady delay")
+		By("with replaceOnPodTermination on (the default), past the delay too: the two rules exclude each other, and its pod still runs")
+		nodeClock.Step(31 * time.Second)
+		Consistently(func(g Gomega) {
+			g.Expect(assignedHosts(g, ctx, job)).To(Equal(hosts))
+			g.Expect(workloadOf(g, ctx, job).Status.UnhealthyNodes).To(BeEmpty())
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("an agent with replaceOnPodTermination off, stepping past the 30s NotReady delay")
+		stopAgent()
+		stopAgent = startAgent(func(cfg *configv1beta1.AgentConfiguration) {
+			cfg.NodeFailure.ReplaceOnPodTermination = ptr.To(false)
+		})
+		DeferCleanup(func() {
+			stopAgent()
+			stopAgent = startAgent()
+		})
+		nodeClock.SetTime(n.Status.Conditions[0].LastTransitionTime.Time)
+		Consistently(func(g Gomega) {
+			g.Expect(assignedHosts(g, ctx, job)).To(Equal(hosts))
+		}, time.Second, 200*time.Millisecond).Should(Succeed())
 		nodeClock.Step(31 * time.Second)
 		other := map[string]string{"l1": "l2", "l2": "l1"}[hosts[0]]
 		Eventually(func(g Gomega) {

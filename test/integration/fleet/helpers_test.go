@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,8 +81,75 @@ func newEnv(ctx context.Context, name string, racks map[string][][]string) *env 
 		}
 	}
 	waitSummaries(ctx, e.flavor, racks)
+	// Registered now, it runs after the cleanups the spec registers
+	// later (a worker made reachable again, a hub restarted).
+	DeferCleanup(e.cleanUp)
 	return e
 }
+
+// cleanUp deletes the env's jobs on the hub and waits a while for the hub
+// to take their copies off the workers, then deletes what the spec made on
+// the workers itself (local jobs, forged copies). The workers are shared: a
+// later spec that fences, drains or times out a worker would otherwise act
+// on every copy left there too (its agent evicts them all and the hub
+// places them again), and its own Jobs would wait behind that. Best
+// effort: what is still there after the waits stays, and the spec does
+// not fail for it.
+func (e *env) cleanUp(ctx SpecContext) {
+	deleteOwners(ctx, hub, e.ns)
+	e.waitGone(ctx, []*framework.Cluster{hub})
+	for _, w := range workers {
+		deleteOwners(ctx, w, e.ns)
+	}
+	e.waitGone(ctx, workers)
+}
+
+// deleteOwners deletes, on c, the jobs whose Workloads are in namespace ns,
+// and the Workloads that have no job.
+func deleteOwners(ctx context.Context, c *framework.Cluster, ns string) {
+	var wls strata.WorkloadList
+	if err := c.Client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
+		GinkgoLogr.Info("Cleaning up: listing Workloads", "cluster", c.Name, "namespace", ns, "error", err.Error())
+		return
+	}
+	for i := range wls.Items {
+		var obj client.Object = &wls.Items[i]
+		if owner := metav1.GetControllerOf(obj); owner != nil {
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion(owner.APIVersion)
+			u.SetKind(owner.Kind)
+			u.SetNamespace(ns)
+			u.SetName(owner.Name)
+			obj = u
+		}
+		if err := c.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			GinkgoLogr.Info("Cleaning up: deleting", "cluster", c.Name, "namespace", ns, "name", obj.GetName(), "error", err.Error())
+		}
+	}
+}
+
+// waitGone waits, at most cleanUpWait, until the clusters have no
+// Workload in the env's namespace; it only logs what is left.
+func (e *env) waitGone(ctx SpecContext, clusters []*framework.Cluster) {
+	if failures := InterceptGomegaFailures(func() {
+		Eventually(ctx, func(g Gomega) {
+			for _, c := range clusters {
+				var l strata.WorkloadList
+				g.Expect(c.Client.List(ctx, &l, client.InNamespace(e.ns))).To(Succeed())
+				var names []string
+				for _, wl := range l.Items {
+					names = append(names, wl.Name)
+				}
+				g.Expect(names).To(BeEmpty(), "Workloads left on %s", c.Name)
+			}
+		}).WithTimeout(cleanUpWait).Should(Succeed())
+	}); len(failures) > 0 {
+		GinkgoLogr.Info("Cleaning up: not everything went", "namespace", e.ns, "failures", failures)
+	}
+}
+
+// cleanUpWait bounds env.cleanUp's wait.
+const cleanUpWait = 20 * time.Second
 
 // waitSummaries waits until every worker with nodes of a flavor (racks,
 // as newEnv takes it) publishes a summary of them all and the hub has read

@@ -173,7 +173,9 @@ type PodSetTopologyRequest struct {
 
 	// podSetSliceSize is the number of pods in one slice. When it does not
 	// divide count, the last count % podSetSliceSize pods form one partial
-	// slice, held by the last slice-level domain of the assignment.
+	// slice, held by the last slice-level domain of the assignment. A job's
+	// annotations may ask for that only where topologyAwareScheduling.
+	// partialSlices is set (KEP-2724 requires the size to divide count).
 	//
 	// +optional
 	// +kubebuilder:validation:Minimum=1
@@ -182,7 +184,8 @@ type PodSetTopologyRequest struct {
 	// podSetSliceRequiredTopologyConstraints are up to three slice layers,
 	// coarsest first; each layer's size is a multiple of the next one's.
 	// With more than one layer, the first layer's size divides count; a
-	// single layer may leave a partial slice, as podSetSliceSize does.
+	// single layer may leave a partial slice, as podSetSliceSize does (a
+	// job's annotations only with topologyAwareScheduling.partialSlices).
 	//
 	// +optional
 	// +listType=atomic

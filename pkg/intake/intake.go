@@ -253,6 +253,14 @@ func Result(ctx context.Context, err error) (ctrl.Result, error) {
 // missed: only a change to the Job can help.
 func (k *Keeper) Sync(ctx context.Context, job jobs.Job) (*strata.Workload, error) {
 	desired, errs := DesiredWorkload(job, k.tas)
+	if len(errs) > 0 && workload.RequestUsable(errs) && k.admitted(ctx, desired) {
+		// A partial slice is a rule of admission: a Workload admitted
+		// with one (on a cluster that allowed it, or before the setting
+		// was turned off) keeps running, and is not marked Invalid.
+		opts := k.tas
+		opts.PartialSlices = true
+		desired, errs = DesiredWorkload(job, opts)
+	}
 	if k.lean {
 		workload.LeanWorkload(desired)
 	}
@@ -266,6 +274,13 @@ func (k *Keeper) Sync(ctx context.Context, job jobs.Job) (*strata.Workload, erro
 		}
 	}
 	return k.apply(ctx, job, desired, reason, message)
+}
+
+// admitted says whether the Workload desired stands for exists and is
+// admitted (as the cache has it).
+func (k *Keeper) admitted(ctx context.Context, desired *strata.Workload) bool {
+	var wl strata.Workload
+	return k.client.Get(ctx, client.ObjectKeyFromObject(desired), &wl) == nil && wl.Status.Admission != nil
 }
 
 // check runs the checks beyond the Job itself; it sets the Workload's

@@ -13,9 +13,10 @@ import (
 )
 
 // FuzzParseTopologyRequest: whatever a user writes in a pod template's
-// annotations, parsing never panics, and a request it accepts passes the
-// Workload schema (so the API server never rejects the Workload that
-// carries it).
+// annotations, parsing never panics, and a request it accepts, or keeps
+// usable (a partial slice, which topologyAwareScheduling.partialSlices
+// allows), passes the Workload schema (so the API server never rejects the
+// Workload that carries it).
 func FuzzParseTopologyRequest(f *testing.F) {
 	f.Add("kueue.x-k8s.io/podset-required-topology", "cloud.provider.com/topology-rack", "kueue.x-k8s.io/podset-slice-size", "4", int32(8), int32(0))
 	f.Add("strata.dev/podset-slice-required-topology", "kubernetes.io/hostname", "strata.dev/podset-slice-size", "x", int32(12), int32(4))
@@ -23,7 +24,7 @@ func FuzzParseTopologyRequest(f *testing.F) {
 	f.Add("kueue.x-k8s.io/podset-unconstrained-topology", "true", "kueue.x-k8s.io/podset-preferred-topology", "r", int32(-1), int32(-3))
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string, count, defaultSlice int32) {
 		req, errs := ParseTopologyRequest(map[string]string{k1: v1, k2: v2}, count, defaultSlice, field.NewPath("a"))
-		if len(errs) > 0 || req == nil || count < 0 {
+		if !RequestUsable(errs) || req == nil || count < 0 {
 			return
 		}
 		spec := strata.WorkloadSpec{QueueName: "q", PodSets: []strata.PodSet{{Name: "main", Count: count, TopologyRequest: req}}}
@@ -72,7 +73,7 @@ func FuzzJobPodSets(f *testing.F) {
 		if len(podSets) != 1 {
 			t.Fatalf("%d pod sets", len(podSets))
 		}
-		if len(errs) > 0 && podSets[0].TopologyRequest != nil {
+		if !RequestUsable(errs) && podSets[0].TopologyRequest != nil {
 			t.Fatalf("invalid annotations %q=%q kept a topology request", k, v)
 		}
 		if n := podSets[0].Count; n < 0 || n > MaxPodSetPods && len(errs) == 0 {

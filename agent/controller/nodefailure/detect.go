@@ -59,19 +59,20 @@ func Detect(node *corev1.Node, pods []*corev1.Pod, tolerations []corev1.Tolerati
 			}
 			// KEP-2724: the node is unhealthy (after any tolerationSeconds);
 			// the node controller terminates the pods, and once they are,
-			// the node is replaced. A change of the pods wakes the caller.
+			// the node is replaced: that is when the failure becomes
+			// observable. A change of the pods wakes the caller.
 			var v Verdict
 			tol, ok := tolerating(tolerations, t)
 			switch {
 			case !ok:
-				v = Verdict{Failed: true, Reason: fmt.Sprintf("untolerated NoExecute taint %s", t.Key), Since: addedAt(t, now)}
+				v = Verdict{Failed: true, Reason: fmt.Sprintf("untolerated NoExecute taint %s", t.Key), Since: now}
 			case tol.TolerationSeconds != nil:
 				deadline := addedAt(t, now).Add(time.Duration(*tol.TolerationSeconds) * time.Second)
 				if left := deadline.Sub(now); left > 0 {
 					recheck = minPositive(recheck, left)
 					continue
 				}
-				v = Verdict{Failed: true, Reason: fmt.Sprintf("NoExecute taint %s past its %ds toleration", t.Key, *tol.TolerationSeconds), Since: deadline}
+				v = Verdict{Failed: true, Reason: fmt.Sprintf("NoExecute taint %s past its %ds toleration", t.Key, *tol.TolerationSeconds), Since: now}
 			default:
 				continue
 			}

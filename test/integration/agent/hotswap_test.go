@@ -265,6 +265,13 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 
 		By("with replaceOnPodTermination on (the default), past the delay too: the two rules exclude each other, and its pod still runs")
 		nodeClock.Step(31 * time.Second)
+		// A change of the running pod makes hot swap look at the node again.
+		Eventually(func(g Gomega) {
+			var p corev1.Pod
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: job.Name + "-running"}, &p)).To(Succeed())
+			metav1.SetMetaDataLabel(&p.ObjectMeta, "touched", "after-the-delay")
+			g.Expect(worker.Client.Update(ctx, &p)).To(Succeed())
+		}, timeout).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(assignedHosts(g, ctx, job)).To(Equal(hosts))
 			g.Expect(workloadOf(g, ctx, job).Status.UnhealthyNodes).To(BeEmpty())

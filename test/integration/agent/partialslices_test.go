@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -118,6 +119,15 @@ var _ = Describe("Partial slices", Ordered, Label("agent", "admission"), func() 
 				g.Expect(rackOf[p.Spec.NodeSelector[host]]).To(Equal(want), "pod of index %d", idx)
 			}
 		}, timeout).Should(Succeed())
+
+		By("an agent restarted without partialSlices: the admitted Job keeps running, not Invalid")
+		stopAgent()
+		stopAgent = startAgent()
+		Consistently(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid)).To(BeFalse())
+		}, "2s").Should(Succeed())
 
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})

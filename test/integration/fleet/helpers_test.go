@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,7 +96,9 @@ func newEnv(ctx context.Context, name string, racks map[string][][]string) *env 
 // places them again), and its own Jobs would wait behind that. Best
 // effort: what is still there after the waits stays, and the spec does
 // not fail for it.
-func (e *env) cleanUp(ctx SpecContext) {
+func (e *env) cleanUp(specCtx SpecContext) {
+	ctx, cancel := context.WithTimeout(specCtx, 3*cleanUpWait)
+	defer cancel()
 	deleteOwners(ctx, hub, e.ns)
 	e.waitGone(ctx, []*framework.Cluster{hub})
 	for _, w := range workers {
@@ -130,21 +133,24 @@ func deleteOwners(ctx context.Context, c *framework.Cluster, ns string) {
 
 // waitGone waits, at most cleanUpWait, until the clusters have no
 // Workload in the env's namespace; it only logs what is left.
-func (e *env) waitGone(ctx SpecContext, clusters []*framework.Cluster) {
-	if failures := InterceptGomegaFailures(func() {
-		Eventually(ctx, func(g Gomega) {
-			for _, c := range clusters {
-				var l strata.WorkloadList
-				g.Expect(c.Client.List(ctx, &l, client.InNamespace(e.ns))).To(Succeed())
-				var names []string
-				for _, wl := range l.Items {
-					names = append(names, wl.Name)
-				}
-				g.Expect(names).To(BeEmpty(), "Workloads left on %s", c.Name)
+func (e *env) waitGone(ctx context.Context, clusters []*framework.Cluster) {
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, cleanUpWait, true, func(ctx context.Context) (bool, error) {
+		left = nil
+		for _, c := range clusters {
+			var l strata.WorkloadList
+			if err := c.Client.List(ctx, &l, client.InNamespace(e.ns)); err != nil {
+				left = append(left, fmt.Sprintf("%s: %v", c.Name, err))
+				continue
 			}
-		}).WithTimeout(cleanUpWait).Should(Succeed())
-	}); len(failures) > 0 {
-		GinkgoLogr.Info("Cleaning up: not everything went", "namespace", e.ns, "failures", failures)
+			for _, wl := range l.Items {
+				left = append(left, c.Name+"/"+wl.Name)
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		GinkgoLogr.Info("Cleaning up: not everything went", "namespace", e.ns, "left", left, "error", err.Error())
 	}
 }
 

@@ -65,6 +65,18 @@ var _ = Describe("LeaderWorkerSets on the hub", func() {
 		Expect(c.Message).To(ContainSubstring("lack the scheduling gate strata.dev/topology"))
 	})
 
+	It("refuses, as KEP-2724 does by default, a slice size that does not divide the workers, naming the setting that allows it", func(ctx SpecContext) {
+		l := testutil.MakeLeaderWorkerSet("sliced", ns).Queue("q").Replicas(1).Size(7).Defaulted().Image("x").Gated().
+			LeaderAnnotations(map[string]string{"kueue.x-k8s.io/podset-required-topology": "rack"}).
+			WorkerAnnotations(map[string]string{"kueue.x-k8s.io/podset-required-topology": "rack",
+				"kueue.x-k8s.io/podset-slice-required-topology": "kubernetes.io/hostname", "kueue.x-k8s.io/podset-slice-size": "4"}).Obj()
+		Expect(hub.Client.Create(ctx, l)).To(Succeed())
+		c := invalid(ctx, "sliced")
+		Expect(c.Reason).To(Equal(intake.ReasonInvalidJob))
+		Expect(c.Message).To(ContainSubstring(`Invalid value: "4": the slice size 4 must evenly divide the pod count 6 (KEP-2724); ` +
+			`for the last 2 pods to form one partial slice (Kueue's TASPartialSlices), set topologyAwareScheduling.partialSlices`))
+	})
+
 	It("says a set has more groups than the hub dispatches", func(ctx SpecContext) {
 		Expect(hub.Client.Create(ctx, leaderWorkerSet(ns, "wide", 17, 2, true))).To(Succeed())
 		c := invalid(ctx, "wide")

@@ -55,6 +55,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	recorder := mgr.GetEventRecorder("strata-hub")
 	f := fleet.New(mgr.GetScheme(), cfg.Origin)
 	f.SetClock(clk)
+	f.SetCompression(cfg.WorkerConnections.Compression)
 	f.SetFencing(fleet.Fencing{
 		Enabled:       cfg.Fencing.Mode == configv1beta1.FencingEnabled,
 		Namespace:     cfg.Dispatch.WorkerNamespace,

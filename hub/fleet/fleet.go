@@ -38,6 +38,9 @@ import (
 type Fleet struct {
 	scheme *runtime.Scheme
 	origin string
+	// compression is whether the workers' API servers are asked to gzip
+	// their responses (SetCompression).
+	compression bool
 	// changed receives a worker's name whenever its summaries change or its
 	// connection ends.
 	changed chan string
@@ -138,6 +141,15 @@ func New(scheme *runtime.Scheme, origin string) *Fleet {
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
 		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
+}
+
+// SetCompression says whether the clients of workers connected from now
+// on ask their API servers to gzip responses and watch streams
+// (configv1beta1.WorkerConnections). Call it before the fleet starts.
+func (f *Fleet) SetCompression(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.compression = on
 }
 
 // Changed receives the names of workers whose summaries changed.
@@ -249,6 +261,7 @@ func (f *Fleet) Connect(ctx context.Context, name, identity string, cfg *rest.Co
 func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "strata-hub"
+	cfg.DisableCompression = !f.compression
 	// One client per worker carries every copy of a burst; client-go's
 	// default of 5 requests per second would make the hub the bottleneck.
 	// The worker's API priority and fairness protects it.

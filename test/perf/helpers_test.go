@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"strata.dev/strata/agent/controller"
+	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
@@ -129,6 +130,9 @@ func startAgent(b *testing.B, cfg *rest.Config) func() {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// As the strata-agent binary: no gzip on its API server's responses.
+	cfg = rest.CopyConfig(cfg)
+	cmdutil.Local(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},

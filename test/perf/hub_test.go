@@ -34,6 +34,7 @@ import (
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	hubcontroller "strata.dev/strata/hub/controller"
+	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/scheme"
@@ -50,7 +51,7 @@ const (
 	hubCreated        = iota // just before the create call on the hub
 	hubWorkload              // the hub Workload exists
 	hubDispatched            // the hub Workload records a placement
-	hubCopy                  // the copy Job exists on its worker
+	hubCopy                  // the copy's Workload exists on its worker
 	hubWorkerAdmitted        // the copy's Workload is admitted on the worker
 	hubAdmitted              // the hub Workload is Admitted
 	hubStages
@@ -181,7 +182,9 @@ func BenchmarkHub(b *testing.B) {
 	workerWatches := make([]crcache.Cache, len(workers))
 	for i, w := range workers {
 		workerWatches[i] = startWatches(b, wctx, w.Config, map[client.Object]func(any, bool){
-			&batchv1.Job{}:     func(o any, gone bool) { progress.onCopy(i, o, gone) },
+			// Only the copies' Workloads, as MultiKueue's anchor watches
+			// only Workloads: the copy Jobs are counted from the workers'
+			// API request counts.
 			&strata.Workload{}: func(o any, gone bool) { progress.onCopyWorkload(i, o, gone) },
 		})
 	}
@@ -260,10 +263,14 @@ wait:
 	}
 	// Copies the watches have not shown yet, and copies taken back, are
 	// given a moment (not measured).
-	waitUntil(10*time.Second, func() bool { c := progress.copyCounts(); return c.jobs-c.jobsGone == jobs })
+	waitUntil(10*time.Second, func() bool { c := progress.copyCounts(); return c.workloads-c.workloadsGone == jobs })
 
 	out.add("complete", complete)
-	progress.report(out, start, createTime, workers)
+	jobCopies := make([]apiCounts, len(workers))
+	for i, w := range workers {
+		jobCopies[i] = writes1[w.Name].since(writes0[w.Name])
+	}
+	progress.report(out, start, createTime, workers, jobCopies)
 	reportFinal(b, ctx, out, hubWatch, workerWatches, hubCfg.Origin, jobs)
 	reportObjectSizes(b, ctx, out, hub, workers)
 
@@ -379,6 +386,9 @@ func unlimited(cfg *rest.Config) *rest.Config {
 // startHub runs the hub's controllers in-process with cfg.
 func startHub(b *testing.B, cfg *rest.Config, hubCfg *configv1beta1.HubConfiguration) func() {
 	b.Helper()
+	// As the strata-hub binary: no gzip on its own API server's responses.
+	cfg = rest.CopyConfig(cfg)
+	cmdutil.Local(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -452,20 +462,20 @@ type hubProgress struct {
 	// cluster is the worker each Job was admitted on, as the hub records it.
 	cluster  map[string]string
 	admitted int
-	// copies per worker: the UIDs of the copy Jobs and their Workloads
-	// seen, and of those deleted.
+	// copies per worker: the UIDs of the copies' Workloads seen, and of
+	// those deleted.
 	copies []copySet
 }
 
 type copySet struct {
-	jobs, jobsGone, workloads, workloadsGone map[types.UID]bool
+	workloads, workloadsGone map[types.UID]bool
 }
 
 func newHubProgress(jobs, workers int, origin string) *hubProgress {
 	p := &hubProgress{origin: origin, want: jobs, done: make(chan struct{}), at: make(map[string]*[hubStages]time.Time, jobs),
 		cluster: make(map[string]string, jobs), copies: make([]copySet, workers)}
 	for i := range p.copies {
-		p.copies[i] = copySet{jobs: map[types.UID]bool{}, jobsGone: map[types.UID]bool{}, workloads: map[types.UID]bool{}, workloadsGone: map[types.UID]bool{}}
+		p.copies[i] = copySet{workloads: map[types.UID]bool{}, workloadsGone: map[types.UID]bool{}}
 	}
 	return p
 }
@@ -529,22 +539,6 @@ func placed(wl *strata.Workload) (cluster string, generation int64, attempts []s
 	return pl.Cluster, pl.DispatchGeneration, pl.Attempts, true
 }
 
-func (p *hubProgress) onCopy(worker int, o any, gone bool) {
-	j, ok := o.(*batchv1.Job)
-	if !ok || j.Labels[strata.OriginLabel] != p.origin {
-		return
-	}
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.copies[worker].jobs[j.UID] = true
-	if gone {
-		p.copies[worker].jobsGone[j.UID] = true
-		return
-	}
-	p.markLocked(j.Name, hubCopy, now)
-}
-
 func (p *hubProgress) onCopyWorkload(worker int, o any, gone bool) {
 	wl, ok := o.(*strata.Workload)
 	if !ok || wl.Labels[strata.OriginLabel] != p.origin {
@@ -558,20 +552,19 @@ func (p *hubProgress) onCopyWorkload(worker int, o any, gone bool) {
 		p.copies[worker].workloadsGone[wl.UID] = true
 		return
 	}
+	p.markLocked(jobOf(wl), hubCopy, now)
 	if wl.Status.Admission != nil {
 		p.markLocked(jobOf(wl), hubWorkerAdmitted, now)
 	}
 }
 
-type copyCounts struct{ jobs, jobsGone, workloads, workloadsGone int }
+type copyCounts struct{ workloads, workloadsGone int }
 
 func (p *hubProgress) copyCounts() copyCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var c copyCounts
 	for _, s := range p.copies {
-		c.jobs += len(s.jobs)
-		c.jobsGone += len(s.jobsGone)
 		c.workloads += len(s.workloads)
 		c.workloadsGone += len(s.workloadsGone)
 	}
@@ -641,7 +634,10 @@ func (p *hubProgress) reached(stage int) int {
 }
 
 // report adds the timings and the copies' counts to out.
-func (p *hubProgress) report(out *keyValues, start time.Time, createTime time.Duration, workers []*framework.Cluster) {
+// writes are the workers' API writes in the measured window, by worker:
+// their "POST jobs" and "DELETE jobs" are the copy Jobs created and
+// deleted (the hub is the only client that creates Jobs there).
+func (p *hubProgress) report(out *keyValues, start time.Time, createTime time.Duration, workers []*framework.Cluster, writes []apiCounts) {
 	out.add("admitted", p.reached(hubAdmitted))
 	out.add("admitted_on_worker", p.reached(hubWorkerAdmitted))
 	out.add("create_s", seconds(createTime))
@@ -689,14 +685,15 @@ func (p *hubProgress) report(out *keyValues, start time.Time, createTime time.Du
 		out.add("admitted_on_"+w.Name, won[w.Name])
 	}
 	c := p.copyCounts()
-	p.mu.Lock()
+	var created, deleted float64
 	for i, w := range workers {
-		out.add("remote_jobs_created_"+w.Name, len(p.copies[i].jobs))
+		out.add("remote_jobs_created_"+w.Name, writes[i]["POST jobs"])
+		created += writes[i]["POST jobs"]
+		deleted += writes[i]["DELETE jobs"]
 	}
-	p.mu.Unlock()
-	out.add("remote_jobs_created", c.jobs)
-	out.add("remote_jobs_created_per_job", f2(float64(c.jobs)/float64(p.want)))
-	out.add("remote_jobs_deleted", c.jobsGone)
+	out.add("remote_jobs_created", created)
+	out.add("remote_jobs_created_per_job", f2(created/float64(p.want)))
+	out.add("remote_jobs_deleted", deleted)
 	out.add("remote_workloads_created", c.workloads)
 	out.add("remote_workloads_created_per_job", f2(float64(c.workloads)/float64(p.want)))
 	out.add("remote_workloads_deleted", c.workloadsGone)

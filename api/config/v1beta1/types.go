@@ -286,6 +286,11 @@ type HubConfiguration struct {
 	// +optional
 	Kubeconfigs KubeconfigPolicy `json:"kubeconfigs,omitempty"`
 
+	// workerConnections tunes the hub's clients of its workers' API
+	// servers, whatever gave their credentials.
+	// +optional
+	WorkerConnections WorkerConnections `json:"workerConnections,omitempty"`
+
 	// events configures the events the hub records.
 	// +optional
 	Events Events `json:"events,omitempty"`
@@ -359,6 +364,18 @@ const (
 	// nothing is placed elsewhere while its worker is unreachable.
 	FencingDisabled FencingMode = "Disabled"
 )
+
+// WorkerConnections tunes the hub's clients of its workers' API servers.
+type WorkerConnections struct {
+	// compression asks the workers' API servers to gzip their responses
+	// and watch streams. Off by default, as kube-controller-manager and
+	// kube-scheduler leave it off: the hub's streams are small (copies,
+	// summaries), and gzip costs the workers' API servers and the hub CPU
+	// for every event. Turn it on for workers behind a slow or metered
+	// link.
+	// +optional
+	Compression bool `json:"compression,omitempty"`
+}
 
 // KubeconfigPolicy allows what worker kubeconfigs may use.
 type KubeconfigPolicy struct {

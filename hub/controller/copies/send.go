@@ -125,8 +125,10 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 		}
 	}
 	// The informer's job is lean (kinds.HubTransform): the copy is made of
-	// the job as the API server has it, whole.
-	whole, err := dispatch.HubJob(ctx, r.reader, wl)
+	// the job as the API server has it, whole. At least as new as the
+	// informer's is what the API server's watch cache serves, without
+	// reading etcd (a GET with a resourceVersion).
+	whole, err := dispatch.HubJob(ctx, r.reader, wl, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: hubJob.Object().GetResourceVersion()}})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -158,7 +158,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 			}
 			continue
 		}
-		if err := jobs.NewKindReconciler(r.Kind, mgr.GetClient(), recorder).WithAdmissionEvents(admissions).
+		if err := jobs.NewKindReconciler(r.Kind, mgr.GetClient(), recorder).WithAdmissionEvents(admissions).WithClock(o.podsReadyClock).
 			WithTAS(tas.OptionsFrom(cfg.TopologyAwareScheduling)).SetupWithManager(mgr); err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,6 +62,9 @@ type Reconciler struct {
 	recorder   events.EventRecorder
 	admissions *admitevents.Recorder
 	intake     *intake.Keeper
+	// clock stamps the Requeued conditions this controller writes; the
+	// scheduler orders requeued Workloads by them (WithClock).
+	clock clock.PassiveClock
 }
 
 // NewReconciler returns a Reconciler of batch/v1 Jobs.
@@ -70,7 +74,16 @@ func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
 
 // NewKindReconciler returns a Reconciler of the Jobs of kind.
 func NewKindReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder)}
+	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder), clock: clock.RealClock{}}
+}
+
+// WithClock stamps the Requeued conditions written when a Job is suspended
+// or its Workload deactivated with clk: the clock of the agent's
+// scheduler, which orders requeued Workloads by those times and counts
+// their backoff on it.
+func (r *Reconciler) WithClock(clk clock.PassiveClock) *Reconciler {
+	r.clock = clk
+	return r
 }
 
 // WithAdmissionEvents records the Jobs it starts through a: one Started
@@ -399,7 +412,7 @@ func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Wo
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "JobSuspended", Message: "the Job was suspended after it had been admitted",
 	})
-	workload.SetRequeued(wl, metav1.ConditionTrue, "JobSuspended", "the Job was suspended; it waits in its queue again", time.Now())
+	workload.SetRequeued(wl, metav1.ConditionTrue, "JobSuspended", "the Job was suspended; it waits in its queue again", r.clock.Now())
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return err
 	}
@@ -442,7 +455,7 @@ func (r *Reconciler) deactivate(ctx context.Context, job pkgjobs.Job, wl *strata
 			Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: ReasonDeactivated, Message: "the Workload was deactivated after it had been admitted",
 		})
 	}
-	workload.SetRequeued(wl, metav1.ConditionFalse, ReasonDeactivated, "the Workload is deactivated (spec.active: false)", time.Now())
+	workload.SetRequeued(wl, metav1.ConditionFalse, ReasonDeactivated, "the Workload is deactivated (spec.active: false)", r.clock.Now())
 	if err := r.client.Status().Update(ctx, wl); err != nil {
 		return err
 	}

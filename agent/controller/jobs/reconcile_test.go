@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -252,12 +254,20 @@ func TestReconcileRequeueReleasesCapacityFirst(t *testing.T) {
 	}
 	job.Spec.Suspend = ptr.To(true) // the user suspended it
 	e := newEnv(t, job, admittedWorkload(t, job))
+	// The scheduler's clock, not the wall clock, stamps Requeued: it
+	// orders requeued Workloads by that time.
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	e.r.WithClock(clocktesting.NewFakePassiveClock(at))
 	e.failJobUpdates = 1
 	if err := e.reconcile(job); err == nil {
 		t.Fatal("Reconcile() succeeded although the Job's update failed")
 	}
-	if a := e.workload(WorkloadName("train")).Status.Admission; a != nil {
+	wl := e.workload(WorkloadName("train"))
+	if a := wl.Status.Admission; a != nil {
 		t.Errorf("admission = %+v; want it released before the Job's update", a)
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadRequeued); c == nil || !c.LastTransitionTime.Time.Equal(at) {
+		t.Errorf("Requeued condition = %+v, want it stamped %v by the injected clock", c, at)
 	}
 	// The retry finishes the job.
 	if err := e.reconcile(job); err != nil {

@@ -168,6 +168,15 @@ const (
 	// on a draining WorkerCluster, so that a take-back held by pods stuck
 	// Terminating (a node that does not answer) says which.
 	GoingPodsAnnotation = Prefix + "going-pods"
+	// DeactivatedByAnnotation, on a hub Workload, is written with
+	// spec.active: false when the hub deactivates it because a worker
+	// deactivated its copy past waitForPodsReady's backoffLimitCount
+	// (RequeuingLimitExceeded): the dispatch it ends and the worker's
+	// message, as JSON. The take-back's record that follows (the attempt's
+	// cause RequeuingLimitExceeded) then survives a hub restart while the
+	// copy is deleted. It names a dispatch, so once that dispatch is
+	// recorded it says nothing any more.
+	DeactivatedByAnnotation = Prefix + "deactivated-by"
 
 	// OnboardedByLabel marks the namespaces and LocalQueues a hub created
 	// on a worker for WorkerCluster.spec.onboarding: the hub's origin.

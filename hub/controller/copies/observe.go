@@ -129,6 +129,10 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	o.copyJob, o.copyWL, o.copyErr = r.fleet.Copy(ctx, o.cluster, o.job.kind, o.job.key)
 	if u, ok := r.memory.undoingOf(o.dispatch); ok {
 		o.undoing = &u
+	} else if u, ok := deactivatedBy(&wl, o.dispatch); ok {
+		// Deactivated past a worker's backoffLimitCount by a hub that
+		// restarted before the take-back was recorded.
+		o.undoing = &u
 	}
 	o.takenBack = r.memory.takenBackShown(key, o.dispatch)
 	o.seen = r.memory.seenAt(o.dispatch)

@@ -54,7 +54,7 @@ func (r *Reconciler) refuse(ctx context.Context, s *scope, o outcome) error {
 		}
 	}
 	if o.cause == strata.RequeuingLimitExceeded {
-		if err := r.deactivate(ctx, s); err != nil {
+		if err := r.deactivate(ctx, s, o); err != nil {
 			return err
 		}
 	}
@@ -82,8 +82,11 @@ func (r *Reconciler) refuse(ctx context.Context, s *scope, o outcome) error {
 // and the Job is held at the hub as Kueue holds it, until someone sets
 // spec.active again. It is written before the refusal's record, so that
 // no pass places the Workload again in between; the record then follows
-// on the Workload as patched.
-func (r *Reconciler) deactivate(ctx context.Context, s *scope) error {
+// on the Workload as patched. The same write keeps o, the outcome that
+// record is to say, in strata.DeactivatedByAnnotation: the copy's
+// deletion may wait for its pods, and a hub restarted meanwhile would
+// otherwise record a plain deactivation.
+func (r *Reconciler) deactivate(ctx context.Context, s *scope, o outcome) error {
 	if !workload.IsActive(s.wl) {
 		return nil
 	}
@@ -92,10 +95,14 @@ func (r *Reconciler) deactivate(ctx context.Context, s *scope) error {
 	// same object, nothing written in between.
 	patched := s.wl.DeepCopy()
 	patched.Spec.Active = ptr.To(false)
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[strata.DeactivatedByAnnotation] = encodeDeactivation(s.dispatch, o)
 	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(s.wl, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
-	s.wl.Spec.Active, s.wl.ResourceVersion = patched.Spec.Active, patched.ResourceVersion
+	s.wl.Spec.Active, s.wl.Annotations, s.wl.ResourceVersion = patched.Spec.Active, patched.Annotations, patched.ResourceVersion
 	return nil
 }
 

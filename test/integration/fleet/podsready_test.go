@@ -107,6 +107,9 @@ var _ = Describe("Pods not ready in time on a worker", func() {
 		Eventually(func(g Gomega) {
 			wl := hubWorkload(g, ctx, job)
 			g.Expect(wl.Spec.Active).To(HaveValue(BeFalse()))
+			// Written with the deactivation: a hub restarted before the
+			// record still records the limit, not a plain deactivation.
+			g.Expect(wl.Annotations).To(HaveKeyWithValue(strata.DeactivatedByAnnotation, ContainSubstring(strata.RequeuingLimitExceeded)))
 			g.Expect(wl.Status.Placement.Cluster).To(BeEmpty())
 			attempts := wl.Status.Placement.Attempts
 			g.Expect(attempts).NotTo(BeEmpty())

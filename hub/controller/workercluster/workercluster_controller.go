@@ -104,6 +104,8 @@ type Reconciler struct {
 	// secrets reads Secrets from the API server, not an informer: the hub
 	// needs no list or watch of Secrets, only get of the kubeconfig Secrets
 	// in its own namespace and of ManagedServiceAccounts' token Secrets.
+	// A Secret read less than secretRecheck ago is used again
+	// (recentSecrets).
 	secrets client.Reader
 	fleet   *fleet.Fleet
 	// namespace is the hub's own: the only one kubeconfig Secrets are read
@@ -155,7 +157,7 @@ const countsInterval = 3 * time.Second
 // of the optional source kinds (see DetectAPIs).
 func NewReconciler(c client.Client, secrets client.Reader, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, apis APIs, clk clock.Clock) *Reconciler {
 	return &Reconciler{
-		client: c, secrets: secrets, fleet: f, namespace: cfg.Namespace,
+		client: c, secrets: newRecentSecrets(secrets, clk, secretRecheck), fleet: f, namespace: cfg.Namespace,
 		accessProviders: cfg.ClusterProfile.AccessProviders, managedCluster: cfg.ManagedCluster, kubeconfigs: cfg.Kubeconfigs, apis: apis,
 		staleAfter: cfg.Dispatch.SummaryStaleAfter.Duration, fencing: cfg.Fencing.Mode == configv1beta1.FencingEnabled, clock: clk, written: throttle.New[string](clk, countsInterval), checked: map[string]permissionCheck{},
 		claims: map[string]string{},

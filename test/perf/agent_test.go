@@ -200,6 +200,9 @@ func BenchmarkAgent(b *testing.B) {
 		return ready == nodes, nil
 	})
 
+	// The chart's policy suspends them at creation.
+	waitForJobPolicy(b, ctx, kube, func() *batchv1.Job { return job("policy-probe") },
+		func(j *batchv1.Job) bool { return ptr.Deref(j.Spec.Suspend, false) })
 	b.Logf("creating a backlog of %d Jobs (2 pods, preferred rack) with no agent running", jobs)
 	if err := parallel(jobs, 16, func(i int) error { return kube.Create(ctx, job(fmt.Sprintf("backlog-%04d", i))) }); err != nil {
 		b.Fatal(err)

@@ -365,6 +365,9 @@ func setupHubBench(b *testing.B, ctx context.Context, hub *framework.Cluster, wo
 			b.Fatal(err)
 		}
 	}
+	// The hub's policy gives the Jobs to the hub (spec.managedBy).
+	waitForJobPolicy(b, ctx, hub.Client, func() *batchv1.Job { return hubBenchJob("policy-probe") },
+		func(j *batchv1.Job) bool { return ptr.Deref(j.Spec.ManagedBy, "") == "strata.dev/hub" })
 }
 
 // hubBenchJob is a Job of one pod of 1 CPU in the hub's LocalQueue, as

@@ -127,7 +127,7 @@ N GPU hosts to replay it over.`,
 			if err != nil {
 				return err
 			}
-			return simulate.Write(cmd.OutOrStdout(), results, output)
+			return writeResults(cmd, results, output)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file or directory of YAML/JSON to read (repeatable)")
@@ -256,7 +256,21 @@ func simulateFleet(cmd *cobra.Command, clusterArgs, files []string, configFile, 
 	if err != nil {
 		return err
 	}
-	return simulate.Write(cmd.OutOrStdout(), results, output)
+	return writeResults(cmd, results, output)
+}
+
+// writeResults prints every job's outcome, and then fails when some jobs
+// are invalid: the others are placed as the cluster would (an invalid
+// job's Workload is marked Invalid there, and the queue goes on), and a
+// script checking its manifests still sees the failure.
+func writeResults(cmd *cobra.Command, results []simulate.Result, output string) error {
+	if err := simulate.Write(cmd.OutOrStdout(), results, output); err != nil {
+		return err
+	}
+	if n := simulate.Invalid(results); n > 0 {
+		return fmt.Errorf("%d of %d workloads are invalid as written (their rows say why): the cluster would mark them Invalid (reason InvalidJob) and admit none of them", n, len(results))
+	}
+	return nil
 }
 
 func validFormat(f string) bool {

@@ -131,11 +131,18 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		// the input, or none, gives the flavor order.
 		wl, res, err := toWorkload(item, true, opts)
 		if err != nil {
+			// As the hub: an invalid job is marked so and the others are
+			// placed.
+			if res, ok := invalidResult(res, err); ok {
+				res.Cluster = new(string)
+				results = append(results, res)
+				continue
+			}
 			return nil, err
 		}
 		// As the hub: a stopped hub queue dispatches nothing.
 		if stop := queue.StopOf(f.Hub.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)); stop.Stopped {
-			res.Reason = stop.Message
+			res.Reason, res.Cluster = stop.Message, new(string)
 			results = append(results, res)
 			continue
 		}

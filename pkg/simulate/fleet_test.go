@@ -606,3 +606,35 @@ spec: {clusterQueue: train, stopPolicy: HoldAndDrain}
 		}
 	}
 }
+
+// TestFleetInvalidJobsOfEveryKind: the hub marks an invalid job of any
+// kind and places the others as it would without it.
+func TestFleetInvalidJobsOfEveryKind(t *testing.T) {
+	hub := filepath.Join(fleetExamples, "hub")
+	without, err := runFleet(t, fleetClusters(), hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := runFleet(t, fleetClusters(), write(t, "invalid.yaml", invalidKinds), hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var invalid []string
+	var rest []Result
+	for _, r := range with {
+		if !r.Invalid {
+			rest = append(rest, r)
+			continue
+		}
+		invalid = append(invalid, r.Name)
+		if r.Admitted || r.Cluster == nil || *r.Cluster != "" || !strings.HasPrefix(r.Reason, "invalid: ") {
+			t.Errorf("%s: admitted %v, cluster %v, reason %q; want not admitted, no cluster, an invalid: reason", r.Name, r.Admitted, r.Cluster, r.Reason)
+		}
+	}
+	if diff := cmp.Diff([]string{"bad-job", "bad-jobset", "bad-lws", "bad-mpijob"}, invalid); diff != "" {
+		t.Errorf("invalid rows (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(without, rest, cmp.AllowUnexported(Result{})); diff != "" {
+		t.Errorf("the valid jobs (-without,+with the invalid ones first):\n%s", diff)
+	}
+}

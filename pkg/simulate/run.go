@@ -38,7 +38,41 @@ type Result struct {
 	// the fleet stands: the hub sends it to Cluster to preempt workloads
 	// of priority ≤ it there.
 	PreemptUpTo *int32 `json:"preemptUpTo,omitempty"`
-	source      string
+	// Invalid is set for a job the intake refuses as written (its
+	// annotations or pod sets): the agent and the hub mark its Workload
+	// Invalid (reason InvalidJob) and admit nothing of it; Reason says why.
+	Invalid bool `json:"invalid,omitempty"`
+	source  string
+}
+
+// Invalid counts the results of invalid jobs.
+func Invalid(results []Result) int {
+	n := 0
+	for i := range results {
+		if results[i].Invalid {
+			n++
+		}
+	}
+	return n
+}
+
+// invalidError is a job the intake refuses as written.
+type invalidError struct {
+	source string
+	err    error
+}
+
+func (e *invalidError) Error() string { return fmt.Sprintf("%s: invalid: %v", e.source, e.err) }
+
+// invalidResult is the row of a job the intake refuses, when err is one;
+// ok is false for any other error.
+func invalidResult(res Result, err error) (Result, bool) {
+	var ie *invalidError
+	if !errors.As(err, &ie) {
+		return res, false
+	}
+	res.Admitted, res.Invalid, res.Reason = false, true, fmt.Sprintf("invalid: %v", ie.err)
+	return res, true
 }
 
 // Candidate is the hub's verdict on one (cluster, flavor) for a workload.
@@ -79,7 +113,7 @@ type flavorState struct {
 // first, and a workload that fits nowhere may preempt them as the agent
 // would, under its ClusterQueue's policies. Errors are about the cluster
 // description; a workload that cannot be placed gets a Result with
-// admitted false and the reason.
+// admitted false and the reason, and an invalid job one with Invalid set.
 func Run(in *Input, opts tas.Options) ([]Result, error) {
 	flavors, err := buildFlavors(in)
 	if err != nil {
@@ -100,6 +134,12 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 		}
 		r, err := place(in, flavors, st, item, opts)
 		if err != nil {
+			// As the agent: an invalid job is marked so and the others
+			// are placed.
+			if r, ok := invalidResult(r, err); ok {
+				results = append(results, r)
+				continue
+			}
 			return nil, err
 		}
 		results = append(results, r)
@@ -143,8 +183,8 @@ func buildFlavors(in *Input) (map[string]*flavorState, error) {
 }
 
 // toWorkload converts an input item and checks it, as the intake of a
-// cluster configured with opts does. Invalid annotations are an error
-// naming the file and object.
+// cluster configured with opts does. Invalid annotations are an
+// *invalidError naming the file and object, with res naming the job.
 func toWorkload(item Item, queueOptional bool, opts tas.Options) (*strata.Workload, Result, error) {
 	wl, errs := item.Workload.DeepCopy(), field.ErrorList(nil)
 	if item.Job != nil {
@@ -173,7 +213,7 @@ func toWorkload(item Item, queueOptional bool, opts tas.Options) (*strata.Worklo
 	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}
 	errs = append(errs, workload.ValidatePodSets(wl.Spec.PodSets, field.NewPath("spec", "podSets"))...)
 	if len(errs) > 0 {
-		return nil, res, fmt.Errorf("%s: invalid: %w", item.Source, errs.ToAggregate())
+		return nil, res, &invalidError{source: item.Source, err: errs.ToAggregate()}
 	}
 	return wl, res, nil
 }

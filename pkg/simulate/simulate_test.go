@@ -35,6 +35,14 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if diff := cmp.Diff(exampleOutcomes(), outcomes(results)); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
+	}
+}
+
+// outcomes are the hosts of each admitted result, the reason of the
+// others, by name.
+func outcomes(results []Result) map[string]any {
 	got := map[string]any{}
 	for _, r := range results {
 		if r.Admitted {
@@ -43,7 +51,126 @@ func TestExamples(t *testing.T) {
 			got[r.Name] = r.Reason
 		}
 	}
-	want := map[string]any{
+	return got
+}
+
+// invalidKinds is one invalid job of each kind (a slice size that is not
+// a number of pods), for simulate to mark as the intake does.
+const invalidKinds = `apiVersion: batch/v1
+kind: Job
+metadata: {name: bad-job, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  parallelism: 2
+  template:
+    metadata:
+      annotations:
+        kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-rack
+        kueue.x-k8s.io/podset-slice-required-topology: kubernetes.io/hostname
+        kueue.x-k8s.io/podset-slice-size: "two"
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {nvidia.com/gpu: "2"}}}]
+---
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: bad-jobset, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  replicatedJobs:
+  - name: workers
+    replicas: 1
+    template:
+      spec:
+        parallelism: 2
+        template:
+          metadata:
+            annotations:
+              kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-rack
+              kueue.x-k8s.io/podset-slice-required-topology: kubernetes.io/hostname
+              kueue.x-k8s.io/podset-slice-size: "two"
+          spec:
+            containers: [{name: c, image: busybox, resources: {requests: {nvidia.com/gpu: "2"}}}]
+---
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: bad-lws, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  replicas: 1
+  leaderWorkerTemplate:
+    size: 3
+    workerTemplate:
+      metadata:
+        annotations:
+          kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-rack
+          kueue.x-k8s.io/podset-slice-required-topology: kubernetes.io/hostname
+          kueue.x-k8s.io/podset-slice-size: "two"
+      spec:
+        containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: bad-mpijob, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: l, image: busybox, resources: {requests: {cpu: "1"}}}]
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          annotations:
+            kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-rack
+            kueue.x-k8s.io/podset-slice-required-topology: kubernetes.io/hostname
+            kueue.x-k8s.io/podset-slice-size: "two"
+        spec:
+          containers: [{name: w, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+
+// TestInvalidJobsOfEveryKind: an invalid job of any kind is a row marked
+// invalid, as the intake marks its Workload, and the jobs after it are
+// placed as they would be without it.
+func TestInvalidJobsOfEveryKind(t *testing.T) {
+	in, err := Load(write(t, "invalid.yaml", invalidKinds), examples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = `invalid: spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Invalid value: "two": must be a whole number of pods, at least 1`
+	want := exampleOutcomes()
+	invalid := map[string]bool{}
+	for _, r := range results {
+		if r.Invalid {
+			invalid[r.Name] = true
+		}
+	}
+	for _, name := range []string{"bad-job", "bad-jobset", "bad-lws-0", "bad-mpijob"} {
+		if !invalid[name] {
+			t.Errorf("%s: not marked invalid", name)
+		}
+	}
+	got := outcomes(results)
+	for name := range invalid {
+		reason, _ := got[name].(string)
+		if !strings.HasPrefix(reason, "invalid: ") || !strings.HasSuffix(reason, `Invalid value: "two": must be a whole number of pods, at least 1`) {
+			t.Errorf("%s: reason %q, want %q (or its path in that kind)", name, reason, why)
+		}
+		delete(got, name)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the valid jobs (-want,+got):\n%s", diff)
+	}
+	if n := Invalid(results); n != 4 {
+		t.Errorf("Invalid(results) = %d, want 4", n)
+	}
+}
+
+// exampleOutcomes is where docs/examples/simulate's workloads go.
+func exampleOutcomes() map[string]any {
+	return map[string]any{
 		// Every rack has 32 GPUs; b1/rack-1 comes first among equals.
 		"rack-pretrain": map[string]int32{"b1-r1-h1": 2, "b1-r1-h2": 2, "b1-r1-h3": 2, "b1-r1-h4": 2},
 		// 48 GPUs: no rack, so the tightest block: block-2 (block-1 is half used).
@@ -68,9 +195,6 @@ func TestExamples(t *testing.T) {
 		// all three (the rest of b1-r1 after the LeaderWorkerSet's
 		// groups), all on b1-r1-h4, the host that holds them all.
 		"pi": map[string]int32{"b1-r1-h4": 3},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("results (-want,+got):\n%s", diff)
 	}
 }
 
@@ -166,7 +290,7 @@ spec:
       containers: [{name: c, image: busybox}]
 `)}
 			},
-			wantErr: `job.yaml: document 1 (Job ml/odd): invalid: spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "two": must be a whole number of pods, at least 1`,
+			reason: `invalid: spec.template.metadata.annotations[strata.dev/podset-slice-size]: Invalid value: "two": must be a whole number of pods, at least 1`,
 		},
 		"a level the topology does not have": {
 			files: func(t *testing.T) []string {

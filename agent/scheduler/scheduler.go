@@ -59,7 +59,7 @@ const (
 	ReasonInadmissible = "Inadmissible"
 	// ReasonHeld: the workload may not be admitted now whatever the
 	// capacity: a copy of a hub that has gone silent (fencing).
-	ReasonHeld = "Fenced"
+	ReasonHeld = strata.EvictedByFencing
 	// ReasonStopped: the workload's LocalQueue or ClusterQueue is stopped
 	// (stopPolicy: Hold or HoldAndDrain); the message names it. Kueue's
 	// reason for this is Suspended (Inadmissible before v0.14), which
@@ -1135,9 +1135,10 @@ func (s *Scheduler) setNotAdmitted(ctx context.Context, wl *strata.Workload, rea
 	// other reason is the queue's (Kueue's Requeued=True), written with it.
 	// Not with the backoff's reason: the pass found the backoff not over,
 	// whatever the clock says a moment later.
+	// Nor while its hub is fenced: it is held, not queued.
 	queueRuns := reason != strata.QueueStopped
 	now := s.clock.Now()
-	requeue := reason != strata.EvictedByPodsReadyTimeout && workload.RequeueDue(wl, queueRuns, now)
+	requeue := reason != strata.EvictedByPodsReadyTimeout && reason != ReasonHeld && workload.RequeueDue(wl, queueRuns, now)
 	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
 	said := c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, truncate(message))
 	if said && !requeue {

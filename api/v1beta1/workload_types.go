@@ -573,10 +573,11 @@ const (
 	// is back in its queue (Kueue's condition): False while it waits out
 	// a waitForPodsReady backoff (reason PodsReadyTimeout), is
 	// deactivated (Deactivated) or its queue stopped it
-	// (ClusterQueueStopped, LocalQueueStopped); True once it queues
-	// again (BackoffFinished, Reactivated, ClusterQueueRestarted,
-	// LocalQueueRestarted), or at once after an eviction that needs no
-	// wait (reason Preempted).
+	// (ClusterQueueStopped, LocalQueueStopped), or, a hub's copy, its
+	// hub is fenced (Fenced); True once it queues again (BackoffFinished,
+	// Reactivated, ClusterQueueRestarted, LocalQueueRestarted,
+	// FenceLifted), or at once after an eviction that needs no wait
+	// (reason Preempted).
 	WorkloadRequeued = "Requeued"
 )
 
@@ -592,7 +593,17 @@ const (
 	// queue that stopped it admits again (stopPolicy None).
 	RequeuedClusterQueueRestarted = "ClusterQueueRestarted"
 	RequeuedLocalQueueRestarted   = "LocalQueueRestarted"
+	// RequeuedFenceLifted: the hub of a copy an agent evicted because
+	// that hub went silent (Evicted, Admitted and Requeued False, reason
+	// EvictedByFencing) renews its fencing Lease again.
+	RequeuedFenceLifted = "FenceLifted"
 )
+
+// EvictedByFencing is the reason of the Evicted, Admitted and Requeued
+// conditions of a hub's copy that an agent stopped because that hub went
+// silent for longer than its fencing Lease allows, and of the Admitted
+// condition of such a copy while the agent holds it.
+const EvictedByFencing = "Fenced"
 
 // Reasons of the PodsReady condition (Kueue's), and the Evicted and
 // Admitted reasons of a workload whose pods were not ready in time.

@@ -91,8 +91,8 @@ func SetRequeued(wl *strata.Workload, status metav1.ConditionStatus, reason, mes
 // Requeue marks at now a workload that waited out why its Requeued
 // condition is False as queued again, when that is over: its backoff
 // (requeueAt passed, and cleared; the count stays), its deactivation
-// (spec.active is true), or its stopped queue (queueRuns: the caller
-// found its queues admitting). It returns whether the workload changed.
+// (spec.active is true), its stopped queue or its fenced hub (queueRuns:
+// the caller found its queues admitting, and it is not held). It returns whether the workload changed.
 // A workload with no Requeued condition, or one already True, is left
 // alone.
 func Requeue(wl *strata.Workload, queueRuns bool, now time.Time) bool {
@@ -134,6 +134,12 @@ func requeueAs(wl *strata.Workload, queueRuns bool, now time.Time) (reason, mess
 	case strata.EvictedByLocalQueueStopped:
 		if queueRuns {
 			return strata.RequeuedLocalQueueRestarted, "its LocalQueue admits again (stopPolicy None)"
+		}
+	case strata.EvictedByFencing:
+		// The caller asks only for a copy its agent no longer holds (the
+		// scheduler does not requeue a held one).
+		if queueRuns {
+			return strata.RequeuedFenceLifted, "its hub renews its fencing Lease again"
 		}
 	}
 	return "", ""

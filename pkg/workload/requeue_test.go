@@ -125,6 +125,9 @@ func TestRequeue(t *testing.T) {
 			want: want{Changed: true, Status: "True", Reason: strata.RequeuedClusterQueueRestarted}},
 		"its LocalQueue runs again": {wl: wl(strata.EvictedByLocalQueueStopped, nil, true), queueRuns: true,
 			want: want{Changed: true, Status: "True", Reason: strata.RequeuedLocalQueueRestarted}},
+		"its hub still fenced": {wl: wl(strata.EvictedByFencing, nil, true), want: want{Status: "False", Reason: strata.EvictedByFencing}},
+		"its fence lifted": {wl: wl(strata.EvictedByFencing, nil, true), queueRuns: true,
+			want: want{Changed: true, Status: "True", Reason: strata.RequeuedFenceLifted}},
 		"already requeued": {wl: func() *strata.Workload {
 			w := wl("", nil, true)
 			SetRequeued(w, metav1.ConditionTrue, strata.EvictedByPreemption, "", now)

@@ -51,6 +51,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/workload"
 )
 
 // LeasePrefix starts the names of the hubs' fencing Leases; the rest is
@@ -62,7 +63,7 @@ func LeaseName(origin string) string { return LeasePrefix + origin }
 
 // ReasonFenced is the reason of the Evicted and Admitted conditions of a
 // fenced hub's copies.
-const ReasonFenced = "Fenced"
+const ReasonFenced = strata.EvictedByFencing
 
 // Fence follows the hubs' fencing Leases and evicts the copies of a hub
 // that stopped renewing its own.
@@ -519,6 +520,9 @@ func (f *Fence) evict(ctx context.Context, wl *strata.Workload, message string) 
 	wl.Status.Admission = nil
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: ReasonFenced, Message: message})
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonFenced, Message: message})
+	// Not back in its queue until the hub renews its Lease (Kueue's
+	// Requeued): a Requeued=True of an earlier eviction would say it is.
+	workload.SetRequeued(wl, metav1.ConditionFalse, ReasonFenced, message, f.clock.Now())
 	if err := f.client.Status().Update(ctx, wl); err != nil {
 		return client.IgnoreNotFound(err)
 	}

@@ -71,7 +71,12 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	if err != nil {
 		return nil, err
 	}
-	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, apis, clk).SetupWithManager(mgr); err != nil {
+	// The dispatches a pass decides are journalled in one write, and each
+	// reaches its Workload's status with the copies controller's next
+	// write of it (dispatch.Journal).
+	journal := dispatch.NewJournal(mgr.GetClient(), mgr.GetAPIReader(), cfg.Namespace, cfg.Origin)
+	journaled := func(cluster string) int { return len(journal.On(cluster)) }
+	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, apis, clk).WithJournaled(journaled).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if interval := cfg.Dispatch.SummaryCopyInterval.Duration; interval > 0 {
@@ -99,7 +104,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	if err := clusterqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	followed := copies.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, served, recorder, clk)
+	followed := copies.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, served, recorder, clk).WithJournal(journal)
 	if err := followed.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
@@ -110,7 +115,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	// A worker that returns gets its fencing Lease renewed only once the
 	// copies placed elsewhere meanwhile are gone from it.
 	f.BeforeRenew(orphans.CollectWorker)
-	d := dispatch.New(mgr.GetClient(), f, cfg, recorder, clk)
+	d := dispatch.New(mgr.GetClient(), f, cfg, recorder, clk).WithJournal(journal)
 	if err := mgr.Add(d); err != nil {
 		return nil, err
 	}

@@ -4,8 +4,9 @@
 // Job, a JobSet: any kind of pkg/jobs) labelled with the hub's origin, the
 // hub Workload's UID and a dispatch generation, its flavor pinned; the hub reserves the placement in its
 // view of that worker until the worker's summary lists the dispatch. The
-// record of every dispatch is the hub Workload's status.placement, so a
-// restarted hub finds what it sent.
+// record of every dispatch is the hub Workload's status.placement, written
+// first in the dispatch journal (journal.go), so a restarted hub finds
+// what it sent.
 package dispatch
 
 import (
@@ -126,15 +127,19 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 	p.PreemptUpTo, p.TopologyHint = nil, ""
 	addAttempt(p, strata.PlacementAttempt{Cluster: cluster, Flavor: flavor, DispatchGeneration: p.DispatchGeneration,
 		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncate(reason)})
+	// Transitions at the dispatch's time (the hub's clock), not when the
+	// record is written: a dispatch journalled first reaches the status
+	// later (Journal), with the same record.
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
-		Reason: ReasonDispatched, Message: truncate(fmt.Sprintf("dispatched to %s (flavor %s); waiting for the worker to admit it. %s", cluster, flavor, reason))})
+		Reason: ReasonDispatched, Message: truncate(fmt.Sprintf("dispatched to %s (flavor %s); waiting for the worker to admit it. %s", cluster, flavor, reason)),
+		LastTransitionTime: metav1.NewTime(now)})
 	// Any take-back of an earlier dispatch is over, and so is an eviction
 	// at the hub (Evicting): True again would take this copy back.
 	meta.RemoveStatusCondition(&status.Conditions, strata.WorkloadCopyGoing)
 	for _, t := range []string{strata.WorkloadEvicted, strata.WorkloadPreempted} {
 		if c := meta.FindStatusCondition(status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
 			meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonDispatched,
-				Message: truncate(fmt.Sprintf("dispatched again, to %s", cluster))})
+				Message: truncate(fmt.Sprintf("dispatched again, to %s", cluster)), LastTransitionTime: metav1.NewTime(now)})
 		}
 	}
 	return p.DispatchGeneration

@@ -18,13 +18,15 @@ import (
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 // Dispatcher places the hub's pending Workloads: in passes over every
 // ClusterQueue, heads first, each on the best (worker, flavor) of the
-// fleet's targets, reserved there and recorded in the Workload's status
-// as dispatched. The copy itself is created by the copies controller,
-// which the status update wakes. A pass runs when something that can
+// fleet's targets, reserved there and recorded as dispatched: in the
+// dispatch journal, one write per pass, and from there in the Workload's
+// status (journal.go). The copy itself is created by the copies
+// controller, which the journal wakes. A pass runs when something that can
 // change a decision changes — a Workload, a Job's suspension, a queue, a
 // WorkerCluster, a worker's summaries — and when a backoff ends; never by
 // polling. A pass reads the Workloads and jobs from an index its
@@ -69,6 +71,16 @@ type Dispatcher struct {
 	// spreading across the fleet until the informer shows them recorded;
 	// only passes use them.
 	spread map[types.UID]spreadEntry
+	// journal is the write-ahead record of the dispatches (journal.go);
+	// nil: each dispatch is recorded by a status write of its own.
+	journal *Journal
+}
+
+// WithJournal records dispatches in j, one write per pass, instead of one
+// status write each; Start reads what earlier processes left in it.
+func (d *Dispatcher) WithJournal(j *Journal) *Dispatcher {
+	d.journal = j
+	return d
 }
 
 // New returns a Dispatcher.
@@ -106,6 +118,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	ctx = ctrl.LoggerInto(ctx, log)
 	go d.reasons.run(ctx, maxPassWrites)
 	go d.warmCaches(ctx)
+	if !d.loadJournal(ctx) {
+		return nil
+	}
 	d.Wake()
 	var timer <-chan time.Time
 	for {
@@ -131,6 +146,40 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 				return nil
 			case <-time.After(gap):
 			}
+		}
+	}
+}
+
+// loadJournal reads the dispatches earlier processes journalled and did
+// not see recorded, retrying until it can: no pass runs before, or it
+// could decide a Workload whose copy is already sent. False when ctx
+// ended first.
+func (d *Dispatcher) loadJournal(ctx context.Context) bool {
+	if d.journal == nil {
+		return true
+	}
+	for {
+		entries, err := d.journal.Load(ctx)
+		if err == nil {
+			d.mu.Lock()
+			for _, e := range entries {
+				if r, ok := d.recorded[e.UID]; !ok || r.generation < e.Generation {
+					d.recorded[e.UID] = recordedOf(e)
+				}
+				// Topology spreading counts its plan as the record's.
+				if hints, err := workload.DecodeHints(e.TopologyHint); err == nil && e.TopologyHint != "" {
+					d.spread[e.UID] = spreadEntry{namespace: e.Namespace, generation: e.Generation, cluster: e.Cluster, hints: hints}
+				}
+			}
+			d.mu.Unlock()
+			ctrl.LoggerFrom(ctx).Info("Read the dispatch journal", "dispatches", len(entries))
+			return true
+		}
+		ctrl.LoggerFrom(ctx).Error(err, "Reading the dispatch journal; nothing is dispatched until it is read")
+		select {
+		case <-ctx.Done():
+			return false
+		case <-d.clock.After(time.Second):
 		}
 	}
 }
@@ -221,6 +270,9 @@ func (d *Dispatcher) pass(ctx context.Context) (time.Duration, time.Duration, er
 	metrics.HubPendingWorkloads.Set(float64(len(c.waiting)))
 
 	// 4. Write the pass's deferred writes, the fleet's targets let go.
-	errs = append(errs, d.runWrites(writes)...)
+	errs = append(errs, d.runWrites(ctx, writes)...)
+	if d.journal != nil {
+		d.journal.Prune(ctx)
+	}
 	return next, took, errors.Join(errs...)
 }

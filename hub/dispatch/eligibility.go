@@ -200,8 +200,8 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 			}
 		}
 	}
-	charge := func(wl *strata.Workload, flavor, key string) {
-		if p := wl.Status.Placement; p != nil && p.PreemptUpTo != nil && !view.exact[cluster+"/"+flavor] {
+	charge := func(wl *strata.Workload, flavor, key string, preempts bool) {
+		if preempts && !view.exact[cluster+"/"+flavor] {
 			// A copy marked to preempt: the agent holds its quota in the
 			// queue's status while its victims' pods end. (A summary's
 			// usage counts the hold only once the agent preempts: the
@@ -218,12 +218,12 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 	}
 	for _, wl := range view.placedOn[cluster] {
 		_, flavor, gen, _ := Placed(wl)
-		charge(wl, flavor, Key(wl.UID, gen))
+		charge(wl, flavor, Key(wl.UID, gen), wl.Status.Placement.PreemptUpTo != nil)
 	}
 	// Recorded by this process, not shown by the informer yet.
 	for _, f := range view.behind {
 		if f.cluster == cluster {
-			charge(f.wl, f.flavor, f.key)
+			charge(f.wl, f.flavor, f.key, f.preempts)
 		}
 	}
 }

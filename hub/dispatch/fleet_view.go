@@ -76,7 +76,9 @@ func (d *Dispatcher) seeWorkers(ctx context.Context) ([]fleet.Worker, *passView,
 // dispatch the summary counts whose placement no longer fits the summary's
 // free capacity is not held (it needs its capacity only if the worker
 // gives its admission back).
-func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, placed []*strata.Workload) {
+func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, records func() []*strata.Workload) {
+	var placed []*strata.Workload // read once, when a target is first seen
+	read := false
 	// Forget targets that are gone (a worker removed, a flavor's summary
 	// replaced by a new target): a target seen again is rebuilt, and
 	// Holds keeps that from reserving anything twice.
@@ -96,6 +98,9 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, p
 			continue
 		}
 		d.rebuilt[t] = true
+		if !read {
+			placed, read = records(), true
+		}
 		for _, wl := range placed {
 			cluster, flavor, gen, _ := Placed(wl)
 			key := Key(wl.UID, gen)

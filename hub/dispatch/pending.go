@@ -48,6 +48,19 @@ type collected struct {
 	drained []drainedWorkload
 }
 
+// rebuildable are the Workloads whose dispatches a target first seen
+// reserves (rebuild): those the informer shows placed, and, after a
+// restart, those only the journal holds yet (their records applied).
+func (c *collected) rebuildable() []*strata.Workload {
+	out := c.placed
+	for _, f := range c.behind {
+		if wl, _, ok := f.journal.Apply(f.wl); ok {
+			out = append(out[:len(out):len(out)], wl)
+		}
+	}
+	return out
+}
+
 // drainedWorkload is a dispatched Workload its stopped queue evicts.
 type drainedWorkload struct {
 	e    *entry
@@ -59,6 +72,10 @@ type drainedWorkload struct {
 type inFlight struct {
 	wl                   *strata.Workload
 	cluster, flavor, key string
+	// preempts: the copy is marked to preempt (its record's preemptUpTo).
+	preempts bool
+	// journal holds its record (wl does not have it yet).
+	journal *Journal
 }
 
 // collect sorts the index's entries for a pass: the dispatched ones
@@ -107,7 +124,14 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 			if cq != nil {
 				d.chargeUsage(c.usage, cq.Name, r.flavor, e)
 			}
-			c.behind = append(c.behind, inFlight{wl: e.wl, cluster: r.cluster, flavor: r.flavor, key: Key(e.uid, r.generation)})
+			f := inFlight{wl: e.wl, cluster: r.cluster, flavor: r.flavor, key: Key(e.uid, r.generation), journal: d.journal}
+			if d.journal != nil {
+				// Whether the copy is marked to preempt, from the journal
+				// until the status shows the record.
+				je, _ := d.journal.Held(e.uid)
+				f.preempts = je.PreemptUpTo != nil
+			}
+			c.behind = append(c.behind, f)
 			continue
 		}
 		if cq == nil || e.invalid {
@@ -229,11 +253,17 @@ func (d *Dispatcher) forgetRecorded(entries []*entry) {
 		seen[e.uid] = true
 		if e.generation >= r.generation {
 			delete(d.recorded, e.uid)
+			if d.journal != nil {
+				d.journal.Forget(e.uid, e.generation)
+			}
 		}
 	}
 	for uid := range d.recorded {
 		if !seen[uid] {
 			delete(d.recorded, uid)
+			if d.journal != nil {
+				d.journal.Forget(uid, -1)
+			}
 		}
 	}
 }

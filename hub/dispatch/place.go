@@ -31,7 +31,7 @@ func (d *Dispatcher) placeOnTargets(ctx context.Context, workers []fleet.Worker,
 	writes *passWrites) (time.Duration, error) {
 	var next time.Duration
 	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
-		d.rebuild(ctx, targets, c.placed)
+		d.rebuild(ctx, targets, c.rebuildable)
 		view.dispatched = c.dispatched
 		view.placed, view.behind, view.targets = c.placed, c.behind, targets
 		view.reclaimSearches, view.noReclaim = reclaimSearchesPerPass, map[reclaimKey]string{}
@@ -406,6 +406,20 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	d.fleet.SetHint(key, dec.Assignments())
 	d.fleet.NoteDispatched(key)
 	books.Charge(cq.Name, dec.Flavor, p.need, 1)
+	recordedFn := func() {
+		d.mu.Lock()
+		d.recorded[wl.UID] = recorded{generation: gen, cluster: dec.Cluster, flavor: dec.Flavor}
+		delete(d.waiting, wl.UID)
+		d.mu.Unlock()
+		metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
+		// No event here: the admission's event says where and why, as
+		// Kueue has one event per admission (the dispatch is in the
+		// Workload's status.placement and Admitted condition meanwhile).
+	}
+	if d.journal != nil {
+		writes.journal(dec.Cluster, dec.Flavor, key, entryOf(wl), recordedFn, func() { d.forgetSpread(wl.UID, gen) })
+		return nil
+	}
 	writes.record(dec.Cluster, dec.Flavor, key, func() error {
 		if err := d.client.Status().Update(ctx, wl); err != nil {
 			d.forgetSpread(wl.UID, gen)
@@ -419,14 +433,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 			}
 			return err
 		}
-		d.mu.Lock()
-		d.recorded[wl.UID] = recorded{generation: gen, cluster: dec.Cluster, flavor: dec.Flavor}
-		delete(d.waiting, wl.UID)
-		d.mu.Unlock()
-		metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
-		// No event here: the admission's event says where and why, as
-		// Kueue has one event per admission (the dispatch is in the
-		// Workload's status.placement and Admitted condition meanwhile).
+		recordedFn()
 		return nil
 	})
 	return nil
@@ -450,13 +457,7 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 	}
 	d.fleet.NoteDispatched(key)
 	books.Charge(cq.Name, choice.Flavor, p.need, 1)
-	writes.record(choice.Cluster, choice.Flavor, key, func() error {
-		if err := d.client.Status().Update(ctx, wl); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return errReleaseOnly
-			}
-			return err
-		}
+	recordedFn := func() {
 		d.mu.Lock()
 		d.recorded[wl.UID] = recorded{generation: gen, cluster: choice.Cluster, flavor: choice.Flavor}
 		delete(d.waiting, wl.UID)
@@ -465,6 +466,19 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 		metrics.HubPreemptionDispatches.WithLabelValues(choice.Cluster, choice.Flavor).Inc()
 		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Preempt", "%s",
 			truncateNote(fmt.Sprintf("Dispatched to %s (flavor %s) to preempt workloads of priority ≤ %d there: %s", choice.Cluster, choice.Flavor, choice.UpTo, choice.Reason)))
+	}
+	if d.journal != nil {
+		writes.journal(choice.Cluster, choice.Flavor, key, entryOf(wl), recordedFn, func() {})
+		return nil
+	}
+	writes.record(choice.Cluster, choice.Flavor, key, func() error {
+		if err := d.client.Status().Update(ctx, wl); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return errReleaseOnly
+			}
+			return err
+		}
+		recordedFn()
 		return nil
 	})
 	return nil

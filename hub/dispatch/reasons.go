@@ -11,9 +11,9 @@ import (
 // a time, the latest reason of each Workload only. A backlog of thousands
 // of new Workloads needs thousands of reason writes; a pass that waited
 // for them would keep the workloads that fit from being dispatched. A
-// reason written late is harmless: its write carries the Workload's
-// resourceVersion as the pass read it, and a Workload dispatched since
-// refuses it (Conflict).
+// reason written late is harmless: a Workload dispatched since is
+// skipped (the dispatcher's records of its journalled dispatches), and
+// its write carries the Workload's resourceVersion as the pass read it.
 type reasonQueue struct {
 	mu     sync.Mutex
 	queued map[types.UID]queuedReason

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -159,7 +160,7 @@ func TestReclaimQuota(t *testing.T) {
 			if diff := cmp.Diff(tc.wantVictims, victims); diff != "" {
 				t.Errorf("the reclaim's victims (-want,+got):\n%s", diff)
 			}
-			if errs := d.runWrites(writes); len(errs) > 0 {
+			if errs := d.runWrites(context.Background(), writes); len(errs) > 0 {
 				t.Fatalf("writes: %v", errs)
 			}
 			var marked []string

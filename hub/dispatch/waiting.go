@@ -97,6 +97,14 @@ func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
 	// replaces it there).
 	src := p.wl
 	d.reasons.add(key, now, func() error {
+		d.mu.Lock()
+		r, recorded := d.recorded[src.UID]
+		d.mu.Unlock()
+		if recorded && r.generation > Generation(src) {
+			// Dispatched since the pass that queued it (the journal's
+			// record does not change the Workload's resourceVersion).
+			return nil
+		}
 		wl := src.DeepCopy()
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message})

@@ -2,9 +2,12 @@ package dispatch
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"slices"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // maxPassWrites bounds the writes a pass makes at once. A burst of Jobs is
@@ -24,8 +27,12 @@ var errReleaseOnly = errors.New("release only")
 // them meanwhile. A record not written undoes its reservation; the quota
 // it took in this pass stays taken until the next pass, which its
 // failure brings.
-func (d *Dispatcher) runWrites(writes *passWrites) []error {
+func (d *Dispatcher) runWrites(ctx context.Context, writes *passWrites) []error {
 	var errs []error
+	if len(writes.journalled) > 0 {
+		errs = append(errs, d.writeJournal(ctx, writes.journalled))
+		writes.journalled = nil
+	}
 	for _, f := range writes.run() {
 		d.fleet.Release(f.cluster, f.flavor, f.key)
 		errs = append(errs, f.err)
@@ -39,6 +46,46 @@ func (d *Dispatcher) runWrites(writes *passWrites) []error {
 // held across an API call.
 type passWrites struct {
 	writes []passWrite
+	// journalled are the pass's dispatches, journalled in one write
+	// before the other writes (the dispatcher has a Journal).
+	journalled []journalWrite
+}
+
+// journalWrite is a dispatch to journal: its reservation, its entry, and
+// what follows the journal's write (recorded) or its failure (failed,
+// after the reservation is released).
+type journalWrite struct {
+	cluster, flavor, key string
+	entry                JournalEntry
+	recorded, failed     func()
+}
+
+// journal adds a dispatch to journal.
+func (w *passWrites) journal(cluster, flavor, key string, entry JournalEntry, recorded, failed func()) {
+	w.journalled = append(w.journalled, journalWrite{cluster: cluster, flavor: flavor, key: key, entry: entry, recorded: recorded, failed: failed})
+}
+
+// writeJournal journals the pass's dispatches (one page write): the
+// journalled ones are recorded, the others' reservations released.
+func (d *Dispatcher) writeJournal(ctx context.Context, ws []journalWrite) error {
+	entries := make([]JournalEntry, len(ws))
+	for i := range ws {
+		entries[i] = ws[i].entry
+	}
+	failed, err := d.journal.Write(ctx, entries)
+	lost := make(map[types.UID]bool, len(failed))
+	for _, e := range failed {
+		lost[e.UID] = true
+	}
+	for i := range ws {
+		if lost[ws[i].entry.UID] {
+			d.fleet.Release(ws[i].cluster, ws[i].flavor, ws[i].key)
+			ws[i].failed()
+			continue
+		}
+		ws[i].recorded()
+	}
+	return err
 }
 
 // passWrite is one write; a record's (key set) undoes its reservation

@@ -522,7 +522,13 @@ func (p *hubProgress) onHubWorkload(o any, gone bool) {
 	defer p.mu.Unlock()
 	p.markLocked(job, hubWorkload, now)
 	if cluster, _, _, ok := placed(wl); ok {
-		p.markLocked(job, hubDispatched, now)
+		// When the hub decided it (this process's clock): the record may
+		// reach the status only with the admission (the dispatch journal).
+		at := now
+		if t := wl.Status.Placement.DispatchTime; t != nil && t.Time.Before(now) {
+			at = t.Time
+		}
+		p.markLocked(job, hubDispatched, at)
 		if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted) && p.markLocked(job, hubAdmitted, now) {
 			p.cluster[job] = cluster
 			p.admitted++

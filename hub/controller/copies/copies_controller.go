@@ -60,6 +60,16 @@ type Reconciler struct {
 	signing *signingKey
 
 	memory *memory
+	// journal holds the dispatches not in their Workloads' status yet
+	// (nil: there is no journal, every dispatch is in the status).
+	journal *dispatch.Journal
+}
+
+// WithJournal reads the dispatches j holds as if their Workloads' status
+// had them, and writes them there (dispatch.Journal).
+func (r *Reconciler) WithJournal(j *dispatch.Journal) *Reconciler {
+	r.journal = j
+	return r
 }
 
 // NewReconciler returns a Reconciler of the copies of hub jobs of the
@@ -134,6 +144,9 @@ func (r *Reconciler) dispatchedTo(ctx context.Context, wc client.Object) []ctrl.
 			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&wls.Items[i])})
 		}
 	}
+	for _, key := range r.journal.On(wc.GetName()) {
+		reqs = append(reqs, ctrl.Request{NamespacedName: key})
+	}
 	return reqs
 }
 
@@ -162,8 +175,19 @@ func (r *Reconciler) copyEvents() <-chan event.TypedGenericEvent[*strata.Workloa
 					send(client.ObjectKeyFromObject(&wls.Items[i]))
 				}
 			}
+			for _, key := range r.journal.On(worker) {
+				send(key)
+			}
 		}()
 	}
+	// A dispatch journalled, or read from the journal: its copy is sent.
+	r.journal.OnJournalled(func(keys []types.NamespacedName) {
+		go func() {
+			for _, key := range keys {
+				send(key)
+			}
+		}()
+	})
 	r.fleet.OnConnected(placedOn)
 	// A worker that stops answering, or answers again: its dispatches are
 	// looked at (fencing's replaceAfter counts from then).
@@ -218,7 +242,18 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (c
 	if err != nil && !errors.Is(err, errCopyGoing) {
 		return ctrl.Result{}, err
 	}
-	// 4. Write the status, then what follows it.
+	// 4. Write the status, then what follows it. A dispatch only the
+	// journal holds goes into the status with this write, or with one of
+	// its own once it is persistAfter old.
+	if s.updated == nil && !o.journalled.IsZero() && o.wl != nil && st.action != actDeleteOrphan && st.action != actForget {
+		if wait := dispatch.PersistAfter - r.clock.Since(o.journalled); wait > 0 {
+			if res.RequeueAfter == 0 || wait < res.RequeueAfter {
+				res.RequeueAfter = wait
+			}
+		} else {
+			s.updated = o.wl.DeepCopy()
+		}
+	}
 	if s.updated != nil {
 		if werr := r.client.Status().Update(ctx, s.updated); werr != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(werr)

@@ -77,6 +77,10 @@ type observed struct {
 	// pending is the copy's Pending spell this process saw begin; nil
 	// when none.
 	pending *pendingSighting
+	// journalled is when the current dispatch was decided, when only the
+	// dispatch journal holds its record (wl has it applied); zero when
+	// the status has it.
+	journalled time.Time
 
 	cfg *configv1beta1.HubConfiguration
 }
@@ -105,18 +109,24 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		return o, nil
 	}
 	o.wl = &wl
-	o.owner = metav1.GetControllerOfNoCopy(&wl)
+	if since, ok := r.journal.ApplyTo(&wl); ok {
+		// Dispatched, and recorded in the dispatch journal only: its
+		// record goes into the status with this controller's next write
+		// (or on its own, PersistAfter on).
+		o.journalled = since
+	}
+	o.owner = metav1.GetControllerOfNoCopy(o.wl)
 	if o.owner == nil {
 		return o, nil
 	}
-	o.cluster, o.flavor, o.gen, o.placed = dispatch.Placed(&wl)
+	o.cluster, o.flavor, o.gen, o.placed = dispatch.Placed(o.wl)
 	o.job = ref{kind: jobs.KindOf(kinds.Hub, o.owner), key: types.NamespacedName{Namespace: wl.Namespace, Name: o.owner.Name}}
 	if !o.placed || o.job.kind == nil {
 		return o, nil
 	}
 	o.dispatch = dispatch.Key(wl.UID, o.gen)
 
-	o.hubJob, o.hubJobErr = dispatch.HubJob(ctx, r.client, &wl)
+	o.hubJob, o.hubJobErr = dispatch.HubJob(ctx, r.client, o.wl)
 	var wc strata.WorkerCluster
 	if err := r.client.Get(ctx, types.NamespacedName{Name: o.cluster}, &wc); err == nil {
 		o.wc = &wc
@@ -129,7 +139,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	o.copyJob, o.copyWL, o.copyErr = r.fleet.Copy(ctx, o.cluster, o.job.kind, o.job.key)
 	if u, ok := r.memory.undoingOf(o.dispatch); ok {
 		o.undoing = &u
-	} else if u, ok := deactivatedBy(&wl, o.dispatch); ok {
+	} else if u, ok := deactivatedBy(o.wl, o.dispatch); ok {
 		// Deactivated past a worker's backoffLimitCount by a hub that
 		// restarted before the take-back was recorded.
 		o.undoing = &u

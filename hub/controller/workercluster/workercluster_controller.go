@@ -130,6 +130,9 @@ type Reconciler struct {
 	// claims is, per cluster ID, the WorkerCluster this process connected
 	// to it: the status of the other WorkerClusters may not show it yet.
 	claims map[string]string
+	// journaled counts the dispatches to a worker only the dispatch
+	// journal holds yet (nil: none).
+	journaled func(cluster string) int
 }
 
 // permissionCheck is a credential found to have every needed permission,
@@ -152,6 +155,14 @@ const permissionRecheck = 5 * time.Minute
 // at once; a copy created or finished there is counted within a second
 // (the fleet's recount) plus what is left of this interval.
 const countsInterval = 3 * time.Second
+
+// WithJournaled counts, for a worker being deleted, the dispatches to it
+// that only the dispatch journal holds yet: it is not let go while any
+// is left.
+func (r *Reconciler) WithJournaled(fn func(cluster string) int) *Reconciler {
+	r.journaled = fn
+	return r
+}
 
 // NewReconciler returns a WorkerCluster reconciler for a hub serving apis
 // of the optional source kinds (see DetectAPIs).
@@ -418,6 +429,9 @@ func (r *Reconciler) dispatchedTo(ctx context.Context, name string) (int, error)
 		return 0, err
 	}
 	n := 0
+	if r.journaled != nil {
+		n = r.journaled(name)
+	}
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if p := wl.Status.Placement; p != nil && p.Cluster == name && !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {

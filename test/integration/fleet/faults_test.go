@@ -202,41 +202,9 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		e := newEnv(ctx, "stuck", map[string][][]string{"w1": {{"4"}}})
 		w1 := worker("w1")
 		By("a policy on w1 that refuses deleting the Jobs named kept*, in force")
-		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "keep-kept"},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
-					},
-				}}},
-				Validations: []admissionregistrationv1.Validation{{
-					Expression: fmt.Sprintf("oldObject.metadata.namespace != '%s' || !oldObject.metadata.name.startsWith('kept')", e.ns),
-					Message:    "this Job may not be deleted",
-				}},
-			},
-		}
-		Expect(w1.Client.Create(ctx, policy)).To(Succeed())
-		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "keep-kept"},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "keep-kept",
-				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-		}
-		Expect(w1.Client.Create(ctx, binding)).To(Succeed())
-		removed := false
-		remove := func(ctx context.Context) {
-			if !removed {
-				removed = true
-				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, binding))).To(Succeed())
-				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, policy))).To(Succeed())
-			}
-		}
-		// With the cleanup's own context: the spec's is cancelled when it
-		// fails, and a policy left in place would break w1 for every
-		// spec after it.
-		DeferCleanup(func(ctx SpecContext) { remove(ctx) })
+		remove := denyWith(ctx, w1, "keep-kept", []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, "batch", "v1", "jobs",
+			fmt.Sprintf("oldObject.metadata.namespace != '%s' || !oldObject.metadata.name.startsWith('kept')", e.ns),
+			"this Job may not be deleted")
 		probe := e.job("kept-probe", 1, "1", nil)
 		probe.Labels = nil
 		probe.Spec.Suspend = ptr.To(true)
@@ -428,41 +396,10 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 
 		By("a policy on w1 that refuses writes of the hub's fencing Lease")
 		w1 := worker("w1")
-		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "no-fence-renewals"},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"leases"}},
-					},
-				}}},
-				Validations: []admissionregistrationv1.Validation{{
-					Expression: fmt.Sprintf("object.metadata.name != '%s'", strata.FencingLeasePrefix+hubCfg.Origin),
-					Message:    "fencing Lease renewals are refused here",
-				}},
-			},
-		}
-		Expect(w1.Client.Create(ctx, policy)).To(Succeed())
-		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "no-fence-renewals"},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-fence-renewals",
-				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-		}
-		Expect(w1.Client.Create(ctx, binding)).To(Succeed())
-		removed := false
-		remove := func(ctx context.Context) {
-			if !removed {
-				removed = true
-				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, binding))).To(Succeed())
-				Expect(client.IgnoreNotFound(w1.Client.Delete(ctx, policy))).To(Succeed())
-			}
-		}
-		// With the cleanup's own context: the spec's is cancelled when it
-		// fails, and a policy left in place would break w1 for every
-		// spec after it.
-		DeferCleanup(func(ctx SpecContext) { remove(ctx) })
+		remove := denyWith(ctx, w1, "no-fence-renewals", []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			"coordination.k8s.io", "v1", "leases",
+			fmt.Sprintf("object.metadata.name != '%s'", strata.FencingLeasePrefix+hubCfg.Origin),
+			"fencing Lease renewals are refused here")
 		Eventually(func(g Gomega) {
 			c := wcCondition(g, ctx, "w1", strata.WorkerClusterFenced)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -306,4 +307,44 @@ func hubReads(ctx SpecContext, name, flavor string, check func(g Gomega, st *str
 		}
 		g.Expect(read).To(BeNumerically(">=", generation))
 	}).Should(Succeed())
+}
+
+// denyWith puts a ValidatingAdmissionPolicy named name, and its binding,
+// in force on cluster c: requests of ops on resources of group that fail
+// expression are refused with message. It returns remove, which takes
+// both away (once; also at the spec's cleanup, with the cleanup's own
+// context: the spec's is cancelled when it fails, and a policy left in
+// place would break c for every spec after it).
+func denyWith(ctx context.Context, c *framework.Cluster, name string, ops []admissionregistrationv1.OperationType, group, version, resource, expression, message string) (remove func(context.Context)) {
+	GinkgoHelper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: ops,
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
+		},
+	}
+	Expect(c.Client.Create(ctx, policy)).To(Succeed())
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	Expect(c.Client.Create(ctx, binding)).To(Succeed())
+	removed := false
+	remove = func(ctx context.Context) {
+		if !removed {
+			removed = true
+			Expect(client.IgnoreNotFound(c.Client.Delete(ctx, binding))).To(Succeed())
+			Expect(client.IgnoreNotFound(c.Client.Delete(ctx, policy))).To(Succeed())
+		}
+	}
+	DeferCleanup(func(ctx SpecContext) { remove(ctx) })
+	return remove
 }

@@ -1,0 +1,169 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/workload"
+)
+
+// TestJournalEntryRoundTrip: a dispatch read back from the journal writes
+// on the Workload exactly the record the dispatcher made of it.
+func TestJournalEntryRoundTrip(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 123456000, time.UTC)
+	base := func() *strata.Workload {
+		wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-a", Namespace: "ml", UID: "u1"}, Spec: strata.WorkloadSpec{Active: ptr.To(true)}}
+		return wl
+	}
+	cases := map[string]func() *strata.Workload{
+		"first dispatch": base,
+		"after a refusal, requeued after a stopped queue": func() *strata.Workload {
+			wl := base()
+			RecordDispatch(&wl.Status, "w0", "gpu", "first", now.Add(-time.Hour))
+			RecordOutcome(&wl.Status, strata.PlacementRejected, "Rejected", "Inadmissible", "no room", now.Add(-time.Minute))
+			workload.SetRequeued(wl, metav1.ConditionFalse, strata.EvictedByClusterQueueStopped, "stopped", now.Add(-time.Minute))
+			return wl
+		},
+	}
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, preempt := range []*int32{nil, ptr.To[int32](10)} {
+				// As the dispatcher records a decision (place.go).
+				want := mk().DeepCopy()
+				RecordDispatch(&want.Status, "w1", "gpu", "fits in rack r1", now)
+				workload.Requeue(want, true, now)
+				want.Status.Placement.PreemptUpTo = preempt
+				want.Status.Placement.TopologyHint = `{"main":{}}`
+				e := entryOf(want)
+				data, err := json.Marshal(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var back JournalEntry
+				if err := json.Unmarshal(data, &back); err != nil {
+					t.Fatal(err)
+				}
+				got := mk()
+				ApplyEntry(got, &back)
+				if diff := cmp.Diff(want.Status, got.Status); diff != "" {
+					t.Errorf("preemptUpTo %v: status (-dispatcher's record,+the journal's):\n%s", preempt, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestJournalApply: the journal's record applies to a Workload whose
+// status shows an older dispatch only.
+func TestJournalApply(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	j := NewJournal(nil, nil, "strata-system", "strata-hub")
+	j.holdLocked("page-1", JournalEntry{UID: "u1", Namespace: "ml", Name: "job-a", Generation: 2, Cluster: "w2", Flavor: "gpu", Time: metav1.NewMicroTime(now)})
+	shown := func(gen int64) *strata.Workload {
+		wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-a", Namespace: "ml", UID: "u1"}}
+		if gen > 0 {
+			wl.Status.Placement = &strata.Placement{DispatchGeneration: gen}
+		}
+		return wl
+	}
+	type want struct {
+		Applied bool
+		Cluster string
+		Gen     int64
+	}
+	cases := map[string]struct {
+		wl   *strata.Workload
+		want want
+	}{
+		"its status shows the dispatch before": {wl: shown(1), want: want{Applied: true, Cluster: "w2", Gen: 2}},
+		"its status shows none":                {wl: shown(0), want: want{Applied: true, Cluster: "w2", Gen: 2}},
+		"its status shows this dispatch":       {wl: shown(2), want: want{Gen: 2}},
+		"its status shows a later one":         {wl: shown(3), want: want{Gen: 3}},
+		"another Workload": {wl: func() *strata.Workload {
+			wl := shown(1)
+			wl.UID = "u2"
+			return wl
+		}(), want: want{Gen: 1}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := tc.wl.DeepCopy()
+			out, since, ok := j.Apply(tc.wl)
+			got := want{Applied: ok, Gen: Generation(out)}
+			if c, _, _, placed := Placed(out); placed {
+				got.Cluster = c
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Apply (-want,+got):\n%s", diff)
+			}
+			if ok != !since.IsZero() || ok && !since.Equal(now) {
+				t.Errorf("since = %v, want %v when applied", since, now)
+			}
+			if diff := cmp.Diff(before, tc.wl); diff != "" {
+				t.Errorf("Apply changed its argument:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestJournalPages: a page is to be deleted once each of its dispatches
+// is shown in its Workload's status, dispatched again, or gone; a newer
+// dispatch of a Workload replaces its older one.
+func TestJournalPages(t *testing.T) {
+	j := NewJournal(nil, nil, "strata-system", "strata-hub")
+	entry := func(uid types.UID, gen int64, cluster string) JournalEntry {
+		return JournalEntry{UID: uid, Namespace: "ml", Name: string(uid), Generation: gen, Cluster: cluster}
+	}
+	gone := func() []string {
+		var out []string
+		for p := range j.gone {
+			out = append(out, p)
+		}
+		slices.Sort(out)
+		return out
+	}
+	j.holdLocked("p1", entry("a", 1, "w1"))
+	j.holdLocked("p1", entry("b", 1, "w2"))
+	j.holdLocked("p2", entry("c", 1, "w1"))
+	if diff := cmp.Diff([]types.NamespacedName{{Namespace: "ml", Name: "a"}, {Namespace: "ml", Name: "c"}}, sorted(j.On("w1"))); diff != "" {
+		t.Errorf("On(w1) (-want,+got):\n%s", diff)
+	}
+	j.Forget("a", 0) // its status shows an older dispatch: kept
+	j.Forget("a", 1)
+	if got := gone(); len(got) != 0 {
+		t.Errorf("pages to delete with b still held: %v", got)
+	}
+	j.Forget("b", -1) // its Workload is gone
+	if diff := cmp.Diff([]string{"p1"}, gone()); diff != "" {
+		t.Errorf("pages to delete (-want,+got):\n%s", diff)
+	}
+	j.holdLocked("p3", entry("c", 2, "w2")) // dispatched again
+	if diff := cmp.Diff([]string{"p1", "p2"}, gone()); diff != "" {
+		t.Errorf("pages to delete (-want,+got):\n%s", diff)
+	}
+	j.holdLocked("p1", entry("c", 1, "w1")) // an older page read late: ignored
+	if e, _ := j.Held("c"); e.Generation != 2 || e.Cluster != "w2" {
+		t.Errorf("Held(c) = %+v, want generation 2 on w2", e)
+	}
+}
+
+func sorted(keys []types.NamespacedName) []types.NamespacedName {
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		if a.String() < b.String() {
+			return -1
+		}
+		if a.String() > b.String() {
+			return 1
+		}
+		return 0
+	})
+	return keys
+}

@@ -74,6 +74,11 @@ type Dispatcher struct {
 	// journal is the write-ahead record of the dispatches (journal.go);
 	// nil: each dispatch is recorded by a status write of its own.
 	journal *Journal
+	// burned is, per Workload, the highest dispatch generation whose
+	// journal write failed: it may have landed all the same (an answer
+	// lost), unseen by this process, so the next dispatch takes a later
+	// generation and a restarted hub that reads both keeps the later one.
+	burned map[types.UID]int64
 }
 
 // WithJournal records dispatches in j, one write per pass, instead of one
@@ -95,6 +100,7 @@ func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, r
 		rebuilt:           map[*placement.Target]bool{},
 		waiting:           map[types.UID]written{},
 		recorded:          map[types.UID]recorded{},
+		burned:            map[types.UID]int64{},
 		spread:            map[types.UID]spreadEntry{},
 		reasons:           newReasonQueue(),
 		index:             newIndex(),

@@ -167,3 +167,36 @@ func sorted(keys []types.NamespacedName) []types.NamespacedName {
 	})
 	return keys
 }
+
+// TestPastBurned: a dispatch after a failed journal write of generation
+// g takes g+1 or later, its attempt too, so that a page that landed
+// unseen never holds the same dispatch as a later one.
+func TestPastBurned(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		burned  map[types.UID]int64
+		shown   int64 // the generation the status shows
+		wantGen int64
+	}{
+		"nothing burned":               {shown: 1, wantGen: 2},
+		"the generation it would take": {burned: map[types.UID]int64{"u1": 2}, shown: 1, wantGen: 3},
+		"a later one burned":           {burned: map[types.UID]int64{"u1": 5}, shown: 1, wantGen: 6},
+		"an earlier one burned":        {burned: map[types.UID]int64{"u1": 1}, shown: 3, wantGen: 4},
+		"another Workload's burned":    {burned: map[types.UID]int64{"u2": 9}, shown: 0, wantGen: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := &Dispatcher{burned: tc.burned}
+			wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}
+			if tc.shown > 0 {
+				wl.Status.Placement = &strata.Placement{DispatchGeneration: tc.shown}
+			}
+			gen := d.pastBurned(wl, RecordDispatch(&wl.Status, "w1", "gpu", "fits", now))
+			p := wl.Status.Placement
+			got := []int64{gen, p.DispatchGeneration, p.Attempts[len(p.Attempts)-1].DispatchGeneration}
+			if diff := cmp.Diff([]int64{tc.wantGen, tc.wantGen, tc.wantGen}, got); diff != "" {
+				t.Errorf("generation, placement's, attempt's (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

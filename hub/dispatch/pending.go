@@ -241,6 +241,17 @@ func (d *Dispatcher) forgetRecorded(entries []*entry) {
 		}
 	}
 	d.forgetSpreadShown(entries)
+	if len(d.burned) > 0 {
+		live := make(map[types.UID]int64, len(entries))
+		for _, e := range entries {
+			live[e.uid] = e.generation
+		}
+		for uid, b := range d.burned {
+			if g, ok := live[uid]; !ok || g > b {
+				delete(d.burned, uid)
+			}
+		}
+	}
 	if len(d.recorded) == 0 {
 		return
 	}

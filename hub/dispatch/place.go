@@ -367,6 +367,24 @@ func (d *Dispatcher) checkLevels(ctx context.Context, flavor string, wl *strata.
 	return nil
 }
 
+// pastBurned moves the dispatch just recorded on wl (generation gen) past
+// any generation of wl whose journal write failed (burned), and returns
+// its generation.
+func (d *Dispatcher) pastBurned(wl *strata.Workload, gen int64) int64 {
+	d.mu.Lock()
+	b := d.burned[wl.UID]
+	d.mu.Unlock()
+	if gen > b {
+		return gen
+	}
+	p := wl.Status.Placement
+	if n := len(p.Attempts); n > 0 && p.Attempts[n-1].DispatchGeneration == gen {
+		p.Attempts[n-1].DispatchGeneration = b + 1
+	}
+	p.DispatchGeneration = b + 1
+	return b + 1
+}
+
 // dispatchTime returns the time a dispatch decided at now carries. It is
 // later than every earlier one of this process, in the microseconds the
 // API keeps, so that the copies of one pass are ordered as the pass
@@ -388,7 +406,7 @@ func (d *Dispatcher) dispatchTime(now time.Time) time.Time {
 func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, p pending, dec *placement.Decision, reason string, now time.Time,
 	books *queue.Books, writes *passWrites) error {
 	wl := p.wl.DeepCopy()
-	gen := RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, d.dispatchTime(now))
+	gen := d.pastBurned(wl, RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, d.dispatchTime(now)))
 	workload.Requeue(wl, true, now) // Kueue's Requeued=True, in the record's write
 	key := Key(wl.UID, gen)
 	if err := dec.Reserve(targets, key); err != nil {
@@ -448,7 +466,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, p pending, choice *placement.PreemptionChoice,
 	now time.Time, books *queue.Books, writes *passWrites) error {
 	wl := p.wl.DeepCopy()
-	gen := RecordDispatch(&wl.Status, choice.Cluster, choice.Flavor, choice.Reason, d.dispatchTime(now))
+	gen := d.pastBurned(wl, RecordDispatch(&wl.Status, choice.Cluster, choice.Flavor, choice.Reason, d.dispatchTime(now)))
 	workload.Requeue(wl, true, now)
 	wl.Status.Placement.PreemptUpTo = ptr.To(choice.UpTo)
 	key := Key(wl.UID, gen)

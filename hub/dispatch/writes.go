@@ -81,6 +81,9 @@ func (d *Dispatcher) writeJournal(ctx context.Context, ws []journalWrite) error 
 		if lost[ws[i].entry.UID] {
 			d.fleet.Release(ws[i].cluster, ws[i].flavor, ws[i].key)
 			ws[i].failed()
+			d.mu.Lock()
+			d.burned[ws[i].entry.UID] = max(d.burned[ws[i].entry.UID], ws[i].entry.Generation)
+			d.mu.Unlock()
 			continue
 		}
 		ws[i].recorded()

@@ -29,6 +29,9 @@ type recentSecrets struct {
 
 	mu   sync.Mutex
 	read map[types.NamespacedName]readSecret
+	// owners is, per WorkerCluster, its metadata when last seen
+	// (sawOwner).
+	owners map[string]string
 }
 
 type readSecret struct {
@@ -37,7 +40,29 @@ type readSecret struct {
 }
 
 func newRecentSecrets(r client.Reader, clk clock.PassiveClock, ttl time.Duration) *recentSecrets {
-	return &recentSecrets{r: r, clock: clk, ttl: ttl, read: map[types.NamespacedName]readSecret{}}
+	return &recentSecrets{r: r, clock: clk, ttl: ttl, read: map[types.NamespacedName]readSecret{}, owners: map[string]string{}}
+}
+
+// sawOwner notes the metadata of WorkerCluster name (its generation,
+// labels and annotations, as one string) as a reconcile reads it. When
+// it changed since the last reconcile, the Secrets read are read anew: an
+// admin who changes a WorkerCluster after its Secret (a rotated
+// credential, then a label) sees the new credential used at once, not up
+// to ttl later.
+func (s *recentSecrets) sawOwner(name, meta string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owners[name] != meta {
+		s.owners[name] = meta
+		clear(s.read)
+	}
+}
+
+// forgetOwner drops what sawOwner noted of WorkerCluster name.
+func (s *recentSecrets) forgetOwner(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.owners, name)
 }
 
 // Get implements client.Reader.

@@ -59,7 +59,14 @@ func TestRecentSecrets(t *testing.T) {
 	clk.SetTime(clk.Now().Add(time.Second))
 	got = append(got, step{get(), reads}) // the interval is over: read anew
 	got = append(got, step{get(), reads})
-	want := []step{{"first", 1}, {"first", 1}, {"second", 2}, {"second", 2}}
+	s.sawOwner("w1", "generation 1")
+	got = append(got, step{get(), reads}) // its WorkerCluster first seen: read anew
+	rotate("third")
+	s.sawOwner("w1", "generation 1")
+	got = append(got, step{get(), reads}) // the same WorkerCluster: as read
+	s.sawOwner("w1", "generation 1, labelled")
+	got = append(got, step{get(), reads}) // its WorkerCluster changed: read anew
+	want := []step{{"first", 1}, {"first", 1}, {"second", 2}, {"second", 2}, {"second", 3}, {"second", 3}, {"third", 4}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(data, reads) after each Get (-want,+got):\n%s", diff)
 	}
@@ -75,7 +82,7 @@ func TestRecentSecrets(t *testing.T) {
 			t.Errorf("Get() = %v, want NotFound", err)
 		}
 	}
-	if reads != 4 {
-		t.Errorf("reads = %d, want 4: a missing Secret is asked for again", reads)
+	if reads != 6 {
+		t.Errorf("reads = %d, want 6 (4 before): a missing Secret is asked for again", reads)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/clock"
 	ocmclusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -178,7 +179,7 @@ func TestResolve(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.objects...).Build()
 			r := &Reconciler{
-				client: c, secrets: c, namespace: ns, apis: tc.apis,
+				client: c, secrets: newRecentSecrets(c, clock.RealClock{}, 0), namespace: ns, apis: tc.apis,
 				accessProviders: []configv1beta1.AccessProvider{plugin},
 				managedCluster:  configv1beta1.ManagedCluster{ServiceAccountName: "strata-hub", ClusterProfileNamespace: ns},
 			}

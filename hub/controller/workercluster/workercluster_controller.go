@@ -105,8 +105,8 @@ type Reconciler struct {
 	// needs no list or watch of Secrets, only get of the kubeconfig Secrets
 	// in its own namespace and of ManagedServiceAccounts' token Secrets.
 	// A Secret read less than secretRecheck ago is used again
-	// (recentSecrets).
-	secrets client.Reader
+	// (recentSecrets), unless the WorkerCluster changed since.
+	secrets *recentSecrets
 	fleet   *fleet.Fleet
 	// namespace is the hub's own: the only one kubeconfig Secrets are read
 	// from.
@@ -254,6 +254,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.forget(wc.Name)
 		return ctrl.Result{}, nil
 	}
+	r.secrets.sawOwner(wc.Name, fmt.Sprint(wc.Generation, wc.Labels, wc.Annotations))
 	if !deleting && !controllerutil.ContainsFinalizer(&wc, strata.DrainFinalizer) {
 		// Deleting the WorkerCluster must not re-place what still runs
 		// there: it stays until drained.
@@ -507,6 +508,7 @@ func freshness(summaries []strata.CapacitySummary, age fleet.SummaryAgeFunc, sta
 // forget drops a removed worker from the fleet and from the metrics.
 func (r *Reconciler) forget(name string) {
 	r.fleet.Forget(name)
+	r.secrets.forgetOwner(name)
 	r.mu.Lock()
 	delete(r.checked, name)
 	for id, holder := range r.claims {

@@ -289,6 +289,9 @@ func (j *Journal) writePage(ctx context.Context, entries []JournalEntry) (string
 // Forget drops the entry of Workload uid when its status shows
 // generation (or a later dispatch), or the Workload is gone (shown < 0).
 func (j *Journal) Forget(uid types.UID, shown int64) {
+	if j == nil {
+		return
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if e, ok := j.entries[uid]; ok && (shown < 0 || shown >= e.Generation) {

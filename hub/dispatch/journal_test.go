@@ -10,8 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -198,5 +200,36 @@ func TestPastBurned(t *testing.T) {
 				t.Errorf("generation, placement's, attempt's (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestForgetIfGone: the dispatcher drops the journal's dispatch of a
+// Workload it no longer reads only when the Workload is gone (or another
+// took its name); a finished one keeps it until its status has it.
+func TestForgetIfGone(t *testing.T) {
+	wl := func(name string, uid types.UID) *strata.Workload {
+		return &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: uid}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(wl("finished", "u1"), wl("renamed", "other")).Build()
+	j := NewJournal(nil, nil, "strata-system", "strata-hub")
+	for _, e := range []JournalEntry{
+		{UID: "u1", Namespace: "ml", Name: "finished", Generation: 1, Cluster: "w1"},
+		{UID: "u2", Namespace: "ml", Name: "renamed", Generation: 1, Cluster: "w1"},
+		{UID: "u3", Namespace: "ml", Name: "deleted", Generation: 1, Cluster: "w1"},
+	} {
+		j.holdLocked("p1", e)
+	}
+	d := &Dispatcher{client: c, journal: j}
+	for _, uid := range []types.UID{"u1", "u2", "u3"} {
+		d.forgetIfGone(uid)
+	}
+	var held []types.UID
+	for _, uid := range []types.UID{"u1", "u2", "u3"} {
+		if _, ok := j.Held(uid); ok {
+			held = append(held, uid)
+		}
+	}
+	if diff := cmp.Diff([]types.UID{"u1"}, held); diff != "" {
+		t.Errorf("held after forgetIfGone (-want,+got):\n%s", diff)
 	}
 }

@@ -272,10 +272,28 @@ func (d *Dispatcher) forgetRecorded(entries []*entry) {
 	for uid := range d.recorded {
 		if !seen[uid] {
 			delete(d.recorded, uid)
-			if d.journal != nil {
-				d.journal.Forget(uid, -1)
-			}
+			d.forgetIfGone(uid)
 		}
+	}
+}
+
+// forgetIfGone drops the journal's dispatch of a Workload the index no
+// longer holds when the Workload is gone. One that finished keeps it: its
+// record reaches its status with the copies controller's next write (a
+// copy that finishes before its admission was recorded), which then
+// forgets it.
+func (d *Dispatcher) forgetIfGone(uid types.UID) {
+	if d.journal == nil {
+		return
+	}
+	e, ok := d.journal.Held(uid)
+	if !ok {
+		return
+	}
+	var wl strata.Workload
+	err := d.client.Get(context.Background(), e.Key(), &wl)
+	if apierrors.IsNotFound(err) || err == nil && wl.UID != uid {
+		d.journal.Forget(uid, -1)
 	}
 }
 

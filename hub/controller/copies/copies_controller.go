@@ -244,7 +244,7 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (c
 	}
 	// 4. Write the status, then what follows it. A dispatch only the
 	// journal holds goes into the status with this write, or with one of
-	// its own once it is persistAfter old.
+	// its own once it is PersistAfter old.
 	if s.updated == nil && !o.journalled.IsZero() && o.wl != nil && st.action != actDeleteOrphan && st.action != actForget {
 		if wait := dispatch.PersistAfter - r.clock.Since(o.journalled); wait > 0 {
 			if res.RequeueAfter == 0 || wait < res.RequeueAfter {

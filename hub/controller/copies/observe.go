@@ -114,6 +114,10 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		// record goes into the status with this controller's next write
 		// (or on its own, PersistAfter on).
 		o.journalled = since
+	} else {
+		// The status has it (a finished Workload's too, which the
+		// dispatcher no longer reads).
+		r.journal.Forget(wl.UID, dispatch.Generation(&wl))
 	}
 	o.owner = metav1.GetControllerOfNoCopy(o.wl)
 	if o.owner == nil {

@@ -28,10 +28,12 @@ const (
 var jobCounter int
 
 // newJob is an indexed Job of n pods in namespace ns, labelled for queue
-// (none when empty), with the given pod-template annotations.
+// (none when empty), with the given pod-template annotations. Names are
+// zero-padded so that they sort in creation order: Workloads created in the
+// same second are queued by name, and job-10 must not pass job-9.
 func newJob(ns, queue string, n int32, annotations map[string]string) *batchv1.Job {
 	jobCounter++
-	return testutil.MakeJob(fmt.Sprintf("job-%d", jobCounter), ns).Queue(queue).Parallelism(n).Completions(n).Indexed().
+	return testutil.MakeJob(fmt.Sprintf("job-%05d", jobCounter), ns).Queue(queue).Parallelism(n).Completions(n).Indexed().
 		Request("cpu", "1").PodAnnotations(annotations).Obj()
 }
 

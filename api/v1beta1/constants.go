@@ -57,6 +57,9 @@ const (
 
 // Labels, annotations and gates Strata writes.
 const (
+	// AddedByAdmissionAnnotation on a job records, as JSON, what
+	// strata-agent's start added to its pod templates for an admission.
+	AddedByAdmissionAnnotation = Prefix + "added-by-admission"
 	// TopologySchedulingGate holds a pod until the node selector of its
 	// assigned topology domain has been injected.
 	TopologySchedulingGate = Prefix + "topology"

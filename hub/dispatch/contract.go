@@ -315,7 +315,10 @@ func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload, opts ...c
 // agent admits copies of equal priority), and with hint, when not empty,
 // as its topology hint (the placement the hub reserved, see
 // workload.EncodeTopologyHints), and with how many times its earlier
-// copies' pods were not ready in time, when they were.
+// copies' pods were not ready in time, when they were. A kind that can
+// (jobs.GatedStart: a batch/v1 Job) is sent running instead, its pods
+// held by the topology scheduling gate until the worker's agent admits it
+// and releases them: the agent then writes nothing to the copy itself.
 func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, generation int64, hint string) jobs.Job {
 	c := job.ForWorker()
 	obj := c.Object()
@@ -353,6 +356,9 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 	}
 	obj.SetLabels(labels)
 	obj.SetAnnotations(annotations)
+	if g, ok := c.(jobs.GatedStart); ok {
+		g.StartGated(job.Kind().WorkloadName(obj.GetName()))
+	}
 	return c
 }
 

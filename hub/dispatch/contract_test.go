@@ -214,9 +214,27 @@ func TestNewCopy(t *testing.T) {
 					}}},
 				}})
 			},
+			// Sent running, its pods held by the gate (jobs.GatedStart).
 			want: batchjob.Adapt(&batchv1.Job{ObjectMeta: copyMeta, Spec: batchv1.JobSpec{
-				Suspend:  ptr.To(true),
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}},
+				Suspend: ptr.To(false),
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x", strata.WorkloadLabel: "job-train", strata.PodSetLabel: "main"}},
+					Spec:       corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: strata.TopologySchedulingGate}}},
+				},
+			}}),
+		},
+		"Job with activeDeadlineSeconds": {
+			hub: func() jobs.Job {
+				return batchjob.Adapt(&batchv1.Job{ObjectMeta: hubMeta(), Spec: batchv1.JobSpec{
+					ActiveDeadlineSeconds: ptr.To[int64](600),
+					Template:              corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}},
+				}})
+			},
+			// Its deadline would count while it waits: suspended.
+			want: batchjob.Adapt(&batchv1.Job{ObjectMeta: copyMeta, Spec: batchv1.JobSpec{
+				ActiveDeadlineSeconds: ptr.To[int64](600),
+				Suspend:               ptr.To(true),
+				Template:              corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}},
 			}}),
 		},
 		"JobSet": {

@@ -888,6 +888,7 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		twice, onW2 := 0, 0
 		for _, j := range jobs {
 			p := hubWorkload(Default, ctx, j).Status.Placement
+			Expect(p).NotTo(BeNil(), "%s finished: its hub Workload says where it ran", j.Name)
 			if p.DispatchGeneration != 1 {
 				twice++
 			}

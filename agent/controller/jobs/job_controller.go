@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -65,6 +66,10 @@ type Reconciler struct {
 	// clock stamps the Requeued conditions this controller writes; the
 	// scheduler orders requeued Workloads by them (WithClock).
 	clock clock.PassiveClock
+	// announced holds, per gated Job (pkgjobs.Gated), the admission its
+	// Started event was recorded for (admissionID), so that it is
+	// recorded once: no write to the Job marks that it started.
+	announced sync.Map
 }
 
 // NewReconciler returns a Reconciler of batch/v1 Jobs.
@@ -164,7 +169,7 @@ func settled(job pkgjobs.Job) bool {
 	if done, _ := job.Finished(); done {
 		return true
 	}
-	return !job.Suspended() && startedAs(job) != ""
+	return !job.Suspended() && startedAs(job) != "" && !pkgjobs.Gated(job)
 }
 
 // startedAs is the Workload an admission started the Job with, from its
@@ -192,6 +197,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 	obj := r.kind.NewObject()
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.announced.Delete(req.NamespacedName)
 			return r.intake.DeleteWorkload(ctx, req.NamespacedName)
 		}
 		return err
@@ -216,6 +222,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 		return err
 	}
 	if done, reason := job.Finished(); done {
+		r.announced.Delete(req.NamespacedName)
 		return r.intake.Finish(ctx, job, reason)
 	}
 	wl, err := r.intake.Sync(ctx, job)
@@ -228,7 +235,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 	if err := r.syncReclaimable(ctx, job, wl); err != nil {
 		return err
 	}
-	switch nextStep(job, wl) {
+	released := false
+	if wl.Status.Admission == nil && pkgjobs.Gated(job) {
+		if released, err = r.podsReleased(ctx, job, wl); err != nil {
+			return err
+		}
+	}
+	switch nextStep(job, wl, released) {
+	case stepAnnounce:
+		r.announce(job, wl)
+		return nil
 	case stepStop:
 		return r.stop(ctx, job, wl)
 	case stepHold:
@@ -253,16 +269,36 @@ const (
 	stepRequeue         // the user suspended a started Job: take its admission back
 	stepStart           // the suspended Job is admitted: start it
 	stepDeactivate      // the Workload's spec.active is false: take its admission back, say so
+	stepAnnounce        // a gated copy is admitted: the ungater releases its pods; say it started
 )
 
 // nextStep decides what to do with a Job that has not finished, given its
 // Workload. A Job runs only once start has applied an admission to it —
 // its template then carries the Workload's label — and only while the
-// Workload keeps that admission.
-func nextStep(job pkgjobs.Job, wl *strata.Workload) step {
+// Workload keeps that admission. A copy a hub sent running with its pods
+// held by the topology scheduling gate (pkgjobs.Gated) is the exception:
+// it waits as it is, and its admission needs no start, since the ungater
+// releases its pods; but once one of its pods was released (released) or
+// its Workload was evicted, it is stopped like any started Job when the
+// admission goes, and waits suspended from then on.
+func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 	suspended := job.Suspended()
 	started := startedAs(job) == wl.Name
 	admitted := wl.Status.Admission != nil
+	if started && pkgjobs.Gated(job) && meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted) == nil &&
+		!meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+		switch {
+		case !workload.IsActive(wl):
+			if admitted || !deactivatedSaid(wl) {
+				return stepDeactivate
+			}
+			return stepNone
+		case admitted:
+			return stepAnnounce
+		case !released:
+			return stepNone
+		}
+	}
 	switch {
 	case started && !admitted:
 		return stepStop
@@ -546,6 +582,36 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 	}
 	r.started(job, wl)
 	return nil
+}
+
+// announce records, once per admission, that a gated Job started on wl's
+// admission: its pods are released by the ungater, not by a write here.
+func (r *Reconciler) announce(job pkgjobs.Job, wl *strata.Workload) {
+	key := client.ObjectKeyFromObject(job.Object())
+	id := admissionID(wl)
+	if prev, ok := r.announced.Swap(key, id); ok && prev == id {
+		return
+	}
+	r.started(job, wl)
+}
+
+// podsReleased says whether an active pod of the gated Job's Workload runs
+// without the topology scheduling gate: it was released for an admission.
+func (r *Reconciler) podsReleased(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) (bool, error) {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, append(index.PodsOf(wl.Namespace, wl.Name), client.UnsafeDisableDeepCopy)...); err != nil {
+		return false, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !metav1.IsControlledBy(p, job.Object()) || !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if !workload.TopologyGated(p) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // started records that the Job started on wl's admission.

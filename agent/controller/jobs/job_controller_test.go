@@ -78,8 +78,23 @@ func TestNextStep(t *testing.T) {
 		// startedAt is when the admission the Job was started with was
 		// made, when not the current one's admittedAt.
 		startedAt time.Time
-		want      step
+		// gated: sent running, its pods held by the gate, labelled for
+		// the Workload, no admission recorded (pkgjobs.Gated); released:
+		// one of its pods was released; evicted: its Workload has an
+		// Evicted condition.
+		gated, released, evicted bool
+		want                     step
 	}{
+		"gated, waiting":                       {gated: true, want: stepNone},
+		"gated, admitted":                      {gated: true, admission: admission, want: stepAnnounce},
+		"gated, admitted, released":            {gated: true, released: true, admission: admission, want: stepAnnounce},
+		"gated, released, admission gone":      {gated: true, released: true, want: stepStop},
+		"gated, evicted before any release":    {gated: true, evicted: true, want: stepStop},
+		"gated, admitted again after eviction": {gated: true, evicted: true, admission: admission, want: stepNone},
+		"gated, deactivated while waiting":     {gated: true, inactive: true, want: stepDeactivate},
+		"gated, deactivated, said so":          {gated: true, inactive: true, said: true, want: stepNone},
+		"gated, deactivated while admitted":    {gated: true, inactive: true, admission: admission, want: stepDeactivate},
+		"gated, workload finished":             {gated: true, admission: admission, finished: true, want: stepNone},
 		"waiting":                              {suspended: true, want: stepNone},
 		"admitted":                             {suspended: true, admission: admission, want: stepStart},
 		"running as admitted":                  {started: true, admission: admission, want: stepNone},
@@ -124,6 +139,14 @@ func TestNextStep(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tc.gated {
+				job.Spec.Suspend = ptr.To(false)
+				job.Spec.Template.Labels = map[string]string{strata.WorkloadLabel: wlName, strata.PodSetLabel: "main"}
+				job.Spec.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: strata.TopologySchedulingGate}}
+			}
+			if tc.evicted {
+				wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Preempted"})
+			}
 			if tc.finished {
 				wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue})
 			}
@@ -133,7 +156,7 @@ func TestNextStep(t *testing.T) {
 			if tc.said {
 				wl.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonDeactivated}}
 			}
-			if diff := cmp.Diff(tc.want, nextStep(batchjob.Adapt(job), wl)); diff != "" {
+			if diff := cmp.Diff(tc.want, nextStep(batchjob.Adapt(job), wl, tc.released)); diff != "" {
 				t.Errorf("nextStep() (-want,+got):\n%s", diff)
 			}
 		})
@@ -244,7 +267,7 @@ func TestJobSetWithoutReplicatedJobs(t *testing.T) {
 		t.Error("an empty JobSet that never started is settled")
 	}
 	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: "jobset-empty"}}
-	if got := nextStep(js, wl); got != stepHold {
+	if got := nextStep(js, wl, false); got != stepHold {
 		t.Errorf("nextStep() = %v, want stepHold (it runs unsuspended without admission)", got)
 	}
 }

@@ -551,3 +551,39 @@ func TestReconcileCarriesDispatchMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcileGatedCopy: an admitted copy sent running with its pods
+// gated is not written to; its Started event is recorded once per
+// admission.
+func TestReconcileGatedCopy(t *testing.T) {
+	job := makeJob("train", nil)
+	if !batchjob.Adapt(job).StartGated(WorkloadName("train")) {
+		t.Fatal("StartGated() = false")
+	}
+	wl := admittedWorkload(t, job)
+	e := newEnv(t, job, wl)
+	before := e.job("train")
+	for range 2 {
+		if err := e.reconcile(job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(before, e.job("train")); diff != "" {
+		t.Errorf("the Job was written to (-before,+after):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"Normal Started Admitted by ClusterQueue " + queueName}, e.events()); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+	// Admitted anew (its admission's time changed): recorded again.
+	admitted := e.workload(wl.Name)
+	admitted.Status.Conditions[0].LastTransitionTime = metav1.NewTime(admitted.Status.Conditions[0].LastTransitionTime.Add(time.Minute))
+	if err := e.client.Status().Update(context.Background(), admitted); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Normal Started Admitted by ClusterQueue " + queueName}, e.events()); diff != "" {
+		t.Errorf("events after the new admission (-want,+got):\n%s", diff)
+	}
+}

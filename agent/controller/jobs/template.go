@@ -19,7 +19,7 @@ import (
 // AddedByAdmissionAnnotation on a Job records, as JSON, what start added
 // to its pod template for an admission, so that taking the admission back
 // removes exactly that and keeps what the user wrote.
-const AddedByAdmissionAnnotation = strata.Prefix + "added-by-admission"
+const AddedByAdmissionAnnotation = strata.AddedByAdmissionAnnotation
 
 // addedByAdmission is what admitTemplate changed in a pod template. The
 // labels and the scheduling gate are not recorded: Strata owns their names.

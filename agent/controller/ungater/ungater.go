@@ -340,7 +340,9 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 
 // release sets the domain's node selector on the pod (none when a is nil)
 // and removes the gate. A pod whose template an admission did not write (a
-// LeaderWorkerSet's) gets the flavor's node labels and tolerations too.
+// LeaderWorkerSet's, a gated copy's) gets the flavor's node labels and
+// tolerations too, and, with a topology assignment, the label that counts
+// it through its Workload.
 func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignment, d int, flavor *strata.ResourceFlavor) error {
 	patch := client.MergeFrom(p.DeepCopy())
 	if p.Spec.NodeSelector == nil {
@@ -359,6 +361,15 @@ func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignme
 	if a != nil {
 		for i, level := range a.Levels {
 			p.Spec.NodeSelector[level] = a.Domains[d].Values[i]
+		}
+		// A pod of a template no admission wrote (a gated copy's, see
+		// jobs.GatedStart) counts through its Workload in the agent's
+		// cache from now on, as the admission's pods do.
+		if p.Labels[strata.TASLabel] == "" {
+			if p.Labels == nil {
+				p.Labels = map[string]string{}
+			}
+			p.Labels[strata.TASLabel] = "true"
 		}
 	}
 	if len(p.Spec.NodeSelector) == 0 {

@@ -333,3 +333,57 @@ func TestKindRanksPerNode(t *testing.T) {
 		})
 	}
 }
+
+// TestRelease: a released pod gets its domain, the flavor's node labels
+// and tolerations its template lacked (a gated copy's or a
+// LeaderWorkerSet's template, which no admission wrote), and, with a
+// topology assignment, the label that counts it through its Workload; its
+// other gates stay.
+func TestRelease(t *testing.T) {
+	flavor := &strata.ResourceFlavor{Spec: strata.ResourceFlavorSpec{
+		NodeLabels:  map[string]string{"pool": "gpu"},
+		Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+	}}
+	a := &tas.Assignment{Levels: []string{hostLabel}, Domains: []tas.DomainAssignment{{Values: []string{"h1"}, Count: 1}}}
+	gated := func() corev1.Pod {
+		return with(pod("a", 0, ""), func(p *corev1.Pod) {
+			p.Namespace = "ns"
+			p.Labels[strata.WorkloadLabel] = "job-train"
+			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: "example.com/other"})
+		})
+	}
+	for name, tc := range map[string]struct {
+		a    *tas.Assignment
+		want func(*corev1.Pod)
+	}{
+		"with a topology assignment": {a: a, want: func(p *corev1.Pod) {
+			p.Labels[strata.TASLabel] = "true"
+			p.Spec.NodeSelector = map[string]string{"pool": "gpu", hostLabel: "h1"}
+		}},
+		"without one": {want: func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"pool": "gpu"}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := gated()
+			c := fake.NewClientBuilder().WithObjects(&p).Build()
+			if err := NewReconciler(c, 0).release(context.Background(), &p, tc.a, 0, flavor); err != nil {
+				t.Fatal(err)
+			}
+			var got corev1.Pod
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(&p), &got); err != nil {
+				t.Fatal(err)
+			}
+			want := gated()
+			tc.want(&want)
+			want.Spec.Tolerations = flavor.Spec.Tolerations
+			want.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
+			if diff := cmp.Diff(want.Labels, got.Labels); diff != "" {
+				t.Errorf("labels (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want.Spec, got.Spec); diff != "" {
+				t.Errorf("spec (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

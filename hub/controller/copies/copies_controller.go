@@ -308,8 +308,24 @@ func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, e
 	}
 	if st.mirror {
 		r.fleet.ForgetHint(s.dispatch) // the copy exists: it has its hint
-		if err := r.syncJobStatus(ctx, s.hubJob, s.copyJob); err != nil {
-			return ctrl.Result{}, err
+		mirror := func(ctx context.Context) error { return r.syncJobStatus(ctx, s.hubJob, s.copyJob) }
+		switch {
+		case st.action == actRecordAdmission:
+			// After the Workload's status: whoever sees the hub's job run
+			// or finish finds on its Workload where it ran.
+			s.afterWrite(mirror)
+		case st.release && !s.journalled.IsZero() && s.wl != nil:
+			// Finished while its dispatch is only in the journal: the
+			// dispatch goes into the status now, before the job says it
+			// finished.
+			if s.updated == nil {
+				s.updated = s.wl.DeepCopy()
+			}
+			s.afterWrite(mirror)
+		default:
+			if err := mirror(ctx); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	if st.release {

@@ -11,6 +11,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -363,8 +364,11 @@ func followStep(o *observed, now time.Time) step {
 	// The worker has admissionTimeout from when the copy is there: from
 	// the dispatch, or from when this hub process first saw the copy, if
 	// later (a hub that restarted, or waited for the connection, does not
-	// count that time against the worker).
-	s := step{mirror: true}
+	// count that time against the worker). A copy sent running with its
+	// pods gated (jobs.GatedStart) is not mirrored while it waits: its
+	// status counts pods that wait for the admission as active, and the
+	// hub's job would read as running.
+	s := step{mirror: !jobs.Gated(o.copyJob)}
 	dispatched, seen := dispatchTime(o.wl), o.seen
 	if seen.IsZero() {
 		seen, s.noteSeen = now, true

@@ -6,6 +6,7 @@ package batchjob
 import (
 	"context"
 	"maps"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -148,6 +149,28 @@ func (j Job) ForWorker() jobs.Job {
 		delete(c.Spec.Template.Labels, l)
 	}
 	return Job{c}
+}
+
+// StartGated makes the copy run from its creation with its pods held by
+// the topology scheduling gate (jobs.GatedStart): the Job controller
+// creates them at once, and the worker's agent releases them onto the
+// admission's nodes. A Job with activeDeadlineSeconds waits suspended
+// instead: its deadline counts from its start, and would count its wait.
+func (j Job) StartGated(wl string) bool {
+	if j.Spec.ActiveDeadlineSeconds != nil {
+		return false
+	}
+	t := &j.Spec.Template
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
+	}
+	t.Labels[strata.WorkloadLabel] = wl
+	t.Labels[strata.PodSetLabel] = workload.MainPodSet
+	if !slices.ContainsFunc(t.Spec.SchedulingGates, workload.IsTopologyGate) {
+		t.Spec.SchedulingGates = append(t.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate})
+	}
+	j.Spec.Suspend = ptr.To(false)
+	return true
 }
 
 // MirrorStatus copies from's status.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
 )
 
 func TestMarkWaiting(t *testing.T) {
@@ -96,6 +97,60 @@ func TestReclaimablePods(t *testing.T) {
 			j := Adapt(&batchv1.Job{Spec: batchv1.JobSpec{Parallelism: tc.parallelism, Completions: tc.completions}, Status: batchv1.JobStatus{Succeeded: tc.succeeded}})
 			if diff := cmp.Diff(tc.want, j.ReclaimablePods()); diff != "" {
 				t.Errorf("ReclaimablePods() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStartGated: a copy sent running has every pod held by the gate and
+// labelled for its Workload, and reads as jobs.Gated until an admission
+// is recorded on it; a Job with a deadline stays as it is, suspended.
+func TestStartGated(t *testing.T) {
+	gate := []corev1.PodSchedulingGate{{Name: "example.com/other"}, {Name: strata.TopologySchedulingGate}}
+	for name, tc := range map[string]struct {
+		job       *batchv1.Job
+		wantOK    bool
+		want      *batchv1.Job
+		wantGated bool
+	}{
+		"a Job": {
+			job: &batchv1.Job{Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}},
+				Spec:       corev1.PodSpec{SchedulingGates: gate[:1]},
+			}}},
+			wantOK: true,
+			want: &batchv1.Job{Spec: batchv1.JobSpec{Suspend: ptr.To(false), Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x", strata.WorkloadLabel: "job-train", strata.PodSetLabel: "main"}},
+				Spec:       corev1.PodSpec{SchedulingGates: gate},
+			}}},
+			wantGated: true,
+		},
+		"a Job with activeDeadlineSeconds": {
+			job:  &batchv1.Job{Spec: batchv1.JobSpec{Suspend: ptr.To(true), ActiveDeadlineSeconds: ptr.To[int64](60)}},
+			want: &batchv1.Job{Spec: batchv1.JobSpec{Suspend: ptr.To(true), ActiveDeadlineSeconds: ptr.To[int64](60)}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := Adapt(tc.job)
+			if got := j.StartGated("job-train"); got != tc.wantOK {
+				t.Errorf("StartGated() = %t, want %t", got, tc.wantOK)
+			}
+			if diff := cmp.Diff(tc.want, tc.job); diff != "" {
+				t.Errorf("the copy (-want,+got):\n%s", diff)
+			}
+			if got := jobs.Gated(j); got != tc.wantGated {
+				t.Errorf("Gated() = %t, want %t", got, tc.wantGated)
+			}
+			// Started by an admission (its record), or suspended: no
+			// longer a gated copy.
+			tc.job.Annotations = map[string]string{strata.AddedByAdmissionAnnotation: "{}"}
+			if jobs.Gated(j) {
+				t.Error("Gated() = true for a Job with an admission's record")
+			}
+			tc.job.Annotations = nil
+			j.SetSuspended(true)
+			if jobs.Gated(j) {
+				t.Error("Gated() = true for a suspended Job")
 			}
 		})
 	}

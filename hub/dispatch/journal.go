@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -229,6 +230,7 @@ func (j *Journal) Write(ctx context.Context, entries []JournalEntry) (failed []J
 		page := entries[start:min(start+maxPageEntries, len(entries))]
 		name, werr := j.writePage(ctx, page)
 		if werr != nil {
+			metrics.HubJournalWriteFailures.Inc()
 			failed = append(failed, page...)
 			errs = append(errs, werr)
 			continue
@@ -299,8 +301,10 @@ func (j *Journal) Forget(uid types.UID, shown int64) {
 	}
 }
 
-// Prune deletes the pages whose entries are all dropped.
+// Prune deletes the pages whose entries are all dropped, and sets the
+// journal's gauges.
 func (j *Journal) Prune(ctx context.Context) {
+	defer j.gauge()
 	j.mu.Lock()
 	gone := make([]string, 0, len(j.gone))
 	for name := range j.gone {
@@ -320,6 +324,15 @@ func (j *Journal) Prune(ctx context.Context) {
 		}
 		j.mu.Unlock()
 	}
+}
+
+// gauge sets the journal's gauges: its dispatches, and its pages held or
+// not yet deleted.
+func (j *Journal) gauge() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	metrics.HubJournalDispatches.Set(float64(len(j.entries)))
+	metrics.HubJournalPages.Set(float64(len(j.pages) + len(j.gone)))
 }
 
 // Load reads the pages earlier processes of this origin wrote, holds

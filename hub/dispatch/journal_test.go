@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/workload"
 )
@@ -154,6 +156,11 @@ func TestJournalPages(t *testing.T) {
 	j.holdLocked("p1", entry("c", 1, "w1")) // an older page read late: ignored
 	if e, _ := j.Held("c"); e.Generation != 2 || e.Cluster != "w2" {
 		t.Errorf("Held(c) = %+v, want generation 2 on w2", e)
+	}
+	// The gauges: c's dispatch, held by p3; p1 and p2 still to delete.
+	j.gauge()
+	if got, want := []float64{promtest.ToFloat64(metrics.HubJournalDispatches), promtest.ToFloat64(metrics.HubJournalPages)}, []float64{1, 3}; !slices.Equal(got, want) {
+		t.Errorf("gauges (dispatches, pages) = %v, want %v", got, want)
 	}
 }
 

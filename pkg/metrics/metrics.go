@@ -162,6 +162,25 @@ var (
 		Help: "Dispatches the hub holds capacity for until a worker's summary counts them.",
 	})
 
+	// HubJournalDispatches is the number of dispatches the hub holds in
+	// its dispatch journal only (not in their Workloads' status yet).
+	HubJournalDispatches = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "strata_hub_dispatch_journal_dispatches",
+		Help: "Dispatches recorded in the hub's dispatch journal and not yet in their Workloads' status; set after every dispatch pass.",
+	})
+	// HubJournalPages is the number of journal pages (ConfigMaps) the hub
+	// holds or has yet to delete.
+	HubJournalPages = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "strata_hub_dispatch_journal_pages",
+		Help: "Pages (ConfigMaps) of the hub's dispatch journal still held or not deleted yet; set after every dispatch pass.",
+	})
+	// HubJournalWriteFailures counts journal pages the API server refused
+	// or did not answer: their dispatches were not sent.
+	HubJournalWriteFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strata_hub_dispatch_journal_write_failures_total",
+		Help: "Dispatch journal pages that could not be written; their dispatches were not sent and are decided again by a later pass.",
+	})
+
 	// HubSummaryAge is the age of each worker's oldest summary when last read.
 	HubSummaryAge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "strata_hub_summary_age_seconds",
@@ -183,5 +202,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(HubPlacementLatency, HubDispatchPass, HubPendingWorkloads, HubDecisions, HubPreemptionDispatches, HubRejections, HubFenceRenewalFailures, HubReservations, HubSummaryAge, HubConnected, HubAdmissionLatency)
+	metrics.Registry.MustRegister(HubPlacementLatency, HubDispatchPass, HubPendingWorkloads, HubDecisions, HubPreemptionDispatches, HubRejections, HubFenceRenewalFailures, HubReservations, HubJournalDispatches, HubJournalPages, HubJournalWriteFailures, HubSummaryAge, HubConnected, HubAdmissionLatency)
 }

@@ -60,6 +60,11 @@ const (
 	// AddedByAdmissionAnnotation on a job records, as JSON, what
 	// strata-agent's start added to its pod templates for an admission.
 	AddedByAdmissionAnnotation = Prefix + "added-by-admission"
+	// GatedStartAnnotation on a hub's copy says that the hub wrote its pod
+	// templates' scheduling gate and Workload labels and sent it running
+	// (jobs.GatedStart): no admission wrote them, and taking an admission
+	// back removes only those.
+	GatedStartAnnotation = Prefix + "gated-start"
 	// TopologySchedulingGate holds a pod until the node selector of its
 	// assigned topology domain has been injected.
 	TopologySchedulingGate = Prefix + "topology"

@@ -194,6 +194,8 @@ func TestNewCopy(t *testing.T) {
 			strata.HubWorkloadUIDLabel: "wl-uid", strata.DispatchGenerationLabel: "3"},
 		Annotations: map[string]string{"note": "y", strata.FlavorAnnotation: "gpu", strata.DispatchTimeAnnotation: "2026-11-24T08:30:01.123456Z",
 			strata.TopologyHintAnnotation: `{"main":{}}`}}
+	gatedMeta := *copyMeta.DeepCopy()
+	gatedMeta.Annotations[strata.GatedStartAnnotation] = "true"
 	rj := func(labels map[string]string) jobsetapi.ReplicatedJob {
 		return jobsetapi.ReplicatedJob{Name: "workers", Replicas: 2, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}}}}}
@@ -215,7 +217,7 @@ func TestNewCopy(t *testing.T) {
 				}})
 			},
 			// Sent running, its pods held by the gate (jobs.GatedStart).
-			want: batchjob.Adapt(&batchv1.Job{ObjectMeta: copyMeta, Spec: batchv1.JobSpec{
+			want: batchjob.Adapt(&batchv1.Job{ObjectMeta: gatedMeta, Spec: batchv1.JobSpec{
 				Suspend: ptr.To(false),
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x", strata.WorkloadLabel: "job-train", strata.PodSetLabel: "main"}},

@@ -109,16 +109,20 @@ type GatedStart interface {
 	StartGated(workload string) bool
 }
 
-// Gated says whether a job runs with every pod template held by the
-// topology scheduling gate and labelled for a Workload, but was not
-// started by an admission (no record of one): a copy made by GatedStart
-// that waits for its pods to be released. Its pods run only once the
-// agent releases them.
+// Gated says whether a job is a copy made by GatedStart that runs as it
+// was sent: not suspended, marked (strata.GatedStartAnnotation), every pod
+// template held by the topology scheduling gate and labelled for a
+// Workload, and not started by an admission since (no record of one). Its
+// pods run only once the agent releases them.
 func Gated(j Job) bool {
 	if j.Suspended() {
 		return false
 	}
-	if _, recorded := j.Object().GetAnnotations()[strata.AddedByAdmissionAnnotation]; recorded {
+	annotations := j.Object().GetAnnotations()
+	if _, marked := annotations[strata.GatedStartAnnotation]; !marked {
+		return false
+	}
+	if _, recorded := annotations[strata.AddedByAdmissionAnnotation]; recorded {
 		return false
 	}
 	templates := j.Templates()

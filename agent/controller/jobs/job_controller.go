@@ -236,7 +236,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 		return err
 	}
 	released := false
-	if wl.Status.Admission == nil && pkgjobs.Gated(job) {
+	if wl.Status.Admission == nil && pkgjobs.Gated(job) && meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted) == nil {
 		if released, err = r.podsReleased(ctx, job, wl); err != nil {
 			return err
 		}
@@ -278,16 +278,19 @@ const (
 // Workload keeps that admission. A copy a hub sent running with its pods
 // held by the topology scheduling gate (pkgjobs.Gated) is the exception:
 // it waits as it is, and its admission needs no start, since the ungater
-// releases its pods; but once one of its pods was released (released) or
-// its Workload was evicted, it is stopped like any started Job when the
-// admission goes, and waits suspended from then on.
+// releases its pods; but once its Workload was evicted (an admission was
+// taken back: the pods it released may run, and a new admission must not
+// find them) or, with no admission, one of its pods runs released
+// (released), it is stopped like a started Job and waits suspended from
+// then on.
 func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 	suspended := job.Suspended()
 	started := startedAs(job) == wl.Name
 	admitted := wl.Status.Admission != nil
-	if started && pkgjobs.Gated(job) && meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted) == nil &&
-		!meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+	if started && pkgjobs.Gated(job) && !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 		switch {
+		case meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted) != nil:
+			return stepStop
 		case !workload.IsActive(wl):
 			if admitted || !deactivatedSaid(wl) {
 				return stepDeactivate
@@ -295,9 +298,10 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 			return stepNone
 		case admitted:
 			return stepAnnounce
-		case !released:
-			return stepNone
+		case released:
+			return stepStop
 		}
+		return stepNone
 	}
 	switch {
 	case started && !admitted:
@@ -327,11 +331,17 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 
 // startedWith says whether the Job was started with the admission wl
 // holds. When either is unknown (started by an agent that did not record
-// it) it counts as the same.
+// it) it counts as the same; but a hub's gated copy (GatedStartAnnotation)
+// without a record was released for an earlier admission, if any: a new
+// one finds it being stopped.
 func startedWith(job pkgjobs.Job, wl *strata.Workload) bool {
 	added, ok, _ := recordedAdded(job)
+	if !ok {
+		_, gated := job.Object().GetAnnotations()[strata.GatedStartAnnotation]
+		return !gated
+	}
 	id := admissionID(wl)
-	return !ok || added.Admission == "" || id == "" || added.Admission == id
+	return added.Admission == "" || id == "" || added.Admission == id
 }
 
 // rejected reports on the Job that the API server rejected its Workload —
@@ -358,9 +368,12 @@ func (r *Reconciler) takeBackAdmission(ctx context.Context, job pkgjobs.Job) {
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Restoring the Job's pod templates without a record of what its admission added", "job", klog.KObj(job.Object()))
 	}
+	_, gated := job.Object().GetAnnotations()[strata.GatedStartAnnotation]
 	for i, tmpl := range job.Templates() {
 		a := added.forTemplate(i)
-		if !ok {
+		if !ok && !gated {
+			// A hub's gated copy had nothing added: its node selector is
+			// the user's.
 			a = r.flavorNodeLabels(ctx, tmpl)
 		}
 		restoreTemplate(tmpl, a)

@@ -90,7 +90,9 @@ func TestNextStep(t *testing.T) {
 		"gated, admitted, released":            {gated: true, released: true, admission: admission, want: stepAnnounce},
 		"gated, released, admission gone":      {gated: true, released: true, want: stepStop},
 		"gated, evicted before any release":    {gated: true, evicted: true, want: stepStop},
-		"gated, admitted again after eviction": {gated: true, evicted: true, admission: admission, want: stepNone},
+		"gated, admitted again after eviction": {gated: true, evicted: true, admission: admission, want: stepStop},
+		"gated, being stopped, admitted again": {gated: true, suspended: true, admission: admission, want: stepStop},
+		"gated, being stopped":                 {gated: true, suspended: true, want: stepStop},
 		"gated, deactivated while waiting":     {gated: true, inactive: true, want: stepDeactivate},
 		"gated, deactivated, said so":          {gated: true, inactive: true, said: true, want: stepNone},
 		"gated, deactivated while admitted":    {gated: true, inactive: true, admission: admission, want: stepDeactivate},
@@ -140,9 +142,8 @@ func TestNextStep(t *testing.T) {
 				}
 			}
 			if tc.gated {
-				job.Spec.Suspend = ptr.To(false)
-				job.Spec.Template.Labels = map[string]string{strata.WorkloadLabel: wlName, strata.PodSetLabel: "main"}
-				job.Spec.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: strata.TopologySchedulingGate}}
+				batchjob.Adapt(job).StartGated(wlName)
+				job.Spec.Suspend = ptr.To(tc.suspended) // suspended: the agent stops it
 			}
 			if tc.evicted {
 				wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Preempted"})

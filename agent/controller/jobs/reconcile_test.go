@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs/batchjob"
@@ -95,6 +96,12 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 	}
 	e.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&strata.Workload{}, &batchv1.Job{}).
+		WithIndex(&corev1.Pod{}, index.PodWorkload, func(o client.Object) []string {
+			if name := o.GetLabels()[strata.WorkloadLabel]; name != "" {
+				return []string{name}
+			}
+			return nil
+		}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if err := check(obj); err != nil {
@@ -585,5 +592,40 @@ func TestReconcileGatedCopy(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"Normal Started Admitted by ClusterQueue " + queueName}, e.events()); diff != "" {
 		t.Errorf("events after the new admission (-want,+got):\n%s", diff)
+	}
+}
+
+// TestReconcileStopsAGatedCopy: a gated copy whose Workload was evicted
+// is suspended, then its template loses only what the hub added (the gate
+// and the Workload's labels): a node selector entry equal to a flavor's
+// node label is the user's, and stays.
+func TestReconcileStopsAGatedCopy(t *testing.T) {
+	job := makeJob("train", nil)
+	job.Spec.Template.Spec.NodeSelector = map[string]string{"gpu": "h100"} // flavor h100's node label
+	if !batchjob.Adapt(job).StartGated(WorkloadName("train")) {
+		t.Fatal("StartGated() = false")
+	}
+	wl := admittedWorkload(t, job)
+	wl.Status.Admission = nil
+	wl.Status.Conditions = []metav1.Condition{
+		{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Preempted", LastTransitionTime: metav1.Now()},
+		{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Preempted", LastTransitionTime: metav1.Now()},
+	}
+	e := newEnv(t, job, wl)
+	for range 2 {
+		if err := e.reconcile(job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := e.job("train")
+	if !ptr.Deref(got.Spec.Suspend, false) {
+		t.Error("the evicted copy was not suspended")
+	}
+	want := map[string]string{"gpu": "h100"}
+	if diff := cmp.Diff(want, got.Spec.Template.Spec.NodeSelector); diff != "" {
+		t.Errorf("node selector (-want,+got):\n%s", diff)
+	}
+	if len(got.Spec.Template.Spec.SchedulingGates) != 0 || got.Spec.Template.Labels[strata.WorkloadLabel] != "" {
+		t.Errorf("the hub's gate and labels stay: gates %v, labels %v", got.Spec.Template.Spec.SchedulingGates, got.Spec.Template.Labels)
 	}
 }

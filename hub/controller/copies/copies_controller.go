@@ -311,9 +311,11 @@ func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, e
 		mirror := func(ctx context.Context) error { return r.syncJobStatus(ctx, s.hubJob, s.copyJob) }
 		switch {
 		case st.action == actRecordAdmission:
-			// After the Workload's status: whoever sees the hub's job run
+			// After the Workload's status, and after what follows the
+			// admission's write (its event, metric and memory), which a
+			// failed mirror must not skip: whoever sees the hub's job run
 			// or finish finds on its Workload where it ran.
-			s.afterWrite(mirror)
+			defer s.afterWrite(mirror)
 		case st.release && !s.journalled.IsZero() && s.wl != nil:
 			// Finished while its dispatch is only in the journal: the
 			// dispatch goes into the status now, before the job says it

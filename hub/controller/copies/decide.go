@@ -350,7 +350,7 @@ func followStep(o *observed, now time.Time) step {
 			s.outcome.message = fmt.Sprintf("the worker deactivated the copy (%s): %s; the Workload is deactivated (spec.active: false) and is dispatched again when spec.active is true",
 				reason, message)
 		}
-		s.mirror = true
+		s.mirror = !jobs.Gated(o.copyJob) // a gated copy's pods never ran
 		return s
 	case dispatch.Admitted:
 		return step{action: actRecordAdmission, why: "the worker admitted the copy", mirror: true}
@@ -359,7 +359,7 @@ func followStep(o *observed, now time.Time) step {
 		// Deactivated on its worker, the eviction not done yet: its
 		// verdict (Judge) comes with it, not from a timeout; the copy's
 		// changes bring the Workload back.
-		return step{action: actNone, why: "the worker is deactivating the copy", mirror: true}
+		return step{action: actNone, why: "the worker is deactivating the copy", mirror: !jobs.Gated(o.copyJob)}
 	}
 	// The worker has admissionTimeout from when the copy is there: from
 	// the dispatch, or from when this hub process first saw the copy, if

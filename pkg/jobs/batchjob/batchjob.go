@@ -169,6 +169,10 @@ func (j Job) StartGated(wl string) bool {
 	if !slices.ContainsFunc(t.Spec.SchedulingGates, workload.IsTopologyGate) {
 		t.Spec.SchedulingGates = append(t.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate})
 	}
+	if j.Annotations == nil {
+		j.Annotations = map[string]string{}
+	}
+	j.Annotations[strata.GatedStartAnnotation] = "true"
 	j.Spec.Suspend = ptr.To(false)
 	return true
 }

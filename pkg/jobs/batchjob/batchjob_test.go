@@ -119,7 +119,7 @@ func TestStartGated(t *testing.T) {
 				Spec:       corev1.PodSpec{SchedulingGates: gate[:1]},
 			}}},
 			wantOK: true,
-			want: &batchv1.Job{Spec: batchv1.JobSpec{Suspend: ptr.To(false), Template: corev1.PodTemplateSpec{
+			want: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.GatedStartAnnotation: "true"}}, Spec: batchv1.JobSpec{Suspend: ptr.To(false), Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x", strata.WorkloadLabel: "job-train", strata.PodSetLabel: "main"}},
 				Spec:       corev1.PodSpec{SchedulingGates: gate},
 			}}},
@@ -141,13 +141,18 @@ func TestStartGated(t *testing.T) {
 			if got := jobs.Gated(j); got != tc.wantGated {
 				t.Errorf("Gated() = %t, want %t", got, tc.wantGated)
 			}
-			// Started by an admission (its record), or suspended: no
-			// longer a gated copy.
-			tc.job.Annotations = map[string]string{strata.AddedByAdmissionAnnotation: "{}"}
+			// Started by an admission (its record), not marked, or
+			// suspended: no longer a gated copy.
+			marked := tc.job.Annotations
+			tc.job.Annotations = map[string]string{strata.GatedStartAnnotation: "true", strata.AddedByAdmissionAnnotation: "{}"}
 			if jobs.Gated(j) {
 				t.Error("Gated() = true for a Job with an admission's record")
 			}
 			tc.job.Annotations = nil
+			if jobs.Gated(j) {
+				t.Error("Gated() = true for a Job the hub did not mark")
+			}
+			tc.job.Annotations = marked
 			j.SetSuspended(true)
 			if jobs.Gated(j) {
 				t.Error("Gated() = true for a suspended Job")

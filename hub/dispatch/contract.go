@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/workload"
@@ -126,7 +127,7 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 	p.DispatchGeneration++
 	p.PreemptUpTo, p.TopologyHint = nil, ""
 	addAttempt(p, strata.PlacementAttempt{Cluster: cluster, Flavor: flavor, DispatchGeneration: p.DispatchGeneration,
-		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncate(reason)})
+		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncateAttempt(reason)})
 	// Transitions at the dispatch's time (the hub's clock), not when the
 	// record is written: a dispatch journalled first reaches the status
 	// later (Journal), with the same record.
@@ -172,7 +173,7 @@ func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult,
 		return
 	}
 	a := strata.PlacementAttempt{Cluster: p.Cluster, Flavor: p.Flavor, DispatchGeneration: p.DispatchGeneration, Result: result,
-		Time: metav1.NewTime(now), Reason: truncateReason(cause), Message: truncate(message)}
+		Time: metav1.NewTime(now), Reason: truncateReason(cause), Message: truncateAttempt(message)}
 	if n := len(p.Attempts); n > 0 && p.Attempts[n-1].DispatchGeneration == p.DispatchGeneration && p.Attempts[n-1].Cluster == p.Cluster {
 		p.Attempts[n-1] = a
 	} else {
@@ -237,7 +238,10 @@ func NotePreemption(status *strata.WorkloadStatus, cluster, message string) bool
 		return false
 	}
 	a := &p.Attempts[n-1]
-	a.Message = truncate(fmt.Sprintf("%s%s%s: %s", a.Message, preemptedNote, cluster, message))
+	// The note stays whole within the API's bound, so that it is found
+	// again and added once.
+	note := intake.Truncate(fmt.Sprintf("%s%s: %s", preemptedNote, cluster, message), maxAttemptMessage/2)
+	a.Message = intake.Truncate(a.Message, maxAttemptMessage-len(note)) + note
 	return true
 }
 
@@ -279,6 +283,15 @@ func truncateReason(r string) string {
 
 // maxAttemptReason is the API's bound on an attempt's reason.
 const maxAttemptReason = 128
+
+// maxAttemptMessage is the API's bound on an attempt's message: a longer
+// one (a worker's whole /readyz answer in an unreachable reason) made
+// every status write of the Workload invalid, and the Workload stuck.
+const maxAttemptMessage = 1024
+
+// truncateAttempt bounds an attempt's message to what the API takes, on a
+// character boundary.
+func truncateAttempt(m string) string { return intake.Truncate(m, maxAttemptMessage) }
 
 func truncate(m string) string {
 	if len(m) <= maxMessage {

@@ -2,8 +2,10 @@ package dispatch
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -537,5 +539,26 @@ func TestNewCopyRequeueCount(t *testing.T) {
 				t.Errorf("the copy's count (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAttemptMessagesFitTheAPI: an attempt's message never exceeds the
+// API's 1,024 bytes, however long the reason (a worker's whole /readyz
+// answer): a longer one made every status write of the Workload invalid.
+func TestAttemptMessagesFitTheAPI(t *testing.T) {
+	long := strings.Repeat("[+]poststarthook/generic-apiserver-start-informers ok\n", 100)
+	now := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
+	var status strata.WorkloadStatus
+	RecordDispatch(&status, "w1", "gpu", "w2/gpu: unreachable: "+long, now)
+	NotePreemption(&status, "w1", long)
+	if NotePreemption(&status, "w1", long) {
+		t.Error("NotePreemption() added its note twice")
+	}
+	RecordOutcome(&status, strata.PlacementRejected, ReasonRejected, "Refused", long, now)
+	RecordDispatch(&status, "w1", "gpu", long, now)
+	for i, a := range status.Placement.Attempts {
+		if len(a.Message) > maxAttemptMessage || !utf8.ValidString(a.Message) {
+			t.Errorf("attempt %d: message of %d bytes (valid UTF-8: %t), want at most %d", i, len(a.Message), utf8.ValidString(a.Message), maxAttemptMessage)
+		}
 	}
 }

@@ -106,6 +106,22 @@ func (k *Keeper) WithTAS(opts tas.Options) *Keeper {
 	return k
 }
 
+// sameSpec says whether the Workload wl has the spec of desired. With
+// lean Workloads, one written whole (by an earlier version) whose lean
+// spec is desired's is the same: rewriting every waiting Workload after
+// an upgrade would change nothing that is read.
+func (k *Keeper) sameSpec(wl, desired *strata.Workload) bool {
+	if equality.Semantic.DeepEqual(wl.Spec, desired.Spec) {
+		return true
+	}
+	if !k.lean {
+		return false
+	}
+	lean := wl.DeepCopy()
+	workload.LeanWorkload(lean)
+	return equality.Semantic.DeepEqual(lean.Spec, desired.Spec)
+}
+
 // Kind is the kind of the Keeper's Jobs.
 func (k *Keeper) Kind() jobs.Kind { return k.kind }
 
@@ -506,7 +522,7 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		// spec.active is the user's (or Kueue's deactivation), not the
 		// job's: kept as it is.
 		desired.Spec.Active = wl.Spec.Active
-		if wl.Status.Admission == nil && (!equality.Semantic.DeepEqual(wl.Spec, desired.Spec) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]) {
+		if wl.Status.Admission == nil && (!k.sameSpec(&wl, desired) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]) {
 			wl.Spec = desired.Spec
 			if invalid {
 				metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.InvalidAnnotation, reason)

@@ -286,6 +286,7 @@ func BenchmarkAgent(b *testing.B) {
 		// and the backlog keeps a quarter of its capacity.
 		b.Logf("agent API writes per Job, from admitted to ungated: %s", reqs.perJob(jobs))
 	}
+	logObjectSizes(b, ctx, kube, &strata.WorkloadList{}, &batchv1.JobList{}, &corev1.PodList{})
 	var summaries strata.CapacitySummaryList
 	if err := kube.List(ctx, &summaries); err == nil {
 		for _, cs := range summaries.Items {
@@ -595,4 +596,37 @@ func fakeJobController(ctx context.Context, cache crcache.Cache, kube client.Cli
 		}()
 	}
 	return nil
+}
+
+// logObjectSizes logs the stored size of one object of each list's kind
+// (as JSON, and of it the managed fields): every write, watch event and
+// decode of that kind costs in proportion to it. STRATA_PERF_DUMP_DIR
+// keeps the objects.
+func logObjectSizes(b *testing.B, ctx context.Context, c client.Client, lists ...client.ObjectList) {
+	b.Helper()
+	for _, list := range lists {
+		if err := c.List(ctx, list, client.InNamespace("default"), client.Limit(1)); err != nil {
+			b.Fatal(err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil || len(items) == 0 {
+			continue
+		}
+		obj := items[0].(client.Object)
+		whole, err := json.Marshal(obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mf, err := json.Marshal(obj.GetManagedFields())
+		if err != nil {
+			b.Fatal(err)
+		}
+		kind := strings.ToLower(strings.TrimSuffix(fmt.Sprintf("%T", list)[1:], "List"))
+		b.Logf("stored %s %s: %d bytes, %d of them managed fields", kind, obj.GetName(), len(whole), len(mf))
+		if dir := os.Getenv("STRATA_PERF_DUMP_DIR"); dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, "agent-"+kind+".json"), whole, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }

@@ -317,9 +317,11 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 		return stepNone
 	case !admitted:
 		return stepNone
-	case suspended && started && !startedWith(job, wl):
-		// Being stopped (evicted, the template not restored yet) and
-		// admitted again meanwhile: finish stopping, then start anew.
+	case started && !startedWith(job, wl):
+		// Evicted and admitted again before the Job was stopped (still
+		// running), or while it was being stopped (the template not
+		// restored yet): its pods stand where the old admission put
+		// them. Stop it, then start it anew with this admission.
 		return stepStop
 	case suspended && started:
 		return stepRequeue

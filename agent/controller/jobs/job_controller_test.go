@@ -113,6 +113,9 @@ func TestNextStep(t *testing.T) {
 		"being stopped, admitted again meanwhile": {
 			suspended: true, started: true, admission: admission, want: stepStop, startedAt: admittedAt.Add(-time.Minute),
 		},
+		"running, evicted and admitted again before it was stopped": {
+			started: true, admission: admission, want: stepStop, startedAt: admittedAt.Add(-time.Minute),
+		},
 		"suspended by the user after a hot swap changed the assignment": {
 			suspended: true, started: true, admission: &strata.Admission{ClusterQueue: queueName, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4, TopologyAssignment: &strata.TopologyAssignment{Levels: []string{"kubernetes.io/hostname"}}}}},
 			want: stepRequeue,

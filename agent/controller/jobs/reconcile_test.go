@@ -629,3 +629,54 @@ func TestReconcileStopsAGatedCopy(t *testing.T) {
 		t.Errorf("the hub's gate and labels stay: gates %v, labels %v", got.Spec.Template.Spec.SchedulingGates, got.Spec.Template.Labels)
 	}
 }
+
+// TestReconcileRestartsAJobReadmittedBeforeItStopped: a running Job whose
+// Workload was evicted and admitted again before the Job was stopped
+// (the scheduler's pass came first) has its pods where the old admission
+// put them. It is stopped and started anew with the new admission, not
+// left running on the old one.
+func TestReconcileRestartsAJobReadmittedBeforeItStopped(t *testing.T) {
+	job := makeJob("train", nil)
+	wl := admittedWorkload(t, job)
+	old := metav1.NewTime(time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC))
+	wl.Status.Conditions[0].LastTransitionTime = old
+	e := newEnv(t, job, wl)
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	if ptr.Deref(e.job("train").Spec.Suspend, true) {
+		t.Fatal("the admitted Job was not started")
+	}
+	// Evicted and admitted again, as the Job controller would see it
+	// after both writes.
+	readmitted := e.workload(WorkloadName("train"))
+	readmitted.Status.Conditions[0].LastTransitionTime = metav1.NewTime(old.Add(time.Minute))
+	if err := e.client.Status().Update(context.Background(), readmitted); err != nil {
+		t.Fatal(err)
+	}
+	e.events()
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	if !ptr.Deref(e.job("train").Spec.Suspend, false) {
+		t.Fatal("the Job still runs on the admission it lost")
+	}
+	for range 2 { // restore the template, then start with the new admission
+		if err := e.reconcile(job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := e.job("train")
+	if ptr.Deref(got.Spec.Suspend, true) {
+		t.Error("the Job was not started again")
+	}
+	if !startedWith(batchjob.Adapt(got), e.workload(WorkloadName("train"))) {
+		t.Error("the Job was not started with the new admission")
+	}
+	if diff := cmp.Diff([]string{
+		"Normal Stopped The Workload was evicted; the Job waits in LocalQueue training again",
+		"Normal Started Admitted by ClusterQueue training",
+	}, e.events()); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+}

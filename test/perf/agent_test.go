@@ -92,16 +92,17 @@ func kwokBenchCluster(b *testing.B, tmp string) benchCluster {
 }
 
 // apiServerBenchCluster is a kube-apiserver and etcd alone (envtest) with
-// the chart's admission policy: the agent is all that runs, and the
-// harness stands in for the Job controller.
+// the agent chart applied (its RBAC and admission policies; nothing runs
+// its Deployment): the agent is all that runs, as the chart's
+// ServiceAccount, and the harness stands in for the Job controller.
 func apiServerBenchCluster(b *testing.B) benchCluster {
 	clusters, err := framework.Start(framework.ClusterSpec{Name: "perf", Role: framework.Worker})
 	if err != nil {
 		b.Fatal(err)
 	}
 	w := clusters.Get("perf")
-	bc := benchCluster{admin: rest.CopyConfig(w.Config), agent: rest.CopyConfig(w.Config), nodeStatus: true, stop: clusters.Stop}
-	if err := applyManifest(w.KubeconfigPath, filepath.Join("charts", "strata-agent", "templates", "admission-policy.yaml")); err != nil {
+	bc := benchCluster{admin: rest.CopyConfig(w.Config), nodeStatus: true, stop: clusters.Stop}
+	if bc.agent, err = agentChartConfig(context.Background(), w); err != nil {
 		b.Fatal(errors.Join(err, bc.stop()))
 	}
 	return bc

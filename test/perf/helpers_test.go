@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -32,6 +34,53 @@ import (
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
 )
+
+// agentChartConfig applies the strata-agent chart, rendered with helm, to
+// cluster w (its RBAC, its admission policies, and a Deployment of no
+// replica) and returns a REST config that authenticates as the chart's
+// ServiceAccount with a token, as the agent does when installed: its
+// requests are authorized by the chart's RBAC, and authenticated as a
+// ServiceAccount's are (a cached token), not by a client certificate
+// checked on every request.
+func agentChartConfig(ctx context.Context, w *framework.Cluster) (*rest.Config, error) {
+	const namespace = "strata-system"
+	bin, err := framework.BinDir()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(w.Config)
+	if err != nil {
+		return nil, err
+	}
+	version, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	helm := exec.Command(filepath.Join(bin, "helm"), "template", "strata-agent", filepath.Join(framework.RepoRoot(), "charts", "strata-agent"),
+		"--namespace", namespace, "--kube-version", version.GitVersion, "--set", "replicas=0")
+	helm.Stderr = &stderr
+	rendered, err := helm.Output()
+	if err != nil {
+		return nil, fmt.Errorf("helm template strata-agent: %w: %s", err, stderr.String())
+	}
+	if err := w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return nil, err
+	}
+	apply := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", w.KubeconfigPath, "apply", "-f", "-")
+	apply.Stdin = bytes.NewReader(rendered)
+	if out, err := apply.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("applying the strata-agent chart: %w: %s", err, out)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, "strata-agent",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](7200)}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("a token for ServiceAccount strata-agent: %w", err)
+	}
+	cfg := rest.AnonymousClientConfig(w.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg, nil
+}
 
 // What the benchmarks share: knobs from the environment, setting up
 // nodes and manifests on an API server alone, running the agent

@@ -79,21 +79,24 @@ func (r *requests) perJob(jobs int) string {
 		what string
 		n    int
 	}
-	var writes []count
+	var writes, reads []count
 	total := 0
 	for what, n := range r.n {
 		if strings.HasPrefix(what, "GET ") {
+			reads = append(reads, count{what, n})
 			continue
 		}
 		writes = append(writes, count{what, n})
 		total += n
 	}
-	slices.SortFunc(writes, func(a, b count) int {
+	byCount := func(a, b count) int {
 		if a.n != b.n {
 			return b.n - a.n
 		}
 		return strings.Compare(a.what, b.what)
-	})
+	}
+	slices.SortFunc(writes, byCount)
+	slices.SortFunc(reads, byCount)
 	out := []string{fmt.Sprintf("%.2f", float64(total)/float64(jobs))}
 	for _, w := range writes {
 		out = append(out, fmt.Sprintf("%s %.2f", w.what, float64(w.n)/float64(jobs)))
@@ -101,6 +104,15 @@ func (r *requests) perJob(jobs int) string {
 	if len(r.latency) > 0 {
 		out = append(out, fmt.Sprintf("write latency p50 %s p90 %s",
 			pct(r.latency, 50).Round(time.Millisecond), pct(r.latency, 90).Round(time.Millisecond)))
+	}
+	// Reads (lists and gets, not watches) are few and come mostly from
+	// start-up: counted, not divided.
+	var rs []string
+	for _, rd := range reads {
+		rs = append(rs, fmt.Sprintf("%s %d", rd.what, rd.n))
+	}
+	if len(rs) > 0 {
+		out = append(out, "reads: "+strings.Join(rs, " "))
 	}
 	clear(r.n)
 	r.latency = nil

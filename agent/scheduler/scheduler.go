@@ -771,6 +771,8 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 			Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
 			Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", cq.Name, fq.Name),
 		})
+		c := meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadAdmitted)
+		c.LastTransitionTime = admittedAt(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted), c.LastTransitionTime.Time)
 		if s.podsReady != nil {
 			// In the admission's write: a PodsReady of an earlier
 			// admission says nothing of this one's pods. Its time is the
@@ -826,6 +828,24 @@ func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.
 		})
 	}
 	return admission, nil
+}
+
+// admittedAt is the time an admission made at now records in its
+// Admitted condition, given that condition before it (prev, nil when
+// none). The API keeps that time to the second, and a started Job tells
+// the admission it was started with from a later one by it (with the
+// ClusterQueue): an admission in the same second as the condition before
+// it — admitted, started, evicted and admitted again within one second —
+// is recorded one second after that condition, so that it never reads as
+// the admission it replaces.
+func admittedAt(prev *metav1.Condition, now time.Time) metav1.Time {
+	if prev != nil {
+		last := prev.LastTransitionTime.Truncate(time.Second)
+		if !now.Truncate(time.Second).After(last) {
+			return metav1.NewTime(last.Add(time.Second))
+		}
+	}
+	return metav1.NewTime(now)
 }
 
 // admit writes an admission whose capacity place took in the cache,

@@ -24,12 +24,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -71,7 +73,9 @@ type Keeper struct {
 	checks   []Check
 	orphans  bool
 	lean     bool
-	tas      tas.Options
+	// unsettledFirst: see WithUnsettledFirst.
+	unsettledFirst bool
+	tas            tas.Options
 }
 
 // New returns a Keeper of the Jobs of kind; checks run after the Job's own
@@ -131,7 +135,7 @@ func (k *Keeper) Kind() jobs.Kind { return k.kind }
 // for a namespace's labels, a PriorityClass or a WorkloadPriorityClass.
 func (k *Keeper) Watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
 	return b.
-		Watches(&strata.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.kind.NewObject(), handler.OnlyControllerOwner())).
+		Watches(&strata.Workload{}, k.workloadHandler(mgr)).
 		// Only a queue's creation, deletion or spec matters to its Jobs'
 		// validity; its status changes with every admission, and
 		// reconciling every Job of the queue each time would bury the
@@ -154,6 +158,48 @@ func (k *Keeper) Watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
 		// through the cache, which waits for that list.
 		WatchesRawSource(withoutSyncWait{source.Kind[client.Object](mgr.GetCache(), &strata.WorkloadPriorityClass{},
 			handler.EnqueueRequestsFromMapFunc(k.jobsWaitingFor(strata.WorkloadPriorityClassSource)))})
+}
+
+// workloadHandler enqueues the Job of a Workload (its controller).
+func (k *Keeper) workloadHandler(mgr ctrl.Manager) handler.EventHandler {
+	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.kind.NewObject(), handler.OnlyControllerOwner())
+	if !k.unsettledFirst {
+		return owner
+	}
+	return unsettledFirst{owner}
+}
+
+// WithUnsettledFirst gives the Jobs of the Workloads listed at start that
+// may need their Job stopped or restarted (unsettledWorkload) normal
+// priority. The controller's priority queue puts the objects listed when
+// it starts behind every later event; an agent's Job that may still run on
+// an admission its Workload lost while the agent was away must be stopped
+// first, not after the whole backlog.
+func (k *Keeper) WithUnsettledFirst() *Keeper {
+	k.unsettledFirst = true
+	return k
+}
+
+// unsettledFirst enqueues a listed Workload's Job with normal priority
+// when the Workload is unsettled.
+type unsettledFirst struct{ handler.EventHandler }
+
+func (h unsettledFirst) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.IsInInitialList && unsettledWorkload(e.Object) {
+		e.IsInInitialList = false
+	}
+	h.EventHandler.Create(ctx, e, q)
+}
+
+// unsettledWorkload says whether a Workload listed at start may need its
+// Job stopped or restarted: not finished, and without an admission or
+// with an eviction in its history.
+func unsettledWorkload(o client.Object) bool {
+	wl, ok := o.(*strata.Workload)
+	if !ok || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+		return false
+	}
+	return wl.Status.Admission == nil || meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted) != nil
 }
 
 // priorityClassListWait bounds how long a Job naming a

@@ -79,7 +79,7 @@ func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
 
 // NewKindReconciler returns a Reconciler of the Jobs of kind.
 func NewKindReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder).WithLeanWorkloads(), clock: clock.RealClock{}}
+	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder).WithLeanWorkloads().WithUnsettledFirst(), clock: clock.RealClock{}}
 }
 
 // WithClock stamps the Requeued conditions written when a Job is suspended

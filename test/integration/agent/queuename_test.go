@@ -1,0 +1,64 @@
+package agent
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"strata.dev/strata/agent/controller/jobs"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs/batchjob"
+)
+
+// The chart's policy strata-queue-name-immutable: the queue of a running
+// Job is fixed; a suspended Job's may change.
+var _ = Describe("The queue label of a running Job", Label("agent", "policy"), func() {
+	relabel := func(ctx SpecContext, job *batchv1.Job, queue string) error {
+		var j batchv1.Job
+		Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+		patch := client.MergeFrom(j.DeepCopy())
+		if queue == "" {
+			delete(j.Labels, strata.QueueNameLabel)
+		} else {
+			j.Labels[strata.QueueNameLabel] = queue
+		}
+		j.Labels["team"] = "a" // another label may always change
+		return worker.Client.Patch(ctx, &j, patch)
+	}
+
+	It("cannot be changed or removed, while another label can", func(ctx SpecContext) {
+		ns := createNamespace(ctx, nil)
+		// A hub's copy runs from its creation, its pods gated; with no
+		// LocalQueue it stays so.
+		job := newJob(ns, "no-such-queue", 1, nil)
+		Expect(batchjob.Adapt(job).StartGated(jobs.WorkloadName(job.Name))).To(BeTrue())
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Expect(ptr.Deref(job.Spec.Suspend, true)).To(BeFalse())
+
+		for _, queue := range []string{"other", ""} {
+			err := relabel(ctx, job, queue)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "relabelling to %q: %v", queue, err)
+			Expect(err.Error()).To(ContainSubstring("the label strata.dev/queue-name of a running Job cannot be changed (it is no-such-queue): suspend it first"))
+		}
+		var j batchv1.Job
+		Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+		Expect(j.Labels).To(HaveKeyWithValue(strata.QueueNameLabel, "no-such-queue"))
+
+		By("once suspended, it can")
+		patch := client.MergeFrom(j.DeepCopy())
+		j.Spec.Suspend = ptr.To(true)
+		Expect(worker.Client.Patch(ctx, &j, patch)).To(Succeed())
+		Expect(relabel(ctx, job, "other")).To(Succeed())
+	})
+
+	It("of a suspended Job can be changed", func(ctx SpecContext) {
+		ns := createNamespace(ctx, nil)
+		job := newJob(ns, "no-such-queue", 1, nil) // created suspended by the chart's policy
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Expect(ptr.Deref(job.Spec.Suspend, false)).To(BeTrue())
+		Expect(relabel(ctx, job, "")).To(Succeed())
+	})
+})

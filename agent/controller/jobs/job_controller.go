@@ -323,6 +323,10 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 		// restored yet): its pods stand where the old admission put
 		// them. Stop it, then start it anew with this admission.
 		return stepStop
+	case suspended && started && startingWith(job, wl):
+		// A start with this admission that did not finish (its children
+		// synced, or not, and the Job not resumed): finish it.
+		return stepStart
 	case suspended && started:
 		return stepRequeue
 	case suspended:
@@ -344,6 +348,14 @@ func startedWith(job pkgjobs.Job, wl *strata.Workload) bool {
 	}
 	id := admissionID(wl)
 	return added.Admission == "" || id == "" || added.Admission == id
+}
+
+// startingWith says whether the Job's start with the admission wl holds
+// is under way: the admitted templates written, the Job not resumed yet
+// (addedByAdmission.Starting).
+func startingWith(job pkgjobs.Job, wl *strata.Workload) bool {
+	added, ok, _ := recordedAdded(job)
+	return ok && added.Starting && added.Admission != "" && added.Admission == admissionID(wl)
 }
 
 // rejected reports on the Job that the API server rejected its Workload —
@@ -574,14 +586,16 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 	}
 	added := recordOf(perTemplate)
 	added.Admission = admissionID(wl)
-	if err := recordAdded(job, added); err != nil {
-		return err
-	}
 	if cs, ok := job.(pkgjobs.ChildSync); ok {
 		// Its controller made children from the templates while it was
 		// suspended: the admitted templates go to them before it resumes.
-		// Written once: a Job that waits for its children (below) is
-		// looked at again with the same admission, which changes nothing.
+		// Written once, marked as a start not finished: a retry (its
+		// children's sync or the resume failed) finishes it with the same
+		// admission, which changes nothing.
+		added.Starting = true
+		if err := recordAdded(job, added); err != nil {
+			return err
+		}
 		if !equality.Semantic.DeepEqual(before, job.Object()) {
 			if err := r.client.Update(ctx, job.Object()); err != nil {
 				return fmt.Errorf("starting Job: %w", err)
@@ -590,6 +604,10 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 		if err := cs.SyncChildren(ctx, r.client); err != nil {
 			return fmt.Errorf("starting Job: bringing its children's templates to the admission: %w", err)
 		}
+		added.Starting = false
+	}
+	if err := recordAdded(job, added); err != nil {
+		return err
 	}
 	job.SetSuspended(false)
 	if err := r.client.Update(ctx, job.Object()); err != nil {

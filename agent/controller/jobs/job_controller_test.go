@@ -83,7 +83,9 @@ func TestNextStep(t *testing.T) {
 		// one of its pods was released; evicted: its Workload has an
 		// Evicted condition.
 		gated, released, evicted bool
-		want                     step
+		// starting: the record marks a start not finished.
+		starting bool
+		want     step
 	}{
 		"gated, waiting":                       {gated: true, want: stepNone},
 		"gated, admitted":                      {gated: true, admission: admission, want: stepAnnounce},
@@ -113,6 +115,9 @@ func TestNextStep(t *testing.T) {
 		"being stopped, admitted again meanwhile": {
 			suspended: true, started: true, admission: admission, want: stepStop, startedAt: admittedAt.Add(-time.Minute),
 		},
+		"a start not finished":                         {suspended: true, started: true, starting: true, admission: admission, want: stepStart},
+		"a start not finished, the admission replaced": {suspended: true, started: true, starting: true, admission: admission, startedAt: admittedAt.Add(-time.Minute), want: stepStop},
+		"a start not finished, the admission lost":     {suspended: true, started: true, starting: true, want: stepStop},
 		"running, evicted and admitted again before it was stopped": {
 			started: true, admission: admission, want: stepStop, startedAt: admittedAt.Add(-time.Minute),
 		},
@@ -140,7 +145,7 @@ func TestNextStep(t *testing.T) {
 				then := wl.DeepCopy()
 				then.Status.Admission = admission
 				then.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}
-				if err := recordAdded(batchjob.Adapt(job), addedByAdmission{Admission: admissionID(then)}); err != nil {
+				if err := recordAdded(batchjob.Adapt(job), addedByAdmission{Admission: admissionID(then), Starting: tc.starting}); err != nil {
 					t.Fatal(err)
 				}
 			}

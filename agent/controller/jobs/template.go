@@ -37,6 +37,12 @@ type addedByAdmission struct {
 	// the user suspended when its Workload is admitted again meanwhile.
 	// Empty when unknown.
 	Admission string `json:"admission,omitempty"`
+	// Starting marks a start not finished: the admitted templates are
+	// written (a kind whose children are made from its templates gets them
+	// before it resumes, jobs.ChildSync), the Job is not unsuspended yet.
+	// A retry finishes the start; without the mark the Job would read as
+	// one the user suspended after its start.
+	Starting bool `json:"starting,omitempty"`
 	// More holds what was added to the kind's other pod templates (the
 	// second and later, see jobs.Job.Templates); a batch/v1 Job has one.
 	More []addedByAdmission `json:"more,omitempty"`
@@ -58,7 +64,7 @@ func recordOf(perTemplate []addedByAdmission) addedByAdmission {
 // forTemplate is what the record says was added to pod template i.
 func (a addedByAdmission) forTemplate(i int) addedByAdmission {
 	if i == 0 {
-		a.More, a.Admission = nil, ""
+		a.More, a.Admission, a.Starting = nil, "", false
 		return a
 	}
 	if i-1 < len(a.More) {

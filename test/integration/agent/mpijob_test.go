@@ -24,15 +24,15 @@ import (
 	"strata.dev/strata/pkg/testutil"
 )
 
-// piMPIJob is KEP-2724's "MPIJob with runLauncherAsWorker" example (one
+// piMPIJob (in queue mpi-q) is KEP-2724's "MPIJob with runLauncherAsWorker" example (one
 // launcher, workers workers, 1 CPU each), every pod set in one rack, the
 // launcher and the workers grouped when group is set.
-func piMPIJob(ns, queue, name string, workers int32, group string) *kubeflow.MPIJob {
+func piMPIJob(ns, name string, workers int32, group string) *kubeflow.MPIJob {
 	ann := map[string]string{strata.PodSetRequiredTopologyAnnotation: rack}
 	if group != "" {
 		ann[strata.PodSetGroupNameAnnotation] = group
 	}
-	return testutil.MakeMPIJob(name, ns).Queue(queue).SlotsPerWorker(1).RunLauncherAsWorker(true).Workers(workers).
+	return testutil.MakeMPIJob(name, ns).Queue("mpi-q").SlotsPerWorker(1).RunLauncherAsWorker(true).Workers(workers).
 		Request("cpu", "1").LauncherAnnotations(ann).WorkerAnnotations(ann).Obj()
 }
 
@@ -123,7 +123,7 @@ var _ = Describe("MPIJob", Ordered, Label("agent", "mpijob"), func() {
 	})
 
 	It("admits KEP-2724's MPIJob with runLauncherAsWorker in one rack, ranks workers from index 1, and restores its templates exactly when evicted", func(ctx SpecContext) {
-		j := piMPIJob(ns, "mpi-q", "pi", 2, "pi")
+		j := piMPIJob(ns, "pi", 2, "pi")
 		originals := map[kubeflow.MPIReplicaType]*corev1.PodTemplateSpec{}
 		for t, s := range j.Spec.MPIReplicaSpecs {
 			originals[t] = s.Template.DeepCopy()
@@ -231,7 +231,7 @@ var _ = Describe("MPIJob", Ordered, Label("agent", "mpijob"), func() {
 
 	It("brings the launcher Job the MPI operator made while the MPIJob was suspended to the admission before resuming it", func(ctx SpecContext) {
 		ns2 := createNamespace(ctx, nil) // its LocalQueue comes later: the MPIJob waits
-		j := piMPIJob(ns2, "mpi-q", "early", 2, "")
+		j := piMPIJob(ns2, "early", 2, "")
 		Expect(worker.Client.Create(ctx, j)).To(Succeed())
 		By("the launcher Job, as the operator creates it at startup: suspended, from the template of that moment")
 		launcher := operatorLauncher(ctx, j, &j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template)
@@ -254,8 +254,52 @@ var _ = Describe("MPIJob", Ordered, Label("agent", "mpijob"), func() {
 		Expect(worker.Client.Delete(ctx, j)).To(Succeed())
 	})
 
+	It("finishes a start that failed half-way instead of taking it for a suspension", func(ctx SpecContext) {
+		ns2 := createNamespace(ctx, nil)
+		j := piMPIJob(ns2, "halfway", 2, "")
+		Expect(worker.Client.Create(ctx, j)).To(Succeed())
+		By("a launcher Job that runs already: its template cannot take the admission, and every start stops half-way")
+		launcher := operatorLauncher(ctx, j, &j.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeLauncher].Template)
+		setSuspend := func(suspend bool) {
+			Eventually(func(g Gomega) {
+				var l batchv1.Job
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(launcher), &l)).To(Succeed())
+				l.Spec.Suspend = ptr.To(suspend)
+				g.Expect(worker.Client.Update(ctx, &l)).To(Succeed())
+			}, timeout).Should(Succeed())
+		}
+		setSuspend(false)
+		createLocalQueue(ctx, ns2, "mpi-q")
+		key := client.ObjectKey{Namespace: ns2, Name: mpijob.Kind.WorkloadName(j.Name)}
+		Eventually(func(g Gomega) {
+			var got kubeflow.MPIJob
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(got.Annotations[strata.AddedByAdmissionAnnotation]).To(ContainSubstring(`"starting":true`))
+		}, timeout).Should(Succeed())
+		By("the Workload keeps its admission while the start is retried")
+		Consistently(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, key, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)).To(BeNil())
+		}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("once the launcher can take the admission, the MPIJob resumes")
+		setSuspend(true)
+		Eventually(func(g Gomega) {
+			var got kubeflow.MPIJob
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(ptr.Deref(got.Spec.RunPolicy.Suspend, true)).To(BeFalse())
+			g.Expect(got.Annotations[strata.AddedByAdmissionAnnotation]).NotTo(ContainSubstring("starting"))
+			var l batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(launcher), &l)).To(Succeed())
+			g.Expect(l.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue("pool", "mpi"))
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, j)).To(Succeed())
+	})
+
 	It("keeps an MPIJob whose group no rack holds waiting, saying why on the Workload and in an event on the MPIJob", func(ctx SpecContext) {
-		j := piMPIJob(ns, "mpi-q", "too-wide", 6, "wide") // 7 pods in one rack: r2 has 5
+		j := piMPIJob(ns, "too-wide", 6, "wide") // 7 pods in one rack: r2 has 5
 		Expect(worker.Client.Create(ctx, j)).To(Succeed())
 		Eventually(func(g Gomega) {
 			wl := mpiJobWorkload(g, ctx, j)

@@ -54,6 +54,9 @@ const (
 	ReasonQueueNotFound         = intake.ReasonQueueNotFound
 	ReasonNamespaceNotAllowed   = intake.ReasonNamespaceNotAllowed
 	ReasonPriorityClassNotFound = intake.ReasonPriorityClassNotFound
+	// ReasonJobChanged: the Job's pod sets changed between its admission
+	// and its start; it is admitted again as it is now.
+	ReasonJobChanged = "JobChanged"
 )
 
 // Reconciler keeps the Workload of each queue-labelled Job of one kind.
@@ -487,6 +490,46 @@ func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Wo
 	return r.client.Update(ctx, job.Object())
 }
 
+// podSetsChanged says how the Job's pod sets differ from those its
+// Workload's admission assigned ("" when they do not): the Job was changed
+// while suspended after the admission, and an admitted Workload's spec is
+// not brought up to date. Started so, a template without an assignment
+// would run without the admission's node selector and labels (and then be
+// suspended again as a Job Strata did not start), and a count that grew
+// would run pods no quota or topology assignment counts.
+func podSetsChanged(podSets []strata.PodSet, a *strata.Admission) string {
+	for _, ps := range podSets {
+		i := slices.IndexFunc(a.PodSetAssignments, func(psa strata.PodSetAssignment) bool { return psa.Name == ps.Name })
+		switch {
+		case i < 0:
+			return fmt.Sprintf("pod set %s has no assignment", ps.Name)
+		case a.PodSetAssignments[i].Count != ps.Count:
+			return fmt.Sprintf("pod set %s has %d pods, its assignment %d", ps.Name, ps.Count, a.PodSetAssignments[i].Count)
+		}
+	}
+	return ""
+}
+
+// requeueChanged takes back the admission of a Job changed after it
+// (podSetsChanged) before it starts: its Workload is brought up to date
+// and admitted again as the Job is now.
+func (r *Reconciler) requeueChanged(ctx context.Context, job pkgjobs.Job, wl *strata.Workload, changed string) error {
+	message := "the Job changed after its admission (" + changed + "); it is admitted again as it is now"
+	wl.Status.Admission = nil
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonJobChanged, Message: message,
+	})
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: ReasonJobChanged, Message: message,
+	})
+	workload.SetRequeued(wl, metav1.ConditionTrue, ReasonJobChanged, message, r.clock.Now())
+	if err := r.client.Status().Update(ctx, wl); err != nil {
+		return err
+	}
+	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, "Requeued", "Evict", "The Job changed after its admission (%s); it waits in LocalQueue %s again", changed, wl.Spec.QueueName)
+	return nil
+}
+
 // syncReclaimable records on an admitted Workload the pods of its job that
 // finished for good (status.reclaimablePods), so that the cache and the
 // queues release their capacity and quota now, not at the end.
@@ -562,12 +605,15 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 			return fmt.Errorf("starting Job: %w", err)
 		}
 	}
+	podSets, _ := job.PodSets()
+	if changed := podSetsChanged(podSets, wl.Status.Admission); changed != "" {
+		return r.requeueChanged(ctx, job, wl, changed)
+	}
 	before := job.Object().DeepCopyObject()
 	if _, ok, _ := recordedAdded(job); ok {
 		// Left from an admission that was not fully taken back.
 		r.takeBackAdmission(ctx, job)
 	}
-	podSets, _ := job.PodSets()
 	templates := job.Templates()
 	perTemplate := make([]addedByAdmission, len(templates))
 	for _, psa := range wl.Status.Admission.PodSetAssignments {

@@ -680,3 +680,37 @@ func TestReconcileRestartsAJobReadmittedBeforeItStopped(t *testing.T) {
 		t.Errorf("events (-want,+got):\n%s", diff)
 	}
 }
+
+// TestReconcileRequeuesAJobChangedAfterItsAdmission: a suspended Job whose
+// pods changed after its admission (more of them) is not started on an
+// admission that counts fewer: the admission is taken back and the
+// Workload brought up to date, to be admitted again as the Job is now.
+func TestReconcileRequeuesAJobChangedAfterItsAdmission(t *testing.T) {
+	job := makeJob("train", nil)
+	wl := admittedWorkload(t, job) // 4 pods
+	job.Spec.Parallelism, job.Spec.Completions = ptr.To[int32](6), ptr.To[int32](6)
+	e := newEnv(t, job, wl)
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	if !ptr.Deref(e.job("train").Spec.Suspend, false) {
+		t.Fatal("the Job was started on an admission of 4 pods with 6")
+	}
+	got := e.workload(WorkloadName("train"))
+	if got.Status.Admission != nil {
+		t.Errorf("admission = %+v, want it taken back", got.Status.Admission)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, strata.WorkloadEvicted); c == nil || c.Reason != ReasonJobChanged {
+		t.Errorf("Evicted condition = %+v, want reason %s", c, ReasonJobChanged)
+	}
+	if diff := cmp.Diff([]string{"Normal Requeued The Job changed after its admission (pod set main has 6 pods, its assignment 4); it waits in LocalQueue training again"}, e.events()); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+	// The next pass brings the Workload up to date.
+	if err := e.reconcile(job); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.workload(WorkloadName("train")).Spec.PodSets[0].Count; n != 6 {
+		t.Errorf("the Workload's pod set counts %d pods, want 6", n)
+	}
+}

@@ -294,6 +294,10 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 		switch {
 		case meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted) != nil:
 			return stepStop
+		case released && !admitted:
+			// Its pods run without an admission (its Workload was
+			// deleted and made again), deactivated or not.
+			return stepStop
 		case !workload.IsActive(wl):
 			if admitted || !deactivatedSaid(wl) {
 				return stepDeactivate
@@ -301,8 +305,6 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 			return stepNone
 		case admitted:
 			return stepAnnounce
-		case released:
-			return stepStop
 		}
 		return stepNone
 	}

@@ -178,7 +178,7 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 			// it, never between what the write read and its record.
 			lock := f.renewLock(name)
 			lock.Lock()
-			err := f.renewOnce(ctx, fc, r, f.Revoked(name))
+			err := f.renewOnce(ctx, fc, name, r, !current)
 			// The clock reads after the attempt: a renewal whose outcome
 			// is unknown may have landed up to then.
 			at := f.clock.Now()
@@ -248,8 +248,14 @@ func (f *Fleet) prepareRenewal(ctx context.Context, name string, current bool) e
 }
 
 // renewOnce writes the worker's fencing Lease: this hub holds it, renewed
-// now, for fenceAfter (no duration when fencing is off).
-func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, r *remote, revoked []string) error {
+// now, for fenceAfter (no duration when fencing is off), with the
+// dispatches revoked there. A renewal that is not current (the first of a
+// connection, or after a failure) first adopts the revocations the Lease
+// already lists: written by this hub before a restart or by the replica
+// it took over from, they are held in memory only, and dropping them
+// would let the worker's agent resume a copy the hub placed elsewhere.
+// The next sweeps end those whose copies are gone (settle).
+func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, name string, r *remote, adopt bool) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	key := types.NamespacedName{Namespace: fc.Namespace, Name: strata.FencingLeasePrefix + f.origin}
@@ -258,6 +264,10 @@ func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, r *remote, revoked [
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	if adopt && err == nil {
+		f.adoptRevoked(name, lease.Annotations[strata.RevokedDispatchesAnnotation])
+	}
+	revoked := f.Revoked(name)
 	create := apierrors.IsNotFound(err)
 	if create {
 		lease = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}

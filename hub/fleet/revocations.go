@@ -86,5 +86,24 @@ func (f *Fleet) settle(name string, s Sweep) {
 	}
 }
 
+// adoptRevoked adds to a worker's revocations those a fencing Lease's
+// RevokedDispatchesAnnotation lists (value).
+func (f *Fleet) adoptRevoked(name, value string) {
+	if value == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range strings.Split(value, ",") {
+		if k = strings.TrimSpace(k); k == "" {
+			continue
+		}
+		if f.revoked[name] == nil {
+			f.revoked[name] = map[string]bool{}
+		}
+		f.revoked[name][k] = true
+	}
+}
+
 // revokedValue is the RevokedDispatchesAnnotation of a set of keys.
 func revokedValue(keys []string) string { return strings.Join(keys, ",") }

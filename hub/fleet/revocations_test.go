@@ -1,11 +1,19 @@
 package fleet
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	strata "strata.dev/strata/api/v1beta1"
 )
 
 // TestRevocations: a dispatch is revoked only on the view of the last
@@ -37,5 +45,52 @@ func TestRevocations(t *testing.T) {
 	}
 	if got := revokedValue(f.Revoked("w1")); got != "u3/2" {
 		t.Errorf("annotation %q", got)
+	}
+}
+
+// TestRenewAdoptsRevocations: a renewal that is not current (the first of
+// a connection: after a restart, or a leader's handover) keeps the
+// revocations the Lease lists, which lived in the memory of the process
+// that wrote them; sweeps then end those whose copies are gone.
+func TestRenewAdoptsRevocations(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	scheme := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "strata-system", Name: strata.FencingLeasePrefix + "hub"}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: key.Name,
+		Annotations: map[string]string{strata.RevokedDispatchesAnnotation: "u9/1,u8/2"},
+	}}).Build()
+	f := New(nil, "hub") // a new process: nothing revoked in its memory
+	f.SetClock(testingclock.NewFakeClock(t0))
+	fc := &Fencing{Enabled: true, Namespace: key.Namespace, FenceAfter: 10 * time.Minute}
+	r := &remote{client: c}
+	listed := func() string {
+		var l coordinationv1.Lease
+		if err := c.Get(context.Background(), key, &l); err != nil {
+			t.Fatal(err)
+		}
+		return l.Annotations[strata.RevokedDispatchesAnnotation]
+	}
+
+	if err := f.renewOnce(context.Background(), fc, "w1", r, true); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"u8/2", "u9/1"}, f.Revoked("w1")); diff != "" {
+		t.Errorf("revoked after the first renewal (-want,+got):\n%s", diff)
+	}
+	if got := listed(); got != "u8/2,u9/1" {
+		t.Errorf("the Lease lists %q after the first renewal, want both revocations kept", got)
+	}
+	// u8/2's copy is gone: the sweep ends its revocation; a current
+	// renewal adopts nothing again.
+	f.settle("w1", Sweep{Present: map[string]bool{"u9/1": true}})
+	if err := f.renewOnce(context.Background(), fc, "w1", r, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); got != "u9/1" {
+		t.Errorf("the Lease lists %q, want u9/1", got)
 	}
 }

@@ -203,7 +203,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// brings the Workload back, this only bounds the wait.
 		return ctrl.Result{RequeueAfter: copyGoingRetry}, nil
 	}
-	if apierrors.IsConflict(err) || errors.Is(err, errRenewedMeanwhile) {
+	if apierrors.IsConflict(err) || errors.Is(err, errRenewedMeanwhile) || errors.Is(err, errCopyFinished) {
 		// Acted on an outdated hub object: look again in a moment, with
 		// the newer one (not an error worth a log line).
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil

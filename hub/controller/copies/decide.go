@@ -163,8 +163,10 @@ func nextStep(o *observed, now time.Time) step {
 		// The job is gone: its Workload follows; the copy goes first.
 		return step{action: actTakeBack, why: "the hub job was deleted",
 			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended, message: "the " + o.kindName() + " was deleted"}}
-	case !o.finished() && !workload.IsActive(o.wl):
-		// The user's hold, Kueue's way. The hub job's own suspend is
+	case !o.finished() && !workload.IsActive(o.wl) && !o.copyFinished():
+		// The user's hold, Kueue's way. A copy that finished meanwhile
+		// is mirrored first (followStep): taking it back would lose its
+		// result and run the job again once active. The hub job's own suspend is
 		// Strata's: a job created or set suspended on the hub runs on.
 		st := step{action: actTakeBack, why: "the hub Workload was deactivated", record: true,
 			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated,
@@ -183,7 +185,7 @@ func nextStep(o *observed, now time.Time) step {
 			outcome: outcome{result: strata.PlacementEvicted, reason: evictedReason(o.wl), message: evictedMessage(o.wl)}}
 	case o.wcErr != nil:
 		return step{action: actFail, why: "reading the WorkerCluster", err: o.wcErr}
-	case o.wc != nil && !o.wc.DeletionTimestamp.IsZero() && !o.finished():
+	case o.wc != nil && !o.wc.DeletionTimestamp.IsZero() && !o.finished() && !o.copyFinished():
 		return drainingStep(o, now)
 	case o.switched != nil && !o.finished() && !dispatchTime(o.wl).After(o.switched.At):
 		return oldClusterStep(o, now)
@@ -211,9 +213,10 @@ func nextStep(o *observed, now time.Time) step {
 		return step{action: actRemoveStale, why: "a copy of an earlier dispatch is there"}
 	case o.finished():
 		return finishedStep(o, now)
-	case o.undoing != nil:
+	case o.undoing != nil && !o.copyFinished():
 		// Being taken back: its copy's pods are not gone yet, or the
-		// record's write did not land.
+		// record's write did not land. A copy that finished before its
+		// deletion took hold is mirrored instead.
 		return step{action: actTakeBack, why: "a take-back is under way", outcome: *o.undoing, record: true}
 	case o.takenBack:
 		// This process took the copy back and recorded it; the cache is

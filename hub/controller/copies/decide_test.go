@@ -171,6 +171,29 @@ func TestNextStep(t *testing.T) {
 			},
 			want: step{action: actCleanFinished},
 		},
+		// A copy that finished before the hub mirrored it: its result
+		// comes first, whatever else happened meanwhile; taking it back
+		// would lose it and run the job again.
+		"deactivated after its copy finished, not mirrored yet: mirrored, not taken back": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true), complete)
+				o.wl.Spec.Active = ptr.To(false)
+				return o
+			},
+			want: step{action: actNone, mirror: true, release: true},
+		},
+		"draining after its copy finished, not mirrored yet: mirrored, not taken back": {
+			o:    func() *observed { return draining(withCopy(admittedOnHub(base()), copyWL(true), complete)) },
+			want: step{action: actNone, mirror: true, release: true},
+		},
+		"a take-back under way when its copy finished: mirrored": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true), complete)
+				o.undoing = &outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated}
+				return o
+			},
+			want: step{action: actNone, mirror: true, release: true},
+		},
 		// The hub job's suspend is Strata's, as Kueue's: a job suspended
 		// on the hub (a Kueue manifest's suspend: true) runs on.
 		"suspended on the hub: its copy runs on": {

@@ -144,6 +144,11 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 	// are gone (foreground deletion): never two runs at once.
 	if copyJob != nil {
 		if uid, _, _ := dispatch.CopyOf(copyJob.Object()); uid == s.wl.UID {
+			if record && copyJob.Object().GetDeletionTimestamp().IsZero() {
+				if err := r.notFinishedLive(ctx, s); err != nil {
+					return err
+				}
+			}
 			if err := r.removeCopy(ctx, s.cluster, copyJob.Object(), record); err != nil {
 				return r.copyGoing(s, o, record, err, copyJob.Object())
 			}
@@ -156,6 +161,11 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		existing := s.job.kind.NewObject()
 		if err := c.Get(ctx, s.job.key, existing); err == nil {
 			if uid, _, _ := dispatch.CopyOf(existing); uid == s.wl.UID {
+				if j, ok := s.job.kind.Adapt(existing); ok && record && existing.GetDeletionTimestamp().IsZero() {
+					if done, _ := j.Finished(); done {
+						return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, existing.GetNamespace(), existing.GetName(), s.cluster)
+					}
+				}
 				if err := r.removeCopy(ctx, s.cluster, existing, record); err != nil {
 					return r.copyGoing(s, o, record, err, existing)
 				}
@@ -201,6 +211,36 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		r.memory.noteTakenBack(s.key, s.dispatch)
 		return nil
 	})
+	return nil
+}
+
+// errCopyFinished: a copy about to be taken back finished on its worker;
+// the informer is behind. Its result is mirrored first (nextStep, once the
+// informer shows it): taking it back would lose the result, and the job
+// would run again.
+var errCopyFinished = errors.New("the copy finished on its worker; its result is mirrored before anything else")
+
+// notFinishedLive reads the current dispatch's copy from its worker
+// before a take-back that records an outcome deletes it: the informer may
+// not show yet that it finished. A read that fails, or a copy already
+// gone, says nothing against the take-back.
+func (r *Reconciler) notFinishedLive(ctx context.Context, s *scope) error {
+	c, err := r.fleet.Client(s.cluster)
+	if err != nil {
+		return nil
+	}
+	live := s.job.kind.NewObject()
+	if err := c.Get(ctx, s.job.key, live); err != nil {
+		return nil
+	}
+	if uid, _, _ := dispatch.CopyOf(live); uid != s.wl.UID || !live.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	if j, ok := s.job.kind.Adapt(live); ok {
+		if done, _ := j.Finished(); done {
+			return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, live.GetNamespace(), live.GetName(), s.cluster)
+		}
+	}
 	return nil
 }
 
@@ -264,6 +304,9 @@ func (r *Reconciler) abandon(ctx context.Context, s *scope, reason, message stri
 		return true
 	})
 	s.afterWrite(func(ctx context.Context) error {
+		// Until the cache shows the record, a reconcile would see the
+		// dispatch placed and no copy there, and send it (takeBack's).
+		r.memory.noteTakenBack(s.key, s.dispatch)
 		ctrl.LoggerFrom(ctx).Info("Placing a workload again without its copy known gone", "cluster", s.cluster, "dispatch", s.dispatch, "reason", reason)
 		metrics.HubRejections.WithLabelValues(s.cluster, reason).Inc()
 		if s.hubJob != nil {

@@ -395,9 +395,23 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 	if err != nil {
 		return err
 	}
+	var obj client.Object
 	if copyJob != nil {
-		if uid, _, _ := dispatch.CopyOf(copyJob.Object()); uid == k.uid {
-			if err := r.deleteCopy(ctx, k.cluster, copyJob.Object()); err != nil {
+		obj = copyJob.Object()
+	} else if c, cerr := r.fleet.Client(k.cluster); cerr == nil {
+		// The informer may not show a copy created a moment ago: read it
+		// from the worker, or it would run on beside the new Workload's
+		// until the orphan check finds it.
+		live := k.job.kind.NewObject()
+		if err := c.Get(ctx, k.job.key, live); err == nil {
+			obj = live
+		} else if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+			return err
+		}
+	}
+	if obj != nil {
+		if uid, _, _ := dispatch.CopyOf(obj); uid == k.uid {
+			if err := r.deleteCopy(ctx, k.cluster, obj); err != nil {
 				return err
 			}
 		}

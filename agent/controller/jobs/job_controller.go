@@ -57,6 +57,9 @@ const (
 	// ReasonJobChanged: the Job's pod sets changed between its admission
 	// and its start; it is admitted again as it is now.
 	ReasonJobChanged = "JobChanged"
+	// ReasonLeftQueue: the Job's queue label was removed before it
+	// started; its Workload is deleted.
+	ReasonLeftQueue = "LeftQueue"
 )
 
 // Reconciler keeps the Workload of each queue-labelled Job of one kind.
@@ -124,10 +127,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		Watches(r.kind.NewObject(), jobHandler(r.kind), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[strata.QueueNameLabel] != ""
-		})))
+		Watches(r.kind.NewObject(), jobHandler(r.kind), builder.WithPredicates(queueLabelled()))
 	return r.intake.Watch(mgr, b).Complete(r)
+}
+
+// queueLabelled passes the events of Jobs with the queue label, and the
+// update that removes it (leftQueue).
+func queueLabelled() predicate.Predicate {
+	labelled := func(o client.Object) bool { return o.GetLabels()[strata.QueueNameLabel] != "" }
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return labelled(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return labelled(e.ObjectNew) || labelled(e.ObjectOld) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return labelled(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return labelled(e.Object) },
+	}
 }
 
 // jobHandler enqueues a Job on its events. The controller's priority queue
@@ -218,7 +231,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 		}
 		return err
 	}
-	if obj.GetLabels()[strata.QueueNameLabel] == "" || !obj.GetDeletionTimestamp().IsZero() {
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	if obj.GetLabels()[strata.QueueNameLabel] == "" {
+		if startedAs(job) == "" {
+			return r.leftQueue(ctx, job)
+		}
 		return nil
 	}
 	if err := r.deleteLegacyWorkload(ctx, job); err != nil {
@@ -361,6 +380,28 @@ func startedWith(job pkgjobs.Job, wl *strata.Workload) bool {
 func startingWith(job pkgjobs.Job, wl *strata.Workload) bool {
 	added, ok, _ := recordedAdded(job)
 	return ok && added.Starting && added.Admission != "" && added.Admission == admissionID(wl)
+}
+
+// leftQueue deletes the Workload of a Job whose queue label was removed
+// before the agent started it: the Job is no longer Strata's, and its
+// Workload would otherwise wait in the queue, or hold the quota of an
+// admission nothing would ever start. (A running Job's label cannot be
+// removed: the chart's strata-queue-name-immutable policy.)
+func (r *Reconciler) leftQueue(ctx context.Context, job pkgjobs.Job) error {
+	var wl strata.Workload
+	key := types.NamespacedName{Namespace: job.Object().GetNamespace(), Name: r.kind.WorkloadName(job.Object().GetName())}
+	if err := r.client.Get(ctx, key, &wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(&wl, job.Object()) || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+		return nil
+	}
+	if err := r.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.recorder.Eventf(job.Object(), nil, corev1.EventTypeNormal, ReasonLeftQueue, "Delete",
+		"The label %s was removed: the Job's Workload %s is deleted, and Strata no longer admits the Job", strata.QueueNameLabel, wl.Name)
+	return nil
 }
 
 // rejected reports on the Job that the API server rejected its Workload —

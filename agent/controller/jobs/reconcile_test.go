@@ -714,3 +714,43 @@ func TestReconcileRequeuesAJobChangedAfterItsAdmission(t *testing.T) {
 		t.Errorf("the Workload's pod set counts %d pods, want 6", n)
 	}
 }
+
+// TestReconcileJobThatLeftItsQueue: a Job whose queue label was removed
+// before it started is no longer Strata's: its Workload, which would wait
+// in the queue or hold an admission's quota for nothing, is deleted. A
+// started one keeps its Workload (the chart's policy keeps a running
+// Job's label).
+func TestReconcileJobThatLeftItsQueue(t *testing.T) {
+	cases := map[string]struct {
+		started     bool
+		wantDeleted bool
+		wantEvents  []string
+	}{
+		"admitted, not started": {wantDeleted: true, wantEvents: []string{
+			"Normal LeftQueue The label strata.dev/queue-name was removed: the Job's Workload job-train is deleted, and Strata no longer admits the Job",
+		}},
+		"started": {started: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			job := makeJob("train", nil)
+			wl := admittedWorkload(t, job)
+			delete(job.Labels, strata.QueueNameLabel)
+			if tc.started {
+				job.Spec.Template.Labels = map[string]string{strata.WorkloadLabel: WorkloadName("train")}
+				job.Spec.Suspend = ptr.To(false)
+			}
+			e := newEnv(t, job, wl)
+			if err := e.reconcile(job); err != nil {
+				t.Fatal(err)
+			}
+			err := e.client.Get(context.Background(), client.ObjectKeyFromObject(wl), &strata.Workload{})
+			if deleted := apierrors.IsNotFound(err); deleted != tc.wantDeleted {
+				t.Errorf("Workload deleted: %t (%v), want %t", deleted, err, tc.wantDeleted)
+			}
+			if diff := cmp.Diff(tc.wantEvents, e.events(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("events (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

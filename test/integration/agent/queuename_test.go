@@ -54,11 +54,21 @@ var _ = Describe("The queue label of a running Job", Label("agent", "policy"), f
 		Expect(relabel(ctx, job, "other")).To(Succeed())
 	})
 
-	It("of a suspended Job can be changed", func(ctx SpecContext) {
+	It("of a suspended Job can be removed, and its Workload goes with it", func(ctx SpecContext) {
 		ns := createNamespace(ctx, nil)
 		job := newJob(ns, "no-such-queue", 1, nil) // created suspended by the chart's policy
 		Expect(worker.Client.Create(ctx, job)).To(Succeed())
 		Expect(ptr.Deref(job.Spec.Suspend, false)).To(BeTrue())
+		key := client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}
+		Eventually(func(g Gomega) {
+			g.Expect(worker.Client.Get(ctx, key, &strata.Workload{})).To(Succeed())
+		}, timeout).Should(Succeed())
 		Expect(relabel(ctx, job, "")).To(Succeed())
+		// No longer Strata's: its Workload would wait in the queue, or
+		// hold an admission's quota, for nothing.
+		Eventually(func(g Gomega) {
+			err := worker.Client.Get(ctx, key, &strata.Workload{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Workload: %v", err)
+		}, timeout).Should(Succeed())
 	})
 })

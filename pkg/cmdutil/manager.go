@@ -57,7 +57,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 // when not nil, replaces the informers' default transform (which drops
 // managedFields).
 func (o *Options) NewManager(name string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (ctrl.Manager, error) {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
+	ctrl.SetLogger(LazyValues(zap.New(zap.UseFlagOptions(&o.Zap))))
 	if soft, err := SoftMemoryLimit(); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "Not setting a soft memory limit; set GOMEMLIMIT below the container's memory limit")
 	} else if soft > 0 {

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
@@ -117,7 +118,7 @@ func apiServerBenchCluster(b *testing.B) benchCluster {
 func BenchmarkAgent(b *testing.B) {
 	nodes, jobs, latencyJobs := envInt("STRATA_PERF_NODES", 5000), envInt("STRATA_PERF_JOBS", 1000), envInt("STRATA_PERF_LATENCY_JOBS", 100)
 	ctx := context.Background()
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }))
+	ctrl.SetLogger(cmdutil.LazyValues(zap.New(zap.WriteTo(os.Stderr), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder })))
 	tmp := b.TempDir()
 	var bc benchCluster
 	switch kind := os.Getenv("STRATA_PERF_CLUSTER"); kind {

@@ -36,6 +36,7 @@ import (
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/replay"
 	"strata.dev/strata/pkg/scheme"
@@ -87,7 +88,7 @@ func BenchmarkHubBacklog(b *testing.B) {
 	const racksPerBlock, hostsPerRack, gpusPerHost, creators = 4, 16, 8, 8
 	nodesPerWorker := blocks * racksPerBlock * hostsPerRack
 	ctx := context.Background()
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	ctrl.SetLogger(cmdutil.LazyValues(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))))
 	out := &keyValues{}
 	out.add("workers", workerCount)
 	out.add("nodes_per_worker", nodesPerWorker)

@@ -86,7 +86,7 @@ func BenchmarkHub(b *testing.B) {
 	racksPerWorker := max(1, (3*jobs/2+workerCount*nodesPerRack*nodeCPU-1)/(workerCount*nodesPerRack*nodeCPU))
 	ctx := pprof.WithLabels(context.Background(), pprof.Labels("component", "harness"))
 	pprof.SetGoroutineLabels(ctx)
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	ctrl.SetLogger(cmdutil.LazyValues(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))))
 	out := &keyValues{}
 	out.add("jobs", jobs)
 	out.add("workers", workerCount)

@@ -140,7 +140,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.List(ctx, &pods, index.PodsOf(wl.Namespace, wl.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
-	ready, want := readyPods(pods.Items), admittedPods(wl)
+	// An earlier Job's pods (orphaned, or still terminating) carry the
+	// same label: they are not this admission's.
+	ready, want := readyPods(workload.OwnedPods(wl, pods.Items)), admittedPods(wl)
 	prev := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPodsReady)
 	status, reason := condition(prev, ready >= want)
 	// Absent counts as waiting to start: not written (an admission writes

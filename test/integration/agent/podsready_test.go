@@ -158,4 +158,39 @@ var _ = Describe("Waiting for pods to be ready", Ordered, Label("agent", "podsre
 			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		}
 	})
+
+	It("does not count a ready pod an earlier Job of the same name left behind", func(ctx SpecContext) {
+		job := newJob(ns, "ready-q", 1, nil)
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		expectAdmitted(ctx, job)
+		var started batchv1.Job
+		Eventually(func(g Gomega) {
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &started)).To(Succeed())
+			g.Expect(ptr.Deref(started.Spec.Suspend, true)).To(BeFalse())
+		}, timeout).Should(Succeed())
+
+		By("an orphaned pod of an earlier Job, running and ready, carries the same workload label")
+		orphan := testutil.JobPod(&started, 0)
+		orphan.Name = job.Name + "-old-0"
+		orphan.OwnerReferences = nil
+		orphan.Spec.SchedulingGates = nil
+		Expect(worker.Client.Create(ctx, orphan)).To(Succeed())
+		orphan.Status.Phase = corev1.PodRunning
+		orphan.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		Expect(worker.Client.Status().Update(ctx, orphan)).To(Succeed())
+		Consistently(func(g Gomega) {
+			c := podsReady(g, ctx, job)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "the Job's own pod does not exist yet")
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("its own pod becoming ready")
+		createPods(ctx, job, 0)
+		makeReady(ctx, job)
+		Eventually(func(g Gomega) {
+			c := podsReady(g, ctx, job)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		}, timeout).Should(Succeed())
+	})
 })

@@ -3,7 +3,10 @@ package agent
 
 import (
 	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"strata.dev/strata/agent/controller"
 	"strata.dev/strata/pkg/cmdutil"
@@ -29,7 +32,7 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mgr, err := opts.NewManager(Name, scheme.New(), nil)
+			mgr, err := opts.NewManager(Name, scheme.New(), nil, LeaseCache(cfg.Fencing.Namespace))
 			if err != nil {
 				return err
 			}
@@ -46,4 +49,17 @@ func NewCommand() *cobra.Command {
 	}
 	opts.AddFlags(cmd)
 	return cmd
+}
+
+// LeaseCache limits the agent's cache of Leases to the fencing namespace,
+// where the hubs' fencing Leases and the agent's records of them are: the
+// rest of a cluster's Leases (every node's heartbeat in kube-node-lease,
+// every 10 s) are not its business.
+func LeaseCache(namespace string) func(*ctrl.Options) {
+	return func(o *ctrl.Options) {
+		if o.Cache.ByObject == nil {
+			o.Cache.ByObject = map[client.Object]cache.ByObject{}
+		}
+		o.Cache.ByObject[&coordinationv1.Lease{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+	}
 }

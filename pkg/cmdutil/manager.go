@@ -55,8 +55,8 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 // NewManager creates the controller manager for a daemon named name, with
 // health checks, metrics and (optionally) leader election. transform,
 // when not nil, replaces the informers' default transform (which drops
-// managedFields).
-func (o *Options) NewManager(name string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (ctrl.Manager, error) {
+// managedFields); tune, when given, changes the manager's options last.
+func (o *Options) NewManager(name string, scheme *runtime.Scheme, transform toolscache.TransformFunc, tune ...func(*ctrl.Options)) (ctrl.Manager, error) {
 	ctrl.SetLogger(LazyValues(zap.New(zap.UseFlagOptions(&o.Zap))))
 	if soft, err := SoftMemoryLimit(); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "Not setting a soft memory limit; set GOMEMLIMIT below the container's memory limit")
@@ -73,7 +73,7 @@ func (o *Options) NewManager(name string, scheme *runtime.Scheme, transform tool
 	if transform == nil {
 		transform = cache.TransformStripManagedFields()
 	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme: scheme,
 		// Nothing reads managedFields; without them the informers' copies
 		// of Jobs, Workloads and Pods take about half the memory. An
@@ -85,7 +85,11 @@ func (o *Options) NewManager(name string, scheme *runtime.Scheme, transform tool
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        name + ".strata.dev",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
-	})
+	}
+	for _, t := range tune {
+		t(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}

@@ -29,6 +29,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +48,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
@@ -182,6 +187,11 @@ func next(prev *observed, lease *coordinationv1.Lease, restored *observed, sight
 		switch {
 		case prev != nil && prev.renewTime.Equal(renew):
 			o.seen = prev.seen
+		case prev == nil && restored != nil && restored.renewTime.Equal(renew) && !renew.IsZero():
+			// The renewal an earlier agent process saw (a Lease deleted
+			// and restored from a backup, say, while no agent ran): not a
+			// change since.
+			o.seen = restored.seen
 		case sighted != nil && sighted.renewTime.Equal(renew):
 			o.seen = sighted.at // the change, as the informer delivered it
 		case prev != nil, !atStart:
@@ -232,6 +242,11 @@ func (f *Fence) Holds(wl *strata.Workload) string {
 		return ""
 	}
 	return fenceMessage(origin, f.namespace, o)
+}
+
+func missingMessage(origin, namespace string) string {
+	return fmt.Sprintf("hub %s's fencing Lease %s/%s is missing, and no earlier agent recorded it: "+
+		"its copies on this worker stay stopped until the hub writes the Lease", origin, namespace, LeaseName(origin))
 }
 
 func revokedMessage(origin string) string {
@@ -308,7 +323,37 @@ func (f *Fence) SetupWithManager(mgr ctrl.Manager) error {
 		For(&coordinationv1.Lease{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == f.namespace && strings.HasPrefix(o.GetName(), LeasePrefix)
 		}))).
+		// A hub is followed whether or not its Lease is there: after a
+		// restart, the agent's record of a deleted Lease, or a copy an
+		// earlier process admitted, brings it up.
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if o.GetNamespace() != f.namespace || !strings.HasPrefix(o.GetName(), RecordPrefix) {
+				return nil
+			}
+			return f.follow(strings.TrimPrefix(o.GetName(), RecordPrefix))
+		})).
+		Watches(&strata.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			wl, ok := o.(*strata.Workload)
+			if !ok || wl.Status.Admission == nil || wl.Labels[strata.HubWorkloadUIDLabel] == "" {
+				return nil
+			}
+			return f.follow(wl.Labels[strata.OriginLabel])
+		}), builder.WithPredicates(predicate.Funcs{
+			// Its first sight of each is enough: a copy is admitted
+			// later only once its hub's Lease was read.
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
 		Complete(f)
+}
+
+// follow is the request that follows the hub of origin.
+func (f *Fence) follow(origin string) []reconcile.Request {
+	if origin == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: f.namespace, Name: LeaseName(origin)}}}
 }
 
 // Reconcile follows one hub's Lease: it records each change, and evicts
@@ -349,18 +394,23 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	f.mu.Unlock()
 	o := f.observe(origin, lease, restored, sighted, atStart, now)
 	if o == nil {
-		return ctrl.Result{}, nil // no Lease, never seen: its copies wait for one
+		// No Lease, and nothing known of one: no copy of the hub is
+		// admitted until it appears. Copies an earlier agent process
+		// admitted (the Lease and this agent's record of it deleted
+		// since) are stopped: the worst is assumed.
+		return ctrl.Result{}, f.evictCopies(ctx, origin, missingMessage(origin, f.namespace), nil)
 	}
 	if lease != nil && !o.seen.IsZero() && !o.seen.Equal(before) {
 		// A change seen (or this process's first view): kept for the
 		// agent process that follows.
 		f.record(ctx, origin, o)
 	}
+	var failed error
 	if len(o.revoked) > 0 {
-		// Revoked dispatches stop whether the hub is fenced or not.
-		if err := f.evictCopies(ctx, origin, revokedMessage(origin), func(wl *strata.Workload) bool { return o.revoked[dispatchOf(wl)] }); err != nil {
-			return ctrl.Result{}, err
-		}
+		// Revoked dispatches stop whether the hub is fenced or not. A
+		// copy that cannot be stopped does not keep the others of a
+		// silent hub running: the deadline is looked at all the same.
+		failed = f.evictCopies(ctx, origin, revokedMessage(origin), func(wl *strata.Workload) bool { return o.revoked[dispatchOf(wl)] })
 	}
 	// While dispatches are revoked, look again soon: a copy admitted by a
 	// view older than the revocation is stopped within seconds.
@@ -369,19 +419,27 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		recheck = 10 * time.Second
 	}
 	dl := o.deadline()
-	if dl.IsZero() {
-		return ctrl.Result{RequeueAfter: recheck}, nil
-	}
-	if now.Before(dl) {
-		wait := dl.Sub(now)
+	result := ctrl.Result{RequeueAfter: recheck}
+	switch {
+	case dl.IsZero():
+	case now.Before(dl):
+		result.RequeueAfter = dl.Sub(now)
 		if recheck > 0 {
-			wait = min(wait, recheck)
+			result.RequeueAfter = min(result.RequeueAfter, recheck)
 		}
-		return ctrl.Result{RequeueAfter: wait}, nil
+	default:
+		// Fenced: stop every admitted copy of that hub; look again while
+		// the Lease is silent, for copies admitted meanwhile by an older
+		// view.
+		result.RequeueAfter = 10 * time.Second
+		failed = errors.Join(failed, f.evictCopies(ctx, origin, fenceMessage(origin, f.namespace, o), nil))
 	}
-	// Fenced: stop every admitted copy of that hub; look again while the
-	// Lease is silent, for copies admitted meanwhile by an older view.
-	return ctrl.Result{RequeueAfter: 10 * time.Second}, f.evictCopies(ctx, origin, fenceMessage(origin, f.namespace, o), nil)
+	if failed != nil {
+		// Retried on the schedule above, not controller-runtime's
+		// backoff, which grows to minutes and would skip the deadline.
+		ctrl.LoggerFrom(ctx).Error(failed, "Could not stop every copy of the hub that must stop", "origin", origin)
+	}
+	return result, nil
 }
 
 // observe records what a read of a hub's Lease says (nil: not found) and
@@ -434,6 +492,7 @@ func (f *Fence) restore(ctx context.Context, origin string) (*observed, error) {
 	if t, err := time.Parse(time.RFC3339Nano, rec.Annotations[observedRenewTimeAnnotation]); err == nil {
 		o.renewTime = t
 	}
+	o.revoked = revokedOf(&rec)
 	return o, nil
 }
 
@@ -460,6 +519,12 @@ func (f *Fence) record(ctx context.Context, origin string, o *observed) {
 		rec.Annotations = map[string]string{}
 	}
 	rec.Annotations[observedRenewTimeAnnotation] = o.renewTime.UTC().Format(time.RFC3339Nano)
+	// The revocations too: they hold after a restart that finds the
+	// hub's Lease deleted.
+	delete(rec.Annotations, strata.RevokedDispatchesAnnotation)
+	if len(o.revoked) > 0 {
+		rec.Annotations[strata.RevokedDispatchesAnnotation] = strings.Join(slices.Sorted(maps.Keys(o.revoked)), ",")
+	}
 	rec.Spec.HolderIdentity = ptr.To("strata-agent")
 	rec.Spec.RenewTime = ptr.To(metav1.NewMicroTime(o.seen))
 	rec.Spec.LeaseDurationSeconds = nil

@@ -87,6 +87,15 @@ func TestObserve(t *testing.T) {
 			{restored: &observed{renewTime: t0, seen: t0, duration: 10 * time.Second}, at: 5 * time.Second, wantWake: true},
 			{at: 10 * time.Second, wantFenced: true, wantWake: true},
 		},
+		"after a restart, the old Lease restored from a backup is no renewal": {
+			{restored: &observed{renewTime: t0, seen: t0, duration: 10 * time.Second}, lease: lease(t0, 10),
+				sighted: &sighting{renewTime: t0, at: t0.Add(8 * time.Second)}, appeared: true, at: 8 * time.Second, wantWake: true},
+			{lease: lease(t0, 10), at: 10 * time.Second, wantFenced: true, wantWake: true},
+		},
+		"after a restart, the old Lease restored, read before its sighting is noted: no renewal either": {
+			{restored: &observed{renewTime: t0, seen: t0, duration: 10 * time.Second}, lease: lease(t0, 10), appeared: true, at: 10 * time.Second, wantFenced: true},
+			{lease: lease(t0.Add(11*time.Second), 10), at: 11 * time.Second, wantWake: true},
+		},
 		"a Lease created while the agent watches: its creation is a change seen live": {
 			{at: 0, wantHeld: true},
 			{lease: lease(t0.Add(-time.Hour), 10), sighted: &sighting{renewTime: t0.Add(-time.Hour), at: t0.Add(5 * time.Second)}, appeared: true, at: 5 * time.Second, wantWake: true},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -404,5 +405,72 @@ func TestRemaining(t *testing.T) {
 	got = remaining(plan, failed[2:], failed[2])
 	if diff := cmp.Diff([]strata.UnhealthyNode{{Name: "n1"}}, got); diff != "" {
 		t.Errorf("n2 replaced (-want,+got):\n%s", diff)
+	}
+}
+
+// TestSearchStart: a search's recovery timeout counts from when the
+// search for that node began, not from a search for another node.
+func TestSearchStart(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(9 * time.Minute)
+	searching := func(node string, status metav1.ConditionStatus) *metav1.Condition {
+		return &metav1.Condition{Type: ConditionNodeReplacement, Status: status, Reason: "Searching", LastTransitionTime: metav1.NewTime(t0),
+			Message: searchingPrefix(node) + "(NotReady): no room"}
+	}
+	cases := map[string]struct {
+		c    *metav1.Condition
+		node string
+		want time.Time
+	}{
+		"no search yet":                        {node: "a", want: now},
+		"the same node: from the first search": {c: searching("a", metav1.ConditionFalse), node: "a", want: t0},
+		"another node: from now":               {c: searching("a", metav1.ConditionFalse), node: "b", want: now},
+		"a node whose name starts alike":       {c: searching("a", metav1.ConditionFalse), node: "a-2", want: now},
+		"the last search ended":                {c: searching("a", metav1.ConditionTrue), node: "a", want: now},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := searchStart(tc.c, tc.node, now); !got.Equal(tc.want) {
+				t.Errorf("searchStart() = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestClearSearch: an evicted workload keeps nothing of a search for its
+// last admission's failed nodes; a replacement that succeeded stays told.
+func TestClearSearch(t *testing.T) {
+	cond := func(status metav1.ConditionStatus) []metav1.Condition {
+		return []metav1.Condition{{Type: ConditionNodeReplacement, Status: status, Reason: "r"}, {Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Preempted"}}
+	}
+	cases := map[string]struct {
+		status      strata.WorkloadStatus
+		want        strata.WorkloadStatus
+		wantChanged bool
+	}{
+		"a search under way": {
+			status:      strata.WorkloadStatus{UnhealthyNodes: []strata.UnhealthyNode{{Name: "a"}}, Conditions: cond(metav1.ConditionFalse)},
+			want:        strata.WorkloadStatus{Conditions: cond(metav1.ConditionFalse)[1:]},
+			wantChanged: true,
+		},
+		"a replacement done": {
+			status: strata.WorkloadStatus{Conditions: cond(metav1.ConditionTrue)},
+			want:   strata.WorkloadStatus{Conditions: cond(metav1.ConditionTrue)},
+		},
+		"failed nodes waiting their turn": {
+			status:      strata.WorkloadStatus{UnhealthyNodes: []strata.UnhealthyNode{{Name: "b"}}, Conditions: cond(metav1.ConditionTrue)},
+			want:        strata.WorkloadStatus{Conditions: cond(metav1.ConditionTrue)},
+			wantChanged: true,
+		},
+		"nothing": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := &strata.Workload{Status: tc.status}
+			changed := clearSearch(wl)
+			if diff := cmp.Diff(tc.want, wl.Status, cmpopts.EquateEmpty()); diff != "" || changed != tc.wantChanged {
+				t.Errorf("clearSearch() changed %t, want %t; status (-want,+got):\n%s", changed, tc.wantChanged, diff)
+			}
+		})
 	}
 }

@@ -135,6 +135,39 @@ func afterFailedSearch(cfg configv1beta1.NodeFailure, tolerant bool, searchingSi
 	return nextAfterFailure{retryIn: min(retryInitial<<min(attempt, 10), retryMax, left), why: why}
 }
 
+// searchingPrefix starts the message of a search for a replacement of
+// node, which searchStart reads back.
+func searchingPrefix(node string) string {
+	return fmt.Sprintf("node %s failed ", node)
+}
+
+// searchStart is when the search for a replacement of node began, for its
+// recovery timeout: the time of the NodeReplacement condition c when it
+// says a search for that same node goes on, else now. A search for
+// another node (one that recovered meanwhile, or was replaced) does not
+// count towards this one's timeout.
+func searchStart(c *metav1.Condition, node string, now time.Time) time.Time {
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.HasPrefix(c.Message, searchingPrefix(node)) {
+		return now
+	}
+	return c.LastTransitionTime.Time
+}
+
+// clearSearch removes from an evicted workload what hot swap said of its
+// last admission: its failed nodes and a search for a replacement. It
+// says whether anything changed. Once admitted again, the workload's
+// nodes are new; a search's time left behind would count towards a new
+// search's recovery timeout.
+func clearSearch(wl *strata.Workload) bool {
+	changed := len(wl.Status.UnhealthyNodes) > 0
+	wl.Status.UnhealthyNodes = nil
+	if c := meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement); c != nil && c.Status == metav1.ConditionFalse {
+		meta.RemoveStatusCondition(&wl.Status.Conditions, ConditionNodeReplacement)
+		changed = true
+	}
+	return changed
+}
+
 // replaceEnabled says whether hot swap replaces failed nodes at all.
 func replaceEnabled(cfg configv1beta1.NodeFailure) bool {
 	return cfg.ReplaceFailedNodes == nil || *cfg.ReplaceFailedNodes
@@ -210,6 +243,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) || !replaceEnabled(r.cfg) {
 		r.searched(req.NamespacedName)
+		if wl.Status.Admission == nil && clearSearch(&wl) {
+			// Evicted by something else (preemption, waitForPodsReady,
+			// fencing) while a search went on: that search is over.
+			return ctrl.Result{}, client.IgnoreNotFound(r.client.Status().Update(ctx, &wl))
+		}
 		return ctrl.Result{}, nil
 	}
 	var pods corev1.PodList
@@ -450,16 +488,16 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	}
 	if searchErr != nil {
 		metrics.Replacements.WithLabelValues("failed").Inc()
-		msg := fmt.Sprintf("node %s failed (%s): %v", f.node, f.reason, searchErr)
-		searchingSince := now
-		if c := meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement); c != nil && c.Status == metav1.ConditionFalse {
-			searchingSince = c.LastTransitionTime.Time
-		}
+		msg := searchingPrefix(f.node) + fmt.Sprintf("(%s): %v", f.reason, searchErr)
+		searchingSince := searchStart(meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement), f.node, now)
 		next := afterFailedSearch(r.cfg, tolerant, searchingSince, now, r.attempt(key))
 		if next.evict {
 			metrics.NodeFailureEvictions.WithLabelValues("NoReplacement").Inc()
 			return ctrl.Result{}, r.evict(ctx, wl, msg+next.why)
 		}
+		// Set anew: a search for another node keeps the status False, and
+		// SetStatusCondition keeps the time of a status that stays.
+		meta.RemoveStatusCondition(&wl.Status.Conditions, ConditionNodeReplacement)
 		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 			Type: ConditionNodeReplacement, Status: metav1.ConditionFalse, Reason: "Searching", LastTransitionTime: metav1.NewTime(searchingSince),
 			Message: msg + next.why,

@@ -969,6 +969,17 @@ func (c *Cache) SyncAdmitted(key types.NamespacedName, wl *strata.Workload) erro
 	return err
 }
 
+// AdmittedVersion is the version of the admitted workload the cache holds
+// (its resourceVersion as a number, Version), and whether it holds one.
+// A read older than it is behind the cache: acting on it would undo what
+// was written since.
+func (c *Cache) AdmittedVersion(key types.NamespacedName) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.workloads[key]
+	return a.version, ok
+}
+
 // HasWorkload says whether the cache holds a workload's usage.
 func (c *Cache) HasWorkload(key types.NamespacedName) bool {
 	c.mu.Lock()

@@ -860,6 +860,28 @@ func TestSyncAdmitted(t *testing.T) {
 	}
 }
 
+// TestAdmittedVersion: the version held is the last admission recorded,
+// moved by a newer version of the same admission (a write's result), so
+// that a read from before that write is known to be behind.
+func TestAdmittedVersion(t *testing.T) {
+	c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"))
+	if _, ok := c.AdmittedVersion(key("a")); ok {
+		t.Fatal("AdmittedVersion of a workload not held: ok")
+	}
+	addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 3)))
+	for _, seen := range []*strata.Workload{
+		admittedWorkload("a", "12", onHost("n1", 3)), // the write's result
+		admittedWorkload("a", "11", onHost("n1", 3)), // a stale read: no step back
+	} {
+		if err := c.SyncAdmitted(key("a"), seen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, ok := c.AdmittedVersion(key("a")); !ok || v != 12 {
+		t.Errorf("AdmittedVersion = %d, %t; want 12, true", v, ok)
+	}
+}
+
 // tasPod is a running 1-cpu pod of workload "a" bound to node.
 func tasPod(uid, node string) *corev1.Pod {
 	p := &corev1.Pod{

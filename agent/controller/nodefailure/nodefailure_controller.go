@@ -443,6 +443,12 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	tolerant := threshold > 0
 	f := plan.head
 	key := client.ObjectKeyFromObject(wl)
+	if held, ok := r.cache.AdmittedVersion(key); ok && held > cache.Version(wl) {
+		// The informer has not shown this controller's last write yet
+		// (a replacement): searching from this older view would give
+		// that replacement's capacity back and book another.
+		return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil
+	}
 	psa := &wl.Status.Admission.PodSetAssignments[f.podSet]
 	ps := workload.PodSet(wl, psa.Name)
 	if ps == nil {
@@ -528,6 +534,11 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 			r.restore(ctx, key, before)
 		}
 		return ctrl.Result{}, err
+	}
+	// The cache holds the replacement as of the version just written, so
+	// that a read from before it is known to be behind (above).
+	if err := r.cache.SyncAdmitted(key, wl); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Recording the replacement's version", "workload", key)
 	}
 	if len(wl.Status.UnhealthyNodes) == 0 {
 		r.searched(key)

@@ -95,6 +95,24 @@ type Job interface {
 	ClearRun() bool
 }
 
+// Decider is implemented by kinds whose result can be decided before the
+// object finishes: a batch/v1 Job has SuccessCriteriaMet or FailureTarget
+// while its last pods terminate, and Complete or Failed only after.
+type Decider interface {
+	// Decided says whether its result is decided, finished or not.
+	Decided() bool
+}
+
+// Decided says whether j finished or its result is decided (Decider): a
+// copy in that state is never taken back to run again.
+func Decided(j Job) bool {
+	if done, _ := j.Finished(); done {
+		return true
+	}
+	d, ok := j.(Decider)
+	return ok && d.Decided()
+}
+
 // GatedStart is implemented by kinds whose copy can be sent to a worker
 // running, its pods held by the topology scheduling gate until the
 // worker's agent admits it and releases them (agent/controller/ungater),

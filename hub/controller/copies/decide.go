@@ -244,14 +244,11 @@ func evictedMessage(wl *strata.Workload) string {
 	return "evicted at the hub"
 }
 
-// copyFinished says whether the copy's job finished on its worker: its
-// result is mirrored (followStep) before anything takes the copy back.
+// copyFinished says whether the copy's job finished on its worker, or
+// its result is decided (jobs.Decided): its result is mirrored
+// (followStep) before anything takes the copy back.
 func (o *observed) copyFinished() bool {
-	if o.copyJob == nil {
-		return false
-	}
-	done, _ := o.copyJob.Finished()
-	return done
+	return o.copyJob != nil && jobs.Decided(o.copyJob)
 }
 
 // evictedReason is the reason the hub evicted a Workload (its Evicted

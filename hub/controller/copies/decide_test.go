@@ -52,6 +52,9 @@ func TestNextStep(t *testing.T) {
 	complete := func(j *batchv1.Job) {
 		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: "True"}}
 	}
+	successCriteriaMet := func(j *batchv1.Job) {
+		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobSuccessCriteriaMet, Status: "True"}}
+	}
 	cond := func(typ string, status metav1.ConditionStatus, reason string, at time.Time) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
 	}
@@ -185,6 +188,24 @@ func TestNextStep(t *testing.T) {
 		"draining after its copy finished, not mirrored yet: mirrored, not taken back": {
 			o:    func() *observed { return draining(withCopy(admittedOnHub(base()), copyWL(true), complete)) },
 			want: step{action: actNone, mirror: true, release: true},
+		},
+		// SuccessCriteriaMet (or FailureTarget) comes before Complete (or
+		// Failed), while the last pods terminate: the result is decided.
+		"deactivated after its copy's success criteria were met, before Complete: mirrored, not taken back": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true), successCriteriaMet)
+				o.wl.Spec.Active = ptr.To(false)
+				return o
+			},
+			want: step{action: actRecordAdmission, mirror: true},
+		},
+		"a take-back under way when its copy's success criteria were met: mirrored": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true), successCriteriaMet)
+				o.undoing = &outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated}
+				return o
+			},
+			want: step{action: actRecordAdmission, mirror: true},
 		},
 		"a take-back under way when its copy finished: mirrored": {
 			o: func() *observed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -100,6 +101,10 @@ func (r *Reconciler) confirmLive(ctx context.Context, s *scope) (res ctrl.Result
 	return ctrl.Result{}, false, nil
 }
 
+// ReasonStatusRejected is the reason of the event that says the hub's
+// API server refused a copy's status on the hub's job.
+const ReasonStatusRejected = "StatusRejected"
+
 // syncJobStatus mirrors the copy's status onto the hub's job.
 func (r *Reconciler) syncJobStatus(ctx context.Context, hubJob, copyJob jobs.Job) error {
 	obj := hubJob.Object().DeepCopyObject().(client.Object)
@@ -109,7 +114,11 @@ func (r *Reconciler) syncJobStatus(ctx context.Context, hubJob, copyJob jobs.Job
 	}
 	if err := r.client.Status().Update(ctx, obj); err != nil {
 		if apierrors.IsInvalid(err) {
+			// Not retried (the same status would be refused again), but
+			// told where the user looks.
 			ctrl.LoggerFrom(ctx).Error(err, "The hub's job cannot take the copy's status", "job", client.ObjectKeyFromObject(obj))
+			r.recorder.Eventf(hubJob.Object(), nil, corev1.EventTypeWarning, ReasonStatusRejected, "Mirror", "%s",
+				intake.Truncate("the hub's API server refused the copy's status: "+err.Error(), intake.MaxEventNote))
 			return nil
 		}
 		return client.IgnoreNotFound(err)

@@ -161,10 +161,8 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		existing := s.job.kind.NewObject()
 		if err := c.Get(ctx, s.job.key, existing); err == nil {
 			if uid, _, _ := dispatch.CopyOf(existing); uid == s.wl.UID {
-				if j, ok := s.job.kind.Adapt(existing); ok && record && existing.GetDeletionTimestamp().IsZero() {
-					if done, _ := j.Finished(); done {
-						return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, existing.GetNamespace(), existing.GetName(), s.cluster)
-					}
+				if j, ok := s.job.kind.Adapt(existing); ok && record && existing.GetDeletionTimestamp().IsZero() && jobs.Decided(j) {
+					return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, existing.GetNamespace(), existing.GetName(), s.cluster)
 				}
 				if err := r.removeCopy(ctx, s.cluster, existing, record); err != nil {
 					return r.copyGoing(s, o, record, err, existing)
@@ -236,10 +234,8 @@ func (r *Reconciler) notFinishedLive(ctx context.Context, s *scope) error {
 	if uid, _, _ := dispatch.CopyOf(live); uid != s.wl.UID || !live.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
-	if j, ok := s.job.kind.Adapt(live); ok {
-		if done, _ := j.Finished(); done {
-			return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, live.GetNamespace(), live.GetName(), s.cluster)
-		}
+	if j, ok := s.job.kind.Adapt(live); ok && jobs.Decided(j) {
+		return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, live.GetNamespace(), live.GetName(), s.cluster)
 	}
 	return nil
 }

@@ -127,6 +127,21 @@ func (j Job) Finished() (bool, string) {
 	return false, ""
 }
 
+// Decided reads the SuccessCriteriaMet and FailureTarget conditions too:
+// the Job's result is decided, and Complete or Failed follows once its
+// pods have terminated.
+func (j Job) Decided() bool {
+	if done, _ := j.Finished(); done {
+		return true
+	}
+	for _, c := range j.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobSuccessCriteriaMet || c.Type == batchv1.JobFailureTarget) {
+			return true
+		}
+	}
+	return false
+}
+
 // ManagedBy is spec.managedBy.
 func (j Job) ManagedBy() string { return ptr.Deref(j.Spec.ManagedBy, "") }
 
@@ -177,14 +192,39 @@ func (j Job) StartGated(wl string) bool {
 	return true
 }
 
-// MirrorStatus copies from's status.
+// MirrorStatus copies from's status, as far as the API server lets a Job
+// managed by another controller change its status: the start time of a
+// running Job stays, and the succeeded and failed counters never go down.
+// A copy placed again after one was taken back starts afresh on its
+// worker: its start time and counters would be refused, and every later
+// status with them, the final one included (mirrorStatus).
 func (j Job) MirrorStatus(from jobs.Job) bool {
 	src, ok := from.(Job)
-	if !ok || equality.Semantic.DeepEqual(j.Status, src.Status) {
+	if !ok {
 		return false
 	}
-	j.Status = *src.Status.DeepCopy()
+	next := mirrorStatus(&j.Status, &src.Status, j.Suspended())
+	if equality.Semantic.DeepEqual(j.Status, next) {
+		return false
+	}
+	j.Status = next
 	return true
+}
+
+// mirrorStatus is the status a hub Job (its status cur, suspended or not)
+// takes from its copy's (src).
+func mirrorStatus(cur, src *batchv1.JobStatus, suspended bool) batchv1.JobStatus {
+	next := *src.DeepCopy()
+	if cur.StartTime != nil && !suspended {
+		next.StartTime = cur.StartTime.DeepCopy()
+		if next.CompletionTime != nil && next.CompletionTime.Before(next.StartTime) {
+			// The first run's worker's clock was ahead of this one's.
+			next.CompletionTime = next.StartTime.DeepCopy()
+		}
+	}
+	next.Succeeded = max(next.Succeeded, cur.Succeeded)
+	next.Failed = max(next.Failed, cur.Failed)
+	return next
 }
 
 // ClearRun zeroes the active, ready and terminating pods, and the start

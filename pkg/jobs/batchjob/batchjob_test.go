@@ -2,6 +2,7 @@ package batchjob
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
@@ -156,6 +157,52 @@ func TestStartGated(t *testing.T) {
 			j.SetSuspended(true)
 			if jobs.Gated(j) {
 				t.Error("Gated() = true for a suspended Job")
+			}
+		})
+	}
+}
+
+// TestMirrorStatus: a hub Job takes its copy's status as far as the API
+// server lets a Job managed by another controller change: a running Job
+// keeps its start time, and its counters never go down, so that a second
+// copy's status, after the first was taken back, is accepted.
+func TestMirrorStatus(t *testing.T) {
+	at := func(m int) *metav1.Time { return ptr.To(metav1.NewTime(time.Date(2026, 12, 1, 10, m, 0, 0, time.UTC))) }
+	cases := map[string]struct {
+		cur, src  batchv1.JobStatus
+		suspended bool
+		want      batchv1.JobStatus
+	}{
+		"a first copy: its status": {
+			src:  batchv1.JobStatus{StartTime: at(0), Active: 2},
+			want: batchv1.JobStatus{StartTime: at(0), Active: 2},
+		},
+		"a second copy of a running Job: the start stays, the counters do not go down": {
+			cur:  batchv1.JobStatus{StartTime: at(0), Failed: 2, Succeeded: 1},
+			src:  batchv1.JobStatus{StartTime: at(30), Active: 1},
+			want: batchv1.JobStatus{StartTime: at(0), Active: 1, Failed: 2, Succeeded: 1},
+		},
+		"a second copy that got further: its counters": {
+			cur:  batchv1.JobStatus{StartTime: at(0), Failed: 2, Succeeded: 1},
+			src:  batchv1.JobStatus{StartTime: at(30), Failed: 3, Succeeded: 4, CompletionTime: at(40)},
+			want: batchv1.JobStatus{StartTime: at(0), Failed: 3, Succeeded: 4, CompletionTime: at(40)},
+		},
+		"a completion before the kept start (the first worker's clock ahead): at the start": {
+			cur:  batchv1.JobStatus{StartTime: at(50)},
+			src:  batchv1.JobStatus{StartTime: at(30), Succeeded: 1, CompletionTime: at(40)},
+			want: batchv1.JobStatus{StartTime: at(50), Succeeded: 1, CompletionTime: at(50)},
+		},
+		"a suspended hub Job: the copy's start": {
+			cur:       batchv1.JobStatus{StartTime: at(0)},
+			src:       batchv1.JobStatus{StartTime: at(30), Active: 1},
+			suspended: true,
+			want:      batchv1.JobStatus{StartTime: at(30), Active: 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, mirrorStatus(&tc.cur, &tc.src, tc.suspended)); diff != "" {
+				t.Errorf("mirrorStatus (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -189,6 +189,11 @@ func nextStep(o *observed, now time.Time) step {
 		return drainingStep(o, now)
 	case o.switched != nil && !o.finished() && !dispatchTime(o.wl).After(o.switched.At):
 		return oldClusterStep(o, now)
+	case o.down != "" && o.copyJob != nil && o.copyIsCurrent() && !o.finished() && copyDone(o.copyJob):
+		// It finished on its worker, then the worker stopped answering:
+		// a finished status is final, and placing the job again would
+		// run it twice.
+		return followStep(o, now)
 	case o.down != "":
 		return unreachableStep(o, o.down, true, now)
 	case errors.Is(o.copyErr, fleet.ErrKindNotServed):
@@ -223,9 +228,11 @@ func nextStep(o *observed, now time.Time) step {
 		// behind that write. Sending the copy again now would run it
 		// beside the one the next dispatch sends elsewhere.
 		return step{action: actNone, why: "the take-back's record is not in the cache yet", requeue: informerBehindRetry}
-	case o.copyJob != nil && !o.copyJob.Object().GetDeletionTimestamp().IsZero():
+	case o.copyJob != nil && !o.copyJob.Object().GetDeletionTimestamp().IsZero() && !o.copyFinished():
 		// Going (taken back by an earlier hub process, or deleted on the
 		// worker): nothing more is decided until it and its pods are gone.
+		// One that finished first is mirrored (followStep): its result
+		// would be lost with it.
 		return step{action: actNone, why: "the copy is being deleted", requeue: copyGoingRetry}
 	case o.copyJob == nil && o.wl.Status.Admission != nil:
 		return step{action: actConfirmGone, why: "the admitted copy is not in the worker's informer"}
@@ -242,6 +249,12 @@ func evictedMessage(wl *strata.Workload) string {
 		return c.Message
 	}
 	return "evicted at the hub"
+}
+
+// copyDone says whether a copy finished (Complete or Failed).
+func copyDone(j jobs.Job) bool {
+	done, _ := j.Finished()
+	return done
 }
 
 // copyFinished says whether the copy's job finished on its worker, or
@@ -307,6 +320,10 @@ func finishedStep(o *observed, now time.Time) step {
 	if o.copyJob == nil {
 		return s
 	}
+	// Kinds write status after their terminal condition (an MPIJob's
+	// workers, a JobSet's child Jobs going): the hub's follows until the
+	// copy goes.
+	s.mirror = true
 	finishedAt := o.wl.CreationTimestamp.Time
 	if c := meta.FindStatusCondition(o.wl.Status.Conditions, strata.WorkloadFinished); c != nil {
 		finishedAt = c.LastTransitionTime.Time

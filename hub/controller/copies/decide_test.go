@@ -270,6 +270,20 @@ func TestNextStep(t *testing.T) {
 			},
 			want: step{action: actMarkUnreachable, requeue: unreachableRetry},
 		},
+		"unreachable after its copy finished, not mirrored yet: mirrored, not placed again": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true), complete)
+				o.down = "readyz: timeout"
+				return o
+			},
+			want: step{action: actNone, mirror: true, release: true},
+		},
+		"its finished copy deleted on the worker before the hub mirrored it: mirrored": {
+			o: func() *observed {
+				return withCopy(admittedOnHub(base()), copyWL(true), complete, func(j *batchv1.Job) { j.DeletionTimestamp = ptr.To(metav1.NewTime(now)) })
+			},
+			want: step{action: actNone, mirror: true, release: true},
+		},
 		"unreachable after it finished: its copy goes later": {
 			o:    func() *observed { o := finished(base(), now); o.down = "readyz: timeout"; return o },
 			want: step{action: actNone, requeue: unreachableRetry},
@@ -347,13 +361,13 @@ func TestNextStep(t *testing.T) {
 			o: func() *observed {
 				return finished(withCopy(admittedOnHub(base()), copyWL(true), complete), now.Add(-time.Minute))
 			},
-			want: step{action: actCleanFinished, requeue: 9 * time.Minute},
+			want: step{action: actCleanFinished, requeue: 9 * time.Minute, mirror: true},
 		},
 		"finished, retention over: the copy goes": {
 			o: func() *observed {
 				return finished(withCopy(admittedOnHub(base()), copyWL(true), complete), now.Add(-10*time.Minute))
 			},
-			want: step{action: actCleanFinished, deleteCopy: true},
+			want: step{action: actCleanFinished, deleteCopy: true, mirror: true},
 		},
 		"taken back, its record not written yet": {
 			o: func() *observed {

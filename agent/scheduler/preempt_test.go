@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"sync/atomic"
@@ -11,8 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -196,5 +199,113 @@ func TestPreemptionFlavorChoice(t *testing.T) {
 				t.Errorf("after the preemptor (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestHeadTakesALaterPreemptorsHold: the quota held for a preemptor
+// while its victim's pods stop is taken by a workload of the same queue
+// that comes before it (Kueue has no holds: the queue's head is served
+// first). Before, in a StrictFIFO queue, the newcomer did not fit for the
+// hold, found nothing to preempt, and blocked the preemptor behind it:
+// neither was ever admitted.
+func TestHeadTakesALaterPreemptorsHold(t *testing.T) {
+	for _, strategy := range []strata.QueueingStrategy{strata.StrictFIFO, strata.BestEffortFIFO} {
+		t.Run(string(strategy), func(t *testing.T) {
+			cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor", "cpu", "4").Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+			cq.Spec.QueueingStrategy = strategy
+			e := newSchedEnv(t, []client.Object{cq, job("low", "cq", 4, ptr.To[int32](0), 0)}, nil, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+			pass := func() map[string]outcome {
+				t.Helper()
+				if err := e.s.Schedule(t.Context()); err != nil {
+					t.Fatalf("Schedule(): %v", err)
+				}
+				got := e.outcomes(t)
+				e.informed(t)
+				return got
+			}
+			if diff := cmp.Diff(map[string]outcome{"low": admitted}, withoutMessages(pass(), nil)); diff != "" {
+				t.Fatalf("first pass (-want,+got):\n%s", diff)
+			}
+			// low's pods run: its capacity stays held until they end.
+			var pods []*corev1.Pod
+			for i := range 4 {
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("low-%d", i), UID: types.UID(fmt.Sprintf("low-%d", i)),
+					Labels: map[string]string{strata.WorkloadLabel: "low", strata.TASLabel: "true"}},
+					Spec: corev1.PodSpec{NodeName: "r1-n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+					Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+				e.s.cache.SetPod(p)
+				pods = append(pods, p)
+			}
+			if err := e.c.Create(t.Context(), job("mid", "cq", 4, ptr.To[int32](5), 1)); err != nil {
+				t.Fatal(err)
+			}
+			e.informed(t)
+			want := map[string]outcome{"low": {Reason: strata.EvictedByPreemption}, "mid": {Reason: ReasonPreempting}}
+			if diff := cmp.Diff(want, withoutMessages(pass(), want)); diff != "" {
+				t.Fatalf("mid preempts low, whose pods still run (-want,+got):\n%s", diff)
+			}
+			if err := e.c.Create(t.Context(), job("high", "cq", 4, ptr.To[int32](10), 2)); err != nil {
+				t.Fatal(err)
+			}
+			e.informed(t)
+			pass()
+			for _, p := range pods {
+				e.s.cache.DeletePod(p.UID)
+			}
+			got := withoutMessages(pass(), nil)
+			if got["high"] != admitted {
+				t.Errorf("once low's pods are gone, high (the queue's head) is not admitted: %+v", got)
+			}
+			if got["mid"] == admitted {
+				t.Errorf("mid admitted ahead of high: %+v", got)
+			}
+		})
+	}
+}
+
+// TestVictimBlocksItsStrictFIFOQueue: a preempted workload waits at its
+// place in a StrictFIFO queue, and the younger workloads behind it wait
+// too (Kueue requeues a victim at its place, where it blocks).
+func TestVictimBlocksItsStrictFIFOQueue(t *testing.T) {
+	a := testutil.MakeClusterQueue("a").Cohort("co").Flavor("tas-flavor", "cpu", "4").
+		Preemption(strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}).Obj()
+	b := strictFIFO(testutil.MakeClusterQueue("b").Cohort("co").Flavor("tas-flavor", "cpu", "4").Obj())
+	e := newSchedEnv(t, []client.Object{a, b, job("v", "b", 6, nil, 0)}, nil,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "4"), tasNode("r1-n2", "r1", "4")}, interceptor.Funcs{})
+	pass := func() map[string]outcome {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		got := e.outcomes(t)
+		e.informed(t)
+		return got
+	}
+	if diff := cmp.Diff(map[string]outcome{"v": admitted}, withoutMessages(pass(), nil)); diff != "" {
+		t.Fatalf("first pass: v borrows 2 (-want,+got):\n%s", diff)
+	}
+	// v's pods run: its capacity stays held until they end.
+	for i := range 6 {
+		e.s.cache.SetPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("v-%d", i), UID: types.UID(fmt.Sprintf("v-%d", i)),
+			Labels: map[string]string{strata.WorkloadLabel: "v", strata.TASLabel: "true"}},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("r1-n%d", 1+i/4), Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	}
+	if err := e.c.Create(t.Context(), job("a1", "a", 4, nil, 1)); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	want := map[string]outcome{"v": {Reason: strata.EvictedByPreemption}, "a1": {Reason: ReasonPreempting}}
+	if diff := cmp.Diff(want, withoutMessages(pass(), want)); diff != "" {
+		t.Fatalf("a1 reclaims its quota from v (-want,+got):\n%s", diff)
+	}
+	if err := e.c.Create(t.Context(), job("w2", "b", 2, nil, 2)); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	if got := withoutMessages(pass(), nil); got["w2"] == admitted {
+		t.Errorf("w2 admitted ahead of v, older and preempted, in StrictFIFO queue b: %+v", got)
 	}
 }

@@ -104,7 +104,11 @@ type Scheduler struct {
 	// searches the preemption searches left to this pass.
 	preemptions map[types.NamespacedName]*pendingPreemption
 	victimOf    map[types.NamespacedName]types.NamespacedName
-	searches    int
+	// pendingWL are the pass's pending workloads of open queues, by key;
+	// charged the preemptions whose hold the pass charged.
+	pendingWL map[types.NamespacedName]*strata.Workload
+	charged   map[types.NamespacedName]bool
+	searches  int
 	// cohortsUnknown: this pass could not list the ClusterQueues, so the
 	// usage of cohorts is not known.
 	cohortsUnknown bool
@@ -340,9 +344,11 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	s.victimOf = s.forgetPreemptions(pendingKeys)
 	// The quota a preemption frees is held for its preemptor until it is
 	// admitted (see try); one being written is charged as admitted above.
+	s.charged = map[types.NamespacedName]bool{}
 	for key, p := range s.preemptions {
 		if !writing[key] {
 			books.Charge(p.queue, p.flavor, p.requests, 1)
+			s.charged[key] = true
 		}
 	}
 	s.publishHolds()
@@ -356,6 +362,12 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	errs := []error{err, listErr}
 	if listErr == nil {
 		errs = append(errs, s.updateQueues(ctx, cqs, v, counted, books), s.drain(ctx, cqs))
+	}
+	s.pendingWL = map[types.NamespacedName]*strata.Workload{}
+	for _, wls := range byQueue {
+		for _, wl := range wls {
+			s.pendingWL[client.ObjectKeyFromObject(wl)] = wl
+		}
 	}
 	turns := make([]*queue.Turn[*strata.Workload], 0, len(byQueue))
 	for q, wls := range byQueue {
@@ -477,9 +489,34 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	var fits bool
 	var fitsOn string
 	if by, ok := s.victimOf[key]; ok {
-		// What it frees is its preemptor's: it does not take it back.
-		return false, false, s.setNotAdmitted(ctx, wl, ReasonPending, fmt.Sprintf("preempted to make room for %s; waits until that workload is admitted", by))
+		// What it frees is its preemptor's: it does not take it back. A
+		// StrictFIFO queue waits behind it, as behind any head that does
+		// not fit (Kueue requeues a victim at its place).
+		return false, true, s.setNotAdmitted(ctx, wl, ReasonPending, fmt.Sprintf("preempted to make room for %s; waits until that workload is admitted", by))
 	}
+	// The quota held for this queue's preemptors that come after wl in
+	// its order is wl's to take (Kueue has no holds: the queue's head
+	// is served first). Taken, their preemptions are over, and they
+	// search again once they are served.
+	var lent []types.NamespacedName
+	for pk, p := range s.preemptions {
+		if pw := s.pendingWL[pk]; pk != key && s.charged[pk] && p.queue == cq.Name && pw != nil && queue.Before(wl, pw) {
+			books.Charge(p.queue, p.flavor, p.requests, -1)
+			lent = append(lent, pk)
+		}
+	}
+	defer func() {
+		for _, pk := range lent {
+			switch p := s.preemptions[pk]; {
+			case p == nil:
+			case admitted:
+				delete(s.preemptions, pk)
+				delete(s.charged, pk)
+			default:
+				books.Charge(p.queue, p.flavor, p.requests, 1)
+			}
+		}
+	}()
 	if p := s.preemptions[key]; p != nil {
 		// Its own reservation is not in its way.
 		books.Charge(p.queue, p.flavor, p.requests, -1)

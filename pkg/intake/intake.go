@@ -367,6 +367,14 @@ func (k *Keeper) check(ctx context.Context, job jobs.Job, desired *strata.Worklo
 func (k *Keeper) checkPriority(ctx context.Context, desired *strata.Workload) (string, string, error) {
 	name := desired.Spec.PriorityClassName
 	if name == "" {
+		// No class named: the cluster's default PriorityClass, as the
+		// API server gives the pods and as Kueue does; 0 without one.
+		def, err := k.defaultPriorityClass(ctx)
+		if err != nil || def == nil {
+			return ReasonValid, "", err
+		}
+		desired.Spec.PriorityClassName, desired.Spec.PriorityClassSource = def.Name, strata.PodPriorityClassSource
+		desired.Spec.Priority = ptr.To(def.Value)
 		return ReasonValid, "", nil
 	}
 	kind, value, err := k.priorityClassValue(ctx, desired.Spec.PriorityClassSource, name)
@@ -378,6 +386,28 @@ func (k *Keeper) checkPriority(ctx context.Context, desired *strata.Workload) (s
 	}
 	desired.Spec.Priority = ptr.To(value)
 	return ReasonValid, "", nil
+}
+
+// defaultPriorityClass is the PriorityClass marked globalDefault, nil
+// when there is none; of several (the API server refuses a second, but a
+// cache may hold two for a moment), the one of the lowest value, then
+// name.
+func (k *Keeper) defaultPriorityClass(ctx context.Context) (*schedulingv1.PriorityClass, error) {
+	var pcs schedulingv1.PriorityClassList
+	if err := k.client.List(ctx, &pcs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing PriorityClasses for the default one: %w", err)
+	}
+	var def *schedulingv1.PriorityClass
+	for i := range pcs.Items {
+		pc := &pcs.Items[i]
+		if pc.GlobalDefault && (def == nil || pc.Value < def.Value || pc.Value == def.Value && pc.Name < def.Name) {
+			def = pc
+		}
+	}
+	if def == nil {
+		return nil, nil
+	}
+	return def.DeepCopy(), nil
 }
 
 // priorityClassValue reads the value of the class name of source: a

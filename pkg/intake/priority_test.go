@@ -187,3 +187,33 @@ func TestJobsWaitingFor(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncDefaultPriority: a Job that names no class takes the value of
+// the PriorityClass marked globalDefault, as its pods do (Kueue's); a
+// class named on a later pod set counts when the first names none.
+func TestSyncDefaultPriority(t *testing.T) {
+	k := newPriorityKeeper(t)
+	if err := k.client.Create(context.Background(), &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "cluster-default"}, Value: 100, GlobalDefault: true}); err != nil {
+		t.Fatal(err)
+	}
+	wl, err := k.Sync(context.Background(), batchjob.Adapt(makeJob("plain", nil)))
+	if err != nil {
+		t.Fatalf("Sync() error: %v", err)
+	}
+	type spec struct {
+		Priority     *int32
+		Name, Source string
+	}
+	if diff := cmp.Diff(spec{ptr.To[int32](100), "cluster-default", strata.PodPriorityClassSource},
+		spec{wl.Spec.Priority, wl.Spec.PriorityClassName, wl.Spec.PriorityClassSource}); diff != "" {
+		t.Errorf("a Job without a class (-want,+got):\n%s", diff)
+	}
+	named := makeJob("named", nil)
+	named.Spec.Template.Spec.PriorityClassName = "pods"
+	if wl, err = k.Sync(context.Background(), batchjob.Adapt(named)); err != nil {
+		t.Fatalf("Sync() error: %v", err)
+	}
+	if got := ptr.Deref(wl.Spec.Priority, -1); got != 5 {
+		t.Errorf("a Job naming a class: priority %d, want its class's 5", got)
+	}
+}

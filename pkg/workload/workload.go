@@ -85,7 +85,8 @@ func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.Po
 // and the Workload's priorityClassSource, as in Kueue: the
 // WorkloadPriorityClass the job's labels name (strata.dev/priority-class,
 // else kueue.x-k8s.io/priority-class), which leaves the pods' priority
-// alone; without one, the PriorityClass of the first pod set's template;
+// alone; without one, the PriorityClass of the first pod set whose
+// template names one (a JobSet's driver may name none, its workers one);
 // "" and "" when there is neither.
 func PriorityClass(labels map[string]string, podSets []strata.PodSet) (name, source string) {
 	for _, l := range []string{strata.PriorityClassLabel, strata.KueuePriorityClassLabel} {
@@ -93,8 +94,8 @@ func PriorityClass(labels map[string]string, podSets []strata.PodSet) (name, sou
 			return v, strata.WorkloadPriorityClassSource
 		}
 	}
-	if len(podSets) > 0 {
-		if v := podSets[0].Template.Spec.PriorityClassName; v != "" {
+	for _, ps := range podSets {
+		if v := ps.Template.Spec.PriorityClassName; v != "" {
 			return v, strata.PodPriorityClassSource
 		}
 	}

@@ -529,3 +529,15 @@ func TestFromJobCarriesTheUnhealthyNodesThreshold(t *testing.T) {
 		t.Errorf("FromJob with 10: errors %v, want one naming the range", errs)
 	}
 }
+
+// TestPriorityClassOfALaterPodSet: the first pod set that names a
+// PriorityClass gives it (Kueue's), not only the first pod set.
+func TestPriorityClassOfALaterPodSet(t *testing.T) {
+	podSets := []strata.PodSet{{Name: "driver"}, {Name: "workers"}, {Name: "other"}}
+	podSets[1].Template.Spec.PriorityClassName = "high"
+	podSets[2].Template.Spec.PriorityClassName = "low"
+	name, source := PriorityClass(nil, podSets)
+	if name != "high" || source != strata.PodPriorityClassSource {
+		t.Errorf("PriorityClass() = %q, %q; want high, %s", name, source, strata.PodPriorityClassSource)
+	}
+}

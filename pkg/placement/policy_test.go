@@ -505,3 +505,29 @@ func TestInFlight(t *testing.T) {
 		t.Errorf("in flight after every release: %v", got)
 	}
 }
+
+// TestReleaseAfterAViewDropped: a summary whose reading panicked drops
+// the view; the reservations it held can still be released (each copy
+// finished, refused or gone), and the next summary's view is built
+// without them.
+func TestReleaseAfterAViewDropped(t *testing.T) {
+	st := cluster(t, [][][]int64{{rackOf(4, 8)}})
+	tg := target(t, "a", "gpu", st)
+	p := New("", tas.DefaultOptions(), 0)
+	wl := job(4, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) })
+	if d := p.Decide(wl, nil, []*Target{tg}); d.Cluster != "a" {
+		t.Fatalf("placed on %q, want a", d.Cluster)
+	} else if err := d.Reserve([]*Target{tg}, "job-0"); err != nil {
+		t.Fatal(err)
+	}
+	tg.free = nil // as SetSummary's recovery leaves it
+	tg.Release("job-0")
+	next := cluster(t, [][][]int64{{rackOf(4, 8)}})
+	next.SummaryGeneration = 2
+	if err := tg.SetSummary(next); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide(wl, nil, []*Target{tg}); d.Cluster != "a" {
+		t.Errorf("after the release and a new summary: placed on %q, want a (%s)", d.Cluster, d.Reason)
+	}
+}

@@ -317,8 +317,10 @@ func (t *Target) Release(key string) {
 	if !ok {
 		return
 	}
-	for _, u := range r.usage {
-		t.free.ReleaseDispatched(u)
+	if t.free != nil { // nil: a summary that could not be read dropped the view; the next one is built without it
+		for _, u := range r.usage {
+			t.free.ReleaseDispatched(u)
+		}
 	}
 	delete(t.reservations, key)
 	t.version++

@@ -82,6 +82,21 @@ type inFlight struct {
 // charge their queue's usage, a deactivated one has its reason written,
 // and the others that may go somewhere are to place. It first forgets
 // what the informer shows now (forgetRecorded, pruneHints).
+// chargedQueue is the hub ClusterQueue a dispatched Workload's usage is
+// charged to: the one its admission names once its copy is admitted (a
+// LocalQueue pointed at another ClusterQueue since, or deleted, leaves
+// an admission where it is, as in Kueue), else the one its LocalQueue
+// points at now (cq; nil when none). "" when neither.
+func chargedQueue(wl *strata.Workload, cq *strata.ClusterQueue) string {
+	if a := wl.Status.Admission; a != nil && a.ClusterQueue != "" {
+		return a.ClusterQueue
+	}
+	if cq != nil {
+		return cq.Name
+	}
+	return ""
+}
+
 func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Time) (*collected, []error) {
 	c := &collected{
 		waiting: make([]pending, 0, len(entries)),
@@ -104,15 +119,15 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 		stop := queue.StopOf(localQueues[e.localQueue], cq)
 		if e.placed {
 			c.placed = append(c.placed, e.wl)
-			if cq != nil {
-				d.chargeUsage(c.usage, cq.Name, e.flavor, e)
-				c.dispatched = append(c.dispatched, dispatched{e: e, queue: cq.Name})
-				// HoldAndDrain takes every copy back; Hold those not
-				// admitted on their worker yet (as Kueue takes back a
-				// quota reservation not admitted).
-				if stop.Drain || stop.Stopped && e.wl.Status.Admission == nil {
-					c.drained = append(c.drained, drainedWorkload{e: e, stop: stop, cq: cq.Name})
-				}
+			if charged := chargedQueue(e.wl, cq); charged != "" {
+				d.chargeUsage(c.usage, charged, e.flavor, e)
+				c.dispatched = append(c.dispatched, dispatched{e: e, queue: charged})
+			}
+			// HoldAndDrain takes every copy back; Hold those not
+			// admitted on their worker yet (as Kueue takes back a
+			// quota reservation not admitted).
+			if cq != nil && (stop.Drain || stop.Stopped && e.wl.Status.Admission == nil) {
+				c.drained = append(c.drained, drainedWorkload{e: e, stop: stop, cq: cq.Name})
 			}
 			continue
 		}

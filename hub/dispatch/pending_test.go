@@ -52,3 +52,30 @@ func TestDeactivatedMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestChargedQueue: an admitted Workload stays charged to the ClusterQueue
+// that admitted it when its LocalQueue is pointed elsewhere or deleted (as
+// Kueue's admissions); one not admitted yet goes with its LocalQueue.
+func TestChargedQueue(t *testing.T) {
+	admittedBy := func(cq string) *strata.Workload {
+		return &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: cq}}}
+	}
+	now := &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "new"}}
+	cases := map[string]struct {
+		wl   *strata.Workload
+		cq   *strata.ClusterQueue
+		want string
+	}{
+		"admitted, its LocalQueue repointed": {wl: admittedBy("old"), cq: now, want: "old"},
+		"admitted, its LocalQueue gone":      {wl: admittedBy("old"), want: "old"},
+		"not admitted yet":                   {wl: &strata.Workload{}, cq: now, want: "new"},
+		"not admitted, no queue":             {wl: &strata.Workload{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := chargedQueue(tc.wl, tc.cq); got != tc.want {
+				t.Errorf("chargedQueue() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

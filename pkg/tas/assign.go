@@ -543,7 +543,7 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 		} else {
 			lvl = min(lvl, p.layers[0].level) // a summarized host level: its leaf above
 		}
-		if len(p.layers) == 0 && !p.filter && leafBucketsOn {
+		if len(p.layers) == 0 && !p.filter && p.avoidLeaf == nil && leafBucketsOn {
 			if b := s.leafBuckets(p.dem); b != nil {
 				return p.leastFreeLeaves(b, count)
 			}
@@ -554,7 +554,7 @@ func (p *plan) unconstrained(count int64) (*Assignment, error) {
 			if first == lvl {
 				return p.fillLevel(lvl, count)
 			}
-			return p.leastFirstDown(s.byLevel[0], count, lvl)
+			return p.leastFirstDown(s.root.children, count, lvl) // in name order: ties by name
 		}
 		s.assigned[d.id] = count
 		if first == lvl {

@@ -551,3 +551,52 @@ func TestDomainOfRank(t *testing.T) {
 		t.Errorf("FirstRank() (-want,+got):\n%s", diff)
 	}
 }
+
+// TestTiesByNameWhateverTheNodesOrder: domains that tie are taken in name
+// order (docs/engine.md, Kueue's), whatever order their nodes arrived in
+// (an informer's, or after node churn). Two paths read the top-level
+// domains directly: unconstrained slices no block holds, and a preferred
+// leader with workers no domain holds.
+func TestTiesByNameWhateverTheNodesOrder(t *testing.T) {
+	levels := []string{block, rack, host}
+	orders := map[string][]node{
+		"sorted":   {{"h1", "b1", "r1", "4"}, {"h2", "b2", "r2", "4"}, {"h3", "b3", "r3", "4"}},
+		"b3 first": {{"h3", "b3", "r3", "4"}, {"h1", "b1", "r1", "4"}, {"h2", "b2", "r2", "4"}},
+		"b2 first": {{"h2", "b2", "r2", "4"}, {"h3", "b3", "r3", "4"}, {"h1", "b1", "r1", "4"}},
+	}
+	slices := Request{Count: 8, PodRequests: cpu("1"), Mode: Unconstrained, Layers: []Layer{{Level: rack, Size: 4}}}
+	leader := Request{Count: 1, PodRequests: cpu("1"), Mode: Preferred, Level: rack}
+	workers := Request{Count: 5, PodRequests: cpu("1"), Mode: Preferred, Level: rack}
+	for name, nodes := range orders {
+		t.Run(name, func(t *testing.T) {
+			a, err := snapshotOf(levels, nodes...).FindAssignment(slices, lfc)
+			if err != nil {
+				t.Fatalf("FindAssignment() error: %v", err)
+			}
+			if diff := cmp.Diff(hosts("h1", 4, "h2", 4), a.Domains); diff != "" {
+				t.Errorf("unconstrained slices (-want,+got):\n%s", diff)
+			}
+			g, err := snapshotOf(levels, nodes...).FindGroupAssignment([]Request{leader, workers}, bestFit)
+			if err != nil {
+				t.Fatalf("FindGroupAssignment() error: %v", err)
+			}
+			if got := g[0].Domains; len(got) != 1 || got[0].Values[0] != "h1" {
+				t.Errorf("leader on %v, want h1 (the first block by name)", got)
+			}
+		})
+	}
+}
+
+// TestUnconstrainedAvoids: LeastFreeCapacity's fast path for
+// unconstrained pods keeps out of avoided domains too.
+func TestUnconstrainedAvoids(t *testing.T) {
+	s := snapshotOf([]string{block, rack, host}, node{"h1", "b1", "r1", "2"}, node{"h2", "b2", "r2", "4"})
+	req := Request{Count: 2, PodRequests: cpu("1"), Mode: Unconstrained, Avoid: []Avoid{{Level: block, Values: []string{"b1"}}}}
+	a, err := s.FindAssignment(req, lfc)
+	if err != nil {
+		t.Fatalf("FindAssignment() error: %v", err)
+	}
+	if diff := cmp.Diff(hosts("h2", 2), a.Domains); diff != "" {
+		t.Errorf("assignment (-want,+got):\n%s", diff)
+	}
+}

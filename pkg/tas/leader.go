@@ -181,7 +181,7 @@ func (s *Snapshot) groupWithLeaderSpread(reqs []Request, li, wi int, opts Option
 	if err != nil || s.depth == 0 {
 		return nil, false, true, err
 	}
-	tops := s.byLevel[0]
+	tops := s.root.children // in name order: ties go to the first by name
 	rs := make([]leaderRoom, len(tops))
 	lead := -1
 	for i, d := range tops {

@@ -372,10 +372,14 @@ func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList
 	if usage[cq] == nil {
 		usage[cq] = map[string]corev1.ResourceList{}
 	}
-	used := e.need
+	queue.AddRequests(usage[cq], flavor, e.charged())
+}
+
+// charged is what a dispatched Workload is charged: its requests, less
+// its reclaimable pods' (its finished part gives its quota back).
+func (e *entry) charged() corev1.ResourceList {
 	if len(e.wl.Status.ReclaimablePods) > 0 {
-		// Its finished part gives its quota back (reclaimable pods).
-		used = queue.WorkloadUsage(e.wl)
+		return queue.WorkloadUsage(e.wl)
 	}
-	queue.AddRequests(usage[cq], flavor, used)
+	return e.need
 }

@@ -166,18 +166,18 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 				continue
 			}
 			o.cands = append(o.cands, preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
-				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.need})
+				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.charged()})
 			o.candOf = append(o.candOf, v)
 		}
 		for _, v := range o.going {
-			books.Charge(v.queue, fq.Name, v.e.need, -1)
+			books.Charge(v.queue, fq.Name, v.e.charged(), -1)
 		}
 		o.fits = books.Check(cq.Name, fq.Name, p.need, false).Err == nil
 		if !o.fits {
 			o.result = preemption.Find(pre, policy, books, fq.Name, o.cands, quotaOnly{})
 		}
 		for _, v := range o.going {
-			books.Charge(v.queue, fq.Name, v.e.need, 1)
+			books.Charge(v.queue, fq.Name, v.e.charged(), 1)
 		}
 		if !o.fits && len(o.result.Victims) == 0 {
 			whys = append(whys, fmt.Sprintf("flavor %s: %s", fq.Name, o.result.Why))

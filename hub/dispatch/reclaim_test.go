@@ -42,6 +42,16 @@ func TestReclaimQuota(t *testing.T) {
 		}
 		return wl
 	}
+	// shaped is a Workload of pods of cpu CPUs dispatched at base+sec,
+	// done of its pods finished (reclaimable).
+	shaped := func(name string, pods int32, cpu string, done int32, sec int) *strata.Workload {
+		wl := dispatchedWL(name, 0, sec, false)
+		wl.Spec.PodSets = []strata.PodSet{testutil.MakePodSet("main", pods, "cpu", cpu).Obj()}
+		if done > 0 {
+			wl.Status.ReclaimablePods = []strata.ReclaimablePod{{Name: "main", Count: done}}
+		}
+		return wl
+	}
 	four := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
 	queues := func(bPolicy *strata.ClusterQueuePreemption) []*strata.ClusterQueue {
 		a := testutil.MakeClusterQueue("a").Cohort("teams").ResourceGroup("cpu").GroupFlavor(flavor, "2").Obj()
@@ -76,6 +86,16 @@ func TestReclaimQuota(t *testing.T) {
 			wantMessage: "preempting 1 workload(s) at the hub to free quota of flavor gpu; dispatched once their copies are taken back: ns/a2",
 			wantVictims: []string{"a2"},
 			wantMarked:  []string{"a2"},
+		},
+		// a2's finished pod gave 2 of its 4 CPUs back: preempting it
+		// frees 2, not the 4 that would seem to let b1 in.
+		"a victim frees what it is charged, not its requests": {
+			policy: reclaimAny,
+			running: []running{{shaped("a1", 1, "4", 0, 1), "a"}, {shaped("a2", 2, "2", 1, 2), "a"},
+				{shaped("b0", 1, "2", 0, 0), "b"}},
+			wantMessage: "preempting 1 workload(s) at the hub to free quota of flavor gpu; dispatched once their copies are taken back: ns/a1",
+			wantVictims: []string{"a1"},
+			wantMarked:  []string{"a1"},
 		},
 		"a queue that preempts nothing": {
 			running: []running{{dispatchedWL("a1", 0, 1, false), "a"}, {dispatchedWL("a2", 0, 2, false), "a"}},
@@ -123,7 +143,7 @@ func TestReclaimQuota(t *testing.T) {
 				if usage[r.queue] == nil {
 					usage[r.queue] = map[string]corev1.ResourceList{}
 				}
-				queue.AddRequests(usage[r.queue], flavor, e.need)
+				queue.AddRequests(usage[r.queue], flavor, e.charged()) // as chargeUsage
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&strata.Workload{}).Build()
 			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}}

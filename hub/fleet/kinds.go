@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,9 +37,37 @@ var kindRetry = 3 * time.Second
 
 // kindWatch is the cache of one optional kind's copies on a worker.
 type kindWatch struct {
-	kind   jobs.Kind
-	cache  crcache.Cache
-	synced bool
+	kind    jobs.Kind
+	cache   crcache.Cache
+	synced  bool
+	started time.Time
+}
+
+// kindSyncWait bounds how long a worker's new capacity summaries wait for
+// its copies of a kind to be read (CopiesPending): a watch that never
+// syncs (a list the hub's credential may not make there) does not keep
+// the worker out of placement for good.
+var kindSyncWait = time.Minute
+
+// CopiesPending names the kinds whose copies on a connected worker are
+// being read for the first time, since less than kindSyncWait: until they
+// are, which dispatches its summaries count cannot be told (a restarted
+// hub reads them after the summaries).
+func (f *Fleet) CopiesPending(name string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.remotes[name]
+	if r == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range r.kinds {
+		if !w.synced && f.clock.Since(w.started) < kindSyncWait {
+			out = append(out, w.kind.GroupVersionKind().Kind)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ErrKindNotServed says the worker does not serve a kind (its CRD is not
@@ -143,7 +172,7 @@ func (f *Fleet) watchKind(ctx context.Context, name string, r *remote, cfg *rest
 	}); err != nil {
 		return err
 	}
-	w := &kindWatch{kind: k, cache: c}
+	w := &kindWatch{kind: k, cache: c, started: f.clock.Now()}
 	f.mu.Lock()
 	r.kinds[k.GroupVersionKind()] = w
 	f.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -161,6 +162,18 @@ func (f *Fleet) refreshTargets(ctx context.Context, workers []Worker, now time.T
 			case !ok:
 				connected = false
 				w.NotConnected = "not connected yet"
+			}
+		}
+		if connected && newGeneration(f.targets[w.Name], summaries) {
+			if pending := f.CopiesPending(w.Name); len(pending) > 0 {
+				// Its copies of a kind are not read yet (a hub that just
+				// started): the dispatches its new summaries count cannot
+				// be told from strangers, and dropping them would count
+				// those workloads twice, by the summary and again by a
+				// reservation, until the worker's next summary. This pass
+				// only, as for an error reading the summaries.
+				connected = false
+				w.NotConnected = fmt.Sprintf("its copies of %s are not read yet", strings.Join(pending, ", "))
 			}
 		}
 		if connected && newGeneration(f.targets[w.Name], summaries) {

@@ -531,3 +531,32 @@ func TestReleaseAfterAViewDropped(t *testing.T) {
 		t.Errorf("after the release and a new summary: placed on %q, want a (%s)", d.Cluster, d.Reason)
 	}
 }
+
+// TestTargetsMadeAnewMeetNoOldAnswer: a target made anew for the same
+// cluster, flavor and summary (a WorkerCluster deleted and created again)
+// never reuses an answer memoized for the old one, whose reservations
+// differ, after as many changes: versions are unique across targets.
+func TestTargetsMadeAnewMeetNoOldAnswer(t *testing.T) {
+	st := cluster(t, [][][]int64{{rackOf(4, 8), rackOf(4, 8)}})
+	p := New("", tas.DefaultOptions(), 0)
+	full := job(4, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) })
+	tiny := job(1, "1", func(p *testutil.PodSetWrapper) { p.Required(rack) })
+	reserve := func(tg *Target, wl *strata.Workload, key string) {
+		t.Helper()
+		if err := p.Decide(wl, nil, []*Target{tg}).Reserve([]*Target{tg}, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := target(t, "a", "gpu", st)
+	reserve(old, full, "job-0")
+	reserve(old, full, "job-1")
+	if d := p.Decide(full, nil, []*Target{old}); d.Cluster != "" {
+		t.Fatalf("the old target, both racks full: placed on %q", d.Cluster)
+	}
+	anew := target(t, "a", "gpu", st)
+	reserve(anew, tiny, "tiny-0") // as many changes as the old one
+	reserve(anew, tiny, "tiny-1")
+	if d := p.Decide(full, nil, []*Target{anew}); d.Cluster != "a" {
+		t.Errorf("the new target, a rack free: placed on %q, want a (%s)", d.Cluster, d.Reason)
+	}
+}

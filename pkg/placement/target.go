@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -38,7 +39,9 @@ type Target struct {
 	// reflected are the dispatches the summary's free capacity counts.
 	reflected map[string]bool
 	// version changes with every reservation made or ended, so that
-	// memoized answers on the old state are not reused.
+	// memoized answers on the old state are not reused; it is unique
+	// across targets (bump), so that a target made anew for the same
+	// cluster and flavor never meets an answer memoized for the old one.
 	version uint64
 	// invalid says why the summary of generation invalidGen could not be
 	// read; the target keeps its last good view, if any, and must get no
@@ -136,7 +139,7 @@ func (t *Target) setSummary(st *strata.CapacitySummaryStatus) error {
 		t.free = free
 	}
 	t.empty, t.summary, t.generation, t.levels = nil, st, st.SummaryGeneration, st.Levels
-	t.version++
+	t.bump()
 	t.reflected = make(map[string]bool, len(st.Dispatches))
 	for _, key := range st.Dispatches {
 		t.reflected[key] = true
@@ -173,12 +176,12 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 		return fmt.Errorf("%d assignments for %d pod sets", len(assignments), len(requests))
 	}
 	t.Release(key)
-	r := &reservation{key: key, seq: t.version + 1, assignments: assignments, requests: requests}
+	r := &reservation{key: key, assignments: assignments, requests: requests}
 	if t.reflected[key] {
 		// The summary counts it already: held, taking nothing, until a
 		// summary stops listing it.
 		t.reservations[key] = r
-		t.version++
+		r.seq = t.bump()
 		return nil
 	}
 	for i, a := range assignments {
@@ -192,7 +195,7 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 		r.usage = append(r.usage, u)
 	}
 	t.reservations[key] = r
-	t.version++
+	r.seq = t.bump()
 	return nil
 }
 
@@ -323,7 +326,16 @@ func (t *Target) Release(key string) {
 		}
 	}
 	delete(t.reservations, key)
-	t.version++
+	t.bump()
+}
+
+// versions numbers the targets' versions, unique across targets.
+var versions atomic.Uint64
+
+// bump gives the target a new version and returns it.
+func (t *Target) bump() uint64 {
+	t.version = versions.Add(1)
+	return t.version
 }
 
 // emptySnapshot is the flavor with nothing running, built on first use.

@@ -388,22 +388,18 @@ func (k *Keeper) checkPriority(ctx context.Context, desired *strata.Workload) (s
 	return ReasonValid, "", nil
 }
 
-// defaultPriorityClass is the PriorityClass marked globalDefault, nil
-// when there is none; of several (the API server refuses a second, but a
-// cache may hold two for a moment), the one of the lowest value, then
-// name.
+// defaultPriorityClass is the PriorityClass marked globalDefault
+// (workload.DefaultPriorityClass), nil when there is none.
 func (k *Keeper) defaultPriorityClass(ctx context.Context) (*schedulingv1.PriorityClass, error) {
 	var pcs schedulingv1.PriorityClassList
 	if err := k.client.List(ctx, &pcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing PriorityClasses for the default one: %w", err)
 	}
-	var def *schedulingv1.PriorityClass
+	items := make([]*schedulingv1.PriorityClass, len(pcs.Items))
 	for i := range pcs.Items {
-		pc := &pcs.Items[i]
-		if pc.GlobalDefault && (def == nil || pc.Value < def.Value || pc.Value == def.Value && pc.Name < def.Name) {
-			def = pc
-		}
+		items[i] = &pcs.Items[i]
 	}
+	def := workload.DefaultPriorityClass(items)
 	if def == nil {
 		return nil, nil
 	}

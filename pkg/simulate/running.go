@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -56,7 +57,16 @@ func (st *runState) tick() time.Time {
 // prioritize sets a workload's priority from its class in the input (0 for
 // a class the input does not have), unless it has one.
 func (st *runState) prioritize(wl *strata.Workload) {
-	if wl.Spec.Priority != nil || wl.Spec.PriorityClassName == "" {
+	if wl.Spec.Priority != nil {
+		return
+	}
+	if wl.Spec.PriorityClassName == "" {
+		// The cluster's default PriorityClass, as the agent's intake
+		// gives a job that names no class.
+		if def := workload.DefaultPriorityClass(slices.Collect(maps.Values(st.in.PriorityClasses))); def != nil {
+			wl.Spec.PriorityClassName, wl.Spec.PriorityClassSource = def.Name, strata.PodPriorityClassSource
+			wl.Spec.Priority = ptr.To(def.Value)
+		}
 		return
 	}
 	var v int32

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -710,5 +711,86 @@ spec:
 	}
 	if diff := cmp.Diff(outcome{Admitted: true, Flavor: "f2", Preempts: []string{"ml/a1"}}, outcome{r.Admitted, flavor, r.Preempts}); diff != "" {
 		t.Errorf("pre (-want,+got):\n%s (reason %q)", diff, r.Reason)
+	}
+}
+
+// TestDefaultPriorityClass: a Job that names no priority class takes the
+// value of the PriorityClass marked globalDefault, as the agent's intake
+// gives it: here it preempts a running workload of priority 0 in its
+// queue (withinClusterQueue: LowerPriority).
+func TestDefaultPriorityClass(t *testing.T) {
+	dir := t.TempDir()
+	cluster := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t, nodeLabels: {pool: p}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4}]}]
+  preemption: {withinClusterQueue: LowerPriority}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: cluster-default}
+value: 1000
+globalDefault: true
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {pool: p, kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "4", pods: "110"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: old, namespace: ml}
+spec:
+  queueName: q
+  priority: 0
+  podSets:
+  - name: main
+    count: 4
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}
+status:
+  admission:
+    clusterQueue: q
+    podSetAssignments:
+    - {name: main, flavor: f, count: 4}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: plain, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(cluster), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || !results[0].Admitted || !slices.Equal(results[0].Preempts, []string{"ml/old"}) {
+		t.Errorf("results = %+v, want plain admitted, preempting ml/old", results)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -430,4 +431,19 @@ func RankedPodSet(podSets []strata.PodSet, i int) *strata.PodSet {
 	out := ps.DeepCopy()
 	out.TopologyRequest.PodIndexOffset = &offset
 	return out
+}
+
+// DefaultPriorityClass is the PriorityClass marked globalDefault of pcs,
+// which the API server gives pods that name none (and Kueue the
+// Workloads of their jobs); nil when there is none. Of several (the API
+// server refuses a second, but a cache or a set of manifests may hold two
+// for a moment), the one of the lowest value, then name.
+func DefaultPriorityClass(pcs []*schedulingv1.PriorityClass) *schedulingv1.PriorityClass {
+	var def *schedulingv1.PriorityClass
+	for _, pc := range pcs {
+		if pc != nil && pc.GlobalDefault && (def == nil || pc.Value < def.Value || pc.Value == def.Value && pc.Name < def.Name) {
+			def = pc
+		}
+	}
+	return def
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -121,7 +122,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	}
 	st := newRunState(in)
 	for _, item := range in.Workloads {
-		if item.Workload != nil && item.Workload.Status.Admission != nil {
+		if item.Workload != nil && item.Workload.Status.Admission != nil && !done(item) {
 			if err := st.addRunning(flavors, item, opts); err != nil {
 				return nil, err
 			}
@@ -129,7 +130,13 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	}
 	results := make([]Result, 0, len(in.Workloads))
 	for _, item := range in.Workloads {
-		if item.Workload != nil && item.Workload.Status.Admission != nil {
+		if item.Workload != nil && item.Workload.Status.Admission != nil || done(item) {
+			continue
+		}
+		if item.Workload != nil && !workload.IsActive(item.Workload) {
+			// The agent schedules no deactivated Workload.
+			results = append(results, Result{Name: item.Workload.Name, Namespace: item.Workload.Namespace, source: item.Source,
+				Reason: "deactivated (spec.active: false): not admitted until it is active again"})
 			continue
 		}
 		r, err := place(in, flavors, st, item, opts)
@@ -180,6 +187,21 @@ func buildFlavors(in *Input) (map[string]*flavorState, error) {
 		return nil, fmt.Errorf("the input has no ResourceFlavor with a topologyName (and its Topology)")
 	}
 	return flavors, nil
+}
+
+// done says whether an item finished, as the agent sees it: a Workload
+// Finished (its capacity given back, though its admission stays), or a
+// job that completed or failed (it gets no Workload). Neither is placed,
+// nor holds capacity.
+func done(item Item) bool {
+	if item.Workload != nil {
+		return meta.IsStatusConditionTrue(item.Workload.Status.Conditions, strata.WorkloadFinished)
+	}
+	if item.Job == nil {
+		return false
+	}
+	finished, _ := item.Job.Finished()
+	return finished
 }
 
 // toWorkload converts an input item and checks it, as the intake of a

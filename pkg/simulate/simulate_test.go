@@ -794,3 +794,105 @@ spec:
 		t.Errorf("results = %+v, want plain admitted, preempting ml/old", results)
 	}
 }
+
+// TestFinishedAndInactive: as the agent, a Finished Workload holds no
+// capacity though its admission stays, a completed Job is not placed, and
+// a deactivated Workload is not admitted.
+func TestFinishedAndInactive(t *testing.T) {
+	dir := t.TempDir()
+	cluster := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t, nodeLabels: {pool: p}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {pool: p, kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "4", pods: "110"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: finished, namespace: ml}
+spec:
+  queueName: q
+  podSets:
+  - name: main
+    count: 4
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}
+status:
+  admission:
+    clusterQueue: q
+    podSetAssignments:
+    - {name: main, flavor: f, count: 4}
+  conditions:
+  - {type: Finished, status: "True", reason: Succeeded, message: done, lastTransitionTime: "2026-12-01T10:00:00Z"}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: held, namespace: ml}
+spec:
+  queueName: q
+  active: false
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: completed, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+status:
+  conditions:
+  - {type: Complete, status: "True"}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: next, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(cluster), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range results {
+		got[r.Name] = r.Admitted
+	}
+	if diff := cmp.Diff(map[string]bool{"held": false, "next": true}, got); diff != "" {
+		t.Errorf("admitted by name (-want,+got):\n%s\n%+v", diff, results)
+	}
+}

@@ -43,6 +43,10 @@ type Input struct {
 	// priority; a class not in the input counts as priority 0.
 	WorkloadPriorityClasses map[string]*strata.WorkloadPriorityClass
 	PriorityClasses         map[string]*schedulingv1.PriorityClass
+	// Namespaces give their labels to the ClusterQueues' namespace
+	// selectors; a namespace not in the input is not checked against a
+	// selector that names labels.
+	Namespaces map[string]*corev1.Namespace
 	// Workloads are placed in order. Those with a status.admission are
 	// running already: they hold their capacity (placed first, in order,
 	// where their admission has no topology assignment) and may be
@@ -73,7 +77,7 @@ var decoder = serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
 // in order.
 func Load(paths ...string) (*Input, error) {
 	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}, LocalQueues: map[string]*strata.LocalQueue{},
-		WorkloadPriorityClasses: map[string]*strata.WorkloadPriorityClass{}, PriorityClasses: map[string]*schedulingv1.PriorityClass{}, sources: map[string]string{}}
+		WorkloadPriorityClasses: map[string]*strata.WorkloadPriorityClass{}, PriorityClasses: map[string]*schedulingv1.PriorityClass{}, Namespaces: map[string]*corev1.Namespace{}, sources: map[string]string{}}
 	for _, p := range paths {
 		files, err := expand(p)
 		if err != nil {
@@ -141,7 +145,7 @@ func (in *Input) loadFile(path string) error {
 // readKinds are the kinds simulate reads: the cluster's, the registered
 // workload kinds' and Workloads.
 func readKinds() string {
-	out := []string{"Node", "Pod", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "PriorityClass"}
+	out := []string{"Node", "Pod", "Namespace", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "PriorityClass"}
 	for _, r := range kinds.Registered {
 		out = append(out, r.Kind.GroupVersionKind().Kind)
 	}
@@ -167,6 +171,8 @@ func (in *Input) add(raw []byte, where string) error {
 		in.Pods = append(in.Pods, *o)
 	case *corev1.PodList:
 		in.Pods = append(in.Pods, o.Items...)
+	case *corev1.Namespace:
+		in.Namespaces[o.Name] = o
 	case *corev1.List:
 		for i, item := range o.Items {
 			if err := in.add(item.Raw, fmt.Sprintf("%s: item %d", where, i)); err != nil {
@@ -265,6 +271,27 @@ func (in *Input) addJob(k jobs.Kind, obj runtime.Object, where string) bool {
 // a cluster, when the input has that LocalQueue; without it, the name is
 // taken as the ClusterQueue's (so that a cluster dump without LocalQueues
 // still works).
+// namespaceRefused says why ClusterQueue cq admits no workload of
+// namespace ns, as the agent's intake says it ("" when it does, or cannot
+// be told: a selector that names labels, and the namespace not in the
+// input).
+func (in *Input) namespaceRefused(ns string, cq *strata.ClusterQueue) string {
+	if cq == nil {
+		return ""
+	}
+	var nsLabels map[string]string
+	if n := in.Namespaces[ns]; n != nil {
+		nsLabels = n.Labels
+	} else if sel := cq.Spec.NamespaceSelector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
+		return ""
+	}
+	lq := &strata.LocalQueue{Spec: strata.LocalQueueSpec{ClusterQueue: cq.Name}}
+	if r := strataqueue.Resolve(ns, "", nsLabels, lq, cq); !r.OK() {
+		return r.Message
+	}
+	return ""
+}
+
 // clusterQueueOf returns the ClusterQueue a workload's queue names (through
 // its LocalQueue, or directly), nil when the input has none.
 func (in *Input) clusterQueueOf(namespace, queue string) *strata.ClusterQueue {

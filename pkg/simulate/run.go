@@ -254,6 +254,10 @@ func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, 
 		return res, nil
 	}
 	cq := in.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
+	if why := in.namespaceRefused(wl.Namespace, cq); why != "" {
+		res.Reason = why
+		return res, nil
+	}
 	if stop := queue.StopOf(in.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], cq); stop.Stopped {
 		res.Reason = stop.Message
 		return res, nil

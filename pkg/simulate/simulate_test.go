@@ -3,6 +3,7 @@ package simulate
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -894,5 +895,78 @@ spec:
 	}
 	if diff := cmp.Diff(map[string]bool{"held": false, "next": true}, got); diff != "" {
 		t.Errorf("admitted by name (-want,+got):\n%s\n%+v", diff, results)
+	}
+}
+
+// TestNamespaceSelector: a ClusterQueue admits the namespaces its
+// namespaceSelector selects, as the agent's intake: none without one; a
+// namespace in the input by its labels; one not in the input is not
+// checked against a selector that names labels.
+func TestNamespaceSelector(t *testing.T) {
+	base := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t, nodeLabels: {pool: p}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {pool: p, kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "4", pods: "110"}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: other, labels: {team: other}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j, namespace: %s, labels: {strata.dev/queue-name: q}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  %s
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4}]}]
+`
+	cases := map[string]struct {
+		namespace, selector string
+		wantReason          string
+	}{
+		"no selector: no namespace":                {namespace: "ml", wantReason: `ClusterQueue "q" admits no namespace (it has no namespaceSelector)`},
+		"an empty selector: every namespace":       {namespace: "ml", selector: "namespaceSelector: {}"},
+		"a namespace in the input, not selected":   {namespace: "other", selector: "namespaceSelector: {matchLabels: {team: ml}}", wantReason: `ClusterQueue "q" does not admit namespace "other" (namespaceSelector team=ml)`},
+		"a namespace not in the input: not judged": {namespace: "ml", selector: "namespaceSelector: {matchLabels: {team: ml}}"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "all.yaml"), fmt.Appendf(nil, base, tc.namespace, tc.selector), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) != 1 || results[0].Admitted != (tc.wantReason == "") || tc.wantReason != "" && results[0].Reason != tc.wantReason {
+				t.Errorf("results = %+v, want reason %q", results, tc.wantReason)
+			}
+		})
 	}
 }

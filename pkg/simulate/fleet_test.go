@@ -175,7 +175,9 @@ status: {allocatable: {cpu: "8", nvidia.com/gpu: "8", pods: "110"}}
 // TestFleetJobSets: the hub places every pod set of a JobSet on one
 // worker and flavor, or says which pod set fits nowhere.
 func TestFleetJobSets(t *testing.T) {
-	results, err := runFleet(t, fleetClusters(), filepath.Join(fleetExamples, "hub"), filepath.Join(examples, "jobsets.yaml"))
+	// The hub's queues and Jobs, and the JobSets of jobsets.yaml (the hub's own
+	// jobset.yaml has one of the same name).
+	results, err := runFleet(t, fleetClusters(), filepath.Join(fleetExamples, "hub", "queue.yaml"), filepath.Join(fleetExamples, "hub", "jobs.yaml"), filepath.Join(examples, "jobsets.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

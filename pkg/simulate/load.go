@@ -54,6 +54,8 @@ type Input struct {
 	Workloads []Item
 	// sources says where each object was read, by kind and name.
 	sources map[string]string
+	// seen says where each object was read, by kind, namespace and name.
+	seen map[string]string
 }
 
 // Item is one workload to place: a job of a registered kind (a Job, a
@@ -77,7 +79,7 @@ var decoder = serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
 // in order.
 func Load(paths ...string) (*Input, error) {
 	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}, LocalQueues: map[string]*strata.LocalQueue{},
-		WorkloadPriorityClasses: map[string]*strata.WorkloadPriorityClass{}, PriorityClasses: map[string]*schedulingv1.PriorityClass{}, Namespaces: map[string]*corev1.Namespace{}, sources: map[string]string{}}
+		WorkloadPriorityClasses: map[string]*strata.WorkloadPriorityClass{}, PriorityClasses: map[string]*schedulingv1.PriorityClass{}, Namespaces: map[string]*corev1.Namespace{}, sources: map[string]string{}, seen: map[string]string{}}
 	for _, p := range paths {
 		files, err := expand(p)
 		if err != nil {
@@ -159,6 +161,16 @@ func (in *Input) add(raw []byte, where string) error {
 			return fmt.Errorf("%s: %w; simulate reads %s", where, err, readKinds())
 		}
 		return fmt.Errorf("%s: %w", where, err)
+	}
+	if o, ok := obj.(client.Object); ok && !meta.IsListType(obj) {
+		// The same object twice (a file given twice, or in two
+		// directories): counted twice, or the last one kept, it would
+		// not be the cluster the files describe.
+		key := gvk.Kind + " " + objectName(o)
+		if first, dup := in.seen[key]; dup {
+			return fmt.Errorf("%s: %s is also in %s; give each object once", where, key, first)
+		}
+		in.seen[key] = where
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:

@@ -970,3 +970,13 @@ spec:
 		})
 	}
 }
+
+// TestDuplicateObjects: an object given twice (a file named twice, or in
+// two directories) is an error naming both places, not counted twice.
+func TestDuplicateObjects(t *testing.T) {
+	cluster := filepath.Join(examples, "cluster.yaml")
+	_, err := Load(cluster, cluster)
+	if err == nil || !strings.Contains(err.Error(), "is also in") {
+		t.Errorf("Load(the same file twice) error = %v, want one saying the object is also in the first", err)
+	}
+}

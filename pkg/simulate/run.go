@@ -242,7 +242,7 @@ func toWorkload(item Item, queueOptional bool, opts tas.Options) (*strata.Worklo
 
 // place places one workload. Invalid annotations are an error naming the
 // file and object; not fitting is a Result with the reason.
-func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, opts tas.Options) (Result, error) {
+func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, opts tas.Options) (res Result, err error) {
 	// Without ClusterQueues in the input, a queue label is optional.
 	wl, res, err := toWorkload(item, len(in.ClusterQueues) == 0, opts)
 	if err != nil {
@@ -261,6 +261,19 @@ func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, 
 	if stop := queue.StopOf(in.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], cq); stop.Stopped {
 		res.Reason = stop.Message
 		return res, nil
+	}
+	if cq != nil && cq.Spec.QueueingStrategy == strata.StrictFIFO {
+		// As the agent serves a StrictFIFO queue: nothing goes ahead of
+		// a head that does not fit (here, in the input's order).
+		if st.blocked[cq.Name] {
+			res.Reason = fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", cq.Name)
+			return res, nil
+		}
+		defer func() {
+			if err == nil && !res.Admitted {
+				st.blocked[cq.Name] = true
+			}
+		}()
 	}
 	st.prioritize(wl)
 	fung := queue.Fungibility(cq)

@@ -980,3 +980,78 @@ func TestDuplicateObjects(t *testing.T) {
 		t.Errorf("Load(the same file twice) error = %v, want one saying the object is also in the first", err)
 	}
 }
+
+// TestStrictFIFO: in a StrictFIFO ClusterQueue nothing goes ahead of a
+// workload that does not fit, as the agent serves it; in BestEffortFIFO
+// the next one does.
+func TestStrictFIFO(t *testing.T) {
+	base := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t, nodeLabels: {pool: p}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {pool: p, kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "8", pods: "110"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  queueingStrategy: %s
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8}]}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: big, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 16
+  completions: 16
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: small, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	for strategy, wantSmall := range map[string]bool{"StrictFIFO": false, "BestEffortFIFO": true} {
+		t.Run(strategy, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "all.yaml"), fmt.Appendf(nil, base, strategy), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) != 2 || results[0].Admitted || results[1].Admitted != wantSmall {
+				t.Errorf("results = %+v, want big not admitted, small admitted %t", results, wantSmall)
+			}
+			if !wantSmall && !strings.Contains(results[1].Reason, "waiting in StrictFIFO ClusterQueue q") {
+				t.Errorf("small's reason = %q", results[1].Reason)
+			}
+		})
+	}
+}

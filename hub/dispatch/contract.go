@@ -186,8 +186,9 @@ func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult,
 }
 
 // RecordAdmission copies the worker's admission of the current dispatch
-// into the hub Workload's status, under the hub's ClusterQueue, with the
-// copy's reclaimable pods; false when nothing changed.
+// into the hub Workload's status, under the hub's ClusterQueue (the one
+// recorded first, once there is one), with the copy's reclaimable pods;
+// false when nothing changed.
 func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL *strata.Workload, now time.Time) bool {
 	p := status.Placement
 	if p == nil || p.Cluster == "" || copyWL.Status.Admission == nil {
@@ -195,6 +196,12 @@ func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL 
 	}
 	admission := copyWL.Status.Admission.DeepCopy()
 	admission.ClusterQueue = clusterQueue
+	if status.Admission != nil && status.Admission.ClusterQueue != "" {
+		// An admission stays with the ClusterQueue that made it, as in
+		// Kueue: a LocalQueue pointed elsewhere since, or deleted, does
+		// not move its charge (see chargedQueue).
+		admission.ClusterQueue = status.Admission.ClusterQueue
+	}
 	changed := !equality.Semantic.DeepEqual(status.Admission, admission)
 	if c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue {
 		if i := strings.Index(c.Message, strata.AdmittedAfterPreempting); i >= 0 {

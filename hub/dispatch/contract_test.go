@@ -146,6 +146,15 @@ func TestDispatchRecords(t *testing.T) {
 	if diff := cmp.Diff(copyWL.Status.ReclaimablePods, st.ReclaimablePods); diff != "" {
 		t.Errorf("reclaimable pods (-copy,+hub):\n%s", diff)
 	}
+	// Its LocalQueue pointed at another ClusterQueue, or deleted: the
+	// admission stays with the ClusterQueue that made it.
+	copyWL.Status.ReclaimablePods = nil
+	for _, now := range []string{"other-cq", ""} {
+		RecordAdmission(&st, now, copyWL, t0.Add(9*time.Minute))
+		if got := st.Admission.ClusterQueue; got != "hub-cq" {
+			t.Errorf("recorded again with the LocalQueue's ClusterQueue %q: admission of %q, want hub-cq", now, got)
+		}
+	}
 
 	// Outcomes clear the placement (a preemption mark too) and the
 	// admission, keep the generation.

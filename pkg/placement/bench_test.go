@@ -177,7 +177,7 @@ func BenchmarkDecidePreemption(b *testing.B) {
 			for b.Loop() {
 				if mode == "rebuilt" {
 					for _, t := range targets {
-						t.version++
+						t.bump()
 					}
 				}
 				c, why := p.DecidePreemption(wl, []string{"f"}, targets, everywhere(500), func(*Target) []PreemptionScope { return []PreemptionScope{{Queue: "cq", Within: true}} }, nil)

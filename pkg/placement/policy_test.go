@@ -560,3 +560,27 @@ func TestTargetsMadeAnewMeetNoOldAnswer(t *testing.T) {
 		t.Errorf("the new target, a rack free: placed on %q, want a (%s)", d.Cluster, d.Reason)
 	}
 }
+
+// TestEveryChangeMovesTheVersion: each reservation made or ended, a
+// preemption's included, gives the target a version no other state had.
+func TestEveryChangeMovesTheVersion(t *testing.T) {
+	tg := target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(4, 8)}}))
+	seen := map[uint64]bool{}
+	note := func(what string) {
+		t.Helper()
+		if _, v := tg.Version(); seen[v] {
+			t.Errorf("%s: version %d again", what, v)
+		} else {
+			seen[v] = true
+		}
+	}
+	note("the summary")
+	tg.ReservePreemption("pre")
+	note("a preemption")
+	if err := tg.Reserve("job", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	note("a reservation")
+	tg.Release("pre")
+	note("a release")
+}

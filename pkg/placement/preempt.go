@@ -567,8 +567,9 @@ func (t *Target) preemptedSnapshot(sel []int) (*tas.Snapshot, error) {
 // summary that counts the dispatch (the worker admitted it).
 func (t *Target) ReservePreemption(key string) {
 	t.Release(key)
-	t.reservations[key] = &reservation{key: key, seq: t.version + 1, preempt: true}
-	t.version++
+	r := &reservation{key: key, preempt: true}
+	t.reservations[key] = r
+	r.seq = t.bump()
 }
 
 // Preempting says whether a preemption is in flight on the target.

@@ -108,7 +108,10 @@ type Scheduler struct {
 	// charged the preemptions whose hold the pass charged.
 	pendingWL map[types.NamespacedName]*strata.Workload
 	charged   map[types.NamespacedName]bool
-	searches  int
+	// servable are the pass's pending workloads that no StrictFIFO head
+	// of their queue comes before.
+	servable map[types.NamespacedName]bool
+	searches int
 	// cohortsUnknown: this pass could not list the ClusterQueues, so the
 	// usage of cohorts is not known.
 	cohortsUnknown bool
@@ -363,7 +366,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	if listErr == nil {
 		errs = append(errs, s.updateQueues(ctx, cqs, v, counted, books), s.drain(ctx, cqs))
 	}
-	s.pendingWL = map[types.NamespacedName]*strata.Workload{}
+	s.pendingWL, s.servable = map[types.NamespacedName]*strata.Workload{}, map[types.NamespacedName]bool{}
 	for _, wls := range byQueue {
 		for _, wl := range wls {
 			s.pendingWL[client.ObjectKeyFromObject(wl)] = wl
@@ -372,6 +375,12 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	turns := make([]*queue.Turn[*strata.Workload], 0, len(byQueue))
 	for q, wls := range byQueue {
 		sort.SliceStable(wls, func(i, j int) bool { return queue.Before(wls[i], wls[j]) })
+		strict := queues[q] != nil && queues[q].Spec.QueueingStrategy == strata.StrictFIFO
+		for i, wl := range wls {
+			if i == 0 || !strict {
+				s.servable[client.ObjectKeyFromObject(wl)] = true
+			}
+		}
 		if usage[q] == nil {
 			usage[q] = map[string]corev1.ResourceList{}
 		}
@@ -491,8 +500,10 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	if by, ok := s.victimOf[key]; ok {
 		// What it frees is its preemptor's: it does not take it back. A
 		// StrictFIFO queue waits behind it, as behind any head that does
-		// not fit (Kueue requeues a victim at its place).
-		return false, true, s.setNotAdmitted(ctx, wl, ReasonPending, fmt.Sprintf("preempted to make room for %s; waits until that workload is admitted", by))
+		// not fit (Kueue requeues a victim at its place), unless its
+		// preemptor waits behind the head of a StrictFIFO queue of its
+		// own: that would stall this queue too.
+		return false, s.servable[by], s.setNotAdmitted(ctx, wl, ReasonPending, fmt.Sprintf("preempted to make room for %s; waits until that workload is admitted", by))
 	}
 	// The quota held for this queue's preemptors that come after wl in
 	// its order is wl's to take (Kueue has no holds: the queue's head
@@ -509,11 +520,15 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		for _, pk := range lent {
 			switch p := s.preemptions[pk]; {
 			case p == nil:
-			case admitted:
+			case !admitted || books.Check(p.queue, p.flavor, p.requests, false).Err == nil:
+				// Not taken (wl not admitted, or admitted elsewhere or
+				// beside it): the hold stands.
+				books.Charge(p.queue, p.flavor, p.requests, 1)
+			default:
+				// Taken: that preemption is over; its preemptor searches
+				// again when it is served.
 				delete(s.preemptions, pk)
 				delete(s.charged, pk)
-			default:
-				books.Charge(p.queue, p.flavor, p.requests, 1)
 			}
 		}
 	}()

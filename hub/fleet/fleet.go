@@ -124,6 +124,8 @@ type remote struct {
 	// its discovery said of each (see kinds.go).
 	kinds      map[schema.GroupVersionKind]*kindWatch
 	discovered map[schema.GroupVersionKind]bool
+	// connectedAt is when this connection was made, on the hub's clock.
+	connectedAt time.Time
 	// queues are the worker's Namespaces, LocalQueues and ClusterQueues
 	// (queues.go).
 	queues queuesWatch
@@ -336,7 +338,7 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 			notify()
 		}
 	}()
-	r := &remote{identity: identity, cache: c, client: direct, cancel: cancel,
+	r := &remote{identity: identity, cache: c, client: direct, cancel: cancel, connectedAt: f.clock.Now(),
 		kinds: map[schema.GroupVersionKind]*kindWatch{}, discovered: map[schema.GroupVersionKind]bool{}}
 	go f.probe(ctx, name, r, ready)
 	go f.watchKinds(ctx, name, r, cfg, watchCfg)

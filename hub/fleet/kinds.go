@@ -49,10 +49,14 @@ type kindWatch struct {
 // the worker out of placement for good.
 var kindSyncWait = time.Minute
 
-// CopiesPending names the kinds whose copies on a connected worker are
-// being read for the first time, since less than kindSyncWait: until they
-// are, which dispatches its summaries count cannot be told (a restarted
-// hub reads them after the summaries).
+// CopiesPending names the kinds whose copies on a connected worker are not
+// read yet: its discovery has not answered for the kind, or says it serves
+// it and the watch is not made or not synced. Until they are, which
+// dispatches its summaries count cannot be told (a restarted hub reads
+// them after the summaries). Bounded by kindSyncWait from the connection
+// and from each watch's start, so that a kind whose watch never syncs (a
+// list the hub's credential may not make there) does not keep the worker
+// out of placement for good.
 func (f *Fleet) CopiesPending(name string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -61,9 +65,21 @@ func (f *Fleet) CopiesPending(name string) []string {
 		return nil
 	}
 	var out []string
-	for _, w := range r.kinds {
-		if !w.synced && f.clock.Since(w.started) < kindSyncWait {
-			out = append(out, w.kind.GroupVersionKind().Kind)
+	for _, k := range kinds.Hub {
+		if k == batchjob.Kind {
+			continue
+		}
+		gvk := k.GroupVersionKind()
+		w := r.kinds[gvk]
+		served, known := r.discovered[gvk]
+		switch {
+		case w != nil && w.synced:
+		case w != nil:
+			if f.clock.Since(w.started) < kindSyncWait {
+				out = append(out, gvk.Kind)
+			}
+		case (served || !known) && f.clock.Since(r.connectedAt) < kindSyncWait:
+			out = append(out, gvk.Kind)
 		}
 	}
 	slices.Sort(out)

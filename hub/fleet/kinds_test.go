@@ -9,6 +9,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/jobs/mpijob"
 )
 
@@ -19,12 +20,17 @@ func TestCopiesPending(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	f := New(nil, "hub")
 	f.SetClock(clk)
-	f.remotes["w"] = &remote{kinds: map[schema.GroupVersionKind]*kindWatch{
+	r := &remote{connectedAt: t0, kinds: map[schema.GroupVersionKind]*kindWatch{
 		jobset.Kind.GroupVersionKind(): {kind: jobset.Kind, started: t0},
 		mpijob.Kind.GroupVersionKind(): {kind: mpijob.Kind, started: t0, synced: true},
-	}}
+	}, discovered: map[schema.GroupVersionKind]bool{}}
+	f.remotes["w"] = r
+	if diff := cmp.Diff([]string{"JobSet", "LeaderWorkerSet"}, f.CopiesPending("w")); diff != "" {
+		t.Errorf("while the JobSets are read and discovery has not answered for LeaderWorkerSets (-want,+got):\n%s", diff)
+	}
+	r.discovered[lws.SetKind.GroupVersionKind()] = false
 	if diff := cmp.Diff([]string{"JobSet"}, f.CopiesPending("w")); diff != "" {
-		t.Errorf("while the JobSets are read (-want,+got):\n%s", diff)
+		t.Errorf("LeaderWorkerSets not served there (-want,+got):\n%s", diff)
 	}
 	if got := f.CopiesPending("other"); got != nil {
 		t.Errorf("a worker not connected: %v", got)

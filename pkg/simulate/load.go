@@ -162,7 +162,7 @@ func (in *Input) add(raw []byte, where string) error {
 		}
 		return fmt.Errorf("%s: %w", where, err)
 	}
-	if o, ok := obj.(client.Object); ok && !meta.IsListType(obj) {
+	if o, ok := obj.(client.Object); ok && !meta.IsListType(obj) && o.GetName() != "" {
 		// The same object twice (a file given twice, or in two
 		// directories): counted twice, or the last one kept, it would
 		// not be the cluster the files describe.
@@ -184,6 +184,8 @@ func (in *Input) add(raw []byte, where string) error {
 	case *corev1.PodList:
 		in.Pods = append(in.Pods, o.Items...)
 	case *corev1.Namespace:
+		// The API server labels every namespace with its name.
+		metav1.SetMetaDataLabel(&o.ObjectMeta, corev1.LabelMetadataName, o.Name)
 		in.Namespaces[o.Name] = o
 	case *corev1.List:
 		for i, item := range o.Items {

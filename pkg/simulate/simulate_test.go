@@ -945,10 +945,11 @@ spec:
 		namespace, selector string
 		wantReason          string
 	}{
-		"no selector: no namespace":                {namespace: "ml", wantReason: `ClusterQueue "q" admits no namespace (it has no namespaceSelector)`},
-		"an empty selector: every namespace":       {namespace: "ml", selector: "namespaceSelector: {}"},
-		"a namespace in the input, not selected":   {namespace: "other", selector: "namespaceSelector: {matchLabels: {team: ml}}", wantReason: `ClusterQueue "q" does not admit namespace "other" (namespaceSelector team=ml)`},
-		"a namespace not in the input: not judged": {namespace: "ml", selector: "namespaceSelector: {matchLabels: {team: ml}}"},
+		"no selector: no namespace":                      {namespace: "ml", wantReason: `ClusterQueue "q" admits no namespace (it has no namespaceSelector)`},
+		"an empty selector: every namespace":             {namespace: "ml", selector: "namespaceSelector: {}"},
+		"a namespace in the input, not selected":         {namespace: "other", selector: "namespaceSelector: {matchLabels: {team: ml}}", wantReason: `ClusterQueue "q" does not admit namespace "other" (namespaceSelector team=ml)`},
+		"a namespace not in the input: not judged":       {namespace: "ml", selector: "namespaceSelector: {matchLabels: {team: ml}}"},
+		"selected by the name label the API server sets": {namespace: "other", selector: "namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: other}}"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -978,6 +979,16 @@ func TestDuplicateObjects(t *testing.T) {
 	_, err := Load(cluster, cluster)
 	if err == nil || !strings.Contains(err.Error(), "is also in") {
 		t.Errorf("Load(the same file twice) error = %v, want one saying the object is also in the first", err)
+	}
+	// Jobs named by generateName (Kueue's samples) have no name yet: each
+	// is its own.
+	dir := t.TempDir()
+	job := "apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: sample-, namespace: ml, labels: {strata.dev/queue-name: q}}\nspec:\n  template:\n    spec:\n      containers: [{name: c, image: busybox}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "jobs.yaml"), []byte(job+"---\n"+job), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := Load(dir); err != nil || len(in.Workloads) != 2 {
+		t.Errorf("Load(two Jobs named by generateName) = %v, want both", err)
 	}
 }
 

@@ -398,7 +398,11 @@ func (f *Fence) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		// admitted until it appears. Copies an earlier agent process
 		// admitted (the Lease and this agent's record of it deleted
 		// since) are stopped: the worst is assumed.
-		return ctrl.Result{}, f.evictCopies(ctx, origin, missingMessage(origin, f.namespace), nil)
+		if err := f.evictCopies(ctx, origin, missingMessage(origin, f.namespace), nil); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Could not stop every copy of a hub whose Lease is missing", "origin", origin)
+			return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		}
+		return ctrl.Result{}, nil
 	}
 	if lease != nil && !o.seen.IsZero() && !o.seen.Equal(before) {
 		// A change seen (or this process's first view): kept for the

@@ -128,9 +128,15 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 			}
 		}
 	}
+	names := map[string]bool{}
+	for _, item := range in.Workloads {
+		if item.Workload != nil {
+			names[item.Workload.Namespace+"/"+item.Workload.Name] = true
+		}
+	}
 	results := make([]Result, 0, len(in.Workloads))
 	for _, item := range in.Workloads {
-		if item.Workload != nil && item.Workload.Status.Admission != nil || done(item) {
+		if item.Workload != nil && item.Workload.Status.Admission != nil || done(item) || hasWorkload(item, names) {
 			continue
 		}
 		if item.Workload != nil && !workload.IsActive(item.Workload) {
@@ -157,6 +163,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 // buildFlavors builds the snapshot of every topology-aware flavor of a
 // cluster from its Nodes and bound Pods.
 func buildFlavors(in *Input) (map[string]*flavorState, error) {
+	running := in.runningWorkloads()
 	flavors := map[string]*flavorState{}
 	for _, f := range in.Flavors {
 		if f.Spec.TopologyName == nil {
@@ -179,6 +186,11 @@ func buildFlavors(in *Input) (map[string]*flavorState, error) {
 			if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
+			if w := p.Labels[strata.WorkloadLabel]; w != "" && p.Labels[strata.TASLabel] != "" && running[p.Namespace+"/"+w] {
+				// As the agent's cache: a pod of a topology-aware workload
+				// counts through its workload's admission while there is one.
+				continue
+			}
 			st.snapshot.AddUsage(p.Spec.NodeName, tas.WithPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), 1)
 		}
 		flavors[f.Name] = st
@@ -187,6 +199,30 @@ func buildFlavors(in *Input) (map[string]*flavorState, error) {
 		return nil, fmt.Errorf("the input has no ResourceFlavor with a topologyName (and its Topology)")
 	}
 	return flavors, nil
+}
+
+// runningWorkloads are the Workloads of the input that hold an admission
+// and did not finish, by namespace/name.
+func (in *Input) runningWorkloads() map[string]bool {
+	out := map[string]bool{}
+	for _, item := range in.Workloads {
+		if wl := item.Workload; wl != nil && wl.Status.Admission != nil && !done(item) {
+			out[wl.Namespace+"/"+wl.Name] = true
+		}
+	}
+	return out
+}
+
+// hasWorkload says whether the input holds the Workload of a job item (a
+// dump of a cluster holds both; names are the input's Workloads by
+// namespace/name): the Workload stands for it, and the job is not placed
+// again.
+func hasWorkload(item Item, names map[string]bool) bool {
+	if item.Job == nil || item.whole != nil {
+		return false
+	}
+	o := item.Job.Object()
+	return names[o.GetNamespace()+"/"+item.Job.Kind().WorkloadName(o.GetName())]
 }
 
 // done says whether an item finished, as the agent sees it: a Workload

@@ -1066,3 +1066,94 @@ spec:
 		})
 	}
 }
+
+// TestClusterDump: a dump of a live cluster holds an admitted Workload,
+// its Job and its running pods; as the agent, the pods count through the
+// Workload's admission, once, and the Job is not placed again.
+func TestClusterDump(t *testing.T) {
+	dir := t.TempDir()
+	cluster := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t, nodeLabels: {pool: p}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8}]}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {pool: p, kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "8", pods: "110"}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: job-train, namespace: ml}
+spec:
+  queueName: q
+  podSets:
+  - name: main
+    count: 4
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}
+status:
+  admission:
+    clusterQueue: q
+    podSetAssignments:
+    - {name: main, flavor: f, count: 4}
+---
+apiVersion: v1
+kind: PodList
+items:
+%s
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: next, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	var pods strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&pods, "- {apiVersion: v1, kind: Pod, metadata: {name: train-%d, namespace: ml, labels: {strata.dev/workload: job-train, strata.dev/tas: \"true\"}}, spec: {nodeName: h1, containers: [{name: c, image: busybox, resources: {requests: {cpu: \"1\"}}}]}, status: {phase: Running}}\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), fmt.Appendf(nil, cluster, pods.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || results[0].Name != "next" || !results[0].Admitted {
+		t.Errorf("results = %+v, want next alone, admitted beside train", results)
+	}
+}

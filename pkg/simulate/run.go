@@ -240,6 +240,10 @@ func done(item Item) bool {
 	return finished
 }
 
+// errNotManaged says a job is not Strata's (it has no queue label): its
+// Result says so, and it is neither placed nor invalid.
+var errNotManaged = errors.New("not managed by Strata")
+
 // toWorkload converts an input item and checks it, as the intake of a
 // cluster configured with opts does. Invalid annotations are an
 // *invalidError naming the file and object, with res naming the job.
@@ -269,6 +273,11 @@ func toWorkload(item Item, queueOptional bool, opts tas.Options) (*strata.Worklo
 			Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true)}}
 	}
 	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}
+	if item.Job != nil && !queueOptional && wl.Spec.QueueName == "" {
+		// Not Strata's: the agent leaves a job without the label alone.
+		res.Reason = fmt.Sprintf("no %s label: not Strata's, the agent leaves it alone (it runs as its own controller runs it)", strata.QueueNameLabel)
+		return nil, res, errNotManaged
+	}
 	errs = append(errs, workload.ValidatePodSets(wl.Spec.PodSets, field.NewPath("spec", "podSets"))...)
 	if len(errs) > 0 {
 		return nil, res, &invalidError{source: item.Source, err: errs.ToAggregate()}
@@ -281,6 +290,9 @@ func toWorkload(item Item, queueOptional bool, opts tas.Options) (*strata.Worklo
 func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, opts tas.Options) (res Result, err error) {
 	// Without ClusterQueues in the input, a queue label is optional.
 	wl, res, err := toWorkload(item, len(in.ClusterQueues) == 0, opts)
+	if errors.Is(err, errNotManaged) {
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}

@@ -1157,3 +1157,58 @@ spec:
 		t.Errorf("results = %+v, want next alone, admitted beside train", results)
 	}
 }
+
+// TestJobWithoutQueueLabel: with queues in the input, a Job without the
+// queue label is not Strata's: the agent leaves it alone, so it is
+// neither placed nor invalid.
+func TestJobWithoutQueueLabel(t *testing.T) {
+	dir := t.TempDir()
+	cluster := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t, nodeLabels: {pool: p}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8}]}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {pool: p, kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "8", pods: "110"}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: plain, namespace: ml}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(cluster), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || results[0].Admitted || results[0].Invalid || !strings.Contains(results[0].Reason, "not Strata's") {
+		t.Errorf("results = %+v, want plain neither admitted nor invalid, not Strata's", results)
+	}
+}

@@ -126,7 +126,16 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 	items := hubItems(f.Hub.Workloads)
 	results := make([]Result, 0, len(items))
 	var dispatched []workload.Dispatched
+	blocked := map[string]bool{} // StrictFIFO hub queues behind a head that waits
 	for i, item := range items {
+		if done(item) {
+			continue // as the hub: a finished job is not placed
+		}
+		if item.Workload != nil && !workload.IsActive(item.Workload) {
+			results = append(results, Result{Name: item.Workload.Name, Namespace: item.Workload.Namespace, source: item.Source, Cluster: new(string),
+				Reason: "deactivated (spec.active: false): not dispatched until it is active again"})
+			continue
+		}
 		// Offline, a Job's queue label is not resolved: the ClusterQueue in
 		// the input, or none, gives the flavor order.
 		wl, res, err := toWorkload(item, true, opts)
@@ -140,9 +149,23 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			}
 			return nil, err
 		}
-		// As the hub: a stopped hub queue dispatches nothing.
-		if stop := queue.StopOf(f.Hub.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)); stop.Stopped {
+		// As the hub: a queue that refuses the namespace, or is stopped,
+		// dispatches nothing, and nothing goes ahead of a StrictFIFO
+		// queue's head that waits.
+		hubCQ := f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
+		if why := f.Hub.namespaceRefused(wl.Namespace, hubCQ); why != "" {
+			res.Reason, res.Cluster = why, new(string)
+			results = append(results, res)
+			continue
+		}
+		if stop := queue.StopOf(f.Hub.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], hubCQ); stop.Stopped {
 			res.Reason, res.Cluster = stop.Message, new(string)
+			results = append(results, res)
+			continue
+		}
+		strict := hubCQ != nil && hubCQ.Spec.QueueingStrategy == strata.StrictFIFO
+		if strict && blocked[hubCQ.Name] {
+			res.Reason, res.Cluster = fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", hubCQ.Name), new(string)
 			results = append(results, res)
 			continue
 		}
@@ -162,7 +185,12 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		eligible, short, excluded := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
 			// No copy where its queue is stopped or its priority class
 			// does not exist, nor a preemption there.
-			if stop := queue.StopOf(f.landingQueues(t.Cluster, wl)); stop.Stopped {
+			lq, cq := f.landingQueues(t.Cluster, wl)
+			if why := f.namespaceRefused(t.Cluster, wl.Namespace, cq); why != "" {
+				never[t] = true
+				return why + " there"
+			}
+			if stop := queue.StopOf(lq, cq); stop.Stopped {
 				never[t] = true
 				return stop.Message + " there"
 			}
@@ -193,6 +221,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				books.Charge(cq.Name, flavor, need, 1)
 			}
 		}
+		preempting := false
 		if d.Cluster == "" && (!d.NeverFits || len(short) > 0) {
 			// As the hub: the one worker where preempting lets it in.
 			choice, why := policy.DecidePreemption(wl, order, append(eligible, short...), func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
@@ -207,6 +236,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					return nil, fmt.Errorf("%s: %w", item.Source, err)
 				}
 				charge(choice.Cluster, choice.Flavor)
+				preempting = true
 				res.Cluster, res.PreemptUpTo = &choice.Cluster, ptr.To(choice.UpTo)
 				res.Reason = fmt.Sprintf("would preempt up to %d workloads of priority ≤ %d there: %s", choice.Workloads, choice.UpTo, choice.Reason)
 			} else if why != "" {
@@ -237,6 +267,11 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			}
 			dispatched = append(dispatched, workload.Dispatched{Workload: wl, Cluster: d.Cluster, Hints: hints})
 		}
+		// As the hub: a head that waits for capacity (not one that fits
+		// no worker, even empty) holds its StrictFIFO queue.
+		if strict && d.Cluster == "" && !preempting && (!d.NeverFits || len(excluded) > 0) {
+			blocked[hubCQ.Name] = true
+		}
 		results = append(results, res)
 	}
 	return results, nil
@@ -259,6 +294,9 @@ func (f *Fleet) Summaries() ([]replay.Cluster, error) {
 		// would free.
 		run := newRunState(c.In)
 		for _, item := range c.In.Workloads {
+			if done(item) {
+				continue // finished: holds nothing, as on the agent
+			}
 			if err := run.addRunning(flavors, item, tas.Options{}); err != nil {
 				return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 			}
@@ -355,6 +393,18 @@ func (f *Fleet) landingQueues(cluster string, wl *strata.Workload) (*strata.Loca
 	return nil, nil
 }
 
+// namespaceRefused says why the ClusterQueue cq of cluster admits no
+// workload of namespace ns ("" when it does, or the cluster's files do
+// not tell).
+func (f *Fleet) namespaceRefused(cluster, ns string, cq *strata.ClusterQueue) string {
+	for _, c := range f.Clusters {
+		if c.Name == cluster {
+			return c.In.namespaceRefused(ns, cq)
+		}
+	}
+	return ""
+}
+
 // hubItems are the workloads as the hub takes them in: a job read as its
 // groups (a LeaderWorkerSet) is one workload of all of them, placed on one
 // cluster and flavor.
@@ -365,7 +415,10 @@ func hubItems(in []Item) []Item {
 			out = append(out, item)
 			continue
 		}
-		if item.group == 0 {
+		switch {
+		case item.Job == nil:
+			out = append(out, Item{Job: item.whole, Source: item.Source})
+		case item.group == 0:
 			source, _, _ := strings.Cut(item.Source, ", group 0)")
 			out = append(out, Item{Job: item.whole, Source: source + ")"})
 		}

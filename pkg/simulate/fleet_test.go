@@ -640,3 +640,181 @@ func TestFleetInvalidJobsOfEveryKind(t *testing.T) {
 		t.Errorf("the valid jobs (-without,+with the invalid ones first):\n%s", diff)
 	}
 }
+
+// TestFleetTakesJobsAsTheHub: simulate --cluster takes the hub's jobs in
+// as the hub does (a finished job is not placed, a deactivated Workload
+// waits, a LeaderWorkerSet of no group is invalid, the hub queue's
+// namespaceSelector and StrictFIFO hold), sends no copy to a worker whose
+// queue refuses the namespace, and counts nothing for a finished Workload
+// on a worker.
+func TestFleetTakesJobsAsTheHub(t *testing.T) {
+	dir := t.TempDir()
+	cluster := func(name, selector, nsLabels, running string) ClusterArg {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		in := fmt.Sprintf(`apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "4", pods: "110"}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ml, labels: %s}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: %s
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+---
+%s`, nsLabels, selector, running)
+		if err := os.WriteFile(filepath.Join(p, "cluster.yaml"), []byte(in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return ClusterArg{Name: name, Path: p}
+	}
+	finished := `apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: over, namespace: ml}
+spec:
+  queueName: train
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]}}
+status:
+  conditions: [{type: Finished, status: "True", reason: Succeeded, message: done, lastTransitionTime: "2026-01-01T00:00:00Z"}]
+  admission:
+    clusterQueue: train
+    podSetAssignments:
+    - {name: main, flavor: f, count: 1, topologyAssignment: {levels: [kubernetes.io/hostname], slices: [{domainCount: 1, valuesPerLevel: [{universal: h1}], podCounts: {universal: 1}}]}}
+`
+	clusters := []ClusterArg{
+		// a comes first, but its queue takes only team ml's namespaces.
+		cluster("a", "{matchLabels: {team: ml}}", "{team: other}", ""),
+		// b's 4 CPUs are free: its one Workload finished.
+		cluster("b", "{}", "{}", finished),
+	}
+	job := func(name, ns, cpu, extra string) string {
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: %s, labels: {strata.dev/queue-name: train}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "%s"}}}]
+%s---
+`, name, ns, cpu, extra)
+	}
+	hub := job("done", "ml", "1", "status:\n  conditions: [{type: Complete, status: \"True\"}]\n") +
+		job("first", "ml", "3", "") +
+		job("stranger", "other", "1", "") +
+		job("second", "ml", "2", "") + // b has 1 CPU left: waits, and holds the queue
+		job("third", "ml", "1", "") + // fits on b, but behind second
+		`apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: idle, namespace: ml}
+spec:
+  active: false
+  queueName: train
+  podSets:
+  - {name: main, count: 1, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+---
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: empty, namespace: ml, labels: {strata.dev/queue-name: train}}
+spec:
+  replicas: 0
+  leaderWorkerTemplate:
+    size: 1
+    workerTemplate:
+      metadata: {annotations: {kueue.x-k8s.io/podset-required-topology: kubernetes.io/hostname}}
+      spec:
+        schedulingGates: [{name: kueue.x-k8s.io/topology}]
+        containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ml, labels: {team: ml}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: other}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: hub}
+spec:
+  namespaceSelector: {matchLabels: {team: ml}}
+  queueingStrategy: StrictFIFO
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 100}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: hub}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: other}
+spec: {clusterQueue: hub}
+`
+	results, err := runFleet(t, clusters, write(t, "hub.yaml", hub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Name, Cluster string
+		Admitted      bool
+		Invalid       bool
+		Reason        string
+	}
+	var got []outcome
+	for _, r := range results {
+		reason := r.Reason
+		if r.Admitted {
+			reason = ""
+		}
+		got = append(got, outcome{r.Name, ptr.Deref(r.Cluster, ""), r.Admitted, r.Invalid, reason})
+	}
+	want := []outcome{
+		{Name: "first", Cluster: "b", Admitted: true},
+		{Name: "stranger", Reason: `ClusterQueue "hub" does not admit namespace "other" (namespaceSelector team=ml)`},
+		{Name: "second", Reason: "fits nowhere now: b/f: the flavor fits only 0 of 1 pods"},
+		{Name: "third", Reason: "waiting in StrictFIFO ClusterQueue hub behind workloads that fit nowhere yet"},
+		{Name: "idle", Reason: "deactivated (spec.active: false): not dispatched until it is active again"},
+		{Name: "empty", Invalid: true, Reason: "invalid: spec.replicas: Invalid value: 0: a LeaderWorkerSet of no groups has nothing to dispatch"},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(want, got string) bool { return strings.HasPrefix(got, want) || strings.HasPrefix(want, got) })); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
+	}
+	for _, r := range results {
+		if r.Name == "second" && !strings.Contains(r.Reason, `a/f: ClusterQueue "train" does not admit namespace "ml" (namespaceSelector team=ml) there`) {
+			t.Errorf("second: reason %q does not say why a refuses it", r.Reason)
+		}
+	}
+}

@@ -68,7 +68,8 @@ type Item struct {
 
 	// whole is, when Job is one group of a job a worker admits as several
 	// (a LeaderWorkerSet), that job as the hub takes it in; group is the
-	// group's index.
+	// group's index. A job of no group is an Item of whole alone (Job
+	// and Workload nil): a worker has nothing of it to admit.
 	whole jobs.Job
 	group int
 }
@@ -272,19 +273,20 @@ func (in *Input) addJob(k jobs.Kind, obj runtime.Object, where string) bool {
 		in.Workloads = append(in.Workloads, Item{Job: j, Source: fmt.Sprintf("%s (%s %s)", where, kind, objectName(o))})
 		return true
 	}
-	for g, group := range grouped.WorkerJobs(o) {
+	groups := grouped.WorkerJobs(o)
+	if len(groups) == 0 {
+		// No group (a LeaderWorkerSet of replicas 0): nothing for a
+		// worker to admit, but the hub still takes the job in (and marks
+		// it invalid).
+		in.Workloads = append(in.Workloads, Item{whole: j, Source: fmt.Sprintf("%s (%s %s)", where, kind, objectName(o))})
+	}
+	for g, group := range groups {
 		in.Workloads = append(in.Workloads, Item{Job: group, whole: j, group: g,
 			Source: fmt.Sprintf("%s (%s %s, group %d)", where, kind, objectName(o), g)})
 	}
 	return true
 }
 
-// flavorOrder returns the flavors to try for a workload's queue: the
-// ClusterQueue's order when the queue is given, else the flavors in file
-// order. The queue name is a LocalQueue of the workload's namespace, as on
-// a cluster, when the input has that LocalQueue; without it, the name is
-// taken as the ClusterQueue's (so that a cluster dump without LocalQueues
-// still works).
 // namespaceRefused says why ClusterQueue cq admits no workload of
 // namespace ns, as the agent's intake says it ("" when it does, or cannot
 // be told: a selector that names labels, and the namespace not in the
@@ -315,6 +317,12 @@ func (in *Input) clusterQueueOf(namespace, queue string) *strata.ClusterQueue {
 	return in.ClusterQueues[queue]
 }
 
+// flavorOrder returns the flavors to try for a workload's queue: the
+// ClusterQueue's order when the queue is given, else the flavors in file
+// order. The queue name is a LocalQueue of the workload's namespace, as on
+// a cluster, when the input has that LocalQueue; without it, the name is
+// taken as the ClusterQueue's (so that a cluster dump without LocalQueues
+// still works).
 func (in *Input) flavorOrder(namespace, queue string) ([]*strata.ResourceFlavor, error) {
 	what := fmt.Sprintf("neither LocalQueue %s/%s nor ClusterQueue %q is in the input", namespace, queue, queue)
 	if lq, ok := in.LocalQueues[namespace+"/"+queue]; ok {

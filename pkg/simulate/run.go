@@ -136,6 +136,9 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	}
 	results := make([]Result, 0, len(in.Workloads))
 	for _, item := range in.Workloads {
+		if item.Job == nil && item.Workload == nil {
+			continue // a job of no group: the agent makes no Workload of it
+		}
 		if item.Workload != nil && item.Workload.Status.Admission != nil || done(item) || hasWorkload(item, names) {
 			continue
 		}

@@ -321,6 +321,13 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	}
 	s.cohortsUnknown = listErr != nil
 	books := queue.NewBooks(cqs)
+	for _, cq := range cqs {
+		// As Kueue: a queue that cannot admit is not in its cohort (a
+		// stopped one never is: NewBooks).
+		if len(s.missingFlavors(cq)) > 0 {
+			books.Detach(cq.Name)
+		}
+	}
 	books.ChargeAll(usage)
 	// The workloads waiting in a stopped queue are pending there too.
 	counted := byQueue
@@ -997,6 +1004,18 @@ const (
 	settleMax  = 30 * time.Second
 )
 
+// missingFlavors are the flavors a ClusterQueue lists that do not exist,
+// are not topology-aware, or whose Topology does not exist.
+func (s *Scheduler) missingFlavors(cq *strata.ClusterQueue) []string {
+	var missing []string
+	for _, fq := range queue.Flavors(cq) {
+		if !s.cache.Flavor(fq.Name, func(*tas.Snapshot, *strata.Topology) {}) {
+			missing = append(missing, fq.Name)
+		}
+	}
+	return missing
+}
+
 // updateQueues writes every ClusterQueue's status: pending and admitted
 // workloads, usage per flavor (v's, with the in-flight admissions), and
 // whether it can admit at all.
@@ -1019,12 +1038,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 		st.FlavorsReservation = books.Reservation(cq)
 		recordBorrowing(cq.Name, st.FlavorsReservation)
 		active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"}
-		var missing []string
-		for _, fq := range flavors {
-			if !s.cache.Flavor(fq.Name, func(*tas.Snapshot, *strata.Topology) {}) {
-				missing = append(missing, fq.Name)
-			}
-		}
+		missing := s.missingFlavors(cq)
 		switch {
 		case strata.Stopped(cq.Spec.StopPolicy):
 			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueStopped,

@@ -613,6 +613,33 @@ func TestScheduleServesQueuesFairly(t *testing.T) {
 			rackCPU:   "10",
 			want:      map[string]outcome{"a1": pending, "b1": admitted},
 		},
+		"a queue borrows what its cohort's other queue does not use": {
+			queues: []*strata.ClusterQueue{
+				testutil.MakeClusterQueue("a").Cohort("c").Flavor("tas-flavor", "cpu", "4").Obj(),
+				testutil.MakeClusterQueue("b").Cohort("c").Flavor("tas-flavor", "cpu", "4").Obj(),
+			},
+			workloads: []*strata.Workload{job("a1", "a", 6, nil, 0)},
+			rackCPU:   "10",
+			want:      map[string]outcome{"a1": admitted},
+		},
+		"a stopped queue is out of its cohort: it lends nothing (Kueue's inactive ClusterQueue)": {
+			queues: []*strata.ClusterQueue{
+				testutil.MakeClusterQueue("a").Cohort("c").Flavor("tas-flavor", "cpu", "4").Obj(),
+				stopped(testutil.MakeClusterQueue("b").Cohort("c").Flavor("tas-flavor", "cpu", "4").Obj()),
+			},
+			workloads: []*strata.Workload{job("a1", "a", 6, nil, 0)},
+			rackCPU:   "10",
+			want:      map[string]outcome{"a1": {Reason: ReasonInadmissible}}, // more than a's whole quota, with b gone
+		},
+		"a queue whose flavor is missing is out of its cohort: it lends nothing": {
+			queues: []*strata.ClusterQueue{
+				testutil.MakeClusterQueue("a").Cohort("c").Flavor("tas-flavor", "cpu", "4").Obj(),
+				testutil.MakeClusterQueue("b").Cohort("c").Flavor("tas-flavor", "cpu", "4").Flavor("gone", "cpu", "4").Obj(),
+			},
+			workloads: []*strata.Workload{job("a1", "a", 6, nil, 0)},
+			rackCPU:   "10",
+			want:      map[string]outcome{"a1": {Reason: ReasonInadmissible}}, // more than a's whole quota, with b gone
+		},
 		"workloads of a ClusterQueue that does not exist are left alone": {
 			queues:    []*strata.ClusterQueue{queue("b")},
 			workloads: []*strata.Workload{job("a1", "a", 1, nil, 0), job("b1", "b", 1, nil, 1)},
@@ -1325,4 +1352,9 @@ func TestScheduleRequeueBackoff(t *testing.T) {
 			}
 		})
 	}
+}
+
+func stopped(cq *strata.ClusterQueue) *strata.ClusterQueue {
+	cq.Spec.StopPolicy = ptr.To(strata.StopPolicy("Hold"))
+	return cq
 }

@@ -138,8 +138,29 @@ func NewBooks(cqs []*strata.ClusterQueue) *Books {
 		if q.cohort != "" {
 			b.cohorts[q.cohort] = append(b.cohorts[q.cohort], q)
 		}
+		if strata.Stopped(cq.Spec.StopPolicy) {
+			b.Detach(cq.Name)
+		}
 	}
 	return b
+}
+
+// Detach takes a queue that cannot admit (Kueue's inactive ClusterQueue:
+// stopped, or a flavor it lists is missing) out of its cohort, as Kueue
+// leaves such a queue out of its snapshot: its quota is not lent to the
+// cohort, what it uses is not counted there, and its workloads are not
+// reclaimed by the cohort's queues. Its own books stay, for its status.
+func (b *Books) Detach(queue string) {
+	q := b.queues[queue]
+	if q == nil || q.cohort == "" {
+		return
+	}
+	b.cohorts[q.cohort] = slices.DeleteFunc(b.cohorts[q.cohort], func(m *books) bool { return m == q })
+	q.cohort = ""
+	for fr, qt := range q.quota {
+		qt.borrowing, qt.lending = new(int64), nil
+		q.quota[fr] = qt
+	}
 }
 
 func milli(q *resource.Quantity) *int64 {

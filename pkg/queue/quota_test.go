@@ -70,6 +70,11 @@ func TestBooksCheck(t *testing.T) {
 			wantErr: "quota: nvidia.com/gpu needs 11, more than the whole quota of 8 with all that cohort team could lend (10)"},
 		{name: "cohort: the lender uses what it keeps", queues: []*strata.ClusterQueue{groupQueue("b", "team", nil, nil), groupQueue("a", "team", ptr.To("2"), nil)},
 			used: []use{{"b", "10"}}, need: gpus("6")},
+		{name: "cohort: a stopped queue lends nothing", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), stopped(groupQueue("b", "team", nil, nil))},
+			used: []use{{"a", "8"}}, need: gpus("1"), want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 1, more than is left of the nominal quota of 8 and of what cohort team lends"},
+		{name: "cohort: what a stopped queue uses is not the cohort's", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("c", "team", nil, nil), stopped(groupQueue("b", "team", nil, nil))},
+			used: []use{{"b", "12"}}, need: gpus("16"), want: Fit{Borrows: true}},
 		{name: "reclaim: within nominal only", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("b", "team", nil, nil)},
 			used: []use{{"a", "6"}}, need: gpus("4"), withinNominal: true, want: Fit{Borrows: true},
 			wantErr: "quota: nvidia.com/gpu needs 4, more than is left of the nominal quota of 8"},
@@ -115,6 +120,11 @@ func TestBooksReservation(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Reservation total/borrowed/lent (-want +got):\n%s", diff)
 	}
+}
+
+func stopped(cq *strata.ClusterQueue) *strata.ClusterQueue {
+	cq.Spec.StopPolicy = ptr.To(strata.StopPolicy("Hold"))
+	return cq
 }
 
 func metaName(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n} }

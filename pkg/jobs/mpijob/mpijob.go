@@ -229,7 +229,8 @@ func (j MPIJob) MirrorStatus(from jobs.Job) bool {
 	return true
 }
 
-// ClearRun zeroes each replica type's active pods.
+// ClearRun zeroes each replica type's active pods, and sets the Running
+// condition False: no pod of the job runs until it is placed again.
 func (j MPIJob) ClearRun() bool {
 	if done, _ := j.Finished(); done {
 		return false
@@ -241,8 +242,21 @@ func (j MPIJob) ClearRun() bool {
 			changed = true
 		}
 	}
+	for i := range j.Status.Conditions {
+		c := &j.Status.Conditions[i]
+		if c.Type == kubeflow.JobRunning && c.Status == corev1.ConditionTrue {
+			now := metav1.Now()
+			c.Status, c.Reason, c.Message = corev1.ConditionFalse, RunTakenBackReason, "its run on a worker was taken back; it waits to be placed again"
+			c.LastUpdateTime, c.LastTransitionTime = now, now
+			changed = true
+		}
+	}
 	return changed
 }
+
+// RunTakenBackReason is the reason of the Running condition the hub sets
+// False on an MPIJob whose copy it took back.
+const RunTakenBackReason = "RunTakenBack"
 
 // LauncherSuffix ends the name of the launcher Job the MPI operator
 // creates for an MPIJob.

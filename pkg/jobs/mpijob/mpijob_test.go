@@ -155,6 +155,11 @@ func TestStatus(t *testing.T) {
 	if !hub.ClearRun() || hub.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Active != 0 || hub.ClearRun() {
 		t.Errorf("ClearRun: want the active pods zeroed once")
 	}
+	for _, c := range hub.Status.Conditions {
+		if c.Type == kubeflow.JobRunning && (c.Status != corev1.ConditionFalse || c.Reason != RunTakenBackReason) {
+			t.Errorf("ClearRun: the Running condition is %s (%s), want False (%s)", c.Status, c.Reason, RunTakenBackReason)
+		}
+	}
 	for ct, want := range map[kubeflow.JobConditionType]string{kubeflow.JobSucceeded: "Succeeded", kubeflow.JobFailed: "Failed"} {
 		j := Adapt(mpiJob(true, 2, nil, nil))
 		j.Status = *running.DeepCopy()

@@ -10,6 +10,7 @@ package summarycopy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -38,15 +39,18 @@ func Of(worker string) labels.Selector {
 }
 
 // Name is the name of the copy of worker's summary of flavor:
-// "<worker>.<flavor>", or, when that is not a valid name (too long), its
-// first characters and a hash of the whole.
+// "<worker>.<flavor>" when the worker's name has no dot and that is a
+// valid name; otherwise the worker's name (its first 200 characters) and
+// a hash of the pair. Names of both may hold dots, so "<worker>.<flavor>"
+// alone would give worker "a.b" with flavor "c" and worker "a" with
+// flavor "b.c" one copy.
 func Name(worker, flavor string) string {
 	name := worker + "." + flavor
-	if len(validation.IsDNS1123Subdomain(name)) == 0 {
+	if !strings.Contains(worker, ".") && len(validation.IsDNS1123Subdomain(name)) == 0 {
 		return name
 	}
-	sum := sha256.Sum256([]byte(name))
-	return worker[:min(len(worker), 200)] + "." + hex.EncodeToString(sum[:8])
+	sum := sha256.Sum256([]byte(worker + "/" + flavor)) // '/' is in neither name
+	return strings.TrimRight(worker[:min(len(worker), 200)], ".-") + "." + hex.EncodeToString(sum[:8])
 }
 
 // Status is the copy's status: the worker's summary as the hub last read

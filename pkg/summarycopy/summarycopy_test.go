@@ -1,6 +1,8 @@
 package summarycopy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +23,16 @@ func TestName(t *testing.T) {
 		worker, flavor, want string
 	}{
 		"worker.flavor": {worker: "w1", flavor: "gpu", want: "w1.gpu"},
-		"too long: hashed, and the worker's name kept": {worker: long, flavor: strings.Repeat("f", 60), want: long + ".096d3b38318fa797"},
+		"too long: hashed, and the worker's name kept": {worker: long, flavor: strings.Repeat("f", 60), want: long + ".HASH"},
+		"a worker's name with a dot: hashed":           {worker: "a.b", flavor: "c", want: "a.b.HASH"},
+		"a flavor's name with a dot":                   {worker: "a", flavor: "b.c", want: "a.b.c"},
+		"cut where the worker's name has a dot":        {worker: strings.Repeat("w", 199) + ".x", flavor: "f", want: strings.Repeat("w", 199) + ".HASH"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := Name(tc.worker, tc.flavor)
-			if got != tc.want {
+			sum := sha256.Sum256([]byte(tc.worker + "/" + tc.flavor))
+			if want := strings.Replace(tc.want, "HASH", hex.EncodeToString(sum[:8]), 1); got != want {
 				t.Errorf("Name = %q, want %q", got, tc.want)
 			}
 			if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
@@ -36,6 +42,9 @@ func TestName(t *testing.T) {
 	}
 	if Name(long, "a"+strings.Repeat("f", 59)) == Name(long, "b"+strings.Repeat("f", 59)) {
 		t.Error("two long flavors share a copy's name")
+	}
+	if Name("a.b", "c") == Name("a", "b.c") {
+		t.Error("worker a.b's flavor c and worker a's flavor b.c share a copy's name")
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,38 +41,6 @@ type pendingPreemption struct {
 // long queue of workloads that cannot be helped does not make every pass
 // search for each of them. The others keep the reason they have.
 const preemptionSearchesPerPass = 16
-
-// mayPreempt says whether a workload may preempt at all, and up to which
-// priority: its queue's policy allows something, and it is not the copy
-// of a hub dispatch unless the hub marked it (strata.dev/preempt-up-to):
-// the hub chooses the one worker that preempts for a copy, and how far.
-func mayPreempt(cq *strata.ClusterQueue, wl *strata.Workload) (bool, *int32) {
-	if !preemption.PolicyOf(cq).Any() {
-		return false, nil
-	}
-	if wl.Labels[strata.HubWorkloadUIDLabel] == "" {
-		return true, nil
-	}
-	upTo, ok := PreemptUpTo(wl)
-	if !ok {
-		return false, nil
-	}
-	return true, &upTo
-}
-
-// PreemptUpTo reads a hub copy's mark: the priority up to which it may
-// preempt; ok is false when it has none or it is not a number.
-func PreemptUpTo(wl *strata.Workload) (int32, bool) {
-	v, ok := wl.Annotations[strata.PreemptUpToAnnotation]
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int32(n), true
-}
 
 // publishHolds gives the cache the quota held for the preemptions under
 // way, by flavor and ClusterQueue: the capacity summary's queue usage

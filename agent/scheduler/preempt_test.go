@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -50,7 +51,7 @@ func TestMayPreempt(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels, Annotations: tc.annotations}}
-			got, upTo := mayPreempt(tc.cq, wl)
+			got, upTo := preemption.Allowed(tc.cq, wl)
 			if got != tc.want {
 				t.Errorf("mayPreempt = %v, want %v", got, tc.want)
 			}

@@ -561,12 +561,12 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			}
 		}()
 	}
-	flavors, why := flavorsFor(cq, wl)
+	flavors, why := queue.FlavorsFor(cq, wl)
 	if why != "" {
 		return false, false, s.setNotAdmitted(ctx, wl, ReasonInadmissible, why)
 	}
 	fung := queue.Fungibility(cq)
-	preempts, upTo := mayPreempt(cq, wl)
+	preempts, upTo := preemption.Allowed(cq, wl)
 	need := queue.WorkloadRequests(wl)
 	var reasons, cannotPreempt []string
 	// never: no change of capacity lets the workload in; asWritten: only
@@ -726,25 +726,6 @@ func (s *Scheduler) fitted(ctx context.Context, wl *strata.Workload, fits bool) 
 	}
 	return false, true, s.setNotAdmitted(ctx, wl, strata.WaitingForPodsReady,
 		"fits, and waits until the pods of every admitted workload are ready (waitForPodsReady.blockAdmission)")
-}
-
-// flavorsFor returns the flavors of the queue to try a workload on: all of
-// them, in order, or only the one a hub pinned the workload to (the
-// strata.dev/flavor annotation of its Job). When the queue does not have
-// the pinned flavor it returns why, for an Inadmissible condition: nothing
-// but a change of the ClusterQueue (whose event brings a pass) can let the
-// workload in.
-func flavorsFor(cq *strata.ClusterQueue, wl *strata.Workload) ([]strata.FlavorQuotas, string) {
-	pinned := workload.PinnedFlavor(wl)
-	flavors := queue.Flavors(cq)
-	if pinned == "" {
-		return flavors, ""
-	}
-	i := slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return fq.Name == pinned })
-	if i < 0 {
-		return nil, fmt.Sprintf("the hub pinned flavor %q (annotation %s), which ClusterQueue %q does not have", pinned, strata.FlavorAnnotation, cq.Name)
-	}
-	return flavors[i : i+1], ""
 }
 
 // inadmissibleError is a reason no change of capacity or usage lifts: the

@@ -19,6 +19,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 // Workload is an admitted workload on the flavor being tried: a possible
@@ -688,4 +689,22 @@ func (c *SnapshotCapacity) Fits() (bool, func(int) bool) {
 		}
 		return false
 	}
+}
+
+// Allowed says whether a workload may preempt at all, and up to which
+// priority: its queue's policy allows something, and it is not the copy
+// of a hub dispatch unless the hub marked it (strata.dev/preempt-up-to):
+// the hub chooses the one worker that preempts for a copy, and how far.
+func Allowed(cq *strata.ClusterQueue, wl *strata.Workload) (bool, *int32) {
+	if !PolicyOf(cq).Any() {
+		return false, nil
+	}
+	if wl.Labels[strata.HubWorkloadUIDLabel] == "" {
+		return true, nil
+	}
+	upTo, ok := workload.PreemptUpTo(wl)
+	if !ok {
+		return false, nil
+	}
+	return true, &upTo
 }

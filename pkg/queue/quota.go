@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/workload"
 )
 
 // Flavors returns a ClusterQueue's flavors with their quotas, in the order
@@ -28,6 +29,25 @@ func Flavors(cq *strata.ClusterQueue) []strata.FlavorQuotas {
 		}
 	}
 	return out
+}
+
+// FlavorsFor returns the flavors of the queue to try a workload on: all of
+// them, in order, or only the one a hub pinned the workload to (the
+// strata.dev/flavor annotation of its Job). When the queue does not have
+// the pinned flavor it returns why, for an Inadmissible condition: nothing
+// but a change of the ClusterQueue (whose event brings a pass) can let the
+// workload in.
+func FlavorsFor(cq *strata.ClusterQueue, wl *strata.Workload) ([]strata.FlavorQuotas, string) {
+	pinned := workload.PinnedFlavor(wl)
+	flavors := Flavors(cq)
+	if pinned == "" {
+		return flavors, ""
+	}
+	i := slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return fq.Name == pinned })
+	if i < 0 {
+		return nil, fmt.Sprintf("the hub pinned flavor %q (annotation %s), which ClusterQueue %q does not have", pinned, strata.FlavorAnnotation, cq.Name)
+	}
+	return flavors[i : i+1], ""
 }
 
 // Fungibility returns a queue's flavorFungibility with Kueue's defaults

@@ -3,6 +3,7 @@ package simulate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -305,6 +306,18 @@ func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, 
 		return res, nil
 	}
 	cq := in.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
+	if pinned := workload.PinnedFlavor(wl); pinned != "" {
+		// As the agent: a hub's copy is tried on the flavor the hub chose
+		// alone.
+		order = slices.DeleteFunc(order, func(f *strata.ResourceFlavor) bool { return f.Name != pinned })
+		if len(order) == 0 {
+			res.Reason = fmt.Sprintf("the hub pinned flavor %q (annotation %s), which is not in the input", pinned, strata.FlavorAnnotation)
+			if cq != nil {
+				_, res.Reason = queue.FlavorsFor(cq, wl)
+			}
+			return res, nil
+		}
+	}
 	if why := in.namespaceRefused(wl.Namespace, cq); why != "" {
 		res.Reason = why
 		return res, nil
@@ -328,7 +341,12 @@ func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, 
 	}
 	st.prioritize(wl)
 	fung := queue.Fungibility(cq)
-	preempts := cq != nil && preemption.PolicyOf(cq).Any()
+	// As the agent: a hub's copy preempts only where the hub chose, and
+	// only up to the priority it marked.
+	preempts, upTo := false, (*int32)(nil)
+	if cq != nil {
+		preempts, upTo = preemption.Allowed(cq, wl)
+	}
 	var reasons, cannot []string
 	var borrowing, preemptable []*flavorState
 	// tryFlavor admits wl on a flavor where its quota and topology fit.
@@ -358,7 +376,7 @@ func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, 
 		if r, ok := searched[fs.flavor.Name]; ok {
 			return *r, len(r.Victims) > 0
 		}
-		r := st.search(fs, cq, wl, opts)
+		r := st.search(fs, cq, wl, upTo, opts)
 		searched[fs.flavor.Name] = &r
 		if len(r.Victims) == 0 {
 			cannot = append(cannot, fmt.Sprintf("flavor %s: %s", fs.flavor.Name, r.Why))

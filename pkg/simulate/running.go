@@ -206,17 +206,23 @@ func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.W
 
 // search looks for the victims that let wl in on a flavor, changing
 // nothing.
-func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) preemption.Result {
+func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, upTo *int32, opts tas.Options) preemption.Result {
 	if wl.CreationTimestamp.IsZero() {
 		wl.CreationTimestamp.Time = st.tick()
 	}
 	runs := st.running[fs.flavor.Name]
-	cands := make([]preemption.Workload, len(runs))
-	usages := make([]tas.Usage, len(runs))
-	for i, r := range runs {
-		cands[i] = preemption.Workload{Key: types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}, Queue: r.queue,
-			Priority: queue.Priority(r.wl), QueuedAt: queue.QueuedAt(r.wl), AdmittedAt: r.admitted, Requests: r.requests}
-		usages[i] = r.usage
+	cands := make([]preemption.Workload, 0, len(runs))
+	usages := make([]tas.Usage, 0, len(runs))
+	for _, r := range runs {
+		priority := queue.Priority(r.wl)
+		if upTo != nil && priority > *upTo {
+			// Above the hub's mark: not to preempt, and its capacity is
+			// not to free (the agent's search leaves it out too).
+			continue
+		}
+		cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}, Queue: r.queue,
+			Priority: priority, QueuedAt: queue.QueuedAt(r.wl), AdmittedAt: r.admitted, Requests: r.requests})
+		usages = append(usages, r.usage)
 	}
 	capacity := &preemption.SnapshotCapacity{Snap: fs.snapshot, Usages: usages, Place: func(s *tas.Snapshot) ([]tas.Usage, error) {
 		_, taken, err := workload.Place(s, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, opts)

@@ -1212,3 +1212,138 @@ spec:
 		t.Errorf("results = %+v, want plain neither admitted nor invalid, not Strata's", results)
 	}
 }
+
+// TestHubCopies: simulate answers for a hub's copy as the agent does: it
+// is tried on the flavor the hub pinned alone, and it preempts only when
+// the hub marked it, up to the priority it marked.
+func TestHubCopies(t *testing.T) {
+	example := filepath.Join("..", "..", "docs", "examples", "preemption")
+	copyJob := func(annotations string) string {
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: copy
+  namespace: ml
+  labels: {strata.dev/queue-name: q, strata.dev/priority-class: high, strata.dev/hub-workload-uid: u1}
+  annotations: {%s}
+spec:
+  parallelism: 8
+  completions: 8
+  template:
+    metadata:
+      annotations: {strata.dev/podset-required-topology: rack}
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`, annotations)
+	}
+	type outcome struct {
+		Admitted bool
+		Preempts []string
+		Reason   string
+	}
+	for name, tc := range map[string]struct {
+		annotations string
+		want        outcome
+	}{
+		"not marked: it waits": {want: outcome{Reason: "flavor f: quota: cpu needs 8, more than is left of the quota of 16"}},
+		"marked below the victims' priority: it waits": {annotations: "strata.dev/preempt-up-to: '0'",
+			want: outcome{Reason: "flavor f: quota: cpu needs 8, more than is left of the quota of 16; cannot preempt: flavor f: "}},
+		"marked up to the victims' priority: it preempts": {annotations: "strata.dev/preempt-up-to: '1'",
+			want: outcome{Admitted: true, Preempts: []string{"ml/low-placed"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in, err := Load(filepath.Join(example, "cluster.yaml"), filepath.Join(example, "running.yaml"), write(t, "copy.yaml", copyJob(tc.annotations)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := results[0]
+			got := outcome{Admitted: r.Admitted, Preempts: r.Preempts, Reason: r.Reason}
+			if strings.HasPrefix(got.Reason, tc.want.Reason) {
+				got.Reason = tc.want.Reason
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("result (-want,+got):\n%s", diff)
+			}
+		})
+	}
+
+	twoFlavors := `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {topologyName: t, nodeLabels: {pool: one}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f2}
+spec: {topologyName: t, nodeLabels: {pool: two}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - {name: f1, resources: [{name: cpu, nominalQuota: 8}]}
+    - {name: f2, resources: [{name: cpu, nominalQuota: 8}]}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {pool: one, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: h2, labels: {pool: two, kubernetes.io/hostname: h2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+`
+	pinned := func(name, flavor string) string {
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: %s
+  namespace: ml
+  labels: {strata.dev/queue-name: q, strata.dev/hub-workload-uid: %s}
+  annotations: {strata.dev/flavor: %s}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+`, name, name, flavor)
+	}
+	in, err := Load(write(t, "pinned.yaml", twoFlavors+pinned("on-f2", "f2")+pinned("on-f3", "f3")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type placed struct {
+		Name, Flavor, Reason string
+	}
+	var got []placed
+	for _, r := range results {
+		p := placed{Name: r.Name, Reason: r.Reason}
+		if r.Admitted {
+			p.Flavor = r.PodSets[0].Flavor
+		}
+		got = append(got, p)
+	}
+	want := []placed{
+		{Name: "on-f2", Flavor: "f2"}, // f1 comes first and is free
+		{Name: "on-f3", Reason: `the hub pinned flavor "f3" (annotation strata.dev/flavor), which ClusterQueue "q" does not have`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pinned copies (-want,+got):\n%s", diff)
+	}
+}

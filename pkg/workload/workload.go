@@ -178,6 +178,20 @@ func Reclaimable(wl *strata.Workload, podSet string) int32 {
 // spec.active is not false (Kueue's deactivation holds it).
 func IsActive(wl *strata.Workload) bool { return wl.Spec.Active == nil || *wl.Spec.Active }
 
+// PreemptUpTo reads a hub copy's mark: the priority up to which it may
+// preempt; ok is false when it has none or it is not a number.
+func PreemptUpTo(wl *strata.Workload) (int32, bool) {
+	v, ok := wl.Annotations[strata.PreemptUpToAnnotation]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(n), true
+}
+
 // PinnedFlavor is the ResourceFlavor a hub pinned the Workload to (the
 // strata.dev/flavor annotation), or "" when it is not pinned.
 func PinnedFlavor(wl *strata.Workload) string { return wl.Annotations[strata.FlavorAnnotation] }

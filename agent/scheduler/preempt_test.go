@@ -310,3 +310,59 @@ func TestVictimBlocksItsStrictFIFOQueue(t *testing.T) {
 		t.Errorf("w2 admitted ahead of v, older and preempted, in StrictFIFO queue b: %+v", got)
 	}
 }
+
+// TestVictimDoesNotStallItsQueue: a victim blocks its StrictFIFO queue
+// only while its preemptor can be served. Once a workload that does not
+// fit comes ahead of the preemptor in its own StrictFIFO queue, the
+// preemptor waits behind it, holding the victim's quota; a victim that
+// still blocked its queue would stall it for as long.
+func TestVictimDoesNotStallItsQueue(t *testing.T) {
+	a := strictFIFO(testutil.MakeClusterQueue("a").Cohort("co").Flavor("tas-flavor", "cpu", "4").
+		Preemption(strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}).Obj())
+	b := strictFIFO(testutil.MakeClusterQueue("b").Cohort("co").Flavor("tas-flavor", "cpu", "4").Obj())
+	e := newSchedEnv(t, []client.Object{a, b, job("v", "b", 6, nil, 0)}, nil,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "4"), tasNode("r1-n2", "r1", "4")}, interceptor.Funcs{})
+	pass := func() map[string]outcome {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		got := e.outcomes(t)
+		e.informed(t)
+		return got
+	}
+	if diff := cmp.Diff(map[string]outcome{"v": admitted}, withoutMessages(pass(), nil)); diff != "" {
+		t.Fatalf("first pass: v borrows 2 (-want,+got):\n%s", diff)
+	}
+	for i := range 6 {
+		e.s.cache.SetPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("v-%d", i), UID: types.UID(fmt.Sprintf("v-%d", i)),
+			Labels: map[string]string{strata.WorkloadLabel: "v", strata.TASLabel: "true"}},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("r1-n%d", 1+i/4), Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	}
+	if err := e.c.Create(t.Context(), job("a1", "a", 4, nil, 1)); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	want := map[string]outcome{"v": {Reason: strata.EvictedByPreemption}, "a1": {Reason: ReasonPreempting}}
+	if diff := cmp.Diff(want, withoutMessages(pass(), want)); diff != "" {
+		t.Fatalf("a1 reclaims its quota from v (-want,+got):\n%s", diff)
+	}
+	// a0, of a higher priority, comes ahead of a1 in StrictFIFO queue a
+	// and does not fit: a1 waits behind it.
+	if err := e.c.Create(t.Context(), job("a0", "a", 8, ptr.To[int32](5), 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Create(t.Context(), job("w2", "b", 2, nil, 3)); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	got := withoutMessages(pass(), nil)
+	if got["a0"] == admitted || got["a1"] == admitted {
+		t.Fatalf("a0 or a1 admitted with v's pods still running: %+v", got)
+	}
+	if got["w2"] != admitted {
+		t.Errorf("w2 waits behind v, whose preemptor waits behind a0: queue b stalls (%+v)", got)
+	}
+}

@@ -46,16 +46,18 @@ order) and LocalQueues (a Job's strata.dev/queue-name names a LocalQueue of
 its namespace when the input has one, else a ClusterQueue), and the
 workloads: batch/v1 Jobs, JobSets, MPIJobs (kubeflow.org/v2beta1) and
 LeaderWorkerSets (one workload per group) with the pod-set annotations, or
-Workloads. Workloads are placed in file order, each taking capacity from the
-next.
+Workloads. Workloads are served as the agent serves its queues: each
+ClusterQueue's by priority, then in the order they were queued (creation
+time, or file order without one), the heads of every queue in turn; each
+takes capacity from the ones after it. Rows are in file order.
 
 With --cluster NAME=FILE_OR_DIR (repeatable), simulate answers "which cluster
 and flavor would the hub choose?": each --cluster input is one worker
 (Nodes, Pods, Topologies, ResourceFlavors), summarized with the agent's own
 summarizer; the -f inputs are the hub's side: an optional ClusterQueue
-(flavor order) and the workloads, placed in file order with the hub's
-placement policy, each reserving capacity on its cluster for the ones after
-it. --config is then a HubConfiguration (algorithms, placement policy).
+(flavor order) and the workloads, placed by priority, then in the order
+they were queued, with the hub's placement policy, each reserving capacity
+on its cluster for the ones after it. --config is then a HubConfiguration (algorithms, placement policy).
 
 With --trace FILE and --cluster, simulate replays a workload trace (CSV:
 name, arrival_seconds, duration_seconds, pods, gpus_per_pod, topology, and

@@ -1,9 +1,11 @@
 package simulate
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -124,16 +126,40 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 	policy := placement.New(cfg.Dispatch.PlacementPolicy, opts, 0)
 	hub := newRunState(f.Hub)
 	items := hubItems(f.Hub.Workloads)
-	results := make([]Result, 0, len(items))
+	// As the hub serves its queue: by priority, then the time each was
+	// queued (its creation, or its place in the input for one without).
+	// The rows keep the input's order.
+	turn := make([]int, len(items))
+	prio := make([]int32, len(items))
+	queuedAt := make([]time.Time, len(items))
+	base := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, item := range items {
+		turn[i], queuedAt[i] = i, base.Add(time.Duration(i+1)*time.Second)
+		if wl, _, err := toWorkload(item, true, opts); err == nil {
+			hub.prioritize(wl)
+			prio[i] = queue.Priority(wl)
+			if !wl.CreationTimestamp.IsZero() {
+				queuedAt[i] = wl.CreationTimestamp.Time
+			}
+		}
+	}
+	slices.SortStableFunc(turn, func(a, b int) int {
+		if prio[a] != prio[b] {
+			return -cmp.Compare(prio[a], prio[b])
+		}
+		return queuedAt[a].Compare(queuedAt[b])
+	})
+	rows := make([]*Result, len(items))
 	var dispatched []workload.Dispatched
 	blocked := map[string]bool{} // StrictFIFO hub queues behind a head that waits
-	for i, item := range items {
+	for _, i := range turn {
+		item := items[i]
 		if done(item) {
 			continue // as the hub: a finished job is not placed
 		}
 		if item.Workload != nil && !workload.IsActive(item.Workload) {
-			results = append(results, Result{Name: item.Workload.Name, Namespace: item.Workload.Namespace, source: item.Source, Cluster: new(string),
-				Reason: "deactivated (spec.active: false): not dispatched until it is active again"})
+			rows[i] = &Result{Name: item.Workload.Name, Namespace: item.Workload.Namespace, source: item.Source, Cluster: new(string),
+				Reason: "deactivated (spec.active: false): not dispatched until it is active again"}
 			continue
 		}
 		// Offline, a Job's queue label is not resolved: the ClusterQueue in
@@ -144,7 +170,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			// placed.
 			if res, ok := invalidResult(res, err); ok {
 				res.Cluster = new(string)
-				results = append(results, res)
+				rows[i] = &res
 				continue
 			}
 			return nil, err
@@ -155,18 +181,18 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		hubCQ := f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
 		if why := f.Hub.namespaceRefused(wl.Namespace, hubCQ); why != "" {
 			res.Reason, res.Cluster = why, new(string)
-			results = append(results, res)
+			rows[i] = &res
 			continue
 		}
 		if stop := queue.StopOf(f.Hub.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], hubCQ); stop.Stopped {
 			res.Reason, res.Cluster = stop.Message, new(string)
-			results = append(results, res)
+			rows[i] = &res
 			continue
 		}
 		strict := hubCQ != nil && hubCQ.Spec.QueueingStrategy == strata.StrictFIFO
 		if strict && blocked[hubCQ.Name] {
 			res.Reason, res.Cluster = fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", hubCQ.Name), new(string)
-			results = append(results, res)
+			rows[i] = &res
 			continue
 		}
 		// As the hub: no copy where the worker queue it lands in has no
@@ -272,7 +298,13 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		if strict && d.Cluster == "" && !preempting && (!d.NeverFits || len(excluded) > 0) {
 			blocked[hubCQ.Name] = true
 		}
-		results = append(results, res)
+		rows[i] = &res
+	}
+	results := make([]Result, 0, len(items))
+	for _, r := range rows {
+		if r != nil {
+			results = append(results, *r)
+		}
 	}
 	return results, nil
 }

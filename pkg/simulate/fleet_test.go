@@ -818,3 +818,54 @@ spec: {clusterQueue: hub}
 		}
 	}
 }
+
+// TestFleetQueueOrder: as the hub, simulate --cluster serves its queue
+// by priority, then in the input's order; the rows keep the input's order.
+func TestFleetQueueOrder(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(`apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "4", pods: "110"}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job := func(name, class string) string {
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: q%s}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "3"}}}]
+---
+`, name, class)
+	}
+	hub := job("low", "") + job("high", ", strata.dev/priority-class: high") + job("later", "") + `apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+`
+	results, err := runFleet(t, []ClusterArg{{Name: "w", Path: filepath.Join(dir, "w.yaml")}}, write(t, "hub.yaml", hub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range results {
+		got = append(got, fmt.Sprintf("%s=%v", r.Name, r.Admitted))
+	}
+	if diff := cmp.Diff([]string{"low=false", "high=true", "later=false"}, got); diff != "" {
+		t.Errorf("rows (-want,+got):\n%s", diff)
+	}
+}

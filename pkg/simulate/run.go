@@ -135,8 +135,14 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 			names[item.Workload.Namespace+"/"+item.Workload.Name] = true
 		}
 	}
-	results := make([]Result, 0, len(in.Workloads))
-	for _, item := range in.Workloads {
+	// As the agent serves its queues: each ClusterQueue's workloads in its
+	// order (priority, then the time each was queued: its creation, or its
+	// place in the input for one without), heads of every queue in turn.
+	// The rows keep the input's order.
+	rows := make([]*Result, len(in.Workloads))
+	turns := map[string]*queue.Turn[*pendingItem]{}
+	var queueNames []string
+	for i, item := range in.Workloads {
 		if item.Job == nil && item.Workload == nil {
 			continue // a job of no group: the agent makes no Workload of it
 		}
@@ -145,21 +151,78 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 		}
 		if item.Workload != nil && !workload.IsActive(item.Workload) {
 			// The agent schedules no deactivated Workload.
-			results = append(results, Result{Name: item.Workload.Name, Namespace: item.Workload.Namespace, source: item.Source,
-				Reason: "deactivated (spec.active: false): not admitted until it is active again"})
+			rows[i] = &Result{Name: item.Workload.Name, Namespace: item.Workload.Namespace, source: item.Source,
+				Reason: "deactivated (spec.active: false): not admitted until it is active again"}
 			continue
 		}
-		r, err := place(in, flavors, st, item, opts)
+		p, r, err := prepare(in, st, item, opts)
 		if err != nil {
 			// As the agent: an invalid job is marked so and the others
 			// are placed.
 			if r, ok := invalidResult(r, err); ok {
-				results = append(results, r)
+				rows[i] = &r
 				continue
 			}
 			return nil, err
 		}
-		results = append(results, r)
+		if p == nil {
+			rows[i] = &r
+			continue
+		}
+		p.row = i
+		name := ""
+		if p.cq != nil {
+			name = p.cq.Name
+		}
+		t := turns[name]
+		if t == nil {
+			t = &queue.Turn[*pendingItem]{Queue: p.cq}
+			if t.Queue == nil {
+				t.Queue = &strata.ClusterQueue{} // no queue in the input: one BestEffortFIFO queue
+			}
+			turns[name] = t
+			queueNames = append(queueNames, name)
+		}
+		t.Items = append(t.Items, p)
+	}
+	list := make([]*queue.Turn[*pendingItem], 0, len(queueNames))
+	for _, name := range queueNames {
+		t := turns[name]
+		slices.SortStableFunc(t.Items, func(a, b *pendingItem) int { return queue.Compare(a.wl, b.wl) })
+		list = append(list, t)
+	}
+	var placeErr error
+	queue.Serve(list, func(p *pendingItem) *strata.Workload { return p.wl },
+		func(cq *strata.ClusterQueue, p *pendingItem) bool {
+			return p.cq != nil && st.books.WouldBorrow(p.cq, p.wl)
+		},
+		func(cq *strata.ClusterQueue, p *pendingItem) bool {
+			if placeErr != nil {
+				return false
+			}
+			r, err := place(flavors, st, p, opts)
+			if err != nil {
+				placeErr = err
+				return false
+			}
+			rows[p.row] = &r
+			// A head that is not admitted holds a StrictFIFO queue.
+			return !r.Admitted
+		},
+		func(cq *strata.ClusterQueue, behind []*pendingItem) {
+			for _, p := range behind {
+				rows[p.row] = &Result{Name: p.wl.Name, Namespace: p.wl.Namespace, source: p.item.Source,
+					Reason: fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", cq.Name)}
+			}
+		})
+	if placeErr != nil {
+		return nil, placeErr
+	}
+	results := make([]Result, 0, len(in.Workloads))
+	for _, r := range rows {
+		if r != nil {
+			results = append(results, *r)
+		}
 	}
 	return results, nil
 }
@@ -289,21 +352,34 @@ func toWorkload(item Item, queueOptional bool, opts tas.Options) (*strata.Worklo
 	return wl, res, nil
 }
 
-// place places one workload. Invalid annotations are an error naming the
-// file and object; not fitting is a Result with the reason.
-func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, opts tas.Options) (res Result, err error) {
+// pendingItem is a workload of the input to place, read and checked.
+type pendingItem struct {
+	item  Item
+	wl    *strata.Workload
+	res   Result
+	cq    *strata.ClusterQueue // nil when the input has no ClusterQueue
+	order []*strata.ResourceFlavor
+	row   int
+}
+
+// prepare reads and checks one workload of the input as the agent's
+// intake and scheduler do before placing it. It returns the workload to
+// place, or nil and its row when it is not placed (not Strata's, its
+// queue refuses it or is stopped). Invalid annotations are an error
+// naming the file and object.
+func prepare(in *Input, st *runState, item Item, opts tas.Options) (*pendingItem, Result, error) {
 	// Without ClusterQueues in the input, a queue label is optional.
 	wl, res, err := toWorkload(item, len(in.ClusterQueues) == 0, opts)
 	if errors.Is(err, errNotManaged) {
-		return res, nil
+		return nil, res, nil
 	}
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	order, err := in.flavorOrder(wl.Namespace, wl.Spec.QueueName)
 	if err != nil {
 		res.Reason = err.Error()
-		return res, nil
+		return nil, res, nil
 	}
 	cq := in.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
 	if pinned := workload.PinnedFlavor(wl); pinned != "" {
@@ -315,31 +391,29 @@ func place(in *Input, flavors map[string]*flavorState, st *runState, item Item, 
 			if cq != nil {
 				_, res.Reason = queue.FlavorsFor(cq, wl)
 			}
-			return res, nil
+			return nil, res, nil
 		}
 	}
 	if why := in.namespaceRefused(wl.Namespace, cq); why != "" {
 		res.Reason = why
-		return res, nil
+		return nil, res, nil
 	}
 	if stop := queue.StopOf(in.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], cq); stop.Stopped {
 		res.Reason = stop.Message
-		return res, nil
-	}
-	if cq != nil && cq.Spec.QueueingStrategy == strata.StrictFIFO {
-		// As the agent serves a StrictFIFO queue: nothing goes ahead of
-		// a head that does not fit (here, in the input's order).
-		if st.blocked[cq.Name] {
-			res.Reason = fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", cq.Name)
-			return res, nil
-		}
-		defer func() {
-			if err == nil && !res.Admitted {
-				st.blocked[cq.Name] = true
-			}
-		}()
+		return nil, res, nil
 	}
 	st.prioritize(wl)
+	if wl.CreationTimestamp.IsZero() {
+		wl.CreationTimestamp.Time = st.tick() // queued in the input's order
+	}
+	return &pendingItem{item: item, wl: wl, res: res, cq: cq, order: order}, res, nil
+}
+
+// place places one workload on the first flavor of its order where it
+// fits, or preempts for it as the agent would; not fitting is a Result
+// with the reason.
+func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts tas.Options) (Result, error) {
+	item, wl, res, cq, order := p.item, p.wl, p.res, p.cq, p.order
 	fung := queue.Fungibility(cq)
 	// As the agent: a hub's copy preempts only where the hub chose, and
 	// only up to the priority it marked.

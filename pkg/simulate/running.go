@@ -28,9 +28,6 @@ type runState struct {
 	// clock orders admissions and queueing in the simulation: each
 	// workload is queued and admitted after the ones before it.
 	clock time.Time
-	// blocked are the StrictFIFO ClusterQueues whose head was not
-	// admitted: the workloads after it wait behind it.
-	blocked map[string]bool
 }
 
 // running is an admitted workload holding capacity on one flavor.
@@ -47,7 +44,7 @@ func newRunState(in *Input) *runState {
 	for _, cq := range in.ClusterQueues {
 		cqs = append(cqs, cq)
 	}
-	return &runState{in: in, books: queue.NewBooks(cqs), running: map[string][]*running{}, blocked: map[string]bool{},
+	return &runState{in: in, books: queue.NewBooks(cqs), running: map[string][]*running{},
 		clock: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 

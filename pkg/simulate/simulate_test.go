@@ -1347,3 +1347,107 @@ spec:
 		t.Errorf("pinned copies (-want,+got):\n%s", diff)
 	}
 }
+
+// TestQueueOrder: simulate serves the queues as the agent does, and as
+// Kueue: a ClusterQueue's workloads by priority, then in the order they
+// were queued (the input's, without creation times); the heads of every
+// queue in turn, not one queue's whole backlog first; and in a round, the
+// heads that fit within their queue's nominal quota before those that
+// must borrow. Rows stay in the input's order.
+func TestQueueOrder(t *testing.T) {
+	cluster := `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "4", pods: "110"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
+`
+	queueDoc := func(name, cohort, quota string) string {
+		return fmt.Sprintf(`apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: %s}
+spec:
+  namespaceSelector: {}
+  cohort: %q
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: %s}]}]
+---
+`, name, cohort, quota)
+	}
+	job := func(name, queue, cpu string, high bool) string {
+		class := ""
+		if high {
+			class = ", strata.dev/priority-class: high"
+		}
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: %s%s}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "%s"}}}]
+---
+`, name, queue, class, cpu)
+	}
+	cases := map[string]struct {
+		input string
+		want  map[string]bool // admitted, by name
+		order []string        // of the rows
+	}{
+		"within a queue, the higher priority first": {
+			input: queueDoc("q", "", "8") + job("low", "q", "4", false) + job("high", "q", "4", true) + job("next", "q", "1", false),
+			want:  map[string]bool{"low": false, "high": true, "next": false},
+			order: []string{"low", "high", "next"},
+		},
+		"the heads of every queue in turn": {
+			input: queueDoc("a", "", "4") + queueDoc("b", "", "4") + job("a1", "a", "2", false) + job("a2", "a", "2", false) + job("b1", "b", "2", false),
+			want:  map[string]bool{"a1": true, "a2": false, "b1": true},
+			order: []string{"a1", "a2", "b1"},
+		},
+		"in a round, a head within its nominal quota before one that must borrow": {
+			input: queueDoc("a", "c", "2") + queueDoc("b", "c", "2") + job("a1", "a", "4", true) + job("b1", "b", "2", false),
+			want:  map[string]bool{"a1": false, "b1": true},
+			order: []string{"a1", "b1"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in, err := Load(write(t, "in.yaml", cluster+tc.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			var order []string
+			for _, r := range results {
+				got[r.Name] = r.Admitted
+				order = append(order, r.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("admitted (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.order, order); diff != "" {
+				t.Errorf("rows (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -801,7 +801,7 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 		others = s.cache.AdmittedIn(wl.Namespace)
 	}
 	found, placeErr := s.cache.Reserve(fq.Name, client.ObjectKeyFromObject(wl), func(snap *tas.Snapshot, topo *strata.Topology) (*strata.Workload, error) {
-		admission, err := placeOnFlavor(snap, topo, flavorDef, cq.Name, wl, others, s.opts)
+		admission, err := placeOnFlavor(snap, topo, flavorDef, cq, wl, others, s.opts)
 		if err != nil {
 			return nil, err
 		}
@@ -848,7 +848,7 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod
 // sets of one group share a domain. The snapshot is left unchanged.
-func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.ResourceFlavor, clusterQueue string, wl *strata.Workload, others []*strata.Workload, opts tas.Options) (*strata.Admission, error) {
+func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.ResourceFlavor, cq *strata.ClusterQueue, wl *strata.Workload, others []*strata.Workload, opts tas.Options) (*strata.Admission, error) {
 	assignments, taken, err := workload.PlaceSpread(snap, topo.Name, flavorDef.Spec.Tolerations, wl, others, opts)
 	if err != nil {
 		return nil, err
@@ -856,14 +856,14 @@ func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.
 	for _, u := range taken {
 		snap.Release(u)
 	}
-	admission := &strata.Admission{ClusterQueue: clusterQueue}
+	admission := &strata.Admission{ClusterQueue: cq.Name}
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
 		admission.PodSetAssignments = append(admission.PodSetAssignments, strata.PodSetAssignment{
 			Name:               ps.Name,
 			Flavor:             flavorDef.Name,
 			Count:              ps.Count,
-			ResourceUsage:      queue.TotalRequests(ps),
+			ResourceUsage:      queue.PodSetUsage(cq, ps),
 			TopologyAssignment: tas.Encode(assignments[i]),
 		})
 	}
@@ -1012,7 +1012,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 		st.FlavorsUsage = nil
 		flavors := queue.Flavors(cq)
 		for _, fq := range flavors {
-			if u := v.usage[cq.Name][fq.Name]; len(u) > 0 {
+			if u := queue.StatusUsage(cq, v.usage[cq.Name][fq.Name]); len(u) > 0 {
 				st.FlavorsUsage = append(st.FlavorsUsage, strata.FlavorUsage{Name: fq.Name, Resources: u})
 			}
 		}

@@ -264,7 +264,7 @@ func TestPlaceOnFlavor(t *testing.T) {
 				snap.SetNode(tas.NodeFromAPI(n, false))
 			}
 			wl := testutil.MakeWorkload("w", "ns").PodSets(tc.podSets...).Obj()
-			got, err := placeOnFlavor(snap, topo, flavor, "cq", wl, nil, tas.DefaultOptions())
+			got, err := placeOnFlavor(snap, topo, flavor, testutil.MakeClusterQueue("cq").Obj(), wl, nil, tas.DefaultOptions())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("placeOnFlavor() error = %v, want one containing %q", err, tc.wantErr)
@@ -288,7 +288,7 @@ func TestPlaceOnFlavor(t *testing.T) {
 				t.Errorf("placeOnFlavor() hosts per pod set (-want,+got):\n%s", diff)
 			}
 			// The snapshot is left unchanged: the same placement again.
-			again, err := placeOnFlavor(snap, topo, flavor, "cq", wl, nil, tas.DefaultOptions())
+			again, err := placeOnFlavor(snap, topo, flavor, testutil.MakeClusterQueue("cq").Obj(), wl, nil, tas.DefaultOptions())
 			if err != nil {
 				t.Fatalf("placeOnFlavor() a second time: %v", err)
 			}
@@ -639,6 +639,23 @@ func TestScheduleServesQueuesFairly(t *testing.T) {
 			workloads: []*strata.Workload{job("a1", "a", 6, nil, 0)},
 			rackCPU:   "10",
 			want:      map[string]outcome{"a1": {Reason: ReasonInadmissible}}, // more than a's whole quota, with b gone
+		},
+		"a queue whose resource group covers pods counts them (Kueue)": {
+			queues: []*strata.ClusterQueue{
+				testutil.MakeClusterQueue("a").ResourceGroup("cpu", "pods").GroupFlavor("tas-flavor", "10", "3").Obj(),
+			},
+			workloads: []*strata.Workload{job("a1", "a", 2, nil, 0), job("a2", "a", 2, nil, 1), job("a3", "a", 4, nil, 2)},
+			rackCPU:   "10",
+			want: map[string]outcome{"a1": admitted, "a2": {Reason: ReasonPending, Message: "waiting for capacity: flavor tas-flavor: quota: pods needs 2, more than is left of the quota of 3"},
+				"a3": {Reason: ReasonInadmissible, Message: "cannot be admitted by ClusterQueue a as written: flavor tas-flavor: quota: pods needs 4, more than the whole quota of 3"}},
+		},
+		"a queue that does not cover pods does not count them": {
+			queues: []*strata.ClusterQueue{
+				testutil.MakeClusterQueue("a").ResourceGroup("cpu").GroupFlavor("tas-flavor", "10").Obj(),
+			},
+			workloads: []*strata.Workload{job("a1", "a", 2, nil, 0), job("a2", "a", 2, nil, 1)},
+			rackCPU:   "10",
+			want:      map[string]outcome{"a1": admitted, "a2": admitted},
 		},
 		"workloads of a ClusterQueue that does not exist are left alone": {
 			queues:    []*strata.ClusterQueue{queue("b")},

@@ -152,7 +152,7 @@ func TestReclaimQuota(t *testing.T) {
 			pre := testutil.MakeWorkload("b1", "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
 			pre.UID = "uid-b1"
 			p := pending{entry: newEntry(pre, nil), queue: "b"}
-			if diff := cmp.Diff(four, p.need); diff != "" {
+			if diff := cmp.Diff(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("1")}, p.need); diff != "" {
 				t.Fatalf("the preemptor's need (-want,+got):\n%s", diff)
 			}
 			if tc.under != nil {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"gopkg.in/inf.v0"
@@ -213,7 +214,10 @@ func CheckQuotaOf(fq strata.FlavorQuotas, used, need corev1.ResourceList) (err e
 	return nil, false
 }
 
-// TotalRequests is a pod set's requests times its count.
+// TotalRequests is a pod set's requests times its count, and its count
+// as the "pods" resource: as in Kueue, a ClusterQueue that gives a quota
+// of pods counts the pods of what it admits; the books of one that does
+// not ignore it (see PodSetUsage).
 func TotalRequests(ps *strata.PodSet) corev1.ResourceList {
 	per := resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
 	out := corev1.ResourceList{}
@@ -223,5 +227,51 @@ func TotalRequests(ps *strata.PodSet) corev1.ResourceList {
 		total.Mul(total, inf.NewDec(int64(ps.Count), 0))
 		out[name] = *resource.NewDecimalQuantity(*total, q.Format)
 	}
+	if ps.Count > 0 {
+		out[corev1.ResourcePods] = *resource.NewQuantity(int64(ps.Count), resource.DecimalSI)
+	}
+	return out
+}
+
+// CoversPods says whether a ClusterQueue gives a quota of pods (a
+// resource group covers "pods"): only then does it count them (Kueue's).
+func CoversPods(cq *strata.ClusterQueue) bool {
+	if cq == nil {
+		return false
+	}
+	for _, g := range cq.Spec.ResourceGroups {
+		if slices.Contains(g.CoveredResources, corev1.ResourcePods) {
+			return true
+		}
+	}
+	for _, f := range cq.Spec.Flavors {
+		for _, r := range f.Resources {
+			if r.Name == corev1.ResourcePods {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// PodSetUsage is what an admission of a pod set through cq records it
+// uses (its resourceUsage): TotalRequests, with pods only when cq counts
+// them.
+func PodSetUsage(cq *strata.ClusterQueue, ps *strata.PodSet) corev1.ResourceList {
+	out := TotalRequests(ps)
+	if !CoversPods(cq) {
+		delete(out, corev1.ResourcePods)
+	}
+	return out
+}
+
+// StatusUsage is usage (by flavor) as a ClusterQueue's status shows it:
+// without pods unless the queue counts them.
+func StatusUsage(cq *strata.ClusterQueue, usage corev1.ResourceList) corev1.ResourceList {
+	if _, ok := usage[corev1.ResourcePods]; !ok || CoversPods(cq) {
+		return usage
+	}
+	out := usage.DeepCopy()
+	delete(out, corev1.ResourcePods)
 	return out
 }

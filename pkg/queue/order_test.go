@@ -195,11 +195,11 @@ func TestTotalRequests(t *testing.T) {
 	}{
 		"one pod": {
 			ps:   testutil.MakePodSet("main", 1, "cpu", "500m", "memory", "1Gi").Obj(),
-			want: rl("cpu", "500m", "memory", "1Gi"),
+			want: rl("cpu", "500m", "memory", "1Gi", "pods", "1"),
 		},
 		"requests times count": {
 			ps:   testutil.MakePodSet("main", 4, "cpu", "500m", "memory", "1Gi", "nvidia.com/gpu", "2").Obj(),
-			want: rl("cpu", "2", "memory", "4Gi", "nvidia.com/gpu", "8"),
+			want: rl("cpu", "2", "memory", "4Gi", "nvidia.com/gpu", "8", "pods", "4"),
 		},
 		"no pods": {
 			ps:   testutil.MakePodSet("main", 0, "cpu", "1").Obj(),
@@ -207,7 +207,7 @@ func TestTotalRequests(t *testing.T) {
 		},
 		"no requests": {
 			ps:   testutil.MakePodSet("main", 3).Obj(),
-			want: corev1.ResourceList{},
+			want: rl("pods", "3"),
 		},
 		"containers are summed": {
 			ps: func() strata.PodSet {
@@ -217,11 +217,11 @@ func TestTotalRequests(t *testing.T) {
 				})
 				return ps
 			}(),
-			want: rl("cpu", "2500m"),
+			want: rl("cpu", "2500m", "pods", "2"),
 		},
 		"no int64 overflow at scale: 60,000 pods x 200Gi": {
 			ps:   testutil.MakePodSet("main", 60000, "memory", "200Gi").Obj(),
-			want: rl("memory", "12000000Gi"),
+			want: rl("memory", "12000000Gi", "pods", "60000"),
 		},
 		"init containers count by their maximum": {
 			ps: func() strata.PodSet {
@@ -231,7 +231,7 @@ func TestTotalRequests(t *testing.T) {
 				}}
 				return ps
 			}(),
-			want: rl("cpu", "6"),
+			want: rl("cpu", "6", "pods", "2"),
 		},
 	}
 	for name, tc := range cases {
@@ -305,14 +305,14 @@ func TestWorkloadUsage(t *testing.T) {
 		testutil.MakePodSet("leader", 1, "cpu", "2").Obj(),
 		testutil.MakePodSet("workers", 4, "cpu", "1", "nvidia.com/gpu", "1").Obj(),
 	).Obj()
-	if diff := cmp.Diff(rl("cpu", "6", "nvidia.com/gpu", "4"), WorkloadUsage(wl)); diff != "" {
+	if diff := cmp.Diff(rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5"), WorkloadUsage(wl)); diff != "" {
 		t.Errorf("without reclaimable pods (-want,+got):\n%s", diff)
 	}
 	wl.Status.ReclaimablePods = []strata.ReclaimablePod{{Name: "workers", Count: 3}, {Name: "gone", Count: 9}}
-	if diff := cmp.Diff(rl("cpu", "3", "nvidia.com/gpu", "1"), WorkloadUsage(wl)); diff != "" {
+	if diff := cmp.Diff(rl("cpu", "3", "nvidia.com/gpu", "1", "pods", "2"), WorkloadUsage(wl)); diff != "" {
 		t.Errorf("3 workers reclaimable (-want,+got):\n%s", diff)
 	}
-	if diff := cmp.Diff(rl("cpu", "6", "nvidia.com/gpu", "4"), WorkloadRequests(wl)); diff != "" {
+	if diff := cmp.Diff(rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5"), WorkloadRequests(wl)); diff != "" {
 		t.Errorf("WorkloadRequests changed (-want,+got):\n%s", diff)
 	}
 }

@@ -262,6 +262,9 @@ func (b *Books) Check(queue, flavor string, need corev1.ResourceList, withinNomi
 			if !q.groups {
 				continue // spec.flavors: limited only by capacity
 			}
+			if _, covered := q.covered[r]; !covered && r == corev1.ResourcePods {
+				continue // pods count only where a resource group covers them
+			}
 			if fl, covered := q.covered[r]; covered {
 				return Fit{Err: fmt.Errorf("quota: flavor %s has no quota for %s in ClusterQueue %s (its resource group lists flavors %s; a workload is admitted on one flavor)",
 					flavor, r, queue, strings.Join(fl, ", ")), Never: true}

@@ -196,7 +196,7 @@ func Status(cq *strata.ClusterQueue, wls []*strata.Workload, peers ...*strata.Cl
 	st.PendingWorkloads, st.AdmittedWorkloads = c.Pending, c.Admitted
 	st.FlavorsUsage = nil
 	for _, fq := range queue.Flavors(cq) {
-		if u := usage[fq.Name]; len(u) > 0 {
+		if u := queue.StatusUsage(cq, usage[fq.Name]); len(u) > 0 {
 			st.FlavorsUsage = append(st.FlavorsUsage, strata.FlavorUsage{Name: fq.Name, Resources: u})
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs/kinds"
 )
 
 // KueueGroup is Kueue's API group.
@@ -76,7 +77,7 @@ type Result struct {
 // Convert migrates the Kueue objects. Objects of other groups are noted
 // and skipped.
 func Convert(objs []*unstructured.Unstructured, opts Options) Result {
-	c := &converter{opts: opts, configs: map[string][]string{}, checks: map[string]string{}, parents: map[string]string{}, configLabels: map[string]string{}}
+	c := &converter{opts: opts, configs: map[string][]string{}, checks: map[string]string{}, seenChecks: map[string]bool{}, parents: map[string]string{}, configLabels: map[string]string{}}
 	// MultiKueue's objects first: the ClusterQueues' admission checks
 	// resolve through them.
 	for _, o := range objs {
@@ -89,7 +90,11 @@ func Convert(objs []*unstructured.Unstructured, opts Options) Result {
 		case "AdmissionCheck":
 			c.admissionCheck(o)
 		case "Cohort":
+			// v1beta2's parentName; v1alpha1 and v1beta1 say parent.
 			parent, _, _ := unstructured.NestedString(o.Object, "spec", "parentName")
+			if parent == "" {
+				parent, _, _ = unstructured.NestedString(o.Object, "spec", "parent")
+			}
 			c.parents[o.GetName()] = parent
 		}
 	}
@@ -161,6 +166,8 @@ type converter struct {
 	// AdmissionCheck name -> its MultiKueueConfig.
 	configs map[string][]string
 	checks  map[string]string
+	// seenChecks are the AdmissionChecks of the input, of any controller.
+	seenChecks map[string]bool
 	// parents: Kueue Cohort name -> its parentName ("" at a root).
 	parents map[string]string
 	// configLabels: MultiKueueConfig name -> the label key that stands
@@ -276,6 +283,9 @@ func (c *converter) resourceFlavor(o *unstructured.Unstructured) {
 	case len(f.Spec.NodeLabels) == 0:
 		c.todo(o, "spec.nodeLabels", "Strata needs nodeLabels beside topologyName (they select the topology's nodes): add the labels of this flavor's nodes, or the API server refuses the flavor")
 	}
+	if len(f.Spec.NodeTaints) > 0 {
+		c.note(o, "spec.nodeTaints", "carried over, but Strata does not read it: it checks the taints the flavor's nodes carry (with the flavor's tolerations and the pods'), so taint the nodes themselves")
+	}
 	c.leftovers(o, s, nil)
 	c.out = append(c.out, f)
 }
@@ -335,6 +345,12 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 	for _, name := range checks {
 		config, mk := c.checks[name]
 		switch {
+		case !mk && !c.seenChecks[name]:
+			// Kueue's queue is inactive without it (AdmissionCheckNotFound);
+			// whether it is MultiKueue's decides which workers the hub's
+			// queue may use.
+			c.todo(o, "spec.admissionChecks", fmt.Sprintf("AdmissionCheck %s is not in the input: pass it (and its MultiKueueConfig) to migrate; "+
+				"if it is MultiKueue's, its clusters become the queue's clusterSelector, and without one the hub queue dispatches to every worker", name))
 		case !mk:
 			others = append(others, name)
 		case cq.Spec.ClusterSelector != nil:
@@ -349,6 +365,9 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 		c.note(o, "spec.admissionChecks", fmt.Sprintf("Strata has no admission checks: %s not carried over (only MultiKueue's become the hub's clusterSelector)", strings.Join(others, ", ")))
 	}
 	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility", "stopPolicy"), &cq.Spec)
+	if strata.Stopped(cq.Spec.StopPolicy) {
+		c.note(o, "spec.stopPolicy", fmt.Sprintf("carried over: the Strata queue is stopped too (%s); set it to None when it should admit", *cq.Spec.StopPolicy))
+	}
 	if root := c.rootOf(cq.Spec.Cohort); root != cq.Spec.Cohort {
 		c.note(o, "spec.cohort", fmt.Sprintf("Kueue's cohort %s is in the tree of cohort %s; Strata's cohorts are flat, so the queue shares with every queue of that tree, in cohort %s", cq.Spec.Cohort, root, root))
 		cq.Spec.Cohort = root
@@ -407,27 +426,50 @@ func (c *converter) rootOf(cohort string) string {
 // does not read. It says whether the object had any.
 func (c *converter) kueueJob(o *unstructured.Unstructured) bool {
 	found := false
+	runs := runsKind(o)
 	for _, k := range sortedKeys(o.GetLabels()) {
 		if !strings.HasPrefix(k, KueueGroup+"/") {
 			continue
 		}
 		found = true
-		switch k {
-		case KueueGroup + "/queue-name":
-			c.todo(o, "metadata.labels."+k, fmt.Sprintf("Strata reads its own label: label it %s: %s (migrate converts Kueue's objects, not jobs)", strata.QueueNameLabel, o.GetLabels()[k]))
-		case KueueGroup + "/priority-class":
+		switch {
+		case k == KueueGroup+"/queue-name" && !runs:
+			gvk := o.GroupVersionKind()
+			c.note(o, "metadata.labels."+k, fmt.Sprintf("Strata does not run %s (%s): keep it on Kueue (Strata runs batch/v1 Jobs, JobSets, MPIJobs and LeaderWorkerSets)", gvk.Kind, gvk.GroupVersion()))
+		case k == KueueGroup+"/queue-name" && o.GetLabels()[strata.QueueNameLabel] != "":
+			c.todo(o, "metadata.labels."+k, fmt.Sprintf("remove it: the job has %s too, and Kueue, while it runs beside Strata, would manage it as well", strata.QueueNameLabel))
+		case k == KueueGroup+"/queue-name":
+			c.todo(o, "metadata.labels."+k, fmt.Sprintf("replace it with %s: %s (Strata reads its own label; a job with both would be managed by Kueue and Strata; migrate converts Kueue's objects, not jobs)",
+				strata.QueueNameLabel, o.GetLabels()[k]))
+		case k == strata.KueuePriorityClassLabel:
 			// Strata reads it as Kueue does.
 		default:
 			c.note(o, "metadata.labels."+k, "Kueue's label; Strata does not read it")
 		}
 	}
 	for _, k := range sortedKeys(o.GetAnnotations()) {
-		if strings.HasPrefix(k, KueueGroup+"/") {
-			found = true
-			c.note(o, "metadata.annotations."+k, "Kueue's annotation; Strata does not read it")
+		if !strings.HasPrefix(k, KueueGroup+"/") {
+			continue
 		}
+		found = true
+		if k == strata.KueuePrefix+"tas-unhealthy-nodes-eviction-threshold" && runs {
+			continue // Strata reads it as Kueue does
+		}
+		c.note(o, "metadata.annotations."+k, "Kueue's annotation; Strata does not read it")
 	}
 	return found
+}
+
+// runsKind says whether Strata runs jobs of o's kind (by group and kind).
+func runsKind(o *unstructured.Unstructured) bool {
+	gvk := o.GroupVersionKind()
+	for _, r := range kinds.Registered {
+		k := r.Kind.GroupVersionKind()
+		if k.Group == gvk.Group && k.Kind == gvk.Kind {
+			return true
+		}
+	}
+	return false
 }
 
 // fungibility maps Kueue v1beta2's flavorFungibility values to v1beta1's,
@@ -453,6 +495,12 @@ func (c *converter) localQueue(o *unstructured.Unstructured) {
 	c.decode(o, "spec", pick(s, "clusterQueue", "stopPolicy"), &lq.Spec)
 	if lq.Spec.ClusterQueue == "" {
 		c.todo(o, "spec.clusterQueue", "not set (Kueue allows it): name the ClusterQueue this LocalQueue leads to, or the API server refuses it")
+	}
+	if strata.Stopped(lq.Spec.StopPolicy) {
+		c.note(o, "spec.stopPolicy", fmt.Sprintf("carried over: the Strata queue is stopped too (%s); set it to None when it should admit", *lq.Spec.StopPolicy))
+	}
+	if lq.Name == "default" {
+		c.todo(o, "", fmt.Sprintf("Kueue (LocalQueueDefaulting) queues a job of namespace %s without a queue label here; Strata queues only labelled jobs: label them %s: default", lq.Namespace, strata.QueueNameLabel))
 	}
 	c.leftovers(o, s, map[string]string{
 		"fairSharing": "Strata has no fair sharing",
@@ -506,6 +554,7 @@ func (c *converter) configLabel(config string) string {
 }
 
 func (c *converter) admissionCheck(o *unstructured.Unstructured) {
+	c.seenChecks[o.GetName()] = true
 	controller, _, _ := unstructured.NestedString(o.Object, "spec", "controllerName")
 	if controller != multiKueueController {
 		c.note(o, "", fmt.Sprintf("Strata has no admission checks (controller %s)", controller))

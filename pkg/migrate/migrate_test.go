@@ -109,6 +109,7 @@ spec:
 				StopPolicy:        ptr.To(strata.StopHold),
 			}}},
 			wantNotes: []string{
+				"ClusterQueue team-a: spec.stopPolicy: carried over: the Strata queue is stopped too (Hold); set it to None when it should admit",
 				"ClusterQueue team-a: spec.fairSharing: Strata has no fair sharing",
 			},
 		},
@@ -143,6 +144,65 @@ description: urgent`},
 			want: []client.Object{
 				&strata.WorkloadPriorityClass{TypeMeta: tm("WorkloadPriorityClass"), ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000, Description: "urgent"},
 				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "ml"}, Spec: strata.LocalQueueSpec{ClusterQueue: "team-a", StopPolicy: ptr.To(strata.StopHold)}},
+			},
+			wantNotes: []string{"LocalQueue ml/team-a: spec.stopPolicy: carried over: the Strata queue is stopped too (Hold); set it to None when it should admit"},
+		},
+		{
+			name: "a v1beta1 Cohort's parent; a LocalQueue named default; a check not in the input; a flavor's nodeTaints",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: Cohort
+metadata: {name: team-a}
+spec: {parent: root}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: qa}
+spec:
+  cohort: team-a
+  admissionChecks: [mk]
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: default, namespace: ml}
+spec: {clusterQueue: qa}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec:
+  nodeLabels: {pool: a}
+  topologyName: t
+  nodeTaints: [{key: gpu, value: "true", effect: NoSchedule}]`},
+			want: []client.Object{
+				&strata.ResourceFlavor{TypeMeta: tm("ResourceFlavor"), ObjectMeta: metav1.ObjectMeta{Name: "f"}, Spec: strata.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": "a"},
+					TopologyName: ptr.To("t"), NodeTaints: []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}}},
+				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "qa"}, Spec: strata.ClusterQueueSpec{Cohort: "root",
+					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
+						Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("1")}}}}}}}},
+				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "ml"}, Spec: strata.LocalQueueSpec{ClusterQueue: "qa"}},
+			},
+			wantNotes: []string{
+				"Cohort team-a: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort root)",
+				"to do: ClusterQueue qa: spec.admissionChecks: AdmissionCheck mk is not in the input: pass it (and its MultiKueueConfig) to migrate; if it is MultiKueue's, its clusters become the queue's clusterSelector, and without one the hub queue dispatches to every worker",
+				"ClusterQueue qa: spec.cohort: Kueue's cohort team-a is in the tree of cohort root; Strata's cohorts are flat, so the queue shares with every queue of that tree, in cohort root",
+				"to do: LocalQueue ml/default: Kueue (LocalQueueDefaulting) queues a job of namespace ml without a queue label here; Strata queues only labelled jobs: label them strata.dev/queue-name: default",
+				"ResourceFlavor f: spec.nodeTaints: carried over, but Strata does not read it: it checks the taints the flavor's nodes carry (with the flavor's tolerations and the pods'), so taint the nodes themselves",
+			},
+		},
+		{
+			name: "jobs: both queue labels, a kind Strata does not run, an annotation Strata reads",
+			in: []string{`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: both
+  namespace: ml
+  labels: {kueue.x-k8s.io/queue-name: q, strata.dev/queue-name: q}
+  annotations: {kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold: "1"}`, `apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: ray
+  namespace: ml
+  labels: {kueue.x-k8s.io/queue-name: q}`},
+			wantNotes: []string{
+				"to do: Job ml/both: metadata.labels.kueue.x-k8s.io/queue-name: remove it: the job has strata.dev/queue-name too, and Kueue, while it runs beside Strata, would manage it as well",
+				"RayJob ml/ray: metadata.labels.kueue.x-k8s.io/queue-name: Strata does not run RayJob (ray.io/v1): keep it on Kueue (Strata runs batch/v1 Jobs, JobSets, MPIJobs and LeaderWorkerSets)",
 			},
 		},
 		{
@@ -231,7 +291,7 @@ spec:
 					Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("1")}}}}}},
 			}}},
 			wantNotes: []string{
-				"Cohort research: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort research)",
+				"Cohort research: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort org)",
 				"Workload ml/job-x: Workloads are not migrated: Strata creates one for each job; run the job through Strata's queue label instead",
 				"ConfigMap ml/c: not a Kueue object (v1): migrate reads kueue.x-k8s.io objects only",
 				"ClusterQueue odd: spec.someNewField: Strata has no such field",
@@ -289,7 +349,7 @@ metadata:
 				"MultiKueueConfig gpu-training-clusters-us-east-and-us-west-production-configuration: metadata.name: not a valid label name (name part must be no more than 63 bytes): its WorkerClusters and ClusterQueues use label multikueue-config.strata.dev/gpu-training-clusters-us-east-and-us-west-production-c-7aa2a6cf instead",
 				"MultiKueueConfig gpu-training-clusters-us-east-and-us-west-production-configuration: spec.clusters: their order is not kept: a Strata hub places each job on the worker where it fits best, not on the first listed",
 				"MultiKueueConfig gpu-training-clusters-us-east-and-us-west-production-configuration: spec.quotaManagement: a Strata hub keeps the quota itself (its ClusterQueues); the workers' quotas are their own",
-				"to do: Job ml/train: metadata.labels.kueue.x-k8s.io/queue-name: Strata reads its own label: label it strata.dev/queue-name: team-a (migrate converts Kueue's objects, not jobs)",
+				"to do: Job ml/train: metadata.labels.kueue.x-k8s.io/queue-name: replace it with strata.dev/queue-name: team-a (Strata reads its own label; a job with both would be managed by Kueue and Strata; migrate converts Kueue's objects, not jobs)",
 				"Job ml/train: metadata.annotations.kueue.x-k8s.io/max-exec-time-seconds: Kueue's annotation; Strata does not read it",
 			},
 		},

@@ -150,10 +150,25 @@ func (j JobSet) Suspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
 // SetSuspended sets spec.suspend.
 func (j JobSet) SetSuspended(s bool) { j.Spec.Suspend = ptr.To(s) }
 
-// TemplatesMutable says the templates may change: while suspended. The JobSet controller suspends the
-// child Jobs and, on resume, brings their pod templates' node selectors,
-// tolerations, labels and scheduling gates to the JobSet's.
-func (j JobSet) TemplatesMutable() bool { return j.Suspended() }
+// TemplatesMutable says the templates may change, and the JobSet may
+// start with them: while suspended, once no child Job has active pods
+// (the JobSet controller's status says so). The JobSet controller
+// suspends the child Jobs and, on resume, brings their pod templates'
+// node selectors, tolerations, labels and scheduling gates to the
+// JobSet's; a JobSet suspended and resumed before that controller saw it
+// would keep its old pods running beside the new admission's (Kueue holds
+// the quota until the job is inactive).
+func (j JobSet) TemplatesMutable() bool {
+	if !j.Suspended() {
+		return false
+	}
+	for _, st := range j.Status.ReplicatedJobsStatus {
+		if st.Active > 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // ReclaimablePods are the pods of each ReplicatedJob's succeeded Jobs:
 // they are done, and no other Job takes their places.

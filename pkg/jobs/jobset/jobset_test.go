@@ -102,6 +102,16 @@ func TestJobSet(t *testing.T) {
 	if !js.Suspended() || !js.TemplatesMutable() {
 		t.Errorf("suspended: Suspended() %t, TemplatesMutable() %t", js.Suspended(), js.TemplatesMutable())
 	}
+	// Suspended, but the JobSet controller has not stopped a child Job's
+	// pods yet: starting it again now would run them beside the new ones.
+	js.Status.ReplicatedJobsStatus = []jobsetapi.ReplicatedJobStatus{{Name: "leader"}, {Name: "workers", Active: 1}}
+	if js.TemplatesMutable() {
+		t.Errorf("suspended with a child Job still active: TemplatesMutable() true")
+	}
+	js.Status.ReplicatedJobsStatus[1].Active = 0
+	if !js.TemplatesMutable() {
+		t.Errorf("suspended, no child Job active: TemplatesMutable() false")
+	}
 	tmpls := js.Templates()
 	if len(tmpls) != 2 || tmpls[1] != &js.Spec.ReplicatedJobs[1].Template.Spec.Template {
 		t.Errorf("Templates() are not the ReplicatedJobs' templates in order")

@@ -181,9 +181,22 @@ func (j MPIJob) Suspended() bool { return ptr.Deref(j.Spec.RunPolicy.Suspend, fa
 // SetSuspended sets spec.runPolicy.suspend.
 func (j MPIJob) SetSuspended(s bool) { j.Spec.RunPolicy.Suspend = ptr.To(s) }
 
-// TemplatesMutable says the templates may change: while suspended (the
-// MPI operator creates the pods from them on resume).
-func (j MPIJob) TemplatesMutable() bool { return j.Suspended() }
+// TemplatesMutable says the templates may change, and the MPIJob may
+// start with them: while suspended (the MPI operator creates the pods
+// from them on resume), once no replica has active pods (the operator's
+// status says so): an MPIJob suspended and resumed before the operator
+// saw it would keep its old pods running beside the new admission's.
+func (j MPIJob) TemplatesMutable() bool {
+	if !j.Suspended() {
+		return false
+	}
+	for _, st := range j.Status.ReplicaStatuses {
+		if st != nil && st.Active > 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // ReclaimablePods are none: an MPIJob's workers run until its launcher ends.
 func (MPIJob) ReclaimablePods() []strata.ReclaimablePod { return nil }

@@ -120,6 +120,16 @@ func TestSuspendAndForWorker(t *testing.T) {
 	if !ptr.Deref(mj.Spec.RunPolicy.Suspend, false) || !j.TemplatesMutable() {
 		t.Errorf("SetSuspended(true) did not set runPolicy.suspend")
 	}
+	// Suspended, but the operator has not stopped the workers yet.
+	mj.Status.ReplicaStatuses = map[kubeflow.MPIReplicaType]*kubeflow.ReplicaStatus{kubeflow.MPIReplicaTypeWorker: {Active: 2}}
+	if j.TemplatesMutable() {
+		t.Errorf("suspended with active workers: TemplatesMutable() true")
+	}
+	mj.Status.ReplicaStatuses[kubeflow.MPIReplicaTypeWorker].Active = 0
+	if !j.TemplatesMutable() {
+		t.Errorf("suspended, no active pod: TemplatesMutable() false")
+	}
+	mj.Status.ReplicaStatuses = nil
 	if j.ManagedBy() != "strata.dev/hub" {
 		t.Errorf("ManagedBy = %q", j.ManagedBy())
 	}

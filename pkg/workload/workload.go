@@ -178,6 +178,31 @@ func Reclaimable(wl *strata.Workload, podSet string) int32 {
 // spec.active is not false (Kueue's deactivation holds it).
 func IsActive(wl *strata.Workload) bool { return wl.Spec.Active == nil || *wl.Spec.Active }
 
+// MoreReclaimable is the reclaimable pods an admitted workload records
+// when its job reports now: never fewer for a pod set than recorded (as
+// Kueue refuses a decrease while the quota is held). Capacity given back
+// may already be someone else's: a JobSet that restarts its succeeded
+// Jobs does not take it back. Pod sets in the order of now, then those
+// only recorded.
+func MoreReclaimable(recorded, now []strata.ReclaimablePod) []strata.ReclaimablePod {
+	out := make([]strata.ReclaimablePod, 0, max(len(now), len(recorded)))
+	for _, r := range now {
+		if i := slices.IndexFunc(recorded, func(o strata.ReclaimablePod) bool { return o.Name == r.Name }); i >= 0 {
+			r.Count = max(r.Count, recorded[i].Count)
+		}
+		out = append(out, r)
+	}
+	for _, o := range recorded {
+		if !slices.ContainsFunc(out, func(r strata.ReclaimablePod) bool { return r.Name == o.Name }) {
+			out = append(out, o)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // PreemptUpTo reads a hub copy's mark: the priority up to which it may
 // preempt; ok is false when it has none or it is not a number.
 func PreemptUpTo(wl *strata.Workload) (int32, bool) {

@@ -541,3 +541,29 @@ func TestPriorityClassOfALaterPodSet(t *testing.T) {
 		t.Errorf("PriorityClass() = %q, %q; want high, %s", name, source, strata.PodPriorityClassSource)
 	}
 }
+
+func TestMoreReclaimable(t *testing.T) {
+	rp := func(pairs ...any) []strata.ReclaimablePod {
+		var out []strata.ReclaimablePod
+		for i := 0; i+1 < len(pairs); i += 2 {
+			out = append(out, strata.ReclaimablePod{Name: pairs[i].(string), Count: int32(pairs[i+1].(int))})
+		}
+		return out
+	}
+	cases := map[string]struct {
+		recorded, now, want []strata.ReclaimablePod
+	}{
+		"none":                         {},
+		"first report":                 {now: rp("workers", 2), want: rp("workers", 2)},
+		"more":                         {recorded: rp("workers", 2), now: rp("workers", 3), want: rp("workers", 3)},
+		"fewer (a JobSet restarted)":   {recorded: rp("workers", 2), now: rp("workers", 0), want: rp("workers", 2)},
+		"a pod set no longer reported": {recorded: rp("leader", 1, "workers", 2), now: rp("workers", 3), want: rp("workers", 3, "leader", 1)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, MoreReclaimable(tc.recorded, tc.now)); diff != "" {
+				t.Errorf("MoreReclaimable (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

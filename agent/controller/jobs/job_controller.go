@@ -580,7 +580,7 @@ func (r *Reconciler) syncReclaimable(ctx context.Context, job pkgjobs.Job, wl *s
 	if wl.Status.Admission == nil {
 		return nil
 	}
-	want := job.ReclaimablePods()
+	want := workload.MoreReclaimable(wl.Status.ReclaimablePods, job.ReclaimablePods())
 	if len(want) == 0 && len(wl.Status.ReclaimablePods) == 0 || equality.Semantic.DeepEqual(want, wl.Status.ReclaimablePods) {
 		return nil
 	}

@@ -293,7 +293,7 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 		}
 	}
 
-	rankOf := rankFunc(ps)
+	rankOf := rankFunc(ps, all)
 	slices.SortStableFunc(gated, func(x, y *corev1.Pod) int {
 		rx, okx := rankOf(x)
 		ry, oky := rankOf(y)
@@ -420,20 +420,16 @@ func domainOf(a *tas.Assignment, p *corev1.Pod) int {
 
 // rankFunc returns a pod's rank: its index label minus the pod set's
 // offset; with a sub-group index label (a JobSet's job index), the
-// sub-group's index times the pods per sub-group plus that.
-func rankFunc(ps *strata.PodSet) func(*corev1.Pod) (int32, bool) {
+// sub-group's index times the pods per sub-group plus that. pods are the
+// workload's: when one of the pod set's is labelled 0 although the pod set
+// has an offset, its controller numbers the pods from 0, not from the
+// offset (the MPI operator v0.6 numbers an MPIJob's workers
+// from 0 with runLauncherAsWorker; KEP-2724, and v0.8, from 1),
+// and ranks start at 0.
+func rankFunc(ps *strata.PodSet, pods []corev1.Pod) func(*corev1.Pod) (int32, bool) {
 	r := ps.TopologyRequest
 	if r == nil || r.PodIndexLabel == nil {
 		return func(*corev1.Pod) (int32, bool) { return 0, false }
-	}
-	label, offset := *r.PodIndexLabel, int32(0)
-	if r.PodIndexOffset != nil {
-		offset = *r.PodIndexOffset
-	}
-	var groupLabel string
-	var perGroup int32
-	if r.SubGroupIndexLabel != nil && r.SubGroupCount != nil && *r.SubGroupCount > 0 {
-		groupLabel, perGroup = *r.SubGroupIndexLabel, ps.Count / *r.SubGroupCount
 	}
 	index := func(p *corev1.Pod, label string) (int32, bool) {
 		v, ok := p.Labels[label]
@@ -442,6 +438,24 @@ func rankFunc(ps *strata.PodSet) func(*corev1.Pod) (int32, bool) {
 		}
 		n, err := strconv.ParseInt(v, 10, 32)
 		return int32(n), err == nil
+	}
+	label, offset := *r.PodIndexLabel, int32(0)
+	if r.PodIndexOffset != nil {
+		offset = *r.PodIndexOffset
+		for i := range pods {
+			if pods[i].Labels[strata.PodSetLabel] != ps.Name {
+				continue
+			}
+			if n, ok := index(&pods[i], label); ok && n == 0 {
+				offset = 0
+				break
+			}
+		}
+	}
+	var groupLabel string
+	var perGroup int32
+	if r.SubGroupIndexLabel != nil && r.SubGroupCount != nil && *r.SubGroupCount > 0 {
+		groupLabel, perGroup = *r.SubGroupIndexLabel, ps.Count / *r.SubGroupCount
 	}
 	return func(p *corev1.Pod) (int32, bool) {
 		n, ok := index(p, label)

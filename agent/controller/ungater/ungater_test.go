@@ -225,10 +225,21 @@ func TestRanks(t *testing.T) {
 		OK   bool
 	}
 	cases := map[string]struct {
-		req  *strata.PodSetTopologyRequest
-		pod  *corev1.Pod
-		want want
+		req    *strata.PodSetTopologyRequest
+		pod    *corev1.Pod
+		others []corev1.Pod // the workload's other pods
+		want   want
 	}{
+		"an offset, and a pod of the set labelled below it: its controller numbers from 0": {
+			req: &strata.PodSetTopologyRequest{PodIndexLabel: ptr.To(index), PodIndexOffset: ptr.To[int32](1)}, pod: withLabels(map[string]string{index: "3"}),
+			others: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{index: "0", strata.PodSetLabel: "workers"}}}},
+			want:   want{3, true},
+		},
+		"an offset, and a pod of another set labelled below it": {
+			req: &strata.PodSetTopologyRequest{PodIndexLabel: ptr.To(index), PodIndexOffset: ptr.To[int32](1)}, pod: withLabels(map[string]string{index: "3"}),
+			others: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{index: "0", strata.PodSetLabel: "launcher"}}}},
+			want:   want{2, true},
+		},
 		"no index label: no rank": {
 			req: &strata.PodSetTopologyRequest{}, pod: withLabels(map[string]string{index: "3"}),
 		},
@@ -256,7 +267,7 @@ func TestRanks(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rank, ok := rankFunc(&strata.PodSet{Name: "workers", Count: 8, TopologyRequest: tc.req})(tc.pod)
+			rank, ok := rankFunc(&strata.PodSet{Name: "workers", Count: 8, TopologyRequest: tc.req}, tc.others)(tc.pod)
 			if diff := cmp.Diff(tc.want, want{rank, ok}); diff != "" {
 				t.Errorf("rank (-want,+got):\n%s", diff)
 			}

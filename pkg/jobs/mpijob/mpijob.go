@@ -242,6 +242,18 @@ func (j MPIJob) MirrorStatus(from jobs.Job) bool {
 	return true
 }
 
+// AdjustWorkload takes the Workload's priority class from
+// spec.runPolicy.schedulingPolicy.priorityClass when the job names no
+// WorkloadPriorityClass: as in Kueue, it comes before the launcher's and
+// the workers' templates.
+func (j MPIJob) AdjustWorkload(wl *strata.Workload) {
+	sp := j.Spec.RunPolicy.SchedulingPolicy
+	if sp == nil || sp.PriorityClass == "" || wl.Spec.PriorityClassSource == strata.WorkloadPriorityClassSource {
+		return
+	}
+	wl.Spec.PriorityClassName, wl.Spec.PriorityClassSource = sp.PriorityClass, strata.PodPriorityClassSource
+}
+
 // ClearRun zeroes each replica type's active pods, and sets the Running
 // condition False: no pod of the job runs until it is placed again.
 func (j MPIJob) ClearRun() bool {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -180,5 +181,26 @@ func TestStatus(t *testing.T) {
 		if j.ClearRun() {
 			t.Errorf("%s: ClearRun changed a finished job", ct)
 		}
+	}
+}
+
+// TestPriorityClass: as in Kueue, spec.runPolicy.schedulingPolicy's
+// priorityClass comes before the templates', and a WorkloadPriorityClass
+// label before both.
+func TestPriorityClass(t *testing.T) {
+	mj := mpiJob(false, 2, nil, nil)
+	mj.Spec.MPIReplicaSpecs[kubeflow.MPIReplicaTypeWorker].Template.Spec.PriorityClassName = "low"
+	mj.Spec.RunPolicy.SchedulingPolicy = &kubeflow.SchedulingPolicy{PriorityClass: "high"}
+	mj.Labels = map[string]string{strata.QueueNameLabel: "q"}
+	wl, errs := jobs.WorkloadFor(Adapt(mj))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if wl.Spec.PriorityClassName != "high" || wl.Spec.PriorityClassSource != strata.PodPriorityClassSource {
+		t.Errorf("schedulingPolicy.priorityClass high: the Workload's class is %q (%s)", wl.Spec.PriorityClassName, wl.Spec.PriorityClassSource)
+	}
+	mj.Labels[strata.PriorityClassLabel] = "urgent"
+	if wl, _ = jobs.WorkloadFor(Adapt(mj)); wl.Spec.PriorityClassName != "urgent" || wl.Spec.PriorityClassSource != strata.WorkloadPriorityClassSource {
+		t.Errorf("a WorkloadPriorityClass label: the Workload's class is %q (%s)", wl.Spec.PriorityClassName, wl.Spec.PriorityClassSource)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -163,7 +164,9 @@ func (setKind) Aggregate(obj client.Object, wls []*strata.Workload) *strata.Work
 			return out
 		}
 		if wl.Status.Admission == nil {
-			if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Reason == "Inadmissible" {
+			if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionFalse && slices.Contains(refusals, c.Reason) {
+				// A group its worker will not admit decides the copy, whatever
+				// the groups before it wait for.
 				meta.SetStatusCondition(&out.Status.Conditions, groupCondition(*c, i))
 				return out
 			}
@@ -191,6 +194,11 @@ func (setKind) Aggregate(obj client.Object, wls []*strata.Workload) *strata.Work
 		Reason: "Admitted", Message: fmt.Sprintf("all %d groups admitted", len(wls))})
 	return out
 }
+
+// refusals are the reasons of a group Workload's Admitted=False condition
+// that say its worker will not admit it as sent (see the hub's Judge):
+// inadmissible there, its queue stopped, or its pods not ready in time.
+var refusals = []string{"Inadmissible", strata.QueueStopped, strata.EvictedByClusterQueueStopped, strata.EvictedByLocalQueueStopped, strata.EvictedByPodsReadyTimeout}
 
 // groupCondition is a group Workload's condition, said of its group.
 func groupCondition(c metav1.Condition, group int) metav1.Condition {

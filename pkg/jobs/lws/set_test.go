@@ -162,6 +162,11 @@ func TestSetAggregate(t *testing.T) {
 			wls:  []*strata.Workload{group(0, false, pending), group(1, false, inadmissible)},
 			want: result{Condition: "Admitted=False/Inadmissible: group 1: flavor f is not offered"},
 		},
+		"a later group refused (pods not ready in time) refuses the copy while an earlier one waits": {
+			wls: []*strata.Workload{group(0, false, pending), group(1, false, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
+				Reason: strata.EvictedByPodsReadyTimeout, Message: "not ready in time"})},
+			want: result{Condition: "Admitted=False/" + strata.EvictedByPodsReadyTimeout + ": group 1: not ready in time"},
+		},
 		"an invalid group makes the copy invalid": {
 			wls:  []*strata.Workload{group(0, false, invalid), group(1, true)},
 			want: result{Condition: "Invalid=True/LocalQueueNotFound: group 0: no queue"},

@@ -584,3 +584,33 @@ func TestEveryChangeMovesTheVersion(t *testing.T) {
 	tg.Release("pre")
 	note("a release")
 }
+
+// TestReservationKeepsTheDomainsLeft: when a summary no longer has one of
+// the domains a reservation spans (its nodes left), the reservation still
+// holds its pods in the others.
+func TestReservationKeepsTheDomainsLeft(t *testing.T) {
+	p := New("", tas.DefaultOptions(), 0)
+	a := target(t, "a", "gpu", cluster(t, [][][]int64{{rackOf(4, 8), rackOf(4, 8)}}))
+	targets := []*Target{a}
+	// 6 pods of a whole node each in block b0: 4 in one rack, 2 in the other.
+	d := p.Decide(job(6, "8", func(p *testutil.PodSetWrapper) { p.Required(block) }), nil, targets)
+	if d.Cluster != "a" {
+		t.Fatalf("not placed: %s", d.Reason)
+	}
+	if err := d.Reserve(targets, "uid-0/1"); err != nil {
+		t.Fatal(err)
+	}
+	full := d.PodSets[0].Assignment.Domains[0]
+	if full.Count != 4 {
+		t.Fatalf("the first domain holds %d pods, want 4: %v", full.Count, d.PodSets[0].Assignment.Domains)
+	}
+	// Generation 2 has only the rack the reservation fills.
+	next := cluster(t, [][][]int64{{rackOf(4, 8)}})
+	next.SummaryGeneration = 2
+	if err := a.SetSummary(next); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Decide(job(1, "8", func(p *testutil.PodSetWrapper) { p.Required(rack) }), nil, targets); got.Cluster != "" {
+		t.Errorf("placed on %s in %v; want nowhere: the rack that is left is reserved", got.Cluster, got.PodSets[0].Assignment.Domains)
+	}
+}

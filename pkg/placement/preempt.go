@@ -554,7 +554,7 @@ func (t *Target) preemptedSnapshot(sel []int) (*tas.Snapshot, error) {
 			continue
 		}
 		for k, a := range r.assignments {
-			_, _ = s.CommitReservation(a, r.requests[k]) // a domain gone holds nothing
+			commitWhatIsLeft(s, a, r.requests[k]) // a domain gone holds nothing
 		}
 	}
 	t.preempted[key] = s

@@ -156,16 +156,30 @@ func (t *Target) setSummary(st *strata.CapacitySummaryStatus) error {
 			continue // counted by the summary: never twice
 		}
 		for i, a := range r.assignments {
-			u, err := t.free.CommitReservation(a, r.requests[i])
-			if err != nil {
-				// The domain is gone from the new summary: its nodes left.
-				// The reservation holds nothing there any more.
-				continue
-			}
-			r.usage = append(r.usage, u)
+			r.usage = append(r.usage, commitWhatIsLeft(t.free, a, r.requests[i])...)
 		}
 	}
 	return nil
+}
+
+// commitWhatIsLeft commits a reservation's assignment of one pod set on a
+// new summary's snapshot: all of it, or, when some of its domains are gone
+// from the summary (their nodes left), each domain that is still there.
+// A domain gone holds nothing any more; the others still hold their pods,
+// or the hub would offer them again while its copy is placed there.
+func commitWhatIsLeft(s *tas.Snapshot, a *tas.Assignment, requests corev1.ResourceList) []*tas.Dispatched {
+	if u, err := s.CommitReservation(a, requests); err == nil {
+		return []*tas.Dispatched{u}
+	}
+	var out []*tas.Dispatched
+	for _, d := range a.Domains {
+		one := *a
+		one.Domains = []tas.DomainAssignment{d}
+		if u, err := s.CommitReservation(&one, requests); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // Reserve takes the capacity of a workload dispatched to this target

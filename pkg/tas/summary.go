@@ -237,10 +237,47 @@ func (c *Capacity) Summarize(maxBytes int) (strata.CapacitySummaryStatus, error)
 			// What preempting would free gets what the budget leaves
 			// (with room for "coarsened":true).
 			c.addPreemptible(&st, counted, stage.digits, stage.merge, stage.lossy, labels, size+len(`,"coarsened":true`), maxBytes)
+			dropEmptyColumns(&st)
 			return st, nil
 		}
 	}
 	return st, fmt.Errorf("the summary of %d domains needs %d bytes, more than the budget of %d even with one bucket per domain", len(st.Domains), size, maxBytes)
+}
+
+// dropEmptyColumns leaves out of a summary the resources none of its
+// vectors has any of: none of the flavor's nodes has them (a pod on
+// another flavor's nodes made the snapshot count them). To the hub a
+// resource the summary does not list is none, as it is; and the API takes
+// at most 32 resources, which a cluster's every extended resource could
+// pass.
+func dropEmptyColumns(st *strata.CapacitySummaryStatus) {
+	keep := make([]bool, len(st.Resources))
+	for _, v := range st.Vectors {
+		for i, x := range v {
+			if i < len(keep) && x != 0 {
+				keep[i] = true
+			}
+		}
+	}
+	if !slices.Contains(keep, false) {
+		return
+	}
+	var resources []corev1.ResourceName
+	for i, r := range st.Resources {
+		if keep[i] {
+			resources = append(resources, r)
+		}
+	}
+	st.Resources = resources
+	for j, v := range st.Vectors {
+		out := make(strata.ResourceVector, 0, len(resources))
+		for i, x := range v {
+			if i < len(keep) && keep[i] {
+				out = append(out, x)
+			}
+		}
+		st.Vectors[j] = out
+	}
 }
 
 // isCounted says whether a resource is a count of whole things that must

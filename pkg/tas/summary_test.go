@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -533,4 +534,37 @@ func FuzzSummarySnapshot(f *testing.F) {
 		}
 		s.Refresh(&st)
 	})
+}
+
+// TestSummaryLeavesOutResourcesNoNodeHas: a resource only a pod on
+// another flavor's node requests is not a column of the summary (the API
+// takes at most 32), and to the hub there is none of it.
+func TestSummaryLeavesOutResourcesNoNodeHas(t *testing.T) {
+	s := snapshotOf([]string{block, rack, host}, node{"h0", "b0", "r0", "4"}, node{"h1", "b0", "r0", "4"})
+	for i := range 40 {
+		widget := corev1.ResourceName(fmt.Sprintf("example.com/widget-%d", i))
+		s.AddUsage("elsewhere", corev1.ResourceList{widget: resource.MustParse("1")}, 1)
+	}
+	st, err := s.Summarize(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]corev1.ResourceName{corev1.ResourceCPU, PodsResource}, st.Resources, cmpopts.SortSlices(func(a, b corev1.ResourceName) bool { return a < b })); diff != "" {
+		t.Errorf("resources (-want,+got):\n%s", diff)
+	}
+	for i, v := range st.Vectors {
+		if len(v) != len(st.Resources) {
+			t.Errorf("vector %d has %d amounts for %d resources", i, len(v), len(st.Resources))
+		}
+	}
+	hub, err := NewSnapshotFromSummary(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.FindAssignment(Request{Count: 2, PodRequests: cpu("1"), Mode: Required, Level: rack}, DefaultOptions()); err != nil {
+		t.Errorf("cpu: %v", err)
+	}
+	if _, err := hub.FindAssignment(Request{Count: 1, PodRequests: corev1.ResourceList{"example.com/widget-0": resource.MustParse("1")}, Mode: Required, Level: rack}, DefaultOptions()); err == nil {
+		t.Errorf("a widget fits, though no node has one")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,6 +17,7 @@ import (
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 // targetSource is what the dispatcher asks of the fleet (*fleet.Fleet):
@@ -113,20 +115,63 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, r
 				t.ReservePreemption(key)
 				continue
 			}
-			if dec := d.policy.Decide(wl, []string{flavor}, []*placement.Target{t}); dec.Cluster != "" {
+			// Where the record says the hub planned it (what its copy's
+			// hint carries, and so where the agent places it); decided
+			// again only without a record that still fits the summary.
+			assignments := reserveRecorded(t, wl, key)
+			if assignments == nil {
+				dec := d.policy.Decide(wl, []string{flavor}, []*placement.Target{t})
+				if dec.Cluster == "" {
+					continue
+				}
 				if err := dec.Reserve(targets, key); err != nil {
 					ctrl.LoggerFrom(ctx).Error(err, "Rebuilding a reservation", "workload", client.ObjectKeyFromObject(wl))
 					continue
 				}
-				if t.TakesCapacity(key) {
-					// Not in the summary yet: maybe its copy is not created
-					// either (the copies controller forgets the hint when
-					// it sees the copy).
-					d.fleet.SetHint(key, dec.Assignments())
-				}
+				assignments = dec.Assignments()
+			}
+			if t.TakesCapacity(key) {
+				// Not in the summary yet: maybe its copy is not created
+				// either (the copies controller forgets the hint when it
+				// sees the copy).
+				d.fleet.SetHint(key, assignments)
 			}
 		}
 	}
+}
+
+// reserveRecorded reserves a dispatch on t where its record says the hub
+// planned it (status.placement.topologyHint, per pod set at the summary's
+// leaf level) and returns those assignments; nil, reserving nothing, when
+// the record has no hint for every pod set or it no longer fits the
+// summary (a domain gone).
+func reserveRecorded(t *placement.Target, wl *strata.Workload, key string) []*tas.Assignment {
+	p := wl.Status.Placement
+	if p == nil || p.TopologyHint == "" {
+		return nil
+	}
+	hints, err := workload.DecodeHints(p.TopologyHint)
+	if err != nil {
+		return nil
+	}
+	assignments := make([]*tas.Assignment, len(wl.Spec.PodSets))
+	requests := make([]corev1.ResourceList, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		a := hints[ps.Name]
+		if a == nil {
+			return nil
+		}
+		req := workload.Request(ps)
+		// As a decision notes them: packing onto the summary's nodes
+		// keeps to those the pods may use.
+		a.Tolerations, a.NodeSelector, a.NodeAffinity = req.Tolerations, req.NodeSelector, req.NodeAffinity
+		assignments[i], requests[i] = a, req.PodRequests
+	}
+	if err := t.Reserve(key, assignments, requests); err != nil {
+		return nil
+	}
+	return assignments
 }
 
 // countReservations counts the reservations held on targets.

@@ -1,0 +1,61 @@
+package dispatch
+
+import (
+	"math"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
+)
+
+// TestRebuildReservesWhereRecorded: a restarted hub reserves a dispatch
+// where its record says it planned it (the copy's hint, where the agent
+// places it), not where it would decide now; a record whose domain the
+// summary no longer has reserves nothing (it is decided again).
+func TestRebuildReservesWhereRecorded(t *testing.T) {
+	s := tas.NewSnapshot([]string{"rack", strata.HostnameLabel}, nil)
+	for _, n := range []struct{ name, rack string }{{"a", "r0"}, {"b", "r1"}} {
+		s.SetNode(tas.Node{Name: n.name, Ready: true, Labels: map[string]string{"rack": n.rack, strata.HostnameLabel: n.name},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+	}
+	st, err := s.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := placement.NewTarget("w1", "cpu", &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := testutil.MakeWorkload("w", "ns").PodSets(testutil.MakePodSet("main", 8, "cpu", "1").Required("rack").Obj()).Obj()
+	policy := placement.New("", tas.DefaultOptions(), 0)
+	// Decided now, it would take r0; it was planned on r1.
+	if d := policy.Decide(wl, []string{"cpu"}, []*placement.Target{target}); d.Cluster != "w1" || d.PodSets[0].Assignment.Domains[0].Values[0] != "r0" {
+		t.Fatalf("decided now: %s %v", d.Reason, d.PodSets)
+	}
+	hint, err := workload.EncodeTopologyHints(wl.Spec.PodSets, []*tas.Assignment{{Levels: []string{"rack"}, Domains: []tas.DomainAssignment{{Values: []string{"r1"}, Count: 8}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl.Status.Placement = &strata.Placement{Cluster: "w1", Flavor: "cpu", TopologyHint: hint}
+	if got := reserveRecorded(target, wl, "uid/1"); got == nil || got[0].Domains[0].Values[0] != "r1" {
+		t.Fatalf("reserveRecorded: %v, want r1", got)
+	}
+	if d := policy.Decide(wl, []string{"cpu"}, []*placement.Target{target}); d.Cluster != "w1" || d.PodSets[0].Assignment.Domains[0].Values[0] != "r0" {
+		t.Errorf("after the rebuild, a second job: %s %v; want r0, r1 held", d.Reason, d.PodSets)
+	}
+	target.Release("uid/1")
+	gone, err := workload.EncodeTopologyHints(wl.Spec.PodSets, []*tas.Assignment{{Levels: []string{"rack"}, Domains: []tas.DomainAssignment{{Values: []string{"r9"}, Count: 8}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl.Status.Placement.TopologyHint = gone
+	if got := reserveRecorded(target, wl, "uid/1"); got != nil || target.HasReservation("uid/1") {
+		t.Errorf("a record on a domain gone: reserved %v", got)
+	}
+}

@@ -516,7 +516,9 @@ func summarize(capacity *tas.Capacity, dispatches []string, queues []strata.Queu
 	budget := summaryBudget(maxBytes)
 	listed := dispatchesSize(dispatches)
 	if listed > budget {
-		return strata.CapacitySummaryStatus{}, &tooManyDispatchesError{count: len(dispatches), bytes: listed, budget: budget, maxBytes: maxBytes}
+		// Its shape still: the hub keeps the flavor's target, unavailable
+		// for the reason the Ready condition gives, with its reservations.
+		return capacity.Shape(), &tooManyDispatchesError{count: len(dispatches), bytes: listed, budget: budget, maxBytes: maxBytes}
 	}
 	// The queues' usage takes at most an eighth of what the dispatches
 	// leave: beyond, none is listed (the hub then reads the queues'

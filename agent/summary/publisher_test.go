@@ -799,8 +799,12 @@ func TestPublishAllTooManyDispatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := e.summary("f")
+	// Its levels and resources still: the hub keeps the flavor's target
+	// (and its reservations), unavailable for the reason given.
 	want := strata.CapacitySummaryStatus{
 		SummaryGeneration: 1, ObservedTime: at(0),
+		Levels: []string{"example.com/block", "example.com/rack", "kubernetes.io/hostname"}, LeafLevels: 2,
+		Resources:  []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourcePods}, // its nodes have no memory
 		Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooManyDispatches, "", 0)},
 	}
 	if diff := cmp.Diff(want, cs.Status, cmpopts.IgnoreFields(metav1.Condition{}, "Message")); diff != "" {

@@ -96,6 +96,17 @@ func TestRefresh(t *testing.T) {
 			summaries: []strata.CapacitySummary{tooLarge},
 			want:      []view{{Flavor: "huge", Generation: 1, Unavailable: "summary not ready (TooLarge): no domains published"}},
 		},
+		"too many dispatches to publish: the target stays, unavailable, with its reservations": {
+			before: []strata.CapacitySummary{summary(t, "a100", 1, time.Second)},
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{func() strata.CapacitySummary {
+				s := summary(t, "a100", 2, time.Second)
+				s.Status.Domains, s.Status.Vectors = nil, nil
+				s.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "TooManyDispatches", Message: "no domains or dispatches published"}}
+				return s
+			}()},
+			want: []view{{Flavor: "a100", Generation: 2, Reserved: true, Unavailable: "summary not ready (TooManyDispatches): no domains or dispatches published"}},
+		},
 		"a new generation keeps the reservations": {
 			before: []strata.CapacitySummary{summary(t, "a100", 1, time.Second)},
 			worker: Worker{Name: "w"}, connected: true,

@@ -209,6 +209,24 @@ var stages = []struct {
 	{digits: 1, merge: true}, {digits: 1, merge: true, lossy: true},
 }
 
+// Shape is what a summary of the captured capacity names, without any
+// capacity: its levels, how many are above the host, and its resources.
+// A summary that cannot carry its domains still says what it would
+// describe.
+func (c *Capacity) Shape() strata.CapacitySummaryStatus {
+	st := strata.CapacitySummaryStatus{Levels: slices.Clone(c.levels), LeafLevels: int32(c.leafDepth)}
+	for r, name := range c.resources {
+		// Only what some node has (see dropEmptyColumns).
+		for at := r; at < len(c.alloc); at += c.stride {
+			if c.alloc[at] != 0 {
+				st.Resources = append(st.Resources, name)
+				break
+			}
+		}
+	}
+	return st
+}
+
 // Summarize describes the captured free capacity for the hub (BRIEF
 // decision 2): the domain tree down to the lowest level above the host,
 // and under each such domain its schedulable nodes in buckets of equal free

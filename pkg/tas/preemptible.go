@@ -331,7 +331,7 @@ func (s *Snapshot) CapturePreemptible(tolerations []corev1.Toleration, held []He
 			if !keep[b.Priority] {
 				continue
 			}
-			after := s.Capture()
+			after := s.capture(tolerations)
 			if len(after.free) != len(c.free) {
 				// Releasing changed which nodes are listed (it cannot:
 				// usage does not make a node usable): leave the rest out.

@@ -47,7 +47,13 @@ type capacityDomain struct {
 // Capture copies what Summarize needs: per leaf domain (the lowest level
 // above the host), the free vector of every schedulable node and the
 // allocatable vector of every node. It costs one pass over the nodes.
-func (s *Snapshot) Capture() *Capacity {
+func (s *Snapshot) Capture() *Capacity { return s.capture(nil) }
+
+// capture is Capture with the taints tolerations tolerate left out of
+// every node's first (see CaptureForFlavor): before the taint sets are
+// counted, so that nodes whose only distinct taints are tolerated ones
+// are not left out beyond maxTaintSets.
+func (s *Snapshot) capture(tolerations []corev1.Toleration) *Capacity {
 	leafDepth := s.depth
 	if s.summary {
 		leafDepth = s.leafDepth
@@ -60,6 +66,11 @@ func (s *Snapshot) Capture() *Capacity {
 	}
 	var key string
 	taintSet := map[string]int32{}
+	type taints struct {
+		set []corev1.Taint
+		key string
+	}
+	tolerated := map[string]taints{} // by a node's taint key
 	for _, leaf := range s.orderedLeaves() {
 		values := leaf.values[:leafDepth]
 		if k := domainKey(values); len(c.domains) == 0 || k != key {
@@ -82,7 +93,16 @@ func (s *Snapshot) Capture() *Capacity {
 				if !b.usable {
 					continue
 				}
-				taint := c.taintSetOf(b.hardTaints, b.taintKey, taintSet)
+				set, setKey := b.hardTaints, b.taintKey
+				if len(tolerations) > 0 && setKey != "" {
+					left, ok := tolerated[setKey]
+					if !ok {
+						left.set, left.key = normalTaints(untolerated(set, tolerations))
+						tolerated[setKey] = left
+					}
+					set, setKey = left.set, left.key
+				}
+				taint := c.taintSetOf(set, setKey, taintSet)
 				if taint < 0 {
 					continue // its taints cannot be listed: left out, never overstated
 				}
@@ -167,10 +187,7 @@ func (c *Capacity) Tolerate(tolerations []corev1.Toleration) {
 	c.taintSets = nil
 	remap := make([]int32, len(old)+1)
 	for i, set := range old {
-		left := slices.DeleteFunc(slices.Clone(set), func(t corev1.Taint) bool {
-			return slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Logger{}, &t, true) })
-		})
-		set, key := normalTaints(left)
+		set, key := normalTaints(untolerated(set, tolerations))
 		remap[i+1] = c.taintSetOf(set, key, known)
 	}
 	for i, t := range c.freeTaint {
@@ -184,9 +201,14 @@ func (c *Capacity) Tolerate(tolerations []corev1.Toleration) {
 // `kubectl strata simulate --cluster` both build summaries from it, so that
 // the hub's answer offline is the one it gives on the live fleet.
 func (s *Snapshot) CaptureForFlavor(tolerations []corev1.Toleration) *Capacity {
-	c := s.Capture()
-	c.Tolerate(tolerations)
-	return c
+	return s.capture(tolerations)
+}
+
+// untolerated are the taints of set that tolerations do not tolerate.
+func untolerated(set []corev1.Taint, tolerations []corev1.Toleration) []corev1.Taint {
+	return slices.DeleteFunc(slices.Clone(set), func(t corev1.Taint) bool {
+		return slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Logger{}, &t, true) })
+	})
 }
 
 // Summarize describes the snapshot's free capacity for the hub; see

@@ -568,3 +568,26 @@ func TestSummaryLeavesOutResourcesNoNodeHas(t *testing.T) {
 		t.Errorf("a widget fits, though no node has one")
 	}
 }
+
+// TestSummaryToleratedTaintsBeforeTheBound: the flavor's tolerations apply
+// before taint sets are counted: 100 nodes with a distinct value of a
+// tolerated taint are all free capacity, not 64 of them.
+func TestSummaryToleratedTaintsBeforeTheBound(t *testing.T) {
+	var nodes []node
+	for i := range 100 {
+		nodes = append(nodes, node{fmt.Sprintf("n%03d", i), "", "r1", "4"})
+	}
+	s := snapshotOf([]string{rack, host}, nodes...)
+	for i := range 100 {
+		n := nodes[i].engineNode()
+		n.Taints = []corev1.Taint{{Key: "maintenance-window", Value: fmt.Sprint(i), Effect: corev1.TaintEffectNoSchedule}}
+		s.SetNode(n)
+	}
+	st, err := s.CaptureForFlavor([]corev1.Toleration{{Key: "maintenance-window", Operator: corev1.TolerationOpExists}}).Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.TaintSets) != 0 || st.Nodes != 100 {
+		t.Errorf("%d taint sets, %d nodes in the free capacity; want 0 and 100", len(st.TaintSets), st.Nodes)
+	}
+}

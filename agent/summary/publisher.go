@@ -622,16 +622,31 @@ func build(old *strata.CapacitySummaryStatus, sum strata.CapacitySummaryStatus, 
 }
 
 // understated names what a summary left out, e.g. "nvidia.com/gpu 12, memory 3Gi".
+// At most understatedBytes of it, and the number of the others: the
+// message is part of the status's reserve (statusReserve), which long
+// extended resource names could pass; status.understated has them all.
 func understated(us []strata.UnderstatedResource) string {
-	parts := make([]string, 0, len(us))
-	for _, u := range us {
-		parts = append(parts, fmt.Sprintf("%s %s", u.Name, u.Amount.String()))
-	}
-	if len(parts) == 0 {
+	if len(us) == 0 {
 		return "nothing left out"
 	}
-	return strings.Join(parts, ", ")
+	var b strings.Builder
+	for i, u := range us {
+		part := fmt.Sprintf("%s %s", u.Name, u.Amount.String())
+		if i > 0 && b.Len()+len(part) > understatedBytes {
+			fmt.Fprintf(&b, " and %d more (status.understated)", len(us)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(part)
+	}
+	return b.String()
 }
+
+// understatedBytes bounds the list of understated resources in the Ready
+// condition's message.
+const understatedBytes = 384
 
 // withMeta gives st old's generation and observed time, and the Ready
 // condition ready (the only condition the publisher writes), keeping old's

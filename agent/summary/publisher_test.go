@@ -972,3 +972,19 @@ func TestSummarizePriorityClassesWithinBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestUnderstatedMessageBounded: the Ready message names the understated
+// resources within a bound, whatever their number and names.
+func TestUnderstatedMessageBounded(t *testing.T) {
+	var us []strata.UnderstatedResource
+	for i := range 30 {
+		us = append(us, strata.UnderstatedResource{Name: corev1.ResourceName(fmt.Sprintf("example.com/%s-%d", strings.Repeat("x", 60), i)), Amount: resource.MustParse("1")})
+	}
+	msg := understated(us)
+	if len(msg) > understatedBytes+64 || !strings.HasSuffix(msg, "more (status.understated)") {
+		t.Errorf("message of %d bytes: %q", len(msg), msg)
+	}
+	if got := understated(us[:1]); got != string(us[0].Name)+" 1" {
+		t.Errorf("one resource: %q", got)
+	}
+}

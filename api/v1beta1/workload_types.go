@@ -557,6 +557,10 @@ const (
 	// placing it again; its message names the pods the worker's agent
 	// reported (strata.dev/going-pods).
 	WorkloadCopyGoing = "CopyGoing"
+	// WorkloadWorkerUnreachable is True on a hub Workload while the worker
+	// of its dispatch does not answer; its message says when the hub
+	// places it elsewhere.
+	WorkloadWorkerUnreachable = "WorkerUnreachable"
 	// WorkloadInvalid is True when the Job cannot be admitted as written
 	// (bad annotations, unknown queue, namespace not allowed).
 	WorkloadInvalid = "Invalid"

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -179,10 +180,30 @@ func (d *dashboard) handler() http.Handler {
 			http.Error(w, "the dashboard answers only on localhost", http.StatusForbidden)
 			return
 		}
+		if strings.HasPrefix(r.URL.Path, "/api/") && crossSite(r) {
+			// A page of another site may not make the user's
+			// credentials read the cluster, even blind.
+			http.Error(w, "the dashboard's API answers only its own page", http.StatusForbidden)
+			return
+		}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// crossSite says whether a request comes from a page of another site:
+// the browser's Sec-Fetch-Site says so, or an Origin that is not the
+// request's own host.
+func crossSite(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return true
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		return err != nil || u.Host != r.Host
+	}
+	return false
 }
 
 // loopbackHost says whether a request's Host names this machine.

@@ -1,6 +1,7 @@
 package kubectlstrata
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -28,6 +29,34 @@ func TestLoopbackHost(t *testing.T) {
 		if got := loopbackHost(host); got != want {
 			t.Errorf("loopbackHost(%q) = %v, want %v", host, got, want)
 		}
+	}
+}
+
+func TestCrossSite(t *testing.T) {
+	cases := map[string]struct {
+		headers map[string]string
+		want    bool
+	}{
+		"the dashboard's own page":            {headers: map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://127.0.0.1:8001"}},
+		"typed in the address bar":            {headers: map[string]string{"Sec-Fetch-Site": "none"}},
+		"curl":                                {},
+		"another site's page":                 {headers: map[string]string{"Sec-Fetch-Site": "cross-site"}, want: true},
+		"another site's page, an old browser": {headers: map[string]string{"Origin": "https://evil.example"}, want: true},
+		"another port on localhost":           {headers: map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:9000"}, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:8001/api/queues", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.headers {
+				r.Header.Set(k, v)
+			}
+			if got := crossSite(r); got != tc.want {
+				t.Errorf("crossSite = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

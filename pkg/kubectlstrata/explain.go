@@ -49,6 +49,9 @@ type ExplainView struct {
 	Preempted *ConditionView `json:"preempted,omitempty"`
 	CopyGoing *ConditionView `json:"copyGoing,omitempty"`
 	Finished  *ConditionView `json:"finished,omitempty"`
+	// Unreachable is a hub Workload's WorkerUnreachable condition: its
+	// worker does not answer, and when the hub places it elsewhere.
+	Unreachable *ConditionView `json:"unreachable,omitempty"`
 	// PodsReady is, on a worker, whether the pods of its admission are
 	// all ready (waitForPodsReady); RequeueState its evictions for pods
 	// not ready in time and when it queues again.
@@ -416,6 +419,7 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 	}
 	v.Preempted = conditionOf(wl.Status.Conditions, strata.WorkloadPreempted)
 	v.CopyGoing = conditionOf(wl.Status.Conditions, strata.WorkloadCopyGoing)
+	v.Unreachable = conditionOf(wl.Status.Conditions, strata.WorkloadWorkerUnreachable)
 	if wl.Status.Admission != nil {
 		v.PodsReady = conditionOf(wl.Status.Conditions, strata.WorkloadPodsReady)
 	}
@@ -512,6 +516,9 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 	}
 	if v.CopyGoing != nil && v.CopyGoing.Status == metav1.ConditionTrue {
 		add(conditionLines("Copy going:", v.CopyGoing, now)...)
+	}
+	if v.Unreachable != nil && v.Unreachable.Status == metav1.ConditionTrue {
+		add(conditionLines("No answer:", v.Unreachable, now)...)
 	}
 	if v.PodsReady != nil {
 		add(conditionLines("Pods ready:", v.PodsReady, now)...)

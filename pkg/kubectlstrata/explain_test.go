@@ -302,6 +302,23 @@ Copy going: True  WaitingForPods
             for train-0 (Terminating since 2026-11-28T16:40:00Z, node n1)
 `,
 		},
+		"a hub Workload whose worker does not answer": {
+			view: ExplainView{
+				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionTrue, Reason: "Admitted"},
+				Unreachable: &ConditionView{Status: metav1.ConditionTrue, Reason: "WorkerUnreachable",
+					Message: "w1 does not answer; placed elsewhere at 2026-11-28T16:45:00Z unless it answers again"},
+				Placement: &PlacementView{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1},
+			},
+			want: `Job:        ml/train
+Workload:   job-train (on the hub)
+Queue:      team-a
+Admitted:   True  Admitted
+No answer:  True  WorkerUnreachable
+            w1 does not answer; placed elsewhere at 2026-11-28T16:45:00Z unless it answers again
+Placement:  w1, flavor gpu (dispatch generation 1)
+`,
+		},
 		"a worker's Workload, invalid": {
 			view: ExplainView{
 				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",

@@ -17,6 +17,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/workload"
 )
 
 // QueueView is the pending workloads of a ClusterQueue, or of one of its
@@ -49,11 +50,12 @@ type PendingView struct {
 }
 
 // pendingHere says whether a Workload waits in its queue: on a worker,
-// not admitted; on a hub, not dispatched. Finished and invalid ones do
-// not.
+// not admitted; on a hub, not dispatched. Finished, invalid and
+// deactivated ones (spec.active false: the agent and the hub serve none)
+// do not.
 func pendingHere(wl *strata.Workload, hub bool) bool {
 	if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) ||
-		meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) || !wl.DeletionTimestamp.IsZero() {
+		meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) || !wl.DeletionTimestamp.IsZero() || !workload.IsActive(wl) {
 		return false
 	}
 	if hub {

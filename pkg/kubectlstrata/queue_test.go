@@ -29,9 +29,11 @@ func TestNewQueueView(t *testing.T) {
 	dispatched.Status.Placement = &strata.Placement{Cluster: "w1"}
 	finished := wl("ml", "done", "a", 100, 0)
 	finished.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue}}
+	deactivated := wl("ml", "held", "a", 1000, 0)
+	deactivated.Spec.Active = ptr.To(false)
 	wls := []strata.Workload{
 		wl("ml", "old-low", "a", 1, 1), wl("ml", "new-high", "a", 10, 5), wl("web", "mid", "b", 5, 2), wl("ml", "old-high", "a", 10, 3),
-		wl("other", "elsewhere", "c", 99, 0), admitted, dispatched, finished,
+		wl("other", "elsewhere", "c", 99, 0), admitted, dispatched, finished, deactivated,
 	}
 	lqs := map[types.NamespacedName]string{{Namespace: "ml", Name: "a"}: "cq", {Namespace: "web", Name: "b"}: "cq", {Namespace: "other", Name: "c"}: "other-cq"}
 	names := func(v QueueView) []string {
@@ -46,7 +48,7 @@ func TestNewQueueView(t *testing.T) {
 		only *types.NamespacedName
 		want []string
 	}{
-		"a worker's ClusterQueue: priority, then age; admitted and finished ones are not pending": {
+		"a worker's ClusterQueue: priority, then age; admitted, finished and deactivated ones are not pending": {
 			// sent has a hub placement but no admission here: it waits.
 			want: []string{"ml/sent 1/1", "ml/old-high 2/2", "ml/new-high 3/3", "web/mid 4/1", "ml/old-low 5/4"},
 		},

@@ -19,7 +19,7 @@ import (
 
 // ConditionUnreachable is a hub Workload's condition while the worker of
 // its dispatch does not answer.
-const ConditionUnreachable = "WorkerUnreachable"
+const ConditionUnreachable = strata.WorkloadWorkerUnreachable
 
 // ReasonWorkerUnreachable is the outcome of a dispatch whose worker did not
 // answer for fencing.replaceAfter.

@@ -286,6 +286,8 @@ async function refreshExplain() {
   const box = document.getElementById("explain");
   const sel = state.selected;
   if (!sel) return;
+  // No outline until this selection's explain says where its pods are.
+  state.highlight = new Set();
   if (!sel.row.job) {
     box.replaceChildren(el("p", {}, sel.key + ": no job of a kind Strata knows owns it"));
     return;
@@ -296,6 +298,12 @@ async function refreshExplain() {
     const lines = [];
     lines.push(sel.row.job + " in " + sel.row.namespace + " (Workload " + v.workload + ", queue " + v.queue + ")");
     if (v.admitted) lines.push("Admitted: " + v.admitted.status + " " + (v.admitted.reason || "") + (v.admitted.message ? ": " + v.admitted.message : ""));
+    // The conditions explain shows when they hold.
+    for (const [label, c] of [["Invalid", v.invalid], ["Evicted", v.evicted], ["Preempted", v.preempted], ["Copy going", v.copyGoing],
+      ["No answer", v.unreachable], ["Finished", v.finished]]) {
+      if (c && c.status === "True") lines.push(label + ": " + (c.reason || "") + (c.message ? ": " + c.message : ""));
+    }
+    if (v.podsReady) lines.push("Pods ready: " + v.podsReady.status + " " + (v.podsReady.reason || ""));
     if (v.position) lines.push("Position " + v.position.position + " of " + v.position.of + " in ClusterQueue " + v.position.clusterQueue);
     if (v.placement) {
       lines.push("Worker: " + (v.placement.cluster || "-") + ", flavor " + (v.placement.flavor || "-"));

@@ -1025,7 +1025,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueStopped,
 				Message: fmt.Sprintf("stopped (stopPolicy %s): admits no workloads until the policy is None", *cq.Spec.StopPolicy)}
 		case len(missing) > 0:
-			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: "FlavorNotReady",
+			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueFlavorNotReady,
 				Message: fmt.Sprintf("flavors %s do not exist, are not topology-aware, or their Topology does not exist", strings.Join(missing, ", "))}
 		}
 		meta.SetStatusCondition(&st.Conditions, active)

@@ -521,7 +521,7 @@ func TestPublishAllTooLarge(t *testing.T) {
 	cs := e.summary("too-large")
 	want := strata.CapacitySummaryStatus{
 		SummaryGeneration: 1, ObservedTime: at(0),
-		Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "memory", "pods"}, Nodes: 400,
+		Levels: []string{block, rack, host}, LeafLevels: 2, Resources: []corev1.ResourceName{"cpu", "pods"}, Nodes: 400, // no node has memory
 		Conditions: []metav1.Condition{ready(metav1.ConditionFalse, ReasonTooLarge, "", 0)},
 	}
 	if diff := cmp.Diff(want, cs.Status, cmpopts.IgnoreFields(metav1.Condition{}, "Message")); diff != "" {

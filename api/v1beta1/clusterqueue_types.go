@@ -138,6 +138,11 @@ const (
 	EvictedByLocalQueueStopped   = "LocalQueueStopped"
 )
 
+// QueueFlavorNotReady is an agent's ClusterQueue's Active=False reason
+// while a flavor it lists does not exist, is not topology-aware, or its
+// Topology does not exist.
+const QueueFlavorNotReady = "FlavorNotReady"
+
 // ResourceGroup is a set of resources whose quotas are given together, per
 // flavor.
 //

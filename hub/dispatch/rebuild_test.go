@@ -46,8 +46,15 @@ func TestRebuildReservesWhereRecorded(t *testing.T) {
 	if got := reserveRecorded(target, wl, "uid/1"); got == nil || got[0].Domains[0].Values[0] != "r1" {
 		t.Fatalf("reserveRecorded: %v, want r1", got)
 	}
+	if !target.HasReservation("uid/1") || !target.TakesCapacity("uid/1") {
+		t.Fatalf("uid/1 is not held")
+	}
 	if d := policy.Decide(wl, []string{"cpu"}, []*placement.Target{target}); d.Cluster != "w1" || d.PodSets[0].Assignment.Domains[0].Values[0] != "r0" {
 		t.Errorf("after the rebuild, a second job: %s %v; want r0, r1 held", d.Reason, d.PodSets)
+	}
+	both := testutil.MakeWorkload("both", "ns").PodSets(testutil.MakePodSet("main", 16, "cpu", "1").Obj()).Obj()
+	if d := policy.Decide(both, []string{"cpu"}, []*placement.Target{target}); d.Cluster != "" {
+		t.Errorf("16 pods fit beside the rebuilt reservation: %v", d.PodSets)
 	}
 	target.Release("uid/1")
 	gone, err := workload.EncodeTopologyHints(wl.Spec.PodSets, []*tas.Assignment{{Levels: []string{"rack"}, Domains: []tas.DomainAssignment{{Values: []string{"r9"}, Count: 8}}}})

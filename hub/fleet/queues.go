@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -221,6 +223,11 @@ func (f *Fleet) WorkerBooks(name string) (*queue.Books, bool) {
 	}
 	books := queue.NewBooks(cqs)
 	for _, q := range cqs {
+		// As the agent: a queue that cannot admit for a missing flavor is
+		// out of its cohort (a stopped one is already).
+		if c := meta.FindStatusCondition(q.Status.Conditions, "Active"); c != nil && c.Status == metav1.ConditionFalse && c.Reason == strata.QueueFlavorNotReady {
+			books.Detach(q.Name)
+		}
 		chargeStatus(books, q)
 	}
 	return books, true

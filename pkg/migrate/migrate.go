@@ -435,7 +435,7 @@ func (c *converter) kueueJob(o *unstructured.Unstructured) bool {
 		switch {
 		case k == KueueGroup+"/queue-name" && !runs:
 			gvk := o.GroupVersionKind()
-			c.note(o, "metadata.labels."+k, fmt.Sprintf("Strata does not run %s (%s): keep it on Kueue (Strata runs batch/v1 Jobs, JobSets, MPIJobs and LeaderWorkerSets)", gvk.Kind, gvk.GroupVersion()))
+			c.note(o, "metadata.labels."+k, fmt.Sprintf("Strata does not run %s (%s): keep it on Kueue (Strata runs batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets, kubeflow.org/v2beta1 MPIJobs and leaderworkerset.x-k8s.io/v1 LeaderWorkerSets)", gvk.Kind, gvk.GroupVersion()))
 		case k == KueueGroup+"/queue-name" && o.GetLabels()[strata.QueueNameLabel] != "":
 			c.todo(o, "metadata.labels."+k, fmt.Sprintf("remove it: the job has %s too, and Kueue, while it runs beside Strata, would manage it as well", strata.QueueNameLabel))
 		case k == KueueGroup+"/queue-name":
@@ -460,12 +460,13 @@ func (c *converter) kueueJob(o *unstructured.Unstructured) bool {
 	return found
 }
 
-// runsKind says whether Strata runs jobs of o's kind (by group and kind).
+// runsKind says whether Strata runs jobs of o's kind and API version (a
+// training-operator kubeflow.org/v1 MPIJob is not the MPI operator's
+// v2beta1 that Strata watches).
 func runsKind(o *unstructured.Unstructured) bool {
 	gvk := o.GroupVersionKind()
 	for _, r := range kinds.Registered {
-		k := r.Kind.GroupVersionKind()
-		if k.Group == gvk.Group && k.Kind == gvk.Kind {
+		if r.Kind.GroupVersionKind() == gvk {
 			return true
 		}
 	}

@@ -199,10 +199,16 @@ kind: RayJob
 metadata:
   name: ray
   namespace: ml
+  labels: {kueue.x-k8s.io/queue-name: q}`, `apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata:
+  name: old-mpi
+  namespace: ml
   labels: {kueue.x-k8s.io/queue-name: q}`},
 			wantNotes: []string{
 				"to do: Job ml/both: metadata.labels.kueue.x-k8s.io/queue-name: remove it: the job has strata.dev/queue-name too, and Kueue, while it runs beside Strata, would manage it as well",
-				"RayJob ml/ray: metadata.labels.kueue.x-k8s.io/queue-name: Strata does not run RayJob (ray.io/v1): keep it on Kueue (Strata runs batch/v1 Jobs, JobSets, MPIJobs and LeaderWorkerSets)",
+				"RayJob ml/ray: metadata.labels.kueue.x-k8s.io/queue-name: Strata does not run RayJob (ray.io/v1): keep it on Kueue (Strata runs batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets, kubeflow.org/v2beta1 MPIJobs and leaderworkerset.x-k8s.io/v1 LeaderWorkerSets)",
+				"MPIJob ml/old-mpi: metadata.labels.kueue.x-k8s.io/queue-name: Strata does not run MPIJob (kubeflow.org/v1): keep it on Kueue (Strata runs batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets, kubeflow.org/v2beta1 MPIJobs and leaderworkerset.x-k8s.io/v1 LeaderWorkerSets)",
 			},
 		},
 		{

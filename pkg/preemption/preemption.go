@@ -159,6 +159,9 @@ func (v Victims) Empty() bool { return len(v.Within) == 0 && len(v.Reclaimed) ==
 
 // VictimQueues returns the Victims among a cluster's ClusterQueues.
 func VictimQueues(cqs []*strata.ClusterQueue) Victims {
+	// A stopped queue is out of its cohort (queue.Books.Detach): it
+	// reclaims nothing, and nothing is reclaimed from it.
+	cqs = slices.DeleteFunc(slices.Clone(cqs), func(cq *strata.ClusterQueue) bool { return strata.Stopped(cq.Spec.StopPolicy) })
 	reclaimers := map[string][]string{} // cohort → queues that reclaim in it
 	for _, cq := range cqs {
 		if cq.Spec.Cohort != "" && PolicyOf(cq).ReclaimWithinCohort != strata.PreemptionNever {

@@ -381,6 +381,18 @@ func TestVictimQueues(t *testing.T) {
 		mk("batch", "teams", reclaim),
 		mk("idle", "quiet", nil),
 		mk("idle2", "quiet", nil),
+		// Stopped: out of their cohorts, neither reclaimed nor reclaiming.
+		func() *strata.ClusterQueue {
+			cq := mk("held", "teams", within)
+			cq.Spec.StopPolicy = ptr.To(strata.StopHold)
+			return cq
+		}(),
+		mk("lent", "paused", nil),
+		func() *strata.ClusterQueue {
+			cq := mk("paused-reclaimer", "paused", reclaim)
+			cq.Spec.StopPolicy = ptr.To(strata.StopHold)
+			return cq
+		}(),
 	})
 	names := map[string][]string{"within": slices.Sorted(maps.Keys(got.Within)), "reclaimed": slices.Sorted(maps.Keys(got.Reclaimed))}
 	want := map[string][]string{"within": {"alone-within"}, "reclaimed": {"batch", "infer", "train"}}

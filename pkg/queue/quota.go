@@ -262,8 +262,12 @@ func (b *Books) Check(queue, flavor string, need corev1.ResourceList, withinNomi
 			if !q.groups {
 				continue // spec.flavors: limited only by capacity
 			}
-			if _, covered := q.covered[r]; !covered && r == corev1.ResourcePods {
-				continue // pods count only where a resource group covers them
+			if r == corev1.ResourcePods {
+				// Pods count only on a flavor with a quota of them: a
+				// resource group of pods alone has flavors of its own, and
+				// a workload is admitted on one flavor here (Kueue would
+				// assign that group's flavor besides).
+				continue
 			}
 			if fl, covered := q.covered[r]; covered {
 				return Fit{Err: fmt.Errorf("quota: flavor %s has no quota for %s in ClusterQueue %s (its resource group lists flavors %s; a workload is admitted on one flavor)",

@@ -75,6 +75,12 @@ func TestBooksCheck(t *testing.T) {
 			wantErr: "quota: nvidia.com/gpu needs 1, more than is left of the nominal quota of 8 and of what cohort team lends"},
 		{name: "cohort: what a stopped queue uses is not the cohort's", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("c", "team", nil, nil), stopped(groupQueue("b", "team", nil, nil))},
 			used: []use{{"b", "12"}}, need: gpus("16"), want: Fit{Borrows: true}},
+		{name: "pods covered by a group of their own: not counted on the others' flavors", queues: []*strata.ClusterQueue{func() *strata.ClusterQueue {
+			cq := groupQueue("a", "", nil, nil)
+			cq.Spec.ResourceGroups = append(cq.Spec.ResourceGroups, strata.ResourceGroup{CoveredResources: []corev1.ResourceName{corev1.ResourcePods},
+				Flavors: []strata.FlavorQuotas{{Name: "pod-slots", Resources: []strata.ResourceQuota{{Name: corev1.ResourcePods, NominalQuota: resource.MustParse("1")}}}}})
+			return cq
+		}()}, need: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("4")}},
 		{name: "reclaim: within nominal only", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("b", "team", nil, nil)},
 			used: []use{{"a", "6"}}, need: gpus("4"), withinNominal: true, want: Fit{Borrows: true},
 			wantErr: "quota: nvidia.com/gpu needs 4, more than is left of the nominal quota of 8"},

@@ -115,7 +115,50 @@ func (s *Snapshot) capture(tolerations []corev1.Toleration) *Capacity {
 			}
 		}
 	}
+	c.dropEmptyColumns()
 	return c
+}
+
+// dropEmptyColumns leaves out the resources none of the captured nodes
+// has (allocatable 0 on every one): a pod on another flavor's nodes made
+// the snapshot count them. To the hub a resource the summary does not
+// list is none, as it is; and the API takes at most 32 resources, which a
+// cluster's every extended resource could pass. The same nodes give the
+// same columns, so a preemptible layer's capture matches.
+func (c *Capacity) dropEmptyColumns() {
+	if c.stride == 0 {
+		return
+	}
+	keep := make([]bool, c.stride)
+	for at := 0; at+c.stride <= len(c.alloc); at += c.stride {
+		for r := range c.stride {
+			if c.alloc[at+r] != 0 {
+				keep[r] = true
+			}
+		}
+	}
+	if !slices.Contains(keep, false) {
+		return
+	}
+	compact := func(rows []int64) []int64 {
+		out := make([]int64, 0, len(rows))
+		for at := 0; at+c.stride <= len(rows); at += c.stride {
+			for r := range c.stride {
+				if keep[r] {
+					out = append(out, rows[at+r])
+				}
+			}
+		}
+		return out
+	}
+	c.alloc, c.free = compact(c.alloc), compact(c.free)
+	resources := make([]corev1.ResourceName, 0, len(c.resources))
+	for r, name := range c.resources {
+		if keep[r] {
+			resources = append(resources, name)
+		}
+	}
+	c.resources, c.stride = resources, len(resources)
 }
 
 // The API's limits on a summary's taint sets.
@@ -236,17 +279,7 @@ var stages = []struct {
 // A summary that cannot carry its domains still says what it would
 // describe.
 func (c *Capacity) Shape() strata.CapacitySummaryStatus {
-	st := strata.CapacitySummaryStatus{Levels: slices.Clone(c.levels), LeafLevels: int32(c.leafDepth)}
-	for r, name := range c.resources {
-		// Only what some node has (see dropEmptyColumns).
-		for at := r; at < len(c.alloc); at += c.stride {
-			if c.alloc[at] != 0 {
-				st.Resources = append(st.Resources, name)
-				break
-			}
-		}
-	}
-	return st
+	return strata.CapacitySummaryStatus{Levels: slices.Clone(c.levels), LeafLevels: int32(c.leafDepth), Resources: slices.Clone(c.resources)}
 }
 
 // Summarize describes the captured free capacity for the hub (BRIEF
@@ -277,47 +310,10 @@ func (c *Capacity) Summarize(maxBytes int) (strata.CapacitySummaryStatus, error)
 			// What preempting would free gets what the budget leaves
 			// (with room for "coarsened":true).
 			c.addPreemptible(&st, counted, stage.digits, stage.merge, stage.lossy, labels, size+len(`,"coarsened":true`), maxBytes)
-			dropEmptyColumns(&st)
 			return st, nil
 		}
 	}
 	return st, fmt.Errorf("the summary of %d domains needs %d bytes, more than the budget of %d even with one bucket per domain", len(st.Domains), size, maxBytes)
-}
-
-// dropEmptyColumns leaves out of a summary the resources none of its
-// vectors has any of: none of the flavor's nodes has them (a pod on
-// another flavor's nodes made the snapshot count them). To the hub a
-// resource the summary does not list is none, as it is; and the API takes
-// at most 32 resources, which a cluster's every extended resource could
-// pass.
-func dropEmptyColumns(st *strata.CapacitySummaryStatus) {
-	keep := make([]bool, len(st.Resources))
-	for _, v := range st.Vectors {
-		for i, x := range v {
-			if i < len(keep) && x != 0 {
-				keep[i] = true
-			}
-		}
-	}
-	if !slices.Contains(keep, false) {
-		return
-	}
-	var resources []corev1.ResourceName
-	for i, r := range st.Resources {
-		if keep[i] {
-			resources = append(resources, r)
-		}
-	}
-	st.Resources = resources
-	for j, v := range st.Vectors {
-		out := make(strata.ResourceVector, 0, len(resources))
-		for i, x := range v {
-			if i < len(keep) && keep[i] {
-				out = append(out, x)
-			}
-		}
-		st.Vectors[j] = out
-	}
 }
 
 // isCounted says whether a resource is a count of whole things that must

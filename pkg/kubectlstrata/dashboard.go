@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,9 +71,11 @@ const (
 )
 
 // newWorkloadRows lists wls for the dashboard: waiting ones first (in the
-// order of their creation), then the rest by namespace and name.
+// order a queue serves them: priority, then queue time), then the rest by
+// namespace and name.
 func newWorkloadRows(wls []strata.Workload) []WorkloadRowView {
 	rows := make([]WorkloadRowView, 0, len(wls))
+	of := make(map[string]*strata.Workload, len(wls)) // by namespace/name
 	for i := range wls {
 		wl := &wls[i]
 		r := WorkloadRowView{Namespace: wl.Namespace, Name: wl.Name, LocalQueue: wl.Spec.QueueName, Priority: priorityOf(wl), Job: jobOf(wl)}
@@ -102,6 +105,7 @@ func newWorkloadRows(wls []strata.Workload) []WorkloadRowView {
 			r.State = statePending
 		}
 		rows = append(rows, r)
+		of[wl.Namespace+"/"+wl.Name] = wl
 	}
 	order := func(s string) int {
 		if s == statePending || s == stateDispatched {
@@ -112,6 +116,9 @@ func newWorkloadRows(wls []strata.Workload) []WorkloadRowView {
 	slices.SortStableFunc(rows, func(a, b WorkloadRowView) int {
 		if d := order(a.State) - order(b.State); d != 0 {
 			return d
+		}
+		if order(a.State) == 0 {
+			return queue.Compare(of[a.Namespace+"/"+a.Name], of[b.Namespace+"/"+b.Name])
 		}
 		if d := strings.Compare(a.Namespace, b.Namespace); d != 0 {
 			return d
@@ -410,13 +417,19 @@ func (d *dashboard) explain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := DashboardExplainView{Explain: v, Domains: []string{}, Events: []EventView{}}
+	// The events of these objects, not of earlier ones of the same names.
+	objects := map[string]types.UID{kind.GroupVersionKind().Kind + "/" + name: "", "Workload/" + kind.WorkloadName(name): ""}
 	var wl strata.Workload
 	if err := s.client.Get(r.Context(), client.ObjectKey{Namespace: s.namespace, Name: kind.WorkloadName(name)}, &wl); err == nil {
 		out.Domains = placedDomains(&wl)
+		objects["Workload/"+wl.Name] = wl.UID
+	}
+	if job, err := getJob(r.Context(), &s, kind, name); err == nil {
+		objects[kind.GroupVersionKind().Kind+"/"+name] = job.GetUID()
 	}
 	var evs eventsv1.EventList
 	if err := s.client.List(r.Context(), &evs, client.InNamespace(s.namespace)); err == nil {
-		out.Events = eventsOf(evs.Items, map[string]bool{kind.GroupVersionKind().Kind + "/" + name: true, "Workload/" + kind.WorkloadName(name): true})
+		out.Events = eventsOf(evs.Items, objects)
 	}
 	reply(w, out, nil, 0)
 }
@@ -435,19 +448,23 @@ type EventView struct {
 // maxEvents is how many events the dashboard shows of a workload.
 const maxEvents = 20
 
-// eventsOf returns the events regarding the objects ("KIND/NAME"), the
-// latest first, at most maxEvents.
-func eventsOf(evs []eventsv1.Event, objects map[string]bool) []EventView {
+// eventsOf returns the events regarding the objects ("KIND/NAME" → its
+// UID, "" when not known: any object of that name), the latest first, at
+// most maxEvents.
+func eventsOf(evs []eventsv1.Event, objects map[string]types.UID) []EventView {
 	out := []EventView{}
 	for _, e := range evs {
 		obj := e.Regarding.Kind + "/" + e.Regarding.Name
-		if !objects[obj] {
+		uid, ok := objects[obj]
+		if !ok || uid != "" && e.Regarding.UID != "" && e.Regarding.UID != uid {
 			continue
 		}
 		v := EventView{Time: metav1.Time{Time: e.EventTime.Time}, Type: e.Type, Reason: e.Reason, Object: obj, Note: e.Note}
 		if e.Series != nil {
 			v.Count = e.Series.Count
 			v.Time = metav1.Time{Time: e.Series.LastObservedTime.Time}
+		} else if e.DeprecatedCount > 1 {
+			v.Count = e.DeprecatedCount // a core/v1 event's repeats
 		}
 		if v.Time.IsZero() {
 			v.Time = e.DeprecatedLastTimestamp

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/testutil"
@@ -151,8 +152,12 @@ func TestEventsOf(t *testing.T) {
 	}
 	repeated := ev("Workload", "job-a", "Pending", 1)
 	repeated.Series = &eventsv1.EventSeries{Count: 4, LastObservedTime: at(9)}
-	got := eventsOf([]eventsv1.Event{ev("Job", "a", "Admitted", 5), ev("Job", "b", "Admitted", 6), repeated},
-		map[string]bool{"Job/a": true, "Workload/job-a": true})
+	earlier := ev("Job", "a", "Preempted", 7) // of a Job a deleted before this one
+	earlier.Regarding.UID = "old-uid"
+	mine := ev("Job", "a", "Admitted", 5)
+	mine.Regarding.UID = "job-uid"
+	got := eventsOf([]eventsv1.Event{mine, ev("Job", "b", "Admitted", 6), repeated, earlier},
+		map[string]types.UID{"Job/a": "job-uid", "Workload/job-a": ""})
 	want := []EventView{
 		{Time: metav1.Time{Time: at(9).Time}, Type: "Normal", Reason: "Pending", Object: "Workload/job-a", Note: "Pending note", Count: 4},
 		{Time: metav1.Time{Time: at(5).Time}, Type: "Normal", Reason: "Admitted", Object: "Job/a", Note: "Admitted note"},

@@ -786,6 +786,9 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 	if err != nil {
 		return nil, err
 	}
+	if why := workload.UntoleratedFlavorTaint(flavorDef, wl); why != "" {
+		return nil, inadmissibleError{errors.New(why)}
+	}
 	if fit := books.Check(cq.Name, fq.Name, queue.WorkloadRequests(wl), false); fit.Err != nil {
 		if fit.Never {
 			return nil, inadmissibleError{fit.Err}

@@ -283,9 +283,6 @@ func (c *converter) resourceFlavor(o *unstructured.Unstructured) {
 	case len(f.Spec.NodeLabels) == 0:
 		c.todo(o, "spec.nodeLabels", "Strata needs nodeLabels beside topologyName (they select the topology's nodes): add the labels of this flavor's nodes, or the API server refuses the flavor")
 	}
-	if len(f.Spec.NodeTaints) > 0 {
-		c.note(o, "spec.nodeTaints", "carried over, but Strata does not read it: it checks the taints the flavor's nodes carry (with the flavor's tolerations and the pods'), so taint the nodes themselves")
-	}
 	c.leftovers(o, s, nil)
 	c.out = append(c.out, f)
 }

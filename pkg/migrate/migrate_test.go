@@ -148,7 +148,7 @@ description: urgent`},
 			wantNotes: []string{"LocalQueue ml/team-a: spec.stopPolicy: carried over: the Strata queue is stopped too (Hold); set it to None when it should admit"},
 		},
 		{
-			name: "a v1beta1 Cohort's parent; a LocalQueue named default; a check not in the input; a flavor's nodeTaints",
+			name: "a v1beta1 Cohort's parent; a LocalQueue named default; a check not in the input; a flavor's nodeTaints carried over",
 			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
 kind: Cohort
 metadata: {name: team-a}
@@ -183,7 +183,6 @@ spec:
 				"to do: ClusterQueue qa: spec.admissionChecks: AdmissionCheck mk is not in the input: pass it (and its MultiKueueConfig) to migrate; if it is MultiKueue's, its clusters become the queue's clusterSelector, and without one the hub queue dispatches to every worker",
 				"ClusterQueue qa: spec.cohort: Kueue's cohort team-a is in the tree of cohort root; Strata's cohorts are flat, so the queue shares with every queue of that tree, in cohort root",
 				"to do: LocalQueue ml/default: Kueue (LocalQueueDefaulting) queues a job of namespace ml without a queue label here; Strata queues only labelled jobs: label them strata.dev/queue-name: default",
-				"ResourceFlavor f: spec.nodeTaints: carried over, but Strata does not read it: it checks the taints the flavor's nodes carry (with the flavor's tolerations and the pods'), so taint the nodes themselves",
 			},
 		},
 		{

@@ -425,6 +425,10 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 	var borrowing, preemptable []*flavorState
 	// tryFlavor admits wl on a flavor where its quota and topology fit.
 	tryFlavor := func(fs *flavorState) bool {
+		if why := workload.UntoleratedFlavorTaint(fs.flavor, wl); why != "" {
+			reasons = append(reasons, fmt.Sprintf("flavor %s: %s", fs.flavor.Name, why))
+			return false // as the agent: no preemption helps
+		}
 		if cq != nil {
 			if fit := st.books.Check(cq.Name, fs.flavor.Name, queue.WorkloadRequests(wl), false); fit.Err != nil {
 				reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fs.flavor.Name, fit.Err))

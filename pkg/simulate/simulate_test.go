@@ -1451,3 +1451,79 @@ spec:
 		})
 	}
 }
+
+// TestFlavorNodeTaints: as in Kueue, a flavor whose nodeTaints a job does
+// not tolerate (with the flavor's tolerations) cannot hold it: the next
+// flavor is tried.
+func TestFlavorNodeTaints(t *testing.T) {
+	in := `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: tainted}
+spec:
+  topologyName: t
+  nodeLabels: {pool: one}
+  nodeTaints: [{key: reserved, value: "true", effect: NoSchedule}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: open}
+spec: {topologyName: t, nodeLabels: {pool: two}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - {name: tainted, resources: [{name: cpu, nominalQuota: 8}]}
+    - {name: open, resources: [{name: cpu, nominalQuota: 8}]}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {pool: one, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: h2, labels: {pool: two, kubernetes.io/hostname: h2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: plain, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: tolerant, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  template:
+    spec:
+      tolerations: [{key: reserved, operator: Exists}]
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	loaded, err := Load(write(t, "in.yaml", in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(loaded, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range results {
+		if r.Admitted {
+			got[r.Name] = r.PodSets[0].Flavor
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"plain": "open", "tolerant": "tainted"}, got); diff != "" {
+		t.Errorf("flavors (-want,+got):\n%s", diff)
+	}
+}

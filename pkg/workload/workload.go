@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -201,6 +203,26 @@ func MoreReclaimable(recorded, now []strata.ReclaimablePod) []strata.Reclaimable
 		return nil
 	}
 	return out
+}
+
+// UntoleratedFlavorTaint says which of a flavor's nodeTaints (NoSchedule
+// or NoExecute) a pod set of wl does not tolerate, with the flavor's own
+// tolerations, which its pods get: as in Kueue, the flavor cannot hold
+// the workload ("" when every pod set tolerates them all).
+func UntoleratedFlavorTaint(flavor *strata.ResourceFlavor, wl *strata.Workload) string {
+	if len(flavor.Spec.NodeTaints) == 0 {
+		return ""
+	}
+	hard := func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}
+	for i := range wl.Spec.PodSets {
+		tolerations := append(slices.Clone(wl.Spec.PodSets[i].Template.Spec.Tolerations), flavor.Spec.Tolerations...)
+		if t, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Logger{}, flavor.Spec.NodeTaints, tolerations, hard, true); untolerated {
+			return fmt.Sprintf("untolerated taint %s in flavor %s", t.ToString(), flavor.Name)
+		}
+	}
+	return ""
 }
 
 // PreemptUpTo reads a hub copy's mark: the priority up to which it may

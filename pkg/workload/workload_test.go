@@ -567,3 +567,35 @@ func TestMoreReclaimable(t *testing.T) {
 		})
 	}
 }
+
+func TestUntoleratedFlavorTaint(t *testing.T) {
+	flavor := &strata.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: strata.ResourceFlavorSpec{
+		NodeTaints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}, {Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}}}}
+	withTolerations := func(tols ...corev1.Toleration) *strata.Workload {
+		ps := testutil.MakePodSet("main", 1, "cpu", "1").Obj()
+		ps.Template.Spec.Tolerations = tols
+		return testutil.MakeWorkload("w", "ns").PodSets(ps).Obj()
+	}
+	tolerates := corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}
+	cases := map[string]struct {
+		flavor *strata.ResourceFlavor
+		wl     *strata.Workload
+		want   string
+	}{
+		"no taints": {flavor: &strata.ResourceFlavor{}, wl: withTolerations()},
+		"untolerated (PreferNoSchedule does not count)": {flavor: flavor, wl: withTolerations(), want: "untolerated taint nvidia.com/gpu=present:NoSchedule in flavor gpu"},
+		"the pods tolerate it":                          {flavor: flavor, wl: withTolerations(tolerates)},
+		"the flavor's tolerations do": {flavor: func() *strata.ResourceFlavor {
+			f := flavor.DeepCopy()
+			f.Spec.Tolerations = []corev1.Toleration{tolerates}
+			return f
+		}(), wl: withTolerations()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := UntoleratedFlavorTaint(tc.flavor, tc.wl); got != tc.want {
+				t.Errorf("UntoleratedFlavorTaint = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -36,21 +36,10 @@ func (f *Fleet) sawSummary(worker string, obj any) {
 	if s.Status.ObservedTime != nil {
 		observed = s.Status.ObservedTime.Time
 	}
-	prev, seen := f.sightings[key]
-	if seen && prev.observed.Equal(observed) {
+	if prev, ok := f.sightings[key]; ok && prev.observed.Equal(observed) {
 		return
 	}
-	at := f.clock.Now()
-	if !seen && !observed.IsZero() && observed.Before(at) {
-		// The first sighting (a hub that just started, a worker seen
-		// again) may be of a summary published long ago by an agent that
-		// is gone: it is as old as the worker's clock says, at most. A
-		// worker clock behind the hub's only makes its summary look older
-		// until its next publication (a heartbeat), when sightings on the
-		// hub's clock take over; one ahead changes nothing.
-		at = observed
-	}
-	f.sightings[key] = sighting{observed: observed, at: at}
+	f.sightings[key] = sighting{observed: observed, at: f.clock.Now()}
 }
 
 // SummaryAgeFunc says how old a summary is; ok is false when it was never
@@ -70,9 +59,8 @@ func ObservedAge(now time.Time) SummaryAgeFunc {
 
 // SummaryAge returns how old a worker's summaries are as the hub measures
 // it: the time since the hub saw each published anew (its observedTime
-// changed), on the hub's clock; for the first sighting of a summary, at
-// least its age by its observedTime against the hub's clock (see
-// sawSummary). ok is false for a summary never published.
+// changed), on the hub's clock, never the worker's observedTime against
+// the hub's clock. ok is false for a summary never published.
 func (f *Fleet) SummaryAge(worker string, now time.Time) SummaryAgeFunc {
 	return func(s *strata.CapacitySummary) (time.Duration, bool) {
 		if s.Status.ObservedTime == nil {

@@ -137,7 +137,9 @@ func (c *Capacity) dropEmptyColumns() {
 			}
 		}
 	}
-	if !slices.Contains(keep, false) {
+	if !slices.Contains(keep, false) || !slices.Contains(keep, true) {
+		// Nothing to leave out, or no node has anything (no node at all):
+		// the columns stay, and the summary's vectors have some.
 		return
 	}
 	compact := func(rows []int64) []int64 {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -589,5 +590,30 @@ func TestSummaryToleratedTaintsBeforeTheBound(t *testing.T) {
 	}
 	if len(st.TaintSets) != 0 || st.Nodes != 100 {
 		t.Errorf("%d taint sets, %d nodes in the free capacity; want 0 and 100", len(st.TaintSets), st.Nodes)
+	}
+}
+
+// TestSummaryOfNoNodes: a flavor without nodes (yet) is summarized, with
+// its resources, and without a column less.
+func TestSummaryOfNoNodes(t *testing.T) {
+	s := snapshotOf([]string{rack, host})
+	s.AddUsage("elsewhere", cpu("1"), 1)
+	done := make(chan struct{})
+	var st strata.CapacitySummaryStatus
+	var err error
+	go func() {
+		defer close(done)
+		st, err = s.Summarize(1 << 20)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Summarize of no nodes does not return")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Nodes != 0 || len(st.Domains) != 0 || len(st.Resources) == 0 {
+		t.Errorf("nodes %d, domains %v, resources %v; want 0, none, some", st.Nodes, st.Domains, st.Resources)
 	}
 }

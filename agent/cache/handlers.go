@@ -43,6 +43,7 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 		{&corev1.Pod{}, func(o any) { c.SetPod(o.(*corev1.Pod)) }, func(o any) { c.DeletePod(o.(*corev1.Pod).UID) }},
 		{&strata.ClusterQueue{}, wake, wake},
 		{&strata.LocalQueue{}, wake, wake},
+		{&strata.Cohort{}, wake, wake},
 		{&strata.Workload{}, func(o any) {
 			wl := o.(*strata.Workload)
 			key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}

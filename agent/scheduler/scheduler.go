@@ -319,8 +319,18 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			}
 		}
 	}
+	// So do the Cohort objects, which give cohorts quota and parents.
+	var cohortList strata.CohortList
+	var cohorts []*strata.Cohort
+	if listErr == nil {
+		if listErr = s.client.List(ctx, &cohortList); listErr == nil {
+			for i := range cohortList.Items {
+				cohorts = append(cohorts, &cohortList.Items[i])
+			}
+		}
+	}
 	s.cohortsUnknown = listErr != nil
-	books := queue.NewBooks(cqs)
+	books := queue.NewBooks(cqs, cohorts...)
 	for _, cq := range cqs {
 		// As Kueue: a queue that cannot admit is not in its cohort (a
 		// stopped one never is: NewBooks).
@@ -492,6 +502,9 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	}
 	if cq.Spec.Cohort != "" && s.cohortsUnknown {
 		return false, true, nil
+	}
+	if books.InCycle(cq.Name) {
+		return false, true, s.setNotAdmitted(ctx, wl, ReasonInadmissible, queue.CohortCycleMessage(cq))
 	}
 	if at := workload.RequeueAt(wl); at.After(s.clock.Now()) {
 		// Evicted because its pods were not ready in time: it waits out
@@ -1030,6 +1043,9 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 		case len(missing) > 0:
 			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueFlavorNotReady,
 				Message: fmt.Sprintf("flavors %s do not exist, are not topology-aware, or their Topology does not exist", strings.Join(missing, ", "))}
+		case books.InCycle(cq.Name):
+			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueCohortCycle,
+				Message: fmt.Sprintf("cohort %s is on a cycle of Cohort parents (spec.parentName): admits no workloads until the cycle is broken", cq.Spec.Cohort)}
 		}
 		meta.SetStatusCondition(&st.Conditions, active)
 		if equality.Semantic.DeepEqual(*st, cq.Status) {

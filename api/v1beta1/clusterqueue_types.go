@@ -71,8 +71,10 @@ type ClusterQueueSpec struct {
 
 	// cohort is the name of the cohort this queue belongs to: the queues of
 	// one cohort lend each other the nominal quota they do not use, within
-	// each one's borrowingLimit and lendingLimit. Flat cohorts: the name is
-	// all there is (no Cohort object).
+	// each one's borrowingLimit and lendingLimit. A Cohort object of that
+	// name, when there is one, gives the cohort quota of its own and a
+	// parent (Kueue's hierarchical cohorts); without one the name is all
+	// there is.
 	//
 	// +optional
 	// +kubebuilder:validation:MaxLength=253

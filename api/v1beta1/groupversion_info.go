@@ -26,6 +26,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&CapacitySummary{}, &CapacitySummaryList{},
 		&WorkerCluster{}, &WorkerClusterList{},
 		&WorkloadPriorityClass{}, &WorkloadPriorityClassList{},
+		&Cohort{}, &CohortList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

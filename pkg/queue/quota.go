@@ -85,15 +85,30 @@ func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) bool {
 // Books keeps the quota of a set of ClusterQueues and what their admitted
 // workloads use of it, and answers whether a workload fits: within its
 // queue's nominal quota, or by borrowing what the other queues of its
-// cohort do not use (Kueue's flat cohorts). Quantities are kept in
+// cohort do not use. Cohorts form trees (Kueue's hierarchical cohorts): a
+// Cohort object gives a cohort quota of its own and a parent; what a
+// subtree does not use is lent up, within each node's lendingLimit, and a
+// queue borrows from every cohort on its path to the root, within each
+// node's borrowingLimit. A cohort named by a queue without a Cohort object
+// is a root without quota: Kueue's flat cohorts. Quantities are kept in
 // milli-units.
 type Books struct {
 	queues  map[string]*books
-	cohorts map[string][]*books
+	cohorts map[string]*books
 }
 
+// books is one node of a cohort tree: a ClusterQueue (a leaf) or a cohort.
 type books struct {
-	name, cohort string
+	name string
+	// cohort: this node is a cohort, not a ClusterQueue.
+	cohort bool
+	// parent is the cohort the node is in; nil at a root (a queue without
+	// a cohort, or detached from it).
+	parent   *books
+	children []*books
+	// cycle: a cohort on a cycle of parents (cut at one of them), or a
+	// queue under one (taken out of its cohort).
+	cycle bool
 	// groups: the queue gives its quota as resourceGroups, which must
 	// cover every resource a workload requests; covered says by which
 	// group's flavors. With spec.flavors a resource a flavor does not list
@@ -101,7 +116,13 @@ type books struct {
 	groups  bool
 	covered map[corev1.ResourceName][]string
 	quota   map[flavorResource]quota
-	usage   map[flavorResource]int64
+	// subtree is the node's own nominal quota and what its children lend
+	// it (each child's subtree beyond what it keeps: its guaranteed part).
+	// A queue's is its nominal quota.
+	subtree map[flavorResource]int64
+	// usage is what counts against subtree: a queue's admitted workloads;
+	// for a cohort, what its children use beyond their guaranteed parts.
+	usage map[flavorResource]int64
 }
 
 type flavorResource struct {
@@ -110,7 +131,7 @@ type flavorResource struct {
 }
 
 // quota of one resource on one flavor, in milli-units; nil limits are
-// unlimited (borrowing) or all of nominal (lending).
+// unlimited (borrowing) or all of it (lending).
 type quota struct {
 	nominal            int64
 	borrowing, lending *int64
@@ -118,23 +139,126 @@ type quota struct {
 	written resource.Quantity
 }
 
-// guaranteed is the part of the nominal quota the queue does not lend.
-func (q quota) guaranteed() int64 {
-	if q.lending == nil {
-		return 0
-	}
-	return max(0, q.nominal-*q.lending)
+func newBooks(name string, cohort bool) *books {
+	return &books{name: name, cohort: cohort, covered: map[corev1.ResourceName][]string{},
+		quota: map[flavorResource]quota{}, subtree: map[flavorResource]int64{}, usage: map[flavorResource]int64{}}
 }
 
-// lendable is the part of the nominal quota the cohort may use.
-func (q quota) lendable() int64 { return q.nominal - q.guaranteed() }
+// guaranteed is the part of the node's subtree quota it does not lend
+// its parent.
+func (n *books) guaranteed(fr flavorResource) int64 {
+	l := n.quota[fr].lending
+	if l == nil || n.parent == nil {
+		return 0
+	}
+	return max(0, n.subtree[fr]-*l)
+}
 
-// NewBooks returns the books of the given queues, with nothing used.
-func NewBooks(cqs []*strata.ClusterQueue) *Books {
-	b := &Books{queues: map[string]*books{}, cohorts: map[string][]*books{}}
+// lendable is the part of the node's subtree quota its parent may use.
+func (n *books) lendable(fr flavorResource) int64 { return n.subtree[fr] - n.guaranteed(fr) }
+
+// counts says whether the node's usage of fr counts in its parent: a
+// queue's only where it has a quota of it (with spec.flavors a resource a
+// flavor does not list is limited only by capacity, and is not the
+// cohort's).
+func (n *books) counts(fr flavorResource) bool {
+	if n.cohort {
+		return true
+	}
+	_, ok := n.quota[fr]
+	return ok
+}
+
+// add adds d to what the node uses of fr, and to its parent what that
+// changes of its use beyond its guaranteed part.
+func (n *books) add(fr flavorResource, d int64) {
+	if d == 0 {
+		return
+	}
+	g := n.guaranteed(fr)
+	before := max(0, n.usage[fr]-g)
+	n.usage[fr] += d
+	if n.parent != nil && n.counts(fr) {
+		n.parent.add(fr, max(0, n.usage[fr]-g)-before)
+	}
+}
+
+// path returns the node's ancestors, its parent first.
+func (n *books) path() []*books {
+	var out []*books
+	for p := n.parent; p != nil; p = p.parent {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (n *books) root() *books {
+	for n.parent != nil {
+		n = n.parent
+	}
+	return n
+}
+
+// NewBooks returns the books of the given queues, with nothing used, in
+// the cohort trees the queues' cohorts and the given Cohort objects make.
+func NewBooks(cqs []*strata.ClusterQueue, cohorts ...*strata.Cohort) *Books {
+	b := &Books{queues: map[string]*books{}, cohorts: map[string]*books{}}
+	cohortOf := func(name string) *books {
+		c := b.cohorts[name]
+		if c == nil {
+			c = newBooks(name, true)
+			b.cohorts[name] = c
+		}
+		return c
+	}
+	parents := map[*books]string{}
+	for _, co := range cohorts {
+		c := cohortOf(co.Name)
+		for _, g := range co.Spec.ResourceGroups {
+			for _, f := range g.Flavors {
+				for _, r := range f.Resources {
+					c.quota[flavorResource{f.Name, r.Name}] = quota{nominal: r.NominalQuota.MilliValue(), written: r.NominalQuota,
+						borrowing: milli(r.BorrowingLimit), lending: milli(r.LendingLimit)}
+				}
+			}
+		}
+		if co.Spec.ParentName != "" && co.Spec.ParentName != co.Name {
+			parents[c] = co.Spec.ParentName
+		}
+	}
+	for c, p := range parents {
+		c.parent = cohortOf(p)
+	}
+	// A cycle of parents is cut where it is found: its cohorts are
+	// marked, and the queues under them admit nothing (Kueue makes them
+	// inactive).
+	names := make([]string, 0, len(b.cohorts))
+	for name := range b.cohorts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		seen := map[*books]bool{}
+		for c := b.cohorts[name]; c != nil; c = c.parent {
+			if seen[c] {
+				for m := c.parent; m != c; m = m.parent {
+					m.cycle = true
+				}
+				c.cycle = true
+				c.parent = nil
+				break
+			}
+			seen[c] = true
+		}
+	}
+	for _, name := range names {
+		if c := b.cohorts[name]; c.parent != nil {
+			c.parent.children = append(c.parent.children, c)
+		}
+	}
 	for _, cq := range cqs {
-		q := &books{name: cq.Name, cohort: cq.Spec.Cohort, groups: len(cq.Spec.ResourceGroups) > 0,
-			covered: map[corev1.ResourceName][]string{}, quota: map[flavorResource]quota{}, usage: map[flavorResource]int64{}}
+		q := newBooks(cq.Name, false)
+		q.groups = len(cq.Spec.ResourceGroups) > 0
 		for _, g := range cq.Spec.ResourceGroups {
 			for _, r := range g.CoveredResources {
 				for _, f := range g.Flavors {
@@ -148,21 +272,58 @@ func NewBooks(cqs []*strata.ClusterQueue) *Books {
 				if cq.Spec.Cohort != "" {
 					qt.borrowing = milli(r.BorrowingLimit)
 					qt.lending = milli(r.LendingLimit)
-				} else {
-					qt.borrowing = new(int64)
 				}
 				q.quota[flavorResource{f.Name, r.Name}] = qt
 			}
 		}
 		b.queues[cq.Name] = q
-		if q.cohort != "" {
-			b.cohorts[q.cohort] = append(b.cohorts[q.cohort], q)
+		if cq.Spec.Cohort != "" {
+			q.parent = cohortOf(cq.Spec.Cohort)
+			q.parent.children = append(q.parent.children, q)
 		}
-		if strata.Stopped(cq.Spec.StopPolicy) {
+	}
+	for _, nodes := range []map[string]*books{b.queues, b.cohorts} {
+		for _, n := range nodes {
+			if n.parent == nil {
+				n.sum()
+			}
+		}
+	}
+	for _, cq := range cqs {
+		q := b.queues[cq.Name]
+		q.cycle = slices.ContainsFunc(q.path(), func(c *books) bool { return c.cycle })
+		if strata.Stopped(cq.Spec.StopPolicy) || q.cycle {
 			b.Detach(cq.Name)
 		}
 	}
 	return b
+}
+
+// sum sets the subtree quotas of the node's subtree, leaves first.
+func (n *books) sum() {
+	clear(n.subtree)
+	for fr, qt := range n.quota {
+		n.subtree[fr] = qt.nominal
+	}
+	for _, c := range n.children {
+		c.sum()
+		for fr, v := range c.subtree {
+			n.subtree[fr] += v - c.guaranteed(fr)
+		}
+	}
+}
+
+// InCycle says whether a queue's cohort is on a cycle of Cohort parents:
+// such a queue admits nothing until the cycle is broken.
+func (b *Books) InCycle(queue string) bool {
+	q := b.queues[queue]
+	return q != nil && q.cycle
+}
+
+// CohortCycleMessage says why a queue whose cohort is on a cycle of
+// Cohort parents admits nothing.
+func CohortCycleMessage(cq *strata.ClusterQueue) string {
+	return fmt.Sprintf("ClusterQueue %s is inactive: its cohort %s is on a cycle of Cohort parents (spec.parentName)", cq.Name, cq.Spec.Cohort)
 }
 
 // Detach takes a queue that cannot admit (Kueue's inactive ClusterQueue:
@@ -172,14 +333,50 @@ func NewBooks(cqs []*strata.ClusterQueue) *Books {
 // reclaimed by the cohort's queues. Its own books stay, for its status.
 func (b *Books) Detach(queue string) {
 	q := b.queues[queue]
-	if q == nil || q.cohort == "" {
+	if q == nil || q.parent == nil {
 		return
 	}
-	b.cohorts[q.cohort] = slices.DeleteFunc(b.cohorts[q.cohort], func(m *books) bool { return m == q })
-	q.cohort = ""
+	for fr, u := range q.usage {
+		q.add(fr, -u)
+		q.usage[fr] = u
+	}
+	p := q.parent
+	p.children = slices.DeleteFunc(p.children, func(m *books) bool { return m == q })
+	q.parent = nil
 	for fr, qt := range q.quota {
-		qt.borrowing, qt.lending = new(int64), nil
+		qt.borrowing, qt.lending = nil, nil
 		q.quota[fr] = qt
+	}
+	p.root().rebuild()
+}
+
+// rebuild sets the subtree quotas of a tree, and what its cohorts use from
+// what its queues use.
+func (n *books) rebuild() {
+	n.sum()
+	n.clearCohortUsage()
+	n.recharge()
+}
+
+func (n *books) clearCohortUsage() {
+	if n.cohort {
+		clear(n.usage)
+	}
+	for _, c := range n.children {
+		c.clearCohortUsage()
+	}
+}
+
+func (n *books) recharge() {
+	if !n.cohort {
+		for fr, u := range n.usage {
+			if n.parent != nil && n.counts(fr) {
+				n.parent.add(fr, max(0, u-n.guaranteed(fr)))
+			}
+		}
+	}
+	for _, c := range n.children {
+		c.recharge()
 	}
 }
 
@@ -199,19 +396,23 @@ func (b *Books) Charge(queue, flavor string, requests corev1.ResourceList, sign 
 		return
 	}
 	for r, v := range requests {
-		q.usage[flavorResource{flavor, r}] += sign * v.MilliValue()
+		q.add(flavorResource{flavor, r}, sign*v.MilliValue())
 	}
 }
 
 // SetFlavorUsage replaces what every queue holds on a flavor with usage
 // (by queue; a queue it does not name holds nothing there).
 func (b *Books) SetFlavorUsage(flavor string, usage map[string]corev1.ResourceList) {
-	for name, q := range b.queues {
-		for fr := range q.usage {
-			if fr.flavor == flavor {
-				delete(q.usage, fr)
+	for _, nodes := range []map[string]*books{b.queues, b.cohorts} {
+		for _, n := range nodes {
+			for fr := range n.usage {
+				if fr.flavor == flavor {
+					delete(n.usage, fr)
+				}
 			}
 		}
+	}
+	for name := range b.queues {
 		b.Charge(name, flavor, usage[name], 1)
 	}
 }
@@ -277,8 +478,8 @@ func (b *Books) Check(queue, flavor string, need corev1.ResourceList, withinNomi
 		}
 		want := n.MilliValue()
 		used := q.usage[fr]
-		if want > b.most(q, fr) {
-			return Fit{Err: fmt.Errorf("quota: %s needs %s, more than the whole quota of %s%s", r, n.String(), qt.written.String(), b.cohortNote(q, fr)), Never: true}
+		if want > most(q, fr) {
+			return Fit{Err: fmt.Errorf("quota: %s needs %s, more than the whole quota of %s%s", r, n.String(), qt.written.String(), cohortNote(q, fr)), Never: true}
 		}
 		if used+want > qt.nominal {
 			fit.Borrows = true
@@ -287,80 +488,66 @@ func (b *Books) Check(queue, flavor string, need corev1.ResourceList, withinNomi
 				continue
 			}
 		}
-		if want > b.available(q, fr) && fit.Err == nil {
-			if q.cohort == "" {
+		if want > available(q, fr) && fit.Err == nil {
+			if q.parent == nil {
 				// No live usage in the message: it would change, and be
 				// written again with an event, whenever any workload of the
 				// queue is admitted or finishes. The ClusterQueue's status
 				// has the usage.
 				fit.Err = fmt.Errorf("quota: %s needs %s, more than is left of the quota of %s", r, n.String(), qt.written.String())
 			} else {
-				fit.Err = fmt.Errorf("quota: %s needs %s, more than is left of the nominal quota of %s and of what cohort %s lends", r, n.String(), qt.written.String(), q.cohort)
+				fit.Err = fmt.Errorf("quota: %s needs %s, more than is left of the nominal quota of %s and of what cohort %s lends", r, n.String(), qt.written.String(), q.parent.name)
 			}
 		}
 	}
 	return fit
 }
 
-func (b *Books) cohortNote(q *books, fr flavorResource) string {
-	if q.cohort == "" {
+func cohortNote(q *books, fr flavorResource) string {
+	if q.parent == nil {
 		return ""
 	}
-	return fmt.Sprintf(" with all that cohort %s could lend (%s)", q.cohort, resource.NewMilliQuantity(b.most(q, fr), resource.DecimalSI).String())
+	return fmt.Sprintf(" with all that cohort %s could lend (%s)", q.parent.name, resource.NewMilliQuantity(most(q, fr), resource.DecimalSI).String())
 }
 
-// most is the most a queue could ever use of a flavor's resource: its
-// nominal quota, plus what its cohort could lend within its borrowing
-// limit.
-func (b *Books) most(q *books, fr flavorResource) int64 {
-	qt := q.quota[fr]
-	if q.cohort == "" {
-		return qt.nominal
+// most is the most a node could ever use of a flavor's resource, were
+// nothing else used: what it keeps, plus the most its parent could give
+// it, within its borrowing limit.
+func most(n *books, fr flavorResource) int64 {
+	if n.parent == nil {
+		return n.subtree[fr]
 	}
-	most := qt.guaranteed()
-	for _, m := range b.cohorts[q.cohort] {
-		most += m.quota[fr].lendable()
+	m := n.guaranteed(fr) + most(n.parent, fr)
+	if bl := n.quota[fr].borrowing; bl != nil {
+		m = min(m, n.subtree[fr]+*bl)
 	}
-	if qt.borrowing != nil {
-		most = min(most, qt.nominal+*qt.borrowing)
-	}
-	return most
+	return m
 }
 
-// available is what a queue may still take of a flavor's resource: what
-// is left of the part of its nominal quota it does not lend, plus what is
-// left of what the cohort's queues lend, within its borrowing limit.
-func (b *Books) available(q *books, fr flavorResource) int64 {
-	qt := q.quota[fr]
-	used := q.usage[fr]
-	if q.cohort == "" {
-		return qt.nominal - used
+// available is what a node may still take of a flavor's resource: what is
+// left of the part of its subtree quota it does not lend, plus what its
+// parent has left for it, within its borrowing limit. A tree overdrawn
+// (quotas lowered under running workloads) has negative room, which eats
+// into the parts its nodes keep, as in Kueue: what is left may be
+// negative.
+func available(n *books, fr flavorResource) int64 {
+	if n.parent == nil {
+		return n.subtree[fr] - n.usage[fr]
 	}
-	avail := max(0, qt.guaranteed()-used)
-	var pool, taken int64
-	for _, m := range b.cohorts[q.cohort] {
-		mq, ok := m.quota[fr]
-		if !ok {
-			continue // no quota of it there (spec.flavors): its use is not the cohort's
-		}
-		pool += mq.lendable()
-		taken += max(0, m.usage[fr]-mq.guaranteed())
+	g := n.guaranteed(fr)
+	up := available(n.parent, fr)
+	if bl := n.quota[fr].borrowing; bl != nil {
+		// What it lends up, less what it takes there, plus the limit.
+		up = min(up, n.subtree[fr]-g-max(0, n.usage[fr]-g)+*bl)
 	}
-	// A cohort overdrawn (quotas lowered under running workloads) has
-	// negative room, which eats into the part its queues keep unlent, as
-	// in Kueue: what is left may be negative.
-	avail += pool - taken
-	if qt.borrowing != nil {
-		avail = min(avail, qt.nominal+*qt.borrowing-used)
-	}
-	return avail
+	return max(0, g-n.usage[fr]) + up
 }
 
 // Borrowing says whether a queue uses more than its nominal quota of any
 // of the given resources on a flavor.
 func (b *Books) Borrowing(queue, flavor string, resources corev1.ResourceList) bool {
 	q := b.queues[queue]
-	if q == nil || q.cohort == "" {
+	if q == nil || q.parent == nil {
 		return false
 	}
 	for r := range resources {
@@ -383,7 +570,7 @@ func (b *Books) Short(queue, flavor string, need corev1.ResourceList) corev1.Res
 	short := corev1.ResourceList{}
 	for r, n := range need {
 		fr := flavorResource{flavor, r}
-		if _, ok := q.quota[fr]; ok && !n.IsZero() && n.MilliValue() > b.available(q, fr) {
+		if _, ok := q.quota[fr]; ok && !n.IsZero() && n.MilliValue() > available(q, fr) {
 			short[r] = n
 		}
 	}
@@ -440,8 +627,8 @@ func (b *Books) UnderNominal(queue, flavor string, resources corev1.ResourceList
 
 // Cohort returns a queue's cohort, "" when it has none or is not known.
 func (b *Books) Cohort(queue string) string {
-	if q := b.queues[queue]; q != nil {
-		return q.cohort
+	if q := b.queues[queue]; q != nil && q.parent != nil {
+		return q.parent.name
 	}
 	return ""
 }
@@ -468,18 +655,24 @@ func (b *Books) Borrowed(queue, flavor string, resources corev1.ResourceList) co
 	return out
 }
 
-// Peers returns the other queues of a queue's cohort, by name.
+// Peers returns the other queues of a queue's cohort tree, by name: those
+// its workloads may reclaim quota from.
 func (b *Books) Peers(queue string) []string {
 	q := b.queues[queue]
-	if q == nil || q.cohort == "" {
+	if q == nil || q.parent == nil {
 		return nil
 	}
 	var out []string
-	for _, o := range b.cohorts[q.cohort] {
-		if o.name != queue {
-			out = append(out, o.name)
+	var walk func(n *books)
+	walk = func(n *books) {
+		if !n.cohort && n != q {
+			out = append(out, n.name)
+		}
+		for _, c := range n.children {
+			walk(c)
 		}
 	}
+	walk(q.root())
 	slices.Sort(out)
 	return out
 }
@@ -515,22 +708,23 @@ func (b *Books) Reservation(cq *strata.ClusterQueue) []strata.FlavorReservation 
 	return out
 }
 
-// lent is q's share of what its cohort borrows of a flavor's resource.
+// lent is q's share of what its cohort borrows of a flavor's resource:
+// what the cohort's other members (queues and cohorts) use beyond their
+// subtree quotas, shared among the members with quota unused in
+// proportion to it.
 func (b *Books) lent(q *books, fr flavorResource) int64 {
-	if q.cohort == "" {
+	if q.parent == nil {
 		return 0
 	}
 	unused := func(m *books) int64 {
-		mq := m.quota[fr]
-		return min(mq.lendable(), max(0, mq.nominal-m.usage[fr]))
+		return min(m.lendable(fr), max(0, m.subtree[fr]-m.usage[fr]))
 	}
 	var borrowed, offered int64
-	for _, m := range b.cohorts[q.cohort] {
-		mq, ok := m.quota[fr]
-		if !ok {
+	for _, m := range q.parent.children {
+		if _, ok := m.subtree[fr]; !ok {
 			continue
 		}
-		borrowed += max(0, m.usage[fr]-mq.nominal)
+		borrowed += max(0, m.usage[fr]-m.subtree[fr])
 		offered += unused(m)
 	}
 	if borrowed == 0 || offered == 0 {

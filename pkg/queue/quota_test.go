@@ -182,3 +182,125 @@ func TestWouldBorrow(t *testing.T) {
 		})
 	}
 }
+
+// treeQueue is a queue with a nominal quota of GPUs on h100 in cohort.
+func treeQueue(name, cohort, nominal string) *strata.ClusterQueue {
+	cq := groupQueue(name, cohort, nil, nil)
+	cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse(nominal)
+	return cq
+}
+
+// treeCohort is a Cohort with a quota of GPUs on h100, its limits given
+// as "" for unset.
+func treeCohort(name, parent, nominal, lending, borrowing string) *strata.Cohort {
+	rq := strata.ResourceQuota{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse(nominal)}
+	if lending != "" {
+		rq.LendingLimit = ptr.To(resource.MustParse(lending))
+	}
+	if borrowing != "" {
+		rq.BorrowingLimit = ptr.To(resource.MustParse(borrowing))
+	}
+	c := &strata.Cohort{ObjectMeta: metaName(name), Spec: strata.CohortSpec{ParentName: parent}}
+	c.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"nvidia.com/gpu"},
+		Flavors: []strata.FlavorQuotas{{Name: "h100", Resources: []strata.ResourceQuota{rq}}}}}
+	return c
+}
+
+// TestBooksTree: Kueue's hierarchical cohorts. a is in team1, b in team2,
+// both under org unless a case says otherwise.
+func TestBooksTree(t *testing.T) {
+	type use struct {
+		queue, gpus string
+	}
+	two := []*strata.ClusterQueue{treeQueue("a", "team1", "4"), treeQueue("b", "team2", "4")}
+	cases := []struct {
+		name    string
+		queues  []*strata.ClusterQueue
+		cohorts []*strata.Cohort
+		used    []use
+		detach  string
+		need    string
+		want    Fit
+		wantErr string
+	}{
+		{name: "a cohort's own quota is lent to its queues", queues: []*strata.ClusterQueue{treeQueue("a", "org", "4")},
+			cohorts: []*strata.Cohort{treeCohort("org", "", "8", "", "")}, used: []use{{"a", "4"}}, need: "8", want: Fit{Borrows: true}},
+		{name: "no more than the cohort's quota", queues: []*strata.ClusterQueue{treeQueue("a", "org", "4")},
+			cohorts: []*strata.Cohort{treeCohort("org", "", "8", "", "")}, used: []use{{"a", "4"}}, need: "9", want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 9, more than is left of the nominal quota of 4 and of what cohort org lends"},
+		{name: "borrowed from the other branch through the root", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", ""), treeCohort("team2", "org", "0", "", "")},
+			used:    []use{{"a", "4"}}, need: "4", want: Fit{Borrows: true}},
+		{name: "a cohort's lendingLimit keeps its subtree's quota", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", ""), treeCohort("team2", "org", "0", "1", "")},
+			used:    []use{{"a", "4"}}, need: "2", want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 2, more than is left of the nominal quota of 4 and of what cohort team1 lends"},
+		{name: "up to a cohort's lendingLimit", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", ""), treeCohort("team2", "org", "0", "1", "")},
+			used:    []use{{"a", "4"}}, need: "1", want: Fit{Borrows: true}},
+		{name: "a cohort's borrowingLimit caps its subtree", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", "2"), treeCohort("team2", "org", "0", "", "")},
+			used:    []use{{"a", "4"}}, need: "3", want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 3, more than is left of the nominal quota of 4 and of what cohort team1 lends"},
+		{name: "up to a cohort's borrowingLimit", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", "2"), treeCohort("team2", "org", "0", "", "")},
+			used:    []use{{"a", "4"}}, need: "2", want: Fit{Borrows: true}},
+		{name: "never more than the borrowingLimits allow", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", "2"), treeCohort("team2", "org", "0", "", "")},
+			need:    "7", want: Fit{Never: true},
+			wantErr: "quota: nvidia.com/gpu needs 7, more than the whole quota of 4 with all that cohort team1 could lend (6)"},
+		{name: "what the other branch borrows is not left", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", ""), treeCohort("team2", "org", "0", "", "")},
+			used:    []use{{"b", "6"}}, need: "4", want: Fit{},
+			wantErr: "quota: nvidia.com/gpu needs 4, more than is left of the nominal quota of 4 and of what cohort team1 lends"},
+		{name: "a cohort's quota held for its subtree by its lendingLimit", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "2", "0", ""), treeCohort("team2", "org", "0", "", "")},
+			used:    []use{{"b", "4"}}, need: "6", want: Fit{Borrows: true}},
+		{name: "parent without a Cohort object", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", ""), treeCohort("team2", "org", "2", "", "")},
+			used:    []use{{"a", "4"}}, need: "6", want: Fit{Borrows: true}},
+		{name: "a queue taken out gives back what it borrowed", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", ""), treeCohort("team2", "org", "0", "", "")},
+			used:    []use{{"b", "6"}}, detach: "b", need: "4", want: Fit{}},
+		{name: "a queue taken out lends nothing", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", ""), treeCohort("team2", "org", "0", "", "")},
+			used:    []use{{"a", "4"}}, detach: "b", need: "1", want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 1, more than is left of the nominal quota of 4 and of what cohort team1 lends"},
+		{name: "a cycle of parents: the queue is out of its cohort", queues: two,
+			cohorts: []*strata.Cohort{treeCohort("team1", "org", "0", "", ""), treeCohort("team2", "org", "0", "", ""), treeCohort("org", "team1", "8", "", "")},
+			used:    []use{{"a", "4"}}, need: "1", want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 1, more than is left of the quota of 4"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBooks(tc.queues, tc.cohorts...)
+			for _, u := range tc.used {
+				b.Charge(u.queue, "h100", gpus(u.gpus), 1)
+			}
+			if tc.detach != "" {
+				b.Detach(tc.detach)
+			}
+			got := b.Check("a", "h100", gpus(tc.need), false)
+			var gotErr string
+			if got.Err != nil {
+				gotErr = got.Err.Error()
+			}
+			got.Err = nil
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Check (-want +got):\n%s", diff)
+			}
+			if gotErr != tc.wantErr {
+				t.Errorf("Check error = %q, want %q", gotErr, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestBooksInCycle(t *testing.T) {
+	b := NewBooks([]*strata.ClusterQueue{treeQueue("a", "x", "1"), treeQueue("b", "z", "1"), treeQueue("c", "free", "1")},
+		treeCohort("x", "y", "0", "", ""), treeCohort("y", "x", "0", "", ""), treeCohort("z", "x", "0", "", ""))
+	got := map[string]bool{"a": b.InCycle("a"), "b": b.InCycle("b"), "c": b.InCycle("c")}
+	if diff := cmp.Diff(map[string]bool{"a": true, "b": true, "c": false}, got); diff != "" {
+		t.Errorf("InCycle (-want +got):\n%s", diff)
+	}
+}

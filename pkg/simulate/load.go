@@ -37,6 +37,8 @@ type Input struct {
 	Topologies    map[string]*strata.Topology
 	Flavors       []*strata.ResourceFlavor
 	ClusterQueues map[string]*strata.ClusterQueue
+	// Cohorts give cohorts quota and parents.
+	Cohorts []*strata.Cohort
 	// LocalQueues by namespace/name.
 	LocalQueues map[string]*strata.LocalQueue
 	// WorkloadPriorityClasses and PriorityClasses give workloads their
@@ -148,7 +150,7 @@ func (in *Input) loadFile(path string) error {
 // readKinds are the kinds simulate reads: the cluster's, the registered
 // workload kinds' and Workloads.
 func readKinds() string {
-	out := []string{"Node", "Pod", "Namespace", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "PriorityClass"}
+	out := []string{"Node", "Pod", "Namespace", "Topology", "ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "PriorityClass"}
 	for _, r := range kinds.Registered {
 		out = append(out, r.Kind.GroupVersionKind().Kind)
 	}
@@ -203,6 +205,8 @@ func (in *Input) add(raw []byte, where string) error {
 	case *strata.ClusterQueue:
 		in.sources["ClusterQueue/"+o.Name] = where
 		in.ClusterQueues[o.Name] = o
+	case *strata.Cohort:
+		in.Cohorts = append(in.Cohorts, o)
 	case *strata.LocalQueue:
 		in.LocalQueues[o.Namespace+"/"+o.Name] = o
 	case *strata.WorkloadPriorityClass:

@@ -402,6 +402,10 @@ func prepare(in *Input, st *runState, item Item, opts tas.Options) (*pendingItem
 		res.Reason = stop.Message
 		return nil, res, nil
 	}
+	if cq != nil && st.books.InCycle(cq.Name) {
+		res.Reason = queue.CohortCycleMessage(cq)
+		return nil, res, nil
+	}
 	st.prioritize(wl)
 	if wl.CreationTimestamp.IsZero() {
 		wl.CreationTimestamp.Time = st.tick() // queued in the input's order

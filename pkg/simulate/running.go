@@ -44,7 +44,7 @@ func newRunState(in *Input) *runState {
 	for _, cq := range in.ClusterQueues {
 		cqs = append(cqs, cq)
 	}
-	return &runState{in: in, books: queue.NewBooks(cqs), running: map[string][]*running{},
+	return &runState{in: in, books: queue.NewBooks(cqs, in.Cohorts...), running: map[string][]*running{},
 		clock: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 

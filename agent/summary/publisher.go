@@ -357,9 +357,9 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	// Copy the capacity and its dispatches under the cache's lock,
 	// summarize outside it: the scheduler and the informers' handlers wait
 	// for that lock.
-	cqs, listed := p.clusterQueues(ctx)
+	cqs, cohorts, listed := p.clusterQueues(ctx)
 	var victims *preemption.Victims
-	if v := preemption.VictimQueues(cqs); listed && !v.Empty() {
+	if v := preemption.VictimQueues(cqs, cohorts...); listed && !v.Empty() {
 		victims = &v
 	}
 	captured, ok := p.cache.Capture(flavor, victims)
@@ -423,16 +423,24 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 // (preemption.VictimQueues: those that preempt within themselves, and
 // those whose cohort has a queue that reclaims), and what every queue
 // with a quota on the flavor holds there (queueUsage).
-func (p *Publisher) clusterQueues(ctx context.Context) ([]*strata.ClusterQueue, bool) {
+func (p *Publisher) clusterQueues(ctx context.Context) ([]*strata.ClusterQueue, []*strata.Cohort, bool) {
 	var list strata.ClusterQueueList
 	if err := p.client.List(ctx, &list); err != nil {
-		return nil, false
+		return nil, nil, false
+	}
+	var cohortList strata.CohortList
+	if err := p.client.List(ctx, &cohortList); err != nil {
+		return nil, nil, false
 	}
 	cqs := make([]*strata.ClusterQueue, len(list.Items))
 	for i := range list.Items {
 		cqs[i] = &list.Items[i]
 	}
-	return cqs, true
+	cohorts := make([]*strata.Cohort, len(cohortList.Items))
+	for i := range cohortList.Items {
+		cohorts[i] = &cohortList.Items[i]
+	}
+	return cqs, cohorts, true
 }
 
 // maxPriorityClasses bounds the summary's priority classes (the CRD's

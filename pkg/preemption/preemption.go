@@ -157,15 +157,17 @@ type Victims struct {
 // Empty says whether no queue's workloads may be preempted.
 func (v Victims) Empty() bool { return len(v.Within) == 0 && len(v.Reclaimed) == 0 }
 
-// VictimQueues returns the Victims among a cluster's ClusterQueues.
-func VictimQueues(cqs []*strata.ClusterQueue) Victims {
+// VictimQueues returns the Victims among a cluster's ClusterQueues, in the
+// cohort trees their cohorts and the Cohort objects make.
+func VictimQueues(cqs []*strata.ClusterQueue, cohorts ...*strata.Cohort) Victims {
 	// A stopped queue is out of its cohort (queue.Books.Detach): it
 	// reclaims nothing, and nothing is reclaimed from it.
 	cqs = slices.DeleteFunc(slices.Clone(cqs), func(cq *strata.ClusterQueue) bool { return strata.Stopped(cq.Spec.StopPolicy) })
-	reclaimers := map[string][]string{} // cohort → queues that reclaim in it
+	books := queue.NewBooks(cqs, cohorts...)
+	var reclaimers []string // queues that reclaim in their tree
 	for _, cq := range cqs {
 		if cq.Spec.Cohort != "" && PolicyOf(cq).ReclaimWithinCohort != strata.PreemptionNever {
-			reclaimers[cq.Spec.Cohort] = append(reclaimers[cq.Spec.Cohort], cq.Name)
+			reclaimers = append(reclaimers, cq.Name)
 		}
 	}
 	out := Victims{Within: map[string]bool{}, Reclaimed: map[string]*strata.ClusterQueue{}}
@@ -173,7 +175,7 @@ func VictimQueues(cqs []*strata.ClusterQueue) Victims {
 		if PolicyOf(cq).WithinClusterQueue != strata.PreemptionNever {
 			out.Within[cq.Name] = true
 		}
-		if r := reclaimers[cq.Spec.Cohort]; cq.Spec.Cohort != "" && slices.ContainsFunc(r, func(n string) bool { return n != cq.Name }) {
+		if slices.ContainsFunc(reclaimers, func(n string) bool { return n != cq.Name && books.Peer(n, cq.Name) }) {
 			out.Reclaimed[cq.Name] = cq
 		}
 	}
@@ -236,11 +238,13 @@ func (v variant) reason() string {
 	return strata.PreemptedInCohortReclamation
 }
 
-// classify says how the policy lets the preemptor preempt w. advantage
-// says that the preemptor fits in what is left of its queue's nominal
-// quota: the cohort's borrowers then give back whatever their priority
-// under reclaimWithinCohort, and borrowWithinCohort does not matter.
-func (p Policy) classify(pre Preemptor, w Workload, cohort string, cohortOf func(string) string, advantage bool) variant {
+// classify says how the policy lets the preemptor preempt w. peer says
+// that w's queue is in the preemptor's cohort tree; advantage, that the
+// preemptor has precedence over w's queue there (queue.Books.Advantage:
+// in flat cohorts, it fits in what is left of its queue's nominal
+// quota): the borrowers then give back whatever their priority under
+// reclaimWithinCohort, and borrowWithinCohort does not matter.
+func (p Policy) classify(pre Preemptor, w Workload, peer, advantage bool) variant {
 	if w.Queue == pre.Queue {
 		switch p.WithinClusterQueue {
 		case strata.PreemptionLowerPriority:
@@ -254,7 +258,7 @@ func (p Policy) classify(pre Preemptor, w Workload, cohort string, cohortOf func
 		}
 		return never
 	}
-	if cohort == "" || cohortOf(w.Queue) != cohort {
+	if !peer {
 		return never
 	}
 	switch p.ReclaimWithinCohort {
@@ -334,38 +338,52 @@ func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admit
 	cohort := books.Cohort(pre.Queue)
 	short := books.Short(pre.Queue, flavor, pre.Requests)
 	borrowForbidden := policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority
-	if len(short) > 0 && borrowForbidden && !books.NominalCovers(pre.Queue, flavor, short) {
+	if len(short) > 0 && borrowForbidden && !books.ReclaimMayHelp(pre.Queue, flavor, pre.Requests, short) {
 		return Result{Why: "it asks for more than the nominal quota of its ClusterQueue, which may preempt only within it (borrowWithinCohort is Never)"}
 	}
 	if len(short) == 0 {
 		short = pre.Requests // only the topology is short
 	}
-	advantage := cohort != "" && books.WithinNominal(pre.Queue, flavor, pre.Requests)
 	variants := make([]variant, len(admitted))
 	var cands []Workload
 	pos := map[types.NamespacedName]int{}
-	others := false
+	// advantaged: the queues over which the preemptor has precedence in
+	// their cohort tree (all of them in flat cohorts when it fits in its
+	// nominal quota); their workloads come first.
+	advantaged := map[string]bool{}
+	others, anyAdvantage := false, false
 	for i, w := range admitted {
 		if !usesAny(w.Requests, short) {
 			continue
 		}
-		if w.Queue != pre.Queue && !books.Borrowing(w.Queue, flavor, short) {
+		if w.Queue != pre.Queue && !books.Reclaimable(pre.Queue, w.Queue, flavor, short) {
 			continue
 		}
-		if variants[i] = policy.classify(pre, w, cohort, books.Cohort, advantage); variants[i] == never {
+		adv, known := advantaged[w.Queue]
+		if !known && w.Queue != pre.Queue {
+			adv = books.Advantage(pre.Queue, w.Queue, flavor, pre.Requests)
+			advantaged[w.Queue] = adv
+		}
+		if variants[i] = policy.classify(pre, w, w.Queue != pre.Queue, adv); variants[i] == never {
 			continue
 		}
 		others = others || w.Queue != pre.Queue
+		anyAdvantage = anyAdvantage || variants[i] == reclaim
 		cands = append(cands, w)
 		pos[w.Key] = i
 	}
 	if len(cands) > 0 {
 		Order(pre, cands)
+		// Kueue: the workloads of queues over which the preemptor has
+		// precedence, then the other queues', then its own queue's.
+		sort.SliceStable(cands, func(i, j int) bool {
+			return variants[pos[cands[i].Key]] == reclaim && variants[pos[cands[j].Key]] != reclaim
+		})
 		var attempts []bool // borrowing once admitted, or not
 		switch {
 		case !others || borrowForbidden && !books.UnderNominal(pre.Queue, flavor, short):
 			attempts = []bool{true}
-		case borrowForbidden && !advantage:
+		case borrowForbidden && !anyAdvantage:
 			attempts = []bool{false, true}
 		default:
 			attempts = []bool{true, false}
@@ -474,7 +492,7 @@ func (s *search) run(seq []int) ([]int, bool) {
 	var order []int
 	for _, i := range seq {
 		w := s.admitted[i]
-		if !s.anyQueue && w.Queue != s.pre.Queue && !s.books.Borrowing(w.Queue, s.flavor, s.short) {
+		if !s.anyQueue && w.Queue != s.pre.Queue && !s.books.Reclaimable(s.pre.Queue, w.Queue, s.flavor, s.short) {
 			continue
 		}
 		s.books.Charge(w.Queue, s.flavor, w.Requests, -1)
@@ -610,14 +628,14 @@ func whyNot(pre Preemptor, policy Policy, books *queue.Books, flavor string, adm
 	if len(needed) == 0 {
 		return "it would not fit even with every workload on the flavor preempted"
 	}
-	cohort := books.Cohort(pre.Queue)
-	// Which policy would apply: borrowWithinCohort when the preemptor
-	// cannot stay within its nominal quota as things stand.
-	advantage := cohort != "" && books.WithinNominal(pre.Queue, flavor, pre.Requests)
 	var higher, other int
 	for _, i := range needed {
 		w := admitted[i]
-		v := policy.classify(pre, w, cohort, books.Cohort, advantage)
+		// Which policy would apply: borrowWithinCohort when the
+		// preemptor has no precedence over w's queue as things stand.
+		peer := w.Queue != pre.Queue && books.Peer(pre.Queue, w.Queue)
+		advantage := peer && books.Advantage(pre.Queue, w.Queue, flavor, pre.Requests)
+		v := policy.classify(pre, w, peer, advantage)
 		switch {
 		case v != never && (advantage || v != reclaimUnborrowed):
 		case w.Queue != pre.Queue:

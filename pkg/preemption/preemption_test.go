@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -393,9 +394,13 @@ func TestVictimQueues(t *testing.T) {
 			cq.Spec.StopPolicy = ptr.To(strata.StopHold)
 			return cq
 		}(),
-	})
+		// A tree: a reclaimer in one branch reclaims from the other.
+		mk("research", "left", reclaim),
+		mk("serving", "right", nil),
+	}, &strata.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "left"}, Spec: strata.CohortSpec{ParentName: "org"}},
+		&strata.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "right"}, Spec: strata.CohortSpec{ParentName: "org"}})
 	names := map[string][]string{"within": slices.Sorted(maps.Keys(got.Within)), "reclaimed": slices.Sorted(maps.Keys(got.Reclaimed))}
-	want := map[string][]string{"within": {"alone-within"}, "reclaimed": {"batch", "infer", "train"}}
+	want := map[string][]string{"within": {"alone-within"}, "reclaimed": {"batch", "infer", "serving", "train"}}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("VictimQueues (-want,+got):\n%s", diff)
 	}

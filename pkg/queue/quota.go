@@ -737,3 +737,146 @@ func (b *Books) lent(q *books, fr flavorResource) int64 {
 	// own*borrowed/offered without overflowing on large memory quotas.
 	return int64(float64(own) * float64(borrowed) / float64(offered))
 }
+
+// lowestCommon is the lowest cohort two nodes share; nil when they are in
+// different trees (or either has no cohort).
+func lowestCommon(a, c *books) *books {
+	above := map[*books]bool{}
+	for _, n := range a.path() {
+		above[n] = true
+	}
+	for _, n := range c.path() {
+		if above[n] {
+			return n
+		}
+	}
+	return nil
+}
+
+// overQuota says whether a node uses more than its subtree quota (a
+// queue's: its nominal quota) of any of resources on a flavor.
+func (n *books) overQuota(flavor string, resources corev1.ResourceList) bool {
+	for r := range resources {
+		fr := flavorResource{flavor, r}
+		if !n.cohort {
+			if _, ok := n.quota[fr]; !ok {
+				continue
+			}
+		}
+		if n.usage[fr] > n.subtree[fr] {
+			return true
+		}
+	}
+	return false
+}
+
+// Reclaimable says whether a workload of pre may take back from the
+// workloads of queue, on a flavor, the given resources (those it needs
+// preempted): the two queues are in one cohort tree, and queue and each
+// cohort on its path below the lowest cohort they share use more than
+// their quota of one of them (Kueue's hierarchical reclaim: a subtree
+// within its quota lends nothing that can be taken back).
+func (b *Books) Reclaimable(pre, queue, flavor string, resources corev1.ResourceList) bool {
+	p, q := b.queues[pre], b.queues[queue]
+	if p == nil || q == nil || p == q {
+		return false
+	}
+	lca := lowestCommon(p, q)
+	if lca == nil {
+		return false
+	}
+	for n := q; n != lca; n = n.parent {
+		if !n.overQuota(flavor, resources) {
+			return false
+		}
+	}
+	return true
+}
+
+// Advantage says whether a workload of pre needing need on a flavor comes
+// before the workloads of queue, of the same tree, in a reclaim (Kueue's
+// hierarchical advantage): it fits in what is left of its own queue's
+// nominal quota, or of the quota of one of its cohorts below the lowest
+// one it shares with queue, counting at each level only what the levels
+// below do not keep for it.
+func (b *Books) Advantage(pre, queue, flavor string, need corev1.ResourceList) bool {
+	p, q := b.queues[pre], b.queues[queue]
+	if p == nil || q == nil {
+		return false
+	}
+	lca := lowestCommon(p, q)
+	if lca == nil {
+		return false
+	}
+	remaining := map[flavorResource]int64{}
+	for r, v := range need {
+		fr := flavorResource{flavor, r}
+		if _, ok := p.quota[fr]; ok && !v.IsZero() {
+			remaining[fr] = v.MilliValue()
+		}
+	}
+	fits := func(n *books) bool {
+		ok := true
+		for fr, v := range remaining {
+			if n.usage[fr]+v > n.subtree[fr] {
+				ok = false
+			}
+			remaining[fr] = max(0, v-max(0, n.guaranteed(fr)-n.usage[fr]))
+		}
+		return ok
+	}
+	if fits(p) {
+		return true
+	}
+	for n := p.parent; n != lca; n = n.parent {
+		if fits(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// Peer says whether two queues are in one cohort tree.
+func (b *Books) Peer(a, c string) bool {
+	p, q := b.queues[a], b.queues[c]
+	return p != nil && q != nil && lowestCommon(p, q) != nil
+}
+
+// ReclaimMayHelp says, of each of resources on a flavor, whether a
+// workload of queue asking for need could be let in by a reclaim without
+// borrowing beyond its tree's means: need fits in the queue's nominal
+// quota, or in the quota of one of its cohorts below the root with what
+// is used there (Kueue's condition for preempting when a queue may not
+// preempt while borrowing). In flat cohorts it is the nominal quota alone.
+func (b *Books) ReclaimMayHelp(queue, flavor string, need, resources corev1.ResourceList) bool {
+	q := b.queues[queue]
+	if q == nil {
+		return false
+	}
+	for r := range resources {
+		fr := flavorResource{flavor, r}
+		qt, ok := q.quota[fr]
+		if !ok {
+			continue
+		}
+		v := need[r]
+		want := v.MilliValue()
+		if want <= qt.nominal || q.fitsBelowRoot(fr, want) {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// fitsBelowRoot says whether want fits in the node or in one of its
+// cohorts below the root, each counting what the levels below keep.
+func (n *books) fitsBelowRoot(fr flavorResource, want int64) bool {
+	for ; n != nil; n = n.parent {
+		if n.usage[fr]+want <= n.subtree[fr] {
+			return n.parent != nil
+		}
+		want -= max(0, n.guaranteed(fr)-n.usage[fr])
+	}
+	return false
+}

@@ -341,7 +341,7 @@ func (f *Fleet) Summaries() ([]replay.Cluster, error) {
 		for _, cq := range c.In.ClusterQueues {
 			cqs = append(cqs, cq)
 		}
-		victims := preemption.VictimQueues(cqs)
+		victims := preemption.VictimQueues(cqs, c.In.Cohorts...)
 		held := map[string][]tas.Held{}
 		borrowed := map[string]map[string]corev1.ResourceList{} // by flavor, queue
 		for flavor, rs := range run.running {

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -154,6 +155,62 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 
 		for _, j := range []*batchv1.Job{a1, b1, b2} {
 			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		}
+	})
+
+	It("hierarchical Cohorts: a queue takes back from the other branch the quota its own branch's Cohort holds; a cycle of parents makes its queues inactive", func(ctx SpecContext) {
+		cohort := func(name, parent, cpus string) *strata.Cohort {
+			c := &strata.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: strata.CohortSpec{ParentName: parent}}
+			if cpus != "" {
+				c.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+					Flavors: []strata.FlavorQuotas{{Name: "tas-preempt", Resources: []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(cpus)}}}}}}
+			}
+			return c
+		}
+		Expect(worker.Client.Create(ctx, cohort("hc-left", "hc-org", "4"))).To(Succeed())
+		Expect(worker.Client.Create(ctx, cohort("hc-right", "hc-org", ""))).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("hc-a").Cohort("hc-left").ResourceGroup("cpu").GroupFlavor("tas-preempt", "0").
+			Preemption(strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("hc-c").Cohort("hc-right").ResourceGroup("cpu").GroupFlavor("tas-preempt", "0").Obj())).To(Succeed())
+		createLocalQueue(ctx, ns, "hc-a")
+		createLocalQueue(ctx, ns, "hc-c")
+
+		By("hc-c, with no quota in its branch, borrows hc-left's through the root")
+		c1 := prioritizedJob(ns, "hc-c", "pre-high")
+		Expect(worker.Client.Create(ctx, c1)).To(Succeed())
+		expectAdmitted(ctx, c1)
+		Eventually(func(g Gomega) {
+			var c strata.ClusterQueue
+			g.Expect(worker.Client.Get(ctx, types.NamespacedName{Name: "hc-c"}, &c)).To(Succeed())
+			g.Expect(c.Status.FlavorsReservation).To(HaveLen(1))
+			g.Expect(c.Status.FlavorsReservation[0].Resources[0].Borrowed.String()).To(Equal("4"))
+		}, timeout).Should(Succeed())
+
+		By("hc-a's Job, of lower priority, has precedence in hc-left: it reclaims")
+		a1 := prioritizedJob(ns, "hc-a", "pre-low")
+		Expect(worker.Client.Create(ctx, a1)).To(Succeed())
+		expectAdmitted(ctx, a1)
+		expectPreempted(ctx, c1, strata.PreemptedInCohortReclamation, "reclaimWithinCohort: Any")
+
+		By("hc-org's parent is made hc-left: the queues under the cycle are inactive")
+		Expect(worker.Client.Create(ctx, cohort("hc-org", "hc-left", ""))).To(Succeed())
+		Eventually(func(g Gomega) {
+			for _, name := range []string{"hc-a", "hc-c"} {
+				var cq strata.ClusterQueue
+				g.Expect(worker.Client.Get(ctx, types.NamespacedName{Name: name}, &cq)).To(Succeed())
+				active := meta.FindStatusCondition(cq.Status.Conditions, "Active")
+				g.Expect(active).NotTo(BeNil())
+				g.Expect(active.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(active.Reason).To(Equal(strata.QueueCohortCycle))
+			}
+		}, timeout).Should(Succeed())
+		expectWaiting(ctx, c1, scheduler.ReasonInadmissible, "is on a cycle of Cohort parents")
+
+		for _, j := range []*batchv1.Job{a1, c1} {
+			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		}
+		for _, name := range []string{"hc-org", "hc-left", "hc-right"} {
+			Expect(worker.Client.Delete(ctx, &strata.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
 		}
 	})
 

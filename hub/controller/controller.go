@@ -138,6 +138,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 		{&strata.WorkerCluster{}, wake, false},
 		{&strata.LocalQueue{}, wake, false},
 		{&strata.ClusterQueue{}, wake, false},
+		{&strata.Cohort{}, wake, false},
 	}
 	for _, k := range served {
 		handlers = append(handlers, watch{k.NewObject(), d.JobEvents(k), true})

@@ -219,7 +219,15 @@ func (d *Dispatcher) books(ctx context.Context, read map[string]*strata.ClusterQ
 		}
 		cqs = append(cqs, cq)
 	}
-	books := queue.NewBooks(cqs)
+	var cohortList strata.CohortList
+	if err := d.client.List(ctx, &cohortList, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	cohorts := make([]*strata.Cohort, len(cohortList.Items))
+	for i := range cohortList.Items {
+		cohorts[i] = &cohortList.Items[i]
+	}
+	books := queue.NewBooks(cqs, cohorts...)
 	books.ChargeAll(usage)
 	return books, nil
 }

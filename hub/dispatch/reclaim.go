@@ -158,7 +158,7 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		o := &option{fq: fq}
 		for i := range view.dispatched {
 			v := &view.dispatched[i]
-			if v.e.flavor != fq.Name || v.e.uid == p.uid || (v.queue != cq.Name && (books.Cohort(cq.Name) == "" || books.Cohort(v.queue) != books.Cohort(cq.Name))) {
+			if v.e.flavor != fq.Name || v.e.uid == p.uid || (v.queue != cq.Name && !books.Peer(cq.Name, v.queue)) {
 				continue
 			}
 			if Evicting(v.e.wl) {

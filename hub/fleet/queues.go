@@ -38,6 +38,10 @@ type queuesWatch struct {
 	synced bool
 	// denied says why the hub may not read them ("" when it may).
 	denied string
+	// cohorts: the cache reads the worker's Cohorts too (an agent chart
+	// older than Cohorts does not let the hub read them: its queues'
+	// books are then flat).
+	cohorts bool
 }
 
 // queueObjects are what the watch reads on a worker.
@@ -51,8 +55,13 @@ func queueObjects() []client.Object {
 func (f *Fleet) watchQueues(ctx context.Context, name string, r *remote, direct client.Client, cfg *rest.Config) {
 	for {
 		denied, err := mayReadQueues(ctx, direct)
+		cohorts := false
+		if err == nil && denied == "" {
+			cohorts, err = mayReadCohorts(ctx, direct)
+		}
 		f.mu.Lock()
 		r.queues.denied = denied
+		r.queues.cohorts = cohorts
 		f.mu.Unlock()
 		if err == nil && denied == "" {
 			if err = f.startQueues(ctx, name, r, cfg); err == nil {
@@ -88,11 +97,30 @@ func mayReadQueues(ctx context.Context, c client.Client) (denied string, err err
 	return "", nil
 }
 
+// mayReadCohorts says whether the hub's identity may list the worker's
+// Cohorts (and the worker has them); err that the worker did not answer.
+func mayReadCohorts(ctx context.Context, c client.Client) (bool, error) {
+	err := c.List(ctx, &strata.CohortList{}, client.Limit(1))
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
 // startQueues starts the cache of the worker's queues; once synced, a
 // change to any of them wakes the listeners (the dispatcher).
 func (f *Fleet) startQueues(ctx context.Context, name string, r *remote, cfg *rest.Config) error {
+	objects := queueObjects()
+	f.mu.Lock()
+	if r.queues.cohorts {
+		objects = append(objects, &strata.Cohort{})
+	}
+	f.mu.Unlock()
 	byObject := map[client.Object]crcache.ByObject{}
-	for _, o := range queueObjects() {
+	for _, o := range objects {
 		byObject[o] = crcache.ByObject{}
 	}
 	c, err := crcache.New(cfg, crcache.Options{Scheme: f.scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,
@@ -112,7 +140,7 @@ func (f *Fleet) startQueues(ctx context.Context, name string, r *remote, cfg *re
 			fn(name)
 		}
 	}
-	for _, o := range queueObjects() {
+	for _, o := range objects {
 		inf, err := c.GetInformer(ctx, o, crcache.BlockUntilSynced(false))
 		if err != nil {
 			return err
@@ -221,7 +249,20 @@ func (f *Fleet) WorkerBooks(name string) (*queue.Books, bool) {
 	for i := range list.Items {
 		cqs[i] = &list.Items[i]
 	}
-	books := queue.NewBooks(cqs)
+	var cohorts []*strata.Cohort
+	f.mu.Lock()
+	readsCohorts := f.remotes[name] != nil && f.remotes[name].queues.cohorts
+	f.mu.Unlock()
+	if readsCohorts {
+		var cl strata.CohortList
+		if err := c.List(context.Background(), &cl); err != nil {
+			return nil, false
+		}
+		for i := range cl.Items {
+			cohorts = append(cohorts, &cl.Items[i])
+		}
+	}
+	books := queue.NewBooks(cqs, cohorts...)
 	for _, q := range cqs {
 		// As the agent: a queue that cannot admit for a missing flavor is
 		// out of its cohort (a stopped one is already).

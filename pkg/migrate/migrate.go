@@ -77,7 +77,7 @@ type Result struct {
 // Convert migrates the Kueue objects. Objects of other groups are noted
 // and skipped.
 func Convert(objs []*unstructured.Unstructured, opts Options) Result {
-	c := &converter{opts: opts, configs: map[string][]string{}, checks: map[string]string{}, seenChecks: map[string]bool{}, parents: map[string]string{}, configLabels: map[string]string{}}
+	c := &converter{opts: opts, configs: map[string][]string{}, checks: map[string]string{}, seenChecks: map[string]bool{}, configLabels: map[string]string{}}
 	// MultiKueue's objects first: the ClusterQueues' admission checks
 	// resolve through them.
 	for _, o := range objs {
@@ -89,13 +89,6 @@ func Convert(objs []*unstructured.Unstructured, opts Options) Result {
 			c.config(o)
 		case "AdmissionCheck":
 			c.admissionCheck(o)
-		case "Cohort":
-			// v1beta2's parentName; v1alpha1 and v1beta1 say parent.
-			parent, _, _ := unstructured.NestedString(o.Object, "spec", "parentName")
-			if parent == "" {
-				parent, _, _ = unstructured.NestedString(o.Object, "spec", "parent")
-			}
-			c.parents[o.GetName()] = parent
 		}
 	}
 	for _, o := range objs {
@@ -122,8 +115,7 @@ func Convert(objs []*unstructured.Unstructured, opts Options) Result {
 		case "MultiKueueConfig", "AdmissionCheck":
 			// Carried by the WorkerClusters and ClusterQueues.
 		case "Cohort":
-			c.note(o, "", fmt.Sprintf("Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; "+
-				"its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort %s)", c.rootOf(o.GetName())))
+			c.cohort(o)
 		case "Workload":
 			c.note(o, "", "Workloads are not migrated: Strata creates one for each job; run the job through Strata's queue label instead")
 		default:
@@ -150,12 +142,14 @@ func kindOrder(o client.Object) int {
 		return 1
 	case *strata.WorkloadPriorityClass:
 		return 2
-	case *strata.ClusterQueue:
+	case *strata.Cohort:
 		return 3
-	case *strata.LocalQueue:
+	case *strata.ClusterQueue:
 		return 4
+	case *strata.LocalQueue:
+		return 5
 	}
-	return 5
+	return 6
 }
 
 type converter struct {
@@ -168,8 +162,6 @@ type converter struct {
 	checks  map[string]string
 	// seenChecks are the AdmissionChecks of the input, of any controller.
 	seenChecks map[string]bool
-	// parents: Kueue Cohort name -> its parentName ("" at a root).
-	parents map[string]string
 	// configLabels: MultiKueueConfig name -> the label key that stands
 	// for it (shortened when the name is no valid label name).
 	configLabels map[string]string
@@ -365,14 +357,10 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 	if strata.Stopped(cq.Spec.StopPolicy) {
 		c.note(o, "spec.stopPolicy", fmt.Sprintf("carried over: the Strata queue is stopped too (%s); set it to None when it should admit", *cq.Spec.StopPolicy))
 	}
-	if root := c.rootOf(cq.Spec.Cohort); root != cq.Spec.Cohort {
-		c.note(o, "spec.cohort", fmt.Sprintf("Kueue's cohort %s is in the tree of cohort %s; Strata's cohorts are flat, so the queue shares with every queue of that tree, in cohort %s", cq.Spec.Cohort, root, root))
-		cq.Spec.Cohort = root
-	}
 	if len(cq.Spec.ResourceGroups) == 0 {
 		why := "Kueue allows a ClusterQueue without quota; Strata needs resourceGroups: give it the quota it should have, or the API server refuses it"
 		if cq.Spec.Cohort != "" {
-			why += fmt.Sprintf(" (in Kueue its quota may have been its Cohort's, %s, which Strata does not have)", cq.Spec.Cohort)
+			why += fmt.Sprintf(" (a nominalQuota of 0 for each resource on each flavor it uses borrows all of it from cohort %s, as Kueue does)", cq.Spec.Cohort)
 		}
 		c.todo(o, "spec.resourceGroups", why)
 	}
@@ -403,19 +391,20 @@ func (c *converter) checkLimits(o *unstructured.Unstructured, cq *strata.Cluster
 	}
 }
 
-// rootOf is the root of a Kueue cohort's tree ("" stays ""); a cycle
-// ends at the cohort met twice.
-func (c *converter) rootOf(cohort string) string {
-	seen := map[string]bool{}
-	for cohort != "" && !seen[cohort] {
-		seen[cohort] = true
-		parent := c.parents[cohort]
-		if parent == "" {
-			break
-		}
-		cohort = parent
+// cohort carries a Kueue Cohort over: its parent (v1beta2's parentName;
+// v1alpha1 and v1beta1 say parent) and its quota; fair sharing is noted.
+func (c *converter) cohort(o *unstructured.Unstructured) {
+	s := spec(o)
+	co := &strata.Cohort{TypeMeta: typeMeta("Cohort"), ObjectMeta: c.meta(o)}
+	if v, ok := take(s, "parent"); ok {
+		s["parentName"] = v
 	}
-	return cohort
+	c.decode(o, "spec", pick(s, "parentName", "resourceGroups"), &co.Spec)
+	if len(co.Spec.ResourceGroups) > maxListItems {
+		c.todo(o, "spec.resourceGroups", fmt.Sprintf("%d items, more than the %d Strata allows: trim the list, or the API server refuses it", len(co.Spec.ResourceGroups), maxListItems))
+	}
+	c.leftovers(o, s, map[string]string{"fairSharing": "Strata has no fair sharing"})
+	c.out = append(c.out, co)
 }
 
 // kueueJob notes what a job that Kueue queued needs to run through

@@ -173,15 +173,14 @@ spec:
 			want: []client.Object{
 				&strata.ResourceFlavor{TypeMeta: tm("ResourceFlavor"), ObjectMeta: metav1.ObjectMeta{Name: "f"}, Spec: strata.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": "a"},
 					TopologyName: ptr.To("t"), NodeTaints: []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}}},
-				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "qa"}, Spec: strata.ClusterQueueSpec{Cohort: "root",
+				&strata.Cohort{TypeMeta: tm("Cohort"), ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: strata.CohortSpec{ParentName: "root"}},
+				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "qa"}, Spec: strata.ClusterQueueSpec{Cohort: "team-a",
 					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
 						Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("1")}}}}}}}},
 				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "ml"}, Spec: strata.LocalQueueSpec{ClusterQueue: "qa"}},
 			},
 			wantNotes: []string{
-				"Cohort team-a: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort root)",
 				"to do: ClusterQueue qa: spec.admissionChecks: AdmissionCheck mk is not in the input: pass it (and its MultiKueueConfig) to migrate; if it is MultiKueue's, its clusters become the queue's clusterSelector, and without one the hub queue dispatches to every worker",
-				"ClusterQueue qa: spec.cohort: Kueue's cohort team-a is in the tree of cohort root; Strata's cohorts are flat, so the queue shares with every queue of that tree, in cohort root",
 				"to do: LocalQueue ml/default: Kueue (LocalQueueDefaulting) queues a job of namespace ml without a queue label here; Strata queues only labelled jobs: label them strata.dev/queue-name: default",
 			},
 		},
@@ -275,11 +274,8 @@ spec:
 			},
 		},
 		{
-			name: "what is not a queue object: Cohort, Workload, other groups",
+			name: "what is not a queue object: Workload, other groups",
 			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
-kind: Cohort
-metadata: {name: research}
-spec: {parent: org}`, `apiVersion: kueue.x-k8s.io/v1beta1
 kind: Workload
 metadata: {name: job-x, namespace: ml}`, `apiVersion: v1
 kind: ConfigMap
@@ -296,20 +292,23 @@ spec:
 					Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("1")}}}}}},
 			}}},
 			wantNotes: []string{
-				"Cohort research: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort org)",
 				"Workload ml/job-x: Workloads are not migrated: Strata creates one for each job; run the job through Strata's queue label instead",
 				"ConfigMap ml/c: not a Kueue object (v1): migrate reads kueue.x-k8s.io objects only",
 				"ClusterQueue odd: spec.someNewField: Strata has no such field",
 			},
 		},
 		{
-			name: "hierarchical cohorts become the root's flat cohort; a queue without quota, a LocalQueue without a ClusterQueue: to do",
+			name: "hierarchical cohorts carried over with their quota; fair sharing noted; a queue without quota, a LocalQueue without a ClusterQueue: to do",
 			in: []string{`apiVersion: kueue.x-k8s.io/v1beta2
 kind: Cohort
 metadata: {name: team-a}
-spec: {parentName: root}`, `apiVersion: kueue.x-k8s.io/v1beta2
+spec: {parentName: root, fairSharing: {weight: 2}}`, `apiVersion: kueue.x-k8s.io/v1beta2
 kind: Cohort
-metadata: {name: root}`, `apiVersion: kueue.x-k8s.io/v1beta2
+metadata: {name: root}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8, lendingLimit: 2}]}]`, `apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: qa}
 spec:
@@ -324,17 +323,19 @@ kind: LocalQueue
 metadata: {name: lq, namespace: ml}
 spec: {}`},
 			want: []client.Object{
-				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "qa"}, Spec: strata.ClusterQueueSpec{Cohort: "root",
+				&strata.Cohort{TypeMeta: tm("Cohort"), ObjectMeta: metav1.ObjectMeta{Name: "root"}, Spec: strata.CohortSpec{
+					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
+						Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("8"), LendingLimit: ptr.To(resource.MustParse("2"))}}}}}}}},
+				&strata.Cohort{TypeMeta: tm("Cohort"), ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: strata.CohortSpec{ParentName: "root"}},
+				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "qa"}, Spec: strata.ClusterQueueSpec{Cohort: "team-a",
 					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
 						Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("1")}}}}}}}},
 				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "qb"}, Spec: strata.ClusterQueueSpec{Cohort: "root"}},
 				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "lq", Namespace: "ml"}},
 			},
 			wantNotes: []string{
-				"Cohort team-a: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort root)",
-				"Cohort root: Strata's cohorts are flat: a ClusterQueue's spec.cohort names one, and there is no Cohort object; its quota, parent and fair-sharing weight are not carried over (the ClusterQueues of its tree share in cohort root)",
-				"ClusterQueue qa: spec.cohort: Kueue's cohort team-a is in the tree of cohort root; Strata's cohorts are flat, so the queue shares with every queue of that tree, in cohort root",
-				"to do: ClusterQueue qb: spec.resourceGroups: Kueue allows a ClusterQueue without quota; Strata needs resourceGroups: give it the quota it should have, or the API server refuses it (in Kueue its quota may have been its Cohort's, root, which Strata does not have)",
+				"Cohort team-a: spec.fairSharing: Strata has no fair sharing",
+				"to do: ClusterQueue qb: spec.resourceGroups: Kueue allows a ClusterQueue without quota; Strata needs resourceGroups: give it the quota it should have, or the API server refuses it (a nominalQuota of 0 for each resource on each flavor it uses borrows all of it from cohort root, as Kueue does)",
 				"to do: LocalQueue ml/lq: spec.clusterQueue: not set (Kueue allows it): name the ClusterQueue this LocalQueue leads to, or the API server refuses it",
 			},
 		},

@@ -1527,3 +1527,115 @@ spec:
 		t.Errorf("flavors (-want,+got):\n%s", diff)
 	}
 }
+
+// TestCohorts: simulate reads Cohort objects as the agent does: a queue
+// of no quota borrows its cohort's, through a tree; a cycle of parents
+// admits nothing.
+func TestCohorts(t *testing.T) {
+	base := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t, nodeLabels: {pool: p}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {pool: p, kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "16", pods: "110"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Cohort
+metadata: {name: left}
+spec:
+  parentName: %s
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: Cohort
+metadata: {name: org}
+spec:
+  parentName: %s
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 2}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  cohort: left
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 0}]}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: six, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 6
+  completions: 6
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: one, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 1
+  completions: 1
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	cases := map[string]struct {
+		leftParent, orgParent string
+		want                  []bool
+		wantReason            string
+	}{
+		"the tree's quota: 4 in left, 2 in org":   {leftParent: "org", orgParent: `""`, want: []bool{true, false}, wantReason: "what cohort left lends"},
+		"a cycle of parents admits nothing":       {leftParent: "org", orgParent: "left", want: []bool{false, false}, wantReason: "is on a cycle of Cohort parents"},
+		"left alone: 4 only, six does not fit it": {leftParent: `""`, orgParent: `""`, want: []bool{false, true}, wantReason: "more than the whole quota"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "all.yaml"), fmt.Appendf(nil, base, tc.leftParent, tc.orgParent), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []bool
+			for _, r := range results {
+				got = append(got, r.Admitted)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("admitted (-want +got):\n%s\nresults: %+v", diff, results)
+			}
+			var reasons []string
+			for _, r := range results {
+				if !r.Admitted {
+					reasons = append(reasons, r.Reason)
+				}
+			}
+			if !strings.Contains(strings.Join(reasons, "; "), tc.wantReason) {
+				t.Errorf("reasons = %q, want one containing %q", reasons, tc.wantReason)
+			}
+		})
+	}
+}

@@ -64,8 +64,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return old.Spec.QueueName != cur.Spec.QueueName || contribution(old) != contribution(cur)
 			},
 		})).
-		// What a queue lends depends on what the others of its cohort use:
-		// a change of one's usage brings the others.
+		// What a queue lends depends on what the others of its cohort tree
+		// use: a change of one's usage brings the others, a change of a
+		// Cohort all of them.
+		Watches(&strata.Cohort{}, handler.EnqueueRequestsFromMapFunc(r.cohortPeers)).
 		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.cohortPeers), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(e event.UpdateEvent) bool {
@@ -76,10 +78,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// cohortPeers maps a ClusterQueue to the other queues of its cohort.
+// cohortPeers maps a ClusterQueue, or a Cohort, to the other queues that
+// have a cohort (those of its tree among them: the trees are not worth
+// telling apart here).
 func (r *Reconciler) cohortPeers(ctx context.Context, o client.Object) []ctrl.Request {
-	cq := o.(*strata.ClusterQueue)
-	if cq.Spec.Cohort == "" {
+	cq, isQueue := o.(*strata.ClusterQueue)
+	if isQueue && cq.Spec.Cohort == "" {
 		return nil
 	}
 	var list strata.ClusterQueueList
@@ -88,7 +92,7 @@ func (r *Reconciler) cohortPeers(ctx context.Context, o client.Object) []ctrl.Re
 	}
 	var out []ctrl.Request
 	for i := range list.Items {
-		if p := &list.Items[i]; p.Name != cq.Name && p.Spec.Cohort == cq.Spec.Cohort {
+		if p := &list.Items[i]; p.Spec.Cohort != "" && (!isQueue || p.Name != cq.Name) {
 			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
 		}
 	}
@@ -149,18 +153,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		wls = append(wls, list...)
 	}
 	var peers []*strata.ClusterQueue
+	var cohorts []*strata.Cohort
 	if cq.Spec.Cohort != "" {
+		// The queues of every tree: those of other trees change nothing.
 		var list strata.ClusterQueueList
 		if err := r.client.List(ctx, &list); err != nil {
 			return ctrl.Result{}, err
 		}
 		for i := range list.Items {
-			if p := &list.Items[i]; p.Name != cq.Name && p.Spec.Cohort == cq.Spec.Cohort {
+			if p := &list.Items[i]; p.Name != cq.Name && p.Spec.Cohort != "" {
 				peers = append(peers, p)
 			}
 		}
+		var cl strata.CohortList
+		if err := r.client.List(ctx, &cl); err != nil {
+			return ctrl.Result{}, err
+		}
+		for i := range cl.Items {
+			cohorts = append(cohorts, &cl.Items[i])
+		}
 	}
-	st := Status(&cq, wls, peers...)
+	st := StatusInTree(&cq, wls, cohorts, peers...)
 	if equality.Semantic.DeepEqual(st, cq.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -180,6 +193,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // dispatches from every ClusterQueue; only an invalid clusterSelector
 // stops it).
 func Status(cq *strata.ClusterQueue, wls []*strata.Workload, peers ...*strata.ClusterQueue) strata.ClusterQueueStatus {
+	return StatusInTree(cq, wls, nil, peers...)
+}
+
+// StatusInTree is Status with the Cohort objects that make the cohorts
+// trees.
+func StatusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*strata.Cohort, peers ...*strata.ClusterQueue) strata.ClusterQueueStatus {
 	st := *cq.Status.DeepCopy()
 	var c queue.Counts
 	usage := map[string]corev1.ResourceList{}
@@ -200,7 +219,7 @@ func Status(cq *strata.ClusterQueue, wls []*strata.Workload, peers ...*strata.Cl
 			st.FlavorsUsage = append(st.FlavorsUsage, strata.FlavorUsage{Name: fq.Name, Resources: u})
 		}
 	}
-	books := queue.NewBooks(append([]*strata.ClusterQueue{cq}, peers...))
+	books := queue.NewBooks(append([]*strata.ClusterQueue{cq}, peers...), cohorts...)
 	for f, rl := range usage {
 		books.Charge(cq.Name, f, rl, 1)
 	}

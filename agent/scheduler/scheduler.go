@@ -404,7 +404,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		turns = append(turns, &queue.Turn[*strata.Workload]{Queue: queues[q], Items: wls})
 	}
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
-		func(cq *strata.ClusterQueue, wl *strata.Workload) bool { return books.WouldBorrow(cq, wl) },
+		func(cq *strata.ClusterQueue, wl *strata.Workload) int { return books.WouldBorrow(cq, wl) },
 		func(cq *strata.ClusterQueue, wl *strata.Workload) bool {
 			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], books, wl)
 			if err != nil {

@@ -76,7 +76,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	var errs []error
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
-		func(cq *strata.ClusterQueue, p pending) bool { return books.WouldBorrow(cq, p.wl) },
+		func(cq *strata.ClusterQueue, p pending) int { return books.WouldBorrow(cq, p.wl) },
 		func(cq *strata.ClusterQueue, p pending) bool {
 			blocks, retry, err := d.placeOne(ctx, targets, cq, books, view, p, now, writes)
 			if err != nil {

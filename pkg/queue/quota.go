@@ -68,18 +68,67 @@ func Fungibility(cq *strata.ClusterQueue) strata.FlavorFungibility {
 	return f
 }
 
-// WouldBorrow says whether wl, at the head of cq, fits first (in cq's
-// flavor order) on a flavor only by borrowing from the cohort: Kueue
-// serves such heads after those that fit within their nominal quota.
-// Quota alone decides; the topology is checked when it is served.
-func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) bool {
+// WouldBorrow says how far up its cohort tree wl, at the head of cq,
+// borrows on the first flavor (in cq's flavor order) where it fits: 0
+// when it fits in its queue's nominal quota (or fits nowhere now), else
+// the height of the lowest of its cohorts whose quota holds it (Kueue's
+// borrowing height: 1 for a cohort of queues alone, one more per level
+// of cohorts below). Kueue serves heads of lower height first, so in flat
+// cohorts those that do not borrow before those that do. Quota alone
+// decides; the topology is checked when it is served.
+func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) int {
 	need := WorkloadRequests(wl)
 	for _, fq := range Flavors(cq) {
 		if fit := b.Check(cq.Name, fq.Name, need, false); fit.Err == nil {
-			return fit.Borrows
+			if !fit.Borrows {
+				return 0
+			}
+			return b.borrowHeight(cq.Name, fq.Name, need)
 		}
 	}
-	return false
+	return 0
+}
+
+// borrowHeight is the most, over need's resources, of the height of the
+// lowest cohort of queue whose quota holds what it asks of it (each
+// level counting only what the levels below do not keep); 0 for a
+// resource the queue's nominal quota holds.
+func (b *Books) borrowHeight(queue, flavor string, need corev1.ResourceList) int {
+	q := b.queues[queue]
+	if q == nil {
+		return 0
+	}
+	height := 0
+	for r, v := range need {
+		fr := flavorResource{flavor, r}
+		if _, ok := q.quota[fr]; !ok || v.IsZero() {
+			continue
+		}
+		want := v.MilliValue()
+		n := q
+		for n.parent != nil && n.usage[fr]+want > n.subtree[fr] {
+			want -= max(0, n.guaranteed(fr)-n.usage[fr])
+			n = n.parent
+		}
+		if n != q {
+			height = max(height, n.height())
+		}
+	}
+	return height
+}
+
+// height is the distance from a cohort to its furthest leaf: 1 for a
+// cohort of queues alone, one more per level of cohorts below.
+func (n *books) height() int {
+	h := 0
+	for _, c := range n.children {
+		if c.cohort {
+			h = max(h, c.height()+1)
+		} else {
+			h = max(h, 1)
+		}
+	}
+	return h
 }
 
 // Books keeps the quota of a set of ClusterQueues and what their admitted

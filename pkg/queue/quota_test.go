@@ -162,21 +162,28 @@ func TestWouldBorrow(t *testing.T) {
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
 				Resources: corev1.ResourceRequirements{Requests: gpus(n)}}}}}}}}}
 	}
+	flat := []*strata.ClusterQueue{groupQueue("a", "c", nil, nil), groupQueue("b", "c", nil, nil)}
+	// a in team (with b), team and other (with c) under org.
+	tree := []*strata.ClusterQueue{treeQueue("a", "team", "8"), treeQueue("b", "team", "8"), treeQueue("c", "other", "8")}
+	treeCohorts := []*strata.Cohort{treeCohort("team", "org", "0", "", ""), treeCohort("other", "org", "0", "", "")}
 	cases := map[string]struct {
+		queues     []*strata.ClusterQueue
+		cohorts    []*strata.Cohort
 		used, need string
-		want       bool
+		want       int
 	}{
-		"within its nominal quota":       {used: "2", need: "6"},
-		"beyond it, from the cohort":     {used: "4", need: "6", want: true},
-		"fits nowhere: not borrowing":    {used: "8", need: "9"},
-		"nothing used, all of its quota": {used: "0", need: "8"},
+		"within its nominal quota":       {queues: flat, used: "2", need: "6"},
+		"beyond it, from the cohort":     {queues: flat, used: "4", need: "6", want: 1},
+		"fits nowhere: not borrowing":    {queues: flat, used: "8", need: "9"},
+		"nothing used, all of its quota": {queues: flat, used: "0", need: "8"},
+		"a tree: from its own cohort":    {queues: tree, cohorts: treeCohorts, used: "4", need: "10", want: 1},
+		"a tree: from the root":          {queues: tree, cohorts: treeCohorts, used: "4", need: "16", want: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			a, b := groupQueue("a", "c", nil, nil), groupQueue("b", "c", nil, nil)
-			books := NewBooks([]*strata.ClusterQueue{a, b})
+			books := NewBooks(tc.queues, tc.cohorts...)
 			books.Charge("a", "h100", gpus(tc.used), 1)
-			if got := books.WouldBorrow(a, wl(tc.need)); got != tc.want {
+			if got := books.WouldBorrow(tc.queues[0], wl(tc.need)); got != tc.want {
 				t.Errorf("WouldBorrow = %v, want %v", got, tc.want)
 			}
 		})

@@ -18,13 +18,15 @@ type Turn[T any] struct {
 // heads in the order one queue orders its workloads (priority, then age),
 // so that no queue is served its whole backlog first because of its name.
 // As in Kueue, heads that would borrow beyond their queue's nominal quota
-// come after those that would not, whatever their priority: borrows, when
-// set, says which would as the round begins.
+// come after those that would not, whatever their priority, and in a
+// tree of cohorts those that borrow higher up after those that borrow
+// lower: borrows, when set, says how high each would as the round begins
+// (Books.WouldBorrow; 0: not at all).
 // serve handles one item and says whether it blocks: in a StrictFIFO
 // queue the items behind a blocking head are not served in this pass, and
 // blocked is told which they are. workload is the Workload of an item.
 // A round costs O(q log q) for its q queues; a pass O(items log queues).
-func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload, borrows func(q *strata.ClusterQueue, item T) bool,
+func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload, borrows func(q *strata.ClusterQueue, item T) int,
 	serve func(q *strata.ClusterQueue, item T) (blocks bool), blocked func(q *strata.ClusterQueue, behind []T)) {
 	live := make([]*Turn[T], 0, len(turns))
 	for _, t := range turns {
@@ -34,7 +36,7 @@ func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload, borrows f
 	}
 	for len(live) > 0 {
 		if len(live) > 1 {
-			borrowing := map[*Turn[T]]bool{}
+			borrowing := map[*Turn[T]]int{}
 			if borrows != nil {
 				for _, t := range live {
 					borrowing[t] = borrows(t.Queue, t.Items[0])
@@ -42,10 +44,7 @@ func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload, borrows f
 			}
 			slices.SortFunc(live, func(a, b *Turn[T]) int {
 				if ba, bb := borrowing[a], borrowing[b]; ba != bb {
-					if ba {
-						return 1
-					}
-					return -1
+					return ba - bb
 				}
 				return Compare(workload(a.Items[0]), workload(b.Items[0]))
 			})

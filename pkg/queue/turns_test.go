@@ -18,7 +18,7 @@ func TestServe(t *testing.T) {
 	cases := map[string]struct {
 		turns   func() []*Turn[*strata.Workload]
 		blocks  map[string]bool // by workload name
-		borrows map[string]bool // by workload name; nil: no borrows func
+		borrows map[string]int  // by workload name; nil: no borrows func
 		want    []string        // served, in order
 		blocked map[string][]string
 	}{
@@ -38,7 +38,7 @@ func TestServe(t *testing.T) {
 					{Queue: strict, Items: []*strata.Workload{queued("a", "s1", nil, 3), queued("a", "s2", nil, 4)}},
 				}
 			},
-			borrows: map[string]bool{"b1": true},
+			borrows: map[string]int{"b1": 1},
 			want:    []string{"s1", "b1", "b2", "s2"},
 		},
 		"a blocking head holds a StrictFIFO queue for the pass": {
@@ -76,9 +76,9 @@ func TestServe(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var served []string
 			blocked := map[string][]string{}
-			var borrows func(*strata.ClusterQueue, *strata.Workload) bool
+			var borrows func(*strata.ClusterQueue, *strata.Workload) int
 			if tc.borrows != nil {
-				borrows = func(_ *strata.ClusterQueue, wl *strata.Workload) bool { return tc.borrows[wl.Name] }
+				borrows = func(_ *strata.ClusterQueue, wl *strata.Workload) int { return tc.borrows[wl.Name] }
 			}
 			Serve(tc.turns(), func(wl *strata.Workload) *strata.Workload { return wl }, borrows,
 				func(_ *strata.ClusterQueue, wl *strata.Workload) bool {

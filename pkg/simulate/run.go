@@ -193,8 +193,11 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	}
 	var placeErr error
 	queue.Serve(list, func(p *pendingItem) *strata.Workload { return p.wl },
-		func(cq *strata.ClusterQueue, p *pendingItem) bool {
-			return p.cq != nil && st.books.WouldBorrow(p.cq, p.wl)
+		func(cq *strata.ClusterQueue, p *pendingItem) int {
+			if p.cq == nil {
+				return 0
+			}
+			return st.books.WouldBorrow(p.cq, p.wl)
 		},
 		func(cq *strata.ClusterQueue, p *pendingItem) bool {
 			if placeErr != nil {

@@ -72,6 +72,13 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 	}
 	for _, h := range handlers {
 		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
+		if _, cohort := h.obj.(*strata.Cohort); cohort && meta.IsNoMatchError(err) {
+			// CRDs older than Cohorts (helm upgrade does not update
+			// them): cohorts are flat until the CRD is applied and the
+			// agent restarted.
+			log.Info("The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/ and restart the agent)")
+			continue
+		}
 		if err != nil {
 			return err
 		}

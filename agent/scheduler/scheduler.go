@@ -323,10 +323,13 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	var cohortList strata.CohortList
 	var cohorts []*strata.Cohort
 	if listErr == nil {
+		// Without the Cohort CRD (older CRDs), cohorts are flat.
 		if listErr = s.client.List(ctx, &cohortList); listErr == nil {
 			for i := range cohortList.Items {
 				cohorts = append(cohorts, &cohortList.Items[i])
 			}
+		} else if meta.IsNoMatchError(listErr) {
+			listErr = nil
 		}
 	}
 	s.cohortsUnknown = listErr != nil

@@ -429,8 +429,8 @@ func (p *Publisher) clusterQueues(ctx context.Context) ([]*strata.ClusterQueue, 
 		return nil, nil, false
 	}
 	var cohortList strata.CohortList
-	if err := p.client.List(ctx, &cohortList); err != nil {
-		return nil, nil, false
+	if err := p.client.List(ctx, &cohortList); err != nil && !meta.IsNoMatchError(err) {
+		return nil, nil, false // without the Cohort CRD, cohorts are flat
 	}
 	cqs := make([]*strata.ClusterQueue, len(list.Items))
 	for i := range list.Items {

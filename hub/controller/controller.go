@@ -4,6 +4,7 @@ package controller
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -145,6 +146,13 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	}
 	for _, h := range handlers {
 		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
+		if _, cohort := h.obj.(*strata.Cohort); cohort && meta.IsNoMatchError(err) {
+			// CRDs older than Cohorts (helm upgrade does not update
+			// them): hub cohorts are flat until the CRD is applied and the
+			// hub restarted.
+			ctrl.Log.WithName("hub").Info("The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/ and restart the hub)")
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

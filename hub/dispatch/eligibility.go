@@ -87,6 +87,8 @@ var QueueRefusalReasons = map[string]bool{
 	queue.ReasonNamespaceNotAllowed:  true,
 	// The worker's queue is stopped (Judge), which JudgeQueue sees too.
 	strata.QueueStopped: true,
+	// The worker's queue is under a cycle of Cohort parents.
+	strata.QueueCohortCycle: true,
 }
 
 // queueRefusal says why a worker would refuse p's copy for its queue

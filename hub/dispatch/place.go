@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -78,6 +79,13 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
 		func(cq *strata.ClusterQueue, p pending) int { return books.WouldBorrow(cq, p.wl) },
 		func(cq *strata.ClusterQueue, p pending) bool {
+			if books.InCycle(cq.Name) {
+				// Kueue's inactive queue: nothing is dispatched until the
+				// cycle of Cohort parents is broken (a Cohort's change
+				// brings a pass).
+				d.wait(ctx, p, strata.QueueCohortCycle, queue.CohortCycleMessage(cq))
+				return false
+			}
 			blocks, retry, err := d.placeOne(ctx, targets, cq, books, view, p, now, writes)
 			if err != nil {
 				errs = append(errs, err)
@@ -220,8 +228,8 @@ func (d *Dispatcher) books(ctx context.Context, read map[string]*strata.ClusterQ
 		cqs = append(cqs, cq)
 	}
 	var cohortList strata.CohortList
-	if err := d.client.List(ctx, &cohortList, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+	if err := d.client.List(ctx, &cohortList, client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
+		return nil, err // without the Cohort CRD, cohorts are flat
 	}
 	cohorts := make([]*strata.Cohort, len(cohortList.Items))
 	for i := range cohortList.Items {

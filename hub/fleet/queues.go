@@ -358,6 +358,9 @@ func JudgeQueue(worker string, t QueueTarget, ns *corev1.Namespace, lq *strata.L
 		if stop := queue.StopOf(nil, cq); stop.Stopped {
 			return strata.QueueStopped, stop.Message + " there"
 		}
+		if why := cohortCycle(cq); why != "" {
+			return strata.QueueCohortCycle, why
+		}
 		return "", ""
 	}
 	if lq == nil && onboards {
@@ -371,8 +374,23 @@ func JudgeQueue(worker string, t QueueTarget, ns *corev1.Namespace, lq *strata.L
 		if stop := queue.StopOf(lq, cq); stop.Stopped {
 			return strata.QueueStopped, stop.Message + " there"
 		}
+		if why := cohortCycle(cq); why != "" {
+			return strata.QueueCohortCycle, why
+		}
 	}
 	return res.Reason, res.Message
+}
+
+// cohortCycle says why a worker's ClusterQueue admits nothing for a cycle
+// of Cohort parents, as its agent's status says ("" when it does not).
+func cohortCycle(cq *strata.ClusterQueue) string {
+	if cq == nil {
+		return ""
+	}
+	if c := meta.FindStatusCondition(cq.Status.Conditions, "Active"); c != nil && c.Status == metav1.ConditionFalse && c.Reason == strata.QueueCohortCycle {
+		return queue.CohortCycleMessage(cq) + " there"
+	}
+	return ""
 }
 
 // ReasonNamespaceNotFound is a worker's refusal of a copy whose namespace

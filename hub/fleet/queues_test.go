@@ -61,6 +61,14 @@ func TestJudgeQueue(t *testing.T) {
 		"a stopped ClusterQueue that does not take the namespace: that first": {t: target, ns: ns, lq: lq,
 			cq:   func() *strata.ClusterQueue { c := cq(nil); c.Spec.StopPolicy = ptr.To(strata.StopHold); return c }(),
 			want: result{queue.ReasonNamespaceNotAllowed, `ClusterQueue "cq" admits no namespace (it has no namespaceSelector)`}},
+		"a ClusterQueue under a cycle of Cohort parents (its agent says so)": {t: target, ns: ns, lq: lq,
+			cq: func() *strata.ClusterQueue {
+				c := all.DeepCopy()
+				c.Spec.Cohort = "loop"
+				c.Status.Conditions = []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueCohortCycle}}
+				return c
+			}(),
+			want: result{strata.QueueCohortCycle, "ClusterQueue cq is inactive: its cohort loop is on a cycle of Cohort parents (spec.parentName) there"}},
 		"a ClusterQueue whose selector takes the namespace": {t: target, ns: ns, lq: lq,
 			cq: cq(&metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}})},
 	}

@@ -364,7 +364,7 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 		}
 		c.todo(o, "spec.resourceGroups", why)
 	}
-	c.checkLimits(o, cq)
+	c.checkLimits(o, cq.Spec.ResourceGroups)
 	c.leftovers(o, s, clusterQueueOnly)
 	c.out = append(c.out, cq)
 }
@@ -373,16 +373,17 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 // (Kueue's hold 64).
 const maxListItems = 16
 
-// checkLimits notes the lists of a ClusterQueue longer than Strata's
-// API allows: the API server would refuse it.
-func (c *converter) checkLimits(o *unstructured.Unstructured, cq *strata.ClusterQueue) {
+// checkLimits notes the lists of a ClusterQueue's (or a Cohort's)
+// resource groups longer than Strata's API allows: the API server would
+// refuse it.
+func (c *converter) checkLimits(o *unstructured.Unstructured, groups []strata.ResourceGroup) {
 	over := func(field string, n int) {
 		if n > maxListItems {
 			c.todo(o, field, fmt.Sprintf("%d items, more than the %d Strata allows: split the queue or trim the list, or the API server refuses it", n, maxListItems))
 		}
 	}
-	over("spec.resourceGroups", len(cq.Spec.ResourceGroups))
-	for i, g := range cq.Spec.ResourceGroups {
+	over("spec.resourceGroups", len(groups))
+	for i, g := range groups {
 		over(fmt.Sprintf("spec.resourceGroups[%d].coveredResources", i), len(g.CoveredResources))
 		over(fmt.Sprintf("spec.resourceGroups[%d].flavors", i), len(g.Flavors))
 		for j, f := range g.Flavors {
@@ -400,9 +401,7 @@ func (c *converter) cohort(o *unstructured.Unstructured) {
 		s["parentName"] = v
 	}
 	c.decode(o, "spec", pick(s, "parentName", "resourceGroups"), &co.Spec)
-	if len(co.Spec.ResourceGroups) > maxListItems {
-		c.todo(o, "spec.resourceGroups", fmt.Sprintf("%d items, more than the %d Strata allows: trim the list, or the API server refuses it", len(co.Spec.ResourceGroups), maxListItems))
-	}
+	c.checkLimits(o, co.Spec.ResourceGroups)
 	c.leftovers(o, s, map[string]string{"fairSharing": "Strata has no fair sharing"})
 	c.out = append(c.out, co)
 }

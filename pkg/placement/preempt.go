@@ -77,9 +77,9 @@ type PreemptionScope struct {
 // books of the worker's queues, one scope per attempt of the agent's
 // search (preemption.Find) that may take them: cq's own of a lower
 // priority when it preempts within itself, and, when it reclaims within
-// its cohort, those of the cohort's other queues that borrow on the
-// flavor what it needs (of a lower priority, or any with
-// reclaimWithinCohort: Any). When it does not fit cq's nominal quota as
+// its cohort, those of the other queues of its cohort tree that borrow on
+// the flavor what it needs, up to the cohort they share (of a lower
+// priority, or any with reclaimWithinCohort: Any). When it does not fit cq's nominal quota as
 // things stand, it reclaims while it would borrow only under
 // borrowWithinCohort; a second scope then takes the borrowers under
 // reclaimWithinCohort alone, on condition that it fits its nominal quota
@@ -100,7 +100,7 @@ func ScopesFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList,
 	if books != nil {
 		if s := books.Short(cq.Name, flavor, need); len(s) > 0 {
 			short = s
-			if policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority && !books.NominalCovers(cq.Name, flavor, s) {
+			if policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority && !books.ReclaimMayHelp(cq.Name, flavor, need, s) {
 				return nil
 			}
 		}
@@ -110,20 +110,24 @@ func ScopesFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList,
 	base := PreemptionScope{Queue: cq.Name, Within: within, Short: short}
 	nominal := PreemptionScope{Queue: cq.Name, Within: within, Nominal: true, Short: short}
 	if policy.ReclaimWithinCohort != strata.PreemptionNever && books != nil && books.Cohort(cq.Name) != "" {
-		advantage := books.WithinNominal(cq.Name, flavor, need)
-		limit, reclaims := reclaimLimit(policy, priority, advantage)
 		full, fullOK := reclaimLimit(policy, priority, true)
-		// Find's attempt without borrowing, which takes every borrower
-		// reclaimWithinCohort allows: not made when the queue may not
-		// preempt while borrowing and already uses its nominal quota; of
-		// use only when its own workloads may go too (it does not fit its
-		// nominal quota as things stand).
 		borrowForbidden := policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority
-		unborrowed := !advantage && within && fullOK && (!borrowForbidden || books.UnderNominal(cq.Name, flavor, short))
 		for _, peer := range books.Peers(cq.Name) {
-			if !books.Borrowing(peer, flavor, short) {
+			// A queue of the tree the search may take from (its subtree
+			// borrows what is short, up to the cohort the two share), and
+			// whether the copy has precedence over it there (in a flat
+			// cohort: it fits its nominal quota as things stand).
+			if !books.Reclaimable(cq.Name, peer, flavor, short) {
 				continue
 			}
+			advantage := books.Advantage(cq.Name, peer, flavor, need)
+			limit, reclaims := reclaimLimit(policy, priority, advantage)
+			// Find's attempt without borrowing, which takes every borrower
+			// reclaimWithinCohort allows: not made when the queue may not
+			// preempt while borrowing and already uses its nominal quota;
+			// of use only when its own workloads may go too (it does not
+			// fit its nominal quota as things stand).
+			unborrowed := !advantage && within && fullOK && (!borrowForbidden || books.UnderNominal(cq.Name, flavor, short))
 			if reclaims {
 				if base.Reclaim == nil {
 					base.Reclaim = map[string]int32{}

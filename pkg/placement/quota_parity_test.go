@@ -40,7 +40,7 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 		return corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(n), resource.DecimalSI)}
 	}
 	policies := []strata.PreemptionPolicy{strata.PreemptionNever, strata.PreemptionLowerPriority, strata.PreemptionAny}
-	marked, missed, missedTwo := 0, 0, 0
+	marked, missed, missedTwo, markedTree, missedTree := 0, 0, 0, 0, 0
 	for c := range 3000 {
 		n := 2 + rng.IntN(2)
 		// Half the cohorts have a quota of GPUs too, which some workloads
@@ -71,7 +71,27 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 			}
 		}
 		cqs[0].Spec.Preemption = pre
-		books := queue.NewBooks(cqs)
+		// A third of the cases are trees: the queues in cohorts left and
+		// right under org, each branch with quota of its own and
+		// sometimes a lendingLimit.
+		tree := c%3 == 2
+		var cohorts []*strata.Cohort
+		if tree {
+			for i, cq := range cqs {
+				cq.Spec.Cohort = []string{"left", "right"}[min(i, rng.IntN(2))]
+			}
+			for _, name := range []string{"left", "right"} {
+				rq := strata.ResourceQuota{Name: corev1.ResourceCPU, NominalQuota: cpus(rng.IntN(4))[corev1.ResourceCPU]}
+				if rng.IntN(3) == 0 {
+					rq.LendingLimit = ptr.To(cpus(rng.IntN(3))[corev1.ResourceCPU])
+				}
+				co := &strata.Cohort{Spec: strata.CohortSpec{ParentName: "org", ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+					Flavors: []strata.FlavorQuotas{{Name: "f", Resources: []strata.ResourceQuota{rq}}}}}}}
+				co.Name = name
+				cohorts = append(cohorts, co)
+			}
+		}
+		books := queue.NewBooks(cqs, cohorts...)
 		type admitted struct {
 			w   preemption.Workload
 			req corev1.ResourceList
@@ -106,7 +126,7 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 		// a peer reclaims from, by what they borrow), and the hub's choice
 		// among them (DecidePreemption's pickBands).
 		var entries []strata.PreemptibleCapacity
-		victims := preemption.VictimQueues(cqs)
+		victims := preemption.VictimQueues(cqs, cohorts...)
 		tv := tas.Victims{Within: victims.Within, Borrowed: map[string]corev1.ResourceList{}}
 		var held []tas.Held
 		for _, q := range cqs {
@@ -173,6 +193,15 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 		switch {
 		case len(uptos) > 0:
 			marked++
+			if tree {
+				markedTree++
+			}
+		case tree:
+			// The summaries' reclaim bands are what a queue borrows beyond
+			// its own nominal quota: in a tree the hub may miss more.
+			if len(find(nil).Victims) > 0 {
+				missedTree++
+			}
 		case len(find(nil).Victims) > 0:
 			missed++
 			if twoResources {
@@ -180,7 +209,11 @@ func TestHubAnswersAsTheAgentOnQuota(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("hub marked %d copies, each of which the agent could admit; it missed %d preemptions the agent would make unmarked (%d with two resources)", marked, missed, missedTwo)
+	t.Logf("hub marked %d copies (%d in trees), each of which the agent could admit; it missed %d preemptions the agent would make unmarked (%d with two resources; %d more in trees)",
+		marked, markedTree, missed, missedTwo, missedTree)
+	if markedTree == 0 {
+		t.Fatalf("no tree where the hub marks a copy: the trees check nothing")
+	}
 	if marked == 0 {
 		t.Fatalf("no case where the hub marks a copy: the test checks nothing")
 	}

@@ -860,7 +860,7 @@ func (b *Books) Advantage(pre, queue, flavor string, need corev1.ResourceList) b
 	remaining := map[flavorResource]int64{}
 	for r, v := range need {
 		fr := flavorResource{flavor, r}
-		if _, ok := p.quota[fr]; ok && !v.IsZero() {
+		if _, ok := p.quota[fr]; ok {
 			remaining[fr] = v.MilliValue()
 		}
 	}

@@ -311,3 +311,40 @@ func TestBooksInCycle(t *testing.T) {
 		t.Errorf("InCycle (-want +got):\n%s", diff)
 	}
 }
+
+// TestBooksReclaimInTree: Reclaimable and Advantage on three levels.
+// org holds div and other; div holds team and queue d; team holds a and
+// b; other holds c. Every queue has 2 GPUs, no cohort any.
+func TestBooksReclaimInTree(t *testing.T) {
+	queues := []*strata.ClusterQueue{treeQueue("a", "team", "2"), treeQueue("b", "team", "2"), treeQueue("d", "div", "2"), treeQueue("c", "other", "2")}
+	cohorts := []*strata.Cohort{treeCohort("team", "div", "0", "", ""), treeCohort("div", "org", "0", "", ""), treeCohort("other", "org", "0", "", "")}
+	type use struct {
+		queue, gpus string
+	}
+	cases := map[string]struct {
+		used             []use
+		victim, need     string
+		reclaim, advance bool
+	}{
+		"a sibling that borrows":                  {used: []use{{"b", "4"}}, victim: "b", need: "2", reclaim: true, advance: true},
+		"a sibling within its quota":              {used: []use{{"b", "2"}}, victim: "b", need: "2", advance: true},
+		"another branch whose cohort borrows":     {used: []use{{"c", "4"}}, victim: "c", need: "2", reclaim: true, advance: true},
+		"over its own quota, its cohort is not":   {used: []use{{"d", "3"}}, victim: "d", need: "2", reclaim: true, advance: true},
+		"no precedence: beyond a's and team's":    {used: []use{{"b", "4"}, {"c", "4"}}, victim: "c", need: "3", reclaim: true},
+		"precedence in div, below the shared org": {used: []use{{"b", "2"}, {"c", "4"}}, victim: "c", need: "3", reclaim: true, advance: true},
+		"not in div, the cohort shared with d":    {used: []use{{"b", "2"}, {"d", "4"}}, victim: "d", need: "3", reclaim: true},
+		"a zero request over quota counts":        {used: []use{{"a", "3"}}, victim: "b", need: "0"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := NewBooks(queues, cohorts...)
+			for _, u := range tc.used {
+				b.Charge(u.queue, "h100", gpus(u.gpus), 1)
+			}
+			got := []bool{b.Reclaimable("a", tc.victim, "h100", gpus("1")), b.Advantage("a", tc.victim, "h100", gpus(tc.need))}
+			if diff := cmp.Diff([]bool{tc.reclaim, tc.advance}, got); diff != "" {
+				t.Errorf("Reclaimable, Advantage (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,7 +53,13 @@ func NewReconciler(c client.Client, workloads *index.QueueWorkloads, clk clock.C
 // its Workloads counts for (pending, admitted, finished, dispatched
 // flavor, or another queue).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	// CRDs older than Cohorts (helm upgrade does not update them): no
+	// watch; cohorts are flat.
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: strata.GroupVersion.Group, Kind: "Cohort"}, strata.GroupVersion.Version); err == nil {
+		b = b.Watches(&strata.Cohort{}, handler.EnqueueRequestsFromMapFunc(r.cohortPeers))
+	}
+	return b.
 		Named("clusterqueue").
 		For(&strata.ClusterQueue{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&strata.LocalQueue{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
@@ -65,9 +72,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			},
 		})).
 		// What a queue lends depends on what the others of its cohort tree
-		// use: a change of one's usage brings the others, a change of a
-		// Cohort all of them.
-		Watches(&strata.Cohort{}, handler.EnqueueRequestsFromMapFunc(r.cohortPeers)).
+		// use: a change of one's usage brings the others (a change of a
+		// Cohort, all of them: above).
 		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.cohortPeers), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(e event.UpdateEvent) bool {
@@ -166,8 +172,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 		var cl strata.CohortList
-		if err := r.client.List(ctx, &cl); err != nil {
-			return ctrl.Result{}, err
+		if err := r.client.List(ctx, &cl); err != nil && !meta.IsNoMatchError(err) {
+			return ctrl.Result{}, err // without the Cohort CRD, cohorts are flat
 		}
 		for i := range cl.Items {
 			cohorts = append(cohorts, &cl.Items[i])

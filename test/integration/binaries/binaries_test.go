@@ -16,8 +16,16 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
 	"github.com/onsi/gomega/gexec"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/test/integration/framework"
 )
 
@@ -110,6 +118,61 @@ var _ = Describe("strata-agent and strata-hub", Label("binaries"), func() {
 				defer func() { _ = resp.Body.Close() }()
 				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+			Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+			Eventually(session, 30*time.Second).Should(gexec.Exit(0))
+		})
+	}
+})
+
+var _ = Describe("strata-agent and strata-hub on CRDs older than Cohort", Label("binaries"), Ordered, func() {
+	// helm upgrade does not update a chart's crds/: an upgraded agent or
+	// hub may find no Cohort CRD. It starts, with flat cohorts, and says
+	// what to apply.
+	var crds client.Client
+	BeforeAll(func(ctx SpecContext) {
+		s := runtime.NewScheme()
+		Expect(apiextensionsv1.AddToScheme(s)).To(Succeed())
+		var err error
+		crds, err = client.New(clusters.Get("hub").Config, client.Options{Scheme: s})
+		Expect(err).NotTo(HaveOccurred())
+		var crd apiextensionsv1.CustomResourceDefinition
+		Expect(crds.Get(ctx, types.NamespacedName{Name: "cohorts.strata.dev"}, &crd)).To(Succeed())
+		Expect(crds.Delete(ctx, &crd)).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := crds.Get(ctx, types.NamespacedName{Name: "cohorts.strata.dev"}, &apiextensionsv1.CustomResourceDefinition{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the CRD is gone")
+			// Served no more: a fresh client (no cached mapping) cannot
+			// list them.
+			fresh, err := client.New(clusters.Get("hub").Config, client.Options{Scheme: clusters.Get("hub").Client.Scheme()})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(fresh.List(ctx, &strata.CohortList{})).NotTo(Succeed())
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			crd.ResourceVersion, crd.UID, crd.CreationTimestamp, crd.DeletionTimestamp, crd.Status = "", "", metav1.Time{}, nil, apiextensionsv1.CustomResourceDefinitionStatus{}
+			crd.Finalizers = nil
+			Eventually(func() error { return crds.Create(ctx, &crd) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		})
+	})
+	for _, d := range daemons {
+		It(d.name+" starts, reports ready and says cohorts are flat", func() {
+			health := freeAddress()
+			cmd := exec.Command(filepath.Join(binDir, d.name),
+				"--kubeconfig", clusters.Get("hub").KubeconfigPath,
+				"--config", configFile("apiVersion: config.strata.dev/v1beta1\nkind: "+d.kind+"\n"),
+				"--metrics-bind-address", freeAddress(),
+				"--health-probe-bind-address", health,
+			)
+			session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { session.Kill() })
+			Eventually(func(g Gomega) {
+				resp, err := http.Get(fmt.Sprintf("http://%s/readyz", health))
+				g.Expect(err).NotTo(HaveOccurred())
+				defer func() { _ = resp.Body.Close() }()
+				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+			Eventually(session.Err, 30*time.Second).Should(gbytes.Say("The Cohort CRD is not installed: cohorts are flat"))
+			Consistently(session, 2*time.Second).ShouldNot(gexec.Exit(), "it keeps running")
 			Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
 			Eventually(session, 30*time.Second).Should(gexec.Exit(0))
 		})

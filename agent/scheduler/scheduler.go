@@ -684,7 +684,11 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			}
 		}
 	}
-	// A fit by borrowing beats any preemption.
+	// A fit by borrowing beats any preemption; the lowest borrowing in a
+	// cohort tree first (Kueue's borrowing level).
+	slices.SortStableFunc(borrowing, func(a, b strata.FlavorQuotas) int {
+		return books.BorrowHeight(cq.Name, a.Name, need) - books.BorrowHeight(cq.Name, b.Name, need)
+	})
 	for _, fq := range borrowing {
 		if tryFlavor(fq) {
 			return s.fitted(ctx, wl, fits)

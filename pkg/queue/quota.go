@@ -89,6 +89,14 @@ func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) int {
 	return 0
 }
 
+// BorrowHeight is how high in its cohort tree a workload of queue asking
+// need borrows on a flavor where it fits only by borrowing (see
+// WouldBorrow): under whenCanBorrow: TryNextFlavor, Kueue takes the
+// lowest among such flavors, the first on a tie.
+func (b *Books) BorrowHeight(queue, flavor string, need corev1.ResourceList) int {
+	return b.borrowHeight(queue, flavor, need)
+}
+
 // borrowHeight is the most, over need's resources, of the height of the
 // lowest cohort of queue whose quota holds what it asks of it (each
 // level counting only what the levels below do not keep); 0 for a

@@ -500,6 +500,11 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 			}
 		}
 	}
+	// The lowest borrowing in a cohort tree first, as the agent.
+	slices.SortStableFunc(borrowing, func(a, b *flavorState) int {
+		need := queue.WorkloadRequests(wl)
+		return st.books.BorrowHeight(cq.Name, a.flavor.Name, need) - st.books.BorrowHeight(cq.Name, b.flavor.Name, need)
+	})
 	for _, fs := range borrowing {
 		if tryFlavor(fs) {
 			return res, nil

@@ -1639,3 +1639,100 @@ spec:
 		})
 	}
 }
+
+// TestCohortBorrowingLevel: under whenCanBorrow: TryNextFlavor, of two
+// flavors where a workload fits only by borrowing, the one it borrows
+// lower in its cohort tree is taken (Kueue's borrowing level), not the
+// first; with Borrow, the first.
+func TestCohortBorrowingLevel(t *testing.T) {
+	base := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {topologyName: t, nodeLabels: {pool: p1}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f2}
+spec: {topologyName: t, nodeLabels: {pool: p2}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {pool: p1, kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "8", pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h2, labels: {pool: p2, kubernetes.io/hostname: h2}}
+status: {allocatable: {cpu: "8", pods: "110"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Cohort
+metadata: {name: team}
+spec:
+  parentName: org
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - {name: f1, resources: [{name: cpu, nominalQuota: 0}]}
+    - {name: f2, resources: [{name: cpu, nominalQuota: 4}]}
+---
+apiVersion: strata.dev/v1beta1
+kind: Cohort
+metadata: {name: org}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - {name: f1, resources: [{name: cpu, nominalQuota: 4}]}
+    - {name: f2, resources: [{name: cpu, nominalQuota: 0}]}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  cohort: team
+  flavorFungibility: {whenCanBorrow: %s}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - {name: f1, resources: [{name: cpu, nominalQuota: 0}]}
+    - {name: f2, resources: [{name: cpu, nominalQuota: 0}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: four, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 4
+  completions: 4
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	for policy, want := range map[string]string{"TryNextFlavor": "f2", "Borrow": "f1"} {
+		t.Run(policy, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "all.yaml"), fmt.Appendf(nil, base, policy), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) != 1 || !results[0].Admitted || results[0].PodSets[0].Flavor != want {
+				t.Errorf("results = %+v, want admitted on %s", results, want)
+			}
+		})
+	}
+}

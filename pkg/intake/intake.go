@@ -126,6 +126,20 @@ func (k *Keeper) sameSpec(wl, desired *strata.Workload) bool {
 	return equality.Semantic.DeepEqual(lean.Spec, desired.Spec)
 }
 
+// samePodSets says whether a Workload's pod sets are desired's (lean, as
+// sameSpec compares them).
+func (k *Keeper) samePodSets(wl, desired *strata.Workload) bool {
+	if equality.Semantic.DeepEqual(wl.Spec.PodSets, desired.Spec.PodSets) {
+		return true
+	}
+	if !k.lean {
+		return false
+	}
+	lean := wl.DeepCopy()
+	workload.LeanWorkload(lean)
+	return equality.Semantic.DeepEqual(lean.Spec.PodSets, desired.Spec.PodSets)
+}
+
 // Kind is the kind of the Keeper's Jobs.
 func (k *Keeper) Kind() jobs.Kind { return k.kind }
 
@@ -594,6 +608,21 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		// spec.active is the user's (or Kueue's deactivation), not the
 		// job's: kept as it is.
 		desired.Spec.Active = wl.Spec.Active
+		if wl.Status.Admission == nil && wl.Status.Placement != nil && !k.samePodSets(&wl, desired) {
+			// A hub Workload dispatched, not admitted yet, whose job's pod
+			// sets changed (a LeaderWorkerSet scaled, a Job's parallelism):
+			// its copy was made of the job as it was, and the hub's quota
+			// would count the new shape beside the old one running. As
+			// Kueue replaces a Workload its job no longer matches, it is
+			// deleted, its copy taken back with it, and the next pass makes
+			// one of the job as it is now.
+			k.recorder.Eventf(job, nil, corev1.EventTypeNormal, "WorkloadReplaced", "Replace", "%s",
+				Truncate(fmt.Sprintf("the pod sets changed after Workload %s was dispatched to %s: it is replaced, its copy there taken back", wl.Name, wl.Status.Placement.Cluster), MaxEventNote))
+			if err := client.IgnoreNotFound(k.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID})); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("replacing Workload %s/%s: its job's pod sets changed after dispatch", wl.Namespace, wl.Name)
+		}
 		if wl.Status.Admission == nil && (!k.sameSpec(&wl, desired) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]) {
 			wl.Spec = desired.Spec
 			if invalid {

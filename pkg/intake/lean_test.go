@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,4 +89,70 @@ func TestSyncLeanWorkloads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSyncReplacesADispatchedWorkloadWhosePodSetsChanged: a hub Workload
+// dispatched (placed) but not admitted is replaced when its Job's pod sets
+// change (as Kueue replaces a Workload its job no longer matches), so that
+// the hub's quota never counts a shape its copy does not run; one not
+// placed is updated in place, and one admitted is left alone.
+func TestSyncReplacesADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
+	job := func(parallelism int32) *batchv1.Job {
+		j := makeJob("train", nil)
+		j.Spec.Parallelism = &parallelism
+		return j
+	}
+	cases := map[string]struct {
+		placed, admitted bool
+		wantGone         bool
+		wantCount        int32
+	}{
+		"waiting: updated":                 {wantCount: 4},
+		"dispatched, not admitted: deleted": {placed: true, wantGone: true},
+		"admitted: left as it was":          {placed: true, admitted: true, wantCount: 2},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			k := newPriorityKeeper(t).WithLeanWorkloads()
+			ctx := context.Background()
+			if _, err := k.Sync(ctx, batchjob.Adapt(job(2))); err != nil {
+				t.Fatal(err)
+			}
+			var wl strata.Workload
+			key := client.ObjectKey{Namespace: ns, Name: workloadName(t, job(2))}
+			if err := k.client.Get(ctx, key, &wl); err != nil {
+				t.Fatal(err)
+			}
+			if tc.placed {
+				wl.Status.Placement = &strata.Placement{Cluster: "w1", Flavor: "f", DispatchGeneration: 1}
+			}
+			if tc.admitted {
+				wl.Status.Admission = &strata.Admission{ClusterQueue: "cq"}
+			}
+			if err := k.client.Status().Update(ctx, &wl); err != nil {
+				t.Fatal(err)
+			}
+			_, err := k.Sync(ctx, batchjob.Adapt(job(4)))
+			if tc.wantGone != (err != nil) {
+				t.Errorf("Sync() error = %v, want one: %t", err, tc.wantGone)
+			}
+			var got strata.Workload
+			err = k.client.Get(ctx, key, &got)
+			if gone := apierrors.IsNotFound(err); gone != tc.wantGone {
+				t.Fatalf("Workload gone: %t (%v), want %t", gone, err, tc.wantGone)
+			}
+			if !tc.wantGone && got.Spec.PodSets[0].Count != tc.wantCount {
+				t.Errorf("pod set count = %d, want %d", got.Spec.PodSets[0].Count, tc.wantCount)
+			}
+		})
+	}
+}
+
+func workloadName(t *testing.T, j *batchv1.Job) string {
+	t.Helper()
+	wl, errs := DesiredWorkload(batchjob.Adapt(j), tas.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return wl.Name
 }

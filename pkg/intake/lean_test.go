@@ -107,7 +107,7 @@ func TestSyncReplacesADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
 		wantGone         bool
 		wantCount        int32
 	}{
-		"waiting: updated":                 {wantCount: 4},
+		"waiting: updated":                  {wantCount: 4},
 		"dispatched, not admitted: deleted": {placed: true, wantGone: true},
 		"admitted: left as it was":          {placed: true, admitted: true, wantCount: 2},
 	}

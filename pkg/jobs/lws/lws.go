@@ -35,6 +35,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -308,12 +309,27 @@ func (g Group) MirrorStatus(from jobs.Job) bool {
 
 // ClearRun zeroes the ready replicas.
 func (g Group) ClearRun() bool {
-	if g.Status.ReadyReplicas == 0 {
-		return false
+	changed := false
+	for _, n := range []*int32{&g.Status.ReadyReplicas, &g.Status.Replicas, &g.Status.UpdatedReplicas} {
+		if *n != 0 {
+			*n, changed = 0, true
+		}
 	}
-	g.Status.ReadyReplicas = 0
-	return true
+	// The mirrored Available condition said the groups ran: none does.
+	for i := range g.Status.Conditions {
+		c := &g.Status.Conditions[i]
+		if c.Type == string(lwsapi.LeaderWorkerSetAvailable) && c.Status == metav1.ConditionTrue {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, RunTakenBackReason, "its run on a worker was taken back; it waits to be placed again"
+			c.LastTransitionTime = metav1.Now()
+			changed = true
+		}
+	}
+	return changed
 }
+
+// RunTakenBackReason is the reason of the Available condition the hub sets
+// False on a LeaderWorkerSet whose copy it took back.
+const RunTakenBackReason = "RunTakenBack"
 
 // IsLeader says whether a pod of a LeaderWorkerSet is its group's leader
 // (worker index 0), with or without a leader template.

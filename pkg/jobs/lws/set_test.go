@@ -243,8 +243,16 @@ func TestSetManagedByAndForWorker(t *testing.T) {
 	if cp.Status.ReadyReplicas != 0 || cp.Name != l.Name || cp.Labels[strata.QueueNameLabel] != "user-queue" {
 		t.Errorf("copy %+v: want the set's name, labels and spec, no status", cp.ObjectMeta)
 	}
-	if !(Set{LeaderWorkerSet: l}).ClearRun() || l.Status.ReadyReplicas != 0 {
-		t.Error("ClearRun did not clear the ready replicas")
+	l.Status.Replicas = 2
+	l.Status.Conditions = []metav1.Condition{{Type: string(lwsapi.LeaderWorkerSetAvailable), Status: metav1.ConditionTrue}}
+	if !(Set{LeaderWorkerSet: l}).ClearRun() || l.Status.ReadyReplicas != 0 || l.Status.Replicas != 0 {
+		t.Error("ClearRun did not clear the replicas")
+	}
+	if c := l.Status.Conditions[0]; c.Status != metav1.ConditionFalse || c.Reason != RunTakenBackReason {
+		t.Errorf("ClearRun: Available is %s (%s), want False (%s)", c.Status, c.Reason, RunTakenBackReason)
+	}
+	if (Set{LeaderWorkerSet: l}).ClearRun() {
+		t.Error("ClearRun a second time: want no change")
 	}
 }
 

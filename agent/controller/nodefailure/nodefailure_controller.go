@@ -619,6 +619,21 @@ func (r *Reconciler) failStrandedPods(ctx context.Context, pods []corev1.Pod, ho
 		if !ok || p.Spec.NodeName != "" || host == "" || assigned[host] || terminatedOrTerminating(p) || workload.TopologyGated(p) {
 			continue
 		}
+		if recreatesOnlyMissing(p) {
+			// The MPI operator makes a worker pod that is missing, never
+			// one that failed: a failed worker would leave its rank
+			// unstarted. Deleted (it never started), it is made again
+			// from the admitted template, gated, and sent to the
+			// replacement.
+			if err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil {
+				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					errs = append(errs, fmt.Errorf("deleting pod %s stranded on node %s: %w", p.Name, host, err))
+				}
+				continue
+			}
+			r.recorder.Eventf(p, nil, corev1.EventTypeNormal, "PodTerminated", "Terminate", "Node %s failed; the pod is deleted, to be made again on its replacement", host)
+			continue
+		}
 		patch := client.StrategicMergeFrom(p.DeepCopy())
 		p.Status.Phase = corev1.PodFailed
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
@@ -634,6 +649,14 @@ func (r *Reconciler) failStrandedPods(ctx context.Context, pods []corev1.Pod, ho
 		r.recorder.Eventf(p, nil, corev1.EventTypeNormal, "PodTerminated", "Terminate", "Node %s failed; the pod is recreated on its replacement", host)
 	}
 	return errors.Join(errs...)
+}
+
+// recreatesOnlyMissing says whether a pod's controller makes a new pod
+// only for one that is missing, not for one that failed: an MPIJob's
+// worker pods (its launcher is a Job's).
+func recreatesOnlyMissing(p *corev1.Pod) bool {
+	owner := metav1.GetControllerOfNoCopy(p)
+	return owner != nil && owner.Kind == "MPIJob" && strings.HasPrefix(owner.APIVersion, "kubeflow.org/")
 }
 
 // assignedHosts are the hosts of each host-level pod set's assignment.

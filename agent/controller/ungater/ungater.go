@@ -276,13 +276,23 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 		}
 		if workload.TopologyGated(p) {
 			if e, ok := exp[p.UID]; ok && e.podSet == ps.Name {
-				if d, ok := byKey[e.domain]; ok {
+				d, ok := byKey[e.domain]
+				switch {
+				case ok:
 					used[d]++ // ungated by us; the cache has not caught up
 					if e.uncertain {
 						retry = append(retry, release{pod: p, domain: d})
 					}
+					continue
+				case !e.uncertain:
+					continue // released to a domain hot swap replaced since: hot swap handles it
 				}
-				continue
+				// Its release had an unknown outcome and its domain was
+				// replaced since: it is gated as far as anyone knows, and
+				// placed again below (were the release written after all,
+				// the pod is bound for the replaced node and hot swap
+				// makes it again).
+				delete(exp, p.UID)
 			}
 			gated = append(gated, p)
 			continue

@@ -141,6 +141,13 @@ func TestPlan(t *testing.T) {
 			want:    map[string]string{"b": "h1", "c": "h1"},
 			wantExp: map[types.UID]placed{"a": {podSet: "main", domain: "h-failed"}},
 		},
+		"a release of unknown outcome to a domain hot swap replaced: placed again": {
+			ps:      unindexed,
+			pods:    []corev1.Pod{pod("a", -1, ""), pod("b", -1, ""), pod("c", -1, "")},
+			exp:     map[types.UID]placed{"a": {podSet: "main", domain: "h-failed", uncertain: true}},
+			want:    map[string]string{"a": "h1", "b": "h1", "c": "h2"},
+			wantExp: map[types.UID]placed{},
+		},
 		"expectations of other pod sets are kept": {
 			ps:      unindexed,
 			pods:    []corev1.Pod{with(pod("w", -1, "h1"), func(p *corev1.Pod) { p.Labels[strata.PodSetLabel] = "workers" })},

@@ -163,10 +163,17 @@ func (setKind) Aggregate(obj client.Object, wls []*strata.Workload) *strata.Work
 			meta.SetStatusCondition(&out.Status.Conditions, groupCondition(*c, i))
 			return out
 		}
+		if wl.Spec.Active != nil && !*wl.Spec.Active {
+			// A group its worker deactivated (past waitForPodsReady's
+			// backoffLimitCount) deactivates the copy, as a Job's would.
+			takeGroupState(out, wl, i)
+			return out
+		}
 		if wl.Status.Admission == nil {
 			if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionFalse && slices.Contains(refusals, c.Reason) {
 				// A group its worker will not admit decides the copy, whatever
 				// the groups before it wait for.
+				takeGroupState(out, wl, i)
 				meta.SetStatusCondition(&out.Status.Conditions, groupCondition(*c, i))
 				return out
 			}
@@ -187,12 +194,30 @@ func (setKind) Aggregate(obj client.Object, wls []*strata.Workload) *strata.Work
 		for _, c := range waiting.Status.Conditions {
 			meta.SetStatusCondition(&out.Status.Conditions, c)
 		}
+		out.Status.RequeueState = waiting.Status.RequeueState.DeepCopy()
 		return out
 	}
 	out.Status.Admission = admission
 	meta.SetStatusCondition(&out.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue,
 		Reason: "Admitted", Message: fmt.Sprintf("all %d groups admitted", len(wls))})
 	return out
+}
+
+// takeGroupState gives the copy's Workload the state of group i's that
+// decides it: its retry count and backoff (requeueState), whether it is
+// active, and its Evicted and Requeued conditions, so that the hub counts
+// a set's evictions and deactivates it as it does a Job's.
+func takeGroupState(out, wl *strata.Workload, i int) {
+	out.Status.RequeueState = wl.Status.RequeueState.DeepCopy()
+	if wl.Spec.Active != nil {
+		out.Spec.Active = new(*wl.Spec.Active)
+	}
+	out.Status.Conditions = nil
+	for _, t := range []string{strata.WorkloadEvicted, strata.WorkloadRequeued, strata.WorkloadAdmitted} {
+		if c := meta.FindStatusCondition(wl.Status.Conditions, t); c != nil {
+			meta.SetStatusCondition(&out.Status.Conditions, groupCondition(*c, i))
+		}
+	}
 }
 
 // refusals are the reasons of a group Workload's Admitted=False condition

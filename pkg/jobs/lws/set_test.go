@@ -140,6 +140,16 @@ func TestSetAggregate(t *testing.T) {
 		None      bool
 		Admitted  []string // pod set assignments' names
 		Condition string   // type=status/reason: message of the deciding condition
+		Inactive  bool     // spec.active false
+		Requeues  int32    // status.requeueState.count
+	}
+	requeued := func(wl *strata.Workload, count int32) *strata.Workload {
+		wl.Status.RequeueState = &strata.RequeueState{Count: ptr.To(count)}
+		return wl
+	}
+	deactivated := func(wl *strata.Workload) *strata.Workload {
+		wl.Spec.Active = ptr.To(false)
+		return wl
 	}
 	cases := map[string]struct {
 		wls  []*strata.Workload
@@ -167,6 +177,19 @@ func TestSetAggregate(t *testing.T) {
 				Reason: strata.EvictedByPodsReadyTimeout, Message: "not ready in time"})},
 			want: result{Condition: "Admitted=False/" + strata.EvictedByPodsReadyTimeout + ": group 1: not ready in time"},
 		},
+		"a refused group's retries are the copy's": {
+			wls: []*strata.Workload{group(0, false, pending), requeued(group(1, false, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
+				Reason: strata.EvictedByPodsReadyTimeout, Message: "not ready in time"}), 2)},
+			want: result{Condition: "Admitted=False/" + strata.EvictedByPodsReadyTimeout + ": group 1: not ready in time", Requeues: 2},
+		},
+		"a waiting group's retries are the copy's": {
+			wls:  []*strata.Workload{group(0, true), requeued(group(1, false, pending), 1)},
+			want: result{Condition: "Admitted=False/Pending: no room", Requeues: 1},
+		},
+		"a group its worker deactivated deactivates the copy": {
+			wls:  []*strata.Workload{group(0, true), requeued(deactivated(group(1, false, pending)), 3)},
+			want: result{Condition: "Admitted=False/Pending: group 1: no room", Inactive: true, Requeues: 3},
+		},
 		"an invalid group makes the copy invalid": {
 			wls:  []*strata.Workload{group(0, false, invalid), group(1, true)},
 			want: result{Condition: "Invalid=True/LocalQueueNotFound: group 0: no queue"},
@@ -192,6 +215,10 @@ func TestSetAggregate(t *testing.T) {
 						got.Condition = fmt.Sprintf("%s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message)
 						break
 					}
+				}
+				got.Inactive = agg.Spec.Active != nil && !*agg.Spec.Active
+				if rs := agg.Status.RequeueState; rs != nil && rs.Count != nil {
+					got.Requeues = *rs.Count
 				}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

@@ -302,6 +302,33 @@ const maxHubBackoff = time.Hour
 
 // refuseStep undoes the dispatch (the hub Workload's condition reason
 // Rejected) for cause.
+// ReasonCopyChanged is the cause of a refusal of a copy that its worker
+// admitted with other pod sets than the hub Workload's.
+const ReasonCopyChanged = "CopyChanged"
+
+// admittedOtherShape says how a copy's admission differs from the hub
+// Workload's pod sets ("" when it admits exactly them): a copy changed on
+// its worker would run a shape the hub does not count.
+func admittedOtherShape(wl, copyWL *strata.Workload) string {
+	if wl == nil || copyWL == nil || copyWL.Status.Admission == nil {
+		return ""
+	}
+	want := map[string]bool{}
+	for _, ps := range wl.Spec.PodSets {
+		want[ps.Name] = true
+	}
+	got := copyWL.Status.Admission.PodSetAssignments
+	for _, a := range got {
+		if !want[a.Name] {
+			return fmt.Sprintf("pod set %s is not the Workload's", a.Name)
+		}
+	}
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d pod sets admitted, the Workload has %d", len(got), len(want))
+	}
+	return ""
+}
+
 func refuseStep(why string, result strata.PlacementResult, cause, message string) step {
 	return step{action: actRefuse, why: why, outcome: outcome{result: result, reason: dispatch.ReasonRejected, cause: cause, message: message}}
 }
@@ -370,6 +397,12 @@ func followStep(o *observed, now time.Time) step {
 		s.mirror = !jobs.Gated(o.copyJob) // a gated copy's pods never ran
 		return s
 	case dispatch.Admitted:
+		if why := admittedOtherShape(o.wl, o.copyWL); why != "" {
+			// Changed on the worker (a tenant scaled a LeaderWorkerSet's
+			// copy): what runs there is not what the hub counts.
+			return refuseStep("the worker admitted a copy of another shape", strata.PlacementRejected, ReasonCopyChanged,
+				fmt.Sprintf("the worker admitted the copy as changed there (%s); placing it again", why))
+		}
 		return step{action: actRecordAdmission, why: "the worker admitted the copy", mirror: true}
 	}
 	if o.copyWL != nil && !workload.IsActive(o.copyWL) {

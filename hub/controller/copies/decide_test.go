@@ -546,3 +546,30 @@ func TestScopeChange(t *testing.T) {
 		t.Error("a second action that changes nothing keeps the first's change")
 	}
 }
+
+func TestAdmittedOtherShape(t *testing.T) {
+	wl := &strata.Workload{Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "leader-0"}, {Name: "worker-0"}}}}
+	admitted := func(names ...string) *strata.Workload {
+		c := &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{}}}
+		for _, n := range names {
+			c.Status.Admission.PodSetAssignments = append(c.Status.Admission.PodSetAssignments, strata.PodSetAssignment{Name: n})
+		}
+		return c
+	}
+	cases := map[string]struct {
+		copyWL *strata.Workload
+		want   string
+	}{
+		"the same pod sets":            {copyWL: admitted("leader-0", "worker-0")},
+		"not admitted":                 {copyWL: &strata.Workload{}},
+		"a group more (scaled up)":     {copyWL: admitted("leader-0", "worker-0", "leader-1", "worker-1"), want: "pod set leader-1 is not the Workload's"},
+		"a pod set less (scaled down)": {copyWL: admitted("leader-0"), want: "1 pod sets admitted, the Workload has 2"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := admittedOtherShape(wl, tc.copyWL); got != tc.want {
+				t.Errorf("admittedOtherShape() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

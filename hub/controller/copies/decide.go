@@ -300,8 +300,6 @@ func requeueOf(copyWL *strata.Workload, now time.Time) *strata.RequeueState {
 // still gets no copy of it for rejectionBackoff.
 const maxHubBackoff = time.Hour
 
-// refuseStep undoes the dispatch (the hub Workload's condition reason
-// Rejected) for cause.
 // ReasonCopyChanged is the cause of a refusal of a copy that its worker
 // admitted with other pod sets than the hub Workload's.
 const ReasonCopyChanged = "CopyChanged"
@@ -329,6 +327,8 @@ func admittedOtherShape(wl, copyWL *strata.Workload) string {
 	return ""
 }
 
+// refuseStep undoes the dispatch (the hub Workload's condition reason
+// Rejected) for cause.
 func refuseStep(why string, result strata.PlacementResult, cause, message string) step {
 	return step{action: actRefuse, why: why, outcome: outcome{result: result, reason: dispatch.ReasonRejected, cause: cause, message: message}}
 }

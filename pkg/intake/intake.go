@@ -608,17 +608,24 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		// spec.active is the user's (or Kueue's deactivation), not the
 		// job's: kept as it is.
 		desired.Spec.Active = wl.Spec.Active
-		if wl.Status.Admission == nil && wl.Status.Placement != nil && !k.samePodSets(&wl, desired) {
+		if wl.Status.Admission == nil && wl.Status.Placement != nil && wl.Status.Placement.Cluster != "" && !k.samePodSets(&wl, desired) {
 			// A hub Workload dispatched, not admitted yet, whose job's pod
 			// sets changed (a LeaderWorkerSet scaled, a Job's parallelism):
 			// its copy was made of the job as it was, and the hub's quota
 			// would count the new shape beside the old one running. As
 			// Kueue replaces a Workload its job no longer matches, it is
 			// deleted, its copy taken back with it, and the next pass makes
-			// one of the job as it is now.
+			// one of the job as it is now. (One refused, timed out or taken
+			// back, with no cluster, keeps its state: updated below.) The
+			// preconditions make a Workload admitted meanwhile (the
+			// informer behind) safe: that delete fails, and the newer
+			// Workload's event brings another sync.
 			k.recorder.Eventf(job, nil, corev1.EventTypeNormal, "WorkloadReplaced", "Replace", "%s",
 				Truncate(fmt.Sprintf("the pod sets changed after Workload %s was dispatched to %s: it is replaced, its copy there taken back", wl.Name, wl.Status.Placement.Cluster), MaxEventNote))
-			if err := client.IgnoreNotFound(k.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID})); err != nil {
+			if err := k.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID, ResourceVersion: &wl.ResourceVersion}); err != nil && !apierrors.IsNotFound(err) {
+				if apierrors.IsConflict(err) {
+					return nil, fmt.Errorf("replacing Workload %s/%s: it changed meanwhile: %w", wl.Namespace, wl.Name, err)
+				}
 				return nil, err
 			}
 			return nil, fmt.Errorf("replacing Workload %s/%s: its job's pod sets changed after dispatch", wl.Namespace, wl.Name)

@@ -103,13 +103,14 @@ func TestSyncReplacesADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
 		return j
 	}
 	cases := map[string]struct {
-		placed, admitted bool
-		wantGone         bool
-		wantCount        int32
+		placed, admitted, refused bool
+		wantGone                  bool
+		wantCount                 int32
 	}{
-		"waiting: updated":                  {wantCount: 4},
-		"dispatched, not admitted: deleted": {placed: true, wantGone: true},
-		"admitted: left as it was":          {placed: true, admitted: true, wantCount: 2},
+		"waiting: updated": {wantCount: 4},
+		"refused once, waiting again: updated, its state kept": {refused: true, wantCount: 4},
+		"dispatched, not admitted: deleted":                    {placed: true, wantGone: true},
+		"admitted: left as it was":                             {placed: true, admitted: true, wantCount: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -125,6 +126,9 @@ func TestSyncReplacesADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
 			}
 			if tc.placed {
 				wl.Status.Placement = &strata.Placement{Cluster: "w1", Flavor: "f", DispatchGeneration: 1}
+			}
+			if tc.refused {
+				wl.Status.Placement = &strata.Placement{DispatchGeneration: 1} // the cluster cleared, the attempts kept
 			}
 			if tc.admitted {
 				wl.Status.Admission = &strata.Admission{ClusterQueue: "cq"}

@@ -625,7 +625,8 @@ func (r *Reconciler) failStrandedPods(ctx context.Context, pods []corev1.Pod, ho
 			// unstarted. Deleted (it never started), it is made again
 			// from the admitted template, gated, and sent to the
 			// replacement.
-			if err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil {
+			// Not if it was bound meanwhile (the resource version).
+			if err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion}); err != nil {
 				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 					errs = append(errs, fmt.Errorf("deleting pod %s stranded on node %s: %w", p.Name, host, err))
 				}

@@ -311,14 +311,18 @@ func admittedOtherShape(wl, copyWL *strata.Workload) string {
 	if wl == nil || copyWL == nil || copyWL.Status.Admission == nil {
 		return ""
 	}
-	want := map[string]bool{}
+	want := map[string]int32{}
 	for _, ps := range wl.Spec.PodSets {
-		want[ps.Name] = true
+		want[ps.Name] = ps.Count
 	}
 	got := copyWL.Status.Admission.PodSetAssignments
 	for _, a := range got {
-		if !want[a.Name] {
+		count, ok := want[a.Name]
+		switch {
+		case !ok:
 			return fmt.Sprintf("pod set %s is not the Workload's", a.Name)
+		case a.Count != count:
+			return fmt.Sprintf("pod set %s admitted with %d pods, the Workload has %d", a.Name, a.Count, count)
 		}
 	}
 	if len(got) != len(want) {

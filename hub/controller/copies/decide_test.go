@@ -564,6 +564,11 @@ func TestAdmittedOtherShape(t *testing.T) {
 		"not admitted":                 {copyWL: &strata.Workload{}},
 		"a group more (scaled up)":     {copyWL: admitted("leader-0", "worker-0", "leader-1", "worker-1"), want: "pod set leader-1 is not the Workload's"},
 		"a pod set less (scaled down)": {copyWL: admitted("leader-0"), want: "1 pod sets admitted, the Workload has 2"},
+		"another count (parallelism changed)": {copyWL: func() *strata.Workload {
+			c := admitted("leader-0", "worker-0")
+			c.Status.Admission.PodSetAssignments[1].Count = 3
+			return c
+		}(), want: "pod set worker-0 admitted with 3 pods, the Workload has 0"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

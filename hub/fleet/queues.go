@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,10 +39,12 @@ type queuesWatch struct {
 	synced bool
 	// denied says why the hub may not read them ("" when it may).
 	denied string
-	// cohorts: the cache reads the worker's Cohorts too (an agent chart
-	// older than Cohorts does not let the hub read them: its queues'
-	// books are then flat).
-	cohorts bool
+	// cohorts is the synced cache of the worker's Cohorts, nil until
+	// the hub may read them (an agent chart older than Cohorts does not
+	// let it, and a worker may lack the CRD: its queues' books are flat
+	// until then). A cache of its own: a Cohort list that fails never
+	// holds up the queues'.
+	cohorts crcache.Cache
 }
 
 // queueObjects are what the watch reads on a worker.
@@ -55,16 +58,12 @@ func queueObjects() []client.Object {
 func (f *Fleet) watchQueues(ctx context.Context, name string, r *remote, direct client.Client, cfg *rest.Config) {
 	for {
 		denied, err := mayReadQueues(ctx, direct)
-		cohorts := false
-		if err == nil && denied == "" {
-			cohorts, err = mayReadCohorts(ctx, direct)
-		}
 		f.mu.Lock()
 		r.queues.denied = denied
-		r.queues.cohorts = cohorts
 		f.mu.Unlock()
 		if err == nil && denied == "" {
 			if err = f.startQueues(ctx, name, r, cfg); err == nil {
+				go f.watchCohorts(ctx, name, r, direct, cfg)
 				return
 			}
 		}
@@ -110,15 +109,79 @@ func mayReadCohorts(ctx context.Context, c client.Client) (bool, error) {
 	return true, nil
 }
 
+// watchCohorts starts reading the worker's Cohorts once its identity may
+// and the worker has them (asked at once and every queuesRecheck, so that
+// a worker whose agent chart is upgraded later is read then), and wakes
+// the listeners when they change.
+func (f *Fleet) watchCohorts(ctx context.Context, name string, r *remote, direct client.Client, cfg *rest.Config) {
+	for {
+		ok, err := mayReadCohorts(ctx, direct)
+		if err == nil && ok {
+			if err = f.startCohorts(ctx, name, r, cfg); err == nil {
+				return
+			}
+		}
+		next := queuesRecheck
+		if err != nil {
+			next = kindRetry
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(next):
+		}
+	}
+}
+
+// startCohorts starts the cache of the worker's Cohorts; once synced, the
+// books read it, and its changes wake the listeners.
+func (f *Fleet) startCohorts(ctx context.Context, name string, r *remote, cfg *rest.Config) error {
+	c, err := crcache.New(cfg, crcache.Options{Scheme: f.scheme, ByObject: map[client.Object]crcache.ByObject{&strata.Cohort{}: {}},
+		ReaderFailOnMissingInformer: true, DefaultTransform: crcache.TransformStripManagedFields()})
+	if err != nil {
+		return err
+	}
+	var synced atomic.Bool
+	wake := func() {
+		if !synced.Load() {
+			return
+		}
+		f.mu.Lock()
+		listeners := f.listeners
+		f.mu.Unlock()
+		for _, fn := range listeners {
+			fn(name)
+		}
+	}
+	inf, err := c.GetInformer(ctx, &strata.Cohort{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { wake() },
+		UpdateFunc: func(any, any) { wake() },
+		DeleteFunc: func(any) { wake() },
+	}); err != nil {
+		return err
+	}
+	go func() { _ = c.Start(ctx) }()
+	go func() {
+		if !c.WaitForCacheSync(ctx) {
+			return
+		}
+		f.mu.Lock()
+		r.queues.cohorts = c
+		f.mu.Unlock()
+		synced.Store(true)
+		wake()
+	}()
+	return nil
+}
+
 // startQueues starts the cache of the worker's queues; once synced, a
 // change to any of them wakes the listeners (the dispatcher).
 func (f *Fleet) startQueues(ctx context.Context, name string, r *remote, cfg *rest.Config) error {
 	objects := queueObjects()
-	f.mu.Lock()
-	if r.queues.cohorts {
-		objects = append(objects, &strata.Cohort{})
-	}
-	f.mu.Unlock()
 	byObject := map[client.Object]crcache.ByObject{}
 	for _, o := range objects {
 		byObject[o] = crcache.ByObject{}
@@ -250,12 +313,15 @@ func (f *Fleet) WorkerBooks(name string) (*queue.Books, bool) {
 		cqs[i] = &list.Items[i]
 	}
 	var cohorts []*strata.Cohort
+	var cohortCache crcache.Cache
 	f.mu.Lock()
-	readsCohorts := f.remotes[name] != nil && f.remotes[name].queues.cohorts
+	if r := f.remotes[name]; r != nil {
+		cohortCache = r.queues.cohorts
+	}
 	f.mu.Unlock()
-	if readsCohorts {
+	if cohortCache != nil {
 		var cl strata.CohortList
-		if err := c.List(context.Background(), &cl); err != nil {
+		if err := cohortCache.List(context.Background(), &cl); err != nil {
 			return nil, false
 		}
 		for i := range cl.Items {

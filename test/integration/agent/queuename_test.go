@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"strata.dev/strata/agent/controller/jobs"
 	strata "strata.dev/strata/api/v1beta1"
@@ -52,6 +53,25 @@ var _ = Describe("The queue label of a running Job", Label("agent", "policy"), f
 		j.Spec.Suspend = ptr.To(true)
 		Expect(worker.Client.Patch(ctx, &j, patch)).To(Succeed())
 		Expect(relabel(ctx, job, "other")).To(Succeed())
+	})
+
+	It("of a LeaderWorkerSet, which cannot be suspended, cannot be changed or removed", func(ctx SpecContext) {
+		ns := createNamespace(ctx, nil)
+		l := hostLWS(ns, "no-such-queue", "relabel", 1)
+		Expect(worker.Client.Create(ctx, l)).To(Succeed())
+		for _, queue := range []string{"other", ""} {
+			var cur lwsapi.LeaderWorkerSet
+			Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(l), &cur)).To(Succeed())
+			patch := client.MergeFrom(cur.DeepCopy())
+			if queue == "" {
+				delete(cur.Labels, strata.QueueNameLabel)
+			} else {
+				cur.Labels[strata.QueueNameLabel] = queue
+			}
+			err := worker.Client.Patch(ctx, &cur, patch)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "relabelling to %q: %v", queue, err)
+			Expect(err.Error()).To(ContainSubstring("the label strata.dev/queue-name of a LeaderWorkerSet cannot be changed (it is no-such-queue): delete the set and create it again"))
+		}
 	})
 
 	It("of a suspended Job can be removed, and its Workload goes with it", func(ctx SpecContext) {

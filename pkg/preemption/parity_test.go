@@ -25,14 +25,17 @@ import (
 // assigner and classical preemption answered
 // (hack/kueue-parity/generate-preemption.sh).
 type kueuePreemptionCase struct {
-	ID            int
+	ID int
+	// Cohorts: Kueue Cohort objects, in the tree corpus
+	// (testdata/kueue-v0.19-preemption-parity-trees.json).
+	Cohorts []struct {
+		Name, Parent string
+		Quotas       []kueueQuota
+	}
 	Overcommitted bool // the admitted workloads were charged whether or not they fit
 	Queues        []struct {
-		Name, Cohort string
-		Quotas       []struct {
-			Resource                              corev1.ResourceName
-			Nominal, BorrowingLimit, LendingLimit string
-		}
+		Name, Cohort                            string
+		Quotas                                  []kueueQuota
 		WithinClusterQueue, ReclaimWithinCohort strata.PreemptionPolicy
 		BorrowWithinCohort                      strata.BorrowWithinCohortPolicy
 		MaxPriorityThreshold                    *int32
@@ -42,6 +45,30 @@ type kueuePreemptionCase struct {
 	Mode      string // Preempt or NoFit
 	Borrows   bool
 	Targets   []struct{ Name, Reason string }
+}
+
+// kueueQuota is a queue's or a cohort's quota of one resource.
+type kueueQuota struct {
+	Resource                              corev1.ResourceName
+	Nominal, BorrowingLimit, LendingLimit string
+}
+
+// resourceQuotas are the quotas as Strata's, and the resources they cover.
+func resourceQuotas(qts []kueueQuota) ([]corev1.ResourceName, []strata.ResourceQuota) {
+	var covered []corev1.ResourceName
+	var rqs []strata.ResourceQuota
+	for _, qt := range qts {
+		rq := strata.ResourceQuota{Name: qt.Resource, NominalQuota: resource.MustParse(qt.Nominal)}
+		if qt.BorrowingLimit != "" {
+			rq.BorrowingLimit = ptrTo(resource.MustParse(qt.BorrowingLimit))
+		}
+		if qt.LendingLimit != "" {
+			rq.LendingLimit = ptrTo(resource.MustParse(qt.LendingLimit))
+		}
+		covered = append(covered, qt.Resource)
+		rqs = append(rqs, rq)
+	}
+	return covered, rqs
 }
 
 // kueueWorkload is a one-pod workload; Created and Admitted (its quota
@@ -80,7 +107,19 @@ var kueuePreemptionKnown []knownDifference
 // what Kueue's engine preempts, for the same reasons: nothing when Kueue
 // answers NoFit or finds no targets.
 func TestKueuePreemptionParity(t *testing.T) {
-	raw, err := os.ReadFile("testdata/kueue-v0.19-preemption-parity.json")
+	replayKueuePreemption(t, "testdata/kueue-v0.19-preemption-parity.json")
+}
+
+// TestKueuePreemptionParityTrees is TestKueuePreemptionParity on cohort
+// trees (hack/kueue-parity/generate-preemption-trees.sh): the queues in
+// cohorts left and right under root, the cohorts with quota of their own.
+func TestKueuePreemptionParityTrees(t *testing.T) {
+	replayKueuePreemption(t, "testdata/kueue-v0.19-preemption-parity-trees.json")
+}
+
+func replayKueuePreemption(t *testing.T, file string) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,23 +142,21 @@ func TestKueuePreemptionParity(t *testing.T) {
 			if q.BorrowWithinCohort != "" {
 				cq.Spec.Preemption.BorrowWithinCohort = &strata.BorrowWithinCohort{Policy: q.BorrowWithinCohort, MaxPriorityThreshold: q.MaxPriorityThreshold}
 			}
-			var covered []corev1.ResourceName
-			var rqs []strata.ResourceQuota
-			for _, qt := range q.Quotas {
-				rq := strata.ResourceQuota{Name: qt.Resource, NominalQuota: resource.MustParse(qt.Nominal)}
-				if qt.BorrowingLimit != "" {
-					rq.BorrowingLimit = ptrTo(resource.MustParse(qt.BorrowingLimit))
-				}
-				if qt.LendingLimit != "" {
-					rq.LendingLimit = ptrTo(resource.MustParse(qt.LendingLimit))
-				}
-				covered = append(covered, qt.Resource)
-				rqs = append(rqs, rq)
-			}
+			covered, rqs := resourceQuotas(q.Quotas)
 			cq.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: covered, Flavors: []strata.FlavorQuotas{{Name: fl, Resources: rqs}}}}
 			cqs = append(cqs, cq)
 		}
-		books := queue.NewBooks(cqs)
+		var cohorts []*strata.Cohort
+		for _, co := range c.Cohorts {
+			sc := &strata.Cohort{Spec: strata.CohortSpec{ParentName: co.Parent}}
+			sc.Name = co.Name
+			if len(co.Quotas) > 0 {
+				covered, rqs := resourceQuotas(co.Quotas)
+				sc.Spec.ResourceGroups = []strata.ResourceGroup{{CoveredResources: covered, Flavors: []strata.FlavorQuotas{{Name: fl, Resources: rqs}}}}
+			}
+			cohorts = append(cohorts, sc)
+		}
+		books := queue.NewBooks(cqs, cohorts...)
 		var admitted []Workload
 		for _, w := range c.Admitted {
 			rl := w.requests()

@@ -23,7 +23,15 @@ import (
 // for it, in which mode, and what its classical preemption would preempt
 // there (hack/kueue-parity/generate-fungibility.sh).
 type kueueFungibilityCase struct {
-	ID            int
+	ID int
+	// Cohorts: Kueue Cohort objects with cpu quota per flavor, in the tree
+	// corpus (testdata/kueue-v0.19-fungibility-parity-trees.json).
+	Cohorts []struct {
+		Name, Parent string
+		Quotas       []struct {
+			Flavor, Nominal, BorrowingLimit, LendingLimit string
+		}
+	}
 	Overcommitted bool // the admitted workloads were charged whether or not they fit
 	Queues        []kueueFungibilityQueue
 	Admitted      []kueueFungibilityWorkload
@@ -109,6 +117,22 @@ metadata: {name: %sh1, labels: {pool: %s, rack: r%s, kubernetes.io/hostname: %sh
 status: {allocatable: {cpu: "1000", pods: "1000"}}
 `, f, pool, pool, pool, f[1:], pool)
 	}
+	for _, co := range c.Cohorts {
+		fmt.Fprintf(&b, "---\napiVersion: strata.dev/v1beta1\nkind: Cohort\nmetadata: {name: %s}\nspec:\n  parentName: %q\n", co.Name, co.Parent)
+		if len(co.Quotas) > 0 {
+			b.WriteString("  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n")
+			for _, qt := range co.Quotas {
+				fmt.Fprintf(&b, "    - name: %s\n      resources:\n      - {name: cpu, nominalQuota: %q", qt.Flavor, qt.Nominal)
+				if qt.BorrowingLimit != "" {
+					fmt.Fprintf(&b, ", borrowingLimit: %q", qt.BorrowingLimit)
+				}
+				if qt.LendingLimit != "" {
+					fmt.Fprintf(&b, ", lendingLimit: %q", qt.LendingLimit)
+				}
+				b.WriteString("}\n")
+			}
+		}
+	}
 	for _, q := range c.Queues {
 		fmt.Fprintf(&b, `---
 apiVersion: strata.dev/v1beta1
@@ -188,7 +212,20 @@ spec:
 // flavor preempting exactly Kueue's targets when Kueue preempts, and not
 // at all when Kueue answers NoFit or finds no targets.
 func TestKueueFungibilityParity(t *testing.T) {
-	raw, err := os.ReadFile("testdata/kueue-v0.19-fungibility-parity.json")
+	replayKueueFungibility(t, "testdata/kueue-v0.19-fungibility-parity.json")
+}
+
+// TestKueueFungibilityParityTrees is TestKueueFungibilityParity on cohort
+// trees (hack/kueue-parity/generate-fungibility-trees.sh): the queues in
+// cohorts left and right under root, the cohorts with cpu quota of their
+// own per flavor.
+func TestKueueFungibilityParityTrees(t *testing.T) {
+	replayKueueFungibility(t, "testdata/kueue-v0.19-fungibility-parity-trees.json")
+}
+
+func replayKueueFungibility(t *testing.T, file string) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

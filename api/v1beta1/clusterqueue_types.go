@@ -109,6 +109,31 @@ type ClusterQueueSpec struct {
 	// +optional
 	// +kubebuilder:default=None
 	StopPolicy *StopPolicy `json:"stopPolicy,omitempty"`
+
+	// fairSharing weighs the queue against the other members of its
+	// cohort when the agent's configuration turns fair sharing on
+	// (fairSharing in the AgentConfiguration, Kueue's): heads are served
+	// from the queue or cohort with the lowest share of what it borrows,
+	// divided by its weight, and preemption takes from the highest.
+	// Ignored otherwise.
+	//
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+}
+
+// FairSharing is a ClusterQueue's or Cohort's weight under fair sharing
+// (Kueue's field).
+type FairSharing struct {
+	// weight gives the queue or cohort an advantage over its siblings when
+	// competing for what their cohort lends: its share (the most, over
+	// resources, of what it uses beyond its quota in proportion to what
+	// its cohort could lend it) is divided by the weight. 0 means an
+	// infinite share once it borrows: it is served last and preempted
+	// first. Default 1.
+	//
+	// +optional
+	// +kubebuilder:default=1
+	Weight *resource.Quantity `json:"weight,omitempty"`
 }
 
 // StopPolicy stops a ClusterQueue or LocalQueue.

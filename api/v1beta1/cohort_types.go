@@ -32,6 +32,12 @@ type CohortSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	ResourceGroups []ResourceGroup `json:"resourceGroups,omitempty"`
+
+	// fairSharing weighs the cohort against its siblings under fair
+	// sharing, as a ClusterQueue's (ignored unless fair sharing is on).
+	//
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 }
 
 // Cohort is a named set of ClusterQueues (those whose spec.cohort names

@@ -647,7 +647,10 @@ const (
 	PreemptedInClusterQueue                = "InClusterQueue"
 	PreemptedInCohortReclamation           = "InCohortReclamation"
 	PreemptedInCohortReclaimWhileBorrowing = "InCohortReclaimWhileBorrowing"
-	EvictedByPreemption                    = "Preempted"
+	// PreemptedInCohortFairSharing: taken under fair sharing from a member
+	// of the cohort tree whose share is higher than the preemptor's.
+	PreemptedInCohortFairSharing = "InCohortFairSharing"
+	EvictedByPreemption          = "Preempted"
 )
 
 // AdmittedAfterPreempting starts the part of an agent's Admitted=True

@@ -157,6 +157,30 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 		cfg.Fencing.Namespace = DefaultWorkerNamespace
 	}
 	setEventsDefaults(&cfg.Events)
+	if fs := cfg.FairSharing; fs != nil && len(fs.PreemptionStrategies) == 0 {
+		fs.PreemptionStrategies = []configv1beta1.PreemptionStrategy{configv1beta1.LessThanOrEqualToFinalShare, configv1beta1.LessThanInitialShare}
+	}
+}
+
+// validStrategies are the accepted fairSharing.preemptionStrategies lists
+// (Kueue's).
+var validStrategies = [][]configv1beta1.PreemptionStrategy{
+	{configv1beta1.LessThanOrEqualToFinalShare},
+	{configv1beta1.LessThanInitialShare},
+	{configv1beta1.LessThanOrEqualToFinalShare, configv1beta1.LessThanInitialShare},
+}
+
+func validateFairSharing(fs *configv1beta1.FairSharing, p *field.Path) field.ErrorList {
+	if fs == nil {
+		return nil
+	}
+	for _, ok := range validStrategies {
+		if slices.Equal(ok, fs.PreemptionStrategies) {
+			return nil
+		}
+	}
+	return field.ErrorList{field.NotSupported(p.Child("preemptionStrategies"), fs.PreemptionStrategies, []string{
+		"[LessThanOrEqualToFinalShare]", "[LessThanInitialShare]", "[LessThanOrEqualToFinalShare, LessThanInitialShare]"})}
 }
 
 func setWaitForPodsReadyDefaults(w *configv1beta1.WaitForPodsReady) {
@@ -319,6 +343,7 @@ func ValidateAgent(cfg *configv1beta1.AgentConfiguration) field.ErrorList {
 	}
 	errs = append(errs, validateEvents(&cfg.Events, field.NewPath("events"))...)
 	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
+	errs = append(errs, validateFairSharing(cfg.FairSharing, field.NewPath("fairSharing"))...)
 	return errs
 }
 

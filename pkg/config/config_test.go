@@ -133,6 +133,19 @@ summary:
 			content: header + "waitForPodsReady:\n  requeuingStrategy:\n    backoffBaseSeconds: 120\n    backoffMaxSeconds: 60\n",
 			wantErr: "waitForPodsReady.requeuingStrategy.backoffMaxSeconds: Invalid value: 60: must be at least backoffBaseSeconds",
 		},
+		"fairSharing on, with Kueue's default strategies": {
+			content: header + "fairSharing: {}\n",
+			want: func() *configv1beta1.AgentConfiguration {
+				c := defaultAgent()
+				c.FairSharing = &configv1beta1.FairSharing{PreemptionStrategies: []configv1beta1.PreemptionStrategy{
+					configv1beta1.LessThanOrEqualToFinalShare, configv1beta1.LessThanInitialShare}}
+				return c
+			},
+		},
+		"fairSharing: a strategy list Kueue refuses": {
+			content: header + "fairSharing:\n  preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]\n",
+			wantErr: `fairSharing.preemptionStrategies: Unsupported value`,
+		},
 		"an empty file": {
 			content: "\n",
 			wantErr: "is empty: want apiVersion config.strata.dev/v1beta1, kind AgentConfiguration",

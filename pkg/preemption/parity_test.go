@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
 )
@@ -31,7 +32,11 @@ type kueuePreemptionCase struct {
 	Cohorts []struct {
 		Name, Parent string
 		Quotas       []kueueQuota
+		Weight       string
 	}
+	// FairSharing: Kueue's fair sharing was on, with these strategies
+	// (testdata/kueue-v0.19-preemption-parity-fair.json).
+	FairSharing   []configv1beta1.PreemptionStrategy
 	Overcommitted bool // the admitted workloads were charged whether or not they fit
 	Queues        []struct {
 		Name, Cohort                            string
@@ -39,6 +44,7 @@ type kueuePreemptionCase struct {
 		WithinClusterQueue, ReclaimWithinCohort strata.PreemptionPolicy
 		BorrowWithinCohort                      strata.BorrowWithinCohortPolicy
 		MaxPriorityThreshold                    *int32
+		Weight                                  string
 	}
 	Admitted  []kueueWorkload
 	Preemptor kueueWorkload
@@ -117,6 +123,21 @@ func TestKueuePreemptionParityTrees(t *testing.T) {
 	replayKueuePreemption(t, "testdata/kueue-v0.19-preemption-parity-trees.json")
 }
 
+// TestKueuePreemptionParityFair is TestKueuePreemptionParity with Kueue's
+// fair sharing on (hack/kueue-parity/generate-preemption-fair.sh): each
+// case has a strategy list and weights, half of them on cohort trees.
+func TestKueuePreemptionParityFair(t *testing.T) {
+	replayKueuePreemption(t, "testdata/kueue-v0.19-preemption-parity-fair.json")
+}
+
+// fairSharingOf is a weight as written in a case ("": unset).
+func fairSharingOf(weight string) *strata.FairSharing {
+	if weight == "" {
+		return nil
+	}
+	return &strata.FairSharing{Weight: ptrTo(resource.MustParse(weight))}
+}
+
 func replayKueuePreemption(t *testing.T, file string) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
@@ -138,6 +159,7 @@ func replayKueuePreemption(t *testing.T, file string) {
 		for _, q := range c.Queues {
 			cq := &strata.ClusterQueue{}
 			cq.Name, cq.Spec.Cohort = q.Name, q.Cohort
+			cq.Spec.FairSharing = fairSharingOf(q.Weight)
 			cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: q.WithinClusterQueue, ReclaimWithinCohort: q.ReclaimWithinCohort}
 			if q.BorrowWithinCohort != "" {
 				cq.Spec.Preemption.BorrowWithinCohort = &strata.BorrowWithinCohort{Policy: q.BorrowWithinCohort, MaxPriorityThreshold: q.MaxPriorityThreshold}
@@ -148,7 +170,7 @@ func replayKueuePreemption(t *testing.T, file string) {
 		}
 		var cohorts []*strata.Cohort
 		for _, co := range c.Cohorts {
-			sc := &strata.Cohort{Spec: strata.CohortSpec{ParentName: co.Parent}}
+			sc := &strata.Cohort{Spec: strata.CohortSpec{ParentName: co.Parent, FairSharing: fairSharingOf(co.Weight)}}
 			sc.Name = co.Name
 			if len(co.Quotas) > 0 {
 				covered, rqs := resourceQuotas(co.Quotas)
@@ -188,7 +210,11 @@ func replayKueuePreemption(t *testing.T, file string) {
 		if fit := books.Check(pre.Queue, fl, pre.Requests, false); fit.Err == nil {
 			got = []string{"(fits without preemption)"}
 		} else {
-			r := Find(pre, PolicyOf(cqs[0]), books, fl, admitted, quotaOnly{})
+			policy := PolicyOf(cqs[0])
+			if c.FairSharing != nil {
+				policy.Fair = FairStrategies(&configv1beta1.FairSharing{PreemptionStrategies: c.FairSharing})
+			}
+			r := Find(pre, policy, books, fl, admitted, quotaOnly{})
 			for _, v := range r.Victims {
 				got = append(got, v.Key.Name+"/"+v.Reason)
 			}

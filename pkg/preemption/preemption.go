@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
@@ -83,6 +84,31 @@ type Policy struct {
 	ReclaimWithinCohort  strata.PreemptionPolicy
 	BorrowWithinCohort   strata.BorrowWithinCohortPolicy
 	MaxPriorityThreshold *int32
+	// Fair, when set, replaces the classical rules in the cohort tree by
+	// fair sharing's, with these strategies in order (the agent's
+	// fairSharing configuration; see FairStrategies).
+	Fair []queue.FairStrategy
+}
+
+// FairStrategies returns the strategies of a fairSharing configuration:
+// nil when fair sharing is off.
+func FairStrategies(fs *configv1beta1.FairSharing) []queue.FairStrategy {
+	if fs == nil {
+		return nil
+	}
+	var out []queue.FairStrategy
+	for _, s := range fs.PreemptionStrategies {
+		switch s {
+		case configv1beta1.LessThanOrEqualToFinalShare:
+			out = append(out, queue.LessThanOrEqualToFinalShare)
+		case configv1beta1.LessThanInitialShare:
+			out = append(out, queue.LessThanInitialShare)
+		}
+	}
+	if len(out) == 0 {
+		out = []queue.FairStrategy{queue.LessThanOrEqualToFinalShare, queue.LessThanInitialShare}
+	}
+	return out
 }
 
 // PolicyOf returns a queue's policy, Never where it says nothing.
@@ -335,6 +361,9 @@ func Order(pre Preemptor, cands []Workload) {
 // preemptor fits, then every one not needed is put back, last removed
 // first. books and capacity are left as they were.
 func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admitted []Workload, capacity Capacity) Result {
+	if policy.Fair != nil {
+		return findFair(pre, policy, books, flavor, admitted, capacity)
+	}
 	cohort := books.Cohort(pre.Queue)
 	short := books.Short(pre.Queue, flavor, pre.Requests)
 	borrowForbidden := policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority
@@ -412,6 +441,85 @@ func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admit
 		}
 	}
 	return Result{Why: whyNot(pre, policy, books, flavor, admitted, capacity)}
+}
+
+// findFair is Find under fair sharing (Kueue's fair preemption):
+//
+//   - The flavor is tried when the preemptor's queue may take back what
+//     it lends, may preempt while borrowing (reclaimWithinCohort is not
+//     Never under fair sharing), or its nominal quota holds the request.
+//   - Candidates hold some of the resources to free: workloads of its own
+//     queue under withinClusterQueue, and, under reclaimWithinCohort,
+//     workloads of any queue of its cohort tree that borrows them.
+//   - The order of removals is queue.Books.FairSequence's: from its own
+//     queue by candidate order; from the others, unconditionally while
+//     the preemptor stays within its nominal quota, otherwise when the
+//     strategies allow.
+//
+// The shortest prefix after which it fits is kept, and every victim not
+// needed is put back, last first (the preemptor may borrow).
+func findFair(pre Preemptor, policy Policy, books *queue.Books, flavor string, admitted []Workload, capacity Capacity) Result {
+	short := books.Short(pre.Queue, flavor, pre.Requests)
+	mayWhileBorrowing := policy.ReclaimWithinCohort != strata.PreemptionNever || policy.BorrowWithinCohort == strata.BorrowWithinCohortLowerPriority
+	if len(short) > 0 && !mayWhileBorrowing && !books.ReclaimMayHelp(pre.Queue, flavor, pre.Requests, short) {
+		return Result{Why: "it asks for more than the nominal quota of its ClusterQueue, which may preempt only within it (reclaimWithinCohort is Never)"}
+	}
+	if len(short) == 0 {
+		short = pre.Requests // only the topology is short
+	}
+	var cands []Workload
+	pos := map[types.NamespacedName]int{}
+	for i, w := range admitted {
+		if !usesAny(w.Requests, short) {
+			continue
+		}
+		if w.Queue == pre.Queue {
+			if policy.classify(pre, w, false, false) != inQueue {
+				continue
+			}
+		} else if !books.Peer(pre.Queue, w.Queue) || !books.Borrowing(w.Queue, flavor, short) || !satisfies(policy.ReclaimWithinCohort, pre, w) {
+			continue
+		}
+		cands = append(cands, w)
+		pos[w.Key] = i
+	}
+	if len(cands) > 0 {
+		Order(pre, cands)
+		fc := make([]queue.FairCandidate, len(cands))
+		for k, w := range cands {
+			fc[k] = queue.FairCandidate{Queue: w.Queue, Requests: w.Requests}
+		}
+		steps := books.FairSequence(pre.Queue, flavor, pre.Requests, short, fc, policy.Fair)
+		seq := make([]int, len(steps))
+		reason := map[int]string{}
+		for k, st := range steps {
+			i := pos[cands[st.Index].Key]
+			seq[k], reason[i] = i, st.Reason
+		}
+		s := &search{pre: pre, books: books, flavor: flavor, admitted: admitted, capacity: capacity, short: short, anyQueue: true}
+		if victims, ok := s.run(seq); ok {
+			var out Result
+			for _, i := range victims {
+				out.Victims = append(out.Victims, Victim{Workload: admitted[i], Reason: reason[i]})
+			}
+			out.Borrows = books.Cohort(pre.Queue) != "" && !s.withinAfter(victims)
+			return out
+		}
+	}
+	return Result{Why: whyNot(pre, policy, books, flavor, admitted, capacity)}
+}
+
+// satisfies says whether a policy lets pre preempt w.
+func satisfies(p strata.PreemptionPolicy, pre Preemptor, w Workload) bool {
+	switch p {
+	case strata.PreemptionAny:
+		return true
+	case strata.PreemptionLowerPriority:
+		return w.Priority < pre.Priority
+	case strata.PreemptionLowerOrNewerEqualPriority:
+		return w.Priority < pre.Priority || w.Priority == pre.Priority && pre.QueuedAt.Before(w.QueuedAt)
+	}
+	return false
 }
 
 // reclaims says whether a preemption takes only workloads of other

@@ -180,6 +180,8 @@ type books struct {
 	// usage is what counts against subtree: a queue's admitted workloads;
 	// for a cohort, what its children use beyond their guaranteed parts.
 	usage map[flavorResource]int64
+	// weight is the node's fairSharing weight (1 unless set).
+	weight float64
 }
 
 type flavorResource struct {
@@ -198,7 +200,7 @@ type quota struct {
 
 func newBooks(name string, cohort bool) *books {
 	return &books{name: name, cohort: cohort, covered: map[corev1.ResourceName][]string{},
-		quota: map[flavorResource]quota{}, subtree: map[flavorResource]int64{}, usage: map[flavorResource]int64{}}
+		quota: map[flavorResource]quota{}, subtree: map[flavorResource]int64{}, usage: map[flavorResource]int64{}, weight: 1}
 }
 
 // guaranteed is the part of the node's subtree quota it does not lend
@@ -271,6 +273,7 @@ func NewBooks(cqs []*strata.ClusterQueue, cohorts ...*strata.Cohort) *Books {
 	parents := map[*books]string{}
 	for _, co := range cohorts {
 		c := cohortOf(co.Name)
+		c.weight = weightOf(co.Spec.FairSharing)
 		for _, g := range co.Spec.ResourceGroups {
 			for _, f := range g.Flavors {
 				for _, r := range f.Resources {
@@ -315,6 +318,7 @@ func NewBooks(cqs []*strata.ClusterQueue, cohorts ...*strata.Cohort) *Books {
 	}
 	for _, cq := range cqs {
 		q := newBooks(cq.Name, false)
+		q.weight = weightOf(cq.Spec.FairSharing)
 		q.groups = len(cq.Spec.ResourceGroups) > 0
 		for _, g := range cq.Spec.ResourceGroups {
 			for _, r := range g.CoveredResources {

@@ -67,7 +67,40 @@ type AgentConfiguration struct {
 	// events configures the events the agent records.
 	// +optional
 	Events Events `json:"events,omitempty"`
+
+	// fairSharing, when set, turns on Kueue's fair sharing between the
+	// ClusterQueues and cohorts of a cohort tree: pending heads are served
+	// from the member with the lowest share of what it borrows (divided by
+	// its fairSharing.weight), and a workload preempts workloads of
+	// members with a higher share, by preemptionStrategies, instead of by
+	// the classical reclaimWithinCohort / borrowWithinCohort rules. Unset:
+	// classical preemption, as in Kueue.
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 }
+
+// FairSharing configures fair sharing (Kueue's configuration field).
+type FairSharing struct {
+	// preemptionStrategies are the rules a preemption in the cohort tree
+	// must satisfy, tried in order while the preemptor does not fit:
+	// LessThanOrEqualToFinalShare (preempt a workload if the preemptor's
+	// share with it admitted is at most the target's share without the
+	// preempted workload) and LessThanInitialShare (if the preemptor's
+	// share with it admitted is below the target's share as it is).
+	// Default [LessThanOrEqualToFinalShare, LessThanInitialShare]; the
+	// other accepted lists are either strategy alone.
+	// +optional
+	PreemptionStrategies []PreemptionStrategy `json:"preemptionStrategies,omitempty"`
+}
+
+// PreemptionStrategy is a fair-sharing preemption rule.
+type PreemptionStrategy string
+
+// The fair-sharing preemption strategies (see FairSharing).
+const (
+	LessThanOrEqualToFinalShare PreemptionStrategy = "LessThanOrEqualToFinalShare"
+	LessThanInitialShare        PreemptionStrategy = "LessThanInitialShare"
+)
 
 // AgentFencing configures the agent's side of fencing: the hubs renew a
 // Lease each (strata-fence-<origin>) in namespace; a hub's copies are

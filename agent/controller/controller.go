@@ -107,7 +107,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	}
 	capacity := cache.New()
 	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder).WithAPIReader(mgr.GetAPIReader()).
-		WithPodsReady(cfg.WaitForPodsReady, o.podsReadyClock)
+		WithPodsReady(cfg.WaitForPodsReady, o.podsReadyClock).WithFairSharing(cfg.FairSharing)
 	fence := fencing.New(mgr.GetClient(), recorder, o.fencingClock, cfg.Fencing.Namespace, sched.Wake)
 	sched.WithHolds(fence.Holds)
 	if err := fence.SetupWithManager(mgr); err != nil {

@@ -124,7 +124,9 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 			_, taken, err := workload.Place(sn, topo.Name, flavorDef.Spec.Tolerations, wl, s.opts)
 			return taken, err
 		}}
-		result = preemption.Find(pre, preemption.PolicyOf(cq), books, fq.Name, cands, capacity)
+		policy := preemption.PolicyOf(cq)
+		policy.Fair = s.fair
+		result = preemption.Find(pre, policy, books, fq.Name, cands, capacity)
 	})
 	if !found {
 		return preemption.Result{}, topologyMissing(flavorDef).Error()

@@ -123,6 +123,8 @@ type Scheduler struct {
 	// requeued workload's backoff ends; wakeAt is the pass already asked
 	// for then.
 	podsReady *configv1beta1.WaitForPodsReady
+	// fair: fair sharing's preemption strategies, nil when it is off.
+	fair []queue.FairStrategy
 	notReady  bool
 	clock     clock.WithDelayedExecution
 	wakeMu    sync.Mutex
@@ -197,6 +199,15 @@ func (s *Scheduler) wakeLater(t time.Time) {
 // WithHolds makes the scheduler ask holds before it tries a workload: a
 // workload it says why of waits, Admitted=False with reason Held (see
 // ReasonHeld), without blocking its queue.
+// WithFairSharing turns on fair sharing (the agent's fairSharing
+// configuration; nil leaves it off): heads are served by Kueue's
+// tournament of shares, and preemption in a cohort tree follows fair
+// sharing's strategies.
+func (s *Scheduler) WithFairSharing(fs *configv1beta1.FairSharing) *Scheduler {
+	s.fair = preemption.FairStrategies(fs)
+	return s
+}
+
 func (s *Scheduler) WithHolds(holds func(*strata.Workload) string) *Scheduler {
 	s.holds = holds
 	return s
@@ -406,8 +417,18 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		}
 		turns = append(turns, &queue.Turn[*strata.Workload]{Queue: queues[q], Items: wls})
 	}
+	var pick func([]*strata.ClusterQueue, []*strata.Workload) int
+	if s.fair != nil {
+		pick = func(cqs []*strata.ClusterQueue, heads []*strata.Workload) int {
+			cs := make([]queue.Contender, len(cqs))
+			for i := range cqs {
+				cs[i] = books.Nominee(cqs[i], heads[i])
+			}
+			return books.Tournament(cs)
+		}
+	}
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
-		func(cq *strata.ClusterQueue, wl *strata.Workload) int { return books.WouldBorrow(cq, wl) },
+		func(cq *strata.ClusterQueue, wl *strata.Workload) int { return books.WouldBorrow(cq, wl) }, pick,
 		func(cq *strata.ClusterQueue, wl *strata.Workload) bool {
 			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], books, wl)
 			if err != nil {

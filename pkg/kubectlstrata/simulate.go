@@ -125,6 +125,7 @@ N GPU hosts to replay it over.`,
 			if len(in.Workloads) == 0 {
 				return fmt.Errorf("the input has no Job or Workload to place")
 			}
+			in.FairSharing = cfg.FairSharing
 			results, err := simulate.Run(in, tas.OptionsFrom(cfg.TopologyAwareScheduling))
 			if err != nil {
 				return err

@@ -73,8 +73,11 @@ type Result struct {
 	// allowed preemption lets the preemptor in (Why says why then).
 	Victims []Victim
 	// Borrows: once the victims are gone, the preemptor is admitted
-	// beyond its queue's nominal quota.
-	Borrows bool
+	// beyond its queue's nominal quota; BorrowHeight is then how high in
+	// its cohort tree it borrows (queue.Books.BorrowHeight; 0 when it
+	// does not).
+	Borrows      bool
+	BorrowHeight int
 	Why     string
 }
 
@@ -437,6 +440,7 @@ func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admit
 				out.Victims = append(out.Victims, Victim{Workload: admitted[i], Reason: variants[i].reason()})
 			}
 			out.Borrows = cohort != "" && !s.withinAfter(victims)
+			out.BorrowHeight = s.heightAfter(victims)
 			return out
 		}
 	}
@@ -503,6 +507,7 @@ func findFair(pre Preemptor, policy Policy, books *queue.Books, flavor string, a
 				out.Victims = append(out.Victims, Victim{Workload: admitted[i], Reason: reason[i]})
 			}
 			out.Borrows = books.Cohort(pre.Queue) != "" && !s.withinAfter(victims)
+			out.BorrowHeight = s.heightAfter(victims)
 			return out
 		}
 	}
@@ -537,13 +542,14 @@ func (r Result) reclaims(queueName string) bool {
 // Better says whether preempting as a says, on its flavor, is better for
 // a preemptor of queue queueName than preempting as b says on its own, as
 // Kueue's flavor assigner ranks flavors: reclaiming from other queues over
-// preempting in its own, then not borrowing afterwards over borrowing. A
-// tie is not better: the caller keeps the earlier flavor.
+// preempting in its own, then borrowing lower in the cohort tree
+// afterwards (not at all first). A tie is not better: the caller keeps the
+// earlier flavor.
 func Better(a, b Result, queueName string) bool {
 	if ra, rb := a.reclaims(queueName), b.reclaims(queueName); ra != rb {
 		return ra
 	}
-	return !a.Borrows && b.Borrows
+	return a.BorrowHeight < b.BorrowHeight
 }
 
 // search is one attempt: candidates in order, the books and capacity
@@ -576,6 +582,21 @@ func (s *search) withinAfter(victims []int) bool {
 		s.books.Charge(w.Queue, s.flavor, w.Requests, 1)
 	}
 	return within
+}
+
+// heightAfter is how high in its cohort tree the preemptor borrows once
+// victims are gone.
+func (s *search) heightAfter(victims []int) int {
+	for _, i := range victims {
+		w := s.admitted[i]
+		s.books.Charge(w.Queue, s.flavor, w.Requests, -1)
+	}
+	h := s.books.BorrowHeight(s.pre.Queue, s.flavor, s.pre.Requests)
+	for _, i := range victims {
+		w := s.admitted[i]
+		s.books.Charge(w.Queue, s.flavor, w.Requests, 1)
+	}
+	return h
 }
 
 func (s *search) putBack(i int) {

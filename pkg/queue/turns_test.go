@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -80,7 +81,7 @@ func TestServe(t *testing.T) {
 			if tc.borrows != nil {
 				borrows = func(_ *strata.ClusterQueue, wl *strata.Workload) int { return tc.borrows[wl.Name] }
 			}
-			Serve(tc.turns(), func(wl *strata.Workload) *strata.Workload { return wl }, borrows,
+			Serve(tc.turns(), func(wl *strata.Workload) *strata.Workload { return wl }, borrows, nil,
 				func(_ *strata.ClusterQueue, wl *strata.Workload) bool {
 					served = append(served, wl.Name)
 					return tc.blocks[wl.Name]
@@ -100,5 +101,45 @@ func TestServe(t *testing.T) {
 				t.Errorf("blocked (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestServeFair: under fair sharing each next head of a round is the
+// tournament's winner on the books as the heads before it left them: b,
+// whose share stays the lower, is served first in each round though a's
+// heads have the higher priority.
+func TestServeFair(t *testing.T) {
+	a, b := groupQueue("a", "t", nil, nil), groupQueue("b", "t", nil, nil)
+	books := NewBooks([]*strata.ClusterQueue{a, b, groupQueue("c", "t", nil, nil)})
+	books.Charge("a", "h100", gpus("12"), 1)
+	books.Charge("b", "h100", gpus("8"), 1)
+	head := func(name string, prio int32, age int) *strata.Workload {
+		wl := queued("ns", name, ptr.To(prio), age)
+		wl.Spec.PodSets = []strata.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: gpus("2")}}}}}}}
+		return wl
+	}
+	turns := []*Turn[*strata.Workload]{
+		{Queue: a, Items: []*strata.Workload{head("a1", 10, 1), head("a2", 10, 2), head("a3", 10, 3)}},
+		{Queue: b, Items: []*strata.Workload{head("b1", 0, 4), head("b2", 0, 5)}},
+	}
+	var served []string
+	Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl }, nil,
+		func(qs []*strata.ClusterQueue, heads []*strata.Workload) int {
+			cs := make([]Contender, len(qs))
+			for i := range qs {
+				cs[i] = books.Nominee(qs[i], heads[i])
+			}
+			return books.Tournament(cs)
+		},
+		func(q *strata.ClusterQueue, wl *strata.Workload) bool {
+			served = append(served, wl.Name)
+			books.Charge(q.Name, "h100", WorkloadRequests(wl), 1)
+			return false
+		}, nil)
+	// a: 12 + 2 per head; b: 8 + 2 per head. b1 (b at 10 of 8) before a1
+	// (a at 14); then b2 (12) before a2 (16); a3 alone.
+	if diff := cmp.Diff([]string{"b1", "a1", "b2", "a2", "a3"}, served); diff != "" {
+		t.Errorf("served (-want,+got):\n%s", diff)
 	}
 }

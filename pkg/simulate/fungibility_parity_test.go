@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -31,7 +32,11 @@ type kueueFungibilityCase struct {
 		Quotas       []struct {
 			Flavor, Nominal, BorrowingLimit, LendingLimit string
 		}
+		Weight string
 	}
+	// FairSharing: Kueue's fair sharing was on with these strategies
+	// (testdata/kueue-v0.19-fungibility-parity-fair.json).
+	FairSharing   []configv1beta1.PreemptionStrategy
 	Overcommitted bool // the admitted workloads were charged whether or not they fit
 	Queues        []kueueFungibilityQueue
 	Admitted      []kueueFungibilityWorkload
@@ -59,6 +64,8 @@ type kueueFungibilityQueue struct {
 	MaxPriorityThreshold                                        *int32
 	// In Kueue v1beta1's (Strata's) names; "" is unset.
 	WhenCanBorrow, WhenCanPreempt string
+	// Weight is the fairSharing weight, in fair cases ("": unset).
+	Weight string
 }
 
 // kueueFungibilityWorkload is a one-pod workload of CPU cpus; Created and
@@ -119,6 +126,9 @@ status: {allocatable: {cpu: "1000", pods: "1000"}}
 	}
 	for _, co := range c.Cohorts {
 		fmt.Fprintf(&b, "---\napiVersion: strata.dev/v1beta1\nkind: Cohort\nmetadata: {name: %s}\nspec:\n  parentName: %q\n", co.Name, co.Parent)
+		if co.Weight != "" {
+			fmt.Fprintf(&b, "  fairSharing: {weight: %q}\n", co.Weight)
+		}
 		if len(co.Quotas) > 0 {
 			b.WriteString("  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n")
 			for _, qt := range co.Quotas {
@@ -154,6 +164,9 @@ spec:
 				fmt.Fprintf(&b, ", lendingLimit: %q", qt.LendingLimit)
 			}
 			b.WriteString("}\n")
+		}
+		if q.Weight != "" {
+			fmt.Fprintf(&b, "  fairSharing: {weight: %q}\n", q.Weight)
 		}
 		fmt.Fprintf(&b, "  preemption:\n    withinClusterQueue: %s\n    reclaimWithinCohort: %s\n", q.WithinClusterQueue, q.ReclaimWithinCohort)
 		if q.BorrowWithinCohort != "" {
@@ -223,6 +236,13 @@ func TestKueueFungibilityParityTrees(t *testing.T) {
 	replayKueueFungibility(t, "testdata/kueue-v0.19-fungibility-parity-trees.json")
 }
 
+// TestKueueFungibilityParityFair is TestKueueFungibilityParity with
+// Kueue's fair sharing on (hack/kueue-parity/generate-fungibility-fair.sh):
+// a strategy list and weights per case, half of them on cohort trees.
+func TestKueueFungibilityParityFair(t *testing.T) {
+	replayKueueFungibility(t, "testdata/kueue-v0.19-fungibility-parity-fair.json")
+}
+
 func replayKueueFungibility(t *testing.T, file string) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
@@ -248,6 +268,9 @@ func replayKueueFungibility(t *testing.T, file string) {
 		in, err := Load(dir)
 		if err != nil {
 			t.Fatalf("case %d: %v", c.ID, err)
+		}
+		if c.FairSharing != nil {
+			in.FairSharing = &configv1beta1.FairSharing{PreemptionStrategies: c.FairSharing}
 		}
 		results, err := Run(in, tas.DefaultOptions())
 		if err != nil {

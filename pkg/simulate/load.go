@@ -23,6 +23,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
@@ -54,6 +55,9 @@ type Input struct {
 	// where their admission has no topology assignment) and may be
 	// preempted.
 	Workloads []Item
+	// FairSharing is the agent configuration's fairSharing: nil leaves
+	// fair sharing off, as on an agent.
+	FairSharing *configv1beta1.FairSharing
 	// sources says where each object was read, by kind and name.
 	sources map[string]string
 	// seen says where each object was read, by kind, namespace and name.

@@ -198,7 +198,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 				return 0
 			}
 			return st.books.WouldBorrow(p.cq, p.wl)
-		},
+		}, st.fairPick(),
 		func(cq *strata.ClusterQueue, p *pendingItem) bool {
 			if placeErr != nil {
 				return false

@@ -227,7 +227,27 @@ func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.
 	}}
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl),
 		QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}
-	return preemption.Find(pre, preemption.PolicyOf(cq), st.books, fs.flavor.Name, cands, capacity)
+	policy := preemption.PolicyOf(cq)
+	policy.Fair = preemption.FairStrategies(st.in.FairSharing)
+	return preemption.Find(pre, policy, st.books, fs.flavor.Name, cands, capacity)
+}
+
+// fairPick is queue.Serve's pick under fair sharing (nil when it is off):
+// the tournament of the heads' shares, as the agent's.
+func (st *runState) fairPick() func([]*strata.ClusterQueue, []*pendingItem) int {
+	if st.in.FairSharing == nil {
+		return nil
+	}
+	return func(cqs []*strata.ClusterQueue, heads []*pendingItem) int {
+		cs := make([]queue.Contender, 0, len(heads))
+		for _, p := range heads {
+			if p.cq == nil {
+				return 0 // no queue in the input: one queue, nothing to share
+			}
+			cs = append(cs, st.books.Nominee(p.cq, p.wl))
+		}
+		return st.books.Tournament(cs)
+	}
 }
 
 // preempt takes a search's victims out of the simulation (their capacity

@@ -124,11 +124,11 @@ type Scheduler struct {
 	// for then.
 	podsReady *configv1beta1.WaitForPodsReady
 	// fair: fair sharing's preemption strategies, nil when it is off.
-	fair []queue.FairStrategy
-	notReady  bool
-	clock     clock.WithDelayedExecution
-	wakeMu    sync.Mutex
-	wakeAt    time.Time
+	fair     []queue.FairStrategy
+	notReady bool
+	clock    clock.WithDelayedExecution
+	wakeMu   sync.Mutex
+	wakeAt   time.Time
 }
 
 // inflightAdmission is an admission being written, or written and not
@@ -196,9 +196,6 @@ func (s *Scheduler) wakeLater(t time.Time) {
 	})
 }
 
-// WithHolds makes the scheduler ask holds before it tries a workload: a
-// workload it says why of waits, Admitted=False with reason Held (see
-// ReasonHeld), without blocking its queue.
 // WithFairSharing turns on fair sharing (the agent's fairSharing
 // configuration; nil leaves it off): heads are served by Kueue's
 // tournament of shares, and preemption in a cohort tree follows fair
@@ -208,6 +205,9 @@ func (s *Scheduler) WithFairSharing(fs *configv1beta1.FairSharing) *Scheduler {
 	return s
 }
 
+// WithHolds makes the scheduler ask holds before it tries a workload: a
+// workload it says why of waits, Admitted=False with reason Held (see
+// ReasonHeld), without blocking its queue.
 func (s *Scheduler) WithHolds(holds func(*strata.Workload) string) *Scheduler {
 	s.holds = holds
 	return s

@@ -78,7 +78,7 @@ type Result struct {
 	// does not).
 	Borrows      bool
 	BorrowHeight int
-	Why     string
+	Why          string
 }
 
 // Policy is a queue's preemption policy with Kueue's defaults filled in.

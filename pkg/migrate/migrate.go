@@ -281,7 +281,6 @@ func (c *converter) resourceFlavor(o *unstructured.Unstructured) {
 
 // clusterQueueOnly are ClusterQueue fields Strata does not have, and why.
 var clusterQueueOnly = map[string]string{
-	"fairSharing":             "Strata has no fair sharing",
 	"admissionScope":          "Strata has no admission scope",
 	"admissionChecks":         "Strata has no admission checks",
 	"admissionChecksStrategy": "Strata has no admission checks",
@@ -353,7 +352,8 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 	if len(others) > 0 {
 		c.note(o, "spec.admissionChecks", fmt.Sprintf("Strata has no admission checks: %s not carried over (only MultiKueue's become the hub's clusterSelector)", strings.Join(others, ", ")))
 	}
-	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility", "stopPolicy"), &cq.Spec)
+	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility", "stopPolicy", "fairSharing"), &cq.Spec)
+	c.noteFairSharing(o, cq.Spec.FairSharing)
 	if strata.Stopped(cq.Spec.StopPolicy) {
 		c.note(o, "spec.stopPolicy", fmt.Sprintf("carried over: the Strata queue is stopped too (%s); set it to None when it should admit", *cq.Spec.StopPolicy))
 	}
@@ -367,6 +367,14 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 	c.checkLimits(o, cq.Spec.ResourceGroups)
 	c.leftovers(o, s, clusterQueueOnly)
 	c.out = append(c.out, cq)
+}
+
+// noteFairSharing says that a fair-sharing weight carried over counts only
+// where the agent's configuration turns fair sharing on, as in Kueue.
+func (c *converter) noteFairSharing(o *unstructured.Unstructured, fs *strata.FairSharing) {
+	if fs != nil && fs.Weight != nil {
+		c.note(o, "spec.fairSharing", fmt.Sprintf("weight %s carried over: it counts where the agent's configuration sets fairSharing (Kueue's Configuration fairSharing; the strata-agent chart's config.fairSharing)", fs.Weight))
+	}
 }
 
 // maxListItems is the most items Strata's ClusterQueue lists hold
@@ -393,16 +401,17 @@ func (c *converter) checkLimits(o *unstructured.Unstructured, groups []strata.Re
 }
 
 // cohort carries a Kueue Cohort over: its parent (v1beta2's parentName;
-// v1alpha1 and v1beta1 say parent) and its quota; fair sharing is noted.
+// v1alpha1 and v1beta1 say parent), its quota and its fair-sharing weight.
 func (c *converter) cohort(o *unstructured.Unstructured) {
 	s := spec(o)
 	co := &strata.Cohort{TypeMeta: typeMeta("Cohort"), ObjectMeta: c.meta(o)}
 	if v, ok := take(s, "parent"); ok {
 		s["parentName"] = v
 	}
-	c.decode(o, "spec", pick(s, "parentName", "resourceGroups"), &co.Spec)
+	c.decode(o, "spec", pick(s, "parentName", "resourceGroups", "fairSharing"), &co.Spec)
+	c.noteFairSharing(o, co.Spec.FairSharing)
 	c.checkLimits(o, co.Spec.ResourceGroups)
-	c.leftovers(o, s, map[string]string{"fairSharing": "Strata has no fair sharing"})
+	c.leftovers(o, s, nil)
 	c.out = append(c.out, co)
 }
 
@@ -489,7 +498,7 @@ func (c *converter) localQueue(o *unstructured.Unstructured) {
 		c.todo(o, "", fmt.Sprintf("Kueue (LocalQueueDefaulting) queues a job of namespace %s without a queue label here; Strata queues only labelled jobs: label them %s: default", lq.Namespace, strata.QueueNameLabel))
 	}
 	c.leftovers(o, s, map[string]string{
-		"fairSharing": "Strata has no fair sharing",
+		"fairSharing": "Strata has no admission fair sharing (a LocalQueue's weight); the fair sharing of ClusterQueues and cohorts is carried over",
 	})
 	c.out = append(c.out, lq)
 }

@@ -79,7 +79,7 @@ spec: {topologyName: default}`},
 			},
 		},
 		{
-			name: "ClusterQueue with cohort, limits, preemption, fungibility; what Strata lacks is noted",
+			name: "ClusterQueue with cohort, limits, preemption, fungibility, fair-sharing weight; what Strata lacks is noted",
 			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: team-a}
@@ -107,10 +107,11 @@ spec:
 					BorrowWithinCohort: &strata.BorrowWithinCohort{Policy: strata.BorrowWithinCohortLowerPriority, MaxPriorityThreshold: ptr.To[int32](100)}},
 				FlavorFungibility: &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor, WhenCanPreempt: strata.FungibilityPreempt},
 				StopPolicy:        ptr.To(strata.StopHold),
+				FairSharing:       &strata.FairSharing{Weight: ptr.To(resource.MustParse("2"))},
 			}}},
 			wantNotes: []string{
+				"ClusterQueue team-a: spec.fairSharing: weight 2 carried over: it counts where the agent's configuration sets fairSharing (Kueue's Configuration fairSharing; the strata-agent chart's config.fairSharing)",
 				"ClusterQueue team-a: spec.stopPolicy: carried over: the Strata queue is stopped too (Hold); set it to None when it should admit",
-				"ClusterQueue team-a: spec.fairSharing: Strata has no fair sharing",
 			},
 		},
 		{
@@ -298,7 +299,7 @@ spec:
 			},
 		},
 		{
-			name: "hierarchical cohorts carried over with their quota; fair sharing noted; a queue without quota, a LocalQueue without a ClusterQueue: to do",
+			name: "hierarchical cohorts carried over with their quota and weight; a queue without quota, a LocalQueue without a ClusterQueue: to do",
 			in: []string{`apiVersion: kueue.x-k8s.io/v1beta2
 kind: Cohort
 metadata: {name: team-a}
@@ -326,7 +327,8 @@ spec: {}`},
 				&strata.Cohort{TypeMeta: tm("Cohort"), ObjectMeta: metav1.ObjectMeta{Name: "root"}, Spec: strata.CohortSpec{
 					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
 						Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("8"), LendingLimit: ptr.To(resource.MustParse("2"))}}}}}}}},
-				&strata.Cohort{TypeMeta: tm("Cohort"), ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: strata.CohortSpec{ParentName: "root"}},
+				&strata.Cohort{TypeMeta: tm("Cohort"), ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: strata.CohortSpec{ParentName: "root",
+					FairSharing: &strata.FairSharing{Weight: ptr.To(resource.MustParse("2"))}}},
 				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "qa"}, Spec: strata.ClusterQueueSpec{Cohort: "team-a",
 					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
 						Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("1")}}}}}}}},
@@ -334,7 +336,7 @@ spec: {}`},
 				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "lq", Namespace: "ml"}},
 			},
 			wantNotes: []string{
-				"Cohort team-a: spec.fairSharing: Strata has no fair sharing",
+				"Cohort team-a: spec.fairSharing: weight 2 carried over: it counts where the agent's configuration sets fairSharing (Kueue's Configuration fairSharing; the strata-agent chart's config.fairSharing)",
 				"to do: ClusterQueue qb: spec.resourceGroups: Kueue allows a ClusterQueue without quota; Strata needs resourceGroups: give it the quota it should have, or the API server refuses it (a nominalQuota of 0 for each resource on each flavor it uses borrows all of it from cohort root, as Kueue does)",
 				"to do: LocalQueue ml/lq: spec.clusterQueue: not set (Kueue allows it): name the ClusterQueue this LocalQueue leads to, or the API server refuses it",
 			},

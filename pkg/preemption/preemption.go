@@ -144,6 +144,8 @@ func PolicyNote(reason string, cq *strata.ClusterQueue) string {
 		return "withinClusterQueue: " + string(p.WithinClusterQueue)
 	case strata.PreemptedInCohortReclamation:
 		return fmt.Sprintf("reclaimWithinCohort: %s (cohort %s)", p.ReclaimWithinCohort, cq.Spec.Cohort)
+	case strata.PreemptedInCohortFairSharing:
+		return fmt.Sprintf("fair sharing in cohort %s (reclaimWithinCohort: %s): the victim's queue or cohort holds the higher share", cq.Spec.Cohort, p.ReclaimWithinCohort)
 	default:
 		return fmt.Sprintf("borrowWithinCohort: %s (cohort %s)", p.BorrowWithinCohort, cq.Spec.Cohort)
 	}
@@ -509,6 +511,21 @@ func findFair(pre Preemptor, policy Policy, books *queue.Books, flavor string, a
 			out.Borrows = books.Cohort(pre.Queue) != "" && !s.withinAfter(victims)
 			out.BorrowHeight = s.heightAfter(victims)
 			return out
+		}
+		taken := map[types.NamespacedName]bool{}
+		for _, st := range steps {
+			taken[cands[st.Index].Key] = true
+		}
+		var refused []string
+		for _, w := range cands {
+			if w.Queue != pre.Queue && !taken[w.Key] && !slices.Contains(refused, w.Queue) {
+				refused = append(refused, w.Queue)
+			}
+		}
+		if len(refused) > 0 {
+			slices.Sort(refused)
+			return Result{Why: fmt.Sprintf("fair sharing: once admitted, ClusterQueue %s's share would not be below the share of %s, whose workloads it could otherwise take",
+				pre.Queue, strings.Join(refused, ", "))}
 		}
 	}
 	return Result{Why: whyNot(pre, policy, books, flavor, admitted, capacity)}

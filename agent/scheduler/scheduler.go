@@ -1061,6 +1061,10 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 			}
 		}
 		st.FlavorsReservation = books.Reservation(cq)
+		st.FairSharing = nil
+		if s.fair != nil {
+			st.FairSharing = &strata.FairSharingStatus{WeightedShare: books.Share(cq.Name).Rounded()}
+		}
 		recordBorrowing(cq.Name, st.FlavorsReservation)
 		active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"}
 		missing := s.missingFlavors(cq)

@@ -386,6 +386,21 @@ type ClusterQueueStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=256
 	FlavorsReservation []FlavorReservation `json:"flavorsReservation,omitempty"`
+
+	// fairSharing is the queue's share under fair sharing, when the
+	// agent's configuration turns it on.
+	//
+	// +optional
+	FairSharing *FairSharingStatus `json:"fairSharing,omitempty"`
+}
+
+// FairSharingStatus is a queue's share under fair sharing (Kueue's field).
+type FairSharingStatus struct {
+	// weightedShare is the most, over resources, of what the queue uses
+	// beyond its quota per mille of what its cohort could let it have,
+	// divided by its weight and rounded up: 0 when it borrows nothing,
+	// 9223372036854775807 when its weight is 0 and it borrows.
+	WeightedShare int64 `json:"weightedShare"`
 }
 
 // FlavorReservation is the quota held on one flavor.

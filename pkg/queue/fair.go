@@ -44,6 +44,16 @@ func (s Share) Value() float64 {
 	return s.ratio / s.weight
 }
 
+// Rounded is the weighted share as a status shows it (Kueue's
+// weightedShare): rounded up, math.MaxInt64 for a node of weight 0 that
+// borrows.
+func (s Share) Rounded() int64 {
+	if s.zeroWeightBorrows() {
+		return math.MaxInt64
+	}
+	return int64(math.Ceil(s.Value()))
+}
+
 func (s Share) zeroWeightBorrows() bool { return s.weight == 0 && s.ratio != 0 }
 
 // CompareShares orders shares, lowest first: between nodes of weight 0

@@ -66,6 +66,23 @@ func TestShare(t *testing.T) {
 	}
 }
 
+func TestShareRounded(t *testing.T) {
+	for _, tc := range []struct {
+		s    Share
+		want int64
+	}{
+		{Share{weight: 1}, 0},
+		{Share{weight: 1, ratio: 166.67}, 167},
+		{Share{weight: 2, ratio: 500}, 250},
+		{Share{weight: 0, ratio: 1}, math.MaxInt64},
+		{Share{weight: 0}, 0},
+	} {
+		if got := tc.s.Rounded(); got != tc.want {
+			t.Errorf("%+v.Rounded() = %d, want %d", tc.s, got, tc.want)
+		}
+	}
+}
+
 // TestTournament: under fair sharing the head of the member whose share
 // would be lowest with it admitted is served first; one that would not
 // borrow before one that would, whatever the shares and priorities.

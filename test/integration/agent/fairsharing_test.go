@@ -5,6 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"strata.dev/strata/agent/scheduler"
@@ -79,6 +80,15 @@ var _ = Describe("Fair sharing", Ordered, Label("agent", "fairsharing"), func() 
 			g.Expect(preempted).To(HaveLen(1))
 		}, timeout).Should(Succeed())
 		expectPreempted(ctx, preempted[0], strata.PreemptedInCohortFairSharing, "fair sharing in cohort fair")
+		By("the queues' status shows their shares: each borrows 2 of 12 CPUs, 167 per mille")
+		Eventually(func(g Gomega) {
+			for q, want := range map[string]int64{"fair-a": 167, "fair-b": 167, "fair-c": 0} {
+				var cq strata.ClusterQueue
+				g.Expect(worker.Client.Get(ctx, types.NamespacedName{Name: q}, &cq)).To(Succeed())
+				g.Expect(cq.Status.FairSharing).NotTo(BeNil(), q)
+				g.Expect(cq.Status.FairSharing.WeightedShare).To(Equal(want), q)
+			}
+		}, timeout).Should(Succeed())
 
 		By("a second Job of fair-a would borrow 6: its share would be above fair-b's, which keeps its workloads")
 		a2 := job("fair-a", "fair-high")

@@ -17,6 +17,8 @@ import (
 	"strata.dev/strata/hub/fleet"
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -32,9 +34,12 @@ import (
 // polling. A pass reads the Workloads and jobs from an index its
 // informers' events keep (WorkloadEvents, JobEvents), not from a list.
 type Dispatcher struct {
-	client     client.Client
-	fleet      targetSource
-	policy     *placement.Policy
+	client client.Client
+	fleet  targetSource
+	policy *placement.Policy
+	// fair: fair sharing's strategies between the hub's queues (the hub
+	// configuration's fairSharing); nil when it is off.
+	fair       []queue.FairStrategy
 	recorder   events.EventRecorder
 	clock      clock.Clock
 	staleAfter time.Duration
@@ -93,6 +98,7 @@ func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, r
 	return &Dispatcher{
 		client: c, fleet: f, recorder: recorder, clock: clk,
 		policy:            placement.New(cfg.Dispatch.PlacementPolicy, tas.OptionsFrom(cfg.TopologyAwareScheduling), 0),
+		fair:              preemption.FairStrategies(cfg.FairSharing),
 		staleAfter:        cfg.Dispatch.SummaryStaleAfter.Duration,
 		backoff:           cfg.Dispatch.RejectionBackoff.Duration,
 		createsNamespaces: cfg.Dispatch.CreateNamespaces,

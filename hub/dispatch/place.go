@@ -77,7 +77,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	var errs []error
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
-		func(cq *strata.ClusterQueue, p pending) int { return books.WouldBorrow(cq, p.wl) }, nil,
+		func(cq *strata.ClusterQueue, p pending) int { return books.WouldBorrow(cq, p.wl) }, d.fairPick(books),
 		func(cq *strata.ClusterQueue, p pending) bool {
 			if books.InCycle(cq.Name) {
 				// Kueue's inactive queue: nothing is dispatched until the
@@ -516,4 +516,19 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 		return nil
 	})
 	return nil
+}
+
+// fairPick is queue.Serve's pick under the hub's fair sharing (nil when it
+// is off): the tournament of the hub queues' shares of fleet quota.
+func (d *Dispatcher) fairPick(books *queue.Books) func([]*strata.ClusterQueue, []pending) int {
+	if d.fair == nil {
+		return nil
+	}
+	return func(cqs []*strata.ClusterQueue, heads []pending) int {
+		cs := make([]queue.Contender, len(heads))
+		for i, p := range heads {
+			cs[i] = books.Nominee(cqs[i], p.wl)
+		}
+		return books.Tournament(cs)
+	}
 }

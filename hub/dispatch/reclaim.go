@@ -100,6 +100,7 @@ func (d *Dispatcher) holdReclaims(waiting []pending, dispatched []dispatched, bo
 // nothing.
 func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, writes *passWrites) string {
 	policy := preemption.PolicyOf(cq)
+	policy.Fair = d.fair
 	if !policy.Any() {
 		return ""
 	}

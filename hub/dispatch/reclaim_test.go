@@ -304,3 +304,74 @@ func TestReclaimQuotaChoosesTheFlavor(t *testing.T) {
 		t.Errorf("message = %q, want %q", got, want)
 	}
 }
+
+// TestReclaimQuotaFairSharing: with the hub's fairSharing on, a hub queue
+// that would borrow once its Workload is dispatched takes fleet quota back
+// from the queue whose share stays higher (classically it may not: it
+// would preempt while borrowing without borrowWithinCohort).
+func TestReclaimQuotaFairSharing(t *testing.T) {
+	const flavor = "gpu"
+	base := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	dispatchedWL := func(name, cpu string, sec int) *strata.Workload {
+		wl := testutil.MakeWorkload(name, "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", cpu).Obj()).Obj()
+		wl.UID = types.UID("uid-" + name)
+		RecordDispatch(&wl.Status, "w1", flavor, "fits", base.Add(time.Duration(sec)*time.Second))
+		return wl
+	}
+	// a (2), b (6), c (4): 12 CPUs in cohort teams. a holds 8 in four
+	// Workloads of 2, b 4: b1 (4) would take b to 8, borrowing 2 of 12
+	// (167‰) against a's 6 (500‰).
+	for _, tc := range []struct {
+		name        string
+		fair        bool
+		wantVictims []string
+	}{
+		{name: "classical: no preemption while borrowing"},
+		{name: "fair sharing: a's newest two go", fair: true, wantVictims: []string{"a4", "a3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cqs := []*strata.ClusterQueue{
+				testutil.MakeClusterQueue("a").Cohort("teams").ResourceGroup("cpu").GroupFlavor(flavor, "2").Obj(),
+				testutil.MakeClusterQueue("b").Cohort("teams").ResourceGroup("cpu").GroupFlavor(flavor, "6").Obj(),
+				testutil.MakeClusterQueue("c").Cohort("teams").ResourceGroup("cpu").GroupFlavor(flavor, "4").Obj(),
+			}
+			cqs[1].Spec.Preemption = &strata.ClusterQueuePreemption{ReclaimWithinCohort: strata.PreemptionAny}
+			running := map[string]*strata.Workload{"a1": dispatchedWL("a1", "2", 1), "a2": dispatchedWL("a2", "2", 2),
+				"a3": dispatchedWL("a3", "2", 3), "a4": dispatchedWL("a4", "2", 4), "b0": dispatchedWL("b0", "4", 0)}
+			var objs []client.Object
+			view := &passView{quota: map[quotaKey]quotaOutcome{}, reclaimSearches: reclaimSearchesPerPass, noReclaim: map[reclaimKey]string{}}
+			usage := map[string]map[string]corev1.ResourceList{}
+			for _, name := range []string{"a1", "a2", "a3", "a4", "b0"} {
+				wl := running[name]
+				q := name[:1]
+				objs = append(objs, wl)
+				e := newEntry(wl, nil)
+				view.dispatched = append(view.dispatched, dispatched{e: e, queue: q})
+				if usage[q] == nil {
+					usage[q] = map[string]corev1.ResourceList{}
+				}
+				queue.AddRequests(usage[q], flavor, e.charged())
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&strata.Workload{}).Build()
+			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}}
+			if tc.fair {
+				d.fair = []queue.FairStrategy{queue.LessThanOrEqualToFinalShare, queue.LessThanInitialShare}
+			}
+			books := queue.NewBooks(cqs)
+			books.ChargeAll(usage)
+			pre := testutil.MakeWorkload("b1", "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
+			pre.UID = "uid-b1"
+			p := pending{entry: newEntry(pre, nil), queue: "b"}
+			d.reclaimQuota(t.Context(), cqs[1], books, view, p, &passWrites{})
+			var victims []string
+			if r := d.reclaims[p.uid]; r != nil {
+				for _, uid := range r.victims {
+					victims = append(victims, string(uid)[len("uid-"):])
+				}
+			}
+			if diff := cmp.Diff(tc.wantVictims, victims); diff != "" {
+				t.Errorf("the reclaim's victims (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

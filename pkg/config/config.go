@@ -157,7 +157,11 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 		cfg.Fencing.Namespace = DefaultWorkerNamespace
 	}
 	setEventsDefaults(&cfg.Events)
-	if fs := cfg.FairSharing; fs != nil && len(fs.PreemptionStrategies) == 0 {
+	setFairSharingDefaults(cfg.FairSharing)
+}
+
+func setFairSharingDefaults(fs *configv1beta1.FairSharing) {
+	if fs != nil && len(fs.PreemptionStrategies) == 0 {
 		fs.PreemptionStrategies = []configv1beta1.PreemptionStrategy{configv1beta1.LessThanOrEqualToFinalShare, configv1beta1.LessThanInitialShare}
 	}
 }
@@ -249,6 +253,7 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	cfg.APIVersion = configv1beta1.GroupVersion.String()
 	cfg.Kind = configv1beta1.HubConfigurationKind
 	setTASDefaults(&cfg.TopologyAwareScheduling)
+	setFairSharingDefaults(cfg.FairSharing)
 	setDuration(&cfg.Dispatch.AdmissionTimeout, DefaultAdmissionTimeout)
 	setDuration(&cfg.Dispatch.PendingTimeout, DefaultPendingTimeout)
 	setDuration(&cfg.Dispatch.SummaryStaleAfter, DefaultSummaryStaleAfter)
@@ -350,6 +355,7 @@ func ValidateAgent(cfg *configv1beta1.AgentConfiguration) field.ErrorList {
 // ValidateHub checks a defaulted HubConfiguration.
 func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
 	errs := validateTAS(&cfg.TopologyAwareScheduling, field.NewPath("topologyAwareScheduling"))
+	errs = append(errs, validateFairSharing(cfg.FairSharing, field.NewPath("fairSharing"))...)
 	dp := field.NewPath("dispatch")
 	errs = append(errs, positive(cfg.Dispatch.AdmissionTimeout, dp.Child("admissionTimeout"), false)...)
 	errs = append(errs, positive(cfg.Dispatch.PendingTimeout, dp.Child("pendingTimeout"), false)...)

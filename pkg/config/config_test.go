@@ -247,6 +247,16 @@ func TestLoadHub(t *testing.T) {
 				c.Events.Admissions = configv1beta1.AdmissionEventsPerWorkload
 			},
 		},
+		"fair sharing between the hub's queues": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\nfairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n",
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.FairSharing = &configv1beta1.FairSharing{PreemptionStrategies: []configv1beta1.PreemptionStrategy{configv1beta1.LessThanInitialShare}}
+			},
+		},
+		"an unknown fair-sharing strategy": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\nfairSharing:\n  preemptionStrategies: [DominantShare]\n",
+			wantErr: `fairSharing.preemptionStrategies: Unsupported value`,
+		},
 		"an unknown policy": {
 			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\ndispatch:\n  placementPolicy: Random\n",
 			wantErr: `dispatch.placementPolicy: Unsupported value: "Random": supported values: "Compact", "Spread"`,

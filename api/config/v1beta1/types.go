@@ -327,6 +327,16 @@ type HubConfiguration struct {
 	// events configures the events the hub records.
 	// +optional
 	Events Events `json:"events,omitempty"`
+
+	// fairSharing, when set, turns on fair sharing between the hub's own
+	// ClusterQueues of a cohort tree, as the agent's does between a
+	// worker's (Kueue's fairSharing on a MultiKueue manager): pending hub
+	// Workloads are dispatched by the tournament of shares of fleet quota,
+	// and a hub queue takes back fleet quota by the strategies instead of
+	// the classical rules. It says nothing of the workers' fair sharing,
+	// which their agents' configurations set.
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 }
 
 // Events configures the events recorded on the hot path.

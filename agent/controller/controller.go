@@ -123,7 +123,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(summary.NewPublisher(mgr.GetClient(), summaries, capacity, cfg.Summary, clock.RealClock{}).WithInformers(mgr.GetCache())); err != nil {
+	if err := mgr.Add(summary.NewPublisher(mgr.GetClient(), summaries, capacity, cfg.Summary, clock.RealClock{}).WithInformers(mgr.GetCache()).WithFairSharing(cfg.FairSharing != nil)); err != nil {
 		return err
 	}
 	if err := nodefailure.NewReconciler(mgr.GetClient(), capacity, cfg.NodeFailure, o.nodeFailureClock, recorder).SetupWithManager(mgr); err != nil {

@@ -83,6 +83,9 @@ type Publisher struct {
 	// the capacity cache does not: ClusterQueues' specs (queues,
 	// preemptible entries) and the priority classes (WithInformers).
 	informers crcache.Informers
+	// fair: the agent's configuration turns fair sharing on (published in
+	// status.fairSharing).
+	fair bool
 
 	// flavors is the write backoff of each flavor it publishes, by name;
 	// only Start's goroutine (or a test) uses it.
@@ -146,6 +149,13 @@ func NewPublisher(c client.Client, summaries client.Reader, cc *cache.Cache, cfg
 // every controller's start until it synced).
 func (p *Publisher) WithInformers(informers crcache.Informers) *Publisher {
 	p.informers = informers
+	return p
+}
+
+// WithFairSharing makes the summaries say that the agent preempts by fair
+// sharing.
+func (p *Publisher) WithFairSharing(on bool) *Publisher {
+	p.fair = on
 	return p
 }
 
@@ -375,6 +385,7 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 		classes = p.priorityClasses(ctx)
 	}
 	sum, sumErr = summarize(captured.Capacity, captured.Dispatches, queues, classes, maxBytes)
+	sum.FairSharing = p.fair
 	var cs strata.CapacitySummary
 	err := p.summaries.Get(ctx, types.NamespacedName{Name: flavor}, &cs)
 	w, wrote := p.written[flavor]

@@ -167,6 +167,16 @@ type CapacitySummaryStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	Preemptible []PreemptibleCapacity `json:"preemptible,omitempty"`
 
+	// fairSharing: the agent serves and preempts by fair sharing (its
+	// configuration's fairSharing). A hub then expects a copy to take
+	// from another queue of the worker's cohort only where the copy's
+	// queue stays within its nominal quota, which fair sharing always
+	// allows; beyond it, only the shares decide, which the hub does not
+	// predict.
+	//
+	// +optional
+	FairSharing bool `json:"fairSharing,omitempty"`
+
 	// priorityClasses are the worker's WorkloadPriorityClasses and
 	// PriorityClasses with their values, by source and name, listed while
 	// some ClusterQueue there may preempt: all of them, or none when they

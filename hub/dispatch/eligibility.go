@@ -236,7 +236,7 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 func (d *Dispatcher) preemptionScopes(view *passView, t *placement.Target, p pending) []placement.PreemptionScope {
 	cq, books := d.workerQuotaOf(view, t.Cluster, p)
 	priority, _ := t.Priority(p.wl) // a worker without its class: DecidePreemption passes it by
-	return placement.ScopesFor(cq, t.Flavor, p.need, priority, books)
+	return placement.ScopesFor(cq, t.Flavor, p.need, priority, books, t.FairSharing())
 }
 
 // workerQuotaShort says why the worker ClusterQueue p's copy lands in on

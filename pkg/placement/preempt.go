@@ -85,11 +85,23 @@ type PreemptionScope struct {
 // reclaimWithinCohort alone, on condition that it fits its nominal quota
 // once they and its own go (Nominal). None when it may not preempt for
 // it at all (Kueue's NoFit, as Find decides it).
-func ScopesFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, priority int32, books *queue.Books) []PreemptionScope {
+//
+// fair: the worker's agent preempts by fair sharing. Its own queue's
+// workloads go as above; another queue's only while the copy's queue
+// stays within its nominal quota with the copy admitted (fair sharing
+// then takes from borrowers unconditionally), from the queues of its tree
+// that borrow what it needs, under reclaimWithinCohort. Beyond its
+// nominal quota the shares decide, which the hub does not predict: no
+// scope of other queues then (the hub may miss a preemption the agent
+// would make, never expects one it would not).
+func ScopesFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList, priority int32, books *queue.Books, fair bool) []PreemptionScope {
 	if cq == nil {
 		return nil
 	}
 	policy := preemption.PolicyOf(cq)
+	if fair {
+		return fairScopes(cq, policy, flavor, need, priority, books)
+	}
 	within := policy.WithinClusterQueue != strata.PreemptionNever
 	// What the agent's search frees (preemption.Find): the resources the
 	// copy cannot take now, or all it asks for when only the capacity is
@@ -150,6 +162,40 @@ func ScopesFor(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList,
 		out = append(out, nominal)
 	}
 	return out
+}
+
+// fairScopes is ScopesFor on a worker whose agent preempts by fair
+// sharing.
+func fairScopes(cq *strata.ClusterQueue, policy preemption.Policy, flavor string, need corev1.ResourceList, priority int32, books *queue.Books) []PreemptionScope {
+	within := policy.WithinClusterQueue != strata.PreemptionNever
+	short := need
+	if books != nil {
+		if s := books.Short(cq.Name, flavor, need); len(s) > 0 {
+			short = s
+			mayWhileBorrowing := policy.ReclaimWithinCohort != strata.PreemptionNever || policy.BorrowWithinCohort == strata.BorrowWithinCohortLowerPriority
+			if !mayWhileBorrowing && !books.ReclaimMayHelp(cq.Name, flavor, need, s) {
+				return nil
+			}
+		}
+	} else if !preemption.MayPreemptFor(cq, flavor, need) {
+		return nil
+	}
+	scope := PreemptionScope{Queue: cq.Name, Within: within, Short: short}
+	if policy.ReclaimWithinCohort != strata.PreemptionNever && books != nil && books.Cohort(cq.Name) != "" && books.WithinNominal(cq.Name, flavor, need) {
+		limit, ok := reclaimLimit(policy, priority, true)
+		for _, peer := range books.Peers(cq.Name) {
+			if ok && books.Borrowing(peer, flavor, short) {
+				if scope.Reclaim == nil {
+					scope.Reclaim = map[string]int32{}
+				}
+				scope.Reclaim[peer] = limit
+			}
+		}
+	}
+	if !scope.Within && len(scope.Reclaim) == 0 {
+		return nil
+	}
+	return []PreemptionScope{scope}
 }
 
 // reclaimLimit is the highest priority of a cohort peer's workload a

@@ -363,7 +363,7 @@ func TestDecidePreemptionOnlyWhatTheSearchTakes(t *testing.T) {
 	}
 	st.SummaryGeneration = 1
 	tg := target(t, "w", "f", &st)
-	scopes := ScopesFor(cq, "f", need, 100, books)
+	scopes := ScopesFor(cq, "f", need, 100, books, false)
 	choice, why := p.DecidePreemption(wl, []string{"f"}, []*Target{tg}, everywhere(100), func(*Target) []PreemptionScope { return scopes },
 		func(_ *Target, freed map[string]corev1.ResourceList, nominal bool) string {
 			w, _ := QuotaShort(books, "q0", "f", need, freed, nominal)
@@ -428,7 +428,7 @@ func TestDecidePreemptionOfThoseHoldingWhatItNeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.SummaryGeneration = 1
-	scopes := ScopesFor(cq, "f", need, 100, books)
+	scopes := ScopesFor(cq, "f", need, 100, books, false)
 	choice, why := p.DecidePreemption(wl, []string{"f"}, []*Target{target(t, "w", "f", &st)}, everywhere(100), func(*Target) []PreemptionScope { return scopes },
 		func(_ *Target, freed map[string]corev1.ResourceList, nominal bool) string {
 			w, _ := QuotaShort(books, "q0", "f", need, freed, nominal)

@@ -84,7 +84,7 @@ func TestScopesFor(t *testing.T) {
 			for q, u := range tc.usage {
 				books.Charge(q, "gpu", u, 1)
 			}
-			got := ScopesFor(tc.cq, "gpu", cpus(tc.need), 100, books)
+			got := ScopesFor(tc.cq, "gpu", cpus(tc.need), 100, books, false)
 			for _, sc := range got {
 				if sc.Short == nil {
 					t.Errorf("scope %+v: no resources the copy is short of", sc)

@@ -228,6 +228,10 @@ func (t *Target) QueueUsage() (map[string]corev1.ResourceList, bool) {
 	return out, true
 }
 
+// FairSharing says whether the target's agent preempts by fair sharing
+// (its summary's status.fairSharing).
+func (t *Target) FairSharing() bool { return t.summary != nil && t.summary.FairSharing }
+
 // Priority is wl's priority on the target's worker, as its agent sets it
 // on the copy: the value wl's class has there, when the summary lists the
 // worker's classes (status.priorityClasses, all of them or none). ok is

@@ -146,7 +146,7 @@ func TestHubAnswersAsTheAgentOnTopology(t *testing.T) {
 			continue // it fits: nothing to preempt
 		}
 		cases++
-		scopes := ScopesFor(cqs[0], "f", need, priority, books)
+		scopes := ScopesFor(cqs[0], "f", need, priority, books, false)
 		choice, _ := p.DecidePreemption(wl, []string{"f"}, []*Target{tg}, everywhere(priority), func(*Target) []PreemptionScope { return scopes },
 			func(_ *Target, freed map[string]corev1.ResourceList, nominal bool) string {
 				why, _ := QuotaShort(books, "q0", "f", need, freed, nominal)

@@ -252,7 +252,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			// As the hub: the one worker where preempting lets it in.
 			choice, why := policy.DecidePreemption(wl, order, append(eligible, short...), func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
 				priority, _ := t.Priority(wl)
-				return placement.ScopesFor(f.landing(t.Cluster, wl), t.Flavor, need, priority, f.books[t.Cluster])
+				return placement.ScopesFor(f.landing(t.Cluster, wl), t.Flavor, need, priority, f.books[t.Cluster], t.FairSharing())
 			}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
 				why, _ := quotaShort(t, freed, nominal)
 				return why

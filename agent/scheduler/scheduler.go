@@ -419,13 +419,10 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	}
 	var pick func([]*strata.ClusterQueue, []*strata.Workload) int
 	if s.fair != nil {
-		pick = func(cqs []*strata.ClusterQueue, heads []*strata.Workload) int {
-			cs := make([]queue.Contender, len(cqs))
-			for i := range cqs {
-				cs[i] = books.Nominee(cqs[i], heads[i])
-			}
-			return books.Tournament(cs)
-		}
+		// A preemptor's hold is in the books already.
+		self := func(wl *strata.Workload) *strata.Workload { return wl }
+		pick = queue.FairPick(books, func(wl *strata.Workload) any { return wl }, self,
+			func(wl *strata.Workload) bool { return s.charged[client.ObjectKeyFromObject(wl)] })
 	}
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
 		func(cq *strata.ClusterQueue, wl *strata.Workload) int { return books.WouldBorrow(cq, wl) }, pick,

@@ -123,6 +123,8 @@ type ClusterQueueSpec struct {
 
 // FairSharing is a ClusterQueue's or Cohort's weight under fair sharing
 // (Kueue's field).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.weight) || quantity(string(self.weight)).compareTo(quantity('0')) == 0 || quantity(string(self.weight)).isGreaterThan(quantity('1n'))",message="weight must be 0 or more than 1n (10^-9), as in Kueue"
 type FairSharing struct {
 	// weight gives the queue or cohort an advantage over its siblings when
 	// competing for what their cohort lends: its share (the most, over

@@ -566,7 +566,8 @@ const (
 	WorkloadInvalid = "Invalid"
 	// WorkloadPreempted is True when the workload was evicted to make room
 	// for another; its reason says under which policy (InClusterQueue,
-	// InCohortReclamation, InCohortReclaimWhileBorrowing, Kueue's names).
+	// InCohortReclamation, InCohortReclaimWhileBorrowing,
+	// InCohortFairSharing, Kueue's names).
 	WorkloadPreempted = "Preempted"
 	// WorkloadPodsReady is True once every pod of an admitted workload is
 	// ready or has succeeded (the agent's waitForPodsReady, Kueue's

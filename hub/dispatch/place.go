@@ -524,11 +524,5 @@ func (d *Dispatcher) fairPick(books *queue.Books) func([]*strata.ClusterQueue, [
 	if d.fair == nil {
 		return nil
 	}
-	return func(cqs []*strata.ClusterQueue, heads []pending) int {
-		cs := make([]queue.Contender, len(heads))
-		for i, p := range heads {
-			cs[i] = books.Nominee(cqs[i], p.wl)
-		}
-		return books.Tournament(cs)
-	}
+	return queue.FairPick(books, func(p pending) any { return p.uid }, func(p pending) *strata.Workload { return p.wl }, nil)
 }

@@ -52,7 +52,8 @@ var (
 var (
 	// PreemptedWorkloads counts the workloads an agent preempted, by the
 	// preempting workload's ClusterQueue and the reason (Kueue's:
-	// InClusterQueue, InCohortReclamation, InCohortReclaimWhileBorrowing).
+	// InClusterQueue, InCohortReclamation, InCohortReclaimWhileBorrowing,
+	// InCohortFairSharing).
 	PreemptedWorkloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strata_preempted_workloads_total",
 		Help: "Workloads preempted, by the preempting workload's ClusterQueue and the reason.",

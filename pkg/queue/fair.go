@@ -113,16 +113,29 @@ func (n *books) share() Share {
 	if len(borrowing) == 0 {
 		return s
 	}
-	lendable := map[corev1.ResourceName]int64{}
-	for fr := range n.root().subtree {
-		lendable[fr.resource] += n.parent.potential(fr)
-	}
+	lendable := n.parent.lendableShares()
 	for r, b := range borrowing {
 		if l := kueueUnits(r, lendable[r]); l > 0 {
 			s.ratio = max(s.ratio, float64(kueueUnits(r, b))*1000/float64(l))
 		}
 	}
 	return s
+}
+
+// lendableShares is, per resource, the most the node's subtree could use of it
+// on all flavors together, nothing being used anywhere (what a child's
+// share is measured against). It depends on quotas alone: kept until the
+// tree is rebuilt.
+func (n *books) lendableShares() map[corev1.ResourceName]int64 {
+	if n.lendableCache != nil {
+		return n.lendableCache
+	}
+	out := map[corev1.ResourceName]int64{}
+	for fr := range n.root().subtree {
+		out[fr.resource] = saturatingAdd(out[fr.resource], n.potential(fr))
+	}
+	n.lendableCache = out
+	return out
 }
 
 // potential is the most of fr the node's subtree could use, nothing being
@@ -132,11 +145,19 @@ func (n *books) potential(fr flavorResource) int64 {
 	if n.parent == nil {
 		return n.subtree[fr]
 	}
-	avail := n.guaranteed(fr) + n.parent.potential(fr)
+	avail := saturatingAdd(n.guaranteed(fr), n.parent.potential(fr))
 	if bl := n.quota[fr].borrowing; bl != nil {
-		avail = min(avail, n.subtree[fr]+*bl)
+		avail = min(avail, saturatingAdd(n.subtree[fr], *bl))
 	}
 	return avail
+}
+
+// saturatingAdd adds non-negative quantities, at most math.MaxInt64.
+func saturatingAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // Share returns a queue's share as its usage stands.
@@ -156,19 +177,45 @@ type Contender struct {
 	Requests corev1.ResourceList
 }
 
-// Nominee returns the flavor a head of cq would be charged on in a fair
-// sharing round: the first where it fits, else the first of its flavors.
+// Nominee returns what a head of cq would be charged in a fair-sharing
+// round, by quota as the flavor walk chooses (Kueue's nominated
+// assignment): the first of its flavors (the hub's pinned one only) where
+// it fits without borrowing, or, where it fits only by borrowing, the
+// first such one, the lowest borrowing first under whenCanBorrow:
+// TryNextFlavor; when it fits nowhere now, the first flavor where
+// preemption may let it in; nothing (no requests) when none may.
 func (b *Books) Nominee(cq *strata.ClusterQueue, wl *strata.Workload) Contender {
-	c := Contender{Queue: cq.Name, Workload: wl, Requests: WorkloadRequests(wl)}
-	flavors := Flavors(cq)
+	return b.nominee(cq, wl, WorkloadRequests(wl))
+}
+
+func (b *Books) nominee(cq *strata.ClusterQueue, wl *strata.Workload, need corev1.ResourceList) Contender {
+	c := Contender{Queue: cq.Name, Workload: wl}
+	flavors, _ := FlavorsFor(cq, wl)
+	tryNext := Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
+	borrowing, preempting := "", ""
+	height := 0
 	for _, fq := range flavors {
-		if fit := b.Check(cq.Name, fq.Name, c.Requests, false); fit.Err == nil {
-			c.Flavor = fq.Name
+		fit := b.Check(cq.Name, fq.Name, need, false)
+		switch {
+		case fit.Err == nil && !fit.Borrows:
+			c.Flavor, c.Requests = fq.Name, need
 			return c
+		case fit.Err == nil && !tryNext:
+			c.Flavor, c.Requests = fq.Name, need
+			return c
+		case fit.Err == nil:
+			if h := b.borrowHeight(cq.Name, fq.Name, need); borrowing == "" || h < height {
+				borrowing, height = fq.Name, h
+			}
+		case !fit.Never && preempting == "":
+			preempting = fq.Name
 		}
 	}
-	if len(flavors) > 0 {
-		c.Flavor = flavors[0].Name
+	switch {
+	case borrowing != "":
+		c.Flavor, c.Requests = borrowing, need
+	case preempting != "":
+		c.Flavor, c.Requests = preempting, need
 	}
 	return c
 }
@@ -200,11 +247,11 @@ func (b *Books) Tournament(heads []Contender) int {
 			continue
 		}
 		byQueue[n] = i
-		b.Charge(h.Queue, h.Flavor, h.Requests, 1)
+		n.charge(h.Flavor, h.Requests, 1)
 		for c := n; c.parent != nil; c = c.parent {
 			shares[shareKey{c.parent, i}] = c.share()
 		}
-		b.Charge(h.Queue, h.Flavor, h.Requests, -1)
+		n.charge(h.Flavor, h.Requests, -1)
 	}
 	less := func(i, j int, parent *books) bool {
 		si, sj := shares[shareKey{parent, i}], shares[shareKey{parent, j}]
@@ -237,6 +284,60 @@ func (b *Books) Tournament(heads []Contender) int {
 		return w
 	}
 	return 0
+}
+
+// FairPick returns queue.Serve's pick under fair sharing on b: the
+// Tournament of the heads, each head's Contender its Nominee, computed
+// only for the heads of the tree that plays and kept while that tree's
+// books do not change. key names a head, workload gives its Workload;
+// held, when set, says whether the books carry a head's requests already
+// (a preemptor's hold): it is then charged nothing more.
+func FairPick[T any](b *Books, key func(T) any, workload func(T) *strata.Workload, held func(T) bool) func([]*strata.ClusterQueue, []T) int {
+	type kept struct {
+		c       Contender
+		version uint64
+	}
+	cache := map[any]kept{}
+	needs := map[any]corev1.ResourceList{}
+	nominee := func(cq *strata.ClusterQueue, h T, k any) Contender {
+		need, ok := needs[k]
+		if !ok {
+			need = WorkloadRequests(workload(h))
+			needs[k] = need
+		}
+		c := b.nominee(cq, workload(h), need)
+		if held != nil && held(h) {
+			c.Requests = nil
+		}
+		return c
+	}
+	return func(cqs []*strata.ClusterQueue, heads []T) int {
+		if len(cqs) == 0 || cqs[0] == nil {
+			return 0
+		}
+		first := b.queues[cqs[0].Name]
+		if first == nil || first.parent == nil {
+			return 0
+		}
+		root := first.root()
+		cs := make([]Contender, len(heads))
+		for i, h := range heads {
+			if cqs[i] == nil {
+				continue
+			}
+			if n := b.queues[cqs[i].Name]; n == nil || n.root() != root {
+				continue
+			}
+			k := key(h)
+			if e, ok := cache[k]; ok && e.version == root.version {
+				cs[i] = e.c
+				continue
+			}
+			cs[i] = nominee(cqs[i], h, k)
+			cache[k] = kept{cs[i], root.version}
+		}
+		return b.Tournament(cs)
+	}
 }
 
 type shareKey struct {

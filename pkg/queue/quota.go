@@ -152,6 +152,10 @@ func (n *books) height() int {
 type Books struct {
 	queues  map[string]*books
 	cohorts map[string]*books
+	// tick numbers the changes of usage: a tree's root keeps the tick of
+	// its last change (version), so that what was computed on a tree is
+	// known to be current while its version stays.
+	tick uint64
 }
 
 // books is one node of a cohort tree: a ClusterQueue (a leaf) or a cohort.
@@ -182,6 +186,10 @@ type books struct {
 	usage map[flavorResource]int64
 	// weight is the node's fairSharing weight (1 unless set).
 	weight float64
+	// lendableCache is lendableShares' answer, until the tree is rebuilt.
+	lendableCache map[corev1.ResourceName]int64
+	// version, at a root, is the Books' tick of the tree's last change.
+	version uint64
 }
 
 type flavorResource struct {
@@ -363,6 +371,7 @@ func NewBooks(cqs []*strata.ClusterQueue, cohorts ...*strata.Cohort) *Books {
 // sum sets the subtree quotas of the node's subtree, leaves first.
 func (n *books) sum() {
 	clear(n.subtree)
+	n.lendableCache = nil
 	for fr, qt := range n.quota {
 		n.subtree[fr] = qt.nominal
 	}
@@ -409,6 +418,10 @@ func (b *Books) Detach(queue string) {
 		q.quota[fr] = qt
 	}
 	p.root().rebuild()
+	b.tick++
+	p.root().version = b.tick
+	b.tick++
+	q.version = b.tick
 }
 
 // rebuild sets the subtree quotas of a tree, and what its cohorts use from
@@ -456,6 +469,14 @@ func (b *Books) Charge(queue, flavor string, requests corev1.ResourceList, sign 
 	if q == nil {
 		return
 	}
+	q.charge(flavor, requests, sign)
+	b.tick++
+	q.root().version = b.tick
+}
+
+// charge is Charge without marking the tree changed: for a change undone
+// before the caller returns.
+func (q *books) charge(flavor string, requests corev1.ResourceList, sign int64) {
 	for r, v := range requests {
 		q.add(flavorResource{flavor, r}, sign*v.MilliValue())
 	}
@@ -475,6 +496,10 @@ func (b *Books) SetFlavorUsage(flavor string, usage map[string]corev1.ResourceLi
 	}
 	for name := range b.queues {
 		b.Charge(name, flavor, usage[name], 1)
+	}
+	for _, q := range b.queues {
+		b.tick++
+		q.root().version = b.tick
 	}
 }
 

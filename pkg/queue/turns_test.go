@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -141,5 +142,52 @@ func TestServeFair(t *testing.T) {
 	// (a at 14); then b2 (12) before a2 (16); a3 alone.
 	if diff := cmp.Diff([]string{"b1", "a1", "b2", "a2", "a3"}, served); diff != "" {
 		t.Errorf("served (-want,+got):\n%s", diff)
+	}
+}
+
+// BenchmarkServeFair: a pass of 50 or 200 queues of one cohort, 20 heads
+// each, served under fair sharing (each admitted head charged), against
+// the classical order.
+func BenchmarkServeFair(b *testing.B) {
+	for _, n := range []int{50, 200} {
+		for _, fair := range []bool{false, true} {
+			b.Run(fmt.Sprintf("queues=%d/fair=%v", n, fair), func(b *testing.B) {
+				var cqs []*strata.ClusterQueue
+				for i := range n {
+					cqs = append(cqs, groupQueue(fmt.Sprintf("q%03d", i), "t", nil, nil))
+				}
+				items := func(q int) []*strata.Workload {
+					var out []*strata.Workload
+					for k := range 20 {
+						wl := queued("ns", fmt.Sprintf("q%03d-%02d", q, k), nil, k)
+						wl.Spec.PodSets = []strata.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+							Resources: corev1.ResourceRequirements{Requests: gpus("1")}}}}}}}
+						out = append(out, wl)
+					}
+					return out
+				}
+				for b.Loop() {
+					b.StopTimer()
+					books := NewBooks(cqs)
+					turns := make([]*Turn[*strata.Workload], n)
+					for i, cq := range cqs {
+						turns[i] = &Turn[*strata.Workload]{Queue: cq, Items: items(i)}
+					}
+					var pick func([]*strata.ClusterQueue, []*strata.Workload) int
+					if fair {
+						self := func(wl *strata.Workload) *strata.Workload { return wl }
+						pick = FairPick(books, func(wl *strata.Workload) any { return wl }, self, nil)
+					}
+					b.StartTimer()
+					Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl }, nil, pick,
+						func(q *strata.ClusterQueue, wl *strata.Workload) bool {
+							if books.Check(q.Name, "h100", gpus("1"), false).Err == nil {
+								books.Charge(q.Name, "h100", gpus("1"), 1)
+							}
+							return false
+						}, nil)
+				}
+			})
+		}
 	}
 }

@@ -238,16 +238,9 @@ func (st *runState) fairPick() func([]*strata.ClusterQueue, []*pendingItem) int 
 	if st.in.FairSharing == nil {
 		return nil
 	}
-	return func(cqs []*strata.ClusterQueue, heads []*pendingItem) int {
-		cs := make([]queue.Contender, 0, len(heads))
-		for _, p := range heads {
-			if p.cq == nil {
-				return 0 // no queue in the input: one queue, nothing to share
-			}
-			cs = append(cs, st.books.Nominee(p.cq, p.wl))
-		}
-		return st.books.Tournament(cs)
-	}
+	// An item of no queue in the input has a ClusterQueue of no name in
+	// its turn, which the books do not know: it plays in no tournament.
+	return queue.FairPick(st.books, func(p *pendingItem) any { return p }, func(p *pendingItem) *strata.Workload { return p.wl }, nil)
 }
 
 // preempt takes a search's victims out of the simulation (their capacity

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
@@ -150,6 +151,61 @@ func TestTournament(t *testing.T) {
 				if got := b.Share(q.Name).Value(); got != before[q.Name] {
 					t.Errorf("the books changed: %s's share %v, was %v", q.Name, got, before[q.Name])
 				}
+			}
+		})
+	}
+}
+
+// TestNominee: a head is charged where the flavor walk would take it.
+func TestNominee(t *testing.T) {
+	twoFlavors := func(name, f1, f2 string, tryNext bool) *strata.ClusterQueue {
+		cq := groupQueue(name, "t", nil, nil)
+		g := &cq.Spec.ResourceGroups[0]
+		g.Flavors = []strata.FlavorQuotas{
+			{Name: "f1", Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse(f1)}}},
+			{Name: "f2", Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse(f2)}}},
+		}
+		if tryNext {
+			cq.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor}
+		}
+		return cq
+	}
+	head := func(n string) *strata.Workload {
+		wl := queued("ns", "h", nil, 0)
+		wl.Spec.PodSets = []strata.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: gpus(n)}}}}}}}
+		return wl
+	}
+	cases := []struct {
+		name       string
+		a          *strata.ClusterQueue
+		need       string
+		used       string // what a holds on f2
+		wantFlavor string
+		wantNone   bool
+	}{
+		{name: "fits on the first flavor by borrowing: taken", a: twoFlavors("a", "0", "4", false), need: "3", wantFlavor: "f1"},
+		{name: "TryNextFlavor: a flavor where it fits without borrowing", a: twoFlavors("a", "0", "4", true), need: "3", wantFlavor: "f2"},
+		{name: "fits nowhere now: the first flavor where preemption may help", a: twoFlavors("a", "0", "4", false), need: "4", used: "1", wantFlavor: "f1"},
+		{name: "no flavor may ever hold it: charged nothing", a: twoFlavors("a", "0", "0", false), need: "99", wantNone: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			other := twoFlavors("c", "4", "0", false)
+			b := NewBooks([]*strata.ClusterQueue{tc.a, other})
+			b.Charge("c", "f1", gpus("1"), 1)
+			if tc.used != "" {
+				b.Charge("a", "f2", gpus(tc.used), 1)
+			}
+			c := b.Nominee(tc.a, head(tc.need))
+			if tc.wantNone {
+				if len(c.Requests) != 0 {
+					t.Errorf("charged %v on %s, want nothing", c.Requests, c.Flavor)
+				}
+				return
+			}
+			if c.Flavor != tc.wantFlavor {
+				t.Errorf("flavor %s, want %s", c.Flavor, tc.wantFlavor)
 			}
 		})
 	}

@@ -185,10 +185,7 @@ type Contender struct {
 // TryNextFlavor; when it fits nowhere now, the first flavor where
 // preemption may let it in; nothing (no requests) when none may.
 func (b *Books) Nominee(cq *strata.ClusterQueue, wl *strata.Workload) Contender {
-	return b.nominee(cq, wl, WorkloadRequests(wl))
-}
-
-func (b *Books) nominee(cq *strata.ClusterQueue, wl *strata.Workload, need corev1.ResourceList) Contender {
+	need := WorkloadRequests(wl)
 	c := Contender{Queue: cq.Name, Workload: wl}
 	flavors, _ := FlavorsFor(cq, wl)
 	tryNext := Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
@@ -228,6 +225,27 @@ func (b *Books) nominee(cq *strata.ClusterQueue, wl *strata.Workload, need corev
 // the share; then priority; then age). A head whose queue has no cohort is
 // taken as it is.
 func (b *Books) Tournament(heads []Contender) int {
+	return b.tournament(heads, nil, nil)
+}
+
+// shareMemo keeps, across the picks of a round, each head's shares on its
+// path with its nominee charged, with the usage changes of the path they
+// were computed at.
+type shareMemo map[memoKey]memoShare
+
+type memoKey struct {
+	head any
+	node *books
+}
+
+type memoShare struct {
+	changes uint64
+	share   Share
+}
+
+// tournament is Tournament; with memo, keys name the heads, and a head's
+// shares are computed again only where the usage on its path changed.
+func (b *Books) tournament(heads []Contender, keys []any, memo shareMemo) int {
 	if len(heads) == 0 {
 		return -1
 	}
@@ -236,8 +254,8 @@ func (b *Books) Tournament(heads []Contender) int {
 		return 0
 	}
 	root := q.root()
-	byQueue := map[*books]int{}
-	shares := map[shareKey]Share{}
+	byQueue := make(map[*books]int, len(heads))
+	shares := make(map[shareKey]Share, 2*len(heads))
 	for i, h := range heads {
 		n := b.queues[h.Queue]
 		if n == nil || n.root() != root {
@@ -247,11 +265,43 @@ func (b *Books) Tournament(heads []Contender) int {
 			continue
 		}
 		byQueue[n] = i
+		if memo != nil && keys[i] != nil {
+			known := true
+			var changes uint64
+			for c := n; c.parent != nil; c = c.parent {
+				changes += c.changes
+				e, ok := memo[memoKey{keys[i], c}]
+				if !ok || e.changes != changes {
+					known = false
+					break
+				}
+				shares[shareKey{c.parent, i}] = e.share
+			}
+			if known {
+				continue
+			}
+		}
+		var saved []uint64
+		for c := n; c != nil; c = c.parent {
+			saved = append(saved, c.changes)
+		}
 		n.charge(h.Flavor, h.Requests, 1)
 		for c := n; c.parent != nil; c = c.parent {
 			shares[shareKey{c.parent, i}] = c.share()
 		}
 		n.charge(h.Flavor, h.Requests, -1)
+		k := 0
+		for c := n; c != nil; c = c.parent {
+			c.changes = saved[k] // a trial, undone
+			k++
+		}
+		if memo != nil && keys[i] != nil {
+			var changes uint64
+			for c := n; c.parent != nil; c = c.parent {
+				changes += c.changes
+				memo[memoKey{keys[i], c}] = memoShare{changes, shares[shareKey{c.parent, i}]}
+			}
+		}
 	}
 	less := func(i, j int, parent *books) bool {
 		si, sj := shares[shareKey{parent, i}], shares[shareKey{parent, j}]
@@ -287,25 +337,18 @@ func (b *Books) Tournament(heads []Contender) int {
 }
 
 // FairPick returns queue.Serve's pick under fair sharing on b: the
-// Tournament of the heads, each head's Contender its Nominee, computed
-// only for the heads of the tree that plays and kept while that tree's
-// books do not change. key names a head, workload gives its Workload;
-// held, when set, says whether the books carry a head's requests already
-// (a preemptor's hold): it is then charged nothing more.
+// Tournament of the heads, each head's Contender its Nominee as the books
+// stood when its tree first played in the round (as Kueue nominates the
+// heads of a scheduling cycle once, at its start, and recomputes only the
+// shares as the cycle admits), computed only for the heads of the tree
+// that plays. key names a head, workload gives its Workload; held, when
+// set, says whether the books carry a head's requests already (a
+// preemptor's hold): it is then charged nothing more.
 func FairPick[T any](b *Books, key func(T) any, workload func(T) *strata.Workload, held func(T) bool) func([]*strata.ClusterQueue, []T) int {
-	type kept struct {
-		c       Contender
-		version uint64
-	}
-	cache := map[any]kept{}
-	needs := map[any]corev1.ResourceList{}
-	nominee := func(cq *strata.ClusterQueue, h T, k any) Contender {
-		need, ok := needs[k]
-		if !ok {
-			need = WorkloadRequests(workload(h))
-			needs[k] = need
-		}
-		c := b.nominee(cq, workload(h), need)
+	cache := map[any]Contender{}
+	memo := shareMemo{}
+	nominee := func(cq *strata.ClusterQueue, h T) Contender {
+		c := b.Nominee(cq, workload(h))
 		if held != nil && held(h) {
 			c.Requests = nil
 		}
@@ -321,6 +364,7 @@ func FairPick[T any](b *Books, key func(T) any, workload func(T) *strata.Workloa
 		}
 		root := first.root()
 		cs := make([]Contender, len(heads))
+		keys := make([]any, len(heads))
 		for i, h := range heads {
 			if cqs[i] == nil {
 				continue
@@ -329,14 +373,15 @@ func FairPick[T any](b *Books, key func(T) any, workload func(T) *strata.Workloa
 				continue
 			}
 			k := key(h)
-			if e, ok := cache[k]; ok && e.version == root.version {
-				cs[i] = e.c
-				continue
+			keys[i] = k
+			c, ok := cache[k]
+			if !ok {
+				c = nominee(cqs[i], h)
+				cache[k] = c
 			}
-			cs[i] = nominee(cqs[i], h, k)
-			cache[k] = kept{cs[i], root.version}
+			cs[i] = c
 		}
-		return b.Tournament(cs)
+		return b.tournament(cs, keys, memo)
 	}
 }
 

@@ -152,10 +152,6 @@ func (n *books) height() int {
 type Books struct {
 	queues  map[string]*books
 	cohorts map[string]*books
-	// tick numbers the changes of usage: a tree's root keeps the tick of
-	// its last change (version), so that what was computed on a tree is
-	// known to be current while its version stays.
-	tick uint64
 }
 
 // books is one node of a cohort tree: a ClusterQueue (a leaf) or a cohort.
@@ -188,8 +184,9 @@ type books struct {
 	weight float64
 	// lendableCache is lendableShares' answer, until the tree is rebuilt.
 	lendableCache map[corev1.ResourceName]int64
-	// version, at a root, is the Books' tick of the tree's last change.
-	version uint64
+	// changes counts the changes of usage: what was computed from the
+	// node's usage holds while it stays.
+	changes uint64
 }
 
 type flavorResource struct {
@@ -245,6 +242,7 @@ func (n *books) add(fr flavorResource, d int64) {
 	g := n.guaranteed(fr)
 	before := max(0, n.usage[fr]-g)
 	n.usage[fr] += d
+	n.changes++
 	if n.parent != nil && n.counts(fr) {
 		n.parent.add(fr, max(0, n.usage[fr]-g)-before)
 	}
@@ -418,10 +416,6 @@ func (b *Books) Detach(queue string) {
 		q.quota[fr] = qt
 	}
 	p.root().rebuild()
-	b.tick++
-	p.root().version = b.tick
-	b.tick++
-	q.version = b.tick
 }
 
 // rebuild sets the subtree quotas of a tree, and what its cohorts use from
@@ -470,8 +464,6 @@ func (b *Books) Charge(queue, flavor string, requests corev1.ResourceList, sign 
 		return
 	}
 	q.charge(flavor, requests, sign)
-	b.tick++
-	q.root().version = b.tick
 }
 
 // charge is Charge without marking the tree changed: for a change undone
@@ -496,10 +488,6 @@ func (b *Books) SetFlavorUsage(flavor string, usage map[string]corev1.ResourceLi
 	}
 	for name := range b.queues {
 		b.Charge(name, flavor, usage[name], 1)
-	}
-	for _, q := range b.queues {
-		b.tick++
-		q.root().version = b.tick
 	}
 }
 

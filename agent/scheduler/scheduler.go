@@ -425,7 +425,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			func(wl *strata.Workload) bool { return s.charged[client.ObjectKeyFromObject(wl)] })
 	}
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
-		func(cq *strata.ClusterQueue, wl *strata.Workload) int { return books.WouldBorrow(cq, wl) }, pick,
+		func(cq *strata.ClusterQueue, wl *strata.Workload) int { return books.WouldBorrow(cq, wl) }, pick, nil,
 		func(cq *strata.ClusterQueue, wl *strata.Workload) bool {
 			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], books, wl)
 			if err != nil {

@@ -77,7 +77,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	var errs []error
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
-		func(cq *strata.ClusterQueue, p pending) int { return books.WouldBorrow(cq, p.wl) }, d.fairPick(books),
+		func(cq *strata.ClusterQueue, p pending) int { return books.WouldBorrow(cq, p.wl) }, d.fairPick(books), nil,
 		func(cq *strata.ClusterQueue, p pending) bool {
 			if books.InCycle(cq.Name) {
 				// Kueue's inactive queue: nothing is dispatched until the

@@ -79,6 +79,9 @@ type Result struct {
 	Borrows      bool
 	BorrowHeight int
 	Why          string
+	// NoFit: the policy may not preempt for it on the flavor at all
+	// (Kueue's NoFit), rather than finding no victims.
+	NoFit bool
 }
 
 // Policy is a queue's preemption policy with Kueue's defaults filled in.
@@ -341,6 +344,20 @@ func Order(pre Preemptor, cands []Workload) {
 	})
 }
 
+// MayTry says whether a workload of queue asking need on flavor, which
+// does not fit there now, may preempt for it at all under policy: Kueue's
+// flavor assigner gives it the Preempt mode (victims or not) rather than
+// NoFit when its queue's nominal quota holds what it is short of, or a
+// cohort below the root could with what is used there, or it may preempt
+// while borrowing (borrowWithinCohort; under fair sharing,
+// reclaimWithinCohort).
+func MayTry(policy Policy, books *queue.Books, queueName, flavor string, need corev1.ResourceList) bool {
+	short := books.Short(queueName, flavor, need)
+	whileBorrowing := policy.BorrowWithinCohort == strata.BorrowWithinCohortLowerPriority ||
+		policy.Fair != nil && policy.ReclaimWithinCohort != strata.PreemptionNever
+	return len(short) == 0 || whileBorrowing || books.ReclaimMayHelp(queueName, flavor, need, short)
+}
+
 // Find returns the minimal set of admitted workloads on flavor whose
 // preemption lets pre in: within its queue's quota (books, with every
 // admitted workload charged) and the topology (capacity, whose candidate
@@ -372,8 +389,8 @@ func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admit
 	cohort := books.Cohort(pre.Queue)
 	short := books.Short(pre.Queue, flavor, pre.Requests)
 	borrowForbidden := policy.BorrowWithinCohort != strata.BorrowWithinCohortLowerPriority
-	if len(short) > 0 && borrowForbidden && !books.ReclaimMayHelp(pre.Queue, flavor, pre.Requests, short) {
-		return Result{Why: "it asks for more than the nominal quota of its ClusterQueue, which may preempt only within it (borrowWithinCohort is Never)"}
+	if !MayTry(policy, books, pre.Queue, flavor, pre.Requests) {
+		return Result{NoFit: true, Why: "it asks for more than the nominal quota of its ClusterQueue, which may preempt only within it (borrowWithinCohort is Never)"}
 	}
 	if len(short) == 0 {
 		short = pre.Requests // only the topology is short
@@ -466,9 +483,8 @@ func Find(pre Preemptor, policy Policy, books *queue.Books, flavor string, admit
 // needed is put back, last first (the preemptor may borrow).
 func findFair(pre Preemptor, policy Policy, books *queue.Books, flavor string, admitted []Workload, capacity Capacity) Result {
 	short := books.Short(pre.Queue, flavor, pre.Requests)
-	mayWhileBorrowing := policy.ReclaimWithinCohort != strata.PreemptionNever || policy.BorrowWithinCohort == strata.BorrowWithinCohortLowerPriority
-	if len(short) > 0 && !mayWhileBorrowing && !books.ReclaimMayHelp(pre.Queue, flavor, pre.Requests, short) {
-		return Result{Why: "it asks for more than the nominal quota of its ClusterQueue, which may preempt only within it (reclaimWithinCohort is Never)"}
+	if !MayTry(policy, books, pre.Queue, flavor, pre.Requests) {
+		return Result{NoFit: true, Why: "it asks for more than the nominal quota of its ClusterQueue, which may preempt only within it (reclaimWithinCohort is Never)"}
 	}
 	if len(short) == 0 {
 		short = pre.Requests // only the topology is short

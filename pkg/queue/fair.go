@@ -340,13 +340,16 @@ func (b *Books) tournament(heads []Contender, keys []any, memo shareMemo) int {
 // Tournament of the heads, each head's Contender its Nominee as the books
 // stood when its tree first played in the round (as Kueue nominates the
 // heads of a scheduling cycle once, at its start, and recomputes only the
-// shares as the cycle admits), computed only for the heads of the tree
-// that plays. key names a head, workload gives its Workload; held, when
+// shares as the cycle admits; a head served again in a later round is
+// nominated again), computed only for the heads of the tree that plays. key names a head, workload gives its Workload; held, when
 // set, says whether the books carry a head's requests already (a
 // preemptor's hold): it is then charged nothing more.
 func FairPick[T any](b *Books, key func(T) any, workload func(T) *strata.Workload, held func(T) bool) func([]*strata.ClusterQueue, []T) int {
 	cache := map[any]Contender{}
 	memo := shareMemo{}
+	// Serve asks for each next head of a round with one head fewer, down
+	// to two: any other count starts a round.
+	last := 0
 	nominee := func(cq *strata.ClusterQueue, h T) Contender {
 		c := b.Nominee(cq, workload(h))
 		if held != nil && held(h) {
@@ -362,6 +365,11 @@ func FairPick[T any](b *Books, key func(T) any, workload func(T) *strata.Workloa
 		if first == nil || first.parent == nil {
 			return 0
 		}
+		if len(heads) != last-1 {
+			clear(cache)
+			clear(memo)
+		}
+		last = len(heads)
 		root := first.root()
 		cs := make([]Contender, len(heads))
 		keys := make([]any, len(heads))

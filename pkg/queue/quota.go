@@ -69,24 +69,44 @@ func Fungibility(cq *strata.ClusterQueue) strata.FlavorFungibility {
 }
 
 // WouldBorrow says how far up its cohort tree wl, at the head of cq,
-// borrows on the first flavor (in cq's flavor order) where it fits: 0
-// when it fits in its queue's nominal quota (or fits nowhere now), else
-// the height of the lowest of its cohorts whose quota holds it (Kueue's
-// borrowing height: 1 for a cohort of queues alone, one more per level
-// of cohorts below). Kueue serves heads of lower height first, so in flat
-// cohorts those that do not borrow before those that do. Quota alone
-// decides; the topology is checked when it is served.
+// borrows on the flavor the walk takes (in cq's flavor order; under
+// whenCanBorrow: TryNextFlavor, one where it fits without borrowing,
+// else the lowest borrowing): 0 when it fits in its queue's nominal
+// quota, else the height of the lowest of its cohorts whose quota holds
+// it (Kueue's borrowing height: 1 for a cohort of queues alone, one more
+// per level of cohorts below).
+// When it fits nowhere now, the lowest such height among the flavors that
+// could ever hold it, as Kueue's assignment of a workload that must
+// preempt (or cannot be admitted) carries (0 when none could). Kueue
+// serves heads of lower height first, so in flat cohorts those that do
+// not borrow before those that do. Quota alone decides; the topology is
+// checked when it is served.
 func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) int {
 	need := WorkloadRequests(wl)
-	for _, fq := range Flavors(cq) {
-		if fit := b.Check(cq.Name, fq.Name, need, false); fit.Err == nil {
-			if !fit.Borrows {
-				return 0
-			}
+	tryNext := Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
+	flavors, _ := FlavorsFor(cq, wl)
+	lowestFit, lowest := -1, -1
+	for _, fq := range flavors {
+		fit := b.Check(cq.Name, fq.Name, need, false)
+		switch {
+		case fit.Err == nil && !fit.Borrows:
+			return 0
+		case fit.Err == nil && !tryNext:
 			return b.borrowHeight(cq.Name, fq.Name, need)
+		case fit.Err == nil:
+			if h := b.borrowHeight(cq.Name, fq.Name, need); lowestFit < 0 || h < lowestFit {
+				lowestFit = h
+			}
+		case !fit.Never:
+			if h := b.borrowHeight(cq.Name, fq.Name, need); lowest < 0 || h < lowest {
+				lowest = h
+			}
 		}
 	}
-	return 0
+	if lowestFit >= 0 {
+		return lowestFit
+	}
+	return max(lowest, 0)
 }
 
 // BorrowHeight is how high in its cohort tree a workload of queue asking
@@ -681,6 +701,42 @@ func (b *Books) WithinNominal(queue, flavor string, need corev1.ResourceList) bo
 		}
 	}
 	return true
+}
+
+// UnreclaimableHold is what a scheduling round holds of a queue's quota on
+// a flavor for a head asking need that needs preemption there but finds
+// no victims, so that the heads after it in the round do not borrow that
+// quota (Kueue's reservation for an unreclaimable preemption): what is
+// left of its nominal quota, up to need; when need does not fit in it,
+// up to its nominal quota and borrowingLimit (need when unlimited).
+// Nothing when the queue takes back with reclaimWithinCohort: Any (it
+// always can), or has no cohort.
+func (b *Books) UnreclaimableHold(cq *strata.ClusterQueue, flavor string, need corev1.ResourceList) corev1.ResourceList {
+	q := b.queues[cq.Name]
+	if q == nil || q.parent == nil || cq.Spec.Preemption != nil && cq.Spec.Preemption.ReclaimWithinCohort == strata.PreemptionAny {
+		return nil
+	}
+	borrows := !b.WithinNominal(cq.Name, flavor, need)
+	out := corev1.ResourceList{}
+	for r, n := range need {
+		fr := flavorResource{flavor, r}
+		qt, ok := q.quota[fr]
+		if !ok {
+			continue
+		}
+		v := n.MilliValue()
+		switch {
+		case borrows && qt.borrowing == nil:
+		case borrows:
+			v = min(v, qt.nominal+*qt.borrowing-q.usage[fr])
+		default:
+			v = min(v, qt.nominal-q.usage[fr])
+		}
+		if v > 0 {
+			out[r] = *resource.NewMilliQuantity(v, resource.DecimalSI)
+		}
+	}
+	return out
 }
 
 // UnderNominal says whether a queue uses strictly less than its nominal

@@ -172,12 +172,17 @@ func TestWouldBorrow(t *testing.T) {
 		used, need string
 		want       int
 	}{
-		"within its nominal quota":       {queues: flat, used: "2", need: "6"},
-		"beyond it, from the cohort":     {queues: flat, used: "4", need: "6", want: 1},
-		"fits nowhere: not borrowing":    {queues: flat, used: "8", need: "9"},
-		"nothing used, all of its quota": {queues: flat, used: "0", need: "8"},
-		"a tree: from its own cohort":    {queues: tree, cohorts: treeCohorts, used: "4", need: "10", want: 1},
-		"a tree: from the root":          {queues: tree, cohorts: treeCohorts, used: "4", need: "16", want: 2},
+		"TryNextFlavor: a later flavor within its nominal quota": {queues: []*strata.ClusterQueue{twoFlavorQueue("a", "c", "0", "4"), groupQueue("b", "c", nil, nil)},
+			used: "0", need: "3"},
+		"within its nominal quota":   {queues: flat, used: "2", need: "6"},
+		"beyond it, from the cohort": {queues: flat, used: "4", need: "6", want: 1},
+		// As Kueue's assignment of a head that must preempt: where it
+		// would fit once the cohort's usage is gone.
+		"fits nowhere now: the height where it could": {queues: flat, used: "8", need: "9", want: 1},
+		"more than the cohort could ever hold: 0":     {queues: flat, used: "8", need: "17"},
+		"nothing used, all of its quota":              {queues: flat, used: "0", need: "8"},
+		"a tree: from its own cohort":                 {queues: tree, cohorts: treeCohorts, used: "4", need: "10", want: 1},
+		"a tree: from the root":                       {queues: tree, cohorts: treeCohorts, used: "4", need: "16", want: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -347,4 +352,16 @@ func TestBooksReclaimInTree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twoFlavorQueue is a queue with GPU quotas on h100 and a100, in that
+// order, under whenCanBorrow: TryNextFlavor.
+func twoFlavorQueue(name, cohort, h100, a100 string) *strata.ClusterQueue {
+	cq := groupQueue(name, cohort, nil, nil)
+	cq.Spec.ResourceGroups[0].Flavors = []strata.FlavorQuotas{
+		{Name: "h100", Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse(h100)}}},
+		{Name: "a100", Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse(a100)}}},
+	}
+	cq.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor}
+	return cq
 }

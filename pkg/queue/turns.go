@@ -25,12 +25,14 @@ type Turn[T any] struct {
 // chooses each next head of the round among those left (Books.Tournament
 // on their Nominees): the first of them, in the order above, names the
 // cohort tree that plays.
+// roundEnd, when set, is called after each round (a pass's rounds are
+// Kueue's scheduling cycles: what a round holds for its heads ends with it).
 // serve handles one item and says whether it blocks: in a StrictFIFO
 // queue the items behind a blocking head are not served in this pass, and
 // blocked is told which they are. workload is the Workload of an item.
 // A round costs O(q log q) for its q queues; a pass O(items log queues).
 func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload, borrows func(q *strata.ClusterQueue, item T) int,
-	pick func(queues []*strata.ClusterQueue, heads []T) int,
+	pick func(queues []*strata.ClusterQueue, heads []T) int, roundEnd func(),
 	serve func(q *strata.ClusterQueue, item T) (blocks bool), blocked func(q *strata.ClusterQueue, behind []T)) {
 	live := make([]*Turn[T], 0, len(turns))
 	for _, t := range turns {
@@ -95,5 +97,8 @@ func Serve[T any](turns []*Turn[T], workload func(T) *strata.Workload, borrows f
 			}
 		}
 		live = next
+		if roundEnd != nil {
+			roundEnd()
+		}
 	}
 }

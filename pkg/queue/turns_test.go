@@ -82,7 +82,7 @@ func TestServe(t *testing.T) {
 			if tc.borrows != nil {
 				borrows = func(_ *strata.ClusterQueue, wl *strata.Workload) int { return tc.borrows[wl.Name] }
 			}
-			Serve(tc.turns(), func(wl *strata.Workload) *strata.Workload { return wl }, borrows, nil,
+			Serve(tc.turns(), func(wl *strata.Workload) *strata.Workload { return wl }, borrows, nil, nil,
 				func(_ *strata.ClusterQueue, wl *strata.Workload) bool {
 					served = append(served, wl.Name)
 					return tc.blocks[wl.Name]
@@ -132,7 +132,7 @@ func TestServeFair(t *testing.T) {
 				cs[i] = books.Nominee(qs[i], heads[i])
 			}
 			return books.Tournament(cs)
-		},
+		}, nil,
 		func(q *strata.ClusterQueue, wl *strata.Workload) bool {
 			served = append(served, wl.Name)
 			books.Charge(q.Name, "h100", WorkloadRequests(wl), 1)
@@ -179,7 +179,7 @@ func BenchmarkServeFair(b *testing.B) {
 						pick = FairPick(books, func(wl *strata.Workload) any { return wl }, self, nil)
 					}
 					b.StartTimer()
-					Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl }, nil, pick,
+					Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl }, nil, pick, nil,
 						func(q *strata.ClusterQueue, wl *strata.Workload) bool {
 							if books.Check(q.Name, "h100", gpus("1"), false).Err == nil {
 								books.Charge(q.Name, "h100", gpus("1"), 1)

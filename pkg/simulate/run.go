@@ -198,7 +198,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 				return 0
 			}
 			return st.books.WouldBorrow(p.cq, p.wl)
-		}, st.fairPick(),
+		}, st.fairPick(), st.endRound,
 		func(cq *strata.ClusterQueue, p *pendingItem) bool {
 			if placeErr != nil {
 				return false
@@ -209,6 +209,13 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 				return false
 			}
 			rows[p.row] = &r
+			if !r.Admitted && st.retry(p) {
+				// Served again first in the next round, as Kueue's next
+				// cycle takes a head its cycle skipped.
+				t := turns[cq.Name]
+				t.Items = append([]*pendingItem{p}, t.Items...)
+				return false
+			}
 			// A head that is not admitted holds a StrictFIFO queue.
 			return !r.Admitted
 		},
@@ -363,6 +370,14 @@ type pendingItem struct {
 	cq    *strata.ClusterQueue // nil when the input has no ClusterQueue
 	order []*strata.ResourceFlavor
 	row   int
+	// retries: how often it was served again in the next round (see
+	// runState.retry).
+	retries int
+	// nominated is the flavor the round nominated it on as it began, and
+	// nominatedFit whether its quota fitted there then (runState.nominate);
+	// skipped, that an earlier head of the round took that quota.
+	nominated             string
+	nominatedFit, skipped bool
 }
 
 // prepare reads and checks one workload of the input as the agent's
@@ -430,6 +445,19 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 	}
 	var reasons, cannot []string
 	var borrowing, preemptable []*flavorState
+	quotaShort := map[string]bool{}
+	// As Kueue's cycle: a head nominated on a flavor whose quota held it
+	// as the round began, and taken by an earlier head of the round, is
+	// not walked to another flavor: it waits for the next round.
+	st.nominate(p)
+	p.skipped = false
+	if p.nominatedFit {
+		if fit := st.books.Check(cq.Name, p.nominated, queue.WorkloadRequests(wl), false); fit.Err != nil {
+			p.skipped = true
+			res.Reason = fmt.Sprintf("flavor %s: %v (taken by a workload admitted before it in this round; tried again in the next)", p.nominated, fit.Err)
+			return res, nil
+		}
+	}
 	// tryFlavor admits wl on a flavor where its quota and topology fit.
 	tryFlavor := func(fs *flavorState) bool {
 		if why := workload.UntoleratedFlavorTaint(fs.flavor, wl); why != "" {
@@ -441,6 +469,7 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 				reasons = append(reasons, fmt.Sprintf("flavor %s: %v", fs.flavor.Name, fit.Err))
 				if !fit.Never {
 					preemptable = append(preemptable, fs)
+					quotaShort[fs.flavor.Name] = true
 				}
 				return false
 			}
@@ -477,10 +506,21 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 		res.Admitted, res.PodSets, res.Preempts = true, podSets, victims
 		return res, nil
 	}
+	// The flavor nominated as the round began, whose quota still holds
+	// it, is taken (Kueue admits a cycle's head on its nomination); the
+	// walk below only when the topology refuses it there.
+	if fs := flavors[p.nominated]; p.nominatedFit && fs != nil {
+		if tryFlavor(fs) {
+			return res, nil
+		}
+	}
 	// The flavors in order, as the agent walks them (Kueue's flavor
 	// assigner; see the agent's scheduler).
 	for _, f := range order {
 		fs := flavors[f.Name]
+		if p.nominatedFit && f.Name == p.nominated {
+			continue // tried above
+		}
 		if fs == nil {
 			reasons = append(reasons, fmt.Sprintf("flavor %s: not topology-aware", f.Name))
 			continue
@@ -524,6 +564,9 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 		if len(cannot) > 0 {
 			reasons = append(reasons, "cannot preempt: "+strings.Join(cannot, "; "))
 		}
+	}
+	if cq != nil && !p.nominatedFit {
+		st.holdRound(cq, preemptable, quotaShort, queue.WorkloadRequests(wl))
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "no flavor to try")

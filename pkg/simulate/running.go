@@ -28,6 +28,9 @@ type runState struct {
 	// clock orders admissions and queueing in the simulation: each
 	// workload is queued and admitted after the ones before it.
 	clock time.Time
+	// held is what the current round holds for heads that found no
+	// victims (holdRound); roundAdmitted, what its admissions charged.
+	held, roundAdmitted []heldQuota
 }
 
 // running is an admitted workload holding capacity on one flavor.
@@ -194,6 +197,7 @@ func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.W
 	}
 	need := queue.WorkloadRequests(wl)
 	st.books.Charge(name, fs.flavor.Name, need, 1)
+	st.roundAdmitted = append(st.roundAdmitted, heldQuota{queue: name, flavor: fs.flavor.Name, hold: need})
 	if wl.CreationTimestamp.IsZero() {
 		wl.CreationTimestamp.Time = st.tick()
 	}
@@ -230,6 +234,100 @@ func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.
 	policy := preemption.PolicyOf(cq)
 	policy.Fair = preemption.FairStrategies(st.in.FairSharing)
 	return preemption.Find(pre, policy, st.books, fs.flavor.Name, cands, capacity)
+}
+
+// holdRound holds, until the round ends, what a head that was not
+// admitted holds of its queue's quota on the flavor where it would wait
+// for a preemption (its quota short there, and the policy allowing one:
+// the lowest borrowing first, then the first in the walk), whether or
+// not any victim was found (queue.Books.UnreclaimableHold): Kueue's
+// scheduler does so in a cycle, so that the heads after it do not borrow
+// what its queue cannot take back.
+func (st *runState) holdRound(cq *strata.ClusterQueue, flavors []*flavorState, quotaShort map[string]bool, need corev1.ResourceList) {
+	policy := preemption.PolicyOf(cq)
+	policy.Fair = preemption.FairStrategies(st.in.FairSharing)
+	on, height := "", 0
+	for _, fs := range flavors {
+		name := fs.flavor.Name
+		if !quotaShort[name] || !preemption.MayTry(policy, st.books, cq.Name, name, need) {
+			continue
+		}
+		if h := st.books.BorrowHeight(cq.Name, name, need); on == "" || h < height {
+			on, height = name, h
+		}
+	}
+	if on == "" {
+		return
+	}
+	if h := st.books.UnreclaimableHold(cq, on, need); len(h) > 0 {
+		st.books.Charge(cq.Name, on, h, 1)
+		st.held = append(st.held, heldQuota{queue: cq.Name, flavor: on, hold: h})
+	}
+}
+
+// endRound gives back what the round held.
+func (st *runState) endRound() {
+	for _, h := range st.held {
+		st.books.Charge(h.queue, h.flavor, h.hold, -1)
+	}
+	st.held, st.roundAdmitted = nil, nil
+}
+
+// atRoundStart runs f on the books as the round began: its admissions
+// and holds undone.
+func (st *runState) atRoundStart(f func()) {
+	for _, set := range [][]heldQuota{st.held, st.roundAdmitted} {
+		for _, h := range set {
+			st.books.Charge(h.queue, h.flavor, h.hold, -1)
+		}
+	}
+	f()
+	for _, set := range [][]heldQuota{st.held, st.roundAdmitted} {
+		for _, h := range set {
+			st.books.Charge(h.queue, h.flavor, h.hold, 1)
+		}
+	}
+}
+
+// nominate records where the round would have nominated p as it began,
+// as Kueue's scheduler nominates a cycle's heads at its start (the flavor
+// walk on quota, queue.Books.Nominee), and whether its quota fitted there.
+//
+// Only when the round has admitted or held something before p: otherwise
+// the books are as the round began, and the flavor walk (which ranks
+// preemptions as Kueue's assigner does) decides alone.
+func (st *runState) nominate(p *pendingItem) {
+	p.nominated, p.nominatedFit = "", false
+	if p.cq == nil || len(st.held)+len(st.roundAdmitted) == 0 {
+		return
+	}
+	st.atRoundStart(func() {
+		c := st.books.Nominee(p.cq, p.wl)
+		p.nominated = c.Flavor
+		p.nominatedFit = c.Flavor != "" && st.books.Check(p.cq.Name, c.Flavor, queue.WorkloadRequests(p.wl), false).Err == nil
+	})
+}
+
+// retry says whether a head the round did not admit is served again in
+// the next round: it was nominated on a flavor whose quota held it as the
+// round began and an earlier head of the round took (Kueue's scheduler
+// skips such a head and takes it again in its next cycle; the agent does
+// in its next pass). At most maxRetries times.
+func (st *runState) retry(p *pendingItem) bool {
+	if !p.skipped || p.retries >= maxRetries {
+		return false
+	}
+	p.retries++
+	return true
+}
+
+// maxRetries bounds how often a head is served again (runState.retry).
+const maxRetries = 8
+
+// heldQuota is a round's hold of a queue's quota.
+type heldQuota struct {
+	queue, flavor string
+	hold          corev1.ResourceList
 }
 
 // fairPick is queue.Serve's pick under fair sharing (nil when it is off):

@@ -124,7 +124,10 @@ type Scheduler struct {
 	// for then.
 	podsReady *configv1beta1.WaitForPodsReady
 	// fair: fair sharing's preemption strategies, nil when it is off.
-	fair     []queue.FairStrategy
+	fair []queue.FairStrategy
+	// round is what the current round of a pass charged the books (its
+	// admissions and preemptions); see roundBooks.
+	round    roundBooks
 	notReady bool
 	clock    clock.WithDelayedExecution
 	wakeMu   sync.Mutex
@@ -425,7 +428,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			func(wl *strata.Workload) bool { return s.charged[client.ObjectKeyFromObject(wl)] })
 	}
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
-		func(cq *strata.ClusterQueue, wl *strata.Workload) int { return books.WouldBorrow(cq, wl) }, pick, nil,
+		func(cq *strata.ClusterQueue, wl *strata.Workload) int { return books.WouldBorrow(cq, wl) }, pick, func() { s.round.end(books) },
 		func(cq *strata.ClusterQueue, wl *strata.Workload) bool {
 			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], books, wl)
 			if err != nil {
@@ -602,6 +605,18 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	fung := queue.Fungibility(cq)
 	preempts, upTo := preemption.Allowed(cq, wl)
 	need := queue.WorkloadRequests(wl)
+	// As Kueue's scheduling cycle: a head nominated, as the round began,
+	// on a flavor whose quota held it then and an earlier head of the
+	// round took is not walked to another flavor; it waits for the next
+	// pass. One whose nomination still fits is admitted there first.
+	nominated, nominatedFit := s.round.nominate(books, cq, wl)
+	if nominatedFit {
+		if fit := books.Check(cq.Name, nominated, need, false); fit.Err != nil {
+			s.Wake()
+			return false, true, s.setNotAdmitted(ctx, wl, ReasonPending,
+				fmt.Sprintf("waiting for capacity: flavor %s: %v (taken by a workload admitted before it in this pass; tried again in the next)", nominated, fit.Err))
+		}
+	}
 	var reasons, cannotPreempt []string
 	// never: no change of capacity lets the workload in; asWritten: only
 	// a change of the workload would (no flavor is merely not ready).
@@ -675,8 +690,14 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			// held for it for the rest of the pass (and in the next ones,
 			// see Schedule), so that no other workload takes it.
 			books.Charge(cq.Name, fq.Name, need, 1)
+			s.round.charged = append(s.round.charged, roundCharge{cq.Name, fq.Name, need})
 		}
 		return done, false, err
+	}
+	if i := slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return fq.Name == nominated }); nominatedFit && i >= 0 {
+		if tryFlavor(flavors[i]) {
+			return s.fitted(ctx, wl, fits)
+		}
 	}
 	// Flavors in order, as Kueue's flavor assigner walks them: a flavor
 	// where it fits is taken at once (one where it fits only by borrowing
@@ -685,6 +706,9 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	// in is taken, unless the workload would then borrow and
 	// whenCanBorrow is TryNextFlavor.
 	for _, fq := range flavors {
+		if nominatedFit && fq.Name == nominated {
+			continue // tried above
+		}
 		if fung.WhenCanBorrow == strata.FungibilityTryNextFlavor {
 			if fit := books.Check(cq.Name, fq.Name, need, false); fit.Err == nil && fit.Borrows {
 				borrowing = append(borrowing, fq)
@@ -938,6 +962,7 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, flavorName s
 	queue.AddUsage(usage, admission.PodSetAssignments)
 	for _, psa := range admission.PodSetAssignments {
 		books.Charge(admission.ClusterQueue, psa.Flavor, psa.ResourceUsage, 1)
+		s.round.charged = append(s.round.charged, roundCharge{admission.ClusterQueue, psa.Flavor, psa.ResourceUsage})
 	}
 	// A copy: the write below decodes the server's answer into wl, and with
 	// it into admission, while later passes read the in-flight admission
@@ -1321,4 +1346,55 @@ func truncate(m string) string {
 		cut--
 	}
 	return m[:cut] + "..."
+}
+
+// roundBooks is what a round of a pass changed in the books: the
+// admissions and preemptions it made (charged). Unlike Kueue's cycle (and
+// simulate's round), a head that must preempt and finds no victims holds
+// nothing for the rest of the round: Kueue then sets such a head aside
+// until something changes, while the agent serves every pending workload
+// in every pass, so that its hold would hold back the borrowers behind it
+// for as long as it waits (held stays empty).
+type roundBooks struct {
+	charged, held []roundCharge
+}
+
+// roundCharge is one change of the books: requests charged to a queue on
+// a flavor.
+type roundCharge struct {
+	queue, flavor string
+	requests      corev1.ResourceList
+}
+
+// nominate returns the flavor a round would have nominated wl on as it
+// began (queue.Books.Nominee on the books without the round's changes),
+// as Kueue's scheduler nominates a cycle's heads at its start, and whether
+// its quota fitted there then. Nothing when the round changed nothing
+// before wl: the flavor walk then decides alone.
+func (r *roundBooks) nominate(books *queue.Books, cq *strata.ClusterQueue, wl *strata.Workload) (string, bool) {
+	if len(r.charged)+len(r.held) == 0 {
+		return "", false
+	}
+	r.undo(books, -1)
+	defer r.undo(books, 1)
+	c := books.Nominee(cq, wl)
+	return c.Flavor, c.Flavor != "" && books.Check(cq.Name, c.Flavor, c.Requests, false).Err == nil
+}
+
+// undo takes the round's changes out of the books (sign -1) or puts them
+// back (1).
+func (r *roundBooks) undo(books *queue.Books, sign int64) {
+	for _, set := range [][]roundCharge{r.charged, r.held} {
+		for _, c := range set {
+			books.Charge(c.queue, c.flavor, c.requests, sign)
+		}
+	}
+}
+
+// end gives back what the round held and starts the next.
+func (r *roundBooks) end(books *queue.Books) {
+	for _, c := range r.held {
+		books.Charge(c.queue, c.flavor, c.requests, -1)
+	}
+	r.charged, r.held = nil, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -602,6 +603,49 @@ func TestPreemption(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "would preempt ml/low-placed") {
 		t.Errorf("the table does not say what big-high would preempt:\n%s", table.String())
+	}
+}
+
+// TestFairSharingExample runs docs/examples/fair-sharing with the agent
+// configuration of docs/examples/config/agent-fair-sharing.yaml, as the
+// admin guide shows it, and without it.
+func TestFairSharingExample(t *testing.T) {
+	for _, fair := range []bool{true, false} {
+		in, err := Load(filepath.Join("..", "..", "docs", "examples", "fair-sharing"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fair {
+			cfg, err := config.LoadAgent(filepath.Join("..", "..", "docs", "examples", "config", "agent-fair-sharing.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.FairSharing = cfg.FairSharing
+		}
+		results, err := Run(in, tas.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range results {
+			switch {
+			case r.Admitted:
+				got[r.Name] = "preempts " + strings.Join(r.Preempts, ",")
+			case strings.Contains(r.Reason, "fair sharing: once admitted, ClusterQueue team-a's share would not be below the share of team-b"):
+				got[r.Name] = "refused by fair sharing"
+			case strings.Contains(r.Reason, "may preempt only within it"):
+				got[r.Name] = "may not preempt while borrowing"
+			default:
+				got[r.Name] = r.Reason
+			}
+		}
+		want := map[string]string{"a1": "preempts ml/b3", "a2": "refused by fair sharing"}
+		if !fair {
+			want = map[string]string{"a1": "may not preempt while borrowing", "a2": "may not preempt while borrowing"}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("fair sharing %v: results (-want,+got):\n%s", fair, diff)
+		}
 	}
 }
 

@@ -152,6 +152,7 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 		if evicted {
 			p.victims = append(p.victims, v.Key)
 			books.Charge(v.Queue, fq.Name, v.Requests, -1)
+			s.round.charged = append(s.round.charged, roundCharge{v.Queue, fq.Name, v.Requests, -1})
 		}
 	}
 	if len(p.victims) == 0 {

@@ -407,6 +407,8 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		}
 	}
 	turns := make([]*queue.Turn[*strata.Workload], 0, len(byQueue))
+	turnOf := make(map[string]*queue.Turn[*strata.Workload], len(byQueue))
+	retries := map[*strata.Workload]int{}
 	for q, wls := range byQueue {
 		sort.SliceStable(wls, func(i, j int) bool { return queue.Before(wls[i], wls[j]) })
 		strict := queues[q] != nil && queues[q].Spec.QueueingStrategy == strata.StrictFIFO
@@ -419,6 +421,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			usage[q] = map[string]corev1.ResourceList{}
 		}
 		turns = append(turns, &queue.Turn[*strata.Workload]{Queue: queues[q], Items: wls})
+		turnOf[q] = turns[len(turns)-1]
 	}
 	var pick func([]*strata.ClusterQueue, []*strata.Workload) int
 	if s.fair != nil {
@@ -433,6 +436,16 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], books, wl)
 			if err != nil {
 				errs = append(errs, err)
+			}
+			if s.round.skipped {
+				// Served again first in the next round, as Kueue's next
+				// cycle takes a head its cycle skipped.
+				s.round.skipped = false
+				if t := turnOf[cq.Name]; t != nil && retries[wl] < maxRoundRetries {
+					retries[wl]++
+					t.Items = append([]*strata.Workload{wl}, t.Items...)
+					return false
+				}
 			}
 			return !admitted && blocks
 		},
@@ -609,12 +622,22 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	// on a flavor whose quota held it then and an earlier head of the
 	// round took is not walked to another flavor; it waits for the next
 	// pass. One whose nomination still fits is admitted there first.
-	nominated, nominatedFit := s.round.nominate(books, cq, wl)
+	// (A preemptor whose victims are gone keeps to its own hold: it is
+	// walked as before.)
+	var nominated string
+	var nominatedFit bool
+	if s.preemptions[key] == nil {
+		nominated, nominatedFit = s.round.nominate(books, cq, wl, func(flavor string) bool {
+			def, err := s.flavorReady(flavor)
+			return err == nil && workload.UntoleratedFlavorTaint(def, wl) == ""
+		})
+	}
 	if nominatedFit {
 		if fit := books.Check(cq.Name, nominated, need, false); fit.Err != nil {
+			s.round.skipped = true
 			s.Wake()
 			return false, true, s.setNotAdmitted(ctx, wl, ReasonPending,
-				fmt.Sprintf("waiting for capacity: flavor %s: %v (taken by a workload admitted before it in this pass; tried again in the next)", nominated, fit.Err))
+				fmt.Sprintf("waiting for capacity: flavor %s: %v (taken by a workload admitted before it in this round; tried again in the next)", nominated, fit.Err))
 		}
 	}
 	var reasons, cannotPreempt []string
@@ -690,7 +713,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			// held for it for the rest of the pass (and in the next ones,
 			// see Schedule), so that no other workload takes it.
 			books.Charge(cq.Name, fq.Name, need, 1)
-			s.round.charged = append(s.round.charged, roundCharge{cq.Name, fq.Name, need})
+			s.round.charged = append(s.round.charged, roundCharge{cq.Name, fq.Name, need, 1})
 		}
 		return done, false, err
 	}
@@ -962,7 +985,8 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, flavorName s
 	queue.AddUsage(usage, admission.PodSetAssignments)
 	for _, psa := range admission.PodSetAssignments {
 		books.Charge(admission.ClusterQueue, psa.Flavor, psa.ResourceUsage, 1)
-		s.round.charged = append(s.round.charged, roundCharge{admission.ClusterQueue, psa.Flavor, psa.ResourceUsage})
+		// A copy: the writer decodes the server's answer into psa's maps.
+		s.round.charged = append(s.round.charged, roundCharge{admission.ClusterQueue, psa.Flavor, psa.ResourceUsage.DeepCopy(), 1})
 	}
 	// A copy: the write below decodes the server's answer into wl, and with
 	// it into admission, while later passes read the in-flight admission
@@ -1357,13 +1381,19 @@ func truncate(m string) string {
 // for as long as it waits (held stays empty).
 type roundBooks struct {
 	charged, held []roundCharge
+	// skipped: try just left a head for the next round.
+	skipped bool
 }
 
-// roundCharge is one change of the books: requests charged to a queue on
-// a flavor.
+// maxRoundRetries bounds how often a pass serves a skipped head again.
+const maxRoundRetries = 8
+
+// roundCharge is one change of the books: requests charged (sign 1) or
+// taken back (-1, a victim) of a queue on a flavor.
 type roundCharge struct {
 	queue, flavor string
 	requests      corev1.ResourceList
+	sign          int64
 }
 
 // nominate returns the flavor a round would have nominated wl on as it
@@ -1371,13 +1401,19 @@ type roundCharge struct {
 // as Kueue's scheduler nominates a cycle's heads at its start, and whether
 // its quota fitted there then. Nothing when the round changed nothing
 // before wl: the flavor walk then decides alone.
-func (r *roundBooks) nominate(books *queue.Books, cq *strata.ClusterQueue, wl *strata.Workload) (string, bool) {
-	if len(r.charged)+len(r.held) == 0 {
+func (r *roundBooks) nominate(books *queue.Books, cq *strata.ClusterQueue, wl *strata.Workload, usable func(flavor string) bool) (string, bool) {
+	touched := false
+	for _, set := range [][]roundCharge{r.charged, r.held} {
+		for _, c := range set {
+			touched = touched || c.queue == cq.Name || books.Peer(cq.Name, c.queue)
+		}
+	}
+	if !touched {
 		return "", false
 	}
 	r.undo(books, -1)
 	defer r.undo(books, 1)
-	c := books.Nominee(cq, wl)
+	c := books.NomineeAmong(cq, wl, usable)
 	return c.Flavor, c.Flavor != "" && books.Check(cq.Name, c.Flavor, c.Requests, false).Err == nil
 }
 
@@ -1386,7 +1422,7 @@ func (r *roundBooks) nominate(books *queue.Books, cq *strata.ClusterQueue, wl *s
 func (r *roundBooks) undo(books *queue.Books, sign int64) {
 	for _, set := range [][]roundCharge{r.charged, r.held} {
 		for _, c := range set {
-			books.Charge(c.queue, c.flavor, c.requests, sign)
+			books.Charge(c.queue, c.flavor, c.requests, sign*c.sign)
 		}
 	}
 }
@@ -1394,7 +1430,7 @@ func (r *roundBooks) undo(books *queue.Books, sign int64) {
 // end gives back what the round held and starts the next.
 func (r *roundBooks) end(books *queue.Books) {
 	for _, c := range r.held {
-		books.Charge(c.queue, c.flavor, c.requests, -1)
+		books.Charge(c.queue, c.flavor, c.requests, -c.sign)
 	}
-	r.charged, r.held = nil, nil
+	r.charged, r.held, r.skipped = nil, nil, false
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"math"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -185,9 +186,18 @@ type Contender struct {
 // TryNextFlavor; when it fits nowhere now, the first flavor where
 // preemption may let it in; nothing (no requests) when none may.
 func (b *Books) Nominee(cq *strata.ClusterQueue, wl *strata.Workload) Contender {
+	return b.NomineeAmong(cq, wl, nil)
+}
+
+// NomineeAmong is Nominee among the flavors usable says wl may use (its
+// taints tolerated, say); all of them when usable is nil.
+func (b *Books) NomineeAmong(cq *strata.ClusterQueue, wl *strata.Workload, usable func(flavor string) bool) Contender {
 	need := WorkloadRequests(wl)
 	c := Contender{Queue: cq.Name, Workload: wl}
 	flavors, _ := FlavorsFor(cq, wl)
+	if usable != nil {
+		flavors = slices.DeleteFunc(slices.Clone(flavors), func(fq strata.FlavorQuotas) bool { return !usable(fq.Name) })
+	}
 	tryNext := Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
 	borrowing, preempting := "", ""
 	height := 0
@@ -347,8 +357,9 @@ func (b *Books) tournament(heads []Contender, keys []any, memo shareMemo) int {
 func FairPick[T any](b *Books, key func(T) any, workload func(T) *strata.Workload, held func(T) bool) func([]*strata.ClusterQueue, []T) int {
 	cache := map[any]Contender{}
 	memo := shareMemo{}
-	// Serve asks for each next head of a round with one head fewer, down
-	// to two: any other count starts a round.
+	// Serve asks for each next head of a round with one head fewer (a
+	// head served again in the next round comes back in it): any other
+	// count starts a round.
 	last := 0
 	nominee := func(cq *strata.ClusterQueue, h T) Contender {
 		c := b.Nominee(cq, workload(h))
@@ -358,6 +369,11 @@ func FairPick[T any](b *Books, key func(T) any, workload func(T) *strata.Workloa
 		return c
 	}
 	return func(cqs []*strata.ClusterQueue, heads []T) int {
+		if len(heads) != last-1 {
+			clear(cache)
+			clear(memo)
+		}
+		last = len(heads)
 		if len(cqs) == 0 || cqs[0] == nil {
 			return 0
 		}
@@ -365,11 +381,6 @@ func FairPick[T any](b *Books, key func(T) any, workload func(T) *strata.Workloa
 		if first == nil || first.parent == nil {
 			return 0
 		}
-		if len(heads) != last-1 {
-			clear(cache)
-			clear(memo)
-		}
-		last = len(heads)
 		root := first.root()
 		cs := make([]Contender, len(heads))
 		keys := make([]any, len(heads))

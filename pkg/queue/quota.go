@@ -77,13 +77,17 @@ func Fungibility(cq *strata.ClusterQueue) strata.FlavorFungibility {
 // per level of cohorts below).
 // When it fits nowhere now, the lowest such height among the flavors that
 // could ever hold it, as Kueue's assignment of a workload that must
-// preempt (or cannot be admitted) carries (0 when none could). Kueue
+// preempt (or cannot be admitted) carries (0 when none could); 0 on a
+// flavor whose nominal quota holds it when its queue may preempt (within
+// itself or from borrowers), as Kueue's height once its victims are gone. Kueue
 // serves heads of lower height first, so in flat cohorts those that do
 // not borrow before those that do. Quota alone decides; the topology is
 // checked when it is served.
 func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) int {
 	need := WorkloadRequests(wl)
 	tryNext := Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
+	preempts := cq.Spec.Preemption != nil && (cq.Spec.Preemption.WithinClusterQueue != "" && cq.Spec.Preemption.WithinClusterQueue != strata.PreemptionNever ||
+		cq.Spec.Cohort != "" && cq.Spec.Preemption.ReclaimWithinCohort != "" && cq.Spec.Preemption.ReclaimWithinCohort != strata.PreemptionNever)
 	flavors, _ := FlavorsFor(cq, wl)
 	lowestFit, lowest := -1, -1
 	for _, fq := range flavors {
@@ -98,7 +102,11 @@ func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) int {
 				lowestFit = h
 			}
 		case !fit.Never:
-			if h := b.borrowHeight(cq.Name, fq.Name, need); lowest < 0 || h < lowest {
+			h := b.borrowHeight(cq.Name, fq.Name, need)
+			if preempts && b.NominalCovers(cq.Name, fq.Name, need) {
+				h = 0
+			}
+			if lowest < 0 || h < lowest {
 				lowest = h
 			}
 		}

@@ -180,9 +180,14 @@ func TestWouldBorrow(t *testing.T) {
 		// would fit once the cohort's usage is gone.
 		"fits nowhere now: the height where it could": {queues: flat, used: "8", need: "9", want: 1},
 		"more than the cohort could ever hold: 0":     {queues: flat, used: "8", need: "17"},
-		"nothing used, all of its quota":              {queues: flat, used: "0", need: "8"},
-		"a tree: from its own cohort":                 {queues: tree, cohorts: treeCohorts, used: "4", need: "10", want: 1},
-		"a tree: from the root":                       {queues: tree, cohorts: treeCohorts, used: "4", need: "16", want: 2},
+		// Kueue's height once the victims (its own, lower) are gone.
+		"fits nowhere now, its queue preempts within itself: 0": {queues: []*strata.ClusterQueue{withinLower(treeQueue("a", "c", "8")), treeQueue("b", "c", "0")},
+			used: "8", need: "4"},
+		"fits nowhere now, no preemption: the height where it could": {queues: []*strata.ClusterQueue{treeQueue("a", "c", "8"), treeQueue("b", "c", "0")},
+			used: "8", need: "4", want: 1},
+		"nothing used, all of its quota": {queues: flat, used: "0", need: "8"},
+		"a tree: from its own cohort":    {queues: tree, cohorts: treeCohorts, used: "4", need: "10", want: 1},
+		"a tree: from the root":          {queues: tree, cohorts: treeCohorts, used: "4", need: "16", want: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -363,5 +368,11 @@ func twoFlavorQueue(name, cohort, h100, a100 string) *strata.ClusterQueue {
 		{Name: "a100", Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse(a100)}}},
 	}
 	cq.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor}
+	return cq
+}
+
+// withinLower lets cq's workloads preempt lower-priority ones of cq.
+func withinLower(cq *strata.ClusterQueue) *strata.ClusterQueue {
+	cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
 	return cq
 }

@@ -449,7 +449,10 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 	// As Kueue's cycle: a head nominated on a flavor whose quota held it
 	// as the round began, and taken by an earlier head of the round, is
 	// not walked to another flavor: it waits for the next round.
-	st.nominate(p)
+	st.nominate(p, func(flavor string) bool {
+		fs := flavors[flavor]
+		return fs != nil && workload.UntoleratedFlavorTaint(fs.flavor, wl) == ""
+	})
 	p.skipped = false
 	if p.nominatedFit {
 		if fit := st.books.Check(cq.Name, p.nominated, queue.WorkloadRequests(wl), false); fit.Err != nil {
@@ -518,7 +521,7 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 	// assigner; see the agent's scheduler).
 	for _, f := range order {
 		fs := flavors[f.Name]
-		if p.nominatedFit && f.Name == p.nominated {
+		if p.nominatedFit && f.Name == p.nominated && fs != nil {
 			continue // tried above
 		}
 		if fs == nil {

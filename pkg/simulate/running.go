@@ -197,7 +197,7 @@ func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.W
 	}
 	need := queue.WorkloadRequests(wl)
 	st.books.Charge(name, fs.flavor.Name, need, 1)
-	st.roundAdmitted = append(st.roundAdmitted, heldQuota{queue: name, flavor: fs.flavor.Name, hold: need})
+	st.roundAdmitted = append(st.roundAdmitted, heldQuota{queue: name, flavor: fs.flavor.Name, hold: need, sign: 1})
 	if wl.CreationTimestamp.IsZero() {
 		wl.CreationTimestamp.Time = st.tick()
 	}
@@ -261,14 +261,14 @@ func (st *runState) holdRound(cq *strata.ClusterQueue, flavors []*flavorState, q
 	}
 	if h := st.books.UnreclaimableHold(cq, on, need); len(h) > 0 {
 		st.books.Charge(cq.Name, on, h, 1)
-		st.held = append(st.held, heldQuota{queue: cq.Name, flavor: on, hold: h})
+		st.held = append(st.held, heldQuota{queue: cq.Name, flavor: on, hold: h, sign: 1})
 	}
 }
 
 // endRound gives back what the round held.
 func (st *runState) endRound() {
 	for _, h := range st.held {
-		st.books.Charge(h.queue, h.flavor, h.hold, -1)
+		st.books.Charge(h.queue, h.flavor, h.hold, -h.sign)
 	}
 	st.held, st.roundAdmitted = nil, nil
 }
@@ -278,13 +278,13 @@ func (st *runState) endRound() {
 func (st *runState) atRoundStart(f func()) {
 	for _, set := range [][]heldQuota{st.held, st.roundAdmitted} {
 		for _, h := range set {
-			st.books.Charge(h.queue, h.flavor, h.hold, -1)
+			st.books.Charge(h.queue, h.flavor, h.hold, -h.sign)
 		}
 	}
 	f()
 	for _, set := range [][]heldQuota{st.held, st.roundAdmitted} {
 		for _, h := range set {
-			st.books.Charge(h.queue, h.flavor, h.hold, 1)
+			st.books.Charge(h.queue, h.flavor, h.hold, h.sign)
 		}
 	}
 }
@@ -296,13 +296,22 @@ func (st *runState) atRoundStart(f func()) {
 // Only when the round has admitted or held something before p: otherwise
 // the books are as the round began, and the flavor walk (which ranks
 // preemptions as Kueue's assigner does) decides alone.
-func (st *runState) nominate(p *pendingItem) {
+func (st *runState) nominate(p *pendingItem, usable func(flavor string) bool) {
 	p.nominated, p.nominatedFit = "", false
-	if p.cq == nil || len(st.held)+len(st.roundAdmitted) == 0 {
+	if p.cq == nil || p.retries >= maxRetries {
+		return
+	}
+	touched := false
+	for _, set := range [][]heldQuota{st.held, st.roundAdmitted} {
+		for _, h := range set {
+			touched = touched || h.queue == p.cq.Name || st.books.Peer(p.cq.Name, h.queue)
+		}
+	}
+	if !touched {
 		return
 	}
 	st.atRoundStart(func() {
-		c := st.books.Nominee(p.cq, p.wl)
+		c := st.books.NomineeAmong(p.cq, p.wl, usable)
 		p.nominated = c.Flavor
 		p.nominatedFit = c.Flavor != "" && st.books.Check(p.cq.Name, c.Flavor, queue.WorkloadRequests(p.wl), false).Err == nil
 	})
@@ -324,10 +333,12 @@ func (st *runState) retry(p *pendingItem) bool {
 // maxRetries bounds how often a head is served again (runState.retry).
 const maxRetries = 8
 
-// heldQuota is a round's hold of a queue's quota.
+// heldQuota is a round's change of a queue's quota: a hold or an
+// admission (sign 1), a victim's removal (-1).
 type heldQuota struct {
 	queue, flavor string
 	hold          corev1.ResourceList
+	sign          int64
 }
 
 // fairPick is queue.Serve's pick under fair sharing (nil when it is off):
@@ -359,6 +370,7 @@ func (st *runState) preempt(fs *flavorState, result preemption.Result) []string 
 		}
 		fs.snapshot.Release(r.usage)
 		st.books.Charge(r.queue, fs.flavor.Name, r.requests, -1)
+		st.roundAdmitted = append(st.roundAdmitted, heldQuota{queue: r.queue, flavor: fs.flavor.Name, hold: r.requests, sign: -1})
 	}
 	st.running[fs.flavor.Name] = kept
 	return names

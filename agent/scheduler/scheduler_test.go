@@ -1375,3 +1375,28 @@ func stopped(cq *strata.ClusterQueue) *strata.ClusterQueue {
 	cq.Spec.StopPolicy = ptr.To(strata.StopPolicy("Hold"))
 	return cq
 }
+
+// TestScheduleRoundNomination: as in Kueue's scheduling cycle, a head
+// nominated, as its round began, on a flavor an earlier head of the round
+// then takes is not walked to another flavor; it is served again first in
+// the next round, where it competes again. Here b1 (borrowing) was
+// nominated on tas-flavor, which a1 takes; in the next round a2, which
+// needs no borrowing, comes first and takes other: b1 waits. (Walking b1
+// to other at once, as before, left a2 out of its own queue's quota.)
+func TestScheduleRoundNomination(t *testing.T) {
+	a := testutil.MakeClusterQueue("a").Cohort("c").Flavor("tas-flavor", "cpu", "4").Flavor("other", "cpu", "4").Obj()
+	b := testutil.MakeClusterQueue("b").Cohort("c").Flavor("tas-flavor", "cpu", "0").Flavor("other", "cpu", "0").Obj()
+	objs := []client.Object{a, b, job("a1", "a", 4, nil, 0), job("a2", "a", 4, nil, 2), job("b1", "b", 4, nil, 1)}
+	e := newSchedEnv(t, objs, twoFlavors, []*corev1.Node{tasNode("r1-n1", "r1", "4"), otherNode("r2-n1", "r2", "8")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	want := map[string]outcome{
+		"a1": admitted,
+		"a2": {Reason: ReasonAdmitted, Flavor: "other"},
+		"b1": {Reason: ReasonPending},
+	}
+	if diff := cmp.Diff(want, withoutMessages(e.outcomes(t), want)); diff != "" {
+		t.Errorf("outcomes (-want,+got):\n%s", diff)
+	}
+}

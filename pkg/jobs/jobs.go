@@ -197,6 +197,29 @@ type ChildSync interface {
 // that it cannot resume: the agent tries again shortly.
 var ErrChildrenPending = errors.New("waiting for the job's controller to create its children")
 
+// ChildRestore is implemented by jobs whose controller, when the job
+// resumes, merges the job's pod templates into the children it made
+// before instead of replacing theirs (the JobSet controller merges node
+// selectors, tolerations, labels, annotations and scheduling gates): what
+// an admission added stays on the children once it is taken back from the
+// job, and an admission on a flavor of other node label keys would then
+// run the children's pods with both flavors' labels, on no node. The agent
+// takes an admission back from the children before the job.
+type ChildRestore interface {
+	// RestoreChildren calls restore on the pod template of each child made
+	// from the job's pod template i (jobs.Job.Templates) and has not
+	// finished, and writes those it changed. It returns
+	// ErrChildrenRunning while such a child is not suspended, with its
+	// start time cleared, yet (its controller suspends it after the job;
+	// its template cannot change before).
+	RestoreChildren(ctx context.Context, c client.Client, restore func(i int, tmpl *corev1.PodTemplateSpec)) error
+}
+
+// ErrChildrenRunning says that a job's children are not all suspended
+// yet, so that what an admission added to them cannot be taken back: the
+// agent tries again when the job's status changes, or shortly.
+var ErrChildrenRunning = errors.New("waiting for the job's controller to suspend its children")
+
 // GroupedWorkloads is implemented by kinds whose object the hub keeps as
 // one Workload while a worker admits its copy as several (a
 // LeaderWorkerSet's groups): the hub reads them all and judges them as

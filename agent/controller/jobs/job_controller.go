@@ -268,11 +268,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 		r.announce(job, wl)
 		return nil
 	case stepStop:
-		return r.stop(ctx, job, wl)
+		return r.stop(ctx, job, wl, again)
 	case stepHold:
 		return r.hold(ctx, job, holdNote(wl))
 	case stepRequeue:
-		return r.requeue(ctx, job, wl)
+		return r.requeue(ctx, job, wl, again)
 	case stepDeactivate:
 		return r.deactivate(ctx, job, wl)
 	case stepStart:
@@ -422,14 +422,17 @@ func (r *Reconciler) rejected(ctx context.Context, job pkgjobs.Job, err error) e
 // takeBackAdmission removes from the Job what start added: exactly what
 // its AddedByAdmissionAnnotation records. A Job started by an older agent
 // has no record; then the node selector entries equal to some flavor's node
-// labels go, as the admission may be gone.
-func (r *Reconciler) takeBackAdmission(ctx context.Context, job pkgjobs.Job) {
+// labels go, as the admission may be gone. A kind whose controller merges
+// its templates into existing children on resume (pkgjobs.ChildRestore)
+// has the children restored first, with the same record; while they still
+// run, it returns pkgjobs.ErrChildrenRunning and changes nothing.
+func (r *Reconciler) takeBackAdmission(ctx context.Context, job pkgjobs.Job) error {
 	added, ok, err := recordedAdded(job)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Restoring the Job's pod templates without a record of what its admission added", "job", klog.KObj(job.Object()))
 	}
 	_, gated := job.Object().GetAnnotations()[strata.GatedStartAnnotation]
-	for i, tmpl := range job.Templates() {
+	restore := func(i int, tmpl *corev1.PodTemplateSpec) {
 		a := added.forTemplate(i)
 		if !ok && !gated {
 			// A hub's gated copy had nothing added: its node selector is
@@ -438,9 +441,32 @@ func (r *Reconciler) takeBackAdmission(ctx context.Context, job pkgjobs.Job) {
 		}
 		restoreTemplate(tmpl, a)
 	}
+	if cr, isCR := job.(pkgjobs.ChildRestore); isCR {
+		if err := cr.RestoreChildren(ctx, r.client, restore); err != nil {
+			return err
+		}
+	}
+	for i, tmpl := range job.Templates() {
+		restore(i, tmpl)
+	}
 	annotations := job.Object().GetAnnotations()
 	delete(annotations, AddedByAdmissionAnnotation)
 	job.Object().SetAnnotations(annotations)
+	return nil
+}
+
+// takeBackAndUpdate takes the admission back from the Job and writes it;
+// while its children still run, it asks (again) for another look shortly.
+func (r *Reconciler) takeBackAndUpdate(ctx context.Context, job pkgjobs.Job, again *time.Duration) error {
+	if err := r.takeBackAdmission(ctx, job); err != nil {
+		if errors.Is(err, pkgjobs.ErrChildrenRunning) {
+			ctrl.LoggerFrom(ctx).V(1).Info("Not restoring the Job's templates yet", "job", klog.KObj(job.Object()), "reason", err.Error())
+			*again = childrenWait
+			return nil
+		}
+		return fmt.Errorf("taking the admission back from the Job: %w", err)
+	}
+	return r.client.Update(ctx, job.Object())
 }
 
 // flavorNodeLabels guesses what an admission added to a template when it
@@ -466,7 +492,7 @@ func (r *Reconciler) flavorNodeLabels(ctx context.Context, tmpl *corev1.PodTempl
 // stop suspends a Job whose Workload was evicted, then restores its
 // template: in two steps, because the template may change only once the
 // Job controller has seen the suspension (and cleared its start time).
-func (r *Reconciler) stop(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
+func (r *Reconciler) stop(ctx context.Context, job pkgjobs.Job, wl *strata.Workload, again *time.Duration) error {
 	if !job.Suspended() {
 		job.SetSuspended(true)
 		if err := r.client.Update(ctx, job.Object()); err != nil {
@@ -478,8 +504,7 @@ func (r *Reconciler) stop(ctx context.Context, job pkgjobs.Job, wl *strata.Workl
 	if !job.TemplatesMutable() {
 		return nil // the Job controller's status update brings it back
 	}
-	r.takeBackAdmission(ctx, job)
-	return r.client.Update(ctx, job.Object())
+	return r.takeBackAndUpdate(ctx, job, again)
 }
 
 // hold suspends a Job that runs although Strata did not start it — its
@@ -513,7 +538,7 @@ func holdNote(wl *strata.Workload) string {
 // admission goes first, so that its capacity is free at once even if the
 // Job's update fails; the retry then finds a started Job without admission
 // and stops it, which finishes the job.
-func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
+func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Workload, again *time.Duration) error {
 	wl.Status.Admission = nil
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Suspended", Message: "the Job was suspended; it waits in its queue again",
@@ -529,8 +554,7 @@ func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Wo
 	if !job.TemplatesMutable() {
 		return nil // stop restores the template once the Job controller has caught up
 	}
-	r.takeBackAdmission(ctx, job)
-	return r.client.Update(ctx, job.Object())
+	return r.takeBackAndUpdate(ctx, job, again)
 }
 
 // podSetsChanged says how the Job's pod sets differ from those its
@@ -655,7 +679,13 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 	before := job.Object().DeepCopyObject()
 	if _, ok, _ := recordedAdded(job); ok {
 		// Left from an admission that was not fully taken back.
-		r.takeBackAdmission(ctx, job)
+		if err := r.takeBackAdmission(ctx, job); err != nil {
+			if errors.Is(err, pkgjobs.ErrChildrenRunning) {
+				*again = childrenWait
+				return nil
+			}
+			return fmt.Errorf("starting Job: %w", err)
+		}
 	}
 	templates := job.Templates()
 	perTemplate := make([]addedByAdmission, len(templates))

@@ -170,6 +170,60 @@ func (j JobSet) TemplatesMutable() bool {
 	return true
 }
 
+// RestoreChildren applies restore to the pod templates of the JobSet's
+// child Jobs that have not finished: the JobSet controller, resuming a
+// JobSet, merges the ReplicatedJobs' node selectors, tolerations, labels
+// and scheduling gates into the Jobs it made before, so what an admission
+// added to them must leave them with the admission. A child Job whose
+// template changes must be suspended, its start time cleared (the Job
+// controller does both once the JobSet controller suspends it); until
+// then ErrChildrenRunning.
+func (j JobSet) RestoreChildren(ctx context.Context, c client.Client, restore func(i int, tmpl *corev1.PodTemplateSpec)) error {
+	var children batchv1.JobList
+	if err := c.List(ctx, &children, client.InNamespace(j.Namespace), client.MatchingLabels{jobsetapi.JobSetNameKey: j.Name}); err != nil {
+		return fmt.Errorf("listing the JobSet's Jobs: %w", err)
+	}
+	running := 0
+	for i := range children.Items {
+		child := &children.Items[i]
+		if !metav1.IsControlledBy(child, j.JobSet) || !child.DeletionTimestamp.IsZero() || jobFinished(child) {
+			continue
+		}
+		t := slices.IndexFunc(j.Spec.ReplicatedJobs, func(rj jobsetapi.ReplicatedJob) bool {
+			return rj.Name == child.Labels[jobsetapi.ReplicatedJobNameKey]
+		})
+		if t < 0 {
+			continue
+		}
+		before := child.Spec.Template.DeepCopy()
+		restore(t, &child.Spec.Template)
+		if equality.Semantic.DeepEqual(before, &child.Spec.Template) {
+			continue
+		}
+		if !ptr.Deref(child.Spec.Suspend, false) || child.Status.StartTime != nil {
+			running++
+			continue
+		}
+		if err := c.Update(ctx, child); err != nil {
+			return fmt.Errorf("restoring the pod template of the JobSet's Job %s: %w", child.Name, err)
+		}
+	}
+	if running > 0 {
+		return fmt.Errorf("%w (%d of the JobSet's Jobs)", jobs.ErrChildrenRunning, running)
+	}
+	return nil
+}
+
+// jobFinished says whether a Job has its Complete or Failed condition.
+func jobFinished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
 // ReclaimablePods are the pods of each ReplicatedJob's succeeded Jobs:
 // they are done, and no other Job takes their places.
 func (j JobSet) ReclaimablePods() []strata.ReclaimablePod {

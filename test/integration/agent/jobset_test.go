@@ -2,17 +2,20 @@ package agent
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -76,6 +79,30 @@ func jobSetPods(ctx SpecContext, js *jobsetapi.JobSet) {
 	for _, p := range pods {
 		Expect(worker.Client.Create(ctx, p)).To(Succeed())
 	}
+}
+
+// jobSetChildren creates the child Jobs the JobSet controller makes from
+// the started JobSet's template: running (not suspended), controlled by the
+// JobSet, labelled with its and their ReplicatedJob's names.
+func jobSetChildren(ctx SpecContext, js *jobsetapi.JobSet) []*batchv1.Job {
+	GinkgoHelper()
+	var got jobsetapi.JobSet
+	Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+	var out []*batchv1.Job
+	for _, rj := range got.Spec.ReplicatedJobs {
+		for i := range rj.Replicas {
+			labels := map[string]string{jobsetapi.JobSetNameKey: got.Name, jobsetapi.ReplicatedJobNameKey: rj.Name}
+			child := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", got.Name, rj.Name, i), Namespace: got.Namespace, Labels: labels},
+				Spec: *rj.Template.Spec.DeepCopy()}
+			child.Spec.Template.Labels = maps.Clone(child.Spec.Template.Labels)
+			maps.Copy(child.Spec.Template.Labels, labels)
+			child.Spec.Suspend = ptr.To(false)
+			Expect(controllerutil.SetControllerReference(&got, child, worker.Client.Scheme())).To(Succeed())
+			Expect(worker.Client.Create(ctx, child)).To(Succeed())
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 var _ = Describe("JobSet", Ordered, Label("agent", "jobset"), func() {
@@ -154,6 +181,10 @@ var _ = Describe("JobSet", Ordered, Label("agent", "jobset"), func() {
 			g.Expect(perJob).To(Equal(map[string]map[string]bool{"0": {"js-b1-h1": true}, "1": {"js-b1-h2": true}}))
 		}, timeout).Should(Succeed())
 
+		By("its Jobs, made by the JobSet controller from the started template, run")
+		children := jobSetChildren(ctx, js)
+		Expect(children).To(HaveLen(2))
+
 		By("evicted while nothing else can take it: suspended, the template exactly as written")
 		for _, n := range []string{"js-b1-h1", "js-b1-h2", "js-b2-h1", "js-b2-h2", "js-b2-h3"} {
 			var node corev1.Node
@@ -171,6 +202,31 @@ var _ = Describe("JobSet", Ordered, Label("agent", "jobset"), func() {
 			var got jobsetapi.JobSet
 			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
 			g.Expect(ptr.Deref(got.Spec.Suspend, false)).To(BeTrue())
+		}, timeout).Should(Succeed())
+
+		By("its Jobs suspended by the JobSet controller: what the admission added leaves them too, or a JobSet admitted again on a flavor of other node labels would run its Jobs' pods with both (the JobSet controller merges its templates into theirs on resume)")
+		for _, child := range children {
+			Eventually(func(g Gomega) {
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(child), child)).To(Succeed())
+				child.Spec.Suspend = ptr.To(true)
+				g.Expect(worker.Client.Update(ctx, child)).To(Succeed())
+			}, timeout).Should(Succeed())
+		}
+		for _, child := range children {
+			Eventually(func(g Gomega) {
+				var got batchv1.Job
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(child), &got)).To(Succeed())
+				tmpl := got.Spec.Template
+				g.Expect(tmpl.Spec.NodeSelector).To(Equal(original.Spec.NodeSelector), "job %s", got.Name)
+				g.Expect(tmpl.Spec.SchedulingGates).To(Equal(original.Spec.SchedulingGates), "job %s", got.Name)
+				g.Expect(tmpl.Spec.Tolerations).To(Equal(original.Spec.Tolerations), "job %s", got.Name)
+				g.Expect(tmpl.Labels).NotTo(HaveKey(HavePrefix(strata.Prefix)), "job %s", got.Name)
+				g.Expect(tmpl.Labels).To(HaveKeyWithValue(jobsetapi.JobSetNameKey, js.Name), "the JobSet controller's labels stay")
+			}, timeout).Should(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			var got jobsetapi.JobSet
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
 			g.Expect(got.Annotations).NotTo(HaveKey(HavePrefix(strata.Prefix)))
 			tmpl := got.Spec.ReplicatedJobs[0].Template.Spec.Template
 			g.Expect(equality.Semantic.DeepEqual(&tmpl, original)).To(BeTrue(), "template %+v, want %+v", tmpl, original)

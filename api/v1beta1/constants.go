@@ -65,6 +65,12 @@ const (
 	// (jobs.GatedStart): no admission wrote them, and taking an admission
 	// back removes only those.
 	GatedStartAnnotation = Prefix + "gated-start"
+	// ReleasedFlavorAnnotation on a pod names the ResourceFlavor whose
+	// admission strata-agent's ungater released it on, so that a pod that
+	// runs after its Workload was admitted again on another flavor is told
+	// from one that runs as admitted (a LeaderWorkerSet's pods, which are
+	// stopped one by one).
+	ReleasedFlavorAnnotation = Prefix + "released-flavor"
 	// TopologySchedulingGate holds a pod until the node selector of its
 	// assigned topology domain has been injected.
 	TopologySchedulingGate = Prefix + "topology"

@@ -348,8 +348,9 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 	return out
 }
 
-// release sets the domain's node selector on the pod (none when a is nil)
-// and removes the gate. A pod whose template an admission did not write (a
+// release sets the domain's node selector on the pod (none when a is nil),
+// notes the flavor it is released on (strata.ReleasedFlavorAnnotation) and
+// removes the gate. A pod whose template an admission did not write (a
 // LeaderWorkerSet's, a gated copy's) gets the flavor's node labels and
 // tolerations too, and, with a topology assignment, the label that counts
 // it through its Workload.
@@ -385,6 +386,10 @@ func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignme
 	if len(p.Spec.NodeSelector) == 0 {
 		p.Spec.NodeSelector = nil
 	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[strata.ReleasedFlavorAnnotation] = flavor.Name
 	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, workload.IsTopologyGate)
 	if err := r.client.Patch(ctx, p, patch); err != nil {
 		return client.IgnoreNotFound(err)

@@ -246,8 +246,10 @@ func (r *Reconciler) stopUnadmitted(ctx context.Context, l *lwsapi.LeaderWorkerS
 }
 
 // runsAsAdmitted says whether a released pod runs as its Workload's
-// admission says: the Workload is admitted and, when its pod set has a
-// topology assignment, the pod's node selector names one of its domains.
+// admission says: the Workload is admitted, on the flavor the pod was
+// released on (a pod released before the agent noted it is taken to be),
+// and, when its pod set has a topology assignment, the pod's node selector
+// names one of its domains.
 func runsAsAdmitted(wl *strata.Workload, p *corev1.Pod) bool {
 	if wl.Status.Admission == nil {
 		return false
@@ -255,6 +257,9 @@ func runsAsAdmitted(wl *strata.Workload, p *corev1.Pod) bool {
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.Name != p.Labels[strata.PodSetLabel] {
 			continue
+		}
+		if f, ok := p.Annotations[strata.ReleasedFlavorAnnotation]; ok && f != psa.Flavor {
+			return false
 		}
 		if psa.TopologyAssignment == nil {
 			return true

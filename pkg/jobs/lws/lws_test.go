@@ -250,3 +250,46 @@ func TestIsLeader(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsAsAdmitted: a released pod of a group runs as admitted only on
+// its Workload's admission: the flavor it was released on, and a domain of
+// the topology assignment when there is one.
+func TestRunsAsAdmitted(t *testing.T) {
+	assigned := tas.Encode(&tas.Assignment{Levels: []string{host}, Domains: []tas.DomainAssignment{{Values: []string{"h1"}, Count: 2}}})
+	admitted := func(flavor string, topology *strata.TopologyAssignment) *strata.Workload {
+		return &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "cq",
+			PodSetAssignments: []strata.PodSetAssignment{{Name: "workers", Flavor: flavor, Count: 2, TopologyAssignment: topology}}}}}
+	}
+	pod := func(flavor, node string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.PodSetLabel: "workers"}}}
+		if flavor != "" {
+			p.Annotations = map[string]string{strata.ReleasedFlavorAnnotation: flavor}
+		}
+		if node != "" {
+			p.Spec.NodeSelector = map[string]string{host: node}
+		}
+		return p
+	}
+	cases := []struct {
+		name string
+		wl   *strata.Workload
+		pod  *corev1.Pod
+		want bool
+	}{
+		{name: "not admitted", wl: &strata.Workload{}, pod: pod("a", ""), want: false},
+		{name: "admitted on the flavor it was released on", wl: admitted("a", nil), pod: pod("a", ""), want: true},
+		{name: "admitted again on another flavor", wl: admitted("b", nil), pod: pod("a", ""), want: false},
+		{name: "released before the flavor was noted", wl: admitted("b", nil), pod: pod("", ""), want: true},
+		{name: "in a domain of the assignment", wl: admitted("a", assigned), pod: pod("a", "h1"), want: true},
+		{name: "outside the assignment's domains", wl: admitted("a", assigned), pod: pod("a", "h2"), want: false},
+		{name: "in a domain, but of another flavor's admission", wl: admitted("b", assigned), pod: pod("a", "h1"), want: false},
+		{name: "another pod set", wl: admitted("a", nil), pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{strata.PodSetLabel: "leader"}}}, want: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := runsAsAdmitted(tc.wl, tc.pod); got != tc.want {
+				t.Errorf("runsAsAdmitted = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

@@ -93,9 +93,14 @@ type Fleet struct {
 	recounting map[string]bool
 
 	// smu guards sightings: per worker and summary name, when the hub saw
-	// the summary's observedTime change, on its own clock (summaryAge).
+	// the summary's observedTime change, on its own clock (summaryAge);
+	// written, when each summary was last written by the worker's API
+	// server's clock; and offsets, each worker API server's clock against
+	// the hub's (sightings.go).
 	smu       sync.Mutex
 	sightings map[string]sighting
+	written   map[string]time.Time
+	offsets   map[string]time.Duration
 
 	// hmu guards hints, the placement of each dispatch whose copy is to be
 	// created, by dispatch key: read by the copies controller without
@@ -141,7 +146,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, recounting: map[string]bool{},
+		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
 }
 
@@ -276,12 +281,16 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 	// (the direct client below); watches go without.
 	watchCfg := rest.CopyConfig(cfg)
 	watchCfg.Timeout = 0
+	// The worker API server's clock against the hub's, from its answers'
+	// Date headers: how long ago a summary found at the hub's start was
+	// written (sightings.go).
+	watchCfg.Wrap(f.serverDates(name))
 	c, err := crcache.New(watchCfg, crcache.Options{
 		Scheme: f.scheme,
 		ByObject: map[client.Object]crcache.ByObject{
 			// Not the copies a hub keeps of its workers' summaries, should
 			// this worker be a hub cluster too.
-			&strata.CapacitySummary{}: {Label: summarycopy.Published()},
+			&strata.CapacitySummary{}: {Label: summarycopy.Published(), Transform: f.summaryWritten(name)},
 			&strata.Workload{}:        {Label: mine},
 			&batchv1.Job{}:            {Label: mine},
 		},

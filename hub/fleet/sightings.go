@@ -1,9 +1,12 @@
 package fleet
 
 import (
+	"net/http"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/transport"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -30,16 +33,102 @@ func (f *Fleet) sawSummary(worker string, obj any) {
 	defer f.smu.Unlock()
 	if !s.DeletionTimestamp.IsZero() {
 		delete(f.sightings, key)
+		delete(f.written, key)
 		return
 	}
 	var observed time.Time
 	if s.Status.ObservedTime != nil {
 		observed = s.Status.ObservedTime.Time
 	}
-	if prev, ok := f.sightings[key]; ok && prev.observed.Equal(observed) {
+	prev, seen := f.sightings[key]
+	if seen && prev.observed.Equal(observed) {
 		return
 	}
-	f.sightings[key] = sighting{observed: observed, at: f.clock.Now()}
+	at := f.clock.Now()
+	if !seen {
+		at = f.firstSighting(worker, key, at)
+	}
+	f.sightings[key] = sighting{observed: observed, at: at}
+}
+
+// firstSighting is when, on the hub's clock, a summary the hub sees for
+// the first time was published: now, unless the worker's API server says
+// it was written earlier. A summary is seen first when it is created —
+// then it was just written — or when the hub starts, or connects to the
+// worker: then it may have been written long ago, by an agent gone since,
+// and counting it as published now would make it fresh for
+// summaryStaleAfter. When it was written is the worker API server's clock
+// (managedFields), put on the hub's by the offset between the two that
+// the server's answers give (their Date headers); without either, now.
+// f.smu is held.
+func (f *Fleet) firstSighting(worker, key string, now time.Time) time.Time {
+	written, ok := f.written[key]
+	offset, known := f.offsets[worker]
+	if !ok || !known {
+		return now
+	}
+	// Both clocks are read to the second: the second the write fell in
+	// ends up to a second later, so the summary counts as that much
+	// younger, never older. The offset includes the answer's latency,
+	// which also makes the summary younger.
+	at := written.Add(offset + time.Second)
+	if at.After(now) {
+		return now
+	}
+	return at
+}
+
+// summaryWritten is the cache transform of a worker's summaries: it notes
+// when each was last written (the latest time in its managedFields, the
+// worker API server's clock) and drops the managed fields, as for every
+// other object.
+func (f *Fleet) summaryWritten(worker string) toolscache.TransformFunc {
+	strip := crcache.TransformStripManagedFields()
+	return func(in any) (any, error) {
+		if s, ok := in.(*strata.CapacitySummary); ok {
+			var last time.Time
+			for _, m := range s.ManagedFields {
+				if m.Time != nil && m.Time.After(last) {
+					last = m.Time.Time
+				}
+			}
+			if !last.IsZero() {
+				f.smu.Lock()
+				f.written[worker+"/"+s.Name] = last
+				f.smu.Unlock()
+			}
+		}
+		return strip(in)
+	}
+}
+
+// serverDates wraps the transport of a worker's client: each answer's Date
+// header (the worker API server's clock, to the second) against when the
+// hub received it gives the offset between the two clocks.
+func (f *Fleet) serverDates(worker string) transport.WrapperFunc {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return dateReader{next: rt, note: func(date time.Time) {
+			f.smu.Lock()
+			f.offsets[worker] = f.clock.Now().Sub(date)
+			f.smu.Unlock()
+		}}
+	}
+}
+
+// dateReader passes requests on and notes each answer's Date header.
+type dateReader struct {
+	next http.RoundTripper
+	note func(time.Time)
+}
+
+func (d dateReader) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := d.next.RoundTrip(req)
+	if err == nil && resp != nil {
+		if date, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
+			d.note(date)
+		}
+	}
+	return resp, err
 }
 
 // SummaryAgeFunc says how old a summary is; ok is false when it was never

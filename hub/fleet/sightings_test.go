@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -49,5 +50,77 @@ func TestSummaryAge(t *testing.T) {
 		if age != s.wantAge || ok != s.wantOK {
 			t.Errorf("step %d: SummaryAge = %s, %t; want %s, %t", i, age, ok, s.wantAge, s.wantOK)
 		}
+	}
+}
+
+// dated answers every request with a Date header.
+type dated time.Time
+
+func (d dated) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Date": []string{time.Time(d).UTC().Format(http.TimeFormat)}}, Body: http.NoBody}, nil
+}
+
+// TestSummaryAgeFirstSighting: a summary the hub sees first (it started,
+// or connected to the worker) is as old as the worker's API server says
+// it is, on that server's clock against the hub's — so that the summary of
+// an agent that died before a hub restart is not fresh for
+// summaryStaleAfter — and as old as nothing when it cannot tell.
+func TestSummaryAgeFirstSighting(t *testing.T) {
+	hubNow := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	serverSkew := -time.Hour // the worker's API server's clock, an hour behind the hub's
+	cases := []struct {
+		name       string
+		date       bool          // the worker's API server has answered (its Date header)
+		writtenAgo time.Duration // the summary's last write (managedFields), before now
+		managed    bool          // the summary has managedFields
+		wantAge    time.Duration
+	}{
+		{name: "written five minutes ago", date: true, writtenAgo: 5 * time.Minute, managed: true, wantAge: 5*time.Minute - time.Second},
+		{name: "written just now (created while the hub runs)", date: true, managed: true, wantAge: 0},
+		{name: "written a second ago: the clocks' seconds make it younger", date: true, writtenAgo: time.Second, managed: true, wantAge: 0},
+		{name: "no answer from the server yet: now", writtenAgo: 5 * time.Minute, managed: true, wantAge: 0},
+		{name: "no managedFields: now", date: true, writtenAgo: 5 * time.Minute, wantAge: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(hubNow)
+			f := New(nil, "hub")
+			f.SetClock(clk)
+			serverNow := hubNow.Add(serverSkew)
+			if tc.date {
+				resp, err := f.serverDates("w1")(dated(serverNow)).RoundTrip(&http.Request{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			s := &strata.CapacitySummary{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}}
+			observed := metav1.NewTime(serverNow.Add(-tc.writtenAgo).Add(-3 * time.Second)) // the agent's clock: unused
+			s.Status.ObservedTime = &observed
+			if tc.managed {
+				written := metav1.NewTime(serverNow.Add(-tc.writtenAgo).Truncate(time.Second))
+				s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "strata-agent", Time: &written}}
+			}
+			obj, err := f.summaryWritten("w1")(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := obj.(*strata.CapacitySummary).ManagedFields; got != nil {
+				t.Errorf("managedFields kept in the cache: %v", got)
+			}
+			f.sawSummary("w1", obj)
+			age, ok := f.SummaryAge("w1", clk.Now())(s)
+			if !ok || age != tc.wantAge {
+				t.Errorf("SummaryAge = %s, %t; want %s, true", age, ok, tc.wantAge)
+			}
+			// Published anew while the hub runs: age 0, then the hub's clock.
+			next := metav1.NewTime(observed.Add(30 * time.Second))
+			s.Status.ObservedTime = &next
+			f.sawSummary("w1", s)
+			clk.Step(10 * time.Second)
+			if age, _ := f.SummaryAge("w1", clk.Now())(s); age != 10*time.Second {
+				t.Errorf("after a new publication and 10s: SummaryAge = %s, want 10s", age)
+			}
+		})
 	}
 }

@@ -136,6 +136,37 @@ var _ = Describe("WorkerCluster", func() {
 		}).Should(Succeed())
 	})
 
+	It("takes a summary it finds on connecting as old as the worker's API server says it is", func(ctx SpecContext) {
+		w := workers[1]
+		By("a summary published, then nothing for a few seconds (an agent gone before the hub started)")
+		publish(ctx, w, "found-on-connect", time.Now())
+		var cs strata.CapacitySummary
+		Expect(w.Client.Get(ctx, client.ObjectKey{Name: "found-on-connect"}, &cs)).To(Succeed())
+		var written time.Time
+		for _, m := range cs.ManagedFields {
+			if m.Time != nil && m.Time.After(written) {
+				written = m.Time.Time
+			}
+		}
+		Expect(written.IsZero()).To(BeFalse(), "the worker's API server keeps managedFields")
+		Eventually(func() time.Duration { return time.Since(written) }).Should(BeNumerically(">", 8*time.Second))
+
+		By("connecting: the summary's age is the time since that write, not zero")
+		kubeconfigSecret(ctx, hubCfg.Namespace, "w2-late-kubeconfig", w.Kubeconfig)
+		register(ctx, testutil.MakeWorkerCluster("w2-late").KubeConfigSecret(hubCfg.Namespace, "w2-late-kubeconfig").Obj())
+		Eventually(func(g Gomega) {
+			summaries, ok, err := hubFleet.Summaries(ctx, "w2-late")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ok).To(BeTrue())
+			g.Expect(summaries).To(ContainElement(HaveField("Name", "found-on-connect")))
+		}).Should(Succeed())
+		// Read at once: counted from when the hub found it, the age would
+		// be about the poll's interval.
+		age, ok := hubFleet.SummaryAge("w2-late", hubClock.Now())(&cs)
+		Expect(ok).To(BeTrue())
+		Expect(age).To(BeNumerically(">=", 5*time.Second), "seen first on connecting, written at %s", written)
+	})
+
 	It("reads kubeconfig Secrets only from the hub's own namespace", func(ctx SpecContext) {
 		Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}})).To(Succeed())
 		kubeconfigSecret(ctx, "tenant", "w2-kubeconfig", workers[1].Kubeconfig)

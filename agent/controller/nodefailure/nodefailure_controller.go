@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -637,10 +638,21 @@ func (r *Reconciler) failStrandedPods(ctx context.Context, pods []corev1.Pod, ho
 		}
 		patch := client.StrategicMergeFrom(p.DeepCopy())
 		p.Status.Phase = corev1.PodFailed
+		message := fmt.Sprintf("node %s failed; the pod is recreated on its replacement", host)
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
 			Type: PodConditionTerminatedByStrata, Status: corev1.ConditionTrue, Reason: ReasonUnschedulableOnNode,
-			Message: fmt.Sprintf("node %s failed; the pod is recreated on its replacement", host), LastTransitionTime: metav1.NewTime(r.clock.Now()),
+			Message: message, LastTransitionTime: metav1.NewTime(r.clock.Now()),
 		})
+		// Kubernetes' condition for a pod ended by a disruption, not by its
+		// own failure: a Job whose podFailurePolicy ignores DisruptionTarget
+		// (as it does for the drain or node failure that stranded this pod)
+		// does not count it against its backoffLimit.
+		if !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget }) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonUnschedulableOnNode,
+				Message: message, LastTransitionTime: metav1.NewTime(r.clock.Now()),
+			})
+		}
 		if err := r.client.Status().Patch(ctx, p, patch); err != nil {
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("failing pod %s stranded on node %s: %w", p.Name, host, err))

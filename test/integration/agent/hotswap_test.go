@@ -131,6 +131,9 @@ var _ = Describe("Hot swap", Ordered, Label("agent", "hotswap"), func() {
 				g.Expect(p.Status.Conditions).To(ContainElement(SatisfyAll(
 					HaveField("Type", corev1.PodConditionType(nodefailure.PodConditionTerminatedByStrata)),
 					HaveField("Reason", nodefailure.ReasonUnschedulableOnNode))))
+				g.Expect(p.Status.Conditions).To(ContainElement(SatisfyAll(
+					HaveField("Type", corev1.DisruptionTarget), HaveField("Status", corev1.ConditionTrue))),
+					"a podFailurePolicy that ignores disruptions does not count it")
 			}
 			g.Expect(failed).To(Equal(4))
 		}, timeout).Should(Succeed())

@@ -234,6 +234,7 @@ func (f *Fleet) Connect(ctx context.Context, name, identity string, cfg *rest.Co
 	if r != nil && r.identity != identity {
 		r.cancel()
 		delete(f.remotes, name)
+		f.forgetSightings(name)
 		r = nil
 	}
 	if r == nil {
@@ -312,7 +313,7 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { f.sawSummary(name, o); notify() },
 		UpdateFunc: func(_, o any) { f.sawSummary(name, o); notify() },
-		DeleteFunc: func(o any) { f.sawSummary(name, o); notify() },
+		DeleteFunc: func(o any) { f.summaryGone(name, o); notify() },
 	}); err != nil {
 		cancel()
 		return nil, err
@@ -456,6 +457,8 @@ func (f *Fleet) Disconnect(name string) {
 		r.cancel()
 		delete(f.remotes, name)
 	}
+	// Connected again, the hub sees the summaries for the first time.
+	f.forgetSightings(name)
 }
 
 // connected returns a worker's connection once its informers are synced.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -49,6 +50,42 @@ func (f *Fleet) sawSummary(worker string, obj any) {
 		at = f.firstSighting(worker, key, at)
 	}
 	f.sightings[key] = sighting{observed: observed, at: at}
+}
+
+// summaryGone forgets a deleted summary (an informer's delete event: the
+// object may carry no deletion timestamp).
+func (f *Fleet) summaryGone(worker string, obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	s, ok := obj.(*strata.CapacitySummary)
+	if !ok {
+		return
+	}
+	key := worker + "/" + s.Name
+	f.smu.Lock()
+	defer f.smu.Unlock()
+	delete(f.sightings, key)
+	delete(f.written, key)
+}
+
+// forgetSightings forgets what the hub saw of a worker's summaries and its
+// clock, when its connection ends.
+func (f *Fleet) forgetSightings(worker string) {
+	f.smu.Lock()
+	defer f.smu.Unlock()
+	prefix := worker + "/"
+	for key := range f.sightings {
+		if strings.HasPrefix(key, prefix) {
+			delete(f.sightings, key)
+		}
+	}
+	for key := range f.written {
+		if strings.HasPrefix(key, prefix) {
+			delete(f.written, key)
+		}
+	}
+	delete(f.offsets, worker)
 }
 
 // firstSighting is when, on the hub's clock, a summary the hub sees for

@@ -124,3 +124,47 @@ func TestSummaryAgeFirstSighting(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryAgeAfterReconnect: once a worker's connection ends, the hub
+// sees its summaries for the first time again when it connects anew, and
+// a deleted summary is forgotten.
+func TestSummaryAgeAfterReconnect(t *testing.T) {
+	hubNow := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	clk := testingclock.NewFakeClock(hubNow)
+	f := New(nil, "hub")
+	f.SetClock(clk)
+	written := metav1.NewTime(hubNow.Add(-time.Minute))
+	observed := metav1.NewTime(hubNow.Add(-time.Minute))
+	s := &strata.CapacitySummary{ObjectMeta: metav1.ObjectMeta{Name: "gpu", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "strata-agent", Time: &written}}}}
+	s.Status.ObservedTime = &observed
+	connect := func() {
+		t.Helper()
+		resp, err := f.serverDates("w1")(dated(clk.Now())).RoundTrip(&http.Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		obj, err := f.summaryWritten("w1")(s.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.sawSummary("w1", obj)
+	}
+	connect()
+	if age, _ := f.SummaryAge("w1", clk.Now())(s); age != time.Minute-time.Second {
+		t.Fatalf("first connection: SummaryAge = %s, want 59s", age)
+	}
+	clk.Step(time.Minute)
+	f.Disconnect("w1")
+	connect()
+	if age, _ := f.SummaryAge("w1", clk.Now())(s); age != 2*time.Minute-time.Second {
+		t.Errorf("connected again: SummaryAge = %s, want 1m59s (written two minutes ago)", age)
+	}
+	f.summaryGone("w1", s)
+	f.smu.Lock()
+	n := len(f.sightings) + len(f.written)
+	f.smu.Unlock()
+	if n != 0 {
+		t.Errorf("after the summary's deletion the hub still holds %d entries about it", n)
+	}
+}

@@ -209,9 +209,9 @@ type ChildRestore interface {
 	// RestoreChildren calls restore on the pod template of each child made
 	// from the job's pod template i (jobs.Job.Templates) and has not
 	// finished, and writes those it changed. It returns
-	// ErrChildrenRunning while such a child is not suspended, with its
-	// start time cleared, yet (its controller suspends it after the job;
-	// its template cannot change before).
+	// ErrChildrenRunning while such a child is not suspended with its pods
+	// ended yet (its controller suspends it after the job; its template
+	// cannot change before).
 	RestoreChildren(ctx context.Context, c client.Client, restore func(i int, tmpl *corev1.PodTemplateSpec)) error
 }
 

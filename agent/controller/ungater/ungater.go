@@ -175,6 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.client.Get(ctx, types.NamespacedName{Name: psa.Flavor}, &flavor); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("pod set %s: flavor %s: %w", psa.Name, psa.Flavor, err)
 		}
+		flavor.Name = psa.Flavor // deleted since: the pods are released on the admission's flavor all the same
 		if psa.TopologyAssignment == nil {
 			// Pods gated although their pod set has no topology
 			// assignment come from templates an admission did not write

@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,6 +38,11 @@ var Kind jobs.Kind = kind{}
 // reconciler reads them, and suspends and resumes them.
 //
 // +kubebuilder:rbac:roleName=strata-agent,groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch
+
+// And on their child Jobs: taking an admission back from their templates
+// may need their start time cleared first (RestoreChildren).
+//
+// +kubebuilder:rbac:roleName=strata-agent,groups=batch,resources=jobs/status,verbs=update
 
 // Registration registers JobSets (pkg/jobs/kinds).
 var Registration = jobs.Registration{Kind: Kind, AddToScheme: jobsetapi.AddToScheme}
@@ -175,9 +181,13 @@ func (j JobSet) TemplatesMutable() bool {
 // JobSet, merges the ReplicatedJobs' node selectors, tolerations, labels
 // and scheduling gates into the Jobs it made before, so what an admission
 // added to them must leave them with the admission. A child Job whose
-// template changes must be suspended, its start time cleared (the Job
-// controller does both once the JobSet controller suspends it); until
-// then ErrChildrenRunning.
+// template changes must be suspended with no active pod (the JobSet
+// controller suspends it after the JobSet, the Job controller then ends
+// its pods); until then, or when its update meets a newer version,
+// ErrChildrenRunning. Its start time is cleared first where the Job
+// controller has not (before Kubernetes 1.36 it keeps it, and the API
+// server lets a template change only without it), as the JobSet
+// controller does before it resumes a Job.
 func (j JobSet) RestoreChildren(ctx context.Context, c client.Client, restore func(i int, tmpl *corev1.PodTemplateSpec)) error {
 	var children batchv1.JobList
 	if err := c.List(ctx, &children, client.InNamespace(j.Namespace), client.MatchingLabels{jobsetapi.JobSetNameKey: j.Name}); err != nil {
@@ -200,11 +210,27 @@ func (j JobSet) RestoreChildren(ctx context.Context, c client.Client, restore fu
 		if equality.Semantic.DeepEqual(before, &child.Spec.Template) {
 			continue
 		}
-		if !ptr.Deref(child.Spec.Suspend, false) || child.Status.StartTime != nil {
+		if !ptr.Deref(child.Spec.Suspend, false) || child.Status.Active > 0 {
 			running++
 			continue
 		}
+		if child.Status.StartTime != nil {
+			tmpl := child.Spec.Template.DeepCopy()
+			child.Status.StartTime = nil
+			if err := c.Status().Update(ctx, child); err != nil {
+				if apierrors.IsConflict(err) {
+					running++
+					continue
+				}
+				return fmt.Errorf("clearing the start time of the JobSet's Job %s: %w", child.Name, err)
+			}
+			child.Spec.Template = *tmpl
+		}
 		if err := c.Update(ctx, child); err != nil {
+			if apierrors.IsConflict(err) {
+				running++ // changed meanwhile: read again shortly
+				continue
+			}
 			return fmt.Errorf("restoring the pod template of the JobSet's Job %s: %w", child.Name, err)
 		}
 	}

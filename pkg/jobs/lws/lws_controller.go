@@ -247,7 +247,8 @@ func (r *Reconciler) stopUnadmitted(ctx context.Context, l *lwsapi.LeaderWorkerS
 
 // runsAsAdmitted says whether a released pod runs as its Workload's
 // admission says: the Workload is admitted, on the flavor the pod was
-// released on (a pod released before the agent noted it is taken to be),
+// released on (a pod released before the agent noted it, or noted empty,
+// is taken to be),
 // and, when its pod set has a topology assignment, the pod's node selector
 // names one of its domains.
 func runsAsAdmitted(wl *strata.Workload, p *corev1.Pod) bool {
@@ -258,7 +259,7 @@ func runsAsAdmitted(wl *strata.Workload, p *corev1.Pod) bool {
 		if psa.Name != p.Labels[strata.PodSetLabel] {
 			continue
 		}
-		if f, ok := p.Annotations[strata.ReleasedFlavorAnnotation]; ok && f != psa.Flavor {
+		if f := p.Annotations[strata.ReleasedFlavorAnnotation]; f != "" && f != psa.Flavor {
 			return false
 		}
 		if psa.TopologyAssignment == nil {

@@ -280,6 +280,11 @@ func TestRunsAsAdmitted(t *testing.T) {
 		{name: "admitted on the flavor it was released on", wl: admitted("a", nil), pod: pod("a", ""), want: true},
 		{name: "admitted again on another flavor", wl: admitted("b", nil), pod: pod("a", ""), want: false},
 		{name: "released before the flavor was noted", wl: admitted("b", nil), pod: pod("", ""), want: true},
+		{name: "noted empty", wl: admitted("b", nil), pod: func() *corev1.Pod {
+			p := pod("", "")
+			p.Annotations = map[string]string{strata.ReleasedFlavorAnnotation: ""}
+			return p
+		}(), want: true},
 		{name: "in a domain of the assignment", wl: admitted("a", assigned), pod: pod("a", "h1"), want: true},
 		{name: "outside the assignment's domains", wl: admitted("a", assigned), pod: pod("a", "h2"), want: false},
 		{name: "in a domain, but of another flavor's admission", wl: admitted("b", assigned), pod: pod("a", "h1"), want: false},

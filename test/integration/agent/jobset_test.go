@@ -99,6 +99,10 @@ func jobSetChildren(ctx SpecContext, js *jobsetapi.JobSet) []*batchv1.Job {
 			child.Spec.Suspend = ptr.To(false)
 			Expect(controllerutil.SetControllerReference(&got, child, worker.Client.Scheme())).To(Succeed())
 			Expect(worker.Client.Create(ctx, child)).To(Succeed())
+			// Started, as the Job controller says (before Kubernetes 1.36
+			// it keeps the start time when the Job is suspended).
+			child.Status.StartTime = ptr.To(metav1.Now())
+			Expect(worker.Client.Status().Update(ctx, child)).To(Succeed())
 			out = append(out, child)
 		}
 	}
@@ -217,6 +221,7 @@ var _ = Describe("JobSet", Ordered, Label("agent", "jobset"), func() {
 				var got batchv1.Job
 				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(child), &got)).To(Succeed())
 				tmpl := got.Spec.Template
+				g.Expect(got.Status.StartTime).To(BeNil(), "cleared, so that the template may change")
 				g.Expect(tmpl.Spec.NodeSelector).To(Equal(original.Spec.NodeSelector), "job %s", got.Name)
 				g.Expect(tmpl.Spec.SchedulingGates).To(Equal(original.Spec.SchedulingGates), "job %s", got.Name)
 				g.Expect(tmpl.Spec.Tolerations).To(Equal(original.Spec.Tolerations), "job %s", got.Name)

@@ -455,13 +455,19 @@ func (r *Reconciler) takeBackAdmission(ctx context.Context, job pkgjobs.Job) err
 	return nil
 }
 
+// childrenStopWait is how long a job whose children still run waits
+// before the agent looks again (ChildRestore). Their suspension and the
+// end of their pods change the job's status, which brings it back sooner;
+// this is the fallback.
+const childrenStopWait = 2 * time.Second
+
 // takeBackAndUpdate takes the admission back from the Job and writes it;
-// while its children still run, it asks (again) for another look shortly.
+// while its children still run, it asks (again) for another look later.
 func (r *Reconciler) takeBackAndUpdate(ctx context.Context, job pkgjobs.Job, again *time.Duration) error {
 	if err := r.takeBackAdmission(ctx, job); err != nil {
 		if errors.Is(err, pkgjobs.ErrChildrenRunning) {
 			ctrl.LoggerFrom(ctx).V(1).Info("Not restoring the Job's templates yet", "job", klog.KObj(job.Object()), "reason", err.Error())
-			*again = childrenWait
+			*again = childrenStopWait
 			return nil
 		}
 		return fmt.Errorf("taking the admission back from the Job: %w", err)
@@ -681,7 +687,7 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 		// Left from an admission that was not fully taken back.
 		if err := r.takeBackAdmission(ctx, job); err != nil {
 			if errors.Is(err, pkgjobs.ErrChildrenRunning) {
-				*again = childrenWait
+				*again = childrenStopWait
 				return nil
 			}
 			return fmt.Errorf("starting Job: %w", err)

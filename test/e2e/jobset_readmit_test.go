@@ -23,6 +23,9 @@ import (
 // other keys runs on the second flavor's nodes: the JobSet controller
 // merges the JobSet's templates into its existing Jobs on resume, so the
 // first admission's node selector must have left them.
+// readmitTaint keeps the nodes of the spec below to its own pods.
+var readmitTaint = corev1.Taint{Key: "e2e.strata.dev/readmit", Effect: corev1.TaintEffectNoSchedule}
+
 var _ = Describe("a JobSet admitted again on another flavor", Ordered, Label("e2e"), func() {
 	const queue = "readmit"
 	BeforeAll(func(ctx SpecContext) {
@@ -33,6 +36,9 @@ var _ = Describe("a JobSet admitted again on another flavor", Ordered, Label("e2
 				n := &corev1.Node{
 					ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{pool.key: pool.value, host: name, "type": "kwok"},
 						Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+					// Only pods admitted on these flavors (which tolerate it)
+					// go there: no other spec's pods take their room.
+					Spec: corev1.NodeSpec{Taints: []corev1.Taint{readmitTaint}},
 					Status: corev1.NodeStatus{
 						Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")},
 						Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")},
@@ -42,10 +48,14 @@ var _ = Describe("a JobSet admitted again on another flavor", Ordered, Label("e2
 				DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(kube.Delete(ctx, n))).To(Succeed()) })
 			}
 		}
+		flavorA := testutil.MakeResourceFlavor("readmit-a").NodeLabel("readmit-a", "a").TopologyName("readmit").Obj()
+		flavorB := testutil.MakeResourceFlavor("readmit-b").NodeLabel("readmit-b", "b").TopologyName("readmit").Obj()
+		for _, f := range []*strata.ResourceFlavor{flavorA, flavorB} {
+			f.Spec.Tolerations = []corev1.Toleration{{Key: readmitTaint.Key, Operator: corev1.TolerationOpExists, Effect: readmitTaint.Effect}}
+		}
 		objs := []client.Object{
 			testutil.MakeTopology("readmit", host).Obj(),
-			testutil.MakeResourceFlavor("readmit-a").NodeLabel("readmit-a", "a").TopologyName("readmit").Obj(),
-			testutil.MakeResourceFlavor("readmit-b").NodeLabel("readmit-b", "b").TopologyName("readmit").Obj(),
+			flavorA, flavorB,
 			testutil.MakeClusterQueue(queue).ResourceGroup("cpu").GroupFlavor("readmit-a", "8").GroupFlavor("readmit-b", "8").Obj(),
 			testutil.MakeLocalQueue(queue, "default", queue),
 		}
@@ -82,8 +92,16 @@ var _ = Describe("a JobSet admitted again on another flavor", Ordered, Label("e2
 			g.Expect(running).To(Equal(2), "workload %+v; jobset spec.suspend %v, status %+v", wl.Status, got.Spec.Suspend, got.Status)
 		}
 
-		By("admitted on the first flavor, its two pods run there")
-		Eventually(func(g Gomega) { runningOn(g, "readmit-a") }, wait, time.Second).Should(Succeed())
+		By("admitted on one flavor, its two pods run there")
+		var first string
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(kube.Get(ctx, wlKey, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			first = wl.Status.Admission.PodSetAssignments[0].Flavor
+			runningOn(g, first)
+		}, wait, time.Second).Should(Succeed())
+		second := map[string]string{"readmit-a": "readmit-b", "readmit-b": "readmit-a"}[first]
 
 		By("deactivated: the agent takes the admission back, the JobSet stops")
 		Eventually(func(g Gomega) {
@@ -101,11 +119,15 @@ var _ = Describe("a JobSet admitted again on another flavor", Ordered, Label("e2
 			g.Expect(got.Annotations).NotTo(HaveKey(strata.AddedByAdmissionAnnotation), "the admission is taken back")
 		}, wait, time.Second).Should(Succeed())
 
-		By("the first flavor's quota gone, activated again: admitted on the second flavor, its pods run there")
+		By("the first flavor's quota gone, activated again: admitted on the other flavor, its pods run there")
 		Eventually(func(g Gomega) {
 			var cq strata.ClusterQueue
 			g.Expect(kube.Get(ctx, client.ObjectKey{Name: queue}, &cq)).To(Succeed())
-			cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("0")
+			for i := range cq.Spec.ResourceGroups[0].Flavors {
+				if fq := &cq.Spec.ResourceGroups[0].Flavors[i]; fq.Name == first {
+					fq.Resources[0].NominalQuota = resource.MustParse("0")
+				}
+			}
 			g.Expect(kube.Update(ctx, &cq)).To(Succeed())
 		}, wait, time.Second).Should(Succeed())
 		Eventually(func(g Gomega) {
@@ -118,8 +140,8 @@ var _ = Describe("a JobSet admitted again on another flavor", Ordered, Label("e2
 			var wl strata.Workload
 			g.Expect(kube.Get(ctx, wlKey, &wl)).To(Succeed())
 			g.Expect(wl.Status.Admission).NotTo(BeNil())
-			g.Expect(wl.Status.Admission.PodSetAssignments[0].Flavor).To(Equal("readmit-b"))
-			runningOn(g, "readmit-b")
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Flavor).To(Equal(second))
+			runningOn(g, second)
 		}, wait, time.Second).Should(Succeed())
 	})
 })

@@ -475,6 +475,63 @@ func (r *Reconciler) takeBackAndUpdate(ctx context.Context, job pkgjobs.Job, aga
 	return r.client.Update(ctx, job.Object())
 }
 
+// staleOnChildren returns what removes from a child's pod template, made
+// from the job's template i, what no admission of the job now holds: the
+// Strata labels and annotations, the topology gate, and the node selector
+// entries and tolerations of any ResourceFlavor that admitted template i
+// (as it is about to start) does not have. The rest is the user's or the
+// child's controller's and stays.
+func (r *Reconciler) staleOnChildren(ctx context.Context, admitted []*corev1.PodTemplateSpec) (func(int, *corev1.PodTemplateSpec), error) {
+	var flavors strata.ResourceFlavorList
+	if err := r.client.List(ctx, &flavors); err != nil {
+		return nil, fmt.Errorf("listing ResourceFlavors: %w", err)
+	}
+	return stripStale(flavors.Items, admitted), nil
+}
+
+// stripStale is staleOnChildren's removal, given the ResourceFlavors.
+func stripStale(flavors []strata.ResourceFlavor, admitted []*corev1.PodTemplateSpec) func(int, *corev1.PodTemplateSpec) {
+	return func(i int, tmpl *corev1.PodTemplateSpec) {
+		if i >= len(admitted) {
+			return
+		}
+		want := admitted[i]
+		for _, m := range []map[string]string{tmpl.Labels, tmpl.Annotations} {
+			for k := range m {
+				_, inLabels := want.Labels[k]
+				_, inAnnotations := want.Annotations[k]
+				if strings.HasPrefix(k, strata.Prefix) && !inLabels && !inAnnotations {
+					delete(m, k)
+				}
+			}
+		}
+		if !slices.ContainsFunc(want.Spec.SchedulingGates, workload.IsTopologyGate) {
+			tmpl.Spec.SchedulingGates = slices.DeleteFunc(tmpl.Spec.SchedulingGates, workload.IsTopologyGate)
+			if len(tmpl.Spec.SchedulingGates) == 0 {
+				tmpl.Spec.SchedulingGates = nil
+			}
+		}
+		for _, f := range flavors {
+			for k := range f.Spec.NodeLabels {
+				if _, ok := want.Spec.NodeSelector[k]; !ok {
+					delete(tmpl.Spec.NodeSelector, k)
+				}
+			}
+			for _, t := range f.Spec.Tolerations {
+				if !slices.ContainsFunc(want.Spec.Tolerations, func(x corev1.Toleration) bool { return equality.Semantic.DeepEqual(x, t) }) {
+					tmpl.Spec.Tolerations = slices.DeleteFunc(tmpl.Spec.Tolerations, func(x corev1.Toleration) bool { return equality.Semantic.DeepEqual(x, t) })
+				}
+			}
+		}
+		if len(tmpl.Spec.NodeSelector) == 0 {
+			tmpl.Spec.NodeSelector = nil
+		}
+		if len(tmpl.Spec.Tolerations) == 0 {
+			tmpl.Spec.Tolerations = nil
+		}
+	}
+}
+
 // flavorNodeLabels guesses what an admission added to a template when it
 // was not recorded: the node selector entries equal to a flavor's node
 // labels.
@@ -707,6 +764,23 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 		perTemplate[i] = admitTemplate(templates[i], &flavor, wl.Name, psa.Name, psa.TopologyAssignment != nil)
 		if pkgjobs.LabelsOwner(job) {
 			setKey(&templates[i].Labels, strata.OwnerUIDLabel, string(job.Object().GetUID()))
+		}
+	}
+	if cr, ok := job.(pkgjobs.ChildRestore); ok {
+		// What an earlier admission left on the children — made from the
+		// admitted templates after that admission was taken back from
+		// them, or by an agent that kept no record — goes before the
+		// job's controller merges the new templates into theirs.
+		strip, err := r.staleOnChildren(ctx, templates)
+		if err != nil {
+			return fmt.Errorf("starting Job: %w", err)
+		}
+		if err := cr.RestoreChildren(ctx, r.client, strip); err != nil {
+			if errors.Is(err, pkgjobs.ErrChildrenRunning) {
+				*again = childrenStopWait
+				return nil
+			}
+			return fmt.Errorf("starting Job: %w", err)
 		}
 	}
 	added := recordOf(perTemplate)

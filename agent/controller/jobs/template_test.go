@@ -188,3 +188,76 @@ func TestAdmitAndRestoreTemplates(t *testing.T) {
 		t.Errorf("templates after restore (-want,+got):\n%s", diff)
 	}
 }
+
+// TestStripStale: starting a job whose children were made from an earlier
+// admission's templates, what no flavor of the new admission carries
+// leaves them; the user's and the child controller's entries stay.
+func TestStripStale(t *testing.T) {
+	flavors := []strata.ResourceFlavor{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: strata.ResourceFlavorSpec{NodeLabels: map[string]string{"pool-a": "x"},
+			Tolerations: []corev1.Toleration{{Key: "gpu-a", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: strata.ResourceFlavorSpec{NodeLabels: map[string]string{"zone-b": "y"}}},
+	}
+	gate := corev1.PodSchedulingGate{Name: strata.TopologySchedulingGate}
+	userToleration := corev1.Toleration{Key: "mine", Operator: corev1.TolerationOpExists}
+	// Admitted on b without topology: b's label, the user's selector and
+	// toleration, Strata's workload labels.
+	admittedB := &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      map[string]string{"app": "train", strata.WorkloadLabel: "jobset-x", strata.PodSetLabel: "workers"},
+			Annotations: map[string]string{strata.PodSetRequiredTopologyAnnotation: "rack"},
+		},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"zone-b": "y", "disk": "ssd"}, Tolerations: []corev1.Toleration{userToleration}},
+	}
+	cases := []struct {
+		name  string
+		child corev1.PodTemplateSpec
+		want  corev1.PodTemplateSpec
+	}{
+		{
+			name: "made from flavor a's admission with topology",
+			child: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels: map[string]string{"app": "train", "jobset.sigs.k8s.io/jobset-name": "x", strata.WorkloadLabel: "jobset-x",
+						strata.PodSetLabel: "workers", strata.TASLabel: "true"},
+					Annotations: map[string]string{strata.PodSetRequiredTopologyAnnotation: "rack", "jobset.sigs.k8s.io/job-key": "k"},
+				},
+				Spec: corev1.PodSpec{
+					NodeSelector:    map[string]string{"pool-a": "x", "disk": "ssd", "jobset.sigs.k8s.io/namespaced-job": "x-0"},
+					Tolerations:     []corev1.Toleration{userToleration, flavors[0].Spec.Tolerations[0]},
+					SchedulingGates: []corev1.PodSchedulingGate{gate},
+				},
+			},
+			want: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      map[string]string{"app": "train", "jobset.sigs.k8s.io/jobset-name": "x", strata.WorkloadLabel: "jobset-x", strata.PodSetLabel: "workers"},
+					Annotations: map[string]string{strata.PodSetRequiredTopologyAnnotation: "rack", "jobset.sigs.k8s.io/job-key": "k"},
+				},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"disk": "ssd", "jobset.sigs.k8s.io/namespaced-job": "x-0"},
+					Tolerations:  []corev1.Toleration{userToleration},
+				},
+			},
+		},
+		{
+			name: "made from the user's template: nothing to remove",
+			child: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}},
+				Spec:       corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}, Tolerations: []corev1.Toleration{userToleration}},
+			},
+			want: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}},
+				Spec:       corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}, Tolerations: []corev1.Toleration{userToleration}},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.child.DeepCopy()
+			stripStale(flavors, []*corev1.PodTemplateSpec{admittedB})(0, got)
+			if diff := cmp.Diff(&tc.want, got); diff != "" {
+				t.Errorf("child template (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -218,6 +218,9 @@ func (j JobSet) RestoreChildren(ctx context.Context, c client.Client, restore fu
 			tmpl := child.Spec.Template.DeepCopy()
 			child.Status.StartTime = nil
 			if err := c.Status().Update(ctx, child); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // gone: made again from the JobSet's templates
+				}
 				if apierrors.IsConflict(err) {
 					running++
 					continue
@@ -227,6 +230,9 @@ func (j JobSet) RestoreChildren(ctx context.Context, c client.Client, restore fu
 			child.Spec.Template = *tmpl
 		}
 		if err := c.Update(ctx, child); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // gone: made again from the JobSet's templates
+			}
 			if apierrors.IsConflict(err) {
 				running++ // changed meanwhile: read again shortly
 				continue
@@ -235,7 +241,7 @@ func (j JobSet) RestoreChildren(ctx context.Context, c client.Client, restore fu
 		}
 	}
 	if running > 0 {
-		return fmt.Errorf("%w (%d of the JobSet's Jobs)", jobs.ErrChildrenRunning, running)
+		return fmt.Errorf("%w (%d of the JobSet's Jobs not suspended with their pods ended, or changed meanwhile)", jobs.ErrChildrenRunning, running)
 	}
 	return nil
 }

@@ -101,6 +101,11 @@ type Fleet struct {
 	sightings map[string]sighting
 	written   map[string]time.Time
 	offsets   map[string]time.Duration
+	// generations: each worker's open connection's generation, which its
+	// informer events and answers carry (openSightings); generation, the
+	// last one given.
+	generations map[string]uint64
+	generation  uint64
 
 	// hmu guards hints, the placement of each dispatch whose copy is to be
 	// created, by dispatch key: read by the copies controller without
@@ -146,7 +151,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, recounting: map[string]bool{},
+		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, generations: map[string]uint64{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
 }
 
@@ -285,13 +290,14 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 	// The worker API server's clock against the hub's, from its answers'
 	// Date headers: how long ago a summary found at the hub's start was
 	// written (sightings.go).
-	watchCfg.Wrap(f.serverDates(name))
+	gen := f.openSightings(name)
+	watchCfg.Wrap(f.serverDates(name, gen))
 	c, err := crcache.New(watchCfg, crcache.Options{
 		Scheme: f.scheme,
 		ByObject: map[client.Object]crcache.ByObject{
 			// Not the copies a hub keeps of its workers' summaries, should
 			// this worker be a hub cluster too.
-			&strata.CapacitySummary{}: {Label: summarycopy.Published(), Transform: f.summaryWritten(name)},
+			&strata.CapacitySummary{}: {Label: summarycopy.Published(), Transform: f.summaryWritten(name, gen)},
 			&strata.Workload{}:        {Label: mine},
 			&batchv1.Job{}:            {Label: mine},
 		},
@@ -311,9 +317,9 @@ func (f *Fleet) connect(name, identity string, cfg *rest.Config) (*remote, error
 	}
 	notify := func() { f.notify(ctx, name) }
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { f.sawSummary(name, o); notify() },
-		UpdateFunc: func(_, o any) { f.sawSummary(name, o); notify() },
-		DeleteFunc: func(o any) { f.summaryGone(name, o); notify() },
+		AddFunc:    func(o any) { f.sawSummary(name, gen, o); notify() },
+		UpdateFunc: func(_, o any) { f.sawSummary(name, gen, o); notify() },
+		DeleteFunc: func(o any) { f.summaryGone(name, gen, o); notify() },
 	}); err != nil {
 		cancel()
 		return nil, err

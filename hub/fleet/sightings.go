@@ -19,9 +19,24 @@ type sighting struct {
 	at       time.Time
 }
 
-// sawSummary notes, from an informer event of worker's summaries, when the
-// hub saw each summary published anew.
-func (f *Fleet) sawSummary(worker string, obj any) {
+// openSightings starts what a connection to worker records of its
+// summaries and its clock, and returns the connection's generation, which
+// its informer's events and its answers carry. Those of a connection
+// closed since (forgetSightings) can still arrive — an event in flight, an
+// answer read late — and are dropped: they must not bring back what the
+// hub forgot.
+func (f *Fleet) openSightings(worker string) uint64 {
+	f.smu.Lock()
+	defer f.smu.Unlock()
+	f.generation++
+	f.generations[worker] = f.generation
+	return f.generation
+}
+
+// sawSummary notes, from an informer event of worker's summaries on the
+// connection of generation gen, when the hub saw each summary published
+// anew.
+func (f *Fleet) sawSummary(worker string, gen uint64, obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -32,6 +47,9 @@ func (f *Fleet) sawSummary(worker string, obj any) {
 	key := worker + "/" + s.Name
 	f.smu.Lock()
 	defer f.smu.Unlock()
+	if f.generations[worker] != gen {
+		return // a connection closed since
+	}
 	if !s.DeletionTimestamp.IsZero() {
 		delete(f.sightings, key)
 		delete(f.written, key)
@@ -54,7 +72,7 @@ func (f *Fleet) sawSummary(worker string, obj any) {
 
 // summaryGone forgets a deleted summary (an informer's delete event: the
 // object may carry no deletion timestamp).
-func (f *Fleet) summaryGone(worker string, obj any) {
+func (f *Fleet) summaryGone(worker string, gen uint64, obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -65,6 +83,9 @@ func (f *Fleet) summaryGone(worker string, obj any) {
 	key := worker + "/" + s.Name
 	f.smu.Lock()
 	defer f.smu.Unlock()
+	if f.generations[worker] != gen {
+		return
+	}
 	delete(f.sightings, key)
 	delete(f.written, key)
 }
@@ -86,6 +107,7 @@ func (f *Fleet) forgetSightings(worker string) {
 		}
 	}
 	delete(f.offsets, worker)
+	delete(f.generations, worker)
 }
 
 // firstSighting is when, on the hub's clock, a summary the hub sees for
@@ -118,8 +140,8 @@ func (f *Fleet) firstSighting(worker, key string, now time.Time) time.Time {
 // summaryWritten is the cache transform of a worker's summaries: it notes
 // when each was last written (the latest time in its managedFields, the
 // worker API server's clock) and drops the managed fields, as for every
-// other object.
-func (f *Fleet) summaryWritten(worker string) toolscache.TransformFunc {
+// other object. gen is the connection's generation.
+func (f *Fleet) summaryWritten(worker string, gen uint64) toolscache.TransformFunc {
 	strip := crcache.TransformStripManagedFields()
 	return func(in any) (any, error) {
 		if s, ok := in.(*strata.CapacitySummary); ok {
@@ -131,7 +153,9 @@ func (f *Fleet) summaryWritten(worker string) toolscache.TransformFunc {
 			}
 			if !last.IsZero() {
 				f.smu.Lock()
-				f.written[worker+"/"+s.Name] = last
+				if f.generations[worker] == gen {
+					f.written[worker+"/"+s.Name] = last
+				}
 				f.smu.Unlock()
 			}
 		}
@@ -141,12 +165,15 @@ func (f *Fleet) summaryWritten(worker string) toolscache.TransformFunc {
 
 // serverDates wraps the transport of a worker's client: each answer's Date
 // header (the worker API server's clock, to the second) against when the
-// hub received it gives the offset between the two clocks.
-func (f *Fleet) serverDates(worker string) transport.WrapperFunc {
+// hub received it gives the offset between the two clocks. gen is the
+// connection's generation.
+func (f *Fleet) serverDates(worker string, gen uint64) transport.WrapperFunc {
 	return func(rt http.RoundTripper) http.RoundTripper {
 		return dateReader{next: rt, note: func(date time.Time) {
 			f.smu.Lock()
-			f.offsets[worker] = f.clock.Now().Sub(date)
+			if f.generations[worker] == gen {
+				f.offsets[worker] = f.clock.Now().Sub(date)
+			}
 			f.smu.Unlock()
 		}}
 	}

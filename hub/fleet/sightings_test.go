@@ -26,6 +26,7 @@ func TestSummaryAge(t *testing.T) {
 	clk := testingclock.NewFakeClock(hubNow)
 	f := New(nil, "hub")
 	f.SetClock(clk)
+	gen := f.openSightings("w1")
 	type step struct {
 		advance  time.Duration
 		observed *time.Time // published with this observedTime (nil: no event)
@@ -44,7 +45,7 @@ func TestSummaryAge(t *testing.T) {
 	for i, s := range steps {
 		clk.Step(s.advance)
 		if s.observed != nil {
-			f.sawSummary("w1", summary(s.observed))
+			f.sawSummary("w1", gen, summary(s.observed))
 		}
 		age, ok := f.SummaryAge("w1", clk.Now())(summary(s.read))
 		if age != s.wantAge || ok != s.wantOK {
@@ -87,8 +88,9 @@ func TestSummaryAgeFirstSighting(t *testing.T) {
 			f := New(nil, "hub")
 			f.SetClock(clk)
 			serverNow := hubNow.Add(serverSkew)
+			gen := f.openSightings("w1")
 			if tc.date {
-				resp, err := f.serverDates("w1")(dated(serverNow)).RoundTrip(&http.Request{})
+				resp, err := f.serverDates("w1", gen)(dated(serverNow)).RoundTrip(&http.Request{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -101,14 +103,14 @@ func TestSummaryAgeFirstSighting(t *testing.T) {
 				written := metav1.NewTime(serverNow.Add(-tc.writtenAgo).Truncate(time.Second))
 				s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "strata-agent", Time: &written}}
 			}
-			obj, err := f.summaryWritten("w1")(s)
+			obj, err := f.summaryWritten("w1", gen)(s)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := obj.(*strata.CapacitySummary).ManagedFields; got != nil {
 				t.Errorf("managedFields kept in the cache: %v", got)
 			}
-			f.sawSummary("w1", obj)
+			f.sawSummary("w1", gen, obj)
 			age, ok := f.SummaryAge("w1", clk.Now())(s)
 			if !ok || age != tc.wantAge {
 				t.Errorf("SummaryAge = %s, %t; want %s, true", age, ok, tc.wantAge)
@@ -116,7 +118,7 @@ func TestSummaryAgeFirstSighting(t *testing.T) {
 			// Published anew while the hub runs: age 0, then the hub's clock.
 			next := metav1.NewTime(observed.Add(30 * time.Second))
 			s.Status.ObservedTime = &next
-			f.sawSummary("w1", s)
+			f.sawSummary("w1", gen, s)
 			clk.Step(10 * time.Second)
 			if age, _ := f.SummaryAge("w1", clk.Now())(s); age != 10*time.Second {
 				t.Errorf("after a new publication and 10s: SummaryAge = %s, want 10s", age)
@@ -126,8 +128,9 @@ func TestSummaryAgeFirstSighting(t *testing.T) {
 }
 
 // TestSummaryAgeAfterReconnect: once a worker's connection ends, the hub
-// sees its summaries for the first time again when it connects anew, and
-// a deleted summary is forgotten.
+// sees its summaries for the first time again when it connects anew, what
+// the closed connection still delivers is dropped, and a deleted summary
+// is forgotten.
 func TestSummaryAgeAfterReconnect(t *testing.T) {
 	hubNow := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakeClock(hubNow)
@@ -137,18 +140,31 @@ func TestSummaryAgeAfterReconnect(t *testing.T) {
 	observed := metav1.NewTime(hubNow.Add(-time.Minute))
 	s := &strata.CapacitySummary{ObjectMeta: metav1.ObjectMeta{Name: "gpu", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "strata-agent", Time: &written}}}}
 	s.Status.ObservedTime = &observed
-	connect := func() {
+	// deliver is what a connection of generation gen reads: an answer
+	// dated by the server's clock, and the summary listed.
+	deliver := func(gen uint64, serverNow time.Time) {
 		t.Helper()
-		resp, err := f.serverDates("w1")(dated(clk.Now())).RoundTrip(&http.Request{})
+		resp, err := f.serverDates("w1", gen)(dated(serverNow)).RoundTrip(&http.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		obj, err := f.summaryWritten("w1")(s.DeepCopy())
+		obj, err := f.summaryWritten("w1", gen)(s.DeepCopy())
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.sawSummary("w1", obj)
+		f.sawSummary("w1", gen, obj)
+	}
+	entries := func() int {
+		f.smu.Lock()
+		defer f.smu.Unlock()
+		return len(f.sightings) + len(f.written) + len(f.offsets)
+	}
+	var gen uint64
+	connect := func() {
+		t.Helper()
+		gen = f.openSightings("w1")
+		deliver(gen, clk.Now())
 	}
 	connect()
 	if age, _ := f.SummaryAge("w1", clk.Now())(s); age != time.Minute-time.Second {
@@ -156,11 +172,20 @@ func TestSummaryAgeAfterReconnect(t *testing.T) {
 	}
 	clk.Step(time.Minute)
 	f.Disconnect("w1")
+	// In flight when the connection closed: dropped.
+	old := gen
+	deliver(old, clk.Now().Add(time.Hour))
+	if n := entries(); n != 0 {
+		t.Fatalf("a closed connection's late events left %d entries", n)
+	}
 	connect()
+	// And dropped once the next connection is open: the old connection's
+	// clock reading (an hour off) does not replace the new one's.
+	deliver(old, clk.Now().Add(time.Hour))
 	if age, _ := f.SummaryAge("w1", clk.Now())(s); age != 2*time.Minute-time.Second {
 		t.Errorf("connected again: SummaryAge = %s, want 1m59s (written two minutes ago)", age)
 	}
-	f.summaryGone("w1", s)
+	f.summaryGone("w1", gen, s)
 	f.smu.Lock()
 	n := len(f.sightings) + len(f.written)
 	f.smu.Unlock()

@@ -356,6 +356,8 @@ func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, e
 			return res, err
 		}
 		return ctrl.Result{}, r.refuse(ctx, s, st.outcome)
+	case actTakeBackUnreached:
+		return ctrl.Result{}, r.takeBackUnreached(ctx, s, st.outcome, st.record, st.revoke)
 	case actAbandon:
 		return ctrl.Result{}, r.abandon(ctx, s, st.outcome.reason, st.outcome.message)
 	case actMarkUnreachable:

@@ -40,6 +40,11 @@ const (
 	actConfirmThenRefuse action = "ConfirmThenRefuse"
 	// actAbandon ends the dispatch without removing its copy (abandon).
 	actAbandon action = "Abandon"
+	// actTakeBackUnreached ends a take-back whose worker does not answer
+	// without removing its copy, which fencing stopped or which was never
+	// sent (step.revoke: revoked first), and, with step.record, records
+	// step.outcome (takeBackUnreached).
+	actTakeBackUnreached action = "TakeBackUnreached"
 	// actMarkUnreachable says the worker does not answer (step.message).
 	actMarkUnreachable action = "MarkUnreachable"
 	// actMarkReachable removes the WorkerUnreachable condition.
@@ -72,8 +77,12 @@ type step struct {
 	// outcome is what the undone dispatch records (actTakeBack,
 	// actRefuse, actConfirmThenRefuse, actAbandon: reason and message).
 	outcome outcome
-	// record: the take-back records its outcome (actTakeBack).
+	// record: the take-back records its outcome (actTakeBack,
+	// actTakeBackUnreached).
 	record bool
+	// revoke: the dispatch is revoked in the worker's fencing Lease first
+	// (actTakeBackUnreached).
+	revoke bool
 	// message is the WorkerUnreachable condition's (actMarkUnreachable).
 	message string
 	// ranUnseen: the finished Workload's admission is no longer to be
@@ -161,8 +170,8 @@ func nextStep(o *observed, now time.Time) step {
 		return step{action: actFail, why: "reading the hub job", err: o.hubJobErr}
 	case o.hubJob == nil || !o.wl.DeletionTimestamp.IsZero():
 		// The job is gone: its Workload follows; the copy goes first.
-		return step{action: actTakeBack, why: "the hub job was deleted",
-			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended, message: "the " + o.kindName() + " was deleted"}}
+		return takeBackStep(o, step{action: actTakeBack, why: "the hub job was deleted",
+			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended, message: "the " + o.kindName() + " was deleted"}}, now)
 	case !o.finished() && !workload.IsActive(o.wl) && !o.copyFinished():
 		// The user's hold, Kueue's way. A copy that finished meanwhile
 		// is mirrored first (followStep): taking it back would lose its
@@ -177,12 +186,12 @@ func nextStep(o *observed, now time.Time) step {
 			// one before the user's hold.
 			st.outcome = *o.undoing
 		}
-		return st
+		return takeBackStep(o, st, now)
 	case !o.finished() && dispatch.Evicting(o.wl) && !o.copyFinished():
 		// Preempted at the hub for its queue's quota, or drained by its
 		// stopped queue: the copy goes, and the Workload waits again.
-		return step{action: actTakeBack, why: "the hub evicted the Workload", record: true,
-			outcome: outcome{result: strata.PlacementEvicted, reason: evictedReason(o.wl), message: evictedMessage(o.wl)}}
+		return takeBackStep(o, step{action: actTakeBack, why: "the hub evicted the Workload", record: true,
+			outcome: outcome{result: strata.PlacementEvicted, reason: evictedReason(o.wl), message: evictedMessage(o.wl)}}, now)
 	case o.wcErr != nil:
 		return step{action: actFail, why: "reading the WorkerCluster", err: o.wcErr}
 	case o.wc != nil && !o.wc.DeletionTimestamp.IsZero() && !o.finished() && !o.copyFinished():

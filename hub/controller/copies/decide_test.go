@@ -150,6 +150,60 @@ func TestNextStep(t *testing.T) {
 			},
 			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: strata.EvictedByPreemption}},
 		},
+		"deactivated, its worker down within replaceAfter: says so, waits": {
+			o: func() *observed {
+				o := base()
+				o.wl.Spec.Active = ptr.To(false)
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-14*time.Minute-50*time.Second)
+				return o
+			},
+			want: step{action: actMarkUnreachable, requeue: 10 * time.Second},
+		},
+		"deactivated, its worker down past replaceAfter: taken back without the worker, revoked and recorded": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true))
+				o.wl.Spec.Active = ptr.To(false)
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-15*time.Minute)
+				return o
+			},
+			want: step{action: actTakeBackUnreached, record: true, revoke: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated}},
+		},
+		"evicted at the hub, its worker not connected and the copy never sent: taken back at once": {
+			o: func() *observed {
+				o := notConnected(admittedOnHub(base()))
+				o.copyMayExist = false
+				meta.SetStatusCondition(&o.wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: "preempted at the hub"})
+				return o
+			},
+			want: step{action: actTakeBackUnreached, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: strata.EvictedByPreemption}},
+		},
+		"evicted at the hub, its worker not connected yet: waits for the connection": {
+			o: func() *observed {
+				o := notConnected(admittedOnHub(base()))
+				meta.SetStatusCondition(&o.wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: "preempted at the hub"})
+				return o
+			},
+			want: step{action: actNone, requeue: connectGrace},
+		},
+		"deleted, its worker down, no fencing: waits for the worker": {
+			o: func() *observed {
+				o := base()
+				o.hubJob = nil
+				o.down, o.lastRenewed = "readyz: timeout", now.Add(-time.Hour)
+				o.cfg = &configv1beta1.HubConfiguration{Dispatch: cfg.Dispatch, Fencing: configv1beta1.Fencing{Mode: configv1beta1.FencingDisabled}}
+				return o
+			},
+			want: step{action: actMarkUnreachable, requeue: unreachableRetry},
+		},
+		"deactivated, its WorkerCluster gone: taken back without it": {
+			o: func() *observed {
+				o := notConnected(base())
+				o.wc = nil
+				o.wl.Spec.Active = ptr.To(false)
+				return o
+			},
+			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated}},
+		},
 		"an eviction of an earlier dispatch (Evicted=False): followed": {
 			o: func() *observed {
 				o := admittedOnHub(base())

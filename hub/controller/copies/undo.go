@@ -177,6 +177,26 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 			return err
 		}
 	}
+	return r.tookBack(ctx, s, o, record)
+}
+
+// takeBackUnreached ends a take-back whose worker does not answer
+// (takeBackStep) without removing the copy: with revoke, the dispatch is
+// revoked in the worker's fencing Lease first (its agent stopped the copy
+// after fenceAfter, and never admits it again); the copy is removed when
+// the worker returns, before its Lease is renewed.
+func (r *Reconciler) takeBackUnreached(ctx context.Context, s *scope, o outcome, record, revoke bool) error {
+	record = record && s.wl.DeletionTimestamp.IsZero()
+	if revoke && !r.fleet.Revoke(s.cluster, s.dispatch, s.lastRenewed) {
+		return errRenewedMeanwhile
+	}
+	ctrl.LoggerFrom(ctx).Info("Taking a copy back without removing it: its worker does not answer", "cluster", s.cluster, "dispatch", s.dispatch, "reason", o.reason, "revoked", revoke)
+	return r.tookBack(ctx, s, o, record)
+}
+
+// tookBack ends a take-back once the copy is gone, or known stopped: the
+// reservation ends and, with record, the Workload records outcome o.
+func (r *Reconciler) tookBack(ctx context.Context, s *scope, o outcome, record bool) error {
 	r.fleet.Release(s.cluster, s.flavor, s.dispatch)
 	r.memory.forgetCopy(s.dispatch)
 	if err := r.clearRun(ctx, s.job); err != nil {
@@ -188,6 +208,7 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 	s.change(func(ws *strata.WorkloadStatus) bool {
 		dispatch.RecordOutcome(ws, o.result, o.reason, o.cause, o.message, r.clock.Now())
 		meta.RemoveStatusCondition(&ws.Conditions, ConditionCopyGoing)
+		meta.RemoveStatusCondition(&ws.Conditions, ConditionUnreachable)
 		now := metav1.NewTime(r.clock.Now())
 		switch {
 		case o.requeue != nil:

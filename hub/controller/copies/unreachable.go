@@ -1,11 +1,13 @@
 package copies
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/fleet"
 )
 
 // drainingStep decides on a dispatch to a WorkerCluster being deleted: its
@@ -27,6 +29,52 @@ func drainingStep(o *observed, now time.Time) step {
 	s := refuseStep("the WorkerCluster is being deleted", strata.PlacementEvicted, ReasonWorkerClusterDeleted,
 		fmt.Sprintf("WorkerCluster %s is being deleted: its copy is taken back, and the workload placed elsewhere once the copy's pods are gone", o.wc.Name))
 	return s
+}
+
+// takeBackStep decides on st, a take-back the hub asks for (its job
+// deleted, its Workload deactivated or evicted), when the copy's worker
+// does not answer: the copy cannot be removed, and retrying the removal
+// would wait, with nothing said, for as long as the worker is gone. The
+// take-back is then as for any unreachable worker: the Workload says the
+// worker does not answer; with fencing, the take-back ends replaceAfter
+// after the hub's last renewal of the worker's Lease (its agent stopped
+// the copy by then), the dispatch revoked there; at once for a copy never
+// sent; without fencing, once the worker answers. A worker that answers,
+// or a WorkerCluster that is gone, leaves st as it is.
+func takeBackStep(o *observed, st step, now time.Time) step {
+	if o.wc == nil || o.wcErr != nil {
+		return st // takeBack goes on without the worker, or fails on the read
+	}
+	why, down := o.down, o.down != ""
+	if !down {
+		if !errors.Is(o.copyErr, fleet.ErrNotConnected) {
+			return st
+		}
+		why = o.copyErr.Error()
+	}
+	unreached := st
+	unreached.action = actTakeBackUnreached
+	if !o.copyMayExist {
+		unreached.why += "; the worker does not answer and the copy was never sent"
+		return unreached
+	}
+	if !down && now.Sub(o.lastRenewed) < connectGrace {
+		return step{action: actNone, why: st.why + "; the worker is not connected yet", requeue: connectGrace}
+	}
+	fc := o.cfg.Fencing
+	if fc.Mode != configv1beta1.FencingEnabled {
+		return step{action: actMarkUnreachable, why: st.why + "; the worker does not answer; no fencing", requeue: unreachableRetry, message: fmt.Sprintf(
+			"%s; worker %s does not answer (%s): its copy is removed when it answers again (fencing is Disabled)", st.outcome.message, o.cluster, why)}
+	}
+	at := o.lastRenewed.Add(fc.ReplaceAfter.Duration)
+	if wait := at.Sub(now); wait > 0 {
+		return step{action: actMarkUnreachable, why: st.why + "; the worker does not answer; fenced within replaceAfter", requeue: min(wait, unreachableRetry), message: fmt.Sprintf(
+			"%s; worker %s does not answer (%s): the hub last renewed its fencing Lease there at %s, its agent stops the copy %s after that, and the hub counts the copy stopped at %s",
+			st.outcome.message, o.cluster, why, o.lastRenewed.UTC().Format(time.RFC3339), fc.FenceAfter.Duration, at.UTC().Format(time.RFC3339))}
+	}
+	unreached.why += "; the worker has not answered for replaceAfter"
+	unreached.revoke = true
+	return unreached
 }
 
 // unreachableStep decides on a dispatch whose worker does not answer

@@ -20,6 +20,7 @@ import (
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/workload"
 	"strata.dev/strata/test/integration/framework"
@@ -295,6 +296,53 @@ var _ = Describe("Fencing", Serial, Label("fencing"), func() {
 		var cp batchv1.Job
 		Expect(worker(second).Client.Get(ctx, client.ObjectKeyFromObject(j), &cp)).To(Succeed())
 		Expect(cp.Labels[strata.DispatchGenerationLabel]).To(Equal("2"))
+	})
+
+	It("takes a Workload deactivated while its worker does not answer back after replaceAfter, revoked there, and removes its copy on return", func(ctx SpecContext) {
+		// replaceAfter leaves time after the first removal's timeout (10 s)
+		// and the health probe taking the worker as down.
+		withFencing(30 * time.Second)
+		e := newEnv(ctx, "deact-down", map[string][][]string{"w1": {{"4", "4"}}})
+		j := e.job("held", 2, "2", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, j).Status.Admission).NotTo(BeNil())
+			g.Expect(copies(g, ctx, j)).To(Equal([]string{"w1"}))
+		}).Should(Succeed())
+
+		By("pausing w1's kube-apiserver, then deactivating the hub Workload")
+		resume, err := worker("w1").PauseAPIServer()
+		Expect(err).NotTo(HaveOccurred())
+		resumed := false
+		DeferCleanup(func() {
+			if !resumed {
+				Expect(resume()).To(Succeed())
+			}
+		})
+		setActive(ctx, j, false)
+		By("the Workload says why the take-back waits, then records it after replaceAfter")
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(hubWorkload(g, ctx, j).Status.Conditions, "WorkerUnreachable")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("spec.active"))
+			g.Expect(c.Message).To(ContainSubstring("counts the copy stopped at"))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Placement.Cluster).To(BeEmpty())
+			g.Expect(wl.Status.Admission).To(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonDeactivated))
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, "WorkerUnreachable")).To(BeNil())
+		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("resuming w1: the copy, revoked there, is removed before the hub renews its Lease")
+		Expect(resume()).To(Succeed())
+		resumed = true
+		Eventually(func(g Gomega) {
+			g.Expect(copies(g, ctx, j)).To(BeEmpty())
+		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
 	It("keeps every workload on one cluster when the hub is cut off from a worker whose agent runs on: fenced there, placed elsewhere after replaceAfter, stale copies removed on return", Label("partition"), func(ctx SpecContext) {

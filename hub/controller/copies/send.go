@@ -159,7 +159,12 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 			return ctrl.Result{}, client.IgnoreNotFound(getErr)
 		}
 		if uid, g, ok := dispatch.CopyOf(existing); ok && uid == wl.UID && g == gen {
-			break // created before, by this hub: the informer is behind
+			if existing.GetLabels()[strata.OriginLabel] == r.fleet.Origin() {
+				break // created before, by this hub: the informer is behind
+			}
+			// Created before, its origin label taken off there since: the
+			// informer, which selects on it, never shows it.
+			return ctrl.Result{}, r.refuse(ctx, s, relabelledOutcome(cluster))
 		}
 		if existing.GetLabels()[strata.OriginLabel] == r.fleet.Origin() && Made(signKey, jobRef.kind.GroupVersionKind().GroupKind(), existing, wl) {
 			// A stale copy of ours: it and its pods go before this one is

@@ -346,9 +346,16 @@ func (r *Reconciler) confirmGone(ctx context.Context, s *scope) (ctrl.Result, er
 		return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
 	}
 	live := s.job.kind.NewObject()
+	relabelled := false
 	if err := c.Get(ctx, s.job.key, live); err == nil {
 		if uid, gen, _ := dispatch.CopyOf(live); uid == s.wl.UID && gen == s.gen {
-			return ctrl.Result{RequeueAfter: informerBehindRetry}, nil // the informer is behind
+			if live.GetLabels()[strata.OriginLabel] == r.fleet.Origin() {
+				return ctrl.Result{RequeueAfter: informerBehindRetry}, nil // the informer is behind
+			}
+			// The copy, its origin label taken off there: the hub's
+			// informers, which select on it, never show it again. It is
+			// taken back (takeBack reads it live) and placed again.
+			relabelled = true
 		}
 		// Another object of that name (another hub's, a user's): ours is
 		// gone, unless a Workload there still carries this dispatch.
@@ -371,8 +378,18 @@ func (r *Reconciler) confirmGone(ctx context.Context, s *scope) (ctrl.Result, er
 		ctrl.LoggerFrom(ctx).Info("Not acting on a copy found gone: the worker's identity could not be confirmed", "cluster", s.cluster, "error", err.Error())
 		return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
 	}
+	if relabelled {
+		return ctrl.Result{}, r.refuse(ctx, s, relabelledOutcome(s.cluster))
+	}
 	return ctrl.Result{}, r.refuse(ctx, s, outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonCopyDeleted,
 		message: fmt.Sprintf("the admitted copy was deleted on %s before it finished; placing it again", s.cluster)})
+}
+
+// relabelledOutcome is the refusal of a copy whose strata.dev/origin label
+// was taken off on its worker.
+func relabelledOutcome(cluster string) outcome {
+	return outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonCopyChanged,
+		message: fmt.Sprintf("the copy's %s label was removed on %s, which hides it from the hub: it is taken back and the workload placed again", strata.OriginLabel, cluster)}
 }
 
 // revokeStray handles a dispatch whose copy the hub cannot find by its

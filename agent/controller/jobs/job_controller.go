@@ -603,6 +603,7 @@ func holdNote(wl *strata.Workload) string {
 // and stops it, which finishes the job.
 func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Workload, again *time.Duration) error {
 	wl.Status.Admission = nil
+	wl.Status.ReclaimablePods = job.ReclaimablePods() // see syncReclaimable
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Suspended", Message: "the Job was suspended; it waits in its queue again",
 	})
@@ -646,6 +647,7 @@ func podSetsChanged(podSets []strata.PodSet, a *strata.Admission) string {
 func (r *Reconciler) requeueChanged(ctx context.Context, job pkgjobs.Job, wl *strata.Workload, changed string) error {
 	message := "the Job changed after its admission (" + changed + "); it is admitted again as it is now"
 	wl.Status.Admission = nil
+	wl.Status.ReclaimablePods = job.ReclaimablePods() // see syncReclaimable
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonJobChanged, Message: message,
 	})
@@ -660,14 +662,18 @@ func (r *Reconciler) requeueChanged(ctx context.Context, job pkgjobs.Job, wl *st
 	return nil
 }
 
-// syncReclaimable records on an admitted Workload the pods of its job that
-// finished for good (status.reclaimablePods), so that the cache and the
-// queues release their capacity and quota now, not at the end.
+// syncReclaimable records on a Workload the pods of its job that finished
+// for good (status.reclaimablePods), so that the cache and the queues
+// release their capacity and quota now, not at the end. While admitted
+// the count only grows (the quota it freed may be taken); without an
+// admission it is what the job says now, as Kueue has it: a job whose
+// parallelism was lowered while it waited must not keep an earlier count,
+// which would charge its next admission less than it runs.
 func (r *Reconciler) syncReclaimable(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
-	if wl.Status.Admission == nil {
-		return nil
+	want := job.ReclaimablePods()
+	if wl.Status.Admission != nil {
+		want = workload.MoreReclaimable(wl.Status.ReclaimablePods, want)
 	}
-	want := workload.MoreReclaimable(wl.Status.ReclaimablePods, job.ReclaimablePods())
 	if len(want) == 0 && len(wl.Status.ReclaimablePods) == 0 || equality.Semantic.DeepEqual(want, wl.Status.ReclaimablePods) {
 		return nil
 	}
@@ -682,6 +688,7 @@ func (r *Reconciler) syncReclaimable(ctx context.Context, job pkgjobs.Job, wl *s
 func (r *Reconciler) deactivate(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
 	admitted := wl.Status.Admission != nil
 	wl.Status.Admission = nil
+	wl.Status.ReclaimablePods = job.ReclaimablePods() // see syncReclaimable
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
 		Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonDeactivated,
 		Message: "the Workload is deactivated (spec.active: false); it waits until spec.active is true",

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"strata.dev/strata/agent/controller/jobs"
@@ -61,6 +62,28 @@ var _ = Describe("Reclaimable pods", Ordered, Label("agent", "admission"), func(
 		By("the second Job is admitted on the host the pods freed, the first one still admitted")
 		Expect(admittedHostsOf(ctx, second)).To(Equal(map[string]int32{"reclaim-2": 2}))
 		Expect(workloadOf(Default, ctx, first).Status.Admission).NotTo(BeNil())
+
+		By("deactivated, then lowered to the two pods it has left, the first Job's Workload counts no reclaimable pod any more")
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, first)
+			wl.Spec.Active = ptr.To(false)
+			g.Expect(worker.Client.Update(ctx, wl)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(first), &j)).To(Succeed())
+			g.Expect(j.Spec.Suspend).To(HaveValue(BeTrue()))
+			j.Spec.Parallelism = ptr.To[int32](2)
+			g.Expect(worker.Client.Update(ctx, &j)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, first)
+			g.Expect(wl.Status.Admission).To(BeNil())
+			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(2)))
+			// Kept, its next admission would charge 2 - 2 = 0 pods for
+			// the two it runs.
+			g.Expect(wl.Status.ReclaimablePods).To(BeEmpty())
+		}, timeout).Should(Succeed())
 
 		for _, j := range []client.Object{first, second} {
 			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())

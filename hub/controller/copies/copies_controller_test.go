@@ -66,7 +66,12 @@ func TestCreateRefusal(t *testing.T) {
 		err  error
 		want string
 	}{
-		"RBAC":                   {apierrors.NewForbidden(gr, "train", errors.New(`User "hub" cannot create resource "jobs"`)), ReasonForbidden},
+		"RBAC": {apierrors.NewForbidden(gr, "train", errors.New(`User "hub" cannot create resource "jobs"`)), ReasonForbidden},
+		"a namespace being deleted": {func() error {
+			err := apierrors.NewForbidden(gr, "train", errors.New("unable to create new content in namespace team-a because it is being terminated"))
+			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"}}
+			return err
+		}(), ReasonNamespaceTerminating},
 		"a ResourceQuota":        {apierrors.NewForbidden(gr, "train", errors.New("exceeded quota: team-a, requested: cpu=8, used: cpu=60, limited: cpu=64")), ReasonQuotaExceeded},
 		"an admission webhook":   {apierrors.NewForbidden(gr, "train", errors.New(`admission webhook "policy.example.com" denied the request: no GPUs on Fridays`)), ReasonAdmissionDenied},
 		"a bad request":          {apierrors.NewBadRequest("the copy is too large"), ReasonRefused},

@@ -63,6 +63,8 @@ func createRefusal(err error) string {
 	}
 	msg := status.Status().Message
 	switch code := status.Status().Code; {
+	case code == 403 && (apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) || strings.Contains(msg, "because it is being terminated")):
+		return ReasonNamespaceTerminating
 	case code == 403 && strings.Contains(msg, "exceeded quota"):
 		return ReasonQuotaExceeded
 	case code == 403 && (strings.Contains(msg, "admission webhook") || strings.Contains(msg, "ValidatingAdmissionPolicy")):
@@ -189,6 +191,9 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 		case ReasonForbidden:
 			return ctrl.Result{}, r.workerRefused(ctx, s, reason,
 				fmt.Sprintf("the hub's credential may not create %s in namespace %s on %s: %v", jobs.Resource(jobRef.kind), cp.GetNamespace(), cluster, err))
+		case ReasonNamespaceTerminating:
+			return ctrl.Result{}, r.workerRefused(ctx, s, reason,
+				fmt.Sprintf("namespace %s is being deleted on %s: %v", cp.GetNamespace(), cluster, err))
 		case ReasonQuotaExceeded, ReasonAdmissionDenied, ReasonRefused:
 			return ctrl.Result{}, r.workerRefused(ctx, s, reason,
 				fmt.Sprintf("%s refused the copy: %v", cluster, err))

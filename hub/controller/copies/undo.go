@@ -161,6 +161,16 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		existing := s.job.kind.NewObject()
 		if err := c.Get(ctx, s.job.key, existing); err == nil {
 			if uid, _, _ := dispatch.CopyOf(existing); uid == s.wl.UID {
+				if o.cause == ReasonKindNotServed {
+					// Discovery said the worker does not serve the kind (a
+					// 404 while its API server started, say), yet the copy
+					// is there: it may run, and a refusal for the kind
+					// would delete it and run the job again elsewhere.
+					// Nothing is undone; discovery, asked again, watches
+					// the kind.
+					r.memory.undone(s.dispatch)
+					return fmt.Errorf("%w: %s/%s is on %s", errKindServed, existing.GetNamespace(), existing.GetName(), s.cluster)
+				}
 				if j, ok := s.job.kind.Adapt(existing); ok && record && existing.GetDeletionTimestamp().IsZero() && jobs.Decided(j) {
 					return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, existing.GetNamespace(), existing.GetName(), s.cluster)
 				}
@@ -232,6 +242,10 @@ func (r *Reconciler) tookBack(ctx context.Context, s *scope, o outcome, record b
 	})
 	return nil
 }
+
+// errKindServed: a copy is read from a worker whose discovery said it does
+// not serve the copy's kind.
+var errKindServed = errors.New("the worker's discovery said it does not serve the kind, yet the copy is there; waiting for discovery to be asked again")
 
 // errCopyFinished: a copy about to be taken back finished on its worker;
 // the informer is behind. Its result is mirrored first (nextStep, once the

@@ -491,7 +491,13 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		searchErr = fmt.Errorf("flavor %s is not known", psa.Flavor)
 	}
 	if searchErr == nil && reserveErr != nil {
-		return ctrl.Result{}, fmt.Errorf("taking the replacement's capacity: %w", reserveErr)
+		// The replacement has room, but the admission with it does not
+		// fit: a node the workload keeps has less room now than its pods
+		// take (its allocatable shrank, or a pod the agent does not place
+		// took room). A failed search, not an error: it is tried again
+		// and, as the workload's policy says, evicted, not retried for
+		// ever without a word.
+		searchErr = fmt.Errorf("the replacement has room, but the nodes the workload keeps no longer hold its pods: %w", reserveErr)
 	}
 	if searchErr != nil {
 		metrics.Replacements.WithLabelValues("failed").Inc()

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -331,6 +332,25 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 		Eventually(func(g Gomega) {
 			g.Expect(workloadOf(g, ctx, job).Status.Admission).To(BeNil())
 		}, timeout).Should(Succeed())
+	})
+
+	It("takes a replacement the kept nodes no longer hold for a failed search, not a retry for ever", func(ctx SpecContext) {
+		queue := hotSwapPool(ctx, "shrunk", [3]string{"k1", "r1", "4"}, [3]string{"k2", "r1", "4"}, [3]string{"k3", "r1", "4"})
+		job, hosts := admitJob(ctx, ns, queue, 8)
+		Expect(hosts).To(HaveLen(2))
+		failed, kept := hosts[0], hosts[1]
+		By("the kept node's allocatable shrinks below what the workload's pods there take")
+		Eventually(func(g Gomega) {
+			var n corev1.Node
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: kept}, &n)).To(Succeed())
+			n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("2")
+			n.Status.Capacity[corev1.ResourceCPU] = resource.MustParse("2")
+			g.Expect(worker.Client.Status().Update(ctx, &n)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: failed}})).To(Succeed())
+		// Before: the reserve's error was retried for ever, with nothing
+		// on the Workload.
+		expectEvictedForNodeFailure(ctx, job, "node "+failed+" failed (the node was deleted)", "no longer hold its pods", "fail-fast is on")
 	})
 
 	It("evicts the workload, saying why, when two of its nodes fail at once", func(ctx SpecContext) {

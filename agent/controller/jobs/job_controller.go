@@ -42,6 +42,7 @@ import (
 	"strata.dev/strata/pkg/intake"
 	pkgjobs "strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/jobs/mpijob"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
@@ -273,6 +274,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 		return r.hold(ctx, job, holdNote(wl))
 	case stepRequeue:
 		return r.requeue(ctx, job, wl, again)
+	case stepRequeueResized:
+		return r.requeueChanged(ctx, job, wl, resized(job, wl))
 	case stepDeactivate:
 		return r.deactivate(ctx, job, wl)
 	case stepStart:
@@ -285,13 +288,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 type step int
 
 const (
-	stepNone       step = iota
-	stepStop            // the Workload lost the admission the Job was started with
-	stepHold            // the Job runs but was not started by Strata: suspend it
-	stepRequeue         // the user suspended a started Job: take its admission back
-	stepStart           // the suspended Job is admitted: start it
-	stepDeactivate      // the Workload's spec.active is false: take its admission back, say so
-	stepAnnounce        // a gated copy is admitted: the ungater releases its pods; say it started
+	stepNone           step = iota
+	stepStop                // the Workload lost the admission the Job was started with
+	stepHold                // the Job runs but was not started by Strata: suspend it
+	stepRequeue             // the user suspended a started Job: take its admission back
+	stepStart               // the suspended Job is admitted: start it
+	stepDeactivate          // the Workload's spec.active is false: take its admission back, say so
+	stepAnnounce            // a gated copy is admitted: the ungater releases its pods; say it started
+	stepRequeueResized      // a started Job was resized while it ran: take its admission back
 )
 
 // nextStep decides what to do with a Job that has not finished, given its
@@ -341,6 +345,13 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 		return stepNone
 	case !admitted:
 		return stepNone
+	case started && !suspended && resized(job, wl) != "":
+		// Its parallelism (an MPIJob's workers) changed while it ran: the
+		// admission no longer counts what runs, and the ungater has no
+		// place for pods beyond it. As Kueue stops a job that no longer
+		// matches its Workload: the admission is taken back, the Job
+		// stopped, and admitted again as it is now.
+		return stepRequeueResized
 	case started && !startedWith(job, wl):
 		// Evicted and admitted again before the Job was stopped (still
 		// running), or while it was being stopped (the template not
@@ -639,6 +650,25 @@ func podSetsChanged(podSets []strata.PodSet, a *strata.Admission) string {
 		}
 	}
 	return ""
+}
+
+// resizable are the kinds whose pod counts a user may change while they
+// run (a Job's parallelism, an MPIJob's workers). A LeaderWorkerSet's
+// groups are resized by its rolling update, group by group; a JobSet's
+// replicated Jobs may change only while it is suspended.
+var resizable = map[pkgjobs.Kind]bool{batchjob.Kind: true, mpijob.Kind: true}
+
+// resized says how a running Job's pod sets differ from its admission's
+// ("" when they do not, or its kind is not resizable).
+func resized(job pkgjobs.Job, wl *strata.Workload) string {
+	if !resizable[job.Kind()] || wl.Status.Admission == nil {
+		return ""
+	}
+	podSets, errs := job.PodSets()
+	if len(errs) > 0 {
+		return ""
+	}
+	return podSetsChanged(podSets, wl.Status.Admission)
 }
 
 // requeueChanged takes back the admission of a Job changed after it

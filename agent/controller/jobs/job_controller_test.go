@@ -85,7 +85,9 @@ func TestNextStep(t *testing.T) {
 		gated, released, evicted bool
 		// starting: the record marks a start not finished.
 		starting bool
-		want     step
+		// pods is the Job's parallelism and completions, when not 4.
+		pods int32
+		want step
 	}{
 		"gated, waiting":                        {gated: true, want: stepNone},
 		"gated, admitted":                       {gated: true, admission: admission, want: stepAnnounce},
@@ -122,6 +124,9 @@ func TestNextStep(t *testing.T) {
 		"running, evicted and admitted again before it was stopped": {
 			started: true, admission: admission, want: stepStop, startedAt: admittedAt.Add(-time.Minute),
 		},
+		"resized while running (parallelism 6, admitted 4)": {started: true, admission: admission, pods: 6, want: stepRequeueResized},
+		"resized while suspended by the user":               {suspended: true, started: true, admission: admission, pods: 6, want: stepRequeue},
+		"resized, its admission taken back":                 {started: true, pods: 6, want: stepStop},
 		"suspended by the user after a hot swap changed the assignment": {
 			suspended: true, started: true, admission: &strata.Admission{ClusterQueue: queueName, PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 4, TopologyAssignment: &strata.TopologyAssignment{Levels: []string{"kubernetes.io/hostname"}}}}},
 			want: stepRequeue,
@@ -131,6 +136,9 @@ func TestNextStep(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			job := makeJob("train", nil)
 			job.Spec.Suspend = ptr.To(tc.suspended)
+			if tc.pods != 0 {
+				job.Spec.Parallelism, job.Spec.Completions = ptr.To(tc.pods), ptr.To(tc.pods)
+			}
 			if tc.started {
 				job.Spec.Template.Labels = map[string]string{strata.WorkloadLabel: wlName}
 			}

@@ -230,6 +230,39 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 		}, timeout).Should(Succeed())
 	})
 
+	It("stops a running Job resized by its user and admits it again as it is now", func(ctx SpecContext) {
+		job := newJob(ns, "admit-q", 2, map[string]string{"strata.dev/podset-required-topology": rack})
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		admittedHosts(ctx, job)
+		By("an elastic Indexed Job grown from 2 pods to 3 while it runs")
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+			j.Spec.Parallelism, j.Spec.Completions = ptr.To[int32](3), ptr.To[int32](3)
+			g.Expect(worker.Client.Update(ctx, &j)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &wl)).To(Succeed())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(jobs.ReasonJobChanged))
+			g.Expect(c.Message).To(ContainSubstring("pod set main has 3 pods, its assignment 2"))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "it fits, so it is admitted again")
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(3)))
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "started again")
+		}, timeout).Should(Succeed())
+		// The specs after this one count the rack's capacity without it.
+		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &strata.Workload{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}, timeout).Should(Succeed())
+	})
+
 	It("rebuilds its capacity after a restart: nothing lost, nothing admitted twice", func(ctx SpecContext) {
 		stopAgent()
 		stopAgent = startAgent()

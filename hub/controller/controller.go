@@ -76,7 +76,14 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	// reaches its Workload's status with the copies controller's next
 	// write of it (dispatch.Journal).
 	journal := dispatch.NewJournal(mgr.GetClient(), mgr.GetAPIReader(), cfg.Namespace, cfg.Origin)
-	journaled := func(cluster string) int { return len(journal.On(cluster)) }
+	journaled := func(cluster string) (int, bool) {
+		select {
+		case <-journal.Loaded():
+			return len(journal.On(cluster)), true
+		default:
+			return 0, false // not read yet: what it holds is unknown
+		}
+	}
 	if err := workercluster.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, apis, clk).WithJournaled(journaled).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

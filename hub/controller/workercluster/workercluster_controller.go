@@ -8,6 +8,7 @@ package workercluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -131,8 +132,8 @@ type Reconciler struct {
 	// to it: the status of the other WorkerClusters may not show it yet.
 	claims map[string]string
 	// journaled counts the dispatches to a worker only the dispatch
-	// journal holds yet (nil: none).
-	journaled func(cluster string) int
+	// journal holds yet (nil: none); false while the journal is not read.
+	journaled func(cluster string) (int, bool)
 }
 
 // permissionCheck is a credential found to have every needed permission,
@@ -158,8 +159,8 @@ const countsInterval = 3 * time.Second
 
 // WithJournaled counts, for a worker being deleted, the dispatches to it
 // that only the dispatch journal holds yet: it is not let go while any
-// is left.
-func (r *Reconciler) WithJournaled(fn func(cluster string) int) *Reconciler {
+// is left, nor before the journal is read (fn's false).
+func (r *Reconciler) WithJournaled(fn func(cluster string) (int, bool)) *Reconciler {
 	r.journaled = fn
 	return r
 }
@@ -422,6 +423,9 @@ func setCondition(status *strata.WorkerClusterStatus, c metav1.Condition, now ti
 	meta.SetStatusCondition(&status.Conditions, c)
 }
 
+// errJournalNotRead: the dispatch journal is not read yet.
+var errJournalNotRead = errors.New("the dispatch journal is not read yet: the dispatches it holds to this worker are unknown; waiting for it")
+
 // dispatchedTo counts the hub Workloads dispatched to a worker that have
 // not finished.
 func (r *Reconciler) dispatchedTo(ctx context.Context, name string) (int, error) {
@@ -431,7 +435,14 @@ func (r *Reconciler) dispatchedTo(ctx context.Context, name string) (int, error)
 	}
 	n := 0
 	if r.journaled != nil {
-		n = r.journaled(name)
+		j, read := r.journaled(name)
+		if !read {
+			// A hub restarted: a dispatch decided just before may be in
+			// the journal alone, its copy sent. Letting the worker go now
+			// would place that workload again beside it.
+			return 0, errJournalNotRead
+		}
+		n = j
 	}
 	for i := range wls.Items {
 		wl := &wls.Items[i]

@@ -106,9 +106,18 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 	s.mu.Unlock()
 	var result preemption.Result
 	pre := preemption.Preemptor{Key: key, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}
+	// Topology spreading counts the workloads admitted in the namespace,
+	// as admission does (admitOnFlavor): a search that left it out would
+	// find the preemptor fits where admission then refuses it, and evict
+	// a victim for nothing, pass after pass.
+	var others []*strata.Workload
+	if workload.Spreads(wl) && workload.DispatchKey(wl) == "" {
+		others = s.cache.AdmittedIn(wl.Namespace)
+	}
 	found := s.cache.WithAdmitted(fq.Name, func(snap *tas.Snapshot, topo *strata.Topology, admitted []cache.AdmittedOn) {
 		cands := make([]preemption.Workload, 0, len(admitted))
 		usages := make([]tas.Usage, 0, len(admitted))
+		candidateOf := map[types.NamespacedName]int{}
 		for _, a := range admitted {
 			k := client.ObjectKeyFromObject(a.Workload)
 			if k == key || writing[k] || a.Workload.Status.Admission == nil {
@@ -117,11 +126,19 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 			if upTo != nil && queue.Priority(a.Workload) > *upTo {
 				continue // beyond what the hub chose this worker to preempt
 			}
+			candidateOf[k] = len(cands)
 			cands = append(cands, candidate(a.Workload, fq.Name))
 			usages = append(usages, a.Usage)
 		}
-		capacity := &preemption.SnapshotCapacity{Snap: snap, Usages: usages, Place: func(sn *tas.Snapshot) ([]tas.Usage, error) {
-			_, taken, err := workload.Place(sn, topo.Name, flavorDef.Spec.Tolerations, wl, s.opts)
+		var capacity *preemption.SnapshotCapacity
+		capacity = &preemption.SnapshotCapacity{Snap: snap, Usages: usages, Place: func(sn *tas.Snapshot) ([]tas.Usage, error) {
+			var still []*strata.Workload // spreading counts those not preempted in this trial
+			for _, o := range others {
+				if i, ok := candidateOf[client.ObjectKeyFromObject(o)]; !ok || !capacity.Released(i) {
+					still = append(still, o)
+				}
+			}
+			_, taken, err := workload.PlaceSpread(sn, topo.Name, flavorDef.Spec.Tolerations, wl, still, s.opts)
 			return taken, err
 		}}
 		policy := preemption.PolicyOf(cq)

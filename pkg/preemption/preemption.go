@@ -838,17 +838,30 @@ type SnapshotCapacity struct {
 	Snap   *tas.Snapshot
 	Usages []tas.Usage
 	Place  func(*tas.Snapshot) ([]tas.Usage, error)
+	// released marks the candidates whose capacity is released now.
+	released map[int]bool
 }
 
 // Release frees candidate i's capacity.
-func (c *SnapshotCapacity) Release(i int) { c.Snap.Release(c.Usages[i]) }
+func (c *SnapshotCapacity) Release(i int) {
+	c.Snap.Release(c.Usages[i])
+	if c.released == nil {
+		c.released = map[int]bool{}
+	}
+	c.released[i] = true
+}
 
 // Take takes candidate i's capacity again.
 func (c *SnapshotCapacity) Take(i int) {
 	for node, rl := range c.Usages[i] {
 		c.Snap.AddUsage(node, rl, 1)
 	}
+	delete(c.released, i)
 }
+
+// Released says whether candidate i's capacity is released now: for a
+// Place that counts the workloads still admitted (topology spreading).
+func (c *SnapshotCapacity) Released(i int) bool { return c.released[i] }
 
 // Fits places the preemptor; a candidate touches the placement when it
 // holds capacity on a node the placement uses.

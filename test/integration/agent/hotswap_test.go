@@ -335,7 +335,7 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 	})
 
 	It("takes a replacement the kept nodes no longer hold for a failed search, not a retry for ever", func(ctx SpecContext) {
-		queue := hotSwapPool(ctx, "shrunk", [3]string{"k1", "r1", "4"}, [3]string{"k2", "r1", "4"}, [3]string{"k3", "r1", "4"})
+		queue := hotSwapPool(ctx, "shrunk", [3]string{"shrunk-1", "r1", "4"}, [3]string{"shrunk-2", "r1", "4"}, [3]string{"shrunk-3", "r1", "4"})
 		job, hosts := admitJob(ctx, ns, queue, 8)
 		Expect(hosts).To(HaveLen(2))
 		failed, kept := hosts[0], hosts[1]

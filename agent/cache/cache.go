@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -482,6 +484,9 @@ func (c *Cache) countTASPodsLocked(key types.NamespacedName, node string) {
 	if len(pods) == 0 {
 		return
 	}
+	if c.followPodsLocked(key) {
+		node = "" // the reservation moved: decide every node's pods again
+	}
 	held := map[string]int64{}
 	if a, ok := c.workloads[key]; ok {
 		for _, fu := range a.usage {
@@ -520,6 +525,140 @@ func (c *Cache) countTASPodsLocked(key types.NamespacedName, node string) {
 	if changed {
 		c.signal()
 	}
+}
+
+// followPodsLocked moves a workload's reservation to the nodes its pods
+// run on, within their leaf domains, when the flavor's topology has no
+// host level: the admission assigns pods to leaf domains (racks, say),
+// Commit packs them onto nodes of its choosing, and kube-scheduler picks
+// others in the same domain. Without the move, the pods on nodes the
+// reservation missed would count on their own beside it: the domain would
+// look fuller than it is for as long as the workload runs (Kueue counts
+// such usage per leaf domain). A pod on a node outside every leaf domain
+// of its reservation moves nothing and counts on its own. It returns
+// whether anything moved.
+func (c *Cache) followPodsLocked(key types.NamespacedName) bool {
+	a, ok := c.workloads[key]
+	if !ok {
+		return false
+	}
+	moved := false
+	for _, fu := range a.usage {
+		f := c.flavors[fu.flavor]
+		if f == nil || f.topology == nil || len(fu.usage) == 0 {
+			continue
+		}
+		levels := f.topology.Spec.Levels
+		if len(levels) == 0 || levels[len(levels)-1].NodeLabel == strata.HostnameLabel {
+			continue
+		}
+		leafOf := func(node string) (string, bool) {
+			n := c.nodes[node]
+			if n == nil {
+				return "", false
+			}
+			var b strings.Builder
+			for _, l := range levels {
+				v, ok := n.Labels[l.NodeLabel]
+				if !ok {
+					return "", false
+				}
+				b.WriteString(v)
+				b.WriteByte(0)
+			}
+			return b.String(), true
+		}
+		reserved := map[string]int64{}
+		for n, rl := range fu.usage {
+			q := rl[corev1.ResourcePods]
+			reserved[n] = q.MilliValue() / 1000
+		}
+		running := map[string]int64{}
+		for _, u := range c.tasPods[key] {
+			running[u.node]++
+		}
+		// Nodes with more pods than reservation, and nodes with more
+		// reservation than pods, by leaf domain; in name order so that
+		// the same state always moves the same way.
+		over := map[string][]string{}
+		spare := map[string][]string{}
+		for _, n := range slices.Sorted(maps.Keys(running)) {
+			if running[n] > reserved[n] {
+				if leaf, ok := leafOf(n); ok {
+					over[leaf] = append(over[leaf], n)
+				}
+			}
+		}
+		if len(over) == 0 {
+			continue
+		}
+		for _, n := range slices.Sorted(maps.Keys(reserved)) {
+			if reserved[n] > running[n] {
+				if leaf, ok := leafOf(n); ok {
+					spare[leaf] = append(spare[leaf], n)
+				}
+			}
+		}
+		for leaf, to := range over {
+			from := spare[leaf]
+			for _, x := range to {
+				for len(from) > 0 && running[x] > reserved[x] {
+					y := from[0]
+					k := min(running[x]-reserved[x], reserved[y]-running[y])
+					part := podsOf(fu.usage[y], reserved[y], k)
+					f.snapshot.AddUsage(y, part, -1)
+					f.snapshot.AddUsage(x, part, 1)
+					fu.usage[y] = subtractList(fu.usage[y], part)
+					fu.usage[x] = addList(fu.usage[x], part)
+					reserved[y] -= k
+					reserved[x] += k
+					if reserved[y] == 0 {
+						delete(fu.usage, y)
+					}
+					if reserved[y] <= running[y] {
+						from = from[1:]
+					}
+					moved = true
+				}
+			}
+			spare[leaf] = from
+		}
+	}
+	return moved
+}
+
+// podsOf is k pods' share of usage rl, which n pods take.
+func podsOf(rl corev1.ResourceList, n, k int64) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(rl))
+	for name, q := range rl {
+		out[name] = *resource.NewMilliQuantity(q.MilliValue()*k/n, q.Format)
+	}
+	return out
+}
+
+// addList is a + b.
+func addList(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range b {
+		sum := out[name]
+		sum.Add(q)
+		out[name] = sum
+	}
+	return out
+}
+
+// subtractList is a - b.
+func subtractList(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	for name, q := range b {
+		diff := out[name]
+		diff.Sub(q)
+		out[name] = diff
+	}
+	return out
 }
 
 // DeletePod removes a pod's usage.

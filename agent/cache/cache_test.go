@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"testing"
@@ -1344,4 +1345,83 @@ func TestCaptureVictims(t *testing.T) {
 			t.Errorf("a queue with only a hold: %s CPUs, want 1", got.String())
 		}
 	})
+}
+
+// TestReservationFollowsPods: on a topology without a host level, the
+// admission assigns pods to racks and Commit packs them onto nodes of its
+// choosing; kube-scheduler picks others in the rack. The reservation
+// moves to the nodes the pods run on, so that the rack counts each pod
+// once.
+func TestReservationFollowsPods(t *testing.T) {
+	rackWorkload := func(count int32) *strata.Workload {
+		wl := admittedWorkload("a", "10")
+		wl.Spec.PodSets = []strata.PodSet{testutil.MakePodSet(podSetName, count, "cpu", "1").Obj()}
+		wl.Status.Admission.PodSetAssignments[0].Count = count
+		wl.Status.Admission.PodSetAssignments[0].TopologyAssignment = tas.Encode(&tas.Assignment{
+			Levels: []string{rackLabel}, Domains: []tas.DomainAssignment{{Values: []string{"r1"}, Count: count}},
+		})
+		return wl
+	}
+	// room is how many more 1-cpu pods each rack takes.
+	room := func(t *testing.T, c *Cache) map[string]int64 {
+		t.Helper()
+		out := map[string]int64{}
+		c.Flavor(flavorName, func(s *tas.Snapshot, _ *strata.Topology) {
+			for _, r := range []string{"r1", "r2"} {
+				n, err := s.Room([]string{r}, tas.Request{PodRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[r] = n
+			}
+		})
+		return out
+	}
+	cases := map[string]struct {
+		pods map[string]string // pod -> node
+		want map[string]int64
+	}{
+		"pods where the reservation packed them": {
+			pods: map[string]string{"p1": "n1", "p2": "n1", "p3": "n1", "p4": "n1"},
+			want: map[string]int64{"r1": 4, "r2": 4},
+		},
+		"pods spread by kube-scheduler: the reservation follows": {
+			pods: map[string]string{"p1": "n1", "p2": "n1", "p3": "n2", "p4": "n2"},
+			want: map[string]int64{"r1": 4, "r2": 4},
+		},
+		"all on the node the reservation missed": {
+			pods: map[string]string{"p1": "n2", "p2": "n2", "p3": "n2", "p4": "n2"},
+			want: map[string]int64{"r1": 4, "r2": 4},
+		},
+		"a pod in another rack counts on its own there": {
+			pods: map[string]string{"p1": "n1", "p2": "n1", "p3": "n2", "p4": "n3"},
+			want: map[string]int64{"r1": 4, "r2": 3},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := New()
+			c.SetTopology(testutil.MakeTopology("racks", rackLabel).Obj())
+			c.SetFlavor(testutil.MakeResourceFlavor(flavorName).NodeLabel("pool", "tas").TopologyName("racks").Obj())
+			for _, n := range []*corev1.Node{node("n1", "r1"), node("n2", "r1"), node("n3", "r2")} {
+				c.SetNode(n)
+			}
+			addWorkload(t, c, rackWorkload(4))
+			for _, p := range slices.Sorted(maps.Keys(tc.pods)) {
+				c.SetPod(tasPod(p, tc.pods[p]))
+			}
+			if diff := cmp.Diff(tc.want, room(t, c)); diff != "" {
+				t.Errorf("room per rack (-want,+got):\n%s", diff)
+			}
+			// Removed, the workload gives back exactly what it took: once
+			// its pods are gone too, the racks are empty.
+			c.RemoveWorkload(key("a"))
+			for p := range tc.pods {
+				c.DeletePod(types.UID(p))
+			}
+			if diff := cmp.Diff(map[string]int64{"r1": 8, "r2": 4}, room(t, c)); diff != "" {
+				t.Errorf("after the workload and its pods are gone (-want,+got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -239,7 +239,23 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 		if startedAs(job) == "" {
 			return r.leftQueue(ctx, job)
 		}
-		return nil
+		if !job.Suspended() {
+			return nil
+		}
+		// Suspended, then taken out of its queue before its template was
+		// restored (the Job controller had not cleared its start time, or
+		// it was being stopped): its Workload goes, so that it is not
+		// admitted again, and what the admission put in the template
+		// goes once the template may change. The Job's own events no
+		// longer come (queueLabelled): it is looked at again meanwhile.
+		if err := r.leftQueue(ctx, job); err != nil {
+			return err
+		}
+		if !job.TemplatesMutable() {
+			*again = childrenStopWait
+			return nil
+		}
+		return r.takeBackAndUpdate(ctx, job, again)
 	}
 	if err := r.deleteLegacyWorkload(ctx, job); err != nil {
 		return err

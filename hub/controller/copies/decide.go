@@ -149,6 +149,9 @@ const (
 	// ReasonAdmissionTimeout is the cause of a copy not admitted within
 	// dispatch.admissionTimeout.
 	ReasonAdmissionTimeout = "AdmissionTimeout"
+	// ReasonTakenBack is the cause of a dispatch whose copy an earlier hub
+	// process took back without recording why.
+	ReasonTakenBack = "TakenBack"
 )
 
 // nextStep decides what to do for one hub Workload's dispatch from what
@@ -245,10 +248,24 @@ func nextStep(o *observed, now time.Time) step {
 		return step{action: actNone, why: "the copy is being deleted", requeue: copyGoingRetry}
 	case o.copyJob == nil && o.wl.Status.Admission != nil:
 		return step{action: actConfirmGone, why: "the admitted copy is not in the worker's informer"}
+	case o.copyJob == nil && takenBackBefore(o):
+		// An earlier hub process was taking the copy back (a refusal)
+		// and stopped before it recorded why: creating it again would
+		// send it to the worker that refused it, the refusal lost.
+		return refuseStep("a take-back of an earlier hub process ended", strata.PlacementRejected, ReasonTakenBack, fmt.Sprintf(
+			"the copy on %s was taken back by an earlier hub process, which stopped before it recorded why; placing it again", o.cluster))
 	case o.copyJob == nil:
 		return step{action: actCreate, why: "no copy yet"}
 	}
 	return followStep(o, now)
+}
+
+// takenBackBefore says whether the Workload's CopyGoing condition says
+// its current dispatch's copy was being taken back: set since the
+// dispatch, and not cleared by the take-back's record.
+func takenBackBefore(o *observed) bool {
+	c := meta.FindStatusCondition(o.wl.Status.Conditions, ConditionCopyGoing)
+	return c != nil && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.Time.Before(dispatchTime(o.wl))
 }
 
 // evictedMessage is why the hub evicted a Workload (its Evicted

@@ -17,7 +17,9 @@ import (
 )
 
 // Before orders workloads: higher priority first, then the one queued
-// first (see QueuedAt), then by namespace and name.
+// first (see QueuedAt), then, among those queued in the same second, the
+// copies of hub dispatches in the order the hub decided them (see
+// dispatchedAt), then by namespace and name.
 func Before(a, b *strata.Workload) bool { return Compare(a, b) < 0 }
 
 // Compare is Before as a three-way comparison (for slices.SortFunc): -1
@@ -33,7 +35,26 @@ func Compare(a, b *strata.Workload) int {
 	if ta, tb := QueuedAt(a), QueuedAt(b); !ta.Equal(tb) {
 		return ta.Compare(tb)
 	}
+	if da, db := dispatchedAt(a), dispatchedAt(b); !da.Equal(db) {
+		return da.Compare(db)
+	}
 	return CompareKeys(a.Namespace, a.Name, b.Namespace, b.Name)
+}
+
+// dispatchedAt is when the hub decided the dispatch a copy belongs to
+// (strata.dev/dispatch-time, in microseconds, on the hub's clock); zero for
+// a workload that is not a copy, or whose annotation does not parse. It
+// only orders the copies created in one second (their queue time, on the
+// worker's clock, is the same), so that they are admitted in the order the
+// hub reserved their placements: the hub's clock is never compared with
+// the worker's, which may be minutes apart.
+func dispatchedAt(wl *strata.Workload) time.Time {
+	if v, ok := wl.Annotations[strata.DispatchTimeAnnotation]; ok && workload.DispatchKey(wl) != "" {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // CompareKeys compares the keys namespace/name of two workloads.
@@ -70,24 +91,19 @@ func keyLess(nsA, nameA, nsB, nameB string) bool {
 	return la < lb
 }
 
-// QueuedAt is when a workload joined its queue: for one waiting again
-// after an eviction because its pods were not ready in time (Evicted=True,
-// reason PodsReadyTimeout, no admission), that eviction, so that it queues again behind the
-// workloads already waiting (Kueue's requeuing timestamp Eviction); for
-// the copy of a hub dispatch, when the hub decided it
-// (strata.dev/dispatch-time, in microseconds, so that copies are admitted
-// in the order the hub reserved their placements, also when several were
-// created in one second); otherwise (also when the workload has no
-// dispatch labels, or the annotation does not parse), its creation time.
+// QueuedAt is when a workload joined its queue, on its API server's clock:
+// for one waiting again after an eviction because its pods were not ready
+// in time (Evicted=True, reason PodsReadyTimeout, no admission), that
+// eviction, so that it queues again behind the workloads already waiting
+// (Kueue's requeuing timestamp Eviction); otherwise its creation time —
+// also for the copy of a hub dispatch, which the worker created when the
+// hub sent it: the hub's dispatch time is on the hub's clock, and a hub
+// minutes ahead or behind would put its copies behind or ahead of the
+// worker's own workloads (Compare orders copies of one second by it).
 func QueuedAt(wl *strata.Workload) time.Time {
 	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted); c != nil && wl.Status.Admission == nil &&
 		c.Status == metav1.ConditionTrue && c.Reason == strata.EvictedByPodsReadyTimeout {
 		return c.LastTransitionTime.Time
-	}
-	if v, ok := wl.Annotations[strata.DispatchTimeAnnotation]; ok && workload.DispatchKey(wl) != "" {
-		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-			return t
-		}
 	}
 	return wl.CreationTimestamp.Time
 }

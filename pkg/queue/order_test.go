@@ -115,10 +115,29 @@ func TestBefore(t *testing.T) {
 			b:    dispatched("z", 1),
 			want: false,
 		},
-		"a copy's dispatch time is its queue time beside a local workload": {
+		"a copy created in an earlier second comes before a local workload": {
 			a:    queued("ns", "a", nil, 1),
 			b:    dispatched("z", 500),
 			want: false,
+		},
+		"a copy created after a local workload comes after it, though the hub's clock is 15 minutes behind": {
+			a: queued("ns", "a", nil, 1),
+			b: func() *strata.Workload {
+				wl := dispatched("z", 0)
+				wl.CreationTimestamp = metav1.NewTime(created.Add(2 * time.Second))
+				wl.Annotations[strata.DispatchTimeAnnotation] = created.Add(-15 * time.Minute).Format(metav1.RFC3339Micro)
+				return wl
+			}(),
+			want: true,
+		},
+		"a copy created before a local workload comes first, though the hub's clock is 15 minutes ahead": {
+			a: func() *strata.Workload {
+				wl := dispatched("z", 0)
+				wl.Annotations[strata.DispatchTimeAnnotation] = created.Add(15 * time.Minute).Format(metav1.RFC3339Micro)
+				return wl
+			}(),
+			b:    queued("ns", "a", nil, 1),
+			want: true,
 		},
 		"dispatch time does not outrank priority": {
 			a:    dispatched("a", 1),

@@ -539,13 +539,16 @@ func (c *Cache) countTASPodsLocked(key types.NamespacedName, node string) {
 // whether anything moved.
 func (c *Cache) followPodsLocked(key types.NamespacedName) bool {
 	a, ok := c.workloads[key]
-	if !ok {
+	// One pod set: its pods are all the workload's, and take one shape
+	// (several pod sets' pods, of other shapes and maybe other flavors,
+	// keep the reservation where Commit put it).
+	if !ok || a.wl.Status.Admission == nil || len(a.wl.Status.Admission.PodSetAssignments) != 1 {
 		return false
 	}
 	moved := false
 	for _, fu := range a.usage {
 		f := c.flavors[fu.flavor]
-		if f == nil || f.topology == nil || len(fu.usage) == 0 {
+		if f == nil || f.topology == nil || f.def == nil || len(fu.usage) == 0 {
 			continue
 		}
 		levels := f.topology.Spec.Levels
@@ -556,6 +559,11 @@ func (c *Cache) followPodsLocked(key types.NamespacedName) bool {
 			n := c.nodes[node]
 			if n == nil {
 				return "", false
+			}
+			for k, v := range f.def.Spec.NodeLabels {
+				if n.Labels[k] != v {
+					return "", false // not the flavor's
+				}
 			}
 			var b strings.Builder
 			for _, l := range levels {

@@ -130,8 +130,14 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 			cands = append(cands, candidate(a.Workload, fq.Name))
 			usages = append(usages, a.Usage)
 		}
+		counted := map[int]bool{} // candidates spreading counts
+		for _, o := range others {
+			if i, ok := candidateOf[client.ObjectKeyFromObject(o)]; ok {
+				counted[i] = true
+			}
+		}
 		var capacity *preemption.SnapshotCapacity
-		capacity = &preemption.SnapshotCapacity{Snap: snap, Usages: usages, Place: func(sn *tas.Snapshot) ([]tas.Usage, error) {
+		capacity = &preemption.SnapshotCapacity{Snap: snap, Usages: usages, Affects: func(i int) bool { return counted[i] }, Place: func(sn *tas.Snapshot) ([]tas.Usage, error) {
 			var still []*strata.Workload // spreading counts those not preempted in this trial
 			for _, o := range others {
 				if i, ok := candidateOf[client.ObjectKeyFromObject(o)]; !ok || !capacity.Released(i) {

@@ -838,6 +838,10 @@ type SnapshotCapacity struct {
 	Snap   *tas.Snapshot
 	Usages []tas.Usage
 	Place  func(*tas.Snapshot) ([]tas.Usage, error)
+	// Affects, when set, says whether candidate i changes where Place
+	// may go beyond the capacity it holds (topology spreading counts it):
+	// putting it back is then checked by placing again.
+	Affects func(i int) bool
 	// released marks the candidates whose capacity is released now.
 	released map[int]bool
 }
@@ -878,6 +882,9 @@ func (c *SnapshotCapacity) Fits() (bool, func(int) bool) {
 		}
 	}
 	return true, func(i int) bool {
+		if c.Affects != nil && c.Affects(i) {
+			return true
+		}
 		for n := range c.Usages[i] {
 			if nodes[n] {
 				return true

@@ -251,8 +251,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 		if err := r.leftQueue(ctx, job); err != nil {
 			return err
 		}
+		// Looked at again whatever comes of it: an update that meets a
+		// newer Job (a conflict) waits for an event that never comes.
+		*again = childrenStopWait
 		if !job.TemplatesMutable() {
-			*again = childrenStopWait
 			return nil
 		}
 		return r.takeBackAndUpdate(ctx, job, again)

@@ -494,10 +494,12 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		// The replacement has room, but the admission with it does not
 		// fit: a node the workload keeps has less room now than its pods
 		// take (its allocatable shrank, or a pod the agent does not place
-		// took room). A failed search, not an error: it is tried again
-		// and, as the workload's policy says, evicted, not retried for
-		// ever without a word.
+		// took room) while its pods run there. A failed search that waits
+		// (fail-fast or not: the workload runs, and the room may come
+		// back), retried with backoff until recoveryTimeout evicts; not
+		// an error retried for ever without a word.
 		searchErr = fmt.Errorf("the replacement has room, but the nodes the workload keeps no longer hold its pods: %w", reserveErr)
+		tolerant = true
 	}
 	if searchErr != nil {
 		metrics.Replacements.WithLabelValues("failed").Inc()

@@ -334,7 +334,7 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 		}, timeout).Should(Succeed())
 	})
 
-	It("takes a replacement the kept nodes no longer hold for a failed search, not a retry for ever", func(ctx SpecContext) {
+	It("waits, saying why, when the kept nodes no longer hold the workload's pods with a replacement, and replaces once they do", func(ctx SpecContext) {
 		queue := hotSwapPool(ctx, "shrunk", [3]string{"shrunk-1", "r1", "4"}, [3]string{"shrunk-2", "r1", "4"}, [3]string{"shrunk-3", "r1", "4"})
 		job, hosts := admitJob(ctx, ns, queue, 8)
 		Expect(hosts).To(HaveLen(2))
@@ -349,8 +349,30 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 		}, timeout).Should(Succeed())
 		Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: failed}})).To(Succeed())
 		// Before: the reserve's error was retried for ever, with nothing
-		// on the Workload.
-		expectEvictedForNodeFailure(ctx, job, "node "+failed+" failed (the node was deleted)", "no longer hold its pods", "fail-fast is on")
+		// on the Workload. Now a search that waits (its pods run), saying
+		// why, until recoveryTimeout.
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "not evicted: its pods run")
+			c := meta.FindStatusCondition(wl.Status.Conditions, nodefailure.ConditionNodeReplacement)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal("Searching"))
+			g.Expect(c.Message).To(ContainSubstring("no longer hold its pods"))
+		}, timeout).Should(Succeed())
+		By("the kept node's room comes back: the node is replaced")
+		Eventually(func(g Gomega) {
+			var n corev1.Node
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: kept}, &n)).To(Succeed())
+			n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("4")
+			n.Status.Capacity[corev1.ResourceCPU] = resource.MustParse("4")
+			g.Expect(worker.Client.Status().Update(ctx, &n)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			after := assignedHosts(g, ctx, job)
+			g.Expect(after).NotTo(ContainElement(failed))
+			g.Expect(after).To(ContainElement(kept))
+		}, timeout).Should(Succeed())
 	})
 
 	It("evicts the workload, saying why, when two of its nodes fail at once", func(ctx SpecContext) {

@@ -124,12 +124,14 @@ type WorkerClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// summaries are the capacity summaries last read from the worker.
+	// summaries are the capacity summaries last read from the worker, by
+	// flavor name; at most 256 of them (MaxWorkerSummaries: the hub places
+	// on every summary it reads, listed here or not).
 	//
 	// +optional
 	// +listType=map
 	// +listMapKey=flavor
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=256
 	Summaries []WorkerSummaryStatus `json:"summaries,omitempty"`
 
 	// workloads is the number of live copies the hub has on the worker.
@@ -158,6 +160,9 @@ type WorkerClusterStatus struct {
 	// +optional
 	ClusterSwitch *ClusterSwitchStatus `json:"clusterSwitch,omitempty"`
 }
+
+// MaxWorkerSummaries is how many summaries a WorkerCluster's status lists.
+const MaxWorkerSummaries = 256
 
 // WorkerSummaryStatus is the hub's view of one of a worker's summaries.
 type WorkerSummaryStatus struct {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -283,6 +284,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		for i := range summaries {
 			status.Summaries = append(status.Summaries, summaryStatus(&summaries[i]))
 		}
+		// Beyond the list's bound the status could not be written at all
+		// (its conditions with it): the first flavors by name are listed.
+		slices.SortFunc(status.Summaries, func(a, b strata.WorkerSummaryStatus) int { return strings.Compare(a.Flavor, b.Flavor) })
+		if len(status.Summaries) > strata.MaxWorkerSummaries {
+			status.Summaries = status.Summaries[:strata.MaxWorkerSummaries]
+		}
 		var next time.Duration
 		age := r.fleet.SummaryAge(wc.Name, now)
 		fresh, next = freshness(summaries, age, r.staleAfter)
@@ -307,15 +314,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if deleting {
 		left, err := r.dispatchedTo(ctx, wc.Name)
-		if err != nil {
+		switch {
+		case errors.Is(err, errJournalNotRead):
+			setCondition(status, metav1.Condition{Type: ConditionDraining, Status: metav1.ConditionTrue, Reason: ReasonDraining, ObservedGeneration: wc.Generation,
+				Message: "being deleted: " + err.Error()}, now)
+		case err != nil:
 			return ctrl.Result{}, err
-		}
-		if left == 0 {
+		case left == 0:
 			return ctrl.Result{}, r.release(ctx, &wc)
+		default:
+			setCondition(status, metav1.Condition{Type: ConditionDraining, Status: metav1.ConditionTrue, Reason: ReasonDraining, ObservedGeneration: wc.Generation,
+				Message: fmt.Sprintf("being deleted: %d workloads are still dispatched here; their copies are taken back (and their pods gone) before they are placed elsewhere. "+
+					"If the worker is lost for good, annotate the WorkerCluster %s=true to give them up%s", left, strata.AbandonCopiesAnnotation, going)}, now)
 		}
-		setCondition(status, metav1.Condition{Type: ConditionDraining, Status: metav1.ConditionTrue, Reason: ReasonDraining, ObservedGeneration: wc.Generation,
-			Message: fmt.Sprintf("being deleted: %d workloads are still dispatched here; their copies are taken back (and their pods gone) before they are placed elsewhere. "+
-				"If the worker is lost for good, annotate the WorkerCluster %s=true to give them up%s", left, strata.AbandonCopiesAnnotation, going)}, now)
 		requeue = min(requeue, 5*time.Second)
 		if requeue == 0 {
 			requeue = 5 * time.Second

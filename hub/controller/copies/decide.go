@@ -249,10 +249,13 @@ func nextStep(o *observed, now time.Time) step {
 	case o.copyJob == nil && o.wl.Status.Admission != nil:
 		return step{action: actConfirmGone, why: "the admitted copy is not in the worker's informer"}
 	case o.copyJob == nil && takenBackBefore(o):
-		// An earlier hub process was taking the copy back (a refusal)
-		// and stopped before it recorded why: creating it again would
-		// send it to the worker that refused it, the refusal lost.
-		return refuseStep("a take-back of an earlier hub process ended", strata.PlacementRejected, ReasonTakenBack, fmt.Sprintf(
+		// An earlier hub process was taking the copy back and stopped
+		// before it recorded why: creating it again under the same
+		// dispatch would send it to a worker that may have refused it,
+		// with nothing recorded. Recorded as evicted, not rejected: the
+		// take-back may have been the user's (a deactivation undone
+		// since), and the worker gets no backoff for it.
+		return refuseStep("a take-back of an earlier hub process ended", strata.PlacementEvicted, ReasonTakenBack, fmt.Sprintf(
 			"the copy on %s was taken back by an earlier hub process, which stopped before it recorded why; placing it again", o.cluster))
 	case o.copyJob == nil:
 		return step{action: actCreate, why: "no copy yet"}

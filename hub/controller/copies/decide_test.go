@@ -204,13 +204,13 @@ func TestNextStep(t *testing.T) {
 			},
 			want: step{action: actTakeBack, record: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated}},
 		},
-		"its copy gone after an earlier process's take-back, not recorded: refused, not sent again": {
+		"its copy gone after an earlier process's take-back, not recorded: recorded evicted, not sent again": {
 			o: func() *observed {
 				o := base()
 				meta.SetStatusCondition(&o.wl.Status.Conditions, cond(ConditionCopyGoing, metav1.ConditionTrue, ReasonWaitingForCopy, dispatched.Add(time.Second)))
 				return o
 			},
-			want: step{action: actRefuse, outcome: outcome{result: strata.PlacementRejected, reason: dispatch.ReasonRejected, cause: ReasonTakenBack}},
+			want: step{action: actRefuse, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonRejected, cause: ReasonTakenBack}},
 		},
 		"a CopyGoing of an earlier dispatch: the copy is sent": {
 			o: func() *observed {

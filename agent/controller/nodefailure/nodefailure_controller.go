@@ -499,13 +499,16 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 		// back), retried with backoff until recoveryTimeout evicts; not
 		// an error retried for ever without a word.
 		searchErr = fmt.Errorf("the replacement has room, but the nodes the workload keeps no longer hold its pods: %w", reserveErr)
-		tolerant = true
 	}
+	keptShrank := searchErr != nil && reserveErr != nil
 	if searchErr != nil {
 		metrics.Replacements.WithLabelValues("failed").Inc()
 		msg := searchingPrefix(f.node) + fmt.Sprintf("(%s): %v", f.reason, searchErr)
 		searchingSince := searchStart(meta.FindStatusCondition(wl.Status.Conditions, ConditionNodeReplacement), f.node, now)
-		next := afterFailedSearch(r.cfg, tolerant, searchingSince, now, r.attempt(key))
+		next := afterFailedSearch(r.cfg, tolerant || keptShrank, searchingSince, now, r.attempt(key))
+		if keptShrank && !next.evict {
+			next.why = "; the workload runs on, and the search is retried until the recovery timeout evicts it"
+		}
 		if next.evict {
 			metrics.NodeFailureEvictions.WithLabelValues("NoReplacement").Inc()
 			return ctrl.Result{}, r.evict(ctx, wl, msg+next.why)

@@ -369,10 +369,11 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 			g.Expect(worker.Client.Status().Update(ctx, &n)).To(Succeed())
 		}, timeout).Should(Succeed())
 		Eventually(func(g Gomega) {
+			nodeClock.Step(2 * time.Second) // the retry backoff runs on the node clock
 			after := assignedHosts(g, ctx, job)
 			g.Expect(after).NotTo(ContainElement(failed))
 			g.Expect(after).To(ContainElement(kept))
-		}, timeout).Should(Succeed())
+		}, timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 	})
 
 	It("evicts the workload, saying why, when two of its nodes fail at once", func(ctx SpecContext) {

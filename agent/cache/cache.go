@@ -1226,11 +1226,24 @@ func (c *Cache) AdmittedIn(namespace string) []*strata.Workload {
 }
 
 // Holds says whether a workload still holds capacity: it is admitted, or
-// pods of it still run (a preempted or evicted workload until its pods
-// are gone).
+// pods of it still run on a node placement may use (a preempted or
+// evicted workload until its pods are gone). Pods on a node that is not
+// Ready, or no longer exists, hold nothing a preemptor could be placed
+// on: the snapshots leave such nodes out. A victim's pods stuck
+// Terminating on an unreachable node (which only a force deletion, or
+// the node's deletion, removes) do not keep its preemptor waiting; as
+// Kueue, which counts a stopped job's quota free once no pod of it is
+// active.
 func (c *Cache) Holds(key types.NamespacedName) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.workloads[key]
-	return ok || len(c.tasPods[key]) > 0
+	if _, ok := c.workloads[key]; ok {
+		return true
+	}
+	for _, u := range c.tasPods[key] {
+		if n := c.nodes[u.node]; n != nil && tas.NodeFromAPI(n, false).Ready {
+			return true
+		}
+	}
+	return false
 }

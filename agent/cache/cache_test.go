@@ -1425,3 +1425,72 @@ func TestReservationFollowsPods(t *testing.T) {
 		})
 	}
 }
+
+// TestHolds: a workload holds capacity while admitted, or while pods of it
+// run on a node placement may use.
+func TestHolds(t *testing.T) {
+	cases := map[string]struct {
+		steps func(t *testing.T, c *Cache)
+		want  bool
+	}{
+		"nothing of it": {
+			steps: func(*testing.T, *Cache) {},
+		},
+		"admitted": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+			},
+			want: true,
+		},
+		"evicted, its pods still on a Ready node": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.SetPod(tasPod("p1", "n1"))
+				c.RemoveWorkload(key("a"))
+			},
+			want: true,
+		},
+		"evicted, its pods stuck on a node that is not Ready": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.SetPod(tasPod("p1", "n1"))
+				c.RemoveWorkload(key("a"))
+				c.SetNode(changed(node("n1", "r1"), setNotReady))
+			},
+		},
+		"evicted, one pod on a node that is not Ready, one on a Ready node": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 1), onHost("n2", 1)))
+				c.SetPod(tasPod("p1", "n1"))
+				c.SetPod(tasPod("p2", "n2"))
+				c.RemoveWorkload(key("a"))
+				c.SetNode(changed(node("n1", "r1"), setNotReady))
+			},
+			want: true,
+		},
+		"evicted, its pods on a deleted node": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.SetPod(tasPod("p1", "n1"))
+				c.RemoveWorkload(key("a"))
+				c.DeleteNode("n1")
+			},
+		},
+		"admitted, on a node that is not Ready": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 2)))
+				c.SetNode(changed(node("n1", "r1"), setNotReady))
+			},
+			want: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"), node("n2", "r1"))
+			tc.steps(t, c)
+			if got := c.Holds(key("a")); got != tc.want {
+				t.Errorf("Holds() = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

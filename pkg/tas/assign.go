@@ -678,8 +678,9 @@ func (p *plan) fillLevelLeaves(lvl int, count int64) ([]*domain, error) {
 // few domains of the preferred level (lvl) as the algorithm gives, taken
 // across the whole flavor. With BestFit, Kueue's placement as well (the
 // top-level domains, the largest first, then level by level below them
-// together), and the one with fewer domains of lvl, then of the levels
-// from the top down: never less compact than Kueue's.
+// together), and Kueue's unless the first has fewer domains of lvl, or as
+// many and fewer of the levels from the top down: never less compact than
+// Kueue's, and Kueue's where they are as compact.
 func (p *plan) spill(lvl int, count int64) (*Assignment, error) {
 	s := p.s
 	first, err := p.fillLevelLeaves(lvl, count)
@@ -694,7 +695,7 @@ func (p *plan) spill(lvl int, count int64) (*Assignment, error) {
 		counts[i] = s.assigned[l.id]
 	}
 	p.computeCaps()
-	if second, err := p.fillLevelLeaves(0, count); err == nil && s.moreCompact(second, first, lvl) {
+	if second, err := p.fillLevelLeaves(0, count); err == nil && !s.moreCompact(first, second, lvl) {
 		return p.result(second), nil
 	}
 	p.computeCaps()

@@ -215,6 +215,16 @@ func TestFindAssignment(t *testing.T) {
 			want: &Assignment{Levels: []string{host}, Domains: hosts(
 				"b1-r1-h1", 4, "b1-r1-h2", 4, "b2-r1-h1", 5, "b2-r1-h2", 3, "b3-r1-h1", 1, "b3-r1-h2", 3)},
 		},
+		// No block holds 10 pods. Strata's own placement (the largest
+		// racks of the flavor: h4 7, h1 3) and Kueue's (blocks first: b1
+		// 8 and b2 2, then racks below them together: h3 6, h1 4) both
+		// take two racks in two blocks: as compact, so Kueue's.
+		"preferred rack that no block holds: Kueue's placement when Strata's is no more compact": {
+			levels: threeLevel, opts: bestFit,
+			nodes: []node{{"h1", "b1", "r1", "4"}, {"h2", "b1", "r2", "4"}, {"h3", "b2", "r3", "6"}, {"h4", "b3", "r4", "7"}},
+			req:   Request{Count: 10, PodRequests: cpu("1"), Mode: Preferred, Level: rack},
+			want:  &Assignment{Levels: []string{host}, Domains: hosts("h1", 4, "h3", 6)},
+		},
 		"preferred that fits nowhere": {
 			levels: threeLevel, opts: bestFit,
 			nodes:   []node{{"x1", "b1", "r1", "2"}, {"x2", "b2", "r1", "3"}},

@@ -1,6 +1,7 @@
 package tas
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -73,26 +74,29 @@ func (p *plan) balanced(count int64) ([]*domain, bool) {
 	if len(leaves) == 0 {
 		return nil, false
 	}
-	// Step 7: T (or an even share) on each, the rest one by one to the
-	// domain with the most room left.
+	// Step 7: T (or an even share) on each; the rest, which the KEP lets
+	// go anywhere, as Kueue gives it: to the domains from the most room
+	// down (then in order), each taking all it holds of it.
 	t = min(t, need/int64(len(leaves)))
 	left := need
 	for _, l := range leaves {
 		s.assigned[l.id] = t
 		left -= t
 	}
-	for left > 0 {
-		var most *domain
-		for _, l := range leaves {
-			if room := s.unitCap[l.id] - s.assigned[l.id]; room > 0 && (most == nil || room > s.unitCap[most.id]-s.assigned[most.id]) {
-				most = l
-			}
+	byRoom := slices.Clone(leaves)
+	slices.SortStableFunc(byRoom, func(a, b *domain) int {
+		if c := cmp.Compare(s.unitCap[b.id], s.unitCap[a.id]); c != 0 {
+			return c
 		}
-		if most == nil {
-			return nil, false
-		}
-		s.assigned[most.id]++
-		left--
+		return cmp.Compare(s.order[a.id], s.order[b.id])
+	})
+	for _, l := range byRoom {
+		take := min(s.unitCap[l.id]-s.assigned[l.id], left)
+		s.assigned[l.id] += take
+		left -= take
+	}
+	if left > 0 {
+		return nil, false
 	}
 	for _, l := range leaves {
 		s.assigned[l.id] *= u

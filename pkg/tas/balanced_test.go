@@ -82,3 +82,42 @@ func TestBalancedPlacementFallsBack(t *testing.T) {
 		t.Errorf("assignment (-want,+got):\n%s", diff)
 	}
 }
+
+// TestBalancedPlacementRest: the pods beyond T on each domain, which the
+// KEP lets go anywhere, go as Kueue gives them: to the domains from the
+// most room down, each taking all it holds of them.
+func TestBalancedPlacementRest(t *testing.T) {
+	opts := DefaultOptions()
+	opts.BalancedPlacement = true
+	cases := map[string]struct {
+		nodes []node
+		count int32
+		want  []DomainAssignment
+	}{
+		// T = 8 on three hosts of 12; the 2 left go to the first.
+		"equal rooms: the first in order takes the rest": {
+			nodes: []node{{"a", "b1", "r1", "12"}, {"b", "b1", "r1", "12"}, {"c", "b1", "r1", "12"}},
+			count: 26,
+			want:  hosts("a", 10, "b", 8, "c", 8),
+		},
+		// T = 8 on hosts of 8, 12 and 12; the 4 left go to the first
+		// host of 12, which holds them all.
+		"the most room first, all it holds": {
+			nodes: []node{{"a", "b1", "r1", "8"}, {"b", "b1", "r1", "12"}, {"c", "b1", "r1", "12"}},
+			count: 28,
+			want:  hosts("a", 8, "b", 12, "c", 8),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := snapshotOf([]string{block, rack, host}, tc.nodes...)
+			a, err := s.FindAssignment(Request{Count: tc.count, PodRequests: cpu("1"), Mode: Preferred, Level: rack}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, a.Domains); diff != "" {
+				t.Errorf("assignment (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -189,6 +189,37 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 	return true, errors.Join(errs...)
 }
 
+// heightAfterPreempting is Kueue's preemption oracle for the order of a
+// round's heads (queue.Books.WouldBorrowAfter): how high in its cohort
+// tree wl borrows on flavor once the victims a search on quota alone
+// finds there are gone; false when it finds none, or wl may not preempt.
+func (s *Scheduler) heightAfterPreempting(cq *strata.ClusterQueue, flavor string, books *queue.Books, wl *strata.Workload) (int, bool) {
+	allowed, upTo := preemption.Allowed(cq, wl)
+	if !allowed {
+		return 0, false
+	}
+	key := client.ObjectKeyFromObject(wl)
+	pre := preemption.Preemptor{Key: key, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}
+	var result preemption.Result
+	found := s.cache.WithAdmitted(flavor, func(_ *tas.Snapshot, _ *strata.Topology, admitted []cache.AdmittedOn) {
+		cands := make([]preemption.Workload, 0, len(admitted))
+		for _, a := range admitted {
+			if client.ObjectKeyFromObject(a.Workload) == key || a.Workload.Status.Admission == nil {
+				continue
+			}
+			if upTo != nil && queue.Priority(a.Workload) > *upTo {
+				continue
+			}
+			cands = append(cands, candidate(a.Workload, flavor))
+		}
+		result = preemption.Find(pre, preemption.PolicyOf(cq), books, flavor, cands, preemption.QuotaOnly{})
+	})
+	if !found || len(result.Victims) == 0 {
+		return 0, false
+	}
+	return result.BorrowHeight, true
+}
+
 // candidate describes an admitted workload for the search.
 func candidate(wl *strata.Workload, flavor string) preemption.Workload {
 	requests := map[string]corev1.ResourceList{}

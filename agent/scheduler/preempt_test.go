@@ -366,3 +366,51 @@ func TestVictimDoesNotStallItsQueue(t *testing.T) {
 		t.Errorf("w2 waits behind v, whose preemptor waits behind a0: queue b stalls (%+v)", got)
 	}
 }
+
+// TestPreemptorOrderedByItsHeightAfterVictims: a head that must preempt
+// is served by how high it still borrows once its victims are gone
+// (Kueue's preemption oracle). p, in a (nominal 8, full), still borrows 2
+// of b's once low2 alone is gone: as d1 borrows too, d1's priority goes
+// first, and p then preempts low1 and low2 to fit a's nominal quota.
+// Served first as if it fit its nominal quota, p took b's 2 CPUs with one
+// victim and left d1 pending.
+func TestPreemptorOrderedByItsHeightAfterVictims(t *testing.T) {
+	within := strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+	a := testutil.MakeClusterQueue("a").Cohort("co").Flavor("tas-flavor", "cpu", "8").Preemption(within).Obj()
+	b := testutil.MakeClusterQueue("b").Cohort("co").Flavor("tas-flavor", "cpu", "2").Obj()
+	d := testutil.MakeClusterQueue("d").Cohort("co").Flavor("tas-flavor", "cpu", "0").Obj()
+	e := newSchedEnv(t, []client.Object{a, b, d,
+		job("hi", "a", 4, ptr.To[int32](50), 0), job("low1", "a", 2, ptr.To[int32](0), 1), job("low2", "a", 2, ptr.To[int32](0), 2)}, nil,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "16"), tasNode("r2-n1", "r2", "16")}, interceptor.Funcs{})
+	pass := func() map[string]outcome {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		got := e.outcomes(t)
+		e.informed(t)
+		return got
+	}
+	want := map[string]outcome{"hi": admitted, "low1": admitted, "low2": admitted}
+	if diff := cmp.Diff(want, withoutMessages(pass(), nil)); diff != "" {
+		t.Fatalf("first pass (-want,+got):\n%s", diff)
+	}
+	for _, wl := range []*strata.Workload{job("p", "a", 4, ptr.To[int32](10), 3), job("d1", "d", 2, ptr.To[int32](100), 4)} {
+		if err := e.c.Create(t.Context(), wl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.informed(t)
+	got := withoutMessages(pass(), nil)
+	if got["d1"] != admitted {
+		t.Errorf("d1 not admitted: %+v", got)
+	}
+	for _, v := range []string{"low1", "low2"} {
+		if got[v].Reason != strata.EvictedByPreemption {
+			t.Errorf("%s not preempted: %+v", v, got)
+		}
+	}
+	if got["hi"] != admitted {
+		t.Errorf("hi not admitted: %+v", got)
+	}
+}

@@ -431,7 +431,12 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			func(wl *strata.Workload) bool { return s.charged[client.ObjectKeyFromObject(wl)] })
 	}
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
-		func(cq *strata.ClusterQueue, wl *strata.Workload) int { return books.WouldBorrow(cq, wl) }, pick, func() { s.round.end(books) },
+		func(cq *strata.ClusterQueue, wl *strata.Workload) int {
+			if s.fair != nil {
+				return books.WouldBorrow(cq, wl)
+			}
+			return books.WouldBorrowAfter(cq, wl, func(flavor string) (int, bool) { return s.heightAfterPreempting(cq, flavor, books, wl) })
+		}, pick, func() { s.round.end(books) },
 		func(cq *strata.ClusterQueue, wl *strata.Workload) bool {
 			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], books, wl)
 			if err != nil {

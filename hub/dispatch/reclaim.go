@@ -175,7 +175,7 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		}
 		o.fits = books.Check(cq.Name, fq.Name, p.need, false).Err == nil
 		if !o.fits {
-			o.result = preemption.Find(pre, policy, books, fq.Name, o.cands, quotaOnly{})
+			o.result = preemption.Find(pre, policy, books, fq.Name, o.cands, preemption.QuotaOnly{})
 		}
 		for _, v := range o.going {
 			books.Charge(v.queue, fq.Name, v.e.charged(), 1)
@@ -270,14 +270,4 @@ func admittedAt(wl *strata.Workload) time.Time {
 		return p.DispatchTime.Time
 	}
 	return wl.CreationTimestamp.Time
-}
-
-// quotaOnly is the capacity side of a hub search: the hub decides on
-// quota; where the preemptor runs is decided on capacity afterwards.
-type quotaOnly struct{}
-
-func (quotaOnly) Release(int) {}
-func (quotaOnly) Take(int)    {}
-func (quotaOnly) Fits() (bool, func(int) bool) {
-	return true, func(int) bool { return false }
 }

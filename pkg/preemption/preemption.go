@@ -911,3 +911,19 @@ func Allowed(cq *strata.ClusterQueue, wl *strata.Workload) (bool, *int32) {
 	}
 	return true, &upTo
 }
+
+// QuotaOnly is the capacity side of a search on quota alone (Kueue's
+// preemption oracle, the hub's choice): every candidate may go, and the
+// preemptor fits wherever the quota lets it.
+type QuotaOnly struct{}
+
+// Release implements Capacity.
+func (QuotaOnly) Release(int) {}
+
+// Take implements Capacity.
+func (QuotaOnly) Take(int) {}
+
+// Fits implements Capacity.
+func (QuotaOnly) Fits() (bool, func(int) bool) {
+	return true, func(int) bool { return false }
+}

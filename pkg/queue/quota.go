@@ -79,11 +79,23 @@ func Fungibility(cq *strata.ClusterQueue) strata.FlavorFungibility {
 // could ever hold it, as Kueue's assignment of a workload that must
 // preempt (or cannot be admitted) carries (0 when none could); 0 on a
 // flavor whose nominal quota holds it when its queue may preempt (within
-// itself or from borrowers), as Kueue's height once its victims are gone. Kueue
+// itself or from borrowers), as an estimate of Kueue's height once its
+// victims are gone (WouldBorrowAfter computes it). Kueue
 // serves heads of lower height first, so in flat cohorts those that do
 // not borrow before those that do. Quota alone decides; the topology is
 // checked when it is served.
 func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) int {
+	return b.WouldBorrowAfter(cq, wl, nil)
+}
+
+// WouldBorrowAfter is WouldBorrow with Kueue's preemption oracle: on a
+// flavor where wl fits only by preempting, after (when set) says how high
+// it borrows once the victims a search on quota alone finds are gone, or
+// false when it finds none (or may not preempt there), and the height is
+// then where it would borrow now (Kueue's borrowAfterPreemptions, and its
+// height for no candidates). A head that must preempt and still borrows
+// after it is served with the borrowers, not before them.
+func (b *Books) WouldBorrowAfter(cq *strata.ClusterQueue, wl *strata.Workload, after func(flavor string) (int, bool)) int {
 	need := WorkloadRequests(wl)
 	tryNext := Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
 	preempts := cq.Spec.Preemption != nil && (cq.Spec.Preemption.WithinClusterQueue != "" && cq.Spec.Preemption.WithinClusterQueue != strata.PreemptionNever ||
@@ -103,7 +115,11 @@ func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) int {
 			}
 		case !fit.Never:
 			h := b.borrowHeight(cq.Name, fq.Name, need)
-			if preempts && b.NominalCovers(cq.Name, fq.Name, need) {
+			if after != nil {
+				if hp, ok := after(fq.Name); ok {
+					h = hp
+				}
+			} else if preempts && b.NominalCovers(cq.Name, fq.Name, need) {
 				h = 0
 			}
 			if lowest < 0 || h < lowest {

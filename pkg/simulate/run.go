@@ -197,7 +197,12 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 			if p.cq == nil {
 				return 0
 			}
-			return st.books.WouldBorrow(p.cq, p.wl)
+			if st.in.FairSharing != nil {
+				return st.books.WouldBorrow(p.cq, p.wl)
+			}
+			return st.books.WouldBorrowAfter(p.cq, p.wl, func(flavor string) (int, bool) {
+				return st.heightAfterPreempting(flavors[flavor], p.cq, p.wl)
+			})
 		}, st.fairPick(), st.endRound,
 		func(cq *strata.ClusterQueue, p *pendingItem) bool {
 			if placeErr != nil {

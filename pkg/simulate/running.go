@@ -236,6 +236,33 @@ func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.
 	return preemption.Find(pre, policy, st.books, fs.flavor.Name, cands, capacity)
 }
 
+// heightAfterPreempting is Kueue's preemption oracle for the order of a
+// round's heads (queue.Books.WouldBorrowAfter): how high in its cohort
+// tree wl borrows on the flavor once the victims a search on quota alone
+// finds there are gone; false when it finds none, or wl may not preempt.
+func (st *runState) heightAfterPreempting(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload) (int, bool) {
+	allowed, upTo := preemption.Allowed(cq, wl)
+	if fs == nil || !allowed {
+		return 0, false
+	}
+	var cands []preemption.Workload
+	for _, r := range st.running[fs.flavor.Name] {
+		priority := queue.Priority(r.wl)
+		if r.wl == wl || upTo != nil && priority > *upTo {
+			continue
+		}
+		cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}, Queue: r.queue,
+			Priority: priority, QueuedAt: queue.QueuedAt(r.wl), AdmittedAt: r.admitted, Requests: r.requests})
+	}
+	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl),
+		QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}
+	result := preemption.Find(pre, preemption.PolicyOf(cq), st.books, fs.flavor.Name, cands, preemption.QuotaOnly{})
+	if len(result.Victims) == 0 {
+		return 0, false
+	}
+	return result.BorrowHeight, true
+}
+
 // holdRound holds, until the round ends, what a head that was not
 // admitted holds of its queue's quota on the flavor where it would wait
 // for a preemption (its quota short there, and the policy allowing one:

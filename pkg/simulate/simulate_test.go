@@ -1780,3 +1780,146 @@ spec:
 		})
 	}
 }
+
+// TestPreemptorOrderAfterVictims: a head that must preempt is ordered by
+// how high it still borrows once its victims are gone (Kueue's preemption
+// oracle), not as if it then fit its nominal quota. p must preempt in a
+// (its nominal 8 is full) and, with only low2 gone, still borrows 2 of
+// b's: it ties with d1, which borrows too, and d1's priority goes first.
+// p then preempts low1 and low2 and fits its nominal quota. Served
+// first, p took b's 2 CPUs with one victim and left d1 pending.
+func TestPreemptorOrderAfterVictims(t *testing.T) {
+	const in = `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "32", pods: "110"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: a}
+spec:
+  namespaceSelector: {}
+  cohort: c
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8}]}]
+  preemption: {withinClusterQueue: LowerPriority}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: b}
+spec:
+  namespaceSelector: {}
+  cohort: c
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 2}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: d}
+spec:
+  namespaceSelector: {}
+  cohort: c
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 0}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: zero}
+value: 0
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: ten}
+value: 10
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: fifty}
+value: 50
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: hundred}
+value: 100
+`
+	running := func(name, class string, cpus int) string {
+		return fmt.Sprintf(`---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: %[1]s, namespace: ml}
+spec:
+  queueName: a
+  priorityClassName: %[2]s
+  priorityClassSource: strata.dev/workloadpriorityclass
+  podSets:
+  - name: main
+    count: %[3]d
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}
+status:
+  admission:
+    clusterQueue: a
+    podSetAssignments:
+    - {name: main, flavor: f, count: %[3]d}
+`, name, class, cpus)
+	}
+	job := func(name, queue, class string, pods int) string {
+		return fmt.Sprintf(`---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: %[1]s, namespace: ml, labels: {strata.dev/queue-name: %[2]s, strata.dev/priority-class: %[3]s}}
+spec:
+  parallelism: %[4]d
+  completions: %[4]d
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`, name, queue, class, pods)
+	}
+	all := in + running("hi", "fifty", 4) + running("low1", "zero", 2) + running("low2", "zero", 2) +
+		job("p", "a", "ten", 4) + job("d1", "d", "hundred", 2)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(all), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(loaded, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Name     string
+		Admitted bool
+		Preempts []string
+	}
+	var got []outcome
+	for _, r := range results {
+		p := slices.Clone(r.Preempts)
+		slices.Sort(p)
+		got = append(got, outcome{r.Name, r.Admitted, p})
+	}
+	want := []outcome{
+		{Name: "p", Admitted: true, Preempts: []string{"ml/low1", "ml/low2"}},
+		{Name: "d1", Admitted: true},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("results (-want,+got):\n%s\nresults: %+v", diff, results)
+	}
+}

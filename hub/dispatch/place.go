@@ -77,7 +77,14 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	var errs []error
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
-		func(cq *strata.ClusterQueue, p pending) int { return books.WouldBorrow(cq, p.wl) }, d.fairPick(books), nil,
+		func(cq *strata.ClusterQueue, p pending) int {
+			if d.fair != nil {
+				return books.WouldBorrow(cq, p.wl)
+			}
+			return books.WouldBorrowAfter(cq, p.wl, func(flavor string) (int, bool) {
+				return heightAfterReclaiming(cq, flavor, books, view.dispatched, p)
+			})
+		}, d.fairPick(books), nil,
 		func(cq *strata.ClusterQueue, p pending) bool {
 			if books.InCycle(cq.Name) {
 				// Kueue's inactive queue: nothing is dispatched until the

@@ -94,6 +94,34 @@ func (d *Dispatcher) holdReclaims(waiting []pending, dispatched []dispatched, bo
 	}
 }
 
+// heightAfterReclaiming is Kueue's preemption oracle for the order of a
+// pass's heads (queue.Books.WouldBorrowAfter): how high in its cohort
+// tree p borrows on flavor once the victims a search on quota alone finds
+// among the dispatched Workloads are gone; false when it finds none, or
+// its queue preempts nothing. Workloads being evicted already are not
+// candidates (they count until their copies are gone).
+func heightAfterReclaiming(cq *strata.ClusterQueue, flavor string, books *queue.Books, dispatched []dispatched, p pending) (int, bool) {
+	policy := preemption.PolicyOf(cq)
+	if !policy.Any() {
+		return 0, false
+	}
+	var cands []preemption.Workload
+	for i := range dispatched {
+		v := &dispatched[i]
+		if v.e.flavor != flavor || v.e.uid == p.uid || (v.queue != cq.Name && !books.Peer(cq.Name, v.queue)) || Evicting(v.e.wl) {
+			continue
+		}
+		cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
+			Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.charged()})
+	}
+	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: p.namespace, Name: p.name}, Queue: cq.Name, Priority: p.priority, QueuedAt: p.queuedAt, Requests: p.need}
+	result := preemption.Find(pre, policy, books, flavor, cands, preemption.QuotaOnly{})
+	if len(result.Victims) == 0 {
+		return 0, false
+	}
+	return result.BorrowHeight, true
+}
+
 // reclaimQuota is called for p when no flavor of its queue has quota left
 // for it. It returns the waiting reason to show: a reclaim under way (its
 // victims named), or why none helps; "" when the queue's policy preempts

@@ -375,3 +375,63 @@ func TestReclaimQuotaFairSharing(t *testing.T) {
 		})
 	}
 }
+
+// TestHeightAfterReclaiming: the height a head that must preempt still
+// borrows once the victims of a search on quota alone are gone (Kueue's
+// preemption oracle, for the order of a pass's heads). a (nominal 8,
+// within: LowerPriority) runs hi (4, priority 50), low1 and low2 (2 each,
+// priority 0); b lends 2; p (4, priority 10) in a.
+func TestHeightAfterReclaiming(t *testing.T) {
+	const flavor = "gpu"
+	base := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	run := func(name string, cpu string, priority int32, sec int, evicting bool) *strata.Workload {
+		wl := testutil.MakeWorkload(name, "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", cpu).Obj()).Obj()
+		wl.UID = types.UID("uid-" + name)
+		wl.Spec.Priority = &priority
+		RecordDispatch(&wl.Status, "w1", flavor, "fits", base.Add(time.Duration(sec)*time.Second))
+		if evicting {
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption})
+		}
+		return wl
+	}
+	cases := map[string]struct {
+		policy     *strata.ClusterQueuePreemption
+		lowEvicted bool
+		want       int
+		wantFound  bool
+	}{
+		// low2 alone goes (the newest of the lowest): p then borrows 2 of b's.
+		"one victim, still borrowing": {
+			policy: &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}, want: 1, wantFound: true,
+		},
+		"a queue that preempts nothing": {},
+		// Being evicted already, low1 and low2 are no candidates: hi is
+		// of a higher priority.
+		"no candidates": {
+			policy: &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}, lowEvicted: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := testutil.MakeClusterQueue("a").Cohort("teams").ResourceGroup("cpu").GroupFlavor(flavor, "8").Obj()
+			a.Spec.Preemption = tc.policy
+			b := testutil.MakeClusterQueue("b").Cohort("teams").ResourceGroup("cpu").GroupFlavor(flavor, "2").Obj()
+			var ds []dispatched
+			usage := map[string]map[string]corev1.ResourceList{"a": {}}
+			for _, wl := range []*strata.Workload{run("hi", "4", 50, 1, false), run("low1", "2", 0, 2, tc.lowEvicted), run("low2", "2", 0, 3, tc.lowEvicted)} {
+				e := newEntry(wl, nil)
+				ds = append(ds, dispatched{e: e, queue: "a"})
+				queue.AddRequests(usage["a"], flavor, e.charged())
+			}
+			books := queue.NewBooks([]*strata.ClusterQueue{a, b})
+			books.ChargeAll(usage)
+			pre := testutil.MakeWorkload("p", "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
+			pre.UID = "uid-p"
+			pre.Spec.Priority = ptr.To[int32](10)
+			h, found := heightAfterReclaiming(a, flavor, books, ds, pending{entry: newEntry(pre, nil), queue: "a"})
+			if h != tc.want || found != tc.wantFound {
+				t.Errorf("heightAfterReclaiming() = %d, %t; want %d, %t", h, found, tc.want, tc.wantFound)
+			}
+		})
+	}
+}

@@ -1136,7 +1136,7 @@ func (c *Cache) HasWorkload(key types.NamespacedName) bool {
 }
 
 func podRequests(ps *strata.PodSet) corev1.ResourceList {
-	return resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
+	return workload.TemplateRequests(&ps.Template.Spec)
 }
 
 // OutcomeKnown says whether a failed write was certainly not applied: the

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/workload"
@@ -235,7 +234,7 @@ func CheckQuotaOf(fq strata.FlavorQuotas, used, need corev1.ResourceList) (err e
 // of pods counts the pods of what it admits; the books of one that does
 // not ignore it (see PodSetUsage).
 func TotalRequests(ps *strata.PodSet) corev1.ResourceList {
-	per := resourcehelper.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resourcehelper.PodResourcesOptions{})
+	per := workload.TemplateRequests(&ps.Template.Spec)
 	out := corev1.ResourceList{}
 	for name, q := range per {
 		// In decimal: milli-units times a pod count can pass int64.

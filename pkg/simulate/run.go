@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -273,7 +272,7 @@ func buildFlavors(in *Input) (map[string]*flavorState, error) {
 				// counts through its workload's admission while there is one.
 				continue
 			}
-			st.snapshot.AddUsage(p.Spec.NodeName, tas.WithPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), 1)
+			st.snapshot.AddUsage(p.Spec.NodeName, tas.WithPod(workload.TemplateRequests(&p.Spec)), 1)
 		}
 		flavors[f.Name] = st
 	}

@@ -1923,3 +1923,70 @@ spec:
 		t.Errorf("results (-want,+got):\n%s\nresults: %+v", diff, results)
 	}
 }
+
+// TestLimitsAsRequests: a GPU asked for only as a limit is requested, as
+// the API server makes the pods (and Kueue counts it): 4 pods of 8 GPUs
+// take the four 8-GPU hosts of the rack, not one host.
+func TestLimitsAsRequests(t *testing.T) {
+	in := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: f, resources: [{name: nvidia.com/gpu, nominalQuota: 64}]}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: gpus, namespace: ml, labels: {strata.dev/queue-name: q}}
+spec:
+  parallelism: 4
+  completions: 4
+  template:
+    metadata:
+      annotations: {strata.dev/podset-required-topology: rack}
+    spec:
+      containers: [{name: c, image: busybox, resources: {limits: {nvidia.com/gpu: "8"}}}]
+`
+	for r := 1; r <= 2; r++ {
+		for h := 1; h <= 4; h++ {
+			in += fmt.Sprintf(`---
+apiVersion: v1
+kind: Node
+metadata: {name: r%[1]dh%[2]d, labels: {rack: r%[1]d, kubernetes.io/hostname: r%[1]dh%[2]d}}
+status: {allocatable: {cpu: "64", nvidia.com/gpu: "8", pods: "110"}}
+`, r, h)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(loaded, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || !results[0].Admitted {
+		t.Fatalf("results: %+v", results)
+	}
+	if diff := cmp.Diff(map[string]int32{"r1h1": 1, "r1h2": 1, "r1h3": 1, "r1h4": 1}, hostsOf(results[0])); diff != "" {
+		t.Errorf("hosts (-want,+got):\n%s", diff)
+	}
+}

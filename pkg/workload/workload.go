@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -436,10 +435,9 @@ func validateAgainstTopology(r *strata.PodSetTopologyRequest, topology string, l
 // Request builds the engine request of a pod set. A pod set without a
 // topology request is unconstrained (KEP-2724's implicit default).
 func Request(ps *strata.PodSet) tas.Request {
-	pod := &corev1.Pod{Spec: ps.Template.Spec}
 	req := tas.Request{
 		Count:        ps.Count,
-		PodRequests:  resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}),
+		PodRequests:  TemplateRequests(&ps.Template.Spec),
 		Mode:         tas.Unconstrained,
 		NodeSelector: ps.Template.Spec.NodeSelector,
 		Tolerations:  ps.Template.Spec.Tolerations,

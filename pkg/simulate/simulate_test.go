@@ -1990,3 +1990,54 @@ status: {allocatable: {cpu: "64", nvidia.com/gpu: "8", pods: "110"}}
 		t.Errorf("hosts (-want,+got):\n%s", diff)
 	}
 }
+
+// TestNoPodsToRun: objects their own API validation refuses — a JobSet
+// without replicated jobs, an MPIJob without replica specs, a Job of
+// negative parallelism — are invalid, not admitted with nothing to run.
+func TestNoPodsToRun(t *testing.T) {
+	const objs = `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: empty-jobset, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  replicatedJobs: []
+---
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: empty-mpijob, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  mpiReplicaSpecs: {}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: negative, namespace: ml, labels: {strata.dev/queue-name: training}}
+spec:
+  parallelism: -3
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	in, err := Load(write(t, "empty.yaml", objs), filepath.Join(examples, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range results {
+		if !r.Invalid {
+			t.Errorf("%s: not invalid: %+v", r.Name, r)
+		}
+		got[r.Name] = r.Reason
+	}
+	want := map[string]string{
+		"empty-jobset": "invalid: spec.podSets: Required value: the object has no pod template to run: no pod set",
+		"empty-mpijob": "invalid: spec.podSets: Required value: the object has no pod template to run: no pod set",
+		"negative":     "invalid: spec.parallelism: Invalid value: -3: must be greater than or equal to 0",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reasons (-want,+got):\n%s", diff)
+	}
+}

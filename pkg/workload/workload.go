@@ -301,6 +301,19 @@ func JobPodCount(job *batchv1.Job) int32 {
 // validateJobPodCount refuses a Job's count of pods at once (JobPodCount)
 // over MaxPodSetPods, at the field it comes from.
 func validateJobPodCount(job *batchv1.Job, count int32) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct {
+		name  string
+		value *int32
+	}{{"parallelism", job.Spec.Parallelism}, {"completions", job.Spec.Completions}} {
+		if f.value != nil && *f.value < 0 {
+			// The API server refuses it; simulate reads files.
+			errs = append(errs, field.Invalid(field.NewPath("spec", f.name), *f.value, "must be greater than or equal to 0"))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
 	path, value := field.NewPath("spec", "parallelism"), ptr.Deref(job.Spec.Parallelism, 1)
 	if c := job.Spec.Completions; c != nil && *c == count && *c < value {
 		path, value = field.NewPath("spec", "completions"), *c
@@ -312,6 +325,12 @@ func validateJobPodCount(job *batchv1.Job, count int32) field.ErrorList {
 // asks for a required or preferred level, all must; pod sets of one group
 // must ask for the same level.
 func ValidatePodSets(podSets []strata.PodSet, path *field.Path) field.ErrorList {
+	if len(podSets) == 0 {
+		// A JobSet without replicated jobs, an MPIJob without replica
+		// specs: their own API validation refuses them; simulate reads
+		// files.
+		return field.ErrorList{field.Required(path, "the object has no pod template to run: no pod set")}
+	}
 	var errs field.ErrorList
 	var with, without []string
 	groups := map[string][]int{}

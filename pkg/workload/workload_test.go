@@ -151,7 +151,7 @@ func TestJobPodSetsBound(t *testing.T) {
 		parallelism, completions int32
 		want                     result
 	}{
-		"negative parallelism: no pods":          {parallelism: -1, completions: 4, want: result{Count: 0}},
+		"negative parallelism: no pods, invalid": {parallelism: -1, completions: 4, want: result{Count: 0, Errors: []string{"spec.parallelism: Invalid value: -1: must be greater than or equal to 0"}}},
 		"at the bound":                           {parallelism: MaxPodSetPods, completions: math.MaxInt32, want: result{Count: MaxPodSetPods}},
 		"parallelism one over":                   {parallelism: MaxPodSetPods + 1, completions: math.MaxInt32, want: result{Count: MaxPodSetPods + 1, Errors: over("spec.parallelism", MaxPodSetPods+1)}},
 		"completions one over, parallelism more": {parallelism: math.MaxInt32, completions: MaxPodSetPods + 1, want: result{Count: MaxPodSetPods + 1, Errors: over("spec.completions", MaxPodSetPods+1)}},

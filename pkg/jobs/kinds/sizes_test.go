@@ -140,8 +140,9 @@ func adapt(t *testing.T, obj client.Object) jobs.Job {
 }
 
 // FuzzJobSizes: a Job's parallelism and completions (unset when nil)
-// give a pod set of their pods at once, never negative, or, over
-// MaxPodSetPods, an Invalid Workload naming the field.
+// give a pod set of their pods at once, never negative; a negative one
+// (which the API server refuses) or, over MaxPodSetPods, a count of pods
+// gives an Invalid Workload naming the field.
 func FuzzJobSizes(f *testing.F) {
 	for _, n := range sizeSeeds {
 		f.Add(n, n, false, true)
@@ -160,7 +161,12 @@ func FuzzJobSizes(f *testing.F) {
 			path, pods = "spec.completions", completions
 		}
 		pods = max(pods, 0)
-		wl := checkWorkload(t, adapt(t, job), overIf(pods > workload.MaxPodSetPods, path)...)
+		invalid := overIf(pods > workload.MaxPodSetPods, path)
+		if negative := append(overIf(!nilParallelism && parallelism < 0, "spec.parallelism"),
+			overIf(!nilCompletions && completions < 0, "spec.completions")...); len(negative) > 0 {
+			invalid = negative
+		}
+		wl := checkWorkload(t, adapt(t, job), invalid...)
 		if got := wl.Spec.PodSets[0].Count; got != pods {
 			t.Fatalf("count %d, want %d", got, pods)
 		}

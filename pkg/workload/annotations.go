@@ -101,8 +101,10 @@ func ParseTopologyRequest(m map[string]string, count, defaultSliceSize int32, pa
 			errs = append(errs, field.Invalid(a.field(unconstrainedName), v, `must be "true" or "false"`))
 		} else if b {
 			req.Unconstrained = ptr.To(true)
-			modes = append(modes, a.keys[unconstrainedName])
 		}
+		// KEP-2724: the three annotations are mutually exclusive, whatever
+		// their values ("false" beside a required level too, as Kueue).
+		modes = append(modes, a.keys[unconstrainedName])
 	}
 	if len(modes) > 1 {
 		errs = append(errs, field.Invalid(path, strings.Join(modes, ", "),

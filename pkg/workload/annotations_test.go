@@ -61,6 +61,18 @@ func TestParseTopologyRequest(t *testing.T) {
 			want:        &strata.PodSetTopologyRequest{},
 			wantErrs:    []string{`spec.template.metadata.annotations[strata.dev/podset-unconstrained-topology]: Invalid value: "yes please": must be "true" or "false"`},
 		},
+		"unconstrained false alone": {
+			annotations: map[string]string{"strata.dev/podset-unconstrained-topology": "false"},
+			count:       4,
+			want:        &strata.PodSetTopologyRequest{},
+		},
+		// KEP-2724: mutually exclusive, whatever the value.
+		"unconstrained false beside a required level": {
+			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "kueue.x-k8s.io/podset-unconstrained-topology": "false"},
+			count:       4,
+			want:        &strata.PodSetTopologyRequest{Required: ptr.To(rack)},
+			wantErrs:    []string{`spec.template.metadata.annotations: Invalid value: "strata.dev/podset-required-topology, kueue.x-k8s.io/podset-unconstrained-topology": only one of podset-required-topology, podset-preferred-topology and podset-unconstrained-topology may be set`},
+		},
 		"required and preferred together": {
 			annotations: map[string]string{"strata.dev/podset-required-topology": rack, "kueue.x-k8s.io/podset-preferred-topology": block},
 			count:       4,

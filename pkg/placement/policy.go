@@ -165,6 +165,15 @@ func (p *Policy) DecideAvoiding(wl *strata.Workload, shape string, flavors []str
 		d.Candidates = append(d.Candidates, c)
 	}
 	flavorPos := func(f string) int { return slices.Index(flavors, f) }
+	// Compactness is compared at the summaries' leaf level: how many
+	// levels above its leaf level the smallest domain that holds every pod
+	// is (0: within one leaf domain), so that a cluster with a level more
+	// at the top (a zone above its blocks) does not win by it.
+	leaf := make(map[[2]string]int, len(targets))
+	for _, t := range targets {
+		leaf[[2]string{t.Cluster, t.Flavor}] = leafDepth(t.Levels())
+	}
+	height := func(c Candidate) int { return leaf[[2]string{c.Cluster, c.Flavor}] - c.Level }
 	slices.SortStableFunc(d.Candidates, func(a, b Candidate) int {
 		if a.Fits != b.Fits {
 			if a.Fits {
@@ -179,7 +188,7 @@ func (p *Policy) DecideAvoiding(wl *strata.Workload, shape string, flavors []str
 		if p.kind == configv1beta1.Spread {
 			room = -room
 		}
-		return cmp.Or(cmp.Compare(b.Level, a.Level), room, cmp.Compare(flavorPos(a.Flavor), flavorPos(b.Flavor)), cmp.Compare(a.Cluster, b.Cluster))
+		return cmp.Or(cmp.Compare(height(a), height(b)), room, cmp.Compare(flavorPos(a.Flavor), flavorPos(b.Flavor)), cmp.Compare(a.Cluster, b.Cluster))
 	})
 	if len(d.Candidates) == 0 {
 		d.Reason = fmt.Sprintf("no worker cluster offers the flavors %s", strings.Join(flavors, ", "))
@@ -384,6 +393,15 @@ func (p *Policy) place(t *Target, s *tas.Snapshot, wl *strata.Workload, avoid Av
 	}
 	a.room, _ = s.Room(a.domain, workload.Request(&wl.Spec.PodSets[main]))
 	return describe(t, a, s.UncheckedReason(unchecked))
+}
+
+// leafDepth is the depth of a summary's leaf level: its lowest level
+// above the host, or its lowest when it has no host level.
+func leafDepth(levels []string) int {
+	if n := len(levels); n > 0 && levels[n-1] == strata.HostnameLabel {
+		return n - 1
+	}
+	return len(levels)
 }
 
 // describe writes the reason of an answer that fits, with what of it

@@ -451,7 +451,7 @@ func (p *Policy) DecidePreemption(wl *strata.Workload, flavors []string, targets
 	flavorPos := func(f string) int { return slices.Index(flavors, f) }
 	slices.SortStableFunc(options, func(a, b preemptionOption) int {
 		return cmp.Or(cmp.Compare(a.workloads, b.workloads), cmp.Compare(a.upTo, b.upTo),
-			cmp.Compare(len(b.a.domain), len(a.a.domain)), cmp.Compare(a.a.room, b.a.room),
+			cmp.Compare(leafDepth(a.t.Levels())-len(a.a.domain), leafDepth(b.t.Levels())-len(b.a.domain)), cmp.Compare(a.a.room, b.a.room),
 			cmp.Compare(flavorPos(a.t.Flavor), flavorPos(b.t.Flavor)), cmp.Compare(a.t.Cluster, b.t.Cluster))
 	})
 	best := options[0]

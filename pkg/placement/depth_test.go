@@ -61,7 +61,9 @@ func TestCompactnessAcrossTopologyDepths(t *testing.T) {
 					target(t, "b-loose", "gpu", summaryOf(t, []string{block, rack, host}, rackOfN(8, "b0", "r0")...)),
 				}
 			},
-			mode: func(wl *strata.Workload) { wl.Spec.PodSets[0].TopologyRequest = &strata.PodSetTopologyRequest{Required: ptr.To(rack)} },
+			mode: func(wl *strata.Workload) {
+				wl.Spec.PodSets[0].TopologyRequest = &strata.PodSetTopologyRequest{Required: ptr.To(rack)}
+			},
 			want: "a-tight",
 		},
 		// One rack beats two racks of one block of a deeper topology.
@@ -73,7 +75,9 @@ func TestCompactnessAcrossTopologyDepths(t *testing.T) {
 						append(rackOfN(2, "z0", "b0", "r0"), rackOfN(2, "z0", "b0", "r1")...)...)),
 				}
 			},
-			mode: func(wl *strata.Workload) { wl.Spec.PodSets[0].TopologyRequest = &strata.PodSetTopologyRequest{Preferred: ptr.To(rack)} },
+			mode: func(wl *strata.Workload) {
+				wl.Spec.PodSets[0].TopologyRequest = &strata.PodSetTopologyRequest{Preferred: ptr.To(rack)}
+			},
 			want: "a-rack",
 		},
 	}
@@ -88,4 +92,3 @@ func TestCompactnessAcrossTopologyDepths(t *testing.T) {
 		})
 	}
 }
-

@@ -92,3 +92,33 @@ func TestCompactnessAcrossTopologyDepths(t *testing.T) {
 		})
 	}
 }
+
+// TestNeverFitsOfASummaryMadeAnew: a summary made anew (its flavor
+// deleted and created again, its WorkerCluster registered again) restarts
+// its generations at 1; what the flavor held when empty is not taken
+// from the answer for the old summary's generation 1.
+func TestNeverFitsOfASummaryMadeAnew(t *testing.T) {
+	p := New("", tas.DefaultOptions(), 0)
+	wl := job(4, "8", nil)
+	wl.Spec.PodSets[0].TopologyRequest = &strata.PodSetTopologyRequest{Required: ptr.To(rack)}
+	small := summaryOf(t, []string{rack, host}, [][]string{{"r0"}, {"r0"}}...)
+	if d := p.Decide(wl, []string{"gpu"}, []*Target{target(t, "w", "gpu", small)}); !d.NeverFits {
+		t.Fatalf("a rack of 2 nodes: NeverFits = false, want true: %s", d.Reason)
+	}
+	// Four nodes in the rack now, all busy: it fits once they are free.
+	busy := tas.NewSnapshot([]string{rack, host}, nil)
+	for i := range 4 {
+		name := fmt.Sprintf("n%d", i)
+		busy.SetNode(tas.Node{Name: name, Labels: map[string]string{rack: "r0", host: name}, Ready: true, Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+		busy.AddUsage(name, corev1.ResourceList{gpu: resource.MustParse("8")}, 1)
+	}
+	st, err := busy.Summarize(math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SummaryGeneration = 1
+	if d := p.Decide(wl, []string{"gpu"}, []*Target{target(t, "w", "gpu", &st)}); d.NeverFits || d.Cluster != "" {
+		t.Errorf("a busy rack of 4 nodes: NeverFits = %t, cluster %q; want false, none: %s", d.NeverFits, d.Cluster, d.Reason)
+	}
+}

@@ -39,8 +39,11 @@ type Policy struct {
 type memoKey struct {
 	cluster, flavor string
 	generation      int64
-	version         uint64 // 0: the flavor when empty
+	version         uint64
 	shape           string
+	// empty: the answer for the flavor when empty (version is then the
+	// target's emptyVersion, generation 0).
+	empty bool
 }
 
 // answer is the engine's verdict on one target.
@@ -311,7 +314,7 @@ func others(cs []Candidate) string {
 
 func (p *Policy) evaluate(t *Target, wl *strata.Workload, shape string) *answer {
 	gen, version := t.Version()
-	key := memoKey{t.Cluster, t.Flavor, gen, version, shape}
+	key := memoKey{cluster: t.Cluster, flavor: t.Flavor, generation: gen, version: version, shape: shape}
 	if a, ok := p.memo.Get(key); ok {
 		return a
 	}
@@ -323,7 +326,7 @@ func (p *Policy) evaluate(t *Target, wl *strata.Workload, shape string) *answer 
 // fitsWhenEmpty says whether wl fits on t's flavor with nothing running.
 // Only asked when the workload fits nowhere now.
 func (p *Policy) fitsWhenEmpty(t *Target, wl *strata.Workload, shape string) bool {
-	key := memoKey{t.Cluster, t.Flavor, t.generation, 0, shape}
+	key := memoKey{cluster: t.Cluster, flavor: t.Flavor, version: t.emptyVersion, shape: shape, empty: true}
 	e, ok := p.memo.Get(key)
 	if !ok {
 		empty, err := t.emptySnapshot()

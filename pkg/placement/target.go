@@ -43,6 +43,11 @@ type Target struct {
 	// across targets (bump), so that a target made anew for the same
 	// cluster and flavor never meets an answer memoized for the old one.
 	version uint64
+	// emptyVersion names the summary the empty snapshot is built from,
+	// unique across targets as version is: a summary made anew restarts
+	// its generations at 1, and an answer memoized for the old one's
+	// generation 1 must not be reused.
+	emptyVersion uint64
 	// invalid says why the summary of generation invalidGen could not be
 	// read; the target keeps its last good view, if any, and must get no
 	// new work until a newer summary reads.
@@ -139,7 +144,7 @@ func (t *Target) setSummary(st *strata.CapacitySummaryStatus) error {
 		t.free = free
 	}
 	t.empty, t.summary, t.generation, t.levels = nil, st, st.SummaryGeneration, st.Levels
-	t.bump()
+	t.emptyVersion = t.bump()
 	t.reflected = make(map[string]bool, len(st.Dispatches))
 	for _, key := range st.Dispatches {
 		t.reflected[key] = true

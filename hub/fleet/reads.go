@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -161,8 +162,9 @@ func (f *Fleet) DispatchOn(ctx context.Context, name string, uid types.UID, gene
 	return len(list.Items) > 0, false, nil
 }
 
-// Summaries returns a worker's capacity summaries as last read, sorted by
-// flavor; false when the worker is not connected (or not read yet).
+// Summaries returns a worker's capacity summaries as last read, one per
+// flavor (onePerFlavor), sorted by flavor; false when the worker is not
+// connected (or not read yet).
 func (f *Fleet) Summaries(ctx context.Context, name string) ([]strata.CapacitySummary, bool, error) {
 	f.mu.Lock()
 	r := f.remotes[name]
@@ -175,14 +177,25 @@ func (f *Fleet) Summaries(ctx context.Context, name string) ([]strata.CapacitySu
 	if err := r.cache.List(ctx, &list); err != nil {
 		return nil, true, err
 	}
-	slices.SortFunc(list.Items, func(a, b strata.CapacitySummary) int {
-		switch {
-		case a.Spec.Flavor < b.Spec.Flavor:
-			return -1
-		case a.Spec.Flavor > b.Spec.Flavor:
-			return 1
-		}
-		return 0
+	return onePerFlavor(list.Items), true, nil
+}
+
+// onePerFlavor sorts summaries by flavor and keeps one of each flavor:
+// the one named after it, as the agent names what it publishes, else the
+// first by name. Another summary of the same flavor (made by hand, or
+// left by a tool) would otherwise replace the agent's at random from one
+// pass to the next.
+func onePerFlavor(items []strata.CapacitySummary) []strata.CapacitySummary {
+	slices.SortFunc(items, func(a, b strata.CapacitySummary) int {
+		return cmp.Or(cmp.Compare(a.Spec.Flavor, b.Spec.Flavor),
+			cmp.Compare(b2i(a.Name != a.Spec.Flavor), b2i(b.Name != b.Spec.Flavor)), cmp.Compare(a.Name, b.Name))
 	})
-	return list.Items, true, nil
+	return slices.CompactFunc(items, func(a, b strata.CapacitySummary) bool { return a.Spec.Flavor == b.Spec.Flavor })
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

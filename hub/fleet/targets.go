@@ -257,12 +257,17 @@ func refresh(targets map[string]*placement.Target, w Worker, connected bool, sum
 		next := make(map[string]*placement.Target, len(summaries))
 		for i := range summaries {
 			s := &summaries[i]
-			if len(s.Status.Levels) == 0 {
-				continue // not published yet, or too large to publish any levels
-			}
 			t := targets[s.Spec.Flavor]
 			if t == nil {
 				t = placement.NewPendingTarget(w.Name, s.Spec.Flavor)
+			}
+			if len(s.Status.Levels) == 0 {
+				// Not published yet, or too large to publish any levels:
+				// unavailable, not absent — a workload that fits no other
+				// worker is not told it fits no cluster even empty.
+				t.Unavailable = "summary not published yet"
+				next[s.Spec.Flavor] = t
+				continue
 			}
 			gen := s.Status.SummaryGeneration
 			if msg, bad := t.Invalid(); t.Generation() != gen && (msg == "" || bad != gen) {

@@ -91,6 +91,11 @@ func TestRefresh(t *testing.T) {
 			summaries: []strata.CapacitySummary{summary(t, "a100", 1, 3*time.Minute)},
 			want:      []view{{Flavor: "a100", Generation: 1, Unavailable: "summary stale: observed 2026-11-23T11:57:00Z, more than 2m0s ago"}},
 		},
+		"not published yet: unavailable, not absent": {
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{{Spec: strata.CapacitySummarySpec{Flavor: "a100"}}, summary(t, "h100", 1, time.Second)},
+			want:      []view{{Flavor: "a100", Generation: -1, Unavailable: "summary not published yet"}, {Flavor: "h100", Generation: 1}},
+		},
 		"too large to publish": {
 			worker: Worker{Name: "w"}, connected: true,
 			summaries: []strata.CapacitySummary{tooLarge},

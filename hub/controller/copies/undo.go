@@ -172,6 +172,15 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 					return fmt.Errorf("%w: %s/%s is on %s", errKindServed, existing.GetNamespace(), existing.GetName(), s.cluster)
 				}
 				if j, ok := s.job.kind.Adapt(existing); ok && record && existing.GetDeletionTimestamp().IsZero() && jobs.Decided(j) {
+					// The informer does not show it: behind, or the copy
+					// lost the label it selects on (a tenant took the
+					// origin off). Its result is mirrored from what was
+					// read, so that the hub's job finishes either way.
+					if s.hubJob != nil {
+						if err := r.syncJobStatus(ctx, s.hubJob, j); err != nil {
+							return err
+						}
+					}
 					return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, existing.GetNamespace(), existing.GetName(), s.cluster)
 				}
 				if err := r.removeCopy(ctx, s.cluster, existing, record); err != nil {
@@ -368,7 +377,15 @@ func (r *Reconciler) confirmGone(ctx context.Context, s *scope) (ctrl.Result, er
 			}
 			// The copy, its origin label taken off there: the hub's
 			// informers, which select on it, never show it again. It is
-			// taken back (takeBack reads it live) and placed again.
+			// taken back (takeBack reads it live) and placed again —
+			// unless it finished: its result, read live, is mirrored
+			// onto the hub's job, which then finishes.
+			if j, ok := s.job.kind.Adapt(live); ok && live.GetDeletionTimestamp().IsZero() && jobs.Decided(j) {
+				if s.hubJob == nil {
+					return ctrl.Result{RequeueAfter: informerBehindRetry}, nil
+				}
+				return ctrl.Result{RequeueAfter: informerBehindRetry}, r.syncJobStatus(ctx, s.hubJob, j)
+			}
 			relabelled = true
 		}
 		// Another object of that name (another hub's, a user's): ours is

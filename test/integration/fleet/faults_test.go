@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -371,6 +372,38 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		// informer behind, and waited for ever.
 		Entry("its origin label alone removed", "unorigin", false),
 	)
+
+	It("mirrors the result of a copy that finished relabelled while the hub did not reach its worker", func(ctx SpecContext) {
+		withFencing(time.Hour)
+		e := newEnv(ctx, "relabeldone", map[string][][]string{"w1": {{"4"}}})
+		j := e.job("relabelled-done", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		runningOn(ctx, j, "w1")
+		heal := cutW1()
+
+		By("during the partition a tenant of w1 takes the hub's origin off the copy, and it completes")
+		Eventually(func(g Gomega) {
+			cp, _ := copyOn(g, ctx, worker("w1"), j)
+			g.Expect(cp).NotTo(BeNil())
+			delete(cp.Labels, strata.OriginLabel)
+			g.Expect(worker("w1").Client.Update(ctx, cp)).To(Succeed())
+		}).Should(Succeed())
+		completeCopy(ctx, worker("w1"), j)
+
+		By("healed: the hub's informer does not show the copy; its result reaches the hub's Job all the same")
+		heal()
+		// Before: the hub read the finished copy live, took the informer
+		// for behind, and waited for it for ever.
+		Eventually(func(g Gomega) {
+			var hj batchv1.Job
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(j), &hj)).To(Succeed())
+			g.Expect(hj.Status.Conditions).To(ContainElement(And(HaveField("Type", batchv1.JobComplete), HaveField("Status", corev1.ConditionTrue))),
+				"hub Workload: %+v", hubWorkload(g, ctx, j).Status.Conditions)
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(copies(g, ctx, j)).To(ConsistOf("w1"), "the finished Job was sent again")
+		}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
 
 	It("keeps evicted copies evicted when the hub's Lease is deleted during a partition", func(ctx SpecContext) {
 		withFencing(time.Hour)

@@ -5,7 +5,9 @@
 // "worker" (size − 1 pods), named after the set and the group's index
 // (GroupWorkloadName). Replicas are independent: a scale-up adds groups, a
 // scale-down removes them. Without a leader template the leader is made
-// from the worker template: one pod set "worker" of size pods.
+// from the worker template: one pod set "main" of size pods (Kueue's
+// name; "worker" before 2026-12-02, which a group's Workload made then
+// keeps).
 //
 // A LeaderWorkerSet has no suspension. Its pods are held by the topology
 // scheduling gate, which the agent chart's admission policy puts in its
@@ -48,10 +50,12 @@ import (
 	"strata.dev/strata/pkg/workload"
 )
 
-// Pod set names, in the Workload's order.
+// Pod set names, in the Workload's order: Leader and Worker with a leader
+// template, Main alone without one.
 const (
 	Leader = "leader"
 	Worker = "worker"
+	Main   = workload.MainPodSet
 )
 
 // Labels the LeaderWorkerSet controller puts on its pods.
@@ -226,7 +230,7 @@ func (g Group) podSets() ([]strata.PodSet, field.ErrorList) {
 		return &out[len(out)-1]
 	}
 	if tmpl.LeaderTemplate == nil {
-		add(Worker, &tmpl.WorkerTemplate, size, base.Child("workerTemplate"))
+		add(Main, &tmpl.WorkerTemplate, size, base.Child("workerTemplate"))
 		return out, errs
 	}
 	add(Leader, tmpl.LeaderTemplate, 1, base.Child("leaderTemplate"))
@@ -350,7 +354,10 @@ func PodOf(l *lwsapi.LeaderWorkerSet, p *corev1.Pod) (group int32, podSet string
 	if err != nil || worker < 0 {
 		return 0, "", false
 	}
-	if worker == 0 && l.Spec.LeaderWorkerTemplate.LeaderTemplate != nil {
+	switch {
+	case l.Spec.LeaderWorkerTemplate.LeaderTemplate == nil:
+		return int32(g), Main, true
+	case worker == 0:
 		return int32(g), Leader, true
 	}
 	return int32(g), Worker, true

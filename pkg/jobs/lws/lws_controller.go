@@ -349,6 +349,21 @@ func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, r
 			revisions[group] = rev
 		}
 	}
+	// Without a leader template a group's one pod set is Main; a Workload
+	// made before 2026-12-02 named it Worker, and keeps that name.
+	sole := map[int32]string{}
+	soleName := func(group int32) string {
+		if name, ok := sole[group]; ok {
+			return name
+		}
+		name := Main
+		var wl strata.Workload
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: GroupWorkloadName(l.Name, group)}, &wl); err == nil && len(wl.Spec.PodSets) == 1 {
+			name = wl.Spec.PodSets[0].Name
+		}
+		sole[group] = name
+		return name
+	}
 	for i := range pods {
 		p := &pods[i]
 		if !workload.TopologyGated(p) || p.Labels[strata.WorkloadLabel] != "" || !controlledBySetsChild(p) || !p.DeletionTimestamp.IsZero() {
@@ -357,6 +372,9 @@ func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, r
 		group, podSet, ok := PodOf(l, p)
 		if !ok || group >= replicas {
 			continue
+		}
+		if podSet == Main {
+			podSet = soleName(group)
 		}
 		if rev, ok := revisions[group]; !ok || p.Labels[RevisionLabel] != rev {
 			continue

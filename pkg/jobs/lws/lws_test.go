@@ -64,9 +64,9 @@ func TestPodSets(t *testing.T) {
 				{Worker, 2, &strata.PodSetTopologyRequest{Required: ptr.To(host), PodIndexLabel: ptr.To(WorkerIndexLabel), PodIndexOffset: ptr.To[int32](1)}},
 			},
 		},
-		"no leader template: one pod set of the whole group, no offset (KEP-2724)": {
+		"no leader template: one pod set of the whole group, named main as Kueue's, no offset (KEP-2724)": {
 			lws:  leaderWorkerSet(2, 3, true, nil, onHost),
-			want: []podSet{{Worker, 3, &strata.PodSetTopologyRequest{Required: ptr.To(host), PodIndexLabel: ptr.To(WorkerIndexLabel)}}},
+			want: []podSet{{Main, 3, &strata.PodSetTopologyRequest{Required: ptr.To(host), PodIndexLabel: ptr.To(WorkerIndexLabel)}}},
 		},
 		"a leader alone": {
 			lws:  leaderWorkerSet(1, 1, false, onHost, onHost),
@@ -201,7 +201,7 @@ func TestPodOf(t *testing.T) {
 	}{
 		{"leader", withLeader, pod(map[string]string{NameLabel: withLeader.Name, GroupIndexLabel: "1", WorkerIndexLabel: "0"}), 1, Leader, true},
 		{"worker", withLeader, pod(map[string]string{NameLabel: withLeader.Name, GroupIndexLabel: "1", WorkerIndexLabel: "2"}), 1, Worker, true},
-		{"leader without a leader template", noLeader, pod(map[string]string{NameLabel: noLeader.Name, GroupIndexLabel: "0", WorkerIndexLabel: "0"}), 0, Worker, true},
+		{"leader without a leader template", noLeader, pod(map[string]string{NameLabel: noLeader.Name, GroupIndexLabel: "0", WorkerIndexLabel: "0"}), 0, Main, true},
 		{"another set's", withLeader, pod(map[string]string{NameLabel: "other", GroupIndexLabel: "1", WorkerIndexLabel: "0"}), 0, "", false},
 		{"no group index yet", withLeader, pod(map[string]string{NameLabel: withLeader.Name, WorkerIndexLabel: "0"}), 0, "", false},
 		{"a malformed worker index", withLeader, pod(map[string]string{NameLabel: withLeader.Name, GroupIndexLabel: "0", WorkerIndexLabel: "x"}), 0, "", false},

@@ -246,7 +246,7 @@ func GroupHint(hint string, group int32) (string, error) {
 		return "", fmt.Errorf("annotation %s: %w", strata.TopologyHintAnnotation, err)
 	}
 	out := map[string]json.RawMessage{}
-	for _, name := range []string{Leader, Worker} {
+	for _, name := range []string{Leader, Worker, Main} {
 		if a, ok := all[groupPodSetName(name, group)]; ok {
 			out[name] = a
 		}

@@ -41,7 +41,7 @@ func TestSetPodSets(t *testing.T) {
 		},
 		"no leader template: one pod set per group": {
 			lws:  leaderWorkerSet(3, 2, true, nil, onHost),
-			want: []podSet{{"worker-0", 2, "", 0}, {"worker-1", 2, "", 0}, {"worker-2", 2, "", 0}},
+			want: []podSet{{"main-0", 2, "", 0}, {"main-1", 2, "", 0}, {"main-2", 2, "", 0}},
 		},
 		"as many groups as a Workload holds": {
 			lws:  leaderWorkerSet(16, 2, false, nil, nil),

@@ -55,7 +55,9 @@ func lwsPodsAt(ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32, revision
 		tmpl := got.Spec.LeaderWorkerTemplate.WorkerTemplate.DeepCopy()
 		name, sts := fmt.Sprintf("%s-%d-%d", l.Name, group, w), fmt.Sprintf("%s-%d", l.Name, group)
 		if w == 0 {
-			tmpl = got.Spec.LeaderWorkerTemplate.LeaderTemplate.DeepCopy()
+			if got.Spec.LeaderWorkerTemplate.LeaderTemplate != nil {
+				tmpl = got.Spec.LeaderWorkerTemplate.LeaderTemplate.DeepCopy()
+			}
 			name, sts = fmt.Sprintf("%s-%d", l.Name, group), l.Name
 		}
 		labels := map[string]string{lwsjobs.NameLabel: l.Name, lwsjobs.GroupIndexLabel: strconv.Itoa(int(group)), lwsjobs.WorkerIndexLabel: strconv.Itoa(int(w))}
@@ -249,6 +251,37 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 			for _, wl := range wls.Items {
 				owner := metav1.GetControllerOf(&wl)
 				g.Expect(owner == nil || owner.Kind != "LeaderWorkerSet" || owner.Name == "tas-example-lws").To(BeTrue(), "workload %s", wl.Name)
+			}
+		}, timeout).Should(Succeed())
+	})
+
+	It("names the one pod set of a group without a leader template main, as Kueue, and releases its pods by it", func(ctx SpecContext) {
+		ann := map[string]string{strata.PodSetRequiredTopologyAnnotation: host}
+		l := testutil.MakeLeaderWorkerSet("no-leader", ns).Queue("lws-q").Replicas(1).Size(2).NoLeader().Defaulted().PodLabel("app", "no-leader").
+			Request("cpu", "1").WorkerAnnotations(ann).Obj()
+		Expect(worker.Client.Create(ctx, l)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(worker.Client.Delete(ctx, l))).To(Succeed()) })
+		var onHost string
+		Eventually(func(g Gomega) {
+			wl := groupWorkload(g, ctx, l, 0)
+			g.Expect(wl.Spec.PodSets).To(HaveLen(1))
+			g.Expect(wl.Spec.PodSets[0].Name).To(Equal(lwsjobs.Main))
+			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(2)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			a, err := tas.Decode(wl.Status.Admission.PodSetAssignments[0].TopologyAssignment)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(a.Domains).To(HaveLen(1))
+			onHost = a.Domains[0].Values[len(a.Domains[0].Values)-1]
+		}, timeout).Should(Succeed())
+		lwsPods(ctx, l, 0)
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(2))
+			for _, p := range pods.Items {
+				g.Expect(p.Labels).To(HaveKeyWithValue(strata.PodSetLabel, lwsjobs.Main))
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "pod %s", p.Name)
+				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(host, onHost), "pod %s", p.Name)
 			}
 		}, timeout).Should(Succeed())
 	})

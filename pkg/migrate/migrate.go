@@ -230,12 +230,77 @@ func (c *converter) decode(o *unstructured.Unstructured, path string, v any, out
 	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
-	if err := d.Decode(out); err != nil {
+	if err := d.Decode(out); err == nil {
+		return
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		c.note(o, path, "cannot be read: "+err.Error())
+		return
+	}
+	// Every field the Strata type has no place for, not only the first
+	// the strict decoder stops at.
+	back, err := json.Marshal(out)
+	var decoded any
+	if err == nil {
+		err = json.Unmarshal(back, &decoded)
+	}
+	var in any
+	if err == nil {
+		err = json.Unmarshal(data, &in)
+	}
+	if err != nil {
 		c.note(o, path, "partly carried over: "+err.Error())
-		if err := json.Unmarshal(data, out); err != nil {
-			c.note(o, path, "cannot be read: "+err.Error())
+		return
+	}
+	for _, f := range unknownFields(in, decoded, path) {
+		c.note(o, f, "Strata has no such field: not carried over")
+	}
+}
+
+// unknownFields lists the paths, below path, of what in has and out (in
+// decoded into a Strata type, and encoded again) does not: the fields the
+// type has no place for. A field of in whose value is empty (which out
+// may leave out) is not listed.
+func unknownFields(in, out any, path string) []string {
+	var found []string
+	switch v := in.(type) {
+	case map[string]any:
+		om, _ := out.(map[string]any)
+		for _, k := range sortedKeys(v) {
+			o, ok := om[k]
+			switch {
+			case !ok && !emptyValue(v[k]):
+				found = append(found, path+"."+k)
+			case ok:
+				found = append(found, unknownFields(v[k], o, path+"."+k)...)
+			}
+		}
+	case []any:
+		ol, _ := out.([]any)
+		for i := range min(len(v), len(ol)) {
+			found = append(found, unknownFields(v[i], ol[i], fmt.Sprintf("%s[%d]", path, i))...)
 		}
 	}
+	return found
+}
+
+// emptyValue says whether a JSON value is one an encoder may leave out.
+func emptyValue(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case float64:
+		return v == 0
+	case bool:
+		return !v
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
 }
 
 // leftovers notes the spec fields nothing carried over, with the reason
@@ -303,7 +368,13 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 		s["cohort"] = v
 	}
 	if ff, ok := s["flavorFungibility"].(map[string]any); ok {
-		s["flavorFungibility"] = fungibility(ff)
+		ff = fungibility(ff)
+		// Kueue v1beta2: which of borrowing and preempting a flavor walk
+		// prefers. Strata's walk prefers borrowing (Kueue's default).
+		if pref, ok := take(ff, "preference"); ok && pref != "BorrowingOverPreemption" {
+			c.note(o, "spec.flavorFungibility.preference", fmt.Sprintf("%v not carried over: Strata takes a flavor where the workload fits by borrowing before one where it must preempt (Kueue's BorrowingOverPreemption), so it may take another flavor than Kueue did", pref))
+		}
+		s["flavorFungibility"] = ff
 	}
 	// MultiKueue: the queue's admission checks name the clusters its
 	// workloads may go to; on a Strata hub the queue selects them.
@@ -363,6 +434,10 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 			why += fmt.Sprintf(" (a nominalQuota of 0 for each resource on each flavor it uses borrows all of it from cohort %s, as Kueue does)", cq.Spec.Cohort)
 		}
 		c.todo(o, "spec.resourceGroups", why)
+	}
+	if len(cq.Spec.ResourceGroups) > 1 {
+		c.todo(o, "spec.resourceGroups", fmt.Sprintf("%d resource groups: Strata admits a workload on one flavor for all its resources, where Kueue picks a flavor per group, so a workload asking for resources of two groups (cpu of one flavor and GPUs of another, say) is Inadmissible, and a group of pods alone is not enforced; give every flavor quota for all the resources its workloads ask for, in one group, or keep such workloads on Kueue",
+			len(cq.Spec.ResourceGroups)))
 	}
 	c.checkLimits(o, cq.Spec.ResourceGroups)
 	c.leftovers(o, s, clusterQueueOnly)
@@ -448,6 +523,12 @@ func (c *converter) kueueJob(o *unstructured.Unstructured) bool {
 		found = true
 		if k == strata.KueuePrefix+"tas-unhealthy-nodes-eviction-threshold" && runs {
 			continue // Strata reads it as Kueue does
+		}
+		if k == KueueGroup+"/queue-name" && runs && o.GetLabels()[strata.QueueNameLabel] == "" {
+			// Kueue's queue annotation, read by its earlier versions.
+			c.todo(o, "metadata.annotations."+k, fmt.Sprintf("label the job %s: %s instead (Strata reads its own label; migrate converts Kueue's objects, not jobs)",
+				strata.QueueNameLabel, o.GetAnnotations()[k]))
+			continue
 		}
 		c.note(o, "metadata.annotations."+k, "Kueue's annotation; Strata does not read it")
 	}

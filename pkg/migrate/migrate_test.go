@@ -133,6 +133,36 @@ spec:
 			}}},
 		},
 		{
+			name: "ClusterQueue of two resource groups, a fungibility preference and fields Strata lacks: each noted",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-c}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: cpu-pool, resources: [{name: cpu, nominalQuota: 16}]}]
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8, futureLimit: 2}]}]
+  preemption: {withinClusterQueue: LowerPriority, futurePolicy: Any}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: TryNextFlavor, preference: PreemptionOverBorrowing}`},
+			want: []client.Object{&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "team-c"}, Spec: strata.ClusterQueueSpec{
+				NamespaceSelector: &metav1.LabelSelector{},
+				ResourceGroups: []strata.ResourceGroup{
+					{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "cpu-pool", Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("16")}}}}},
+					{CoveredResources: []corev1.ResourceName{"nvidia.com/gpu"}, Flavors: []strata.FlavorQuotas{{Name: "a100", Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8")}}}}},
+				},
+				Preemption:        &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority},
+				FlavorFungibility: &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor, WhenCanPreempt: strata.FungibilityTryNextFlavor},
+			}}},
+			wantNotes: []string{
+				"ClusterQueue team-c: spec.flavorFungibility.preference: PreemptionOverBorrowing not carried over: Strata takes a flavor where the workload fits by borrowing before one where it must preempt (Kueue's BorrowingOverPreemption), so it may take another flavor than Kueue did",
+				"ClusterQueue team-c: spec.preemption.futurePolicy: Strata has no such field: not carried over",
+				"ClusterQueue team-c: spec.resourceGroups[1].flavors[0].resources[0].futureLimit: Strata has no such field: not carried over",
+				"to do: ClusterQueue team-c: spec.resourceGroups: 2 resource groups: Strata admits a workload on one flavor for all its resources, where Kueue picks a flavor per group, so a workload asking for resources of two groups (cpu of one flavor and GPUs of another, say) is Inadmissible, and a group of pods alone is not enforced; give every flavor quota for all the resources its workloads ask for, in one group, or keep such workloads on Kueue",
+			},
+		},
+		{
 			name: "LocalQueue and WorkloadPriorityClass",
 			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
@@ -203,11 +233,17 @@ kind: MPIJob
 metadata:
   name: old-mpi
   namespace: ml
-  labels: {kueue.x-k8s.io/queue-name: q}`},
+  labels: {kueue.x-k8s.io/queue-name: q}`, `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: annotated
+  namespace: ml
+  annotations: {kueue.x-k8s.io/queue-name: q}`},
 			wantNotes: []string{
 				"to do: Job ml/both: metadata.labels.kueue.x-k8s.io/queue-name: remove it: the job has strata.dev/queue-name too, and Kueue, while it runs beside Strata, would manage it as well",
 				"RayJob ml/ray: metadata.labels.kueue.x-k8s.io/queue-name: Strata does not run RayJob (ray.io/v1): keep it on Kueue (Strata runs batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets, kubeflow.org/v2beta1 MPIJobs and leaderworkerset.x-k8s.io/v1 LeaderWorkerSets)",
 				"MPIJob ml/old-mpi: metadata.labels.kueue.x-k8s.io/queue-name: Strata does not run MPIJob (kubeflow.org/v1): keep it on Kueue (Strata runs batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets, kubeflow.org/v2beta1 MPIJobs and leaderworkerset.x-k8s.io/v1 LeaderWorkerSets)",
+				"to do: Job ml/annotated: metadata.annotations.kueue.x-k8s.io/queue-name: label the job strata.dev/queue-name: q instead (Strata reads its own label; migrate converts Kueue's objects, not jobs)",
 			},
 		},
 		{

@@ -1210,6 +1210,20 @@ func (c *Cache) admittedOn(flavor string) []AdmittedOn {
 	return out
 }
 
+// AdmittedOnFlavor returns the admitted workloads with a pod set on a
+// flavor, without their usage: the candidates of a search on quota alone.
+func (c *Cache) AdmittedOnFlavor(flavor string) []*strata.Workload {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*strata.Workload
+	for _, a := range c.workloads {
+		if adm := a.wl.Status.Admission; adm != nil && slices.ContainsFunc(adm.PodSetAssignments, func(psa strata.PodSetAssignment) bool { return psa.Flavor == flavor }) {
+			out = append(out, a.wl)
+		}
+	}
+	return out
+}
+
 // AdmittedIn returns the admitted workloads of a namespace whose usage the
 // cache holds (those admitted in the current pass included), for topology
 // spreading's counts.

@@ -42,6 +42,12 @@ type pendingPreemption struct {
 // search for each of them. The others keep the reason they have.
 const preemptionSearchesPerPass = 16
 
+// oracleSearchesPerPass bounds the quota-only searches that order a
+// pass's heads (heightAfterPreempting): a long backlog of heads that must
+// preempt does not search for each of them; the others are ordered by
+// the estimate.
+const oracleSearchesPerPass = 64
+
 // publishHolds gives the cache the quota held for the preemptions under
 // way, by flavor and ClusterQueue: the capacity summary's queue usage
 // counts it, as the books do (a preemptor whose admission is being
@@ -193,28 +199,27 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 // round's heads (queue.Books.WouldBorrowAfter): how high in its cohort
 // tree wl borrows on flavor once the victims a search on quota alone
 // finds there are gone; false when it finds none, or wl may not preempt.
-func (s *Scheduler) heightAfterPreempting(cq *strata.ClusterQueue, flavor string, books *queue.Books, wl *strata.Workload) (int, bool) {
+func (s *Scheduler) heightAfterPreempting(cq *strata.ClusterQueue, flavor string, books *queue.Books, wl *strata.Workload, need corev1.ResourceList) (int, bool) {
 	allowed, upTo := preemption.Allowed(cq, wl)
 	if !allowed {
 		return 0, false
 	}
+	s.oracles--
 	key := client.ObjectKeyFromObject(wl)
-	pre := preemption.Preemptor{Key: key, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}
-	var result preemption.Result
-	found := s.cache.WithAdmitted(flavor, func(_ *tas.Snapshot, _ *strata.Topology, admitted []cache.AdmittedOn) {
-		cands := make([]preemption.Workload, 0, len(admitted))
-		for _, a := range admitted {
-			if client.ObjectKeyFromObject(a.Workload) == key || a.Workload.Status.Admission == nil {
-				continue
-			}
-			if upTo != nil && queue.Priority(a.Workload) > *upTo {
-				continue
-			}
-			cands = append(cands, candidate(a.Workload, flavor))
+	pre := preemption.Preemptor{Key: key, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queue.QueuedAt(wl), Requests: need}
+	admitted := s.cache.AdmittedOnFlavor(flavor)
+	cands := make([]preemption.Workload, 0, len(admitted))
+	for _, a := range admitted {
+		if client.ObjectKeyFromObject(a) == key || a.Status.Admission == nil {
+			continue
 		}
-		result = preemption.Find(pre, preemption.PolicyOf(cq), books, flavor, cands, preemption.QuotaOnly{})
-	})
-	if !found || len(result.Victims) == 0 {
+		if upTo != nil && queue.Priority(a) > *upTo {
+			continue
+		}
+		cands = append(cands, candidate(a, flavor))
+	}
+	result := preemption.Find(pre, preemption.PolicyOf(cq), books, flavor, cands, preemption.QuotaOnly{})
+	if len(result.Victims) == 0 {
 		return 0, false
 	}
 	return result.BorrowHeight, true

@@ -112,6 +112,10 @@ type Scheduler struct {
 	// of their queue comes before.
 	servable map[types.NamespacedName]bool
 	searches int
+	// oracles are the quota-only searches that order the rounds' heads
+	// (heightAfterPreempting) left to this pass; beyond them a head that
+	// must preempt is ordered by the estimate (Books.WouldBorrow).
+	oracles int
 	// cohortsUnknown: this pass could not list the ClusterQueues, so the
 	// usage of cohorts is not known.
 	cohortsUnknown bool
@@ -390,6 +394,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	}
 	s.publishHolds()
 	s.searches = preemptionSearchesPerPass
+	s.oracles = oracleSearchesPerPass
 	// blockAdmission: an admission that the informer has not shown yet
 	// is not ready either.
 	s.notReady = s.podsReady != nil && *s.podsReady.BlockAdmission && (v.notReady > 0 || len(writing) > 0)
@@ -432,10 +437,12 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	}
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
 		func(cq *strata.ClusterQueue, wl *strata.Workload) int {
-			if s.fair != nil {
+			if s.fair != nil || s.oracles <= 0 {
 				return books.WouldBorrow(cq, wl)
 			}
-			return books.WouldBorrowAfter(cq, wl, func(flavor string) (int, bool) { return s.heightAfterPreempting(cq, flavor, books, wl) })
+			return books.WouldBorrowAfter(cq, wl, func(flavor string, need corev1.ResourceList) (int, bool) {
+				return s.heightAfterPreempting(cq, flavor, books, wl, need)
+			})
 		}, pick, func() { s.round.end(books) },
 		func(cq *strata.ClusterQueue, wl *strata.Workload) bool {
 			admitted, blocks, err := s.try(ctx, cq, usage[cq.Name], books, wl)

@@ -39,6 +39,10 @@ type passView struct {
 	// victims.
 	reclaimSearches int
 	noReclaim       map[reclaimKey]string
+	// oracles are the quota-only searches that order the pass's heads
+	// (heightAfterReclaiming) left to it; beyond them a head that must
+	// preempt is ordered by the estimate (Books.WouldBorrow).
+	oracles int
 	// spread are the dispatched Workloads topology spreading counts, by
 	// namespace (spreadAvoider), until a dispatch there.
 	spread map[string][]workload.Dispatched

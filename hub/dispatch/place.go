@@ -36,6 +36,7 @@ func (d *Dispatcher) placeOnTargets(ctx context.Context, workers []fleet.Worker,
 		view.dispatched = c.dispatched
 		view.placed, view.behind, view.targets = c.placed, c.behind, targets
 		view.reclaimSearches, view.noReclaim = reclaimSearchesPerPass, map[reclaimKey]string{}
+		view.oracles = oracleSearchesPerPass
 		var err error
 		next, err = d.place(ctx, targets, c.waiting, c.queues, c.usage, view, now, writes)
 		metrics.HubReservations.Set(float64(countReservations(targets)))
@@ -78,10 +79,11 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },
 		func(cq *strata.ClusterQueue, p pending) int {
-			if d.fair != nil {
+			if d.fair != nil || view.oracles <= 0 {
 				return books.WouldBorrow(cq, p.wl)
 			}
-			return books.WouldBorrowAfter(cq, p.wl, func(flavor string) (int, bool) {
+			return books.WouldBorrowAfter(cq, p.wl, func(flavor string, _ corev1.ResourceList) (int, bool) {
+				view.oracles--
 				return heightAfterReclaiming(cq, flavor, books, view.dispatched, p)
 			})
 		}, d.fairPick(books), nil,

@@ -255,6 +255,10 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 // as the agent bounds its preemption searches.
 const reclaimSearchesPerPass = 16
 
+// oracleSearchesPerPass bounds the quota-only searches that order a
+// pass's heads (heightAfterReclaiming).
+const oracleSearchesPerPass = 64
+
 // reclaimingMessage is the waiting reason of a preemptor whose victims
 // are being evicted at the hub.
 func reclaimingMessage(flavor string, victims []string) string {

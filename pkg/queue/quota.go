@@ -89,13 +89,13 @@ func (b *Books) WouldBorrow(cq *strata.ClusterQueue, wl *strata.Workload) int {
 }
 
 // WouldBorrowAfter is WouldBorrow with Kueue's preemption oracle: on a
-// flavor where wl fits only by preempting, after (when set) says how high
+// flavor where wl (asking need) fits only by preempting, after (when set) says how high
 // it borrows once the victims a search on quota alone finds are gone, or
 // false when it finds none (or may not preempt there), and the height is
 // then where it would borrow now (Kueue's borrowAfterPreemptions, and its
 // height for no candidates). A head that must preempt and still borrows
 // after it is served with the borrowers, not before them.
-func (b *Books) WouldBorrowAfter(cq *strata.ClusterQueue, wl *strata.Workload, after func(flavor string) (int, bool)) int {
+func (b *Books) WouldBorrowAfter(cq *strata.ClusterQueue, wl *strata.Workload, after func(flavor string, need corev1.ResourceList) (int, bool)) int {
 	need := WorkloadRequests(wl)
 	tryNext := Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
 	preempts := cq.Spec.Preemption != nil && (cq.Spec.Preemption.WithinClusterQueue != "" && cq.Spec.Preemption.WithinClusterQueue != strata.PreemptionNever ||
@@ -116,7 +116,7 @@ func (b *Books) WouldBorrowAfter(cq *strata.ClusterQueue, wl *strata.Workload, a
 		case !fit.Never:
 			h := b.borrowHeight(cq.Name, fq.Name, need)
 			if after != nil {
-				if hp, ok := after(fq.Name); ok {
+				if hp, ok := after(fq.Name, need); ok {
 					h = hp
 				}
 			} else if preempts && b.NominalCovers(cq.Name, fq.Name, need) {

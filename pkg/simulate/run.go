@@ -199,7 +199,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 			if st.in.FairSharing != nil {
 				return st.books.WouldBorrow(p.cq, p.wl)
 			}
-			return st.books.WouldBorrowAfter(p.cq, p.wl, func(flavor string) (int, bool) {
+			return st.books.WouldBorrowAfter(p.cq, p.wl, func(flavor string, _ corev1.ResourceList) (int, bool) {
 				return st.heightAfterPreempting(flavors[flavor], p.cq, p.wl)
 			})
 		}, st.fairPick(), st.endRound,

@@ -366,7 +366,25 @@ func (r *Reconciler) labelPods(ctx context.Context, l *lwsapi.LeaderWorkerSet, r
 	}
 	for i := range pods {
 		p := &pods[i]
-		if !workload.TopologyGated(p) || p.Labels[strata.WorkloadLabel] != "" || !controlledBySetsChild(p) || !p.DeletionTimestamp.IsZero() {
+		if !workload.TopologyGated(p) || !controlledBySetsChild(p) || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if p.Labels[strata.WorkloadLabel] != "" {
+			// Labelled: its pod set name stays, but for a group without a
+			// leader template whose Workload now names its pod set
+			// otherwise (one made before 2026-12-02 named it worker, and
+			// is main once made again): the ungater releases a pod by it.
+			group, podSet, ok := PodOf(l, p)
+			if !ok || podSet != Main || group >= replicas || p.Labels[strata.WorkloadLabel] != GroupWorkloadName(l.Name, group) {
+				continue
+			}
+			if name := soleName(group); p.Labels[strata.PodSetLabel] != name {
+				patch := client.MergeFrom(p.DeepCopy())
+				p.Labels[strata.PodSetLabel] = name
+				if err := r.client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+					errs = append(errs, fmt.Errorf("relabelling pod %s: %w", p.Name, err))
+				}
+			}
 			continue
 		}
 		group, podSet, ok := PodOf(l, p)

@@ -254,6 +254,12 @@ func GroupHint(hint string, group int32) (string, error) {
 	if len(out) == 0 {
 		return "", nil
 	}
+	if w, ok := out[Worker]; ok && out[Leader] == nil && out[Main] == nil {
+		// A hub before 2026-12-02 named the one pod set of a group
+		// without a leader template worker; it is main now.
+		delete(out, Worker)
+		out[Main] = w
+	}
 	data, err := json.Marshal(out)
 	return string(data), err
 }

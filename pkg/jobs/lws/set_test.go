@@ -246,6 +246,14 @@ func TestGroupHint(t *testing.T) {
 	if _, err := GroupHint("{", 0); err == nil {
 		t.Error("a hint that does not parse: no error")
 	}
+	// A set without a leader template: main; a hub before 2026-12-02
+	// named that pod set worker.
+	for _, old := range []string{"main", "worker"} {
+		one := `{"` + old + `-0":{"levels":["h"],"domains":[{"values":["h1"],"count":2}]}}`
+		if got, err := GroupHint(one, 0); err != nil || got != `{"main":{"levels":["h"],"domains":[{"values":["h1"],"count":2}]}}` {
+			t.Errorf("GroupHint(%s) = %s, %v; want it for main", one, got, err)
+		}
+	}
 }
 
 func TestSetManagedByAndForWorker(t *testing.T) {

@@ -284,6 +284,39 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(host, onHost), "pod %s", p.Name)
 			}
 		}, timeout).Should(Succeed())
+
+		By("pods an earlier version labelled with the pod set worker, before their group was admitted, are labelled main again, and released")
+		setCPUQuota(ctx, "lws-q", "2") // the first set's: the next one waits
+		DeferCleanup(func(ctx SpecContext) { setCPUQuota(ctx, "lws-q", "64") })
+		old := testutil.MakeLeaderWorkerSet("no-leader-old", ns).Queue("lws-q").Replicas(1).Size(2).NoLeader().Defaulted().PodLabel("app", "no-leader-old").
+			Request("cpu", "1").WorkerAnnotations(ann).Obj()
+		Expect(worker.Client.Create(ctx, old)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(worker.Client.Delete(ctx, old))).To(Succeed()) })
+		Eventually(func(g Gomega) {
+			wl := groupWorkload(g, ctx, old, 0)
+			g.Expect(wl.Status.Admission).To(BeNil())
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)).NotTo(BeNil(), "the group waits for quota")
+		}, timeout).Should(Succeed())
+		for _, p := range lwsPodsAt(ctx, old, 0, "", "") {
+			Eventually(func(g Gomega) {
+				var cur corev1.Pod
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(p), &cur)).To(Succeed())
+				g.Expect(cur.Spec.SchedulingGates).NotTo(BeEmpty())
+				cur.Labels[strata.WorkloadLabel] = lwsjobs.GroupWorkloadName(old.Name, 0)
+				cur.Labels[strata.PodSetLabel] = lwsjobs.Worker
+				g.Expect(worker.Client.Update(ctx, &cur)).To(Succeed())
+			}, timeout).Should(Succeed())
+		}
+		setCPUQuota(ctx, "lws-q", "64")
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{lwsjobs.NameLabel: old.Name})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(2))
+			for _, p := range pods.Items {
+				g.Expect(p.Labels).To(HaveKeyWithValue(strata.PodSetLabel, lwsjobs.Main), "pod %s", p.Name)
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "pod %s", p.Name)
+			}
+		}, timeout).Should(Succeed())
 	})
 })
 

@@ -42,12 +42,28 @@ func TestTemplateRequests(t *testing.T) {
 			},
 			want: rl("cpu", "3"),
 		},
-		"pod-level limits": {
+		// The API server: a pod-level limit is the pod-level request only
+		// of a resource no container requests; else the containers' sum.
+		"a pod-level limit of a resource a container requests": {
 			spec: corev1.PodSpec{
 				Containers: []corev1.Container{container(rl("cpu", "1"), nil)},
 				Resources:  &corev1.ResourceRequirements{Limits: rl("cpu", "4")},
 			},
-			want: rl("cpu", "4"),
+			want: rl("cpu", "1"),
+		},
+		"a pod-level limit of a resource no container requests": {
+			spec: corev1.PodSpec{
+				Containers: []corev1.Container{container(rl("memory", "1Gi"), nil)},
+				Resources:  &corev1.ResourceRequirements{Limits: rl("cpu", "4")},
+			},
+			want: rl("cpu", "4", "memory", "1Gi"),
+		},
+		"a pod-level limit of a resource a container asks for only as a limit": {
+			spec: corev1.PodSpec{
+				Containers: []corev1.Container{container(nil, rl("cpu", "2"))},
+				Resources:  &corev1.ResourceRequirements{Limits: rl("cpu", "4")},
+			},
+			want: rl("cpu", "2"),
 		},
 	}
 	for name, tc := range cases {

@@ -265,7 +265,9 @@ func refresh(targets map[string]*placement.Target, w Worker, connected bool, sum
 				// Not published yet, or too large to publish any levels:
 				// unavailable, not absent — a workload that fits no other
 				// worker is not told it fits no cluster even empty.
-				t.Unavailable = "summary not published yet"
+				if t.Unavailable = unavailable(w, s, age, staleAfter); t.Unavailable == "" || t.Unavailable == "summary never observed" {
+					t.Unavailable = "summary not published yet"
+				}
 				next[s.Spec.Flavor] = t
 				continue
 			}

@@ -96,6 +96,15 @@ func TestRefresh(t *testing.T) {
 			summaries: []strata.CapacitySummary{{Spec: strata.CapacitySummarySpec{Flavor: "a100"}}, summary(t, "h100", 1, time.Second)},
 			want:      []view{{Flavor: "a100", Generation: -1, Unavailable: "summary not published yet"}, {Flavor: "h100", Generation: 1}},
 		},
+		"too large to publish any levels: says so": {
+			worker: Worker{Name: "w"}, connected: true,
+			summaries: []strata.CapacitySummary{func() strata.CapacitySummary {
+				s := tooLarge
+				s.Spec.Flavor, s.Status.Levels = "wide", nil
+				return s
+			}()},
+			want: []view{{Flavor: "wide", Generation: -1, Unavailable: "summary not ready (TooLarge): no domains published"}},
+		},
 		"too large to publish": {
 			worker: Worker{Name: "w"}, connected: true,
 			summaries: []strata.CapacitySummary{tooLarge},

@@ -80,8 +80,10 @@ func lwsPodsAt(ctx SpecContext, l *lwsapi.LeaderWorkerSet, group int32, revision
 	return pods
 }
 
-// setCPUQuota sets the CPU quota of a ClusterQueue's first flavor.
-func setCPUQuota(ctx SpecContext, cq, quota string) {
+// setCPUQuota sets the CPU quota of the first flavor of ClusterQueue
+// lws-q.
+func setCPUQuota(ctx SpecContext, quota string) {
+	const cq = "lws-q"
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		var q strata.ClusterQueue
@@ -177,8 +179,8 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 		}, timeout).Should(Succeed())
 
 		By("group 1 evicted while the queue's quota holds group 0 only: its released pods are deleted (the set's controller makes them again, gated); group 0's run on")
-		setCPUQuota(ctx, "lws-q", "3")
-		DeferCleanup(func(ctx SpecContext) { setCPUQuota(ctx, "lws-q", "64") })
+		setCPUQuota(ctx, "3")
+		DeferCleanup(func(ctx SpecContext) { setCPUQuota(ctx, "64") })
 		Eventually(func(g Gomega) {
 			wl := groupWorkload(g, ctx, l, 1)
 			wl.Status.Admission = nil
@@ -286,8 +288,8 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 		}, timeout).Should(Succeed())
 
 		By("pods an earlier version labelled with the pod set worker, before their group was admitted, are labelled main again, and released")
-		setCPUQuota(ctx, "lws-q", "2") // the first set's: the next one waits
-		DeferCleanup(func(ctx SpecContext) { setCPUQuota(ctx, "lws-q", "64") })
+		setCPUQuota(ctx, "2") // the first set's: the next one waits
+		DeferCleanup(func(ctx SpecContext) { setCPUQuota(ctx, "64") })
 		old := testutil.MakeLeaderWorkerSet("no-leader-old", ns).Queue("lws-q").Replicas(1).Size(2).NoLeader().Defaulted().PodLabel("app", "no-leader-old").
 			Request("cpu", "1").WorkerAnnotations(ann).Obj()
 		Expect(worker.Client.Create(ctx, old)).To(Succeed())
@@ -307,7 +309,7 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 				g.Expect(worker.Client.Update(ctx, &cur)).To(Succeed())
 			}, timeout).Should(Succeed())
 		}
-		setCPUQuota(ctx, "lws-q", "64")
+		setCPUQuota(ctx, "64")
 		Eventually(func(g Gomega) {
 			var pods corev1.PodList
 			g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{lwsjobs.NameLabel: old.Name})).To(Succeed())

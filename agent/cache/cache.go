@@ -110,10 +110,14 @@ type finishedPod struct {
 type podUsage struct {
 	node  string
 	usage corev1.ResourceList
-	// Pods of topology-aware workloads: the workload, and whether the pod
-	// counts on its own now.
+	// Pods of topology-aware workloads: the workload, whether the pod
+	// counts on its own now, and its owner (workload.PodOwner): a pod
+	// that carries the workload's label but is not its own (one an
+	// earlier Job of the same name left running, orphaned) never counts
+	// through the workload's reservation.
 	workload types.NamespacedName
 	counted  bool
+	owner    types.UID
 }
 
 type admitted struct {
@@ -382,11 +386,12 @@ func (c *Cache) SetPod(p *corev1.Pod) {
 // setTASPodLocked records a running pod of a topology-aware workload,
 // counting it now unless its workload holds an admission.
 func (c *Cache) setTASPodLocked(key types.NamespacedName, p *corev1.Pod) {
-	if old, ok := c.tasPods[key][p.UID]; ok && old.node == p.Spec.NodeName {
+	owner := workload.PodOwner(p)
+	if old, ok := c.tasPods[key][p.UID]; ok && old.node == p.Spec.NodeName && old.owner == owner {
 		return
 	}
 	c.removePodLocked(p.UID)
-	u := podUsage{node: p.Spec.NodeName, usage: tas.WithPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), workload: key}
+	u := podUsage{node: p.Spec.NodeName, usage: tas.WithPod(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), workload: key, owner: owner}
 	if c.tasPods[key] == nil {
 		c.tasPods[key] = map[types.UID]podUsage{}
 	}
@@ -488,7 +493,8 @@ func (c *Cache) countTASPodsLocked(key types.NamespacedName, node string) {
 		node = "" // the reservation moved: decide every node's pods again
 	}
 	held := map[string]int64{}
-	if a, ok := c.workloads[key]; ok {
+	a, admitted := c.workloads[key]
+	if admitted {
 		for _, fu := range a.usage {
 			for n, rl := range fu.usage {
 				if node == "" || n == node {
@@ -508,8 +514,11 @@ func (c *Cache) countTASPodsLocked(key types.NamespacedName, node string) {
 	changed := false
 	for _, uid := range uids {
 		u := pods[uid]
-		on := held[u.node] <= 0
-		held[u.node]--
+		on := true
+		if admitted && workload.Owns(a.wl, u.owner) {
+			on = held[u.node] <= 0
+			held[u.node]--
+		}
 		if u.counted == on {
 			continue
 		}
@@ -583,7 +592,9 @@ func (c *Cache) followPodsLocked(key types.NamespacedName) bool {
 		}
 		running := map[string]int64{}
 		for _, u := range c.tasPods[key] {
-			running[u.node]++
+			if workload.Owns(a.wl, u.owner) {
+				running[u.node]++
+			}
 		}
 		// Nodes with more pods than reservation, and nodes with more
 		// reservation than pods, by leaf domain; in name order so that

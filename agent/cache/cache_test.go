@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/preemption"
@@ -895,6 +896,17 @@ func tasPod(uid, node string) *corev1.Pod {
 	return p
 }
 
+// ownedPod is p controlled by the Job of UID uid.
+func ownedPod(p *corev1.Pod, uid types.UID) *corev1.Pod {
+	p.OwnerReferences = jobOwner(uid)
+	return p
+}
+
+// jobOwner is the controller reference to the Job of UID uid.
+func jobOwner(uid types.UID) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "a", UID: uid, Controller: ptr.To(true)}}
+}
+
 // TestPodsCountUntilGone: the pods of a workload count through it while it
 // is admitted, and on their own once it is not, until they end.
 func TestPodsCountUntilGone(t *testing.T) {
@@ -947,6 +959,40 @@ func TestPodsCountUntilGone(t *testing.T) {
 				addWorkload(t, c, admittedWorkload("a", "12", onHost("n2", 2)))
 			},
 			// n1: the old pod; n2: the new admission.
+			want: "rack required: the best rack fits 5 of 8 pods; limited by cpu (2 nodes)",
+		},
+		"pods of an earlier Job of the same name count on their own": {
+			steps: func(t *testing.T, c *Cache) {
+				// Orphaned (no controller) and another Job's: neither is
+				// the admitted Job's, whose reservation holds n1 too.
+				c.SetPod(tasPod("p1", "n1"))
+				c.SetPod(ownedPod(tasPod("p2", "n1"), "job-1"))
+				wl := admittedWorkload("a", "10", onHost("n1", 2))
+				wl.OwnerReferences = jobOwner("job-2")
+				addWorkload(t, c, wl)
+			},
+			want: "rack required: the best rack fits 4 of 8 pods; limited by cpu (2 nodes)",
+		},
+		"pods of the admitted Job count through it": {
+			steps: func(t *testing.T, c *Cache) {
+				c.SetPod(ownedPod(tasPod("p1", "n1"), "job-2"))
+				p2 := tasPod("p2", "n1")
+				p2.Labels[strata.OwnerUIDLabel] = "job-2" // a child's pod
+				c.SetPod(p2)
+				wl := admittedWorkload("a", "10", onHost("n1", 2))
+				wl.OwnerReferences = jobOwner("job-2")
+				addWorkload(t, c, wl)
+			},
+			want: "rack required: the best rack fits 6 of 8 pods; limited by cpu (2 nodes)",
+		},
+		"a pod orphaned while admitted counts on its own": {
+			steps: func(t *testing.T, c *Cache) {
+				wl := admittedWorkload("a", "10", onHost("n1", 2))
+				wl.OwnerReferences = jobOwner("job-2")
+				addWorkload(t, c, wl)
+				c.SetPod(ownedPod(tasPod("p1", "n1"), "job-2"))
+				c.SetPod(tasPod("p1", "n1")) // its controller reference removed
+			},
 			want: "rack required: the best rack fits 5 of 8 pods; limited by cpu (2 nodes)",
 		},
 		"released pods count across a rebuild": {

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -21,15 +22,27 @@ import (
 // objects, such as a JobSet's Jobs) are the workload's when it names the
 // controller's UID.
 func OwnsPod(wl *strata.Workload, p *corev1.Pod) bool {
-	owner := metav1.GetControllerOfNoCopy(wl)
-	if owner == nil {
-		return true
-	}
+	return Owns(wl, PodOwner(p))
+}
+
+// PodOwner is what OwnsPod compares with a workload's controller: the
+// pod's strata.dev/owner-uid label when it has one, else its controller's
+// UID ("" without a controller). For callers that keep it instead of the
+// pod.
+func PodOwner(p *corev1.Pod) types.UID {
 	if uid, ok := p.Labels[strata.OwnerUIDLabel]; ok {
-		return uid == string(owner.UID)
+		return types.UID(uid)
 	}
-	c := metav1.GetControllerOfNoCopy(p)
-	return c != nil && c.UID == owner.UID
+	if c := metav1.GetControllerOfNoCopy(p); c != nil {
+		return c.UID
+	}
+	return ""
+}
+
+// Owns is OwnsPod for a pod whose PodOwner is owner.
+func Owns(wl *strata.Workload, owner types.UID) bool {
+	c := metav1.GetControllerOfNoCopy(wl)
+	return c == nil || owner == c.UID
 }
 
 // OwnedPods returns the pods, of those carrying the workload's label, that

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -651,13 +652,17 @@ func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Wo
 }
 
 // podSetsChanged says how the Job's pod sets differ from those its
-// Workload's admission assigned ("" when they do not): the Job was changed
-// while suspended after the admission, and an admitted Workload's spec is
-// not brought up to date. Started so, a template without an assignment
-// would run without the admission's node selector and labels (and then be
-// suspended again as a Job Strata did not start), and a count that grew
-// would run pods no quota or topology assignment counts.
-func podSetsChanged(podSets []strata.PodSet, a *strata.Admission) string {
+// Workload's admission assigned and charged ("" when they do not): the
+// Job was changed while suspended after the admission, and an admitted
+// Workload's spec is not brought up to date. Started so, a template
+// without an assignment would run without the admission's node selector
+// and labels (and then be suspended again as a Job Strata did not start),
+// a count that grew would run pods no quota or topology assignment
+// counts, and pods that grew would take more of their nodes and quota
+// than the admission charged (as Kueue, which stops a job that no longer
+// matches its Workload).
+func podSetsChanged(podSets []strata.PodSet, wl *strata.Workload) string {
+	a := wl.Status.Admission
 	for _, ps := range podSets {
 		i := slices.IndexFunc(a.PodSetAssignments, func(psa strata.PodSetAssignment) bool { return psa.Name == ps.Name })
 		switch {
@@ -666,14 +671,54 @@ func podSetsChanged(podSets []strata.PodSet, a *strata.Admission) string {
 		case a.PodSetAssignments[i].Count != ps.Count:
 			return fmt.Sprintf("pod set %s has %d pods, its assignment %d", ps.Name, ps.Count, a.PodSetAssignments[i].Count)
 		}
+		j := slices.IndexFunc(wl.Spec.PodSets, func(w strata.PodSet) bool { return w.Name == ps.Name })
+		if j < 0 {
+			continue
+		}
+		got, was := workload.TemplateRequests(&ps.Template.Spec), workload.TemplateRequests(&wl.Spec.PodSets[j].Template.Spec)
+		if !sameRequests(got, was) {
+			return fmt.Sprintf("pod set %s requests %s per pod, its admission %s", ps.Name, formatRequests(got), formatRequests(was))
+		}
 	}
 	return ""
+}
+
+// sameRequests says whether two pods' requests are equal, resource by
+// resource (a zero request is no request).
+func sameRequests(a, b corev1.ResourceList) bool {
+	for name, q := range a {
+		if other := b[name]; q.Cmp(other) != 0 {
+			return false
+		}
+	}
+	for name, q := range b {
+		if _, ok := a[name]; !ok && !q.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// formatRequests is a pod's requests as "cpu=2,memory=1Gi", by name.
+func formatRequests(rl corev1.ResourceList) string {
+	if len(rl) == 0 {
+		return "nothing"
+	}
+	parts := make([]string, 0, len(rl))
+	for _, name := range slices.Sorted(maps.Keys(rl)) {
+		q := rl[name]
+		parts = append(parts, string(name)+"="+q.String())
+	}
+	return strings.Join(parts, ",")
 }
 
 // resizable are the kinds whose pod counts a user may change while they
 // run (a Job's parallelism, an MPIJob's workers). A LeaderWorkerSet's
 // groups are resized by its rolling update, group by group; a JobSet's
-// replicated Jobs may change only while it is suspended.
+// replicated Jobs may change only while it is suspended. Of these, only
+// an MPIJob's templates may change too while it runs (the API server
+// refuses a running Job's template change): its workers made again after
+// such a change would ask for what the admission did not charge.
 var resizable = map[pkgjobs.Kind]bool{batchjob.Kind: true, mpijob.Kind: true}
 
 // resized says how a running Job's pod sets differ from its admission's
@@ -686,7 +731,7 @@ func resized(job pkgjobs.Job, wl *strata.Workload) string {
 	if len(errs) > 0 {
 		return ""
 	}
-	return podSetsChanged(podSets, wl.Status.Admission)
+	return podSetsChanged(podSets, wl)
 }
 
 // requeueChanged takes back the admission of a Job changed after it
@@ -791,7 +836,7 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 		}
 	}
 	podSets, _ := job.PodSets()
-	if changed := podSetsChanged(podSets, wl.Status.Admission); changed != "" {
+	if changed := podSetsChanged(podSets, wl); changed != "" {
 		return r.requeueChanged(ctx, job, wl, changed)
 	}
 	before := job.Object().DeepCopyObject()

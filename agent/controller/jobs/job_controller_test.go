@@ -289,3 +289,36 @@ func TestJobSetWithoutReplicatedJobs(t *testing.T) {
 		t.Errorf("nextStep() = %v, want stepHold (it runs unsuspended without admission)", got)
 	}
 }
+
+// TestPodSetsChanged: a Job whose pod counts or per-pod requests differ
+// from what its admission assigned and charged is changed; the admission's
+// node selector and labels in its template are not a change.
+func TestPodSetsChanged(t *testing.T) {
+	admitted := testutil.MakeWorkload("w", ns).PodSets(testutil.MakePodSet("main", 4, "cpu", "1", "memory", "1Gi").Obj()).
+		Admission(&strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "f", Count: 4}}}).Obj()
+	cases := map[string]struct {
+		podSet strata.PodSet
+		want   string
+	}{
+		"as admitted": {podSet: testutil.MakePodSet("main", 4, "cpu", "1", "memory", "1Gi").Obj()},
+		"as admitted, with the admission's node selector": {
+			podSet: func() strata.PodSet {
+				ps := testutil.MakePodSet("main", 4, "cpu", "1000m", "memory", "1Gi").Obj()
+				ps.Template.Spec.NodeSelector = map[string]string{"gpu": "h100"}
+				return ps
+			}(),
+		},
+		"more pods":       {podSet: testutil.MakePodSet("main", 6, "cpu", "1", "memory", "1Gi").Obj(), want: "pod set main has 6 pods, its assignment 4"},
+		"larger pods":     {podSet: testutil.MakePodSet("main", 4, "cpu", "16", "memory", "1Gi").Obj(), want: "pod set main requests cpu=16,memory=1Gi per pod, its admission cpu=1,memory=1Gi"},
+		"a new request":   {podSet: testutil.MakePodSet("main", 4, "cpu", "1", "memory", "1Gi", "nvidia.com/gpu", "1").Obj(), want: "pod set main requests cpu=1,memory=1Gi,nvidia.com/gpu=1 per pod, its admission cpu=1,memory=1Gi"},
+		"a request gone":  {podSet: testutil.MakePodSet("main", 4, "cpu", "1").Obj(), want: "pod set main requests cpu=1 per pod, its admission cpu=1,memory=1Gi"},
+		"another pod set": {podSet: testutil.MakePodSet("workers", 4, "cpu", "1").Obj(), want: "pod set workers has no assignment"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, podSetsChanged([]strata.PodSet{tc.podSet}, admitted)); diff != "" {
+				t.Errorf("podSetsChanged() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -301,21 +301,26 @@ func (c *Cache) retryUncommittedLocked() {
 // false when ctx ends first. Callers that hand out or publish capacity wait
 // for it.
 func (c *Cache) WaitForSync(ctx context.Context) bool {
-	c.mu.Lock()
-	synced := slices.Clone(c.synced)
-	c.mu.Unlock()
 	// Polled more often than client-go's WaitForCacheSync (100 ms): a
 	// restarted agent admits that much sooner.
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		for _, f := range synced {
-			if !f() {
-				return false, nil
-			}
-		}
-		return true, nil
+		return c.Synced(), nil
 	})
-	if err != nil {
-		return false
+	return err == nil
+}
+
+// Synced is WaitForSync without waiting: whether every informer handler
+// has delivered its initial objects, the snapshots rebuilt once they
+// have. A caller that takes capacity outside the scheduler (hot swap)
+// retries later while it is false.
+func (c *Cache) Synced() bool {
+	c.mu.Lock()
+	synced := slices.Clone(c.synced)
+	c.mu.Unlock()
+	for _, f := range synced {
+		if !f() {
+			return false
+		}
 	}
 	c.syncOnce.Do(func() {
 		c.mu.Lock()

@@ -1540,3 +1540,24 @@ func TestHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestSynced: the cache is synced once every informer handler has
+// delivered its initial objects, and is rebuilt then.
+func TestSynced(t *testing.T) {
+	c, _ := newCache(t, node("n1", "r1"))
+	var done bool
+	c.synced = append(c.synced, func() bool { return done })
+	if c.Synced() {
+		t.Fatal("Synced() before the handler synced")
+	}
+	if c.rebuilt {
+		t.Fatal("rebuilt before the handler synced")
+	}
+	done = true
+	if !c.Synced() || !c.rebuilt {
+		t.Fatalf("Synced() = false or not rebuilt after the handler synced")
+	}
+	if !c.WaitForSync(t.Context()) {
+		t.Fatal("WaitForSync() = false once synced")
+	}
+}

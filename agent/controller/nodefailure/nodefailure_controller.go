@@ -235,6 +235,10 @@ type failure struct {
 	since  time.Time
 }
 
+// cacheSyncRetry is how soon a workload is looked at again while the
+// capacity cache is not synced.
+const cacheSyncRetry = 100 * time.Millisecond
+
 // Reconcile detects failed nodes under a workload and replaces or evicts.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var wl strata.Workload
@@ -250,6 +254,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, client.IgnoreNotFound(r.client.Status().Update(ctx, &wl))
 		}
 		return ctrl.Result{}, nil
+	}
+	if !r.cache.Synced() {
+		// Just started: the capacity cache does not hold every admitted
+		// workload and pod yet, and a replacement chosen now could take a
+		// node they fill.
+		return ctrl.Result{RequeueAfter: cacheSyncRetry}, nil
 	}
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, index.PodsOf(wl.Namespace, wl.Name)...); err != nil {

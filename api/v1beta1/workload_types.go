@@ -636,6 +636,13 @@ const (
 	WaitingForPodsReady = "WaitingForPodsReady"
 )
 
+// EvictedByJobChange is the reason of the Evicted condition of a hub
+// Workload dispatched, not admitted yet, whose job's pod sets changed: its
+// copy, made of the job as it was, is taken back; the Workload's spec is
+// brought up to date once it is, and it is dispatched again as the job is
+// now. Its ObservedGeneration is the spec generation it was evicted at.
+const EvictedByJobChange = "JobChanged"
+
 // Priority class sources (Workload spec.priorityClassSource).
 const (
 	WorkloadPriorityClassSource = "strata.dev/workloadpriorityclass"

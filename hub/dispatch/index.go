@@ -57,6 +57,9 @@ type entry struct {
 	deleting        bool
 	invalid         bool
 	inactive        bool
+	// outdated: evicted because its job's pod sets changed, its spec not
+	// brought up to date yet (workload.OutdatedByJob).
+	outdated bool
 	// owner is the UID of the Workload's hub job; kind is its kind (nil when
 	// it has no controller of a hub kind).
 	owner types.UID
@@ -96,7 +99,7 @@ const maxShared = 4096
 // spec did not change.
 func newEntry(wl *strata.Workload, prev *entry) *entry {
 	e := &entry{wl: wl, uid: wl.UID, namespace: wl.Namespace, name: wl.Name, priority: queue.Priority(wl), queuedAt: queue.QueuedAt(wl),
-		localQueue: queue.Key(wl), deleting: !wl.DeletionTimestamp.IsZero(), invalid: wl.Annotations[strata.InvalidAnnotation] != "", inactive: !workload.IsActive(wl),
+		localQueue: queue.Key(wl), deleting: !wl.DeletionTimestamp.IsZero(), invalid: wl.Annotations[strata.InvalidAnnotation] != "", inactive: !workload.IsActive(wl), outdated: workload.OutdatedByJob(wl),
 		generation: Generation(wl), specGeneration: wl.Generation}
 	if owner := metav1.GetControllerOfNoCopy(wl); owner != nil {
 		e.owner, e.kind = owner.UID, jobs.KindOf(kinds.Hub, owner)

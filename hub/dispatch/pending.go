@@ -149,8 +149,11 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 			c.behind = append(c.behind, f)
 			continue
 		}
-		if cq == nil || e.invalid {
-			continue // intake says why on the Workload
+		if cq == nil || e.invalid || e.outdated {
+			// Intake says why on the Workload; an outdated one
+			// (workload.OutdatedByJob) waits for it to bring the spec
+			// up to date.
+			continue
 		}
 		job, err := d.job(ctx, e)
 		if err != nil {

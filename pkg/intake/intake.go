@@ -560,6 +560,13 @@ func (k *Keeper) checkQueue(ctx context.Context, j jobs.Job) (string, string, er
 	return res.Reason, res.Message, nil
 }
 
+// dispatchEvicted says whether a dispatched Workload is being evicted at
+// the hub for another reason (preempted, drained): its copy is taken back
+// already; the spec is brought up to date once it is.
+func dispatchEvicted(wl *strata.Workload) bool {
+	return meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadEvicted)
+}
+
 // apply creates the Workload or brings an unadmitted one up to date —
 // spec and InvalidAnnotation in one write, with the dispatch labels and
 // pinned flavor of a hub's copy, which an admitted one gets too — then
@@ -611,24 +618,32 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		if wl.Status.Admission == nil && wl.Status.Placement != nil && wl.Status.Placement.Cluster != "" && !k.samePodSets(&wl, desired) {
 			// A hub Workload dispatched, not admitted yet, whose job's pod
 			// sets changed (a LeaderWorkerSet scaled, a Job's parallelism):
-			// its copy was made of the job as it was, and the hub's quota
-			// would count the new shape beside the old one running. As
-			// Kueue replaces a Workload its job no longer matches, it is
-			// deleted, its copy taken back with it, and the next pass makes
-			// one of the job as it is now. (One refused, timed out or taken
-			// back, with no cluster, keeps its state: updated below.) The
-			// preconditions make a Workload admitted meanwhile (the
-			// informer behind) safe: that delete fails, and the newer
-			// Workload's event brings another sync.
-			k.recorder.Eventf(job, nil, corev1.EventTypeNormal, "WorkloadReplaced", "Replace", "%s",
-				Truncate(fmt.Sprintf("the pod sets changed after Workload %s was dispatched to %s: it is replaced, its copy there taken back", wl.Name, wl.Status.Placement.Cluster), MaxEventNote))
-			if err := k.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID, ResourceVersion: &wl.ResourceVersion}); err != nil && !apierrors.IsNotFound(err) {
-				if apierrors.IsConflict(err) {
-					return nil, fmt.Errorf("replacing Workload %s/%s: it changed meanwhile: %w", wl.Namespace, wl.Name, err)
-				}
+			// its copy was made of the job as it was. As Kueue stops what
+			// its job no longer matches, it is evicted at the hub (Evicted
+			// True, reason JobChanged): the copies controller takes its
+			// copy back as any eviction's — waiting for its pods, or
+			// replaceAfter for a worker that does not answer — and the
+			// spec stays as it was until then, so that the hub's quota
+			// counts what may still run. Then (no cluster) the spec is
+			// brought up to date below, and the dispatcher, which skips a
+			// Workload evicted so at its current generation
+			// (workload.OutdatedByJob), dispatches it as the job is now.
+			// Deleting it instead, as before, let the next pass place its
+			// successor while the copy still ran.
+			if dispatchEvicted(&wl) {
+				return &wl, nil // its copy is being taken back
+			}
+			message := fmt.Sprintf("the pod sets of the %s changed after the Workload was dispatched to %s: its copy there is taken back, and it is dispatched again as the %s is now",
+				j.Kind().GroupVersionKind().Kind, wl.Status.Placement.Cluster, j.Kind().GroupVersionKind().Kind)
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+				Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByJobChange,
+				Message: Truncate(message, MaxConditionMessage), ObservedGeneration: wl.Generation,
+			})
+			if err := k.client.Status().Update(ctx, &wl); err != nil {
 				return nil, err
 			}
-			return nil, fmt.Errorf("replacing Workload %s/%s: its job's pod sets changed after dispatch", wl.Namespace, wl.Name)
+			k.recorder.Eventf(job, &wl, corev1.EventTypeNormal, strata.EvictedByJobChange, "Evict", "%s", Truncate(message, MaxEventNote))
+			return &wl, nil
 		}
 		if wl.Status.Admission == nil && (!k.sameSpec(&wl, desired) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]) {
 			wl.Spec = desired.Spec
@@ -650,6 +665,17 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 			if err := k.client.Update(ctx, &wl); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if workload.OutdatedByJob(&wl) && (wl.Status.Placement == nil || wl.Status.Placement.Cluster == "") {
+		// Its copy taken back, and its spec not brought up to date above:
+		// the job was changed back meanwhile. It is dispatched as it is.
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+			Type: strata.WorkloadEvicted, Status: metav1.ConditionFalse, Reason: strata.EvictedByJobChange,
+			Message: "its copy was taken back; the job's pod sets are the Workload's again", ObservedGeneration: wl.Generation,
+		})
+		if err := k.client.Status().Update(ctx, &wl); err != nil {
+			return nil, err
 		}
 	}
 	was := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadInvalid)

@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,12 +90,14 @@ func TestSyncLeanWorkloads(t *testing.T) {
 	}
 }
 
-// TestSyncReplacesADispatchedWorkloadWhosePodSetsChanged: a hub Workload
-// dispatched (placed) but not admitted is replaced when its Job's pod sets
-// change (as Kueue replaces a Workload its job no longer matches), so that
-// the hub's quota never counts a shape its copy does not run; one not
-// placed is updated in place, and one admitted is left alone.
-func TestSyncReplacesADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
+// TestSyncEvictsADispatchedWorkloadWhosePodSetsChanged: a hub Workload
+// dispatched (placed) but not admitted whose Job's pod sets change is
+// evicted at the hub (Evicted True, reason JobChanged, at its generation),
+// its spec kept until its copy is taken back (the hub's quota counts what
+// may still run), then brought up to date; one not placed is updated in
+// place, and one admitted is left alone. A job changed back before its
+// copy was taken back makes the Workload dispatchable as it is.
+func TestSyncEvictsADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
 	job := func(parallelism int32) *batchv1.Job {
 		j := makeJob("train", nil)
 		j.Spec.Parallelism = &parallelism
@@ -104,12 +105,16 @@ func TestSyncReplacesADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
 	}
 	cases := map[string]struct {
 		placed, admitted, refused bool
-		wantGone                  bool
 		wantCount                 int32
+		wantEvicted               bool
+		// then: the copy taken back (the cluster cleared), and the job
+		// synced again with parallelism then; wantThen is the count after.
+		then, wantThen int32
 	}{
 		"waiting: updated": {wantCount: 4},
 		"refused once, waiting again: updated, its state kept": {refused: true, wantCount: 4},
-		"dispatched, not admitted: deleted":                    {placed: true, wantGone: true},
+		"dispatched, not admitted: evicted, then updated":      {placed: true, wantCount: 2, wantEvicted: true, then: 4, wantThen: 4},
+		"dispatched, evicted, changed back":                    {placed: true, wantCount: 2, wantEvicted: true, then: 2, wantThen: 2},
 		"admitted: left as it was":                             {placed: true, admitted: true, wantCount: 2},
 	}
 	for name, tc := range cases {
@@ -136,17 +141,50 @@ func TestSyncReplacesADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
 			if err := k.client.Status().Update(ctx, &wl); err != nil {
 				t.Fatal(err)
 			}
-			_, err := k.Sync(ctx, batchjob.Adapt(job(4)))
-			if tc.wantGone != (err != nil) {
-				t.Errorf("Sync() error = %v, want one: %t", err, tc.wantGone)
+			if _, err := k.Sync(ctx, batchjob.Adapt(job(4))); err != nil {
+				t.Fatalf("Sync() error = %v", err)
 			}
 			var got strata.Workload
-			err = k.client.Get(ctx, key, &got)
-			if gone := apierrors.IsNotFound(err); gone != tc.wantGone {
-				t.Fatalf("Workload gone: %t (%v), want %t", gone, err, tc.wantGone)
+			if err := k.client.Get(ctx, key, &got); err != nil {
+				t.Fatal(err)
 			}
-			if !tc.wantGone && got.Spec.PodSets[0].Count != tc.wantCount {
+			if got.UID != wl.UID {
+				t.Errorf("the Workload was replaced")
+			}
+			if got.Spec.PodSets[0].Count != tc.wantCount {
 				t.Errorf("pod set count = %d, want %d", got.Spec.PodSets[0].Count, tc.wantCount)
+			}
+			if evicted := workload.OutdatedByJob(&got); evicted != tc.wantEvicted {
+				t.Errorf("OutdatedByJob() = %t, want %t; conditions: %v", evicted, tc.wantEvicted, got.Status.Conditions)
+			}
+			if tc.then == 0 {
+				return
+			}
+			// Synced again before the copy is taken back: nothing changes.
+			if _, err := k.Sync(ctx, batchjob.Adapt(job(4))); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.client.Get(ctx, key, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.PodSets[0].Count != tc.wantCount || !workload.OutdatedByJob(&got) {
+				t.Errorf("synced again before the take-back: count %d, outdated %t", got.Spec.PodSets[0].Count, workload.OutdatedByJob(&got))
+			}
+			got.Status.Placement.Cluster = ""
+			if err := k.client.Status().Update(ctx, &got); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := k.Sync(ctx, batchjob.Adapt(job(tc.then))); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.client.Get(ctx, key, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.PodSets[0].Count != tc.wantThen {
+				t.Errorf("after the take-back: pod set count = %d, want %d", got.Spec.PodSets[0].Count, tc.wantThen)
+			}
+			if workload.OutdatedByJob(&got) {
+				t.Errorf("after the take-back: still outdated (generation %d); conditions: %v", got.Generation, got.Status.Conditions)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -524,4 +525,14 @@ func DefaultPriorityClass(pcs []*schedulingv1.PriorityClass) *schedulingv1.Prior
 		}
 	}
 	return def
+}
+
+// OutdatedByJob says whether a hub Workload was evicted because its job's
+// pod sets changed after its dispatch (Evicted True, reason
+// EvictedByJobChange) and its spec is not brought up to date yet (the
+// condition's ObservedGeneration is the spec's generation): it is not
+// dispatched as it is.
+func OutdatedByJob(wl *strata.Workload) bool {
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == strata.EvictedByJobChange && c.ObservedGeneration == wl.Generation
 }

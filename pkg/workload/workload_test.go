@@ -599,3 +599,29 @@ func TestUntoleratedFlavorTaint(t *testing.T) {
 		})
 	}
 }
+
+// TestOutdatedByJob: a hub Workload evicted because its job changed is
+// outdated until its spec's generation moves past the eviction's.
+func TestOutdatedByJob(t *testing.T) {
+	evicted := func(status metav1.ConditionStatus, reason string, observed int64) metav1.Condition {
+		return metav1.Condition{Type: strata.WorkloadEvicted, Status: status, Reason: reason, ObservedGeneration: observed}
+	}
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		want       bool
+	}{
+		"never evicted":                        {},
+		"evicted for its job's change":         {conditions: []metav1.Condition{evicted(metav1.ConditionTrue, strata.EvictedByJobChange, 3)}, want: true},
+		"its spec brought up to date since":    {conditions: []metav1.Condition{evicted(metav1.ConditionTrue, strata.EvictedByJobChange, 2)}},
+		"evicted for another reason":           {conditions: []metav1.Condition{evicted(metav1.ConditionTrue, strata.EvictedByPreemption, 3)}},
+		"the eviction over (dispatched again)": {conditions: []metav1.Condition{evicted(metav1.ConditionFalse, strata.EvictedByJobChange, 3)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Status: strata.WorkloadStatus{Conditions: tc.conditions}}
+			if got := OutdatedByJob(wl); got != tc.want {
+				t.Errorf("OutdatedByJob() = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,90 @@
+package fleet
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+)
+
+var _ = Describe("A job changed after its dispatch", func() {
+	It("evicts its hub Workload, takes the copy back, and dispatches the same Workload again as the job is now", func(ctx SpecContext) {
+		e := newEnv(ctx, "resized", map[string][][]string{"w1": {{"4", "4"}}})
+		w1 := worker("w1")
+		By("a policy on w1 that refuses admitting the spec's Workloads, so that the copy waits there")
+		remove := denyWith(ctx, w1, "no-admission-resized", []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+			"strata.dev", "v1beta1", "workloads/status",
+			fmt.Sprintf("object.metadata.namespace != '%s' || !has(object.status.admission)", e.ns), "not admitted here yet")
+		probe := testutil.MakeWorkload("probe", e.ns).Queue("no-such-queue").PodSets(testutil.MakePodSet("main", 1, "cpu", "1").Obj()).Obj()
+		Expect(w1.Client.Create(ctx, probe)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(w1.Client.Get(ctx, client.ObjectKeyFromObject(probe), &wl)).To(Succeed())
+			wl.Status.Admission = &strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "f", Count: 1}}}
+			err := w1.Client.Status().Update(ctx, &wl, client.DryRunAll)
+			g.Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "the policy is not in force yet: %v", err)
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		job := e.job("resized", 1, "1", nil)
+		job.Spec.Completions = ptr.To[int32](4)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		var uid types.UID
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+			g.Expect(wl.Status.Admission).To(BeNil())
+			cp, _ := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Spec.Parallelism).To(Equal(ptr.To[int32](1)))
+			uid = wl.UID
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("the Job's parallelism raised to 2 on the hub before w1 admits it")
+		Eventually(func(g Gomega) {
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+			job.Spec.Parallelism = ptr.To[int32](2)
+			g.Expect(hub.Client.Update(ctx, job)).To(Succeed())
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.UID).To(Equal(uid), "the Workload was replaced")
+			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(2)))
+			var evicted *strata.PlacementAttempt
+			for i, a := range wl.Status.Placement.Attempts {
+				if a.DispatchGeneration == 1 {
+					evicted = &wl.Status.Placement.Attempts[i]
+				}
+			}
+			g.Expect(evicted).NotTo(BeNil(), "attempts: %v", wl.Status.Placement.Attempts)
+			g.Expect(evicted.Result).To(Equal(strata.PlacementEvicted), "attempts: %v", wl.Status.Placement.Attempts)
+			g.Expect(evicted.Message).To(ContainSubstring("the pod sets of the Job changed after the Workload was dispatched to w1"))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("admitted on w1 as it is now, once w1 admits again: one copy, of the new dispatch")
+		remove(ctx)
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.UID).To(Equal(uid))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(2)))
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(BeNumerically(">", 1))
+			cp, cwl := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Spec.Parallelism).To(Equal(ptr.To[int32](2)))
+			g.Expect(cp.Labels[strata.DispatchGenerationLabel]).To(Equal(fmt.Sprint(wl.Status.Placement.DispatchGeneration)))
+			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w1"}))
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	})
+})

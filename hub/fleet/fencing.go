@@ -162,6 +162,7 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 		return
 	}
 	log := ctrl.Log.WithName("fencing").WithValues("cluster", name)
+	wake := f.wakeChan(name)
 	current := false // renewed since the connection, and the last renewal succeeded
 	for {
 		if err := f.prepareRenewal(ctx, name, current); err != nil {
@@ -222,6 +223,7 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 		case <-ctx.Done():
 			return
 		case <-time.After(next):
+		case <-wake: // a revocation to write now
 		}
 	}
 }
@@ -287,7 +289,12 @@ func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, name string, r *remo
 		lease.Spec.LeaseDurationSeconds = ptr.To(int32(fc.FenceAfter / time.Second))
 	}
 	if create {
-		return r.client.Create(ctx, &lease)
+		err = r.client.Create(ctx, &lease)
+	} else {
+		err = r.client.Update(ctx, &lease)
 	}
-	return r.client.Update(ctx, &lease)
+	if err == nil {
+		f.markWritten(name, revoked)
+	}
+	return err
 }

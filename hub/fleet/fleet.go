@@ -78,10 +78,14 @@ type Fleet struct {
 	clock       clock.PassiveClock
 	beforeRenew func(ctx context.Context, worker string) (Sweep, error)
 	// revoked are, per worker, the dispatches whose copies there must not
-	// run, written into its fencing Lease (revocations.go); renewing holds
-	// the worker's renewing lock while it writes them.
+	// run, written into its fencing Lease (revocations.go), each true once
+	// a renewal that landed wrote it; renewing holds the worker's renewing
+	// lock while it writes them.
 	revoked  map[string]map[string]bool
 	renewing map[string]*sync.Mutex
+	// wakes ask each worker's renewal loop for a renewal now (a new
+	// revocation).
+	wakes map[string]chan struct{}
 	// clusterIDs are the identities of the clusters the hub dispatched to,
 	// by worker, and identityChecked when each was last confirmed
 	// (identity.go); guarded by mu.
@@ -151,7 +155,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, generations: map[string]uint64{}, recounting: map[string]bool{},
+		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, wakes: map[string]chan struct{}{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, generations: map[string]uint64{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
 }
 

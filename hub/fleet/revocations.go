@@ -33,11 +33,13 @@ func (f *Fleet) renewLock(name string) *sync.Mutex {
 }
 
 // Revoke lists dispatch key as revoked on a worker, to be written into its
-// fencing Lease with the next renewal, so that its agent never runs that
-// copy again; call it before placing the workload elsewhere without its
-// copy known gone. basis is the last renewal the decision counted from
-// (LastRenewed): false when a renewal reached the worker since, and the
-// decision is to be taken again (the worker answers).
+// fencing Lease by a renewal it asks for at once (not only the next one,
+// renewInterval away), so that its agent never runs that copy again; call
+// it before placing the workload elsewhere without its copy known gone.
+// basis is the last renewal the decision counted from (LastRenewed): false
+// when a renewal reached the worker since, and the decision is to be
+// taken again (the worker answers). RevocationWritten says when the Lease
+// lists it.
 func (f *Fleet) Revoke(name, key string, basis time.Time) bool {
 	l := f.renewLock(name)
 	l.Lock()
@@ -50,8 +52,57 @@ func (f *Fleet) Revoke(name, key string, basis time.Time) bool {
 	if f.revoked[name] == nil {
 		f.revoked[name] = map[string]bool{}
 	}
-	f.revoked[name][key] = true
+	if _, ok := f.revoked[name][key]; !ok {
+		f.revoked[name][key] = false
+		f.wakeLocked(name)
+	}
 	return true
+}
+
+// RevocationWritten says whether a renewal that certainly landed wrote
+// dispatch key into the worker's fencing Lease as revoked (or the Lease
+// listed it when this process adopted it). Without fencing configured
+// there is no Lease to wait for.
+func (f *Fleet) RevocationWritten(name, key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fencing == nil || f.revoked[name][key]
+}
+
+// wakeLocked asks the worker's renewal loop for a renewal now; f.mu held.
+func (f *Fleet) wakeLocked(name string) {
+	select {
+	case f.wakeChanLocked(name) <- struct{}{}:
+	default: // one is asked for already
+	}
+}
+
+// wakeChan is the channel that asks the worker's renewal loop for a
+// renewal now.
+func (f *Fleet) wakeChan(name string) chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.wakeChanLocked(name)
+}
+
+func (f *Fleet) wakeChanLocked(name string) chan struct{} {
+	ch := f.wakes[name]
+	if ch == nil {
+		ch = make(chan struct{}, 1)
+		f.wakes[name] = ch
+	}
+	return ch
+}
+
+// markWritten records that keys were written into the worker's Lease.
+func (f *Fleet) markWritten(name string, keys []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		if _, ok := f.revoked[name][k]; ok {
+			f.revoked[name][k] = true
+		}
+	}
 }
 
 // Revoked returns the dispatches revoked on a worker, sorted.
@@ -77,7 +128,9 @@ func (f *Fleet) settle(name string, s Sweep) {
 			set = map[string]bool{}
 			f.revoked[name] = set
 		}
-		set[k] = true
+		if _, ok := set[k]; !ok {
+			set[k] = false // the renewal that follows the sweep writes it
+		}
 	}
 	for k := range set {
 		if !s.Present[k] {
@@ -101,7 +154,7 @@ func (f *Fleet) adoptRevoked(name, value string) {
 		if f.revoked[name] == nil {
 			f.revoked[name] = map[string]bool{}
 		}
-		f.revoked[name][k] = true
+		f.revoked[name][k] = true // the Lease lists it
 	}
 }
 

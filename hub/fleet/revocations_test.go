@@ -94,3 +94,70 @@ func TestRenewAdoptsRevocations(t *testing.T) {
 		t.Errorf("the Lease lists %q, want u9/1", got)
 	}
 }
+
+// TestRevocationWritten: a revocation asks for a renewal at once, and
+// counts as written only once a renewal that landed listed it; one the
+// Lease listed when adopted is written already.
+func TestRevocationWritten(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	scheme := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "strata-system", Name: strata.FencingLeasePrefix + "hub"}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: key.Name,
+		Annotations: map[string]string{strata.RevokedDispatchesAnnotation: "u9/1"},
+	}}).Build()
+	f := New(nil, "hub")
+	f.SetClock(testingclock.NewFakeClock(t0))
+	if !f.RevocationWritten("w1", "u1/1") {
+		t.Error("without fencing there is no Lease to wait for")
+	}
+	fc := Fencing{Enabled: true, Namespace: key.Namespace, FenceAfter: 10 * time.Minute}
+	f.SetFencing(fc)
+	f.renewed["w1"] = t0
+	wake := f.wakeChan("w1")
+
+	if !f.Revoke("w1", "u1/1", t0) {
+		t.Fatal("Revoke on the current view: want it revoked")
+	}
+	select {
+	case <-wake:
+	default:
+		t.Error("a new revocation asks for no renewal")
+	}
+	if f.RevocationWritten("w1", "u1/1") {
+		t.Error("written before any renewal")
+	}
+	if !f.Revoke("w1", "u1/1", t0) {
+		t.Fatal("Revoke again: want it revoked")
+	}
+	select {
+	case <-wake:
+		t.Error("a revocation listed already asks for another renewal")
+	default:
+	}
+	failing := &remote{client: fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build()} // no Lease kind: every write fails
+	if err := f.renewOnce(context.Background(), &fc, "w1", failing, false); err == nil {
+		t.Fatal("renewOnce on a client without Leases succeeded")
+	}
+	if f.RevocationWritten("w1", "u1/1") {
+		t.Error("written by a renewal that failed")
+	}
+	if err := f.renewOnce(context.Background(), &fc, "w1", &remote{client: c}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"u1/1", "u9/1"} {
+		if !f.RevocationWritten("w1", k) {
+			t.Errorf("%s not written after a renewal that landed", k)
+		}
+	}
+	f.settle("w1", Sweep{Present: map[string]bool{"u1/1": true, "u9/1": true, "u7/3": true}, Stuck: []string{"u7/3", "u1/1"}})
+	if f.RevocationWritten("w1", "u7/3") {
+		t.Error("a stuck copy's revocation written before the renewal after the sweep")
+	}
+	if !f.RevocationWritten("w1", "u1/1") {
+		t.Error("a sweep that finds a written revocation stuck forgets it was written")
+	}
+}

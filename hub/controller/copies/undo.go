@@ -438,6 +438,13 @@ func (r *Reconciler) revokeStray(ctx context.Context, s *scope) error {
 	if !r.fleet.Revoke(s.cluster, s.dispatch, s.lastRenewed) {
 		return fmt.Errorf("revoking dispatch %s on %s: %w", s.dispatch, s.cluster, errCopyGoing) // renewed since: the next reconcile decides again
 	}
+	if !r.fleet.RevocationWritten(s.cluster, s.dispatch) {
+		// The worker answers: until its Lease lists the revocation (a
+		// renewal is asked for at once), its agent may still admit the
+		// copy, which would then run beside the workload placed
+		// elsewhere. The next reconcile reads the Workload there again.
+		return fmt.Errorf("dispatch %s on %s is revoked, its fencing Lease not written yet: %w", s.dispatch, s.cluster, errCopyGoing)
+	}
 	if admitted {
 		ctrl.LoggerFrom(ctx).Info("A Workload of the dispatch is admitted though its Job no longer carries this hub's labels: revoked, waiting for the agent to stop it",
 			"cluster", s.cluster, "dispatch", s.dispatch)

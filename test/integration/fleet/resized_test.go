@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -14,25 +15,35 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/test/integration/framework"
 )
+
+// refuseAdmissions makes worker w refuse, with a policy in force when it
+// returns, every admission of a Workload of namespace ns: copies sent
+// there wait. remove lifts it.
+func refuseAdmissions(ctx SpecContext, w *framework.Cluster, ns string) (remove func(context.Context)) {
+	GinkgoHelper()
+	remove = denyWith(ctx, w, "no-admission-"+ns, []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		"strata.dev", "v1beta1", "workloads/status",
+		fmt.Sprintf("object.metadata.namespace != '%s' || !has(object.status.admission)", ns), "not admitted here yet")
+	probe := testutil.MakeWorkload("probe", ns).Queue("no-such-queue").PodSets(testutil.MakePodSet("main", 1, "cpu", "1").Obj()).Obj()
+	Expect(w.Client.Create(ctx, probe)).To(Succeed())
+	Eventually(func(g Gomega) {
+		var wl strata.Workload
+		g.Expect(w.Client.Get(ctx, client.ObjectKeyFromObject(probe), &wl)).To(Succeed())
+		wl.Status.Admission = &strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "f", Count: 1}}}
+		err := w.Client.Status().Update(ctx, &wl, client.DryRunAll)
+		g.Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "the policy is not in force yet: %v", err)
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	return remove
+}
 
 var _ = Describe("A job changed after its dispatch", func() {
 	It("evicts its hub Workload, takes the copy back, and dispatches the same Workload again as the job is now", func(ctx SpecContext) {
 		e := newEnv(ctx, "resized", map[string][][]string{"w1": {{"4", "4"}}})
 		w1 := worker("w1")
 		By("a policy on w1 that refuses admitting the spec's Workloads, so that the copy waits there")
-		remove := denyWith(ctx, w1, "no-admission-resized", []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-			"strata.dev", "v1beta1", "workloads/status",
-			fmt.Sprintf("object.metadata.namespace != '%s' || !has(object.status.admission)", e.ns), "not admitted here yet")
-		probe := testutil.MakeWorkload("probe", e.ns).Queue("no-such-queue").PodSets(testutil.MakePodSet("main", 1, "cpu", "1").Obj()).Obj()
-		Expect(w1.Client.Create(ctx, probe)).To(Succeed())
-		Eventually(func(g Gomega) {
-			var wl strata.Workload
-			g.Expect(w1.Client.Get(ctx, client.ObjectKeyFromObject(probe), &wl)).To(Succeed())
-			wl.Status.Admission = &strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "f", Count: 1}}}
-			err := w1.Client.Status().Update(ctx, &wl, client.DryRunAll)
-			g.Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "the policy is not in force yet: %v", err)
-		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		remove := refuseAdmissions(ctx, w1, e.ns)
 
 		job := e.job("resized", 1, "1", nil)
 		job.Spec.Completions = ptr.To[int32](4)
@@ -85,6 +96,53 @@ var _ = Describe("A job changed after its dispatch", func() {
 			g.Expect(cwl).NotTo(BeNil())
 			g.Expect(cwl.Status.Admission).NotTo(BeNil())
 			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w1"}))
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	})
+})
+
+var _ = Describe("A copy relabelled before its worker admits it", Label("fencing"), func() {
+	It("is revoked in its worker's fencing Lease before its workload is placed elsewhere", func(ctx SpecContext) {
+		e := newEnv(ctx, "unadmitted", map[string][][]string{"w1": {{"4"}}})
+		w1 := worker("w1")
+		By("a policy on w1 that refuses admitting the spec's Workloads, so that the copy waits there")
+		refuseAdmissions(ctx, w1, e.ns)
+		j := e.job("relabelled", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		var uid types.UID
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+			cp, cwl := copyOn(g, ctx, w1, j)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cwl).NotTo(BeNil(), "the agent made the copy's Workload")
+			uid = wl.UID
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		e.createNode(ctx, worker("w2"), "unadmitted-w2-n0", "r0", "4")
+
+		By("a tenant of w1 takes the hub's origin off the copy's Job and forges its hub Workload UID")
+		Eventually(func(g Gomega) {
+			cp, _ := copyOn(g, ctx, w1, j)
+			g.Expect(cp).NotTo(BeNil())
+			delete(cp.Labels, strata.OriginLabel)
+			cp.Labels[strata.HubWorkloadUIDLabel] = "forged"
+			g.Expect(w1.Client.Update(ctx, cp)).To(Succeed())
+		}).Should(Succeed())
+
+		By("once the hub gives up the dispatch, w1's Lease already lists it as revoked (the suite renews every 2 minutes)")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Attempts).NotTo(BeEmpty())
+			g.Expect(wl.Status.Placement.Attempts[0].Result).NotTo(Equal(strata.PlacementDispatched), "attempts: %v", wl.Status.Placement.Attempts)
+		}, time.Minute, 100*time.Millisecond).Should(Succeed())
+		lease := fenceLease(Default, ctx, "w1")
+		Expect(lease.Annotations[strata.RevokedDispatchesAnnotation]).To(ContainSubstring(string(uid)+"/1"),
+			"the dispatch was given up before w1's agent could know it is revoked")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"))
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
 		}, time.Minute, 200*time.Millisecond).Should(Succeed())
 	})
 })

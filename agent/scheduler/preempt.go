@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -174,7 +175,7 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: queue.WorkloadRequests(wl)}
 	var errs []error
 	for _, v := range result.Victims {
-		evicted, err := s.evictVictim(ctx, v, wl, cq)
+		evicted, err := s.evictVictim(ctx, v, wl, cq, fq.Name)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -272,7 +273,7 @@ func preemptingMessage(p *pendingPreemption, held []types.NamespacedName) string
 // reason) naming the preemptor; the Job controller then stops its job
 // and restores its templates, and the workload waits in its queue again.
 // Its capacity stays taken until its pods are gone.
-func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *strata.Workload, cq *strata.ClusterQueue) (bool, error) {
+func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *strata.Workload, cq *strata.ClusterQueue, flavor string) (bool, error) {
 	// Read from the API server: the informer may lag the admission the
 	// cache holds, and an eviction written on an older object conflicts.
 	cur := &strata.Workload{}
@@ -282,7 +283,7 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 	if cur.Status.Admission == nil {
 		return false, nil
 	}
-	message := fmt.Sprintf("preempted to make room for %s (priority %d) of ClusterQueue %s: %s", client.ObjectKeyFromObject(by), queue.Priority(by), cq.Name, preemption.PolicyNote(v.Reason, cq))
+	message := fmt.Sprintf("preempted to make room for %s (priority %d) of ClusterQueue %s on flavor %s: %s", client.ObjectKeyFromObject(by), queue.Priority(by), cq.Name, flavor, preemption.PolicyNote(v.Reason, cq))
 	cur = cur.DeepCopy()
 	cur.Status.Admission = nil
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: message})
@@ -305,4 +306,55 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Preempted", "workload", v.Key, "by", client.ObjectKeyFromObject(by), "reason", v.Reason)
 	return true, nil
+}
+
+// preemptedBy matches the message evictVictim writes: the preemptor, its
+// ClusterQueue and the flavor it preempted on.
+var preemptedBy = regexp.MustCompile(`^preempted to make room for ([^/\s]+)/(\S+) \(priority -?\d+\) of ClusterQueue (\S+) on flavor ([^:\s]+):`)
+
+// preemptorOf reads, from a preempted workload's Evicted condition, the
+// preemption that evicted it: its preemptor, that one's ClusterQueue, and
+// the flavor; false for any other eviction.
+func preemptorOf(wl *strata.Workload) (by types.NamespacedName, cq, flavor string, ok bool) {
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != strata.EvictedByPreemption {
+		return types.NamespacedName{}, "", "", false
+	}
+	m := preemptedBy.FindStringSubmatch(c.Message)
+	if m == nil {
+		return types.NamespacedName{}, "", "", false
+	}
+	return types.NamespacedName{Namespace: m[1], Name: m[2]}, m[3], m[4], true
+}
+
+// restorePreemptions rebuilds, in the first pass of a process, the
+// preemptions an earlier one left under way (an agent restarted, or a
+// leader's handover, while victims' pods terminate): preemptions live in
+// memory only, and without them a preemptor whose victims still hold
+// their nodes would search again and evict more workloads, and its
+// victims, back in their queue, could be admitted into what they are
+// freeing for it. A victim counts while its Evicted condition names a
+// pending preemptor (evictVictim's message) and its pods still hold
+// capacity; the preemptor's quota hold is its requests on that flavor.
+func (s *Scheduler) restorePreemptions(pending []*strata.Workload) {
+	byKey := make(map[types.NamespacedName]*strata.Workload, len(pending))
+	for _, wl := range pending {
+		byKey[client.ObjectKeyFromObject(wl)] = wl
+	}
+	for _, v := range pending {
+		by, cq, flavor, ok := preemptorOf(v)
+		pre := byKey[by]
+		key := client.ObjectKeyFromObject(v)
+		if !ok || pre == nil || !s.cache.Holds(key) {
+			continue
+		}
+		p := s.preemptions[by]
+		if p == nil {
+			p = &pendingPreemption{flavor: flavor, queue: cq, requests: queue.WorkloadRequests(pre)}
+			s.preemptions[by] = p
+		}
+		if p.flavor == flavor && !slices.Contains(p.victims, key) {
+			p.victims = append(p.victims, key)
+		}
+	}
 }

@@ -16,12 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -412,5 +414,81 @@ func TestPreemptorOrderedByItsHeightAfterVictims(t *testing.T) {
 	}
 	if got["hi"] != admitted {
 		t.Errorf("hi not admitted: %+v", got)
+	}
+}
+
+// TestPreemptionSurvivesARestart: a scheduler that starts while a
+// preemption's victim still has pods (an agent restarted, or a new
+// leader) keeps waiting for them, as the one before did; it searches
+// again only if it was not told of them, evicting a second victim.
+func TestPreemptionSurvivesARestart(t *testing.T) {
+	cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	e := newSchedEnv(t, []client.Object{cq, job("low1", "cq", 4, ptr.To[int32](1), 0), job("low2", "cq", 4, ptr.To[int32](1), 1)}, nil,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "4"), tasNode("r2-n1", "r2", "4")}, interceptor.Funcs{})
+	pass := func() map[string]outcome {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		got := e.outcomes(t)
+		e.informed(t)
+		return got
+	}
+	if diff := cmp.Diff(map[string]outcome{"low1": admitted, "low2": admitted}, withoutMessages(pass(), nil)); diff != "" {
+		t.Fatalf("first pass (-want,+got):\n%s", diff)
+	}
+	// Both run: their pods hold their racks until they end.
+	for _, name := range []string{"low1", "low2"} {
+		var wl strata.Workload
+		if err := e.c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, &wl); err != nil {
+			t.Fatal(err)
+		}
+		a, err := tas.Decode(wl.Status.Admission.PodSetAssignments[0].TopologyAssignment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		node := a.Domains[0].Values[len(a.Domains[0].Values)-1]
+		for i := range 4 {
+			e.s.cache.SetPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s-%d", name, i), UID: types.UID(fmt.Sprintf("%s-%d", name, i)),
+				Labels: map[string]string{strata.WorkloadLabel: name, strata.TASLabel: "true"}},
+				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+		}
+	}
+	if err := e.c.Create(t.Context(), job("high", "cq", 4, ptr.To[int32](10), 2)); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	got := withoutMessages(pass(), nil)
+	if got["high"].Reason != ReasonPreempting {
+		t.Fatalf("high: %+v, want it preempting", got["high"])
+	}
+	evicted := func(got map[string]outcome) []string {
+		var out []string
+		for _, name := range []string{"low1", "low2"} {
+			if got[name].Reason != ReasonAdmitted {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	victims := evicted(got)
+	if len(victims) != 1 {
+		t.Fatalf("victims %v, want one", victims)
+	}
+
+	// A new process: the same cache (the victim's pods still run), a new
+	// scheduler.
+	e.s = New(e.c, e.s.cache, tas.DefaultOptions(), &events.FakeRecorder{})
+	e.informed(t)
+	for range 2 {
+		got = withoutMessages(pass(), nil)
+		if diff := cmp.Diff(victims, evicted(got)); diff != "" {
+			t.Fatalf("after the restart, victims (-before,+after):\n%s", diff)
+		}
+		if got["high"].Reason != ReasonPreempting {
+			t.Errorf("after the restart, high: %+v, want it still preempting", got["high"])
+		}
 	}
 }

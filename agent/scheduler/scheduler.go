@@ -104,6 +104,9 @@ type Scheduler struct {
 	// searches the preemption searches left to this pass.
 	preemptions map[types.NamespacedName]*pendingPreemption
 	victimOf    map[types.NamespacedName]types.NamespacedName
+	// preemptionsRestored: the first pass rebuilt the preemptions an
+	// earlier process left under way (restorePreemptions).
+	preemptionsRestored bool
 	// pendingWL are the pass's pending workloads of open queues, by key;
 	// charged the preemptions whose hold the pass charged.
 	pendingWL map[types.NamespacedName]*strata.Workload
@@ -381,6 +384,14 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// their place again.
 	for key := range writing {
 		pendingKeys[key] = true
+	}
+	if !s.preemptionsRestored {
+		s.preemptionsRestored = true
+		var all []*strata.Workload
+		for _, wls := range counted {
+			all = append(all, wls...)
+		}
+		s.restorePreemptions(all)
 	}
 	s.victimOf = s.forgetPreemptions(pendingKeys)
 	// The quota a preemption frees is held for its preemptor until it is

@@ -103,7 +103,7 @@ var _ = Describe("Preemption", Ordered, Label("agent", "preemption"), func() {
 		mid2 := prioritizedJob(ns, "within-q", "pre-mid")
 		Expect(worker.Client.Create(ctx, mid2)).To(Succeed())
 		// low is lower and preemptible: mid2 preempts it, not mid.
-		expectPreempted(ctx, low, strata.PreemptedInClusterQueue, "(priority 100) of ClusterQueue within-q: withinClusterQueue: LowerPriority")
+		expectPreempted(ctx, low, strata.PreemptedInClusterQueue, "(priority 100) of ClusterQueue within-q on flavor tas-preempt: withinClusterQueue: LowerPriority")
 		expectWaiting(ctx, mid2, scheduler.ReasonPreempting, "admitted once the pods of "+ns+"/")
 
 		By("the victim's pod ends: the preemptor is admitted on its rack, the victim waits")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,9 +123,25 @@ func (o *OrphanCollector) CollectWorker(ctx context.Context, cluster string) (fl
 	if err != nil {
 		return fleet.Sweep{}, err
 	}
+	var hidden []string
 	for _, k := range live {
+		if !sweep.Present[k] {
+			hidden = append(hidden, k)
+		}
 		sweep.Present[k] = true
 	}
+	// Such a copy the hub placed elsewhere meanwhile (after replaceAfter
+	// with the worker cut off) is revoked now, though no revocation of it
+	// was written: a process that restarted since lost the one it held in
+	// memory, and this renewal would lift the worker's fence and let the
+	// agent resume it beside the workload's new copy. Only dispatches of
+	// the hub's own Workloads count (by UID): a tenant's Job labelled as a
+	// copy fills no Lease.
+	stale, err := o.moved(ctx, cluster, hidden)
+	if err != nil {
+		return fleet.Sweep{}, err
+	}
+	sweep.Stuck = append(sweep.Stuck, stale...)
 	_, err = o.collect(ctx, cluster, 0, copies, func(cp client.Object, err error) {
 		if uid, gen, ok := dispatch.CopyOf(cp); ok {
 			sweep.Stuck = append(sweep.Stuck, dispatch.Key(uid, gen))
@@ -135,6 +153,41 @@ func (o *OrphanCollector) CollectWorker(ctx context.Context, cluster string) (fl
 		return fleet.Sweep{}, err
 	}
 	return sweep, nil
+}
+
+// moved returns, of dispatch keys found on cluster by the copies'
+// Workloads only, those that a hub Workload of this hub (the key's UID)
+// no longer places there: it was placed elsewhere, or its dispatch
+// undone. A key of a newer dispatch than the Workload shows is not (the
+// informer is behind), nor one of no hub Workload.
+func (o *OrphanCollector) moved(ctx context.Context, cluster string, keys []string) ([]string, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	var list strata.WorkloadList
+	if err := o.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("%w: %w", errHubRead, err)
+	}
+	byUID := make(map[types.UID]*strata.Workload, len(list.Items))
+	for i := range list.Items {
+		byUID[list.Items[i].UID] = &list.Items[i]
+	}
+	var out []string
+	for _, k := range keys {
+		i := strings.LastIndexByte(k, '/')
+		if i < 0 {
+			continue
+		}
+		gen, err := strconv.ParseInt(k[i+1:], 10, 64)
+		wl := byUID[types.UID(k[:i])]
+		if err != nil || wl == nil || gen > dispatch.Generation(wl) {
+			continue
+		}
+		if on, _, placedGen, placed := dispatch.Placed(wl); !placed || on != cluster || placedGen != gen {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // errHubRead marks a failure to read the hub's own objects.

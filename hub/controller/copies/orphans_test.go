@@ -1,15 +1,19 @@
 package copies
 
 import (
+	"context"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/scheme"
 )
 
 func TestOrphaned(t *testing.T) {
@@ -82,5 +86,27 @@ func TestMade(t *testing.T) {
 				t.Errorf("Made() = %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestMoved: of the dispatches found on a worker by their Workloads only
+// (a copy whose Job a tenant relabelled), those a hub Workload no longer
+// places there are revoked; a newer dispatch than the hub shows, one of
+// no hub Workload (a tenant's forgery) and a malformed key are not.
+func TestMoved(t *testing.T) {
+	placed := func(uid types.UID, cluster string, gen int64) *strata.Workload {
+		wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wl-" + string(uid), UID: uid},
+			Status: strata.WorkloadStatus{Placement: &strata.Placement{Cluster: cluster, Flavor: "f", DispatchGeneration: gen}}}
+		return wl
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		placed("u1", "w1", 2), placed("u2", "w2", 1), placed("u3", "", 3)).Build()
+	o := &OrphanCollector{client: c}
+	got, err := o.moved(context.Background(), "w1", []string{"u1/2", "u1/1", "u2/1", "u3/3", "u3/4", "u9/1", "garbage", "u1/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"u1/1", "u2/1", "u3/3"}, got); diff != "" {
+		t.Errorf("moved (-want,+got):\n%s", diff)
 	}
 }

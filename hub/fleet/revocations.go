@@ -54,19 +54,37 @@ func (f *Fleet) Revoke(name, key string, basis time.Time) bool {
 	}
 	if _, ok := f.revoked[name][key]; !ok {
 		f.revoked[name][key] = false
+		if f.revokedAt[name] == nil {
+			f.revokedAt[name] = map[string]time.Time{}
+		}
+		f.revokedAt[name][key] = f.clock.Now()
 		f.wakeLocked(name)
 	}
 	return true
 }
 
+// revocationWriteWait bounds how long RevocationWritten waits for a
+// renewal to write a revocation. A worker whose renewals keep failing
+// while it answers reads (a Lease write refused, the sweep before it
+// failing) would otherwise hold the workload for ever; after it the
+// dispatch is given up as before revocations were awaited: the worker's
+// WorkerCluster says why it is not renewed, and its agent fences the
+// hub's copies fenceAfter after the last renewal.
+const revocationWriteWait = 30 * time.Second
+
 // RevocationWritten says whether a renewal that certainly landed wrote
 // dispatch key into the worker's fencing Lease as revoked (or the Lease
-// listed it when this process adopted it). Without fencing configured
-// there is no Lease to wait for.
+// listed it when this process adopted it), or revocationWriteWait passed
+// since it was revoked. Without fencing configured there is no Lease to
+// wait for.
 func (f *Fleet) RevocationWritten(name, key string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.fencing == nil || f.revoked[name][key]
+	if f.fencing == nil || f.revoked[name][key] {
+		return true
+	}
+	at, ok := f.revokedAt[name][key]
+	return ok && f.clock.Since(at) >= revocationWriteWait
 }
 
 // wakeLocked asks the worker's renewal loop for a renewal now; f.mu held.
@@ -101,6 +119,7 @@ func (f *Fleet) markWritten(name string, keys []string) {
 	for _, k := range keys {
 		if _, ok := f.revoked[name][k]; ok {
 			f.revoked[name][k] = true
+			delete(f.revokedAt[name], k)
 		}
 	}
 }
@@ -135,6 +154,7 @@ func (f *Fleet) settle(name string, s Sweep) {
 	for k := range set {
 		if !s.Present[k] {
 			delete(set, k)
+			delete(f.revokedAt[name], k)
 		}
 	}
 }

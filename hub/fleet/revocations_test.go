@@ -110,7 +110,8 @@ func TestRevocationWritten(t *testing.T) {
 		Annotations: map[string]string{strata.RevokedDispatchesAnnotation: "u9/1"},
 	}}).Build()
 	f := New(nil, "hub")
-	f.SetClock(testingclock.NewFakeClock(t0))
+	clk := testingclock.NewFakeClock(t0)
+	f.SetClock(clk)
 	if !f.RevocationWritten("w1", "u1/1") {
 		t.Error("without fencing there is no Lease to wait for")
 	}
@@ -144,6 +145,19 @@ func TestRevocationWritten(t *testing.T) {
 	}
 	if f.RevocationWritten("w1", "u1/1") {
 		t.Error("written by a renewal that failed")
+	}
+	// Renewals that keep failing hold the dispatch revocationWriteWait
+	// at most.
+	if !f.Revoke("w1", "u5/1", t0) {
+		t.Fatal("Revoke u5/1: want it revoked")
+	}
+	clk.Step(revocationWriteWait - time.Second)
+	if f.RevocationWritten("w1", "u5/1") {
+		t.Error("given up before revocationWriteWait")
+	}
+	clk.Step(time.Second)
+	if !f.RevocationWritten("w1", "u5/1") {
+		t.Error("still waited for after revocationWriteWait")
 	}
 	if err := f.renewOnce(context.Background(), &fc, "w1", &remote{client: c}, true); err != nil {
 		t.Fatal(err)

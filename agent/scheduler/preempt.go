@@ -327,34 +327,67 @@ func preemptorOf(wl *strata.Workload) (by types.NamespacedName, cq, flavor strin
 	return types.NamespacedName{Namespace: m[1], Name: m[2]}, m[3], m[4], true
 }
 
+// preemptingVictims matches the preemptor's waiting message
+// (preemptingMessage): the flavor and the victims whose pods still held
+// capacity when it was written.
+var preemptingVictims = regexp.MustCompile(`^preempting \d+ workload\(s\) on flavor (\S+); admitted once the pods of (.+) are gone$`)
+
 // restorePreemptions rebuilds, in the first pass of a process, the
 // preemptions an earlier one left under way (an agent restarted, or a
 // leader's handover, while victims' pods terminate): preemptions live in
 // memory only, and without them a preemptor whose victims still hold
 // their nodes would search again and evict more workloads, and its
 // victims, back in their queue, could be admitted into what they are
-// freeing for it. A victim counts while its Evicted condition names a
-// pending preemptor (evictVictim's message) and its pods still hold
-// capacity; the preemptor's quota hold is its requests on that flavor.
-func (s *Scheduler) restorePreemptions(pending []*strata.Workload) {
-	byKey := make(map[types.NamespacedName]*strata.Workload, len(pending))
-	for _, wl := range pending {
-		byKey[client.ObjectKeyFromObject(wl)] = wl
+// freeing for it. Two records say what was under way: a preemptor's
+// Admitted condition (reason Preempting) names the flavor and the victims
+// whose pods held capacity then, whether their Workloads still exist or
+// not (a Job deleted after its preemption leaves its pods terminating);
+// a victim's Evicted condition (evictVictim's message) names its
+// preemptor, that one's ClusterQueue and the flavor. A victim counts
+// while its pods still hold capacity; the preemptor's quota hold is its
+// requests on that flavor in its ClusterQueue. pending are the pass's
+// pending workloads by ClusterQueue.
+func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
+	byKey := map[types.NamespacedName]*strata.Workload{}
+	queueOf := map[types.NamespacedName]string{}
+	for q, wls := range pending {
+		for _, wl := range wls {
+			byKey[client.ObjectKeyFromObject(wl)] = wl
+			queueOf[client.ObjectKeyFromObject(wl)] = q
+		}
 	}
-	for _, v := range pending {
-		by, cq, flavor, ok := preemptorOf(v)
+	add := func(by types.NamespacedName, cq, flavor string, victim types.NamespacedName) {
 		pre := byKey[by]
-		key := client.ObjectKeyFromObject(v)
-		if !ok || pre == nil || !s.cache.Holds(key) {
-			continue
+		if pre == nil || cq == "" || !s.cache.Holds(victim) {
+			return
 		}
 		p := s.preemptions[by]
 		if p == nil {
 			p = &pendingPreemption{flavor: flavor, queue: cq, requests: queue.WorkloadRequests(pre)}
 			s.preemptions[by] = p
 		}
-		if p.flavor == flavor && !slices.Contains(p.victims, key) {
-			p.victims = append(p.victims, key)
+		if p.flavor == flavor && !slices.Contains(p.victims, victim) {
+			p.victims = append(p.victims, victim)
+		}
+	}
+	for key, wl := range byKey {
+		c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonPreempting {
+			continue
+		}
+		m := preemptingVictims.FindStringSubmatch(c.Message)
+		if m == nil {
+			continue
+		}
+		for _, v := range strings.Split(m[2], ", ") {
+			if ns, name, ok := strings.Cut(v, "/"); ok {
+				add(key, queueOf[key], m[1], types.NamespacedName{Namespace: ns, Name: name})
+			}
+		}
+	}
+	for key, wl := range byKey {
+		if by, cq, flavor, ok := preemptorOf(wl); ok {
+			add(by, cq, flavor, key)
 		}
 	}
 }

@@ -422,6 +422,16 @@ func TestPreemptorOrderedByItsHeightAfterVictims(t *testing.T) {
 // leader) keeps waiting for them, as the one before did; it searches
 // again only if it was not told of them, evicting a second victim.
 func TestPreemptionSurvivesARestart(t *testing.T) {
+	for name, deleted := range map[string]bool{"victim pending": false, "victim's Workload deleted": true} {
+		t.Run(name, func(t *testing.T) { testPreemptionSurvivesARestart(t, deleted) })
+	}
+}
+
+// testPreemptionSurvivesARestart is TestPreemptionSurvivesARestart; with
+// deleted, the victim's Workload is deleted before the restart (its Job
+// deleted, its pods still terminating): only the preemptor's condition
+// names it.
+func testPreemptionSurvivesARestart(t *testing.T, deleted bool) {
 	cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
 	e := newSchedEnv(t, []client.Object{cq, job("low1", "cq", 4, ptr.To[int32](1), 0), job("low2", "cq", 4, ptr.To[int32](1), 1)}, nil,
 		[]*corev1.Node{tasNode("r1-n1", "r1", "4"), tasNode("r2-n1", "r2", "4")}, interceptor.Funcs{})
@@ -478,12 +488,23 @@ func TestPreemptionSurvivesARestart(t *testing.T) {
 		t.Fatalf("victims %v, want one", victims)
 	}
 
+	if deleted {
+		wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: victims[0]}}
+		if err := e.c.Delete(t.Context(), wl); err != nil {
+			t.Fatal(err)
+		}
+		e.s.WorkloadEvent(wl, true)
+	}
 	// A new process: the same cache (the victim's pods still run), a new
 	// scheduler.
 	e.s = New(e.c, e.s.cache, tas.DefaultOptions(), &events.FakeRecorder{})
 	e.informed(t)
 	for range 2 {
 		got = withoutMessages(pass(), nil)
+		if deleted {
+			delete(got, victims[0])
+			got[victims[0]] = outcome{Reason: "deleted"}
+		}
 		if diff := cmp.Diff(victims, evicted(got)); diff != "" {
 			t.Fatalf("after the restart, victims (-before,+after):\n%s", diff)
 		}

@@ -385,13 +385,10 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	for key := range writing {
 		pendingKeys[key] = true
 	}
-	if !s.preemptionsRestored {
+	if !s.preemptionsRestored && err == nil {
+		// Once, from a complete view of the pending workloads.
 		s.preemptionsRestored = true
-		var all []*strata.Workload
-		for _, wls := range counted {
-			all = append(all, wls...)
-		}
-		s.restorePreemptions(all)
+		s.restorePreemptions(counted)
 	}
 	s.victimOf = s.forgetPreemptions(pendingKeys)
 	// The quota a preemption frees is held for its preemptor until it is

@@ -54,8 +54,9 @@ func runningOn(ctx context.Context, j *batchv1.Job, w string) {
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
-// fencedOn waits until job's copy on worker w is stopped by fencing.
-func fencedOn(ctx context.Context, j *batchv1.Job, w string) {
+// fencedOnW1 waits until job's copy on w1 is stopped by fencing.
+func fencedOnW1(ctx context.Context, j *batchv1.Job) {
+	const w = "w1"
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		cp, cwl := copyOn(g, ctx, worker(w), j)
@@ -106,7 +107,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 			DeferCleanup(stopFollowing)
 			seen := followRunning(followCtx, e.ns, "w1", "w2")
 			heal := cutW1()
-			fencedOn(ctx, j, "w1")
+			fencedOnW1(ctx, j)
 			runningOn(ctx, j, "w2")
 			heal()
 			Eventually(func(g Gomega) {
@@ -139,7 +140,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 
 		By("cutting the hub off w1; the copy is fenced; w1's agent restarts")
 		heal := cutW1()
-		fencedOn(ctx, j, "w1")
+		fencedOnW1(ctx, j)
 		stopAgents["w1"]()
 		stopAgents["w1"] = startAgent(worker("w1"))
 		By("the restarted agent holds the copy while it is placed on w2")
@@ -412,7 +413,7 @@ var _ = Describe("Fencing when clocks, restarts and caches do not cooperate", Se
 		Expect(hub.Client.Create(ctx, j)).To(Succeed())
 		runningOn(ctx, j, "w1")
 		heal := cutW1()
-		fencedOn(ctx, j, "w1")
+		fencedOnW1(ctx, j)
 
 		By("deleting the fencing Lease on w1")
 		Expect(worker("w1").Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{

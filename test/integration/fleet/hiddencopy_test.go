@@ -25,7 +25,7 @@ var _ = Describe("A copy hidden by a tenant during a partition", Label("fencing"
 		By("a partition between the hub and w1: w1's agent fences the copy")
 		heal := cutW1()
 		DeferCleanup(heal)
-		fencedOn(ctx, j, "w1")
+		fencedOnW1(ctx, j)
 
 		By("a tenant of w1 takes the hub's origin off the copy's Job and forges its hub Workload UID")
 		Eventually(func(g Gomega) {

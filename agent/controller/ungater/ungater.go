@@ -16,7 +16,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +38,11 @@ import (
 type Reconciler struct {
 	client client.Client
 	batch  time.Duration
+	// live reads a pod before it is stopped for running without its
+	// release (bypassed); recorder says so on its Workload. Both unset:
+	// such pods are left alone.
+	live     client.Reader
+	recorder events.EventRecorder
 
 	mu sync.Mutex
 	// expected are pods ungated by this agent but not yet seen ungated in
@@ -59,6 +66,14 @@ type placed struct {
 // NewReconciler returns a Reconciler batching pod events over batch.
 func NewReconciler(c client.Client, batch time.Duration) *Reconciler {
 	return &Reconciler{client: c, batch: batch, expected: map[types.NamespacedName]map[types.UID]placed{}, want: map[types.NamespacedName]int32{}}
+}
+
+// WithBypassCheck has the reconciler delete the pods of a topology-assigned
+// pod set that lost their gate to someone else than an agent (bypassed),
+// after reading them with live.
+func (r *Reconciler) WithBypassCheck(live client.Reader, recorder events.EventRecorder) *Reconciler {
+	r.live, r.recorder = live, recorder
+	return r
 }
 
 // SetupWithManager watches admitted Workloads and the pods that carry a
@@ -95,11 +110,12 @@ func (r *Reconciler) podHandler() handler.EventHandler {
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			// A gated pod waits for its domain; a pod that stops running
-			// frees a slot for its replacement. Other updates change nothing
-			// the ungater decides on.
+			// frees a slot for its replacement; a pod that loses its gate
+			// is checked for a release by someone else (bypassed). Other
+			// updates change nothing the ungater decides on.
 			oldPod, okOld := e.ObjectOld.(*corev1.Pod)
 			newPod, okNew := e.ObjectNew.(*corev1.Pod)
-			if okOld && okNew && !workload.TopologyGated(newPod) && active(newPod) == active(oldPod) {
+			if okOld && okNew && !workload.TopologyGated(newPod) && !workload.TopologyGated(oldPod) && active(newPod) == active(oldPod) {
 				return
 			}
 			enqueue(ctx, e.ObjectNew, q)
@@ -196,8 +212,74 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.ungate(ctx, req.NamespacedName, ps, a, &flavor, pods.Items); err != nil {
 			return ctrl.Result{}, err
 		}
+		if err := r.stopBypassed(ctx, &wl, psa.Name, a, pods.Items); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// bypassed says whether a pod of a pod set whose admission has topology
+// assignment a runs without the strata.dev/topology gate although no agent
+// released it. An agent's release writes every level of the assignment into
+// the pod's node selector in the write that removes the gate; a pod that
+// lacks one lost its gate to someone else — a tenant allowed to update pods
+// in the namespace — and kube-scheduler may put it anywhere in the flavor,
+// outside the domains the admission assigned and counted.
+//
+// A pod whose node selector names every level is not judged here, even
+// when the domain it names is not the assignment's: hot swap leaves such
+// pods on a replaced node to fail (nodefailure), and a tenant could only
+// have written a domain of the flavor's nodes that way.
+func bypassed(a *tas.Assignment, p *corev1.Pod) bool {
+	if workload.TopologyGated(p) || !active(p) {
+		return false
+	}
+	for _, level := range a.Levels {
+		if _, ok := p.Spec.NodeSelector[level]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// stopBypassed deletes the pods of pod set podSet that run bypassed, after
+// reading each live (a pod the cache shows ungated without its domain can
+// only be so, as the agent's release writes both at once; the read guards
+// against a pod replaced under the same name). The Job controller (or the
+// kind's) makes them again from the admitted template, gated, and the
+// ungater sends them to their domains.
+func (r *Reconciler) stopBypassed(ctx context.Context, wl *strata.Workload, podSet string, a *tas.Assignment, all []corev1.Pod) error {
+	if r.live == nil {
+		return nil
+	}
+	var errs []error
+	for i := range all {
+		p := &all[i]
+		if p.Labels[strata.PodSetLabel] != podSet || !bypassed(a, p) {
+			continue
+		}
+		var live corev1.Pod
+		if err := r.live.Get(ctx, client.ObjectKeyFromObject(p), &live); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("pod %s: %w", p.Name, err))
+			}
+			continue
+		}
+		if live.UID != p.UID || !bypassed(a, &live) {
+			continue
+		}
+		if err := r.client.Delete(ctx, &live, client.Preconditions{UID: &live.UID, ResourceVersion: &live.ResourceVersion}); err != nil {
+			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				errs = append(errs, fmt.Errorf("deleting pod %s, released around the agent: %w", p.Name, err))
+			}
+			continue
+		}
+		r.recorder.Eventf(wl, &live, corev1.EventTypeWarning, "PodReleasedAroundAgent", "Delete",
+			"Pod %s lost the %s gate to someone other than strata-agent and could run outside the domains of pod set %s's admission; it is deleted, to be made again gated and released into its domain",
+			p.Name, strata.TopologySchedulingGate, podSet)
+	}
+	return errors.Join(errs...)
 }
 
 // ungate gives the gated pods of one pod set their domains.

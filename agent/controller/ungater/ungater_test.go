@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	kubeflow "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
@@ -24,7 +25,10 @@ import (
 	"strata.dev/strata/pkg/workload"
 )
 
-const hostLabel = strata.HostnameLabel
+const (
+	hostLabel = strata.HostnameLabel
+	rackLabel = "example.com/rack"
+)
 
 // pod is a pod of pod set "main": gated unless host is set (then ungated
 // to that host); index < 0 means no completion index label.
@@ -401,6 +405,53 @@ func TestRelease(t *testing.T) {
 			}
 			if diff := cmp.Diff(want.Spec, got.Spec); diff != "" {
 				t.Errorf("spec (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBypassed: an ungated, running pod without every level of its
+// assignment in its node selector was released by someone other than an
+// agent.
+func TestBypassed(t *testing.T) {
+	a := &tas.Assignment{Levels: []string{rackLabel, hostLabel}, Domains: []tas.DomainAssignment{{Values: []string{"r1", "h1"}, Count: 1}}}
+	for name, tc := range map[string]struct {
+		pod  func(*corev1.Pod)
+		want bool
+	}{
+		"gated": {pod: func(*corev1.Pod) {}},
+		"released by the agent": {pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = nil
+			p.Spec.NodeSelector = map[string]string{"pool": "gpu", rackLabel: "r1", hostLabel: "h1"}
+		}},
+		"released into a domain the assignment lost (hot swap's to fail)": {pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = nil
+			p.Spec.NodeSelector = map[string]string{rackLabel: "r1", hostLabel: "h9"}
+		}},
+		"gate removed, no node selector": {want: true, pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = nil
+		}},
+		"gate removed, a level missing": {want: true, pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = nil
+			p.Spec.NodeSelector = map[string]string{rackLabel: "r1"}
+		}},
+		"gate removed, finished": {pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = nil
+			p.Status.Phase = corev1.PodSucceeded
+		}},
+		"gate removed, being deleted": {pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = nil
+			p.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		}},
+		"another gate left": {want: true, pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := pod("a", 0, "")
+			tc.pod(&p)
+			if got := bypassed(a, &p); got != tc.want {
+				t.Errorf("bypassed() = %t, want %t", got, tc.want)
 			}
 		})
 	}

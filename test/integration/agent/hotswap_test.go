@@ -208,7 +208,10 @@ func runningPodOn(ctx SpecContext, job *batchv1.Job, host string) {
 		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-running", Namespace: job.Namespace, Labels: map[string]string{
 			strata.WorkloadLabel: jobs.WorkloadName(job.Name), strata.PodSetLabel: "main", strata.TASLabel: "true",
 		}, OwnerReferences: jobOwner(job)},
-		Spec: corev1.PodSpec{NodeName: host, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		// Released as the ungater does: its domain in its node selector
+		// (a pod without it would be one released around the agent).
+		Spec: corev1.PodSpec{NodeName: host, NodeSelector: map[string]string{strata.HostnameLabel: host},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}
 	Expect(worker.Client.Create(ctx, p)).To(Succeed())
 	p.Status.Phase = corev1.PodRunning

@@ -794,6 +794,9 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			return admitted, true, err
 		}
 	}
+	if admitted, fits := s.admitPartially(ctx, cq, flavors, usage, books, wl); admitted || fits {
+		return s.fitted(ctx, wl, fits)
+	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "the ClusterQueue has no flavors")
 	}
@@ -876,17 +879,29 @@ func topologyMissing(def *strata.ResourceFlavor) error {
 // between. It returns the workload with its admission, not yet written. A
 // flavor that is not ready is its reason before the quota.
 func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) (*strata.Workload, error) {
-	return s.placeOn(cq, fq, books, wl, true)
+	return s.placeOn(cq, fq, books, wl, nil, true)
 }
 
 // fits says whether place would admit the workload on the flavor, taking
 // nothing.
 func (s *Scheduler) fits(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) bool {
-	admitted, err := s.placeOn(cq, fq, books, wl, false)
+	return s.fitsWith(cq, fq, books, wl, nil)
+}
+
+// fitsWith is fits with the pod sets' counts (nil: their own).
+func (s *Scheduler) fitsWith(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, counts []int32) bool {
+	admitted, err := s.placeOn(cq, fq, books, wl, counts, false)
 	return err == nil && admitted != nil
 }
 
-func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, take bool) (*strata.Workload, error) {
+// placeOn is place (take) or fits, with the pod sets' counts (nil: their
+// own; fewer for a partial admission, which is recorded in the admission
+// only: the spec keeps asking for every pod).
+func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, asked *strata.Workload, counts []int32, take bool) (*strata.Workload, error) {
+	wl := asked
+	if counts != nil {
+		wl = withCounts(asked, counts)
+	}
 	flavorDef, err := s.flavorReady(fq.Name)
 	if err != nil {
 		return nil, err
@@ -913,11 +928,11 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 		if err != nil {
 			return nil, err
 		}
-		admitted = wl.DeepCopy()
+		admitted = asked.DeepCopy()
 		admitted.Status.Admission = admission
 		meta.SetStatusCondition(&admitted.Status.Conditions, metav1.Condition{
 			Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
-			Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", cq.Name, fq.Name),
+			Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", cq.Name, fq.Name) + partialNote(asked, admission),
 		})
 		c := meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadAdmitted)
 		c.LastTransitionTime = admittedAt(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted), c.LastTransitionTime.Time)
@@ -952,6 +967,70 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 		return nil, placeErr
 	}
 	return admitted, nil
+}
+
+// withCounts is a copy of wl whose pod sets have the given counts.
+func withCounts(wl *strata.Workload, counts []int32) *strata.Workload {
+	sized := wl.DeepCopy()
+	for i := range sized.Spec.PodSets {
+		sized.Spec.PodSets[i].Count = counts[i]
+	}
+	return sized
+}
+
+// partialNote says, for the Admitted condition, which pod sets an
+// admission admits with fewer pods than they ask for ("" when none).
+func partialNote(wl *strata.Workload, a *strata.Admission) string {
+	var parts []string
+	for _, psa := range a.PodSetAssignments {
+		if ps := workload.PodSet(wl, psa.Name); ps != nil && psa.Count < ps.Count {
+			parts = append(parts, fmt.Sprintf("%d of the %d pods of pod set %s", psa.Count, ps.Count, ps.Name))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", with " + strings.Join(parts, ", ") + " (partial admission: all did not fit)"
+}
+
+// admitPartially admits a workload whose pod sets may run with fewer pods
+// (minCount) and which neither fits as it asks nor preempts: with the
+// most pods that fit on one of the queue's flavors without preemption,
+// tried in the flavors' order, as Kueue's partial admission (a binary
+// search over the pods taken away, shared out among the pod sets in
+// proportion to what each may lose: workload.ReducedCounts). Under
+// waitForPodsReady's blockAdmission it only says whether it would fit
+// (fits). Kueue also preempts for a smaller count; this does not.
+func (s *Scheduler) admitPartially(ctx context.Context, cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, usage map[string]corev1.ResourceList, books *queue.Books, wl *strata.Workload) (admitted, fits bool) {
+	total := workload.Reducible(wl.Spec.PodSets)
+	if total == 0 {
+		return false, false
+	}
+	fitOn := func(counts []int32) int {
+		return slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return s.fitsWith(cq, fq, books, wl, counts) })
+	}
+	// The fewest pods taken away (1..total) with which it fits somewhere.
+	k := int32(sort.Search(int(total), func(i int) bool {
+		return fitOn(workload.ReducedCounts(wl.Spec.PodSets, int32(i+1))) >= 0
+	})) + 1
+	if k > total {
+		return false, false
+	}
+	counts := workload.ReducedCounts(wl.Spec.PodSets, k)
+	i := fitOn(counts)
+	if i < 0 {
+		return false, false
+	}
+	if s.notReady {
+		return false, true
+	}
+	placed, err := s.placeOn(cq, flavors[i], books, wl, counts, true)
+	if err != nil || placed == nil {
+		return false, false
+	}
+	s.admit(ctx, placed, flavors[i].Name, usage, books)
+	s.notReady = s.podsReady != nil && *s.podsReady.BlockAdmission
+	return true, false
 }
 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod

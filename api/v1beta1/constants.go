@@ -53,6 +53,18 @@ const (
 	// evicting at once. Without it, a second failed node evicts. The Job's
 	// Workload carries it.
 	UnhealthyNodesEvictionThresholdAnnotation = Prefix + "tas-unhealthy-nodes-eviction-threshold"
+	// JobMinParallelismAnnotation on a batch/v1 Job (Kueue's
+	// job-min-parallelism, under either prefix) is the fewest pods it may
+	// run with: when its parallelism does not fit, it is admitted with as
+	// many pods as fit, at least this many, and started with that
+	// parallelism (partial admission). Between 1 and its pod count less one.
+	JobMinParallelismAnnotation = Prefix + "job-min-parallelism"
+	// JobCompletionsEqualParallelismAnnotation "true" on a batch/v1 Job
+	// with JobMinParallelismAnnotation (Kueue's
+	// job-completions-equal-parallelism, under either prefix) sets its
+	// completions to the parallelism it is admitted with, too. The Job
+	// must be Indexed with completions equal to parallelism.
+	JobCompletionsEqualParallelismAnnotation = Prefix + "job-completions-equal-parallelism"
 )
 
 // Labels, annotations and gates Strata writes.
@@ -60,6 +72,12 @@ const (
 	// AddedByAdmissionAnnotation on a job records, as JSON, what
 	// strata-agent's start added to its pod templates for an admission.
 	AddedByAdmissionAnnotation = Prefix + "added-by-admission"
+	// PartialAdmissionAnnotation on a batch/v1 Job started with fewer pods
+	// than it asks for records, as JSON, the parallelism and completions
+	// its spec had before ({"parallelism":4,"completions":4}): its
+	// Workload keeps asking for those, and they come back when the
+	// admission is taken back.
+	PartialAdmissionAnnotation = Prefix + "partial-admission"
 	// GatedStartAnnotation on a hub's copy says that the hub wrote its pod
 	// templates' scheduling gate and Workload labels and sent it running
 	// (jobs.GatedStart): no admission wrote them, and taking an admission

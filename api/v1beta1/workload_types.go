@@ -79,6 +79,15 @@ type PodSet struct {
 	// +kubebuilder:validation:Minimum=0
 	Count int32 `json:"count"`
 
+	// minCount, when set, lets the pod set be admitted with fewer pods than
+	// count, down to minCount, when count does not fit (Kueue's partial
+	// admission; a Job's job-min-parallelism annotation). The admission's
+	// count says how many.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinCount *int32 `json:"minCount,omitempty"`
+
 	// template is the pod template of the pod set, copied from the Job (which
 	// the API server has already validated). It is stored without a schema:
 	// that keeps the CRD small enough for a client-side kubectl apply.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -182,7 +183,8 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	var same *waitKey
 	// A workload that spreads waits for reasons of its own: where others
 	// of its kind went.
-	if len(backoffs) == 0 && !workload.Spreads(wl) {
+	// So does one that may be placed with fewer pods (minCount).
+	if len(backoffs) == 0 && !workload.Spreads(wl) && workload.Reducible(wl.Spec.PodSets) == 0 {
 		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key, priority: queue.Priority(wl),
 			class: wl.Spec.PriorityClassName, classSource: wl.Spec.PriorityClassSource}
 		if o, ok := view.waits[*same]; ok {
@@ -326,7 +328,18 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := placeReason(dec.Reason, len(dec.Candidates), excluded, notes)
 	if dec.Cluster == "" {
+		// With fewer pods (minCount), after preemption: it may fit.
+		partially := func() (waitOutcome, *placement.Decision, bool) {
+			partial := d.placePartially(wl, flavors, eligible, avoid)
+			if partial == nil {
+				return waitOutcome{}, nil, false
+			}
+			return waitOutcome{message: placeReason(partial.Reason, len(partial.Candidates), excluded, notes), retry: retry}, partial, true
+		}
 		if dec.NeverFits && len(excluded) == 0 {
+			if o, partial, ok := partially(); ok {
+				return o, partial, nil
+			}
 			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
 		}
 		if !dec.NeverFits || len(short) > 0 {
@@ -343,9 +356,57 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 				reason += "; no preemption helps: " + why
 			}
 		}
+		if o, partial, ok := partially(); ok {
+			return o, partial, nil
+		}
 		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil, nil
 	}
 	return waitOutcome{message: reason, retry: retry}, dec, nil
+}
+
+// placePartially places a workload whose pod sets may run with fewer pods
+// (minCount: a Job's job-min-parallelism) and that fits nowhere whole, nor
+// by preemption: with the most pods that fit on one worker, at least
+// minCount of each pod set, found as the agent finds them
+// (workload.ReducedCounts, a binary search over the pods taken away). The
+// copy carries the whole Job, with the decision's topology hint for that
+// many pods; the worker's agent admits it partially (a hint that does not
+// suit the count is ignored there). nil when no count fits. The hub's
+// quota is charged for every pod the Workload asks for.
+func (d *Dispatcher) placePartially(wl *strata.Workload, flavors []string, eligible []*placement.Target, avoid placement.Avoider) *placement.Decision {
+	total := workload.Reducible(wl.Spec.PodSets)
+	if total == 0 || len(eligible) == 0 {
+		return nil
+	}
+	var decisions = map[int32]*placement.Decision{}
+	decideWith := func(k int32) *placement.Decision {
+		if dec, ok := decisions[k]; ok {
+			return dec
+		}
+		sized := wl.DeepCopy()
+		for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k) {
+			sized.Spec.PodSets[i].Count = c
+		}
+		dec := d.policy.DecideAvoiding(sized, placement.Shape(sized), flavors, eligible, avoid)
+		if dec.Cluster == "" {
+			dec = nil
+		}
+		decisions[k] = dec
+		return dec
+	}
+	k := int32(sort.Search(int(total), func(i int) bool { return decideWith(int32(i+1)) != nil })) + 1
+	if k > total {
+		return nil
+	}
+	dec := decideWith(k)
+	var parts []string
+	for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k) {
+		if ps := &wl.Spec.PodSets[i]; c < ps.Count {
+			parts = append(parts, fmt.Sprintf("%d of the %d pods of pod set %s", c, ps.Count, ps.Name))
+		}
+	}
+	dec.Reason += "; with " + strings.Join(parts, ", ") + " (partial admission: all fit on no worker)"
+	return dec
 }
 
 // placeReason is what a placement says: the policy's reason, why workers

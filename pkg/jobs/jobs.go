@@ -95,6 +95,17 @@ type Job interface {
 	ClearRun() bool
 }
 
+// Resizer is implemented by kinds that can run a pod set with fewer pods
+// than it asks for, as a partial admission admits it (a batch/v1 Job with
+// job-min-parallelism). What it asked for stays recorded on the object, so
+// that its pod sets (PodSets) and its Workload still ask for all of it.
+type Resizer interface {
+	// RunWith makes the pod set run count pods; false when nothing changed.
+	RunWith(podSet string, count int32) bool
+	// RunAsAsked undoes RunWith; false when nothing changed.
+	RunAsAsked() bool
+}
+
 // Decider is implemented by kinds whose result can be decided before the
 // object finishes: a batch/v1 Job has SuccessCriteriaMet or FailureTarget
 // while its last pods terminate, and Complete or Failed only after.
@@ -123,7 +134,8 @@ type GatedStart interface {
 	// suspended, every pod template gated and labelled with the Workload
 	// and its pod set. False, the copy unchanged, when this copy must
 	// wait suspended (a batch/v1 Job with activeDeadlineSeconds, whose
-	// deadline would count while it waits).
+	// deadline would count while it waits, or with job-min-parallelism,
+	// whose parallelism its start sets).
 	StartGated(workload string) bool
 }
 

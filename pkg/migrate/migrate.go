@@ -524,6 +524,9 @@ func (c *converter) kueueJob(o *unstructured.Unstructured) bool {
 		if k == strata.KueuePrefix+"tas-unhealthy-nodes-eviction-threshold" && runs {
 			continue // Strata reads it as Kueue does
 		}
+		if (k == strata.KueuePrefix+"job-min-parallelism" || k == strata.KueuePrefix+"job-completions-equal-parallelism") && runs && o.GetKind() == "Job" {
+			continue // partial admission: Strata reads them as Kueue does
+		}
 		if k == KueueGroup+"/queue-name" && runs && o.GetLabels()[strata.QueueNameLabel] == "" {
 			// Kueue's queue annotation, read by its earlier versions.
 			c.todo(o, "metadata.annotations."+k, fmt.Sprintf("label the job %s: %s instead (Strata reads its own label; migrate converts Kueue's objects, not jobs)",

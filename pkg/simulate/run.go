@@ -572,6 +572,10 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 			reasons = append(reasons, "cannot preempt: "+strings.Join(cannot, "; "))
 		}
 	}
+	if podSets, ok := st.admitPartially(flavors, order, cq, wl, opts); ok {
+		res.Admitted, res.PodSets = true, podSets
+		return res, nil
+	}
 	if cq != nil && !p.nominatedFit {
 		st.holdRound(cq, preemptable, quotaShort, queue.WorkloadRequests(wl))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -172,13 +173,7 @@ func admittedAt(wl *strata.Workload, st *runState) time.Time {
 
 // admit places a workload on a flavor, taking its capacity and quota.
 func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]PodSetResult, error) {
-	var others []*strata.Workload
-	if workload.Spreads(wl) {
-		for _, r := range st.running[fs.flavor.Name] {
-			others = append(others, r.wl)
-		}
-	}
-	assignments, taken, err := workload.PlaceSpread(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, others, opts)
+	assignments, taken, err := workload.PlaceSpread(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, st.spreadAmong(fs, wl), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +198,73 @@ func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.W
 	}
 	st.running[fs.flavor.Name] = append(st.running[fs.flavor.Name], &running{wl: wl, queue: name, usage: merge(taken), requests: need, admitted: st.tick()})
 	return podSetResults(wl, fs.flavor.Name, assignments), nil
+}
+
+// spreadAmong are the workloads a workload that spreads (topology
+// spreading) is spread among on a flavor: those running there.
+func (st *runState) spreadAmong(fs *flavorState, wl *strata.Workload) []*strata.Workload {
+	if !workload.Spreads(wl) {
+		return nil
+	}
+	others := make([]*strata.Workload, 0, len(st.running[fs.flavor.Name]))
+	for _, r := range st.running[fs.flavor.Name] {
+		others = append(others, r.wl)
+	}
+	return others
+}
+
+// fits says whether wl fits on a flavor now, quota and topology, changing
+// nothing.
+func (st *runState) fits(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) bool {
+	if workload.UntoleratedFlavorTaint(fs.flavor, wl) != "" {
+		return false
+	}
+	if cq != nil && st.books.Check(cq.Name, fs.flavor.Name, queue.WorkloadRequests(wl), false).Err != nil {
+		return false
+	}
+	_, taken, err := workload.PlaceSpread(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, st.spreadAmong(fs, wl), opts)
+	for _, u := range taken {
+		fs.snapshot.Release(u)
+	}
+	return err == nil
+}
+
+// admitPartially is the agent's partial admission: a workload whose pod
+// sets have a minCount, which neither fits nor preempts, is admitted with
+// the most pods that fit without preemption on one of the flavors (in
+// order), at least minCount of each (workload.ReducedCounts); the results
+// give the counts admitted.
+func (st *runState) admitPartially(flavors map[string]*flavorState, order []*strata.ResourceFlavor, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]PodSetResult, bool) {
+	total := workload.Reducible(wl.Spec.PodSets)
+	if total == 0 {
+		return nil, false
+	}
+	sized := func(k int32) *strata.Workload {
+		w := wl.DeepCopy()
+		for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k) {
+			w.Spec.PodSets[i].Count = c
+		}
+		return w
+	}
+	fitOn := func(w *strata.Workload) *flavorState {
+		for _, f := range order {
+			if fs := flavors[f.Name]; fs != nil && st.fits(fs, cq, w, opts) {
+				return fs
+			}
+		}
+		return nil
+	}
+	k := int32(sort.Search(int(total), func(i int) bool { return fitOn(sized(int32(i+1))) != nil })) + 1
+	if k > total {
+		return nil, false
+	}
+	w := sized(k)
+	fs := fitOn(w)
+	if fs == nil {
+		return nil, false
+	}
+	podSets, err := st.admit(fs, cq, w, opts)
+	return podSets, err == nil
 }
 
 // search looks for the victims that let wl in on a flavor, changing

@@ -2041,3 +2041,48 @@ spec:
 		t.Errorf("reasons (-want,+got):\n%s", diff)
 	}
 }
+
+// TestPartialAdmission: a Job with job-min-parallelism that does not fit
+// is admitted, as by the agent, with the most pods that fit, at least that
+// many; one whose minimum does not fit waits.
+func TestPartialAdmission(t *testing.T) {
+	cluster := filepath.Join("..", "..", "docs", "examples", "simulate", "cluster.yaml")
+	job := func(name string, minParallelism int) string {
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: %s
+  namespace: ml
+  labels: {strata.dev/queue-name: training}
+  annotations: {kueue.x-k8s.io/job-min-parallelism: "%d"}
+spec:
+  parallelism: 40
+  completions: 40
+  template:
+    metadata:
+      annotations:
+        kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-rack
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {nvidia.com/gpu: "1"}}}]
+`, name, minParallelism)
+	}
+	// A rack has 4 hosts of 8 GPUs: 32 of the 40 pods fit in one.
+	jobs := write(t, "jobs.yaml", job("at-least-10", 10)+"---\n"+job("at-least-33", 33))
+	in, err := Load(cluster, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 {
+		t.Fatalf("results: %+v", results)
+	}
+	if r := results[0]; !r.Admitted || len(r.PodSets) != 1 || r.PodSets[0].Count != 32 || len(r.PodSets[0].Domains) != 4 {
+		t.Errorf("at-least-10: want 32 pods admitted on the 4 hosts of a rack, got %+v", r)
+	}
+	if r := results[1]; r.Admitted {
+		t.Errorf("at-least-33: want it to wait, got %+v", r)
+	}
+}

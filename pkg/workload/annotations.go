@@ -324,17 +324,9 @@ const (
 // annotations map), when it is not an integer between 1 and 8 or the two
 // prefixes disagree.
 func UnhealthyNodesThreshold(m map[string]string, path *field.Path) (int, bool, field.ErrorList) {
-	sv, sok := m[strata.Prefix+unhealthyNodesThresholdName]
-	kv, kok := m[strata.KueuePrefix+unhealthyNodesThresholdName]
-	key, v := strata.Prefix+unhealthyNodesThresholdName, sv
-	switch {
-	case sok && kok && sv != kv:
-		return 0, false, field.ErrorList{field.Invalid(path.Key(strata.KueuePrefix+unhealthyNodesThresholdName), kv,
-			fmt.Sprintf("conflicts with %s=%q; set only one of them", key, sv))}
-	case !sok && !kok:
-		return 0, false, nil
-	case !sok:
-		key, v = strata.KueuePrefix+unhealthyNodesThresholdName, kv
+	key, v, ok, errs := prefixed(m, unhealthyNodesThresholdName, path)
+	if len(errs) > 0 || !ok {
+		return 0, false, errs
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < MinUnhealthyNodesThreshold || n > MaxUnhealthyNodesThreshold {

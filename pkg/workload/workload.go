@@ -37,14 +37,22 @@ func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
 
 // JobPodSets returns the pod set of a batch/v1 Job: "main", of the pods it
 // runs at once, with the topology request of its template's annotations,
-// ranked by completion index when the Job is Indexed. Errors point into
-// the Job: more pods than MaxPodSetPods, annotations; the pod set then has
+// ranked by completion index when the Job is Indexed, and with the fewest
+// pods it may be admitted with (JobMinCount). A Job a partial admission
+// started counts as it asked (PartialAdmissionAnnotation). Errors point
+// into the Job: more pods than MaxPodSetPods, annotations; the pod set then has
 // no topology request, since invalid values may break the Workload
 // schema.
 func JobPodSets(job *batchv1.Job) ([]strata.PodSet, field.ErrorList) {
+	job = asAsked(job)
 	count := JobPodCount(job)
 	errs := validateJobPodCount(job, count)
 	ps := strata.PodSet{Name: MainPodSet, Count: count, Template: *job.Spec.Template.DeepCopy()}
+	if len(errs) == 0 {
+		var minErrs field.ErrorList
+		ps.MinCount, minErrs = JobMinCount(job, count)
+		errs = append(errs, minErrs...)
+	}
 	req, reqErrs := ParseTopologyRequest(job.Spec.Template.Annotations, count, 0, field.NewPath("spec", "template", "metadata", "annotations"))
 	errs = append(errs, reqErrs...)
 	if !RequestUsable(errs) {

@@ -479,6 +479,9 @@ func (r *Reconciler) takeBackAdmission(ctx context.Context, job pkgjobs.Job) err
 	for i, tmpl := range job.Templates() {
 		restore(i, tmpl)
 	}
+	if rs, ok := job.(pkgjobs.Resizer); ok {
+		rs.RunAsAsked()
+	}
 	annotations := job.Object().GetAnnotations()
 	delete(annotations, AddedByAdmissionAnnotation)
 	job.Object().SetAnnotations(annotations)
@@ -668,7 +671,7 @@ func podSetsChanged(podSets []strata.PodSet, wl *strata.Workload) string {
 		switch {
 		case i < 0:
 			return fmt.Sprintf("pod set %s has no assignment", ps.Name)
-		case a.PodSetAssignments[i].Count != ps.Count:
+		case !workload.AdmitsCount(&ps, a.PodSetAssignments[i].Count):
 			return fmt.Sprintf("pod set %s has %d pods, its assignment %d", ps.Name, ps.Count, a.PodSetAssignments[i].Count)
 		}
 		j := slices.IndexFunc(wl.Spec.PodSets, func(w strata.PodSet) bool { return w.Name == ps.Name })
@@ -881,6 +884,16 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 				return nil
 			}
 			return fmt.Errorf("starting Job: %w", err)
+		}
+	}
+	if rs, ok := job.(pkgjobs.Resizer); ok {
+		// Admitted with fewer pods than it asks for (partial admission):
+		// it runs that many, and asks for all of them again when the
+		// admission is taken back (takeBackAdmission).
+		for _, psa := range wl.Status.Admission.PodSetAssignments {
+			if i := slices.IndexFunc(podSets, func(ps strata.PodSet) bool { return ps.Name == psa.Name }); i >= 0 && psa.Count < podSets[i].Count {
+				rs.RunWith(psa.Name, psa.Count)
+			}
 		}
 	}
 	added := recordOf(perTemplate)

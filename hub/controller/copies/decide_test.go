@@ -618,7 +618,7 @@ func TestScopeChange(t *testing.T) {
 }
 
 func TestAdmittedOtherShape(t *testing.T) {
-	wl := &strata.Workload{Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "leader-0"}, {Name: "worker-0"}}}}
+	wl := &strata.Workload{Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "leader-0"}, {Name: "worker-0"}, {Name: "main", Count: 4, MinCount: ptr.To[int32](2)}}}}
 	admitted := func(names ...string) *strata.Workload {
 		c := &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{}}}
 		for _, n := range names {
@@ -630,15 +630,18 @@ func TestAdmittedOtherShape(t *testing.T) {
 		copyWL *strata.Workload
 		want   string
 	}{
-		"the same pod sets":            {copyWL: admitted("leader-0", "worker-0")},
+		"the same pod sets":            {copyWL: withMain(admitted("leader-0", "worker-0"), 4)},
 		"not admitted":                 {copyWL: &strata.Workload{}},
 		"a group more (scaled up)":     {copyWL: admitted("leader-0", "worker-0", "leader-1", "worker-1"), want: "pod set leader-1 is not the Workload's"},
-		"a pod set less (scaled down)": {copyWL: admitted("leader-0"), want: "1 pod sets admitted, the Workload has 2"},
+		"a pod set less (scaled down)": {copyWL: admitted("leader-0"), want: "1 pod sets admitted, the Workload has 3"},
 		"another count (parallelism changed)": {copyWL: func() *strata.Workload {
-			c := admitted("leader-0", "worker-0")
+			c := withMain(admitted("leader-0", "worker-0"), 4)
 			c.Status.Admission.PodSetAssignments[1].Count = 3
 			return c
 		}(), want: "pod set worker-0 admitted with 3 pods, the Workload has 0"},
+		"fewer pods, down to minCount (partial admission)": {copyWL: withMain(admitted("leader-0", "worker-0"), 2)},
+		"fewer pods than minCount":                         {copyWL: withMain(admitted("leader-0", "worker-0"), 1), want: "pod set main admitted with 1 pods, the Workload has 4"},
+		"more pods than count":                             {copyWL: withMain(admitted("leader-0", "worker-0"), 5), want: "pod set main admitted with 5 pods, the Workload has 4"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -647,4 +650,10 @@ func TestAdmittedOtherShape(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withMain adds pod set "main" admitted with count pods to c's admission.
+func withMain(c *strata.Workload, count int32) *strata.Workload {
+	c.Status.Admission.PodSetAssignments = append(c.Status.Admission.PodSetAssignments, strata.PodSetAssignment{Name: "main", Count: count})
+	return c
 }

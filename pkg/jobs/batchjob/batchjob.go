@@ -5,6 +5,7 @@ package batchjob
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 
@@ -79,6 +80,50 @@ func (Job) Kind() jobs.Kind { return Kind }
 
 // PodSets is the Job's one pod set (see workload.JobPodSets).
 func (j Job) PodSets() ([]strata.PodSet, field.ErrorList) { return workload.JobPodSets(j.Job) }
+
+// RunWith starts the Job with count pods at once (fewer than it asks for:
+// a partial admission), recording its parallelism and completions as they
+// were (strata.PartialAdmissionAnnotation) unless already recorded;
+// completions follow when the Job says so (JobCompletionsFollow).
+func (j Job) RunWith(podSet string, count int32) bool {
+	if podSet != workload.MainPodSet {
+		return false
+	}
+	asked, recorded := workload.JobPartialSizes(j.Job)
+	if !recorded {
+		asked = workload.PartialSizes{Parallelism: ptr.To(ptr.Deref(j.Spec.Parallelism, 1)), Completions: j.Spec.Completions}
+	}
+	before := j.Spec.DeepCopy()
+	j.Spec.Parallelism = ptr.To(count)
+	if workload.JobCompletionsFollow(j.Job) {
+		j.Spec.Completions = ptr.To(count)
+	}
+	if equality.Semantic.DeepEqual(before, &j.Spec) && !recorded {
+		return false
+	}
+	if !recorded {
+		b, _ := json.Marshal(asked)
+		metav1.SetMetaDataAnnotation(&j.ObjectMeta, strata.PartialAdmissionAnnotation, string(b))
+	}
+	return true
+}
+
+// RunAsAsked gives the Job back the parallelism and completions a partial
+// admission's start replaced.
+func (j Job) RunAsAsked() bool {
+	asked, ok := workload.JobPartialSizes(j.Job)
+	if _, has := j.Annotations[strata.PartialAdmissionAnnotation]; !has {
+		return false
+	}
+	delete(j.Annotations, strata.PartialAdmissionAnnotation)
+	if ok {
+		j.Spec.Parallelism = asked.Parallelism
+		if asked.Completions != nil {
+			j.Spec.Completions = asked.Completions
+		}
+	}
+	return true
+}
 
 // Templates is the Job's pod template.
 func (j Job) Templates() []*corev1.PodTemplateSpec {
@@ -171,8 +216,13 @@ func (j Job) ForWorker() jobs.Job {
 // creates them at once, and the worker's agent releases them onto the
 // admission's nodes. A Job with activeDeadlineSeconds waits suspended
 // instead: its deadline counts from its start, and would count its wait.
+// So does a Job that may be admitted with fewer pods (job-min-parallelism):
+// its parallelism is set to the admitted count before it starts.
 func (j Job) StartGated(wl string) bool {
 	if j.Spec.ActiveDeadlineSeconds != nil {
+		return false
+	}
+	if minCount, _ := workload.JobMinCount(j.Job, workload.JobPodCount(j.Job)); minCount != nil {
 		return false
 	}
 	t := &j.Spec.Template

@@ -126,6 +126,12 @@ func TestStartGated(t *testing.T) {
 			}}},
 			wantGated: true,
 		},
+		"a Job that may be admitted with fewer pods": {
+			job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.JobMinParallelismAnnotation: "2"}},
+				Spec: batchv1.JobSpec{Suspend: ptr.To(true), Parallelism: ptr.To[int32](4)}},
+			want: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.JobMinParallelismAnnotation: "2"}},
+				Spec: batchv1.JobSpec{Suspend: ptr.To(true), Parallelism: ptr.To[int32](4)}},
+		},
 		"a Job with activeDeadlineSeconds": {
 			job:  &batchv1.Job{Spec: batchv1.JobSpec{Suspend: ptr.To(true), ActiveDeadlineSeconds: ptr.To[int64](60)}},
 			want: &batchv1.Job{Spec: batchv1.JobSpec{Suspend: ptr.To(true), ActiveDeadlineSeconds: ptr.To[int64](60)}},
@@ -203,6 +209,58 @@ func TestMirrorStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, mirrorStatus(&tc.cur, &tc.src, tc.suspended)); diff != "" {
 				t.Errorf("mirrorStatus (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunWith: a partial admission's start sets the parallelism (and the
+// completions, when they follow) and records what the Job asked for; its
+// take-back restores them, and the Job's pod set asks for all its pods
+// throughout.
+func TestRunWith(t *testing.T) {
+	for name, tc := range map[string]struct {
+		follow          bool
+		wantCompletions int32
+	}{
+		"parallelism only":   {wantCompletions: 6},
+		"completions follow": {follow: true, wantCompletions: 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.JobMinParallelismAnnotation: "2"}},
+				Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](6), Completions: ptr.To[int32](6), CompletionMode: ptr.To(batchv1.IndexedCompletion)}}
+			if tc.follow {
+				j.Annotations[strata.KueuePrefix+"job-completions-equal-parallelism"] = "true"
+			}
+			asked := j.DeepCopy()
+			job := Adapt(j)
+			if !job.RunWith("main", 3) {
+				t.Fatal("RunWith() = false")
+			}
+			if got := *j.Spec.Parallelism; got != 3 {
+				t.Errorf("parallelism = %d, want 3", got)
+			}
+			if got := *j.Spec.Completions; got != tc.wantCompletions {
+				t.Errorf("completions = %d, want %d", got, tc.wantCompletions)
+			}
+			if diff := cmp.Diff(`{"parallelism":6,"completions":6}`, j.Annotations[strata.PartialAdmissionAnnotation]); diff != "" {
+				t.Errorf("record (-want,+got):\n%s", diff)
+			}
+			podSets, errs := job.PodSets()
+			if len(errs) > 0 || podSets[0].Count != 6 || ptr.Deref(podSets[0].MinCount, 0) != 2 {
+				t.Errorf("pod sets while it runs with fewer: count %d, minCount %v, errors %v; want 6 and 2", podSets[0].Count, podSets[0].MinCount, errs)
+			}
+			// Started again with another count before the take-back: the
+			// record keeps what it asked for.
+			job.RunWith("main", 4)
+			if !job.RunAsAsked() {
+				t.Fatal("RunAsAsked() = false")
+			}
+			if diff := cmp.Diff(asked, j); diff != "" {
+				t.Errorf("after RunAsAsked (-want,+got):\n%s", diff)
+			}
+			if job.RunAsAsked() {
+				t.Error("RunAsAsked() again = true")
 			}
 		})
 	}

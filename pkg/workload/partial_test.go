@@ -1,0 +1,138 @@
+package workload
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+func TestJobMinCount(t *testing.T) {
+	indexed := func(parallelism, completions int32, annotations map[string]string) *batchv1.Job {
+		j := job(parallelism, completions, nil)
+		j.Annotations = annotations
+		return j
+	}
+	nonIndexed := func(parallelism int32, annotations map[string]string) *batchv1.Job {
+		j := job(parallelism, parallelism, nil)
+		j.Annotations = annotations
+		j.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
+		return j
+	}
+	key := func(k string) string { return field.NewPath("metadata", "annotations").Key(k).String() }
+	for name, tc := range map[string]struct {
+		job      *batchv1.Job
+		want     *int32
+		wantErrs []string
+	}{
+		"none":                 {job: nonIndexed(4, nil)},
+		"strata's":             {job: nonIndexed(4, map[string]string{"strata.dev/job-min-parallelism": "2"}), want: ptr.To[int32](2)},
+		"Kueue's":              {job: nonIndexed(4, map[string]string{"kueue.x-k8s.io/job-min-parallelism": "3"}), want: ptr.To[int32](3)},
+		"both, the same value": {job: nonIndexed(4, map[string]string{"kueue.x-k8s.io/job-min-parallelism": "3", "strata.dev/job-min-parallelism": "3"}), want: ptr.To[int32](3)},
+		"both, different values": {job: nonIndexed(4, map[string]string{"kueue.x-k8s.io/job-min-parallelism": "3", "strata.dev/job-min-parallelism": "2"}),
+			wantErrs: []string{key("kueue.x-k8s.io/job-min-parallelism")}},
+		"zero":             {job: nonIndexed(4, map[string]string{"strata.dev/job-min-parallelism": "0"}), wantErrs: []string{key("strata.dev/job-min-parallelism")}},
+		"all the pods":     {job: nonIndexed(4, map[string]string{"strata.dev/job-min-parallelism": "4"}), wantErrs: []string{key("strata.dev/job-min-parallelism")}},
+		"not a number":     {job: nonIndexed(4, map[string]string{"strata.dev/job-min-parallelism": "two"}), wantErrs: []string{key("strata.dev/job-min-parallelism")}},
+		"one pod, min one": {job: nonIndexed(1, map[string]string{"strata.dev/job-min-parallelism": "1"}), wantErrs: []string{key("strata.dev/job-min-parallelism")}},
+		"completions cap":  {job: job(8, 3, nil), want: nil},
+		"completions follow, Indexed": {job: indexed(4, 4, map[string]string{"strata.dev/job-min-parallelism": "1", "kueue.x-k8s.io/job-completions-equal-parallelism": "true"}),
+			want: ptr.To[int32](1)},
+		"completions follow, NonIndexed": {job: nonIndexed(4, map[string]string{"strata.dev/job-min-parallelism": "1", "strata.dev/job-completions-equal-parallelism": "true"}),
+			wantErrs: []string{key("strata.dev/job-completions-equal-parallelism")}},
+		"completions follow, more completions": {job: indexed(4, 8, map[string]string{"strata.dev/job-min-parallelism": "1", "strata.dev/job-completions-equal-parallelism": "true"}),
+			wantErrs: []string{key("strata.dev/job-completions-equal-parallelism")}},
+		"completions follow, not a boolean": {job: indexed(4, 4, map[string]string{"strata.dev/job-min-parallelism": "1", "strata.dev/job-completions-equal-parallelism": "yes"}),
+			wantErrs: []string{key("strata.dev/job-completions-equal-parallelism")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, errs := JobMinCount(tc.job, JobPodCount(tc.job))
+			var gotErrs []string
+			for _, e := range errs {
+				gotErrs = append(gotErrs, e.Field)
+			}
+			if diff := cmp.Diff(tc.wantErrs, gotErrs); diff != "" {
+				t.Errorf("errors (-want,+got):\n%s\n%v", diff, errs)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("min count (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestJobPodSetsAsAsked: a Job a partial admission started with fewer pods
+// still asks for all of them, with its minCount.
+func TestJobPodSetsAsAsked(t *testing.T) {
+	j := job(3, 3, nil)
+	j.Annotations = map[string]string{
+		strata.JobMinParallelismAnnotation: "2",
+		strata.PartialAdmissionAnnotation:  `{"parallelism":6,"completions":6}`,
+	}
+	podSets, errs := JobPodSets(j)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if got, want := podSets[0].Count, int32(6); got != want {
+		t.Errorf("count = %d, want %d", got, want)
+	}
+	if diff := cmp.Diff(ptr.To[int32](2), podSets[0].MinCount); diff != "" {
+		t.Errorf("min count (-want,+got):\n%s", diff)
+	}
+	j.Annotations[strata.PartialAdmissionAnnotation] = "{broken"
+	if podSets, _ := JobPodSets(j); podSets[0].Count != 3 {
+		t.Errorf("an unreadable record: count = %d, want the spec's 3", podSets[0].Count)
+	}
+}
+
+func TestReducedCounts(t *testing.T) {
+	ps := func(count int32, minCount *int32) strata.PodSet {
+		return strata.PodSet{Name: "p", Count: count, MinCount: minCount}
+	}
+	for name, tc := range map[string]struct {
+		podSets   []strata.PodSet
+		reducible int32
+		k         int32
+		want      []int32
+	}{
+		"no minCount":           {podSets: []strata.PodSet{ps(4, nil)}, k: 1, want: []int32{4}},
+		"one pod set, none off": {podSets: []strata.PodSet{ps(8, ptr.To[int32](2))}, reducible: 6, k: 0, want: []int32{8}},
+		"one pod set, 3 off":    {podSets: []strata.PodSet{ps(8, ptr.To[int32](2))}, reducible: 6, k: 3, want: []int32{5}},
+		"one pod set, all off":  {podSets: []strata.PodSet{ps(8, ptr.To[int32](2))}, reducible: 6, k: 6, want: []int32{2}},
+		"in proportion, rounded so that none goes below its minCount": {
+			podSets: []strata.PodSet{ps(1, nil), ps(10, ptr.To[int32](4)), ps(5, ptr.To[int32](3))}, reducible: 8, k: 5,
+			// 6·5/8 = 3 off the second, 2·5/8 = 1 off the third.
+			want: []int32{1, 7, 4}},
+		"minCount not below count": {podSets: []strata.PodSet{ps(3, ptr.To[int32](3))}, k: 1, want: []int32{3}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Reducible(tc.podSets); got != tc.reducible {
+				t.Errorf("Reducible() = %d, want %d", got, tc.reducible)
+			}
+			if diff := cmp.Diff(tc.want, ReducedCounts(tc.podSets, tc.k)); diff != "" {
+				t.Errorf("ReducedCounts() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAdmitsCount(t *testing.T) {
+	partial := &strata.PodSet{Count: 6, MinCount: ptr.To[int32](2)}
+	whole := &strata.PodSet{Count: 6}
+	for _, tc := range []struct {
+		ps    *strata.PodSet
+		count int32
+		want  bool
+	}{
+		{whole, 6, true}, {whole, 5, false}, {whole, 7, false},
+		{partial, 6, true}, {partial, 2, true}, {partial, 4, true}, {partial, 1, false}, {partial, 7, false},
+	} {
+		if got := AdmitsCount(tc.ps, tc.count); got != tc.want {
+			t.Errorf("AdmitsCount(count %d, minCount %v, %d) = %t, want %t", tc.ps.Count, tc.ps.MinCount, tc.count, got, tc.want)
+		}
+	}
+}

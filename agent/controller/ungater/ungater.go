@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -115,7 +116,9 @@ func (r *Reconciler) podHandler() handler.EventHandler {
 			// updates change nothing the ungater decides on.
 			oldPod, okOld := e.ObjectOld.(*corev1.Pod)
 			newPod, okNew := e.ObjectNew.(*corev1.Pod)
-			if okOld && okNew && !workload.TopologyGated(newPod) && !workload.TopologyGated(oldPod) && active(newPod) == active(oldPod) {
+			_, releasedByAgent := newPod.Annotations[strata.ReleasedFlavorAnnotation]
+			ungated := okOld && okNew && workload.TopologyGated(oldPod) && !releasedByAgent
+			if okOld && okNew && !workload.TopologyGated(newPod) && !ungated && active(newPod) == active(oldPod) {
 				return
 			}
 			enqueue(ctx, e.ObjectNew, q)
@@ -219,6 +222,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
+// ReasonReleasedAroundAgent is the reason of the Warning event on a
+// Workload whose pod was stopped for running released by someone other
+// than the agent (bypassed), and of that pod's DisruptionTarget condition.
+const ReasonReleasedAroundAgent = "PodReleasedAroundAgent"
+
 // bypassed says whether a pod of a pod set whose admission has topology
 // assignment a runs without the strata.dev/topology gate although no agent
 // released it. An agent's release writes every level of the assignment into
@@ -227,12 +235,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // in the namespace — and kube-scheduler may put it anywhere in the flavor,
 // outside the domains the admission assigned and counted.
 //
-// A pod whose node selector names every level is not judged here, even
+// A pod an agent released (strata.dev/released-flavor, which its release
+// writes in the same write) is not judged either. A pod whose node
+// selector names every level is not judged here, even
 // when the domain it names is not the assignment's: hot swap leaves such
 // pods on a replaced node to fail (nodefailure), and a tenant could only
 // have written a domain of the flavor's nodes that way.
 func bypassed(a *tas.Assignment, p *corev1.Pod) bool {
 	if workload.TopologyGated(p) || !active(p) {
+		return false
+	}
+	if _, ok := p.Annotations[strata.ReleasedFlavorAnnotation]; ok {
+		// An agent released it, in this admission or an earlier one (a
+		// Job admitted again before it was stopped: its pods are the
+		// job controller's to stop).
 		return false
 	}
 	for _, level := range a.Levels {
@@ -269,13 +285,29 @@ func (r *Reconciler) stopBypassed(ctx context.Context, wl *strata.Workload, podS
 		if live.UID != p.UID || !bypassed(a, &live) {
 			continue
 		}
-		if err := r.client.Delete(ctx, &live, client.Preconditions{UID: &live.UID, ResourceVersion: &live.ResourceVersion}); err != nil {
-			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		// Stopped as a disruption, not a failure of its own: a Job whose
+		// podFailurePolicy ignores DisruptionTarget does not count it.
+		patch := client.MergeFrom(live.DeepCopy())
+		if !slices.ContainsFunc(live.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget }) {
+			live.Status.Conditions = append(live.Status.Conditions, corev1.PodCondition{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonReleasedAroundAgent,
+				Message: "released outside its topology assignment by someone other than strata-agent", LastTransitionTime: metav1.Now(),
+			})
+			if err := r.client.Status().Patch(ctx, &live, patch); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("pod %s, released around the agent: %w", p.Name, err))
+				continue
+			}
+		}
+		// A bypass cannot be undone (a gate cannot be added back, nor an
+		// ungated pod's node selector changed): whatever changed in the
+		// pod since it was read, it goes.
+		if err := r.client.Delete(ctx, &live, client.Preconditions{UID: &live.UID}); err != nil {
+			if !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("deleting pod %s, released around the agent: %w", p.Name, err))
 			}
 			continue
 		}
-		r.recorder.Eventf(wl, &live, corev1.EventTypeWarning, "PodReleasedAroundAgent", "Delete",
+		r.recorder.Eventf(wl, &live, corev1.EventTypeWarning, ReasonReleasedAroundAgent, "Delete",
 			"Pod %s lost the %s gate to someone other than strata-agent and could run outside the domains of pod set %s's admission; it is deleted, to be made again gated and released into its domain",
 			p.Name, strata.TopologySchedulingGate, podSet)
 	}

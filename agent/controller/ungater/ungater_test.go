@@ -446,6 +446,11 @@ func TestBypassed(t *testing.T) {
 		"another gate left": {want: true, pod: func(p *corev1.Pod) {
 			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
 		}},
+		"released by an agent for an admission of other levels (admitted again, not stopped yet)": {pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = nil
+			p.Spec.NodeSelector = map[string]string{hostLabel: "h1"}
+			p.Annotations = map[string]string{strata.ReleasedFlavorAnnotation: "old-flavor"}
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := pod("a", 0, "")

@@ -794,8 +794,15 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			return admitted, true, err
 		}
 	}
-	if admitted, fits := s.admitPartially(ctx, cq, flavors, usage, books, wl); admitted || fits {
-		return s.fitted(ctx, wl, fits)
+	// Fewer pods, once preemption was looked at for all of them (not
+	// when this pass's searches ran out: the next may preempt for all).
+	if !preempts || len(preemptable) == 0 || len(searched) == len(preemptable) {
+		if admitted, on := s.admitPartially(ctx, cq, flavors, usage, books, wl); admitted || on != "" {
+			if on != "" {
+				fits, fitsOn = true, on
+			}
+			return s.fitted(ctx, wl, fits)
+		}
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "the ClusterQueue has no flavors")
@@ -998,39 +1005,41 @@ func partialNote(wl *strata.Workload, a *strata.Admission) string {
 // most pods that fit on one of the queue's flavors without preemption,
 // tried in the flavors' order, as Kueue's partial admission (a binary
 // search over the pods taken away, shared out among the pod sets in
-// proportion to what each may lose: workload.ReducedCounts). Under
-// waitForPodsReady's blockAdmission it only says whether it would fit
-// (fits). Kueue also preempts for a smaller count; this does not.
-func (s *Scheduler) admitPartially(ctx context.Context, cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, usage map[string]corev1.ResourceList, books *queue.Books, wl *strata.Workload) (admitted, fits bool) {
-	total := workload.Reducible(wl.Spec.PodSets)
+// proportion to what each may lose, in whole slices:
+// workload.ReducedCounts). Under waitForPodsReady's blockAdmission it
+// only says where it would fit (fitsOn). Kueue also preempts for a
+// smaller count; this does not.
+func (s *Scheduler) admitPartially(ctx context.Context, cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, usage map[string]corev1.ResourceList, books *queue.Books, wl *strata.Workload) (admitted bool, fitsOn string) {
+	total := workload.Reducible(wl.Spec.PodSets, s.opts.PartialSlices)
 	if total == 0 {
-		return false, false
+		return false, ""
 	}
-	fitOn := func(counts []int32) int {
+	fitOn := func(k int32) int {
+		counts := workload.ReducedCounts(wl.Spec.PodSets, k, s.opts.PartialSlices)
 		return slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return s.fitsWith(cq, fq, books, wl, counts) })
 	}
-	// The fewest pods taken away (1..total) with which it fits somewhere.
-	k := int32(sort.Search(int(total), func(i int) bool {
-		return fitOn(workload.ReducedCounts(wl.Spec.PodSets, int32(i+1))) >= 0
-	})) + 1
-	if k > total {
-		return false, false
+	if fitOn(total) < 0 {
+		return false, "" // not even its fewest pods fit
 	}
-	counts := workload.ReducedCounts(wl.Spec.PodSets, k)
-	i := fitOn(counts)
+	// The fewest pods taken away (1..total) with which it fits somewhere.
+	k := int32(sort.Search(int(total), func(i int) bool { return fitOn(int32(i+1)) >= 0 })) + 1
+	i := fitOn(k)
 	if i < 0 {
-		return false, false
+		return false, ""
 	}
 	if s.notReady {
-		return false, true
+		return false, flavors[i].Name
 	}
-	placed, err := s.placeOn(cq, flavors[i], books, wl, counts, true)
+	placed, err := s.placeOn(cq, flavors[i], books, wl, workload.ReducedCounts(wl.Spec.PodSets, k, s.opts.PartialSlices), true)
 	if err != nil || placed == nil {
-		return false, false
+		return false, ""
+	}
+	if p := s.preemptions[client.ObjectKeyFromObject(wl)]; p != nil && p.flavor == flavors[i].Name {
+		notePreempted(placed, p)
 	}
 	s.admit(ctx, placed, flavors[i].Name, usage, books)
 	s.notReady = s.podsReady != nil && *s.podsReady.BlockAdmission
-	return true, false
+	return true, ""
 }
 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod

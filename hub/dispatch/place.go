@@ -184,7 +184,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	// A workload that spreads waits for reasons of its own: where others
 	// of its kind went.
 	// So does one that may be placed with fewer pods (minCount).
-	if len(backoffs) == 0 && !workload.Spreads(wl) && workload.Reducible(wl.Spec.PodSets) == 0 {
+	if len(backoffs) == 0 && !workload.Spreads(wl) && workload.Reducible(wl.Spec.PodSets, d.policy.Options().PartialSlices) == 0 {
 		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key, priority: queue.Priority(wl),
 			class: wl.Spec.PriorityClassName, classSource: wl.Spec.PriorityClassSource}
 		if o, ok := view.waits[*same]; ok {
@@ -374,7 +374,8 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 // suit the count is ignored there). nil when no count fits. The hub's
 // quota is charged for every pod the Workload asks for.
 func (d *Dispatcher) placePartially(wl *strata.Workload, flavors []string, eligible []*placement.Target, avoid placement.Avoider) *placement.Decision {
-	total := workload.Reducible(wl.Spec.PodSets)
+	partialSlices := d.policy.Options().PartialSlices
+	total := workload.Reducible(wl.Spec.PodSets, partialSlices)
 	if total == 0 || len(eligible) == 0 {
 		return nil
 	}
@@ -384,7 +385,7 @@ func (d *Dispatcher) placePartially(wl *strata.Workload, flavors []string, eligi
 			return dec
 		}
 		sized := wl.DeepCopy()
-		for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k) {
+		for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices) {
 			sized.Spec.PodSets[i].Count = c
 		}
 		dec := d.policy.DecideAvoiding(sized, placement.Shape(sized), flavors, eligible, avoid)
@@ -394,13 +395,13 @@ func (d *Dispatcher) placePartially(wl *strata.Workload, flavors []string, eligi
 		decisions[k] = dec
 		return dec
 	}
-	k := int32(sort.Search(int(total), func(i int) bool { return decideWith(int32(i+1)) != nil })) + 1
-	if k > total {
-		return nil
+	if decideWith(total) == nil {
+		return nil // not even its fewest pods fit
 	}
+	k := int32(sort.Search(int(total), func(i int) bool { return decideWith(int32(i+1)) != nil })) + 1
 	dec := decideWith(k)
 	var parts []string
-	for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k) {
+	for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices) {
 		if ps := &wl.Spec.PodSets[i]; c < ps.Count {
 			parts = append(parts, fmt.Sprintf("%d of the %d pods of pod set %s", c, ps.Count, ps.Name))
 		}

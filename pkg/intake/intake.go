@@ -115,6 +115,7 @@ func (k *Keeper) WithTAS(opts tas.Options) *Keeper {
 // spec is desired's is the same: rewriting every waiting Workload after
 // an upgrade would change nothing that is read.
 func (k *Keeper) sameSpec(wl, desired *strata.Workload) bool {
+	desired = withMinCounts(desired, wl)
 	if equality.Semantic.DeepEqual(wl.Spec, desired.Spec) {
 		return true
 	}
@@ -129,6 +130,7 @@ func (k *Keeper) sameSpec(wl, desired *strata.Workload) bool {
 // samePodSets says whether a Workload's pod sets are desired's (lean, as
 // sameSpec compares them).
 func (k *Keeper) samePodSets(wl, desired *strata.Workload) bool {
+	desired = withMinCounts(desired, wl)
 	if equality.Semantic.DeepEqual(wl.Spec.PodSets, desired.Spec.PodSets) {
 		return true
 	}
@@ -459,7 +461,36 @@ func DesiredWorkload(job jobs.Job, opts tas.Options) (*strata.Workload, field.Er
 	if len(errs) > 0 {
 		workload.DropTopologyRequests(&desired.Spec)
 	}
+	if jobs.Gated(job) {
+		// A copy sent running with its pods gated has no start that could
+		// set its parallelism (a hub that knew of partial admission sends
+		// such copies suspended): it is admitted whole or not at all.
+		for i := range desired.Spec.PodSets {
+			desired.Spec.PodSets[i].MinCount = nil
+		}
+	}
 	return desired, errs
+}
+
+// withMinCounts is desired with wl's pod sets' minCounts: a change of a
+// minCount alone (a Job's job-min-parallelism edited after its Workload
+// was made, an upgrade that added the field, or a Workload CRD that does
+// not have it yet and drops it on every write) is not written.
+func withMinCounts(desired, wl *strata.Workload) *strata.Workload {
+	if len(desired.Spec.PodSets) != len(wl.Spec.PodSets) {
+		return desired
+	}
+	same := desired
+	for i := range desired.Spec.PodSets {
+		if equality.Semantic.DeepEqual(desired.Spec.PodSets[i].MinCount, wl.Spec.PodSets[i].MinCount) {
+			continue
+		}
+		if same == desired {
+			same = desired.DeepCopy()
+		}
+		same.Spec.PodSets[i].MinCount = wl.Spec.PodSets[i].MinCount
+	}
+	return same
 }
 
 // Truncate cuts s to at most n bytes, on a character boundary, marking the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -197,4 +199,45 @@ func workloadName(t *testing.T, j *batchv1.Job) string {
 		t.Fatal(errs)
 	}
 	return wl.Name
+}
+
+// TestSyncLeavesAMinCountChangeAlone: a Workload is not rewritten,
+// nor a dispatched one evicted, for a change of minCount alone (a Job's
+// job-min-parallelism edited after its Workload was made, an upgrade, or
+// a Workload CRD without the field, which would drop it on every write
+// and have it written again for ever).
+func TestSyncLeavesAMinCountChangeAlone(t *testing.T) {
+	for name, placed := range map[string]bool{"waiting": false, "dispatched": true} {
+		t.Run(name, func(t *testing.T) {
+			k := newPriorityKeeper(t).WithLeanWorkloads()
+			ctx := context.Background()
+			j := makeJob("train", nil)
+			j.Spec.Parallelism = ptr.To[int32](4)
+			if _, err := k.Sync(ctx, batchjob.Adapt(j)); err != nil {
+				t.Fatal(err)
+			}
+			var wl strata.Workload
+			key := client.ObjectKey{Namespace: ns, Name: workloadName(t, j)}
+			if err := k.client.Get(ctx, key, &wl); err != nil {
+				t.Fatal(err)
+			}
+			if placed {
+				wl.Status.Placement = &strata.Placement{Cluster: "w1", Flavor: "f", DispatchGeneration: 1}
+				if err := k.client.Status().Update(ctx, &wl); err != nil {
+					t.Fatal(err)
+				}
+			}
+			j.Annotations = map[string]string{strata.JobMinParallelismAnnotation: "2"}
+			if _, err := k.Sync(ctx, batchjob.Adapt(j)); err != nil {
+				t.Fatal(err)
+			}
+			var got strata.Workload
+			if err := k.client.Get(ctx, key, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.ResourceVersion != wl.ResourceVersion || got.Spec.PodSets[0].MinCount != nil {
+				t.Errorf("the Workload was written: minCount %v, conditions %v", got.Spec.PodSets[0].MinCount, got.Status.Conditions)
+			}
+		})
+	}
 }

@@ -104,6 +104,10 @@ type Resizer interface {
 	RunWith(podSet string, count int32) bool
 	// RunAsAsked undoes RunWith; false when nothing changed.
 	RunAsAsked() bool
+	// RunningWith is how many pods the pod set runs while RunWith's
+	// change stands (its user may change it meanwhile); false when it
+	// runs as it asks.
+	RunningWith(podSet string) (int32, bool)
 }
 
 // Decider is implemented by kinds whose result can be decided before the

@@ -239,6 +239,9 @@ func (p *Policy) DecideAvoiding(wl *strata.Workload, shape string, flavors []str
 	return d
 }
 
+// Options are the engine options the policy places with.
+func (p *Policy) Options() tas.Options { return p.opts }
+
 // Find returns the target of flavor on cluster, or nil.
 func Find(targets []*Target, cluster, flavor string) *Target {
 	for _, t := range targets {

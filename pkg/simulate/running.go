@@ -235,13 +235,13 @@ func (st *runState) fits(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Wo
 // order), at least minCount of each (workload.ReducedCounts); the results
 // give the counts admitted.
 func (st *runState) admitPartially(flavors map[string]*flavorState, order []*strata.ResourceFlavor, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]PodSetResult, bool) {
-	total := workload.Reducible(wl.Spec.PodSets)
+	total := workload.Reducible(wl.Spec.PodSets, opts.PartialSlices)
 	if total == 0 {
 		return nil, false
 	}
 	sized := func(k int32) *strata.Workload {
 		w := wl.DeepCopy()
-		for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k) {
+		for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k, opts.PartialSlices) {
 			w.Spec.PodSets[i].Count = c
 		}
 		return w
@@ -254,10 +254,10 @@ func (st *runState) admitPartially(flavors map[string]*flavorState, order []*str
 		}
 		return nil
 	}
-	k := int32(sort.Search(int(total), func(i int) bool { return fitOn(sized(int32(i+1))) != nil })) + 1
-	if k > total {
-		return nil, false
+	if fitOn(sized(total)) == nil {
+		return nil, false // not even its fewest pods fit
 	}
+	k := int32(sort.Search(int(total), func(i int) bool { return fitOn(sized(int32(i+1))) != nil })) + 1
 	w := sized(k)
 	fs := fitOn(w)
 	if fs == nil {

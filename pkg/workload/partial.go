@@ -3,6 +3,7 @@ package workload
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -55,9 +56,12 @@ func JobMinCount(job *batchv1.Job, count int32) (*int32, field.ErrorList) {
 		return nil, errs
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n < 1 || n >= int64(count) {
+	switch {
+	case count <= 1:
+		return nil, field.ErrorList{field.Invalid(path.Key(key), v, fmt.Sprintf("a Job of %d pod cannot run with fewer", count))}
+	case err != nil || n < 1 || n >= int64(count):
 		return nil, field.ErrorList{field.Invalid(path.Key(key), v,
-			fmt.Sprintf("must be an integer between 1 and %d (one less than the Job's %d pods)", max(count-1, 1), count))}
+			fmt.Sprintf("must be an integer between 1 and %d (one less than the Job's %d pods)", count-1, count))}
 	}
 	ckey, cv, cok, errs := prefixed(job.Annotations, completionsEqualName, path)
 	if len(errs) > 0 {
@@ -105,12 +109,15 @@ func JobPartialSizes(job *batchv1.Job) (PartialSizes, bool) {
 	return s, true
 }
 
-// asAsked is the Job as it asked to run: with the parallelism and
+// JobAsAsked is the Job as it asked to run: with the parallelism and
 // completions a partial admission's start replaced (JobPartialSizes), so
-// that its Workload keeps asking for all its pods while fewer run.
-func asAsked(job *batchv1.Job) *batchv1.Job {
+// that its Workload keeps asking for all its pods while fewer run. The
+// record counts only on a Job an admission started (AddedByAdmission)
+// and only for more pods than it runs: the annotation is the user's to
+// write too.
+func JobAsAsked(job *batchv1.Job) *batchv1.Job {
 	s, ok := JobPartialSizes(job)
-	if !ok {
+	if _, started := job.Annotations[strata.AddedByAdmissionAnnotation]; !ok || !started || *s.Parallelism < ptr.Deref(job.Spec.Parallelism, 1) {
 		return job
 	}
 	asked := *job
@@ -121,34 +128,103 @@ func asAsked(job *batchv1.Job) *batchv1.Job {
 	return &asked
 }
 
-// Reducible is the number of pods a workload's pod sets may be admitted
-// without, in all (count − minCount over the pod sets with a minCount).
-func Reducible(podSets []strata.PodSet) int32 {
-	var total int32
-	for _, ps := range podSets {
-		if ps.MinCount != nil && *ps.MinCount < ps.Count {
-			total += ps.Count - *ps.MinCount
+// sliceUnit is what a pod set's count must be a multiple of for its
+// slices: the least common multiple of its slice sizes; 1 without slices,
+// or with one slice layer when partial slices are allowed (its last slice
+// may be partial).
+func sliceUnit(ps *strata.PodSet, partialSlices bool) int32 {
+	r := ps.TopologyRequest
+	if r == nil {
+		return 1
+	}
+	var sizes []int32
+	if r.PodSetSliceSize != nil {
+		sizes = append(sizes, *r.PodSetSliceSize)
+	}
+	for _, c := range r.PodSetSliceRequiredTopologyConstraints {
+		sizes = append(sizes, c.Size)
+	}
+	if len(sizes) == 0 || partialSlices && len(r.PodSetSliceRequiredTopologyConstraints) <= 1 {
+		return 1
+	}
+	unit := int64(1)
+	for _, size := range sizes {
+		if size < 1 {
+			continue
 		}
+		g, b := unit, int64(size)
+		for b != 0 {
+			g, b = b, g%b
+		}
+		unit = unit / g * int64(size)
+		if unit > math.MaxInt32 {
+			return math.MaxInt32
+		}
+	}
+	return int32(unit)
+}
+
+// fewest is the fewest pods a pod set may be admitted with: its minCount,
+// up to a whole number of slices (sliceUnit); its count when it has no
+// minCount or cannot run with fewer.
+func fewest(ps *strata.PodSet, partialSlices bool) int32 {
+	if ps.MinCount == nil || *ps.MinCount >= ps.Count {
+		return ps.Count
+	}
+	u := sliceUnit(ps, partialSlices)
+	lo := (*ps.MinCount + u - 1) / u * u
+	if lo >= ps.Count || lo < *ps.MinCount {
+		return ps.Count
+	}
+	return lo
+}
+
+// Reducible is the number of pods a workload's pod sets may be admitted
+// without, in all (count less the fewest each may run with).
+func Reducible(podSets []strata.PodSet, partialSlices bool) int32 {
+	var total int32
+	for i := range podSets {
+		total += podSets[i].Count - fewest(&podSets[i], partialSlices)
 	}
 	return total
 }
 
-// ReducedCounts are the pod sets' counts with k of the Reducible pods
-// taken away, shared out in proportion to what each may lose (rounded
-// down, so that no pod set goes below its minCount): k = 0 gives every
-// count, k = Reducible every minCount.
-func ReducedCounts(podSets []strata.PodSet, k int32) []int32 {
-	total := Reducible(podSets)
+// ReducedCounts are the pod sets' counts with about k of the Reducible
+// pods taken away, shared out in proportion to what each may lose, each
+// rounded down to whole slices and never below the fewest it may run with:
+// k = 0 gives every count, k = Reducible every minimum. More taken away
+// never gives more pods.
+func ReducedCounts(podSets []strata.PodSet, k int32, partialSlices bool) []int32 {
+	total := Reducible(podSets, partialSlices)
 	counts := make([]int32, len(podSets))
-	for i, ps := range podSets {
+	for i := range podSets {
+		ps := &podSets[i]
 		counts[i] = ps.Count
-		if total == 0 || ps.MinCount == nil || *ps.MinCount >= ps.Count {
+		lo := fewest(ps, partialSlices)
+		if total == 0 || lo == ps.Count {
 			continue
 		}
-		delta := int64(ps.Count - *ps.MinCount)
-		counts[i] = ps.Count - int32(delta*int64(k)/int64(total))
+		delta := int64(ps.Count - lo)
+		c := ps.Count - int32(delta*int64(k)/int64(total))
+		if c < ps.Count {
+			u := sliceUnit(ps, partialSlices)
+			c -= c % u
+		}
+		counts[i] = max(c, lo)
 	}
 	return counts
+}
+
+// JobRunningPartially says, for a Job a partial admission started (its
+// record, PartialAdmissionAnnotation, on a Job an admission started), how
+// many pods it runs at once now; false for any other Job.
+func JobRunningPartially(job *batchv1.Job) (int32, bool) {
+	_, recorded := job.Annotations[strata.PartialAdmissionAnnotation]
+	_, started := job.Annotations[strata.AddedByAdmissionAnnotation]
+	if !recorded || !started {
+		return 0, false
+	}
+	return JobPodCount(job), true
 }
 
 // AdmitsCount says whether an admission of count pods is one of the pod

@@ -72,6 +72,10 @@ func TestJobPodSetsAsAsked(t *testing.T) {
 	j.Annotations = map[string]string{
 		strata.JobMinParallelismAnnotation: "2",
 		strata.PartialAdmissionAnnotation:  `{"parallelism":6,"completions":6}`,
+		strata.AddedByAdmissionAnnotation:  "{}",
+	}
+	if n, ok := JobRunningPartially(j); !ok || n != 3 {
+		t.Errorf("JobRunningPartially() = %d, %t; want 3, true", n, ok)
 	}
 	podSets, errs := JobPodSets(j)
 	if len(errs) > 0 {
@@ -83,9 +87,43 @@ func TestJobPodSetsAsAsked(t *testing.T) {
 	if diff := cmp.Diff(ptr.To[int32](2), podSets[0].MinCount); diff != "" {
 		t.Errorf("min count (-want,+got):\n%s", diff)
 	}
-	j.Annotations[strata.PartialAdmissionAnnotation] = "{broken"
-	if podSets, _ := JobPodSets(j); podSets[0].Count != 3 {
-		t.Errorf("an unreadable record: count = %d, want the spec's 3", podSets[0].Count)
+	// A record is believed only on a Job an admission started, and only
+	// for more pods than it runs (the user may write it too).
+	for name, annotations := range map[string]map[string]string{
+		"unreadable":         {strata.PartialAdmissionAnnotation: "{broken", strata.AddedByAdmissionAnnotation: "{}"},
+		"not started":        {strata.PartialAdmissionAnnotation: `{"parallelism":6}`},
+		"fewer than it runs": {strata.PartialAdmissionAnnotation: `{"parallelism":1}`, strata.AddedByAdmissionAnnotation: "{}"},
+	} {
+		j.Annotations = annotations
+		if podSets, _ := JobPodSets(j); podSets[0].Count != 3 {
+			t.Errorf("%s record: count = %d, want the spec's 3", name, podSets[0].Count)
+		}
+
+	}
+}
+
+// TestReclaimableUnderPartialAdmission: reclaimable pods are counted
+// against the pods a pod set asks for; an admission of fewer holds only
+// those of its own that the rest of the job does not need.
+func TestReclaimableUnderPartialAdmission(t *testing.T) {
+	wl := &strata.Workload{
+		Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "main", Count: 6, MinCount: ptr.To[int32](2)}}},
+		Status: strata.WorkloadStatus{
+			ReclaimablePods: []strata.ReclaimablePod{{Name: "main", Count: 4}},
+			Admission:       &strata.Admission{PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Count: 4}}},
+		},
+	}
+	// 2 pods still needed of the 6 asked: of the 4 admitted, 2 are not.
+	if got := Reclaimable(wl, "main"); got != 2 {
+		t.Errorf("Reclaimable() = %d, want 2", got)
+	}
+	wl.Status.Admission.PodSetAssignments[0].Count = 2
+	if got := Reclaimable(wl, "main"); got != 0 {
+		t.Errorf("admitted with 2: Reclaimable() = %d, want 0", got)
+	}
+	wl.Status.Admission.PodSetAssignments[0].Count = 6
+	if got := Reclaimable(wl, "main"); got != 4 {
+		t.Errorf("admitted whole: Reclaimable() = %d, want 4", got)
 	}
 }
 
@@ -93,12 +131,31 @@ func TestReducedCounts(t *testing.T) {
 	ps := func(count int32, minCount *int32) strata.PodSet {
 		return strata.PodSet{Name: "p", Count: count, MinCount: minCount}
 	}
+	sliced := func(count int32, minCount int32, sizes ...int32) strata.PodSet {
+		p := ps(count, ptr.To(minCount))
+		p.TopologyRequest = &strata.PodSetTopologyRequest{PodSetSliceSize: ptr.To(sizes[0])}
+		if len(sizes) > 1 {
+			for _, size := range sizes {
+				p.TopologyRequest.PodSetSliceRequiredTopologyConstraints = append(p.TopologyRequest.PodSetSliceRequiredTopologyConstraints,
+					strata.PodSetSliceTopologyConstraint{Topology: "l", Size: size})
+			}
+		}
+		return p
+	}
 	for name, tc := range map[string]struct {
-		podSets   []strata.PodSet
-		reducible int32
-		k         int32
-		want      []int32
+		podSets       []strata.PodSet
+		partialSlices bool
+		reducible     int32
+		k             int32
+		want          []int32
 	}{
+		"slices of 4: whole slices, the minimum rounded up to one": {
+			podSets: []strata.PodSet{sliced(16, 3, 4)}, reducible: 12, k: 3, want: []int32{12}},
+		"slices of 4, at the minimum":         {podSets: []strata.PodSet{sliced(16, 3, 4)}, reducible: 12, k: 12, want: []int32{4}},
+		"slices of 4, partial slices allowed": {podSets: []strata.PodSet{sliced(16, 3, 4)}, partialSlices: true, reducible: 13, k: 3, want: []int32{13}},
+		"two layers, 4 and 2: whole outer slices even with partial slices allowed": {
+			podSets: []strata.PodSet{sliced(12, 2, 4, 2)}, partialSlices: true, reducible: 8, k: 3, want: []int32{8}},
+		"slices: no whole slice below count at or above the minimum": {podSets: []strata.PodSet{sliced(8, 5, 4)}, k: 2, want: []int32{8}},
 		"no minCount":           {podSets: []strata.PodSet{ps(4, nil)}, k: 1, want: []int32{4}},
 		"one pod set, none off": {podSets: []strata.PodSet{ps(8, ptr.To[int32](2))}, reducible: 6, k: 0, want: []int32{8}},
 		"one pod set, 3 off":    {podSets: []strata.PodSet{ps(8, ptr.To[int32](2))}, reducible: 6, k: 3, want: []int32{5}},
@@ -110,11 +167,23 @@ func TestReducedCounts(t *testing.T) {
 		"minCount not below count": {podSets: []strata.PodSet{ps(3, ptr.To[int32](3))}, k: 1, want: []int32{3}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := Reducible(tc.podSets); got != tc.reducible {
+			if got := Reducible(tc.podSets, tc.partialSlices); got != tc.reducible {
 				t.Errorf("Reducible() = %d, want %d", got, tc.reducible)
 			}
-			if diff := cmp.Diff(tc.want, ReducedCounts(tc.podSets, tc.k)); diff != "" {
+			if diff := cmp.Diff(tc.want, ReducedCounts(tc.podSets, tc.k, tc.partialSlices)); diff != "" {
 				t.Errorf("ReducedCounts() (-want,+got):\n%s", diff)
+			}
+			// More taken away never gives more pods (the binary search
+			// relies on it), nor fewer than the minimum.
+			prev := ReducedCounts(tc.podSets, 0, tc.partialSlices)
+			for k := int32(1); k <= tc.reducible; k++ {
+				cur := ReducedCounts(tc.podSets, k, tc.partialSlices)
+				for i := range cur {
+					if cur[i] > prev[i] || tc.podSets[i].MinCount != nil && cur[i] < *tc.podSets[i].MinCount {
+						t.Errorf("k=%d: counts %v after %v", k, cur, prev)
+					}
+				}
+				prev = cur
 			}
 		})
 	}

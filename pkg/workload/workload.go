@@ -44,7 +44,7 @@ func FromJob(job *batchv1.Job) (*strata.Workload, field.ErrorList) {
 // no topology request, since invalid values may break the Workload
 // schema.
 func JobPodSets(job *batchv1.Job) ([]strata.PodSet, field.ErrorList) {
-	job = asAsked(job)
+	job = JobAsAsked(job)
 	count := JobPodCount(job)
 	errs := validateJobPodCount(job, count)
 	ps := strata.PodSet{Name: MainPodSet, Count: count, Template: *job.Spec.Template.DeepCopy()}
@@ -177,9 +177,20 @@ func DispatchWorkloads(wl *strata.Workload) int {
 // releases.
 func Reclaimable(wl *strata.Workload, podSet string) int32 {
 	for _, r := range wl.Status.ReclaimablePods {
-		if r.Name == podSet {
-			return r.Count
+		if r.Name != podSet {
+			continue
 		}
+		// Counted against the pods the pod set asks for; an admission of
+		// fewer (partial admission) holds only what it runs: of its pods,
+		// those beyond what the rest of the job needs.
+		if ps := PodSet(wl, podSet); ps != nil && wl.Status.Admission != nil {
+			for _, psa := range wl.Status.Admission.PodSetAssignments {
+				if psa.Name == podSet && psa.Count < ps.Count {
+					return max(r.Count-(ps.Count-psa.Count), 0)
+				}
+			}
+		}
+		return r.Count
 	}
 	return 0
 }

@@ -671,7 +671,7 @@ func podSetsChanged(podSets []strata.PodSet, wl *strata.Workload) string {
 		switch {
 		case i < 0:
 			return fmt.Sprintf("pod set %s has no assignment", ps.Name)
-		case !workload.AdmitsCount(&ps, a.PodSetAssignments[i].Count):
+		case a.PodSetAssignments[i].Count != ps.Count && !admittedPartially(ps, wl, a.PodSetAssignments[i].Count):
 			return fmt.Sprintf("pod set %s has %d pods, its assignment %d", ps.Name, ps.Count, a.PodSetAssignments[i].Count)
 		}
 		j := slices.IndexFunc(wl.Spec.PodSets, func(w strata.PodSet) bool { return w.Name == ps.Name })
@@ -684,6 +684,14 @@ func podSetsChanged(podSets []strata.PodSet, wl *strata.Workload) string {
 		}
 	}
 	return ""
+}
+
+// admittedPartially says whether an admission of count pods is a partial
+// admission of the Job's pod set ps as its Workload asked for it: the
+// same pods asked for, and at least its minCount.
+func admittedPartially(ps strata.PodSet, wl *strata.Workload, count int32) bool {
+	asked := workload.PodSet(wl, ps.Name)
+	return asked != nil && asked.Count == ps.Count && count < ps.Count && workload.AdmitsCount(&ps, count)
 }
 
 // sameRequests says whether two pods' requests are equal, resource by
@@ -733,6 +741,16 @@ func resized(job pkgjobs.Job, wl *strata.Workload) string {
 	podSets, errs := job.PodSets()
 	if len(errs) > 0 {
 		return ""
+	}
+	if rs, ok := job.(pkgjobs.Resizer); ok {
+		// Started with fewer pods than it asks for (partial admission):
+		// its pod sets say what it asks for; what it runs is its
+		// admission's count, unless its user changed it since.
+		for _, psa := range wl.Status.Admission.PodSetAssignments {
+			if n, partial := rs.RunningWith(psa.Name); partial && n != psa.Count {
+				return fmt.Sprintf("pod set %s runs %d pods, its admission %d", psa.Name, n, psa.Count)
+			}
+		}
 	}
 	return podSetsChanged(podSets, wl)
 }

@@ -308,7 +308,12 @@ func TestPodSetsChanged(t *testing.T) {
 				return ps
 			}(),
 		},
-		"more pods":       {podSet: testutil.MakePodSet("main", 6, "cpu", "1", "memory", "1Gi").Obj(), want: "pod set main has 6 pods, its assignment 4"},
+		"more pods": {podSet: testutil.MakePodSet("main", 6, "cpu", "1", "memory", "1Gi").Obj(), want: "pod set main has 6 pods, its assignment 4"},
+		"more pods, with a minCount": {podSet: func() strata.PodSet {
+			ps := testutil.MakePodSet("main", 6, "cpu", "1", "memory", "1Gi").Obj()
+			ps.MinCount = ptr.To[int32](2)
+			return ps
+		}(), want: "pod set main has 6 pods, its assignment 4"},
 		"larger pods":     {podSet: testutil.MakePodSet("main", 4, "cpu", "16", "memory", "1Gi").Obj(), want: "pod set main requests cpu=16,memory=1Gi per pod, its admission cpu=1,memory=1Gi"},
 		"a new request":   {podSet: testutil.MakePodSet("main", 4, "cpu", "1", "memory", "1Gi", "nvidia.com/gpu", "1").Obj(), want: "pod set main requests cpu=1,memory=1Gi,nvidia.com/gpu=1 per pod, its admission cpu=1,memory=1Gi"},
 		"a request gone":  {podSet: testutil.MakePodSet("main", 4, "cpu", "1").Obj(), want: "pod set main requests cpu=1 per pod, its admission cpu=1,memory=1Gi"},
@@ -318,6 +323,38 @@ func TestPodSetsChanged(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, podSetsChanged([]strata.PodSet{tc.podSet}, admitted)); diff != "" {
 				t.Errorf("podSetsChanged() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestResizedUnderPartialAdmission: a Job started with fewer pods than
+// it asks for runs as admitted; one whose user changed that parallelism
+// since is resized.
+func TestResizedUnderPartialAdmission(t *testing.T) {
+	admitted := testutil.MakeWorkload("w", ns).PodSets(func() strata.PodSet {
+		ps := testutil.MakePodSet("main", 6, "cpu", "1").Obj()
+		ps.MinCount = ptr.To[int32](2)
+		return ps
+	}()).Admission(&strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "f", Count: 4}}}).Obj()
+	started := func(parallelism int32) *batchv1.Job {
+		j := testutil.MakeJob("train", ns).Queue(queueName).Parallelism(6).Completions(6).Request("cpu", "1").Obj()
+		j.Annotations = map[string]string{strata.JobMinParallelismAnnotation: "2", AddedByAdmissionAnnotation: "{}"}
+		batchjob.Adapt(j).RunWith("main", 4)
+		j.Spec.Parallelism = ptr.To(parallelism)
+		return j
+	}
+	for name, tc := range map[string]struct {
+		job  *batchv1.Job
+		want string
+	}{
+		"running as admitted":                                   {job: started(4)},
+		"scaled by its user since":                              {job: started(5), want: "pod set main runs 5 pods, its admission 4"},
+		"scaled past what it asked (capped by its completions)": {job: started(8), want: "pod set main runs 6 pods, its admission 4"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, resized(batchjob.Adapt(tc.job), admitted)); diff != "" {
+				t.Errorf("resized() (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -469,7 +469,11 @@ func (r *Reconciler) handle(ctx context.Context, wl *strata.Workload, failed []f
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	req := workload.Request(ps)
+	// As admitted: a partial admission runs fewer pods than the pod set
+	// asks for.
+	admitted := *ps
+	admitted.Count = psa.Count
+	req := workload.Request(&admitted)
 	req.Tolerations = r.tolerations(wl, *psa)
 	var replaced *tas.Assignment
 	var searchErr error

@@ -350,7 +350,7 @@ func admittedOtherShape(wl, copyWL *strata.Workload) string {
 		switch {
 		case !ok:
 			return fmt.Sprintf("pod set %s is not the Workload's", a.Name)
-		case !workload.AdmitsCount(ps, a.Count):
+		case !workload.AdmitsCount(ps, a.Count) && !admitsPartially(copyWL, ps, a):
 			// Fewer pods are the Workload's too when it may be admitted
 			// with as few (minCount: partial admission on the worker).
 			return fmt.Sprintf("pod set %s admitted with %d pods, the Workload has %d", a.Name, a.Count, ps.Count)
@@ -360,6 +360,15 @@ func admittedOtherShape(wl, copyWL *strata.Workload) string {
 		return fmt.Sprintf("%d pod sets admitted, the Workload has %d", len(got), len(want))
 	}
 	return ""
+}
+
+// admitsPartially says whether the copy's own Workload, of the hub
+// Workload's count, may be admitted with a's fewer pods: a hub Workload
+// made before the hub read minCount (or one whose CRD dropped it) has
+// none, while the worker's agent reads the copy's job-min-parallelism.
+func admitsPartially(copyWL *strata.Workload, ps *strata.PodSet, a strata.PodSetAssignment) bool {
+	cps := workload.PodSet(copyWL, a.Name)
+	return cps != nil && cps.Count == ps.Count && workload.AdmitsCount(cps, a.Count)
 }
 
 // refuseStep undoes the dispatch (the hub Workload's condition reason

@@ -643,6 +643,17 @@ func TestAdmittedOtherShape(t *testing.T) {
 		"fewer pods than minCount":                         {copyWL: withMain(admitted("leader-0", "worker-0"), 1), want: "pod set main admitted with 1 pods, the Workload has 4"},
 		"more pods than count":                             {copyWL: withMain(admitted("leader-0", "worker-0"), 5), want: "pod set main admitted with 5 pods, the Workload has 4"},
 	}
+	// A hub Workload without minCount (made before the hub read it),
+	// whose copy's Workload has one.
+	old := &strata.Workload{Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "main", Count: 4}}}}
+	copyWL := withMain(admitted(), 3)
+	if got := admittedOtherShape(old, copyWL); got == "" {
+		t.Error("a copy without minCount admitted with fewer pods: want it refused")
+	}
+	copyWL.Spec.PodSets = []strata.PodSet{{Name: "main", Count: 4, MinCount: ptr.To[int32](2)}}
+	if got := admittedOtherShape(old, copyWL); got != "" {
+		t.Errorf("a copy with its own minCount admitted with fewer pods: admittedOtherShape() = %q, want it accepted", got)
+	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if got := admittedOtherShape(wl, tc.copyWL); got != tc.want {

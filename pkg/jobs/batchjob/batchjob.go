@@ -108,6 +108,15 @@ func (j Job) RunWith(podSet string, count int32) bool {
 	return true
 }
 
+// RunningWith is how many pods the Job runs at once while a partial
+// admission's start has it run fewer than it asks for; false otherwise.
+func (j Job) RunningWith(podSet string) (int32, bool) {
+	if podSet != workload.MainPodSet {
+		return 0, false
+	}
+	return workload.JobRunningPartially(j.Job)
+}
+
 // RunAsAsked gives the Job back the parallelism and completions a partial
 // admission's start replaced.
 func (j Job) RunAsAsked() bool {
@@ -145,11 +154,14 @@ func (j Job) TemplatesMutable() bool { return j.Suspended() && j.Status.StartTim
 // completions the Job still needs: a Job of 4 pods and 4 completions with
 // 3 succeeded needs only 1 pod more.
 func (j Job) ReclaimablePods() []strata.ReclaimablePod {
-	pods := workload.JobPodCount(j.Job)
+	// Counted against the pods it asks for, also while a partial
+	// admission runs fewer (workload.Reclaimable counts its share).
+	asked := workload.JobAsAsked(j.Job)
+	pods := workload.JobPodCount(asked)
 	if pods <= 1 || j.Status.Succeeded == 0 {
 		return nil
 	}
-	remaining := ptr.Deref(j.Spec.Completions, pods) - j.Status.Succeeded
+	remaining := ptr.Deref(asked.Spec.Completions, pods) - j.Status.Succeeded
 	if remaining >= pods {
 		return nil
 	}

@@ -237,6 +237,12 @@ func TestRunWith(t *testing.T) {
 			if !job.RunWith("main", 3) {
 				t.Fatal("RunWith() = false")
 			}
+			// Started by an admission, whose record start writes with it.
+			j.Annotations[strata.AddedByAdmissionAnnotation] = "{}"
+			asked.Annotations[strata.AddedByAdmissionAnnotation] = "{}"
+			if n, ok := job.RunningWith("main"); !ok || n != 3 {
+				t.Errorf("RunningWith() = %d, %t; want 3, true", n, ok)
+			}
 			if got := *j.Spec.Parallelism; got != 3 {
 				t.Errorf("parallelism = %d, want 3", got)
 			}

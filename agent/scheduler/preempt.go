@@ -167,12 +167,13 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 	return result, ""
 }
 
-// preempt evicts the victims a search found on one flavor. It returns
-// whether it did; once the victims' pods are gone (at once when they had
-// none) a pass admits wl.
-func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, result preemption.Result) (bool, error) {
+// preempt evicts the victims a search found on one flavor for wl, which
+// needs the requests need there (fewer than its own for a partial
+// admission). It returns whether it did; once the victims' pods are gone
+// (at once when they had none) a pass admits wl.
+func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, need corev1.ResourceList, result preemption.Result) (bool, error) {
 	key := client.ObjectKeyFromObject(wl)
-	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: queue.WorkloadRequests(wl)}
+	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: need}
 	var errs []error
 	for _, v := range result.Victims {
 		evicted, err := s.evictVictim(ctx, v, wl, cq, fq.Name)

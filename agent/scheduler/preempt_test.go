@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -511,5 +512,80 @@ func testPreemptionSurvivesARestart(t *testing.T, deleted bool) {
 		if got["high"].Reason != ReasonPreempting {
 			t.Errorf("after the restart, high: %+v, want it still preempting", got["high"])
 		}
+	}
+}
+
+// TestPartialAdmissionPreempts: a workload that may run with fewer pods
+// (minCount) preempts for the most pods it can, as Kueue's partial
+// admission: for all of them when a search finds victims for all,
+// otherwise for the fewest pods taken away with which it fits or a
+// search finds victims; without preemption, with the pods that fit.
+func TestPartialAdmissionPreempts(t *testing.T) {
+	preempting := strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+	evicted := outcome{Reason: strata.EvictedByPreemption}
+	cases := map[string]struct {
+		preemption *strata.ClusterQueuePreemption
+		midPrio    int32
+		want       map[string]outcome
+		wantCount  int32
+		// wantNote ends pre's Admitted message.
+		wantNote string
+	}{
+		"all of its pods when preempting makes room for them": {
+			preemption: &preempting,
+			want:       map[string]outcome{"mid": evicted, "low": evicted, "pre": admitted},
+			wantCount:  10,
+		},
+		"the most pods a preemption makes room for": {
+			preemption: &preempting,
+			midPrio:    20,
+			want:       map[string]outcome{"mid": admitted, "low": evicted, "pre": admitted},
+			wantCount:  6,
+			wantNote:   "with 6 of the 10 pods of pod set main (partial admission: all did not fit); " + strata.AdmittedAfterPreempting + "1 workload(s): ns/low",
+		},
+		"the pods that fit when its queue does not preempt": {
+			midPrio:   20,
+			want:      map[string]outcome{"mid": admitted, "low": admitted, "pre": admitted},
+			wantCount: 2,
+			wantNote:  "with 2 of the 10 pods of pod set main (partial admission: all did not fit)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj()
+			cq.Spec.Preemption = tc.preemption
+			objs := []client.Object{cq, job("mid", "cq", 4, ptr.To(tc.midPrio), 0), job("low", "cq", 4, ptr.To[int32](0), 1)}
+			e := newSchedEnv(t, objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", "10")}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			e.settle()
+			e.informed(t)
+			pre := job("pre", "cq", 10, ptr.To[int32](10), 2)
+			pre.Spec.PodSets[0].MinCount = ptr.To[int32](2)
+			if err := e.c.Create(t.Context(), pre); err != nil {
+				t.Fatal(err)
+			}
+			e.informed(t)
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("after the preemptor (-want,+got):\n%s", diff)
+			}
+			var got strata.Workload
+			if err := e.c.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: "pre"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Admission == nil {
+				t.Fatalf("pre not admitted: %v", got.Status.Conditions)
+			}
+			if n := got.Status.Admission.PodSetAssignments[0].Count; n != tc.wantCount {
+				t.Errorf("pre admitted with %d pods, want %d", n, tc.wantCount)
+			}
+			if c := meta.FindStatusCondition(got.Status.Conditions, strata.WorkloadAdmitted); tc.wantNote != "" && !strings.HasSuffix(c.Message, tc.wantNote) {
+				t.Errorf("pre's Admitted message = %q, want it to end with %q", c.Message, tc.wantNote)
+			}
+		})
 	}
 }

@@ -668,14 +668,16 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	// there only by borrowing; preemptable: flavors where it does not fit
 	// now, for the preemption search.
 	var borrowing, preemptable []strata.FlavorQuotas
-	tryFlavor := func(fq strata.FlavorQuotas) bool {
+	// tryFlavor admits the workload on one flavor, with the pod sets'
+	// counts (nil: all of its pods; fewer: a partial admission).
+	tryFlavor := func(fq strata.FlavorQuotas, counts []int32) bool {
 		if s.notReady {
-			if s.fits(cq, fq, books, wl) {
+			if s.fitsWith(cq, fq, books, wl, counts) {
 				fits, fitsOn = true, fq.Name
 				return true
 			}
 		}
-		admitted, err := s.place(cq, fq, books, wl)
+		admitted, err := s.placeOn(cq, fq, books, wl, counts, true)
 		if err == nil {
 			if p := s.preemptions[key]; p != nil && p.flavor == fq.Name {
 				notePreempted(admitted, p)
@@ -715,12 +717,16 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		searched[fq.Name] = &r
 		return r, len(r.Victims) > 0
 	}
-	// preemptOn preempts what the search found on one flavor; admitted
-	// when the victims had no running pods and the workload took their
-	// place at once.
-	preemptOn := func(fq strata.FlavorQuotas, r preemption.Result) (done, admitted bool, err error) {
-		done, err = s.preempt(ctx, cq, fq, books, wl, r)
-		if done && len(s.stillHeld(s.preemptions[key])) == 0 && tryFlavor(fq) {
+	// preemptOn preempts what the search found on one flavor, for the pod
+	// sets' counts (nil: all of its pods); admitted when the victims had
+	// no running pods and the workload took their place at once.
+	preemptOn := func(fq strata.FlavorQuotas, r preemption.Result, counts []int32) (done, admitted bool, err error) {
+		need := need
+		if counts != nil {
+			need = queue.WorkloadRequests(withCounts(wl, counts))
+		}
+		done, err = s.preempt(ctx, cq, fq, books, wl, need, r)
+		if done && len(s.stillHeld(s.preemptions[key])) == 0 && tryFlavor(fq, counts) {
 			// The victims held no running pods: their capacity was free
 			// at once. Held by blockAdmission, it keeps that quota.
 			if fits {
@@ -738,7 +744,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		return done, false, err
 	}
 	if i := slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return fq.Name == nominated }); nominatedFit && i >= 0 {
-		if tryFlavor(flavors[i]) {
+		if tryFlavor(flavors[i], nil) {
 			return s.fitted(ctx, wl, fits)
 		}
 	}
@@ -758,12 +764,12 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 				continue
 			}
 		}
-		if tryFlavor(fq) {
+		if tryFlavor(fq, nil) {
 			return s.fitted(ctx, wl, fits)
 		}
 		if fung.WhenCanPreempt == strata.FungibilityPreempt && len(preemptable) > 0 && preemptable[len(preemptable)-1].Name == fq.Name {
 			if r, ok := searchOn(fq); ok && (!r.Borrows || fung.WhenCanBorrow != strata.FungibilityTryNextFlavor) {
-				if done, admitted, err := preemptOn(fq, r); done || err != nil {
+				if done, admitted, err := preemptOn(fq, r, nil); done || err != nil {
 					return admitted, true, err
 				}
 			}
@@ -775,7 +781,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		return books.BorrowHeight(cq.Name, a.Name, need) - books.BorrowHeight(cq.Name, b.Name, need)
 	})
 	for _, fq := range borrowing {
-		if tryFlavor(fq) {
+		if tryFlavor(fq, nil) {
 			return s.fitted(ctx, wl, fits)
 		}
 	}
@@ -790,18 +796,22 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		}
 	}
 	if best != nil {
-		if done, admitted, err := preemptOn(*best, bestResult); done || err != nil {
+		if done, admitted, err := preemptOn(*best, bestResult, nil); done || err != nil {
 			return admitted, true, err
 		}
 	}
 	// Fewer pods, once preemption was looked at for all of them (not
 	// when this pass's searches ran out: the next may preempt for all).
 	if !preempts || len(preemptable) == 0 || len(searched) == len(preemptable) {
-		if admitted, on := s.admitPartially(ctx, cq, flavors, usage, books, wl); admitted || on != "" {
-			if on != "" {
-				fits, fitsOn = true, on
+		if c, ok := s.partially(cq, flavors, books, wl, preempts, upTo); ok {
+			if c.victims == nil && tryFlavor(flavors[c.flavor], c.counts) {
+				return s.fitted(ctx, wl, fits)
 			}
-			return s.fitted(ctx, wl, fits)
+			if c.victims != nil {
+				if done, admitted, err := preemptOn(flavors[c.flavor], *c.victims, c.counts); done || err != nil {
+					return admitted, true, err
+				}
+			}
 		}
 	}
 	if len(reasons) == 0 {
@@ -880,30 +890,22 @@ func topologyMissing(def *strata.ResourceFlavor) error {
 	return flavorNotReadyError{fmt.Sprintf("Topology %q of ResourceFlavor %q does not exist", *def.Spec.TopologyName, def.Name)}
 }
 
-// place finds the assignment of every pod set on one flavor, within quota,
-// and takes its capacity in the cache in the same step (cache.Reserve):
-// nothing else, hot swap included, can be given the same capacity in
-// between. It returns the workload with its admission, not yet written. A
-// flavor that is not ready is its reason before the quota.
-func (s *Scheduler) place(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) (*strata.Workload, error) {
-	return s.placeOn(cq, fq, books, wl, nil, true)
-}
-
-// fits says whether place would admit the workload on the flavor, taking
-// nothing.
-func (s *Scheduler) fits(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) bool {
-	return s.fitsWith(cq, fq, books, wl, nil)
-}
-
-// fitsWith is fits with the pod sets' counts (nil: their own).
+// fitsWith says whether placeOn would admit the workload on the flavor
+// with the pod sets' counts (nil: their own), taking nothing.
 func (s *Scheduler) fitsWith(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, counts []int32) bool {
 	admitted, err := s.placeOn(cq, fq, books, wl, counts, false)
 	return err == nil && admitted != nil
 }
 
-// placeOn is place (take) or fits, with the pod sets' counts (nil: their
-// own; fewer for a partial admission, which is recorded in the admission
-// only: the spec keeps asking for every pod).
+// placeOn finds the assignment of every pod set on one flavor, within quota,
+// and takes its capacity in the cache in the same step (cache.Reserve):
+// nothing else, hot swap included, can be given the same capacity in
+// between. It returns the workload with its admission, not yet written. A
+// flavor that is not ready is its reason before the quota. counts are
+// the pod sets' counts (nil: their own; fewer for a partial admission,
+// which is recorded in the admission only: the spec keeps asking for
+// every pod). Unless take, it only says whether the workload would be
+// admitted, taking nothing.
 func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, asked *strata.Workload, counts []int32, take bool) (*strata.Workload, error) {
 	wl := asked
 	if counts != nil {
@@ -1000,46 +1002,79 @@ func partialNote(wl *strata.Workload, a *strata.Admission) string {
 	return ", with " + strings.Join(parts, ", ") + " (partial admission: all did not fit)"
 }
 
-// admitPartially admits a workload whose pod sets may run with fewer pods
-// (minCount) and which neither fits as it asks nor preempts: with the
-// most pods that fit on one of the queue's flavors without preemption,
-// tried in the flavors' order, as Kueue's partial admission (a binary
-// search over the pods taken away, shared out among the pod sets in
-// proportion to what each may lose, in whole slices:
-// workload.ReducedCounts). Under waitForPodsReady's blockAdmission it
-// only says where it would fit (fitsOn). Kueue also preempts for a
-// smaller count; this does not.
-func (s *Scheduler) admitPartially(ctx context.Context, cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, usage map[string]corev1.ResourceList, books *queue.Books, wl *strata.Workload) (admitted bool, fitsOn string) {
+// partialChoice is a partial admission chosen: the pod sets' counts, the
+// flavor (an index into the queue's flavors), and the victims a search
+// found there when they must be preempted first (nil: the counts fit).
+type partialChoice struct {
+	counts  []int32
+	flavor  int
+	victims *preemption.Result
+}
+
+// partially chooses how a workload whose pod sets may run with fewer pods
+// (minCount), and which neither fits as it asks nor preempts for all of
+// them, is admitted, as Kueue's partial admission: with the most pods
+// (a binary search over the pods taken away, shared out among the pod
+// sets in proportion to what each may lose, in whole slices:
+// workload.ReducedCounts) that fit on one of the queue's flavors or, when
+// its ClusterQueue lets it preempt, for which a search finds victims. The
+// flavors are walked as for all of its pods: the first where the counts
+// fit; under whenCanPreempt: Preempt, the first where victims are found
+// (unless it would then borrow and whenCanBorrow is TryNextFlavor); else
+// the best preemption (preemption.Better). ok is false when no count is
+// admissible, or when preempting may be needed and the pass has no search
+// left to decide (the next pass decides).
+func (s *Scheduler) partially(cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, preempts bool, upTo *int32) (partialChoice, bool) {
 	total := workload.Reducible(wl.Spec.PodSets, s.opts.PartialSlices)
-	if total == 0 {
-		return false, ""
+	if total == 0 || (preempts && s.searches <= 0) {
+		return partialChoice{}, false
 	}
-	fitOn := func(k int32) int {
-		counts := workload.ReducedCounts(wl.Spec.PodSets, k, s.opts.PartialSlices)
-		return slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return s.fitsWith(cq, fq, books, wl, counts) })
+	fung := queue.Fungibility(cq)
+	chosen := map[int32]partialChoice{}
+	choose := func(k int32) (partialChoice, bool) {
+		if c, done := chosen[k]; done {
+			return c, c.flavor >= 0
+		}
+		c := partialChoice{counts: workload.ReducedCounts(wl.Spec.PodSets, k, s.opts.PartialSlices)}
+		sized := withCounts(wl, c.counts)
+		need := queue.WorkloadRequests(sized)
+		c.flavor, c.victims = preemption.WalkFlavors(preemption.Flavors{
+			N: len(flavors),
+			Borrowing: func(i int) (int, bool) {
+				fit := books.Check(cq.Name, flavors[i].Name, need, false)
+				return books.BorrowHeight(cq.Name, flavors[i].Name, need), fit.Err == nil && fit.Borrows
+			},
+			Try: func(i int) preemption.Trial {
+				_, err := s.placeOn(cq, flavors[i], books, wl, c.counts, false)
+				return preemption.Trial{Fit: err == nil, Short: err != nil &&
+					!errors.As(err, new(flavorNotReadyError)) && !errors.As(err, new(inadmissibleError))}
+			},
+			// The searches of one choice are not cut short by the pass's
+			// budget (a choice made on a search left out would admit
+			// fewer pods than Kueue does); each counts against it, so
+			// that the workloads after this one search no more in this
+			// pass.
+			Search: func(i int) *preemption.Result {
+				s.searches--
+				if r, _ := s.search(cq, flavors[i], books, sized, upTo); len(r.Victims) > 0 {
+					return &r
+				}
+				return nil
+			},
+			Preempts: preempts,
+		}, fung, cq.Name)
+		chosen[k] = c
+		return c, c.flavor >= 0
 	}
-	if fitOn(total) < 0 {
-		return false, "" // not even its fewest pods fit
+	if _, ok := choose(total); !ok {
+		return partialChoice{}, false // not even its fewest pods
 	}
-	// The fewest pods taken away (1..total) with which it fits somewhere.
-	k := int32(sort.Search(int(total), func(i int) bool { return fitOn(int32(i+1)) >= 0 })) + 1
-	i := fitOn(k)
-	if i < 0 {
-		return false, ""
-	}
-	if s.notReady {
-		return false, flavors[i].Name
-	}
-	placed, err := s.placeOn(cq, flavors[i], books, wl, workload.ReducedCounts(wl.Spec.PodSets, k, s.opts.PartialSlices), true)
-	if err != nil || placed == nil {
-		return false, ""
-	}
-	if p := s.preemptions[client.ObjectKeyFromObject(wl)]; p != nil && p.flavor == flavors[i].Name {
-		notePreempted(placed, p)
-	}
-	s.admit(ctx, placed, flavors[i].Name, usage, books)
-	s.notReady = s.podsReady != nil && *s.podsReady.BlockAdmission
-	return true, ""
+	// The fewest pods taken away (1..total) with which it is admitted.
+	k := int32(sort.Search(int(total), func(i int) bool {
+		_, ok := choose(int32(i + 1))
+		return ok
+	})) + 1
+	return choose(k)
 }
 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod

@@ -572,8 +572,8 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 			reasons = append(reasons, "cannot preempt: "+strings.Join(cannot, "; "))
 		}
 	}
-	if podSets, ok := st.admitPartially(flavors, order, cq, wl, opts); ok {
-		res.Admitted, res.PodSets = true, podSets
+	if podSets, victims, ok := st.admitPartially(flavors, order, cq, wl, preempts, upTo, opts); ok {
+		res.Admitted, res.PodSets, res.Preempts = true, podSets, victims
 		return res, nil
 	}
 	if cq != nil && !p.nominatedFit {

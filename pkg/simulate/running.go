@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -213,58 +214,105 @@ func (st *runState) spreadAmong(fs *flavorState, wl *strata.Workload) []*strata.
 	return others
 }
 
-// fits says whether wl fits on a flavor now, quota and topology, changing
-// nothing.
-func (st *runState) fits(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) bool {
+// fitsOrShort says whether wl fits on a flavor now, quota and topology,
+// changing nothing, and otherwise whether a preemption may let it in
+// (short: neither an untolerated taint, more than the flavor's whole
+// quota, nor a topology it does not have).
+func (st *runState) fitsOrShort(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) (fit, short bool) {
 	if workload.UntoleratedFlavorTaint(fs.flavor, wl) != "" {
-		return false
+		return false, false
 	}
-	if cq != nil && st.books.Check(cq.Name, fs.flavor.Name, queue.WorkloadRequests(wl), false).Err != nil {
-		return false
+	if cq != nil {
+		if fit := st.books.Check(cq.Name, fs.flavor.Name, queue.WorkloadRequests(wl), false); fit.Err != nil {
+			return false, !fit.Never
+		}
 	}
 	_, taken, err := workload.PlaceSpread(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, st.spreadAmong(fs, wl), opts)
 	for _, u := range taken {
 		fs.snapshot.Release(u)
 	}
-	return err == nil
+	return err == nil, err != nil && !errors.As(err, new(*workload.TopologyMismatchError))
 }
 
 // admitPartially is the agent's partial admission: a workload whose pod
-// sets have a minCount, which neither fits nor preempts, is admitted with
-// the most pods that fit without preemption on one of the flavors (in
-// order), at least minCount of each (workload.ReducedCounts); the results
-// give the counts admitted.
-func (st *runState) admitPartially(flavors map[string]*flavorState, order []*strata.ResourceFlavor, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]PodSetResult, bool) {
+// sets have a minCount, which neither fits nor preempts for all of its
+// pods, is admitted with the most pods (at least minCount of each:
+// workload.ReducedCounts) that fit on one of the flavors or, when it may
+// preempt, for which a search finds victims, the flavors walked as for
+// all of its pods (see the agent's scheduler.partially). It returns the
+// results, with the counts admitted, and the victims preempted.
+func (st *runState) admitPartially(flavors map[string]*flavorState, order []*strata.ResourceFlavor, cq *strata.ClusterQueue, wl *strata.Workload, preempts bool, upTo *int32, opts tas.Options) ([]PodSetResult, []string, bool) {
 	total := workload.Reducible(wl.Spec.PodSets, opts.PartialSlices)
 	if total == 0 {
-		return nil, false
+		return nil, nil, false
 	}
-	sized := func(k int32) *strata.Workload {
+	fung := queue.Fungibility(cq)
+	type choice struct {
+		w       *strata.Workload
+		fs      *flavorState
+		victims *preemption.Result
+	}
+	var usable []*flavorState
+	for _, f := range order {
+		if fs := flavors[f.Name]; fs != nil {
+			usable = append(usable, fs)
+		}
+	}
+	chosen := map[int32]choice{}
+	choose := func(k int32) (choice, bool) {
+		if c, done := chosen[k]; done {
+			return c, c.fs != nil
+		}
 		w := wl.DeepCopy()
-		for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k, opts.PartialSlices) {
-			w.Spec.PodSets[i].Count = c
+		for i, n := range workload.ReducedCounts(wl.Spec.PodSets, k, opts.PartialSlices) {
+			w.Spec.PodSets[i].Count = n
 		}
-		return w
-	}
-	fitOn := func(w *strata.Workload) *flavorState {
-		for _, f := range order {
-			if fs := flavors[f.Name]; fs != nil && st.fits(fs, cq, w, opts) {
-				return fs
-			}
+		need := queue.WorkloadRequests(w)
+		i, victims := preemption.WalkFlavors(preemption.Flavors{
+			N: len(usable),
+			Borrowing: func(i int) (int, bool) {
+				if cq == nil {
+					return 0, false
+				}
+				fit := st.books.Check(cq.Name, usable[i].flavor.Name, need, false)
+				return st.books.BorrowHeight(cq.Name, usable[i].flavor.Name, need), fit.Err == nil && fit.Borrows
+			},
+			Try: func(i int) preemption.Trial {
+				fit, short := st.fitsOrShort(usable[i], cq, w, opts)
+				return preemption.Trial{Fit: fit, Short: short}
+			},
+			Search: func(i int) *preemption.Result {
+				if r := st.search(usable[i], cq, w, upTo, opts); len(r.Victims) > 0 {
+					return &r
+				}
+				return nil
+			},
+			Preempts: preempts,
+		}, fung, queueName(cq))
+		c := choice{w: w, victims: victims}
+		if i >= 0 {
+			c.fs = usable[i]
 		}
-		return nil
+		chosen[k] = c
+		return c, c.fs != nil
 	}
-	if fitOn(sized(total)) == nil {
-		return nil, false // not even its fewest pods fit
+	if _, ok := choose(total); !ok {
+		return nil, nil, false // not even its fewest pods
 	}
-	k := int32(sort.Search(int(total), func(i int) bool { return fitOn(sized(int32(i+1))) != nil })) + 1
-	w := sized(k)
-	fs := fitOn(w)
-	if fs == nil {
-		return nil, false
+	k := int32(sort.Search(int(total), func(i int) bool {
+		_, ok := choose(int32(i + 1))
+		return ok
+	})) + 1
+	c, ok := choose(k)
+	if !ok {
+		return nil, nil, false
 	}
-	podSets, err := st.admit(fs, cq, w, opts)
-	return podSets, err == nil
+	var victims []string
+	if c.victims != nil {
+		victims = st.preempt(c.fs, *c.victims)
+	}
+	podSets, err := st.admit(c.fs, cq, c.w, opts)
+	return podSets, victims, err == nil
 }
 
 // search looks for the victims that let wl in on a flavor, changing
@@ -487,4 +535,12 @@ func addUsage(dst, u tas.Usage) {
 		}
 		dst[node] = sum
 	}
+}
+
+// queueName is a ClusterQueue's name ("" for none).
+func queueName(cq *strata.ClusterQueue) string {
+	if cq == nil {
+		return ""
+	}
+	return cq.Name
 }

@@ -2086,3 +2086,47 @@ spec:
 		t.Errorf("at-least-33: want it to wait, got %+v", r)
 	}
 }
+
+// TestPartialAdmissionPreempts: a Job with job-min-parallelism whose
+// pods do not all fit, even by preempting, preempts for the most pods a
+// preemption makes room for, as the agent and Kueue do, rather than
+// taking the few that fit now.
+func TestPartialAdmissionPreempts(t *testing.T) {
+	examples := filepath.Join("..", "..", "docs", "examples", "preemption")
+	// 16 CPUs of quota; 12 taken, 4 by high-priority work that stays.
+	jobs := write(t, "jobs.yaml", `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: wide-high
+  namespace: ml
+  labels: {strata.dev/queue-name: q, strata.dev/priority-class: high}
+  annotations: {kueue.x-k8s.io/job-min-parallelism: "2"}
+spec:
+  parallelism: 14
+  completions: 14
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`)
+	in, err := Load(filepath.Join(examples, "cluster.yaml"), filepath.Join(examples, "running.yaml"), jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 {
+		t.Fatalf("results: %+v", results)
+	}
+	r := results[0]
+	if !r.Admitted || len(r.PodSets) != 1 {
+		t.Fatalf("wide-high: want it admitted, got %+v", r)
+	}
+	if diff := cmp.Diff([]string{"ml/low-placed", "ml/low-r1"}, slices.Sorted(slices.Values(r.Preempts))); diff != "" {
+		t.Errorf("preempted (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int32{"r1h1": 4, "r2h1": 4, "r2h2": 4}, hostsOf(r)); diff != "" {
+		t.Errorf("hosts of its 12 pods (-want,+got):\n%s", diff)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/agent/scheduler"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
@@ -96,6 +98,55 @@ var _ = Describe("Partial admission", Ordered, Label("agent", "partial"), func()
 			g.Expect(wl.Status.Admission).To(BeNil())
 			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(6)))
 		}, timeout).Should(Succeed())
+	})
+
+	It("preempts for the most pods a preemption makes room for when all of them cannot run", func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeResourceFlavor("tas-minpre").NodeLabel("pool", "minpre").TopologyName("minpar-topology").Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("minpre-q").ResourceGroup("cpu").GroupFlavor("tas-minpre", "8").
+			Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj())).To(Succeed())
+		createLocalQueue(ctx, ns, "minpre-q")
+		createPoolNode(ctx, "minpre", "pm1", "b1", "r1", "8")
+		for name, v := range map[string]int32{"minpre-low": 10, "minpre-mid": 100, "minpre-high": 1000} {
+			Expect(worker.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, v))).To(Succeed())
+		}
+		inRack := map[string]string{"strata.dev/podset-required-topology": rack}
+		low := newJob(ns, "minpre-q", 4, inRack)
+		low.Labels[strata.PriorityClassLabel] = "minpre-low"
+		Expect(worker.Client.Create(ctx, low)).To(Succeed())
+		expectAdmitted(ctx, low)
+		keep := newJob(ns, "minpre-q", 2, inRack)
+		keep.Labels[strata.PriorityClassLabel] = "minpre-high"
+		Expect(worker.Client.Create(ctx, keep)).To(Succeed())
+		expectAdmitted(ctx, keep)
+		runningPodOn(ctx, low, "pm1")
+
+		By("8 pods do not run even by preempting low (keep is of higher priority); 6 do: low is preempted for them")
+		job := newJob(ns, "minpre-q", 8, inRack)
+		job.Labels[strata.PriorityClassLabel] = "minpre-mid"
+		job.Annotations = map[string]string{"kueue.x-k8s.io/job-min-parallelism": "2"}
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		expectPreempted(ctx, low, strata.PreemptedInClusterQueue, "withinClusterQueue: LowerPriority")
+		expectWaiting(ctx, job, scheduler.ReasonPreempting, "admitted once the pods of "+ns+"/"+jobs.WorkloadName(low.Name)+" are gone")
+
+		By("low's pod ends: the Job runs with 6 pods")
+		Expect(worker.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: low.Name + "-running"}}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(6)))
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c.Message).To(HaveSuffix("with 6 of the 8 pods of pod set main (partial admission: all did not fit); " +
+				strata.AdmittedAfterPreempting + "1 workload(s): " + ns + "/" + jobs.WorkloadName(low.Name)))
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Parallelism, 0)).To(Equal(int32(6)))
+		}, timeout).Should(Succeed())
+		expectAdmitted(ctx, keep)
+		expectWaiting(ctx, low, scheduler.ReasonPending, "")
+
+		for _, j := range []*batchv1.Job{low, keep, job} {
+			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		}
 	})
 
 	It("marks a Job whose job-min-parallelism is out of range invalid", func(ctx SpecContext) {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -43,7 +44,6 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 		{&corev1.Pod{}, func(o any) { c.SetPod(o.(*corev1.Pod)) }, func(o any) { c.DeletePod(o.(*corev1.Pod).UID) }},
 		{&strata.ClusterQueue{}, wake, wake},
 		{&strata.LocalQueue{}, wake, wake},
-		{&strata.Cohort{}, wake, wake},
 		{&strata.Workload{}, func(o any) {
 			wl := o.(*strata.Workload)
 			key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
@@ -72,13 +72,6 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 	}
 	for _, h := range handlers {
 		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
-		if _, cohort := h.obj.(*strata.Cohort); cohort && meta.IsNoMatchError(err) {
-			// CRDs older than Cohorts (helm upgrade does not update
-			// them): cohorts are flat until the CRD is applied and the
-			// agent restarted.
-			log.Info("The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/ and restart the agent)")
-			continue
-		}
 		if err != nil {
 			return err
 		}
@@ -100,5 +93,37 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 		c.synced = append(c.synced, reg.HasSynced)
 		c.mu.Unlock()
 	}
-	return nil
+	// Cohorts are watched once the manager's cache has synced, not with
+	// it: the manager starts no controller before every informer of its
+	// cache has synced, and on a cluster without Cohort objects (flat
+	// cohorts, or none) their list answers only at the API server's next
+	// progress notification, more than half a second later. The
+	// scheduler lists them only when a ClusterQueue names a cohort.
+	return mgr.Add(watchCohorts(func(ctx context.Context) error {
+		inf, err := mgr.GetCache().GetInformer(ctx, &strata.Cohort{}, crcache.BlockUntilSynced(false))
+		if meta.IsNoMatchError(err) {
+			// CRDs older than Cohorts (helm upgrade does not update
+			// them): cohorts are flat until the CRD is applied and the
+			// agent restarted.
+			log.Info("The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/ and restart the agent)")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    wake,
+			UpdateFunc: func(_, o any) { wake(o) },
+			DeleteFunc: wake,
+		})
+		return err
+	}))
 }
+
+// watchCohorts runs on every replica (the cache is warm on a standby),
+// once the manager's cache has synced.
+type watchCohorts func(context.Context) error
+
+func (w watchCohorts) Start(ctx context.Context) error { return w(ctx) }
+
+func (watchCohorts) NeedLeaderElection() bool { return false }

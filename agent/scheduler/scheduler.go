@@ -340,10 +340,13 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			}
 		}
 	}
-	// So do the Cohort objects, which give cohorts quota and parents.
+	// So do the Cohort objects, which give cohorts quota and parents,
+	// when a queue is in a cohort (see cache.SetupWithManager: without
+	// one, they are not listed, and their informer does not hold up the
+	// first pass).
 	var cohortList strata.CohortList
 	var cohorts []*strata.Cohort
-	if listErr == nil {
+	if listErr == nil && queue.AnyInCohort(cqs) {
 		// Without the Cohort CRD (older CRDs), cohorts are flat.
 		if listErr = s.client.List(ctx, &cohortList); listErr == nil {
 			for i := range cohortList.Items {

@@ -439,13 +439,16 @@ func (p *Publisher) clusterQueues(ctx context.Context) ([]*strata.ClusterQueue, 
 	if err := p.client.List(ctx, &list); err != nil {
 		return nil, nil, false
 	}
-	var cohortList strata.CohortList
-	if err := p.client.List(ctx, &cohortList); err != nil && !meta.IsNoMatchError(err) {
-		return nil, nil, false // without the Cohort CRD, cohorts are flat
-	}
 	cqs := make([]*strata.ClusterQueue, len(list.Items))
 	for i := range list.Items {
 		cqs[i] = &list.Items[i]
+	}
+	var cohortList strata.CohortList
+	if !queue.AnyInCohort(cqs) {
+		return cqs, nil, true // the Cohort objects matter to no queue
+	}
+	if err := p.client.List(ctx, &cohortList); err != nil && !meta.IsNoMatchError(err) {
+		return nil, nil, false // without the Cohort CRD, cohorts are flat
 	}
 	cohorts := make([]*strata.Cohort, len(cohortList.Items))
 	for i := range cohortList.Items {

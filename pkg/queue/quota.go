@@ -1034,3 +1034,9 @@ func (n *books) fitsBelowRoot(fr flavorResource, want int64) bool {
 	}
 	return false
 }
+
+// AnyInCohort says whether a ClusterQueue of cqs names a cohort: without
+// one, no Cohort object changes any queue's quota.
+func AnyInCohort(cqs []*strata.ClusterQueue) bool {
+	return slices.ContainsFunc(cqs, func(cq *strata.ClusterQueue) bool { return cq != nil && cq.Spec.Cohort != "" })
+}

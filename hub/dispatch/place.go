@@ -328,27 +328,38 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := placeReason(dec.Reason, len(dec.Candidates), excluded, notes)
 	if dec.Cluster == "" {
-		// With fewer pods (minCount), after preemption: it may fit.
-		partially := func() (waitOutcome, *placement.Decision, bool) {
-			partial := d.placePartially(wl, flavors, eligible, avoid)
-			if partial == nil {
-				return waitOutcome{}, nil, false
-			}
-			return waitOutcome{message: placeReason(partial.Reason, len(partial.Candidates), excluded, notes), retry: retry}, partial, true
-		}
-		if dec.NeverFits && len(excluded) == 0 {
-			if o, partial, ok := partially(); ok {
-				return o, partial, nil
-			}
-			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
-		}
-		if !dec.NeverFits || len(short) > 0 {
-			choice, why := d.policy.DecidePreemption(wl, flavors, append(eligible, short...), func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
+		// preemptFor chooses the one worker that preempts for w (wl, or
+		// wl with fewer pods): the workers where it fits now have no
+		// room for it, and those whose queue is short of quota may free
+		// some.
+		preemptFor := func(w *strata.Workload) (*placement.PreemptionChoice, string) {
+			return d.policy.DecidePreemption(w, flavors, append(slices.Clip(eligible), short...), func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
 				return d.preemptionScopes(view, t, p)
 			}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
 				why, _ := d.workerQuotaShort(view, t, p, freed, nominal)
 				return why
 			})
+		}
+		// With fewer pods (minCount), after preemption for all of them:
+		// they may fit, or a preemption may make room for them.
+		partially := func() (waitOutcome, *placement.Decision, *placement.PreemptionChoice, bool) {
+			partial, choice := d.placePartially(wl, flavors, eligible, avoid, preemptFor)
+			switch {
+			case choice != nil:
+				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice, true
+			case partial != nil:
+				return waitOutcome{message: placeReason(partial.Reason, len(partial.Candidates), excluded, notes), retry: retry}, partial, nil, true
+			}
+			return waitOutcome{}, nil, nil, false
+		}
+		if dec.NeverFits && len(excluded) == 0 {
+			if o, partial, choice, ok := partially(); ok {
+				return o, partial, choice
+			}
+			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
+		}
+		if !dec.NeverFits || len(short) > 0 {
+			choice, why := preemptFor(wl)
 			if choice != nil {
 				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice
 			}
@@ -356,8 +367,8 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 				reason += "; no preemption helps: " + why
 			}
 		}
-		if o, partial, ok := partially(); ok {
-			return o, partial, nil
+		if o, partial, choice, ok := partially(); ok {
+			return o, partial, choice
 		}
 		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil, nil
 	}
@@ -366,48 +377,70 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 
 // placePartially places a workload whose pod sets may run with fewer pods
 // (minCount: a Job's job-min-parallelism) and that fits nowhere whole, nor
-// by preemption: with the most pods that fit on one worker, at least
-// minCount of each pod set, found as the agent finds them
-// (workload.ReducedCounts, a binary search over the pods taken away). The
-// copy carries the whole Job, with the decision's topology hint for that
-// many pods; the worker's agent admits it partially (a hint that does not
-// suit the count is ignored there). nil when no count fits. The hub's
-// quota is charged for every pod the Workload asks for.
-func (d *Dispatcher) placePartially(wl *strata.Workload, flavors []string, eligible []*placement.Target, avoid placement.Avoider) *placement.Decision {
+// by preemption: with the most pods, at least minCount of each pod set,
+// that fit on one worker or for which preemptFor chooses a worker that
+// preempts, as Kueue's partial admission (workload.ReducedCounts, a
+// binary search over the pods taken away; the agent finds its count the
+// same way). The copy carries the whole Job, with the decision's topology
+// hint for that many pods; the worker's agent admits it partially (a hint
+// that does not suit the count is ignored there). It returns the
+// decision, or the preemption chosen; both nil when no count is
+// admissible. The hub's quota is charged for every pod the Workload asks
+// for.
+func (d *Dispatcher) placePartially(wl *strata.Workload, flavors []string, eligible []*placement.Target, avoid placement.Avoider,
+	preemptFor func(*strata.Workload) (*placement.PreemptionChoice, string)) (*placement.Decision, *placement.PreemptionChoice) {
 	partialSlices := d.policy.Options().PartialSlices
 	total := workload.Reducible(wl.Spec.PodSets, partialSlices)
-	if total == 0 || len(eligible) == 0 {
-		return nil
+	if total == 0 {
+		return nil, nil
 	}
-	var decisions = map[int32]*placement.Decision{}
-	decideWith := func(k int32) *placement.Decision {
-		if dec, ok := decisions[k]; ok {
-			return dec
+	type outcome struct {
+		dec    *placement.Decision
+		choice *placement.PreemptionChoice
+	}
+	outcomes := map[int32]outcome{}
+	decideWith := func(k int32) outcome {
+		if o, ok := outcomes[k]; ok {
+			return o
 		}
 		sized := wl.DeepCopy()
 		for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices) {
 			sized.Spec.PodSets[i].Count = c
 		}
-		dec := d.policy.DecideAvoiding(sized, placement.Shape(sized), flavors, eligible, avoid)
-		if dec.Cluster == "" {
-			dec = nil
+		var o outcome
+		if len(eligible) > 0 {
+			if dec := d.policy.DecideAvoiding(sized, placement.Shape(sized), flavors, eligible, avoid); dec.Cluster != "" {
+				o.dec = dec
+			}
 		}
-		decisions[k] = dec
-		return dec
+		if o.dec == nil {
+			o.choice, _ = preemptFor(sized)
+		}
+		outcomes[k] = o
+		return o
 	}
-	if decideWith(total) == nil {
-		return nil // not even its fewest pods fit
+	admissible := func(k int32) bool {
+		o := decideWith(k)
+		return o.dec != nil || o.choice != nil
 	}
-	k := int32(sort.Search(int(total), func(i int) bool { return decideWith(int32(i+1)) != nil })) + 1
-	dec := decideWith(k)
+	if !admissible(total) {
+		return nil, nil // not even its fewest pods
+	}
+	k := int32(sort.Search(int(total), func(i int) bool { return admissible(int32(i + 1)) })) + 1
+	o := decideWith(k)
 	var parts []string
 	for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices) {
 		if ps := &wl.Spec.PodSets[i]; c < ps.Count {
 			parts = append(parts, fmt.Sprintf("%d of the %d pods of pod set %s", c, ps.Count, ps.Name))
 		}
 	}
-	dec.Reason += "; with " + strings.Join(parts, ", ") + " (partial admission: all fit on no worker)"
-	return dec
+	note := "; with " + strings.Join(parts, ", ") + " (partial admission: all fit on no worker)"
+	if o.choice != nil {
+		o.choice.Reason += note
+		return nil, o.choice
+	}
+	o.dec.Reason += note
+	return o.dec, nil
 }
 
 // placeReason is what a placement says: the policy's reason, why workers

@@ -348,3 +348,26 @@ func denyWith(ctx context.Context, c *framework.Cluster, name string, ops []admi
 	DeferCleanup(func(ctx SpecContext) { remove(ctx) })
 	return remove
 }
+
+// priorityClasses creates WorkloadPriorityClasses on the hub and every
+// worker.
+func priorityClasses(ctx context.Context, classes map[string]int32) {
+	GinkgoHelper()
+	for _, c := range append([]*framework.Cluster{hub}, workers...) {
+		for name, value := range classes {
+			Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
+		}
+	}
+}
+
+// preemptWithin lets the env's ClusterQueue on worker w preempt lower
+// priorities within itself.
+func (e *env) preemptWithin(ctx context.Context, w *framework.Cluster) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var cq strata.ClusterQueue
+		g.Expect(w.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+		cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+		g.Expect(w.Client.Update(ctx, &cq)).To(Succeed())
+	}).Should(Succeed())
+}

@@ -1,10 +1,12 @@
 package fleet
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 
@@ -44,5 +46,61 @@ var _ = Describe("A Job that may run with fewer pods", func() {
 			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
 			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
 		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
+
+	It("preempts on the one worker where a preemption makes room for the most of its pods, when all of them fit nowhere even by preempting", func(ctx SpecContext) {
+		// w1 has one rack of three 4-CPU nodes: n0 runs a low-priority
+		// Job, n1 a high-priority one, n2 is free. 3 pods of 4 CPUs in one
+		// rack fit nowhere even by preempting; 2 do once the low one goes
+		// (1 fits now).
+		e := newEnv(ctx, "minpre", map[string][][]string{"w1": {{"4", "4", "4"}}})
+		const low, mid, high = "minpre-low", "minpre-mid", "minpre-high"
+		priorityClasses(ctx, map[string]int32{low: 10, mid: 500, high: 1000})
+		w1 := worker("w1")
+		e.preemptWithin(ctx, w1)
+		local := map[string]*batchv1.Job{}
+		for n, class := range []string{low, high} {
+			node := fmt.Sprintf("%s-w1-r0-n%d", e.name, n)
+			job := e.job("local-"+node, 1, "4", nil)
+			job.Labels[strata.PriorityClassLabel] = class
+			job.Spec.Template.Spec.NodeSelector = map[string]string{host: node}
+			Expect(w1.Client.Create(ctx, job)).To(Succeed())
+			local[class] = job
+		}
+		for _, job := range local {
+			Eventually(func(g Gomega) {
+				_, wl := copyOn(g, ctx, w1, job)
+				g.Expect(wl).NotTo(BeNil())
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s: %v", job.Name, wl.Status.Conditions)
+			}).Should(Succeed())
+		}
+		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Preemptible).NotTo(BeEmpty(), "w1's summary tells what preempting would free")
+		})
+
+		job := e.job("minpre", 3, "4", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
+		job.Labels[strata.PriorityClassLabel] = mid
+		job.Annotations = map[string]string{"kueue.x-k8s.io/job-min-parallelism": "1"}
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PreemptUpTo).To(Equal(ptr.To[int32](10)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			cp, cwl := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(ptr.Deref(cp.Spec.Parallelism, 0)).To(Equal(int32(2)))
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(2)))
+			c := meta.FindStatusCondition(cwl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c.Message).To(ContainSubstring("with 2 of the 3 pods of pod set main"))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			_, lwl := copyOn(g, ctx, w1, local[low])
+			g.Expect(meta.IsStatusConditionTrue(lwl.Status.Conditions, strata.WorkloadPreempted)).To(BeTrue(), "%v", lwl.Status.Conditions)
+			_, hwl := copyOn(g, ctx, w1, local[high])
+			g.Expect(hwl.Status.Admission).NotTo(BeNil(), "the high-priority Job keeps its admission")
+		}).Should(Succeed())
 	})
 })

@@ -27,19 +27,10 @@ var _ = Describe("Fleet preemption", func() {
 		racks := [][]string{{"4", "4"}, {"4", "4"}}
 		e := newEnv(ctx, "fpre", map[string][][]string{"w1": racks, "w2": racks, "w3": racks})
 		const low, high, urgent = "fpre-low", "fpre-high", "fpre-urgent"
-		for _, c := range append([]*framework.Cluster{hub}, workers...) {
-			for name, value := range map[string]int32{low: 10, high: 1000, urgent: 500} {
-				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
-			}
-		}
+		priorityClasses(ctx, map[string]int32{low: 10, high: 1000, urgent: 500})
 		By("letting the workers' ClusterQueue preempt lower priorities within itself")
 		for _, w := range workers {
-			Eventually(func(g Gomega) {
-				var cq strata.ClusterQueue
-				g.Expect(w.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
-				cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
-				g.Expect(w.Client.Update(ctx, &cq)).To(Succeed())
-			}).Should(Succeed())
+			e.preemptWithin(ctx, w)
 		}
 
 		By("filling every node of every worker with a one-pod Job submitted there: w1 and w2 have one low-priority pod per rack, w3 a whole rack of them")
@@ -128,11 +119,7 @@ var _ = Describe("Fleet preemption", func() {
 		racks := [][]string{{"8", "8"}}
 		e := newEnv(ctx, "fquota", map[string][][]string{"w1": racks, "w2": racks})
 		const low, urgent = "fquota-low", "fquota-urgent"
-		for _, c := range append([]*framework.Cluster{hub}, workers...) {
-			for name, value := range map[string]int32{low: 10, urgent: 500} {
-				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
-			}
-		}
+		priorityClasses(ctx, map[string]int32{low: 10, urgent: 500})
 		By("giving each worker's ClusterQueue 4 of its 16 CPUs, preempting lower priorities within itself")
 		for _, w := range []string{"w1", "w2"} {
 			Eventually(func(g Gomega) {
@@ -423,12 +410,7 @@ var _ = Describe("Fleet preemption", func() {
 			Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(class, 50))).To(Succeed())
 		}
 		By("letting w1's ClusterQueue preempt, so that its summaries list its classes")
-		Eventually(func(g Gomega) {
-			var cq strata.ClusterQueue
-			g.Expect(worker("w1").Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
-			cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
-			g.Expect(worker("w1").Client.Update(ctx, &cq)).To(Succeed())
-		}).Should(Succeed())
+		e.preemptWithin(ctx, worker("w1"))
 		hubReads(ctx, "w1", e.flavor, func(g Gomega, st *strata.CapacitySummaryStatus) {
 			g.Expect(st.PriorityClasses).NotTo(BeNil())
 			g.Expect(st.PriorityClasses).NotTo(ContainElement(HaveField("Name", class)))
@@ -449,18 +431,9 @@ var _ = Describe("Fleet preemption", func() {
 		racks := [][]string{{"4", "4"}, {"4", "4"}}
 		e := newEnv(ctx, "fstorm", map[string][][]string{"w1": racks, "w2": racks, "w3": racks})
 		const low, urgent = "fstorm-low", "fstorm-urgent"
-		for _, c := range append([]*framework.Cluster{hub}, workers...) {
-			for name, value := range map[string]int32{low: 10, urgent: 500} {
-				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
-			}
-		}
+		priorityClasses(ctx, map[string]int32{low: 10, urgent: 500})
 		for _, w := range workers {
-			Eventually(func(g Gomega) {
-				var cq strata.ClusterQueue
-				g.Expect(w.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
-				cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
-				g.Expect(w.Client.Update(ctx, &cq)).To(Succeed())
-			}).Should(Succeed())
+			e.preemptWithin(ctx, w)
 		}
 		By("filling each of the 12 nodes with a low-priority one-pod Job submitted on its worker")
 		local := map[string][]*batchv1.Job{}
@@ -539,18 +512,9 @@ var _ = Describe("Fleet preemption", func() {
 	It("preempts nothing when the chosen worker's victims finish before its agent acts: the marked copy is admitted on the room they left", func(ctx SpecContext) {
 		e := newEnv(ctx, "fgone", map[string][][]string{"w1": {{"4", "4"}}})
 		const low, urgent = "fgone-low", "fgone-urgent"
-		for _, c := range append([]*framework.Cluster{hub}, workers...) {
-			for name, value := range map[string]int32{low: 10, urgent: 500} {
-				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
-			}
-		}
+		priorityClasses(ctx, map[string]int32{low: 10, urgent: 500})
 		w1 := worker("w1")
-		Eventually(func(g Gomega) {
-			var cq strata.ClusterQueue
-			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
-			cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
-			g.Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
-		}).Should(Succeed())
+		e.preemptWithin(ctx, w1)
 		By("filling w1's rack with two low-priority Jobs submitted there")
 		var local []*batchv1.Job
 		for n := range 2 {

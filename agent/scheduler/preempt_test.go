@@ -589,3 +589,63 @@ func TestPartialAdmissionPreempts(t *testing.T) {
 		})
 	}
 }
+
+func TestCappedCopy(t *testing.T) {
+	cases := map[string]struct {
+		cap       string // strata.dev/pod-set-counts; "-": none
+		busy      int32  // pods of another workload on the node first
+		wantCount int32
+		wantNote  string
+	}{
+		"no cap: all of its pods":                 {cap: "-", wantCount: 10},
+		"the pods the hub placed it with":         {cap: "main=6", wantCount: 6, wantNote: "with 6 of the 10 pods of pod set main (partial admission: its hub placed it with at most as many, strata.dev/pod-set-counts: main=6)"},
+		"never below its minCount":                {cap: "main=1", wantCount: 2},
+		"fewer than the cap when they do not fit": {cap: "main=8", busy: 4, wantCount: 6},
+		"a cap that does not parse is not read":   {cap: "main=six", wantCount: 10},
+		"a cap of another pod set is not read":    {cap: "other=3", wantCount: 10},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj()
+			objs := []client.Object{cq}
+			if tc.busy > 0 {
+				objs = append(objs, job("busy", "cq", tc.busy, nil, 0))
+			}
+			e := newSchedEnv(t, objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", "10")}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			e.settle()
+			e.informed(t)
+			wl := job("copy", "cq", 10, nil, 1)
+			wl.Spec.PodSets[0].MinCount = ptr.To[int32](2)
+			if tc.cap != "-" {
+				metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.PodSetCountsAnnotation, tc.cap)
+			}
+			if err := e.c.Create(t.Context(), wl); err != nil {
+				t.Fatal(err)
+			}
+			e.informed(t)
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			e.settle()
+			var got strata.Workload
+			if err := e.c.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: "copy"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Admission == nil {
+				t.Fatalf("not admitted: %v", got.Status.Conditions)
+			}
+			if n := got.Status.Admission.PodSetAssignments[0].Count; n != tc.wantCount {
+				t.Errorf("admitted with %d pods, want %d", n, tc.wantCount)
+			}
+			if n := got.Spec.PodSets[0].Count; n != 10 {
+				t.Errorf("the Workload's count became %d; the admission must leave it at 10", n)
+			}
+			if c := meta.FindStatusCondition(got.Status.Conditions, strata.WorkloadAdmitted); tc.wantNote != "" && !strings.HasSuffix(c.Message, tc.wantNote) {
+				t.Errorf("Admitted message = %q, want it to end with %q", c.Message, tc.wantNote)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,7 +104,11 @@ type Scheduler struct {
 	// only. victimOf is their victims' preemptors, as of this pass, and
 	// searches the preemption searches left to this pass.
 	preemptions map[types.NamespacedName]*pendingPreemption
-	victimOf    map[types.NamespacedName]types.NamespacedName
+	// uncapped are the Workloads a pass tries as their hub placed them,
+	// with fewer pods than they ask for (strata.dev/pod-set-counts), as
+	// they are.
+	uncapped map[types.UID]*strata.Workload
+	victimOf map[types.NamespacedName]types.NamespacedName
 	// preemptionsRestored: the first pass rebuilt the preemptions an
 	// earlier process left under way (restorePreemptions).
 	preemptionsRestored bool
@@ -173,7 +178,7 @@ const queueStatusInterval = time.Second
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
 	return &Scheduler{client: c, reader: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
 		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters),
-		preemptions: map[types.NamespacedName]*pendingPreemption{}, clock: clock.RealClock{}}
+		preemptions: map[types.NamespacedName]*pendingPreemption{}, uncapped: map[types.UID]*strata.Workload{}, clock: clock.RealClock{}}
 }
 
 // WithPodsReady turns on waitForPodsReady's part in admission (cfg, when
@@ -573,6 +578,16 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		return false, false, s.setNotAdmitted(ctx, wl, strata.EvictedByPodsReadyTimeout, workload.BackoffMessage(wl))
 	}
 	key := client.ObjectKeyFromObject(wl)
+	if counts, ok := workload.CappedCounts(wl); ok {
+		// A hub's copy the hub placed with fewer pods than it asks for
+		// (partial admission; the hub's quota is charged for as many):
+		// admitted with at most as many, as a workload that asks for
+		// them. The admission's write leaves the spec as it is; its
+		// message counts what the Workload asks for.
+		s.uncapped[wl.UID] = wl
+		defer delete(s.uncapped, wl.UID)
+		wl = withCounts(wl, counts)
+	}
 	// fits: the workload fits on flavor fitsOn, but blockAdmission holds
 	// it (see fitted).
 	var fits bool
@@ -944,7 +959,7 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 		admitted.Status.Admission = admission
 		meta.SetStatusCondition(&admitted.Status.Conditions, metav1.Condition{
 			Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
-			Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", cq.Name, fq.Name) + partialNote(asked, admission),
+			Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", cq.Name, fq.Name) + partialNote(cmp.Or(s.uncapped[asked.UID], asked), admission),
 		})
 		c := meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadAdmitted)
 		c.LastTransitionTime = admittedAt(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted), c.LastTransitionTime.Time)
@@ -1001,6 +1016,10 @@ func partialNote(wl *strata.Workload, a *strata.Admission) string {
 	}
 	if len(parts) == 0 {
 		return ""
+	}
+	if _, capped := wl.Annotations[strata.PodSetCountsAnnotation]; capped {
+		return ", with " + strings.Join(parts, ", ") + " (partial admission: its hub placed it with at most as many, " +
+			strata.PodSetCountsAnnotation + ": " + wl.Annotations[strata.PodSetCountsAnnotation] + ")"
 	}
 	return ", with " + strings.Join(parts, ", ") + " (partial admission: all did not fit)"
 }

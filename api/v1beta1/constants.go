@@ -168,6 +168,11 @@ const (
 	// hub without it never preempts: the hub chooses the one worker that
 	// preempts for a workload.
 	PreemptUpToAnnotation = Prefix + "preempt-up-to"
+	// PodSetCountsAnnotation, on a hub's copy, caps the pods of its pod
+	// sets the worker admits, as "name=count,..." (the hub's Workload
+	// status.placement.podSetCounts): the hub placed it with fewer than
+	// it asks for (partial admission) and charged its quota for those.
+	PodSetCountsAnnotation = Prefix + "pod-set-counts"
 	// DispatchWorkloadsAnnotation holds, on a copy the worker admits as
 	// several Workloads (a LeaderWorkerSet's groups), how many: the agent's
 	// summary lists the dispatch once all of them count.

@@ -372,6 +372,22 @@ type ReclaimablePod struct {
 	Count int32 `json:"count"`
 }
 
+// PodSetCount is how many pods of a pod set.
+type PodSetCount struct {
+	// name of the pod set.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// count of its pods.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+}
+
 // Admission is how a workload was admitted.
 type Admission struct {
 	// clusterQueue that admitted the workload.
@@ -489,6 +505,20 @@ type Placement struct {
 	//
 	// +optional
 	PreemptUpTo *int32 `json:"preemptUpTo,omitempty"`
+
+	// podSetCounts, when set, are the pods of each pod set the hub placed
+	// the workload with, fewer than it asks for (partial admission: at
+	// least each pod set's minCount, where all its pods fit on no worker
+	// or in its ClusterQueue's quota). Its queue is charged for as many
+	// until its copy is admitted (then for the admitted pods), and the
+	// copy (annotation strata.dev/pod-set-counts) is admitted with at
+	// most as many.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	PodSetCounts []PodSetCount `json:"podSetCounts,omitempty"`
 
 	// topologyHint is the placement the hub planned for the current
 	// dispatch, per pod set at the worker summary's leaf level (what the

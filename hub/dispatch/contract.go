@@ -125,7 +125,7 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 	p.Cluster, p.Flavor = cluster, flavor
 	p.DispatchTime = ptr.To(metav1.NewMicroTime(now))
 	p.DispatchGeneration++
-	p.PreemptUpTo, p.TopologyHint = nil, ""
+	p.PreemptUpTo, p.TopologyHint, p.PodSetCounts = nil, "", nil
 	addAttempt(p, strata.PlacementAttempt{Cluster: cluster, Flavor: flavor, DispatchGeneration: p.DispatchGeneration,
 		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncateAttempt(reason)})
 	// Transitions at the dispatch's time (the hub's clock), not when the
@@ -179,7 +179,7 @@ func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult,
 	} else {
 		addAttempt(p, a)
 	}
-	p.Cluster, p.Flavor, p.DispatchTime, p.PreemptUpTo, p.TopologyHint = "", "", nil, nil, ""
+	p.Cluster, p.Flavor, p.DispatchTime, p.PreemptUpTo, p.TopologyHint, p.PodSetCounts = "", "", nil, nil, "", nil
 	status.Admission = nil
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: reason, Message: truncate(fmt.Sprintf("%s: %s", a.Cluster, message))})
@@ -364,6 +364,10 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 	delete(annotations, strata.PreemptUpToAnnotation)
 	if p := wl.Status.Placement; p != nil && p.PreemptUpTo != nil {
 		annotations[strata.PreemptUpToAnnotation] = strconv.FormatInt(int64(*p.PreemptUpTo), 10)
+	}
+	delete(annotations, strata.PodSetCountsAnnotation)
+	if p := wl.Status.Placement; p != nil && len(p.PodSetCounts) > 0 {
+		annotations[strata.PodSetCountsAnnotation] = workload.FormatPodSetCounts(p.PodSetCounts)
 	}
 	delete(annotations, strata.RequeueCountAnnotation)
 	if n := workload.RequeueCount(wl); n > 0 {

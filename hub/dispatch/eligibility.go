@@ -219,7 +219,7 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 			return
 		}
 		if cq := d.landingOf(view, cluster, wl); cq != nil {
-			books.Charge(cq.Name, flavor, queue.WorkloadRequests(wl), 1)
+			books.Charge(cq.Name, flavor, queue.WorkloadUsage(wl), 1)
 		}
 	}
 	for _, wl := range view.placedOn[cluster] {

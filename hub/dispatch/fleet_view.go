@@ -120,7 +120,7 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, r
 			// again only without a record that still fits the summary.
 			assignments := reserveRecorded(t, wl, key)
 			if assignments == nil {
-				dec := d.policy.Decide(wl, []string{flavor}, []*placement.Target{t})
+				dec := d.policy.Decide(placedAs(wl), []string{flavor}, []*placement.Target{t})
 				if dec.Cluster == "" {
 					continue
 				}
@@ -198,4 +198,20 @@ func (d *Dispatcher) pruneHints(entries []*entry) {
 	}
 	d.mu.Unlock()
 	d.fleet.PruneHints(func(key string) bool { return current[key] })
+}
+
+// placedAs is wl with the pods it is placed or admitted with
+// (queue.ChargedCount: fewer than it asks for after a partial admission),
+// wl itself when all.
+func placedAs(wl *strata.Workload) *strata.Workload {
+	counts := make([]int32, len(wl.Spec.PodSets))
+	fewer := false
+	for i := range wl.Spec.PodSets {
+		counts[i] = queue.ChargedCount(wl, i)
+		fewer = fewer || counts[i] != wl.Spec.PodSets[i].Count
+	}
+	if !fewer {
+		return wl
+	}
+	return sizedWorkload(wl, counts)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,8 @@ type JournalEntry struct {
 	Reason       string           `json:"reason,omitempty"`
 	PreemptUpTo  *int32           `json:"preemptUpTo,omitempty"`
 	TopologyHint string           `json:"topologyHint,omitempty"`
+	// PodSetCounts: placed with fewer pods (partial admission).
+	PodSetCounts []strata.PodSetCount `json:"podSetCounts,omitempty"`
 }
 
 // Key names the entry's Workload.
@@ -86,6 +89,7 @@ func ApplyEntry(wl *strata.Workload, e *JournalEntry) {
 	}
 	p.PreemptUpTo = e.PreemptUpTo
 	p.TopologyHint = e.TopologyHint
+	p.PodSetCounts = slices.Clone(e.PodSetCounts)
 	workload.Requeue(wl, true, e.Time.Time)
 }
 
@@ -95,7 +99,8 @@ func ApplyEntry(wl *strata.Workload, e *JournalEntry) {
 func entryOf(recordedWL *strata.Workload) JournalEntry {
 	p := recordedWL.Status.Placement
 	e := JournalEntry{UID: recordedWL.UID, Namespace: recordedWL.Namespace, Name: recordedWL.Name, Generation: p.DispatchGeneration,
-		Cluster: p.Cluster, Flavor: p.Flavor, PreemptUpTo: p.PreemptUpTo, TopologyHint: p.TopologyHint}
+		Cluster: p.Cluster, Flavor: p.Flavor, PreemptUpTo: p.PreemptUpTo, TopologyHint: p.TopologyHint,
+		PodSetCounts: slices.Clone(p.PodSetCounts)}
 	if p.DispatchTime != nil {
 		e.Time = *p.DispatchTime
 	}

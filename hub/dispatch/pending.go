@@ -22,6 +22,9 @@ type pending struct {
 	*entry
 	job   client.Object
 	queue string // its ClusterQueue
+	// counts are the pods of each pod set it is placed with when fewer
+	// than it asks for (partial admission; withCounts), nil when all.
+	counts []int32
 }
 
 // collected is what a pass collects from the index's entries (collect).
@@ -379,9 +382,10 @@ func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList
 }
 
 // charged is what a dispatched Workload is charged: its requests, less
-// its reclaimable pods' (its finished part gives its quota back).
+// its reclaimable pods' (its finished part gives its quota back), for the
+// pods it is admitted or placed with (queue.WorkloadUsage).
 func (e *entry) charged() corev1.ResourceList {
-	if len(e.wl.Status.ReclaimablePods) > 0 {
+	if queue.ChargedLess(e.wl) {
 		return queue.WorkloadUsage(e.wl)
 	}
 	return e.need

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -153,7 +154,20 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		view.quota[qk] = q
 	}
 	flavors, notes := slices.Clip(q.flavors), slices.Clip(q.notes) // shared: appends copy
-	if len(flavors) == 0 {
+	// A workload that may run with fewer pods (minCount) may be placed
+	// with them on a flavor whose quota is short of all of them, as
+	// Kueue's partial admission: the flavors within quota for its fewest
+	// pods (placePartially checks each count).
+	var partialFlavors []string
+	if workload.Reducible(wl.Spec.PodSets, d.policy.Options().PartialSlices) > 0 {
+		fewest := queue.WorkloadRequests(sizedWorkload(wl, workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, d.policy.Options().PartialSlices)))
+		for _, fq := range queue.Flavors(cq) {
+			if books.Check(cq.Name, fq.Name, fewest, false).Err == nil {
+				partialFlavors = append(partialFlavors, fq.Name)
+			}
+		}
+	}
+	if len(flavors) == 0 && len(partialFlavors) == 0 {
 		message := "no flavor of ClusterQueue " + cq.Name + " has quota left: " + strings.Join(notes, "; ")
 		if reclaiming := d.reclaimQuota(ctx, cq, books, view, p, writes); reclaiming != "" {
 			message += "; " + reclaiming
@@ -192,13 +206,23 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 			return o.blocks, 0, nil
 		}
 	}
-	o, dec, choice := d.decide(ctx, targets, cq, view, p, shape, flavors, notes, backoffs, now)
+	o, dec, choice, counts := d.decide(ctx, targets, cq, view, p, shape, flavors, partialFlavors, notes, backoffs, now, books)
+	if len(flavors) == 0 && dec == nil && choice == nil {
+		// Not even its fewest pods go anywhere: it waits for quota.
+		message := "no flavor of ClusterQueue " + cq.Name + " has quota left: " + strings.Join(notes, "; ")
+		if reclaiming := d.reclaimQuota(ctx, cq, books, view, p, writes); reclaiming != "" {
+			message += "; " + reclaiming
+		}
+		d.wait(ctx, p, ReasonPending, message)
+		return true, 0, nil
+	}
+	placed := p.withCounts(counts)
 	if choice != nil {
 		clear(view.quota)
-		err := d.dispatchPreemption(ctx, targets, cq, p, choice, now, books, writes)
+		err := d.dispatchPreemption(ctx, targets, cq, placed, choice, now, books, writes)
 		dispatched = err == nil
 		if dispatched {
-			d.chargeWorker(view, choice.Cluster, choice.Flavor, p)
+			d.chargeWorker(view, choice.Cluster, choice.Flavor, placed)
 		}
 		return false, o.retry, err
 	}
@@ -214,10 +238,10 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	// topology spreading counts in the namespace.
 	clear(view.quota)
 	delete(view.spread, wl.Namespace)
-	err = d.dispatch(ctx, targets, cq, p, dec, o.message, now, books, writes)
+	err = d.dispatch(ctx, targets, cq, placed, dec, o.message, now, books, writes)
 	dispatched = err == nil
 	if dispatched {
-		d.chargeWorker(view, dec.Cluster, dec.Flavor, p)
+		d.chargeWorker(view, dec.Cluster, dec.Flavor, placed)
 	}
 	return false, o.retry, err
 }
@@ -271,31 +295,51 @@ type quotaOutcome struct {
 // worker where preempting lets it in; both nil when it waits (o says
 // why); o.message is the reason of any.
 func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, view *passView, p pending,
-	shape string, flavors, notes []string, backoffs map[string]time.Time, now time.Time) (waitOutcome, *placement.Decision, *placement.PreemptionChoice) {
+	shape string, flavors, partialFlavors, notes []string, backoffs map[string]time.Time, now time.Time,
+	books *queue.Books) (waitOutcome, *placement.Decision, *placement.PreemptionChoice, []int32) {
 	wl := p.wl
 	start := time.Now()
 	// Levels are checked against the hub's Topology of a flavor when it
 	// has one; otherwise each worker's summary says which levels it has.
-	withLevels := flavors[:0:0]
+	levelsOf := map[string]error{}
 	var mismatches []string
-	for _, f := range flavors {
-		if err := d.checkLevels(ctx, f, wl); err != nil {
-			mismatches = append(mismatches, fmt.Sprintf("flavor %s: %v", f, err))
-			continue
+	withLevels := func(flavors []string) []string {
+		out := flavors[:0:0]
+		for _, f := range flavors {
+			err, checked := levelsOf[f]
+			if !checked {
+				err = d.checkLevels(ctx, f, wl)
+				levelsOf[f] = err
+				if err != nil {
+					mismatches = append(mismatches, fmt.Sprintf("flavor %s: %v", f, err))
+				}
+			}
+			if err == nil {
+				out = append(out, f)
+			}
 		}
-		withLevels = append(withLevels, f)
+		return out
 	}
-	if len(withLevels) == 0 {
-		return waitOutcome{reason: ReasonNeverFits, message: "no flavor of ClusterQueue " + cq.Name + " has the topology levels the Job names: " + strings.Join(mismatches, "; ")}, nil, nil
+	flavors, partialFlavors = withLevels(flavors), withLevels(partialFlavors)
+	if len(flavors) == 0 && len(partialFlavors) == 0 {
+		if len(mismatches) == 0 {
+			return waitOutcome{reason: ReasonPending}, nil, nil, nil // no quota: placeOne says so
+		}
+		return waitOutcome{reason: ReasonNeverFits, message: "no flavor of ClusterQueue " + cq.Name + " has the topology levels the Job names: " + strings.Join(mismatches, "; ")}, nil, nil, nil
 	}
-	flavors = withLevels
 	notes = append(notes, mismatches...)
+	// partialOnly: all of its pods are within quota on no flavor; fewer
+	// may be.
+	partialOnly := len(flavors) == 0
+	if partialOnly {
+		flavors = partialFlavors
+	}
 	// Workers the queue may use, less those in backoff for this workload.
 	selector := labels.Everything()
 	if cq.Spec.ClusterSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector)
 		if err != nil {
-			return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err)}, nil, nil
+			return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("ClusterQueue %s has an invalid clusterSelector: %v", cq.Name, err)}, nil, nil, nil
 		}
 		selector = s
 	}
@@ -322,77 +366,85 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	short = slices.DeleteFunc(short, func(t *placement.Target) bool { return never[t] })
 	avoid, err := d.spreadAvoider(ctx, view, wl)
 	if err != nil {
-		return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("counting the workloads topology spreading counts: %v", err), retry: retry}, nil, nil
+		return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("counting the workloads topology spreading counts: %v", err), retry: retry}, nil, nil, nil
 	}
-	dec := d.policy.DecideAvoiding(wl, shape, flavors, eligible, avoid)
+	dec := &placement.Decision{Reason: "all of its pods are within quota on no flavor"}
+	if !partialOnly {
+		dec = d.policy.DecideAvoiding(wl, shape, flavors, eligible, avoid)
+	}
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := placeReason(dec.Reason, len(dec.Candidates), excluded, notes)
 	if dec.Cluster == "" {
 		// preemptFor chooses the one worker that preempts for w (wl, or
-		// wl with fewer pods): the workers where it fits now have no
-		// room for it, and those whose queue is short of quota may free
-		// some.
-		preemptFor := func(w *strata.Workload) (*placement.PreemptionChoice, string) {
-			return d.policy.DecidePreemption(w, flavors, append(slices.Clip(eligible), short...), func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
-				return d.preemptionScopes(view, t, p)
+		// wl with fewer pods, sized) on one of flavors: the workers where
+		// it fits now have no room for it, and those whose queue is
+		// short of quota may free some.
+		preemptFor := func(w *strata.Workload, sized pending, flavors []string, targets []*placement.Target) (*placement.PreemptionChoice, string) {
+			return d.policy.DecidePreemption(w, flavors, targets, func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
+				return d.preemptionScopes(view, t, sized)
 			}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
-				why, _ := d.workerQuotaShort(view, t, p, freed, nominal)
+				why, _ := d.workerQuotaShort(view, t, sized, freed, nominal)
 				return why
 			})
 		}
 		// With fewer pods (minCount), after preemption for all of them:
 		// they may fit, or a preemption may make room for them.
-		partially := func() (waitOutcome, *placement.Decision, *placement.PreemptionChoice, bool) {
-			partial, choice := d.placePartially(wl, flavors, eligible, avoid, preemptFor)
+		partially := func() (waitOutcome, *placement.Decision, *placement.PreemptionChoice, []int32, bool) {
+			candidates := append(slices.Clip(eligible), short...)
+			partial, choice, counts := d.placePartially(view, p, partialFlavors, candidates, avoid, books, preemptFor)
 			switch {
 			case choice != nil:
-				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice, true
+				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice, counts, true
 			case partial != nil:
-				return waitOutcome{message: placeReason(partial.Reason, len(partial.Candidates), excluded, notes), retry: retry}, partial, nil, true
+				return waitOutcome{message: placeReason(partial.Reason, len(partial.Candidates), excluded, notes), retry: retry}, partial, nil, counts, true
 			}
-			return waitOutcome{}, nil, nil, false
+			return waitOutcome{}, nil, nil, nil, false
 		}
-		if dec.NeverFits && len(excluded) == 0 {
-			if o, partial, choice, ok := partially(); ok {
-				return o, partial, choice
+		if partialOnly || dec.NeverFits && len(excluded) == 0 {
+			if o, partial, choice, counts, ok := partially(); ok {
+				return o, partial, choice, counts
 			}
-			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil
+			if partialOnly {
+				return waitOutcome{reason: ReasonPending, retry: retry}, nil, nil, nil // placeOne says why
+			}
+			return waitOutcome{reason: ReasonNeverFits, message: reason, retry: retry}, nil, nil, nil
 		}
 		if !dec.NeverFits || len(short) > 0 {
-			choice, why := preemptFor(wl)
+			choice, why := preemptFor(wl, p, flavors, append(slices.Clip(eligible), short...))
 			if choice != nil {
-				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice
+				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice, nil
 			}
 			if why != "" {
 				reason += "; no preemption helps: " + why
 			}
 		}
-		if o, partial, choice, ok := partially(); ok {
-			return o, partial, choice
+		if o, partial, choice, counts, ok := partially(); ok {
+			return o, partial, choice, counts
 		}
-		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil, nil
+		return waitOutcome{reason: ReasonPending, message: reason, blocks: true, retry: retry}, nil, nil, nil
 	}
-	return waitOutcome{message: reason, retry: retry}, dec, nil
+	return waitOutcome{message: reason, retry: retry}, dec, nil, nil
 }
 
 // placePartially places a workload whose pod sets may run with fewer pods
 // (minCount: a Job's job-min-parallelism) and that fits nowhere whole, nor
-// by preemption: with the most pods, at least minCount of each pod set,
-// that fit on one worker or for which preemptFor chooses a worker that
+// by preemption, or whose queue's quota is short of all of its pods: with
+// the most pods, at least minCount of each pod set, that are within its
+// queue's quota on one of flavors and fit on one worker (whose queue has
+// quota for them too), or for which preemptFor chooses a worker that
 // preempts, as Kueue's partial admission (workload.ReducedCounts, a
 // binary search over the pods taken away; the agent finds its count the
-// same way). The copy carries the whole Job, with the decision's topology
-// hint for that many pods; the worker's agent admits it partially (a hint
-// that does not suit the count is ignored there). It returns the
-// decision, or the preemption chosen; both nil when no count is
-// admissible. The hub's quota is charged for every pod the Workload asks
-// for.
-func (d *Dispatcher) placePartially(wl *strata.Workload, flavors []string, eligible []*placement.Target, avoid placement.Avoider,
-	preemptFor func(*strata.Workload) (*placement.PreemptionChoice, string)) (*placement.Decision, *placement.PreemptionChoice) {
+// same way). It returns the decision, or the preemption chosen (both nil
+// when no count is admissible), and the counts: the queue is charged for
+// those pods, and the copy is admitted with at most as many
+// (status.placement.podSetCounts).
+func (d *Dispatcher) placePartially(view *passView, p pending, flavors []string, candidates []*placement.Target, avoid placement.Avoider, books *queue.Books,
+	preemptFor func(*strata.Workload, pending, []string, []*placement.Target) (*placement.PreemptionChoice, string)) (*placement.Decision, *placement.PreemptionChoice, []int32) {
+	wl := p.wl
 	partialSlices := d.policy.Options().PartialSlices
 	total := workload.Reducible(wl.Spec.PodSets, partialSlices)
-	if total == 0 {
-		return nil, nil
+	if total == 0 || len(flavors) == 0 {
+		return nil, nil, nil
 	}
 	type outcome struct {
 		dec    *placement.Decision
@@ -403,18 +455,34 @@ func (d *Dispatcher) placePartially(wl *strata.Workload, flavors []string, eligi
 		if o, ok := outcomes[k]; ok {
 			return o
 		}
-		sized := wl.DeepCopy()
-		for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices) {
-			sized.Spec.PodSets[i].Count = c
-		}
+		counts := workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices)
+		sized := p.withCounts(counts)
+		// The flavors whose quota holds that many, and the workers there
+		// whose queue does.
+		within := slices.DeleteFunc(slices.Clone(flavors), func(f string) bool {
+			return books.Check(p.queue, f, sized.need, false).Err != nil
+		})
 		var o outcome
-		if len(eligible) > 0 {
-			if dec := d.policy.DecideAvoiding(sized, placement.Shape(sized), flavors, eligible, avoid); dec.Cluster != "" {
-				o.dec = dec
+		if len(within) > 0 {
+			var fitting, short []*placement.Target
+			for _, t := range candidates {
+				if !slices.Contains(within, t.Flavor) {
+					continue
+				}
+				if why, _ := d.workerQuotaShort(view, t, sized, nil, false); why != "" {
+					short = append(short, t)
+					continue
+				}
+				fitting = append(fitting, t)
 			}
-		}
-		if o.dec == nil {
-			o.choice, _ = preemptFor(sized)
+			if len(fitting) > 0 {
+				if dec := d.policy.DecideAvoiding(sizedWorkload(wl, counts), sized.shape, within, fitting, avoid); dec.Cluster != "" {
+					o.dec = dec
+				}
+			}
+			if o.dec == nil {
+				o.choice, _ = preemptFor(sizedWorkload(wl, counts), sized, within, append(fitting, short...))
+			}
 		}
 		outcomes[k] = o
 		return o
@@ -424,23 +492,60 @@ func (d *Dispatcher) placePartially(wl *strata.Workload, flavors []string, eligi
 		return o.dec != nil || o.choice != nil
 	}
 	if !admissible(total) {
-		return nil, nil // not even its fewest pods
+		return nil, nil, nil // not even its fewest pods
 	}
 	k := int32(sort.Search(int(total), func(i int) bool { return admissible(int32(i + 1)) })) + 1
 	o := decideWith(k)
+	counts := workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices)
 	var parts []string
-	for i, c := range workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices) {
+	for i, c := range counts {
 		if ps := &wl.Spec.PodSets[i]; c < ps.Count {
 			parts = append(parts, fmt.Sprintf("%d of the %d pods of pod set %s", c, ps.Count, ps.Name))
 		}
 	}
-	note := "; with " + strings.Join(parts, ", ") + " (partial admission: all fit on no worker)"
+	note := "; with " + strings.Join(parts, ", ") + " (partial admission: all fit on no worker or within quota)"
 	if o.choice != nil {
 		o.choice.Reason += note
-		return nil, o.choice
+		return nil, o.choice, counts
 	}
 	o.dec.Reason += note
-	return o.dec, nil
+	return o.dec, nil, counts
+}
+
+// podSetCounts are the counts of wl's pod sets a placement records, those
+// with fewer pods than they ask for (nil when counts is).
+func podSetCounts(wl *strata.Workload, counts []int32) []strata.PodSetCount {
+	var out []strata.PodSetCount
+	for i, c := range counts {
+		if ps := &wl.Spec.PodSets[i]; c < ps.Count {
+			out = append(out, strata.PodSetCount{Name: ps.Name, Count: c})
+		}
+	}
+	return out
+}
+
+// sizedWorkload is a copy of wl whose pod sets ask for counts.
+func sizedWorkload(wl *strata.Workload, counts []int32) *strata.Workload {
+	sized := wl.DeepCopy()
+	for i := range sized.Spec.PodSets {
+		sized.Spec.PodSets[i].Count = counts[i]
+	}
+	return sized
+}
+
+// withCounts is p placed with counts of its pods (nil: p itself): its
+// need, shape and counts are those, for a partial admission's quota
+// checks, charges and record; its Workload is the same.
+func (p pending) withCounts(counts []int32) pending {
+	if counts == nil {
+		return p
+	}
+	e := *p.entry
+	sized := sizedWorkload(p.wl, counts)
+	e.shape, e.need = placement.Shape(sized), queue.WorkloadRequests(sized)
+	e.needKey = resourcesKey(e.need)
+	p.entry, p.counts = &e, counts
+	return p
 }
 
 // placeReason is what a placement says: the policy's reason, why workers
@@ -528,6 +633,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	wl := p.wl.DeepCopy()
 	gen := d.pastBurned(wl, RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, d.dispatchTime(now)))
 	workload.Requeue(wl, true, now) // Kueue's Requeued=True, in the record's write
+	wl.Status.Placement.PodSetCounts = podSetCounts(wl, p.counts)
 	key := Key(wl.UID, gen)
 	if err := dec.Reserve(targets, key); err != nil {
 		return err
@@ -535,7 +641,11 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	// The plan, for topology spreading across the fleet: kept on the
 	// record (when not too long), and by this process until the informer
 	// shows the record.
-	if hint, err := workload.EncodeTopologyHints(wl.Spec.PodSets, dec.Assignments()); err == nil && len(hint) <= maxPlacementHint {
+	podSets := wl.Spec.PodSets
+	if p.counts != nil {
+		podSets = sizedWorkload(wl, p.counts).Spec.PodSets
+	}
+	if hint, err := workload.EncodeTopologyHints(podSets, dec.Assignments()); err == nil && len(hint) <= maxPlacementHint {
 		wl.Status.Placement.TopologyHint = hint
 	}
 	d.mu.Lock()
@@ -589,6 +699,7 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 	gen := d.pastBurned(wl, RecordDispatch(&wl.Status, choice.Cluster, choice.Flavor, choice.Reason, d.dispatchTime(now)))
 	workload.Requeue(wl, true, now)
 	wl.Status.Placement.PreemptUpTo = ptr.To(choice.UpTo)
+	wl.Status.Placement.PodSetCounts = podSetCounts(wl, p.counts)
 	key := Key(wl.UID, gen)
 	if err := choice.Reserve(targets, key); err != nil {
 		return err

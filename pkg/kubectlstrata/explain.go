@@ -111,8 +111,11 @@ type PlacementView struct {
 	DispatchGeneration int64  `json:"dispatchGeneration"`
 	// PreemptUpTo: the copy may preempt workloads of priority ≤ it on
 	// Cluster (the hub's fleet preemption).
-	PreemptUpTo *int32        `json:"preemptUpTo,omitempty"`
-	Attempts    []AttemptView `json:"attempts,omitempty"`
+	PreemptUpTo *int32 `json:"preemptUpTo,omitempty"`
+	// PodSetCounts: placed with fewer pods than it asks for (partial
+	// admission), as "name=count,...".
+	PodSetCounts string        `json:"podSetCounts,omitempty"`
+	Attempts     []AttemptView `json:"attempts,omitempty"`
 }
 
 // AttemptView is one dispatch and its outcome.
@@ -442,7 +445,8 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 		}
 	}
 	if p := wl.Status.Placement; p != nil {
-		v.Placement = &PlacementView{Cluster: p.Cluster, Flavor: p.Flavor, DispatchGeneration: p.DispatchGeneration, PreemptUpTo: p.PreemptUpTo}
+		v.Placement = &PlacementView{Cluster: p.Cluster, Flavor: p.Flavor, DispatchGeneration: p.DispatchGeneration, PreemptUpTo: p.PreemptUpTo,
+			PodSetCounts: workload.FormatPodSetCounts(p.PodSetCounts)}
 		for _, a := range p.Attempts {
 			v.Placement.Attempts = append(v.Placement.Attempts, AttemptView{
 				Cluster: a.Cluster, Flavor: a.Flavor, DispatchGeneration: a.DispatchGeneration,
@@ -543,6 +547,9 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 			add(fmt.Sprintf("Placement:  %s, flavor %s (dispatch generation %d)", p.Cluster, orDash(p.Flavor), p.DispatchGeneration))
 			if p.PreemptUpTo != nil {
 				add(fmt.Sprintf("            fits nowhere as the fleet stands: %s preempts workloads of priority ≤ %d for it", p.Cluster, *p.PreemptUpTo))
+			}
+			if p.PodSetCounts != "" {
+				add(fmt.Sprintf("            with fewer pods than it asks for (partial admission): %s", p.PodSetCounts))
 			}
 		case p.DispatchGeneration > 0:
 			add(fmt.Sprintf("Placement:  waiting on the hub (last dispatch generation %d)", p.DispatchGeneration))

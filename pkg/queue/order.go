@@ -182,16 +182,19 @@ func WorkloadRequests(wl *strata.Workload) corev1.ResourceList {
 	return need
 }
 
-// WorkloadUsage is what an admitted workload uses of quota:
-// WorkloadRequests less its reclaimable pods (status.reclaimablePods, the
-// finished part Kueue gives back), each pod using its pod set's requests.
+// WorkloadUsage is what a workload uses of quota: each pod set's
+// requests for the pods it is charged for (ChargedCount: fewer than it
+// asks for when admitted or placed with fewer, Kueue's partial
+// admission), less its reclaimable pods (status.reclaimablePods, the
+// finished part Kueue gives back).
 func WorkloadUsage(wl *strata.Workload) corev1.ResourceList {
-	if len(wl.Status.ReclaimablePods) == 0 {
+	if !ChargedLess(wl) {
 		return WorkloadRequests(wl)
 	}
 	used := corev1.ResourceList{}
 	for i := range wl.Spec.PodSets {
 		ps := wl.Spec.PodSets[i]
+		ps.Count = ChargedCount(wl, i)
 		for _, r := range wl.Status.ReclaimablePods {
 			if r.Name == ps.Name {
 				ps.Count = max(ps.Count-r.Count, 0)
@@ -204,6 +207,52 @@ func WorkloadUsage(wl *strata.Workload) corev1.ResourceList {
 		}
 	}
 	return used
+}
+
+// ChargedLess says whether a workload is charged less than
+// WorkloadRequests: it has reclaimable pods, or a pod set is charged for
+// fewer pods than it asks for (ChargedCount).
+func ChargedLess(wl *strata.Workload) bool {
+	if len(wl.Status.ReclaimablePods) > 0 {
+		return true
+	}
+	for i := range wl.Spec.PodSets {
+		if ChargedCount(wl, i) != wl.Spec.PodSets[i].Count {
+			return true
+		}
+	}
+	return false
+}
+
+// ChargedCount is the number of pods of a workload's i-th pod set that
+// its quota is charged for: the count its admission names, or, before it
+// is admitted, the one the hub placed it with
+// (status.placement.podSetCounts); its own count otherwise, and whenever
+// those are not between 1 and it.
+func ChargedCount(wl *strata.Workload, i int) int32 {
+	ps := &wl.Spec.PodSets[i]
+	fewer := func(name string, count int32) (int32, bool) {
+		if name == ps.Name && count > 0 && count < ps.Count {
+			return count, true
+		}
+		return 0, false
+	}
+	if a := wl.Status.Admission; a != nil {
+		for _, psa := range a.PodSetAssignments {
+			if c, ok := fewer(psa.Name, psa.Count); ok {
+				return c
+			}
+		}
+		return ps.Count
+	}
+	if p := wl.Status.Placement; p != nil {
+		for _, c := range p.PodSetCounts {
+			if n, ok := fewer(c.Name, c.Count); ok {
+				return n
+			}
+		}
+	}
+	return ps.Count
 }
 
 // CheckQuotaOf is CheckQuota for a workload that requests need in all

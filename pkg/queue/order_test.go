@@ -320,18 +320,53 @@ func TestKeyLess(t *testing.T) {
 }
 
 func TestWorkloadUsage(t *testing.T) {
-	wl := testutil.MakeWorkload("w", "ns").PodSets(
-		testutil.MakePodSet("leader", 1, "cpu", "2").Obj(),
-		testutil.MakePodSet("workers", 4, "cpu", "1", "nvidia.com/gpu", "1").Obj(),
-	).Obj()
-	if diff := cmp.Diff(rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5"), WorkloadUsage(wl)); diff != "" {
-		t.Errorf("without reclaimable pods (-want,+got):\n%s", diff)
+	admitted := func(workers int32) *strata.Admission {
+		return &strata.Admission{ClusterQueue: "q", PodSetAssignments: []strata.PodSetAssignment{
+			{Name: "leader", Flavor: "f", Count: 1}, {Name: "workers", Flavor: "f", Count: workers}}}
 	}
-	wl.Status.ReclaimablePods = []strata.ReclaimablePod{{Name: "workers", Count: 3}, {Name: "gone", Count: 9}}
-	if diff := cmp.Diff(rl("cpu", "3", "nvidia.com/gpu", "1", "pods", "2"), WorkloadUsage(wl)); diff != "" {
-		t.Errorf("3 workers reclaimable (-want,+got):\n%s", diff)
+	placed := func(counts ...strata.PodSetCount) *strata.Placement {
+		return &strata.Placement{Cluster: "w1", Flavor: "f", PodSetCounts: counts}
 	}
-	if diff := cmp.Diff(rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5"), WorkloadRequests(wl)); diff != "" {
-		t.Errorf("WorkloadRequests changed (-want,+got):\n%s", diff)
+	cases := []struct {
+		name        string
+		admission   *strata.Admission
+		placement   *strata.Placement
+		reclaimable []strata.ReclaimablePod
+		want        corev1.ResourceList
+		less        bool
+	}{
+		{name: "all its pods", want: rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5")},
+		{name: "3 workers reclaimable", reclaimable: []strata.ReclaimablePod{{Name: "workers", Count: 3}, {Name: "gone", Count: 9}},
+			want: rl("cpu", "3", "nvidia.com/gpu", "1", "pods", "2"), less: true},
+		{name: "admitted with all", admission: admitted(4), want: rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5")},
+		{name: "admitted with 2 workers", admission: admitted(2), want: rl("cpu", "4", "nvidia.com/gpu", "2", "pods", "3"), less: true},
+		{name: "admitted with 2 workers, 1 reclaimable", admission: admitted(2), reclaimable: []strata.ReclaimablePod{{Name: "workers", Count: 1}},
+			want: rl("cpu", "3", "nvidia.com/gpu", "1", "pods", "2"), less: true},
+		{name: "placed with 3 workers", placement: placed(strata.PodSetCount{Name: "workers", Count: 3}),
+			want: rl("cpu", "5", "nvidia.com/gpu", "3", "pods", "4"), less: true},
+		{name: "the admission wins over the placement", admission: admitted(4), placement: placed(strata.PodSetCount{Name: "workers", Count: 3}),
+			want: rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5")},
+		{name: "counts out of range are not read", admission: admitted(9), placement: placed(strata.PodSetCount{Name: "workers", Count: 0}),
+			want: rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5")},
+		{name: "a count for another pod set is not read", placement: placed(strata.PodSetCount{Name: "other", Count: 1}),
+			want: rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := testutil.MakeWorkload("w", "ns").PodSets(
+				testutil.MakePodSet("leader", 1, "cpu", "2").Obj(),
+				testutil.MakePodSet("workers", 4, "cpu", "1", "nvidia.com/gpu", "1").Obj(),
+			).Obj()
+			wl.Status.Admission, wl.Status.Placement, wl.Status.ReclaimablePods = tc.admission, tc.placement, tc.reclaimable
+			if diff := cmp.Diff(tc.want, WorkloadUsage(wl)); diff != "" {
+				t.Errorf("WorkloadUsage (-want,+got):\n%s", diff)
+			}
+			if got := ChargedLess(wl); got != tc.less {
+				t.Errorf("ChargedLess = %v, want %v", got, tc.less)
+			}
+			if diff := cmp.Diff(rl("cpu", "6", "nvidia.com/gpu", "4", "pods", "5"), WorkloadRequests(wl)); diff != "" {
+				t.Errorf("WorkloadRequests changed (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -205,3 +205,41 @@ func TestAdmitsCount(t *testing.T) {
 		}
 	}
 }
+
+func TestCappedCounts(t *testing.T) {
+	podSets := []strata.PodSet{
+		{Name: "main", Count: 8, MinCount: ptr.To[int32](2)},
+		{Name: "other", Count: 4},
+	}
+	cases := []struct {
+		name   string
+		cap    *string
+		want   []int32
+		wantOK bool
+	}{
+		{name: "no cap"},
+		{name: "capped", cap: ptr.To("main=6"), want: []int32{6, 4}, wantOK: true},
+		{name: "never below minCount", cap: ptr.To("main=1"), want: []int32{2, 4}, wantOK: true},
+		{name: "a pod set without minCount is capped too", cap: ptr.To("main=6, other=3"), want: []int32{6, 3}, wantOK: true},
+		{name: "not above its count", cap: ptr.To("main=9"), want: []int32{8, 4}, wantOK: true},
+		{name: "entries that do not parse are not read", cap: ptr.To("main=six,other,=3,gone=1,other=-1"), want: []int32{8, 4}, wantOK: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := &strata.Workload{Spec: strata.WorkloadSpec{PodSets: podSets}}
+			if tc.cap != nil {
+				wl.Annotations = map[string]string{strata.PodSetCountsAnnotation: *tc.cap}
+			}
+			got, ok := CappedCounts(wl)
+			if ok != tc.wantOK {
+				t.Errorf("ok = %v, want %v", ok, tc.wantOK)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("CappedCounts (-want,+got):\n%s", diff)
+			}
+		})
+	}
+	if got, want := FormatPodSetCounts([]strata.PodSetCount{{Name: "main", Count: 6}, {Name: "other", Count: 3}}), "main=6,other=3"; got != want {
+		t.Errorf("FormatPodSetCounts = %q, want %q", got, want)
+	}
+}

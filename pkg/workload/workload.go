@@ -120,7 +120,7 @@ var dispatchLabels = []string{strata.OriginLabel, strata.HubWorkloadUIDLabel, st
 // dispatchAnnotations are the annotations a hub puts on its copy of a Job,
 // which the copy's Workload carries.
 var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeAnnotation, strata.TopologyHintAnnotation, strata.DispatchWorkloadsAnnotation,
-	strata.PreemptUpToAnnotation, strata.RequeueCountAnnotation}
+	strata.PreemptUpToAnnotation, strata.RequeueCountAnnotation, strata.PodSetCountsAnnotation}
 
 // CarryDispatch copies to dst the dispatch contract's labels and
 // annotations that src has and dst lacks, and the unhealthy-nodes
@@ -256,6 +256,45 @@ func PreemptUpTo(wl *strata.Workload) (int32, bool) {
 		return 0, false
 	}
 	return int32(n), true
+}
+
+// FormatPodSetCounts is a hub's copy's strata.dev/pod-set-counts: the
+// counts as "name=count,...".
+func FormatPodSetCounts(counts []strata.PodSetCount) string {
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		parts[i] = c.Name + "=" + strconv.FormatInt(int64(c.Count), 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// CappedCounts are the counts of a Workload's pod sets with the cap of a
+// hub's copy (strata.dev/pod-set-counts) applied: a pod set is admitted
+// with at most its cap, and never below its minCount. ok is false when
+// the Workload has no cap. An entry that does not parse, names no pod
+// set, or is not below the pod set's count leaves that count as it is.
+func CappedCounts(wl *strata.Workload) (counts []int32, ok bool) {
+	v, has := wl.Annotations[strata.PodSetCountsAnnotation]
+	if !has {
+		return nil, false
+	}
+	caps := map[string]int32{}
+	for _, part := range strings.Split(v, ",") {
+		name, n, found := strings.Cut(strings.TrimSpace(part), "=")
+		c, err := strconv.ParseInt(n, 10, 32)
+		if found && err == nil && c > 0 {
+			caps[name] = int32(c)
+		}
+	}
+	counts = make([]int32, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		counts[i] = ps.Count
+		if c, capped := caps[ps.Name]; capped && c < ps.Count {
+			counts[i] = max(c, ptr.Deref(ps.MinCount, c))
+		}
+	}
+	return counts, true
 }
 
 // PinnedFlavor is the ResourceFlavor a hub pinned the Workload to (the

@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -369,5 +370,16 @@ func (e *env) preemptWithin(ctx context.Context, w *framework.Cluster) {
 		g.Expect(w.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
 		cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
 		g.Expect(w.Client.Update(ctx, &cq)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// hubQuota sets the CPU quota of the env's hub ClusterQueue.
+func hubQuota(ctx SpecContext, e *env, cpus string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var cq strata.ClusterQueue
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+		cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(cpus)}}
+		g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
 	}).Should(Succeed())
 }

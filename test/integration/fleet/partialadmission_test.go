@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
 )
 
 var _ = Describe("A Job that may run with fewer pods", func() {
@@ -19,6 +20,9 @@ var _ = Describe("A Job that may run with fewer pods", func() {
 		// nowhere, 8 fit on w1.
 		e := newEnv(ctx, "minpar", map[string][][]string{"w1": {{"4", "4"}}, "w2": {{"2"}}})
 		w1 := worker("w1")
+		// The hub's ClusterQueue holds 10 CPUs: not all 12 pods, and 2
+		// more beside the 8 it runs with.
+		hubQuota(ctx, e, "10")
 		job := e.job("minpar", 12, "1", map[string]string{"strata.dev/podset-required-topology": rack})
 		job.Annotations = map[string]string{"kueue.x-k8s.io/job-min-parallelism": "3"}
 		Expect(hub.Client.Create(ctx, job)).To(Succeed())
@@ -46,6 +50,49 @@ var _ = Describe("A Job that may run with fewer pods", func() {
 			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
 			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
 		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("the hub's quota is charged for the 8 pods admitted, not the 12 asked for: 2 more fit")
+		more := e.job("more", 2, "1", nil)
+		Expect(hub.Client.Create(ctx, more)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, more)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w2"))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("runs with the pods its hub ClusterQueue's quota holds, and no more on a worker with room for all", func(ctx SpecContext) {
+		e := newEnv(ctx, "minquota", map[string][][]string{"w1": {{"8", "8"}}})
+		w1 := worker("w1")
+		hubQuota(ctx, e, "6")
+		job := e.job("minquota", 8, "1", nil)
+		job.Annotations = map[string]string{"kueue.x-k8s.io/job-min-parallelism": "2"}
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PodSetCounts).To(Equal([]strata.PodSetCount{{Name: "main", Count: 6}}))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(6)))
+			cp, cwl := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.PodSetCountsAnnotation, "main=6"))
+			g.Expect(ptr.Deref(cp.Spec.Suspend, true)).To(BeFalse())
+			g.Expect(ptr.Deref(cp.Spec.Parallelism, 0)).To(Equal(int32(6)))
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(6)))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("the quota is used up: another Job waits for it")
+		next := e.job("next", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, next)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(hubWorkload(g, ctx, next).Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonPending))
+			g.Expect(c.Message).To(ContainSubstring("quota"))
+		}).Should(Succeed())
 	})
 
 	It("preempts on the one worker where a preemption makes room for the most of its pods, when all of them fit nowhere even by preempting", func(ctx SpecContext) {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,11 @@ type pendingPreemption struct {
 	// held while the victims' pods end.
 	queue    string
 	requests corev1.ResourceList
+	// counts, for a preemption for fewer pods than the preemptor's
+	// Workload asks for (partial admission), are those
+	// (workload.FormatPodSetCounts); "" for all of them. The waiting
+	// message carries them, so that a restart holds as much quota.
+	counts string
 }
 
 // preemptionSearchesPerPass bounds the preemption searches of one pass: a
@@ -168,12 +174,14 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 }
 
 // preempt evicts the victims a search found on one flavor for wl, which
-// needs the requests need there (fewer than its own for a partial
-// admission). It returns whether it did; once the victims' pods are gone
-// (at once when they had none) a pass admits wl.
-func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload, need corev1.ResourceList, result preemption.Result) (bool, error) {
+// needs the requests need there, for the pod sets' counts (nil: all of
+// wl's pods; fewer for a partial admission). It returns whether it did;
+// once the victims' pods are gone (at once when they had none) a pass
+// admits wl.
+func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload,
+	need corev1.ResourceList, counts []int32, result preemption.Result) (bool, error) {
 	key := client.ObjectKeyFromObject(wl)
-	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: need}
+	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: need, counts: fewerCounts(cmp.Or(s.uncapped[wl.UID], wl), wl, counts)}
 	var errs []error
 	for _, v := range result.Victims {
 		evicted, err := s.evictVictim(ctx, v, wl, cq, fq.Name)
@@ -259,6 +267,23 @@ func notePreempted(wl *strata.Workload, p *pendingPreemption) {
 	c.Message = truncate(fmt.Sprintf("%s; %s%d workload(s): %s", c.Message, strata.AdmittedAfterPreempting, len(names), strings.Join(names, ", ")))
 }
 
+// fewerCounts are the counts (workload.FormatPodSetCounts) of the pod
+// sets of tried (asked, or asked capped by its hub) with counts (nil: its
+// own) that are fewer than asked's; "" when none is.
+func fewerCounts(asked, tried *strata.Workload, counts []int32) string {
+	var fewer []strata.PodSetCount
+	for i := range tried.Spec.PodSets {
+		c := tried.Spec.PodSets[i].Count
+		if counts != nil {
+			c = counts[i]
+		}
+		if i < len(asked.Spec.PodSets) && c < asked.Spec.PodSets[i].Count {
+			fewer = append(fewer, strata.PodSetCount{Name: asked.Spec.PodSets[i].Name, Count: c})
+		}
+	}
+	return workload.FormatPodSetCounts(fewer)
+}
+
 // preemptingMessage is the preemptor's waiting reason.
 func preemptingMessage(p *pendingPreemption, held []types.NamespacedName) string {
 	names := make([]string, len(held))
@@ -266,7 +291,11 @@ func preemptingMessage(p *pendingPreemption, held []types.NamespacedName) string
 		names[i] = k.String()
 	}
 	slices.Sort(names)
-	return fmt.Sprintf("preempting %d workload(s) on flavor %s; admitted once the pods of %s are gone", len(p.victims), p.flavor, strings.Join(names, ", "))
+	var fewer string
+	if p.counts != "" {
+		fewer = " for " + p.counts + " of its pods"
+	}
+	return fmt.Sprintf("preempting %d workload(s) on flavor %s%s; admitted once the pods of %s are gone", len(p.victims), p.flavor, fewer, strings.Join(names, ", "))
 }
 
 // evictVictim preempts one workload: its admission goes, with
@@ -331,7 +360,7 @@ func preemptorOf(wl *strata.Workload) (by types.NamespacedName, cq, flavor strin
 // preemptingVictims matches the preemptor's waiting message
 // (preemptingMessage): the flavor and the victims whose pods still held
 // capacity when it was written.
-var preemptingVictims = regexp.MustCompile(`^preempting \d+ workload\(s\) on flavor (\S+); admitted once the pods of (.+) are gone$`)
+var preemptingVictims = regexp.MustCompile(`^preempting \d+ workload\(s\) on flavor (\S+)(?: for (\S+) of its pods)?; admitted once the pods of (.+) are gone$`)
 
 // restorePreemptions rebuilds, in the first pass of a process, the
 // preemptions an earlier one left under way (an agent restarted, or a
@@ -357,6 +386,9 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 			queueOf[client.ObjectKeyFromObject(wl)] = q
 		}
 	}
+	// counts are the preemptors' that preempt for fewer pods than they
+	// ask for (their waiting message says so).
+	counts := map[types.NamespacedName]string{}
 	add := func(by types.NamespacedName, cq, flavor string, victim types.NamespacedName) {
 		pre := byKey[by]
 		if pre == nil || cq == "" || !s.cache.Holds(victim) {
@@ -365,6 +397,10 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 		p := s.preemptions[by]
 		if p == nil {
 			p = &pendingPreemption{flavor: flavor, queue: cq, requests: queue.WorkloadRequests(pre)}
+			if c := counts[by]; c != "" {
+				// The quota of those pods only, as the preemption held.
+				p.counts, p.requests = c, queue.WorkloadRequests(withCounts(pre, workload.ParsePodSetCounts(c, pre.Spec.PodSets)))
+			}
 			s.preemptions[by] = p
 		}
 		if p.flavor == flavor && !slices.Contains(p.victims, victim) {
@@ -380,7 +416,8 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 		if m == nil {
 			continue
 		}
-		for _, v := range strings.Split(m[2], ", ") {
+		counts[key] = m[2]
+		for _, v := range strings.Split(m[3], ", ") {
 			if ns, name, ok := strings.Cut(v, "/"); ok {
 				add(key, queueOf[key], m[1], types.NamespacedName{Namespace: ns, Name: name})
 			}

@@ -649,3 +649,40 @@ func TestCappedCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestPreemptingMessage: the preemptor's waiting message says for how
+// many of its pods it preempts when fewer than it asks for, and
+// restorePreemptions reads them back (the quota it holds after a
+// restart is theirs, not all of its pods').
+func TestPreemptingMessage(t *testing.T) {
+	asked := job("pre", "cq", 10, nil, 0)
+	asked.Spec.PodSets[0].MinCount = ptr.To[int32](2)
+	capped := withCounts(asked, []int32{8})
+	held := []types.NamespacedName{{Namespace: "ns", Name: "low"}}
+	cases := []struct {
+		name       string
+		tried      *strata.Workload
+		counts     []int32
+		wantCounts string
+	}{
+		{name: "all of its pods", tried: asked},
+		{name: "fewer pods", tried: asked, counts: []int32{6}, wantCounts: "main=6"},
+		{name: "all the pods its hub placed it with", tried: capped, wantCounts: "main=8"},
+		{name: "fewer than its hub placed it with", tried: capped, counts: []int32{4}, wantCounts: "main=4"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &pendingPreemption{flavor: "f", victims: held, counts: fewerCounts(asked, tc.tried, tc.counts)}
+			if p.counts != tc.wantCounts {
+				t.Errorf("counts = %q, want %q", p.counts, tc.wantCounts)
+			}
+			m := preemptingVictims.FindStringSubmatch(preemptingMessage(p, held))
+			if m == nil {
+				t.Fatalf("%q does not match preemptingVictims", preemptingMessage(p, held))
+			}
+			if diff := cmp.Diff([]string{"f", tc.wantCounts, "ns/low"}, m[1:]); diff != "" {
+				t.Errorf("read back (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -269,15 +269,21 @@ func FormatPodSetCounts(counts []strata.PodSetCount) string {
 }
 
 // CappedCounts are the counts of a Workload's pod sets with the cap of a
-// hub's copy (strata.dev/pod-set-counts) applied: a pod set is admitted
-// with at most its cap, and never below its minCount. ok is false when
-// the Workload has no cap. An entry that does not parse, names no pod
-// set, or is not below the pod set's count leaves that count as it is.
+// hub's copy (strata.dev/pod-set-counts) applied (ParsePodSetCounts). ok
+// is false when the Workload has no cap.
 func CappedCounts(wl *strata.Workload) (counts []int32, ok bool) {
 	v, has := wl.Annotations[strata.PodSetCountsAnnotation]
 	if !has {
 		return nil, false
 	}
+	return ParsePodSetCounts(v, wl.Spec.PodSets), true
+}
+
+// ParsePodSetCounts applies counts written by FormatPodSetCounts to pod
+// sets: a pod set gets at most its count there, and never fewer than its
+// minCount. An entry that does not parse, names no pod set, or is not
+// below the pod set's count leaves that count as it is.
+func ParsePodSetCounts(v string, podSets []strata.PodSet) []int32 {
 	caps := map[string]int32{}
 	for _, part := range strings.Split(v, ",") {
 		name, n, found := strings.Cut(strings.TrimSpace(part), "=")
@@ -286,15 +292,15 @@ func CappedCounts(wl *strata.Workload) (counts []int32, ok bool) {
 			caps[name] = int32(c)
 		}
 	}
-	counts = make([]int32, len(wl.Spec.PodSets))
-	for i := range wl.Spec.PodSets {
-		ps := &wl.Spec.PodSets[i]
+	counts := make([]int32, len(podSets))
+	for i := range podSets {
+		ps := &podSets[i]
 		counts[i] = ps.Count
 		if c, capped := caps[ps.Name]; capped && c < ps.Count {
 			counts[i] = max(c, ptr.Deref(ps.MinCount, c))
 		}
 	}
-	return counts, true
+	return counts
 }
 
 // PinnedFlavor is the ResourceFlavor a hub pinned the Workload to (the

@@ -399,7 +399,7 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 			p = &pendingPreemption{flavor: flavor, queue: cq, requests: queue.WorkloadRequests(pre)}
 			if c := counts[by]; c != "" {
 				// The quota of those pods only, as the preemption held.
-				p.counts, p.requests = c, queue.WorkloadRequests(withCounts(pre, workload.ParsePodSetCounts(c, pre.Spec.PodSets)))
+				p.counts, p.requests = c, queue.WorkloadRequests(workload.WithCounts(pre, workload.ParsePodSetCounts(c, pre.Spec.PodSets)))
 			}
 			s.preemptions[by] = p
 		}

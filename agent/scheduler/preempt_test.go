@@ -26,6 +26,7 @@ import (
 	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
 )
 
 // TestMayPreempt: a workload submitted on the worker preempts as its
@@ -657,7 +658,7 @@ func TestCappedCopy(t *testing.T) {
 func TestPreemptingMessage(t *testing.T) {
 	asked := job("pre", "cq", 10, nil, 0)
 	asked.Spec.PodSets[0].MinCount = ptr.To[int32](2)
-	capped := withCounts(asked, []int32{8})
+	capped := workload.WithCounts(asked, []int32{8})
 	held := []types.NamespacedName{{Namespace: "ns", Name: "low"}}
 	cases := []struct {
 		name       string

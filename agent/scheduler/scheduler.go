@@ -586,7 +586,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		// message counts what the Workload asks for.
 		s.uncapped[wl.UID] = wl
 		defer delete(s.uncapped, wl.UID)
-		wl = withCounts(wl, counts)
+		wl = workload.WithCounts(wl, counts)
 	}
 	// fits: the workload fits on flavor fitsOn, but blockAdmission holds
 	// it (see fitted).
@@ -741,7 +741,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	preemptOn := func(fq strata.FlavorQuotas, r preemption.Result, counts []int32) (done, admitted bool, err error) {
 		need := need
 		if counts != nil {
-			need = queue.WorkloadRequests(withCounts(wl, counts))
+			need = queue.WorkloadRequests(workload.WithCounts(wl, counts))
 		}
 		done, err = s.preempt(ctx, cq, fq, books, wl, need, counts, r)
 		if done && len(s.stillHeld(s.preemptions[key])) == 0 && tryFlavor(fq, counts) {
@@ -927,7 +927,7 @@ func (s *Scheduler) fitsWith(cq *strata.ClusterQueue, fq strata.FlavorQuotas, bo
 func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, asked *strata.Workload, counts []int32, take bool) (*strata.Workload, error) {
 	wl := asked
 	if counts != nil {
-		wl = withCounts(asked, counts)
+		wl = workload.WithCounts(asked, counts)
 	}
 	flavorDef, err := s.flavorReady(fq.Name)
 	if err != nil {
@@ -996,32 +996,27 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 	return admitted, nil
 }
 
-// withCounts is a copy of wl whose pod sets have the given counts.
-func withCounts(wl *strata.Workload, counts []int32) *strata.Workload {
-	sized := wl.DeepCopy()
-	for i := range sized.Spec.PodSets {
-		sized.Spec.PodSets[i].Count = counts[i]
-	}
-	return sized
-}
-
 // partialNote says, for the Admitted condition, which pod sets an
 // admission admits with fewer pods than they ask for ("" when none).
 func partialNote(wl *strata.Workload, a *strata.Admission) string {
-	var parts []string
-	for _, psa := range a.PodSetAssignments {
-		if ps := workload.PodSet(wl, psa.Name); ps != nil && psa.Count < ps.Count {
-			parts = append(parts, fmt.Sprintf("%d of the %d pods of pod set %s", psa.Count, ps.Count, ps.Name))
+	counts := make([]int32, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		counts[i] = wl.Spec.PodSets[i].Count
+		for _, psa := range a.PodSetAssignments {
+			if psa.Name == wl.Spec.PodSets[i].Name {
+				counts[i] = psa.Count
+			}
 		}
 	}
-	if len(parts) == 0 {
+	fewer := workload.FewerPods(wl.Spec.PodSets, counts)
+	if fewer == "" {
 		return ""
 	}
 	if _, capped := wl.Annotations[strata.PodSetCountsAnnotation]; capped {
-		return ", with " + strings.Join(parts, ", ") + " (partial admission: its hub placed it with at most as many, " +
+		return ", with " + fewer + " (partial admission: its hub placed it with at most as many, " +
 			strata.PodSetCountsAnnotation + ": " + wl.Annotations[strata.PodSetCountsAnnotation] + ")"
 	}
-	return ", with " + strings.Join(parts, ", ") + " (partial admission: all did not fit)"
+	return ", with " + fewer + " (partial admission: all did not fit)"
 }
 
 // partialChoice is a partial admission chosen: the pod sets' counts, the
@@ -1052,13 +1047,9 @@ func (s *Scheduler) partially(cq *strata.ClusterQueue, flavors []strata.FlavorQu
 		return partialChoice{}, false
 	}
 	fung := queue.Fungibility(cq)
-	chosen := map[int32]partialChoice{}
-	choose := func(k int32) (partialChoice, bool) {
-		if c, done := chosen[k]; done {
-			return c, c.flavor >= 0
-		}
+	_, c, ok := workload.FewestTakenAway(total, func(k int32) (partialChoice, bool) {
 		c := partialChoice{counts: workload.ReducedCounts(wl.Spec.PodSets, k, s.opts.PartialSlices)}
-		sized := withCounts(wl, c.counts)
+		sized := workload.WithCounts(wl, c.counts)
 		need := queue.WorkloadRequests(sized)
 		c.flavor, c.victims = preemption.WalkFlavors(preemption.Flavors{
 			N: len(flavors),
@@ -1085,18 +1076,9 @@ func (s *Scheduler) partially(cq *strata.ClusterQueue, flavors []strata.FlavorQu
 			},
 			Preempts: preempts,
 		}, fung, cq.Name)
-		chosen[k] = c
 		return c, c.flavor >= 0
-	}
-	if _, ok := choose(total); !ok {
-		return partialChoice{}, false // not even its fewest pods
-	}
-	// The fewest pods taken away (1..total) with which it is admitted.
-	k := int32(sort.Search(int(total), func(i int) bool {
-		_, ok := choose(int32(i + 1))
-		return ok
-	})) + 1
-	return choose(k)
+	})
+	return c, ok // !ok: not even its fewest pods
 }
 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod

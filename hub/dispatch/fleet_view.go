@@ -213,5 +213,5 @@ func placedAs(wl *strata.Workload) *strata.Workload {
 	if !fewer {
 		return wl
 	}
-	return sizedWorkload(wl, counts)
+	return workload.WithCounts(wl, counts)
 }

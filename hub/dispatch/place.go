@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -160,7 +159,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	// pods (placePartially checks each count).
 	var partialFlavors []string
 	if workload.Reducible(wl.Spec.PodSets, d.policy.Options().PartialSlices) > 0 {
-		fewest := queue.WorkloadRequests(sizedWorkload(wl, workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, d.policy.Options().PartialSlices)))
+		fewest := queue.WorkloadRequests(workload.WithCounts(wl, workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, d.policy.Options().PartialSlices)))
 		for _, fq := range queue.Flavors(cq) {
 			if books.Check(cq.Name, fq.Name, fewest, false).Err == nil {
 				partialFlavors = append(partialFlavors, fq.Name)
@@ -362,8 +361,15 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		never[t] = nv
 		return why
 	})
-	// A queue that could never hold it is no place to preempt either.
-	short = slices.DeleteFunc(short, func(t *placement.Target) bool { return never[t] })
+	// A queue that could never hold it is no place to preempt either, but
+	// may hold it with fewer pods.
+	var neverWhole []*placement.Target
+	short = slices.DeleteFunc(short, func(t *placement.Target) bool {
+		if never[t] {
+			neverWhole = append(neverWhole, t)
+		}
+		return never[t]
+	})
 	avoid, err := d.spreadAvoider(ctx, view, wl)
 	if err != nil {
 		return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("counting the workloads topology spreading counts: %v", err), retry: retry}, nil, nil, nil
@@ -390,7 +396,7 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		// With fewer pods (minCount), after preemption for all of them:
 		// they may fit, or a preemption may make room for them.
 		partially := func() (waitOutcome, *placement.Decision, *placement.PreemptionChoice, []int32, bool) {
-			candidates := append(slices.Clip(eligible), short...)
+			candidates := append(append(slices.Clip(eligible), short...), neverWhole...)
 			partial, choice, counts := d.placePartially(view, p, partialFlavors, candidates, avoid, books, preemptFor)
 			switch {
 			case choice != nil:
@@ -450,11 +456,7 @@ func (d *Dispatcher) placePartially(view *passView, p pending, flavors []string,
 		dec    *placement.Decision
 		choice *placement.PreemptionChoice
 	}
-	outcomes := map[int32]outcome{}
-	decideWith := func(k int32) outcome {
-		if o, ok := outcomes[k]; ok {
-			return o
-		}
+	k, o, ok := workload.FewestTakenAway(total, func(k int32) (outcome, bool) {
 		counts := workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices)
 		sized := p.withCounts(counts)
 		// The flavors whose quota holds that many, and the workers there
@@ -476,34 +478,21 @@ func (d *Dispatcher) placePartially(view *passView, p pending, flavors []string,
 				fitting = append(fitting, t)
 			}
 			if len(fitting) > 0 {
-				if dec := d.policy.DecideAvoiding(sizedWorkload(wl, counts), sized.shape, within, fitting, avoid); dec.Cluster != "" {
+				if dec := d.policy.DecideAvoiding(workload.WithCounts(wl, counts), sized.shape, within, fitting, avoid); dec.Cluster != "" {
 					o.dec = dec
 				}
 			}
 			if o.dec == nil {
-				o.choice, _ = preemptFor(sizedWorkload(wl, counts), sized, within, append(fitting, short...))
+				o.choice, _ = preemptFor(workload.WithCounts(wl, counts), sized, within, append(fitting, short...))
 			}
 		}
-		outcomes[k] = o
-		return o
-	}
-	admissible := func(k int32) bool {
-		o := decideWith(k)
-		return o.dec != nil || o.choice != nil
-	}
-	if !admissible(total) {
+		return o, o.dec != nil || o.choice != nil
+	})
+	if !ok {
 		return nil, nil, nil // not even its fewest pods
 	}
-	k := int32(sort.Search(int(total), func(i int) bool { return admissible(int32(i + 1)) })) + 1
-	o := decideWith(k)
 	counts := workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices)
-	var parts []string
-	for i, c := range counts {
-		if ps := &wl.Spec.PodSets[i]; c < ps.Count {
-			parts = append(parts, fmt.Sprintf("%d of the %d pods of pod set %s", c, ps.Count, ps.Name))
-		}
-	}
-	note := "; with " + strings.Join(parts, ", ") + " (partial admission: all fit on no worker or within quota)"
+	note := "; with " + workload.FewerPods(wl.Spec.PodSets, counts) + " (partial admission: all fit on no worker or within quota)"
 	if o.choice != nil {
 		o.choice.Reason += note
 		return nil, o.choice, counts
@@ -524,15 +513,6 @@ func podSetCounts(wl *strata.Workload, counts []int32) []strata.PodSetCount {
 	return out
 }
 
-// sizedWorkload is a copy of wl whose pod sets ask for counts.
-func sizedWorkload(wl *strata.Workload, counts []int32) *strata.Workload {
-	sized := wl.DeepCopy()
-	for i := range sized.Spec.PodSets {
-		sized.Spec.PodSets[i].Count = counts[i]
-	}
-	return sized
-}
-
 // withCounts is p placed with counts of its pods (nil: p itself): its
 // need, shape and counts are those, for a partial admission's quota
 // checks, charges and record; its Workload is the same.
@@ -541,7 +521,7 @@ func (p pending) withCounts(counts []int32) pending {
 		return p
 	}
 	e := *p.entry
-	sized := sizedWorkload(p.wl, counts)
+	sized := workload.WithCounts(p.wl, counts)
 	e.shape, e.need = placement.Shape(sized), queue.WorkloadRequests(sized)
 	e.needKey = resourcesKey(e.need)
 	p.entry, p.counts = &e, counts
@@ -643,7 +623,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	// shows the record.
 	podSets := wl.Spec.PodSets
 	if p.counts != nil {
-		podSets = sizedWorkload(wl, p.counts).Spec.PodSets
+		podSets = workload.WithCounts(wl, p.counts).Spec.PodSets
 	}
 	if hint, err := workload.EncodeTopologyHints(podSets, dec.Assignments()); err == nil && len(hint) <= maxPlacementHint {
 		wl.Status.Placement.TopologyHint = hint

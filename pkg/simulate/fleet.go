@@ -199,15 +199,20 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		// quota left for it (a preemption there may still let it in).
 		hub.prioritize(wl)
 		need := queue.WorkloadRequests(wl)
-		quotaShort := func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) (string, bool) {
+		quotaShortOf := func(t *placement.Target, need corev1.ResourceList, freed map[string]corev1.ResourceList, nominal bool) (string, bool) {
 			cq, books := f.landing(t.Cluster, wl), f.books[t.Cluster]
 			if cq == nil || books == nil {
 				return "", false
 			}
 			return placement.QuotaShort(books, cq.Name, t.Flavor, need, freed, nominal)
 		}
+		quotaShort := func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) (string, bool) {
+			return quotaShortOf(t, need, freed, nominal)
+		}
 		var shortWhy []Candidate
-		never := map[*placement.Target]bool{}
+		// never: no copy nor preemption there; neverWhole: only its queue
+		// could never hold all of its pods (it may hold fewer).
+		never, neverWhole := map[*placement.Target]bool{}, map[*placement.Target]bool{}
 		eligible, short, excluded := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
 			// No copy where its queue is stopped or its priority class
 			// does not exist, nor a preemption there.
@@ -225,13 +230,19 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				return why
 			}
 			why, nv := quotaShort(t, nil, false)
-			never[t] = nv
+			never[t], neverWhole[t] = nv, nv
 			if why != "" && slices.Contains(order, t.Flavor) {
 				shortWhy = append(shortWhy, Candidate{Cluster: t.Cluster, Flavor: t.Flavor, Reason: why})
 			}
 			return why
 		})
-		short = slices.DeleteFunc(short, func(t *placement.Target) bool { return never[t] })
+		var partialOnly []*placement.Target
+		short = slices.DeleteFunc(short, func(t *placement.Target) bool {
+			if neverWhole[t] {
+				partialOnly = append(partialOnly, t)
+			}
+			return never[t]
+		})
 		// Topology spreading counts, fleet-wide, what was placed before.
 		d := policy.DecideAvoiding(wl, placement.Shape(wl), order, eligible, placement.SpreadAvoider(wl, dispatched))
 		res.Cluster = &d.Cluster
@@ -247,16 +258,43 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				books.Charge(cq.Name, flavor, need, 1)
 			}
 		}
-		preempting := false
-		if d.Cluster == "" && (!d.NeverFits || len(short) > 0) {
-			// As the hub: the one worker where preempting lets it in.
-			choice, why := policy.DecidePreemption(wl, order, append(eligible, short...), func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
+		// preemptFor is the one worker where preempting lets w (wl, or wl
+		// with fewer pods) in, among targets.
+		preemptFor := func(w *strata.Workload, targets []*placement.Target) (*placement.PreemptionChoice, string) {
+			need := queue.WorkloadRequests(w)
+			return policy.DecidePreemption(w, order, targets, func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
 				priority, _ := t.Priority(wl)
 				return placement.ScopesFor(f.landing(t.Cluster, wl), t.Flavor, need, priority, f.books[t.Cluster], t.FairSharing())
 			}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
-				why, _ := quotaShort(t, freed, nominal)
+				why, _ := quotaShortOf(t, need, freed, nominal)
 				return why
 			})
+		}
+		preempting := false
+		var choice *placement.PreemptionChoice
+		if d.Cluster == "" && (!d.NeverFits || len(short) > 0) {
+			// As the hub: the one worker where preempting lets it in.
+			var why string
+			choice, why = preemptFor(wl, append(slices.Clip(eligible), short...))
+			if choice == nil && why != "" {
+				res.Reason += "; no preemption helps: " + why
+			}
+		}
+		if d.Cluster == "" && choice == nil {
+			// As the hub: with fewer pods (minCount), where they fit or a
+			// preemption makes room for them.
+			if pd, pc, counts := fleetPartially(wl, opts.PartialSlices, order, append(append(slices.Clip(eligible), short...), partialOnly...), policy,
+				placement.SpreadAvoider(wl, dispatched), quotaShortOf, preemptFor); pd != nil || pc != nil {
+				wl = workload.WithCounts(wl, counts)
+				need = queue.WorkloadRequests(wl)
+				if pd != nil {
+					d = pd
+					res.Cluster, res.Reason = &d.Cluster, d.Reason
+				}
+				choice = pc
+			}
+		}
+		{
 			if choice != nil {
 				if err := choice.Reserve(targets, fmt.Sprint(i)); err != nil {
 					return nil, fmt.Errorf("%s: %w", item.Source, err)
@@ -265,8 +303,6 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				preempting = true
 				res.Cluster, res.PreemptUpTo = &choice.Cluster, ptr.To(choice.UpTo)
 				res.Reason = fmt.Sprintf("would preempt up to %d workloads of priority ≤ %d there: %s", choice.Workloads, choice.UpTo, choice.Reason)
-			} else if why != "" {
-				res.Reason += "; no preemption helps: " + why
 			}
 		}
 		for _, c := range d.Candidates {
@@ -456,4 +492,53 @@ func hubItems(in []Item) []Item {
 		}
 	}
 	return out
+}
+
+// fleetPartially is the hub's partial admission (hub/dispatch's
+// placePartially) offline: for a workload whose pod sets may run with
+// fewer pods (minCount) and that fits nowhere whole nor by preempting,
+// the most pods, at least minCount, that fit on one worker of candidates
+// whose queue has quota for them, or for which preemptFor chooses a
+// worker; nil, nil when no count is admissible.
+func fleetPartially(wl *strata.Workload, partialSlices bool, order []string, candidates []*placement.Target, policy *placement.Policy, avoid placement.Avoider,
+	quotaShort func(*placement.Target, corev1.ResourceList, map[string]corev1.ResourceList, bool) (string, bool),
+	preemptFor func(*strata.Workload, []*placement.Target) (*placement.PreemptionChoice, string)) (*placement.Decision, *placement.PreemptionChoice, []int32) {
+	total := workload.Reducible(wl.Spec.PodSets, partialSlices)
+	if total == 0 {
+		return nil, nil, nil
+	}
+	type outcome struct {
+		dec    *placement.Decision
+		choice *placement.PreemptionChoice
+	}
+	k, o, ok := workload.FewestTakenAway(total, func(k int32) (outcome, bool) {
+		sized := workload.WithCounts(wl, workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices))
+		need := queue.WorkloadRequests(sized)
+		var fitting, short []*placement.Target
+		for _, t := range candidates {
+			if why, _ := quotaShort(t, need, nil, false); why != "" {
+				short = append(short, t)
+				continue
+			}
+			fitting = append(fitting, t)
+		}
+		var o outcome
+		if dec := policy.DecideAvoiding(sized, placement.Shape(sized), order, fitting, avoid); dec.Cluster != "" {
+			o.dec = dec
+		} else {
+			o.choice, _ = preemptFor(sized, append(fitting, short...))
+		}
+		return o, o.dec != nil || o.choice != nil
+	})
+	if !ok {
+		return nil, nil, nil
+	}
+	counts := workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices)
+	note := "; with " + workload.FewerPods(wl.Spec.PodSets, counts) + " (partial admission: all fit on no worker or within quota)"
+	if o.choice != nil {
+		o.choice.Reason += note
+	} else {
+		o.dec.Reason += note
+	}
+	return o.dec, o.choice, counts
 }

@@ -524,46 +524,7 @@ spec:
 func TestFleetStopPolicy(t *testing.T) {
 	dir := t.TempDir()
 	cluster := func(name, stop string) ClusterArg {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		in := fmt.Sprintf(`apiVersion: strata.dev/v1beta1
-kind: Topology
-metadata: {name: t}
-spec:
-  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
----
-apiVersion: strata.dev/v1beta1
-kind: ResourceFlavor
-metadata: {name: f}
-spec: {topologyName: t}
----
-apiVersion: v1
-kind: NodeList
-items:
-- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {rack: r1, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
----
-apiVersion: strata.dev/v1beta1
-kind: ClusterQueue
-metadata: {name: train}
-spec:
-  namespaceSelector: {}
-  stopPolicy: %s
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8}]}]
----
-apiVersion: strata.dev/v1beta1
-kind: LocalQueue
-metadata: {name: train, namespace: ml}
-spec: {clusterQueue: train}
-`, stop)
-		if err := os.WriteFile(filepath.Join(p, "cluster.yaml"), []byte(in), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return ClusterArg{Name: name, Path: p}
+		return oneRackCluster(t, dir, name, 1, "stopPolicy: "+stop, "8")
 	}
 	// a would be chosen (the first of two alike) but its queue is held.
 	clusters := []ClusterArg{cluster("a", "Hold"), cluster("b", "None")}
@@ -868,4 +829,112 @@ value: 100
 	if diff := cmp.Diff([]string{"low=false", "high=true", "later=false"}, got); diff != "" {
 		t.Errorf("rows (-want,+got):\n%s", diff)
 	}
+}
+
+// TestFleetPartialAdmission: as the hub, simulate places a Job that may
+// run with fewer pods (job-min-parallelism) and fits nowhere whole with
+// the most pods that fit on one worker whose queue has quota for them.
+func TestFleetPartialAdmission(t *testing.T) {
+	cases := []struct {
+		name      string
+		nominal   string // the worker queue's CPU quota on "big"
+		wantCount int32
+	}{
+		{name: "the most pods that fit", nominal: "100", wantCount: 12},
+		{name: "the most pods its worker queue's quota holds", nominal: "6", wantCount: 6},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cluster := func(name, nominal string, nodes int) ClusterArg {
+				return oneRackCluster(t, dir, name, nodes, "", nominal)
+			}
+			clusters := []ClusterArg{cluster("big", tc.nominal, 3), cluster("small", "100", 1)}
+			hub := filepath.Join(dir, "hub.yaml")
+			if err := os.WriteFile(hub, []byte(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: trainer
+  namespace: ml
+  labels: {strata.dev/queue-name: train}
+  annotations: {kueue.x-k8s.io/job-min-parallelism: "2"}
+spec:
+  parallelism: 16
+  completions: 16
+  template:
+    metadata:
+      annotations: {strata.dev/podset-required-topology: rack}
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			results, err := runFleet(t, clusters, hub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) != 1 {
+				t.Fatalf("%d results, want 1", len(results))
+			}
+			r := results[0]
+			if !r.Admitted || *r.Cluster != "big" || len(r.PodSets) != 1 || r.PodSets[0].Count != tc.wantCount {
+				t.Fatalf("admitted %v on %q with %+v, want %d pods on big: %s", r.Admitted, *r.Cluster, r.PodSets, tc.wantCount, r.Reason)
+			}
+			if want := fmt.Sprintf("with %d of the 16 pods of pod set main (partial admission", tc.wantCount); !strings.Contains(r.Reason, want) {
+				t.Errorf("reason %q does not say %q", r.Reason, want)
+			}
+		})
+	}
+}
+
+// oneRackCluster writes a worker cluster of nodes 4-CPU nodes in rack r1,
+// flavor f of topology t, and ClusterQueue train (cqSpec added to its
+// spec) of nominal CPUs with LocalQueue train in namespace ml.
+func oneRackCluster(t *testing.T, dir, name string, nodes int, cqSpec, nominal string) ClusterArg {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var items []string
+	for i := range nodes {
+		items = append(items, fmt.Sprintf(`- {apiVersion: v1, kind: Node, metadata: {name: h%d, labels: {rack: r1, kubernetes.io/hostname: h%d}}, status: {allocatable: {cpu: "4", pods: "110"}}}`, i+1, i+1))
+	}
+	if cqSpec != "" {
+		cqSpec = "\n  " + cqSpec
+	}
+	in := fmt.Sprintf(`apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: v1
+kind: NodeList
+items:
+%s
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: {}%s
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: %s}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+`, strings.Join(items, "\n"), cqSpec, nominal)
+	if err := os.WriteFile(filepath.Join(p, "cluster.yaml"), []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ClusterArg{Name: name, Path: p}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -258,11 +257,7 @@ func (st *runState) admitPartially(flavors map[string]*flavorState, order []*str
 			usable = append(usable, fs)
 		}
 	}
-	chosen := map[int32]choice{}
-	choose := func(k int32) (choice, bool) {
-		if c, done := chosen[k]; done {
-			return c, c.fs != nil
-		}
+	_, c, ok := workload.FewestTakenAway(total, func(k int32) (choice, bool) {
 		w := wl.DeepCopy()
 		for i, n := range workload.ReducedCounts(wl.Spec.PodSets, k, opts.PartialSlices) {
 			w.Spec.PodSets[i].Count = n
@@ -293,19 +288,10 @@ func (st *runState) admitPartially(flavors map[string]*flavorState, order []*str
 		if i >= 0 {
 			c.fs = usable[i]
 		}
-		chosen[k] = c
 		return c, c.fs != nil
-	}
-	if _, ok := choose(total); !ok {
-		return nil, nil, false // not even its fewest pods
-	}
-	k := int32(sort.Search(int(total), func(i int) bool {
-		_, ok := choose(int32(i + 1))
-		return ok
-	})) + 1
-	c, ok := choose(k)
+	})
 	if !ok {
-		return nil, nil, false
+		return nil, nil, false // not even its fewest pods
 	}
 	var victims []string
 	if c.victims != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -231,4 +232,54 @@ func JobRunningPartially(job *batchv1.Job) (int32, bool) {
 // set's: all its pods, or, with a minCount, at least that many.
 func AdmitsCount(ps *strata.PodSet, count int32) bool {
 	return count == ps.Count || (ps.MinCount != nil && count >= *ps.MinCount && count < ps.Count)
+}
+
+// WithCounts is a copy of wl whose pod sets ask for counts (one per pod
+// set): the workload as admitted with fewer pods.
+func WithCounts(wl *strata.Workload, counts []int32) *strata.Workload {
+	sized := wl.DeepCopy()
+	for i := range sized.Spec.PodSets {
+		sized.Spec.PodSets[i].Count = counts[i]
+	}
+	return sized
+}
+
+// FewestTakenAway is the fewest pods, 1..total (Reducible), taken away
+// (ReducedCounts) with which a workload is admissible, and what try
+// found for it, given that more taken away never makes it less so; false
+// when not even total is. try is called O(log total) times, once per k.
+func FewestTakenAway[T any](total int32, try func(k int32) (T, bool)) (int32, T, bool) {
+	type tried struct {
+		v  T
+		ok bool
+	}
+	memo := map[int32]tried{}
+	at := func(k int32) tried {
+		r, done := memo[k]
+		if !done {
+			r.v, r.ok = try(k)
+			memo[k] = r
+		}
+		return r
+	}
+	if total <= 0 || !at(total).ok {
+		var none T
+		return 0, none, false
+	}
+	k := int32(sort.Search(int(total), func(i int) bool { return at(int32(i + 1)).ok })) + 1
+	r := at(k)
+	return k, r.v, true
+}
+
+// FewerPods says which pod sets counts (one per pod set) admit with fewer
+// pods than they ask for: "8 of the 12 pods of pod set main, ..."; ""
+// when none.
+func FewerPods(podSets []strata.PodSet, counts []int32) string {
+	var parts []string
+	for i, c := range counts {
+		if ps := &podSets[i]; c < ps.Count {
+			parts = append(parts, fmt.Sprintf("%d of the %d pods of pod set %s", c, ps.Count, ps.Name))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

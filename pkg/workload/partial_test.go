@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"fmt"
+	"math/bits"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -241,5 +243,63 @@ func TestCappedCounts(t *testing.T) {
 	}
 	if got, want := FormatPodSetCounts([]strata.PodSetCount{{Name: "main", Count: 6}, {Name: "other", Count: 3}}), "main=6,other=3"; got != want {
 		t.Errorf("FormatPodSetCounts = %q, want %q", got, want)
+	}
+}
+
+func TestFewestTakenAway(t *testing.T) {
+	cases := []struct {
+		name string
+		// total is Reducible; admissible from is the fewest taken away
+		// that admits (0: none does).
+		total, from int32
+		wantK       int32
+		wantOK      bool
+	}{
+		{name: "nothing to take away", total: 0, from: 1},
+		{name: "not even the fewest pods", total: 10, from: 0},
+		{name: "one taken away", total: 10, from: 1, wantK: 1, wantOK: true},
+		{name: "the middle", total: 10, from: 6, wantK: 6, wantOK: true},
+		{name: "only the fewest pods", total: 10, from: 10, wantK: 10, wantOK: true},
+		{name: "one to take away", total: 1, from: 1, wantK: 1, wantOK: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := map[int32]int{}
+			k, v, ok := FewestTakenAway(tc.total, func(k int32) (string, bool) {
+				calls[k]++
+				return fmt.Sprintf("taken %d", k), tc.from > 0 && k >= tc.from
+			})
+			if k != tc.wantK || ok != tc.wantOK {
+				t.Fatalf("got %d, %v; want %d, %v", k, ok, tc.wantK, tc.wantOK)
+			}
+			if want := fmt.Sprintf("taken %d", k); ok && v != want {
+				t.Errorf("value %q, want %q: what try found for k", v, want)
+			}
+			for k, n := range calls {
+				if n > 1 {
+					t.Errorf("try(%d) called %d times, want once", k, n)
+				}
+			}
+			if limit := 2 + bits.Len32(uint32(tc.total)); len(calls) > limit {
+				t.Errorf("try called for %d counts, want at most %d", len(calls), limit)
+			}
+		})
+	}
+}
+
+func TestFewerPods(t *testing.T) {
+	podSets := []strata.PodSet{{Name: "leader", Count: 1}, {Name: "workers", Count: 12}, {Name: "ps", Count: 4}}
+	cases := []struct {
+		counts []int32
+		want   string
+	}{
+		{counts: []int32{1, 12, 4}, want: ""},
+		{counts: []int32{1, 8, 4}, want: "8 of the 12 pods of pod set workers"},
+		{counts: []int32{1, 8, 2}, want: "8 of the 12 pods of pod set workers, 2 of the 4 pods of pod set ps"},
+	}
+	for _, tc := range cases {
+		if diff := cmp.Diff(tc.want, FewerPods(podSets, tc.counts)); diff != "" {
+			t.Errorf("FewerPods(%v) (-want,+got):\n%s", tc.counts, diff)
+		}
 	}
 }

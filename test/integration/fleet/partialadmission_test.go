@@ -7,8 +7,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
@@ -93,6 +97,44 @@ var _ = Describe("A Job that may run with fewer pods", func() {
 			g.Expect(c.Reason).To(Equal(dispatch.ReasonPending))
 			g.Expect(c.Message).To(ContainSubstring("quota"))
 		}).Should(Succeed())
+	})
+
+	It("runs with the pods its worker's ClusterQueue's quota holds, when that quota could never hold all of them", func(ctx SpecContext) {
+		e := newEnv(ctx, "minwq", map[string][][]string{"w1": {{"8", "8"}}})
+		w1 := worker("w1")
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("6")}}
+			g.Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+		By("the hub reads the quota: a Job of 7 pods that must all run waits, no copy sent")
+		probe := e.job("probe", 7, "1", nil)
+		Expect(hub.Client.Create(ctx, probe)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(hubWorkload(g, ctx, probe).Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("has no room for it"))
+		}).Should(Succeed())
+		Expect(hub.Client.Delete(ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+
+		By("a Job of 8 pods that may run with 2 is placed with the 6 the quota holds")
+		job := e.job("minwq", 8, "1", nil)
+		job.Annotations = map[string]string{"kueue.x-k8s.io/job-min-parallelism": "2"}
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+			g.Expect(wl.Status.Placement.PodSetCounts).To(Equal([]strata.PodSetCount{{Name: "main", Count: 6}}))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			cp, cwl := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.PodSetCountsAnnotation, "main=6"))
+			g.Expect(ptr.Deref(cp.Spec.Parallelism, 0)).To(Equal(int32(6)))
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(6)))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
 	It("preempts on the one worker where a preemption makes room for the most of its pods, when all of them fit nowhere even by preempting", func(ctx SpecContext) {

@@ -54,8 +54,8 @@ takes capacity from the ones after it. Rows are in file order.
 With --cluster NAME=FILE_OR_DIR (repeatable), simulate answers "which cluster
 and flavor would the hub choose?": each --cluster input is one worker
 (Nodes, Pods, Topologies, ResourceFlavors), summarized with the agent's own
-summarizer; the -f inputs are the hub's side: an optional ClusterQueue
-(flavor order) and the workloads, placed by priority, then in the order
+summarizer; the -f inputs are the hub's side: its ClusterQueues (flavor
+order and fleet quota, as on the hub) and the workloads, placed by priority, then in the order
 they were queued, with the hub's placement policy, each reserving capacity
 on its cluster for the ones after it. --config is then a HubConfiguration (algorithms, placement policy).
 

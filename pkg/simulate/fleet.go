@@ -3,6 +3,7 @@ package simulate
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -82,9 +83,6 @@ func LoadFleet(clusters []ClusterArg, hubFiles []string) (*Fleet, error) {
 			return nil, fmt.Errorf("%s: a %s in the hub's files (-f); a worker's cluster objects go in --cluster NAME=FILE_OR_DIR", where, kind)
 		}
 	}
-	if len(hub.ClusterQueues) > 1 {
-		return nil, fmt.Errorf("the hub's files hold %d ClusterQueues; simulate --cluster takes at most one (its flavor order)", len(hub.ClusterQueues))
-	}
 	f.Hub = hub
 	return f, nil
 }
@@ -111,15 +109,16 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			seen = append(seen, c.Flavor)
 		}
 	}
-	order := seen
+	// Each hub ClusterQueue's flavor order; a workload of none walks the
+	// flavors in the order the clusters list them.
+	orders := map[string][]string{}
 	for name, cq := range f.Hub.ClusterQueues {
-		order = nil
 		for _, fq := range queue.Flavors(cq) {
 			if !slices.Contains(seen, fq.Name) {
 				return nil, fmt.Errorf("%s: ClusterQueue %s lists flavor %q, which no cluster has (clusters' topology-aware flavors: %s)",
 					f.Hub.sources["ClusterQueue/"+name], name, fq.Name, strings.Join(seen, ", "))
 			}
-			order = append(order, fq.Name)
+			orders[name] = append(orders[name], fq.Name)
 		}
 	}
 	opts := tas.OptionsFrom(cfg.TopologyAwareScheduling)
@@ -195,10 +194,37 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			rows[i] = &res
 			continue
 		}
-		// As the hub: no copy where the worker queue it lands in has no
-		// quota left for it (a preemption there may still let it in).
 		hub.prioritize(wl)
 		need := queue.WorkloadRequests(wl)
+		// As the hub: the flavors of its hub ClusterQueue whose quota holds
+		// it (hubFits), and those that hold its fewest pods when it may run
+		// with fewer (partial admission checks each count).
+		order, hubFits := seen, func(string, corev1.ResourceList) bool { return true }
+		if hubCQ != nil {
+			order = orders[hubCQ.Name]
+			hubFits = func(flavor string, need corev1.ResourceList) bool {
+				return hub.books.Check(hubCQ.Name, flavor, need, false).Err == nil
+			}
+		}
+		flavors, quotaNotes := hubQuotaFlavors(hub.books, hubCQ, order, need)
+		partialOnly := len(flavors) == 0
+		if partialOnly {
+			if fewest := workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, opts.PartialSlices); workload.Reducible(wl.Spec.PodSets, opts.PartialSlices) > 0 {
+				flavors, _ = hubQuotaFlavors(hub.books, hubCQ, order, queue.WorkloadRequests(workload.WithCounts(wl, fewest)))
+			}
+		}
+		if len(flavors) == 0 {
+			// As the hub: it waits for quota; nothing goes ahead of it in
+			// a StrictFIFO queue.
+			res.Reason, res.Cluster = "no flavor of ClusterQueue "+hubCQ.Name+" has quota left: "+strings.Join(quotaNotes, "; "), new(string)
+			if strict {
+				blocked[hubCQ.Name] = true
+			}
+			rows[i] = &res
+			continue
+		}
+		// As the hub: no copy where the worker queue it lands in has no
+		// quota left for it (a preemption there may still let it in).
 		quotaShortOf := func(t *placement.Target, need corev1.ResourceList, freed map[string]corev1.ResourceList, nominal bool) (string, bool) {
 			cq, books := f.landing(t.Cluster, wl), f.books[t.Cluster]
 			if cq == nil || books == nil {
@@ -213,7 +239,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		// never: no copy nor preemption there; neverWhole: only its queue
 		// could never hold all of its pods (it may hold fewer).
 		never, neverWhole := map[*placement.Target]bool{}, map[*placement.Target]bool{}
-		eligible, short, excluded := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
+		eligible, short, excluded := placement.SplitTargets(targets, nil, flavors, func(t *placement.Target) string {
 			// No copy where its queue is stopped or its priority class
 			// does not exist, nor a preemption there.
 			lq, cq := f.landingQueues(t.Cluster, wl)
@@ -231,20 +257,23 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			}
 			why, nv := quotaShort(t, nil, false)
 			never[t], neverWhole[t] = nv, nv
-			if why != "" && slices.Contains(order, t.Flavor) {
+			if why != "" && slices.Contains(flavors, t.Flavor) {
 				shortWhy = append(shortWhy, Candidate{Cluster: t.Cluster, Flavor: t.Flavor, Reason: why})
 			}
 			return why
 		})
-		var partialOnly []*placement.Target
+		var fewerOnly []*placement.Target
 		short = slices.DeleteFunc(short, func(t *placement.Target) bool {
 			if neverWhole[t] {
-				partialOnly = append(partialOnly, t)
+				fewerOnly = append(fewerOnly, t)
 			}
 			return never[t]
 		})
 		// Topology spreading counts, fleet-wide, what was placed before.
-		d := policy.DecideAvoiding(wl, placement.Shape(wl), order, eligible, placement.SpreadAvoider(wl, dispatched))
+		d := &placement.Decision{Reason: "all of its pods are within quota on no flavor: " + strings.Join(quotaNotes, "; ")}
+		if !partialOnly {
+			d = policy.DecideAvoiding(wl, placement.Shape(wl), flavors, eligible, placement.SpreadAvoider(wl, dispatched))
+		}
 		res.Cluster = &d.Cluster
 		res.Reason = d.Reason
 		switch {
@@ -257,12 +286,15 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			if cq, books := f.landing(cluster, wl), f.books[cluster]; cq != nil && books != nil {
 				books.Charge(cq.Name, flavor, need, 1)
 			}
+			if hubCQ != nil {
+				hub.books.Charge(hubCQ.Name, flavor, need, 1)
+			}
 		}
 		// preemptFor is the one worker where preempting lets w (wl, or wl
-		// with fewer pods) in, among targets.
-		preemptFor := func(w *strata.Workload, targets []*placement.Target) (*placement.PreemptionChoice, string) {
+		// with fewer pods) in, among targets, on flavors.
+		preemptFor := func(w *strata.Workload, flavors []string, targets []*placement.Target) (*placement.PreemptionChoice, string) {
 			need := queue.WorkloadRequests(w)
-			return policy.DecidePreemption(w, order, targets, func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
+			return policy.DecidePreemption(w, flavors, targets, func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
 				priority, _ := t.Priority(wl)
 				return placement.ScopesFor(f.landing(t.Cluster, wl), t.Flavor, need, priority, f.books[t.Cluster], t.FairSharing())
 			}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
@@ -272,10 +304,10 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		}
 		preempting := false
 		var choice *placement.PreemptionChoice
-		if d.Cluster == "" && (!d.NeverFits || len(short) > 0) {
+		if !partialOnly && d.Cluster == "" && (!d.NeverFits || len(short) > 0) {
 			// As the hub: the one worker where preempting lets it in.
 			var why string
-			choice, why = preemptFor(wl, append(slices.Clip(eligible), short...))
+			choice, why = preemptFor(wl, flavors, append(slices.Clip(eligible), short...))
 			if choice == nil && why != "" {
 				res.Reason += "; no preemption helps: " + why
 			}
@@ -283,8 +315,8 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		if d.Cluster == "" && choice == nil {
 			// As the hub: with fewer pods (minCount), where they fit or a
 			// preemption makes room for them.
-			if pd, pc, counts := fleetPartially(wl, opts.PartialSlices, order, append(append(slices.Clip(eligible), short...), partialOnly...), policy,
-				placement.SpreadAvoider(wl, dispatched), quotaShortOf, preemptFor); pd != nil || pc != nil {
+			if pd, pc, counts := fleetPartially(wl, opts.PartialSlices, flavors, append(append(slices.Clip(eligible), short...), fewerOnly...), policy,
+				placement.SpreadAvoider(wl, dispatched), hubFits, quotaShortOf, preemptFor); pd != nil || pc != nil {
 				wl = workload.WithCounts(wl, counts)
 				need = queue.WorkloadRequests(wl)
 				if pd != nil {
@@ -501,8 +533,9 @@ func hubItems(in []Item) []Item {
 // whose queue has quota for them, or for which preemptFor chooses a
 // worker; nil, nil when no count is admissible.
 func fleetPartially(wl *strata.Workload, partialSlices bool, order []string, candidates []*placement.Target, policy *placement.Policy, avoid placement.Avoider,
+	hubFits func(flavor string, need corev1.ResourceList) bool,
 	quotaShort func(*placement.Target, corev1.ResourceList, map[string]corev1.ResourceList, bool) (string, bool),
-	preemptFor func(*strata.Workload, []*placement.Target) (*placement.PreemptionChoice, string)) (*placement.Decision, *placement.PreemptionChoice, []int32) {
+	preemptFor func(*strata.Workload, []string, []*placement.Target) (*placement.PreemptionChoice, string)) (*placement.Decision, *placement.PreemptionChoice, []int32) {
 	total := workload.Reducible(wl.Spec.PodSets, partialSlices)
 	if total == 0 {
 		return nil, nil, nil
@@ -514,19 +547,28 @@ func fleetPartially(wl *strata.Workload, partialSlices bool, order []string, can
 	k, o, ok := workload.FewestTakenAway(total, func(k int32) (outcome, bool) {
 		sized := workload.WithCounts(wl, workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices))
 		need := queue.WorkloadRequests(sized)
+		// The flavors whose hub quota holds that many, and the workers
+		// there whose queue does.
+		within := slices.DeleteFunc(slices.Clone(order), func(f string) bool { return !hubFits(f, need) })
+		var o outcome
+		if len(within) == 0 {
+			return o, false
+		}
 		var fitting, short []*placement.Target
 		for _, t := range candidates {
+			if !slices.Contains(within, t.Flavor) {
+				continue
+			}
 			if why, _ := quotaShort(t, need, nil, false); why != "" {
 				short = append(short, t)
 				continue
 			}
 			fitting = append(fitting, t)
 		}
-		var o outcome
-		if dec := policy.DecideAvoiding(sized, placement.Shape(sized), order, fitting, avoid); dec.Cluster != "" {
+		if dec := policy.DecideAvoiding(sized, placement.Shape(sized), within, fitting, avoid); dec.Cluster != "" {
 			o.dec = dec
 		} else {
-			o.choice, _ = preemptFor(sized, append(fitting, short...))
+			o.choice, _ = preemptFor(sized, within, append(fitting, short...))
 		}
 		return o, o.dec != nil || o.choice != nil
 	})
@@ -541,4 +583,21 @@ func fleetPartially(wl *strata.Workload, partialSlices bool, order []string, can
 		o.dec.Reason += note
 	}
 	return o.dec, o.choice, counts
+}
+
+// hubQuotaFlavors are the flavors of order on which the hub ClusterQueue
+// cq's quota holds need, as the hub walks them, and why each other does
+// not; every flavor of order when the workload has no hub queue.
+func hubQuotaFlavors(books *queue.Books, cq *strata.ClusterQueue, order []string, need corev1.ResourceList) (within, notes []string) {
+	if cq == nil {
+		return order, nil
+	}
+	for _, f := range order {
+		if fit := books.Check(cq.Name, f, need, false); fit.Err != nil {
+			notes = append(notes, fmt.Sprintf("flavor %s: %v", f, fit.Err))
+			continue
+		}
+		within = append(within, f)
+	}
+	return within, notes
 }

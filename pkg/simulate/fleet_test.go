@@ -938,3 +938,88 @@ spec: {clusterQueue: train}
 	}
 	return ClusterArg{Name: name, Path: p}
 }
+
+// TestFleetHubQuota: the hub's ClusterQueues' quota holds workloads back
+// as the hub does: one the quota left does not hold waits, one that may
+// run with fewer pods runs with what it holds, and a workload of another
+// hub queue (unlimited: spec.flavors) is placed beside them.
+func TestFleetHubQuota(t *testing.T) {
+	dir := t.TempDir()
+	clusters := []ClusterArg{oneRackCluster(t, dir, "w", 4, "", "100")}
+	job := func(name, q string, pods int, minPods string) string {
+		ann := ""
+		if minPods != "" {
+			ann = fmt.Sprintf(", annotations: {kueue.x-k8s.io/job-min-parallelism: %q}", minPods)
+		}
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: %s}%s}
+spec:
+  parallelism: %d
+  completions: %d
+  template:
+    metadata:
+      annotations: {strata.dev/podset-preferred-topology: rack}
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+`, name, q, ann, pods, pods)
+	}
+	hub := filepath.Join(dir, "hub.yaml")
+	if err := os.WriteFile(hub, []byte(job("first", "train", 6, "")+job("whole", "train", 6, "")+job("fewer", "train", 6, "2")+job("other", "other", 6, "")+`apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 10}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: other}
+spec:
+  namespaceSelector: {}
+  flavors: [{name: f}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: other, namespace: ml}
+spec: {clusterQueue: other}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := runFleet(t, clusters, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Name     string
+		Admitted bool
+		Pods     int32
+	}
+	var got []outcome
+	for _, r := range results {
+		o := outcome{Name: r.Name, Admitted: r.Admitted}
+		for _, ps := range r.PodSets {
+			o.Pods += ps.Count
+		}
+		got = append(got, o)
+	}
+	want := []outcome{{"first", true, 6}, {"whole", false, 0}, {"fewer", true, 4}, {"other", true, 6}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("results (-want,+got):\n%s", diff)
+	}
+	for i, want := range []string{"",
+		"no flavor of ClusterQueue train has quota left: flavor f: quota: cpu",
+		"with 4 of the 6 pods of pod set main (partial admission", ""} {
+		if !strings.Contains(results[i].Reason, want) {
+			t.Errorf("%s: reason %q does not say %q", results[i].Name, results[i].Reason, want)
+		}
+	}
+}

@@ -163,61 +163,22 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		return ""
 	}
 	view.reclaimSearches--
-	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: p.namespace, Name: p.name}, Queue: cq.Name, Priority: p.priority, QueuedAt: p.queuedAt, Requests: p.need}
-	// Every flavor is searched, then one is chosen as Kueue's flavor
-	// assigner chooses (see the agent): a flavor where the workload fits
-	// once the victims already going are gone, else the best preemption
-	// (preemption.Better; under whenCanPreempt: Preempt, the first that
-	// lets it in without borrowing afterwards, or with whenCanBorrow:
-	// Borrow).
-	type option struct {
-		fq     strata.FlavorQuotas
-		going  []*dispatched
-		cands  []preemption.Workload
-		candOf []*dispatched
-		fits   bool
-		result preemption.Result
-	}
-	fung := queue.Fungibility(cq)
-	var whys []string
-	var best *option
-	for _, fq := range queue.Flavors(cq) {
-		// Victims being evicted already (by an earlier pass, or an
-		// earlier hub process) count as gone.
-		o := &option{fq: fq}
-		for i := range view.dispatched {
-			v := &view.dispatched[i]
-			if v.e.flavor != fq.Name || v.e.uid == p.uid || (v.queue != cq.Name && !books.Peer(cq.Name, v.queue)) {
-				continue
-			}
-			if Evicting(v.e.wl) {
-				o.going = append(o.going, v)
-				continue
-			}
-			o.cands = append(o.cands, preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
-				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.charged()})
-			o.candOf = append(o.candOf, v)
-		}
-		for _, v := range o.going {
-			books.Charge(v.queue, fq.Name, v.e.charged(), -1)
-		}
-		o.fits = books.Check(cq.Name, fq.Name, p.need, false).Err == nil
-		if !o.fits {
-			o.result = preemption.Find(pre, policy, books, fq.Name, o.cands, preemption.QuotaOnly{})
-		}
-		for _, v := range o.going {
-			books.Charge(v.queue, fq.Name, v.e.charged(), 1)
-		}
-		if !o.fits && len(o.result.Victims) == 0 {
-			whys = append(whys, fmt.Sprintf("flavor %s: %s", fq.Name, o.result.Why))
-			continue
-		}
-		if o.fits || fung.WhenCanPreempt == strata.FungibilityPreempt && (!o.result.Borrows || fung.WhenCanBorrow != strata.FungibilityTryNextFlavor) {
-			best = o
-			break
-		}
-		if best == nil || preemption.Better(o.result, best.result, cq.Name) {
-			best = o
+	best, whys := reclaimSearch(cq, books, view, p, policy)
+	if best == nil && workload.Reducible(p.wl.Spec.PodSets, d.policy.Options().PartialSlices) > 0 {
+		// As Kueue's partial admission: the most pods (at least minCount)
+		// for which a preemption frees quota. Each search counts against
+		// the pass's budget; the choice is not cut short by it.
+		partialSlices := d.policy.Options().PartialSlices
+		total := workload.Reducible(p.wl.Spec.PodSets, partialSlices)
+		k, o, ok := workload.FewestTakenAway(total, func(k int32) (*reclaimOption, bool) {
+			view.reclaimSearches--
+			o, _ := reclaimSearch(cq, books, view, p.withCounts(workload.ReducedCounts(p.wl.Spec.PodSets, k, partialSlices)), policy)
+			return o, o != nil
+		})
+		// The most pods its quota can be made to hold may hold already
+		// (workers have no room for them): no preemption at the hub helps.
+		if ok && (len(o.going) > 0 || len(o.result.Victims) > 0) {
+			p, best = p.withCounts(workload.ReducedCounts(p.wl.Spec.PodSets, k, partialSlices)), o
 		}
 	}
 	if best != nil {
@@ -242,7 +203,11 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		books.Charge(cq.Name, best.fq.Name, p.need, 1)
 		clear(view.quota)
 		clear(view.noReclaim)
-		return reclaimingMessage(best.fq.Name, names)
+		message := reclaimingMessage(best.fq.Name, names)
+		if p.counts != nil {
+			message += "; for " + workload.FewerPods(p.wl.Spec.PodSets, p.counts) + " (partial admission: its queue's quota holds no more)"
+		}
+		return message
 	}
 	why := "no preemption at the hub frees quota: " + strings.Join(whys, "; ")
 	if view.noReclaim != nil {
@@ -302,4 +267,72 @@ func admittedAt(wl *strata.Workload) time.Time {
 		return p.DispatchTime.Time
 	}
 	return wl.CreationTimestamp.Time
+}
+
+// reclaimOption is a flavor of a hub queue on which preempting frees
+// quota for a workload: the victims being evicted already (going), and
+// those a search chose (result, among cands).
+type reclaimOption struct {
+	fq     strata.FlavorQuotas
+	going  []*dispatched
+	cands  []preemption.Workload
+	candOf []*dispatched
+	fits   bool
+	result preemption.Result
+}
+
+// reclaimSearch searches every flavor of cq for the dispatched Workloads
+// whose preemption at the hub frees quota for p, and chooses one; nil
+// and why on each flavor when none helps. books are left as they were.
+func reclaimSearch(cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, policy preemption.Policy) (*reclaimOption, []string) {
+	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: p.namespace, Name: p.name}, Queue: cq.Name, Priority: p.priority, QueuedAt: p.queuedAt, Requests: p.need}
+	// Every flavor is searched, then one is chosen as Kueue's flavor
+	// assigner chooses (see the agent): a flavor where the workload fits
+	// once the victims already going are gone, else the best preemption
+	// (preemption.Better; under whenCanPreempt: Preempt, the first that
+	// lets it in without borrowing afterwards, or with whenCanBorrow:
+	// Borrow).
+	fung := queue.Fungibility(cq)
+	var whys []string
+	var best *reclaimOption
+	for _, fq := range queue.Flavors(cq) {
+		// Victims being evicted already (by an earlier pass, or an
+		// earlier hub process) count as gone.
+		o := &reclaimOption{fq: fq}
+		for i := range view.dispatched {
+			v := &view.dispatched[i]
+			if v.e.flavor != fq.Name || v.e.uid == p.uid || (v.queue != cq.Name && !books.Peer(cq.Name, v.queue)) {
+				continue
+			}
+			if Evicting(v.e.wl) {
+				o.going = append(o.going, v)
+				continue
+			}
+			o.cands = append(o.cands, preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
+				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.charged()})
+			o.candOf = append(o.candOf, v)
+		}
+		for _, v := range o.going {
+			books.Charge(v.queue, fq.Name, v.e.charged(), -1)
+		}
+		o.fits = books.Check(cq.Name, fq.Name, p.need, false).Err == nil
+		if !o.fits {
+			o.result = preemption.Find(pre, policy, books, fq.Name, o.cands, preemption.QuotaOnly{})
+		}
+		for _, v := range o.going {
+			books.Charge(v.queue, fq.Name, v.e.charged(), 1)
+		}
+		if !o.fits && len(o.result.Victims) == 0 {
+			whys = append(whys, fmt.Sprintf("flavor %s: %s", fq.Name, o.result.Why))
+			continue
+		}
+		if o.fits || fung.WhenCanPreempt == strata.FungibilityPreempt && (!o.result.Borrows || fung.WhenCanBorrow != strata.FungibilityTryNextFlavor) {
+			best = o
+			break
+		}
+		if best == nil || preemption.Better(o.result, best.result, cq.Name) {
+			best = o
+		}
+	}
+	return best, whys
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/scheme"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -146,7 +149,7 @@ func TestReclaimQuota(t *testing.T) {
 				queue.AddRequests(usage[r.queue], flavor, e.charged()) // as chargeUsage
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&strata.Workload{}).Build()
-			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}}
+			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}, policy: placement.New("", tas.DefaultOptions(), 0)}
 			books := queue.NewBooks(cqs)
 			books.ChargeAll(usage)
 			pre := testutil.MakeWorkload("b1", "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
@@ -207,6 +210,83 @@ func TestReclaimQuota(t *testing.T) {
 				if fit := books.Check("a", flavor, four, false); fit.Err == nil {
 					t.Errorf("a may borrow 4 more while B's reclaim is under way")
 				}
+			}
+		})
+	}
+}
+
+// TestReclaimQuotaForFewerPods: a Workload that may run with fewer pods
+// (minCount), for all of whose pods no preemption at the hub frees quota,
+// preempts for the most pods it can, as Kueue's partial admission: its
+// hold is of those pods.
+func TestReclaimQuotaForFewerPods(t *testing.T) {
+	const flavor = "gpu"
+	base := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
+	running := func(name string, priority int32, cpu string) *strata.Workload {
+		wl := testutil.MakeWorkload(name, "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", cpu).Obj()).Obj()
+		wl.UID = types.UID("uid-" + name)
+		wl.Spec.Priority = &priority
+		RecordDispatch(&wl.Status, "w1", flavor, "fits", base)
+		return wl
+	}
+	cases := map[string]struct {
+		minCount    *int32
+		wantVictims []string
+		wantMessage string
+		wantHold    string // CPUs
+	}{
+		"all of its pods or none: no preemption helps": {
+			wantMessage: "no preemption at the hub frees quota: flavor gpu: ",
+		},
+		"5 of its 8 pods once the lower priority goes": {
+			minCount:    ptr.To[int32](2),
+			wantVictims: []string{"low"},
+			wantMessage: "preempting 1 workload(s) at the hub to free quota of flavor gpu; dispatched once their copies are taken back: ns/low; for 5 of the 8 pods of pod set main (partial admission: its queue's quota holds no more)",
+			wantHold:    "5",
+		},
+		"not even its fewest pods: no preemption helps": {
+			minCount:    ptr.To[int32](6),
+			wantMessage: "no preemption at the hub frees quota: flavor gpu: ",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cq := testutil.MakeClusterQueue("b").ResourceGroup("cpu").GroupFlavor(flavor, "8").Obj()
+			cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+			low, high := running("low", 0, "4"), running("high", 10, "3")
+			view := &passView{quota: map[quotaKey]quotaOutcome{}, reclaimSearches: reclaimSearchesPerPass, noReclaim: map[reclaimKey]string{}}
+			usage := map[string]map[string]corev1.ResourceList{"b": {}}
+			for _, wl := range []*strata.Workload{low, high} {
+				e := newEntry(wl, nil)
+				view.dispatched = append(view.dispatched, dispatched{e: e, queue: "b"})
+				queue.AddRequests(usage["b"], flavor, e.charged())
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(low, high).WithStatusSubresource(&strata.Workload{}).Build()
+			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}, policy: placement.New("", tas.DefaultOptions(), 0)}
+			books := queue.NewBooks([]*strata.ClusterQueue{cq})
+			books.ChargeAll(usage)
+			ps := testutil.MakePodSet("main", 8, "cpu", "1").Obj()
+			ps.MinCount = tc.minCount
+			pre := testutil.MakeWorkload("pre", "ns").PodSets(ps).Obj()
+			pre.UID, pre.Spec.Priority = "uid-pre", ptr.To[int32](5)
+			p := pending{entry: newEntry(pre, nil), queue: "b"}
+			got := d.reclaimQuota(t.Context(), cq, books, view, p, &passWrites{})
+			if !strings.HasPrefix(got, tc.wantMessage) {
+				t.Errorf("message = %q, want it to start with %q", got, tc.wantMessage)
+			}
+			var victims []string
+			var hold string
+			if r := d.reclaims[p.uid]; r != nil {
+				for _, uid := range r.victims {
+					victims = append(victims, strings.TrimPrefix(string(uid), "uid-"))
+				}
+				hold = r.need.Cpu().String()
+			}
+			if diff := cmp.Diff(tc.wantVictims, victims); diff != "" {
+				t.Errorf("the reclaim's victims (-want,+got):\n%s", diff)
+			}
+			if hold != tc.wantHold {
+				t.Errorf("held %q CPUs, want %q", hold, tc.wantHold)
 			}
 		})
 	}
@@ -292,7 +372,7 @@ func TestReclaimQuotaChoosesTheFlavor(t *testing.T) {
 		queue.AddRequests(usage[r.queue], r.flavor, e.need)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&strata.Workload{}).Build()
-	d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}}
+	d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}, policy: placement.New("", tas.DefaultOptions(), 0)}
 	books := queue.NewBooks([]*strata.ClusterQueue{a, b})
 	books.ChargeAll(usage)
 	pre := testutil.MakeWorkload("pre", "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", "4").Obj()).Obj()
@@ -353,7 +433,7 @@ func TestReclaimQuotaFairSharing(t *testing.T) {
 				queue.AddRequests(usage[q], flavor, e.charged())
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&strata.Workload{}).Build()
-			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}}
+			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}, policy: placement.New("", tas.DefaultOptions(), 0)}
 			if tc.fair {
 				d.fair = []queue.FairStrategy{queue.LessThanOrEqualToFinalShare, queue.LessThanInitialShare}
 			}

@@ -205,7 +205,20 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 			return o.blocks, 0, nil
 		}
 	}
+	if d.reclaimingFewer(view, p) {
+		// It waits for the victims of its reclaim for fewer pods, not
+		// taking what fits meanwhile.
+		d.wait(ctx, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left for all of its pods; "+d.reclaimQuota(ctx, cq, books, view, p, writes))
+		return true, 0, nil
+	}
 	o, dec, choice, counts := d.decide(ctx, targets, cq, view, p, shape, flavors, partialFlavors, notes, backoffs, now, books)
+	if o.reclaim != nil {
+		// With fewer pods, once preempting at the hub frees its queue's
+		// quota for them.
+		d.wait(ctx, p, ReasonPending, "no flavor of ClusterQueue "+cq.Name+" has quota left for all of its pods; "+
+			d.startReclaim(ctx, cq, books, view, p.withCounts(counts), o.reclaim, writes))
+		return true, 0, nil
+	}
 	if len(flavors) == 0 && dec == nil && choice == nil {
 		// Not even its fewest pods go anywhere: it waits for quota.
 		message := "no flavor of ClusterQueue " + cq.Name + " has quota left: " + strings.Join(notes, "; ")
@@ -397,8 +410,10 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		// they may fit, or a preemption may make room for them.
 		partially := func() (waitOutcome, *placement.Decision, *placement.PreemptionChoice, []int32, bool) {
 			candidates := append(append(slices.Clip(eligible), short...), neverWhole...)
-			partial, choice, counts := d.placePartially(view, p, partialFlavors, candidates, avoid, books, preemptFor)
+			partial, choice, reclaim, counts := d.placePartially(view, p, partialFlavors, candidates, avoid, books, preemptFor, d.reclaimForFewer(cq, books, view, p))
 			switch {
+			case reclaim != nil:
+				return waitOutcome{reclaim: reclaim, retry: retry}, nil, nil, counts, true
 			case choice != nil:
 				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice, counts, true
 			case partial != nil:
@@ -445,16 +460,18 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 // those pods, and the copy is admitted with at most as many
 // (status.placement.podSetCounts).
 func (d *Dispatcher) placePartially(view *passView, p pending, flavors []string, candidates []*placement.Target, avoid placement.Avoider, books *queue.Books,
-	preemptFor func(*strata.Workload, pending, []string, []*placement.Target) (*placement.PreemptionChoice, string)) (*placement.Decision, *placement.PreemptionChoice, []int32) {
+	preemptFor func(*strata.Workload, pending, []string, []*placement.Target) (*placement.PreemptionChoice, string),
+	reclaimFor func(sized pending) *reclaimOption) (*placement.Decision, *placement.PreemptionChoice, *reclaimOption, []int32) {
 	wl := p.wl
 	partialSlices := d.policy.Options().PartialSlices
 	total := workload.Reducible(wl.Spec.PodSets, partialSlices)
 	if total == 0 || len(flavors) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	type outcome struct {
-		dec    *placement.Decision
-		choice *placement.PreemptionChoice
+		dec     *placement.Decision
+		choice  *placement.PreemptionChoice
+		reclaim *reclaimOption
 	}
 	k, o, ok := workload.FewestTakenAway(total, func(k int32) (outcome, bool) {
 		counts := workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices)
@@ -465,6 +482,12 @@ func (d *Dispatcher) placePartially(view *passView, p pending, flavors []string,
 			return books.Check(p.queue, f, sized.need, false).Err != nil
 		})
 		var o outcome
+		if len(within) == 0 && reclaimFor != nil {
+			// Its queue's quota holds that many once preempting at the
+			// hub frees some, as Kueue's partial admission counts a
+			// preemption.
+			o.reclaim = reclaimFor(sized)
+		}
 		if len(within) > 0 {
 			var fitting, short []*placement.Target
 			for _, t := range candidates {
@@ -486,19 +509,22 @@ func (d *Dispatcher) placePartially(view *passView, p pending, flavors []string,
 				o.choice, _ = preemptFor(workload.WithCounts(wl, counts), sized, within, append(fitting, short...))
 			}
 		}
-		return o, o.dec != nil || o.choice != nil
+		return o, o.dec != nil || o.choice != nil || o.reclaim != nil
 	})
 	if !ok {
-		return nil, nil, nil // not even its fewest pods
+		return nil, nil, nil, nil // not even its fewest pods
 	}
 	counts := workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices)
 	note := "; with " + workload.FewerPods(wl.Spec.PodSets, counts) + " (partial admission: all fit on no worker or within quota)"
-	if o.choice != nil {
+	switch {
+	case o.reclaim != nil:
+		return nil, nil, o.reclaim, counts
+	case o.choice != nil:
 		o.choice.Reason += note
-		return nil, o.choice, counts
+		return nil, o.choice, nil, counts
 	}
 	o.dec.Reason += note
-	return o.dec, nil, counts
+	return o.dec, nil, nil, counts
 }
 
 // podSetCounts are the counts of wl's pod sets a placement records, those

@@ -37,6 +37,10 @@ type reclaim struct {
 	victims       []types.UID
 	// why is the policy each victim was evicted under, by UID.
 	why map[types.UID]string
+	// fewer: it frees quota for fewer pods than the workload asks for
+	// (partial admission); the workload waits for its victims rather
+	// than take what fits meanwhile.
+	fewer bool
 }
 
 // dispatched is a dispatched Workload of a pass, with its hub
@@ -182,38 +186,74 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		}
 	}
 	if best != nil {
-		r := &reclaim{queue: cq.Name, flavor: best.fq.Name, need: p.need, why: map[types.UID]string{}}
-		var names []string
-		for _, v := range best.going {
-			r.victims = append(r.victims, v.e.uid)
-			names = append(names, v.e.namespace+"/"+v.e.name)
-		}
-		for _, victim := range best.result.Victims {
-			i := slices.IndexFunc(best.cands, func(c preemption.Workload) bool { return c.Key == victim.Key })
-			v := best.candOf[i]
-			r.victims = append(r.victims, v.e.uid)
-			r.why[v.e.uid] = victim.Reason
-			names = append(names, v.e.namespace+"/"+v.e.name)
-			d.markEvicted(ctx, v, p, cq, victim.Reason, writes)
-		}
-		if d.reclaims == nil {
-			d.reclaims = map[types.UID]*reclaim{}
-		}
-		d.reclaims[p.uid] = r
-		books.Charge(cq.Name, best.fq.Name, p.need, 1)
-		clear(view.quota)
-		clear(view.noReclaim)
-		message := reclaimingMessage(best.fq.Name, names)
-		if p.counts != nil {
-			message += "; for " + workload.FewerPods(p.wl.Spec.PodSets, p.counts) + " (partial admission: its queue's quota holds no more)"
-		}
-		return message
+		return d.startReclaim(ctx, cq, books, view, p, best, writes)
 	}
 	why := "no preemption at the hub frees quota: " + strings.Join(whys, "; ")
 	if view.noReclaim != nil {
 		view.noReclaim[key] = why
 	}
 	return why
+}
+
+// startReclaim evicts the victims of best for p (p.counts: for fewer
+// pods), holds the quota freed for it, and returns its waiting reason.
+func (d *Dispatcher) startReclaim(ctx context.Context, cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, best *reclaimOption, writes *passWrites) string {
+	r := &reclaim{queue: cq.Name, flavor: best.fq.Name, need: p.need, why: map[types.UID]string{}, fewer: p.counts != nil}
+	var names []string
+	for _, v := range best.going {
+		r.victims = append(r.victims, v.e.uid)
+		names = append(names, v.e.namespace+"/"+v.e.name)
+	}
+	for _, victim := range best.result.Victims {
+		v := best.candOf[victim.Key]
+		r.victims = append(r.victims, v.e.uid)
+		r.why[v.e.uid] = victim.Reason
+		names = append(names, v.e.namespace+"/"+v.e.name)
+		d.markEvicted(ctx, v, p, cq, victim.Reason, writes)
+	}
+	if d.reclaims == nil {
+		d.reclaims = map[types.UID]*reclaim{}
+	}
+	d.reclaims[p.uid] = r
+	books.Charge(cq.Name, best.fq.Name, p.need, 1)
+	clear(view.quota)
+	clear(view.noReclaim)
+	message := reclaimingMessage(best.fq.Name, names)
+	if p.counts != nil {
+		message += "; for " + workload.FewerPods(p.wl.Spec.PodSets, p.counts) + " (partial admission: its queue's quota holds no more)"
+	}
+	return message
+}
+
+// reclaimForFewer is, for placePartially, the search for the hub
+// preemption that frees p's queue's quota for p with fewer pods (sized);
+// nil when p's queue preempts nothing, a reclaim of p's is under way, or
+// the pass's searches are spent. Each search counts against them.
+func (d *Dispatcher) reclaimForFewer(cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending) func(sized pending) *reclaimOption {
+	policy := preemption.PolicyOf(cq)
+	policy.Fair = d.fair
+	if !policy.Any() || d.reclaims[p.uid] != nil || view.reclaimSearches <= 0 {
+		return nil
+	}
+	return func(sized pending) *reclaimOption {
+		view.reclaimSearches--
+		o, _ := reclaimSearch(cq, books, view, sized, policy)
+		if o == nil || len(o.going)+len(o.result.Victims) == 0 {
+			return nil
+		}
+		return o
+	}
+}
+
+// reclaimingFewer says whether a reclaim of p's for fewer pods is under
+// way with some of its victims still there: p waits for them rather than
+// take what fits meanwhile.
+func (d *Dispatcher) reclaimingFewer(view *passView, p pending) bool {
+	r := d.reclaims[p.uid]
+	if r == nil || !r.fewer {
+		return false
+	}
+	return slices.ContainsFunc(view.dispatched, func(v dispatched) bool { return slices.Contains(r.victims, v.e.uid) })
 }
 
 // reclaimSearchesPerPass bounds the quota preemption searches of a pass,
@@ -271,68 +311,46 @@ func admittedAt(wl *strata.Workload) time.Time {
 
 // reclaimOption is a flavor of a hub queue on which preempting frees
 // quota for a workload: the victims being evicted already (going), and
-// those a search chose (result, among cands).
+// those a search chose (result, among candOf).
 type reclaimOption struct {
 	fq     strata.FlavorQuotas
 	going  []*dispatched
-	cands  []preemption.Workload
-	candOf []*dispatched
-	fits   bool
+	candOf map[types.NamespacedName]*dispatched
 	result preemption.Result
 }
 
 // reclaimSearch searches every flavor of cq for the dispatched Workloads
-// whose preemption at the hub frees quota for p, and chooses one; nil
-// and why on each flavor when none helps. books are left as they were.
+// whose preemption at the hub frees quota for p, and chooses one
+// (preemption.Reclaim); nil and why on each flavor when none helps.
 func reclaimSearch(cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, policy preemption.Policy) (*reclaimOption, []string) {
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: p.namespace, Name: p.name}, Queue: cq.Name, Priority: p.priority, QueuedAt: p.queuedAt, Requests: p.need}
-	// Every flavor is searched, then one is chosen as Kueue's flavor
-	// assigner chooses (see the agent): a flavor where the workload fits
-	// once the victims already going are gone, else the best preemption
-	// (preemption.Better; under whenCanPreempt: Preempt, the first that
-	// lets it in without borrowing afterwards, or with whenCanBorrow:
-	// Borrow).
-	fung := queue.Fungibility(cq)
-	var whys []string
-	var best *reclaimOption
-	for _, fq := range queue.Flavors(cq) {
-		// Victims being evicted already (by an earlier pass, or an
-		// earlier hub process) count as gone.
-		o := &reclaimOption{fq: fq}
-		for i := range view.dispatched {
-			v := &view.dispatched[i]
+	fqs := queue.Flavors(cq)
+	flavors := make([]preemption.ReclaimFlavor, len(fqs))
+	going := make([][]*dispatched, len(fqs))
+	candOf := map[types.NamespacedName]*dispatched{}
+	for i, fq := range fqs {
+		flavors[i].Name = fq.Name
+		for j := range view.dispatched {
+			v := &view.dispatched[j]
 			if v.e.flavor != fq.Name || v.e.uid == p.uid || (v.queue != cq.Name && !books.Peer(cq.Name, v.queue)) {
 				continue
 			}
+			w := preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
+				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.charged()}
+			// Victims being evicted already (by an earlier pass, or an
+			// earlier hub process) count as gone.
 			if Evicting(v.e.wl) {
-				o.going = append(o.going, v)
+				flavors[i].Going = append(flavors[i].Going, w)
+				going[i] = append(going[i], v)
 				continue
 			}
-			o.cands = append(o.cands, preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
-				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.charged()})
-			o.candOf = append(o.candOf, v)
-		}
-		for _, v := range o.going {
-			books.Charge(v.queue, fq.Name, v.e.charged(), -1)
-		}
-		o.fits = books.Check(cq.Name, fq.Name, p.need, false).Err == nil
-		if !o.fits {
-			o.result = preemption.Find(pre, policy, books, fq.Name, o.cands, preemption.QuotaOnly{})
-		}
-		for _, v := range o.going {
-			books.Charge(v.queue, fq.Name, v.e.charged(), 1)
-		}
-		if !o.fits && len(o.result.Victims) == 0 {
-			whys = append(whys, fmt.Sprintf("flavor %s: %s", fq.Name, o.result.Why))
-			continue
-		}
-		if o.fits || fung.WhenCanPreempt == strata.FungibilityPreempt && (!o.result.Borrows || fung.WhenCanBorrow != strata.FungibilityTryNextFlavor) {
-			best = o
-			break
-		}
-		if best == nil || preemption.Better(o.result, best.result, cq.Name) {
-			best = o
+			flavors[i].Cands = append(flavors[i].Cands, w)
+			candOf[w.Key] = v
 		}
 	}
-	return best, whys
+	i, _, result, whys := preemption.Reclaim(pre, policy, queue.Fungibility(cq), books, flavors)
+	if i < 0 {
+		return nil, whys
+	}
+	return &reclaimOption{fq: fqs[i], going: going[i], candOf: candOf, result: result}, whys
 }

@@ -36,6 +36,10 @@ type waitOutcome struct {
 	meaning string
 	blocks  bool
 	retry   time.Duration
+	// reclaim is, for a workload that may run with fewer pods, the
+	// preemption at the hub that frees its queue's quota for the most of
+	// them (placePartially), for the counts decide returns.
+	reclaim *reclaimOption
 }
 
 // withMeaning truncates o's message and computes its meaning.

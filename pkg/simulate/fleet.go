@@ -150,6 +150,9 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 	})
 	rows := make([]*Result, len(items))
 	var dispatched []workload.Dispatched
+	var held []*hubHeld // what holds the hub queues' quota, in the order placed
+	placed := 0
+	fair := preemption.FairStrategies(cfg.FairSharing)
 	blocked := map[string]bool{} // StrictFIFO hub queues behind a head that waits
 	for _, i := range turn {
 		item := items[i]
@@ -211,6 +214,32 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		if partialOnly {
 			if fewest := workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, opts.PartialSlices); workload.Reducible(wl.Spec.PodSets, opts.PartialSlices) > 0 {
 				flavors, _ = hubQuotaFlavors(hub.books, hubCQ, order, queue.WorkloadRequests(workload.WithCounts(wl, fewest)))
+			}
+		}
+		var hubVictims []string
+		// evict takes the victims of a preemption at the hub for wl out.
+		evict := func(victims []*hubHeld) {
+			for _, v := range victims {
+				f.evictAtHub(v, wl, hubCQ, hub.books, targets, rows[v.row])
+				dispatched = slices.DeleteFunc(dispatched, func(d workload.Dispatched) bool { return d.Workload == v.wl })
+				hubVictims = append(hubVictims, v.wl.Namespace+"/"+v.wl.Name)
+			}
+			held = heldBy(held, victims)
+		}
+		if len(flavors) == 0 {
+			// As the hub: preempting at the hub what its queue's policy
+			// allows, for all of its pods or the most of them.
+			victims, why := hubReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, opts.PartialSlices)
+			evict(victims)
+			if victims != nil {
+				flavors, quotaNotes = hubQuotaFlavors(hub.books, hubCQ, order, need)
+				partialOnly = len(flavors) == 0
+				if partialOnly && workload.Reducible(wl.Spec.PodSets, opts.PartialSlices) > 0 {
+					fewest := workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, opts.PartialSlices)
+					flavors, _ = hubQuotaFlavors(hub.books, hubCQ, order, queue.WorkloadRequests(workload.WithCounts(wl, fewest)))
+				}
+			} else if why != "" {
+				quotaNotes = append(quotaNotes, why)
 			}
 		}
 		if len(flavors) == 0 {
@@ -315,8 +344,27 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		if d.Cluster == "" && choice == nil {
 			// As the hub: with fewer pods (minCount), where they fit or a
 			// preemption makes room for them.
-			if pd, pc, counts := fleetPartially(wl, opts.PartialSlices, flavors, append(append(slices.Clip(eligible), short...), fewerOnly...), policy,
-				placement.SpreadAvoider(wl, dispatched), hubFits, quotaShortOf, preemptFor); pd != nil || pc != nil {
+			// As the hub: with the most pods a preemption at the hub frees
+			// its queue's quota for, when that is more.
+			partially := func(reclaimFor func(*strata.Workload) ([]*hubHeld, []string)) (*placement.Decision, *placement.PreemptionChoice, []*hubHeld, []int32) {
+				return fleetPartially(wl, opts.PartialSlices, flavors, append(append(slices.Clip(eligible), short...), fewerOnly...), policy,
+					placement.SpreadAvoider(wl, dispatched), hubFits, quotaShortOf, preemptFor, reclaimFor)
+			}
+			pd, pc, victims, counts := partially(hubReclaimSearch(hub.books, hubCQ, held, wl, queuedAt[i], fair))
+			if victims != nil {
+				evict(victims)
+				// As the hub once they are gone: all of its pods when
+				// they fit now, else the most that do.
+				if whole, _ := hubQuotaFlavors(hub.books, hubCQ, order, need); len(whole) > 0 {
+					if wd := policy.DecideAvoiding(wl, placement.Shape(wl), whole, eligible, placement.SpreadAvoider(wl, dispatched)); wd.Cluster != "" {
+						d, res.Cluster, res.Reason = wd, &wd.Cluster, wd.Reason
+					}
+				}
+				if d.Cluster == "" {
+					pd, pc, _, counts = partially(nil)
+				}
+			}
+			if pd != nil || pc != nil {
 				wl = workload.WithCounts(wl, counts)
 				need = queue.WorkloadRequests(wl)
 				if pd != nil {
@@ -360,6 +408,19 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				hints[ps.Name] = assignments[k]
 			}
 			dispatched = append(dispatched, workload.Dispatched{Workload: wl, Cluster: d.Cluster, Hints: hints})
+		}
+		if hubCQ != nil && (d.Cluster != "" || choice != nil) {
+			placed++
+			h := &hubHeld{row: i, key: fmt.Sprint(i), queue: hubCQ.Name, cluster: d.Cluster, flavor: d.Flavor, wl: wl, need: need,
+				at: base.Add(time.Duration(len(items)+placed) * time.Second)}
+			if choice != nil {
+				h.cluster, h.flavor = choice.Cluster, choice.Flavor
+			}
+			held = append(held, h)
+		}
+		if len(hubVictims) > 0 {
+			res.Preempts = append(res.Preempts, hubVictims...)
+			res.Reason += "; preempted at the hub to free its queue's quota: " + strings.Join(hubVictims, ", ")
 		}
 		// As the hub: a head that waits for capacity (not one that fits
 		// no worker, even empty) holds its StrictFIFO queue.
@@ -535,14 +596,16 @@ func hubItems(in []Item) []Item {
 func fleetPartially(wl *strata.Workload, partialSlices bool, order []string, candidates []*placement.Target, policy *placement.Policy, avoid placement.Avoider,
 	hubFits func(flavor string, need corev1.ResourceList) bool,
 	quotaShort func(*placement.Target, corev1.ResourceList, map[string]corev1.ResourceList, bool) (string, bool),
-	preemptFor func(*strata.Workload, []string, []*placement.Target) (*placement.PreemptionChoice, string)) (*placement.Decision, *placement.PreemptionChoice, []int32) {
+	preemptFor func(*strata.Workload, []string, []*placement.Target) (*placement.PreemptionChoice, string),
+	reclaimFor func(*strata.Workload) ([]*hubHeld, []string)) (*placement.Decision, *placement.PreemptionChoice, []*hubHeld, []int32) {
 	total := workload.Reducible(wl.Spec.PodSets, partialSlices)
 	if total == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	type outcome struct {
-		dec    *placement.Decision
-		choice *placement.PreemptionChoice
+		dec     *placement.Decision
+		choice  *placement.PreemptionChoice
+		victims []*hubHeld
 	}
 	k, o, ok := workload.FewestTakenAway(total, func(k int32) (outcome, bool) {
 		sized := workload.WithCounts(wl, workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices))
@@ -552,7 +615,10 @@ func fleetPartially(wl *strata.Workload, partialSlices bool, order []string, can
 		within := slices.DeleteFunc(slices.Clone(order), func(f string) bool { return !hubFits(f, need) })
 		var o outcome
 		if len(within) == 0 {
-			return o, false
+			if reclaimFor != nil {
+				o.victims, _ = reclaimFor(sized)
+			}
+			return o, o.victims != nil
 		}
 		var fitting, short []*placement.Target
 		for _, t := range candidates {
@@ -573,16 +639,19 @@ func fleetPartially(wl *strata.Workload, partialSlices bool, order []string, can
 		return o, o.dec != nil || o.choice != nil
 	})
 	if !ok {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	counts := workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices)
 	note := "; with " + workload.FewerPods(wl.Spec.PodSets, counts) + " (partial admission: all fit on no worker or within quota)"
-	if o.choice != nil {
+	switch {
+	case o.victims != nil:
+		return nil, nil, o.victims, counts
+	case o.choice != nil:
 		o.choice.Reason += note
-	} else {
+	default:
 		o.dec.Reason += note
 	}
-	return o.dec, o.choice, counts
+	return o.dec, o.choice, nil, counts
 }
 
 // hubQuotaFlavors are the flavors of order on which the hub ClusterQueue

@@ -946,27 +946,8 @@ spec: {clusterQueue: train}
 func TestFleetHubQuota(t *testing.T) {
 	dir := t.TempDir()
 	clusters := []ClusterArg{oneRackCluster(t, dir, "w", 4, "", "100")}
-	job := func(name, q string, pods int, minPods string) string {
-		ann := ""
-		if minPods != "" {
-			ann = fmt.Sprintf(", annotations: {kueue.x-k8s.io/job-min-parallelism: %q}", minPods)
-		}
-		return fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: %s}%s}
-spec:
-  parallelism: %d
-  completions: %d
-  template:
-    metadata:
-      annotations: {strata.dev/podset-preferred-topology: rack}
-    spec:
-      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
----
-`, name, q, ann, pods, pods)
-	}
 	hub := filepath.Join(dir, "hub.yaml")
-	if err := os.WriteFile(hub, []byte(job("first", "train", 6, "")+job("whole", "train", 6, "")+job("fewer", "train", 6, "2")+job("other", "other", 6, "")+`apiVersion: strata.dev/v1beta1
+	if err := os.WriteFile(hub, []byte(oneCPUJob("first", "train", 6, "")+oneCPUJob("whole", "train", 6, "")+oneCPUJob("fewer", "train", 6, "2")+oneCPUJob("other", "other", 6, "")+`apiVersion: strata.dev/v1beta1
 kind: ClusterQueue
 metadata: {name: train}
 spec:
@@ -1022,4 +1003,114 @@ spec: {clusterQueue: other}
 			t.Errorf("%s: reason %q does not say %q", results[i].Name, results[i].Reason, want)
 		}
 	}
+}
+
+// TestFleetHubReclaim: as the hub, simulate preempts at the hub what its
+// queue's policy allows when no flavor of its queue's quota holds a
+// workload: a queue reclaims its nominal quota from the cohort peer's
+// newest borrower, which waits again, for all of its pods, or for the
+// most of them when it may run with fewer.
+func TestFleetHubReclaim(t *testing.T) {
+	cases := []struct {
+		name string
+		// b1's pods, and its job-min-parallelism ("": none)
+		pods     int
+		minPods  string
+		a2       int // a2's pods (4 unless set)
+		wantRows []string
+	}{
+		// a1 runs within a's nominal 2 CPUs, a2 borrows 4 of b's 6.
+		{name: "for all of its pods", pods: 4,
+			wantRows: []string{"a1=true/2", "a2=false/0", "b1=true/4"}},
+		{name: "for the most of them", pods: 8, minPods: "2",
+			// Reclaiming a2 frees b's 6: 6 of its 8 pods; a1 is not
+			// reclaimable.
+			wantRows: []string{"a1=true/2", "a2=false/0", "b1=true/6"}},
+		{name: "for the most of them, when not even its fewest fit before", pods: 8, minPods: "2", a2: 5,
+			wantRows: []string{"a1=true/2", "a2=false/0", "b1=true/6"}},
+		{name: "not for all of them: none", pods: 8,
+			wantRows: []string{"a1=true/2", "a2=true/4", "b1=false/0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			clusters := []ClusterArg{oneRackCluster(t, dir, "w", 4, "", "100")}
+			queues := `apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: a}
+spec:
+  namespaceSelector: {}
+  cohort: teams
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 2}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: b}
+spec:
+  namespaceSelector: {}
+  cohort: teams
+  preemption: {reclaimWithinCohort: Any}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 6}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: a, namespace: ml}
+spec: {clusterQueue: a}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: b, namespace: ml}
+spec: {clusterQueue: b}
+`
+			a2 := tc.a2
+			if a2 == 0 {
+				a2 = 4
+			}
+			hub := write(t, "hub.yaml", oneCPUJob("a1", "a", 2, "")+oneCPUJob("a2", "a", a2, "")+oneCPUJob("b1", "b", tc.pods, tc.minPods)+queues)
+			results, err := runFleet(t, clusters, hub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range results {
+				var pods int32
+				for _, ps := range r.PodSets {
+					pods += ps.Count
+				}
+				got = append(got, fmt.Sprintf("%s=%v/%d", r.Name, r.Admitted, pods))
+			}
+			if diff := cmp.Diff(tc.wantRows, got); diff != "" {
+				t.Fatalf("rows (-want,+got):\n%s\n%+v", diff, results)
+			}
+			for _, r := range results {
+				if r.Name != "b1" && !r.Admitted && !strings.Contains(r.Reason, "preempted at the hub to free quota of ClusterQueue b for ml/") {
+					t.Errorf("%s: reason %q does not say it was preempted at the hub", r.Name, r.Reason)
+				}
+			}
+		})
+	}
+}
+
+// oneCPUJob is a Job of namespace ml in queue q of pods one-CPU pods, that
+// may run with minPods ("": all of them).
+func oneCPUJob(name, q string, pods int, minPods string) string {
+	ann := ""
+	if minPods != "" {
+		ann = fmt.Sprintf(", annotations: {kueue.x-k8s.io/job-min-parallelism: %q}", minPods)
+	}
+	return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: %s}%s}
+spec:
+  parallelism: %d
+  completions: %d
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+`, name, q, ann, pods, pods)
 }

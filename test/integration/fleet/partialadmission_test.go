@@ -137,57 +137,64 @@ var _ = Describe("A Job that may run with fewer pods", func() {
 		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
-	It("preempts at the hub for the most of its pods its ClusterQueue's quota can hold, when no preemption there frees quota for all", func(ctx SpecContext) {
-		e := newEnv(ctx, "minreclaim", map[string][][]string{"w1": {{"8", "8"}}})
-		const low, mid, high = "minreclaim-low", "minreclaim-mid", "minreclaim-high"
-		priorityClasses(ctx, map[string]int32{low: 10, mid: 500, high: 1000})
-		By("a hub ClusterQueue of 8 CPUs that preempts lower priorities within itself")
-		Eventually(func(g Gomega) {
-			var cq strata.ClusterQueue
-			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
-			cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("8")}}
-			cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
-			g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
-		}).Should(Succeed())
-		By("4 CPUs held by a low-priority Job, 3 by a high-priority one")
-		running := map[string]*batchv1.Job{}
-		for _, r := range []struct {
-			class string
-			pods  int32
-		}{{low, 4}, {high, 3}} {
-			job := e.job(r.class, r.pods, "1", nil)
-			job.Labels[strata.PriorityClassLabel] = r.class
+	DescribeTable("preempts at the hub for the most of its pods its ClusterQueue's quota can hold, when no preemption there frees quota for all",
+		func(ctx SpecContext, name string, highPods, wantPods int32) {
+			e := newEnv(ctx, name, map[string][][]string{"w1": {{"8", "8"}}})
+			low, mid, high := name+"-low", name+"-mid", name+"-high"
+			priorityClasses(ctx, map[string]int32{low: 10, mid: 500, high: 1000})
+			By("a hub ClusterQueue of 8 CPUs that preempts lower priorities within itself")
+			Eventually(func(g Gomega) {
+				var cq strata.ClusterQueue
+				g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+				cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("8")}}
+				cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+				g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+			}).Should(Succeed())
+			By("4 CPUs held by a low-priority Job, the rest of what it needs by a high-priority one")
+			running := map[string]*batchv1.Job{}
+			for _, r := range []struct {
+				class string
+				pods  int32
+			}{{low, 4}, {high, highPods}} {
+				job := e.job(r.class, r.pods, "1", nil)
+				job.Labels[strata.PriorityClassLabel] = r.class
+				Expect(hub.Client.Create(ctx, job)).To(Succeed())
+				Eventually(func(g Gomega) {
+					g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil())
+				}).Should(Succeed())
+				running[r.class] = job
+			}
+
+			By("a Job of 8 pods that may run with 2: preempting the low one frees quota for the most")
+			job := e.job("fewer", 8, "1", nil)
+			job.Labels[strata.PriorityClassLabel] = mid
+			job.Annotations = map[string]string{"kueue.x-k8s.io/job-min-parallelism": "2"}
 			Expect(hub.Client.Create(ctx, job)).To(Succeed())
 			Eventually(func(g Gomega) {
-				g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil())
-			}).Should(Succeed())
-			running[r.class] = job
-		}
-
-		By("a Job of 8 pods that may run with 2: preempting the low one frees quota for 5")
-		job := e.job("fewer", 8, "1", nil)
-		job.Labels[strata.PriorityClassLabel] = mid
-		job.Annotations = map[string]string{"kueue.x-k8s.io/job-min-parallelism": "2"}
-		Expect(hub.Client.Create(ctx, job)).To(Succeed())
-		Eventually(func(g Gomega) {
-			wl := hubWorkload(g, ctx, running[low])
-			p := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)
-			g.Expect(p).NotTo(BeNil())
-			g.Expect(p.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(p.Message).To(ContainSubstring("job-fewer"))
-		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
-		Eventually(func(g Gomega) {
-			wl := hubWorkload(g, ctx, job)
-			g.Expect(wl.Status.Placement).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
-			g.Expect(wl.Status.Placement.PodSetCounts).To(Equal([]strata.PodSetCount{{Name: "main", Count: 5}}), "conditions: %v", wl.Status.Conditions)
-			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
-			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(5)))
-		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
-		Consistently(func(g Gomega) {
-			g.Expect(hubWorkload(g, ctx, running[high]).Status.Admission).NotTo(BeNil(), "the high-priority Job keeps its admission")
-			g.Expect(hubWorkload(g, ctx, running[low]).Status.Admission).To(BeNil(), "the quota is used up: the low-priority Job waits")
-		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
-	})
+				wl := hubWorkload(g, ctx, running[low])
+				p := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)
+				g.Expect(p).NotTo(BeNil())
+				g.Expect(p.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(p.Message).To(ContainSubstring("job-fewer"))
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+			Eventually(func(g Gomega) {
+				wl := hubWorkload(g, ctx, job)
+				g.Expect(wl.Status.Placement).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+				g.Expect(wl.Status.Placement.PodSetCounts).To(Equal([]strata.PodSetCount{{Name: "main", Count: wantPods}}), "conditions: %v", wl.Status.Conditions)
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+				g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(wantPods))
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+			Consistently(func(g Gomega) {
+				g.Expect(hubWorkload(g, ctx, running[high]).Status.Admission).NotTo(BeNil(), "the high-priority Job keeps its admission")
+				g.Expect(hubWorkload(g, ctx, running[low]).Status.Admission).To(BeNil(), "the quota is used up: the low-priority Job waits")
+			}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+		},
+		// 1 CPU left: not even its fewest pods fit before the preemption.
+		Entry("its fewest pods do not fit before", "minreclaim", int32(3), int32(5)),
+		// 2 CPUs left: its fewest pods fit now, but Kueue's partial
+		// admission takes the most pods a preemption makes room for.
+		Entry("its fewest pods fit before", "minreclaim2", int32(2), int32(6)),
+	)
 
 	It("preempts on the one worker where a preemption makes room for the most of its pods, when all of them fit nowhere even by preempting", func(ctx SpecContext) {
 		// w1 has one rack of three 4-CPU nodes: n0 runs a low-priority

@@ -1,0 +1,119 @@
+package simulate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/placement"
+	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/workload"
+)
+
+// hubHeld is a workload the simulated hub placed, holding quota of its
+// hub ClusterQueue.
+type hubHeld struct {
+	row             int
+	key             string // its reservation's on its target
+	queue           string
+	cluster, flavor string
+	wl              *strata.Workload // as placed (with fewer pods, sized)
+	need            corev1.ResourceList
+	at              time.Time // when it was placed: later is more recent
+}
+
+// hubReclaim is the hub's quota preemption (hub/dispatch's reclaimQuota)
+// offline, for wl of hub queue cq, which fits no flavor of that queue's
+// quota: the workloads held whose preemption frees quota for all of its
+// pods, else for the most of them (at least minCount: it is then placed
+// with what the quota holds), chosen on quota alone as the hub chooses
+// them. It returns the victims (nil: none helps) and why none does (""
+// when its queue preempts nothing); the caller evicts them.
+func hubReclaim(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy, partialSlices bool) ([]*hubHeld, string) {
+	search := hubReclaimSearch(books, cq, held, wl, queuedAt, fair)
+	if search == nil {
+		return nil, ""
+	}
+	victims, whys := search(wl)
+	if victims != nil {
+		return victims, ""
+	}
+	if total := workload.Reducible(wl.Spec.PodSets, partialSlices); total > 0 {
+		_, victims, ok := workload.FewestTakenAway(total, func(k int32) ([]*hubHeld, bool) {
+			v, _ := search(workload.WithCounts(wl, workload.ReducedCounts(wl.Spec.PodSets, k, partialSlices)))
+			return v, v != nil
+		})
+		if ok {
+			return victims, ""
+		}
+	}
+	return nil, "no preemption at the hub frees quota: " + strings.Join(whys, "; ")
+}
+
+// hubReclaimSearch is the search for the workloads held whose preemption
+// at the hub frees the quota of cq for w (wl, or wl with fewer pods), on
+// quota alone as the hub searches (preemption.Reclaim); nil when cq
+// preempts nothing.
+func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy) func(w *strata.Workload) ([]*hubHeld, []string) {
+	if cq == nil {
+		return nil
+	}
+	policy := preemption.PolicyOf(cq)
+	policy.Fair = fair
+	if !policy.Any() {
+		return nil
+	}
+	return func(w *strata.Workload) ([]*hubHeld, []string) {
+		pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queuedAt, Requests: queue.WorkloadRequests(w)}
+		fqs := queue.Flavors(cq)
+		flavors := make([]preemption.ReclaimFlavor, len(fqs))
+		of := map[types.NamespacedName]*hubHeld{}
+		for i, fq := range fqs {
+			flavors[i].Name = fq.Name
+			for _, h := range held {
+				if h.flavor != fq.Name || (h.queue != cq.Name && !books.Peer(cq.Name, h.queue)) {
+					continue
+				}
+				key := types.NamespacedName{Namespace: h.wl.Namespace, Name: h.wl.Name}
+				flavors[i].Cands = append(flavors[i].Cands, preemption.Workload{Key: key, Queue: h.queue, Priority: queue.Priority(h.wl),
+					AdmittedAt: h.at, Requests: h.need})
+				of[key] = h
+			}
+		}
+		i, _, result, whys := preemption.Reclaim(pre, policy, queue.Fungibility(cq), books, flavors)
+		if i < 0 || len(result.Victims) == 0 {
+			return nil, whys
+		}
+		victims := make([]*hubHeld, len(result.Victims))
+		for k, v := range result.Victims {
+			victims[k] = of[v.Key]
+		}
+		return victims, whys
+	}
+}
+
+// evictAtHub takes a hub victim's place back: its quota, at the hub and
+// on its worker's queue, and its capacity; its row says it was preempted.
+func (f *Fleet) evictAtHub(v *hubHeld, by *strata.Workload, cq *strata.ClusterQueue, hubBooks *queue.Books, targets []*placement.Target, row *Result) {
+	hubBooks.Charge(v.queue, v.flavor, v.need, -1)
+	if wcq, books := f.landing(v.cluster, v.wl), f.books[v.cluster]; wcq != nil && books != nil {
+		books.Charge(wcq.Name, v.flavor, v.need, -1)
+	}
+	if t := placement.Find(targets, v.cluster, v.flavor); t != nil {
+		t.Release(v.key)
+	}
+	row.Admitted, row.PodSets, row.PreemptUpTo, row.Cluster = false, nil, nil, new(string)
+	row.Reason = fmt.Sprintf("preempted at the hub to free quota of ClusterQueue %s for %s/%s (priority %d); it waits in its queue again",
+		cq.Name, by.Namespace, by.Name, queue.Priority(by))
+}
+
+// heldBy returns held without the victims.
+func heldBy(held, victims []*hubHeld) []*hubHeld {
+	return slices.DeleteFunc(held, func(h *hubHeld) bool { return slices.Contains(victims, h) })
+}

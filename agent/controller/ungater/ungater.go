@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -215,7 +216,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.ungate(ctx, req.NamespacedName, ps, a, &flavor, pods.Items); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.stopBypassed(ctx, &wl, psa.Name, a, pods.Items); err != nil {
+		if err := r.stopBypassed(ctx, &wl, psa.Name, psa.Flavor, a, pods.Items); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -235,20 +236,22 @@ const ReasonReleasedAroundAgent = "PodReleasedAroundAgent"
 // in the namespace — and kube-scheduler may put it anywhere in the flavor,
 // outside the domains the admission assigned and counted.
 //
-// A pod an agent released (strata.dev/released-flavor, which its release
-// writes in the same write) is not judged either. A pod whose node
+// A pod an agent released for an earlier admission on another flavor
+// (strata.dev/released-flavor, which its release writes in the same
+// write, naming another flavor than flavor, on a pod made before the
+// admission, at admittedAt: the API server sets a pod's creation time, so
+// a tenant cannot forge that) is not judged either: a Job admitted again
+// before it was stopped keeps its pods until its controller stops them. A
+// pod whose node
 // selector names every level is not judged here, even
 // when the domain it names is not the assignment's: hot swap leaves such
 // pods on a replaced node to fail (nodefailure), and a tenant could only
 // have written a domain of the flavor's nodes that way.
-func bypassed(a *tas.Assignment, p *corev1.Pod) bool {
+func bypassed(a *tas.Assignment, flavor string, admittedAt time.Time, p *corev1.Pod) bool {
 	if workload.TopologyGated(p) || !active(p) {
 		return false
 	}
-	if _, ok := p.Annotations[strata.ReleasedFlavorAnnotation]; ok {
-		// An agent released it, in this admission or an earlier one (a
-		// Job admitted again before it was stopped: its pods are the
-		// job controller's to stop).
+	if f, ok := p.Annotations[strata.ReleasedFlavorAnnotation]; ok && f != flavor && p.CreationTimestamp.Before(&metav1.Time{Time: admittedAt}) {
 		return false
 	}
 	for _, level := range a.Levels {
@@ -265,14 +268,18 @@ func bypassed(a *tas.Assignment, p *corev1.Pod) bool {
 // against a pod replaced under the same name). The Job controller (or the
 // kind's) makes them again from the admitted template, gated, and the
 // ungater sends them to their domains.
-func (r *Reconciler) stopBypassed(ctx context.Context, wl *strata.Workload, podSet string, a *tas.Assignment, all []corev1.Pod) error {
+func (r *Reconciler) stopBypassed(ctx context.Context, wl *strata.Workload, podSet, flavor string, a *tas.Assignment, all []corev1.Pod) error {
 	if r.live == nil {
 		return nil
+	}
+	var admittedAt time.Time
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+		admittedAt = c.LastTransitionTime.Time
 	}
 	var errs []error
 	for i := range all {
 		p := &all[i]
-		if p.Labels[strata.PodSetLabel] != podSet || !bypassed(a, p) {
+		if p.Labels[strata.PodSetLabel] != podSet || !bypassed(a, flavor, admittedAt, p) {
 			continue
 		}
 		var live corev1.Pod
@@ -282,7 +289,7 @@ func (r *Reconciler) stopBypassed(ctx context.Context, wl *strata.Workload, podS
 			}
 			continue
 		}
-		if live.UID != p.UID || !bypassed(a, &live) {
+		if live.UID != p.UID || !bypassed(a, flavor, admittedAt, &live) {
 			continue
 		}
 		// Stopped as a disruption, not a failure of its own: a Job whose

@@ -414,6 +414,7 @@ func TestRelease(t *testing.T) {
 // assignment in its node selector was released by someone other than an
 // agent.
 func TestBypassed(t *testing.T) {
+	admittedAt := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	a := &tas.Assignment{Levels: []string{rackLabel, hostLabel}, Domains: []tas.DomainAssignment{{Values: []string{"r1", "h1"}, Count: 1}}}
 	for name, tc := range map[string]struct {
 		pod  func(*corev1.Pod)
@@ -450,12 +451,23 @@ func TestBypassed(t *testing.T) {
 			p.Spec.SchedulingGates = nil
 			p.Spec.NodeSelector = map[string]string{hostLabel: "h1"}
 			p.Annotations = map[string]string{strata.ReleasedFlavorAnnotation: "old-flavor"}
+			p.CreationTimestamp = metav1.NewTime(admittedAt.Add(-time.Minute))
+		}},
+		"a tenant's release, forging an agent's annotation of another flavor on a pod of this admission": {want: true, pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = nil
+			p.Annotations = map[string]string{strata.ReleasedFlavorAnnotation: "old-flavor"}
+			p.CreationTimestamp = metav1.NewTime(admittedAt.Add(time.Second))
+		}},
+		"a tenant's release, forging an agent's annotation of this admission's flavor": {want: true, pod: func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = nil
+			p.Annotations = map[string]string{strata.ReleasedFlavorAnnotation: "gpu"}
+			p.CreationTimestamp = metav1.NewTime(admittedAt.Add(-time.Minute))
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := pod("a", 0, "")
 			tc.pod(&p)
-			if got := bypassed(a, &p); got != tc.want {
+			if got := bypassed(a, "gpu", admittedAt, &p); got != tc.want {
 				t.Errorf("bypassed() = %t, want %t", got, tc.want)
 			}
 		})

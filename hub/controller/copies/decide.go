@@ -354,12 +354,31 @@ func admittedOtherShape(wl, copyWL *strata.Workload) string {
 			// Fewer pods are the Workload's too when it may be admitted
 			// with as few (minCount: partial admission on the worker).
 			return fmt.Sprintf("pod set %s admitted with %d pods, the Workload has %d", a.Name, a.Count, ps.Count)
+		case a.Count > placedCount(wl, a.Name, ps.Count):
+			// The hub placed it with fewer pods, and charged its quota
+			// for them (an agent older than strata.dev/pod-set-counts
+			// admits as many as fit).
+			return fmt.Sprintf("pod set %s admitted with %d pods, more than the %d it was placed with (%s)", a.Name, a.Count,
+				placedCount(wl, a.Name, ps.Count), strata.PodSetCountsAnnotation)
 		}
 	}
 	if len(got) != len(want) {
 		return fmt.Sprintf("%d pod sets admitted, the Workload has %d", len(got), len(want))
 	}
 	return ""
+}
+
+// placedCount is the count of wl's pod set name its placement charges:
+// status.placement.podSetCounts when it was placed with fewer, else all.
+func placedCount(wl *strata.Workload, name string, all int32) int32 {
+	if p := wl.Status.Placement; p != nil {
+		for _, c := range p.PodSetCounts {
+			if c.Name == name {
+				return c.Count
+			}
+		}
+	}
+	return all
 }
 
 // admitsPartially says whether the copy's own Workload, of the hub

@@ -643,6 +643,17 @@ func TestAdmittedOtherShape(t *testing.T) {
 		"fewer pods than minCount":                         {copyWL: withMain(admitted("leader-0", "worker-0"), 1), want: "pod set main admitted with 1 pods, the Workload has 4"},
 		"more pods than count":                             {copyWL: withMain(admitted("leader-0", "worker-0"), 5), want: "pod set main admitted with 5 pods, the Workload has 4"},
 	}
+	// Placed with 3 of main's 4 pods (its hub quota held no more).
+	capped := wl.DeepCopy()
+	capped.Status.Placement = &strata.Placement{PodSetCounts: []strata.PodSetCount{{Name: "main", Count: 3}}}
+	for copyCount, want := range map[int32]string{
+		2: "", 3: "",
+		4: "pod set main admitted with 4 pods, more than the 3 it was placed with (strata.dev/pod-set-counts)",
+	} {
+		if got := admittedOtherShape(capped, withMain(admitted("leader-0", "worker-0"), copyCount)); got != want {
+			t.Errorf("placed with 3, admitted with %d: admittedOtherShape() = %q, want %q", copyCount, got, want)
+		}
+	}
 	// A hub Workload without minCount (made before the hub read it),
 	// whose copy's Workload has one.
 	old := &strata.Workload{Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "main", Count: 4}}}}

@@ -152,12 +152,35 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 	var dispatched []workload.Dispatched
 	var held []*hubHeld // what holds the hub queues' quota, in the order placed
 	placed := 0
+	// As the hub: a hub Workload of the input dispatched already
+	// (status.placement names its worker) holds its queue's quota, and is
+	// not placed again; what it uses on its worker is in that worker's
+	// files.
+	for _, i := range turn {
+		wl := items[i].Workload
+		if wl == nil || done(items[i]) || wl.Status.Placement == nil || wl.Status.Placement.Cluster == "" {
+			continue
+		}
+		hub.prioritize(wl)
+		pl := wl.Status.Placement
+		res := Result{Name: wl.Name, Namespace: wl.Namespace, source: items[i].Source, Admitted: true, Cluster: ptr.To(pl.Cluster),
+			Reason: fmt.Sprintf("dispatched already to %s (flavor %s), as its status.placement says: not placed again", pl.Cluster, pl.Flavor)}
+		if cq := f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName); cq != nil {
+			need := queue.WorkloadUsage(wl)
+			hub.books.Charge(cq.Name, pl.Flavor, need, 1)
+			placed++
+			held = append(held, &hubHeld{row: i, queue: cq.Name, cluster: pl.Cluster, flavor: pl.Flavor, wl: wl, need: need,
+				at: base.Add(time.Duration(len(items)+placed) * time.Second)})
+			res.Reason += "; it holds quota of ClusterQueue " + cq.Name
+		}
+		rows[i] = &res
+	}
 	fair := preemption.FairStrategies(cfg.FairSharing)
 	blocked := map[string]bool{} // StrictFIFO hub queues behind a head that waits
 	for _, i := range turn {
 		item := items[i]
-		if done(item) {
-			continue // as the hub: a finished job is not placed
+		if done(item) || rows[i] != nil {
+			continue // as the hub: a finished job is not placed, nor one dispatched already
 		}
 		if item.Workload != nil && !workload.IsActive(item.Workload) {
 			rows[i] = &Result{Name: item.Workload.Name, Namespace: item.Workload.Namespace, source: item.Source, Cluster: new(string),
@@ -411,7 +434,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		}
 		if hubCQ != nil && (d.Cluster != "" || choice != nil) {
 			placed++
-			h := &hubHeld{row: i, key: fmt.Sprint(i), queue: hubCQ.Name, cluster: d.Cluster, flavor: d.Flavor, wl: wl, need: need,
+			h := &hubHeld{row: i, key: fmt.Sprint(i), placedHere: true, queue: hubCQ.Name, cluster: d.Cluster, flavor: d.Flavor, wl: wl, need: need,
 				at: base.Add(time.Duration(len(items)+placed) * time.Second)}
 			if choice != nil {
 				h.cluster, h.flavor = choice.Cluster, choice.Flavor

@@ -1114,3 +1114,70 @@ spec:
 ---
 `, name, q, ann, pods, pods)
 }
+
+// TestFleetHubDispatched: a hub Workload the input shows dispatched
+// (status.placement) is not placed again and holds its queue's quota;
+// a preemption at the hub may take it.
+func TestFleetHubDispatched(t *testing.T) {
+	dir := t.TempDir()
+	clusters := []ClusterArg{oneRackCluster(t, dir, "w", 4, "", "100")}
+	dispatched := `apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: running, namespace: ml}
+spec:
+  queueName: train
+  podSets:
+  - name: main
+    count: 6
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}
+status:
+  placement: {cluster: w, flavor: f}
+---
+`
+	queues := func(preemption string) string {
+		return `apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: {}
+` + preemption + `  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 10}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+`
+	}
+	high := strings.Replace(oneCPUJob("urgent", "train", 6, ""), "strata.dev/queue-name: train}", "strata.dev/queue-name: train, strata.dev/priority-class: high}", 1)
+	for name, tc := range map[string]struct {
+		preemption string
+		want       []string
+	}{
+		"it holds the quota":               {want: []string{"running=true", "urgent=false"}},
+		"a preemption at the hub takes it": {preemption: "  preemption: {withinClusterQueue: LowerPriority}\n", want: []string{"running=false", "urgent=true"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			results, err := runFleet(t, clusters, write(t, "hub.yaml", dispatched+high+queues(tc.preemption)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range results {
+				got = append(got, fmt.Sprintf("%s=%v", r.Name, r.Admitted))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("rows (-want,+got):\n%s\n%+v", diff, results)
+			}
+			if !strings.Contains(results[0].Reason, "dispatched already to w (flavor f)") && !strings.Contains(results[0].Reason, "preempted at the hub") {
+				t.Errorf("running: reason %q", results[0].Reason)
+			}
+		})
+	}
+}

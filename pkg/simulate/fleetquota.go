@@ -19,7 +19,10 @@ import (
 // hubHeld is a workload the simulated hub placed, holding quota of its
 // hub ClusterQueue.
 type hubHeld struct {
-	row             int
+	row int
+	// placedHere: this simulation placed it, under key; else the input
+	// says it is dispatched (its worker's files hold what it uses there).
+	placedHere      bool
 	key             string // its reservation's on its target
 	queue           string
 	cluster, flavor string
@@ -98,15 +101,19 @@ func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHe
 	}
 }
 
-// evictAtHub takes a hub victim's place back: its quota, at the hub and
-// on its worker's queue, and its capacity; its row says it was preempted.
+// evictAtHub takes a hub victim's place back: its quota, at the hub and,
+// when this simulation placed it, on its worker's queue, with its
+// capacity (one the input shows dispatched holds what its worker's files
+// say); its row says it was preempted.
 func (f *Fleet) evictAtHub(v *hubHeld, by *strata.Workload, cq *strata.ClusterQueue, hubBooks *queue.Books, targets []*placement.Target, row *Result) {
 	hubBooks.Charge(v.queue, v.flavor, v.need, -1)
-	if wcq, books := f.landing(v.cluster, v.wl), f.books[v.cluster]; wcq != nil && books != nil {
-		books.Charge(wcq.Name, v.flavor, v.need, -1)
-	}
-	if t := placement.Find(targets, v.cluster, v.flavor); t != nil {
-		t.Release(v.key)
+	if v.placedHere {
+		if wcq, books := f.landing(v.cluster, v.wl), f.books[v.cluster]; wcq != nil && books != nil {
+			books.Charge(wcq.Name, v.flavor, v.need, -1)
+		}
+		if t := placement.Find(targets, v.cluster, v.flavor); t != nil {
+			t.Release(v.key)
+		}
 	}
 	row.Admitted, row.PodSets, row.PreemptUpTo, row.Cluster = false, nil, nil, new(string)
 	row.Reason = fmt.Sprintf("preempted at the hub to free quota of ClusterQueue %s for %s/%s (priority %d); it waits in its queue again",

@@ -232,13 +232,16 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				return hub.books.Check(hubCQ.Name, flavor, need, false).Err == nil
 			}
 		}
-		flavors, quotaNotes := hubQuotaFlavors(hub.books, hubCQ, order, need)
-		partialOnly := len(flavors) == 0
-		if partialOnly {
-			if fewest := workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, opts.PartialSlices); workload.Reducible(wl.Spec.PodSets, opts.PartialSlices) > 0 {
-				flavors, _ = hubQuotaFlavors(hub.books, hubCQ, order, queue.WorkloadRequests(workload.WithCounts(wl, fewest)))
+		withinQuota := func() (flavors, notes []string, partialOnly bool) {
+			flavors, notes = hubQuotaFlavors(hub.books, hubCQ, order, need)
+			if len(flavors) > 0 || workload.Reducible(wl.Spec.PodSets, opts.PartialSlices) == 0 {
+				return flavors, notes, false
 			}
+			fewest := workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, opts.PartialSlices)
+			flavors, _ = hubQuotaFlavors(hub.books, hubCQ, order, queue.WorkloadRequests(workload.WithCounts(wl, fewest)))
+			return flavors, notes, true
 		}
+		flavors, quotaNotes, partialOnly := withinQuota()
 		var hubVictims []string
 		// evict takes the victims of a preemption at the hub for wl out.
 		evict := func(victims []*hubHeld) {
@@ -255,12 +258,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			victims, why := hubReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, opts.PartialSlices)
 			evict(victims)
 			if victims != nil {
-				flavors, quotaNotes = hubQuotaFlavors(hub.books, hubCQ, order, need)
-				partialOnly = len(flavors) == 0
-				if partialOnly && workload.Reducible(wl.Spec.PodSets, opts.PartialSlices) > 0 {
-					fewest := workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, opts.PartialSlices)
-					flavors, _ = hubQuotaFlavors(hub.books, hubCQ, order, queue.WorkloadRequests(workload.WithCounts(wl, fewest)))
-				}
+				flavors, quotaNotes, partialOnly = withinQuota()
 			} else if why != "" {
 				quotaNotes = append(quotaNotes, why)
 			}

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -1177,6 +1178,23 @@ value: 100
 			}
 			if !strings.Contains(results[0].Reason, "dispatched already to w (flavor f)") && !strings.Contains(results[0].Reason, "preempted at the hub") {
 				t.Errorf("running: reason %q", results[0].Reason)
+			}
+			// The table has a row for each, whether or not it has an
+			// assignment to show.
+			var table bytes.Buffer
+			if err := Write(&table, results, "table"); err != nil {
+				t.Fatal(err)
+			}
+			rows := map[string]bool{}
+			for line := range strings.Lines(table.String()) {
+				if f := strings.Fields(line); len(f) > 1 {
+					rows[f[1]] = true
+				}
+			}
+			for _, name := range []string{"running", "urgent"} {
+				if !rows[name] {
+					t.Errorf("no row for %s in\n%s", name, table.String())
+				}
 			}
 		})
 	}

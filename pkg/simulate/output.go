@@ -55,8 +55,10 @@ func writeTable(w io.Writer, results []Result) error {
 				cluster = *r.Cluster + "\t"
 			}
 		}
-		if !r.Admitted {
-			fmt.Fprintf(tw, "%s\t%s\tfalse\t%s-\t-\t-\t%s\n", r.Namespace, r.Name, cluster, r.Reason)
+		if !r.Admitted || len(r.PodSets) == 0 {
+			// Not admitted, or running already without an assignment the
+			// input shows (a hub Workload dispatched before): the reason.
+			fmt.Fprintf(tw, "%s\t%s\t%t\t%s-\t-\t-\t%s\n", r.Namespace, r.Name, r.Admitted, cluster, r.Reason)
 			continue
 		}
 		for i, ps := range r.PodSets {

@@ -229,6 +229,12 @@ const (
 	// hub Workload is dispatched there any more: its copies are taken back
 	// (and their pods gone) before their workloads are placed elsewhere.
 	DrainFinalizer = Prefix + "drain"
+	// CopyGoneFinalizer on a hub Workload keeps it, once deleted, until
+	// its copy is gone from its worker, or known stopped there (fencing):
+	// the Workload of the same job created again under its name is placed
+	// only then, never beside a copy that may still run. The hub's intake
+	// creates every hub Workload with it.
+	CopyGoneFinalizer = Prefix + "copy-gone"
 	// AcceptClusterIDAnnotation on a WorkerCluster, set to the cluster ID
 	// its credential now reaches, accepts that the worker changed: the
 	// copies the hub dispatched to the cluster it reached before are given

@@ -10,6 +10,7 @@ package intake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -55,6 +56,11 @@ const (
 	ReasonPriorityClassNotFound = "PriorityClassNotFound"
 )
 
+// ReasonWaitingForEarlierWorkload is the event of a job whose Workload
+// waits for an earlier job's of the same name to be deleted
+// (ErrEarlierWorkloadGoing).
+const ReasonWaitingForEarlierWorkload = "WaitingForEarlierWorkload"
+
 // Bounds of the API server on what intake writes.
 const (
 	MaxConditionMessage = 32768 // metav1.Condition.Message
@@ -75,7 +81,9 @@ type Keeper struct {
 	lean     bool
 	// unsettledFirst: see WithUnsettledFirst.
 	unsettledFirst bool
-	tas            tas.Options
+	// finalizer: see WithFinalizer.
+	finalizer string
+	tas       tas.Options
 }
 
 // New returns a Keeper of the Jobs of kind; checks run after the Job's own
@@ -92,6 +100,24 @@ func (k *Keeper) WithOrphans() *Keeper {
 	k.orphans = true
 	return k
 }
+
+// WithFinalizer creates every Workload with finalizer f, and adds it to
+// one made without it (by an earlier version). For the hub, whose
+// Workload, once deleted, stays until its copy is gone or known stopped
+// (strata.CopyGoneFinalizer): a job created again under the same name
+// waits for it (ErrEarlierWorkloadGoing), and a Workload being so deleted
+// is left as it is.
+func (k *Keeper) WithFinalizer(f string) *Keeper {
+	k.finalizer = f
+	return k
+}
+
+// ErrEarlierWorkloadGoing says that the Workload at a job's Workload name
+// is an earlier job's (of the same name), deleted and waiting for its
+// finalizer: the job gets its Workload once it is gone. Not an error worth
+// a log line; the caller looks again in a while (an orphaned Workload's
+// deletion brings no event for the job).
+var ErrEarlierWorkloadGoing = errors.New("the Workload of an earlier job of the same name is still being deleted")
 
 // WithLeanWorkloads makes the Workloads' pod templates lean
 // (workload.LeanTemplate). For the hub, which never runs a Workload, only
@@ -544,6 +570,12 @@ func (k *Keeper) DeleteWorkload(ctx context.Context, job types.NamespacedName) e
 	return client.IgnoreNotFound(k.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
 }
 
+// held says whether wl is being deleted and waits for the Keeper's
+// finalizer (WithFinalizer).
+func (k *Keeper) held(wl *strata.Workload) bool {
+	return k.finalizer != "" && !wl.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(wl, k.finalizer)
+}
+
 // deleteStaleWorkload removes the Workload at the Job's Workload name that
 // another Job of that name controls (or did, until it was orphaned), with
 // a precondition on its UID: only that object goes, never a Workload
@@ -615,6 +647,18 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 	var wl strata.Workload
 	err := k.client.Get(ctx, client.ObjectKeyFromObject(desired), &wl)
 	replacing := false
+	if err == nil && k.held(&wl) {
+		if !metav1.IsControlledBy(&wl, job) {
+			kind := j.Kind().GroupVersionKind().Kind
+			k.recorder.Eventf(job, &wl, corev1.EventTypeNormal, ReasonWaitingForEarlierWorkload, "Create",
+				"waits for the Workload %s of an earlier %s of the same name, which is being deleted: its copy on a worker is taken back first, so that the two never run at once (kubectl strata explain workload %s)",
+				wl.Name, kind, wl.Name)
+			return nil, ErrEarlierWorkloadGoing
+		}
+		// Deleted while its job exists: its copy is being taken back;
+		// once the Workload is gone, the job gets a new one.
+		return nil, nil
+	}
 	if err == nil && !metav1.IsControlledBy(&wl, job) {
 		// An earlier Job of the same name left it (deleted, garbage
 		// collection not done yet, or orphaned): nothing of it is this
@@ -630,6 +674,9 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		wl = *desired
 		if err := controllerutil.SetControllerReference(job, &wl, k.client.Scheme()); err != nil {
 			return nil, err
+		}
+		if k.finalizer != "" {
+			controllerutil.AddFinalizer(&wl, k.finalizer)
 		}
 		if err := k.client.Create(ctx, &wl); err != nil {
 			if replacing && apierrors.IsAlreadyExists(err) {
@@ -692,8 +739,19 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		if workload.CarryDispatch(&wl.ObjectMeta, &desired.ObjectMeta) {
 			update = true
 		}
-		if update {
+		// A Workload an earlier version made without the finalizer gets
+		// it: from then on its deletion waits for its copy too. Alone, it
+		// is a patch of the finalizers: an admitted Workload's spec is not
+		// to be written.
+		before := wl.DeepCopy()
+		finalize := k.finalizer != "" && controllerutil.AddFinalizer(&wl, k.finalizer)
+		switch {
+		case update:
 			if err := k.client.Update(ctx, &wl); err != nil {
+				return nil, err
+			}
+		case finalize:
+			if err := k.client.Patch(ctx, &wl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 				return nil, err
 			}
 		}

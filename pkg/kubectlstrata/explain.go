@@ -38,6 +38,9 @@ type ExplainView struct {
 	Priority *PriorityView `json:"priority,omitempty"`
 	// Position is, while it waits, its place in its ClusterQueue's order.
 	Position *PositionView `json:"position,omitempty"`
+	// Deleting says, of a hub Workload deleted while its job exists, what
+	// it waits for before it goes (strata.dev/copy-gone).
+	Deleting string `json:"deleting,omitempty"`
 	// Admitted, Invalid, Evicted, Preempted, CopyGoing and Finished are
 	// the Workload's conditions of those types, when it has them. A
 	// preemptor's Admitted message says whom it preempts and waits for,
@@ -402,9 +405,29 @@ func noWorkloadYet(job pkgjobs.Job, wl *strata.Workload) error {
 		return fmt.Errorf("%s has no Workload yet (%s): strata-agent on a worker, or strata-hub on a hub, creates it; is it running?", describe(job), name)
 	}
 	if owner := metav1.GetControllerOfNoCopy(wl); owner != nil && owner.UID != job.Object().GetUID() {
+		if held := copyHeld(wl); held != "" {
+			return fmt.Errorf("%s has no Workload yet: %s belongs to an earlier %s of that name, which is being deleted; %s; then this %s gets its own",
+				describe(job), name, job.Kind().GroupVersionKind().Kind, held, job.Kind().GroupVersionKind().Kind)
+		}
 		return fmt.Errorf("%s has no Workload yet: %s belongs to an earlier %s of that name and is being replaced", describe(job), name, job.Kind().GroupVersionKind().Kind)
 	}
 	return nil
+}
+
+// copyHeld says, of a hub Workload being deleted that waits for its copy
+// (strata.CopyGoneFinalizer), what it waits for; "" when it does not.
+func copyHeld(wl *strata.Workload) string {
+	if wl.DeletionTimestamp.IsZero() || !slices.Contains(wl.Finalizers, strata.CopyGoneFinalizer) {
+		return ""
+	}
+	held := "it goes once its copy is gone from its worker or known stopped there"
+	if p := wl.Status.Placement; p != nil && p.Cluster != "" {
+		held = "it goes once its copy on " + p.Cluster + " is gone or known stopped there"
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadWorkerUnreachable); c != nil && c.Status == metav1.ConditionTrue {
+		held += " (" + c.Message + ")"
+	}
+	return held
 }
 
 // newExplainView builds the view of a Job's Workload; hub says whether the
@@ -427,6 +450,7 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 		v.PodsReady = conditionOf(wl.Status.Conditions, strata.WorkloadPodsReady)
 	}
 	v.RequeueState = wl.Status.RequeueState
+	v.Deleting = copyHeld(wl)
 	if wl.Spec.Priority != nil || wl.Spec.PriorityClassName != "" {
 		v.Priority = &PriorityView{Value: ptr.Deref(wl.Spec.Priority, 0), Class: wl.Spec.PriorityClassName, Source: wl.Spec.PriorityClassSource}
 	}
@@ -507,6 +531,9 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 	}
 	if p := v.Position; p != nil {
 		add(fmt.Sprintf("Position:   %d of %d in ClusterQueue %s", p.Position, p.Of, p.ClusterQueue))
+	}
+	if v.Deleting != "" {
+		add(wrap("Deleting:   ", "            ", v.Deleting)...)
 	}
 	add(conditionLines("Admitted:", v.Admitted, now)...)
 	if v.Invalid != nil && v.Invalid.Status == metav1.ConditionTrue {

@@ -95,6 +95,21 @@ func TestNewExplainView(t *testing.T) {
 				Dispatch: &DispatchView{Origin: "strata-hub", HubWorkloadUID: "hub-uid", Generation: "2", Flavor: "gpu"},
 			},
 		},
+		"a hub Workload deleted while its worker does not answer": {
+			hub: true,
+			workload: func(wl *strata.Workload) {
+				wl.DeletionTimestamp = minutes(1)
+				wl.Finalizers = []string{strata.CopyGoneFinalizer}
+				wl.Status.Conditions = []metav1.Condition{cond(strata.WorkloadWorkerUnreachable, metav1.ConditionTrue, "WorkerUnreachable", "worker w1 does not answer")}
+				wl.Status.Placement = &strata.Placement{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1}
+			},
+			want: ExplainView{
+				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Deleting:    "it goes once its copy on w1 is gone or known stopped there (worker w1 does not answer)",
+				Unreachable: &ConditionView{Status: metav1.ConditionTrue, Reason: "WorkerUnreachable", Message: "worker w1 does not answer"},
+				Placement:   &PlacementView{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1},
+			},
+		},
 		"an invalid Workload and an assignment that does not decode": {
 			workload: func(wl *strata.Workload) {
 				wl.Status.Conditions = []metav1.Condition{cond(strata.WorkloadInvalid, metav1.ConditionTrue, "LocalQueueNotFound", "LocalQueue team-a not found")}
@@ -146,6 +161,16 @@ func TestExplainErrors(t *testing.T) {
 		"the Workload of an earlier Job": {
 			err:  noWorkloadYet(batchjob.Adapt(job(nil)), stale),
 			want: "job ml/train has no Workload yet: job-train belongs to an earlier Job of that name and is being replaced",
+		},
+		"the Workload of an earlier Job, waiting for its copy": {
+			err: noWorkloadYet(batchjob.Adapt(job(nil)), func() *strata.Workload {
+				wl := stale.DeepCopy()
+				wl.DeletionTimestamp = minutes(1)
+				wl.Finalizers = []string{strata.CopyGoneFinalizer}
+				wl.Status.Placement = &strata.Placement{Cluster: "w1", DispatchGeneration: 1}
+				return wl
+			}()),
+			want: "job ml/train has no Workload yet: job-train belongs to an earlier Job of that name, which is being deleted; it goes once its copy on w1 is gone or known stopped there; then this Job gets its own",
 		},
 		"the Job's Workload": {
 			err: noWorkloadYet(batchjob.Adapt(job(nil)), explainWorkload()),
@@ -204,6 +229,20 @@ Admission:  ClusterQueue cq
   main: 6 pods on flavor gpu, in 2 rack domains (block > rack)
     block-1/rack-1  4 pods
     block-1/rack-2  2 pods
+`,
+		},
+		"a hub Workload deleted, waiting for its copy": {
+			view: ExplainView{
+				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Deleting:  "it goes once its copy on w1 is gone or known stopped there",
+				Placement: &PlacementView{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1},
+			},
+			want: `Job:        ml/train
+Workload:   job-train (on the hub)
+Queue:      team-a
+Deleting:   it goes once its copy on w1 is gone or known stopped there
+Admitted:   Unknown (no condition yet)
+Placement:  w1, flavor gpu (dispatch generation 1)
 `,
 		},
 		"a hub Workload that fits nowhere now": {

@@ -346,6 +346,9 @@ func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, e
 		return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, s.wl, client.Preconditions{UID: &s.wl.UID}))
 	case actUntrack:
 		r.memory.untrack(s.key)
+		if !s.wl.DeletionTimestamp.IsZero() {
+			return ctrl.Result{}, r.letGo(ctx, s.key, s.wl)
+		}
 		return ctrl.Result{}, nil
 	case actTakeBack:
 		return ctrl.Result{}, r.takeBack(ctx, s, st.outcome, st.record)

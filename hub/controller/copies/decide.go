@@ -173,8 +173,13 @@ func nextStep(o *observed, now time.Time) step {
 		return step{action: actFail, why: "reading the hub job", err: o.hubJobErr}
 	case o.hubJob == nil || !o.wl.DeletionTimestamp.IsZero():
 		// The job is gone: its Workload follows; the copy goes first.
+		// A deleted Workload (strata.CopyGoneFinalizer) goes once it has.
+		gone := "the " + o.kindName() + " was deleted"
+		if o.hubJob != nil && o.hubJob.Object().GetDeletionTimestamp().IsZero() {
+			gone = "the Workload was deleted"
+		}
 		return takeBackStep(o, step{action: actTakeBack, why: "the hub job was deleted",
-			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended, message: "the " + o.kindName() + " was deleted"}}, now)
+			outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended, message: gone}}, now)
 	case !o.finished() && !workload.IsActive(o.wl) && !o.copyFinished():
 		// The user's hold, Kueue's way. A copy that finished meanwhile
 		// is mirrored first (followStep): taking it back would lose its

@@ -98,6 +98,11 @@ func TestNextStep(t *testing.T) {
 		o.wc.Finalizers = []string{"strata.dev/drain"}
 		return o
 	}
+	deleting := func(o *observed) *observed {
+		o.wl.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+		o.wl.Finalizers = []string{strata.CopyGoneFinalizer}
+		return o
+	}
 	readErr := errors.New("cache not started")
 	notConnected := func(o *observed) *observed {
 		o.copyErr = errors.Join(errors.New("worker w1"), fleet.ErrNotConnected)
@@ -128,6 +133,34 @@ func TestNextStep(t *testing.T) {
 		"deleted: taken back, nothing recorded": {
 			o:    func() *observed { o := base(); o.hubJob = nil; return o },
 			want: step{action: actTakeBack, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended}},
+		},
+		"the Workload deleted, its job still there: taken back, nothing recorded (its finalizer goes then)": {
+			o:    func() *observed { return deleting(base()) },
+			want: step{action: actTakeBack, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended}},
+		},
+		"the Workload deleted, its worker down within replaceAfter: waits, saying so": {
+			o: func() *observed {
+				o := deleting(base())
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-14*time.Minute-50*time.Second)
+				return o
+			},
+			want: step{action: actMarkUnreachable, requeue: 10 * time.Second},
+		},
+		"the Workload deleted, its worker down past replaceAfter: revoked, then it goes": {
+			o: func() *observed {
+				o := deleting(withCopy(admittedOnHub(base()), copyWL(true)))
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-15*time.Minute)
+				return o
+			},
+			want: step{action: actTakeBackUnreached, revoke: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended}},
+		},
+		"an orphaned Workload being deleted: its copy taken back, not deleted again": {
+			o:    func() *observed { o := deleting(base()); o.owner = nil; o.hubJob = nil; return o },
+			want: step{action: actTakeBack, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonSuspended}},
+		},
+		"the Workload deleted, not dispatched: untracked (its finalizer goes)": {
+			o:    func() *observed { o := deleting(base()); o.placed = false; return o },
+			want: step{action: actUntrack},
 		},
 		"deactivated on the hub: taken back and recorded": {
 			o:    func() *observed { o := base(); o.wl.Spec.Active = ptr.To(false); return o },
@@ -593,6 +626,41 @@ func TestNextStep(t *testing.T) {
 				t.Errorf("nextStep() (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDeletedMessage: a take-back for a deletion says what was deleted.
+func TestDeletedMessage(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	owner := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-uid", Controller: ptr.To(true)}
+	observe := func(jobDeleting, wlDeleting, jobGone bool) *observed {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "team-a", UID: "job-uid"}}
+		if jobDeleting {
+			j.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+		}
+		wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: "team-a", UID: "wl-uid", OwnerReferences: []metav1.OwnerReference{owner}}}
+		if wlDeleting {
+			wl.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+		}
+		o := &observed{wl: wl, owner: &wl.OwnerReferences[0], cluster: "w1", placed: true,
+			job: ref{kind: batchjob.Kind, key: types.NamespacedName{Namespace: "team-a", Name: "train"}}, hubJob: batchjob.Adapt(j)}
+		if jobGone {
+			o.hubJob = nil
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name                             string
+		jobDeleting, wlDeleting, jobGone bool
+		want                             string
+	}{
+		{name: "the job gone", jobGone: true, want: "the Job was deleted"},
+		{name: "the job being deleted", jobDeleting: true, wlDeleting: true, want: "the Job was deleted"},
+		{name: "the Workload alone deleted", wlDeleting: true, want: "the Workload was deleted"},
+	} {
+		if got := nextStep(observe(tc.jobDeleting, tc.wlDeleting, tc.jobGone), now).outcome.message; got != tc.want {
+			t.Errorf("%s: nextStep().outcome.message = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 

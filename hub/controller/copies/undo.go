@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
@@ -150,7 +151,12 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 				}
 			}
 			if err := r.removeCopy(ctx, s.cluster, copyJob.Object(), record); err != nil {
-				return r.copyGoing(s, o, record, err, copyJob.Object())
+				if !refusedOfDeleted(s, err) {
+					return r.copyGoing(s, o, record, err, copyJob.Object())
+				}
+				if err := r.revokeRefused(ctx, s, err); err != nil {
+					return err
+				}
 			}
 		} else if err := r.revokeStray(ctx, s); err != nil {
 			return err
@@ -184,7 +190,12 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 					return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, existing.GetNamespace(), existing.GetName(), s.cluster)
 				}
 				if err := r.removeCopy(ctx, s.cluster, existing, record); err != nil {
-					return r.copyGoing(s, o, record, err, existing)
+					if !refusedOfDeleted(s, err) {
+						return r.copyGoing(s, o, record, err, existing)
+					}
+					if err := r.revokeRefused(ctx, s, err); err != nil {
+						return err
+					}
 				}
 			}
 		} else if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
@@ -197,6 +208,42 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 		}
 	}
 	return r.tookBack(ctx, s, o, record)
+}
+
+// refusedOfDeleted says whether err is a worker's refusal to delete the
+// copy of a deleted hub Workload: the hub's credential may not, or a
+// policy there forbids it. Such a copy is revoked in the worker's fencing
+// Lease instead (revokeStray: its agent stops it and never admits it
+// again, and the orphan collector keeps it revoked until it can be
+// deleted), and the Workload goes once the agent stopped it; its deletion
+// does not wait for ever on the worker's administrators.
+func refusedOfDeleted(s *scope, err error) bool {
+	return !s.wl.DeletionTimestamp.IsZero() && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err))
+}
+
+// revokeRefused revokes the dispatch of a copy its worker refused to
+// delete (refused, refusedOfDeleted) in the worker's fencing Lease, and
+// succeeds once a renewal wrote that and no Workload of the dispatch is
+// admitted there any more: its agent stopped the copy. Every renewal
+// after it sweeps the worker and keeps the revocation while the copy is
+// there.
+func (r *Reconciler) revokeRefused(ctx context.Context, s *scope, refused error) error {
+	if !r.fleet.Revoke(s.cluster, s.dispatch, s.lastRenewed) {
+		return fmt.Errorf("revoking dispatch %s on %s: %w", s.dispatch, s.cluster, errCopyGoing) // renewed since: the next reconcile decides again
+	}
+	ctrl.LoggerFrom(ctx).Info("The worker refuses to delete the copy of a deleted hub Workload; revoking it in the fencing Lease instead",
+		"cluster", s.cluster, "dispatch", s.dispatch, "error", refused.Error())
+	if !r.fleet.RevocationWritten(s.cluster, s.dispatch) {
+		return fmt.Errorf("dispatch %s on %s is revoked, its fencing Lease not written yet: %w", s.dispatch, s.cluster, errCopyGoing)
+	}
+	_, admitted, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
+	if err != nil {
+		return err
+	}
+	if admitted {
+		return fmt.Errorf("dispatch %s on %s is revoked and still admitted: %w", s.dispatch, s.cluster, errCopyGoing)
+	}
+	return nil
 }
 
 // takeBackUnreached ends a take-back whose worker does not answer
@@ -220,6 +267,10 @@ func (r *Reconciler) tookBack(ctx context.Context, s *scope, o outcome, record b
 	r.memory.forgetCopy(s.dispatch)
 	if err := r.clearRun(ctx, s.job); err != nil {
 		return err
+	}
+	if !s.wl.DeletionTimestamp.IsZero() {
+		// Deleted: it goes now that its copy does not run.
+		return r.letGo(ctx, s.key, s.wl)
 	}
 	if !record {
 		return nil
@@ -490,6 +541,20 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 	}
 	r.memory.untrack(key)
 	return nil
+}
+
+// letGo lets a deleted hub Workload go, its copy gone or known stopped
+// (or never sent): it removes strata.CopyGoneFinalizer, and this process
+// forgets the Workload, whose copy there is nothing more to do for.
+func (r *Reconciler) letGo(ctx context.Context, key types.NamespacedName, wl *strata.Workload) error {
+	if !controllerutil.ContainsFinalizer(wl, strata.CopyGoneFinalizer) {
+		return nil
+	}
+	r.memory.untrack(key)
+	patched := wl.DeepCopy()
+	controllerutil.RemoveFinalizer(patched, strata.CopyGoneFinalizer)
+	ctrl.LoggerFrom(ctx).V(2).Info("Letting a deleted hub Workload go: its copy does not run", "workload", key)
+	return client.IgnoreNotFound(r.client.Patch(ctx, patched, client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{})))
 }
 
 // release ends a dispatch's reservation and forgets what this process

@@ -11,7 +11,9 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,7 +42,8 @@ type Reconciler struct {
 
 // NewReconciler returns a Reconciler of kind's jobs.
 func NewReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{kind: kind, client: c, intake: intake.New(kind, c, recorder, managedByHub).WithOrphans().WithLeanWorkloads()}
+	return &Reconciler{kind: kind, client: c, intake: intake.New(kind, c, recorder, managedByHub).WithOrphans().WithLeanWorkloads().
+		WithFinalizer(strata.CopyGoneFinalizer)}
 }
 
 // WithTAS applies the topology rules of the hub's configuration to the
@@ -122,5 +125,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if intake.Superseded(err) {
 		return ctrl.Result{}, nil // the newer object comes as an event
 	}
+	if errors.Is(err, intake.ErrEarlierWorkloadGoing) {
+		// Its deletion event brings the job back, unless it was orphaned.
+		return ctrl.Result{RequeueAfter: earlierWorkloadRetry}, nil
+	}
 	return ctrl.Result{}, err
 }
+
+// earlierWorkloadRetry is how often a job whose Workload name an earlier
+// job's Workload, being deleted, still holds looks again.
+const earlierWorkloadRetry = 10 * time.Second

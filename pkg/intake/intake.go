@@ -651,8 +651,8 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		if !metav1.IsControlledBy(&wl, job) {
 			kind := j.Kind().GroupVersionKind().Kind
 			k.recorder.Eventf(job, &wl, corev1.EventTypeNormal, ReasonWaitingForEarlierWorkload, "Create",
-				"waits for the Workload %s of an earlier %s of the same name, which is being deleted: its copy on a worker is taken back first, so that the two never run at once (kubectl strata explain workload %s)",
-				wl.Name, kind, wl.Name)
+				"waits for the Workload %s of an earlier %s of the same name, which is being deleted: its copy on a worker is taken back first, so that the two never run at once ('kubectl strata explain' on this %s says what it waits for)",
+				wl.Name, kind, kind)
 			return nil, ErrEarlierWorkloadGoing
 		}
 		// Deleted while its job exists: its copy is being taken back;

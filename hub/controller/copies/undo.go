@@ -119,10 +119,17 @@ func (r *Reconciler) workerRefused(ctx context.Context, s *scope, cause, message
 // takeBack removes the current dispatch's copy, ends its reservation and,
 // when record is set, records the outcome on the Workload.
 func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record bool) error {
-	record = record && s.wl.DeletionTimestamp.IsZero()
+	deleted := !s.wl.DeletionTimestamp.IsZero()
+	record = record && !deleted
 	if record {
 		r.memory.noteUndoing(s.dispatch, o)
 	}
+	// A deleted Workload goes once its copy is gone (strata.CopyGoneFinalizer),
+	// and so does one whose job was deleted (the garbage collector deletes
+	// it next): the copy's pods go first, as for a take-back that records
+	// its outcome, so that a job created again under its name never starts
+	// beside pods of the old one that still terminate.
+	wait := record || deleted || controllerutil.ContainsFinalizer(s.wl, strata.CopyGoneFinalizer)
 	copyJob, err := s.copyJob, s.copyErr
 	if errors.Is(err, fleet.ErrKindNotServed) {
 		err = nil // no copy of that kind can be there
@@ -150,7 +157,7 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 					return err
 				}
 			}
-			if err := r.removeCopy(ctx, s.cluster, copyJob.Object(), record); err != nil {
+			if err := r.removeCopy(ctx, s.cluster, copyJob.Object(), wait); err != nil {
 				if !refusedOfDeleted(s, err) {
 					return r.copyGoing(s, o, record, err, copyJob.Object())
 				}
@@ -189,7 +196,7 @@ func (r *Reconciler) takeBack(ctx context.Context, s *scope, o outcome, record b
 					}
 					return fmt.Errorf("%w: %s/%s on %s", errCopyFinished, existing.GetNamespace(), existing.GetName(), s.cluster)
 				}
-				if err := r.removeCopy(ctx, s.cluster, existing, record); err != nil {
+				if err := r.removeCopy(ctx, s.cluster, existing, wait); err != nil {
 					if !refusedOfDeleted(s, err) {
 						return r.copyGoing(s, o, record, err, existing)
 					}
@@ -362,7 +369,7 @@ func keepRequeue(ws *strata.WorkloadStatus, rq *strata.RequeueState, now time.Ti
 // copyGoing passes err on; when it says the copy is still going, the hub
 // Workload says so first, with what keeps the copy.
 func (s *scope) copyGoing(err error, copyJob client.Object) error {
-	if errors.Is(err, errCopyGoing) && s.wl.DeletionTimestamp.IsZero() {
+	if errors.Is(err, errCopyGoing) {
 		s.change(func(ws *strata.WorkloadStatus) bool { return setCopyGoing(ws, s.cluster, copyJob) })
 	}
 	return err

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -70,6 +72,9 @@ func (o *Options) NewManager(name string, scheme *runtime.Scheme, transform tool
 	restConfig.UserAgent = name
 	restConfig.QPS, restConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	Local(restConfig)
+	if err := InitialListsFromCache(os.LookupEnv); err != nil {
+		return nil, err
+	}
 	if transform == nil {
 		transform = cache.TransformStripManagedFields()
 	}
@@ -124,4 +129,41 @@ func Execute(cmd *cobra.Command) int {
 // CPU of make bench-hub, docs/performance.md).
 func Local(cfg *rest.Config) {
 	cfg.DisableCompression = true
+}
+
+// watchListEnv is the environment variable with which client-go lets a
+// process choose its WatchListClient feature.
+const watchListEnv = "KUBE_FEATURE_" + string(clientfeatures.WatchListClient)
+
+// InitialListsFromCache makes this process's informers start from a list
+// the API server answers from its watch cache, instead of client-go's
+// streaming list (its WatchListClient feature, on by default since
+// Kubernetes 1.35), unless the environment (lookup, os.LookupEnv in a
+// daemon) sets KUBE_FEATURE_WatchListClient, which then decides.
+//
+// Why: a streaming list is a watch whose initial events end with a
+// bookmark, and the API server sends bookmarks for a kind only about once
+// a second. A kind that nobody writes at that moment (no Workload yet on a
+// new cluster, no Cohort, no WorkloadPriorityClass) therefore ends its
+// list up to a second or more after the others, and the controller
+// manager starts no controller before every informer of its cache has
+// synced: each restart's first admission came about a second later
+// (docs/performance.md, 2026-12-04). A list from the watch cache answers
+// at once; what streaming saves, the API server's memory for one large
+// list response, matters for thousands of clients listing together, not
+// for one agent or hub per cluster.
+func InitialListsFromCache(lookup func(string) (string, bool)) error {
+	if _, set := lookup(watchListEnv); set {
+		return nil
+	}
+	gates, ok := clientfeatures.FeatureGates().(interface {
+		Set(clientfeatures.Feature, bool) error
+	})
+	if !ok {
+		return fmt.Errorf("client-go's feature gates cannot be set; set %s=false to start informers from the watch cache", watchListEnv)
+	}
+	if err := gates.Set(clientfeatures.WatchListClient, false); err != nil {
+		return fmt.Errorf("turning off client-go's streaming lists: %w", err)
+	}
+	return nil
 }

@@ -183,6 +183,10 @@ func startAgent(b *testing.B, cfg *rest.Config) func() {
 	// As the strata-agent binary: no gzip on its API server's responses.
 	cfg = rest.CopyConfig(cfg)
 	cmdutil.Local(cfg)
+	// As the binaries: informers start from the watch cache's lists.
+	if err := cmdutil.InitialListsFromCache(os.LookupEnv); err != nil {
+		b.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -392,6 +392,10 @@ func startHub(b *testing.B, cfg *rest.Config, hubCfg *configv1beta1.HubConfigura
 	// As the strata-hub binary: no gzip on its own API server's responses.
 	cfg = rest.CopyConfig(cfg)
 	cmdutil.Local(cfg)
+	// As the binaries: informers start from the watch cache's lists.
+	if err := cmdutil.InitialListsFromCache(os.LookupEnv); err != nil {
+		b.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,20 +14,29 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/scheme"
 )
 
 // NewManager returns a manager on cfg for controllers under test: Strata's
-// scheme, no metrics or probe listeners, and controller names that may
-// repeat in the process (agents of several workers, a restarted hub).
+// scheme, no metrics or probe listeners, controller names that may repeat
+// in the process (agents of several workers, a restarted hub), and, as in
+// the binaries, informers that start from the watch cache's lists
+// (cmdutil.InitialListsFromCache).
 func NewManager(cfg *rest.Config) (ctrl.Manager, error) {
+	if err := cmdutil.InitialListsFromCache(os.LookupEnv); err != nil {
+		return nil, err
+	}
 	return ctrl.NewManager(cfg, options())
 }
 
 // NewHubManager is NewManager with the hub's informers as strata-hub has
 // them (kinds.HubTransform: lean pod templates).
 func NewHubManager(cfg *rest.Config) (ctrl.Manager, error) {
+	if err := cmdutil.InitialListsFromCache(os.LookupEnv); err != nil {
+		return nil, err
+	}
 	opts := options()
 	opts.Cache.DefaultTransform = kinds.HubTransform()
 	return ctrl.NewManager(cfg, opts)

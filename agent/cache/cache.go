@@ -633,7 +633,7 @@ func (c *Cache) followPodsLocked(key types.NamespacedName) bool {
 					f.snapshot.AddUsage(y, part, -1)
 					f.snapshot.AddUsage(x, part, 1)
 					fu.usage[y] = subtractList(fu.usage[y], part)
-					fu.usage[x] = addList(fu.usage[x], part)
+					fu.usage[x] = queue.AddLists(fu.usage[x], part)
 					reserved[y] -= k
 					reserved[x] += k
 					if reserved[y] == 0 {
@@ -660,19 +660,6 @@ func podsOf(rl corev1.ResourceList, n, k int64) corev1.ResourceList {
 	return out
 }
 
-// addList is a + b.
-func addList(a, b corev1.ResourceList) corev1.ResourceList {
-	out := a.DeepCopy()
-	if out == nil {
-		out = corev1.ResourceList{}
-	}
-	for name, q := range b {
-		sum := out[name]
-		sum.Add(q)
-		out[name] = sum
-	}
-	return out
-}
 
 // subtractList is a - b.
 func subtractList(a, b corev1.ResourceList) corev1.ResourceList {

@@ -25,6 +25,7 @@ import (
 	"strata.dev/strata/pkg/controller/localqueue"
 	queueindex "strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -107,7 +108,8 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	}
 	capacity := cache.New()
 	sched := scheduler.New(mgr.GetClient(), capacity, tas.OptionsFrom(cfg.TopologyAwareScheduling), recorder).WithAPIReader(mgr.GetAPIReader()).
-		WithPodsReady(cfg.WaitForPodsReady, o.podsReadyClock).WithFairSharing(cfg.FairSharing)
+		WithPodsReady(cfg.WaitForPodsReady, o.podsReadyClock).WithFairSharing(cfg.FairSharing).
+		WithAdmissionFairSharing(queue.NewAdmissionFairSharing(cfg.AdmissionFairSharing))
 	fence := fencing.New(mgr.GetClient(), recorder, o.fencingClock, cfg.Fencing.Namespace, sched.Wake)
 	sched.WithHolds(fence.Holds)
 	if err := fence.SetupWithManager(mgr); err != nil {
@@ -141,7 +143,8 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err != nil {
 		return err
 	}
-	if err := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clock.RealClock{}).SetupWithManager(mgr); err != nil {
+	if err := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clock.RealClock{}).
+		WithAdmissionFairSharing(queue.NewAdmissionFairSharing(cfg.AdmissionFairSharing)).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	for _, r := range kinds.Registered {

@@ -1400,3 +1400,111 @@ func TestScheduleRoundNomination(t *testing.T) {
 		t.Errorf("outcomes (-want,+got):\n%s", diff)
 	}
 }
+
+// TestScheduleAdmissionFairSharing checks Kueue's admission fair sharing:
+// in a ClusterQueue whose admissionScope asks for it, the workloads of
+// the LocalQueue that consumed the least come first, before priority and
+// age, and a workload admitted in a pass counts against its LocalQueue
+// for the rest of the pass.
+func TestScheduleAdmissionFairSharing(t *testing.T) {
+	fairQueue := func() *strata.ClusterQueue {
+		cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj()
+		cq.Spec.AdmissionScope = &strata.AdmissionScope{AdmissionMode: strata.UsageBasedAdmissionFairSharing}
+		return cq
+	}
+	lq := func(name string, used corev1.ResourceList, weight string) *strata.LocalQueue {
+		q := testutil.MakeLocalQueue(name, "ns", "cq")
+		if used != nil {
+			q.Status.FairSharing = &strata.LocalQueueFairSharingStatus{AdmissionFairSharingStatus: &strata.AdmissionFairSharingStatus{
+				ConsumedResources: used, LastUpdate: metav1.NewTime(created)}}
+		}
+		if weight != "" {
+			q.Spec.FairSharing = &strata.FairSharing{Weight: ptr.To(resource.MustParse(weight))}
+		}
+		return q
+	}
+	afs := &configv1beta1.AdmissionFairSharing{UsageSamplingInterval: &metav1.Duration{Duration: time.Minute}}
+	cases := map[string]struct {
+		afs       *configv1beta1.AdmissionFairSharing
+		queue     *strata.ClusterQueue
+		lqs       []*strata.LocalQueue
+		workloads []*strata.Workload
+		rackCPU   string
+		want      map[string]outcome
+	}{
+		"the LocalQueue that consumed less first, whatever the priority": {
+			afs: afs, queue: fairQueue(),
+			lqs:       []*strata.LocalQueue{lq("a", rl("cpu", "10"), ""), lq("b", rl("cpu", "1"), "")},
+			workloads: []*strata.Workload{job("a1", "a", 2, ptr.To[int32](100), 0), job("b1", "b", 2, nil, 5)},
+			rackCPU:   "2",
+			want:      map[string]outcome{"a1": pending, "b1": admitted},
+		},
+		"without admissionScope: priority first": {
+			afs: afs, queue: testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(),
+			lqs:       []*strata.LocalQueue{lq("a", rl("cpu", "10"), ""), lq("b", rl("cpu", "1"), "")},
+			workloads: []*strata.Workload{job("a1", "a", 2, ptr.To[int32](100), 0), job("b1", "b", 2, nil, 5)},
+			rackCPU:   "2",
+			want:      map[string]outcome{"a1": admitted, "b1": pending},
+		},
+		"admission fair sharing not configured: admissionScope is ignored": {
+			queue:     fairQueue(),
+			lqs:       []*strata.LocalQueue{lq("a", rl("cpu", "10"), ""), lq("b", rl("cpu", "1"), "")},
+			workloads: []*strata.Workload{job("a1", "a", 2, ptr.To[int32](100), 0), job("b1", "b", 2, nil, 5)},
+			rackCPU:   "2",
+			want:      map[string]outcome{"a1": admitted, "b1": pending},
+		},
+		"a LocalQueue's weight divides its usage": {
+			afs: afs, queue: fairQueue(),
+			lqs:       []*strata.LocalQueue{lq("a", rl("cpu", "10"), "4"), lq("b", rl("cpu", "3"), "")},
+			workloads: []*strata.Workload{job("a1", "a", 2, nil, 5), job("b1", "b", 2, nil, 0)},
+			rackCPU:   "2",
+			want:      map[string]outcome{"a1": admitted, "b1": pending},
+		},
+		"resource weights: a resource of weight 0 does not count": {
+			afs: &configv1beta1.AdmissionFairSharing{UsageSamplingInterval: &metav1.Duration{Duration: time.Minute},
+				ResourceWeights: map[corev1.ResourceName]float64{corev1.ResourceMemory: 0}},
+			queue:     fairQueue(),
+			lqs:       []*strata.LocalQueue{lq("a", rl("memory", "100Gi"), ""), lq("b", rl("cpu", "1"), "")},
+			workloads: []*strata.Workload{job("a1", "a", 2, nil, 5), job("b1", "b", 2, nil, 0)},
+			rackCPU:   "2",
+			want:      map[string]outcome{"a1": admitted, "b1": pending},
+		},
+		"an admission counts against its LocalQueue for the rest of the pass": {
+			afs: afs, queue: fairQueue(),
+			lqs: []*strata.LocalQueue{lq("a", nil, ""), lq("b", nil, "")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 2, nil, 0), job("a2", "a", 2, nil, 1), job("b1", "b", 2, nil, 2),
+			},
+			rackCPU: "4",
+			want:    map[string]outcome{"a1": admitted, "a2": pending, "b1": admitted},
+		},
+		"without admission fair sharing, the same queue by age": {
+			queue: fairQueue(),
+			lqs:   []*strata.LocalQueue{lq("a", nil, ""), lq("b", nil, "")},
+			workloads: []*strata.Workload{
+				job("a1", "a", 2, nil, 0), job("a2", "a", 2, nil, 1), job("b1", "b", 2, nil, 2),
+			},
+			rackCPU: "4",
+			want:    map[string]outcome{"a1": admitted, "a2": admitted, "b1": pending},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{tc.queue}
+			for _, q := range tc.lqs {
+				objs = append(objs, q)
+			}
+			for _, wl := range tc.workloads {
+				objs = append(objs, wl)
+			}
+			e := newSchedEnv(t, objs, nil, []*corev1.Node{tasNode("r1-n1", "r1", tc.rackCPU)}, interceptor.Funcs{})
+			e.s.WithAdmissionFairSharing(queue.NewAdmissionFairSharing(tc.afs))
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, withoutMessages(e.outcomes(t), tc.want)); diff != "" {
+				t.Errorf("outcomes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

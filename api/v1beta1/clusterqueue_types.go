@@ -119,7 +119,39 @@ type ClusterQueueSpec struct {
 	//
 	// +optional
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+
+	// admissionScope, with admissionMode UsageBasedAdmissionFairSharing,
+	// orders the queue's pending workloads by the usage their LocalQueues
+	// consumed lately (Kueue's admission fair sharing, KEP-4136) before
+	// priority and age, when the agent's configuration sets
+	// admissionFairSharing; ignored otherwise. See LocalQueue's
+	// status.fairSharing and spec.fairSharing.
+	//
+	// +optional
+	AdmissionScope *AdmissionScope `json:"admissionScope,omitempty"`
 }
+
+// AdmissionScope says how a ClusterQueue orders the workloads of its
+// LocalQueues (Kueue's field).
+type AdmissionScope struct {
+	// admissionMode: UsageBasedAdmissionFairSharing (the LocalQueue that
+	// consumed the least lately, divided by its weight, is served first)
+	// or NoAdmissionFairSharing (priority, then age).
+	//
+	// +required
+	AdmissionMode AdmissionMode `json:"admissionMode"`
+}
+
+// AdmissionMode is an AdmissionScope's mode.
+//
+// +kubebuilder:validation:Enum=UsageBasedAdmissionFairSharing;NoAdmissionFairSharing
+type AdmissionMode string
+
+// The admission modes (see AdmissionScope).
+const (
+	UsageBasedAdmissionFairSharing AdmissionMode = "UsageBasedAdmissionFairSharing"
+	NoAdmissionFairSharing         AdmissionMode = "NoAdmissionFairSharing"
+)
 
 // FairSharing is a ClusterQueue's or Cohort's weight under fair sharing
 // (Kueue's field).

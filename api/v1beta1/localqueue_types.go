@@ -1,6 +1,7 @@
 package v1beta1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -27,6 +28,14 @@ type LocalQueueSpec struct {
 	// +optional
 	// +kubebuilder:default=None
 	StopPolicy *StopPolicy `json:"stopPolicy,omitempty"`
+
+	// fairSharing weighs the queue under admission fair sharing (its
+	// ClusterQueue's admissionScope): its consumed usage is divided by the
+	// weight, so a queue of weight 2 is served as if it had used half as
+	// much. 0: served after every queue that has a finite usage. Default 1.
+	//
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 }
 
 // LocalQueueActive is the condition type that says whether a LocalQueue's
@@ -64,6 +73,37 @@ type LocalQueueStatus struct {
 	//
 	// +optional
 	AdmittedWorkloads int32 `json:"admittedWorkloads,omitempty"`
+
+	// fairSharing is the queue's usage under admission fair sharing, kept
+	// while the agent's configuration sets admissionFairSharing.
+	//
+	// +optional
+	FairSharing *LocalQueueFairSharingStatus `json:"fairSharing,omitempty"`
+}
+
+// LocalQueueFairSharingStatus is a LocalQueue's fair-sharing state
+// (Kueue's field).
+type LocalQueueFairSharingStatus struct {
+	// admissionFairSharingStatus is the queue's consumed usage.
+	//
+	// +optional
+	AdmissionFairSharingStatus *AdmissionFairSharingStatus `json:"admissionFairSharingStatus,omitempty"`
+}
+
+// AdmissionFairSharingStatus is the usage a LocalQueue consumed lately.
+type AdmissionFairSharingStatus struct {
+	// consumedResources is the exponentially decayed average of the
+	// resources the queue's admitted workloads held, sampled every
+	// admissionFairSharing.usageSamplingInterval: each sample moves it
+	// towards the usage of the moment by 1 - 0.5^(elapsed/usageHalfLifeTime).
+	//
+	// +optional
+	ConsumedResources corev1.ResourceList `json:"consumedResources,omitempty"`
+
+	// lastUpdate is when consumedResources was last sampled.
+	//
+	// +required
+	LastUpdate metav1.Time `json:"lastUpdate"`
 }
 
 // LocalQueue is a namespaced queue that users submit Jobs to: the

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -37,6 +39,8 @@ const (
 	// so that a quiet worker's summary never looks stale to the hub.
 	DefaultSummaryHeartbeatInterval = 30 * time.Second
 	DefaultUngateBatchPeriod        = 500 * time.Millisecond
+	// DefaultUsageSamplingInterval is Kueue's admissionFairSharing default.
+	DefaultUsageSamplingInterval = 5 * time.Minute
 	// DefaultPodsReadyTimeout and the requeuing backoff are Kueue's
 	// (configuration v1beta2).
 	DefaultPodsReadyTimeout     = 30 * time.Minute
@@ -158,6 +162,9 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 	}
 	setEventsDefaults(&cfg.Events)
 	setFairSharingDefaults(cfg.FairSharing)
+	if afs := cfg.AdmissionFairSharing; afs != nil {
+		setDuration(&afs.UsageSamplingInterval, DefaultUsageSamplingInterval)
+	}
 }
 
 func setFairSharingDefaults(fs *configv1beta1.FairSharing) {
@@ -349,6 +356,24 @@ func ValidateAgent(cfg *configv1beta1.AgentConfiguration) field.ErrorList {
 	errs = append(errs, validateEvents(&cfg.Events, field.NewPath("events"))...)
 	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
 	errs = append(errs, validateFairSharing(cfg.FairSharing, field.NewPath("fairSharing"))...)
+	errs = append(errs, validateAdmissionFairSharing(cfg.AdmissionFairSharing, field.NewPath("admissionFairSharing"))...)
+	return errs
+}
+
+func validateAdmissionFairSharing(afs *configv1beta1.AdmissionFairSharing, p *field.Path) field.ErrorList {
+	if afs == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if afs.UsageHalfLifeTime.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("usageHalfLifeTime"), afs.UsageHalfLifeTime.Duration.String(), "must not be negative"))
+	}
+	errs = append(errs, positive(afs.UsageSamplingInterval, p.Child("usageSamplingInterval"), false)...)
+	for _, r := range slices.Sorted(maps.Keys(afs.ResourceWeights)) {
+		if w := afs.ResourceWeights[r]; w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			errs = append(errs, field.Invalid(p.Child("resourceWeights").Key(string(r)), w, "must be a finite number, 0 or more"))
+		}
+	}
 	return errs
 }
 

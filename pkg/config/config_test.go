@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -145,6 +146,30 @@ summary:
 		"fairSharing: a strategy list Kueue refuses": {
 			content: header + "fairSharing:\n  preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]\n",
 			wantErr: `fairSharing.preemptionStrategies: Unsupported value`,
+		},
+		"admissionFairSharing on: Kueue's sampling interval by default": {
+			content: header + "admissionFairSharing:\n  usageHalfLifeTime: 168h\n  resourceWeights: {cpu: 2, memory: 0}\n",
+			want: func() *configv1beta1.AgentConfiguration {
+				c := defaultAgent()
+				c.AdmissionFairSharing = &configv1beta1.AdmissionFairSharing{
+					UsageHalfLifeTime:     metav1.Duration{Duration: 168 * time.Hour},
+					UsageSamplingInterval: &metav1.Duration{Duration: 5 * time.Minute},
+					ResourceWeights:       map[corev1.ResourceName]float64{corev1.ResourceCPU: 2, corev1.ResourceMemory: 0},
+				}
+				return c
+			},
+		},
+		"admissionFairSharing: a negative half-life": {
+			content: header + "admissionFairSharing:\n  usageHalfLifeTime: -1m\n",
+			wantErr: `admissionFairSharing.usageHalfLifeTime: Invalid value: "-1m0s": must not be negative`,
+		},
+		"admissionFairSharing: a zero sampling interval": {
+			content: header + "admissionFairSharing:\n  usageSamplingInterval: 0s\n",
+			wantErr: `admissionFairSharing.usageSamplingInterval: Invalid value: "0s": must be a positive duration`,
+		},
+		"admissionFairSharing: a negative resource weight": {
+			content: header + "admissionFairSharing:\n  resourceWeights: {cpu: -1}\n",
+			wantErr: `admissionFairSharing.resourceWeights[cpu]: Invalid value: -1: must be a finite number, 0 or more`,
 		},
 		"an empty file": {
 			content: "\n",

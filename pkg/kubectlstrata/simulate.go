@@ -126,6 +126,7 @@ N GPU hosts to replay it over.`,
 				return fmt.Errorf("the input has no Job or Workload to place")
 			}
 			in.FairSharing = cfg.FairSharing
+			in.AdmissionFairSharing = cfg.AdmissionFairSharing
 			results, err := simulate.Run(in, tas.OptionsFrom(cfg.TopologyAwareScheduling))
 			if err != nil {
 				return err

@@ -346,7 +346,6 @@ func (c *converter) resourceFlavor(o *unstructured.Unstructured) {
 
 // clusterQueueOnly are ClusterQueue fields Strata does not have, and why.
 var clusterQueueOnly = map[string]string{
-	"admissionScope":          "Strata has no admission scope",
 	"admissionChecks":         "Strata has no admission checks",
 	"admissionChecksStrategy": "Strata has no admission checks",
 }
@@ -423,8 +422,11 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 	if len(others) > 0 {
 		c.note(o, "spec.admissionChecks", fmt.Sprintf("Strata has no admission checks: %s not carried over (only MultiKueue's become the hub's clusterSelector)", strings.Join(others, ", ")))
 	}
-	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility", "stopPolicy", "fairSharing"), &cq.Spec)
+	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility", "stopPolicy", "fairSharing", "admissionScope"), &cq.Spec)
 	c.noteFairSharing(o, cq.Spec.FairSharing)
+	if sc := cq.Spec.AdmissionScope; sc != nil && sc.AdmissionMode == strata.UsageBasedAdmissionFairSharing {
+		c.note(o, "spec.admissionScope", "carried over: the queue orders its workloads by their LocalQueues' usage where the agent's configuration sets admissionFairSharing (Kueue's Configuration admissionFairSharing; the strata-agent chart's config.admissionFairSharing)")
+	}
 	if strata.Stopped(cq.Spec.StopPolicy) {
 		c.note(o, "spec.stopPolicy", fmt.Sprintf("carried over: the Strata queue is stopped too (%s); set it to None when it should admit", *cq.Spec.StopPolicy))
 	}
@@ -571,7 +573,10 @@ func (c *converter) localQueue(o *unstructured.Unstructured) {
 	s := spec(o)
 	dropDefault(s, "stopPolicy", "None")
 	lq := &strata.LocalQueue{TypeMeta: typeMeta("LocalQueue"), ObjectMeta: c.meta(o)}
-	c.decode(o, "spec", pick(s, "clusterQueue", "stopPolicy"), &lq.Spec)
+	c.decode(o, "spec", pick(s, "clusterQueue", "stopPolicy", "fairSharing"), &lq.Spec)
+	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil {
+		c.note(o, "spec.fairSharing", fmt.Sprintf("weight %s carried over: it counts under admission fair sharing (its ClusterQueue's admissionScope, and admissionFairSharing in the agent's configuration)", fs.Weight))
+	}
 	if lq.Spec.ClusterQueue == "" {
 		c.todo(o, "spec.clusterQueue", "not set (Kueue allows it): name the ClusterQueue this LocalQueue leads to, or the API server refuses it")
 	}
@@ -581,9 +586,7 @@ func (c *converter) localQueue(o *unstructured.Unstructured) {
 	if lq.Name == "default" {
 		c.todo(o, "", fmt.Sprintf("Kueue (LocalQueueDefaulting) queues a job of namespace %s without a queue label here; Strata queues only labelled jobs: label them %s: default", lq.Namespace, strata.QueueNameLabel))
 	}
-	c.leftovers(o, s, map[string]string{
-		"fairSharing": "Strata has no admission fair sharing (a LocalQueue's weight); the fair sharing of ClusterQueues and cohorts is carried over",
-	})
+	c.leftovers(o, s, nil)
 	c.out = append(c.out, lq)
 }
 

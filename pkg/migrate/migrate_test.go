@@ -179,6 +179,32 @@ description: urgent`},
 			wantNotes: []string{"LocalQueue ml/team-a: spec.stopPolicy: carried over: the Strata queue is stopped too (Hold); set it to None when it should admit"},
 		},
 		{
+			name: "admission fair sharing: a ClusterQueue's admissionScope and a LocalQueue's weight",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: shared}
+spec:
+  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8}]}]`, `apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: team-a, namespace: ml}
+spec: {clusterQueue: shared, fairSharing: {weight: "2"}}`},
+			want: []client.Object{
+				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Spec: strata.ClusterQueueSpec{
+					AdmissionScope: &strata.AdmissionScope{AdmissionMode: strata.UsageBasedAdmissionFairSharing},
+					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f", Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("8")}}}}}},
+				}},
+				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "ml"}, Spec: strata.LocalQueueSpec{
+					ClusterQueue: "shared", FairSharing: &strata.FairSharing{Weight: ptr.To(resource.MustParse("2"))}}},
+			},
+			wantNotes: []string{
+				"ClusterQueue shared: spec.admissionScope: carried over: the queue orders its workloads by their LocalQueues' usage where the agent's configuration sets admissionFairSharing (Kueue's Configuration admissionFairSharing; the strata-agent chart's config.admissionFairSharing)",
+				"LocalQueue ml/team-a: spec.fairSharing: weight 2 carried over: it counts under admission fair sharing (its ClusterQueue's admissionScope, and admissionFairSharing in the agent's configuration)",
+			},
+		},
+		{
 			name: "a v1beta1 Cohort's parent; a LocalQueue named default; a check not in the input; a flavor's nodeTaints carried over",
 			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
 kind: Cohort

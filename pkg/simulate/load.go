@@ -58,6 +58,11 @@ type Input struct {
 	// FairSharing is the agent configuration's fairSharing: nil leaves
 	// fair sharing off, as on an agent.
 	FairSharing *configv1beta1.FairSharing
+	// AdmissionFairSharing is the agent configuration's
+	// admissionFairSharing: with it, a ClusterQueue whose admissionScope
+	// asks for it orders its workloads by the consumed usage in their
+	// LocalQueues' status (and what the simulation admits from them).
+	AdmissionFairSharing *configv1beta1.AdmissionFairSharing
 	// sources says where each object was read, by kind and name.
 	sources map[string]string
 	// seen says where each object was read, by kind, namespace and name.

@@ -184,10 +184,25 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 		}
 		t.Items = append(t.Items, p)
 	}
+	// Admission fair sharing: the usage of a workload's LocalQueue, as its
+	// status says, and what the simulation admitted from it.
+	afs := queue.NewAdmissionFairSharing(in.AdmissionFairSharing)
+	penalties := map[string]corev1.ResourceList{}
+	lqKey := func(wl *strata.Workload) string { return wl.Namespace + "/" + wl.Spec.QueueName }
+	order := func(t *queue.Turn[*pendingItem]) {
+		if afs.Orders(t.Queue) {
+			byUsage := queue.CompareByUsage(func(wl *strata.Workload) float64 {
+				return afs.Usage(in.LocalQueues[lqKey(wl)], penalties[lqKey(wl)])
+			})
+			slices.SortStableFunc(t.Items, func(a, b *pendingItem) int { return byUsage(a.wl, b.wl) })
+			return
+		}
+		slices.SortStableFunc(t.Items, func(a, b *pendingItem) int { return queue.Compare(a.wl, b.wl) })
+	}
 	list := make([]*queue.Turn[*pendingItem], 0, len(queueNames))
 	for _, name := range queueNames {
 		t := turns[name]
-		slices.SortStableFunc(t.Items, func(a, b *pendingItem) int { return queue.Compare(a.wl, b.wl) })
+		order(t)
 		list = append(list, t)
 	}
 	var placeErr error
@@ -213,6 +228,15 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 				return false
 			}
 			rows[p.row] = &r
+			if r.Admitted && afs.Orders(p.cq) {
+				// Its LocalQueue's next workloads come after those of
+				// queues that now consumed less.
+				k := lqKey(p.wl)
+				penalties[k] = queue.AddLists(penalties[k], afs.Penalty(queue.WorkloadUsage(p.wl)))
+				if t := turns[cq.Name]; t != nil {
+					order(t)
+				}
+			}
 			if !r.Admitted && st.retry(p) {
 				// Served again first in the next round, as Kueue's next
 				// cycle takes a head its cycle skipped.

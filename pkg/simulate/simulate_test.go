@@ -9,9 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 
 	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/tas"
@@ -2128,5 +2132,108 @@ spec:
 	}
 	if diff := cmp.Diff(map[string]int32{"r1h1": 4, "r2h1": 4, "r2h2": 4}, hostsOf(r)); diff != "" {
 		t.Errorf("hosts of its 12 pods (-want,+got):\n%s", diff)
+	}
+}
+
+// TestAdmissionFairSharing: with the agent configuration's
+// admissionFairSharing, a ClusterQueue whose admissionScope asks for it
+// serves first the LocalQueue that consumed less (its status), and what
+// the simulation admits counts against its LocalQueue.
+func TestAdmissionFairSharing(t *testing.T) {
+	base := `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t, nodeLabels: {pool: p}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {pool: p, kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "4", pods: "110"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 8}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: a, namespace: ml}
+spec: {clusterQueue: q}
+%s
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: b, namespace: ml}
+spec: {clusterQueue: q}
+`
+	job := func(name, lq string, pods int) string {
+		return fmt.Sprintf(`---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: %s}}
+spec:
+  parallelism: %d
+  completions: %d
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`, name, lq, pods, pods)
+	}
+	used := "status: {fairSharing: {admissionFairSharingStatus: {consumedResources: {cpu: \"10\"}, lastUpdate: \"2026-12-04T12:00:00Z\"}}}"
+	afs := &configv1beta1.AdmissionFairSharing{UsageSamplingInterval: &metav1.Duration{Duration: time.Minute}}
+	cases := map[string]struct {
+		status string
+		jobs   string
+		afs    *configv1beta1.AdmissionFairSharing
+		want   map[string]bool
+	}{
+		"the LocalQueue that consumed less first": {
+			status: used, jobs: job("a1", "a", 4) + job("b1", "b", 4), afs: afs,
+			want: map[string]bool{"a1": false, "b1": true},
+		},
+		"without admissionFairSharing in the configuration: input order": {
+			status: used, jobs: job("a1", "a", 4) + job("b1", "b", 4),
+			want: map[string]bool{"a1": true, "b1": false},
+		},
+		"an admission counts against its LocalQueue": {
+			jobs: job("a1", "a", 2) + job("a2", "a", 2) + job("b1", "b", 2), afs: afs,
+			want: map[string]bool{"a1": true, "a2": false, "b1": true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(fmt.Sprintf(base, tc.status)+tc.jobs), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.AdmissionFairSharing = tc.afs
+			results, err := Run(in, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, r := range results {
+				got[r.Name] = r.Admitted
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("admitted (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

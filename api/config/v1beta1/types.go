@@ -1,6 +1,7 @@
 package v1beta1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -77,6 +78,38 @@ type AgentConfiguration struct {
 	// classical preemption, as in Kueue.
 	// +optional
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+
+	// admissionFairSharing, when set, keeps each LocalQueue's consumed
+	// usage in its status and lets ClusterQueues whose admissionScope is
+	// UsageBasedAdmissionFairSharing serve first the workloads of the
+	// LocalQueue that consumed the least (Kueue's admission fair sharing).
+	// Unset: no LocalQueue usage is kept, and admissionScope is ignored.
+	// +optional
+	AdmissionFairSharing *AdmissionFairSharing `json:"admissionFairSharing,omitempty"`
+}
+
+// AdmissionFairSharing configures admission fair sharing (Kueue's
+// configuration field).
+type AdmissionFairSharing struct {
+	// usageHalfLifeTime is the time after which a LocalQueue's consumed
+	// usage counts half: each sample moves it towards the usage of the
+	// moment by 1 - 0.5^(time since the last sample / usageHalfLifeTime).
+	// 0 (the default): only the usage of the moment counts.
+	// +optional
+	UsageHalfLifeTime metav1.Duration `json:"usageHalfLifeTime,omitempty"`
+
+	// usageSamplingInterval is how often the consumed usage is sampled
+	// (and written to the LocalQueue's status). Default 5m.
+	// +optional
+	UsageSamplingInterval *metav1.Duration `json:"usageSamplingInterval,omitempty"`
+
+	// resourceWeights weigh the resources when usages are compared: a
+	// LocalQueue's usage is the sum over resources of its consumed amount
+	// (cores for cpu, bytes for memory, units otherwise) times the
+	// resource's weight, divided by the LocalQueue's fairSharing.weight.
+	// A resource not listed weighs 1; 0 leaves it out.
+	// +optional
+	ResourceWeights map[corev1.ResourceName]float64 `json:"resourceWeights,omitempty"`
 }
 
 // FairSharing configures fair sharing (Kueue's configuration field).

@@ -1,6 +1,6 @@
 // Package localqueue keeps the status of LocalQueues: how many of their
-// workloads wait and how many are admitted, and whether their ClusterQueue
-// exists.
+// workloads wait and how many are admitted, whether their ClusterQueue
+// exists, and, under admission fair sharing, the usage they consumed.
 package localqueue
 
 import (
@@ -33,12 +33,22 @@ type Reconciler struct {
 	client    client.Client
 	workloads *index.QueueWorkloads
 	written   *throttle.Throttle[types.NamespacedName]
+	clock     clock.Clock
+	afs       queue.AdmissionFairSharing
 }
 
 // NewReconciler returns a Reconciler that reads each queue's Workloads
 // from workloads.
 func NewReconciler(c client.Client, workloads *index.QueueWorkloads, clk clock.Clock) *Reconciler {
-	return &Reconciler{client: c, workloads: workloads, written: throttle.New[types.NamespacedName](clk, statusInterval)}
+	return &Reconciler{client: c, workloads: workloads, written: throttle.New[types.NamespacedName](clk, statusInterval), clock: clk}
+}
+
+// WithAdmissionFairSharing keeps each LocalQueue's consumed usage in its
+// status.fairSharing, sampled every afs.Interval (admission fair sharing
+// on); off, a LocalQueue's status.fairSharing is removed.
+func (r *Reconciler) WithAdmissionFairSharing(afs queue.AdmissionFairSharing) *Reconciler {
+	r.afs = afs
+	return r
 }
 
 // SetupWithManager registers the reconciler: a LocalQueue's creation or
@@ -115,13 +125,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		cq = nil
 	}
 	st := queue.Status(&lq.Status, &lq, cq, c.Pending, c.Admitted)
+	var res ctrl.Result
+	st.FairSharing = nil
+	if r.afs.On() {
+		st.FairSharing, res.RequeueAfter = r.afs.NextFairSharingStatus(lq.Status.FairSharing, queue.CurrentUsage(wls), r.clock.Now())
+	}
 	if equality.Semantic.DeepEqual(st, lq.Status) {
-		return ctrl.Result{}, nil
+		return res, nil
 	}
 	lq.Status = st
 	if err := r.client.Status().Update(ctx, &lq); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.written.Wrote(req.NamespacedName)
-	return ctrl.Result{}, nil
+	return res, nil
 }

@@ -660,7 +660,6 @@ func podsOf(rl corev1.ResourceList, n, k int64) corev1.ResourceList {
 	return out
 }
 
-
 // subtractList is a - b.
 func subtractList(a, b corev1.ResourceList) corev1.ResourceList {
 	out := a.DeepCopy()

@@ -138,10 +138,9 @@ type Scheduler struct {
 	// fair: fair sharing's preemption strategies, nil when it is off.
 	fair []queue.FairStrategy
 	// afs is admission fair sharing; afsPenalties what this process
-	// admitted from each LocalQueue since its last usage sample, by
-	// LocalQueue (see lqUsage).
+	// admitted from each LocalQueue since its last usage sample.
 	afs          queue.AdmissionFairSharing
-	afsPenalties map[types.NamespacedName]afsPenalty
+	afsPenalties queue.Penalties
 	// round is what the current round of a pass charged the books (its
 	// admissions and preemptions); see roundBooks.
 	round    roundBooks
@@ -232,67 +231,8 @@ func (s *Scheduler) WithFairSharing(fs *configv1beta1.FairSharing) *Scheduler {
 // it since that status was sampled.
 func (s *Scheduler) WithAdmissionFairSharing(afs queue.AdmissionFairSharing) *Scheduler {
 	s.afs = afs
-	s.afsPenalties = map[types.NamespacedName]afsPenalty{}
+	s.afsPenalties = queue.Penalties{}
 	return s
-}
-
-// afsPenalty is what was admitted from a LocalQueue after the usage
-// sample of sampledAt (Kueue's entry penalties): it counts until a later
-// sample, which includes those admissions.
-type afsPenalty struct {
-	sampledAt metav1.Time
-	amount    corev1.ResourceList
-}
-
-// lqUsage returns the weighted usage of the LocalQueues of a pass's
-// workloads (AdmissionFairSharing.Usage with this process's penalties),
-// read once per LocalQueue, and what to call after admitting a workload
-// to count it against its LocalQueue.
-func (s *Scheduler) lqUsage(ctx context.Context) (usage func(*strata.Workload) float64, admitted func(*strata.Workload)) {
-	lqs := map[types.NamespacedName]*strata.LocalQueue{}
-	values := map[types.NamespacedName]float64{}
-	sampledAt := func(lq *strata.LocalQueue) metav1.Time {
-		if fs := lq.Status.FairSharing; fs != nil && fs.AdmissionFairSharingStatus != nil {
-			return fs.AdmissionFairSharingStatus.LastUpdate
-		}
-		return metav1.Time{}
-	}
-	lqOf := func(wl *strata.Workload) (types.NamespacedName, *strata.LocalQueue) {
-		key := queue.Key(wl)
-		lq, ok := lqs[key]
-		if !ok {
-			lq = &strata.LocalQueue{}
-			if err := s.client.Get(ctx, key, lq); err != nil {
-				lq = nil // gone meanwhile: no usage
-			}
-			lqs[key] = lq
-			if p, ok := s.afsPenalties[key]; ok && (lq == nil || !p.sampledAt.Time.Equal(sampledAt(lq).Time)) {
-				delete(s.afsPenalties, key) // sampled since
-			}
-		}
-		return key, lq
-	}
-	usage = func(wl *strata.Workload) float64 {
-		key, lq := lqOf(wl)
-		v, ok := values[key]
-		if !ok {
-			v = s.afs.Usage(lq, s.afsPenalties[key].amount)
-			values[key] = v
-		}
-		return v
-	}
-	admitted = func(wl *strata.Workload) {
-		key, lq := lqOf(wl)
-		if lq == nil {
-			return
-		}
-		p := s.afsPenalties[key]
-		p.sampledAt = sampledAt(lq)
-		p.amount = queue.AddLists(p.amount, s.afs.Penalty(queue.WorkloadUsage(wl)))
-		s.afsPenalties[key] = p
-		delete(values, key)
-	}
-	return usage, admitted
 }
 
 // WithHolds makes the scheduler ask holds before it tries a workload: a
@@ -505,14 +445,19 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	turns := make([]*queue.Turn[*strata.Workload], 0, len(byQueue))
 	turnOf := make(map[string]*queue.Turn[*strata.Workload], len(byQueue))
 	retries := map[*strata.Workload]int{}
-	var lqUsage func(*strata.Workload) float64
-	var lqAdmitted func(*strata.Workload)
+	var lqUsage *queue.UsagePass
 	if s.afs.On() {
-		lqUsage, lqAdmitted = s.lqUsage(ctx)
+		lqUsage = s.afs.NewPass(func(key types.NamespacedName) *strata.LocalQueue {
+			lq := &strata.LocalQueue{}
+			if err := s.client.Get(ctx, key, lq); err != nil {
+				return nil // gone meanwhile: no usage
+			}
+			return lq
+		}, s.afsPenalties)
 	}
 	for q, wls := range byQueue {
 		if s.afs.Orders(queues[q]) {
-			slices.SortStableFunc(wls, queue.CompareByUsage(lqUsage))
+			slices.SortStableFunc(wls, lqUsage.Compare)
 		} else {
 			sort.SliceStable(wls, func(i, j int) bool { return queue.Before(wls[i], wls[j]) })
 		}
@@ -552,9 +497,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			if admitted && s.afs.Orders(cq) {
 				// Its LocalQueue's next workloads come after those of
 				// queues that now consumed less.
-				lqAdmitted(wl)
+				lqUsage.Admitted(wl)
 				if t := turnOf[cq.Name]; t != nil {
-					slices.SortStableFunc(t.Items, queue.CompareByUsage(lqUsage))
+					slices.SortStableFunc(t.Items, lqUsage.Compare)
 				}
 			}
 			if s.round.skipped {

@@ -22,6 +22,7 @@ import (
 	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 )
 
@@ -106,7 +107,8 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	if err != nil {
 		return nil, err
 	}
-	if err := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).SetupWithManager(mgr); err != nil {
+	if err := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).
+		WithAdmissionFairSharing(queue.NewAdmissionFairSharing(cfg.AdmissionFairSharing)).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := clusterqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).SetupWithManager(mgr); err != nil {

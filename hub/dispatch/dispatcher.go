@@ -39,11 +39,17 @@ type Dispatcher struct {
 	policy *placement.Policy
 	// fair: fair sharing's strategies between the hub's queues (the hub
 	// configuration's fairSharing); nil when it is off.
-	fair       []queue.FairStrategy
-	recorder   events.EventRecorder
-	clock      clock.Clock
-	staleAfter time.Duration
-	backoff    time.Duration
+	fair []queue.FairStrategy
+	// afs is admission fair sharing between the LocalQueues of a hub
+	// ClusterQueue (the hub configuration's admissionFairSharing);
+	// afsPenalties what this process dispatched from each LocalQueue
+	// since its last usage sample.
+	afs          queue.AdmissionFairSharing
+	afsPenalties queue.Penalties
+	recorder     events.EventRecorder
+	clock        clock.Clock
+	staleAfter   time.Duration
+	backoff      time.Duration
 	// createsNamespaces: the copies controller creates a copy's missing
 	// namespace on a worker (dispatch.createNamespaces).
 	createsNamespaces bool
@@ -99,6 +105,8 @@ func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, r
 		client: c, fleet: f, recorder: recorder, clock: clk,
 		policy:            placement.New(cfg.Dispatch.PlacementPolicy, tas.OptionsFrom(cfg.TopologyAwareScheduling), 0),
 		fair:              preemption.FairStrategies(cfg.FairSharing),
+		afs:               queue.NewAdmissionFairSharing(cfg.AdmissionFairSharing),
+		afsPenalties:      queue.Penalties{},
 		staleAfter:        cfg.Dispatch.SummaryStaleAfter.Duration,
 		backoff:           cfg.Dispatch.RejectionBackoff.Duration,
 		createsNamespaces: cfg.Dispatch.CreateNamespaces,

@@ -19,6 +19,9 @@ import (
 
 // passView is what a pass knows of the workers besides their targets.
 type passView struct {
+	// onDispatch, when set, is told of each Workload the pass dispatches
+	// (admission fair sharing counts it against its LocalQueue).
+	onDispatch    func(*strata.Workload)
 	clusterLabels map[string]labels.Set
 	// queueOf is how each worker's copies are queued (its WorkerCluster's
 	// localQueueName and onboarding).

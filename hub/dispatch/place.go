@@ -65,10 +65,34 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 		t.Items = append(t.Items, p)
 	}
 	turns := make([]*queue.Turn[pending], 0, len(byQueue))
+	// Under admission fair sharing, a queue whose admissionScope asks for
+	// it dispatches first the workloads of the LocalQueue that consumed
+	// the least; a dispatch counts against its LocalQueue at once.
+	var lqUsage *queue.UsagePass
+	byUsage := func(a, b pending) int { return lqUsage.Compare(a.wl, b.wl) }
+	resort := false
+	view.onDispatch = nil
+	if d.afs.On() {
+		lqUsage = d.afs.NewPass(func(key types.NamespacedName) *strata.LocalQueue {
+			lq := &strata.LocalQueue{}
+			if err := d.client.Get(ctx, key, lq); err != nil {
+				return nil // gone meanwhile: no usage
+			}
+			return lq
+		}, d.afsPenalties)
+		view.onDispatch = func(wl *strata.Workload) {
+			lqUsage.Admitted(wl)
+			resort = true
+		}
+	}
 	for _, t := range byQueue {
-		// A total order (namespace and name break ties): no stable sort
-		// needed.
-		slices.SortFunc(t.Items, func(a, b pending) int { return compareEntries(a.entry, b.entry) })
+		if d.afs.Orders(t.Queue) {
+			slices.SortStableFunc(t.Items, byUsage)
+		} else {
+			// A total order (namespace and name break ties): no stable
+			// sort needed.
+			slices.SortFunc(t.Items, func(a, b pending) int { return compareEntries(a.entry, b.entry) })
+		}
 		turns = append(turns, t)
 	}
 	books, err := d.books(ctx, queues, usage)
@@ -96,9 +120,15 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 				d.wait(ctx, p, strata.QueueCohortCycle, queue.CohortCycleMessage(cq))
 				return false
 			}
+			resort = false
 			blocks, retry, err := d.placeOne(ctx, targets, cq, books, view, p, now, writes)
 			if err != nil {
 				errs = append(errs, err)
+			}
+			if resort && d.afs.Orders(cq) {
+				if t := byQueue[p.queue]; t != nil {
+					slices.SortStableFunc(t.Items, byUsage)
+				}
 			}
 			if retry > 0 && (next == 0 || retry < next) {
 				next = retry
@@ -235,6 +265,9 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		dispatched = err == nil
 		if dispatched {
 			d.chargeWorker(view, choice.Cluster, choice.Flavor, placed)
+			if view.onDispatch != nil {
+				view.onDispatch(placed.wl)
+			}
 		}
 		return false, o.retry, err
 	}
@@ -254,6 +287,9 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	dispatched = err == nil
 	if dispatched {
 		d.chargeWorker(view, dec.Cluster, dec.Flavor, placed)
+		if view.onDispatch != nil {
+			view.onDispatch(placed.wl)
+		}
 	}
 	return false, o.retry, err
 }

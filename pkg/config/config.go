@@ -162,7 +162,11 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 	}
 	setEventsDefaults(&cfg.Events)
 	setFairSharingDefaults(cfg.FairSharing)
-	if afs := cfg.AdmissionFairSharing; afs != nil {
+	setAdmissionFairSharingDefaults(cfg.AdmissionFairSharing)
+}
+
+func setAdmissionFairSharingDefaults(afs *configv1beta1.AdmissionFairSharing) {
+	if afs != nil {
 		setDuration(&afs.UsageSamplingInterval, DefaultUsageSamplingInterval)
 	}
 }
@@ -261,6 +265,7 @@ func SetHubDefaults(cfg *configv1beta1.HubConfiguration) {
 	cfg.Kind = configv1beta1.HubConfigurationKind
 	setTASDefaults(&cfg.TopologyAwareScheduling)
 	setFairSharingDefaults(cfg.FairSharing)
+	setAdmissionFairSharingDefaults(cfg.AdmissionFairSharing)
 	setDuration(&cfg.Dispatch.AdmissionTimeout, DefaultAdmissionTimeout)
 	setDuration(&cfg.Dispatch.PendingTimeout, DefaultPendingTimeout)
 	setDuration(&cfg.Dispatch.SummaryStaleAfter, DefaultSummaryStaleAfter)
@@ -381,6 +386,7 @@ func validateAdmissionFairSharing(afs *configv1beta1.AdmissionFairSharing, p *fi
 func ValidateHub(cfg *configv1beta1.HubConfiguration) field.ErrorList {
 	errs := validateTAS(&cfg.TopologyAwareScheduling, field.NewPath("topologyAwareScheduling"))
 	errs = append(errs, validateFairSharing(cfg.FairSharing, field.NewPath("fairSharing"))...)
+	errs = append(errs, validateAdmissionFairSharing(cfg.AdmissionFairSharing, field.NewPath("admissionFairSharing"))...)
 	dp := field.NewPath("dispatch")
 	errs = append(errs, positive(cfg.Dispatch.AdmissionTimeout, dp.Child("admissionTimeout"), false)...)
 	errs = append(errs, positive(cfg.Dispatch.PendingTimeout, dp.Child("pendingTimeout"), false)...)

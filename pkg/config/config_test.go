@@ -278,6 +278,17 @@ func TestLoadHub(t *testing.T) {
 				c.FairSharing = &configv1beta1.FairSharing{PreemptionStrategies: []configv1beta1.PreemptionStrategy{configv1beta1.LessThanInitialShare}}
 			},
 		},
+		"admission fair sharing between a hub queue's LocalQueues": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\nadmissionFairSharing:\n  usageHalfLifeTime: 1h\n",
+			want: func(c *configv1beta1.HubConfiguration) {
+				c.AdmissionFairSharing = &configv1beta1.AdmissionFairSharing{UsageHalfLifeTime: metav1.Duration{Duration: time.Hour},
+					UsageSamplingInterval: &metav1.Duration{Duration: 5 * time.Minute}}
+			},
+		},
+		"admission fair sharing: a zero sampling interval": {
+			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\nadmissionFairSharing:\n  usageSamplingInterval: 0s\n",
+			wantErr: `admissionFairSharing.usageSamplingInterval: Invalid value: "0s": must be a positive duration`,
+		},
 		"an unknown fair-sharing strategy": {
 			content: "apiVersion: config.strata.dev/v1beta1\nkind: HubConfiguration\nfairSharing:\n  preemptionStrategies: [DominantShare]\n",
 			wantErr: `fairSharing.preemptionStrategies: Unsupported value`,

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
@@ -164,6 +165,84 @@ func CompareByUsage(usage func(*strata.Workload) float64) func(a, b *strata.Work
 		}
 		return Compare(a, b)
 	}
+}
+
+// Penalties are what a process admitted (or dispatched) from each
+// LocalQueue after its last usage sample (Kueue's entry penalties): they
+// count until a later sample, which includes those workloads. A process
+// keeps one across its passes.
+type Penalties map[types.NamespacedName]penalty
+
+type penalty struct {
+	sampledAt time.Time
+	amount    corev1.ResourceList
+}
+
+// UsagePass is the usage of LocalQueues in one pass of a scheduler:
+// each read once (get), with the penalties of the process.
+type UsagePass struct {
+	afs       AdmissionFairSharing
+	get       func(types.NamespacedName) *strata.LocalQueue
+	penalties Penalties
+	lqs       map[types.NamespacedName]*strata.LocalQueue
+	values    map[types.NamespacedName]float64
+}
+
+// NewPass starts a pass: get reads a LocalQueue (nil when it is gone).
+func (a AdmissionFairSharing) NewPass(get func(types.NamespacedName) *strata.LocalQueue, penalties Penalties) *UsagePass {
+	return &UsagePass{afs: a, get: get, penalties: penalties,
+		lqs: map[types.NamespacedName]*strata.LocalQueue{}, values: map[types.NamespacedName]float64{}}
+}
+
+func sampledAt(lq *strata.LocalQueue) time.Time {
+	if fs := lq.Status.FairSharing; fs != nil && fs.AdmissionFairSharingStatus != nil {
+		return fs.AdmissionFairSharingStatus.LastUpdate.Time
+	}
+	return time.Time{}
+}
+
+func (p *UsagePass) localQueue(wl *strata.Workload) (types.NamespacedName, *strata.LocalQueue) {
+	key := Key(wl)
+	lq, ok := p.lqs[key]
+	if !ok {
+		lq = p.get(key)
+		p.lqs[key] = lq
+		if pen, ok := p.penalties[key]; ok && (lq == nil || !pen.sampledAt.Equal(sampledAt(lq))) {
+			delete(p.penalties, key) // sampled since
+		}
+	}
+	return key, lq
+}
+
+// Usage is the usage of a workload's LocalQueue (AdmissionFairSharing.Usage
+// with its penalty).
+func (p *UsagePass) Usage(wl *strata.Workload) float64 {
+	key, lq := p.localQueue(wl)
+	v, ok := p.values[key]
+	if !ok {
+		v = p.afs.Usage(lq, p.penalties[key].amount)
+		p.values[key] = v
+	}
+	return v
+}
+
+// Compare is CompareByUsage with the pass's usage.
+func (p *UsagePass) Compare(a, b *strata.Workload) int {
+	return CompareByUsage(p.Usage)(a, b)
+}
+
+// Admitted counts an admitted (or dispatched) workload against its
+// LocalQueue: its Penalty, until the next sample.
+func (p *UsagePass) Admitted(wl *strata.Workload) {
+	key, lq := p.localQueue(wl)
+	if lq == nil {
+		return
+	}
+	pen := p.penalties[key]
+	pen.sampledAt = sampledAt(lq)
+	pen.amount = AddLists(pen.amount, p.afs.Penalty(WorkloadUsage(wl)))
+	p.penalties[key] = pen
+	delete(p.values, key)
 }
 
 // AddLists returns a + b, a new list.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -187,14 +188,12 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	// Admission fair sharing: the usage of a workload's LocalQueue, as its
 	// status says, and what the simulation admitted from it.
 	afs := queue.NewAdmissionFairSharing(in.AdmissionFairSharing)
-	penalties := map[string]corev1.ResourceList{}
-	lqKey := func(wl *strata.Workload) string { return wl.Namespace + "/" + wl.Spec.QueueName }
+	lqUsage := afs.NewPass(func(key types.NamespacedName) *strata.LocalQueue {
+		return in.LocalQueues[key.Namespace+"/"+key.Name]
+	}, queue.Penalties{})
 	order := func(t *queue.Turn[*pendingItem]) {
 		if afs.Orders(t.Queue) {
-			byUsage := queue.CompareByUsage(func(wl *strata.Workload) float64 {
-				return afs.Usage(in.LocalQueues[lqKey(wl)], penalties[lqKey(wl)])
-			})
-			slices.SortStableFunc(t.Items, func(a, b *pendingItem) int { return byUsage(a.wl, b.wl) })
+			slices.SortStableFunc(t.Items, func(a, b *pendingItem) int { return lqUsage.Compare(a.wl, b.wl) })
 			return
 		}
 		slices.SortStableFunc(t.Items, func(a, b *pendingItem) int { return queue.Compare(a.wl, b.wl) })
@@ -231,8 +230,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 			if r.Admitted && afs.Orders(p.cq) {
 				// Its LocalQueue's next workloads come after those of
 				// queues that now consumed less.
-				k := lqKey(p.wl)
-				penalties[k] = queue.AddLists(penalties[k], afs.Penalty(queue.WorkloadUsage(p.wl)))
+				lqUsage.Admitted(p.wl)
 				if t := turns[cq.Name]; t != nil {
 					order(t)
 				}

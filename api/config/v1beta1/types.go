@@ -370,6 +370,16 @@ type HubConfiguration struct {
 	// which their agents' configurations set.
 	// +optional
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+
+	// admissionFairSharing, when set, keeps the usage of the hub's
+	// LocalQueues (what their workloads admitted on workers hold) and lets
+	// hub ClusterQueues whose admissionScope is
+	// UsageBasedAdmissionFairSharing dispatch first the workloads of the
+	// LocalQueue that consumed the least, as the agent's does (Kueue's
+	// admissionFairSharing on a MultiKueue manager). It says nothing of
+	// the workers', which their agents' configurations set.
+	// +optional
+	AdmissionFairSharing *AdmissionFairSharing `json:"admissionFairSharing,omitempty"`
 }
 
 // Events configures the events recorded on the hot path.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -140,7 +141,7 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 				continue // beyond what the hub chose this worker to preempt
 			}
 			candidateOf[k] = len(cands)
-			cands = append(cands, candidate(a.Workload, fq.Name))
+			cands = append(cands, s.candidate(a.Workload, fq.Name))
 			usages = append(usages, a.Usage)
 		}
 		counted := map[int]bool{} // candidates spreading counts
@@ -226,13 +227,23 @@ func (s *Scheduler) heightAfterPreempting(cq *strata.ClusterQueue, flavor string
 		if upTo != nil && queue.Priority(a) > *upTo {
 			continue
 		}
-		cands = append(cands, candidate(a, flavor))
+		cands = append(cands, s.candidate(a, flavor))
 	}
 	result := preemption.Find(pre, preemption.PolicyOf(cq), books, flavor, cands, preemption.QuotaOnly{})
 	if len(result.Victims) == 0 {
 		return 0, false
 	}
 	return result.BorrowHeight, true
+}
+
+// candidate describes an admitted workload for the search; under
+// admission fair sharing in its ClusterQueue, with its LocalQueue's usage.
+func (s *Scheduler) candidate(wl *strata.Workload, flavor string) preemption.Workload {
+	w := candidate(wl, flavor)
+	if s.afsScoped[w.Queue] && s.lqUsage != nil {
+		w.LocalQueueUsage = ptr.To(s.lqUsage.Usage(wl))
+	}
+	return w
 }
 
 // candidate describes an admitted workload for the search.

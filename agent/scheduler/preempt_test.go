@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -22,8 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/preemption"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
@@ -683,6 +686,59 @@ func TestPreemptingMessage(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{"f", tc.wantCounts, "ns/low"}, m[1:]); diff != "" {
 				t.Errorf("read back (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPreemptionTakesFromTheHeavierLocalQueue: under admission fair
+// sharing, a preemption in a ClusterQueue takes first from the LocalQueue
+// that consumed more, before priority (Kueue's candidate ordering);
+// without it, the lower priority goes first.
+func TestPreemptionTakesFromTheHeavierLocalQueue(t *testing.T) {
+	for name, tc := range map[string]struct {
+		afs         *configv1beta1.AdmissionFairSharing
+		wantEvicted string
+	}{
+		"admission fair sharing: the heavier LocalQueue's workload": {
+			afs: &configv1beta1.AdmissionFairSharing{UsageSamplingInterval: &metav1.Duration{Duration: time.Minute}}, wantEvicted: "heavy",
+		},
+		"without it: the lower priority": {wantEvicted: "light"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+			cq.Spec.AdmissionScope = &strata.AdmissionScope{AdmissionMode: strata.UsageBasedAdmissionFairSharing}
+			lq := func(name, used string) *strata.LocalQueue {
+				q := testutil.MakeLocalQueue(name, "ns", "cq")
+				q.Status.FairSharing = &strata.LocalQueueFairSharingStatus{AdmissionFairSharingStatus: &strata.AdmissionFairSharingStatus{
+					ConsumedResources: rl("cpu", used), LastUpdate: metav1.NewTime(created)}}
+				return q
+			}
+			e := newSchedEnv(t, []client.Object{cq, lq("a", "10"), lq("b", "1"), lq("c", "0"),
+				job("heavy", "a", 2, ptr.To[int32](1), 0), job("light", "b", 2, ptr.To[int32](0), 1)},
+				nil, []*corev1.Node{tasNode("r1-n1", "r1", "4")}, interceptor.Funcs{})
+			e.s.WithAdmissionFairSharing(queue.NewAdmissionFairSharing(tc.afs))
+			pass := func() map[string]outcome {
+				t.Helper()
+				if err := e.s.Schedule(t.Context()); err != nil {
+					t.Fatalf("Schedule(): %v", err)
+				}
+				got := e.outcomes(t)
+				e.informed(t)
+				return got
+			}
+			if diff := cmp.Diff(map[string]outcome{"heavy": admitted, "light": admitted}, withoutMessages(pass(), nil)); diff != "" {
+				t.Fatalf("first pass (-want,+got):\n%s", diff)
+			}
+			if err := e.c.Create(t.Context(), job("high", "c", 2, ptr.To[int32](10), 2)); err != nil {
+				t.Fatal(err)
+			}
+			e.informed(t)
+			got := pass()
+			for _, name := range []string{"heavy", "light"} {
+				if evicted := got[name].Reason != ReasonAdmitted; evicted != (name == tc.wantEvicted) {
+					t.Errorf("%s: %+v, want evicted %t", name, got[name], name == tc.wantEvicted)
+				}
 			}
 		})
 	}

@@ -141,6 +141,11 @@ type Scheduler struct {
 	// admitted from each LocalQueue since its last usage sample.
 	afs          queue.AdmissionFairSharing
 	afsPenalties queue.Penalties
+	// lqUsage is the pass's LocalQueue usage, and afsScoped the
+	// ClusterQueues that order by it (nil when admission fair sharing is
+	// off): preemption takes first from the LocalQueue that consumed more.
+	lqUsage   *queue.UsagePass
+	afsScoped map[string]bool
 	// round is what the current round of a pass charged the books (its
 	// admissions and preemptions); see roundBooks.
 	round    roundBooks
@@ -446,6 +451,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	turnOf := make(map[string]*queue.Turn[*strata.Workload], len(byQueue))
 	retries := map[*strata.Workload]int{}
 	var lqUsage *queue.UsagePass
+	s.lqUsage, s.afsScoped = nil, nil
 	if s.afs.On() {
 		lqUsage = s.afs.NewPass(func(key types.NamespacedName) *strata.LocalQueue {
 			lq := &strata.LocalQueue{}
@@ -454,6 +460,12 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			}
 			return lq
 		}, s.afsPenalties)
+		s.lqUsage, s.afsScoped = lqUsage, map[string]bool{}
+		for _, cq := range cqs {
+			if s.afs.Orders(cq) {
+				s.afsScoped[cq.Name] = true
+			}
+		}
 	}
 	for q, wls := range byQueue {
 		if s.afs.Orders(queues[q]) {

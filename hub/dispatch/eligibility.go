@@ -20,8 +20,12 @@ import (
 // passView is what a pass knows of the workers besides their targets.
 type passView struct {
 	// onDispatch, when set, is told of each Workload the pass dispatches
-	// (admission fair sharing counts it against its LocalQueue).
+	// (admission fair sharing counts it against its LocalQueue); lqUsage
+	// is the LocalQueues' usage and afsScoped the hub ClusterQueues that
+	// order by it (nil when admission fair sharing is off).
 	onDispatch    func(*strata.Workload)
+	lqUsage       *queue.UsagePass
+	afsScoped     map[string]bool
 	clusterLabels map[string]labels.Set
 	// queueOf is how each worker's copies are queued (its WorkerCluster's
 	// localQueueName and onboarding).

@@ -71,7 +71,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	var lqUsage *queue.UsagePass
 	byUsage := func(a, b pending) int { return lqUsage.Compare(a.wl, b.wl) }
 	resort := false
-	view.onDispatch = nil
+	view.onDispatch, view.lqUsage, view.afsScoped = nil, nil, nil
 	if d.afs.On() {
 		lqUsage = d.afs.NewPass(func(key types.NamespacedName) *strata.LocalQueue {
 			lq := &strata.LocalQueue{}
@@ -83,6 +83,12 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 		view.onDispatch = func(wl *strata.Workload) {
 			lqUsage.Admitted(wl)
 			resort = true
+		}
+		view.lqUsage, view.afsScoped = lqUsage, map[string]bool{}
+		for name, cq := range queues {
+			if d.afs.Orders(cq) {
+				view.afsScoped[name] = true
+			}
 		}
 	}
 	for _, t := range byQueue {

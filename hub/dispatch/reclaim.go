@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/preemption"
@@ -337,6 +338,11 @@ func reclaimSearch(cq *strata.ClusterQueue, books *queue.Books, view *passView, 
 			}
 			w := preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
 				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.charged()}
+			if view.afsScoped[v.queue] && view.lqUsage != nil {
+				// Admission fair sharing: the LocalQueue that consumed
+				// more gives first.
+				w.LocalQueueUsage = ptr.To(view.lqUsage.Usage(v.e.wl))
+			}
 			// Victims being evicted already (by an earlier pass, or an
 			// earlier hub process) count as gone.
 			if Evicting(v.e.wl) {

@@ -36,6 +36,10 @@ type Workload struct {
 	AdmittedAt time.Time
 	// Requests is what it holds of its queue's quota on the flavor.
 	Requests corev1.ResourceList
+	// LocalQueueUsage, under admission fair sharing in its ClusterQueue,
+	// is its LocalQueue's usage (queue.AdmissionFairSharing.Usage); nil
+	// otherwise.
+	LocalQueueUsage *float64
 }
 
 // Preemptor is the pending workload.
@@ -326,13 +330,18 @@ func usesAny(held, resources corev1.ResourceList) bool {
 }
 
 // Order sorts candidates as Kueue does: workloads of other queues (which
-// borrow) first, then lower priority first, then the most recently
+// borrow) first; under admission fair sharing, of two workloads of one
+// ClusterQueue from different LocalQueues, that of the LocalQueue that
+// consumed more first; then lower priority first, then the most recently
 // admitted first; the key breaks ties.
 func Order(pre Preemptor, cands []Workload) {
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if oa, ob := a.Queue != pre.Queue, b.Queue != pre.Queue; oa != ob {
 			return oa
+		}
+		if a.Queue == b.Queue && a.LocalQueueUsage != nil && b.LocalQueueUsage != nil && *a.LocalQueueUsage != *b.LocalQueueUsage {
+			return *a.LocalQueueUsage > *b.LocalQueueUsage
 		}
 		if a.Priority != b.Priority {
 			return a.Priority < b.Priority

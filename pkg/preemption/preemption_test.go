@@ -364,6 +364,30 @@ func TestOrder(t *testing.T) {
 	}
 }
 
+// TestOrderByLocalQueueUsage: under admission fair sharing, of one
+// ClusterQueue's candidates, those of the LocalQueue that consumed more
+// come first, before priority (Kueue's candidate ordering); candidates
+// without a usage keep the classical order.
+func TestOrderByLocalQueueUsage(t *testing.T) {
+	usage := func(v float64) *float64 { return &v }
+	pre := Preemptor{Queue: "a", Priority: 10}
+	cands := []Workload{
+		{Key: types.NamespacedName{Name: "light-low"}, Queue: "a", Priority: 1, AdmittedAt: t0, LocalQueueUsage: usage(1)},
+		{Key: types.NamespacedName{Name: "heavy-high"}, Queue: "a", Priority: 5, AdmittedAt: t0, LocalQueueUsage: usage(8)},
+		{Key: types.NamespacedName{Name: "other-queue"}, Queue: "b", Priority: 9, AdmittedAt: t0, LocalQueueUsage: usage(0)},
+		{Key: types.NamespacedName{Name: "heavy-low"}, Queue: "a", Priority: 2, AdmittedAt: t0, LocalQueueUsage: usage(8)},
+	}
+	Order(pre, cands)
+	var got []string
+	for _, c := range cands {
+		got = append(got, c.Key.Name)
+	}
+	want := []string{"other-queue", "heavy-low", "heavy-high", "light-low"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Order (-want +got):\n%s", diff)
+	}
+}
+
 // TestVictimQueues: the queues a summary lists preemptible capacity of.
 func TestVictimQueues(t *testing.T) {
 	mk := func(name, cohort string, p *strata.ClusterQueuePreemption) *strata.ClusterQueue {

@@ -191,6 +191,9 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	lqUsage := afs.NewPass(func(key types.NamespacedName) *strata.LocalQueue {
 		return in.LocalQueues[key.Namespace+"/"+key.Name]
 	}, queue.Penalties{})
+	if afs.On() {
+		st.afs, st.lqUsage = afs, lqUsage
+	}
 	order := func(t *queue.Turn[*pendingItem]) {
 		if afs.Orders(t.Queue) {
 			slices.SortStableFunc(t.Items, func(a, b *pendingItem) int { return lqUsage.Compare(a.wl, b.wl) })

@@ -32,6 +32,10 @@ type runState struct {
 	// held is what the current round holds for heads that found no
 	// victims (holdRound); roundAdmitted, what its admissions charged.
 	held, roundAdmitted []heldQuota
+	// afs and lqUsage are admission fair sharing and the LocalQueues'
+	// usage (nil when it is off).
+	afs     queue.AdmissionFairSharing
+	lqUsage *queue.UsagePass
 }
 
 // running is an admitted workload holding capacity on one flavor.
@@ -317,8 +321,7 @@ func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.
 			// not to free (the agent's search leaves it out too).
 			continue
 		}
-		cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}, Queue: r.queue,
-			Priority: priority, QueuedAt: queue.QueuedAt(r.wl), AdmittedAt: r.admitted, Requests: r.requests})
+		cands = append(cands, st.candidate(r, priority))
 		usages = append(usages, r.usage)
 	}
 	capacity := &preemption.SnapshotCapacity{Snap: fs.snapshot, Usages: usages, Place: func(s *tas.Snapshot) ([]tas.Usage, error) {
@@ -330,6 +333,17 @@ func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.
 	policy := preemption.PolicyOf(cq)
 	policy.Fair = preemption.FairStrategies(st.in.FairSharing)
 	return preemption.Find(pre, policy, st.books, fs.flavor.Name, cands, capacity)
+}
+
+// candidate describes a running workload for a preemption search; under
+// admission fair sharing in its ClusterQueue, with its LocalQueue's usage.
+func (st *runState) candidate(r *running, priority int32) preemption.Workload {
+	w := preemption.Workload{Key: types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}, Queue: r.queue,
+		Priority: priority, QueuedAt: queue.QueuedAt(r.wl), AdmittedAt: r.admitted, Requests: r.requests}
+	if st.lqUsage != nil && st.afs.Orders(st.in.ClusterQueues[r.queue]) {
+		w.LocalQueueUsage = ptr.To(st.lqUsage.Usage(r.wl))
+	}
+	return w
 }
 
 // heightAfterPreempting is Kueue's preemption oracle for the order of a
@@ -347,8 +361,7 @@ func (st *runState) heightAfterPreempting(fs *flavorState, cq *strata.ClusterQue
 		if r.wl == wl || upTo != nil && priority > *upTo {
 			continue
 		}
-		cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}, Queue: r.queue,
-			Priority: priority, QueuedAt: queue.QueuedAt(r.wl), AdmittedAt: r.admitted, Requests: r.requests})
+		cands = append(cands, st.candidate(r, priority))
 	}
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl),
 		QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}

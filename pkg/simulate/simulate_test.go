@@ -653,6 +653,41 @@ func TestFairSharingExample(t *testing.T) {
 	}
 }
 
+// TestAdmissionFairSharingExample runs docs/examples/admission-fair-sharing
+// with the agent configuration of
+// docs/examples/config/agent-admission-fair-sharing.yaml, as the admin
+// guide shows it, and without it.
+func TestAdmissionFairSharingExample(t *testing.T) {
+	for _, afs := range []bool{true, false} {
+		in, err := Load(filepath.Join("..", "..", "docs", "examples", "admission-fair-sharing"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if afs {
+			cfg, err := config.LoadAgent(filepath.Join("..", "..", "docs", "examples", "config", "agent-admission-fair-sharing.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.AdmissionFairSharing = cfg.AdmissionFairSharing
+		}
+		results, err := Run(in, tas.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, r := range results {
+			got[r.Name] = r.Admitted
+		}
+		want := map[string]bool{"research-urgent": true, "research-big": false, "web-1": true, "web-2": true, "web-3": true}
+		if !afs {
+			want = map[string]bool{"research-urgent": true, "research-big": true, "web-1": true, "web-2": true, "web-3": false}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("admission fair sharing %v: admitted (-want,+got):\n%s", afs, diff)
+		}
+	}
+}
+
 // TestFlavorFungibility: simulate walks a ClusterQueue's flavors as the
 // agent does. With whenCanPreempt Preempt and whenCanBorrow
 // TryNextFlavor, preempting a lower-priority workload on the second flavor

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
@@ -28,8 +29,12 @@ type QueueView struct {
 	// LocalQueue is set when the view is of one LocalQueue
 	// (namespace/name); Pending then lists its workloads only, with their
 	// positions in both queues.
-	LocalQueue string        `json:"localQueue,omitempty"`
-	Pending    []PendingView `json:"pending"`
+	LocalQueue string `json:"localQueue,omitempty"`
+	// ByLocalQueueUsage: the ClusterQueue orders its workloads by their
+	// LocalQueues' consumed usage first (admission fair sharing), as the
+	// LocalQueues' status shows it, each resource weighing 1.
+	ByLocalQueueUsage bool          `json:"byLocalQueueUsage,omitempty"`
+	Pending           []PendingView `json:"pending"`
 }
 
 // PendingView is one pending workload.
@@ -65,10 +70,13 @@ func pendingHere(wl *strata.Workload, hub bool) bool {
 }
 
 // newQueueView orders the pending Workloads of the LocalQueues that point
-// at ClusterQueue cq (lqs: namespace/name → its ClusterQueue) as the
-// scheduler serves them: priority, then queue time, then name. When
-// onlyLocal is set, only that LocalQueue's workloads are listed.
-func newQueueView(cq string, lqs map[types.NamespacedName]string, wls []strata.Workload, hub bool, onlyLocal *types.NamespacedName) QueueView {
+// at ClusterQueue cq (lqs: namespace/name → the LocalQueue) as the
+// scheduler serves them: priority, then queue time, then name; under
+// admission fair sharing (cqObj's admissionScope, and a LocalQueue of it
+// with a consumed usage in its status: the agent or hub keeps it), their
+// LocalQueue's usage first. When onlyLocal is set, only that LocalQueue's
+// workloads are listed.
+func newQueueView(cq string, cqObj *strata.ClusterQueue, lqs map[types.NamespacedName]*strata.LocalQueue, wls []strata.Workload, hub bool, onlyLocal *types.NamespacedName) QueueView {
 	v := QueueView{Role: roleWorker, ClusterQueue: cq, Pending: []PendingView{}}
 	if hub {
 		v.Role = roleHub
@@ -79,11 +87,23 @@ func newQueueView(cq string, lqs map[types.NamespacedName]string, wls []strata.W
 	var pending []*strata.Workload
 	for i := range wls {
 		wl := &wls[i]
-		if lqs[queue.Key(wl)] == cq && pendingHere(wl, hub) {
+		if lq := lqs[queue.Key(wl)]; lq != nil && lq.Spec.ClusterQueue == cq && pendingHere(wl, hub) {
 			pending = append(pending, wl)
 		}
 	}
-	slices.SortStableFunc(pending, queue.Compare)
+	// The weights of resources are in the agent's (or hub's)
+	// configuration, not here: each weighs 1.
+	afs := queue.NewAdmissionFairSharing(&configv1beta1.AdmissionFairSharing{})
+	for _, lq := range lqs {
+		if afs.Orders(cqObj) && lq.Spec.ClusterQueue == cq && lq.Status.FairSharing != nil && lq.Status.FairSharing.AdmissionFairSharingStatus != nil {
+			v.ByLocalQueueUsage = true
+		}
+	}
+	if v.ByLocalQueueUsage {
+		slices.SortStableFunc(pending, afs.NewPass(func(key types.NamespacedName) *strata.LocalQueue { return lqs[key] }, queue.Penalties{}).Compare)
+	} else {
+		slices.SortStableFunc(pending, queue.Compare)
+	}
 	perLocal := map[types.NamespacedName]int{}
 	for i, wl := range pending {
 		lq := queue.Key(wl)
@@ -123,6 +143,9 @@ func writeQueueTable(w io.Writer, v QueueView, now time.Time) error {
 	if v.LocalQueue != "" {
 		head = fmt.Sprintf("LocalQueue %s of ClusterQueue %s (on the %s): %d pending", v.LocalQueue, v.ClusterQueue, v.Role, len(v.Pending))
 	}
+	if v.ByLocalQueueUsage {
+		head += "; by LocalQueue usage first (admission fair sharing)"
+	}
 	if _, err := fmt.Fprintln(w, head); err != nil {
 		return err
 	}
@@ -152,7 +175,9 @@ func newQueueCommand() *cobra.Command {
 		Short: "The pending workloads of a LocalQueue or ClusterQueue in admission order, with their positions and why they wait",
 		Long: `queue lists the workloads waiting in a ClusterQueue (cq/NAME), or in one
 of its LocalQueues (NAME, in -n's namespace), in the order the agent or the
-hub serves them: higher priority first, then older first. Each has its
+hub serves them: higher priority first, then older first (under admission
+fair sharing, the LocalQueue that consumed less first, each resource
+weighing 1 here). Each has its
 position in the ClusterQueue and in its LocalQueue (Kueue's
 positionInClusterQueue and positionInLocalQueue) and its Admitted
 condition's reason. On a worker a workload waits until the agent admits it;
@@ -214,9 +239,17 @@ func readQueue(ctx context.Context, s *session, cq string, only *types.Namespace
 	if err := s.client.List(ctx, &lqList); err != nil {
 		return QueueView{}, apiError(err, "LocalQueue", "localqueues", s.where)
 	}
-	lqs := map[types.NamespacedName]string{}
-	for _, lq := range lqList.Items {
-		lqs[types.NamespacedName{Namespace: lq.Namespace, Name: lq.Name}] = lq.Spec.ClusterQueue
+	lqs := map[types.NamespacedName]*strata.LocalQueue{}
+	for i := range lqList.Items {
+		lq := &lqList.Items[i]
+		lqs[types.NamespacedName{Namespace: lq.Namespace, Name: lq.Name}] = lq
+	}
+	var cqObj *strata.ClusterQueue
+	var c strata.ClusterQueue
+	if err := s.client.Get(ctx, types.NamespacedName{Name: cq}, &c); err == nil {
+		cqObj = &c
+	} else if client.IgnoreNotFound(err) != nil {
+		return QueueView{}, apiError(err, "ClusterQueue", "clusterqueues", s.where)
 	}
 	var wls strata.WorkloadList
 	if err := s.client.List(ctx, &wls); err != nil {
@@ -226,5 +259,5 @@ func readQueue(ctx context.Context, s *session, cq string, only *types.Namespace
 	if err != nil {
 		return QueueView{}, apiError(err, "WorkerCluster", "workerclusters", s.where)
 	}
-	return newQueueView(cq, lqs, wls.Items, hub, only), nil
+	return newQueueView(cq, cqObj, lqs, wls.Items, hub, only), nil
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -35,7 +37,21 @@ func TestNewQueueView(t *testing.T) {
 		wl("ml", "old-low", "a", 1, 1), wl("ml", "new-high", "a", 10, 5), wl("web", "mid", "b", 5, 2), wl("ml", "old-high", "a", 10, 3),
 		wl("other", "elsewhere", "c", 99, 0), admitted, dispatched, finished, deactivated,
 	}
-	lqs := map[types.NamespacedName]string{{Namespace: "ml", Name: "a"}: "cq", {Namespace: "web", Name: "b"}: "cq", {Namespace: "other", Name: "c"}: "other-cq"}
+	lqs := map[types.NamespacedName]*strata.LocalQueue{
+		{Namespace: "ml", Name: "a"}:    testutil.MakeLocalQueue("a", "ml", "cq"),
+		{Namespace: "web", Name: "b"}:   testutil.MakeLocalQueue("b", "web", "cq"),
+		{Namespace: "other", Name: "c"}: testutil.MakeLocalQueue("c", "other", "other-cq"),
+	}
+	// Under admission fair sharing, ml/a consumed more than web/b.
+	fair := testutil.MakeClusterQueue("cq").Obj()
+	fair.Spec.AdmissionScope = &strata.AdmissionScope{AdmissionMode: strata.UsageBasedAdmissionFairSharing}
+	used := map[types.NamespacedName]*strata.LocalQueue{}
+	for k, lq := range lqs {
+		lq = lq.DeepCopy()
+		lq.Status.FairSharing = &strata.LocalQueueFairSharingStatus{AdmissionFairSharingStatus: &strata.AdmissionFairSharingStatus{
+			ConsumedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(map[string]string{"a": "8", "b": "1", "c": "0"}[k.Name])}}}
+		used[k] = lq
+	}
 	names := func(v QueueView) []string {
 		var out []string
 		for _, p := range v.Pending {
@@ -46,8 +62,18 @@ func TestNewQueueView(t *testing.T) {
 	cases := map[string]struct {
 		hub  bool
 		only *types.NamespacedName
+		cq   *strata.ClusterQueue
+		lqs  map[types.NamespacedName]*strata.LocalQueue
 		want []string
 	}{
+		"admission fair sharing: the LocalQueue that consumed less first": {
+			cq: fair, lqs: used,
+			want: []string{"web/mid 1/1", "ml/sent 2/1", "ml/old-high 3/2", "ml/new-high 4/3", "ml/old-low 5/4"},
+		},
+		"an admissionScope without usage in the LocalQueues' status (admission fair sharing off): priority, then age": {
+			cq:   fair,
+			want: []string{"ml/sent 1/1", "ml/old-high 2/2", "ml/new-high 3/3", "web/mid 4/1", "ml/old-low 5/4"},
+		},
 		"a worker's ClusterQueue: priority, then age; admitted, finished and deactivated ones are not pending": {
 			// sent has a hub placement but no admission here: it waits.
 			want: []string{"ml/sent 1/1", "ml/old-high 2/2", "ml/new-high 3/3", "web/mid 4/1", "ml/old-low 5/4"},
@@ -63,18 +89,21 @@ func TestNewQueueView(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			v := newQueueView("cq", lqs, wls, tc.hub, tc.only)
+			if tc.lqs == nil {
+				tc.lqs = lqs
+			}
+			v := newQueueView("cq", tc.cq, tc.lqs, wls, tc.hub, tc.only)
 			if diff := cmp.Diff(tc.want, names(v)); diff != "" {
 				t.Errorf("pending (-want,+got):\n%s", diff)
 			}
 		})
 	}
-	v := newQueueView("cq", lqs, wls, false, nil)
+	v := newQueueView("cq", nil, lqs, wls, false, nil)
 	if at, of := positionOf(v, &wls[1]); at != 3 || of != 5 {
 		t.Errorf("positionOf(new-high) = %d of %d, want 3 of 5", at, of)
 	}
 	var out bytes.Buffer
-	if err := writeQueueTable(&out, newQueueView("cq", lqs, wls, false, &types.NamespacedName{Namespace: "web", Name: "b"}), t0.Add(time.Hour)); err != nil {
+	if err := writeQueueTable(&out, newQueueView("cq", nil, lqs, wls, false, &types.NamespacedName{Namespace: "web", Name: "b"}), t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	want := `LocalQueue web/b of ClusterQueue cq (on the worker): 1 pending

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
@@ -31,6 +32,12 @@ import (
 // quota evicts dispatched Workloads as the queue's policy allows, the
 // fewest by Kueue's order; victims being evicted already count as gone;
 // a reclaim under way waits for its victims and starts no other.
+// inQueue puts a Workload in LocalQueue lq.
+func inQueue(wl *strata.Workload, lq string) *strata.Workload {
+	wl.Spec.QueueName = lq
+	return wl
+}
+
 func TestReclaimQuota(t *testing.T) {
 	const flavor = "gpu"
 	base := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
@@ -77,7 +84,18 @@ func TestReclaimQuota(t *testing.T) {
 		wantMarked  []string // evicted by this call's writes
 		// noSearchLeft: the pass made its reclaimSearchesPerPass searches.
 		noSearchLeft bool
+		// lqUsed turns admission fair sharing on in queue a: the CPUs
+		// each LocalQueue of ns consumed.
+		lqUsed map[string]string
 	}{
+		"admission fair sharing in the victims' queue: the LocalQueue that consumed more gives first, not the newest": {
+			policy:      reclaimAny,
+			running:     []running{{inQueue(dispatchedWL("a1", 0, 1, false), "heavy"), "a"}, {inQueue(dispatchedWL("a2", 0, 2, false), "light"), "a"}},
+			lqUsed:      map[string]string{"heavy": "8", "light": "1"},
+			wantMessage: "preempting 1 workload(s) at the hub to free quota of flavor gpu; dispatched once their copies are taken back: ns/a1",
+			wantVictims: []string{"a1"},
+			wantMarked:  []string{"a1"},
+		},
 		"no search left in this pass: nothing said, nothing done": {
 			policy:       reclaimAny,
 			running:      []running{{dispatchedWL("a1", 0, 1, false), "a"}, {dispatchedWL("a2", 0, 2, false), "a"}},
@@ -137,6 +155,15 @@ func TestReclaimQuota(t *testing.T) {
 			view := &passView{quota: map[quotaKey]quotaOutcome{}, reclaimSearches: reclaimSearchesPerPass, noReclaim: map[reclaimKey]string{}}
 			if tc.noSearchLeft {
 				view.reclaimSearches = 0
+			}
+			if tc.lqUsed != nil {
+				view.afsScoped = map[string]bool{"a": true}
+				view.lqUsage = queue.NewAdmissionFairSharing(&configv1beta1.AdmissionFairSharing{}).NewPass(func(key types.NamespacedName) *strata.LocalQueue {
+					lq := testutil.MakeLocalQueue(key.Name, key.Namespace, "a")
+					lq.Status.FairSharing = &strata.LocalQueueFairSharingStatus{AdmissionFairSharingStatus: &strata.AdmissionFairSharingStatus{
+						ConsumedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(tc.lqUsed[key.Name])}}}
+					return lq
+				}, queue.Penalties{})
 			}
 			usage := map[string]map[string]corev1.ResourceList{}
 			for _, r := range tc.running {

@@ -326,6 +326,7 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 	}
 	message := fmt.Sprintf("preempted to make room for %s (priority %d) of ClusterQueue %s on flavor %s: %s", client.ObjectKeyFromObject(by), queue.Priority(by), cq.Name, flavor, preemption.PolicyNote(v.Reason, cq))
 	cur = cur.DeepCopy()
+	workload.AccumulateExecution(cur.Spec.MaximumExecutionTimeSeconds, &cur.Status, s.clock.Now())
 	cur.Status.Admission = nil
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: message})
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: v.Reason, Message: message})

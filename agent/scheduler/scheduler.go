@@ -1432,6 +1432,7 @@ func (s *Scheduler) evictStopped(ctx context.Context, key types.NamespacedName, 
 	if cur.Status.Admission == nil {
 		return true, nil
 	}
+	workload.AccumulateExecution(cur.Spec.MaximumExecutionTimeSeconds, &cur.Status, s.clock.Now())
 	cur.Status.Admission = nil
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: reason, Message: message})
 	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: reason, Message: message})

@@ -65,6 +65,15 @@ const (
 	// completions to the parallelism it is admitted with, too. The Job
 	// must be Indexed with completions equal to parallelism.
 	JobCompletionsEqualParallelismAnnotation = Prefix + "job-completions-equal-parallelism"
+	// MaxExecTimeSecondsLabel on a job of any kind (Kueue's
+	// max-exec-time-seconds, under either prefix) is the longest, in
+	// seconds, its Workload may stay admitted in all (a positive base-10
+	// integer): past it, the Workload is deactivated and the job
+	// stopped. Read when the Workload is created.
+	MaxExecTimeSecondsLabel = Prefix + "max-exec-time-seconds"
+	// KueueMaxExecTimeSecondsLabel is Kueue's spelling of
+	// MaxExecTimeSecondsLabel, read when that is absent.
+	KueueMaxExecTimeSecondsLabel = KueuePrefix + "max-exec-time-seconds"
 )
 
 // Labels, annotations and gates Strata writes.

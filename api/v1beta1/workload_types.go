@@ -61,6 +61,17 @@ type WorkloadSpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	Active *bool `json:"active,omitempty"`
+
+	// maximumExecutionTimeSeconds, when set, is the longest the workload
+	// may stay admitted, summed over its admissions (Kueue's KEP-3125,
+	// from the job's strata.dev/max-exec-time-seconds or
+	// kueue.x-k8s.io/max-exec-time-seconds label): past it, the workload
+	// is deactivated (spec.active false, reason
+	// MaximumExecutionTimeExceeded) and its job stopped.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaximumExecutionTimeSeconds *int32 `json:"maximumExecutionTimeSeconds,omitempty"`
 }
 
 // PodSet is a group of identical pods.
@@ -337,6 +348,16 @@ type WorkloadStatus struct {
 	//
 	// +optional
 	RequeueState *RequeueState `json:"requeueState,omitempty"`
+
+	// accumulatedPastExecutionTimeSeconds is how long, in seconds, the
+	// workload was admitted in its earlier admissions, counted for
+	// spec.maximumExecutionTimeSeconds only (Kueue's
+	// accumulatedPastExexcutionTimeSeconds); reset when the workload is
+	// deactivated for exceeding it.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	AccumulatedPastExecutionTimeSeconds *int32 `json:"accumulatedPastExecutionTimeSeconds,omitempty"`
 }
 
 // RequeueState is the backoff of a workload evicted for pods not ready.
@@ -669,6 +690,15 @@ const (
 	// waitForPodsReady's backoffLimitCount allows; the workload is
 	// deactivated (spec.active false).
 	RequeuingLimitExceeded = "RequeuingLimitExceeded"
+	// MaximumExecutionTimeExceeded: the workload was admitted for longer
+	// than its spec.maximumExecutionTimeSeconds in all; it is deactivated
+	// (spec.active false).
+	MaximumExecutionTimeExceeded = "MaximumExecutionTimeExceeded"
+	// WorkloadDeactivationTarget (Kueue's condition type) is True on an
+	// admitted workload about to be deactivated, its reason saying why
+	// (MaximumExecutionTimeExceeded); the eviction that follows the
+	// deactivation removes it and says the reason.
+	WorkloadDeactivationTarget = "DeactivationTarget"
 	// WaitingForPodsReady: the workload fits, but the agent admits nothing
 	// while an admitted workload's pods are not all ready
 	// (waitForPodsReady.blockAdmission).

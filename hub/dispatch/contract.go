@@ -334,8 +334,9 @@ func HubJob(ctx context.Context, c client.Reader, wl *strata.Workload, opts ...c
 // pinned and its dispatch time noted (the order in which the worker's
 // agent admits copies of equal priority), and with hint, when not empty,
 // as its topology hint (the placement the hub reserved, see
-// workload.EncodeTopologyHints), and with how many times its earlier
-// copies' pods were not ready in time, when they were. A kind that can
+// workload.EncodeTopologyHints), with how many times its earlier
+// copies' pods were not ready in time, when they were, and with what is
+// left of the Workload's maximum execution time, when it has one. A kind that can
 // (jobs.GatedStart: a batch/v1 Job) is sent running instead, its pods
 // held by the topology scheduling gate until the worker's agent admits it
 // and releases them: the agent then writes nothing to the copy itself.
@@ -368,6 +369,12 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 	delete(annotations, strata.PodSetCountsAnnotation)
 	if p := wl.Status.Placement; p != nil && len(p.PodSetCounts) > 0 {
 		annotations[strata.PodSetCountsAnnotation] = workload.FormatPodSetCounts(p.PodSetCounts)
+	}
+	if m := wl.Spec.MaximumExecutionTimeSeconds; m != nil {
+		// What is left of it: the time earlier copies were admitted is
+		// counted (Kueue's manager counts its Workload's admissions).
+		delete(labels, strata.KueueMaxExecTimeSecondsLabel)
+		labels[strata.MaxExecTimeSecondsLabel] = strconv.FormatInt(max(int64(*m)-int64(workload.Accumulated(&wl.Status)/time.Second), 1), 10)
 	}
 	delete(annotations, strata.RequeueCountAnnotation)
 	if n := workload.RequeueCount(wl); n > 0 {
@@ -436,14 +443,17 @@ func Judge(copyWL *strata.Workload) (Verdict, string, string) {
 			return Refused, c.Reason, c.Message
 		case ReasonCopyDeactivated:
 			// Deactivated there (spec.active false): by the worker's
-			// waitForPodsReady past its backoffLimitCount, or by someone
-			// on the worker. Judged once the eviction is done (its
-			// requeueState cleared), when the message says which.
-			if workload.IsActive(copyWL) || copyWL.Status.RequeueState != nil {
+			// waitForPodsReady past its backoffLimitCount, for its
+			// maximum execution time, or by someone on the worker. Judged
+			// once the eviction is done (its requeueState and its
+			// deactivation mark cleared), when the message says which.
+			if workload.IsActive(copyWL) || copyWL.Status.RequeueState != nil || workload.ExecutionExceeded(copyWL) {
 				return Waiting, "", ""
 			}
-			if strings.Contains(c.Message, strata.RequeuingLimitExceeded) {
-				return Refused, strata.RequeuingLimitExceeded, c.Message
+			for _, cause := range []string{strata.RequeuingLimitExceeded, strata.MaximumExecutionTimeExceeded} {
+				if strings.Contains(c.Message, cause) {
+					return Refused, cause, c.Message
+				}
 			}
 			return Refused, c.Reason, c.Message
 		}

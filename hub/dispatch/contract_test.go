@@ -358,6 +358,17 @@ func TestJudge(t *testing.T) {
 				{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Deactivated", Message: "deactivated (RequeuingLimitExceeded): ..."}}}},
 			want: Refused, wantReason: "RequeuingLimitExceeded", wantMsg: "deactivated (RequeuingLimitExceeded): ...",
 		},
+		"deactivated there for its maximum execution time": {
+			wl: &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
+				{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Deactivated", Message: "deactivated (MaximumExecutionTimeExceeded): ..."}}}},
+			want: Refused, wantReason: "MaximumExecutionTimeExceeded", wantMsg: "deactivated (MaximumExecutionTimeExceeded): ...",
+		},
+		"deactivated for its maximum execution time, its eviction not done yet (marked)": {
+			wl: &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
+				cond(strata.WorkloadAdmitted, "False", "Deactivated"),
+				cond(strata.WorkloadDeactivationTarget, "True", strata.MaximumExecutionTimeExceeded)}}},
+			want: Waiting,
+		},
 		"deactivated there by someone": {
 			wl:   &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", "Deactivated")}}},
 			want: Refused, wantReason: "Deactivated", wantMsg: "Deactivated said",
@@ -546,6 +557,42 @@ func TestNewCopyRequeueCount(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, count, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("the copy's count (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNewCopyMaxExecTime: a copy carries what is left of the hub
+// Workload's maximum execution time under Strata's label, Kueue's label
+// dropped; at least a second, so that it stays valid.
+func TestNewCopyMaxExecTime(t *testing.T) {
+	for name, tc := range map[string]struct {
+		labels      map[string]string
+		max         *int32
+		accumulated *int32
+		want        map[string]string
+	}{
+		"none":                   {},
+		"the user's label alone": {labels: map[string]string{"team": "a"}, want: map[string]string{"team": "a"}},
+		"the whole time": {labels: map[string]string{strata.KueueMaxExecTimeSecondsLabel: "600"}, max: ptr.To[int32](600),
+			want: map[string]string{strata.MaxExecTimeSecondsLabel: "600"}},
+		"what earlier copies left": {labels: map[string]string{strata.MaxExecTimeSecondsLabel: "600"}, max: ptr.To[int32](600), accumulated: ptr.To[int32](250),
+			want: map[string]string{strata.MaxExecTimeSecondsLabel: "350"}},
+		"used up: one second": {labels: map[string]string{strata.MaxExecTimeSecondsLabel: "600"}, max: ptr.To[int32](600), accumulated: ptr.To[int32](700),
+			want: map[string]string{strata.MaxExecTimeSecondsLabel: "1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			hubJob := batchjob.Adapt(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", Labels: tc.labels}})
+			wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: "wl-uid"}, Spec: strata.WorkloadSpec{MaximumExecutionTimeSeconds: tc.max},
+				Status: strata.WorkloadStatus{AccumulatedPastExecutionTimeSeconds: tc.accumulated}}
+			got := map[string]string{}
+			for k, v := range NewCopy(hubJob, wl, "hub-a", "q", "gpu", 1, "").Object().GetLabels() {
+				if !strings.HasPrefix(k, strata.Prefix) || strings.HasSuffix(k, "max-exec-time-seconds") {
+					got[k] = v
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("the copy's labels (-want,+got):\n%s", diff)
 			}
 		})
 	}

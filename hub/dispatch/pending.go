@@ -195,13 +195,20 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 }
 
 // deactivatedMessage says why an inactive hub Workload waits: the user's
-// deactivation, or its copies' pods not ready in time more often than a
-// worker's backoffLimitCount allows (its last attempt says so).
+// deactivation, its copies' pods not ready in time more often than a
+// worker's backoffLimitCount allows, or its maximum execution time used
+// up on a worker (its last attempt says so).
 func deactivatedMessage(wl *strata.Workload) string {
 	why := "the Workload is deactivated (spec.active: false)"
-	if p := wl.Status.Placement; p != nil && len(p.Attempts) > 0 && p.Attempts[len(p.Attempts)-1].Reason == strata.RequeuingLimitExceeded {
-		why = fmt.Sprintf("the Workload was deactivated (spec.active: false, %s): its pods were not ready in time on %s more often than waitForPodsReady's backoffLimitCount there allows",
-			strata.RequeuingLimitExceeded, p.Attempts[len(p.Attempts)-1].Cluster)
+	if p := wl.Status.Placement; p != nil && len(p.Attempts) > 0 {
+		switch last := p.Attempts[len(p.Attempts)-1]; last.Reason {
+		case strata.RequeuingLimitExceeded:
+			why = fmt.Sprintf("the Workload was deactivated (spec.active: false, %s): its pods were not ready in time on %s more often than waitForPodsReady's backoffLimitCount there allows",
+				strata.RequeuingLimitExceeded, last.Cluster)
+		case strata.MaximumExecutionTimeExceeded:
+			why = fmt.Sprintf("the Workload was deactivated (spec.active: false, %s): it ran on %s for its maximum execution time (spec.maximumExecutionTimeSeconds)",
+				strata.MaximumExecutionTimeExceeded, last.Cluster)
+		}
 	}
 	return fmt.Sprintf("%s; it is dispatched when spec.active is true: kubectl patch workload %s -n %s --type merge -p '{\"spec\":{\"active\":true}}'", why, wl.Name, wl.Namespace)
 }

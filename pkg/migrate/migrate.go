@@ -512,7 +512,7 @@ func (c *converter) kueueJob(o *unstructured.Unstructured) bool {
 		case k == KueueGroup+"/queue-name":
 			c.todo(o, "metadata.labels."+k, fmt.Sprintf("replace it with %s: %s (Strata reads its own label; a job with both would be managed by Kueue and Strata; migrate converts Kueue's objects, not jobs)",
 				strata.QueueNameLabel, o.GetLabels()[k]))
-		case k == strata.KueuePriorityClassLabel:
+		case k == strata.KueuePriorityClassLabel, k == strata.KueueMaxExecTimeSecondsLabel && runs:
 			// Strata reads it as Kueue does.
 		default:
 			c.note(o, "metadata.labels."+k, "Kueue's label; Strata does not read it")

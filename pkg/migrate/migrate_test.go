@@ -413,7 +413,7 @@ kind: Job
 metadata:
   name: train
   namespace: ml
-  labels: {kueue.x-k8s.io/queue-name: team-a, kueue.x-k8s.io/priority-class: high}
+  labels: {kueue.x-k8s.io/queue-name: team-a, kueue.x-k8s.io/priority-class: high, kueue.x-k8s.io/max-exec-time-seconds: "600"}
   annotations: {kueue.x-k8s.io/max-exec-time-seconds: "600", kueue.x-k8s.io/job-min-parallelism: "2"}`},
 			wantNotes: []string{
 				"MultiKueueConfig gpu-training-clusters-us-east-and-us-west-production-configuration: metadata.name: not a valid label name (name part must be no more than 63 bytes): its WorkerClusters and ClusterQueues use label multikueue-config.strata.dev/gpu-training-clusters-us-east-and-us-west-production-c-7aa2a6cf instead",

@@ -69,8 +69,10 @@ func JobPodSets(job *batchv1.Job) ([]strata.PodSet, field.ErrorList) {
 // the given kind with its pod sets: the queue, the priority class (see
 // PriorityClass), and the labels and the annotations of the dispatch
 // contract that a hub's copy carries and the unhealthy-nodes eviction
-// threshold (see CarryDispatch). errs are the pod sets' errors; the
-// missing queue label and an invalid threshold are added to them. The
+// threshold (see CarryDispatch), and the maximum execution time (see
+// MaxExecTime). errs are the pod sets' errors; the missing queue label,
+// an invalid threshold and an invalid maximum execution time are added
+// to them. The
 // Workload is returned with the errors, so that callers can record them
 // on it.
 func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.PodSet, errs field.ErrorList) (*strata.Workload, field.ErrorList) {
@@ -82,11 +84,14 @@ func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.Po
 	if _, _, terrs := UnhealthyNodesThreshold(obj.Annotations, field.NewPath("metadata", "annotations")); len(terrs) > 0 {
 		errs = append(errs, terrs...)
 	}
+	maxExec, merrs := MaxExecTime(obj.Labels, field.NewPath("metadata", "labels"))
+	errs = append(errs, merrs...)
 	class, source := PriorityClass(obj.Labels, podSets)
 	wl := &strata.Workload{
 		// The job's labels, for topology spreading's workloadLabelSelectors.
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.Namespace, Labels: maps.Clone(obj.Labels)},
-		Spec:       strata.WorkloadSpec{QueueName: queue, PriorityClassName: class, PriorityClassSource: source, PodSets: podSets},
+		Spec: strata.WorkloadSpec{QueueName: queue, PriorityClassName: class, PriorityClassSource: source, PodSets: podSets,
+			MaximumExecutionTimeSeconds: maxExec},
 	}
 	CarryDispatch(&wl.ObjectMeta, obj)
 	return wl, errs

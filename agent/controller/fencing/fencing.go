@@ -586,6 +586,7 @@ const evictWriters = 16
 // suspends the copy, and the scheduler holds it while the hub is fenced.
 func (f *Fence) evict(ctx context.Context, wl *strata.Workload, message string) error {
 	wl = wl.DeepCopy()
+	workload.AccumulateExecution(wl.Spec.MaximumExecutionTimeSeconds, &wl.Status, f.clock.Now())
 	wl.Status.Admission = nil
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: ReasonFenced, Message: message})
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonFenced, Message: message})

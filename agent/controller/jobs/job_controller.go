@@ -635,6 +635,7 @@ func holdNote(wl *strata.Workload) string {
 // Job's update fails; the retry then finds a started Job without admission
 // and stops it, which finishes the job.
 func (r *Reconciler) requeue(ctx context.Context, job pkgjobs.Job, wl *strata.Workload, again *time.Duration) error {
+	workload.AccumulateExecution(wl.Spec.MaximumExecutionTimeSeconds, &wl.Status, r.clock.Now())
 	wl.Status.Admission = nil
 	wl.Status.ReclaimablePods = job.ReclaimablePods() // see syncReclaimable
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
@@ -760,6 +761,7 @@ func resized(job pkgjobs.Job, wl *strata.Workload) string {
 // and admitted again as the Job is now.
 func (r *Reconciler) requeueChanged(ctx context.Context, job pkgjobs.Job, wl *strata.Workload, changed string) error {
 	message := "the Job changed after its admission (" + changed + "); it is admitted again as it is now"
+	workload.AccumulateExecution(wl.Spec.MaximumExecutionTimeSeconds, &wl.Status, r.clock.Now())
 	wl.Status.Admission = nil
 	wl.Status.ReclaimablePods = job.ReclaimablePods() // see syncReclaimable
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
@@ -801,6 +803,7 @@ func (r *Reconciler) syncReclaimable(ctx context.Context, job pkgjobs.Job, wl *s
 // gets its Admitted condition's reason, Deactivated, and waits.
 func (r *Reconciler) deactivate(ctx context.Context, job pkgjobs.Job, wl *strata.Workload) error {
 	admitted := wl.Status.Admission != nil
+	workload.AccumulateExecution(wl.Spec.MaximumExecutionTimeSeconds, &wl.Status, r.clock.Now())
 	wl.Status.Admission = nil
 	wl.Status.ReclaimablePods = job.ReclaimablePods() // see syncReclaimable
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{

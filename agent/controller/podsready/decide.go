@@ -102,6 +102,7 @@ func evict(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, cause strin
 	}
 	at := metav1.NewTime(now.Add(backoff(count, time.Duration(*rs.BackoffBaseSeconds)*time.Second, time.Duration(*rs.BackoffMaxSeconds)*time.Second)).Truncate(time.Second))
 	wl.Status.RequeueState = &strata.RequeueState{Count: &count, RequeueAt: &at}
+	workload.AccumulateExecution(wl.Spec.MaximumExecutionTimeSeconds, &wl.Status, now)
 	wl.Status.Admission = nil
 	what := "its pods were not all ready within %s of its admission (%d of %d ready or succeeded)"
 	if cause == strata.PodsReadyWaitForRecovery {
@@ -126,9 +127,12 @@ func evict(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, cause strin
 // its admission and its requeueState go (Kueue's), and the conditions say
 // why. When it was deactivated for exceeding backoffLimitCount (its
 // requeueState counts one eviction more, see Reconciler.timedOut) the
-// message names RequeuingLimitExceeded. evicted says whether it was
-// admitted, or exceeded the limit (the kind's controller may have taken
-// the admission back first, saying only that it was deactivated).
+// message names RequeuingLimitExceeded; when it was deactivated for its
+// maximum execution time (workload.MarkExecutionExceeded), the message
+// names MaximumExecutionTimeExceeded, and the mark and the time it
+// accumulated go. evicted says whether it was admitted, or exceeded a
+// limit (the kind's controller may have taken the admission back first,
+// saying only that it was deactivated); exceeded whether it exceeded one.
 func deactivated(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, now time.Time) (message string, evicted, exceeded bool) {
 	limit := cfg.RequeuingStrategy.BackoffLimitCount
 	exceeded = limit != nil && workload.RequeueCount(wl) > *limit
@@ -137,9 +141,17 @@ func deactivated(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, now t
 		message = fmt.Sprintf("deactivated (%s): its pods were not ready in time after %d requeue(s), waitForPodsReady's backoffLimitCount; set spec.active to true to queue it again",
 			strata.RequeuingLimitExceeded, *limit)
 	}
-	evicted = wl.Status.Admission != nil || exceeded
+	timeUp := workload.ExecutionExceeded(wl)
+	if timeUp {
+		message = workload.ExecutionExceededMessage(wl)
+	}
+	evicted = wl.Status.Admission != nil || exceeded || timeUp
+	workload.AccumulateExecution(wl.Spec.MaximumExecutionTimeSeconds, &wl.Status, now)
 	wl.Status.Admission = nil
 	wl.Status.RequeueState = nil
+	if timeUp {
+		workload.ClearExecutionExceeded(&wl.Status)
+	}
 	t := metav1.NewTime(now)
 	if evicted {
 		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue,
@@ -152,7 +164,7 @@ func deactivated(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, now t
 		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadPodsReady, Status: metav1.ConditionFalse,
 			Reason: strata.PodsReadyWaitForStart, Message: "not admitted", LastTransitionTime: t})
 	}
-	return message, evicted, exceeded
+	return message, evicted, exceeded || timeUp
 }
 
 // reasonDeactivated is the Evicted and Admitted reason of a deactivated

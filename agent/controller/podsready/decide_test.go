@@ -13,6 +13,7 @@ import (
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/workload"
 )
 
 var t0 = time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
@@ -278,7 +279,22 @@ func TestDeactivated(t *testing.T) {
 		Message           string
 		Evicted, Exceeded bool
 		Reasons           map[string]string
+		Accumulated       *int32
 	}
+	timeUp := func(admittedFor time.Duration, evictedFirst bool) *strata.Workload {
+		wl := admittedAt(t0.Add(-admittedFor))
+		wl.Spec.Active = ptr.To(false)
+		wl.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](100)
+		workload.MarkExecutionExceeded(wl, t0)
+		if evictedFirst {
+			// The Job controller's deactivation: the time counted, the
+			// mark left for this controller.
+			workload.AccumulateExecution(wl.Spec.MaximumExecutionTimeSeconds, &wl.Status, t0)
+			wl.Status.Admission = nil
+		}
+		return wl
+	}
+	const timeExceeded = "deactivated (MaximumExecutionTimeExceeded): admitted for its maximum execution time of 100s (strata.dev/max-exec-time-seconds) in all; set spec.active to true to queue it again, with the whole time again"
 	const exceeded = "deactivated (RequeuingLimitExceeded): its pods were not ready in time after 3 requeue(s), waitForPodsReady's backoffLimitCount; set spec.active to true to queue it again"
 	const byUser = "the Workload is deactivated (spec.active: false); it waits until spec.active is true"
 	cases := map[string]struct {
@@ -299,6 +315,26 @@ func TestDeactivated(t *testing.T) {
 			}(),
 			cfg: limit3,
 			want: result{Message: exceeded, Evicted: true, Exceeded: true,
+				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated", strata.WorkloadRequeued: "Deactivated"}},
+		},
+		"its maximum execution time used up: evicted, saying so; the mark and the time go": {
+			wl: timeUp(100*time.Second, false), cfg: defaults(nil),
+			want: result{Message: timeExceeded, Evicted: true, Exceeded: true,
+				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated", strata.WorkloadRequeued: "Deactivated"}},
+		},
+		"its maximum execution time used up, evicted first by the Job controller: the message still says why": {
+			wl: timeUp(150*time.Second, true), cfg: defaults(nil),
+			want: result{Message: timeExceeded, Evicted: true, Exceeded: true,
+				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated", strata.WorkloadRequeued: "Deactivated"}},
+		},
+		"deactivated by its user with time left: the time it ran is kept": {
+			wl: func() *strata.Workload {
+				wl := admittedAt(t0.Add(-30 * time.Second))
+				wl.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](100)
+				return wl
+			}(),
+			cfg: defaults(nil),
+			want: result{Message: byUser, Evicted: true, Accumulated: ptr.To[int32](30),
 				Reasons: map[string]string{strata.WorkloadAdmitted: "Deactivated", strata.WorkloadEvicted: "Deactivated", strata.WorkloadRequeued: "Deactivated"}},
 		},
 		"deactivated by its user at the limit's count: not the limit's doing": {
@@ -322,6 +358,7 @@ func TestDeactivated(t *testing.T) {
 			wl := tc.wl.DeepCopy()
 			var got result
 			got.Message, got.Evicted, got.Exceeded = deactivated(wl, tc.cfg, t0)
+			got.Accumulated = wl.Status.AccumulatedPastExecutionTimeSeconds
 			got.Reasons = map[string]string{}
 			for _, c := range wl.Status.Conditions {
 				got.Reasons[c.Type] = c.Reason

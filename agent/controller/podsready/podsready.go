@@ -9,7 +9,9 @@
 // The kind's controller stops the job once its Workload has no admission,
 // as for any eviction. With waitForPodsReady on or off, it also takes back
 // the admission of a Workload whose spec.active is false (a
-// LeaderWorkerSet group's controller does not).
+// LeaderWorkerSet group's controller does not), and deactivates one
+// admitted for longer than its maximum execution time in all (Kueue's
+// max-exec-time-seconds, KEP-3125).
 package podsready
 
 import (
@@ -65,13 +67,14 @@ func NewReconciler(c client.Client, cfg configv1beta1.WaitForPodsReady, clk cloc
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	admitted := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		wl, ok := o.(*strata.Workload)
-		return ok && (wl.Status.Admission != nil || wl.Status.RequeueState != nil)
+		return ok && (wl.Status.Admission != nil || wl.Status.RequeueState != nil || workload.ExecutionExceeded(wl))
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podsready").
-		For(&strata.Workload{}, builder.WithPredicates(admitted))
+		For(&strata.Workload{}, builder.WithPredicates(admitted)).
+		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{}))
 	if !r.enabled() {
-		// Deactivated Workloads only.
+		// Deactivated Workloads, and maximum execution times, only.
 		return b.Complete(r)
 	}
 	return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -83,7 +86,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[strata.WorkloadLabel] != ""
 	}))).
-		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
@@ -128,10 +130,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// its user: it queues from zero once active again (Kueue's). The
 		// kinds' controllers take an inactive Workload's admission back
 		// too, but not every kind's (a LeaderWorkerSet group's).
-		if (wl.Status.RequeueState != nil || wl.Status.Admission != nil) && !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+		if (wl.Status.RequeueState != nil || wl.Status.Admission != nil || workload.ExecutionExceeded(wl)) && !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 			return ctrl.Result{}, r.deactivated(ctx, wl)
 		}
 		return ctrl.Result{}, nil
+	}
+	// The maximum execution time (Kueue's max-exec-time-seconds), with
+	// waitForPodsReady on or off.
+	if left, ok := workload.ExecutionLeft(wl, r.clock.Now()); ok {
+		if left <= 0 {
+			return ctrl.Result{}, r.executionExceeded(ctx, wl)
+		}
+		r.after(req.NamespacedName, left)
 	}
 	if !r.enabled() || wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 		return ctrl.Result{}, nil
@@ -197,6 +207,30 @@ func (r *Reconciler) timedOut(ctx context.Context, wl *strata.Workload, cause st
 	r.event(wl, strata.EvictedByPodsReadyTimeout, meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted).Message)
 	ctrl.LoggerFrom(ctx).V(2).Info("Evicted: pods not ready in time", "workload", client.ObjectKeyFromObject(wl), "cause", cause,
 		"requeueAt", workload.RequeueAt(wl))
+	return nil
+}
+
+// executionExceeded deactivates an admitted Workload whose maximum
+// execution time is used up: the status says why first (the mark,
+// workload.MarkExecutionExceeded), while the workload keeps its admission
+// so that nothing admits it again in between, then spec.active is set to
+// false; the update's event brings it back to be evicted (deactivated),
+// by this controller or the kind's, and deactivated then says why. A
+// retry after a failed spec write finds the mark: only the spec is
+// written again.
+func (r *Reconciler) executionExceeded(ctx context.Context, wl *strata.Workload) error {
+	if !workload.ExecutionExceeded(wl) {
+		workload.MarkExecutionExceeded(wl, r.clock.Now())
+		if err := r.client.Status().Update(ctx, wl); err != nil {
+			return ignoreConflict(client.IgnoreNotFound(err))
+		}
+	}
+	wl.Spec.Active = ptr.To(false)
+	if err := r.client.Update(ctx, wl); err != nil {
+		return ignoreConflict(client.IgnoreNotFound(err))
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Deactivated: maximum execution time exceeded", "workload", client.ObjectKeyFromObject(wl),
+		"maximumExecutionTimeSeconds", *wl.Spec.MaximumExecutionTimeSeconds)
 	return nil
 }
 

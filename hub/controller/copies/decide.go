@@ -190,7 +190,8 @@ func nextStep(o *observed, now time.Time) step {
 				message: "the Workload was deactivated (spec.active: false); it is dispatched again when spec.active is true"}}
 		if o.undoing != nil {
 			// A take-back under way records its own outcome: the
-			// refusal that deactivated it (RequeuingLimitExceeded), or
+			// refusal that deactivated it (RequeuingLimitExceeded,
+			// MaximumExecutionTimeExceeded), or
 			// one before the user's hold.
 			st.outcome = *o.undoing
 		}
@@ -454,7 +455,7 @@ func followStep(o *observed, now time.Time) step {
 		switch reason {
 		case strata.EvictedByPodsReadyTimeout:
 			s.outcome.requeue = requeueOf(o.copyWL, now)
-		case strata.RequeuingLimitExceeded:
+		case strata.RequeuingLimitExceeded, strata.MaximumExecutionTimeExceeded:
 			// Evicted there, not refused: no worker is kept out for it
 			// once someone activates the Workload again.
 			s.outcome.result = strata.PlacementEvicted

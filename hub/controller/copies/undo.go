@@ -54,7 +54,7 @@ func (r *Reconciler) refuse(ctx context.Context, s *scope, o outcome) error {
 			return err
 		}
 	}
-	if o.cause == strata.RequeuingLimitExceeded {
+	if o.cause == strata.RequeuingLimitExceeded || o.cause == strata.MaximumExecutionTimeExceeded {
 		if err := r.deactivate(ctx, s, o); err != nil {
 			return err
 		}
@@ -79,8 +79,8 @@ func (r *Reconciler) refuse(ctx context.Context, s *scope, o outcome) error {
 }
 
 // deactivate sets the hub Workload's spec.active to false: its copy's
-// worker deactivated the copy past waitForPodsReady's backoffLimitCount,
-// and the Job is held at the hub as Kueue holds it, until someone sets
+// worker deactivated the copy past waitForPodsReady's backoffLimitCount
+// or for its maximum execution time, and the Job is held at the hub as Kueue holds it, until someone sets
 // spec.active again. It is written before the refusal's record, so that
 // no pass places the Workload again in between; the record then follows
 // on the Workload as patched. The same write keeps o, the outcome that
@@ -283,6 +283,7 @@ func (r *Reconciler) tookBack(ctx context.Context, s *scope, o outcome, record b
 		return nil
 	}
 	s.change(func(ws *strata.WorkloadStatus) bool {
+		workload.AccumulateExecution(s.wl.Spec.MaximumExecutionTimeSeconds, ws, r.clock.Now())
 		dispatch.RecordOutcome(ws, o.result, o.reason, o.cause, o.message, r.clock.Now())
 		meta.RemoveStatusCondition(&ws.Conditions, ConditionCopyGoing)
 		meta.RemoveStatusCondition(&ws.Conditions, ConditionUnreachable)
@@ -297,6 +298,10 @@ func (r *Reconciler) tookBack(ctx context.Context, s *scope, o outcome, record b
 			ws.RequeueState = nil
 			meta.SetStatusCondition(&ws.Conditions, metav1.Condition{Type: strata.WorkloadRequeued, Status: metav1.ConditionFalse,
 				Reason: dispatch.ReasonDeactivated, Message: "the Workload is deactivated (spec.active: false)", LastTransitionTime: now})
+			if o.cause == strata.MaximumExecutionTimeExceeded {
+				// Its whole time again once active (Kueue's).
+				ws.AccumulatedPastExecutionTimeSeconds = nil
+			}
 		}
 		return true
 	})
@@ -396,6 +401,7 @@ func (r *Reconciler) abandon(ctx context.Context, s *scope, reason, message stri
 		return err
 	}
 	s.change(func(ws *strata.WorkloadStatus) bool {
+		workload.AccumulateExecution(s.wl.Spec.MaximumExecutionTimeSeconds, ws, r.clock.Now())
 		dispatch.RecordOutcome(ws, strata.PlacementUnreachable, reason, reason, message, r.clock.Now())
 		meta.RemoveStatusCondition(&ws.Conditions, ConditionUnreachable)
 		meta.RemoveStatusCondition(&ws.Conditions, ConditionCopyGoing)

@@ -1,0 +1,81 @@
+package fleet
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// Kueue's maximum execution time through the hub: the copy carries what
+// is left of it, its worker deactivates the copy once it is used up, and
+// the hub deactivates the Job rather than run it again elsewhere.
+var _ = Describe("A maximum execution time through the hub", func() {
+	It("deactivates the Job at the hub once its copy ran for the time, and gives it the whole time again once active", func(ctx SpecContext) {
+		const limit = 600
+		e := newEnv(ctx, "maxexec", map[string][][]string{"w1": {{"4"}}, "w2": {{"4"}}})
+		job := e.job("time-boxed", 1, "1", nil)
+		job.Labels[strata.KueueMaxExecTimeSecondsLabel] = "600"
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		var on string
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Spec.MaximumExecutionTimeSeconds).To(HaveValue(BeEquivalentTo(limit)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			on = wl.Status.Placement.Cluster
+			cp, cwl := copyOn(g, ctx, worker(on), job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Labels).To(HaveKeyWithValue(strata.MaxExecTimeSecondsLabel, "600"))
+			g.Expect(cp.Labels).NotTo(HaveKey(strata.KueueMaxExecTimeSecondsLabel))
+			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Spec.MaximumExecutionTimeSeconds).To(HaveValue(BeEquivalentTo(limit)))
+		}).Should(Succeed())
+
+		By("its time passing on that worker")
+		// Only this copy's: its admission dated before the worker's clock
+		// by more than the limit (stepping the worker's clock would reach
+		// what earlier specs left admitted there).
+		Eventually(func(g Gomega) {
+			_, cwl := copyOn(g, ctx, worker(on), job)
+			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+			c := meta.FindStatusCondition(cwl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			c.LastTransitionTime = metav1.NewTime(podsReadyClocks[on].Now().Add(-(limit*time.Second + time.Minute)))
+			g.Expect(worker(on).Client.Status().Update(ctx, cwl)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Spec.Active).To(HaveValue(BeFalse()))
+			g.Expect(wl.Annotations).To(HaveKeyWithValue(strata.DeactivatedByAnnotation, ContainSubstring(strata.MaximumExecutionTimeExceeded)))
+			g.Expect(wl.Status.Placement.Cluster).To(BeEmpty(), "not placed again elsewhere")
+			attempts := wl.Status.Placement.Attempts
+			g.Expect(attempts).NotTo(BeEmpty())
+			g.Expect(attempts[len(attempts)-1].Reason).To(Equal(strata.MaximumExecutionTimeExceeded))
+			g.Expect(attempts[len(attempts)-1].Cluster).To(Equal(on))
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal("Deactivated"))
+			g.Expect(c.Message).To(ContainSubstring(strata.MaximumExecutionTimeExceeded))
+			g.Expect(wl.Status.AccumulatedPastExecutionTimeSeconds).To(BeNil(), "forgotten: the whole time again once active")
+			g.Expect(copies(g, ctx, job)).To(BeEmpty())
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(copies(g, ctx, job)).To(BeEmpty(), "never run twice")
+		}, "2s").Should(Succeed())
+
+		By("activated again, it is dispatched with the whole time")
+		setActive(ctx, job, true)
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			cp, _ := copyOn(g, ctx, worker(wl.Status.Placement.Cluster), job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Labels).To(HaveKeyWithValue(strata.MaxExecTimeSecondsLabel, "600"))
+		}).Should(Succeed())
+	})
+})

@@ -60,6 +60,9 @@ type ExplainView struct {
 	// not ready in time and when it queues again.
 	PodsReady    *ConditionView       `json:"podsReady,omitempty"`
 	RequeueState *strata.RequeueState `json:"requeueState,omitempty"`
+	// TimeLimit is its maximum execution time (max-exec-time-seconds)
+	// and what its admissions used of it.
+	TimeLimit *TimeLimitView `json:"timeLimit,omitempty"`
 	// Dispatch is set on a worker for a hub's copy: the hub dispatch it
 	// belongs to.
 	Dispatch *DispatchView `json:"dispatch,omitempty"`
@@ -70,6 +73,33 @@ type ExplainView struct {
 	Admission *AdmissionView `json:"admission,omitempty"`
 	// UnhealthyNodes are failed nodes running its pods, being replaced.
 	UnhealthyNodes []string `json:"unhealthyNodes,omitempty"`
+}
+
+// TimeLimitView is a Workload's maximum execution time: the seconds it
+// may be admitted in all, those its earlier admissions used, and since
+// when its current admission runs (unset while it has none).
+type TimeLimitView struct {
+	Seconds            int32        `json:"seconds"`
+	AccumulatedSeconds int32        `json:"accumulatedSeconds,omitempty"`
+	AdmittedSince      *metav1.Time `json:"admittedSince,omitempty"`
+}
+
+// line says how much of the limit is used and left at now.
+func (t *TimeLimitView) line(now time.Time) string {
+	used := time.Duration(t.AccumulatedSeconds) * time.Second
+	if t.AdmittedSince != nil {
+		used += max(now.Sub(t.AdmittedSince.Time), 0)
+	}
+	used = used.Truncate(time.Second)
+	limit := time.Duration(t.Seconds) * time.Second
+	left := max(limit-used, 0)
+	switch {
+	case t.AdmittedSince != nil:
+		return fmt.Sprintf("Time limit: %s admitted in all (max-exec-time-seconds): %s used, %s left", limit, used, left)
+	case used > 0:
+		return fmt.Sprintf("Time limit: %s admitted in all (max-exec-time-seconds): %s used by earlier admissions, %s left", limit, used, left)
+	}
+	return fmt.Sprintf("Time limit: %s admitted in all (max-exec-time-seconds)", limit)
 }
 
 // PriorityView is a Workload's priority: its value, and the
@@ -450,6 +480,12 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 		v.PodsReady = conditionOf(wl.Status.Conditions, strata.WorkloadPodsReady)
 	}
 	v.RequeueState = wl.Status.RequeueState
+	if m := wl.Spec.MaximumExecutionTimeSeconds; m != nil {
+		v.TimeLimit = &TimeLimitView{Seconds: *m, AccumulatedSeconds: ptr.Deref(wl.Status.AccumulatedPastExecutionTimeSeconds, 0)}
+		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); wl.Status.Admission != nil && c != nil && c.Status == metav1.ConditionTrue {
+			v.TimeLimit.AdmittedSince = c.LastTransitionTime.DeepCopy()
+		}
+	}
 	v.Deleting = copyHeld(wl)
 	if wl.Spec.Priority != nil || wl.Spec.PriorityClassName != "" {
 		v.Priority = &PriorityView{Value: ptr.Deref(wl.Spec.Priority, 0), Class: wl.Spec.PriorityClassName, Source: wl.Spec.PriorityClassSource}
@@ -560,6 +596,9 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 			line += "; queues again at " + rs.RequeueAt.UTC().Format(time.RFC3339)
 		}
 		add(line)
+	}
+	if v.TimeLimit != nil {
+		add(v.TimeLimit.line(now))
 	}
 	if v.Finished != nil && v.Finished.Status == metav1.ConditionTrue {
 		add(conditionLines("Finished:", v.Finished, now)...)

@@ -358,6 +358,34 @@ No answer:  True  WorkerUnreachable
 Placement:  w1, flavor gpu (dispatch generation 1)
 `,
 		},
+		"a worker's Workload with a time limit, admitted": {
+			view: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "boxed"}, Workload: "job-boxed", Queue: "team-a",
+				Admitted:  &ConditionView{Status: metav1.ConditionTrue, Reason: "Admitted"},
+				TimeLimit: &TimeLimitView{Seconds: 600, AccumulatedSeconds: 60, AdmittedSince: minutes(5)},
+			},
+			want: `Job:        ml/boxed
+Workload:   job-boxed (on the worker)
+Queue:      team-a
+Admitted:   True  Admitted
+Time limit: 10m0s admitted in all (max-exec-time-seconds): 6m0s used, 4m0s left
+`,
+		},
+		"a hub Workload with a time limit, waiting after an admission": {
+			view: ExplainView{
+				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "boxed"}, Workload: "job-boxed", Queue: "team-a",
+				Admitted:  &ConditionView{Status: metav1.ConditionFalse, Reason: "Pending", Message: "fits on no worker now"},
+				TimeLimit: &TimeLimitView{Seconds: 600, AccumulatedSeconds: 700},
+			},
+			want: `Job:        ml/boxed
+Workload:   job-boxed (on the hub)
+Queue:      team-a
+Admitted:   False  Pending
+            fits on no worker now
+Time limit: 10m0s admitted in all (max-exec-time-seconds): 11m40s used by earlier admissions, 0s left
+Placement:  waiting on the hub, never dispatched
+`,
+		},
 		"a worker's Workload, invalid": {
 			view: ExplainView{
 				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",

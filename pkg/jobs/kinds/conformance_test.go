@@ -495,7 +495,15 @@ type chartDoc struct {
 	} `json:"metadata"`
 	Rules []rbacv1.PolicyRule `json:"rules"`
 	Spec  struct {
-		PolicyName       string `json:"policyName"`
+		PolicyName string `json:"policyName"`
+		ParamKind  *struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		} `json:"paramKind"`
+		ParamRef *struct {
+			Name                    string `json:"name"`
+			ParameterNotFoundAction string `json:"parameterNotFoundAction"`
+		} `json:"paramRef"`
 		MatchConstraints struct {
 			ResourceRules []resourceRule `json:"resourceRules"`
 		} `json:"matchConstraints"`
@@ -629,10 +637,27 @@ func TestConformanceCharts(t *testing.T) {
 
 // checkAdmissionPolicy checks that the chart's admission policies have
 // one for objects of the resource created, bound to queue-labelled
-// objects.
+// objects, and one that queues an unlabelled object in its namespace's
+// LocalQueue named "default" (Kueue's LocalQueue defaulting): a
+// LocalQueue parameter named "default", bound to objects without the
+// label.
 func checkAdmissionPolicy(t *testing.T, chart, kind, group, version, res string) {
 	t.Helper()
 	docs := chartDocs(t, chart, "admission-policy.yaml")
+	bound := func(p chartDoc, op metav1.LabelSelectorOperator) (chartDoc, bool) {
+		for _, b := range docs {
+			if b.Kind != "MutatingAdmissionPolicyBinding" || b.Spec.PolicyName != p.Metadata.Name || b.Spec.MatchResources.ObjectSelector == nil {
+				continue
+			}
+			if slices.ContainsFunc(b.Spec.MatchResources.ObjectSelector.MatchExpressions, func(e metav1.LabelSelectorRequirement) bool {
+				return e.Key == strata.QueueNameLabel && e.Operator == op
+			}) {
+				return b, true
+			}
+		}
+		return chartDoc{}, false
+	}
+	var labelled, defaulting bool
 	for _, p := range docs {
 		if p.Kind != "MutatingAdmissionPolicy" {
 			continue
@@ -644,18 +669,20 @@ func checkAdmissionPolicy(t *testing.T, chart, kind, group, version, res string)
 		if !matches {
 			continue
 		}
-		for _, b := range docs {
-			if b.Kind != "MutatingAdmissionPolicyBinding" || b.Spec.PolicyName != p.Metadata.Name || b.Spec.MatchResources.ObjectSelector == nil {
-				continue
-			}
-			if slices.ContainsFunc(b.Spec.MatchResources.ObjectSelector.MatchExpressions, func(e metav1.LabelSelectorRequirement) bool {
-				return e.Key == strata.QueueNameLabel && e.Operator == metav1.LabelSelectorOpExists
-			}) {
-				return
-			}
+		if _, ok := bound(p, metav1.LabelSelectorOpExists); ok {
+			labelled = true
 		}
-		t.Errorf("%s: %s/templates/admission-policy.yaml: policy %s is not bound to objects labelled %s", kind, chart, p.Metadata.Name, strata.QueueNameLabel)
-		return
+		if b, ok := bound(p, metav1.LabelSelectorOpDoesNotExist); ok && p.Spec.ParamKind != nil && p.Spec.ParamKind.Kind == "LocalQueue" &&
+			p.Spec.ParamKind.APIVersion == strata.GroupVersion.String() && b.Spec.ParamRef != nil && b.Spec.ParamRef.Name == "default" &&
+			b.Spec.ParamRef.ParameterNotFoundAction == "Allow" {
+			defaulting = true
+		}
 	}
-	t.Errorf("%s: %s/templates/admission-policy.yaml: no MutatingAdmissionPolicy for %s.%s/%s on CREATE", kind, chart, res, group, version)
+	if !labelled {
+		t.Errorf("%s: %s/templates/admission-policy.yaml: no MutatingAdmissionPolicy for %s.%s/%s on CREATE bound to objects labelled %s", kind, chart, res, group, version, strata.QueueNameLabel)
+	}
+	if !defaulting {
+		t.Errorf("%s: %s/templates/admission-policy.yaml: no MutatingAdmissionPolicy for %s.%s/%s on CREATE that queues objects without %s in the LocalQueue named default (paramKind LocalQueue, paramRef default, parameterNotFoundAction Allow)",
+			kind, chart, res, group, version, strata.QueueNameLabel)
+	}
 }

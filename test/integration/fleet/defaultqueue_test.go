@@ -1,0 +1,34 @@
+package fleet
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// Kueue's LocalQueue defaulting on the hub, by the hub chart's admission
+// policy: a Job created without a queue label in a namespace with a hub
+// LocalQueue named "default" is dispatched through it, never run on the
+// hub itself.
+var _ = Describe("LocalQueue defaulting on the hub", func() {
+	It("dispatches an unlabelled Job through the namespace's default LocalQueue", func(ctx SpecContext) {
+		e := newEnv(ctx, "defaultq", map[string][][]string{"w1": {{"4"}}})
+		Expect(hub.Client.Create(ctx, testutil.MakeLocalQueue("default", e.ns, "cq-defaultq"))).To(Succeed())
+		for _, w := range workers {
+			Expect(w.Client.Create(ctx, testutil.MakeLocalQueue("default", e.ns, "cq-defaultq"))).To(Succeed())
+		}
+		job := e.job("unlabelled", 1, "1", nil)
+		delete(job.Labels, strata.QueueNameLabel)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Expect(job.Labels).To(HaveKeyWithValue(strata.QueueNameLabel, "default"))
+		Expect(job.Spec.ManagedBy).To(HaveValue(Equal("strata.dev/hub")), "the hub's Job controller never runs it")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Spec.QueueName).To(Equal("default"))
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w1"}))
+		}).Should(Succeed())
+	})
+})

@@ -273,13 +273,17 @@ func CurrentUsage(wls []*strata.Workload) corev1.ResourceList {
 
 // NextFairSharingStatus is a LocalQueue's fair-sharing status after a
 // sample at now of its workloads' current usage, and when the next sample
-// is due. A queue without one starts from nothing consumed at now.
-// Before the interval has passed since the last sample, the status is
-// kept.
+// is due. A queue without one starts from nothing consumed one interval
+// before now: its first sample counts what its workloads hold as their
+// entry penalties did (Penalty), which that sample ends, so that a
+// queue's first admissions do not drop out of its usage until the second
+// sample. Before the interval has passed since the last sample, the
+// status is kept.
 func (a AdmissionFairSharing) NextFairSharingStatus(prev *strata.LocalQueueFairSharingStatus, current corev1.ResourceList, now time.Time) (*strata.LocalQueueFairSharingStatus, time.Duration) {
 	if prev == nil || prev.AdmissionFairSharingStatus == nil || prev.AdmissionFairSharingStatus.LastUpdate.IsZero() {
 		return &strata.LocalQueueFairSharingStatus{AdmissionFairSharingStatus: &strata.AdmissionFairSharingStatus{
-			LastUpdate: metav1.NewTime(now.Truncate(time.Second)),
+			ConsumedResources: a.Sample(nil, current, a.Interval),
+			LastUpdate:        metav1.NewTime(now.Truncate(time.Second)),
 		}}, a.Interval
 	}
 	last := prev.AdmissionFairSharingStatus.LastUpdate.Time

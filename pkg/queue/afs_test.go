@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,8 +143,11 @@ func TestNextFairSharingStatus(t *testing.T) {
 		want      *strata.LocalQueueFairSharingStatus
 		wantAfter time.Duration
 	}{
-		"first sample: nothing consumed yet": {
-			current: list("cpu", "4"), want: status(now, nil), wantAfter: 5 * time.Minute,
+		"first sample: one interval's share of what it holds (its entry penalties')": {
+			current: list("cpu", "4"), want: status(now, list("cpu", "1172m")), wantAfter: 5 * time.Minute,
+		},
+		"first sample, nothing held": {
+			want: status(now, nil), wantAfter: 5 * time.Minute,
 		},
 		"before the interval: kept, due when it has passed": {
 			prev: status(now.Add(-2*time.Minute), list("cpu", "1")), current: list("cpu", "4"),
@@ -157,7 +161,7 @@ func TestNextFairSharingStatus(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, after := a.NextFairSharingStatus(tc.prev, tc.current, now)
-			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("status (-want,+got):\n%s", diff)
 			}
 			if after != tc.wantAfter {

@@ -637,27 +637,37 @@ func TestConformanceCharts(t *testing.T) {
 
 // checkAdmissionPolicy checks that the chart's admission policies have
 // one for objects of the resource created, bound to queue-labelled
-// objects, and one that queues an unlabelled object in its namespace's
-// LocalQueue named "default" (Kueue's LocalQueue defaulting): a
+// objects; one that queues an unlabelled object in its namespace's
+// LocalQueue named "default" (Kueue's LocalQueue defaulting: a
 // LocalQueue parameter named "default", bound to objects without the
-// label.
+// label); and one that gives an object without a priority-class label
+// the WorkloadPriorityClass named "default" (Kueue's
+// WorkloadPriorityClass defaulting).
 func checkAdmissionPolicy(t *testing.T, chart, kind, group, version, res string) {
 	t.Helper()
 	docs := chartDocs(t, chart, "admission-policy.yaml")
-	bound := func(p chartDoc, op metav1.LabelSelectorOperator) (chartDoc, bool) {
+	bound := func(p chartDoc, key string, op metav1.LabelSelectorOperator) (chartDoc, bool) {
 		for _, b := range docs {
 			if b.Kind != "MutatingAdmissionPolicyBinding" || b.Spec.PolicyName != p.Metadata.Name || b.Spec.MatchResources.ObjectSelector == nil {
 				continue
 			}
 			if slices.ContainsFunc(b.Spec.MatchResources.ObjectSelector.MatchExpressions, func(e metav1.LabelSelectorRequirement) bool {
-				return e.Key == strata.QueueNameLabel && e.Operator == op
+				return e.Key == key && e.Operator == op
 			}) {
 				return b, true
 			}
 		}
 		return chartDoc{}, false
 	}
-	var labelled, defaulting bool
+	// defaults says whether p, bound to objects without key, takes the
+	// object named "default" of kind as its parameter, and does nothing
+	// when there is none.
+	defaults := func(p chartDoc, key, kind string) bool {
+		b, ok := bound(p, key, metav1.LabelSelectorOpDoesNotExist)
+		return ok && p.Spec.ParamKind != nil && p.Spec.ParamKind.Kind == kind && p.Spec.ParamKind.APIVersion == strata.GroupVersion.String() &&
+			b.Spec.ParamRef != nil && b.Spec.ParamRef.Name == "default" && b.Spec.ParamRef.ParameterNotFoundAction == "Allow"
+	}
+	var labelled, defaulting, classDefaulting bool
 	for _, p := range docs {
 		if p.Kind != "MutatingAdmissionPolicy" {
 			continue
@@ -669,14 +679,11 @@ func checkAdmissionPolicy(t *testing.T, chart, kind, group, version, res string)
 		if !matches {
 			continue
 		}
-		if _, ok := bound(p, metav1.LabelSelectorOpExists); ok {
+		if _, ok := bound(p, strata.QueueNameLabel, metav1.LabelSelectorOpExists); ok {
 			labelled = true
 		}
-		if b, ok := bound(p, metav1.LabelSelectorOpDoesNotExist); ok && p.Spec.ParamKind != nil && p.Spec.ParamKind.Kind == "LocalQueue" &&
-			p.Spec.ParamKind.APIVersion == strata.GroupVersion.String() && b.Spec.ParamRef != nil && b.Spec.ParamRef.Name == "default" &&
-			b.Spec.ParamRef.ParameterNotFoundAction == "Allow" {
-			defaulting = true
-		}
+		defaulting = defaulting || defaults(p, strata.QueueNameLabel, "LocalQueue")
+		classDefaulting = classDefaulting || defaults(p, strata.PriorityClassLabel, "WorkloadPriorityClass")
 	}
 	if !labelled {
 		t.Errorf("%s: %s/templates/admission-policy.yaml: no MutatingAdmissionPolicy for %s.%s/%s on CREATE bound to objects labelled %s", kind, chart, res, group, version, strata.QueueNameLabel)
@@ -684,5 +691,9 @@ func checkAdmissionPolicy(t *testing.T, chart, kind, group, version, res string)
 	if !defaulting {
 		t.Errorf("%s: %s/templates/admission-policy.yaml: no MutatingAdmissionPolicy for %s.%s/%s on CREATE that queues objects without %s in the LocalQueue named default (paramKind LocalQueue, paramRef default, parameterNotFoundAction Allow)",
 			kind, chart, res, group, version, strata.QueueNameLabel)
+	}
+	if !classDefaulting {
+		t.Errorf("%s: %s/templates/admission-policy.yaml: no MutatingAdmissionPolicy for %s.%s/%s on CREATE that labels objects without %s with the WorkloadPriorityClass named default (paramKind WorkloadPriorityClass, paramRef default, parameterNotFoundAction Allow)",
+			kind, chart, res, group, version, strata.PriorityClassLabel)
 	}
 }

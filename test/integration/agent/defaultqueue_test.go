@@ -90,3 +90,60 @@ var _ = Describe("LocalQueue defaulting", Ordered, Label("agent", "defaultqueue"
 		}
 	})
 })
+
+// Kueue's WorkloadPriorityClass defaulting (v0.20), by the chart's
+// admission policy: while a WorkloadPriorityClass named "default" exists,
+// a job created without a priority-class label gets it, and its Workload
+// that class's priority, even when its pods name a PriorityClass.
+var _ = Describe("WorkloadPriorityClass defaulting", Ordered, Label("agent", "defaultqueue"), func() {
+	var ns string
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(worker.Client.Create(ctx, testutil.MakeTopology("defaultwpc-topology", block, rack, host).Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeResourceFlavor("tas-defaultwpc").NodeLabel("pool", "defaultwpc").TopologyName("defaultwpc-topology").Obj())).To(Succeed())
+		Expect(worker.Client.Create(ctx, testutil.MakeClusterQueue("defaultwpc").Flavor("tas-defaultwpc").Obj())).To(Succeed())
+		createPoolNode(ctx, "defaultwpc", "defaultwpc-1", "b1", "r1", "4")
+		ns = createNamespace(ctx, nil)
+		createLocalQueue(ctx, ns, "defaultwpc")
+	})
+
+	It("labels a job without a class while the default class exists, and leaves one with a class alone", func(ctx SpecContext) {
+		def := testutil.MakeWorkloadPriorityClass("default", 1000)
+		Expect(worker.Client.Create(ctx, def)).To(Succeed())
+		// Created last: the other specs' jobs never see the class.
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(worker.Client.Delete(ctx, def))).To(Succeed())
+			Eventually(func(g Gomega) {
+				probe := newJob(ns, "defaultwpc", 1, nil)
+				probe.Spec.Suspend = ptr.To(true)
+				g.Expect(worker.Client.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+				g.Expect(probe.Labels).NotTo(HaveKey(strata.PriorityClassLabel), "the API server's policy no longer sees the class")
+			}, timeout).Should(Succeed())
+		})
+		var job *batchv1.Job
+		Eventually(func(g Gomega) {
+			// The API server's policy sees the class once its informer
+			// has it: a dry run tells.
+			job = newJob(ns, "defaultwpc", 1, nil)
+			job.Spec.Template.Spec.PriorityClassName = "does-not-matter"
+			g.Expect(worker.Client.Create(ctx, job, client.DryRunAll)).To(Succeed())
+			g.Expect(job.Labels).To(HaveKeyWithValue(strata.PriorityClassLabel, "default"))
+		}, timeout).Should(Succeed())
+		job = newJob(ns, "defaultwpc", 1, nil)
+		job.Spec.Template.Spec.PriorityClassName = "does-not-matter" // the class wins over the pods' (Kueue's)
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Expect(job.Labels).To(HaveKeyWithValue(strata.PriorityClassLabel, "default"))
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Spec.PriorityClassName).To(Equal("default"))
+			g.Expect(wl.Spec.PriorityClassSource).To(Equal(strata.WorkloadPriorityClassSource))
+			g.Expect(wl.Spec.Priority).To(HaveValue(BeEquivalentTo(1000)))
+		}, timeout).Should(Succeed())
+
+		named := newJob(ns, "defaultwpc", 1, nil)
+		named.Labels["kueue.x-k8s.io/priority-class"] = "default-not"
+		Expect(worker.Client.Create(ctx, named, client.DryRunAll)).To(Succeed())
+		Expect(named.Labels).NotTo(HaveKey(strata.PriorityClassLabel), "a job that names a class keeps it")
+		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+})

@@ -69,16 +69,16 @@ func AccumulateExecution(limit *int32, st *strata.WorkloadStatus, now time.Time)
 }
 
 // ExecutionLeft is how much of its maximum execution time an admitted,
-// active, unfinished workload has left at now (at most 0 once it is
-// used up); ok is false for a workload without one, or not running
-// against it.
+// active, unfinished workload has left at now (0 or less once it is used
+// up: how long ago, negated); ok is false for a workload without one, or
+// not running against it.
 func ExecutionLeft(wl *strata.Workload, now time.Time) (left time.Duration, ok bool) {
 	since, ok := admittedSince(wl.Spec.MaximumExecutionTimeSeconds, &wl.Status)
 	if !ok || !IsActive(wl) || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 		return 0, false
 	}
 	limit := time.Duration(*wl.Spec.MaximumExecutionTimeSeconds) * time.Second
-	return max(limit-Accumulated(&wl.Status)-now.Sub(since), 0), true
+	return limit - Accumulated(&wl.Status) - now.Sub(since), true
 }
 
 // MarkExecutionExceeded records on an admitted workload whose maximum

@@ -84,9 +84,9 @@ func TestExecutionTime(t *testing.T) {
 			wl:   admitted(t0.Add(-40*time.Second), ptr.To[int32](100), ptr.To[int32](30)),
 			want: result{Left: 30 * time.Second, Running: true, Accumulated: ptr.To[int32](70)},
 		},
-		"used up: nothing left, never less": {
+		"used up 20s ago": {
 			wl:   admitted(t0.Add(-90*time.Second), ptr.To[int32](100), ptr.To[int32](30)),
-			want: result{Left: 0, Running: true, Accumulated: ptr.To[int32](120)},
+			want: result{Left: -20 * time.Second, Running: true, Accumulated: ptr.To[int32](120)},
 		},
 		"part of a second: rounded down": {
 			wl:   admitted(t0.Add(-1500*time.Millisecond), ptr.To[int32](100), nil),

@@ -372,7 +372,8 @@ func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, e
 	case actRemoveStale:
 		return ctrl.Result{}, r.removeCopy(ctx, s.cluster, s.copyJob.Object(), true)
 	case actRecordAdmission:
-		return ctrl.Result{}, r.recordAdmission(ctx, s, s.copyWL)
+		// Its requeue: when a maximum execution time is up.
+		return result, r.recordAdmission(ctx, s, s.copyWL)
 	case actCleanFinished:
 		return r.cleanFinished(ctx, s, st)
 	case actConfirmGone:

@@ -396,6 +396,11 @@ func admitsPartially(copyWL *strata.Workload, ps *strata.PodSet, a strata.PodSet
 	return cps != nil && cps.Count == ps.Count && workload.AdmitsCount(cps, a.Count)
 }
 
+// executionGrace is how long past a hub Workload's maximum execution
+// time, as the hub counts it, the hub waits for the worker to deactivate
+// the copy before it deactivates the Workload itself.
+const executionGrace = 30 * time.Second
+
 // refuseStep undoes the dispatch (the hub Workload's condition reason
 // Rejected) for cause.
 func refuseStep(why string, result strata.PlacementResult, cause, message string) step {
@@ -472,7 +477,24 @@ func followStep(o *observed, now time.Time) step {
 			return refuseStep("the worker admitted a copy of another shape", strata.PlacementRejected, ReasonCopyChanged,
 				fmt.Sprintf("the worker admitted the copy as changed there (%s); placing it again", why))
 		}
-		return step{action: actRecordAdmission, why: "the worker admitted the copy", mirror: true}
+		s := step{action: actRecordAdmission, why: "the worker admitted the copy", mirror: true}
+		if left, ok := workload.ExecutionLeft(o.wl, now); ok {
+			// The maximum execution time, as Kueue's manager enforces it
+			// on its Workload: the worker deactivates the copy when its
+			// time is up (it counts from its own, earlier, admission);
+			// the hub does, executionGrace later, when the worker did
+			// not (a copy whose label a tenant removed, an agent that
+			// does not know it).
+			if left+executionGrace > 0 {
+				s.requeue = left + executionGrace
+				return s
+			}
+			return step{action: actRefuse, why: "its maximum execution time is used up, and the worker did not deactivate the copy",
+				mirror: s.mirror, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated, cause: strata.MaximumExecutionTimeExceeded,
+					message: fmt.Sprintf("admitted for its maximum execution time, %ds, and not deactivated by the worker: the hub deactivates the Workload (spec.active: false); it is dispatched again when spec.active is true",
+						*o.wl.Spec.MaximumExecutionTimeSeconds)}}
+		}
+		return s
 	}
 	if o.copyWL != nil && !workload.IsActive(o.copyWL) {
 		// Deactivated on its worker, the eviction not done yet: its

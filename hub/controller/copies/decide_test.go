@@ -302,6 +302,27 @@ func TestNextStep(t *testing.T) {
 			},
 			want: step{action: actRecordAdmission, mirror: true},
 		},
+		"admitted, with a maximum execution time: looked at again when it is up, and the worker's grace after": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true))
+				o.wl.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](600)
+				o.wl.Status.AccumulatedPastExecutionTimeSeconds = ptr.To[int32](100)
+				o.wl.Status.Conditions = []metav1.Condition{cond(strata.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", now.Add(-200*time.Second))}
+				return o
+			},
+			want: step{action: actRecordAdmission, mirror: true, requeue: 300*time.Second + executionGrace},
+		},
+		"admitted past its maximum execution time and the grace, the worker not deactivating the copy: the hub deactivates it": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true))
+				o.wl.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](600)
+				o.wl.Status.Conditions = []metav1.Condition{cond(strata.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", now.Add(-600*time.Second-executionGrace))}
+				return o
+			},
+			want: step{action: actRefuse, mirror: true, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated,
+				cause:   strata.MaximumExecutionTimeExceeded,
+				message: "admitted for its maximum execution time, 600s, and not deactivated by the worker: the hub deactivates the Workload (spec.active: false); it is dispatched again when spec.active is true"}},
+		},
 		"a take-back under way when its copy's success criteria were met: mirrored": {
 			o: func() *observed {
 				o := withCopy(admittedOnHub(base()), copyWL(true), successCriteriaMet)

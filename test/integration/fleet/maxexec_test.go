@@ -78,4 +78,46 @@ var _ = Describe("A maximum execution time through the hub", func() {
 			g.Expect(cp.Labels).To(HaveKeyWithValue(strata.MaxExecTimeSecondsLabel, "600"))
 		}).Should(Succeed())
 	})
+	It("deactivates the Job at the hub when the worker does not, its maximum execution time and a grace past", func(ctx SpecContext) {
+		const limit = 600
+		e := newEnv(ctx, "maxexechub", map[string][][]string{"w1": {{"4"}}})
+		job := e.job("time-boxed", 1, "1", nil)
+		job.Labels[strata.MaxExecTimeSecondsLabel] = "600"
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			_, cwl := copyOn(g, ctx, worker("w1"), job)
+			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+		}).Should(Succeed())
+
+		By("the copy's limit removed on the worker (a tenant's edit), and the hub's count of its time passing")
+		Eventually(func(g Gomega) {
+			_, cwl := copyOn(g, ctx, worker("w1"), job)
+			g.Expect(cwl).NotTo(BeNil())
+			cwl.Spec.MaximumExecutionTimeSeconds = nil
+			g.Expect(worker("w1").Client.Update(ctx, cwl)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			c.LastTransitionTime = metav1.NewTime(hubClock.Now().Add(-(limit*time.Second + 2*time.Minute)))
+			g.Expect(hub.Client.Status().Update(ctx, wl)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Spec.Active).To(HaveValue(BeFalse()))
+			attempts := wl.Status.Placement.Attempts
+			g.Expect(attempts).NotTo(BeEmpty())
+			g.Expect(attempts[len(attempts)-1].Reason).To(Equal(strata.MaximumExecutionTimeExceeded))
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal("Deactivated"))
+			g.Expect(c.Message).To(ContainSubstring(strata.MaximumExecutionTimeExceeded))
+			g.Expect(copies(g, ctx, job)).To(BeEmpty(), "its copy taken back")
+		}).Should(Succeed())
+	})
 })

@@ -304,6 +304,14 @@ async function refreshExplain() {
       if (c && c.status === "True") lines.push(label + ": " + (c.reason || "") + (c.message ? ": " + c.message : ""));
     }
     if (v.podsReady) lines.push("Pods ready: " + v.podsReady.status + " " + (v.podsReady.reason || ""));
+    if (v.timeLimit) {
+      // max-exec-time-seconds: what its admissions used, on this browser's clock.
+      const t = v.timeLimit;
+      let used = t.accumulatedSeconds || 0;
+      if (t.admittedSince) used += Math.max(0, (Date.now() - Date.parse(t.admittedSince)) / 1000);
+      used = Math.floor(used);
+      lines.push("Time limit: " + t.seconds + "s admitted in all (max-exec-time-seconds): " + used + "s used, " + Math.max(0, t.seconds - used) + "s left");
+    }
     if (v.position) lines.push("Position " + v.position.position + " of " + v.position.of + " in ClusterQueue " + v.position.clusterQueue);
     if (v.placement) {
       lines.push("Worker: " + (v.placement.cluster || "-") + ", flavor " + (v.placement.flavor || "-"));

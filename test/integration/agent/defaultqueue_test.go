@@ -50,7 +50,15 @@ var _ = Describe("LocalQueue defaulting", Ordered, Label("agent", "defaultqueue"
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 
-	It("leaves alone a Job labelled for another queue, one in a namespace without a default LocalQueue, and one a controller owns", func(ctx SpecContext) {
+	It("queues a CronJob's Job, as Kueue does", func(ctx SpecContext) {
+		job := newJob(withDefault, "", 1, nil)
+		job.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "nightly", UID: "cronjob-uid", Controller: ptr.To(true)}}
+		Expect(worker.Client.Create(ctx, job, client.DryRunAll)).To(Succeed())
+		Expect(job.Labels).To(HaveKeyWithValue(strata.QueueNameLabel, "default"))
+		Expect(ptr.Deref(job.Spec.Suspend, false)).To(BeTrue())
+	})
+
+	It("leaves alone a Job labelled for another queue, one in a namespace without a default LocalQueue, and one a JobSet owns", func(ctx SpecContext) {
 		createLocalQueue(ctx, withDefault, "defaultq")
 		labelled := newJob(withDefault, "defaultq", 1, nil)
 		Expect(worker.Client.Create(ctx, labelled)).To(Succeed())
@@ -61,12 +69,10 @@ var _ = Describe("LocalQueue defaulting", Ordered, Label("agent", "defaultqueue"
 		Expect(elsewhere.Labels).NotTo(HaveKey(strata.QueueNameLabel))
 		Expect(ptr.Deref(elsewhere.Spec.Suspend, false)).To(BeFalse())
 
-		// A Job owned by another object's controller (as a JobSet's or a
-		// CronJob's): its owner is what is queued, or not Strata's.
-		owner := &batchv1.Job{}
-		Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(labelled), owner)).To(Succeed())
+		// A Job whose controller is a kind Strata queues (a JobSet's):
+		// its owner is what is queued.
 		owned := newJob(withDefault, "", 1, nil)
-		owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
+		owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "sweep", UID: "jobset-uid", Controller: ptr.To(true)}}
 		Expect(worker.Client.Create(ctx, owned)).To(Succeed())
 		Expect(owned.Labels).NotTo(HaveKey(strata.QueueNameLabel))
 		Expect(ptr.Deref(owned.Spec.Suspend, false)).To(BeFalse())

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -95,11 +96,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			p, ok := o.(*corev1.Pod)
-			return ok && (workload.TopologyGated(p) && o.GetLabels()[strata.WorkloadLabel] == "" || IsLeader(p))
-		})))
+		}), builder.WithPredicates(podEvents()))
 	return r.intake.Watch(mgr, b).Complete(r)
+}
+
+// podEvents passes the pod events a set's reconcile acts on: a gated pod
+// not yet labelled with its Workload, a leader, and a labelled gated pod
+// whose pod set label someone changed (the reconcile names it again as its
+// group's Workload does; without this event nothing would).
+func podEvents() predicate.Funcs {
+	watched := func(o client.Object) bool {
+		p, ok := o.(*corev1.Pod)
+		return ok && (workload.TopologyGated(p) && p.Labels[strata.WorkloadLabel] == "" || IsLeader(p))
+	}
+	f := predicate.NewPredicateFuncs(watched)
+	f.UpdateFunc = func(e event.UpdateEvent) bool {
+		if watched(e.ObjectNew) {
+			return true
+		}
+		p, ok := e.ObjectNew.(*corev1.Pod)
+		if !ok || !workload.TopologyGated(p) || e.ObjectOld == nil {
+			return false
+		}
+		old := e.ObjectOld.GetLabels()
+		return old[strata.WorkloadLabel] != "" && old[strata.PodSetLabel] != p.Labels[strata.PodSetLabel]
+	}
+	return f
 }
 
 // Reconcile keeps a LeaderWorkerSet's Workloads and labels its pods.

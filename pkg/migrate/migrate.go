@@ -584,7 +584,7 @@ func (c *converter) localQueue(o *unstructured.Unstructured) {
 		c.note(o, "spec.stopPolicy", fmt.Sprintf("carried over: the Strata queue is stopped too (%s); set it to None when it should admit", *lq.Spec.StopPolicy))
 	}
 	if lq.Name == "default" {
-		c.todo(o, "", fmt.Sprintf("Kueue (LocalQueueDefaulting) queues a job of namespace %s without a queue label here; Strata queues only labelled jobs: label them %s: default", lq.Namespace, strata.QueueNameLabel))
+		c.note(o, "", fmt.Sprintf("the namespace's default queue, as in Kueue (LocalQueue defaulting): the charts' admission policies label a job of namespace %s created without a queue label %s: default", lq.Namespace, strata.QueueNameLabel))
 	}
 	c.leftovers(o, s, nil)
 	c.out = append(c.out, lq)
@@ -604,6 +604,9 @@ func (c *converter) priorityClass(o *unstructured.Unstructured) {
 	c.decode(o, "", pick(o.DeepCopy().Object, "value", "description"), wpc)
 	for k := range rest {
 		c.note(o, k, "Strata has no such field")
+	}
+	if wpc.Name == "default" {
+		c.note(o, "", fmt.Sprintf("the default class, as in Kueue (WorkloadPriorityClass defaulting): the charts' admission policies label a job created without a priority-class label %s: default", strata.PriorityClassLabel))
 	}
 	c.out = append(c.out, wpc)
 }

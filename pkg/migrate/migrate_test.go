@@ -171,12 +171,19 @@ spec: {clusterQueue: team-a, stopPolicy: Hold}`, `apiVersion: kueue.x-k8s.io/v1b
 kind: WorkloadPriorityClass
 metadata: {name: high}
 value: 1000
-description: urgent`},
+description: urgent`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: default}
+value: 10`},
 			want: []client.Object{
+				&strata.WorkloadPriorityClass{TypeMeta: tm("WorkloadPriorityClass"), ObjectMeta: metav1.ObjectMeta{Name: "default"}, Value: 10},
 				&strata.WorkloadPriorityClass{TypeMeta: tm("WorkloadPriorityClass"), ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000, Description: "urgent"},
 				&strata.LocalQueue{TypeMeta: tm("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "ml"}, Spec: strata.LocalQueueSpec{ClusterQueue: "team-a", StopPolicy: ptr.To(strata.StopHold)}},
 			},
-			wantNotes: []string{"LocalQueue ml/team-a: spec.stopPolicy: carried over: the Strata queue is stopped too (Hold); set it to None when it should admit"},
+			wantNotes: []string{
+				"LocalQueue ml/team-a: spec.stopPolicy: carried over: the Strata queue is stopped too (Hold); set it to None when it should admit",
+				"WorkloadPriorityClass default: the default class, as in Kueue (WorkloadPriorityClass defaulting): the charts' admission policies label a job created without a priority-class label strata.dev/priority-class: default",
+			},
 		},
 		{
 			name: "admission fair sharing: a ClusterQueue's admissionScope and a LocalQueue's weight",
@@ -238,7 +245,7 @@ spec:
 			},
 			wantNotes: []string{
 				"to do: ClusterQueue qa: spec.admissionChecks: AdmissionCheck mk is not in the input: pass it (and its MultiKueueConfig) to migrate; if it is MultiKueue's, its clusters become the queue's clusterSelector, and without one the hub queue dispatches to every worker",
-				"to do: LocalQueue ml/default: Kueue (LocalQueueDefaulting) queues a job of namespace ml without a queue label here; Strata queues only labelled jobs: label them strata.dev/queue-name: default",
+				"LocalQueue ml/default: the namespace's default queue, as in Kueue (LocalQueue defaulting): the charts' admission policies label a job of namespace ml created without a queue label strata.dev/queue-name: default",
 			},
 		},
 		{

@@ -710,7 +710,9 @@ func (h assignedHosts) set(podSet string, a *tas.Assignment) {
 // evict sends the workload back to its queue; the Job controller stops the Job.
 func (r *Reconciler) evict(ctx context.Context, wl *strata.Workload, message string) error {
 	// The failed nodes are named in the message; a requeued workload has
-	// none to replace.
+	// none to replace. Its admitted time counts against its maximum
+	// execution time, as every eviction's.
+	workload.AccumulateExecution(wl.Spec.MaximumExecutionTimeSeconds, &wl.Status, r.clock.Now())
 	wl.Status.Admission, wl.Status.UnhealthyNodes = nil, nil
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: ReasonNodeFailure, Message: message})
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Evicted", Message: message})

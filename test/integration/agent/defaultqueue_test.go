@@ -150,6 +150,10 @@ var _ = Describe("WorkloadPriorityClass defaulting", Ordered, Label("agent", "de
 		named.Labels["kueue.x-k8s.io/priority-class"] = "default-not"
 		Expect(worker.Client.Create(ctx, named, client.DryRunAll)).To(Succeed())
 		Expect(named.Labels).NotTo(HaveKey(strata.PriorityClassLabel), "a job that names a class keeps it")
+		copied := newJob(ns, "defaultwpc", 1, nil)
+		copied.Labels[strata.HubWorkloadUIDLabel] = "0b7a6c2e-hub"
+		Expect(worker.Client.Create(ctx, copied, client.DryRunAll)).To(Succeed())
+		Expect(copied.Labels).NotTo(HaveKey(strata.PriorityClassLabel), "a hub's copy keeps the hub job's priority")
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 })

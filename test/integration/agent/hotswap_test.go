@@ -327,13 +327,20 @@ var _ = Describe("Hot swap timing", Ordered, Label("agent", "hotswap"), func() {
 
 	It("evicts and requeues the workload when the failed node has no replacement (fail-fast)", func(ctx SpecContext) {
 		queue := hotSwapPool(ctx, "full", [3]string{"f1", "r1", "4"}, [3]string{"f2", "r1", "4"})
-		job, hosts := admitJob(ctx, ns, queue, 8)
-		Expect(hosts).To(ConsistOf("f1", "f2"))
+		createLocalQueue(ctx, ns, queue)
+		job := newJob(ns, queue, 8, map[string]string{"strata.dev/podset-required-topology": rack})
+		job.Labels[strata.MaxExecTimeSecondsLabel] = "3600"
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(assignedHosts(g, ctx, job)).To(ConsistOf("f1", "f2"))
+		}, timeout).Should(Succeed())
 		Expect(worker.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "f1"}})).To(Succeed())
 		expectEvictedForNodeFailure(ctx, job, "node f1 failed (the node was deleted): no replacement for node f1 in rack b1/r1", "fail-fast is on")
-		By("requeued, it waits for room")
+		By("requeued, it waits for room; the time it was admitted counts against its maximum execution time")
 		Eventually(func(g Gomega) {
-			g.Expect(workloadOf(g, ctx, job).Status.Admission).To(BeNil())
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Status.Admission).To(BeNil())
+			g.Expect(wl.Status.AccumulatedPastExecutionTimeSeconds).NotTo(BeNil())
 		}, timeout).Should(Succeed())
 	})
 

@@ -81,7 +81,10 @@ func stateOf(wl *strata.Workload) workloadState {
 	if _, invalid := wl.Annotations[strata.InvalidAnnotation]; invalid || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) {
 		return stateInvalid
 	}
-	if !workload.IsActive(wl) {
+	if !workload.IsActive(wl) || workload.ExecutionExceeded(wl) {
+		// Marked for its maximum execution time and evicted before its
+		// deactivation was written: about to be deactivated, never
+		// admitted again in between.
 		return stateInactive
 	}
 	return statePending

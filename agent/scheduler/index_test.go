@@ -215,3 +215,40 @@ func TestWorkloadIndexRecheckLater(t *testing.T) {
 		t.Errorf("recheck = %v, want workload a", got)
 	}
 }
+
+// TestStateOf: what the index makes of a workload's object; one marked for
+// its maximum execution time and not admitted is about to be deactivated,
+// never pending.
+func TestStateOf(t *testing.T) {
+	cond := func(typ, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason}
+	}
+	inactive := false
+	cases := map[string]struct {
+		wl   strata.Workload
+		want workloadState
+	}{
+		"queued": {want: statePending},
+		"admitted": {wl: strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "cq"}}},
+			want: stateAdmitted},
+		"admitted and marked for its maximum execution time": {wl: strata.Workload{Status: strata.WorkloadStatus{
+			Admission:  &strata.Admission{ClusterQueue: "cq"},
+			Conditions: []metav1.Condition{cond(strata.WorkloadDeactivationTarget, strata.MaximumExecutionTimeExceeded)}}},
+			want: stateAdmitted},
+		"evicted after its maximum execution time's mark, before its deactivation": {wl: strata.Workload{Status: strata.WorkloadStatus{
+			Conditions: []metav1.Condition{cond(strata.WorkloadDeactivationTarget, strata.MaximumExecutionTimeExceeded)}}},
+			want: stateInactive},
+		"deactivated": {wl: strata.Workload{Spec: strata.WorkloadSpec{Active: &inactive}}, want: stateInactive},
+		"finished": {wl: strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "cq"},
+			Conditions: []metav1.Condition{cond(strata.WorkloadFinished, "Succeeded")}}}, want: stateFinished},
+		"invalid": {wl: strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadInvalid, "InvalidJob")}}},
+			want: stateInvalid},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := stateOf(&tc.wl); got != tc.want {
+				t.Errorf("stateOf = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -220,7 +220,7 @@ func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL 
 		changed = true
 	}
 	if meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue,
-		Reason: ReasonAdmitted, Message: truncate(fmt.Sprintf("admitted on %s, flavor %s", p.Cluster, p.Flavor))}) {
+		Reason: ReasonAdmitted, Message: truncate(fmt.Sprintf("admitted on %s, flavor %s", p.Cluster, p.Flavor)), LastTransitionTime: metav1.NewTime(now)}) {
 		changed = true
 	}
 	return changed

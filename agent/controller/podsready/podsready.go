@@ -136,7 +136,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	// The maximum execution time (Kueue's max-exec-time-seconds), with
-	// waitForPodsReady on or off.
+	// waitForPodsReady on or off. A workload marked for it stays marked
+	// until its deactivation evicts it: one evicted otherwise before its
+	// spec.active was written (that write lost a conflict) is deactivated
+	// all the same, admitted or not, as Kueue deactivates a
+	// DeactivationTarget.
+	if workload.ExecutionExceeded(wl) && !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+		return ctrl.Result{}, r.executionExceeded(ctx, wl)
+	}
 	if left, ok := workload.ExecutionLeft(wl, r.clock.Now()); ok {
 		if left <= 0 {
 			return ctrl.Result{}, r.executionExceeded(ctx, wl)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,8 +71,12 @@ func setRanUnseen(st *strata.WorkloadStatus, cluster, flavor string) bool {
 }
 
 // setWaitingOnWorker shows on the hub why the worker has not admitted the
-// copy yet, when the copy's Workload says so.
-func setWaitingOnWorker(st *strata.WorkloadStatus, cluster, flavor string, copyWL *strata.Workload) bool {
+// copy yet, when the copy's Workload says so. A copy the worker admitted
+// and then evicted while keeping it (preempted, fenced, suspended there)
+// ends the hub's admission too: its time counts towards the maximum
+// execution time (limit) until now, as the worker counts it, so that a
+// later take-back, or a copy sent elsewhere, has only what is left.
+func setWaitingOnWorker(st *strata.WorkloadStatus, cluster, flavor string, copyWL *strata.Workload, limit *int32, now time.Time) bool {
 	if copyWL == nil {
 		return false
 	}
@@ -84,8 +89,9 @@ func setWaitingOnWorker(st *strata.WorkloadStatus, cluster, flavor string, copyW
 	if old := meta.FindStatusCondition(st.Conditions, strata.WorkloadAdmitted); old != nil && old.Reason == dispatch.ReasonDispatched && workload.SameMeaning(old.Message, message) {
 		return noted
 	}
+	workload.AccumulateExecution(limit, st, now)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
-		Reason: dispatch.ReasonDispatched, Message: message})
+		Reason: dispatch.ReasonDispatched, Message: message, LastTransitionTime: metav1.NewTime(now)})
 	return true
 }
 

@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
@@ -33,16 +35,57 @@ func TestSetWaitingOnWorkerKeepsThePreemption(t *testing.T) {
 	} {
 		var st strata.WorkloadStatus
 		dispatch.RecordDispatch(&st, "w3", "gpu", "chosen", time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC))
-		if got := setWaitingOnWorker(&st, "w3", "gpu", copyWaiting(tc.reason, victims)); got != tc.wantChange {
+		if got := setWaitingOnWorker(&st, "w3", "gpu", copyWaiting(tc.reason, victims), nil, time.Time{}); got != tc.wantChange {
 			t.Errorf("%s: setWaitingOnWorker = %v, want %v", tc.reason, got, tc.wantChange)
 		}
 		noted := strings.Contains(dispatch.ChoiceReason(&strata.Workload{Status: st}), "ns/a, ns/b")
 		if noted != tc.wantNoted {
 			t.Errorf("%s: the attempt names the victims: %v, want %v", tc.reason, noted, tc.wantNoted)
 		}
-		if setWaitingOnWorker(&st, "w3", "gpu", copyWaiting(tc.reason, victims)) {
+		if setWaitingOnWorker(&st, "w3", "gpu", copyWaiting(tc.reason, victims), nil, time.Time{}) {
 			t.Errorf("%s: a second report of the same changed something", tc.reason)
 		}
+	}
+}
+
+// TestSetWaitingOnWorkerCountsTheAdmission: a copy the worker admitted,
+// then evicted and kept queued, ends the hub's admission; its time counts
+// towards the maximum execution time then, once, and a copy without a
+// limit counts nothing.
+func TestSetWaitingOnWorkerCountsTheAdmission(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
+	preempted := &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
+		{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Preempted", Message: "preempted by ns/urgent"}}}}
+	admittedAt := func(at time.Time) *strata.Workload {
+		return &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "cq"}, Conditions: []metav1.Condition{
+			{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted", LastTransitionTime: metav1.NewTime(at)}}}}
+	}
+	for name, tc := range map[string]struct {
+		limit *int32
+		want  *int32
+	}{
+		"with a maximum execution time": {limit: ptr.To[int32](600), want: ptr.To[int32](130)},
+		"without one":                   {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var st strata.WorkloadStatus
+			dispatch.RecordDispatch(&st, "w3", "gpu", "chosen", t0)
+			dispatch.RecordAdmission(&st, "cq", admittedAt(t0), t0.Add(10*time.Second))
+			if !setWaitingOnWorker(&st, "w3", "gpu", preempted, tc.limit, t0.Add(110*time.Second)) {
+				t.Fatal("setWaitingOnWorker changed nothing")
+			}
+			if setWaitingOnWorker(&st, "w3", "gpu", preempted, tc.limit, t0.Add(200*time.Second)) {
+				t.Error("a second report of the same changed something")
+			}
+			// Admitted again, and evicted again: the second span adds.
+			dispatch.RecordAdmission(&st, "cq", admittedAt(t0.Add(300*time.Second)), t0.Add(300*time.Second))
+			if !setWaitingOnWorker(&st, "w3", "gpu", preempted, tc.limit, t0.Add(330*time.Second)) {
+				t.Fatal("setWaitingOnWorker changed nothing the second time")
+			}
+			if diff := cmp.Diff(tc.want, st.AccumulatedPastExecutionTimeSeconds); diff != "" {
+				t.Errorf("accumulatedPastExecutionTimeSeconds (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

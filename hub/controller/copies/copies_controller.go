@@ -381,7 +381,9 @@ func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, e
 	case actCreate:
 		return r.createCopy(ctx, s)
 	case actMarkWaiting:
-		s.change(func(ws *strata.WorkloadStatus) bool { return setWaitingOnWorker(ws, s.cluster, s.flavor, s.copyWL) })
+		s.change(func(ws *strata.WorkloadStatus) bool {
+			return setWaitingOnWorker(ws, s.cluster, s.flavor, s.copyWL, s.wl.Spec.MaximumExecutionTimeSeconds, r.clock.Now())
+		})
 		return result, nil
 	}
 	return ctrl.Result{}, fmt.Errorf("unknown action %q", st.action)

@@ -101,4 +101,33 @@ var _ = Describe("A maximum execution time", Ordered, Label("agent", "maxexec"),
 		}, 2*time.Second).Should(Succeed())
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
+	It("deactivates a Workload marked for its maximum execution time and evicted before its deactivation was written", func(ctx SpecContext) {
+		// The mark is written first, spec.active next; here the workload
+		// lost its admission in between (preempted, its node failed, the
+		// spec write lost a conflict first): it is deactivated all the
+		// same, never admitted again in between, and forgets its time.
+		job := newJob(ns, "maxexec-q", 8, nil) // more than the pool holds: queued
+		job.Labels[strata.MaxExecTimeSecondsLabel] = "600"
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Status.Admission).To(BeNil())
+			wl.Status.AccumulatedPastExecutionTimeSeconds = ptr.To[int32](600)
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadDeactivationTarget, Status: metav1.ConditionTrue,
+				Reason: strata.MaximumExecutionTimeExceeded, Message: "admitted for its maximum execution time"})
+			g.Expect(worker.Client.Status().Update(ctx, wl)).To(Succeed())
+		}, timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Spec.Active).To(HaveValue(BeFalse()))
+			g.Expect(wl.Status.Admission).To(BeNil())
+			admitted := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(admitted).NotTo(BeNil())
+			g.Expect(admitted.Message).To(ContainSubstring(strata.MaximumExecutionTimeExceeded))
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadDeactivationTarget)).To(BeNil(), "the mark goes with the deactivation")
+			g.Expect(wl.Status.AccumulatedPastExecutionTimeSeconds).To(BeNil(), "the time it ran is forgotten")
+			g.Expect(suspended(g, ctx, job)).To(BeTrue())
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
 })

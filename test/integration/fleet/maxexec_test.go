@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
@@ -119,5 +120,39 @@ var _ = Describe("A maximum execution time through the hub", func() {
 			g.Expect(c.Message).To(ContainSubstring(strata.MaximumExecutionTimeExceeded))
 			g.Expect(copies(g, ctx, job)).To(BeEmpty(), "its copy taken back")
 		}).Should(Succeed())
+	})
+	It("counts at the hub the time of a copy its worker preempted and keeps queued", func(ctx SpecContext) {
+		e := newEnv(ctx, "maxexecpre", map[string][][]string{"w1": {{"4"}}})
+		const low, high = "maxexecpre-low", "maxexecpre-high"
+		priorityClasses(ctx, map[string]int32{low: 10, high: 1000})
+		e.preemptWithin(ctx, worker("w1"))
+		job := e.job("time-boxed", 1, "4", nil)
+		job.Labels[strata.MaxExecTimeSecondsLabel] = "600"
+		job.Labels[strata.PriorityClassLabel] = low
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil())
+		}).Should(Succeed())
+
+		By("its admission at the hub 100 s old, the worker preempts the copy for a Job of its own and keeps it queued")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			c.LastTransitionTime = metav1.NewTime(hubClock.Now().Add(-100 * time.Second))
+			g.Expect(hub.Client.Status().Update(ctx, wl)).To(Succeed())
+		}).Should(Succeed())
+		local := e.job("local", 1, "4", nil)
+		local.Labels[strata.PriorityClassLabel] = high
+		Expect(worker("w1").Client.Create(ctx, local)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted)).To(BeFalse())
+			g.Expect(wl.Status.AccumulatedPastExecutionTimeSeconds).To(HaveValue(BeNumerically(">=", 100)),
+				"the preempted admission's time counts, so that a copy sent later carries only what is left")
+			g.Expect(wl.Status.AccumulatedPastExecutionTimeSeconds).To(HaveValue(BeNumerically("<", 200)))
+		}).Should(Succeed())
+		Expect(worker("w1").Client.Delete(ctx, local, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 })

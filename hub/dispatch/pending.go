@@ -206,7 +206,7 @@ func deactivatedMessage(wl *strata.Workload) string {
 			why = fmt.Sprintf("the Workload was deactivated (spec.active: false, %s): its pods were not ready in time on %s more often than waitForPodsReady's backoffLimitCount there allows",
 				strata.RequeuingLimitExceeded, last.Cluster)
 		case strata.MaximumExecutionTimeExceeded:
-			why = fmt.Sprintf("the Workload was deactivated (spec.active: false, %s): it ran on %s for its maximum execution time (spec.maximumExecutionTimeSeconds)",
+			why = fmt.Sprintf("the Workload was deactivated (spec.active: false, %s): its copies were admitted for its maximum execution time (spec.maximumExecutionTimeSeconds); its last attempt, on %s, says more",
 				strata.MaximumExecutionTimeExceeded, last.Cluster)
 		}
 	}

@@ -81,6 +81,15 @@ func ExecutionLeft(wl *strata.Workload, now time.Time) (left time.Duration, ok b
 	return limit - Accumulated(&wl.Status) - now.Sub(since), true
 }
 
+// ExecutionUsedUp says whether a workload with a maximum execution time
+// has used it all up in its earlier admissions
+// (status.accumulatedPastExecutionTimeSeconds): admitted again, it would
+// be deactivated at once.
+func ExecutionUsedUp(wl *strata.Workload) bool {
+	m := wl.Spec.MaximumExecutionTimeSeconds
+	return m != nil && Accumulated(&wl.Status) >= time.Duration(*m)*time.Second
+}
+
 // MarkExecutionExceeded records on an admitted workload whose maximum
 // execution time is used up that it is to be deactivated for it (Kueue's
 // DeactivationTarget condition): the status write that comes before its

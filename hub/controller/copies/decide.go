@@ -263,6 +263,17 @@ func nextStep(o *observed, now time.Time) step {
 		// since), and the worker gets no backoff for it.
 		return refuseStep("a take-back of an earlier hub process ended", strata.PlacementEvicted, ReasonTakenBack, fmt.Sprintf(
 			"the copy on %s was taken back by an earlier hub process, which stopped before it recorded why; placing it again", o.cluster))
+	case o.copyJob == nil && workload.ExecutionUsedUp(o.wl):
+		// Its earlier copies were admitted for its whole maximum
+		// execution time (the hub counts each, see setWaitingOnWorker):
+		// a copy would be admitted only to be deactivated on its worker.
+		// The hub deactivates the Workload instead, as Kueue's would be
+		// (refuse: spec.active first, then the record, which forgets the
+		// time).
+		return step{action: actRefuse, why: "its maximum execution time is used up", outcome: outcome{result: strata.PlacementEvicted,
+			reason: dispatch.ReasonDeactivated, cause: strata.MaximumExecutionTimeExceeded,
+			message: fmt.Sprintf("its earlier copies were admitted for its maximum execution time, %ds, in all: the hub deactivates the Workload (spec.active: false) "+
+				"and sends no copy; it is dispatched again, with the whole time, when spec.active is true", *o.wl.Spec.MaximumExecutionTimeSeconds)}}
 	case o.copyJob == nil:
 		return step{action: actCreate, why: "no copy yet"}
 	}

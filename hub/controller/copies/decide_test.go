@@ -519,6 +519,25 @@ func TestNextStep(t *testing.T) {
 			o:    func() *observed { return admittedOnHub(base()) },
 			want: step{action: actConfirmGone},
 		},
+		"no copy yet, its maximum execution time used up by earlier copies: the hub deactivates it, sending none": {
+			o: func() *observed {
+				o := base()
+				o.wl.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](600)
+				o.wl.Status.AccumulatedPastExecutionTimeSeconds = ptr.To[int32](600)
+				return o
+			},
+			want: step{action: actRefuse, outcome: outcome{result: strata.PlacementEvicted, reason: dispatch.ReasonDeactivated,
+				cause: strata.MaximumExecutionTimeExceeded}},
+		},
+		"no copy yet, some of its maximum execution time left": {
+			o: func() *observed {
+				o := base()
+				o.wl.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](600)
+				o.wl.Status.AccumulatedPastExecutionTimeSeconds = ptr.To[int32](599)
+				return o
+			},
+			want: step{action: actCreate},
+		},
 		"no copy yet": {
 			o:    func() *observed { return base() },
 			want: step{action: actCreate},

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -154,5 +155,45 @@ var _ = Describe("A maximum execution time through the hub", func() {
 			g.Expect(wl.Status.AccumulatedPastExecutionTimeSeconds).To(HaveValue(BeNumerically("<", 200)))
 		}).Should(Succeed())
 		Expect(worker("w1").Client.Delete(ctx, local, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+	It("deactivates at the hub, sending no copy, a Job whose earlier copies used up its maximum execution time", func(ctx SpecContext) {
+		e := newEnv(ctx, "maxexecused", map[string][][]string{"w1": {{"4"}}})
+		hold := func(p strata.StopPolicy) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				var cq strata.ClusterQueue
+				g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+				cq.Spec.StopPolicy = ptr.To(p)
+				g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+			}).Should(Succeed())
+		}
+		By("its hub queue held while the Workload's earlier copies' time is what its limit allows")
+		hold(strata.StopHold)
+		job := e.job("time-boxed", 1, "1", nil)
+		job.Labels[strata.MaxExecTimeSecondsLabel] = "600"
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(strata.QueueStopped))
+			wl.Status.AccumulatedPastExecutionTimeSeconds = ptr.To[int32](600)
+			g.Expect(hub.Client.Status().Update(ctx, wl)).To(Succeed())
+		}).Should(Succeed())
+		hold(strata.StopNone)
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Spec.Active).To(HaveValue(BeFalse()))
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			g.Expect(wl.Status.Placement.Cluster).To(BeEmpty())
+			attempts := wl.Status.Placement.Attempts
+			g.Expect(attempts).NotTo(BeEmpty())
+			g.Expect(attempts[len(attempts)-1].Reason).To(Equal(strata.MaximumExecutionTimeExceeded))
+			g.Expect(attempts[len(attempts)-1].Message).To(ContainSubstring("sends no copy"))
+			g.Expect(wl.Status.AccumulatedPastExecutionTimeSeconds).To(BeNil(), "the whole time again once active")
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(copies(g, ctx, job)).To(BeEmpty(), "no copy was sent")
+		}, "2s").Should(Succeed())
 	})
 })

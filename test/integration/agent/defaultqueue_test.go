@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,6 +96,28 @@ var _ = Describe("LocalQueue defaulting", Ordered, Label("agent", "defaultqueue"
 			Expect(worker.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		}
 	})
+	It("queues an unlabelled JobSet, MPIJob and LeaderWorkerSet too, each held as its kind is", func(ctx SpecContext) {
+		js := testutil.MakeJobSet("defaultq-js", withDefault).ReplicatedJob(1, testutil.MakeJob("workers", "").Parallelism(1).Completions(1).Obj()).Obj()
+		Expect(worker.Client.Create(ctx, js, client.DryRunAll)).To(Succeed())
+		Expect(js.Labels).To(HaveKeyWithValue(strata.QueueNameLabel, "default"))
+		Expect(ptr.Deref(js.Spec.Suspend, false)).To(BeTrue(), "a JobSet is suspended")
+
+		mpi := testutil.MakeMPIJob("defaultq-mpi", withDefault).Obj()
+		Expect(worker.Client.Create(ctx, mpi, client.DryRunAll)).To(Succeed())
+		Expect(mpi.Labels).To(HaveKeyWithValue(strata.QueueNameLabel, "default"))
+		Expect(ptr.Deref(mpi.Spec.RunPolicy.Suspend, false)).To(BeTrue(), "an MPIJob is suspended")
+
+		lws := testutil.MakeLeaderWorkerSet("defaultq-lws", withDefault).Replicas(1).Size(2).Defaulted().Obj()
+		Expect(worker.Client.Create(ctx, lws, client.DryRunAll)).To(Succeed())
+		Expect(lws.Labels).To(HaveKeyWithValue(strata.QueueNameLabel, "default"))
+		gates := func(t *corev1.PodTemplateSpec) []corev1.PodSchedulingGate { return t.Spec.SchedulingGates }
+		Expect(gates(&lws.Spec.LeaderWorkerTemplate.WorkerTemplate)).To(ContainElement(HaveField("Name", "strata.dev/topology")), "a LeaderWorkerSet's pods are gated")
+		Expect(gates(lws.Spec.LeaderWorkerTemplate.LeaderTemplate)).To(ContainElement(HaveField("Name", "strata.dev/topology")))
+
+		elsewhere := testutil.MakeMPIJob("defaultq-mpi", without).Obj()
+		Expect(worker.Client.Create(ctx, elsewhere, client.DryRunAll)).To(Succeed())
+		Expect(elsewhere.Labels).NotTo(HaveKey(strata.QueueNameLabel), "no default LocalQueue in that namespace")
+	})
 })
 
 // Kueue's WorkloadPriorityClass defaulting (v0.20), by the chart's
@@ -154,6 +177,14 @@ var _ = Describe("WorkloadPriorityClass defaulting", Ordered, Label("agent", "de
 		copied.Labels[strata.HubWorkloadUIDLabel] = "0b7a6c2e-hub"
 		Expect(worker.Client.Create(ctx, copied, client.DryRunAll)).To(Succeed())
 		Expect(copied.Labels).NotTo(HaveKey(strata.PriorityClassLabel), "a hub's copy keeps the hub job's priority")
+		for _, obj := range []client.Object{
+			testutil.MakeJobSet("defaultwpc-js", ns).Queue("defaultwpc").ReplicatedJob(1, testutil.MakeJob("workers", "").Parallelism(1).Completions(1).Obj()).Obj(),
+			testutil.MakeMPIJob("defaultwpc-mpi", ns).Queue("defaultwpc").Obj(),
+			testutil.MakeLeaderWorkerSet("defaultwpc-lws", ns).Queue("defaultwpc").Replicas(1).Size(2).Defaulted().Obj(),
+		} {
+			Expect(worker.Client.Create(ctx, obj, client.DryRunAll)).To(Succeed())
+			Expect(obj.GetLabels()).To(HaveKeyWithValue(strata.PriorityClassLabel, "default"), "%T", obj)
+		}
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 })

@@ -51,12 +51,23 @@ var _ = Describe("LocalQueue defaulting", Ordered, Label("agent", "defaultqueue"
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 
-	It("queues a CronJob's Job, as Kueue does", func(ctx SpecContext) {
-		job := newJob(withDefault, "", 1, nil)
-		job.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "nightly", UID: "cronjob-uid", Controller: ptr.To(true)}}
-		Expect(worker.Client.Create(ctx, job, client.DryRunAll)).To(Succeed())
-		Expect(job.Labels).To(HaveKeyWithValue(strata.QueueNameLabel, "default"))
-		Expect(ptr.Deref(job.Spec.Suspend, false)).To(BeTrue())
+	It("queues a CronJob's Job, and a Katib Trial's, as Kueue does; not an MPIJob's launcher", func(ctx SpecContext) {
+		for _, owner := range []metav1.OwnerReference{
+			{APIVersion: "batch/v1", Kind: "CronJob", Name: "nightly", UID: "cronjob-uid", Controller: ptr.To(true)},
+			// A kind of kubeflow.org that Strata does not queue.
+			{APIVersion: "kubeflow.org/v1beta1", Kind: "Trial", Name: "sweep-1", UID: "trial-uid", Controller: ptr.To(true)},
+		} {
+			job := newJob(withDefault, "", 1, nil)
+			job.OwnerReferences = []metav1.OwnerReference{owner}
+			Expect(worker.Client.Create(ctx, job, client.DryRunAll)).To(Succeed())
+			Expect(job.Labels).To(HaveKeyWithValue(strata.QueueNameLabel, "default"), owner.Kind)
+			Expect(ptr.Deref(job.Spec.Suspend, false)).To(BeTrue(), owner.Kind)
+		}
+		launcher := newJob(withDefault, "", 1, nil)
+		launcher.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: "pi", UID: "mpijob-uid", Controller: ptr.To(true)}}
+		Expect(worker.Client.Create(ctx, launcher, client.DryRunAll)).To(Succeed())
+		Expect(launcher.Labels).NotTo(HaveKey(strata.QueueNameLabel), "its MPIJob is what is queued")
+		Expect(ptr.Deref(launcher.Spec.Suspend, false)).To(BeFalse())
 	})
 
 	It("leaves alone a Job labelled for another queue, one in a namespace without a default LocalQueue, and one a JobSet owns", func(ctx SpecContext) {

@@ -964,6 +964,33 @@ func (c *Cache) Reserve(flavor string, key types.NamespacedName, decide func(s *
 	if err != nil || wl == nil {
 		return true, err
 	}
+	return true, c.replaceLocked(key, wl)
+}
+
+// ReserveFlavors is Reserve over several flavors at once, for a workload
+// whose pod sets go on different flavors: decide sees the snapshot and
+// Topology of each flavor named (nil for a flavor the cache does not
+// have), and the workload it returns is recorded, on the flavors its pod
+// set assignments name, before the lock is let go.
+func (c *Cache) ReserveFlavors(flavors []string, key types.NamespacedName, decide func(snaps []*tas.Snapshot, topos []*strata.Topology) (*strata.Workload, error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	snaps, topos := make([]*tas.Snapshot, len(flavors)), make([]*strata.Topology, len(flavors))
+	for i, name := range flavors {
+		if f, ok := c.flavors[name]; ok {
+			snaps[i], topos[i] = f.snapshot, f.topology
+		}
+	}
+	wl, err := decide(snaps, topos)
+	if err != nil || wl == nil {
+		return err
+	}
+	return c.replaceLocked(key, wl)
+}
+
+// replaceLocked records wl's new admission in place of what the cache held
+// for key; when it does not fit, what was held stays and the error says why.
+func (c *Cache) replaceLocked(key types.NamespacedName, wl *strata.Workload) error {
 	// The new admission replaces the old one in one step: the workload's
 	// running pods (on nodes both admissions hold) stay the workload's and
 	// do not count on their own in between.
@@ -976,10 +1003,10 @@ func (c *Cache) Reserve(flavor string, key types.NamespacedName, decide func(s *
 		} else {
 			c.countTASPodsLocked(key, "")
 		}
-		return true, err
+		return err
 	}
 	c.touched()
-	return true, nil
+	return nil
 }
 
 // releaseLocked gives usage back to the flavors' snapshots.

@@ -815,6 +815,18 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 			return s.fitted(ctx, wl, fits)
 		}
 	}
+	// Kueue assigns a flavor to each pod set (or PodSet group) on its own:
+	// one whose pod sets fit now on different flavors, and not all on
+	// one, is admitted so. (Not under blockAdmission's hold, nor for a
+	// preemptor holding its victims' quota on one flavor: those go
+	// through the walk below.)
+	if !s.notReady && s.preemptions[key] == nil {
+		if admitted, where := s.placeByUnit(cq, flavors, books, wl); admitted != nil {
+			s.admit(ctx, admitted, where, usage, books)
+			s.notReady = s.podsReady != nil && *s.podsReady.BlockAdmission
+			return true, true, nil
+		}
+	}
 	// Flavors in order, as Kueue's flavor assigner walks them: a flavor
 	// where it fits is taken at once (one where it fits only by borrowing
 	// is put aside under whenCanBorrow: TryNextFlavor); under
@@ -1004,28 +1016,7 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 		if err != nil {
 			return nil, err
 		}
-		admitted = asked.DeepCopy()
-		admitted.Status.Admission = admission
-		meta.SetStatusCondition(&admitted.Status.Conditions, metav1.Condition{
-			Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
-			Message: fmt.Sprintf("admitted by ClusterQueue %s on flavor %s", cq.Name, fq.Name) + partialNote(cmp.Or(s.uncapped[asked.UID], asked), admission),
-		})
-		c := meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadAdmitted)
-		c.LastTransitionTime = admittedAt(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted), c.LastTransitionTime.Time)
-		if s.podsReady != nil {
-			// In the admission's write: a PodsReady of an earlier
-			// admission says nothing of this one's pods. Its time is the
-			// admission's, on the clock waitForPodsReady's timeout is
-			// measured on.
-			meta.SetStatusCondition(&admitted.Status.Conditions, metav1.Condition{
-				Type: strata.WorkloadPodsReady, Status: metav1.ConditionFalse, Reason: strata.PodsReadyWaitForStart,
-				Message: "waiting for the pods of this admission to be ready or to succeed",
-			})
-			meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadPodsReady).LastTransitionTime = metav1.NewTime(s.clock.Now())
-		}
-		// Back in its queue, and admitted: its backoff, deactivation or
-		// stopped queue is over (Kueue's Requeued=True), in this write.
-		workload.Requeue(admitted, true, s.clock.Now())
+		admitted = s.withAdmission(cq, asked, wl, admission, "on flavor "+fq.Name)
 		if !take {
 			return nil, nil
 		}
@@ -1043,6 +1034,110 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 		return nil, placeErr
 	}
 	return admitted, nil
+}
+
+// withAdmission is asked carrying admission (made for wl: asked, or asked
+// with fewer pods) and its Admitted condition, whose message says where
+// ("on flavor f"); the pod sets' PodsReady and the workload's requeue
+// state start over in the same write.
+func (s *Scheduler) withAdmission(cq *strata.ClusterQueue, asked, wl *strata.Workload, admission *strata.Admission, where string) *strata.Workload {
+	admitted := asked.DeepCopy()
+	admitted.Status.Admission = admission
+	meta.SetStatusCondition(&admitted.Status.Conditions, metav1.Condition{
+		Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
+		Message: fmt.Sprintf("admitted by ClusterQueue %s %s", cq.Name, where) + partialNote(cmp.Or(s.uncapped[asked.UID], asked), admission),
+	})
+	c := meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadAdmitted)
+	c.LastTransitionTime = admittedAt(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted), c.LastTransitionTime.Time)
+	if s.podsReady != nil {
+		// In the admission's write: a PodsReady of an earlier
+		// admission says nothing of this one's pods. Its time is the
+		// admission's, on the clock waitForPodsReady's timeout is
+		// measured on.
+		meta.SetStatusCondition(&admitted.Status.Conditions, metav1.Condition{
+			Type: strata.WorkloadPodsReady, Status: metav1.ConditionFalse, Reason: strata.PodsReadyWaitForStart,
+			Message: "waiting for the pods of this admission to be ready or to succeed",
+		})
+		meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadPodsReady).LastTransitionTime = metav1.NewTime(s.clock.Now())
+	}
+	// Back in its queue, and admitted: its backoff, deactivation or
+	// stopped queue is over (Kueue's Requeued=True), in this write.
+	workload.Requeue(admitted, true, s.clock.Now())
+	return admitted
+}
+
+// placeByUnit admits, when its pod sets fit on different flavors of its
+// queue, a workload with more than one flavor assignment unit (a pod set
+// alone, or a PodSet group: workload.FlavorUnits), each on the flavor
+// Kueue's flavor assigner gives it (workload.PlaceByUnit), and takes the
+// capacity in the cache in the same step; where says which flavor each
+// pod set is on. It returns nil when the walk puts every unit on one
+// flavor (the one-flavor walk admits it there, as any workload) or some
+// unit fits nowhere now (the one-flavor walk gives the reasons, and
+// preempts for the whole workload on one flavor).
+func (s *Scheduler) placeByUnit(cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) (admitted *strata.Workload, where string) {
+	if len(flavors) < 2 || len(workload.FlavorUnits(wl)) < 2 {
+		return nil, ""
+	}
+	names := make([]string, len(flavors))
+	defs := make([]*strata.ResourceFlavor, len(flavors))
+	for i, fq := range flavors {
+		names[i] = fq.Name
+		if def, err := s.flavorReady(fq.Name); err == nil {
+			defs[i] = def
+		}
+	}
+	var others []*strata.Workload
+	if workload.Spreads(wl) && workload.DispatchKey(wl) == "" {
+		others = s.cache.AdmittedIn(wl.Namespace)
+	}
+	tryNext := queue.Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
+	err := s.cache.ReserveFlavors(names, client.ObjectKeyFromObject(wl), func(snaps []*tas.Snapshot, topos []*strata.Topology) (*strata.Workload, error) {
+		units := make([]workload.UnitFlavor, len(flavors))
+		for i := range flavors {
+			units[i] = workload.UnitFlavor{Def: defs[i], Admitted: others}
+			if defs[i] != nil && snaps[i] != nil && topos[i] != nil {
+				units[i].Snapshot, units[i].TopologyName = snaps[i], topos[i].Name
+			}
+		}
+		p, ok := workload.PlaceByUnit(wl, units, func(f int, placed *strata.Workload) workload.QuotaAnswer {
+			need := queue.WorkloadRequests(placed)
+			fit := books.Check(cq.Name, names[f], need, false)
+			if fit.Err != nil {
+				return workload.QuotaAnswer{}
+			}
+			return workload.QuotaAnswer{Fits: true, Borrows: fit.Borrows, Height: books.BorrowHeight(cq.Name, names[f], need)}
+		}, tryNext, s.opts)
+		if !ok {
+			return nil, nil
+		}
+		p.Release(units) // taken for good as the admission is recorded
+		if p.Distinct() < 2 {
+			return nil, nil
+		}
+		admission := &strata.Admission{ClusterQueue: cq.Name}
+		parts := make([]string, 0, len(wl.Spec.PodSets))
+		for i := range wl.Spec.PodSets {
+			ps := &wl.Spec.PodSets[i]
+			flavor := names[p.Flavors[i]]
+			admission.PodSetAssignments = append(admission.PodSetAssignments, strata.PodSetAssignment{
+				Name:               ps.Name,
+				Flavor:             flavor,
+				Count:              ps.Count,
+				ResourceUsage:      queue.PodSetUsage(cq, ps),
+				TopologyAssignment: tas.Encode(p.Assignments[i]),
+			})
+			parts = append(parts, fmt.Sprintf("%s (pod set %s)", flavor, ps.Name))
+		}
+		where = strings.Join(parts, ", ")
+		admitted = s.withAdmission(cq, wl, wl, admission, "on flavors "+where)
+		return admitted, nil
+	})
+	if err != nil {
+		// Not expected: the placement was found under the cache's lock.
+		return nil, ""
+	}
+	return admitted, where
 }
 
 // partialNote says, for the Admitted condition, which pod sets an

@@ -1508,3 +1508,91 @@ func TestScheduleAdmissionFairSharing(t *testing.T) {
 		})
 	}
 }
+
+// TestSchedulePerPodSetFlavors: each pod set (or PodSet group) of a
+// workload takes its own flavor, as Kueue's flavor assigner gives it: the
+// first of its queue's flavors where its quota and topology hold it,
+// after the pod sets before it.
+func TestSchedulePerPodSetFlavors(t *testing.T) {
+	twoPodSets := func(name string, first, second int32, group bool) *strata.Workload {
+		wl := job(name, "cq", first, nil, 0)
+		ps := testutil.MakePodSet("second", second, "cpu", "1").Required(rackLabel).Obj()
+		wl.Spec.PodSets = append(wl.Spec.PodSets, ps)
+		if group {
+			for i := range wl.Spec.PodSets {
+				wl.Spec.PodSets[i].TopologyRequest.PodSetGroupName = ptr.To("g")
+			}
+		}
+		return wl
+	}
+	type placed map[string]string // pod set → flavor
+	cases := map[string]struct {
+		queue   *strata.ClusterQueue
+		wl      *strata.Workload
+		want    placed
+		message string
+		// next: the flavor a workload of 2 pods in a rack, queued after
+		// it, is admitted on ("": none queued).
+		next string
+	}{
+		"both fit on the first flavor": {
+			queue: testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Flavor("other").Obj(),
+			wl:    twoPodSets("w", 2, 2, false),
+			want:  placed{"main": "tas-flavor", "second": "tas-flavor"},
+		},
+		"the second pod set on the next flavor, where both would also fit": {
+			queue:   testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Flavor("other").Obj(),
+			wl:      twoPodSets("w", 3, 3, false),
+			want:    placed{"main": "tas-flavor", "second": "other"},
+			message: "admitted by ClusterQueue cq on flavors tas-flavor (pod set main), other (pod set second)",
+			next:    "other",
+		},
+		"the second pod set on the next flavor: the first flavor's quota is full": {
+			queue: testutil.MakeClusterQueue("cq").Flavor("tas-flavor", "cpu", "3").Flavor("other").Obj(),
+			wl:    twoPodSets("w", 3, 1, false),
+			want:  placed{"main": "tas-flavor", "second": "other"},
+		},
+		"a PodSet group stays on one flavor": {
+			queue: testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Flavor("other").Obj(),
+			wl:    twoPodSets("w", 3, 3, true),
+			want:  placed{"main": "other", "second": "other"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{tc.queue, tc.wl}
+			if tc.next != "" {
+				objs = append(objs, job("next", "cq", 2, nil, 1))
+			}
+			e := newSchedEnv(t, objs, twoFlavors, []*corev1.Node{tasNode("r1-n1", "r1", "4"), otherNode("r2-n1", "r2", "8")}, interceptor.Funcs{})
+			if err := e.s.Schedule(t.Context()); err != nil {
+				t.Fatalf("Schedule(): %v", err)
+			}
+			e.settle()
+			var got strata.Workload
+			if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(tc.wl), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Admission == nil {
+				t.Fatalf("not admitted: %v", got.Status.Conditions)
+			}
+			gotPlaced := placed{}
+			for _, psa := range got.Status.Admission.PodSetAssignments {
+				gotPlaced[psa.Name] = psa.Flavor
+			}
+			if diff := cmp.Diff(tc.want, gotPlaced); diff != "" {
+				t.Errorf("flavors (-want,+got):\n%s", diff)
+			}
+			if c := meta.FindStatusCondition(got.Status.Conditions, strata.WorkloadAdmitted); tc.message != "" && (c == nil || c.Message != tc.message) {
+				t.Errorf("Admitted condition %v, want message %q", c, tc.message)
+			}
+			if tc.next != "" {
+				// The cache holds each pod set on its flavor: the next
+				// workload goes where room is left.
+				if got := e.outcomes(t)["next"].Flavor; got != tc.next {
+					t.Errorf("the next workload admitted on %q, want %q", got, tc.next)
+				}
+			}
+		})
+	}
+}

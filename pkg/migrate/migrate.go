@@ -438,7 +438,7 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 		c.todo(o, "spec.resourceGroups", why)
 	}
 	if len(cq.Spec.ResourceGroups) > 1 {
-		c.todo(o, "spec.resourceGroups", fmt.Sprintf("%d resource groups: Strata admits a workload on one flavor for all its resources, where Kueue picks a flavor per group, so a workload asking for resources of two groups (cpu of one flavor and GPUs of another, say) is Inadmissible, and a group of pods alone is not enforced; give every flavor quota for all the resources its workloads ask for, in one group, or keep such workloads on Kueue",
+		c.todo(o, "spec.resourceGroups", fmt.Sprintf("%d resource groups: Strata admits a pod set on one flavor for all its resources, where Kueue picks a flavor per group, so a pod set asking for resources of two groups (cpu of one flavor and GPUs of another, say) is Inadmissible, and a group of pods alone is not enforced; give every flavor quota for all the resources its workloads ask for, in one group, or keep such workloads on Kueue",
 			len(cq.Spec.ResourceGroups)))
 	}
 	c.checkLimits(o, cq.Spec.ResourceGroups)

@@ -159,7 +159,7 @@ spec:
 				"ClusterQueue team-c: spec.flavorFungibility.preference: PreemptionOverBorrowing not carried over: Strata takes a flavor where the workload fits by borrowing before one where it must preempt (Kueue's BorrowingOverPreemption), so it may take another flavor than Kueue did",
 				"ClusterQueue team-c: spec.preemption.futurePolicy: Strata has no such field: not carried over",
 				"ClusterQueue team-c: spec.resourceGroups[1].flavors[0].resources[0].futureLimit: Strata has no such field: not carried over",
-				"to do: ClusterQueue team-c: spec.resourceGroups: 2 resource groups: Strata admits a workload on one flavor for all its resources, where Kueue picks a flavor per group, so a workload asking for resources of two groups (cpu of one flavor and GPUs of another, say) is Inadmissible, and a group of pods alone is not enforced; give every flavor quota for all the resources its workloads ask for, in one group, or keep such workloads on Kueue",
+				"to do: ClusterQueue team-c: spec.resourceGroups: 2 resource groups: Strata admits a pod set on one flavor for all its resources, where Kueue picks a flavor per group, so a pod set asking for resources of two groups (cpu of one flavor and GPUs of another, say) is Inadmissible, and a group of pods alone is not enforced; give every flavor quota for all the resources its workloads ask for, in one group, or keep such workloads on Kueue",
 			},
 		},
 		{

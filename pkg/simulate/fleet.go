@@ -475,6 +475,7 @@ func (f *Fleet) Summaries() ([]replay.Cluster, error) {
 		// queues whose workloads may be preempted are what preempting
 		// would free.
 		run := newRunState(c.In)
+		run.flavors = flavors
 		for _, item := range c.In.Workloads {
 			if done(item) {
 				continue // finished: holds nothing, as on the agent

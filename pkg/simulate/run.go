@@ -122,6 +122,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 		return nil, err
 	}
 	st := newRunState(in)
+	st.flavors = flavors
 	for _, item := range in.Workloads {
 		if item.Workload != nil && item.Workload.Status.Admission != nil && !done(item) {
 			if err := st.addRunning(flavors, item, opts); err != nil {
@@ -545,6 +546,12 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 		if tryFlavor(fs) {
 			return res, nil
 		}
+	}
+	// Each pod set (or PodSet group) on its own flavor when they fit on
+	// different flavors and not all on one, as the agent admits them.
+	if podSets, ok := st.admitByUnit(flavors, order, cq, wl, opts); ok {
+		res.Admitted, res.PodSets = true, podSets
+		return res, nil
 	}
 	// The flavors in order, as the agent walks them (Kueue's flavor
 	// assigner; see the agent's scheduler).

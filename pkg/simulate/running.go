@@ -26,6 +26,8 @@ type runState struct {
 	in      *Input
 	books   *queue.Books
 	running map[string][]*running // by flavor
+	// flavors are the input's topology-aware flavors, by name.
+	flavors map[string]*flavorState
 	// clock orders admissions and queueing in the simulation: each
 	// workload is queued and admitted after the ones before it.
 	clock time.Time
@@ -497,18 +499,27 @@ func (st *runState) preempt(fs *flavorState, result preemption.Result) []string 
 		gone[v.Key] = true
 		names = append(names, v.Key.String())
 	}
-	runs := st.running[fs.flavor.Name]
-	kept := runs[:0]
-	for _, r := range runs {
-		if !gone[types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}] {
-			kept = append(kept, r)
-			continue
+	// A victim with pod sets on other flavors too is evicted whole: its
+	// capacity and quota there are freed as well.
+	for flavor, runs := range st.running {
+		on := st.flavors[flavor]
+		if flavor == fs.flavor.Name {
+			on = fs
 		}
-		fs.snapshot.Release(r.usage)
-		st.books.Charge(r.queue, fs.flavor.Name, r.requests, -1)
-		st.roundAdmitted = append(st.roundAdmitted, heldQuota{queue: r.queue, flavor: fs.flavor.Name, hold: r.requests, sign: -1})
+		kept := runs[:0]
+		for _, r := range runs {
+			if !gone[types.NamespacedName{Namespace: r.wl.Namespace, Name: r.wl.Name}] {
+				kept = append(kept, r)
+				continue
+			}
+			if on != nil {
+				on.snapshot.Release(r.usage)
+			}
+			st.books.Charge(r.queue, flavor, r.requests, -1)
+			st.roundAdmitted = append(st.roundAdmitted, heldQuota{queue: r.queue, flavor: flavor, hold: r.requests, sign: -1})
+		}
+		st.running[flavor] = kept
 	}
-	st.running[fs.flavor.Name] = kept
 	return names
 }
 
@@ -542,4 +553,77 @@ func queueName(cq *strata.ClusterQueue) string {
 		return ""
 	}
 	return cq.Name
+}
+
+// admitByUnit admits wl, when its pod sets (or PodSet groups) fit on
+// different flavors of its queue and not all on one, each on its own
+// flavor, as the agent does (workload.PlaceByUnit over the flavors in
+// order), taking capacity and quota on each; false when the walk puts
+// them all on one flavor or one fits nowhere (the one-flavor walk
+// decides then).
+func (st *runState) admitByUnit(flavors map[string]*flavorState, order []*strata.ResourceFlavor, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]PodSetResult, bool) {
+	if len(order) < 2 || len(workload.FlavorUnits(wl)) < 2 {
+		return nil, false
+	}
+	units := make([]workload.UnitFlavor, len(order))
+	for i, f := range order {
+		fs := flavors[f.Name]
+		if fs == nil {
+			units[i] = workload.UnitFlavor{Def: f} // not topology-aware: no snapshot, never chosen
+			continue
+		}
+		units[i] = workload.UnitFlavor{Def: fs.flavor, Snapshot: fs.snapshot, TopologyName: fs.topology.Name, Admitted: st.spreadAmong(fs, wl)}
+	}
+	name := ""
+	if cq != nil {
+		name = cq.Name
+	}
+	tryNext := cq != nil && queue.Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
+	p, ok := workload.PlaceByUnit(wl, units, func(f int, placed *strata.Workload) workload.QuotaAnswer {
+		if cq == nil {
+			return workload.QuotaAnswer{Fits: true}
+		}
+		need := queue.WorkloadRequests(placed)
+		fit := st.books.Check(cq.Name, order[f].Name, need, false)
+		if fit.Err != nil {
+			return workload.QuotaAnswer{}
+		}
+		return workload.QuotaAnswer{Fits: true, Borrows: fit.Borrows, Height: st.books.BorrowHeight(cq.Name, order[f].Name, need)}
+	}, tryNext, opts)
+	if !ok {
+		return nil, false
+	}
+	if p.Distinct() < 2 {
+		p.Release(units)
+		return nil, false
+	}
+	// Admitted as the agent would record it: what topology spreading
+	// counts for the workloads after it.
+	wl = wl.DeepCopy()
+	if wl.CreationTimestamp.IsZero() {
+		wl.CreationTimestamp.Time = st.tick()
+	}
+	wl.Status.Admission = &strata.Admission{ClusterQueue: "-"}
+	results := make([]PodSetResult, len(wl.Spec.PodSets))
+	onFlavor := map[int][]int{}
+	for i, a := range p.Assignments {
+		ps := &wl.Spec.PodSets[i]
+		flavor := order[p.Flavors[i]].Name
+		wl.Status.Admission.PodSetAssignments = append(wl.Status.Admission.PodSetAssignments,
+			strata.PodSetAssignment{Name: ps.Name, Flavor: flavor, Count: ps.Count, TopologyAssignment: tas.Encode(a)})
+		results[i] = podSetResults(workload.WithPodSets(wl, []int{i}), flavor, []*tas.Assignment{a})[0]
+		onFlavor[p.Flavors[i]] = append(onFlavor[p.Flavors[i]], i)
+	}
+	admitted := st.tick()
+	for f := range order {
+		if len(onFlavor[f]) == 0 {
+			continue
+		}
+		flavor := order[f].Name
+		need := queue.WorkloadRequests(workload.WithPodSets(wl, onFlavor[f]))
+		st.books.Charge(name, flavor, need, 1)
+		st.roundAdmitted = append(st.roundAdmitted, heldQuota{queue: name, flavor: flavor, hold: need, sign: 1})
+		st.running[flavor] = append(st.running[flavor], &running{wl: wl, queue: name, usage: merge(p.Taken[f]), requests: need, admitted: admitted})
+	}
+	return results, true
 }

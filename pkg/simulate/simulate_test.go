@@ -2272,3 +2272,139 @@ spec:
 		})
 	}
 }
+
+// TestPerPodSetFlavors: as on the agent, each pod set of a workload takes
+// its own flavor (Kueue's flavor assignment unit is the pod set, or its
+// PodSet group): the first pod set fills flavor f1's 4 CPUs, the second
+// goes on f2; a PodSet group stays on one flavor. A running workload on
+// both flavors that is preempted frees both.
+func TestPerPodSetFlavors(t *testing.T) {
+	const cluster = `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {topologyName: t, nodeLabels: {pool: p1}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f2}
+spec: {topologyName: t, nodeLabels: {pool: p2}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f1, resources: [{name: cpu, nominalQuota: 4}]}, {name: f2, resources: [{name: cpu, nominalQuota: 8}]}]
+  preemption: {withinClusterQueue: LowerPriority}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: lq, namespace: ml}
+spec: {clusterQueue: q}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: p1h1, labels: {pool: p1, rack: r1, kubernetes.io/hostname: p1h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: p2h1, labels: {pool: p2, rack: r2, kubernetes.io/hostname: p2h1}}, status: {allocatable: {cpu: "8", pods: "110"}}}
+`
+	podSet := func(name string, count int, group string) string {
+		if group != "" {
+			group = ", podSetGroupName: " + group
+		}
+		return fmt.Sprintf(`  - name: %s
+    count: %d
+    topologyRequest: {required: rack%s}
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}
+`, name, count, group)
+	}
+	wl := func(name string, priority int, podSets ...string) string {
+		return fmt.Sprintf(`---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: %s, namespace: ml, creationTimestamp: "2026-01-01T00:00:%02dZ"}
+spec:
+  queueName: lq
+  priority: %d
+  podSets:
+%s`, name, 10-priority/10, priority, strings.Join(podSets, ""))
+	}
+	// low runs with pod set a on f1 and b on f2, filling both.
+	const low = `---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: low, namespace: ml}
+spec:
+  queueName: lq
+  podSets:
+  - {name: a, count: 4, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+  - {name: b, count: 8, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+status:
+  admission:
+    clusterQueue: q
+    podSetAssignments:
+    - {name: a, flavor: f1, count: 4}
+    - {name: b, flavor: f2, count: 8}
+`
+	type placed map[string]string // pod set → flavor
+	cases := map[string]struct {
+		workloads string
+		want      map[string]placed
+	}{
+		"each pod set on its own flavor": {
+			workloads: wl("w", 0, podSet("a", 3, ""), podSet("b", 3, "")),
+			want:      map[string]placed{"w": {"a": "f1", "b": "f2"}},
+		},
+		"a PodSet group on one flavor": {
+			workloads: wl("w", 0, podSet("a", 3, "g"), podSet("b", 3, "g")),
+			want:      map[string]placed{"w": {"a": "f2", "b": "f2"}},
+		},
+		"all on the first flavor when they fit there": {
+			workloads: wl("w", 0, podSet("a", 2, ""), podSet("b", 2, "")),
+			want:      map[string]placed{"w": {"a": "f1", "b": "f1"}},
+		},
+		"a victim on two flavors frees both": {
+			workloads: low + wl("high", 10, podSet("main", 8, "")) + wl("after", 0, podSet("main", 4, "")),
+			want:      map[string]placed{"high": {"main": "f2"}, "after": {"main": "f1"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(cluster+tc.workloads), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]placed{}
+			for _, r := range results {
+				if !r.Admitted {
+					t.Errorf("%s not admitted: %s", r.Name, r.Reason)
+					continue
+				}
+				got[r.Name] = placed{}
+				for _, ps := range r.PodSets {
+					got[r.Name][ps.Name] = ps.Flavor
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("flavors (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,170 @@
+package workload
+
+import (
+	"slices"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+// FlavorUnits are a workload's flavor assignment units (KEP-2724,
+// "the introduction of PodSet Group changes the flavor assignment unit to
+// PodSet Group"): each pod set alone, or the pod sets of one PodSet group
+// together, as indices into its pod sets, in the order of each unit's
+// first pod set.
+func FlavorUnits(wl *strata.Workload) [][]int {
+	var units [][]int
+	seen := make([]bool, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		if seen[i] {
+			continue
+		}
+		members := groupMembers(wl.Spec.PodSets, i)
+		for _, m := range members {
+			seen[m] = true
+		}
+		units = append(units, members)
+	}
+	return units
+}
+
+// UnitFlavor is a flavor a unit may be placed on: its definition, its
+// snapshot (nil: its Topology is missing, and nothing goes there) and the
+// workloads admitted there that topology spreading counts.
+type UnitFlavor struct {
+	Def      *strata.ResourceFlavor
+	Snapshot *tas.Snapshot
+	// TopologyName is the flavor's Topology.
+	TopologyName string
+	// Admitted are the workloads topology spreading counts there (nil:
+	// none).
+	Admitted []*strata.Workload
+}
+
+// QuotaAnswer is what a ClusterQueue's quota says of the pod sets placed
+// on one flavor: whether they fit, whether only by borrowing, and how
+// high in the cohort tree (the borrowing height; 0 without borrowing).
+type QuotaAnswer struct {
+	Fits, Borrows bool
+	Height        int
+}
+
+// UnitPlacement is where PlaceByUnit put a workload's pod sets.
+type UnitPlacement struct {
+	// Flavors is each pod set's flavor (an index into the flavors), in
+	// spec order.
+	Flavors []int
+	// Assignments is each pod set's assignment, in spec order.
+	Assignments []*tas.Assignment
+	// Taken is the capacity taken on each flavor's snapshot, by flavor
+	// index: Release it to undo.
+	Taken map[int][]tas.Usage
+}
+
+// Release gives back what p took on the flavors' snapshots.
+func (p *UnitPlacement) Release(flavors []UnitFlavor) {
+	for i, us := range p.Taken {
+		for _, u := range us {
+			flavors[i].Snapshot.Release(u)
+		}
+	}
+	p.Taken = nil
+}
+
+// Distinct is how many flavors p uses.
+func (p *UnitPlacement) Distinct() int {
+	seen := map[int]bool{}
+	for _, f := range p.Flavors {
+		seen[f] = true
+	}
+	return len(seen)
+}
+
+// PlaceByUnit assigns each flavor unit of wl (FlavorUnits) its own flavor,
+// as Kueue's flavor assigner walks a ClusterQueue's flavors for each
+// PodSet group: the units in order, and for each the flavors in order,
+// the first where its pods fit — the queue's quota (quota is asked for
+// every pod set the walk put on that flavor so far, this unit's
+// included) and the flavor's topology, with the units placed before it
+// taken — is its flavor. One where it fits only by borrowing is put
+// aside when tryNextOnBorrow (whenCanBorrow: TryNextFlavor) and taken
+// only when no flavor holds it without borrowing, the lowest borrowing
+// first. A flavor whose taints a pod set does not tolerate, or whose
+// topology lacks a level a pod set names, is skipped.
+//
+// It takes the placement's capacity on the snapshots (Release gives it
+// back); ok is false when some unit fits on no flavor, and nothing is
+// taken then. A unit with a hub topology hint follows it as Place does.
+func PlaceByUnit(wl *strata.Workload, flavors []UnitFlavor, quota func(flavor int, placed *strata.Workload) QuotaAnswer,
+	tryNextOnBorrow bool, opts tas.Options) (UnitPlacement, bool) {
+	p := UnitPlacement{
+		Flavors:     make([]int, len(wl.Spec.PodSets)),
+		Assignments: make([]*tas.Assignment, len(wl.Spec.PodSets)),
+		Taken:       map[int][]tas.Usage{},
+	}
+	onFlavor := map[int][]int{} // pod sets placed on each flavor so far
+	for _, unit := range FlavorUnits(wl) {
+		sub := WithPodSets(wl, unit)
+		place := func(f int) bool {
+			fl := flavors[f]
+			if fl.Snapshot == nil || UntoleratedFlavorTaint(fl.Def, sub) != "" {
+				return false
+			}
+			as, taken, err := PlaceSpread(fl.Snapshot, fl.TopologyName, fl.Def.Spec.Tolerations, sub, fl.Admitted, opts)
+			if err != nil {
+				return false
+			}
+			for k, m := range unit {
+				p.Flavors[m], p.Assignments[m] = f, as[k]
+			}
+			p.Taken[f] = append(p.Taken[f], taken...)
+			onFlavor[f] = append(onFlavor[f], unit...)
+			return true
+		}
+		type borrowing struct{ flavor, height int }
+		var aside []borrowing
+		placed := false
+		for f := range flavors {
+			q := quota(f, WithPodSets(wl, slices.Concat(onFlavor[f], unit)))
+			if !q.Fits {
+				continue
+			}
+			if q.Borrows && tryNextOnBorrow {
+				aside = append(aside, borrowing{f, q.Height})
+				continue
+			}
+			if place(f) {
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			slices.SortStableFunc(aside, func(a, b borrowing) int { return a.height - b.height })
+			for _, b := range aside {
+				if place(b.flavor) {
+					placed = true
+					break
+				}
+			}
+		}
+		if !placed {
+			p.Release(flavors)
+			return UnitPlacement{}, false
+		}
+	}
+	return p, true
+}
+
+// WithPodSets is wl with only the pod sets at the given indices (in
+// their spec order), for quota and placement; its pod sets are shared
+// with wl's.
+func WithPodSets(wl *strata.Workload, indices []int) *strata.Workload {
+	sorted := slices.Clone(indices)
+	slices.Sort(sorted)
+	out := *wl
+	out.Spec.PodSets = make([]strata.PodSet, 0, len(sorted))
+	for _, i := range sorted {
+		out.Spec.PodSets = append(out.Spec.PodSets, wl.Spec.PodSets[i])
+	}
+	return &out
+}

@@ -16,6 +16,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
@@ -236,7 +237,63 @@ func (p *Policy) DecideAvoiding(wl *strata.Workload, shape string, flavors []str
 	default:
 		d.Reason = "fits nowhere now: " + others(d.Candidates)
 	}
+	if split := p.splitHint(wl, flavors, targets); split != "" {
+		d.Reason += "; " + split
+	}
 	return d
+}
+
+// splitHint says, of a workload with several flavor assignment units (pod
+// sets, or PodSet groups: workload.FlavorUnits) that fits on no one
+// target, on which clusters its units would fit now on different flavors,
+// as the clusters' agents admit them; the hub places a workload on one
+// flavor. "" when none, or when it has a single unit. Quota is not
+// looked at: it is a hint, for the reason.
+func (p *Policy) splitHint(wl *strata.Workload, flavors []string, targets []*Target) string {
+	if len(wl.Spec.PodSets) < 2 || len(workload.FlavorUnits(wl)) < 2 {
+		return ""
+	}
+	byCluster := map[string][]*Target{}
+	var clusters []string
+	for _, f := range flavors {
+		for _, t := range targets {
+			if t.Flavor != f || t.Unavailable != "" || !t.Loaded() {
+				continue
+			}
+			if _, ok := byCluster[t.Cluster]; !ok {
+				clusters = append(clusters, t.Cluster)
+			}
+			byCluster[t.Cluster] = append(byCluster[t.Cluster], t)
+		}
+	}
+	slices.Sort(clusters)
+	var fits []string
+	for _, c := range clusters {
+		ts := byCluster[c]
+		if len(ts) < 2 {
+			continue
+		}
+		units := make([]workload.UnitFlavor, len(ts))
+		for i, t := range ts {
+			units[i] = workload.UnitFlavor{Def: &strata.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: t.Flavor}},
+				Snapshot: t.free, TopologyName: cmp.Or(t.Topology, "of flavor "+t.Flavor)}
+		}
+		placed, ok := workload.PlaceByUnit(wl, units, func(int, *strata.Workload) workload.QuotaAnswer {
+			return workload.QuotaAnswer{Fits: true}
+		}, false, p.opts)
+		if !ok {
+			continue
+		}
+		placed.Release(units)
+		if placed.Distinct() > 1 {
+			fits = append(fits, c)
+		}
+	}
+	if len(fits) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("its pod sets would fit on different flavors of %s, as that cluster's agent admits them, but the hub places a workload on one flavor: submit it on that cluster, or give one flavor room for all its pod sets",
+		strings.Join(fits, ", "))
 }
 
 // Options are the engine options the policy places with.

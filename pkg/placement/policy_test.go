@@ -614,3 +614,55 @@ func TestReservationKeepsTheDomainsLeft(t *testing.T) {
 		t.Errorf("placed on %s in %v; want nowhere: the rack that is left is reserved", got.Cluster, got.PodSets[0].Assignment.Domains)
 	}
 }
+
+// TestSplitHint: a workload whose pod sets fit on a cluster only on
+// different flavors fits nowhere at the hub, which places a workload on
+// one flavor; its reason says where the agent would admit it split.
+func TestSplitHint(t *testing.T) {
+	const hint = "its pod sets would fit on different flavors of a, as that cluster's agent admits them"
+	twoPodSets := func(group bool) *strata.Workload {
+		wl := testutil.MakeWorkload("w", "default").PodSets(
+			testutil.MakePodSet("driver", 1, gpu, "6").Required(rack).Obj(),
+			testutil.MakePodSet("workers", 1, gpu, "6").Required(rack).Obj()).Obj()
+		if group {
+			for i := range wl.Spec.PodSets {
+				g := "g"
+				wl.Spec.PodSets[i].TopologyRequest.PodSetGroupName = &g
+			}
+		}
+		return wl
+	}
+	cases := map[string]struct {
+		wl       *strata.Workload
+		wantHint bool
+	}{
+		"two pod sets, one per flavor":       {twoPodSets(false), true},
+		"a PodSet group stays on one flavor": {twoPodSets(true), false},
+		"one pod set":                        {job(2, "6", func(ps *testutil.PodSetWrapper) { ps.Required(rack) }), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			// Cluster a: flavors f1 and f2, one node of 8 free GPUs each;
+			// cluster b: f1 only.
+			targets := []*Target{
+				target(t, "a", "f1", cluster(t, [][][]int64{{{8}}})),
+				target(t, "a", "f2", cluster(t, [][][]int64{{{8}}})),
+				target(t, "b", "f1", cluster(t, [][][]int64{{{8}}})),
+			}
+			d := New(configv1beta1.Compact, tas.DefaultOptions(), 0).Decide(tc.wl, []string{"f1", "f2"}, targets)
+			if d.Cluster != "" {
+				t.Fatalf("placed on %s/%s, want nowhere", d.Cluster, d.Flavor)
+			}
+			if got := strings.Contains(d.Reason, hint); got != tc.wantHint {
+				t.Errorf("reason %q: hint %v, want %v", d.Reason, got, tc.wantHint)
+			}
+			// The hint takes nothing: the targets hold what they did.
+			one := job(1, "8", nil)
+			for _, tg := range targets {
+				if a := New(configv1beta1.Compact, tas.DefaultOptions(), 0).Decide(one, []string{tg.Flavor}, []*Target{tg}); a.Cluster == "" {
+					t.Errorf("%s/%s: a pod of 8 GPUs no longer fits: %s", tg.Cluster, tg.Flavor, a.Reason)
+				}
+			}
+		})
+	}
+}

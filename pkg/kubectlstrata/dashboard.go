@@ -96,8 +96,16 @@ func newWorkloadRows(wls []strata.Workload) []WorkloadRowView {
 			}
 		case wl.Status.Admission != nil:
 			r.State = stateAdmitted
-			if r.Flavor == "" && len(wl.Status.Admission.PodSetAssignments) > 0 {
-				r.Flavor = wl.Status.Admission.PodSetAssignments[0].Flavor
+			if r.Flavor == "" {
+				// Its pod sets' flavors, each once: a workload's pod sets
+				// may be admitted on different flavors.
+				var flavors []string
+				for _, psa := range wl.Status.Admission.PodSetAssignments {
+					if !slices.Contains(flavors, psa.Flavor) {
+						flavors = append(flavors, psa.Flavor)
+					}
+				}
+				r.Flavor = strings.Join(flavors, ", ")
 			}
 		case r.Cluster != "":
 			r.State = stateDispatched

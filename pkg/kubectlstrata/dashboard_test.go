@@ -91,6 +91,11 @@ func TestNewWorkloadRows(t *testing.T) {
 			cond(w, strata.WorkloadFinished, metav1.ConditionTrue, "Succeeded", "")
 			w.OwnerReferences = nil
 		}),
+		wl("split", func(w *strata.Workload) {
+			w.Status.Admission = &strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{
+				{Name: "driver", Flavor: "cpu"}, {Name: "workers", Flavor: "a100"}, {Name: "evaluators", Flavor: "cpu"}}}
+			cond(w, strata.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "admitted on flavors")
+		}),
 	})
 	want := []WorkloadRowView{
 		{Namespace: "ml", Name: "sent", Job: "job/sent", LocalQueue: "team-a", State: stateDispatched, Cluster: "w2", Flavor: "gpu", Reason: "Dispatched", Message: "waiting for w2"},
@@ -98,6 +103,7 @@ func TestNewWorkloadRows(t *testing.T) {
 		{Namespace: "ml", Name: "bad", Job: "job/bad", LocalQueue: "team-a", State: stateInvalid, Reason: "InvalidTopologyRequest", Message: "two levels"},
 		{Namespace: "ml", Name: "done", LocalQueue: "team-a", State: stateFinished},
 		{Namespace: "ml", Name: "running", Job: "job/running", LocalQueue: "team-a", State: stateAdmitted, Cluster: "w1", Flavor: "gpu", Reason: "Admitted", Message: "admitted on w1"},
+		{Namespace: "ml", Name: "split", Job: "job/split", LocalQueue: "team-a", State: stateAdmitted, Flavor: "cpu, a100", Reason: "Admitted", Message: "admitted on flavors"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("newWorkloadRows (-want +got):\n%s", diff)

@@ -896,6 +896,13 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	if len(reasons) == 0 {
 		reasons = append(reasons, "the ClusterQueue has no flavors")
 	}
+	if never && s.unitsCouldFit(cq, flavors, books, wl) {
+		// No one flavor can ever hold all of it, but each pod set (or
+		// PodSet group) fits on some flavor on its own: it waits for room
+		// on different flavors.
+		never = false
+		reasons = append(reasons, "its pod sets may be admitted on different flavors once each has room")
+	}
 	if never {
 		by := "cannot be admitted by ClusterQueue " + cq.Name
 		if asWritten {
@@ -1138,6 +1145,46 @@ func (s *Scheduler) placeByUnit(cq *strata.ClusterQueue, flavors []strata.Flavor
 		return nil, ""
 	}
 	return admitted, where
+}
+
+// unitsCouldFit says whether every flavor assignment unit of a workload of
+// several (workload.FlavorUnits) fits, on its own, on some flavor of its
+// queue where no change of capacity is needed to know it could: the
+// flavor is ready, its taints are tolerated, its quota could ever hold
+// the unit and its Topology has the levels the unit names.
+func (s *Scheduler) unitsCouldFit(cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) bool {
+	units := workload.FlavorUnits(wl)
+	if len(units) < 2 || len(flavors) < 2 {
+		return false
+	}
+	for _, unit := range units {
+		sub := workload.WithPodSets(wl, unit)
+		if !slices.ContainsFunc(flavors, func(fq strata.FlavorQuotas) bool {
+			def, err := s.flavorReady(fq.Name)
+			if err != nil || workload.UntoleratedFlavorTaint(def, sub) != "" {
+				return false
+			}
+			if fit := books.Check(cq.Name, fq.Name, queue.WorkloadRequests(sub), false); fit.Err != nil && fit.Never {
+				return false
+			}
+			levelsOK := false
+			s.cache.Flavor(fq.Name, func(snap *tas.Snapshot, topo *strata.Topology) {
+				levelsOK = snap != nil && topo != nil
+				if !levelsOK {
+					return
+				}
+				for i := range sub.Spec.PodSets {
+					if workload.ValidateAgainstTopology(sub.Spec.PodSets[i].TopologyRequest, topo.Name, snap.Levels()) != nil {
+						levelsOK = false
+					}
+				}
+			})
+			return levelsOK
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // partialNote says, for the Admitted condition, which pod sets an

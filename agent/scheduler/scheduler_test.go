@@ -1596,3 +1596,22 @@ func TestSchedulePerPodSetFlavors(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleSplitOnlyIsNotInadmissible: a workload that no one flavor's
+// quota can ever hold, but whose pod sets each fit one flavor's quota,
+// waits for room (Pending), not Inadmissible.
+func TestScheduleSplitOnlyIsNotInadmissible(t *testing.T) {
+	wl := job("w", "cq", 3, nil, 1)
+	wl.Spec.PodSets = append(wl.Spec.PodSets, testutil.MakePodSet("second", 3, "cpu", "1").Required(rackLabel).Obj())
+	// blocker holds 2 of tas-flavor's 4 CPUs of quota.
+	blocker := job("blocker", "cq", 2, nil, 0)
+	queueObj := testutil.MakeClusterQueue("cq").Flavor("tas-flavor", "cpu", "4").Flavor("other", "cpu", "4").Obj()
+	e := newSchedEnv(t, []client.Object{queueObj, blocker, wl}, twoFlavors, []*corev1.Node{tasNode("r1-n1", "r1", "4"), otherNode("r2-n1", "r2", "8")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	got := e.outcomes(t)["w"]
+	if got.Reason != ReasonPending || !strings.Contains(got.Message, "its pod sets may be admitted on different flavors once each has room") {
+		t.Errorf("outcome %+v, want Pending, waiting for room on different flavors", got)
+	}
+}

@@ -213,6 +213,10 @@ func startOne(spec ClusterSpec, bin, tmp string) (*Cluster, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  60 * time.Second,
+		// envtest waits 10 s by default for the CRDs to be served: several
+		// API servers starting at once on a busy 2-core machine have
+		// missed that (the fleet suite's BeforeSuite, 2026-12-05).
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 60 * time.Second},
 	}
 	for name, value := range spec.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)

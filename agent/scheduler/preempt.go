@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -440,4 +441,103 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 			add(by, cq, flavor, key)
 		}
 	}
+}
+
+// preemptByUnit preempts for a workload of several flavor assignment
+// units (pod sets, or PodSet groups: workload.FlavorUnits) that do not
+// all fit now, as Kueue's flavor assigner does: each unit that fits keeps
+// the flavor the walk gives it (workload.PlanByUnit); one that fits
+// nowhere goes on the flavor whose preemption search, for the pod sets the
+// walk put there and it, Kueue would take (under whenCanPreempt: Preempt
+// the first with victims, else the best, preemption.Better), and so do
+// the units after it that fit nowhere either. It then preempts on that
+// flavor for every pod set put there. done when it preempted; admitted
+// when the victims held no running pods and the workload took their place
+// at once. It does nothing when the walk puts every unit on one flavor
+// (the one-flavor search covers that) or finds no victims.
+func (s *Scheduler) preemptByUnit(ctx context.Context, cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, books *queue.Books, wl *strata.Workload,
+	upTo *int32, usage map[string]corev1.ResourceList) (done, admitted bool, err error) {
+	if len(flavors) < 2 || len(workload.FlavorUnits(wl)) < 2 || s.searches <= 0 {
+		return false, false, nil
+	}
+	names, defs, others := s.unitFlavors(flavors, wl)
+	fung := queue.Fungibility(cq)
+	quota := books.UnitQuota(cq.Name, names)
+	// plan walks the units on the cache's snapshots, under its lock (the
+	// capacity the walk takes is given back); noFit must not search, as a
+	// search takes that lock itself.
+	plan := func(noFit workload.NoFit) (p workload.UnitPlacement, ok bool) {
+		_ = s.cache.ReserveFlavors(names, client.ObjectKeyFromObject(wl), func(snaps []*tas.Snapshot, topos []*strata.Topology) (*strata.Workload, error) {
+			units := unitsOn(defs, snaps, topos, others)
+			if p, ok = workload.PlanByUnit(wl, units, quota, fung.WhenCanBorrow == strata.FungibilityTryNextFlavor, s.opts, noFit); ok {
+				p.Release(units)
+			}
+			return nil, nil
+		})
+		return p, ok
+	}
+	// The first unit that fits nowhere, and the pod sets the walk put on
+	// each flavor before it.
+	var failed []int
+	var before map[int][]int
+	if _, ok := plan(func(unit []int, onFlavor map[int][]int) (int, bool) {
+		failed, before = unit, maps.Clone(onFlavor)
+		return 0, false
+	}); ok || failed == nil {
+		return false, false, nil // it fits: not this search's to do
+	}
+	// Its flavor: the one whose search Kueue's flavor assigner would take.
+	chosen, found := preemption.ChooseFlavor(len(flavors), func(f int) (preemption.Result, bool) {
+		if s.searches <= 0 || defs[f] == nil {
+			return preemption.Result{}, false
+		}
+		s.searches--
+		r, _ := s.search(cq, flavors[f], books, workload.WithPodSets(wl, slices.Concat(before[f], failed)), upTo)
+		return r, true
+	}, fung, cq.Name)
+	if chosen < 0 {
+		return false, false, nil
+	}
+	searched := len(before[chosen]) + len(failed) // the pod sets its search was for
+	// The whole walk, every unit that fits nowhere on that flavor.
+	plan2, ok := plan(func([]int, map[int][]int) (int, bool) { return chosen, true })
+	if !ok {
+		return false, false, nil
+	}
+	if plan2.Distinct() < 2 || len(plan2.PendingFlavors()) != 1 {
+		return false, false, nil // all on one flavor: the one-flavor search covers it
+	}
+	// The search for every pod set put on that flavor: the units after the
+	// one it was chosen for may add to it.
+	fq := flavors[chosen]
+	sub := workload.WithPodSets(wl, plan2.OnFlavor(chosen))
+	r := found
+	if len(sub.Spec.PodSets) != searched {
+		if s.searches <= 0 {
+			return false, false, nil // the next pass decides
+		}
+		s.searches--
+		if r, _ = s.search(cq, fq, books, sub, upTo); len(r.Victims) == 0 {
+			return false, false, nil
+		}
+	}
+	need := queue.WorkloadRequests(sub)
+	key := client.ObjectKeyFromObject(wl)
+	done, err = s.preempt(ctx, cq, fq, books, wl, need, nil, r)
+	if !done {
+		return false, false, err
+	}
+	if p := s.preemptions[key]; len(s.stillHeld(p)) == 0 {
+		// The victims held no running pods: their capacity is free at once.
+		if in, where := s.placeByUnit(cq, flavors, books, wl); in != nil {
+			notePreempted(in, p)
+			s.admit(ctx, in, where, usage, books)
+			return true, true, err
+		}
+	}
+	// What the victims free is the preemptor's: its quota there is held
+	// for it, as for a preemption on one flavor (see try).
+	books.Charge(cq.Name, fq.Name, need, 1)
+	s.round.charged = append(s.round.charged, roundCharge{cq.Name, fq.Name, need, 1})
+	return true, false, err
 }

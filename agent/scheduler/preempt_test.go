@@ -743,3 +743,58 @@ func TestPreemptionTakesFromTheHeavierLocalQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestPreemptionByUnit: a preemptor of two pod sets, the first fitting on
+// the first flavor and the second nowhere, preempts for the second alone
+// on the flavor where that takes least (Kueue's flavor assigner gives each
+// pod set its flavor, and preempts for those that must): it is admitted
+// split, its first pod set where it fitted. Preempting for both on the
+// second flavor, as for a workload of one pod set, would move that pod set
+// too.
+func TestPreemptionByUnit(t *testing.T) {
+	q := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "4").Flavor("other", "cpu", "8").
+		Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	e := newSchedEnv(t, []client.Object{q, job("low", "a", 8, nil, 0)}, twoFlavors, []*corev1.Node{tasNode("r1-n1", "r1", "4"), otherNode("r2-n1", "r2", "8")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	onOther := outcome{Reason: ReasonAdmitted, Flavor: "other"}
+	if diff := cmp.Diff(map[string]outcome{"low": onOther}, withoutMessages(e.outcomes(t), map[string]outcome{"low": onOther})); diff != "" {
+		t.Fatalf("first pass (-want,+got):\n%s", diff)
+	}
+	e.informed(t)
+	pre := job("pre", "a", 3, ptr.To[int32](10), 10)
+	pre.Spec.PodSets = append(pre.Spec.PodSets, testutil.MakePodSet("second", 4, "cpu", "1").Required(rackLabel).Obj())
+	if err := e.c.Create(t.Context(), pre); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	for range 2 { // the preemption, then the admission into what it freed
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		e.settle()
+		e.informed(t)
+	}
+	var got strata.Workload
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(pre), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Admission == nil {
+		t.Fatalf("pre not admitted: %v", got.Status.Conditions)
+	}
+	flavors := map[string]string{}
+	for _, psa := range got.Status.Admission.PodSetAssignments {
+		flavors[psa.Name] = psa.Flavor
+	}
+	if diff := cmp.Diff(map[string]string{"main": "tas-flavor", "second": "other"}, flavors); diff != "" {
+		t.Errorf("pre's flavors (-want,+got):\n%s", diff)
+	}
+	c := meta.FindStatusCondition(got.Status.Conditions, strata.WorkloadAdmitted)
+	if want := "after preempting 1 workload(s): ns/low"; c == nil || !strings.Contains(c.Message, want) {
+		t.Errorf("Admitted condition %v, want a message with %q", c, want)
+	}
+	if o := e.outcomes(t)["low"]; o.Flavor != "" {
+		t.Errorf("low still admitted on %s", o.Flavor)
+	}
+}

@@ -817,11 +817,13 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	}
 	// Kueue assigns a flavor to each pod set (or PodSet group) on its own:
 	// one whose pod sets fit now on different flavors, and not all on
-	// one, is admitted so. (Not under blockAdmission's hold, nor for a
-	// preemptor holding its victims' quota on one flavor: those go
-	// through the walk below.)
-	if !s.notReady && s.preemptions[key] == nil {
+	// one, is admitted so (a preemptor too, once its victims are gone).
+	// Not under blockAdmission's hold: that goes through the walk below.
+	if !s.notReady {
 		if admitted, where := s.placeByUnit(cq, flavors, books, wl); admitted != nil {
+			if p := s.preemptions[key]; p != nil {
+				notePreempted(admitted, p)
+			}
 			s.admit(ctx, admitted, where, usage, books)
 			s.notReady = s.podsReady != nil && *s.podsReady.BlockAdmission
 			return true, true, nil
@@ -862,6 +864,13 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	for _, fq := range borrowing {
 		if tryFlavor(fq, nil) {
 			return s.fitted(ctx, wl, fits)
+		}
+	}
+	// A workload of several pod sets (or PodSet groups) preempts for those
+	// that fit nowhere, on their own flavor, the others keeping theirs.
+	if preempts {
+		if done, admitted, err := s.preemptByUnit(ctx, cq, flavors, books, wl, upTo, usage); done || err != nil {
+			return admitted, true, err
 		}
 	}
 	// The best preemption over the flavors, as Kueue ranks them
@@ -1073,6 +1082,38 @@ func (s *Scheduler) withAdmission(cq *strata.ClusterQueue, asked, wl *strata.Wor
 	return admitted
 }
 
+// unitFlavors are, for a walk of wl's flavor assignment units over a
+// queue's flavors, their names, their definitions (nil for a flavor not
+// ready) and the workloads topology spreading counts.
+func (s *Scheduler) unitFlavors(flavors []strata.FlavorQuotas, wl *strata.Workload) (names []string, defs []*strata.ResourceFlavor, others []*strata.Workload) {
+	names = make([]string, len(flavors))
+	defs = make([]*strata.ResourceFlavor, len(flavors))
+	for i, fq := range flavors {
+		names[i] = fq.Name
+		if def, err := s.flavorReady(fq.Name); err == nil {
+			defs[i] = def
+		}
+	}
+	if workload.Spreads(wl) && workload.DispatchKey(wl) == "" {
+		others = s.cache.AdmittedIn(wl.Namespace)
+	}
+	return names, defs, others
+}
+
+// unitsOn are the flavors of a units' walk on the cache's snapshots (held
+// under its lock): one without a definition, snapshot or Topology has no
+// snapshot, and nothing goes there.
+func unitsOn(defs []*strata.ResourceFlavor, snaps []*tas.Snapshot, topos []*strata.Topology, others []*strata.Workload) []workload.UnitFlavor {
+	units := make([]workload.UnitFlavor, len(defs))
+	for i := range defs {
+		units[i] = workload.UnitFlavor{Def: cmp.Or(defs[i], &strata.ResourceFlavor{}), Admitted: others}
+		if defs[i] != nil && snaps[i] != nil && topos[i] != nil {
+			units[i].Snapshot, units[i].TopologyName = snaps[i], topos[i].Name
+		}
+	}
+	return units
+}
+
 // placeByUnit admits, when its pod sets fit on different flavors of its
 // queue, a workload with more than one flavor assignment unit (a pod set
 // alone, or a PodSet group: workload.FlavorUnits), each on the flavor
@@ -1086,35 +1127,11 @@ func (s *Scheduler) placeByUnit(cq *strata.ClusterQueue, flavors []strata.Flavor
 	if len(flavors) < 2 || len(workload.FlavorUnits(wl)) < 2 {
 		return nil, ""
 	}
-	names := make([]string, len(flavors))
-	defs := make([]*strata.ResourceFlavor, len(flavors))
-	for i, fq := range flavors {
-		names[i] = fq.Name
-		if def, err := s.flavorReady(fq.Name); err == nil {
-			defs[i] = def
-		}
-	}
-	var others []*strata.Workload
-	if workload.Spreads(wl) && workload.DispatchKey(wl) == "" {
-		others = s.cache.AdmittedIn(wl.Namespace)
-	}
+	names, defs, others := s.unitFlavors(flavors, wl)
 	tryNext := queue.Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
 	err := s.cache.ReserveFlavors(names, client.ObjectKeyFromObject(wl), func(snaps []*tas.Snapshot, topos []*strata.Topology) (*strata.Workload, error) {
-		units := make([]workload.UnitFlavor, len(flavors))
-		for i := range flavors {
-			units[i] = workload.UnitFlavor{Def: defs[i], Admitted: others}
-			if defs[i] != nil && snaps[i] != nil && topos[i] != nil {
-				units[i].Snapshot, units[i].TopologyName = snaps[i], topos[i].Name
-			}
-		}
-		p, ok := workload.PlaceByUnit(wl, units, func(f int, placed *strata.Workload) workload.QuotaAnswer {
-			need := queue.WorkloadRequests(placed)
-			fit := books.Check(cq.Name, names[f], need, false)
-			if fit.Err != nil {
-				return workload.QuotaAnswer{}
-			}
-			return workload.QuotaAnswer{Fits: true, Borrows: fit.Borrows, Height: books.BorrowHeight(cq.Name, names[f], need)}
-		}, tryNext, s.opts)
+		units := unitsOn(defs, snaps, topos, others)
+		p, ok := workload.PlaceByUnit(wl, units, books.UnitQuota(cq.Name, names), tryNext, s.opts)
 		if !ok {
 			return nil, nil
 		}

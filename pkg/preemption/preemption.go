@@ -936,3 +936,26 @@ func (QuotaOnly) Take(int) {}
 func (QuotaOnly) Fits() (bool, func(int) bool) {
 	return true, func(int) bool { return false }
 }
+
+// ChooseFlavor is the flavor of n whose search a queue's flavor assigner
+// takes to preempt on: under whenCanPreempt: Preempt the first whose
+// search finds victims (unless it would then borrow and whenCanBorrow is
+// TryNextFlavor), else the best (Better), the first winning a tie. search
+// gives a flavor's result, false to skip it. -1 when none finds victims.
+func ChooseFlavor(n int, search func(i int) (Result, bool), fung strata.FlavorFungibility, queueName string) (int, Result) {
+	chosen := -1
+	var best Result
+	for i := range n {
+		r, ok := search(i)
+		if !ok || len(r.Victims) == 0 {
+			continue
+		}
+		if fung.WhenCanPreempt == strata.FungibilityPreempt && (!r.Borrows || fung.WhenCanBorrow != strata.FungibilityTryNextFlavor) {
+			return i, r
+		}
+		if chosen < 0 || Better(r, best, queueName) {
+			chosen, best = i, r
+		}
+	}
+	return chosen, best
+}

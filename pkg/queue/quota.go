@@ -1040,3 +1040,16 @@ func (n *books) fitsBelowRoot(fr flavorResource, want int64) bool {
 func AnyInCohort(cqs []*strata.ClusterQueue) bool {
 	return slices.ContainsFunc(cqs, func(cq *strata.ClusterQueue) bool { return cq != nil && cq.Spec.Cohort != "" })
 }
+
+// UnitQuota is what queue's quota says, for workload.PlaceByUnit's walk
+// over flavors (by index), of the pod sets placed on one of them.
+func (b *Books) UnitQuota(queue string, flavors []string) func(flavor int, placed *strata.Workload) workload.QuotaAnswer {
+	return func(f int, placed *strata.Workload) workload.QuotaAnswer {
+		need := WorkloadRequests(placed)
+		fit := b.Check(queue, flavors[f], need, false)
+		if fit.Err != nil {
+			return workload.QuotaAnswer{}
+		}
+		return workload.QuotaAnswer{Fits: true, Borrows: fit.Borrows, Height: b.BorrowHeight(queue, flavors[f], need)}
+	}
+}

@@ -590,6 +590,15 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 		}
 	}
 	if preempts {
+		// Several pod sets: for those that fit nowhere, on their own
+		// flavor, as the agent preempts.
+		if podSets, victims, ok, err := st.preemptByUnit(flavors, order, cq, wl, upTo, opts); err != nil || ok {
+			if err != nil {
+				return res, fmt.Errorf("%s: %w", item.Source, err)
+			}
+			res.Admitted, res.PodSets, res.Preempts = true, podSets, victims
+			return res, nil
+		}
 		var best *flavorState
 		var bestResult preemption.Result
 		for _, fs := range preemptable {

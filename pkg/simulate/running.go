@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -579,17 +580,11 @@ func (st *runState) admitByUnit(flavors map[string]*flavorState, order []*strata
 		name = cq.Name
 	}
 	tryNext := cq != nil && queue.Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
-	p, ok := workload.PlaceByUnit(wl, units, func(f int, placed *strata.Workload) workload.QuotaAnswer {
-		if cq == nil {
-			return workload.QuotaAnswer{Fits: true}
-		}
-		need := queue.WorkloadRequests(placed)
-		fit := st.books.Check(cq.Name, order[f].Name, need, false)
-		if fit.Err != nil {
-			return workload.QuotaAnswer{}
-		}
-		return workload.QuotaAnswer{Fits: true, Borrows: fit.Borrows, Height: st.books.BorrowHeight(cq.Name, order[f].Name, need)}
-	}, tryNext, opts)
+	quota := func(int, *strata.Workload) workload.QuotaAnswer { return workload.QuotaAnswer{Fits: true} }
+	if cq != nil {
+		quota = st.books.UnitQuota(cq.Name, flavorNames(order))
+	}
+	p, ok := workload.PlaceByUnit(wl, units, quota, tryNext, opts)
 	if !ok {
 		return nil, false
 	}
@@ -626,4 +621,78 @@ func (st *runState) admitByUnit(flavors map[string]*flavorState, order []*strata
 		st.running[flavor] = append(st.running[flavor], &running{wl: wl, queue: name, usage: merge(p.Taken[f]), requests: need, admitted: admitted})
 	}
 	return results, true
+}
+
+// preemptByUnit preempts, as the agent does (its scheduler's
+// preemptByUnit), for a workload of several flavor assignment units
+// whose units do not all fit now: the units that fit keep their flavors,
+// those that fit nowhere go on the flavor whose search Kueue's flavor
+// assigner would take, and it preempts there for every pod set put on
+// it, then is admitted split. ok is false when it does nothing (a single
+// unit or flavor, every unit on one flavor, or no victims).
+func (st *runState) preemptByUnit(flavors map[string]*flavorState, order []*strata.ResourceFlavor, cq *strata.ClusterQueue, wl *strata.Workload,
+	upTo *int32, opts tas.Options) (podSets []PodSetResult, victims []string, ok bool, err error) {
+	if cq == nil || len(order) < 2 || len(workload.FlavorUnits(wl)) < 2 {
+		return nil, nil, false, nil
+	}
+	units := make([]workload.UnitFlavor, len(order))
+	for i, f := range order {
+		units[i] = workload.UnitFlavor{Def: f}
+		if fs := flavors[f.Name]; fs != nil {
+			units[i] = workload.UnitFlavor{Def: fs.flavor, Snapshot: fs.snapshot, TopologyName: fs.topology.Name, Admitted: st.spreadAmong(fs, wl)}
+		}
+	}
+	fung := queue.Fungibility(cq)
+	quota := st.books.UnitQuota(cq.Name, flavorNames(order))
+	plan := func(noFit workload.NoFit) (workload.UnitPlacement, bool) {
+		p, ok := workload.PlanByUnit(wl, units, quota, fung.WhenCanBorrow == strata.FungibilityTryNextFlavor, opts, noFit)
+		if ok {
+			p.Release(units)
+		}
+		return p, ok
+	}
+	var failed []int
+	var before map[int][]int
+	if _, fits := plan(func(unit []int, onFlavor map[int][]int) (int, bool) {
+		failed, before = unit, maps.Clone(onFlavor)
+		return 0, false
+	}); fits || failed == nil {
+		return nil, nil, false, nil
+	}
+	chosen, found := preemption.ChooseFlavor(len(order), func(f int) (preemption.Result, bool) {
+		fs := flavors[order[f].Name]
+		if fs == nil {
+			return preemption.Result{}, false
+		}
+		return st.search(fs, cq, workload.WithPodSets(wl, slices.Concat(before[f], failed)), upTo, opts), true
+	}, fung, cq.Name)
+	if chosen < 0 {
+		return nil, nil, false, nil
+	}
+	searched := len(before[chosen]) + len(failed) // the pod sets its search was for
+	p, fits := plan(func([]int, map[int][]int) (int, bool) { return chosen, true })
+	if !fits || p.Distinct() < 2 || len(p.PendingFlavors()) != 1 {
+		return nil, nil, false, nil
+	}
+	fs := flavors[order[chosen].Name]
+	if sub := workload.WithPodSets(wl, p.OnFlavor(chosen)); len(sub.Spec.PodSets) != searched {
+		if found = st.search(fs, cq, sub, upTo, opts); len(found.Victims) == 0 {
+			return nil, nil, false, nil
+		}
+	}
+	victims = st.preempt(fs, found)
+	podSets, admitted := st.admitByUnit(flavors, order, cq, wl, opts)
+	if !admitted {
+		return nil, nil, false, fmt.Errorf("placing %s/%s on several flavors after preempting %s: its pod sets no longer fit", wl.Namespace, wl.Name, strings.Join(victims, ", "))
+	}
+	return podSets, victims, true, nil
+}
+
+// flavorNames are the flavors' names, in order.
+func flavorNames(flavors []*strata.ResourceFlavor) []string {
+	names := make([]string, len(flavors))
+	for i, f := range flavors {
+		names[i] = f.Name
+	}
+	return names
 }

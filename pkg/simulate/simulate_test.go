@@ -2372,6 +2372,23 @@ status:
 			workloads: wl("w", 0, podSet("a", 2, ""), podSet("b", 2, "")),
 			want:      map[string]placed{"w": {"a": "f1", "b": "f1"}},
 		},
+		"preempting for the pod set that fits nowhere, on its own flavor": {
+			workloads: `---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: low, namespace: ml}
+spec:
+  queueName: lq
+  podSets:
+  - {name: main, count: 8, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+status:
+  admission:
+    clusterQueue: q
+    podSetAssignments:
+    - {name: main, flavor: f2, count: 8}
+` + wl("pre", 10, podSet("main", 3, ""), podSet("second", 4, "")),
+			want: map[string]placed{"pre": {"main": "f1", "second": "f2"}},
+		},
 		"a victim on two flavors frees both": {
 			workloads: low + wl("high", 10, podSet("main", 8, "")) + wl("after", 0, podSet("main", 4, "")),
 			want:      map[string]placed{"high": {"main": "f2"}, "after": {"main": "f1"}},

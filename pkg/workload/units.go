@@ -54,8 +54,12 @@ type UnitPlacement struct {
 	// Flavors is each pod set's flavor (an index into the flavors), in
 	// spec order.
 	Flavors []int
-	// Assignments is each pod set's assignment, in spec order.
+	// Assignments is each pod set's assignment, in spec order (nil for a
+	// pod set that is Pending).
 	Assignments []*tas.Assignment
+	// Pending marks the pod sets PlanByUnit put on a flavor without room
+	// for them now (its noFit).
+	Pending []bool
 	// Taken is the capacity taken on each flavor's snapshot, by flavor
 	// index: Release it to undo.
 	Taken map[int][]tas.Usage
@@ -97,12 +101,29 @@ func (p *UnitPlacement) Distinct() int {
 // taken then. A unit with a hub topology hint follows it as Place does.
 func PlaceByUnit(wl *strata.Workload, flavors []UnitFlavor, quota func(flavor int, placed *strata.Workload) QuotaAnswer,
 	tryNextOnBorrow bool, opts tas.Options) (UnitPlacement, bool) {
+	return PlanByUnit(wl, flavors, quota, tryNextOnBorrow, opts, nil)
+}
+
+// NoFit decides the flavor of a unit (its pod sets' indices) that fits on
+// no flavor now, given the pod sets the walk put on each flavor so far
+// (by flavor index, in the walk's order): ok false ends the walk.
+type NoFit func(unit []int, onFlavor map[int][]int) (flavor int, ok bool)
+
+// PlanByUnit is PlaceByUnit where a unit that fits on no flavor is put,
+// unplaced, on the flavor noFit gives (nil: the walk ends there, as
+// PlaceByUnit's): a preemption there is to make room for it. Such pod
+// sets have no assignment and are Pending in the placement; the quota of
+// the units after them counts them on their flavor (Kueue counts a pod
+// set that must preempt in its assignment's usage).
+func PlanByUnit(wl *strata.Workload, flavors []UnitFlavor, quota func(flavor int, placed *strata.Workload) QuotaAnswer,
+	tryNextOnBorrow bool, opts tas.Options, noFit NoFit) (UnitPlacement, bool) {
 	p := UnitPlacement{
 		Flavors:     make([]int, len(wl.Spec.PodSets)),
 		Assignments: make([]*tas.Assignment, len(wl.Spec.PodSets)),
+		Pending:     make([]bool, len(wl.Spec.PodSets)),
 		Taken:       map[int][]tas.Usage{},
 	}
-	onFlavor := map[int][]int{} // pod sets placed on each flavor so far
+	onFlavor := map[int][]int{} // pod sets put on each flavor so far
 	for _, unit := range FlavorUnits(wl) {
 		sub := WithPodSets(wl, unit)
 		place := func(f int) bool {
@@ -147,12 +168,45 @@ func PlaceByUnit(wl *strata.Workload, flavors []UnitFlavor, quota func(flavor in
 				}
 			}
 		}
+		if !placed && noFit != nil {
+			if f, ok := noFit(unit, onFlavor); ok {
+				for _, m := range unit {
+					p.Flavors[m], p.Pending[m] = f, true
+				}
+				onFlavor[f] = append(onFlavor[f], unit...)
+				placed = true
+			}
+		}
 		if !placed {
 			p.Release(flavors)
 			return UnitPlacement{}, false
 		}
 	}
 	return p, true
+}
+
+// OnFlavor are the indices of the pod sets p puts on flavor f.
+func (p *UnitPlacement) OnFlavor(f int) []int {
+	var out []int
+	for i, g := range p.Flavors {
+		if g == f {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// PendingFlavors are the flavors where p put a pod set that must wait
+// for room (PlanByUnit's noFit), each once, in order.
+func (p *UnitPlacement) PendingFlavors() []int {
+	var out []int
+	for i, pending := range p.Pending {
+		if pending && !slices.Contains(out, p.Flavors[i]) {
+			out = append(out, p.Flavors[i])
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // WithPodSets is wl with only the pod sets at the given indices (in

@@ -223,7 +223,9 @@ func startOne(spec ClusterSpec, bin, tmp string) (*Cluster, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting API server %s: %w", spec.Name, err)
+		// A start that failed after the control plane came up (installing
+		// the CRDs, say) leaves etcd and the API server running: stop them.
+		return nil, errors.Join(fmt.Errorf("starting API server %s: %w", spec.Name, err), env.Stop())
 	}
 	c := &Cluster{Name: spec.Name, Role: spec.Role, Config: cfg, env: env}
 	fail := func(err error) (*Cluster, error) {

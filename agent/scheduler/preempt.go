@@ -44,6 +44,11 @@ type pendingPreemption struct {
 	// (workload.FormatPodSetCounts); "" for all of them. The waiting
 	// message carries them, so that a restart holds as much quota.
 	counts string
+	// podSets, for a preemption for some of the preemptor's pod sets
+	// only (preemptByUnit: the others fit on flavors of their own), are
+	// their names in spec order; nil for all of them. The waiting message
+	// carries them too.
+	podSets []string
 }
 
 // preemptionSearchesPerPass bounds the preemption searches of one pass: a
@@ -180,10 +185,12 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 // wl's pods; fewer for a partial admission). It returns whether it did;
 // once the victims' pods are gone (at once when they had none) a pass
 // admits wl.
+//
+// podSets names the pod sets it preempts for when not all (nil: all).
 func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq strata.FlavorQuotas, books *queue.Books, wl *strata.Workload,
-	need corev1.ResourceList, counts []int32, result preemption.Result) (bool, error) {
+	need corev1.ResourceList, counts []int32, podSets []string, result preemption.Result) (bool, error) {
 	key := client.ObjectKeyFromObject(wl)
-	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: need, counts: fewerCounts(cmp.Or(s.uncapped[wl.UID], wl), wl, counts)}
+	p := &pendingPreemption{flavor: fq.Name, queue: cq.Name, requests: need, counts: fewerCounts(cmp.Or(s.uncapped[wl.UID], wl), wl, counts), podSets: podSets}
 	var errs []error
 	for _, v := range result.Victims {
 		evicted, err := s.evictVictim(ctx, v, wl, cq, fq.Name)
@@ -307,6 +314,13 @@ func preemptingMessage(p *pendingPreemption, held []types.NamespacedName) string
 	if p.counts != "" {
 		fewer = " for " + p.counts + " of its pods"
 	}
+	switch len(p.podSets) {
+	case 0:
+	case 1:
+		fewer += " for its pod set " + p.podSets[0]
+	default:
+		fewer += " for its pod sets " + strings.Join(p.podSets, ", ")
+	}
 	return fmt.Sprintf("preempting %d workload(s) on flavor %s%s; admitted once the pods of %s are gone", len(p.victims), p.flavor, fewer, strings.Join(names, ", "))
 }
 
@@ -373,7 +387,7 @@ func preemptorOf(wl *strata.Workload) (by types.NamespacedName, cq, flavor strin
 // preemptingVictims matches the preemptor's waiting message
 // (preemptingMessage): the flavor and the victims whose pods still held
 // capacity when it was written.
-var preemptingVictims = regexp.MustCompile(`^preempting \d+ workload\(s\) on flavor (\S+)(?: for (\S+) of its pods)?; admitted once the pods of (.+) are gone$`)
+var preemptingVictims = regexp.MustCompile(`^preempting \d+ workload\(s\) on flavor (\S+)(?: for (\S+) of its pods)?(?: for its pod sets? ([^\s,;]+(?:, [^\s,;]+)*))?; admitted once the pods of (.+) are gone$`)
 
 // restorePreemptions rebuilds, in the first pass of a process, the
 // preemptions an earlier one left under way (an agent restarted, or a
@@ -402,6 +416,9 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 	// counts are the preemptors' that preempt for fewer pods than they
 	// ask for (their waiting message says so).
 	counts := map[types.NamespacedName]string{}
+	// podSets are the preemptors' that preempt for some of their pod sets
+	// only (preemptByUnit).
+	podSets := map[types.NamespacedName][]string{}
 	add := func(by types.NamespacedName, cq, flavor string, victim types.NamespacedName) {
 		pre := byKey[by]
 		if pre == nil || cq == "" || !s.cache.Holds(victim) {
@@ -409,11 +426,25 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 		}
 		p := s.preemptions[by]
 		if p == nil {
-			p = &pendingPreemption{flavor: flavor, queue: cq, requests: queue.WorkloadRequests(pre)}
+			p = &pendingPreemption{flavor: flavor, queue: cq}
+			held := pre
 			if c := counts[by]; c != "" {
 				// The quota of those pods only, as the preemption held.
-				p.counts, p.requests = c, queue.WorkloadRequests(workload.WithCounts(pre, workload.ParsePodSetCounts(c, pre.Spec.PodSets)))
+				p.counts, held = c, workload.WithCounts(pre, workload.ParsePodSetCounts(c, pre.Spec.PodSets))
 			}
+			if names := podSets[by]; len(names) > 0 {
+				// And of those pod sets only.
+				var indices []int
+				for i := range held.Spec.PodSets {
+					if slices.Contains(names, held.Spec.PodSets[i].Name) {
+						indices = append(indices, i)
+					}
+				}
+				if len(indices) > 0 {
+					p.podSets, held = names, workload.WithPodSets(held, indices)
+				}
+			}
+			p.requests = queue.WorkloadRequests(held)
 			s.preemptions[by] = p
 		}
 		if p.flavor == flavor && !slices.Contains(p.victims, victim) {
@@ -430,7 +461,10 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 			continue
 		}
 		counts[key] = m[2]
-		for _, v := range strings.Split(m[3], ", ") {
+		if m[3] != "" {
+			podSets[key] = strings.Split(m[3], ", ")
+		}
+		for _, v := range strings.Split(m[4], ", ") {
 			if ns, name, ok := strings.Cut(v, "/"); ok {
 				add(key, queueOf[key], m[1], types.NamespacedName{Namespace: ns, Name: name})
 			}
@@ -523,7 +557,11 @@ func (s *Scheduler) preemptByUnit(ctx context.Context, cq *strata.ClusterQueue, 
 	}
 	need := queue.WorkloadRequests(sub)
 	key := client.ObjectKeyFromObject(wl)
-	done, err = s.preempt(ctx, cq, fq, books, wl, need, nil, r)
+	var podSets []string
+	for i := range sub.Spec.PodSets {
+		podSets = append(podSets, sub.Spec.PodSets[i].Name)
+	}
+	done, err = s.preempt(ctx, cq, fq, books, wl, need, nil, podSets, r)
 	if !done {
 		return false, false, err
 	}

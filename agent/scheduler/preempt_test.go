@@ -667,16 +667,20 @@ func TestPreemptingMessage(t *testing.T) {
 		name       string
 		tried      *strata.Workload
 		counts     []int32
+		podSets    []string
 		wantCounts string
 	}{
 		{name: "all of its pods", tried: asked},
 		{name: "fewer pods", tried: asked, counts: []int32{6}, wantCounts: "main=6"},
 		{name: "all the pods its hub placed it with", tried: capped, wantCounts: "main=8"},
 		{name: "fewer than its hub placed it with", tried: capped, counts: []int32{4}, wantCounts: "main=4"},
+		{name: "for one of its pod sets", tried: asked, podSets: []string{"workers"}},
+		{name: "for two of its pod sets", tried: asked, podSets: []string{"ps", "workers"}},
+		{name: "fewer pods of some pod sets", tried: asked, counts: []int32{6}, podSets: []string{"main", "workers"}, wantCounts: "main=6"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &pendingPreemption{flavor: "f", victims: held, counts: fewerCounts(asked, tc.tried, tc.counts)}
+			p := &pendingPreemption{flavor: "f", victims: held, counts: fewerCounts(asked, tc.tried, tc.counts), podSets: tc.podSets}
 			if p.counts != tc.wantCounts {
 				t.Errorf("counts = %q, want %q", p.counts, tc.wantCounts)
 			}
@@ -684,7 +688,7 @@ func TestPreemptingMessage(t *testing.T) {
 			if m == nil {
 				t.Fatalf("%q does not match preemptingVictims", preemptingMessage(p, held))
 			}
-			if diff := cmp.Diff([]string{"f", tc.wantCounts, "ns/low"}, m[1:]); diff != "" {
+			if diff := cmp.Diff([]string{"f", tc.wantCounts, strings.Join(tc.podSets, ", "), "ns/low"}, m[1:]); diff != "" {
 				t.Errorf("read back (-want,+got):\n%s", diff)
 			}
 		})
@@ -796,5 +800,92 @@ func TestPreemptionByUnit(t *testing.T) {
 	}
 	if o := e.outcomes(t)["low"]; o.Flavor != "" {
 		t.Errorf("low still admitted on %s", o.Flavor)
+	}
+}
+
+// TestPreemptionByUnitSurvivesARestart: a preemption for one pod set of
+// a workload whose other pod set fits on a flavor of its own holds, after
+// a restart, the quota of that pod set only (its waiting message names
+// it), as the process before held; the workload is then admitted split
+// once the victim's pods are gone.
+func TestPreemptionByUnitSurvivesARestart(t *testing.T) {
+	q := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "4").Flavor("other", "cpu", "8").
+		Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	e := newSchedEnv(t, []client.Object{q, job("low", "a", 8, nil, 0)}, twoFlavors, []*corev1.Node{tasNode("r1-n1", "r1", "4"), otherNode("r2-n1", "r2", "8")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	e.settle()
+	e.informed(t)
+	// low runs: its pods hold the other flavor's node until they end.
+	pod := func(i int) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("low-%d", i), UID: types.UID(fmt.Sprintf("low-%d", i)),
+			Labels: map[string]string{strata.WorkloadLabel: "low", strata.TASLabel: "true"}},
+			Spec: corev1.PodSpec{NodeName: "r2-n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	for i := range 8 {
+		e.s.cache.SetPod(pod(i))
+	}
+	pre := job("pre", "a", 3, ptr.To[int32](10), 10)
+	pre.Spec.PodSets = append(pre.Spec.PodSets, testutil.MakePodSet("second", 4, "cpu", "1").Required(rackLabel).Obj())
+	if err := e.c.Create(t.Context(), pre); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	e.settle()
+	e.informed(t)
+	key := client.ObjectKeyFromObject(pre)
+	wantHeld := &pendingPreemption{flavor: "other", queue: "a", requests: rl("cpu", "4", "pods", "4"), podSets: []string{"second"},
+		victims: []types.NamespacedName{{Namespace: "ns", Name: "low"}}}
+	opts := cmp.Options{cmp.AllowUnexported(pendingPreemption{}), cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })}
+	if diff := cmp.Diff(wantHeld, e.s.preemptions[key], opts); diff != "" {
+		t.Fatalf("the preemption (-want,+got):\n%s", diff)
+	}
+	if o := e.outcomes(t)["pre"]; o.Reason != ReasonPreempting || !strings.Contains(o.Message, "for its pod set second;") {
+		t.Fatalf("pre: %+v, want it preempting for its pod set second", o)
+	}
+
+	// A new process: the same cache (low's pods still run), a new
+	// scheduler. It holds what the one before held.
+	e.s = New(e.c, e.s.cache, tas.DefaultOptions(), &events.FakeRecorder{})
+	e.informed(t)
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	e.settle()
+	e.informed(t)
+	if diff := cmp.Diff(wantHeld, e.s.preemptions[key], opts); diff != "" {
+		t.Fatalf("after the restart, the preemption (-want,+got):\n%s", diff)
+	}
+	if o := e.outcomes(t)["pre"]; o.Reason != ReasonPreempting {
+		t.Fatalf("after the restart, pre: %+v, want it still preempting", o)
+	}
+
+	// low's pods end: pre is admitted split.
+	for i := range 8 {
+		e.s.cache.DeletePod(pod(i).UID)
+	}
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	e.settle()
+	var got strata.Workload
+	if err := e.c.Get(t.Context(), key, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Admission == nil {
+		t.Fatalf("pre not admitted: %v", got.Status.Conditions)
+	}
+	flavors := map[string]string{}
+	for _, psa := range got.Status.Admission.PodSetAssignments {
+		flavors[psa.Name] = psa.Flavor
+	}
+	if diff := cmp.Diff(map[string]string{"main": "tas-flavor", "second": "other"}, flavors); diff != "" {
+		t.Errorf("pre's flavors (-want,+got):\n%s", diff)
 	}
 }

@@ -792,7 +792,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 		if counts != nil {
 			need = queue.WorkloadRequests(workload.WithCounts(wl, counts))
 		}
-		done, err = s.preempt(ctx, cq, fq, books, wl, need, counts, r)
+		done, err = s.preempt(ctx, cq, fq, books, wl, need, counts, nil, r)
 		if done && len(s.stillHeld(s.preemptions[key])) == 0 && tryFlavor(fq, counts) {
 			// The victims held no running pods: their capacity was free
 			// at once. Held by blockAdmission, it keeps that quota.

@@ -889,3 +889,26 @@ func TestPreemptionByUnitSurvivesARestart(t *testing.T) {
 		t.Errorf("pre's flavors (-want,+got):\n%s", diff)
 	}
 }
+
+// TestSplitWorkloadOrderedByItsAssignment: the agent orders a head whose
+// pod sets it admits on different flavors by how that assignment
+// borrows (Kueue's), not by how the whole workload would borrow on one
+// flavor: here it borrows nothing split, and as the older head is served
+// before a later workload of another queue of its cohort.
+func TestSplitWorkloadOrderedByItsAssignment(t *testing.T) {
+	a := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "2").Flavor("other", "cpu", "4").Cohort("c").Obj()
+	a.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor}
+	b := testutil.MakeClusterQueue("b").Flavor("tas-flavor", "cpu", "4").Cohort("c").Obj()
+	split := job("split", "a", 2, nil, 0)
+	split.Spec.PodSets[0].Name = "driver"
+	split.Spec.PodSets = append(split.Spec.PodSets, testutil.MakePodSet("workers", 4, "cpu", "1").Required(rackLabel).Obj())
+	e := newSchedEnv(t, []client.Object{a, b, split, job("later", "b", 4, nil, 1)}, twoFlavors,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "4"), otherNode("r2-n1", "r2", "4")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	got := e.outcomes(t)
+	if got["split"].Reason != ReasonAdmitted || got["later"].Reason == ReasonAdmitted {
+		t.Errorf("split %+v, later %+v; want split admitted and later waiting", got["split"], got["later"])
+	}
+}

@@ -495,9 +495,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	queue.Serve(turns, func(wl *strata.Workload) *strata.Workload { return wl },
 		func(cq *strata.ClusterQueue, wl *strata.Workload) int {
 			if s.fair != nil || s.oracles <= 0 {
-				return books.WouldBorrow(cq, wl)
+				return books.WouldBorrowByUnit(cq, wl, nil)
 			}
-			return books.WouldBorrowAfter(cq, wl, func(flavor string, need corev1.ResourceList) (int, bool) {
+			return books.WouldBorrowByUnit(cq, wl, func(flavor string, need corev1.ResourceList) (int, bool) {
 				return s.heightAfterPreempting(cq, flavor, books, wl, need)
 			})
 		}, pick, func() { s.round.end(books) },

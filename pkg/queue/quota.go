@@ -133,6 +133,77 @@ func (b *Books) WouldBorrowAfter(cq *strata.ClusterQueue, wl *strata.Workload, a
 	return max(lowest, 0)
 }
 
+// WouldBorrowByUnit is WouldBorrowAfter for a scheduler that admits a
+// workload's flavor assignment units (pod sets, or PodSet groups:
+// workload.FlavorUnits) each on its own flavor, as a worker's agent does:
+// when the walk over the queue's flavors on quota alone (PlaceByUnit's,
+// topology aside) puts the units on different flavors, the height is the
+// most over those flavors of how high the pod sets put there borrow
+// (Kueue's assignment borrows as its highest pod set does). Otherwise,
+// and when some unit is within quota on no flavor (the one-flavor walk
+// then decides, preemption included), it is WouldBorrowAfter's.
+func (b *Books) WouldBorrowByUnit(cq *strata.ClusterQueue, wl *strata.Workload, after func(flavor string, need corev1.ResourceList) (int, bool)) int {
+	if h, ok := b.unitHeight(cq, wl); ok {
+		return h
+	}
+	return b.WouldBorrowAfter(cq, wl, after)
+}
+
+// unitHeight is WouldBorrowByUnit's height for a workload whose units
+// the quota-only walk puts on different flavors; false otherwise.
+func (b *Books) unitHeight(cq *strata.ClusterQueue, wl *strata.Workload) (int, bool) {
+	flavors, _ := FlavorsFor(cq, wl)
+	if len(flavors) < 2 || len(wl.Spec.PodSets) < 2 {
+		return 0, false
+	}
+	units := workload.FlavorUnits(wl)
+	if len(units) < 2 {
+		return 0, false
+	}
+	names := make([]string, len(flavors))
+	for i, fq := range flavors {
+		names[i] = fq.Name
+	}
+	quota := b.UnitQuota(cq.Name, names)
+	tryNext := Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
+	onFlavor := map[int][]int{}
+	for _, unit := range units {
+		chosen, aside, asideHeight := -1, -1, 0
+		for f := range flavors {
+			q := quota(f, workload.WithPodSets(wl, slices.Concat(onFlavor[f], unit)))
+			if !q.Fits {
+				continue
+			}
+			if q.Borrows && tryNext {
+				if aside < 0 || q.Height < asideHeight {
+					aside, asideHeight = f, q.Height
+				}
+				continue
+			}
+			chosen = f
+			break
+		}
+		if chosen < 0 {
+			chosen = aside
+		}
+		if chosen < 0 {
+			return 0, false
+		}
+		onFlavor[chosen] = append(onFlavor[chosen], unit...)
+	}
+	if len(onFlavor) < 2 {
+		return 0, false
+	}
+	height := 0
+	for f, podSets := range onFlavor {
+		need := WorkloadRequests(workload.WithPodSets(wl, podSets))
+		if b.Check(cq.Name, names[f], need, false).Borrows {
+			height = max(height, b.borrowHeight(cq.Name, names[f], need))
+		}
+	}
+	return height, true
+}
+
 // BorrowHeight is how high in its cohort tree a workload of queue asking
 // need borrows on a flavor where it fits only by borrowing (see
 // WouldBorrow): under whenCanBorrow: TryNextFlavor, Kueue takes the

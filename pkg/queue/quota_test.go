@@ -376,3 +376,59 @@ func withinLower(cq *strata.ClusterQueue) *strata.ClusterQueue {
 	cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
 	return cq
 }
+
+// TestWouldBorrowByUnit: a workload whose pod sets a worker's agent admits
+// on different flavors borrows as its highest pod set does there (Kueue's
+// assignment), not as the whole workload would on one flavor.
+func TestWouldBorrowByUnit(t *testing.T) {
+	podSet := func(name, n string) strata.PodSet {
+		return strata.PodSet{Name: name, Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: gpus(n)}}}}}}
+	}
+	wl := func(podSets ...strata.PodSet) *strata.Workload {
+		return &strata.Workload{Spec: strata.WorkloadSpec{PodSets: podSets}}
+	}
+	grouped := func(ps strata.PodSet) strata.PodSet {
+		ps.TopologyRequest = &strata.PodSetTopologyRequest{PodSetGroupName: ptr.To("g")}
+		return ps
+	}
+	// a: 4 GPUs on h100 and 4 on a100, trying the next flavor rather than
+	// borrowing; b lends 8 on h100.
+	tryNext := func() []*strata.ClusterQueue {
+		return []*strata.ClusterQueue{twoFlavorQueue("a", "c", "4", "4"), groupQueue("b", "c", nil, nil)}
+	}
+	borrowFirst := func() []*strata.ClusterQueue {
+		qs := tryNext()
+		qs[0].Spec.FlavorFungibility = nil
+		return qs
+	}
+	cases := map[string]struct {
+		queues  []*strata.ClusterQueue
+		used    string // a's on h100
+		wl      *strata.Workload
+		want    int
+		wantOne int // WouldBorrow's, the whole workload on one flavor
+	}{
+		"split within the nominal quotas: it does not borrow": {queues: tryNext(), used: "0",
+			wl: wl(podSet("driver", "2"), podSet("workers", "4")), want: 0, wantOne: 1},
+		"split, one pod set borrowing: its height": {queues: tryNext(), used: "4",
+			wl: wl(podSet("driver", "2"), podSet("workers", "4")), want: 1, wantOne: 1},
+		"whenCanBorrow Borrow: all on the first flavor, borrowing": {queues: borrowFirst(), used: "0",
+			wl: wl(podSet("driver", "2"), podSet("workers", "4")), want: 1, wantOne: 1},
+		"one PodSet group: one flavor for both": {queues: tryNext(), used: "0",
+			wl: wl(grouped(podSet("driver", "2")), grouped(podSet("workers", "4"))), want: 1, wantOne: 1},
+		"one pod set": {queues: tryNext(), used: "0", wl: wl(podSet("main", "6")), want: 1, wantOne: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			books := NewBooks(tc.queues)
+			books.Charge("a", "h100", gpus(tc.used), 1)
+			if got := books.WouldBorrowByUnit(tc.queues[0], tc.wl, nil); got != tc.want {
+				t.Errorf("WouldBorrowByUnit = %v, want %v", got, tc.want)
+			}
+			if got := books.WouldBorrow(tc.queues[0], tc.wl); got != tc.wantOne {
+				t.Errorf("WouldBorrow = %v, want %v", got, tc.wantOne)
+			}
+		})
+	}
+}

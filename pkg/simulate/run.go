@@ -215,9 +215,9 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 				return 0
 			}
 			if st.in.FairSharing != nil {
-				return st.books.WouldBorrow(p.cq, p.wl)
+				return st.books.WouldBorrowByUnit(p.cq, p.wl, nil)
 			}
-			return st.books.WouldBorrowAfter(p.cq, p.wl, func(flavor string, _ corev1.ResourceList) (int, bool) {
+			return st.books.WouldBorrowByUnit(p.cq, p.wl, func(flavor string, _ corev1.ResourceList) (int, bool) {
 				return st.heightAfterPreempting(flavors[flavor], p.cq, p.wl)
 			})
 		}, st.fairPick(), st.endRound,

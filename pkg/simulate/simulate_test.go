@@ -2425,3 +2425,106 @@ status:
 		})
 	}
 }
+
+// TestSplitWorkloadOrderedByItsAssignment: a workload whose pod sets are
+// admitted on different flavors, each within its queue's nominal quota,
+// does not borrow, and is served before a later workload of another
+// queue of its cohort, as Kueue orders heads by their assignment's
+// borrowing; on one flavor as a whole it would borrow, and come after.
+func TestSplitWorkloadOrderedByItsAssignment(t *testing.T) {
+	const in = `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {topologyName: t, nodeLabels: {pool: p1}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f2}
+spec: {topologyName: t, nodeLabels: {pool: p2}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: a}
+spec:
+  namespaceSelector: {}
+  cohort: c
+  flavorFungibility: {whenCanBorrow: TryNextFlavor}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f1, resources: [{name: cpu, nominalQuota: 2}]}, {name: f2, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: b}
+spec:
+  namespaceSelector: {}
+  cohort: c
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f1, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: a, namespace: ml}
+spec: {clusterQueue: a}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: b, namespace: ml}
+spec: {clusterQueue: b}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: p1h1, labels: {pool: p1, rack: r1, kubernetes.io/hostname: p1h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: p2h1, labels: {pool: p2, rack: r2, kubernetes.io/hostname: p2h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: split, namespace: ml, creationTimestamp: "2026-01-01T00:00:01Z"}
+spec:
+  queueName: a
+  podSets:
+  - {name: driver, count: 2, topologyRequest: {required: rack}, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+  - {name: workers, count: 4, topologyRequest: {required: rack}, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: later, namespace: ml, creationTimestamp: "2026-01-01T00:00:02Z"}
+spec:
+  queueName: b
+  podSets:
+  - {name: main, count: 4, topologyRequest: {required: rack}, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(loaded, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range results {
+		var flavors []string
+		for _, ps := range r.PodSets {
+			flavors = append(flavors, ps.Name+"="+ps.Flavor)
+		}
+		got[r.Name] = fmt.Sprint(r.Admitted, " ", strings.Join(flavors, ","))
+	}
+	want := map[string]string{"split": "true driver=f1,workers=f2", "later": "false "}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}

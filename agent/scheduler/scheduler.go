@@ -516,12 +516,16 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			}
 			if s.round.skipped {
 				// Served again first in the next round, as Kueue's next
-				// cycle takes a head its cycle skipped.
+				// cycle takes a head its cycle skipped; its reason is
+				// written only when it is not.
 				s.round.skipped = false
 				if t := turnOf[cq.Name]; t != nil && retries[wl] < maxRoundRetries {
 					retries[wl]++
 					t.Items = append([]*strata.Workload{wl}, t.Items...)
 					return false
+				}
+				if err := s.setNotAdmitted(ctx, wl, ReasonPending, s.round.skipMessage); err != nil {
+					errs = append(errs, err)
 				}
 			}
 			return !admitted && blocks
@@ -721,10 +725,14 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	}
 	if nominatedFit {
 		if fit := books.Check(cq.Name, nominated, need, false); fit.Err != nil {
+			// Written only if the pass does not serve it again (Serve's
+			// callback): a write now would leave the pass's copy of the
+			// Workload behind the API server's, and its admission in the
+			// next round would conflict and be given back.
 			s.round.skipped = true
+			s.round.skipMessage = fmt.Sprintf("waiting for capacity: flavor %s: %v (taken by a workload admitted before it in this round; tried again in the next)", nominated, fit.Err)
 			s.Wake()
-			return false, true, s.setNotAdmitted(ctx, wl, ReasonPending,
-				fmt.Sprintf("waiting for capacity: flavor %s: %v (taken by a workload admitted before it in this round; tried again in the next)", nominated, fit.Err))
+			return false, true, nil
 		}
 	}
 	var reasons, cannotPreempt []string
@@ -1737,8 +1745,10 @@ func truncate(m string) string {
 // for as long as it waits (held stays empty).
 type roundBooks struct {
 	charged, held []roundCharge
-	// skipped: try just left a head for the next round.
-	skipped bool
+	// skipped: try just left a head for the next round, waiting for
+	// skipMessage's reason.
+	skipped     bool
+	skipMessage string
 }
 
 // maxRoundRetries bounds how often a pass serves a skipped head again.

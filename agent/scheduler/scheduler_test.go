@@ -1615,3 +1615,24 @@ func TestScheduleSplitOnlyIsNotInadmissible(t *testing.T) {
 		t.Errorf("outcome %+v, want Pending, waiting for room on different flavors", got)
 	}
 }
+
+// TestSkippedHeadAdmittedInTheSamePass: a head the round skips (its
+// nomination's quota taken by an earlier head of the round) and admits in
+// the next round of the same pass keeps that admission. Its waiting
+// reason used to be written at the skip, and the admission, written from
+// the pass's older copy of the Workload, then conflicted and was given
+// back.
+func TestSkippedHeadAdmittedInTheSamePass(t *testing.T) {
+	a := testutil.MakeClusterQueue("a").ResourceGroup("cpu").GroupFlavor("tas-flavor", "0").GroupFlavor("other", "4").Cohort("c").Obj()
+	b := testutil.MakeClusterQueue("b").ResourceGroup("cpu").GroupFlavor("tas-flavor", "4").Cohort("c").Obj()
+	e := newSchedEnv(t, []client.Object{a, b, job("wa", "a", 4, nil, 0), job("wb", "b", 4, nil, 1)}, twoFlavors,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "8"), otherNode("r2-n1", "r2", "4")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	got := e.outcomes(t)
+	want := map[string]outcome{"wa": {Reason: ReasonAdmitted, Flavor: "other"}, "wb": {Reason: ReasonAdmitted, Flavor: "tas-flavor"}}
+	if diff := cmp.Diff(want, withoutMessages(got, want)); diff != "" {
+		t.Errorf("after one pass (-want,+got):\n%s", diff)
+	}
+}

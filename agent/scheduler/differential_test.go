@@ -1,0 +1,358 @@
+package scheduler
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
+
+	"strata.dev/strata/agent/cache"
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/scheme"
+	"strata.dev/strata/pkg/simulate"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// TestAgentAgreesWithSimulate: on generated clusters (one or two flavors
+// of racks of hosts, one to three ClusterQueues, in a cohort or not, each
+// flavor's quota random, whenCanBorrow either way) and backlogs (one or
+// two pod sets, required, preferred or unconstrained rack, priorities),
+// the agent's passes admit what `kubectl strata simulate` admits, on the
+// same flavors and in the same domains. simulate is what users are told
+// to trust for "what would the agent do"; the two are separate
+// implementations of one walk (the agent's over its cache and client,
+// simulate's over files), and any difference is a bug in one of them.
+// STRATA_DIFF_SEEDS=1000 tries more cases (60 by default: the race
+// detector slows them); STRATA_DIFF_VERBOSE=1 logs both sides' reasons.
+func TestAgentAgreesWithSimulate(t *testing.T) {
+	for seed := range uint64(diffSeeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			c := generateCase(seed)
+			agent := c.runAgent(t)
+			sim := c.runSimulate(t)
+			if why := c.mayHold(sim); why != "" {
+				// simulate holds, for the rest of a round, the quota a head
+				// that fits its queue's nominal quota but not the cohort's
+				// usage could take back (Kueue's reservation); the agent
+				// does not, by design (docs/engine.md).
+				t.Skip(why)
+			}
+			if diff := cmp.Diff(sim, agent); diff != "" {
+				t.Errorf("%s\nagent against simulate (-simulate,+agent):\n%s", c.describe(), diff)
+			}
+		})
+	}
+}
+
+// diffCase is one generated input.
+type diffCase struct {
+	flavors   []string // of "tas-flavor", "other"
+	nodes     []*corev1.Node
+	queues    []*strata.ClusterQueue
+	workloads []*strata.Workload
+}
+
+func generateCase(seed uint64) *diffCase {
+	r := rand.New(rand.NewPCG(seed, 2724))
+	c := &diffCase{flavors: []string{"tas-flavor"}}
+	if r.IntN(2) == 0 {
+		c.flavors = append(c.flavors, "other")
+	}
+	for _, f := range c.flavors {
+		racks, hosts := 1+r.IntN(3), 1+r.IntN(3)
+		for rk := range racks {
+			for h := range hosts {
+				cpu := []string{"2", "4", "8"}[r.IntN(3)]
+				name := fmt.Sprintf("%s-r%d-h%d", f, rk, h)
+				rack := fmt.Sprintf("%s-r%d", f, rk)
+				if f == "other" {
+					c.nodes = append(c.nodes, otherNode(name, rack, cpu))
+				} else {
+					c.nodes = append(c.nodes, tasNode(name, rack, cpu))
+				}
+			}
+		}
+	}
+	nq := 1 + r.IntN(3)
+	cohort := r.IntN(2) == 0
+	for q := range nq {
+		w := testutil.MakeClusterQueue(fmt.Sprintf("q%d", q)).ResourceGroup("cpu")
+		for _, f := range c.flavors {
+			w = w.GroupFlavor(f, fmt.Sprint(r.IntN(13)))
+		}
+		if cohort {
+			w = w.Cohort("c")
+		}
+		cq := w.Obj()
+		if r.IntN(2) == 0 {
+			cq.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor}
+		}
+		c.queues = append(c.queues, cq)
+	}
+	n := 3 + r.IntN(10)
+	for i := range n {
+		var podSets []strata.PodSet
+		// A workload's pod sets all ask for a level, or none does (the
+		// intake's rule, workload.ValidatePodSets).
+		unconstrained := r.IntN(4) == 0
+		for k := range 1 + r.IntN(2) {
+			ps := testutil.MakePodSet([]string{"main", "second"}[k], int32(1+r.IntN(6)), "cpu", fmt.Sprint(1+r.IntN(2)))
+			switch {
+			case unconstrained:
+				ps = ps.Unconstrained()
+			case r.IntN(3) == 0:
+				ps = ps.Required(rackLabel)
+			case r.IntN(2) == 0:
+				ps = ps.Preferred(rackLabel)
+			default:
+				ps = ps.Required(hostLabel)
+			}
+			podSets = append(podSets, ps.Obj())
+		}
+		wl := testutil.MakeWorkload(fmt.Sprintf("w%02d", i), "ns").Queue(c.queues[r.IntN(nq)].Name).PodSets(podSets...).Obj()
+		wl.Spec.Priority = ptr.To(int32(r.IntN(3)))
+		wl.CreationTimestamp = metav1.NewTime(created.Add(time.Duration(i) * time.Second))
+		c.workloads = append(c.workloads, wl)
+	}
+	return c
+}
+
+// placement is a workload's outcome, as both report it: "" when not
+// admitted, else per pod set its flavor and domains.
+type diffOutcome map[string]string
+
+func (c *diffCase) runAgent(t *testing.T) diffOutcome {
+	t.Helper()
+	objs := []client.Object{}
+	for _, q := range c.queues {
+		objs = append(objs, q.DeepCopy())
+	}
+	for _, wl := range c.workloads {
+		objs = append(objs, wl.DeepCopy())
+	}
+	setup := tasSetup
+	if len(c.flavors) > 1 {
+		setup = twoFlavors
+	}
+	e := newSchedEnv(t, objs, func(cc *cache.Cache) { setup(cc) }, c.nodes, interceptor.Funcs{})
+	var last diffOutcome
+	for range 8 {
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		e.settle()
+		e.informed(t)
+		got := e.placements(t)
+		if cmp.Equal(got, last) {
+			break
+		}
+		last = got
+	}
+	return last
+}
+
+// placements are the workloads' admissions.
+func (e *schedEnv) placements(t *testing.T) diffOutcome {
+	t.Helper()
+	var wls strata.WorkloadList
+	if err := e.c.List(t.Context(), &wls); err != nil {
+		t.Fatal(err)
+	}
+	out := diffOutcome{}
+	for _, wl := range wls.Items {
+		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil && os.Getenv("STRATA_DIFF_VERBOSE") != "" {
+			t.Logf("agent %s: %s", wl.Name, c.Message)
+		}
+		a := wl.Status.Admission
+		if a == nil {
+			out[wl.Name] = ""
+			continue
+		}
+		var parts []string
+		for _, psa := range a.PodSetAssignments {
+			var doms []string
+			if psa.TopologyAssignment != nil {
+				ta, err := tas.Decode(psa.TopologyAssignment)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range ta.Domains {
+					doms = append(doms, fmt.Sprintf("%s:%d", d.Values[len(d.Values)-1], d.Count))
+				}
+			}
+			slices.Sort(doms)
+			parts = append(parts, fmt.Sprintf("%s@%s[%s]", psa.Name, psa.Flavor, strings.Join(doms, " ")))
+		}
+		out[wl.Name] = strings.Join(parts, " ")
+	}
+	return out
+}
+
+func (c *diffCase) runSimulate(t *testing.T) diffOutcome {
+	t.Helper()
+	var docs []any
+	docs = append(docs, testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
+	for _, f := range c.flavors {
+		pool := "tas"
+		if f == "other" {
+			pool = "other"
+		}
+		docs = append(docs, testutil.MakeResourceFlavor(f).NodeLabel("pool", pool).TopologyName("default").Obj())
+	}
+	docs = append(docs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
+	for _, q := range c.queues {
+		docs = append(docs, q, testutil.MakeLocalQueue(q.Name, "ns", q.Name))
+	}
+	for _, n := range c.nodes {
+		docs = append(docs, n)
+	}
+	for _, wl := range c.workloads {
+		docs = append(docs, wl)
+	}
+	var b strings.Builder
+	for _, d := range docs {
+		o := d.(client.Object)
+		gvk, err := apiutilGVK(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o = o.DeepCopyObject().(client.Object)
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.yaml"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := simulate.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := simulate.Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := diffOutcome{}
+	for _, r := range results {
+		if os.Getenv("STRATA_DIFF_VERBOSE") != "" {
+			t.Logf("simulate %s: %s", r.Name, r.Reason)
+		}
+		if !r.Admitted {
+			out[r.Name] = ""
+			continue
+		}
+		var parts []string
+		for _, ps := range r.PodSets {
+			var doms []string
+			for _, d := range ps.Domains {
+				doms = append(doms, fmt.Sprintf("%s:%d", d.Values[len(d.Values)-1], d.Count))
+			}
+			slices.Sort(doms)
+			parts = append(parts, fmt.Sprintf("%s@%s[%s]", ps.Name, ps.Flavor, strings.Join(doms, " ")))
+		}
+		out[r.Name] = strings.Join(parts, " ")
+	}
+	return out
+}
+
+func (c *diffCase) describe() string {
+	var b strings.Builder
+	for _, n := range c.nodes {
+		fmt.Fprintf(&b, "node %s cpu %s\n", n.Name, n.Status.Allocatable.Cpu())
+	}
+	for _, q := range c.queues {
+		var quotas []string
+		for _, f := range q.Spec.ResourceGroups[0].Flavors {
+			quotas = append(quotas, fmt.Sprintf("%s=%s", f.Name, f.Resources[0].NominalQuota.String()))
+		}
+		fung := ""
+		if q.Spec.FlavorFungibility != nil {
+			fung = " TryNextFlavor"
+		}
+		fmt.Fprintf(&b, "queue %s cohort %q %s%s\n", q.Name, q.Spec.Cohort, strings.Join(quotas, " "), fung)
+	}
+	for _, wl := range c.workloads {
+		var ps []string
+		for _, p := range wl.Spec.PodSets {
+			req := "none"
+			if tr := p.TopologyRequest; tr != nil {
+				switch {
+				case tr.Required != nil:
+					req = "required " + *tr.Required
+				case tr.Preferred != nil:
+					req = "preferred " + *tr.Preferred
+				default:
+					req = "unconstrained"
+				}
+			}
+			ps = append(ps, fmt.Sprintf("%s %dx%s (%s)", p.Name, p.Count, p.Template.Spec.Containers[0].Resources.Requests.Cpu(), req))
+		}
+		fmt.Fprintf(&b, "workload %s queue %s priority %d: %s\n", wl.Name, wl.Spec.QueueName, *wl.Spec.Priority, strings.Join(ps, ", "))
+	}
+	return b.String()
+}
+
+// apiutilGVK is o's kind in the scheme the agent uses.
+func apiutilGVK(o client.Object) (schema.GroupVersionKind, error) {
+	gvks, _, err := scheme.New().ObjectKinds(o)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	return gvks[0], nil
+}
+
+// diffSeeds is how many cases TestAgentAgreesWithSimulate generates.
+var diffSeeds = envInt("STRATA_DIFF_SEEDS", 60)
+
+// envInt is the environment's integer name, or def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// mayHold names a workload simulate left waiting that its queue's nominal
+// quota of some flavor holds, in a cohort: one whose round may have held
+// quota in simulate and not on the agent; "" when none.
+func (c *diffCase) mayHold(sim diffOutcome) string {
+	for _, wl := range c.workloads {
+		if sim[wl.Name] != "" {
+			continue
+		}
+		i := slices.IndexFunc(c.queues, func(q *strata.ClusterQueue) bool { return q.Name == wl.Spec.QueueName })
+		q := c.queues[i]
+		if q.Spec.Cohort == "" || len(c.queues) < 2 {
+			continue
+		}
+		need := queue.WorkloadRequests(wl)[corev1.ResourceCPU]
+		for _, f := range q.Spec.ResourceGroups[0].Flavors {
+			if need.Cmp(f.Resources[0].NominalQuota) <= 0 {
+				return fmt.Sprintf("%s waits in simulate and fits the nominal quota of %s on %s", wl.Name, q.Name, f.Name)
+			}
+		}
+	}
+	return ""
+}

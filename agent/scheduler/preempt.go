@@ -197,10 +197,21 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if evicted {
-			p.victims = append(p.victims, v.Key)
-			books.Charge(v.Queue, fq.Name, v.Requests, -1)
-			s.round.charged = append(s.round.charged, roundCharge{v.Queue, fq.Name, v.Requests, -1})
+		if evicted == nil {
+			continue
+		}
+		p.victims = append(p.victims, v.Key)
+		books.Charge(v.Queue, fq.Name, v.Requests, -1)
+		s.round.charged = append(s.round.charged, roundCharge{v.Queue, fq.Name, v.Requests, -1})
+		// A victim with pod sets on other flavors too is evicted whole:
+		// its quota there is free for the rest of the pass as well.
+		for _, psa := range evicted.Status.Admission.PodSetAssignments {
+			if psa.Flavor == fq.Name {
+				continue
+			}
+			used := queue.LessReclaimable(psa, workload.Reclaimable(evicted, psa.Name))
+			books.Charge(v.Queue, psa.Flavor, used, -1)
+			s.round.charged = append(s.round.charged, roundCharge{v.Queue, psa.Flavor, used, -1})
 		}
 	}
 	if len(p.victims) == 0 {
@@ -328,17 +339,19 @@ func preemptingMessage(p *pendingPreemption, held []types.NamespacedName) string
 // Evicted=True (reason Preempted) and Preempted=True (the policy's
 // reason) naming the preemptor; the Job controller then stops its job
 // and restores its templates, and the workload waits in its queue again.
-// Its capacity stays taken until its pods are gone.
-func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *strata.Workload, cq *strata.ClusterQueue, flavor string) (bool, error) {
+// Its capacity stays taken until its pods are gone. It returns the
+// workload as it was admitted (nil when it was not evicted).
+func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *strata.Workload, cq *strata.ClusterQueue, flavor string) (*strata.Workload, error) {
 	// Read from the API server: the informer may lag the admission the
 	// cache holds, and an eviction written on an older object conflicts.
 	cur := &strata.Workload{}
 	if err := s.reader.Get(ctx, v.Key, cur); err != nil {
-		return false, client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	}
 	if cur.Status.Admission == nil {
-		return false, nil
+		return nil, nil
 	}
+	admitted := cur.DeepCopy()
 	message := fmt.Sprintf("preempted to make room for %s (priority %d) of ClusterQueue %s on flavor %s: %s", client.ObjectKeyFromObject(by), queue.Priority(by), cq.Name, flavor, preemption.PolicyNote(v.Reason, cq))
 	cur = cur.DeepCopy()
 	workload.AccumulateExecution(cur.Spec.MaximumExecutionTimeSeconds, &cur.Status, s.clock.Now())
@@ -350,9 +363,9 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 	workload.SetRequeued(cur, metav1.ConditionTrue, strata.EvictedByPreemption, message, s.clock.Now())
 	if err := s.client.Status().Update(ctx, cur); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return nil, nil
 		}
-		return false, fmt.Errorf("preempting %s: %w", v.Key, err)
+		return nil, fmt.Errorf("preempting %s: %w", v.Key, err)
 	}
 	s.cache.RemoveWorkload(v.Key)
 	metrics.PreemptedWorkloads.WithLabelValues(cq.Name, v.Reason).Inc()
@@ -362,7 +375,7 @@ func (s *Scheduler) evictVictim(ctx context.Context, v preemption.Victim, by *st
 		s.recorder.Eventf(job, by, corev1.EventTypeWarning, strata.EvictedByPreemption, "Preempt", "%s", note)
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Preempted", "workload", v.Key, "by", client.ObjectKeyFromObject(by), "reason", v.Reason)
-	return true, nil
+	return admitted, nil
 }
 
 // preemptedBy matches the message evictVictim writes: the preemptor, its

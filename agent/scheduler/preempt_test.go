@@ -912,3 +912,44 @@ func TestSplitWorkloadOrderedByItsAssignment(t *testing.T) {
 		t.Errorf("split %+v, later %+v; want split admitted and later waiting", got["split"], got["later"])
 	}
 }
+
+// TestVictimOnTwoFlavorsFreesBothInThePass: a victim admitted on two
+// flavors is evicted whole, and the rest of the pass sees its quota free
+// on both, not only on the flavor the preemption was for: the next head
+// is admitted on the other flavor in the same pass.
+func TestVictimOnTwoFlavorsFreesBothInThePass(t *testing.T) {
+	q := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "4").Flavor("other", "cpu", "4").
+		Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	q.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor}
+	low := job("low", "a", 2, nil, 0)
+	low.Spec.PodSets = append(low.Spec.PodSets, testutil.MakePodSet("second", 4, "cpu", "1").Required(rackLabel).Obj())
+	e := newSchedEnv(t, []client.Object{q, low}, twoFlavors, []*corev1.Node{tasNode("r1-n1", "r1", "4"), otherNode("r2-n1", "r2", "4")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	e.settle()
+	e.informed(t)
+	var got strata.Workload
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(low), &got); err != nil || got.Status.Admission == nil || len(got.Status.Admission.PodSetAssignments) != 2 ||
+		got.Status.Admission.PodSetAssignments[1].Flavor != "other" {
+		t.Fatalf("low not admitted split: %v %v", err, got.Status)
+	}
+	for _, wl := range []*strata.Workload{job("high", "a", 4, ptr.To[int32](10), 1), job("after", "a", 4, ptr.To[int32](5), 2)} {
+		if err := e.c.Create(t.Context(), wl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.informed(t)
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	outcomes := e.outcomes(t)
+	want := map[string]outcome{
+		"low":   {Reason: strata.EvictedByPreemption},
+		"high":  {Reason: ReasonAdmitted, Flavor: "tas-flavor"},
+		"after": {Reason: ReasonAdmitted, Flavor: "other"},
+	}
+	if diff := cmp.Diff(want, withoutMessages(outcomes, want)); diff != "" {
+		t.Errorf("after one pass (-want,+got):\n%s", diff)
+	}
+}

@@ -202,59 +202,100 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 		}
 		slices.SortStableFunc(t.Items, func(a, b *pendingItem) int { return queue.Compare(a.wl, b.wl) })
 	}
-	list := make([]*queue.Turn[*pendingItem], 0, len(queueNames))
+	// Every workload to place: those still waiting after a pass that
+	// preempted are served again.
+	var all []*pendingItem
 	for _, name := range queueNames {
-		t := turns[name]
-		order(t)
-		list = append(list, t)
+		all = append(all, turns[name].Items...)
 	}
 	var placeErr error
-	queue.Serve(list, func(p *pendingItem) *strata.Workload { return p.wl },
-		func(cq *strata.ClusterQueue, p *pendingItem) int {
-			if p.cq == nil {
-				return 0
-			}
-			if st.in.FairSharing != nil {
-				return st.books.WouldBorrowByUnit(p.cq, p.wl, nil)
-			}
-			return st.books.WouldBorrowByUnit(p.cq, p.wl, func(flavor string, _ corev1.ResourceList) (int, bool) {
-				return st.heightAfterPreempting(flavors[flavor], p.cq, p.wl)
-			})
-		}, st.fairPick(), st.endRound,
-		func(cq *strata.ClusterQueue, p *pendingItem) bool {
-			if placeErr != nil {
-				return false
-			}
-			r, err := place(flavors, st, p, opts)
-			if err != nil {
-				placeErr = err
-				return false
-			}
-			rows[p.row] = &r
-			if r.Admitted && afs.Orders(p.cq) {
-				// Its LocalQueue's next workloads come after those of
-				// queues that now consumed less.
-				lqUsage.Admitted(p.wl)
-				if t := turns[cq.Name]; t != nil {
-					order(t)
+	for range maxPasses {
+		list := make([]*queue.Turn[*pendingItem], 0, len(queueNames))
+		for _, name := range queueNames {
+			t := turns[name]
+			order(t)
+			list = append(list, t)
+		}
+		victims := st.victims
+		queue.Serve(list, func(p *pendingItem) *strata.Workload { return p.wl },
+			func(cq *strata.ClusterQueue, p *pendingItem) int {
+				if p.cq == nil {
+					return 0
 				}
+				if st.in.FairSharing != nil {
+					return st.books.WouldBorrowByUnit(p.cq, p.wl, nil)
+				}
+				return st.books.WouldBorrowByUnit(p.cq, p.wl, func(flavor string, _ corev1.ResourceList) (int, bool) {
+					return st.heightAfterPreempting(flavors[flavor], p.cq, p.wl)
+				})
+			}, st.fairPick(), st.endRound,
+			func(cq *strata.ClusterQueue, p *pendingItem) bool {
+				if placeErr != nil {
+					return false
+				}
+				r, err := place(flavors, st, p, opts)
+				if err != nil {
+					placeErr = err
+					return false
+				}
+				if prev := rows[p.row]; prev != nil && len(prev.Preempts) > 0 {
+					// Served again in a later pass: what it preempted
+					// before is gone all the same.
+					r.Preempts = append(slices.Clone(prev.Preempts), r.Preempts...)
+				}
+				rows[p.row] = &r
+				if r.Admitted && afs.Orders(p.cq) {
+					// Its LocalQueue's next workloads come after those of
+					// queues that now consumed less.
+					lqUsage.Admitted(p.wl)
+					if t := turns[cq.Name]; t != nil {
+						order(t)
+					}
+				}
+				if !r.Admitted && st.retry(p) {
+					// Served again first in the next round, as Kueue's next
+					// cycle takes a head its cycle skipped.
+					t := turns[cq.Name]
+					t.Items = append([]*pendingItem{p}, t.Items...)
+					return false
+				}
+				// A head that is not admitted holds a StrictFIFO queue.
+				return !r.Admitted
+			},
+			func(cq *strata.ClusterQueue, behind []*pendingItem) {
+				for _, p := range behind {
+					rows[p.row] = &Result{Name: p.wl.Name, Namespace: p.wl.Namespace, source: p.item.Source,
+						Reason: fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", cq.Name)}
+				}
+			})
+		if placeErr != nil || st.victims == victims {
+			break
+		}
+		// The victims left capacity and quota that the workloads served
+		// before them did not see: as the agent's next pass (and Kueue's
+		// requeue of inadmissible workloads when one of their cohort
+		// goes), those still waiting are served again. The victims are
+		// not placed again.
+		waiting := 0
+		for _, name := range queueNames {
+			turns[name].Items = nil
+		}
+		for _, p := range all {
+			if r := rows[p.row]; r != nil && (r.Admitted || r.Invalid) {
+				continue
 			}
-			if !r.Admitted && st.retry(p) {
-				// Served again first in the next round, as Kueue's next
-				// cycle takes a head its cycle skipped.
-				t := turns[cq.Name]
-				t.Items = append([]*pendingItem{p}, t.Items...)
-				return false
+			p.retries, p.skipped = 0, false
+			name := ""
+			if p.cq != nil {
+				name = p.cq.Name
 			}
-			// A head that is not admitted holds a StrictFIFO queue.
-			return !r.Admitted
-		},
-		func(cq *strata.ClusterQueue, behind []*pendingItem) {
-			for _, p := range behind {
-				rows[p.row] = &Result{Name: p.wl.Name, Namespace: p.wl.Namespace, source: p.item.Source,
-					Reason: fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that do not fit yet", cq.Name)}
-			}
-		})
+			turns[name].Items = append(turns[name].Items, p)
+			waiting++
+		}
+		if waiting == 0 {
+			break
+		}
+	}
 	if placeErr != nil {
 		return nil, placeErr
 	}
@@ -408,6 +449,11 @@ type pendingItem struct {
 	// skipped, that an earlier head of the round took that quota.
 	nominated             string
 	nominatedFit, skipped bool
+	// replaced: placed again right after a preemption for some of its pod
+	// sets (runState.preemptByUnit) whose walk from its first pod set no
+	// longer fitted them, as the agent's next pass places it: no
+	// nomination, no second preemption.
+	replaced bool
 }
 
 // prepare reads and checks one workload of the input as the agent's
@@ -470,7 +516,7 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 	// As the agent: a hub's copy preempts only where the hub chose, and
 	// only up to the priority it marked.
 	preempts, upTo := false, (*int32)(nil)
-	if cq != nil {
+	if cq != nil && !p.replaced {
 		preempts, upTo = preemption.Allowed(cq, wl)
 	}
 	var reasons, cannot []string
@@ -479,10 +525,12 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 	// As Kueue's cycle: a head nominated on a flavor whose quota held it
 	// as the round began, and taken by an earlier head of the round, is
 	// not walked to another flavor: it waits for the next round.
-	st.nominate(p, func(flavor string) bool {
-		fs := flavors[flavor]
-		return fs != nil && workload.UntoleratedFlavorTaint(fs.flavor, wl) == ""
-	})
+	if !p.replaced {
+		st.nominate(p, func(flavor string) bool {
+			fs := flavors[flavor]
+			return fs != nil && workload.UntoleratedFlavorTaint(fs.flavor, wl) == ""
+		})
+	}
 	p.skipped = false
 	if p.nominatedFit {
 		if fit := st.books.Check(cq.Name, p.nominated, queue.WorkloadRequests(wl), false); fit.Err != nil {
@@ -592,9 +640,17 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 	if preempts {
 		// Several pod sets: for those that fit nowhere, on their own
 		// flavor, as the agent preempts.
-		if podSets, victims, ok, err := st.preemptByUnit(flavors, order, cq, wl, upTo, opts); err != nil || ok {
-			if err != nil {
-				return res, fmt.Errorf("%s: %w", item.Source, err)
+		if podSets, victims, ok := st.preemptByUnit(flavors, order, cq, wl, upTo, opts); ok {
+			if podSets == nil {
+				// Placed as the agent's next pass places it.
+				again := *p
+				again.replaced = true
+				r, err := place(flavors, st, &again, opts)
+				r.Preempts = append(victims, r.Preempts...)
+				if err == nil && !r.Admitted {
+					r.Reason = fmt.Sprintf("preempted %s for the pod sets that fit nowhere, but walked again from its first pod set they fit no longer: %s", strings.Join(victims, ", "), r.Reason)
+				}
+				return r, err
 			}
 			res.Admitted, res.PodSets, res.Preempts = true, podSets, victims
 			return res, nil

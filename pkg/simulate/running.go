@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +23,9 @@ import (
 // workloads per flavor, with their capacity and quota, which later
 // workloads may preempt.
 type runState struct {
-	in      *Input
+	in *Input
+	// victims counts the workloads preempted so far.
+	victims int
 	books   *queue.Books
 	running map[string][]*running // by flavor
 	// flavors are the input's topology-aware flavors, by name.
@@ -472,6 +473,10 @@ func (st *runState) retry(p *pendingItem) bool {
 // maxRetries bounds how often a head is served again (runState.retry).
 const maxRetries = 8
 
+// maxPasses bounds Run's passes: one more after each that preempted, for
+// the workloads still waiting.
+const maxPasses = 8
+
 // heldQuota is a round's change of a queue's quota: a hold or an
 // admission (sign 1), a victim's removal (-1).
 type heldQuota struct {
@@ -500,6 +505,7 @@ func (st *runState) preempt(fs *flavorState, result preemption.Result) []string 
 		gone[v.Key] = true
 		names = append(names, v.Key.String())
 	}
+	st.victims += len(result.Victims)
 	// A victim with pod sets on other flavors too is evicted whole: its
 	// capacity and quota there are freed as well.
 	for flavor, runs := range st.running {
@@ -628,12 +634,13 @@ func (st *runState) admitByUnit(flavors map[string]*flavorState, order []*strata
 // whose units do not all fit now: the units that fit keep their flavors,
 // those that fit nowhere go on the flavor whose search Kueue's flavor
 // assigner would take, and it preempts there for every pod set put on
-// it, then is admitted split. ok is false when it does nothing (a single
-// unit or flavor, every unit on one flavor, or no victims).
+// it, then is admitted split (podSets nil when, walked again, its pod
+// sets no longer fit). ok is false when it does nothing (a single unit or
+// flavor, every unit on one flavor, or no victims).
 func (st *runState) preemptByUnit(flavors map[string]*flavorState, order []*strata.ResourceFlavor, cq *strata.ClusterQueue, wl *strata.Workload,
-	upTo *int32, opts tas.Options) (podSets []PodSetResult, victims []string, ok bool, err error) {
+	upTo *int32, opts tas.Options) (podSets []PodSetResult, victims []string, ok bool) {
 	if cq == nil || len(order) < 2 || len(workload.FlavorUnits(wl)) < 2 {
-		return nil, nil, false, nil
+		return nil, nil, false
 	}
 	units := make([]workload.UnitFlavor, len(order))
 	for i, f := range order {
@@ -657,7 +664,7 @@ func (st *runState) preemptByUnit(flavors map[string]*flavorState, order []*stra
 		failed, before = unit, maps.Clone(onFlavor)
 		return 0, false
 	}); fits || failed == nil {
-		return nil, nil, false, nil
+		return nil, nil, false
 	}
 	chosen, found := preemption.ChooseFlavor(len(order), func(f int) (preemption.Result, bool) {
 		fs := flavors[order[f].Name]
@@ -667,25 +674,26 @@ func (st *runState) preemptByUnit(flavors map[string]*flavorState, order []*stra
 		return st.search(fs, cq, workload.WithPodSets(wl, slices.Concat(before[f], failed)), upTo, opts), true
 	}, fung, cq.Name)
 	if chosen < 0 {
-		return nil, nil, false, nil
+		return nil, nil, false
 	}
 	searched := len(before[chosen]) + len(failed) // the pod sets its search was for
 	p, fits := plan(func([]int, map[int][]int) (int, bool) { return chosen, true })
 	if !fits || p.Distinct() < 2 || len(p.PendingFlavors()) != 1 {
-		return nil, nil, false, nil
+		return nil, nil, false
 	}
 	fs := flavors[order[chosen].Name]
 	if sub := workload.WithPodSets(wl, p.OnFlavor(chosen)); len(sub.Spec.PodSets) != searched {
 		if found = st.search(fs, cq, sub, upTo, opts); len(found.Victims) == 0 {
-			return nil, nil, false, nil
+			return nil, nil, false
 		}
 	}
 	victims = st.preempt(fs, found)
-	podSets, admitted := st.admitByUnit(flavors, order, cq, wl, opts)
-	if !admitted {
-		return nil, nil, false, fmt.Errorf("placing %s/%s on several flavors after preempting %s: its pod sets no longer fit", wl.Namespace, wl.Name, strings.Join(victims, ", "))
-	}
-	return podSets, victims, true, nil
+	// Walked again from its first pod set, as the agent does once the
+	// victims are gone: an earlier unit may now take the room the search
+	// freed, and the unit it was freed for fits no longer. The victims
+	// are gone all the same, and the workload waits (nil pod sets).
+	podSets, _ = st.admitByUnit(flavors, order, cq, wl, opts)
+	return podSets, victims, true
 }
 
 // flavorNames are the flavors' names, in order.

@@ -2528,3 +2528,116 @@ spec:
 		t.Errorf("(-want,+got):\n%s", diff)
 	}
 }
+
+// TestWaitingServedAgainAfterPreemption: a workload served before a
+// preemption freed what it needs, in the same pass, is served again once
+// the pass is over, as the agent's next pass serves it (and Kueue's
+// requeue of inadmissible workloads when one of their cohort goes).
+func TestWaitingServedAgainAfterPreemption(t *testing.T) {
+	const in = `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {topologyName: t, nodeLabels: {pool: p1}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: a}
+spec:
+  namespaceSelector: {}
+  cohort: c
+  preemption: {reclaimWithinCohort: Any}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f1, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: b}
+spec:
+  namespaceSelector: {}
+  cohort: c
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f1, resources: [{name: cpu, nominalQuota: 0}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: a, namespace: ml}
+spec: {clusterQueue: a}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: b, namespace: ml}
+spec: {clusterQueue: b}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {pool: p1, rack: r1, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "8", pods: "110"}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: borrower, namespace: ml, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  queueName: b
+  podSets:
+  - {name: main, count: 4, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+status:
+  admission:
+    clusterQueue: b
+    podSetAssignments:
+    - {name: main, flavor: f1, count: 4}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: too-big, namespace: ml, creationTimestamp: "2026-01-01T00:00:01Z"}
+spec:
+  queueName: a
+  priority: 5
+  podSets:
+  - {name: main, count: 8, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: waiting, namespace: ml, creationTimestamp: "2026-01-01T00:00:02Z"}
+spec:
+  queueName: b
+  podSets:
+  - {name: main, count: 2, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: reclaimer, namespace: ml, creationTimestamp: "2026-01-01T00:00:03Z"}
+spec:
+  queueName: a
+  podSets:
+  - {name: main, count: 1, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(loaded, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range results {
+		got[r.Name] = fmt.Sprint(r.Admitted, " ", r.Preempts)
+	}
+	want := map[string]string{"too-big": "false []", "waiting": "true []", "reclaimer": "true [ml/borrower]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}

@@ -70,7 +70,12 @@ type diffCase struct {
 }
 
 func generateCase(seed uint64) *diffCase {
-	r := rand.New(rand.NewPCG(seed, 2724))
+	return generate(rand.New(rand.NewPCG(seed, 2724)), false)
+}
+
+// generate makes a case; with preempting, the queues' preemption
+// policies are random too, and so are priorities up to 3.
+func generate(r *rand.Rand, preempting bool) *diffCase {
 	c := &diffCase{flavors: []string{"tas-flavor"}}
 	if r.IntN(2) == 0 {
 		c.flavors = append(c.flavors, "other")
@@ -104,6 +109,12 @@ func generateCase(seed uint64) *diffCase {
 		if r.IntN(2) == 0 {
 			cq.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor}
 		}
+		if preempting {
+			cq.Spec.Preemption = &strata.ClusterQueuePreemption{
+				WithinClusterQueue:  []strata.PreemptionPolicy{strata.PreemptionNever, strata.PreemptionLowerPriority}[r.IntN(2)],
+				ReclaimWithinCohort: []strata.PreemptionPolicy{strata.PreemptionNever, strata.PreemptionLowerPriority, strata.PreemptionAny}[r.IntN(3)],
+			}
+		}
 		c.queues = append(c.queues, cq)
 	}
 	n := 3 + r.IntN(10)
@@ -128,6 +139,9 @@ func generateCase(seed uint64) *diffCase {
 		}
 		wl := testutil.MakeWorkload(fmt.Sprintf("w%02d", i), "ns").Queue(c.queues[r.IntN(nq)].Name).PodSets(podSets...).Obj()
 		wl.Spec.Priority = ptr.To(int32(r.IntN(3)))
+		if preempting {
+			wl.Spec.Priority = ptr.To(int32(r.IntN(4)))
+		}
 		wl.CreationTimestamp = metav1.NewTime(created.Add(time.Duration(i) * time.Second))
 		c.workloads = append(c.workloads, wl)
 	}
@@ -140,18 +154,7 @@ type diffOutcome map[string]string
 
 func (c *diffCase) runAgent(t *testing.T) diffOutcome {
 	t.Helper()
-	objs := []client.Object{}
-	for _, q := range c.queues {
-		objs = append(objs, q.DeepCopy())
-	}
-	for _, wl := range c.workloads {
-		objs = append(objs, wl.DeepCopy())
-	}
-	setup := tasSetup
-	if len(c.flavors) > 1 {
-		setup = twoFlavors
-	}
-	e := newSchedEnv(t, objs, func(cc *cache.Cache) { setup(cc) }, c.nodes, interceptor.Funcs{})
+	e := c.env(t, c.workloads)
 	var last diffOutcome
 	for range 8 {
 		if err := e.s.Schedule(t.Context()); err != nil {
@@ -207,6 +210,14 @@ func (e *schedEnv) placements(t *testing.T) diffOutcome {
 
 func (c *diffCase) runSimulate(t *testing.T) diffOutcome {
 	t.Helper()
+	out, _ := c.simulate(t)
+	return out
+}
+
+// simulate runs kubectl strata simulate's engine on c: the placements, and
+// its results.
+func (c *diffCase) simulate(t *testing.T) (diffOutcome, []simulate.Result) {
+	t.Helper()
 	var docs []any
 	docs = append(docs, testutil.MakeTopology("default", rackLabel, hostLabel).Obj())
 	for _, f := range c.flavors {
@@ -246,6 +257,10 @@ func (c *diffCase) runSimulate(t *testing.T) diffOutcome {
 	if err := os.WriteFile(filepath.Join(dir, "in.yaml"), []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if os.Getenv("STRATA_DIFF_VERBOSE") != "" {
+		t.Logf("simulate's input: %s", filepath.Join(dir, "in.yaml"))
+		_ = os.WriteFile(filepath.Join(os.TempDir(), "strata-diff-"+strings.ReplaceAll(t.Name(), "/", "-")+".yaml"), []byte(b.String()), 0o600)
+	}
 	in, err := simulate.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +272,7 @@ func (c *diffCase) runSimulate(t *testing.T) diffOutcome {
 	out := diffOutcome{}
 	for _, r := range results {
 		if os.Getenv("STRATA_DIFF_VERBOSE") != "" {
-			t.Logf("simulate %s: %s", r.Name, r.Reason)
+			t.Logf("simulate %s: %s (preempts %v)", r.Name, r.Reason, r.Preempts)
 		}
 		if !r.Admitted {
 			out[r.Name] = ""
@@ -274,7 +289,7 @@ func (c *diffCase) runSimulate(t *testing.T) diffOutcome {
 		}
 		out[r.Name] = strings.Join(parts, " ")
 	}
-	return out
+	return out, results
 }
 
 func (c *diffCase) describe() string {
@@ -355,4 +370,163 @@ func (c *diffCase) mayHold(sim diffOutcome) string {
 		}
 	}
 	return ""
+}
+
+// TestAgentPreemptsAsSimulates: as TestAgentAgreesWithSimulate, with
+// preemption. The queues' policies are random (withinClusterQueue Never
+// or LowerPriority, reclaimWithinCohort Never, LowerPriority or Any); the
+// agent admits the first half of the backlog, and the second half (of
+// priorities up to 3) then comes to a cluster running what it admitted.
+// The agent and simulate, given those running workloads, admit the same
+// second half in the same places and preempt the same workloads. A
+// victim is deleted once evicted (simulate does not place a victim again;
+// the agent would, as Kueue does).
+func TestAgentPreemptsAsSimulates(t *testing.T) {
+	for seed := range uint64(envInt("STRATA_DIFF_SEEDS", 60)) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			c := generate(rand.New(rand.NewPCG(seed, 5732)), true)
+			half := len(c.workloads) / 2
+			first, second := c.workloads[:half], c.workloads[half:]
+			e := c.env(t, first)
+			c.passes(t, e, nil)
+			var wls strata.WorkloadList
+			if err := e.c.List(t.Context(), &wls); err != nil {
+				t.Fatal(err)
+			}
+			var running, waiting []*strata.Workload
+			for i := range wls.Items {
+				if wls.Items[i].Status.Admission != nil {
+					running = append(running, wls.Items[i].DeepCopy())
+				} else {
+					waiting = append(waiting, wls.Items[i].DeepCopy())
+				}
+			}
+			for _, wl := range second {
+				if err := e.c.Create(t.Context(), wl.DeepCopy()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.informed(t)
+			agent := c.passes(t, e, running)
+
+			in := &diffCase{flavors: c.flavors, nodes: c.nodes, queues: c.queues}
+			for _, wl := range running {
+				// As an agent's informer shows it, without what the fake
+				// client adds.
+				w := wl.DeepCopy()
+				w.ResourceVersion = ""
+				in.workloads = append(in.workloads, w)
+			}
+			// What waits from the first half waits still, as written
+			// (its status says why; simulate places it afresh).
+			for _, wl := range waiting {
+				w := wl.DeepCopy()
+				w.ResourceVersion, w.Status = "", strata.WorkloadStatus{}
+				in.workloads = append(in.workloads, w)
+			}
+			in.workloads = append(in.workloads, second...)
+			sim := in.runSimulatePreempting(t, running)
+			if why := c.mayHold(sim); why != "" {
+				t.Skip(why)
+			}
+			if diff := cmp.Diff(sim, agent); diff != "" {
+				t.Errorf("%s\nrunning: %s\nagent against simulate (-simulate,+agent):\n%s", c.describe(), names(running), diff)
+			}
+		})
+	}
+}
+
+// env is the agent's test environment of c with workloads pending.
+func (c *diffCase) env(t *testing.T, workloads []*strata.Workload) *schedEnv {
+	t.Helper()
+	objs := []client.Object{}
+	for _, q := range c.queues {
+		objs = append(objs, q.DeepCopy())
+	}
+	for _, wl := range workloads {
+		objs = append(objs, wl.DeepCopy())
+	}
+	setup := tasSetup
+	if len(c.flavors) > 1 {
+		setup = twoFlavors
+	}
+	return newSchedEnv(t, objs, func(cc *cache.Cache) { setup(cc) }, c.nodes, interceptor.Funcs{})
+}
+
+// passes runs the agent's passes until they change nothing (at most 8),
+// deleting the Workloads of running that a pass evicted, and returns the
+// placements, running's as "running" while admitted.
+func (c *diffCase) passes(t *testing.T, e *schedEnv, running []*strata.Workload) diffOutcome {
+	t.Helper()
+	isRunning := map[string]bool{}
+	for _, wl := range running {
+		isRunning[wl.Name] = true
+	}
+	gone := map[string]bool{}
+	var last diffOutcome
+	for range 8 {
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		e.settle()
+		var wls strata.WorkloadList
+		if err := e.c.List(t.Context(), &wls); err != nil {
+			t.Fatal(err)
+		}
+		for i := range wls.Items {
+			wl := &wls.Items[i]
+			if isRunning[wl.Name] && wl.Status.Admission == nil {
+				if err := e.c.Delete(t.Context(), wl); err != nil {
+					t.Fatal(err)
+				}
+				e.s.WorkloadEvent(wl, true)
+				gone[wl.Name] = true
+			}
+		}
+		e.informed(t)
+		got := e.placements(t)
+		for name := range isRunning {
+			switch {
+			case gone[name]:
+				got[name] = ""
+			case got[name] != "":
+				got[name] = "running"
+			}
+		}
+		if cmp.Equal(got, last) {
+			break
+		}
+		last = got
+	}
+	return last
+}
+
+// runSimulatePreempting is runSimulate where the workloads of running are
+// admitted already: "running" while simulate keeps them, "" once a
+// placement preempts them.
+func (c *diffCase) runSimulatePreempting(t *testing.T, running []*strata.Workload) diffOutcome {
+	t.Helper()
+	out, results := c.simulate(t)
+	isRunning := map[string]bool{}
+	for _, wl := range running {
+		isRunning[wl.Name] = true
+		out[wl.Name] = "running"
+	}
+	for _, r := range results {
+		for _, v := range r.Preempts {
+			_, name, _ := strings.Cut(v, "/")
+			if isRunning[name] {
+				out[name] = ""
+			}
+		}
+	}
+	return out
+}
+
+func names(wls []*strata.Workload) string {
+	var out []string
+	for _, wl := range wls {
+		out = append(out, wl.Name)
+	}
+	return strings.Join(out, ", ")
 }

@@ -502,8 +502,13 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 // when the victims held no running pods and the workload took their place
 // at once. It does nothing when the walk puts every unit on one flavor
 // (the one-flavor search covers that) or finds no victims.
+//
+// Once the victims are gone, the walk from its first pod set may put all
+// its pod sets on one flavor: whole then tries that (the caller's walk
+// of one flavor for all; done when it admitted, or would but for
+// blockAdmission's hold, admitted when it admitted).
 func (s *Scheduler) preemptByUnit(ctx context.Context, cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, books *queue.Books, wl *strata.Workload,
-	upTo *int32, usage map[string]corev1.ResourceList) (done, admitted bool, err error) {
+	upTo *int32, usage map[string]corev1.ResourceList, whole func() (done, admitted bool)) (done, admitted bool, err error) {
 	if len(flavors) < 2 || len(workload.FlavorUnits(wl)) < 2 || s.searches <= 0 {
 		return false, false, nil
 	}
@@ -584,6 +589,11 @@ func (s *Scheduler) preemptByUnit(ctx context.Context, cq *strata.ClusterQueue, 
 			notePreempted(in, p)
 			s.admit(ctx, in, where, usage, books)
 			return true, true, err
+		}
+		if whole != nil {
+			if done, admitted := whole(); done {
+				return true, admitted, err
+			}
 		}
 	}
 	// What the victims free is the preemptor's: its quota there is held

@@ -953,3 +953,43 @@ func TestVictimOnTwoFlavorsFreesBothInThePass(t *testing.T) {
 		t.Errorf("after one pass (-want,+got):\n%s", diff)
 	}
 }
+
+// TestPreemptionByUnitThenOneFlavor: a workload that preempts for the pod
+// set that fits nowhere, and whose pod sets, walked again once the victim
+// is gone, all fit on the flavor it freed, is admitted there at once
+// (not left with its quota held while the rest of the pass takes the
+// capacity the victim freed).
+func TestPreemptionByUnitThenOneFlavor(t *testing.T) {
+	q := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "8").Flavor("other", "cpu", "8").
+		Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	e := newSchedEnv(t, []client.Object{q, job("low", "a", 8, nil, 0)}, twoFlavors, []*corev1.Node{tasNode("r1-n1", "r1", "8"), otherNode("r2-n1", "r2", "2")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	e.settle()
+	e.informed(t)
+	pre := job("pre", "a", 2, ptr.To[int32](10), 1)
+	pre.Spec.PodSets = append(pre.Spec.PodSets, testutil.MakePodSet("second", 4, "cpu", "1").Required(rackLabel).Obj())
+	if err := e.c.Create(t.Context(), pre); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Create(t.Context(), job("behind", "a", 4, ptr.To[int32](5), 2)); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	got := e.outcomes(t)
+	want := map[string]outcome{
+		"low":    {Reason: strata.EvictedByPreemption},
+		"pre":    {Reason: ReasonAdmitted, Flavor: "tas-flavor"},
+		"behind": {Reason: ReasonPending},
+	}
+	if diff := cmp.Diff(want, withoutMessages(got, want)); diff != "" {
+		t.Errorf("after one pass (-want,+got):\n%s", diff)
+	}
+	if m := e.outcomes(t)["pre"].Message; !strings.Contains(m, "after preempting 1 workload(s): ns/low") {
+		t.Errorf("pre's message %q does not name its victim", m)
+	}
+}

@@ -877,7 +877,22 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	// A workload of several pod sets (or PodSet groups) preempts for those
 	// that fit nowhere, on their own flavor, the others keeping theirs.
 	if preempts {
-		if done, admitted, err := s.preemptByUnit(ctx, cq, flavors, books, wl, upTo, usage); done || err != nil {
+		// Once its victims are gone, walked again from its first pod set,
+		// its pod sets may all fit on one flavor: it is admitted there at
+		// once, as the next pass would, before anything else of the pass
+		// takes what they freed.
+		whole := func() (done, admitted bool) {
+			for _, fq := range flavors {
+				if tryFlavor(fq, nil) {
+					if fits {
+						books.Charge(cq.Name, fq.Name, need, 1)
+					}
+					return true, !fits
+				}
+			}
+			return false, false
+		}
+		if done, admitted, err := s.preemptByUnit(ctx, cq, flavors, books, wl, upTo, usage, whole); done || err != nil {
 			return admitted, true, err
 		}
 	}

@@ -111,6 +111,13 @@ func (st *runState) addRunning(flavors map[string]*flavorState, item Item, opts 
 		if ps == nil {
 			return fmt.Errorf("%s: the admission names pod set %q, which the workload does not have", item.Source, psa.Name)
 		}
+		// Admitted with fewer pods than it asks for (partial admission):
+		// those it was admitted with hold capacity and quota.
+		admitted := *ps
+		if psa.Count > 0 {
+			admitted.Count = psa.Count
+		}
+		ps = &admitted
 		// Its finished pods (status.reclaimablePods) hold nothing: offline
 		// the input does not say where they ran, so they are the
 		// assignment's last (its highest ranks).

@@ -2641,3 +2641,78 @@ spec:
 		t.Errorf("(-want,+got):\n%s", diff)
 	}
 }
+
+// TestRunningPartialAdmission: a running workload admitted with fewer pods
+// than it asks for (partial admission) holds the quota and capacity of the
+// pods it was admitted with, as on the agent.
+func TestRunningPartialAdmission(t *testing.T) {
+	const in = `
+apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {topologyName: t, nodeLabels: {pool: p1}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f1, resources: [{name: cpu, nominalQuota: 8}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: lq, namespace: ml}
+spec: {clusterQueue: q}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {pool: p1, rack: r1, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "8", pods: "110"}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: partial, namespace: ml, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  queueName: lq
+  podSets:
+  - {name: main, count: 8, minCount: 2, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+status:
+  admission:
+    clusterQueue: q
+    podSetAssignments:
+    - {name: main, flavor: f1, count: 4}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: next, namespace: ml, creationTimestamp: "2026-01-01T00:00:01Z"}
+spec:
+  queueName: lq
+  podSets:
+  - {name: main, count: 4, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}}
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(loaded, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Name == "next" && !r.Admitted {
+			t.Errorf("next not admitted beside the 4 pods partial runs with: %s", r.Reason)
+		}
+	}
+}

@@ -32,8 +32,10 @@ import (
 
 // TestAgentAgreesWithSimulate: on generated clusters (one or two flavors
 // of racks of hosts, one to three ClusterQueues, in a cohort or not, each
-// flavor's quota random, whenCanBorrow either way) and backlogs (one or
-// two pod sets, required, preferred or unconstrained rack, priorities),
+// flavor's quota random, with borrowing and lending limits now and then,
+// whenCanBorrow either way, BestEffortFIFO or StrictFIFO) and backlogs
+// (one or two pod sets, required, preferred or unconstrained rack or host,
+// a PodSet group, a minCount for partial admission, priorities),
 // the agent's passes admit what `kubectl strata simulate` admits, on the
 // same flavors and in the same domains. simulate is what users are told
 // to trust for "what would the agent do"; the two are separate
@@ -101,6 +103,10 @@ func generate(r *rand.Rand, preempting bool) *diffCase {
 		w := testutil.MakeClusterQueue(fmt.Sprintf("q%d", q)).ResourceGroup("cpu")
 		for _, f := range c.flavors {
 			w = w.GroupFlavor(f, fmt.Sprint(r.IntN(13)))
+			if cohort && r.IntN(4) == 0 {
+				// Limits of borrowing and lending, now and then.
+				w = w.Limits("cpu", fmt.Sprint(r.IntN(5)), fmt.Sprint(r.IntN(5)))
+			}
 		}
 		if cohort {
 			w = w.Cohort("c")
@@ -108,6 +114,9 @@ func generate(r *rand.Rand, preempting bool) *diffCase {
 		cq := w.Obj()
 		if r.IntN(2) == 0 {
 			cq.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor}
+		}
+		if r.IntN(5) == 0 {
+			cq.Spec.QueueingStrategy = strata.StrictFIFO
 		}
 		if preempting {
 			cq.Spec.Preemption = &strata.ClusterQueuePreemption{
@@ -136,6 +145,16 @@ func generate(r *rand.Rand, preempting bool) *diffCase {
 				ps = ps.Required(hostLabel)
 			}
 			podSets = append(podSets, ps.Obj())
+		}
+		switch {
+		case len(podSets) == 2 && !unconstrained && r.IntN(4) == 0:
+			// A PodSet group: one flavor, one domain level for both.
+			for k := range podSets {
+				podSets[k].TopologyRequest = &strata.PodSetTopologyRequest{Required: ptr.To(rackLabel), PodSetGroupName: ptr.To("g")}
+			}
+		case len(podSets) == 1 && podSets[0].Count > 1 && r.IntN(4) == 0:
+			// Partial admission down to minCount.
+			podSets[0].MinCount = ptr.To(int32(1 + r.IntN(int(podSets[0].Count))))
 		}
 		wl := testutil.MakeWorkload(fmt.Sprintf("w%02d", i), "ns").Queue(c.queues[r.IntN(nq)].Name).PodSets(podSets...).Obj()
 		wl.Spec.Priority = ptr.To(int32(r.IntN(3)))

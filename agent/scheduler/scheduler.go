@@ -1343,15 +1343,11 @@ func placeOnFlavor(snap *tas.Snapshot, topo *strata.Topology, flavorDef *strata.
 // ClusterQueue): an admission in the same second as the condition before
 // it — admitted, started, evicted and admitted again within one second —
 // is recorded one second after that condition, so that it never reads as
-// the admission it replaces. It is to the second in this process too, so
-// that what reads it (the order of preemption candidates: the later
-// admitted first, then by name) answers the same before and after the
-// informer shows the written Workload, and after a restart.
+// the admission it replaces.
 func admittedAt(prev *metav1.Condition, now time.Time) metav1.Time {
-	now = now.Truncate(time.Second)
 	if prev != nil {
 		last := prev.LastTransitionTime.Truncate(time.Second)
-		if !now.After(last) {
+		if !now.Truncate(time.Second).After(last) {
 			return metav1.NewTime(last.Add(time.Second))
 		}
 	}

@@ -167,7 +167,7 @@ func generate(r *rand.Rand, preempting bool) *diffCase {
 	return c
 }
 
-// placement is a workload's outcome, as both report it: "" when not
+// diffOutcome is each workload's outcome, as both report it: "" when not
 // admitted, else per pod set its flavor and domains.
 type diffOutcome map[string]string
 

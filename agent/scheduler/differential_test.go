@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"strata.dev/strata/agent/cache"
+	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/scheme"
@@ -44,9 +46,21 @@ import (
 // STRATA_DIFF_SEEDS=1000 tries more cases (60 by default: the race
 // detector slows them); STRATA_DIFF_VERBOSE=1 logs both sides' reasons.
 func TestAgentAgreesWithSimulate(t *testing.T) {
+	agreeing(t, generateCase)
+}
+
+// TestAgentAgreesWithSimulateOnTrees: as TestAgentAgreesWithSimulate,
+// where the cohorts are a tree of Cohort objects (two under a root, with
+// quota of their own now and then) and fair sharing is on in half the
+// cases, with weights on queues and cohorts.
+func TestAgentAgreesWithSimulateOnTrees(t *testing.T) {
+	agreeing(t, func(seed uint64) *diffCase { return generateWith(rand.New(rand.NewPCG(seed, 4136)), false, true) })
+}
+
+func agreeing(t *testing.T, gen func(uint64) *diffCase) {
 	for seed := range uint64(diffSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := generateCase(seed)
+			c := gen(seed)
 			agent := c.runAgent(t)
 			sim := c.runSimulate(t)
 			if why := c.mayHold(sim); why != "" {
@@ -68,6 +82,8 @@ type diffCase struct {
 	flavors   []string // of "tas-flavor", "other"
 	nodes     []*corev1.Node
 	queues    []*strata.ClusterQueue
+	cohorts   []*strata.Cohort
+	fair      *configv1beta1.FairSharing // the agent's fairSharing; nil: off
 	workloads []*strata.Workload
 }
 
@@ -78,6 +94,14 @@ func generateCase(seed uint64) *diffCase {
 // generate makes a case; with preempting, the queues' preemption
 // policies are random too, and so are priorities up to 3.
 func generate(r *rand.Rand, preempting bool) *diffCase {
+	return generateWith(r, preempting, false)
+}
+
+// generateWith is generate; with trees, queues in a cohort are in one of
+// two cohorts under a root, given Cohort objects with quota of their own
+// now and then, and fair sharing is on in half the cases, with weights on
+// queues and cohorts.
+func generateWith(r *rand.Rand, preempting, trees bool) *diffCase {
 	c := &diffCase{flavors: []string{"tas-flavor"}}
 	if r.IntN(2) == 0 {
 		c.flavors = append(c.flavors, "other")
@@ -109,9 +133,16 @@ func generate(r *rand.Rand, preempting bool) *diffCase {
 			}
 		}
 		if cohort {
-			w = w.Cohort("c")
+			name := "c"
+			if trees && r.IntN(2) == 0 {
+				name = "d"
+			}
+			w = w.Cohort(name)
 		}
 		cq := w.Obj()
+		if trees && r.IntN(3) == 0 {
+			cq.Spec.FairSharing = &strata.FairSharing{Weight: ptr.To(resource.MustParse([]string{"0.5", "1", "2"}[r.IntN(3)]))}
+		}
 		if r.IntN(2) == 0 {
 			cq.Spec.FlavorFungibility = &strata.FlavorFungibility{WhenCanBorrow: strata.FungibilityTryNextFlavor}
 		}
@@ -125,6 +156,36 @@ func generate(r *rand.Rand, preempting bool) *diffCase {
 			}
 		}
 		c.queues = append(c.queues, cq)
+	}
+	if trees && cohort {
+		if r.IntN(2) == 0 {
+			c.fair = &configv1beta1.FairSharing{}
+		}
+		for _, name := range []string{"root", "c", "d"} {
+			co := &strata.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if name != "root" {
+				co.Spec.ParentName = "root"
+			}
+			if r.IntN(2) == 0 {
+				// Quota of the cohort's own, now and then limited.
+				rg := strata.ResourceGroup{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU}}
+				for _, f := range c.flavors {
+					q := strata.ResourceQuota{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(fmt.Sprint(r.IntN(7)))}
+					if name != "root" && r.IntN(4) == 0 {
+						q.LendingLimit = ptr.To(resource.MustParse(fmt.Sprint(r.IntN(4))))
+					}
+					if name != "root" && r.IntN(4) == 0 {
+						q.BorrowingLimit = ptr.To(resource.MustParse(fmt.Sprint(r.IntN(4))))
+					}
+					rg.Flavors = append(rg.Flavors, strata.FlavorQuotas{Name: f, Resources: []strata.ResourceQuota{q}})
+				}
+				co.Spec.ResourceGroups = []strata.ResourceGroup{rg}
+			}
+			if name != "root" && c.fair != nil && r.IntN(2) == 0 {
+				co.Spec.FairSharing = &strata.FairSharing{Weight: ptr.To(resource.MustParse([]string{"0.5", "1", "2"}[r.IntN(3)]))}
+			}
+			c.cohorts = append(c.cohorts, co)
+		}
 	}
 	n := 3 + r.IntN(10)
 	for i := range n {
@@ -250,6 +311,9 @@ func (c *diffCase) simulate(t *testing.T) (diffOutcome, []simulate.Result) {
 	for _, q := range c.queues {
 		docs = append(docs, q, testutil.MakeLocalQueue(q.Name, "ns", q.Name))
 	}
+	for _, co := range c.cohorts {
+		docs = append(docs, co)
+	}
 	for _, n := range c.nodes {
 		docs = append(docs, n)
 	}
@@ -284,6 +348,7 @@ func (c *diffCase) simulate(t *testing.T) (diffOutcome, []simulate.Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	in.FairSharing = c.fair
 	results, err := simulate.Run(in, tas.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +390,25 @@ func (c *diffCase) describe() string {
 		if q.Spec.FlavorFungibility != nil {
 			fung = " TryNextFlavor"
 		}
+		if q.Spec.FairSharing != nil {
+			fung += " weight " + q.Spec.FairSharing.Weight.String()
+		}
+		if p := q.Spec.Preemption; p != nil {
+			fung += fmt.Sprintf(" within %s reclaim %s", p.WithinClusterQueue, p.ReclaimWithinCohort)
+		}
+		for _, f := range q.Spec.ResourceGroups[0].Flavors {
+			if r := f.Resources[0]; r.BorrowingLimit != nil || r.LendingLimit != nil {
+				fung += fmt.Sprintf(" %s limits borrowing %v lending %v", f.Name, r.BorrowingLimit, r.LendingLimit)
+			}
+		}
 		fmt.Fprintf(&b, "queue %s cohort %q %s%s\n", q.Name, q.Spec.Cohort, strings.Join(quotas, " "), fung)
+	}
+	for _, co := range c.cohorts {
+		y, _ := yaml.Marshal(co.Spec)
+		fmt.Fprintf(&b, "cohort %s: %s\n", co.Name, strings.ReplaceAll(string(y), "\n", " "))
+	}
+	if c.fair != nil {
+		b.WriteString("fair sharing on\n")
 	}
 	for _, wl := range c.workloads {
 		var ps []string
@@ -340,6 +423,9 @@ func (c *diffCase) describe() string {
 				default:
 					req = "unconstrained"
 				}
+			}
+			if p.MinCount != nil {
+				req += fmt.Sprintf(", minCount %d", *p.MinCount)
 			}
 			ps = append(ps, fmt.Sprintf("%s %dx%s (%s)", p.Name, p.Count, p.Template.Spec.Containers[0].Resources.Requests.Cpu(), req))
 		}
@@ -378,7 +464,7 @@ func (c *diffCase) mayHold(sim diffOutcome) string {
 		}
 		i := slices.IndexFunc(c.queues, func(q *strata.ClusterQueue) bool { return q.Name == wl.Spec.QueueName })
 		q := c.queues[i]
-		if q.Spec.Cohort == "" || len(c.queues) < 2 {
+		if q.Spec.Cohort == "" || len(c.queues) < 2 && len(c.cohorts) == 0 {
 			continue
 		}
 		need := queue.WorkloadRequests(wl)[corev1.ResourceCPU]
@@ -401,9 +487,20 @@ func (c *diffCase) mayHold(sim diffOutcome) string {
 // victim is deleted once evicted (simulate does not place a victim again;
 // the agent would, as Kueue does).
 func TestAgentPreemptsAsSimulates(t *testing.T) {
-	for seed := range uint64(envInt("STRATA_DIFF_SEEDS", 60)) {
+	preempting(t, func(seed uint64) *diffCase { return generate(rand.New(rand.NewPCG(seed, 5732)), true) })
+}
+
+// TestAgentPreemptsAsSimulatesOnTrees: as TestAgentPreemptsAsSimulates,
+// on the cohort trees and fair sharing of
+// TestAgentAgreesWithSimulateOnTrees.
+func TestAgentPreemptsAsSimulatesOnTrees(t *testing.T) {
+	preempting(t, func(seed uint64) *diffCase { return generateWith(rand.New(rand.NewPCG(seed, 1714)), true, true) })
+}
+
+func preempting(t *testing.T, gen func(uint64) *diffCase) {
+	for seed := range uint64(diffSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			c := generate(rand.New(rand.NewPCG(seed, 5732)), true)
+			c := gen(seed)
 			half := len(c.workloads) / 2
 			first, second := c.workloads[:half], c.workloads[half:]
 			e := c.env(t, first)
@@ -414,11 +511,21 @@ func TestAgentPreemptsAsSimulates(t *testing.T) {
 			}
 			var running, waiting []*strata.Workload
 			for i := range wls.Items {
-				if wls.Items[i].Status.Admission != nil {
-					running = append(running, wls.Items[i].DeepCopy())
-				} else {
-					waiting = append(waiting, wls.Items[i].DeepCopy())
+				wl := &wls.Items[i]
+				if wl.Status.Admission == nil {
+					waiting = append(waiting, wl.DeepCopy())
+					continue
 				}
+				// Admitted a second apart (in the order of names): the
+				// candidates for preemption order by admission time, and
+				// those of one pass differ by nanoseconds in the agent's
+				// memory and tie in the API's seconds.
+				c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+				c.LastTransitionTime = metav1.NewTime(created.Add(time.Hour + time.Duration(len(running))*time.Second))
+				if err := e.c.Status().Update(t.Context(), wl); err != nil {
+					t.Fatal(err)
+				}
+				running = append(running, wl.DeepCopy())
 			}
 			for _, wl := range second {
 				if err := e.c.Create(t.Context(), wl.DeepCopy()); err != nil {
@@ -428,7 +535,7 @@ func TestAgentPreemptsAsSimulates(t *testing.T) {
 			e.informed(t)
 			agent := c.passes(t, e, running)
 
-			in := &diffCase{flavors: c.flavors, nodes: c.nodes, queues: c.queues}
+			in := &diffCase{flavors: c.flavors, nodes: c.nodes, queues: c.queues, cohorts: c.cohorts, fair: c.fair}
 			for _, wl := range running {
 				// As an agent's informer shows it, without what the fake
 				// client adds.
@@ -462,6 +569,9 @@ func (c *diffCase) env(t *testing.T, workloads []*strata.Workload) *schedEnv {
 	for _, q := range c.queues {
 		objs = append(objs, q.DeepCopy())
 	}
+	for _, co := range c.cohorts {
+		objs = append(objs, co.DeepCopy())
+	}
 	for _, wl := range workloads {
 		objs = append(objs, wl.DeepCopy())
 	}
@@ -469,7 +579,11 @@ func (c *diffCase) env(t *testing.T, workloads []*strata.Workload) *schedEnv {
 	if len(c.flavors) > 1 {
 		setup = twoFlavors
 	}
-	return newSchedEnv(t, objs, func(cc *cache.Cache) { setup(cc) }, c.nodes, interceptor.Funcs{})
+	e := newSchedEnv(t, objs, func(cc *cache.Cache) { setup(cc) }, c.nodes, interceptor.Funcs{})
+	if c.fair != nil {
+		e.s.WithFairSharing(c.fair)
+	}
+	return e
 }
 
 // passes runs the agent's passes until they change nothing (at most 8),

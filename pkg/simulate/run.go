@@ -205,8 +205,12 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	// Every workload to place: those still waiting after a pass that
 	// preempted are served again.
 	var all []*pendingItem
+	byKey := map[string]*pendingItem{}
 	for _, name := range queueNames {
 		all = append(all, turns[name].Items...)
+		for _, p := range turns[name].Items {
+			byKey[p.wl.Namespace+"/"+p.wl.Name] = p
+		}
 	}
 	var placeErr error
 	for range maxPasses {
@@ -238,12 +242,26 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 					placeErr = err
 					return false
 				}
-				if prev := rows[p.row]; prev != nil && len(prev.Preempts) > 0 {
+				fresh := r.Preempts
+				if prev := rows[p.row]; prev != nil {
 					// Served again in a later pass: what it preempted
-					// before is gone all the same.
+					// before is gone all the same, and a victim says so.
 					r.Preempts = append(slices.Clone(prev.Preempts), r.Preempts...)
+					if p.preemptedBy != "" && !r.Admitted {
+						r.Reason = preemptedNote(p.preemptedBy) + "; " + r.Reason
+					}
 				}
 				rows[p.row] = &r
+				for _, v := range fresh {
+					// A victim admitted earlier in this simulation goes
+					// back to its queue, as on the agent (and Kueue): it
+					// waits, and is served again after this pass.
+					if q := byKey[v]; q != nil && q != p && rows[q.row] != nil && rows[q.row].Admitted {
+						q.preemptedBy = p.wl.Namespace + "/" + p.wl.Name
+						rows[q.row] = &Result{Name: q.wl.Name, Namespace: q.wl.Namespace, source: q.item.Source,
+							Preempts: rows[q.row].Preempts, Reason: preemptedNote(q.preemptedBy)}
+					}
+				}
 				if r.Admitted && afs.Orders(p.cq) {
 					// Its LocalQueue's next workloads come after those of
 					// queues that now consumed less.
@@ -274,7 +292,8 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 		// The victims left capacity and quota that the workloads served
 		// before them did not see: as the agent's next pass (and Kueue's
 		// requeue of inadmissible workloads when one of their cohort
-		// goes), those still waiting are served again. The victims are
+		// goes), those still waiting are served again, with the victims
+		// this simulation had admitted. The input's running victims are
 		// not placed again.
 		waiting := 0
 		for _, name := range queueNames {
@@ -449,11 +468,20 @@ type pendingItem struct {
 	// skipped, that an earlier head of the round took that quota.
 	nominated             string
 	nominatedFit, skipped bool
+	// preemptedBy names (namespace/name) the workload whose preemption
+	// took it out after this simulation admitted it; "" when none did.
+	preemptedBy string
 	// replaced: placed again right after a preemption for some of its pod
 	// sets (runState.preemptByUnit) whose walk from its first pod set no
 	// longer fitted them, as the agent's next pass places it: no
 	// nomination, no second preemption.
 	replaced bool
+}
+
+// preemptedNote is the reason of a workload the simulation admitted and
+// then preempted for by (namespace/name).
+func preemptedNote(by string) string {
+	return fmt.Sprintf("admitted, then preempted to make room for %s", by)
 }
 
 // prepare reads and checks one workload of the input as the agent's
@@ -571,7 +599,11 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 		if r, ok := searched[fs.flavor.Name]; ok {
 			return *r, len(r.Victims) > 0
 		}
-		r := st.search(fs, cq, wl, upTo, opts)
+		// As Kueue, which finds a cycle's preemption targets as it
+		// nominates its heads: what earlier heads of the round hold
+		// (holdRound) does not make it preempt more.
+		var r preemption.Result
+		st.withoutHolds(func() { r = st.search(fs, cq, wl, upTo, opts) })
 		searched[fs.flavor.Name] = &r
 		if len(r.Victims) == 0 {
 			cannot = append(cannot, fmt.Sprintf("flavor %s: %s", fs.flavor.Name, r.Why))
@@ -579,6 +611,14 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 		return r, len(r.Victims) > 0
 	}
 	preemptOn := func(fs *flavorState, r preemption.Result) (Result, error) {
+		if !st.fitsAfter(cq, fs.flavor.Name, r, queue.WorkloadRequests(wl)) {
+			// Kueue skips it for the cycle ("no longer fits after
+			// processing another workload") and takes it again in its
+			// next; so does the next round here.
+			p.skipped = true
+			res.Reason = fmt.Sprintf("flavor %s: would preempt %d workload(s), but an earlier head of this round holds quota it needs (tried again in the next round)", fs.flavor.Name, len(r.Victims))
+			return res, nil
+		}
 		victims := st.preempt(fs, r)
 		podSets, err := st.admit(fs, cq, wl, opts)
 		if err != nil {

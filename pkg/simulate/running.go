@@ -57,7 +57,31 @@ func newRunState(in *Input) *runState {
 		cqs = append(cqs, cq)
 	}
 	return &runState{in: in, books: queue.NewBooks(cqs, in.Cohorts...), running: map[string][]*running{},
-		clock: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
+		clock: clockStart(in)}
+}
+
+// clockStart is where the simulation's clock starts: after every time its
+// input's Workloads record (their creation and conditions), so that what
+// the simulation admits is admitted after what the input shows running
+// (preemption takes the most recently admitted first); 2000-01-01 when
+// they record none.
+func clockStart(in *Input) time.Time {
+	start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, item := range in.Workloads {
+		wl := item.Workload
+		if wl == nil {
+			continue
+		}
+		if t := wl.CreationTimestamp.Time; t.After(start) {
+			start = t
+		}
+		for _, c := range wl.Status.Conditions {
+			if t := c.LastTransitionTime.Time; t.After(start) {
+				start = t
+			}
+		}
+	}
+	return start
 }
 
 // tick returns the simulation's next instant.
@@ -410,6 +434,35 @@ func (st *runState) holdRound(cq *strata.ClusterQueue, flavors []*flavorState, q
 		st.books.Charge(cq.Name, on, h, 1)
 		st.held = append(st.held, heldQuota{queue: cq.Name, flavor: on, hold: h, sign: 1})
 	}
+}
+
+// withoutHolds runs f on the books without what the round holds for
+// heads that found no victims (holdRound).
+func (st *runState) withoutHolds(f func()) {
+	for _, h := range st.held {
+		st.books.Charge(h.queue, h.flavor, h.hold, -h.sign)
+	}
+	f()
+	for _, h := range st.held {
+		st.books.Charge(h.queue, h.flavor, h.hold, h.sign)
+	}
+}
+
+// fitsAfter says whether need fits cq's quota on flavor once the victims
+// of r are gone, with what the round holds: Kueue's check of a head whose
+// preemption targets it found as the cycle began.
+func (st *runState) fitsAfter(cq *strata.ClusterQueue, flavor string, r preemption.Result, need corev1.ResourceList) bool {
+	if cq == nil || len(st.held) == 0 {
+		return true
+	}
+	for _, v := range r.Victims {
+		st.books.Charge(v.Queue, flavor, v.Requests, -1)
+	}
+	fit := st.books.Check(cq.Name, flavor, need, false)
+	for _, v := range r.Victims {
+		st.books.Charge(v.Queue, flavor, v.Requests, 1)
+	}
+	return fit.Err == nil
 }
 
 // endRound gives back what the round held.

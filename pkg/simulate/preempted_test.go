@@ -1,0 +1,124 @@
+package simulate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+)
+
+// preemptingOutcomes runs simulate on one file of testdata/preempting: each
+// result's name, and where it is admitted ("" when not) with the
+// workloads it preempts.
+func preemptingOutcomes(t *testing.T, file string) (map[string]string, map[string]Result) {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("testdata", "preempting", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.yaml"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, byName := map[string]string{}, map[string]Result{}
+	for _, r := range results {
+		byName[r.Name] = r
+		if !r.Admitted {
+			got[r.Name] = ""
+			continue
+		}
+		var where []string
+		for _, ps := range r.PodSets {
+			where = append(where, ps.Name+"@"+ps.Flavor)
+		}
+		got[r.Name] = strings.Join(where, " ")
+		if len(r.Preempts) > 0 {
+			got[r.Name] += " preempting " + strings.Join(r.Preempts, ",")
+		}
+	}
+	return got, byName
+}
+
+// TestVictimAdmittedInTheSimulation: a workload the simulation admits and
+// a later one preempts is not reported admitted; it waits again, says
+// so, and is served again (as on the agent, where it goes back to its
+// queue). Found by the agent's differential check (agent/scheduler,
+// TestAgentPreemptsAsSimulatesOnTrees, seed 544, whose input this is):
+// w11 borrows quota of cohort c on flavor other, and w08, of a queue
+// that takes it back (reclaimWithinCohort: Any), preempts it in the next
+// round.
+func TestVictimAdmittedInTheSimulation(t *testing.T) {
+	got, byName := preemptingOutcomes(t, "victim-admitted-in-simulation.yaml")
+	if diff := cmp.Diff("main@other preempting ns/w11", got["w08"]); diff != "" {
+		t.Errorf("w08 (-want,+got):\n%s", diff)
+	}
+	if got["w11"] != "" {
+		t.Errorf("w11 = %q, want not admitted: w08 preempted it", got["w11"])
+	}
+	if want := "admitted, then preempted to make room for ns/w08; "; !strings.HasPrefix(byName["w11"].Reason, want) {
+		t.Errorf("w11's reason = %q, want it to start with %q", byName["w11"].Reason, want)
+	}
+}
+
+// TestHoldDoesNotAddVictims: what an earlier head of a round holds
+// (Kueue's reservation for a head that must preempt and finds no
+// victims) does not make a later head preempt more: Kueue finds a
+// cycle's preemption targets as it nominates the heads, before any
+// reservation, and skips a head that no longer fits for the cycle. Found
+// by TestAgentPreemptsAsSimulatesOnTrees (seed 910, this input): w08 of
+// q1 (reclaimWithinCohort: Never) holds 4 cpu of its nominal quota in
+// the round, and w05 of q0, which needs the capacity of w00's host,
+// preempted w03 as well to make room for that hold.
+func TestHoldDoesNotAddVictims(t *testing.T) {
+	got, _ := preemptingOutcomes(t, "hold-and-preemption.yaml")
+	if diff := cmp.Diff("main@tas-flavor preempting ns/w00", got["w05"]); diff != "" {
+		t.Errorf("w05 (-want,+got):\n%s", diff)
+	}
+}
+
+// TestClockStartsAfterTheInput: what the simulation admits is admitted
+// after every time its input's Workloads record, so that preemption,
+// which takes the most recently admitted first, takes it before a
+// running workload of the input.
+func TestClockStartsAfterTheInput(t *testing.T) {
+	at := func(s string) metav1.Time {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			panic(err)
+		}
+		return metav1.NewTime(t)
+	}
+	running := &strata.Workload{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: at("2026-01-01T00:00:00Z")}}
+	running.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadAdmitted, LastTransitionTime: at("2026-01-02T03:04:05Z")}}
+	pending := &strata.Workload{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: at("2026-01-01T12:00:00Z")}}
+	for _, tc := range []struct {
+		name string
+		in   *Input
+		want time.Time
+	}{
+		{name: "no times", in: &Input{Workloads: []Item{{Workload: &strata.Workload{}}, {}}}, want: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{name: "latest condition", in: &Input{Workloads: []Item{{Workload: pending}, {Workload: running}}}, want: at("2026-01-02T03:04:05Z").Time},
+		{name: "latest creation", in: &Input{Workloads: []Item{{Workload: pending}}}, want: at("2026-01-01T12:00:00Z").Time},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := clockStart(tc.in); !got.Equal(tc.want) {
+				t.Errorf("clockStart() = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

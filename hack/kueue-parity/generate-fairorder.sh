@@ -9,6 +9,11 @@
 # inside a scratch copy of Kueue's module, in its pkg/scheduler (it needs
 # the scheduler's unexported cycle).
 #
+# PARITY_CLASSICAL=1: fair sharing off (kueue-v0.19-classicorder-parity.json).
+# PARITY_PREEMPT=1: the queues preempt, and the record says which workloads
+# Kueue preempted (kueue-v0.19-*-preempt-parity.json, for
+# TestKueue(Classic|Fair)OrderPreemptParity; recorded with 100 29 and 100 31).
+#
 #   hack/kueue-parity/generate-fairorder.sh [cases] [seed]
 set -euo pipefail
 cases=${1:-300}
@@ -20,8 +25,11 @@ version=v0.19.0
 cp "$root/hack/kueue-parity/fairorder_corpus_test.go.in" "$scratch/pkg/scheduler/zz_strata_fairorder_parity_test.go"
 name=fairorder
 if [ -n "${PARITY_CLASSICAL:-}" ]; then name=classicorder; fi
+# PARITY_PREEMPT=1: the queues have random preemption policies, and the
+# record says which workloads Kueue preempted.
+if [ -n "${PARITY_PREEMPT:-}" ]; then name=$name-preempt; fi
 out="$root/pkg/simulate/testdata/kueue-${version%.*}-$name-parity.json"
 mkdir -p "$(dirname "$out")"
-(cd "$scratch" && PARITY_CLASSICAL=${PARITY_CLASSICAL:-} PARITY_ONLY=${PARITY_ONLY:-} PARITY_VERBOSE=${PARITY_VERBOSE:-} PARITY_CASES=$cases PARITY_SEED=$seed PARITY_OUT="$out" \
+(cd "$scratch" && PARITY_CLASSICAL=${PARITY_CLASSICAL:-} PARITY_PREEMPT=${PARITY_PREEMPT:-} PARITY_ONLY=${PARITY_ONLY:-} PARITY_VERBOSE=${PARITY_VERBOSE:-} PARITY_CASES=$cases PARITY_SEED=$seed PARITY_OUT="$out" \
 	go test ./pkg/scheduler/ -run '^TestStrataFairOrderCorpus$' -count=1 -v | { grep -v '^=== RUN' || true; })
 echo "wrote $out ($cases cases, seed $seed)"

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -34,15 +35,21 @@ type kueueFairOrderCase struct {
 		Quotas        []struct{ Flavor, Nominal, BorrowingLimit, LendingLimit string }
 		WhenCanBorrow string
 		Weight        string
+		// Within and Reclaim: the preemption policies of the preempting
+		// corpora (PARITY_PREEMPT=1); "" is Never.
+		Within, Reclaim string
 	}
 	Admitted, Pending []struct {
 		Name, Queue, Flavor string
 		Priority            int32
 		Created             int
 		CPU                 string
+		Reserved            int // minutes; 0: 60
 	}
 	Result map[string]string
-	Cycles int
+	// Preempted: the workloads Kueue preempted (the preempting corpora).
+	Preempted []string
+	Cycles    int
 }
 
 func (c kueueFairOrderCase) input() string {
@@ -83,21 +90,24 @@ func (c kueueFairOrderCase) input() string {
 		if q.WhenCanBorrow != "" {
 			fmt.Fprintf(&b, "  flavorFungibility: {whenCanBorrow: %s}\n", q.WhenCanBorrow)
 		}
+		if q.Within != "" || q.Reclaim != "" {
+			fmt.Fprintf(&b, "  preemption: {withinClusterQueue: %s, reclaimWithinCohort: %s}\n", cmp.Or(q.Within, "Never"), cmp.Or(q.Reclaim, "Never"))
+		}
 		quotas(q.Quotas)
 	}
-	workload := func(name, queue, flavor string, priority int32, created int, cpu string) {
+	workload := func(name, queue, flavor string, priority int32, created, reserved int, cpu string) {
 		fmt.Fprintf(&b, "---\napiVersion: strata.dev/v1beta1\nkind: Workload\nmetadata: {name: %s, namespace: ns, creationTimestamp: %q}\nspec:\n  queueName: %s\n  priority: %d\n  podSets:\n  - name: main\n    count: 1\n    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: %q}}}]}}\n",
 			name, fungibilityAt(created), queue, priority, cpu)
 		if flavor != "" {
 			fmt.Fprintf(&b, "status:\n  conditions:\n  - {type: Admitted, status: \"True\", reason: Admitted, message: \"\", lastTransitionTime: %q}\n  admission:\n    clusterQueue: %s\n    podSetAssignments:\n    - {name: main, flavor: %s, count: 1}\n",
-				fungibilityAt(60), queue, flavor)
+				fungibilityAt(cmp.Or(reserved, 60)), queue, flavor)
 		}
 	}
 	for _, w := range c.Admitted {
-		workload(w.Name, w.Queue, w.Flavor, w.Priority, w.Created, w.CPU)
+		workload(w.Name, w.Queue, w.Flavor, w.Priority, w.Created, w.Reserved, w.CPU)
 	}
 	for _, w := range c.Pending {
-		workload(w.Name, w.Queue, "", w.Priority, w.Created, w.CPU)
+		workload(w.Name, w.Queue, "", w.Priority, w.Created, 0, w.CPU)
 	}
 	return b.String()
 }
@@ -115,7 +125,28 @@ func TestKueueClassicOrderParity(t *testing.T) {
 	replayKueueOrder(t, "testdata/kueue-v0.19-classicorder-parity.json")
 }
 
-func replayKueueOrder(t *testing.T, file string) {
+// TestKueueClassicOrderPreemptParity is TestKueueClassicOrderParity where
+// the queues preempt (random withinClusterQueue and reclaimWithinCohort,
+// PARITY_PREEMPT=1): simulate admits the pending workloads Kueue's
+// scheduler admitted, on the same flavors, and preempts the same
+// workloads.
+//
+// Not all agree yet: the cases of knownDifferences differ (docs/engine.md,
+// "Whole scheduling cycles"), and the test fails on any other case that
+// differs, and says when one of those comes to agree.
+func TestKueueClassicOrderPreemptParity(t *testing.T) {
+	replayKueueOrder(t, "testdata/kueue-v0.19-classicorder-preempt-parity.json", 9, 18, 28, 33, 36)
+}
+
+// TestKueueFairOrderPreemptParity is TestKueueClassicOrderPreemptParity
+// with fair sharing on.
+func TestKueueFairOrderPreemptParity(t *testing.T) {
+	replayKueueOrder(t, "testdata/kueue-v0.19-fairorder-preempt-parity.json", 3, 4, 9, 10, 32, 40, 42, 52, 56, 59, 62, 83, 90)
+}
+
+// replayKueueOrder replays a corpus of file; the cases known (by ID)
+// differ: they are reported, not failed.
+func replayKueueOrder(t *testing.T, file string, known ...int) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -147,19 +178,36 @@ func replayKueueOrder(t *testing.T, file string) {
 			t.Fatalf("case %d: %v", c.ID, err)
 		}
 		got := map[string]string{}
+		preempted := map[string]bool{}
 		for _, r := range results {
 			if r.Admitted && len(r.PodSets) > 0 {
 				got[r.Name] = r.PodSets[0].Flavor
 			}
+			for _, v := range r.Preempts {
+				_, name, _ := strings.Cut(v, "/")
+				preempted[name] = true
+			}
+		}
+		want := map[string]bool{}
+		for _, name := range c.Preempted {
+			want[name] = true
 		}
 		if len(c.Result) < len(c.Pending) {
 			contended++
 		}
-		if maps.Equal(got, c.Result) {
+		if maps.Equal(got, c.Result) && maps.Equal(preempted, want) {
 			agree++
+			if slices.Contains(known, c.ID) {
+				t.Errorf("case %d agrees now: take it out of the known differences", c.ID)
+			}
 			continue
 		}
-		t.Errorf("case %d: Kueue admitted %v, simulate %v\n%s", c.ID, sortedPairs(c.Result), sortedPairs(got), c.input())
+		report := t.Errorf
+		if slices.Contains(known, c.ID) {
+			report = t.Logf
+		}
+		report("case %d: Kueue admitted %v preempting %v, simulate %v preempting %v\n%s", c.ID, sortedPairs(c.Result), slices.Sorted(maps.Keys(want)),
+			sortedPairs(got), slices.Sorted(maps.Keys(preempted)), c.input())
 	}
 	t.Logf("%d cases (%d where some pending workload is not admitted): %d agree", len(cases), contended, agree)
 }

@@ -135,7 +135,7 @@ func TestKueueClassicOrderParity(t *testing.T) {
 // "Whole scheduling cycles"), and the test fails on any other case that
 // differs, and says when one of those comes to agree.
 func TestKueueClassicOrderPreemptParity(t *testing.T) {
-	replayKueueOrder(t, "testdata/kueue-v0.19-classicorder-preempt-parity.json", 9, 18, 28, 33, 36)
+	replayKueueOrder(t, "testdata/kueue-v0.19-classicorder-preempt-parity.json", 18, 28, 33, 36)
 }
 
 // TestKueueFairOrderPreemptParity is TestKueueClassicOrderPreemptParity

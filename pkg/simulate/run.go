@@ -468,6 +468,9 @@ type pendingItem struct {
 	// skipped, that an earlier head of the round took that quota.
 	nominated             string
 	nominatedFit, skipped bool
+	// freedInRound: a preemption earlier in the round freed quota of its
+	// cohort (runState.nominate).
+	freedInRound bool
 	// preemptedBy names (namespace/name) the workload whose preemption
 	// took it out after this simulation admitted it; "" when none did.
 	preemptedBy string
@@ -566,6 +569,15 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 			res.Reason = fmt.Sprintf("flavor %s: %v (taken by a workload admitted before it in this round; tried again in the next)", p.nominated, fit.Err)
 			return res, nil
 		}
+	}
+	// As Kueue's cycle, whose heads are nominated as it begins: a head
+	// whose quota held it nowhere then is not admitted on what a
+	// preemption of the cycle freed; the next round serves it again, with
+	// the heads that come after it in the order.
+	if p.freedInRound && !p.nominatedFit {
+		p.skipped = true
+		res.Reason = "its quota held it on no flavor as the round began, and a preemption of this round freed quota (tried again in the next)"
+		return res, nil
 	}
 	// tryFlavor admits wl on a flavor where its quota and topology fit.
 	tryFlavor := func(fs *flavorState) bool {

@@ -497,7 +497,7 @@ func (st *runState) atRoundStart(f func()) {
 // the books are as the round began, and the flavor walk (which ranks
 // preemptions as Kueue's assigner does) decides alone.
 func (st *runState) nominate(p *pendingItem, usable func(flavor string) bool) {
-	p.nominated, p.nominatedFit = "", false
+	p.nominated, p.nominatedFit, p.freedInRound = "", false, false
 	if p.cq == nil || p.retries >= maxRetries {
 		return
 	}
@@ -515,6 +515,11 @@ func (st *runState) nominate(p *pendingItem, usable func(flavor string) bool) {
 		p.nominated = c.Flavor
 		p.nominatedFit = c.Flavor != "" && st.books.Check(p.cq.Name, c.Flavor, queue.WorkloadRequests(p.wl), false).Err == nil
 	})
+	for _, h := range st.roundAdmitted {
+		if h.sign < 0 && (h.queue == p.cq.Name || st.books.Peer(p.cq.Name, h.queue)) {
+			p.freedInRound = true
+		}
+	}
 }
 
 // retry says whether a head the round did not admit is served again in

@@ -276,10 +276,11 @@ func replayKueueFungibility(t *testing.T, file string) {
 		if err != nil {
 			t.Fatalf("case %d: %v", c.ID, err)
 		}
-		if len(results) != 1 {
-			t.Fatalf("case %d: %d results, want one", c.ID, len(results))
+		var running []string
+		for _, w := range c.Admitted {
+			running = append(running, w.Name)
 		}
-		r := results[0]
+		r := preemptorRow(t, c.ID, results, c.Preemptor.Name, running)
 
 		for _, k := range kueueFungibilityKnown {
 			if k.applies(c) {
@@ -404,4 +405,26 @@ func orDefault(s, d string) string {
 		return d + "(default)"
 	}
 	return s
+}
+
+// preemptorRow is the result of the case's one pending workload; the
+// others must be of workloads the input showed running (its victims, back
+// in their queues, and theirs when they are admitted again).
+func preemptorRow(t *testing.T, id int, results []Result, name string, running []string) Result {
+	t.Helper()
+	var row *Result
+	for i := range results {
+		if results[i].Name == name {
+			row = &results[i]
+		}
+	}
+	if row == nil {
+		t.Fatalf("case %d: no result for %s: %+v", id, name, results)
+	}
+	for _, r := range results {
+		if r.Name != name && !slices.Contains(running, r.Name) {
+			t.Fatalf("case %d: a result for %s, which was not running: %+v", id, r.Name, results)
+		}
+	}
+	return *row
 }

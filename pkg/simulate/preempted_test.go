@@ -122,3 +122,54 @@ func TestClockStartsAfterTheInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRunningVictimsQueuedAgain: a workload the input shows running that a
+// placement preempts goes back to its queue, as the agent and Kueue put
+// it back (evicted, its admission cleared), says so, and is served again
+// after the pass, as the agent's next pass serves it. Case 9 of Kueue's
+// classical preempting corpus: q1-p1 preempts a4 and a5, and the 2 CPUs
+// of f2 it leaves go, later in the pass, to q3-p1, which does not borrow
+// there, as on the agent, whose pass frees a victim's quota beyond what
+// the preemptor holds at once. (Kueue admits q2-p1 there: its preemption
+// takes two cycles, and a5, back in q3 before q3-p1 by creation, is
+// q3's head in the second.)
+func TestRunningVictimsQueuedAgain(t *testing.T) {
+	got, byName := preemptingOutcomes(t, "running-victims.yaml")
+	want := map[string]string{
+		"a4":    "",
+		"a5":    "",
+		"q1-p1": "main@f2 preempting ns/a5,ns/a4",
+		"q2-p1": "",
+		"q2-p2": "",
+		"q3-p1": "main@f2",
+		"q3-p2": "main@f1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want,+got):\n%s", diff)
+	}
+	for _, name := range []string{"a4", "a5"} {
+		if want := "was running, preempted to make room for ns/q1-p1; flavor f1: "; !strings.HasPrefix(byName[name].Reason, want) {
+			t.Errorf("%s's reason = %q, want it to start with %q", name, byName[name].Reason, want)
+		}
+	}
+}
+
+// TestNoVictimAdmittedInTheRound: a workload admitted in a round is no
+// candidate for a preemption in that round: Kueue finds a cycle's targets
+// as the cycle begins, and the agent takes no admission its informer does
+// not show yet. Found by the agent's differential check
+// (TestAgentPreemptsAsSimulates, seed 338, whose input this is): w07 is
+// admitted in the round w05 is served in; simulate had w05 preempt it,
+// where the agent admits 2 of w05's 4 pods on flavor other.
+func TestNoVictimAdmittedInTheRound(t *testing.T) {
+	got, _ := preemptingOutcomes(t, "victim-admitted-in-the-round.yaml")
+	for name, want := range map[string]string{
+		"w05": "main@other",
+		"w07": "main@tas-flavor",
+		"w08": "main@tas-flavor preempting ns/w00",
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %q, want %q", name, got[name], want)
+		}
+	}
+}

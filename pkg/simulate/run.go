@@ -44,7 +44,13 @@ type Result struct {
 	// annotations or pod sets): the agent and the hub mark its Workload
 	// Invalid (reason InvalidJob) and admit nothing of it; Reason says why.
 	Invalid bool `json:"invalid,omitempty"`
-	source  string
+	// UnderRoundHold says that it was served, at least once, in a round
+	// where an earlier head that must preempt and found no victims held
+	// quota (Kueue's reservation, which the agent does not make:
+	// docs/engine.md): where it went, or that it waits, may differ on an
+	// agent. Not in the output; the agent's differential checks read it.
+	UnderRoundHold bool `json:"-"`
+	source         string
 }
 
 // Invalid counts the results of invalid jobs.
@@ -143,6 +149,30 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 	rows := make([]*Result, len(in.Workloads))
 	turns := map[string]*queue.Turn[*pendingItem]{}
 	var queueNames []string
+	turnOf := func(p *pendingItem) *queue.Turn[*pendingItem] {
+		name := ""
+		if p.cq != nil {
+			name = p.cq.Name
+		}
+		t := turns[name]
+		if t == nil {
+			t = &queue.Turn[*pendingItem]{Queue: p.cq}
+			if t.Queue == nil {
+				t.Queue = &strata.ClusterQueue{} // no queue in the input: one BestEffortFIFO queue
+			}
+			turns[name] = t
+			queueNames = append(queueNames, name)
+		}
+		return t
+	}
+	// The input's running workloads by namespace/name: one a placement
+	// preempts goes back to its queue (evicted), as on the agent.
+	runningRow := map[string]int{}
+	for i, item := range in.Workloads {
+		if item.Workload != nil && item.Workload.Status.Admission != nil && !done(item) {
+			runningRow[item.Workload.Namespace+"/"+item.Workload.Name] = i
+		}
+	}
 	for i, item := range in.Workloads {
 		if item.Job == nil && item.Workload == nil {
 			continue // a job of no group: the agent makes no Workload of it
@@ -171,19 +201,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 			continue
 		}
 		p.row = i
-		name := ""
-		if p.cq != nil {
-			name = p.cq.Name
-		}
-		t := turns[name]
-		if t == nil {
-			t = &queue.Turn[*pendingItem]{Queue: p.cq}
-			if t.Queue == nil {
-				t.Queue = &strata.ClusterQueue{} // no queue in the input: one BestEffortFIFO queue
-			}
-			turns[name] = t
-			queueNames = append(queueNames, name)
-		}
+		t := turnOf(p)
 		t.Items = append(t.Items, p)
 	}
 	// Admission fair sharing: the usage of a workload's LocalQueue, as its
@@ -243,12 +261,18 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 					return false
 				}
 				fresh := r.Preempts
+				p.underRoundHold = p.underRoundHold || len(st.held) > 0
+				r.UnderRoundHold = p.underRoundHold
 				if prev := rows[p.row]; prev != nil {
 					// Served again in a later pass: what it preempted
 					// before is gone all the same, and a victim says so.
 					r.Preempts = append(slices.Clone(prev.Preempts), r.Preempts...)
 					if p.preemptedBy != "" && !r.Admitted {
-						r.Reason = preemptedNote(p.preemptedBy) + "; " + r.Reason
+						note := preemptedNote(p.preemptedBy)
+						if p.wasRunning {
+							note = runningPreemptedNote(p.preemptedBy)
+						}
+						r.Reason = note + "; " + r.Reason
 					}
 				}
 				rows[p.row] = &r
@@ -257,10 +281,30 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 					// back to its queue, as on the agent (and Kueue): it
 					// waits, and is served again after this pass.
 					if q := byKey[v]; q != nil && q != p && rows[q.row] != nil && rows[q.row].Admitted {
-						q.preemptedBy = p.wl.Namespace + "/" + p.wl.Name
+						q.preemptedBy, q.wasRunning = p.wl.Namespace+"/"+p.wl.Name, false
 						rows[q.row] = &Result{Name: q.wl.Name, Namespace: q.wl.Namespace, source: q.item.Source,
-							Preempts: rows[q.row].Preempts, Reason: preemptedNote(q.preemptedBy)}
+							Preempts: rows[q.row].Preempts, Reason: preemptedNote(q.preemptedBy), UnderRoundHold: q.underRoundHold}
+						continue
 					}
+					// So does one the input showed running.
+					i, ok := runningRow[v]
+					if !ok || byKey[v] != nil {
+						continue
+					}
+					q, row, err := prepare(in, st, evicted(in.Workloads[i]), opts)
+					if err != nil {
+						placeErr = err
+						return false
+					}
+					row.Reason = runningPreemptedNote(p.wl.Namespace+"/"+p.wl.Name) + "; " + row.Reason
+					if q == nil {
+						rows[i] = &row
+						continue
+					}
+					q.row, q.preemptedBy, q.wasRunning = i, p.wl.Namespace+"/"+p.wl.Name, true
+					rows[i] = &Result{Name: q.wl.Name, Namespace: q.wl.Namespace, source: q.item.Source, Reason: runningPreemptedNote(q.preemptedBy)}
+					all = append(all, q)
+					byKey[v] = q
 				}
 				if r.Admitted && afs.Orders(p.cq) {
 					// Its LocalQueue's next workloads come after those of
@@ -293,8 +337,7 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 		// before them did not see: as the agent's next pass (and Kueue's
 		// requeue of inadmissible workloads when one of their cohort
 		// goes), those still waiting are served again, with the victims
-		// this simulation had admitted. The input's running victims are
-		// not placed again.
+		// this simulation had admitted and those the input showed running.
 		waiting := 0
 		for _, name := range queueNames {
 			turns[name].Items = nil
@@ -304,11 +347,8 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 				continue
 			}
 			p.retries, p.skipped = 0, false
-			name := ""
-			if p.cq != nil {
-				name = p.cq.Name
-			}
-			turns[name].Items = append(turns[name].Items, p)
+			t := turnOf(p)
+			t.Items = append(t.Items, p)
 			waiting++
 		}
 		if waiting == 0 {
@@ -472,8 +512,13 @@ type pendingItem struct {
 	// cohort (runState.nominate).
 	freedInRound bool
 	// preemptedBy names (namespace/name) the workload whose preemption
-	// took it out after this simulation admitted it; "" when none did.
+	// took it out after this simulation admitted it (or, with wasRunning,
+	// after the input showed it running); "" when none did.
 	preemptedBy string
+	wasRunning  bool
+	// underRoundHold: served at least once while the round held quota for
+	// a head that found no victims (Result.UnderRoundHold).
+	underRoundHold bool
 	// replaced: placed again right after a preemption for some of its pod
 	// sets (runState.preemptByUnit) whose walk from its first pod set no
 	// longer fitted them, as the agent's next pass places it: no
@@ -485,6 +530,23 @@ type pendingItem struct {
 // then preempted for by (namespace/name).
 func preemptedNote(by string) string {
 	return fmt.Sprintf("admitted, then preempted to make room for %s", by)
+}
+
+// runningPreemptedNote is the reason of a workload the input showed
+// running that the simulation preempted for by (namespace/name).
+func runningPreemptedNote(by string) string {
+	return fmt.Sprintf("was running, preempted to make room for %s", by)
+}
+
+// evicted is a running workload of the input as its eviction leaves it:
+// back in its queue without an admission (the agent's evictVictim, as
+// Kueue's), queued at its creation as before.
+func evicted(item Item) Item {
+	wl := item.Workload.DeepCopy()
+	wl.Status.Admission = nil
+	meta.RemoveStatusCondition(&wl.Status.Conditions, strata.WorkloadAdmitted)
+	item.Workload = wl
+	return item
 }
 
 // prepare reads and checks one workload of the input as the agent's

@@ -36,6 +36,8 @@ type runState struct {
 	// held is what the current round holds for heads that found no
 	// victims (holdRound); roundAdmitted, what its admissions charged.
 	held, roundAdmitted []heldQuota
+	// round counts the simulation's rounds, from 1 (running.round).
+	round int
 	// afs and lqUsage are admission fair sharing and the LocalQueues'
 	// usage (nil when it is off).
 	afs     queue.AdmissionFairSharing
@@ -49,6 +51,9 @@ type running struct {
 	usage    tas.Usage
 	requests corev1.ResourceList
 	admitted time.Time
+	// round is the simulation's round that admitted it (0: the input
+	// shows it running).
+	round int
 }
 
 func newRunState(in *Input) *runState {
@@ -57,7 +62,7 @@ func newRunState(in *Input) *runState {
 		cqs = append(cqs, cq)
 	}
 	return &runState{in: in, books: queue.NewBooks(cqs, in.Cohorts...), running: map[string][]*running{},
-		clock: clockStart(in)}
+		clock: clockStart(in), round: 1}
 }
 
 // clockStart is where the simulation's clock starts: after every time its
@@ -235,7 +240,7 @@ func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.W
 	if wl.CreationTimestamp.IsZero() {
 		wl.CreationTimestamp.Time = st.tick()
 	}
-	st.running[fs.flavor.Name] = append(st.running[fs.flavor.Name], &running{wl: wl, queue: name, usage: merge(taken), requests: need, admitted: st.tick()})
+	st.running[fs.flavor.Name] = append(st.running[fs.flavor.Name], &running{wl: wl, queue: name, usage: merge(taken), requests: need, admitted: st.tick(), round: st.round})
 	return podSetResults(wl, fs.flavor.Name, assignments), nil
 }
 
@@ -356,6 +361,12 @@ func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.
 			// not to free (the agent's search leaves it out too).
 			continue
 		}
+		if r.round == st.round {
+			// Admitted in this round: Kueue finds a cycle's targets as
+			// it begins, and the agent takes no admission its informer
+			// does not show yet; its capacity is not to free either.
+			continue
+		}
 		cands = append(cands, st.candidate(r, priority))
 		usages = append(usages, r.usage)
 	}
@@ -393,7 +404,7 @@ func (st *runState) heightAfterPreempting(fs *flavorState, cq *strata.ClusterQue
 	var cands []preemption.Workload
 	for _, r := range st.running[fs.flavor.Name] {
 		priority := queue.Priority(r.wl)
-		if r.wl == wl || upTo != nil && priority > *upTo {
+		if r.wl == wl || upTo != nil && priority > *upTo || r.round == st.round {
 			continue
 		}
 		cands = append(cands, st.candidate(r, priority))
@@ -471,6 +482,7 @@ func (st *runState) endRound() {
 		st.books.Charge(h.queue, h.flavor, h.hold, -h.sign)
 	}
 	st.held, st.roundAdmitted = nil, nil
+	st.round++
 }
 
 // atRoundStart runs f on the books as the round began: its admissions
@@ -689,7 +701,7 @@ func (st *runState) admitByUnit(flavors map[string]*flavorState, order []*strata
 		need := queue.WorkloadRequests(workload.WithPodSets(wl, onFlavor[f]))
 		st.books.Charge(name, flavor, need, 1)
 		st.roundAdmitted = append(st.roundAdmitted, heldQuota{queue: name, flavor: flavor, hold: need, sign: 1})
-		st.running[flavor] = append(st.running[flavor], &running{wl: wl, queue: name, usage: merge(p.Taken[f]), requests: need, admitted: admitted})
+		st.running[flavor] = append(st.running[flavor], &running{wl: wl, queue: name, usage: merge(p.Taken[f]), requests: need, admitted: admitted, round: st.round})
 	}
 	return results, true
 }

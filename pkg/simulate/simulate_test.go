@@ -597,6 +597,9 @@ func TestPreemption(t *testing.T) {
 		// Quota and racks are full; only big-high's rack would do, and it
 		// has a higher priority.
 		{Name: "big-low", Reason: "flavor f: quota: cpu needs 8, more than is left of the quota of 16; cannot preempt: flavor f: would need to preempt 1 workload of priority ≥ own"},
+		// The victim goes back to its queue, as on the agent, and waits:
+		// big-high's rack was the room it had.
+		{Name: "low-placed", Reason: "was running, preempted to make room for ml/big-high; flavor f: quota: cpu needs 4, more than is left of the quota of 16; cannot preempt: flavor f: would need to preempt 1 workload of priority ≥ own"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want,+got):\n%s", diff)
@@ -643,7 +646,9 @@ func TestFairSharingExample(t *testing.T) {
 				got[r.Name] = r.Reason
 			}
 		}
-		want := map[string]string{"a1": "preempts ml/b3", "a2": "refused by fair sharing"}
+		want := map[string]string{"a1": "preempts ml/b3", "a2": "refused by fair sharing",
+			// The victim waits in its queue again.
+			"b3": "was running, preempted to make room for ml/a1; flavor f: quota: cpu needs 4, more than is left of the nominal quota of 6 and of what cohort fair lends"}
 		if !fair {
 			want = map[string]string{"a1": "may not preempt while borrowing", "a2": "may not preempt while borrowing"}
 		}
@@ -780,10 +785,12 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 1 {
-		t.Fatalf("results = %+v, want one", results)
+	r := resultNamed(t, results, "pre")
+	// The victim, back in its queue, borrows f1 from b (TryNextFlavor:
+	// f2 is pre's now, and a1 may not preempt it).
+	if a1 := resultNamed(t, results, "a1"); !a1.Admitted || a1.PodSets[0].Flavor != "f1" {
+		t.Errorf("a1 = %+v, want admitted again on f1", a1)
 	}
-	r := results[0]
 	var flavor string
 	if len(r.PodSets) > 0 {
 		flavor = r.PodSets[0].Flavor
@@ -874,7 +881,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 1 || !results[0].Admitted || !slices.Equal(results[0].Preempts, []string{"ml/old"}) {
+	if r := resultNamed(t, results, "plain"); !r.Admitted || !slices.Equal(r.Preempts, []string{"ml/old"}) {
 		t.Errorf("results = %+v, want plain admitted, preempting ml/old", results)
 	}
 }
@@ -1343,7 +1350,7 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := results[0]
+			r := resultNamed(t, results, "copy")
 			got := outcome{Admitted: r.Admitted, Preempts: r.Preempts, Reason: r.Reason}
 			if strings.HasPrefix(got.Reason, tc.want.Reason) {
 				got.Reason = tc.want.Reason
@@ -1955,6 +1962,9 @@ spec:
 		got = append(got, outcome{r.Name, r.Admitted, p})
 	}
 	want := []outcome{
+		// The victims wait in their queue again.
+		{Name: "low1"},
+		{Name: "low2"},
 		{Name: "p", Admitted: true, Preempts: []string{"ml/low1", "ml/low2"}},
 		{Name: "d1", Admitted: true},
 	}
@@ -2155,12 +2165,17 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 1 {
+	if len(results) != 3 {
 		t.Fatalf("results: %+v", results)
 	}
-	r := results[0]
+	r := resultNamed(t, results, "wide-high")
 	if !r.Admitted || len(r.PodSets) != 1 {
 		t.Fatalf("wide-high: want it admitted, got %+v", r)
+	}
+	for _, victim := range []string{"low-placed", "low-r1"} {
+		if v := resultNamed(t, results, victim); v.Admitted || !strings.HasPrefix(v.Reason, "was running, preempted to make room for ml/wide-high; ") {
+			t.Errorf("%s: want it waiting in its queue again, got %+v", victim, v)
+		}
 	}
 	if diff := cmp.Diff([]string{"ml/low-placed", "ml/low-r1"}, slices.Sorted(slices.Values(r.Preempts))); diff != "" {
 		t.Errorf("preempted (-want,+got):\n%s", diff)
@@ -2411,7 +2426,10 @@ status:
 			got := map[string]placed{}
 			for _, r := range results {
 				if !r.Admitted {
-					t.Errorf("%s not admitted: %s", r.Name, r.Reason)
+					// A victim waits in its queue again.
+					if _, ok := tc.want[r.Name]; ok || !strings.HasPrefix(r.Reason, "was running, preempted") {
+						t.Errorf("%s not admitted: %s", r.Name, r.Reason)
+					}
 					continue
 				}
 				got[r.Name] = placed{}
@@ -2636,7 +2654,8 @@ spec:
 	for _, r := range results {
 		got[r.Name] = fmt.Sprint(r.Admitted, " ", r.Preempts)
 	}
-	want := map[string]string{"too-big": "false []", "waiting": "true []", "reclaimer": "true [ml/borrower]"}
+	// The victim waits in its queue again.
+	want := map[string]string{"too-big": "false []", "waiting": "true []", "reclaimer": "true [ml/borrower]", "borrower": "false []"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
 	}
@@ -2715,4 +2734,16 @@ spec:
 			t.Errorf("next not admitted beside the 4 pods partial runs with: %s", r.Reason)
 		}
 	}
+}
+
+// resultNamed is the result of the workload named name.
+func resultNamed(t *testing.T, results []Result, name string) Result {
+	t.Helper()
+	for _, r := range results {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no result for %s in %+v", name, results)
+	return Result{}
 }

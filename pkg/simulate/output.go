@@ -66,6 +66,10 @@ func writeTable(w io.Writer, results []Result) error {
 			if i == 0 && len(r.Preempts) > 0 {
 				placement += "; would preempt " + strings.Join(r.Preempts, ", ")
 			}
+			if i == 0 && !fleet && r.Reason != "" {
+				// A victim admitted again says so.
+				placement += "; " + r.Reason
+			}
 			fmt.Fprintf(tw, "%s\t%s\ttrue\t%s%s\t%s\t%d\t%s\n", r.Namespace, r.Name, cluster, ps.Flavor, ps.Name, ps.Count, placement)
 		}
 	}

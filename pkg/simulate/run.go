@@ -267,12 +267,16 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 					// Served again in a later pass: what it preempted
 					// before is gone all the same, and a victim says so.
 					r.Preempts = append(slices.Clone(prev.Preempts), r.Preempts...)
-					if p.preemptedBy != "" && !r.Admitted {
+					if p.preemptedBy != "" {
 						note := preemptedNote(p.preemptedBy)
 						if p.wasRunning {
 							note = runningPreemptedNote(p.preemptedBy)
 						}
-						r.Reason = note + "; " + r.Reason
+						if r.Admitted {
+							r.Reason = note + ", then admitted again"
+						} else {
+							r.Reason = note + "; " + r.Reason
+						}
 					}
 				}
 				rows[p.row] = &r

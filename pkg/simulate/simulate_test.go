@@ -788,8 +788,15 @@ spec:
 	r := resultNamed(t, results, "pre")
 	// The victim, back in its queue, borrows f1 from b (TryNextFlavor:
 	// f2 is pre's now, and a1 may not preempt it).
-	if a1 := resultNamed(t, results, "a1"); !a1.Admitted || a1.PodSets[0].Flavor != "f1" {
-		t.Errorf("a1 = %+v, want admitted again on f1", a1)
+	if a1 := resultNamed(t, results, "a1"); !a1.Admitted || a1.PodSets[0].Flavor != "f1" || a1.Reason != "was running, preempted to make room for ml/pre, then admitted again" {
+		t.Errorf("a1 = %+v, want admitted again on f1, saying so", a1)
+	}
+	var table bytes.Buffer
+	if err := Write(&table, results, "table"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "p1h1=10 [0-9]; was running, preempted to make room for ml/pre, then admitted again"; !strings.Contains(table.String(), want) {
+		t.Errorf("the table does not say a1 was admitted again (%q):\n%s", want, table.String())
 	}
 	var flavor string
 	if len(r.PodSets) > 0 {

@@ -80,38 +80,69 @@ const (
 // when path is empty. Unknown fields, a wrong apiVersion/kind and invalid
 // values are errors that name the file and the field.
 func LoadAgent(path string) (*configv1beta1.AgentConfiguration, error) {
-	cfg := &configv1beta1.AgentConfiguration{}
-	if err := load(path, configv1beta1.AgentConfigurationKind, cfg); err != nil {
+	data, err := read(path)
+	if err != nil {
 		return nil, err
 	}
-	SetAgentDefaults(cfg)
-	if errs := ValidateAgent(cfg); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid configuration %s: %w", path, errs.ToAggregate())
-	}
-	return cfg, nil
+	return ParseAgent(data, path)
 }
 
 // LoadHub reads a HubConfiguration from path, or returns the defaults when
 // path is empty.
 func LoadHub(path string) (*configv1beta1.HubConfiguration, error) {
-	cfg := &configv1beta1.HubConfiguration{}
-	if err := load(path, configv1beta1.HubConfigurationKind, cfg); err != nil {
+	data, err := read(path)
+	if err != nil {
 		return nil, err
 	}
-	SetHubDefaults(cfg)
-	if errs := ValidateHub(cfg); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid configuration %s: %w", path, errs.ToAggregate())
+	return ParseHub(data, path)
+}
+
+// ParseAgent parses an AgentConfiguration read from source (a file, a
+// ConfigMap: named in errors; nil data: the defaults) and sets its
+// defaults, as LoadAgent does.
+func ParseAgent(data []byte, source string) (*configv1beta1.AgentConfiguration, error) {
+	cfg := &configv1beta1.AgentConfiguration{}
+	if err := parse(data, source, configv1beta1.AgentConfigurationKind, cfg); err != nil {
+		return nil, err
+	}
+	SetAgentDefaults(cfg)
+	if errs := ValidateAgent(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid configuration %s: %w", source, errs.ToAggregate())
 	}
 	return cfg, nil
 }
 
-func load(path, kind string, into any) error {
+// ParseHub parses a HubConfiguration read from source and sets its
+// defaults, as LoadHub does.
+func ParseHub(data []byte, source string) (*configv1beta1.HubConfiguration, error) {
+	cfg := &configv1beta1.HubConfiguration{}
+	if err := parse(data, source, configv1beta1.HubConfigurationKind, cfg); err != nil {
+		return nil, err
+	}
+	SetHubDefaults(cfg)
+	if errs := ValidateHub(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid configuration %s: %w", source, errs.ToAggregate())
+	}
+	return cfg, nil
+}
+
+// read returns the file at path; nil for no path.
+func read(path string) ([]byte, error) {
 	if path == "" {
-		return nil
+		return nil, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("reading configuration: %w", err)
+		return nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	return data, nil
+}
+
+// parse decodes data, read from path, into a configuration of kind
+// strictly; nil data leaves into as it is.
+func parse(data []byte, path, kind string, into any) error {
+	if data == nil {
+		return nil
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fmt.Errorf("configuration %s is empty: want apiVersion %s, kind %s", path, configv1beta1.GroupVersion, kind)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +18,7 @@ import (
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/config"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
 )
@@ -32,9 +34,29 @@ type QueueView struct {
 	LocalQueue string `json:"localQueue,omitempty"`
 	// ByLocalQueueUsage: the ClusterQueue orders its workloads by their
 	// LocalQueues' consumed usage first (admission fair sharing), as the
-	// LocalQueues' status shows it, each resource weighing 1.
-	ByLocalQueueUsage bool          `json:"byLocalQueueUsage,omitempty"`
-	Pending           []PendingView `json:"pending"`
+	// LocalQueues' status shows it, each resource weighed as
+	// ResourceWeights says.
+	ByLocalQueueUsage bool `json:"byLocalQueueUsage,omitempty"`
+	// ResourceWeights are the weights of resources in the usages'
+	// comparison, from the agent's (or hub's) configuration; a resource
+	// not listed weighs 1. WeightsFrom says where they were read, or why
+	// they could not be (each resource then weighs 1).
+	ResourceWeights map[corev1.ResourceName]float64 `json:"resourceWeights,omitempty"`
+	WeightsFrom     string                          `json:"resourceWeightsFrom,omitempty"`
+	Pending         []PendingView                   `json:"pending"`
+}
+
+// fairSharing is the admission fair sharing configuration of the agent or
+// hub serving the queues, as far as kubectl strata can read it.
+type fairSharing struct {
+	// cfg is the configuration's admissionFairSharing (nil: off) when
+	// known.
+	cfg *configv1beta1.AdmissionFairSharing
+	// known: the configuration was read, from; otherwise from says why
+	// not, and the LocalQueues' status alone says whether the queues are
+	// ordered by usage.
+	known bool
+	from  string
 }
 
 // PendingView is one pending workload.
@@ -72,11 +94,12 @@ func pendingHere(wl *strata.Workload, hub bool) bool {
 // newQueueView orders the pending Workloads of the LocalQueues that point
 // at ClusterQueue cq (lqs: namespace/name → the LocalQueue) as the
 // scheduler serves them: priority, then queue time, then name; under
-// admission fair sharing (cqObj's admissionScope, and a LocalQueue of it
-// with a consumed usage in its status: the agent or hub keeps it), their
-// LocalQueue's usage first. When onlyLocal is set, only that LocalQueue's
+// admission fair sharing (on in fs when known, cqObj's admissionScope,
+// and a LocalQueue of it with a consumed usage in its status: the agent
+// or hub keeps it), their LocalQueue's usage first, weighed by fs's
+// resource weights. When onlyLocal is set, only that LocalQueue's
 // workloads are listed.
-func newQueueView(cq string, cqObj *strata.ClusterQueue, lqs map[types.NamespacedName]*strata.LocalQueue, wls []strata.Workload, hub bool, onlyLocal *types.NamespacedName) QueueView {
+func newQueueView(cq string, cqObj *strata.ClusterQueue, lqs map[types.NamespacedName]*strata.LocalQueue, wls []strata.Workload, hub bool, onlyLocal *types.NamespacedName, fs fairSharing) QueueView {
 	v := QueueView{Role: roleWorker, ClusterQueue: cq, Pending: []PendingView{}}
 	if hub {
 		v.Role = roleHub
@@ -91,15 +114,20 @@ func newQueueView(cq string, cqObj *strata.ClusterQueue, lqs map[types.Namespace
 			pending = append(pending, wl)
 		}
 	}
-	// The weights of resources are in the agent's (or hub's)
-	// configuration, not here: each weighs 1.
-	afs := queue.NewAdmissionFairSharing(&configv1beta1.AdmissionFairSharing{})
+	// Unknown configuration: on, each resource weighing 1, where the
+	// LocalQueues' status shows the usage the agent or hub keeps.
+	afsCfg := &configv1beta1.AdmissionFairSharing{}
+	if fs.known {
+		afsCfg = fs.cfg
+	}
+	afs := queue.NewAdmissionFairSharing(afsCfg)
 	for _, lq := range lqs {
 		if afs.Orders(cqObj) && lq.Spec.ClusterQueue == cq && lq.Status.FairSharing != nil && lq.Status.FairSharing.AdmissionFairSharingStatus != nil {
 			v.ByLocalQueueUsage = true
 		}
 	}
 	if v.ByLocalQueueUsage {
+		v.ResourceWeights, v.WeightsFrom = afs.Weights, fs.from
 		slices.SortStableFunc(pending, afs.NewPass(func(key types.NamespacedName) *strata.LocalQueue { return lqs[key] }, queue.Penalties{}).Compare)
 	} else {
 		slices.SortStableFunc(pending, queue.Compare)
@@ -144,7 +172,22 @@ func writeQueueTable(w io.Writer, v QueueView, now time.Time) error {
 		head = fmt.Sprintf("LocalQueue %s of ClusterQueue %s (on the %s): %d pending", v.LocalQueue, v.ClusterQueue, v.Role, len(v.Pending))
 	}
 	if v.ByLocalQueueUsage {
-		head += "; by LocalQueue usage first (admission fair sharing)"
+		head += "; by LocalQueue usage first (admission fair sharing"
+		var ws []string
+		for r, w := range v.ResourceWeights {
+			ws = append(ws, fmt.Sprintf("%s=%g", r, w))
+		}
+		slices.Sort(ws)
+		switch {
+		case len(ws) > 0:
+			head += "; resource weights " + strings.Join(ws, ",") + ", others 1"
+		default:
+			head += "; each resource weighing 1"
+		}
+		if v.WeightsFrom != "" {
+			head += ": " + v.WeightsFrom
+		}
+		head += ")"
 	}
 	if _, err := fmt.Fprintln(w, head); err != nil {
 		return err
@@ -176,8 +219,11 @@ func newQueueCommand() *cobra.Command {
 		Long: `queue lists the workloads waiting in a ClusterQueue (cq/NAME), or in one
 of its LocalQueues (NAME, in -n's namespace), in the order the agent or the
 hub serves them: higher priority first, then older first (under admission
-fair sharing, the LocalQueue that consumed less first, each resource
-weighing 1 here). Each has its
+fair sharing, the LocalQueue that consumed less first, its resources
+weighed as the agent's or hub's configuration says: read from the chart's
+ConfigMap, <chart>-config, labelled app.kubernetes.io/name=<chart>; when
+you may not read it, each resource weighs 1 and the header says why).
+Each has its
 position in the ClusterQueue and in its LocalQueue (Kueue's
 positionInClusterQueue and positionInLocalQueue) and its Admitted
 condition's reason. On a worker a workload waits until the agent admits it;
@@ -259,5 +305,63 @@ func readQueue(ctx context.Context, s *session, cq string, only *types.Namespace
 	if err != nil {
 		return QueueView{}, apiError(err, "WorkerCluster", "workerclusters", s.where)
 	}
-	return newQueueView(cq, cqObj, lqs, wls.Items, hub, only), nil
+	var fs fairSharing
+	if cqObj != nil && cqObj.Spec.AdmissionScope != nil && cqObj.Spec.AdmissionScope.AdmissionMode == strata.UsageBasedAdmissionFairSharing {
+		fs = readFairSharing(ctx, s, hub)
+	}
+	return newQueueView(cq, cqObj, lqs, wls.Items, hub, only, fs), nil
+}
+
+// chartNamespace is where the charts' install commands put a release.
+const chartNamespace = "strata-system"
+
+// readFairSharing reads the admission fair sharing configuration of the
+// agent (or, on a hub, the hub) from its chart's ConfigMap: the one named
+// <chart>-config among those labelled app.kubernetes.io/name=<chart> in
+// the namespaces the user may list, else strata-system's. What cannot be
+// read (no such ConfigMap, no permission, an invalid configuration) is
+// said in the result, not an error: the queue is then listed with each
+// resource weighing 1.
+func readFairSharing(ctx context.Context, s *session, hub bool) fairSharing {
+	chart := "strata-agent"
+	if hub {
+		chart = "strata-hub"
+	}
+	name := chart + "-config"
+	var cm *corev1.ConfigMap
+	var list corev1.ConfigMapList
+	err := s.client.List(ctx, &list, client.MatchingLabels{"app.kubernetes.io/name": chart})
+	if err == nil {
+		for i := range list.Items {
+			if c := &list.Items[i]; c.Name == name && (cm == nil || c.Namespace == chartNamespace) {
+				cm = c
+			}
+		}
+		if cm == nil {
+			return fairSharing{from: fmt.Sprintf("no ConfigMap %s labelled app.kubernetes.io/name=%s on %s", name, chart, s.where)}
+		}
+	} else {
+		var c corev1.ConfigMap
+		if err := s.client.Get(ctx, types.NamespacedName{Namespace: chartNamespace, Name: name}, &c); err != nil {
+			return fairSharing{from: fmt.Sprintf("the %s configuration is not readable (ConfigMap %s/%s: %v)", chart, chartNamespace, name, err)}
+		}
+		cm = &c
+	}
+	source := fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, name)
+	data, ok := cm.Data["config.yaml"]
+	if !ok {
+		return fairSharing{from: source + " has no config.yaml"}
+	}
+	if hub {
+		cfg, err := config.ParseHub([]byte(data), source)
+		if err != nil {
+			return fairSharing{from: err.Error()}
+		}
+		return fairSharing{cfg: cfg.AdmissionFairSharing, known: true, from: source}
+	}
+	cfg, err := config.ParseAgent([]byte(data), source)
+	if err != nil {
+		return fairSharing{from: err.Error()}
+	}
+	return fairSharing{cfg: cfg.AdmissionFairSharing, known: true, from: source}
 }

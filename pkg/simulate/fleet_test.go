@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
+	"strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/config"
 )
 
@@ -1020,17 +1021,21 @@ func TestFleetHubReclaim(t *testing.T) {
 		a2       int // a2's pods (4 unless set)
 		wantRows []string
 	}{
-		// a1 runs within a's nominal 2 CPUs, a2 borrows 4 of b's 6.
+		// As the hub serves its queues, a head of each in every round, and
+		// a head that borrows after those that do not: a1 (within a's
+		// nominal 2 CPUs) and b0 in the first round, b0b then a2 in the
+		// second, a2 borrowing what b's 6 have left (4), and b1 in the
+		// third.
 		{name: "for all of its pods", pods: 4,
-			wantRows: []string{"a1=true/2", "a2=false/0", "b1=true/4"}},
-		{name: "for the most of them", pods: 8, minPods: "2",
-			// Reclaiming a2 frees b's 6: 6 of its 8 pods; a1 is not
-			// reclaimable.
-			wantRows: []string{"a1=true/2", "a2=false/0", "b1=true/6"}},
-		{name: "for the most of them, when not even its fewest fit before", pods: 8, minPods: "2", a2: 5,
-			wantRows: []string{"a1=true/2", "a2=false/0", "b1=true/6"}},
+			wantRows: []string{"a1=true/2", "a2=false/0", "b0=true/1", "b0b=true/1", "b1=true/4"}},
+		{name: "for the most of them", pods: 8, minPods: "2", a2: 2,
+			// Its fewest fit in b's 2 left; reclaiming a2 frees 2 more:
+			// 4 of its 8 pods; a1 is not reclaimable.
+			wantRows: []string{"a1=true/2", "a2=false/0", "b0=true/1", "b0b=true/1", "b1=true/4"}},
+		{name: "for the most of them, when not even its fewest fit before", pods: 8, minPods: "2",
+			wantRows: []string{"a1=true/2", "a2=false/0", "b0=true/1", "b0b=true/1", "b1=true/4"}},
 		{name: "not for all of them: none", pods: 8,
-			wantRows: []string{"a1=true/2", "a2=true/4", "b1=false/0"}},
+			wantRows: []string{"a1=true/2", "a2=true/4", "b0=true/1", "b0b=true/1", "b1=false/0"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1071,7 +1076,8 @@ spec: {clusterQueue: b}
 			if a2 == 0 {
 				a2 = 4
 			}
-			hub := write(t, "hub.yaml", oneCPUJob("a1", "a", 2, "")+oneCPUJob("a2", "a", a2, "")+oneCPUJob("b1", "b", tc.pods, tc.minPods)+queues)
+			hub := write(t, "hub.yaml", oneCPUJob("a1", "a", 2, "")+oneCPUJob("a2", "a", a2, "")+oneCPUJob("b0", "b", 1, "")+oneCPUJob("b0b", "b", 1, "")+
+				oneCPUJob("b1", "b", tc.pods, tc.minPods)+queues)
 			results, err := runFleet(t, clusters, hub)
 			if err != nil {
 				t.Fatal(err)
@@ -1088,7 +1094,7 @@ spec: {clusterQueue: b}
 				t.Fatalf("rows (-want,+got):\n%s\n%+v", diff, results)
 			}
 			for _, r := range results {
-				if r.Name != "b1" && !r.Admitted && !strings.Contains(r.Reason, "preempted at the hub to free quota of ClusterQueue b for ml/") {
+				if !strings.HasPrefix(r.Name, "b") && !r.Admitted && !strings.Contains(r.Reason, "preempted at the hub to free quota of ClusterQueue b for ml/") {
 					t.Errorf("%s: reason %q does not say it was preempted at the hub", r.Name, r.Reason)
 				}
 			}
@@ -1197,5 +1203,116 @@ value: 100
 				}
 			}
 		})
+	}
+}
+
+// TestFleetServesQueuesInTurn: as the hub serves its ClusterQueues (a head
+// of each per round, then the next), a low-priority Job of one queue is
+// dispatched before the second high-priority Job of another; under
+// admission fair sharing, a hub queue serves first the LocalQueue that
+// consumed less.
+func TestFleetServesQueuesInTurn(t *testing.T) {
+	dir := t.TempDir()
+	// 16 CPUs: two 6-pod Jobs fit, a third does not.
+	clusters := []ClusterArg{oneRackCluster(t, dir, "w", 4, "", "100")}
+	withPriority := func(job string) string {
+		return strings.Replace(job, "labels: {", "labels: {strata.dev/priority-class: high, ", 1)
+	}
+	queues := `apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: a}
+spec:
+  namespaceSelector: {}
+  flavors: [{name: f}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: b}
+spec:
+  namespaceSelector: {}
+  flavors: [{name: f}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: a, namespace: ml}
+spec: {clusterQueue: a}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: b, namespace: ml}
+spec: {clusterQueue: b}
+`
+	rows := func(results []Result) []string {
+		var got []string
+		for _, r := range results {
+			got = append(got, fmt.Sprintf("%s=%v", r.Name, r.Admitted))
+		}
+		return got
+	}
+	hub := write(t, "hub.yaml", withPriority(oneCPUJob("a1", "a", 6, ""))+withPriority(oneCPUJob("a2", "a", 6, ""))+withPriority(oneCPUJob("a3", "a", 6, ""))+
+		oneCPUJob("b1", "b", 6, "")+queues)
+	results, err := runFleet(t, clusters, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a1=true", "a2=false", "a3=false", "b1=true"}, rows(results)); diff != "" {
+		t.Errorf("two queues: rows (-want,+got):\n%s", diff)
+	}
+
+	// Admission fair sharing at the hub: LocalQueue lq-x consumed 100 CPUs,
+	// lq-y one; one Job fits.
+	afsQueues := `apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: shared}
+spec:
+  namespaceSelector: {}
+  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}
+  flavors: [{name: f}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: lq-x, namespace: ml}
+spec: {clusterQueue: shared}
+status:
+  fairSharing: {admissionFairSharingStatus: {consumedResources: {cpu: "100"}, lastUpdate: "2026-12-06T00:00:00Z"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: lq-y, namespace: ml}
+spec: {clusterQueue: shared}
+status:
+  fairSharing: {admissionFairSharingStatus: {consumedResources: {cpu: "1"}, lastUpdate: "2026-12-06T00:00:00Z"}}
+`
+	hub = write(t, "hub-afs.yaml", oneCPUJob("x1", "lq-x", 10, "")+oneCPUJob("y1", "lq-y", 10, "")+afsQueues)
+	f, err := LoadFleet(clusters, []string{hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		afs  *v1beta1.AdmissionFairSharing
+		want []string
+	}{
+		{name: "admission fair sharing off: the older first", want: []string{"x1=true", "y1=false"}},
+		{name: "admission fair sharing on: the LocalQueue that consumed less first", afs: &v1beta1.AdmissionFairSharing{},
+			want: []string{"x1=false", "y1=true"}},
+	} {
+		cfg, err := config.LoadHub("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.AdmissionFairSharing = tc.afs
+		results, err := RunFleet(f, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, rows(results)); diff != "" {
+			t.Errorf("%s: rows (-want,+got):\n%s", tc.name, diff)
+		}
 	}
 }

@@ -101,6 +101,32 @@ func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHe
 	}
 }
 
+// hubHeightAfterReclaiming is the hub's preemption oracle for the order of
+// its heads (hub/dispatch's heightAfterReclaiming): how high in its cohort
+// tree wl of hub queue cq borrows on flavor once the victims a search on
+// quota alone finds among the workloads held are gone; false when it finds
+// none, or cq preempts nothing.
+func hubHeightAfterReclaiming(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, flavor string, need corev1.ResourceList) (int, bool) {
+	policy := preemption.PolicyOf(cq)
+	if !policy.Any() {
+		return 0, false
+	}
+	var cands []preemption.Workload
+	for _, h := range held {
+		if h.flavor != flavor || h.wl == wl || (h.queue != cq.Name && !books.Peer(cq.Name, h.queue)) {
+			continue
+		}
+		cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: h.wl.Namespace, Name: h.wl.Name}, Queue: h.queue,
+			Priority: queue.Priority(h.wl), AdmittedAt: h.at, Requests: h.need})
+	}
+	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queuedAt, Requests: need}
+	result := preemption.Find(pre, policy, books, flavor, cands, preemption.QuotaOnly{})
+	if len(result.Victims) == 0 {
+		return 0, false
+	}
+	return result.BorrowHeight, true
+}
+
 // evictAtHub takes a hub victim's place back: its quota, at the hub and,
 // when this simulation placed it, on its worker's queue, with its
 // capacity (one the input shows dispatched holds what its worker's files

@@ -43,6 +43,10 @@ type session struct {
 	namespace string
 	// where names the cluster in messages: the context and the server.
 	where string
+	// config is the agent's (or hub's) configuration a command was given
+	// (--config), read from configFrom; nil: read it from the cluster.
+	config     []byte
+	configFrom string
 }
 
 // connect loads the kubeconfig the way kubectl does (--kubeconfig, else

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -213,6 +214,7 @@ func writeQueueTable(w io.Writer, v QueueView, now time.Time) error {
 
 func newQueueCommand() *cobra.Command {
 	var f liveFlags
+	var configFile string
 	cmd := &cobra.Command{
 		Use:   "queue (LOCALQUEUE [-n NAMESPACE] | cq/CLUSTERQUEUE) [--kubeconfig FILE] [--context CTX] [-o table|json|yaml]",
 		Short: "The pending workloads of a LocalQueue or ClusterQueue in admission order, with their positions and why they wait",
@@ -221,8 +223,9 @@ of its LocalQueues (NAME, in -n's namespace), in the order the agent or the
 hub serves them: higher priority first, then older first (under admission
 fair sharing, the LocalQueue that consumed less first, its resources
 weighed as the agent's or hub's configuration says: read from the chart's
-ConfigMap, <chart>-config, labelled app.kubernetes.io/name=<chart>; when
-you may not read it, each resource weighs 1 and the header says why).
+ConfigMap, <chart>-config, labelled app.kubernetes.io/name=<chart>, or
+from --config; when you may not read it, each resource weighs 1 and the
+header says why).
 Each has its
 position in the ClusterQueue and in its LocalQueue (Kueue's
 positionInClusterQueue and positionInLocalQueue) and its Admitted
@@ -236,6 +239,14 @@ on a hub, until the hub dispatches it.`,
 			if err != nil {
 				return err
 			}
+			if configFile != "" {
+				data, err := os.ReadFile(configFile)
+				if err != nil {
+					return fmt.Errorf("reading --config: %w", err)
+				}
+				s.config = data
+				s.configFrom = configFile
+			}
 			v, err := queueView(cmd.Context(), s, args[0])
 			if err != nil {
 				return err
@@ -247,6 +258,7 @@ on a hub, until the hub dispatches it.`,
 		},
 	}
 	f.add(cmd, true)
+	cmd.Flags().StringVar(&configFile, "config", "", "the agent's (on a hub, the hub's) configuration file, for admission fair sharing's resource weights (default: read from the chart's ConfigMap)")
 	return cmd
 }
 
@@ -327,6 +339,9 @@ func readFairSharing(ctx context.Context, s *session, hub bool) fairSharing {
 	if hub {
 		chart = "strata-hub"
 	}
+	if s.config != nil {
+		return parseFairSharing(s.config, s.configFrom, hub)
+	}
 	name := chart + "-config"
 	var cm *corev1.ConfigMap
 	var list corev1.ConfigMapList
@@ -352,16 +367,25 @@ func readFairSharing(ctx context.Context, s *session, hub bool) fairSharing {
 	if !ok {
 		return fairSharing{from: source + " has no config.yaml"}
 	}
+	return parseFairSharing([]byte(data), source, hub)
+}
+
+// parseFairSharing reads the admission fair sharing of an agent's (hub:
+// a hub's) configuration read from source.
+func parseFairSharing(data []byte, source string, hub bool) fairSharing {
+	var afs *configv1beta1.AdmissionFairSharing
 	if hub {
-		cfg, err := config.ParseHub([]byte(data), source)
+		cfg, err := config.ParseHub(data, source)
 		if err != nil {
 			return fairSharing{from: err.Error()}
 		}
-		return fairSharing{cfg: cfg.AdmissionFairSharing, known: true, from: source}
+		afs = cfg.AdmissionFairSharing
+	} else {
+		cfg, err := config.ParseAgent(data, source)
+		if err != nil {
+			return fairSharing{from: err.Error()}
+		}
+		afs = cfg.AdmissionFairSharing
 	}
-	cfg, err := config.ParseAgent([]byte(data), source)
-	if err != nil {
-		return fairSharing{from: err.Error()}
-	}
-	return fairSharing{cfg: cfg.AdmissionFairSharing, known: true, from: source}
+	return fairSharing{cfg: afs, known: true, from: source}
 }

@@ -128,5 +128,17 @@ var _ = Describe("kubectl strata queue under admission fair sharing", Label("kub
 			g.Expect(out).To(ContainSubstring("forbidden"))
 			g.Expect(out).To(MatchRegexp(gpuFirst))
 		}).Should(Succeed())
+
+		By("the same user with the configuration file (--config)")
+		cfg := filepath.Join(GinkgoT().TempDir(), "agent.yaml")
+		Expect(os.WriteFile(cfg, []byte("apiVersion: config.strata.dev/v1beta1\nkind: AgentConfiguration\n"+
+			"admissionFairSharing:\n  resourceWeights:\n    nvidia.com/gpu: 8\n"), 0o600)).To(Succeed())
+		out, err = run(ctx, "queue", "cq/fair", "--kubeconfig", path, "--config", cfg)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(HavePrefix("ClusterQueue fair (on the worker): 2 pending; by LocalQueue usage first (admission fair sharing; " +
+			"resource weights nvidia.com/gpu=8, others 1: " + cfg + ")\n"))
+		Expect(out).To(MatchRegexp(cpuFirst))
+		_, err = run(ctx, "queue", "cq/fair", "--kubeconfig", path, "--config", cfg+".missing")
+		Expect(err).To(MatchError(ContainSubstring("reading --config")))
 	})
 })

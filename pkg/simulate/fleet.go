@@ -190,6 +190,23 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 	prepared := make([]*fleetItem, len(items))
 	byQueue := map[string]*queue.Turn[int]{}
 	var queueNames []string
+	// addTurn puts item i in its hub queue's turn.
+	addTurn := func(i int) {
+		name := ""
+		if cq := prepared[i].cq; cq != nil {
+			name = cq.Name
+		}
+		t := byQueue[name]
+		if t == nil {
+			t = &queue.Turn[int]{Queue: prepared[i].cq}
+			if t.Queue == nil {
+				t.Queue = &strata.ClusterQueue{} // no queue in the input: one BestEffortFIFO queue
+			}
+			byQueue[name] = t
+			queueNames = append(queueNames, name)
+		}
+		t.Items = append(t.Items, i)
+	}
 	for _, i := range turn {
 		item := items[i]
 		if done(item) || rows[i] != nil {
@@ -232,20 +249,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		}
 		hub.prioritize(wl)
 		prepared[i] = &fleetItem{wl: wl, res: res, cq: hubCQ}
-		name := ""
-		if hubCQ != nil {
-			name = hubCQ.Name
-		}
-		t := byQueue[name]
-		if t == nil {
-			t = &queue.Turn[int]{Queue: hubCQ}
-			if t.Queue == nil {
-				t.Queue = &strata.ClusterQueue{} // no queue in the input: one BestEffortFIFO queue
-			}
-			byQueue[name] = t
-			queueNames = append(queueNames, name)
-		}
-		t.Items = append(t.Items, i)
+		addTurn(i)
 	}
 	afs := queue.NewAdmissionFairSharing(cfg.AdmissionFairSharing)
 	lqUsage := afs.NewPass(func(key types.NamespacedName) *strata.LocalQueue {
@@ -258,272 +262,327 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		}
 		slices.SortStableFunc(t.Items, func(a, b int) int { return queue.Compare(prepared[a].wl, prepared[b].wl) })
 	}
-	turns := make([]*queue.Turn[int], 0, len(queueNames))
-	for _, name := range queueNames {
-		sortTurn(byQueue[name])
-		turns = append(turns, byQueue[name])
-	}
-	var pick func([]*strata.ClusterQueue, []int) int
-	if fair != nil {
-		pick = queue.FairPick(hub.books, func(i int) any { return i }, func(i int) *strata.Workload { return prepared[i].wl }, nil)
+	turnsInOrder := func() []*queue.Turn[int] {
+		turns := make([]*queue.Turn[int], 0, len(queueNames))
+		for _, name := range queueNames {
+			sortTurn(byQueue[name])
+			turns = append(turns, byQueue[name])
+		}
+		return turns
 	}
 	var placeErr error
-	queue.Serve(turns, func(i int) *strata.Workload { return prepared[i].wl },
-		func(cq *strata.ClusterQueue, i int) int {
-			if prepared[i].cq == nil {
-				return 0
-			}
-			if fair != nil {
-				return hub.books.WouldBorrow(cq, prepared[i].wl)
-			}
-			// As the hub: Kueue's preemption oracle.
-			return hub.books.WouldBorrowAfter(cq, prepared[i].wl, func(flavor string, need corev1.ResourceList) (int, bool) {
-				return hubHeightAfterReclaiming(hub.books, cq, held, prepared[i].wl, queuedAt[i], flavor, need)
-			})
-		}, pick, nil,
-		func(_ *strata.ClusterQueue, i int) bool {
-			if placeErr != nil {
-				return false
-			}
-			item, wl, res, hubCQ := items[i], prepared[i].wl, prepared[i].res, prepared[i].cq
-			need := queue.WorkloadRequests(wl)
-			// As the hub: the flavors of its hub ClusterQueue whose quota holds
-			// it (hubFits), and those that hold its fewest pods when it may run
-			// with fewer (partial admission checks each count).
-			order, hubFits := seen, func(string, corev1.ResourceList) bool { return true }
-			if hubCQ != nil {
-				order = orders[hubCQ.Name]
-				hubFits = func(flavor string, need corev1.ResourceList) bool {
-					return hub.books.Check(hubCQ.Name, flavor, need, false).Err == nil
+	// evicted are the rows preempted at the hub in a pass, victimNote
+	// what their rows said then.
+	var evicted []int
+	victimNote := map[int]string{}
+	servePass := func(turns []*queue.Turn[int]) {
+		var pick func([]*strata.ClusterQueue, []int) int
+		if fair != nil {
+			pick = queue.FairPick(hub.books, func(i int) any { return i }, func(i int) *strata.Workload { return prepared[i].wl }, nil)
+		}
+		queue.Serve(turns, func(i int) *strata.Workload { return prepared[i].wl },
+			func(cq *strata.ClusterQueue, i int) int {
+				if prepared[i].cq == nil {
+					return 0
 				}
-			}
-			withinQuota := func() (flavors, notes []string, partialOnly bool) {
-				flavors, notes = hubQuotaFlavors(hub.books, hubCQ, order, need)
-				if len(flavors) > 0 || workload.Reducible(wl.Spec.PodSets, opts.PartialSlices) == 0 {
-					return flavors, notes, false
+				if fair != nil {
+					return hub.books.WouldBorrow(cq, prepared[i].wl)
 				}
-				fewest := workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, opts.PartialSlices)
-				flavors, _ = hubQuotaFlavors(hub.books, hubCQ, order, queue.WorkloadRequests(workload.WithCounts(wl, fewest)))
-				return flavors, notes, true
-			}
-			flavors, quotaNotes, partialOnly := withinQuota()
-			var hubVictims []string
-			// evict takes the victims of a preemption at the hub for wl out.
-			evict := func(victims []*hubHeld) {
-				for _, v := range victims {
-					f.evictAtHub(v, wl, hubCQ, hub.books, targets, rows[v.row])
-					dispatched = slices.DeleteFunc(dispatched, func(d workload.Dispatched) bool { return d.Workload == v.wl })
-					hubVictims = append(hubVictims, v.wl.Namespace+"/"+v.wl.Name)
+				// As the hub: Kueue's preemption oracle.
+				return hub.books.WouldBorrowAfter(cq, prepared[i].wl, func(flavor string, need corev1.ResourceList) (int, bool) {
+					return hubHeightAfterReclaiming(hub.books, cq, held, prepared[i].wl, queuedAt[i], flavor, need)
+				})
+			}, pick, nil,
+			func(_ *strata.ClusterQueue, i int) bool {
+				if placeErr != nil {
+					return false
 				}
-				held = heldBy(held, victims)
-			}
-			if len(flavors) == 0 {
-				// As the hub: preempting at the hub what its queue's policy
-				// allows, for all of its pods or the most of them.
-				victims, why := hubReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, opts.PartialSlices)
-				evict(victims)
-				if victims != nil {
-					flavors, quotaNotes, partialOnly = withinQuota()
-				} else if why != "" {
-					quotaNotes = append(quotaNotes, why)
-				}
-			}
-			if len(flavors) == 0 {
-				// As the hub: it waits for quota; nothing goes ahead of it in
-				// a StrictFIFO queue.
-				res.Reason, res.Cluster = "no flavor of ClusterQueue "+hubCQ.Name+" has quota left: "+strings.Join(quotaNotes, "; "), new(string)
-				rows[i] = &res
-				return true
-			}
-			// As the hub: no copy where the worker queue it lands in has no
-			// quota left for it (a preemption there may still let it in).
-			quotaShortOf := func(t *placement.Target, need corev1.ResourceList, freed map[string]corev1.ResourceList, nominal bool) (string, bool) {
-				cq, books := f.landing(t.Cluster, wl), f.books[t.Cluster]
-				if cq == nil || books == nil {
-					return "", false
-				}
-				return placement.QuotaShort(books, cq.Name, t.Flavor, need, freed, nominal)
-			}
-			quotaShort := func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) (string, bool) {
-				return quotaShortOf(t, need, freed, nominal)
-			}
-			var shortWhy []Candidate
-			// never: no copy nor preemption there; neverWhole: only its queue
-			// could never hold all of its pods (it may hold fewer).
-			never, neverWhole := map[*placement.Target]bool{}, map[*placement.Target]bool{}
-			eligible, short, excluded := placement.SplitTargets(targets, nil, flavors, func(t *placement.Target) string {
-				// No copy where its queue is stopped or its priority class
-				// does not exist, nor a preemption there.
-				lq, cq := f.landingQueues(t.Cluster, wl)
-				if why := f.namespaceRefused(t.Cluster, wl.Namespace, cq); why != "" {
-					never[t] = true
-					return why + " there"
-				}
-				if stop := queue.StopOf(lq, cq); stop.Stopped {
-					never[t] = true
-					return stop.Message + " there"
-				}
-				if why := t.MissingClass(wl); why != "" {
-					never[t] = true
-					return why
-				}
-				why, nv := quotaShort(t, nil, false)
-				never[t], neverWhole[t] = nv, nv
-				if why != "" && slices.Contains(flavors, t.Flavor) {
-					shortWhy = append(shortWhy, Candidate{Cluster: t.Cluster, Flavor: t.Flavor, Reason: why})
-				}
-				return why
-			})
-			var fewerOnly []*placement.Target
-			short = slices.DeleteFunc(short, func(t *placement.Target) bool {
-				if neverWhole[t] {
-					fewerOnly = append(fewerOnly, t)
-				}
-				return never[t]
-			})
-			// Topology spreading counts, fleet-wide, what was placed before.
-			d := &placement.Decision{Reason: "all of its pods are within quota on no flavor: " + strings.Join(quotaNotes, "; ")}
-			if !partialOnly {
-				d = policy.DecideAvoiding(wl, placement.Shape(wl), flavors, eligible, placement.SpreadAvoider(wl, dispatched))
-			}
-			res.Cluster = &d.Cluster
-			res.Reason = d.Reason
-			switch {
-			case len(excluded) > 0 && len(d.Candidates) == 0:
-				res.Reason = "no worker may take it now: " + strings.Join(excluded, "; ")
-			case len(excluded) > 0:
-				res.Reason += "; " + strings.Join(excluded, "; ")
-			}
-			charge := func(cluster, flavor string) {
-				if cq, books := f.landing(cluster, wl), f.books[cluster]; cq != nil && books != nil {
-					books.Charge(cq.Name, flavor, need, 1)
-				}
+				item, wl, res, hubCQ := items[i], prepared[i].wl, prepared[i].res, prepared[i].cq
+				need := queue.WorkloadRequests(wl)
+				// As the hub: the flavors of its hub ClusterQueue whose quota holds
+				// it (hubFits), and those that hold its fewest pods when it may run
+				// with fewer (partial admission checks each count).
+				order, hubFits := seen, func(string, corev1.ResourceList) bool { return true }
 				if hubCQ != nil {
-					hub.books.Charge(hubCQ.Name, flavor, need, 1)
+					order = orders[hubCQ.Name]
+					hubFits = func(flavor string, need corev1.ResourceList) bool {
+						return hub.books.Check(hubCQ.Name, flavor, need, false).Err == nil
+					}
 				}
-			}
-			// preemptFor is the one worker where preempting lets w (wl, or wl
-			// with fewer pods) in, among targets, on flavors.
-			preemptFor := func(w *strata.Workload, flavors []string, targets []*placement.Target) (*placement.PreemptionChoice, string) {
-				need := queue.WorkloadRequests(w)
-				return policy.DecidePreemption(w, flavors, targets, func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
-					priority, _ := t.Priority(wl)
-					return placement.ScopesFor(f.landing(t.Cluster, wl), t.Flavor, need, priority, f.books[t.Cluster], t.FairSharing())
-				}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
-					why, _ := quotaShortOf(t, need, freed, nominal)
+				withinQuota := func() (flavors, notes []string, partialOnly bool) {
+					flavors, notes = hubQuotaFlavors(hub.books, hubCQ, order, need)
+					if len(flavors) > 0 || workload.Reducible(wl.Spec.PodSets, opts.PartialSlices) == 0 {
+						return flavors, notes, false
+					}
+					fewest := workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, opts.PartialSlices)
+					flavors, _ = hubQuotaFlavors(hub.books, hubCQ, order, queue.WorkloadRequests(workload.WithCounts(wl, fewest)))
+					return flavors, notes, true
+				}
+				flavors, quotaNotes, partialOnly := withinQuota()
+				var hubVictims []string
+				// evict takes the victims of a preemption at the hub for wl out.
+				evict := func(victims []*hubHeld) {
+					for _, v := range victims {
+						f.evictAtHub(v, wl, hubCQ, hub.books, targets, rows[v.row])
+						evicted, victimNote[v.row] = append(evicted, v.row), rows[v.row].Reason
+						dispatched = slices.DeleteFunc(dispatched, func(d workload.Dispatched) bool { return d.Workload == v.wl })
+						hubVictims = append(hubVictims, v.wl.Namespace+"/"+v.wl.Name)
+					}
+					held = heldBy(held, victims)
+				}
+				if len(flavors) == 0 {
+					// As the hub: preempting at the hub what its queue's policy
+					// allows, for all of its pods or the most of them.
+					victims, why := hubReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, opts.PartialSlices)
+					evict(victims)
+					if victims != nil {
+						flavors, quotaNotes, partialOnly = withinQuota()
+					} else if why != "" {
+						quotaNotes = append(quotaNotes, why)
+					}
+				}
+				if len(flavors) == 0 {
+					// As the hub: it waits for quota; nothing goes ahead of it in
+					// a StrictFIFO queue.
+					res.Reason, res.Cluster = "no flavor of ClusterQueue "+hubCQ.Name+" has quota left: "+strings.Join(quotaNotes, "; "), new(string)
+					rows[i] = &res
+					return true
+				}
+				// As the hub: no copy where the worker queue it lands in has no
+				// quota left for it (a preemption there may still let it in).
+				quotaShortOf := func(t *placement.Target, need corev1.ResourceList, freed map[string]corev1.ResourceList, nominal bool) (string, bool) {
+					cq, books := f.landing(t.Cluster, wl), f.books[t.Cluster]
+					if cq == nil || books == nil {
+						return "", false
+					}
+					return placement.QuotaShort(books, cq.Name, t.Flavor, need, freed, nominal)
+				}
+				quotaShort := func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) (string, bool) {
+					return quotaShortOf(t, need, freed, nominal)
+				}
+				var shortWhy []Candidate
+				// never: no copy nor preemption there; neverWhole: only its queue
+				// could never hold all of its pods (it may hold fewer).
+				never, neverWhole := map[*placement.Target]bool{}, map[*placement.Target]bool{}
+				eligible, short, excluded := placement.SplitTargets(targets, nil, flavors, func(t *placement.Target) string {
+					// No copy where its queue is stopped or its priority class
+					// does not exist, nor a preemption there.
+					lq, cq := f.landingQueues(t.Cluster, wl)
+					if why := f.namespaceRefused(t.Cluster, wl.Namespace, cq); why != "" {
+						never[t] = true
+						return why + " there"
+					}
+					if stop := queue.StopOf(lq, cq); stop.Stopped {
+						never[t] = true
+						return stop.Message + " there"
+					}
+					if why := t.MissingClass(wl); why != "" {
+						never[t] = true
+						return why
+					}
+					why, nv := quotaShort(t, nil, false)
+					never[t], neverWhole[t] = nv, nv
+					if why != "" && slices.Contains(flavors, t.Flavor) {
+						shortWhy = append(shortWhy, Candidate{Cluster: t.Cluster, Flavor: t.Flavor, Reason: why})
+					}
 					return why
 				})
-			}
-			preempting := false
-			var choice *placement.PreemptionChoice
-			if !partialOnly && d.Cluster == "" && (!d.NeverFits || len(short) > 0) {
-				// As the hub: the one worker where preempting lets it in.
-				var why string
-				choice, why = preemptFor(wl, flavors, append(slices.Clip(eligible), short...))
-				if choice == nil && why != "" {
-					res.Reason += "; no preemption helps: " + why
+				var fewerOnly []*placement.Target
+				short = slices.DeleteFunc(short, func(t *placement.Target) bool {
+					if neverWhole[t] {
+						fewerOnly = append(fewerOnly, t)
+					}
+					return never[t]
+				})
+				// Topology spreading counts, fleet-wide, what was placed before.
+				d := &placement.Decision{Reason: "all of its pods are within quota on no flavor: " + strings.Join(quotaNotes, "; ")}
+				if !partialOnly {
+					d = policy.DecideAvoiding(wl, placement.Shape(wl), flavors, eligible, placement.SpreadAvoider(wl, dispatched))
 				}
-			}
-			if d.Cluster == "" && choice == nil {
-				// As the hub: with fewer pods (minCount), where they fit or a
-				// preemption makes room for them.
-				// As the hub: with the most pods a preemption at the hub frees
-				// its queue's quota for, when that is more.
-				partially := func(reclaimFor func(*strata.Workload) ([]*hubHeld, []string)) (*placement.Decision, *placement.PreemptionChoice, []*hubHeld, []int32) {
-					return fleetPartially(wl, opts.PartialSlices, flavors, append(append(slices.Clip(eligible), short...), fewerOnly...), policy,
-						placement.SpreadAvoider(wl, dispatched), hubFits, quotaShortOf, preemptFor, reclaimFor)
+				res.Cluster = &d.Cluster
+				res.Reason = d.Reason
+				switch {
+				case len(excluded) > 0 && len(d.Candidates) == 0:
+					res.Reason = "no worker may take it now: " + strings.Join(excluded, "; ")
+				case len(excluded) > 0:
+					res.Reason += "; " + strings.Join(excluded, "; ")
 				}
-				pd, pc, victims, counts := partially(hubReclaimSearch(hub.books, hubCQ, held, wl, queuedAt[i], fair))
-				if victims != nil {
-					evict(victims)
-					// As the hub once they are gone: all of its pods when
-					// they fit now, else the most that do.
-					if whole, _ := hubQuotaFlavors(hub.books, hubCQ, order, need); len(whole) > 0 {
-						if wd := policy.DecideAvoiding(wl, placement.Shape(wl), whole, eligible, placement.SpreadAvoider(wl, dispatched)); wd.Cluster != "" {
-							d, res.Cluster, res.Reason = wd, &wd.Cluster, wd.Reason
+				charge := func(cluster, flavor string) {
+					if cq, books := f.landing(cluster, wl), f.books[cluster]; cq != nil && books != nil {
+						books.Charge(cq.Name, flavor, need, 1)
+					}
+					if hubCQ != nil {
+						hub.books.Charge(hubCQ.Name, flavor, need, 1)
+					}
+				}
+				// preemptFor is the one worker where preempting lets w (wl, or wl
+				// with fewer pods) in, among targets, on flavors.
+				preemptFor := func(w *strata.Workload, flavors []string, targets []*placement.Target) (*placement.PreemptionChoice, string) {
+					need := queue.WorkloadRequests(w)
+					return policy.DecidePreemption(w, flavors, targets, func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
+						priority, _ := t.Priority(wl)
+						return placement.ScopesFor(f.landing(t.Cluster, wl), t.Flavor, need, priority, f.books[t.Cluster], t.FairSharing())
+					}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
+						why, _ := quotaShortOf(t, need, freed, nominal)
+						return why
+					})
+				}
+				preempting := false
+				var choice *placement.PreemptionChoice
+				if !partialOnly && d.Cluster == "" && (!d.NeverFits || len(short) > 0) {
+					// As the hub: the one worker where preempting lets it in.
+					var why string
+					choice, why = preemptFor(wl, flavors, append(slices.Clip(eligible), short...))
+					if choice == nil && why != "" {
+						res.Reason += "; no preemption helps: " + why
+					}
+				}
+				if d.Cluster == "" && choice == nil {
+					// As the hub: with fewer pods (minCount), where they fit or a
+					// preemption makes room for them.
+					// As the hub: with the most pods a preemption at the hub frees
+					// its queue's quota for, when that is more.
+					partially := func(reclaimFor func(*strata.Workload) ([]*hubHeld, []string)) (*placement.Decision, *placement.PreemptionChoice, []*hubHeld, []int32) {
+						return fleetPartially(wl, opts.PartialSlices, flavors, append(append(slices.Clip(eligible), short...), fewerOnly...), policy,
+							placement.SpreadAvoider(wl, dispatched), hubFits, quotaShortOf, preemptFor, reclaimFor)
+					}
+					pd, pc, victims, counts := partially(hubReclaimSearch(hub.books, hubCQ, held, wl, queuedAt[i], fair))
+					if victims != nil {
+						evict(victims)
+						// As the hub once they are gone: all of its pods when
+						// they fit now, else the most that do.
+						if whole, _ := hubQuotaFlavors(hub.books, hubCQ, order, need); len(whole) > 0 {
+							if wd := policy.DecideAvoiding(wl, placement.Shape(wl), whole, eligible, placement.SpreadAvoider(wl, dispatched)); wd.Cluster != "" {
+								d, res.Cluster, res.Reason = wd, &wd.Cluster, wd.Reason
+							}
+						}
+						if d.Cluster == "" {
+							pd, pc, _, counts = partially(nil)
 						}
 					}
-					if d.Cluster == "" {
-						pd, pc, _, counts = partially(nil)
+					if pd != nil || pc != nil {
+						wl = workload.WithCounts(wl, counts)
+						need = queue.WorkloadRequests(wl)
+						if pd != nil {
+							d = pd
+							res.Cluster, res.Reason = &d.Cluster, d.Reason
+						}
+						choice = pc
 					}
 				}
-				if pd != nil || pc != nil {
-					wl = workload.WithCounts(wl, counts)
-					need = queue.WorkloadRequests(wl)
-					if pd != nil {
-						d = pd
-						res.Cluster, res.Reason = &d.Cluster, d.Reason
+				{
+					if choice != nil {
+						if err := choice.Reserve(targets, fmt.Sprint(i)); err != nil {
+							placeErr = fmt.Errorf("%s: %w", item.Source, err)
+							return false
+						}
+						charge(choice.Cluster, choice.Flavor)
+						preempting = true
+						res.Cluster, res.PreemptUpTo = &choice.Cluster, ptr.To(choice.UpTo)
+						res.Reason = fmt.Sprintf("would preempt up to %d workloads of priority ≤ %d there: %s", choice.Workloads, choice.UpTo, choice.Reason)
 					}
-					choice = pc
 				}
-			}
-			{
-				if choice != nil {
-					if err := choice.Reserve(targets, fmt.Sprint(i)); err != nil {
+				for _, c := range d.Candidates {
+					cand := Candidate{Cluster: c.Cluster, Flavor: c.Flavor, Fits: c.Fits, Reason: c.Reason}
+					if c.Fits && c.Level > 0 {
+						cand.Level = placement.Find(targets, c.Cluster, c.Flavor).Levels()[c.Level-1]
+					}
+					res.Candidates = append(res.Candidates, cand)
+				}
+				res.Candidates = append(res.Candidates, shortWhy...)
+				if d.Cluster != "" {
+					if err := d.Reserve(targets, fmt.Sprint(i)); err != nil {
 						placeErr = fmt.Errorf("%s: %w", item.Source, err)
 						return false
 					}
-					charge(choice.Cluster, choice.Flavor)
-					preempting = true
-					res.Cluster, res.PreemptUpTo = &choice.Cluster, ptr.To(choice.UpTo)
-					res.Reason = fmt.Sprintf("would preempt up to %d workloads of priority ≤ %d there: %s", choice.Workloads, choice.UpTo, choice.Reason)
+					charge(d.Cluster, d.Flavor)
+					assignments := make([]*tas.Assignment, len(d.PodSets))
+					for k, ps := range d.PodSets {
+						assignments[k] = ps.Assignment
+					}
+					res.Admitted, res.PodSets = true, podSetResults(wl, d.Flavor, assignments)
+					hints := map[string]*tas.Assignment{}
+					for k, ps := range d.PodSets {
+						hints[ps.Name] = assignments[k]
+					}
+					dispatched = append(dispatched, workload.Dispatched{Workload: wl, Cluster: d.Cluster, Hints: hints})
 				}
-			}
-			for _, c := range d.Candidates {
-				cand := Candidate{Cluster: c.Cluster, Flavor: c.Flavor, Fits: c.Fits, Reason: c.Reason}
-				if c.Fits && c.Level > 0 {
-					cand.Level = placement.Find(targets, c.Cluster, c.Flavor).Levels()[c.Level-1]
+				if hubCQ != nil && (d.Cluster != "" || choice != nil) {
+					placed++
+					h := &hubHeld{row: i, key: fmt.Sprint(i), placedHere: true, queue: hubCQ.Name, cluster: d.Cluster, flavor: d.Flavor, wl: wl, need: need,
+						at: base.Add(time.Duration(len(items)+placed) * time.Second)}
+					if choice != nil {
+						h.cluster, h.flavor = choice.Cluster, choice.Flavor
+					}
+					held = append(held, h)
 				}
-				res.Candidates = append(res.Candidates, cand)
-			}
-			res.Candidates = append(res.Candidates, shortWhy...)
-			if d.Cluster != "" {
-				if err := d.Reserve(targets, fmt.Sprint(i)); err != nil {
-					placeErr = fmt.Errorf("%s: %w", item.Source, err)
-					return false
+				if len(hubVictims) > 0 {
+					res.Preempts = append(res.Preempts, hubVictims...)
+					res.Reason += "; preempted at the hub to free its queue's quota: " + strings.Join(hubVictims, ", ")
 				}
-				charge(d.Cluster, d.Flavor)
-				assignments := make([]*tas.Assignment, len(d.PodSets))
-				for k, ps := range d.PodSets {
-					assignments[k] = ps.Assignment
+				if d.Cluster != "" && afs.Orders(hubCQ) {
+					// As the hub: a dispatch counts against its LocalQueue at once.
+					lqUsage.Admitted(wl)
+					sortTurn(byQueue[hubCQ.Name])
 				}
-				res.Admitted, res.PodSets = true, podSetResults(wl, d.Flavor, assignments)
-				hints := map[string]*tas.Assignment{}
-				for k, ps := range d.PodSets {
-					hints[ps.Name] = assignments[k]
-				}
-				dispatched = append(dispatched, workload.Dispatched{Workload: wl, Cluster: d.Cluster, Hints: hints})
-			}
-			if hubCQ != nil && (d.Cluster != "" || choice != nil) {
-				placed++
-				h := &hubHeld{row: i, key: fmt.Sprint(i), placedHere: true, queue: hubCQ.Name, cluster: d.Cluster, flavor: d.Flavor, wl: wl, need: need,
-					at: base.Add(time.Duration(len(items)+placed) * time.Second)}
-				if choice != nil {
-					h.cluster, h.flavor = choice.Cluster, choice.Flavor
-				}
-				held = append(held, h)
-			}
-			if len(hubVictims) > 0 {
-				res.Preempts = append(res.Preempts, hubVictims...)
-				res.Reason += "; preempted at the hub to free its queue's quota: " + strings.Join(hubVictims, ", ")
-			}
-			if d.Cluster != "" && afs.Orders(hubCQ) {
-				// As the hub: a dispatch counts against its LocalQueue at once.
-				lqUsage.Admitted(wl)
-				sortTurn(byQueue[hubCQ.Name])
-			}
-			rows[i] = &res
-			// As the hub: a head that waits for capacity (not one that fits
-			// no worker, even empty) holds its StrictFIFO queue.
-			return d.Cluster == "" && !preempting && (!d.NeverFits || len(excluded) > 0)
-		},
-		func(cq *strata.ClusterQueue, behind []int) {
-			for _, i := range behind {
-				res := prepared[i].res
-				res.Reason, res.Cluster = fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", cq.Name), new(string)
 				rows[i] = &res
+				// As the hub: a head that waits for capacity (not one that fits
+				// no worker, even empty) holds its StrictFIFO queue.
+				return d.Cluster == "" && !preempting && (!d.NeverFits || len(excluded) > 0)
+			},
+			func(cq *strata.ClusterQueue, behind []int) {
+				for _, i := range behind {
+					res := prepared[i].res
+					res.Reason, res.Cluster = fmt.Sprintf("waiting in StrictFIFO ClusterQueue %s behind workloads that fit nowhere yet", cq.Name), new(string)
+					rows[i] = &res
+				}
+			})
+	}
+	servePass(turnsInOrder())
+	// As the hub: a workload preempted at the hub goes back to its queue,
+	// and the hub's next pass serves it with the others still waiting.
+	// One the input showed dispatched keeps what its worker's files hold
+	// there.
+	for pass := 1; pass < maxPasses && len(evicted) > 0 && placeErr == nil; pass++ {
+		for _, i := range evicted {
+			if prepared[i] != nil {
+				continue
 			}
-		})
+			wl, res, err := toWorkload(items[i], true, opts)
+			if err != nil {
+				continue
+			}
+			wl = wl.DeepCopy()
+			wl.Status.Placement, wl.Status.Admission = nil, nil
+			if wl.CreationTimestamp.IsZero() {
+				wl.CreationTimestamp = metav1.NewTime(queuedAt[i])
+			}
+			hub.prioritize(wl)
+			prepared[i] = &fleetItem{wl: wl, res: res, cq: f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)}
+		}
+		evicted, byQueue, queueNames = nil, map[string]*queue.Turn[int]{}, nil
+		var again []int
+		for _, i := range turn {
+			if r := rows[i]; prepared[i] != nil && r != nil && !r.Admitted && r.PreemptUpTo == nil {
+				again = append(again, i)
+				addTurn(i)
+			}
+		}
+		servePass(turnsInOrder())
+		for _, i := range again {
+			note, ok := victimNote[i]
+			if !ok || rows[i].Reason == note {
+				continue // not a victim, or preempted again: its row says so
+			}
+			delete(victimNote, i)
+			note = strings.TrimSuffix(note, "; it waits in its queue again")
+			if rows[i].Admitted || rows[i].PreemptUpTo != nil {
+				rows[i].Reason = note + ", then placed again: " + rows[i].Reason
+			} else {
+				rows[i].Reason = note + "; " + rows[i].Reason
+			}
+		}
+	}
 	if placeErr != nil {
 		return nil, placeErr
 	}

@@ -1018,7 +1018,8 @@ func TestFleetHubReclaim(t *testing.T) {
 		// b1's pods, and its job-min-parallelism ("": none)
 		pods     int
 		minPods  string
-		a2       int // a2's pods (4 unless set)
+		a2       int    // a2's pods (4 unless set)
+		a2Min    string // a2's job-min-parallelism
 		wantRows []string
 	}{
 		// As the hub serves its queues, a head of each in every round, and
@@ -1036,6 +1037,10 @@ func TestFleetHubReclaim(t *testing.T) {
 			wantRows: []string{"a1=true/2", "a2=false/0", "b0=true/1", "b0b=true/1", "b1=true/4"}},
 		{name: "not for all of them: none", pods: 8,
 			wantRows: []string{"a1=true/2", "a2=true/4", "b0=true/1", "b0b=true/1", "b1=false/0"}},
+		{name: "the victim placed again by the next pass with what is left", pods: 2, a2Min: "1",
+			// b1 takes 2 of the 4 CPUs a2 borrowed; a2, back in its queue,
+			// runs with the 2 left.
+			wantRows: []string{"a1=true/2", "a2=true/2", "b0=true/1", "b0b=true/1", "b1=true/2"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1076,7 +1081,7 @@ spec: {clusterQueue: b}
 			if a2 == 0 {
 				a2 = 4
 			}
-			hub := write(t, "hub.yaml", oneCPUJob("a1", "a", 2, "")+oneCPUJob("a2", "a", a2, "")+oneCPUJob("b0", "b", 1, "")+oneCPUJob("b0b", "b", 1, "")+
+			hub := write(t, "hub.yaml", oneCPUJob("a1", "a", 2, "")+oneCPUJob("a2", "a", a2, tc.a2Min)+oneCPUJob("b0", "b", 1, "")+oneCPUJob("b0b", "b", 1, "")+
 				oneCPUJob("b1", "b", tc.pods, tc.minPods)+queues)
 			results, err := runFleet(t, clusters, hub)
 			if err != nil {
@@ -1094,6 +1099,10 @@ spec: {clusterQueue: b}
 				t.Fatalf("rows (-want,+got):\n%s\n%+v", diff, results)
 			}
 			for _, r := range results {
+				if r.Name == "a2" && r.Admitted && tc.a2Min != "" && (!strings.Contains(r.Reason, "preempted at the hub to free quota of ClusterQueue b for ml/b1") ||
+					!strings.Contains(r.Reason, ", then placed again: ")) {
+					t.Errorf("a2: reason %q does not say it was preempted at the hub, then placed again", r.Reason)
+				}
 				if !strings.HasPrefix(r.Name, "b") && !r.Admitted && !strings.Contains(r.Reason, "preempted at the hub to free quota of ClusterQueue b for ml/") {
 					t.Errorf("%s: reason %q does not say it was preempted at the hub", r.Name, r.Reason)
 				}

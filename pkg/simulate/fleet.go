@@ -171,7 +171,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			need := queue.WorkloadUsage(wl)
 			hub.books.Charge(cq.Name, pl.Flavor, need, 1)
 			placed++
-			held = append(held, &hubHeld{row: i, queue: cq.Name, cluster: pl.Cluster, flavor: pl.Flavor, wl: wl, need: need,
+			held = append(held, &hubHeld{row: i, queue: cq.Name, cluster: pl.Cluster, flavor: pl.Flavor, wl: wl, need: need, queuedAt: queuedAt[i],
 				at: base.Add(time.Duration(len(items)+placed) * time.Second)})
 			res.Reason += "; it holds quota of ClusterQueue " + cq.Name
 		}
@@ -190,6 +190,17 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 	prepared := make([]*fleetItem, len(items))
 	byQueue := map[string]*queue.Turn[int]{}
 	var queueNames []string
+	// hubRefuses says why the hub dispatches nothing of wl: a queue that
+	// refuses its namespace, or is stopped ("" when none).
+	hubRefuses := func(wl *strata.Workload, hubCQ *strata.ClusterQueue) string {
+		if why := f.Hub.namespaceRefused(wl.Namespace, hubCQ); why != "" {
+			return why
+		}
+		if stop := queue.StopOf(f.Hub.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], hubCQ); stop.Stopped {
+			return stop.Message
+		}
+		return ""
+	}
 	// addTurn puts item i in its hub queue's turn.
 	addTurn := func(i int) {
 		name := ""
@@ -230,17 +241,9 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			}
 			return nil, err
 		}
-		// As the hub: a queue that refuses the namespace, or is stopped,
-		// dispatches nothing, and nothing goes ahead of a StrictFIFO
-		// queue's head that waits.
 		hubCQ := f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
-		if why := f.Hub.namespaceRefused(wl.Namespace, hubCQ); why != "" {
+		if why := hubRefuses(wl, hubCQ); why != "" {
 			res.Reason, res.Cluster = why, new(string)
-			rows[i] = &res
-			continue
-		}
-		if stop := queue.StopOf(f.Hub.LocalQueues[wl.Namespace+"/"+wl.Spec.QueueName], hubCQ); stop.Stopped {
-			res.Reason, res.Cluster = stop.Message, new(string)
 			rows[i] = &res
 			continue
 		}
@@ -270,11 +273,21 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		}
 		return turns
 	}
+	// lqUsageOf is a held workload's LocalQueue usage, for the order of
+	// preemption candidates, where its queue is ordered by it.
+	lqUsageOf := func(h *hubHeld) *float64 {
+		if !afs.Orders(f.Hub.ClusterQueues[h.queue]) {
+			return nil
+		}
+		return ptr.To(lqUsage.Usage(h.wl))
+	}
 	var placeErr error
 	// evicted are the rows preempted at the hub in a pass, victimNote
-	// what their rows said then.
+	// what their rows said then; holds the quota held for a workload
+	// whose preemption at the hub freed it and that was not placed.
 	var evicted []int
 	victimNote := map[int]string{}
+	holds := map[int]hubHold{}
 	servePass := func(turns []*queue.Turn[int]) {
 		var pick func([]*strata.ClusterQueue, []int) int
 		if fair != nil {
@@ -298,6 +311,20 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					return false
 				}
 				item, wl, res, hubCQ := items[i], prepared[i].wl, prepared[i].res, prepared[i].cq
+				if hubCQ != nil && hub.books.InCycle(hubCQ.Name) {
+					// As the hub: nothing is dispatched from a queue in a
+					// cycle of Cohort parents.
+					res.Reason, res.Cluster = queue.CohortCycleMessage(hubCQ), new(string)
+					rows[i] = &res
+					return false
+				}
+				// What its earlier preemption at the hub freed is held for
+				// it: it is served on it, and holds it again if not placed.
+				hold, holding := holds[i]
+				if holding {
+					hub.books.Charge(hold.queue, hold.flavor, hold.need, -1)
+					delete(holds, i)
+				}
 				need := queue.WorkloadRequests(wl)
 				// As the hub: the flavors of its hub ClusterQueue whose quota holds
 				// it (hubFits), and those that hold its fewest pods when it may run
@@ -325,6 +352,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					for _, v := range victims {
 						f.evictAtHub(v, wl, hubCQ, hub.books, targets, rows[v.row])
 						evicted, victimNote[v.row] = append(evicted, v.row), rows[v.row].Reason
+						hold, holding = hubHold{queue: hubCQ.Name, flavor: v.flavor, need: need}, true
 						dispatched = slices.DeleteFunc(dispatched, func(d workload.Dispatched) bool { return d.Workload == v.wl })
 						hubVictims = append(hubVictims, v.wl.Namespace+"/"+v.wl.Name)
 					}
@@ -333,7 +361,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				if len(flavors) == 0 {
 					// As the hub: preempting at the hub what its queue's policy
 					// allows, for all of its pods or the most of them.
-					victims, why := hubReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, opts.PartialSlices)
+					victims, why := hubReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, lqUsageOf, opts.PartialSlices)
 					evict(victims)
 					if victims != nil {
 						flavors, quotaNotes, partialOnly = withinQuota()
@@ -446,7 +474,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 						return fleetPartially(wl, opts.PartialSlices, flavors, append(append(slices.Clip(eligible), short...), fewerOnly...), policy,
 							placement.SpreadAvoider(wl, dispatched), hubFits, quotaShortOf, preemptFor, reclaimFor)
 					}
-					pd, pc, victims, counts := partially(hubReclaimSearch(hub.books, hubCQ, held, wl, queuedAt[i], fair))
+					pd, pc, victims, counts := partially(hubReclaimSearch(hub.books, hubCQ, held, wl, queuedAt[i], fair, lqUsageOf))
 					if victims != nil {
 						evict(victims)
 						// As the hub once they are gone: all of its pods when
@@ -509,7 +537,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				}
 				if hubCQ != nil && (d.Cluster != "" || choice != nil) {
 					placed++
-					h := &hubHeld{row: i, key: fmt.Sprint(i), placedHere: true, queue: hubCQ.Name, cluster: d.Cluster, flavor: d.Flavor, wl: wl, need: need,
+					h := &hubHeld{row: i, key: fmt.Sprint(i), placedHere: true, queue: hubCQ.Name, cluster: d.Cluster, flavor: d.Flavor, wl: wl, need: need, queuedAt: queuedAt[i],
 						at: base.Add(time.Duration(len(items)+placed) * time.Second)}
 					if choice != nil {
 						h.cluster, h.flavor = choice.Cluster, choice.Flavor
@@ -520,10 +548,16 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					res.Preempts = append(res.Preempts, hubVictims...)
 					res.Reason += "; preempted at the hub to free its queue's quota: " + strings.Join(hubVictims, ", ")
 				}
-				if d.Cluster != "" && afs.Orders(hubCQ) {
+				if (d.Cluster != "" || choice != nil) && afs.Orders(hubCQ) {
 					// As the hub: a dispatch counts against its LocalQueue at once.
-					lqUsage.Admitted(wl)
+					lqUsage.Admitted(prepared[i].wl)
 					sortTurn(byQueue[hubCQ.Name])
+				}
+				if holding && d.Cluster == "" && choice == nil {
+					// As the hub: the quota its preemption freed stays held
+					// for it while it waits.
+					hub.books.Charge(hold.queue, hold.flavor, hold.need, 1)
+					holds[i] = hold
 				}
 				rows[i] = &res
 				// As the hub: a head that waits for capacity (not one that fits
@@ -552,13 +586,17 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 			if err != nil {
 				continue
 			}
+			hubCQ := f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
+			if !workload.IsActive(wl) || hubRefuses(wl, hubCQ) != "" {
+				continue // as the hub: not dispatched again; its row says it was preempted
+			}
 			wl = wl.DeepCopy()
 			wl.Status.Placement, wl.Status.Admission = nil, nil
 			if wl.CreationTimestamp.IsZero() {
 				wl.CreationTimestamp = metav1.NewTime(queuedAt[i])
 			}
 			hub.prioritize(wl)
-			prepared[i] = &fleetItem{wl: wl, res: res, cq: f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)}
+			prepared[i] = &fleetItem{wl: wl, res: res, cq: hubCQ}
 		}
 		evicted, byQueue, queueNames = nil, map[string]*queue.Turn[int]{}, nil
 		var again []int

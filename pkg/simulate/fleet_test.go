@@ -1013,6 +1013,8 @@ spec: {clusterQueue: other}
 // newest borrower, which waits again, for all of its pods, or for the
 // most of them when it may run with fewer.
 func TestFleetHubReclaim(t *testing.T) {
+	// Four one-CPU pods on nodes labelled gpu: yes, which no worker has.
+	unplaceable := strings.Replace(oneCPUJob("b1", "b", 4, ""), "  template:\n    spec:\n", "  template:\n    spec:\n      nodeSelector: {gpu: \"yes\"}\n", 1)
 	cases := []struct {
 		name string
 		// b1's pods, and its job-min-parallelism ("": none)
@@ -1020,6 +1022,7 @@ func TestFleetHubReclaim(t *testing.T) {
 		minPods  string
 		a2       int    // a2's pods (4 unless set)
 		a2Min    string // a2's job-min-parallelism
+		b1       string // b1's Job, when not oneCPUJob's
 		wantRows []string
 	}{
 		// As the hub serves its queues, a head of each in every round, and
@@ -1037,6 +1040,10 @@ func TestFleetHubReclaim(t *testing.T) {
 			wantRows: []string{"a1=true/2", "a2=false/0", "b0=true/1", "b0b=true/1", "b1=true/4"}},
 		{name: "not for all of them: none", pods: 8,
 			wantRows: []string{"a1=true/2", "a2=true/4", "b0=true/1", "b0b=true/1", "b1=false/0"}},
+		{name: "what the preemption freed held for a preemptor that fits no worker", b1: unplaceable,
+			// b1 selects nodes no worker has: it reclaims a2 at the hub
+			// and is placed nowhere; its quota stays held, and a2 waits.
+			wantRows: []string{"a1=true/2", "a2=false/0", "b0=true/1", "b0b=true/1", "b1=false/0"}},
 		{name: "the victim placed again by the next pass with what is left", pods: 2, a2Min: "1",
 			// b1 takes 2 of the 4 CPUs a2 borrowed; a2, back in its queue,
 			// runs with the 2 left.
@@ -1081,8 +1088,12 @@ spec: {clusterQueue: b}
 			if a2 == 0 {
 				a2 = 4
 			}
+			b1 := tc.b1
+			if b1 == "" {
+				b1 = oneCPUJob("b1", "b", tc.pods, tc.minPods)
+			}
 			hub := write(t, "hub.yaml", oneCPUJob("a1", "a", 2, "")+oneCPUJob("a2", "a", a2, tc.a2Min)+oneCPUJob("b0", "b", 1, "")+oneCPUJob("b0b", "b", 1, "")+
-				oneCPUJob("b1", "b", tc.pods, tc.minPods)+queues)
+				b1+queues)
 			results, err := runFleet(t, clusters, hub)
 			if err != nil {
 				t.Fatal(err)
@@ -1172,15 +1183,27 @@ value: 100
 `
 	}
 	high := strings.Replace(oneCPUJob("urgent", "train", 6, ""), "strata.dev/queue-name: train}", "strata.dev/queue-name: train, strata.dev/priority-class: high}", 1)
+	// urgent's equal, queued before running (created in 2026).
+	equal := strings.Replace(oneCPUJob("urgent", "train", 6, ""), "metadata: {name: urgent,", "metadata: {creationTimestamp: \"2025-01-01T00:00:00Z\", name: urgent,", 1)
 	for name, tc := range map[string]struct {
 		preemption string
+		job        string // the pending Job (high unless set)
 		want       []string
 	}{
 		"it holds the quota":               {want: []string{"running=true", "urgent=false"}},
 		"a preemption at the hub takes it": {preemption: "  preemption: {withinClusterQueue: LowerPriority}\n", want: []string{"running=false", "urgent=true"}},
+		"a preemption at the hub takes it when it was queued after the preemptor, of equal priority": {
+			preemption: "  preemption: {withinClusterQueue: LowerOrNewerEqualPriority}\n", job: equal, want: []string{"running=false", "urgent=true"}},
+		"nor when it was queued before it": {
+			preemption: "  preemption: {withinClusterQueue: LowerOrNewerEqualPriority}\n", job: strings.Replace(equal, "2025-", "2027-", 1), want: []string{"running=true", "urgent=false"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			results, err := runFleet(t, clusters, write(t, "hub.yaml", dispatched+high+queues(tc.preemption)))
+			job := high
+			if tc.job != "" {
+				job = tc.job
+			}
+			running := strings.Replace(dispatched, "metadata: {name: running,", "metadata: {creationTimestamp: \"2026-01-01T00:00:00Z\", name: running,", 1)
+			results, err := runFleet(t, clusters, write(t, "hub.yaml", running+job+queues(tc.preemption)))
 			if err != nil {
 				t.Fatal(err)
 			}

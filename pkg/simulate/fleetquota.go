@@ -29,6 +29,15 @@ type hubHeld struct {
 	wl              *strata.Workload // as placed (with fewer pods, sized)
 	need            corev1.ResourceList
 	at              time.Time // when it was placed: later is more recent
+	queuedAt        time.Time // when it was queued at the hub
+}
+
+// hubHold is the quota a preemption at the hub freed for a workload that
+// could not be placed then: the hub holds it for that workload (its
+// reclaim) until it is placed, so that the victims do not take it back.
+type hubHold struct {
+	queue, flavor string
+	need          corev1.ResourceList
 }
 
 // hubReclaim is the hub's quota preemption (hub/dispatch's reclaimQuota)
@@ -38,8 +47,9 @@ type hubHeld struct {
 // with what the quota holds), chosen on quota alone as the hub chooses
 // them. It returns the victims (nil: none helps) and why none does (""
 // when its queue preempts nothing); the caller evicts them.
-func hubReclaim(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy, partialSlices bool) ([]*hubHeld, string) {
-	search := hubReclaimSearch(books, cq, held, wl, queuedAt, fair)
+func hubReclaim(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy, usage func(*hubHeld) *float64,
+	partialSlices bool) ([]*hubHeld, string) {
+	search := hubReclaimSearch(books, cq, held, wl, queuedAt, fair, usage)
 	if search == nil {
 		return nil, ""
 	}
@@ -62,8 +72,10 @@ func hubReclaim(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl
 // hubReclaimSearch is the search for the workloads held whose preemption
 // at the hub frees the quota of cq for w (wl, or wl with fewer pods), on
 // quota alone as the hub searches (preemption.Reclaim); nil when cq
-// preempts nothing.
-func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy) func(w *strata.Workload) ([]*hubHeld, []string) {
+// preempts nothing. usage, when set, is a candidate's LocalQueue usage
+// under admission fair sharing (nil: its queue is not ordered by it).
+func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy,
+	usage func(*hubHeld) *float64) func(w *strata.Workload) ([]*hubHeld, []string) {
 	if cq == nil {
 		return nil
 	}
@@ -84,8 +96,11 @@ func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHe
 					continue
 				}
 				key := types.NamespacedName{Namespace: h.wl.Namespace, Name: h.wl.Name}
-				flavors[i].Cands = append(flavors[i].Cands, preemption.Workload{Key: key, Queue: h.queue, Priority: queue.Priority(h.wl),
-					AdmittedAt: h.at, Requests: h.need})
+				w := preemption.Workload{Key: key, Queue: h.queue, Priority: queue.Priority(h.wl), QueuedAt: h.queuedAt, AdmittedAt: h.at, Requests: h.need}
+				if usage != nil {
+					w.LocalQueueUsage = usage(h)
+				}
+				flavors[i].Cands = append(flavors[i].Cands, w)
 				of[key] = h
 			}
 		}
@@ -117,7 +132,7 @@ func hubHeightAfterReclaiming(books *queue.Books, cq *strata.ClusterQueue, held 
 			continue
 		}
 		cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: h.wl.Namespace, Name: h.wl.Name}, Queue: h.queue,
-			Priority: queue.Priority(h.wl), AdmittedAt: h.at, Requests: h.need})
+			Priority: queue.Priority(h.wl), QueuedAt: h.queuedAt, AdmittedAt: h.at, Requests: h.need})
 	}
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queuedAt, Requests: need}
 	result := preemption.Find(pre, policy, books, flavor, cands, preemption.QuotaOnly{})

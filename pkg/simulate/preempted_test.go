@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,5 +172,63 @@ func TestNoVictimAdmittedInTheRound(t *testing.T) {
 		if got[name] != want {
 			t.Errorf("%s = %q, want %q", name, got[name], want)
 		}
+	}
+}
+
+// TestJobsQueuedAtTheirCreation: a job's Workload is queued when the job
+// was created (its creationTimestamp in a cluster's dump, which lists by
+// name), not in the input's order: of two Jobs of one priority where one
+// fits, the older runs.
+func TestJobsQueuedAtTheirCreation(t *testing.T) {
+	cluster := write(t, "cluster.yaml", `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: h1, labels: {kubernetes.io/hostname: h1}}
+status: {allocatable: {cpu: "4", pods: "110"}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 100}]}]
+`)
+	job := func(name, created string) string {
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: ml, creationTimestamp: %q, labels: {strata.dev/queue-name: q}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "3"}}}]
+---
+`, name, created)
+	}
+	in, err := Load(cluster, write(t, "jobs.yaml", job("a-newer", "2026-02-01T00:00:00Z")+job("b-older", "2026-01-01T00:00:00Z")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range results {
+		got = append(got, fmt.Sprintf("%s=%v", r.Name, r.Admitted))
+	}
+	if diff := cmp.Diff([]string{"a-newer=false", "b-older=true"}, got); diff != "" {
+		t.Errorf("rows (-want,+got):\n%s", diff)
 	}
 }

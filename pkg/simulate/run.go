@@ -482,6 +482,9 @@ func toWorkload(item Item, queueOptional bool, opts tas.Options) (*strata.Worklo
 		gvk := item.Job.Kind().GroupVersionKind()
 		wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
 			Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true)}}
+		// Queued when its job was created (a cluster's dump has the
+		// time), as the Workload made for it at once is.
+		wl.CreationTimestamp = owner.GetCreationTimestamp()
 	}
 	res := Result{Name: wl.Name, Namespace: wl.Namespace, source: item.Source}
 	if item.Job != nil && !queueOptional && wl.Spec.QueueName == "" {

@@ -720,7 +720,7 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	if s.preemptions[key] == nil {
 		nominated, nominatedFit = s.round.nominate(books, cq, wl, func(flavor string) bool {
 			def, err := s.flavorReady(flavor)
-			return err == nil && workload.UntoleratedFlavorTaint(def, wl) == ""
+			return err == nil && workload.FlavorRefusal(def, wl) == ""
 		})
 	}
 	if nominatedFit {
@@ -1033,7 +1033,7 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 	if err != nil {
 		return nil, err
 	}
-	if why := workload.UntoleratedFlavorTaint(flavorDef, wl); why != "" {
+	if why := workload.FlavorRefusal(flavorDef, wl); why != "" {
 		return nil, inadmissibleError{errors.New(why)}
 	}
 	if fit := books.Check(cq.Name, fq.Name, queue.WorkloadRequests(wl), false); fit.Err != nil {
@@ -1201,7 +1201,7 @@ func (s *Scheduler) unitsCouldFit(cq *strata.ClusterQueue, flavors []strata.Flav
 		sub := workload.WithPodSets(wl, unit)
 		if !slices.ContainsFunc(flavors, func(fq strata.FlavorQuotas) bool {
 			def, err := s.flavorReady(fq.Name)
-			if err != nil || workload.UntoleratedFlavorTaint(def, sub) != "" {
+			if err != nil || workload.FlavorRefusal(def, sub) != "" {
 				return false
 			}
 			if fit := books.Check(cq.Name, fq.Name, queue.WorkloadRequests(sub), false); fit.Err != nil && fit.Never {

@@ -1179,6 +1179,13 @@ func otherNode(name, rack, cpu string) *corev1.Node {
 	return n
 }
 
+// podSetsPinned is a workload whose pod sets a hub pinned to flavors
+// ("name=flavor,...").
+func podSetsPinned(wl *strata.Workload, pins string) *strata.Workload {
+	metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.PodSetFlavorsAnnotation, pins)
+	return wl
+}
+
 // pinnedTo is a workload a hub pinned to flavor.
 func pinnedTo(wl *strata.Workload, flavor string) *strata.Workload {
 	metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.FlavorAnnotation, flavor)
@@ -1224,6 +1231,24 @@ func TestSchedulePinnedFlavor(t *testing.T) {
 			workloads: []*strata.Workload{pinnedTo(job("w", "cq", 1, nil, 0), "gone")},
 			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
 				Message: `cannot be admitted by ClusterQueue cq: ResourceFlavor "gone" does not exist`}},
+		},
+		"pod sets pinned to a flavor the queue does not have: Inadmissible, naming it": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("other").Obj(),
+			workloads: []*strata.Workload{podSetsPinned(job("w", "cq", 1, nil, 0), "main=tas-flavor")},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `the hub placed pod set main on flavor "tas-flavor" (annotation strata.dev/pod-set-flavors), which ClusterQueue "cq" does not have`}},
+		},
+		"pod sets pinned by an annotation that names a pod set the workload lacks: Inadmissible, naming it": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("other").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{podSetsPinned(job("w", "cq", 1, nil, 0), "main=other,launcher=other")},
+			want: map[string]outcome{"w": {Reason: ReasonInadmissible,
+				Message: `annotation strata.dev/pod-set-flavors="main=other,launcher=other": the workload has no pod set launcher`}},
+		},
+		"a pod set pinned to a full flavor: pending, the other flavor is not tried": {
+			queue:     testutil.MakeClusterQueue("cq").Flavor("other").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{podSetsPinned(job("w", "cq", 5, nil, 0), "main=tas-flavor")},
+			want: map[string]outcome{"w": {Reason: ReasonPending,
+				Message: "waiting for capacity: flavor tas-flavor: rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node)"}},
 		},
 		"under StrictFIFO, a head pinned to a flavor the queue lacks does not block it": {
 			queue:     strictFIFO(testutil.MakeClusterQueue("cq").Flavor("other").Obj()),
@@ -1534,6 +1559,8 @@ func TestSchedulePerPodSetFlavors(t *testing.T) {
 		// next: the flavor a workload of 2 pods in a rack, queued after
 		// it, is admitted on ("": none queued).
 		next string
+		// pins: the hub's strata.dev/pod-set-flavors on the copy.
+		pins string
 	}{
 		"both fit on the first flavor": {
 			queue: testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Flavor("other").Obj(),
@@ -1557,9 +1584,25 @@ func TestSchedulePerPodSetFlavors(t *testing.T) {
 			wl:    twoPodSets("w", 3, 3, true),
 			want:  placed{"main": "other", "second": "other"},
 		},
+		"pinned by the hub: each pod set on its own flavor, though both fit on the first": {
+			queue:   testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Flavor("other").Obj(),
+			wl:      twoPodSets("w", 2, 2, false),
+			pins:    "main=other,second=tas-flavor",
+			want:    placed{"main": "other", "second": "tas-flavor"},
+			message: "admitted by ClusterQueue cq on flavors other (pod set main), tas-flavor (pod set second)",
+		},
+		"pinned by the hub, both pod sets to the second flavor": {
+			queue: testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Flavor("other").Obj(),
+			wl:    twoPodSets("w", 2, 2, false),
+			pins:  "second=other,main=other",
+			want:  placed{"main": "other", "second": "other"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if tc.pins != "" {
+				metav1.SetMetaDataAnnotation(&tc.wl.ObjectMeta, strata.PodSetFlavorsAnnotation, tc.pins)
+			}
 			objs := []client.Object{tc.queue, tc.wl}
 			if tc.next != "" {
 				objs = append(objs, job("next", "cq", 2, nil, 1))

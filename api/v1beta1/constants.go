@@ -182,6 +182,13 @@ const (
 	// status.placement.podSetCounts): the hub placed it with fewer than
 	// it asks for (partial admission) and charged its quota for those.
 	PodSetCountsAnnotation = Prefix + "pod-set-counts"
+	// PodSetFlavorsAnnotation, on a hub's copy, pins each of its pod sets
+	// to a ResourceFlavor, as "name=flavor,...", every pod set named once:
+	// the hub placed its pod sets on different flavors of the worker (as
+	// the worker's agent admits a workload whose pod sets fit on no one
+	// flavor). The agent admits each pod set on its flavor alone and says
+	// so when its ClusterQueue lacks one; it rules over FlavorAnnotation.
+	PodSetFlavorsAnnotation = Prefix + "pod-set-flavors"
 	// DispatchWorkloadsAnnotation holds, on a copy the worker admits as
 	// several Workloads (a LeaderWorkerSet's groups), how many: the agent's
 	// summary lists the dispatch once all of them count.

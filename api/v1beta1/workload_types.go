@@ -409,6 +409,23 @@ type PodSetCount struct {
 	Count int32 `json:"count"`
 }
 
+// PodSetFlavor is the flavor of one pod set.
+type PodSetFlavor struct {
+	// name of the pod set.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// flavor the pod set is placed on.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Flavor string `json:"flavor"`
+}
+
 // Admission is how a workload was admitted.
 type Admission struct {
 	// clusterQueue that admitted the workload.
@@ -540,6 +557,21 @@ type Placement struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	PodSetCounts []PodSetCount `json:"podSetCounts,omitempty"`
+
+	// podSetFlavors, when set, are the flavors of the workload's pod sets
+	// on that cluster, which differ: its pod sets fit on no one flavor,
+	// and the hub placed each (or each PodSet group) on the first flavor
+	// of its ClusterQueue that holds it, as the worker's agent admits such
+	// a workload. flavor is then the first pod set's. Its queue is
+	// charged on each pod set's flavor, and the copy (annotation
+	// strata.dev/pod-set-flavors) is admitted with each pod set on its
+	// own.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	PodSetFlavors []PodSetFlavor `json:"podSetFlavors,omitempty"`
 
 	// topologyHint is the placement the hub planned for the current
 	// dispatch, per pod set at the worker summary's leaf level (what the

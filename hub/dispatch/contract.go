@@ -125,15 +125,13 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 	p.Cluster, p.Flavor = cluster, flavor
 	p.DispatchTime = ptr.To(metav1.NewMicroTime(now))
 	p.DispatchGeneration++
-	p.PreemptUpTo, p.TopologyHint, p.PodSetCounts = nil, "", nil
+	p.PreemptUpTo, p.TopologyHint, p.PodSetCounts, p.PodSetFlavors = nil, "", nil, nil
 	addAttempt(p, strata.PlacementAttempt{Cluster: cluster, Flavor: flavor, DispatchGeneration: p.DispatchGeneration,
 		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncateAttempt(reason)})
 	// Transitions at the dispatch's time (the hub's clock), not when the
 	// record is written: a dispatch journalled first reaches the status
 	// later (Journal), with the same record.
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
-		Reason: ReasonDispatched, Message: truncate(fmt.Sprintf("dispatched to %s (flavor %s); waiting for the worker to admit it. %s", cluster, flavor, reason)),
-		LastTransitionTime: metav1.NewTime(now)})
+	setDispatched(status, reason, now)
 	// Any take-back of an earlier dispatch is over, and so is an eviction
 	// at the hub (Evicting): True again would take this copy back.
 	meta.RemoveStatusCondition(&status.Conditions, strata.WorkloadCopyGoing)
@@ -145,6 +143,34 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 	}
 	return p.DispatchGeneration
 }
+
+// setDispatched sets the Admitted=False condition of the current
+// dispatch: where, and why (reason).
+func setDispatched(status *strata.WorkloadStatus, reason string, now time.Time) {
+	p := status.Placement
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: ReasonDispatched, Message: truncate(fmt.Sprintf("dispatched to %s (%s); waiting for the worker to admit it. %s", p.Cluster, FlavorWords(p), reason)),
+		LastTransitionTime: metav1.NewTime(now)})
+}
+
+// RecordSplit notes on the current dispatch (RecordDispatch's) that its
+// pod sets are placed on different flavors of its cluster (podSetFlavors,
+// each pod set's; none: all on the dispatch's flavor), and says so in the
+// Admitted condition.
+func RecordSplit(status *strata.WorkloadStatus, podSetFlavors []strata.PodSetFlavor) {
+	p := status.Placement
+	if p == nil || len(podSetFlavors) == 0 {
+		return
+	}
+	p.PodSetFlavors = slices.Clone(podSetFlavors)
+	if c := meta.FindStatusCondition(status.Conditions, strata.WorkloadAdmitted); c != nil && c.Reason == ReasonDispatched {
+		setDispatched(status, ChoiceReason(&strata.Workload{Status: *status}), c.LastTransitionTime.Time)
+	}
+}
+
+// FlavorWords names a placement's flavor for messages
+// (workload.FlavorWords).
+func FlavorWords(p *strata.Placement) string { return workload.FlavorWords(p) }
 
 // ChoiceReason is why the hub chose the current dispatch's worker, as
 // RecordDispatch noted it in the attempt (kept when the admission is
@@ -179,7 +205,7 @@ func RecordOutcome(status *strata.WorkloadStatus, result strata.PlacementResult,
 	} else {
 		addAttempt(p, a)
 	}
-	p.Cluster, p.Flavor, p.DispatchTime, p.PreemptUpTo, p.TopologyHint, p.PodSetCounts = "", "", nil, nil, "", nil
+	p.Cluster, p.Flavor, p.DispatchTime, p.PreemptUpTo, p.TopologyHint, p.PodSetCounts, p.PodSetFlavors = "", "", nil, nil, "", nil, nil
 	status.Admission = nil
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: reason, Message: truncate(fmt.Sprintf("%s: %s", a.Cluster, message))})
@@ -220,7 +246,7 @@ func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL 
 		changed = true
 	}
 	if meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue,
-		Reason: ReasonAdmitted, Message: truncate(fmt.Sprintf("admitted on %s, flavor %s", p.Cluster, p.Flavor)), LastTransitionTime: metav1.NewTime(now)}) {
+		Reason: ReasonAdmitted, Message: truncate(fmt.Sprintf("admitted on %s, %s", p.Cluster, FlavorWords(p))), LastTransitionTime: metav1.NewTime(now)}) {
 		changed = true
 	}
 	return changed
@@ -354,7 +380,15 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 	labels[strata.HubWorkloadUIDLabel] = string(wl.UID)
 	labels[strata.DispatchGenerationLabel] = strconv.FormatInt(generation, 10)
 	labels[strata.QueueNameLabel] = queue
-	annotations[strata.FlavorAnnotation] = flavor
+	// One flavor for the copy, or, when the hub placed its pod sets on
+	// different flavors, each pod set's.
+	delete(annotations, strata.PodSetFlavorsAnnotation)
+	if p := wl.Status.Placement; p != nil && len(p.PodSetFlavors) > 0 {
+		delete(annotations, strata.FlavorAnnotation)
+		annotations[strata.PodSetFlavorsAnnotation] = workload.FormatPodSetFlavors(p.PodSetFlavors)
+	} else {
+		annotations[strata.FlavorAnnotation] = flavor
+	}
 	delete(annotations, strata.DispatchTimeAnnotation)
 	if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
 		annotations[strata.DispatchTimeAnnotation] = p.DispatchTime.UTC().Format(metav1.RFC3339Micro)

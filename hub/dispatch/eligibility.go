@@ -213,7 +213,9 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 			}
 		}
 	}
-	charge := func(wl *strata.Workload, flavor, key string, preempts bool) {
+	// A split dispatch (podSetFlavors) is charged on each pod set's
+	// flavor whose summary does not count it yet.
+	charge := func(wl *strata.Workload, flavor string, podSetFlavors []strata.PodSetFlavor, key string, preempts bool) {
 		if preempts && !view.exact[cluster+"/"+flavor] {
 			// A copy marked to preempt: the agent holds its quota in the
 			// queue's status while its victims' pods end. (A summary's
@@ -222,21 +224,24 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 			// twice, on the safe side.)
 			return
 		}
-		if t := placement.Find(view.targets, cluster, flavor); t == nil || t.SummaryCounts(key) {
+		cq := d.landingOf(view, cluster, wl)
+		if cq == nil {
 			return
 		}
-		if cq := d.landingOf(view, cluster, wl); cq != nil {
-			books.Charge(cq.Name, flavor, queue.WorkloadUsage(wl), 1)
+		for f, rl := range queue.SplitUsage(wl, flavor, podSetFlavors) {
+			if t := placement.Find(view.targets, cluster, f); t != nil && !t.SummaryCounts(key) {
+				books.Charge(cq.Name, f, rl, 1)
+			}
 		}
 	}
 	for _, wl := range view.placedOn[cluster] {
 		_, flavor, gen, _ := Placed(wl)
-		charge(wl, flavor, Key(wl.UID, gen), wl.Status.Placement.PreemptUpTo != nil)
+		charge(wl, flavor, wl.Status.Placement.PodSetFlavors, Key(wl.UID, gen), wl.Status.Placement.PreemptUpTo != nil)
 	}
 	// Recorded by this process, not shown by the informer yet.
 	for _, f := range view.behind {
 		if f.cluster == cluster {
-			charge(f.wl, f.flavor, f.key, f.preempts)
+			charge(f.wl, f.flavor, f.podSetFlavors, f.key, f.preempts)
 		}
 	}
 }
@@ -268,9 +273,17 @@ func (d *Dispatcher) workerQuotaShort(view *passView, t *placement.Target, p pen
 
 // chargeWorker charges a dispatch to the worker queue's books of the
 // pass: the status the books come from does not show it yet.
-func (d *Dispatcher) chargeWorker(view *passView, cluster, flavor string, p pending) {
-	if cq, books := d.workerQuotaOf(view, cluster, p); books != nil {
-		books.Charge(cq.Name, flavor, p.need, 1)
+// usage is what the dispatch takes by flavor (nil: p's need on flavor).
+func (d *Dispatcher) chargeWorker(view *passView, cluster, flavor string, p pending, usage map[string]corev1.ResourceList) {
+	cq, books := d.workerQuotaOf(view, cluster, p)
+	if books == nil {
+		return
+	}
+	if usage == nil {
+		usage = map[string]corev1.ResourceList{flavor: p.need}
+	}
+	for f, need := range usage {
+		books.Charge(cq.Name, f, need, 1)
 	}
 }
 

@@ -106,7 +106,10 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, r
 		for _, wl := range placed {
 			cluster, flavor, gen, _ := Placed(wl)
 			key := Key(wl.UID, gen)
-			if cluster != t.Cluster || flavor != t.Flavor || t.HasReservation(key) {
+			// A split dispatch is reserved on each of its flavors with
+			// the pod sets placed there.
+			split, on := podSetsOn(wl, t.Flavor)
+			if cluster != t.Cluster || !on && flavor != t.Flavor || split && !on || t.HasReservation(key) {
 				continue
 			}
 			if p := wl.Status.Placement; p.PreemptUpTo != nil && !t.SummaryCounts(key) {
@@ -120,7 +123,11 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, r
 			// again only without a record that still fits the summary.
 			assignments := reserveRecorded(t, wl, key)
 			if assignments == nil {
-				dec := d.policy.Decide(placedAs(wl), []string{flavor}, []*placement.Target{t})
+				as := placedAs(wl)
+				if split {
+					as = workload.WithPodSets(as, podSetIndices(wl, t.Flavor))
+				}
+				dec := d.policy.Decide(as, []string{t.Flavor}, []*placement.Target{t})
 				if dec.Cluster == "" {
 					continue
 				}
@@ -130,7 +137,9 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, r
 				}
 				assignments = dec.Assignments()
 			}
-			if t.TakesCapacity(key) {
+			if t.TakesCapacity(key) && !split {
+				// (A split's hint would name the pod sets of one flavor
+				// only: its copy, if not created yet, goes without.)
 				// Not in the summary yet: maybe its copy is not created
 				// either (the copies controller forgets the hint when it
 				// sees the copy).
@@ -154,10 +163,14 @@ func reserveRecorded(t *placement.Target, wl *strata.Workload, key string) []*ta
 	if err != nil {
 		return nil
 	}
-	assignments := make([]*tas.Assignment, len(wl.Spec.PodSets))
-	requests := make([]corev1.ResourceList, len(wl.Spec.PodSets))
+	var assignments []*tas.Assignment
+	var requests []corev1.ResourceList
+	split, _ := podSetsOn(wl, t.Flavor)
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
+		if split && podSetFlavor(wl, ps.Name) != t.Flavor {
+			continue // reserved on its own flavor's target
+		}
 		a := hints[ps.Name]
 		if a == nil {
 			return nil
@@ -166,12 +179,50 @@ func reserveRecorded(t *placement.Target, wl *strata.Workload, key string) []*ta
 		// As a decision notes them: packing onto the summary's nodes
 		// keeps to those the pods may use.
 		a.Tolerations, a.NodeSelector, a.NodeAffinity = req.Tolerations, req.NodeSelector, req.NodeAffinity
-		assignments[i], requests[i] = a, req.PodRequests
+		assignments, requests = append(assignments, a), append(requests, req.PodRequests)
 	}
 	if err := t.Reserve(key, assignments, requests); err != nil {
 		return nil
 	}
 	return assignments
+}
+
+// podSetsOn says whether the hub placed wl's pod sets on different
+// flavors (status.placement.podSetFlavors), and if so, whether any is on
+// flavor.
+func podSetsOn(wl *strata.Workload, flavor string) (split, on bool) {
+	p := wl.Status.Placement
+	if p == nil || len(p.PodSetFlavors) == 0 {
+		return false, false
+	}
+	for _, f := range p.PodSetFlavors {
+		if f.Flavor == flavor {
+			return true, true
+		}
+	}
+	return true, false
+}
+
+// podSetFlavor is the flavor a split placement put pod set name on.
+func podSetFlavor(wl *strata.Workload, name string) string {
+	for _, f := range wl.Status.Placement.PodSetFlavors {
+		if f.Name == name {
+			return f.Flavor
+		}
+	}
+	return wl.Status.Placement.Flavor
+}
+
+// podSetIndices are the indices of wl's pod sets a split placement put on
+// flavor.
+func podSetIndices(wl *strata.Workload, flavor string) []int {
+	var out []int
+	for i := range wl.Spec.PodSets {
+		if podSetFlavor(wl, wl.Spec.PodSets[i].Name) == flavor {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // countReservations counts the reservations held on targets.

@@ -70,6 +70,8 @@ type JournalEntry struct {
 	TopologyHint string           `json:"topologyHint,omitempty"`
 	// PodSetCounts: placed with fewer pods (partial admission).
 	PodSetCounts []strata.PodSetCount `json:"podSetCounts,omitempty"`
+	// PodSetFlavors: pod sets placed on different flavors.
+	PodSetFlavors []strata.PodSetFlavor `json:"podSetFlavors,omitempty"`
 }
 
 // Key names the entry's Workload.
@@ -90,6 +92,7 @@ func ApplyEntry(wl *strata.Workload, e *JournalEntry) {
 	p.PreemptUpTo = e.PreemptUpTo
 	p.TopologyHint = e.TopologyHint
 	p.PodSetCounts = slices.Clone(e.PodSetCounts)
+	RecordSplit(&wl.Status, e.PodSetFlavors)
 	workload.Requeue(wl, true, e.Time.Time)
 }
 
@@ -100,7 +103,7 @@ func entryOf(recordedWL *strata.Workload) JournalEntry {
 	p := recordedWL.Status.Placement
 	e := JournalEntry{UID: recordedWL.UID, Namespace: recordedWL.Namespace, Name: recordedWL.Name, Generation: p.DispatchGeneration,
 		Cluster: p.Cluster, Flavor: p.Flavor, PreemptUpTo: p.PreemptUpTo, TopologyHint: p.TopologyHint,
-		PodSetCounts: slices.Clone(p.PodSetCounts)}
+		PodSetCounts: slices.Clone(p.PodSetCounts), PodSetFlavors: slices.Clone(p.PodSetFlavors)}
 	if p.DispatchTime != nil {
 		e.Time = *p.DispatchTime
 	}
@@ -394,5 +397,5 @@ func (j *Journal) Loaded() <-chan struct{} {
 
 // recordedOf is the dispatcher's memory of a journalled entry.
 func recordedOf(e JournalEntry) recorded {
-	return recorded{generation: e.Generation, cluster: e.Cluster, flavor: e.Flavor}
+	return recorded{generation: e.Generation, cluster: e.Cluster, flavor: e.Flavor, podSetFlavors: slices.Clone(e.PodSetFlavors)}
 }

@@ -75,6 +75,8 @@ type drainedWorkload struct {
 type inFlight struct {
 	wl                   *strata.Workload
 	cluster, flavor, key string
+	// podSetFlavors: its pod sets placed on different flavors.
+	podSetFlavors []strata.PodSetFlavor
 	// preempts: the copy is marked to preempt (its record's preemptUpTo).
 	preempts bool
 	// journal holds its record (wl does not have it yet).
@@ -123,7 +125,7 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 		if e.placed {
 			c.placed = append(c.placed, e.wl)
 			if charged := chargedQueue(e.wl, cq); charged != "" {
-				d.chargeUsage(c.usage, charged, e.flavor, e)
+				d.chargeUsage(c.usage, charged, e.flavor, e, e.wl.Status.Placement.PodSetFlavors)
 				c.dispatched = append(c.dispatched, dispatched{e: e, queue: charged})
 			}
 			// HoldAndDrain takes every copy back; Hold those not
@@ -140,9 +142,9 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 		if written && r.generation > e.generation {
 			// Dispatched by this process; the informer is behind.
 			if cq != nil {
-				d.chargeUsage(c.usage, cq.Name, r.flavor, e)
+				d.chargeUsage(c.usage, cq.Name, r.flavor, e, r.podSetFlavors)
 			}
-			f := inFlight{wl: e.wl, cluster: r.cluster, flavor: r.flavor, key: Key(e.uid, r.generation), journal: d.journal}
+			f := inFlight{wl: e.wl, cluster: r.cluster, flavor: r.flavor, podSetFlavors: r.podSetFlavors, key: Key(e.uid, r.generation), journal: d.journal}
 			if d.journal != nil {
 				// Whether the copy is marked to preempt, from the journal
 				// until the status shows the record.
@@ -247,6 +249,8 @@ func (d *Dispatcher) markDrained(ctx context.Context, v drainedWorkload, writes 
 type recorded struct {
 	generation      int64
 	cluster, flavor string
+	// podSetFlavors: its pod sets placed on different flavors.
+	podSetFlavors []strata.PodSetFlavor
 }
 
 // forgetRecorded drops the dispatches the informer shows now, and those
@@ -380,10 +384,17 @@ func (d *Dispatcher) job(ctx context.Context, e *entry) (*jobEntry, error) {
 }
 
 // chargeUsage adds a dispatched Workload's requests, less its reclaimable
-// pods', to its queue's usage of its flavor.
-func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor string, e *entry) {
+// pods', to its queue's usage of its flavor, or, with its pod sets placed
+// on different flavors (podSetFlavors), of each pod set's.
+func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList, cq, flavor string, e *entry, podSetFlavors []strata.PodSetFlavor) {
 	if usage[cq] == nil {
 		usage[cq] = map[string]corev1.ResourceList{}
+	}
+	if len(podSetFlavors) > 0 {
+		for f, rl := range queue.SplitUsage(e.wl, flavor, podSetFlavors) {
+			queue.AddRequests(usage[cq], f, rl)
+		}
+		return
 	}
 	queue.AddRequests(usage[cq], flavor, e.charged())
 }

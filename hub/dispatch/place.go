@@ -202,7 +202,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 			}
 		}
 	}
-	if len(flavors) == 0 && len(partialFlavors) == 0 {
+	if len(flavors) == 0 && len(partialFlavors) == 0 && !splittable(p) {
 		message := "no flavor of ClusterQueue " + cq.Name + " has quota left: " + strings.Join(notes, "; ")
 		if reclaiming := d.reclaimQuota(ctx, cq, books, view, p, writes); reclaiming != "" {
 			message += "; " + reclaiming
@@ -210,6 +210,8 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		d.wait(ctx, p, ReasonPending, message)
 		return true, 0, nil
 	}
+	// (One whose pod sets may go on different flavors is tried so by
+	// decide: each may be within quota on its own.)
 	// A refusal for a queue fact of the worker's (no namespace, no
 	// LocalQueue) keeps no backoff where the hub reads those facts: they
 	// are checked below, and the workload goes there once they are fixed.
@@ -270,7 +272,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		err := d.dispatchPreemption(ctx, targets, cq, placed, choice, now, books, writes)
 		dispatched = err == nil
 		if dispatched {
-			d.chargeWorker(view, choice.Cluster, choice.Flavor, placed)
+			d.chargeWorker(view, choice.Cluster, choice.Flavor, placed, nil)
 			if view.onDispatch != nil {
 				view.onDispatch(placed.wl)
 			}
@@ -292,7 +294,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	err = d.dispatch(ctx, targets, cq, placed, dec, o.message, now, books, writes)
 	dispatched = err == nil
 	if dispatched {
-		d.chargeWorker(view, dec.Cluster, dec.Flavor, placed)
+		d.chargeWorker(view, dec.Cluster, dec.Flavor, placed, decisionUsage(placed, dec))
 		if view.onDispatch != nil {
 			view.onDispatch(placed.wl)
 		}
@@ -376,6 +378,9 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	}
 	flavors, partialFlavors = withLevels(flavors), withLevels(partialFlavors)
 	if len(flavors) == 0 && len(partialFlavors) == 0 {
+		if split := d.decideSplit(targets, cq, view, p, books, backoffs, now, nil); split != nil {
+			return waitOutcome{message: placeReason(split.Reason, len(split.Candidates), nil, notes)}, split, nil, nil
+		}
 		if len(mismatches) == 0 {
 			return waitOutcome{reason: ReasonPending}, nil, nil, nil // no quota: placeOne says so
 		}
@@ -432,6 +437,15 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 	dec := &placement.Decision{Reason: "all of its pods are within quota on no flavor"}
 	if !partialOnly {
 		dec = d.policy.DecideAvoiding(wl, shape, flavors, eligible, avoid)
+		if dec.Cluster == "" {
+			// Its pod sets may fit on different flavors of a worker, as
+			// its agent admits them, before any preemption (Kueue's
+			// flavor assigner: a fit beats a preemption).
+			if split := d.decideSplit(targets, cq, view, p, books, backoffs, now, dec); split != nil {
+				metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
+				return waitOutcome{message: placeReason(split.Reason, len(split.Candidates), excluded, notes), retry: retry}, split, nil, nil
+			}
+		}
 	}
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := placeReason(dec.Reason, len(dec.Candidates), excluded, notes)
@@ -680,6 +694,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	books *queue.Books, writes *passWrites) error {
 	wl := p.wl.DeepCopy()
 	gen := d.pastBurned(wl, RecordDispatch(&wl.Status, dec.Cluster, dec.Flavor, reason, d.dispatchTime(now)))
+	RecordSplit(&wl.Status, dec.PodSetFlavors())
 	workload.Requeue(wl, true, now) // Kueue's Requeued=True, in the record's write
 	wl.Status.Placement.PodSetCounts = podSetCounts(wl, p.counts)
 	key := Key(wl.UID, gen)
@@ -701,10 +716,12 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	d.mu.Unlock()
 	d.fleet.SetHint(key, dec.Assignments())
 	d.fleet.NoteDispatched(key)
-	books.Charge(cq.Name, dec.Flavor, p.need, 1)
+	for f, need := range decisionUsage(p, dec) {
+		books.Charge(cq.Name, f, need, 1)
+	}
 	recordedFn := func() {
 		d.mu.Lock()
-		d.recorded[wl.UID] = recorded{generation: gen, cluster: dec.Cluster, flavor: dec.Flavor}
+		d.recorded[wl.UID] = recorded{generation: gen, cluster: dec.Cluster, flavor: dec.Flavor, podSetFlavors: dec.PodSetFlavors()}
 		delete(d.waiting, wl.UID)
 		d.mu.Unlock()
 		metrics.HubDecisions.WithLabelValues(dec.Cluster, dec.Flavor).Inc()
@@ -733,6 +750,16 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 		return nil
 	})
 	return nil
+}
+
+// decisionUsage is what a decision charges p's queue, by flavor: p's need
+// on the decision's flavor, or, with its pod sets placed on different
+// flavors, each pod set's requests on its own.
+func decisionUsage(p pending, dec *placement.Decision) map[string]corev1.ResourceList {
+	if !dec.Split() {
+		return map[string]corev1.ResourceList{dec.Flavor: p.need}
+	}
+	return queue.SplitUsage(p.wl, dec.Flavor, dec.PodSetFlavors())
 }
 
 // dispatchPreemption dispatches p to the one worker where preempting lets

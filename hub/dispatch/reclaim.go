@@ -51,6 +51,21 @@ type dispatched struct {
 	queue string
 }
 
+// usageOn is what a dispatched Workload holds of its queue's quota on
+// flavor: all it is charged on the flavor it is dispatched on, or, with
+// its pod sets placed on different flavors, their share on flavor; false
+// when it holds nothing there.
+func (v *dispatched) usageOn(flavor string) (corev1.ResourceList, bool) {
+	if p := v.e.wl.Status.Placement; p != nil && len(p.PodSetFlavors) > 0 {
+		u, ok := queue.PlacedUsage(v.e.wl, v.e.flavor)[flavor]
+		return u, ok
+	}
+	if v.e.flavor != flavor {
+		return nil, false
+	}
+	return v.e.charged(), true
+}
+
 // Evicting says whether a dispatched hub Workload is being evicted by the
 // hub (Evicted=True while it is placed): the copies controller takes its
 // copy back. A new dispatch sets Evicted to False (RecordDispatch).
@@ -113,11 +128,12 @@ func heightAfterReclaiming(cq *strata.ClusterQueue, flavor string, books *queue.
 	var cands []preemption.Workload
 	for i := range dispatched {
 		v := &dispatched[i]
-		if v.e.flavor != flavor || v.e.uid == p.uid || (v.queue != cq.Name && !books.Peer(cq.Name, v.queue)) || Evicting(v.e.wl) {
+		usage, on := v.usageOn(flavor)
+		if !on || v.e.uid == p.uid || (v.queue != cq.Name && !books.Peer(cq.Name, v.queue)) || Evicting(v.e.wl) {
 			continue
 		}
 		cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
-			Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.charged()})
+			Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: usage})
 	}
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: p.namespace, Name: p.name}, Queue: cq.Name, Priority: p.priority, QueuedAt: p.queuedAt, Requests: p.need}
 	result := preemption.Find(pre, policy, books, flavor, cands, preemption.QuotaOnly{})
@@ -333,11 +349,12 @@ func reclaimSearch(cq *strata.ClusterQueue, books *queue.Books, view *passView, 
 		flavors[i].Name = fq.Name
 		for j := range view.dispatched {
 			v := &view.dispatched[j]
-			if v.e.flavor != fq.Name || v.e.uid == p.uid || (v.queue != cq.Name && !books.Peer(cq.Name, v.queue)) {
+			usage, on := v.usageOn(fq.Name)
+			if !on || v.e.uid == p.uid || (v.queue != cq.Name && !books.Peer(cq.Name, v.queue)) {
 				continue
 			}
 			w := preemption.Workload{Key: types.NamespacedName{Namespace: v.e.namespace, Name: v.e.name}, Queue: v.queue,
-				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: v.e.charged()}
+				Priority: v.e.priority, QueuedAt: v.e.queuedAt, AdmittedAt: admittedAt(v.e.wl), Requests: usage}
 			if view.afsScoped[v.queue] && view.lqUsage != nil {
 				// Admission fair sharing: the LocalQueue that consumed
 				// more gives first.

@@ -116,7 +116,7 @@ func TestWorkerQuotaShort(t *testing.T) {
 		if got, _ := d.workerQuotaShort(view, tg, p, nil, false); got != "" {
 			t.Fatalf("first: %q, want room", got)
 		}
-		d.chargeWorker(view, "w1", "gpu", p)
+		d.chargeWorker(view, "w1", "gpu", p, nil)
 		if got, _ := d.workerQuotaShort(view, tg, p, nil, false); got == "" {
 			t.Errorf("after a dispatch of 2 of the 2 CPUs left: room, want none")
 		}

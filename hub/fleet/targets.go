@@ -43,7 +43,9 @@ func (f *Fleet) WithTargets(ctx context.Context, workers []Worker, now time.Time
 }
 
 // Release ends the reservation key on a worker's flavor, if any: the
-// dispatch was undone, or its copy finished.
+// dispatch was undone, or its copy finished. A dispatch whose pod sets
+// the hub placed on different flavors (status.placement.podSetFlavors)
+// holds a reservation on each: every flavor of the worker is released.
 func (f *Fleet) Release(worker, flavor, key string) {
 	f.ForgetHint(key)
 	f.hmu.Lock()
@@ -53,6 +55,11 @@ func (f *Fleet) Release(worker, flavor, key string) {
 	defer f.tmu.Unlock()
 	if t := f.targets[worker][flavor]; t != nil {
 		t.Release(key)
+	}
+	for name, t := range f.targets[worker] {
+		if name != flavor {
+			t.Release(key)
+		}
 	}
 }
 

@@ -85,6 +85,14 @@ func newWorkloadRows(wls []strata.Workload) []WorkloadRowView {
 		}
 		if p := wl.Status.Placement; p != nil {
 			r.Cluster, r.Flavor = p.Cluster, p.Flavor
+			if len(p.PodSetFlavors) > 0 {
+				// Its pod sets placed on different flavors: each once.
+				var flavors []string
+				for _, f := range p.PodSetFlavors {
+					flavors = append(flavors, f.Flavor)
+				}
+				r.Flavor = joinDistinct(flavors)
+			}
 		}
 		switch {
 		case meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
@@ -101,11 +109,9 @@ func newWorkloadRows(wls []strata.Workload) []WorkloadRowView {
 				// may be admitted on different flavors.
 				var flavors []string
 				for _, psa := range wl.Status.Admission.PodSetAssignments {
-					if !slices.Contains(flavors, psa.Flavor) {
-						flavors = append(flavors, psa.Flavor)
-					}
+					flavors = append(flavors, psa.Flavor)
 				}
-				r.Flavor = strings.Join(flavors, ", ")
+				r.Flavor = joinDistinct(flavors)
 			}
 		case r.Cluster != "":
 			r.State = stateDispatched
@@ -678,4 +684,15 @@ only, prints the URL and opens nothing.`,
 	_ = cmd.Flags().MarkHidden("output")
 	cmd.Flags().StringVar(&address, "address", "127.0.0.1:8001", "the loopback address and port to serve on (port 0 picks one)")
 	return cmd
+}
+
+// joinDistinct joins names, each once, in the order first seen.
+func joinDistinct(names []string) string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
 }

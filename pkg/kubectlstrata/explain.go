@@ -133,6 +133,9 @@ type DispatchView struct {
 	Generation     string `json:"generation,omitempty"`
 	// Flavor is the flavor the hub pinned.
 	Flavor string `json:"flavor,omitempty"`
+	// PodSetFlavors are the flavors the hub pinned its pod sets to, as
+	// "name=flavor,..." (strata.dev/pod-set-flavors).
+	PodSetFlavors string `json:"podSetFlavors,omitempty"`
 }
 
 // PlacementView is a hub Workload's status.placement.
@@ -147,8 +150,11 @@ type PlacementView struct {
 	PreemptUpTo *int32 `json:"preemptUpTo,omitempty"`
 	// PodSetCounts: placed with fewer pods than it asks for (partial
 	// admission), as "name=count,...".
-	PodSetCounts string        `json:"podSetCounts,omitempty"`
-	Attempts     []AttemptView `json:"attempts,omitempty"`
+	PodSetCounts string `json:"podSetCounts,omitempty"`
+	// PodSetFlavors: its pod sets placed on different flavors of Cluster,
+	// as "name=flavor,...".
+	PodSetFlavors string        `json:"podSetFlavors,omitempty"`
+	Attempts      []AttemptView `json:"attempts,omitempty"`
 }
 
 // AttemptView is one dispatch and its outcome.
@@ -496,17 +502,21 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 	if v.Queue == "" {
 		v.Queue = job.Object().GetLabels()[strata.QueueNameLabel]
 	}
-	if !hub && (wl.Labels[strata.HubWorkloadUIDLabel] != "" || workload.PinnedFlavor(wl) != "") {
+	if !hub && (wl.Labels[strata.HubWorkloadUIDLabel] != "" || workload.PinnedFlavor(wl) != "" || wl.Annotations[strata.PodSetFlavorsAnnotation] != "") {
 		v.Dispatch = &DispatchView{
 			Origin:         wl.Labels[strata.OriginLabel],
 			HubWorkloadUID: wl.Labels[strata.HubWorkloadUIDLabel],
 			Generation:     wl.Labels[strata.DispatchGenerationLabel],
 			Flavor:         workload.PinnedFlavor(wl),
+			PodSetFlavors:  wl.Annotations[strata.PodSetFlavorsAnnotation],
 		}
 	}
 	if p := wl.Status.Placement; p != nil {
 		v.Placement = &PlacementView{Cluster: p.Cluster, Flavor: p.Flavor, DispatchGeneration: p.DispatchGeneration, PreemptUpTo: p.PreemptUpTo,
 			PodSetCounts: workload.FormatPodSetCounts(p.PodSetCounts)}
+		if len(p.PodSetFlavors) > 0 {
+			v.Placement.PodSetFlavors = workload.FormatPodSetFlavors(p.PodSetFlavors)
+		}
 		for _, a := range p.Attempts {
 			v.Placement.Attempts = append(v.Placement.Attempts, AttemptView{
 				Cluster: a.Cluster, Flavor: a.Flavor, DispatchGeneration: a.DispatchGeneration,
@@ -604,13 +614,21 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 		add(conditionLines("Finished:", v.Finished, now)...)
 	}
 	if d := v.Dispatch; d != nil {
-		add(wrap("Dispatch:   ", "            ", fmt.Sprintf("copy of hub Workload %s (dispatch %s) from hub %s; flavor pinned: %s",
-			orDash(d.HubWorkloadUID), orDash(d.Generation), orDash(d.Origin), orDash(d.Flavor)))...)
+		pinned := "flavor pinned: " + orDash(d.Flavor)
+		if d.PodSetFlavors != "" {
+			pinned = "pod sets pinned to flavors: " + d.PodSetFlavors
+		}
+		add(wrap("Dispatch:   ", "            ", fmt.Sprintf("copy of hub Workload %s (dispatch %s) from hub %s; %s",
+			orDash(d.HubWorkloadUID), orDash(d.Generation), orDash(d.Origin), pinned))...)
 	}
 	if p := v.Placement; p != nil {
 		switch {
 		case p.Cluster != "":
-			add(fmt.Sprintf("Placement:  %s, flavor %s (dispatch generation %d)", p.Cluster, orDash(p.Flavor), p.DispatchGeneration))
+			if p.PodSetFlavors != "" {
+				add(fmt.Sprintf("Placement:  %s, pod sets on flavors %s (dispatch generation %d)", p.Cluster, p.PodSetFlavors, p.DispatchGeneration))
+			} else {
+				add(fmt.Sprintf("Placement:  %s, flavor %s (dispatch generation %d)", p.Cluster, orDash(p.Flavor), p.DispatchGeneration))
+			}
 			if p.PreemptUpTo != nil {
 				add(fmt.Sprintf("            fits nowhere as the fleet stands: %s preempts workloads of priority ≤ %d for it", p.Cluster, *p.PreemptUpTo))
 			}

@@ -231,6 +231,21 @@ Admission:  ClusterQueue cq
     block-1/rack-2  2 pods
 `,
 		},
+		"a hub Workload whose pod sets are on different flavors, and its copy": {
+			view: ExplainView{
+				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "jobset-train", Queue: "team-a",
+				Placement: &PlacementView{Cluster: "w1", Flavor: "cpu", PodSetFlavors: "driver=cpu,workers=gpu", DispatchGeneration: 1},
+				Dispatch:  &DispatchView{Origin: "strata-hub", HubWorkloadUID: "hub-uid", Generation: "1", PodSetFlavors: "driver=cpu,workers=gpu"},
+			},
+			want: `Job:        ml/train
+Workload:   jobset-train (on the hub)
+Queue:      team-a
+Admitted:   Unknown (no condition yet)
+Dispatch:   copy of hub Workload hub-uid (dispatch 1) from hub strata-hub; pod sets pinned to
+            flavors: driver=cpu,workers=gpu
+Placement:  w1, pod sets on flavors driver=cpu,workers=gpu (dispatch generation 1)
+`,
+		},
 		"a hub Workload deleted, waiting for its copy": {
 			view: ExplainView{
 				Role: "hub", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",

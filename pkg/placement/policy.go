@@ -16,7 +16,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
@@ -94,7 +93,10 @@ type Decision struct {
 
 // PodSetPlacement is one pod set's planned assignment.
 type PodSetPlacement struct {
-	Name       string
+	Name string
+	// Flavor is the pod set's flavor: the decision's, or, when it places
+	// pod sets on different flavors (DecideSplit), its own.
+	Flavor     string
 	Assignment *tas.Assignment
 	// Requests are one pod's requests, for Target.Reserve.
 	Requests corev1.ResourceList
@@ -203,7 +205,7 @@ func (p *Policy) DecideAvoiding(wl *strata.Workload, shape string, flavors []str
 		a := answers[Find(targets, best.Cluster, best.Flavor)]
 		for i := range wl.Spec.PodSets {
 			ps := &wl.Spec.PodSets[i]
-			d.PodSets = append(d.PodSets, PodSetPlacement{Name: ps.Name, Assignment: a.assignments[i], Requests: workload.Request(ps).PodRequests})
+			d.PodSets = append(d.PodSets, PodSetPlacement{Name: ps.Name, Flavor: best.Flavor, Assignment: a.assignments[i], Requests: workload.Request(ps).PodRequests})
 		}
 		d.Reason = fmt.Sprintf("%s: %s", label(best), best.Reason)
 		if len(d.Candidates) > 1 {
@@ -246,26 +248,26 @@ func (p *Policy) DecideAvoiding(wl *strata.Workload, shape string, flavors []str
 // splitHint says, of a workload with several flavor assignment units (pod
 // sets, or PodSet groups: workload.FlavorUnits) that fits on no one
 // target, on which clusters its units would fit now on different flavors,
-// as the clusters' agents admit them; the hub places a workload on one
-// flavor. "" when none, or when it has a single unit. Quota is not
-// looked at: it is a hint, for the reason.
+// as the clusters' agents admit them. "" when none, or when it has a
+// single unit. Quota is not looked at: it is a hint, for the reason of a
+// workload DecideSplit does not place either.
 func (p *Policy) splitHint(wl *strata.Workload, flavors []string, targets []*Target) string {
-	if len(wl.Spec.PodSets) < 2 || len(workload.FlavorUnits(wl)) < 2 {
+	fits := p.splitClusters(wl, flavors, targets, func(t *Target) *tas.Snapshot { return t.free })
+	if len(fits) == 0 {
 		return ""
 	}
-	byCluster := map[string][]*Target{}
-	var clusters []string
-	for _, f := range flavors {
-		for _, t := range targets {
-			if t.Flavor != f || t.Unavailable != "" || !t.Loaded() {
-				continue
-			}
-			if _, ok := byCluster[t.Cluster]; !ok {
-				clusters = append(clusters, t.Cluster)
-			}
-			byCluster[t.Cluster] = append(byCluster[t.Cluster], t)
-		}
+	return fmt.Sprintf("its pod sets would fit on different flavors of %s, capacity alone considered (the hub places them so where its ClusterQueue's quota holds each on its flavor: DecideSplit)",
+		strings.Join(fits, ", "))
+}
+
+// splitClusters are the clusters (in name order) where the units of wl,
+// a workload of several, fit on different flavors of snapshot's, quota
+// not looked at; none when it has a single unit.
+func (p *Policy) splitClusters(wl *strata.Workload, flavors []string, targets []*Target, snapshot func(*Target) *tas.Snapshot) []string {
+	if len(wl.Spec.PodSets) < 2 || len(workload.FlavorUnits(wl)) < 2 {
+		return nil
 	}
+	clusters, byCluster := byClusterInOrder(flavors, targets)
 	slices.Sort(clusters)
 	var fits []string
 	for _, c := range clusters {
@@ -273,11 +275,7 @@ func (p *Policy) splitHint(wl *strata.Workload, flavors []string, targets []*Tar
 		if len(ts) < 2 {
 			continue
 		}
-		units := make([]workload.UnitFlavor, len(ts))
-		for i, t := range ts {
-			units[i] = workload.UnitFlavor{Def: &strata.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: t.Flavor}},
-				Snapshot: t.free, TopologyName: cmp.Or(t.Topology, "of flavor "+t.Flavor)}
-		}
+		units := unitFlavors(ts, snapshot)
 		placed, ok := workload.PlaceByUnit(wl, units, func(int, *strata.Workload) workload.QuotaAnswer {
 			return workload.QuotaAnswer{Fits: true}
 		}, false, p.opts)
@@ -289,11 +287,7 @@ func (p *Policy) splitHint(wl *strata.Workload, flavors []string, targets []*Tar
 			fits = append(fits, c)
 		}
 	}
-	if len(fits) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("its pod sets would fit on different flavors of %s, as that cluster's agent admits them, but the hub places a workload on one flavor: submit it on that cluster, or give one flavor room for all its pod sets",
-		strings.Join(fits, ", "))
+	return fits
 }
 
 // Options are the engine options the policy places with.
@@ -317,20 +311,6 @@ func (d *Decision) Assignments() []*tas.Assignment {
 		out[i] = ps.Assignment
 	}
 	return out
-}
-
-// Reserve takes the decision's capacity on its chosen target (one of
-// targets), under key, until Target.Release.
-func (d *Decision) Reserve(targets []*Target, key string) error {
-	t := Find(targets, d.Cluster, d.Flavor)
-	if t == nil {
-		return fmt.Errorf("no target %s/%s to reserve %s on", d.Cluster, d.Flavor, key)
-	}
-	requests := make([]corev1.ResourceList, len(d.PodSets))
-	for i, ps := range d.PodSets {
-		requests[i] = ps.Requests
-	}
-	return t.Reserve(key, d.Assignments(), requests)
 }
 
 func label(c Candidate) string { return c.Cluster + "/" + c.Flavor }

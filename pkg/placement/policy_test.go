@@ -616,10 +616,10 @@ func TestReservationKeepsTheDomainsLeft(t *testing.T) {
 }
 
 // TestSplitHint: a workload whose pod sets fit on a cluster only on
-// different flavors fits nowhere at the hub, which places a workload on
-// one flavor; its reason says where the agent would admit it split.
+// different flavors fits on no one target; Decide's reason says where
+// they would fit split (DecideSplit places them so, quota permitting).
 func TestSplitHint(t *testing.T) {
-	const hint = "its pod sets would fit on different flavors of a, as that cluster's agent admits them"
+	const hint = "its pod sets would fit on different flavors of a, capacity alone considered"
 	twoPodSets := func(group bool) *strata.Workload {
 		wl := testutil.MakeWorkload("w", "default").PodSets(
 			testutil.MakePodSet("driver", 1, gpu, "6").Required(rack).Obj(),

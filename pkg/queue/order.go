@@ -151,14 +151,6 @@ func AddRequests(usage map[string]corev1.ResourceList, flavor string, requests c
 	}
 }
 
-// ChargeUsage adds a Workload's requests to usage (by flavor) of the
-// flavor it is dispatched on, pod set by pod set (TotalRequests).
-func ChargeUsage(usage map[string]corev1.ResourceList, flavor string, wl *strata.Workload) {
-	for i := range wl.Spec.PodSets {
-		AddRequests(usage, flavor, TotalRequests(&wl.Spec.PodSets[i]))
-	}
-}
-
 // CheckQuota says whether the workload fits in the flavor's quotas given
 // what is used of them; never is true when it is larger than a whole quota.
 func CheckQuota(fq strata.FlavorQuotas, used corev1.ResourceList, wl *strata.Workload) (err error, never bool) {
@@ -207,6 +199,45 @@ func WorkloadUsage(wl *strata.Workload) corev1.ResourceList {
 		}
 	}
 	return used
+}
+
+// PlacedUsage is what a hub Workload dispatched on flavor uses of its
+// queue's quota, by flavor: WorkloadUsage on flavor, or, when the hub
+// placed its pod sets on different flavors (status.placement.
+// podSetFlavors), each pod set's share on its own flavor (a pod set the
+// list does not name on flavor).
+func PlacedUsage(wl *strata.Workload, flavor string) map[string]corev1.ResourceList {
+	var podSetFlavors []strata.PodSetFlavor
+	if p := wl.Status.Placement; p != nil {
+		podSetFlavors = p.PodSetFlavors
+	}
+	return SplitUsage(wl, flavor, podSetFlavors)
+}
+
+// SplitUsage is PlacedUsage with the pod sets' flavors given (none: all
+// on flavor).
+func SplitUsage(wl *strata.Workload, flavor string, podSetFlavors []strata.PodSetFlavor) map[string]corev1.ResourceList {
+	if len(podSetFlavors) == 0 {
+		return map[string]corev1.ResourceList{flavor: WorkloadUsage(wl)}
+	}
+	out := map[string]corev1.ResourceList{}
+	for i := range wl.Spec.PodSets {
+		ps := wl.Spec.PodSets[i]
+		on := flavor
+		for _, f := range podSetFlavors {
+			if f.Name == ps.Name {
+				on = f.Flavor
+			}
+		}
+		ps.Count = ChargedCount(wl, i)
+		for _, r := range wl.Status.ReclaimablePods {
+			if r.Name == ps.Name {
+				ps.Count = max(ps.Count-r.Count, 0)
+			}
+		}
+		AddRequests(out, on, TotalRequests(&ps))
+	}
+	return out
 }
 
 // ChargedLess says whether a workload is charged less than

@@ -37,9 +37,33 @@ func Flavors(cq *strata.ClusterQueue) []strata.FlavorQuotas {
 // the pinned flavor it returns why, for an Inadmissible condition: nothing
 // but a change of the ClusterQueue (whose event brings a pass) can let the
 // workload in.
+//
+// A copy whose pod sets the hub pinned to different flavors (the
+// strata.dev/pod-set-flavors annotation) is tried on those flavors, in the
+// queue's order; each pod set only on its own (workload.FlavorRefusal).
 func FlavorsFor(cq *strata.ClusterQueue, wl *strata.Workload) ([]strata.FlavorQuotas, string) {
-	pinned := workload.PinnedFlavor(wl)
 	flavors := Flavors(cq)
+	pins, err := workload.PinnedPodSetFlavors(wl)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if pins != nil {
+		var out []strata.FlavorQuotas
+		for _, ps := range wl.Spec.PodSets {
+			pinned := pins[ps.Name]
+			i := slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return fq.Name == pinned })
+			if i < 0 {
+				return nil, fmt.Sprintf("the hub placed pod set %s on flavor %q (annotation %s), which ClusterQueue %q does not have", ps.Name, pinned, strata.PodSetFlavorsAnnotation, cq.Name)
+			}
+		}
+		for _, fq := range flavors {
+			if slices.ContainsFunc(wl.Spec.PodSets, func(ps strata.PodSet) bool { return pins[ps.Name] == fq.Name }) {
+				out = append(out, fq)
+			}
+		}
+		return out, ""
+	}
+	pinned := workload.PinnedFlavor(wl)
 	if pinned == "" {
 		return flavors, ""
 	}

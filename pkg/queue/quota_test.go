@@ -432,3 +432,56 @@ func TestWouldBorrowByUnit(t *testing.T) {
 		})
 	}
 }
+
+// TestFlavorsFor: a hub's copy is tried on the flavor it pinned, or, with
+// its pod sets pinned to flavors, on those, in the queue's order.
+func TestFlavorsFor(t *testing.T) {
+	cq := &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq"}}
+	cq.Spec.ResourceGroups = []strata.ResourceGroup{{Flavors: []strata.FlavorQuotas{{Name: "cpu"}, {Name: "a100"}, {Name: "h100"}}}}
+	wl := &strata.Workload{Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "launcher"}, {Name: "worker"}}}}
+	cases := map[string]struct {
+		annotations map[string]string
+		want        []string
+		wantWhy     string
+	}{
+		"not pinned": {want: []string{"cpu", "a100", "h100"}},
+		"pinned":     {annotations: map[string]string{strata.FlavorAnnotation: "h100"}, want: []string{"h100"}},
+		"pinned, not in the queue": {
+			annotations: map[string]string{strata.FlavorAnnotation: "v100"},
+			wantWhy:     `the hub pinned flavor "v100" (annotation strata.dev/flavor), which ClusterQueue "cq" does not have`,
+		},
+		"pod sets pinned, in the queue's order": {
+			annotations: map[string]string{strata.PodSetFlavorsAnnotation: "worker=h100,launcher=cpu"},
+			want:        []string{"cpu", "h100"},
+		},
+		"pod sets pinned: they rule over the flavor": {
+			annotations: map[string]string{strata.PodSetFlavorsAnnotation: "worker=h100,launcher=h100", strata.FlavorAnnotation: "cpu"},
+			want:        []string{"h100"},
+		},
+		"a pod set pinned to a flavor not in the queue": {
+			annotations: map[string]string{strata.PodSetFlavorsAnnotation: "worker=v100,launcher=cpu"},
+			wantWhy:     `the hub placed pod set worker on flavor "v100" (annotation strata.dev/pod-set-flavors), which ClusterQueue "cq" does not have`,
+		},
+		"pod sets pinned by a malformed annotation": {
+			annotations: map[string]string{strata.PodSetFlavorsAnnotation: "worker=h100"},
+			wantWhy:     `annotation strata.dev/pod-set-flavors="worker=h100": no flavor for pod set launcher`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := wl.DeepCopy()
+			w.Annotations = tc.annotations
+			flavors, why := FlavorsFor(cq, w)
+			var got []string
+			for _, fq := range flavors {
+				got = append(got, fq.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("FlavorsFor() flavors (-want,+got):\n%s", diff)
+			}
+			if why != tc.wantWhy {
+				t.Errorf("FlavorsFor() why = %q, want %q", why, tc.wantWhy)
+			}
+		})
+	}
+}

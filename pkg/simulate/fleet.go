@@ -16,6 +16,7 @@ import (
 	"strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/config"
+	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
@@ -166,13 +167,20 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 		hub.prioritize(wl)
 		pl := wl.Status.Placement
 		res := Result{Name: wl.Name, Namespace: wl.Namespace, source: items[i].Source, Admitted: true, Cluster: ptr.To(pl.Cluster),
-			Reason: fmt.Sprintf("dispatched already to %s (flavor %s), as its status.placement says: not placed again", pl.Cluster, pl.Flavor)}
+			Reason: fmt.Sprintf("dispatched already to %s (%s), as its status.placement says: not placed again", pl.Cluster, workload.FlavorWords(pl))}
 		if cq := f.Hub.clusterQueueOf(wl.Namespace, wl.Spec.QueueName); cq != nil {
 			need := queue.WorkloadUsage(wl)
-			hub.books.Charge(cq.Name, pl.Flavor, need, 1)
+			usage := queue.PlacedUsage(wl, pl.Flavor)
+			for flavor, u := range usage {
+				hub.books.Charge(cq.Name, flavor, u, 1)
+			}
 			placed++
-			held = append(held, &hubHeld{row: i, queue: cq.Name, cluster: pl.Cluster, flavor: pl.Flavor, wl: wl, need: need, queuedAt: queuedAt[i],
-				at: base.Add(time.Duration(len(items)+placed) * time.Second)})
+			h := &hubHeld{row: i, queue: cq.Name, cluster: pl.Cluster, flavor: pl.Flavor, wl: wl, need: need, queuedAt: queuedAt[i],
+				at: base.Add(time.Duration(len(items)+placed) * time.Second)}
+			if len(pl.PodSetFlavors) > 0 {
+				h.split = usage
+			}
+			held = append(held, h)
 			res.Reason += "; it holds quota of ClusterQueue " + cq.Name
 		}
 		rows[i] = &res
@@ -358,7 +366,59 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					}
 					held = heldBy(held, victims)
 				}
-				if len(flavors) == 0 {
+				// As the hub: a workload whose pod sets (or PodSet groups) fit
+				// on no one target may fit on different flavors of one worker,
+				// each within its queues' quota on its own
+				// (placement.Policy.DecideSplit), before any preemption.
+				// The targets it may use, for the split (any flavor of its
+				// queue, not refused there).
+				var splitTargets []*placement.Target
+				splitFor := func() *placement.Decision {
+					if len(wl.Spec.PodSets) < 2 || len(workload.FlavorUnits(wl)) < 2 || workload.Spreads(wl) {
+						return nil
+					}
+					if item.Job != nil {
+						if _, grouped := item.Job.Kind().(jobs.GroupedWorkloads); grouped {
+							return nil // as the hub: a LeaderWorkerSet's groups stay on one flavor
+						}
+					}
+					eligible, _, _ := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
+						lq, cq := f.landingQueues(t.Cluster, wl)
+						if why := f.namespaceRefused(t.Cluster, wl.Namespace, cq); why != "" {
+							return why
+						}
+						if stop := queue.StopOf(lq, cq); stop.Stopped {
+							return stop.Message
+						}
+						return t.MissingClass(wl)
+					})
+					splitTargets = eligible
+					tryNext := hubCQ != nil && queue.Fungibility(hubCQ).WhenCanBorrow == strata.FungibilityTryNextFlavor
+					return policy.DecideSplit(wl, order, eligible, func(cluster, flavor string, placed *strata.Workload) workload.QuotaAnswer {
+						need := queue.WorkloadRequests(placed)
+						var fit queue.Fit
+						if hubCQ != nil {
+							if fit = hub.books.Check(hubCQ.Name, flavor, need, false); fit.Err != nil {
+								return workload.QuotaAnswer{}
+							}
+						}
+						if cq, books := f.landing(cluster, wl), f.books[cluster]; cq != nil && books != nil {
+							if why, _ := placement.QuotaShort(books, cq.Name, flavor, need, nil, false); why != "" {
+								return workload.QuotaAnswer{}
+							}
+						}
+						a := workload.QuotaAnswer{Fits: true, Borrows: fit.Borrows}
+						if hubCQ != nil {
+							a.Height = hub.books.BorrowHeight(hubCQ.Name, flavor, need)
+						}
+						return a
+					}, tryNext)
+				}
+				var split *placement.Decision
+				if len(flavors) == 0 && !partialOnly {
+					split = splitFor()
+				}
+				if len(flavors) == 0 && split == nil {
 					// As the hub: preempting at the hub what its queue's policy
 					// allows, for all of its pods or the most of them.
 					victims, why := hubReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, lqUsageOf, opts.PartialSlices)
@@ -369,7 +429,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 						quotaNotes = append(quotaNotes, why)
 					}
 				}
-				if len(flavors) == 0 {
+				if len(flavors) == 0 && split == nil {
 					// As the hub: it waits for quota; nothing goes ahead of it in
 					// a StrictFIFO queue.
 					res.Reason, res.Cluster = "no flavor of ClusterQueue "+hubCQ.Name+" has quota left: "+strings.Join(quotaNotes, "; "), new(string)
@@ -424,8 +484,18 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				})
 				// Topology spreading counts, fleet-wide, what was placed before.
 				d := &placement.Decision{Reason: "all of its pods are within quota on no flavor: " + strings.Join(quotaNotes, "; ")}
-				if !partialOnly {
+				switch {
+				case split != nil:
+					d = split
+				case !partialOnly:
 					d = policy.DecideAvoiding(wl, placement.Shape(wl), flavors, eligible, placement.SpreadAvoider(wl, dispatched))
+					if d.Cluster == "" {
+						if s := splitFor(); s != nil {
+							d = s
+						} else if splitTargets != nil {
+							policy.SplitLater(d, wl, order, splitTargets)
+						}
+					}
 				}
 				res.Cluster = &d.Cluster
 				res.Reason = d.Reason
@@ -435,12 +505,19 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				case len(excluded) > 0:
 					res.Reason += "; " + strings.Join(excluded, "; ")
 				}
-				charge := func(cluster, flavor string) {
-					if cq, books := f.landing(cluster, wl), f.books[cluster]; cq != nil && books != nil {
-						books.Charge(cq.Name, flavor, need, 1)
+				// charge takes usage (by flavor; nil: need on flavor) of the
+				// worker's queue and the hub's.
+				charge := func(cluster, flavor string, usage map[string]corev1.ResourceList) {
+					if usage == nil {
+						usage = map[string]corev1.ResourceList{flavor: need}
 					}
-					if hubCQ != nil {
-						hub.books.Charge(hubCQ.Name, flavor, need, 1)
+					for flavor, need := range usage {
+						if cq, books := f.landing(cluster, wl), f.books[cluster]; cq != nil && books != nil {
+							books.Charge(cq.Name, flavor, need, 1)
+						}
+						if hubCQ != nil {
+							hub.books.Charge(hubCQ.Name, flavor, need, 1)
+						}
 					}
 				}
 				// preemptFor is the one worker where preempting lets w (wl, or wl
@@ -504,7 +581,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 							placeErr = fmt.Errorf("%s: %w", item.Source, err)
 							return false
 						}
-						charge(choice.Cluster, choice.Flavor)
+						charge(choice.Cluster, choice.Flavor, nil)
 						preempting = true
 						res.Cluster, res.PreemptUpTo = &choice.Cluster, ptr.To(choice.UpTo)
 						res.Reason = fmt.Sprintf("would preempt up to %d workloads of priority ≤ %d there: %s", choice.Workloads, choice.UpTo, choice.Reason)
@@ -523,12 +600,19 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 						placeErr = fmt.Errorf("%s: %w", item.Source, err)
 						return false
 					}
-					charge(d.Cluster, d.Flavor)
+					var split map[string]corev1.ResourceList
+					if d.Split() {
+						split = queue.SplitUsage(wl, d.Flavor, d.PodSetFlavors())
+					}
+					charge(d.Cluster, d.Flavor, split)
 					assignments := make([]*tas.Assignment, len(d.PodSets))
 					for k, ps := range d.PodSets {
 						assignments[k] = ps.Assignment
 					}
 					res.Admitted, res.PodSets = true, podSetResults(wl, d.Flavor, assignments)
+					for k, ps := range d.PodSets {
+						res.PodSets[k].Flavor = cmp.Or(ps.Flavor, d.Flavor)
+					}
 					hints := map[string]*tas.Assignment{}
 					for k, ps := range d.PodSets {
 						hints[ps.Name] = assignments[k]
@@ -539,6 +623,9 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					placed++
 					h := &hubHeld{row: i, key: fmt.Sprint(i), placedHere: true, queue: hubCQ.Name, cluster: d.Cluster, flavor: d.Flavor, wl: wl, need: need, queuedAt: queuedAt[i],
 						at: base.Add(time.Duration(len(items)+placed) * time.Second)}
+					if d.Split() {
+						h.split = queue.SplitUsage(wl, d.Flavor, d.PodSetFlavors())
+					}
 					if choice != nil {
 						h.cluster, h.flavor = choice.Cluster, choice.Flavor
 					}

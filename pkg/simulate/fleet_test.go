@@ -1348,3 +1348,154 @@ status:
 		}
 	}
 }
+
+// TestFleetPodSetsOnDifferentFlavors: as the hub, simulate places a
+// workload whose pod sets fit on no one flavor of any worker with each on
+// its own flavor of one worker (as that worker's agent admits it), within
+// each flavor's quota, and charges each flavor: a later workload finds
+// the quota and capacity taken on both.
+func TestFleetPodSetsOnDifferentFlavors(t *testing.T) {
+	dir := t.TempDir()
+	w := filepath.Join(dir, "w")
+	if err := os.MkdirAll(w, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Flavor small: one 2-CPU node; flavor big: a rack of two 4-CPU nodes.
+	cluster := `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: small}
+spec: {topologyName: t, nodeLabels: {pool: small}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: big}
+spec: {topologyName: t, nodeLabels: {pool: big}}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: s1, labels: {pool: small, rack: r1, kubernetes.io/hostname: s1}}, status: {allocatable: {cpu: "2", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: b1, labels: {pool: big, rack: r2, kubernetes.io/hostname: b1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: b2, labels: {pool: big, rack: r2, kubernetes.io/hostname: b2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: {}
+  flavors: [{name: small}, {name: big}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+`
+	if err := os.WriteFile(filepath.Join(w, "cluster.yaml"), []byte(cluster), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jobSet := func(name string) string {
+		return fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: train}}
+spec:
+  replicatedJobs:
+  - name: driver
+    replicas: 1
+    template:
+      spec:
+        template:
+          metadata:
+            annotations: {kueue.x-k8s.io/podset-required-topology: rack}
+          spec:
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "2"}}}]
+  - name: workers
+    replicas: 1
+    template:
+      spec:
+        parallelism: 2
+        completions: 2
+        template:
+          metadata:
+            annotations: {kueue.x-k8s.io/podset-required-topology: rack}
+          spec:
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]
+---
+`, name)
+	}
+	hubQueue := func(bigQuota string) string {
+		return fmt.Sprintf(`apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - {name: small, resources: [{name: cpu, nominalQuota: 2}]}
+    - {name: big, resources: [{name: cpu, nominalQuota: %s}]}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+---
+`, bigQuota)
+	}
+	type outcome struct {
+		Name     string
+		Admitted bool
+		Flavors  string
+	}
+	for name, tc := range map[string]struct {
+		bigQuota string
+		want     []outcome
+		reasons  []string
+	}{
+		"each pod set on its flavor; the second waits": {
+			bigQuota: "100",
+			want:     []outcome{{"first", true, "small,big"}, {"second", false, ""}},
+			reasons: []string{"its pod sets fit on no one flavor of any worker, and on different flavors of w",
+				"its pod sets fit on no one flavor, but on different flavors of w once each has room there and in its quota"},
+		},
+		"the big flavor's quota is short of the workers: it waits": {
+			bigQuota: "4",
+			want:     []outcome{{"first", false, ""}, {"second", false, ""}},
+			reasons:  []string{"no flavor of ClusterQueue train has quota left", "no flavor of ClusterQueue train has quota left"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			hub := filepath.Join(t.TempDir(), "hub.yaml")
+			if err := os.WriteFile(hub, []byte(hubQueue(tc.bigQuota)+jobSet("first")+jobSet("second")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			results, err := runFleet(t, []ClusterArg{{Name: "w", Path: w}}, hub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []outcome
+			for _, r := range results {
+				o := outcome{Name: r.Name, Admitted: r.Admitted}
+				var flavors []string
+				for _, ps := range r.PodSets {
+					flavors = append(flavors, ps.Flavor)
+				}
+				o.Flavors = strings.Join(flavors, ",")
+				got = append(got, o)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("results (-want,+got):\n%s", diff)
+			}
+			for i, want := range tc.reasons {
+				if !strings.Contains(results[i].Reason, want) {
+					t.Errorf("%s: reason %q does not say %q", results[i].Name, results[i].Reason, want)
+				}
+			}
+		})
+	}
+}

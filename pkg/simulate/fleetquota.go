@@ -28,8 +28,26 @@ type hubHeld struct {
 	cluster, flavor string
 	wl              *strata.Workload // as placed (with fewer pods, sized)
 	need            corev1.ResourceList
-	at              time.Time // when it was placed: later is more recent
-	queuedAt        time.Time // when it was queued at the hub
+	// split: its pod sets placed on different flavors of cluster, what
+	// they use on each (nil: need, all on flavor).
+	split    map[string]corev1.ResourceList
+	at       time.Time // when it was placed: later is more recent
+	queuedAt time.Time // when it was queued at the hub
+}
+
+// usage is what h holds of its queue's quota, by flavor.
+func (h *hubHeld) usage() map[string]corev1.ResourceList {
+	if h.split != nil {
+		return h.split
+	}
+	return map[string]corev1.ResourceList{h.flavor: h.need}
+}
+
+// usageOn is what h holds of its queue's quota on flavor; false when
+// nothing.
+func (h *hubHeld) usageOn(flavor string) (corev1.ResourceList, bool) {
+	u, ok := h.usage()[flavor]
+	return u, ok
 }
 
 // hubHold is the quota a preemption at the hub freed for a workload that
@@ -92,11 +110,12 @@ func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHe
 		for i, fq := range fqs {
 			flavors[i].Name = fq.Name
 			for _, h := range held {
-				if h.flavor != fq.Name || (h.queue != cq.Name && !books.Peer(cq.Name, h.queue)) {
+				on, ok := h.usageOn(fq.Name)
+				if !ok || (h.queue != cq.Name && !books.Peer(cq.Name, h.queue)) {
 					continue
 				}
 				key := types.NamespacedName{Namespace: h.wl.Namespace, Name: h.wl.Name}
-				w := preemption.Workload{Key: key, Queue: h.queue, Priority: queue.Priority(h.wl), QueuedAt: h.queuedAt, AdmittedAt: h.at, Requests: h.need}
+				w := preemption.Workload{Key: key, Queue: h.queue, Priority: queue.Priority(h.wl), QueuedAt: h.queuedAt, AdmittedAt: h.at, Requests: on}
 				if usage != nil {
 					w.LocalQueueUsage = usage(h)
 				}
@@ -128,11 +147,12 @@ func hubHeightAfterReclaiming(books *queue.Books, cq *strata.ClusterQueue, held 
 	}
 	var cands []preemption.Workload
 	for _, h := range held {
-		if h.flavor != flavor || h.wl == wl || (h.queue != cq.Name && !books.Peer(cq.Name, h.queue)) {
+		on, ok := h.usageOn(flavor)
+		if !ok || h.wl == wl || (h.queue != cq.Name && !books.Peer(cq.Name, h.queue)) {
 			continue
 		}
 		cands = append(cands, preemption.Workload{Key: types.NamespacedName{Namespace: h.wl.Namespace, Name: h.wl.Name}, Queue: h.queue,
-			Priority: queue.Priority(h.wl), QueuedAt: h.queuedAt, AdmittedAt: h.at, Requests: h.need})
+			Priority: queue.Priority(h.wl), QueuedAt: h.queuedAt, AdmittedAt: h.at, Requests: on})
 	}
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queuedAt, Requests: need}
 	result := preemption.Find(pre, policy, books, flavor, cands, preemption.QuotaOnly{})
@@ -147,13 +167,15 @@ func hubHeightAfterReclaiming(books *queue.Books, cq *strata.ClusterQueue, held 
 // capacity (one the input shows dispatched holds what its worker's files
 // say); its row says it was preempted.
 func (f *Fleet) evictAtHub(v *hubHeld, by *strata.Workload, cq *strata.ClusterQueue, hubBooks *queue.Books, targets []*placement.Target, row *Result) {
-	hubBooks.Charge(v.queue, v.flavor, v.need, -1)
-	if v.placedHere {
-		if wcq, books := f.landing(v.cluster, v.wl), f.books[v.cluster]; wcq != nil && books != nil {
-			books.Charge(wcq.Name, v.flavor, v.need, -1)
-		}
-		if t := placement.Find(targets, v.cluster, v.flavor); t != nil {
-			t.Release(v.key)
+	for flavor, used := range v.usage() {
+		hubBooks.Charge(v.queue, flavor, used, -1)
+		if v.placedHere {
+			if wcq, books := f.landing(v.cluster, v.wl), f.books[v.cluster]; wcq != nil && books != nil {
+				books.Charge(wcq.Name, flavor, used, -1)
+			}
+			if t := placement.Find(targets, v.cluster, flavor); t != nil {
+				t.Release(v.key)
+			}
 		}
 	}
 	row.Admitted, row.PodSets, row.PreemptUpTo, row.Cluster = false, nil, nil, new(string)

@@ -576,7 +576,26 @@ func prepare(in *Input, st *runState, item Item, opts tas.Options) (*pendingItem
 		return nil, res, nil
 	}
 	cq := in.clusterQueueOf(wl.Namespace, wl.Spec.QueueName)
-	if pinned := workload.PinnedFlavor(wl); pinned != "" {
+	if pins, err := workload.PinnedPodSetFlavors(wl); err != nil || pins != nil {
+		// As the agent: each pod set of a hub's copy is tried on the
+		// flavor the hub chose for it alone.
+		if err != nil {
+			res.Reason = err.Error()
+			return nil, res, nil
+		}
+		for _, ps := range wl.Spec.PodSets {
+			if !slices.ContainsFunc(order, func(f *strata.ResourceFlavor) bool { return f.Name == pins[ps.Name] }) {
+				res.Reason = fmt.Sprintf("the hub placed pod set %s on flavor %q (annotation %s), which is not in the input", ps.Name, pins[ps.Name], strata.PodSetFlavorsAnnotation)
+				if cq != nil {
+					_, res.Reason = queue.FlavorsFor(cq, wl)
+				}
+				return nil, res, nil
+			}
+		}
+		order = slices.DeleteFunc(order, func(f *strata.ResourceFlavor) bool {
+			return !slices.ContainsFunc(wl.Spec.PodSets, func(ps strata.PodSet) bool { return pins[ps.Name] == f.Name })
+		})
+	} else if pinned := workload.PinnedFlavor(wl); pinned != "" {
 		// As the agent: a hub's copy is tried on the flavor the hub chose
 		// alone.
 		order = slices.DeleteFunc(order, func(f *strata.ResourceFlavor) bool { return f.Name != pinned })
@@ -628,7 +647,7 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 	if !p.replaced {
 		st.nominate(p, func(flavor string) bool {
 			fs := flavors[flavor]
-			return fs != nil && workload.UntoleratedFlavorTaint(fs.flavor, wl) == ""
+			return fs != nil && workload.FlavorRefusal(fs.flavor, wl) == ""
 		})
 	}
 	p.skipped = false
@@ -650,7 +669,7 @@ func place(flavors map[string]*flavorState, st *runState, p *pendingItem, opts t
 	}
 	// tryFlavor admits wl on a flavor where its quota and topology fit.
 	tryFlavor := func(fs *flavorState) bool {
-		if why := workload.UntoleratedFlavorTaint(fs.flavor, wl); why != "" {
+		if why := workload.FlavorRefusal(fs.flavor, wl); why != "" {
 			reasons = append(reasons, fmt.Sprintf("flavor %s: %s", fs.flavor.Name, why))
 			return false // as the agent: no preemption helps
 		}

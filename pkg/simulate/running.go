@@ -262,7 +262,7 @@ func (st *runState) spreadAmong(fs *flavorState, wl *strata.Workload) []*strata.
 // (short: neither an untolerated taint, more than the flavor's whole
 // quota, nor a topology it does not have).
 func (st *runState) fitsOrShort(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) (fit, short bool) {
-	if workload.UntoleratedFlavorTaint(fs.flavor, wl) != "" {
+	if workload.FlavorRefusal(fs.flavor, wl) != "" {
 		return false, false
 	}
 	if cq != nil {

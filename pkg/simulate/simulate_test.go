@@ -1417,7 +1417,37 @@ spec:
 ---
 `, name, name, flavor)
 	}
-	in, err := Load(write(t, "pinned.yaml", twoFlavors+pinned("on-f2", "f2")+pinned("on-f3", "f3")))
+	// A JobSet copy whose pod sets the hub placed on different flavors:
+	// each on its own, though both fit on f1.
+	split := func(name, flavors string) string {
+		return fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: %s
+  namespace: ml
+  labels: {strata.dev/queue-name: q, strata.dev/hub-workload-uid: %s}
+  annotations: {strata.dev/pod-set-flavors: "%s"}
+spec:
+  replicatedJobs:
+  - name: launcher
+    replicas: 1
+    template:
+      spec:
+        template:
+          spec:
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+  - name: workers
+    replicas: 1
+    template:
+      spec:
+        template:
+          spec:
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+`, name, name, flavors)
+	}
+	in, err := Load(write(t, "pinned.yaml", twoFlavors+pinned("on-f2", "f2")+pinned("on-f3", "f3")+
+		split("split", "launcher=f2,workers=f1")+split("split-f3", "launcher=f1,workers=f3")+split("split-partly", "launcher=f1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1432,13 +1462,20 @@ spec:
 	for _, r := range results {
 		p := placed{Name: r.Name, Reason: r.Reason}
 		if r.Admitted {
-			p.Flavor = r.PodSets[0].Flavor
+			var flavors []string
+			for _, ps := range r.PodSets {
+				flavors = append(flavors, ps.Flavor)
+			}
+			p.Flavor = strings.Join(flavors, ",")
 		}
 		got = append(got, p)
 	}
 	want := []placed{
 		{Name: "on-f2", Flavor: "f2"}, // f1 comes first and is free
 		{Name: "on-f3", Reason: `the hub pinned flavor "f3" (annotation strata.dev/flavor), which ClusterQueue "q" does not have`},
+		{Name: "split", Flavor: "f2,f1"},
+		{Name: "split-f3", Reason: `the hub placed pod set workers on flavor "f3" (annotation strata.dev/pod-set-flavors), which ClusterQueue "q" does not have`},
+		{Name: "split-partly", Reason: `annotation strata.dev/pod-set-flavors="launcher=f1": no flavor for pod set workers`},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pinned copies (-want,+got):\n%s", diff)

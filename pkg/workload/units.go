@@ -128,7 +128,7 @@ func PlanByUnit(wl *strata.Workload, flavors []UnitFlavor, quota func(flavor int
 		sub := WithPodSets(wl, unit)
 		place := func(f int) bool {
 			fl := flavors[f]
-			if fl.Snapshot == nil || UntoleratedFlavorTaint(fl.Def, sub) != "" {
+			if fl.Snapshot == nil || FlavorRefusal(fl.Def, sub) != "" {
 				return false
 			}
 			as, taken, err := PlaceSpread(fl.Snapshot, fl.TopologyName, fl.Def.Spec.Tolerations, sub, fl.Admitted, opts)

@@ -125,7 +125,7 @@ var dispatchLabels = []string{strata.OriginLabel, strata.HubWorkloadUIDLabel, st
 // dispatchAnnotations are the annotations a hub puts on its copy of a Job,
 // which the copy's Workload carries.
 var dispatchAnnotations = []string{strata.FlavorAnnotation, strata.DispatchTimeAnnotation, strata.TopologyHintAnnotation, strata.DispatchWorkloadsAnnotation,
-	strata.PreemptUpToAnnotation, strata.RequeueCountAnnotation, strata.PodSetCountsAnnotation}
+	strata.PreemptUpToAnnotation, strata.RequeueCountAnnotation, strata.PodSetCountsAnnotation, strata.PodSetFlavorsAnnotation}
 
 // CarryDispatch copies to dst the dispatch contract's labels and
 // annotations that src has and dst lacks, and the unhealthy-nodes
@@ -229,6 +229,29 @@ func MoreReclaimable(recorded, now []strata.ReclaimablePod) []strata.Reclaimable
 	return out
 }
 
+// FlavorRefusal says why flavor cannot hold wl (or the pod sets of it
+// given), whatever its capacity and quota: a pod set a hub pinned to
+// another flavor (PinnedPodSetFlavors), or a taint of the flavor's that
+// a pod set does not tolerate (UntoleratedFlavorTaint); "" when none.
+func FlavorRefusal(flavor *strata.ResourceFlavor, wl *strata.Workload) string {
+	if v, ok := wl.Annotations[strata.PodSetFlavorsAnnotation]; ok {
+		pins, err := parsePodSetFlavors(v)
+		if err != nil {
+			return err.Error()
+		}
+		for i := range wl.Spec.PodSets {
+			switch f := pins[wl.Spec.PodSets[i].Name]; f {
+			case flavor.Name:
+			case "":
+				return fmt.Sprintf("annotation %s=%q: no flavor for pod set %s", strata.PodSetFlavorsAnnotation, v, wl.Spec.PodSets[i].Name)
+			default:
+				return fmt.Sprintf("the hub placed pod set %s on flavor %s (annotation %s)", wl.Spec.PodSets[i].Name, f, strata.PodSetFlavorsAnnotation)
+			}
+		}
+	}
+	return UntoleratedFlavorTaint(flavor, wl)
+}
+
 // UntoleratedFlavorTaint says which of a flavor's nodeTaints (NoSchedule
 // or NoExecute) a pod set of wl does not tolerate, with the flavor's own
 // tolerations, which its pods get: as in Kueue, the flavor cannot hold
@@ -311,6 +334,78 @@ func ParsePodSetCounts(v string, podSets []strata.PodSet) []int32 {
 // PinnedFlavor is the ResourceFlavor a hub pinned the Workload to (the
 // strata.dev/flavor annotation), or "" when it is not pinned.
 func PinnedFlavor(wl *strata.Workload) string { return wl.Annotations[strata.FlavorAnnotation] }
+
+// FlavorWords names a hub placement's flavor for messages: "flavor f",
+// or, with its pod sets on different flavors (podSetFlavors), "flavors f1
+// (pod set a), f2 (pod set b)".
+func FlavorWords(p *strata.Placement) string {
+	if p == nil {
+		return "no flavor"
+	}
+	if len(p.PodSetFlavors) == 0 {
+		return "flavor " + p.Flavor
+	}
+	parts := make([]string, len(p.PodSetFlavors))
+	for i, f := range p.PodSetFlavors {
+		parts[i] = fmt.Sprintf("%s (pod set %s)", f.Flavor, f.Name)
+	}
+	return "flavors " + strings.Join(parts, ", ")
+}
+
+// FormatPodSetFlavors is a hub's copy's strata.dev/pod-set-flavors: each
+// pod set's flavor as "name=flavor,...", in the order given.
+func FormatPodSetFlavors(flavors []strata.PodSetFlavor) string {
+	parts := make([]string, len(flavors))
+	for i, f := range flavors {
+		parts[i] = f.Name + "=" + f.Flavor
+	}
+	return strings.Join(parts, ",")
+}
+
+// PinnedPodSetFlavors is the flavor a hub pinned each pod set of the
+// Workload to (the strata.dev/pod-set-flavors annotation), by pod set
+// name; nil when the Workload has no such annotation. An annotation that
+// does not name every pod set exactly once with a flavor, or names a pod
+// set the Workload does not have, is an error: the copy was not written
+// by a hub, and no flavor may be guessed for it.
+func PinnedPodSetFlavors(wl *strata.Workload) (map[string]string, error) {
+	v, ok := wl.Annotations[strata.PodSetFlavorsAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	pins, err := parsePodSetFlavors(v)
+	if err != nil {
+		return nil, err
+	}
+	for name := range pins {
+		if !slices.ContainsFunc(wl.Spec.PodSets, func(ps strata.PodSet) bool { return ps.Name == name }) {
+			return nil, fmt.Errorf("annotation %s=%q: the workload has no pod set %s", strata.PodSetFlavorsAnnotation, v, name)
+		}
+	}
+	for i := range wl.Spec.PodSets {
+		if pins[wl.Spec.PodSets[i].Name] == "" {
+			return nil, fmt.Errorf("annotation %s=%q: no flavor for pod set %s", strata.PodSetFlavorsAnnotation, v, wl.Spec.PodSets[i].Name)
+		}
+	}
+	return pins, nil
+}
+
+// parsePodSetFlavors reads FormatPodSetFlavors's "name=flavor,...": an
+// entry that is not name=flavor, or a name given twice, is an error.
+func parsePodSetFlavors(v string) (map[string]string, error) {
+	pins := map[string]string{}
+	for _, part := range strings.Split(v, ",") {
+		name, flavor, found := strings.Cut(strings.TrimSpace(part), "=")
+		switch {
+		case !found || name == "" || flavor == "":
+			return nil, fmt.Errorf("annotation %s=%q: %q is not name=flavor", strata.PodSetFlavorsAnnotation, v, part)
+		case pins[name] != "":
+			return nil, fmt.Errorf("annotation %s=%q: pod set %s is named twice", strata.PodSetFlavorsAnnotation, v, name)
+		}
+		pins[name] = flavor
+	}
+	return pins, nil
+}
 
 // JobWorkloadName is the name of a Job's Workload: "job-" and the Job's
 // name (see NameFor).

@@ -3,6 +3,7 @@ package workload
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -227,6 +228,10 @@ func TestFromJobDispatchMetadata(t *testing.T) {
 				strata.OriginLabel: "strata-hub", strata.HubWorkloadUIDLabel: "0b6c", strata.DispatchGenerationLabel: "3",
 			},
 			wantAnnotations: map[string]string{strata.FlavorAnnotation: "h100"},
+		},
+		"a hub's copy whose pod set the hub pinned": {
+			annotations:     map[string]string{strata.PodSetFlavorsAnnotation: "main=h100", "note": "kept on the Job"},
+			wantAnnotations: map[string]string{strata.PodSetFlavorsAnnotation: "main=h100"},
 		},
 		"only what the Job has": {
 			labels:     map[string]string{strata.HubWorkloadUIDLabel: "0b6c"},
@@ -597,6 +602,96 @@ func TestUntoleratedFlavorTaint(t *testing.T) {
 				t.Errorf("UntoleratedFlavorTaint = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPodSetFlavors: a hub's strata.dev/pod-set-flavors pins each pod set
+// to its flavor; FlavorRefusal refuses a flavor that is not every given
+// pod set's; an annotation that is not the hub's is an error, never a
+// guess.
+func TestPodSetFlavors(t *testing.T) {
+	two := testutil.MakeWorkload("w", "ns").PodSets(testutil.MakePodSet("launcher", 1, "cpu", "1").Obj(),
+		testutil.MakePodSet("worker", 4, "cpu", "1").Obj()).Obj()
+	flavor := func(name string) *strata.ResourceFlavor {
+		return &strata.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	cases := map[string]struct {
+		annotation *string
+		want       map[string]string
+		wantErr    string
+		// refusals of each flavor for the whole workload, and for its
+		// worker pod set alone.
+		refusal, workerRefusal map[string]string
+	}{
+		"none": {
+			refusal: map[string]string{"cpu": "", "gpu": ""},
+		},
+		"each pod set on its flavor": {
+			annotation: ptr.To("launcher=cpu, worker=gpu"),
+			want:       map[string]string{"launcher": "cpu", "worker": "gpu"},
+			refusal: map[string]string{
+				"cpu": "the hub placed pod set worker on flavor gpu (annotation strata.dev/pod-set-flavors)",
+				"gpu": "the hub placed pod set launcher on flavor cpu (annotation strata.dev/pod-set-flavors)",
+			},
+			workerRefusal: map[string]string{"cpu": "the hub placed pod set worker on flavor gpu (annotation strata.dev/pod-set-flavors)", "gpu": ""},
+		},
+		"both on one flavor": {
+			annotation: ptr.To("worker=gpu,launcher=gpu"),
+			want:       map[string]string{"launcher": "gpu", "worker": "gpu"},
+			refusal:    map[string]string{"gpu": "", "cpu": "the hub placed pod set launcher on flavor gpu (annotation strata.dev/pod-set-flavors)"},
+		},
+		"a pod set left out": {
+			annotation: ptr.To("launcher=cpu"),
+			wantErr:    `annotation strata.dev/pod-set-flavors="launcher=cpu": no flavor for pod set worker`,
+			refusal:    map[string]string{"cpu": `annotation strata.dev/pod-set-flavors="launcher=cpu": no flavor for pod set worker`},
+			// The worker pod set alone has no flavor either.
+			workerRefusal: map[string]string{"cpu": `annotation strata.dev/pod-set-flavors="launcher=cpu": no flavor for pod set worker`},
+		},
+		"a pod set the workload lacks": {
+			annotation: ptr.To("launcher=cpu,worker=gpu,driver=cpu"),
+			wantErr:    `annotation strata.dev/pod-set-flavors="launcher=cpu,worker=gpu,driver=cpu": the workload has no pod set driver`,
+		},
+		"a pod set named twice": {
+			annotation: ptr.To("launcher=cpu,worker=gpu,worker=cpu"),
+			wantErr:    `annotation strata.dev/pod-set-flavors="launcher=cpu,worker=gpu,worker=cpu": pod set worker is named twice`,
+			refusal:    map[string]string{"gpu": `annotation strata.dev/pod-set-flavors="launcher=cpu,worker=gpu,worker=cpu": pod set worker is named twice`},
+		},
+		"not name=flavor": {
+			annotation: ptr.To("launcher=cpu,gpu"),
+			wantErr:    `annotation strata.dev/pod-set-flavors="launcher=cpu,gpu": "gpu" is not name=flavor`,
+		},
+		"empty": {
+			annotation: ptr.To(""),
+			wantErr:    `annotation strata.dev/pod-set-flavors="": "" is not name=flavor`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := two.DeepCopy()
+			if tc.annotation != nil {
+				metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.PodSetFlavorsAnnotation, *tc.annotation)
+			}
+			got, err := PinnedPodSetFlavors(wl)
+			if gotErr := fmt.Sprint(err); err != nil && gotErr != tc.wantErr || err == nil && tc.wantErr != "" {
+				t.Errorf("PinnedPodSetFlavors() error %v, want %q", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("PinnedPodSetFlavors() (-want,+got):\n%s", diff)
+			}
+			for f, want := range tc.refusal {
+				if got := FlavorRefusal(flavor(f), wl); got != want {
+					t.Errorf("FlavorRefusal(%s) = %q, want %q", f, got, want)
+				}
+			}
+			for f, want := range tc.workerRefusal {
+				if got := FlavorRefusal(flavor(f), WithPodSets(wl, []int{1})); got != want {
+					t.Errorf("FlavorRefusal(%s) of the worker pod set = %q, want %q", f, got, want)
+				}
+			}
+		})
+	}
+	if got := FormatPodSetFlavors([]strata.PodSetFlavor{{Name: "launcher", Flavor: "cpu"}, {Name: "worker", Flavor: "gpu"}}); got != "launcher=cpu,worker=gpu" {
+		t.Errorf("FormatPodSetFlavors() = %q", got)
 	}
 }
 

@@ -215,7 +215,12 @@ func StatusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*st
 		s := contribution(wl)
 		c.Pending, c.Admitted = c.Pending+s.counts.Pending, c.Admitted+s.counts.Admitted
 		if s.flavor != "" {
-			queue.ChargeUsage(usage, s.flavor, wl)
+			// As the dispatcher charges it: the pods it is placed or
+			// admitted with, less its finished ones, on each pod set's
+			// flavor.
+			for f, rl := range queue.PlacedUsage(wl, s.flavor) {
+				queue.AddRequests(usage, f, rl)
+			}
 		}
 	}
 	st.PendingWorkloads, st.AdmittedWorkloads = c.Pending, c.Admitted

@@ -377,10 +377,30 @@ func admittedOtherShape(wl, copyWL *strata.Workload) string {
 			// admits as many as fit).
 			return fmt.Sprintf("pod set %s admitted with %d pods, more than the %d it was placed with (%s)", a.Name, a.Count,
 				placedCount(wl, a.Name, ps.Count), strata.PodSetCountsAnnotation)
+		case placedFlavor(wl, a.Name) != "" && a.Flavor != placedFlavor(wl, a.Name):
+			// The hub charged its queue's quota and reserved capacity
+			// for each pod set on its flavor (an agent older than
+			// strata.dev/pod-set-flavors admits where the walk goes).
+			return fmt.Sprintf("pod set %s admitted on flavor %s, the hub placed it on %s (%s)", a.Name, a.Flavor,
+				placedFlavor(wl, a.Name), strata.PodSetFlavorsAnnotation)
 		}
 	}
 	if len(got) != len(want) {
 		return fmt.Sprintf("%d pod sets admitted, the Workload has %d", len(got), len(want))
+	}
+	return ""
+}
+
+// placedFlavor is the flavor the hub placed wl's pod set name on when it
+// placed its pod sets on different flavors (status.placement.
+// podSetFlavors); "" otherwise.
+func placedFlavor(wl *strata.Workload, name string) string {
+	if p := wl.Status.Placement; p != nil {
+		for _, f := range p.PodSetFlavors {
+			if f.Name == name {
+				return f.Flavor
+			}
+		}
 	}
 	return ""
 }

@@ -51,7 +51,7 @@ func (r *Reconciler) recordAdmission(ctx context.Context, s *scope, copyWL *stra
 		}
 		if first {
 			metrics.HubAdmissionLatency.WithLabelValues(s.cluster).Observe(now.Sub(dispatchTime(wl)).Seconds())
-			note := fmt.Sprintf("Admitted on %s (flavor %s)", s.cluster, s.flavor)
+			note := fmt.Sprintf("Admitted on %s (%s)", s.cluster, dispatch.FlavorWords(wl.Status.Placement))
 			if why := dispatch.ChoiceReason(wl); why != "" {
 				note += ", dispatched there: " + why
 			}

@@ -1,0 +1,121 @@
+package fleet
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/pkg/jobs/jobset"
+	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/test/integration/framework"
+)
+
+var _ = Describe("Pod sets on different flavors", Label("jobset"), func() {
+	It("places a JobSet whose replicated jobs fit only on different flavors of one worker, each on its own, and charges each flavor", func(ctx SpecContext) {
+		// Flavor f-split: w1 has one 2-CPU node. Flavor f-split-big: w1
+		// has a rack of two 4-CPU nodes. The driver (2 CPUs) fits on
+		// f-split, the workers (2 pods of 4 CPUs in a rack) on
+		// f-split-big: neither flavor holds both. No other worker has
+		// nodes of either.
+		e := newEnv(ctx, "split", map[string][][]string{"w1": {{"2"}}})
+		big := e.flavor + "-big"
+		w1 := worker("w1")
+		for _, c := range append([]*framework.Cluster{hub}, workers...) {
+			if c != hub {
+				Expect(c.Client.Create(ctx, testutil.MakeResourceFlavor(big).NodeLabel("pool", big).TopologyName(topology).Obj())).To(Succeed())
+			}
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				var cq strata.ClusterQueue
+				if err := c.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq); err != nil {
+					return err
+				}
+				cq.Spec.Flavors = append(cq.Spec.Flavors, strata.FlavorQuotas{Name: big})
+				return c.Client.Update(ctx, &cq)
+			})).To(Succeed(), c.Name)
+		}
+		for i := range 2 {
+			name := fmt.Sprintf("split-big-w1-r0-n%d", i)
+			Expect(framework.CreateReadyNode(ctx, w1.Client, name, map[string]string{"pool": big, rack: "r0", host: name}, "4")).To(Succeed())
+		}
+		waitSummaries(ctx, big, map[string][][]string{"w1": {{"4", "4"}}})
+
+		required := map[string]string{strata.PodSetRequiredTopologyAnnotation: rack}
+		driver := testutil.MakeJob("driver", "").Parallelism(1).Completions(1).Request("cpu", "2").PodAnnotations(required).Obj()
+		workersJob := testutil.MakeJob("workers", "").Parallelism(2).Completions(2).Indexed().Request("cpu", "4").PodAnnotations(required).Obj()
+		js := testutil.MakeJobSet("train", e.ns).Queue("lq").ReplicatedJob(1, driver).ReplicatedJob(1, workersJob).Obj()
+		Expect(hub.Client.Create(ctx, js)).To(Succeed())
+
+		wantFlavors := []strata.PodSetFlavor{{Name: "driver", Flavor: e.flavor}, {Name: "workers", Flavor: big}}
+		By("one copy, on w1, each pod set pinned to its flavor and admitted there")
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Placement).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.PodSetFlavors).To(Equal(wantFlavors))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			cp, cwl := jobSetCopyOn(g, ctx, "w1", js)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.PodSetFlavorsAnnotation, "driver="+e.flavor+",workers="+big))
+			g.Expect(cp.Annotations).NotTo(HaveKey(strata.FlavorAnnotation))
+			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+			got := map[string]string{}
+			for _, psa := range cwl.Status.Admission.PodSetAssignments {
+				got[psa.Name] = psa.Flavor
+			}
+			g.Expect(got).To(Equal(map[string]string{"driver": e.flavor, "workers": big}))
+			for _, w := range []string{"w2", "w3"} {
+				other, _ := jobSetCopyOn(g, ctx, w, js)
+				g.Expect(other).To(BeNil(), "a copy on %s", w)
+			}
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(Equal(fmt.Sprintf("admitted on w1, flavors %s (pod set driver), %s (pod set workers)", e.flavor, big)))
+		}).Should(Succeed())
+
+		By("the hub's ClusterQueue is charged on each pod set's flavor")
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			got := map[string]string{}
+			for _, fu := range cq.Status.FlavorsUsage {
+				if q, ok := fu.Resources[corev1.ResourceCPU]; ok {
+					got[fu.Name] = q.String()
+				}
+			}
+			g.Expect(got).To(Equal(map[string]string{e.flavor: "2", big: "8"}))
+		}).Should(Succeed())
+
+		By("a Job of 2 CPUs in a rack waits: the split holds both flavors' capacity")
+		one := e.job("one", 1, "2", required)
+		Expect(hub.Client.Create(ctx, one)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, one)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(dispatch.ReasonPending), c.Message)
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			wl := hubWorkload(g, ctx, one)
+			g.Expect(wl.Status.Placement == nil || wl.Status.Placement.Cluster == "").To(BeTrue(), "placed: %v", wl.Status.Placement)
+		}, "3s").Should(Succeed())
+
+		By("deleted, the JobSet frees both: the Job goes to w1")
+		Expect(hub.Client.Delete(ctx, js)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, one)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+		}).Should(Succeed())
+	})
+})

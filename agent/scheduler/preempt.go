@@ -540,7 +540,10 @@ func (s *Scheduler) preemptByUnit(ctx context.Context, cq *strata.ClusterQueue, 
 	}
 	// Its flavor: the one whose search Kueue's flavor assigner would take.
 	chosen, found := preemption.ChooseFlavor(len(flavors), func(f int) (preemption.Result, bool) {
-		if s.searches <= 0 || defs[f] == nil {
+		// Not on a flavor that could never hold those pod sets: one
+		// whose taints they do not tolerate, or not the one a hub
+		// pinned them to.
+		if s.searches <= 0 || defs[f] == nil || workload.FlavorRefusal(defs[f], workload.WithPodSets(wl, slices.Concat(before[f], failed))) != "" {
 			return preemption.Result{}, false
 		}
 		s.searches--
@@ -552,7 +555,9 @@ func (s *Scheduler) preemptByUnit(ctx context.Context, cq *strata.ClusterQueue, 
 	}
 	searched := len(before[chosen]) + len(failed) // the pod sets its search was for
 	// The whole walk, every unit that fits nowhere on that flavor.
-	plan2, ok := plan(func([]int, map[int][]int) (int, bool) { return chosen, true })
+	plan2, ok := plan(func(unit []int, _ map[int][]int) (int, bool) {
+		return chosen, workload.FlavorRefusal(defs[chosen], workload.WithPodSets(wl, unit)) == ""
+	})
 	if !ok {
 		return false, false, nil
 	}

@@ -928,6 +928,12 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	if len(reasons) == 0 {
 		reasons = append(reasons, "the ClusterQueue has no flavors")
 	}
+	if r := s.pinnedReasons(cq, flavors, books, wl); len(r) > 0 {
+		// A hub's copy with its pod sets pinned to different flavors:
+		// what keeps each from its own flavor, not that the others
+		// refuse it.
+		reasons = r
+	}
 	if never && s.unitsCouldFit(cq, flavors, books, wl) {
 		// No one flavor can ever hold all of it, but each pod set (or
 		// PodSet group) fits on some flavor on its own: it waits for room
@@ -1185,6 +1191,34 @@ func (s *Scheduler) placeByUnit(cq *strata.ClusterQueue, flavors []strata.Flavor
 		return nil, ""
 	}
 	return admitted, where
+}
+
+// pinnedReasons says, of a hub's copy whose pod sets the hub pinned to
+// different flavors (strata.dev/pod-set-flavors), why each unit that
+// does not fit on its own flavor now does not ("pod set workers: flavor
+// h100: ..."); nil for any other workload, or when each fits alone.
+func (s *Scheduler) pinnedReasons(cq *strata.ClusterQueue, flavors []strata.FlavorQuotas, books *queue.Books, wl *strata.Workload) []string {
+	pins, err := workload.PinnedPodSetFlavors(wl)
+	if err != nil || pins == nil || len(flavors) < 2 {
+		return nil
+	}
+	var out []string
+	for _, unit := range workload.FlavorUnits(wl) {
+		sub := workload.WithPodSets(wl, unit)
+		pinned := pins[sub.Spec.PodSets[0].Name]
+		i := slices.IndexFunc(flavors, func(fq strata.FlavorQuotas) bool { return fq.Name == pinned })
+		if i < 0 {
+			continue
+		}
+		if _, err := s.placeOn(cq, flavors[i], books, sub, nil, false); err != nil {
+			names := make([]string, len(sub.Spec.PodSets))
+			for k := range sub.Spec.PodSets {
+				names[k] = sub.Spec.PodSets[k].Name
+			}
+			out = append(out, fmt.Sprintf("pod set %s: flavor %s: %v", strings.Join(names, ", "), pinned, err))
+		}
+	}
+	return out
 }
 
 // unitsCouldFit says whether every flavor assignment unit of a workload of

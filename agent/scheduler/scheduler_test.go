@@ -1250,6 +1250,16 @@ func TestSchedulePinnedFlavor(t *testing.T) {
 			want: map[string]outcome{"w": {Reason: ReasonPending,
 				Message: "waiting for capacity: flavor tas-flavor: rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node)"}},
 		},
+		"pod sets pinned to different flavors, one too large for its own: pending, saying which and why": {
+			queue: testutil.MakeClusterQueue("cq").Flavor("other").Flavor("tas-flavor").Obj(),
+			workloads: []*strata.Workload{func() *strata.Workload {
+				wl := job("w", "cq", 1, nil, 0)
+				wl.Spec.PodSets = append(wl.Spec.PodSets, testutil.MakePodSet("second", 5, "cpu", "1").Required(rackLabel).Obj())
+				return podSetsPinned(wl, "main=other,second=tas-flavor")
+			}()},
+			want: map[string]outcome{"w": {Reason: ReasonPending,
+				Message: "waiting for capacity: pod set second: flavor tas-flavor: rack required: the best rack fits 4 of 5 pods; limited by cpu (1 node); its pod sets may be admitted on different flavors once each has room"}},
+		},
 		"under StrictFIFO, a head pinned to a flavor the queue lacks does not block it": {
 			queue:     strictFIFO(testutil.MakeClusterQueue("cq").Flavor("other").Obj()),
 			workloads: []*strata.Workload{pinnedTo(job("w1", "cq", 1, nil, 0), "tas-flavor"), job("w2", "cq", 1, nil, 1)},

@@ -137,9 +137,13 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, r
 				}
 				assignments = dec.Assignments()
 			}
-			if t.TakesCapacity(key) && !split {
-				// (A split's hint would name the pod sets of one flavor
-				// only: its copy, if not created yet, goes without.)
+			if split {
+				// The hint names every pod set: a split's is the record's
+				// (its copy, if not created yet, goes without when the
+				// record has none).
+				assignments = recordedHints(wl)
+			}
+			if t.TakesCapacity(key) && assignments != nil {
 				// Not in the summary yet: maybe its copy is not created
 				// either (the copies controller forgets the hint when it
 				// sees the copy).
@@ -185,6 +189,27 @@ func reserveRecorded(t *placement.Target, wl *strata.Workload, key string) []*ta
 		return nil
 	}
 	return assignments
+}
+
+// recordedHints are the assignments of every pod set of wl where its
+// record says the hub planned them (status.placement.topologyHint), in
+// spec order; nil when the record has no hint for every pod set.
+func recordedHints(wl *strata.Workload) []*tas.Assignment {
+	p := wl.Status.Placement
+	if p == nil || p.TopologyHint == "" {
+		return nil
+	}
+	hints, err := workload.DecodeHints(p.TopologyHint)
+	if err != nil {
+		return nil
+	}
+	out := make([]*tas.Assignment, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		if out[i] = hints[wl.Spec.PodSets[i].Name]; out[i] == nil {
+			return nil
+		}
+	}
+	return out
 }
 
 // podSetsOn says whether the hub placed wl's pod sets on different

@@ -435,16 +435,18 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		return waitOutcome{reason: ReasonPending, message: fmt.Sprintf("counting the workloads topology spreading counts: %v", err), retry: retry}, nil, nil, nil
 	}
 	dec := &placement.Decision{Reason: "all of its pods are within quota on no flavor"}
+	var oneFlavor *placement.Decision // the decision on one flavor, for SplitLater
 	if !partialOnly {
 		dec = d.policy.DecideAvoiding(wl, shape, flavors, eligible, avoid)
-		if dec.Cluster == "" {
-			// Its pod sets may fit on different flavors of a worker, as
-			// its agent admits them, before any preemption (Kueue's
-			// flavor assigner: a fit beats a preemption).
-			if split := d.decideSplit(targets, cq, view, p, books, backoffs, now, dec); split != nil {
-				metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
-				return waitOutcome{message: placeReason(split.Reason, len(split.Candidates), excluded, notes), retry: retry}, split, nil, nil
-			}
+		oneFlavor = dec
+	}
+	if dec.Cluster == "" {
+		// Its pod sets may fit, all of them, on different flavors of a
+		// worker, as its agent admits them, before any preemption or
+		// fewer pods (Kueue's flavor assigner: a fit beats a preemption).
+		if split := d.decideSplit(targets, cq, view, p, books, backoffs, now, oneFlavor); split != nil {
+			metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
+			return waitOutcome{message: placeReason(split.Reason, len(split.Candidates), excluded, notes), retry: retry}, split, nil, nil
 		}
 	}
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())

@@ -190,10 +190,14 @@ func (b *Books) unitHeight(cq *strata.ClusterQueue, wl *strata.Workload) (int, b
 	}
 	quota := b.UnitQuota(cq.Name, names)
 	tryNext := Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
+	pins, _ := workload.PinnedPodSetFlavors(wl) // a hub's copy: each unit on its own
 	onFlavor := map[int][]int{}
 	for _, unit := range units {
 		chosen, aside, asideHeight := -1, -1, 0
 		for f := range flavors {
+			if pins != nil && pins[wl.Spec.PodSets[unit[0]].Name] != names[f] {
+				continue
+			}
 			q := quota(f, workload.WithPodSets(wl, slices.Concat(onFlavor[f], unit)))
 			if !q.Fits {
 				continue

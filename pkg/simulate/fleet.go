@@ -496,6 +496,12 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 							policy.SplitLater(d, wl, order, splitTargets)
 						}
 					}
+				default:
+					// As the hub: all of its pods on different flavors before
+					// fewer of them.
+					if s := splitFor(); s != nil {
+						d = s
+					}
 				}
 				res.Cluster = &d.Cluster
 				res.Reason = d.Reason

@@ -745,7 +745,9 @@ func (st *runState) preemptByUnit(flavors map[string]*flavorState, order []*stra
 	}
 	chosen, found := preemption.ChooseFlavor(len(order), func(f int) (preemption.Result, bool) {
 		fs := flavors[order[f].Name]
-		if fs == nil {
+		// As the agent: not on a flavor that could never hold those pod
+		// sets (taints they do not tolerate, a hub's pin elsewhere).
+		if fs == nil || workload.FlavorRefusal(fs.flavor, workload.WithPodSets(wl, slices.Concat(before[f], failed))) != "" {
 			return preemption.Result{}, false
 		}
 		return st.search(fs, cq, workload.WithPodSets(wl, slices.Concat(before[f], failed)), upTo, opts), true
@@ -754,7 +756,9 @@ func (st *runState) preemptByUnit(flavors map[string]*flavorState, order []*stra
 		return nil, nil, false
 	}
 	searched := len(before[chosen]) + len(failed) // the pod sets its search was for
-	p, fits := plan(func([]int, map[int][]int) (int, bool) { return chosen, true })
+	p, fits := plan(func(unit []int, _ map[int][]int) (int, bool) {
+		return chosen, workload.FlavorRefusal(order[chosen], workload.WithPodSets(wl, unit)) == ""
+	})
 	if !fits || p.Distinct() < 2 || len(p.PendingFlavors()) != 1 {
 		return nil, nil, false
 	}

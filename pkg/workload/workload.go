@@ -395,7 +395,8 @@ func PinnedPodSetFlavors(wl *strata.Workload) (map[string]string, error) {
 func parsePodSetFlavors(v string) (map[string]string, error) {
 	pins := map[string]string{}
 	for _, part := range strings.Split(v, ",") {
-		name, flavor, found := strings.Cut(strings.TrimSpace(part), "=")
+		name, flavor, found := strings.Cut(part, "=")
+		name, flavor = strings.TrimSpace(name), strings.TrimSpace(flavor)
 		switch {
 		case !found || name == "" || flavor == "":
 			return nil, fmt.Errorf("annotation %s=%q: %q is not name=flavor", strata.PodSetFlavorsAnnotation, v, part)

@@ -627,7 +627,7 @@ func TestPodSetFlavors(t *testing.T) {
 			refusal: map[string]string{"cpu": "", "gpu": ""},
 		},
 		"each pod set on its flavor": {
-			annotation: ptr.To("launcher=cpu, worker=gpu"),
+			annotation: ptr.To("launcher=cpu, worker = gpu"),
 			want:       map[string]string{"launcher": "cpu", "worker": "gpu"},
 			refusal: map[string]string{
 				"cpu": "the hub placed pod set worker on flavor gpu (annotation strata.dev/pod-set-flavors)",

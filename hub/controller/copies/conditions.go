@@ -66,7 +66,7 @@ func setRanUnseen(st *strata.WorkloadStatus, cluster, flavor string) bool {
 		return false
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonRanUnseen,
-		Message: fmt.Sprintf("ran on %s (flavor %s) and finished before the hub saw its admission", cluster, flavor)})
+		Message: fmt.Sprintf("ran on %s (%s) and finished before the hub saw its admission", cluster, flavorWords(st, flavor))})
 	return true
 }
 
@@ -85,7 +85,7 @@ func setWaitingOnWorker(st *strata.WorkloadStatus, cluster, flavor string, copyW
 		return false
 	}
 	noted := c.Reason == dispatch.WorkerPreempting && dispatch.NotePreemption(st, cluster, c.Message)
-	message := intake.Truncate(fmt.Sprintf("dispatched to %s (flavor %s); the worker has not admitted it yet: %s", cluster, flavor, c.Message), intake.MaxConditionMessage)
+	message := intake.Truncate(fmt.Sprintf("dispatched to %s (%s); the worker has not admitted it yet: %s", cluster, flavorWords(st, flavor), c.Message), intake.MaxConditionMessage)
 	if old := meta.FindStatusCondition(st.Conditions, strata.WorkloadAdmitted); old != nil && old.Reason == dispatch.ReasonDispatched && workload.SameMeaning(old.Message, message) {
 		return noted
 	}
@@ -117,8 +117,8 @@ func setCopyGoing(st *strata.WorkloadStatus, cluster string, copyJob metav1.Obje
 // setCreateUnknown says on the hub Workload that creating its copy failed
 // with an unknown outcome: the copy may exist and run.
 func setCreateUnknown(st *strata.WorkloadStatus, cluster, flavor string, err error) bool {
-	message := intake.Truncate(fmt.Sprintf("dispatched to %s (flavor %s); creating the copy there has an unknown outcome (%v): it may exist and run there, "+
-		"so the workload is placed elsewhere only once the worker answers, or once its fencing Lease has expired", cluster, flavor, err), intake.MaxConditionMessage)
+	message := intake.Truncate(fmt.Sprintf("dispatched to %s (%s); creating the copy there has an unknown outcome (%v): it may exist and run there, "+
+		"so the workload is placed elsewhere only once the worker answers, or once its fencing Lease has expired", cluster, flavorWords(st, flavor), err), intake.MaxConditionMessage)
 	if old := meta.FindStatusCondition(st.Conditions, strata.WorkloadAdmitted); old != nil && old.Reason == dispatch.ReasonDispatched && workload.SameMeaning(old.Message, message) {
 		return false
 	}
@@ -146,4 +146,14 @@ func (r *Reconciler) setDispatching(ctx context.Context, cluster string, status 
 			Message: intake.Truncate(message, intake.MaxConditionMessage), ObservedGeneration: wc.Generation})
 		return client.IgnoreNotFound(r.client.Status().Update(ctx, &wc))
 	})
+}
+
+// flavorWords names the flavor of the current dispatch for messages:
+// "flavor f", or each pod set's when the hub placed them on different
+// flavors (dispatch.FlavorWords).
+func flavorWords(st *strata.WorkloadStatus, flavor string) string {
+	if p := st.Placement; p != nil && len(p.PodSetFlavors) > 0 {
+		return dispatch.FlavorWords(p)
+	}
+	return "flavor " + flavor
 }

@@ -132,3 +132,35 @@ func TestDecideSplit(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideSplitMostCompact: of the clusters where a split fits, the
+// one whose least compact pod set is the most compact wins, whatever the
+// names.
+func TestDecideSplitMostCompact(t *testing.T) {
+	wl := testutil.MakeWorkload("w", "default").PodSets(
+		testutil.MakePodSet("driver", 1, gpu, "6").Required(rack).Obj(),
+		testutil.MakePodSet("workers", 2, gpu, "6").Preferred(rack).Obj()).Obj()
+	// Cluster a: f2's two nodes in two racks (the workers spread over
+	// the block); cluster b: f2's two nodes in one rack.
+	targets := []*Target{
+		target(t, "a", "f1", cluster(t, [][][]int64{{{8}}})),
+		target(t, "a", "f2", cluster(t, [][][]int64{{{8}, {8}}})),
+		target(t, "b", "f1", cluster(t, [][][]int64{{{8}}})),
+		target(t, "b", "f2", cluster(t, [][][]int64{{{8, 8}}})),
+	}
+	all := func(string, string, *strata.Workload) workload.QuotaAnswer { return workload.QuotaAnswer{Fits: true} }
+	d := New(configv1beta1.Compact, tas.DefaultOptions(), 0).DecideSplit(wl, []string{"f1", "f2"}, targets, all, false)
+	if d == nil {
+		t.Fatal("placed nowhere")
+	}
+	if d.Cluster != "b" {
+		t.Errorf("placed on %s, want b, where the workers share a rack: %s", d.Cluster, d.Reason)
+	}
+	var names []string
+	for _, c := range d.Candidates {
+		names = append(names, c.Cluster+"/"+c.Flavor)
+	}
+	if diff := cmp.Diff([]string{"b/f1+f2", "a/f1+f2"}, names); diff != "" {
+		t.Errorf("candidates (-want,+got):\n%s", diff)
+	}
+}

@@ -562,10 +562,11 @@ type Placement struct {
 	// on that cluster, which differ: its pod sets fit on no one flavor,
 	// and the hub placed each (or each PodSet group) on the first flavor
 	// of its ClusterQueue that holds it, as the worker's agent admits such
-	// a workload. flavor is then the first pod set's. Its queue is
-	// charged on each pod set's flavor, and the copy (annotation
-	// strata.dev/pod-set-flavors) is admitted with each pod set on its
-	// own.
+	// a workload. flavor is then the first pod set's, or, with
+	// preemptUpTo, the one where the worker preempts for the pod sets
+	// that do not fit now. Its queue is charged on each pod set's flavor,
+	// and the copy (annotation strata.dev/pod-set-flavors) is admitted
+	// with each pod set on its own.
 	//
 	// +optional
 	// +listType=map

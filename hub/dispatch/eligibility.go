@@ -216,12 +216,14 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 	// A split dispatch (podSetFlavors) is charged on each pod set's
 	// flavor whose summary does not count it yet.
 	charge := func(wl *strata.Workload, flavor string, podSetFlavors []strata.PodSetFlavor, key string, preempts bool) {
-		if preempts && !view.exact[cluster+"/"+flavor] {
-			// A copy marked to preempt: the agent holds its quota in the
-			// queue's status while its victims' pods end. (A summary's
-			// usage counts the hold only once the agent preempts: the
-			// copy is charged until the summary counts it, meanwhile
-			// twice, on the safe side.)
+		// A copy marked to preempt: the agent holds its quota on the
+		// flavor where it preempts in the queue's status while its
+		// victims' pods end (a split's other pod sets are charged as any
+		// copy's). (A summary's usage counts the hold only once the agent
+		// preempts: the copy is charged until the summary counts it,
+		// meanwhile twice, on the safe side.)
+		held := preempts && !view.exact[cluster+"/"+flavor]
+		if held && len(podSetFlavors) == 0 {
 			return
 		}
 		cq := d.landingOf(view, cluster, wl)
@@ -229,6 +231,9 @@ func (d *Dispatcher) chargeInFlight(view *passView, cluster string, books *queue
 			return
 		}
 		for f, rl := range queue.SplitUsage(wl, flavor, podSetFlavors) {
+			if held && f == flavor {
+				continue
+			}
 			if t := placement.Find(view.targets, cluster, f); t != nil && !t.SummaryCounts(key) {
 				books.Charge(cq.Name, f, rl, 1)
 			}

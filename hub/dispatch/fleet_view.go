@@ -112,9 +112,10 @@ func (d *Dispatcher) rebuild(ctx context.Context, targets []*placement.Target, r
 			if cluster != t.Cluster || !on && flavor != t.Flavor || split && !on || t.HasReservation(key) {
 				continue
 			}
-			if p := wl.Status.Placement; p.PreemptUpTo != nil && !t.SummaryCounts(key) {
+			if p := wl.Status.Placement; p.PreemptUpTo != nil && t.Flavor == flavor && !t.SummaryCounts(key) {
 				// A preemption in flight: it takes no capacity, and no
-				// other preemptor counts on its victims.
+				// other preemptor counts on its victims. (A split's other
+				// pod sets take theirs on their own flavors.)
 				t.ReservePreemption(key)
 				continue
 			}

@@ -272,7 +272,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		err := d.dispatchPreemption(ctx, targets, cq, placed, choice, now, books, writes)
 		dispatched = err == nil
 		if dispatched {
-			d.chargeWorker(view, choice.Cluster, choice.Flavor, placed, nil)
+			d.chargeWorker(view, choice.Cluster, choice.Flavor, placed, choiceUsage(placed, choice))
 			if view.onDispatch != nil {
 				view.onDispatch(placed.wl)
 			}
@@ -381,6 +381,9 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 		if split := d.decideSplit(targets, cq, view, p, books, backoffs, now, nil); split != nil {
 			return waitOutcome{message: placeReason(split.Reason, len(split.Candidates), nil, notes)}, split, nil, nil
 		}
+		if choice, _ := d.decideSplitPreemption(targets, cq, view, p, books, backoffs, now); choice != nil {
+			return waitOutcome{message: choice.Reason}, nil, choice, nil
+		}
 		if len(mismatches) == 0 {
 			return waitOutcome{reason: ReasonPending}, nil, nil, nil // no quota: placeOne says so
 		}
@@ -479,7 +482,20 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 			}
 			return waitOutcome{}, nil, nil, nil, false
 		}
+		// splitPreemption: its pod sets on different flavors of one
+		// worker, where some fit now and the others once it preempts on
+		// their flavor, as its agent preempts for such a workload.
+		splitPreemption := func() (*placement.PreemptionChoice, string) {
+			if partialOnly {
+				return nil, ""
+			}
+			return d.decideSplitPreemption(targets, cq, view, p, books, backoffs, now)
+		}
 		if partialOnly || dec.NeverFits && len(excluded) == 0 {
+			// (Never on one flavor: split, maybe.)
+			if choice, _ := splitPreemption(); choice != nil {
+				return waitOutcome{message: choice.Reason, retry: retry}, nil, choice, nil
+			}
 			if o, partial, choice, counts, ok := partially(); ok {
 				return o, partial, choice, counts
 			}
@@ -496,6 +512,11 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 			if why != "" {
 				reason += "; no preemption helps: " + why
 			}
+		}
+		if choice, why := splitPreemption(); choice != nil {
+			return waitOutcome{message: choice.Reason, retry: retry}, nil, choice, nil
+		} else if why != "" {
+			reason += "; no preemption on different flavors helps: " + why
 		}
 		if o, partial, choice, counts, ok := partially(); ok {
 			return o, partial, choice, counts
@@ -764,6 +785,15 @@ func decisionUsage(p pending, dec *placement.Decision) map[string]corev1.Resourc
 	return queue.SplitUsage(p.wl, dec.Flavor, dec.PodSetFlavors())
 }
 
+// choiceUsage is what a preemption choice charges p's queue, by flavor
+// (decisionUsage's).
+func choiceUsage(p pending, choice *placement.PreemptionChoice) map[string]corev1.ResourceList {
+	if !choice.Split() {
+		return map[string]corev1.ResourceList{choice.Flavor: p.need}
+	}
+	return queue.SplitUsage(p.wl, choice.Flavor, choice.PodSetFlavors())
+}
+
 // dispatchPreemption dispatches p to the one worker where preempting lets
 // it in: its copy is marked to preempt up to the chosen priority there
 // (status.placement.preemptUpTo), and the target holds a preemption in
@@ -775,6 +805,7 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 	wl := p.wl.DeepCopy()
 	gen := d.pastBurned(wl, RecordDispatch(&wl.Status, choice.Cluster, choice.Flavor, choice.Reason, d.dispatchTime(now)))
 	workload.Requeue(wl, true, now)
+	RecordSplit(&wl.Status, choice.PodSetFlavors())
 	wl.Status.Placement.PreemptUpTo = ptr.To(choice.UpTo)
 	wl.Status.Placement.PodSetCounts = podSetCounts(wl, p.counts)
 	key := Key(wl.UID, gen)
@@ -782,16 +813,18 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 		return err
 	}
 	d.fleet.NoteDispatched(key)
-	books.Charge(cq.Name, choice.Flavor, p.need, 1)
+	for f, need := range choiceUsage(p, choice) {
+		books.Charge(cq.Name, f, need, 1)
+	}
 	recordedFn := func() {
 		d.mu.Lock()
-		d.recorded[wl.UID] = recorded{generation: gen, cluster: choice.Cluster, flavor: choice.Flavor}
+		d.recorded[wl.UID] = recorded{generation: gen, cluster: choice.Cluster, flavor: choice.Flavor, podSetFlavors: choice.PodSetFlavors()}
 		delete(d.waiting, wl.UID)
 		d.mu.Unlock()
 		metrics.HubDecisions.WithLabelValues(choice.Cluster, choice.Flavor).Inc()
 		metrics.HubPreemptionDispatches.WithLabelValues(choice.Cluster, choice.Flavor).Inc()
 		d.recorder.Eventf(p.job, wl, corev1.EventTypeNormal, "Dispatched", "Preempt", "%s",
-			truncateNote(fmt.Sprintf("Dispatched to %s (flavor %s) to preempt workloads of priority ≤ %d there: %s", choice.Cluster, choice.Flavor, choice.UpTo, choice.Reason)))
+			truncateNote(fmt.Sprintf("Dispatched to %s (%s) to preempt workloads of priority ≤ %d there: %s", choice.Cluster, FlavorWords(wl.Status.Placement), choice.UpTo, choice.Reason)))
 	}
 	if d.journal != nil {
 		writes.journal(choice.Cluster, choice.Flavor, key, entryOf(wl), recordedFn, func() {})

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -30,11 +31,66 @@ import (
 // flavors of an empty worker (placement.Policy.SplitLater).
 func (d *Dispatcher) decideSplit(targets []*placement.Target, cq *strata.ClusterQueue, view *passView, p pending, books *queue.Books,
 	backoffs map[string]time.Time, now time.Time, dec *placement.Decision) *placement.Decision {
-	wl := p.wl
 	if !splittable(p) {
 		return nil
 	}
-	var flavors []string
+	flavors, eligible, ok := d.splitTargets(targets, cq, view, p, backoffs, now)
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if dec != nil && dec.Cluster == "" {
+			d.policy.SplitLater(dec, p.wl, flavors, eligible)
+		}
+	}()
+	return d.policy.DecideSplit(p.wl, flavors, eligible, d.splitQuota(cq, view, p, books), queue.Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor)
+}
+
+// decideSplitPreemption chooses the one worker that preempts for p, a
+// workload of several flavor assignment units that fits nowhere on one
+// flavor nor split, with its units on different flavors of that worker:
+// those that fit now on theirs, those that do not on the flavor whose
+// preemption lets them in (placement.Policy.DecideSplitPreemption), on
+// the workers decideSplit considers; each preempting flavor's pod sets
+// within the hub queue's quota there, and the worker queue's once the
+// victims go. nil and why not ("" when no worker preempts for it).
+func (d *Dispatcher) decideSplitPreemption(targets []*placement.Target, cq *strata.ClusterQueue, view *passView, p pending, books *queue.Books,
+	backoffs map[string]time.Time, now time.Time) (*placement.PreemptionChoice, string) {
+	if !splittable(p) {
+		return nil, ""
+	}
+	flavors, eligible, ok := d.splitTargets(targets, cq, view, p, backoffs, now)
+	if !ok {
+		return nil, ""
+	}
+	fung := queue.Fungibility(cq)
+	return d.policy.DecideSplitPreemption(p.wl, flavors, eligible, placement.SplitPreemption{
+		Quota: d.splitQuota(cq, view, p, books),
+		HubFits: func(flavor string, placed *strata.Workload) (bool, bool) {
+			fit := books.Check(cq.Name, flavor, queue.WorkloadRequests(placed), false)
+			return fit.Err == nil, fit.Borrows
+		},
+		TryNextOnBorrow: fung.WhenCanBorrow == strata.FungibilityTryNextFlavor,
+		FirstPreempting: fung.WhenCanPreempt == strata.FungibilityPreempt,
+		Preempt: func(sub *strata.Workload, t *placement.Target) (*placement.PreemptionChoice, string) {
+			sized := p.withPodSets(sub)
+			return d.policy.DecidePreemption(sub, []string{t.Flavor}, []*placement.Target{t},
+				func(t *placement.Target) (int32, bool) { return t.Priority(p.wl) },
+				func(t *placement.Target) []placement.PreemptionScope { return d.preemptionScopes(view, t, sized) },
+				func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
+					why, _ := d.workerQuotaShort(view, t, sized, freed, nominal)
+					return why
+				})
+		},
+	})
+}
+
+// splitTargets are the flavors of p's queue and the targets of the
+// workers p may use now for a split (its queue's clusterSelector, no
+// backoff, serving its kind, admitting its queue, with its priority
+// class); ok false when the selector is invalid (decide says so).
+func (d *Dispatcher) splitTargets(targets []*placement.Target, cq *strata.ClusterQueue, view *passView, p pending,
+	backoffs map[string]time.Time, now time.Time) (flavors []string, eligible []*placement.Target, ok bool) {
 	for _, fq := range queue.Flavors(cq) {
 		flavors = append(flavors, fq.Name)
 	}
@@ -42,24 +98,25 @@ func (d *Dispatcher) decideSplit(targets []*placement.Target, cq *strata.Cluster
 	if cq.Spec.ClusterSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector)
 		if err != nil {
-			return nil // decide says so
+			return nil, nil, false
 		}
 		selector = s
 	}
-	eligible, _, _ := eligibleTargets(targets, selector, view.clusterLabels, backoffs, flavors, now, func(string) string { return "" })
+	eligible, _, _ = eligibleTargets(targets, selector, view.clusterLabels, backoffs, flavors, now, func(string) string { return "" })
 	eligible, _ = servingKind(eligible, nil, p.kind, flavors, d.fleet.Serves)
 	eligible, _ = admittingQueues(eligible, nil, flavors, func(cluster string) string {
 		m, _ := d.queueRefusal(view, cluster, p)
 		return m
 	})
-	eligible, _, _ = placement.SplitTargets(eligible, nil, flavors, func(t *placement.Target) string { return t.MissingClass(wl) })
-	tryNext := queue.Fungibility(cq).WhenCanBorrow == strata.FungibilityTryNextFlavor
-	defer func() {
-		if dec != nil && dec.Cluster == "" {
-			d.policy.SplitLater(dec, wl, flavors, eligible)
-		}
-	}()
-	return d.policy.DecideSplit(wl, flavors, eligible, func(cluster, flavor string, placed *strata.Workload) workload.QuotaAnswer {
+	eligible, _, _ = placement.SplitTargets(eligible, nil, flavors, func(t *placement.Target) string { return t.MissingClass(p.wl) })
+	return flavors, eligible, true
+}
+
+// splitQuota is what the quota says of p's pod sets placed on a flavor
+// of a worker: the hub queue's, and the worker queue's where the hub
+// reads it.
+func (d *Dispatcher) splitQuota(cq *strata.ClusterQueue, view *passView, p pending, books *queue.Books) placement.SplitQuota {
+	return func(cluster, flavor string, placed *strata.Workload) workload.QuotaAnswer {
 		need := queue.WorkloadRequests(placed)
 		fit := books.Check(cq.Name, flavor, need, false)
 		if fit.Err != nil {
@@ -71,7 +128,18 @@ func (d *Dispatcher) decideSplit(targets []*placement.Target, cq *strata.Cluster
 			}
 		}
 		return workload.QuotaAnswer{Fits: true, Borrows: fit.Borrows, Height: books.BorrowHeight(cq.Name, flavor, need)}
-	}, tryNext)
+	}
+}
+
+// withPodSets is p's entry for sub, some of its pod sets: their need and
+// shape, for the quota and preemption checks of those pod sets alone.
+func (p pending) withPodSets(sub *strata.Workload) pending {
+	e := *p.entry
+	e.wl = sub
+	e.shape, e.need = placement.Shape(sub), queue.WorkloadRequests(sub)
+	e.needKey = resourcesKey(e.need)
+	p.entry = &e
+	return p
 }
 
 // splittable says whether p's pod sets may be placed on different

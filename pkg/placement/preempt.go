@@ -633,11 +633,25 @@ func (t *Target) Preempting() bool {
 }
 
 // Reserve holds the choice as a preemption in flight on its target (one
-// of targets).
+// of targets); for a split (DecideSplitPreemption), the pod sets that fit
+// now take their capacity on their own flavors' targets, under the same
+// key.
 func (c *PreemptionChoice) Reserve(targets []*Target, key string) error {
 	t := Find(targets, c.Cluster, c.Flavor)
 	if t == nil {
 		return fmt.Errorf("no target %s/%s to reserve %s on", c.Cluster, c.Flavor, key)
+	}
+	if c.Split() {
+		fitting := &Decision{Cluster: c.Cluster}
+		for _, ps := range c.PodSets {
+			if ps.Flavor != c.Flavor {
+				fitting.PodSets = append(fitting.PodSets, ps)
+			}
+		}
+		fitting.Flavor = fitting.PodSets[0].Flavor
+		if err := fitting.Reserve(targets, key); err != nil {
+			return err
+		}
 	}
 	t.ReservePreemption(key)
 	return nil

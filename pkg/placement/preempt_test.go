@@ -34,6 +34,12 @@ func fullCluster(t *testing.T, name string, priorities [][]int32) *Target {
 // workload on node n of rack r ("cq" where queues does not say).
 func fullClusterOf(t *testing.T, name string, priorities [][]int32, queues [][]string) *Target {
 	t.Helper()
+	return fullClusterOn(t, name, "f", priorities, queues)
+}
+
+// fullClusterOn is fullClusterOf on flavor.
+func fullClusterOn(t *testing.T, name, flavor string, priorities [][]int32, queues [][]string) *Target {
+	t.Helper()
 	s := tas.NewSnapshot([]string{block, rack, host}, nil)
 	var held []tas.Held
 	for r, nodes := range priorities {
@@ -62,7 +68,7 @@ func fullClusterOf(t *testing.T, name string, priorities [][]int32, queues [][]s
 		t.Fatal(err)
 	}
 	st.SummaryGeneration = 1
-	return target(t, name, "f", &st)
+	return target(t, name, flavor, &st)
 }
 
 func TestDecidePreemption(t *testing.T) {

@@ -180,27 +180,11 @@ func (d *Decision) flavorsOf(ts []*Target, flavors []int) string {
 
 // Split says whether the decision places the workload's pod sets on
 // different flavors (DecideSplit).
-func (d *Decision) Split() bool {
-	for _, ps := range d.PodSets {
-		if ps.Flavor != "" && ps.Flavor != d.Flavor {
-			return true
-		}
-	}
-	return false
-}
+func (d *Decision) Split() bool { return splitPodSets(d.Flavor, d.PodSets) }
 
 // PodSetFlavors are the pod sets' flavors of a split decision
 // (status.placement.podSetFlavors), nil for a decision on one flavor.
-func (d *Decision) PodSetFlavors() []strata.PodSetFlavor {
-	if !d.Split() {
-		return nil
-	}
-	out := make([]strata.PodSetFlavor, len(d.PodSets))
-	for i, ps := range d.PodSets {
-		out[i] = strata.PodSetFlavor{Name: ps.Name, Flavor: ps.Flavor}
-	}
-	return out
-}
+func (d *Decision) PodSetFlavors() []strata.PodSetFlavor { return podSetFlavorsOf(d.Flavor, d.PodSets) }
 
 // Reserve takes the decision's capacity on its chosen target (one of
 // targets), or, for a split, on each of its flavors' targets, under key,

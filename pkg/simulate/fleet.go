@@ -373,15 +373,18 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				// The targets it may use, for the split (any flavor of its
 				// queue, not refused there).
 				var splitTargets []*placement.Target
-				splitFor := func() *placement.Decision {
+				splittable := func() bool {
 					if len(wl.Spec.PodSets) < 2 || len(workload.FlavorUnits(wl)) < 2 || workload.Spreads(wl) {
-						return nil
+						return false
 					}
 					if item.Job != nil {
 						if _, grouped := item.Job.Kind().(jobs.GroupedWorkloads); grouped {
-							return nil // as the hub: a LeaderWorkerSet's groups stay on one flavor
+							return false // as the hub: a LeaderWorkerSet's groups stay on one flavor
 						}
 					}
+					return true
+				}
+				splitEligible := func() []*placement.Target {
 					eligible, _, _ := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {
 						lq, cq := f.landingQueues(t.Cluster, wl)
 						if why := f.namespaceRefused(t.Cluster, wl.Namespace, cq); why != "" {
@@ -392,33 +395,63 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 						}
 						return t.MissingClass(wl)
 					})
-					splitTargets = eligible
-					tryNext := hubCQ != nil && queue.Fungibility(hubCQ).WhenCanBorrow == strata.FungibilityTryNextFlavor
-					return policy.DecideSplit(wl, order, eligible, func(cluster, flavor string, placed *strata.Workload) workload.QuotaAnswer {
-						need := queue.WorkloadRequests(placed)
-						var fit queue.Fit
-						if hubCQ != nil {
-							if fit = hub.books.Check(hubCQ.Name, flavor, need, false); fit.Err != nil {
-								return workload.QuotaAnswer{}
+					return eligible
+				}
+				tryNext := hubCQ != nil && queue.Fungibility(hubCQ).WhenCanBorrow == strata.FungibilityTryNextFlavor
+				splitQuota := func(cluster, flavor string, placed *strata.Workload) workload.QuotaAnswer {
+					need := queue.WorkloadRequests(placed)
+					var fit queue.Fit
+					if hubCQ != nil {
+						if fit = hub.books.Check(hubCQ.Name, flavor, need, false); fit.Err != nil {
+							return workload.QuotaAnswer{}
+						}
+					}
+					if cq, books := f.landing(cluster, wl), f.books[cluster]; cq != nil && books != nil {
+						if why, _ := placement.QuotaShort(books, cq.Name, flavor, need, nil, false); why != "" {
+							return workload.QuotaAnswer{}
+						}
+					}
+					a := workload.QuotaAnswer{Fits: true, Borrows: fit.Borrows}
+					if hubCQ != nil {
+						a.Height = hub.books.BorrowHeight(hubCQ.Name, flavor, need)
+					}
+					return a
+				}
+				splitFor := func() *placement.Decision {
+					if !splittable() {
+						return nil
+					}
+					splitTargets = splitEligible()
+					return policy.DecideSplit(wl, order, splitTargets, splitQuota, tryNext)
+				}
+				// As the hub: the one worker that preempts for its pod sets
+				// on different flavors, those that fit now on theirs.
+				splitPreemptFor := func() (*placement.PreemptionChoice, string) {
+					if !splittable() {
+						return nil, ""
+					}
+					sp := placement.SplitPreemption{Quota: splitQuota, TryNextOnBorrow: tryNext,
+						FirstPreempting: hubCQ != nil && queue.Fungibility(hubCQ).WhenCanPreempt == strata.FungibilityPreempt,
+						HubFits: func(flavor string, placed *strata.Workload) (bool, bool) {
+							if hubCQ == nil {
+								return true, false
 							}
-						}
-						if cq, books := f.landing(cluster, wl), f.books[cluster]; cq != nil && books != nil {
-							if why, _ := placement.QuotaShort(books, cq.Name, flavor, need, nil, false); why != "" {
-								return workload.QuotaAnswer{}
-							}
-						}
-						a := workload.QuotaAnswer{Fits: true, Borrows: fit.Borrows}
-						if hubCQ != nil {
-							a.Height = hub.books.BorrowHeight(hubCQ.Name, flavor, need)
-						}
-						return a
-					}, tryNext)
+							fit := hub.books.Check(hubCQ.Name, flavor, queue.WorkloadRequests(placed), false)
+							return fit.Err == nil, fit.Borrows
+						},
+						Preempt: func(sub *strata.Workload, t *placement.Target) (*placement.PreemptionChoice, string) {
+							return fleetPreemption(f, policy, wl, sub, []string{t.Flavor}, []*placement.Target{t})
+						}}
+					return policy.DecideSplitPreemption(wl, order, splitEligible(), sp)
 				}
 				var split *placement.Decision
+				var splitChoice *placement.PreemptionChoice
 				if len(flavors) == 0 && !partialOnly {
-					split = splitFor()
+					if split = splitFor(); split == nil {
+						splitChoice, _ = splitPreemptFor()
+					}
 				}
-				if len(flavors) == 0 && split == nil {
+				if len(flavors) == 0 && split == nil && splitChoice == nil {
 					// As the hub: preempting at the hub what its queue's policy
 					// allows, for all of its pods or the most of them.
 					victims, why := hubReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, lqUsageOf, opts.PartialSlices)
@@ -429,7 +462,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 						quotaNotes = append(quotaNotes, why)
 					}
 				}
-				if len(flavors) == 0 && split == nil {
+				if len(flavors) == 0 && split == nil && splitChoice == nil {
 					// As the hub: it waits for quota; nothing goes ahead of it in
 					// a StrictFIFO queue.
 					res.Reason, res.Cluster = "no flavor of ClusterQueue "+hubCQ.Name+" has quota left: "+strings.Join(quotaNotes, "; "), new(string)
@@ -529,14 +562,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				// preemptFor is the one worker where preempting lets w (wl, or wl
 				// with fewer pods) in, among targets, on flavors.
 				preemptFor := func(w *strata.Workload, flavors []string, targets []*placement.Target) (*placement.PreemptionChoice, string) {
-					need := queue.WorkloadRequests(w)
-					return policy.DecidePreemption(w, flavors, targets, func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
-						priority, _ := t.Priority(wl)
-						return placement.ScopesFor(f.landing(t.Cluster, wl), t.Flavor, need, priority, f.books[t.Cluster], t.FairSharing())
-					}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
-						why, _ := quotaShortOf(t, need, freed, nominal)
-						return why
-					})
+					return fleetPreemption(f, policy, wl, w, flavors, targets)
 				}
 				preempting := false
 				var choice *placement.PreemptionChoice
@@ -547,6 +573,17 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					if choice == nil && why != "" {
 						res.Reason += "; no preemption helps: " + why
 					}
+				}
+				if !partialOnly && d.Cluster == "" && choice == nil {
+					// As the hub: its pod sets on different flavors of the one
+					// worker that preempts for those that do not fit now.
+					if splitChoice == nil {
+						var why string
+						if splitChoice, why = splitPreemptFor(); splitChoice == nil && why != "" {
+							res.Reason += "; no preemption on different flavors helps: " + why
+						}
+					}
+					choice = splitChoice
 				}
 				if d.Cluster == "" && choice == nil {
 					// As the hub: with fewer pods (minCount), where they fit or a
@@ -587,7 +624,11 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 							placeErr = fmt.Errorf("%s: %w", item.Source, err)
 							return false
 						}
-						charge(choice.Cluster, choice.Flavor, nil)
+						var split map[string]corev1.ResourceList
+						if choice.Split() {
+							split = queue.SplitUsage(wl, choice.Flavor, choice.PodSetFlavors())
+						}
+						charge(choice.Cluster, choice.Flavor, split)
 						preempting = true
 						res.Cluster, res.PreemptUpTo = &choice.Cluster, ptr.To(choice.UpTo)
 						res.Reason = fmt.Sprintf("would preempt up to %d workloads of priority ≤ %d there: %s", choice.Workloads, choice.UpTo, choice.Reason)
@@ -634,6 +675,9 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					}
 					if choice != nil {
 						h.cluster, h.flavor = choice.Cluster, choice.Flavor
+						if choice.Split() {
+							h.split = queue.SplitUsage(wl, choice.Flavor, choice.PodSetFlavors())
+						}
 					}
 					held = append(held, h)
 				}
@@ -853,6 +897,25 @@ func (f *Fleet) namespaceRefused(cluster, ns string, cq *strata.ClusterQueue) st
 		}
 	}
 	return ""
+}
+
+// fleetPreemption is the one worker where preempting lets w (wl, with
+// fewer pods, or some of its pod sets) in, among targets of flavors, as
+// the hub chooses it (placement.Policy.DecidePreemption): w's need in the
+// queue wl's copy lands in on each worker.
+func fleetPreemption(f *Fleet, policy *placement.Policy, wl, w *strata.Workload, flavors []string, targets []*placement.Target) (*placement.PreemptionChoice, string) {
+	need := queue.WorkloadRequests(w)
+	return policy.DecidePreemption(w, flavors, targets, func(t *placement.Target) (int32, bool) { return t.Priority(wl) }, func(t *placement.Target) []placement.PreemptionScope {
+		priority, _ := t.Priority(wl)
+		return placement.ScopesFor(f.landing(t.Cluster, wl), t.Flavor, need, priority, f.books[t.Cluster], t.FairSharing())
+	}, func(t *placement.Target, freed map[string]corev1.ResourceList, nominal bool) string {
+		cq, books := f.landing(t.Cluster, wl), f.books[t.Cluster]
+		if cq == nil || books == nil {
+			return ""
+		}
+		why, _ := placement.QuotaShort(books, cq.Name, t.Flavor, need, freed, nominal)
+		return why
+	})
 }
 
 // hubItems are the workloads as the hub takes them in: a job read as its

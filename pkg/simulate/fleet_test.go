@@ -1361,73 +1361,11 @@ func TestFleetPodSetsOnDifferentFlavors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Flavor small: one 2-CPU node; flavor big: a rack of two 4-CPU nodes.
-	cluster := `apiVersion: strata.dev/v1beta1
-kind: Topology
-metadata: {name: t}
-spec:
-  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
----
-apiVersion: strata.dev/v1beta1
-kind: ResourceFlavor
-metadata: {name: small}
-spec: {topologyName: t, nodeLabels: {pool: small}}
----
-apiVersion: strata.dev/v1beta1
-kind: ResourceFlavor
-metadata: {name: big}
-spec: {topologyName: t, nodeLabels: {pool: big}}
----
-apiVersion: v1
-kind: NodeList
-items:
-- {apiVersion: v1, kind: Node, metadata: {name: s1, labels: {pool: small, rack: r1, kubernetes.io/hostname: s1}}, status: {allocatable: {cpu: "2", pods: "110"}}}
-- {apiVersion: v1, kind: Node, metadata: {name: b1, labels: {pool: big, rack: r2, kubernetes.io/hostname: b1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
-- {apiVersion: v1, kind: Node, metadata: {name: b2, labels: {pool: big, rack: r2, kubernetes.io/hostname: b2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
----
-apiVersion: strata.dev/v1beta1
-kind: ClusterQueue
-metadata: {name: train}
-spec:
-  namespaceSelector: {}
-  flavors: [{name: small}, {name: big}]
----
-apiVersion: strata.dev/v1beta1
-kind: LocalQueue
-metadata: {name: train, namespace: ml}
-spec: {clusterQueue: train}
-`
+	cluster := splitCluster("")
 	if err := os.WriteFile(filepath.Join(w, "cluster.yaml"), []byte(cluster), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	jobSet := func(name string) string {
-		return fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: train}}
-spec:
-  replicatedJobs:
-  - name: driver
-    replicas: 1
-    template:
-      spec:
-        template:
-          metadata:
-            annotations: {kueue.x-k8s.io/podset-required-topology: rack}
-          spec:
-            containers: [{name: c, image: busybox, resources: {requests: {cpu: "2"}}}]
-  - name: workers
-    replicas: 1
-    template:
-      spec:
-        parallelism: 2
-        completions: 2
-        template:
-          metadata:
-            annotations: {kueue.x-k8s.io/podset-required-topology: rack}
-          spec:
-            containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]
----
-`, name)
-	}
+	jobSet := func(name string) string { return splitJobSetYAML(name, "") }
 	hubQueue := func(bigQuota string) string {
 		return fmt.Sprintf(`apiVersion: strata.dev/v1beta1
 kind: ClusterQueue
@@ -1498,4 +1436,154 @@ spec: {clusterQueue: train}
 			}
 		})
 	}
+}
+
+// TestFleetPodSetsOnDifferentFlavorsPreempting: as the hub, a JobSet whose
+// driver fits now only on one flavor and whose workers fit only on
+// another, full of lower priorities, goes to the one worker that preempts
+// there, each pod set on its own flavor.
+func TestFleetPodSetsOnDifferentFlavorsPreempting(t *testing.T) {
+	dir := t.TempDir()
+	w := filepath.Join(dir, "w")
+	if err := os.MkdirAll(w, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Flavor small: one free 2-CPU node; flavor big: a rack of two 4-CPU
+	// nodes, each running a workload of priority 1.
+	cluster := splitCluster("  preemption: {withinClusterQueue: LowerPriority}\n") + `---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 1
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 50
+`
+	for _, node := range []string{"b1", "b2"} {
+		cluster += fmt.Sprintf(`---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: low-%s, namespace: ml}
+spec:
+  queueName: train
+  priorityClassName: low
+  priorityClassSource: strata.dev/workloadpriorityclass
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]}}
+status:
+  admission:
+    clusterQueue: train
+    podSetAssignments:
+    - name: main
+      flavor: big
+      count: 1
+      topologyAssignment: {levels: [kubernetes.io/hostname], slices: [{domainCount: 1, valuesPerLevel: [{universal: %s}], podCounts: {universal: 1}}]}
+`, node, node)
+	}
+	if err := os.WriteFile(filepath.Join(w, "cluster.yaml"), []byte(cluster), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hub := filepath.Join(dir, "hub.yaml")
+	if err := os.WriteFile(hub, []byte(`apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 50
+---
+`+splitJobSetYAML("train", ", strata.dev/priority-class: urgent")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := runFleet(t, []ClusterArg{{Name: "w", Path: w}}, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 {
+		t.Fatalf("results: %+v", results)
+	}
+	r := results[0]
+	if r.Admitted || r.Cluster == nil || *r.Cluster != "w" || r.PreemptUpTo == nil || *r.PreemptUpTo != 1 {
+		t.Fatalf("result: admitted %v, cluster %v, preempt up to %v; want a preemption up to 1 on w: %s", r.Admitted, r.Cluster, r.PreemptUpTo, r.Reason)
+	}
+	for _, part := range []string{"pod set driver on small now", "pod set workers on big once others are preempted", "would preempt up to 2 workloads of priority ≤ 1 there"} {
+		if !strings.Contains(r.Reason, part) {
+			t.Errorf("reason %q does not say %q", r.Reason, part)
+		}
+	}
+}
+
+// splitCluster is a worker's files where flavor small has one 2-CPU node
+// and flavor big a rack of two 4-CPU nodes, with ClusterQueue train (its
+// spec ending with queueSpec) over both and LocalQueue ml/train.
+func splitCluster(queueSpec string) string {
+	return `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: small}
+spec: {topologyName: t, nodeLabels: {pool: small}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: big}
+spec: {topologyName: t, nodeLabels: {pool: big}}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: s1, labels: {pool: small, rack: r1, kubernetes.io/hostname: s1}}, status: {allocatable: {cpu: "2", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: b1, labels: {pool: big, rack: r2, kubernetes.io/hostname: b1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: b2, labels: {pool: big, rack: r2, kubernetes.io/hostname: b2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: {}
+  flavors: [{name: small}, {name: big}]
+` + queueSpec + `---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+`
+}
+
+// splitJobSetYAML is JobSet ml/name of queue train (labels adds to its
+// labels: ", key: value"): a driver of one 2-CPU pod and workers of two
+// 4-CPU pods, each in a rack.
+func splitJobSetYAML(name, labels string) string {
+	return fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: train%s}}
+spec:
+  replicatedJobs:
+  - name: driver
+    replicas: 1
+    template:
+      spec:
+        template:
+          metadata:
+            annotations: {kueue.x-k8s.io/podset-required-topology: rack}
+          spec:
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "2"}}}]
+  - name: workers
+    replicas: 1
+    template:
+      spec:
+        parallelism: 2
+        completions: 2
+        template:
+          metadata:
+            annotations: {kueue.x-k8s.io/podset-required-topology: rack}
+          spec:
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]
+---
+`, name, labels)
 }

@@ -5,11 +5,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
@@ -25,32 +28,8 @@ var _ = Describe("Pod sets on different flavors", Label("jobset"), func() {
 		// f-split, the workers (2 pods of 4 CPUs in a rack) on
 		// f-split-big: neither flavor holds both. No other worker has
 		// nodes of either.
-		e := newEnv(ctx, "split", map[string][][]string{"w1": {{"2"}}})
-		big := e.flavor + "-big"
-		w1 := worker("w1")
-		for _, c := range append([]*framework.Cluster{hub}, workers...) {
-			if c != hub {
-				Expect(c.Client.Create(ctx, testutil.MakeResourceFlavor(big).NodeLabel("pool", big).TopologyName(topology).Obj())).To(Succeed())
-			}
-			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				var cq strata.ClusterQueue
-				if err := c.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq); err != nil {
-					return err
-				}
-				cq.Spec.Flavors = append(cq.Spec.Flavors, strata.FlavorQuotas{Name: big})
-				return c.Client.Update(ctx, &cq)
-			})).To(Succeed(), c.Name)
-		}
-		for i := range 2 {
-			name := fmt.Sprintf("split-big-w1-r0-n%d", i)
-			Expect(framework.CreateReadyNode(ctx, w1.Client, name, map[string]string{"pool": big, rack: "r0", host: name}, "4")).To(Succeed())
-		}
-		waitSummaries(ctx, big, map[string][][]string{"w1": {{"4", "4"}}})
-
-		required := map[string]string{strata.PodSetRequiredTopologyAnnotation: rack}
-		driver := testutil.MakeJob("driver", "").Parallelism(1).Completions(1).Request("cpu", "2").PodAnnotations(required).Obj()
-		workersJob := testutil.MakeJob("workers", "").Parallelism(2).Completions(2).Indexed().Request("cpu", "4").PodAnnotations(required).Obj()
-		js := testutil.MakeJobSet("train", e.ns).Queue("lq").ReplicatedJob(1, driver).ReplicatedJob(1, workersJob).Obj()
+		e, big := splitEnv(ctx, "split")
+		js := splitJobSet(e, "")
 		Expect(hub.Client.Create(ctx, js)).To(Succeed())
 
 		wantFlavors := []strata.PodSetFlavor{{Name: "driver", Flavor: e.flavor}, {Name: "workers", Flavor: big}}
@@ -96,7 +75,7 @@ var _ = Describe("Pod sets on different flavors", Label("jobset"), func() {
 		}).Should(Succeed())
 
 		By("a Job of 2 CPUs in a rack waits: the split holds both flavors' capacity")
-		one := e.job("one", 1, "2", required)
+		one := e.job("one", 1, "2", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
 		Expect(hub.Client.Create(ctx, one)).To(Succeed())
 		Eventually(func(g Gomega) {
 			wl := hubWorkload(g, ctx, one)
@@ -118,4 +97,114 @@ var _ = Describe("Pod sets on different flavors", Label("jobset"), func() {
 			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
 		}).Should(Succeed())
 	})
+
+	It("preempts on the one worker for the pod sets that fit only on a flavor full of lower priorities, the others keeping theirs", func(ctx SpecContext) {
+		e, big := splitEnv(ctx, "splitpre")
+		const low, urgent = "splitpre-low", "splitpre-urgent"
+		priorityClasses(ctx, map[string]int32{low: 10, urgent: 500})
+		w1 := worker("w1")
+		e.preemptWithin(ctx, w1)
+
+		By("filling w1's big rack with two low-priority Jobs submitted there")
+		var local []*batchv1.Job
+		for i := range 2 {
+			node := fmt.Sprintf("splitpre-big-w1-r0-n%d", i)
+			job := e.job(fmt.Sprintf("local-%d", i), 1, "4", nil)
+			job.Labels[strata.PriorityClassLabel] = low
+			job.Spec.Template.Spec.NodeSelector = map[string]string{host: node}
+			Expect(w1.Client.Create(ctx, job)).To(Succeed())
+			local = append(local, job)
+		}
+		for _, job := range local {
+			Eventually(func(g Gomega) {
+				_, wl := copyOn(g, ctx, w1, job)
+				g.Expect(wl).NotTo(BeNil())
+				g.Expect(wl.Status.Admission).NotTo(BeNil(), "%s: %v", job.Name, wl.Status.Conditions)
+			}).Should(Succeed())
+		}
+		hubReads(ctx, "w1", big, func(g Gomega, st *strata.CapacitySummaryStatus) {
+			g.Expect(st.Preemptible).NotTo(BeEmpty(), "w1's summary tells what preempting would free")
+		})
+
+		By("submitting an urgent JobSet on the hub: its driver fits now on the env's flavor, its workers only once the big rack is freed")
+		js := splitJobSet(e, urgent)
+		Expect(hub.Client.Create(ctx, js)).To(Succeed())
+		wantFlavors := []strata.PodSetFlavor{{Name: "driver", Flavor: e.flavor}, {Name: "workers", Flavor: big}}
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Placement).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Flavor).To(Equal(big))
+			g.Expect(wl.Status.Placement.PodSetFlavors).To(Equal(wantFlavors))
+			g.Expect(wl.Status.Placement.PreemptUpTo).To(Equal(ptr.To[int32](10)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			cp, cwl := jobSetCopyOn(g, ctx, "w1", js)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.PodSetFlavorsAnnotation, "driver="+e.flavor+",workers="+big))
+			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.PreemptUpToAnnotation, "10"))
+			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+			got := map[string]string{}
+			for _, psa := range cwl.Status.Admission.PodSetAssignments {
+				got[psa.Name] = psa.Flavor
+			}
+			g.Expect(got).To(Equal(map[string]string{"driver": e.flavor, "workers": big}))
+			g.Expect(dispatch.ChoiceReason(&wl)).To(ContainSubstring("pod set driver on " + e.flavor + " now"))
+		}).Should(Succeed())
+
+		By("both low-priority Jobs on w1 were preempted for it")
+		Eventually(func(g Gomega) {
+			for _, job := range local {
+				_, wl := copyOn(g, ctx, w1, job)
+				g.Expect(wl).NotTo(BeNil())
+				g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadPreempted)).To(BeTrue(), "%s: %v", job.Name, wl.Status.Conditions)
+			}
+		}).Should(Succeed())
+	})
 })
+
+// splitEnv is an env whose ClusterQueues (hub and workers) list two
+// flavors: the env's, where w1 has one 2-CPU node, and big (returned),
+// where w1 has a rack of two 4-CPU nodes. No other worker has nodes of
+// either.
+func splitEnv(ctx SpecContext, name string) (*env, string) {
+	GinkgoHelper()
+	e := newEnv(ctx, name, map[string][][]string{"w1": {{"2"}}})
+	big := e.flavor + "-big"
+	w1 := worker("w1")
+	for _, c := range append([]*framework.Cluster{hub}, workers...) {
+		if c != hub {
+			Expect(c.Client.Create(ctx, testutil.MakeResourceFlavor(big).NodeLabel("pool", big).TopologyName(topology).Obj())).To(Succeed())
+		}
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var cq strata.ClusterQueue
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq); err != nil {
+				return err
+			}
+			cq.Spec.Flavors = append(cq.Spec.Flavors, strata.FlavorQuotas{Name: big})
+			return c.Client.Update(ctx, &cq)
+		})).To(Succeed(), c.Name)
+	}
+	for i := range 2 {
+		node := fmt.Sprintf("%s-big-w1-r0-n%d", name, i)
+		Expect(framework.CreateReadyNode(ctx, w1.Client, node, map[string]string{"pool": big, rack: "r0", host: node}, "4")).To(Succeed())
+	}
+	waitSummaries(ctx, big, map[string][][]string{"w1": {{"4", "4"}}})
+	return e, big
+}
+
+// splitJobSet is a JobSet of a driver (one pod of 2 CPUs) and workers (two
+// pods of 4 CPUs), each in a rack: on splitEnv's w1 the driver fits only
+// on the env's flavor, the workers only on big. class, when set, is its
+// WorkloadPriorityClass.
+func splitJobSet(e *env, class string) *jobsetapi.JobSet {
+	required := map[string]string{strata.PodSetRequiredTopologyAnnotation: rack}
+	driver := testutil.MakeJob("driver", "").Parallelism(1).Completions(1).Request("cpu", "2").PodAnnotations(required).Obj()
+	workersJob := testutil.MakeJob("workers", "").Parallelism(2).Completions(2).Indexed().Request("cpu", "4").PodAnnotations(required).Obj()
+	js := testutil.MakeJobSet("train", e.ns).Queue("lq").ReplicatedJob(1, driver).ReplicatedJob(1, workersJob).Obj()
+	if class != "" {
+		js.Labels[strata.PriorityClassLabel] = class
+	}
+	return js
+}

@@ -23,6 +23,7 @@ import (
 	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -798,8 +799,9 @@ func choiceUsage(p pending, choice *placement.PreemptionChoice) map[string]corev
 // it in: its copy is marked to preempt up to the chosen priority there
 // (status.placement.preemptUpTo), and the target holds a preemption in
 // flight, so that no other preemptor counts on the same victims until the
-// worker's summary shows the outcome. The copy carries no topology hint:
-// the worker places it once its victims are gone.
+// worker's summary shows the outcome. The copy carries no topology hint
+// (the worker places it once its victims are gone), but for the pod sets
+// of a split that fit now.
 func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, p pending, choice *placement.PreemptionChoice,
 	now time.Time, books *queue.Books, writes *passWrites) error {
 	wl := p.wl.DeepCopy()
@@ -811,6 +813,20 @@ func (d *Dispatcher) dispatchPreemption(ctx context.Context, targets []*placemen
 	key := Key(wl.UID, gen)
 	if err := choice.Reserve(targets, key); err != nil {
 		return err
+	}
+	if choice.Split() {
+		// The pod sets that fit now go where the hub reserved them (the
+		// others where the worker's preemption makes room).
+		hints := make([]*tas.Assignment, len(choice.PodSets))
+		for i, ps := range choice.PodSets {
+			if ps.Flavor != choice.Flavor {
+				hints[i] = ps.Assignment
+			}
+		}
+		if hint, err := workload.EncodeTopologyHints(wl.Spec.PodSets, hints); err == nil && len(hint) <= maxPlacementHint {
+			wl.Status.Placement.TopologyHint = hint
+		}
+		d.fleet.SetHint(key, hints)
 	}
 	d.fleet.NoteDispatched(key)
 	for f, need := range choiceUsage(p, choice) {

@@ -18,6 +18,7 @@ import (
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/pkg/jobs/jobset"
 	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
 	"strata.dev/strata/test/integration/framework"
 )
 
@@ -143,6 +144,12 @@ var _ = Describe("Pod sets on different flavors", Label("jobset"), func() {
 			g.Expect(cp).NotTo(BeNil())
 			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.PodSetFlavorsAnnotation, "driver="+e.flavor+",workers="+big))
 			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.PreemptUpToAnnotation, "10"))
+			// The driver goes where the hub reserved it; the workers where
+			// the preemption makes room.
+			hints, err := workload.DecodeHints(cp.Annotations[strata.TopologyHintAnnotation])
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(hints).To(HaveKey("driver"))
+			g.Expect(hints).NotTo(HaveKey("workers"))
 			g.Expect(cwl).NotTo(BeNil())
 			g.Expect(cwl.Status.Admission).NotTo(BeNil())
 			got := map[string]string{}

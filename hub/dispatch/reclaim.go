@@ -184,7 +184,14 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		return ""
 	}
 	view.reclaimSearches--
-	best, whys := reclaimSearch(cq, books, view, p, policy)
+	best, whys := reclaimSearch(cq, books, view, p, policy, "")
+	if best == nil && splittable(p) {
+		// Its pod sets may each be within quota on a flavor of their own
+		// once the first that is on none gets some back.
+		if sized, o := d.splitReclaim(cq, books, view, p, policy); o != nil {
+			p, best = sized, o
+		}
+	}
 	if best == nil && workload.Reducible(p.wl.Spec.PodSets, d.policy.Options().PartialSlices) > 0 {
 		// As Kueue's partial admission: the most pods (at least minCount)
 		// for which a preemption frees quota. Each search counts against
@@ -193,7 +200,7 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		total := workload.Reducible(p.wl.Spec.PodSets, partialSlices)
 		k, o, ok := workload.FewestTakenAway(total, func(k int32) (*reclaimOption, bool) {
 			view.reclaimSearches--
-			o, _ := reclaimSearch(cq, books, view, p.withCounts(workload.ReducedCounts(p.wl.Spec.PodSets, k, partialSlices)), policy)
+			o, _ := reclaimSearch(cq, books, view, p.withCounts(workload.ReducedCounts(p.wl.Spec.PodSets, k, partialSlices)), policy, "")
 			return o, o != nil
 		})
 		// The most pods its quota can be made to hold may hold already
@@ -242,6 +249,35 @@ func (d *Dispatcher) startReclaim(ctx context.Context, cq *strata.ClusterQueue, 
 	return message
 }
 
+// splitReclaim is the hub preemption that frees p's queue's quota for
+// its pod sets on different flavors (p of several flavor assignment units,
+// whose quota holds all of it on no one flavor): its units walked over the
+// queue's flavors by quota alone (workload.QuotaWalk), the first that is
+// within quota on none reclaims, with the pod sets put there before it,
+// on the first flavor where a search finds victims. It returns p sized to
+// those pod sets (the hold's need) and the search's option; nil when none
+// helps. Each search counts against the pass's budget.
+func (d *Dispatcher) splitReclaim(cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, policy preemption.Policy) (pending, *reclaimOption) {
+	fqs := queue.Flavors(cq)
+	failed, before := workload.QuotaWalk(p.wl, len(fqs), func(f int, placed *strata.Workload) bool {
+		return books.Check(cq.Name, fqs[f].Name, queue.WorkloadRequests(placed), false).Err == nil
+	})
+	if failed == nil {
+		return p, nil // within quota split: the capacity keeps it out
+	}
+	for f, fq := range fqs {
+		if view.reclaimSearches <= 0 {
+			break
+		}
+		view.reclaimSearches--
+		sized := p.withPodSets(workload.WithPodSets(p.wl, slices.Concat(before[f], failed)))
+		if o, _ := reclaimSearch(cq, books, view, sized, policy, fq.Name); o != nil && len(o.going)+len(o.result.Victims) > 0 {
+			return sized, o
+		}
+	}
+	return p, nil
+}
+
 // reclaimForFewer is, for placePartially, the search for the hub
 // preemption that frees p's queue's quota for p with fewer pods (sized);
 // nil when p's queue preempts nothing, a reclaim of p's is under way, or
@@ -254,7 +290,7 @@ func (d *Dispatcher) reclaimForFewer(cq *strata.ClusterQueue, books *queue.Books
 	}
 	return func(sized pending) *reclaimOption {
 		view.reclaimSearches--
-		o, _ := reclaimSearch(cq, books, view, sized, policy)
+		o, _ := reclaimSearch(cq, books, view, sized, policy, "")
 		if o == nil || len(o.going)+len(o.result.Victims) == 0 {
 			return nil
 		}
@@ -339,9 +375,12 @@ type reclaimOption struct {
 // reclaimSearch searches every flavor of cq for the dispatched Workloads
 // whose preemption at the hub frees quota for p, and chooses one
 // (preemption.Reclaim); nil and why on each flavor when none helps.
-func reclaimSearch(cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, policy preemption.Policy) (*reclaimOption, []string) {
+func reclaimSearch(cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, policy preemption.Policy, only string) (*reclaimOption, []string) {
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: p.namespace, Name: p.name}, Queue: cq.Name, Priority: p.priority, QueuedAt: p.queuedAt, Requests: p.need}
 	fqs := queue.Flavors(cq)
+	if only != "" {
+		fqs = slices.DeleteFunc(slices.Clone(fqs), func(fq strata.FlavorQuotas) bool { return fq.Name != only })
+	}
 	flavors := make([]preemption.ReclaimFlavor, len(fqs))
 	going := make([][]*dispatched, len(fqs))
 	candOf := map[types.NamespacedName]*dispatched{}

@@ -455,9 +455,24 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					// As the hub: preempting at the hub what its queue's policy
 					// allows, for all of its pods or the most of them.
 					victims, why := hubReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, lqUsageOf, opts.PartialSlices)
+					// As the hub: for its pod sets on different flavors, the
+					// quota of the first that is within quota on none.
+					var splitFlavor string
+					var splitNeed corev1.ResourceList
+					if victims == nil && !partialOnly && splittable() {
+						victims, splitFlavor, splitNeed = hubSplitReclaim(hub.books, hubCQ, held, wl, queuedAt[i], fair, lqUsageOf)
+					}
 					evict(victims)
+					if splitNeed != nil {
+						hold = hubHold{queue: hubCQ.Name, flavor: splitFlavor, need: splitNeed}
+					}
 					if victims != nil {
 						flavors, quotaNotes, partialOnly = withinQuota()
+						if len(flavors) == 0 && !partialOnly {
+							if split = splitFor(); split == nil {
+								splitChoice, _ = splitPreemptFor()
+							}
+						}
 					} else if why != "" {
 						quotaNotes = append(quotaNotes, why)
 					}

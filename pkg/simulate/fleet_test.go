@@ -1587,3 +1587,98 @@ spec:
 ---
 `, name, labels)
 }
+
+// TestFleetPodSetsOnDifferentFlavorsReclaiming: as the hub, a JobSet whose
+// queue's quota holds its pod sets on different flavors only once a
+// lower-priority workload of the queue gives back its quota on one of
+// them reclaims it there, and is placed split.
+func TestFleetPodSetsOnDifferentFlavorsReclaiming(t *testing.T) {
+	dir := t.TempDir()
+	w := filepath.Join(dir, "w")
+	if err := os.MkdirAll(w, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A second rack of two 4-CPU big nodes: the capacity is not what
+	// keeps it out.
+	cluster := splitCluster("") + `---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: b3, labels: {pool: big, rack: r3, kubernetes.io/hostname: b3}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: b4, labels: {pool: big, rack: r3, kubernetes.io/hostname: b4}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+`
+	if err := os.WriteFile(filepath.Join(w, "cluster.yaml"), []byte(cluster), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		preemption string
+		want       []string
+	}{
+		"the running workload's big quota is reclaimed for the workers": {
+			preemption: "  preemption: {withinClusterQueue: LowerPriority}\n",
+			want:       []string{"running=false", "train=true/small,big"},
+		},
+		"a queue that preempts nothing: it waits": {
+			want: []string{"running=true", "train=false/"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			hub := write(t, "hub.yaml", `apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: {}
+`+tc.preemption+`  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - {name: small, resources: [{name: cpu, nominalQuota: 2}]}
+    - {name: big, resources: [{name: cpu, nominalQuota: 8}]}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {creationTimestamp: "2026-01-01T00:00:00Z", name: running, namespace: ml}
+spec:
+  queueName: train
+  podSets:
+  - name: main
+    count: 2
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]}}
+status:
+  placement: {cluster: w, flavor: big}
+---
+`+splitJobSetYAML("train", ", strata.dev/priority-class: high"))
+			results, err := runFleet(t, []ClusterArg{{Name: "w", Path: w}}, hub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range results {
+				row := fmt.Sprintf("%s=%v", r.Name, r.Admitted)
+				if r.Name == "train" {
+					var flavors []string
+					for _, ps := range r.PodSets {
+						flavors = append(flavors, ps.Flavor)
+					}
+					row += "/" + strings.Join(flavors, ",")
+				}
+				got = append(got, row)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("rows (-want,+got):\n%s\n%+v", diff, results)
+			}
+			if tc.preemption != "" && !strings.Contains(results[0].Reason, "preempted at the hub") {
+				t.Errorf("running: reason %q does not say it was preempted at the hub", results[0].Reason)
+			}
+		})
+	}
+}

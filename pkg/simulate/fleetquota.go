@@ -94,6 +94,17 @@ func hubReclaim(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl
 // under admission fair sharing (nil: its queue is not ordered by it).
 func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy,
 	usage func(*hubHeld) *float64) func(w *strata.Workload) ([]*hubHeld, []string) {
+	search := hubReclaimSearchOn(books, cq, held, wl, queuedAt, fair, usage)
+	if search == nil {
+		return nil
+	}
+	return func(w *strata.Workload) ([]*hubHeld, []string) { return search(w, "") }
+}
+
+// hubReclaimSearchOn is hubReclaimSearch on one flavor of cq's (only; ""
+// any).
+func hubReclaimSearchOn(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy,
+	usage func(*hubHeld) *float64) func(w *strata.Workload, only string) ([]*hubHeld, []string) {
 	if cq == nil {
 		return nil
 	}
@@ -102,9 +113,12 @@ func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHe
 	if !policy.Any() {
 		return nil
 	}
-	return func(w *strata.Workload) ([]*hubHeld, []string) {
+	return func(w *strata.Workload, only string) ([]*hubHeld, []string) {
 		pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl), QueuedAt: queuedAt, Requests: queue.WorkloadRequests(w)}
 		fqs := queue.Flavors(cq)
+		if only != "" {
+			fqs = slices.DeleteFunc(slices.Clone(fqs), func(fq strata.FlavorQuotas) bool { return fq.Name != only })
+		}
 		flavors := make([]preemption.ReclaimFlavor, len(fqs))
 		of := map[types.NamespacedName]*hubHeld{}
 		for i, fq := range fqs {
@@ -133,6 +147,36 @@ func hubReclaimSearch(books *queue.Books, cq *strata.ClusterQueue, held []*hubHe
 		}
 		return victims, whys
 	}
+}
+
+// hubSplitReclaim is the hub's quota preemption for wl's pod sets on
+// different flavors (hub/dispatch's splitReclaim) offline, for wl of
+// several flavor assignment units whose queue cq holds all of it on no
+// one flavor: its units walked over cq's flavors by quota alone
+// (workload.QuotaWalk), the first that is within quota on none reclaims,
+// with the pod sets put there before it, on the first flavor where a
+// search finds victims. It returns the victims (nil: none helps) and the
+// flavor and need to hold for it.
+func hubSplitReclaim(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy,
+	usage func(*hubHeld) *float64) ([]*hubHeld, string, corev1.ResourceList) {
+	search := hubReclaimSearchOn(books, cq, held, wl, queuedAt, fair, usage)
+	if search == nil {
+		return nil, "", nil
+	}
+	fqs := queue.Flavors(cq)
+	failed, before := workload.QuotaWalk(wl, len(fqs), func(f int, placed *strata.Workload) bool {
+		return books.Check(cq.Name, fqs[f].Name, queue.WorkloadRequests(placed), false).Err == nil
+	})
+	if failed == nil {
+		return nil, "", nil
+	}
+	for f, fq := range fqs {
+		sub := workload.WithPodSets(wl, slices.Concat(before[f], failed))
+		if victims, _ := search(sub, fq.Name); victims != nil {
+			return victims, fq.Name, queue.WorkloadRequests(sub)
+		}
+	}
+	return nil, "", nil
 }
 
 // hubHeightAfterReclaiming is the hub's preemption oracle for the order of

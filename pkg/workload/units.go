@@ -222,3 +222,27 @@ func WithPodSets(wl *strata.Workload, indices []int) *strata.Workload {
 	}
 	return &out
 }
+
+// QuotaWalk walks wl's flavor units (FlavorUnits) over n flavors by quota
+// alone, as PlaceByUnit does without capacity: each unit on the first
+// flavor f whose quota holds the pod sets put there so far with it
+// (fits(f, placed)). It returns the first unit that fits on no flavor and
+// the pod sets put on each flavor before it (by flavor index); nil when
+// every unit fits.
+func QuotaWalk(wl *strata.Workload, n int, fits func(f int, placed *strata.Workload) bool) (failed []int, before map[int][]int) {
+	onFlavor := map[int][]int{}
+	for _, unit := range FlavorUnits(wl) {
+		placed := false
+		for f := range n {
+			if fits(f, WithPodSets(wl, slices.Concat(onFlavor[f], unit))) {
+				onFlavor[f] = append(onFlavor[f], unit...)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			return unit, onFlavor
+		}
+	}
+	return nil, nil
+}

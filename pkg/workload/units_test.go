@@ -168,3 +168,41 @@ func TestPlaceByUnit(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaWalk: the units walked over the flavors by quota alone, the
+// first that fits no flavor and what was put on each before it.
+func TestQuotaWalk(t *testing.T) {
+	wl := testutil.MakeWorkload("w", "ns").PodSets(
+		testutil.MakePodSet("driver", 1, "cpu", "2").Obj(),
+		testutil.MakePodSet("workers", 2, "cpu", "4").Obj(),
+		testutil.MakePodSet("extra", 1, "cpu", "1").Obj()).Obj()
+	// quota is each flavor's CPUs left.
+	type want struct {
+		Failed []int
+		Before map[int][]int
+	}
+	cases := map[string]struct {
+		quota []int64
+		want  want
+	}{
+		"all within quota, each on the first flavor that holds it": {quota: []int64{2, 9}},
+		"all on the first flavor":                                  {quota: []int64{11, 0}},
+		"the workers on none: what was put before them":            {quota: []int64{3, 7}, want: want{Failed: []int{1}, Before: map[int][]int{0: {0}}}},
+		"the first on none":                                        {quota: []int64{1, 1}, want: want{Failed: []int{0}, Before: map[int][]int{}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			failed, before := QuotaWalk(wl, len(tc.quota), func(f int, placed *strata.Workload) bool {
+				var cpus int64
+				for _, ps := range placed.Spec.PodSets {
+					q := ps.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+					cpus += q.Value() * int64(ps.Count)
+				}
+				return cpus <= tc.quota[f]
+			})
+			if diff := cmp.Diff(tc.want, want{Failed: failed, Before: before}); diff != "" {
+				t.Errorf("QuotaWalk (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -168,6 +169,54 @@ var _ = Describe("Pod sets on different flavors", Label("jobset"), func() {
 				g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadPreempted)).To(BeTrue(), "%s: %v", job.Name, wl.Status.Conditions)
 			}
 		}).Should(Succeed())
+	})
+
+	It("reclaims at the hub its queue's quota on the flavor where its workers fit, from a lower-priority Job, and places it split", func(ctx SpecContext) {
+		e, big := splitEnv(ctx, "splitrec")
+		const low, urgent = "splitrec-low", "splitrec-urgent"
+		priorityClasses(ctx, map[string]int32{low: 10, urgent: 500})
+		By("the hub's ClusterQueue: 2 CPUs on the env's flavor, 8 on big, preempting lower priorities within itself")
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec.Flavors[0].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("2")}}
+			cq.Spec.Flavors[1].Resources = []strata.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("8")}}
+			cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+			g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+
+		By("a low-priority Job of two 4-CPU pods in a rack, on the hub: it takes big's rack and quota")
+		lowJob := e.job("low", 2, "4", map[string]string{strata.PodSetRequiredTopologyAnnotation: rack})
+		lowJob.Labels[strata.PriorityClassLabel] = low
+		Expect(hub.Client.Create(ctx, lowJob)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, lowJob)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Flavor).To(Equal(big))
+		}).Should(Succeed())
+
+		By("an urgent JobSet: its driver within quota on the env's flavor, its workers only once big's quota is reclaimed")
+		js := splitJobSet(e, urgent)
+		Expect(hub.Client.Create(ctx, js)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, lowJob)
+			p := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPreempted)
+			g.Expect(p).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(p.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(p.Message).To(ContainSubstring(jobset.Kind.WorkloadName(js.Name)))
+			g.Expect(copies(g, ctx, lowJob)).To(BeEmpty())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: jobset.Kind.WorkloadName(js.Name)}, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+			g.Expect(wl.Status.Placement.PodSetFlavors).To(Equal([]strata.PodSetFlavor{{Name: "driver", Flavor: e.flavor}, {Name: "workers", Flavor: big}}))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			wl := hubWorkload(g, ctx, lowJob)
+			g.Expect(wl.Status.Placement == nil || wl.Status.Placement.Cluster == "").To(BeTrue(), "the quota reclaimed is not given back while the JobSet holds it")
+		}, "3s").Should(Succeed())
 	})
 })
 

@@ -2791,3 +2791,132 @@ func resultNamed(t *testing.T, results []Result, name string) Result {
 	t.Fatalf("no result for %s in %+v", name, results)
 	return Result{}
 }
+
+// TestHubCopySplitPreempting: a hub's copy pinned per pod set and marked
+// to preempt is admitted with each pod set on its own flavor, preempting
+// only on the flavor of the one that does not fit now.
+func TestHubCopySplitPreempting(t *testing.T) {
+	cluster := `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {topologyName: t, nodeLabels: {pool: one}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f2}
+spec: {topologyName: t, nodeLabels: {pool: two}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  flavors: [{name: f1}, {name: f2}]
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 1
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {pool: one, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: h2, labels: {pool: two, kubernetes.io/hostname: h2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: low, namespace: ml}
+spec:
+  queueName: q
+  priorityClassName: low
+  priorityClassSource: strata.dev/workloadpriorityclass
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]}}
+status:
+  admission:
+    clusterQueue: q
+    podSetAssignments:
+    - name: main
+      flavor: f2
+      count: 1
+      topologyAssignment: {levels: [kubernetes.io/hostname], slices: [{domainCount: 1, valuesPerLevel: [{universal: h2}], podCounts: {universal: 1}}]}
+---
+`
+	copyOf := func(upTo string) string {
+		return fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: split
+  namespace: ml
+  labels: {strata.dev/queue-name: q, strata.dev/priority-class: high, strata.dev/hub-workload-uid: u1}
+  annotations: {strata.dev/pod-set-flavors: "launcher=f1,workers=f2"%s}
+spec:
+  replicatedJobs:
+  - name: launcher
+    replicas: 1
+    template:
+      spec:
+        template:
+          spec:
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+  - name: workers
+    replicas: 1
+    template:
+      spec:
+        template:
+          spec:
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]
+`, upTo)
+	}
+	type outcome struct {
+		Admitted bool
+		Flavors  string
+		Preempts []string
+	}
+	for name, tc := range map[string]struct {
+		upTo string
+		want outcome
+	}{
+		"marked: the workers preempt on f2, the launcher keeps f1": {upTo: `, strata.dev/preempt-up-to: "1"`,
+			want: outcome{Admitted: true, Flavors: "f1,f2", Preempts: []string{"ml/low"}}},
+		"not marked: it waits": {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in, err := Load(write(t, "cluster.yaml", cluster+copyOf(tc.upTo)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, tas.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := resultNamed(t, results, "split")
+			got := outcome{Admitted: r.Admitted, Preempts: r.Preempts}
+			if r.Admitted {
+				var flavors []string
+				for _, ps := range r.PodSets {
+					flavors = append(flavors, ps.Flavor)
+				}
+				got.Flavors = strings.Join(flavors, ",")
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("result (-want,+got):\n%s\nreason: %s", diff, r.Reason)
+			}
+		})
+	}
+}

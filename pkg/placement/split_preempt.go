@@ -30,11 +30,14 @@ type SplitPreemption struct {
 	HubFits func(flavor string, placed *strata.Workload) (fits, borrows bool)
 	// TryNextOnBorrow is whenCanBorrow: TryNextFlavor (DecideSplit's).
 	TryNextOnBorrow bool
-	// FirstPreempting is whenCanPreempt: Preempt: the first flavor where a
-	// preemption lets the failing unit in is taken (unless it then
-	// borrows under TryNextOnBorrow, as preemption.ChooseFlavor); otherwise
-	// the one that preempts least (fewest workloads, then the lowest
-	// priority), the first winning a tie.
+	// FirstPreempting is whenCanPreempt: Preempt. The failing unit's
+	// flavor is the first (in the queue's order) where a preemption lets
+	// it in without borrowing, else the first where it does by borrowing,
+	// as preemption.ChooseFlavor ranks flavors (preemption.Better: the
+	// hub does not see whose workloads the worker's search would take,
+	// nor how high it borrows, and takes the hub queue's borrowing for
+	// the worker queue's); under whenCanPreempt: Preempt with
+	// whenCanBorrow: Borrow, the first where it does either way.
 	FirstPreempting bool
 	// Preempt is the preemption for the pod sets on one target.
 	Preempt UnitPreemption
@@ -117,8 +120,8 @@ func (p *Policy) splitPreemptionOn(wl *strata.Workload, ts []*Target, sp SplitPr
 	}
 	// Its flavor: where a preemption lets it in with the pod sets put
 	// there before it.
-	chosen := -1
-	var found *PreemptionChoice
+	chosen, borrowing := -1, -1
+	var found, borrowingChoice *PreemptionChoice
 	var why []string
 	for f, t := range ts {
 		sub := workload.WithPodSets(wl, slices.Concat(before[f], failed))
@@ -136,13 +139,16 @@ func (p *Policy) splitPreemptionOn(wl *strata.Workload, ts []*Target, sp SplitPr
 			}
 			continue
 		}
-		if sp.FirstPreempting && (!borrows || !sp.TryNextOnBorrow) {
+		if !borrows || sp.FirstPreempting && !sp.TryNextOnBorrow {
 			chosen, found = f, choice
 			break
 		}
-		if found == nil || cmp.Or(cmp.Compare(choice.Workloads, found.Workloads), cmp.Compare(choice.UpTo, found.UpTo)) < 0 {
-			chosen, found = f, choice
+		if borrowing < 0 {
+			borrowing, borrowingChoice = f, choice
 		}
+	}
+	if chosen < 0 {
+		chosen, found = borrowing, borrowingChoice
 	}
 	if chosen < 0 {
 		return nil, strings.Join(why, "; ")

@@ -49,6 +49,8 @@ func TestDecideSplitPreemption(t *testing.T) {
 		wl      func(*strata.Workload) *strata.Workload
 		f2      map[string][][]int32 // per cluster, f2's priorities
 		f1Free  map[string]int64     // per cluster, f1's one node's free GPUs
+		f3      [][]int32            // cluster a's f3's priorities (none: no f3)
+		tryNext bool
 		flavors []string
 		hubFits func(string, *strata.Workload) (bool, bool)
 		first   bool
@@ -68,6 +70,33 @@ func TestDecideSplitPreemption(t *testing.T) {
 			flavors: []string{"f1", "f2"},
 			want: &want{Cluster: "a", Flavor: "f2", UpTo: lo, Workloads: 3,
 				Flavors: append(slices.Clone(split), strata.PodSetFlavor{Name: "extra", Flavor: "f2"})},
+		},
+		"a flavor where the workers fit only by borrowing comes after one where they do not": {
+			f2:      map[string][][]int32{"a": {{hi, hi}, {lo, lo}}},
+			f3:      [][]int32{{hi, hi}, {mid, mid}},
+			f1Free:  map[string]int64{"a": 8},
+			flavors: []string{"f1", "f2", "f3"},
+			hubFits: func(f string, _ *strata.Workload) (bool, bool) { return true, f == "f2" },
+			want:    &want{Cluster: "a", Flavor: "f3", UpTo: mid, Workloads: 2, Flavors: []strata.PodSetFlavor{{Name: "driver", Flavor: "f1"}, {Name: "workers", Flavor: "f3"}}},
+		},
+		"under whenCanPreempt: Preempt and whenCanBorrow: Borrow, the first where a preemption lets them in": {
+			f2:      map[string][][]int32{"a": {{hi, hi}, {lo, lo}}},
+			f3:      [][]int32{{hi, hi}, {mid, mid}},
+			f1Free:  map[string]int64{"a": 8},
+			flavors: []string{"f1", "f2", "f3"},
+			hubFits: func(f string, _ *strata.Workload) (bool, bool) { return true, f == "f2" },
+			first:   true,
+			want:    &want{Cluster: "a", Flavor: "f2", UpTo: lo, Workloads: 2, Flavors: split},
+		},
+		"... and whenCanBorrow: TryNextFlavor: the first where they do not borrow": {
+			f2:      map[string][][]int32{"a": {{hi, hi}, {lo, lo}}},
+			f3:      [][]int32{{hi, hi}, {mid, mid}},
+			f1Free:  map[string]int64{"a": 8},
+			flavors: []string{"f1", "f2", "f3"},
+			hubFits: func(f string, _ *strata.Workload) (bool, bool) { return true, f == "f2" },
+			first:   true,
+			tryNext: true,
+			want:    &want{Cluster: "a", Flavor: "f3", UpTo: mid, Workloads: 2, Flavors: []strata.PodSetFlavor{{Name: "driver", Flavor: "f1"}, {Name: "workers", Flavor: "f3"}}},
 		},
 		"the worker that preempts least": {
 			f2:      map[string][][]int32{"a": {{mid, mid}, {hi, hi}}, "b": {{hi, hi}, {lo, lo}}},
@@ -107,6 +136,9 @@ func TestDecideSplitPreemption(t *testing.T) {
 			for _, c := range []string{"a", "b"} {
 				if ps, ok := tc.f2[c]; ok {
 					targets = append(targets, target(t, c, "f1", cluster(t, [][][]int64{{{tc.f1Free[c]}}})), fullClusterOn(t, c, "f2", ps, nil))
+					if c == "a" && tc.f3 != nil {
+						targets = append(targets, fullClusterOn(t, c, "f3", tc.f3, nil))
+					}
 				}
 			}
 			w := wl()
@@ -119,7 +151,7 @@ func TestDecideSplitPreemption(t *testing.T) {
 			}
 			scope := func(*Target) []PreemptionScope { return []PreemptionScope{{Queue: "cq", Within: true}} }
 			got, why := p.DecideSplitPreemption(w, tc.flavors, targets, SplitPreemption{
-				Quota: all, HubFits: tc.hubFits, FirstPreempting: tc.first,
+				Quota: all, HubFits: tc.hubFits, FirstPreempting: tc.first, TryNextOnBorrow: tc.tryNext,
 				Preempt: func(sub *strata.Workload, t *Target) (*PreemptionChoice, string) {
 					return p.DecidePreemption(sub, []string{t.Flavor}, []*Target{t}, everywhere(100), scope, nil)
 				},
@@ -140,11 +172,12 @@ func TestDecideSplitPreemption(t *testing.T) {
 			if !got.Split() || len(got.PodSets) != len(w.Spec.PodSets) || slices.ContainsFunc(got.PodSets, func(ps PodSetPlacement) bool { return ps.Assignment == nil }) {
 				t.Fatalf("pod sets = %+v, want all placed, on different flavors", got.PodSets)
 			}
-			if !strings.Contains(got.Reason, "pod set driver on f1 now") || !strings.Contains(got.Reason, "pod set workers on f2 once others are preempted") {
+			if !strings.Contains(got.Reason, "pod set driver on f1 now") || !strings.Contains(got.Reason, "pod set workers on "+got.Flavor+" once others are preempted") {
 				t.Errorf("reason = %q, want it to say where each pod set goes", got.Reason)
 			}
-			// The driver's capacity is taken on f1; f2 holds a preemption.
-			f1, f2 := Find(targets, got.Cluster, "f1"), Find(targets, got.Cluster, "f2")
+			// The driver's capacity is taken on f1; the workers' flavor
+			// holds a preemption.
+			f1, f2 := Find(targets, got.Cluster, "f1"), Find(targets, got.Cluster, got.Flavor)
 			room := func() int64 {
 				n, err := f1.Snapshot().Room(nil, tas.Request{PodRequests: corev1.ResourceList{gpu: resource.MustParse("1")}})
 				if err != nil {
@@ -157,7 +190,7 @@ func TestDecideSplitPreemption(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !f2.Preempting() || f1.Preempting() {
-				t.Errorf("preempting: f1 %v, f2 %v; want f2 only", f1.Preempting(), f2.Preempting())
+				t.Errorf("preempting: f1 %v, %s %v; want %s only", f1.Preempting(), got.Flavor, f2.Preempting(), got.Flavor)
 			}
 			if after := room(); before-after != 6 {
 				t.Errorf("f1's free GPUs %d → %d, want 6 taken", before, after)
@@ -165,7 +198,7 @@ func TestDecideSplitPreemption(t *testing.T) {
 			f1.Release("k")
 			f2.Release("k")
 			if f2.Preempting() {
-				t.Error("f2 still preempting after Release")
+				t.Errorf("%s still preempting after Release", got.Flavor)
 			}
 		})
 	}

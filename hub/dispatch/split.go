@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	strata "strata.dev/strata/api/v1beta1"
-	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
@@ -144,13 +143,9 @@ func (p pending) withPodSets(sub *strata.Workload) pending {
 
 // splittable says whether p's pod sets may be placed on different
 // flavors (decideSplit): all of its pods, of several flavor assignment
-// units, not spreading across the fleet, and not of a kind whose worker
-// admits it as several Workloads (a LeaderWorkerSet's groups: each
-// group's Workload names its pod sets as the group does, not as the hub
-// Workload does).
+// units, not spreading across the fleet. (A LeaderWorkerSet's worker
+// admits a Workload per group: each takes its pod sets' flavors from the
+// copy's, lws.GroupPodSetFlavors.)
 func splittable(p pending) bool {
-	if _, grouped := p.kind.(jobs.GroupedWorkloads); grouped {
-		return false
-	}
 	return p.counts == nil && len(p.wl.Spec.PodSets) > 1 && len(workload.FlavorUnits(p.wl)) > 1 && !workload.Spreads(p.wl)
 }

@@ -37,7 +37,7 @@ func TestSplittable(t *testing.T) {
 			}
 		}), kind: jobset.Kind},
 		"with fewer pods": {wl: two(nil), kind: jobset.Kind, counts: []int32{1, 1}},
-		"a LeaderWorkerSet: its worker admits a Workload per group": {wl: two(nil), kind: lws.SetKind},
+		"a LeaderWorkerSet: its worker admits a Workload per group, each on its pod sets' flavors": {wl: two(nil), kind: lws.SetKind, want: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

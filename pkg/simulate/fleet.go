@@ -16,7 +16,6 @@ import (
 	"strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/config"
-	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/placement"
 	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
@@ -374,15 +373,7 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 				// queue, not refused there).
 				var splitTargets []*placement.Target
 				splittable := func() bool {
-					if len(wl.Spec.PodSets) < 2 || len(workload.FlavorUnits(wl)) < 2 || workload.Spreads(wl) {
-						return false
-					}
-					if item.Job != nil {
-						if _, grouped := item.Job.Kind().(jobs.GroupedWorkloads); grouped {
-							return false // as the hub: a LeaderWorkerSet's groups stay on one flavor
-						}
-					}
-					return true
+					return len(wl.Spec.PodSets) > 1 && len(workload.FlavorUnits(wl)) > 1 && !workload.Spreads(wl)
 				}
 				splitEligible := func() []*placement.Target {
 					eligible, _, _ := placement.SplitTargets(targets, nil, order, func(t *placement.Target) string {

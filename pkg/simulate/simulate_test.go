@@ -1368,40 +1368,7 @@ spec:
 		})
 	}
 
-	twoFlavors := `apiVersion: strata.dev/v1beta1
-kind: Topology
-metadata: {name: t}
-spec:
-  levels: [{nodeLabel: kubernetes.io/hostname}]
----
-apiVersion: strata.dev/v1beta1
-kind: ResourceFlavor
-metadata: {name: f1}
-spec: {topologyName: t, nodeLabels: {pool: one}}
----
-apiVersion: strata.dev/v1beta1
-kind: ResourceFlavor
-metadata: {name: f2}
-spec: {topologyName: t, nodeLabels: {pool: two}}
----
-apiVersion: strata.dev/v1beta1
-kind: ClusterQueue
-metadata: {name: q}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - {name: f1, resources: [{name: cpu, nominalQuota: 8}]}
-    - {name: f2, resources: [{name: cpu, nominalQuota: 8}]}
----
-apiVersion: v1
-kind: NodeList
-items:
-- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {pool: one, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
-- {apiVersion: v1, kind: Node, metadata: {name: h2, labels: {pool: two, kubernetes.io/hostname: h2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
----
-`
+	twoFlavors := twoFlavorsCluster
 	pinned := func(name, flavor string) string {
 		return fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
@@ -2918,5 +2885,86 @@ spec:
 				t.Errorf("result (-want,+got):\n%s\nreason: %s", diff, r.Reason)
 			}
 		})
+	}
+}
+
+// twoFlavorsCluster is a worker's files: flavors f1 and f2, one 4-CPU
+// node each, and ClusterQueue q of 8 CPUs on each.
+const twoFlavorsCluster = `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {topologyName: t, nodeLabels: {pool: one}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f2}
+spec: {topologyName: t, nodeLabels: {pool: two}}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - {name: f1, resources: [{name: cpu, nominalQuota: 8}]}
+    - {name: f2, resources: [{name: cpu, nominalQuota: 8}]}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {pool: one, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: h2, labels: {pool: two, kubernetes.io/hostname: h2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+`
+
+// TestHubCopyLeaderWorkerSetSplit: a hub's copy of a LeaderWorkerSet
+// whose pod sets the hub placed on different flavors: each group's
+// Workload is admitted with its pod sets on theirs (its part of the
+// copy's strata.dev/pod-set-flavors, by the group's names).
+func TestHubCopyLeaderWorkerSetSplit(t *testing.T) {
+	in, err := Load(write(t, "lws.yaml", twoFlavorsCluster+`apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: serve
+  namespace: ml
+  labels: {strata.dev/queue-name: q, strata.dev/hub-workload-uid: u1}
+  annotations: {strata.dev/pod-set-flavors: "leader-0=f2,worker-0=f1,leader-1=f1,worker-1=f2"}
+spec:
+  replicas: 2
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+    workerTemplate:
+      spec:
+        containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range results {
+		var flavors []string
+		for _, ps := range r.PodSets {
+			flavors = append(flavors, ps.Name+"="+ps.Flavor)
+		}
+		got[r.Name] = strings.Join(flavors, ",") + r.Reason
+	}
+	want := map[string]string{"serve-0": "leader=f2,worker=f1", "serve-1": "leader=f1,worker=f2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
 	}
 }

@@ -247,8 +247,17 @@ func (g Group) podSets() ([]strata.PodSet, field.ErrorList) {
 // AdjustWorkload gives the group's Workload its part of the set's
 // topology hint (a hub's copy carries the placement of every group, by
 // the hub's pod set names); a hint that does not parse is left out, and
-// the agent places the group on its own.
+// the agent places the group on its own. So for the flavors the hub
+// placed the set's pod sets on (strata.dev/pod-set-flavors), except that
+// an annotation that does not parse, or names none of the group's pod
+// sets, is kept as it is: the agent says why it cannot admit the group
+// on it, as it would of a Job's.
 func (g Group) AdjustWorkload(wl *strata.Workload) {
+	if v, ok := wl.Annotations[strata.PodSetFlavorsAnnotation]; ok {
+		if mine, err := GroupPodSetFlavors(v, g.Index); err == nil && mine != "" {
+			wl.Annotations[strata.PodSetFlavorsAnnotation] = mine
+		}
+	}
 	hint, ok := wl.Annotations[strata.TopologyHintAnnotation]
 	if !ok {
 		return

@@ -264,6 +264,30 @@ func GroupHint(hint string, group int32) (string, error) {
 	return string(data), err
 }
 
+// GroupPodSetFlavors is the part of a copy's strata.dev/pod-set-flavors
+// annotation (the flavor of every pod set of the set, by the hub's pod
+// set names: "leader-0=f1,worker-0=f2,...") that concerns group index, by
+// the group's pod set names ("leader=f1,worker=f2"). "" when it names
+// none of the group's pod sets; an error when it does not parse.
+func GroupPodSetFlavors(v string, group int32) (string, error) {
+	all := map[string]string{}
+	for part := range strings.SplitSeq(v, ",") {
+		name, flavor, ok := strings.Cut(part, "=")
+		name, flavor = strings.TrimSpace(name), strings.TrimSpace(flavor)
+		if !ok || name == "" || flavor == "" {
+			return "", fmt.Errorf("annotation %s=%q: %q is not name=flavor", strata.PodSetFlavorsAnnotation, v, part)
+		}
+		all[name] = flavor
+	}
+	var out []string
+	for _, name := range []string{Leader, Worker, Main} {
+		if f, ok := all[groupPodSetName(name, group)]; ok {
+			out = append(out, name+"="+f)
+		}
+	}
+	return strings.Join(out, ","), nil
+}
+
 // Set is a whole LeaderWorkerSet as a jobs.Job, as the hub sees it.
 type Set struct {
 	*lwsapi.LeaderWorkerSet

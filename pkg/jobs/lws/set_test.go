@@ -256,6 +256,44 @@ func TestGroupHint(t *testing.T) {
 	}
 }
 
+// TestGroupPodSetFlavors: a group's part of the flavors the hub placed a
+// set's pod sets on, by the group's pod set names, and a group Workload
+// pinned so.
+func TestGroupPodSetFlavors(t *testing.T) {
+	const all = "leader-0=cpu,worker-0=gpu, leader-1 = cpu ,worker-1=cpu"
+	cases := map[string]struct {
+		v       string
+		group   int32
+		want    string
+		wantErr bool
+	}{
+		"group 0":                  {v: all, group: 0, want: "leader=cpu,worker=gpu"},
+		"group 1, spaces trimmed":  {v: all, group: 1, want: "leader=cpu,worker=cpu"},
+		"a group it does not name": {v: all, group: 2},
+		"a set without a leader":   {v: "main-0=gpu", group: 0, want: "main=gpu"},
+		"not name=flavor":          {v: "leader-0", group: 0, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := GroupPodSetFlavors(tc.v, tc.group)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("GroupPodSetFlavors(%q, %d) = %q, %v; want %q (error %v)", tc.v, tc.group, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+	// The group's Workload takes its part; one that does not parse is
+	// kept, for the agent to say why it cannot admit the group on it.
+	for v, want := range map[string]string{all: "leader=gpu,worker=cpu", "leader-1": "leader-1"} {
+		v = strings.ReplaceAll(v, "leader-1 = cpu", "leader-1 = gpu")
+		wl := &strata.Workload{}
+		wl.Annotations = map[string]string{strata.PodSetFlavorsAnnotation: v}
+		Group{Index: 1}.AdjustWorkload(wl)
+		if got := wl.Annotations[strata.PodSetFlavorsAnnotation]; got != want {
+			t.Errorf("AdjustWorkload of %q: %q, want %q", v, got, want)
+		}
+	}
+}
+
 func TestSetManagedByAndForWorker(t *testing.T) {
 	l := leaderWorkerSet(2, 3, false, nil, nil)
 	if got := (Set{LeaderWorkerSet: l}).ManagedBy(); got != "" {

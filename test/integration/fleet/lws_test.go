@@ -5,7 +5,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -158,5 +160,38 @@ var _ = Describe("LeaderWorkerSets through the hub", Label("lws"), func() {
 			}
 		}).Should(Succeed())
 		Expect(hub.Client.Delete(ctx, l)).To(Succeed())
+	})
+
+	It("places a set whose leader fits only on one flavor and whose workers only on another with each on its own, every group's Workload pinned so", func(ctx SpecContext) {
+		e, big := splitEnv(ctx, "lwssplit")
+		// A leader of 2 CPUs (fits only the env's flavor's node), workers
+		// of 4 (fit only big's rack): the group on no one flavor.
+		required := map[string]string{strata.PodSetRequiredTopologyAnnotation: rack}
+		l := e.leaderWorkerSet("serve", 1, 3, "4", required)
+		l.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+		Expect(hub.Client.Create(ctx, l)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			var hubWL strata.Workload
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: lws.SetKind.WorkloadName(l.Name)}, &hubWL)).To(Succeed())
+			g.Expect(hubWL.Status.Placement).NotTo(BeNil(), "%v", hubWL.Status.Conditions)
+			g.Expect(hubWL.Status.Placement.Cluster).To(Equal("w1"), "%v", hubWL.Status.Conditions)
+			g.Expect(hubWL.Status.Placement.PodSetFlavors).To(Equal([]strata.PodSetFlavor{{Name: "leader-0", Flavor: e.flavor}, {Name: "worker-0", Flavor: big}}))
+			g.Expect(hubWL.Status.Admission).NotTo(BeNil(), "%v", hubWL.Status.Conditions)
+
+			w1 := worker("w1")
+			var cp lwsapi.LeaderWorkerSet
+			g.Expect(w1.Client.Get(ctx, client.ObjectKeyFromObject(l), &cp)).To(Succeed())
+			g.Expect(cp.Annotations).To(HaveKeyWithValue(strata.PodSetFlavorsAnnotation, "leader-0="+e.flavor+",worker-0="+big))
+			var wl strata.Workload
+			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: lws.GroupWorkloadName(l.Name, 0)}, &wl)).To(Succeed())
+			g.Expect(wl.Annotations).To(HaveKeyWithValue(strata.PodSetFlavorsAnnotation, "leader="+e.flavor+",worker="+big))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			got := map[string]string{}
+			for _, psa := range wl.Status.Admission.PodSetAssignments {
+				got[psa.Name] = psa.Flavor
+			}
+			g.Expect(got).To(Equal(map[string]string{"leader": e.flavor, "worker": big}))
+		}).Should(Succeed())
 	})
 })

@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -744,9 +743,7 @@ func (c *Cache) Capture(name string, victims *preemption.Victims) (Captured, boo
 			}
 			h := tas.Held{Queue: q, Priority: queue.Priority(a.Workload), Usage: a.Usage, Requests: quotaOn(a.Workload, name),
 				Key: a.Workload.Namespace + "/" + a.Workload.Name}
-			if cond := meta.FindStatusCondition(a.Workload.Status.Conditions, strata.WorkloadAdmitted); cond != nil {
-				h.AdmittedAt = cond.LastTransitionTime.Time
-			}
+			h.AdmittedAt = workload.ReservedAt(a.Workload)
 			held = append(held, h)
 		}
 		v = tas.Victims{Within: victims.Within, Borrowed: map[string]corev1.ResourceList{}}

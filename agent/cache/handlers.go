@@ -100,23 +100,34 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 	// progress notification, more than half a second later. The
 	// scheduler lists them only when a ClusterQueue names a cohort.
 	return mgr.Add(watchCohorts(func(ctx context.Context) error {
-		inf, err := mgr.GetCache().GetInformer(ctx, &strata.Cohort{}, crcache.BlockUntilSynced(false))
-		if meta.IsNoMatchError(err) {
-			// CRDs older than Cohorts (helm upgrade does not update
-			// them): cohorts are flat until the CRD is applied and the
-			// agent restarted.
-			log.Info("The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/ and restart the agent)")
-			return nil
+		for _, late := range []struct {
+			obj     client.Object
+			missing string
+		}{
+			{&strata.Cohort{}, "The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/ and restart the agent)"},
+			// AdmissionChecks as Cohorts: read only when a ClusterQueue
+			// names one.
+			{&strata.AdmissionCheck{}, "The AdmissionCheck CRD is not installed: a ClusterQueue naming checks admits nothing (apply the chart's crds/ and restart the agent)"},
+		} {
+			inf, err := mgr.GetCache().GetInformer(ctx, late.obj, crcache.BlockUntilSynced(false))
+			if meta.IsNoMatchError(err) {
+				// CRDs older than the kind (helm upgrade does not update
+				// them).
+				log.Info(late.missing)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    wake,
+				UpdateFunc: func(_, o any) { wake(o) },
+				DeleteFunc: wake,
+			}); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    wake,
-			UpdateFunc: func(_, o any) { wake(o) },
-			DeleteFunc: wake,
-		})
-		return err
+		return nil
 	}))
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"strata.dev/strata/agent/cache"
+	"strata.dev/strata/agent/controller/admissionchecks"
 	"strata.dev/strata/agent/controller/fencing"
 	"strata.dev/strata/agent/controller/jobs"
 	"strata.dev/strata/agent/controller/nodefailure"
@@ -137,6 +138,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	// Also with waitForPodsReady off: it takes back the admissions of
 	// deactivated Workloads, which not every kind's controller does.
 	if err := podsready.NewReconciler(mgr.GetClient(), cfg.WaitForPodsReady, o.podsReadyClock, recorder).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := admissionchecks.NewReconciler(mgr.GetClient(), o.podsReadyClock, recorder).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	queueWorkloads, err := queueindex.SetupQueueWorkloads(ctx, mgr.GetCache())

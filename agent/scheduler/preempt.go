@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -273,10 +272,8 @@ func candidate(wl *strata.Workload, flavor string) preemption.Workload {
 			queue.AddRequests(requests, flavor, queue.LessReclaimable(psa, workload.Reclaimable(wl, psa.Name)))
 		}
 	}
-	var admittedAt time.Time
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil {
-		admittedAt = c.LastTransitionTime.Time
-	}
+	// Kueue orders candidates by when their quota was reserved.
+	admittedAt := workload.ReservedAt(wl)
 	return preemption.Workload{Key: client.ObjectKeyFromObject(wl), Queue: wl.Status.Admission.ClusterQueue, Priority: queue.Priority(wl),
 		QueuedAt: queue.QueuedAt(wl), AdmittedAt: admittedAt, Requests: requests[flavor]}
 }

@@ -66,6 +66,10 @@ const (
 	// reason for this is Suspended (Inadmissible before v0.14), which
 	// this agent's Job controller already gives a Job the user suspended.
 	ReasonStopped = strata.QueueStopped
+	// ReasonCheckNotReady: an AdmissionCheck the workload's ClusterQueue
+	// names does not exist or is not Active; the queue admits nothing
+	// until it is (Kueue's inactive ClusterQueue).
+	ReasonCheckNotReady = strata.QueueAdmissionCheckNotReady
 )
 
 // Scheduler admits workloads. It is a manager Runnable.
@@ -596,6 +600,16 @@ func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.Namespa
 			held[name] = append(held[name], wls...)
 			continue
 		}
+		if why := s.checksNotReady(ctx, cq); why != "" {
+			// As a stopped queue: a hub takes such a copy elsewhere.
+			for _, wl := range wls {
+				if err := s.setNotAdmitted(ctx, wl, ReasonCheckNotReady, why); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			held[name] = append(held[name], wls...)
+			continue
+		}
 		byQueue[name] = append(byQueue[name], wls...)
 	}
 	return cqs, byQueue, held, errors.Join(errs...)
@@ -1105,10 +1119,47 @@ func (s *Scheduler) withAdmission(cq *strata.ClusterQueue, asked, wl *strata.Wor
 		})
 		meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadPodsReady).LastTransitionTime = metav1.NewTime(s.clock.Now())
 	}
+	if checks := workload.ChecksOf(cq, workload.AdmissionFlavors(admission)); len(checks) > 0 {
+		// Its quota is reserved; it is admitted, and its job starts, once
+		// every check is Ready (the admissionchecks controller). Its pods'
+		// readiness is waited for from then.
+		workload.ReserveForChecks(admitted, checks, s.clock.Now())
+		meta.RemoveStatusCondition(&admitted.Status.Conditions, strata.WorkloadPodsReady)
+	} else if len(admitted.Status.AdmissionChecks) > 0 || meta.FindStatusCondition(admitted.Status.Conditions, strata.WorkloadQuotaReserved) != nil {
+		// Left from a reservation in a queue that had checks.
+		admitted.Status.AdmissionChecks = nil
+		meta.RemoveStatusCondition(&admitted.Status.Conditions, strata.WorkloadQuotaReserved)
+	}
 	// Back in its queue, and admitted: its backoff, deactivation or
 	// stopped queue is over (Kueue's Requeued=True), in this write.
 	workload.Requeue(admitted, true, s.clock.Now())
 	return admitted
+}
+
+// checksNotReady says why cq admits nothing because of its
+// AdmissionChecks: one it names does not exist, or its controller has not
+// marked it Active (Kueue's inactive ClusterQueue); "" when every one is
+// ready, or it names none.
+func (s *Scheduler) checksNotReady(ctx context.Context, cq *strata.ClusterQueue) string {
+	var why []string
+	for _, name := range workload.QueueChecks(cq) {
+		var ac strata.AdmissionCheck
+		err := s.client.Get(ctx, types.NamespacedName{Name: name}, &ac)
+		switch {
+		case meta.IsNoMatchError(err):
+			why = append(why, fmt.Sprintf("admission check %s: the AdmissionCheck CRD is not installed (apply the agent chart's crds/)", name))
+		case apierrors.IsNotFound(err):
+			why = append(why, fmt.Sprintf("admission check %s does not exist", name))
+		case err != nil:
+			why = append(why, fmt.Sprintf("admission check %s: %v", name, err))
+		case !meta.IsStatusConditionTrue(ac.Status.Conditions, strata.AdmissionCheckActive):
+			why = append(why, fmt.Sprintf("admission check %s is not Active (its controller, %s, has not marked it)", name, ac.Spec.ControllerName))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("ClusterQueue %s admits no workloads: %s", cq.Name, strings.Join(why, "; "))
 }
 
 // unitFlavors are, for a walk of wl's flavor assignment units over a
@@ -1536,6 +1587,10 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 		case books.InCycle(cq.Name):
 			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueCohortCycle,
 				Message: fmt.Sprintf("cohort %s is on a cycle of Cohort parents (spec.parentName): admits no workloads until the cycle is broken", cq.Spec.Cohort)}
+		default:
+			if why := s.checksNotReady(ctx, cq); why != "" {
+				active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueAdmissionCheckNotReady, Message: why}
+			}
 		}
 		meta.SetStatusCondition(&st.Conditions, active)
 		if equality.Semantic.DeepEqual(*st, cq.Status) {

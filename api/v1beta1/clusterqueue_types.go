@@ -33,6 +33,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.flavors) || self.flavors.all(f, self.flavors.exists_one(o, o.name == f.name))",message="each flavor may appear only once in flavors"
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, self.resourceGroups.exists_one(o, o.flavors.exists(x, x.name == f.name)) && g.flavors.exists_one(x, x.name == f.name)))",message="each flavor may appear in only one resource group, once"
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceGroups) || self.resourceGroups.all(g, g.coveredResources.all(r, self.resourceGroups.exists_one(o, r in o.coveredResources)))",message="each resource may be covered by only one resource group"
+// +kubebuilder:validation:XValidation:rule="!(has(self.admissionChecks) && has(self.admissionChecksStrategy))",message="admissionChecks and admissionChecksStrategy may not both be set"
 type ClusterQueueSpec struct {
 	// namespaceSelector selects the namespaces whose Jobs may use this queue.
 	// An empty selector ({}) admits every namespace; when unset, no namespace
@@ -129,6 +130,58 @@ type ClusterQueueSpec struct {
 	//
 	// +optional
 	AdmissionScope *AdmissionScope `json:"admissionScope,omitempty"`
+
+	// admissionChecks name the AdmissionChecks every workload of this
+	// queue must pass, once its quota is reserved, before it is admitted
+	// and its job starts (Kueue's field). While one does not exist or its
+	// controller has not marked it Active, the queue admits nothing.
+	// Workers only: a hub ignores it (its workers' queues run theirs).
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	AdmissionChecks []string `json:"admissionChecks,omitempty"`
+
+	// admissionChecksStrategy is admissionChecks with, for each check, the
+	// flavors it applies to: a check listing onFlavors runs only for
+	// workloads with a pod set admitted on one of them (Kueue's field).
+	// A queue has admissionChecks or admissionChecksStrategy, not both.
+	//
+	// +optional
+	AdmissionChecksStrategy *AdmissionChecksStrategy `json:"admissionChecksStrategy,omitempty"`
+}
+
+// AdmissionChecksStrategy lists a ClusterQueue's AdmissionChecks with the
+// flavors each applies to.
+type AdmissionChecksStrategy struct {
+	// admissionChecks: each check and its flavors.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	AdmissionChecks []AdmissionCheckStrategyRule `json:"admissionChecks,omitempty"`
+}
+
+// AdmissionCheckStrategyRule is one AdmissionCheck of a ClusterQueue and
+// the flavors it applies to.
+type AdmissionCheckStrategyRule struct {
+	// name of the AdmissionCheck.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// onFlavors: the check runs for a workload with a pod set admitted on
+	// one of these flavors; for every workload when empty.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	OnFlavors []string `json:"onFlavors,omitempty"`
 }
 
 // AdmissionScope says how a ClusterQueue orders the workloads of its

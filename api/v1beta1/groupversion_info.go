@@ -27,6 +27,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&WorkerCluster{}, &WorkerClusterList{},
 		&WorkloadPriorityClass{}, &WorkloadPriorityClassList{},
 		&Cohort{}, &CohortList{},
+		&AdmissionCheck{}, &AdmissionCheckList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -358,6 +358,107 @@ type WorkloadStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	AccumulatedPastExecutionTimeSeconds *int32 `json:"accumulatedPastExecutionTimeSeconds,omitempty"`
+
+	// admissionChecks are the states of the AdmissionChecks of the queue
+	// that reserved the workload's quota (Kueue's admissionChecks): each
+	// check's controller sets its state; the workload is admitted, and its
+	// job starts, once every one is Ready. Retry takes the reservation
+	// back and queues the workload again; Rejected deactivates it.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	AdmissionChecks []AdmissionCheckState `json:"admissionChecks,omitempty"`
+}
+
+// CheckState is the state of one AdmissionCheck for one workload.
+//
+// +kubebuilder:validation:Enum=Pending;Ready;Retry;Rejected
+type CheckState string
+
+// The AdmissionCheck states (Kueue's).
+const (
+	// CheckStatePending: the check has not decided yet.
+	CheckStatePending CheckState = "Pending"
+	// CheckStateReady: the check lets the workload be admitted.
+	CheckStateReady CheckState = "Ready"
+	// CheckStateRetry: the reservation is taken back and the workload
+	// queued again; the check is Pending again.
+	CheckStateRetry CheckState = "Retry"
+	// CheckStateRejected: the workload is deactivated (spec.active false).
+	CheckStateRejected CheckState = "Rejected"
+)
+
+// AdmissionCheckState is one AdmissionCheck's state for a workload.
+type AdmissionCheckState struct {
+	// name of the AdmissionCheck.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// state: Pending, Ready, Retry or Rejected.
+	//
+	// +required
+	State CheckState `json:"state"`
+
+	// lastTransitionTime is when the state last changed.
+	//
+	// +required
+	LastTransitionTime metav1.Time `json:"lastTransitionTime"`
+
+	// message says why, for a person.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Message string `json:"message,omitempty"`
+
+	// podSetUpdates are what the check adds to the pods of each pod set
+	// when the job starts (labels, annotations, node selector,
+	// tolerations), e.g. to put them on nodes it provisioned.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	PodSetUpdates []PodSetUpdate `json:"podSetUpdates,omitempty"`
+}
+
+// PodSetUpdate is what an AdmissionCheck adds to a pod set's pods.
+type PodSetUpdate struct {
+	// name of the pod set.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// labels to add to the pods.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations to add to the pods.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// nodeSelector entries to add to the pods.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations to add to the pods.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
 // RequeueState is the backoff of a workload evicted for pods not ready.
@@ -677,6 +778,27 @@ const (
 	// FenceLifted), or at once after an eviction that needs no wait
 	// (reason Preempted).
 	WorkloadRequeued = "Requeued"
+	// WorkloadQuotaReserved is True while a workload of a queue with
+	// AdmissionChecks holds its quota and waits for its checks (Kueue's
+	// condition); Admitted turns True once every check is Ready. A queue
+	// without checks admits at once and does not set it.
+	WorkloadQuotaReserved = "QuotaReserved"
+)
+
+// Reasons for a workload of a queue with AdmissionChecks.
+const (
+	// WaitingForAdmissionChecks: Admitted=False while its quota is
+	// reserved and some check is not Ready.
+	WaitingForAdmissionChecks = "WaitingForAdmissionChecks"
+	// EvictedByAdmissionCheck: Evicted=True after a check asked to retry.
+	EvictedByAdmissionCheck = "AdmissionCheck"
+	// AdmissionCheckRejected: in the message of a workload deactivated
+	// because a check rejected it.
+	AdmissionCheckRejected = "AdmissionCheckRejected"
+	// QueueAdmissionCheckNotReady: a ClusterQueue's Active=False reason
+	// (and its workloads' Admitted=False reason) while one of its checks
+	// does not exist or is not Active.
+	QueueAdmissionCheckNotReady = "AdmissionCheckNotReady"
 )
 
 // Reasons of the Requeued condition once True, beside the eviction

@@ -471,6 +471,10 @@ func Judge(copyWL *strata.Workload) (Verdict, string, string) {
 			// The worker's queue for it is stopped (stopPolicy): waiting
 			// there, or evicted by its drain.
 			return Refused, strata.QueueStopped, c.Message
+		case strata.QueueAdmissionCheckNotReady:
+			// The worker's queue admits nothing until an AdmissionCheck
+			// it names exists and is Active.
+			return Refused, c.Reason, c.Message
 		case strata.EvictedByPodsReadyTimeout:
 			// Its pods were not all ready in time there (the worker's
 			// waitForPodsReady): placed again, where it may start.

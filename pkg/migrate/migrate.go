@@ -378,6 +378,7 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 	// MultiKueue: the queue's admission checks name the clusters its
 	// workloads may go to; on a Strata hub the queue selects them.
 	var checks []string
+	onFlavors := map[string][]string{}
 	if v, ok := s["admissionChecks"].([]any); ok {
 		for _, n := range v {
 			if name, ok := n.(string); ok {
@@ -389,11 +390,16 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 		if list, ok := v["admissionChecks"].([]any); ok {
 			for _, r := range list {
 				if m, ok := r.(map[string]any); ok {
-					if name, ok := m["name"].(string); ok {
+					name, _ := m["name"].(string)
+					if name != "" {
 						checks = append(checks, name)
 					}
-					if _, ok := m["onFlavors"]; ok {
-						c.note(o, "spec.admissionChecksStrategy.admissionChecks.onFlavors", "a Strata hub dispatches every flavor of the queue the same way")
+					if fl, ok := m["onFlavors"].([]any); ok && name != "" {
+						for _, f := range fl {
+							if f, ok := f.(string); ok {
+								onFlavors[name] = append(onFlavors[name], f)
+							}
+						}
 					}
 				}
 			}
@@ -420,7 +426,22 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 	delete(s, "admissionChecks")
 	delete(s, "admissionChecksStrategy")
 	if len(others) > 0 {
-		c.note(o, "spec.admissionChecks", fmt.Sprintf("Strata has no admission checks: %s not carried over (only MultiKueue's become the hub's clusterSelector)", strings.Join(others, ", ")))
+		// The other checks carry over as they are: a worker's agent runs
+		// them (a hub ignores its queues' checks).
+		strategy := false
+		for _, name := range others {
+			strategy = strategy || len(onFlavors[name]) > 0
+		}
+		if strategy {
+			cq.Spec.AdmissionChecksStrategy = &strata.AdmissionChecksStrategy{}
+			for _, name := range others {
+				cq.Spec.AdmissionChecksStrategy.AdmissionChecks = append(cq.Spec.AdmissionChecksStrategy.AdmissionChecks,
+					strata.AdmissionCheckStrategyRule{Name: name, OnFlavors: onFlavors[name]})
+			}
+		} else {
+			cq.Spec.AdmissionChecks = others
+		}
+		c.note(o, "spec.admissionChecks", fmt.Sprintf("%s carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub a queue's checks are ignored)", strings.Join(others, ", ")))
 	}
 	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility", "stopPolicy", "fairSharing", "admissionScope"), &cq.Spec)
 	c.noteFairSharing(o, cq.Spec.FairSharing)
@@ -642,7 +663,7 @@ func (c *converter) admissionCheck(o *unstructured.Unstructured) {
 	c.seenChecks[o.GetName()] = true
 	controller, _, _ := unstructured.NestedString(o.Object, "spec", "controllerName")
 	if controller != multiKueueController {
-		c.note(o, "", fmt.Sprintf("Strata has no admission checks (controller %s)", controller))
+		c.otherCheck(o, controller)
 		return
 	}
 	kind, _, _ := unstructured.NestedString(o.Object, "spec", "parameters", "kind")
@@ -653,6 +674,36 @@ func (c *converter) admissionCheck(o *unstructured.Unstructured) {
 	}
 	c.checks[o.GetName()] = name
 }
+
+// otherCheck carries over an AdmissionCheck that is not MultiKueue's: the
+// same controller name and parameters. Its controller must set its states
+// on Strata's Workloads and mark it Active; Kueue's own ProvisioningRequest
+// controller is not part of Strata.
+func (c *converter) otherCheck(o *unstructured.Unstructured, controller string) {
+	ac := &strata.AdmissionCheck{TypeMeta: typeMeta("AdmissionCheck"), ObjectMeta: c.meta(o)}
+	ac.Namespace = ""
+	ac.Spec.ControllerName = controller
+	if p, ok, _ := unstructured.NestedMap(o.Object, "spec", "parameters"); ok {
+		ref := &strata.AdmissionCheckParametersReference{}
+		ref.APIGroup, _ = p["apiGroup"].(string)
+		ref.Kind, _ = p["kind"].(string)
+		ref.Name, _ = p["name"].(string)
+		ac.Spec.Parameters = ref
+	}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "retryDelayMinutes"); ok && v != nil {
+		c.note(o, "spec.retryDelayMinutes", "not carried over (deprecated in Kueue): a check that asks to retry queues the workload again at once")
+	}
+	if controller == provisioningController {
+		c.todo(o, "spec.controllerName", fmt.Sprintf("Kueue's ProvisioningRequest controller (%s) is not part of Strata: the check is carried over, but its ClusterQueues admit nothing until a controller that sets its states on strata.dev Workloads marks it Active", controller))
+	} else {
+		c.note(o, "spec.controllerName", fmt.Sprintf("carried over: the controller %s must set the check's states on strata.dev Workloads (status.admissionChecks) and mark it Active", controller))
+	}
+	c.out = append(c.out, ac)
+}
+
+// provisioningController is the controller name of Kueue's
+// ProvisioningRequest admission checks.
+const provisioningController = "kueue.x-k8s.io/provisioning-request"
 
 // multiKueueCluster becomes a WorkerCluster with the same credentials,
 // labelled for every MultiKueueConfig that lists it.

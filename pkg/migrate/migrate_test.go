@@ -186,6 +186,46 @@ value: 10`},
 			},
 		},
 		{
+			name: "a worker's admission checks: per flavor, with parameters",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: gpus}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: spot, resources: [{name: cpu, nominalQuota: 8}]}]
+  admissionChecksStrategy:
+    admissionChecks:
+    - {name: budget}
+    - {name: capacity, onFlavors: [spot]}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata: {name: budget}
+spec:
+  controllerName: example.com/budget
+  retryDelayMinutes: 5
+  parameters: {apiGroup: example.com, kind: BudgetConfig, name: team-a}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata: {name: capacity}
+spec:
+  controllerName: example.com/capacity`},
+			want: []client.Object{
+				&strata.ClusterQueue{TypeMeta: tm("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: "gpus"}, Spec: strata.ClusterQueueSpec{
+					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "spot", Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("8")}}}}}},
+					AdmissionChecksStrategy: &strata.AdmissionChecksStrategy{AdmissionChecks: []strata.AdmissionCheckStrategyRule{
+						{Name: "budget"}, {Name: "capacity", OnFlavors: []string{"spot"}}}},
+				}},
+				&strata.AdmissionCheck{TypeMeta: tm("AdmissionCheck"), ObjectMeta: metav1.ObjectMeta{Name: "budget"}, Spec: strata.AdmissionCheckSpec{
+					ControllerName: "example.com/budget", Parameters: &strata.AdmissionCheckParametersReference{APIGroup: "example.com", Kind: "BudgetConfig", Name: "team-a"}}},
+				&strata.AdmissionCheck{TypeMeta: tm("AdmissionCheck"), ObjectMeta: metav1.ObjectMeta{Name: "capacity"}, Spec: strata.AdmissionCheckSpec{ControllerName: "example.com/capacity"}},
+			},
+			wantNotes: []string{
+				"AdmissionCheck budget: spec.retryDelayMinutes: not carried over (deprecated in Kueue): a check that asks to retry queues the workload again at once",
+				"AdmissionCheck budget: spec.controllerName: carried over: the controller example.com/budget must set the check's states on strata.dev Workloads (status.admissionChecks) and mark it Active",
+				"AdmissionCheck capacity: spec.controllerName: carried over: the controller example.com/capacity must set the check's states on strata.dev Workloads (status.admissionChecks) and mark it Active",
+				"ClusterQueue gpus: spec.admissionChecks: budget, capacity carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub a queue's checks are ignored)",
+			},
+		},
+		{
 			name: "admission fair sharing: a ClusterQueue's admissionScope and a LocalQueue's weight",
 			in: []string{`apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
@@ -328,17 +368,20 @@ spec:
 					ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{ConfigLabelPrefix + "multikueue-test": "true"}},
 					ResourceGroups: []strata.ResourceGroup{{CoveredResources: []corev1.ResourceName{"cpu"}, Flavors: []strata.FlavorQuotas{{Name: "f",
 						Resources: []strata.ResourceQuota{{Name: "cpu", NominalQuota: resource.MustParse("100")}}}}}},
+					AdmissionChecks: []string{"provisioning"},
 				}},
 				&strata.WorkerCluster{TypeMeta: tm("WorkerCluster"), ObjectMeta: metav1.ObjectMeta{Name: "on-disk"}},
+				&strata.AdmissionCheck{TypeMeta: tm("AdmissionCheck"), ObjectMeta: metav1.ObjectMeta{Name: "provisioning"},
+					Spec: strata.AdmissionCheckSpec{ControllerName: "kueue.x-k8s.io/provisioning-request"}},
 				&strata.WorkerCluster{TypeMeta: tm("WorkerCluster"), ObjectMeta: metav1.ObjectMeta{Name: "worker1", Labels: map[string]string{ConfigLabelPrefix + "multikueue-test": "true"}},
 					Spec: strata.WorkerClusterSpec{KubeConfigSecretRef: &strata.SecretKeyReference{Namespace: "strata-system", Name: "worker1-secret", Key: "kubeconfig"}}},
 				&strata.WorkerCluster{TypeMeta: tm("WorkerCluster"), ObjectMeta: metav1.ObjectMeta{Name: "worker2", Labels: map[string]string{ConfigLabelPrefix + "multikueue-test": "true"}},
 					Spec: strata.WorkerClusterSpec{ClusterProfileRef: &strata.ObjectReference{Namespace: "fleet", Name: "worker2-profile"}}},
 			},
 			wantNotes: []string{
-				"AdmissionCheck provisioning: Strata has no admission checks (controller kueue.x-k8s.io/provisioning-request)",
+				"to do: AdmissionCheck provisioning: spec.controllerName: Kueue's ProvisioningRequest controller (kueue.x-k8s.io/provisioning-request) is not part of Strata: the check is carried over, but its ClusterQueues admit nothing until a controller that sets its states on strata.dev Workloads marks it Active",
 				"MultiKueueConfig multikueue-test: spec.clusters: their order is not kept: a Strata hub places each job on the worker where it fits best, not on the first listed",
-				"ClusterQueue hub-q: spec.admissionChecks: Strata has no admission checks: provisioning not carried over (only MultiKueue's become the hub's clusterSelector)",
+				"ClusterQueue hub-q: spec.admissionChecks: provisioning carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub a queue's checks are ignored)",
 				"to do: MultiKueueCluster worker1: spec.kubeConfig: copy Secret worker1-secret (key kubeconfig) from Kueue's namespace to strata-system, where strata-hub reads it; the hub's identity on the worker needs the permissions in docs/admin-guide.md, which MultiKueue's does not all have",
 				"to do: MultiKueueCluster on-disk: spec.kubeConfig: a kubeconfig file on Kueue's disk (/etc/kueue/w3.kubeconfig) cannot be carried over: put it in a Secret in namespace strata-system (key kubeconfig) and set spec.kubeConfigSecretRef, or the API server refuses the WorkerCluster",
 			},

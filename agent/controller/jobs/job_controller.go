@@ -332,6 +332,9 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 	suspended := job.Suspended()
 	started := startedAs(job) == wl.Name
 	admitted := wl.Status.Admission != nil
+	// Its quota reserved, its queue's AdmissionChecks not all Ready: it
+	// may not run (Kueue stops a job whose Workload is not admitted).
+	waiting := workload.AwaitingChecks(wl)
 	if started && pkgjobs.Gated(job) && !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
 		switch {
 		case meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted) != nil:
@@ -345,13 +348,13 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 				return stepDeactivate
 			}
 			return stepNone
-		case admitted:
+		case admitted && !waiting:
 			return stepAnnounce
 		}
 		return stepNone
 	}
 	switch {
-	case started && !admitted:
+	case started && (!admitted || waiting):
 		return stepStop
 	case meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
 		return stepNone
@@ -362,7 +365,7 @@ func nextStep(job pkgjobs.Job, wl *strata.Workload, released bool) step {
 			return stepDeactivate
 		}
 		return stepNone
-	case !admitted:
+	case !admitted || waiting:
 		return stepNone
 	case started && !suspended && resized(job, wl) != "":
 		// Its parallelism (an MPIJob's workers) changed while it ran: the
@@ -886,6 +889,7 @@ func (r *Reconciler) start(ctx context.Context, job pkgjobs.Job, wl *strata.Work
 			return fmt.Errorf("starting Job: flavor %q: %w", psa.Flavor, err)
 		}
 		perTemplate[i] = admitTemplate(templates[i], &flavor, wl.Name, psa.Name, psa.TopologyAssignment != nil)
+		applyPodSetUpdates(templates[i], psa.Name, wl.Status.AdmissionChecks, &perTemplate[i])
 		if pkgjobs.LabelsOwner(job) {
 			setKey(&templates[i].Labels, strata.OwnerUIDLabel, string(job.Object().GetUID()))
 		}

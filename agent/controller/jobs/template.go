@@ -32,6 +32,13 @@ type addedByAdmission struct {
 	ReplacedNodeSelector map[string]string `json:"replacedNodeSelector,omitempty"`
 	// Tolerations are the flavor's tolerations the template did not have.
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Labels and Annotations hold the entries set from AdmissionChecks'
+	// podSetUpdates; ReplacedLabels and ReplacedAnnotations the
+	// template's own values of the keys it already had.
+	Labels              map[string]string `json:"labels,omitempty"`
+	ReplacedLabels      map[string]string `json:"replacedLabels,omitempty"`
+	Annotations         map[string]string `json:"annotations,omitempty"`
+	ReplacedAnnotations map[string]string `json:"replacedAnnotations,omitempty"`
 	// Admission identifies the admission the Job was started with (see
 	// admissionID), so that a Job being stopped is not mistaken for one
 	// the user suspended when its Workload is admitted again meanwhile.
@@ -122,10 +129,72 @@ func admitTemplate(tmpl *corev1.PodTemplateSpec, flavor *strata.ResourceFlavor, 
 	return added
 }
 
-// restoreTemplate undoes admitTemplate: it removes what added records —
-// leaving entries the user has changed since — and Strata's labels and
-// gate.
+// applyPodSetUpdates adds to a pod template what the AdmissionChecks of
+// the admission ask for its pod set (their podSetUpdates: labels,
+// annotations, node selector, tolerations), recording it in added so
+// that taking the admission back removes it. A later check's value of a
+// key wins.
+func applyPodSetUpdates(tmpl *corev1.PodTemplateSpec, podSet string, states []strata.AdmissionCheckState, added *addedByAdmission) {
+	set := func(m *map[string]string, rec, replaced *map[string]string, k, v string) {
+		old, had := (*m)[k]
+		if had && old == v {
+			return
+		}
+		if _, ours := (*rec)[k]; had && !ours {
+			setKey(replaced, k, old)
+		}
+		setKey(rec, k, v)
+		setKey(m, k, v)
+	}
+	for _, st := range states {
+		for _, u := range st.PodSetUpdates {
+			if u.Name != podSet {
+				continue
+			}
+			for k, v := range u.Labels {
+				set(&tmpl.Labels, &added.Labels, &added.ReplacedLabels, k, v)
+			}
+			for k, v := range u.Annotations {
+				set(&tmpl.Annotations, &added.Annotations, &added.ReplacedAnnotations, k, v)
+			}
+			for k, v := range u.NodeSelector {
+				set(&tmpl.Spec.NodeSelector, &added.NodeSelector, &added.ReplacedNodeSelector, k, v)
+			}
+			for _, t := range u.Tolerations {
+				if !slices.ContainsFunc(tmpl.Spec.Tolerations, func(x corev1.Toleration) bool { return equality.Semantic.DeepEqual(x, t) }) {
+					tmpl.Spec.Tolerations = append(tmpl.Spec.Tolerations, t)
+					added.Tolerations = append(added.Tolerations, t)
+				}
+			}
+		}
+	}
+}
+
+// restoreEntries removes from m the entries rec records (leaving those
+// changed since), putting back the replaced values.
+func restoreEntries(m map[string]string, rec, replaced map[string]string) map[string]string {
+	for k, v := range rec {
+		if m[k] != v {
+			continue // changed since: the user's now
+		}
+		if old, ok := replaced[k]; ok {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// restoreTemplate undoes admitTemplate and applyPodSetUpdates: it removes
+// what added records — leaving entries the user has changed since — and
+// Strata's labels and gate.
 func restoreTemplate(tmpl *corev1.PodTemplateSpec, added addedByAdmission) {
+	tmpl.Labels = restoreEntries(tmpl.Labels, added.Labels, added.ReplacedLabels)
+	tmpl.Annotations = restoreEntries(tmpl.Annotations, added.Annotations, added.ReplacedAnnotations)
 	for k, v := range added.NodeSelector {
 		if tmpl.Spec.NodeSelector[k] != v {
 			continue // changed since: the user's now

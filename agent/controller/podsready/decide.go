@@ -52,7 +52,7 @@ func conditionMessage(reason string, ready, want int32) string {
 // replacement (none when recoveryTimeout is 0). limit is the timeout that
 // applies.
 func due(wl *strata.Workload, cfg *configv1beta1.WaitForPodsReady, now time.Time) (cause string, left, limit time.Duration) {
-	if wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) || !workload.IsActive(wl) {
+	if wl.Status.Admission == nil || workload.AwaitingChecks(wl) || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) || !workload.IsActive(wl) {
 		return "", 0, 0
 	}
 	pr := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadPodsReady)

@@ -166,7 +166,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if wl.Status.Admission == nil {
+	if wl.Status.Admission == nil || workload.AwaitingChecks(&wl) {
+		// Not admitted, or its quota reserved while its AdmissionChecks
+		// are not all Ready: its pods stay gated.
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}

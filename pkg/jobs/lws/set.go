@@ -223,7 +223,7 @@ func takeGroupState(out, wl *strata.Workload, i int) {
 // refusals are the reasons of a group Workload's Admitted=False condition
 // that say its worker will not admit it as sent (see the hub's Judge):
 // inadmissible there, its queue stopped, or its pods not ready in time.
-var refusals = []string{"Inadmissible", strata.QueueStopped, strata.EvictedByClusterQueueStopped, strata.EvictedByLocalQueueStopped, strata.EvictedByPodsReadyTimeout}
+var refusals = []string{"Inadmissible", strata.QueueStopped, strata.EvictedByClusterQueueStopped, strata.EvictedByLocalQueueStopped, strata.EvictedByPodsReadyTimeout, strata.QueueAdmissionCheckNotReady}
 
 // groupCondition is a group Workload's condition, said of its group.
 func groupCondition(c metav1.Condition, group int) metav1.Condition {

@@ -1,0 +1,198 @@
+package workload
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// ChecksOf are the AdmissionChecks a workload admitted on flavors by cq
+// must pass (Kueue's): every check of spec.admissionChecks, and each of
+// spec.admissionChecksStrategy whose onFlavors is empty or names one of
+// flavors. In the queue's order, without duplicates.
+func ChecksOf(cq *strata.ClusterQueue, flavors []string) []string {
+	if cq == nil {
+		return nil
+	}
+	names := slices.Clone(cq.Spec.AdmissionChecks)
+	if s := cq.Spec.AdmissionChecksStrategy; s != nil {
+		for _, r := range s.AdmissionChecks {
+			if len(r.OnFlavors) == 0 || slices.ContainsFunc(flavors, func(f string) bool { return slices.Contains(r.OnFlavors, f) }) {
+				names = append(names, r.Name)
+			}
+		}
+	}
+	out := names[:0]
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// QueueChecks are every AdmissionCheck a ClusterQueue names, whatever the
+// flavor: the checks that must exist and be Active for it to admit.
+func QueueChecks(cq *strata.ClusterQueue) []string {
+	var flavors []string
+	if s := cq.Spec.AdmissionChecksStrategy; s != nil {
+		for _, r := range s.AdmissionChecks {
+			flavors = append(flavors, r.OnFlavors...)
+		}
+	}
+	return ChecksOf(cq, flavors)
+}
+
+// AdmissionFlavors are the flavors of a workload's admission, one each.
+func AdmissionFlavors(a *strata.Admission) []string {
+	if a == nil {
+		return nil
+	}
+	var out []string
+	for _, psa := range a.PodSetAssignments {
+		if !slices.Contains(out, psa.Flavor) {
+			out = append(out, psa.Flavor)
+		}
+	}
+	return out
+}
+
+// AwaitingChecks says whether a workload holds a quota reservation whose
+// AdmissionChecks are not all Ready: it may not start. A workload without
+// checks (its queue has none) never waits for them.
+func AwaitingChecks(wl *strata.Workload) bool {
+	if wl.Status.Admission == nil {
+		return false
+	}
+	return slices.ContainsFunc(wl.Status.AdmissionChecks, func(s strata.AdmissionCheckState) bool { return s.State != strata.CheckStateReady })
+}
+
+// PendingChecks is the states of names, each Pending at now: those a new
+// reservation starts with. A check already Pending keeps its time and
+// message.
+func PendingChecks(old []strata.AdmissionCheckState, names []string, now time.Time) []strata.AdmissionCheckState {
+	if len(names) == 0 {
+		return nil
+	}
+	out := make([]strata.AdmissionCheckState, 0, len(names))
+	for _, n := range names {
+		if i := slices.IndexFunc(old, func(s strata.AdmissionCheckState) bool { return s.Name == n }); i >= 0 && old[i].State == strata.CheckStatePending {
+			out = append(out, *old[i].DeepCopy())
+			continue
+		}
+		out = append(out, strata.AdmissionCheckState{Name: n, State: strata.CheckStatePending, LastTransitionTime: metav1.NewTime(now)})
+	}
+	return out
+}
+
+// SyncChecks brings a reserved workload's check states to names (its
+// queue's checks for its flavors now): a check added to the queue is
+// Pending, one removed goes, the others keep their states. It returns
+// whether anything changed.
+func SyncChecks(wl *strata.Workload, names []string, now time.Time) bool {
+	var out []strata.AdmissionCheckState
+	for _, n := range names {
+		if i := slices.IndexFunc(wl.Status.AdmissionChecks, func(s strata.AdmissionCheckState) bool { return s.Name == n }); i >= 0 {
+			out = append(out, wl.Status.AdmissionChecks[i])
+			continue
+		}
+		out = append(out, strata.AdmissionCheckState{Name: n, State: strata.CheckStatePending, LastTransitionTime: metav1.NewTime(now)})
+	}
+	same := len(out) == len(wl.Status.AdmissionChecks)
+	for i := 0; same && i < len(out); i++ {
+		same = out[i].Name == wl.Status.AdmissionChecks[i].Name && out[i].State == wl.Status.AdmissionChecks[i].State
+	}
+	if same {
+		return false
+	}
+	wl.Status.AdmissionChecks = out
+	return true
+}
+
+// CheckVerdict is what a reserved workload's check states call for.
+type CheckVerdict int
+
+// The verdicts, by precedence: a rejection beats a retry, which beats
+// waiting.
+const (
+	// ChecksWait: some check is Pending (or none decided).
+	ChecksWait CheckVerdict = iota
+	// ChecksReady: every check is Ready: the workload is admitted.
+	ChecksReady
+	// ChecksRetry: a check asks for a retry: the reservation is taken
+	// back and the workload queued again.
+	ChecksRetry
+	// ChecksRejected: a check rejects the workload: it is deactivated.
+	ChecksRejected
+)
+
+// Verdict says what wl's check states call for, and a message naming the
+// checks that decide it ("check prov: no capacity in zone a").
+func Verdict(states []strata.AdmissionCheckState) (CheckVerdict, string) {
+	pick := func(state strata.CheckState) string {
+		var parts []string
+		for _, s := range states {
+			if s.State == state {
+				part := "admission check " + s.Name
+				if s.Message != "" {
+					part += ": " + s.Message
+				}
+				parts = append(parts, part)
+			}
+		}
+		return strings.Join(parts, "; ")
+	}
+	if m := pick(strata.CheckStateRejected); m != "" {
+		return ChecksRejected, m
+	}
+	if m := pick(strata.CheckStateRetry); m != "" {
+		return ChecksRetry, m
+	}
+	if len(states) == 0 {
+		return ChecksReady, ""
+	}
+	if m := pick(strata.CheckStatePending); m != "" {
+		return ChecksWait, m
+	}
+	return ChecksReady, pick(strata.CheckStateReady)
+}
+
+// ReservedAt is when the workload's current reservation began: its
+// QuotaReserved condition's transition where its queue has checks, else
+// its Admitted condition's (admitted at once). Zero when unknown.
+func ReservedAt(wl *strata.Workload) time.Time {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c != nil {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// ReserveForChecks turns an admission being written on wl (its
+// status.admission set, its Admitted condition True with message admitted)
+// into a quota reservation that waits for checks: QuotaReserved=True with
+// that message, Admitted=False (WaitingForAdmissionChecks), and each check
+// Pending at now.
+func ReserveForChecks(wl *strata.Workload, checks []string, now time.Time) {
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+	message := ""
+	if c != nil {
+		message = c.Message
+	}
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadQuotaReserved, Status: metav1.ConditionTrue,
+		Reason: "QuotaReserved", Message: strings.Replace(message, "admitted by", "quota reserved by", 1)})
+	// This reservation's time, even over a True left by an earlier one.
+	meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadQuotaReserved).LastTransitionTime = metav1.NewTime(now)
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
+		Reason: strata.WaitingForAdmissionChecks, Message: fmt.Sprintf("quota reserved; waiting for admission checks %s to be Ready", strings.Join(checks, ", ")),
+		LastTransitionTime: metav1.NewTime(now)})
+	wl.Status.AdmissionChecks = PendingChecks(wl.Status.AdmissionChecks, checks, now)
+}

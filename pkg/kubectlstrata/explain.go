@@ -60,6 +60,10 @@ type ExplainView struct {
 	// not ready in time and when it queues again.
 	PodsReady    *ConditionView       `json:"podsReady,omitempty"`
 	RequeueState *strata.RequeueState `json:"requeueState,omitempty"`
+	// QuotaReserved is, on a worker whose queue names AdmissionChecks,
+	// whether its quota is reserved; Checks the checks' states.
+	QuotaReserved *ConditionView `json:"quotaReserved,omitempty"`
+	Checks        []CheckView    `json:"admissionChecks,omitempty"`
 	// TimeLimit is its maximum execution time (max-exec-time-seconds)
 	// and what its admissions used of it.
 	TimeLimit *TimeLimitView `json:"timeLimit,omitempty"`
@@ -100,6 +104,14 @@ func (t *TimeLimitView) line(now time.Time) string {
 		return fmt.Sprintf("Time limit: %s admitted in all (max-exec-time-seconds): %s used by earlier admissions, %s left", limit, used, left)
 	}
 	return fmt.Sprintf("Time limit: %s admitted in all (max-exec-time-seconds)", limit)
+}
+
+// CheckView is one AdmissionCheck's state for the Workload.
+type CheckView struct {
+	Name               string       `json:"name"`
+	State              string       `json:"state"`
+	Message            string       `json:"message,omitempty"`
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
 }
 
 // PriorityView is a Workload's priority: its value, and the
@@ -486,6 +498,10 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 		v.PodsReady = conditionOf(wl.Status.Conditions, strata.WorkloadPodsReady)
 	}
 	v.RequeueState = wl.Status.RequeueState
+	v.QuotaReserved = conditionOf(wl.Status.Conditions, strata.WorkloadQuotaReserved)
+	for _, c := range wl.Status.AdmissionChecks {
+		v.Checks = append(v.Checks, CheckView{Name: c.Name, State: string(c.State), Message: c.Message, LastTransitionTime: c.LastTransitionTime.DeepCopy()})
+	}
 	if m := wl.Spec.MaximumExecutionTimeSeconds; m != nil {
 		v.TimeLimit = &TimeLimitView{Seconds: *m, AccumulatedSeconds: ptr.Deref(wl.Status.AccumulatedPastExecutionTimeSeconds, 0)}
 		if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); wl.Status.Admission != nil && c != nil && c.Status == metav1.ConditionTrue {
@@ -582,6 +598,19 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 		add(wrap("Deleting:   ", "            ", v.Deleting)...)
 	}
 	add(conditionLines("Admitted:", v.Admitted, now)...)
+	if v.QuotaReserved != nil {
+		add(conditionLines("Reserved:", v.QuotaReserved, now)...)
+	}
+	for _, c := range v.Checks {
+		first := fmt.Sprintf("  check %s: %s", c.Name, c.State)
+		if c.LastTransitionTime != nil {
+			first += fmt.Sprintf(" (for %s)", age(c.LastTransitionTime, now))
+		}
+		if c.Message != "" {
+			first += ": "
+		}
+		add(wrap(first, "      ", c.Message)...)
+	}
 	if v.Invalid != nil && v.Invalid.Status == metav1.ConditionTrue {
 		add(conditionLines("Invalid:", v.Invalid, now)...)
 	}

@@ -317,6 +317,29 @@ Admission:  ClusterQueue cq
     node-12  8 pods
 `,
 		},
+		"a worker's Workload waiting for its admission checks": {
+			view: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionFalse, Reason: strata.WaitingForAdmissionChecks, LastTransitionTime: minutes(2),
+					Message: "quota reserved; waiting for admission checks budget, capacity to be Ready"},
+				QuotaReserved: &ConditionView{Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: minutes(2),
+					Message: "quota reserved by ClusterQueue cq on flavor gpu"},
+				Checks: []CheckView{
+					{Name: "budget", State: "Ready", LastTransitionTime: minutes(1)},
+					{Name: "capacity", State: "Pending", LastTransitionTime: minutes(2), Message: "provisioning 2 nodes"},
+				},
+			},
+			want: `Job:        ml/train
+Workload:   job-train (on the worker)
+Queue:      team-a
+Admitted:   False  WaitingForAdmissionChecks (for 2m)
+            quota reserved; waiting for admission checks budget, capacity to be Ready
+Reserved:   True  QuotaReserved (for 2m)
+            quota reserved by ClusterQueue cq on flavor gpu
+  check budget: Ready (for 60s)
+  check capacity: Pending (for 2m): provisioning 2 nodes
+`,
+		},
 		"a worker's Workload preempted, and its preemptor": {
 			view: ExplainView{
 				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "sweep"}, Workload: "job-sweep", Queue: "team-a",

@@ -196,3 +196,32 @@ func ReserveForChecks(wl *strata.Workload, checks []string, now time.Time) {
 		LastTransitionTime: metav1.NewTime(now)})
 	wl.Status.AdmissionChecks = PendingChecks(wl.Status.AdmissionChecks, checks, now)
 }
+
+// PodSetUpdateOf merges what the checks' podSetUpdates add to pod set
+// podSet's pods, a later check's value of a key winning; nil when none.
+func PodSetUpdateOf(states []strata.AdmissionCheckState, podSet string) *strata.PodSetUpdate {
+	var out *strata.PodSetUpdate
+	put := func(m *map[string]string, from map[string]string) {
+		for k, v := range from {
+			if *m == nil {
+				*m = map[string]string{}
+			}
+			(*m)[k] = v
+		}
+	}
+	for _, st := range states {
+		for _, u := range st.PodSetUpdates {
+			if u.Name != podSet {
+				continue
+			}
+			if out == nil {
+				out = &strata.PodSetUpdate{Name: podSet}
+			}
+			put(&out.Labels, u.Labels)
+			put(&out.Annotations, u.Annotations)
+			put(&out.NodeSelector, u.NodeSelector)
+			out.Tolerations = append(out.Tolerations, u.Tolerations...)
+		}
+	}
+	return out
+}

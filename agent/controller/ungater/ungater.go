@@ -198,11 +198,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("pod set %s: flavor %s: %w", psa.Name, psa.Flavor, err)
 		}
 		flavor.Name = psa.Flavor // deleted since: the pods are released on the admission's flavor all the same
+		// What its AdmissionChecks add to its pods (their podSetUpdates),
+		// for pods whose templates do not carry it either.
+		updates := workload.PodSetUpdateOf(wl.Status.AdmissionChecks, psa.Name)
 		if psa.TopologyAssignment == nil {
 			// Pods gated although their pod set has no topology
 			// assignment come from templates an admission did not write
 			// (a LeaderWorkerSet's): they go on the flavor's nodes.
-			if err := r.releaseAll(ctx, psa.Name, &flavor, pods.Items); err != nil {
+			if err := r.releaseAll(ctx, psa.Name, &flavor, updates, pods.Items); err != nil {
 				return ctrl.Result{}, err
 			}
 			continue
@@ -215,7 +218,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if i := slices.IndexFunc(wl.Spec.PodSets, func(ps strata.PodSet) bool { return ps.Name == psa.Name }); i >= 0 {
 			ps = workload.RankedPodSet(wl.Spec.PodSets, i)
 		}
-		if err := r.ungate(ctx, req.NamespacedName, ps, a, &flavor, pods.Items); err != nil {
+		if err := r.ungate(ctx, req.NamespacedName, ps, a, &flavor, updates, pods.Items); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := r.stopBypassed(ctx, &wl, psa.Name, psa.Flavor, a, pods.Items); err != nil {
@@ -324,7 +327,7 @@ func (r *Reconciler) stopBypassed(ctx context.Context, wl *strata.Workload, podS
 }
 
 // ungate gives the gated pods of one pod set their domains.
-func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *strata.PodSet, a *tas.Assignment, flavor *strata.ResourceFlavor, all []corev1.Pod) error {
+func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *strata.PodSet, a *tas.Assignment, flavor *strata.ResourceFlavor, updates *strata.PodSetUpdate, all []corev1.Pod) error {
 	if ps == nil {
 		return nil
 	}
@@ -341,7 +344,7 @@ func (r *Reconciler) ungate(ctx context.Context, key types.NamespacedName, ps *s
 	g.SetLimit(releaseWriters)
 	for i, rel := range releases {
 		g.Go(func() error {
-			err := r.release(ctx, rel.pod, a, rel.domain, flavor)
+			err := r.release(ctx, rel.pod, a, rel.domain, flavor, updates)
 			if err != nil {
 				errs[i] = fmt.Errorf("pod %s: %w", rel.pod.Name, err)
 				if cache.OutcomeKnown(err) {
@@ -478,10 +481,20 @@ func plan(ps *strata.PodSet, a *tas.Assignment, all []corev1.Pod, exp map[types.
 // LeaderWorkerSet's, a gated copy's) gets the flavor's node labels and
 // tolerations too, and, with a topology assignment, the label that counts
 // it through its Workload.
-func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignment, d int, flavor *strata.ResourceFlavor) error {
+func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignment, d int, flavor *strata.ResourceFlavor, updates *strata.PodSetUpdate) error {
 	patch := client.MergeFrom(p.DeepCopy())
 	if p.Spec.NodeSelector == nil {
 		p.Spec.NodeSelector = map[string]string{}
+	}
+	if updates != nil {
+		addMissing(&p.Labels, updates.Labels)
+		addMissing(&p.Annotations, updates.Annotations)
+		addMissing(&p.Spec.NodeSelector, updates.NodeSelector)
+		for _, t := range updates.Tolerations {
+			if !slices.ContainsFunc(p.Spec.Tolerations, func(have corev1.Toleration) bool { return have.MatchToleration(&t) }) {
+				p.Spec.Tolerations = append(p.Spec.Tolerations, t)
+			}
+		}
 	}
 	for k, v := range flavor.Spec.NodeLabels {
 		if _, ok := p.Spec.NodeSelector[k]; !ok {
@@ -523,18 +536,32 @@ func (r *Reconciler) release(ctx context.Context, p *corev1.Pod, a *tas.Assignme
 
 // releaseAll releases the gated pods of a pod set admitted without a
 // topology assignment onto the flavor's nodes.
-func (r *Reconciler) releaseAll(ctx context.Context, podSet string, flavor *strata.ResourceFlavor, all []corev1.Pod) error {
+func (r *Reconciler) releaseAll(ctx context.Context, podSet string, flavor *strata.ResourceFlavor, updates *strata.PodSetUpdate, all []corev1.Pod) error {
 	var errs []error
 	for i := range all {
 		p := &all[i]
 		if p.Labels[strata.PodSetLabel] != podSet || !active(p) || !workload.TopologyGated(p) {
 			continue
 		}
-		if err := r.release(ctx, p, nil, 0, flavor); err != nil {
+		if err := r.release(ctx, p, nil, 0, flavor, updates); err != nil {
 			errs = append(errs, fmt.Errorf("pod %s: %w", p.Name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// addMissing adds to *m the entries of from whose keys it lacks: a pod's
+// own value (its template's, where an admission wrote the update) stays.
+func addMissing(m *map[string]string, from map[string]string) {
+	for k, v := range from {
+		if _, ok := (*m)[k]; ok {
+			continue
+		}
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		(*m)[k] = v
+	}
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {

@@ -209,7 +209,7 @@ func TestUngateUnknownOutcome(t *testing.T) {
 			}).Build()
 			r := NewReconciler(c, 0)
 			key := types.NamespacedName{Namespace: "ns", Name: "w"}
-			err := r.ungate(context.Background(), key, ps, a, &strata.ResourceFlavor{}, pods)
+			err := r.ungate(context.Background(), key, ps, a, &strata.ResourceFlavor{}, nil, pods)
 			if (err != nil) != (tc.err != nil) {
 				t.Errorf("ungate() = %v, want an error: %v", err, tc.err != nil)
 			}
@@ -375,13 +375,25 @@ func TestRelease(t *testing.T) {
 		})
 	}
 	for name, tc := range map[string]struct {
-		a    *tas.Assignment
-		want func(*corev1.Pod)
+		a       *tas.Assignment
+		updates *strata.PodSetUpdate
+		want    func(*corev1.Pod)
 	}{
 		"with a topology assignment": {a: a, want: func(p *corev1.Pod) {
 			p.Labels[strata.TASLabel] = "true"
 			p.Spec.NodeSelector = map[string]string{"pool": "gpu", hostLabel: "h1"}
 		}},
+		"with its AdmissionChecks' pod set updates": {a: a, updates: &strata.PodSetUpdate{Name: "main",
+			Labels: map[string]string{"provisioned": "yes"}, Annotations: map[string]string{"example.com/request": "r1"},
+			NodeSelector: map[string]string{"example.com/capacity": "reserved"},
+			Tolerations:  []corev1.Toleration{{Key: "example.com/new", Operator: corev1.TolerationOpExists}}},
+			want: func(p *corev1.Pod) {
+				p.Labels[strata.TASLabel] = "true"
+				p.Labels["provisioned"] = "yes"
+				p.Annotations = map[string]string{"example.com/request": "r1"}
+				p.Spec.NodeSelector = map[string]string{"pool": "gpu", hostLabel: "h1", "example.com/capacity": "reserved"}
+				p.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/new", Operator: corev1.TolerationOpExists}}
+			}},
 		"without one": {want: func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"pool": "gpu"}
 		}},
@@ -389,7 +401,7 @@ func TestRelease(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := gated()
 			c := fake.NewClientBuilder().WithObjects(&p).Build()
-			if err := NewReconciler(c, 0).release(context.Background(), &p, tc.a, 0, flavor); err != nil {
+			if err := NewReconciler(c, 0).release(context.Background(), &p, tc.a, 0, flavor, tc.updates); err != nil {
 				t.Fatal(err)
 			}
 			var got corev1.Pod
@@ -398,10 +410,17 @@ func TestRelease(t *testing.T) {
 			}
 			want := gated()
 			tc.want(&want)
-			want.Spec.Tolerations = flavor.Spec.Tolerations
+			want.Spec.Tolerations = append(want.Spec.Tolerations, flavor.Spec.Tolerations...)
 			want.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
 			if diff := cmp.Diff(want.Labels, got.Labels); diff != "" {
 				t.Errorf("labels (-want,+got):\n%s", diff)
+			}
+			delete(got.Annotations, strata.ReleasedFlavorAnnotation)
+			if len(got.Annotations) == 0 {
+				got.Annotations = nil
+			}
+			if diff := cmp.Diff(want.Annotations, got.Annotations); diff != "" {
+				t.Errorf("annotations (-want,+got):\n%s", diff)
 			}
 			if diff := cmp.Diff(want.Spec, got.Spec); diff != "" {
 				t.Errorf("spec (-want,+got):\n%s", diff)

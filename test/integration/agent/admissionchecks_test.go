@@ -12,6 +12,7 @@ import (
 
 	"strata.dev/strata/agent/scheduler"
 	strata "strata.dev/strata/api/v1beta1"
+	lwsjobs "strata.dev/strata/pkg/jobs/lws"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -161,6 +162,58 @@ var _ = Describe("AdmissionChecks", Ordered, Label("agent", "admissionchecks"), 
 			g.Expect(ptr.Deref(suspended(g, ctx, job).Spec.Suspend, false)).To(BeTrue(), "never started")
 		}, "1s", "200ms").Should(Succeed())
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+
+	It("keeps a LeaderWorkerSet group's pods gated until its checks are Ready, then releases them with the checks' pod set updates", func(ctx SpecContext) {
+		l := hostLWS(ns, "checks-q", "checks-lws", 1)
+		Expect(worker.Client.Create(ctx, l)).To(Succeed())
+		var wl *strata.Workload
+		Eventually(func(g Gomega) {
+			wl = groupWorkload(g, ctx, l, 0)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "quota reserved: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.AdmissionChecks).To(HaveLen(2))
+		}, timeout).Should(Succeed())
+		lwsPods(ctx, l, 0)
+		Consistently(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(3))
+			for _, p := range pods.Items {
+				g.Expect(p.Spec.SchedulingGates).NotTo(BeEmpty(), "pod %s released before its checks are Ready", p.Name)
+			}
+		}, "2s", "200ms").Should(Succeed())
+
+		for _, check := range []string{"prov", "policy"} {
+			Eventually(func(g Gomega) {
+				wl := groupWorkload(g, ctx, l, 0)
+				for i := range wl.Status.AdmissionChecks {
+					if s := &wl.Status.AdmissionChecks[i]; s.Name == check {
+						s.State, s.LastTransitionTime = strata.CheckStateReady, metav1.Now()
+						if check == "prov" {
+							s.PodSetUpdates = []strata.PodSetUpdate{{Name: lwsjobs.Worker, NodeSelector: map[string]string{"example.com/capacity": "reserved"},
+								Labels: map[string]string{"provisioned-by": "prov"}}}
+						}
+					}
+				}
+				g.Expect(worker.Client.Status().Update(ctx, wl)).To(Succeed())
+			}, timeout).Should(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(worker.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{lwsjobs.NameLabel: l.Name})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(3))
+			for _, p := range pods.Items {
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "pod %s", p.Name)
+				_, podSet, _ := lwsjobs.PodOf(l, &p)
+				if podSet == lwsjobs.Worker {
+					g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue("example.com/capacity", "reserved"), "pod %s", p.Name)
+					g.Expect(p.Labels).To(HaveKeyWithValue("provisioned-by", "prov"))
+				} else {
+					g.Expect(p.Spec.NodeSelector).NotTo(HaveKey("example.com/capacity"), "the leader's pod set has no update")
+				}
+			}
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, l)).To(Succeed())
 	})
 
 	It("deactivates a workload a check rejects, and stops its Job if it ran", func(ctx SpecContext) {

@@ -245,8 +245,15 @@ func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL 
 		p.Attempts[n-1].Result, p.Attempts[n-1].Time = strata.PlacementAdmitted, metav1.NewTime(now)
 		changed = true
 	}
+	message := fmt.Sprintf("admitted on %s, %s", p.Cluster, FlavorWords(p))
+	if workload.AwaitingChecks(copyWL) {
+		// Its quota reserved there, as MultiKueue's manager takes a
+		// worker's reservation: its job starts once the worker queue's
+		// AdmissionChecks are Ready.
+		message += "; its quota is reserved there, and its job starts once the worker's admission checks are Ready"
+	}
 	if meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue,
-		Reason: ReasonAdmitted, Message: truncate(fmt.Sprintf("admitted on %s, %s", p.Cluster, FlavorWords(p))), LastTransitionTime: metav1.NewTime(now)}) {
+		Reason: ReasonAdmitted, Message: truncate(message), LastTransitionTime: metav1.NewTime(now)}) {
 		changed = true
 	}
 	return changed
@@ -488,7 +495,10 @@ func Judge(copyWL *strata.Workload) (Verdict, string, string) {
 			if workload.IsActive(copyWL) || copyWL.Status.RequeueState != nil || workload.ExecutionExceeded(copyWL) {
 				return Waiting, "", ""
 			}
-			for _, cause := range []string{strata.RequeuingLimitExceeded, strata.MaximumExecutionTimeExceeded} {
+			// A check of the worker's queue that rejected it
+			// (AdmissionCheckRejected): placed again elsewhere, where
+			// the queue's checks may differ.
+			for _, cause := range []string{strata.RequeuingLimitExceeded, strata.MaximumExecutionTimeExceeded, strata.AdmissionCheckRejected} {
 				if strings.Contains(c.Message, cause) {
 					return Refused, cause, c.Message
 				}

@@ -358,6 +358,20 @@ func TestJudge(t *testing.T) {
 				{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Deactivated", Message: "deactivated (RequeuingLimitExceeded): ..."}}}},
 			want: Refused, wantReason: "RequeuingLimitExceeded", wantMsg: "deactivated (RequeuingLimitExceeded): ...",
 		},
+		"waiting in a queue whose admission check is not Active": {
+			wl:   &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", strata.QueueAdmissionCheckNotReady)}}},
+			want: Refused, wantReason: strata.QueueAdmissionCheckNotReady, wantMsg: "AdmissionCheckNotReady said",
+		},
+		"reserved there, waiting for its admission checks": {
+			wl: &strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "q"},
+				Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", strata.WaitingForAdmissionChecks)}}},
+			want: Admitted,
+		},
+		"deactivated there by a rejecting admission check": {
+			wl: &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
+				{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Deactivated", Message: "deactivated (AdmissionCheckRejected): admission check budget: over"}}}},
+			want: Refused, wantReason: strata.AdmissionCheckRejected, wantMsg: "deactivated (AdmissionCheckRejected): admission check budget: over",
+		},
 		"deactivated there for its maximum execution time": {
 			wl: &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
 				{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Deactivated", Message: "deactivated (MaximumExecutionTimeExceeded): ..."}}}},

@@ -1,0 +1,110 @@
+package fleet
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+)
+
+// A worker's ClusterQueue with AdmissionChecks: the hub takes the worker's
+// quota reservation as its dispatch's admission (as MultiKueue's manager
+// does), the copy's Job starts once the worker's checks are Ready, and a
+// copy a check rejects is refused there.
+var _ = Describe("Admission checks on a worker", func() {
+	It("takes the worker's reservation, starts the copy once its checks are Ready, and is refused there by a rejecting check", func(ctx SpecContext) {
+		e := newEnv(ctx, "checks", map[string][][]string{"w1": {{"4", "4"}}})
+		w1 := worker("w1")
+		const check = "fleet-budget"
+		Expect(w1.Client.Create(ctx, &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: check},
+			Spec: strata.AdmissionCheckSpec{ControllerName: "example.com/budget"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			var ac strata.AdmissionCheck
+			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: check}, &ac)).To(Succeed())
+			meta.SetStatusCondition(&ac.Status.Conditions, metav1.Condition{Type: strata.AdmissionCheckActive, Status: metav1.ConditionTrue, Reason: "Active"})
+			g.Expect(w1.Client.Status().Update(ctx, &ac)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(w1.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec.AdmissionChecks = []string{check}
+			g.Expect(w1.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+
+		job := e.job("train", 1, "2", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		By("the copy's quota reserved on w1, waiting for its check; the hub records it admitted there, saying so")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+			g.Expect(c.Message).To(ContainSubstring("its job starts once the worker's admission checks are Ready"))
+			_, cwl := copyOn(g, ctx, w1, job)
+			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+			g.Expect(cwl.Status.AdmissionChecks).To(ConsistOf(HaveField("State", strata.CheckStatePending)))
+			// A hub's copy starts gated (its pods are released by the
+			// ungater), so its Workload says whether it may run.
+			cc := meta.FindStatusCondition(cwl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(cc).NotTo(BeNil())
+			g.Expect(cc.Reason).To(Equal(strata.WaitingForAdmissionChecks))
+		}).Should(Succeed())
+
+		setCheck := func(job *batchv1.Job, state strata.CheckState, message string) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				_, cwl := copyOn(g, ctx, w1, job)
+				g.Expect(cwl).NotTo(BeNil())
+				g.Expect(cwl.Status.AdmissionChecks).To(HaveLen(1))
+				cwl.Status.AdmissionChecks[0].State, cwl.Status.AdmissionChecks[0].Message = state, message
+				cwl.Status.AdmissionChecks[0].LastTransitionTime = metav1.Now()
+				g.Expect(w1.Client.Status().Update(ctx, cwl)).To(Succeed())
+			}).Should(Succeed())
+		}
+		By("the check Ready: the copy's Job starts, the hub's message drops the wait")
+		setCheck(job, strata.CheckStateReady, "")
+		Eventually(func(g Gomega) {
+			cp, cwl := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeFalse(), "the copy runs")
+			g.Expect(meta.IsStatusConditionTrue(cwl.Status.Conditions, strata.WorkloadAdmitted)).To(BeTrue(), "%v", cwl.Status.Conditions)
+			wl := hubWorkload(g, ctx, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c.Message).NotTo(ContainSubstring("admission checks"))
+		}).Should(Succeed())
+
+		By("a second Job rejected by the check: refused on w1, recorded in its attempts")
+		rejected := e.job("over-budget", 1, "2", nil)
+		Expect(hub.Client.Create(ctx, rejected)).To(Succeed())
+		Eventually(func(g Gomega) {
+			_, cwl := copyOn(g, ctx, w1, rejected)
+			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Status.AdmissionChecks).To(HaveLen(1))
+		}).Should(Succeed())
+		setCheck(rejected, strata.CheckStateRejected, "over the team's budget")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, rejected)
+			g.Expect(wl.Status.Placement).NotTo(BeNil())
+			var refused []strata.PlacementAttempt
+			for _, a := range wl.Status.Placement.Attempts {
+				if a.Result == strata.PlacementRejected {
+					refused = append(refused, a)
+				}
+			}
+			g.Expect(refused).NotTo(BeEmpty(), "%v", wl.Status.Placement.Attempts)
+			g.Expect(refused[0].Cluster).To(Equal("w1"))
+			g.Expect(refused[0].Message).To(ContainSubstring("admission check fleet-budget: over the team's budget"))
+		}).Should(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			_ = client.IgnoreNotFound(w1.Client.Delete(ctx, &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: check}}))
+		})
+	})
+})

@@ -100,6 +100,9 @@ var QueueRefusalReasons = map[string]bool{
 	strata.QueueStopped: true,
 	// The worker's queue is under a cycle of Cohort parents.
 	strata.QueueCohortCycle: true,
+	// An AdmissionCheck the worker's queue names does not exist or is not
+	// Active (Judge and JudgeQueue).
+	strata.QueueAdmissionCheckNotReady: true,
 }
 
 // queueRefusal says why a worker would refuse p's copy for its queue

@@ -427,6 +427,9 @@ func JudgeQueue(worker string, t QueueTarget, ns *corev1.Namespace, lq *strata.L
 		if why := cohortCycle(cq); why != "" {
 			return strata.QueueCohortCycle, why
 		}
+		if why := checksNotReady(cq); why != "" {
+			return strata.QueueAdmissionCheckNotReady, why
+		}
 		return "", ""
 	}
 	if lq == nil && onboards {
@@ -443,6 +446,9 @@ func JudgeQueue(worker string, t QueueTarget, ns *corev1.Namespace, lq *strata.L
 		if why := cohortCycle(cq); why != "" {
 			return strata.QueueCohortCycle, why
 		}
+		if why := checksNotReady(cq); why != "" {
+			return strata.QueueAdmissionCheckNotReady, why
+		}
 	}
 	return res.Reason, res.Message
 }
@@ -455,6 +461,19 @@ func cohortCycle(cq *strata.ClusterQueue) string {
 	}
 	if c := meta.FindStatusCondition(cq.Status.Conditions, "Active"); c != nil && c.Status == metav1.ConditionFalse && c.Reason == strata.QueueCohortCycle {
 		return queue.CohortCycleMessage(cq) + " there"
+	}
+	return ""
+}
+
+// checksNotReady says why a worker's ClusterQueue admits nothing while an
+// AdmissionCheck it names does not exist or is not Active, as its agent's
+// status says ("" when it does not).
+func checksNotReady(cq *strata.ClusterQueue) string {
+	if cq == nil {
+		return ""
+	}
+	if c := meta.FindStatusCondition(cq.Status.Conditions, "Active"); c != nil && c.Status == metav1.ConditionFalse && c.Reason == strata.QueueAdmissionCheckNotReady {
+		return c.Message + " there"
 	}
 	return ""
 }

@@ -69,6 +69,15 @@ func TestJudgeQueue(t *testing.T) {
 				return c
 			}(),
 			want: result{strata.QueueCohortCycle, "ClusterQueue cq is inactive: its cohort loop is on a cycle of Cohort parents (spec.parentName) there"}},
+		"a ClusterQueue whose admission check is not Active (its agent says so)": {t: target, ns: ns, lq: lq,
+			cq: func() *strata.ClusterQueue {
+				c := all.DeepCopy()
+				c.Spec.AdmissionChecks = []string{"budget"}
+				c.Status.Conditions = []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueAdmissionCheckNotReady,
+					Message: "ClusterQueue cq admits no workloads: admission check budget does not exist"}}
+				return c
+			}(),
+			want: result{strata.QueueAdmissionCheckNotReady, "ClusterQueue cq admits no workloads: admission check budget does not exist there"}},
 		"a ClusterQueue whose selector takes the namespace": {t: target, ns: ns, lq: lq,
 			cq: cq(&metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}})},
 	}

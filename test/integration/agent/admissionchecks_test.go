@@ -140,6 +140,24 @@ var _ = Describe("AdmissionChecks", Ordered, Label("agent", "admissionchecks"), 
 			g.Expect(tmpl.Spec.NodeSelector).To(HaveKeyWithValue("pool", "checks"), "the flavor's node labels too")
 			g.Expect(tmpl.Spec.Tolerations).To(ContainElement(HaveField("Key", "example.com/provisioned")))
 		}, timeout).Should(Succeed())
+
+		By("a check Pending again after the admission: the Job stops, its quota still reserved; Ready again: it runs again")
+		setCheck(ctx, job, "policy", strata.CheckStatePending, "re-evaluating")
+		Eventually(func(g Gomega) {
+			c, reserved := admittedCondition(g, ctx, job)
+			g.Expect(reserved).To(BeTrue(), "the reservation stays")
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(strata.WaitingForAdmissionChecks))
+			j := suspended(g, ctx, job)
+			g.Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue(), "the Job is stopped")
+			g.Expect(j.Spec.Template.Labels).NotTo(HaveKey("provisioned-by"), "the admission's template taken back")
+		}, timeout).Should(Succeed())
+		setCheck(ctx, job, "policy", strata.CheckStateReady, "")
+		Eventually(func(g Gomega) {
+			j := suspended(g, ctx, job)
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "the Job runs again")
+			g.Expect(j.Spec.Template.Labels).To(HaveKeyWithValue("provisioned-by", "prov"))
+		}, timeout).Should(Succeed())
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 

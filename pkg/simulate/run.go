@@ -310,6 +310,9 @@ func Run(in *Input, opts tas.Options) ([]Result, error) {
 					all = append(all, q)
 					byKey[v] = q
 				}
+				if r.Admitted {
+					noteChecks(&r, p.cq)
+				}
 				if r.Admitted && afs.Orders(p.cq) {
 					// Its LocalQueue's next workloads come after those of
 					// queues that now consumed less.
@@ -834,4 +837,26 @@ func podSetResults(wl *strata.Workload, flavor string, assignments []*tas.Assign
 		}
 	}
 	return results
+}
+
+// noteChecks says, on an admitted row of a ClusterQueue with
+// AdmissionChecks for its flavors, that on the cluster its quota is
+// reserved and its job starts once those checks are Ready: simulate takes
+// them as Ready.
+func noteChecks(r *Result, cq *strata.ClusterQueue) {
+	var flavors []string
+	for _, ps := range r.PodSets {
+		if !slices.Contains(flavors, ps.Flavor) {
+			flavors = append(flavors, ps.Flavor)
+		}
+	}
+	checks := workload.ChecksOf(cq, flavors)
+	if len(checks) == 0 {
+		return
+	}
+	note := fmt.Sprintf("quota reserved; starts once admission checks %s are Ready (taken as Ready here)", strings.Join(checks, ", "))
+	if r.Reason != "" {
+		note = r.Reason + "; " + note
+	}
+	r.Reason = note
 }

@@ -2968,3 +2968,51 @@ spec:
 		t.Errorf("results (-want,+got):\n%s", diff)
 	}
 }
+
+// TestAdmissionChecks: a workload of a ClusterQueue with AdmissionChecks
+// for its flavor is admitted as if every check were Ready, and its row
+// says that on the cluster it waits for them after its reservation.
+func TestAdmissionChecks(t *testing.T) {
+	cluster := filepath.Join("..", "..", "docs", "examples", "simulate", "cluster.yaml")
+	jobs := write(t, "job.yaml", `apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: checked}
+spec:
+  namespaceSelector: {}
+  flavors: [{name: tas-gpu}]
+  admissionChecksStrategy:
+    admissionChecks:
+    - {name: budget}
+    - {name: capacity, onFlavors: [tas-gpu]}
+    - {name: other-flavor, onFlavors: [spot]}
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: checked, namespace: ml}
+spec: {clusterQueue: checked}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: checked, namespace: ml, labels: {strata.dev/queue-name: checked}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: busybox}]
+`)
+	in, err := Load(cluster, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range results {
+		got = append(got, fmt.Sprintf("%s %v %s", r.Name, r.Admitted, r.Reason))
+	}
+	want := []string{"checked true quota reserved; starts once admission checks budget, capacity are Ready (taken as Ready here)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
+	}
+}

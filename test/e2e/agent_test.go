@@ -175,6 +175,58 @@ var _ = Describe("strata-agent on a kwok cluster", Ordered, Label("e2e"), func()
 		Expect(onReplacement).To(Equal(2), "the recreated pods ran on the replacement; pods: %v", seen)
 	})
 
+	It("starts a Job of a queue with an AdmissionCheck only once the check is Ready, with its pod set update, to completion", func(ctx SpecContext) {
+		check := &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "e2e-budget"}, Spec: strata.AdmissionCheckSpec{ControllerName: "example.com/budget"}}
+		Expect(kube.Create(ctx, check)).To(Succeed())
+		meta.SetStatusCondition(&check.Status.Conditions, metav1.Condition{Type: strata.AdmissionCheckActive, Status: metav1.ConditionTrue, Reason: "Active"})
+		Expect(kube.Status().Update(ctx, check)).To(Succeed())
+		cq := testutil.MakeClusterQueue("e2e-checks").Flavor("e2e").Obj()
+		cq.Spec.AdmissionChecks = []string{check.Name}
+		Expect(kube.Create(ctx, cq)).To(Succeed())
+		Expect(kube.Create(ctx, testutil.MakeLocalQueue("e2e-checks", "default", "e2e-checks"))).To(Succeed())
+		j := job("checked", 2, "1")
+		j.Labels[strata.QueueNameLabel] = "e2e-checks"
+		Expect(kube.Create(ctx, j)).To(Succeed())
+
+		wlKey := client.ObjectKey{Namespace: "default", Name: jobs.WorkloadName(j.Name)}
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(kube.Get(ctx, wlKey, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "quota reserved: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.AdmissionChecks).To(ConsistOf(HaveField("State", strata.CheckStatePending)))
+		}, wait, time.Second).Should(Succeed())
+		Consistently(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(ptr.Deref(got.Spec.Suspend, false)).To(BeTrue(), "the check is Pending")
+		}, "3s", "500ms").Should(Succeed())
+
+		By("the check's controller (the test) says Ready, with a label for the pods")
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(kube.Get(ctx, wlKey, &wl)).To(Succeed())
+			g.Expect(wl.Status.AdmissionChecks).To(HaveLen(1))
+			wl.Status.AdmissionChecks[0].State, wl.Status.AdmissionChecks[0].LastTransitionTime = strata.CheckStateReady, metav1.Now()
+			wl.Status.AdmissionChecks[0].PodSetUpdates = []strata.PodSetUpdate{{Name: wl.Spec.PodSets[0].Name, Labels: map[string]string{"budget": "approved"}}}
+			g.Expect(kube.Status().Update(ctx, &wl)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			complete := false
+			for _, c := range got.Status.Conditions {
+				complete = complete || c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+			}
+			g.Expect(complete).To(BeTrue(), "job status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+		var pods corev1.PodList
+		Expect(kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{strata.WorkloadLabel: jobs.WorkloadName(j.Name)})).To(Succeed())
+		Expect(pods.Items).To(HaveLen(2))
+		for _, p := range pods.Items {
+			Expect(p.Labels).To(HaveKeyWithValue("budget", "approved"))
+		}
+	})
+
 	It("keeps a Job too big for any rack waiting, with the reason", func(ctx SpecContext) {
 		j := job("too-big", 11, "3") // a rack holds 4 nodes x 2 pods
 		Expect(kube.Create(ctx, j)).To(Succeed())

@@ -58,8 +58,11 @@ type indexed struct {
 // queueTotals are the admitted workloads of one ClusterQueue.
 type queueTotals struct {
 	workloads int32
-	usage     map[string]corev1.ResourceList // by flavor
-	pods      map[string]int32               // by flavor
+	// waiting are those of workloads whose quota is reserved while their
+	// AdmissionChecks are not all Ready.
+	waiting int32
+	usage   map[string]corev1.ResourceList // by flavor
+	pods    map[string]int32               // by flavor
 }
 
 func newWorkloadIndex() *workloadIndex {
@@ -117,6 +120,9 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 			x.admitted[a.ClusterQueue] = t
 		}
 		t.workloads++
+		if workload.AwaitingChecks(wl) {
+			t.waiting++
+		}
 		if !podsReady(wl) {
 			x.notReady++
 		}
@@ -183,6 +189,9 @@ func (x *workloadIndex) deleteLocked(key types.NamespacedName) {
 		a := e.wl.Status.Admission
 		t := x.admitted[a.ClusterQueue]
 		t.workloads--
+		if workload.AwaitingChecks(e.wl) {
+			t.waiting--
+		}
 		if !podsReady(e.wl) {
 			x.notReady--
 		}
@@ -207,10 +216,11 @@ func (x *workloadIndex) recheckLater(key types.NamespacedName) {
 
 // indexView is what one pass reads: copies it may change, of one moment.
 type indexView struct {
-	pending  map[types.NamespacedName][]*strata.Workload // by LocalQueue
-	admitted map[string]int32                            // workloads by queue
-	usage    map[string]map[string]corev1.ResourceList   // queue -> flavor -> usage
-	pods     map[string]int32                            // admitted pods by flavor
+	pending   map[types.NamespacedName][]*strata.Workload // by LocalQueue
+	admitted  map[string]int32                            // workloads by queue
+	reserving map[string]int32                            // workloads holding quota by queue, admitted or awaiting checks
+	usage     map[string]map[string]corev1.ResourceList   // queue -> flavor -> usage
+	pods      map[string]int32                            // admitted pods by flavor
 	// notReady is the number of admitted workloads whose pods are not
 	// all ready.
 	notReady int
@@ -227,12 +237,13 @@ func (x *workloadIndex) view(keys []types.NamespacedName) *indexView {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	v := &indexView{
-		pending:  make(map[types.NamespacedName][]*strata.Workload, len(x.pending)),
-		admitted: make(map[string]int32, len(x.admitted)),
-		usage:    make(map[string]map[string]corev1.ResourceList, len(x.admitted)),
-		pods:     map[string]int32{},
-		asked:    make(map[types.NamespacedName]indexed, len(keys)),
-		notReady: x.notReady,
+		pending:   make(map[types.NamespacedName][]*strata.Workload, len(x.pending)),
+		admitted:  make(map[string]int32, len(x.admitted)),
+		reserving: make(map[string]int32, len(x.admitted)),
+		usage:     make(map[string]map[string]corev1.ResourceList, len(x.admitted)),
+		pods:      map[string]int32{},
+		asked:     make(map[types.NamespacedName]indexed, len(keys)),
+		notReady:  x.notReady,
 	}
 	for q, wls := range x.pending {
 		v.pending[q] = make([]*strata.Workload, 0, len(wls))
@@ -241,7 +252,7 @@ func (x *workloadIndex) view(keys []types.NamespacedName) *indexView {
 		}
 	}
 	for q, t := range x.admitted {
-		v.admitted[q] = t.workloads
+		v.admitted[q], v.reserving[q] = t.workloads-t.waiting, t.workloads
 		u := make(map[string]corev1.ResourceList, len(t.usage))
 		for f, rl := range t.usage {
 			u[f] = rl.DeepCopy()

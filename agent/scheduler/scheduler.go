@@ -1561,7 +1561,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 		cq = cq.DeepCopy()
 		st := cq.Status.DeepCopy()
 		st.PendingWorkloads = int32(len(pending[cq.Name]))
-		st.AdmittedWorkloads = v.admitted[cq.Name]
+		st.AdmittedWorkloads, st.ReservingWorkloads = v.admitted[cq.Name], v.reserving[cq.Name]
 		st.FlavorsUsage = nil
 		flavors := queue.Flavors(cq)
 		for _, fq := range flavors {

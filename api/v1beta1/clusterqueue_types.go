@@ -455,6 +455,13 @@ type ClusterQueueStatus struct {
 	// +optional
 	AdmittedWorkloads int32 `json:"admittedWorkloads,omitempty"`
 
+	// reservingWorkloads is the number of unfinished workloads holding
+	// the queue's quota: the admitted ones and those whose AdmissionChecks
+	// are not all Ready yet (Kueue's field).
+	//
+	// +optional
+	ReservingWorkloads int32 `json:"reservingWorkloads,omitempty"`
+
 	// flavorsUsage is what admitted workloads use per flavor.
 	//
 	// +optional

@@ -74,6 +74,13 @@ type LocalQueueStatus struct {
 	// +optional
 	AdmittedWorkloads int32 `json:"admittedWorkloads,omitempty"`
 
+	// reservingWorkloads is the number of the queue's unfinished
+	// workloads holding quota: the admitted ones and those whose
+	// AdmissionChecks are not all Ready yet (Kueue's field).
+	//
+	// +optional
+	ReservingWorkloads int32 `json:"reservingWorkloads,omitempty"`
+
 	// fairSharing is the queue's usage under admission fair sharing, kept
 	// while the agent's configuration sets admissionFairSharing.
 	//

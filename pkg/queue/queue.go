@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/workload"
 )
 
 // Reasons a workload's queue does not admit it.
@@ -77,9 +78,9 @@ func Resolve(ns, name string, nsLabels map[string]string, lq *strata.LocalQueue,
 // ClusterQueue (nil when it does not exist); the other conditions of old
 // are kept, and the Active condition's transition time when its status
 // stays.
-func Status(old *strata.LocalQueueStatus, lq *strata.LocalQueue, cq *strata.ClusterQueue, pending, admitted int32) strata.LocalQueueStatus {
+func Status(old *strata.LocalQueueStatus, lq *strata.LocalQueue, cq *strata.ClusterQueue, c Counts) strata.LocalQueueStatus {
 	st := old.DeepCopy()
-	st.PendingWorkloads, st.AdmittedWorkloads = pending, admitted
+	st.PendingWorkloads, st.AdmittedWorkloads, st.ReservingWorkloads = c.Pending, c.Admitted, c.Reserving
 	clusterQueue := lq.Spec.ClusterQueue
 	active := metav1.Condition{Type: strata.LocalQueueActive, Status: metav1.ConditionTrue, Reason: strata.LocalQueueReady,
 		Message: fmt.Sprintf("workloads are admitted by ClusterQueue %s", clusterQueue)}
@@ -146,16 +147,20 @@ func DrainMessage(reason string, policy strata.StopPolicy, lq, cq string) string
 }
 
 // Counts are a LocalQueue's workloads.
-type Counts struct{ Pending, Admitted int32 }
+type Counts struct{ Pending, Admitted, Reserving int32 }
 
-// Count adds a workload to the counts of its LocalQueue: admitted while
-// it holds an admission and has not finished, pending while it has
+// Count adds a workload to the counts of its LocalQueue: reserving while
+// it holds an admission (quota reserved) and has not finished, admitted
+// too unless it waits for its AdmissionChecks, pending while it has
 // neither.
 func (c *Counts) Count(wl *strata.Workload) {
 	switch {
 	case meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished):
 	case wl.Status.Admission != nil:
-		c.Admitted++
+		c.Reserving++
+		if !workload.AwaitingChecks(wl) {
+			c.Admitted++
+		}
 	default:
 		c.Pending++
 	}

@@ -61,13 +61,15 @@ func TestStatus(t *testing.T) {
 	earlier := metav1.Unix(1000, 0)
 	other := metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "X", LastTransitionTime: earlier}
 	cases := map[string]struct {
-		old               strata.LocalQueueStatus
-		exists            bool
-		lqStop, cqStop    *strata.StopPolicy
-		pending, admitted int32
-		want              strata.LocalQueueStatus
+		old                          strata.LocalQueueStatus
+		exists                       bool
+		lqStop, cqStop               *strata.StopPolicy
+		pending, admitted, reserving int32
+		want                         strata.LocalQueueStatus
 	}{
 		"active": {exists: true, pending: 2, admitted: 1, want: strata.LocalQueueStatus{PendingWorkloads: 2, AdmittedWorkloads: 1,
+			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "workloads are admitted by ClusterQueue training"}}}},
+		"two admitted, one more waiting for its admission checks": {exists: true, admitted: 2, reserving: 3, want: strata.LocalQueueStatus{AdmittedWorkloads: 2, ReservingWorkloads: 3,
 			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "workloads are admitted by ClusterQueue training"}}}},
 		"ClusterQueue missing": {pending: 3, want: strata.LocalQueueStatus{PendingWorkloads: 3,
 			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: "ClusterQueueDoesNotExist",
@@ -97,7 +99,7 @@ func TestStatus(t *testing.T) {
 			if tc.exists {
 				cq = &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "training"}, Spec: strata.ClusterQueueSpec{StopPolicy: tc.cqStop}}
 			}
-			got := Status(&tc.old, lq, cq, tc.pending, tc.admitted)
+			got := Status(&tc.old, lq, cq, Counts{Pending: tc.pending, Admitted: tc.admitted, Reserving: tc.reserving})
 			// A new transition time is the current time.
 			ignoreNewTime := cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")
 			if tc.old.Conditions == nil {
@@ -122,14 +124,17 @@ func TestCounts(t *testing.T) {
 		testutil.MakeWorkload("c", "ml").Admission(admission).Obj(),
 		testutil.MakeWorkload("d", "ml").Obj(),
 		testutil.MakeWorkload("e", "ml").Obj(),
+		// Its quota reserved, waiting for an AdmissionCheck.
+		testutil.MakeWorkload("f", "ml").Admission(admission).Obj(),
 	}
 	wls[3].Status.Conditions = finished
 	wls[4].Annotations = map[string]string{strata.InvalidAnnotation: ReasonLocalQueueNotFound}
+	wls[5].Status.AdmissionChecks = []strata.AdmissionCheckState{{Name: "budget", State: strata.CheckStatePending}}
 	var c Counts
 	for _, wl := range wls {
 		c.Count(wl)
 	}
-	if diff := cmp.Diff(Counts{Pending: 2, Admitted: 2}, c); diff != "" {
+	if diff := cmp.Diff(Counts{Pending: 2, Admitted: 2, Reserving: 3}, c); diff != "" {
 		t.Errorf("Counts (-want +got):\n%s", diff)
 	}
 }

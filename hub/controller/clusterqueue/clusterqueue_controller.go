@@ -223,7 +223,7 @@ func StatusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*st
 			}
 		}
 	}
-	st.PendingWorkloads, st.AdmittedWorkloads = c.Pending, c.Admitted
+	st.PendingWorkloads, st.AdmittedWorkloads, st.ReservingWorkloads = c.Pending, c.Admitted, c.Reserving
 	st.FlavorsUsage = nil
 	for _, fq := range queue.Flavors(cq) {
 		if u := queue.StatusUsage(cq, usage[fq.Name]); len(u) > 0 {

@@ -124,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		cq = nil
 	}
-	st := queue.Status(&lq.Status, &lq, cq, c.Pending, c.Admitted)
+	st := queue.Status(&lq.Status, &lq, cq, c)
 	var res ctrl.Result
 	st.FairSharing = nil
 	if r.afs.On() {

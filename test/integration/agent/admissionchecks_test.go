@@ -114,6 +114,16 @@ var _ = Describe("AdmissionChecks", Ordered, Label("agent", "admissionchecks"), 
 		Expect(worker.Client.Create(ctx, job)).To(Succeed())
 		expectReserved(ctx, job, "prov", "policy")
 
+		By("the queues count it reserving, not admitted (Kueue's reservingWorkloads)")
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: "checks-q"}, &cq)).To(Succeed())
+			g.Expect([]int32{cq.Status.ReservingWorkloads, cq.Status.AdmittedWorkloads}).To(Equal([]int32{1, 0}))
+			var lq strata.LocalQueue
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "checks-q"}, &lq)).To(Succeed())
+			g.Expect([]int32{lq.Status.ReservingWorkloads, lq.Status.AdmittedWorkloads}).To(Equal([]int32{1, 0}))
+		}, timeout).Should(Succeed())
+
 		By("one check Ready: still waiting, the Job suspended")
 		setCheck(ctx, job, "prov", strata.CheckStateReady, "provisioned", strata.PodSetUpdate{Name: "main",
 			Labels: map[string]string{"provisioned-by": "prov"}, Annotations: map[string]string{"example.com/request": "req-1"},
@@ -139,6 +149,9 @@ var _ = Describe("AdmissionChecks", Ordered, Label("agent", "admissionchecks"), 
 			g.Expect(tmpl.Spec.NodeSelector).To(HaveKeyWithValue("example.com/capacity", "reserved"))
 			g.Expect(tmpl.Spec.NodeSelector).To(HaveKeyWithValue("pool", "checks"), "the flavor's node labels too")
 			g.Expect(tmpl.Spec.Tolerations).To(ContainElement(HaveField("Key", "example.com/provisioned")))
+			var cq strata.ClusterQueue
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: "checks-q"}, &cq)).To(Succeed())
+			g.Expect([]int32{cq.Status.ReservingWorkloads, cq.Status.AdmittedWorkloads}).To(Equal([]int32{1, 1}))
 		}, timeout).Should(Succeed())
 
 		By("a check Pending again after the admission: the Job stops, its quota still reserved; Ready again: it runs again")

@@ -495,6 +495,11 @@ func Judge(copyWL *strata.Workload) (Verdict, string, string) {
 			if workload.IsActive(copyWL) || copyWL.Status.RequeueState != nil || workload.ExecutionExceeded(copyWL) {
 				return Waiting, "", ""
 			}
+			// Rejected by a check of the worker's queue: its state says
+			// so whichever controller wrote the deactivation first.
+			if v, why := workload.Verdict(copyWL.Status.AdmissionChecks); v == workload.ChecksRejected {
+				return Refused, strata.AdmissionCheckRejected, fmt.Sprintf("deactivated (%s): %s", strata.AdmissionCheckRejected, why)
+			}
 			// A check of the worker's queue that rejected it
 			// (AdmissionCheckRejected): placed again elsewhere, where
 			// the queue's checks may differ.

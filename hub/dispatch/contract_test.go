@@ -367,6 +367,12 @@ func TestJudge(t *testing.T) {
 				Conditions: []metav1.Condition{cond(strata.WorkloadAdmitted, "False", strata.WaitingForAdmissionChecks)}}},
 			want: Admitted,
 		},
+		"deactivated there by a rejecting admission check, another controller's message first": {
+			wl: &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{
+				AdmissionChecks: []strata.AdmissionCheckState{{Name: "budget", State: strata.CheckStateRejected, Message: "over"}},
+				Conditions:      []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Deactivated", Message: "the Workload is deactivated"}}}},
+			want: Refused, wantReason: strata.AdmissionCheckRejected, wantMsg: "deactivated (AdmissionCheckRejected): admission check budget: over",
+		},
 		"deactivated there by a rejecting admission check": {
 			wl: &strata.Workload{Spec: strata.WorkloadSpec{Active: ptr.To(false)}, Status: strata.WorkloadStatus{Conditions: []metav1.Condition{
 				{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "Deactivated", Message: "deactivated (AdmissionCheckRejected): admission check budget: over"}}}},

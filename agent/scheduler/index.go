@@ -29,6 +29,9 @@ type workloadIndex struct {
 	// next pass makes sure of: admitted ones the informer delivered, and
 	// ones whose admission write failed (the server may have applied it).
 	recheck map[types.NamespacedName]struct{}
+	// secondPass are the reserved workloads whose delayed topology
+	// assignment is due (workload.NeedsSecondPass).
+	secondPass map[types.NamespacedName]*strata.Workload
 	// admissions counts the workloads the informer showed admitted that
 	// were not before.
 	admissions uint64
@@ -71,6 +74,8 @@ func newWorkloadIndex() *workloadIndex {
 		pending:  map[types.NamespacedName]map[types.NamespacedName]*strata.Workload{},
 		admitted: map[string]*queueTotals{},
 		recheck:  map[types.NamespacedName]struct{}{},
+
+		secondPass: map[types.NamespacedName]*strata.Workload{},
 	}
 }
 
@@ -133,6 +138,9 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 			t.pods[psa.Flavor] += max(psa.Count-r, 0)
 		}
 		x.recheck[key] = struct{}{}
+		if workload.NeedsSecondPass(wl) {
+			x.secondPass[key] = wl
+		}
 	}
 }
 
@@ -178,6 +186,7 @@ func (x *workloadIndex) deleteLocked(key types.NamespacedName) {
 	}
 	delete(x.entries, key)
 	delete(x.recheck, key)
+	delete(x.secondPass, key)
 	switch e.state {
 	case statePending:
 		q := queue.Key(e.wl)
@@ -226,6 +235,9 @@ type indexView struct {
 	notReady int
 	// recheck are the admitted workloads to make sure of.
 	recheck []*strata.Workload
+	// secondPass are the reservations whose delayed topology assignment
+	// is due.
+	secondPass []*strata.Workload
 	// asked are the entries of the keys view was asked for; a key
 	// missing is a workload that does not exist.
 	asked map[types.NamespacedName]indexed
@@ -268,6 +280,9 @@ func (x *workloadIndex) view(keys []types.NamespacedName) *indexView {
 		}
 	}
 	clear(x.recheck)
+	for _, wl := range x.secondPass {
+		v.secondPass = append(v.secondPass, wl)
+	}
 	for _, key := range keys {
 		if e, ok := x.entries[key]; ok {
 			v.asked[key] = e

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -154,9 +155,13 @@ type Scheduler struct {
 	// admissions and preemptions); see roundBooks.
 	round    roundBooks
 	notReady bool
-	clock    clock.WithDelayedExecution
-	wakeMu   sync.Mutex
-	wakeAt   time.Time
+	// secondPasses are the workloads due for a second pass (KEP-2724's
+	// delayed topology assignment) whose placement failed, with their
+	// backoff; read and written by passes only.
+	secondPasses map[types.NamespacedName]*secondPassState
+	clock        clock.WithDelayedExecution
+	wakeMu       sync.Mutex
+	wakeAt       time.Time
 }
 
 // inflightAdmission is an admission being written, or written and not
@@ -191,7 +196,7 @@ const queueStatusInterval = time.Second
 func New(c client.Client, cc *cache.Cache, opts tas.Options, recorder events.EventRecorder) *Scheduler {
 	return &Scheduler{client: c, reader: c, cache: cc, opts: opts, recorder: recorder, wake: make(chan struct{}, 1), index: newWorkloadIndex(), queueStatusAt: map[string]time.Time{},
 		inflight: map[types.NamespacedName]*inflightAdmission{}, writers: make(chan struct{}, admissionWriters),
-		preemptions: map[types.NamespacedName]*pendingPreemption{}, uncapped: map[types.UID]*strata.Workload{}, clock: clock.RealClock{}}
+		preemptions: map[types.NamespacedName]*pendingPreemption{}, uncapped: map[types.UID]*strata.Workload{}, secondPasses: map[types.NamespacedName]*secondPassState{}, clock: clock.RealClock{}}
 }
 
 // WithPodsReady turns on waitForPodsReady's part in admission (cfg, when
@@ -351,6 +356,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	if err := s.cache.EnsureAccounted(v.recheck); err != nil {
 		return err
 	}
+	// Reservations whose delayed topology assignment is due take their
+	// nodes before the pending workloads are placed.
+	secondPassErr := s.secondPass(ctx, v.secondPass)
 	queues, byQueue, held, err := s.resolveQueues(ctx, v.pending)
 	// The quota books need every queue of a cohort. When they cannot be
 	// listed, the queues of this pass are booked alone and those with a
@@ -441,7 +449,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// A failed status write of one ClusterQueue does not hold up
 	// admission: the error is returned with the others, so the pass is
 	// retried.
-	errs := []error{err, listErr}
+	errs := []error{err, listErr, secondPassErr}
 	if listErr == nil {
 		errs = append(errs, s.updateQueues(ctx, cqs, v, counted, books), s.drain(ctx, cqs))
 	}
@@ -1062,6 +1070,11 @@ func (s *Scheduler) placeOn(cq *strata.ClusterQueue, fq strata.FlavorQuotas, boo
 		}
 		return nil, fit.Err
 	}
+	if s.delaysTopology(cq, fq.Name) {
+		// A ProvisioningRequest check provisions its nodes first: quota
+		// only now, the topology once every check is Ready (secondPass).
+		return s.withAdmission(cq, asked, wl, quotaOnly(cq, fq.Name, wl), "on flavor "+fq.Name), nil
+	}
 	var admitted *strata.Workload
 	var others []*strata.Workload
 	// A hub's copy was spread by the hub, over the whole fleet (this
@@ -1395,6 +1408,37 @@ func (s *Scheduler) partially(cq *strata.ClusterQueue, flavors []strata.FlavorQu
 		return c, c.flavor >= 0
 	})
 	return c, ok // !ok: not even its fewest pods
+}
+
+// delaysTopology says whether cq's checks for a workload on flavor
+// include a ProvisioningRequest check (KEP-2724): the topology is assigned
+// once it is Ready, on the nodes it provisioned.
+func (s *Scheduler) delaysTopology(cq *strata.ClusterQueue, flavor string) bool {
+	for _, name := range workload.ChecksOf(cq, []string{flavor}) {
+		var ac strata.AdmissionCheck
+		if err := s.client.Get(context.Background(), types.NamespacedName{Name: name}, &ac); err == nil && ac.Spec.ControllerName == strata.ProvisioningRequestControllerName {
+			return true
+		}
+	}
+	return false
+}
+
+// quotaOnly is the admission of every pod set on a flavor whose topology
+// assignment is delayed: its quota, no topologyAssignment, and
+// delayedTopologyRequest Pending.
+func quotaOnly(cq *strata.ClusterQueue, flavor string, wl *strata.Workload) *strata.Admission {
+	admission := &strata.Admission{ClusterQueue: cq.Name}
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		admission.PodSetAssignments = append(admission.PodSetAssignments, strata.PodSetAssignment{
+			Name:                   ps.Name,
+			Flavor:                 flavor,
+			Count:                  ps.Count,
+			ResourceUsage:          queue.PodSetUsage(cq, ps),
+			DelayedTopologyRequest: ptr.To(strata.DelayedTopologyRequestPending),
+		})
+	}
+	return admission
 }
 
 // placeOnFlavor computes the admission of every pod set on a flavor; pod

@@ -576,7 +576,32 @@ type PodSetAssignment struct {
 	//
 	// +optional
 	TopologyAssignment *TopologyAssignment `json:"topologyAssignment,omitempty"`
+
+	// delayedTopologyRequest says that the pod set's topology assignment
+	// waits for the AdmissionChecks (KEP-2724's support for
+	// ProvisioningRequests): Pending when its quota was reserved on a
+	// flavor whose ProvisioningRequest check must first provision nodes,
+	// without a topologyAssignment; Ready once the scheduler's second pass
+	// placed it, after every check was Ready.
+	//
+	// +optional
+	DelayedTopologyRequest *DelayedTopologyRequestState `json:"delayedTopologyRequest,omitempty"`
 }
+
+// DelayedTopologyRequestState is the state of a delayed topology
+// assignment.
+//
+// +kubebuilder:validation:Enum=Pending;Ready
+type DelayedTopologyRequestState string
+
+// The states of a delayed topology assignment.
+const (
+	// DelayedTopologyRequestPending: the assignment waits for the
+	// AdmissionChecks, then the scheduler's second pass.
+	DelayedTopologyRequestPending DelayedTopologyRequestState = "Pending"
+	// DelayedTopologyRequestReady: the second pass assigned it.
+	DelayedTopologyRequestReady DelayedTopologyRequestState = "Ready"
+)
 
 // UnhealthyNode is a failed node running pods of the workload.
 type UnhealthyNode struct {
@@ -799,6 +824,20 @@ const (
 	// (and its workloads' Admitted=False reason) while one of its checks
 	// does not exist or is not Active.
 	QueueAdmissionCheckNotReady = "AdmissionCheckNotReady"
+	// WaitingForTopologyAssignment: Admitted=False while every check is
+	// Ready and the scheduler's second pass has not yet placed a pod set
+	// whose topology assignment was delayed (delayedTopologyRequest
+	// Pending).
+	WaitingForTopologyAssignment = "WaitingForTopologyAssignment"
+	// EvictedByTopologyAssignment: Evicted=True when the second pass could
+	// not place a delayed pod set within its time limit: the reservation
+	// is taken back and the workload queued again.
+	EvictedByTopologyAssignment = "TopologyAssignmentFailed"
+	// ProvisioningRequestControllerName is the controllerName of Kueue's
+	// ProvisioningRequest AdmissionCheck, which Strata's agent implements:
+	// a flavor such a check applies to reserves quota only, and its
+	// topology is assigned once the check is Ready (KEP-2724).
+	ProvisioningRequestControllerName = "kueue.x-k8s.io/provisioning-request"
 )
 
 // Reasons of the Requeued condition once True, beside the eviction

@@ -64,11 +64,15 @@ func AdmissionFlavors(a *strata.Admission) []string {
 }
 
 // AwaitingChecks says whether a workload holds a quota reservation whose
-// AdmissionChecks are not all Ready: it may not start. A workload without
+// AdmissionChecks are not all Ready, or whose delayed topology assignment
+// is not made yet (DelayedPodSets): it may not start. A workload without
 // checks (its queue has none) never waits for them.
 func AwaitingChecks(wl *strata.Workload) bool {
 	if wl.Status.Admission == nil {
 		return false
+	}
+	if len(DelayedPodSets(wl)) > 0 {
+		return true
 	}
 	return slices.ContainsFunc(wl.Status.AdmissionChecks, func(s strata.AdmissionCheckState) bool { return s.State != strata.CheckStateReady })
 }

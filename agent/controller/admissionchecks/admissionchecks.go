@@ -124,7 +124,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, strata.EvictedByAdmissionCheck, "Evict", "Quota reservation taken back, queued again: %s", why)
 		return ctrl.Result{}, nil
 	case workload.ChecksReady:
-		changed = admit(wl, checks, now) || changed
+		if len(workload.DelayedPodSets(wl)) > 0 {
+			// Its topology is assigned, and it is admitted, by the
+			// scheduler's second pass (KEP-2724), which the Ready
+			// checks' write wakes.
+			break
+		}
+		changed = workload.AdmitChecked(wl, checks, now) || changed
 	default:
 		changed = wait(wl, checks, now) || changed
 	}
@@ -132,24 +138,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.client.Status().Update(ctx, wl)
-}
-
-// admit marks a reserved workload whose checks are all Ready admitted: its
-// job starts. It returns whether wl changed.
-func admit(wl *strata.Workload, checks []string, now time.Time) bool {
-	if meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted) {
-		return false
-	}
-	message := "admitted"
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadQuotaReserved); c != nil && c.Message != "" {
-		message = strings.Replace(c.Message, "quota reserved by", "admitted by", 1)
-	}
-	if len(checks) > 0 {
-		message += "; admission checks " + strings.Join(checks, ", ") + " Ready"
-	}
-	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue,
-		Reason: "Admitted", Message: message, LastTransitionTime: metav1.NewTime(now)})
-	return true
 }
 
 // wait marks a reserved workload with a check not Ready as waiting (again,

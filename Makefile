@@ -27,7 +27,7 @@ endif
 HUB_CRDS := $(ROOT)/charts/strata-hub/crds
 AGENT_CRDS := $(ROOT)/charts/strata-agent/crds
 # The hub holds every kind; the agent all but WorkerCluster.
-AGENT_KINDS := topologies resourceflavors clusterqueues localqueues workloads capacitysummaries workloadpriorityclasses cohorts admissionchecks
+AGENT_KINDS := topologies resourceflavors clusterqueues localqueues workloads capacitysummaries workloadpriorityclasses cohorts admissionchecks provisioningrequestconfigs
 
 .PHONY: help
 help: ## Show the targets.

@@ -4,7 +4,10 @@ package agent
 // turns them into the chart's ClusterRole, with those on the workload kinds,
 // which each kind's package under pkg/jobs gives (roleName=strata-agent).
 //
-// +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues;localqueues;cohorts;admissionchecks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues;localqueues;cohorts;admissionchecks;provisioningrequestconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=strata.dev,resources=admissionchecks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=provisioningrequests,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=podtemplates,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=strata.dev,resources=clusterqueues/status;localqueues/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads/status,verbs=get;update;patch

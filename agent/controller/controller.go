@@ -17,6 +17,7 @@ import (
 	"strata.dev/strata/agent/controller/jobs"
 	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/podsready"
+	"strata.dev/strata/agent/controller/provisioning"
 	"strata.dev/strata/agent/controller/ungater"
 	"strata.dev/strata/agent/index"
 	"strata.dev/strata/agent/scheduler"
@@ -141,6 +142,11 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 		return err
 	}
 	if err := admissionchecks.NewReconciler(mgr.GetClient(), o.podsReadyClock, recorder).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// Kueue's ProvisioningRequest check; without the cluster autoscaler's
+	// CRD its AdmissionChecks stay inactive, saying so.
+	if err := provisioning.NewReconciler(mgr.GetClient(), clock.RealClock{}, recorder, provisioning.Served(mgr.GetRESTMapper())).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	queueWorkloads, err := queueindex.SetupQueueWorkloads(ctx, mgr.GetCache())

@@ -28,6 +28,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&WorkloadPriorityClass{}, &WorkloadPriorityClassList{},
 		&Cohort{}, &CohortList{},
 		&AdmissionCheck{}, &AdmissionCheckList{},
+		&ProvisioningRequestConfig{}, &ProvisioningRequestConfigList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

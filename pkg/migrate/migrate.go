@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -116,6 +117,8 @@ func Convert(objs []*unstructured.Unstructured, opts Options) Result {
 			// Carried by the WorkerClusters and ClusterQueues.
 		case "Cohort":
 			c.cohort(o)
+		case "ProvisioningRequestConfig":
+			c.provisioningRequestConfig(o)
 		case "Workload":
 			c.note(o, "", "Workloads are not migrated: Strata creates one for each job; run the job through Strata's queue label instead")
 		default:
@@ -694,11 +697,61 @@ func (c *converter) otherCheck(o *unstructured.Unstructured, controller string) 
 		c.note(o, "spec.retryDelayMinutes", "not carried over (deprecated in Kueue): a check that asks to retry queues the workload again at once")
 	}
 	if controller == provisioningController {
-		c.todo(o, "spec.controllerName", fmt.Sprintf("Kueue's ProvisioningRequest controller (%s) is not part of Strata: the check is carried over, but its ClusterQueues admit nothing until a controller that sets its states on strata.dev Workloads marks it Active", controller))
+		if p := ac.Spec.Parameters; p != nil && p.APIGroup == KueueGroup && p.Kind == "ProvisioningRequestConfig" {
+			p.APIGroup = strata.GroupVersion.Group
+		}
+		c.note(o, "spec.controllerName", "Kueue's ProvisioningRequest check: the agent runs it (with KEP-2724's delayed topology assignment); its ProvisioningRequestConfig must be migrated too, and the worker must serve the cluster autoscaler's ProvisioningRequest CRD")
 	} else {
 		c.note(o, "spec.controllerName", fmt.Sprintf("carried over: the controller %s must set the check's states on strata.dev Workloads (status.admissionChecks) and mark it Active", controller))
 	}
 	c.out = append(c.out, ac)
+}
+
+// provisioningRequestConfig becomes Strata's kind of the same name and
+// fields; podSetMergePolicy is not carried (one PodTemplate per pod set).
+func (c *converter) provisioningRequestConfig(o *unstructured.Unstructured) {
+	cfg := &strata.ProvisioningRequestConfig{TypeMeta: typeMeta("ProvisioningRequestConfig"), ObjectMeta: c.meta(o)}
+	cfg.Namespace = ""
+	s := spec(o)
+	cfg.Spec.ProvisioningClassName, _ = s["provisioningClassName"].(string)
+	if m, ok, _ := unstructured.NestedStringMap(o.Object, "spec", "parameters"); ok {
+		cfg.Spec.Parameters = m
+	}
+	if l, ok, _ := unstructured.NestedStringSlice(o.Object, "spec", "managedResources"); ok {
+		for _, r := range l {
+			cfg.Spec.ManagedResources = append(cfg.Spec.ManagedResources, corev1.ResourceName(r))
+		}
+	}
+	if rs, ok, _ := unstructured.NestedMap(o.Object, "spec", "retryStrategy"); ok {
+		st := &strata.ProvisioningRequestRetryStrategy{}
+		num := func(k string) *int32 {
+			switch v := rs[k].(type) {
+			case int64:
+				n := int32(v)
+				return &n
+			case float64:
+				n := int32(v)
+				return &n
+			}
+			return nil
+		}
+		st.BackoffLimitCount, st.BackoffBaseSeconds, st.BackoffMaxSeconds = num("backoffLimitCount"), num("backoffBaseSeconds"), num("backoffMaxSeconds")
+		cfg.Spec.RetryStrategy = st
+	}
+	if l, ok, _ := unstructured.NestedSlice(o.Object, "spec", "podSetUpdates", "nodeSelector"); ok {
+		u := &strata.ProvisioningRequestPodSetUpdates{}
+		for _, item := range l {
+			m, _ := item.(map[string]any)
+			key, _ := m["key"].(string)
+			from, _ := m["valueFromProvisioningClassDetail"].(string)
+			u.NodeSelector = append(u.NodeSelector, strata.ProvisioningRequestPodSetUpdatesNodeSelector{Key: key, ValueFromProvisioningClassDetail: from})
+		}
+		cfg.Spec.PodSetUpdates = u
+	}
+	if v, ok := s["podSetMergePolicy"]; ok && v != nil {
+		c.note(o, "spec.podSetMergePolicy", "not carried over: the agent makes one PodTemplate per pod set")
+	}
+	c.out = append(c.out, cfg)
 }
 
 // provisioningController is the controller name of Kueue's

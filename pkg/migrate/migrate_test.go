@@ -379,11 +379,48 @@ spec:
 					Spec: strata.WorkerClusterSpec{ClusterProfileRef: &strata.ObjectReference{Namespace: "fleet", Name: "worker2-profile"}}},
 			},
 			wantNotes: []string{
-				"to do: AdmissionCheck provisioning: spec.controllerName: Kueue's ProvisioningRequest controller (kueue.x-k8s.io/provisioning-request) is not part of Strata: the check is carried over, but its ClusterQueues admit nothing until a controller that sets its states on strata.dev Workloads marks it Active",
+				"AdmissionCheck provisioning: spec.controllerName: Kueue's ProvisioningRequest check: the agent runs it (with KEP-2724's delayed topology assignment); its ProvisioningRequestConfig must be migrated too, and the worker must serve the cluster autoscaler's ProvisioningRequest CRD",
 				"MultiKueueConfig multikueue-test: spec.clusters: their order is not kept: a Strata hub places each job on the worker where it fits best, not on the first listed",
 				"ClusterQueue hub-q: spec.admissionChecks: provisioning carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub a queue's checks are ignored)",
 				"to do: MultiKueueCluster worker1: spec.kubeConfig: copy Secret worker1-secret (key kubeconfig) from Kueue's namespace to strata-system, where strata-hub reads it; the hub's identity on the worker needs the permissions in docs/admin-guide.md, which MultiKueue's does not all have",
 				"to do: MultiKueueCluster on-disk: spec.kubeConfig: a kubeconfig file on Kueue's disk (/etc/kueue/w3.kubeconfig) cannot be carried over: put it in a Secret in namespace strata-system (key kubeconfig) and set spec.kubeConfigSecretRef, or the API server refuses the WorkerCluster",
+			},
+		},
+		{
+			name: "ProvisioningRequest check: its config carried over, the parameters pointed at Strata's kind",
+			in: []string{`apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata: {name: prov}
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: prov-config}`, `apiVersion: kueue.x-k8s.io/v1beta1
+kind: ProvisioningRequestConfig
+metadata: {name: prov-config}
+spec:
+  provisioningClassName: check-capacity.autoscaling.x-k8s.io
+  parameters: {ValidUntilSeconds: "60"}
+  managedResources: [nvidia.com/gpu]
+  retryStrategy: {backoffLimitCount: 2, backoffBaseSeconds: 30, backoffMaxSeconds: 600}
+  podSetUpdates:
+    nodeSelector: [{key: cloud.example.com/node-group, valueFromProvisioningClassDetail: nodeGroup}]
+  podSetMergePolicy: IdenticalPodTemplates`},
+			want: []client.Object{
+				&strata.AdmissionCheck{TypeMeta: tm("AdmissionCheck"), ObjectMeta: metav1.ObjectMeta{Name: "prov"},
+					Spec: strata.AdmissionCheckSpec{ControllerName: "kueue.x-k8s.io/provisioning-request",
+						Parameters: &strata.AdmissionCheckParametersReference{APIGroup: "strata.dev", Kind: "ProvisioningRequestConfig", Name: "prov-config"}}},
+				&strata.ProvisioningRequestConfig{TypeMeta: tm("ProvisioningRequestConfig"), ObjectMeta: metav1.ObjectMeta{Name: "prov-config"},
+					Spec: strata.ProvisioningRequestConfigSpec{
+						ProvisioningClassName: "check-capacity.autoscaling.x-k8s.io",
+						Parameters:            map[string]string{"ValidUntilSeconds": "60"},
+						ManagedResources:      []corev1.ResourceName{"nvidia.com/gpu"},
+						RetryStrategy:         &strata.ProvisioningRequestRetryStrategy{BackoffLimitCount: ptr.To[int32](2), BackoffBaseSeconds: ptr.To[int32](30), BackoffMaxSeconds: ptr.To[int32](600)},
+						PodSetUpdates: &strata.ProvisioningRequestPodSetUpdates{NodeSelector: []strata.ProvisioningRequestPodSetUpdatesNodeSelector{
+							{Key: "cloud.example.com/node-group", ValueFromProvisioningClassDetail: "nodeGroup"}}},
+					}},
+			},
+			wantNotes: []string{
+				"AdmissionCheck prov: spec.controllerName: Kueue's ProvisioningRequest check: the agent runs it (with KEP-2724's delayed topology assignment); its ProvisioningRequestConfig must be migrated too, and the worker must serve the cluster autoscaler's ProvisioningRequest CRD",
+				"ProvisioningRequestConfig prov-config: spec.podSetMergePolicy: not carried over: the agent makes one PodTemplate per pod set",
 			},
 		},
 		{

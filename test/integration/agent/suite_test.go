@@ -47,7 +47,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	lwsCRDs, err := framework.LeaderWorkerSetCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
-	clusters, err = framework.Start(framework.ClusterSpec{Name: "worker", Role: framework.Worker, CRDPaths: slices.Concat(jobSetCRDs, mpiJobCRDs, lwsCRDs)})
+	clusters, err = framework.Start(framework.ClusterSpec{Name: "worker", Role: framework.Worker, CRDPaths: slices.Concat(jobSetCRDs, mpiJobCRDs, lwsCRDs, framework.ProvisioningRequestCRDPaths())})
 	Expect(err).NotTo(HaveOccurred())
 	// Cleanups run last-in first-out: the manager stops before its API server.
 	DeferCleanup(func() { Expect(clusters.Stop()).To(Succeed()) })

@@ -122,6 +122,13 @@ func SourceCRDPaths() ([]string, error) {
 	}, nil
 }
 
+// ProvisioningRequestCRDPaths is a minimal CRD of the cluster autoscaler's
+// ProvisioningRequest (test/crds), for the agent's ProvisioningRequest
+// admission check.
+func ProvisioningRequestCRDPaths() []string {
+	return []string{filepath.Join(RepoRoot(), "test", "crds", "autoscaling.x-k8s.io_provisioningrequests.yaml")}
+}
+
 // JobSetCRDPaths is the JobSet CRD, from the module cache at the version
 // go.mod requires (sigs.k8s.io/jobset).
 func JobSetCRDPaths() ([]string, error) {

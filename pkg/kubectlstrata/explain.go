@@ -196,6 +196,10 @@ type PodSetAdmissionView struct {
 	Domains []AssignedDomainView `json:"domains,omitempty"`
 	// Problem is set when the topology assignment does not decode.
 	Problem string `json:"problem,omitempty"`
+	// DelayedTopologyRequest is the state of a topology assignment a
+	// ProvisioningRequest check delays (KEP-2724): Pending until the
+	// second pass, then Ready.
+	DelayedTopologyRequest string `json:"delayedTopologyRequest,omitempty"`
 }
 
 // AssignedDomainView is one domain of a topology assignment.
@@ -555,6 +559,9 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 // podSetAdmission decodes a pod set's compact topology assignment.
 func podSetAdmission(ps strata.PodSetAssignment) PodSetAdmissionView {
 	v := PodSetAdmissionView{Name: ps.Name, Flavor: ps.Flavor, Count: ps.Count}
+	if ps.DelayedTopologyRequest != nil {
+		v.DelayedTopologyRequest = string(*ps.DelayedTopologyRequest)
+	}
 	if ps.TopologyAssignment == nil {
 		return v
 	}
@@ -731,6 +738,8 @@ func writeAdmission(w io.Writer, a *AdmissionView) error {
 				names[i] = tas.LevelName(l)
 			}
 			head += fmt.Sprintf(", in %d %s domains (%s)", len(ps.Domains), names[len(names)-1], strings.Join(names, " > "))
+		case ps.DelayedTopologyRequest == string(strata.DelayedTopologyRequestPending):
+			head += ", its topology assigned once every admission check is Ready (delayed for a ProvisioningRequest)"
 		}
 		if _, err := fmt.Fprintln(w, head); err != nil {
 			return err

@@ -328,6 +328,9 @@ Admission:  ClusterQueue cq
 					{Name: "budget", State: "Ready", LastTransitionTime: minutes(1)},
 					{Name: "capacity", State: "Pending", LastTransitionTime: minutes(2), Message: "provisioning 2 nodes"},
 				},
+				Admission: &AdmissionView{ClusterQueue: "cq", PodSets: []PodSetAdmissionView{{
+					Name: "main", Flavor: "gpu", Count: 16, DelayedTopologyRequest: string(strata.DelayedTopologyRequestPending),
+				}}},
 			},
 			want: `Job:        ml/train
 Workload:   job-train (on the worker)
@@ -338,6 +341,8 @@ Reserved:   True  QuotaReserved (for 2m)
             quota reserved by ClusterQueue cq on flavor gpu
   check budget: Ready (for 60s)
   check capacity: Pending (for 2m): provisioning 2 nodes
+Admission:  ClusterQueue cq
+  main: 16 pods on flavor gpu, its topology assigned once every admission check is Ready (delayed for a ProvisioningRequest)
 `,
 		},
 		"a worker's Workload preempted, and its preemptor": {

@@ -46,6 +46,9 @@ import (
 const (
 	ConsumesAnnotation = "autoscaling.x-k8s.io/consume-provisioning-request"
 	ClassAnnotation    = "autoscaling.x-k8s.io/provisioning-class-name"
+	// The same, as older cluster autoscalers read them.
+	legacyConsumesAnnotation = "cluster-autoscaler.kubernetes.io/consume-provisioning-request"
+	legacyClassAnnotation    = "cluster-autoscaler.kubernetes.io/provisioning-class-name"
 )
 
 // The ProvisioningRequest's conditions (the cluster autoscaler's).
@@ -161,11 +164,119 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: after}, nil
 }
 
-// attempts are a workload's ProvisioningRequests for one check, in order.
+// attempts are a workload's ProvisioningRequests for one check.
 type attempts struct {
+	// last is the latest one (nil when none), n its number (0 when
+	// none); failures counts those that failed.
 	last     *unstructured.Unstructured
-	n        int // the last one's number, 0 when none
+	n        int
 	failures int
+}
+
+// retry is a ProvisioningRequestConfig's retryStrategy, defaults applied.
+type retry struct {
+	limit, base, max int32
+}
+
+// decision is what one check's state calls for.
+type decision struct {
+	// create is the number of the attempt to make (0: none).
+	create int
+	// state and message are the check's new ones ("" keeps them); ready
+	// carries the request's podSetUpdates.
+	state   strata.CheckState
+	message string
+	// after is when to look again (0: on the next event).
+	after time.Duration
+	// revoked: the autoscaler took the capacity back.
+	revoked bool
+}
+
+// decide says what a check in state st calls for, given the workload's
+// requests for it (at), the retry strategy, and whether the workload is
+// admitted (KEP-1136's semantics):
+//   - no request yet: make attempt 1;
+//   - Provisioned: Ready (a Pending check still saying so is of an
+//     earlier reservation, since taken back: a new attempt);
+//   - Failed, or BookingExpired before the admission: Retry, or Rejected
+//     once limit retries are spent; once acted on (the check Pending again
+//     for a new reservation, its message kept), the next attempt after
+//     the backoff;
+//   - CapacityRevoked: Rejected (the workload is deactivated);
+//   - otherwise: Pending, saying what the request waits for.
+//
+// The check's own message tells which of a request's outcomes it has
+// acted on: its release keeps it.
+func decide(st *strata.AdmissionCheckState, at attempts, rs retry, admitted bool, now time.Time) decision {
+	if at.last == nil {
+		return decision{create: 1}
+	}
+	name := at.last.GetName()
+	earlier := st.State == strata.CheckStatePending && st.Message == provisionedMessage(name)
+	if c := condition(at.last, condCapacityRevoked); c != nil && !earlier {
+		return decision{state: strata.CheckStateRejected, message: fmt.Sprintf("ProvisioningRequest %s: capacity revoked: %s", name, c.Message), revoked: true}
+	}
+	expired := condition(at.last, condBookingExpired)
+	if st.State == strata.CheckStateReady {
+		// Its booking expired before the workload was admitted (its
+		// topology not yet assigned, another check not Ready): the
+		// capacity is gone; retried as a failure.
+		if expired != nil && !admitted {
+			return failed(at, rs, expired)
+		}
+		return decision{}
+	}
+	if st.State != strata.CheckStatePending {
+		return decision{} // Retry, Rejected: the admissionchecks controller acts
+	}
+	if earlier {
+		return decision{create: at.n + 1}
+	}
+	if condition(at.last, condProvisioned) != nil && expired == nil {
+		return decision{state: strata.CheckStateReady, message: provisionedMessage(name)}
+	}
+	failure := condition(at.last, condFailed)
+	if failure == nil {
+		failure = expired
+	}
+	if failure == nil {
+		message := fmt.Sprintf("ProvisioningRequest %s: waiting for the cluster autoscaler", name)
+		if c := conditionAny(at.last, condAccepted); c != nil {
+			switch {
+			case c.Status == metav1.ConditionTrue:
+				message = fmt.Sprintf("ProvisioningRequest %s is Accepted: waiting for capacity", name)
+			case c.Status == metav1.ConditionFalse && c.Message != "":
+				message = fmt.Sprintf("ProvisioningRequest %s is not Accepted: %s", name, c.Message)
+			}
+		}
+		return decision{state: strata.CheckStatePending, message: message}
+	}
+	if !strings.HasPrefix(st.Message, failureMessage(name, failure)) {
+		return failed(at, rs, failure)
+	}
+	// Acted on (Retry, then a new reservation): the next attempt after
+	// base·2^(failures-1), at most max, from the failure.
+	delay := time.Duration(min(int64(rs.base)<<min(max(at.failures-1, 0), 30), int64(rs.max))) * time.Second
+	due := failure.LastTransitionTime.Add(delay)
+	if now.Before(due) {
+		return decision{state: strata.CheckStatePending, after: due.Sub(now), message: fmt.Sprintf("%s: %s; attempt %d is made at %s",
+			failureMessage(name, failure), failure.Message, at.n+1, due.UTC().Format(time.RFC3339))}
+	}
+	return decision{create: at.n + 1}
+}
+
+// failed is Retry for a request that failed (c), or Rejected once the
+// retries are spent.
+func failed(at attempts, rs retry, c *metav1.Condition) decision {
+	name := at.last.GetName()
+	n := at.failures
+	if c.Type == condBookingExpired && condition(at.last, condProvisioned) != nil {
+		n++ // attemptsOf does not count a booking that expired once provisioned
+	}
+	if n > int(rs.limit) {
+		return decision{state: strata.CheckStateRejected, message: fmt.Sprintf("%s: %s; no retries left (backoffLimitCount %d)", failureMessage(name, c), c.Message, rs.limit)}
+	}
+	return decision{state: strata.CheckStateRetry, message: fmt.Sprintf("%s: %s; retry %d of %d", failureMessage(name, c), c.Message, n, rs.limit)}
 }
 
 // sync brings one check's state to what its requests say; it returns
@@ -177,90 +288,42 @@ func (r *Reconciler) sync(ctx context.Context, wl *strata.Workload, cfg *strata.
 		return 0, set(st, strata.CheckStateReady, "no pod set requests a resource the ProvisioningRequestConfig manages", nil, now), nil
 	}
 	if st.State != strata.CheckStatePending && st.State != strata.CheckStateReady {
-		return 0, false, nil // Retry, Rejected: the admissionchecks controller acts
+		return 0, false, nil
 	}
 	at, err := r.attemptsOf(ctx, wl, st.Name)
 	if err != nil {
 		return 0, false, err
 	}
-	limit, base, maxDelay := retryStrategy(cfg)
-	if st.State == strata.CheckStateReady {
-		// Its booking expired before the workload was admitted (its
-		// topology not yet assigned, another check not Ready): the
-		// capacity is gone; retried as a failure.
-		if c := condition(at.last, condBookingExpired); c != nil && !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted) {
-			return 0, r.failed(st, at, limit, c, now), nil
-		}
-		return 0, false, nil
+	d := decide(st, at, retryStrategy(cfg), meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted), now)
+	if d.create > 0 {
+		changed, err := r.create(ctx, wl, cfg, st, podSets, d.create, now)
+		return 0, changed, err
 	}
-	switch {
-	case at.last == nil:
-		c, err := r.create(ctx, wl, cfg, st, podSets, 1, now)
-		return 0, c, err
-	case condition(at.last, condProvisioned) != nil && condition(at.last, condBookingExpired) == nil:
-		if st.Message == provisionedMessage(at.last) {
-			// Pending again with the message of its Ready state: the
-			// request was provisioned for an earlier reservation, since
-			// taken back (released keeps the message). A new request
-			// for this one.
-			c, err := r.create(ctx, wl, cfg, st, podSets, at.n+1, now)
-			return 0, c, err
-		}
-		return 0, set(st, strata.CheckStateReady, provisionedMessage(at.last), updates(cfg, at.last, podSets), now), nil
+	if d.revoked {
+		r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, "CapacityRevoked", "Provision", "%s", d.message)
 	}
-	failure := condition(at.last, condFailed)
-	if failure == nil {
-		failure = condition(at.last, condBookingExpired)
+	if d.state == "" {
+		return d.after, false, nil
 	}
-	if failure == nil {
-		message := fmt.Sprintf("ProvisioningRequest %s: waiting for the cluster autoscaler", at.last.GetName())
-		if c := condition(at.last, condAccepted); c != nil {
-			message = fmt.Sprintf("ProvisioningRequest %s is Accepted: waiting for capacity", at.last.GetName())
-		}
-		if c := conditionAny(at.last, condAccepted); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
-			message = fmt.Sprintf("ProvisioningRequest %s is not Accepted: %s", at.last.GetName(), c.Message)
-		}
-		return 0, set(st, strata.CheckStatePending, message, nil, now), nil
+	var ups []strata.PodSetUpdate
+	if d.state == strata.CheckStateReady {
+		ups = updates(cfg, at.last, podSets)
 	}
-	if !strings.HasPrefix(st.Message, failureMessage(at.last, failure)) {
-		// A failure not acted on yet: Retry (the reservation is taken
-		// back) or, retries spent, Rejected. (Once acted on, the check's
-		// message, which its release keeps, says so.)
-		return 0, r.failed(st, at, limit, failure, now), nil
-	}
-	// The failure was acted on (Retry, then a new reservation): the next
-	// attempt after its backoff.
-	delay := time.Duration(min(int64(base)<<min(at.failures-1, 30), int64(maxDelay))) * time.Second
-	due := failure.LastTransitionTime.Add(delay)
-	if now.Before(due) {
-		return due.Sub(now), set(st, strata.CheckStatePending, fmt.Sprintf("%s: %s; attempt %d is made at %s",
-			failureMessage(at.last, failure), failure.Message, at.n+1, due.UTC().Format(time.RFC3339)), nil, now), nil
-	}
-	c, err := r.create(ctx, wl, cfg, st, podSets, at.n+1, now)
-	return 0, c, err
+	return d.after, set(st, d.state, d.message, ups, now), nil
 }
 
-// failed puts a check whose latest request failed (c) in Retry, or in
-// Rejected once limit retries are spent. It returns whether st changed.
-func (r *Reconciler) failed(st *strata.AdmissionCheckState, at attempts, limit int32, c *metav1.Condition, now time.Time) bool {
-	if at.failures > int(limit) {
-		return set(st, strata.CheckStateRejected, fmt.Sprintf("%s: %s; no retries left (backoffLimitCount %d)", failureMessage(at.last, c), c.Message, limit), nil, now)
-	}
-	return set(st, strata.CheckStateRetry, fmt.Sprintf("%s: %s; retry %d of %d", failureMessage(at.last, c), c.Message, at.failures, limit), nil, now)
-}
-
-// failureMessage begins the check's message once request pr failed (c).
-func failureMessage(pr *unstructured.Unstructured, c *metav1.Condition) string {
+// failureMessage begins the check's message once request name failed (c).
+func failureMessage(name string, c *metav1.Condition) string {
 	if c.Type == condBookingExpired {
-		return fmt.Sprintf("ProvisioningRequest %s: booking expired before the workload was admitted", pr.GetName())
+		return fmt.Sprintf("ProvisioningRequest %s: booking expired before the workload was admitted", name)
 	}
-	return fmt.Sprintf("ProvisioningRequest %s failed", pr.GetName())
+	return fmt.Sprintf("ProvisioningRequest %s failed", name)
 }
 
-// provisionedMessage is the check's message while request pr is
+// provisionedMessage is the check's message while request name is
 // Provisioned for it.
-func provisionedMessage(pr *unstructured.Unstructured) string {
-	return fmt.Sprintf("ProvisioningRequest %s is Provisioned", pr.GetName())
+func provisionedMessage(name string) string {
+	return fmt.Sprintf("ProvisioningRequest %s is Provisioned", name)
 }
 
 // set gives st a state and message (and podSetUpdates); it returns
@@ -469,8 +532,11 @@ func updates(cfg *strata.ProvisioningRequestConfig, pr *unstructured.Unstructure
 	out := make([]strata.PodSetUpdate, 0, len(podSets))
 	for _, ps := range podSets {
 		out = append(out, strata.PodSetUpdate{
-			Name:         ps,
-			Annotations:  map[string]string{ConsumesAnnotation: pr.GetName(), ClassAnnotation: cfg.Spec.ProvisioningClassName},
+			Name: ps,
+			Annotations: map[string]string{
+				ConsumesAnnotation: pr.GetName(), ClassAnnotation: cfg.Spec.ProvisioningClassName,
+				legacyConsumesAnnotation: pr.GetName(), legacyClassAnnotation: cfg.Spec.ProvisioningClassName,
+			},
 			NodeSelector: selector,
 		})
 	}
@@ -514,20 +580,21 @@ func conditionAny(pr *unstructured.Unstructured, t string) *metav1.Condition {
 }
 
 // retryStrategy is cfg's, with Kueue's defaults.
-func retryStrategy(cfg *strata.ProvisioningRequestConfig) (limit, base, maxDelay int32) {
-	limit, base, maxDelay = defaultBackoffLimit, defaultBackoffBase, defaultBackoffMax
+func retryStrategy(cfg *strata.ProvisioningRequestConfig) retry {
+	rs := retry{limit: defaultBackoffLimit, base: defaultBackoffBase, max: defaultBackoffMax}
 	if s := cfg.Spec.RetryStrategy; s != nil {
-		if s.BackoffLimitCount != nil {
-			limit = *s.BackoffLimitCount
-		}
-		if s.BackoffBaseSeconds != nil {
-			base = *s.BackoffBaseSeconds
-		}
-		if s.BackoffMaxSeconds != nil {
-			maxDelay = *s.BackoffMaxSeconds
-		}
+		rs.limit = ptrOr(s.BackoffLimitCount, rs.limit)
+		rs.base = ptrOr(s.BackoffBaseSeconds, rs.base)
+		rs.max = ptrOr(s.BackoffMaxSeconds, rs.max)
 	}
-	return limit, base, maxDelay
+	return rs
+}
+
+func ptrOr(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
 }
 
 // configOf is the ProvisioningRequestConfig an AdmissionCheck names, or

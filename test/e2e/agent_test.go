@@ -11,11 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"strata.dev/strata/agent/controller/jobs"
+	"strata.dev/strata/agent/controller/provisioning"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
@@ -224,6 +226,71 @@ var _ = Describe("strata-agent on a kwok cluster", Ordered, Label("e2e"), func()
 		Expect(pods.Items).To(HaveLen(2))
 		for _, p := range pods.Items {
 			Expect(p.Labels).To(HaveKeyWithValue("budget", "approved"))
+		}
+	})
+
+	It("reserves quota for a Job its nodes cannot hold yet, asks the autoscaler for nodes with a ProvisioningRequest, and runs it on them to completion", func(ctx SpecContext) {
+		Expect(kube.Create(ctx, testutil.MakeResourceFlavor("e2e-prov").NodeLabel("pool", "e2e-prov").TopologyName("e2e").Obj())).To(Succeed())
+		Expect(kube.Create(ctx, &strata.ProvisioningRequestConfig{ObjectMeta: metav1.ObjectMeta{Name: "e2e-scale-up"},
+			Spec: strata.ProvisioningRequestConfigSpec{ProvisioningClassName: "best-effort-atomic-scale-up.autoscaling.x-k8s.io"}})).To(Succeed())
+		Expect(kube.Create(ctx, &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "e2e-scale-up"},
+			Spec: strata.AdmissionCheckSpec{ControllerName: strata.ProvisioningRequestControllerName,
+				Parameters: &strata.AdmissionCheckParametersReference{APIGroup: "strata.dev", Kind: "ProvisioningRequestConfig", Name: "e2e-scale-up"}}})).To(Succeed())
+		cq := testutil.MakeClusterQueue("e2e-prov").Flavor("e2e-prov").Obj()
+		cq.Spec.AdmissionChecks = []string{"e2e-scale-up"}
+		Expect(kube.Create(ctx, cq)).To(Succeed())
+		Expect(kube.Create(ctx, testutil.MakeLocalQueue("e2e-prov", "default", "e2e-prov"))).To(Succeed())
+		j := job("provisioned", 4, "2")
+		j.Labels[strata.QueueNameLabel] = "e2e-prov"
+		Expect(kube.Create(ctx, j)).To(Succeed())
+
+		By("quota reserved, the topology delayed, a ProvisioningRequest made")
+		wlKey := client.ObjectKey{Namespace: "default", Name: jobs.WorkloadName(j.Name)}
+		pr := &unstructured.Unstructured{}
+		pr.SetGroupVersionKind(provisioning.GVK)
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(kube.Get(ctx, wlKey, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "quota reserved: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].DelayedTopologyRequest).To(Equal(ptr.To(strata.DelayedTopologyRequestPending)))
+			g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: provisioning.RequestName(wl.Name, "e2e-scale-up", 1)}, pr)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+
+		By("the autoscaler (the test) adds two nodes in a rack and says Provisioned")
+		for h := range 2 {
+			name := fmt.Sprintf("e2e-prov-h%d", h)
+			Expect(kube.Create(ctx, &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "e2e-prov", block: "b2", rack: "rack-prov", host: name, "type": "kwok"},
+					Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+				Status: corev1.NodeStatus{
+					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")},
+					Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")},
+				},
+			})).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(pr), pr)).To(Succeed())
+			conds := []any{map[string]any{"type": "Provisioned", "status": "True", "reason": "Provisioned", "message": "two nodes",
+				"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}
+			g.Expect(unstructured.SetNestedSlice(pr.Object, conds, "status", "conditions")).To(Succeed())
+			g.Expect(kube.Status().Update(ctx, pr)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			complete := false
+			for _, c := range got.Status.Conditions {
+				complete = complete || c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+			}
+			g.Expect(complete).To(BeTrue(), "job status: %+v", got.Status)
+		}, wait, time.Second).Should(Succeed())
+		var pods corev1.PodList
+		Expect(kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{strata.WorkloadLabel: jobs.WorkloadName(j.Name)})).To(Succeed())
+		Expect(pods.Items).To(HaveLen(4))
+		for _, p := range pods.Items {
+			Expect(p.Spec.NodeName).To(HavePrefix("e2e-prov-h"), "on a provisioned node")
+			Expect(p.Annotations).To(HaveKeyWithValue(provisioning.ConsumesAnnotation, pr.GetName()))
 		}
 	})
 

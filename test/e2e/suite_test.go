@@ -24,10 +24,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"strata.dev/strata/agent/controller/provisioning"
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/test/integration/framework"
 )
@@ -197,5 +199,10 @@ var _ = BeforeSuite(func() {
 	kube = adminClient(worker1)
 	worker1.InstallJobSet(true)
 	lwsController = worker1.InstallLWS(true)
+	// The cluster autoscaler's ProvisioningRequest CRD (a minimal one:
+	// the test plays the autoscaler), before the agent starts.
+	provisioningRequests := &unstructured.UnstructuredList{}
+	provisioningRequests.SetGroupVersionKind(provisioning.GVK.GroupVersion().WithKind("ProvisioningRequestList"))
+	installCRDs(worker1, "the ProvisioningRequest CRD", framework.ProvisioningRequestCRDPaths(), provisioningRequests)
 	worker1.Deploy("strata-agent", "")
 })

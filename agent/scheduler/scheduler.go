@@ -397,8 +397,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	books := queue.NewBooks(cqs, cohorts...)
 	for _, cq := range cqs {
 		// As Kueue: a queue that cannot admit is not in its cohort (a
-		// stopped one never is: NewBooks).
-		if len(s.missingFlavors(cq)) > 0 {
+		// stopped one never is: NewBooks), whether a flavor is missing
+		// or an admission check is (or is not Active).
+		if len(s.missingFlavors(cq)) > 0 || s.checksNotReady(ctx, cq) != "" {
 			books.Detach(cq.Name)
 		}
 	}

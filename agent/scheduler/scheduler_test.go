@@ -640,6 +640,15 @@ func TestScheduleServesQueuesFairly(t *testing.T) {
 			rackCPU:   "10",
 			want:      map[string]outcome{"a1": {Reason: ReasonInadmissible}}, // more than a's whole quota, with b gone
 		},
+		"a queue whose admission check does not exist is out of its cohort: it lends nothing (Kueue's inactive ClusterQueue)": {
+			queues: []*strata.ClusterQueue{
+				testutil.MakeClusterQueue("a").Cohort("c").Flavor("tas-flavor", "cpu", "4").Obj(),
+				withChecks(testutil.MakeClusterQueue("b").Cohort("c").Flavor("tas-flavor", "cpu", "4").Obj(), "missing"),
+			},
+			workloads: []*strata.Workload{job("a1", "a", 6, nil, 0)},
+			rackCPU:   "10",
+			want:      map[string]outcome{"a1": {Reason: ReasonInadmissible}}, // more than a's whole quota, with b gone
+		},
 		"a queue whose resource group covers pods counts them (Kueue)": {
 			queues: []*strata.ClusterQueue{
 				testutil.MakeClusterQueue("a").ResourceGroup("cpu", "pods").GroupFlavor("tas-flavor", "10", "3").Obj(),
@@ -1404,6 +1413,11 @@ func TestScheduleRequeueBackoff(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withChecks(cq *strata.ClusterQueue, checks ...string) *strata.ClusterQueue {
+	cq.Spec.AdmissionChecks = checks
+	return cq
 }
 
 func stopped(cq *strata.ClusterQueue) *strata.ClusterQueue {

@@ -32,6 +32,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -95,6 +96,19 @@ func NewReconciler(c client.Client, clk clock.Clock, recorder events.EventRecord
 // AdmissionChecks of this controller with their configs, to mark them
 // Active.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	for _, obj := range []client.Object{&strata.AdmissionCheck{}, &strata.ProvisioningRequestConfig{}} {
+		gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+		if err != nil {
+			return err
+		}
+		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			// CRDs older than the agent (helm upgrade does not update
+			// them): no ProvisioningRequest check, and no crash.
+			ctrl.Log.WithName("setup").Info("Not running the ProvisioningRequest admission check: a CRD is not installed (apply the agent chart's crds/ and restart strata-agent)",
+				"kind", gvk.Kind, "error", err.Error())
+			return nil
+		}
+	}
 	withChecks := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		wl, ok := o.(*strata.Workload)
 		return ok && len(wl.Status.AdmissionChecks) > 0 && wl.Status.Admission != nil

@@ -124,10 +124,11 @@ var _ = Describe("strata-agent and strata-hub", Label("binaries"), func() {
 	}
 })
 
-var _ = Describe("strata-agent and strata-hub on CRDs older than Cohort", Label("binaries"), Ordered, func() {
+var _ = Describe("strata-agent and strata-hub on CRDs older than Cohort and ProvisioningRequestConfig", Label("binaries"), Ordered, func() {
 	// helm upgrade does not update a chart's crds/: an upgraded agent or
-	// hub may find no Cohort CRD. It starts, with flat cohorts, and says
-	// what to apply.
+	// hub may find no Cohort CRD, nor the ProvisioningRequestConfig one.
+	// It starts, with flat cohorts and no ProvisioningRequest check, and
+	// says what to apply.
 	var crds client.Client
 	BeforeAll(func(ctx SpecContext) {
 		s := runtime.NewScheme()
@@ -135,23 +136,31 @@ var _ = Describe("strata-agent and strata-hub on CRDs older than Cohort", Label(
 		var err error
 		crds, err = client.New(clusters.Get("hub").Config, client.Options{Scheme: s})
 		Expect(err).NotTo(HaveOccurred())
-		var crd apiextensionsv1.CustomResourceDefinition
-		Expect(crds.Get(ctx, types.NamespacedName{Name: "cohorts.strata.dev"}, &crd)).To(Succeed())
-		Expect(crds.Delete(ctx, &crd)).To(Succeed())
-		Eventually(func(g Gomega) {
-			err := crds.Get(ctx, types.NamespacedName{Name: "cohorts.strata.dev"}, &apiextensionsv1.CustomResourceDefinition{})
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the CRD is gone")
-			// Served no more: a fresh client (no cached mapping) cannot
-			// list them.
-			fresh, err := client.New(clusters.Get("hub").Config, client.Options{Scheme: clusters.Get("hub").Client.Scheme()})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(fresh.List(ctx, &strata.CohortList{})).NotTo(Succeed())
-		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			crd.ResourceVersion, crd.UID, crd.CreationTimestamp, crd.DeletionTimestamp, crd.Status = "", "", metav1.Time{}, nil, apiextensionsv1.CustomResourceDefinitionStatus{}
-			crd.Finalizers = nil
-			Eventually(func() error { return crds.Create(ctx, &crd) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
-		})
+		for _, gone := range []struct {
+			crd  string
+			list client.ObjectList
+		}{
+			{"cohorts.strata.dev", &strata.CohortList{}},
+			{"provisioningrequestconfigs.strata.dev", &strata.ProvisioningRequestConfigList{}},
+		} {
+			var crd apiextensionsv1.CustomResourceDefinition
+			Expect(crds.Get(ctx, types.NamespacedName{Name: gone.crd}, &crd)).To(Succeed())
+			Expect(crds.Delete(ctx, &crd)).To(Succeed())
+			Eventually(func(g Gomega) {
+				err := crds.Get(ctx, types.NamespacedName{Name: gone.crd}, &apiextensionsv1.CustomResourceDefinition{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the CRD is gone")
+				// Served no more: a fresh client (no cached mapping)
+				// cannot list them.
+				fresh, err := client.New(clusters.Get("hub").Config, client.Options{Scheme: clusters.Get("hub").Client.Scheme()})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(fresh.List(ctx, gone.list)).NotTo(Succeed())
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+			DeferCleanup(func(ctx SpecContext) {
+				crd.ResourceVersion, crd.UID, crd.CreationTimestamp, crd.DeletionTimestamp, crd.Status = "", "", metav1.Time{}, nil, apiextensionsv1.CustomResourceDefinitionStatus{}
+				crd.Finalizers = nil
+				Eventually(func() error { return crds.Create(ctx, &crd) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+			})
+		}
 	})
 	for _, d := range daemons {
 		It(d.name+" starts, reports ready and says cohorts are flat", func() {
@@ -171,6 +180,9 @@ var _ = Describe("strata-agent and strata-hub on CRDs older than Cohort", Label(
 				defer func() { _ = resp.Body.Close() }()
 				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+			if d.name == "strata-agent" {
+				Eventually(session.Err, 30*time.Second).Should(gbytes.Say("Not running the ProvisioningRequest admission check: a CRD is not installed"))
+			}
 			Eventually(session.Err, 30*time.Second).Should(gbytes.Say("The Cohort CRD is not installed: cohorts are flat"))
 			Consistently(session, 2*time.Second).ShouldNot(gexec.Exit(), "it keeps running")
 			Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())

@@ -1229,11 +1229,33 @@ func (c *Cache) admittedOn(flavor string) []AdmittedOn {
 				merged[node] = sum
 			}
 		}
+		if merged == nil && delayedOn(a.wl, flavor) {
+			// Its quota is reserved there while its topology waits for
+			// its ProvisioningRequest check (KEP-2724): it counts in its
+			// queue's usage and may be preempted, holding no node.
+			merged = tas.Usage{}
+		}
 		if merged != nil {
 			out = append(out, AdmittedOn{Workload: a.wl, Usage: merged})
 		}
 	}
 	return out
+}
+
+// delayedOn says whether wl holds quota on flavor for a pod set whose
+// topology assignment is delayed.
+func delayedOn(wl *strata.Workload, flavor string) bool {
+	if wl.Status.Admission == nil {
+		return false
+	}
+	for _, name := range workload.DelayedPodSets(wl) {
+		for _, psa := range wl.Status.Admission.PodSetAssignments {
+			if psa.Name == name && psa.Flavor == flavor {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // AdmittedOnFlavor returns the admitted workloads with a pod set on a

@@ -1326,6 +1326,29 @@ func TestQuotaOn(t *testing.T) {
 	}
 }
 
+// TestCaptureCountsDelayedReservations: a reservation whose topology a
+// ProvisioningRequest check delays holds no node, and its quota counts in
+// its queue's usage in the summary (the hub must not see it free).
+func TestCaptureCountsDelayedReservations(t *testing.T) {
+	c, _ := newCache(t, node("n1", "r1"))
+	wl := testutil.MakeWorkload("delayed", "ns").PodSets(testutil.MakePodSet(podSetName, 4, "cpu", "1").Obj()).
+		Admission(&strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{
+			Name: podSetName, Flavor: flavorName, Count: 4,
+			ResourceUsage:          corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+			DelayedTopologyRequest: ptr.To(strata.DelayedTopologyRequestPending),
+		}}}).Obj()
+	wl.ResourceVersion = "10"
+	addWorkload(t, c, wl)
+	captured, ok := c.Capture(flavorName, nil)
+	if !ok {
+		t.Fatal("Capture() found no flavor")
+	}
+	want := map[string]corev1.ResourceList{"cq": {corev1.ResourceCPU: resource.MustParse("4")}}
+	if diff := cmp.Diff(want, captured.Usage, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("captured queue usage (-want,+got):\n%s", diff)
+	}
+}
+
 // TestCaptureVictims: the summary's preemptible entries for the victims'
 // queues: all of a queue's workloads for one that preempts within
 // itself, and for one a peer reclaims from, what it borrows (counted from

@@ -155,6 +155,15 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 				counted[i] = true
 			}
 		}
+		policy := preemption.PolicyOf(cq)
+		policy.Fair = s.fair
+		if s.delaysTopology(cq, fq.Name) {
+			// Its first pass reserves quota only (KEP-2724): victims are
+			// found on quota alone; its ProvisioningRequest asks for the
+			// nodes.
+			result = preemption.Find(pre, policy, books, fq.Name, cands, preemption.QuotaOnly{})
+			return
+		}
 		var capacity *preemption.SnapshotCapacity
 		capacity = &preemption.SnapshotCapacity{Snap: snap, Usages: usages, Affects: func(i int) bool { return counted[i] }, Place: func(sn *tas.Snapshot) ([]tas.Usage, error) {
 			var still []*strata.Workload // spreading counts those not preempted in this trial
@@ -166,8 +175,6 @@ func (s *Scheduler) search(cq *strata.ClusterQueue, fq strata.FlavorQuotas, book
 			_, taken, err := workload.PlaceSpread(sn, topo.Name, flavorDef.Spec.Tolerations, wl, still, s.opts)
 			return taken, err
 		}}
-		policy := preemption.PolicyOf(cq)
-		policy.Fair = s.fair
 		result = preemption.Find(pre, policy, books, fq.Name, cands, capacity)
 	})
 	if !found {

@@ -172,3 +172,43 @@ func TestScheduleDelayedTopology(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleDelayedTopologyPreempts: a reservation whose topology is
+// delayed holds quota and no node; a higher-priority workload of its
+// queue preempts it on quota alone, as the first pass reserves (Kueue).
+func TestScheduleDelayedTopologyPreempts(t *testing.T) {
+	cq := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "4").
+		Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	cq.Spec.AdmissionChecks = []string{"prov"}
+	e := newSchedEnv(t, []client.Object{cq, provCheck("prov", strata.ProvisioningRequestControllerName), job("low", "a", 4, ptr.To[int32](1), 0)}, nil,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "1")}, interceptor.Funcs{})
+	reserved := outcome{Reason: strata.WaitingForAdmissionChecks, Flavor: "tas-flavor"}
+	pass := func() map[string]outcome {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		got := withoutMessages(e.outcomes(t), nil)
+		e.informed(t)
+		return got
+	}
+	if diff := cmp.Diff(map[string]outcome{"low": reserved}, pass()); diff != "" {
+		t.Fatalf("first pass (-want,+got):\n%s", diff)
+	}
+	if err := e.c.Create(t.Context(), job("high", "a", 4, ptr.To[int32](10), 1)); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	// low held no node and no pod: high takes its quota at once.
+	got := pass()
+	if diff := cmp.Diff(map[string]outcome{"low": {Reason: "Preempted"}, "high": reserved}, got); diff != "" {
+		t.Errorf("second pass (-want,+got):\n%s", diff)
+	}
+	var low strata.Workload
+	if err := e.c.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: "low"}, &low); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(low.Status.Conditions, strata.WorkloadEvicted); c == nil || c.Reason != "Preempted" {
+		t.Errorf("low's Evicted = %+v, want reason Preempted", c)
+	}
+}

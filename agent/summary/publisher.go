@@ -39,6 +39,7 @@ import (
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/summarycopy"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 // The Ready condition of a CapacitySummary.
@@ -175,6 +176,11 @@ func (p *Publisher) watchSpecs(ctx context.Context, specs chan<- struct{}) error
 		// Not its status, which the scheduler writes as it admits.
 		{&strata.ClusterQueue{}, func(old, cur any) bool {
 			return old.(*strata.ClusterQueue).Generation != cur.(*strata.ClusterQueue).Generation
+		}},
+		// Which checks are the ProvisioningRequest's (queueUsage): a
+		// check made or removed after its queues.
+		{&strata.AdmissionCheck{}, func(old, cur any) bool {
+			return old.(*strata.AdmissionCheck).Generation != cur.(*strata.AdmissionCheck).Generation
 		}},
 		{&strata.WorkloadPriorityClass{}, nil},
 		{&schedulingv1.PriorityClass{}, nil},
@@ -378,7 +384,7 @@ func (p *Publisher) publish(ctx context.Context, flavor string, now time.Time) (
 	}
 	var queues []strata.QueueUsage
 	if listed {
-		queues = queueUsage(cqs, flavor, captured.Usage)
+		queues = queueUsage(cqs, flavor, captured.Usage, p.provisioningChecks(ctx, cqs))
 	}
 	var classes []strata.SummaryPriorityClass
 	if victims != nil {
@@ -490,6 +496,30 @@ func (p *Publisher) priorityClasses(ctx context.Context) []strata.SummaryPriorit
 	return out
 }
 
+// provisioningChecks are the worker's AdmissionChecks of the
+// ProvisioningRequest controller, by name (the checks that delay a
+// workload's topology assignment, as the scheduler's placement does); nil
+// when no queue names a check, or they cannot be listed.
+func (p *Publisher) provisioningChecks(ctx context.Context, cqs []*strata.ClusterQueue) map[string]bool {
+	if !slices.ContainsFunc(cqs, func(cq *strata.ClusterQueue) bool { return len(workload.QueueChecks(cq)) > 0 }) {
+		return nil
+	}
+	var list strata.AdmissionCheckList
+	if err := p.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out map[string]bool
+	for i := range list.Items {
+		if ac := &list.Items[i]; ac.Spec.ControllerName == strata.ProvisioningRequestControllerName {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[ac.Name] = true
+		}
+	}
+	return out
+}
+
 // maxQueues bounds the summary's queues (the CRD's maxItems): beyond it
 // none are listed, and the hub reads the queues' status.
 const maxQueues = 1000
@@ -497,14 +527,15 @@ const maxQueues = 1000
 // queueUsage is the summary's queues: every ClusterQueue with a quota on
 // the flavor, by name, with the quota usage says it holds there (of the
 // resources of its quota); nil when there are more than maxQueues.
-func queueUsage(cqs []*strata.ClusterQueue, flavor string, usage map[string]corev1.ResourceList) []strata.QueueUsage {
+func queueUsage(cqs []*strata.ClusterQueue, flavor string, usage map[string]corev1.ResourceList, provisioning map[string]bool) []strata.QueueUsage {
 	var out []strata.QueueUsage
 	for _, cq := range cqs {
 		for _, fq := range queue.Flavors(cq) {
 			if fq.Name != flavor {
 				continue
 			}
-			qu := strata.QueueUsage{Name: cq.Name}
+			qu := strata.QueueUsage{Name: cq.Name, Provisions: slices.ContainsFunc(workload.ChecksOf(cq, []string{flavor}),
+				func(check string) bool { return provisioning[check] })}
 			for _, rq := range fq.Resources {
 				if v, ok := usage[cq.Name][rq.Name]; ok && !v.IsZero() {
 					if qu.Usage == nil {

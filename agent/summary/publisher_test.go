@@ -896,7 +896,8 @@ func TestPublishAllCacheBehind(t *testing.T) {
 
 // TestQueueUsage: the summary's queues are every ClusterQueue with a
 // quota on the flavor, by name, with what it holds there of the
-// resources of its quota.
+// resources of its quota, and whether its checks there include a
+// ProvisioningRequest check.
 func TestQueueUsage(t *testing.T) {
 	cpus := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
@@ -905,13 +906,21 @@ func TestQueueUsage(t *testing.T) {
 		testutil.MakeClusterQueue("train").ResourceGroup("cpu").GroupFlavor("f", "4").Obj(),
 		testutil.MakeClusterQueue("elsewhere").ResourceGroup("cpu").GroupFlavor("g", "4").Obj(),
 		testutil.MakeClusterQueue("idle").ResourceGroup("cpu").GroupFlavor("f", "4").Obj(),
+		testutil.MakeClusterQueue("scaled").ResourceGroup("cpu").GroupFlavor("f", "4").Obj(),
+		testutil.MakeClusterQueue("checked").ResourceGroup("cpu").GroupFlavor("f", "4").Obj(),
+		testutil.MakeClusterQueue("scaled-elsewhere").ResourceGroup("cpu").GroupFlavor("f", "4").GroupFlavor("g", "4").Obj(),
 	}
+	cqs[3].Spec.AdmissionChecks = []string{"other", "autoscaler"}
+	cqs[4].Spec.AdmissionChecks = []string{"other"}
+	cqs[5].Spec.AdmissionChecksStrategy = &strata.AdmissionChecksStrategy{AdmissionChecks: []strata.AdmissionCheckStrategyRule{
+		{Name: "autoscaler", OnFlavors: []string{"g"}}}}
 	usage := map[string]corev1.ResourceList{
 		"train":     {corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 		"elsewhere": cpus("1"),
 	}
-	want := []strata.QueueUsage{{Name: "idle"}, {Name: "train", Usage: cpus("3")}}
-	if diff := cmp.Diff(want, queueUsage(cqs, "f", usage)); diff != "" {
+	want := []strata.QueueUsage{{Name: "checked"}, {Name: "idle"}, {Name: "scaled", Provisions: true}, {Name: "scaled-elsewhere"},
+		{Name: "train", Usage: cpus("3")}}
+	if diff := cmp.Diff(want, queueUsage(cqs, "f", usage, map[string]bool{"autoscaler": true})); diff != "" {
 		t.Errorf("queueUsage (-want,+got):\n%s", diff)
 	}
 }

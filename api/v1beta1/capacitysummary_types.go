@@ -277,6 +277,16 @@ type QueueUsage struct {
 	//
 	// +optional
 	Usage corev1.ResourceList `json:"usage,omitempty"`
+
+	// provisions: the queue's admission checks on this flavor include a
+	// ProvisioningRequest check (KEP-2724's delayed topology assignment).
+	// Its agent reserves quota alone for a workload there, asks the
+	// cluster autoscaler for nodes, and assigns the topology once they
+	// are provisioned: a hub may send there a copy that the flavor's
+	// nodes cannot hold now, when its quota can.
+	//
+	// +optional
+	Provisions bool `json:"provisions,omitempty"`
 }
 
 // PreemptibleCapacity is a flavor's free capacity once the workloads of

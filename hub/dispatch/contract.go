@@ -246,7 +246,11 @@ func RecordAdmission(status *strata.WorkloadStatus, clusterQueue string, copyWL 
 		changed = true
 	}
 	message := fmt.Sprintf("admitted on %s, %s", p.Cluster, FlavorWords(p))
-	if workload.AwaitingChecks(copyWL) {
+	switch {
+	case len(workload.DelayedPodSets(copyWL)) > 0:
+		// KEP-2724's delayed topology assignment there.
+		message += "; its quota is reserved there, and its topology is assigned and its job starts once the nodes the worker's ProvisioningRequest check asks the cluster autoscaler for are provisioned"
+	case workload.AwaitingChecks(copyWL):
 		// Its quota reserved there, as MultiKueue's manager takes a
 		// worker's reservation: its job starts once the worker queue's
 		// AdmissionChecks are Ready.

@@ -453,6 +453,23 @@ func (d *Dispatcher) decide(ctx context.Context, targets []*placement.Target, cq
 			return waitOutcome{message: placeReason(split.Reason, len(split.Candidates), excluded, notes), retry: retry}, split, nil, nil
 		}
 	}
+	if dec.Cluster == "" && !partialOnly {
+		// Nowhere now: a worker whose queue provisions nodes for it
+		// (KEP-2724's delayed topology assignment) takes it on quota
+		// alone, before any preemption or fewer pods, as Kueue's flavor
+		// assigner counts such a flavor as a fit.
+		prov := d.policy.DecideProvisional(wl, flavors, eligible, func(t *placement.Target) bool {
+			landing := d.landingOf(view, t.Cluster, wl)
+			return landing != nil && t.Provisions(landing.Name)
+		})
+		if prov.Cluster != "" {
+			metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
+			return waitOutcome{message: placeReason(prov.Reason, len(prov.Candidates), excluded, notes), retry: retry}, prov, nil, nil
+		}
+		if prov.Reason != "" {
+			notes = append(notes, prov.Reason)
+		}
+	}
 	metrics.HubPlacementLatency.Observe(time.Since(start).Seconds())
 	reason := placeReason(dec.Reason, len(dec.Candidates), excluded, notes)
 	if dec.Cluster == "" {
@@ -732,13 +749,17 @@ func (d *Dispatcher) dispatch(ctx context.Context, targets []*placement.Target, 
 	if p.counts != nil {
 		podSets = workload.WithCounts(wl, p.counts).Spec.PodSets
 	}
-	if hint, err := workload.EncodeTopologyHints(podSets, dec.Assignments()); err == nil && len(hint) <= maxPlacementHint {
-		wl.Status.Placement.TopologyHint = hint
+	// A provisional dispatch has none: its worker places it on the nodes
+	// it provisions.
+	if !dec.Provisional {
+		if hint, err := workload.EncodeTopologyHints(podSets, dec.Assignments()); err == nil && len(hint) <= maxPlacementHint {
+			wl.Status.Placement.TopologyHint = hint
+		}
+		d.fleet.SetHint(key, dec.Assignments())
 	}
 	d.mu.Lock()
 	d.noteSpread(wl, gen, dec.Cluster, dec.Assignments())
 	d.mu.Unlock()
-	d.fleet.SetHint(key, dec.Assignments())
 	d.fleet.NoteDispatched(key)
 	for f, need := range decisionUsage(p, dec) {
 		books.Charge(cq.Name, f, need, 1)

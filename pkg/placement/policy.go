@@ -89,6 +89,10 @@ type Decision struct {
 	NeverFits bool
 	// Candidates are every (cluster, flavor) considered, best first.
 	Candidates []Candidate
+	// Provisional: the workload fits none of the chosen target's nodes
+	// now, and its worker provisions nodes for it (DecideProvisional); its
+	// pod sets carry no assignment.
+	Provisional bool
 }
 
 // PodSetPlacement is one pod set's planned assignment.

@@ -195,6 +195,19 @@ func (t *Target) Reserve(key string, assignments []*tas.Assignment, requests []c
 		return fmt.Errorf("%d assignments for %d pod sets", len(assignments), len(requests))
 	}
 	t.Release(key)
+	// A pod set without an assignment takes nothing: a provisional
+	// dispatch's (DecideProvisional), placed on nodes its worker asks the
+	// autoscaler for.
+	if slices.Contains(assignments, nil) {
+		var as []*tas.Assignment
+		var rs []corev1.ResourceList
+		for i, a := range assignments {
+			if a != nil {
+				as, rs = append(as, a), append(rs, requests[i])
+			}
+		}
+		assignments, requests = as, rs
+	}
 	r := &reservation{key: key, assignments: assignments, requests: requests}
 	if t.reflected[key] {
 		// The summary counts it already: held, taking nothing, until a
@@ -231,6 +244,24 @@ func (t *Target) QueueUsage() (map[string]corev1.ResourceList, bool) {
 		out[q.Name] = q.Usage
 	}
 	return out, true
+}
+
+// Provisions says whether the summary says that the worker ClusterQueue
+// queue's admission checks on the flavor include a ProvisioningRequest
+// check (status.queues[].provisions): its agent reserves quota alone for a
+// workload there and places it on the nodes the cluster autoscaler
+// provisions for it. False when the summary does not say (an agent older
+// than the field, or queues left out of the summary).
+func (t *Target) Provisions(queue string) bool {
+	if t.summary == nil {
+		return false
+	}
+	for _, q := range t.summary.Queues {
+		if q.Name == queue {
+			return q.Provisions
+		}
+	}
+	return false
 }
 
 // FairSharing says whether the target's agent preempts by fair sharing

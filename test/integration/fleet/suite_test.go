@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,10 +109,13 @@ var _ = BeforeSuite(func() {
 	lwsCRDs, err := framework.LeaderWorkerSetCRDPaths()
 	Expect(err).NotTo(HaveOccurred())
 	jobSetCRDs = append(append(jobSetCRDs, mpiJobCRDs...), lwsCRDs...) // w3 serves none
+	// The cluster autoscaler's ProvisioningRequest on w1 and w2, so that
+	// their agents run the ProvisioningRequest admission check.
+	workerCRDs := append(slices.Clone(jobSetCRDs), framework.ProvisioningRequestCRDPaths()...)
 	clusters, err = framework.Start(
 		framework.ClusterSpec{Name: "hub", Role: framework.Hub, CRDPaths: jobSetCRDs},
-		framework.ClusterSpec{Name: "w1", Role: framework.Worker, CRDPaths: jobSetCRDs, GarbageCollector: true},
-		framework.ClusterSpec{Name: "w2", Role: framework.Worker, CRDPaths: jobSetCRDs, GarbageCollector: true},
+		framework.ClusterSpec{Name: "w1", Role: framework.Worker, CRDPaths: workerCRDs, GarbageCollector: true},
+		framework.ClusterSpec{Name: "w2", Role: framework.Worker, CRDPaths: workerCRDs, GarbageCollector: true},
 		framework.ClusterSpec{Name: "w3", Role: framework.Worker, GarbageCollector: true},
 	)
 	Expect(err).NotTo(HaveOccurred())

@@ -531,6 +531,13 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					if d.Cluster == "" {
 						if s := splitFor(); s != nil {
 							d = s
+						} else if p := policy.DecideProvisional(wl, flavors, eligible, func(t *placement.Target) bool {
+							// As the hub: a worker whose queue provisions nodes
+							// for it takes it on quota alone (the hub reads it
+							// in the summary, where the agent says it as here).
+							return f.provisions(t.Cluster, t.Flavor, wl)
+						}); p.Cluster != "" {
+							d = p
 						} else if splitTargets != nil {
 							policy.SplitLater(d, wl, order, splitTargets)
 						}
@@ -668,7 +675,9 @@ func RunFleet(f *Fleet, cfg *v1beta1.HubConfiguration) ([]Result, error) {
 					}
 					hints := map[string]*tas.Assignment{}
 					for k, ps := range d.PodSets {
-						hints[ps.Name] = assignments[k]
+						if assignments[k] != nil { // none on a worker that provisions
+							hints[ps.Name] = assignments[k]
+						}
 					}
 					dispatched = append(dispatched, workload.Dispatched{Workload: wl, Cluster: d.Cluster, Hints: hints})
 				}
@@ -877,6 +886,21 @@ func LoadClusters(clusters []ClusterArg) (*Fleet, error) {
 func (f *Fleet) landing(cluster string, wl *strata.Workload) *strata.ClusterQueue {
 	_, cq := f.landingQueues(cluster, wl)
 	return cq
+}
+
+// provisions says whether the ClusterQueue of cluster a copy of wl lands
+// in has a ProvisioningRequest check on flavor.
+func (f *Fleet) provisions(cluster, flavor string, wl *strata.Workload) bool {
+	cq := f.landing(cluster, wl)
+	if cq == nil {
+		return false
+	}
+	for _, c := range f.Clusters {
+		if c.Name == cluster {
+			return c.In.delaysTopology(cq, flavor)
+		}
+	}
+	return false
 }
 
 // landingQueues are the LocalQueue and ClusterQueue of cluster that a copy

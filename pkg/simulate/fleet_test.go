@@ -1682,3 +1682,101 @@ status:
 		})
 	}
 }
+
+// TestFleetProvisioningWorker: a Job that fits no worker's nodes now goes
+// to the worker whose queue for it has a ProvisioningRequest check on the
+// flavor, as the hub (placement.DecideProvisional): it reserves quota
+// there alone, with no topology hint; one whose quota is short there
+// waits.
+func TestFleetProvisioningWorker(t *testing.T) {
+	dir := t.TempDir()
+	cluster := func(name, checks string) ClusterArg {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		content := `apiVersion: strata.dev/v1beta1
+kind: Topology
+metadata: {name: t}
+spec:
+  levels: [{nodeLabel: rack}, {nodeLabel: kubernetes.io/hostname}]
+---
+apiVersion: strata.dev/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: h1, labels: {rack: r1, kubernetes.io/hostname: h1}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: h2, labels: {rack: r1, kubernetes.io/hostname: h2}}, status: {allocatable: {cpu: "4", pods: "110"}}}
+---
+apiVersion: strata.dev/v1beta1
+kind: AdmissionCheck
+metadata: {name: autoscaler}
+spec: {controllerName: kueue.x-k8s.io/provisioning-request}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: train}
+spec:
+  namespaceSelector: {}
+` + checks + `  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: "24"}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: train, namespace: ml}
+spec: {clusterQueue: train}
+`
+		if err := os.WriteFile(filepath.Join(p, "cluster.yaml"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return ClusterArg{Name: name, Path: p}
+	}
+	clusters := []ClusterArg{cluster("a", ""), cluster("b", "  admissionChecks: [autoscaler]\n")}
+	job := func(name string, pods int) string {
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: ml, labels: {strata.dev/queue-name: train}}
+spec:
+  parallelism: %d
+  completions: %d
+  template:
+    metadata:
+      annotations: {kueue.x-k8s.io/podset-required-topology: rack}
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]
+---
+`, name, pods, pods)
+	}
+	hub := filepath.Join(dir, "hub.yaml")
+	// small fits a's nodes now; wide (16 CPUs in one rack of 8) fits no
+	// worker's nodes: b provisions; wider is beyond what is left of b's
+	// quota (24 - 16).
+	if err := os.WriteFile(hub, []byte(job("small", 2)+job("wide", 4)+job("wider", 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := runFleet(t, clusters, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range results {
+		line := fmt.Sprintf("%s -> %s", r.Name, ptr.Deref(r.Cluster, ""))
+		for _, ps := range r.PodSets {
+			line += fmt.Sprintf(" delayed=%v domains=%d", ps.DelayedTopology, len(ps.Domains))
+		}
+		got = append(got, line)
+	}
+	want := []string{"small -> a delayed=false domains=1", "wide -> b delayed=true domains=0", "wider -> "}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
+	}
+	if r := results[1]; !strings.Contains(r.Reason, "b/f: its nodes cannot hold it now, and its ClusterQueue there provisions nodes for it") {
+		t.Errorf("reason %q does not say b provisions nodes for it", r.Reason)
+	}
+}

@@ -46,6 +46,10 @@ type Input struct {
 	// priority; a class not in the input counts as priority 0.
 	WorkloadPriorityClasses map[string]*strata.WorkloadPriorityClass
 	PriorityClasses         map[string]*schedulingv1.PriorityClass
+	// AdmissionChecks by name: a ClusterQueue's ProvisioningRequest check
+	// delays the topology assignment on its flavors (KEP-2724), so such a
+	// workload reserves quota alone; every other check is taken as Ready.
+	AdmissionChecks map[string]*strata.AdmissionCheck
 	// Namespaces give their labels to the ClusterQueues' namespace
 	// selectors; a namespace not in the input is not checked against a
 	// selector that names labels.
@@ -91,7 +95,7 @@ var decoder = serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
 // in order.
 func Load(paths ...string) (*Input, error) {
 	in := &Input{Topologies: map[string]*strata.Topology{}, ClusterQueues: map[string]*strata.ClusterQueue{}, LocalQueues: map[string]*strata.LocalQueue{},
-		WorkloadPriorityClasses: map[string]*strata.WorkloadPriorityClass{}, PriorityClasses: map[string]*schedulingv1.PriorityClass{}, Namespaces: map[string]*corev1.Namespace{}, sources: map[string]string{}, seen: map[string]string{}}
+		AdmissionChecks: map[string]*strata.AdmissionCheck{}, WorkloadPriorityClasses: map[string]*strata.WorkloadPriorityClass{}, PriorityClasses: map[string]*schedulingv1.PriorityClass{}, Namespaces: map[string]*corev1.Namespace{}, sources: map[string]string{}, seen: map[string]string{}}
 	for _, p := range paths {
 		files, err := expand(p)
 		if err != nil {
@@ -159,7 +163,7 @@ func (in *Input) loadFile(path string) error {
 // readKinds are the kinds simulate reads: the cluster's, the registered
 // workload kinds' and Workloads.
 func readKinds() string {
-	out := []string{"Node", "Pod", "Namespace", "Topology", "ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "PriorityClass"}
+	out := []string{"Node", "Pod", "Namespace", "Topology", "ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "AdmissionCheck", "ProvisioningRequestConfig", "WorkloadPriorityClass", "PriorityClass"}
 	for _, r := range kinds.Registered {
 		out = append(out, r.Kind.GroupVersionKind().Kind)
 	}
@@ -216,6 +220,11 @@ func (in *Input) add(raw []byte, where string) error {
 		in.ClusterQueues[o.Name] = o
 	case *strata.Cohort:
 		in.Cohorts = append(in.Cohorts, o)
+	case *strata.AdmissionCheck:
+		in.AdmissionChecks[o.Name] = o
+	case *strata.ProvisioningRequestConfig:
+		// Its check's parameters: what the autoscaler is asked for, not
+		// simulated.
 	case *strata.LocalQueue:
 		in.LocalQueues[o.Namespace+"/"+o.Name] = o
 	case *strata.WorkloadPriorityClass:

@@ -79,6 +79,9 @@ func writeTable(w io.Writer, results []Result) error {
 // placementOf is "host-1=4 [0-3], host-2=4 [4-7]": each domain (values
 // joined by '/'), its pods, and the ranks (pod indexes) it holds.
 func placementOf(ps PodSetResult) string {
+	if ps.DelayedTopology {
+		return "topology delayed (ProvisioningRequest)"
+	}
 	parts := make([]string, 0, len(ps.Domains))
 	rank := int32(0)
 	for _, d := range ps.Domains {

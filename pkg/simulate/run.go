@@ -102,6 +102,10 @@ type PodSetResult struct {
 	Count   int32    `json:"count"`
 	Levels  []string `json:"levels"`
 	Domains []Domain `json:"domains"`
+	// DelayedTopology: its quota is reserved without a topology
+	// assignment, which a ProvisioningRequest check delays until the
+	// nodes it asks for are provisioned (not simulated).
+	DelayedTopology bool `json:"delayedTopology,omitempty"`
 }
 
 // Domain is one domain of the lowest assigned level and its pod count.
@@ -831,6 +835,10 @@ func podSetResults(wl *strata.Workload, flavor string, assignments []*tas.Assign
 	results := make([]PodSetResult, len(assignments))
 	for i, a := range assignments {
 		ps := &wl.Spec.PodSets[i]
+		if a == nil {
+			results[i] = PodSetResult{Name: ps.Name, Flavor: flavor, Count: ps.Count, DelayedTopology: true}
+			continue
+		}
 		results[i] = PodSetResult{Name: ps.Name, Flavor: flavor, Count: ps.Count, Levels: a.Levels}
 		for _, d := range a.Domains {
 			results[i].Domains = append(results[i].Domains, Domain{Values: d.Values, Count: d.Count})
@@ -855,6 +863,10 @@ func noteChecks(r *Result, cq *strata.ClusterQueue) {
 		return
 	}
 	note := fmt.Sprintf("quota reserved; starts once admission checks %s are Ready (taken as Ready here)", strings.Join(checks, ", "))
+	if slices.ContainsFunc(r.PodSets, func(ps PodSetResult) bool { return ps.DelayedTopology }) {
+		note = fmt.Sprintf("quota reserved without a topology: admission checks %s include a ProvisioningRequest check, "+
+			"and its pods are placed on the nodes it asks the cluster autoscaler for once they are provisioned (not simulated)", strings.Join(checks, ", "))
+	}
 	if r.Reason != "" {
 		note = r.Reason + "; " + note
 	}

@@ -161,6 +161,10 @@ func (st *runState) addRunning(flavors map[string]*flavorState, item Item, opts 
 			if u, err = fs.snapshot.Commit(a, workload.Request(ps).PodRequests); err != nil {
 				return fmt.Errorf("%s: pod set %s: %w", item.Source, psa.Name, err)
 			}
+		} else if psa.DelayedTopologyRequest != nil && *psa.DelayedTopologyRequest == strata.DelayedTopologyRequestPending {
+			// Reserved, its topology delayed until the nodes a
+			// ProvisioningRequest check asks for are provisioned: quota,
+			// no node.
 		} else if ps.Count > reclaimable {
 			one := wl.DeepCopy()
 			one.Spec.PodSets = []strata.PodSet{*ps}
@@ -217,9 +221,18 @@ func admittedAt(wl *strata.Workload, st *runState) time.Time {
 
 // admit places a workload on a flavor, taking its capacity and quota.
 func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.Workload, opts tas.Options) ([]PodSetResult, error) {
-	assignments, taken, err := workload.PlaceSpread(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, st.spreadAmong(fs, wl), opts)
-	if err != nil {
-		return nil, err
+	// As the agent on a flavor whose topology assignment a
+	// ProvisioningRequest check delays: quota alone, no node (the
+	// autoscaler's nodes are not simulated).
+	delayed := st.in.delaysTopology(cq, fs.flavor.Name)
+	assignments := make([]*tas.Assignment, len(wl.Spec.PodSets))
+	var taken []tas.Usage
+	if !delayed {
+		var err error
+		assignments, taken, err = workload.PlaceSpread(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, st.spreadAmong(fs, wl), opts)
+		if err != nil {
+			return nil, err
+		}
 	}
 	// Admitted as the agent would record it: what topology spreading
 	// counts for the workloads after it.
@@ -227,8 +240,13 @@ func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.W
 	wl.Status.Admission = &strata.Admission{ClusterQueue: "-"}
 	for i, a := range assignments {
 		ps := &wl.Spec.PodSets[i]
-		wl.Status.Admission.PodSetAssignments = append(wl.Status.Admission.PodSetAssignments,
-			strata.PodSetAssignment{Name: ps.Name, Flavor: fs.flavor.Name, Count: ps.Count, TopologyAssignment: tas.Encode(a)})
+		psa := strata.PodSetAssignment{Name: ps.Name, Flavor: fs.flavor.Name, Count: ps.Count}
+		if a != nil {
+			psa.TopologyAssignment = tas.Encode(a)
+		} else {
+			psa.DelayedTopologyRequest = ptr.To(strata.DelayedTopologyRequestPending)
+		}
+		wl.Status.Admission.PodSetAssignments = append(wl.Status.Admission.PodSetAssignments, psa)
 	}
 	name := ""
 	if cq != nil {
@@ -242,6 +260,18 @@ func (st *runState) admit(fs *flavorState, cq *strata.ClusterQueue, wl *strata.W
 	}
 	st.running[fs.flavor.Name] = append(st.running[fs.flavor.Name], &running{wl: wl, queue: name, usage: merge(taken), requests: need, admitted: st.tick(), round: st.round})
 	return podSetResults(wl, fs.flavor.Name, assignments), nil
+}
+
+// delaysTopology says whether cq's admission checks on flavor include a
+// ProvisioningRequest check of the input's (KEP-2724's delayed topology
+// assignment), as the agent's scheduler decides it.
+func (in *Input) delaysTopology(cq *strata.ClusterQueue, flavor string) bool {
+	for _, name := range workload.ChecksOf(cq, []string{flavor}) {
+		if ac := in.AdmissionChecks[name]; ac != nil && ac.Spec.ControllerName == strata.ProvisioningRequestControllerName {
+			return true
+		}
+	}
+	return false
 }
 
 // spreadAmong are the workloads a workload that spreads (topology
@@ -269,6 +299,9 @@ func (st *runState) fitsOrShort(fs *flavorState, cq *strata.ClusterQueue, wl *st
 		if fit := st.books.Check(cq.Name, fs.flavor.Name, queue.WorkloadRequests(wl), false); fit.Err != nil {
 			return false, !fit.Never
 		}
+	}
+	if st.in.delaysTopology(cq, fs.flavor.Name) {
+		return true, false // quota alone
 	}
 	_, taken, err := workload.PlaceSpread(fs.snapshot, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, st.spreadAmong(fs, wl), opts)
 	for _, u := range taken {
@@ -370,10 +403,15 @@ func (st *runState) search(fs *flavorState, cq *strata.ClusterQueue, wl *strata.
 		cands = append(cands, st.candidate(r, priority))
 		usages = append(usages, r.usage)
 	}
-	capacity := &preemption.SnapshotCapacity{Snap: fs.snapshot, Usages: usages, Place: func(s *tas.Snapshot) ([]tas.Usage, error) {
+	var capacity preemption.Capacity = &preemption.SnapshotCapacity{Snap: fs.snapshot, Usages: usages, Place: func(s *tas.Snapshot) ([]tas.Usage, error) {
 		_, taken, err := workload.Place(s, fs.topology.Name, fs.flavor.Spec.Tolerations, wl, opts)
 		return taken, err
 	}}
+	if st.in.delaysTopology(cq, fs.flavor.Name) {
+		// As the agent: its first pass reserves quota alone, so its
+		// victims are found on quota alone.
+		capacity = preemption.QuotaOnly{}
+	}
 	pre := preemption.Preemptor{Key: types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, Queue: cq.Name, Priority: queue.Priority(wl),
 		QueuedAt: queue.QueuedAt(wl), Requests: queue.WorkloadRequests(wl)}
 	policy := preemption.PolicyOf(cq)

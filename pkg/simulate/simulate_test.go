@@ -3016,3 +3016,133 @@ spec:
 		t.Errorf("results (-want,+got):\n%s", diff)
 	}
 }
+
+// TestProvisioningRequestCheck: on a flavor whose ClusterQueue has a
+// ProvisioningRequest check, a workload reserves quota alone (KEP-2724's
+// delayed topology assignment), as the agent's first pass: the nodes
+// there now need not hold it, and its pods are placed on the nodes the
+// autoscaler provisions (not simulated). Quota still bounds it, and a
+// preemptor there finds its victims on quota alone.
+func TestProvisioningRequestCheck(t *testing.T) {
+	cluster := filepath.Join("..", "..", "docs", "examples", "simulate", "cluster.yaml")
+	jobs := write(t, "job.yaml", `apiVersion: strata.dev/v1beta1
+kind: ProvisioningRequestConfig
+metadata: {name: scale-up}
+spec: {provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io}
+---
+apiVersion: strata.dev/v1beta1
+kind: AdmissionCheck
+metadata: {name: autoscaler}
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters: {apiGroup: strata.dev, kind: ProvisioningRequestConfig, name: scale-up}
+---
+apiVersion: strata.dev/v1beta1
+kind: ClusterQueue
+metadata: {name: scaled}
+spec:
+  namespaceSelector: {}
+  admissionChecks: [autoscaler]
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: tas-gpu, resources: [{name: nvidia.com/gpu, nominalQuota: "96"}]}]
+---
+apiVersion: strata.dev/v1beta1
+kind: LocalQueue
+metadata: {name: scaled, namespace: ml}
+spec: {clusterQueue: scaled}
+---
+apiVersion: strata.dev/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
+# Reserved earlier, its topology waiting for the autoscaler: quota alone.
+apiVersion: strata.dev/v1beta1
+kind: Workload
+metadata: {name: waiting, namespace: ml}
+spec:
+  queueName: scaled
+  podSets:
+  - name: main
+    count: 4
+    template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {nvidia.com/gpu: "8"}}}]}}
+status:
+  admission:
+    clusterQueue: scaled
+    podSetAssignments:
+    - {name: main, flavor: tas-gpu, count: 4, delayedTopologyRequest: Pending}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: wide, namespace: ml, labels: {strata.dev/queue-name: scaled}}
+spec:
+  parallelism: 10
+  completions: 10
+  template:
+    metadata:
+      annotations: {kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-rack}
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {nvidia.com/gpu: "8"}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: over-quota, namespace: ml, labels: {strata.dev/queue-name: scaled}}
+spec:
+  parallelism: 3
+  completions: 3
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {nvidia.com/gpu: "8"}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: urgent, namespace: ml, labels: {strata.dev/queue-name: scaled, kueue.x-k8s.io/priority-class: high}}
+spec:
+  parallelism: 10
+  completions: 10
+  template:
+    spec:
+      containers: [{name: c, image: busybox, resources: {requests: {nvidia.com/gpu: "8"}}}]
+`)
+	in, err := Load(cluster, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, tas.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range results {
+		line := fmt.Sprintf("%s %v", r.Name, r.Admitted)
+		for _, ps := range r.PodSets {
+			line += fmt.Sprintf(" %s=%d delayed=%v domains=%d", ps.Flavor, ps.Count, ps.DelayedTopology, len(ps.Domains))
+		}
+		if len(r.Preempts) > 0 {
+			line += " preempts " + strings.Join(r.Preempts, ",")
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		// Reserved (32 GPUs of quota, no node), preempted for urgent.
+		"waiting false",
+		// Ten 8-GPU pods in one rack of four hosts would reserve quota
+		// alone; urgent took it.
+		"wide false",
+		"over-quota false",
+		// Served first (priority): 80 GPUs of quota and the waiting
+		// one's 32 are more than 96; preempting it, of lower priority,
+		// frees its quota (its nodes are none), and urgent reserves
+		// quota alone.
+		"urgent true tas-gpu=10 delayed=true domains=0 preempts ml/waiting",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want,+got):\n%s", diff)
+	}
+	urgent := resultNamed(t, results, "urgent")
+	if !strings.Contains(urgent.Reason, "quota reserved without a topology: admission checks autoscaler include a ProvisioningRequest check") {
+		t.Errorf("reason %q does not say its topology waits for the provisioned nodes", urgent.Reason)
+	}
+}

@@ -46,7 +46,33 @@ type ProvisioningRequestConfigSpec struct {
 	//
 	// +optional
 	PodSetUpdates *ProvisioningRequestPodSetUpdates `json:"podSetUpdates,omitempty"`
+
+	// podSetMergePolicy merges the pod sets of a workload that are alike
+	// into one PodTemplate of the ProvisioningRequest, their counts
+	// added: IdenticalPodTemplates, those whose pod templates (as they
+	// run on the flavor) are identical; IdenticalWorkloadSchedulingRequirements,
+	// those identical in what scheduling needs (the containers' and init
+	// containers' requests, the pod's resources, node selector,
+	// tolerations, affinity and resource claims). Unset, every pod set
+	// has its own PodTemplate.
+	//
+	// +optional
+	// +kubebuilder:validation:Enum=IdenticalPodTemplates;IdenticalWorkloadSchedulingRequirements
+	PodSetMergePolicy *PodSetMergePolicy `json:"podSetMergePolicy,omitempty"`
 }
+
+// PodSetMergePolicy says which pod sets a ProvisioningRequest asks for
+// with one PodTemplate.
+type PodSetMergePolicy string
+
+const (
+	// IdenticalPodTemplates merges pod sets whose pod templates are
+	// identical.
+	IdenticalPodTemplates PodSetMergePolicy = "IdenticalPodTemplates"
+	// IdenticalWorkloadSchedulingRequirements merges pod sets identical in
+	// what scheduling needs.
+	IdenticalWorkloadSchedulingRequirements PodSetMergePolicy = "IdenticalWorkloadSchedulingRequirements"
+)
 
 // ProvisioningRequestRetryStrategy says how failed requests are retried. A
 // failed attempt (or one whose booking expired before the workload was

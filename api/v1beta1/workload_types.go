@@ -838,6 +838,12 @@ const (
 	// a flavor such a check applies to reserves quota only, and its
 	// topology is assigned once the check is Ready (KEP-2724).
 	ProvisioningRequestControllerName = "kueue.x-k8s.io/provisioning-request"
+	// ProvisioningRequestParameterPrefix begins a job's annotations that
+	// pass a parameter to the ProvisioningRequests made for it, as in
+	// Kueue: provreq.kueue.x-k8s.io/ValidUntilSeconds: "60" sets the
+	// ValidUntilSeconds parameter, over the ProvisioningRequestConfig's.
+	// The job's Workload carries them, as made.
+	ProvisioningRequestParameterPrefix = "provreq.kueue.x-k8s.io/"
 )
 
 // Reasons of the Requeued condition once True, beside the eviction

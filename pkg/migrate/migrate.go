@@ -708,7 +708,7 @@ func (c *converter) otherCheck(o *unstructured.Unstructured, controller string) 
 }
 
 // provisioningRequestConfig becomes Strata's kind of the same name and
-// fields; podSetMergePolicy is not carried (one PodTemplate per pod set).
+// fields.
 func (c *converter) provisioningRequestConfig(o *unstructured.Unstructured) {
 	cfg := &strata.ProvisioningRequestConfig{TypeMeta: typeMeta("ProvisioningRequestConfig"), ObjectMeta: c.meta(o)}
 	cfg.Namespace = ""
@@ -748,8 +748,9 @@ func (c *converter) provisioningRequestConfig(o *unstructured.Unstructured) {
 		}
 		cfg.Spec.PodSetUpdates = u
 	}
-	if v, ok := s["podSetMergePolicy"]; ok && v != nil {
-		c.note(o, "spec.podSetMergePolicy", "not carried over: the agent makes one PodTemplate per pod set")
+	if v, ok := s["podSetMergePolicy"].(string); ok && v != "" {
+		p := strata.PodSetMergePolicy(v)
+		cfg.Spec.PodSetMergePolicy = &p
 	}
 	c.out = append(c.out, cfg)
 }

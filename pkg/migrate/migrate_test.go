@@ -416,11 +416,11 @@ spec:
 						RetryStrategy:         &strata.ProvisioningRequestRetryStrategy{BackoffLimitCount: ptr.To[int32](2), BackoffBaseSeconds: ptr.To[int32](30), BackoffMaxSeconds: ptr.To[int32](600)},
 						PodSetUpdates: &strata.ProvisioningRequestPodSetUpdates{NodeSelector: []strata.ProvisioningRequestPodSetUpdatesNodeSelector{
 							{Key: "cloud.example.com/node-group", ValueFromProvisioningClassDetail: "nodeGroup"}}},
+						PodSetMergePolicy: ptr.To(strata.IdenticalPodTemplates),
 					}},
 			},
 			wantNotes: []string{
 				"AdmissionCheck prov: spec.controllerName: Kueue's ProvisioningRequest check: the agent runs it (with KEP-2724's delayed topology assignment); its ProvisioningRequestConfig must be migrated too, and the worker must serve the cluster autoscaler's ProvisioningRequest CRD",
-				"ProvisioningRequestConfig prov-config: spec.podSetMergePolicy: not carried over: the agent makes one PodTemplate per pod set",
 			},
 		},
 		{

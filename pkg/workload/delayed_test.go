@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -100,5 +101,20 @@ func TestWithCheckUpdates(t *testing.T) {
 	}
 	if len(wl.Spec.PodSets[0].Template.Spec.NodeSelector) != 1 {
 		t.Errorf("WithCheckUpdates changed its argument: %v", wl.Spec.PodSets[0].Template.Spec.NodeSelector)
+	}
+}
+
+// TestBuildCarriesProvisioningParameters: a job's
+// provreq.kueue.x-k8s.io/ annotations are its Workload's, as in Kueue:
+// the parameters of the ProvisioningRequests made for it.
+func TestBuildCarriesProvisioningParameters(t *testing.T) {
+	obj := &metav1.ObjectMeta{Namespace: "ml", Labels: map[string]string{strata.QueueNameLabel: "q"},
+		Annotations: map[string]string{"provreq.kueue.x-k8s.io/ValidUntilSeconds": "60", "example.com/other": "x"}}
+	wl, errs := Build("Job", obj, "job-train", nil, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if diff := cmp.Diff(map[string]string{"provreq.kueue.x-k8s.io/ValidUntilSeconds": "60"}, wl.Annotations); diff != "" {
+		t.Errorf("annotations (-want,+got):\n%s", diff)
 	}
 }

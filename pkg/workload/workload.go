@@ -94,6 +94,13 @@ func Build(kind string, obj *metav1.ObjectMeta, name string, podSets []strata.Po
 			MaximumExecutionTimeSeconds: maxExec},
 	}
 	CarryDispatch(&wl.ObjectMeta, obj)
+	// Parameters of the ProvisioningRequests made for it, as Kueue's
+	// Workload carries them.
+	for k, v := range obj.Annotations {
+		if strings.HasPrefix(k, strata.ProvisioningRequestParameterPrefix) {
+			metav1.SetMetaDataAnnotation(&wl.ObjectMeta, k, v)
+		}
+	}
 	return wl, errs
 }
 

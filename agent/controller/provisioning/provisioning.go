@@ -16,11 +16,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -406,19 +409,31 @@ func limitName(name string) string {
 // it). The check stays Pending, saying so.
 func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, cfg *strata.ProvisioningRequestConfig, st *strata.AdmissionCheckState, podSets []string, n int, now time.Time) (bool, error) {
 	name := RequestName(wl.Name, st.Name, n)
-	var sets []any
+	var tpls []*corev1.PodTemplate
+	var counts []int64
 	for _, ps := range podSets {
 		tpl, err := r.template(ctx, wl, name, ps)
 		if err != nil {
 			return false, err
 		}
+		// Alike pod sets in one PodTemplate (podSetMergePolicy).
+		if i := slices.IndexFunc(tpls, func(t *corev1.PodTemplate) bool {
+			return alike(cfg.Spec.PodSetMergePolicy, &t.Template, &tpl.Template)
+		}); i >= 0 {
+			counts[i] += int64(admittedCount(wl, ps))
+			continue
+		}
+		tpls, counts = append(tpls, tpl), append(counts, int64(admittedCount(wl, ps)))
+	}
+	var sets []any
+	for i, tpl := range tpls {
 		if err := r.client.Create(ctx, tpl); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating PodTemplate %s: %w", tpl.Name, err)
 		}
-		sets = append(sets, map[string]any{"podTemplateRef": map[string]any{"name": tpl.Name}, "count": int64(admittedCount(wl, ps))})
+		sets = append(sets, map[string]any{"podTemplateRef": map[string]any{"name": tpl.Name}, "count": counts[i]})
 	}
 	params := map[string]any{}
-	for k, v := range cfg.Spec.Parameters {
+	for k, v := range parameters(cfg, wl) {
 		params[k] = v
 	}
 	pr := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
@@ -484,6 +499,49 @@ func (r *Reconciler) template(ctx context.Context, wl *strata.Workload, name, ps
 		return nil, err
 	}
 	return tpl, nil
+}
+
+// parameters are a request's spec.parameters: the config's, and the
+// workload's provreq.kueue.x-k8s.io/ annotations (its job's), which win
+// over them, as in Kueue.
+func parameters(cfg *strata.ProvisioningRequestConfig, wl *strata.Workload) map[string]string {
+	out := maps.Clone(cfg.Spec.Parameters)
+	for k, v := range wl.Annotations {
+		if p, ok := strings.CutPrefix(k, strata.ProvisioningRequestParameterPrefix); ok && p != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[p] = v
+		}
+	}
+	return out
+}
+
+// alike says whether two pod sets' templates (as they run on their
+// flavor) go into one PodTemplate of a request under policy (nil: none
+// do).
+func alike(policy *strata.PodSetMergePolicy, a, b *corev1.PodTemplateSpec) bool {
+	switch ptr.Deref(policy, "") {
+	case strata.IdenticalPodTemplates:
+		return equality.Semantic.DeepEqual(a, b)
+	case strata.IdenticalWorkloadSchedulingRequirements:
+		requests := func(cs []corev1.Container) []corev1.ResourceList {
+			out := make([]corev1.ResourceList, len(cs))
+			for i := range cs {
+				out[i] = cs[i].Resources.Requests
+			}
+			return out
+		}
+		x, y := &a.Spec, &b.Spec
+		return equality.Semantic.DeepEqual(requests(x.Containers), requests(y.Containers)) &&
+			equality.Semantic.DeepEqual(requests(x.InitContainers), requests(y.InitContainers)) &&
+			equality.Semantic.DeepEqual(x.Resources, y.Resources) &&
+			equality.Semantic.DeepEqual(x.NodeSelector, y.NodeSelector) &&
+			equality.Semantic.DeepEqual(x.Tolerations, y.Tolerations) &&
+			equality.Semantic.DeepEqual(x.Affinity, y.Affinity) &&
+			equality.Semantic.DeepEqual(x.ResourceClaims, y.ResourceClaims)
+	}
+	return false
 }
 
 // placeholderImage stands for a container image the Workload does not

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -189,5 +190,65 @@ func TestRequestName(t *testing.T) {
 	got := RequestName(long, "prov", 1)
 	if len(got) != 253 || got == RequestName(long, "prov", 2) {
 		t.Errorf("RequestName(long) = %q (%d characters); want 253, distinct per attempt", got, len(got))
+	}
+}
+
+// TestAlike: which pod sets go into one PodTemplate under each
+// podSetMergePolicy.
+func TestAlike(t *testing.T) {
+	tpl := func(image, gpus string, configure func(*corev1.PodSpec)) *corev1.PodTemplateSpec {
+		s := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"pool": "gpu"},
+			Containers: []corev1.Container{{Name: "c", Image: image, Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(gpus)}}}},
+		}}
+		if configure != nil {
+			configure(&s.Spec)
+		}
+		return s
+	}
+	identical := strata.IdenticalPodTemplates
+	scheduling := strata.IdenticalWorkloadSchedulingRequirements
+	cases := map[string]struct {
+		policy *strata.PodSetMergePolicy
+		a, b   *corev1.PodTemplateSpec
+		want   bool
+	}{
+		"no policy: never, even identical":            {a: tpl("x", "8", nil), b: tpl("x", "8", nil)},
+		"identical templates":                         {policy: &identical, a: tpl("x", "8", nil), b: tpl("x", "8", nil), want: true},
+		"identical templates: another image is not":   {policy: &identical, a: tpl("x", "8", nil), b: tpl("y", "8", nil)},
+		"scheduling requirements: another image is":   {policy: &scheduling, a: tpl("x", "8", nil), b: tpl("y", "8", nil), want: true},
+		"scheduling requirements: other requests not": {policy: &scheduling, a: tpl("x", "8", nil), b: tpl("x", "4", nil)},
+		"scheduling requirements: another selector not": {policy: &scheduling, a: tpl("x", "8", nil),
+			b: tpl("x", "8", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "cpu"} })},
+		"scheduling requirements: a toleration not": {policy: &scheduling, a: tpl("x", "8", nil),
+			b: tpl("x", "8", func(s *corev1.PodSpec) {
+				s.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+			})},
+		"scheduling requirements: a command is": {policy: &scheduling, a: tpl("x", "8", nil),
+			b: tpl("x", "8", func(s *corev1.PodSpec) { s.Containers[0].Command = []string{"train"} }), want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := alike(tc.policy, tc.a, tc.b); got != tc.want {
+				t.Errorf("alike = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestParameters: a request's parameters are the config's, and the
+// workload's provreq.kueue.x-k8s.io/ annotations over them.
+func TestParameters(t *testing.T) {
+	cfg := &strata.ProvisioningRequestConfig{Spec: strata.ProvisioningRequestConfigSpec{Parameters: map[string]string{"ValidUntilSeconds": "600", "Other": "a"}}}
+	wl := &strata.Workload{}
+	wl.Annotations = map[string]string{"provreq.kueue.x-k8s.io/ValidUntilSeconds": "60", "provreq.kueue.x-k8s.io/Extra": "b",
+		"provreq.kueue.x-k8s.io/": "ignored", "example.com/ValidUntilSeconds": "1"}
+	want := map[string]string{"ValidUntilSeconds": "60", "Other": "a", "Extra": "b"}
+	if diff := cmp.Diff(want, parameters(cfg, wl)); diff != "" {
+		t.Errorf("parameters (-want,+got):\n%s", diff)
+	}
+	if got := parameters(&strata.ProvisioningRequestConfig{}, &strata.Workload{}); got != nil {
+		t.Errorf("parameters of neither = %v, want none", got)
 	}
 }

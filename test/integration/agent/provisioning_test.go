@@ -171,4 +171,45 @@ var _ = Describe("ProvisioningRequest admission check", Ordered, Label("agent", 
 		}, timeout).Should(Succeed())
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
+	It("asks for alike pod sets with one PodTemplate (podSetMergePolicy), with the parameters of the job's provreq.kueue.x-k8s.io/ annotations", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			var cfg strata.ProvisioningRequestConfig
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: "prov-config"}, &cfg)).To(Succeed())
+			cfg.Spec.PodSetMergePolicy = ptr.To(strata.IdenticalWorkloadSchedulingRequirements)
+			g.Expect(worker.Client.Update(ctx, &cfg)).To(Succeed())
+		}, timeout).Should(Succeed())
+		// Two replicated jobs alike in what scheduling needs (their images
+		// differ), and a third that asks for more.
+		job := func(name, image, cpu string, pods int32) *batchv1.Job {
+			return testutil.MakeJob(name, "").Parallelism(pods).Completions(pods).Image(image).Request("cpu", cpu).Obj()
+		}
+		js := testutil.MakeJobSet("merged", ns).Queue("prov-q").ReplicatedJob(1, job("trainer", "train", "1", 2)).
+			ReplicatedJob(1, job("evaluator", "eval", "1", 1)).ReplicatedJob(1, job("driver", "drive", "2", 1)).Obj()
+		js.Annotations = map[string]string{"provreq.kueue.x-k8s.io/ValidUntilSeconds": "30"}
+		Expect(worker.Client.Create(ctx, js)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var wls strata.WorkloadList
+			g.Expect(worker.Client.List(ctx, &wls, client.InNamespace(ns))).To(Succeed())
+			var wl *strata.Workload
+			for i := range wls.Items {
+				if owner := metav1.GetControllerOf(&wls.Items[i]); owner != nil && owner.Name == js.Name {
+					wl = &wls.Items[i]
+				}
+			}
+			g.Expect(wl).NotTo(BeNil())
+			g.Expect(wl.Annotations).To(HaveKeyWithValue("provreq.kueue.x-k8s.io/ValidUntilSeconds", "30"))
+			pr := &unstructured.Unstructured{}
+			pr.SetGroupVersionKind(provisioning.GVK)
+			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: provisioning.RequestName(wl.Name, "provreq", 1)}, pr)).To(Succeed())
+			params, _, _ := unstructured.NestedStringMap(pr.Object, "spec", "parameters")
+			g.Expect(params).To(HaveKeyWithValue("ValidUntilSeconds", "30"), "the job's annotation over the config's 60")
+			sets, _, _ := unstructured.NestedSlice(pr.Object, "spec", "podSets")
+			var counts []int64
+			for _, set := range sets {
+				counts = append(counts, set.(map[string]any)["count"].(int64))
+			}
+			g.Expect(counts).To(Equal([]int64{3, 1}), "trainer and evaluator in one PodTemplate, the driver in its own")
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
 })

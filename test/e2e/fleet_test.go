@@ -17,12 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	lwsapi "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"strata.dev/strata/agent/controller/provisioning"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/pkg/jobs/jobset"
@@ -414,6 +416,77 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 			g.Expect(copies(g, ctx, j)).To(BeEmpty())
 		}, 3*time.Second).Should(Succeed())
 		Expect(hubKube.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+
+	It("sends a Job no worker's nodes hold now to the worker whose queue provisions nodes (ProvisioningRequest); it runs there on the nodes provisioned", func(ctx SpecContext) {
+		const flavor, check = "fleet-prov", "fleet-prov"
+		By("on w1, a flavor of one 2-CPU node behind a ClusterQueue with a ProvisioningRequest check; the same queue on the hub")
+		Expect(kube.Create(ctx, testutil.MakeResourceFlavor(flavor).NodeLabel("pool", flavor).TopologyName(fleetFlavor).Obj())).To(Succeed())
+		Expect(kube.Create(ctx, &strata.ProvisioningRequestConfig{ObjectMeta: metav1.ObjectMeta{Name: check},
+			Spec: strata.ProvisioningRequestConfigSpec{ProvisioningClassName: "best-effort-atomic-scale-up.autoscaling.x-k8s.io"}})).To(Succeed())
+		Expect(kube.Create(ctx, &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: check},
+			Spec: strata.AdmissionCheckSpec{ControllerName: strata.ProvisioningRequestControllerName,
+				Parameters: &strata.AdmissionCheckParametersReference{APIGroup: "strata.dev", Kind: "ProvisioningRequestConfig", Name: check}}})).To(Succeed())
+		cq := testutil.MakeClusterQueue(flavor).Flavor(flavor).Obj()
+		cq.Spec.AdmissionChecks = []string{check}
+		Expect(kube.Create(ctx, cq)).To(Succeed())
+		Expect(kube.Create(ctx, testutil.MakeLocalQueue(flavor, fleetNS, flavor))).To(Succeed())
+		Expect(hubKube.Create(ctx, testutil.MakeClusterQueue(flavor).Flavor(flavor).Obj())).To(Succeed())
+		Expect(hubKube.Create(ctx, testutil.MakeLocalQueue(flavor, fleetNS, flavor))).To(Succeed())
+		provNode := func(name string) *corev1.Node {
+			return &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": flavor, block: "fb", rack: "w1-rack-prov", host: name, "type": "kwok"},
+					Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+				Status: corev1.NodeStatus{
+					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")},
+					Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")},
+				},
+			}
+		}
+		Expect(kube.Create(ctx, provNode("w1-prov-h0"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			var cs strata.CapacitySummary
+			g.Expect(kube.Get(ctx, client.ObjectKey{Name: flavor}, &cs)).To(Succeed())
+			g.Expect(cs.Status.Nodes).To(BeEquivalentTo(1))
+			g.Expect(cs.Status.Queues).To(ContainElement(strata.QueueUsage{Name: flavor, Provisions: true}))
+		}, wait, time.Second).Should(Succeed())
+
+		By("a Job of three 2-CPU pods in one rack: dispatched to w1, quota reserved there, a ProvisioningRequest made")
+		j := testutil.MakeJob("provisioned", fleetNS).Queue(flavor).Parallelism(3).Completions(3).Indexed().Image("fake").
+			Request("cpu", "2").PodAnnotations(map[string]string{"kueue.x-k8s.io/podset-required-topology": rack}).Obj()
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		pr := &unstructured.Unstructured{}
+		pr.SetGroupVersionKind(provisioning.GVK)
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Placement).NotTo(BeNil(), "conditions: %+v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "the worker's reservation: %+v", wl.Status.Conditions)
+			g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: fleetNS, Name: provisioning.RequestName(workload.JobWorkloadName(j.Name), check, 1)}, pr)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+
+		By("the autoscaler (the test) adds two nodes to the rack and says Provisioned: the Job runs there to completion")
+		Expect(kube.Create(ctx, provNode("w1-prov-h1"))).To(Succeed())
+		Expect(kube.Create(ctx, provNode("w1-prov-h2"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(pr), pr)).To(Succeed())
+			conds := []any{map[string]any{"type": "Provisioned", "status": "True", "reason": "Provisioned", "message": "two nodes",
+				"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}
+			g.Expect(unstructured.SetNestedSlice(pr.Object, conds, "status", "conditions")).To(Succeed())
+			g.Expect(kube.Status().Update(ctx, pr)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(complete(&got)).To(BeTrue(), "%s", whereStuck(ctx, j))
+		}, wait, time.Second).Should(Succeed())
+		var pods corev1.PodList
+		Expect(kube.List(ctx, &pods, client.InNamespace(fleetNS), client.MatchingLabels{"job-name": j.Name})).To(Succeed())
+		Expect(pods.Items).To(HaveLen(3))
+		for _, p := range pods.Items {
+			Expect(p.Spec.NodeName).To(HavePrefix("w1-prov-h"))
+		}
+		Expect(copies(Default, ctx, j)).To(Equal([]string{"w1"}))
 	})
 
 	It("admits every Job of a burst the first time, one copy each, and runs them", func(ctx SpecContext) {

@@ -294,7 +294,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 	case stepRequeue:
 		return r.requeue(ctx, job, wl, again)
 	case stepRequeueResized:
-		return r.requeueChanged(ctx, job, wl, resized(job, wl))
+		changed := resized(job, wl)
+		if job.Object().GetAnnotations()[strata.ElasticJobAnnotation] == "true" {
+			changed += "; " + strata.ElasticJobAnnotation + ": resizing a running Job in place is not supported yet, so it restarts"
+		}
+		return r.requeueChanged(ctx, job, wl, changed)
 	case stepDeactivate:
 		return r.deactivate(ctx, job, wl)
 	case stepStart:

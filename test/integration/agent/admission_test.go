@@ -232,6 +232,9 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 
 	It("stops a running Job resized by its user and admits it again as it is now", func(ctx SpecContext) {
 		job := newJob(ns, "admit-q", 2, map[string]string{"strata.dev/podset-required-topology": rack})
+		// Kueue's opt-in to resizing in place, which Strata says it does
+		// not do yet.
+		job.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
 		Expect(worker.Client.Create(ctx, job)).To(Succeed())
 		admittedHosts(ctx, job)
 		By("an elastic Indexed Job grown from 2 pods to 3 while it runs")
@@ -249,6 +252,7 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(jobs.ReasonJobChanged))
 			g.Expect(c.Message).To(ContainSubstring("pod set main has 3 pods, its assignment 2"))
+			g.Expect(c.Message).To(ContainSubstring("kueue.x-k8s.io/elastic-job: resizing a running Job in place is not supported yet, so it restarts"))
 			g.Expect(wl.Status.Admission).NotTo(BeNil(), "it fits, so it is admitted again")
 			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(3)))
 			var j batchv1.Job

@@ -32,6 +32,9 @@ type workloadIndex struct {
 	// secondPass are the reserved workloads whose delayed topology
 	// assignment is due (workload.NeedsSecondPass).
 	secondPass map[types.NamespacedName]*strata.Workload
+	// resize are the admitted elastic workloads whose pod count changed
+	// (workload.ResizeOf).
+	resize map[types.NamespacedName]*strata.Workload
 	// admissions counts the workloads the informer showed admitted that
 	// were not before.
 	admissions uint64
@@ -76,6 +79,7 @@ func newWorkloadIndex() *workloadIndex {
 		recheck:  map[types.NamespacedName]struct{}{},
 
 		secondPass: map[types.NamespacedName]*strata.Workload{},
+		resize:     map[types.NamespacedName]*strata.Workload{},
 	}
 }
 
@@ -141,6 +145,9 @@ func (x *workloadIndex) set(wl *strata.Workload) {
 		if workload.NeedsSecondPass(wl) {
 			x.secondPass[key] = wl
 		}
+		if _, ok := workload.ResizeOf(wl); ok {
+			x.resize[key] = wl
+		}
 	}
 }
 
@@ -187,6 +194,7 @@ func (x *workloadIndex) deleteLocked(key types.NamespacedName) {
 	delete(x.entries, key)
 	delete(x.recheck, key)
 	delete(x.secondPass, key)
+	delete(x.resize, key)
 	switch e.state {
 	case statePending:
 		q := queue.Key(e.wl)
@@ -238,6 +246,8 @@ type indexView struct {
 	// secondPass are the reservations whose delayed topology assignment
 	// is due.
 	secondPass []*strata.Workload
+	// resize are the admitted elastic workloads to resize.
+	resize []*strata.Workload
 	// asked are the entries of the keys view was asked for; a key
 	// missing is a workload that does not exist.
 	asked map[types.NamespacedName]indexed
@@ -282,6 +292,9 @@ func (x *workloadIndex) view(keys []types.NamespacedName) *indexView {
 	clear(x.recheck)
 	for _, wl := range x.secondPass {
 		v.secondPass = append(v.secondPass, wl)
+	}
+	for _, wl := range x.resize {
+		v.resize = append(v.resize, wl)
 	}
 	for _, key := range keys {
 		if e, ok := x.entries[key]; ok {

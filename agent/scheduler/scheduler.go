@@ -450,7 +450,10 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// A failed status write of one ClusterQueue does not hold up
 	// admission: the error is returned with the others, so the pass is
 	// retried.
-	errs := []error{err, listErr, secondPassErr}
+	// Elastic workloads resized while they run take or give back their
+	// quota and capacity in place, before the pending workloads.
+	resizeErr := s.resize(ctx, v.resize, books, usage)
+	errs := []error{err, listErr, secondPassErr, resizeErr}
 	if listErr == nil {
 		errs = append(errs, s.updateQueues(ctx, cqs, v, counted, books), s.drain(ctx, cqs))
 	}

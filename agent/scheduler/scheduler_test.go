@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"strata.dev/strata/agent/cache"
+	"strata.dev/strata/agent/index"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/config"
@@ -397,6 +398,12 @@ func newSchedEnv(t *testing.T, objs []client.Object, setup func(*cache.Cache), n
 	objs = withLocalQueues(objs)
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&strata.Workload{}, &strata.ClusterQueue{}).
+		WithIndex(&corev1.Pod{}, index.PodWorkload, func(o client.Object) []string {
+			if name := o.GetLabels()[strata.WorkloadLabel]; name != "" {
+				return []string{name}
+			}
+			return nil
+		}).
 		WithInterceptorFuncs(funcs).Build()
 	cc := cache.New()
 	if setup == nil {

@@ -23,10 +23,11 @@ const (
 	// KueuePriorityClassLabel is Kueue's label naming a
 	// WorkloadPriorityClass, read on a Job without PriorityClassLabel.
 	KueuePriorityClassLabel = KueuePrefix + "priority-class"
-	// ElasticJobAnnotation is Kueue's opt-in to resizing a running Job in
-	// place (KEP-77's workload slices). Strata does not resize in place
-	// yet: a running Job resized is admitted again with its new size, and
-	// its Workload's events say so.
+	// ElasticJobAnnotation ("true") on a batch/v1 Job is Kueue's opt-in to
+	// resizing it while it runs (KEP-77): its admission follows its
+	// parallelism in place, its running pods untouched (see the agent's
+	// docs). Only unconstrained placement, and not with
+	// JobMinParallelismAnnotation.
 	ElasticJobAnnotation = KueuePrefix + "elastic-job"
 
 	// PodSetRequiredTopologyAnnotation asks for all pods of the pod set in one

@@ -771,6 +771,10 @@ const (
 	WorkloadFinished = "Finished"
 	// WorkloadEvicted is True when an admitted workload was sent back to the queue.
 	WorkloadEvicted = "Evicted"
+	// WorkloadResized is True once an elastic workload's admission
+	// follows its job's new size in place (ElasticJobAnnotation), False
+	// while a resize waits, saying for what.
+	WorkloadResized = "Resized"
 	// WorkloadCopyGoing is True on a hub Workload while the hub takes its
 	// copy back and waits for the copy and its pods to be gone before
 	// placing it again; its message names the pods the worker's agent

@@ -84,6 +84,38 @@ type Keeper struct {
 	// finalizer: see WithFinalizer.
 	finalizer string
 	tas       tas.Options
+	// elastic: see WithElasticJobs.
+	elastic bool
+}
+
+// WithElasticJobs brings the pod counts of an admitted elastic Workload
+// (workload.Elastic) to its Job's, so that the scheduler resizes its
+// admission in place (workload.ResizeOf); every other change of an
+// admitted Workload's spec still waits for its admission to end. For the
+// agent.
+func (k *Keeper) WithElasticJobs() *Keeper {
+	k.elastic = true
+	return k
+}
+
+// resizedOnly says whether desired differs from the admitted elastic
+// Workload wl in its pod counts, its pod sets otherwise asking for the
+// same per pod (a started Job's templates carry what its admission
+// added; the API server lets a running Job change nothing else of them).
+func (k *Keeper) resizedOnly(wl, desired *strata.Workload) bool {
+	if !k.elastic || wl.Status.Admission == nil || !workload.Elastic(wl) || !workload.Elastic(desired) ||
+		len(wl.Spec.PodSets) != len(desired.Spec.PodSets) {
+		return false
+	}
+	changed := false
+	for i := range desired.Spec.PodSets {
+		got, was := &desired.Spec.PodSets[i], &wl.Spec.PodSets[i]
+		if got.Name != was.Name || !equality.Semantic.DeepEqual(workload.TemplateRequests(&got.Template.Spec), workload.TemplateRequests(&was.Template.Spec)) {
+			return false
+		}
+		changed = changed || got.Count != was.Count
+	}
+	return changed
 }
 
 // New returns a Keeper of the Jobs of kind; checks run after the Job's own
@@ -722,6 +754,14 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 			}
 			k.recorder.Eventf(job, &wl, corev1.EventTypeNormal, strata.EvictedByJobChange, "Evict", "%s", Truncate(message, MaxEventNote))
 			return &wl, nil
+		}
+		if k.resizedOnly(&wl, desired) {
+			// An elastic Job resized while it runs: its admission
+			// follows (the scheduler's resize), the Job is not stopped.
+			for i := range wl.Spec.PodSets {
+				wl.Spec.PodSets[i].Count = desired.Spec.PodSets[i].Count
+			}
+			update = true
 		}
 		if wl.Status.Admission == nil && (!k.sameSpec(&wl, desired) || wl.Annotations[strata.InvalidAnnotation] != desired.Annotations[strata.InvalidAnnotation]) {
 			wl.Spec = desired.Spec

@@ -60,6 +60,9 @@ type ExplainView struct {
 	// not ready in time and when it queues again.
 	PodsReady    *ConditionView       `json:"podsReady,omitempty"`
 	RequeueState *strata.RequeueState `json:"requeueState,omitempty"`
+	// Resized is an elastic Job's Resized condition: its admission
+	// follows its new size in place, or why that waits.
+	Resized *ConditionView `json:"resized,omitempty"`
 	// QuotaReserved is, on a worker whose queue names AdmissionChecks,
 	// whether its quota is reserved; Checks the checks' states.
 	QuotaReserved *ConditionView `json:"quotaReserved,omitempty"`
@@ -500,6 +503,7 @@ func newExplainView(job pkgjobs.Job, wl *strata.Workload, hub bool) ExplainView 
 	v.Unreachable = conditionOf(wl.Status.Conditions, strata.WorkloadWorkerUnreachable)
 	if wl.Status.Admission != nil {
 		v.PodsReady = conditionOf(wl.Status.Conditions, strata.WorkloadPodsReady)
+		v.Resized = conditionOf(wl.Status.Conditions, strata.WorkloadResized)
 	}
 	v.RequeueState = wl.Status.RequeueState
 	v.QuotaReserved = conditionOf(wl.Status.Conditions, strata.WorkloadQuotaReserved)
@@ -635,6 +639,9 @@ func writeExplain(w io.Writer, v ExplainView, now time.Time) error {
 	}
 	if v.PodsReady != nil {
 		add(conditionLines("Pods ready:", v.PodsReady, now)...)
+	}
+	if v.Resized != nil {
+		add(conditionLines("Resized:", v.Resized, now)...)
 	}
 	if rs := v.RequeueState; rs != nil && rs.Count != nil {
 		line := fmt.Sprintf("Requeued:   %d time(s) for pods not ready in time", *rs.Count)

@@ -317,6 +317,22 @@ Admission:  ClusterQueue cq
     node-12  8 pods
 `,
 		},
+		"an elastic Job's Workload waiting to scale up": {
+			view: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "elastic"}, Workload: "job-elastic", Queue: "team-a",
+				Admitted: &ConditionView{Status: metav1.ConditionTrue, Reason: "Admitted"},
+				Resized: &ConditionView{Status: metav1.ConditionFalse, Reason: "Pending", LastTransitionTime: minutes(1),
+					Message: "scaling up from 2 to 12 pods: flavor gpu: quota: cpu needs 10, more than is left of the quota of 10"},
+			},
+			want: `Job:        ml/elastic
+Workload:   job-elastic (on the worker)
+Queue:      team-a
+Admitted:   True  Admitted
+Resized:    False  Pending (for 60s)
+            scaling up from 2 to 12 pods: flavor gpu: quota: cpu needs 10, more than is left of the
+            quota of 10
+`,
+		},
 		"a worker's Workload waiting for its admission checks": {
 			view: ExplainView{
 				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",

@@ -62,6 +62,9 @@ func JobPodSets(job *batchv1.Job) ([]strata.PodSet, field.ErrorList) {
 		req.PodIndexLabel = ptr.To(strata.JobCompletionIndexLabel)
 	}
 	ps.TopologyRequest = req
+	if job.Annotations[strata.ElasticJobAnnotation] == "true" {
+		errs = append(errs, ValidateElastic(&ps, field.NewPath("spec", "template", "metadata", "annotations"))...)
+	}
 	return []strata.PodSet{ps}, errs
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -292,6 +293,74 @@ var _ = Describe("strata-agent on a kwok cluster", Ordered, Label("e2e"), func()
 			Expect(p.Spec.NodeName).To(HavePrefix("e2e-prov-h"), "on a provisioned node")
 			Expect(p.Annotations).To(HaveKeyWithValue(provisioning.ConsumesAnnotation, pr.GetName()))
 		}
+	})
+
+	It("resizes an elastic Job while it runs: pods added are placed and run beside the running ones, none restarted, and it completes", func(ctx SpecContext) {
+		j := testutil.MakeJob("elastic", "default").Queue("e2e").Parallelism(2).Completions(2).Indexed().Image("fake").
+			Request("cpu", "1").PodAnnotations(map[string]string{kwokcluster.RunForAnnotation: "30s"}).Obj()
+		j.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+		Expect(kube.Create(ctx, j)).To(Succeed())
+		wlKey := client.ObjectKey{Namespace: "default", Name: jobs.WorkloadName(j.Name)}
+		runningPods := func(g Gomega) map[types.UID]string {
+			var pods corev1.PodList
+			g.Expect(kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{strata.WorkloadLabel: wlKey.Name})).To(Succeed())
+			out := map[types.UID]string{}
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
+					out[p.UID] = p.Labels[batchv1.JobCompletionIndexAnnotation]
+				}
+			}
+			return out
+		}
+		var first map[types.UID]string
+		Eventually(func(g Gomega) {
+			first = runningPods(g)
+			g.Expect(first).To(HaveLen(2))
+		}, wait, 200*time.Millisecond).Should(Succeed())
+
+		By("grown to 4 pods: two more run, the first two untouched")
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			got.Spec.Parallelism, got.Spec.Completions = ptr.To[int32](4), ptr.To[int32](4)
+			g.Expect(kube.Update(ctx, &got)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			running := runningPods(g)
+			g.Expect(running).To(HaveLen(4))
+			for uid := range first {
+				g.Expect(running).To(HaveKey(uid), "a first pod was restarted")
+			}
+			var wl strata.Workload
+			g.Expect(kube.Get(ctx, wlKey, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(4)))
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadResized)).To(BeTrue(), "%+v", wl.Status.Conditions)
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)).To(BeNil())
+		}, wait, 200*time.Millisecond).Should(Succeed())
+
+		By("shrunk to 3: the last index goes, the admission follows, and the Job completes")
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			got.Spec.Parallelism, got.Spec.Completions = ptr.To[int32](3), ptr.To[int32](3)
+			g.Expect(kube.Update(ctx, &got)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(kube.Get(ctx, wlKey, &wl)).To(Succeed())
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(3)))
+		}, wait, 200*time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(kube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			complete := false
+			for _, c := range got.Status.Conditions {
+				complete = complete || c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+			}
+			g.Expect(complete).To(BeTrue(), "job status: %+v", got.Status)
+			g.Expect(got.Status.Succeeded).To(Equal(int32(3)))
+		}, wait, time.Second).Should(Succeed())
 	})
 
 	It("keeps a Job too big for any rack waiting, with the reason", func(ctx SpecContext) {

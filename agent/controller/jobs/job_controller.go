@@ -87,7 +87,7 @@ func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
 
 // NewKindReconciler returns a Reconciler of the Jobs of kind.
 func NewKindReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder).WithLeanWorkloads().WithUnsettledFirst(), clock: clock.RealClock{}}
+	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder).WithLeanWorkloads().WithUnsettledFirst().WithElasticJobs(), clock: clock.RealClock{}}
 }
 
 // WithClock stamps the Requeued conditions written when a Job is suspended
@@ -294,11 +294,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 	case stepRequeue:
 		return r.requeue(ctx, job, wl, again)
 	case stepRequeueResized:
-		changed := resized(job, wl)
-		if job.Object().GetAnnotations()[strata.ElasticJobAnnotation] == "true" {
-			changed += "; " + strata.ElasticJobAnnotation + ": resizing a running Job in place is not supported yet, so it restarts"
-		}
-		return r.requeueChanged(ctx, job, wl, changed)
+		return r.requeueChanged(ctx, job, wl, resized(job, wl))
 	case stepDeactivate:
 		return r.deactivate(ctx, job, wl)
 	case stepStart:
@@ -743,7 +739,9 @@ var resizable = map[pkgjobs.Kind]bool{batchjob.Kind: true, mpijob.Kind: true}
 // resized says how a running Job's pod sets differ from its admission's
 // ("" when they do not, or its kind is not resizable).
 func resized(job pkgjobs.Job, wl *strata.Workload) string {
-	if !resizable[job.Kind()] || wl.Status.Admission == nil {
+	if !resizable[job.Kind()] || wl.Status.Admission == nil || workload.Elastic(wl) {
+		// An elastic Job's admission follows its size in place
+		// (workload.ResizeOf).
 		return ""
 	}
 	podSets, errs := job.PodSets()

@@ -81,6 +81,14 @@ func (Job) Kind() jobs.Kind { return Kind }
 // PodSets is the Job's one pod set (see workload.JobPodSets).
 func (j Job) PodSets() ([]strata.PodSet, field.ErrorList) { return workload.JobPodSets(j.Job) }
 
+// AdjustWorkload marks the Workload of a Job resized while it runs
+// (kueue.x-k8s.io/elastic-job: "true"; see workload.Elastic).
+func (j Job) AdjustWorkload(wl *strata.Workload) {
+	if v := j.Annotations[strata.ElasticJobAnnotation]; v != "" {
+		metav1.SetMetaDataAnnotation(&wl.ObjectMeta, strata.ElasticJobAnnotation, v)
+	}
+}
+
 // RunWith starts the Job with count pods at once (fewer than it asks for:
 // a partial admission), recording its parallelism and completions as they
 // were (strata.PartialAdmissionAnnotation) unless already recorded;

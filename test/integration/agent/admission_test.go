@@ -232,9 +232,6 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 
 	It("stops a running Job resized by its user and admits it again as it is now", func(ctx SpecContext) {
 		job := newJob(ns, "admit-q", 2, map[string]string{"strata.dev/podset-required-topology": rack})
-		// Kueue's opt-in to resizing in place, which Strata says it does
-		// not do yet.
-		job.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
 		Expect(worker.Client.Create(ctx, job)).To(Succeed())
 		admittedHosts(ctx, job)
 		By("an elastic Indexed Job grown from 2 pods to 3 while it runs")
@@ -252,7 +249,6 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(jobs.ReasonJobChanged))
 			g.Expect(c.Message).To(ContainSubstring("pod set main has 3 pods, its assignment 2"))
-			g.Expect(c.Message).To(ContainSubstring("kueue.x-k8s.io/elastic-job: resizing a running Job in place is not supported yet, so it restarts"))
 			g.Expect(wl.Status.Admission).NotTo(BeNil(), "it fits, so it is admitted again")
 			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(3)))
 			var j batchv1.Job
@@ -265,6 +261,86 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			err := worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}, &strata.Workload{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		}, timeout).Should(Succeed())
+	})
+
+	It("resizes an elastic Job (kueue.x-k8s.io/elastic-job) in place while it runs: up within quota and capacity, down at once, never stopped", func(ctx SpecContext) {
+		job := newJob(ns, "admit-q", 2, nil)
+		job.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		wlKey := client.ObjectKey{Namespace: ns, Name: jobs.WorkloadName(job.Name)}
+		var admittedAt metav1.Time
+		Eventually(func(g Gomega) {
+			var wl strata.Workload
+			g.Expect(worker.Client.Get(ctx, wlKey, &wl)).To(Succeed())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+			admittedAt = c.LastTransitionTime
+			var j batchv1.Job
+			g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+		}, timeout).Should(Succeed())
+		resize := func(n int32) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				var j batchv1.Job
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+				j.Spec.Parallelism, j.Spec.Completions = ptr.To(n), ptr.To(n)
+				g.Expect(worker.Client.Update(ctx, &j)).To(Succeed())
+			}, timeout).Should(Succeed())
+		}
+		expectSize := func(n int32, message string) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				var wl strata.Workload
+				g.Expect(worker.Client.Get(ctx, wlKey, &wl)).To(Succeed())
+				g.Expect(wl.Spec.PodSets[0].Count).To(Equal(n))
+				g.Expect(wl.Status.Admission).NotTo(BeNil())
+				psa := wl.Status.Admission.PodSetAssignments[0]
+				g.Expect(psa.Count).To(Equal(n))
+				a, err := tas.Decode(psa.TopologyAssignment)
+				g.Expect(err).NotTo(HaveOccurred())
+				var placed int32
+				for _, d := range a.Domains {
+					placed += d.Count
+				}
+				g.Expect(placed).To(Equal(n))
+				c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadResized)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Message).To(Equal(message))
+				// Never taken back: admitted since the first admission.
+				admitted := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+				g.Expect(admitted.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(admitted.LastTransitionTime).To(Equal(admittedAt))
+				g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)).To(BeNil())
+				var j batchv1.Job
+				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+				g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "never stopped")
+			}, timeout).Should(Succeed())
+		}
+		By("grown from 2 pods to 4")
+		resize(4)
+		expectSize(4, "scaled up from 2 to 4 pods in place")
+		By("shrunk to 1 (no pod of it runs here: at once)")
+		resize(1)
+		expectSize(1, "scaled down from 4 to 1 pods in place")
+		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := worker.Client.Get(ctx, wlKey, &strata.Workload{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}, timeout).Should(Succeed())
+	})
+
+	It("refuses an elastic Job whose pods name a topology, as Kueue's webhook does", func(ctx SpecContext) {
+		job := newJob(ns, "admit-q", 2, map[string]string{"kueue.x-k8s.io/podset-required-topology": rack})
+		job.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := invalidCondition(g, ctx, job)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Message).To(ContainSubstring("is placed unconstrained: its pods may not name a topology"))
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 
 	It("rebuilds its capacity after a restart: nothing lost, nothing admitted twice", func(ctx SpecContext) {

@@ -1,0 +1,167 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// TestScheduleResizesElastic: an admitted elastic workload whose pod count
+// changes (its Job resized while it runs) has its admission follow in
+// place: a scale-up takes quota and capacity for the added pods only, the
+// assignment keeping the running pods' domains first; one beyond its
+// quota waits, saying so, and admits nothing; a scale-down waits for its
+// removed pods to be gone, then gives their quota back, which a pending
+// workload then takes in the same pass.
+func TestScheduleResizesElastic(t *testing.T) {
+	cq := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "10").Obj()
+	el := testutil.MakeWorkload("el", "ns").Queue("a").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").Unconstrained().Obj()).Obj()
+	el.CreationTimestamp = metav1.NewTime(created)
+	metav1.SetMetaDataAnnotation(&el.ObjectMeta, strata.ElasticJobAnnotation, "true")
+	e := newSchedEnv(t, []client.Object{cq, el}, nil,
+		[]*corev1.Node{tasNode("r1-n1", "r1", "4"), tasNode("r1-n2", "r1", "4"), tasNode("r2-n1", "r2", "4")}, interceptor.Funcs{})
+	key := types.NamespacedName{Namespace: "ns", Name: "el"}
+	get := func() *strata.Workload {
+		t.Helper()
+		var wl strata.Workload
+		if err := e.c.Get(t.Context(), key, &wl); err != nil {
+			t.Fatal(err)
+		}
+		return &wl
+	}
+	pass := func() {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		e.settle()
+		e.informed(t)
+	}
+	// resizeTo sets the pod count as the intake does for the Job's.
+	resizeTo := func(n int32) {
+		t.Helper()
+		wl := get()
+		wl.Spec.PodSets[0].Count = n
+		if err := e.c.Update(t.Context(), wl); err != nil {
+			t.Fatal(err)
+		}
+		e.informed(t)
+	}
+	// admitted is the admission's count, cpu usage and domains (host=pods,
+	// in order).
+	admitted := func() (int32, string, []string) {
+		t.Helper()
+		psa := get().Status.Admission.PodSetAssignments[0]
+		a, err := tas.Decode(psa.TopologyAssignment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var domains []string
+		var sum int32
+		for _, d := range a.Domains {
+			domains = append(domains, fmt.Sprintf("%s=%d", d.Values[len(d.Values)-1], d.Count))
+			sum += d.Count
+		}
+		if sum != psa.Count {
+			t.Errorf("the assignment holds %d pods, the admission %d", sum, psa.Count)
+		}
+		cpu := psa.ResourceUsage[corev1.ResourceCPU]
+		return psa.Count, cpu.String(), domains
+	}
+	resized := func() *metav1.Condition {
+		return meta.FindStatusCondition(get().Status.Conditions, strata.WorkloadResized)
+	}
+
+	pass()
+	n, cpu, first := admitted()
+	if n != 2 || cpu != "2" {
+		t.Fatalf("admitted %d pods, %s CPUs; want 2, 2", n, cpu)
+	}
+
+	// Up to 6: the first domains stay where they were.
+	resizeTo(6)
+	pass()
+	n, cpu, domains := admitted()
+	if n != 6 || cpu != "6" {
+		t.Fatalf("after scaling up: %d pods, %s CPUs; want 6, 6 (%v)", n, cpu, domains)
+	}
+	// The hosts of the first admission come first, each with at least
+	// its pods (an added pod on the last of them joins it).
+	host := func(d string) string { return d[:len(d)-2] }
+	for i, d := range first {
+		if i >= len(domains) || host(domains[i]) != host(d) || domains[i] < d {
+			t.Errorf("the running pods' domains moved: %v, then %v", first, domains)
+			break
+		}
+	}
+	t.Logf("admitted on %v, then %v", first, domains)
+	if c := resized(); c == nil || c.Status != metav1.ConditionTrue || c.Message != "scaled up from 2 to 6 pods in place" {
+		t.Errorf("Resized = %+v, want True, scaled up from 2 to 6", c)
+	}
+	if a := get().Status.Admission; meta.FindStatusCondition(get().Status.Conditions, strata.WorkloadAdmitted).Status != metav1.ConditionTrue || a == nil {
+		t.Errorf("not admitted after the resize")
+	}
+
+	// Up to 12: beyond the queue's 10 CPUs; it waits, and runs as it is.
+	resizeTo(12)
+	pass()
+	if n, _, _ := admitted(); n != 6 {
+		t.Errorf("admitted %d pods beyond the quota, want 6", n)
+	}
+	if c := resized(); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonResizePending {
+		t.Errorf("Resized = %+v, want False, Pending", c)
+	}
+
+	// Down to 3, three of its pods still running beyond it: it waits for
+	// them to go.
+	resizeTo(3)
+	var pods []*corev1.Pod
+	for i := range 4 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("el-%d", i), Namespace: "ns",
+			Labels: map[string]string{strata.WorkloadLabel: "el", strata.PodSetLabel: "main"}}}
+		if err := e.c.Create(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, p)
+	}
+	pass()
+	if n, _, _ := admitted(); n != 6 {
+		t.Errorf("scaled down to %d while its removed pods run, want 6 still", n)
+	}
+	if c := resized(); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Resized = %+v, want False while its pods go", c)
+	}
+	// They go; a workload of 6 CPUs waits for the queue's quota.
+	if err := e.c.Delete(t.Context(), pods[3]); err != nil {
+		t.Fatal(err)
+	}
+	other := testutil.MakeWorkload("other", "ns").Queue("a").PodSets(testutil.MakePodSet("main", 6, "cpu", "1").Unconstrained().Obj()).Obj()
+	other.CreationTimestamp = metav1.NewTime(created)
+	if err := e.c.Create(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	pass()
+	n, cpu, _ = admitted()
+	if n != 3 || cpu != "3" {
+		t.Errorf("after scaling down: %d pods, %s CPUs; want 3, 3", n, cpu)
+	}
+	if c := resized(); c == nil || c.Status != metav1.ConditionTrue || c.Message != "scaled down from 6 to 3 pods in place" {
+		t.Errorf("Resized = %+v, want True, scaled down from 6 to 3", c)
+	}
+	got := withoutMessages(e.outcomes(t), nil)
+	if diff := cmp.Diff(outcome{Reason: ReasonAdmitted, Flavor: "tas-flavor"}, got["other"]); diff != "" {
+		t.Errorf("the workload the freed quota holds (-want,+got):\n%s", diff)
+	}
+}

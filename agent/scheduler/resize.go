@@ -99,7 +99,9 @@ func (s *Scheduler) resizeOne(ctx context.Context, wl *strata.Workload, books *q
 		if err != nil {
 			return s.resizePending(ctx, wl, fmt.Sprintf("scaling up from %d to %d pods: %v", r.From, r.To, err))
 		}
-		added := ps
+		// As its pods run: with what its admission checks added (a
+		// provisioned node group's selector).
+		added := workload.WithCheckUpdates(wl).Spec.PodSets[0]
 		added.Count = r.To - r.From
 		need := queue.PodSetUsage(cq, &added)
 		if fit := books.Check(cq.Name, psa.Flavor, need, false); fit.Err != nil {

@@ -418,6 +418,13 @@ func TestWorkloadCapacity(t *testing.T) {
 			count: 5,
 			want:  map[string]int32{"n1": 1, "n2": 4},
 		},
+		"a host listed twice (an elastic Job grown) takes both counts": {
+			steps: func(t *testing.T, c *Cache) {
+				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 1), onHost("n2", 1), onHost("n1", 2)))
+			},
+			count: 4,
+			want:  map[string]int32{"n1": 1, "n2": 3},
+		},
 		"a removed workload gives its capacity back": {
 			steps: func(t *testing.T, c *Cache) {
 				addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 3), onHost("n2", 4)))

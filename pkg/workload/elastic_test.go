@@ -44,6 +44,19 @@ func TestGrowAssignment(t *testing.T) {
 	}
 }
 
+// TestGrownAssignmentEncodes: a grown assignment that lists a host twice
+// is written and read back as it is (the ranks of each entry kept).
+func TestGrownAssignmentEncodes(t *testing.T) {
+	grown := GrowAssignment(assignment(on("h1", 2), on("h2", 4)), assignment(on("h1", 1), on("h3", 1)))
+	back, err := tas.Decode(tas.Encode(grown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(grown.Domains, back.Domains); diff != "" {
+		t.Errorf("decoded (-grown,+back):\n%s", diff)
+	}
+}
+
 func TestShrinkAssignment(t *testing.T) {
 	a := func() *tas.Assignment { return assignment(on("h1", 2), on("h2", 2), on("h3", 2)) }
 	cases := map[string]struct {

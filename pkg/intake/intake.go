@@ -103,7 +103,13 @@ func (k *Keeper) WithElasticJobs() *Keeper {
 // same per pod (a started Job's templates carry what its admission
 // added; the API server lets a running Job change nothing else of them).
 func (k *Keeper) resizedOnly(wl, desired *strata.Workload) bool {
-	if !k.elastic || wl.Status.Admission == nil || !workload.Elastic(wl) || !workload.Elastic(desired) ||
+	return k.elastic && countsChangedOnly(wl, desired)
+}
+
+// countsChangedOnly says whether desired differs from the admitted
+// elastic Workload wl in its pod counts alone (see resizedOnly).
+func countsChangedOnly(wl, desired *strata.Workload) bool {
+	if wl.Status.Admission == nil || !workload.Elastic(wl) || !workload.Elastic(desired) ||
 		len(wl.Spec.PodSets) != len(desired.Spec.PodSets) {
 		return false
 	}
@@ -116,6 +122,21 @@ func (k *Keeper) resizedOnly(wl, desired *strata.Workload) bool {
 		changed = changed || got.Count != was.Count
 	}
 	return changed
+}
+
+// followedInPlace says whether a change of the job of an admitted hub
+// Workload wl is not to take its copy back: an elastic Job's new size
+// (the hub's dispatcher grants it, and the copy is resized in place), or
+// a LeaderWorkerSet's groups (whose copy's groups are admitted one by
+// one on the worker; a scale on the hub is not carried there).
+func followedInPlace(wl, desired *strata.Workload, j jobs.Job) bool {
+	if wl.Status.Admission == nil {
+		return false
+	}
+	if _, grouped := j.Kind().(jobs.GroupedWorkloads); grouped {
+		return true
+	}
+	return countsChangedOnly(wl, desired)
 }
 
 // New returns a Keeper of the Jobs of kind; checks run after the Job's own
@@ -725,11 +746,11 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		// spec.active is the user's (or Kueue's deactivation), not the
 		// job's: kept as it is.
 		desired.Spec.Active = wl.Spec.Active
-		if wl.Status.Admission == nil && wl.Status.Placement != nil && wl.Status.Placement.Cluster != "" && !k.samePodSets(&wl, desired) {
-			// A hub Workload dispatched, not admitted yet, whose job's pod
-			// sets changed (a LeaderWorkerSet scaled, a Job's parallelism):
-			// its copy was made of the job as it was. As Kueue stops what
-			// its job no longer matches, it is evicted at the hub (Evicted
+		if wl.Status.Placement != nil && wl.Status.Placement.Cluster != "" && !k.samePodSets(&wl, desired) && !followedInPlace(&wl, desired, j) {
+			// A hub Workload dispatched, admitted or not, whose job's pod
+			// sets changed (a LeaderWorkerSet scaled before its admission, a
+			// Job's parallelism): its copy was made of the job as it was.
+			// As Kueue stops what its job no longer matches, it is evicted at the hub (Evicted
 			// True, reason JobChanged): the copies controller takes its
 			// copy back as any eviction's — waiting for its pods, or
 			// replaceAfter for a worker that does not answer — and the

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -95,6 +96,47 @@ var _ = Describe("A job changed after its dispatch", func() {
 			g.Expect(cp.Labels[strata.DispatchGenerationLabel]).To(Equal(fmt.Sprint(wl.Status.Placement.DispatchGeneration)))
 			g.Expect(cwl).NotTo(BeNil())
 			g.Expect(cwl.Status.Admission).NotTo(BeNil())
+			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w1"}))
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	})
+})
+
+var _ = Describe("A job resized after its admission", func() {
+	It("is stopped as Kueue stops a job its Workload no longer matches: its copy is taken back and the same Workload dispatched again as the job is now", func(ctx SpecContext) {
+		e := newEnv(ctx, "resized-admitted", map[string][][]string{"w1": {{"4", "4"}}})
+		w1 := worker("w1")
+		job := e.job("resized", 2, "1", nil)
+		job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		var uid types.UID
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			uid = wl.UID
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("the Job's parallelism and completions raised to 3 on the hub while its copy runs")
+		Eventually(func(g Gomega) {
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+			job.Spec.Parallelism, job.Spec.Completions = ptr.To[int32](3), ptr.To[int32](3)
+			g.Expect(hub.Client.Update(ctx, job)).To(Succeed())
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.UID).To(Equal(uid), "the Workload was replaced")
+			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(3)))
+			g.Expect(wl.Status.Placement.Attempts).NotTo(BeEmpty())
+			first := wl.Status.Placement.Attempts[0]
+			g.Expect(first.DispatchGeneration).To(Equal(int64(1)))
+			g.Expect(first.Result).To(Equal(strata.PlacementEvicted), "attempts: %v", wl.Status.Placement.Attempts)
+			g.Expect(first.Message).To(ContainSubstring("the pod sets of the Job changed after the Workload was dispatched to w1"))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(3)))
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(BeNumerically(">", 1))
+			cp, _ := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(cp.Spec.Parallelism).To(Equal(ptr.To[int32](3)))
+			g.Expect(cp.Labels[strata.DispatchGenerationLabel]).To(Equal(fmt.Sprint(wl.Status.Placement.DispatchGeneration)))
 			g.Expect(copies(g, ctx, job)).To(Equal([]string{"w1"}))
 		}, time.Minute, 200*time.Millisecond).Should(Succeed())
 	})

@@ -40,6 +40,8 @@ type passView struct {
 	quota map[quotaKey]quotaOutcome
 	// dispatched are the pass's dispatched Workloads (collected).
 	dispatched []dispatched
+	// resizes are the resizes of elastic Workloads to grant (collected).
+	resizes []resizing
 	// reclaimSearches are the quota preemption searches this pass may
 	// still start (reclaimQuota); noReclaim memoizes the searches that
 	// found nothing, by queue, priority and requests, until one finds

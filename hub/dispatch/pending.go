@@ -49,6 +49,9 @@ type collected struct {
 	// drained are the dispatched Workloads whose queue's stopPolicy is
 	// HoldAndDrain: the hub evicts them (markDrained).
 	drained []drainedWorkload
+	// resizes are the admitted elastic Workloads whose job asks for
+	// another size (resize).
+	resizes []resizing
 }
 
 // rebuildable are the Workloads whose dispatches a target first seen
@@ -127,6 +130,13 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 			if charged := chargedQueue(e.wl, cq); charged != "" {
 				d.chargeUsage(c.usage, charged, e.flavor, e, e.wl.Status.Placement.PodSetFlavors)
 				c.dispatched = append(c.dispatched, dispatched{e: e, queue: charged})
+				if workload.Elastic(e.wl) {
+					if je, err := d.job(ctx, e); err == nil && je != nil && !je.deleting {
+						if r, ok := wantsResize(e.wl, je.job); ok {
+							c.resizes = append(c.resizes, resizing{e: e, queue: charged, resize: r})
+						}
+					}
+				}
 			}
 			// HoldAndDrain takes every copy back; Hold those not
 			// admitted on their worker yet (as Kueue takes back a
@@ -403,6 +413,13 @@ func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList
 // its reclaimable pods' (its finished part gives its quota back), for the
 // pods it is admitted or placed with (queue.WorkloadUsage).
 func (e *entry) charged() corev1.ResourceList {
+	if workload.Elastic(e.wl) && e.wl.Status.Admission != nil {
+		// An elastic Workload is charged the size its queue granted (its
+		// count), also while its worker still runs another (resize).
+		granted := *e.wl
+		granted.Status.Admission = nil
+		return queue.WorkloadUsage(&granted)
+	}
 	if queue.ChargedLess(e.wl) {
 		return queue.WorkloadUsage(e.wl)
 	}

@@ -35,7 +35,7 @@ func (d *Dispatcher) placeOnTargets(ctx context.Context, workers []fleet.Worker,
 	var next time.Duration
 	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
 		d.rebuild(ctx, targets, c.rebuildable)
-		view.dispatched = c.dispatched
+		view.dispatched, view.resizes = c.dispatched, c.resizes
 		view.placed, view.behind, view.targets = c.placed, c.behind, targets
 		view.reclaimSearches, view.noReclaim = reclaimSearchesPerPass, map[reclaimKey]string{}
 		view.oracles = oracleSearchesPerPass
@@ -107,6 +107,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 		return 0, err
 	}
 	d.holdReclaims(waiting, view.dispatched, books)
+	d.resize(ctx, view.resizes, books, writes)
 	var errs []error
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },

@@ -110,6 +110,16 @@ type Resizer interface {
 	RunningWith(podSet string) (int32, bool)
 }
 
+// Scaler is implemented by kinds whose hub copy is resized in place while
+// it runs (an elastic batch/v1 Job, workload.Elastic): the hub brings the
+// copy to the size its queue granted, and the worker's agent then resizes
+// the copy's admission.
+type Scaler interface {
+	// ScalePatch is the JSON merge patch that makes the job run count pods
+	// at once; nil when it does.
+	ScalePatch(count int32) []byte
+}
+
 // Decider is implemented by kinds whose result can be decided before the
 // object finishes: a batch/v1 Job has SuccessCriteriaMet or FailureTarget
 // while its last pods terminate, and Complete or Failed only after.

@@ -373,7 +373,13 @@ func (r *Reconciler) act(ctx context.Context, s *scope, st step) (ctrl.Result, e
 		return ctrl.Result{}, r.removeCopy(ctx, s.cluster, s.copyJob.Object(), true)
 	case actRecordAdmission:
 		// Its requeue: when a maximum execution time is up.
-		return result, r.recordAdmission(ctx, s, s.copyWL)
+		if err := r.recordAdmission(ctx, s, s.copyWL); err != nil {
+			return result, err
+		}
+		if st.scaleTo > 0 {
+			return result, r.scaleCopy(ctx, s, st.scaleTo)
+		}
+		return result, nil
 	case actCleanFinished:
 		return r.cleanFinished(ctx, s, st)
 	case actConfirmGone:

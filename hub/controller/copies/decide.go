@@ -99,6 +99,9 @@ type step struct {
 	noteSeen bool
 	// notePending: remember the copy's Pending spell as seen begin now.
 	notePending *pendingSighting
+	// scaleTo: bring the elastic Job's admitted copy to this many pods,
+	// the size its hub queue granted (0: leave it).
+	scaleTo int32
 }
 
 // The requeue intervals of the copies controller.
@@ -367,11 +370,11 @@ func admittedOtherShape(wl, copyWL *strata.Workload) string {
 		switch {
 		case !ok:
 			return fmt.Sprintf("pod set %s is not the Workload's", a.Name)
-		case !workload.AdmitsCount(ps, a.Count) && !admitsPartially(copyWL, ps, a):
+		case !workload.AdmitsCount(ps, a.Count) && !admitsPartially(copyWL, ps, a) && !resizing(wl, a):
 			// Fewer pods are the Workload's too when it may be admitted
 			// with as few (minCount: partial admission on the worker).
 			return fmt.Sprintf("pod set %s admitted with %d pods, the Workload has %d", a.Name, a.Count, ps.Count)
-		case a.Count > placedCount(wl, a.Name, ps.Count):
+		case a.Count > placedCount(wl, a.Name, ps.Count) && !resizing(wl, a):
 			// The hub placed it with fewer pods, and charged its quota
 			// for them (an agent older than strata.dev/pod-set-counts
 			// admits as many as fit).
@@ -389,6 +392,27 @@ func admittedOtherShape(wl, copyWL *strata.Workload) string {
 		return fmt.Sprintf("%d pod sets admitted, the Workload has %d", len(got), len(want))
 	}
 	return ""
+}
+
+// resizing says whether an elastic hub Workload's copy admitted with a's
+// count is on its way to the size granted (the Workload's count): no more
+// pods than that, or than the hub's record of its admission, while the
+// worker resizes it in place.
+func resizing(wl *strata.Workload, a strata.PodSetAssignment) bool {
+	if !workload.Elastic(wl) || a.Count <= 0 {
+		return false
+	}
+	if ps := workload.PodSet(wl, a.Name); ps != nil && a.Count <= ps.Count {
+		return true
+	}
+	if rec := wl.Status.Admission; rec != nil {
+		for _, r := range rec.PodSetAssignments {
+			if r.Name == a.Name && a.Count <= r.Count {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // placedFlavor is the flavor the hub placed wl's pod set name on when it
@@ -508,7 +532,7 @@ func followStep(o *observed, now time.Time) step {
 			return refuseStep("the worker admitted a copy of another shape", strata.PlacementRejected, ReasonCopyChanged,
 				fmt.Sprintf("the worker admitted the copy as changed there (%s); placing it again", why))
 		}
-		s := step{action: actRecordAdmission, why: "the worker admitted the copy", mirror: true}
+		s := step{action: actRecordAdmission, why: "the worker admitted the copy", mirror: true, scaleTo: scaleTo(o)}
 		if left, ok := workload.ExecutionLeft(o.wl, now); ok {
 			// The maximum execution time, as Kueue's manager enforces it
 			// on its Workload: the worker deactivates the copy when its
@@ -581,6 +605,24 @@ func followStep(o *observed, now time.Time) step {
 	}
 	s.action, s.why, s.requeue = actMarkWaiting, "waiting for the worker's admission", wait
 	return s
+}
+
+// scaleTo is the size an elastic Job's admitted copy is to be brought to:
+// the hub Workload's count, the size its hub queue granted (the
+// dispatcher's resize), when the copy runs another; 0 otherwise.
+func scaleTo(o *observed) int32 {
+	if !workload.Elastic(o.wl) || len(o.wl.Spec.PodSets) != 1 || o.copyJob == nil {
+		return 0
+	}
+	scaler, ok := o.copyJob.(jobs.Scaler)
+	if !ok || !o.copyJob.Object().GetDeletionTimestamp().IsZero() {
+		return 0
+	}
+	count := o.wl.Spec.PodSets[0].Count
+	if count <= 0 || scaler.ScalePatch(count) == nil {
+		return 0
+	}
+	return count
 }
 
 // PendingSince says since when a copy's Workload has been Pending on its

@@ -323,6 +323,35 @@ func TestNextStep(t *testing.T) {
 				cause:   strata.MaximumExecutionTimeExceeded,
 				message: "admitted for its maximum execution time, 600s, and not deactivated by the worker: the hub deactivates the Workload (spec.active: false); it is dispatched again when spec.active is true"}},
 		},
+		"an elastic Job granted 4 pods at the hub, its admitted copy running 2: the copy is brought to 4": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true), func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](2) })
+				o.wl.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+				o.wl.Spec.PodSets = []strata.PodSet{{Name: "main", Count: 4}}
+				withMain(o.copyWL, *o.copyJob.(batchjob.Job).Spec.Parallelism)
+				return o
+			},
+			want: step{action: actRecordAdmission, mirror: true, scaleTo: 4},
+		},
+		"an elastic Job's copy running the size granted: left as it is": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true), func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](4) })
+				o.wl.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+				o.wl.Spec.PodSets = []strata.PodSet{{Name: "main", Count: 4}}
+				withMain(o.copyWL, *o.copyJob.(batchjob.Job).Spec.Parallelism)
+				return o
+			},
+			want: step{action: actRecordAdmission, mirror: true},
+		},
+		"a Job that is not elastic, its copy running another size: not resized": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true), func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](2) })
+				o.wl.Spec.PodSets = []strata.PodSet{{Name: "main", Count: 4}}
+				withMain(o.copyWL, 4)
+				return o
+			},
+			want: step{action: actRecordAdmission, mirror: true},
+		},
 		"a take-back under way when its copy's success criteria were met: mirrored": {
 			o: func() *observed {
 				o := withCopy(admittedOnHub(base()), copyWL(true), successCriteriaMet)
@@ -772,6 +801,28 @@ func TestAdmittedOtherShape(t *testing.T) {
 	copyWL.Spec.PodSets = []strata.PodSet{{Name: "main", Count: 4, MinCount: ptr.To[int32](2)}}
 	if got := admittedOtherShape(old, copyWL); got != "" {
 		t.Errorf("a copy with its own minCount admitted with fewer pods: admittedOtherShape() = %q, want it accepted", got)
+	}
+	// An elastic Workload granted 4 pods, its copy admitted with 2 and
+	// recorded so: on its way up; one granted 2 whose copy the hub
+	// recorded with 4: on its way down; more than both: changed there.
+	elastic := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{strata.ElasticJobAnnotation: "true"}},
+		Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "main", Count: 4}}}}
+	for _, c := range []struct {
+		granted, recorded, admitted int32
+		want                        string
+	}{
+		{granted: 4, recorded: 2, admitted: 2},
+		{granted: 4, recorded: 2, admitted: 4},
+		{granted: 2, recorded: 4, admitted: 4},
+		{granted: 2, recorded: 4, admitted: 2},
+		{granted: 4, recorded: 4, admitted: 6, want: "pod set main admitted with 6 pods, the Workload has 4"},
+	} {
+		e := elastic.DeepCopy()
+		e.Spec.PodSets[0].Count = c.granted
+		e.Status.Admission = &strata.Admission{PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Count: c.recorded}}}
+		if got := admittedOtherShape(e, withMain(admitted(), c.admitted)); got != c.want {
+			t.Errorf("elastic, granted %d, recorded %d, admitted %d: admittedOtherShape() = %q, want %q", c.granted, c.recorded, c.admitted, got, c.want)
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

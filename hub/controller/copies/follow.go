@@ -36,12 +36,20 @@ func (r *Reconciler) recordAdmission(ctx context.Context, s *scope, copyWL *stra
 		return err
 	}
 	now := r.clock.Now()
+	var resized string
 	if !s.change(func(ws *strata.WorkloadStatus) bool {
-		return dispatch.RecordAdmission(ws, lq.Spec.ClusterQueue, copyWL, now)
+		before := ws.Admission.DeepCopy()
+		changed := dispatch.RecordAdmission(ws, lq.Spec.ClusterQueue, copyWL, now)
+		noted, event := dispatch.NoteResize(ws, wl, before, copyWL, s.cluster, now)
+		resized = event
+		return changed || noted
 	}) {
 		return nil
 	}
 	s.afterWrite(func(ctx context.Context) error {
+		if resized != "" {
+			r.recorder.Eventf(s.hubJob.Object(), s.updated, corev1.EventTypeNormal, dispatch.ReasonResized, "Resize", "%s", resized)
+		}
 		first := wl.Status.Admission == nil
 		if first {
 			r.memory.noteAdmissionWritten(s.dispatch)
@@ -62,6 +70,45 @@ func (r *Reconciler) recordAdmission(ctx context.Context, s *scope, copyWL *stra
 	})
 	return nil
 }
+
+// scaleCopy brings an elastic Job's copy to the size its hub queue
+// granted (count, the hub Workload's): the worker's agent then resizes
+// the copy's admission in place.
+func (r *Reconciler) scaleCopy(ctx context.Context, s *scope, count int32) error {
+	scaler, ok := s.copyJob.(jobs.Scaler)
+	if !ok {
+		return nil
+	}
+	patch := scaler.ScalePatch(count)
+	if patch == nil {
+		return nil
+	}
+	c, err := r.fleet.Client(s.cluster)
+	if err != nil {
+		return nil // the connection's return brings the Workload back
+	}
+	obj := s.job.kind.NewObject()
+	obj.SetNamespace(s.job.key.Namespace)
+	obj.SetName(s.job.key.Name)
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			return nil // its event brings the Workload back
+		case apierrors.IsForbidden(err):
+			r.recorder.Eventf(s.wl, nil, corev1.EventTypeWarning, ReasonCopyNotResized, "Resize",
+				"the hub may not resize its copy on %s to %d pods (%v): the hub's identity there needs patch on the kind (the strata-agent chart's hub-access role grants it; upgrade the chart there)",
+				s.cluster, count, err)
+			return nil
+		}
+		return fmt.Errorf("resizing the copy on %s to %d pods: %w", s.cluster, count, err)
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Resized the copy", "cluster", s.cluster, "pods", count)
+	return nil
+}
+
+// ReasonCopyNotResized is the reason of the warning that the hub may not
+// resize an elastic Job's copy on its worker.
+const ReasonCopyNotResized = "CopyNotResized"
 
 // confirmLive re-reads a copy's Workload from the worker itself before a
 // timeout takes the copy back on what the informer shows, which may be

@@ -89,6 +89,22 @@ func (j Job) AdjustWorkload(wl *strata.Workload) {
 	}
 }
 
+// ScalePatch sets the Job's parallelism to count; an Indexed Job whose
+// completions equal its parallelism keeps them equal (the only change of
+// completions the API server allows while it runs).
+func (j Job) ScalePatch(count int32) []byte {
+	if workload.JobPodCount(j.Job) == count {
+		return nil
+	}
+	spec := map[string]int32{"parallelism": count}
+	indexed := ptr.Deref(j.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
+	if c := j.Spec.Completions; indexed && c != nil && *c == ptr.Deref(j.Spec.Parallelism, 1) {
+		spec["completions"] = count
+	}
+	b, _ := json.Marshal(map[string]any{"spec": spec})
+	return b
+}
+
 // RunWith starts the Job with count pods at once (fewer than it asks for:
 // a partial admission), recording its parallelism and completions as they
 // were (strata.PartialAdmissionAnnotation) unless already recorded;

@@ -271,3 +271,30 @@ func TestRunWith(t *testing.T) {
 		})
 	}
 }
+
+// TestScalePatch: the patch that brings an elastic Job's copy to the size
+// its hub queue granted.
+func TestScalePatch(t *testing.T) {
+	job := func(mode batchv1.CompletionMode, parallelism int32, completions *int32) Job {
+		return Adapt(&batchv1.Job{Spec: batchv1.JobSpec{CompletionMode: ptr.To(mode), Parallelism: ptr.To(parallelism), Completions: completions}})
+	}
+	cases := map[string]struct {
+		job   Job
+		count int32
+		want  string
+	}{
+		"the size it runs":                        {job: job(batchv1.NonIndexedCompletion, 2, nil), count: 2},
+		"up, no completions":                      {job: job(batchv1.NonIndexedCompletion, 2, nil), count: 4, want: `{"spec":{"parallelism":4}}`},
+		"down, Indexed, completions follow":       {job: job(batchv1.IndexedCompletion, 4, ptr.To[int32](4)), count: 2, want: `{"spec":{"completions":2,"parallelism":2}}`},
+		"up, Indexed, more completions than pods": {job: job(batchv1.IndexedCompletion, 2, ptr.To[int32](10)), count: 3, want: `{"spec":{"parallelism":3}}`},
+		"up, NonIndexed, completions stay":        {job: job(batchv1.NonIndexedCompletion, 2, ptr.To[int32](6)), count: 3, want: `{"spec":{"parallelism":3}}`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, string(tc.job.ScalePatch(tc.count))); diff != "" {
+				t.Errorf("ScalePatch(%d) (-want +got):\n%s", tc.count, diff)
+			}
+		})
+	}
+	var _ jobs.Scaler = Job{}
+}

@@ -1,0 +1,210 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/workload"
+)
+
+// Elastic Jobs through the hub (workload.Elastic, Kueue's KEP-77). A hub
+// Workload's pod count is the size its hub ClusterQueue granted its job:
+// the hub charges that count (entry.charged), its copy on the worker is
+// brought to it (the copies controller), and the worker's agent then
+// resizes the copy's admission in place. When the hub job of an admitted
+// elastic Workload is resized, a pass grants the new size before it
+// serves the waiting Workloads: a scale-down at once, a scale-up when the
+// hub queue's quota holds the pods added (charged from then on, as a
+// dispatch's quota is, before the worker admits them); it waits
+// otherwise, saying why in the Workload's Resized condition. No
+// preemption makes room for the pods added.
+
+// ReasonResizePending is the reason of an elastic hub Workload's Resized
+// condition while its new size waits: for its hub queue's quota, or for
+// its worker to resize its copy (the agent's condition has the same).
+const ReasonResizePending = "Pending"
+
+// resizing is an admitted elastic hub Workload whose job asks for another
+// size than the one granted.
+type resizing struct {
+	e *entry
+	// queue is the hub ClusterQueue its usage is charged to.
+	queue  string
+	resize workload.Resize
+}
+
+// wantsResize says whether a dispatched hub Workload's job, j, asks for
+// another pod count than the Workload's: an elastic Workload admitted on
+// its worker, with one pod set, active and not being taken back. From is
+// the Workload's count (granted), To the job's.
+func wantsResize(wl *strata.Workload, j jobs.Job) (workload.Resize, bool) {
+	if !workload.Elastic(wl) || wl.Status.Admission == nil || len(wl.Spec.PodSets) != 1 || !workload.IsActive(wl) || Evicting(wl) ||
+		meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) {
+		return workload.Resize{}, false
+	}
+	podSets, errs := j.PodSets()
+	if len(errs) > 0 || len(podSets) != 1 || podSets[0].Name != wl.Spec.PodSets[0].Name {
+		return workload.Resize{}, false // intake says what is wrong with the job
+	}
+	from, to := wl.Spec.PodSets[0].Count, podSets[0].Count
+	if to == from || to <= 0 {
+		return workload.Resize{}, false
+	}
+	return workload.Resize{From: from, To: to}, true
+}
+
+// inTransit says whether an elastic hub Workload's granted size is not
+// yet its worker's admission: its copy is being resized.
+func inTransit(wl *strata.Workload) bool {
+	a := wl.Status.Admission
+	return a != nil && len(a.PodSetAssignments) == 1 && len(wl.Spec.PodSets) == 1 && a.PodSetAssignments[0].Count != wl.Spec.PodSets[0].Count
+}
+
+// addedRequests is what the pods a scale-up adds to a pod set request in
+// all.
+func addedRequests(ps *strata.PodSet, added int32) corev1.ResourceList {
+	sized := *ps
+	sized.Count = added
+	return queue.TotalRequests(&sized)
+}
+
+// resizeGrant decides a resize against the hub queue's quota: a
+// scale-down is granted; a scale-up when check, the quota check of the
+// pods it adds, passes (nil); otherwise the message says why it waits.
+func resizeGrant(r workload.Resize, queueName, flavor string, check func() error) (granted bool, message string) {
+	if r.To < r.From {
+		return true, ""
+	}
+	if err := check(); err != nil {
+		return false, fmt.Sprintf("scaling up from %d to %d pods waits for quota of hub ClusterQueue %s on flavor %s: %v", r.From, r.To, queueName, flavor, err)
+	}
+	return true, ""
+}
+
+// resize grants or holds the resizes a pass collected, before the
+// waiting Workloads are served: a grant is charged to books at once and
+// written as the Workload's new pod count.
+func (d *Dispatcher) resize(ctx context.Context, resizes []resizing, books *queue.Books, writes *passWrites) {
+	for _, r := range resizes {
+		wl := r.e.wl
+		added := addedRequests(&wl.Spec.PodSets[0], r.resize.To-r.resize.From)
+		granted, message := resizeGrant(r.resize, r.queue, r.e.flavor, func() error {
+			return books.Check(r.queue, r.e.flavor, added, false).Err
+		})
+		if !granted {
+			if !inTransit(wl) {
+				d.markResizePending(ctx, wl, r.resize, message, writes)
+			}
+			continue
+		}
+		if r.resize.To > r.resize.From {
+			books.Charge(r.queue, r.e.flavor, added, 1)
+		}
+		d.grantResize(ctx, wl, r.resize, writes)
+	}
+}
+
+// grantResize writes an elastic hub Workload's granted pod count: a JSON
+// patch of that count alone, on the version the pass read (the
+// informer's Workloads are lean, never written whole).
+func (d *Dispatcher) grantResize(ctx context.Context, wl *strata.Workload, r workload.Resize, writes *passWrites) {
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+	patch, _ := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": wl.ResourceVersion},
+		{"op": "test", "path": "/spec/podSets/0/count", "value": r.From},
+		{"op": "replace", "path": "/spec/podSets/0/count", "value": r.To},
+	})
+	writes.do(func() error {
+		obj := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		if err := d.client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+				// Changed since the pass read it (a failed test is
+				// Invalid): the newer Workload comes as an event, and a
+				// pass decides again.
+				return nil
+			}
+			return fmt.Errorf("resizing hub Workload %s from %d to %d pods: %w", key, r.From, r.To, err)
+		}
+		return nil
+	})
+}
+
+// markResizePending says on an elastic hub Workload why its resize r
+// waits: written again when the resize or the reason changes, not when
+// only the quota's figures do.
+func (d *Dispatcher) markResizePending(ctx context.Context, wl *strata.Workload, r workload.Resize, message string, writes *passWrites) {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadResized); c != nil && c.Status == metav1.ConditionFalse &&
+		c.Reason == ReasonResizePending && strings.Contains(c.Message, fmt.Sprintf("from %d to %d pods", r.From, r.To)) &&
+		workload.WithoutNumbers(c.Message) == workload.WithoutNumbers(message) {
+		return
+	}
+	out := wl.DeepCopy()
+	meta.SetStatusCondition(&out.Status.Conditions, metav1.Condition{Type: strata.WorkloadResized, Status: metav1.ConditionFalse,
+		Reason: ReasonResizePending, Message: truncate(message), ObservedGeneration: out.Generation, LastTransitionTime: metav1.NewTime(d.clock.Now())})
+	writes.do(func() error {
+		if err := d.client.Status().Update(ctx, out); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("saying why hub Workload %s/%s waits to be resized: %w", wl.Namespace, wl.Name, err)
+		}
+		return nil
+	})
+}
+
+// ReasonResized is the reason of an elastic hub Workload's Resized
+// condition once its worker's admission runs the size granted.
+const ReasonResized = "Resized"
+
+// NoteResize keeps an elastic hub Workload's Resized condition as its
+// worker's admission of the copy (copyWL) follows the size granted (the
+// hub Workload's count): True once the worker admitted another count
+// than before (before: the hub's record of the admission, nil the first
+// time), False while the copy is being resized (with the worker's reason
+// when its agent says why it waits). event is what to tell of a resize
+// done ("" none). It changes nothing otherwise: a wait for the hub
+// queue's quota is the dispatcher's to say.
+func NoteResize(status *strata.WorkloadStatus, wl *strata.Workload, before *strata.Admission, copyWL *strata.Workload, cluster string, now time.Time) (changed bool, event string) {
+	if !workload.Elastic(wl) || len(wl.Spec.PodSets) != 1 || copyWL == nil || copyWL.Status.Admission == nil {
+		return false, ""
+	}
+	count := func(a *strata.Admission) int32 {
+		if a == nil || len(a.PodSetAssignments) != 1 {
+			return 0
+		}
+		return a.PodSetAssignments[0].Count
+	}
+	was, admitted, granted := count(before), count(copyWL.Status.Admission), wl.Spec.PodSets[0].Count
+	var cond metav1.Condition
+	switch {
+	case admitted == 0:
+		return false, ""
+	case was != 0 && admitted != was:
+		dir := "up"
+		if admitted < was {
+			dir = "down"
+		}
+		event = fmt.Sprintf("scaled %s from %d to %d pods in place on %s", dir, was, admitted, cluster)
+		cond = metav1.Condition{Type: strata.WorkloadResized, Status: metav1.ConditionTrue, Reason: ReasonResized, Message: event}
+	case admitted != granted:
+		message := fmt.Sprintf("its copy on %s is being resized from %d to %d pods", cluster, admitted, granted)
+		if c := meta.FindStatusCondition(copyWL.Status.Conditions, strata.WorkloadResized); c != nil && c.Status == metav1.ConditionFalse {
+			message = fmt.Sprintf("%s: %s", message, c.Message)
+		}
+		cond = metav1.Condition{Type: strata.WorkloadResized, Status: metav1.ConditionFalse, Reason: ReasonResizePending, Message: truncate(message)}
+	default:
+		return false, ""
+	}
+	cond.ObservedGeneration, cond.LastTransitionTime = wl.Generation, metav1.NewTime(now)
+	return meta.SetStatusCondition(&status.Conditions, cond), event
+}

@@ -1,0 +1,84 @@
+package fleet
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+)
+
+var _ = Describe("An elastic Job through the hub", func() {
+	It("is resized in place on its worker as its hub queue grants: up within the hub quota, never beyond it, down at once, its copy never taken back", func(ctx SpecContext) {
+		e := newEnv(ctx, "elastic", map[string][][]string{"w1": {{"4", "4"}}})
+		w1 := worker("w1")
+		hubQuota(ctx, e, "6")
+		job := testutil.MakeJob("elastic", e.ns).Queue("lq").Parallelism(2).Completions(2).Indexed().Request("cpu", "1").Obj()
+		job.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		var admittedAt metav1.Time
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(2)))
+			admittedAt = meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted).LastTransitionTime
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		resize := func(n int32) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				var j batchv1.Job
+				g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+				j.Spec.Parallelism, j.Spec.Completions = ptr.To(n), ptr.To(n)
+				g.Expect(hub.Client.Update(ctx, &j)).To(Succeed())
+			}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+		}
+		// expect checks the hub Workload granted n pods, its copy on w1
+		// running and admitted with them, and the Resized condition; the
+		// first dispatch is the only one, admitted since it began.
+		expect := func(n int32, status metav1.ConditionStatus, message string) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				wl := hubWorkload(g, ctx, job)
+				g.Expect(wl.Spec.PodSets[0].Count).To(Equal(n))
+				g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "dispatched again: %v", wl.Status.Placement.Attempts)
+				g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)).To(BeNil())
+				admitted := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+				g.Expect(admitted.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(admitted.LastTransitionTime).To(Equal(admittedAt))
+				c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadResized)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Status).To(Equal(status), c.Message)
+				g.Expect(c.Message).To(ContainSubstring(message))
+				g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(n))
+				cp, cwl := copyOn(g, ctx, w1, job)
+				g.Expect(cp).NotTo(BeNil())
+				g.Expect(cp.Spec.Parallelism).To(Equal(ptr.To(n)))
+				g.Expect(cwl.Status.Admission).NotTo(BeNil())
+				g.Expect(cwl.Status.Admission.PodSetAssignments[0].Count).To(Equal(n))
+				g.Expect(copies(g, ctx, job)).To(Equal([]string{"w1"}))
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		}
+		By("grown from 2 pods to 4 on the hub: the hub's 6 CPUs hold them")
+		resize(4)
+		expect(4, metav1.ConditionTrue, "scaled up from 2 to 4 pods in place on w1")
+
+		By("grown to 8: beyond the hub queue's quota, it waits there, still running 4")
+		resize(8)
+		expect(4, metav1.ConditionFalse, "scaling up from 4 to 8 pods waits for quota of hub ClusterQueue cq-elastic")
+		Consistently(func(g Gomega) {
+			cp, _ := copyOn(g, ctx, w1, job)
+			g.Expect(cp.Spec.Parallelism).To(Equal(ptr.To[int32](4)))
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("shrunk to 1: at once")
+		resize(1)
+		expect(1, metav1.ConditionTrue, "scaled down from 4 to 1 pods in place on w1")
+	})
+})

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,9 +59,14 @@ var _ = Describe("Least privilege", Serial, Label("rbac"), func() {
 
 		job := func(namespace string) *batchv1.Job { return testutil.MakeJob("lp", namespace).Image("x").Obj() }
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lp", Namespace: tenant}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-		By("a Job in kube-system, made by an administrator, for the hub to try to delete")
+		By("a Job in kube-system and one in a tenant namespace, made by an administrator, for the hub to try to delete or resize")
 		Expect(w.Client.Create(ctx, job(metav1.NamespaceSystem))).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { Expect(w.Client.Delete(ctx, job(metav1.NamespaceSystem))).To(Succeed()) })
+		running := job(tenant)
+		running.Name = "lp-running"
+		Expect(w.Client.Create(ctx, running)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(w.Client.Delete(ctx, running)).To(Succeed()) })
+		resize := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"parallelism":2}}`))
 
 		type attempt struct {
 			what string
@@ -68,6 +74,9 @@ var _ = Describe("Least privilege", Serial, Label("rbac"), func() {
 		}
 		allowed := []attempt{
 			{"create a Job in a tenant namespace", func() error { return as.Create(ctx, job(tenant), client.DryRunAll) }},
+			// An elastic Job's copy is brought to the size its hub queue
+			// granted.
+			{"resize a Job in a tenant namespace", func() error { return as.Patch(ctx, running.DeepCopy(), resize, client.DryRunAll) }},
 			{"read the worker's identity (namespace kube-system)", func() error { return as.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, &corev1.Namespace{}) }},
 			{"list Jobs", func() error { return as.List(ctx, &batchv1.JobList{}) }},
 			// Which namespaces and queues exist: the hub sends no copy a
@@ -104,6 +113,7 @@ var _ = Describe("Least privilege", Serial, Label("rbac"), func() {
 				return as.Create(ctx, j, client.DryRunAll)
 			}},
 			{"delete a Job in kube-system", func() error { return as.Delete(ctx, job(metav1.NamespaceSystem), client.DryRunAll) }},
+			{"resize a Job in kube-system", func() error { return as.Patch(ctx, job(metav1.NamespaceSystem), resize, client.DryRunAll) }},
 			{"update another hub's fencing Lease", func() error {
 				return as.Update(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "strata-fence-other", Namespace: ns}}, client.DryRunAll)
 			}},

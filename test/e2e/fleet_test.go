@@ -584,6 +584,56 @@ var _ = Describe("a hub and two workers on kwok", Ordered, Label("e2e", "fleet")
 		}, wait, time.Second).Should(Succeed())
 	})
 
+	It("resizes an elastic Job on the hub while it runs: the worker runs the pods added beside the first ones, none restarted, and the hub Job completes", func(ctx SpecContext) {
+		j := fleetJob("elastic", 2, "1", map[string]string{kwokcluster.RunForAnnotation: "30s"})
+		j.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+		Expect(hubKube.Create(ctx, j)).To(Succeed())
+		at, _ := admittedOn(ctx, j)
+		w := workers[at]
+		runningPods := func(g Gomega) map[types.UID]bool {
+			var pods corev1.PodList
+			g.Expect(w.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{"job-name": j.Name})).To(Succeed())
+			out := map[types.UID]bool{}
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
+					out[p.UID] = true
+				}
+			}
+			return out
+		}
+		var first map[types.UID]bool
+		Eventually(func(g Gomega) {
+			first = runningPods(g)
+			g.Expect(first).To(HaveLen(2))
+		}, wait, 200*time.Millisecond).Should(Succeed())
+
+		By("grown to 4 pods on the hub: the copy on " + at + " runs two more, the first two untouched")
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			got.Spec.Parallelism, got.Spec.Completions = ptr.To[int32](4), ptr.To[int32](4)
+			g.Expect(hubKube.Update(ctx, &got)).To(Succeed())
+		}, wait, time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			running := runningPods(g)
+			g.Expect(running).To(HaveLen(4))
+			for uid := range first {
+				g.Expect(running).To(HaveKey(uid), "a first pod was restarted")
+			}
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Count).To(Equal(int32(4)))
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadResized)).To(BeTrue(), "%+v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "dispatched again")
+			g.Expect(copies(g, ctx, j)).To(Equal([]string{at}))
+		}, wait, 200*time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var got batchv1.Job
+			g.Expect(hubKube.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(Succeed())
+			g.Expect(complete(&got)).To(BeTrue(), "hub job status: %+v", got.Status)
+			g.Expect(got.Status.Succeeded).To(Equal(int32(4)))
+		}, wait, time.Second).Should(Succeed())
+	})
+
 	It("fills fragmented capacity with an unconstrained Job: one pod in each node's last free CPU", func(ctx SpecContext) {
 		By("taking 3 of the 4 CPUs of every w2 node with pods of another team")
 		Expect(client.IgnoreAlreadyExists(w2Kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other-team"}}))).To(Succeed())

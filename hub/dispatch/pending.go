@@ -134,6 +134,9 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 					if je, err := d.job(ctx, e); err == nil && je != nil && !je.deleting {
 						if r, ok := wantsResize(e.wl, je.job); ok {
 							c.resizes = append(c.resizes, resizing{e: e, queue: charged, resize: r})
+						} else if waitsForHubQuota(e.wl) && !inTransit(e.wl) {
+							// Its job asks for the size granted again.
+							c.resizes = append(c.resizes, resizing{e: e, queue: charged})
 						}
 					}
 				}

@@ -38,12 +38,40 @@ import (
 const ReasonResizePending = "Pending"
 
 // resizing is an admitted elastic hub Workload whose job asks for another
-// size than the one granted.
+// size than the one granted, or ({} resize) whose Resized condition says
+// it waits for its hub queue's quota while its job asks for the size
+// granted again.
 type resizing struct {
 	e *entry
 	// queue is the hub ClusterQueue its usage is charged to.
 	queue  string
 	resize workload.Resize
+}
+
+// hubQuotaWait is what the message of a resize that waits for its hub
+// queue's quota says.
+const hubQuotaWait = "waits for quota of hub ClusterQueue"
+
+// waitsForHubQuota says whether an elastic hub Workload's Resized
+// condition says it waits for its hub queue's quota.
+func waitsForHubQuota(wl *strata.Workload) bool {
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadResized)
+	return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, hubQuotaWait)
+}
+
+// clearResizePending removes the Resized condition of an elastic hub
+// Workload whose job asks for the size granted again: nothing waits.
+func (d *Dispatcher) clearResizePending(ctx context.Context, wl *strata.Workload, writes *passWrites) {
+	out := wl.DeepCopy()
+	if !meta.RemoveStatusCondition(&out.Status.Conditions, strata.WorkloadResized) {
+		return
+	}
+	writes.do(func() error {
+		if err := d.client.Status().Update(ctx, out); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("clearing the Resized condition of hub Workload %s/%s: %w", wl.Namespace, wl.Name, err)
+		}
+		return nil
+	})
 }
 
 // wantsResize says whether a dispatched hub Workload's job, j, asks for
@@ -89,7 +117,7 @@ func resizeGrant(r workload.Resize, queueName, flavor string, check func() error
 		return true, ""
 	}
 	if err := check(); err != nil {
-		return false, fmt.Sprintf("scaling up from %d to %d pods waits for quota of hub ClusterQueue %s on flavor %s: %v", r.From, r.To, queueName, flavor, err)
+		return false, fmt.Sprintf("scaling up from %d to %d pods %s %s on flavor %s: %v", r.From, r.To, hubQuotaWait, queueName, flavor, err)
 	}
 	return true, ""
 }
@@ -100,6 +128,10 @@ func resizeGrant(r workload.Resize, queueName, flavor string, check func() error
 func (d *Dispatcher) resize(ctx context.Context, resizes []resizing, books *queue.Books, writes *passWrites) {
 	for _, r := range resizes {
 		wl := r.e.wl
+		if r.resize == (workload.Resize{}) {
+			d.clearResizePending(ctx, wl, writes)
+			continue
+		}
 		added := addedRequests(&wl.Spec.PodSets[0], r.resize.To-r.resize.From)
 		granted, message := resizeGrant(r.resize, r.queue, r.e.flavor, func() error {
 			return books.Check(r.queue, r.e.flavor, added, false).Err

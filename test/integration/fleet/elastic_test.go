@@ -77,6 +77,14 @@ var _ = Describe("An elastic Job through the hub", func() {
 			g.Expect(cp.Spec.Parallelism).To(Equal(ptr.To[int32](4)))
 		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 
+		By("back to 4: nothing waits any more")
+		resize(4)
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(4)))
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadResized)).To(BeNil())
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
 		By("shrunk to 1: at once")
 		resize(1)
 		expect(1, metav1.ConditionTrue, "scaled down from 4 to 1 pods in place on w1")

@@ -37,14 +37,14 @@ func NewCommand() *cobra.Command {
 				return err
 			}
 			ctx := ctrl.SetupSignalHandler()
-			if err := controller.SetupControllers(ctx, mgr, cfg); err != nil {
+			if err := controller.SetupControllers(ctx, mgr, cfg, controller.WithRestartOnNewAPIs(cmdutil.DefaultAPIWatchInterval)); err != nil {
 				return err
 			}
 			ctrl.Log.WithName("setup").Info("Starting", "version", version.Version,
 				"requiredAlgorithm", cfg.TopologyAwareScheduling.RequiredAlgorithm,
 				"preferredAlgorithm", cfg.TopologyAwareScheduling.PreferredAlgorithm,
 				"unconstrainedAlgorithm", cfg.TopologyAwareScheduling.UnconstrainedAlgorithm)
-			return mgr.Start(ctx)
+			return cmdutil.Restartable(mgr.Start(ctx))
 		},
 	}
 	opts.AddFlags(cmd)

@@ -34,13 +34,13 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := controller.SetupControllers(mgr, cfg); err != nil {
+			if _, err := controller.SetupControllers(mgr, cfg, controller.WithRestartOnNewAPIs(cmdutil.DefaultAPIWatchInterval)); err != nil {
 				return err
 			}
 			ctrl.Log.WithName("setup").Info("Starting", "version", version.Version,
 				"admissionTimeout", cfg.Dispatch.AdmissionTimeout.Duration,
 				"summaryStaleAfter", cfg.Dispatch.SummaryStaleAfter.Duration)
-			return mgr.Start(ctrl.SetupSignalHandler())
+			return cmdutil.Restartable(mgr.Start(ctrl.SetupSignalHandler()))
 		},
 	}
 	opts.AddFlags(cmd)

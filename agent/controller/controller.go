@@ -3,10 +3,12 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +26,7 @@ import (
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	"strata.dev/strata/pkg/admitevents"
+	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/controller/localqueue"
 	queueindex "strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
@@ -35,6 +38,9 @@ import (
 type Option func(*options)
 
 type options struct {
+	// apiWatch: stop the manager once the cluster serves an API missing
+	// now (cmdutil.APIWatch), every apiWatch; 0 leaves it out.
+	apiWatch         time.Duration
 	nodeFailureClock clock.WithDelayedExecution
 	fencingClock     clock.Clock
 	eventsClock      clock.WithTicker
@@ -80,6 +86,15 @@ func WithFencingClock(c clock.Clock) Option {
 // waitForPodsReady's timeouts and the requeued workloads' backoff.
 func WithPodsReadyClock(c clock.WithDelayedExecution) Option {
 	return func(o *options) { o.podsReadyClock = c }
+}
+
+// WithRestartOnNewAPIs stops the manager with cmdutil.ErrNewAPI once the
+// cluster serves an API the agent runs controllers for and did not serve
+// at its start (a workload kind's CRD, the cluster autoscaler's
+// ProvisioningRequest), asking every interval: strata-agent then exits,
+// and its Deployment starts it again with them.
+func WithRestartOnNewAPIs(interval time.Duration) Option {
+	return func(o *options) { o.apiWatch = interval }
 }
 
 // WithEventsClock replaces the real clock that paces the ClusterQueues'
@@ -146,7 +161,12 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	}
 	// Kueue's ProvisioningRequest check; without the cluster autoscaler's
 	// CRD its AdmissionChecks stay inactive, saying so.
-	if err := provisioning.NewReconciler(mgr.GetClient(), clock.RealClock{}, recorder, provisioning.Served(mgr.GetRESTMapper())).SetupWithManager(mgr); err != nil {
+	var missing []schema.GroupVersionKind
+	prServed := provisioning.Served(mgr.GetRESTMapper())
+	if !prServed {
+		missing = append(missing, provisioning.GVK)
+	}
+	if err := provisioning.NewReconciler(mgr.GetClient(), clock.RealClock{}, recorder, prServed).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	queueWorkloads, err := queueindex.SetupQueueWorkloads(ctx, mgr.GetCache())
@@ -159,8 +179,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	}
 	for _, r := range kinds.Registered {
 		if !kinds.Serves(r.Kind, mgr.GetRESTMapper()) {
-			ctrl.Log.WithName("setup").Info("Not running this workload kind: the cluster does not serve its API; install its CRD and restart strata-agent",
+			ctrl.Log.WithName("setup").Info("Not running this workload kind: the cluster does not serve its API; once its CRD is installed, strata-agent restarts to run it",
 				"kind", r.Kind.GroupVersionKind().String())
+			missing = append(missing, r.Kind.GroupVersionKind())
 			continue
 		}
 		// A kind with a controller of its own (LeaderWorkerSets: one
@@ -175,6 +196,13 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 			WithTAS(tas.OptionsFrom(cfg.TopologyAwareScheduling)).SetupWithManager(mgr); err != nil {
 			return err
 		}
+	}
+	if o.apiWatch > 0 && len(missing) > 0 {
+		w, err := cmdutil.NewAPIWatch(mgr.GetConfig(), missing)
+		if err != nil {
+			return err
+		}
+		return mgr.Add(w.WithInterval(o.apiWatch))
 	}
 	return nil
 }

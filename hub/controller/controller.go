@@ -3,8 +3,10 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +21,7 @@ import (
 	"strata.dev/strata/hub/controller/workercluster"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
@@ -31,6 +34,16 @@ type Option func(*options)
 
 type options struct {
 	clock clock.Clock
+	// apiWatch: see WithRestartOnNewAPIs (0: off).
+	apiWatch time.Duration
+}
+
+// WithRestartOnNewAPIs stops the manager with cmdutil.ErrNewAPI once the
+// hub cluster serves a workload kind's API it did not serve at start,
+// asking every interval: strata-hub then exits, and its Deployment
+// starts it again taking that kind in.
+func WithRestartOnNewAPIs(interval time.Duration) Option {
+	return func(o *options) { o.apiWatch = interval }
 }
 
 // WithClock replaces the real clock the hub measures its timeouts and
@@ -95,8 +108,21 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	}
 	served, missing := kinds.Served(kinds.Hub, mgr.GetRESTMapper())
 	for _, k := range missing {
-		ctrl.Log.WithName("setup").Info("Not taking in this workload kind: the hub does not serve its API; install its CRD (the strata-hub chart can) and restart strata-hub",
+		ctrl.Log.WithName("setup").Info("Not taking in this workload kind: the hub does not serve its API; once its CRD is installed (the strata-hub chart can), strata-hub restarts to take it in",
 			"kind", k.GroupVersionKind().String())
+	}
+	if o.apiWatch > 0 && len(missing) > 0 {
+		gvks := make([]schema.GroupVersionKind, len(missing))
+		for i, k := range missing {
+			gvks[i] = k.GroupVersionKind()
+		}
+		w, err := cmdutil.NewAPIWatch(mgr.GetConfig(), gvks)
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(w.WithInterval(o.apiWatch)); err != nil {
+			return nil, err
+		}
 	}
 	for _, k := range served {
 		if err := jobs.NewReconciler(k, mgr.GetClient(), recorder).WithTAS(tas.OptionsFrom(cfg.TopologyAwareScheduling)).SetupWithManager(mgr); err != nil {

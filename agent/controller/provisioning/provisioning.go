@@ -721,7 +721,7 @@ func (r *checkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	switch {
 	case !r.served:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "ProvisioningRequestNotServed"
-		cond.Message = "the cluster does not serve autoscaling.x-k8s.io/v1 ProvisioningRequests: install the cluster autoscaler's CRD, then restart strata-agent"
+		cond.Message = "the cluster does not serve autoscaling.x-k8s.io/v1 ProvisioningRequests: install the cluster autoscaler's CRD (strata-agent restarts itself within 30s to run the check)"
 	case why != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "BadParametersRef", why
 	default:

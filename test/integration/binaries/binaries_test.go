@@ -21,9 +21,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/test/integration/framework"
@@ -189,6 +191,43 @@ var _ = Describe("strata-agent and strata-hub on CRDs older than Cohort and Prov
 			Eventually(session, 30*time.Second).Should(gexec.Exit(0))
 		})
 	}
+})
+
+var _ = Describe("strata-agent when a CRD is installed after its start", Label("binaries"), func() {
+	It("exits 0 once the cluster serves the cluster autoscaler's ProvisioningRequest, so that its Deployment starts it again with the check", func(ctx SpecContext) {
+		cfg := clusters.Get("hub").Config
+		fresh, err := client.New(cfg, client.Options{Scheme: clusters.Get("hub").Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		pr := &unstructured.UnstructuredList{}
+		pr.SetAPIVersion("autoscaling.x-k8s.io/v1")
+		pr.SetKind("ProvisioningRequestList")
+		Expect(fresh.List(ctx, pr)).NotTo(Succeed(), "the cluster serves ProvisioningRequests already")
+		health := freeAddress()
+		cmd := exec.Command(filepath.Join(binDir, "strata-agent"),
+			"--kubeconfig", clusters.Get("hub").KubeconfigPath,
+			"--config", configFile("apiVersion: config.strata.dev/v1beta1\nkind: AgentConfiguration\n"),
+			"--metrics-bind-address", freeAddress(),
+			"--health-probe-bind-address", health,
+		)
+		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { session.Kill() })
+		Eventually(func(g Gomega) {
+			resp, err := http.Get(fmt.Sprintf("http://%s/readyz", health))
+			g.Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = resp.Body.Close() }()
+			g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("installing the ProvisioningRequest CRD while it runs")
+		opts := envtest.CRDInstallOptions{Paths: framework.ProvisioningRequestCRDPaths()}
+		_, err = envtest.InstallCRDs(cfg, opts)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(envtest.UninstallCRDs(cfg, opts)).To(Succeed()) })
+		// It asks every 30 s.
+		Eventually(session.Err, 75*time.Second).Should(gbytes.Say("The cluster serves an API it did not serve at start: restarting to run its controllers"))
+		Eventually(session, 30*time.Second).Should(gexec.Exit(0))
+	})
 })
 
 var _ = Describe("kubectl-strata", Label("binaries"), func() {

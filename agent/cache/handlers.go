@@ -104,10 +104,10 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 			obj     client.Object
 			missing string
 		}{
-			{&strata.Cohort{}, "The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/ and restart the agent)"},
+			{&strata.Cohort{}, "The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/: the agent restarts itself once they are served)"},
 			// AdmissionChecks as Cohorts: read only when a ClusterQueue
 			// names one.
-			{&strata.AdmissionCheck{}, "The AdmissionCheck CRD is not installed: a ClusterQueue naming checks admits nothing (apply the chart's crds/ and restart the agent)"},
+			{&strata.AdmissionCheck{}, "The AdmissionCheck CRD is not installed: a ClusterQueue naming checks admits nothing (apply the chart's crds/: the agent restarts itself once they are served)"},
 		} {
 			inf, err := mgr.GetCache().GetInformer(ctx, late.obj, crcache.BlockUntilSynced(false))
 			if meta.IsNoMatchError(err) {

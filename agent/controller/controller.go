@@ -8,7 +8,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +24,7 @@ import (
 	"strata.dev/strata/agent/scheduler"
 	"strata.dev/strata/agent/summary"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/admitevents"
 	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/controller/localqueue"
@@ -161,7 +161,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	}
 	// Kueue's ProvisioningRequest check; without the cluster autoscaler's
 	// CRD its AdmissionChecks stay inactive, saying so.
-	var missing []schema.GroupVersionKind
+	// Strata's own CRDs older than the agent (their kinds run flat, or
+	// not at all, saying so) and the optional APIs below are waited for.
+	missing := cmdutil.Unserved(mgr.GetRESTMapper(), mgr.GetScheme(), &strata.Cohort{}, &strata.AdmissionCheck{}, &strata.ProvisioningRequestConfig{})
 	prServed := provisioning.Served(mgr.GetRESTMapper())
 	if !prServed {
 		missing = append(missing, provisioning.GVK)

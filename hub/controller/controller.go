@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -111,11 +110,13 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 		ctrl.Log.WithName("setup").Info("Not taking in this workload kind: the hub does not serve its API; once its CRD is installed (the strata-hub chart can), strata-hub restarts to take it in",
 			"kind", k.GroupVersionKind().String())
 	}
-	if o.apiWatch > 0 && len(missing) > 0 {
-		gvks := make([]schema.GroupVersionKind, len(missing))
-		for i, k := range missing {
-			gvks[i] = k.GroupVersionKind()
-		}
+	// A Cohort CRD older than the hub (cohorts flat, saying so) is
+	// waited for too.
+	gvks := cmdutil.Unserved(mgr.GetRESTMapper(), mgr.GetScheme(), &strata.Cohort{})
+	for _, k := range missing {
+		gvks = append(gvks, k.GroupVersionKind())
+	}
+	if o.apiWatch > 0 && len(gvks) > 0 {
 		w, err := cmdutil.NewAPIWatch(mgr.GetConfig(), gvks)
 		if err != nil {
 			return nil, err
@@ -185,7 +186,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 			// CRDs older than Cohorts (helm upgrade does not update
 			// them): hub cohorts are flat until the CRD is applied and the
 			// hub restarted.
-			ctrl.Log.WithName("hub").Info("The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/ and restart the hub)")
+			ctrl.Log.WithName("hub").Info("The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/: the hub restarts itself once they are served)")
 			continue
 		}
 		if err != nil {

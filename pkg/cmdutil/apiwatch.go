@@ -7,10 +7,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // ErrNewAPI stops a manager whose cluster began to serve an API the
@@ -113,4 +116,21 @@ func Restartable(err error) error {
 		return nil
 	}
 	return err
+}
+
+// Unserved are the kinds of objs (typed objects of s) that mapper finds
+// no API for: CRDs older than the process (helm upgrade does not update a
+// chart's crds/), for an APIWatch.
+func Unserved(mapper meta.RESTMapper, s *runtime.Scheme, objs ...runtime.Object) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, obj := range objs {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			continue
+		}
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+			out = append(out, gvk)
+		}
+	}
+	return out
 }

@@ -107,7 +107,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 			// CRDs older than the agent (helm upgrade does not update
 			// them): no ProvisioningRequest check, and no crash.
-			ctrl.Log.WithName("setup").Info("Not running the ProvisioningRequest admission check: a CRD is not installed (apply the agent chart's crds/ and restart strata-agent)",
+			ctrl.Log.WithName("setup").Info("Not running the ProvisioningRequest admission check: a CRD is not installed (apply the agent chart's crds/: strata-agent restarts itself once they are served)",
 				"kind", gvk.Kind, "error", err.Error())
 			return nil
 		}

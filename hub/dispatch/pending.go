@@ -417,11 +417,8 @@ func (d *Dispatcher) chargeUsage(usage map[string]map[string]corev1.ResourceList
 // pods it is admitted or placed with (queue.WorkloadUsage).
 func (e *entry) charged() corev1.ResourceList {
 	if workload.Elastic(e.wl) && e.wl.Status.Admission != nil {
-		// An elastic Workload is charged the size its queue granted (its
-		// count), also while its worker still runs another (resize).
-		granted := *e.wl
-		granted.Status.Admission = nil
-		return queue.WorkloadUsage(&granted)
+		// The size its queue granted (queue.GrantedUsage).
+		return queue.GrantedUsage(e.wl, e.flavor)[e.flavor]
 	}
 	if queue.ChargedLess(e.wl) {
 		return queue.WorkloadUsage(e.wl)

@@ -214,6 +214,19 @@ func PlacedUsage(wl *strata.Workload, flavor string) map[string]corev1.ResourceL
 	return SplitUsage(wl, flavor, podSetFlavors)
 }
 
+// GrantedUsage is PlacedUsage of a hub Workload, but for an admitted
+// elastic one (kueue.x-k8s.io/elastic-job), which is charged the size its
+// hub ClusterQueue granted (its pod count), also while its worker still
+// runs another.
+func GrantedUsage(wl *strata.Workload, flavor string) map[string]corev1.ResourceList {
+	if wl.Annotations[strata.ElasticJobAnnotation] == "true" && wl.Status.Admission != nil {
+		granted := *wl
+		granted.Status.Admission = nil
+		return PlacedUsage(&granted, flavor)
+	}
+	return PlacedUsage(wl, flavor)
+}
+
 // SplitUsage is PlacedUsage with the pod sets' flavors given (none: all
 // on flavor).
 func SplitUsage(wl *strata.Workload, flavor string, podSetFlavors []strata.PodSetFlavor) map[string]corev1.ResourceList {

@@ -218,7 +218,7 @@ func StatusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*st
 			// As the dispatcher charges it: the pods it is placed or
 			// admitted with, less its finished ones, on each pod set's
 			// flavor.
-			for f, rl := range queue.PlacedUsage(wl, s.flavor) {
+			for f, rl := range queue.GrantedUsage(wl, s.flavor) {
 				queue.AddRequests(usage, f, rl)
 			}
 		}

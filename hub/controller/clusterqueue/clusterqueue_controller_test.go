@@ -81,6 +81,21 @@ func TestStatus(t *testing.T) {
 				},
 			},
 		},
+		"an elastic Job granted 4 pods, its worker still running 2: charged 4": {
+			cq: cq,
+			wls: []*strata.Workload{func() *strata.Workload {
+				w := wl("elastic", "w1", "a100", true, false)
+				w.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+				w.Spec.PodSets[0].Count = 4
+				w.Status.Admission.PodSetAssignments = []strata.PodSetAssignment{{Name: "main", Flavor: "a100", Count: 2}}
+				return w
+			}()},
+			want: strata.ClusterQueueStatus{
+				Conditions:        []metav1.Condition{active},
+				AdmittedWorkloads: 1,
+				FlavorsUsage:      []strata.FlavorUsage{{Name: "a100", Resources: usage(4)}},
+			},
+		},
 		"an invalid clusterSelector": {
 			cq: func() *strata.ClusterQueue {
 				c := cq.DeepCopy()

@@ -17,6 +17,7 @@ import (
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/workload"
@@ -104,8 +105,29 @@ func (s *Scheduler) resizeOne(ctx context.Context, wl *strata.Workload, books *q
 		added := workload.WithCheckUpdates(wl).Spec.PodSets[0]
 		added.Count = r.To - r.From
 		need := queue.PodSetUsage(cq, &added)
+		if p := s.preemptions[key]; p != nil {
+			// A preemption for the pods added: its hold (charged as the
+			// pass began) is not in its own way; until its victims are
+			// gone, it waits.
+			books.Charge(p.queue, p.flavor, p.requests, -1)
+			if held := s.stillHeld(p); len(held) > 0 {
+				books.Charge(p.queue, p.flavor, p.requests, 1)
+				return s.resizePending(ctx, wl, fmt.Sprintf("scaling up from %d to %d pods: %s", r.From, r.To, preemptingMessage(p, held)))
+			}
+			delete(s.preemptions, key)
+			delete(s.charged, key)
+			s.publishHolds()
+		}
+		// waits says why the scale-up waits, once a preemption for the
+		// pods added was tried.
+		waits := func(why string) error {
+			if message, ok := s.preemptForResize(ctx, cq, psa.Flavor, books, wl, added, need, r); ok {
+				return s.resizePending(ctx, wl, message)
+			}
+			return s.resizePending(ctx, wl, why)
+		}
 		if fit := books.Check(cq.Name, psa.Flavor, need, false); fit.Err != nil {
-			return s.resizePending(ctx, wl, fmt.Sprintf("scaling up from %d to %d pods: flavor %s: %v", r.From, r.To, psa.Flavor, fit.Err))
+			return waits(fmt.Sprintf("scaling up from %d to %d pods: flavor %s: %v", r.From, r.To, psa.Flavor, fit.Err))
 		}
 		sub := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace}, Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{added}}}
 		var placeErr error
@@ -125,7 +147,7 @@ func (s *Scheduler) resizeOne(ctx context.Context, wl *strata.Workload, books *q
 		case !found:
 			return s.resizePending(ctx, wl, fmt.Sprintf("scaling up from %d to %d pods: %v", r.From, r.To, topologyMissing(def)))
 		case placeErr != nil:
-			return s.resizePending(ctx, wl, fmt.Sprintf("scaling up from %d to %d pods: flavor %s: %v", r.From, r.To, psa.Flavor, placeErr))
+			return waits(fmt.Sprintf("scaling up from %d to %d pods: flavor %s: %v", r.From, r.To, psa.Flavor, placeErr))
 		case err != nil:
 			return s.resizePending(ctx, wl, fmt.Sprintf("scaling up from %d to %d pods: flavor %s: %v", r.From, r.To, psa.Flavor, err))
 		}
@@ -173,6 +195,74 @@ func (s *Scheduler) resizeOne(ctx context.Context, wl *strata.Workload, books *q
 	ctrl.LoggerFrom(ctx).V(2).Info("Resized in place", "workload", key, "from", r.From, "to", r.To)
 	s.recorder.Eventf(next, nil, corev1.EventTypeNormal, ReasonResized, "Resize", "%s", message)
 	return nil
+}
+
+// preemptForResize evicts, when its ClusterQueue's preemption policy lets
+// it, the admitted workloads whose preemption makes room on flavor for
+// the pods a scale-up of the elastic workload wl adds (added, which need
+// need of the queue's quota), as Kueue's scheduler preempts for a
+// workload slice: the search is the one for a pending workload, of the
+// pods added alone, placed unconstrained beside the running ones, which
+// are never victims. The quota the victims free is held for the resize
+// (s.preemptions, keyed by wl) until their pods are gone and the resize
+// is admitted. It returns the waiting message, false when it preempted
+// nothing.
+func (s *Scheduler) preemptForResize(ctx context.Context, cq *strata.ClusterQueue, flavor string, books *queue.Books, wl *strata.Workload,
+	added strata.PodSet, need corev1.ResourceList, r workload.Resize) (string, bool) {
+	allowed, upTo := preemption.Allowed(cq, wl)
+	if !allowed || s.searches <= 0 {
+		return "", false
+	}
+	var fq *strata.FlavorQuotas
+	for _, f := range queue.Flavors(cq) {
+		if f.Name == flavor {
+			fq = &f
+			break
+		}
+	}
+	if fq == nil {
+		return "", false
+	}
+	s.searches--
+	sub := wl.DeepCopy()
+	sub.Spec.PodSets = []strata.PodSet{added}
+	sub.Status = strata.WorkloadStatus{}
+	result, _ := s.search(cq, *fq, books, sub, upTo)
+	if len(result.Victims) == 0 {
+		return "", false
+	}
+	p := &pendingPreemption{flavor: flavor, queue: cq.Name, requests: need}
+	for _, v := range result.Victims {
+		evicted, err := s.evictVictim(ctx, v, wl, cq, flavor)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Preempting for a resize", "workload", client.ObjectKeyFromObject(wl), "victim", v.Key)
+		}
+		if evicted == nil {
+			continue
+		}
+		p.victims = append(p.victims, v.Key)
+		books.Charge(v.Queue, flavor, v.Requests, -1)
+		for _, psa := range evicted.Status.Admission.PodSetAssignments {
+			if psa.Flavor != flavor {
+				books.Charge(v.Queue, psa.Flavor, queue.LessReclaimable(psa, workload.Reclaimable(evicted, psa.Name)), -1)
+			}
+		}
+	}
+	if len(p.victims) == 0 {
+		return "", false
+	}
+	key := client.ObjectKeyFromObject(wl)
+	s.preemptions[key] = p
+	books.Charge(p.queue, p.flavor, p.requests, 1)
+	s.charged[key] = true
+	s.publishHolds()
+	held := s.stillHeld(p)
+	if len(held) == 0 {
+		// No pod of them ran: the next pass places the pods added.
+		s.Wake()
+		return fmt.Sprintf("scaling up from %d to %d pods: preempted %d workload(s) on flavor %s; placed in the next pass", r.From, r.To, len(p.victims), flavor), true
+	}
+	return fmt.Sprintf("scaling up from %d to %d pods: %s", r.From, r.To, preemptingMessage(p, held)), true
 }
 
 // resizePending says on the workload why its resize waits (written when

@@ -2,13 +2,17 @@ package scheduler
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -163,5 +167,92 @@ func TestScheduleResizesElastic(t *testing.T) {
 	got := withoutMessages(e.outcomes(t), nil)
 	if diff := cmp.Diff(outcome{Reason: ReasonAdmitted, Flavor: "tas-flavor"}, got["other"]); diff != "" {
 		t.Errorf("the workload the freed quota holds (-want,+got):\n%s", diff)
+	}
+}
+
+// TestScheduleResizePreempts: a scale-up beyond its queue's quota
+// preempts, as Kueue's workload slice does, the lower-priority workloads
+// the queue's policy lets it, never its own running pods; the quota they
+// free is held for it until their pods are gone, and then the pods added
+// are admitted in place.
+func TestScheduleResizePreempts(t *testing.T) {
+	cq := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "4").
+		Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	el := testutil.MakeWorkload("el", "ns").Queue("a").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").Unconstrained().Obj()).Obj()
+	el.CreationTimestamp = metav1.NewTime(created)
+	el.Spec.Priority = ptr.To[int32](10)
+	metav1.SetMetaDataAnnotation(&el.ObjectMeta, strata.ElasticJobAnnotation, "true")
+	low := testutil.MakeWorkload("low", "ns").Queue("a").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").Unconstrained().Obj()).Obj()
+	low.CreationTimestamp = metav1.NewTime(created.Add(time.Second))
+	low.Spec.Priority = ptr.To[int32](0)
+	e := newSchedEnv(t, []client.Object{cq, el, low}, nil, []*corev1.Node{tasNode("r1-n1", "r1", "4"), tasNode("r1-n2", "r1", "4")}, interceptor.Funcs{})
+	get := func(name string) *strata.Workload {
+		t.Helper()
+		var wl strata.Workload
+		if err := e.c.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: name}, &wl); err != nil {
+			t.Fatal(err)
+		}
+		return &wl
+	}
+	pass := func() {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		e.settle()
+		e.informed(t)
+	}
+	pass()
+	if get("el").Status.Admission == nil || get("low").Status.Admission == nil {
+		t.Fatal("want both admitted first")
+	}
+	// low's pods run: its capacity is held until they end.
+	var lowPods []*corev1.Pod
+	for i := range 2 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("low-%d", i), UID: types.UID(fmt.Sprintf("low-%d", i)),
+			Labels: map[string]string{strata.WorkloadLabel: "low", strata.TASLabel: "true"}},
+			Spec: corev1.PodSpec{NodeName: "r1-n2", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		e.s.cache.SetPod(p)
+		lowPods = append(lowPods, p)
+	}
+	wl := get("el")
+	wl.Spec.PodSets[0].Count = 4
+	if err := e.c.Update(t.Context(), wl); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	pass()
+	if c := meta.FindStatusCondition(get("low").Status.Conditions, strata.WorkloadEvicted); c == nil || c.Reason != strata.EvictedByPreemption {
+		t.Fatalf("low: Evicted = %+v, want Preempted for el's pods added", c)
+	}
+	c := meta.FindStatusCondition(get("el").Status.Conditions, strata.WorkloadResized)
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "scaling up from 2 to 4 pods: preempting 1 workload(s) on flavor tas-flavor") {
+		t.Fatalf("el: Resized = %+v, want False, preempting", c)
+	}
+	if n := get("el").Status.Admission.PodSetAssignments[0].Count; n != 2 {
+		t.Fatalf("el admitted with %d pods while low's run, want 2", n)
+	}
+	if a := meta.FindStatusCondition(get("el").Status.Conditions, strata.WorkloadAdmitted); a == nil || a.Status != metav1.ConditionTrue {
+		t.Fatalf("el: Admitted = %+v, want True throughout", a)
+	}
+	// low is queued again and waits: the quota it freed is el's.
+	pass()
+	if get("low").Status.Admission != nil {
+		t.Fatal("low admitted again before el took what it freed")
+	}
+	for _, p := range lowPods {
+		e.s.cache.DeletePod(p.UID)
+	}
+	pass()
+	if n := get("el").Status.Admission.PodSetAssignments[0].Count; n != 4 {
+		t.Errorf("el admitted with %d pods once low's are gone, want 4", n)
+	}
+	if c := meta.FindStatusCondition(get("el").Status.Conditions, strata.WorkloadResized); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("el: Resized = %+v, want True", c)
+	}
+	if get("low").Status.Admission != nil {
+		t.Error("low admitted beside el's 4 pods, beyond the queue's 4 CPUs")
 	}
 }

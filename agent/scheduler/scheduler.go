@@ -419,6 +419,13 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			pendingKeys[client.ObjectKeyFromObject(wl)] = true
 		}
 	}
+	// An elastic workload scaling up keeps the preemption made for the
+	// pods it adds (preemptForResize) until they are admitted.
+	for _, wl := range v.resize {
+		if r, ok := workload.ResizeOf(wl); ok && r.To > r.From {
+			pendingKeys[client.ObjectKeyFromObject(wl)] = true
+		}
+	}
 	// A preemptor whose admission is being written keeps its preemption
 	// until the informer shows it admitted: should the write fail (a
 	// conflict gives its capacity back), its victims must still not take

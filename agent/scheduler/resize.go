@@ -199,8 +199,8 @@ func (s *Scheduler) resizeOne(ctx context.Context, wl *strata.Workload, books *q
 
 // preemptForResize evicts, when its ClusterQueue's preemption policy lets
 // it, the admitted workloads whose preemption makes room on flavor for
-// the pods a scale-up of the elastic workload wl adds (added, which need
-// need of the queue's quota), as Kueue's scheduler preempts for a
+// the pods a scale-up of the elastic workload wl adds (added, whose
+// requests of the queue's quota are need), as Kueue's scheduler preempts for a
 // workload slice: the search is the one for a pending workload, of the
 // pods added alone, placed unconstrained beside the running ones, which
 // are never victims. The quota the victims free is held for the resize

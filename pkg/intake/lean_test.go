@@ -93,22 +93,18 @@ func TestSyncLeanWorkloads(t *testing.T) {
 }
 
 // TestSyncEvictsADispatchedWorkloadWhosePodSetsChanged: a hub Workload
-// dispatched (placed) but not admitted whose Job's pod sets change is
-// evicted at the hub (Evicted True, reason JobChanged, at its generation),
-// its spec kept until its copy is taken back (the hub's quota counts what
-// may still run), then brought up to date; one not placed is updated in
-// place, and one admitted is left alone. A job changed back before its
-// copy was taken back makes the Workload dispatchable as it is.
+// dispatched (placed), admitted on its worker or not, whose Job's pod sets
+// change is evicted at the hub (Evicted True, reason JobChanged, at its
+// generation), its spec kept until its copy is taken back (the hub's quota
+// counts what may still run), then brought up to date; one not placed is
+// updated in place, and an admitted elastic Job's is left for the
+// dispatcher to grant. A job changed back before its copy was taken back
+// makes the Workload dispatchable as it is.
 func TestSyncEvictsADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
-	job := func(parallelism int32) *batchv1.Job {
-		j := makeJob("train", nil)
-		j.Spec.Parallelism = &parallelism
-		return j
-	}
 	cases := map[string]struct {
-		placed, admitted, refused bool
-		wantCount                 int32
-		wantEvicted               bool
+		placed, admitted, refused, elastic bool
+		wantCount                          int32
+		wantEvicted                        bool
 		// then: the copy taken back (the cluster cleared), and the job
 		// synced again with parallelism then; wantThen is the count after.
 		then, wantThen int32
@@ -117,10 +113,19 @@ func TestSyncEvictsADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
 		"refused once, waiting again: updated, its state kept": {refused: true, wantCount: 4},
 		"dispatched, not admitted: evicted, then updated":      {placed: true, wantCount: 2, wantEvicted: true, then: 4, wantThen: 4},
 		"dispatched, evicted, changed back":                    {placed: true, wantCount: 2, wantEvicted: true, then: 2, wantThen: 2},
-		"admitted: left as it was":                             {placed: true, admitted: true, wantCount: 2},
+		"admitted: evicted, then updated":                      {placed: true, admitted: true, wantCount: 2, wantEvicted: true, then: 4, wantThen: 4},
+		"admitted, elastic: left for the dispatcher to grant":  {placed: true, admitted: true, elastic: true, wantCount: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			job := func(parallelism int32) *batchv1.Job {
+				j := makeJob("train", nil)
+				j.Spec.Parallelism = &parallelism
+				if tc.elastic {
+					j.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+				}
+				return j
+			}
 			k := newPriorityKeeper(t).WithLeanWorkloads()
 			ctx := context.Background()
 			if _, err := k.Sync(ctx, batchjob.Adapt(job(2))); err != nil {
@@ -172,7 +177,7 @@ func TestSyncEvictsADispatchedWorkloadWhosePodSetsChanged(t *testing.T) {
 			if got.Spec.PodSets[0].Count != tc.wantCount || !workload.OutdatedByJob(&got) {
 				t.Errorf("synced again before the take-back: count %d, outdated %t", got.Spec.PodSets[0].Count, workload.OutdatedByJob(&got))
 			}
-			got.Status.Placement.Cluster = ""
+			got.Status.Placement.Cluster, got.Status.Admission = "", nil
 			if err := k.client.Status().Update(ctx, &got); err != nil {
 				t.Fatal(err)
 			}

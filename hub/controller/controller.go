@@ -113,6 +113,9 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	// A Cohort CRD older than the hub (cohorts flat, saying so) is
 	// waited for too.
 	gvks := cmdutil.Unserved(mgr.GetRESTMapper(), mgr.GetScheme(), &strata.Cohort{})
+	// And so are the APIs of WorkerCluster sources (ClusterProfiles, OCM's
+	// ManagedClusters).
+	gvks = append(gvks, apis.Missing()...)
 	for _, k := range missing {
 		gvks = append(gvks, k.GroupVersionKind())
 	}

@@ -76,6 +76,19 @@ var (
 	managedClusterKind = schema.GroupVersionKind{Group: ocmclusterv1.GroupName, Version: ocmclusterv1.GroupVersion.Version, Kind: "ManagedCluster"}
 )
 
+// Missing are the optional source kinds apis says the hub does not serve:
+// the hub restarts once one is (cmdutil.APIWatch).
+func (a APIs) Missing() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	if !a.ClusterProfiles {
+		out = append(out, clusterProfileKind)
+	}
+	if !a.ManagedClusters {
+		out = append(out, managedClusterKind)
+	}
+	return out
+}
+
 // DetectAPIs asks mapper which of the optional source kinds the hub
 // serves. A kind that is not installed is no error: its sources report
 // APINotInstalled.

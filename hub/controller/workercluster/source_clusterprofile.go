@@ -22,7 +22,7 @@ import (
 // access providers of the hub's configuration.
 func (r *Reconciler) fromClusterProfile(ctx context.Context, ref *strata.ObjectReference) (*credential, *failure) {
 	if !r.apis.ClusterProfiles {
-		return nil, failf(ReasonAPINotInstalled, "the hub cluster serves no ClusterProfiles (%s): install the CRD clusterprofiles.multicluster.x-k8s.io of sigs.k8s.io/cluster-inventory-api, then restart strata-hub",
+		return nil, failf(ReasonAPINotInstalled, "the hub cluster serves no ClusterProfiles (%s): install the CRD clusterprofiles.multicluster.x-k8s.io of sigs.k8s.io/cluster-inventory-api (strata-hub restarts itself within 30s once it is served)",
 			inventoryv1alpha1.GroupVersion)
 	}
 	var cp inventoryv1alpha1.ClusterProfile

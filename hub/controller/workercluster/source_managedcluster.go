@@ -37,7 +37,7 @@ const tokenKey = corev1.ServiceAccountTokenKey
 // ManagedServiceAccount managedCluster.serviceAccountName.
 func (r *Reconciler) fromManagedCluster(ctx context.Context, name string) (*credential, *failure) {
 	if !r.apis.ManagedClusters {
-		return nil, failf(ReasonAPINotInstalled, "the hub cluster serves no ManagedClusters (%s): install Open Cluster Management's hub, then restart strata-hub",
+		return nil, failf(ReasonAPINotInstalled, "the hub cluster serves no ManagedClusters (%s): install Open Cluster Management's hub (strata-hub restarts itself within 30s once it is served)",
 			ocmclusterv1.GroupVersion)
 	}
 	var mc ocmclusterv1.ManagedCluster

@@ -66,7 +66,7 @@ func TestResolve(t *testing.T) {
 		"a ClusterProfile on a hub without the CRD": {
 			wc: testutil.MakeWorkerCluster("w").ClusterProfile("fleet", "w").Obj(),
 			want: resolved{Reason: ReasonAPINotInstalled,
-				Message: "the hub cluster serves no ClusterProfiles (multicluster.x-k8s.io/v1alpha1): install the CRD clusterprofiles.multicluster.x-k8s.io of sigs.k8s.io/cluster-inventory-api, then restart strata-hub"},
+				Message: "the hub cluster serves no ClusterProfiles (multicluster.x-k8s.io/v1alpha1): install the CRD clusterprofiles.multicluster.x-k8s.io of sigs.k8s.io/cluster-inventory-api (strata-hub restarts itself within 30s once it is served)"},
 		},
 		"a missing ClusterProfile": {
 			wc:   testutil.MakeWorkerCluster("w").ClusterProfile("fleet", "w").Obj(),
@@ -83,7 +83,7 @@ func TestResolve(t *testing.T) {
 		"a ManagedCluster on a hub without OCM": {
 			wc: testutil.MakeWorkerCluster("w").ManagedCluster("mc").Obj(),
 			want: resolved{Reason: ReasonAPINotInstalled,
-				Message: "the hub cluster serves no ManagedClusters (cluster.open-cluster-management.io/v1): install Open Cluster Management's hub, then restart strata-hub"},
+				Message: "the hub cluster serves no ManagedClusters (cluster.open-cluster-management.io/v1): install Open Cluster Management's hub (strata-hub restarts itself within 30s once it is served)"},
 		},
 		"a missing ManagedCluster": {
 			wc:   testutil.MakeWorkerCluster("w").ManagedCluster("mc").Obj(),

@@ -4,7 +4,7 @@ package hub
 // turns them into the chart's ClusterRole. What the hub may do on worker
 // clusters is granted there, through the credential it is given.
 //
-// +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues;cohorts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues;cohorts;admissionchecks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strata.dev,resources=clusterqueues/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=localqueues,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strata.dev,resources=localqueues/status,verbs=get;update;patch

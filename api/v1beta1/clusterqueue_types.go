@@ -135,7 +135,10 @@ type ClusterQueueSpec struct {
 	// queue must pass, once its quota is reserved, before it is admitted
 	// and its job starts (Kueue's field). While one does not exist or its
 	// controller has not marked it Active, the queue admits nothing.
-	// Workers only: a hub ignores it (its workers' queues run theirs).
+	// On a hub they are decided before a workload is dispatched: its
+	// quota is reserved in the hub queue, and a worker is chosen once
+	// every check is Ready; a check of MultiKueue's controller
+	// (kueue.x-k8s.io/multikueue) is the hub's own part, not waited for.
 	//
 	// +optional
 	// +listType=set

@@ -126,6 +126,11 @@ func RecordDispatch(status *strata.WorkloadStatus, cluster, flavor, reason strin
 	p.DispatchTime = ptr.To(metav1.NewMicroTime(now))
 	p.DispatchGeneration++
 	p.PreemptUpTo, p.TopologyHint, p.PodSetCounts, p.PodSetFlavors = nil, "", nil, nil
+	// The hub's own quota reservation, held while its ClusterQueue's
+	// admission checks were decided (reserve), becomes the dispatch: the
+	// admission recorded from now on is the worker's.
+	status.Admission = nil
+	meta.RemoveStatusCondition(&status.Conditions, strata.WorkloadQuotaReserved)
 	addAttempt(p, strata.PlacementAttempt{Cluster: cluster, Flavor: flavor, DispatchGeneration: p.DispatchGeneration,
 		Result: strata.PlacementDispatched, Time: metav1.NewTime(now), Message: truncateAttempt(reason)})
 	// Transitions at the dispatch's time (the hub's clock), not when the

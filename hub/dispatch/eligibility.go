@@ -52,6 +52,8 @@ type passView struct {
 	// (heightAfterReclaiming) left to it; beyond them a head that must
 	// preempt is ordered by the estimate (Books.WouldBorrow).
 	oracles int
+	// checks are the pass's reads of AdmissionChecks (collected).
+	checks *checkReads
 	// spread are the dispatched Workloads topology spreading counts, by
 	// namespace (spreadAvoider), until a dispatch there.
 	spread map[string][]workload.Dispatched

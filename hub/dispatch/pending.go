@@ -25,6 +25,10 @@ type pending struct {
 	// counts are the pods of each pod set it is placed with when fewer
 	// than it asks for (partial admission; withCounts), nil when all.
 	counts []int32
+	// reserved: its quota is reserved in its queue and every admission
+	// check of the queue is Ready (collectReserved): it is placed on the
+	// flavors reserved, its reservation's charge its own.
+	reserved bool
 }
 
 // collected is what a pass collects from the index's entries (collect).
@@ -52,6 +56,8 @@ type collected struct {
 	// resizes are the admitted elastic Workloads whose job asks for
 	// another size (resize).
 	resizes []resizing
+	// checks are the pass's reads of AdmissionChecks.
+	checks *checkReads
 }
 
 // rebuildable are the Workloads whose dispatches a target first seen
@@ -110,6 +116,7 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 		waiting: make([]pending, 0, len(entries)),
 		usage:   map[string]map[string]corev1.ResourceList{},
 		queues:  map[string]*strata.ClusterQueue{},
+		checks:  newCheckReads(d.client),
 	}
 	var errs []error
 	localQueues := map[types.NamespacedName]*strata.LocalQueue{}
@@ -167,6 +174,13 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 			c.behind = append(c.behind, f)
 			continue
 		}
+		if ReservedAtHub(e.wl) {
+			// Its hub queue's admission checks are being decided.
+			if err := d.collectReserved(ctx, c, e, cq, stop, now); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		if cq == nil || e.invalid || e.outdated {
 			// Intake says why on the Workload; an outdated one
 			// (workload.OutdatedByJob) waits for it to bring the spec
@@ -215,7 +229,9 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 // up on a worker (its last attempt says so).
 func deactivatedMessage(wl *strata.Workload) string {
 	why := "the Workload is deactivated (spec.active: false)"
-	if p := wl.Status.Placement; p != nil && len(p.Attempts) > 0 {
+	if v, checks := workload.Verdict(wl.Status.AdmissionChecks); v == workload.ChecksRejected {
+		why = fmt.Sprintf("the Workload was deactivated (spec.active: false, %s): %s", strata.AdmissionCheckRejected, checks)
+	} else if p := wl.Status.Placement; p != nil && len(p.Attempts) > 0 {
 		switch last := p.Attempts[len(p.Attempts)-1]; last.Reason {
 		case strata.RequeuingLimitExceeded:
 			why = fmt.Sprintf("the Workload was deactivated (spec.active: false, %s): its pods were not ready in time on %s more often than waitForPodsReady's backoffLimitCount there allows",

@@ -35,7 +35,7 @@ func (d *Dispatcher) placeOnTargets(ctx context.Context, workers []fleet.Worker,
 	var next time.Duration
 	err := d.fleet.WithTargets(ctx, workers, now, d.staleAfter, func(targets []*placement.Target) error {
 		d.rebuild(ctx, targets, c.rebuildable)
-		view.dispatched, view.resizes = c.dispatched, c.resizes
+		view.dispatched, view.resizes, view.checks = c.dispatched, c.resizes, c.checks
 		view.placed, view.behind, view.targets = c.placed, c.behind, targets
 		view.reclaimSearches, view.noReclaim = reclaimSearchesPerPass, map[reclaimKey]string{}
 		view.oracles = oracleSearchesPerPass
@@ -158,8 +158,31 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, cq *strata.ClusterQueue, books *queue.Books,
 	view *passView, p pending, now time.Time, writes *passWrites) (blocks bool, retry time.Duration, err error) {
 	wl := p.wl
+	if why := view.checks.notReady(ctx, cq); why != "" {
+		// Kueue's ClusterQueue inactive for its admission checks: it
+		// admits nothing until they exist and are Active.
+		d.wait(ctx, p, strata.QueueAdmissionCheckNotReady, why)
+		return false, 0, nil
+	}
 	// dispatched: this call dispatched p (its quota is charged).
 	var dispatched bool
+	if p.reserved {
+		// Its reservation is not in its own way; it holds it while it
+		// waits for a worker.
+		usage := reservedUsage(p.entry)
+		for f, need := range usage {
+			books.Charge(cq.Name, f, need, -1)
+		}
+		clear(view.quota)
+		defer func() {
+			if !dispatched {
+				for f, need := range usage {
+					books.Charge(cq.Name, f, need, 1)
+				}
+				clear(view.quota)
+			}
+		}()
+	}
 	if r := d.reclaims[p.uid]; r != nil {
 		// Its own hold is not in its way; it is held again while it
 		// waits (unless a new reclaim replaced it, or it ended). Once
@@ -191,12 +214,29 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		view.quota[qk] = q
 	}
 	flavors, notes := slices.Clip(q.flavors), slices.Clip(q.notes) // shared: appends copy
+	if p.reserved {
+		// On the flavors its checks were decided for.
+		flavors, notes = nil, nil
+		held := workload.AdmissionFlavors(wl.Status.Admission)
+		for _, f := range held {
+			if fit := books.Check(cq.Name, f, p.need, false); fit.Err != nil {
+				notes = append(notes, fmt.Sprintf("flavor %s: %v", f, fit.Err))
+				continue
+			}
+			flavors = append(flavors, f)
+		}
+		if len(held) > 1 {
+			// Its pod sets reserved on different flavors: each is
+			// checked by decide.
+			flavors = held
+		}
+	}
 	// A workload that may run with fewer pods (minCount) may be placed
 	// with them on a flavor whose quota is short of all of them, as
 	// Kueue's partial admission: the flavors within quota for its fewest
 	// pods (placePartially checks each count).
 	var partialFlavors []string
-	if workload.Reducible(wl.Spec.PodSets, d.policy.Options().PartialSlices) > 0 {
+	if !p.reserved && workload.Reducible(wl.Spec.PodSets, d.policy.Options().PartialSlices) > 0 {
 		fewest := queue.WorkloadRequests(workload.WithCounts(wl, workload.ReducedCounts(wl.Spec.PodSets, math.MaxInt32, d.policy.Options().PartialSlices)))
 		for _, fq := range queue.Flavors(cq) {
 			if books.Check(cq.Name, fq.Name, fewest, false).Err == nil {
@@ -237,7 +277,7 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	// A workload that spreads waits for reasons of its own: where others
 	// of its kind went.
 	// So does one that may be placed with fewer pods (minCount).
-	if len(backoffs) == 0 && !workload.Spreads(wl) && workload.Reducible(wl.Spec.PodSets, d.policy.Options().PartialSlices) == 0 {
+	if len(backoffs) == 0 && !p.reserved && !workload.Spreads(wl) && workload.Reducible(wl.Spec.PodSets, d.policy.Options().PartialSlices) == 0 {
 		same = &waitKey{queue: cq.Name, localQueue: p.localQueue, kind: p.kind.GroupVersionKind(), shape: shape, flavors: q.key, priority: queue.Priority(wl),
 			class: wl.Spec.PriorityClassName, classSource: wl.Spec.PriorityClassSource}
 		if o, ok := view.waits[*same]; ok {
@@ -269,6 +309,29 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		return true, 0, nil
 	}
 	placed := p.withCounts(counts)
+	if !p.reserved && (dec != nil || choice != nil) {
+		flavor, split := "", []strata.PodSetFlavor(nil)
+		if choice != nil {
+			flavor, split = choice.Flavor, choice.PodSetFlavors()
+		} else {
+			flavor, split = dec.Flavor, dec.PodSetFlavors()
+		}
+		on := []string{flavor}
+		for _, f := range split {
+			on = append(on, f.Flavor)
+		}
+		if checks := view.checks.gating(ctx, cq, on); len(checks) > 0 {
+			// Its queue's admission checks decide before a worker is
+			// chosen: its quota is reserved, no capacity held.
+			clear(view.quota)
+			d.reserve(ctx, cq, placed, flavor, split, checks, now, books, writes)
+			dispatched = true
+			if view.onDispatch != nil {
+				view.onDispatch(placed.wl)
+			}
+			return false, o.retry, nil
+		}
+	}
 	if choice != nil {
 		clear(view.quota)
 		err := d.dispatchPreemption(ctx, targets, cq, placed, choice, now, books, writes)

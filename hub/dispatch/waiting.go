@@ -136,6 +136,7 @@ func (d *Dispatcher) waitFor(ctx context.Context, p pending, o waitOutcome) {
 				return gerr
 			}
 			if wl.UID != src.UID || (wl.Status.Placement != nil && wl.Status.Placement.Cluster != "") || !wl.DeletionTimestamp.IsZero() ||
+				ReservedAtHub(wl) != ReservedAtHub(src) ||
 				o.reason == ReasonDeactivated && workload.IsActive(wl) {
 				return errStaleReason
 			}

@@ -430,7 +430,7 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 	delete(s, "admissionChecksStrategy")
 	if len(others) > 0 {
 		// The other checks carry over as they are: a worker's agent runs
-		// them (a hub ignores its queues' checks).
+		// them, and a hub waits for them before it dispatches.
 		strategy := false
 		for _, name := range others {
 			strategy = strategy || len(onFlavors[name]) > 0
@@ -444,7 +444,7 @@ func (c *converter) clusterQueue(o *unstructured.Unstructured) {
 		} else {
 			cq.Spec.AdmissionChecks = others
 		}
-		c.note(o, "spec.admissionChecks", fmt.Sprintf("%s carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub a queue's checks are ignored)", strings.Join(others, ", ")))
+		c.note(o, "spec.admissionChecks", fmt.Sprintf("%s carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub, before it dispatches)", strings.Join(others, ", ")))
 	}
 	c.decode(o, "spec", pick(s, "namespaceSelector", "resourceGroups", "cohort", "queueingStrategy", "preemption", "flavorFungibility", "stopPolicy", "fairSharing", "admissionScope"), &cq.Spec)
 	c.noteFairSharing(o, cq.Spec.FairSharing)

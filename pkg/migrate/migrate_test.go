@@ -222,7 +222,7 @@ spec:
 				"AdmissionCheck budget: spec.retryDelayMinutes: not carried over (deprecated in Kueue): a check that asks to retry queues the workload again at once",
 				"AdmissionCheck budget: spec.controllerName: carried over: the controller example.com/budget must set the check's states on strata.dev Workloads (status.admissionChecks) and mark it Active",
 				"AdmissionCheck capacity: spec.controllerName: carried over: the controller example.com/capacity must set the check's states on strata.dev Workloads (status.admissionChecks) and mark it Active",
-				"ClusterQueue gpus: spec.admissionChecks: budget, capacity carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub a queue's checks are ignored)",
+				"ClusterQueue gpus: spec.admissionChecks: budget, capacity carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub, before it dispatches)",
 			},
 		},
 		{
@@ -381,7 +381,7 @@ spec:
 			wantNotes: []string{
 				"AdmissionCheck provisioning: spec.controllerName: Kueue's ProvisioningRequest check: the agent runs it (with KEP-2724's delayed topology assignment); its ProvisioningRequestConfig must be migrated too, and the worker must serve the cluster autoscaler's ProvisioningRequest CRD",
 				"MultiKueueConfig multikueue-test: spec.clusters: their order is not kept: a Strata hub places each job on the worker where it fits best, not on the first listed",
-				"ClusterQueue hub-q: spec.admissionChecks: provisioning carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub a queue's checks are ignored)",
+				"ClusterQueue hub-q: spec.admissionChecks: provisioning carried over: on a worker the agent reserves quota and admits once each check is Ready (on a hub, before it dispatches)",
 				"to do: MultiKueueCluster worker1: spec.kubeConfig: copy Secret worker1-secret (key kubeconfig) from Kueue's namespace to strata-system, where strata-hub reads it; the hub's identity on the worker needs the permissions in docs/admin-guide.md, which MultiKueue's does not all have",
 				"to do: MultiKueueCluster on-disk: spec.kubeConfig: a kubeconfig file on Kueue's disk (/etc/kueue/w3.kubeconfig) cannot be carried over: put it in a Secret in namespace strata-system (key kubeconfig) and set spec.kubeConfigSecretRef, or the API server refuses the WorkerCluster",
 			},

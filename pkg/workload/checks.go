@@ -201,6 +201,25 @@ func ReserveForChecks(wl *strata.Workload, checks []string, now time.Time) {
 	wl.Status.AdmissionChecks = PendingChecks(wl.Status.AdmissionChecks, checks, now)
 }
 
+// ReleaseChecks marks a workload whose reservation is taken back:
+// QuotaReserved False and every check Pending again (Kueue resets the
+// states at an eviction). It returns whether wl changed.
+func ReleaseChecks(wl *strata.Workload, now time.Time) bool {
+	changed := false
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadQuotaReserved); c != nil && c.Status != metav1.ConditionFalse {
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadQuotaReserved, Status: metav1.ConditionFalse,
+			Reason: "Pending", Message: "no quota reserved", LastTransitionTime: metav1.NewTime(now)})
+		changed = true
+	}
+	for i := range wl.Status.AdmissionChecks {
+		if s := &wl.Status.AdmissionChecks[i]; s.State != strata.CheckStatePending {
+			s.State, s.LastTransitionTime, s.PodSetUpdates = strata.CheckStatePending, metav1.NewTime(now), nil
+			changed = true
+		}
+	}
+	return changed
+}
+
 // PodSetUpdateOf merges what the checks' podSetUpdates add to pod set
 // podSet's pods, a later check's value of a key winning; nil when none.
 func PodSetUpdateOf(states []strata.AdmissionCheckState, podSet string) *strata.PodSetUpdate {

@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Its reservation was taken back (preempted, evicted, its queue
 		// drained...): no quota reserved, every check Pending again
 		// (Kueue resets the states at an eviction).
-		if !released(wl, now) {
+		if !workload.ReleaseChecks(wl, now) {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, r.client.Status().Update(ctx, wl)
@@ -161,25 +161,7 @@ func retry(wl *strata.Workload, why string, now time.Time) {
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: strata.EvictedByAdmissionCheck, Message: message, LastTransitionTime: t})
 	workload.SetRequeued(wl, metav1.ConditionTrue, strata.EvictedByAdmissionCheck, message, now)
-	released(wl, now)
-}
-
-// released marks a workload without a reservation: QuotaReserved False and
-// every check Pending. It returns whether wl changed.
-func released(wl *strata.Workload, now time.Time) bool {
-	changed := false
-	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadQuotaReserved); c != nil && c.Status != metav1.ConditionFalse {
-		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadQuotaReserved, Status: metav1.ConditionFalse,
-			Reason: "Pending", Message: "no quota reserved", LastTransitionTime: metav1.NewTime(now)})
-		changed = true
-	}
-	for i := range wl.Status.AdmissionChecks {
-		if s := &wl.Status.AdmissionChecks[i]; s.State != strata.CheckStatePending {
-			s.State, s.LastTransitionTime, s.PodSetUpdates = strata.CheckStatePending, metav1.NewTime(now), nil
-			changed = true
-		}
-	}
-	return changed
+	workload.ReleaseChecks(wl, now)
 }
 
 // reject deactivates a workload a check rejected (Kueue's): spec.active

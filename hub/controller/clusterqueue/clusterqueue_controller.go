@@ -109,6 +109,9 @@ func (r *Reconciler) cohortPeers(ctx context.Context, o client.Object) []ctrl.Re
 type share struct {
 	counts queue.Counts
 	flavor string // dispatched on, "" when not dispatched
+	// reserved: its quota is reserved in the queue while the queue's
+	// admission checks decide (dispatch.ReservedAtHub).
+	reserved bool
 }
 
 func contribution(wl *strata.Workload) share {
@@ -117,6 +120,7 @@ func contribution(wl *strata.Workload) share {
 	if _, flavor, _, ok := dispatch.Placed(wl); ok && !finished(wl) {
 		s.flavor = flavor
 	}
+	s.reserved = dispatch.ReservedAtHub(wl) && !finished(wl)
 	return s
 }
 
@@ -213,7 +217,12 @@ func StatusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*st
 			continue
 		}
 		s := contribution(wl)
-		c.Pending, c.Admitted = c.Pending+s.counts.Pending, c.Admitted+s.counts.Admitted
+		c.Pending, c.Admitted, c.Reserving = c.Pending+s.counts.Pending, c.Admitted+s.counts.Admitted, c.Reserving+s.counts.Reserving
+		if s.reserved {
+			for f, rl := range dispatch.ReservedUsage(wl) {
+				queue.AddRequests(usage, f, rl)
+			}
+		}
 		if s.flavor != "" {
 			// As the dispatcher charges it: the pods it is placed or
 			// admitted with, less its finished ones, on each pod set's

@@ -50,8 +50,8 @@ func TestStatus(t *testing.T) {
 			wls:   []*strata.Workload{wl("big", "w1", "a100", true, false), wl("big-too", "w2", "a100", true, false)},
 			want: strata.ClusterQueueStatus{
 				Conditions:        []metav1.Condition{active},
-				AdmittedWorkloads: 2,
-				FlavorsUsage:      []strata.FlavorUsage{{Name: "a100", Resources: usage(4)}},
+				AdmittedWorkloads: 2, ReservingWorkloads: 2,
+				FlavorsUsage: []strata.FlavorUsage{{Name: "a100", Resources: usage(4)}},
 				FlavorsReservation: []strata.FlavorReservation{{Name: "a100", Resources: []strata.ResourceReservation{
 					{Name: corev1.ResourceCPU, Total: resource.MustParse("16"), Borrowed: resource.MustParse("8")},
 					{Name: "nvidia.com/gpu", Total: resource.MustParse("32"), Borrowed: resource.MustParse("16")},
@@ -74,7 +74,7 @@ func TestStatus(t *testing.T) {
 			want: strata.ClusterQueueStatus{
 				Conditions:        []metav1.Condition{active},
 				PendingWorkloads:  2, // waiting and dispatched, not admitted yet
-				AdmittedWorkloads: 2,
+				AdmittedWorkloads: 2, ReservingWorkloads: 2,
 				FlavorsUsage: []strata.FlavorUsage{ // in the queue's flavor order; the finished one uses nothing
 					{Name: "a100", Resources: usage(4)},
 					{Name: "h100", Resources: usage(2)},
@@ -92,8 +92,22 @@ func TestStatus(t *testing.T) {
 			}()},
 			want: strata.ClusterQueueStatus{
 				Conditions:        []metav1.Condition{active},
-				AdmittedWorkloads: 1,
-				FlavorsUsage:      []strata.FlavorUsage{{Name: "a100", Resources: usage(4)}},
+				AdmittedWorkloads: 1, ReservingWorkloads: 1,
+				FlavorsUsage: []strata.FlavorUsage{{Name: "a100", Resources: usage(4)}},
+			},
+		},
+		"a Workload reserved at the hub while the queue's admission checks decide: reserving, its quota used": {
+			cq: cq,
+			wls: []*strata.Workload{func() *strata.Workload {
+				w := wl("reserved", "", "", false, false)
+				w.Status.Admission = &strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "h100", Count: 2}}}
+				w.Status.AdmissionChecks = []strata.AdmissionCheckState{{Name: "budget", State: strata.CheckStatePending}}
+				return w
+			}()},
+			want: strata.ClusterQueueStatus{
+				Conditions:         []metav1.Condition{active},
+				ReservingWorkloads: 1,
+				FlavorsUsage:       []strata.FlavorUsage{{Name: "h100", Resources: usage(2)}},
 			},
 		},
 		"an invalid clusterSelector": {

@@ -108,3 +108,118 @@ var _ = Describe("Admission checks on a worker", func() {
 		})
 	})
 })
+
+// A hub ClusterQueue with AdmissionChecks: the hub reserves a Job's quota
+// in its queue and dispatches it only once every check is Ready, as a
+// MultiKueue manager waits for its queue's other checks; MultiKueue's own
+// check is the hub's to play.
+var _ = Describe("Admission checks on the hub", func() {
+	It("reserves the quota, dispatches once the checks are Ready, queues again on Retry and deactivates on Rejected", func(ctx SpecContext) {
+		e := newEnv(ctx, "hubchecks", map[string][][]string{"w1": {{"4", "4"}}})
+		w1 := worker("w1")
+		budget, mk := "hub-budget-"+e.name, "hub-mk-"+e.name
+		Expect(hub.Client.Create(ctx, &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: budget},
+			Spec: strata.AdmissionCheckSpec{ControllerName: "example.com/budget"}})).To(Succeed())
+		// A migrated MultiKueue manager's check: never Active here, never
+		// waited for.
+		Expect(hub.Client.Create(ctx, &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: mk},
+			Spec: strata.AdmissionCheckSpec{ControllerName: "kueue.x-k8s.io/multikueue"}})).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			for _, n := range []string{budget, mk} {
+				_ = client.IgnoreNotFound(hub.Client.Delete(ctx, &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: n}}))
+			}
+		})
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec.AdmissionChecks = []string{mk, budget}
+			g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+
+		job := e.job("train", 1, "2", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		By("the check not Active yet: the hub queue dispatches nothing, and says which check")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(strata.QueueAdmissionCheckNotReady), c.Message)
+			g.Expect(c.Message).To(ContainSubstring("admission check " + budget + " is not Active"))
+			g.Expect(c.Message).NotTo(ContainSubstring(mk))
+			g.Expect(wl.Status.Admission).To(BeNil())
+		}).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			var ac strata.AdmissionCheck
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: budget}, &ac)).To(Succeed())
+			meta.SetStatusCondition(&ac.Status.Conditions, metav1.Condition{Type: strata.AdmissionCheckActive, Status: metav1.ConditionTrue, Reason: "Active"})
+			g.Expect(hub.Client.Status().Update(ctx, &ac)).To(Succeed())
+		}).Should(Succeed())
+		By("Active: the quota is reserved in the hub queue, the check Pending, no copy sent")
+		reserved := func(g Gomega, job *batchv1.Job) *strata.Workload {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Admission.ClusterQueue).To(Equal("cq-" + e.name))
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadQuotaReserved)).To(BeTrue(), "%v", wl.Status.Conditions)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c.Reason).To(Equal(strata.WaitingForAdmissionChecks), c.Message)
+			g.Expect(wl.Status.AdmissionChecks).To(ConsistOf(And(HaveField("Name", budget), HaveField("State", strata.CheckStatePending))))
+			g.Expect(wl.Status.Placement == nil || wl.Status.Placement.Cluster == "").To(BeTrue(), "not dispatched")
+			cp, _ := copyOn(g, ctx, w1, job)
+			g.Expect(cp).To(BeNil())
+			return wl
+		}
+		Eventually(func(g Gomega) { reserved(g, job) }).Should(Succeed())
+
+		setCheck := func(job *batchv1.Job, state strata.CheckState, message string) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				wl := reserved(g, job)
+				wl.Status.AdmissionChecks[0].State, wl.Status.AdmissionChecks[0].Message = state, message
+				wl.Status.AdmissionChecks[0].LastTransitionTime = metav1.Now()
+				g.Expect(hub.Client.Status().Update(ctx, wl)).To(Succeed())
+			}).Should(Succeed())
+		}
+		By("Retry: the reservation is taken back, and the Workload reserved again, the check Pending")
+		setCheck(job, strata.CheckStateRetry, "try later")
+		Eventually(func(g Gomega) {
+			wl := reserved(g, job)
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(strata.EvictedByAdmissionCheck))
+			g.Expect(c.Message).To(ContainSubstring("admission check " + budget + ": try later"))
+		}).Should(Succeed())
+
+		By("Ready: dispatched to w1, where the copy runs; the hub's reservation gives way to w1's admission")
+		setCheck(job, strata.CheckStateReady, "")
+		Eventually(func(g Gomega) {
+			cp, cwl := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeFalse(), "the copy runs")
+			g.Expect(cwl).NotTo(BeNil())
+			g.Expect(cwl.Status.AdmissionChecks).To(BeEmpty(), "the worker's queue has no checks")
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted)).To(BeTrue(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadQuotaReserved)).To(BeNil())
+			g.Expect(wl.Status.AdmissionChecks).To(ConsistOf(HaveField("State", strata.CheckStateReady)))
+		}).Should(Succeed())
+
+		By("a second Job rejected by the check: deactivated at the hub, never sent")
+		rejected := e.job("over-budget", 1, "2", nil)
+		Expect(hub.Client.Create(ctx, rejected)).To(Succeed())
+		Eventually(func(g Gomega) { reserved(g, rejected) }).Should(Succeed())
+		setCheck(rejected, strata.CheckStateRejected, "over the team's budget")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, rejected)
+			g.Expect(wl.Spec.Active).To(HaveValue(BeFalse()))
+			g.Expect(wl.Status.Admission).To(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+			g.Expect(c.Reason).To(Equal("Deactivated"), c.Message)
+			g.Expect(c.Message).To(ContainSubstring("admission check " + budget + ": over the team's budget"))
+			g.Expect(wl.Status.Placement == nil || len(wl.Status.Placement.Attempts) == 0).To(BeTrue(), "never dispatched")
+			cp, _ := copyOn(g, ctx, w1, rejected)
+			g.Expect(cp).To(BeNil())
+		}).Should(Succeed())
+	})
+})

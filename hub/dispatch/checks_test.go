@@ -1,0 +1,173 @@
+package dispatch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/testutil"
+)
+
+// TestReserveThenDispatch: a reservation at the hub holds its queue's
+// quota on the flavors chosen, each check Pending, and is not a dispatch;
+// the dispatch's record ends it, the check states kept as they were.
+func TestReserveThenDispatch(t *testing.T) {
+	wl := testutil.MakeWorkload("train", "ml").PodSets(
+		testutil.MakePodSet("launcher", 1, "cpu", "1").PodSet,
+		testutil.MakePodSet("worker", 4, "cpu", "2", "nvidia.com/gpu", "1").PodSet).Obj()
+	Reserve(wl, "team", "a100", []strata.PodSetFlavor{{Name: "launcher", Flavor: "cpu-only"}}, []int32{1, 2}, []string{"budget"}, t0)
+	if !ReservedAtHub(wl) {
+		t.Fatalf("ReservedAtHub() = false after Reserve")
+	}
+	want := &strata.Admission{ClusterQueue: "team", PodSetAssignments: []strata.PodSetAssignment{
+		{Name: "launcher", Flavor: "cpu-only", Count: 1, ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("1")}},
+		{Name: "worker", Flavor: "a100", Count: 2, ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("2")}},
+	}}
+	quantities := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+	if diff := cmp.Diff(want, wl.Status.Admission, quantities); diff != "" {
+		t.Errorf("admission (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]corev1.ResourceList{
+		"cpu-only": {corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("1")},
+		"a100":     {corev1.ResourceCPU: resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("2")},
+	}, ReservedUsage(wl), quantities); diff != "" {
+		t.Errorf("ReservedUsage() (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int32{1, 2}, reservedCounts(wl)); diff != "" {
+		t.Errorf("reservedCounts() (-want,+got):\n%s", diff)
+	}
+	conds := map[string]string{}
+	for _, c := range wl.Status.Conditions {
+		conds[c.Type] = string(c.Status) + "/" + c.Reason
+	}
+	if diff := cmp.Diff(map[string]string{strata.WorkloadQuotaReserved: "True/QuotaReserved", strata.WorkloadAdmitted: "False/" + strata.WaitingForAdmissionChecks}, conds); diff != "" {
+		t.Errorf("conditions (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]strata.AdmissionCheckState{{Name: "budget", State: strata.CheckStatePending}}, wl.Status.AdmissionChecks,
+		cmpopts.IgnoreFields(strata.AdmissionCheckState{}, "LastTransitionTime")); diff != "" {
+		t.Errorf("check states (-want,+got):\n%s", diff)
+	}
+
+	wl.Status.AdmissionChecks[0].State = strata.CheckStateReady
+	RecordDispatch(&wl.Status, "w1", "a100", "fits", t0.Add(time.Minute))
+	if wl.Status.Admission != nil || ReservedAtHub(wl) {
+		t.Errorf("the reservation stays after the dispatch: %+v", wl.Status.Admission)
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadQuotaReserved); c != nil {
+		t.Errorf("QuotaReserved stays after the dispatch: %+v", c)
+	}
+	if wl.Status.AdmissionChecks[0].State != strata.CheckStateReady {
+		t.Errorf("check states changed by the dispatch: %+v", wl.Status.AdmissionChecks)
+	}
+}
+
+func TestReservedFlavorsAndCounts(t *testing.T) {
+	wl := testutil.MakeWorkload("train", "ml").PodSets(testutil.MakePodSet("a", 2, "cpu", "1").PodSet, testutil.MakePodSet("b", 3, "cpu", "1").PodSet).Obj()
+	cases := map[string]struct {
+		psas       []strata.PodSetAssignment
+		wantFlavor string
+		wantSplit  []strata.PodSetFlavor
+		wantCounts []int32
+	}{
+		"none": {},
+		"one flavor, every pod": {
+			psas:       []strata.PodSetAssignment{{Name: "a", Flavor: "x", Count: 2}, {Name: "b", Flavor: "x", Count: 3}},
+			wantFlavor: "x",
+		},
+		"pod sets on different flavors": {
+			psas:       []strata.PodSetAssignment{{Name: "a", Flavor: "x", Count: 2}, {Name: "b", Flavor: "y", Count: 3}},
+			wantFlavor: "x", wantSplit: []strata.PodSetFlavor{{Name: "a", Flavor: "x"}, {Name: "b", Flavor: "y"}},
+		},
+		"fewer pods of one pod set (partial admission)": {
+			psas:       []strata.PodSetAssignment{{Name: "a", Flavor: "x", Count: 2}, {Name: "b", Flavor: "x", Count: 1}},
+			wantFlavor: "x", wantCounts: []int32{2, 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := wl.DeepCopy()
+			if tc.psas != nil {
+				w.Status.Admission = &strata.Admission{ClusterQueue: "q", PodSetAssignments: tc.psas}
+			}
+			flavor, split := reservedFlavors(w.Status.Admission)
+			if diff := cmp.Diff([]any{tc.wantFlavor, tc.wantSplit, tc.wantCounts}, []any{flavor, split, reservedCounts(w)}); diff != "" {
+				t.Errorf("flavor, split, counts (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRelease: a check's Retry takes the reservation back and marks the
+// Workload evicted and queued again, every check Pending; a release for
+// another cause is not an eviction.
+func TestRelease(t *testing.T) {
+	for name, evicted := range map[string]bool{"a Retry": true, "its queue stopped": false} {
+		t.Run(name, func(t *testing.T) {
+			wl := testutil.MakeWorkload("train", "ml").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").PodSet).Obj()
+			Reserve(wl, "team", "a100", nil, nil, []string{"budget", "policy"}, t0)
+			wl.Status.AdmissionChecks[0].State, wl.Status.AdmissionChecks[1].State = strata.CheckStateRetry, strata.CheckStateReady
+			Release(wl, "Why", "taken back", evicted, t0.Add(time.Minute))
+			if ReservedAtHub(wl) {
+				t.Fatalf("still reserved")
+			}
+			for _, s := range wl.Status.AdmissionChecks {
+				if s.State != strata.CheckStatePending {
+					t.Errorf("check %s is %s, want Pending", s.Name, s.State)
+				}
+			}
+			if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadQuotaReserved); c == nil || c.Status != metav1.ConditionFalse {
+				t.Errorf("QuotaReserved = %+v, want False", c)
+			}
+			if c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted); c.Reason != "Why" || c.Message != "taken back" {
+				t.Errorf("Admitted = %+v", c)
+			}
+			if got := meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadEvicted); got != evicted {
+				t.Errorf("Evicted = %v, want %v", got, evicted)
+			}
+			if got := meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadRequeued); got != evicted {
+				t.Errorf("Requeued = %v, want %v", got, evicted)
+			}
+		})
+	}
+}
+
+// TestReleaseWhy: a reservation stands while its Workload is active, in
+// the queue that reserved it, running, with its job unchanged.
+func TestReleaseWhy(t *testing.T) {
+	reserved := testutil.MakeWorkload("train", "ml").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").PodSet).Obj()
+	Reserve(reserved, "team", "a100", nil, nil, []string{"budget"}, t0)
+	team := testutil.MakeClusterQueue("team").Flavor("a100").Obj()
+	other := testutil.MakeClusterQueue("other").Flavor("a100").Obj()
+	inactive := reserved.DeepCopy()
+	inactive.Spec.Active = ptr.To(false)
+	cases := map[string]struct {
+		e          *entry
+		cq         *strata.ClusterQueue
+		stop       queue.Stop
+		wantReason string
+	}{
+		"stands":                                  {e: newEntry(reserved, nil), cq: team},
+		"its LocalQueue points at no queue now":   {e: newEntry(reserved, nil), wantReason: ReasonPending},
+		"its LocalQueue points at another queue":  {e: newEntry(reserved, nil), cq: other, wantReason: ReasonPending},
+		"deactivated":                             {e: newEntry(inactive, nil), cq: team, wantReason: ReasonDeactivated},
+		"its queue stopped":                       {e: newEntry(reserved, nil), cq: team, stop: queue.Stop{Stopped: true, Message: "held"}, wantReason: strata.QueueStopped},
+		"its job changed (the Workload outdated)": {e: func() *entry { e := newEntry(reserved, nil); e.outdated = true; return e }(), cq: team, wantReason: ReasonPending},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			reason, why := releaseWhy(tc.e, tc.cq, tc.stop)
+			if reason != tc.wantReason || (why == "") != (tc.wantReason == "") {
+				t.Errorf("releaseWhy() = %q, %q; want reason %q", reason, why, tc.wantReason)
+			}
+		})
+	}
+}

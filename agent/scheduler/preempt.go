@@ -421,7 +421,12 @@ var preemptingVictims = regexp.MustCompile(`^preempting \d+ workload\(s\) on fla
 // while its pods still hold capacity; the preemptor's quota hold is its
 // requests on that flavor in its ClusterQueue. pending are the pass's
 // pending workloads by ClusterQueue.
-func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
+//
+// resizing are the admitted elastic workloads resized: one scaling up
+// may have preempted for the pods it adds (preemptForResize), its
+// Resized condition naming the victims, theirs naming it; its hold is
+// the quota of those pods.
+func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload, resizing []*strata.Workload) {
 	byKey := map[types.NamespacedName]*strata.Workload{}
 	queueOf := map[types.NamespacedName]string{}
 	for q, wls := range pending {
@@ -429,6 +434,20 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 			byKey[client.ObjectKeyFromObject(wl)] = wl
 			queueOf[client.ObjectKeyFromObject(wl)] = q
 		}
+	}
+	// scaleUp: the requests of the pods each elastic workload scaling up
+	// adds.
+	scaleUp := map[types.NamespacedName]corev1.ResourceList{}
+	for _, wl := range resizing {
+		r, ok := workload.ResizeOf(wl)
+		if !ok || r.To <= r.From || wl.Status.Admission == nil {
+			continue
+		}
+		key := client.ObjectKeyFromObject(wl)
+		added := workload.WithCheckUpdates(wl).Spec.PodSets[0]
+		added.Count = r.To - r.From
+		byKey[key], queueOf[key] = wl, wl.Status.Admission.ClusterQueue
+		scaleUp[key] = queue.WorkloadRequests(&strata.Workload{Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{added}}})
 	}
 	// counts are the preemptors' that preempt for fewer pods than they
 	// ask for (their waiting message says so).
@@ -442,6 +461,10 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 			return
 		}
 		p := s.preemptions[by]
+		if p == nil && scaleUp[by] != nil {
+			p = &pendingPreemption{flavor: flavor, queue: cq, requests: scaleUp[by]}
+			s.preemptions[by] = p
+		}
 		if p == nil {
 			p = &pendingPreemption{flavor: flavor, queue: cq}
 			held := pre
@@ -470,10 +493,22 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload) {
 	}
 	for key, wl := range byKey {
 		c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonPreempting {
+		message := ""
+		switch {
+		case scaleUp[key] != nil:
+			// preemptForResize's waiting message, after its "scaling up
+			// from 2 to 4 pods: ".
+			c = meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadResized)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonResizePending {
+				continue
+			}
+			_, message, _ = strings.Cut(c.Message, ": ")
+		case c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonPreempting:
 			continue
+		default:
+			message = c.Message
 		}
-		m := preemptingVictims.FindStringSubmatch(c.Message)
+		m := preemptingVictims.FindStringSubmatch(message)
 		if m == nil {
 			continue
 		}

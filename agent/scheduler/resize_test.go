@@ -176,7 +176,18 @@ func TestScheduleResizesElastic(t *testing.T) {
 // free is held for it until their pods are gone, and then the pods added
 // are admitted in place.
 func TestScheduleResizePreempts(t *testing.T) {
-	cq := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "4").
+	// restart: the agent restarts while the victim's pods terminate; the
+	// preemption is rebuilt from the conditions (restorePreemptions).
+	for name, restart := range map[string]bool{"in one process": false, "across a restart": true} {
+		t.Run(name, func(t *testing.T) { testScheduleResizePreempts(t, restart) })
+	}
+}
+
+func testScheduleResizePreempts(t *testing.T, restart bool) {
+	// The queue's quota and the node hold el, low and mid: el's 2 pods
+	// added need one of them gone, low (the lowest priority); mid, of a
+	// priority below el's too, stays.
+	cq := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "6").
 		Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
 	el := testutil.MakeWorkload("el", "ns").Queue("a").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").Unconstrained().Obj()).Obj()
 	el.CreationTimestamp = metav1.NewTime(created)
@@ -185,7 +196,10 @@ func TestScheduleResizePreempts(t *testing.T) {
 	low := testutil.MakeWorkload("low", "ns").Queue("a").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").Unconstrained().Obj()).Obj()
 	low.CreationTimestamp = metav1.NewTime(created.Add(time.Second))
 	low.Spec.Priority = ptr.To[int32](0)
-	e := newSchedEnv(t, []client.Object{cq, el, low}, nil, []*corev1.Node{tasNode("r1-n1", "r1", "4"), tasNode("r1-n2", "r1", "4")}, interceptor.Funcs{})
+	mid := testutil.MakeWorkload("mid", "ns").Queue("a").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").Unconstrained().Obj()).Obj()
+	mid.CreationTimestamp = metav1.NewTime(created.Add(2 * time.Second))
+	mid.Spec.Priority = ptr.To[int32](5)
+	e := newSchedEnv(t, []client.Object{cq, el, low, mid}, nil, []*corev1.Node{tasNode("r1-n1", "r1", "6")}, interceptor.Funcs{})
 	get := func(name string) *strata.Workload {
 		t.Helper()
 		var wl strata.Workload
@@ -203,15 +217,15 @@ func TestScheduleResizePreempts(t *testing.T) {
 		e.informed(t)
 	}
 	pass()
-	if get("el").Status.Admission == nil || get("low").Status.Admission == nil {
-		t.Fatal("want both admitted first")
+	if get("el").Status.Admission == nil || get("low").Status.Admission == nil || get("mid").Status.Admission == nil {
+		t.Fatal("want all three admitted first")
 	}
 	// low's pods run: its capacity is held until they end.
 	var lowPods []*corev1.Pod
 	for i := range 2 {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("low-%d", i), UID: types.UID(fmt.Sprintf("low-%d", i)),
 			Labels: map[string]string{strata.WorkloadLabel: "low", strata.TASLabel: "true"}},
-			Spec: corev1.PodSpec{NodeName: "r1-n2", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Spec: corev1.PodSpec{NodeName: "r1-n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 		e.s.cache.SetPod(p)
@@ -237,10 +251,20 @@ func TestScheduleResizePreempts(t *testing.T) {
 	if a := meta.FindStatusCondition(get("el").Status.Conditions, strata.WorkloadAdmitted); a == nil || a.Status != metav1.ConditionTrue {
 		t.Fatalf("el: Admitted = %+v, want True throughout", a)
 	}
-	// low is queued again and waits: the quota it freed is el's.
+	if restart {
+		// What a new process starts with: no preemption in memory.
+		e.s.preemptions = map[types.NamespacedName]*pendingPreemption{}
+		e.s.charged = map[types.NamespacedName]bool{}
+		e.s.preemptionsRestored = false
+	}
+	// low is queued again and waits: the quota it freed is el's; el
+	// waits for low's pods, evicting nobody else.
 	pass()
 	if get("low").Status.Admission != nil {
 		t.Fatal("low admitted again before el took what it freed")
+	}
+	if c := meta.FindStatusCondition(get("mid").Status.Conditions, strata.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
+		t.Fatalf("mid evicted too while low's pods terminate: %+v", c)
 	}
 	for _, p := range lowPods {
 		e.s.cache.DeletePod(p.UID)
@@ -253,6 +277,9 @@ func TestScheduleResizePreempts(t *testing.T) {
 		t.Errorf("el: Resized = %+v, want True", c)
 	}
 	if get("low").Status.Admission != nil {
-		t.Error("low admitted beside el's 4 pods, beyond the queue's 4 CPUs")
+		t.Error("low admitted beside el's 4 pods and mid's 2, beyond the queue's 6 CPUs")
+	}
+	if get("mid").Status.Admission == nil {
+		t.Error("mid not admitted at the end")
 	}
 }

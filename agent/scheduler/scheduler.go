@@ -436,7 +436,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	if !s.preemptionsRestored && err == nil {
 		// Once, from a complete view of the pending workloads.
 		s.preemptionsRestored = true
-		s.restorePreemptions(counted)
+		s.restorePreemptions(counted, v.resize)
 	}
 	s.victimOf = s.forgetPreemptions(pendingKeys)
 	// The quota a preemption frees is held for its preemptor until it is

@@ -1287,6 +1287,20 @@ func (c *Cache) AdmittedIn(namespace string) []*strata.Workload {
 	return out
 }
 
+// HoldingPods says whether a workload is admitted, and which of its
+// pods run on a node placement may use (Holds' pods).
+func (c *Cache) HoldingPods(key types.NamespacedName) (admitted bool, pods []types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, admitted = c.workloads[key]
+	for uid, u := range c.tasPods[key] {
+		if n := c.nodes[u.node]; n != nil && tas.NodeFromAPI(n, false).Ready {
+			pods = append(pods, uid)
+		}
+	}
+	return admitted, pods
+}
+
 // Holds says whether a workload still holds capacity: it is admitted, or
 // pods of it still run on a node placement may use (a preempted or
 // evicted workload until its pods are gone). Pods on a node that is not

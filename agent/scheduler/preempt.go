@@ -48,6 +48,11 @@ type pendingPreemption struct {
 	// their names in spec order; nil for all of them. The waiting message
 	// carries them too.
 	podSets []string
+	// pods are, by victim, the pods it held capacity with when the
+	// preemption first looked once it was evicted (stillHeld): only those
+	// are waited for. A pod labelled as the victim's afterwards (a
+	// tenant's own, relabelled) does not keep the preemptor waiting.
+	pods map[types.NamespacedName][]types.UID
 }
 
 // preemptionSearchesPerPass bounds the preemption searches of one pass: a
@@ -81,7 +86,19 @@ func (s *Scheduler) publishHolds() {
 func (s *Scheduler) stillHeld(p *pendingPreemption) []types.NamespacedName {
 	var out []types.NamespacedName
 	for _, v := range p.victims {
-		if s.cache.Holds(v) {
+		admitted, pods := s.cache.HoldingPods(v)
+		if admitted {
+			out = append(out, v)
+			continue
+		}
+		if p.pods == nil {
+			p.pods = map[types.NamespacedName][]types.UID{}
+		}
+		had, seen := p.pods[v]
+		if !seen {
+			p.pods[v], had = pods, pods
+		}
+		if slices.ContainsFunc(pods, func(uid types.UID) bool { return slices.Contains(had, uid) }) {
 			out = append(out, v)
 		}
 	}

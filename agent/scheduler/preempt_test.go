@@ -993,3 +993,40 @@ func TestPreemptionByUnitThenOneFlavor(t *testing.T) {
 		t.Errorf("pre's message %q does not name its victim", m)
 	}
 }
+
+// TestStillHeldWaitsForTheVictimsOwnPods: a preemptor waits for the pods
+// its victim held capacity with when it was evicted, not for pods
+// labelled as the victim's afterwards (a tenant relabelling pods of its
+// own would keep it waiting for ever).
+func TestStillHeldWaitsForTheVictimsOwnPods(t *testing.T) {
+	e := newSchedEnv(t, nil, nil, []*corev1.Node{tasNode("r1-n1", "r1", "8")}, interceptor.Funcs{})
+	victim := types.NamespacedName{Namespace: "ns", Name: "low"}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
+			Labels: map[string]string{strata.WorkloadLabel: victim.Name, strata.TASLabel: "true"}},
+			Spec: corev1.PodSpec{NodeName: "r1-n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	own := pod("low-0")
+	e.s.cache.SetPod(own)
+	p := &pendingPreemption{flavor: "tas-flavor", victims: []types.NamespacedName{victim}}
+	if diff := cmp.Diff([]types.NamespacedName{victim}, e.s.stillHeld(p)); diff != "" {
+		t.Fatalf("stillHeld() while its pod runs (-want,+got):\n%s", diff)
+	}
+	// A tenant's pod labelled as the victim's, then the victim's own pod
+	// gone: nothing of the victim holds capacity.
+	e.s.cache.SetPod(pod("tenant-0"))
+	if diff := cmp.Diff([]types.NamespacedName{victim}, e.s.stillHeld(p)); diff != "" {
+		t.Fatalf("stillHeld() while its own pod still runs (-want,+got):\n%s", diff)
+	}
+	e.s.cache.DeletePod(own.UID)
+	if got := e.s.stillHeld(p); len(got) != 0 {
+		t.Errorf("stillHeld() = %v once the victim's own pods are gone, want none (a relabelled pod is not the victim's)", got)
+	}
+	// A preemption that first looks now (after a restart) counts what
+	// the victim's label shows then.
+	if diff := cmp.Diff([]types.NamespacedName{victim}, e.s.stillHeld(&pendingPreemption{flavor: "tas-flavor", victims: []types.NamespacedName{victim}})); diff != "" {
+		t.Errorf("stillHeld() of a new preemption (-want,+got):\n%s", diff)
+	}
+}

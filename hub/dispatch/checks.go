@@ -200,6 +200,15 @@ func Reserve(wl *strata.Workload, cq string, flavor string, podSetFlavors []stra
 		a.PodSetAssignments = append(a.PodSetAssignments, strata.PodSetAssignment{Name: ps.Name, Flavor: f, Count: ps.Count, ResourceUsage: queue.TotalRequests(&ps)})
 	}
 	wl.Status.Admission = a
+	// An eviction before is over (Kueue's QuotaReserved reason on
+	// Evicted and Preempted): True again would take this reservation
+	// back.
+	for _, t := range []string{strata.WorkloadEvicted, strata.WorkloadPreempted} {
+		if c := meta.FindStatusCondition(wl.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: strata.WorkloadQuotaReserved,
+				Message: "quota reserved again in hub ClusterQueue " + cq, LastTransitionTime: metav1.NewTime(now)})
+		}
+	}
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
 		Message: fmt.Sprintf("admitted by hub ClusterQueue %s on flavor %s", cq, strings.Join(on, ", "))})
 	workload.ReserveForChecks(wl, checks, now)
@@ -248,6 +257,10 @@ func releaseWhy(e *entry, cq *strata.ClusterQueue, stop queue.Stop) (reason, why
 		return ReasonDeactivated, deactivatedMessage(e.wl)
 	case stop.Stopped:
 		return strata.QueueStopped, stop.Message
+	case Evicting(e.wl):
+		// Preempted at the hub for another Workload's quota (markEvicted).
+		c := meta.FindStatusCondition(e.wl.Status.Conditions, strata.WorkloadEvicted)
+		return c.Reason, c.Message
 	}
 	return "", ""
 }
@@ -263,6 +276,11 @@ func (d *Dispatcher) collectReserved(ctx context.Context, c *collected, e *entry
 	}
 	flavor, split := reservedFlavors(a)
 	d.chargeUsage(c.usage, a.ClusterQueue, flavor, e, split)
+	// A candidate of the hub's quota preemption, as a dispatched one.
+	c.dispatched = append(c.dispatched, dispatched{e: e, queue: a.ClusterQueue})
+	// A reclaim that freed the quota for it is over: its reservation
+	// charges that quota now.
+	delete(d.reclaims, e.uid)
 	names := c.checks.gating(ctx, cq, workload.AdmissionFlavors(a))
 	wl := e.wl.DeepCopy()
 	synced := workload.SyncChecks(wl, names, now)

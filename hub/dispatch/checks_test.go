@@ -24,6 +24,8 @@ func TestReserveThenDispatch(t *testing.T) {
 	wl := testutil.MakeWorkload("train", "ml").PodSets(
 		testutil.MakePodSet("launcher", 1, "cpu", "1").PodSet,
 		testutil.MakePodSet("worker", 4, "cpu", "2", "nvidia.com/gpu", "1").PodSet).Obj()
+	// Evicted (a check's Retry) before this reservation.
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByAdmissionCheck})
 	Reserve(wl, "team", "a100", []strata.PodSetFlavor{{Name: "launcher", Flavor: "cpu-only"}}, []int32{1, 2}, []string{"budget"}, t0)
 	if !ReservedAtHub(wl) {
 		t.Fatalf("ReservedAtHub() = false after Reserve")
@@ -49,7 +51,8 @@ func TestReserveThenDispatch(t *testing.T) {
 	for _, c := range wl.Status.Conditions {
 		conds[c.Type] = string(c.Status) + "/" + c.Reason
 	}
-	if diff := cmp.Diff(map[string]string{strata.WorkloadQuotaReserved: "True/QuotaReserved", strata.WorkloadAdmitted: "False/" + strata.WaitingForAdmissionChecks}, conds); diff != "" {
+	if diff := cmp.Diff(map[string]string{strata.WorkloadQuotaReserved: "True/QuotaReserved", strata.WorkloadAdmitted: "False/" + strata.WaitingForAdmissionChecks,
+		strata.WorkloadEvicted: "False/QuotaReserved"}, conds); diff != "" {
 		t.Errorf("conditions (-want,+got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]strata.AdmissionCheckState{{Name: "budget", State: strata.CheckStatePending}}, wl.Status.AdmissionChecks,
@@ -161,6 +164,11 @@ func TestReleaseWhy(t *testing.T) {
 		"deactivated":                             {e: newEntry(inactive, nil), cq: team, wantReason: ReasonDeactivated},
 		"its queue stopped":                       {e: newEntry(reserved, nil), cq: team, stop: queue.Stop{Stopped: true, Message: "held"}, wantReason: strata.QueueStopped},
 		"its job changed (the Workload outdated)": {e: func() *entry { e := newEntry(reserved, nil); e.outdated = true; return e }(), cq: team, wantReason: ReasonPending},
+		"preempted at the hub": {e: func() *entry {
+			wl := reserved.DeepCopy()
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption, Message: "preempted at the hub"})
+			return newEntry(wl, nil)
+		}(), cq: team, wantReason: strata.EvictedByPreemption},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

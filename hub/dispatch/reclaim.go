@@ -56,6 +56,10 @@ type dispatched struct {
 // its pod sets placed on different flavors, their share on flavor; false
 // when it holds nothing there.
 func (v *dispatched) usageOn(flavor string) (corev1.ResourceList, bool) {
+	if ReservedAtHub(v.e.wl) {
+		u, ok := reservedUsage(v.e)[flavor]
+		return u, ok
+	}
 	if p := v.e.wl.Status.Placement; p != nil && len(p.PodSetFlavors) > 0 {
 		u, ok := queue.PlacedUsage(v.e.wl, v.e.flavor)[flavor]
 		return u, ok
@@ -356,6 +360,12 @@ func (d *Dispatcher) markEvicted(ctx context.Context, v *dispatched, by pending,
 // dispatch (microseconds, and distinct per dispatch), as Kueue's "most
 // recently admitted" reads its quota reservation.
 func admittedAt(wl *strata.Workload) time.Time {
+	if ReservedAtHub(wl) {
+		// Its quota reserved while its queue's checks decide.
+		if at := workload.ReservedAt(wl); !at.IsZero() {
+			return at
+		}
+	}
 	if p := wl.Status.Placement; p != nil && p.DispatchTime != nil {
 		return p.DispatchTime.Time
 	}

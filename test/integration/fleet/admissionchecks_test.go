@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/test/integration/framework"
 )
 
 // A worker's ClusterQueue with AdmissionChecks: the hub takes the worker's
@@ -180,14 +182,18 @@ var _ = Describe("Admission checks on the hub", func() {
 				g.Expect(hub.Client.Status().Update(ctx, wl)).To(Succeed())
 			}).Should(Succeed())
 		}
-		By("Retry: the reservation is taken back, and the Workload reserved again, the check Pending")
+		By("Retry: the reservation is taken back (evicted, queued again), and the Workload reserved again, the check Pending")
 		setCheck(job, strata.CheckStateRetry, "try later")
 		Eventually(func(g Gomega) {
 			wl := reserved(g, job)
+			// Evicted, then False again at the new reservation, as Kueue.
 			c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadEvicted)
 			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(strata.EvictedByAdmissionCheck))
-			g.Expect(c.Message).To(ContainSubstring("admission check " + budget + ": try later"))
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(strata.WorkloadQuotaReserved))
+			r := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadRequeued)
+			g.Expect(r).NotTo(BeNil())
+			g.Expect(r.Message).To(ContainSubstring("admission check " + budget + ": try later"))
 		}).Should(Succeed())
 
 		By("Ready: dispatched to w1, where the copy runs; the hub's reservation gives way to w1's admission")
@@ -220,6 +226,66 @@ var _ = Describe("Admission checks on the hub", func() {
 			g.Expect(wl.Status.Placement == nil || len(wl.Status.Placement.Attempts) == 0).To(BeTrue(), "never dispatched")
 			cp, _ := copyOn(g, ctx, w1, rejected)
 			g.Expect(cp).To(BeNil())
+		}).Should(Succeed())
+	})
+
+	It("preempts at the hub a lower-priority Workload whose quota is only reserved while its checks decide", func(ctx SpecContext) {
+		e := newEnv(ctx, "hubcheckspre", map[string][][]string{"w1": {{"4", "4"}}})
+		budget := "hub-budget-" + e.name
+		low, urgent := e.name+"-low", e.name+"-urgent"
+		for _, c := range []*framework.Cluster{hub, worker("w1")} {
+			for name, value := range map[string]int32{low: 10, urgent: 500} {
+				Expect(c.Client.Create(ctx, testutil.MakeWorkloadPriorityClass(name, value))).To(Succeed())
+			}
+		}
+		Expect(hub.Client.Create(ctx, &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: budget},
+			Spec: strata.AdmissionCheckSpec{ControllerName: "example.com/budget"}})).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			_ = client.IgnoreNotFound(hub.Client.Delete(ctx, &strata.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: budget}}))
+		})
+		Eventually(func(g Gomega) {
+			var ac strata.AdmissionCheck
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: budget}, &ac)).To(Succeed())
+			meta.SetStatusCondition(&ac.Status.Conditions, metav1.Condition{Type: strata.AdmissionCheckActive, Status: metav1.ConditionTrue, Reason: "Active"})
+			g.Expect(hub.Client.Status().Update(ctx, &ac)).To(Succeed())
+		}).Should(Succeed())
+		By("a hub queue of 2 CPUs that preempts lower priorities within itself, and checks")
+		Eventually(func(g Gomega) {
+			var cq strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			cq.Spec = testutil.MakeClusterQueue(cq.Name).ResourceGroup("cpu").GroupFlavor(e.flavor, "2").
+				Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj().Spec
+			cq.Spec.AdmissionChecks = []string{budget}
+			g.Expect(hub.Client.Update(ctx, &cq)).To(Succeed())
+		}).Should(Succeed())
+
+		lowJob := e.job("low", 1, "2", nil)
+		lowJob.Labels[strata.PriorityClassLabel] = low
+		Expect(hub.Client.Create(ctx, lowJob)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, lowJob)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadQuotaReserved)).To(BeTrue())
+			var cq strata.ClusterQueue
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "cq-" + e.name}, &cq)).To(Succeed())
+			g.Expect(cq.Status.ReservingWorkloads).To(BeEquivalentTo(1))
+		}).Should(Succeed())
+
+		By("an urgent Job the queue's quota holds only without it: the low one's reservation is taken back, the urgent one reserved")
+		urgentJob := e.job("urgent", 1, "2", nil)
+		urgentJob.Labels[strata.PriorityClassLabel] = urgent
+		Expect(hub.Client.Create(ctx, urgentJob)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, urgentJob)
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "%v", wl.Status.Conditions)
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadQuotaReserved)).To(BeTrue())
+			lw := hubWorkload(g, ctx, lowJob)
+			g.Expect(lw.Status.Admission).To(BeNil())
+			p := meta.FindStatusCondition(lw.Status.Conditions, strata.WorkloadPreempted)
+			g.Expect(p).NotTo(BeNil())
+			g.Expect(p.Reason).To(Equal(strata.PreemptedInClusterQueue))
+			g.Expect(p.Message).To(ContainSubstring(e.ns + "/job-urgent"))
+			g.Expect(lw.Status.AdmissionChecks).To(ConsistOf(HaveField("State", strata.CheckStatePending)))
 		}).Should(Succeed())
 	})
 })

@@ -107,7 +107,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 		return 0, err
 	}
 	d.holdReclaims(waiting, view.dispatched, books)
-	d.resize(ctx, view.resizes, books, writes)
+	d.resize(ctx, view.resizes, queues, view, books, writes)
 	var errs []error
 	var next time.Duration
 	queue.Serve(turns, func(p pending) *strata.Workload { return p.wl },

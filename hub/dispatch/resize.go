@@ -16,6 +16,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/preemption"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/workload"
 )
@@ -29,8 +30,10 @@ import (
 // serves the waiting Workloads: a scale-down at once, a scale-up when the
 // hub queue's quota holds the pods added (charged from then on, as a
 // dispatch's quota is, before the worker admits them); it waits
-// otherwise, saying why in the Workload's Resized condition. No
-// preemption makes room for the pods added.
+// otherwise, saying why in the Workload's Resized condition, after
+// preempting at the hub, as its queue's policy lets it, the Workloads
+// whose quota the pods added need (Kueue's workload slice of the new
+// size is a pending Workload that preempts so): reclaimForResize.
 
 // ReasonResizePending is the reason of an elastic hub Workload's Resized
 // condition while its new size waits: for its hub queue's quota, or for
@@ -125,7 +128,7 @@ func resizeGrant(r workload.Resize, queueName, flavor string, check func() error
 // resize grants or holds the resizes a pass collected, before the
 // waiting Workloads are served: a grant is charged to books at once and
 // written as the Workload's new pod count.
-func (d *Dispatcher) resize(ctx context.Context, resizes []resizing, books *queue.Books, writes *passWrites) {
+func (d *Dispatcher) resize(ctx context.Context, resizes []resizing, queues map[string]*strata.ClusterQueue, view *passView, books *queue.Books, writes *passWrites) {
 	for _, r := range resizes {
 		wl := r.e.wl
 		if r.resize == (workload.Resize{}) {
@@ -138,6 +141,11 @@ func (d *Dispatcher) resize(ctx context.Context, resizes []resizing, books *queu
 		})
 		if !granted {
 			if !inTransit(wl) {
+				if cq := queues[r.queue]; cq != nil {
+					if reclaiming := d.reclaimForResize(ctx, cq, books, view, r, added, writes); reclaiming != "" {
+						message += "; " + reclaiming
+					}
+				}
 				d.markResizePending(ctx, wl, r.resize, message, writes)
 			}
 			continue
@@ -239,4 +247,30 @@ func NoteResize(status *strata.WorkloadStatus, wl *strata.Workload, before *stra
 	}
 	cond.ObservedGeneration, cond.LastTransitionTime = wl.Generation, metav1.NewTime(now)
 	return meta.SetStatusCondition(&status.Conditions, cond), event
+}
+
+// reclaimForResize preempts at the hub, on the flavor an elastic Workload
+// runs on, the Workloads whose quota the pods its scale-up adds (added)
+// need, as its queue's preemption policy lets it (priority, cohort
+// reclaim): their copies are taken back, and the quota they free is held
+// for the scale-up while they go (startReclaim; each pass holds it again
+// while the scale-up waits, and the pass grants resizes before it serves
+// the waiting Workloads). It returns what the Resized condition says of
+// it; "" when the queue preempts nothing or no victim helps.
+func (d *Dispatcher) reclaimForResize(ctx context.Context, cq *strata.ClusterQueue, books *queue.Books, view *passView, r resizing, added corev1.ResourceList,
+	writes *passWrites) string {
+	policy := preemption.PolicyOf(cq)
+	policy.Fair = d.fair
+	if !policy.Any() || view == nil || view.reclaimSearches <= 0 {
+		return ""
+	}
+	view.reclaimSearches--
+	e := *r.e
+	e.need, e.needKey = added, resourcesKey(added)
+	p := pending{entry: &e, queue: cq.Name}
+	best, _ := reclaimSearch(cq, books, view, p, policy, r.e.flavor)
+	if best == nil || len(best.going)+len(best.result.Victims) == 0 {
+		return ""
+	}
+	return strings.Replace(d.startReclaim(ctx, cq, books, view, p, best, writes), "dispatched once", "granted once", 1)
 }

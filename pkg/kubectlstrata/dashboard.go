@@ -68,6 +68,9 @@ const (
 	stateFinished   = "Finished"
 	stateInvalid    = "Invalid"
 	statePending    = "Pending"
+	// stateReserved: its quota reserved, its queue's admission checks
+	// not all Ready yet (a hub's: not dispatched yet).
+	stateReserved = "Reserved"
 )
 
 // newWorkloadRows lists wls for the dashboard: waiting ones first (in the
@@ -104,6 +107,9 @@ func newWorkloadRows(wls []strata.Workload) []WorkloadRowView {
 			}
 		case wl.Status.Admission != nil:
 			r.State = stateAdmitted
+			if workload.AwaitingChecks(wl) {
+				r.State = stateReserved
+			}
 			if r.Flavor == "" {
 				// Its pod sets' flavors, each once: a workload's pod sets
 				// may be admitted on different flavors.
@@ -122,7 +128,7 @@ func newWorkloadRows(wls []strata.Workload) []WorkloadRowView {
 		of[wl.Namespace+"/"+wl.Name] = wl
 	}
 	order := func(s string) int {
-		if s == statePending || s == stateDispatched {
+		if s == statePending || s == stateDispatched || s == stateReserved {
 			return 0
 		}
 		return 1

@@ -91,6 +91,11 @@ func TestNewWorkloadRows(t *testing.T) {
 			cond(w, strata.WorkloadFinished, metav1.ConditionTrue, "Succeeded", "")
 			w.OwnerReferences = nil
 		}),
+		wl("checked", func(w *strata.Workload) {
+			w.Status.Admission = &strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "gpu"}}}
+			w.Status.AdmissionChecks = []strata.AdmissionCheckState{{Name: "budget", State: strata.CheckStatePending}}
+			cond(w, strata.WorkloadAdmitted, metav1.ConditionFalse, strata.WaitingForAdmissionChecks, "quota reserved; waiting for admission checks budget to be Ready")
+		}),
 		wl("split", func(w *strata.Workload) {
 			w.Status.Admission = &strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{
 				{Name: "driver", Flavor: "cpu"}, {Name: "workers", Flavor: "a100"}, {Name: "evaluators", Flavor: "cpu"}}}
@@ -98,6 +103,8 @@ func TestNewWorkloadRows(t *testing.T) {
 		}),
 	})
 	want := []WorkloadRowView{
+		{Namespace: "ml", Name: "checked", Job: "job/checked", LocalQueue: "team-a", State: stateReserved, Flavor: "gpu", Reason: strata.WaitingForAdmissionChecks,
+			Message: "quota reserved; waiting for admission checks budget to be Ready"},
 		{Namespace: "ml", Name: "sent", Job: "job/sent", LocalQueue: "team-a", State: stateDispatched, Cluster: "w2", Flavor: "gpu", Reason: "Dispatched", Message: "waiting for w2"},
 		{Namespace: "ml", Name: "waits", Job: "job/waits", LocalQueue: "team-a", State: statePending, Reason: "Pending", Message: "no rack holds 8 pods"},
 		{Namespace: "ml", Name: "bad", Job: "job/bad", LocalQueue: "team-a", State: stateInvalid, Reason: "InvalidTopologyRequest", Message: "two levels"},

@@ -63,8 +63,9 @@ type ExplainView struct {
 	// Resized is an elastic Job's Resized condition: its admission
 	// follows its new size in place, or why that waits.
 	Resized *ConditionView `json:"resized,omitempty"`
-	// QuotaReserved is, on a worker whose queue names AdmissionChecks,
-	// whether its quota is reserved; Checks the checks' states.
+	// QuotaReserved is, where its queue (a worker's, or the hub's)
+	// names AdmissionChecks, whether its quota is reserved; Checks the
+	// checks' states.
 	QuotaReserved *ConditionView `json:"quotaReserved,omitempty"`
 	Checks        []CheckView    `json:"admissionChecks,omitempty"`
 	// TimeLimit is its maximum execution time (max-exec-time-seconds)

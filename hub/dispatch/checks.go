@@ -395,3 +395,36 @@ func reservedUsage(e *entry) map[string]corev1.ResourceList {
 	}
 	return map[string]corev1.ResourceList{flavor: e.charged()}
 }
+
+// checkDispatched acts on the hub queue's checks of a dispatched
+// Workload (their states stay on it after its dispatch): one set to Retry
+// since evicts it at the hub (Evicted, reason AdmissionCheck: its copy is
+// taken back, and it is reserved and checked again), one Rejected
+// deactivates it (its copy is taken back as for any deactivation), as
+// Kueue evicts an admitted workload a check retries or rejects.
+func (d *Dispatcher) checkDispatched(ctx context.Context, e *entry, cq *strata.ClusterQueue, now time.Time) error {
+	if cq == nil || len(e.wl.Status.AdmissionChecks) == 0 || Evicting(e.wl) || !workload.IsActive(e.wl) || len(workload.QueueChecks(cq)) == 0 {
+		return nil
+	}
+	switch verdict, why := workload.Verdict(e.wl.Status.AdmissionChecks); verdict {
+	case workload.ChecksRejected:
+		wl := e.wl.DeepCopy()
+		patch := client.MergeFrom(wl.DeepCopy())
+		wl.Spec.Active = ptr.To(false)
+		if err := d.client.Patch(ctx, wl, patch); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		d.recorder.Eventf(wl, nil, corev1.EventTypeWarning, strata.AdmissionCheckRejected, "Deactivate", "Deactivated: %s", truncateNote(why))
+	case workload.ChecksRetry:
+		wl := e.wl.DeepCopy()
+		message := "evicted: " + why + " (Retry); its copy is taken back, and it is reserved and checked again"
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue,
+			Reason: strata.EvictedByAdmissionCheck, Message: truncate(message), LastTransitionTime: metav1.NewTime(now)})
+		workload.SetRequeued(wl, metav1.ConditionTrue, strata.EvictedByAdmissionCheck, truncate(message), now)
+		if err := d.writeReserved(ctx, wl); err != nil {
+			return err
+		}
+		d.recorder.Eventf(wl, nil, corev1.EventTypeNormal, strata.EvictedByAdmissionCheck, "Evict", "%s", truncateNote(message))
+	}
+	return nil
+}

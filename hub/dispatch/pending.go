@@ -154,6 +154,9 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 			if cq != nil && (stop.Drain || stop.Stopped && e.wl.Status.Admission == nil) {
 				c.drained = append(c.drained, drainedWorkload{e: e, stop: stop, cq: cq.Name})
 			}
+			if err := d.checkDispatched(ctx, e, cq, now); err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		d.mu.Lock()

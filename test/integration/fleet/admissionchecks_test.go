@@ -211,6 +211,30 @@ var _ = Describe("Admission checks on the hub", func() {
 			g.Expect(wl.Status.AdmissionChecks).To(ConsistOf(HaveField("State", strata.CheckStateReady)))
 		}).Should(Succeed())
 
+		By("Retry once dispatched: the copy is taken back, the Workload reserved and checked again; Ready again: dispatched again")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
+			g.Expect(wl.Status.AdmissionChecks).To(HaveLen(1))
+			wl.Status.AdmissionChecks[0].State, wl.Status.AdmissionChecks[0].Message = strata.CheckStateRetry, "budget revised"
+			wl.Status.AdmissionChecks[0].LastTransitionTime = metav1.Now()
+			g.Expect(hub.Client.Status().Update(ctx, wl)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := reserved(g, job)
+			g.Expect(wl.Status.Placement.Attempts).To(ContainElement(And(HaveField("Cluster", "w1"), HaveField("Result", strata.PlacementEvicted),
+				HaveField("Message", ContainSubstring("admission check "+budget+": budget revised")))))
+		}).Should(Succeed())
+		setCheck(job, strata.CheckStateReady, "")
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted)).To(BeTrue(), "%v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(2)))
+			cp, _ := copyOn(g, ctx, w1, job)
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeFalse(), "the copy runs")
+		}).Should(Succeed())
+
 		By("a second Job rejected by the check: deactivated at the hub, never sent")
 		rejected := e.job("over-budget", 1, "2", nil)
 		Expect(hub.Client.Create(ctx, rejected)).To(Succeed())

@@ -10,10 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -175,6 +181,59 @@ func TestReleaseWhy(t *testing.T) {
 			reason, why := releaseWhy(tc.e, tc.cq, tc.stop)
 			if reason != tc.wantReason || (why == "") != (tc.wantReason == "") {
 				t.Errorf("releaseWhy() = %q, %q; want reason %q", reason, why, tc.wantReason)
+			}
+		})
+	}
+}
+
+// TestCheckDispatched: a hub queue's check retried after the dispatch
+// evicts the Workload at the hub (its copy is taken back); one rejected
+// deactivates it; Ready checks, a queue without checks now, or a
+// Workload already inactive change nothing.
+func TestCheckDispatched(t *testing.T) {
+	withChecks := testutil.MakeClusterQueue("team").Flavor("a100").Obj()
+	withChecks.Spec.AdmissionChecks = []string{"budget"}
+	without := testutil.MakeClusterQueue("team").Flavor("a100").Obj()
+	cases := map[string]struct {
+		state       strata.CheckState
+		cq          *strata.ClusterQueue
+		inactive    bool
+		wantEvicted string // the Evicted condition's reason, "" when none
+		wantActive  bool
+	}{
+		"Ready":    {state: strata.CheckStateReady, cq: withChecks, wantActive: true},
+		"Retry":    {state: strata.CheckStateRetry, cq: withChecks, wantEvicted: strata.EvictedByAdmissionCheck, wantActive: true},
+		"Rejected": {state: strata.CheckStateRejected, cq: withChecks},
+		"Retry, the queue's checks removed since": {state: strata.CheckStateRetry, cq: without, wantActive: true},
+		"Rejected, already inactive":              {state: strata.CheckStateRejected, cq: withChecks, inactive: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := testutil.MakeWorkload("train", "ml").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").PodSet).Obj()
+			wl.UID = "uid-train"
+			RecordDispatch(&wl.Status, "w1", "a100", "fits", t0)
+			wl.Status.AdmissionChecks = []strata.AdmissionCheckState{{Name: "budget", State: tc.state, Message: "said so", LastTransitionTime: metav1.NewTime(t0)}}
+			if tc.inactive {
+				wl.Spec.Active = ptr.To(false)
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(wl).WithStatusSubresource(&strata.Workload{}).Build()
+			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}, waiting: map[types.UID]written{}}
+			var cur strata.Workload
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(wl), &cur); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.checkDispatched(t.Context(), newEntry(&cur, nil), tc.cq, t0.Add(time.Minute)); err != nil {
+				t.Fatalf("checkDispatched(): %v", err)
+			}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(wl), &cur); err != nil {
+				t.Fatal(err)
+			}
+			evicted := ""
+			if c := meta.FindStatusCondition(cur.Status.Conditions, strata.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
+				evicted = c.Reason
+			}
+			if evicted != tc.wantEvicted || ptr.Deref(cur.Spec.Active, true) != tc.wantActive {
+				t.Errorf("Evicted %q, active %v; want %q, %v", evicted, ptr.Deref(cur.Spec.Active, true), tc.wantEvicted, tc.wantActive)
 			}
 		})
 	}

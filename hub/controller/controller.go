@@ -110,9 +110,9 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 		ctrl.Log.WithName("setup").Info("Not taking in this workload kind: the hub does not serve its API; once its CRD is installed (the strata-hub chart can), strata-hub restarts to take it in",
 			"kind", k.GroupVersionKind().String())
 	}
-	// A Cohort CRD older than the hub (cohorts flat, saying so) is
-	// waited for too.
-	gvks := cmdutil.Unserved(mgr.GetRESTMapper(), mgr.GetScheme(), &strata.Cohort{})
+	// A Cohort or AdmissionCheck CRD older than the hub (cohorts flat,
+	// checks not seen, saying so) is waited for too.
+	gvks := cmdutil.Unserved(mgr.GetRESTMapper(), mgr.GetScheme(), &strata.Cohort{}, &strata.AdmissionCheck{})
 	// And so are the APIs of WorkerCluster sources (ClusterProfiles, OCM's
 	// ManagedClusters).
 	gvks = append(gvks, apis.Missing()...)
@@ -179,6 +179,9 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 		{&strata.LocalQueue{}, wake, false},
 		{&strata.ClusterQueue{}, wake, false},
 		{&strata.Cohort{}, wake, false},
+		// A hub queue's check set Active (or not) changes what it
+		// dispatches.
+		{&strata.AdmissionCheck{}, wake, false},
 	}
 	for _, k := range served {
 		handlers = append(handlers, watch{k.NewObject(), d.JobEvents(k), true})
@@ -190,6 +193,10 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 			// them): hub cohorts are flat until the CRD is applied and the
 			// hub restarted.
 			ctrl.Log.WithName("hub").Info("The Cohort CRD is not installed: cohorts are flat (apply the chart's crds/: the hub restarts itself once they are served)")
+			continue
+		}
+		if _, check := h.obj.(*strata.AdmissionCheck); check && meta.IsNoMatchError(err) {
+			ctrl.Log.WithName("hub").Info("The AdmissionCheck CRD is not installed: a hub queue naming checks dispatches nothing (apply the chart's crds/: the hub restarts itself once they are served)")
 			continue
 		}
 		if err != nil {

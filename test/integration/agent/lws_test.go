@@ -304,6 +304,10 @@ var _ = Describe("LeaderWorkerSet", Ordered, Label("agent", "lws"), func() {
 				var cur corev1.Pod
 				g.Expect(worker.Client.Get(ctx, client.ObjectKeyFromObject(p), &cur)).To(Succeed())
 				g.Expect(cur.Spec.SchedulingGates).NotTo(BeEmpty())
+				// As an earlier agent left it: labelled whole (with its
+				// owner's UID, without which the pod is not the Workload's),
+				// but for the pod set's name.
+				g.Expect(cur.Labels).To(HaveKeyWithValue(strata.OwnerUIDLabel, string(old.UID)), "the agent labels the pod first")
 				cur.Labels[strata.WorkloadLabel] = lwsjobs.GroupWorkloadName(old.Name, 0)
 				cur.Labels[strata.PodSetLabel] = lwsjobs.Worker
 				g.Expect(worker.Client.Update(ctx, &cur)).To(Succeed())

@@ -152,6 +152,40 @@ func reservedFlavors(a *strata.Admission) (string, []strata.PodSetFlavor) {
 	return first, split
 }
 
+// reservedFlavor and reservedSplit are reservedFlavors of a Workload's
+// admission.
+func reservedFlavor(wl *strata.Workload) string {
+	f, _ := reservedFlavors(wl.Status.Admission)
+	return f
+}
+
+func reservedSplit(wl *strata.Workload) []strata.PodSetFlavor {
+	_, split := reservedFlavors(wl.Status.Admission)
+	return split
+}
+
+// OnReservedFlavors says whether a placement on flavor (each pod set's
+// of podSetFlavors where it names one) puts every pod set of reservation
+// a on the flavor reserved for it: a Workload whose checks were decided
+// is dispatched there or not at all.
+func OnReservedFlavors(a *strata.Admission, flavor string, podSetFlavors []strata.PodSetFlavor) bool {
+	if a == nil {
+		return false
+	}
+	for _, psa := range a.PodSetAssignments {
+		on := flavor
+		for _, f := range podSetFlavors {
+			if f.Name == psa.Name && f.Flavor != "" {
+				on = f.Flavor
+			}
+		}
+		if on != psa.Flavor {
+			return false
+		}
+	}
+	return true
+}
+
 // reservedCounts are the pods of each pod set a reservation holds, nil
 // when all.
 func reservedCounts(wl *strata.Workload) []int32 {
@@ -231,13 +265,14 @@ func Release(wl *strata.Workload, reason, message string, evicted bool, now time
 	wl.Status.Admission = nil
 	workload.ReleaseChecks(wl, now)
 	t := metav1.NewTime(now)
+	message = truncate(message) // a check's message may be as long as a condition's
 	if evicted {
 		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue,
 			Reason: reason, Message: message, LastTransitionTime: t})
 		workload.SetRequeued(wl, metav1.ConditionTrue, reason, message, now)
 	}
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
-		Reason: reason, Message: truncate(message), LastTransitionTime: t})
+		Reason: reason, Message: message, LastTransitionTime: t})
 }
 
 // releaseWhy says why a reservation at the hub is taken back before its
@@ -302,7 +337,10 @@ func (d *Dispatcher) collectReserved(ctx context.Context, c *collected, e *entry
 	if err != nil || je == nil || je.deleting {
 		return err
 	}
-	c.waiting = append(c.waiting, pending{entry: e, job: je.job.Object(), queue: cq.Name, counts: reservedCounts(e.wl), reserved: true})
+	// With the pods it reserved (fewer than all, partial admission):
+	// its need and shape are theirs.
+	p := pending{entry: e, job: je.job.Object(), queue: cq.Name, reserved: true}
+	c.waiting = append(c.waiting, p.withCounts(reservedCounts(e.wl)))
 	return nil
 }
 
@@ -329,7 +367,7 @@ func (d *Dispatcher) rejectAtHub(ctx context.Context, wl *strata.Workload, why s
 		return client.IgnoreNotFound(err)
 	}
 	d.recorder.Eventf(wl, nil, corev1.EventTypeWarning, strata.AdmissionCheckRejected, "Deactivate", "Deactivated: %s", truncateNote(why))
-	message := deactivatedMessage(wl)
+	message := truncate(deactivatedMessage(wl))
 	wl.Status.Admission = nil
 	t := metav1.NewTime(now)
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue,
@@ -369,14 +407,48 @@ func (d *Dispatcher) reserve(ctx context.Context, cq *strata.ClusterQueue, p pen
 	for f, need := range ReservedUsage(wl) {
 		books.Charge(cq.Name, f, need, 1)
 	}
+	over := wl.ResourceVersion
 	writes.do(func() error {
 		if err := d.writeReserved(ctx, wl); err != nil {
 			return err
+		}
+		if wl.ResourceVersion != over {
+			d.mu.Lock()
+			if d.reservedAhead == nil {
+				d.reservedAhead = map[types.UID]reservedWrite{}
+			}
+			d.reservedAhead[wl.UID] = reservedWrite{over: over, wl: wl}
+			d.mu.Unlock()
 		}
 		d.recorder.Eventf(wl, nil, corev1.EventTypeNormal, strata.WorkloadQuotaReserved, "Reserve", "%s", truncateNote(
 			meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted).Message))
 		return nil
 	})
+}
+
+// reservedWrite is a reservation at the hub this process wrote: the
+// Workload as written, and the resourceVersion it was written over.
+type reservedWrite struct {
+	over string
+	wl   *strata.Workload
+}
+
+// reservedAheadOf returns the reservation this process wrote for an
+// entry the informer shows as it was before that write (nil when none,
+// or once the informer shows any later version): until then the
+// reservation charges its queue, and the Workload is not placed again.
+func (d *Dispatcher) reservedAheadOf(e *entry) *strata.Workload {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w, ok := d.reservedAhead[e.uid]
+	if !ok {
+		return nil
+	}
+	if e.wl.ResourceVersion != w.over {
+		delete(d.reservedAhead, e.uid)
+		return nil
+	}
+	return w.wl
 }
 
 // ReservedUsage is what a reservation at the hub (ReservedAtHub) uses of
@@ -402,11 +474,16 @@ func reservedUsage(e *entry) map[string]corev1.ResourceList {
 // taken back, and it is reserved and checked again), one Rejected
 // deactivates it (its copy is taken back as for any deactivation), as
 // Kueue evicts an admitted workload a check retries or rejects.
-func (d *Dispatcher) checkDispatched(ctx context.Context, e *entry, cq *strata.ClusterQueue, now time.Time) error {
+func (d *Dispatcher) checkDispatched(ctx context.Context, reads *checkReads, e *entry, cq *strata.ClusterQueue, now time.Time) error {
 	if cq == nil || len(e.wl.Status.AdmissionChecks) == 0 || Evicting(e.wl) || !workload.IsActive(e.wl) || len(workload.QueueChecks(cq)) == 0 {
 		return nil
 	}
-	switch verdict, why := workload.Verdict(e.wl.Status.AdmissionChecks); verdict {
+	// Only the checks that gate where it is placed: a state left by a
+	// check removed from the queue since, or of another flavor's, is not
+	// its to act on.
+	gating := reads.gating(ctx, cq, placementFlavors(e.wl.Status.Placement))
+	states := slices.DeleteFunc(slices.Clone(e.wl.Status.AdmissionChecks), func(s strata.AdmissionCheckState) bool { return !slices.Contains(gating, s.Name) })
+	switch verdict, why := workload.Verdict(states); verdict {
 	case workload.ChecksRejected:
 		wl := e.wl.DeepCopy()
 		patch := client.MergeFrom(wl.DeepCopy())
@@ -427,4 +504,19 @@ func (d *Dispatcher) checkDispatched(ctx context.Context, e *entry, cq *strata.C
 		d.recorder.Eventf(wl, nil, corev1.EventTypeNormal, strata.EvictedByAdmissionCheck, "Evict", "%s", truncateNote(message))
 	}
 	return nil
+}
+
+// placementFlavors are the flavors a dispatch placed a Workload's pod
+// sets on: its flavor, and each pod set's that differs.
+func placementFlavors(p *strata.Placement) []string {
+	if p == nil || p.Flavor == "" {
+		return nil
+	}
+	out := []string{p.Flavor}
+	for _, f := range p.PodSetFlavors {
+		if !slices.Contains(out, f.Flavor) {
+			out = append(out, f.Flavor)
+		}
+	}
+	return out
 }

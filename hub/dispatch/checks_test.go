@@ -115,6 +115,34 @@ func TestReservedFlavorsAndCounts(t *testing.T) {
 	}
 }
 
+// TestOnReservedFlavors: a Workload reserved at the hub is dispatched
+// with every pod set on the flavor reserved for it, or not at all.
+func TestOnReservedFlavors(t *testing.T) {
+	oneFlavor := &strata.Admission{ClusterQueue: "q", PodSetAssignments: []strata.PodSetAssignment{{Name: "a", Flavor: "x"}, {Name: "b", Flavor: "x"}}}
+	split := &strata.Admission{ClusterQueue: "q", PodSetAssignments: []strata.PodSetAssignment{{Name: "a", Flavor: "x"}, {Name: "b", Flavor: "y"}}}
+	cases := map[string]struct {
+		a             *strata.Admission
+		flavor        string
+		podSetFlavors []strata.PodSetFlavor
+		want          bool
+	}{
+		"no reservation":                      {flavor: "x"},
+		"on the flavor reserved":              {a: oneFlavor, flavor: "x", want: true},
+		"on another flavor":                   {a: oneFlavor, flavor: "y"},
+		"split though reserved on one flavor": {a: oneFlavor, flavor: "x", podSetFlavors: []strata.PodSetFlavor{{Name: "a", Flavor: "x"}, {Name: "b", Flavor: "y"}}},
+		"split as reserved":                   {a: split, flavor: "x", podSetFlavors: []strata.PodSetFlavor{{Name: "a", Flavor: "x"}, {Name: "b", Flavor: "y"}}, want: true},
+		"split otherwise":                     {a: split, flavor: "y", podSetFlavors: []strata.PodSetFlavor{{Name: "a", Flavor: "y"}, {Name: "b", Flavor: "x"}}},
+		"whole on one of the flavors split":   {a: split, flavor: "x"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := OnReservedFlavors(tc.a, tc.flavor, tc.podSetFlavors); got != tc.want {
+				t.Errorf("OnReservedFlavors() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestRelease: a check's Retry takes the reservation back and marks the
 // Workload evicted and queued again, every check Pending; a release for
 // another cause is not an eviction.
@@ -194,6 +222,10 @@ func TestCheckDispatched(t *testing.T) {
 	withChecks := testutil.MakeClusterQueue("team").Flavor("a100").Obj()
 	withChecks.Spec.AdmissionChecks = []string{"budget"}
 	without := testutil.MakeClusterQueue("team").Flavor("a100").Obj()
+	otherCheck := testutil.MakeClusterQueue("team").Flavor("a100").Obj()
+	otherCheck.Spec.AdmissionChecks = []string{"audit"}
+	onOtherFlavor := testutil.MakeClusterQueue("team").Flavor("a100").Flavor("h100").Obj()
+	onOtherFlavor.Spec.AdmissionChecksStrategy = &strata.AdmissionChecksStrategy{AdmissionChecks: []strata.AdmissionCheckStrategyRule{{Name: "budget", OnFlavors: []string{"h100"}}}}
 	cases := map[string]struct {
 		state       strata.CheckState
 		cq          *strata.ClusterQueue
@@ -206,6 +238,10 @@ func TestCheckDispatched(t *testing.T) {
 		"Rejected": {state: strata.CheckStateRejected, cq: withChecks},
 		"Retry, the queue's checks removed since": {state: strata.CheckStateRetry, cq: without, wantActive: true},
 		"Rejected, already inactive":              {state: strata.CheckStateRejected, cq: withChecks, inactive: true},
+		// A state its queue's checks no longer name (one removed, another
+		// added) or a check of a flavor it is not placed on: not its.
+		"Retry of a check the queue no longer names": {state: strata.CheckStateRetry, cq: otherCheck, wantActive: true},
+		"Rejected by a check of another flavor":      {state: strata.CheckStateRejected, cq: onOtherFlavor, wantActive: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -216,13 +252,14 @@ func TestCheckDispatched(t *testing.T) {
 			if tc.inactive {
 				wl.Spec.Active = ptr.To(false)
 			}
-			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(wl).WithStatusSubresource(&strata.Workload{}).Build()
+			checks := []client.Object{activeCheck("budget"), activeCheck("audit")}
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(append(checks, wl)...).WithStatusSubresource(&strata.Workload{}).Build()
 			d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}, waiting: map[types.UID]written{}}
 			var cur strata.Workload
 			if err := c.Get(t.Context(), client.ObjectKeyFromObject(wl), &cur); err != nil {
 				t.Fatal(err)
 			}
-			if err := d.checkDispatched(t.Context(), newEntry(&cur, nil), tc.cq, t0.Add(time.Minute)); err != nil {
+			if err := d.checkDispatched(t.Context(), newCheckReads(c), newEntry(&cur, nil), tc.cq, t0.Add(time.Minute)); err != nil {
 				t.Fatalf("checkDispatched(): %v", err)
 			}
 			if err := c.Get(t.Context(), client.ObjectKeyFromObject(wl), &cur); err != nil {
@@ -236,5 +273,39 @@ func TestCheckDispatched(t *testing.T) {
 				t.Errorf("Evicted %q, active %v; want %q, %v", evicted, ptr.Deref(cur.Spec.Active, true), tc.wantEvicted, tc.wantActive)
 			}
 		})
+	}
+}
+
+// activeCheck is an AdmissionCheck of a controller of the user's, Active.
+func activeCheck(name string) *strata.AdmissionCheck {
+	return &strata.AdmissionCheck{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       strata.AdmissionCheckSpec{ControllerName: "example.com/" + name},
+		Status: strata.AdmissionCheckStatus{Conditions: []metav1.Condition{{
+			Type: strata.AdmissionCheckActive, Status: metav1.ConditionTrue, Reason: "Active", LastTransitionTime: metav1.NewTime(t0),
+		}}},
+	}
+}
+
+// TestReservedAhead: a reservation this process wrote stands for the
+// Workload while the informer shows the version it was written over, and
+// is forgotten once it shows any other.
+func TestReservedAhead(t *testing.T) {
+	before := testutil.MakeWorkload("train", "ml").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").PodSet).Obj()
+	before.UID, before.ResourceVersion = "uid-train", "5"
+	written := before.DeepCopy()
+	Reserve(written, "team", "a100", nil, nil, []string{"budget"}, t0)
+	written.ResourceVersion = "6"
+	d := &Dispatcher{reservedAhead: map[types.UID]reservedWrite{before.UID: {over: "5", wl: written}}}
+	if got := d.reservedAheadOf(newEntry(before, nil)); got != written {
+		t.Fatalf("reservedAheadOf(the version written over) = %v, want the reservation", got)
+	}
+	later := before.DeepCopy()
+	later.ResourceVersion = "7" // any later write, the reservation's or another's
+	if got := d.reservedAheadOf(newEntry(later, nil)); got != nil {
+		t.Errorf("reservedAheadOf(a later version) = %v, want nil", got)
+	}
+	if got := d.reservedAheadOf(newEntry(before, nil)); got != nil {
+		t.Errorf("the reservation is not forgotten once the informer moved on: %v", got)
 	}
 }

@@ -64,6 +64,10 @@ type Dispatcher struct {
 	// tell a Workload the informer shows pending from one it has not shown
 	// dispatched yet.
 	recorded map[types.UID]recorded
+	// reservedAhead are the reservations at the hub this process wrote,
+	// by Workload, with the resourceVersion each was written over, until
+	// the informer shows another (reserve).
+	reservedAhead map[types.UID]reservedWrite
 	// waiting records the last reason written per waiting Workload, so
 	// that a pass writes only what changed.
 	// By UID: a Workload made again under the same name is another.
@@ -114,6 +118,7 @@ func New(c client.Client, f *fleet.Fleet, cfg *configv1beta1.HubConfiguration, r
 		rebuilt:           map[*placement.Target]bool{},
 		waiting:           map[types.UID]written{},
 		recorded:          map[types.UID]recorded{},
+		reservedAhead:     map[types.UID]reservedWrite{},
 		burned:            map[types.UID]int64{},
 		spread:            map[types.UID]spreadEntry{},
 		reasons:           newReasonQueue(),

@@ -154,7 +154,7 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 			if cq != nil && (stop.Drain || stop.Stopped && e.wl.Status.Admission == nil) {
 				c.drained = append(c.drained, drainedWorkload{e: e, stop: stop, cq: cq.Name})
 			}
-			if err := d.checkDispatched(ctx, e, cq, now); err != nil {
+			if err := d.checkDispatched(ctx, c.checks, e, cq, now); err != nil {
 				errs = append(errs, err)
 			}
 			continue
@@ -175,6 +175,12 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 				f.preempts = je.PreemptUpTo != nil
 			}
 			c.behind = append(c.behind, f)
+			continue
+		}
+		if wl := d.reservedAheadOf(e); wl != nil {
+			// Reserved by this process; the informer is behind.
+			flavor, split := reservedFlavors(wl.Status.Admission)
+			d.chargeUsage(c.usage, wl.Status.Admission.ClusterQueue, flavor, &entry{wl: wl, need: e.need, flavor: flavor}, split)
 			continue
 		}
 		if ReservedAtHub(e.wl) {
@@ -301,6 +307,17 @@ func (d *Dispatcher) forgetRecorded(entries []*entry) {
 		for uid := range d.waiting {
 			if !live[uid] {
 				delete(d.waiting, uid)
+			}
+		}
+	}
+	if len(d.reservedAhead) > 0 {
+		live := make(map[types.UID]bool, len(entries))
+		for _, e := range entries {
+			live[e.uid] = true
+		}
+		for uid := range d.reservedAhead {
+			if !live[uid] {
+				delete(d.reservedAhead, uid)
 			}
 		}
 	}

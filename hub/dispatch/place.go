@@ -308,14 +308,19 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 		d.wait(ctx, p, ReasonPending, message)
 		return true, 0, nil
 	}
+	if p.reserved && (dec != nil || choice != nil) {
+		if flavor, split := chosenFlavors(dec, choice); !OnReservedFlavors(wl.Status.Admission, flavor, split) {
+			// Its checks were decided for the flavors reserved: it goes
+			// there or waits.
+			dec, choice = nil, nil
+			o = waitOutcome{reason: ReasonPending, blocks: true, retry: o.retry, message: fmt.Sprintf(
+				"its quota is reserved in hub ClusterQueue %s on %s, where its admission checks passed; no worker has room for it there now",
+				cq.Name, workload.FlavorWords(&strata.Placement{Flavor: reservedFlavor(wl), PodSetFlavors: reservedSplit(wl)}))}
+		}
+	}
 	placed := p.withCounts(counts)
 	if !p.reserved && (dec != nil || choice != nil) {
-		flavor, split := "", []strata.PodSetFlavor(nil)
-		if choice != nil {
-			flavor, split = choice.Flavor, choice.PodSetFlavors()
-		} else {
-			flavor, split = dec.Flavor, dec.PodSetFlavors()
-		}
+		flavor, split := chosenFlavors(dec, choice)
 		on := []string{flavor}
 		for _, f := range split {
 			on = append(on, f.Flavor)
@@ -951,4 +956,13 @@ func (d *Dispatcher) fairPick(books *queue.Books) func([]*strata.ClusterQueue, [
 		return nil
 	}
 	return queue.FairPick(books, func(p pending) any { return p.uid }, func(p pending) *strata.Workload { return p.wl }, nil)
+}
+
+// chosenFlavors are the flavor of a decision or preemption choice and
+// its pod sets' (none: all on it).
+func chosenFlavors(dec *placement.Decision, choice *placement.PreemptionChoice) (string, []strata.PodSetFlavor) {
+	if choice != nil {
+		return choice.Flavor, choice.PodSetFlavors()
+	}
+	return dec.Flavor, dec.PodSetFlavors()
 }

@@ -1287,18 +1287,20 @@ func (c *Cache) AdmittedIn(namespace string) []*strata.Workload {
 	return out
 }
 
-// HoldingPods says whether a workload is admitted, and which of its
-// pods run on a node placement may use (Holds' pods).
-func (c *Cache) HoldingPods(key types.NamespacedName) (admitted bool, pods []types.UID) {
+// HoldingPods says whether a workload is admitted, which pods of it the
+// cache counts (on any node), and which of those run on a node placement
+// may use (holding: Holds' pods).
+func (c *Cache) HoldingPods(key types.NamespacedName) (admitted bool, pods, holding []types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, admitted = c.workloads[key]
 	for uid, u := range c.tasPods[key] {
+		pods = append(pods, uid)
 		if n := c.nodes[u.node]; n != nil && tas.NodeFromAPI(n, false).Ready {
-			pods = append(pods, uid)
+			holding = append(holding, uid)
 		}
 	}
-	return admitted, pods
+	return admitted, pods, holding
 }
 
 // Holds says whether a workload still holds capacity: it is admitted, or

@@ -32,6 +32,9 @@ import (
 // and the preemptor waits until their pods are gone. Meanwhile the victims
 // are not admitted again (the capacity they free is the preemptor's).
 type pendingPreemption struct {
+	// uid is the preemptor's: a Workload made again under its name is
+	// another, whose search starts afresh.
+	uid     types.UID
 	flavor  string
 	victims []types.NamespacedName
 	// queue and requests are the preemptor's: its quota on the flavor is
@@ -86,7 +89,7 @@ func (s *Scheduler) publishHolds() {
 func (s *Scheduler) stillHeld(p *pendingPreemption) []types.NamespacedName {
 	var out []types.NamespacedName
 	for _, v := range p.victims {
-		admitted, pods := s.cache.HoldingPods(v)
+		admitted, pods, holding := s.cache.HoldingPods(v)
 		if admitted {
 			out = append(out, v)
 			continue
@@ -94,11 +97,13 @@ func (s *Scheduler) stillHeld(p *pendingPreemption) []types.NamespacedName {
 		if p.pods == nil {
 			p.pods = map[types.NamespacedName][]types.UID{}
 		}
+		// Every pod of it then, on a Ready node or not: one on a node
+		// NotReady a moment holds capacity again once the node is back.
 		had, seen := p.pods[v]
 		if !seen {
 			p.pods[v], had = pods, pods
 		}
-		if slices.ContainsFunc(pods, func(uid types.UID) bool { return slices.Contains(had, uid) }) {
+		if slices.ContainsFunc(holding, func(uid types.UID) bool { return slices.Contains(had, uid) }) {
 			out = append(out, v)
 		}
 	}
@@ -108,10 +113,11 @@ func (s *Scheduler) stillHeld(p *pendingPreemption) []types.NamespacedName {
 // forgetPreemptions drops the preemptions whose preemptor is no longer
 // pending (admitted, finished or deleted) and returns, for each victim of
 // the others, its preemptor.
-func (s *Scheduler) forgetPreemptions(pending map[types.NamespacedName]bool) map[types.NamespacedName]types.NamespacedName {
+// pending are the pending workloads' UIDs ("" when not known).
+func (s *Scheduler) forgetPreemptions(pending map[types.NamespacedName]types.UID) map[types.NamespacedName]types.NamespacedName {
 	victimOf := map[types.NamespacedName]types.NamespacedName{}
 	for key, p := range s.preemptions {
-		if !pending[key] {
+		if uid, ok := pending[key]; !ok || uid != "" && p.uid != "" && uid != p.uid {
 			delete(s.preemptions, key)
 			continue
 		}
@@ -240,6 +246,7 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 	if len(p.victims) == 0 {
 		return false, errors.Join(errs...)
 	}
+	p.uid = wl.UID
 	s.preemptions[key] = p
 	s.publishHolds()
 	if held := s.stillHeld(p); len(held) > 0 {
@@ -474,16 +481,23 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload, re
 	podSets := map[types.NamespacedName][]string{}
 	add := func(by types.NamespacedName, cq, flavor string, victim types.NamespacedName) {
 		pre := byKey[by]
-		if pre == nil || cq == "" || !s.cache.Holds(victim) {
+		if pre == nil || cq == "" {
+			return
+		}
+		// A victim counts while pods of it hold capacity; one admitted
+		// now was admitted again since (a record left from an earlier
+		// preemption, a stale message or Evicted condition): not this
+		// preemption's to wait for.
+		if admitted, _, holding := s.cache.HoldingPods(victim); admitted || len(holding) == 0 {
 			return
 		}
 		p := s.preemptions[by]
 		if p == nil && scaleUp[by] != nil {
-			p = &pendingPreemption{flavor: flavor, queue: cq, requests: scaleUp[by]}
+			p = &pendingPreemption{uid: pre.UID, flavor: flavor, queue: cq, requests: scaleUp[by]}
 			s.preemptions[by] = p
 		}
 		if p == nil {
-			p = &pendingPreemption{flavor: flavor, queue: cq}
+			p = &pendingPreemption{uid: pre.UID, flavor: flavor, queue: cq}
 			held := pre
 			if c := counts[by]; c != "" {
 				// The quota of those pods only, as the preemption held.

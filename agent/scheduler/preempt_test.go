@@ -520,6 +520,101 @@ func testPreemptionSurvivesARestart(t *testing.T, deleted bool) {
 	}
 }
 
+// TestRestoreSkipsVictimsAdmittedAgain: a preemptor's waiting message
+// (or a victim's Evicted condition) that names a workload admitted now
+// is a record of an earlier preemption: a restart does not wait for it.
+func TestRestoreSkipsVictimsAdmittedAgain(t *testing.T) {
+	cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	e := newSchedEnv(t, []client.Object{cq, job("low1", "cq", 4, ptr.To[int32](1), 0)}, nil, []*corev1.Node{tasNode("r1-n1", "r1", "8")}, interceptor.Funcs{})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	if got := e.outcomes(t); got["low1"].Reason != ReasonAdmitted {
+		t.Fatalf("low1: %+v, want it admitted", got["low1"])
+	}
+	e.informed(t)
+	e.s.cache.SetPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "low1-0", UID: "low1-0",
+		Labels: map[string]string{strata.WorkloadLabel: "low1", strata.TASLabel: "true"}},
+		Spec: corev1.PodSpec{NodeName: "r1-n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	high := testutil.MakeWorkload("high", "ns").Queue("lq").PodSets(testutil.MakePodSet("main", 4, "cpu", "1").PodSet).Obj()
+	meta.SetStatusCondition(&high.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: ReasonPreempting,
+		Message: "preempting 1 workload(s) on flavor tas-flavor; admitted once the pods of ns/low1 are gone"})
+	s := New(e.c, e.s.cache, tas.DefaultOptions(), &events.FakeRecorder{})
+	s.restorePreemptions(map[string][]*strata.Workload{"cq": {high}}, nil)
+	if p := s.preemptions[client.ObjectKeyFromObject(high)]; p != nil {
+		t.Errorf("restored %+v for a victim admitted now, want none", p)
+	}
+}
+
+// TestHeldPreemptorLetsItsHoldGo: a preemptor the agent may not admit
+// (its hub fenced, its dispatch revoked) holds no capacity for itself:
+// its preemption ends, and its victims are not kept waiting for it.
+func TestHeldPreemptorLetsItsHoldGo(t *testing.T) {
+	high := job("high", "cq", 4, ptr.To[int32](10), 0)
+	e := newSchedEnv(t, []client.Object{testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(), high}, nil, []*corev1.Node{tasNode("r1-n1", "r1", "8")}, interceptor.Funcs{})
+	var cur strata.Workload
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(high), &cur); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(high)
+	e.s.preemptions[key] = &pendingPreemption{uid: cur.UID, flavor: "tas-flavor", queue: "cq", victims: []types.NamespacedName{{Namespace: "ns", Name: "low"}},
+		requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}
+	e.s.WithHolds(func(wl *strata.Workload) string {
+		if wl.Name == "high" {
+			return "its hub is fenced"
+		}
+		return ""
+	})
+	if err := e.s.Schedule(t.Context()); err != nil {
+		t.Fatalf("Schedule(): %v", err)
+	}
+	if p := e.s.preemptions[key]; p != nil {
+		t.Errorf("the held preemptor keeps its preemption: %+v", p)
+	}
+	if got := e.outcomes(t); got["high"].Reason != ReasonHeld {
+		t.Errorf("high: %+v, want it held", got["high"])
+	}
+}
+
+// TestPreemptingMessageWrittenWhole: a preemptor's waiting message is
+// written again when it names other victims, though only their numbers
+// differ (it is the record a restart reads); other reasons are written
+// when their meaning changes.
+func TestPreemptingMessageWrittenWhole(t *testing.T) {
+	cases := map[string]struct {
+		reason, before, after, want string
+	}{
+		"other victims": {reason: ReasonPreempting,
+			before: "preempting 1 workload(s) on flavor f; admitted once the pods of ns/job-1 are gone",
+			after:  "preempting 1 workload(s) on flavor f; admitted once the pods of ns/job-2 are gone",
+			want:   "preempting 1 workload(s) on flavor f; admitted once the pods of ns/job-2 are gone"},
+		"live numbers of another reason": {reason: ReasonPending,
+			before: "the best rack fits 2 of 4 pods", after: "the best rack fits 3 of 4 pods", want: "the best rack fits 2 of 4 pods"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := job("high", "cq", 4, ptr.To[int32](10), 0)
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: tc.reason, Message: tc.before})
+			e := newSchedEnv(t, []client.Object{testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Obj(), wl}, nil, []*corev1.Node{tasNode("r1-n1", "r1", "8")}, interceptor.Funcs{})
+			var cur strata.Workload
+			if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(wl), &cur); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.s.setNotAdmitted(t.Context(), &cur, tc.reason, tc.after); err != nil {
+				t.Fatalf("setNotAdmitted(): %v", err)
+			}
+			if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(wl), &cur); err != nil {
+				t.Fatal(err)
+			}
+			if got := meta.FindStatusCondition(cur.Status.Conditions, strata.WorkloadAdmitted).Message; got != tc.want {
+				t.Errorf("message %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestPartialAdmissionPreempts: a workload that may run with fewer pods
 // (minCount) preempts for the most pods it can, as Kueue's partial
 // admission: for all of them when a search finds victims for all,
@@ -1029,5 +1124,46 @@ func TestStillHeldWaitsForTheVictimsOwnPods(t *testing.T) {
 	// the victim's label shows then.
 	if diff := cmp.Diff([]types.NamespacedName{victim}, e.s.stillHeld(&pendingPreemption{flavor: "tas-flavor", victims: []types.NamespacedName{victim}})); diff != "" {
 		t.Errorf("stillHeld() of a new preemption (-want,+got):\n%s", diff)
+	}
+
+	// A pod of the victim on a node NotReady when the preemption first
+	// looks holds nothing then, but is waited for once the node is back.
+	e.s.cache.DeletePod("tenant-0")
+	late := pod("low-1")
+	e.s.cache.SetPod(late)
+	down := tasNode("r1-n1", "r1", "8")
+	down.Status.Conditions[0].Status = corev1.ConditionFalse
+	e.s.cache.SetNode(down)
+	fresh := &pendingPreemption{flavor: "tas-flavor", victims: []types.NamespacedName{victim}}
+	if got := e.s.stillHeld(fresh); len(got) != 0 {
+		t.Fatalf("stillHeld() with the victim's pod on a NotReady node = %v, want none", got)
+	}
+	e.s.cache.SetNode(tasNode("r1-n1", "r1", "8"))
+	if diff := cmp.Diff([]types.NamespacedName{victim}, e.s.stillHeld(fresh)); diff != "" {
+		t.Errorf("stillHeld() once the node is Ready again (-want,+got):\n%s", diff)
+	}
+}
+
+// TestForgetPreemptions: a preemption ends when its preemptor is no
+// longer pending, or is pending as another Workload made under its name.
+func TestForgetPreemptions(t *testing.T) {
+	pre := types.NamespacedName{Namespace: "ns", Name: "urgent"}
+	victim := types.NamespacedName{Namespace: "ns", Name: "low"}
+	cases := map[string]struct {
+		pending map[types.NamespacedName]types.UID
+		want    map[types.NamespacedName]types.NamespacedName
+	}{
+		"still pending": {pending: map[types.NamespacedName]types.UID{pre: "uid-1"}, want: map[types.NamespacedName]types.NamespacedName{victim: pre}},
+		"pending, its UID not known (being written)": {pending: map[types.NamespacedName]types.UID{pre: ""}, want: map[types.NamespacedName]types.NamespacedName{victim: pre}},
+		"admitted or deleted":                        {pending: map[types.NamespacedName]types.UID{}, want: map[types.NamespacedName]types.NamespacedName{}},
+		"made again under its name":                  {pending: map[types.NamespacedName]types.UID{pre: "uid-2"}, want: map[types.NamespacedName]types.NamespacedName{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := &Scheduler{preemptions: map[types.NamespacedName]*pendingPreemption{pre: {uid: "uid-1", flavor: "f", victims: []types.NamespacedName{victim}}}}
+			if diff := cmp.Diff(tc.want, s.forgetPreemptions(tc.pending)); diff != "" {
+				t.Errorf("victims (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -252,6 +252,7 @@ func (s *Scheduler) preemptForResize(ctx context.Context, cq *strata.ClusterQueu
 		return "", false
 	}
 	key := client.ObjectKeyFromObject(wl)
+	p.uid = wl.UID
 	s.preemptions[key] = p
 	books.Charge(p.queue, p.flavor, p.requests, 1)
 	s.charged[key] = true
@@ -268,13 +269,16 @@ func (s *Scheduler) preemptForResize(ctx context.Context, cq *strata.ClusterQueu
 // resizePending says on the workload why its resize waits (written when
 // the message changes).
 func (s *Scheduler) resizePending(ctx context.Context, wl *strata.Workload, message string) error {
+	// The condition's bound, not an event's: the message is the record a
+	// restart rebuilds the scale-up's preemption from (its victims).
+	message = truncate(message)
 	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadResized)
 	if c != nil && c.Status == metav1.ConditionFalse && c.Message == message {
 		return nil
 	}
 	out := wl.DeepCopy()
 	meta.SetStatusCondition(&out.Status.Conditions, metav1.Condition{Type: strata.WorkloadResized, Status: metav1.ConditionFalse,
-		Reason: ReasonResizePending, Message: truncateNote(message), ObservedGeneration: out.Generation, LastTransitionTime: metav1.NewTime(s.clock.Now())})
+		Reason: ReasonResizePending, Message: message, ObservedGeneration: out.Generation, LastTransitionTime: metav1.NewTime(s.clock.Now())})
 	if err := s.client.Status().Update(ctx, out); err != nil && !apierrors.IsConflict(err) {
 		return client.IgnoreNotFound(err)
 	}

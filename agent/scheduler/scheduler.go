@@ -413,17 +413,17 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		}
 	}
 	recordQueues(v, counted)
-	pendingKeys := map[types.NamespacedName]bool{}
+	pendingKeys := map[types.NamespacedName]types.UID{}
 	for _, wls := range byQueue {
 		for _, wl := range wls {
-			pendingKeys[client.ObjectKeyFromObject(wl)] = true
+			pendingKeys[client.ObjectKeyFromObject(wl)] = wl.UID
 		}
 	}
 	// An elastic workload scaling up keeps the preemption made for the
 	// pods it adds (preemptForResize) until they are admitted.
 	for _, wl := range v.resize {
 		if r, ok := workload.ResizeOf(wl); ok && r.To > r.From {
-			pendingKeys[client.ObjectKeyFromObject(wl)] = true
+			pendingKeys[client.ObjectKeyFromObject(wl)] = wl.UID
 		}
 	}
 	// A preemptor whose admission is being written keeps its preemption
@@ -431,7 +431,9 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// conflict gives its capacity back), its victims must still not take
 	// their place again.
 	for key := range writing {
-		pendingKeys[key] = true
+		if _, ok := pendingKeys[key]; !ok {
+			pendingKeys[key] = ""
+		}
 	}
 	if !s.preemptionsRestored && err == nil {
 		// Once, from a complete view of the pending workloads.
@@ -648,6 +650,14 @@ func (s *Scheduler) resolveQueues(ctx context.Context, pending map[types.Namespa
 func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[string]corev1.ResourceList, books *queue.Books, wl *strata.Workload) (admitted, blocks bool, err error) {
 	if s.holds != nil {
 		if why := s.holds(wl); why != "" {
+			// A preemption it made is over: the capacity it freed is not
+			// held for a workload that may not be admitted (its hub
+			// fenced, or its dispatch revoked); its victims may take it
+			// again, and it searches afresh once it is let through.
+			if key := client.ObjectKeyFromObject(wl); s.preemptions[key] != nil {
+				delete(s.preemptions, key)
+				s.publishHolds()
+			}
 			return false, false, s.setNotAdmitted(ctx, wl, ReasonHeld, why)
 		}
 	}
@@ -1827,7 +1837,11 @@ func (s *Scheduler) setNotAdmitted(ctx context.Context, wl *strata.Workload, rea
 	now := s.clock.Now()
 	requeue := reason != strata.EvictedByPodsReadyTimeout && reason != ReasonHeld && workload.RequeueDue(wl, queueRuns, now)
 	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
-	said := c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && workload.SameMeaning(c.Message, truncate(message))
+	// But a preemption's message is a record (restorePreemptions reads
+	// its flavor, counts and victims after a restart): any change of it is
+	// written.
+	said := c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason &&
+		(c.Message == truncate(message) || reason != ReasonPreempting && workload.SameMeaning(c.Message, truncate(message)))
 	if said && !requeue {
 		return nil
 	}

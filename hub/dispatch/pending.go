@@ -140,7 +140,12 @@ func (d *Dispatcher) collect(ctx context.Context, entries []*entry, now time.Tim
 				if workload.Elastic(e.wl) {
 					if je, err := d.job(ctx, e); err == nil && je != nil && !je.deleting {
 						if r, ok := wantsResize(e.wl, je.job); ok {
-							c.resizes = append(c.resizes, resizing{e: e, queue: charged, resize: r})
+							// No scale-up while its queue is stopped or its
+							// copy is being taken back: it would preempt
+							// for a Workload that is leaving.
+							if r.To <= r.From || !stop.Stopped && !meta.IsStatusConditionTrue(e.wl.Status.Conditions, strata.WorkloadCopyGoing) {
+								c.resizes = append(c.resizes, resizing{e: e, queue: charged, resize: r})
+							}
 						} else if waitsForHubQuota(e.wl) && !inTransit(e.wl) {
 							// Its job asks for the size granted again.
 							c.resizes = append(c.resizes, resizing{e: e, queue: charged})

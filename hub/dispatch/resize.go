@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,6 +130,18 @@ func resizeGrant(r workload.Resize, queueName, flavor string, check func() error
 // waiting Workloads are served: a grant is charged to books at once and
 // written as the Workload's new pod count.
 func (d *Dispatcher) resize(ctx context.Context, resizes []resizing, queues map[string]*strata.ClusterQueue, view *passView, books *queue.Books, writes *passWrites) {
+	// The quota scale-downs give back first; then scale-ups in their
+	// queues' order (priority, then queue time), as Kueue's workload
+	// slices of the new sizes would be admitted.
+	slices.SortStableFunc(resizes, func(a, b resizing) int {
+		if da, db := a.resize.To <= a.resize.From, b.resize.To <= b.resize.From; da != db {
+			if da {
+				return -1
+			}
+			return 1
+		}
+		return queue.Compare(a.e.wl, b.e.wl)
+	})
 	for _, r := range resizes {
 		wl := r.e.wl
 		if r.resize == (workload.Resize{}) {
@@ -152,6 +165,9 @@ func (d *Dispatcher) resize(ctx context.Context, resizes []resizing, queues map[
 		}
 		if r.resize.To > r.resize.From {
 			books.Charge(r.queue, r.e.flavor, added, 1)
+		} else {
+			// Its charge is the granted size from now on.
+			books.Charge(r.queue, r.e.flavor, addedRequests(&wl.Spec.PodSets[0], r.resize.From-r.resize.To), -1)
 		}
 		d.grantResize(ctx, wl, r.resize, writes)
 	}

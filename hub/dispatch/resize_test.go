@@ -12,10 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/batchjob"
+	"strata.dev/strata/pkg/queue"
+	"strata.dev/strata/pkg/scheme"
+	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -184,5 +192,50 @@ func TestNoteResize(t *testing.T) {
 				t.Errorf("Resized (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestResizeOrder: a pass grants the scale-downs first, their quota
+// given back at once, then the scale-ups in queue order: a Job shrunk
+// makes room for one grown in the same pass, without a preemption.
+func TestResizeOrder(t *testing.T) {
+	elastic := func(name string, count int32) *strata.Workload {
+		wl := testutil.MakeWorkload(name, "ml").PodSets(testutil.MakePodSet(workload.MainPodSet, count, "cpu", "1").PodSet).Obj()
+		wl.Annotations = map[string]string{strata.ElasticJobAnnotation: "true"}
+		return wl
+	}
+	shrunk, grown := elastic("shrunk", 4), elastic("grown", 2)
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(shrunk, grown).WithStatusSubresource(&strata.Workload{}).Build()
+	d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}, waiting: map[types.UID]written{}}
+	books := queue.NewBooks([]*strata.ClusterQueue{testutil.MakeClusterQueue("team").Flavor("f", "cpu", "6").Obj()})
+	entryOf := func(wl *strata.Workload) *entry {
+		var cur strata.Workload
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(wl), &cur); err != nil {
+			t.Fatal(err)
+		}
+		e := newEntry(&cur, nil)
+		e.flavor = "f"
+		books.Charge("team", "f", e.need, 1) // as collect charges it
+		return e
+	}
+	resizes := []resizing{
+		{e: entryOf(grown), queue: "team", resize: workload.Resize{From: 2, To: 4}},
+		{e: entryOf(shrunk), queue: "team", resize: workload.Resize{From: 4, To: 2}},
+	}
+	var writes passWrites
+	d.resize(t.Context(), resizes, map[string]*strata.ClusterQueue{}, nil, books, &writes)
+	for _, f := range writes.run() {
+		t.Fatalf("write failed: %v", f.err)
+	}
+	got := map[string]int32{}
+	for _, wl := range []*strata.Workload{shrunk, grown} {
+		var cur strata.Workload
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(wl), &cur); err != nil {
+			t.Fatal(err)
+		}
+		got[wl.Name] = cur.Spec.PodSets[0].Count
+	}
+	if diff := cmp.Diff(map[string]int32{"shrunk": 2, "grown": 4}, got); diff != "" {
+		t.Errorf("granted counts (-want,+got):\n%s", diff)
 	}
 }

@@ -66,9 +66,12 @@ func AdmissionFlavors(a *strata.Admission) []string {
 // AwaitingChecks says whether a workload holds a quota reservation whose
 // AdmissionChecks are not all Ready, or whose delayed topology assignment
 // is not made yet (DelayedPodSets): it may not start. A workload without
-// checks (its queue has none) never waits for them.
+// checks (its queue has none) never waits for them, nor does one admitted
+// (Admitted=True): a check that goes back to Pending after the admission,
+// or one added to its queue since, does not take the admission back, as
+// in Kueue (only Retry and Rejected do).
 func AwaitingChecks(wl *strata.Workload) bool {
-	if wl.Status.Admission == nil {
+	if wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted) {
 		return false
 	}
 	if len(DelayedPodSets(wl)) > 0 {

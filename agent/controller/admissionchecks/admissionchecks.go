@@ -132,7 +132,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		changed = workload.AdmitChecked(wl, checks, now) || changed
 	default:
-		changed = wait(wl, checks, now) || changed
+		if !meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted) {
+			changed = wait(wl, checks, now) || changed
+		}
+		// Admitted: a check Pending again, or added to its queue since,
+		// leaves it admitted and running (Kueue's); its state is kept.
 	}
 	if !changed {
 		return ctrl.Result{}, nil
@@ -140,8 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.client.Status().Update(ctx, wl)
 }
 
-// wait marks a reserved workload with a check not Ready as waiting (again,
-// when a check went back to Pending after its admission: its job stops).
+// wait marks a reserved workload with a check not Ready as waiting.
 func wait(wl *strata.Workload, checks []string, now time.Time) bool {
 	return meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadAdmitted, Status: metav1.ConditionFalse,
 		Reason: strata.WaitingForAdmissionChecks, Message: fmt.Sprintf("quota reserved; waiting for admission checks %s to be Ready", strings.Join(checks, ", ")),

@@ -154,23 +154,20 @@ var _ = Describe("AdmissionChecks", Ordered, Label("agent", "admissionchecks"), 
 			g.Expect([]int32{cq.Status.ReservingWorkloads, cq.Status.AdmittedWorkloads}).To(Equal([]int32{1, 1}))
 		}, timeout).Should(Succeed())
 
-		By("a check Pending again after the admission: the Job stops, its quota still reserved; Ready again: it runs again")
+		By("a check Pending again after the admission: the Job stays admitted and running, as in Kueue")
 		setCheck(ctx, job, "policy", strata.CheckStatePending, "re-evaluating")
 		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Status.AdmissionChecks).To(ContainElement(And(HaveField("Name", "policy"), HaveField("State", strata.CheckStatePending))))
+		}, timeout).Should(Succeed())
+		Consistently(func(g Gomega) {
 			c, reserved := admittedCondition(g, ctx, job)
 			g.Expect(reserved).To(BeTrue(), "the reservation stays")
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(strata.WaitingForAdmissionChecks))
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "still admitted")
 			j := suspended(g, ctx, job)
-			g.Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue(), "the Job is stopped")
-			g.Expect(j.Spec.Template.Labels).NotTo(HaveKey("provisioned-by"), "the admission's template taken back")
-		}, timeout).Should(Succeed())
-		setCheck(ctx, job, "policy", strata.CheckStateReady, "")
-		Eventually(func(g Gomega) {
-			j := suspended(g, ctx, job)
-			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "the Job runs again")
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "the Job runs")
 			g.Expect(j.Spec.Template.Labels).To(HaveKeyWithValue("provisioned-by", "prov"))
-		}, timeout).Should(Succeed())
+		}, "2s", "200ms").Should(Succeed())
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 

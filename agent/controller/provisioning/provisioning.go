@@ -184,10 +184,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // attempts are a workload's ProvisioningRequests for one check.
 type attempts struct {
 	// last is the latest one (nil when none), n its number (0 when
-	// none); failures counts those that failed.
-	last     *unstructured.Unstructured
-	n        int
-	failures int
+	// none): as Kueue's, the retries a failure of attempt n has had are
+	// n (whatever ended the earlier ones: a failure, a booking that
+	// expired, a reservation taken back).
+	last *unstructured.Unstructured
+	n    int
 }
 
 // retry is a ProvisioningRequestConfig's retryStrategy, defaults applied.
@@ -272,8 +273,8 @@ func decide(st *strata.AdmissionCheckState, at attempts, rs retry, admitted bool
 		return failed(at, rs, failure)
 	}
 	// Acted on (Retry, then a new reservation): the next attempt after
-	// base·2^(failures-1), at most max, from the failure.
-	delay := time.Duration(min(int64(rs.base)<<min(max(at.failures-1, 0), 30), int64(rs.max))) * time.Second
+	// base·2^(n-1), at most max, from the failure.
+	delay := time.Duration(min(int64(rs.base)<<min(max(at.n-1, 0), 30), int64(rs.max))) * time.Second
 	due := failure.LastTransitionTime.Add(delay)
 	if now.Before(due) {
 		return decision{state: strata.CheckStatePending, after: due.Sub(now), message: fmt.Sprintf("%s: %s; attempt %d is made at %s",
@@ -286,10 +287,7 @@ func decide(st *strata.AdmissionCheckState, at attempts, rs retry, admitted bool
 // retries are spent.
 func failed(at attempts, rs retry, c *metav1.Condition) decision {
 	name := at.last.GetName()
-	n := at.failures
-	if c.Type == condBookingExpired && condition(at.last, condProvisioned) != nil {
-		n++ // attemptsOf does not count a booking that expired once provisioned
-	}
+	n := at.n
 	if n > int(rs.limit) {
 		return decision{state: strata.CheckStateRejected, message: fmt.Sprintf("%s: %s; no retries left (backoffLimitCount %d)", failureMessage(name, c), c.Message, rs.limit)}
 	}
@@ -383,9 +381,6 @@ func (r *Reconciler) attemptsOf(ctx context.Context, wl *strata.Workload, check 
 			return at, nil
 		}
 		at.last, at.n = pr, n
-		if condition(pr, condFailed) != nil || condition(pr, condBookingExpired) != nil && condition(pr, condProvisioned) == nil {
-			at.failures++
-		}
 	}
 }
 

@@ -73,29 +73,29 @@ func TestDecide(t *testing.T) {
 			want: decision{create: 2},
 		},
 		"failed: Retry": {
-			st: pending(""), at: attempts{last: request("wl-prov-1", cond{"Failed", "True", "no capacity", failedAt}), n: 1, failures: 1},
+			st: pending(""), at: attempts{last: request("wl-prov-1", cond{"Failed", "True", "no capacity", failedAt}), n: 1},
 			want: decision{state: strata.CheckStateRetry, message: "ProvisioningRequest wl-prov-1 failed: no capacity; retry 1 of 2"},
 		},
 		"failed, acted on: the next attempt waits for its backoff": {
 			st: pending("ProvisioningRequest wl-prov-1 failed: no capacity; retry 1 of 2"),
-			at: attempts{last: request("wl-prov-1", cond{"Failed", "True", "no capacity", failedAt}), n: 1, failures: 1},
+			at: attempts{last: request("wl-prov-1", cond{"Failed", "True", "no capacity", failedAt}), n: 1},
 			want: decision{state: strata.CheckStatePending, after: 30 * time.Second,
 				message: "ProvisioningRequest wl-prov-1 failed: no capacity; attempt 2 is made at 2026-12-06T12:00:30Z"},
 		},
 		"failed twice, acted on: the backoff doubles, up to its maximum": {
 			st: pending("ProvisioningRequest wl-prov-2 failed: no capacity; retry 2 of 2"),
-			at: attempts{last: request("wl-prov-2", cond{"Failed", "True", "no capacity", failedAt}), n: 2, failures: 2},
+			at: attempts{last: request("wl-prov-2", cond{"Failed", "True", "no capacity", failedAt}), n: 2},
 			want: decision{state: strata.CheckStatePending, after: 70 * time.Second,
 				message: "ProvisioningRequest wl-prov-2 failed: no capacity; attempt 3 is made at 2026-12-06T12:01:10Z"},
 		},
 		"failed, acted on, backoff over: the next attempt": {
 			st:   pending("ProvisioningRequest wl-prov-1 failed: no capacity; attempt 2 is made at 2026-12-06T11:59:30Z"),
-			at:   attempts{last: request("wl-prov-1", cond{"Failed", "True", "no capacity", now.Add(-2 * time.Minute)}), n: 1, failures: 1},
+			at:   attempts{last: request("wl-prov-1", cond{"Failed", "True", "no capacity", now.Add(-2 * time.Minute)}), n: 1},
 			want: decision{create: 2},
 		},
 		"retries spent: Rejected": {
 			st:   pending("ProvisioningRequest wl-prov-2 created: waiting for the cluster autoscaler"),
-			at:   attempts{last: request("wl-prov-3", cond{"Failed", "True", "no capacity", failedAt}), n: 3, failures: 3},
+			at:   attempts{last: request("wl-prov-3", cond{"Failed", "True", "no capacity", failedAt}), n: 3},
 			want: decision{state: strata.CheckStateRejected, message: "ProvisioningRequest wl-prov-3 failed: no capacity; no retries left (backoffLimitCount 2)"},
 		},
 		"Ready, booking expired before the admission: Retry": {
@@ -119,8 +119,14 @@ func TestDecide(t *testing.T) {
 			want: decision{state: strata.CheckStatePending, after: 30 * time.Second,
 				message: "ProvisioningRequest wl-prov-1: booking expired before the workload was admitted: expired; attempt 2 is made at 2026-12-06T12:00:30Z"},
 		},
+		// Kueue counts attempts: bookings that expired once provisioned,
+		// before the admission, spend the retries too.
+		"booking expired once provisioned, retries spent: Rejected": {
+			st: ready, at: attempts{last: request("wl-prov-3", cond{"Provisioned", "True", "", now}, cond{"BookingExpired", "True", "expired", now}), n: 3},
+			want: decision{state: strata.CheckStateRejected, message: "ProvisioningRequest wl-prov-3: booking expired before the workload was admitted: expired; no retries left (backoffLimitCount 2)"},
+		},
 		"Retry: the admissionchecks controller acts": {
-			st: &strata.AdmissionCheckState{Name: "prov", State: strata.CheckStateRetry}, at: attempts{last: request("wl-prov-1", cond{"Failed", "True", "", now}), n: 1, failures: 1},
+			st: &strata.AdmissionCheckState{Name: "prov", State: strata.CheckStateRetry}, at: attempts{last: request("wl-prov-1", cond{"Failed", "True", "", now}), n: 1},
 		},
 	}
 	for name, tc := range cases {

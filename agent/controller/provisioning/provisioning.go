@@ -15,9 +15,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -305,8 +307,11 @@ func (r *Reconciler) sync(ctx context.Context, wl *strata.Workload, cfg *strata.
 	if st.State != strata.CheckStatePending && st.State != strata.CheckStateReady {
 		return 0, false, nil
 	}
-	at, err := r.attemptsOf(ctx, wl, st.Name)
+	at, older, err := r.attemptsOf(ctx, wl, st.Name)
 	if err != nil {
+		return 0, false, err
+	}
+	if err := r.deleteOlder(ctx, wl, older); err != nil {
 		return 0, false, err
 	}
 	d := decide(st, at, retryStrategy(cfg), meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted), now)
@@ -362,26 +367,92 @@ func truncate(m string) string {
 	return m
 }
 
-// attemptsOf reads a workload's requests for a check, attempt 1, 2, ...
-// until one does not exist.
-func (r *Reconciler) attemptsOf(ctx context.Context, wl *strata.Workload, check string) (attempts, error) {
-	var at attempts
-	for n := 1; ; n++ {
-		pr := &unstructured.Unstructured{}
-		pr.SetGroupVersionKind(GVK)
-		err := r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: RequestName(wl.Name, check, n)}, pr)
-		if apierrors.IsNotFound(err) {
-			return at, nil
-		}
-		if err != nil {
-			return at, err
-		}
-		if !metav1.IsControlledBy(pr, wl) {
-			// Left by an earlier Workload of the same name: not its.
-			return at, nil
-		}
-		at.last, at.n = pr, n
+// The annotations a request carries: the check it is for, and its
+// attempt (the name says both too, but a long one is cut and hashed).
+const (
+	checkAnnotation   = "strata.dev/admission-check"
+	attemptAnnotation = "strata.dev/provisioning-attempt"
+)
+
+// attemptsOf reads a workload's requests for a check: the latest, and
+// the earlier ones it still has (older returns them; they are deleted
+// once a later attempt exists, as Kueue keeps only a check's last
+// request: what they booked goes back to the autoscaler). Only the
+// workload's own (controlled by it): one left by an earlier Workload of
+// the same name is not its.
+func (r *Reconciler) attemptsOf(ctx context.Context, wl *strata.Workload, check string) (at attempts, older []*unstructured.Unstructured, err error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(GVK.GroupVersion().WithKind(GVK.Kind + "List"))
+	if err := r.client.List(ctx, list, client.InNamespace(wl.Namespace)); err != nil {
+		return at, nil, err
 	}
+	var mine []*unstructured.Unstructured
+	for i := range list.Items {
+		pr := &list.Items[i]
+		if !metav1.IsControlledBy(pr, wl) {
+			continue
+		}
+		n := attemptOf(pr, wl.Name, check)
+		if n == 0 {
+			continue
+		}
+		mine = append(mine, pr)
+		if n > at.n {
+			at.last, at.n = pr, n
+		}
+	}
+	for _, pr := range mine {
+		if pr != at.last {
+			older = append(older, pr)
+		}
+	}
+	return at, older, nil
+}
+
+// attemptOf is the attempt of check that request pr of workload wl is, 0
+// when it is another check's: from its annotations, or its name (a
+// request made before they were written).
+func attemptOf(pr *unstructured.Unstructured, wl, check string) int {
+	a := pr.GetAnnotations()
+	if c, ok := a[checkAnnotation]; ok {
+		if c != check {
+			return 0
+		}
+		n, err := strconv.Atoi(a[attemptAnnotation])
+		if err != nil || n < 1 {
+			return 0
+		}
+		return n
+	}
+	name := pr.GetName()
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(name[i+1:])
+	if err != nil || n < 1 || RequestName(wl, check, n) != name {
+		return 0
+	}
+	return n
+}
+
+// deleteOlder deletes a workload's requests of earlier attempts, and
+// their PodTemplates.
+func (r *Reconciler) deleteOlder(ctx context.Context, wl *strata.Workload, older []*unstructured.Unstructured) error {
+	var errs []error
+	for _, pr := range older {
+		for i := range wl.Spec.PodSets {
+			tpl := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: templateName(pr.GetName(), wl.Spec.PodSets[i].Name)}}
+			if err := r.client.Delete(ctx, tpl); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("deleting PodTemplate %s of an earlier attempt: %w", tpl.Name, err))
+			}
+		}
+		uid := pr.GetUID()
+		if err := r.client.Delete(ctx, pr, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting ProvisioningRequest %s of an earlier attempt: %w", pr.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // RequestName is the name of a workload's attempt n for a check (a hash
@@ -389,6 +460,9 @@ func (r *Reconciler) attemptsOf(ctx context.Context, wl *strata.Workload, check 
 func RequestName(wl, check string, n int) string {
 	return limitName(fmt.Sprintf("%s-%s-%d", wl, check, n))
 }
+
+// templateName is the PodTemplate of request name for pod set ps.
+func templateName(name, ps string) string { return limitName("ppt-" + name + "-" + ps) }
 
 func limitName(name string) string {
 	const max = 253
@@ -441,6 +515,7 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, cfg *strat
 	pr.SetGroupVersionKind(GVK)
 	pr.SetNamespace(wl.Namespace)
 	pr.SetName(name)
+	pr.SetAnnotations(map[string]string{checkAnnotation: st.Name, attemptAnnotation: strconv.Itoa(n)})
 	if err := controllerutil.SetControllerReference(wl, pr, r.client.Scheme()); err != nil {
 		return false, err
 	}
@@ -460,7 +535,7 @@ func (r *Reconciler) template(ctx context.Context, wl *strata.Workload, name, ps
 		return nil, fmt.Errorf("pod set %s: not in the workload", ps)
 	}
 	tpl := &corev1.PodTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: limitName("ppt-" + name + "-" + ps)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: templateName(name, ps)},
 		Template:   *set.Template.DeepCopy(),
 	}
 	// A Workload's pod sets keep what scheduling needs, not the images,

@@ -258,3 +258,39 @@ func TestParameters(t *testing.T) {
 		t.Errorf("parameters of neither = %v, want none", got)
 	}
 }
+
+// TestAttemptOf: which attempt of a check a workload's request is, from
+// its annotations or, made before they were written, its name.
+func TestAttemptOf(t *testing.T) {
+	pr := func(name string, annotations map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetName(name)
+		u.SetAnnotations(annotations)
+		return u
+	}
+	long := strings.Repeat("w", 250)
+	cases := map[string]struct {
+		pr   *unstructured.Unstructured
+		want int
+	}{
+		"annotated":                     {pr: pr("wl-prov-3", map[string]string{checkAnnotation: "prov", attemptAnnotation: "3"}), want: 3},
+		"annotated for another check":   {pr: pr("wl-prov-3", map[string]string{checkAnnotation: "other", attemptAnnotation: "3"})},
+		"annotated, attempt malformed":  {pr: pr("wl-prov-3", map[string]string{checkAnnotation: "prov", attemptAnnotation: "x"})},
+		"by name":                       {pr: pr("wl-prov-2", nil), want: 2},
+		"by name, another check's":      {pr: pr("wl-prov-extra-2", nil)},
+		"by name, not an attempt":       {pr: pr("wl-prov-x", nil)},
+		"a long name, cut and hashed":   {pr: pr(RequestName(long, "prov", 4), map[string]string{checkAnnotation: "prov", attemptAnnotation: "4"}), want: 4},
+		"a long name without its notes": {pr: pr(RequestName(long, "prov", 4), nil)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := "wl"
+			if strings.HasPrefix(tc.pr.GetName(), "www") {
+				wl = long
+			}
+			if got := attemptOf(tc.pr, wl, "prov"); got != tc.want {
+				t.Errorf("attemptOf() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

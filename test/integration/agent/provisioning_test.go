@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -158,6 +159,19 @@ var _ = Describe("ProvisioningRequest admission check", Ordered, Label("agent", 
 			g.Expect(c.Reason).To(Equal(strata.EvictedByAdmissionCheck))
 			g.Expect(wl.Status.AdmissionChecks).To(ContainElement(HaveField("Message", ContainSubstring("provreq-2"))), "%+v", wl.Status)
 			request(g, ctx, job, 2)
+		}, timeout).Should(Succeed())
+		By("the first request, and its PodTemplate, deleted: what it booked goes back to the autoscaler")
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			pr := &unstructured.Unstructured{}
+			pr.SetGroupVersionKind(provisioning.GVK)
+			name := provisioning.RequestName(wl.Name, "provreq", 1)
+			g.Expect(apierrors.IsNotFound(worker.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pr))).To(BeTrue(), "request %s still there", name)
+			var tpls corev1.PodTemplateList
+			g.Expect(worker.Client.List(ctx, &tpls, client.InNamespace(ns))).To(Succeed())
+			for _, tpl := range tpls.Items {
+				g.Expect(tpl.Name).NotTo(ContainSubstring(name), "its PodTemplate still there")
+			}
 		}, timeout).Should(Succeed())
 		setRequest(ctx, job, 2, "Failed", nil)
 		By("Rejected: deactivated")

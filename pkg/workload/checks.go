@@ -82,18 +82,26 @@ func AwaitingChecks(wl *strata.Workload) bool {
 
 // PendingChecks is the states of names, each Pending at now: those a new
 // reservation starts with. A check already Pending keeps its time and
-// message.
+// message; one in another state keeps its message.
 func PendingChecks(old []strata.AdmissionCheckState, names []string, now time.Time) []strata.AdmissionCheckState {
 	if len(names) == 0 {
 		return nil
 	}
 	out := make([]strata.AdmissionCheckState, 0, len(names))
 	for _, n := range names {
-		if i := slices.IndexFunc(old, func(s strata.AdmissionCheckState) bool { return s.Name == n }); i >= 0 && old[i].State == strata.CheckStatePending {
+		i := slices.IndexFunc(old, func(s strata.AdmissionCheckState) bool { return s.Name == n })
+		switch {
+		case i < 0:
+			out = append(out, strata.AdmissionCheckState{Name: n, State: strata.CheckStatePending, LastTransitionTime: metav1.NewTime(now)})
+		case old[i].State == strata.CheckStatePending:
 			out = append(out, *old[i].DeepCopy())
-			continue
+		default:
+			// Reserved again before its release was written
+			// (ReleaseChecks): Pending as that would make it, its message
+			// kept, which a check's controller may read to tell what it
+			// acted on (the ProvisioningRequest check does).
+			out = append(out, strata.AdmissionCheckState{Name: n, State: strata.CheckStatePending, Message: old[i].Message, LastTransitionTime: metav1.NewTime(now)})
 		}
-		out = append(out, strata.AdmissionCheckState{Name: n, State: strata.CheckStatePending, LastTransitionTime: metav1.NewTime(now)})
 	}
 	return out
 }

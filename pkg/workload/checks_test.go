@@ -112,11 +112,13 @@ func TestSyncChecksAndAwaiting(t *testing.T) {
 		t.Errorf("every check Ready: not awaiting")
 	}
 	// A new reservation starts every check Pending again, keeping one
-	// already Pending as it was.
-	old := []strata.AdmissionCheckState{{Name: "a", State: strata.CheckStateReady}, {Name: "c", State: strata.CheckStatePending, LastTransitionTime: metav1.NewTime(t0), Message: "queued"}}
+	// already Pending as it was, and the others' messages (a reservation
+	// made before the release was written: as ReleaseChecks leaves them).
+	old := []strata.AdmissionCheckState{{Name: "a", State: strata.CheckStateReady, Message: "provisioned", PodSetUpdates: []strata.PodSetUpdate{{Name: "main"}}},
+		{Name: "c", State: strata.CheckStatePending, LastTransitionTime: metav1.NewTime(t0), Message: "queued"}}
 	got := PendingChecks(old, []string{"a", "c"}, t1)
 	want = []strata.AdmissionCheckState{
-		{Name: "a", State: strata.CheckStatePending, LastTransitionTime: metav1.NewTime(t1)},
+		{Name: "a", State: strata.CheckStatePending, LastTransitionTime: metav1.NewTime(t1), Message: "provisioned"},
 		{Name: "c", State: strata.CheckStatePending, LastTransitionTime: metav1.NewTime(t0), Message: "queued"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -106,7 +106,7 @@ func (d *Dispatcher) place(ctx context.Context, targets []*placement.Target, wai
 	if err != nil {
 		return 0, err
 	}
-	d.holdReclaims(waiting, view.dispatched, books)
+	d.holdReclaims(waiting, view.dispatched, view.resizes, books)
 	d.resize(ctx, view.resizes, queues, view, books, writes)
 	var errs []error
 	var next time.Duration

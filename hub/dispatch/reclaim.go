@@ -85,13 +85,22 @@ func Evicting(wl *strata.Workload) bool {
 // charges its quota), so that should its worker refuse it, the quota is
 // held again while it waits, and the victims do not take it back first.
 // The others are forgotten: admitted, or gone.
-func (d *Dispatcher) holdReclaims(waiting []pending, dispatched []dispatched, books *queue.Books) {
+//
+// An elastic Workload whose scale-up waits (resizes) keeps its reclaim,
+// held, as a waiting one does: resize takes its own hold off before it
+// checks the pods added.
+func (d *Dispatcher) holdReclaims(waiting []pending, dispatched []dispatched, resizes []resizing, books *queue.Books) {
 	if len(d.reclaims) == 0 {
 		return
 	}
 	live := make(map[types.UID]bool, len(waiting))
 	for _, p := range waiting {
 		live[p.uid] = true
+	}
+	for _, r := range resizes {
+		if r.resize.To > r.resize.From {
+			live[r.e.uid] = true
+		}
 	}
 	inFlight := map[types.UID]bool{}
 	for _, x := range dispatched {

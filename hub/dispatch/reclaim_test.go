@@ -26,6 +26,7 @@ import (
 	"strata.dev/strata/pkg/scheme"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
+	"strata.dev/strata/pkg/workload"
 )
 
 // TestReclaimQuota: a Workload that fits no flavor of its hub queue's
@@ -338,28 +339,32 @@ func TestHoldReclaims(t *testing.T) {
 		return newEntry(w, nil)
 	}
 	waiting, inFlight, admitted, recordedOnly := wl("waiting", false, false), wl("in-flight", true, false), wl("admitted", true, true), wl("recorded", false, false)
+	// An admitted elastic Workload whose scale-up waits for its reclaim.
+	scaling := wl("scaling", true, true)
 	d := &Dispatcher{recorded: map[types.UID]recorded{recordedOnly.uid: {generation: 1, flavor: flavor}}, reclaims: map[types.UID]*reclaim{}}
-	for _, e := range []*entry{waiting, inFlight, admitted, recordedOnly, wl("gone", false, false)} {
+	for _, e := range []*entry{waiting, inFlight, admitted, recordedOnly, scaling, wl("gone", false, false)} {
 		d.reclaims[e.uid] = &reclaim{queue: "b", flavor: flavor, need: four}
 	}
-	cq := testutil.MakeClusterQueue("b").ResourceGroup("cpu").GroupFlavor(flavor, "8").Obj()
+	cq := testutil.MakeClusterQueue("b").ResourceGroup("cpu").GroupFlavor(flavor, "12").Obj()
 	books := queue.NewBooks([]*strata.ClusterQueue{cq})
 	d.holdReclaims([]pending{{entry: waiting, queue: "b"}},
-		[]dispatched{{e: inFlight, queue: "b"}, {e: admitted, queue: "b"}}, books)
+		[]dispatched{{e: inFlight, queue: "b"}, {e: admitted, queue: "b"}, {e: scaling, queue: "b"}},
+		[]resizing{{e: scaling, queue: "b", resize: workload.Resize{From: 1, To: 2}}}, books)
 	var kept []string
 	for uid := range d.reclaims {
 		kept = append(kept, string(uid))
 	}
 	slices.Sort(kept)
-	if diff := cmp.Diff([]string{"uid-in-flight", "uid-recorded", "uid-waiting"}, kept); diff != "" {
+	if diff := cmp.Diff([]string{"uid-in-flight", "uid-recorded", "uid-scaling", "uid-waiting"}, kept); diff != "" {
 		t.Errorf("reclaims kept (-want,+got):\n%s", diff)
 	}
-	// Only the waiting one's 4 CPUs are held: 4 of 8 are left.
+	// Only the waiting one's and the scale-up's 4 CPUs are held: 4 of 12
+	// are left.
 	if fit := books.Check("b", flavor, four, false); fit.Err != nil {
-		t.Errorf("4 CPUs do not fit after one hold: %v", fit.Err)
+		t.Errorf("4 CPUs do not fit after two holds: %v", fit.Err)
 	}
 	if fit := books.Check("b", flavor, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}, false); fit.Err == nil {
-		t.Error("5 CPUs fit: the waiting preemptor's hold is not charged")
+		t.Error("5 CPUs fit: a waiting preemptor's hold is not charged")
 	}
 }
 

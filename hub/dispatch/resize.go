@@ -149,10 +149,19 @@ func (d *Dispatcher) resize(ctx context.Context, resizes []resizing, queues map[
 			continue
 		}
 		added := addedRequests(&wl.Spec.PodSets[0], r.resize.To-r.resize.From)
+		// Its own hold (a reclaim for its scale-up under way, charged by
+		// holdReclaims) is not in its way.
+		held := d.reclaims[r.e.uid]
+		if held != nil {
+			books.Charge(held.queue, held.flavor, held.need, -1)
+		}
 		granted, message := resizeGrant(r.resize, r.queue, r.e.flavor, func() error {
 			return books.Check(r.queue, r.e.flavor, added, false).Err
 		})
 		if !granted {
+			if held != nil {
+				books.Charge(held.queue, held.flavor, held.need, 1)
+			}
 			if !inTransit(wl) {
 				if cq := queues[r.queue]; cq != nil {
 					if reclaiming := d.reclaimForResize(ctx, cq, books, view, r, added, writes); reclaiming != "" {
@@ -162,6 +171,9 @@ func (d *Dispatcher) resize(ctx context.Context, resizes []resizing, queues map[
 				d.markResizePending(ctx, wl, r.resize, message, writes)
 			}
 			continue
+		}
+		if held != nil {
+			delete(d.reclaims, r.e.uid) // granted: the grant charges what it held
 		}
 		if r.resize.To > r.resize.From {
 			books.Charge(r.queue, r.e.flavor, added, 1)
@@ -280,10 +292,30 @@ func (d *Dispatcher) reclaimForResize(ctx context.Context, cq *strata.ClusterQue
 	if !policy.Any() || view == nil || view.reclaimSearches <= 0 {
 		return ""
 	}
-	view.reclaimSearches--
 	e := *r.e
 	e.need, e.needKey = added, resourcesKey(added)
 	p := pending{entry: &e, queue: cq.Name}
+	if prev := d.reclaims[r.e.uid]; prev != nil {
+		// A reclaim for it under way: it waits for those victims, not
+		// searching again (the search would count them as candidates
+		// still, or pick others).
+		byUID := make(map[types.UID]*dispatched, len(view.dispatched))
+		for i := range view.dispatched {
+			byUID[view.dispatched[i].e.uid] = &view.dispatched[i]
+		}
+		var left []string
+		for _, uid := range prev.victims {
+			if v := byUID[uid]; v != nil {
+				left = append(left, v.e.namespace+"/"+v.e.name)
+				d.markEvicted(ctx, v, p, cq, prev.why[uid], writes)
+			}
+		}
+		if len(left) > 0 {
+			return strings.Replace(reclaimingMessage(prev.flavor, left), "dispatched once", "granted once", 1)
+		}
+		delete(d.reclaims, r.e.uid) // its victims are gone, and what they freed was taken
+	}
+	view.reclaimSearches--
 	best, _ := reclaimSearch(cq, books, view, p, policy, r.e.flavor)
 	if best == nil || len(best.going)+len(best.result.Victims) == 0 {
 		return ""

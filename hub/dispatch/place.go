@@ -246,8 +246,13 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	}
 	if len(flavors) == 0 && len(partialFlavors) == 0 && !splittable(p) {
 		message := "no flavor of ClusterQueue " + cq.Name + " has quota left: " + strings.Join(notes, "; ")
-		if reclaiming := d.reclaimQuota(ctx, cq, books, view, p, writes); reclaiming != "" {
-			message += "; " + reclaiming
+		// One reserved holds its quota already (others' holds, charged
+		// while their victims go, may overcommit the queue a moment): it
+		// waits, preempting nothing.
+		if !p.reserved {
+			if reclaiming := d.reclaimQuota(ctx, cq, books, view, p, writes); reclaiming != "" {
+				message += "; " + reclaiming
+			}
 		}
 		d.wait(ctx, p, ReasonPending, message)
 		return true, 0, nil
@@ -302,8 +307,10 @@ func (d *Dispatcher) placeOne(ctx context.Context, targets []*placement.Target, 
 	if len(flavors) == 0 && dec == nil && choice == nil {
 		// Not even its fewest pods go anywhere: it waits for quota.
 		message := "no flavor of ClusterQueue " + cq.Name + " has quota left: " + strings.Join(notes, "; ")
-		if reclaiming := d.reclaimQuota(ctx, cq, books, view, p, writes); reclaiming != "" {
-			message += "; " + reclaiming
+		if !p.reserved {
+			if reclaiming := d.reclaimQuota(ctx, cq, books, view, p, writes); reclaiming != "" {
+				message += "; " + reclaiming
+			}
 		}
 		d.wait(ctx, p, ReasonPending, message)
 		return true, 0, nil

@@ -42,6 +42,23 @@ type reclaim struct {
 	// (partial admission); the workload waits for its victims rather
 	// than take what fits meanwhile.
 	fewer bool
+	// generation is each victim's dispatch generation when it was
+	// chosen: one dispatched again since (its copy gone, placed anew)
+	// is no longer a victim of this reclaim.
+	generation map[types.UID]int64
+}
+
+// stillVictim returns a reclaim's victim as the pass shows it, nil when
+// it is gone or was dispatched again since it was chosen.
+func (r *reclaim) stillVictim(byUID map[types.UID]*dispatched, uid types.UID) *dispatched {
+	v := byUID[uid]
+	if v == nil {
+		return nil
+	}
+	if g, ok := r.generation[uid]; ok && g != v.e.generation {
+		return nil
+	}
+	return v
 }
 
 // dispatched is a dispatched Workload of a pass, with its hub
@@ -173,7 +190,7 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 	if r := d.reclaims[p.uid]; r != nil {
 		var left []string
 		for _, uid := range r.victims {
-			if v := byUID[uid]; v != nil {
+			if v := r.stillVictim(byUID, uid); v != nil {
 				left = append(left, v.e.namespace+"/"+v.e.name)
 				d.markEvicted(ctx, v, p, cq, r.why[uid], writes)
 			}
@@ -235,15 +252,17 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 // startReclaim evicts the victims of best for p (p.counts: for fewer
 // pods), holds the quota freed for it, and returns its waiting reason.
 func (d *Dispatcher) startReclaim(ctx context.Context, cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, best *reclaimOption, writes *passWrites) string {
-	r := &reclaim{queue: cq.Name, flavor: best.fq.Name, need: p.need, why: map[types.UID]string{}, fewer: p.counts != nil}
+	r := &reclaim{queue: cq.Name, flavor: best.fq.Name, need: p.need, why: map[types.UID]string{}, fewer: p.counts != nil, generation: map[types.UID]int64{}}
 	var names []string
 	for _, v := range best.going {
 		r.victims = append(r.victims, v.e.uid)
+		r.generation[v.e.uid] = v.e.generation
 		names = append(names, v.e.namespace+"/"+v.e.name)
 	}
 	for _, victim := range best.result.Victims {
 		v := best.candOf[victim.Key]
 		r.victims = append(r.victims, v.e.uid)
+		r.generation[v.e.uid] = v.e.generation
 		r.why[v.e.uid] = victim.Reason
 		names = append(names, v.e.namespace+"/"+v.e.name)
 		d.markEvicted(ctx, v, p, cq, victim.Reason, writes)
@@ -345,6 +364,10 @@ func (d *Dispatcher) markEvicted(ctx context.Context, v *dispatched, by pending,
 	if Evicting(v.e.wl) {
 		return
 	}
+	// A victim that was itself reclaiming quota (dispatched, not admitted
+	// yet) gives its hold up: back in its queue, it would otherwise take
+	// back the quota it is evicted for.
+	delete(d.reclaims, v.e.uid)
 	if reason == "" {
 		reason = strata.PreemptedInCohortReclamation
 	}

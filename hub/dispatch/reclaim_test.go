@@ -547,3 +547,62 @@ func TestHeightAfterReclaiming(t *testing.T) {
 		})
 	}
 }
+
+// TestReclaimUnderWay: a reclaim under way marks again only its victims
+// still dispatched as they were chosen (one whose copy left and that was
+// dispatched again is no longer its victim), and a preemptor evicted
+// before its worker admitted it gives its own reclaim up.
+func TestReclaimUnderWay(t *testing.T) {
+	now := time.Now()
+	cq := testutil.MakeClusterQueue("b").ResourceGroup("cpu").GroupFlavor("f1", "8").GroupFlavor("f2", "4").Obj()
+	cq.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}
+	mk := func(name string, priority int32, cpu string) *strata.Workload {
+		wl := testutil.MakeWorkload(name, "ns").PodSets(testutil.MakePodSet("main", 1, "cpu", cpu).Obj()).Obj()
+		wl.UID, wl.Spec.Priority = types.UID("uid-"+name), ptr.To(priority)
+		return wl
+	}
+	// again: a victim of the reclaim, chosen at its first dispatch, whose
+	// copy left; dispatched again since, on f2. going: the other victim,
+	// its copy still being taken back. mid: a preemptor of its own,
+	// dispatched, not admitted yet, with a reclaim.
+	again, going, mid := mk("again", 0, "4"), mk("going", 0, "4"), mk("mid", 3, "4")
+	RecordDispatch(&again.Status, "w1", "f1", "fits", now)
+	firstGeneration := Generation(again)
+	RecordOutcome(&again.Status, strata.PlacementEvicted, ReasonPending, "", "taken back", now)
+	RecordDispatch(&again.Status, "w1", "f2", "fits", now)
+	RecordDispatch(&going.Status, "w1", "f1", "fits", now)
+	meta.SetStatusCondition(&going.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: strata.EvictedByPreemption})
+	RecordDispatch(&mid.Status, "w1", "f1", "fits", now)
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(again, going, mid).WithStatusSubresource(&strata.Workload{}).Build()
+	d := &Dispatcher{client: c, recorder: &events.FakeRecorder{}, clock: clock.RealClock{}, policy: placement.New("", tas.DefaultOptions(), 0)}
+	view := &passView{quota: map[quotaKey]quotaOutcome{}, reclaimSearches: reclaimSearchesPerPass, noReclaim: map[reclaimKey]string{}}
+	for _, wl := range []*strata.Workload{again, going, mid} {
+		view.dispatched = append(view.dispatched, dispatched{e: newEntry(wl, nil), queue: "b"})
+	}
+	p := pending{entry: newEntry(mk("urgent", 5, "8"), nil), queue: "b"}
+	d.reclaims = map[types.UID]*reclaim{
+		p.uid:   {queue: "b", flavor: "f1", need: p.need, victims: []types.UID{again.UID, going.UID}, why: map[types.UID]string{}, generation: map[types.UID]int64{again.UID: firstGeneration, going.UID: Generation(going)}},
+		mid.UID: {queue: "b", flavor: "f1", need: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+	}
+	books := queue.NewBooks([]*strata.ClusterQueue{cq})
+	writes := &passWrites{}
+	got := d.reclaimQuota(t.Context(), cq, books, view, p, writes)
+	if !strings.Contains(got, "ns/going") || strings.Contains(got, "ns/again") {
+		t.Errorf("reclaimQuota() = %q, want it waiting for ns/going only", got)
+	}
+	// The mid preemptor, a victim of a new search, gives its hold up.
+	d.markEvicted(t.Context(), &view.dispatched[2], p, cq, strata.PreemptedInClusterQueue, writes)
+	if _, ok := d.reclaims[mid.UID]; ok {
+		t.Errorf("an evicted preemptor keeps its reclaim")
+	}
+	if errs := d.runWrites(t.Context(), writes); len(errs) > 0 && errs[0] != nil {
+		t.Fatal(errs)
+	}
+	var cur strata.Workload
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(again), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if Evicting(&cur) {
+		t.Errorf("%s, dispatched again since it was chosen, is evicted again", again.Name)
+	}
+}

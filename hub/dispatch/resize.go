@@ -305,7 +305,7 @@ func (d *Dispatcher) reclaimForResize(ctx context.Context, cq *strata.ClusterQue
 		}
 		var left []string
 		for _, uid := range prev.victims {
-			if v := byUID[uid]; v != nil {
+			if v := prev.stillVictim(byUID, uid); v != nil {
 				left = append(left, v.e.namespace+"/"+v.e.name)
 				d.markEvicted(ctx, v, p, cq, prev.why[uid], writes)
 			}

@@ -24,6 +24,10 @@ type memory struct {
 	// sent are the dispatches whose copy this process may have created: a
 	// create that succeeded, found it there, or has an unknown outcome.
 	sent map[string]bool
+	// unknown are the dispatches whose copy's create had an unknown
+	// outcome in this process: it may still land on its worker after a
+	// read that did not find it.
+	unknown map[string]bool
 	// seen is when this process first saw each dispatch's copy.
 	seen map[string]time.Time
 	// pending is, per dispatch, when this process first saw the copy's
@@ -86,7 +90,7 @@ type outcome struct {
 }
 
 func newMemory() *memory {
-	return &memory{known: map[types.NamespacedName]known{}, created: map[string]time.Time{}, sent: map[string]bool{}, seen: map[string]time.Time{},
+	return &memory{known: map[types.NamespacedName]known{}, created: map[string]time.Time{}, sent: map[string]bool{}, unknown: map[string]bool{}, seen: map[string]time.Time{},
 		pending: map[string]pendingSighting{}, admissions: map[string]bool{}, undoing: map[string]outcome{},
 		takenBack: map[types.NamespacedName]string{}, onboarded: map[string]time.Time{}}
 }
@@ -134,6 +138,22 @@ func (m *memory) noteSent(d string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sent[d] = true
+}
+
+// noteUnknownCreate notes that creating dispatch d's copy had an
+// unknown outcome.
+func (m *memory) noteUnknownCreate(d string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unknown[d] = true
+}
+
+// createUnknown says whether creating dispatch d's copy had an unknown
+// outcome in this process.
+func (m *memory) createUnknown(d string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.unknown[d]
 }
 
 // wasSent says whether dispatch d's copy may exist on its worker by this
@@ -274,6 +294,7 @@ func (m *memory) forgetDispatch(d string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.sent, d)
+	delete(m.unknown, d)
 }
 
 // onboardedAt returns when this process last made sure of a namespace and

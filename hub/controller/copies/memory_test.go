@@ -26,3 +26,20 @@ func TestTakenBackShown(t *testing.T) {
 		t.Errorf("takenBackShown (-want,+got):\n%s", diff)
 	}
 }
+
+// TestCreateUnknown: a create whose outcome is unknown is remembered for
+// its dispatch until the dispatch is forgotten (revokeStray revokes such
+// a dispatch though no copy is found: the create may land later).
+func TestCreateUnknown(t *testing.T) {
+	m := newMemory()
+	m.noteSent("u/1")
+	var got []bool
+	got = append(got, m.createUnknown("u/1")) // sent, its outcome known
+	m.noteUnknownCreate("u/1")
+	got = append(got, m.createUnknown("u/1"), m.createUnknown("u/2"))
+	m.forgetDispatch("u/1")
+	got = append(got, m.createUnknown("u/1"))
+	if diff := cmp.Diff([]bool{false, true, false, false}, got); diff != "" {
+		t.Errorf("createUnknown (-want,+got):\n%s", diff)
+	}
+}

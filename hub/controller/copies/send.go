@@ -153,6 +153,9 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope) (ctrl.Result, err
 	if err == nil || apierrors.IsAlreadyExists(err) || fleet.RequestOutcome(err) == fleet.Unknown {
 		r.memory.noteSent(key)
 	}
+	if err != nil && fleet.RequestOutcome(err) == fleet.Unknown {
+		r.memory.noteUnknownCreate(key)
+	}
 	switch {
 	case err == nil:
 	case apierrors.IsAlreadyExists(err):

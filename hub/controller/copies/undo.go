@@ -496,8 +496,15 @@ func relabelledOutcome(cluster string) outcome {
 // wait before placing the workload again.
 func (r *Reconciler) revokeStray(ctx context.Context, s *scope) error {
 	exists, admitted, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
-	if err != nil || !exists {
+	if err != nil {
 		return err
+	}
+	// A copy whose create had an unknown outcome may land after the read
+	// that did not find it (the request still on its way through the
+	// worker's API server): revoked all the same, so that its agent
+	// never admits it once the workload is placed elsewhere.
+	if !exists && !r.memory.createUnknown(s.dispatch) {
+		return nil
 	}
 	if !r.fleet.Revoke(s.cluster, s.dispatch, s.lastRenewed) {
 		return fmt.Errorf("revoking dispatch %s on %s: %w", s.dispatch, s.cluster, errCopyGoing) // renewed since: the next reconcile decides again

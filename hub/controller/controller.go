@@ -75,6 +75,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 		Namespace:     cfg.Dispatch.WorkerNamespace,
 		FenceAfter:    cfg.Fencing.FenceAfter.Duration,
 		RenewInterval: cfg.Fencing.RenewInterval.Duration,
+		ReplaceAfter:  cfg.Fencing.ReplaceAfter.Duration,
 	})
 	if err := mgr.Add(f); err != nil {
 		return nil, err

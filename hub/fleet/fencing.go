@@ -26,6 +26,10 @@ type Fencing struct {
 	Namespace     string
 	FenceAfter    time.Duration
 	RenewInterval time.Duration
+	// ReplaceAfter is how long after the last renewal that may have
+	// landed the worker's agent has certainly stopped the hub's copies
+	// (fencing.replaceAfter: FenceAfter and a margin).
+	ReplaceAfter time.Duration
 }
 
 // SetClock replaces the real clock that fencing measures the hub's side

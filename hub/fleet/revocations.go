@@ -63,20 +63,22 @@ func (f *Fleet) Revoke(name, key string, basis time.Time) bool {
 	return true
 }
 
-// revocationWriteWait bounds how long RevocationWritten waits for a
-// renewal to write a revocation. A worker whose renewals keep failing
+// revocationWriteWait is how long RevocationWritten waits at least for
+// a renewal to write a revocation. A worker whose renewals keep failing
 // while it answers reads (a Lease write refused, the sweep before it
-// failing) would otherwise hold the workload for ever; after it the
-// dispatch is given up as before revocations were awaited: the worker's
-// WorkerCluster says why it is not renewed, and its agent fences the
-// hub's copies fenceAfter after the last renewal.
+// failing) would otherwise hold the workload for ever; after it, and
+// once the worker's agent has certainly fenced the hub's copies (replace
+// after the last renewal that may have landed: its agent stops them
+// fenceAfter after it), the dispatch is given up as before revocations
+// were awaited. The worker's WorkerCluster says why it is not renewed.
 const revocationWriteWait = 30 * time.Second
 
 // RevocationWritten says whether a renewal that certainly landed wrote
 // dispatch key into the worker's fencing Lease as revoked (or the Lease
-// listed it when this process adopted it), or revocationWriteWait passed
-// since it was revoked. Without fencing configured there is no Lease to
-// wait for.
+// listed it when this process adopted it), or, with fencing Enabled,
+// revocationWriteWait passed since it was revoked and replaceAfter since
+// the last renewal that may have landed (the agent stopped the copies).
+// Without fencing configured there is no Lease to wait for.
 func (f *Fleet) RevocationWritten(name, key string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -84,7 +86,16 @@ func (f *Fleet) RevocationWritten(name, key string) bool {
 		return true
 	}
 	at, ok := f.revokedAt[name][key]
-	return ok && f.clock.Since(at) >= revocationWriteWait
+	if !ok || f.clock.Since(at) < revocationWriteWait || !f.fencing.Enabled {
+		// Without a duration on the Lease no agent stops a copy: the
+		// revocation is the only thing that keeps it from running.
+		return false
+	}
+	last, renewed := f.renewed[name]
+	if !renewed {
+		last = f.startedAt
+	}
+	return f.clock.Since(last) >= f.fencing.ReplaceAfter
 }
 
 // wakeLocked asks the worker's renewal loop for a renewal now; f.mu held.

@@ -115,7 +115,7 @@ func TestRevocationWritten(t *testing.T) {
 	if !f.RevocationWritten("w1", "u1/1") {
 		t.Error("without fencing there is no Lease to wait for")
 	}
-	fc := Fencing{Enabled: true, Namespace: key.Namespace, FenceAfter: 10 * time.Minute}
+	fc := Fencing{Enabled: true, Namespace: key.Namespace, FenceAfter: 10 * time.Minute, ReplaceAfter: 15 * time.Minute}
 	f.SetFencing(fc)
 	f.renewed["w1"] = t0
 	wake := f.wakeChan("w1")
@@ -146,8 +146,11 @@ func TestRevocationWritten(t *testing.T) {
 	if f.RevocationWritten("w1", "u1/1") {
 		t.Error("written by a renewal that failed")
 	}
-	// Renewals that keep failing hold the dispatch revocationWriteWait
-	// at most.
+	// Renewals that keep failing hold the dispatch until the worker's
+	// agent has certainly fenced the hub's copies: replaceAfter after the
+	// last renewal that may have landed (t0), and revocationWriteWait
+	// after the revocation at least.
+	clk.Step(10 * time.Minute)
 	if !f.Revoke("w1", "u5/1", t0) {
 		t.Fatal("Revoke u5/1: want it revoked")
 	}
@@ -156,8 +159,23 @@ func TestRevocationWritten(t *testing.T) {
 		t.Error("given up before revocationWriteWait")
 	}
 	clk.Step(time.Second)
+	if f.RevocationWritten("w1", "u5/1") {
+		t.Error("given up before replaceAfter since the last renewal: the agent may not have fenced yet")
+	}
+	clk.Step(15*time.Minute - 10*time.Minute - revocationWriteWait)
 	if !f.RevocationWritten("w1", "u5/1") {
-		t.Error("still waited for after revocationWriteWait")
+		t.Error("still waited for once the agent has certainly fenced")
+	}
+	// With fencing Disabled the Lease has no duration: nothing but the
+	// revocation stops the copy, and it is waited for.
+	disabled := New(nil, "hub")
+	disabled.SetClock(clk)
+	disabled.SetFencing(Fencing{Namespace: key.Namespace})
+	disabled.renewed["w1"] = clk.Now()
+	disabled.Revoke("w1", "u6/1", clk.Now())
+	clk.Step(time.Hour)
+	if disabled.RevocationWritten("w1", "u6/1") {
+		t.Error("given up with fencing Disabled")
 	}
 	if err := f.renewOnce(context.Background(), &fc, "w1", &remote{client: c}, true); err != nil {
 		t.Fatal(err)

@@ -76,11 +76,16 @@ type passView struct {
 }
 
 // reclaimKey is what decides a quota preemption search in a pass: the
-// preemptor's queue, priority and requests.
+// preemptor's queue, priority and requests, whether its pod sets may go
+// on different flavors or run with fewer pods (searches of their own),
+// and, where its queue preempts newer Workloads of its priority
+// (LowerOrNewerEqualPriority), when it was queued.
 type reclaimKey struct {
-	queue    string
-	priority int32
-	need     string
+	queue        string
+	priority     int32
+	need         string
+	split, fewer bool
+	queuedAt     int64
 }
 
 type workerQueue struct {

@@ -206,7 +206,7 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 	// waiting Workload: identical searches are made once per pass, and
 	// at most reclaimSearchesPerPass are made (the others keep their
 	// quota reason until a later pass).
-	key := reclaimKey{queue: cq.Name, priority: p.priority, need: p.needKey}
+	key := reclaimKeyOf(cq, p, d.policy.Options().PartialSlices)
 	if why, ok := view.noReclaim[key]; ok {
 		return why
 	}
@@ -247,6 +247,16 @@ func (d *Dispatcher) reclaimQuota(ctx context.Context, cq *strata.ClusterQueue, 
 		view.noReclaim[key] = why
 	}
 	return why
+}
+
+// reclaimKeyOf is the reclaimKey of p's search in its queue cq.
+func reclaimKeyOf(cq *strata.ClusterQueue, p pending, partialSlices bool) reclaimKey {
+	key := reclaimKey{queue: cq.Name, priority: p.priority, need: p.needKey, split: splittable(p),
+		fewer: workload.Reducible(p.wl.Spec.PodSets, partialSlices) > 0}
+	if pr := cq.Spec.Preemption; pr != nil && pr.WithinClusterQueue == strata.PreemptionLowerOrNewerEqualPriority {
+		key.queuedAt = p.queuedAt.UnixNano()
+	}
+	return key
 }
 
 // startReclaim evicts the victims of best for p (p.counts: for fewer

@@ -606,3 +606,46 @@ func TestReclaimUnderWay(t *testing.T) {
 		t.Errorf("%s, dispatched again since it was chosen, is evicted again", again.Name)
 	}
 }
+
+// TestReclaimKeyOf: a pass's memo of quota preemption searches that
+// found nothing tells apart Workloads whose searches differ: one whose
+// pod sets may go on different flavors, one that may run with fewer pods,
+// and, where the queue preempts newer Workloads of its priority, one
+// queued at another time.
+func TestReclaimKeyOf(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	mk := func(name string, queued time.Time, podSets ...strata.PodSet) pending {
+		wl := testutil.MakeWorkload(name, "ns").PodSets(podSets...).Obj()
+		wl.CreationTimestamp = metav1.NewTime(queued)
+		return pending{entry: newEntry(wl, nil), queue: "b"}
+	}
+	one := testutil.MakePodSet("main", 2, "cpu", "4").Obj()
+	a, b := testutil.MakePodSet("a", 1, "cpu", "4").Obj(), testutil.MakePodSet("b", 1, "cpu", "4").Obj()
+	fewer := testutil.MakePodSet("main", 2, "cpu", "4").Obj()
+	fewer.MinCount = ptr.To[int32](1)
+	plain := testutil.MakeClusterQueue("b").Obj()
+	newer := testutil.MakeClusterQueue("b").Obj()
+	newer.Spec.Preemption = &strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerOrNewerEqualPriority}
+	base := reclaimKeyOf(plain, mk("x", t0, one), false)
+	cases := map[string]struct {
+		cq       *strata.ClusterQueue
+		p        pending
+		wantSame bool
+	}{
+		"the same shape, queued later":         {cq: plain, p: mk("y", t0.Add(time.Minute), one), wantSame: true},
+		"pod sets that may split":              {cq: plain, p: mk("y", t0, a, b)},
+		"may run with fewer pods":              {cq: plain, p: mk("y", t0, fewer)},
+		"queued later, newer ones preemptible": {cq: newer, p: mk("y", t0.Add(time.Minute), one)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ref := base
+			if tc.cq == newer {
+				ref = reclaimKeyOf(newer, mk("x", t0, one), false)
+			}
+			if got := reclaimKeyOf(tc.cq, tc.p, false); (got == ref) != tc.wantSame {
+				t.Errorf("reclaimKeyOf() = %+v against %+v: same %v, want %v", got, ref, got == ref, tc.wantSame)
+			}
+		})
+	}
+}

@@ -66,6 +66,10 @@ const (
 	condAccepted        = "Accepted"
 )
 
+// takenNameRetry is how often a check whose request's name another
+// object holds looks again.
+const takenNameRetry = 10 * time.Second
+
 // GVK is the cluster autoscaler's ProvisioningRequest.
 var GVK = schema.GroupVersionKind{Group: "autoscaling.x-k8s.io", Version: "v1", Kind: "ProvisioningRequest"}
 
@@ -316,7 +320,11 @@ func (r *Reconciler) sync(ctx context.Context, wl *strata.Workload, cfg *strata.
 	}
 	d := decide(st, at, retryStrategy(cfg), meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadAdmitted), now)
 	if d.create > 0 {
-		changed, err := r.create(ctx, wl, cfg, st, podSets, d.create, now)
+		changed, taken, err := r.create(ctx, wl, cfg, st, podSets, d.create, now)
+		if taken {
+			// Nothing of this workload's wakes it when that request goes.
+			return takenNameRetry, changed, err
+		}
 		return 0, changed, err
 	}
 	if d.revoked {
@@ -476,14 +484,16 @@ func limitName(name string) string {
 // create makes attempt n: a PodTemplate per pod set to provision for, and
 // the ProvisioningRequest, owned by the workload (garbage-collected with
 // it). The check stays Pending, saying so.
-func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, cfg *strata.ProvisioningRequestConfig, st *strata.AdmissionCheckState, podSets []string, n int, now time.Time) (bool, error) {
+// taken says the request's name is another object's (the check waits,
+// saying so).
+func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, cfg *strata.ProvisioningRequestConfig, st *strata.AdmissionCheckState, podSets []string, n int, now time.Time) (changed, taken bool, err error) {
 	name := RequestName(wl.Name, st.Name, n)
 	var tpls []*corev1.PodTemplate
 	var counts []int64
 	for _, ps := range podSets {
 		tpl, err := r.template(ctx, wl, name, ps)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		// Alike pod sets in one PodTemplate (podSetMergePolicy).
 		if i := slices.IndexFunc(tpls, func(t *corev1.PodTemplate) bool {
@@ -497,7 +507,7 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, cfg *strat
 	var sets []any
 	for i, tpl := range tpls {
 		if err := r.client.Create(ctx, tpl); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("creating PodTemplate %s: %w", tpl.Name, err)
+			return false, false, fmt.Errorf("creating PodTemplate %s: %w", tpl.Name, err)
 		}
 		sets = append(sets, map[string]any{"podTemplateRef": map[string]any{"name": tpl.Name}, "count": counts[i]})
 	}
@@ -517,13 +527,26 @@ func (r *Reconciler) create(ctx context.Context, wl *strata.Workload, cfg *strat
 	pr.SetName(name)
 	pr.SetAnnotations(map[string]string{checkAnnotation: st.Name, attemptAnnotation: strconv.Itoa(n)})
 	if err := controllerutil.SetControllerReference(wl, pr, r.client.Scheme()); err != nil {
-		return false, err
+		return false, false, err
 	}
-	if err := r.client.Create(ctx, pr); err != nil && !apierrors.IsAlreadyExists(err) {
-		return false, fmt.Errorf("creating ProvisioningRequest %s: %w", name, err)
+	if err := r.client.Create(ctx, pr); apierrors.IsAlreadyExists(err) {
+		// Its name taken by a request that is not this workload's (left by
+		// an earlier Workload of the same name, whose deletion has not
+		// collected it yet, or made by someone else): it does not stand
+		// for this attempt; the check says so and waits.
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(GVK)
+		if err := r.client.Get(ctx, client.ObjectKeyFromObject(pr), existing); err != nil {
+			return false, false, client.IgnoreNotFound(err)
+		}
+		if !metav1.IsControlledBy(existing, wl) {
+			return set(st, strata.CheckStatePending, fmt.Sprintf("ProvisioningRequest %s exists and is not this workload's: it is made once that one is gone", name), nil, now), true, nil
+		}
+	} else if err != nil {
+		return false, false, fmt.Errorf("creating ProvisioningRequest %s: %w", name, err)
 	}
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, "ProvisioningRequestCreated", "Provision", "Created ProvisioningRequest %s (attempt %d, class %s)", name, n, cfg.Spec.ProvisioningClassName)
-	return set(st, strata.CheckStatePending, fmt.Sprintf("ProvisioningRequest %s created: waiting for the cluster autoscaler", name), nil, now), nil
+	return set(st, strata.CheckStatePending, fmt.Sprintf("ProvisioningRequest %s created: waiting for the cluster autoscaler", name), nil, now), false, nil
 }
 
 // template is the PodTemplate of pod set ps for request name: the pod

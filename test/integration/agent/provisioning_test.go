@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"strata.dev/strata/agent/controller/jobs"
 	"strata.dev/strata/agent/controller/provisioning"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/tas"
@@ -141,6 +142,31 @@ var _ = Describe("ProvisioningRequest admission check", Ordered, Label("agent", 
 			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
 			g.Expect(j.Spec.Template.Annotations).To(HaveKeyWithValue(provisioning.ConsumesAnnotation, name))
 			g.Expect(j.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue("example.com/node-group", "ng-1"))
+		}, timeout).Should(Succeed())
+		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+
+	It("waits, saying so, while its request's name is held by a request that is not its own", func(ctx SpecContext) {
+		job := newJob(ns, "prov-q", 2, rackRequired)
+		foreign := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+			"podSets":               []any{map[string]any{"podTemplateRef": map[string]any{"name": "someone-elses"}, "count": int64(1)}},
+		}}}
+		foreign.SetGroupVersionKind(provisioning.GVK)
+		foreign.SetNamespace(ns)
+		foreign.SetName(provisioning.RequestName(jobs.WorkloadName(job.Name), "provreq", 1))
+		Expect(worker.Client.Create(ctx, foreign)).To(Succeed())
+		Expect(worker.Client.Create(ctx, job)).To(Succeed())
+		expectDelayed(ctx, job)
+		Eventually(func(g Gomega) {
+			wl := workloadOf(g, ctx, job)
+			g.Expect(wl.Status.AdmissionChecks).To(ContainElement(HaveField("Message", ContainSubstring("is not this workload's"))), "%+v", wl.Status.AdmissionChecks)
+		}, timeout).Should(Succeed())
+		By("that request gone: its own is made")
+		Expect(worker.Client.Delete(ctx, foreign)).To(Succeed())
+		Eventually(func(g Gomega) {
+			pr := request(g, ctx, job, 1)
+			g.Expect(metav1.IsControlledBy(pr, workloadOf(g, ctx, job))).To(BeTrue())
 		}, timeout).Should(Succeed())
 		Expect(worker.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})

@@ -150,6 +150,20 @@ type WorkerClusterStatus struct {
 	// +kubebuilder:validation:MaxLength=128
 	ClusterID string `json:"clusterID,omitempty"`
 
+	// fenceAfterSeconds is the duration the hub's last renewal of its
+	// fencing Lease on this worker that may have landed carried: its
+	// agent stops the hub's copies that long after it. 0 when that
+	// renewal carried none (fencing was Disabled); unset before the hub
+	// renewed it. A hub restarted with other fencing settings, while
+	// this worker does not answer, counts with it: it places the
+	// worker's workloads elsewhere only once the agent has certainly
+	// stopped them by the duration the agent last saw, and never while
+	// that was none.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FenceAfterSeconds *int64 `json:"fenceAfterSeconds,omitempty"`
+
 	// clusterSwitch is the last time the WorkerCluster was made to stand
 	// for another cluster (strata.dev/accept-cluster-id). The workloads
 	// dispatched to the old cluster before it are placed again only

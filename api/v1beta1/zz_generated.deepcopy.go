@@ -2374,6 +2374,11 @@ func (in *WorkerClusterStatus) DeepCopyInto(out *WorkerClusterStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.FenceAfterSeconds != nil {
+		in, out := &in.FenceAfterSeconds, &out.FenceAfterSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	if in.ClusterSwitch != nil {
 		in, out := &in.ClusterSwitch, &out.ClusterSwitch
 		*out = new(ClusterSwitchStatus)

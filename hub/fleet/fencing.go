@@ -123,8 +123,10 @@ func (f *Fleet) fenceBlocks(name string) (reason, message string) {
 // the WorkerCluster controller and the dispatcher when that changes.
 func (f *Fleet) noteRenewal(ctx context.Context, name string, st fenceState, renewedAt time.Time) {
 	f.mu.Lock()
+	published := false
 	if !renewedAt.IsZero() {
 		f.renewed[name] = renewedAt
+		published = f.publishLocked(name)
 	}
 	was := f.fences[name]
 	f.fences[name] = st
@@ -132,9 +134,70 @@ func (f *Fleet) noteRenewal(ctx context.Context, name string, st fenceState, ren
 	if st.failed != "" {
 		metrics.HubFenceRenewalFailures.WithLabelValues(name, st.reason).Inc()
 	}
-	if was != st {
+	if was != st || published {
 		f.notify(ctx, name)
 	}
+}
+
+// leaseDuration is the duration this process's renewals write on a
+// worker's Lease: fenceAfter, in whole seconds, or none (0) without
+// fencing Enabled.
+func leaseDuration(fc *Fencing) time.Duration {
+	if fc == nil || !fc.Enabled {
+		return 0
+	}
+	return fc.FenceAfter.Truncate(time.Second)
+}
+
+// publishLocked notes that a renewal of worker name that may have landed
+// carried this process's Lease duration; it returns whether that changed
+// what is known of the worker's Lease. f.mu held.
+func (f *Fleet) publishLocked(name string) bool {
+	d := leaseDuration(f.fencing)
+	if old, ok := f.published[name]; ok && old == d {
+		return false
+	}
+	f.published[name] = d
+	return true
+}
+
+// Published returns the Lease duration the hub's last renewal of worker
+// name that may have landed carried (0: none), as this process wrote it
+// or, before it renewed the worker, as its WorkerCluster recorded
+// (SeedPublished); false when neither knows.
+func (f *Fleet) Published(name string) (time.Duration, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.published[name]
+	return d, ok
+}
+
+// SeedPublished gives what a worker's WorkerCluster recorded of its
+// Lease's duration (written by an earlier hub process), unless this
+// process renewed the worker since.
+func (f *Fleet) SeedPublished(name string, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.published[name]; !ok {
+		f.published[name] = d
+	}
+}
+
+// ReplaceWait is how long after the hub's last renewal of a worker's
+// Lease that may have landed its agent has certainly stopped the hub's
+// copies: replaceAfter, longer by as much as the duration that Lease
+// carried (published, when known) exceeds fenceAfter (the setting
+// lowered since). fenced is false when that Lease carried no duration
+// (fencing was Disabled when it was written): its agent never stops
+// them, whatever this hub's settings are now.
+func ReplaceWait(replaceAfter, fenceAfter, published time.Duration, known bool) (wait time.Duration, fenced bool) {
+	if !known {
+		return replaceAfter, true
+	}
+	if published <= 0 {
+		return 0, false
+	}
+	return replaceAfter + max(published-fenceAfter, 0), true
 }
 
 // renewalFailure describes a renewal that certainly did not write the
@@ -194,6 +257,7 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 				if err == nil || !certain {
 					f.mu.Lock()
 					f.renewed[name] = at
+					f.publishLocked(name)
 					f.mu.Unlock()
 				}
 				lock.Unlock()

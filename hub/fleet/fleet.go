@@ -71,6 +71,10 @@ type Fleet struct {
 	// guarded by mu.
 	fencing *Fencing
 	renewed map[string]time.Time
+	// published is, per worker, the Lease duration its last renewal that
+	// may have landed carried (0: none), or, before this process renewed
+	// it, the one its WorkerCluster recorded (SeedPublished).
+	published map[string]time.Duration
 	// fences is the state of each worker's Lease renewals (fencing.go).
 	fences    map[string]fenceState
 	startedAt time.Time
@@ -157,7 +161,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, wakes: map[string]chan struct{}{}, revokedAt: map[string]map[string]time.Time{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, generations: map[string]uint64{}, recounting: map[string]bool{},
+		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, published: map[string]time.Duration{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, wakes: map[string]chan struct{}{}, revokedAt: map[string]map[string]time.Time{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, generations: map[string]uint64{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
 }
 

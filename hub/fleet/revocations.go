@@ -95,7 +95,9 @@ func (f *Fleet) RevocationWritten(name, key string) bool {
 	if !renewed {
 		last = f.startedAt
 	}
-	return f.clock.Since(last) >= f.fencing.ReplaceAfter
+	published, known := f.published[name]
+	wait, fenced := ReplaceWait(f.fencing.ReplaceAfter, f.fencing.FenceAfter, published, known)
+	return fenced && f.clock.Since(last) >= wait
 }
 
 // wakeLocked asks the worker's renewal loop for a renewal now; f.mu held.

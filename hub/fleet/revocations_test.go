@@ -193,3 +193,58 @@ func TestRevocationWritten(t *testing.T) {
 		t.Error("a sweep that finds a written revocation stuck forgets it was written")
 	}
 }
+
+// TestReplaceWait: how long after the last renewal that may have landed
+// the worker's agent has certainly stopped the hub's copies, given what
+// that Lease carried.
+func TestReplaceWait(t *testing.T) {
+	const replaceAfter, fenceAfter = 15 * time.Minute, 10 * time.Minute
+	cases := map[string]struct {
+		published  time.Duration
+		known      bool
+		wantWait   time.Duration
+		wantFenced bool
+	}{
+		"not known (never renewed, nothing recorded)": {wantWait: replaceAfter, wantFenced: true},
+		"the hub's own fenceAfter":                    {published: fenceAfter, known: true, wantWait: replaceAfter, wantFenced: true},
+		"a shorter one":                               {published: time.Minute, known: true, wantWait: replaceAfter, wantFenced: true},
+		"a longer one (lowered since)":                {published: 30 * time.Minute, known: true, wantWait: replaceAfter + 20*time.Minute, wantFenced: true},
+		"none (fencing was Disabled)":                 {published: 0, known: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wait, fenced := ReplaceWait(replaceAfter, fenceAfter, tc.published, tc.known)
+			if wait != tc.wantWait || fenced != tc.wantFenced {
+				t.Errorf("ReplaceWait() = %s, %v; want %s, %v", wait, fenced, tc.wantWait, tc.wantFenced)
+			}
+		})
+	}
+}
+
+// TestPublished: a renewal that may have landed records the duration it
+// wrote; what a WorkerCluster recorded seeds it until this process
+// renews the worker.
+func TestPublished(t *testing.T) {
+	f := New(nil, "hub")
+	f.SetClock(testingclock.NewFakeClock(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)))
+	f.SetFencing(Fencing{Enabled: true, Namespace: "strata-system", FenceAfter: 10*time.Minute + 500*time.Millisecond, ReplaceAfter: 15 * time.Minute})
+	if _, ok := f.Published("w1"); ok {
+		t.Fatal("known before anything")
+	}
+	f.SeedPublished("w1", 0) // an earlier hub ran with fencing Disabled
+	if d, ok := f.Published("w1"); !ok || d != 0 {
+		t.Errorf("seeded: %s, %v; want 0, true", d, ok)
+	}
+	f.noteRenewal(context.Background(), "w1", fenceState{}, f.clock.Now())
+	if d, _ := f.Published("w1"); d != 10*time.Minute {
+		t.Errorf("after a renewal: %s; want the whole seconds of fenceAfter, 10m", d)
+	}
+	f.SeedPublished("w1", time.Hour)
+	if d, _ := f.Published("w1"); d != 10*time.Minute {
+		t.Errorf("a seed after a renewal replaced it: %s", d)
+	}
+	f.noteRenewal(context.Background(), "w2", fenceState{reason: "Forbidden", failed: "refused"}, time.Time{})
+	if _, ok := f.Published("w2"); ok {
+		t.Error("a renewal that certainly failed recorded a duration")
+	}
+}

@@ -414,6 +414,54 @@ func TestNextStep(t *testing.T) {
 			},
 			want: step{action: actAbandon, outcome: outcome{reason: ReasonWorkerUnreachable}},
 		},
+		// A hub restarted with other fencing settings while the worker
+		// was cut off counts with what the worker's Lease last carried.
+		"unreachable past replaceAfter, its Lease last written without a duration (fencing Disabled then): waits": {
+			o: func() *observed {
+				o := base()
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-time.Hour)
+				o.published, o.publishedKnown = 0, true
+				return o
+			},
+			want: step{action: actMarkUnreachable, requeue: unreachableRetry},
+		},
+		"unreachable past replaceAfter, its Lease last carrying a longer fenceAfter: waits the difference": {
+			o: func() *observed {
+				o := base()
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-15*time.Minute)
+				o.published, o.publishedKnown = cfg.Fencing.FenceAfter.Duration+20*time.Minute, true
+				return o
+			},
+			want: step{action: actMarkUnreachable, requeue: unreachableRetry},
+		},
+		"unreachable past replaceAfter and the difference: placed again": {
+			o: func() *observed {
+				o := base()
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-35*time.Minute)
+				o.published, o.publishedKnown = cfg.Fencing.FenceAfter.Duration+20*time.Minute, true
+				return o
+			},
+			want: step{action: actAbandon, outcome: outcome{reason: ReasonWorkerUnreachable}},
+		},
+		"unreachable past replaceAfter, its Lease last carrying a shorter fenceAfter: placed again": {
+			o: func() *observed {
+				o := base()
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-15*time.Minute)
+				o.published, o.publishedKnown = time.Minute, true
+				return o
+			},
+			want: step{action: actAbandon, outcome: outcome{reason: ReasonWorkerUnreachable}},
+		},
+		"deactivated, its worker down past replaceAfter, its Lease last without a duration: waits": {
+			o: func() *observed {
+				o := withCopy(admittedOnHub(base()), copyWL(true))
+				o.wl.Spec.Active = ptr.To(false)
+				o.down, o.lastRenewed = "readyz: connection refused", now.Add(-time.Hour)
+				o.published, o.publishedKnown = 0, true
+				return o
+			},
+			want: step{action: actMarkUnreachable, requeue: unreachableRetry},
+		},
 		"unreachable without fencing: waits for ever": {
 			o: func() *observed {
 				o := base()

@@ -48,6 +48,10 @@ type observed struct {
 	down string
 	// connErr says why the hub has no client for the worker.
 	connErr error
+	// published is the duration the worker's fencing Lease last carried
+	// (fleet.Published), when known (publishedKnown).
+	published      time.Duration
+	publishedKnown bool
 	// lastRenewed is when the hub last renewed the worker's fencing Lease
 	// (or started, if it has not yet).
 	lastRenewed time.Time
@@ -140,6 +144,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	o.down = r.fleet.DownReason(o.cluster)
 	_, o.connErr = r.fleet.Client(o.cluster)
 	o.lastRenewed = r.fleet.LastRenewed(o.cluster)
+	o.published, o.publishedKnown = r.fleet.Published(o.cluster)
 	o.copyJob, o.copyWL, o.copyErr = r.fleet.Copy(ctx, o.cluster, o.job.kind, o.job.key)
 	if u, ok := r.memory.undoingOf(o.dispatch); ok {
 		o.undoing = &u

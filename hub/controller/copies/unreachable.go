@@ -66,11 +66,16 @@ func takeBackStep(o *observed, st step, now time.Time) step {
 		return step{action: actMarkUnreachable, why: st.why + "; the worker does not answer; no fencing", requeue: unreachableRetry, message: fmt.Sprintf(
 			"%s; worker %s does not answer (%s): its copy is removed when it answers again (fencing is Disabled)", st.outcome.message, o.cluster, why)}
 	}
-	at := o.lastRenewed.Add(fc.ReplaceAfter.Duration)
+	replace, fenced := fleet.ReplaceWait(fc.ReplaceAfter.Duration, fc.FenceAfter.Duration, o.published, o.publishedKnown)
+	if !fenced {
+		return step{action: actMarkUnreachable, why: st.why + "; the worker does not answer; its Lease carries no duration", requeue: unreachableRetry, message: fmt.Sprintf(
+			"%s; worker %s does not answer (%s): %s; its copy is removed when it answers again", st.outcome.message, o.cluster, why, unfencedWhy)}
+	}
+	at := o.lastRenewed.Add(replace)
 	if wait := at.Sub(now); wait > 0 {
 		return step{action: actMarkUnreachable, why: st.why + "; the worker does not answer; fenced within replaceAfter", requeue: min(wait, unreachableRetry), message: fmt.Sprintf(
 			"%s; worker %s does not answer (%s): the hub last renewed its fencing Lease there at %s, its agent stops the copy %s after that, and the hub counts the copy stopped at %s",
-			st.outcome.message, o.cluster, why, o.lastRenewed.UTC().Format(time.RFC3339), fc.FenceAfter.Duration, at.UTC().Format(time.RFC3339))}
+			st.outcome.message, o.cluster, why, o.lastRenewed.UTC().Format(time.RFC3339), fenceAfterOf(o), at.UTC().Format(time.RFC3339))}
 	}
 	unreached.why += "; the worker has not answered for replaceAfter"
 	unreached.revoke = true
@@ -103,16 +108,35 @@ func unreachableStep(o *observed, why string, down bool, now time.Time) step {
 		return step{action: actMarkUnreachable, why: "the worker does not answer; no fencing", requeue: unreachableRetry, message: fmt.Sprintf(
 			"worker %s does not answer (%s); fencing is Disabled: the workload waits for it and is never placed elsewhere while its copy may run", o.cluster, why)}
 	}
+	replace, fenced := fleet.ReplaceWait(fc.ReplaceAfter.Duration, fc.FenceAfter.Duration, o.published, o.publishedKnown)
+	if !fenced {
+		return step{action: actMarkUnreachable, why: "the worker does not answer; its Lease carries no duration", requeue: unreachableRetry, message: fmt.Sprintf(
+			"worker %s does not answer (%s); %s: the workload waits for the worker and is not placed elsewhere while its copy may run", o.cluster, why, unfencedWhy)}
+	}
 	since := o.lastRenewed
-	at := since.Add(fc.ReplaceAfter.Duration)
+	at := since.Add(replace)
 	if wait := at.Sub(now); wait > 0 {
 		return step{action: actMarkUnreachable, why: "the worker does not answer; fenced within replaceAfter", requeue: min(wait, unreachableRetry), message: fmt.Sprintf(
 			"worker %s does not answer (%s); the hub last renewed its fencing Lease there at %s: its agent stops the copy %s after that, and the hub places the workload elsewhere at %s",
-			o.cluster, why, since.UTC().Format(time.RFC3339), fc.FenceAfter.Duration, at.UTC().Format(time.RFC3339))}
+			o.cluster, why, since.UTC().Format(time.RFC3339), fenceAfterOf(o), at.UTC().Format(time.RFC3339))}
 	}
 	return step{action: actAbandon, why: "the worker has not answered for replaceAfter", outcome: outcome{reason: ReasonWorkerUnreachable, message: fmt.Sprintf(
 		"worker %s has not answered since the hub last renewed its fencing Lease there at %s, for longer than fencing.replaceAfter (%s); its agent stopped the copy after fenceAfter (%s); placing it again (the copy there is removed when the worker returns, before it is renewed)",
-		o.cluster, since.UTC().Format(time.RFC3339), fc.ReplaceAfter.Duration, fc.FenceAfter.Duration)}}
+		o.cluster, since.UTC().Format(time.RFC3339), replace, fenceAfterOf(o))}}
+}
+
+// unfencedWhy says why a worker's agent never stops the hub's copies
+// though fencing is Enabled now: the Lease it last saw has no duration.
+const unfencedWhy = "the hub's last renewal of its fencing Lease there carried no duration (fencing was Disabled then), so its agent never stops the copy; it does once a renewal with fencing Enabled lands"
+
+// fenceAfterOf is how long after the last renewal the worker's agent
+// stops the hub's copies: the duration its Lease last carried when known,
+// else the hub's fenceAfter.
+func fenceAfterOf(o *observed) time.Duration {
+	if o.publishedKnown && o.published > 0 {
+		return o.published
+	}
+	return o.cfg.Fencing.FenceAfter.Duration
 }
 
 // oldClusterStep decides on a dispatch made to the cluster a worker's name

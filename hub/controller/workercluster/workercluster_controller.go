@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ocmclusterv1 "open-cluster-management.io/api/cluster/v1"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -268,6 +269,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	now := r.clock.Now()
 	status := wc.Status.DeepCopy()
+	// What an earlier hub process last wrote on the worker's fencing
+	// Lease, until this one renews it; and what this one wrote since.
+	if d := wc.Status.FenceAfterSeconds; d != nil {
+		r.fleet.SeedPublished(wc.Name, time.Duration(*d)*time.Second)
+	}
+	if d, ok := r.fleet.Published(wc.Name); ok {
+		status.FenceAfterSeconds = ptr.To(int64(d / time.Second))
+	}
 	connected := r.connect(ctx, &wc, status)
 	connected.ObservedGeneration = wc.Generation
 	setCondition(status, connected, now)
@@ -395,7 +404,8 @@ func (r *Reconciler) fenced(name string, connected bool) metav1.Condition {
 // from the one written only in its summaries' generations and times and
 // its copy count; 0 when it is to be written now.
 func (r *Reconciler) countsWait(old, cur *strata.WorkerClusterStatus, name string) time.Duration {
-	if !equality.Semantic.DeepEqual(old.Conditions, cur.Conditions) || len(old.Summaries) != len(cur.Summaries) {
+	if !equality.Semantic.DeepEqual(old.Conditions, cur.Conditions) || len(old.Summaries) != len(cur.Summaries) ||
+		!equality.Semantic.DeepEqual(old.FenceAfterSeconds, cur.FenceAfterSeconds) {
 		return 0
 	}
 	for i := range old.Summaries {

@@ -324,7 +324,11 @@ func (f *Fleet) prepareRenewal(ctx context.Context, name string, current bool) e
 // already lists: written by this hub before a restart or by the replica
 // it took over from, they are held in memory only, and dropping them
 // would let the worker's agent resume a copy the hub placed elsewhere.
-// The next sweeps end those whose copies are gone (settle).
+// So does a renewal that finds the Lease at another version than this
+// process last wrote: another process of the hub wrote it since (a leader
+// that took over while this one was paused, which it does not know yet),
+// and its revocations are not in this one's memory. The next sweeps end
+// those whose copies are gone (settle).
 func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, name string, r *remote, adopt bool) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -334,7 +338,7 @@ func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, name string, r *remo
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if adopt && err == nil {
+	if err == nil && (adopt || lease.ResourceVersion != f.leaseVersion(name)) {
 		f.adoptRevoked(name, lease.Annotations[strata.RevokedDispatchesAnnotation])
 	}
 	revoked := f.Revoked(name)
@@ -364,5 +368,21 @@ func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, name string, r *remo
 	if err == nil {
 		f.markWritten(name, revoked)
 	}
+	// The version this write left, or none when it failed: its outcome
+	// may be unknown, and a Lease read at any version is then adopted.
+	f.mu.Lock()
+	f.leaseVersions[name] = lease.ResourceVersion
+	if err != nil {
+		delete(f.leaseVersions, name)
+	}
+	f.mu.Unlock()
 	return err
+}
+
+// leaseVersion is the resourceVersion of the worker's fencing Lease this
+// process last wrote ("" when none is known).
+func (f *Fleet) leaseVersion(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leaseVersions[name]
 }

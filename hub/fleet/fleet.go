@@ -87,6 +87,10 @@ type Fleet struct {
 	// lock while it writes them.
 	revoked  map[string]map[string]bool
 	renewing map[string]*sync.Mutex
+	// leaseVersions are, per worker, the resourceVersion of the fencing
+	// Lease this process last wrote: a Lease read at another version was
+	// written by another hub process since (renewOnce).
+	leaseVersions map[string]string
 	// wakes ask each worker's renewal loop for a renewal now (a new
 	// revocation); revokedAt is when each revocation not written yet was
 	// made (RevocationWritten).
@@ -161,7 +165,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, published: map[string]time.Duration{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, wakes: map[string]chan struct{}{}, revokedAt: map[string]map[string]time.Time{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, generations: map[string]uint64{}, recounting: map[string]bool{},
+		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, published: map[string]time.Duration{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, wakes: map[string]chan struct{}{}, revokedAt: map[string]map[string]time.Time{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, leaseVersions: map[string]string{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, generations: map[string]uint64{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
 }
 

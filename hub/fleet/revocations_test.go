@@ -95,6 +95,77 @@ func TestRenewAdoptsRevocations(t *testing.T) {
 	}
 }
 
+// TestRenewAdoptsAnotherProcessRevocations: a hub process whose renewals
+// are current still adopts the revocations another process of the hub
+// wrote into the Lease since its own last write (a leader that took over
+// while it was paused): it would otherwise write the Lease without them,
+// and the worker's agent could resume a copy the new leader placed
+// elsewhere.
+func TestRenewAdoptsAnotherProcessRevocations(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	scheme := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "strata-system", Name: strata.FencingLeasePrefix + "hub"}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	fc := &Fencing{Enabled: true, Namespace: key.Namespace, FenceAfter: 10 * time.Minute}
+	r := &remote{client: c}
+	listed := func() string {
+		var l coordinationv1.Lease
+		if err := c.Get(context.Background(), key, &l); err != nil {
+			t.Fatal(err)
+		}
+		return l.Annotations[strata.RevokedDispatchesAnnotation]
+	}
+	process := func() *Fleet {
+		f := New(nil, "hub")
+		f.SetClock(testingclock.NewFakeClock(t0))
+		f.renewed["w1"] = t0
+		return f
+	}
+	old, leader := process(), process()
+
+	if err := old.renewOnce(context.Background(), fc, "w1", r, true); err != nil {
+		t.Fatal(err)
+	}
+	if !old.Revoke("w1", "u1/1", t0) {
+		t.Fatal("Revoke on the current view: want it revoked")
+	}
+	if err := old.renewOnce(context.Background(), fc, "w1", r, false); err != nil {
+		t.Fatal(err)
+	}
+	// The old leader pauses; the new one adopts u1/1 and revokes u2/1.
+	if err := leader.renewOnce(context.Background(), fc, "w1", r, true); err != nil {
+		t.Fatal(err)
+	}
+	if !leader.Revoke("w1", "u2/1", t0) {
+		t.Fatal("Revoke on the new leader's view: want it revoked")
+	}
+	if err := leader.renewOnce(context.Background(), fc, "w1", r, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); got != "u1/1,u2/1" {
+		t.Fatalf("the new leader's renewal lists %q, want u1/1,u2/1", got)
+	}
+	// The old one resumes with a renewal it takes for current.
+	if err := old.renewOnce(context.Background(), fc, "w1", r, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); got != "u1/1,u2/1" {
+		t.Errorf("the paused process's renewal lists %q, want the new leader's u2/1 kept", got)
+	}
+	// Its own renewals again: nothing new to adopt; an ended revocation
+	// is written out.
+	old.settle("w1", Sweep{Present: map[string]bool{"u2/1": true}})
+	if err := old.renewOnce(context.Background(), fc, "w1", r, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); got != "u2/1" {
+		t.Errorf("after u1/1's copy is gone the Lease lists %q, want u2/1", got)
+	}
+}
+
 // TestRevocationWritten: a revocation asks for a renewal at once, and
 // counts as written only once a renewal that landed listed it; one the
 // Lease listed when adopted is written already.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -84,7 +85,7 @@ type fenceState struct {
 	// not written); "" when it was written or may have been.
 	failed string
 	// reason names the failure: the API error's reason, or
-	// ReasonSweepFailed, ReasonUnreachable.
+	// ReasonSweepFailed, ReasonRenewalUnreachable, ReasonClusterChanged.
 	reason string
 }
 
@@ -95,6 +96,9 @@ const (
 	ReasonSweepFailed = "SweepFailed"
 	// ReasonRenewalUnreachable: the renewal never reached the worker.
 	ReasonRenewalUnreachable = "Unreachable"
+	// ReasonClusterChanged: the worker's address reaches another cluster
+	// than the one the hub dispatched to; nothing is written there.
+	ReasonClusterChanged = "ClusterChanged"
 )
 
 // FenceFailure says why the hub cannot renew a worker's fencing Lease now
@@ -205,6 +209,9 @@ func ReplaceWait(replaceAfter, fenceAfter, published time.Duration, known bool) 
 func renewalFailure(err error) (st fenceState, ok bool) {
 	if err == nil {
 		return fenceState{}, false
+	}
+	if errors.Is(err, ErrClusterChanged) {
+		return fenceState{reason: ReasonClusterChanged, failed: err.Error()}, true // read, never written
 	}
 	switch RequestOutcome(err) {
 	case NotSent:
@@ -337,6 +344,18 @@ func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, name string, r *remo
 	err := r.client.Get(ctx, key, &lease)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	// The Lease is written on the cluster the hub dispatched to, or not at
+	// all: through an address repointed to another cluster, a renewal
+	// would tell that cluster's agent the hub is alive while the worker's
+	// own agent, renewed no more, fences its copies unknown to the hub.
+	f.mu.Lock()
+	want := f.clusterIDs[name]
+	f.mu.Unlock()
+	if want != "" {
+		if ierr := f.checkCluster(ctx, name, r.client, want); ierr != nil {
+			return ierr
+		}
 	}
 	if err == nil && (adopt || lease.ResourceVersion != f.leaseVersion(name)) {
 		f.adoptRevoked(name, lease.Annotations[strata.RevokedDispatchesAnnotation])

@@ -31,6 +31,9 @@ type health struct {
 	failures int
 	// down, when set, says why the worker is taken as unreachable.
 	down string
+	// otherCluster: down because the worker's address reaches another
+	// cluster than the one the hub dispatched to (ErrClusterChanged).
+	otherCluster bool
 }
 
 // DownReason says why a connected worker is taken as unreachable by the health
@@ -44,11 +47,15 @@ func (f *Fleet) DownReason(name string) string {
 	return ""
 }
 
-// downNow returns why r is taken as down now.
-func (f *Fleet) downNow(r *remote) string {
+// OtherCluster says whether the health probe found a connected worker's
+// address reaching another cluster than the one the hub dispatched to:
+// its connection is to be checked again now, not at the next periodic
+// check.
+func (f *Fleet) OtherCluster(name string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return r.health.down
+	r := f.remotes[name]
+	return r != nil && r.health.otherCluster
 }
 
 // OnHealth calls fn with a worker's name each time the health probe takes
@@ -76,9 +83,10 @@ func (f *Fleet) probe(ctx context.Context, name string, r *remote, ready func(co
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil && f.downNow(r) != "" {
-			// Answering again: through the same address, maybe another
-			// cluster (a name repointed meanwhile).
+		if err == nil {
+			// Answering: through the same address, maybe another cluster
+			// (a name repointed, with or without an outage). Checked
+			// every identityTTL at most.
 			if ierr := f.SameCluster(ctx, name); errors.Is(ierr, ErrClusterChanged) {
 				err = ierr
 			}
@@ -90,6 +98,7 @@ func (f *Fleet) probe(ctx context.Context, name string, r *remote, ready func(co
 		} else if errors.Is(err, ErrClusterChanged) {
 			r.health.failures = probeFailures
 			r.health.down = err.Error()
+			r.health.otherCluster = true
 		} else {
 			r.health.failures++
 			if r.health.failures >= probeFailures {

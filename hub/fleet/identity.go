@@ -83,15 +83,35 @@ func (f *Fleet) Switched(name string) (ClusterSwitch, bool) {
 // identity is recorded yet; a check is reused for identityTTL.
 func (f *Fleet) SameCluster(ctx context.Context, name string) error {
 	f.mu.Lock()
-	r, want, at := f.remotes[name], f.clusterIDs[name], f.identityChecked[name]
+	want, at := f.clusterIDs[name], f.identityChecked[name]
 	f.mu.Unlock()
 	if want == "" || (!at.IsZero() && f.clock.Since(at) < identityTTL) {
+		return nil
+	}
+	return f.CheckCluster(ctx, name)
+}
+
+// CheckCluster is SameCluster without reusing an earlier check: call it
+// right before a write that acts on what a read from the worker showed
+// (the orphan sweep, a renewal of the fencing Lease), which a repointed
+// address would make the hub do on another cluster.
+func (f *Fleet) CheckCluster(ctx context.Context, name string) error {
+	f.mu.Lock()
+	r, want := f.remotes[name], f.clusterIDs[name]
+	f.mu.Unlock()
+	if want == "" {
 		return nil
 	}
 	if r == nil {
 		return fmt.Errorf("worker %s: %w", name, ErrNotConnected)
 	}
-	got, err := readClusterID(ctx, r.client)
+	return f.checkCluster(ctx, name, r.client, want)
+}
+
+// checkCluster reads the identity of the cluster c reaches and compares
+// it with want, the one recorded for worker name.
+func (f *Fleet) checkCluster(ctx context.Context, name string, c client.Client, want string) error {
+	got, err := readClusterID(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func (o *OrphanCollector) Collect(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		n, err := o.collect(ctx, wc.Name, creationGrace, copies, nil)
+		n, err := o.collect(ctx, wc.Name, creationGrace, copies, o.verifier(ctx, wc.Name), nil)
 		removed += n
 		if err != nil {
 			errs = append(errs, err)
@@ -123,6 +123,13 @@ func (o *OrphanCollector) CollectWorker(ctx context.Context, cluster string) (fl
 	if err != nil {
 		return fleet.Sweep{}, err
 	}
+	// What was read is the cluster the hub dispatched to, or the sweep
+	// ends nothing: through an address repointed to another cluster, the
+	// worker's own copies would all look gone and their revocations end.
+	verify := o.verifier(ctx, cluster)
+	if err := verify(); err != nil {
+		return fleet.Sweep{}, err
+	}
 	var hidden []string
 	for _, k := range live {
 		if !sweep.Present[k] {
@@ -142,17 +149,23 @@ func (o *OrphanCollector) CollectWorker(ctx context.Context, cluster string) (fl
 		return fleet.Sweep{}, err
 	}
 	sweep.Stuck = append(sweep.Stuck, stale...)
-	_, err = o.collect(ctx, cluster, 0, copies, func(cp client.Object, err error) {
+	_, err = o.collect(ctx, cluster, 0, copies, verify, func(cp client.Object, err error) {
 		if uid, gen, ok := dispatch.CopyOf(cp); ok {
 			sweep.Stuck = append(sweep.Stuck, dispatch.Key(uid, gen))
 		}
 		ctrl.LoggerFrom(ctx).Info("An orphaned copy cannot be removed; revoking it in the fencing Lease instead", "cluster", cluster,
 			"copy", client.ObjectKeyFromObject(cp), "error", err.Error())
 	})
-	if errors.Is(err, errHubRead) {
+	if errors.Is(err, errHubRead) || errors.Is(err, fleet.ErrClusterChanged) {
 		return fleet.Sweep{}, err
 	}
 	return sweep, nil
+}
+
+// verifier returns a check, made once, that cluster's address still
+// reaches the cluster the hub dispatched to (fleet.CheckCluster).
+func (o *OrphanCollector) verifier(ctx context.Context, cluster string) func() error {
+	return sync.OnceValue(func() error { return o.fleet.CheckCluster(ctx, cluster) })
 }
 
 // moved returns, of dispatch keys found on cluster by the copies'
@@ -196,10 +209,11 @@ var errHubRead = errors.New("reading the hub's Workloads")
 // collect removes the orphaned copies on cluster among copies, those older
 // than grace (a younger copy may belong to a dispatch the hub's informer
 // does not show yet). Only copies this hub made count (Made): an object
-// that merely carries its labels is left alone, and reported.
+// that merely carries its labels is left alone, and reported. verify is
+// called before the first removal: nothing is removed when it fails.
 //
 // stuck, when set, is told of each orphan whose deletion failed.
-func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace time.Duration, copies []jobs.Job, stuck func(client.Object, error)) (int, error) {
+func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace time.Duration, copies []jobs.Job, verify func() error, stuck func(client.Object, error)) (int, error) {
 	key, err := o.signing.Get(ctx)
 	if err != nil {
 		// The records still tell the copies of existing Workloads.
@@ -227,6 +241,9 @@ func (o *OrphanCollector) collect(ctx context.Context, cluster string, grace tim
 		if !Made(key, j.Kind().GroupVersionKind().GroupKind(), cp, wl) {
 			notOurs = append(notOurs, cp.GetNamespace()+"/"+cp.GetName())
 			continue
+		}
+		if err := verify(); err != nil {
+			return removed, err
 		}
 		// One worker refusing a deletion holds up no other.
 		if err := o.remove(ctx, cluster, cp); err != nil {

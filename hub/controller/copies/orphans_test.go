@@ -2,6 +2,7 @@ package copies
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,10 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/hub/dispatch"
+	"strata.dev/strata/hub/fleet"
+	"strata.dev/strata/pkg/jobs"
+	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/scheme"
 )
 
@@ -108,5 +113,61 @@ func TestMoved(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"u1/1", "u2/1", "u3/3"}, got); diff != "" {
 		t.Errorf("moved (-want,+got):\n%s", diff)
+	}
+}
+
+// TestCollectVerifiesTheCluster: the sweep removes an orphan only once
+// the worker's address is confirmed to reach the cluster the hub
+// dispatched to, checked once per sweep, and removes nothing when it
+// reaches another (a repointed name would make every copy there look
+// like this worker's orphan).
+func TestCollectVerifiesTheCluster(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	orphan := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "c1", Labels: map[string]string{
+		strata.OriginLabel: "hub", strata.HubWorkloadUIDLabel: "u1", strata.DispatchGenerationLabel: "1",
+	}}}
+	dispatch.Sign(key, schema.GroupKind{Group: "batch", Kind: "Job"}, orphan)
+	second := orphan.DeepCopy()
+	second.Name, second.UID = "eval", "c2"
+	dispatch.Sign(key, schema.GroupKind{Group: "batch", Kind: "Job"}, second)
+	var copies []jobs.Job
+	for _, j := range []*batchv1.Job{orphan, second} {
+		cp, ok := jobs.AdaptAny([]jobs.Kind{batchjob.Kind}, j)
+		if !ok {
+			t.Fatal("not a Job")
+		}
+		copies = append(copies, cp)
+	}
+	for name, tc := range map[string]struct {
+		verified    error
+		wantRemoved []string
+		wantErr     error
+	}{
+		"the cluster dispatched to": {wantRemoved: []string{"train", "eval"}},
+		"another cluster":           {verified: fleet.ErrClusterChanged, wantErr: fleet.ErrClusterChanged},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var removed []string
+			checks := 0
+			o := &OrphanCollector{
+				client:  fake.NewClientBuilder().WithScheme(scheme.New()).Build(), // no hub Workloads: both orphans
+				signing: &signingKey{key: key},
+				remove: func(_ context.Context, _ string, cp client.Object) error {
+					removed = append(removed, cp.GetName())
+					return nil
+				},
+			}
+			verify := func() error { checks++; return tc.verified }
+			n, err := o.collect(context.Background(), "w1", 0, copies, verify, nil)
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("collect: %v, want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.wantRemoved, removed); diff != "" || n != len(tc.wantRemoved) {
+				t.Errorf("removed %d (-want,+got):\n%s", n, diff)
+			}
+			if checks == 0 {
+				t.Error("removed without checking the cluster")
+			}
+		})
 	}
 }

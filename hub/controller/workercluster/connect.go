@@ -39,7 +39,7 @@ func (r *Reconciler) connect(ctx context.Context, wc *strata.WorkerCluster, stat
 	r.mu.Lock()
 	last, ok := r.checked[wc.Name]
 	r.mu.Unlock()
-	if !ok || last.identity != cred.identity || now.Sub(last.at) >= permissionRecheck {
+	if !ok || last.identity != cred.identity || now.Sub(last.at) >= permissionRecheck || r.fleet.OtherCluster(wc.Name) {
 		if missing, err := missingPermissions(ctx, cfg); err != nil {
 			return notConnected(ReasonUnreachable, "%v", err)
 		} else if len(missing) > 0 {

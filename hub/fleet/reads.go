@@ -141,8 +141,10 @@ func (f *Fleet) LiveDispatches(ctx context.Context, name string) ([]string, erro
 
 // DispatchOn reads from a worker's API server whether a Workload there
 // carries dispatch uid/generation of this hub, and whether one of them
-// is admitted.
-func (f *Fleet) DispatchOn(ctx context.Context, name string, uid types.UID, generation int64) (exists, admitted bool, err error) {
+// may still run: it is admitted, or its agent names pods of it that are
+// still going (strata.GoingPodsAnnotation: a copy deleted with its pods
+// orphaned, whose pods the agent deletes).
+func (f *Fleet) DispatchOn(ctx context.Context, name string, uid types.UID, generation int64) (exists, running bool, err error) {
 	f.mu.Lock()
 	r := f.remotes[name]
 	f.mu.Unlock()
@@ -155,7 +157,7 @@ func (f *Fleet) DispatchOn(ctx context.Context, name string, uid types.UID, gene
 		return false, false, fmt.Errorf("listing the Workloads of a dispatch on %s: %w", name, err)
 	}
 	for i := range list.Items {
-		if list.Items[i].Status.Admission != nil {
+		if list.Items[i].Status.Admission != nil || list.Items[i].Annotations[strata.GoingPodsAnnotation] != "" {
 			return true, true, nil
 		}
 	}

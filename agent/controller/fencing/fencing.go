@@ -53,7 +53,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
 	"strata.dev/strata/pkg/jobs/kinds"
 	"strata.dev/strata/pkg/workload"
@@ -560,15 +562,26 @@ func (f *Fence) evictCopies(ctx context.Context, origin, message string, which f
 	var errs []error
 	for i := range wls.Items {
 		wl := &wls.Items[i]
-		if wl.Status.Admission == nil || wl.Labels[strata.HubWorkloadUIDLabel] == "" ||
-			meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) || (which != nil && !which(wl)) {
+		if wl.Labels[strata.HubWorkloadUIDLabel] == "" || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) ||
+			(which != nil && !which(wl)) {
+			continue
+		}
+		orphaned := metav1.GetControllerOfNoCopy(wl) == nil && wl.DeletionTimestamp.IsZero()
+		if wl.Status.Admission == nil && !orphaned {
 			continue
 		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := f.evict(ctx, wl, message); err != nil {
+			var err error
+			if wl.Status.Admission != nil {
+				err = f.evict(ctx, wl, message)
+			}
+			if err == nil && orphaned {
+				err = f.stopOrphaned(ctx, wl)
+			}
+			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -614,6 +627,51 @@ func (f *Fence) evict(ctx context.Context, wl *strata.Workload, message string) 
 	f.recorder.Eventf(copyObj, wl, corev1.EventTypeWarning, ReasonFenced, "Suspend", "%s", message)
 	return nil
 }
+
+// stopOrphaned stops a copy whose job was deleted with its dependents
+// orphaned (kubectl delete --cascade=orphan): its Workload has no
+// controller any more, and its pods run on, which no suspension reaches.
+// They are deleted (those that carry the Workload's label, have no
+// controller and have not ended), and named on the Workload
+// (strata.GoingPodsAnnotation) while any remains, so that the hub, which
+// may not read pods, places the workload again only once none runs; then
+// the Workload goes.
+func (f *Fence) stopOrphaned(ctx context.Context, wl *strata.Workload) error {
+	var pods corev1.PodList
+	if err := f.client.List(ctx, &pods, index.PodsOf(wl.Namespace, wl.Name)...); err != nil {
+		return err
+	}
+	var going []corev1.Pod
+	var errs []error
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if metav1.GetControllerOfNoCopy(p) != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		going = append(going, *p)
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := f.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting pod %s of copy %s, whose job was deleted with its pods orphaned: %w", p.Name, wl.Name, err))
+			continue
+		}
+		f.recorder.Eventf(p, wl, corev1.EventTypeWarning, ReasonOrphanedCopy, "Delete",
+			"The hub's copy %s was deleted with its pods orphaned; its pods are deleted, as the hub places the workload again", wl.Name)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if len(going) > 0 {
+		_, err := intake.ReportGoingPods(ctx, f.client, wl, going)
+		return err
+	}
+	return client.IgnoreNotFound(f.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}))
+}
+
+// ReasonOrphanedCopy is the reason of the events on the pods the agent
+// deletes of a copy deleted with its pods orphaned.
+const ReasonOrphanedCopy = "OrphanedCopy"
 
 // copyOf returns the job that controls a Workload, nil when it cannot be
 // read.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -216,6 +217,103 @@ var _ = Describe("Dispatch lifecycle", func() {
 			g.Expect(wl.Status.Placement.Attempts[0].Result).To(Equal(strata.PlacementRejected))
 			g.Expect(wl.Status.Placement.Attempts[0].Message).To(ContainSubstring("deleted on " + first))
 			g.Expect(copies(g, ctx, job)).To(Equal([]string{other}))
+		}).Should(Succeed())
+	})
+
+	It("places again a copy deleted on its worker with its pods orphaned only once the agent deleted them", func(ctx SpecContext) {
+		e := newEnv(ctx, "orphaned", map[string][][]string{
+			"w1": {{"4"}},
+			"w2": {{"4"}},
+		})
+		job := e.job("orphaned", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		var first string
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			first = wl.Status.Placement.Cluster
+		}).Should(Succeed())
+		w := worker(first)
+		cp, _ := copyOn(Default, ctx, w, job)
+		Expect(cp).NotTo(BeNil())
+
+		By("a pod of the copy on " + first + ", held Terminating by a finalizer once deleted")
+		const hold = "test.strata.dev/hold"
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "orphaned-0", Namespace: e.ns, Finalizers: []string{hold},
+				Labels: map[string]string{strata.WorkloadLabel: workload.JobWorkloadName(cp.Name)},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: cp.Name, UID: cp.UID,
+					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}
+		Expect(w.Client.Create(ctx, pod)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Eventually(func(g Gomega) {
+				var p corev1.Pod
+				err := w.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)
+				if apierrors.IsNotFound(err) {
+					return
+				}
+				g.Expect(err).NotTo(HaveOccurred())
+				p.Finalizers = nil
+				g.Expect(w.Client.Update(ctx, &p)).To(Succeed())
+			}).Should(Succeed())
+		})
+
+		By("kubectl delete job --cascade=orphan on " + first + ": envtest runs no garbage collector, so what it does by hand (the dependents lose their owner, then the copy's orphan finalizer goes)")
+		Expect(w.Client.Delete(ctx, cp, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+		wlKey := client.ObjectKey{Namespace: e.ns, Name: workload.JobWorkloadName(cp.Name)}
+		Eventually(func(g Gomega) {
+			var wwl strata.Workload
+			g.Expect(w.Client.Get(ctx, wlKey, &wwl)).To(Succeed())
+			wwl.OwnerReferences = nil
+			g.Expect(w.Client.Update(ctx, &wwl)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var p corev1.Pod
+			g.Expect(w.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)).To(Succeed())
+			p.OwnerReferences = nil
+			g.Expect(w.Client.Update(ctx, &p)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var j batchv1.Job
+			err := w.Client.Get(ctx, client.ObjectKeyFromObject(cp), &j)
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			j.Finalizers = slices.DeleteFunc(j.Finalizers, func(f string) bool { return f == metav1.FinalizerOrphanDependents })
+			g.Expect(w.Client.Update(ctx, &j)).To(Succeed())
+		}).Should(Succeed())
+
+		By("the agent deletes the orphaned pod and names it on the copy's Workload; the hub waits for it")
+		Eventually(func(g Gomega) {
+			var p corev1.Pod
+			g.Expect(w.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)).To(Succeed())
+			g.Expect(p.DeletionTimestamp).NotTo(BeNil(), "the orphaned pod is deleted")
+			var wwl strata.Workload
+			g.Expect(w.Client.Get(ctx, wlKey, &wwl)).To(Succeed())
+			g.Expect(wwl.Annotations[strata.GoingPodsAnnotation]).To(ContainSubstring(pod.Name))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "placed again while the orphaned pod may run")
+		}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("the pod goes: so does the copy's Workload, and the hub places the workload again")
+		Eventually(func(g Gomega) {
+			var p corev1.Pod
+			g.Expect(w.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)).To(Succeed())
+			p.Finalizers = nil
+			g.Expect(w.Client.Update(ctx, &p)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			err := w.Client.Get(ctx, wlKey, &strata.Workload{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the orphaned copy's Workload: %v", err)
+			wl := hubWorkload(g, ctx, job)
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(2)))
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(wl.Status.Placement.Attempts[0].Message).To(ContainSubstring("deleted on " + first))
 		}).Should(Succeed())
 	})
 

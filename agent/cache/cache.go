@@ -1303,6 +1303,17 @@ func (c *Cache) HoldingPods(key types.NamespacedName) (admitted bool, pods, hold
 	return admitted, pods, holding
 }
 
+// AdmittedUID returns the UID of the workload admitted under key; "" when
+// none is.
+func (c *Cache) AdmittedUID(key types.NamespacedName) types.UID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.workloads[key]; ok && a.wl != nil {
+		return a.wl.UID
+	}
+	return ""
+}
+
 // Holds says whether a workload still holds capacity: it is admitted, or
 // pods of it still run on a node placement may use (a preempted or
 // evicted workload until its pods are gone). Pods on a node that is not

@@ -37,6 +37,11 @@ type pendingPreemption struct {
 	uid     types.UID
 	flavor  string
 	victims []types.NamespacedName
+	// victimUIDs are the victims' UIDs when they were evicted ("" when
+	// not known: a preemption restored by an agent that restarted): a
+	// Workload made again under a victim's name is another, which the
+	// preemptor neither waits for nor holds back.
+	victimUIDs map[types.NamespacedName]types.UID
 	// queue and requests are the preemptor's: its quota on the flavor is
 	// held while the victims' pods end.
 	queue    string
@@ -56,6 +61,18 @@ type pendingPreemption struct {
 	// are waited for. A pod labelled as the victim's afterwards (a
 	// tenant's own, relabelled) does not keep the preemptor waiting.
 	pods map[types.NamespacedName][]types.UID
+}
+
+// addVictim adds a victim evicted with UID uid ("" when not known).
+func (p *pendingPreemption) addVictim(key types.NamespacedName, uid types.UID) {
+	p.victims = append(p.victims, key)
+	if uid == "" {
+		return
+	}
+	if p.victimUIDs == nil {
+		p.victimUIDs = map[types.NamespacedName]types.UID{}
+	}
+	p.victimUIDs[key] = uid
 }
 
 // preemptionSearchesPerPass bounds the preemption searches of one pass: a
@@ -90,6 +107,9 @@ func (s *Scheduler) stillHeld(p *pendingPreemption) []types.NamespacedName {
 	var out []types.NamespacedName
 	for _, v := range p.victims {
 		admitted, pods, holding := s.cache.HoldingPods(v)
+		if uid := p.victimUIDs[v]; admitted && uid != "" && s.cache.AdmittedUID(v) != uid {
+			admitted = false // another Workload under the victim's name
+		}
 		if admitted {
 			out = append(out, v)
 			continue
@@ -110,19 +130,30 @@ func (s *Scheduler) stillHeld(p *pendingPreemption) []types.NamespacedName {
 	return out
 }
 
+// victimRef is the preemptor of a victim, and the victim's UID when it
+// was evicted ("" when not known).
+type victimRef struct {
+	by  types.NamespacedName
+	uid types.UID
+}
+
+// of says whether wl is the victim the reference names: the same UID, or
+// any Workload of its name when the UID is not known.
+func (r victimRef) of(wl *strata.Workload) bool { return r.uid == "" || r.uid == wl.UID }
+
 // forgetPreemptions drops the preemptions whose preemptor is no longer
 // pending (admitted, finished or deleted) and returns, for each victim of
 // the others, its preemptor.
 // pending are the pending workloads' UIDs ("" when not known).
-func (s *Scheduler) forgetPreemptions(pending map[types.NamespacedName]types.UID) map[types.NamespacedName]types.NamespacedName {
-	victimOf := map[types.NamespacedName]types.NamespacedName{}
+func (s *Scheduler) forgetPreemptions(pending map[types.NamespacedName]types.UID) map[types.NamespacedName]victimRef {
+	victimOf := map[types.NamespacedName]victimRef{}
 	for key, p := range s.preemptions {
 		if uid, ok := pending[key]; !ok || uid != "" && p.uid != "" && uid != p.uid {
 			delete(s.preemptions, key)
 			continue
 		}
 		for _, v := range p.victims {
-			victimOf[v] = key
+			victimOf[v] = victimRef{by: key, uid: p.victimUIDs[v]}
 		}
 	}
 	return victimOf
@@ -229,7 +260,7 @@ func (s *Scheduler) preempt(ctx context.Context, cq *strata.ClusterQueue, fq str
 		if evicted == nil {
 			continue
 		}
-		p.victims = append(p.victims, v.Key)
+		p.addVictim(v.Key, evicted.UID)
 		books.Charge(v.Queue, fq.Name, v.Requests, -1)
 		s.round.charged = append(s.round.charged, roundCharge{v.Queue, fq.Name, v.Requests, -1})
 		// A victim with pod sets on other flavors too is evicted whole:

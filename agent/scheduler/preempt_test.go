@@ -1145,25 +1145,82 @@ func TestStillHeldWaitsForTheVictimsOwnPods(t *testing.T) {
 }
 
 // TestForgetPreemptions: a preemption ends when its preemptor is no
-// longer pending, or is pending as another Workload made under its name.
+// longer pending, or is pending as another Workload made under its name;
+// its victims are named with the UIDs they were evicted with.
 func TestForgetPreemptions(t *testing.T) {
 	pre := types.NamespacedName{Namespace: "ns", Name: "urgent"}
 	victim := types.NamespacedName{Namespace: "ns", Name: "low"}
+	restored := types.NamespacedName{Namespace: "ns", Name: "older"}
+	held := map[types.NamespacedName]victimRef{victim: {by: pre, uid: "v-1"}, restored: {by: pre}}
 	cases := map[string]struct {
 		pending map[types.NamespacedName]types.UID
-		want    map[types.NamespacedName]types.NamespacedName
+		want    map[types.NamespacedName]victimRef
 	}{
-		"still pending": {pending: map[types.NamespacedName]types.UID{pre: "uid-1"}, want: map[types.NamespacedName]types.NamespacedName{victim: pre}},
-		"pending, its UID not known (being written)": {pending: map[types.NamespacedName]types.UID{pre: ""}, want: map[types.NamespacedName]types.NamespacedName{victim: pre}},
-		"admitted or deleted":                        {pending: map[types.NamespacedName]types.UID{}, want: map[types.NamespacedName]types.NamespacedName{}},
-		"made again under its name":                  {pending: map[types.NamespacedName]types.UID{pre: "uid-2"}, want: map[types.NamespacedName]types.NamespacedName{}},
+		"still pending": {pending: map[types.NamespacedName]types.UID{pre: "uid-1"}, want: held},
+		"pending, its UID not known (being written)": {pending: map[types.NamespacedName]types.UID{pre: ""}, want: held},
+		"admitted or deleted":                        {pending: map[types.NamespacedName]types.UID{}, want: map[types.NamespacedName]victimRef{}},
+		"made again under its name":                  {pending: map[types.NamespacedName]types.UID{pre: "uid-2"}, want: map[types.NamespacedName]victimRef{}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := &Scheduler{preemptions: map[types.NamespacedName]*pendingPreemption{pre: {uid: "uid-1", flavor: "f", victims: []types.NamespacedName{victim}}}}
-			if diff := cmp.Diff(tc.want, s.forgetPreemptions(tc.pending)); diff != "" {
+			p := &pendingPreemption{uid: "uid-1", flavor: "f"}
+			p.addVictim(victim, "v-1")
+			p.addVictim(restored, "") // restored after a restart: its UID not known
+			s := &Scheduler{preemptions: map[types.NamespacedName]*pendingPreemption{pre: p}}
+			if diff := cmp.Diff(tc.want, s.forgetPreemptions(tc.pending), cmp.AllowUnexported(victimRef{})); diff != "" {
 				t.Errorf("victims (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestVictimRefOf: a victim is held back as its preemptor's only as the
+// Workload it was evicted as; another made under its name is not.
+func TestVictimRefOf(t *testing.T) {
+	wl := func(uid string) *strata.Workload {
+		return &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "low", UID: types.UID(uid)}}
+	}
+	cases := map[string]struct {
+		ref  victimRef
+		wl   *strata.Workload
+		want bool
+	}{
+		"the victim":                    {victimRef{uid: "v-1"}, wl("v-1"), true},
+		"another under its name":        {victimRef{uid: "v-1"}, wl("v-2"), false},
+		"its UID not known (restarted)": {victimRef{}, wl("v-2"), true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.ref.of(tc.wl); got != tc.want {
+				t.Errorf("of() = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStillHeldNotByAVictimMadeAgain: a Workload admitted under a
+// victim's name since its eviction is another; the preemptor does not
+// wait for it (it would until that one finished). One whose UID is not
+// known (restored after a restart) is waited for, as before.
+func TestStillHeldNotByAVictimMadeAgain(t *testing.T) {
+	e := newSchedEnv(t, nil, nil, []*corev1.Node{tasNode("r1-n1", "r1", "8")}, interceptor.Funcs{})
+	victim := types.NamespacedName{Namespace: "ns", Name: "low"}
+	again := testutil.MakeWorkload(victim.Name, victim.Namespace).
+		PodSets(testutil.MakePodSet("main", 1, "cpu", "1").Obj()).
+		Admission(&strata.Admission{ClusterQueue: "cq", PodSetAssignments: []strata.PodSetAssignment{{Name: "main", Flavor: "tas-flavor", Count: 1}}}).
+		Obj()
+	again.UID = "v-2"
+	if err := e.s.cache.AddWorkload(victim, again); err != nil {
+		t.Fatal(err)
+	}
+	p := &pendingPreemption{flavor: "tas-flavor"}
+	p.addVictim(victim, "v-1")
+	if got := e.s.stillHeld(p); len(got) != 0 {
+		t.Errorf("stillHeld() = %v with another Workload admitted under the victim's name, want none", got)
+	}
+	unknown := &pendingPreemption{flavor: "tas-flavor"}
+	unknown.addVictim(victim, "")
+	if diff := cmp.Diff([]types.NamespacedName{victim}, e.s.stillHeld(unknown)); diff != "" {
+		t.Errorf("stillHeld() of a victim whose UID is not known (-want,+got):\n%s", diff)
 	}
 }

@@ -240,7 +240,7 @@ func (s *Scheduler) preemptForResize(ctx context.Context, cq *strata.ClusterQueu
 		if evicted == nil {
 			continue
 		}
-		p.victims = append(p.victims, v.Key)
+		p.addVictim(v.Key, evicted.UID)
 		books.Charge(v.Queue, flavor, v.Requests, -1)
 		for _, psa := range evicted.Status.Admission.PodSetAssignments {
 			if psa.Flavor != flavor {

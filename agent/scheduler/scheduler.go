@@ -113,7 +113,7 @@ type Scheduler struct {
 	// with fewer pods than they ask for (strata.dev/pod-set-counts), as
 	// they are.
 	uncapped map[types.UID]*strata.Workload
-	victimOf map[types.NamespacedName]types.NamespacedName
+	victimOf map[types.NamespacedName]victimRef
 	// preemptionsRestored: the first pass rebuilt the preemptions an
 	// earlier process left under way (restorePreemptions).
 	preemptionsRestored bool
@@ -688,7 +688,8 @@ func (s *Scheduler) try(ctx context.Context, cq *strata.ClusterQueue, usage map[
 	// it (see fitted).
 	var fits bool
 	var fitsOn string
-	if by, ok := s.victimOf[key]; ok {
+	if ref, ok := s.victimOf[key]; ok && ref.of(wl) {
+		by := ref.by
 		// What it frees is its preemptor's: it does not take it back. A
 		// StrictFIFO queue waits behind it, as behind any head that does
 		// not fit (Kueue requeues a victim at its place), unless its

@@ -549,8 +549,24 @@ func (s *Scheduler) restorePreemptions(pending map[string][]*strata.Workload, re
 			p.requests = queue.WorkloadRequests(held)
 			s.preemptions[by] = p
 		}
-		if p.flavor == flavor && !slices.Contains(p.victims, victim) {
-			p.victims = append(p.victims, victim)
+		if p.flavor != flavor {
+			return
+		}
+		// The victim's UID when its own Evicted condition names this
+		// preemptor: that Workload is the one evicted.
+		var uid types.UID
+		if v := byKey[victim]; v != nil {
+			if vby, _, vflavor, ok := preemptorOf(v); ok && vby == by && vflavor == flavor {
+				uid = v.UID
+			}
+		}
+		if !slices.Contains(p.victims, victim) {
+			p.addVictim(victim, uid)
+		} else if uid != "" {
+			if p.victimUIDs == nil {
+				p.victimUIDs = map[types.NamespacedName]types.UID{}
+			}
+			p.victimUIDs[victim] = uid
 		}
 	}
 	for key, wl := range byKey {

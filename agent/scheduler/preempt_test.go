@@ -439,7 +439,9 @@ func TestPreemptionSurvivesARestart(t *testing.T) {
 // names it.
 func testPreemptionSurvivesARestart(t *testing.T, deleted bool) {
 	cq := testutil.MakeClusterQueue("cq").Flavor("tas-flavor").Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
-	e := newSchedEnv(t, []client.Object{cq, job("low1", "cq", 4, ptr.To[int32](1), 0), job("low2", "cq", 4, ptr.To[int32](1), 1)}, nil,
+	low1, low2 := job("low1", "cq", 4, ptr.To[int32](1), 0), job("low2", "cq", 4, ptr.To[int32](1), 1)
+	low1.UID, low2.UID = "uid-low1", "uid-low2"
+	e := newSchedEnv(t, []client.Object{cq, low1, low2}, nil,
 		[]*corev1.Node{tasNode("r1-n1", "r1", "4"), tasNode("r2-n1", "r2", "4")}, interceptor.Funcs{})
 	pass := func() map[string]outcome {
 		t.Helper()
@@ -516,6 +518,18 @@ func testPreemptionSurvivesARestart(t *testing.T, deleted bool) {
 		}
 		if got["high"].Reason != ReasonPreempting {
 			t.Errorf("after the restart, high: %+v, want it still preempting", got["high"])
+		}
+	}
+	if !deleted {
+		// The victim's own Evicted condition names the preemptor: the
+		// restored preemption knows it by its UID.
+		var v strata.Workload
+		if err := e.c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: victims[0]}, &v); err != nil {
+			t.Fatal(err)
+		}
+		p := e.s.preemptions[types.NamespacedName{Namespace: "ns", Name: "high"}]
+		if p == nil || v.UID == "" || p.victimUIDs[client.ObjectKeyFromObject(&v)] != v.UID {
+			t.Errorf("restored preemption %+v: want victim %s known by its UID %q", p, victims[0], v.UID)
 		}
 	}
 }

@@ -298,6 +298,86 @@ var _ = Describe("Fencing", Serial, Label("fencing"), func() {
 		Expect(cp.Labels[strata.DispatchGenerationLabel]).To(Equal("2"))
 	})
 
+	It("never places a workload elsewhere on a hub restarted with fencing on while its worker, whose Lease it wrote without a duration, does not answer", func(ctx SpecContext) {
+		By("the hub with fencing Disabled: its Leases carry no duration, and the WorkerClusters say so")
+		stopHub()
+		old := hubCfg.Fencing
+		hubCfg.Fencing = configv1beta1.Fencing{Mode: configv1beta1.FencingDisabled, FenceAfter: &metav1.Duration{Duration: specFenceAfter},
+			RenewInterval: &metav1.Duration{Duration: specRenewInterval}, ReplaceAfter: &metav1.Duration{Duration: 14 * time.Second}}
+		stopHub = startHub()
+		DeferCleanup(func(ctx SpecContext) {
+			stopHub()
+			hubCfg.Fencing = old
+			restarted := time.Now()
+			stopHub = startHub()
+			Eventually(func(g Gomega) {
+				for _, w := range workers {
+					l := fenceLease(g, ctx, w.Name)
+					g.Expect(l.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(int32(old.FenceAfter.Seconds()))), w.Name)
+					g.Expect(l.Spec.RenewTime.Time).To(BeTemporally(">=", restarted.Add(-time.Second)), w.Name)
+				}
+			}).Should(Succeed())
+		})
+		e := newEnv(ctx, "flip", map[string][][]string{"w1": {{"4", "4"}}, "w2": {{"4", "4"}}})
+		j := e.job("flipped", 2, "2", nil)
+		Expect(hub.Client.Create(ctx, j)).To(Succeed())
+		var first string
+		Eventually(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			first = wl.Status.Placement.Cluster
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(fenceLease(g, ctx, first).Spec.LeaseDurationSeconds).To(BeNil())
+			var wc strata.WorkerCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: first}, &wc)).To(Succeed())
+			g.Expect(wc.Status.FenceAfterSeconds).To(HaveValue(BeEquivalentTo(0)), "the WorkerCluster records the Lease's duration: none")
+		}).Should(Succeed())
+
+		By("pausing " + first + "'s kube-apiserver, then restarting the hub with fencing Enabled (fenceAfter 4s, replaceAfter 14s)")
+		resume, err := worker(first).PauseAPIServer()
+		Expect(err).NotTo(HaveOccurred())
+		resumed := false
+		DeferCleanup(func() {
+			if !resumed {
+				Expect(resume()).To(Succeed())
+			}
+		})
+		stopHub()
+		hubCfg.Fencing.Mode = configv1beta1.FencingEnabled
+		stopHub = startHub()
+		paused := time.Now()
+
+		By("the workload waits for " + first + ", saying why: its agent never stops the copy, whatever the new hub's settings")
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(hubWorkload(g, ctx, j).Status.Conditions, "WorkerUnreachable")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("carried no duration"))
+		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
+		// A restarted hub says nothing of a worker it has not connected to
+		// for 30 s (connectGrace), then would place the workload again
+		// replaceAfter (14 s) after its start with its own settings.
+		Consistently(func(g Gomega) {
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Placement.Cluster).To(Equal(first))
+			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)))
+		}, max(time.Until(paused.Add(40*time.Second)), 5*time.Second), 200*time.Millisecond).Should(Succeed(), "placed elsewhere while its copy may run on "+first)
+
+		By("resuming " + first + ": the new hub's renewal carries the duration, and the workload stays where it runs")
+		Expect(resume()).To(Succeed())
+		resumed = true
+		Eventually(func(g Gomega) {
+			g.Expect(fenceLease(g, ctx, first).Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(int32(specFenceAfter.Seconds()))))
+			var wc strata.WorkerCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: first}, &wc)).To(Succeed())
+			g.Expect(wc.Status.FenceAfterSeconds).To(HaveValue(BeEquivalentTo(int64(specFenceAfter.Seconds()))))
+			wl := hubWorkload(g, ctx, j)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, "WorkerUnreachable")).To(BeNil())
+		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(copies(Default, ctx, j)).To(Equal([]string{first}))
+	})
+
 	It("takes a Workload deactivated while its worker does not answer back after replaceAfter, revoked there, and removes its copy on return", func(ctx SpecContext) {
 		// replaceAfter leaves time after the first removal's timeout (10 s)
 		// and the health probe taking the worker as down.

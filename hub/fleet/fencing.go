@@ -204,6 +204,13 @@ func ReplaceWait(replaceAfter, fenceAfter, published time.Duration, known bool) 
 	return replaceAfter + max(published-fenceAfter, 0), true
 }
 
+// notWritten is the error of a renewal that failed before its write: a
+// read that came first (the Lease, the worker's identity) failed.
+type notWritten struct{ err error }
+
+func (e notWritten) Error() string { return e.err.Error() }
+func (e notWritten) Unwrap() error { return e.err }
+
 // renewalFailure describes a renewal that certainly did not write the
 // Lease; ok is false when it may have (its outcome is unknown).
 func renewalFailure(err error) (st fenceState, ok bool) {
@@ -212,6 +219,13 @@ func renewalFailure(err error) (st fenceState, ok bool) {
 	}
 	if errors.Is(err, ErrClusterChanged) {
 		return fenceState{reason: ReasonClusterChanged, failed: err.Error()}, true // read, never written
+	}
+	if errors.As(err, new(notWritten)) {
+		reason := string(apierrors.ReasonForError(err))
+		if reason == "" || reason == string(metav1.StatusReasonUnknown) {
+			reason = ReasonRenewalUnreachable
+		}
+		return fenceState{reason: reason, failed: err.Error()}, true // the write was never sent
 	}
 	switch RequestOutcome(err) {
 	case NotSent:
@@ -244,9 +258,14 @@ func (f *Fleet) renewFence(ctx context.Context, name string, r *remote) {
 			if ctx.Err() != nil {
 				return
 			}
-			log.Info("Not renewing the fencing Lease: the copies placed elsewhere could not be removed from the worker first", "error", err.Error())
-			f.noteRenewal(ctx, name, fenceState{reason: ReasonSweepFailed,
-				failed: "the copies placed elsewhere meanwhile could not be removed from the worker, so its Lease is not renewed: " + err.Error()}, time.Time{})
+			if errors.Is(err, ErrClusterChanged) {
+				log.Info("Not renewing the fencing Lease: the worker's address reaches another cluster", "error", err.Error())
+				f.noteRenewal(ctx, name, fenceState{reason: ReasonClusterChanged, failed: err.Error()}, time.Time{})
+			} else {
+				log.Info("Not renewing the fencing Lease: the copies placed elsewhere could not be removed from the worker first", "error", err.Error())
+				f.noteRenewal(ctx, name, fenceState{reason: ReasonSweepFailed,
+					failed: "the copies placed elsewhere meanwhile could not be removed from the worker, so its Lease is not renewed: " + err.Error()}, time.Time{})
+			}
 		} else {
 			// The worker's renewing lock spans the write and its record:
 			// a revocation (Revoke) lands either in this write or after
@@ -337,13 +356,13 @@ func (f *Fleet) prepareRenewal(ctx context.Context, name string, current bool) e
 // and its revocations are not in this one's memory. The next sweeps end
 // those whose copies are gone (settle).
 func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, name string, r *remote, adopt bool) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
 	key := types.NamespacedName{Namespace: fc.Namespace, Name: strata.FencingLeasePrefix + f.origin}
 	var lease coordinationv1.Lease
-	err := r.client.Get(ctx, key, &lease)
+	getCtx, cancel := context.WithTimeout(ctx, probeTimeout)
+	err := r.client.Get(getCtx, key, &lease)
+	cancel()
 	if err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return notWritten{err}
 	}
 	// The Lease is written on the cluster the hub dispatched to, or not at
 	// all: through an address repointed to another cluster, a renewal
@@ -354,7 +373,7 @@ func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, name string, r *remo
 	f.mu.Unlock()
 	if want != "" {
 		if ierr := f.checkCluster(ctx, name, r.client, want); ierr != nil {
-			return ierr
+			return notWritten{ierr}
 		}
 	}
 	if err == nil && (adopt || lease.ResourceVersion != f.leaseVersion(name)) {
@@ -379,10 +398,12 @@ func (f *Fleet) renewOnce(ctx context.Context, fc *Fencing, name string, r *remo
 	if fc.Enabled {
 		lease.Spec.LeaseDurationSeconds = ptr.To(int32(fc.FenceAfter / time.Second))
 	}
+	writeCtx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
 	if create {
-		err = r.client.Create(ctx, &lease)
+		err = r.client.Create(writeCtx, &lease)
 	} else {
-		err = r.client.Update(ctx, &lease)
+		err = r.client.Update(writeCtx, &lease)
 	}
 	if err == nil {
 		f.markWritten(name, revoked)

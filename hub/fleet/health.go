@@ -86,8 +86,12 @@ func (f *Fleet) probe(ctx context.Context, name string, r *remote, ready func(co
 		if err == nil {
 			// Answering: through the same address, maybe another cluster
 			// (a name repointed, with or without an outage). Checked
-			// every identityTTL at most.
-			if ierr := f.SameCluster(ctx, name); errors.Is(ierr, ErrClusterChanged) {
+			// every identityTTL at most; a worker found on another cluster
+			// stays down until a check finds it on its own again.
+			f.mu.Lock()
+			other := r.health.otherCluster
+			f.mu.Unlock()
+			if ierr := f.SameCluster(ctx, name); errors.Is(ierr, ErrClusterChanged) || (ierr != nil && other) {
 				err = ierr
 			}
 		}

@@ -71,4 +71,18 @@ func TestRenewalFailure(t *testing.T) {
 	if _, certain := renewalFailure(context.DeadlineExceeded); certain {
 		t.Error("renewalFailure(timeout): want an unknown outcome, not a failure")
 	}
+	// A read before the write failed: nothing was written, whatever the
+	// read's own outcome.
+	st, certain = renewalFailure(notWritten{context.DeadlineExceeded})
+	if !certain || st.reason != ReasonRenewalUnreachable {
+		t.Errorf("renewalFailure(a read timed out before the write) = %+v, %t; want a certain failure, reason %s", st, certain, ReasonRenewalUnreachable)
+	}
+	st, certain = renewalFailure(notWritten{apierrors.NewServiceUnavailable("etcd")})
+	if !certain || st.reason != "ServiceUnavailable" {
+		t.Errorf("renewalFailure(a read refused before the write) = %+v, %t; want a certain ServiceUnavailable failure", st, certain)
+	}
+	st, certain = renewalFailure(notWritten{fmt.Errorf("worker w1: %w", ErrClusterChanged)})
+	if !certain || st.reason != ReasonClusterChanged {
+		t.Errorf("renewalFailure(another cluster) = %+v, %t; want a certain failure, reason %s", st, certain, ReasonClusterChanged)
+	}
 }

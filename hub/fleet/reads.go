@@ -141,9 +141,10 @@ func (f *Fleet) LiveDispatches(ctx context.Context, name string) ([]string, erro
 
 // DispatchOn reads from a worker's API server whether a Workload there
 // carries dispatch uid/generation of this hub, and whether one of them
-// may still run: it is admitted, or its agent names pods of it that are
-// still going (strata.GoingPodsAnnotation: a copy deleted with its pods
-// orphaned, whose pods the agent deletes).
+// may still run: it is admitted, or it is orphaned (its copy deleted with
+// its pods orphaned: workload.Orphaned), which its agent deletes once
+// none of its pods runs, naming meanwhile those still going
+// (strata.GoingPodsAnnotation).
 func (f *Fleet) DispatchOn(ctx context.Context, name string, uid types.UID, generation int64) (exists, running bool, err error) {
 	f.mu.Lock()
 	r := f.remotes[name]
@@ -157,7 +158,7 @@ func (f *Fleet) DispatchOn(ctx context.Context, name string, uid types.UID, gene
 		return false, false, fmt.Errorf("listing the Workloads of a dispatch on %s: %w", name, err)
 	}
 	for i := range list.Items {
-		if list.Items[i].Status.Admission != nil || list.Items[i].Annotations[strata.GoingPodsAnnotation] != "" {
+		if list.Items[i].Status.Admission != nil || workload.Orphaned(&list.Items[i]) {
 			return true, true, nil
 		}
 	}

@@ -97,3 +97,11 @@ func OwnerJob(wl *strata.Workload) *corev1.ObjectReference {
 	}
 	return &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Namespace: wl.Namespace, Name: owner.Name, UID: owner.UID}
 }
+
+// Orphaned says whether a hub copy's Workload lost its controller while
+// not being deleted: its job was deleted with its dependents orphaned
+// (kubectl delete --cascade=orphan), and its pods may run on with nothing
+// to stop them. A Workload is always created with its job as controller.
+func Orphaned(wl *strata.Workload) bool {
+	return wl.Labels[strata.HubWorkloadUIDLabel] != "" && metav1.GetControllerOfNoCopy(wl) == nil && wl.DeletionTimestamp.IsZero()
+}

@@ -53,7 +53,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"strata.dev/strata/agent/index"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/intake"
 	"strata.dev/strata/pkg/jobs"
@@ -75,7 +74,9 @@ const ReasonFenced = strata.EvictedByFencing
 // Fence follows the hubs' fencing Leases and evicts the copies of a hub
 // that stopped renewing its own.
 type Fence struct {
-	client    client.Client
+	client client.Client
+	// reader reads from the API server, not the cache (stopOrphaned).
+	reader    client.Reader
 	recorder  events.EventRecorder
 	clock     clock.Clock
 	namespace string
@@ -218,7 +219,7 @@ type sighting struct {
 // New returns a Fence of the Leases in namespace; changed is called when a
 // hub's copies become admissible or stop being so.
 func New(c client.Client, recorder events.EventRecorder, clk clock.Clock, namespace string, changed func()) *Fence {
-	return &Fence{client: c, recorder: recorder, clock: clk, namespace: namespace, changed: changed, leases: map[string]*observed{}, sightings: map[string]sighting{}, atStart: map[string]bool{}}
+	return &Fence{client: c, reader: c, recorder: recorder, clock: clk, namespace: namespace, changed: changed, leases: map[string]*observed{}, sightings: map[string]sighting{}, atStart: map[string]bool{}}
 }
 
 // Holds says why a workload may not be admitted now: it is a copy of a
@@ -278,6 +279,7 @@ func fenceMessage(origin, namespace string, o *observed) string {
 // after the agent started watching is such a change), also while this
 // replica waits to lead.
 func (f *Fence) SetupWithManager(mgr ctrl.Manager) error {
+	f.reader = mgr.GetAPIReader()
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &coordinationv1.Lease{})
 	if err != nil {
 		return err
@@ -562,12 +564,13 @@ func (f *Fence) evictCopies(ctx context.Context, origin, message string, which f
 	var errs []error
 	for i := range wls.Items {
 		wl := &wls.Items[i]
-		if wl.Labels[strata.HubWorkloadUIDLabel] == "" || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished) ||
-			(which != nil && !which(wl)) {
+		if wl.Labels[strata.HubWorkloadUIDLabel] == "" || (which != nil && !which(wl)) {
 			continue
 		}
-		orphaned := metav1.GetControllerOfNoCopy(wl) == nil && wl.DeletionTimestamp.IsZero()
-		if wl.Status.Admission == nil && !orphaned {
+		// A copy whose job was deleted with its dependents orphaned, even
+		// finished: it goes once its pods do (stopOrphaned).
+		orphaned := workload.Orphaned(wl)
+		if !orphaned && (wl.Status.Admission == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadFinished)) {
 			continue
 		}
 		sem <- struct{}{}
@@ -630,26 +633,31 @@ func (f *Fence) evict(ctx context.Context, wl *strata.Workload, message string) 
 
 // stopOrphaned stops a copy whose job was deleted with its dependents
 // orphaned (kubectl delete --cascade=orphan): its Workload has no
-// controller any more, and its pods run on, which no suspension reaches.
-// They are deleted (those that carry the Workload's label, have no
-// controller and have not ended), and named on the Workload
-// (strata.GoingPodsAnnotation) while any remains, so that the hub, which
-// may not read pods, places the workload again only once none runs; then
-// the Workload goes.
+// controller any more (workload.Orphaned), and its pods run on, which no
+// suspension reaches. Every pod that carries the Workload's label and has
+// not ended is named on the Workload (strata.GoingPodsAnnotation) while
+// any remains; the hub, which may not read pods, counts an orphaned copy
+// as running until its Workload is gone. Those without a controller are
+// deleted; a pod a child object still controls (a JobSet's Job, a
+// LeaderWorkerSet's StatefulSet, orphaned with it) is left to that object
+// and waited for: deleting it would only have the child make it again.
+// The Workload goes once none remains. The pods are read from the API
+// server: the garbage collector takes the owner off the Workload and off
+// each pod separately, and the cache may show a pod's owner still.
 func (f *Fence) stopOrphaned(ctx context.Context, wl *strata.Workload) error {
 	var pods corev1.PodList
-	if err := f.client.List(ctx, &pods, index.PodsOf(wl.Namespace, wl.Name)...); err != nil {
+	if err := f.reader.List(ctx, &pods, client.InNamespace(wl.Namespace), client.MatchingLabels{strata.WorkloadLabel: wl.Name}); err != nil {
 		return err
 	}
 	var going []corev1.Pod
 	var errs []error
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if metav1.GetControllerOfNoCopy(p) != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		going = append(going, *p)
-		if !p.DeletionTimestamp.IsZero() {
+		if !p.DeletionTimestamp.IsZero() || metav1.GetControllerOfNoCopy(p) != nil {
 			continue
 		}
 		if err := f.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -659,12 +667,9 @@ func (f *Fence) stopOrphaned(ctx context.Context, wl *strata.Workload) error {
 		f.recorder.Eventf(p, wl, corev1.EventTypeWarning, ReasonOrphanedCopy, "Delete",
 			"The hub's copy %s was deleted with its pods orphaned; its pods are deleted, as the hub places the workload again", wl.Name)
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
 	if len(going) > 0 {
 		_, err := intake.ReportGoingPods(ctx, f.client, wl, going)
-		return err
+		return errors.Join(append(errs, err)...)
 	}
 	return client.IgnoreNotFound(f.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}))
 }

@@ -293,31 +293,54 @@ func (d *Dispatcher) startReclaim(ctx context.Context, cq *strata.ClusterQueue, 
 
 // splitReclaim is the hub preemption that frees p's queue's quota for
 // its pod sets on different flavors (p of several flavor assignment units,
-// whose quota holds all of it on no one flavor): its units walked over the
-// queue's flavors by quota alone (workload.QuotaWalk), the first that is
-// within quota on none reclaims, with the pod sets put there before it,
-// on the first flavor where a search finds victims. It returns p sized to
-// those pod sets (the hold's need) and the search's option; nil when none
-// helps. Each search counts against the pass's budget.
+// whose quota holds all of it on no one flavor), as Kueue's flavor
+// assigner and the agent's preemptByUnit decide it: its units walked over
+// the queue's flavors by quota alone (workload.QuotaPlan), the first that
+// is within quota on none reclaims, with the pod sets put there before
+// it, on the first flavor where a search finds victims, and every later
+// unit within quota on none goes there too, one search for them all. It
+// returns p sized to the pod sets on that flavor (the hold's need) and the
+// search's option; nil when none helps. Each search counts against the
+// pass's budget.
 func (d *Dispatcher) splitReclaim(cq *strata.ClusterQueue, books *queue.Books, view *passView, p pending, policy preemption.Policy) (pending, *reclaimOption) {
 	fqs := queue.Flavors(cq)
-	failed, before := workload.QuotaWalk(p.wl, len(fqs), func(f int, placed *strata.Workload) bool {
-		return books.Check(cq.Name, fqs[f].Name, queue.WorkloadRequests(placed), false).Err == nil
-	})
-	if failed == nil {
-		return p, nil // within quota split: the capacity keeps it out
-	}
-	for f, fq := range fqs {
-		if view.reclaimSearches <= 0 {
-			break
-		}
+	search := func(f int, podSets []int) (pending, *reclaimOption) {
 		view.reclaimSearches--
-		sized := p.withPodSets(workload.WithPodSets(p.wl, slices.Concat(before[f], failed)))
-		if o, _ := reclaimSearch(cq, books, view, sized, policy, fq.Name); o != nil && len(o.going)+len(o.result.Victims) > 0 {
+		sized := p.withPodSets(workload.WithPodSets(p.wl, podSets))
+		if o, _ := reclaimSearch(cq, books, view, sized, policy, fqs[f].Name); o != nil && len(o.going)+len(o.result.Victims) > 0 {
+			return sized, o
+		}
+		return sized, nil
+	}
+	var first *reclaimOption
+	var firstSized pending
+	var firstCount int
+	f, on := workload.QuotaPlan(p.wl, len(fqs), func(f int, placed *strata.Workload) bool {
+		return books.Check(cq.Name, fqs[f].Name, queue.WorkloadRequests(placed), false).Err == nil
+	}, func(unit []int, onFlavor map[int][]int) (int, bool) {
+		for f := range fqs {
+			if view.reclaimSearches <= 0 {
+				break
+			}
+			set := slices.Concat(onFlavor[f], unit)
+			if sized, o := search(f, set); o != nil {
+				first, firstSized, firstCount = o, sized, len(set)
+				return f, true
+			}
+		}
+		return 0, false
+	})
+	if f < 0 || first == nil {
+		return p, nil // within quota split (the capacity keeps it out), or no search helps
+	}
+	if len(on) > firstCount && view.reclaimSearches > 0 {
+		// Later units on no flavor went there too: what frees quota for
+		// all of them.
+		if sized, o := search(f, on); o != nil {
 			return sized, o
 		}
 	}
-	return p, nil
+	return firstSized, first
 }
 
 // reclaimForFewer is, for placePartially, the search for the hub

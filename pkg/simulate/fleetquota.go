@@ -153,10 +153,11 @@ func hubReclaimSearchOn(books *queue.Books, cq *strata.ClusterQueue, held []*hub
 // different flavors (hub/dispatch's splitReclaim) offline, for wl of
 // several flavor assignment units whose queue cq holds all of it on no
 // one flavor: its units walked over cq's flavors by quota alone
-// (workload.QuotaWalk), the first that is within quota on none reclaims,
+// (workload.QuotaPlan), the first that is within quota on none reclaims,
 // with the pod sets put there before it, on the first flavor where a
-// search finds victims. It returns the victims (nil: none helps) and the
-// flavor and need to hold for it.
+// search finds victims, and every later unit within quota on none goes
+// there too, one search for them all. It returns the victims (nil: none
+// helps) and the flavor and need to hold for it.
 func hubSplitReclaim(books *queue.Books, cq *strata.ClusterQueue, held []*hubHeld, wl *strata.Workload, queuedAt time.Time, fair []queue.FairStrategy,
 	usage func(*hubHeld) *float64) ([]*hubHeld, string, corev1.ResourceList) {
 	search := hubReclaimSearchOn(books, cq, held, wl, queuedAt, fair, usage)
@@ -164,19 +165,30 @@ func hubSplitReclaim(books *queue.Books, cq *strata.ClusterQueue, held []*hubHel
 		return nil, "", nil
 	}
 	fqs := queue.Flavors(cq)
-	failed, before := workload.QuotaWalk(wl, len(fqs), func(f int, placed *strata.Workload) bool {
+	var first []*hubHeld
+	var firstSub *strata.Workload
+	f, on := workload.QuotaPlan(wl, len(fqs), func(f int, placed *strata.Workload) bool {
 		return books.Check(cq.Name, fqs[f].Name, queue.WorkloadRequests(placed), false).Err == nil
+	}, func(unit []int, onFlavor map[int][]int) (int, bool) {
+		for f, fq := range fqs {
+			sub := workload.WithPodSets(wl, slices.Concat(onFlavor[f], unit))
+			if victims, _ := search(sub, fq.Name); victims != nil {
+				first, firstSub = victims, sub
+				return f, true
+			}
+		}
+		return 0, false
 	})
-	if failed == nil {
+	if f < 0 || first == nil {
 		return nil, "", nil
 	}
-	for f, fq := range fqs {
-		sub := workload.WithPodSets(wl, slices.Concat(before[f], failed))
-		if victims, _ := search(sub, fq.Name); victims != nil {
-			return victims, fq.Name, queue.WorkloadRequests(sub)
+	if len(on) > len(firstSub.Spec.PodSets) {
+		sub := workload.WithPodSets(wl, on)
+		if victims, _ := search(sub, fqs[f].Name); victims != nil {
+			return victims, fqs[f].Name, queue.WorkloadRequests(sub)
 		}
 	}
-	return nil, "", nil
+	return first, fqs[f].Name, queue.WorkloadRequests(firstSub)
 }
 
 // hubHeightAfterReclaiming is the hub's preemption oracle for the order of

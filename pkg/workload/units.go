@@ -223,26 +223,42 @@ func WithPodSets(wl *strata.Workload, indices []int) *strata.Workload {
 	return &out
 }
 
-// QuotaWalk walks wl's flavor units (FlavorUnits) over n flavors by quota
-// alone, as PlaceByUnit does without capacity: each unit on the first
-// flavor f whose quota holds the pod sets put there so far with it
-// (fits(f, placed)). It returns the first unit that fits on no flavor and
-// the pod sets put on each flavor before it (by flavor index); nil when
-// every unit fits.
-func QuotaWalk(wl *strata.Workload, n int, fits func(f int, placed *strata.Workload) bool) (failed []int, before map[int][]int) {
+// QuotaPlan walks wl's flavor units (FlavorUnits) over n flavors by
+// quota alone, as PlanByUnit does without capacity: each unit on the
+// first flavor f whose quota holds the pod sets put there so far with it
+// (fits(f, placed)). The first unit that fits on no flavor goes on the
+// flavor noFit gives (false ends the walk: no plan), and so does every
+// later unit that fits on no flavor; they count on that flavor for the
+// quota of the units after them, as Kueue counts a pod set that must
+// preempt in its assignment's usage. It returns that flavor and every pod
+// set put on it, fitting or not; f is -1 when every unit fits, or noFit
+// gave none.
+func QuotaPlan(wl *strata.Workload, n int, fits func(f int, placed *strata.Workload) bool, noFit NoFit) (f int, on []int) {
 	onFlavor := map[int][]int{}
+	f = -1
 	for _, unit := range FlavorUnits(wl) {
 		placed := false
-		for f := range n {
-			if fits(f, WithPodSets(wl, slices.Concat(onFlavor[f], unit))) {
-				onFlavor[f] = append(onFlavor[f], unit...)
+		for g := range n {
+			if fits(g, WithPodSets(wl, slices.Concat(onFlavor[g], unit))) {
+				onFlavor[g] = append(onFlavor[g], unit...)
 				placed = true
 				break
 			}
 		}
-		if !placed {
-			return unit, onFlavor
+		if placed {
+			continue
 		}
+		if f < 0 {
+			g, ok := noFit(unit, onFlavor)
+			if !ok {
+				return -1, nil
+			}
+			f = g
+		}
+		onFlavor[f] = append(onFlavor[f], unit...)
 	}
-	return nil, nil
+	if f < 0 {
+		return -1, nil
+	}
+	return f, onFlavor[f]
 }

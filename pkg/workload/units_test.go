@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -169,39 +170,56 @@ func TestPlaceByUnit(t *testing.T) {
 	}
 }
 
-// TestQuotaWalk: the units walked over the flavors by quota alone, the
-// first that fits no flavor and what was put on each before it.
-func TestQuotaWalk(t *testing.T) {
+// TestQuotaPlan: units go on the first flavor whose quota holds them; the
+// first on none goes where noFit says (told what the walk put on each
+// flavor so far), later ones on none go there too, and count there for
+// the units after them.
+func TestQuotaPlan(t *testing.T) {
 	wl := testutil.MakeWorkload("w", "ns").PodSets(
 		testutil.MakePodSet("driver", 1, "cpu", "2").Obj(),
 		testutil.MakePodSet("workers", 2, "cpu", "4").Obj(),
-		testutil.MakePodSet("extra", 1, "cpu", "1").Obj()).Obj()
+		testutil.MakePodSet("extra", 1, "cpu", "1").Obj(),
+		testutil.MakePodSet("more", 1, "cpu", "6").Obj()).Obj()
 	// quota is each flavor's CPUs left.
 	type want struct {
-		Failed []int
-		Before map[int][]int
+		Flavor int
+		On     []int
+		Told   map[int][]int // what noFit was told the walk put on each flavor
 	}
 	cases := map[string]struct {
 		quota []int64
+		noFit int // -1: no flavor helps
 		want  want
 	}{
-		"all within quota, each on the first flavor that holds it": {quota: []int64{2, 9}},
-		"all on the first flavor":                                  {quota: []int64{11, 0}},
-		"the workers on none: what was put before them":            {quota: []int64{3, 7}, want: want{Failed: []int{1}, Before: map[int][]int{0: {0}}}},
-		"the first on none":                                        {quota: []int64{1, 1}, want: want{Failed: []int{0}, Before: map[int][]int{}}},
+		"all within quota, each on the first flavor that holds it": {quota: []int64{3, 20}, want: want{Flavor: -1}},
+		"the workers on none: with what was put on the chosen flavor before them, and what goes there after": {
+			quota: []int64{3, 7}, noFit: 1,
+			// extra (1) joins the driver on flavor 0 (2+1 of 3); more (6) fits on
+			// neither, the workers counting on flavor 1: it goes on 1 too.
+			want: want{Flavor: 1, On: []int{1, 3}, Told: map[int][]int{0: {0}}},
+		},
+		"later units on none go on the same flavor": {
+			quota: []int64{2, 1}, noFit: 0,
+			want: want{Flavor: 0, On: []int{0, 1, 3}, Told: map[int][]int{0: {0}}},
+		},
+		"the first on none, where no flavor helps": {quota: []int64{1, 1}, noFit: -1, want: want{Flavor: -1, Told: map[int][]int{}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			failed, before := QuotaWalk(wl, len(tc.quota), func(f int, placed *strata.Workload) bool {
+			var got want
+			got.Flavor, got.On = QuotaPlan(wl, len(tc.quota), func(f int, placed *strata.Workload) bool {
 				var cpus int64
 				for _, ps := range placed.Spec.PodSets {
 					q := ps.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
 					cpus += q.Value() * int64(ps.Count)
 				}
 				return cpus <= tc.quota[f]
+			}, func(unit []int, onFlavor map[int][]int) (int, bool) {
+				got.Told = maps.Clone(onFlavor)
+				return tc.noFit, tc.noFit >= 0
 			})
-			if diff := cmp.Diff(tc.want, want{Failed: failed, Before: before}); diff != "" {
-				t.Errorf("QuotaWalk (-want,+got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("QuotaPlan (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -80,7 +80,7 @@ func TestDispatchOn(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := New(nil, "hub")
 			f.remotes["w1"] = &remote{client: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.objs...).Build()}
-			exists, runs, _, err := f.DispatchOn(context.Background(), "w1", uid, gen)
+			exists, runs, err := f.DispatchOn(context.Background(), "w1", uid, gen)
 			if err != nil {
 				t.Fatal(err)
 			}

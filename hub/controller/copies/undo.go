@@ -243,7 +243,7 @@ func (r *Reconciler) revokeRefused(ctx context.Context, s *scope, refused error)
 	if !r.fleet.RevocationWritten(s.cluster, s.dispatch) {
 		return fmt.Errorf("dispatch %s on %s is revoked, its fencing Lease not written yet: %w", s.dispatch, s.cluster, errCopyGoing)
 	}
-	_, admitted, _, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
+	_, admitted, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
 	if err != nil {
 		return err
 	}
@@ -495,7 +495,7 @@ func relabelledOutcome(cluster string) outcome {
 // and never admits it again; while it is admitted, errCopyGoing says to
 // wait before placing the workload again.
 func (r *Reconciler) revokeStray(ctx context.Context, s *scope) error {
-	exists, admitted, going, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
+	exists, admitted, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
 	if err != nil {
 		return err
 	}
@@ -517,13 +517,8 @@ func (r *Reconciler) revokeStray(ctx context.Context, s *scope) error {
 		return fmt.Errorf("dispatch %s on %s is revoked, its fencing Lease not written yet: %w", s.dispatch, s.cluster, errCopyGoing)
 	}
 	if admitted {
-		ctrl.LoggerFrom(ctx).Info("A Workload of the dispatch may still run though its Job no longer carries this hub's labels, or is gone: revoked, waiting for the agent to stop it",
-			"cluster", s.cluster, "dispatch", s.dispatch, "goingPods", going)
-		// Said on the hub Workload, with the pods the agent names (a copy
-		// deleted with its pods orphaned waits for them).
-		s.change(func(ws *strata.WorkloadStatus) bool {
-			return setCopyGoing(ws, s.cluster, &metav1.ObjectMeta{Annotations: map[string]string{strata.GoingPodsAnnotation: going}})
-		})
+		ctrl.LoggerFrom(ctx).Info("A Workload of the dispatch is admitted though its Job no longer carries this hub's labels: revoked, waiting for the agent to stop it",
+			"cluster", s.cluster, "dispatch", s.dispatch)
 		return fmt.Errorf("dispatch %s on %s is revoked and still admitted: %w", s.dispatch, s.cluster, errCopyGoing)
 	}
 	return nil

@@ -294,9 +294,6 @@ var _ = Describe("Dispatch lifecycle", func() {
 			var wwl strata.Workload
 			g.Expect(w.Client.Get(ctx, wlKey, &wwl)).To(Succeed())
 			g.Expect(wwl.Annotations[strata.GoingPodsAnnotation]).To(ContainSubstring(pod.Name))
-			c := meta.FindStatusCondition(hubWorkload(g, ctx, job).Status.Conditions, "CopyGoing")
-			g.Expect(c).NotTo(BeNil(), "the hub Workload says what it waits for")
-			g.Expect(c.Message).To(ContainSubstring(pod.Name))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			wl := hubWorkload(g, ctx, job)
@@ -317,7 +314,6 @@ var _ = Describe("Dispatch lifecycle", func() {
 			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(2)))
 			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
 			g.Expect(wl.Status.Placement.Attempts[0].Message).To(ContainSubstring("deleted on " + first))
-			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, "CopyGoing")).To(BeNil())
 		}).Should(Succeed())
 	})
 

@@ -93,9 +93,13 @@ type Fleet struct {
 	leaseVersions map[string]string
 	// wakes ask each worker's renewal loop for a renewal now (a new
 	// revocation); revokedAt is when each revocation not written yet was
-	// made (RevocationWritten).
+	// made (RevocationWritten), writtenAt when each was first written (or
+	// adopted), and seen those whose copy a sweep found: a sweep ends none
+	// whose copy it never found younger than revocationHold (settle).
 	wakes     map[string]chan struct{}
 	revokedAt map[string]map[string]time.Time
+	writtenAt map[string]map[string]time.Time
+	seen      map[string]map[string]bool
 	// clusterIDs are the identities of the clusters the hub dispatched to,
 	// by worker, and identityChecked when each was last confirmed
 	// (identity.go); guarded by mu.
@@ -165,7 +169,7 @@ const (
 func New(scheme *runtime.Scheme, origin string) *Fleet {
 	return &Fleet{scheme: scheme, origin: origin, changed: make(chan string, 1024), copies: make(chan types.NamespacedName, 4096),
 		started: make(chan struct{}), remotes: map[string]*remote{}, targets: map[string]map[string]*placement.Target{},
-		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, published: map[string]time.Duration{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, wakes: map[string]chan struct{}{}, revokedAt: map[string]map[string]time.Time{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, leaseVersions: map[string]string{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, generations: map[string]uint64{}, recounting: map[string]bool{},
+		hints: map[string][]*tas.Assignment{}, dispatchedHere: map[string]bool{}, renewed: map[string]time.Time{}, published: map[string]time.Duration{}, fences: map[string]fenceState{}, revoked: map[string]map[string]bool{}, wakes: map[string]chan struct{}{}, revokedAt: map[string]map[string]time.Time{}, writtenAt: map[string]map[string]time.Time{}, seen: map[string]map[string]bool{}, clusterIDs: map[string]string{}, identityChecked: map[string]time.Time{}, switches: map[string]ClusterSwitch{}, renewing: map[string]*sync.Mutex{}, leaseVersions: map[string]string{}, sightings: map[string]sighting{}, written: map[string]time.Time{}, offsets: map[string]time.Duration{}, generations: map[string]uint64{}, recounting: map[string]bool{},
 		clock: clock.RealClock{}}
 }
 

@@ -133,9 +133,29 @@ func (f *Fleet) markWritten(name string, keys []string) {
 		if _, ok := f.revoked[name][k]; ok {
 			f.revoked[name][k] = true
 			delete(f.revokedAt[name], k)
+			f.noteWrittenLocked(name, k)
 		}
 	}
 }
+
+// noteWrittenLocked records when a revocation was first written into the
+// worker's Lease (or found there); f.mu held.
+func (f *Fleet) noteWrittenLocked(name, key string) {
+	if f.writtenAt[name] == nil {
+		f.writtenAt[name] = map[string]time.Time{}
+	}
+	if _, ok := f.writtenAt[name][key]; !ok {
+		f.writtenAt[name][key] = f.clock.Now()
+	}
+}
+
+// revocationHold is how long a revocation written into a worker's Lease
+// stays there at least when no sweep ever found a copy of its dispatch: a
+// copy whose create had an unknown outcome may still land (a request the
+// worker's API server was serving; kube-apiserver's --request-timeout is
+// a minute by default), and its agent must find it revoked then. One
+// whose copy a sweep found ends once that copy is gone.
+const revocationHold = 2 * time.Minute
 
 // Revoked returns the dispatches revoked on a worker, sorted.
 func (f *Fleet) Revoked(name string) []string {
@@ -150,7 +170,12 @@ func (f *Fleet) Revoked(name string) []string {
 }
 
 // settle brings a worker's revocations up to date with a sweep: the stuck
-// copies are revoked, and revocations of copies no longer there end.
+// copies are revoked, and revocations of copies no longer there end once
+// written and, when no sweep ever found their copy, held revocationHold.
+// One not written yet stays for the renewal that follows: it may be of a
+// copy whose create had an unknown outcome (no copy found yet), and
+// ending it unwritten would leave the dispatch waiting for a write that
+// never comes.
 func (f *Fleet) settle(name string, s Sweep) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -164,11 +189,24 @@ func (f *Fleet) settle(name string, s Sweep) {
 			set[k] = false // the renewal that follows the sweep writes it
 		}
 	}
-	for k := range set {
-		if !s.Present[k] {
-			delete(set, k)
-			delete(f.revokedAt[name], k)
+	for k, written := range set {
+		if s.Present[k] {
+			if f.seen[name] == nil {
+				f.seen[name] = map[string]bool{}
+			}
+			f.seen[name][k] = true
+			continue
 		}
+		if !written {
+			continue
+		}
+		if at, ok := f.writtenAt[name][k]; ok && !f.seen[name][k] && f.clock.Since(at) < revocationHold {
+			continue
+		}
+		delete(set, k)
+		delete(f.revokedAt[name], k)
+		delete(f.writtenAt[name], k)
+		delete(f.seen[name], k)
 	}
 }
 
@@ -188,6 +226,8 @@ func (f *Fleet) adoptRevoked(name, value string) {
 			f.revoked[name] = map[string]bool{}
 		}
 		f.revoked[name][k] = true // the Lease lists it
+		delete(f.revokedAt[name], k)
+		f.noteWrittenLocked(name, k)
 	}
 }
 

@@ -18,11 +18,15 @@ import (
 
 // TestRevocations: a dispatch is revoked only on the view of the last
 // renewal (a renewal since means the worker answers), stuck copies are
-// revoked, and revocations end once their copies are gone.
+// revoked, and revocations end once their copies are gone and they were
+// written into the Lease; one whose copy no sweep ever found is held there
+// revocationHold (a copy whose create had an unknown outcome may land
+// meanwhile).
 func TestRevocations(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	f := New(nil, "hub")
-	f.SetClock(testingclock.NewFakeClock(t0))
+	clk := testingclock.NewFakeClock(t0)
+	f.SetClock(clk)
 	f.renewed["w1"] = t0
 
 	if !f.Revoke("w1", "u1/1", t0) {
@@ -39,12 +43,37 @@ func TestRevocations(t *testing.T) {
 	if diff := cmp.Diff([]string{"u1/1", "u3/2"}, f.Revoked("w1")); diff != "" {
 		t.Errorf("after a sweep with a stuck copy (-want,+got):\n%s", diff)
 	}
+	// u1/1's copy not found: its revocation stays until a renewal wrote
+	// it, then ends (a sweep found its copy before: it was there, and is
+	// gone).
+	f.settle("w1", Sweep{Present: map[string]bool{"u3/2": true}})
+	if diff := cmp.Diff([]string{"u1/1", "u3/2"}, f.Revoked("w1")); diff != "" {
+		t.Errorf("after a sweep that finds no copy of u1/1, not written yet (-want,+got):\n%s", diff)
+	}
+	f.markWritten("w1", f.Revoked("w1"))
 	f.settle("w1", Sweep{Present: map[string]bool{"u3/2": true}})
 	if diff := cmp.Diff([]string{"u3/2"}, f.Revoked("w1")); diff != "" {
-		t.Errorf("after u1/1's copy is gone (-want,+got):\n%s", diff)
+		t.Errorf("after u1/1's copy is gone, written (-want,+got):\n%s", diff)
 	}
 	if got := revokedValue(f.Revoked("w1")); got != "u3/2" {
 		t.Errorf("annotation %q", got)
+	}
+	// u5/1, whose copy no sweep ever found (its create's outcome
+	// unknown: it may still land), stays revocationHold after its write.
+	if !f.Revoke("w1", "u5/1", f.renewed["w1"]) {
+		t.Fatal("Revoke u5/1: want it revoked")
+	}
+	f.settle("w1", Sweep{Present: map[string]bool{"u3/2": true}})
+	f.markWritten("w1", f.Revoked("w1"))
+	clk.Step(revocationHold - time.Second)
+	f.settle("w1", Sweep{Present: map[string]bool{"u3/2": true}})
+	if diff := cmp.Diff([]string{"u3/2", "u5/1"}, f.Revoked("w1")); diff != "" {
+		t.Errorf("within revocationHold of its write (-want,+got):\n%s", diff)
+	}
+	clk.Step(time.Second)
+	f.settle("w1", Sweep{Present: map[string]bool{"u3/2": true}})
+	if diff := cmp.Diff([]string{"u3/2"}, f.Revoked("w1")); diff != "" {
+		t.Errorf("revocationHold after its write (-want,+got):\n%s", diff)
 	}
 }
 
@@ -64,7 +93,8 @@ func TestRenewAdoptsRevocations(t *testing.T) {
 		Annotations: map[string]string{strata.RevokedDispatchesAnnotation: "u9/1,u8/2"},
 	}}).Build()
 	f := New(nil, "hub") // a new process: nothing revoked in its memory
-	f.SetClock(testingclock.NewFakeClock(t0))
+	clk := testingclock.NewFakeClock(t0)
+	f.SetClock(clk)
 	fc := &Fencing{Enabled: true, Namespace: key.Namespace, FenceAfter: 10 * time.Minute}
 	r := &remote{client: c}
 	listed := func() string {
@@ -84,8 +114,9 @@ func TestRenewAdoptsRevocations(t *testing.T) {
 	if got := listed(); got != "u8/2,u9/1" {
 		t.Errorf("the Lease lists %q after the first renewal, want both revocations kept", got)
 	}
-	// u8/2's copy is gone: the sweep ends its revocation; a current
-	// renewal adopts nothing again.
+	// u8/2's copy is gone: a sweep revocationHold after the adoption
+	// ends its revocation; a current renewal adopts nothing again.
+	clk.Step(revocationHold)
 	f.settle("w1", Sweep{Present: map[string]bool{"u9/1": true}})
 	if err := f.renewOnce(context.Background(), fc, "w1", r, false); err != nil {
 		t.Fatal(err)
@@ -118,9 +149,10 @@ func TestRenewAdoptsAnotherProcessRevocations(t *testing.T) {
 		}
 		return l.Annotations[strata.RevokedDispatchesAnnotation]
 	}
+	clk := testingclock.NewFakeClock(t0)
 	process := func() *Fleet {
 		f := New(nil, "hub")
-		f.SetClock(testingclock.NewFakeClock(t0))
+		f.SetClock(clk)
 		f.renewed["w1"] = t0
 		return f
 	}
@@ -157,6 +189,7 @@ func TestRenewAdoptsAnotherProcessRevocations(t *testing.T) {
 	}
 	// Its own renewals again: nothing new to adopt; an ended revocation
 	// is written out.
+	clk.Step(revocationHold)
 	old.settle("w1", Sweep{Present: map[string]bool{"u2/1": true}})
 	if err := old.renewOnce(context.Background(), fc, "w1", r, false); err != nil {
 		t.Fatal(err)
@@ -317,5 +350,56 @@ func TestPublished(t *testing.T) {
 	f.noteRenewal(context.Background(), "w2", fenceState{reason: "Forbidden", failed: "refused"}, time.Time{})
 	if _, ok := f.Published("w2"); ok {
 		t.Error("a renewal that certainly failed recorded a duration")
+	}
+}
+
+// TestRevocationOfNoCopyIsWritten: a dispatch revoked though no copy of it
+// is found on the worker (its create had an unknown outcome: it may land
+// later) is written by the renewal after the sweep, not ended by that
+// sweep: ended unwritten, the take-back waiting for its write would wait
+// for ever, and the workload with it.
+func TestRevocationOfNoCopyIsWritten(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	scheme := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "strata-system", Name: strata.FencingLeasePrefix + "hub"}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	f := New(nil, "hub")
+	clk := testingclock.NewFakeClock(t0)
+	f.SetClock(clk)
+	fc := Fencing{Enabled: true, Namespace: key.Namespace, FenceAfter: 10 * time.Minute, ReplaceAfter: 15 * time.Minute}
+	f.SetFencing(fc)
+	f.renewed["w1"] = t0
+	r := &remote{client: c}
+	if err := f.renewOnce(context.Background(), &fc, "w1", r, true); err != nil {
+		t.Fatal(err)
+	}
+
+	if !f.Revoke("w1", "u4/1", t0) {
+		t.Fatal("Revoke on the current view: want it revoked")
+	}
+	// The renewal loop's order: the sweep (no copy of u4/1 there), then
+	// the write.
+	f.settle("w1", Sweep{Present: map[string]bool{}})
+	if err := f.renewOnce(context.Background(), &fc, "w1", r, false); err != nil {
+		t.Fatal(err)
+	}
+	if !f.RevocationWritten("w1", "u4/1") {
+		t.Error("a revocation of a dispatch with no copy found is never written")
+	}
+	var l coordinationv1.Lease
+	if err := c.Get(context.Background(), key, &l); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Annotations[strata.RevokedDispatchesAnnotation]; got != "u4/1" {
+		t.Errorf("the Lease lists %q, want u4/1", got)
+	}
+	// Still no copy revocationHold after the write: it ends.
+	clk.Step(revocationHold)
+	f.settle("w1", Sweep{Present: map[string]bool{}})
+	if got := f.Revoked("w1"); len(got) != 0 {
+		t.Errorf("revoked %v revocationHold after the write with no copy there, want none", got)
 	}
 }

@@ -132,6 +132,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := fence.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := fencing.NewPodsGone(mgr.GetClient(), mgr.GetAPIReader(), recorder).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := capacity.SetupWithManager(ctx, mgr, cache.Hooks{Workload: sched.WorkloadEvent, Queue: sched.Wake}); err != nil {
 		return err
 	}

@@ -93,10 +93,11 @@ func stateOf(wl *strata.Workload) workloadState {
 	if _, invalid := wl.Annotations[strata.InvalidAnnotation]; invalid || meta.IsStatusConditionTrue(wl.Status.Conditions, strata.WorkloadInvalid) {
 		return stateInvalid
 	}
-	if !workload.IsActive(wl) || workload.ExecutionExceeded(wl) {
+	if !workload.IsActive(wl) || workload.ExecutionExceeded(wl) || !wl.DeletionTimestamp.IsZero() {
 		// Marked for its maximum execution time and evicted before its
 		// deactivation was written: about to be deactivated, never
-		// admitted again in between.
+		// admitted again in between. Nor is one being deleted (a hub's
+		// copy held until its pods are gone: strata.PodsGoneFinalizer).
 		return stateInactive
 	}
 	return statePending

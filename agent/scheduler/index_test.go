@@ -224,6 +224,7 @@ func TestStateOf(t *testing.T) {
 		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason}
 	}
 	inactive := false
+	deleted := metav1.Now()
 	cases := map[string]struct {
 		wl   strata.Workload
 		want workloadState
@@ -239,6 +240,10 @@ func TestStateOf(t *testing.T) {
 			Conditions: []metav1.Condition{cond(strata.WorkloadDeactivationTarget, strata.MaximumExecutionTimeExceeded)}}},
 			want: stateInactive},
 		"deactivated": {wl: strata.Workload{Spec: strata.WorkloadSpec{Active: &inactive}}, want: stateInactive},
+		"being deleted, not admitted (a copy held until its pods are gone)": {wl: strata.Workload{ObjectMeta: metav1.ObjectMeta{
+			DeletionTimestamp: &deleted, Finalizers: []string{strata.PodsGoneFinalizer}}}, want: stateInactive},
+		"being deleted, admitted": {wl: strata.Workload{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleted},
+			Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "cq"}}}, want: stateAdmitted},
 		"finished": {wl: strata.Workload{Status: strata.WorkloadStatus{Admission: &strata.Admission{ClusterQueue: "cq"},
 			Conditions: []metav1.Condition{cond(strata.WorkloadFinished, "Succeeded")}}}, want: stateFinished},
 		"invalid": {wl: strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{cond(strata.WorkloadInvalid, "InvalidJob")}}},

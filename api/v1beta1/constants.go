@@ -257,6 +257,13 @@ const (
 	// only then, never beside a copy that may still run. The hub's intake
 	// creates every hub Workload with it.
 	CopyGoneFinalizer = Prefix + "copy-gone"
+	// PodsGoneFinalizer on a hub's copy Workload on a worker keeps it,
+	// once deleted with its job (kubectl delete job on the worker: the
+	// job goes at once, its pods terminate for their grace period), until
+	// no pod of it runs. The worker's agent creates every copy Workload
+	// with it and removes it then; the hub counts a copy Workload so held
+	// as running, and places its workload again only once it is gone.
+	PodsGoneFinalizer = Prefix + "pods-gone"
 	// AcceptClusterIDAnnotation on a WorkerCluster, set to the cluster ID
 	// its credential now reaches, accepts that the worker changed: the
 	// copies the hub dispatched to the cluster it reached before are given

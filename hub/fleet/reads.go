@@ -144,25 +144,28 @@ func (f *Fleet) LiveDispatches(ctx context.Context, name string) ([]string, erro
 // may still run: it is admitted, or it is orphaned (its copy deleted with
 // its pods orphaned: workload.Orphaned), which its agent deletes once
 // none of its pods runs, naming meanwhile those still going
-// (strata.GoingPodsAnnotation).
-func (f *Fleet) DispatchOn(ctx context.Context, name string, uid types.UID, generation int64) (exists, running bool, err error) {
+// (strata.GoingPodsAnnotation), or it is deleted and held by the agent
+// until its pods are gone (its copy deleted on the worker, the pods
+// terminating: workload.PodsGoing). running is that Workload, nil when
+// none may run.
+func (f *Fleet) DispatchOn(ctx context.Context, name string, uid types.UID, generation int64) (exists bool, running *strata.Workload, err error) {
 	f.mu.Lock()
 	r := f.remotes[name]
 	f.mu.Unlock()
 	if r == nil {
-		return false, false, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
+		return false, nil, fmt.Errorf("worker %s: %w", name, ErrNotConnected)
 	}
 	var list strata.WorkloadList
 	if err := r.client.List(ctx, &list, client.MatchingLabels{strata.OriginLabel: f.origin, strata.HubWorkloadUIDLabel: string(uid),
 		strata.DispatchGenerationLabel: strconv.FormatInt(generation, 10)}); err != nil {
-		return false, false, fmt.Errorf("listing the Workloads of a dispatch on %s: %w", name, err)
+		return false, nil, fmt.Errorf("listing the Workloads of a dispatch on %s: %w", name, err)
 	}
 	for i := range list.Items {
-		if list.Items[i].Status.Admission != nil || workload.Orphaned(&list.Items[i]) {
-			return true, true, nil
+		if wl := &list.Items[i]; wl.Status.Admission != nil || workload.Orphaned(wl) || workload.PodsGoing(wl) {
+			return true, wl, nil
 		}
 	}
-	return len(list.Items) > 0, false, nil
+	return len(list.Items) > 0, nil, nil
 }
 
 // Summaries returns a worker's capacity summaries as last read, one per

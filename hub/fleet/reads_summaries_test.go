@@ -52,7 +52,8 @@ func TestOnePerFlavor(t *testing.T) {
 
 // TestDispatchOn: a dispatch's Workload on a worker may still run while
 // it is admitted, or orphaned (its copy deleted with its pods orphaned:
-// its agent deletes it once none of its pods runs), finished or not.
+// its agent deletes it once none of its pods runs), finished or not, or
+// deleted and held by the agent until its pods are gone.
 func TestDispatchOn(t *testing.T) {
 	const uid, gen = "u1", int64(2)
 	wl := func(name string, mutate func(*strata.Workload)) *strata.Workload {
@@ -66,26 +67,36 @@ func TestDispatchOn(t *testing.T) {
 	}
 	admitted := func(w *strata.Workload) { w.Status.Admission = &strata.Admission{ClusterQueue: "cq"} }
 	orphaned := func(w *strata.Workload) { w.OwnerReferences = nil }
+	podsGoing := func(w *strata.Workload) {
+		w.Finalizers = []string{strata.PodsGoneFinalizer}
+		w.DeletionTimestamp = ptr.To(metav1.Now())
+	}
+	deletedElse := func(w *strata.Workload) {
+		w.Finalizers = []string{"example.com/other"}
+		w.DeletionTimestamp = ptr.To(metav1.Now())
+	}
 	cases := map[string]struct {
 		objs                 []client.Object
 		wantExists, wantRuns bool
 	}{
-		"none":                      {},
-		"admitted":                  {objs: []client.Object{wl("job-train", admitted)}, wantExists: true, wantRuns: true},
-		"evicted":                   {objs: []client.Object{wl("job-train", nil)}, wantExists: true},
-		"orphaned, evicted":         {objs: []client.Object{wl("job-train", orphaned)}, wantExists: true, wantRuns: true},
-		"another dispatch admitted": {objs: []client.Object{wl("job-train", func(w *strata.Workload) { admitted(w); w.Labels[strata.DispatchGenerationLabel] = "1" })}},
+		"none":                             {},
+		"admitted":                         {objs: []client.Object{wl("job-train", admitted)}, wantExists: true, wantRuns: true},
+		"evicted":                          {objs: []client.Object{wl("job-train", nil)}, wantExists: true},
+		"orphaned, evicted":                {objs: []client.Object{wl("job-train", orphaned)}, wantExists: true, wantRuns: true},
+		"deleted, evicted, its pods going": {objs: []client.Object{wl("job-train", podsGoing)}, wantExists: true, wantRuns: true},
+		"deleted, evicted, held by another finalizer": {objs: []client.Object{wl("job-train", deletedElse)}, wantExists: true},
+		"another dispatch admitted":                   {objs: []client.Object{wl("job-train", func(w *strata.Workload) { admitted(w); w.Labels[strata.DispatchGenerationLabel] = "1" })}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := New(nil, "hub")
 			f.remotes["w1"] = &remote{client: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.objs...).Build()}
-			exists, runs, err := f.DispatchOn(context.Background(), "w1", uid, gen)
+			exists, running, err := f.DispatchOn(context.Background(), "w1", uid, gen)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if exists != tc.wantExists || runs != tc.wantRuns {
-				t.Errorf("DispatchOn() = %t, %t; want %t, %t", exists, runs, tc.wantExists, tc.wantRuns)
+			if runs := running != nil; exists != tc.wantExists || runs != tc.wantRuns {
+				t.Errorf("DispatchOn() = %t, %t; want %t, %t", exists, running != nil, tc.wantExists, tc.wantRuns)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/jobs/batchjob"
 	"strata.dev/strata/pkg/tas"
+	"strata.dev/strata/pkg/workload"
 )
 
 // TestSyncFinalizer: a Keeper with a finalizer (the hub's) creates every
@@ -55,12 +56,15 @@ func TestSyncFinalizer(t *testing.T) {
 	earlier := makeJob("train", nil)
 	earlier.UID = "earlier-uid"
 	cases := map[string]struct {
-		finalizer  string
-		existing   func(t *testing.T, k *Keeper) *strata.Workload
-		wantErr    error
-		wantFinal  []string
-		wantSameRV bool // the existing Workload is not written
-		wantEvent  bool
+		finalizer string
+		// copiesOnly: the finalizer goes on hub copies only (the agent's
+		// WithFinalizerFor); copy: the job is one.
+		copiesOnly, copy bool
+		existing         func(t *testing.T, k *Keeper) *strata.Workload
+		wantErr          error
+		wantFinal        []string
+		wantSameRV       bool // the existing Workload is not written
+		wantEvent        bool
 	}{
 		"created with the finalizer":      {finalizer: strata.CopyGoneFinalizer, wantFinal: []string{strata.CopyGoneFinalizer}},
 		"created without one (the agent)": {},
@@ -71,20 +75,30 @@ func TestSyncFinalizer(t *testing.T) {
 		"an earlier job's, deleted, held by the finalizer: the job waits for it": {finalizer: strata.CopyGoneFinalizer, wantFinal: []string{strata.CopyGoneFinalizer},
 			wantSameRV: true, wantErr: ErrEarlierWorkloadGoing, wantEvent: true,
 			existing: func(t *testing.T, k *Keeper) *strata.Workload { return existing(t, k, earlier, true) }},
+		"the agent: a hub's copy is created with its finalizer": {finalizer: strata.PodsGoneFinalizer, copiesOnly: true, copy: true,
+			wantFinal: []string{strata.PodsGoneFinalizer}},
+		"the agent: a job of the worker's own gets none": {finalizer: strata.PodsGoneFinalizer, copiesOnly: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			k := newPriorityKeeper(t)
 			recorder := events.NewFakeRecorder(10)
 			k.recorder = recorder
-			if tc.finalizer != "" {
+			switch {
+			case tc.copiesOnly:
+				k.WithFinalizerFor(tc.finalizer, workload.IsCopy)
+			case tc.finalizer != "":
 				k.WithFinalizer(tc.finalizer)
 			}
 			var before *strata.Workload
 			if tc.existing != nil {
 				before = tc.existing(t, k)
 			}
-			_, err := k.Sync(ctx, batchjob.Adapt(makeJob("train", nil)))
+			job := makeJob("train", nil)
+			if tc.copy {
+				job.Labels[strata.OriginLabel], job.Labels[strata.HubWorkloadUIDLabel], job.Labels[strata.DispatchGenerationLabel] = "hub", "hub-uid", "1"
+			}
+			_, err := k.Sync(ctx, batchjob.Adapt(job))
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Sync() error = %v, want %v", err, tc.wantErr)
 			}

@@ -81,8 +81,9 @@ type Keeper struct {
 	lean     bool
 	// unsettledFirst: see WithUnsettledFirst.
 	unsettledFirst bool
-	// finalizer: see WithFinalizer.
+	// finalizer, finalizes: see WithFinalizer, WithFinalizerFor.
 	finalizer string
+	finalizes func(*strata.Workload) bool
 	tas       tas.Options
 	// elastic: see WithElasticJobs.
 	elastic bool
@@ -163,6 +164,20 @@ func (k *Keeper) WithOrphans() *Keeper {
 func (k *Keeper) WithFinalizer(f string) *Keeper {
 	k.finalizer = f
 	return k
+}
+
+// WithFinalizerFor is WithFinalizer for the Workloads that match only. For
+// the agent: a hub's copy Workload (strata.PodsGoneFinalizer), which, once
+// deleted with its job, stays until its pods are gone.
+func (k *Keeper) WithFinalizerFor(f string, match func(*strata.Workload) bool) *Keeper {
+	k.finalizer, k.finalizes = f, match
+	return k
+}
+
+// finalizesWorkload says whether the Keeper's finalizer goes on wl: never
+// on one being deleted (the API server refuses a new finalizer there).
+func (k *Keeper) finalizesWorkload(wl *strata.Workload) bool {
+	return k.finalizer != "" && wl.DeletionTimestamp.IsZero() && (k.finalizes == nil || k.finalizes(wl))
 }
 
 // ErrEarlierWorkloadGoing says that the Workload at a job's Workload name
@@ -620,6 +635,9 @@ func (k *Keeper) DeleteWorkload(ctx context.Context, job types.NamespacedName) e
 	if !orphaned && (!jobs.IsKind(k.kind, owner) || owner.Name != job.Name) {
 		return nil
 	}
+	if !wl.DeletionTimestamp.IsZero() {
+		return nil // deleted already, held by a finalizer
+	}
 	return client.IgnoreNotFound(k.client.Delete(ctx, &wl, client.Preconditions{UID: &wl.UID}))
 }
 
@@ -703,9 +721,15 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 	if err == nil && k.held(&wl) {
 		if !metav1.IsControlledBy(&wl, job) {
 			kind := j.Kind().GroupVersionKind().Kind
-			k.recorder.Eventf(job, &wl, corev1.EventTypeNormal, ReasonWaitingForEarlierWorkload, "Create",
-				"waits for the Workload %s of an earlier %s of the same name, which is being deleted: its copy on a worker is taken back first, so that the two never run at once ('kubectl strata explain' on this %s says what it waits for)",
-				wl.Name, kind, kind)
+			if k.finalizer == strata.PodsGoneFinalizer {
+				k.recorder.Eventf(job, &wl, corev1.EventTypeNormal, ReasonWaitingForEarlierWorkload, "Create",
+					"waits for the Workload %s of an earlier %s of the same name, which is being deleted: its pods end first, so that the two never run at once (the Workload's %s annotation names them)",
+					wl.Name, kind, strata.GoingPodsAnnotation)
+			} else {
+				k.recorder.Eventf(job, &wl, corev1.EventTypeNormal, ReasonWaitingForEarlierWorkload, "Create",
+					"waits for the Workload %s of an earlier %s of the same name, which is being deleted: its copy on a worker is taken back first, so that the two never run at once ('kubectl strata explain' on this %s says what it waits for)",
+					wl.Name, kind, kind)
+			}
 			return nil, ErrEarlierWorkloadGoing
 		}
 		// Deleted while its job exists: its copy is being taken back;
@@ -728,7 +752,7 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		if err := controllerutil.SetControllerReference(job, &wl, k.client.Scheme()); err != nil {
 			return nil, err
 		}
-		if k.finalizer != "" {
+		if k.finalizesWorkload(&wl) {
 			controllerutil.AddFinalizer(&wl, k.finalizer)
 		}
 		if err := k.client.Create(ctx, &wl); err != nil {
@@ -805,7 +829,7 @@ func (k *Keeper) apply(ctx context.Context, j jobs.Job, desired *strata.Workload
 		// is a patch of the finalizers: an admitted Workload's spec is not
 		// to be written.
 		before := wl.DeepCopy()
-		finalize := k.finalizer != "" && controllerutil.AddFinalizer(&wl, k.finalizer)
+		finalize := k.finalizesWorkload(&wl) && controllerutil.AddFinalizer(&wl, k.finalizer)
 		switch {
 		case update:
 			if err := k.client.Update(ctx, &wl); err != nil {

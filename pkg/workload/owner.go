@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,4 +105,17 @@ func OwnerJob(wl *strata.Workload) *corev1.ObjectReference {
 // to stop them. A Workload is always created with its job as controller.
 func Orphaned(wl *strata.Workload) bool {
 	return wl.Labels[strata.HubWorkloadUIDLabel] != "" && metav1.GetControllerOfNoCopy(wl) == nil && wl.DeletionTimestamp.IsZero()
+}
+
+// PodsGoing says whether a hub copy's Workload is deleted and held by the
+// agent's strata.PodsGoneFinalizer: its job is gone or going, and pods of
+// it may still run.
+func PodsGoing(wl *strata.Workload) bool {
+	return IsCopy(wl) && !wl.DeletionTimestamp.IsZero() && slices.Contains(wl.Finalizers, strata.PodsGoneFinalizer)
+}
+
+// IsCopy says whether wl is a hub's copy on a worker: it carries the hub
+// Workload's UID.
+func IsCopy(wl *strata.Workload) bool {
+	return wl.Labels[strata.HubWorkloadUIDLabel] != ""
 }

@@ -649,24 +649,7 @@ func (f *Fence) stopOrphaned(ctx context.Context, wl *strata.Workload) error {
 	if err := f.reader.List(ctx, &pods, client.InNamespace(wl.Namespace), client.MatchingLabels{strata.WorkloadLabel: wl.Name}); err != nil {
 		return err
 	}
-	var going []corev1.Pod
-	var errs []error
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		going = append(going, *p)
-		if !p.DeletionTimestamp.IsZero() || metav1.GetControllerOfNoCopy(p) != nil {
-			continue
-		}
-		if err := f.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting pod %s of copy %s, whose job was deleted with its pods orphaned: %w", p.Name, wl.Name, err))
-			continue
-		}
-		f.recorder.Eventf(p, wl, corev1.EventTypeWarning, ReasonOrphanedCopy, "Delete",
-			"The hub's copy %s was deleted with its pods orphaned; its pods are deleted, as the hub places the workload again", wl.Name)
-	}
+	going, errs := deleteOrphanedPods(ctx, f.client, f.recorder, wl, goingPods(pods.Items))
 	if len(going) > 0 {
 		_, err := intake.ReportGoingPods(ctx, f.client, wl, going)
 		return errors.Join(append(errs, err)...)
@@ -677,6 +660,27 @@ func (f *Fence) stopOrphaned(ctx context.Context, wl *strata.Workload) error {
 // ReasonOrphanedCopy is the reason of the events on the pods the agent
 // deletes of a copy deleted with its pods orphaned.
 const ReasonOrphanedCopy = "OrphanedCopy"
+
+// deleteOrphanedPods deletes, of going (the pods of copy wl that have not
+// ended), those without a controller, with an event on each; a pod a
+// child object still controls is left to it. It returns going and the
+// deletions that failed.
+func deleteOrphanedPods(ctx context.Context, c client.Client, recorder events.EventRecorder, wl *strata.Workload, going []corev1.Pod) ([]corev1.Pod, []error) {
+	var errs []error
+	for i := range going {
+		p := &going[i]
+		if !p.DeletionTimestamp.IsZero() || metav1.GetControllerOfNoCopy(p) != nil {
+			continue
+		}
+		if err := c.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting pod %s of copy %s, whose job was deleted with its pods orphaned: %w", p.Name, wl.Name, err))
+			continue
+		}
+		recorder.Eventf(p, wl, corev1.EventTypeWarning, ReasonOrphanedCopy, "Delete",
+			"The hub's copy %s was deleted with its pods orphaned; its pods are deleted, as the hub places the workload again", wl.Name)
+	}
+	return going, errs
+}
 
 // copyOf returns the job that controls a Workload, nil when it cannot be
 // read.

@@ -87,7 +87,8 @@ func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
 
 // NewKindReconciler returns a Reconciler of the Jobs of kind.
 func NewKindReconciler(kind pkgjobs.Kind, c client.Client, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder).WithLeanWorkloads().WithUnsettledFirst().WithElasticJobs(), clock: clock.RealClock{}}
+	return &Reconciler{kind: kind, client: c, recorder: recorder, intake: intake.New(kind, c, recorder).WithLeanWorkloads().WithUnsettledFirst().WithElasticJobs().
+		WithFinalizerFor(strata.PodsGoneFinalizer, workload.IsCopy), clock: clock.RealClock{}}
 }
 
 // WithClock stamps the Requeued conditions written when a Job is suspended
@@ -270,6 +271,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 	wl, err := r.intake.Sync(ctx, job)
 	if apierrors.IsInvalid(err) {
 		return r.rejected(ctx, job, err)
+	}
+	if errors.Is(err, intake.ErrEarlierWorkloadGoing) {
+		// A hub's copy of the same name, deleted, waits for its pods
+		// (strata.PodsGoneFinalizer); its deletion brings the job back.
+		*again = earlierWorkloadRetry
+		return nil
 	}
 	if err != nil || wl == nil {
 		return err
@@ -496,6 +503,12 @@ func (r *Reconciler) takeBackAdmission(ctx context.Context, job pkgjobs.Job) err
 // end of their pods change the job's status, which brings it back sooner;
 // this is the fallback.
 const childrenStopWait = 2 * time.Second
+
+// earlierWorkloadRetry is how often a job whose Workload name the
+// Workload of an earlier copy of the same name, deleted and waiting for
+// its pods, still holds looks again (its deletion's event is the usual
+// way back).
+const earlierWorkloadRetry = 10 * time.Second
 
 // takeBackAndUpdate takes the admission back from the Job and writes it;
 // while its children still run, it asks (again) for another look later.

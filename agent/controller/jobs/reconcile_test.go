@@ -482,6 +482,8 @@ func TestReconcileCarriesDispatchMetadata(t *testing.T) {
 		existing    func(t *testing.T, job *batchv1.Job) *strata.Workload
 		want        meta
 		wantWritten bool
+		// wantFinal, when set, is the Workload's finalizers after it.
+		wantFinal []string
 	}{
 		"created with them": {
 			job:         hubCopy(),
@@ -516,9 +518,21 @@ func TestReconcileCarriesDispatchMetadata(t *testing.T) {
 			existing: func(t *testing.T, job *batchv1.Job) *strata.Workload {
 				wl := admittedWorkload(t, job)
 				wl.Status = strata.WorkloadStatus{}
+				wl.Finalizers = []string{strata.PodsGoneFinalizer}
 				return wl
 			},
 			want: carried,
+		},
+		"a copy's Workload made without the finalizer (an earlier agent) gets it": {
+			job: hubCopy(),
+			existing: func(t *testing.T, job *batchv1.Job) *strata.Workload {
+				wl := admittedWorkload(t, job)
+				wl.Status = strata.WorkloadStatus{}
+				return wl
+			},
+			want:        carried,
+			wantFinal:   []string{strata.PodsGoneFinalizer},
+			wantWritten: true,
 		},
 		"a Job of no hub: its Workload is not written": {
 			job: makeJob("train", nil),
@@ -554,6 +568,11 @@ func TestReconcileCarriesDispatchMetadata(t *testing.T) {
 			}
 			if written := wl.ResourceVersion != before; written != tc.wantWritten {
 				t.Errorf("Workload written: %t, want %t", written, tc.wantWritten)
+			}
+			if tc.wantFinal != nil {
+				if diff := cmp.Diff(tc.wantFinal, wl.Finalizers); diff != "" {
+					t.Errorf("finalizers (-want,+got):\n%s", diff)
+				}
 			}
 		})
 	}

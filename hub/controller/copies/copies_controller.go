@@ -276,6 +276,9 @@ type scope struct {
 	updated *strata.Workload
 	// after runs once the status write landed (or none was needed).
 	after []func(context.Context) error
+	// runningCopy is the Workload of the current dispatch on its worker
+	// that may still run, as revokeStray last read it.
+	runningCopy *strata.Workload
 }
 
 // change applies fn to the hub Workload's status, to be written at the

@@ -243,11 +243,11 @@ func (r *Reconciler) revokeRefused(ctx context.Context, s *scope, refused error)
 	if !r.fleet.RevocationWritten(s.cluster, s.dispatch) {
 		return fmt.Errorf("dispatch %s on %s is revoked, its fencing Lease not written yet: %w", s.dispatch, s.cluster, errCopyGoing)
 	}
-	_, admitted, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
+	_, running, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
 	if err != nil {
 		return err
 	}
-	if admitted {
+	if running != nil {
 		return fmt.Errorf("dispatch %s on %s is revoked and still admitted: %w", s.dispatch, s.cluster, errCopyGoing)
 	}
 	return nil
@@ -463,6 +463,13 @@ func (r *Reconciler) confirmGone(ctx context.Context, s *scope) (ctrl.Result, er
 	// fencing Lease, so that the agent stops it and never admits it again,
 	// and the workload is placed again only once it does not run.
 	if err := r.revokeStray(ctx, s); errors.Is(err, errCopyGoing) {
+		if s.runningCopy != nil && s.wl.Status.Admission != nil {
+			// Said on the hub Workload, with the pods the agent names:
+			// still admitted here, so that no decision takes it for a
+			// take-back an earlier process left (takenBackBefore); the
+			// refusal's record clears it.
+			_ = s.copyGoing(err, s.runningCopy) // err itself, passed on
+		}
 		return ctrl.Result{RequeueAfter: notConnectedRetry}, nil
 	} else if err != nil {
 		return ctrl.Result{}, err
@@ -495,10 +502,11 @@ func relabelledOutcome(cluster string) outcome {
 // and never admits it again; while it is admitted, errCopyGoing says to
 // wait before placing the workload again.
 func (r *Reconciler) revokeStray(ctx context.Context, s *scope) error {
-	exists, admitted, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
+	exists, running, err := r.fleet.DispatchOn(ctx, s.cluster, s.wl.UID, s.gen)
 	if err != nil {
 		return err
 	}
+	s.runningCopy = running
 	// A copy whose create had an unknown outcome may land after the read
 	// that did not find it (the request still on its way through the
 	// worker's API server): revoked all the same, so that its agent
@@ -516,10 +524,10 @@ func (r *Reconciler) revokeStray(ctx context.Context, s *scope) error {
 		// elsewhere. The next reconcile reads the Workload there again.
 		return fmt.Errorf("dispatch %s on %s is revoked, its fencing Lease not written yet: %w", s.dispatch, s.cluster, errCopyGoing)
 	}
-	if admitted {
-		ctrl.LoggerFrom(ctx).Info("A Workload of the dispatch is admitted though its Job no longer carries this hub's labels: revoked, waiting for the agent to stop it",
+	if running != nil {
+		ctrl.LoggerFrom(ctx).Info("A Workload of the dispatch may still run though its Job is gone or no longer carries this hub's labels: revoked, waiting for the agent to stop it",
 			"cluster", s.cluster, "dispatch", s.dispatch)
-		return fmt.Errorf("dispatch %s on %s is revoked and still admitted: %w", s.dispatch, s.cluster, errCopyGoing)
+		return fmt.Errorf("dispatch %s on %s is revoked and may still run: %w", s.dispatch, s.cluster, errCopyGoing)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package lws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -55,7 +56,8 @@ type Reconciler struct {
 // NewReconciler returns a Reconciler; live reads past the cache (a group's
 // admission is confirmed there before its pods are stopped).
 func NewReconciler(c client.Client, live client.Reader, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, live: live, recorder: recorder, intake: intake.New(GroupKind(0), c, recorder)}
+	return &Reconciler{client: c, live: live, recorder: recorder, intake: intake.New(GroupKind(0), c, recorder).
+		WithFinalizerFor(strata.PodsGoneFinalizer, workload.IsCopy)}
 }
 
 // What strata-agent may do with LeaderWorkerSets on its cluster: its
@@ -99,6 +101,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}), builder.WithPredicates(podEvents()))
 	return r.intake.Watch(mgr, b).Complete(r)
 }
+
+// earlierWorkloadRetry is how often a set whose group Workload name an
+// earlier copy's group Workload, deleted and waiting for its pods, still
+// holds looks again.
+const earlierWorkloadRetry = 10 * time.Second
 
 // podEvents passes the pod events a set's reconcile acts on: a gated pod
 // not yet labelled with its Workload, a leader, and a labelled gated pod
@@ -163,6 +170,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, again *tim
 	replicas := workloadGroups(&l, pods.Items)
 	for g := range replicas {
 		if _, err := r.intake.Sync(ctx, Group{LeaderWorkerSet: &l, Index: g}); err != nil {
+			if errors.Is(err, intake.ErrEarlierWorkloadGoing) {
+				// An earlier copy's group Workload of that name, deleted,
+				// waits for its pods (strata.PodsGoneFinalizer).
+				*again = earlierWorkloadRetry
+				continue
+			}
 			if apierrors.IsInvalid(err) {
 				r.recorder.Eventf(&l, nil, corev1.EventTypeWarning, intake.ReasonInvalidJob, "Validate", "%s",
 					intake.Truncate("The API server rejected the Workload of group "+strconv.Itoa(int(g))+"; change the LeaderWorkerSet: "+err.Error(), intake.MaxEventNote))
@@ -328,6 +341,9 @@ func (r *Reconciler) dropWorkloads(ctx context.Context, set types.NamespacedName
 		}
 		if l != nil && owner.UID != l.UID {
 			continue // an earlier set's: garbage collection takes it
+		}
+		if !wl.DeletionTimestamp.IsZero() {
+			continue // deleted already, held by a finalizer
 		}
 		ctrl.LoggerFrom(ctx).V(2).Info("Deleting the Workload of a group the LeaderWorkerSet no longer has", "workload", wl.Name)
 		if err := r.client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}); client.IgnoreNotFound(err) != nil {

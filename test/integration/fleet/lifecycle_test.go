@@ -17,8 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	hubcopies "strata.dev/strata/hub/controller/copies"
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/pkg/workload"
+	"strata.dev/strata/test/integration/framework"
 )
 
 var _ = Describe("Dispatch lifecycle", func() {
@@ -225,40 +227,10 @@ var _ = Describe("Dispatch lifecycle", func() {
 			"w1": {{"4"}},
 			"w2": {{"4"}},
 		})
-		job := e.job("orphaned", 1, "1", nil)
-		Expect(hub.Client.Create(ctx, job)).To(Succeed())
-		var first string
-		Eventually(func(g Gomega) {
-			wl := hubWorkload(g, ctx, job)
-			g.Expect(wl.Status.Admission).NotTo(BeNil())
-			first = wl.Status.Placement.Cluster
-		}).Should(Succeed())
-		w := worker(first)
-		cp, _ := copyOn(Default, ctx, w, job)
-		Expect(cp).NotTo(BeNil())
+		job, first, w, cp := admittedCopy(ctx, e, "orphaned")
 
 		By("a pod of the copy on " + first + ", held Terminating by a finalizer once deleted")
-		const hold = "test.strata.dev/hold"
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "orphaned-0", Namespace: e.ns, Finalizers: []string{hold},
-				Labels: map[string]string{strata.WorkloadLabel: workload.JobWorkloadName(cp.Name)},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: cp.Name, UID: cp.UID,
-					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-		}
-		Expect(w.Client.Create(ctx, pod)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			Eventually(func(g Gomega) {
-				var p corev1.Pod
-				err := w.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)
-				if apierrors.IsNotFound(err) {
-					return
-				}
-				g.Expect(err).NotTo(HaveOccurred())
-				p.Finalizers = nil
-				g.Expect(w.Client.Update(ctx, &p)).To(Succeed())
-			}).Should(Succeed())
-		})
+		pod := heldPod(ctx, w, cp, "orphaned-0")
 
 		By("kubectl delete job --cascade=orphan on " + first + ": envtest runs no garbage collector, so what it does by hand (the dependents lose their owner, then the copy's orphan finalizer goes)")
 		Expect(w.Client.Delete(ctx, cp, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
@@ -295,25 +267,72 @@ var _ = Describe("Dispatch lifecycle", func() {
 			g.Expect(w.Client.Get(ctx, wlKey, &wwl)).To(Succeed())
 			g.Expect(wwl.Annotations[strata.GoingPodsAnnotation]).To(ContainSubstring(pod.Name))
 		}).Should(Succeed())
-		Consistently(func(g Gomega) {
-			wl := hubWorkload(g, ctx, job)
-			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), "placed again while the orphaned pod may run")
-		}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+		notPlacedAgain(ctx, job, "placed again while the orphaned pod may run")
+		waitsFor(ctx, job, pod)
 
 		By("the pod goes: so does the copy's Workload, and the hub places the workload again")
+		releasePod(ctx, w, pod)
+		placedAgainOnceGone(ctx, w, wlKey, job, first)
+	})
+
+	It("places again a copy deleted on its worker only once its pods are gone", func(ctx SpecContext) {
+		e := newEnv(ctx, "podsgone", map[string][][]string{
+			"w1": {{"4"}},
+			"w2": {{"4"}},
+		})
+		job, first, w, cp := admittedCopy(ctx, e, "podsgone")
+		wlKey := client.ObjectKey{Namespace: e.ns, Name: workload.JobWorkloadName(cp.Name)}
 		Eventually(func(g Gomega) {
-			var p corev1.Pod
-			g.Expect(w.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)).To(Succeed())
-			p.Finalizers = nil
-			g.Expect(w.Client.Update(ctx, &p)).To(Succeed())
+			var wwl strata.Workload
+			g.Expect(w.Client.Get(ctx, wlKey, &wwl)).To(Succeed())
+			g.Expect(wwl.Finalizers).To(ContainElement(strata.PodsGoneFinalizer), "the agent creates a copy's Workload with its finalizer")
 		}).Should(Succeed())
+
+		By("a pod of the copy on " + first + ", held Terminating by a finalizer once deleted")
+		pod := heldPod(ctx, w, cp, "podsgone-0")
+
+		By("kubectl delete job on " + first + " (background): the Job goes at once; envtest runs no garbage collector, so the pod's deletion is made by hand")
+		Expect(w.Client.Delete(ctx, cp, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Expect(w.Client.Delete(ctx, pod)).To(Succeed())
+
+		By("the copy's Workload, deleted, stays while the pod terminates, and names it; the hub waits for it")
 		Eventually(func(g Gomega) {
-			err := w.Client.Get(ctx, wlKey, &strata.Workload{})
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the orphaned copy's Workload: %v", err)
-			wl := hubWorkload(g, ctx, job)
-			g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(2)))
-			g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
-			g.Expect(wl.Status.Placement.Attempts[0].Message).To(ContainSubstring("deleted on " + first))
+			var wwl strata.Workload
+			g.Expect(w.Client.Get(ctx, wlKey, &wwl)).To(Succeed())
+			g.Expect(wwl.DeletionTimestamp).NotTo(BeNil(), "the agent deletes the Workload of a deleted Job")
+			g.Expect(wwl.Annotations[strata.GoingPodsAnnotation]).To(ContainSubstring(pod.Name))
+		}).Should(Succeed())
+		notPlacedAgain(ctx, job, "placed again while the copy's pod may run")
+		waitsFor(ctx, job, pod)
+
+		By("the pod goes: so does the copy's Workload, and the hub places the workload again")
+		releasePod(ctx, w, pod)
+		placedAgainOnceGone(ctx, w, wlKey, job, first)
+	})
+
+	It("lets a copy's Workload deleted on its own go at once while its Job is there", func(ctx SpecContext) {
+		e := newEnv(ctx, "wldeleted", map[string][][]string{"w1": {{"4"}}})
+		job := e.job("wldeleted", 1, "1", nil)
+		Expect(hub.Client.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hubWorkload(g, ctx, job).Status.Admission).NotTo(BeNil())
+		}).Should(Succeed())
+		w := worker("w1")
+		cp, _ := copyOn(Default, ctx, w, job)
+		Expect(cp).NotTo(BeNil())
+		wlKey := client.ObjectKey{Namespace: e.ns, Name: workload.JobWorkloadName(cp.Name)}
+		var wwl strata.Workload
+		Expect(w.Client.Get(ctx, wlKey, &wwl)).To(Succeed())
+		Expect(wwl.Finalizers).To(ContainElement(strata.PodsGoneFinalizer))
+		Expect(w.Client.Delete(ctx, &wwl)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var now strata.Workload
+			err := w.Client.Get(ctx, wlKey, &now)
+			if err == nil {
+				g.Expect(now.UID).NotTo(Equal(wwl.UID), "the Workload deleted while its Job is there still held")
+			} else {
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+			}
 		}).Should(Succeed())
 	})
 
@@ -411,5 +430,93 @@ func setWorkloadActive(ctx SpecContext, ns, name string, active bool) {
 		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wl)).To(Succeed())
 		wl.Spec.Active = ptr.To(active)
 		g.Expect(hub.Client.Update(ctx, &wl)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// heldPod creates on worker w a pod of copy cp's Workload, controlled by
+// cp, that a finalizer holds Terminating once deleted (releasePod lets it
+// go; so does the spec's cleanup).
+func heldPod(ctx SpecContext, w *framework.Cluster, cp *batchv1.Job, name string) *corev1.Pod {
+	GinkgoHelper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cp.Namespace, Finalizers: []string{"test.strata.dev/hold"},
+			Labels: map[string]string{strata.WorkloadLabel: workload.JobWorkloadName(cp.Name)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: cp.Name, UID: cp.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	Expect(w.Client.Create(ctx, pod)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { releasePod(ctx, w, pod) })
+	return pod
+}
+
+// releasePod takes heldPod's finalizer off pod, if it is still there.
+func releasePod(ctx SpecContext, w *framework.Cluster, pod *corev1.Pod) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var p corev1.Pod
+		err := w.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		p.Finalizers = nil
+		g.Expect(w.Client.Update(ctx, &p)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// placedAgainOnceGone waits for the copy's Workload wlKey on w to be gone
+// and job's hub Workload placed again, as a copy deleted on first.
+func placedAgainOnceGone(ctx SpecContext, w *framework.Cluster, wlKey client.ObjectKey, job *batchv1.Job, first string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		err := w.Client.Get(ctx, wlKey, &strata.Workload{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the copy's Workload: %v", err)
+		wl := hubWorkload(g, ctx, job)
+		g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(2)))
+		g.Expect(wl.Status.Admission).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+		g.Expect(wl.Status.Placement.Attempts[0].Message).To(ContainSubstring("deleted on " + first))
+		g.Expect(meta.FindStatusCondition(wl.Status.Conditions, hubcopies.ConditionCopyGoing)).To(BeNil(), "the take-back is over")
+	}).Should(Succeed())
+}
+
+// admittedCopy creates a one-pod Job named name in e and waits for it to
+// be admitted: it returns the Job, the worker it went to, that worker and
+// the copy there.
+func admittedCopy(ctx SpecContext, e *env, name string) (*batchv1.Job, string, *framework.Cluster, *batchv1.Job) {
+	GinkgoHelper()
+	job := e.job(name, 1, "1", nil)
+	Expect(hub.Client.Create(ctx, job)).To(Succeed())
+	var first string
+	Eventually(func(g Gomega) {
+		wl := hubWorkload(g, ctx, job)
+		g.Expect(wl.Status.Admission).NotTo(BeNil())
+		first = wl.Status.Placement.Cluster
+	}).Should(Succeed())
+	w := worker(first)
+	cp, _ := copyOn(Default, ctx, w, job)
+	Expect(cp).NotTo(BeNil())
+	return job, first, w, cp
+}
+
+// notPlacedAgain checks for 3 s that job's hub Workload stays on its
+// first dispatch.
+func notPlacedAgain(ctx SpecContext, job *batchv1.Job, why string) {
+	GinkgoHelper()
+	Consistently(func(g Gomega) {
+		wl := hubWorkload(g, ctx, job)
+		g.Expect(wl.Status.Placement.DispatchGeneration).To(Equal(int64(1)), why)
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+// waitsFor checks that job's hub Workload says it waits for pod
+// (CopyGoing, reason WaitingForPods, the pod named).
+func waitsFor(ctx SpecContext, job *batchv1.Job, pod *corev1.Pod) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(hubWorkload(g, ctx, job).Status.Conditions, hubcopies.ConditionCopyGoing)
+		g.Expect(c).NotTo(BeNil(), "the hub Workload says nothing of the pods it waits for")
+		g.Expect(c.Reason).To(Equal(hubcopies.ReasonWaitingForPods))
+		g.Expect(c.Message).To(ContainSubstring(pod.Name))
 	}).Should(Succeed())
 }

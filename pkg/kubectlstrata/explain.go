@@ -471,10 +471,22 @@ func noWorkloadYet(job pkgjobs.Job, wl *strata.Workload) error {
 }
 
 // copyHeld says, of a hub Workload being deleted that waits for its copy
-// (strata.CopyGoneFinalizer), what it waits for; "" when it does not.
+// (strata.CopyGoneFinalizer), or of a copy's Workload on a worker being
+// deleted that waits for its pods (strata.PodsGoneFinalizer), what it
+// waits for; "" when it does not.
 func copyHeld(wl *strata.Workload) string {
-	if wl.DeletionTimestamp.IsZero() || !slices.Contains(wl.Finalizers, strata.CopyGoneFinalizer) {
+	if wl.DeletionTimestamp.IsZero() {
 		return ""
+	}
+	if !slices.Contains(wl.Finalizers, strata.CopyGoneFinalizer) {
+		if !slices.Contains(wl.Finalizers, strata.PodsGoneFinalizer) {
+			return ""
+		}
+		held := "it goes once its pods are gone (strata-agent removes its " + strata.PodsGoneFinalizer + " finalizer then)"
+		if pods := wl.Annotations[strata.GoingPodsAnnotation]; pods != "" {
+			held += "; waiting for " + pods
+		}
+		return held
 	}
 	held := "it goes once its copy is gone from its worker or known stopped there"
 	if p := wl.Status.Placement; p != nil && p.Cluster != "" {

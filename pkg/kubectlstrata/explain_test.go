@@ -110,6 +110,17 @@ func TestNewExplainView(t *testing.T) {
 				Placement:   &PlacementView{Cluster: "w1", Flavor: "gpu", DispatchGeneration: 1},
 			},
 		},
+		"a copy's Workload on a worker, deleted, waiting for its pods": {
+			workload: func(wl *strata.Workload) {
+				wl.DeletionTimestamp = minutes(1)
+				wl.Finalizers = []string{strata.PodsGoneFinalizer}
+				wl.Annotations = map[string]string{strata.GoingPodsAnnotation: "train-0 (Terminating since 2026-12-07T11:00:00Z, node n1)"}
+			},
+			want: ExplainView{
+				Role: "worker", Job: ObjectRef{Namespace: "ml", Name: "train"}, Workload: "job-train", Queue: "team-a",
+				Deleting: "it goes once its pods are gone (strata-agent removes its strata.dev/pods-gone finalizer then); waiting for train-0 (Terminating since 2026-12-07T11:00:00Z, node n1)",
+			},
+		},
 		"an invalid Workload and an assignment that does not decode": {
 			workload: func(wl *strata.Workload) {
 				wl.Status.Conditions = []metav1.Condition{cond(strata.WorkloadInvalid, metav1.ConditionTrue, "LocalQueueNotFound", "LocalQueue team-a not found")}

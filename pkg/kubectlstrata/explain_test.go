@@ -183,6 +183,15 @@ func TestExplainErrors(t *testing.T) {
 			}()),
 			want: "job ml/train has no Workload yet: job-train belongs to an earlier Job of that name, which is being deleted; it goes once its copy on w1 is gone or known stopped there; then this Job gets its own",
 		},
+		"on a worker, the Workload of an earlier copy of that name, waiting for its pods": {
+			err: noWorkloadYet(batchjob.Adapt(job(nil)), func() *strata.Workload {
+				wl := stale.DeepCopy()
+				wl.DeletionTimestamp = minutes(1)
+				wl.Finalizers = []string{strata.PodsGoneFinalizer}
+				return wl
+			}()),
+			want: "job ml/train has no Workload yet: job-train belongs to an earlier Job of that name, which is being deleted; it goes once its pods are gone (strata-agent removes its strata.dev/pods-gone finalizer then); then this Job gets its own",
+		},
 		"the Job's Workload": {
 			err: noWorkloadYet(batchjob.Adapt(job(nil)), explainWorkload()),
 		},

@@ -70,6 +70,15 @@ type Recorder struct {
 type digest struct {
 	count int
 	names []string
+	// first is the first admission's related object (its Workload, at
+	// the resourceVersion that admitted it): the digest's related object.
+	// client-go's events library folds an event into the series of an
+	// earlier one with the same type, reason, action, regarding and
+	// related objects, keeping the earlier note; without an object that
+	// differs from digest to digest, every digest of a ClusterQueue after
+	// the first would only count up the first one's series and repeat its
+	// note.
+	first runtime.Object
 }
 
 // New returns a Recorder that records admissions with action, one event
@@ -96,7 +105,7 @@ func (r *Recorder) Admitted(a Admission) {
 	defer r.mu.Unlock()
 	d := r.pending[a.ClusterQueue]
 	if d == nil {
-		d = &digest{}
+		d = &digest{first: a.Related}
 		r.pending[a.ClusterQueue] = d
 	}
 	d.count++
@@ -142,7 +151,7 @@ func (r *Recorder) Flush() {
 	for _, q := range queues {
 		d := pending[q]
 		cq := &strata.ClusterQueue{TypeMeta: metav1.TypeMeta{APIVersion: strata.GroupVersion.String(), Kind: "ClusterQueue"}, ObjectMeta: metav1.ObjectMeta{Name: q}}
-		r.rec.Eventf(cq, nil, corev1.EventTypeNormal, r.reason, r.action, "%s", Message(d.count, d.names, r.interval))
+		r.rec.Eventf(cq, d.first, corev1.EventTypeNormal, r.reason, r.action, "%s", Message(d.count, d.names, r.interval))
 	}
 }
 

@@ -6,10 +6,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
+	strata "strata.dev/strata/api/v1beta1"
 )
 
 func TestMessage(t *testing.T) {
@@ -123,5 +128,68 @@ func TestRecorderStartsADigestEveryInterval(t *testing.T) {
 	<-done
 	if got, want := drain(rec), []string{"Normal Admitted 1 workload admitted in the last 30s: ml/b"}; !cmp.Equal(got, want) {
 		t.Errorf("on stop: %v, want %v", got, want)
+	}
+}
+
+// sink keeps what a real events broadcaster writes.
+type sink struct {
+	created chan *eventsv1.Event
+	patched chan *eventsv1.Event
+}
+
+func (s *sink) Create(_ context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	s.created <- e
+	return e, nil
+}
+
+func (s *sink) Update(_ context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	return e, nil
+}
+
+func (s *sink) Patch(_ context.Context, e *eventsv1.Event, _ []byte) (*eventsv1.Event, error) {
+	s.patched <- e
+	return e, nil
+}
+
+// TestDigestsAreNotFoldedIntoASeries checks, through client-go's own
+// events broadcaster, that a ClusterQueue's second digest is an event of
+// its own with its own note, not a count on the first one's series.
+func TestDigestsAreNotFoldedIntoASeries(t *testing.T) {
+	s := &sink{created: make(chan *eventsv1.Event, 10), patched: make(chan *eventsv1.Event, 10)}
+	b := events.NewBroadcaster(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.StartRecordingToSink(ctx.Done())
+	defer b.Shutdown()
+	scheme := runtime.NewScheme()
+	if err := strata.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	r := New(b.NewRecorder(scheme, "strata-agent"), configv1beta1.AdmissionEventsPerClusterQueue, "Admit")
+	wl := func(name, rv string) Admission {
+		a := admission("q1", "ml/"+name)
+		a.Related = &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, ResourceVersion: rv}}
+		return a
+	}
+	var notes []string
+	for _, a := range []Admission{wl("a", "1"), wl("b", "2"), wl("a", "3")} {
+		r.Admitted(a)
+		r.Flush()
+		select {
+		case e := <-s.created:
+			notes = append(notes, e.Note)
+		case e := <-s.patched:
+			t.Fatalf("digest for %s folded into the series of %q", a.Workload, e.Note)
+		case <-time.After(wait.ForeverTestTimeout):
+			t.Fatalf("digest for %s never written", a.Workload)
+		}
+	}
+	want := []string{
+		"1 workload admitted in the last 30s: ml/a",
+		"1 workload admitted in the last 30s: ml/b",
+		"1 workload admitted in the last 30s: ml/a",
+	}
+	if diff := cmp.Diff(want, notes); diff != "" {
+		t.Errorf("digests written (-want +got):\n%s", diff)
 	}
 }

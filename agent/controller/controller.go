@@ -30,6 +30,8 @@ import (
 	"strata.dev/strata/pkg/controller/localqueue"
 	queueindex "strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/lifecycle"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 )
@@ -121,6 +123,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	recorder := mgr.GetEventRecorder("strata-agent")
 	admissions := admitevents.New(recorder, cfg.Events.Admissions, "Admit").WithClock(o.eventsClock)
 	if err := mgr.Add(admissions); err != nil {
+		return err
+	}
+	if err := mgr.Add(lifecycle.New(mgr.GetCache(), metrics.AgentLifecycle, clock.RealClock{})); err != nil {
 		return err
 	}
 	capacity := cache.New()

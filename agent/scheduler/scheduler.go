@@ -1557,7 +1557,6 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, flavorName s
 			pending.written = v
 			s.mu.Unlock()
 		}
-		metrics.AdmissionLatency.WithLabelValues(admission.ClusterQueue).Observe(time.Since(wl.CreationTimestamp.Time).Seconds())
 		log.V(2).Info("Admitted", "workload", key, "flavor", flavorName)
 	}()
 }
@@ -1623,6 +1622,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 	var errs []error
 	metrics.BorrowedQuota.Reset()
 	metrics.LentQuota.Reset()
+	metrics.AgentQueues.Reset()
 	for _, cq := range cqs {
 		cq = cq.DeepCopy()
 		st := cq.Status.DeepCopy()
@@ -1641,6 +1641,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 			st.FairSharing = &strata.FairSharingStatus{WeightedShare: books.Share(cq.Name).Rounded()}
 		}
 		recordBorrowing(cq.Name, st.FlavorsReservation)
+		metrics.AgentQueues.Record(cq.Name, st, flavors)
 		active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"}
 		missing := s.missingFlavors(cq)
 		switch {

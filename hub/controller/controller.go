@@ -24,6 +24,8 @@ import (
 	"strata.dev/strata/pkg/controller/localqueue"
 	"strata.dev/strata/pkg/index"
 	"strata.dev/strata/pkg/jobs/kinds"
+	"strata.dev/strata/pkg/lifecycle"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 )
@@ -78,6 +80,9 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 		ReplaceAfter:  cfg.Fencing.ReplaceAfter.Duration,
 	})
 	if err := mgr.Add(f); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(lifecycle.New(mgr.GetCache(), metrics.HubLifecycle, clk)); err != nil {
 		return nil, err
 	}
 	// The ClusterProfile and ManagedCluster CRDs are optional: without

@@ -7,6 +7,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	strata "strata.dev/strata/api/v1beta1"
 )
 
 var (
@@ -78,6 +80,128 @@ func init() {
 	metrics.Registry.MustRegister(AdmissionLatency, PendingWorkloads, AdmittedPods, FreeCapacity, SummaryBytes, SummaryTimestamp,
 		PreemptedWorkloads, BorrowedQuota, LentQuota)
 }
+
+// QueueGauges show ClusterQueues' status as Kueue's metrics do: their
+// active workloads (status.admittedWorkloads and reservingWorkloads),
+// usage (status.flavorsUsage), reservations (the totals of
+// status.flavorsReservation) and nominal quota, per flavor and resource
+// (cpu in cores, memory in bytes).
+type QueueGauges struct {
+	AdmittedActive, ReservingActive  *prometheus.GaugeVec
+	Usage, Reservation, NominalQuota *prometheus.GaugeVec
+}
+
+func newQueueGauges(prefix string) QueueGauges {
+	perQueue := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help}, []string{"cluster_queue"})
+	}
+	perResource := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help + ", per flavor and resource (cpu in cores, memory in bytes)."},
+			[]string{"cluster_queue", "flavor", "resource"})
+	}
+	g := QueueGauges{
+		AdmittedActive:  perQueue("admitted_active_workloads", "Admitted workloads that have not finished, per ClusterQueue."),
+		ReservingActive: perQueue("reserving_active_workloads", "Workloads holding a quota reservation that have not finished (admitted, or waiting for admission checks), per ClusterQueue."),
+		Usage:           perResource("cluster_queue_resource_usage", "What a ClusterQueue's admitted workloads use"),
+		Reservation:     perResource("cluster_queue_resource_reservation", "What a ClusterQueue's workloads holding quota reserve"),
+		NominalQuota:    perResource("cluster_queue_nominal_quota", "A ClusterQueue's nominal quota"),
+	}
+	metrics.Registry.MustRegister(g.AdmittedActive, g.ReservingActive, g.Usage, g.Reservation, g.NominalQuota)
+	return g
+}
+
+// AgentQueues are strata-agent's: strata_admitted_active_workloads,
+// strata_cluster_queue_resource_usage, ...
+var AgentQueues = newQueueGauges("strata_")
+
+// HubQueues are strata-hub's, for its ClusterQueues: strata_hub_....
+var HubQueues = newQueueGauges("strata_hub_")
+
+// Record sets the gauges of ClusterQueue name from its status st and its
+// flavors' quotas.
+func (g QueueGauges) Record(name string, st *strata.ClusterQueueStatus, flavors []strata.FlavorQuotas) {
+	g.Forget(name)
+	g.AdmittedActive.WithLabelValues(name).Set(float64(st.AdmittedWorkloads))
+	g.ReservingActive.WithLabelValues(name).Set(float64(st.ReservingWorkloads))
+	for _, f := range st.FlavorsUsage {
+		for r, q := range f.Resources {
+			g.Usage.WithLabelValues(name, f.Name, string(r)).Set(q.AsApproximateFloat64())
+		}
+	}
+	for _, f := range st.FlavorsReservation {
+		for _, r := range f.Resources {
+			g.Reservation.WithLabelValues(name, f.Name, string(r.Name)).Set(r.Total.AsApproximateFloat64())
+		}
+	}
+	for _, fq := range flavors {
+		for _, r := range fq.Resources {
+			g.NominalQuota.WithLabelValues(name, fq.Name, string(r.Name)).Set(r.NominalQuota.AsApproximateFloat64())
+		}
+	}
+}
+
+// Forget removes the gauges of ClusterQueue name (deleted).
+func (g QueueGauges) Forget(name string) {
+	for _, v := range []*prometheus.GaugeVec{g.AdmittedActive, g.ReservingActive, g.Usage, g.Reservation, g.NominalQuota} {
+		v.DeletePartialMatch(prometheus.Labels{"cluster_queue": name})
+	}
+}
+
+// Reset removes every ClusterQueue's gauges.
+func (g QueueGauges) Reset() {
+	for _, v := range []*prometheus.GaugeVec{g.AdmittedActive, g.ReservingActive, g.Usage, g.Reservation, g.NominalQuota} {
+		v.Reset()
+	}
+}
+
+// Lifecycle are the workload lifecycle metrics of one binary (Kueue's
+// names under its prefix), recorded by pkg/lifecycle from the Workloads'
+// transitions, all by ClusterQueue.
+type Lifecycle struct {
+	// QuotaReserved and Admitted count reservations and admissions.
+	QuotaReserved, Admitted *prometheus.CounterVec
+	// Evicted counts evictions, by ClusterQueue and reason.
+	Evicted *prometheus.CounterVec
+	// QuotaReservedWait and AdmissionWait are the times from a workload's
+	// creation or requeueing to its reservation and its admission;
+	// ChecksWait from its reservation to its admission, for queues with
+	// admission checks.
+	QuotaReservedWait, AdmissionWait, ChecksWait *prometheus.HistogramVec
+	// Latency, when set, is the time from a workload's creation to its
+	// admission.
+	Latency *prometheus.HistogramVec
+}
+
+// newLifecycle returns the lifecycle metrics named prefix_..., registered.
+func newLifecycle(prefix, who string, latency *prometheus.HistogramVec) Lifecycle {
+	wait := func(name, help string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: prefix + name, Help: help,
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 18)}, []string{"cluster_queue"})
+	}
+	l := Lifecycle{
+		QuotaReserved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "quota_reserved_workloads_total",
+			Help: "Workloads that reserved quota" + who + ", per ClusterQueue."}, []string{"cluster_queue"}),
+		Admitted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "admitted_workloads_total",
+			Help: "Workloads admitted" + who + ", per ClusterQueue."}, []string{"cluster_queue"}),
+		Evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "evicted_workloads_total",
+			Help: "Admitted workloads evicted" + who + ", per ClusterQueue and reason (the Evicted condition's)."}, []string{"cluster_queue", "reason"}),
+		QuotaReservedWait: wait("quota_reserved_wait_time_seconds", "Time from a workload's creation or requeueing to its quota reservation"+who+"."),
+		AdmissionWait:     wait("admission_wait_time_seconds", "Time from a workload's creation or requeueing to its admission"+who+"."),
+		ChecksWait:        wait("admission_checks_wait_time_seconds", "Time from a workload's quota reservation to its admission once its admission checks are Ready"+who+"."),
+		Latency:           latency,
+	}
+	metrics.Registry.MustRegister(l.QuotaReserved, l.Admitted, l.Evicted, l.QuotaReservedWait, l.AdmissionWait, l.ChecksWait)
+	return l
+}
+
+// AgentLifecycle are strata-agent's lifecycle metrics: strata_..._total
+// and strata_..._seconds, and strata_admission_latency_seconds.
+var AgentLifecycle = newLifecycle("strata_", "", AdmissionLatency)
+
+// HubLifecycle are strata-hub's: strata_hub_..., for its own Workloads
+// (reserved: dispatched to a worker; admitted: the worker admitted the
+// copy).
+var HubLifecycle = newLifecycle("strata_hub_", " by the hub", nil)
 
 var (
 	// Replacements counts failed-node replacement searches by result

@@ -28,6 +28,7 @@ import (
 	"strata.dev/strata/hub/dispatch"
 	"strata.dev/strata/pkg/controller/throttle"
 	"strata.dev/strata/pkg/index"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/queue"
 )
 
@@ -144,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &cq); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.Forget(req.Name)
+			metrics.HubQueues.Forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -184,6 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	st := StatusInTree(&cq, wls, cohorts, peers...)
+	metrics.HubQueues.Record(cq.Name, &st, queue.Flavors(&cq))
 	if equality.Semantic.DeepEqual(st, cq.Status) {
 		return ctrl.Result{}, nil
 	}

@@ -6,7 +6,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -396,6 +398,25 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(promtest.ToFloat64(metrics.FreeCapacity.WithLabelValues("tas-admit", "b1", "cpu"))).To(BeZero())
 			g.Expect(promtest.ToFloat64(metrics.FreeCapacity.WithLabelValues("tas-admit", "b1", "pods"))).To(BeNumerically(">", 0))
 			g.Expect(promtest.CollectAndCount(metrics.AdmissionLatency)).To(BeNumerically(">", 0))
+			// Kueue's lifecycle metrics: the specs above admitted Jobs in
+			// admit-q, and evicted one its user suspended and one resized.
+			m := metrics.AgentLifecycle
+			g.Expect(promtest.ToFloat64(m.QuotaReserved.WithLabelValues("admit-q"))).To(BeNumerically(">=", 5))
+			g.Expect(promtest.ToFloat64(m.Admitted.WithLabelValues("admit-q"))).To(BeNumerically(">=", 5))
+			g.Expect(promtest.ToFloat64(m.Evicted.WithLabelValues("admit-q", "JobSuspended"))).To(BeNumerically(">=", 1))
+			g.Expect(promtest.ToFloat64(m.Evicted.WithLabelValues("admit-q", jobs.ReasonJobChanged))).To(BeNumerically(">=", 1))
+			g.Expect(histogramCount(g, m.AdmissionWait, "admit-q")).To(BeNumerically(">=", 5))
+			g.Expect(histogramCount(g, m.QuotaReservedWait, "admit-q")).To(BeNumerically(">=", 5))
+			g.Expect(promtest.ToFloat64(metrics.AgentQueues.AdmittedActive.WithLabelValues("admit-q"))).To(BeNumerically(">=", 1))
+			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Usage.WithLabelValues("admit-q", "tas-admit", "cpu"))).To(BeNumerically(">", 0))
 		}, timeout).Should(Succeed())
 	})
 })
+
+// histogramCount is how many observations a histogram of a ClusterQueue
+// holds.
+func histogramCount(g Gomega, h *prometheus.HistogramVec, queue string) uint64 {
+	var m dto.Metric
+	g.Expect(h.WithLabelValues(queue).(prometheus.Metric).Write(&m)).To(Succeed())
+	return m.GetHistogram().GetSampleCount()
+}

@@ -3,6 +3,7 @@ package agent
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +14,7 @@ import (
 	"strata.dev/strata/agent/scheduler"
 	strata "strata.dev/strata/api/v1beta1"
 	lwsjobs "strata.dev/strata/pkg/jobs/lws"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -152,6 +154,14 @@ var _ = Describe("AdmissionChecks", Ordered, Label("agent", "admissionchecks"), 
 			var cq strata.ClusterQueue
 			g.Expect(worker.Client.Get(ctx, client.ObjectKey{Name: "checks-q"}, &cq)).To(Succeed())
 			g.Expect([]int32{cq.Status.ReservingWorkloads, cq.Status.AdmittedWorkloads}).To(Equal([]int32{1, 1}))
+		}, timeout).Should(Succeed())
+		By("the metrics count a reservation, then an admission that waited for its checks (Kueue's)")
+		Eventually(func(g Gomega) {
+			m := metrics.AgentLifecycle
+			g.Expect(promtest.ToFloat64(m.QuotaReserved.WithLabelValues("checks-q"))).To(BeNumerically(">=", 1))
+			g.Expect(promtest.ToFloat64(m.Admitted.WithLabelValues("checks-q"))).To(BeNumerically(">=", 1))
+			g.Expect(histogramCount(g, m.ChecksWait, "checks-q")).To(BeNumerically(">=", 1))
+			g.Expect(histogramCount(g, m.Latency, "checks-q")).To(BeNumerically(">=", 1), "observed at the admission, not the reservation")
 		}, timeout).Should(Succeed())
 
 		By("a check Pending again after the admission: the Job stays admitted and running, as in Kueue")

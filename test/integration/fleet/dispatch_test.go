@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/workload"
 )
 
@@ -66,6 +68,16 @@ var _ = Describe("Dispatch", func() {
 			g.Expect(tmpl.Spec.Containers[0].Image).To(BeEmpty())
 			g.Expect(tmpl.Spec.Containers[0].Resources.Requests).To(Equal(c.Resources.Requests))
 			g.Expect(tmpl.Spec.Volumes).To(BeEmpty())
+		}).Should(Succeed())
+		By("the hub's and the worker's metrics count the reservation and the admission (Kueue's)")
+		Eventually(func(g Gomega) {
+			for _, m := range []metrics.Lifecycle{metrics.HubLifecycle, metrics.AgentLifecycle} {
+				g.Expect(promtest.ToFloat64(m.QuotaReserved.WithLabelValues("cq-rack"))).To(BeNumerically(">=", 1))
+				g.Expect(promtest.ToFloat64(m.Admitted.WithLabelValues("cq-rack"))).To(BeNumerically(">=", 1))
+			}
+			for _, q := range []metrics.QueueGauges{metrics.HubQueues, metrics.AgentQueues} {
+				g.Expect(promtest.ToFloat64(q.AdmittedActive.WithLabelValues("cq-rack"))).To(BeNumerically(">=", 1))
+			}
 		}).Should(Succeed())
 	})
 

@@ -70,8 +70,9 @@ type Recorder struct {
 type digest struct {
 	count int
 	names []string
-	// first is the first admission's related object (its Workload, at
-	// the resourceVersion that admitted it): the digest's related object.
+	// first is the first admission's related object (its Workload, as
+	// its admission was read, with that resourceVersion): the digest's
+	// related object.
 	// client-go's events library folds an event into the series of an
 	// earlier one with the same type, reason, action, regarding and
 	// related objects, keeping the earlier note; without an object that

@@ -35,7 +35,7 @@ import (
 type Transition struct {
 	// ClusterQueue is the queue of the admission the transition concerns:
 	// the new one for a reservation or an admission, the one taken back
-	// for an eviction.
+	// for an eviction or a release.
 	ClusterQueue string
 	// Reserved: the update reserved quota (status.admission set where
 	// there was none).
@@ -43,12 +43,21 @@ type Transition struct {
 	// Admitted: Admitted became True (at once with the reservation for a
 	// queue without admission checks, later for one with them).
 	Admitted bool
-	// Evicted is the reason of an eviction the update recorded; "" for
-	// none.
+	// Evicted is the reason of an eviction the update recorded while the
+	// workload held its admission (its Evicted condition became True, or
+	// names a new reason, message or time); "" for none.
 	Evicted string
-	// Released: the update took the workload's admission back (it waits
-	// in its queue again, or has finished).
+	// Released: the update took the workload's admission back, which is
+	// not its dispatch (HandedOver); Why says why (the Evicted condition's
+	// reason when True, else the Admitted condition's).
 	Released bool
+	Why      string
+	// HandedOver: a hub's own quota reservation (held while its queue's
+	// admission checks were decided) became a dispatch to a worker, whose
+	// admission the hub records next: not a release.
+	HandedOver bool
+	// Finished: the workload has finished.
+	Finished bool
 }
 
 // Of returns what the update from old to cur did. Pure: the metrics and
@@ -63,19 +72,43 @@ func Of(old, cur *strata.Workload) Transition {
 	if !t.Reserved && !t.Admitted {
 		t.ClusterQueue = ""
 	}
-	if old.Status.Admission != nil {
-		if cur.Status.Admission == nil {
-			t.ClusterQueue, t.Released = old.Status.Admission.ClusterQueue, true
+	if old.Status.Admission == nil {
+		return t
+	}
+	evicted := meta.FindStatusCondition(cur.Status.Conditions, strata.WorkloadEvicted)
+	if evicted != nil && evicted.Status == metav1.ConditionTrue {
+		was := meta.FindStatusCondition(old.Status.Conditions, strata.WorkloadEvicted)
+		if was == nil || was.Status != metav1.ConditionTrue || was.Reason != evicted.Reason || was.Message != evicted.Message ||
+			!was.LastTransitionTime.Equal(&evicted.LastTransitionTime) {
+			t.ClusterQueue, t.Evicted = old.Status.Admission.ClusterQueue, evicted.Reason
 		}
-		if c := meta.FindStatusCondition(cur.Status.Conditions, strata.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
-			was := meta.FindStatusCondition(old.Status.Conditions, strata.WorkloadEvicted)
-			if was == nil || was.Status != metav1.ConditionTrue || was.Reason != c.Reason || was.Message != c.Message ||
-				!was.LastTransitionTime.Equal(&c.LastTransitionTime) {
-				t.ClusterQueue, t.Evicted = old.Status.Admission.ClusterQueue, c.Reason
-			}
+	}
+	if cur.Status.Admission == nil {
+		t.ClusterQueue = old.Status.Admission.ClusterQueue
+		t.Finished = isTrue(cur, strata.WorkloadFinished)
+		if dispatched(old, cur) && t.Evicted == "" {
+			t.HandedOver = true
+			return t
+		}
+		t.Released = true
+		switch c := meta.FindStatusCondition(cur.Status.Conditions, strata.WorkloadAdmitted); {
+		case evicted != nil && evicted.Status == metav1.ConditionTrue:
+			t.Why = evicted.Reason
+		case c != nil:
+			t.Why = c.Reason
 		}
 	}
 	return t
+}
+
+// dispatched says whether the update from old to cur recorded a new
+// dispatch to a worker (the hub's status.placement).
+func dispatched(old, cur *strata.Workload) bool {
+	p := cur.Status.Placement
+	if p == nil || p.Cluster == "" {
+		return false
+	}
+	return old.Status.Placement == nil || old.Status.Placement.DispatchGeneration < p.DispatchGeneration
 }
 
 func isTrue(wl *strata.Workload, condition string) bool {
@@ -108,11 +141,17 @@ type Recorder struct {
 	// across evictions keeps its first time). Objects are the fallback,
 	// after a restart or a change of leader.
 	pendingSince, reservedAt map[types.NamespacedName]time.Time
+	// evicted are the workloads whose eviction was counted while they
+	// still held their admission (their kind's controller takes it back
+	// in a later write); handedOver those whose hub reservation became a
+	// dispatch, whose next reservation is the worker's admission.
+	evicted, handedOver map[types.NamespacedName]bool
 }
 
 // New returns a Recorder of m on the Workloads of c.
 func New(c ctrlcache.Informers, m metrics.Lifecycle, clk clock.PassiveClock) *Recorder {
-	return &Recorder{cache: c, metrics: m, clock: clk, pendingSince: map[types.NamespacedName]time.Time{}, reservedAt: map[types.NamespacedName]time.Time{}}
+	return &Recorder{cache: c, metrics: m, clock: clk, pendingSince: map[types.NamespacedName]time.Time{}, reservedAt: map[types.NamespacedName]time.Time{},
+		evicted: map[types.NamespacedName]bool{}, handedOver: map[types.NamespacedName]bool{}}
 }
 
 // NeedLeaderElection is true: the leader's metrics count each transition
@@ -150,6 +189,13 @@ func (r *Recorder) Start(ctx context.Context) error {
 }
 
 // Update records what the update from old to cur did.
+//
+// An eviction counts once: when its Evicted condition is written while
+// the workload still holds its admission, or else when the admission is
+// taken back before the workload finished (an Evicted condition left True
+// by an earlier eviction and written again unchanged, or a take-back
+// that writes none, as the hub's for a deactivated workload or a copy
+// its worker evicted: its reason is then the Admitted condition's).
 func (r *Recorder) Update(old, cur *strata.Workload) {
 	t := Of(old, cur)
 	if t == (Transition{}) {
@@ -159,24 +205,41 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	queued, ok := r.pendingSince[key]
-	if !ok {
-		queued = QueuedSince(old)
+	// Kueue's "created or requeued": the later of what this process saw
+	// and what the object says (a Requeued condition set True once a
+	// backoff or a hold is over).
+	queued := QueuedSince(old)
+	if at, ok := r.pendingSince[key]; ok && at.After(queued) {
+		queued = at
 	}
 	if t.Evicted != "" {
 		r.metrics.Evicted.WithLabelValues(t.ClusterQueue, t.Evicted).Inc()
+		r.evicted[key] = true
+	}
+	if t.HandedOver {
+		r.handedOver[key] = true
 	}
 	if t.Released {
+		if !r.evicted[key] && !t.Finished && t.Why != "" {
+			r.metrics.Evicted.WithLabelValues(t.ClusterQueue, t.Why).Inc()
+		}
+		delete(r.evicted, key)
+		delete(r.handedOver, key)
 		delete(r.reservedAt, key)
-		if !isTrue(cur, strata.WorkloadFinished) {
+		if !t.Finished {
 			r.pendingSince[key] = now // back in its queue
 		}
 	}
+	handedOver := r.handedOver[key]
 	if t.Reserved {
+		delete(r.evicted, key)
 		delete(r.pendingSince, key)
-		r.metrics.QuotaReserved.WithLabelValues(t.ClusterQueue).Inc()
-		r.metrics.QuotaReservedWait.WithLabelValues(t.ClusterQueue).Observe(seconds(now.Sub(queued)))
-		r.reservedAt[key] = now
+		delete(r.handedOver, key)
+		if !handedOver {
+			r.metrics.QuotaReserved.WithLabelValues(t.ClusterQueue).Inc()
+			r.metrics.QuotaReservedWait.WithLabelValues(t.ClusterQueue).Observe(seconds(now.Sub(queued)))
+			r.reservedAt[key] = now
+		}
 	}
 	if t.Admitted {
 		reserved, ok := r.reservedAt[key]
@@ -186,7 +249,7 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 		delete(r.reservedAt, key)
 		r.metrics.Admitted.WithLabelValues(t.ClusterQueue).Inc()
 		r.metrics.AdmissionWait.WithLabelValues(t.ClusterQueue).Observe(seconds(now.Sub(queued)))
-		if !t.Reserved {
+		if !t.Reserved || handedOver {
 			// Its quota was reserved before: its admission checks took
 			// this long.
 			r.metrics.ChecksWait.WithLabelValues(t.ClusterQueue).Observe(seconds(now.Sub(reserved)))
@@ -202,6 +265,8 @@ func (r *Recorder) forget(key types.NamespacedName) {
 	defer r.mu.Unlock()
 	delete(r.pendingSince, key)
 	delete(r.reservedAt, key)
+	delete(r.evicted, key)
+	delete(r.handedOver, key)
 }
 
 // seconds is d in seconds, never below 0 (clocks of the objects' writers

@@ -28,6 +28,12 @@ func wl(queue string, conds ...metav1.Condition) *strata.Workload {
 	return w
 }
 
+// dispatchedTo records a hub dispatch (the first) on w.
+func dispatchedTo(w *strata.Workload) *strata.Workload {
+	w.Status.Placement = &strata.Placement{Cluster: "w1", DispatchGeneration: 1}
+	return w
+}
+
 func cond(t, status, reason, message string, at time.Time) metav1.Condition {
 	return metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(at)}
 }
@@ -54,18 +60,29 @@ func TestOf(t *testing.T) {
 			want: Transition{ClusterQueue: "q", Admitted: true}},
 		{name: "nothing: an admitted workload's status changes", old: wl("q", admitted), cur: wl("q", admitted, cond(strata.WorkloadPodsReady, "True", "PodsReady", "", t0))},
 		{name: "preempted: evicted and released in one write", old: wl("q", admitted), cur: wl("", preempted, pending),
-			want: Transition{ClusterQueue: "q", Evicted: strata.EvictedByPreemption, Released: true}},
+			want: Transition{ClusterQueue: "q", Evicted: strata.EvictedByPreemption, Released: true, Why: strata.EvictedByPreemption}},
 		{name: "evicted first, released in a later write", old: wl("q", admitted), cur: wl("q", admitted, fenced),
 			want: Transition{ClusterQueue: "q", Evicted: strata.EvictedByFencing}},
-		{name: "the later write: released, not evicted again", old: wl("q", admitted, fenced), cur: wl("", fenced, pending),
-			want: Transition{ClusterQueue: "q", Released: true}},
+		{name: "the later write: released, its condition unchanged", old: wl("q", admitted, fenced), cur: wl("", fenced, pending),
+			want: Transition{ClusterQueue: "q", Released: true, Why: strata.EvictedByFencing}},
 		{name: "re-admitted with an old Evicted condition: no eviction", old: wl("", preempted, pending), cur: wl("q", preempted, admitted),
 			want: Transition{ClusterQueue: "q", Reserved: true, Admitted: true}},
 		{name: "preempted again: the condition stays True with a new message", old: wl("q", preempted, admitted), cur: wl("", preemptedAgain, pending),
-			want: Transition{ClusterQueue: "q", Evicted: strata.EvictedByPreemption, Released: true}},
+			want: Transition{ClusterQueue: "q", Evicted: strata.EvictedByPreemption, Released: true, Why: strata.EvictedByPreemption}},
+		{name: "evicted again as before: the condition unchanged, the admission taken back", old: wl("q", preempted, admitted), cur: wl("", preempted, pending),
+			want: Transition{ClusterQueue: "q", Released: true, Why: strata.EvictedByPreemption}},
+		{name: "taken back with no Evicted condition: the Admitted condition says why", old: wl("q", admitted),
+			cur:  wl("", cond(strata.WorkloadAdmitted, "False", "Deactivated", "deactivated", t0)),
+			want: Transition{ClusterQueue: "q", Released: true, Why: "Deactivated"}},
 		{name: "nothing: an Evicted condition on a workload holding no admission", old: wl("", pending), cur: wl("", fenced, pending)},
 		{name: "finished: released", old: wl("q", admitted), cur: wl("", admitted, cond(strata.WorkloadFinished, "True", "Succeeded", "", t0)),
-			want: Transition{ClusterQueue: "q", Released: true}},
+			want: Transition{ClusterQueue: "q", Released: true, Why: "Admitted", Finished: true}},
+		{name: "a hub's reservation becomes a dispatch: handed over", old: wl("q", reserved, waiting), cur: dispatchedTo(wl("", waiting)),
+			want: Transition{ClusterQueue: "q", HandedOver: true}},
+		{name: "the worker's admission of the dispatched copy", old: dispatchedTo(wl("", waiting)), cur: dispatchedTo(wl("q", admitted)),
+			want: Transition{ClusterQueue: "q", Reserved: true, Admitted: true}},
+		{name: "a copy taken back without a new dispatch: released", old: dispatchedTo(wl("q", admitted)), cur: dispatchedTo(wl("", pending)),
+			want: Transition{ClusterQueue: "q", Released: true, Why: "Pending"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Of(tc.old, tc.cur)); diff != "" {
@@ -137,18 +154,65 @@ func TestRecorder(t *testing.T) {
 	clk.SetTime(t0.Add(27 * time.Second))
 	r.Update(wl("", pending), wl("q", admitted))
 
+	// Evicted by fencing while admitted, its admission taken back in a
+	// later write: one eviction. Then admitted again at 30 s, evicted
+	// again the same way with its condition unchanged: a second.
+	clk.SetTime(t0.Add(28 * time.Second))
+	fenced := cond(strata.WorkloadEvicted, "True", strata.EvictedByFencing, "fenced", t0)
+	r.Update(wl("q", admitted), wl("q", admitted, fenced))
+	r.Update(wl("q", admitted, fenced), wl("", fenced, pending))
+	clk.SetTime(t0.Add(30 * time.Second))
+	r.Update(wl("", fenced, pending), wl("q", fenced, admitted))
+	r.Update(wl("q", fenced, admitted), wl("", fenced, pending))
+
 	for _, c := range []struct {
 		name string
 		got  float64
 		want float64
 	}{
-		{"quota reserved", promtest.ToFloat64(m.QuotaReserved.WithLabelValues("q")), 2},
-		{"admitted", promtest.ToFloat64(m.Admitted.WithLabelValues("q")), 2},
+		{"evicted by fencing", promtest.ToFloat64(m.Evicted.WithLabelValues("q", strata.EvictedByFencing)), 2},
+		{"quota reserved", promtest.ToFloat64(m.QuotaReserved.WithLabelValues("q")), 3},
+		{"admitted", promtest.ToFloat64(m.Admitted.WithLabelValues("q")), 3},
 		{"evicted by preemption", promtest.ToFloat64(m.Evicted.WithLabelValues("q", strata.EvictedByPreemption)), 1},
-		{"reservation waits (10 s, 7 s)", sum(t, m.QuotaReservedWait), 17},
-		{"admission waits (15 s, 7 s)", sum(t, m.AdmissionWait), 22},
+		{"reservation waits (10 s, 7 s, 2 s)", sum(t, m.QuotaReservedWait), 19},
+		{"admission waits (15 s, 7 s, 2 s)", sum(t, m.AdmissionWait), 24},
 		{"check waits (5 s; none for an admission at once)", sum(t, m.ChecksWait), 5},
-		{"latency from creation (15 s, 27 s)", sum(t, m.Latency), 42},
+		{"latency from creation (15 s, 27 s, 30 s)", sum(t, m.Latency), 72},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestRecorderHubHandOver: a hub Workload whose queue has admission
+// checks reserves quota at the hub, is dispatched once they are Ready
+// (its reservation handed over), and is admitted when the worker admits
+// its copy: one reservation, one admission, its checks' wait measured
+// from the hub's reservation.
+func TestRecorderHubHandOver(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(t0.Add(2 * time.Second))
+	m := fresh()
+	r := New(nil, m, clk)
+	pending := cond(strata.WorkloadAdmitted, "False", "Pending", "waiting", t0)
+	reserved := cond(strata.WorkloadQuotaReserved, "True", "QuotaReserved", "", t0)
+	waiting := cond(strata.WorkloadAdmitted, "False", strata.WaitingForAdmissionChecks, "", t0)
+	admitted := cond(strata.WorkloadAdmitted, "True", "Admitted", "", t0)
+	r.Update(wl("", pending), wl("q", reserved, waiting))
+	clk.SetTime(t0.Add(5 * time.Second))
+	r.Update(wl("q", reserved, waiting), dispatchedTo(wl("", waiting)))
+	clk.SetTime(t0.Add(6 * time.Second))
+	r.Update(dispatchedTo(wl("", waiting)), dispatchedTo(wl("q", admitted)))
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"quota reserved", promtest.ToFloat64(m.QuotaReserved.WithLabelValues("q")), 1},
+		{"admitted", promtest.ToFloat64(m.Admitted.WithLabelValues("q")), 1},
+		{"evicted", float64(promtest.CollectAndCount(m.Evicted)), 0},
+		{"reservation wait", sum(t, m.QuotaReservedWait), 2},
+		{"admission wait", sum(t, m.AdmissionWait), 6},
+		{"checks and dispatch wait", sum(t, m.ChecksWait), 4},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)

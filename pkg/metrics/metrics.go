@@ -199,8 +199,8 @@ func newLifecycle(prefix, who string, latency *prometheus.HistogramVec) Lifecycl
 var AgentLifecycle = newLifecycle("strata_", "", AdmissionLatency)
 
 // HubLifecycle are strata-hub's: strata_hub_..., for its own Workloads
-// (reserved: dispatched to a worker; admitted: the worker admitted the
-// copy).
+// (reserved and admitted when a worker reserves quota for the copy;
+// reserved at the hub first where the hub queue has admission checks).
 var HubLifecycle = newLifecycle("strata_hub_", " by the hub", nil)
 
 var (

@@ -5,6 +5,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/test/integration/framework"
 )
@@ -209,6 +213,16 @@ var _ = Describe("Admission checks on the hub", func() {
 			g.Expect(wl.Status.Placement.Cluster).To(Equal("w1"))
 			g.Expect(meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadQuotaReserved)).To(BeNil())
 			g.Expect(wl.Status.AdmissionChecks).To(ConsistOf(HaveField("State", strata.CheckStateReady)))
+		}).Should(Succeed())
+		By("the hub's metrics: the reservation taken back on Retry evicted it; the one handed to the dispatch is not counted twice, its checks' wait observed")
+		Eventually(func(g Gomega) {
+			m, q := metrics.HubLifecycle, "cq-"+e.name
+			g.Expect(promtest.ToFloat64(m.QuotaReserved.WithLabelValues(q))).To(Equal(2.0), "reserved, taken back on Retry, reserved again")
+			g.Expect(promtest.ToFloat64(m.Admitted.WithLabelValues(q))).To(Equal(1.0))
+			g.Expect(promtest.ToFloat64(m.Evicted.WithLabelValues(q, strata.EvictedByAdmissionCheck))).To(Equal(1.0))
+			var h dto.Metric
+			g.Expect(m.ChecksWait.WithLabelValues(q).(prometheus.Metric).Write(&h)).To(Succeed())
+			g.Expect(h.GetHistogram().GetSampleCount()).To(Equal(uint64(1)))
 		}).Should(Succeed())
 
 		By("Retry once dispatched: the copy is taken back, the Workload reserved and checked again; Ready again: dispatched again")

@@ -75,6 +75,14 @@ type Cache struct {
 	// workload informer); a new node retries them.
 	uncommitted map[types.NamespacedName]struct{}
 
+	// deleted are the UIDs of Workloads the informer showed deleted in
+	// the last deletedMemory, and when (ForgetWorkload).
+	deleted map[types.UID]time.Time
+	// released are the versions at which the informer showed admitted
+	// workloads' admissions taken back (RemoveWorkloadIfNewer): an older
+	// admitted copy in a pass's list is not accounted again.
+	released map[types.NamespacedName]int64
+
 	// synced are the informer handlers' HasSynced; syncOnce rebuilds the
 	// snapshots once they all are.
 	synced   []toolscache.InformerSynced
@@ -154,6 +162,8 @@ func New() *Cache {
 		onNode:      map[string]map[types.NamespacedName]struct{}{},
 		goneNodes:   map[string]map[string]string{},
 		uncommitted: map[types.NamespacedName]struct{}{},
+		deleted:     map[types.UID]time.Time{},
+		released:    map[types.NamespacedName]int64{},
 		finished:    map[types.NamespacedName]map[types.UID]finishedPod{},
 		changed:     make(chan struct{}, 1),
 	}
@@ -425,13 +435,31 @@ func (c *Cache) noteFinishedLocked(key types.NamespacedName, p *corev1.Pod) {
 
 // ForgetWorkload gives back a deleted workload's usage and forgets its
 // finished pods.
-func (c *Cache) ForgetWorkload(key types.NamespacedName) {
+func (c *Cache) ForgetWorkload(key types.NamespacedName, uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.pruneGoneLocked()
 	c.removeWorkloadLocked(key)
 	delete(c.finished, key)
+	delete(c.released, key)
+	// A scheduling pass whose view was taken before this deletion still
+	// lists the workload as admitted (EnsureAccounted): it must not
+	// account it again, or its capacity stays taken with no event left
+	// to give it back.
+	now := time.Now()
+	for u, at := range c.deleted {
+		if now.Sub(at) > deletedMemory {
+			delete(c.deleted, u)
+		}
+	}
+	if uid != "" {
+		c.deleted[uid] = now
+	}
 }
+
+// deletedMemory is how long the cache remembers a deleted Workload's UID:
+// well beyond one scheduling pass, whose view may predate the deletion.
+const deletedMemory = time.Minute
 
 // lessFinished returns a pod set's host-level assignment without up to n
 // of its pods on the nodes where its pods succeeded: the pods
@@ -838,17 +866,41 @@ func (c *Cache) AddWorkload(key types.NamespacedName, wl *strata.Workload) error
 // cache does not hold yet (the scheduler calls it before each pass, so that
 // no capacity is handed out twice after a restart, whatever order the
 // informers delivered their objects in).
+//
+// A workload the informer showed deleted meanwhile is not recorded again:
+// the list may come from before the deletion.
 func (c *Cache) EnsureAccounted(wls []*strata.Workload) error {
 	var errs []error
 	for _, wl := range wls {
 		key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
-		if !c.HasWorkload(key) {
-			if err := c.AddWorkload(key, wl); err != nil {
-				errs = append(errs, fmt.Errorf("workload %s: %w", key, err))
-			}
+		if err := c.ensureAccounted(key, wl); err != nil {
+			errs = append(errs, fmt.Errorf("workload %s: %w", key, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Cache) ensureAccounted(key types.NamespacedName, wl *strata.Workload) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.workloads[key]; ok {
+		return nil
+	}
+	if _, gone := c.deleted[wl.UID]; gone && wl.UID != "" {
+		return nil
+	}
+	if v, ok := c.released[key]; ok && Version(wl) < v {
+		return nil // an admission the informer has shown taken back since
+	}
+	delete(c.released, key)
+	defer c.pruneGoneLocked()
+	c.removeWorkloadLocked(key)
+	if wl.Status.Admission == nil {
+		return nil
+	}
+	err := c.commitLocked(key, wl)
+	c.touched()
+	return err
 }
 
 // commitLocked records an admitted workload: its hosts in the node index
@@ -1024,6 +1076,9 @@ func (c *Cache) RemoveWorkloadIfNewer(key types.NamespacedName, wl *strata.Workl
 	defer c.pruneGoneLocked()
 	if a, ok := c.workloads[key]; ok && Version(wl) > a.version {
 		c.removeWorkloadLocked(key)
+		if v := Version(wl); v != math.MaxInt64 {
+			c.released[key] = v
+		}
 	}
 }
 

@@ -1591,3 +1591,85 @@ func TestSynced(t *testing.T) {
 		t.Fatal("WaitForSync() = false once synced")
 	}
 }
+
+// TestEnsureAccountedSkipsDeleted: a scheduling pass's list of admitted
+// workloads, read before one of them was deleted, does not account the
+// deleted one again (its capacity would stay taken, with no event left to
+// give it back); a workload the cache does not hold yet is accounted, and
+// a new one under the deleted one's name too.
+func TestEnsureAccountedSkipsDeleted(t *testing.T) {
+	cases := map[string]struct {
+		uid           types.UID
+		wantKept      bool
+		wantPlacement any
+	}{
+		"the deleted workload, listed before its deletion": {
+			uid:           "uid-a",
+			wantPlacement: map[string]int32{"n1": 2},
+		},
+		"another workload of the same name": {
+			uid:           "uid-a2",
+			wantKept:      true,
+			wantPlacement: "rack required: the best rack fits 1 of 2 pods; limited by cpu (1 node)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"))
+			wl := admittedWorkload("a", "10", onHost("n1", 3))
+			wl.UID = "uid-a"
+			addWorkload(t, c, wl)
+			c.ForgetWorkload(key("a"), wl.UID)
+			listed := wl.DeepCopy()
+			listed.UID = tc.uid
+			if err := c.EnsureAccounted([]*strata.Workload{listed}); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.HasWorkload(key("a")); got != tc.wantKept {
+				t.Errorf("HasWorkload() = %v, want %v", got, tc.wantKept)
+			}
+			if diff := cmp.Diff(tc.wantPlacement, placement(t, c, 2)); diff != "" {
+				t.Errorf("placement (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEnsureAccountedSkipsReleased: a pass's list of admitted workloads,
+// read before the informer showed one's admission taken back, does not
+// account it again; an admission newer than the take-back is accounted.
+func TestEnsureAccountedSkipsReleased(t *testing.T) {
+	cases := map[string]struct {
+		listed        string
+		wantKept      bool
+		wantPlacement any
+	}{
+		"the admission taken back": {
+			listed:        "10",
+			wantPlacement: map[string]int32{"n1": 2},
+		},
+		"an admission after the take-back": {
+			listed:        "12",
+			wantKept:      true,
+			wantPlacement: "rack required: the best rack fits 1 of 2 pods; limited by cpu (1 node)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, _ := newCache(t, node("n1", "r1"))
+			addWorkload(t, c, admittedWorkload("a", "10", onHost("n1", 3)))
+			evicted := admittedWorkload("a", "11")
+			evicted.Status.Admission = nil
+			c.RemoveWorkloadIfNewer(key("a"), evicted)
+			if err := c.EnsureAccounted([]*strata.Workload{admittedWorkload("a", tc.listed, onHost("n1", 3))}); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.HasWorkload(key("a")); got != tc.wantKept {
+				t.Errorf("HasWorkload() = %v, want %v", got, tc.wantKept)
+			}
+			if diff := cmp.Diff(tc.wantPlacement, placement(t, c, 2)); diff != "" {
+				t.Errorf("placement (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

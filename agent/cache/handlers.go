@@ -64,7 +64,7 @@ func (c *Cache) SetupWithManager(ctx context.Context, mgr ctrl.Manager, hooks Ho
 			}
 		}, func(o any) {
 			wl := o.(*strata.Workload)
-			c.ForgetWorkload(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
+			c.ForgetWorkload(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, wl.UID)
 			if hooks.Workload != nil {
 				hooks.Workload(wl, true)
 			}

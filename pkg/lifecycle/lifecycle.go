@@ -3,8 +3,9 @@
 // admitted_workloads_total, evicted_workloads_total and their wait-time
 // histograms), from the Workloads' own transitions as the informer shows
 // them: a reservation (status.admission set), an admission (Admitted
-// becoming True) and an eviction (Evicted becoming True, or naming a new
-// reason, message or time, while the workload holds an admission).
+// becoming True) and an eviction (see Recorder.Update: the Evicted
+// condition written while the workload holds its admission, or else its
+// admission taken back before it finished).
 //
 // Reading the transitions instead of counting at every place that writes
 // them keeps one definition for the scheduler, the admission checks

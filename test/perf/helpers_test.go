@@ -24,10 +24,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"strata.dev/strata/agent"
 	"strata.dev/strata/agent/controller"
 	"strata.dev/strata/pkg/cmdutil"
 	"strata.dev/strata/pkg/config"
@@ -187,12 +189,18 @@ func startAgent(b *testing.B, cfg *rest.Config) func() {
 	if err := cmdutil.InitialListsFromCache(os.LookupEnv); err != nil {
 		b.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+		// As the binary: informers without managedFields (so that an
+		// update is sent without them and keeps the server's), and Leases
+		// of the fencing namespace only.
+		Cache: crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()},
+	}
+	agent.LeaseCache(agentCfg.Fencing.Namespace)(&opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

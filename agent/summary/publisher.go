@@ -261,6 +261,7 @@ func (p *Publisher) Start(ctx context.Context) error {
 			}
 		}
 	}
+	wait := p.cfg.MinInterval.Duration
 	for {
 		due, err := p.PublishAll(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -269,7 +270,12 @@ func (p *Publisher) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-p.clock.After(p.cfg.MinInterval.Duration):
+		case <-p.clock.After(wait):
+		}
+		busy := pending(changes) || pending(specs)
+		wait = spacing(wait, busy, p.cfg.MinInterval.Duration, p.maxInterval())
+		if busy {
+			continue
 		}
 		var (
 			timer clock.Timer
@@ -290,6 +296,39 @@ func (p *Publisher) Start(ctx context.Context) error {
 			timer.Stop()
 		}
 	}
+}
+
+// pending takes a signal from ch if one is waiting.
+func pending(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// spacing is how long the publisher waits after its next write, having
+// waited last after the one before: while changes keep coming (busy: one
+// was already waiting when that wait ended) twice as long, up to
+// maxInterval; after a quiet spell minInterval again. A backlog being
+// admitted changes the capacity at every admission: its summaries are
+// written at most every maxInterval, and the first change after it is
+// written as soon as before.
+func spacing(last time.Duration, busy bool, minInterval, maxInterval time.Duration) time.Duration {
+	if !busy {
+		return minInterval
+	}
+	return max(minInterval, min(2*last, maxInterval))
+}
+
+// maxInterval is the configured summary.maxInterval, or minInterval when
+// unset (a configuration that was not defaulted).
+func (p *Publisher) maxInterval() time.Duration {
+	if p.cfg.MaxInterval == nil {
+		return p.cfg.MinInterval.Duration
+	}
+	return p.cfg.MaxInterval.Duration
 }
 
 // PublishAll writes the summary of every topology-aware flavor whose content

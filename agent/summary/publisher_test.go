@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -424,6 +425,8 @@ type env struct {
 	client client.Client
 	clock  *testingclock.FakeClock
 	pub    *Publisher
+	// mu guards writes for a test that runs Start.
+	mu     sync.Mutex
 	writes int
 	// failWrites fails that many status writes.
 	failWrites int
@@ -448,7 +451,9 @@ func newEnv(t *testing.T, cfg configv1beta1.Summary, flavors ...string) *env {
 		WithStatusSubresource(&strata.CapacitySummary{}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				e.mu.Lock()
 				e.writes++
+				e.mu.Unlock()
 				if e.failWrites > 0 {
 					e.failWrites--
 					return apierrors.NewServiceUnavailable("etcd is busy")
@@ -481,6 +486,13 @@ func (e *env) racks(first, n int) {
 			},
 		})
 	}
+}
+
+// writeCount is writes, read while Start may write.
+func (e *env) writeCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.writes
 }
 
 // publish runs PublishAll at t0+d.
@@ -995,5 +1007,93 @@ func TestUnderstatedMessageBounded(t *testing.T) {
 	}
 	if got := understated(us[:1]); got != string(us[0].Name)+" 1" {
 		t.Errorf("one resource: %q", got)
+	}
+}
+
+func TestSpacing(t *testing.T) {
+	const (
+		minI = 250 * time.Millisecond
+		maxI = time.Second
+	)
+	cases := []struct {
+		name string
+		last time.Duration
+		busy bool
+		want time.Duration
+	}{
+		{"quiet after the least", minI, false, minI},
+		{"quiet after the most", maxI, false, minI},
+		{"busy doubles", minI, true, 2 * minI},
+		{"busy doubles again", 2 * minI, true, maxI},
+		{"busy stays at the most", maxI, true, maxI},
+		{"busy never under the least", 0, true, minI},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := spacing(c.last, c.busy, minI, maxI); got != c.want {
+				t.Errorf("spacing(%v, %v) = %v, want %v", c.last, c.busy, got, c.want)
+			}
+		})
+	}
+	if got := spacing(minI, true, minI, minI); got != minI {
+		t.Errorf("with maxInterval = minInterval, busy spacing = %v, want %v", got, minI)
+	}
+}
+
+// TestStartSpacesWritesWhileBusy runs the publisher's loop on a fake clock:
+// while the capacity changes before each wait ends, the writes come
+// 250ms, 500ms, then every 1s apart; the first change after a quiet spell
+// is written at once.
+func TestStartSpacesWritesWhileBusy(t *testing.T) {
+	e := newEnv(t, configv1beta1.Summary{MaxInterval: &metav1.Duration{Duration: time.Second}}, "busy")
+	e.racks(0, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.pub.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	// settle waits until the loop has made want writes and waits on the
+	// clock again.
+	settle := func(step string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for e.writeCount() != want || !e.clock.HasWaiters() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d writes (want %d), waiting on the clock: %v", step, e.writeCount(), want, e.clock.HasWaiters())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	settle("start", 1)
+	steps := []struct {
+		name   string
+		change bool
+		to     time.Duration // the fake clock's time, from t0
+		writes int
+	}{
+		{"a change within the first 250ms", true, 200 * time.Millisecond, 1},
+		{"written 250ms after the first", false, 250 * time.Millisecond, 2},
+		{"a change right after", true, 300 * time.Millisecond, 2},
+		{"not written before 500ms more", false, 700 * time.Millisecond, 2},
+		{"written 500ms after the second", false, 750 * time.Millisecond, 3},
+		{"another change", true, 800 * time.Millisecond, 3},
+		{"not written before 1s more", false, 1700 * time.Millisecond, 3},
+		{"written 1s after the third", false, 1750 * time.Millisecond, 4},
+		{"yet another change", true, 1800 * time.Millisecond, 4},
+		{"written 1s after the fourth, no more", false, 2750 * time.Millisecond, 5},
+		{"quiet for the next second", false, 3750 * time.Millisecond, 5},
+		{"after the quiet spell, a change is written at once", true, 5 * time.Second, 6},
+		{"and the next one 250ms later", true, 5250 * time.Millisecond, 7},
+	}
+	for i, s := range steps {
+		if s.change {
+			e.racks(100+i, 1)
+		}
+		e.clock.SetTime(t0.Add(s.to))
+		settle(s.name, s.writes)
 	}
 }

@@ -35,6 +35,9 @@ const (
 	// publishes.
 	DefaultHubNamespace       = "strata-system"
 	DefaultSummaryMinInterval = 250 * time.Millisecond
+	// DefaultSummaryMaxInterval is how far the time between two writes of
+	// a summary grows while the capacity keeps changing.
+	DefaultSummaryMaxInterval = time.Second
 	// DefaultSummaryHeartbeatInterval is well under DefaultSummaryStaleAfter,
 	// so that a quiet worker's summary never looks stale to the hub.
 	DefaultSummaryHeartbeatInterval = 30 * time.Second
@@ -185,6 +188,7 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 		cfg.Summary.MaxBytes = ptr.To[int32](DefaultSummaryMaxBytes)
 	}
 	setDuration(&cfg.Summary.MinInterval, DefaultSummaryMinInterval)
+	setDuration(&cfg.Summary.MaxInterval, max(DefaultSummaryMaxInterval, cfg.Summary.MinInterval.Duration))
 	setDuration(&cfg.Summary.HeartbeatInterval, DefaultSummaryHeartbeatInterval)
 	setDuration(&cfg.Queueing.UngateBatchPeriod, DefaultUngateBatchPeriod)
 	setWaitForPodsReadyDefaults(&cfg.WaitForPodsReady)
@@ -384,6 +388,11 @@ func ValidateAgent(cfg *configv1beta1.AgentConfiguration) field.ErrorList {
 		errs = append(errs, positive(cfg.Summary.HeartbeatInterval, sp.Child("heartbeatInterval"), false)...)
 	} else if hb < cfg.Summary.MinInterval.Duration {
 		errs = append(errs, field.Invalid(sp.Child("heartbeatInterval"), hb.String(), "must be at least summary.minInterval"))
+	}
+	if mx := cfg.Summary.MaxInterval.Duration; mx < cfg.Summary.MinInterval.Duration {
+		errs = append(errs, field.Invalid(sp.Child("maxInterval"), mx.String(), "must be at least summary.minInterval"))
+	} else if hb := cfg.Summary.HeartbeatInterval.Duration; hb > 0 && mx > hb {
+		errs = append(errs, field.Invalid(sp.Child("maxInterval"), mx.String(), "must be at most summary.heartbeatInterval"))
 	}
 	errs = append(errs, positive(cfg.Queueing.UngateBatchPeriod, field.NewPath("queueing", "ungateBatchPeriod"), true)...)
 	for _, msg := range validation.IsDNS1123Label(cfg.Fencing.Namespace) {

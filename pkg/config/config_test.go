@@ -38,6 +38,7 @@ func defaultAgent() *configv1beta1.AgentConfiguration {
 		Summary: configv1beta1.Summary{
 			MaxBytes:          ptr.To[int32](512 * 1024),
 			MinInterval:       duration(250 * time.Millisecond),
+			MaxInterval:       duration(time.Second),
 			HeartbeatInterval: duration(30 * time.Second),
 		},
 		Queueing: configv1beta1.Queueing{UngateBatchPeriod: duration(500 * time.Millisecond)},
@@ -95,6 +96,15 @@ summary:
 				c.NodeFailure.FailFast = ptr.To(false)
 				c.Summary.MaxBytes = ptr.To[int32](65536)
 				c.Summary.HeartbeatInterval = duration(10 * time.Second)
+				return c
+			},
+		},
+		"summary: maxInterval follows a minInterval above its default": {
+			content: header + "summary:\n  minInterval: 2s\n",
+			want: func() *configv1beta1.AgentConfiguration {
+				c := defaultAgent()
+				c.Summary.MinInterval = duration(2 * time.Second)
+				c.Summary.MaxInterval = duration(2 * time.Second)
 				return c
 			},
 		},
@@ -206,6 +216,14 @@ summary:
 		"a zero summary heartbeat": {
 			content: header + "summary:\n  heartbeatInterval: 0s\n",
 			wantErr: "summary.heartbeatInterval: Invalid value: \"0s\": must be a positive duration",
+		},
+		"a summary maxInterval under minInterval": {
+			content: header + "summary:\n  minInterval: 2s\n  maxInterval: 1s\n",
+			wantErr: "summary.maxInterval: Invalid value: \"1s\": must be at least summary.minInterval",
+		},
+		"a summary maxInterval over the heartbeat": {
+			content: header + "summary:\n  maxInterval: 1m\n",
+			wantErr: "summary.maxInterval: Invalid value: \"1m0s\": must be at most summary.heartbeatInterval",
 		},
 		"a summary heartbeat shorter than minInterval": {
 			content: header + "summary:\n  minInterval: 2s\n  heartbeatInterval: 1s\n",

@@ -218,6 +218,17 @@ type Summary struct {
 	// (default 250ms).
 	// +optional
 	MinInterval *metav1.Duration `json:"minInterval,omitempty"`
+	// maxInterval bounds how far the time between two writes grows while
+	// the capacity keeps changing: after each write that finds a change
+	// already waiting, the next waits twice as long, from minInterval up to
+	// maxInterval; a change after a quiet spell is written minInterval
+	// after the last write again. A backlog being admitted changes the
+	// capacity at every admission; this keeps its summaries from costing
+	// the API server as much as the admissions do. At least minInterval,
+	// at most heartbeatInterval; equal to minInterval, the time between
+	// writes stays minInterval (default 1s, or minInterval if greater).
+	// +optional
+	MaxInterval *metav1.Duration `json:"maxInterval,omitempty"`
 	// heartbeatInterval is how often an unchanged summary is re-published
 	// with a new observedTime (and the same summaryGeneration), so that the
 	// hub, which treats summaries older than its dispatch.summaryStaleAfter

@@ -432,6 +432,11 @@ func (in *Summary) DeepCopyInto(out *Summary) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.MaxInterval != nil {
+		in, out := &in.MaxInterval, &out.MaxInterval
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.HeartbeatInterval != nil {
 		in, out := &in.HeartbeatInterval, &out.HeartbeatInterval
 		*out = new(v1.Duration)

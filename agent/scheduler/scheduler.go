@@ -88,6 +88,8 @@ type Scheduler struct {
 	// queueStatusAt is when each ClusterQueue's status was last written;
 	// writes are at most one per queueStatusInterval.
 	queueStatusAt map[string]time.Time
+	// recorded are the ClusterQueues whose metrics the last pass set.
+	recorded map[string]bool
 	// drained is the last drain scan that evicted all it found (drain).
 	drained drainScan
 	// queueStatusWake is set while a pass is due for a deferred write.
@@ -1620,10 +1622,9 @@ func (s *Scheduler) missingFlavors(cq *strata.ClusterQueue) []string {
 // whether it can admit at all.
 func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue, v *indexView, pending map[string][]*strata.Workload, books *queue.Books) error {
 	var errs []error
-	metrics.BorrowedQuota.Reset()
-	metrics.LentQuota.Reset()
-	metrics.AgentQueues.Reset()
+	names := make(map[string]bool, len(cqs))
 	for _, cq := range cqs {
+		names[cq.Name] = true
 		cq = cq.DeepCopy()
 		st := cq.Status.DeepCopy()
 		st.PendingWorkloads = int32(len(pending[cq.Name]))
@@ -1681,6 +1682,16 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 			errs = append(errs, client.IgnoreNotFound(err))
 		}
 	}
+	// The metrics of a ClusterQueue deleted since the last pass go, as
+	// Kueue clears a deleted queue's: its gauges and its counters.
+	for q := range s.recorded {
+		if !names[q] {
+			metrics.AgentQueues.Forget(q)
+			borrowing.Drop(q)
+			metrics.ForgetAgentQueue(q)
+		}
+	}
+	s.recorded = names
 	return errors.Join(errs...)
 }
 
@@ -1797,29 +1808,37 @@ func (s *Scheduler) evictStopped(ctx context.Context, key types.NamespacedName, 
 
 // recordBorrowing sets the borrowed and lent gauges of a queue.
 func recordBorrowing(cq string, reservation []strata.FlavorReservation) {
-	for _, f := range reservation {
-		for _, r := range f.Resources {
-			if !r.Borrowed.IsZero() {
-				metrics.BorrowedQuota.WithLabelValues(cq, f.Name, string(r.Name)).Set(r.Borrowed.AsApproximateFloat64())
-			}
-			if !r.Lent.IsZero() {
-				metrics.LentQuota.WithLabelValues(cq, f.Name, string(r.Name)).Set(r.Lent.AsApproximateFloat64())
+	borrowing.Replace(cq, func(put metrics.Put) {
+		for _, f := range reservation {
+			for _, r := range f.Resources {
+				if !r.Borrowed.IsZero() {
+					put(metrics.BorrowedQuota, r.Borrowed.AsApproximateFloat64(), cq, f.Name, string(r.Name))
+				}
+				if !r.Lent.IsZero() {
+					put(metrics.LentQuota, r.Lent.AsApproximateFloat64(), cq, f.Name, string(r.Name))
+				}
 			}
 		}
-	}
+	})
 }
+
+// borrowing are the series of BorrowedQuota and LentQuota, by
+// ClusterQueue; passGauges those of PendingWorkloads and AdmittedPods,
+// replaced at each pass. Replaced rather than reset: a scrape during a
+// pass finds every series, with the last pass's values or this one's.
+var borrowing, passGauges metrics.Series
 
 // recordQueues sets the pending and admitted gauges from one pass's view
 // and its pending workloads by ClusterQueue.
 func recordQueues(v *indexView, pending map[string][]*strata.Workload) {
-	metrics.PendingWorkloads.Reset()
-	for q, wls := range pending {
-		metrics.PendingWorkloads.WithLabelValues(q).Set(float64(len(wls)))
-	}
-	metrics.AdmittedPods.Reset()
-	for f, n := range v.pods {
-		metrics.AdmittedPods.WithLabelValues(f).Set(float64(n))
-	}
+	passGauges.Replace("", func(put metrics.Put) {
+		for q, wls := range pending {
+			put(metrics.PendingWorkloads, float64(len(wls)), q)
+		}
+		for f, n := range v.pods {
+			put(metrics.AdmittedPods, float64(n), f)
+		}
+	})
 }
 
 // setNotAdmitted writes the Admitted=False condition with reason and

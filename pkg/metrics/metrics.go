@@ -89,9 +89,11 @@ func init() {
 type QueueGauges struct {
 	AdmittedActive, ReservingActive  *prometheus.GaugeVec
 	Usage, Reservation, NominalQuota *prometheus.GaugeVec
+	// series are each ClusterQueue's, replaced at once by Record.
+	series Series
 }
 
-func newQueueGauges(prefix string) QueueGauges {
+func newQueueGauges(prefix string) *QueueGauges {
 	perQueue := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help}, []string{"cluster_queue"})
 	}
@@ -99,7 +101,7 @@ func newQueueGauges(prefix string) QueueGauges {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help + ", per flavor and resource (cpu in cores, memory in bytes)."},
 			[]string{"cluster_queue", "flavor", "resource"})
 	}
-	g := QueueGauges{
+	g := &QueueGauges{
 		AdmittedActive:  perQueue("admitted_active_workloads", "Admitted workloads that have not finished, per ClusterQueue."),
 		ReservingActive: perQueue("reserving_active_workloads", "Workloads holding a quota reservation that have not finished (admitted, or waiting for admission checks), per ClusterQueue."),
 		Usage:           perResource("cluster_queue_resource_usage", "What a ClusterQueue's admitted workloads use"),
@@ -118,41 +120,32 @@ var AgentQueues = newQueueGauges("strata_")
 var HubQueues = newQueueGauges("strata_hub_")
 
 // Record sets the gauges of ClusterQueue name from its status st and its
-// flavors' quotas.
-func (g QueueGauges) Record(name string, st *strata.ClusterQueueStatus, flavors []strata.FlavorQuotas) {
-	g.Forget(name)
-	g.AdmittedActive.WithLabelValues(name).Set(float64(st.AdmittedWorkloads))
-	g.ReservingActive.WithLabelValues(name).Set(float64(st.ReservingWorkloads))
-	for _, f := range st.FlavorsUsage {
-		for r, q := range f.Resources {
-			g.Usage.WithLabelValues(name, f.Name, string(r)).Set(q.AsApproximateFloat64())
+// flavors' quotas, in place of those it had: a scrape meanwhile finds the
+// old values or the new ones.
+func (g *QueueGauges) Record(name string, st *strata.ClusterQueueStatus, flavors []strata.FlavorQuotas) {
+	g.series.Replace(name, func(put Put) {
+		put(g.AdmittedActive, float64(st.AdmittedWorkloads), name)
+		put(g.ReservingActive, float64(st.ReservingWorkloads), name)
+		for _, f := range st.FlavorsUsage {
+			for r, q := range f.Resources {
+				put(g.Usage, q.AsApproximateFloat64(), name, f.Name, string(r))
+			}
 		}
-	}
-	for _, f := range st.FlavorsReservation {
-		for _, r := range f.Resources {
-			g.Reservation.WithLabelValues(name, f.Name, string(r.Name)).Set(r.Total.AsApproximateFloat64())
+		for _, f := range st.FlavorsReservation {
+			for _, r := range f.Resources {
+				put(g.Reservation, r.Total.AsApproximateFloat64(), name, f.Name, string(r.Name))
+			}
 		}
-	}
-	for _, fq := range flavors {
-		for _, r := range fq.Resources {
-			g.NominalQuota.WithLabelValues(name, fq.Name, string(r.Name)).Set(r.NominalQuota.AsApproximateFloat64())
+		for _, fq := range flavors {
+			for _, r := range fq.Resources {
+				put(g.NominalQuota, r.NominalQuota.AsApproximateFloat64(), name, fq.Name, string(r.Name))
+			}
 		}
-	}
+	})
 }
 
 // Forget removes the gauges of ClusterQueue name (deleted).
-func (g QueueGauges) Forget(name string) {
-	for _, v := range []*prometheus.GaugeVec{g.AdmittedActive, g.ReservingActive, g.Usage, g.Reservation, g.NominalQuota} {
-		v.DeletePartialMatch(prometheus.Labels{"cluster_queue": name})
-	}
-}
-
-// Reset removes every ClusterQueue's gauges.
-func (g QueueGauges) Reset() {
-	for _, v := range []*prometheus.GaugeVec{g.AdmittedActive, g.ReservingActive, g.Usage, g.Reservation, g.NominalQuota} {
-		v.Reset()
-	}
-}
+func (g *QueueGauges) Forget(name string) { g.series.Drop(name) }
 
 // Lifecycle are the workload lifecycle metrics of one binary (Kueue's
 // names under its prefix), recorded by pkg/lifecycle from the Workloads'
@@ -192,6 +185,28 @@ func newLifecycle(prefix, who string, latency *prometheus.HistogramVec) Lifecycl
 	}
 	metrics.Registry.MustRegister(l.QuotaReserved, l.Admitted, l.Evicted, l.QuotaReservedWait, l.AdmissionWait, l.ChecksWait)
 	return l
+}
+
+// Forget removes the series of ClusterQueue name (deleted), as Kueue
+// clears a deleted queue's.
+func (l Lifecycle) Forget(name string) {
+	match := prometheus.Labels{"cluster_queue": name}
+	for _, c := range []*prometheus.CounterVec{l.QuotaReserved, l.Admitted, l.Evicted} {
+		c.DeletePartialMatch(match)
+	}
+	for _, h := range []*prometheus.HistogramVec{l.QuotaReservedWait, l.AdmissionWait, l.ChecksWait, l.Latency} {
+		if h != nil {
+			h.DeletePartialMatch(match)
+		}
+	}
+}
+
+// ForgetAgentQueue removes the counters and histograms of strata-agent's
+// ClusterQueue name (deleted): its lifecycle metrics and the preemptions
+// its workloads made.
+func ForgetAgentQueue(name string) {
+	AgentLifecycle.Forget(name)
+	PreemptedWorkloads.DeletePartialMatch(prometheus.Labels{"preempting_cluster_queue": name})
 }
 
 // AgentLifecycle are strata-agent's lifecycle metrics: strata_..._total

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,7 +13,7 @@ import (
 )
 
 func TestQueueGauges(t *testing.T) {
-	g := QueueGauges{
+	g := &QueueGauges{
 		AdmittedActive:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "a"}, []string{"cluster_queue"}),
 		ReservingActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "r"}, []string{"cluster_queue"}),
 		Usage:           prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "u"}, []string{"cluster_queue", "flavor", "resource"}),
@@ -53,5 +54,79 @@ func TestQueueGauges(t *testing.T) {
 	}
 	if n := promtest.CollectAndCount(g.AdmittedActive); n != 1 {
 		t.Errorf("admitted: %d series, want team-a's only", n)
+	}
+}
+
+// TestSeriesReplaceLeavesNoGap checks, while a Replace sets its new
+// values, that the series the group had are all still there: a scrape
+// then finds the old values or the new, never none (a Reset before
+// setting them again would leave the moment).
+func TestSeriesReplaceLeavesNoGap(t *testing.T) {
+	vec := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "g"}, []string{"queue", "flavor"})
+	var s Series
+	s.Replace("pass", func(put Put) {
+		put(vec, 1, "a", "x")
+		put(vec, 2, "a", "y")
+		put(vec, 3, "b", "x")
+	})
+	s.Replace("pass", func(put Put) {
+		if n := promtest.CollectAndCount(vec); n != 3 {
+			t.Errorf("at the start of a Replace: %d series, want the 3 of the one before", n)
+		}
+		put(vec, 10, "a", "x")
+		put(vec, 30, "b", "x")
+		if got := promtest.ToFloat64(vec.WithLabelValues("a", "y")); got != 2 {
+			t.Errorf("a series the Replace drops, before it ends: %v, want its old value 2", got)
+		}
+	})
+	want := map[string]float64{"a/x": 10, "b/x": 30}
+	if n := promtest.CollectAndCount(vec); n != len(want) {
+		t.Errorf("after the Replace: %d series, want %d", n, len(want))
+	}
+	for k, v := range want {
+		q, f, _ := strings.Cut(k, "/")
+		if got := promtest.ToFloat64(vec.WithLabelValues(q, f)); got != v {
+			t.Errorf("%s: %v, want %v", k, got, v)
+		}
+	}
+	// Another group's series are its own.
+	s.Replace("other", func(put Put) { put(vec, 5, "c", "x") })
+	s.Replace("pass", func(Put) {})
+	if n := promtest.CollectAndCount(vec); n != 1 {
+		t.Errorf("after an empty Replace of pass: %d series, want other's only", n)
+	}
+	s.Drop("other")
+	if n := promtest.CollectAndCount(vec); n != 0 {
+		t.Errorf("after Drop: %d series, want none", n)
+	}
+}
+
+func TestLifecycleForget(t *testing.T) {
+	l := Lifecycle{
+		QuotaReserved:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "q"}, []string{"cluster_queue"}),
+		Admitted:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "a"}, []string{"cluster_queue"}),
+		Evicted:           prometheus.NewCounterVec(prometheus.CounterOpts{Name: "e"}, []string{"cluster_queue", "reason"}),
+		QuotaReservedWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "qw"}, []string{"cluster_queue"}),
+		AdmissionWait:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "aw"}, []string{"cluster_queue"}),
+		ChecksWait:        prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cw"}, []string{"cluster_queue"}),
+	}
+	for _, q := range []string{"gone", "kept"} {
+		l.QuotaReserved.WithLabelValues(q).Inc()
+		l.Admitted.WithLabelValues(q).Inc()
+		l.Evicted.WithLabelValues(q, "Preempted").Inc()
+		l.Evicted.WithLabelValues(q, "PodsReadyTimeout").Inc()
+		l.QuotaReservedWait.WithLabelValues(q).Observe(1)
+		l.AdmissionWait.WithLabelValues(q).Observe(1)
+		l.ChecksWait.WithLabelValues(q).Observe(1)
+	}
+	l.Forget("gone")
+	for name, c := range map[string]prometheus.Collector{"reserved": l.QuotaReserved, "admitted": l.Admitted,
+		"reserved wait": l.QuotaReservedWait, "admission wait": l.AdmissionWait, "checks wait": l.ChecksWait} {
+		if n := promtest.CollectAndCount(c); n != 1 {
+			t.Errorf("%s: %d series, want the kept queue's only", name, n)
+		}
+	}
+	if n := promtest.CollectAndCount(l.Evicted); n != 2 {
+		t.Errorf("evicted: %d series, want the kept queue's 2", n)
 	}
 }

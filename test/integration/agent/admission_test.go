@@ -411,7 +411,51 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Usage.WithLabelValues("admit-q", "tas-admit", "cpu"))).To(BeNumerically(">", 0))
 		}, timeout).Should(Succeed())
 	})
+
+	It("forgets a deleted ClusterQueue's metrics, as Kueue clears them", func(ctx SpecContext) {
+		cq := testutil.MakeClusterQueue("gone-q").Flavor("tas-admit").Obj()
+		Expect(worker.Client.Create(ctx, cq)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hasSeries(metrics.AgentQueues.AdmittedActive, "cluster_queue", "gone-q")).To(BeTrue())
+		}, timeout).Should(Succeed())
+		// What the queue's workloads would have left: counters that only
+		// its deletion clears.
+		metrics.AgentLifecycle.Admitted.WithLabelValues("gone-q").Inc()
+		metrics.AgentLifecycle.Evicted.WithLabelValues("gone-q", "Preempted").Inc()
+		metrics.PreemptedWorkloads.WithLabelValues("gone-q", "InClusterQueue").Inc()
+		Expect(worker.Client.Delete(ctx, cq)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hasSeries(metrics.AgentQueues.AdmittedActive, "cluster_queue", "gone-q")).To(BeFalse())
+			g.Expect(hasSeries(metrics.AgentLifecycle.Admitted, "cluster_queue", "gone-q")).To(BeFalse())
+			g.Expect(hasSeries(metrics.AgentLifecycle.Evicted, "cluster_queue", "gone-q")).To(BeFalse())
+			g.Expect(hasSeries(metrics.PreemptedWorkloads, "preempting_cluster_queue", "gone-q")).To(BeFalse())
+		}, timeout).Should(Succeed())
+		// The queues that remain keep theirs.
+		Expect(hasSeries(metrics.AgentQueues.AdmittedActive, "cluster_queue", "admit-q")).To(BeTrue())
+		Expect(hasSeries(metrics.AgentLifecycle.Admitted, "cluster_queue", "admit-q")).To(BeTrue())
+	})
 })
+
+// hasSeries says whether c has a series whose label is value, without
+// making one (as WithLabelValues would).
+func hasSeries(c prometheus.Collector, label, value string) bool {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	found := false
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			continue
+		}
+		for _, l := range d.GetLabel() {
+			found = found || (l.GetName() == label && l.GetValue() == value)
+		}
+	}
+	return found
+}
 
 // histogramCount is how many observations a histogram of a ClusterQueue
 // holds.

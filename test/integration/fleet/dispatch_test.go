@@ -75,7 +75,7 @@ var _ = Describe("Dispatch", func() {
 				g.Expect(promtest.ToFloat64(m.QuotaReserved.WithLabelValues("cq-rack"))).To(BeNumerically(">=", 1))
 				g.Expect(promtest.ToFloat64(m.Admitted.WithLabelValues("cq-rack"))).To(BeNumerically(">=", 1))
 			}
-			for _, q := range []metrics.QueueGauges{metrics.HubQueues, metrics.AgentQueues} {
+			for _, q := range []*metrics.QueueGauges{metrics.HubQueues, metrics.AgentQueues} {
 				g.Expect(promtest.ToFloat64(q.AdmittedActive.WithLabelValues("cq-rack"))).To(BeNumerically(">=", 1))
 			}
 		}).Should(Succeed())

@@ -30,6 +30,8 @@ var _ = Describe("LocalQueue defaulting", Ordered, Label("agent", "defaultqueue"
 		withDefault = createNamespace(ctx, nil)
 		Expect(worker.Client.Create(ctx, testutil.MakeLocalQueue("default", withDefault, "defaultq"))).To(Succeed())
 		without = createNamespace(ctx, nil)
+		// A LocalQueue of another name is no default.
+		Expect(worker.Client.Create(ctx, testutil.MakeLocalQueue("not-default", without, "defaultq"))).To(Succeed())
 	})
 
 	get := func(g Gomega, ctx SpecContext, job *batchv1.Job) *batchv1.Job {
@@ -148,6 +150,16 @@ var _ = Describe("WorkloadPriorityClass defaulting", Ordered, Label("agent", "de
 	})
 
 	It("labels a job without a class while the default class exists, and leaves one with a class alone", func(ctx SpecContext) {
+		// A class of another name is no default, before the default
+		// exists or beside it.
+		other := testutil.MakeWorkloadPriorityClass("not-default", 10)
+		Expect(worker.Client.Create(ctx, other)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(worker.Client.Delete(ctx, other))).To(Succeed()) })
+		Consistently(func(g Gomega) {
+			probe := newJob(ns, "defaultwpc", 1, nil)
+			g.Expect(worker.Client.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+			g.Expect(probe.Labels).NotTo(HaveKey(strata.PriorityClassLabel))
+		}, time.Second).Should(Succeed())
 		def := testutil.MakeWorkloadPriorityClass("default", 1000)
 		Expect(worker.Client.Create(ctx, def)).To(Succeed())
 		// Created last: the other specs' jobs never see the class.

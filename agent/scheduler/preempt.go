@@ -141,14 +141,23 @@ type victimRef struct {
 // any Workload of its name when the UID is not known.
 func (r victimRef) of(wl *strata.Workload) bool { return r.uid == "" || r.uid == wl.UID }
 
+// pendingRef is what a pass knows of a pending workload: its UID and the
+// ClusterQueue it waits in ("" when not known).
+type pendingRef struct {
+	uid   types.UID
+	queue string
+}
+
 // forgetPreemptions drops the preemptions whose preemptor is no longer
-// pending (admitted, finished or deleted) and returns, for each victim of
-// the others, its preemptor.
-// pending are the pending workloads' UIDs ("" when not known).
-func (s *Scheduler) forgetPreemptions(pending map[types.NamespacedName]types.UID) map[types.NamespacedName]victimRef {
+// pending (admitted, finished or deleted), or is pending in another
+// ClusterQueue than the one the preemption holds quota in (its LocalQueue
+// pointed elsewhere since), and returns, for each victim of the others,
+// its preemptor.
+func (s *Scheduler) forgetPreemptions(pending map[types.NamespacedName]pendingRef) map[types.NamespacedName]victimRef {
 	victimOf := map[types.NamespacedName]victimRef{}
 	for key, p := range s.preemptions {
-		if uid, ok := pending[key]; !ok || uid != "" && p.uid != "" && uid != p.uid {
+		ref, ok := pending[key]
+		if !ok || ref.uid != "" && p.uid != "" && ref.uid != p.uid || ref.queue != "" && p.queue != "" && ref.queue != p.queue {
 			delete(s.preemptions, key)
 			continue
 		}

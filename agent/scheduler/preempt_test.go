@@ -1159,25 +1159,30 @@ func TestStillHeldWaitsForTheVictimsOwnPods(t *testing.T) {
 }
 
 // TestForgetPreemptions: a preemption ends when its preemptor is no
-// longer pending, or is pending as another Workload made under its name;
+// longer pending, is pending as another Workload made under its name, or
+// in another ClusterQueue;
 // its victims are named with the UIDs they were evicted with.
 func TestForgetPreemptions(t *testing.T) {
 	pre := types.NamespacedName{Namespace: "ns", Name: "urgent"}
 	victim := types.NamespacedName{Namespace: "ns", Name: "low"}
 	restored := types.NamespacedName{Namespace: "ns", Name: "older"}
 	held := map[types.NamespacedName]victimRef{victim: {by: pre, uid: "v-1"}, restored: {by: pre}}
+	none := map[types.NamespacedName]victimRef{}
 	cases := map[string]struct {
-		pending map[types.NamespacedName]types.UID
+		pending map[types.NamespacedName]pendingRef
 		want    map[types.NamespacedName]victimRef
 	}{
-		"still pending": {pending: map[types.NamespacedName]types.UID{pre: "uid-1"}, want: held},
-		"pending, its UID not known (being written)": {pending: map[types.NamespacedName]types.UID{pre: ""}, want: held},
-		"admitted or deleted":                        {pending: map[types.NamespacedName]types.UID{}, want: map[types.NamespacedName]victimRef{}},
-		"made again under its name":                  {pending: map[types.NamespacedName]types.UID{pre: "uid-2"}, want: map[types.NamespacedName]victimRef{}},
+		"still pending": {pending: map[types.NamespacedName]pendingRef{pre: {uid: "uid-1", queue: "cq"}}, want: held},
+		"pending, its UID and queue not known (being written)": {pending: map[types.NamespacedName]pendingRef{pre: {}}, want: held},
+		"admitted or deleted":       {pending: map[types.NamespacedName]pendingRef{}, want: none},
+		"made again under its name": {pending: map[types.NamespacedName]pendingRef{pre: {uid: "uid-2", queue: "cq"}}, want: none},
+		// Its LocalQueue points at another ClusterQueue now: the quota
+		// held in the first would hold it back for nothing.
+		"pending in another ClusterQueue": {pending: map[types.NamespacedName]pendingRef{pre: {uid: "uid-1", queue: "other-cq"}}, want: none},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := &pendingPreemption{uid: "uid-1", flavor: "f"}
+			p := &pendingPreemption{uid: "uid-1", flavor: "f", queue: "cq"}
 			p.addVictim(victim, "v-1")
 			p.addVictim(restored, "") // restored after a restart: its UID not known
 			s := &Scheduler{preemptions: map[types.NamespacedName]*pendingPreemption{pre: p}}

@@ -415,17 +415,21 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 		}
 	}
 	recordQueues(v, counted)
-	pendingKeys := map[types.NamespacedName]types.UID{}
-	for _, wls := range byQueue {
+	pendingKeys := map[types.NamespacedName]pendingRef{}
+	for q, wls := range byQueue {
 		for _, wl := range wls {
-			pendingKeys[client.ObjectKeyFromObject(wl)] = wl.UID
+			pendingKeys[client.ObjectKeyFromObject(wl)] = pendingRef{uid: wl.UID, queue: q}
 		}
 	}
 	// An elastic workload scaling up keeps the preemption made for the
 	// pods it adds (preemptForResize) until they are admitted.
 	for _, wl := range v.resize {
 		if r, ok := workload.ResizeOf(wl); ok && r.To > r.From {
-			pendingKeys[client.ObjectKeyFromObject(wl)] = wl.UID
+			ref := pendingRef{uid: wl.UID}
+			if wl.Status.Admission != nil {
+				ref.queue = wl.Status.Admission.ClusterQueue
+			}
+			pendingKeys[client.ObjectKeyFromObject(wl)] = ref
 		}
 	}
 	// A preemptor whose admission is being written keeps its preemption
@@ -434,7 +438,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	// their place again.
 	for key := range writing {
 		if _, ok := pendingKeys[key]; !ok {
-			pendingKeys[key] = ""
+			pendingKeys[key] = pendingRef{}
 		}
 	}
 	if !s.preemptionsRestored && err == nil {

@@ -1646,7 +1646,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 			st.FairSharing = &strata.FairSharingStatus{WeightedShare: books.Share(cq.Name).Rounded()}
 		}
 		recordBorrowing(cq.Name, st.FlavorsReservation)
-		metrics.AgentQueues.Record(cq.Name, st, flavors)
+		metrics.AgentQueues.Record(cq.Name, cq.Spec.Cohort, st, flavors)
 		active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"}
 		missing := s.missingFlavors(cq)
 		switch {

@@ -85,7 +85,7 @@ func init() {
 // active workloads (status.admittedWorkloads and reservingWorkloads),
 // usage (status.flavorsUsage), reservations (the totals of
 // status.flavorsReservation) and nominal quota, per flavor and resource
-// (cpu in cores, memory in bytes).
+// (cpu in cores, memory in bytes) with the queue's cohort.
 type QueueGauges struct {
 	AdmittedActive, ReservingActive  *prometheus.GaugeVec
 	Usage, Reservation, NominalQuota *prometheus.GaugeVec
@@ -99,7 +99,7 @@ func newQueueGauges(prefix string) *QueueGauges {
 	}
 	perResource := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help + ", per flavor and resource (cpu in cores, memory in bytes)."},
-			[]string{"cluster_queue", "flavor", "resource"})
+			[]string{"cohort", "cluster_queue", "flavor", "resource"})
 	}
 	g := &QueueGauges{
 		AdmittedActive:  perQueue("admitted_active_workloads", "Admitted workloads that have not finished, per ClusterQueue."),
@@ -119,26 +119,27 @@ var AgentQueues = newQueueGauges("strata_")
 // HubQueues are strata-hub's, for its ClusterQueues: strata_hub_....
 var HubQueues = newQueueGauges("strata_hub_")
 
-// Record sets the gauges of ClusterQueue name from its status st and its
-// flavors' quotas, in place of those it had: a scrape meanwhile finds the
-// old values or the new ones.
-func (g *QueueGauges) Record(name string, st *strata.ClusterQueueStatus, flavors []strata.FlavorQuotas) {
+// Record sets the gauges of ClusterQueue name of cohort ("" for none)
+// from its status st and its flavors' quotas, in place of those it had: a
+// scrape meanwhile finds the old values or the new ones. The resource
+// gauges carry the cohort as Kueue's do.
+func (g *QueueGauges) Record(name, cohort string, st *strata.ClusterQueueStatus, flavors []strata.FlavorQuotas) {
 	g.series.Replace(name, func(put Put) {
 		put(g.AdmittedActive, float64(st.AdmittedWorkloads), name)
 		put(g.ReservingActive, float64(st.ReservingWorkloads), name)
 		for _, f := range st.FlavorsUsage {
 			for r, q := range f.Resources {
-				put(g.Usage, q.AsApproximateFloat64(), name, f.Name, string(r))
+				put(g.Usage, q.AsApproximateFloat64(), cohort, name, f.Name, string(r))
 			}
 		}
 		for _, f := range st.FlavorsReservation {
 			for _, r := range f.Resources {
-				put(g.Reservation, r.Total.AsApproximateFloat64(), name, f.Name, string(r.Name))
+				put(g.Reservation, r.Total.AsApproximateFloat64(), cohort, name, f.Name, string(r.Name))
 			}
 		}
 		for _, fq := range flavors {
 			for _, r := range fq.Resources {
-				put(g.NominalQuota, r.NominalQuota.AsApproximateFloat64(), name, fq.Name, string(r.Name))
+				put(g.NominalQuota, r.NominalQuota.AsApproximateFloat64(), cohort, name, fq.Name, string(r.Name))
 			}
 		}
 	})

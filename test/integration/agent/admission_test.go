@@ -408,7 +408,7 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(histogramCount(g, m.AdmissionWait, "admit-q")).To(BeNumerically(">=", 5))
 			g.Expect(histogramCount(g, m.QuotaReservedWait, "admit-q")).To(BeNumerically(">=", 5))
 			g.Expect(promtest.ToFloat64(metrics.AgentQueues.AdmittedActive.WithLabelValues("admit-q"))).To(BeNumerically(">=", 1))
-			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Usage.WithLabelValues("admit-q", "tas-admit", "cpu"))).To(BeNumerically(">", 0))
+			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Usage.WithLabelValues("", "admit-q", "tas-admit", "cpu"))).To(BeNumerically(">", 0))
 		}, timeout).Should(Succeed())
 	})
 

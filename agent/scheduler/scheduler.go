@@ -122,7 +122,10 @@ type Scheduler struct {
 	// pendingWL are the pass's pending workloads of open queues, by key;
 	// charged the preemptions whose hold the pass charged.
 	pendingWL map[types.NamespacedName]*strata.Workload
-	charged   map[types.NamespacedName]bool
+	// passTried and passAdmitted count the pass's pending workloads and
+	// the admissions it started (strata_admission_attempts_total).
+	passTried, passAdmitted int
+	charged                 map[types.NamespacedName]bool
 	// servable are the pass's pending workloads that no StrictFIFO head
 	// of their queue comes before.
 	servable map[types.NamespacedName]bool
@@ -302,7 +305,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return nil
 	}
 	for {
-		if err := s.Schedule(ctx); err != nil && ctx.Err() == nil {
+		start := time.Now()
+		err := s.Schedule(ctx)
+		recordAttempt(s.passTried, s.passAdmitted, time.Since(start))
+		if err != nil && ctx.Err() == nil {
 			log.Error(err, "Scheduling pass; retrying in a second")
 			time.AfterFunc(time.Second, s.Wake)
 		}
@@ -317,6 +323,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 
 // Schedule makes one pass over every queue.
 func (s *Scheduler) Schedule(ctx context.Context) error {
+	s.passTried, s.passAdmitted = 0, 0
 	s.mu.Lock()
 	keys := slices.Collect(maps.Keys(s.inflight))
 	s.mu.Unlock()
@@ -478,6 +485,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			s.pendingWL[client.ObjectKeyFromObject(wl)] = wl
 		}
 	}
+	s.passTried = len(s.pendingWL)
 	turns := make([]*queue.Turn[*strata.Workload], 0, len(byQueue))
 	turnOf := make(map[string]*queue.Turn[*strata.Workload], len(byQueue))
 	retries := map[*strata.Workload]int{}
@@ -1528,6 +1536,7 @@ func (s *Scheduler) admit(ctx context.Context, wl *strata.Workload, flavorName s
 	// (a pass seeing its pod set assignments half decoded would not count
 	// the workload against its quota).
 	pending := &inflightAdmission{admission: admission.DeepCopy(), uid: wl.UID}
+	s.passAdmitted++
 	s.mu.Lock()
 	s.inflight[key] = pending
 	s.mu.Unlock()
@@ -1831,6 +1840,23 @@ func recordBorrowing(cq string, reservation []strata.FlavorReservation) {
 // replaced at each pass. Replaced rather than reset: a scrape during a
 // pass finds every series, with the last pass's values or this one's.
 var borrowing, passGauges metrics.Series
+
+// recordAttempt counts a pass that had pending workloads to try as an
+// admission attempt (Kueue's kueue_admission_attempts_total and
+// kueue_admission_attempt_duration_seconds): success when it admitted at
+// least one, inadmissible when none. A pass with nothing pending is no
+// attempt.
+func recordAttempt(tried, admitted int, took time.Duration) {
+	if tried == 0 {
+		return
+	}
+	result := metrics.AttemptInadmissible
+	if admitted > 0 {
+		result = metrics.AttemptSuccess
+	}
+	metrics.AdmissionAttempts.WithLabelValues(result).Inc()
+	metrics.AdmissionAttemptDuration.WithLabelValues(result).Observe(took.Seconds())
+}
 
 // recordQueues sets the pending and admitted gauges from one pass's view
 // and its pending workloads by ClusterQueue.

@@ -76,9 +76,33 @@ var (
 	}, []string{"cluster_queue", "flavor", "resource"})
 )
 
+// The results of an admission attempt.
+const (
+	AttemptSuccess      = "success"
+	AttemptInadmissible = "inadmissible"
+)
+
+var (
+	// AdmissionAttempts counts the agent's scheduling passes that had
+	// pending workloads to try, by result (AttemptSuccess: it admitted at
+	// least one; AttemptInadmissible: none), as Kueue's
+	// kueue_admission_attempts_total counts its cycles.
+	AdmissionAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_admission_attempts_total",
+		Help: "Scheduling passes that tried pending workloads, by result: success when the pass admitted at least one, inadmissible when none.",
+	}, []string{"result"})
+
+	// AdmissionAttemptDuration is how long those passes took, by result.
+	AdmissionAttemptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "strata_admission_attempt_duration_seconds",
+		Help:    "Time a scheduling pass that tried pending workloads took, by result (success, inadmissible).",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+	}, []string{"result"})
+)
+
 func init() {
 	metrics.Registry.MustRegister(AdmissionLatency, PendingWorkloads, AdmittedPods, FreeCapacity, SummaryBytes, SummaryTimestamp,
-		PreemptedWorkloads, BorrowedQuota, LentQuota)
+		PreemptedWorkloads, BorrowedQuota, LentQuota, AdmissionAttempts, AdmissionAttemptDuration)
 }
 
 // QueueGauges show ClusterQueues' status as Kueue's metrics do: their

@@ -408,6 +408,8 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(histogramCount(g, m.AdmissionWait, "admit-q")).To(BeNumerically(">=", 5))
 			g.Expect(histogramCount(g, m.QuotaReservedWait, "admit-q")).To(BeNumerically(">=", 5))
 			g.Expect(promtest.ToFloat64(metrics.AgentQueues.AdmittedActive.WithLabelValues("admit-q"))).To(BeNumerically(">=", 1))
+			g.Expect(promtest.ToFloat64(metrics.AdmissionAttempts.WithLabelValues(metrics.AttemptSuccess))).To(BeNumerically(">=", 5))
+			g.Expect(promtest.CollectAndCount(metrics.AdmissionAttemptDuration)).To(BeNumerically(">=", 1))
 			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Usage.WithLabelValues("", "admit-q", "tas-admit", "cpu"))).To(BeNumerically(">", 0))
 		}, timeout).Should(Succeed())
 	})

@@ -283,3 +283,68 @@ func testScheduleResizePreempts(t *testing.T, restart bool) {
 		t.Error("mid not admitted at the end")
 	}
 }
+
+// TestScheduleResizedThenPreempted: a workload scaled up in place and
+// preempted in the same pass frees the quota of its new size, not its
+// old: the preemptor, which fits only in the new size's room, preempts
+// it and holds what it freed.
+func TestScheduleResizedThenPreempted(t *testing.T) {
+	cq := testutil.MakeClusterQueue("a").Flavor("tas-flavor", "cpu", "6").
+		Preemption(strata.ClusterQueuePreemption{WithinClusterQueue: strata.PreemptionLowerPriority}).Obj()
+	el := testutil.MakeWorkload("el", "ns").Queue("a").PodSets(testutil.MakePodSet("main", 2, "cpu", "1").Unconstrained().Obj()).Obj()
+	el.CreationTimestamp = metav1.NewTime(created)
+	el.Spec.Priority = ptr.To[int32](0)
+	metav1.SetMetaDataAnnotation(&el.ObjectMeta, strata.ElasticJobAnnotation, "true")
+	e := newSchedEnv(t, []client.Object{cq, el}, nil, []*corev1.Node{tasNode("r1-n1", "r1", "8")}, interceptor.Funcs{})
+	get := func(name string) *strata.Workload {
+		t.Helper()
+		var wl strata.Workload
+		if err := e.c.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: name}, &wl); err != nil {
+			t.Fatal(err)
+		}
+		return &wl
+	}
+	pass := func() {
+		t.Helper()
+		if err := e.s.Schedule(t.Context()); err != nil {
+			t.Fatalf("Schedule(): %v", err)
+		}
+		e.settle()
+		e.informed(t)
+	}
+	pass()
+	if get("el").Status.Admission == nil {
+		t.Fatal("el not admitted first")
+	}
+	// In one pass: el scales up from 2 to 4 pods (the quota has room),
+	// and hi, of a higher priority, asks for 5 of the 6 CPUs: it fits
+	// once el's 4 are free, not if only el's first 2 were.
+	wl := get("el")
+	wl.Spec.PodSets[0].Count = 4
+	if err := e.c.Update(t.Context(), wl); err != nil {
+		t.Fatal(err)
+	}
+	hi := testutil.MakeWorkload("hi", "ns").Queue("a").PodSets(testutil.MakePodSet("main", 5, "cpu", "1").Unconstrained().Obj()).Obj()
+	hi.CreationTimestamp = metav1.NewTime(created.Add(time.Second))
+	hi.Spec.Priority = ptr.To[int32](100)
+	if err := e.c.Create(t.Context(), hi); err != nil {
+		t.Fatal(err)
+	}
+	e.informed(t)
+	pass()
+	if c := meta.FindStatusCondition(get("el").Status.Conditions, strata.WorkloadResized); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "from 2 to 4 pods") {
+		t.Fatalf("el: Resized = %+v, want True, from 2 to 4 pods, in the pass", c)
+	}
+	if c := meta.FindStatusCondition(get("el").Status.Conditions, strata.WorkloadEvicted); c == nil || c.Status != metav1.ConditionTrue || c.Reason != strata.EvictedByPreemption {
+		t.Fatalf("el: Evicted = %+v, want True, Preempted for hi", c)
+	}
+	// el's pods never ran here: the same pass admits hi with the 5 CPUs
+	// el's 4 left, which el's first 2 would not have.
+	if get("hi").Status.Admission == nil {
+		t.Fatalf("hi not admitted in the pass that preempted el: %+v", get("hi").Status.Conditions)
+	}
+	pass()
+	if get("el").Status.Admission != nil {
+		t.Error("el admitted again beside hi's 5 CPUs, beyond the queue's 6")
+	}
+}

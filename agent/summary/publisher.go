@@ -272,7 +272,10 @@ func (p *Publisher) Start(ctx context.Context) error {
 			return nil
 		case <-p.clock.After(wait):
 		}
-		busy := pending(changes) || pending(specs)
+		// Both taken: a signal left waiting would make the next wait
+		// look busy.
+		changed, specChanged := pending(changes), pending(specs)
+		busy := changed || specChanged
 		wait = spacing(wait, busy, p.cfg.MinInterval.Duration, p.maxInterval())
 		if busy {
 			continue

@@ -188,8 +188,15 @@ func SetAgentDefaults(cfg *configv1beta1.AgentConfiguration) {
 		cfg.Summary.MaxBytes = ptr.To[int32](DefaultSummaryMaxBytes)
 	}
 	setDuration(&cfg.Summary.MinInterval, DefaultSummaryMinInterval)
-	setDuration(&cfg.Summary.MaxInterval, max(DefaultSummaryMaxInterval, cfg.Summary.MinInterval.Duration))
 	setDuration(&cfg.Summary.HeartbeatInterval, DefaultSummaryHeartbeatInterval)
+	// Unset: 1s, at least minInterval, and no more than a shorter
+	// heartbeat (a configuration valid before the field was added stays
+	// valid).
+	maxInterval := max(DefaultSummaryMaxInterval, cfg.Summary.MinInterval.Duration)
+	if hb := cfg.Summary.HeartbeatInterval.Duration; hb > 0 && maxInterval > hb {
+		maxInterval = max(hb, cfg.Summary.MinInterval.Duration)
+	}
+	setDuration(&cfg.Summary.MaxInterval, maxInterval)
 	setDuration(&cfg.Queueing.UngateBatchPeriod, DefaultUngateBatchPeriod)
 	setWaitForPodsReadyDefaults(&cfg.WaitForPodsReady)
 	if cfg.Fencing.Namespace == "" {

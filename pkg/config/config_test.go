@@ -108,6 +108,15 @@ summary:
 				return c
 			},
 		},
+		"summary: maxInterval follows a heartbeat under its default": {
+			content: header + "summary:\n  heartbeatInterval: 500ms\n",
+			want: func() *configv1beta1.AgentConfiguration {
+				c := defaultAgent()
+				c.Summary.HeartbeatInterval = duration(500 * time.Millisecond)
+				c.Summary.MaxInterval = duration(500 * time.Millisecond)
+				return c
+			},
+		},
 		"waitForPodsReady: recoveryTimeout follows the timeout, a limit, blocking": {
 			content: header + `waitForPodsReady:
   timeout: 10m

@@ -226,7 +226,8 @@ type Summary struct {
 	// capacity at every admission; this keeps its summaries from costing
 	// the API server as much as the admissions do. At least minInterval,
 	// at most heartbeatInterval; equal to minInterval, the time between
-	// writes stays minInterval (default 1s, or minInterval if greater).
+	// writes stays minInterval (default 1s, or minInterval if greater, and
+	// no more than heartbeatInterval).
 	// +optional
 	MaxInterval *metav1.Duration `json:"maxInterval,omitempty"`
 	// heartbeatInterval is how often an unchanged summary is re-published

@@ -501,9 +501,14 @@ type chartDoc struct {
 			Kind       string `json:"kind"`
 		} `json:"paramKind"`
 		ParamRef *struct {
-			Name                    string `json:"name"`
-			ParameterNotFoundAction string `json:"parameterNotFoundAction"`
+			Name                    string                `json:"name"`
+			Selector                *metav1.LabelSelector `json:"selector"`
+			ParameterNotFoundAction string                `json:"parameterNotFoundAction"`
 		} `json:"paramRef"`
+		MatchConditions []struct {
+			Name       string `json:"name"`
+			Expression string `json:"expression"`
+		} `json:"matchConditions"`
 		MatchConstraints struct {
 			ResourceRules []resourceRule `json:"resourceRules"`
 		} `json:"matchConstraints"`
@@ -661,11 +666,27 @@ func checkAdmissionPolicy(t *testing.T, chart, kind, group, version, res string)
 	}
 	// defaults says whether p, bound to objects without key, takes the
 	// object named "default" of kind as its parameter, and does nothing
-	// when there is none.
+	// when there is none: named in the binding's paramRef, or every
+	// object of kind selected and the policy's match conditions keeping
+	// the one named "default" (the charts' way: a named parameter missing
+	// from the API server's cache is read from etcd at each admission).
 	defaults := func(p chartDoc, key, kind string) bool {
 		b, ok := bound(p, key, metav1.LabelSelectorOpDoesNotExist)
-		return ok && p.Spec.ParamKind != nil && p.Spec.ParamKind.Kind == kind && p.Spec.ParamKind.APIVersion == strata.GroupVersion.String() &&
-			b.Spec.ParamRef != nil && b.Spec.ParamRef.Name == "default" && b.Spec.ParamRef.ParameterNotFoundAction == "Allow"
+		if !ok || p.Spec.ParamKind == nil || p.Spec.ParamKind.Kind != kind || p.Spec.ParamKind.APIVersion != strata.GroupVersion.String() ||
+			b.Spec.ParamRef == nil || b.Spec.ParamRef.ParameterNotFoundAction != "Allow" {
+			return false
+		}
+		if b.Spec.ParamRef.Name == "default" {
+			return true
+		}
+		sel := b.Spec.ParamRef.Selector
+		everything := sel != nil && len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0
+		return b.Spec.ParamRef.Name == "" && everything && slices.ContainsFunc(p.Spec.MatchConditions, func(c struct {
+			Name       string `json:"name"`
+			Expression string `json:"expression"`
+		}) bool {
+			return strings.Join(strings.Fields(c.Expression), " ") == "params.metadata.name == 'default'"
+		})
 	}
 	var labelled, defaulting, classDefaulting bool
 	for _, p := range docs {

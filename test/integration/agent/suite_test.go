@@ -39,6 +39,14 @@ func TestAgent(t *testing.T) {
 	RunSpecs(t, "Agent Suite")
 }
 
+// A failed spec's log ends with the clusters' queues and unfinished
+// Workloads, before its cleanups remove them.
+var _ = AfterEach(func(ctx SpecContext) {
+	if CurrentSpecReport().Failed() {
+		clusters.Dump(ctx, GinkgoWriter)
+	}
+})
+
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(GinkgoLogr)
 	jobSetCRDs, err := framework.JobSetCRDPaths()

@@ -96,6 +96,14 @@ func TestFleet(t *testing.T) {
 	RunSpecs(t, "Fleet Suite")
 }
 
+// A failed spec's log ends with the clusters' queues and unfinished
+// Workloads, before its cleanups remove them.
+var _ = AfterEach(func(ctx SpecContext) {
+	if CurrentSpecReport().Failed() {
+		clusters.Dump(ctx, GinkgoWriter)
+	}
+})
+
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{Verbosity: 2, LogTimestamp: true}))
 	SetDefaultEventuallyTimeout(60 * time.Second)

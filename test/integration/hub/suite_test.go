@@ -34,6 +34,14 @@ func TestHub(t *testing.T) {
 	RunSpecs(t, "Hub Suite")
 }
 
+// A failed spec's log ends with the clusters' queues and unfinished
+// Workloads, before its cleanups remove them.
+var _ = AfterEach(func(ctx SpecContext) {
+	if CurrentSpecReport().Failed() {
+		clusters.Dump(ctx, GinkgoWriter)
+	}
+})
+
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(GinkgoLogr)
 	SetDefaultEventuallyTimeout(30 * time.Second)

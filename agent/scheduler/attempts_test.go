@@ -5,7 +5,9 @@ import (
 	"time"
 
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/metrics"
 )
 
@@ -34,6 +36,40 @@ func TestRecordAttempt(t *testing.T) {
 			}
 			if got := count(metrics.AttemptInadmissible) - rejected; got != c.rejected {
 				t.Errorf("inadmissible attempts counted: %v, want %v", got, c.rejected)
+			}
+		})
+	}
+}
+
+// TestPendingStatus: a pending workload is inadmissible once a pass
+// tried it and wrote why it waits (Kueue parks it), active otherwise, and
+// always in a StrictFIFO queue (Kueue keeps those in its heap).
+func TestPendingStatus(t *testing.T) {
+	admitted := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: status, Reason: reason}}
+	}
+	cases := []struct {
+		name       string
+		conditions []metav1.Condition
+		strict     bool
+		want       string
+	}{
+		{name: "not tried yet", want: metrics.PendingActive},
+		{name: "waits for capacity", conditions: admitted(metav1.ConditionFalse, ReasonPending), want: metrics.PendingInadmissible},
+		{name: "cannot be admitted as written", conditions: admitted(metav1.ConditionFalse, ReasonInadmissible), want: metrics.PendingInadmissible},
+		{name: "in a stopped queue", conditions: admitted(metav1.ConditionFalse, ReasonStopped), want: metrics.PendingInadmissible},
+		{name: "an admission check is not ready", conditions: admitted(metav1.ConditionFalse, ReasonCheckNotReady), want: metrics.PendingInadmissible},
+		{name: "held by fencing", conditions: admitted(metav1.ConditionFalse, ReasonHeld), want: metrics.PendingInadmissible},
+		{name: "backing off after a PodsReady timeout", conditions: admitted(metav1.ConditionFalse, strata.EvictedByPodsReadyTimeout), want: metrics.PendingInadmissible},
+		{name: "its preemptions under way", conditions: admitted(metav1.ConditionFalse, ReasonPreempting), want: metrics.PendingActive},
+		{name: "requeued after it was preempted", conditions: admitted(metav1.ConditionFalse, strata.EvictedByPreemption), want: metrics.PendingActive},
+		{name: "waits for capacity, StrictFIFO", conditions: admitted(metav1.ConditionFalse, ReasonPending), strict: true, want: metrics.PendingActive},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wl := &strata.Workload{Status: strata.WorkloadStatus{Conditions: c.conditions}}
+			if got := pendingStatus(wl, c.strict); got != c.want {
+				t.Errorf("pendingStatus: %q, want %q", got, c.want)
 			}
 		})
 	}

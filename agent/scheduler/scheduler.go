@@ -421,7 +421,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			counted[q] = append(slices.Clip(counted[q]), wls...)
 		}
 	}
-	recordQueues(v, counted)
+	recordQueues(v, counted, queues)
 	pendingKeys := map[types.NamespacedName]pendingRef{}
 	for q, wls := range byQueue {
 		for _, wl := range wls {
@@ -1655,7 +1655,6 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 			st.FairSharing = &strata.FairSharingStatus{WeightedShare: books.Share(cq.Name).Rounded()}
 		}
 		recordBorrowing(cq.Name, st.FlavorsReservation)
-		metrics.AgentQueues.Record(cq.Name, cq.Spec.Cohort, st, flavors)
 		active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"}
 		missing := s.missingFlavors(cq)
 		switch {
@@ -1674,6 +1673,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 			}
 		}
 		meta.SetStatusCondition(&st.Conditions, active)
+		metrics.AgentQueues.Record(cq, st, flavors)
 		if equality.Semantic.DeepEqual(*st, cq.Status) {
 			continue
 		}
@@ -1859,16 +1859,49 @@ func recordAttempt(tried, admitted int, took time.Duration) {
 }
 
 // recordQueues sets the pending and admitted gauges from one pass's view
-// and its pending workloads by ClusterQueue.
-func recordQueues(v *indexView, pending map[string][]*strata.Workload) {
+// and its pending workloads by ClusterQueue (queues: the ClusterQueues by
+// name), the pending ones by pendingStatus.
+func recordQueues(v *indexView, pending map[string][]*strata.Workload, queues map[string]*strata.ClusterQueue) {
 	passGauges.Replace("", func(put metrics.Put) {
 		for q, wls := range pending {
-			put(metrics.PendingWorkloads, float64(len(wls)), q)
+			strict := queues[q] != nil && queues[q].Spec.QueueingStrategy == strata.StrictFIFO
+			n := map[string]int{}
+			for _, wl := range wls {
+				n[pendingStatus(wl, strict)]++
+			}
+			for _, st := range []string{metrics.PendingActive, metrics.PendingInadmissible} {
+				put(metrics.PendingWorkloads, float64(n[st]), q, st)
+			}
 		}
 		for f, n := range v.pods {
 			put(metrics.AdmittedPods, float64(n), f)
 		}
 	})
+}
+
+// waitReasons are the Admitted=False reasons a pass writes when it finds a
+// workload cannot be admitted now, and says why.
+var waitReasons = map[string]bool{
+	ReasonPending: true, ReasonInadmissible: true, ReasonStopped: true, ReasonCheckNotReady: true,
+	ReasonHeld: true, strata.WaitingForPodsReady: true, strata.EvictedByPodsReadyTimeout: true,
+}
+
+// pendingStatus classes a pending workload as Kueue's
+// kueue_pending_workloads does: inadmissible once a pass tried it, found
+// it cannot be admitted now and wrote why (Kueue parks such a workload
+// until something changes); active while no pass has tried it, once it
+// was requeued (evicted), or while its preemptions are under way (Kueue
+// retries it at once). In a StrictFIFO queue every one is active, as
+// Kueue keeps them all in its queue's heap.
+func pendingStatus(wl *strata.Workload, strict bool) string {
+	if strict {
+		return metrics.PendingActive
+	}
+	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
+	if c != nil && c.Status == metav1.ConditionFalse && waitReasons[c.Reason] {
+		return metrics.PendingInadmissible
+	}
+	return metrics.PendingActive
 }
 
 // setNotAdmitted writes the Admitted=False condition with reason and

@@ -6,6 +6,8 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -19,11 +21,12 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 18),
 	}, []string{"cluster_queue"})
 
-	// PendingWorkloads is the number of valid workloads waiting per queue.
+	// PendingWorkloads is the number of valid workloads waiting per queue,
+	// by status (PendingActive, PendingInadmissible).
 	PendingWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "strata_pending_workloads",
-		Help: "Valid workloads waiting for admission, per ClusterQueue.",
-	}, []string{"cluster_queue"})
+		Help: "Valid workloads waiting for admission, per ClusterQueue and status: inadmissible when a scheduling pass found it cannot be admitted now and said why in its Admitted condition, active when not yet tried, requeued, preempting, or in a StrictFIFO queue.",
+	}, []string{"cluster_queue", "status"})
 
 	// AdmittedPods is the number of pods of admitted, unfinished workloads per flavor.
 	AdmittedPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -76,6 +79,12 @@ var (
 	}, []string{"cluster_queue", "flavor", "resource"})
 )
 
+// The statuses of strata_pending_workloads, Kueue's.
+const (
+	PendingActive       = "active"
+	PendingInadmissible = "inadmissible"
+)
+
 // The results of an admission attempt.
 const (
 	AttemptSuccess      = "success"
@@ -101,39 +110,75 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(AdmissionLatency, PendingWorkloads, AdmittedPods, FreeCapacity, SummaryBytes, SummaryTimestamp,
+	register(AdmissionLatency, PendingWorkloads, AdmittedPods, FreeCapacity, SummaryBytes, SummaryTimestamp,
 		PreemptedWorkloads, BorrowedQuota, LentQuota, AdmissionAttempts, AdmissionAttemptDuration)
 }
 
 // QueueGauges show ClusterQueues' status as Kueue's metrics do: their
 // active workloads (status.admittedWorkloads and reservingWorkloads),
-// usage (status.flavorsUsage), reservations (the totals of
-// status.flavorsReservation) and nominal quota, per flavor and resource
-// (cpu in cores, memory in bytes) with the queue's cohort.
+// whether they can admit (Status), their weighted share under fair
+// sharing, and usage (status.flavorsUsage), reservations (the totals of
+// status.flavorsReservation), nominal quota, borrowing and lending limits
+// per flavor and resource (cpu in cores, memory in bytes) with the
+// queue's cohort.
 type QueueGauges struct {
 	AdmittedActive, ReservingActive  *prometheus.GaugeVec
 	Usage, Reservation, NominalQuota *prometheus.GaugeVec
+	BorrowingLimit, LendingLimit     *prometheus.GaugeVec
+	// Status is 1 for the queue's status (QueueActive, QueuePending,
+	// QueueTerminating) and 0 for the two others, as Kueue's
+	// kueue_cluster_queue_status.
+	Status *prometheus.GaugeVec
+	// WeightedShare is status.fairSharing.weightedShare, by
+	// cluster_queue and cohort, while fair sharing is on.
+	WeightedShare *prometheus.GaugeVec
 	// series are each ClusterQueue's, replaced at once by Record.
 	series Series
 }
 
+// A ClusterQueue's status in QueueGauges.Status, Kueue's values.
+const (
+	// QueuePending: the queue exists but admits nothing (its Active
+	// condition is False: a flavor or admission check missing, stopped,
+	// a cohort cycle).
+	QueuePending = "pending"
+	// QueueActive: the queue admits workloads.
+	QueueActive = "active"
+	// QueueTerminating: the queue is being deleted.
+	QueueTerminating = "terminating"
+)
+
+var queueStatuses = []string{QueuePending, QueueActive, QueueTerminating}
+
 func newQueueGauges(prefix string) *QueueGauges {
-	perQueue := func(name, help string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help}, []string{"cluster_queue"})
+	g := buildQueueGauges(prefix)
+	register(g.AdmittedActive, g.ReservingActive, g.Usage, g.Reservation, g.NominalQuota,
+		g.BorrowingLimit, g.LendingLimit, g.Status, g.WeightedShare)
+	return g
+}
+
+// buildQueueGauges returns QueueGauges named prefix..., unregistered.
+func buildQueueGauges(prefix string) *QueueGauges {
+	perQueue := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help}, append([]string{"cluster_queue"}, labels...))
 	}
 	perResource := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help + ", per flavor and resource (cpu in cores, memory in bytes)."},
 			[]string{"cohort", "cluster_queue", "flavor", "resource"})
 	}
-	g := &QueueGauges{
+	return &QueueGauges{
 		AdmittedActive:  perQueue("admitted_active_workloads", "Admitted workloads that have not finished, per ClusterQueue."),
 		ReservingActive: perQueue("reserving_active_workloads", "Workloads holding a quota reservation that have not finished (admitted, or waiting for admission checks), per ClusterQueue."),
 		Usage:           perResource("cluster_queue_resource_usage", "What a ClusterQueue's admitted workloads use"),
 		Reservation:     perResource("cluster_queue_resource_reservation", "What a ClusterQueue's workloads holding quota reserve"),
 		NominalQuota:    perResource("cluster_queue_nominal_quota", "A ClusterQueue's nominal quota"),
+		BorrowingLimit:  perResource("cluster_queue_borrowing_limit", "A ClusterQueue's borrowing limit, where it sets one"),
+		LendingLimit:    perResource("cluster_queue_lending_limit", "A ClusterQueue's lending limit, where it sets one"),
+		Status: perQueue("cluster_queue_status", "1 for a ClusterQueue's status (pending: it admits nothing, see its Active condition; active; terminating: being deleted), 0 for the others.",
+			"status"),
+		WeightedShare: perQueue("cluster_queue_weighted_share", "A ClusterQueue's weighted share of what it borrows under fair sharing (status.fairSharing.weightedShare), per ClusterQueue and cohort.",
+			"cohort"),
 	}
-	metrics.Registry.MustRegister(g.AdmittedActive, g.ReservingActive, g.Usage, g.Reservation, g.NominalQuota)
-	return g
 }
 
 // AgentQueues are strata-agent's: strata_admitted_active_workloads,
@@ -143,14 +188,46 @@ var AgentQueues = newQueueGauges("strata_")
 // HubQueues are strata-hub's, for its ClusterQueues: strata_hub_....
 var HubQueues = newQueueGauges("strata_hub_")
 
-// Record sets the gauges of ClusterQueue name of cohort ("" for none)
-// from its status st and its flavors' quotas, in place of those it had: a
-// scrape meanwhile finds the old values or the new ones. The resource
-// gauges carry the cohort as Kueue's do.
-func (g *QueueGauges) Record(name, cohort string, st *strata.ClusterQueueStatus, flavors []strata.FlavorQuotas) {
+// QueueStatus is a ClusterQueue's status for QueueGauges.Status, from
+// the queue and the status st to be written: terminating while it is
+// deleted; else as its Active condition says; without one (a hub's
+// queues), pending while stopped, else active.
+func QueueStatus(cq *strata.ClusterQueue, st *strata.ClusterQueueStatus) string {
+	if cq.DeletionTimestamp != nil {
+		return QueueTerminating
+	}
+	if c := meta.FindStatusCondition(st.Conditions, "Active"); c != nil {
+		if c.Status == metav1.ConditionTrue {
+			return QueueActive
+		}
+		return QueuePending
+	}
+	if strata.Stopped(cq.Spec.StopPolicy) {
+		return QueuePending
+	}
+	return QueueActive
+}
+
+// Record sets the gauges of ClusterQueue cq from the status st to be
+// written and its flavors' quotas, in place of those it had: a scrape
+// meanwhile finds the old values or the new ones. The resource gauges
+// carry the cohort as Kueue's do.
+func (g *QueueGauges) Record(cq *strata.ClusterQueue, st *strata.ClusterQueueStatus, flavors []strata.FlavorQuotas) {
+	name, cohort := cq.Name, cq.Spec.Cohort
 	g.series.Replace(name, func(put Put) {
 		put(g.AdmittedActive, float64(st.AdmittedWorkloads), name)
 		put(g.ReservingActive, float64(st.ReservingWorkloads), name)
+		status := QueueStatus(cq, st)
+		for _, s := range queueStatuses {
+			v := 0.0
+			if s == status {
+				v = 1
+			}
+			put(g.Status, v, name, s)
+		}
+		if st.FairSharing != nil {
+			put(g.WeightedShare, float64(st.FairSharing.WeightedShare), name, cohort)
+		}
 		for _, f := range st.FlavorsUsage {
 			for r, q := range f.Resources {
 				put(g.Usage, q.AsApproximateFloat64(), cohort, name, f.Name, string(r))
@@ -164,6 +241,12 @@ func (g *QueueGauges) Record(name, cohort string, st *strata.ClusterQueueStatus,
 		for _, fq := range flavors {
 			for _, r := range fq.Resources {
 				put(g.NominalQuota, r.NominalQuota.AsApproximateFloat64(), cohort, name, fq.Name, string(r.Name))
+				if r.BorrowingLimit != nil {
+					put(g.BorrowingLimit, r.BorrowingLimit.AsApproximateFloat64(), cohort, name, fq.Name, string(r.Name))
+				}
+				if r.LendingLimit != nil {
+					put(g.LendingLimit, r.LendingLimit.AsApproximateFloat64(), cohort, name, fq.Name, string(r.Name))
+				}
 			}
 		}
 	})
@@ -208,7 +291,7 @@ func newLifecycle(prefix, who string, latency *prometheus.HistogramVec) Lifecycl
 		ChecksWait:        wait("admission_checks_wait_time_seconds", "Time from a workload's quota reservation to its admission once its admission checks are Ready"+who+"."),
 		Latency:           latency,
 	}
-	metrics.Registry.MustRegister(l.QuotaReserved, l.Admitted, l.Evicted, l.QuotaReservedWait, l.AdmissionWait, l.ChecksWait)
+	register(l.QuotaReserved, l.Admitted, l.Evicted, l.QuotaReservedWait, l.AdmissionWait, l.ChecksWait)
 	return l
 }
 
@@ -268,7 +351,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(Replacements, ReplacementLatency, NodeFailureEvictions)
+	register(Replacements, ReplacementLatency, NodeFailureEvictions)
 }
 
 // The hub's metrics.
@@ -367,5 +450,16 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(HubPlacementLatency, HubDispatchPass, HubPendingWorkloads, HubDecisions, HubPreemptionDispatches, HubRejections, HubFenceRenewalFailures, HubReservations, HubJournalDispatches, HubJournalPages, HubJournalWriteFailures, HubSummaryAge, HubConnected, HubAdmissionLatency)
+	register(HubPlacementLatency, HubDispatchPass, HubPendingWorkloads, HubDecisions, HubPreemptionDispatches, HubRejections, HubFenceRenewalFailures, HubReservations, HubJournalDispatches, HubJournalPages, HubJournalWriteFailures, HubSummaryAge, HubConnected, HubAdmissionLatency)
+}
+
+// registered are the collectors register registered: every metric the
+// binaries serve (their documentation is checked against it).
+var registered []prometheus.Collector
+
+// register registers cs in controller-runtime's registry, which the
+// binaries serve.
+func register(cs ...prometheus.Collector) {
+	metrics.Registry.MustRegister(cs...)
+	registered = append(registered, cs...)
 }

@@ -8,27 +8,29 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
 )
 
 func TestQueueGauges(t *testing.T) {
-	g := &QueueGauges{
-		AdmittedActive:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "a"}, []string{"cluster_queue"}),
-		ReservingActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "r"}, []string{"cluster_queue"}),
-		Usage:           prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "u"}, []string{"cohort", "cluster_queue", "flavor", "resource"}),
-		Reservation:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "v"}, []string{"cohort", "cluster_queue", "flavor", "resource"}),
-		NominalQuota:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "n"}, []string{"cohort", "cluster_queue", "flavor", "resource"}),
-	}
+	g := buildQueueGauges("t_")
 	st := &strata.ClusterQueueStatus{
 		AdmittedWorkloads: 3, ReservingWorkloads: 4,
 		FlavorsUsage: []strata.FlavorUsage{{Name: "gpu", Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}},
 		FlavorsReservation: []strata.FlavorReservation{{Name: "gpu", Resources: []strata.ResourceReservation{
 			{Name: corev1.ResourceCPU, Total: resource.MustParse("2")}}}},
+		FairSharing: &strata.FairSharingStatus{WeightedShare: 250},
+		Conditions:  []metav1.Condition{{Type: "Active", Status: metav1.ConditionTrue}},
 	}
-	flavors := []strata.FlavorQuotas{{Name: "gpu", Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8")}}}}
-	g.Record("team-a", "research", st, flavors)
-	g.Record("team-b", "", &strata.ClusterQueueStatus{AdmittedWorkloads: 1}, nil)
+	flavors := []strata.FlavorQuotas{{Name: "gpu", Resources: []strata.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8"),
+		BorrowingLimit: ptr.To(resource.MustParse("2")), LendingLimit: ptr.To(resource.MustParse("6"))}}}}
+	teamA := &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: strata.ClusterQueueSpec{Cohort: "research"}}
+	teamB := &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}
+	g.Record(teamA, st, flavors)
+	g.Record(teamB, &strata.ClusterQueueStatus{AdmittedWorkloads: 1,
+		Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse}}}, nil)
 	for _, c := range []struct {
 		name      string
 		got, want float64
@@ -38,30 +40,76 @@ func TestQueueGauges(t *testing.T) {
 		{"usage in cores", promtest.ToFloat64(g.Usage.WithLabelValues("research", "team-a", "gpu", "cpu")), 1.5},
 		{"reservation", promtest.ToFloat64(g.Reservation.WithLabelValues("research", "team-a", "gpu", "cpu")), 2},
 		{"nominal quota", promtest.ToFloat64(g.NominalQuota.WithLabelValues("research", "team-a", "gpu", "nvidia.com/gpu")), 8},
+		{"borrowing limit", promtest.ToFloat64(g.BorrowingLimit.WithLabelValues("research", "team-a", "gpu", "nvidia.com/gpu")), 2},
+		{"lending limit", promtest.ToFloat64(g.LendingLimit.WithLabelValues("research", "team-a", "gpu", "nvidia.com/gpu")), 6},
+		{"weighted share", promtest.ToFloat64(g.WeightedShare.WithLabelValues("team-a", "research")), 250},
+		{"team-a active", promtest.ToFloat64(g.Status.WithLabelValues("team-a", QueueActive)), 1},
+		{"team-a not pending", promtest.ToFloat64(g.Status.WithLabelValues("team-a", QueuePending)), 0},
+		{"team-a not terminating", promtest.ToFloat64(g.Status.WithLabelValues("team-a", QueueTerminating)), 0},
+		{"team-b pending", promtest.ToFloat64(g.Status.WithLabelValues("team-b", QueuePending)), 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
 		}
 	}
+	if n := promtest.CollectAndCount(g.Status); n != 6 {
+		t.Errorf("status: %d series, want 3 per queue", n)
+	}
 	// A queue moved to another cohort: its series carry the new one only.
-	g.Record("team-a", "prod", st, flavors)
-	if n := promtest.CollectAndCount(g.Usage); n != 1 {
-		t.Errorf("usage after a cohort change: %d series, want 1", n)
+	teamA.Spec.Cohort = "prod"
+	g.Record(teamA, st, flavors)
+	for _, v := range []*prometheus.GaugeVec{g.Usage, g.BorrowingLimit, g.WeightedShare} {
+		if n := promtest.CollectAndCount(v); n != 1 {
+			t.Errorf("after a cohort change: %d series, want 1", n)
+		}
 	}
 	if got := promtest.ToFloat64(g.Usage.WithLabelValues("prod", "team-a", "gpu", "cpu")); got != 1.5 {
 		t.Errorf("usage in the new cohort: %v, want 1.5", got)
 	}
 	// A queue recorded again without usage, and another forgotten: what
 	// they no longer have goes.
-	g.Record("team-a", "prod", &strata.ClusterQueueStatus{}, nil)
+	g.Record(teamA, &strata.ClusterQueueStatus{}, nil)
 	g.Forget("team-b")
-	for _, v := range []*prometheus.GaugeVec{g.Usage, g.Reservation, g.NominalQuota} {
+	for _, v := range []*prometheus.GaugeVec{g.Usage, g.Reservation, g.NominalQuota, g.BorrowingLimit, g.LendingLimit, g.WeightedShare} {
 		if n := promtest.CollectAndCount(v); n != 0 {
 			t.Errorf("%d series left, want none", n)
 		}
 	}
 	if n := promtest.CollectAndCount(g.AdmittedActive); n != 1 {
 		t.Errorf("admitted: %d series, want team-a's only", n)
+	}
+	if n := promtest.CollectAndCount(g.Status); n != 3 {
+		t.Errorf("status: %d series, want team-a's 3 only", n)
+	}
+}
+
+func TestQueueStatus(t *testing.T) {
+	now := metav1.Now()
+	active := []metav1.Condition{{Type: "Active", Status: metav1.ConditionTrue}}
+	inactive := []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse}}
+	hold := strata.StopHold
+	for _, c := range []struct {
+		name       string
+		deleting   bool
+		stop       *strata.StopPolicy
+		conditions []metav1.Condition
+		want       string
+	}{
+		{name: "Active=True", conditions: active, want: QueueActive},
+		{name: "Active=False", conditions: inactive, want: QueuePending},
+		{name: "being deleted, whatever its condition", deleting: true, conditions: active, want: QueueTerminating},
+		{name: "no Active condition (a hub's queue)", want: QueueActive},
+		{name: "no Active condition, stopped", stop: &hold, want: QueuePending},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cq := &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: strata.ClusterQueueSpec{StopPolicy: c.stop}}
+			if c.deleting {
+				cq.DeletionTimestamp = &now
+			}
+			if got := QueueStatus(cq, &strata.ClusterQueueStatus{Conditions: c.conditions}); got != c.want {
+				t.Errorf("QueueStatus: %q, want %q", got, c.want)
+			}
+		})
 	}
 }
 

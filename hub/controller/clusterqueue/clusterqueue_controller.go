@@ -187,7 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	st := StatusInTree(&cq, wls, cohorts, peers...)
-	metrics.HubQueues.Record(cq.Name, cq.Spec.Cohort, &st, queue.Flavors(&cq))
+	metrics.HubQueues.Record(&cq, &st, queue.Flavors(&cq))
 	if equality.Semantic.DeepEqual(st, cq.Status) {
 		return ctrl.Result{}, nil
 	}

@@ -393,7 +393,11 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 		Eventually(func(g Gomega) {
 			// 4+4+4+2+4 pods of admitted workloads whose Jobs have not finished.
 			g.Expect(promtest.ToFloat64(metrics.AdmittedPods.WithLabelValues("tas-admit"))).To(BeNumerically(">=", 14))
-			g.Expect(promtest.ToFloat64(metrics.PendingWorkloads.WithLabelValues("admit-q"))).To(BeNumerically(">=", 1))
+			// The Job left waiting above was tried, and said why.
+			g.Expect(promtest.ToFloat64(metrics.PendingWorkloads.WithLabelValues("admit-q", metrics.PendingInadmissible))).To(BeNumerically(">=", 1))
+			g.Expect(hasSeries(metrics.PendingWorkloads, "status", metrics.PendingActive)).To(BeTrue())
+			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Status.WithLabelValues("admit-q", metrics.QueueActive))).To(Equal(1.0))
+			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Status.WithLabelValues("admit-q", metrics.QueuePending))).To(BeZero())
 			g.Expect(promtest.ToFloat64(metrics.SummaryBytes.WithLabelValues("tas-admit"))).To(BeNumerically(">", 0))
 			g.Expect(promtest.ToFloat64(metrics.FreeCapacity.WithLabelValues("tas-admit", "b1", "cpu"))).To(BeZero())
 			g.Expect(promtest.ToFloat64(metrics.FreeCapacity.WithLabelValues("tas-admit", "b1", "pods"))).To(BeNumerically(">", 0))
@@ -428,6 +432,7 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 		Expect(worker.Client.Delete(ctx, cq)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(hasSeries(metrics.AgentQueues.AdmittedActive, "cluster_queue", "gone-q")).To(BeFalse())
+			g.Expect(hasSeries(metrics.AgentQueues.Status, "cluster_queue", "gone-q")).To(BeFalse())
 			g.Expect(hasSeries(metrics.AgentLifecycle.Admitted, "cluster_queue", "gone-q")).To(BeFalse())
 			g.Expect(hasSeries(metrics.AgentLifecycle.Evicted, "cluster_queue", "gone-q")).To(BeFalse())
 			g.Expect(hasSeries(metrics.PreemptedWorkloads, "preempting_cluster_queue", "gone-q")).To(BeFalse())

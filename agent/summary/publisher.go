@@ -317,13 +317,18 @@ func pending(ch <-chan struct{}) bool {
 // maxInterval; after a quiet spell minInterval again. A backlog being
 // admitted changes the capacity at every admission: its summaries are
 // written at most every maxInterval, and the first change after it is
-// written as soon as before.
+// written as soon as before. With no minInterval the spacing grows from
+// firstSpacing.
 func spacing(last time.Duration, busy bool, minInterval, maxInterval time.Duration) time.Duration {
 	if !busy {
 		return minInterval
 	}
-	return max(minInterval, min(2*last, maxInterval))
+	return max(minInterval, min(max(2*last, firstSpacing), maxInterval))
 }
+
+// firstSpacing is the first wait a busy publisher doubles when
+// summary.minInterval is 0.
+const firstSpacing = 125 * time.Millisecond
 
 // maxInterval is the configured summary.maxInterval, or minInterval when
 // unset (a configuration that was not defaulted).

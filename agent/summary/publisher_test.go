@@ -1038,6 +1038,19 @@ func TestSpacing(t *testing.T) {
 	if got := spacing(minI, true, minI, minI); got != minI {
 		t.Errorf("with maxInterval = minInterval, busy spacing = %v, want %v", got, minI)
 	}
+	// With minInterval 0, a busy publisher spaces its writes all the same.
+	var got []time.Duration
+	for last, i := time.Duration(0), 0; i < 5; i++ {
+		last = spacing(last, true, 0, 500*time.Millisecond)
+		got = append(got, last)
+	}
+	want := []time.Duration{firstSpacing, 2 * firstSpacing, 4 * firstSpacing, 500 * time.Millisecond, 500 * time.Millisecond}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("busy spacing from minInterval 0 (-want +got):\n%s", diff)
+	}
+	if got := spacing(maxI, false, 0, maxI); got != 0 {
+		t.Errorf("quiet spacing with minInterval 0 = %v, want 0", got)
+	}
 }
 
 // TestStartSpacesWritesWhileBusy runs the publisher's loop on a fake clock:

@@ -220,8 +220,8 @@ type Summary struct {
 	MinInterval *metav1.Duration `json:"minInterval,omitempty"`
 	// maxInterval bounds how far the time between two writes grows while
 	// the capacity keeps changing: after each write that finds a change
-	// already waiting, the next waits twice as long, from minInterval up to
-	// maxInterval; a change after a quiet spell is written minInterval
+	// already waiting, the next waits twice as long, from minInterval (or
+	// 125ms when minInterval is 0) up to maxInterval; a change after a quiet spell is written minInterval
 	// after the last write again. A backlog being admitted changes the
 	// capacity at every admission; this keeps its summaries from costing
 	// the API server as much as the admissions do. At least minInterval,

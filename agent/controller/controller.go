@@ -125,7 +125,11 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err := mgr.Add(admissions); err != nil {
 		return err
 	}
-	if err := mgr.Add(lifecycle.New(mgr.GetCache(), metrics.AgentLifecycle, clock.RealClock{})); err != nil {
+	recorded := lifecycle.New(mgr.GetCache(), metrics.AgentLifecycle, clock.RealClock{})
+	if cfg.Metrics.LocalQueueMetrics {
+		recorded.WithLocalQueues(metrics.AgentLocalQueueLifecycle)
+	}
+	if err := mgr.Add(recorded); err != nil {
 		return err
 	}
 	capacity := cache.New()
@@ -183,8 +187,12 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	if err != nil {
 		return err
 	}
-	if err := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clock.RealClock{}).
-		WithAdmissionFairSharing(queue.NewAdmissionFairSharing(cfg.AdmissionFairSharing)).SetupWithManager(mgr); err != nil {
+	lqs := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clock.RealClock{}).
+		WithAdmissionFairSharing(queue.NewAdmissionFairSharing(cfg.AdmissionFairSharing))
+	if cfg.Metrics.LocalQueueMetrics {
+		lqs.WithMetrics(metrics.AgentLocalQueues, metrics.AgentLocalQueueLifecycle)
+	}
+	if err := lqs.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	for _, r := range kinds.Registered {

@@ -9,6 +9,7 @@ import (
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/queue"
 )
 
 // TestRecordAttempt: a pass with pending workloads is an admission
@@ -43,7 +44,8 @@ func TestRecordAttempt(t *testing.T) {
 
 // TestPendingStatus: a pending workload is inadmissible once a pass
 // tried it and wrote why it waits (Kueue parks it), active otherwise, and
-// always in a StrictFIFO queue (Kueue keeps those in its heap).
+// always in a StrictFIFO queue (Kueue keeps those in its heap): the
+// scheduler's reasons, as queue.PendingStatus classes them.
 func TestPendingStatus(t *testing.T) {
 	admitted := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
 		return []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: status, Reason: reason}}
@@ -54,22 +56,22 @@ func TestPendingStatus(t *testing.T) {
 		strict     bool
 		want       string
 	}{
-		{name: "not tried yet", want: metrics.PendingActive},
-		{name: "waits for capacity", conditions: admitted(metav1.ConditionFalse, ReasonPending), want: metrics.PendingInadmissible},
-		{name: "cannot be admitted as written", conditions: admitted(metav1.ConditionFalse, ReasonInadmissible), want: metrics.PendingInadmissible},
-		{name: "in a stopped queue", conditions: admitted(metav1.ConditionFalse, ReasonStopped), want: metrics.PendingInadmissible},
-		{name: "an admission check is not ready", conditions: admitted(metav1.ConditionFalse, ReasonCheckNotReady), want: metrics.PendingInadmissible},
-		{name: "held by fencing", conditions: admitted(metav1.ConditionFalse, ReasonHeld), want: metrics.PendingInadmissible},
-		{name: "backing off after a PodsReady timeout", conditions: admitted(metav1.ConditionFalse, strata.EvictedByPodsReadyTimeout), want: metrics.PendingInadmissible},
-		{name: "its preemptions under way", conditions: admitted(metav1.ConditionFalse, ReasonPreempting), want: metrics.PendingActive},
-		{name: "requeued after it was preempted", conditions: admitted(metav1.ConditionFalse, strata.EvictedByPreemption), want: metrics.PendingActive},
-		{name: "waits for capacity, StrictFIFO", conditions: admitted(metav1.ConditionFalse, ReasonPending), strict: true, want: metrics.PendingActive},
+		{name: "not tried yet", want: queue.PendingActive},
+		{name: "waits for capacity", conditions: admitted(metav1.ConditionFalse, ReasonPending), want: queue.PendingInadmissible},
+		{name: "cannot be admitted as written", conditions: admitted(metav1.ConditionFalse, ReasonInadmissible), want: queue.PendingInadmissible},
+		{name: "in a stopped queue", conditions: admitted(metav1.ConditionFalse, ReasonStopped), want: queue.PendingInadmissible},
+		{name: "an admission check is not ready", conditions: admitted(metav1.ConditionFalse, ReasonCheckNotReady), want: queue.PendingInadmissible},
+		{name: "held by fencing", conditions: admitted(metav1.ConditionFalse, ReasonHeld), want: queue.PendingInadmissible},
+		{name: "backing off after a PodsReady timeout", conditions: admitted(metav1.ConditionFalse, strata.EvictedByPodsReadyTimeout), want: queue.PendingInadmissible},
+		{name: "its preemptions under way", conditions: admitted(metav1.ConditionFalse, ReasonPreempting), want: queue.PendingActive},
+		{name: "requeued after it was preempted", conditions: admitted(metav1.ConditionFalse, strata.EvictedByPreemption), want: queue.PendingActive},
+		{name: "waits for capacity, StrictFIFO", conditions: admitted(metav1.ConditionFalse, ReasonPending), strict: true, want: queue.PendingActive},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			wl := &strata.Workload{Status: strata.WorkloadStatus{Conditions: c.conditions}}
-			if got := pendingStatus(wl, c.strict); got != c.want {
-				t.Errorf("pendingStatus: %q, want %q", got, c.want)
+			if got := queue.PendingStatus(wl, c.strict); got != c.want {
+				t.Errorf("PendingStatus: %q, want %q", got, c.want)
 			}
 		})
 	}

@@ -1860,16 +1860,16 @@ func recordAttempt(tried, admitted int, took time.Duration) {
 
 // recordQueues sets the pending and admitted gauges from one pass's view
 // and its pending workloads by ClusterQueue (queues: the ClusterQueues by
-// name), the pending ones by pendingStatus.
+// name), the pending ones by queue.PendingStatus.
 func recordQueues(v *indexView, pending map[string][]*strata.Workload, queues map[string]*strata.ClusterQueue) {
 	passGauges.Replace("", func(put metrics.Put) {
 		for q, wls := range pending {
-			strict := queues[q] != nil && queues[q].Spec.QueueingStrategy == strata.StrictFIFO
+			strict := queue.StrictFIFO(queues[q])
 			n := map[string]int{}
 			for _, wl := range wls {
-				n[pendingStatus(wl, strict)]++
+				n[queue.PendingStatus(wl, strict)]++
 			}
-			for _, st := range []string{metrics.PendingActive, metrics.PendingInadmissible} {
+			for _, st := range []string{queue.PendingActive, queue.PendingInadmissible} {
 				put(metrics.PendingWorkloads, float64(n[st]), q, st)
 			}
 		}
@@ -1877,31 +1877,6 @@ func recordQueues(v *indexView, pending map[string][]*strata.Workload, queues ma
 			put(metrics.AdmittedPods, float64(n), f)
 		}
 	})
-}
-
-// waitReasons are the Admitted=False reasons a pass writes when it finds a
-// workload cannot be admitted now, and says why.
-var waitReasons = map[string]bool{
-	ReasonPending: true, ReasonInadmissible: true, ReasonStopped: true, ReasonCheckNotReady: true,
-	ReasonHeld: true, strata.WaitingForPodsReady: true, strata.EvictedByPodsReadyTimeout: true,
-}
-
-// pendingStatus classes a pending workload as Kueue's
-// kueue_pending_workloads does: inadmissible once a pass tried it, found
-// it cannot be admitted now and wrote why (Kueue parks such a workload
-// until something changes); active while no pass has tried it, once it
-// was requeued (evicted), or while its preemptions are under way (Kueue
-// retries it at once). In a StrictFIFO queue every one is active, as
-// Kueue keeps them all in its queue's heap.
-func pendingStatus(wl *strata.Workload, strict bool) string {
-	if strict {
-		return metrics.PendingActive
-	}
-	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)
-	if c != nil && c.Status == metav1.ConditionFalse && waitReasons[c.Reason] {
-		return metrics.PendingInadmissible
-	}
-	return metrics.PendingActive
 }
 
 // setNotAdmitted writes the Admitted=False condition with reason and

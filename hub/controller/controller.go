@@ -82,7 +82,11 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	if err := mgr.Add(f); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(lifecycle.New(mgr.GetCache(), metrics.HubLifecycle, clk)); err != nil {
+	recorded := lifecycle.New(mgr.GetCache(), metrics.HubLifecycle, clk)
+	if cfg.Metrics.LocalQueueMetrics {
+		recorded.WithLocalQueues(metrics.HubLocalQueueLifecycle)
+	}
+	if err := mgr.Add(recorded); err != nil {
 		return nil, err
 	}
 	// The ClusterProfile and ManagedCluster CRDs are optional: without
@@ -143,8 +147,12 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	if err != nil {
 		return nil, err
 	}
-	if err := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).
-		WithAdmissionFairSharing(queue.NewAdmissionFairSharing(cfg.AdmissionFairSharing)).SetupWithManager(mgr); err != nil {
+	lqs := localqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).
+		WithAdmissionFairSharing(queue.NewAdmissionFairSharing(cfg.AdmissionFairSharing))
+	if cfg.Metrics.LocalQueueMetrics {
+		lqs.WithMetrics(metrics.HubLocalQueues, metrics.HubLocalQueueLifecycle)
+	}
+	if err := lqs.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := clusterqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).SetupWithManager(mgr); err != nil {

@@ -133,7 +133,9 @@ func QueuedSince(wl *strata.Workload) time.Time {
 type Recorder struct {
 	cache   ctrlcache.Informers
 	metrics metrics.Lifecycle
-	clock   clock.PassiveClock
+	// local, when set, records the same by LocalQueue.
+	local *metrics.LocalQueueLifecycle
+	clock clock.PassiveClock
 
 	mu sync.Mutex
 	// pendingSince and reservedAt are when this process saw a workload go
@@ -153,6 +155,13 @@ type Recorder struct {
 func New(c ctrlcache.Informers, m metrics.Lifecycle, clk clock.PassiveClock) *Recorder {
 	return &Recorder{cache: c, metrics: m, clock: clk, pendingSince: map[types.NamespacedName]time.Time{}, reservedAt: map[types.NamespacedName]time.Time{},
 		evicted: map[types.NamespacedName]bool{}, handedOver: map[types.NamespacedName]bool{}}
+}
+
+// WithLocalQueues records every transition by the workload's LocalQueue
+// in l too (metrics.localQueueMetrics).
+func (r *Recorder) WithLocalQueues(l *metrics.LocalQueueLifecycle) *Recorder {
+	r.local = l
+	return r
 }
 
 // NeedLeaderElection is true: the leader's metrics count each transition
@@ -213,8 +222,15 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 	if at, ok := r.pendingSince[key]; ok && at.After(queued) {
 		queued = at
 	}
+	lq := []string{cur.Spec.QueueName, cur.Namespace}
+	evicted := func(reason string) {
+		r.metrics.Evicted.WithLabelValues(t.ClusterQueue, reason).Inc()
+		if r.local != nil {
+			r.local.Evicted.WithLabelValues(append(lq, reason)...).Inc()
+		}
+	}
 	if t.Evicted != "" {
-		r.metrics.Evicted.WithLabelValues(t.ClusterQueue, t.Evicted).Inc()
+		evicted(t.Evicted)
 		r.evicted[key] = true
 	}
 	if t.HandedOver {
@@ -222,7 +238,7 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 	}
 	if t.Released {
 		if !r.evicted[key] && !t.Finished && t.Why != "" {
-			r.metrics.Evicted.WithLabelValues(t.ClusterQueue, t.Why).Inc()
+			evicted(t.Why)
 		}
 		delete(r.evicted, key)
 		delete(r.handedOver, key)
@@ -237,8 +253,13 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 		delete(r.pendingSince, key)
 		delete(r.handedOver, key)
 		if !handedOver {
+			wait := seconds(now.Sub(queued))
 			r.metrics.QuotaReserved.WithLabelValues(t.ClusterQueue).Inc()
-			r.metrics.QuotaReservedWait.WithLabelValues(t.ClusterQueue).Observe(seconds(now.Sub(queued)))
+			r.metrics.QuotaReservedWait.WithLabelValues(t.ClusterQueue).Observe(wait)
+			if r.local != nil {
+				r.local.QuotaReserved.WithLabelValues(lq...).Inc()
+				r.local.QuotaReservedWait.WithLabelValues(lq...).Observe(wait)
+			}
 			r.reservedAt[key] = now
 		}
 	}
@@ -248,12 +269,21 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 			reserved = workload.ReservedAt(old)
 		}
 		delete(r.reservedAt, key)
+		wait := seconds(now.Sub(queued))
 		r.metrics.Admitted.WithLabelValues(t.ClusterQueue).Inc()
-		r.metrics.AdmissionWait.WithLabelValues(t.ClusterQueue).Observe(seconds(now.Sub(queued)))
+		r.metrics.AdmissionWait.WithLabelValues(t.ClusterQueue).Observe(wait)
+		if r.local != nil {
+			r.local.Admitted.WithLabelValues(lq...).Inc()
+			r.local.AdmissionWait.WithLabelValues(lq...).Observe(wait)
+		}
 		if !t.Reserved || handedOver {
 			// Its quota was reserved before: its admission checks took
 			// this long.
-			r.metrics.ChecksWait.WithLabelValues(t.ClusterQueue).Observe(seconds(now.Sub(reserved)))
+			checks := seconds(now.Sub(reserved))
+			r.metrics.ChecksWait.WithLabelValues(t.ClusterQueue).Observe(checks)
+			if r.local != nil {
+				r.local.ChecksWait.WithLabelValues(lq...).Observe(checks)
+			}
 		}
 		if r.metrics.Latency != nil {
 			r.metrics.Latency.WithLabelValues(t.ClusterQueue).Observe(seconds(now.Sub(cur.CreationTimestamp.Time)))

@@ -20,7 +20,8 @@ var t0 = time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 // wl builds a Workload created at t0 with the given admission queue ("":
 // none) and conditions.
 func wl(queue string, conds ...metav1.Condition) *strata.Workload {
-	w := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train", CreationTimestamp: metav1.NewTime(t0)}}
+	w := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train", CreationTimestamp: metav1.NewTime(t0)},
+		Spec: strata.WorkloadSpec{QueueName: "team"}}
 	if queue != "" {
 		w.Status.Admission = &strata.Admission{ClusterQueue: queue}
 	}
@@ -123,11 +124,28 @@ func fresh() metrics.Lifecycle {
 		QuotaReservedWait: hist(), AdmissionWait: hist(), ChecksWait: hist(), Latency: hist()}
 }
 
-// sum is the sum of the observations of a histogram for queue q.
-func sum(t *testing.T, h *prometheus.HistogramVec) float64 {
+// freshLocal returns LocalQueue lifecycle metrics registered nowhere.
+func freshLocal() *metrics.LocalQueueLifecycle {
+	counter := func(labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "c"}, append([]string{"name", "namespace"}, labels...))
+	}
+	hist := func() *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "h", Buckets: []float64{1, 10, 100}}, []string{"name", "namespace"})
+	}
+	return &metrics.LocalQueueLifecycle{QuotaReserved: counter(), Admitted: counter(), Evicted: counter("reason"),
+		QuotaReservedWait: hist(), AdmissionWait: hist(), ChecksWait: hist()}
+}
+
+// sum is the sum of the observations of a histogram for queue q (or the
+// LocalQueue of labels lq).
+func sum(t *testing.T, h *prometheus.HistogramVec, lq ...string) float64 {
 	t.Helper()
+	labels := []string{"q"}
+	if len(lq) > 0 {
+		labels = lq
+	}
 	var m dto.Metric
-	if err := h.WithLabelValues("q").(prometheus.Metric).Write(&m); err != nil {
+	if err := h.WithLabelValues(labels...).(prometheus.Metric).Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleSum()
@@ -135,8 +153,8 @@ func sum(t *testing.T, h *prometheus.HistogramVec) float64 {
 
 func TestRecorder(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(t0.Add(10 * time.Second))
-	m := fresh()
-	r := New(nil, m, clk)
+	m, local := fresh(), freshLocal()
+	r := New(nil, m, clk).WithLocalQueues(local)
 	pending := cond(strata.WorkloadAdmitted, "False", "Pending", "waiting", t0)
 	reserved := cond(strata.WorkloadQuotaReserved, "True", "QuotaReserved", "", t0)
 	waiting := cond(strata.WorkloadAdmitted, "False", strata.WaitingForAdmissionChecks, "", t0)
@@ -178,6 +196,14 @@ func TestRecorder(t *testing.T) {
 		{"admission waits (15 s, 7 s, 2 s)", sum(t, m.AdmissionWait), 24},
 		{"check waits (5 s; none for an admission at once)", sum(t, m.ChecksWait), 5},
 		{"latency from creation (15 s, 27 s, 30 s)", sum(t, m.Latency), 72},
+		// The same by LocalQueue (metrics.localQueueMetrics).
+		{"LocalQueue: evicted by fencing", promtest.ToFloat64(local.Evicted.WithLabelValues("team", "ml", strata.EvictedByFencing)), 2},
+		{"LocalQueue: evicted by preemption", promtest.ToFloat64(local.Evicted.WithLabelValues("team", "ml", strata.EvictedByPreemption)), 1},
+		{"LocalQueue: quota reserved", promtest.ToFloat64(local.QuotaReserved.WithLabelValues("team", "ml")), 3},
+		{"LocalQueue: admitted", promtest.ToFloat64(local.Admitted.WithLabelValues("team", "ml")), 3},
+		{"LocalQueue: reservation waits", sum(t, local.QuotaReservedWait, "team", "ml"), 19},
+		{"LocalQueue: admission waits", sum(t, local.AdmissionWait, "team", "ml"), 24},
+		{"LocalQueue: check waits", sum(t, local.ChecksWait, "team", "ml"), 5},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)

@@ -22,7 +22,7 @@ var (
 	}, []string{"cluster_queue"})
 
 	// PendingWorkloads is the number of valid workloads waiting per queue,
-	// by status (PendingActive, PendingInadmissible).
+	// by status (queue.PendingActive, queue.PendingInadmissible).
 	PendingWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "strata_pending_workloads",
 		Help: "Valid workloads waiting for admission, per ClusterQueue and status: inadmissible when a scheduling pass found it cannot be admitted now and said why in its Admitted condition, active when not yet tried, requeued, preempting, or in a StrictFIFO queue.",
@@ -77,12 +77,6 @@ var (
 		Name: "strata_cluster_queue_lent_quota",
 		Help: "Quota of a ClusterQueue that other queues of its cohort use, per flavor and resource (cpu in cores, memory in bytes).",
 	}, []string{"cluster_queue", "flavor", "resource"})
-)
-
-// The statuses of strata_pending_workloads, Kueue's.
-const (
-	PendingActive       = "active"
-	PendingInadmissible = "inadmissible"
 )
 
 // The results of an admission attempt.

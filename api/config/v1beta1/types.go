@@ -86,6 +86,23 @@ type AgentConfiguration struct {
 	// Unset: no LocalQueue usage is kept, and admissionScope is ignored.
 	// +optional
 	AdmissionFairSharing *AdmissionFairSharing `json:"admissionFairSharing,omitempty"`
+
+	// metrics configures optional metrics.
+	// +optional
+	Metrics Metrics `json:"metrics,omitempty"`
+}
+
+// Metrics configures optional metrics.
+type Metrics struct {
+	// localQueueMetrics exports metrics per LocalQueue, labelled with its
+	// name and namespace (strata_local_queue_* on an agent,
+	// strata_hub_local_queue_* on the hub): pending workloads by status,
+	// active workloads, the Active condition, what its workloads reserve
+	// and use, and the counters and wait times the ClusterQueue metrics
+	// have (Kueue's LocalQueueMetrics feature). Off by default, as in
+	// Kueue: a cluster with many namespaces gets many series.
+	// +optional
+	LocalQueueMetrics bool `json:"localQueueMetrics,omitempty"`
 }
 
 // AdmissionFairSharing configures admission fair sharing (Kueue's
@@ -392,6 +409,10 @@ type HubConfiguration struct {
 	// the workers', which their agents' configurations set.
 	// +optional
 	AdmissionFairSharing *AdmissionFairSharing `json:"admissionFairSharing,omitempty"`
+
+	// metrics configures optional metrics (the hub's LocalQueues').
+	// +optional
+	Metrics Metrics `json:"metrics,omitempty"`
 }
 
 // Events configures the events recorded on the hot path.

@@ -21,6 +21,7 @@ import (
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/controller/throttle"
 	"strata.dev/strata/pkg/index"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/queue"
 )
 
@@ -35,6 +36,10 @@ type Reconciler struct {
 	written   *throttle.Throttle[types.NamespacedName]
 	clock     clock.Clock
 	afs       queue.AdmissionFairSharing
+	// gauges and lifecycle, when set, are the LocalQueue metrics
+	// (metrics.localQueueMetrics).
+	gauges    *metrics.LocalQueueGauges
+	lifecycle *metrics.LocalQueueLifecycle
 }
 
 // NewReconciler returns a Reconciler that reads each queue's Workloads
@@ -48,6 +53,14 @@ func NewReconciler(c client.Client, workloads *index.QueueWorkloads, clk clock.C
 // on); off, a LocalQueue's status.fairSharing is removed.
 func (r *Reconciler) WithAdmissionFairSharing(afs queue.AdmissionFairSharing) *Reconciler {
 	r.afs = afs
+	return r
+}
+
+// WithMetrics records each LocalQueue's gauges in g as its status is
+// computed, and forgets them and its lifecycle metrics in l once it is
+// deleted (metrics.localQueueMetrics).
+func (r *Reconciler) WithMetrics(g *metrics.LocalQueueGauges, l *metrics.LocalQueueLifecycle) *Reconciler {
+	r.gauges, r.lifecycle = g, l
 	return r
 }
 
@@ -81,6 +94,39 @@ func counts(wl *strata.Workload) queue.Counts {
 	return c
 }
 
+// gaugeState is what the LocalQueue gauges show of a queue whose status
+// is st and whose workloads are wls (strict: its ClusterQueue is
+// StrictFIFO): pending workloads by queue.PendingStatus, and per flavor
+// what those holding quota reserve and the admitted ones use (cpu in
+// cores, memory in bytes), as queue.Counts counts them.
+func gaugeState(st *strata.LocalQueueStatus, wls []*strata.Workload, strict bool) metrics.LocalQueueState {
+	out := metrics.LocalQueueState{Pending: map[string]int{}, Status: st,
+		Reservation: map[string]map[string]float64{}, Usage: map[string]map[string]float64{}}
+	add := func(to map[string]map[string]float64, psas []strata.PodSetAssignment) {
+		for _, psa := range psas {
+			if to[psa.Flavor] == nil {
+				to[psa.Flavor] = map[string]float64{}
+			}
+			for r, q := range psa.ResourceUsage {
+				to[psa.Flavor][string(r)] += q.AsApproximateFloat64()
+			}
+		}
+	}
+	for _, wl := range wls {
+		c := counts(wl)
+		if c.Pending > 0 {
+			out.Pending[queue.PendingStatus(wl, strict)]++
+		}
+		if c.Reserving > 0 {
+			add(out.Reservation, wl.Status.Admission.PodSetAssignments)
+		}
+		if c.Admitted > 0 {
+			add(out.Usage, wl.Status.Admission.PodSetAssignments)
+		}
+	}
+	return out
+}
+
 // localQueuesOf returns the LocalQueues that point at a ClusterQueue.
 func (r *Reconciler) localQueuesOf(ctx context.Context, o client.Object) []ctrl.Request {
 	var lqs strata.LocalQueueList
@@ -102,6 +148,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &lq); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.Forget(req.NamespacedName)
+			if r.gauges != nil {
+				r.gauges.Forget(req.NamespacedName)
+				r.lifecycle.Forget(req.NamespacedName)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -129,6 +179,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.FairSharing = nil
 	if r.afs.On() {
 		st.FairSharing, res.RequeueAfter = r.afs.NextFairSharingStatus(lq.Status.FairSharing, queue.CurrentUsage(wls), r.clock.Now())
+	}
+	if r.gauges != nil {
+		r.gauges.Record(req.NamespacedName, gaugeState(&st, wls, queue.StrictFIFO(cq)))
 	}
 	if equality.Semantic.DeepEqual(st, lq.Status) {
 		return res, nil

@@ -21,6 +21,7 @@ import (
 	"strata.dev/strata/agent/controller/jobs"
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/metrics"
+	"strata.dev/strata/pkg/queue"
 	"strata.dev/strata/pkg/tas"
 	"strata.dev/strata/pkg/testutil"
 	"strata.dev/strata/test/integration/framework"
@@ -394,8 +395,8 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			// 4+4+4+2+4 pods of admitted workloads whose Jobs have not finished.
 			g.Expect(promtest.ToFloat64(metrics.AdmittedPods.WithLabelValues("tas-admit"))).To(BeNumerically(">=", 14))
 			// The Job left waiting above was tried, and said why.
-			g.Expect(promtest.ToFloat64(metrics.PendingWorkloads.WithLabelValues("admit-q", metrics.PendingInadmissible))).To(BeNumerically(">=", 1))
-			g.Expect(hasSeries(metrics.PendingWorkloads, "status", metrics.PendingActive)).To(BeTrue())
+			g.Expect(promtest.ToFloat64(metrics.PendingWorkloads.WithLabelValues("admit-q", queue.PendingInadmissible))).To(BeNumerically(">=", 1))
+			g.Expect(hasSeries(metrics.PendingWorkloads, "status", queue.PendingActive)).To(BeTrue())
 			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Status.WithLabelValues("admit-q", metrics.QueueActive))).To(Equal(1.0))
 			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Status.WithLabelValues("admit-q", metrics.QueuePending))).To(BeZero())
 			g.Expect(promtest.ToFloat64(metrics.SummaryBytes.WithLabelValues("tas-admit"))).To(BeNumerically(">", 0))
@@ -415,6 +416,31 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(promtest.ToFloat64(metrics.AdmissionAttempts.WithLabelValues(metrics.AttemptSuccess))).To(BeNumerically(">=", 5))
 			g.Expect(promtest.CollectAndCount(metrics.AdmissionAttemptDuration)).To(BeNumerically(">=", 1))
 			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Usage.WithLabelValues("", "admit-q", "tas-admit", "cpu"))).To(BeNumerically(">", 0))
+			// Kueue's LocalQueue metrics (metrics.localQueueMetrics, on
+			// in this suite).
+			lq := []string{"admit-q", ns}
+			g.Expect(promtest.ToFloat64(metrics.AgentLocalQueues.Pending.WithLabelValues("admit-q", ns, queue.PendingInadmissible))).To(BeNumerically(">=", 1))
+			g.Expect(promtest.ToFloat64(metrics.AgentLocalQueues.AdmittedActive.WithLabelValues(lq...))).To(BeNumerically(">=", 1))
+			g.Expect(promtest.ToFloat64(metrics.AgentLocalQueues.Status.WithLabelValues("admit-q", ns, "True"))).To(Equal(1.0))
+			g.Expect(promtest.ToFloat64(metrics.AgentLocalQueues.Usage.WithLabelValues("admit-q", ns, "tas-admit", "cpu"))).To(BeNumerically(">", 0))
+			l := metrics.AgentLocalQueueLifecycle
+			g.Expect(promtest.ToFloat64(l.Admitted.WithLabelValues(lq...))).To(BeNumerically(">=", 5))
+			g.Expect(promtest.ToFloat64(l.QuotaReserved.WithLabelValues(lq...))).To(BeNumerically(">=", 5))
+			g.Expect(promtest.ToFloat64(l.Evicted.WithLabelValues("admit-q", ns, "JobSuspended"))).To(BeNumerically(">=", 1))
+		}, timeout).Should(Succeed())
+	})
+
+	It("forgets a deleted LocalQueue's metrics", func(ctx SpecContext) {
+		lq := testutil.MakeLocalQueue("gone-lq", ns, "admit-q")
+		Expect(worker.Client.Create(ctx, lq)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hasSeries(metrics.AgentLocalQueues.Status, "name", "gone-lq")).To(BeTrue())
+		}, timeout).Should(Succeed())
+		metrics.AgentLocalQueueLifecycle.Admitted.WithLabelValues("gone-lq", ns).Inc()
+		Expect(worker.Client.Delete(ctx, lq)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(hasSeries(metrics.AgentLocalQueues.Status, "name", "gone-lq")).To(BeFalse())
+			g.Expect(hasSeries(metrics.AgentLocalQueueLifecycle.Admitted, "name", "gone-lq")).To(BeFalse())
 		}, timeout).Should(Succeed())
 	})
 
@@ -439,6 +465,7 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 		}, timeout).Should(Succeed())
 		// The queues that remain keep theirs.
 		Expect(hasSeries(metrics.AgentQueues.AdmittedActive, "cluster_queue", "admit-q")).To(BeTrue())
+		Expect(hasSeries(metrics.AgentLocalQueues.AdmittedActive, "name", "admit-q")).To(BeTrue())
 		Expect(hasSeries(metrics.AgentLifecycle.Admitted, "cluster_queue", "admit-q")).To(BeTrue())
 	})
 })

@@ -138,6 +138,9 @@ func startAgent(configure ...func(*configv1beta1.AgentConfiguration)) func() {
 	By("starting the agent's controllers")
 	cfg, err := config.LoadAgent("")
 	Expect(err).NotTo(HaveOccurred())
+	// Off by default; on here, so that every spec's queues are counted
+	// (the Admission container's metrics spec reads them).
+	cfg.Metrics.LocalQueueMetrics = true
 	for _, c := range configure {
 		c(cfg)
 	}

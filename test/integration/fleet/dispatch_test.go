@@ -78,6 +78,11 @@ var _ = Describe("Dispatch", func() {
 			for _, q := range []*metrics.QueueGauges{metrics.HubQueues, metrics.AgentQueues} {
 				g.Expect(promtest.ToFloat64(q.AdmittedActive.WithLabelValues("cq-rack"))).To(BeNumerically(">=", 1))
 			}
+			// The hub's LocalQueue metrics (metrics.localQueueMetrics, on
+			// in this suite).
+			g.Expect(promtest.ToFloat64(metrics.HubLocalQueueLifecycle.Admitted.WithLabelValues("lq", e.ns))).To(BeNumerically(">=", 1))
+			g.Expect(promtest.ToFloat64(metrics.HubLocalQueues.AdmittedActive.WithLabelValues("lq", e.ns))).To(BeNumerically(">=", 1))
+			g.Expect(promtest.ToFloat64(metrics.HubLocalQueues.Status.WithLabelValues("lq", e.ns, "True"))).To(Equal(1.0))
 		}).Should(Succeed())
 	})
 

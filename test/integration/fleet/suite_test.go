@@ -165,6 +165,9 @@ var _ = BeforeSuite(func() {
 	hubCfg.Dispatch.OrphanCheckInterval = &metav1.Duration{Duration: 2 * time.Second}
 	hubCfg.Dispatch.FinishedRetention = &metav1.Duration{Duration: 2 * time.Second}
 	hubCfg.Dispatch.SummaryCopyInterval = &metav1.Duration{Duration: time.Second}
+	// Off by default; on here, so that the dispatch spec reads the hub's
+	// LocalQueue metrics.
+	hubCfg.Metrics.LocalQueueMetrics = true
 	ctx := context.Background()
 	Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubCfg.Namespace}})).To(Succeed())
 

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -437,10 +438,51 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 	}
 	obj.SetLabels(labels)
 	obj.SetAnnotations(annotations)
+	applyCheckUpdates(c, wl.Status.AdmissionChecks)
 	if g, ok := c.(jobs.GatedStart); ok {
 		g.StartGated(job.Kind().WorkloadName(obj.GetName()))
 	}
 	return c
+}
+
+// applyCheckUpdates puts on a copy's pod templates what the hub queue's
+// admission checks ask for their pod sets (their podSetUpdates: labels,
+// annotations, node selector, tolerations; a later check's value of a
+// key wins over an earlier one's and over the template's), as the agent
+// does for a worker queue's checks when it starts a job: the pods run on
+// the worker. A pod set is matched to its template by name.
+func applyCheckUpdates(c jobs.Job, states []strata.AdmissionCheckState) {
+	if len(states) == 0 {
+		return
+	}
+	podSets, _ := c.PodSets()
+	templates := c.Templates()
+	for i, ps := range podSets {
+		u := workload.PodSetUpdateOf(states, ps.Name)
+		if u == nil || i >= len(templates) {
+			continue
+		}
+		t := templates[i]
+		t.Labels = mergeInto(t.Labels, u.Labels)
+		t.Annotations = mergeInto(t.Annotations, u.Annotations)
+		t.Spec.NodeSelector = mergeInto(t.Spec.NodeSelector, u.NodeSelector)
+		for _, tol := range u.Tolerations {
+			if !slices.ContainsFunc(t.Spec.Tolerations, func(x corev1.Toleration) bool { return equality.Semantic.DeepEqual(x, tol) }) {
+				t.Spec.Tolerations = append(t.Spec.Tolerations, tol)
+			}
+		}
+	}
+}
+
+// mergeInto sets from's entries in m, made when nil and needed.
+func mergeInto(m, from map[string]string) map[string]string {
+	for k, v := range from {
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[k] = v
+	}
+	return m
 }
 
 // CopyOf says which dispatch an object on a worker is a copy of: the hub

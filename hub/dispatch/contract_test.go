@@ -638,3 +638,39 @@ func TestAttemptMessagesFitTheAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestNewCopyCheckUpdates: a copy's pod templates carry what the hub
+// queue's admission checks ask for their pod sets (podSetUpdates), a
+// later check winning, as the agent applies a worker queue's checks; the
+// hub's job is not changed.
+func TestNewCopyCheckUpdates(t *testing.T) {
+	gpu := corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{UID: "wl-uid"}, Status: strata.WorkloadStatus{AdmissionChecks: []strata.AdmissionCheckState{
+		{Name: "budget", State: strata.CheckStateReady, PodSetUpdates: []strata.PodSetUpdate{
+			{Name: "main", Labels: map[string]string{"budget": "approved"}, Annotations: map[string]string{"budget/ticket": "42"},
+				NodeSelector: map[string]string{"zone": "b", "pool": "reserved"}, Tolerations: []corev1.Toleration{gpu}},
+			{Name: "other", Labels: map[string]string{"not": "this pod set"}},
+		}},
+		{Name: "audit", State: strata.CheckStateReady, PodSetUpdates: []strata.PodSetUpdate{
+			{Name: "main", Labels: map[string]string{"budget": "audited"}, Tolerations: []corev1.Toleration{gpu}},
+		}},
+	}}}
+	hubJob := func() jobs.Job {
+		return batchjob.Adapt(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", Labels: map[string]string{strata.QueueNameLabel: "team"}},
+			Spec: batchv1.JobSpec{ActiveDeadlineSeconds: ptr.To[int64](600), Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}},
+				Spec:       corev1.PodSpec{NodeSelector: map[string]string{"zone": "a"}}}}})
+	}
+	hub := hubJob()
+	got := NewCopy(hub, wl, "hub-a", "team", "gpu", 1, "").Object().(*batchv1.Job).Spec.Template
+	want := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x", "budget": "audited"}, Annotations: map[string]string{"budget/ticket": "42"}},
+		Spec:       corev1.PodSpec{NodeSelector: map[string]string{"zone": "b", "pool": "reserved"}, Tolerations: []corev1.Toleration{gpu}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the copy's template (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(hubJob().Object(), hub.Object()); diff != "" {
+		t.Errorf("NewCopy() changed the hub object (-before,+after):\n%s", diff)
+	}
+}

@@ -200,12 +200,21 @@ var _ = Describe("Admission checks on the hub", func() {
 			g.Expect(r.Message).To(ContainSubstring("admission check " + budget + ": try later"))
 		}).Should(Succeed())
 
-		By("Ready: dispatched to w1, where the copy runs; the hub's reservation gives way to w1's admission")
-		setCheck(job, strata.CheckStateReady, "")
+		By("Ready, with podSetUpdates: dispatched to w1, where the copy runs with them; the hub's reservation gives way to w1's admission")
+		Eventually(func(g Gomega) {
+			wl := reserved(g, job)
+			wl.Status.AdmissionChecks[0].State, wl.Status.AdmissionChecks[0].Message = strata.CheckStateReady, ""
+			wl.Status.AdmissionChecks[0].LastTransitionTime = metav1.Now()
+			wl.Status.AdmissionChecks[0].PodSetUpdates = []strata.PodSetUpdate{{Name: "main",
+				Labels: map[string]string{"budget": "approved"}, Annotations: map[string]string{"budget/ticket": "42"}}}
+			g.Expect(hub.Client.Status().Update(ctx, wl)).To(Succeed())
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			cp, cwl := copyOn(g, ctx, w1, job)
 			g.Expect(cp).NotTo(BeNil())
 			g.Expect(ptr.Deref(cp.Spec.Suspend, false)).To(BeFalse(), "the copy runs")
+			g.Expect(cp.Spec.Template.Labels).To(HaveKeyWithValue("budget", "approved"))
+			g.Expect(cp.Spec.Template.Annotations).To(HaveKeyWithValue("budget/ticket", "42"))
 			g.Expect(cwl).NotTo(BeNil())
 			g.Expect(cwl.Status.AdmissionChecks).To(BeEmpty(), "the worker's queue has no checks")
 			wl := hubWorkload(g, ctx, job)

@@ -338,8 +338,9 @@ func (d *Dispatcher) collectReserved(ctx context.Context, c *collected, e *entry
 		return err
 	}
 	// With the pods it reserved (fewer than all, partial admission):
-	// its need and shape are theirs.
-	p := pending{entry: e, job: je.job.Object(), queue: cq.Name, reserved: true}
+	// its need and shape are theirs. Placed with what its checks ask
+	// for its pods' nodes, which its copy carries.
+	p := pending{entry: e, job: je.job.Object(), queue: cq.Name, reserved: true}.withCheckUpdates()
 	c.waiting = append(c.waiting, p.withCounts(reservedCounts(e.wl)))
 	return nil
 }

@@ -309,3 +309,37 @@ func TestReservedAhead(t *testing.T) {
 		t.Errorf("the reservation is not forgotten once the informer moved on: %v", got)
 	}
 }
+
+// TestPendingWithCheckUpdates: a workload whose hub queue's Ready checks
+// ask for a node selector and tolerations is placed with them (its copy
+// carries them); the index's entry and Workload are left as they were,
+// and a workload without such updates is the same pending.
+func TestPendingWithCheckUpdates(t *testing.T) {
+	gpu := corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists}
+	wl := &strata.Workload{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "uid", Generation: 1},
+		Spec: strata.WorkloadSpec{PodSets: []strata.PodSet{{Name: "main", Count: 2, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}}}},
+		Status: strata.WorkloadStatus{AdmissionChecks: []strata.AdmissionCheckState{
+			{Name: "budget", State: strata.CheckStateReady, PodSetUpdates: []strata.PodSetUpdate{{Name: "main",
+				NodeSelector: map[string]string{"pool": "reserved"}, Tolerations: []corev1.Toleration{gpu}}}}}}}
+	e := newEntry(wl, nil)
+	p := pending{entry: e}.withCheckUpdates()
+	spec := p.wl.Spec.PodSets[0].Template.Spec
+	if diff := cmp.Diff(map[string]string{"pool": "reserved"}, spec.NodeSelector); diff != "" {
+		t.Errorf("placed node selector (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]corev1.Toleration{gpu}, spec.Tolerations); diff != "" {
+		t.Errorf("placed tolerations (-want,+got):\n%s", diff)
+	}
+	if p.entry == e || p.shape == e.shape {
+		t.Error("the placed pending shares the index's entry or its shape")
+	}
+	if e.wl != wl || wl.Spec.PodSets[0].Template.Spec.NodeSelector != nil {
+		t.Error("the index's entry or Workload changed")
+	}
+	wl.Status.AdmissionChecks[0].PodSetUpdates = nil
+	plain := newEntry(wl, nil)
+	if q := (pending{entry: plain}).withCheckUpdates(); q.entry != plain {
+		t.Error("a workload without updates is placed as another entry")
+	}
+}

@@ -727,6 +727,23 @@ func (p pending) withCounts(counts []int32) pending {
 	return p
 }
 
+// withCheckUpdates is p placed with what the Ready admission checks of
+// its hub queue ask for its pod sets' node selectors and tolerations
+// (workload.WithCheckUpdates): the copy carries them (NewCopy), so the
+// worker and flavor chosen must suit them. Its shape and requests follow.
+func (p pending) withCheckUpdates() pending {
+	placed := workload.WithCheckUpdates(p.wl)
+	if placed == p.wl {
+		return p
+	}
+	e := *p.entry
+	e.wl = placed
+	e.shape, e.need = placement.Shape(placed), queue.WorkloadRequests(placed)
+	e.needKey = resourcesKey(e.need)
+	p.entry = &e
+	return p
+}
+
 // placeReason is what a placement says: the policy's reason, why workers
 // were left out, and notes. When no worker is a candidate and some were
 // left out, it says why they were, not that none offers the flavors.

@@ -70,7 +70,7 @@ func TestPendingStatus(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			wl := &strata.Workload{Status: strata.WorkloadStatus{Conditions: c.conditions}}
-			if got := queue.PendingStatus(wl, c.strict); got != c.want {
+			if got := queue.PendingStatus(wl, c.strict, true); got != c.want {
 				t.Errorf("PendingStatus: %q, want %q", got, c.want)
 			}
 		})

@@ -404,12 +404,19 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	}
 	s.cohortsUnknown = listErr != nil
 	books := queue.NewBooks(cqs, cohorts...)
+	// inactive are the queues that cannot admit now (their Active
+	// condition False): their pending workloads are all inadmissible.
+	inactive := map[string]bool{}
 	for _, cq := range cqs {
 		// As Kueue: a queue that cannot admit is not in its cohort (a
 		// stopped one never is: NewBooks), whether a flavor is missing
 		// or an admission check is (or is not Active).
 		if len(s.missingFlavors(cq)) > 0 || s.checksNotReady(ctx, cq) != "" {
 			books.Detach(cq.Name)
+			inactive[cq.Name] = true
+		}
+		if strata.Stopped(cq.Spec.StopPolicy) || books.InCycle(cq.Name) {
+			inactive[cq.Name] = true
 		}
 	}
 	books.ChargeAll(usage)
@@ -421,7 +428,7 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 			counted[q] = append(slices.Clip(counted[q]), wls...)
 		}
 	}
-	recordQueues(v, counted, queues)
+	recordQueues(v, byQueue, held, queues, inactive)
 	pendingKeys := map[types.NamespacedName]pendingRef{}
 	for q, wls := range byQueue {
 		for _, wl := range wls {
@@ -1859,18 +1866,34 @@ func recordAttempt(tried, admitted int, took time.Duration) {
 }
 
 // recordQueues sets the pending and admitted gauges from one pass's view
-// and its pending workloads by ClusterQueue (queues: the ClusterQueues by
-// name), the pending ones by queue.PendingStatus.
-func recordQueues(v *indexView, pending map[string][]*strata.Workload, queues map[string]*strata.ClusterQueue) {
+// and its pending workloads by ClusterQueue: those it may try (byQueue)
+// by queue.PendingStatus (queues: the ClusterQueues by name; inactive:
+// those that cannot admit now), those of stopped queues or whose
+// admission checks are not ready (held) inadmissible, as Kueue counts
+// the workloads of an inactive queue.
+func recordQueues(v *indexView, byQueue, held map[string][]*strata.Workload, queues map[string]*strata.ClusterQueue, inactive map[string]bool) {
 	passGauges.Replace("", func(put metrics.Put) {
-		for q, wls := range pending {
-			strict := queue.StrictFIFO(queues[q])
-			n := map[string]int{}
-			for _, wl := range wls {
-				n[queue.PendingStatus(wl, strict)]++
+		n := map[string]map[string]int{}
+		count := func(q, status string) {
+			if n[q] == nil {
+				n[q] = map[string]int{}
 			}
+			n[q][status]++
+		}
+		for q, wls := range byQueue {
+			strict := queue.StrictFIFO(queues[q])
+			for _, wl := range wls {
+				count(q, queue.PendingStatus(wl, strict, !inactive[q]))
+			}
+		}
+		for q, wls := range held {
+			for range wls {
+				count(q, queue.PendingInadmissible)
+			}
+		}
+		for q, by := range n {
 			for _, st := range []string{queue.PendingActive, queue.PendingInadmissible} {
-				put(metrics.PendingWorkloads, float64(n[st]), q, st)
+				put(metrics.PendingWorkloads, float64(by[st]), q, st)
 			}
 		}
 		for f, n := range v.pods {

@@ -323,7 +323,11 @@ func spacing(last time.Duration, busy bool, minInterval, maxInterval time.Durati
 	if !busy {
 		return minInterval
 	}
-	return max(minInterval, min(max(2*last, firstSpacing), maxInterval))
+	next := 2 * last
+	if minInterval == 0 {
+		next = max(next, firstSpacing)
+	}
+	return max(minInterval, min(next, maxInterval))
 }
 
 // firstSpacing is the first wait a busy publisher doubles when

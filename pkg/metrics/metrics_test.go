@@ -98,7 +98,7 @@ func TestQueueStatus(t *testing.T) {
 		{name: "Active=True", conditions: active, want: QueueActive},
 		{name: "Active=False", conditions: inactive, want: QueuePending},
 		{name: "being deleted, whatever its condition", deleting: true, conditions: active, want: QueueTerminating},
-		{name: "no Active condition (a hub's queue)", want: QueueActive},
+		{name: "no Active condition yet", want: QueueActive},
 		{name: "no Active condition, stopped", stop: &hold, want: QueuePending},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -34,13 +34,18 @@ var waitReasons = map[string]bool{
 }
 
 // PendingStatus classes a pending workload as Kueue's
-// kueue_pending_workloads does: PendingInadmissible once a pass tried it,
-// found it cannot be admitted now and wrote why in its Admitted condition
-// (Kueue parks such a workload until something changes), PendingActive
-// otherwise. In a StrictFIFO queue (strict) every one is active, as Kueue
-// keeps them all in its queue's heap.
-func PendingStatus(wl *strata.Workload, strict bool) string {
-	if strict {
+// kueue_pending_workloads does: every one is PendingInadmissible while its
+// queue cannot admit (active false: stopped, a flavor or admission check
+// missing, a cohort cycle); else PendingInadmissible once a pass tried
+// it, found it cannot be admitted now and wrote why in its Admitted
+// condition (Kueue parks such a workload until something changes),
+// PendingActive otherwise. In a StrictFIFO queue (strict) that can admit,
+// every one is active, as Kueue keeps them all in its queue's heap.
+func PendingStatus(wl *strata.Workload, strict, active bool) string {
+	switch {
+	case !active:
+		return PendingInadmissible
+	case strict:
 		return PendingActive
 	}
 	c := meta.FindStatusCondition(wl.Status.Conditions, strata.WorkloadAdmitted)

@@ -16,7 +16,9 @@ func TestPendingStatus(t *testing.T) {
 		reason string
 		status metav1.ConditionStatus
 		strict bool
-		want   string
+		// inactive: the queue cannot admit.
+		inactive bool
+		want     string
 	}{
 		{name: "hub: fits on no worker", reason: "NoClusterFits", status: metav1.ConditionFalse, want: PendingInadmissible},
 		{name: "hub: waits for capacity", reason: "Pending", status: metav1.ConditionFalse, want: PendingInadmissible},
@@ -26,11 +28,13 @@ func TestPendingStatus(t *testing.T) {
 		{name: "namespace not allowed", reason: ReasonNamespaceNotAllowed, status: metav1.ConditionFalse, want: PendingInadmissible},
 		{name: "a wait reason on a True condition is no wait", reason: "Pending", status: metav1.ConditionTrue, want: PendingActive},
 		{name: "StrictFIFO", reason: "NoClusterFits", status: metav1.ConditionFalse, strict: true, want: PendingActive},
+		{name: "its queue cannot admit, not tried yet", reason: "Dispatched", status: metav1.ConditionFalse, inactive: true, want: PendingInadmissible},
+		{name: "its queue cannot admit, StrictFIFO", reason: "Pending", status: metav1.ConditionFalse, strict: true, inactive: true, want: PendingInadmissible},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			wl := &strata.Workload{Status: strata.WorkloadStatus{Conditions: []metav1.Condition{{Type: strata.WorkloadAdmitted, Status: c.status, Reason: c.reason}}}}
-			if got := PendingStatus(wl, c.strict); got != c.want {
+			if got := PendingStatus(wl, c.strict, !c.inactive); got != c.want {
 				t.Errorf("PendingStatus: %q, want %q", got, c.want)
 			}
 		})

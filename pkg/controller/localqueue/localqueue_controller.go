@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,16 +75,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("localqueue").
 		For(&strata.LocalQueue{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&strata.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.localQueuesOf), builder.WithPredicates(predicate.Funcs{
-			// Its stopPolicy stops the LocalQueues too (their Active condition).
+			// Its stopPolicy stops the LocalQueues too (their Active
+			// condition); the gauges also show whether it can admit and
+			// how it orders its workloads.
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				return !equality.Semantic.DeepEqual(e.ObjectOld.(*strata.ClusterQueue).Spec.StopPolicy, e.ObjectNew.(*strata.ClusterQueue).Spec.StopPolicy)
+				old, cur := e.ObjectOld.(*strata.ClusterQueue), e.ObjectNew.(*strata.ClusterQueue)
+				if !equality.Semantic.DeepEqual(old.Spec.StopPolicy, cur.Spec.StopPolicy) {
+					return true
+				}
+				return r.gauges != nil && (old.Spec.QueueingStrategy != cur.Spec.QueueingStrategy || queueActive(old) != queueActive(cur))
 			},
 		})).
 		Watches(&strata.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return []ctrl.Request{{NamespacedName: queue.Key(o.(*strata.Workload))}}
 		}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			old, cur := e.ObjectOld.(*strata.Workload), e.ObjectNew.(*strata.Workload)
-			return old.Spec.QueueName != cur.Spec.QueueName || counts(old) != counts(cur)
+			if old.Spec.QueueName != cur.Spec.QueueName || counts(old) != counts(cur) {
+				return true
+			}
+			// The gauges also show why a workload waits and what an
+			// admission holds (an elastic one resized in place).
+			return r.gauges != nil && (queue.PendingStatus(old, false, true) != queue.PendingStatus(cur, false, true) ||
+				!equality.Semantic.DeepEqual(old.Status.Admission, cur.Status.Admission))
 		}})).
 		Complete(r)
 }
@@ -94,12 +108,23 @@ func counts(wl *strata.Workload) queue.Counts {
 	return c
 }
 
+// queueActive says whether a ClusterQueue (nil: missing) may admit, as
+// its Active condition says (none written yet: it may).
+func queueActive(cq *strata.ClusterQueue) bool {
+	if cq == nil {
+		return false
+	}
+	c := meta.FindStatusCondition(cq.Status.Conditions, "Active")
+	return c == nil || c.Status != metav1.ConditionFalse
+}
+
 // gaugeState is what the LocalQueue gauges show of a queue whose status
 // is st and whose workloads are wls (strict: its ClusterQueue is
-// StrictFIFO): pending workloads by queue.PendingStatus, and per flavor
-// what those holding quota reserve and the admitted ones use (cpu in
-// cores, memory in bytes), as queue.Counts counts them.
-func gaugeState(st *strata.LocalQueueStatus, wls []*strata.Workload, strict bool) metrics.LocalQueueState {
+// StrictFIFO; active: the LocalQueue and its ClusterQueue may admit):
+// pending workloads by queue.PendingStatus, and per flavor what those
+// holding quota reserve and the admitted ones use (cpu in cores, memory
+// in bytes), as queue.Counts counts them.
+func gaugeState(st *strata.LocalQueueStatus, wls []*strata.Workload, strict, active bool) metrics.LocalQueueState {
 	out := metrics.LocalQueueState{Pending: map[string]int{}, Status: st,
 		Reservation: map[string]map[string]float64{}, Usage: map[string]map[string]float64{}}
 	add := func(to map[string]map[string]float64, psas []strata.PodSetAssignment) {
@@ -115,7 +140,7 @@ func gaugeState(st *strata.LocalQueueStatus, wls []*strata.Workload, strict bool
 	for _, wl := range wls {
 		c := counts(wl)
 		if c.Pending > 0 {
-			out.Pending[queue.PendingStatus(wl, strict)]++
+			out.Pending[queue.PendingStatus(wl, strict, active)]++
 		}
 		if c.Reserving > 0 {
 			add(out.Reservation, wl.Status.Admission.PodSetAssignments)
@@ -181,7 +206,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		st.FairSharing, res.RequeueAfter = r.afs.NextFairSharingStatus(lq.Status.FairSharing, queue.CurrentUsage(wls), r.clock.Now())
 	}
 	if r.gauges != nil {
-		r.gauges.Record(req.NamespacedName, gaugeState(&st, wls, queue.StrictFIFO(cq)))
+		active := meta.IsStatusConditionTrue(st.Conditions, strata.LocalQueueActive) && queueActive(cq)
+		r.gauges.Record(req.NamespacedName, gaugeState(&st, wls, queue.StrictFIFO(cq), active))
 	}
 	if equality.Semantic.DeepEqual(st, lq.Status) {
 		return res, nil

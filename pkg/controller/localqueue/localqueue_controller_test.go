@@ -35,7 +35,7 @@ func TestGaugeState(t *testing.T) {
 			condition(strata.WorkloadAdmitted, "True", "Admitted"), condition(strata.WorkloadFinished, "True", "Succeeded")}}},
 	}
 	st := &strata.LocalQueueStatus{}
-	got := gaugeState(st, wls, false)
+	got := gaugeState(st, wls, false, true)
 	want := metrics.LocalQueueState{
 		Pending:     map[string]int{queue.PendingActive: 1, queue.PendingInadmissible: 1},
 		Status:      st,
@@ -45,7 +45,10 @@ func TestGaugeState(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("gaugeState (-want +got):\n%s", diff)
 	}
-	if got := gaugeState(st, wls, true).Pending; got[queue.PendingActive] != 2 {
+	if got := gaugeState(st, wls, true, true).Pending; got[queue.PendingActive] != 2 {
 		t.Errorf("under StrictFIFO: pending %v, want both active", got)
+	}
+	if got := gaugeState(st, wls, true, false).Pending; got[queue.PendingInadmissible] != 2 {
+		t.Errorf("the queue unable to admit: pending %v, want both inadmissible (as Kueue)", got)
 	}
 }

@@ -396,7 +396,6 @@ var _ = Describe("Admission", Ordered, Label("agent", "admission"), func() {
 			g.Expect(promtest.ToFloat64(metrics.AdmittedPods.WithLabelValues("tas-admit"))).To(BeNumerically(">=", 14))
 			// The Job left waiting above was tried, and said why.
 			g.Expect(promtest.ToFloat64(metrics.PendingWorkloads.WithLabelValues("admit-q", queue.PendingInadmissible))).To(BeNumerically(">=", 1))
-			g.Expect(hasSeries(metrics.PendingWorkloads, "status", queue.PendingActive)).To(BeTrue())
 			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Status.WithLabelValues("admit-q", metrics.QueueActive))).To(Equal(1.0))
 			g.Expect(promtest.ToFloat64(metrics.AgentQueues.Status.WithLabelValues("admit-q", metrics.QueuePending))).To(BeZero())
 			g.Expect(promtest.ToFloat64(metrics.SummaryBytes.WithLabelValues("tas-admit"))).To(BeNumerically(">", 0))

@@ -127,7 +127,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 	}
 	recorded := lifecycle.New(mgr.GetCache(), metrics.AgentLifecycle, clock.RealClock{})
 	if cfg.Metrics.LocalQueueMetrics {
-		recorded.WithLocalQueues(metrics.AgentLocalQueueLifecycle)
+		recorded.WithLocalQueues(metrics.AgentLocalQueueLifecycle, mgr.GetClient())
 	}
 	if err := mgr.Add(recorded); err != nil {
 		return err

@@ -84,7 +84,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	}
 	recorded := lifecycle.New(mgr.GetCache(), metrics.HubLifecycle, clk)
 	if cfg.Metrics.LocalQueueMetrics {
-		recorded.WithLocalQueues(metrics.HubLocalQueueLifecycle)
+		recorded.WithLocalQueues(metrics.HubLocalQueueLifecycle, mgr.GetClient())
 	}
 	if err := mgr.Add(recorded); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -133,9 +134,12 @@ func QueuedSince(wl *strata.Workload) time.Time {
 type Recorder struct {
 	cache   ctrlcache.Informers
 	metrics metrics.Lifecycle
-	// local, when set, records the same by LocalQueue.
-	local *metrics.LocalQueueLifecycle
-	clock clock.PassiveClock
+	// local, when set, records the same by LocalQueue, of those
+	// localQueues has (a deleted LocalQueue's series, once forgotten,
+	// are not made again by its workloads' later transitions).
+	local       *metrics.LocalQueueLifecycle
+	localQueues client.Reader
+	clock       clock.PassiveClock
 
 	mu sync.Mutex
 	// pendingSince and reservedAt are when this process saw a workload go
@@ -158,10 +162,24 @@ func New(c ctrlcache.Informers, m metrics.Lifecycle, clk clock.PassiveClock) *Re
 }
 
 // WithLocalQueues records every transition by the workload's LocalQueue
-// in l too (metrics.localQueueMetrics).
-func (r *Recorder) WithLocalQueues(l *metrics.LocalQueueLifecycle) *Recorder {
-	r.local = l
+// in l too (metrics.localQueueMetrics), while queues (a cached reader;
+// nil: any) has that LocalQueue.
+func (r *Recorder) WithLocalQueues(l *metrics.LocalQueueLifecycle, queues client.Reader) *Recorder {
+	r.local, r.localQueues = l, queues
 	return r
+}
+
+// recordsLocal says whether the transitions of a workload of LocalQueue
+// key are recorded by LocalQueue.
+func (r *Recorder) recordsLocal(key types.NamespacedName) bool {
+	if r.local == nil {
+		return false
+	}
+	if r.localQueues == nil {
+		return true
+	}
+	err := r.localQueues.Get(context.Background(), key, &strata.LocalQueue{})
+	return !apierrors.IsNotFound(err)
 }
 
 // NeedLeaderElection is true: the leader's metrics count each transition
@@ -223,9 +241,10 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 		queued = at
 	}
 	lq := []string{cur.Spec.QueueName, cur.Namespace}
+	local := r.recordsLocal(types.NamespacedName{Namespace: cur.Namespace, Name: cur.Spec.QueueName})
 	evicted := func(reason string) {
 		r.metrics.Evicted.WithLabelValues(t.ClusterQueue, reason).Inc()
-		if r.local != nil {
+		if local {
 			r.local.Evicted.WithLabelValues(append(lq, reason)...).Inc()
 		}
 	}
@@ -256,7 +275,7 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 			wait := seconds(now.Sub(queued))
 			r.metrics.QuotaReserved.WithLabelValues(t.ClusterQueue).Inc()
 			r.metrics.QuotaReservedWait.WithLabelValues(t.ClusterQueue).Observe(wait)
-			if r.local != nil {
+			if local {
 				r.local.QuotaReserved.WithLabelValues(lq...).Inc()
 				r.local.QuotaReservedWait.WithLabelValues(lq...).Observe(wait)
 			}
@@ -272,7 +291,7 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 		wait := seconds(now.Sub(queued))
 		r.metrics.Admitted.WithLabelValues(t.ClusterQueue).Inc()
 		r.metrics.AdmissionWait.WithLabelValues(t.ClusterQueue).Observe(wait)
-		if r.local != nil {
+		if local {
 			r.local.Admitted.WithLabelValues(lq...).Inc()
 			r.local.AdmissionWait.WithLabelValues(lq...).Observe(wait)
 		}
@@ -281,7 +300,7 @@ func (r *Recorder) Update(old, cur *strata.Workload) {
 			// this long.
 			checks := seconds(now.Sub(reserved))
 			r.metrics.ChecksWait.WithLabelValues(t.ClusterQueue).Observe(checks)
-			if r.local != nil {
+			if local {
 				r.local.ChecksWait.WithLabelValues(lq...).Observe(checks)
 			}
 		}

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,8 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	strata "strata.dev/strata/api/v1beta1"
 	"strata.dev/strata/pkg/metrics"
@@ -154,7 +158,7 @@ func sum(t *testing.T, h *prometheus.HistogramVec, lq ...string) float64 {
 func TestRecorder(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(t0.Add(10 * time.Second))
 	m, local := fresh(), freshLocal()
-	r := New(nil, m, clk).WithLocalQueues(local)
+	r := New(nil, m, clk).WithLocalQueues(local, nil)
 	pending := cond(strata.WorkloadAdmitted, "False", "Pending", "waiting", t0)
 	reserved := cond(strata.WorkloadQuotaReserved, "True", "QuotaReserved", "", t0)
 	waiting := cond(strata.WorkloadAdmitted, "False", strata.WaitingForAdmissionChecks, "", t0)
@@ -243,5 +247,41 @@ func TestRecorderHubHandOver(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
 		}
+	}
+}
+
+// queuesReader has the LocalQueues named in it (a cache's Get).
+type queuesReader map[types.NamespacedName]bool
+
+func (q queuesReader) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	if q[key] {
+		return nil
+	}
+	return apierrors.NewNotFound(strata.GroupVersion.WithResource("localqueues").GroupResource(), key.Name)
+}
+
+func (q queuesReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return nil
+}
+
+// TestRecorderDeletedLocalQueue: the transitions of a workload whose
+// LocalQueue is gone (its series forgotten) are counted by ClusterQueue
+// only; they do not bring the LocalQueue's series back.
+func TestRecorderDeletedLocalQueue(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(t0.Add(10 * time.Second))
+	m, local := fresh(), freshLocal()
+	r := New(nil, m, clk).WithLocalQueues(local, queuesReader{})
+	admitted := cond(strata.WorkloadAdmitted, "True", "Admitted", "", t0)
+	r.Update(wl("", cond(strata.WorkloadAdmitted, "False", "Pending", "waiting", t0)), wl("q", admitted))
+	if got := promtest.ToFloat64(m.Admitted.WithLabelValues("q")); got != 1 {
+		t.Errorf("admitted by ClusterQueue: %v, want 1", got)
+	}
+	if n := promtest.CollectAndCount(local.Admitted); n != 0 {
+		t.Errorf("LocalQueue series: %d, want none for a deleted LocalQueue", n)
+	}
+	r = New(nil, m, clk).WithLocalQueues(local, queuesReader{{Namespace: "ml", Name: "team"}: true})
+	r.Update(wl("", cond(strata.WorkloadAdmitted, "False", "Pending", "waiting", t0)), wl("q", admitted))
+	if got := promtest.ToFloat64(local.Admitted.WithLabelValues("team", "ml")); got != 1 {
+		t.Errorf("admitted by its LocalQueue: %v, want 1", got)
 	}
 }

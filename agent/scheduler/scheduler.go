@@ -1702,6 +1702,7 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 			errs = append(errs, client.IgnoreNotFound(err))
 		}
 	}
+	recordCohortShares(s.fair != nil, books)
 	// The metrics of a ClusterQueue deleted since the last pass go, as
 	// Kueue clears a deleted queue's: its gauges and its counters.
 	for q := range s.recorded {
@@ -1827,6 +1828,23 @@ func (s *Scheduler) evictStopped(ctx context.Context, key types.NamespacedName, 
 }
 
 // recordBorrowing sets the borrowed and lent gauges of a queue.
+// recordCohortShares sets every cohort's weighted share, under fair
+// sharing (on), as Kueue's kueue_cohort_weighted_share; none when off. A
+// cohort gone since the last pass loses its series.
+func recordCohortShares(on bool, books *queue.Books) {
+	cohortShares.Replace("", func(put metrics.Put) {
+		if !on {
+			return
+		}
+		for name, share := range books.CohortShares() {
+			put(metrics.CohortWeightedShare, float64(share.Rounded()), name)
+		}
+	})
+}
+
+// cohortShares are the cohorts' weighted shares, replaced at each pass.
+var cohortShares metrics.Series
+
 func recordBorrowing(cq string, reservation []strata.FlavorReservation) {
 	borrowing.Replace(cq, func(put metrics.Put) {
 		for _, f := range reservation {

@@ -71,6 +71,14 @@ var (
 		Help: "Quota a ClusterQueue borrows from its cohort, per flavor and resource (cpu in cores, memory in bytes).",
 	}, []string{"cluster_queue", "flavor", "resource"})
 
+	// CohortWeightedShare is a cohort's weighted share of what it borrows
+	// from its parent under fair sharing (Kueue's
+	// kueue_cohort_weighted_share).
+	CohortWeightedShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_cohort_weighted_share",
+		Help: "A cohort's weighted share of what it borrows from its parent cohort under fair sharing (0 for a root cohort).",
+	}, []string{"cohort"})
+
 	// LentQuota is the part of a ClusterQueue's unused nominal quota that
 	// other queues of its cohort use, per flavor and resource.
 	LentQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -105,7 +113,7 @@ var (
 
 func init() {
 	register(AdmissionLatency, PendingWorkloads, AdmittedPods, FreeCapacity, SummaryBytes, SummaryTimestamp,
-		PreemptedWorkloads, BorrowedQuota, LentQuota, AdmissionAttempts, AdmissionAttemptDuration)
+		PreemptedWorkloads, BorrowedQuota, LentQuota, CohortWeightedShare, AdmissionAttempts, AdmissionAttemptDuration)
 }
 
 // QueueGauges show ClusterQueues' status as Kueue's metrics do: their

@@ -169,6 +169,16 @@ func (b *Books) Share(queue string) Share {
 	return Share{weight: 1}
 }
 
+// CohortShares are every cohort's shares as its usage stands, by name (a
+// root cohort, which borrows from no one, has none).
+func (b *Books) CohortShares() map[string]Share {
+	out := make(map[string]Share, len(b.cohorts))
+	for name, c := range b.cohorts {
+		out[name] = c.share()
+	}
+	return out
+}
+
 // Contender is a queue's head in a fair-sharing round: its workload, and
 // the flavor and requests it would be charged (Books.Nominee).
 type Contender struct {

@@ -210,3 +210,19 @@ func TestNominee(t *testing.T) {
 		})
 	}
 }
+
+// TestCohortShares: a cohort that uses more than its subtree's quota
+// borrows from its parent: 2 of the 16 its parent could let it have is
+// 125‰; its sibling borrows nothing, and a root cohort has no parent.
+func TestCohortShares(t *testing.T) {
+	b := NewBooks([]*strata.ClusterQueue{treeQueue("a", "t", "8"), treeQueue("b", "u", "8")},
+		treeCohort("t", "root", "0", "", ""), treeCohort("u", "root", "0", "", ""), treeCohort("root", "", "0", "", ""))
+	b.Charge("a", "h100", gpus("10"), 1)
+	got := map[string]int64{}
+	for name, s := range b.CohortShares() {
+		got[name] = s.Rounded()
+	}
+	if diff := cmp.Diff(map[string]int64{"t": 125, "u": 0, "root": 0}, got); diff != "" {
+		t.Errorf("cohort shares (-want +got):\n%s", diff)
+	}
+}

@@ -3,6 +3,7 @@ package agent
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +12,7 @@ import (
 	"strata.dev/strata/agent/scheduler"
 	configv1beta1 "strata.dev/strata/api/config/v1beta1"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/metrics"
 	"strata.dev/strata/pkg/testutil"
 )
 
@@ -87,7 +89,12 @@ var _ = Describe("Fair sharing", Ordered, Label("agent", "fairsharing"), func() 
 				g.Expect(worker.Client.Get(ctx, types.NamespacedName{Name: q}, &cq)).To(Succeed())
 				g.Expect(cq.Status.FairSharing).NotTo(BeNil(), q)
 				g.Expect(cq.Status.FairSharing.WeightedShare).To(Equal(want), q)
+				// And Kueue's metric of it.
+				g.Expect(promtest.ToFloat64(metrics.AgentQueues.WeightedShare.WithLabelValues(q, "fair"))).To(Equal(float64(want)), q)
 			}
+			// A root cohort borrows from no one.
+			g.Expect(hasSeries(metrics.CohortWeightedShare, "cohort", "fair")).To(BeTrue())
+			g.Expect(promtest.ToFloat64(metrics.CohortWeightedShare.WithLabelValues("fair"))).To(BeZero())
 		}, timeout).Should(Succeed())
 
 		By("a second Job of fair-a would borrow 6: its share would be above fair-b's, which keeps its workloads")

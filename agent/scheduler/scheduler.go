@@ -1827,7 +1827,6 @@ func (s *Scheduler) evictStopped(ctx context.Context, key types.NamespacedName, 
 	return true, nil
 }
 
-// recordBorrowing sets the borrowed and lent gauges of a queue.
 // recordCohortShares sets every cohort's weighted share, under fair
 // sharing (on), as Kueue's kueue_cohort_weighted_share; none when off. A
 // cohort gone since the last pass loses its series.
@@ -1845,6 +1844,7 @@ func recordCohortShares(on bool, books *queue.Books) {
 // cohortShares are the cohorts' weighted shares, replaced at each pass.
 var cohortShares metrics.Series
 
+// recordBorrowing sets the borrowed and lent gauges of a queue.
 func recordBorrowing(cq string, reservation []strata.FlavorReservation) {
 	borrowing.Replace(cq, func(put metrics.Put) {
 		for _, f := range reservation {

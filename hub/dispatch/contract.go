@@ -446,12 +446,13 @@ func NewCopy(job jobs.Job, wl *strata.Workload, origin, queue, flavor string, ge
 }
 
 // applyCheckUpdates puts on a copy's pod templates what the hub queue's
-// admission checks ask for their pod sets (their podSetUpdates: labels,
+// Ready admission checks ask for their pod sets (their podSetUpdates: labels,
 // annotations, node selector, tolerations; a later check's value of a
 // key wins over an earlier one's and over the template's), as the agent
 // does for a worker queue's checks when it starts a job: the pods run on
 // the worker. A pod set is matched to its template by name.
 func applyCheckUpdates(c jobs.Job, states []strata.AdmissionCheckState) {
+	states = slices.DeleteFunc(slices.Clone(states), func(s strata.AdmissionCheckState) bool { return s.State != strata.CheckStateReady })
 	if len(states) == 0 {
 		return
 	}

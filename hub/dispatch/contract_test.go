@@ -654,6 +654,10 @@ func TestNewCopyCheckUpdates(t *testing.T) {
 		{Name: "audit", State: strata.CheckStateReady, PodSetUpdates: []strata.PodSetUpdate{
 			{Name: "main", Labels: map[string]string{"budget": "audited"}, Tolerations: []corev1.Toleration{gpu}},
 		}},
+		// Not Ready (a check that no longer gates it, say): not applied.
+		{Name: "stale", State: strata.CheckStatePending, PodSetUpdates: []strata.PodSetUpdate{
+			{Name: "main", Labels: map[string]string{"stale": "yes"}},
+		}},
 	}}}
 	hubJob := func() jobs.Job {
 		return batchjob.Adapt(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", Labels: map[string]string{strata.QueueNameLabel: "team"}},

@@ -6,6 +6,7 @@ package agent
 //
 // +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues;localqueues;cohorts;admissionchecks;provisioningrequestconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strata.dev,resources=admissionchecks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues,verbs=update;patch
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=provisioningrequests,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=podtemplates,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=strata.dev,resources=clusterqueues/status;localqueues/status,verbs=get;update;patch

@@ -15,6 +15,7 @@ import (
 	"strata.dev/strata/agent/cache"
 	"strata.dev/strata/agent/controller/admissionchecks"
 	"strata.dev/strata/agent/controller/fencing"
+	"strata.dev/strata/agent/controller/inuse"
 	"strata.dev/strata/agent/controller/jobs"
 	"strata.dev/strata/agent/controller/nodefailure"
 	"strata.dev/strata/agent/controller/podsready"
@@ -181,6 +182,11 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *configv1beta1.
 		missing = append(missing, provisioning.GVK)
 	}
 	if err := provisioning.NewReconciler(mgr.GetClient(), clock.RealClock{}, recorder, prServed).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// Kueue's resource-in-use finalizer on ClusterQueues, ResourceFlavors
+	// and Topologies.
+	if err := inuse.Setup(ctx, mgr, recorder); err != nil {
 		return err
 	}
 	queueWorkloads, err := queueindex.SetupQueueWorkloads(ctx, mgr.GetCache())

@@ -409,13 +409,13 @@ func (s *Scheduler) Schedule(ctx context.Context) error {
 	inactive := map[string]bool{}
 	for _, cq := range cqs {
 		// As Kueue: a queue that cannot admit is not in its cohort (a
-		// stopped one never is: NewBooks), whether a flavor is missing
+		// stopped or terminating one never is: NewBooks), whether a flavor is missing
 		// or an admission check is (or is not Active).
 		if len(s.missingFlavors(cq)) > 0 || s.checksNotReady(ctx, cq) != "" {
 			books.Detach(cq.Name)
 			inactive[cq.Name] = true
 		}
-		if strata.Stopped(cq.Spec.StopPolicy) || books.InCycle(cq.Name) {
+		if strata.Stopped(cq.Spec.StopPolicy) || cq.DeletionTimestamp != nil || books.InCycle(cq.Name) {
 			inactive[cq.Name] = true
 		}
 	}
@@ -1665,6 +1665,10 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 		active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "can admit workloads"}
 		missing := s.missingFlavors(cq)
 		switch {
+		case cq.DeletionTimestamp != nil:
+			// Kept by the in-use controller until what it admitted ends.
+			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueTerminating,
+				Message: terminatingMessage(st.ReservingWorkloads)}
 		case strata.Stopped(cq.Spec.StopPolicy):
 			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueStopped,
 				Message: fmt.Sprintf("stopped (stopPolicy %s): admits no workloads until the policy is None", *cq.Spec.StopPolicy)}
@@ -1714,6 +1718,15 @@ func (s *Scheduler) updateQueues(ctx context.Context, cqs []*strata.ClusterQueue
 	}
 	s.recorded = names
 	return errors.Join(errs...)
+}
+
+// terminatingMessage is the Active=False message of a ClusterQueue being
+// deleted while reserving of its workloads hold its quota.
+func terminatingMessage(reserving int32) string {
+	if reserving == 0 {
+		return "being deleted: admits no workloads"
+	}
+	return fmt.Sprintf("being deleted: admits no workloads, and goes once its %d admitted workload(s) finish", reserving)
 }
 
 // drain evicts the admitted workloads of the ClusterQueues and

@@ -255,6 +255,12 @@ const (
 	EvictedByLocalQueueStopped   = "LocalQueueStopped"
 )
 
+// QueueTerminating is a ClusterQueue's Active=False reason while it is
+// being deleted (Kueue's): it admits nothing, and a worker's agent keeps
+// it (finalizer strata.dev/resource-in-use) until the workloads holding
+// its quota finish. Its pending workloads wait with reason Stopped.
+const QueueTerminating = "Terminating"
+
 // QueueFlavorNotReady is an agent's ClusterQueue's Active=False reason
 // while a flavor it lists does not exist, is not topology-aware, or its
 // Topology does not exist.

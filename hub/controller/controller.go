@@ -155,7 +155,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	if err := lqs.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := clusterqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).SetupWithManager(mgr); err != nil {
+	if err := clusterqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).WithFairSharing(cfg.FairSharing != nil).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	followed := copies.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, served, recorder, clk).WithJournal(journal)

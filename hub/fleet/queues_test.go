@@ -23,6 +23,8 @@ func TestJudgeQueue(t *testing.T) {
 	stoppedLQ.Spec.StopPolicy = ptr.To(strata.StopHold)
 	stoppedCQ := all.DeepCopy()
 	stoppedCQ.Spec.StopPolicy = ptr.To(strata.StopHoldAndDrain)
+	deletedCQ := all.DeepCopy()
+	deletedCQ.DeletionTimestamp = &metav1.Time{}
 	target := QueueTarget{Namespace: "ml", LocalQueue: "q"}
 	creates := QueueTarget{Namespace: "ml", LocalQueue: "q", CreatesNamespace: true}
 	onboards := QueueTarget{Namespace: "ml", LocalQueue: "q", OnboardingClusterQueue: "cq"}
@@ -56,6 +58,8 @@ func TestJudgeQueue(t *testing.T) {
 			want: result{strata.QueueStopped, "LocalQueue q is stopped (stopPolicy Hold); its workloads wait until the policy is None there"}},
 		"a stopped ClusterQueue": {t: target, ns: ns, lq: lq, cq: stoppedCQ,
 			want: result{strata.QueueStopped, "ClusterQueue cq is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None there"}},
+		"a ClusterQueue being deleted (its agent keeps it while its workloads run)": {t: target, ns: ns, lq: lq, cq: deletedCQ,
+			want: result{strata.QueueStopped, "ClusterQueue cq is being deleted: it admits no more workloads; its workloads wait for a ClusterQueue of that name there"}},
 		"no namespace, the hub onboards to a stopped ClusterQueue": {t: onboards, cq: stoppedCQ,
 			want: result{strata.QueueStopped, "ClusterQueue cq is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None there"}},
 		"a stopped ClusterQueue that does not take the namespace: that first": {t: target, ns: ns, lq: lq,

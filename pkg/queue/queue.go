@@ -103,7 +103,8 @@ func Status(old *strata.LocalQueueStatus, lq *strata.LocalQueue, cq *strata.Clus
 // (Kueue's field) does to it.
 type Stop struct {
 	// Stopped: the workload is not admitted (Hold or HoldAndDrain on
-	// either queue); Message says which queue, for its pending condition.
+	// either queue, or its ClusterQueue being deleted); Message says
+	// which queue, for its pending condition.
 	Stopped bool
 	Message string
 	// Drain: an admitted workload is evicted (HoldAndDrain on either
@@ -116,8 +117,8 @@ type Stop struct {
 	Reason string
 }
 
-// StopOf is what the stopPolicy of lq and cq (either may be nil) does to
-// their workloads.
+// StopOf is what the stopPolicy of lq and cq (either may be nil), and
+// cq's deletion, do to their workloads.
 func StopOf(lq *strata.LocalQueue, cq *strata.ClusterQueue) Stop {
 	var s Stop
 	switch {
@@ -127,6 +128,11 @@ func StopOf(lq *strata.LocalQueue, cq *strata.ClusterQueue) Stop {
 	case cq != nil && strata.Stopped(cq.Spec.StopPolicy):
 		s.Stopped, s.Reason = true, strata.EvictedByClusterQueueStopped
 		s.Message = fmt.Sprintf("ClusterQueue %s is stopped (stopPolicy %s); its workloads wait until the policy is None", cq.Name, *cq.Spec.StopPolicy)
+	case cq != nil && cq.DeletionTimestamp != nil:
+		// Being deleted (Kueue's terminating queue): it admits nothing
+		// more, and its admitted workloads run on.
+		s.Stopped, s.Reason = true, strata.EvictedByClusterQueueStopped
+		s.Message = fmt.Sprintf("ClusterQueue %s is being deleted: it admits no more workloads; its workloads wait for a ClusterQueue of that name", cq.Name)
 	}
 	switch {
 	case lq != nil && strata.Drains(lq.Spec.StopPolicy):

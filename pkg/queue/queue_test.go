@@ -2,6 +2,7 @@ package queue
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -146,6 +147,10 @@ func TestStopOf(t *testing.T) {
 	cq := func(p strata.StopPolicy) *strata.ClusterQueue {
 		return &strata.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "training"}, Spec: strata.ClusterQueueSpec{StopPolicy: &p}}
 	}
+	deleting := func(cq *strata.ClusterQueue) *strata.ClusterQueue {
+		cq.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		return cq
+	}
 	lqHeld := "LocalQueue team is stopped (stopPolicy Hold); its workloads wait until the policy is None"
 	cqDrained := "ClusterQueue training is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None"
 	cases := map[string]struct {
@@ -162,6 +167,10 @@ func TestStopOf(t *testing.T) {
 		"ClusterQueue HoldAndDrain": {lq: lq(strata.StopNone), cq: cq(strata.StopHoldAndDrain), want: Stop{Stopped: true, Message: cqDrained, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},
 		"LocalQueue held, ClusterQueue drains": {lq: lq(strata.StopHold), cq: cq(strata.StopHoldAndDrain),
 			want: Stop{Stopped: true, Message: lqHeld, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},
+		"ClusterQueue being deleted": {lq: lq(strata.StopNone), cq: deleting(cq(strata.StopNone)), want: Stop{Stopped: true, Reason: strata.EvictedByClusterQueueStopped,
+			Message: "ClusterQueue training is being deleted: it admits no more workloads; its workloads wait for a ClusterQueue of that name"}},
+		"ClusterQueue being deleted, stopped: its policy says": {lq: lq(strata.StopNone), cq: deleting(cq(strata.StopHoldAndDrain)),
+			want: Stop{Stopped: true, Message: cqDrained, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},
 		"both drain: the LocalQueue's reason": {lq: lq(strata.StopHoldAndDrain), cq: cq(strata.StopHoldAndDrain),
 			want: Stop{Stopped: true, Message: "LocalQueue team is stopped (stopPolicy HoldAndDrain); its workloads wait until the policy is None", Drain: true, Reason: strata.EvictedByLocalQueueStopped}},
 	}

@@ -502,7 +502,7 @@ func NewBooks(cqs []*strata.ClusterQueue, cohorts ...*strata.Cohort) *Books {
 	for _, cq := range cqs {
 		q := b.queues[cq.Name]
 		q.cycle = slices.ContainsFunc(q.path(), func(c *books) bool { return c.cycle })
-		if strata.Stopped(cq.Spec.StopPolicy) || q.cycle {
+		if strata.Stopped(cq.Spec.StopPolicy) || cq.DeletionTimestamp != nil || q.cycle {
 			b.Detach(cq.Name)
 		}
 	}

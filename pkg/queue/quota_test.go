@@ -75,6 +75,9 @@ func TestBooksCheck(t *testing.T) {
 			wantErr: "quota: nvidia.com/gpu needs 1, more than is left of the nominal quota of 8 and of what cohort team lends"},
 		{name: "cohort: what a stopped queue uses is not the cohort's", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), groupQueue("c", "team", nil, nil), stopped(groupQueue("b", "team", nil, nil))},
 			used: []use{{"b", "12"}}, need: gpus("16"), want: Fit{Borrows: true}},
+		{name: "cohort: a queue being deleted lends nothing", queues: []*strata.ClusterQueue{groupQueue("a", "team", nil, nil), terminating(groupQueue("b", "team", nil, nil))},
+			used: []use{{"a", "8"}}, need: gpus("1"), want: Fit{Borrows: true},
+			wantErr: "quota: nvidia.com/gpu needs 1, more than is left of the nominal quota of 8 and of what cohort team lends"},
 		{name: "pods covered by a group of their own: not counted on the others' flavors", queues: []*strata.ClusterQueue{func() *strata.ClusterQueue {
 			cq := groupQueue("a", "", nil, nil)
 			cq.Spec.ResourceGroups = append(cq.Spec.ResourceGroups, strata.ResourceGroup{CoveredResources: []corev1.ResourceName{corev1.ResourcePods},
@@ -130,6 +133,11 @@ func TestBooksReservation(t *testing.T) {
 
 func stopped(cq *strata.ClusterQueue) *strata.ClusterQueue {
 	cq.Spec.StopPolicy = ptr.To(strata.StopPolicy("Hold"))
+	return cq
+}
+
+func terminating(cq *strata.ClusterQueue) *strata.ClusterQueue {
+	cq.DeletionTimestamp = &metav1.Time{}
 	return cq
 }
 

@@ -41,12 +41,22 @@ type Reconciler struct {
 	client    client.Client
 	workloads *index.QueueWorkloads
 	written   *throttle.Throttle[string]
+	// fair: the hub's fairSharing is on; each queue's status carries its
+	// weighted share.
+	fair bool
 }
 
 // NewReconciler returns a Reconciler that reads each LocalQueue's
 // Workloads from workloads.
 func NewReconciler(c client.Client, workloads *index.QueueWorkloads, clk clock.Clock) *Reconciler {
 	return &Reconciler{client: c, workloads: workloads, written: throttle.New[string](clk, statusInterval)}
+}
+
+// WithFairSharing writes each queue's weighted share in its
+// status.fairSharing (the hub's fairSharing on), as the agent does.
+func (r *Reconciler) WithFairSharing(on bool) *Reconciler {
+	r.fair = on
+	return r
 }
 
 // SetupWithManager registers the reconciler: a ClusterQueue's creation or
@@ -186,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			cohorts = append(cohorts, &cl.Items[i])
 		}
 	}
-	st := StatusInTree(&cq, wls, cohorts, peers...)
+	st := statusInTree(&cq, wls, cohorts, r.fair, peers...)
 	metrics.HubQueues.Record(&cq, &st, queue.Flavors(&cq))
 	if equality.Semantic.DeepEqual(st, cq.Status) {
 		return ctrl.Result{}, nil
@@ -213,6 +223,12 @@ func Status(cq *strata.ClusterQueue, wls []*strata.Workload, peers ...*strata.Cl
 // StatusInTree is Status with the Cohort objects that make the cohorts
 // trees.
 func StatusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*strata.Cohort, peers ...*strata.ClusterQueue) strata.ClusterQueueStatus {
+	return statusInTree(cq, wls, cohorts, false, peers...)
+}
+
+// statusInTree is StatusInTree, with the queue's weighted share (Kueue's
+// status.fairSharing) when fair.
+func statusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*strata.Cohort, fair bool, peers ...*strata.ClusterQueue) strata.ClusterQueueStatus {
 	st := *cq.Status.DeepCopy()
 	var c queue.Counts
 	usage := map[string]corev1.ResourceList{}
@@ -253,11 +269,20 @@ func StatusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*st
 		}
 	}
 	st.FlavorsReservation = books.Reservation(cq)
+	st.FairSharing = nil
+	if fair {
+		st.FairSharing = &strata.FairSharingStatus{WeightedShare: books.Share(cq.Name).Rounded()}
+	}
 	active := metav1.Condition{Type: "Active", Status: metav1.ConditionTrue, Reason: "Ready", Message: "dispatches to the workers its clusterSelector takes"}
 	if cq.Spec.ClusterSelector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(cq.Spec.ClusterSelector); err != nil {
 			active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: "InvalidClusterSelector", Message: err.Error()}
 		}
+	}
+	if active.Status == metav1.ConditionTrue && cq.DeletionTimestamp != nil {
+		// Held by another controller's finalizer: it dispatches nothing.
+		active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueTerminating,
+			Message: "being deleted: dispatches no workloads"}
 	}
 	if active.Status == metav1.ConditionTrue && strata.Stopped(cq.Spec.StopPolicy) {
 		active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueStopped,

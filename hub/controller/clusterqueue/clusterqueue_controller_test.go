@@ -1,6 +1,7 @@
 package clusterqueue
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -128,5 +129,58 @@ func TestStatus(t *testing.T) {
 				t.Errorf("Status() (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestStatusFairSharing: with the hub's fairSharing on, a hub queue's
+// status carries its weighted share of what it borrows in its cohort, as
+// the agent's does; off, none.
+func TestStatusFairSharing(t *testing.T) {
+	usage := func(pods int64) corev1.ResourceList {
+		return corev1.ResourceList{
+			corev1.ResourceCPU:                    *resource.NewQuantity(4*pods, resource.DecimalSI),
+			corev1.ResourceName("nvidia.com/gpu"): *resource.NewQuantity(8*pods, resource.DecimalSI),
+		}
+	}
+	cq := testutil.MakeClusterQueue("cq").Cohort("fleet").ResourceGroup("cpu", "nvidia.com/gpu").GroupFlavor("a100", "8", "16").Obj()
+	peer := testutil.MakeClusterQueue("peer").Cohort("fleet").ResourceGroup("cpu", "nvidia.com/gpu").GroupFlavor("a100", "64", "128").Obj()
+	peer.Status.FlavorsUsage = []strata.FlavorUsage{{Name: "a100", Resources: usage(1)}}
+	wls := make([]*strata.Workload, 4)
+	for i := range wls {
+		wls[i] = testutil.MakeWorkload(fmt.Sprintf("w%d", i), "ml").PodSets(testutil.MakePodSet("main", 1, "cpu", "4", "nvidia.com/gpu", "8").PodSet).Obj()
+		wls[i].Status.Placement = &strata.Placement{Cluster: "w1", Flavor: "a100", DispatchGeneration: 1}
+		wls[i].Status.Admission = &strata.Admission{ClusterQueue: "cq"}
+	}
+	cases := map[string]struct {
+		fair bool
+		wls  []*strata.Workload
+		want *strata.FairSharingStatus
+	}{
+		"off":                          {wls: wls},
+		"on, within its nominal quota": {fair: true, wls: wls[:2], want: &strata.FairSharingStatus{WeightedShare: 0}},
+		// 4 of the 72 CPUs (and 8 of the 144 GPUs) the cohort lends, per
+		// thousand, rounded up as Kueue does.
+		"on, borrowing half its nominal": {fair: true, wls: wls[:3], want: &strata.FairSharingStatus{WeightedShare: 56}},
+		"on, borrowing its nominal":      {fair: true, wls: wls, want: &strata.FairSharingStatus{WeightedShare: 112}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := statusInTree(cq, tc.wls, nil, tc.fair, peer)
+			if diff := cmp.Diff(tc.want, got.FairSharing); diff != "" {
+				t.Errorf("status.fairSharing (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStatusTerminating: a hub queue held by another controller's
+// finalizer while it is deleted dispatches nothing, and says so.
+func TestStatusTerminating(t *testing.T) {
+	cq := testutil.MakeClusterQueue("cq").Flavor("a100").Obj()
+	cq.DeletionTimestamp = &metav1.Time{}
+	got := Status(cq, nil)
+	want := []metav1.Condition{{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueTerminating, Message: "being deleted: dispatches no workloads"}}
+	if diff := cmp.Diff(want, got.Conditions, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
 }

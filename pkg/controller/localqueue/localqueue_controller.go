@@ -67,7 +67,7 @@ func (r *Reconciler) WithMetrics(g *metrics.LocalQueueGauges, l *metrics.LocalQu
 }
 
 // SetupWithManager registers the reconciler: a LocalQueue's creation or
-// spec change, its ClusterQueue's creation, deletion or stopPolicy, and a change of
+// spec change, its ClusterQueue's creation, deletion (marked or done) or stopPolicy, and a change of
 // what counts of its workloads (pending, admitted, finished, or another
 // queue).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -80,7 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			// how it orders its workloads.
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				old, cur := e.ObjectOld.(*strata.ClusterQueue), e.ObjectNew.(*strata.ClusterQueue)
-				if !equality.Semantic.DeepEqual(old.Spec.StopPolicy, cur.Spec.StopPolicy) {
+				if !equality.Semantic.DeepEqual(old.Spec.StopPolicy, cur.Spec.StopPolicy) || old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() {
 					return true
 				}
 				return r.gauges != nil && (old.Spec.QueueingStrategy != cur.Spec.QueueingStrategy || queueActive(old) != queueActive(cur))

@@ -17,6 +17,17 @@ import (
 
 // expectLocalQueueStatus waits for a LocalQueue's counts and its Active
 // condition's status and reason.
+// markFinished marks the Job's Workload Finished, as the Job controller
+// would once the Job succeeded.
+func markFinished(ctx SpecContext, job *batchv1.Job) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		wl := workloadOf(g, ctx, job)
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded", Message: "the Job succeeded"})
+		g.Expect(worker.Client.Status().Update(ctx, wl)).To(Succeed())
+	}, timeout).Should(Succeed())
+}
+
 func expectLocalQueueStatus(ctx SpecContext, ns, name string, pending, admitted int32, active metav1.ConditionStatus, reason string) *strata.LocalQueue {
 	GinkgoHelper()
 	var lq strata.LocalQueue
@@ -112,11 +123,7 @@ var _ = Describe("LocalQueue", Ordered, Label("agent", "localqueue"), func() {
 		expectLocalQueueStatus(ctx, ns, "team-c", 0, 2, metav1.ConditionTrue, strata.LocalQueueReady)
 
 		By("a Job of the queue finishes: it no longer counts")
-		Eventually(func(g Gomega) {
-			wl := workloadOf(g, ctx, first)
-			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded", Message: "the Job succeeded"})
-			g.Expect(worker.Client.Status().Update(ctx, wl)).To(Succeed())
-		}, timeout).Should(Succeed())
+		markFinished(ctx, first)
 		expectLocalQueueStatus(ctx, ns, "team-c", 0, 1, metav1.ConditionTrue, strata.LocalQueueReady)
 	})
 })

@@ -6,6 +6,7 @@ package hub
 //
 // +kubebuilder:rbac:groups=strata.dev,resources=topologies;resourceflavors;clusterqueues;cohorts;admissionchecks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strata.dev,resources=clusterqueues/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=strata.dev,resources=clusterqueues,verbs=update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=localqueues,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strata.dev,resources=localqueues/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=strata.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete

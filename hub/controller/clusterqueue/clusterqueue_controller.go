@@ -141,8 +141,14 @@ func finished(wl *strata.Workload) bool {
 
 // clusterQueueOf maps a Workload to the ClusterQueue of its LocalQueue.
 func (r *Reconciler) clusterQueueOf(ctx context.Context, o client.Object) []ctrl.Request {
+	return clusterQueueOf(ctx, r.client, o)
+}
+
+// clusterQueueOf maps a Workload to the ClusterQueue of its LocalQueue,
+// read with c.
+func clusterQueueOf(ctx context.Context, c client.Reader, o client.Object) []ctrl.Request {
 	var lq strata.LocalQueue
-	if err := r.client.Get(ctx, queue.Key(o.(*strata.Workload)), &lq); err != nil {
+	if err := c.Get(ctx, queue.Key(o.(*strata.Workload)), &lq); err != nil {
 		return nil
 	}
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: lq.Spec.ClusterQueue}}}
@@ -232,7 +238,11 @@ func statusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*st
 	st := *cq.Status.DeepCopy()
 	var c queue.Counts
 	usage := map[string]corev1.ResourceList{}
+	holding := 0
 	for _, wl := range wls {
+		if Holds(wl) {
+			holding++ // deleted too, while its copy goes
+		}
 		if !wl.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -280,9 +290,13 @@ func statusInTree(cq *strata.ClusterQueue, wls []*strata.Workload, cohorts []*st
 		}
 	}
 	if active.Status == metav1.ConditionTrue && cq.DeletionTimestamp != nil {
-		// Held by another controller's finalizer: it dispatches nothing.
+		// Kept by the in-use finalizer (SetupInUse) while what it
+		// dispatched runs: it dispatches nothing more.
 		active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueTerminating,
 			Message: "being deleted: dispatches no workloads"}
+		if holding > 0 {
+			active.Message = fmt.Sprintf("being deleted: dispatches no workloads, and goes once its %d dispatched workload(s) finish", holding)
+		}
 	}
 	if active.Status == metav1.ConditionTrue && strata.Stopped(cq.Spec.StopPolicy) {
 		active = metav1.Condition{Type: "Active", Status: metav1.ConditionFalse, Reason: strata.QueueStopped,

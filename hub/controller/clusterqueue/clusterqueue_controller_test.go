@@ -184,3 +184,37 @@ func TestStatusTerminating(t *testing.T) {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
 }
+
+// TestHolds: what keeps a hub ClusterQueue being deleted: a Workload
+// dispatched to a worker, or admitted there, until it finishes.
+func TestHolds(t *testing.T) {
+	wl := func(placed, admitted, finished bool) *strata.Workload {
+		w := testutil.MakeWorkload("w", "ml").PodSets(testutil.MakePodSet("main", 1, "cpu", "1").PodSet).Obj()
+		if placed {
+			w.Status.Placement = &strata.Placement{Cluster: "w1", Flavor: "a100", DispatchGeneration: 1}
+		}
+		if admitted {
+			w.Status.Admission = &strata.Admission{ClusterQueue: "cq"}
+		}
+		if finished {
+			w.Status.Conditions = []metav1.Condition{{Type: strata.WorkloadFinished, Status: metav1.ConditionTrue}}
+		}
+		return w
+	}
+	cases := map[string]struct {
+		wl   *strata.Workload
+		want bool
+	}{
+		"pending":            {wl: wl(false, false, false)},
+		"dispatched":         {wl: wl(true, false, false), want: true},
+		"admitted on worker": {wl: wl(true, true, false), want: true},
+		"finished":           {wl: wl(true, true, true)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Holds(tc.wl); got != tc.want {
+				t.Errorf("Holds = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

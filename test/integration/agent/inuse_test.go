@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"strata.dev/strata/agent/controller/inuse"
 	"strata.dev/strata/agent/scheduler"
 	strata "strata.dev/strata/api/v1beta1"
+	"strata.dev/strata/pkg/controller/inuse"
 	"strata.dev/strata/pkg/testutil"
 )
 

@@ -1,9 +1,10 @@
-// Package inuse keeps a worker's ClusterQueues, ResourceFlavors and
-// Topologies from going while something still uses them, as Kueue's
-// resource-in-use finalizer does: a ClusterQueue stays (terminating,
-// admitting nothing) until the workloads holding its quota finish, a
-// ResourceFlavor until no ClusterQueue names it, and a Topology until no
-// ResourceFlavor names it.
+// Package inuse keeps objects from going while something still uses
+// them, as Kueue's resource-in-use finalizer does: on a worker, a
+// ClusterQueue stays (terminating, admitting nothing) until the workloads
+// holding its quota finish, a ResourceFlavor until no ClusterQueue names
+// it, and a Topology until no ResourceFlavor names it; on a hub, a
+// ClusterQueue until the workloads it dispatched finish. The agent and
+// the hub wire a Reconciler per kind with what uses it.
 package inuse
 
 import (

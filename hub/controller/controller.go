@@ -158,7 +158,7 @@ func SetupControllers(mgr ctrl.Manager, cfg *configv1beta1.HubConfiguration, opt
 	if err := clusterqueue.NewReconciler(mgr.GetClient(), queueWorkloads, clk).WithFairSharing(cfg.FairSharing != nil).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := clusterqueue.SetupInUse(mgr, recorder, queueWorkloads); err != nil {
+	if err := clusterqueue.SetupInUse(ctx, mgr, recorder, queueWorkloads); err != nil {
 		return nil, err
 	}
 	followed := copies.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), f, cfg, served, recorder, clk).WithJournal(journal)

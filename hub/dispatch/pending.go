@@ -273,7 +273,12 @@ func (d *Dispatcher) markDrained(ctx context.Context, v drainedWorkload, writes 
 	if !v.stop.Drain {
 		policy = strata.StopHold
 	}
-	message := queue.DrainMessage(v.stop.Reason, policy, wl.Spec.QueueName, v.cq) + "; its copy is taken back from " + v.e.cluster
+	message := queue.DrainMessage(v.stop.Reason, policy, wl.Spec.QueueName, v.cq)
+	if v.stop.Terminating && !v.stop.Drain {
+		// Held by its ClusterQueue's deletion, not by a stopPolicy.
+		message = "evicted: " + v.stop.Message
+	}
+	message += "; its copy is taken back from " + v.e.cluster
 	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: strata.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: v.stop.Reason, Message: truncate(message)})
 	workload.SetRequeued(wl, metav1.ConditionFalse, v.stop.Reason, truncate(message), d.clock.Now())
 	writes.do(func() error {

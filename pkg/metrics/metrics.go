@@ -192,8 +192,8 @@ var HubQueues = newQueueGauges("strata_hub_")
 
 // QueueStatus is a ClusterQueue's status for QueueGauges.Status, from
 // the queue and the status st to be written: terminating while it is
-// deleted (only while a finalizer of another controller holds it:
-// Strata puts none on ClusterQueues); else as its Active condition says
+// being deleted (the agent's and the hub's resource-in-use finalizer keep
+// it while what it admitted runs); else as its Active condition says
 // (the agent's and the hub's both write one); without one yet, pending
 // while stopped, else active.
 func QueueStatus(cq *strata.ClusterQueue, st *strata.ClusterQueueStatus) string {

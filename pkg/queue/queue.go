@@ -110,6 +110,9 @@ type Stop struct {
 	// Drain: an admitted workload is evicted (HoldAndDrain on either
 	// queue).
 	Drain bool
+	// Terminating: what holds it is its ClusterQueue being deleted, not
+	// a stopPolicy.
+	Terminating bool
 	// Reason is the Evicted reason of a workload the stop takes back
 	// (strata.EvictedBy*Stopped): the LocalQueue's when it drains, else
 	// the ClusterQueue's when it drains; without a drain, the queue's
@@ -131,7 +134,7 @@ func StopOf(lq *strata.LocalQueue, cq *strata.ClusterQueue) Stop {
 	case cq != nil && cq.DeletionTimestamp != nil:
 		// Being deleted (Kueue's terminating queue): it admits nothing
 		// more, and its admitted workloads run on.
-		s.Stopped, s.Reason = true, strata.EvictedByClusterQueueStopped
+		s.Stopped, s.Terminating, s.Reason = true, true, strata.EvictedByClusterQueueStopped
 		s.Message = fmt.Sprintf("ClusterQueue %s is being deleted: it admits no more workloads; its workloads wait for a ClusterQueue of that name", cq.Name)
 	}
 	switch {

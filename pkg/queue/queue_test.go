@@ -167,7 +167,7 @@ func TestStopOf(t *testing.T) {
 		"ClusterQueue HoldAndDrain": {lq: lq(strata.StopNone), cq: cq(strata.StopHoldAndDrain), want: Stop{Stopped: true, Message: cqDrained, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},
 		"LocalQueue held, ClusterQueue drains": {lq: lq(strata.StopHold), cq: cq(strata.StopHoldAndDrain),
 			want: Stop{Stopped: true, Message: lqHeld, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},
-		"ClusterQueue being deleted": {lq: lq(strata.StopNone), cq: deleting(cq(strata.StopNone)), want: Stop{Stopped: true, Reason: strata.EvictedByClusterQueueStopped,
+		"ClusterQueue being deleted": {lq: lq(strata.StopNone), cq: deleting(cq(strata.StopNone)), want: Stop{Stopped: true, Terminating: true, Reason: strata.EvictedByClusterQueueStopped,
 			Message: "ClusterQueue training is being deleted: it admits no more workloads; its workloads wait for a ClusterQueue of that name"}},
 		"ClusterQueue being deleted, stopped: its policy says": {lq: lq(strata.StopNone), cq: deleting(cq(strata.StopHoldAndDrain)),
 			want: Stop{Stopped: true, Message: cqDrained, Drain: true, Reason: strata.EvictedByClusterQueueStopped}},

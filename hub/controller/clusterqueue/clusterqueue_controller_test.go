@@ -218,3 +218,31 @@ func TestHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestChargedTo: a hub Workload may hold the quota of its admission's
+// queue, whatever its LocalQueue points at now, and of its LocalQueue's.
+func TestChargedTo(t *testing.T) {
+	admitted := func(cq string) *strata.Workload {
+		w := testutil.MakeWorkload("w", "ml").Obj()
+		w.Status.Admission = &strata.Admission{ClusterQueue: cq}
+		return w
+	}
+	cases := map[string]struct {
+		wl   *strata.Workload
+		lq   string
+		want []string
+	}{
+		"placed, not admitted":              {wl: testutil.MakeWorkload("w", "ml").Obj(), lq: "a", want: []string{"a"}},
+		"admitted through its LocalQueue's": {wl: admitted("a"), lq: "a", want: []string{"a"}},
+		"its LocalQueue pointed elsewhere":  {wl: admitted("a"), lq: "b", want: []string{"a", "b"}},
+		"its LocalQueue deleted":            {wl: admitted("a"), want: []string{"a"}},
+		"neither":                           {wl: testutil.MakeWorkload("w", "ml").Obj()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, chargedTo(tc.wl, tc.lq)); diff != "" {
+				t.Errorf("chargedTo (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

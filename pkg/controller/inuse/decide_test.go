@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	strata "strata.dev/strata/api/v1beta1"
@@ -113,5 +114,26 @@ func TestWaitMessage(t *testing.T) {
 				t.Errorf("WaitMessage (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestIdleFor: a finalizer goes only once nothing has used its object for
+// settle, however often it is reconciled meanwhile; once forgotten (the
+// finalizer went, or Reconcile saw a user), the wait starts again.
+func TestIdleFor(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(100, 0))
+	r := NewReconciler(nil, nil, "ClusterQueue", "workloads", nil, nil)
+	r.clock = clk
+	var got []time.Duration
+	got = append(got, r.idleFor("a")) // first seen unused
+	clk.Step(400 * time.Millisecond)
+	got = append(got, r.idleFor("a"))
+	clk.Step(600 * time.Millisecond)
+	got = append(got, r.idleFor("a")) // a second later: it may go
+	r.forget("a")
+	got = append(got, r.idleFor("a")) // forgotten: waits again
+	want := []time.Duration{settle, 600 * time.Millisecond, 0, settle}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("idleFor (-want +got):\n%s", diff)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +20,11 @@ import (
 
 // ReasonInUse is the reason of the event that says why a deletion waits.
 const ReasonInUse = "InUse"
+
+// settle is how long nothing must have used an object being deleted
+// before its finalizer goes: a user written a moment before the deletion
+// (an admission on its way to the informers) shows up meanwhile.
+const settle = time.Second
 
 // Users names what uses the object called name (empty: nothing).
 type Users func(ctx context.Context, name string) ([]string, error)
@@ -32,17 +39,22 @@ type Reconciler struct {
 	newObj func() client.Object
 	users  Users
 
+	clock clock.Clock
+
 	mu sync.Mutex
 	// told are the objects being deleted whose wait an event announced:
 	// one event each (a queue of a thousand running workloads would
 	// otherwise get one per workload that finishes).
 	told map[types.UID]bool
+	// idle are the objects being deleted that nothing used, since when.
+	idle map[types.UID]time.Time
 }
 
 // NewReconciler returns a Reconciler for objects of kind (newObj makes
 // an empty one) used by what users names, described as what in events.
 func NewReconciler(c client.Client, recorder events.EventRecorder, kind, what string, newObj func() client.Object, users Users) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, kind: kind, what: what, newObj: newObj, users: users}
+	return &Reconciler{client: c, recorder: recorder, kind: kind, what: what, newObj: newObj, users: users, clock: clock.RealClock{},
+		told: map[types.UID]bool{}, idle: map[types.UID]time.Time{}}
 }
 
 // For is the predicate of the reconciled kind's own events: its creation
@@ -86,6 +98,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		controllerutil.AddFinalizer(obj, Finalizer)
 		return ctrl.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, obj, patch))
 	case Remove:
+		if wait := r.idleFor(obj.GetUID()); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(obj, Finalizer)
 		if err := r.client.Patch(ctx, obj, patch); err != nil {
@@ -94,11 +109,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.forget(obj.GetUID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Nothing uses it any more: its deletion completes", "kind", r.kind, "name", obj.GetName())
 	case Wait:
+		r.mu.Lock()
+		delete(r.idle, obj.GetUID())
+		r.mu.Unlock()
 		msg := WaitMessage(r.kind, obj.GetName(), r.what, users)
 		ctrl.LoggerFrom(ctx).V(1).Info(msg)
 		r.tell(obj, msg)
 	}
 	return ctrl.Result{}, nil
+}
+
+// idleFor says how much longer an object being deleted that nothing
+// uses must stay so before its finalizer goes (0: it may go now).
+func (r *Reconciler) idleFor(uid types.UID) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	since, ok := r.idle[uid]
+	if !ok {
+		r.idle[uid] = now
+		return settle
+	}
+	return since.Add(settle).Sub(now)
 }
 
 // tell says once per object why its deletion waits.
@@ -108,16 +140,14 @@ func (r *Reconciler) tell(obj client.Object, msg string) {
 	if r.told[obj.GetUID()] {
 		return
 	}
-	if r.told == nil {
-		r.told = map[types.UID]bool{}
-	}
 	r.told[obj.GetUID()] = true
 	r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonInUse, "Delete", "%s", msg)
 }
 
-// forget drops what tell kept of an object.
+// forget drops what tell and idleFor kept of an object.
 func (r *Reconciler) forget(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.told, uid)
+	delete(r.idle, uid)
 }

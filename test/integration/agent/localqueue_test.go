@@ -15,8 +15,6 @@ import (
 	"strata.dev/strata/pkg/testutil"
 )
 
-// expectLocalQueueStatus waits for a LocalQueue's counts and its Active
-// condition's status and reason.
 // markFinished marks the Job's Workload Finished, as the Job controller
 // would once the Job succeeded.
 func markFinished(ctx SpecContext, job *batchv1.Job) {
@@ -28,6 +26,8 @@ func markFinished(ctx SpecContext, job *batchv1.Job) {
 	}, timeout).Should(Succeed())
 }
 
+// expectLocalQueueStatus waits for a LocalQueue's counts and its Active
+// condition's status and reason.
 func expectLocalQueueStatus(ctx SpecContext, ns, name string, pending, admitted int32, active metav1.ConditionStatus, reason string) *strata.LocalQueue {
 	GinkgoHelper()
 	var lq strata.LocalQueue
